@@ -1,0 +1,132 @@
+# tsrc — build, test and tools.  `make help` lists the targets.
+#
+#   make            build build/tsrc (installs missing tools first, saying what it does)
+#   make demo       build tsrc and run the main example on the CPU
+#   make check      build and run every test; last line "N passed, N failed"
+#   make check SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
+#   make clean      remove build/
+#
+# Generated sources (never edited, never committed) go to build/gen/:
+#   grammar/lexer.re        --re2c-->  build/gen/lexer.c
+#   grammar/parser.y        --lemon--> build/gen/parser.c, parser.h
+#   grammar/spec_lexer.re   --re2c-->  build/gen/spec_lexer.c
+#   grammar/spec_parser.y   --lemon--> build/gen/spec_parser.c, spec_parser.h
+
+CC        ?= cc
+LEMON     ?= lemon
+RE2C      ?= re2c
+LLVM_CONFIG ?= llvm-config-19
+PYTHON    ?= /usr/bin/python3
+
+BUILD     := build
+GEN       := $(BUILD)/gen
+SAN       ?=
+
+WARNINGS  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wpointer-arith -Wformat=2 -Wno-unused-parameter
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
+LDFLAGS   ?=
+LDLIBS    += -lm
+
+ifeq ($(SAN),1)
+  BUILD   := build/san
+  GEN     := $(BUILD)/gen
+  CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+             -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifneq ($(V),1)
+  Q := @
+  say = @printf '  %-7s %s\n' $(1) $(2);
+else
+  Q :=
+  say =
+endif
+
+GRAMMAR_Y  := $(wildcard grammar/*.y)
+GRAMMAR_RE := $(wildcard grammar/*.re)
+GEN_C      := $(patsubst grammar/%.y,$(GEN)/%.c,$(GRAMMAR_Y)) \
+              $(patsubst grammar/%.re,$(GEN)/%.c,$(GRAMMAR_RE))
+GEN_H      := $(patsubst grammar/%.y,$(GEN)/%.h,$(GRAMMAR_Y))
+
+COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(COMPILER_SRC)) \
+              $(patsubst $(GEN)/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
+MAIN_OBJ   := $(BUILD)/obj/compiler/main.o
+UNIT_SRC   := $(wildcard tests/unit/*_test.c)
+UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+
+TOOLS_STAMP := $(BUILD)/.tools
+
+.PHONY: all demo check unit fuzz clean help bootstrap
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(BUILD)/tsrc
+
+help:
+	@sed -n '1,/^$$/p' Makefile
+
+# Install what a fresh Debian machine lacks (only when something is missing).
+bootstrap $(TOOLS_STAMP): tools/bootstrap.sh
+	$(Q)sh tools/bootstrap.sh
+	$(Q)mkdir -p $(BUILD) && touch $(TOOLS_STAMP)
+
+$(GEN)/%.c $(GEN)/%.h: grammar/%.y | $(TOOLS_STAMP)
+	$(call say,LEMON,$<)
+	$(Q)mkdir -p $(GEN)
+	$(Q)$(LEMON) -q -d$(GEN) $<
+
+$(GEN)/%.c: grammar/%.re $(GEN_H) | $(TOOLS_STAMP)
+	$(call say,RE2C,$<)
+	$(Q)mkdir -p $(GEN)
+	$(Q)$(RE2C) -W -Werror --no-generation-date --no-version $< -o $@
+
+$(BUILD)/obj/compiler/%.o: compiler/%.c $(GEN_H) | $(TOOLS_STAMP)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# Lemon's template trips a few warnings that are not ours to fix.
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN_H)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Icompiler -Wno-unused-variable -Wno-missing-prototypes \
+	    -Wno-implicit-fallthrough -MMD -MP -c $< -o $@
+
+$(BUILD)/libtsrc.a: $(LIB_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libtsrc.a -o $@ $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+# The whole test suite: golden tests and the C unit tests, one summary line at the end.
+check: $(BUILD)/tsrc $(UNIT_BIN)
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit sh tests/run.sh
+
+demo: $(BUILD)/tsrc
+	$(Q)sh tools/demo.sh $(BUILD)/tsrc
+
+# Fuzzing with libFuzzer (clang); the corpus starts from every test program.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_DIR     := build/fuzz
+fuzz: $(GEN_C) $(GEN_H)
+	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)"
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

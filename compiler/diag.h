@@ -1,0 +1,60 @@
+/* diag.h — source files, spans and diagnostics.
+ *
+ * Every location in the compiler is a Span: a file number and a half-open byte range.  Spans
+ * become line:col only when a diagnostic is printed.  A diagnostic is printed as
+ *
+ *     file:line:col: error: message
+ *         source line
+ *         ^~~~~
+ *
+ * followed by its notes (the other side of a conflict, the '(' that was never closed).  User
+ * errors are counted and make the driver exit with status 1; internal errors (broken
+ * invariants) go through diag_internal() and say so plainly. */
+#ifndef TSR_DIAG_H
+#define TSR_DIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct Span {
+    uint32_t file;   /* index into the source table; 0 = no location */
+    uint32_t start;  /* byte offset of the first byte */
+    uint32_t end;    /* byte offset one past the last byte (end == start: a point) */
+} Span;
+
+typedef struct Source {
+    const char *path;     /* as given on the command line or found on the search path */
+    const char *text;     /* the bytes, followed by a NUL sentinel (the text may hold NULs too) */
+    size_t len;           /* number of bytes, not counting the sentinel */
+    uint32_t *line_starts; /* byte offset of each line's first byte */
+    size_t line_count;
+} Source;
+
+/* Sources.  A loaded file is registered and kept for the whole run. */
+uint32_t source_add(const char *path, const char *text, size_t len); /* copies text */
+uint32_t source_load(const char *path);          /* 0 (and an error printed) when unreadable */
+const Source *source_get(uint32_t file);
+Span span_make(uint32_t file, uint32_t start, uint32_t end);
+Span span_join(Span a, Span b);                   /* from a's start to b's end */
+void span_line_col(Span span, unsigned *line, unsigned *col); /* 1-based; col counts bytes */
+
+/* Diagnostics. */
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
+
+void diag_error(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_warning(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_note(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_error_noloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+unsigned diag_error_count(void);
+void diag_reset(void);                 /* forget counts (used by unit tests) */
+void diag_set_stream(FILE *out);       /* default: stderr */
+void diag_set_max_errors(unsigned max); /* after this many, stop with "too many errors" */
+
+/* Broken invariants: print "internal error" with the C location and abort. */
+_Noreturn void diag_internal_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define diag_internal(...) diag_internal_at(__FILE__, __LINE__, __VA_ARGS__)
+_Noreturn void diag_fatal_oom(void);
+
+#endif

@@ -1,0 +1,177 @@
+/* main.c — the tsrc driver: command line, then the pipeline stages in order.
+ *
+ * The driver is the only place that writes output files.  Each stage reports its own errors
+ * through diag; the driver stops after the first stage that reported any and exits with
+ * status 1.  Output files are written to a temporary name and renamed into place only when
+ * everything succeeded, so a failed run never leaves a partial file behind.
+ *
+ * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → [elaborate → shapes →
+ * projections → lower → codegen: later stages]. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "ast.h"
+#include "diag.h"
+#include "parse.h"
+
+#ifndef TSRC_VERSION
+#define TSRC_VERSION "0.1.0"
+#endif
+
+typedef enum { MODE_BUILD, MODE_PARSE_ONLY, MODE_DUMP_AST } Mode;
+
+typedef struct Options {
+    Mode mode;
+    const char *input;
+    const char *output;
+    const char **include_dirs;
+    int include_count;
+} Options;
+
+static void usage(FILE *out) {
+    fputs("usage: tsrc [options] FILE.tsr\n"
+          "\n"
+          "Compile a .tsr tensor program.\n"
+          "\n"
+          "options:\n"
+          "  --parse-only     parse the program (and every spec string in it), report errors\n"
+          "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
+          "  -o FILE          write the output to FILE\n"
+          "  -I DIR           add DIR to the module search path (for 'open')\n"
+          "  --help           show this help and exit\n"
+          "  --version        show the version and exit\n"
+          "\n"
+          "Diagnostics are printed as 'file:line:col: error: message'; the exit status is 0 on\n"
+          "success, 1 when the program has errors, 2 for a bad command line.\n"
+          "See docs/cli.md.\n",
+          out);
+}
+
+static _Noreturn __attribute__((format(printf, 1, 2))) void bad_usage(const char *fmt, ...) {
+    fputs("tsrc: error: ", stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (see 'tsrc --help')\n", stderr);
+    exit(2);
+}
+
+static Options parse_options(int argc, char **argv) {
+    Options opt = {0};
+    opt.include_dirs = calloc((size_t)argc, sizeof *opt.include_dirs);
+    if (!opt.include_dirs) diag_fatal_oom();
+    bool seen_mode = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--version") == 0) {
+            printf("tsrc %s\n", TSRC_VERSION);
+            exit(0);
+        } else if (strcmp(a, "--parse-only") == 0 || strcmp(a, "--dump-ast") == 0) {
+            Mode m = a[2] == 'p' ? MODE_PARSE_ONLY : MODE_DUMP_AST;
+            if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
+            opt.mode = m;
+            seen_mode = true;
+        } else if (strcmp(a, "-o") == 0) {
+            if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
+            opt.output = argv[++i];
+        } else if (strncmp(a, "-o", 2) == 0 && a[2]) {
+            opt.output = a + 2;
+        } else if (strcmp(a, "-I") == 0) {
+            if (i + 1 >= argc) bad_usage("'%s' needs a directory", a);
+            opt.include_dirs[opt.include_count++] = argv[++i];
+        } else if (strncmp(a, "-I", 2) == 0 && a[2]) {
+            opt.include_dirs[opt.include_count++] = a + 2;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            bad_usage("unknown option '%s'", a);
+        } else {
+            if (opt.input) bad_usage("more than one input file ('%s')", a);
+            opt.input = a;
+        }
+    }
+    if (!opt.input) bad_usage("%s", "no input file");
+    return opt;
+}
+
+/* Write through a temporary file renamed into place on success. */
+typedef struct Output {
+    FILE *file;
+    char *temp_path;
+    const char *final_path;
+} Output;
+
+static bool output_open(Output *out, const char *path) {
+    memset(out, 0, sizeof *out);
+    if (!path || strcmp(path, "-") == 0) {
+        out->file = stdout;
+        return true;
+    }
+    size_t n = strlen(path) + 32;
+    out->temp_path = malloc(n);
+    if (!out->temp_path) diag_fatal_oom();
+    snprintf(out->temp_path, n, "%s.tmp%ld", path, (long)getpid());
+    out->final_path = path;
+    out->file = fopen(out->temp_path, "w");
+    if (!out->file) {
+        diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+        free(out->temp_path);
+        return false;
+    }
+    return true;
+}
+
+static bool output_commit(Output *out, bool keep) {
+    if (out->file == stdout) return fflush(stdout) == 0;
+    bool ok = fclose(out->file) == 0;
+    if (ok && keep && rename(out->temp_path, out->final_path) != 0) {
+        diag_error_noloc("cannot write '%s': %s", out->final_path, strerror(errno));
+        ok = false;
+    }
+    if (!ok || !keep) remove(out->temp_path);
+    free(out->temp_path);
+    return ok && keep;
+}
+
+int main(int argc, char **argv) {
+    Options opt = parse_options(argc, argv);
+    uint32_t file = source_load(opt.input);
+    if (!file) return 1;
+
+    Arena *arena = arena_new();
+    Module *module = parse_module(file, arena);
+    int status = diag_error_count() ? 1 : 0;
+
+    if (status == 0) {
+        switch (opt.mode) {
+        case MODE_PARSE_ONLY:
+            break;
+        case MODE_DUMP_AST: {
+            Output out;
+            if (!output_open(&out, opt.output)) {
+                status = 1;
+                break;
+            }
+            ast_dump(out.file, module);
+            if (!output_commit(&out, true)) status = 1;
+            break;
+        }
+        case MODE_BUILD:
+            diag_error_noloc("code generation is not available in this version yet; "
+                             "use --parse-only or --dump-ast");
+            status = 1;
+            break;
+        }
+    }
+    arena_free(arena);
+    free(opt.include_dirs);
+    return status;
+}

@@ -1,0 +1,151 @@
+#!/bin/sh
+# run.sh — the test runner behind `make check`.
+#
+# Every tests/**/*.tsr is run by build/tsrc and compared with the golden files beside it; the
+# golden file's extension says what is compared:
+#   NAME.ast   stdout of `tsrc --dump-ast NAME.tsr`        (exit status 0)
+#   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1)
+#   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
+# A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
+# Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
+# robustness checks (inputs generated here) and the C unit tests in $UNIT_DIR, whose own
+# closing "N passed, N failed" lines are added in.
+#
+# One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
+# from the current output instead of comparing (review the diff before committing).
+set -u
+
+TSRC=${TSRC:-build/tsrc}
+UNIT_DIR=${UNIT_DIR:-build/unit}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-tests.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT INT TERM
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL $1${2:+ ($2)}"
+    if [ -n "${3:-}" ] && [ -f "$3" ]; then sed -n '1,20s/^/    /p' "$3"; fi
+}
+
+# Run tsrc with a time limit; stdout/stderr/status land in $TMP/out, $TMP/err, $TMP/status.
+run_tsrc() {
+    timeout 20 "$TSRC" "$@" >"$TMP/out" 2>"$TMP/err"
+    echo $? >"$TMP/status"
+}
+
+status() { cat "$TMP/status"; }
+
+check_golden() { # check_golden TEST ACTUAL GOLDEN
+    if [ "${UPDATE:-}" = 1 ]; then cp "$2" "$3"; fi
+    if diff -u "$3" "$2" >"$TMP/diff" 2>&1; then
+        return 0
+    fi
+    return 1
+}
+
+for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
+    base=${t%.tsr}
+    args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
+    if [ -f "$base.ast" ]; then
+        run_tsrc ${args:---dump-ast} "$t"
+        if [ "$(status)" != 0 ]; then fail "$t" "exit $(status), expected 0" "$TMP/err"
+        elif check_golden "$t" "$TMP/out" "$base.ast"; then pass "$t"
+        else fail "$t" "AST differs from $base.ast" "$TMP/diff"; fi
+    elif [ -f "$base.err" ]; then
+        run_tsrc ${args:---parse-only} "$t"
+        if [ "$(status)" != 1 ]; then fail "$t" "exit $(status), expected 1" "$TMP/err"
+        elif check_golden "$t" "$TMP/err" "$base.err"; then pass "$t"
+        else fail "$t" "diagnostics differ from $base.err" "$TMP/diff"; fi
+    else
+        run_tsrc ${args:---parse-only} "$t"
+        if [ "$(status)" = 0 ] && [ ! -s "$TMP/err" ]; then pass "$t"
+        else fail "$t" "exit $(status)" "$TMP/err"; fi
+    fi
+done
+
+for t in $(ls docs/examples/*.tsr stdlib/*.tsr 2>/dev/null | LC_ALL=C sort); do
+    run_tsrc --parse-only "$t"
+    if [ "$(status)" = 0 ] && [ ! -s "$TMP/err" ]; then pass "$t"
+    else fail "$t" "exit $(status)" "$TMP/err"; fi
+done
+
+# Robustness: hostile inputs get a message and exit status 1 -- never a crash or a hang.
+robust() { # robust NAME FILE EXPECTED-STATUS
+    run_tsrc --parse-only "$2"
+    st=$(status)
+    if [ "$st" = "$3" ] && { [ "$3" = 0 ] || grep -q 'error' "$TMP/err"; }; then pass "robustness: $1"
+    else fail "robustness: $1" "exit $st, expected $3" "$TMP/err"; fi
+}
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "("; print "" }' >"$TMP/deep.tsr"
+robust "100000 nested parentheses" "$TMP/deep.tsr" 1
+awk 'BEGIN { printf "let%%op x = "; for (i = 0; i < 100000; i++) printf "[|"; print "" }' >"$TMP/deep2.tsr"
+robust "100000 nested array brackets" "$TMP/deep2.tsr" 1
+awk 'BEGIN { printf "let x = 1"; for (i = 0; i < 100000; i++) printf " + 1"; print "" }' >"$TMP/chain.tsr"
+robust "an operator chain 100000 long" "$TMP/chain.tsr" 1
+awk 'BEGIN { printf "let x = \""; for (i = 0; i < 1048576; i++) printf "a"; print "\"" }' >"$TMP/longline.tsr"
+robust "a 1 MB line (valid)" "$TMP/longline.tsr" 0
+awk 'BEGIN { printf "let%%op x = a +* \""; for (i = 0; i < 1048576; i++) printf "i"; print "=>i\" b" }' >"$TMP/longspec.tsr"
+robust "a 1 MB spec string" "$TMP/longspec.tsr" 0
+awk 'BEGIN { printf "let x = "; for (i = 0; i < 1048576; i++) printf "#"; print "" }' >"$TMP/longbad.tsr"
+robust "a 1 MB line of junk" "$TMP/longbad.tsr" 1
+: >"$TMP/empty.tsr"
+robust "an empty file" "$TMP/empty.tsr" 0
+printf 'let x = 1\000 + 2\n' >"$TMP/nul.tsr"
+robust "a NUL byte" "$TMP/nul.tsr" 1
+printf 'let x = \"\377\376\"\nlet y = \303\n' >"$TMP/utf8.tsr"
+robust "invalid UTF-8" "$TMP/utf8.tsr" 1
+head -c 65536 /dev/urandom >"$TMP/junk.tsr" 2>/dev/null || printf '\001\002\003' >"$TMP/junk.tsr"
+robust "64 KiB of random bytes" "$TMP/junk.tsr" 1
+run_tsrc --parse-only "$TMP/does-not-exist.tsr"
+if [ "$(status)" = 1 ] && grep -q "cannot open" "$TMP/err"; then pass "robustness: a missing file"
+else fail "robustness: a missing file" "exit $(status)" "$TMP/err"; fi
+run_tsrc --parse-only "$TMP"
+if [ "$(status)" = 1 ] && grep -q "directory" "$TMP/err"; then pass "robustness: a directory"
+else fail "robustness: a directory" "exit $(status)" "$TMP/err"; fi
+
+# The command line.
+run_tsrc --no-such-flag x.tsr
+if [ "$(status)" = 2 ] && grep -q "unknown option '--no-such-flag'" "$TMP/err"; then pass "cli: unknown option"
+else fail "cli: unknown option" "exit $(status)" "$TMP/err"; fi
+run_tsrc
+if [ "$(status)" = 2 ] && grep -q "no input file" "$TMP/err"; then pass "cli: no input file"
+else fail "cli: no input file" "exit $(status)" "$TMP/err"; fi
+run_tsrc --help
+if [ "$(status)" = 0 ] && grep -q "usage: tsrc" "$TMP/out"; then pass "cli: --help"
+else fail "cli: --help" "exit $(status)" "$TMP/err"; fi
+run_tsrc --version
+if [ "$(status)" = 0 ] && grep -q "^tsrc [0-9]" "$TMP/out"; then pass "cli: --version"
+else fail "cli: --version" "exit $(status)" "$TMP/err"; fi
+printf 'let%%op y = x +* "i;i=>" z\n' >"$TMP/bad.tsr"
+rm -f "$TMP/bad.ast"
+run_tsrc --dump-ast -o "$TMP/bad.ast" "$TMP/bad.tsr"
+if [ "$(status)" = 1 ] && [ ! -e "$TMP/bad.ast" ] && [ -z "$(ls "$TMP" | grep tmp)" ]; then pass "cli: no output file after an error"
+else fail "cli: no output file after an error" "exit $(status)" "$TMP/err"; fi
+printf 'let%%op y = x +* "i;j=>ij" z\n' >"$TMP/good.tsr"
+run_tsrc --dump-ast -o "$TMP/good.ast" "$TMP/good.tsr"
+if [ "$(status)" = 0 ] && grep -q "einsum +\*" "$TMP/good.ast"; then pass "cli: -o writes the output"
+else fail "cli: -o writes the output" "exit $(status)" "$TMP/err"; fi
+
+# C unit tests: each prints its own "N passed, N failed" line.
+for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
+    name=$(basename "$u")
+    "$u" >"$TMP/unit.out" 2>&1
+    st=$?
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/unit.out" | tail -n 1)
+    p=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$summary" | sed -n 's/^[0-9]* passed, \([0-9]*\) failed.*/\1/p')
+    if [ -z "$summary" ] || [ "$st" != 0 ]; then
+        failed=$((failed + ${f:-0} + 1))
+        passed=$((passed + ${p:-0}))
+        echo "FAIL unit: $name (exit $st)"
+        grep -v '^PASS' "$TMP/unit.out" | sed -n '1,30s/^/    /p'
+    else
+        passed=$((passed + p))
+        echo "PASS unit: $name ($summary)"
+    fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
