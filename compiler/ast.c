@@ -1,7 +1,7 @@
 /* ast.c — node construction and the --dump-ast printer.
  *
  * The dump is one node per line, children indented by two spaces, each line ending with the
- * node's start as @line:col.  Its format is stable: golden tests (tests/ast/*.ast) compare it
+ * node's start as @line:col.  Its format is stable: golden tests (the .ast files under tests/ast) compare it
  * byte for byte, so change it only together with those files. */
 #include "ast.h"
 

@@ -97,6 +97,17 @@ uint32_t source_load(const char *path) {
     return id;
 }
 
+void source_free_all(void) {
+    for (uint32_t i = 1; i < source_count; i++) {
+        free((void *)sources[i].path);
+        free((void *)sources[i].text);
+        free(sources[i].line_starts);
+    }
+    free(sources);
+    sources = NULL;
+    source_count = source_cap = 0;
+}
+
 const Source *source_get(uint32_t file) {
     if (file == 0 || file >= source_count) return NULL;
     return &sources[file];
@@ -243,7 +254,7 @@ static void emit(DiagLevel level, Span span, const char *fmt, va_list ap) {
     vfprintf(out, fmt, ap);
     fputc('\n', out);
     show_source_line(out, span);
-    if (level == DIAG_ERROR && ++error_count >= max_errors) {
+    if (level == DIAG_ERROR && ++error_count >= max_errors && max_errors) {
         fprintf(out, "tsrc: too many errors (%u), stopping\n", error_count);
         fflush(out);
         exit(1);
@@ -281,7 +292,7 @@ void diag_error_noloc(const char *fmt, ...) {
 unsigned diag_error_count(void) { return error_count; }
 void diag_reset(void) { error_count = 0; }
 void diag_set_stream(FILE *out) { diag_stream = out; }
-void diag_set_max_errors(unsigned max) { max_errors = max ? max : 1; }
+void diag_set_max_errors(unsigned max) { max_errors = max; }
 
 void diag_internal_at(const char *file, int line, const char *fmt, ...) {
     FILE *out = stream();

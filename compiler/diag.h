@@ -35,6 +35,7 @@ typedef struct Source {
 uint32_t source_add(const char *path, const char *text, size_t len); /* copies text */
 uint32_t source_load(const char *path);          /* 0 (and an error printed) when unreadable */
 const Source *source_get(uint32_t file);
+void source_free_all(void);                     /* forget every source (fuzzing, unit tests) */
 Span span_make(uint32_t file, uint32_t start, uint32_t end);
 Span span_join(Span a, Span b);                   /* from a's start to b's end */
 void span_line_col(Span span, unsigned *line, unsigned *col); /* 1-based; col counts bytes */
@@ -49,7 +50,7 @@ void diag_error_noloc(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 unsigned diag_error_count(void);
 void diag_reset(void);                 /* forget counts (used by unit tests) */
 void diag_set_stream(FILE *out);       /* default: stderr */
-void diag_set_max_errors(unsigned max); /* after this many, stop with "too many errors" */
+void diag_set_max_errors(unsigned max); /* after this many, stop with "too many errors"; 0: never */
 
 /* Broken invariants: print "internal error" with the C location and abort. */
 _Noreturn void diag_internal_at(const char *file, int line, const char *fmt, ...)

@@ -732,10 +732,10 @@ static void dump_axis(FILE *out, const SpecAxis *axis) {
             if (a->padding == SPEC_PAD_SAME) fputc('=', out);
             else if (a->padding == SPEC_PAD_VALID) fputc('<', out);
             fputc('+', out);
-            if (a->offset) fprintf(out, "%d+", (int)a->offset);
+            if (a->has_offset) fprintf(out, "%d+", (int)a->offset);
             dump_coeff(out, &a->dilation);
             fprintf(out, "*%s", a->kernel.name);
-        } else if (a->offset) {
+        } else if (a->has_offset) {
             fprintf(out, "+%d", (int)a->offset);
         }
         break;

@@ -188,7 +188,7 @@ Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len);
  * row is nothing.  Elements are joined by ", ": labels as written, fixed indices as numbers,
  * placeholders "_0", "_1", ... (numbered in text order), row variables "..." or "..name..",
  * concatenations "a^3^b", affine axes "S*over[=|<]+[offset+]D*kernel" with S and D always
- * written (1 when omitted) and the offset written when non-zero, strided axes "S*over[+offset]". */
+ * written (1 when omitted) and the offset when it was written, strided axes "S*over[+offset]". */
 void spec_dump(FILE *out, const Spec *spec);
 
 /* ---- Internal: the lexer and grammar of this module --------------------------------------- */
