@@ -33,6 +33,8 @@ enum {
 
 static uint32_t depth_of(const Node *n) { return n ? n->depth : 0; }
 
+static Node *check_depth(ParseState *ps, Node *n);
+
 /* Compute a node's depth from its children and refuse trees too deep to walk safely. */
 static Node *finish(ParseState *ps, Node *n) {
     uint32_t d = depth_of(n->a);
@@ -41,6 +43,10 @@ static Node *finish(ParseState *ps, Node *n) {
     for (uint32_t i = 0; i < n->list.count; i++)
         if (depth_of(n->list.items[i]) > d) d = depth_of(n->list.items[i]);
     n->depth = d + 1;
+    return check_depth(ps, n);
+}
+
+static Node *check_depth(ParseState *ps, Node *n) {
     if (n->depth > MAX_TREE_DEPTH && !ps->failed) {
         diag_error(n->span, "expression is nested too deeply (more than %d levels)", MAX_TREE_DEPTH);
         ps->failed = true;
@@ -195,17 +201,22 @@ Node *parse_code_block(ParseState *ps, const Token *open, Node *body, const Toke
 
 /* ------------------------------------------------------------------ expressions */
 
-Node *parse_seq(ParseState *ps, Node *first, Node *next) {
-    if (first->kind == NODE_SEQ && !first->parenthesised) {
-        parse_push(ps, &first->list, next);
-        first->span = span_of_nodes(first, next);
-        return finish(ps, first);
+/* `a; b; c` and `a, b, c` become one flat node, unless the left part was parenthesised.  The
+ * depth is updated incrementally: recomputing it over the list would be quadratic. */
+static Node *flatten(ParseState *ps, NodeKind kind, Node *left, Node *right) {
+    if (left->kind == kind && !left->parenthesised) {
+        parse_push(ps, &left->list, right);
+        left->span = span_of_nodes(left, right);
+        if (right->depth + 1 > left->depth) left->depth = right->depth + 1;
+        return check_depth(ps, left);
     }
-    Node *n = node(ps, NODE_SEQ, span_of_nodes(first, next));
-    parse_push(ps, &n->list, first);
-    parse_push(ps, &n->list, next);
+    Node *n = node(ps, kind, span_of_nodes(left, right));
+    parse_push(ps, &n->list, left);
+    parse_push(ps, &n->list, right);
     return finish(ps, n);
 }
+
+Node *parse_seq(ParseState *ps, Node *first, Node *next) { return flatten(ps, NODE_SEQ, first, next); }
 
 Node *parse_let_in(ParseState *ps, const Token *kw, Node *binding, Node *body) {
     binding->span = span_join(kw->span, body->span);
@@ -238,17 +249,7 @@ Node *parse_assign(ParseState *ps, Node *lhs, const Token *op, Node *rhs, Node *
     return finish(ps, n);
 }
 
-Node *parse_tuple(ParseState *ps, Node *left, Node *right) {
-    if (left->kind == NODE_TUPLE && !left->parenthesised) {
-        parse_push(ps, &left->list, right);
-        left->span = span_of_nodes(left, right);
-        return finish(ps, left);
-    }
-    Node *n = node(ps, NODE_TUPLE, span_of_nodes(left, right));
-    parse_push(ps, &n->list, left);
-    parse_push(ps, &n->list, right);
-    return finish(ps, n);
-}
+Node *parse_tuple(ParseState *ps, Node *left, Node *right) { return flatten(ps, NODE_TUPLE, left, right); }
 
 /* The einsum operators: their right side carries a spec string literal (and optionally a
  * capture list), either right after the operator or after the last operand. */
@@ -431,6 +432,10 @@ Node *parse_record(ParseState *ps, const Token *open, NodeList fields, const Tok
     Node *n = node(ps, NODE_RECORD, span_join(open->span, close->span));
     n->list = fields;
     n->name = fields.items[0]->name;
+    if (fields.count > 256) {
+        diag_error(n->span, "an inline definition has at most 256 fields, this one has %u", fields.count);
+        return finish(ps, n);
+    }
     for (uint32_t i = 1; i < fields.count; i++)
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(fields.items[i]->name, fields.items[j]->name) == 0) {

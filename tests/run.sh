@@ -90,6 +90,12 @@ awk 'BEGIN { printf "let%%op x = a +* \""; for (i = 0; i < 1048576; i++) printf 
 robust "a 1 MB spec string" "$TMP/longspec.tsr" 0
 awk 'BEGIN { printf "let x = "; for (i = 0; i < 1048576; i++) printf "#"; print "" }' >"$TMP/longbad.tsr"
 robust "a 1 MB line of junk" "$TMP/longbad.tsr" 1
+awk 'BEGIN { printf "main = f 0"; for (i = 0; i < 100000; i++) printf "; f %d", i; print "" }' >"$TMP/seq.tsr"
+robust "a sequence of 100000 statements (valid)" "$TMP/seq.tsr" 0
+awk 'BEGIN { printf "let%%op t = [0."; for (i = 0; i < 100000; i++) printf "; %d.", i; print "]" }' >"$TMP/list.tsr"
+robust "a literal of 100000 numbers (valid)" "$TMP/list.tsr" 0
+awk 'BEGIN { printf "let t = (0"; for (i = 0; i < 100000; i++) printf ", %d", i; print ")" }' >"$TMP/tuple.tsr"
+robust "a tuple of 100000 elements (valid)" "$TMP/tuple.tsr" 0
 : >"$TMP/empty.tsr"
 robust "an empty file" "$TMP/empty.tsr" 0
 printf 'let x = 1\000 + 2\n' >"$TMP/nul.tsr"
