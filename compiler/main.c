@@ -149,6 +149,8 @@ int main(int argc, char **argv) {
     Arena *arena = arena_new();
     Module *module = parse_module(file, arena);
     int status = diag_error_count() ? 1 : 0;
+    if (status == 0 && module->items.count == 0)
+        diag_warning(span_make(file, 0, 0), "'%s' contains no top-level items", opt.input);
 
     if (status == 0) {
         switch (opt.mode) {

@@ -98,6 +98,8 @@ awk 'BEGIN { printf "let t = (0"; for (i = 0; i < 100000; i++) printf ", %d", i;
 robust "a tuple of 100000 elements (valid)" "$TMP/tuple.tsr" 0
 : >"$TMP/empty.tsr"
 robust "an empty file" "$TMP/empty.tsr" 0
+if grep -q "warning: .* contains no top-level items" "$TMP/err"; then pass "robustness: an empty file is reported"
+else fail "robustness: an empty file is reported" "no warning" "$TMP/err"; fi
 printf 'let x = 1\000 + 2\n' >"$TMP/nul.tsr"
 robust "a NUL byte" "$TMP/nul.tsr" 1
 printf 'let x = \"\377\376\"\nlet y = \303\n' >"$TMP/utf8.tsr"
