@@ -127,22 +127,28 @@ Node *parse_item_operator(ParseState *ps, const Token *kw, Node *name, NodeList 
     n->list = params;
     n->c = logic;
     Node *forward = NULL, *backward = NULL;
+    bool misspelt = false;
     for (uint32_t i = 0; i < clauses.count; i++) {
         Node *cl = clauses.items[i];
         bool is_fwd = strcmp(cl->name, "forward") == 0;
         Node **slot = is_fwd ? &forward : &backward;
-        if (strcmp(cl->name, "forward") != 0 && strcmp(cl->name, "backward") != 0) continue;
+        if (!is_fwd && strcmp(cl->name, "backward") != 0) { /* already reported */
+            misspelt = true;
+            continue;
+        }
         if (*slot) {
             diag_error(cl->span, "operator '%s' has two '%s' blocks", n->name, cl->name);
             diag_note((*slot)->span, "the first '%s' block is here", cl->name);
-        } else if (!is_fwd && !forward) {
-            diag_error(cl->span, "the 'forward' block must come before the 'backward' block");
-            *slot = cl;
-        } else {
-            *slot = cl;
+            continue;
         }
+        if (is_fwd && backward) {
+            diag_error(cl->span, "the 'forward' block must come before the 'backward' block");
+            diag_note(backward->span, "the 'backward' block is here");
+        }
+        *slot = cl;
     }
-    if (!forward) diag_error(kw->span, "operator '%s' has no 'forward' block", n->name);
+    if (!forward && !misspelt)
+        diag_error(kw->span, "operator '%s' has no 'forward' block (write forward [%%cd …])", n->name);
     n->a = forward ? forward->a : NULL;
     n->b = backward ? backward->a : NULL;
     return finish(ps, n);
@@ -265,6 +271,20 @@ static int einsum_arity(const char *op) {
 
 static bool is_plain(const Node *n, NodeKind kind) { return n && n->kind == kind && !n->parenthesised; }
 
+/* A capture list is a list literal that starts with a string literal; any other list (such as
+ * a tensor literal [1.; 2.]) is an operand. */
+static bool is_capture_list(const Node *n) {
+    return is_plain(n, NODE_LIST) && n->list.count > 0 && n->list.items[0]->kind == NODE_STRING;
+}
+
+/* The leftmost leaf of an expression: where a spec string ends up when a tighter operator
+ * captured it, as in x ++ "i=>0" * 2. */
+static const Node *leftmost(const Node *n) {
+    while (n && !n->parenthesised && (n->kind == NODE_BINOP || n->kind == NODE_APP || n->kind == NODE_EINSUM))
+        n = n->a;
+    return n;
+}
+
 /* Rebuild an application from fn and args[from, to). */
 static Node *reapply(ParseState *ps, Node *fn, Node **args, uint32_t from, uint32_t to) {
     if (from >= to) return fn;
@@ -284,9 +304,9 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
         if (is_plain(right->a, NODE_STRING)) { /* a +* "spec" [caps] b */
             spec = right->a;
             uint32_t i = 0;
-            if (n > 0 && is_plain(args[0], NODE_LIST)) caps = args[i++];
+            if (n > 0 && is_capture_list(args[0])) caps = args[i++];
             if (i < n) operand = reapply(ps, args[i], args, i + 1, n);
-        } else if (n >= 2 && is_plain(args[n - 1], NODE_LIST) && is_plain(args[n - 2], NODE_STRING)) {
+        } else if (n >= 2 && is_capture_list(args[n - 1]) && is_plain(args[n - 2], NODE_STRING)) {
             spec = args[n - 2]; /* a +* b "spec" [caps] */
             caps = args[n - 1];
             operand = reapply(ps, right->a, args, 0, n - 2);
@@ -298,6 +318,14 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
     Node *e = node(ps, NODE_EINSUM, span_join(left->span, right->span));
     e->name = op->text;
     e->a = left;
+    const Node *first = leftmost(right);
+    if (!spec && first && first->kind == NODE_STRING && first != right) {
+        diag_error(first->span, "the spec of '%s' was taken into the operand of a tighter operator; "
+                                "put the einsum in parentheses, as in (x %s \"…\"%s) * z",
+                   op->text, op->text, arity == 2 ? " y" : "");
+        e->b = right;
+        return finish(ps, e);
+    }
     if (!spec) {
         diag_error(op->span, "einsum operator '%s' needs a spec string literal, as in %s", op->text,
                    arity == 2 ? "a +* \"i,j;j,k => i,k\" b" : "x ++ \"...|... => 0\"");
@@ -421,7 +449,8 @@ Node *parse_commented(ParseState *ps, const Token *tilde, Node *inner) {
     if (inner->list.count == 2) {
         n->b = inner->list.items[1];
     } else {
-        Node *rest = node(ps, NODE_SEQ, span_join(inner->list.items[1]->span, inner->span));
+        Node *rest = node(ps, NODE_SEQ, span_join(inner->list.items[1]->span,
+                                                  inner->list.items[inner->list.count - 1]->span));
         for (uint32_t i = 1; i < inner->list.count; i++) parse_push(ps, &rest->list, inner->list.items[i]);
         n->b = finish(ps, rest);
     }
@@ -539,6 +568,8 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     int n = TsrParseExpected(parser, tokens, MAX_EXPECTED);
     const char *found = lex_describe(ps->arena, token);
     bool wants_expression = has(tokens, n, TK_INT);
+    bool only_items = n > 0 && has(tokens, n, TK_OPERATOR) && !wants_expression && !has(tokens, n, TK_ADDOP);
+    bool wants_clause = n == 1 && tokens[0] == TK_IDENT && ps->item_keyword == TK_OPERATOR;
     const char *expected = describe_expected(ps, tokens, n);
     const Token *prev = &ps->previous;
     if (ps->bracket_depth > 0 && (starts_item(token) || token->kind == TK_EOF)) {
@@ -548,6 +579,16 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         diag_error(token->span, "expected %s to close %s, found %s", lex_token_name(closer_of(open->kind)),
                    where, found);
         diag_note(open->span, "to close this");
+    } else if (wants_clause) {
+        diag_error(token->span, "expected 'forward [%%cd …]' (and optionally 'backward [%%cd …]'), found %s", found);
+    } else if (only_items && token->kind != TK_EOF) {
+        diag_error(token->span, "unexpected %s: the definition before it is complete", found);
+        if (token->kind == TK_LOGIC)
+            diag_note(token->span, "'~logic:' follows the right-hand side of an assignment in %%cd code, "
+                                   "or the parameters of an operator declaration");
+        else if (token->kind == TK_QUEST_LPAREN)
+            diag_note(token->span, "'?(x = default)' declares an optional parameter; an optional argument "
+                                   "is passed as ?x:value");
     } else if (wants_expression && prev->kind && is_binary_operator(prev->kind) && !has(tokens, n, TK_OPERATOR)) {
         diag_error(token->span, "expected an expression after %s, found %s", lex_describe(ps->arena, prev), found);
     } else if (token->kind == TK_EOF) {
@@ -558,7 +599,7 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     } else {
         diag_error(token->span, "unexpected %s", found);
     }
-    if (token->kind == TK_IN)
+    if (token->kind == TK_IN && !wants_expression)
         diag_note(token->span, "'in' belongs to 'let … in'; a top-level 'let' has no 'in'");
 }
 
@@ -630,9 +671,8 @@ static void check_contexts(const Node *n, bool in_code) {
     if (!n) return;
     if (n->kind == NODE_CODE) in_code = true;
     if (n->kind == NODE_ASSIGN && !in_code) {
-        diag_error(n->span, "assignment '%s' outside %%cd code", n->name);
-        diag_note(n->span, "assignments belong in 'let%%cd' definitions, '[%%cd …]' blocks, routines and "
-                           "operator blocks");
+        diag_error(n->span, "assignment '%s' outside %%cd code (assignments belong in 'let%%cd' definitions, "
+                            "'[%%cd …]' blocks, routines and operator blocks)", n->name);
         in_code = true; /* report the outermost one only */
     }
     check_contexts(n->a, in_code);
@@ -667,6 +707,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             if (!parser) diag_fatal_oom();
             ps.failed = false;
             ps.previous = (Token){0};
+            ps.item_keyword = t.kind;
             depth = 0;
         }
         bool ok = t.kind != TK_ILLEGAL;
@@ -686,15 +727,17 @@ Module *parse_module(uint32_t file, Arena *arena) {
                        lex_token_name(closer_of(stack[depth - 1].kind)), where);
             diag_note(stack[depth - 1].span, "to close this");
             ok = false;
-        } else if (ok && depth > 0 && starts_item(&t) && t.kind != TK_LET) {
-            /* A top-level keyword at the start of a line while a bracket is open: the bracket
-             * was never closed.  (A 'let' may legitimately start a line inside brackets.) */
-            char where[96];
-            describe_open(&ps, &stack[depth - 1], where, sizeof where);
-            diag_error(t.span, "expected %s to close %s before the next item",
-                       lex_token_name(closer_of(stack[depth - 1].kind)), where);
-            diag_note(stack[depth - 1].span, "to close this");
-            ok = false;
+        } else if (ok && starts_item(&t)) {
+            /* A top-level keyword in column 1 always starts a new item (docs/language.md): if the
+             * current item is not complete, that is the error. */
+            if (TsrParseAccepts(parser, TK_OPERATOR)) {
+                ps.item_keyword = t.kind;
+            } else {
+                ps.brackets = stack;
+                ps.bracket_depth = depth;
+                parse_syntax_error(&ps, &t, parser);
+                ok = false;
+            }
         }
         if (ok) {
             ps.brackets = stack;
@@ -712,6 +755,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
                 if (!parser) diag_fatal_oom();
                 ps.failed = false;
                 ps.previous = (Token){0};
+                ps.item_keyword = t.kind;
                 depth = 0;
                 skipping = false;
                 TsrParse(parser, t.kind, t, &ps);

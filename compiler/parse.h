@@ -26,6 +26,7 @@ typedef struct ParseState {
     Token previous;     /* the token before the one being fed */
     const struct OpenBracket *brackets; /* brackets open before the current token */
     int bracket_depth;
+    int item_keyword;   /* the keyword that started the current item (TK_LET, TK_OPERATOR, ...) */
 } ParseState;
 
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser);
@@ -77,5 +78,6 @@ void *TsrParseAlloc(void *(*malloc_fn)(size_t));
 void TsrParseFree(void *parser, void (*free_fn)(void *));
 void TsrParse(void *parser, int kind, Token token, ParseState *ps);
 int TsrParseExpected(void *parser, int *tokens, int max);
+int TsrParseAccepts(void *parser, int token);
 
 #endif

@@ -243,9 +243,15 @@ SpecAxis *spec_build_affine(SpecParseState *ps, SpecTerm over, SpecPadMark pad,
         a->offset = offset->value;
         a->offset_span = offset->span;
         if (a->stride.kind == SPEC_COEFF_INT && offset->value >= a->stride.as.value &&
-            first_error(ps))
-            diag_error(offset->span, "offset %d must be smaller than the stride %d",
-                       (int)offset->value, (int)a->stride.as.value);
+            first_error(ps)) {
+            if (a->stride.implicit)
+                diag_error(offset->span, "an offset needs a stride larger than it, as in '%d*%.*s+%d'",
+                           (int)offset->value + 1, (int)over.label.len, over.label.text,
+                           (int)offset->value);
+            else
+                diag_error(offset->span, "offset %d must be smaller than the stride %d",
+                           (int)offset->value, (int)a->stride.as.value);
+        }
     } else {
         a->offset_span = point_end(over.label.span);
     }

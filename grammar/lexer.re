@@ -71,6 +71,11 @@ static Token classify_operator(Lexer *lx, const unsigned char *from, const unsig
     int kind;
     if (n == 1 && s[0] == '=') kind = TK_EQ;
     else if (s[0] == '=') {
+        if (n == 2 && (s[1] == '=' || s[1] == '>')) {
+            diag_error(span_of(lx, from, to), "unknown operator '%.*s'%s", (int)n, s,
+                       s[1] == '=' ? "; equality is written '='" : "; '=>' appears only inside spec strings");
+            return illegal(lx, from, to);
+        }
         if (!in_table(assignment_operators, sizeof assignment_operators / sizeof *assignment_operators, s, n)) {
             diag_error(span_of(lx, from, to), "unknown assignment operator '%.*s'", (int)n, s);
             return illegal(lx, from, to);
@@ -242,7 +247,11 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
                             break;
                         }
                     }
-                    diag_error(span_of(lx, p, p + 2), "a decimal escape needs three digits up to \\255");
+                    {
+                        const unsigned char *e_end = p + 2;
+                        while (e_end < lim && e_end < p + 4 && *e_end >= '0' && *e_end <= '9') e_end++;
+                        diag_error(span_of(lx, p, e_end), "a decimal escape needs three digits up to \\255");
+                    }
                 } else {
                     int len = e >= 0x80 ? utf8_sequence(p + 1, lim) : 1;
                     if (len == 0) len = 1;
@@ -300,12 +309,14 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
 /* Skip a (possibly nested) comment whose "(*" starts at `from`.  Returns false if unterminated. */
 static bool skip_comment(Lexer *lx, const unsigned char *from) {
     const unsigned char *lim = lx->text + lx->len, *p = from + 2;
+    enum { TRACKED = 64 };
+    const unsigned char *openers[TRACKED]; /* where each still-open comment starts */
     size_t depth = 1;
-    const unsigned char *innermost_open = from;
+    openers[0] = from;
     while (p < lim) {
         if (p[0] == '(' && p + 1 < lim && p[1] == '*') {
+            if (depth < TRACKED) openers[depth] = p;
             depth++;
-            innermost_open = p;
             p += 2;
         } else if (p[0] == '*' && p + 1 < lim && p[1] == ')') {
             p += 2;
@@ -323,8 +334,10 @@ static bool skip_comment(Lexer *lx, const unsigned char *from) {
         }
     }
     diag_error(span_of(lx, from, from + 2), "unterminated comment");
-    if (innermost_open != from)
-        diag_note(span_of(lx, innermost_open, innermost_open + 2), "the innermost comment still open starts here");
+    if (depth > 1) {
+        const unsigned char *innermost = openers[(depth < TRACKED ? depth : TRACKED) - 1];
+        diag_note(span_of(lx, innermost, innermost + 2), "the innermost comment still open starts here");
+    }
     lx->cursor = lim;
     return false;
 }

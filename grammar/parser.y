@@ -195,6 +195,7 @@ simple(R) ::= LBRACKBAR(L) elements(X) BARRBRACKET(E).   { R = parse_list(ps, NO
 simple(R) ::= record(E).                                 { R = E; }
 simple(R) ::= code_block(E).                             { R = E; }
 simple(R) ::= simple(X) DOT IDENT(N).                    { R = parse_field(ps, X, &N); }
+simple(R) ::= simple(X) DOT UIDENT(N).                   { R = parse_field(ps, X, &N); }
 simple(R) ::= PREFIXOP(O) simple(X).                     { R = parse_unop(ps, &O, X); }
 simple(R) ::= TILDE_TILDE(T) simple(X).                  { R = parse_commented(ps, &T, X); }
 
@@ -232,7 +233,6 @@ static int tsr_parse_accepts(yyParser *parser, int token) {
             int base = top + yyRuleInfoNRhs[rule];
             if (base < 0) break;
             act = yy_find_reduce_action((YYACTIONTYPE)stack[base], yyRuleInfoLhs[rule]);
-            if (act > YY_MAX_SHIFT) act += YY_MIN_REDUCE - YY_MIN_SHIFTREDUCE;
             top = base + 1;
             if (top >= cap) {
                 int *grown = realloc(stack, (size_t)(cap *= 2) * sizeof *stack);
@@ -248,6 +248,8 @@ static int tsr_parse_accepts(yyParser *parser, int token) {
     free(stack);
     return result;
 }
+
+int TsrParseAccepts(void *parser, int token) { return tsr_parse_accepts((yyParser *)parser, token); }
 
 int TsrParseExpected(void *parser, int *tokens, int max) {
     int n = 0;

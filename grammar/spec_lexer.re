@@ -60,8 +60,15 @@ static int fail(SpecLexer *lexer) {
 static int bad_byte(SpecLexer *lexer, const unsigned char *at) {
     unsigned c = *at;
     Span span = span_of(lexer, at, at + 1);
+    int n = 0; /* length of a valid UTF-8 sequence at `at` */
+    if (c >= 0xc2 && c <= 0xf4) {
+        n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        for (int i = 1; i < n; i++)
+            if (at + i >= lexer->limit || (at[i] & 0xc0) != 0x80) n = 0;
+    }
     if (c > 0x20 && c < 0x7f) diag_error(span, "unexpected character '%c' in spec", (int)c);
-    else diag_error(span, "unexpected byte 0x%02x in spec", c);
+    else if (n) diag_error(span_of(lexer, at, at + n), "unexpected character '%.*s' in spec", n, (const char *)at);
+    else diag_error(span, "unexpected byte 0x%02X in spec%s", c, c >= 0x80 ? " (not valid UTF-8)" : "");
     return fail(lexer);
 }
 
