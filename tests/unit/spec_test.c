@@ -217,9 +217,9 @@ static void invalid_specs(void) {
     err("... j, a => i", AT(6) "expected ',' between '...' and 'j'");
     err("2..v.., a => a", AT(3) "expected ',' between '2' and '..v..'");
     /* Axes. */
-    err("o+1+k => o", AT(4) "offset 1 must be smaller than the stride 1");
+    err("o+1+k => o", AT(4) "an offset needs a stride larger than it, as in '2*o+1'");
     err("2*o+2+k => o", AT(6) "offset 2 must be smaller than the stride 2");
-    err("i+1 => i", AT(4) "offset 1 must be smaller than the stride 1");
+    err("i+1 => i", AT(4) "an offset needs a stride larger than it, as in '2*i+1'");
     err("2*i=+1, a => i", AT(5) "padding marker '=' needs a kernel after the '+'");
     err("0*i+k => i", AT(2) "stride must be at least 1");
     err("i+0*k => i", AT(4) "dilation must be at least 1");
@@ -250,14 +250,14 @@ static void invalid_specs(void) {
     /* Characters. */
     err("a & b, c => a", AT(4) "'&' is reserved");
     err("i#j => i", AT(3) "unexpected character '#' in spec");
-    err("i\xffj => i", AT(3) "unexpected byte 0xff in spec");
+    err("i\xffj => i", AT(3) "unexpected byte 0xFF in spec (not valid UTF-8)");
     err_bytes("i\0j => i", 8, AT(3) "unexpected byte 0x00 in spec");
     err("i\"j => i", AT(3) "unexpected character '\"' in spec");
     err("\\", AT(2) "unexpected character '\\' in spec");
     err("i - j => i", AT(4) "unexpected character '-' in spec");
     err("i > j", AT(4) "unexpected character '>' in spec");
     err("i. => i", AT(3) "unexpected character '.' in spec");
-    err("\xc3\xa9 => i", AT(2) "unexpected byte 0xc3 in spec");
+    err("\xc3\xa9 => i", AT(2) "unexpected character '\xc3\xa9' in spec");
     /* The first error wins, even when the lexer would find a later one. */
     err("i j, # => i", AT(4) "expected ',' between axes 'i' and 'j'");
 }
