@@ -97,8 +97,10 @@ Node *parse_op_name(ParseState *ps, const Token *op, const Token *close) {
     return finish(ps, n);
 }
 
+/* "." "@" "T" written literally (three source bytes with the quotes; an escape is not a name). */
 static bool is_logic_name(const Node *s) {
-    return s->kind == NODE_STRING && s->len == 1 && (s->text[0] == '.' || s->text[0] == '@' || s->text[0] == 'T');
+    return s->kind == NODE_STRING && s->span.end - s->span.start == 3 && s->len == 1 &&
+           (s->text[0] == '.' || s->text[0] == '@' || s->text[0] == 'T');
 }
 
 Node *parse_logic(ParseState *ps, Node *logic) {
@@ -321,8 +323,8 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
     const Node *first = leftmost(right);
     if (!spec && first && first->kind == NODE_STRING && first != right) {
         diag_error(first->span, "the spec of '%s' was taken into the operand of a tighter operator; "
-                                "put the einsum in parentheses, as in (x %s \"…\"%s) * z",
-                   op->text, op->text, arity == 2 ? " y" : "");
+                                "put the einsum in parentheses, as in (x %s \"…\"%s) %s z",
+                   op->text, op->text, arity == 2 ? " y" : "", right->kind == NODE_BINOP ? right->name : "*");
         e->b = right;
         return finish(ps, e);
     }

@@ -159,7 +159,12 @@ static Token number(Lexer *lx, const unsigned char *from, const unsigned char *t
             return illegal(lx, from, to);
         }
     } else {
-        long long v = strtoll(buf, &end, 0);
+        bool hex = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
+        long long v = strtoll(hex ? buf + 2 : buf, &end, hex ? 16 : 10);
+        if (*end != '\0' || (hex && buf[2] == '\0')) {
+            diag_error(t.span, "malformed number '%s'", t.text);
+            return illegal(lx, from, to);
+        }
         if (errno == ERANGE) {
             diag_error(t.span, "integer literal '%s' does not fit in 64 bits", t.text);
             return illegal(lx, from, to);
@@ -222,6 +227,9 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
             case '"': out = '"'; p += 2; break;
             case '\'': out = '\''; p += 2; break;
             case ' ': out = ' '; p += 2; break;
+            case '\r':
+                if (p + 2 < lim && p[2] == '\n') p++; /* CRLF line endings */
+                /* fall through */
             case '\n': /* line continuation: skip the newline and leading blanks */
                 p += 2;
                 while (p < lim && (*p == ' ' || *p == '\t')) p++;

@@ -11,6 +11,7 @@
  *   ;                sequence
  *   if               (dangling else binds to the nearest if)
  *   =: =+ =:+ …      assignment (%cd only), right
+ *   ~logic:          the logic of an assignment, after its right-hand side
  *   ,                tuple
  *   || &&            right
  *   = < > <> |> …    comparison, left

@@ -123,12 +123,15 @@ int main(void) {
     expect_tokens("x' _ _a", "id:x' '_' id:_a");
     expect_tokens("index data input routine main open operator", "'index' 'data' 'input' 'routine' 'main' 'open' 'operator'");
     expect_tokens("a+-b", "id:a add:+- id:b"); /* maximal munch, as in OCaml */
+    expect_tokens("010 0x1f 1_0", "int:10 int:31 int:10"); /* decimal even with a leading zero */
+    expect_tokens("\"a\\\r\n   b\"", "str:ab");           /* line continuation with CRLF */
 
     expect_error("v =:% x", 7, "t.tsr:1:3: error: unknown assignment operator '=:%'");
     expect_error("!? x", 4, "t.tsr:1:1: error: unknown prefix operator '!?' (the prefix operators are '!.', '!..' and '!@')");
     expect_error("x \"abc", 6, "t.tsr:1:3: error: unterminated string literal");
     expect_error("(* (* *)", 8, "t.tsr:1:1: error: unterminated comment");
     expect_error("12ab", 4, "t.tsr:1:1: error: malformed number '12ab'");
+    expect_error("0x_", 3, "t.tsr:1:1: error: malformed number '0x_'");
     expect_error("99999999999999999999", 20, "t.tsr:1:1: error: integer literal '99999999999999999999' does not fit in 64 bits");
     expect_error("a # b", 5, "t.tsr:1:3: error: unexpected character '#'");
     expect_error("a \xff b", 5, "t.tsr:1:3: error: unexpected byte 0xFF (not valid UTF-8)");
