@@ -164,7 +164,7 @@ static int utf8_len(const unsigned char *p, size_t avail) {
     return n;
 }
 
-/* Echo bytes [from, to) of the text sanitised; returns the number of display cells. */
+/* Echo bytes [from, to) of the text, sanitised: see the comment at the top. */
 static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t to) {
     for (size_t i = from; i < to;) {
         unsigned c = text[i];

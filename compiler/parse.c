@@ -494,7 +494,7 @@ typedef struct OpenBracket {
 
 static bool starts_item(const Token *t);
 static int closer_of(int opener);
-static void describe_open(ParseState *ps, const Open *open, char *buf, size_t size);
+static void describe_open(const Open *open, char *buf, size_t size);
 
 static bool has(const int *tokens, int n, int kind) {
     for (int i = 0; i < n; i++)
@@ -577,7 +577,7 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     if (ps->bracket_depth > 0 && (starts_item(token) || token->kind == TK_EOF)) {
         const Open *open = &ps->brackets[ps->bracket_depth - 1];
         char where[96];
-        describe_open(ps, open, where, sizeof where);
+        describe_open(open, where, sizeof where);
         diag_error(token->span, "expected %s to close %s, found %s", lex_token_name(closer_of(open->kind)),
                    where, found);
         diag_note(open->span, "to close this");
@@ -623,6 +623,8 @@ static int closer_of(int opener) {
     }
 }
 
+static bool is_opener(int kind) { return closer_of(kind) != 0; }
+
 static bool is_closer(int kind) {
     return kind == TK_RPAREN || kind == TK_RBRACKET || kind == TK_BARRBRACKET || kind == TK_RBRACE;
 }
@@ -640,13 +642,12 @@ static bool starts_item(const Token *t) {
     }
 }
 
-static void describe_open(ParseState *ps, const Open *open, char *buf, size_t size) {
+static void describe_open(const Open *open, char *buf, size_t size) {
     unsigned line, col;
     span_line_col(open->span, &line, &col);
     const Source *src = source_get(open->span.file);
     snprintf(buf, size, "'%.*s' at %u:%u", (int)(open->span.end - open->span.start),
              src->text + open->span.start, line, col);
-    (void)ps;
 }
 
 /* Check a closer against the bracket stack; report a mismatch.  Returns false on error. */
@@ -658,7 +659,7 @@ static bool check_closer(ParseState *ps, Open *stack, int *depth, const Token *t
     Open *top = &stack[*depth - 1];
     if (closer_of(top->kind) != t->kind) {
         char where[96];
-        describe_open(ps, top, where, sizeof where);
+        describe_open(top, where, sizeof where);
         diag_error(t->span, "expected %s to close %s, found %s", lex_token_name(closer_of(top->kind)), where,
                    lex_token_name(t->kind));
         diag_note(top->span, "to close this");
@@ -713,7 +714,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             depth = 0;
         }
         bool ok = t.kind != TK_ILLEGAL;
-        if (ok && closer_of(t.kind)) {
+        if (ok && is_opener(t.kind)) {
             if (depth == MAX_BRACKET_NESTING) {
                 diag_error(t.span, "brackets are nested too deeply (more than %d levels)", MAX_BRACKET_NESTING);
                 ok = false;
@@ -724,7 +725,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             ok = check_closer(&ps, stack, &depth, &t);
         } else if (ok && t.kind == TK_EOF && depth > 0) {
             char where[96];
-            describe_open(&ps, &stack[depth - 1], where, sizeof where);
+            describe_open(&stack[depth - 1], where, sizeof where);
             diag_error(t.span, "unexpected end of file: expected %s to close %s",
                        lex_token_name(closer_of(stack[depth - 1].kind)), where);
             diag_note(stack[depth - 1].span, "to close this");
@@ -743,7 +744,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
         }
         if (ok) {
             ps.brackets = stack;
-            ps.bracket_depth = depth - (closer_of(t.kind) ? 1 : 0);
+            ps.bracket_depth = depth - (is_opener(t.kind) ? 1 : 0);
             TsrParse(parser, t.kind, t, &ps);
             ps.previous = t;
         }
