@@ -12,6 +12,7 @@
 #   grammar/parser.y        --lemon--> build/gen/parser.c, parser.h
 #   grammar/spec_lexer.re   --re2c-->  build/gen/spec_lexer.c
 #   grammar/spec_parser.y   --lemon--> build/gen/spec_parser.c, spec_parser.h
+#   stdlib/*.tsr            --embed--> build/gen/stdlib_blob.c (the library inside tsrc)
 
 CC        ?= cc
 LEMON     ?= lemon
@@ -48,8 +49,10 @@ endif
 
 GRAMMAR_Y  := $(wildcard grammar/*.y)
 GRAMMAR_RE := $(wildcard grammar/*.re)
+STDLIB_TSR := $(sort $(wildcard stdlib/*.tsr))
 GEN_C      := $(patsubst grammar/%.y,$(GEN)/%.c,$(GRAMMAR_Y)) \
-              $(patsubst grammar/%.re,$(GEN)/%.c,$(GRAMMAR_RE))
+              $(patsubst grammar/%.re,$(GEN)/%.c,$(GRAMMAR_RE)) \
+              $(GEN)/stdlib_blob.c
 GEN_H      := $(patsubst grammar/%.y,$(GEN)/%.h,$(GRAMMAR_Y))
 
 COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
@@ -84,6 +87,12 @@ $(GEN)/%.c: grammar/%.re $(GEN_H) | $(TOOLS_STAMP)
 	$(call say,RE2C,$<)
 	$(Q)mkdir -p $(GEN)
 	$(Q)$(RE2C) -W -Werror --no-generation-date --no-version $< -o $@
+
+# The standard library is compiled into tsrc (tools/embed.sh).
+$(GEN)/stdlib_blob.c: $(STDLIB_TSR) tools/embed.sh
+	$(call say,EMBED,stdlib)
+	$(Q)mkdir -p $(GEN)
+	$(Q)sh tools/embed.sh $@ $(STDLIB_TSR)
 
 $(BUILD)/obj/compiler/%.o: compiler/%.c $(GEN_H) | $(TOOLS_STAMP)
 	$(call say,CC,$<)

@@ -5,8 +5,8 @@
  * status 1.  Output files are written to a temporary name and renamed into place only when
  * everything succeeded, so a failed run never leaves a partial file behind.
  *
- * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → [elaborate → shapes →
- * projections → lower → codegen: later stages]. */
+ * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
+ * shapes (elab.c + shape.c) → [projections → lower → codegen: later stages]. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,13 +18,14 @@
 #include "arena.h"
 #include "ast.h"
 #include "diag.h"
+#include "elab.h"
 #include "parse.h"
 
 #ifndef TSRC_VERSION
 #define TSRC_VERSION "0.1.0"
 #endif
 
-typedef enum { MODE_BUILD, MODE_PARSE_ONLY, MODE_DUMP_AST } Mode;
+typedef enum { MODE_BUILD, MODE_PARSE_ONLY, MODE_DUMP_AST, MODE_CHECK, MODE_PRINT_SHAPES } Mode;
 
 typedef struct Options {
     Mode mode;
@@ -42,6 +43,8 @@ static void usage(FILE *out) {
           "options:\n"
           "  --parse-only     parse the program (and every spec string in it), report errors\n"
           "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
+          "  --check          parse, elaborate and infer every shape; report all errors\n"
+          "  --print-shapes   like --check, then print 'NAME : SHAPE' for every named tensor\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
           "  --help           show this help and exit\n"
@@ -76,8 +79,12 @@ static Options parse_options(int argc, char **argv) {
         } else if (strcmp(a, "--version") == 0) {
             printf("tsrc %s\n", TSRC_VERSION);
             exit(0);
-        } else if (strcmp(a, "--parse-only") == 0 || strcmp(a, "--dump-ast") == 0) {
-            Mode m = a[2] == 'p' ? MODE_PARSE_ONLY : MODE_DUMP_AST;
+        } else if (strcmp(a, "--parse-only") == 0 || strcmp(a, "--dump-ast") == 0 ||
+                   strcmp(a, "--check") == 0 || strcmp(a, "--print-shapes") == 0) {
+            Mode m = strcmp(a, "--parse-only") == 0 ? MODE_PARSE_ONLY
+                   : strcmp(a, "--dump-ast") == 0   ? MODE_DUMP_AST
+                   : strcmp(a, "--check") == 0      ? MODE_CHECK
+                                                    : MODE_PRINT_SHAPES;
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
             seen_mode = true;
@@ -166,9 +173,27 @@ int main(int argc, char **argv) {
             if (!output_commit(&out, true)) status = 1;
             break;
         }
+        case MODE_CHECK:
+        case MODE_PRINT_SHAPES: {
+            ElabOptions eo = {opt.include_dirs, opt.include_count};
+            Program *program = elaborate(module, &eo);
+            if (diag_error_count()) {
+                status = 1;
+            } else if (opt.mode == MODE_PRINT_SHAPES) {
+                Output out;
+                if (!output_open(&out, opt.output)) {
+                    status = 1;
+                } else {
+                    program_print_shapes(program, out.file);
+                    if (!output_commit(&out, true)) status = 1;
+                }
+            }
+            program_free(program);
+            break;
+        }
         case MODE_BUILD:
             diag_error_noloc("code generation is not available in this version yet; "
-                             "use --parse-only or --dump-ast");
+                             "use --check, --print-shapes, --parse-only or --dump-ast");
             status = 1;
             break;
         }

@@ -1,0 +1,1649 @@
+/* elab.c — elaboration: evaluate the compile-time language, build the tensor graph, emit
+ * shape constraints (see elab.h; docs/inference.md §2 lists the constraints of each logic).
+ *
+ * Values are arena-allocated and immutable.  An environment is a linked list of bindings.  A
+ * closure is a parameter list, a body, the environment it was made in, the parameters bound so
+ * far (partial application) and the parameter scope its inline definitions go to.
+ *
+ * Two evaluation modes: in a `let%op` body (tensor mode) numbers and containers are tensor
+ * literals and arithmetic on numbers makes tensors (`0. + 0.` is a tensor whose shape the
+ * context decides); everywhere else (value mode) they are compile-time values.  Arguments of
+ * `!.` `!..`, labelled arguments, size fields and conditions are always evaluated in value mode.
+ *
+ * Requires: a parsed module (parse.h), the embedded standard library (build/gen/stdlib_blob.c,
+ * made from the .tsr files of stdlib/ by tools/embed.sh), and shape.h for the constraints. */
+#include "elab.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+/* ---- The embedded standard library --------------------------------------------------------- */
+
+typedef struct StdlibFile {
+    const char *name; /* "core.tsr" */
+    const char *text;
+    unsigned len;
+} StdlibFile;
+extern const StdlibFile tsr_stdlib_files[];
+extern const unsigned tsr_stdlib_file_count;
+
+/* ---- Values -------------------------------------------------------------------------------- */
+
+typedef enum ValueKind {
+    V_ERROR, /* an error was reported; propagates silently */
+    V_UNIT,
+    V_INT,
+    V_FLOAT,
+    V_BOOL,
+    V_STRING,
+    V_LIST,
+    V_ARRAY,
+    V_TUPLE,
+    V_CLOSURE,
+    V_TENSOR,
+    V_OPERATOR,
+    V_BUILTIN,
+    V_INDEX,
+    V_DATASET,
+    V_CODE,
+} ValueKind;
+
+typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
+
+typedef struct Value Value;
+typedef struct Env Env;
+typedef struct Scope Scope;
+typedef struct Elab Elab;
+typedef struct Closure Closure;
+
+typedef struct Arg {
+    const char *label; /* NULL: positional */
+    bool optional;     /* ?x:e */
+    Value *value;
+    Span span;
+} Arg;
+
+typedef Value *(*BuiltinFn)(Elab *e, Arg *args, uint32_t count, Span span);
+
+typedef struct Field {
+    const char *name;
+    Value *value;
+} Field;
+
+struct Value {
+    ValueKind kind;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        struct {
+            const char *text;
+            size_t len;
+        } str;
+        struct {
+            Value **items;
+            uint32_t count;
+        } list;
+        Closure *closure;
+        Tensor *tensor;
+        const Node *op;
+        struct {
+            const char *name;
+            BuiltinFn fn;
+        } builtin;
+        struct {
+            const char *name;
+            uint32_t range;
+            Span span;
+        } index;
+        struct {
+            const char *name;
+            Field *fields;
+            uint32_t count;
+        } dataset;
+    } as;
+};
+
+struct Env {
+    const char *name;
+    Value *value;
+    Env *next;
+};
+
+struct Closure {
+    const Node **params;
+    uint32_t param_count;
+    uint32_t next;      /* first parameter not yet consumed in order */
+    bool *bound;        /* labelled parameters bound out of order */
+    const Node *body;
+    Env *env;
+    Mode mode;
+    bool code;          /* a let%cd function: code, not evaluated here */
+    bool scope_at_unit; /* a let%op function: its `()` opens a parameter scope */
+    Scope *scope;
+    const char *fn_name;
+};
+
+/* Inline definitions and captured dims of one parameter scope. */
+typedef struct ScopeParam {
+    const Node *node;
+    Tensor *tensor;
+} ScopeParam;
+
+typedef struct ScopeDim {
+    const char *name;
+    Dim dim;
+} ScopeDim;
+
+struct Scope {
+    uint32_t id;
+    const char *binding; /* the name a `let` bound its closure to */
+    const char *fn_name; /* the function whose `()` opened it */
+    bool toplevel;       /* unqualified names */
+    const char *shown;   /* the qualifier --print-shapes uses */
+    ScopeParam *params;
+    uint32_t param_count, param_cap;
+    ScopeDim *dims;
+    uint32_t dim_count, dim_cap;
+};
+
+typedef struct NamedEntry {
+    Tensor *tensor;
+    const char *name; /* NULL for a parameter: its name comes from the scope */
+    Scope *scope;
+    const char *param_name;
+} NamedEntry;
+
+struct Elab {
+    Program *program;
+    Arena *arena;
+    ShapeSolver *solver;
+    Env *globals;
+    Scope *scope;
+    Scope **scopes;
+    uint32_t scope_count, scope_cap;
+    NamedEntry *entries;
+    uint32_t entry_count, entry_cap;
+    unsigned depth;
+    const ElabOptions *options;
+    const char **opened;
+    uint32_t opened_count, opened_cap;
+    const char *main_dir;
+};
+
+enum { MAX_EVAL_DEPTH = 20000 };
+
+static Value error_value = {.kind = V_ERROR};
+static Value unit_value = {.kind = V_UNIT};
+
+static Value *new_value(Elab *e, ValueKind kind) {
+    Value *v = arena_alloc(e->arena, sizeof *v);
+    v->kind = kind;
+    return v;
+}
+
+static Value *int_value(Elab *e, int64_t i) {
+    Value *v = new_value(e, V_INT);
+    v->as.i = i;
+    return v;
+}
+
+static Value *float_value(Elab *e, double f) {
+    Value *v = new_value(e, V_FLOAT);
+    v->as.f = f;
+    return v;
+}
+
+static Value *bool_value(Elab *e, bool b) {
+    Value *v = new_value(e, V_BOOL);
+    v->as.b = b;
+    return v;
+}
+
+static Value *tensor_value(Elab *e, Tensor *t) {
+    if (!t) return &error_value;
+    Value *v = new_value(e, V_TENSOR);
+    v->as.tensor = t;
+    return v;
+}
+
+static const char *kind_noun(const Value *v) {
+    switch (v->kind) {
+    case V_ERROR: return "an erroneous value";
+    case V_UNIT: return "()";
+    case V_INT: return "an integer";
+    case V_FLOAT: return "a float";
+    case V_BOOL: return "a boolean";
+    case V_STRING: return "a string";
+    case V_LIST: return "a list";
+    case V_ARRAY: return "an array";
+    case V_TUPLE: return "a tuple";
+    case V_CLOSURE: return "a function";
+    case V_TENSOR: return "a tensor";
+    case V_OPERATOR: return "an operator";
+    case V_BUILTIN: return "a built-in function";
+    case V_INDEX: return "an index symbol";
+    case V_DATASET: return "a data set";
+    case V_CODE: return "code";
+    }
+    return "a value";
+}
+
+static bool is_number(const Value *v) { return v->kind == V_INT || v->kind == V_FLOAT; }
+static double number_of(const Value *v) { return v->kind == V_INT ? (double)v->as.i : v->as.f; }
+
+static Env *bind(Elab *e, Env *env, const char *name, Value *value) {
+    Env *b = arena_alloc(e->arena, sizeof *b);
+    b->name = name;
+    b->value = value;
+    b->next = env;
+    return b;
+}
+
+static Value *lookup(Env *env, const char *name) {
+    for (; env; env = env->next)
+        if (strcmp(env->name, name) == 0) return env->value;
+    return NULL;
+}
+
+/* ---- Tensors ------------------------------------------------------------------------------- */
+
+static Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
+    Program *p = e->program;
+    Tensor *t = arena_alloc(e->arena, sizeof *t);
+    t->id = p->tensor_count;
+    t->kind = kind;
+    t->span = span;
+    ARENA_PUSH(e->arena, p->tensors, p->tensor_count, p->tensor_cap, t);
+    return t;
+}
+
+static OriginId origin(Elab *e, Span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static OriginId origin(Elab *e, Span span, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return shape_origin(e->solver, span, buf);
+}
+
+static Shape closed_shape(Elab *e, OriginId o) {
+    Shape s;
+    for (int k = 0; k < ROW_KINDS; k++) s.rows[k] = shape_empty_row(o);
+    return s;
+}
+
+/* A number in a tensor expression: exact shape, one claim-free output axis (seed 000: scalar
+ * literals are seeded at []·◇·[1_∅]), or a unit axis of the given basis. */
+static Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) {
+    Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
+    OriginId o = origin(e, span, "this number");
+    t->shape = closed_shape(e, o);
+    Dim d = basis ? dim_ground(1, basis, o) : dim_unit(o);
+    t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
+    t->values = arena_alloc(e->arena, sizeof *t->values);
+    t->values[0] = value;
+    t->value_count = 1;
+    return t;
+}
+
+static Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
+    switch (v->kind) {
+    case V_TENSOR: return v->as.tensor;
+    case V_INT:
+    case V_FLOAT: return scalar_literal(e, number_of(v), span, 0);
+    case V_ERROR: return NULL;
+    default:
+        diag_error(span, "%s needs a tensor here, but this is %s", what, kind_noun(v));
+        return NULL;
+    }
+}
+
+/* ---- Errors -------------------------------------------------------------------------------- */
+
+static Value *fail(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static Value *fail(Span span, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    diag_error(span, "%s", buf);
+    return &error_value;
+}
+
+/* ---- Scopes -------------------------------------------------------------------------------- */
+
+static Scope *new_scope(Elab *e, const char *fn_name, bool toplevel) {
+    Scope *s = arena_alloc(e->arena, sizeof *s);
+    s->id = e->scope_count;
+    s->fn_name = fn_name;
+    s->toplevel = toplevel;
+    ARENA_PUSH(e->arena, e->scopes, e->scope_count, e->scope_cap, s);
+    return s;
+}
+
+static Dim *scope_dim(Elab *e, Scope *s, const char *name, Span span) {
+    for (uint32_t i = 0; i < s->dim_count; i++)
+        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i].dim;
+    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name))};
+    ARENA_PUSH(e->arena, s->dims, s->dim_count, s->dim_cap, d);
+    return &s->dims[s->dim_count - 1].dim;
+}
+
+/* ---- Forward declarations ------------------------------------------------------------------ */
+
+static Value *eval(Elab *e, const Node *n, Env *env, Mode mode);
+static Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span);
+
+/* ---- Shape logics -------------------------------------------------------------------------- */
+
+static const char *const row_names[ROW_KINDS] = {"batch", "input", "output"};
+
+static void emit_pointwise(Elab *e, Tensor *r, Tensor **ops, uint32_t n, Span span, const char *op) {
+    for (int k = 0; k < ROW_KINDS; k++) {
+        OriginId why = origin(e, span, "'%s' (pointwise, %s axes)", op, row_names[k]);
+        for (uint32_t i = 0; i < n; i++) shape_row_le(e->solver, ops[i]->shape.rows[k], r->shape.rows[k], why);
+    }
+}
+
+static void emit_compose(Elab *e, Tensor *r, Tensor *t1, Tensor *t2, Span span, const char *op) {
+    ShapeSolver *s = e->solver;
+    OriginId batch = origin(e, span, "'%s' (compose, batch axes)", op);
+    shape_row_le(s, t1->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
+    shape_row_le(s, t2->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
+    shape_set_contracting(s, true);
+    shape_row_le(s, t2->shape.rows[ROW_OUTPUT], t1->shape.rows[ROW_INPUT],
+                 origin(e, span, "'%s' (compose: the left operand's input axes against the right "
+                        "operand's output axes)", op));
+    shape_set_contracting(s, false);
+    shape_row_le(s, t2->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT],
+                 origin(e, span, "'%s' (compose, input axes of the right operand)", op));
+    shape_row_le(s, t1->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT],
+                 origin(e, span, "'%s' (compose, output axes of the left operand)", op));
+}
+
+static void emit_transpose(Elab *e, Tensor *r, Tensor *t, Span span, const char *op) {
+    ShapeSolver *s = e->solver;
+    shape_row_le(s, t->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH],
+                 origin(e, span, "'%s' (transpose, batch axes)", op));
+    shape_row_le(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_INPUT],
+                 origin(e, span, "'%s' (transpose, output axes become input axes)", op));
+    shape_row_le(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_OUTPUT],
+                 origin(e, span, "'%s' (transpose, input axes become output axes)", op));
+}
+
+/* The variables of one application of a spec. */
+typedef struct SpecVars {
+    const char **labels;
+    Dim *dims;
+    uint32_t label_count, label_cap;
+    const char **row_names;
+    uint32_t *row_vars;
+    uint32_t row_count, row_cap;
+    uint32_t default_rows[ROW_KINDS];
+    Scope *scope;
+    const Node *captures;
+} SpecVars;
+
+static bool is_captured(const Node *captures, const char *label) {
+    if (!captures) return false;
+    for (uint32_t i = 0; i < captures->list.count; i++) {
+        const Node *c = captures->list.items[i];
+        if (c->kind == NODE_STRING && strlen(label) == c->len && memcmp(c->text, label, c->len) == 0)
+            return true;
+    }
+    return false;
+}
+
+static Dim spec_label(Elab *e, SpecVars *sv, const char *label, Span span) {
+    for (uint32_t i = 0; i < sv->label_count; i++)
+        if (strcmp(sv->labels[i], label) == 0) return sv->dims[i];
+    Dim d;
+    if (sv->scope && is_captured(sv->captures, label)) d = *scope_dim(e, sv->scope, label, span);
+    else d = shape_fresh_dim(e->solver, origin(e, span, "label '%s' of the spec", label));
+    uint32_t n = sv->label_count, cap = sv->label_cap;
+    ARENA_PUSH(e->arena, sv->labels, sv->label_count, sv->label_cap, label);
+    ARENA_PUSH(e->arena, sv->dims, n, cap, d);
+    return d;
+}
+
+static uint32_t spec_row_var(Elab *e, SpecVars *sv, const SpecRow *row) {
+    if (row->row_var.kind == SPEC_ROWVAR_DEFAULT) {
+        if (!sv->default_rows[row->kind])
+            sv->default_rows[row->kind] = shape_fresh_row(e->solver, 0).var;
+        return sv->default_rows[row->kind];
+    }
+    for (uint32_t i = 0; i < sv->row_count; i++)
+        if (strcmp(sv->row_names[i], row->row_var.name) == 0) return sv->row_vars[i];
+    uint32_t v = shape_fresh_row(e->solver, 0).var;
+    uint32_t n = sv->row_count, cap = sv->row_cap;
+    ARENA_PUSH(e->arena, sv->row_names, sv->row_count, sv->row_cap, row->row_var.name);
+    ARENA_PUSH(e->arena, sv->row_vars, n, cap, v);
+    return v;
+}
+
+static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
+    switch (ax->kind) {
+    case SPEC_AXIS_LABEL: *out = spec_label(e, sv, ax->as.label, ax->span); return true;
+    case SPEC_AXIS_PLACEHOLDER:
+        *out = shape_fresh_dim(e->solver, origin(e, ax->span, "placeholder '_' of the spec"));
+        return true;
+    case SPEC_AXIS_FIXED: {
+        OriginId o = origin(e, ax->span, "fixed index %d of the spec", ax->as.fixed);
+        *out = shape_fresh_dim(e->solver, o);
+        shape_dim_at_least(e->solver, *out, (uint32_t)ax->as.fixed + 1, o);
+        return true;
+    }
+    case SPEC_AXIS_AFFINE:
+        diag_error(ax->span, "strided and convolution axes are not supported by shape inference in "
+                   "this version yet");
+        return false;
+    case SPEC_AXIS_CONCAT:
+        diag_error(ax->span, "concatenation axes are not supported by shape inference in this "
+                   "version yet");
+        return false;
+    }
+    return false;
+}
+
+static bool spec_row(Elab *e, SpecVars *sv, const SpecRow *row, OriginId o, Row *out) {
+    uint32_t n = row->leading_count + row->trailing_count;
+    Dim *dims = arena_alloc(e->arena, (n ? n : 1) * sizeof *dims);
+    for (uint32_t i = 0; i < row->leading_count; i++)
+        if (!spec_axis(e, sv, &row->leading[i], &dims[i])) return false;
+    for (uint32_t i = 0; i < row->trailing_count; i++)
+        if (!spec_axis(e, sv, &row->trailing[i], &dims[row->leading_count + i])) return false;
+    uint32_t var = row->row_var.kind == SPEC_ROWVAR_NONE ? 0 : spec_row_var(e, sv, row);
+    *out = shape_row(e->solver, dims, row->leading_count, var, dims + row->leading_count,
+                     row->trailing_count, o);
+    return true;
+}
+
+static bool spec_slot(Elab *e, SpecVars *sv, const SpecSlot *slot, Shape *out, const char *what) {
+    for (int k = 0; k < ROW_KINDS; k++) {
+        OriginId o = origin(e, slot->rows[k].omitted ? slot->span : slot->rows[k].span,
+                            "%s of the spec (%s axes%s)", what, row_names[k],
+                            slot->rows[k].omitted ? ", not written: none" : "");
+        if (!spec_row(e, sv, &slot->rows[k], o, &out->rows[k])) return false;
+    }
+    return true;
+}
+
+static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
+                            const Node *captures, Span span, const char *op);
+
+static void emit_spec(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
+                      const Node *captures, Span span, const char *op) {
+    if (spec->rhs_count != n) {
+        diag_error(spec->span, "this spec has %u operand slot%s, but '%s' takes %u operand%s",
+                   spec->rhs_count, spec->rhs_count == 1 ? "" : "s", op, n, n == 1 ? "" : "s");
+        return;
+    }
+    shape_set_contracting(e->solver, true);
+    emit_spec_slots(e, r, ops, n, spec, captures, span, op);
+    shape_set_contracting(e->solver, false);
+}
+
+static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
+                            const Node *captures, Span span, const char *op) {
+    SpecVars sv = {0};
+    sv.scope = e->scope;
+    sv.captures = captures;
+    if (captures && !e->scope) sv.scope = new_scope(e, NULL, true);
+    for (uint32_t i = 0; i < n; i++) {
+        Shape slot;
+        char what[32];
+        snprintf(what, sizeof what, "operand %u", i + 1);
+        if (!spec_slot(e, &sv, &spec->rhs[i], &slot, what)) return;
+        shape_eq(e->solver, &ops[i]->shape, &slot,
+                 origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, i + 1));
+    }
+    Shape lhs;
+    if (!spec_slot(e, &sv, &spec->lhs, &lhs, "the result")) return;
+    shape_eq(e->solver, &r->shape, &lhs, origin(e, span, "einsum '%s' (the result against its slot)", op));
+    if (captures) {
+        for (uint32_t i = 0; i < captures->list.count; i++) {
+            const Node *c = captures->list.items[i];
+            bool found = false;
+            for (uint32_t j = 0; j < sv.label_count && !found; j++)
+                found = strlen(sv.labels[j]) == c->len && memcmp(sv.labels[j], c->text, c->len) == 0;
+            if (!found) diag_error(c->span, "the spec has no label '%.*s' to capture", (int)c->len, c->text);
+        }
+    }
+}
+
+/* ---- Operator application ------------------------------------------------------------------ */
+
+static const char *operator_name(const Node *op) { return op->name; }
+
+static uint32_t operator_arity(const Node *op) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < op->list.count; i++)
+        if (op->list.items[i]->flag == PARAM_POSITIONAL) n++;
+    return n;
+}
+
+/* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
+static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t n, const Spec *spec,
+                             const Node *captures, Span span) {
+    const char *name = operator_name(op);
+    uint32_t arity = operator_arity(op);
+    if (n != arity)
+        return fail(span, "'%s' takes %u tensor operand%s, but %u %s given", name, arity,
+                    arity == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+    Tensor **ts = arena_alloc(e->arena, (n ? n : 1) * sizeof *ts);
+    for (uint32_t i = 0; i < n; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "'%s'", name);
+        ts[i] = as_tensor(e, operands[i], span, what);
+        if (!ts[i]) return &error_value;
+    }
+    const Node *logic = op->c;
+    Tensor *r = new_tensor(e, TENSOR_OP, span);
+    r->op = op;
+    r->op_name = name;
+    r->operands = ts;
+    r->operand_count = n;
+    r->shape = shape_fresh(e->solver, origin(e, span, "the result of '%s'", name));
+    if (logic->kind == NODE_VAR) {
+        if (!spec) return fail(span, "'%s' needs an einsum spec: write it after the operator, as in "
+                               "a %s \"i, j; j, k => i, k\" b", name, name);
+        r->logic = LOGIC_SPEC;
+        r->spec = spec;
+        emit_spec(e, r, ts, n, spec, captures, span, name);
+    } else if (logic->spec) {
+        r->logic = LOGIC_SPEC;
+        r->spec = logic->spec;
+        emit_spec(e, r, ts, n, logic->spec, captures, span, name);
+    } else {
+        char l = logic->len ? logic->text[0] : '.';
+        if (l == '@' && n == 2) {
+            r->logic = LOGIC_COMPOSE;
+            emit_compose(e, r, ts[0], ts[1], span, name);
+        } else if (l == 'T' && n == 1) {
+            r->logic = LOGIC_TRANSPOSE;
+            emit_transpose(e, r, ts[0], span, name);
+        } else if (l == '.') {
+            r->logic = LOGIC_POINTWISE;
+            emit_pointwise(e, r, ts, n, span, name);
+        } else {
+            return fail(logic->span, "logic \"%c\" needs %s operands", l, l == '@' ? "two" : "one");
+        }
+    }
+    return tensor_value(e, r);
+}
+
+static Value *lookup_operator(Elab *e, Env *env, const char *name) {
+    Value *v = lookup(env, name);
+    return v && v->kind == V_OPERATOR ? v : NULL;
+}
+
+/* ---- Literals ------------------------------------------------------------------------------ */
+
+static RowKind container_row(NodeKind kind) {
+    return kind == NODE_ARRAY ? ROW_BATCH : kind == NODE_TUPLE ? ROW_INPUT : ROW_OUTPUT;
+}
+
+static const char *container_noun(NodeKind kind) {
+    return kind == NODE_ARRAY ? "array" : kind == NODE_TUPLE ? "tuple" : "list";
+}
+
+static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
+
+/* A literal element: numbers stay numbers, containers become tensors. */
+static Value *eval_element(Elab *e, const Node *n, Env *env) {
+    if (n->kind == NODE_LIST || n->kind == NODE_ARRAY || (n->kind == NODE_TUPLE))
+        return eval_literal(e, n, env, 0);
+    return eval(e, n, env, MODE_TENSOR);
+}
+
+static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
+    uint32_t count = n->list.count;
+    if (count == 0) return fail(n->span, "an empty %s has no shape to give a tensor", container_noun(n->kind));
+    Value **items = arena_alloc(e->arena, count * sizeof *items);
+    bool numbers = true, tensors = true;
+    for (uint32_t i = 0; i < count; i++) {
+        items[i] = eval_element(e, n->list.items[i], env);
+        if (items[i]->kind == V_ERROR) return &error_value;
+        if (!is_number(items[i])) numbers = false;
+        if (items[i]->kind != V_TENSOR) tensors = false;
+    }
+    RowKind kind = container_row(n->kind);
+    OriginId o = origin(e, n->span, "this tensor literal (%s axis)", row_names[kind]);
+    Dim axis = dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
+    if (numbers) {
+        Tensor *t = new_tensor(e, TENSOR_LITERAL, n->span);
+        t->shape = closed_shape(e, o);
+        t->shape.rows[kind] = shape_closed_row(e->solver, &axis, 1, o);
+        t->values = arena_alloc(e->arena, count * sizeof *t->values);
+        for (uint32_t i = 0; i < count; i++) t->values[i] = number_of(items[i]);
+        t->value_count = count;
+        return tensor_value(e, t);
+    }
+    if (!tensors) {
+        for (uint32_t i = 0; i < count; i++)
+            if (items[i]->kind != V_TENSOR && !is_number(items[i]))
+                return fail(n->list.items[i]->span, "a tensor literal holds numbers or tensors, not %s",
+                            kind_noun(items[i]));
+        return fail(n->span, "this %s mixes numbers and tensors; write every element as a tensor "
+                    "of the same shape", container_noun(n->kind));
+    }
+    Tensor *t = new_tensor(e, TENSOR_STACK, n->span);
+    t->operands = arena_alloc(e->arena, count * sizeof *t->operands);
+    t->operand_count = count;
+    Tensor *first = items[0]->as.tensor;
+    for (uint32_t i = 0; i < count; i++) {
+        t->operands[i] = items[i]->as.tensor;
+        if (i > 0)
+            shape_eq(e->solver, &items[i]->as.tensor->shape, &first->shape,
+                     origin(e, n->list.items[i]->span,
+                            "element %u of this %s (every element must have the shape of the first)",
+                            i + 1, container_noun(n->kind)));
+    }
+    t->shape = first->shape;
+    t->shape.rows[kind] = shape_row_prepend(e->solver, &axis, 1, first->shape.rows[kind]);
+    return tensor_value(e, t);
+}
+
+/* ---- Sizes (`o = [ … ]` fields, `input`) ---------------------------------------------------- */
+
+static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, Row *out) {
+    if (n->kind != NODE_LIST) {
+        diag_error(n->span, "'%s' takes a list of sizes, e.g. %s = [ 16 ]", field, field);
+        return false;
+    }
+    uint32_t count = n->list.count;
+    Dim *dims = arena_alloc(e->arena, (count ? count : 1) * sizeof *dims);
+    const char *row = field[0] == 'b' ? "batch" : field[0] == 'i' ? "input" : "output";
+    for (uint32_t i = 0; i < count; i++) {
+        const Node *item = n->list.items[i];
+        uint32_t basis = BASIS_DEFAULT;
+        if (item->kind == NODE_ANNOT) {
+            basis = shape_basis(e->solver, item->name);
+            item = item->a;
+        }
+        Value *v = eval(e, item, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return false;
+        if (v->kind != V_INT) {
+            diag_error(item->span, "a size must be an integer, but this is %s", kind_noun(v));
+            return false;
+        }
+        if (v->as.i < 1 || v->as.i > INT32_MAX) {
+            diag_error(item->span, "a size must be at least 1 (and fit in 32 bits), but this is %lld",
+                       (long long)v->as.i);
+            return false;
+        }
+        dims[i] = dim_ground((uint32_t)v->as.i, basis,
+                             origin(e, item->span, "the %s sizes written for '%s'", row, tensor));
+    }
+    *out = shape_closed_row(e->solver, dims, count, origin(e, n->span, "the %s sizes written for '%s'", row, tensor));
+    return true;
+}
+
+/* Parse the size fields of a record (first field excluded).  given[k] says which rows. */
+static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Row rows[ROW_KINDS],
+                         bool given[ROW_KINDS]) {
+    for (int k = 0; k < ROW_KINDS; k++) given[k] = false;
+    for (uint32_t i = 1; i < rec->list.count; i++) {
+        const Node *f = rec->list.items[i];
+        int k = strcmp(f->name, "b") == 0 ? ROW_BATCH : strcmp(f->name, "i") == 0 ? ROW_INPUT
+              : strcmp(f->name, "o") == 0 ? ROW_OUTPUT : -1;
+        if (k < 0) {
+            diag_error(f->span, "unknown field '%s' in the definition of '%s': the sizes are given by "
+                       "'b' (batch), 'i' (input) and 'o' (output)", f->name, tensor);
+            return false;
+        }
+        if (given[k]) {
+            diag_error(f->span, "field '%s' is given twice", f->name);
+            return false;
+        }
+        if (!f->a) {
+            diag_error(f->span, "field '%s' needs a list of sizes, e.g. %s = [ 16 ]", f->name, f->name);
+            return false;
+        }
+        if (!eval_sizes(e, f->a, env, f->name, tensor, &rows[k])) return false;
+        given[k] = true;
+    }
+    return true;
+}
+
+/* ---- Inline definitions (parameters) -------------------------------------------------------- */
+
+static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
+    Scope *scope = e->scope;
+    if (!scope) scope = e->scope = new_scope(e, NULL, true);
+    for (uint32_t i = 0; i < scope->param_count; i++)
+        if (scope->params[i].node == rec) return tensor_value(e, scope->params[i].tensor);
+    const Node *first = rec->list.items[0];
+    Row rows[ROW_KINDS];
+    bool given[ROW_KINDS];
+    if (!record_sizes(e, rec, env, first->name, rows, given)) return &error_value;
+    Tensor *t = new_tensor(e, TENSOR_PARAM, rec->span);
+    t->name = first->name;
+    OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
+    for (int k = 0; k < ROW_KINDS; k++) {
+        if (given[k]) t->shape.rows[k] = rows[k];
+        else if (k == ROW_BATCH) t->shape.rows[k] = shape_empty_row(o); /* parameters have no batch axes */
+        else t->shape.rows[k] = shape_fresh_row(e->solver, o);
+    }
+    t->init = first->a;
+    if (first->a) {
+        Value *init = eval(e, first->a, env, MODE_TENSOR);
+        if (init->kind == V_ERROR) return &error_value;
+        if (is_number(init)) init = tensor_value(e, scalar_literal(e, number_of(init), first->a->span, 0));
+        if (init->kind != V_TENSOR)
+            return fail(first->a->span, "the initial value of '%s' must be a number or a tensor, but "
+                        "this is %s", first->name, kind_noun(init));
+        Tensor *iv = init->as.tensor;
+        bool scalar = iv->kind == TENSOR_LITERAL && iv->value_count == 1 &&
+                      first->a->kind != NODE_LIST && first->a->kind != NODE_ARRAY &&
+                      first->a->kind != NODE_TUPLE && first->a->kind != NODE_ANNOT;
+        if (!scalar) /* a tensor value gives the exact shape */
+            shape_eq(e->solver, &t->shape, &iv->shape,
+                     origin(e, first->a->span, "the initial value of '%s'", first->name));
+        t->operands = arena_alloc(e->arena, sizeof *t->operands);
+        t->operands[0] = iv;
+        t->operand_count = 1;
+    }
+    ScopeParam sp = {rec, t};
+    ARENA_PUSH(e->arena, scope->params, scope->param_count, scope->param_cap, sp);
+    NamedEntry ne = {t, NULL, scope, first->name};
+    ARENA_PUSH(e->arena, e->entries, e->entry_count, e->entry_cap, ne);
+    return tensor_value(e, t);
+}
+
+/* ---- Closures and application --------------------------------------------------------------- */
+
+static Closure *new_closure(Elab *e, const NodeList *params, const Node *body, Env *env, Mode mode,
+                            const char *fn_name) {
+    Closure *c = arena_alloc(e->arena, sizeof *c);
+    c->params = arena_alloc(e->arena, (params->count ? params->count : 1) * sizeof *c->params);
+    for (uint32_t i = 0; i < params->count; i++) c->params[i] = params->items[i];
+    c->param_count = params->count;
+    c->bound = arena_alloc(e->arena, (params->count ? params->count : 1) * sizeof *c->bound);
+    c->body = body;
+    c->env = env;
+    c->mode = mode;
+    c->scope = e->scope;
+    c->fn_name = fn_name;
+    return c;
+}
+
+static Closure *copy_closure(Elab *e, const Closure *c) {
+    Closure *d = arena_alloc(e->arena, sizeof *d);
+    *d = *c;
+    d->bound = arena_alloc(e->arena, (c->param_count ? c->param_count : 1) * sizeof *d->bound);
+    memcpy(d->bound, c->bound, c->param_count * sizeof *d->bound);
+    return d;
+}
+
+static Value *closure_value(Elab *e, Closure *c) {
+    Value *v = new_value(e, c->code ? V_CODE : V_CLOSURE);
+    v->as.closure = c;
+    return v;
+}
+
+static bool has_unit_param(const NodeList *params) {
+    for (uint32_t i = 0; i < params->count; i++)
+        if (params->items[i]->flag == PARAM_UNIT) return true;
+    return false;
+}
+
+static Value *param_default(Elab *e, Closure *c, const Node *p) {
+    if (!p->a) return &unit_value; /* ?x without a default: absent */
+    return eval(e, p->a, c->env, MODE_VALUE);
+}
+
+static Value *run_body(Elab *e, Closure *c, Span span) {
+    if (c->code) return closure_value(e, c);
+    if (++e->depth > MAX_EVAL_DEPTH) {
+        e->depth--;
+        return fail(span, "evaluation is nested too deeply (more than %d calls): is a recursion "
+                    "missing its base case?", MAX_EVAL_DEPTH);
+    }
+    Scope *saved = e->scope;
+    e->scope = c->scope;
+    Value *v = eval(e, c->body, c->env, c->mode);
+    e->scope = saved;
+    e->depth--;
+    return v;
+}
+
+static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t count, Span span) {
+    Closure *c = copy_closure(e, orig);
+    /* Labelled arguments go to their parameters wherever these are. */
+    for (uint32_t a = 0; a < count; a++) {
+        if (!args[a].label) continue;
+        bool found = false;
+        for (uint32_t i = c->next; i < c->param_count && !found; i++) {
+            const Node *p = c->params[i];
+            if ((p->flag != PARAM_LABELLED && p->flag != PARAM_OPTIONAL) || c->bound[i]) continue;
+            if (strcmp(p->name, args[a].label) != 0) continue;
+            found = true;
+            c->bound[i] = true;
+            c->env = bind(e, c->env, p->name, args[a].value);
+        }
+        if (!found)
+            return fail(args[a].span, "%s has no parameter %c%s%s", c->fn_name ? c->fn_name : "this function",
+                        args[a].optional ? '?' : '~', args[a].label,
+                        c->next >= c->param_count ? "" : " (or it was given twice)");
+    }
+    uint32_t pos = 0;
+    while (pos < count && args[pos].label) pos++;
+    for (;;) {
+        if (c->next == c->param_count) {
+            if (orig->scope_at_unit && !has_unit_param(&(NodeList){(Node **)c->params, c->param_count, 0}))
+                (void)0;
+            Value *result = run_body(e, c, span);
+            /* Positional arguments left over go to the function the body returned. */
+            uint32_t rest = 0;
+            for (uint32_t a = pos; a < count; a++)
+                if (!args[a].label) rest++;
+            if (rest == 0 || result->kind == V_ERROR) return result;
+            Arg *more = arena_alloc(e->arena, rest * sizeof *more);
+            uint32_t m = 0;
+            for (uint32_t a = pos; a < count; a++)
+                if (!args[a].label) more[m++] = args[a];
+            return apply(e, result, more, m, span);
+        }
+        const Node *p = c->params[c->next];
+        if (c->bound[c->next]) {
+            c->next++;
+            continue;
+        }
+        bool have = pos < count;
+        switch (p->flag) {
+        case PARAM_LABELLED:
+            if (have)
+                return fail(args[pos].span, "%s needs its argument ~%s before this one",
+                            c->fn_name ? c->fn_name : "this function", p->name);
+            return closure_value(e, c);
+        case PARAM_OPTIONAL:
+            if (!have) return closure_value(e, c);
+            c->env = bind(e, c->env, p->name, param_default(e, c, p));
+            c->next++;
+            break;
+        default:
+            if (!have) return closure_value(e, c);
+            if (p->flag == PARAM_POSITIONAL) c->env = bind(e, c->env, p->name, args[pos].value);
+            else if (p->flag == PARAM_UNIT && args[pos].value->kind != V_UNIT &&
+                     args[pos].value->kind != V_ERROR)
+                return fail(args[pos].span, "%s expects () here, but this is %s",
+                            c->fn_name ? c->fn_name : "this function", kind_noun(args[pos].value));
+            if (p->flag == PARAM_UNIT && c->scope_at_unit) c->scope = new_scope(e, c->fn_name, false);
+            pos++;
+            while (pos < count && args[pos].label) pos++;
+            c->next++;
+            break;
+        }
+    }
+}
+
+static Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span) {
+    if (fn->kind == V_ERROR) return fn;
+    for (uint32_t i = 0; i < count; i++)
+        if (args[i].value->kind == V_ERROR) return &error_value;
+    switch (fn->kind) {
+    case V_CLOSURE:
+    case V_CODE:
+        if (fn->kind == V_CODE && !fn->as.closure) return fail(span, "code cannot be applied");
+        return apply_closure(e, fn->as.closure, args, count, span);
+    case V_BUILTIN: return fn->as.builtin.fn(e, args, count, span);
+    case V_OPERATOR: {
+        Value **ops = arena_alloc(e->arena, (count ? count : 1) * sizeof *ops);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (args[i].label)
+                return fail(args[i].span, "'%s' takes no labelled argument ~%s here", fn->as.op->name,
+                            args[i].label);
+            ops[n++] = args[i].value;
+        }
+        return apply_operator(e, fn->as.op, ops, n, NULL, NULL, span);
+    }
+    default:
+        return fail(span, "this is %s, not a function, so it cannot be applied", kind_noun(fn));
+    }
+}
+
+/* ---- Builtins ------------------------------------------------------------------------------ */
+
+static Value *constant_tensor(Elab *e, Arg *args, uint32_t count, Span span, double fill, const char *name) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_UNIT)
+        return fail(span, "'%s' is applied to () and makes a tensor whose shape the context decides", name);
+    Tensor *t = new_tensor(e, TENSOR_CONSTANT, span);
+    t->shape = shape_fresh(e->solver, origin(e, span, "'%s ()'", name));
+    t->values = arena_alloc(e->arena, sizeof *t->values);
+    t->values[0] = fill;
+    t->value_count = 1;
+    return tensor_value(e, t);
+}
+
+static Value *builtin_ones(Elab *e, Arg *args, uint32_t count, Span span) {
+    return constant_tensor(e, args, count, span, 1.0, "ones");
+}
+static Value *builtin_zeros(Elab *e, Arg *args, uint32_t count, Span span) {
+    return constant_tensor(e, args, count, span, 0.0, "zeros");
+}
+
+static const Arg *find_arg(Arg *args, uint32_t count, const char *label) {
+    for (uint32_t i = 0; i < count; i++)
+        if (args[i].label && strcmp(args[i].label, label) == 0) return &args[i];
+    return NULL;
+}
+
+static bool int_arg(Arg *args, uint32_t count, const char *label, Span span, const char *fn,
+                    int64_t dflt, bool required, int64_t *out) {
+    const Arg *a = find_arg(args, count, label);
+    if (!a) {
+        if (required) {
+            diag_error(span, "'%s' needs ~%s", fn, label);
+            return false;
+        }
+        *out = dflt;
+        return true;
+    }
+    if (a->value->kind != V_INT) {
+        diag_error(a->span, "~%s of '%s' must be an integer, but this is %s", label, fn, kind_noun(a->value));
+        return false;
+    }
+    *out = a->value->as.i;
+    return true;
+}
+
+/* half_moons ~count ~noise ~seed ~batches: two interleaved half circles, labels ±1. */
+static Value *builtin_half_moons(Elab *e, Arg *args, uint32_t count, Span span) {
+    for (uint32_t i = 0; i < count; i++) {
+        const char *l = args[i].label;
+        if (!l || (strcmp(l, "count") && strcmp(l, "noise") && strcmp(l, "seed") && strcmp(l, "batches")))
+            return fail(args[i].span, "'half_moons' takes ~count ~noise ~seed and ~batches");
+    }
+    int64_t n, batches, seed;
+    if (!int_arg(args, count, "count", span, "half_moons", 0, true, &n) ||
+        !int_arg(args, count, "batches", span, "half_moons", 1, false, &batches) ||
+        !int_arg(args, count, "seed", span, "half_moons", 0, false, &seed))
+        return &error_value;
+    const Arg *noise = find_arg(args, count, "noise");
+    if (noise && !is_number(noise->value))
+        return fail(noise->span, "~noise of 'half_moons' must be a number");
+    if (n < 1 || batches < 1 || n % batches != 0 || n > INT32_MAX)
+        return fail(span, "'half_moons' needs ~count a positive multiple of ~batches (%lld and %lld)",
+                    (long long)n, (long long)batches);
+    Value *v = new_value(e, V_DATASET);
+    v->as.dataset.count = 2;
+    v->as.dataset.fields = arena_alloc(e->arena, 2 * sizeof(Field));
+    const char *names[2] = {"points", "labels"};
+    for (int f = 0; f < 2; f++) {
+        Tensor *t = new_tensor(e, TENSOR_DATA, span);
+        OriginId o = origin(e, span, "the %s of 'half_moons'", names[f]);
+        t->shape = closed_shape(e, o);
+        Dim b[2];
+        uint32_t nb = 0;
+        if (batches > 1) b[nb++] = dim_ground((uint32_t)batches, BASIS_DEFAULT, o);
+        b[nb++] = dim_ground((uint32_t)(n / batches), BASIS_DEFAULT, o);
+        Dim out = dim_ground(f == 0 ? 2 : 1, BASIS_DEFAULT, o);
+        t->shape.rows[ROW_BATCH] = shape_closed_row(e->solver, b, nb, o);
+        t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &out, 1, o);
+        v->as.dataset.fields[f] = (Field){names[f], tensor_value(e, t)};
+    }
+    return v;
+}
+
+typedef struct BuiltinEntry {
+    const char *name;
+    BuiltinFn fn;
+} BuiltinEntry;
+
+static const BuiltinEntry builtins[] = {
+    {"ones", builtin_ones},
+    {"zeros", builtin_zeros},
+    {"half_moons", builtin_half_moons},
+};
+
+/* set_dim NAME n: a captured dimension gets a size (NAME is a label of a capture list). */
+static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
+    if (app->list.count != 2 || app->list.items[0]->kind != NODE_VAR || app->list.items[1]->kind == NODE_ARG)
+        return fail(app->span, "'set_dim' is written 'set_dim NAME SIZE', NAME a label captured by a spec");
+    const Node *name = app->list.items[0];
+    Value *size = eval(e, app->list.items[1], env, MODE_VALUE);
+    if (size->kind == V_ERROR) return size;
+    if (size->kind != V_INT || size->as.i < 1 || size->as.i > INT32_MAX)
+        return fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive integer");
+    if (!e->scope) e->scope = new_scope(e, NULL, true);
+    Dim *d = scope_dim(e, e->scope, name->name, name->span);
+    OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
+    shape_dim_eq(e->solver, *d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
+    return &unit_value;
+}
+
+/* ---- Expressions --------------------------------------------------------------------------- */
+
+static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
+    bool fl = a->kind == V_FLOAT || b->kind == V_FLOAT || strchr(op, '.') != NULL;
+    if (!is_number(a) || !is_number(b)) {
+        if (strcmp(op, "^") == 0 && a->kind == V_STRING && b->kind == V_STRING) {
+            Value *v = new_value(e, V_STRING);
+            char *s = arena_alloc(e->arena, a->as.str.len + b->as.str.len + 1);
+            memcpy(s, a->as.str.text, a->as.str.len);
+            memcpy(s + a->as.str.len, b->as.str.text, b->as.str.len);
+            v->as.str.text = s;
+            v->as.str.len = a->as.str.len + b->as.str.len;
+            return v;
+        }
+        if ((strcmp(op, "=") == 0 || strcmp(op, "<>") == 0) && a->kind == b->kind &&
+            (a->kind == V_BOOL || a->kind == V_STRING)) {
+            bool eq = a->kind == V_BOOL ? a->as.b == b->as.b
+                                        : a->as.str.len == b->as.str.len &&
+                                              memcmp(a->as.str.text, b->as.str.text, a->as.str.len) == 0;
+            return bool_value(e, op[0] == '=' ? eq : !eq);
+        }
+        return fail(span, "'%s' is not defined on %s and %s", op, kind_noun(a), kind_noun(b));
+    }
+    double x = number_of(a), y = number_of(b);
+    if (strcmp(op, "<") == 0) return bool_value(e, x < y);
+    if (strcmp(op, ">") == 0) return bool_value(e, x > y);
+    if (strcmp(op, "<=") == 0) return bool_value(e, x <= y);
+    if (strcmp(op, ">=") == 0) return bool_value(e, x >= y);
+    if (strcmp(op, "=") == 0 || strcmp(op, "==") == 0) return bool_value(e, x == y);
+    if (strcmp(op, "<>") == 0 || strcmp(op, "!=") == 0) return bool_value(e, x != y);
+    if (strcmp(op, "**") == 0) return float_value(e, pow(x, y));
+    char c = op[0];
+    if (!fl) {
+        int64_t i = a->as.i, j = b->as.i, r;
+        switch (c) {
+        case '+': if (__builtin_add_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '-': if (__builtin_sub_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '*': if (__builtin_mul_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '/':
+            if (j == 0) return fail(span, "division by zero");
+            if (i == INT64_MIN && j == -1) goto overflow;
+            return int_value(e, i / j);
+        }
+        if (strcmp(op, "mod") == 0) {
+            if (j == 0) return fail(span, "division by zero");
+            if (i == INT64_MIN && j == -1) return int_value(e, 0);
+            return int_value(e, i % j);
+        }
+    } else {
+        switch (c) {
+        case '+': return float_value(e, x + y);
+        case '-': return float_value(e, x - y);
+        case '*': return float_value(e, x * y);
+        case '/': return float_value(e, x / y);
+        }
+    }
+    return fail(span, "'%s' is not defined on numbers", op);
+overflow:
+    return fail(span, "integer overflow in '%s'", op);
+}
+
+static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
+    const char *op = n->name;
+    if (strcmp(op, "&&") == 0 || strcmp(op, "||") == 0) {
+        Value *a = eval(e, n->a, env, MODE_VALUE);
+        if (a->kind == V_ERROR) return a;
+        if (a->kind != V_BOOL) return fail(n->a->span, "'%s' needs a boolean, but this is %s", op, kind_noun(a));
+        if (a->as.b == (op[0] == '|')) return a;
+        Value *b = eval(e, n->b, env, MODE_VALUE);
+        if (b->kind != V_BOOL && b->kind != V_ERROR)
+            return fail(n->b->span, "'%s' needs a boolean, but this is %s", op, kind_noun(b));
+        return b;
+    }
+    if (strcmp(op, "@|") == 0) {
+        Value *a = eval(e, n->a, env, MODE_TENSOR);
+        if (a->kind == V_ERROR) return a;
+        Tensor *t = as_tensor(e, a, n->a->span, "'@|'");
+        if (!t) return &error_value;
+        Value *i = eval(e, n->b, env, MODE_VALUE);
+        if (i->kind == V_ERROR) return i;
+        if (i->kind != V_INDEX)
+            return fail(n->b->span, "'@|' slices by an index symbol (declared with 'index'), but this is %s",
+                        kind_noun(i));
+        Tensor *r = new_tensor(e, TENSOR_SLICE, n->span);
+        r->operands = arena_alloc(e->arena, sizeof *r->operands);
+        r->operands[0] = t;
+        r->operand_count = 1;
+        r->index = i->as.index.name;
+        r->index_range = i->as.index.range;
+        r->shape = shape_fresh(e->solver, origin(e, n->span, "the result of '@|'"));
+        OriginId why = origin(e, n->span, "'@|' (slicing removes the leftmost batch axis, of size %u "
+                              "for index '%s')", i->as.index.range, i->as.index.name);
+        Dim axis = dim_ground(i->as.index.range, BASIS_DEFAULT,
+                              origin(e, i->as.index.span, "the range of index '%s'", i->as.index.name));
+        ShapeSolver *s = e->solver;
+        shape_row_eq(s, t->shape.rows[ROW_BATCH], shape_row_prepend(s, &axis, 1, r->shape.rows[ROW_BATCH]), why);
+        shape_row_eq(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT], why);
+        shape_row_eq(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT], why);
+        return tensor_value(e, r);
+    }
+    Value *a = eval(e, n->a, env, mode);
+    Value *b = eval(e, n->b, env, mode);
+    if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+    bool tensors = a->kind == V_TENSOR || b->kind == V_TENSOR;
+    Value *opv = lookup_operator(e, env, op);
+    if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
+        if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
+        Value *ops[2] = {a, b};
+        return apply_operator(e, opv->as.op, ops, 2, NULL, NULL, n->span);
+    }
+    return arith(e, op, a, b, n->span);
+}
+
+static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
+    const char *op = n->name;
+    if (strcmp(op, "!.") == 0 || strcmp(op, "!..") == 0) {
+        Value *v = eval(e, n->a, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (!is_number(v)) return fail(n->a->span, "'%s' makes a scalar tensor from a number, but this is %s",
+                                       op, kind_noun(v));
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, 0));
+    }
+    if (strcmp(op, "!@") == 0) {
+        Value *v = eval(e, n->a, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (v->kind != V_INDEX)
+            return fail(n->a->span, "'!@' reads an index symbol (declared with 'index'), but this is %s",
+                        kind_noun(v));
+        Tensor *t = new_tensor(e, TENSOR_INDEX, n->span);
+        OriginId o = origin(e, n->span, "'!@%s'", v->as.index.name);
+        t->shape = closed_shape(e, o);
+        Dim d = dim_unit(o);
+        t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
+        t->index = v->as.index.name;
+        t->index_range = v->as.index.range;
+        return tensor_value(e, t);
+    }
+    Value *v = eval(e, n->a, env, mode);
+    if (v->kind == V_ERROR) return v;
+    if (v->kind == V_INT) {
+        if (v->as.i == INT64_MIN) return fail(n->span, "integer overflow in '-'");
+        return int_value(e, -v->as.i);
+    }
+    if (v->kind == V_FLOAT) return float_value(e, -v->as.f);
+    if (v->kind == V_TENSOR) {
+        Value *neg = lookup_operator(e, env, "neg");
+        if (!neg) return fail(n->span, "unary '-' on a tensor needs the operator 'neg'");
+        return apply_operator(e, neg->as.op, &v, 1, NULL, NULL, n->span);
+    }
+    return fail(n->span, "'-' is not defined on %s", kind_noun(v));
+}
+
+static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "set_dim") == 0 && !lookup(env, "set_dim"))
+        return eval_set_dim(e, n, env);
+    Value *fn = eval(e, n->a, env, mode);
+    if (fn->kind == V_ERROR) return fn;
+    uint32_t count = n->list.count;
+    Arg *args = arena_alloc(e->arena, (count ? count : 1) * sizeof *args);
+    for (uint32_t i = 0; i < count; i++) {
+        const Node *a = n->list.items[i];
+        if (a->kind == NODE_ARG) {
+            args[i].label = a->name;
+            args[i].optional = (a->flag & ARG_OPTIONAL) != 0;
+            args[i].span = a->span;
+            if (a->a) {
+                args[i].value = eval(e, a->a, env, MODE_VALUE);
+            } else {
+                Value *v = lookup(env, a->name);
+                args[i].value = v ? v : fail(a->span, "'~%s' passes the variable '%s', which is not defined",
+                                             a->name, a->name);
+            }
+        } else {
+            args[i].span = a->span;
+            args[i].value = eval(e, a, env, mode);
+        }
+        if (args[i].value->kind == V_ERROR) return &error_value;
+    }
+    return apply(e, fn, args, count, n->span);
+}
+
+static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
+    Value *opv = lookup_operator(e, env, n->name);
+    if (!opv) {
+        if (strcmp(n->name, "++^") == 0)
+            return fail(n->span, "concatenation ('++^') is not supported by shape inference in this version yet");
+        return fail(n->span, "'%s' is not defined as an operator", n->name);
+    }
+    Value *ops[2];
+    uint32_t count = 0;
+    ops[count++] = eval(e, n->a, env, MODE_TENSOR);
+    if (n->b) ops[count++] = eval(e, n->b, env, MODE_TENSOR);
+    for (uint32_t i = 0; i < count; i++)
+        if (ops[i]->kind == V_ERROR) return &error_value;
+    if (!n->spec) return &error_value; /* the parser reported the spec */
+    return apply_operator(e, opv->as.op, ops, count, n->spec, n->c, n->span);
+}
+
+static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (mode == MODE_TENSOR) return eval_literal(e, n, env, 0);
+    Value *v = new_value(e, n->kind == NODE_LIST ? V_LIST : n->kind == NODE_ARRAY ? V_ARRAY : V_TUPLE);
+    v->as.list.count = n->list.count;
+    v->as.list.items = arena_alloc(e->arena, (n->list.count ? n->list.count : 1) * sizeof(Value *));
+    for (uint32_t i = 0; i < n->list.count; i++) {
+        v->as.list.items[i] = eval(e, n->list.items[i], env, mode);
+        if (v->as.list.items[i]->kind == V_ERROR) return &error_value;
+    }
+    return v;
+}
+
+static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
+    Value *obj = eval(e, n->a, env, mode);
+    if (obj->kind == V_ERROR) return obj;
+    if (obj->kind == V_DATASET) {
+        for (uint32_t i = 0; i < obj->as.dataset.count; i++)
+            if (strcmp(obj->as.dataset.fields[i].name, n->name) == 0) return obj->as.dataset.fields[i].value;
+        return fail(n->span, "the data set has no field '%s'", n->name);
+    }
+    if (obj->kind == V_TENSOR)
+        return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
+                    "routines, not in a tensor expression", n->name);
+    return fail(n->span, "%s has no fields", kind_noun(obj));
+}
+
+/* Bind `let name params = value` (params may be empty) in env; returns the new env. */
+static Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
+                         Mode mode, bool code, Env *env, Value **out) {
+    Value *v;
+    if (params->count > 0 || code) {
+        Closure *c = new_closure(e, params, value, env, mode, name);
+        c->code = code;
+        if (mode == MODE_TENSOR && params->count > 0) {
+            if (has_unit_param(params)) c->scope_at_unit = true;
+            else c->scope = new_scope(e, name, true); /* parameters shared by every use */
+        }
+        v = closure_value(e, c);
+        if (rec) {
+            env = bind(e, env, name, v);
+            c->env = env;
+        }
+    } else {
+        if (rec) {
+            diag_error(value->span, "'let rec' defines functions; '%s' has no parameters", name);
+            v = &error_value;
+        } else {
+            v = eval(e, value, env, mode);
+        }
+    }
+    /* A scope opened by `()` in this very binding is named after it: `let l1 = layer () in`. */
+    if (v->kind == V_CLOSURE && v->as.closure->scope && !v->as.closure->scope->binding &&
+        !v->as.closure->scope->toplevel && strcmp(name, "_") != 0)
+        v->as.closure->scope->binding = name;
+    if (out) *out = v;
+    if (strcmp(name, "_") == 0 || (rec && (params->count > 0 || code))) return env;
+    return bind(e, env, name, v);
+}
+
+static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
+    switch (n->kind) {
+    case NODE_INT: return int_value(e, n->ival);
+    case NODE_FLOAT: return float_value(e, n->fval);
+    case NODE_BOOL: return bool_value(e, n->ival != 0);
+    case NODE_UNIT: return &unit_value;
+    case NODE_STRING: {
+        Value *v = new_value(e, V_STRING);
+        v->as.str.text = n->text;
+        v->as.str.len = n->len;
+        return v;
+    }
+    case NODE_VAR: {
+        Value *v = lookup(env, n->name);
+        if (!v) {
+            if (strcmp(n->name, "set_dim") == 0)
+                return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
+            return fail(n->span, "'%s' is not defined", n->name);
+        }
+        return v;
+    }
+    case NODE_MODULE:
+        return fail(n->span, "qualified names ('%s.…') are not supported in this version yet; use 'open %s'",
+                    n->name, n->name);
+    case NODE_FIELD: return eval_field(e, n, env, mode);
+    case NODE_APP: return eval_app(e, n, env, mode);
+    case NODE_ARG: return fail(n->span, "a labelled argument must follow a function");
+    case NODE_BINOP: return eval_binop(e, n, env, mode);
+    case NODE_UNOP: return eval_unop(e, n, env, mode);
+    case NODE_EINSUM: return eval_einsum(e, n, env);
+    case NODE_TUPLE:
+    case NODE_LIST:
+    case NODE_ARRAY: return eval_container(e, n, env, mode);
+    case NODE_RECORD:
+        if (mode != MODE_TENSOR)
+            return fail(n->span, "an inline definition '{ %s }' makes a parameter; it belongs in a let%%op "
+                        "definition", n->list.items[0]->name);
+        return eval_inline_param(e, n, env);
+    case NODE_FIELD_DEF: return fail(n->span, "unexpected field definition");
+    case NODE_ANNOT: {
+        uint32_t basis = shape_basis(e->solver, n->name);
+        const Node *inner = n->a;
+        if (inner->kind == NODE_LIST || inner->kind == NODE_ARRAY || inner->kind == NODE_TUPLE)
+            return eval_literal(e, inner, env, basis);
+        Value *v = eval(e, inner, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (!is_number(v))
+            return fail(n->span, "a basis annotation '(… : %s)' applies to a tensor literal or a number",
+                        n->name);
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis));
+    }
+    case NODE_SEQ: {
+        Value *v = &unit_value;
+        for (uint32_t i = 0; i < n->list.count; i++) {
+            v = eval(e, n->list.items[i], env, mode);
+            if (v->kind == V_ERROR) return v;
+        }
+        return v;
+    }
+    case NODE_LET: {
+        Value *v;
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, mode, false, env, &v);
+        if (v->kind == V_ERROR) return v;
+        return eval(e, n->b, inner, mode);
+    }
+    case NODE_FUN: return closure_value(e, new_closure(e, &n->list, n->a, env, mode, NULL));
+    case NODE_IF: {
+        Value *c = eval(e, n->a, env, MODE_VALUE);
+        if (c->kind == V_ERROR) return c;
+        if (c->kind != V_BOOL) return fail(n->a->span, "the condition of 'if' must be a boolean, but this is %s",
+                                           kind_noun(c));
+        if (c->as.b) return eval(e, n->b, env, mode);
+        return n->c ? eval(e, n->c, env, mode) : &unit_value;
+    }
+    case NODE_FOR: {
+        Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+        if (from->kind == V_ERROR || to->kind == V_ERROR) return &error_value;
+        if (from->kind != V_INT || to->kind != V_INT)
+            return fail(n->span, "the bounds of 'for' must be integers");
+        int64_t step = n->flag ? -1 : 1;
+        for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step) {
+            Value *v = eval(e, n->c, bind(e, env, n->name, int_value(e, i)), mode);
+            if (v->kind == V_ERROR) return v;
+        }
+        return &unit_value;
+    }
+    case NODE_ASSIGN:
+    case NODE_CODE:
+    case NODE_COMMENTED: {
+        Value *v = new_value(e, V_CODE);
+        v->as.closure = NULL;
+        return v;
+    }
+    case NODE_PARAM:
+    case ITEM_LET:
+    case ITEM_OPERATOR:
+    case ITEM_INDEX:
+    case ITEM_DATA:
+    case ITEM_INPUT:
+    case ITEM_ROUTINE:
+    case ITEM_MAIN:
+    case ITEM_OPEN:
+    case NODE_KIND_COUNT: break;
+    }
+    return fail(n->span, "this cannot be evaluated here");
+}
+
+/* ---- Items --------------------------------------------------------------------------------- */
+
+static void add_named(Elab *e, Tensor *t, const char *name) {
+    if (!t->name) t->name = name;
+    NamedEntry ne = {t, name, NULL, NULL};
+    ARENA_PUSH(e->arena, e->entries, e->entry_count, e->entry_cap, ne);
+}
+
+static void elab_module(Elab *e, Module *m);
+
+static char *read_file_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            char *nb = realloc(buf, cap);
+            if (!nb) diag_fatal_oom();
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void open_module(Elab *e, const Node *item) {
+    const char *name = item->name;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (strcmp(e->opened[i], name) == 0) return;
+    ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
+    char file[256];
+    snprintf(file, sizeof file, "%s.tsr", name);
+    file[0] = (char)tolower((unsigned char)file[0]);
+    uint32_t src = 0;
+    for (unsigned i = 0; i < tsr_stdlib_file_count && !src; i++)
+        if (strcmp(tsr_stdlib_files[i].name, file) == 0) {
+            char path[300];
+            snprintf(path, sizeof path, "<stdlib>/%s", file);
+            src = source_add(path, tsr_stdlib_files[i].text, tsr_stdlib_files[i].len);
+        }
+    for (int i = -1; i < (e->options ? e->options->include_count : 0) && !src; i++) {
+        const char *dir = i < 0 ? e->main_dir : e->options->include_dirs[i];
+        char *path = arena_printf(e->arena, "%s/%s", dir, file);
+        size_t len;
+        char *text = read_file_text(path, &len);
+        if (text) {
+            src = source_add(path, text, len);
+            free(text);
+        }
+    }
+    if (!src) {
+        diag_error(item->span, "module '%s' not found: no '%s' in the standard library%s", name, file,
+                   e->options && e->options->include_count ? ", the -I directories or beside the program"
+                                                            : " or beside the program (add directories with -I)");
+        return;
+    }
+    Module *m = parse_module(src, e->arena);
+    if (diag_error_count()) return;
+    elab_module(e, m);
+}
+
+static void elab_item(Elab *e, const Node *item) {
+    e->scope = NULL;
+    switch (item->kind) {
+    case ITEM_LET: {
+        Mode mode = (item->flag & LET_OP) ? MODE_TENSOR : MODE_VALUE;
+        bool code = (item->flag & LET_CD) != 0;
+        Value *v;
+        if (mode == MODE_TENSOR && item->list.count == 0) e->scope = new_scope(e, item->name, true);
+        e->globals = eval_binding(e, item->name, &item->list, item->a, (item->flag & LET_REC) != 0, mode,
+                                  code, e->globals, &v);
+        if ((item->flag & LET_OP) && v->kind == V_TENSOR && strcmp(item->name, "_") != 0)
+            add_named(e, v->as.tensor, item->name);
+        break;
+    }
+    case ITEM_OPERATOR: {
+        Value *v = new_value(e, V_OPERATOR);
+        v->as.op = item;
+        if (item->c && item->c->kind == NODE_VAR) {
+            bool ok = false;
+            for (uint32_t i = 0; i < item->list.count; i++)
+                ok |= item->list.items[i]->flag == PARAM_LABELLED && strcmp(item->list.items[i]->name, item->c->name) == 0;
+            if (!ok) diag_error(item->c->span, "'~logic:%s' names no labelled parameter ~%s of the operator",
+                                item->c->name, item->c->name);
+        }
+        e->globals = bind(e, e->globals, item->name, v);
+        break;
+    }
+    case ITEM_INDEX: {
+        Value *r = eval(e, item->a, e->globals, MODE_VALUE);
+        if (r->kind == V_ERROR) break;
+        if (r->kind != V_INT || r->as.i < 1 || r->as.i > INT32_MAX) {
+            diag_error(item->a->span, "the range of an index must be a positive integer, but this is %s",
+                       r->kind == V_INT ? "not positive" : kind_noun(r));
+            break;
+        }
+        Value *v = new_value(e, V_INDEX);
+        v->as.index.name = item->name;
+        v->as.index.range = (uint32_t)r->as.i;
+        v->as.index.span = item->a->span;
+        e->globals = bind(e, e->globals, item->name, v);
+        break;
+    }
+    case ITEM_DATA: {
+        Value *v = eval(e, item->a, e->globals, MODE_VALUE);
+        if (v->kind == V_ERROR) break;
+        if (v->kind != V_DATASET) {
+            diag_error(item->a->span, "'data' takes a data source such as half_moons, but this is %s",
+                       kind_noun(v));
+            break;
+        }
+        v->as.dataset.name = item->name;
+        for (uint32_t i = 0; i < v->as.dataset.count; i++) {
+            Field *f = &v->as.dataset.fields[i];
+            add_named(e, f->value->as.tensor, arena_printf(e->arena, "%s.%s", item->name, f->name));
+        }
+        e->globals = bind(e, e->globals, item->name, v);
+        break;
+    }
+    case ITEM_INPUT: {
+        const Node *rec = item->a;
+        const Node *first = rec->list.items[0];
+        if (first->a) {
+            diag_error(first->span, "an input is filled by the caller; it takes no initial value");
+            break;
+        }
+        Row rows[ROW_KINDS];
+        bool given[ROW_KINDS];
+        if (!record_sizes(e, rec, e->globals, first->name, rows, given)) break;
+        Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
+        OriginId o = origin(e, rec->span, "input '%s'", first->name);
+        for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_empty_row(o);
+        add_named(e, t, first->name);
+        e->globals = bind(e, e->globals, first->name, tensor_value(e, t));
+        break;
+    }
+    case ITEM_OPEN: open_module(e, item); break;
+    case ITEM_ROUTINE:
+    case ITEM_MAIN: break; /* code: compiled by the later stages */
+    default: break;
+    }
+    e->scope = NULL;
+}
+
+static void elab_module(Elab *e, Module *m) {
+    for (uint32_t i = 0; i < m->items.count; i++) elab_item(e, m->items.items[i]);
+}
+
+/* ---- Names shown by --print-shapes ---------------------------------------------------------- */
+
+static bool name_taken(const char **names, uint32_t count, const char *name) {
+    for (uint32_t i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+static const char *unique(Elab *e, const char ***names, uint32_t *count, uint32_t *cap, const char *base) {
+    const char *name = base;
+    for (unsigned k = 2; name_taken(*names, *count, name); k++) name = arena_printf(e->arena, "%s#%u", base, k);
+    ARENA_PUSH(e->arena, *names, *count, *cap, name);
+    return name;
+}
+
+static void assign_names(Elab *e) {
+    const char **qual = NULL;
+    uint32_t qn = 0, qc = 0;
+    for (uint32_t i = 0; i < e->scope_count; i++) {
+        Scope *s = e->scopes[i];
+        if (s->toplevel || (!s->binding && !s->fn_name)) continue;
+        s->shown = unique(e, &qual, &qn, &qc, s->binding ? s->binding : s->fn_name);
+    }
+    const char **names = NULL;
+    uint32_t nn = 0, nc = 0;
+    Program *p = e->program;
+    for (uint32_t i = 0; i < e->entry_count; i++) {
+        NamedEntry *ne = &e->entries[i];
+        const char *base = ne->name;
+        if (!base) base = ne->scope && ne->scope->shown ? arena_printf(e->arena, "%s.%s", ne->scope->shown,
+                                                                        ne->param_name)
+                                                        : ne->param_name;
+        const char *shown = unique(e, &names, &nn, &nc, base);
+        if (!ne->tensor->shown) ne->tensor->shown = shown;
+        uint32_t c = p->named_count, cap = p->named_cap;
+        ARENA_PUSH(e->arena, p->named, p->named_count, p->named_cap, ne->tensor);
+        ARENA_PUSH(e->arena, p->shown_names, c, cap, shown);
+    }
+}
+
+/* ---- Driver -------------------------------------------------------------------------------- */
+
+static void register_shapes(Elab *e) {
+    Program *p = e->program;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        Tensor *t = p->tensors[i];
+        switch (t->kind) {
+        case TENSOR_PARAM:
+            shape_add_leaf(e->solver, &t->shape, LEAF_PARAMETER, t->shown ? t->shown : t->name,
+                           origin(e, t->span, "parameter '%s'", t->shown ? t->shown : t->name));
+            break;
+        case TENSOR_CONSTANT:
+            shape_add_leaf(e->solver, &t->shape, LEAF_CONSTANT, "constant", 0);
+            break;
+        default: shape_add_interior(e->solver, &t->shape); break;
+        }
+    }
+}
+
+Program *elaborate(Module *module, const ElabOptions *options) {
+    Arena *arena = arena_new();
+    Program *p = arena_alloc(arena, sizeof *p);
+    p->arena = arena;
+    p->solver = shape_solver_new();
+    Elab e = {0};
+    e.program = p;
+    e.arena = arena;
+    e.solver = p->solver;
+    e.options = options;
+    const char *path = source_get(module->file)->path;
+    const char *slash = strrchr(path, '/');
+    e.main_dir = slash ? arena_strndup(arena, path, (size_t)(slash - path)) : ".";
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        Value *v = new_value(&e, V_BUILTIN);
+        v->as.builtin.name = builtins[i].name;
+        v->as.builtin.fn = builtins[i].fn;
+        e.globals = bind(&e, e.globals, builtins[i].name, v);
+    }
+    /* The prelude. */
+    for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {
+        if (strcmp(tsr_stdlib_files[i].name, "core.tsr") != 0) continue;
+        uint32_t src = source_add("<stdlib>/core.tsr", tsr_stdlib_files[i].text, tsr_stdlib_files[i].len);
+        Module *core = parse_module(src, arena);
+        if (diag_error_count()) return p;
+        elab_module(&e, core);
+    }
+    elab_module(&e, module);
+    if (diag_error_count()) return p;
+    assign_names(&e);
+    register_shapes(&e);
+    shape_close(p->solver);
+    return p;
+}
+
+void program_free(Program *p) {
+    if (!p) return;
+    shape_solver_free(p->solver);
+    arena_free(p->arena);
+}
+
+void program_print_shapes(Program *p, FILE *out) {
+    for (uint32_t i = 0; i < p->named_count; i++) {
+        fprintf(out, "%s : ", p->shown_names[i]);
+        shape_print(p->solver, out, &p->named[i]->shape);
+        fputc('\n', out);
+    }
+}

@@ -1,0 +1,87 @@
+/* elab.h — elaboration: running the compile-time language of a module to build its tensor
+ * graph, and emitting the shape constraints of every tensor operation into a ShapeSolver.
+ *
+ * The compile-time language (docs/language.md §1.2, §3) is evaluated here: integers, floats,
+ * strings, lists, closures with positional, labelled and optional parameters, `let … in`,
+ * `if`, `let rec`.  Tensor operators are `operator` declarations of the standard library
+ * (stdlib/core.tsr, opened implicitly); applying one makes a Tensor node and emits the
+ * constraints of its shape logic.  Applying a tensor function re-runs its body, so each
+ * application gets fresh shape variables (seed 000: polymorphism by re-evaluation).  Inline
+ * parameters `{ w }` belong to a parameter scope: a `()` parameter opens a fresh scope when it
+ * is applied; a `let%op` function without `()` owns one scope for all its uses. */
+#ifndef TSR_ELAB_H
+#define TSR_ELAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ast.h"
+#include "shape.h"
+#include "spec.h"
+
+typedef enum TensorKind {
+    TENSOR_LITERAL,  /* numbers written in the program: exact shape */
+    TENSOR_STACK,    /* a literal of tensors: operands stacked along a new axis */
+    TENSOR_PARAM,    /* an inline definition in %op: a trainable parameter (leaf) */
+    TENSOR_INPUT,    /* `input { … }`: filled by the caller (exact shape) */
+    TENSOR_DATA,     /* a field of a `data` set (exact shape) */
+    TENSOR_CONSTANT, /* `ones ()` and friends: a leaf whose shape the context decides */
+    TENSOR_INDEX,    /* `!@i`: the run-time value of an index symbol, a scalar */
+    TENSOR_OP,       /* an operator application: interior */
+    TENSOR_SLICE,    /* `x @| i` */
+} TensorKind;
+
+typedef enum Logic {
+    LOGIC_NONE,
+    LOGIC_POINTWISE, /* "." */
+    LOGIC_COMPOSE,   /* "@" */
+    LOGIC_TRANSPOSE, /* "T" */
+    LOGIC_SPEC,      /* an einsum spec */
+} Logic;
+
+typedef struct Tensor Tensor;
+struct Tensor {
+    uint32_t id;
+    TensorKind kind;
+    const char *name;  /* the name it was defined or bound with, or NULL */
+    const char *shown; /* the name --print-shapes shows (parameters qualified), or NULL */
+    Span span;         /* the expression that made it */
+    Shape shape;
+    const Node *op;    /* TENSOR_OP: the `operator` declaration */
+    const char *op_name;
+    Logic logic;
+    const Spec *spec;  /* LOGIC_SPEC */
+    Tensor **operands;
+    uint32_t operand_count;
+    double *values;    /* TENSOR_LITERAL: the numbers; TENSOR_CONSTANT: one fill value */
+    uint32_t value_count;
+    const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
+    const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
+    uint32_t index_range;
+};
+
+typedef struct Program {
+    Arena *arena;
+    ShapeSolver *solver;
+    Tensor **tensors; /* every tensor, in creation order */
+    uint32_t tensor_count, tensor_cap;
+    Tensor **named;   /* what --print-shapes lists, in order; a tensor may appear under
+                         several names (see shown_names) */
+    const char **shown_names;
+    uint32_t named_count, named_cap;
+} Program;
+
+typedef struct ElabOptions {
+    const char **include_dirs;
+    int include_count;
+} ElabOptions;
+
+/* Elaborate a parsed module (after the standard library prelude), then solve and close the
+ * shapes.  Errors are reported through diag; the caller checks diag_error_count(). */
+Program *elaborate(Module *module, const ElabOptions *options);
+void program_free(Program *program);
+
+/* One line per named tensor: "NAME : SHAPE". */
+void program_print_shapes(Program *program, FILE *out);
+
+#endif

@@ -1,0 +1,944 @@
+/* shape.c — the shape solver: variable elimination over the broadcast order (seed 000), in the
+ * data types of OCANNL's design (seed 004).  See shape.h for the terms and docs/inference.md
+ * for the rules in the seeds' words.
+ *
+ * State: a FIFO queue of constraints and an environment with one entry per variable.  A dim
+ * variable is either solved (bound to a Dim, possibly another variable) or bounded: it keeps a
+ * least upper bound (one atom; a second, different atom collapses it to 1_∅), an at-least size
+ * (from fixed indices) and the variable-variable inequalities it takes part in.  A row variable
+ * is either solved (bound to a Row) or keeps its upper-bound rows and its variable-variable
+ * inequalities.  Solving a variable puts everything it kept back on the queue, against the new
+ * value; that is what makes the fixpoint independent of the order constraints arrive in.
+ *
+ * Requires: diag.h for errors (every Span in an origin must belong to a registered source, or
+ * be the zero span). */
+#include "shape.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+typedef enum ConstraintKind { C_DIM_EQ, C_DIM_LE, C_DIM_AT_LEAST, C_ROW_EQ, C_ROW_LE } ConstraintKind;
+
+typedef struct Constraint {
+    ConstraintKind kind;
+    uint32_t at_least; /* C_DIM_AT_LEAST */
+    bool contracting;  /* C_ROW_*: from a contraction (compose's inner rows, an einsum) */
+    Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
+    Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
+    OriginId why;
+} Constraint;
+
+typedef struct ConstraintList {
+    Constraint *items;
+    uint32_t count, cap;
+} ConstraintList;
+
+typedef struct DimVarInfo {
+    bool solved;
+    Dim value;
+    bool has_lub;
+    Dim lub;
+    OriginId lub_why;
+    uint32_t at_least;
+    OriginId at_least_why;
+    ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
+} DimVarInfo;
+
+typedef struct RowVarInfo {
+    bool solved;
+    bool grown;           /* the residue of a template: it already met a lower bound */
+    bool contracted;      /* took part in a contraction: a hole here is a hidden dimension */
+    Row value;
+    ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
+    ConstraintList edges; /* C_ROW_LE between this and another bare row variable */
+} RowVarInfo;
+
+typedef struct Origin {
+    Span span;
+    const char *what;
+} Origin;
+
+typedef struct Registered {
+    Shape shape;
+    bool leaf;
+    LeafKind kind;
+    const char *name;
+    OriginId decl;
+    uint8_t reported; /* bit k: a hole in row k was reported */
+} Registered;
+
+struct ShapeSolver {
+    Arena *arena;
+    Origin *origins;
+    uint32_t origin_count, origin_cap;
+    const char **bases;
+    uint32_t basis_count, basis_cap;
+    DimVarInfo *dvars;
+    uint32_t dvar_count, dvar_cap;
+    RowVarInfo *rvars;
+    uint32_t rvar_count, rvar_cap;
+    Constraint *queue;
+    uint32_t queue_head, queue_count, queue_cap;
+    Registered *shapes;
+    uint32_t shape_count, shape_cap;
+    unsigned errors;
+    bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
+    OriginId fallback; /* the origin of dims committed by closing's fallback */
+};
+
+/* ---- Allocation, origins, bases ------------------------------------------------------------ */
+
+static void list_push(ShapeSolver *s, ConstraintList *l, Constraint c) {
+    ARENA_PUSH(s->arena, l->items, l->count, l->cap, c);
+}
+
+ShapeSolver *shape_solver_new(void) {
+    Arena *arena = arena_new();
+    ShapeSolver *s = arena_alloc(arena, sizeof *s);
+    s->arena = arena;
+    Origin none = {{0, 0, 0}, "nowhere"};
+    ARENA_PUSH(arena, s->origins, s->origin_count, s->origin_cap, none);
+    const char *none_name = "", *default_name = "default";
+    ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, none_name);
+    ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, default_name);
+    DimVarInfo dv = {0};
+    RowVarInfo rv = {0};
+    ARENA_PUSH(arena, s->dvars, s->dvar_count, s->dvar_cap, dv); /* variable 0 means "none" */
+    ARENA_PUSH(arena, s->rvars, s->rvar_count, s->rvar_cap, rv);
+    s->fallback = shape_origin(s, (Span){0, 0, 0}, "closing: nothing determined this size");
+    return s;
+}
+
+void shape_solver_free(ShapeSolver *s) {
+    if (s) arena_free(s->arena);
+}
+
+OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
+    Origin o = {span, arena_strndup(s->arena, what, strlen(what))};
+    ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
+    return s->origin_count - 1;
+}
+
+Span shape_origin_span(const ShapeSolver *s, OriginId o) {
+    return o < s->origin_count ? s->origins[o].span : (Span){0, 0, 0};
+}
+
+const char *shape_origin_what(const ShapeSolver *s, OriginId o) {
+    return o < s->origin_count ? s->origins[o].what : "nowhere";
+}
+
+uint32_t shape_basis(ShapeSolver *s, const char *name) {
+    for (uint32_t i = 1; i < s->basis_count; i++)
+        if (strcmp(s->bases[i], name) == 0) return i;
+    const char *copy = arena_strndup(s->arena, name, strlen(name));
+    ARENA_PUSH(s->arena, s->bases, s->basis_count, s->basis_cap, copy);
+    return s->basis_count - 1;
+}
+
+const char *shape_basis_name(const ShapeSolver *s, uint32_t basis) {
+    return basis < s->basis_count ? s->bases[basis] : "?";
+}
+
+unsigned shape_error_count(const ShapeSolver *s) { return s->errors; }
+
+/* ---- Terms --------------------------------------------------------------------------------- */
+
+Dim dim_ground(uint32_t size, uint32_t basis, OriginId origin) {
+    return (Dim){.var = 0, .size = size, .basis = basis, .origin = origin};
+}
+
+Dim dim_unit(OriginId origin) { return dim_ground(1, BASIS_NONE, origin); }
+
+static bool dim_is_unit(Dim d) { return d.var == 0 && d.basis == BASIS_NONE; }
+
+Dim shape_fresh_dim(ShapeSolver *s, OriginId origin) {
+    DimVarInfo info = {0};
+    ARENA_PUSH(s->arena, s->dvars, s->dvar_count, s->dvar_cap, info);
+    return (Dim){.var = s->dvar_count - 1, .origin = origin};
+}
+
+static uint32_t fresh_row_var(ShapeSolver *s) {
+    RowVarInfo info = {0};
+    ARENA_PUSH(s->arena, s->rvars, s->rvar_count, s->rvar_cap, info);
+    return s->rvar_count - 1;
+}
+
+Row shape_fresh_row(ShapeSolver *s, OriginId origin) {
+    return (Row){.dims = NULL, .count = 0, .lead = 0, .var = fresh_row_var(s), .origin = origin};
+}
+
+Row shape_row(ShapeSolver *s, const Dim *lead, uint32_t lead_count, uint32_t var, const Dim *trail,
+              uint32_t trail_count, OriginId origin) {
+    Row r = {.count = lead_count + trail_count, .lead = lead_count, .var = var, .origin = origin};
+    if (r.count) {
+        r.dims = arena_alloc(s->arena, r.count * sizeof *r.dims);
+        if (lead_count) memcpy(r.dims, lead, lead_count * sizeof *lead);
+        if (trail_count) memcpy(r.dims + lead_count, trail, trail_count * sizeof *trail);
+    }
+    return r;
+}
+
+Row shape_closed_row(ShapeSolver *s, const Dim *dims, uint32_t count, OriginId origin) {
+    return shape_row(s, NULL, 0, 0, dims, count, origin);
+}
+
+Row shape_empty_row(OriginId origin) { return (Row){.origin = origin}; }
+
+Shape shape_fresh(ShapeSolver *s, OriginId origin) {
+    Shape sh;
+    for (int k = 0; k < ROW_KINDS; k++) sh.rows[k] = shape_fresh_row(s, origin);
+    return sh;
+}
+
+Row shape_row_prepend(ShapeSolver *s, const Dim *dims, uint32_t count, Row row) {
+    Row r = row;
+    r.count = row.count + count;
+    r.lead = row.var ? row.lead + count : 0;
+    r.dims = arena_alloc(s->arena, (r.count ? r.count : 1) * sizeof *r.dims);
+    memcpy(r.dims, dims, count * sizeof *dims);
+    if (row.count) memcpy(r.dims + count, row.dims, row.count * sizeof *row.dims);
+    return r;
+}
+
+/* ---- Resolution (substitution of solved variables) ----------------------------------------- */
+
+Dim shape_resolve_dim(ShapeSolver *s, Dim d) {
+    if (d.var == 0) return d;
+    Dim cur = d;
+    while (cur.var && s->dvars[cur.var].solved) cur = s->dvars[cur.var].value;
+    /* Path compression: every variable on the chain now points at the end. */
+    Dim walk = d;
+    while (walk.var && s->dvars[walk.var].solved) {
+        Dim next = s->dvars[walk.var].value;
+        s->dvars[walk.var].value = cur;
+        walk = next;
+    }
+    return cur;
+}
+
+Row shape_resolve_row(ShapeSolver *s, Row r) {
+    bool changed = r.var && s->rvars[r.var].solved;
+    for (uint32_t i = 0; i < r.count && !changed; i++)
+        if (r.dims[i].var && s->dvars[r.dims[i].var].solved) changed = true;
+    if (!changed) return r;
+    Row inner = (Row){0};
+    bool splice = r.var && s->rvars[r.var].solved;
+    if (splice) {
+        inner = shape_resolve_row(s, s->rvars[r.var].value);
+        s->rvars[r.var].value = inner; /* compress */
+    }
+    Row out = {.count = r.count + inner.count, .origin = r.origin};
+    out.dims = arena_alloc(s->arena, (out.count ? out.count : 1) * sizeof *out.dims);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r.lead; i++) out.dims[n++] = shape_resolve_dim(s, r.dims[i]);
+    if (splice) {
+        for (uint32_t i = 0; i < inner.count; i++) out.dims[n++] = inner.dims[i];
+        out.lead = r.lead + inner.lead;
+        out.var = inner.var;
+        if (!inner.var) out.origin = inner.origin; /* closedness came from the value */
+    } else {
+        out.lead = r.lead;
+        out.var = r.var;
+    }
+    for (uint32_t i = r.lead; i < r.count; i++) out.dims[n++] = shape_resolve_dim(s, r.dims[i]);
+    if (!out.var) out.lead = splice ? out.lead : r.lead;
+    return out;
+}
+
+Shape shape_resolve(ShapeSolver *s, const Shape *sh) {
+    Shape out;
+    for (int k = 0; k < ROW_KINDS; k++) out.rows[k] = shape_resolve_row(s, sh->rows[k]);
+    return out;
+}
+
+static bool row_is_ground(Row r) {
+    if (r.var) return false;
+    for (uint32_t i = 0; i < r.count; i++)
+        if (r.dims[i].var) return false;
+    return true;
+}
+
+bool shape_is_ground(ShapeSolver *s, const Shape *sh) {
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (!row_is_ground(shape_resolve_row(s, sh->rows[k]))) return false;
+    return true;
+}
+
+/* ---- Printing ------------------------------------------------------------------------------ */
+
+static void print_dim(ShapeSolver *s, FILE *out, Dim d) {
+    d = shape_resolve_dim(s, d);
+    if (d.var) fprintf(out, "'d%u", d.var);
+    else if (d.basis > BASIS_DEFAULT) fprintf(out, "%s=%u", s->bases[d.basis], d.size);
+    else fprintf(out, "%u", d.size);
+}
+
+static void print_row(ShapeSolver *s, FILE *out, Row r) {
+    r = shape_resolve_row(s, r);
+    bool first = true;
+    for (uint32_t i = 0; i <= r.count; i++) {
+        if (i == r.lead && r.var) {
+            fprintf(out, "%s..r%u..", first ? "" : ",", r.var);
+            first = false;
+        }
+        if (i == r.count) break;
+        if (!first) fputc(',', out);
+        print_dim(s, out, r.dims[i]);
+        first = false;
+    }
+}
+
+static bool row_is_empty(Row r) { return r.count == 0 && r.var == 0; }
+
+void shape_print(ShapeSolver *s, FILE *out, const Shape *shape) {
+    Shape sh = shape_resolve(s, shape);
+    Row b = sh.rows[ROW_BATCH], i = sh.rows[ROW_INPUT], o = sh.rows[ROW_OUTPUT];
+    if (row_is_empty(b) && row_is_empty(i) && row_is_empty(o)) {
+        fputc('1', out);
+        return;
+    }
+    if (!row_is_empty(b)) {
+        print_row(s, out, b);
+        fputc('|', out);
+    }
+    if (!row_is_empty(i)) {
+        print_row(s, out, i);
+        fputs("->", out);
+    }
+    print_row(s, out, o);
+}
+
+static char *to_string_with(ShapeSolver *s, void (*fn)(ShapeSolver *, FILE *, const void *),
+                            const void *arg) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) diag_fatal_oom();
+    fn(s, f, arg);
+    fclose(f);
+    char *copy = arena_strndup(s->arena, buf, len);
+    free(buf);
+    return copy;
+}
+
+static void print_shape_thunk(ShapeSolver *s, FILE *f, const void *arg) { shape_print(s, f, arg); }
+static void print_row_thunk(ShapeSolver *s, FILE *f, const void *arg) {
+    const Row *r = arg;
+    if (row_is_empty(shape_resolve_row(s, *r))) fputs("(no axes)", f);
+    else print_row(s, f, *r);
+}
+
+char *shape_to_string(ShapeSolver *s, const Shape *sh) { return to_string_with(s, print_shape_thunk, sh); }
+char *shape_row_to_string(ShapeSolver *s, Row r) { return to_string_with(s, print_row_thunk, &r); }
+
+static char *dim_to_string(ShapeSolver *s, Dim d) {
+    d = shape_resolve_dim(s, d);
+    if (d.var) return arena_printf(s->arena, "an unknown size");
+    if (d.basis == BASIS_NONE) return arena_printf(s->arena, "1 (broadcastable)");
+    if (d.basis == BASIS_DEFAULT) return arena_printf(s->arena, "%u", d.size);
+    return arena_printf(s->arena, "%s=%u", s->bases[d.basis], d.size);
+}
+
+/* ---- Errors -------------------------------------------------------------------------------- */
+
+static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
+    if (o == 0 || o == s->fallback) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_note(s->origins[o].span, "%s: %s", msg, s->origins[o].what);
+}
+
+static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->errors++;
+    diag_error(s->origins[why].span, "%s: %s", s->origins[why].what, msg);
+}
+
+static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
+    const char *as = dim_to_string(s, a), *bs = dim_to_string(s, b);
+    if (a.size == b.size && a.basis != b.basis)
+        error_at(s, why, "basis clash: an axis %s cannot meet an axis %s", as, bs);
+    else if (equality)
+        error_at(s, why, "size %s does not match size %s", as, bs);
+    else
+        error_at(s, why, "size %s cannot broadcast to size %s", as, bs);
+    note_origin(s, a.origin, "size %s comes from", as);
+    note_origin(s, b.origin, "size %s comes from", bs);
+}
+
+/* ---- The queue ----------------------------------------------------------------------------- */
+
+void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
+
+static void enqueue(ShapeSolver *s, Constraint c) {
+    if (c.kind == C_ROW_EQ || c.kind == C_ROW_LE) c.contracting = c.contracting || s->contracting;
+    if (s->queue_head > 0 && s->queue_head == s->queue_count) s->queue_head = s->queue_count = 0;
+    ARENA_PUSH(s->arena, s->queue, s->queue_count, s->queue_cap, c);
+}
+
+void shape_dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
+    enqueue(s, (Constraint){.kind = C_DIM_EQ, .d1 = a, .d2 = b, .why = why});
+}
+void shape_dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
+    enqueue(s, (Constraint){.kind = C_DIM_LE, .d1 = sub, .d2 = super, .why = why});
+}
+void shape_dim_at_least(ShapeSolver *s, Dim d, uint32_t size, OriginId why) {
+    enqueue(s, (Constraint){.kind = C_DIM_AT_LEAST, .d1 = d, .at_least = size, .why = why});
+}
+void shape_row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
+    enqueue(s, (Constraint){.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why});
+}
+void shape_row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
+    enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
+}
+void shape_eq(ShapeSolver *s, const Shape *a, const Shape *b, OriginId why) {
+    for (int k = 0; k < ROW_KINDS; k++) shape_row_eq(s, a->rows[k], b->rows[k], why);
+}
+void shape_le(ShapeSolver *s, const Shape *sub, const Shape *super, OriginId why) {
+    for (int k = 0; k < ROW_KINDS; k++) shape_row_le(s, sub->rows[k], super->rows[k], why);
+}
+
+uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head; }
+
+void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
+    uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (uint32_t i = s->queue_count; i > s->queue_head + 1; i--) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        uint32_t j = s->queue_head + (uint32_t)(x % (i - s->queue_head));
+        Constraint t = s->queue[i - 1];
+        s->queue[i - 1] = s->queue[j];
+        s->queue[j] = t;
+    }
+}
+
+void shape_add_leaf(ShapeSolver *s, const Shape *shape, LeafKind kind, const char *name,
+                    OriginId decl) {
+    Registered r = {*shape, true, kind, name, decl, 0};
+    ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
+}
+
+void shape_add_interior(ShapeSolver *s, const Shape *shape) {
+    Registered r = {*shape, false, LEAF_CONSTANT, NULL, 0, 0};
+    ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
+}
+
+/* ---- Dimensions ---------------------------------------------------------------------------- */
+
+static bool dims_equal(Dim a, Dim b) {
+    return a.var ? a.var == b.var : (b.var == 0 && a.size == b.size && a.basis == b.basis);
+}
+
+/* Ground equality: sizes agree and bases agree, except that the claim-free unit makes no claim
+ * about its basis and so equals any unit. */
+static bool ground_eq(Dim a, Dim b) {
+    if (a.size != b.size) return false;
+    return a.basis == b.basis || a.basis == BASIS_NONE || b.basis == BASIS_NONE;
+}
+
+static bool ground_le(Dim sub, Dim super) {
+    return dim_is_unit(sub) || (sub.size == super.size && sub.basis == super.basis);
+}
+
+/* Bind variable v to value; everything v kept goes back on the queue against the value. */
+static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
+    DimVarInfo *info = &s->dvars[v];
+    if (value.var == v) return;
+    info->solved = true;
+    info->value = value;
+    if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
+    if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
+    ConstraintList edges = info->edges;
+    info->edges = (ConstraintList){0};
+    for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
+    (void)why;
+}
+
+static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
+    a = shape_resolve_dim(s, a);
+    b = shape_resolve_dim(s, b);
+    if (a.var && b.var) {
+        if (a.var != b.var) solve_dim_var(s, a.var, b, why);
+    } else if (a.var) {
+        solve_dim_var(s, a.var, b, why);
+    } else if (b.var) {
+        solve_dim_var(s, b.var, a, why);
+    } else if (!ground_eq(a, b)) {
+        report_dim_clash(s, true, a, b, why);
+    }
+}
+
+/* A new least upper bound `bound` for unsolved variable v (bound is a non-unit atom). */
+static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why) {
+    DimVarInfo *info = &s->dvars[v];
+    if (info->at_least > 1) { /* v cannot be the unit, so it must be the bound itself */
+        shape_dim_eq(s, (Dim){.var = v, .origin = bound.origin}, bound, why);
+        return;
+    }
+    if (info->has_lub) {
+        if (dims_equal(info->lub, bound)) return;
+        /* Two distinct atoms meet at the claim-free unit: the bound collapses. */
+        solve_dim_var(s, v, dim_unit(why), why);
+        return;
+    }
+    info->has_lub = true;
+    info->lub = bound;
+    info->lub_why = why;
+    /* Everything below v is below the bound too. */
+    for (uint32_t i = 0; i < info->edges.count; i++) {
+        Constraint e = info->edges.items[i];
+        if (shape_resolve_dim(s, e.d2).var == v) shape_dim_le(s, e.d1, bound, why);
+    }
+}
+
+static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
+    sub = shape_resolve_dim(s, sub);
+    super = shape_resolve_dim(s, super);
+    if (dim_is_unit(sub)) return; /* the bottom is below everything */
+    if (sub.var == 0 && super.var == 0) {
+        if (!ground_le(sub, super)) report_dim_clash(s, false, sub, super, why);
+        return;
+    }
+    if (sub.var == 0) { /* a lower bound at an atom solves */
+        solve_dim_var(s, super.var, sub, why);
+        return;
+    }
+    if (super.var == 0) {
+        if (dim_is_unit(super)) solve_dim_var(s, sub.var, super, why);
+        else dim_upper_bound(s, sub.var, super, why);
+        return;
+    }
+    if (sub.var == super.var) return;
+    Constraint c = {.kind = C_DIM_LE, .d1 = sub, .d2 = super, .why = why};
+    list_push(s, &s->dvars[sub.var].edges, c);
+    list_push(s, &s->dvars[super.var].edges, c);
+    if (s->dvars[super.var].has_lub) shape_dim_le(s, sub, s->dvars[super.var].lub, why);
+    if (s->dvars[sub.var].at_least > 1) shape_dim_eq(s, sub, super, why);
+}
+
+static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
+    d = shape_resolve_dim(s, d);
+    if (d.var == 0) {
+        if (d.size < n) {
+            s->errors++;
+            diag_error(s->origins[why].span, "%s: index %u is out of range for an axis of size %u",
+                       s->origins[why].what, n - 1, d.size);
+            note_origin(s, d.origin, "size %u comes from", d.size);
+        }
+        return;
+    }
+    DimVarInfo *info = &s->dvars[d.var];
+    if (n <= info->at_least) return;
+    info->at_least = n;
+    info->at_least_why = why;
+    if (n <= 1) return;
+    if (info->has_lub) {
+        shape_dim_eq(s, d, info->lub, info->lub_why);
+        return;
+    }
+    for (uint32_t i = 0; i < info->edges.count; i++) {
+        Constraint e = info->edges.items[i];
+        if (shape_resolve_dim(s, e.d1).var == d.var) shape_dim_eq(s, e.d1, e.d2, e.why);
+    }
+}
+
+/* ---- Rows ---------------------------------------------------------------------------------- */
+
+static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, OriginId why,
+                        bool equality) {
+    const char *ss = shape_row_to_string(s, small), *bs = shape_row_to_string(s, big);
+    if (equality)
+        error_at(s, why, "rank mismatch: axes %s (%u) do not match axes %s (%u)", ss, small.count,
+                 bs, big.count);
+    else
+        error_at(s, why, "rank mismatch: axes %s need at least %u axes, but %s is closed with %u",
+                 ss, need, bs, big.count);
+    note_origin(s, small.origin, "axes %s come from", ss);
+    note_origin(s, big.origin, "axes %s come from", bs);
+}
+
+static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
+    const char *as = shape_row_to_string(s, a), *bs = shape_row_to_string(s, b);
+    error_at(s, why,
+             "row-rank cycle: axes %s would have to contain axes %s, which contain themselves "
+             "plus more axes",
+             as, bs);
+    note_origin(s, a.origin, "axes %s come from", as);
+    note_origin(s, b.origin, "axes %s come from", bs);
+}
+
+static Row sub_row(ShapeSolver *s, Row r, uint32_t from, uint32_t to, OriginId origin) {
+    return shape_closed_row(s, r.dims + from, to - from, origin);
+}
+
+static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
+    RowVarInfo *info = &s->rvars[v];
+    if (value.var == v && value.count == 0) return;
+    if (info->contracted && value.var && !s->rvars[value.var].grown) s->rvars[value.var].contracted = true;
+    info->solved = true;
+    info->value = value;
+    ConstraintList upper = info->upper, edges = info->edges;
+    info->upper = info->edges = (ConstraintList){0};
+    for (uint32_t i = 0; i < upper.count; i++) enqueue(s, upper.items[i]);
+    for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
+    (void)why;
+}
+
+static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
+
+static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
+    a = shape_resolve_row(s, a);
+    b = shape_resolve_row(s, b);
+    if (!a.var && b.var) {
+        Row t = a;
+        a = b;
+        b = t;
+    }
+    if (!a.var) { /* both closed: flat sequences of the same length */
+        if (a.count != b.count) {
+            report_rank(s, a.count < b.count ? a : b, a.count < b.count ? b : a, 0, why, true);
+            return;
+        }
+        for (uint32_t i = 0; i < a.count; i++) dim_eq(s, a.dims[i], b.dims[i], why);
+        return;
+    }
+    uint32_t al = a.lead, at = a.count - a.lead;
+    if (!b.var) { /* a open, b closed: the flanks take b's ends, the variable the interior */
+        if (b.count < a.count) {
+            report_rank(s, b, a, a.count, why, true);
+            return;
+        }
+        for (uint32_t i = 0; i < al; i++) dim_eq(s, a.dims[i], b.dims[i], why);
+        for (uint32_t i = 0; i < at; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
+        solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.origin), why);
+        return;
+    }
+    uint32_t bl = b.lead, bt = b.count - b.lead;
+    uint32_t ml = al < bl ? al : bl, mt = at < bt ? at : bt;
+    for (uint32_t i = 0; i < ml; i++) dim_eq(s, a.dims[i], b.dims[i], why);
+    for (uint32_t i = 0; i < mt; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
+    if (a.var == b.var) {
+        if (al != bl || at != bt) report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
+        return;
+    }
+    /* The longer flank on each side is absorbed by the other side's variable; both variables
+     * then share one fresh residue. */
+    Dim *a_extra_lead = a.dims + ml, *b_extra_lead = b.dims + ml;
+    uint32_t a_xl = al - ml, b_xl = bl - ml, a_xt = at - mt, b_xt = bt - mt;
+    Dim *a_extra_trail = a.dims + al, *b_extra_trail = b.dims + bl;
+    if (!a_xl && !b_xl && !a_xt && !b_xt) {
+        solve_row_var(s, a.var, (Row){.var = b.var, .origin = b.origin}, why);
+        return;
+    }
+    uint32_t residue = fresh_row_var(s);
+    solve_row_var(s, a.var, shape_row(s, b_extra_lead, b_xl, residue, b_extra_trail, b_xt, b.origin), why);
+    solve_row_var(s, b.var, shape_row(s, a_extra_lead, a_xl, residue, a_extra_trail, a_xt, a.origin), why);
+}
+
+/* v ⊑ bound, where v is an unsolved row variable and bound is not the bare variable v. */
+static void row_upper_bound(ShapeSolver *s, uint32_t v, Row bound, Row sub_for_errors, OriginId why) {
+    if (row_mentions(bound, v)) {
+        report_cycle(s, sub_for_errors, bound, why);
+        return;
+    }
+    Constraint c = {.kind = C_ROW_LE, .r1 = {.var = v, .origin = sub_for_errors.origin},
+                    .r2 = bound, .why = why};
+    if (bound.var && bound.count == 0) { /* variable against variable */
+        list_push(s, &s->rvars[v].edges, c);
+        list_push(s, &s->rvars[bound.var].edges, c);
+        return;
+    }
+    list_push(s, &s->rvars[v].upper, c);
+}
+
+static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
+    sub = shape_resolve_row(s, sub);
+    super = shape_resolve_row(s, super);
+    uint32_t sl = sub.var ? sub.lead : sub.lead, st = sub.count - sl;
+    if (!super.var) {
+        /* A closed super-row is a flat sequence: the sub-row's flanks take its two ends and
+         * what is left in the middle is the interior residue. */
+        if (super.count < sub.count) {
+            report_rank(s, sub, super, sub.count, why, false);
+            return;
+        }
+        for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+        for (uint32_t i = 0; i < st; i++)
+            dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+        if (sub.var)
+            row_upper_bound(s, sub.var, sub_row(s, super, sl, super.count - st, super.origin), sub, why);
+        return;
+    }
+    uint32_t pl = super.lead, pt = super.count - super.lead;
+    if (sl > pl || st > pt) {
+        /* The super-row is too short on a flank: grow its variable by a template of fresh
+         * dims around a fresh residue, then look again. */
+        if (sub.var == super.var) {
+            report_cycle(s, super, sub, why);
+            return;
+        }
+        uint32_t xl = sl > pl ? sl - pl : 0, xt = st > pt ? st - pt : 0;
+        Dim *fresh = arena_alloc(s->arena, (xl + xt) * sizeof *fresh);
+        for (uint32_t i = 0; i < xl + xt; i++) fresh[i] = shape_fresh_dim(s, super.origin);
+        uint32_t residue = fresh_row_var(s);
+        s->rvars[residue].grown = true;
+        solve_row_var(s, super.var, shape_row(s, fresh, xl, residue, fresh + xl, xt, super.origin), why);
+        shape_row_le(s, sub, super, why);
+        return;
+    }
+    for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+    for (uint32_t i = 0; i < st; i++)
+        dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+    if (!sub.var) return; /* the inserted units are below anything */
+    if (sub.var == super.var) {
+        if (sl != pl || st != pt) report_cycle(s, sub, super, why);
+        return;
+    }
+    /* The interior of the super-row (its flanks past the sub-row's, and its variable) is the
+     * upper bound of the sub-row's variable. */
+    Row interior = shape_row(s, super.dims + sl, pl - sl, super.var, super.dims + pl, pt - st,
+                             super.origin);
+    row_upper_bound(s, sub.var, interior, sub, why);
+}
+
+/* ---- The fixpoint -------------------------------------------------------------------------- */
+
+bool shape_solve(ShapeSolver *s) {
+    unsigned before = s->errors;
+    while (s->queue_head < s->queue_count) {
+        Constraint c = s->queue[s->queue_head++];
+        switch (c.kind) {
+        case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
+        case C_DIM_LE: dim_le(s, c.d1, c.d2, c.why); break;
+        case C_DIM_AT_LEAST: dim_at_least(s, c.d1, c.at_least, c.why); break;
+        case C_ROW_EQ:
+        case C_ROW_LE:
+            if (c.contracting) {
+                Row a = shape_resolve_row(s, c.r1), b = shape_resolve_row(s, c.r2);
+                if (a.var) s->rvars[a.var].contracted = true;
+                if (b.var) s->rvars[b.var].contracted = true;
+            }
+            if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
+            else row_le(s, c.r1, c.r2, c.why);
+            break;
+        }
+    }
+    s->queue_head = s->queue_count = 0;
+    return s->errors == before;
+}
+
+/* ---- Closing ------------------------------------------------------------------------------- */
+
+typedef struct Commit {
+    bool row;
+    uint32_t var;
+    Dim dim;
+    Row value;
+} Commit;
+
+typedef struct CommitList {
+    Commit *items;
+    uint32_t count, cap;
+} CommitList;
+
+static bool already_committed(const CommitList *l, bool row, uint32_t var) {
+    for (uint32_t i = 0; i < l->count; i++)
+        if (l->items[i].row == row && l->items[i].var == var) return true;
+    return false;
+}
+
+/* Collect the upper-bound rows of v and of every variable above it through var-var edges. */
+static void collect_row_bounds(ShapeSolver *s, uint32_t v, Row **out, uint32_t *count, uint32_t *cap,
+                               uint32_t **seen, uint32_t *seen_count, uint32_t *seen_cap) {
+    for (uint32_t i = 0; i < *seen_count; i++)
+        if ((*seen)[i] == v) return;
+    ARENA_PUSH(s->arena, *seen, *seen_count, *seen_cap, v);
+    RowVarInfo *info = &s->rvars[v];
+    for (uint32_t i = 0; i < info->upper.count; i++) {
+        Row b = shape_resolve_row(s, info->upper.items[i].r2);
+        if (b.var && b.count == 0) {
+            if (!s->rvars[b.var].solved) collect_row_bounds(s, b.var, out, count, cap, seen, seen_count, seen_cap);
+            continue;
+        }
+        ARENA_PUSH(s->arena, *out, *count, *cap, b);
+    }
+    for (uint32_t i = 0; i < info->edges.count; i++) {
+        Constraint e = info->edges.items[i];
+        Row sub = shape_resolve_row(s, e.r1), super = shape_resolve_row(s, e.r2);
+        if (sub.var != v || sub.count) continue;
+        if (super.var && super.count == 0 && !s->rvars[super.var].solved)
+            collect_row_bounds(s, super.var, out, count, cap, seen, seen_count, seen_cap);
+        else if (!(super.var && super.count == 0))
+            ARENA_PUSH(s->arena, *out, *count, *cap, super);
+    }
+}
+
+static bool rows_equal(Row a, Row b) {
+    if (a.var != b.var || a.count != b.count || (a.var && a.lead != b.lead)) return false;
+    for (uint32_t i = 0; i < a.count; i++)
+        if (!dims_equal(a.dims[i], b.dims[i])) return false;
+    return true;
+}
+
+/* The meet of several upper bounds: as many axes as all of them surely have at their trailing
+ * edge, each the meet of the bounds' axes there (equal axes stay, different ones meet at 1_∅). */
+static Row meet_rows(ShapeSolver *s, Row *bounds, uint32_t n, OriginId origin) {
+    uint32_t m = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t t = bounds[i].var ? bounds[i].count - bounds[i].lead : bounds[i].count;
+        if (t < m) m = t;
+    }
+    Dim *dims = arena_alloc(s->arena, (m ? m : 1) * sizeof *dims);
+    for (uint32_t j = 0; j < m; j++) {
+        Dim d = bounds[0].dims[bounds[0].count - m + j];
+        for (uint32_t i = 1; i < n; i++)
+            if (!dims_equal(d, bounds[i].dims[bounds[i].count - m + j])) d = dim_unit(origin);
+        dims[j] = d;
+    }
+    return shape_closed_row(s, dims, m, origin);
+}
+
+static const char *row_kind_name(int k) {
+    return k == ROW_BATCH ? "batch" : k == ROW_INPUT ? "input" : "output";
+}
+static const char *row_kind_field(int k) { return k == ROW_BATCH ? "b" : k == ROW_INPUT ? "i" : "o"; }
+
+static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis) {
+    if (r->reported & (1u << kind)) return;
+    r->reported |= (uint8_t)(1u << kind);
+    s->errors++;
+    Span at = s->origins[r->decl].span;
+    if (axis)
+        diag_error(at, "cannot infer the size of an %s axis of parameter '%s': you forgot to specify "
+                   "a hidden dimension", row_kind_name(kind), r->name);
+    else
+        diag_error(at, "cannot infer the %s axes of parameter '%s': you forgot to specify a hidden "
+                   "dimension", row_kind_name(kind), r->name);
+    diag_note(at, "nothing that uses '%s' determines its %s axes", r->name, row_kind_name(kind));
+    const char *base = strrchr(r->name, '.');
+    base = base ? base + 1 : r->name;
+    size_t blen = strcspn(base, "#");
+    diag_note(at, "pin them where the parameter is declared, e.g. { %.*s; %s = [ ... ] }", (int)blen,
+              base, row_kind_field(kind));
+}
+
+static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
+    DimVarInfo *info = &s->dvars[v];
+    if (info->has_lub) return info->lub;
+    if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
+    *hole = true;
+    return dim_unit(s->fallback);
+}
+
+static void close_leaves(ShapeSolver *s) {
+    CommitList commits = {0};
+    for (uint32_t i = 0; i < s->shape_count; i++) {
+        Registered *reg = &s->shapes[i];
+        if (!reg->leaf) continue;
+        for (int k = 0; k < ROW_KINDS; k++) {
+            Row r = shape_resolve_row(s, reg->shape.rows[k]);
+            for (uint32_t j = 0; j < r.count; j++) {
+                Dim d = r.dims[j];
+                if (!d.var || already_committed(&commits, false, d.var)) continue;
+                bool hole = false; /* a parameter's hole is reported after closing */
+                Dim value = close_dim_up(s, d.var, &hole);
+                Commit c = {.row = false, .var = d.var, .dim = value};
+                ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
+            }
+            if (!r.var || already_committed(&commits, true, r.var)) continue;
+            Row *bounds = NULL;
+            uint32_t nb = 0, cb = 0, *seen = NULL, ns = 0, cs = 0;
+            collect_row_bounds(s, r.var, &bounds, &nb, &cb, &seen, &ns, &cs);
+            /* Distinct bounds only: the same row reached twice is one bound. */
+            uint32_t distinct = 0;
+            for (uint32_t a = 0; a < nb; a++) {
+                bool dup = false;
+                for (uint32_t b = 0; b < distinct && !dup; b++) dup = rows_equal(bounds[a], bounds[b]);
+                if (!dup) bounds[distinct++] = bounds[a];
+            }
+            Row value;
+            if (distinct == 0) {
+                if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
+                    report_param_hole(s, reg, k, false);
+                value = shape_empty_row(reg->decl);
+            } else if (distinct == 1) {
+                value = bounds[0];
+            } else {
+                value = meet_rows(s, bounds, distinct, reg->decl);
+            }
+            Commit c = {.row = true, .var = r.var, .value = value};
+            ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
+        }
+    }
+    for (uint32_t i = 0; i < commits.count; i++) {
+        Commit c = commits.items[i];
+        if (c.row) shape_row_eq(s, (Row){.var = c.var}, c.value, c.value.origin);
+        else shape_dim_eq(s, (Dim){.var = c.var}, c.dim, c.dim.origin);
+    }
+}
+
+/* Commit every variable still free in a registered shape to the bottom of its order. */
+static bool close_interiors(ShapeSolver *s) {
+    bool any = false;
+    for (uint32_t i = 0; i < s->shape_count; i++) {
+        for (int k = 0; k < ROW_KINDS; k++) {
+            Row r = shape_resolve_row(s, s->shapes[i].shape.rows[k]);
+            for (uint32_t j = 0; j < r.count; j++) {
+                uint32_t v = r.dims[j].var;
+                if (!v || s->dvars[v].solved) continue;
+                DimVarInfo *info = &s->dvars[v];
+                Dim value = info->at_least > 1
+                                ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
+                                : dim_unit(s->fallback);
+                solve_dim_var(s, v, value, s->fallback);
+                any = true;
+            }
+            if (r.var && !s->rvars[r.var].solved) {
+                solve_row_var(s, r.var, shape_empty_row(r.origin), s->fallback);
+                any = true;
+            }
+        }
+    }
+    return any;
+}
+
+bool shape_close(ShapeSolver *s) {
+    unsigned before = s->errors;
+    shape_solve(s);
+    close_leaves(s);
+    shape_solve(s);
+    for (int round = 0; round < 64; round++) {
+        if (!close_interiors(s)) break;
+        shape_solve(s);
+    }
+    /* A parameter whose axis only the fallback sized: nothing determined it. */
+    for (uint32_t i = 0; i < s->shape_count; i++) {
+        Registered *reg = &s->shapes[i];
+        if (!reg->leaf || reg->kind != LEAF_PARAMETER) continue;
+        for (int k = 0; k < ROW_KINDS; k++) {
+            Row r = shape_resolve_row(s, reg->shape.rows[k]);
+            for (uint32_t j = 0; j < r.count; j++) {
+                if (r.dims[j].origin == s->fallback) {
+                    report_param_hole(s, reg, k, true);
+                    break;
+                }
+            }
+        }
+    }
+    return s->errors == before;
+}

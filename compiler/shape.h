@@ -1,0 +1,133 @@
+/* shape.h — shapes, shape constraints and the solver that infers them.
+ *
+ * The algebra is seed 000 ("Broadcasting Is an Order") with the data types of seed 004
+ * (OCANNL's design doc); docs/inference.md describes it in those terms.  In short:
+ *
+ *   - A Dim is a size with a basis.  The claim-free unit 1_∅ (size 1, BASIS_NONE) is the only
+ *     dimension that broadcasts; sizes the user writes carry BASIS_DEFAULT and never broadcast;
+ *     named bases ("rgb") refuse to meet any other basis.  A Dim may instead be a variable.
+ *   - A Row is a leading flank, an optional row variable at the marker, and a trailing flank:
+ *     dims[0 .. lead) · <var> · dims[lead .. count).  A row without a variable is closed.
+ *   - A Shape is three rows: batch | input -> output.
+ *   - Constraints are dim/row equalities (einsum) and inequalities sub ⊑ super (broadcasting:
+ *     pointwise and compose).  They are only queued when added; shape_solve() solves the queue
+ *     to a fixpoint by variable elimination, so the result does not depend on the order in
+ *     which constraints were added.
+ *   - shape_close() commits what solving left free: leaves up to their least upper bound,
+ *     solve again, interiors down; a parameter with a hole is an error.
+ *
+ * Every Dim and Row carries the OriginId of where it came from (a literal, a spec, a size
+ * field) and every constraint the OriginId of the operation that emitted it; errors are
+ * reported through diag.h with both sides as notes.  Row and dim arrays live in the solver's
+ * arena: Rows are values and are never mutated once built. */
+#ifndef TSR_SHAPE_H
+#define TSR_SHAPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "diag.h"
+
+typedef struct ShapeSolver ShapeSolver;
+typedef uint32_t OriginId; /* 0: no origin */
+
+enum { BASIS_NONE = 0, BASIS_DEFAULT = 1 }; /* named bases are interned from 2 on */
+
+typedef struct Dim {
+    uint32_t var;    /* a dim variable (then size and basis are unused), or 0 */
+    uint32_t size;   /* >= 1 */
+    uint32_t basis;  /* BASIS_NONE only with size 1: the claim-free unit */
+    OriginId origin; /* where the size was written or the variable was created */
+} Dim;
+
+typedef struct Row {
+    Dim *dims;       /* leading flank, then trailing flank */
+    uint32_t count;
+    uint32_t lead;   /* number of leading-flank dims; the marker sits after them */
+    uint32_t var;    /* the row variable at the marker, or 0: closed */
+    OriginId origin;
+} Row;
+
+typedef enum RowKind { ROW_BATCH, ROW_INPUT, ROW_OUTPUT, ROW_KINDS } RowKind;
+
+typedef struct Shape {
+    Row rows[ROW_KINDS]; /* indexed by RowKind */
+} Shape;
+
+/* What a leaf's holes mean at closing. */
+typedef enum LeafKind {
+    LEAF_CONSTANT,  /* closes up to its bound; holes take the least value */
+    LEAF_PARAMETER, /* a hole is an error: the user forgot a hidden dimension */
+} LeafKind;
+
+ShapeSolver *shape_solver_new(void);
+void shape_solver_free(ShapeSolver *solver);
+
+/* Where things come from.  `what` is a short phrase used in messages ("the output axes of
+ * 'x'", "label 'i' of the spec"); it is copied. */
+OriginId shape_origin(ShapeSolver *solver, Span span, const char *what);
+Span shape_origin_span(const ShapeSolver *solver, OriginId origin);
+const char *shape_origin_what(const ShapeSolver *solver, OriginId origin);
+
+uint32_t shape_basis(ShapeSolver *solver, const char *name); /* intern; "default" is BASIS_DEFAULT */
+const char *shape_basis_name(const ShapeSolver *solver, uint32_t basis);
+
+/* Terms. */
+Dim dim_ground(uint32_t size, uint32_t basis, OriginId origin);
+Dim dim_unit(OriginId origin); /* 1_∅ */
+Dim shape_fresh_dim(ShapeSolver *solver, OriginId origin);
+Row shape_fresh_row(ShapeSolver *solver, OriginId origin); /* a bare row variable <ρ> */
+Row shape_row(ShapeSolver *solver, const Dim *lead, uint32_t lead_count, uint32_t var,
+              const Dim *trail, uint32_t trail_count, OriginId origin); /* copies the dims */
+Row shape_closed_row(ShapeSolver *solver, const Dim *dims, uint32_t count, OriginId origin);
+Row shape_empty_row(OriginId origin);
+Shape shape_fresh(ShapeSolver *solver, OriginId origin); /* three bare row variables */
+/* `dims` prepended to the leading edge of `row` (a closed row stays closed). */
+Row shape_row_prepend(ShapeSolver *solver, const Dim *dims, uint32_t count, Row row);
+
+/* Constraints (queued; `why` is the operation that emitted them). */
+void shape_dim_eq(ShapeSolver *solver, Dim a, Dim b, OriginId why);
+void shape_dim_le(ShapeSolver *solver, Dim sub, Dim super, OriginId why);
+void shape_dim_at_least(ShapeSolver *solver, Dim d, uint32_t size, OriginId why);
+void shape_row_eq(ShapeSolver *solver, Row a, Row b, OriginId why);
+void shape_row_le(ShapeSolver *solver, Row sub, Row super, OriginId why);
+/* Constraints queued while this is on come from a contraction (compose's inner rows, an
+ * einsum).  A parameter's row variable that took part in one is a hidden dimension: at
+ * closing, a hole there is an error; a row only ever broadcast pointwise closes to empty. */
+void shape_set_contracting(ShapeSolver *solver, bool on);
+/* The three rows pairwise. */
+void shape_eq(ShapeSolver *solver, const Shape *a, const Shape *b, OriginId why);
+void shape_le(ShapeSolver *solver, const Shape *sub, const Shape *super, OriginId why);
+
+/* Register a shape for closing.  Leaves close up; every other registered shape (interior)
+ * closes down.  `name` and `decl` are used in "forgot to specify" errors. */
+void shape_add_leaf(ShapeSolver *solver, const Shape *shape, LeafKind kind, const char *name,
+                    OriginId decl);
+void shape_add_interior(ShapeSolver *solver, const Shape *shape);
+
+/* Solve the queued constraints to a fixpoint.  Returns false when an error was reported. */
+bool shape_solve(ShapeSolver *solver);
+/* Solve, then run the closing policy.  Afterwards every registered shape is ground (unless
+ * errors were reported).  Returns false when an error was reported. */
+bool shape_close(ShapeSolver *solver);
+unsigned shape_error_count(const ShapeSolver *solver);
+
+/* Substitute what is known (resolve solved variables). */
+Dim shape_resolve_dim(ShapeSolver *solver, Dim d);
+Row shape_resolve_row(ShapeSolver *solver, Row r);
+Shape shape_resolve(ShapeSolver *solver, const Shape *s);
+bool shape_is_ground(ShapeSolver *solver, const Shape *s);
+
+/* OCANNL's printed form with sizes: "batch|input->output", axes comma-separated; "4|3" with
+ * no input axes, "5->16" with no batch axes, "16" output only, "1" for a shape without axes,
+ * "rgb=3" for an axis with a named basis.  Unsolved parts print as variables ('a, ..r..). */
+void shape_print(ShapeSolver *solver, FILE *out, const Shape *s);
+char *shape_to_string(ShapeSolver *solver, const Shape *s); /* in the solver's arena */
+char *shape_row_to_string(ShapeSolver *solver, Row r);
+
+/* Testing: how many queued constraints, and enabling a fixed permutation of the queue. */
+uint32_t shape_queue_length(const ShapeSolver *solver);
+void shape_shuffle_queue(ShapeSolver *solver, uint64_t seed);
+
+#endif
