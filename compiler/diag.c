@@ -240,8 +240,35 @@ static void show_source_line(FILE *out, Span span) {
 
 static FILE *stream(void) { return diag_stream ? diag_stream : stderr; }
 
+/* An error already reported at the same place with the same words (a function body
+ * elaborated once per application reports its error once per call) is not repeated, and
+ * neither are its notes. */
+enum { SEEN_MAX = 4096 };
+static uint64_t seen[SEEN_MAX];
+static unsigned seen_count;
+static bool suppressing;
+
+static bool already_reported(Span span, const char *fmt, va_list ap) {
+    char msg[2048];
+    va_list copy;
+    va_copy(copy, ap);
+    vsnprintf(msg, sizeof msg, fmt, copy);
+    va_end(copy);
+    uint64_t h = 1469598103934665603ull;
+    uint32_t key[3] = {span.file, span.start, span.end};
+    for (size_t i = 0; i < sizeof key; i++) h = (h ^ ((const unsigned char *)key)[i]) * 1099511628211ull;
+    for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (unsigned i = 0; i < seen_count; i++)
+        if (seen[i] == h) return true;
+    if (seen_count < SEEN_MAX) seen[seen_count++] = h;
+    return false;
+}
+
 static void emit(DiagLevel level, Span span, const char *fmt, va_list ap) {
     FILE *out = stream();
+    if (level == DIAG_NOTE && suppressing) return;
+    suppressing = level == DIAG_ERROR && already_reported(span, fmt, ap);
+    if (suppressing) return;
     static const char *const level_names[] = {"error", "warning", "note"};
     const Source *s = source_get(span.file);
     if (s) {
@@ -290,7 +317,11 @@ void diag_error_noloc(const char *fmt, ...) {
 }
 
 unsigned diag_error_count(void) { return error_count; }
-void diag_reset(void) { error_count = 0; }
+void diag_reset(void) {
+    error_count = 0;
+    seen_count = 0;
+    suppressing = false;
+}
 void diag_set_stream(FILE *out) { diag_stream = out; }
 void diag_set_max_errors(unsigned max) { max_errors = max; }
 

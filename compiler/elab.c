@@ -273,9 +273,13 @@ static OriginId origin(Elab *e, Span span, const char *fmt, ...) {
     return shape_origin(e->solver, span, buf);
 }
 
-static Shape closed_shape(Elab *e, OriginId o) {
+/* Three closed empty rows, each with an origin saying so ("this tensor literal: no batch
+ * axes"), for messages about a rank mismatch. */
+static Shape closed_shape(Elab *e, Span span, const char *what) {
     Shape s;
-    for (int k = 0; k < ROW_KINDS; k++) s.rows[k] = shape_empty_row(o);
+    static const char *const kinds[ROW_KINDS] = {"batch", "input", "output"};
+    for (int k = 0; k < ROW_KINDS; k++)
+        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, kinds[k]));
     return s;
 }
 
@@ -284,7 +288,7 @@ static Shape closed_shape(Elab *e, OriginId o) {
 static Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) {
     Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
     OriginId o = origin(e, span, "this number");
-    t->shape = closed_shape(e, o);
+    t->shape = closed_shape(e, span, "this number");
     Dim d = basis ? dim_ground(1, basis, o) : dim_unit(o);
     t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
     t->values = arena_alloc(e->arena, sizeof *t->values);
@@ -620,7 +624,7 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
     Dim axis = dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
     if (numbers) {
         Tensor *t = new_tensor(e, TENSOR_LITERAL, n->span);
-        t->shape = closed_shape(e, o);
+        t->shape = closed_shape(e, n->span, "this tensor literal");
         t->shape.rows[kind] = shape_closed_row(e->solver, &axis, 1, o);
         t->values = arena_alloc(e->arena, count * sizeof *t->values);
         for (uint32_t i = 0; i < count; i++) t->values[i] = number_of(items[i]);
@@ -649,6 +653,7 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
     }
     t->shape = first->shape;
     t->shape.rows[kind] = shape_row_prepend(e->solver, &axis, 1, first->shape.rows[kind]);
+    t->shape.rows[kind].origin = o;
     return tensor_value(e, t);
 }
 
@@ -730,7 +735,8 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
     OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
     for (int k = 0; k < ROW_KINDS; k++) {
         if (given[k]) t->shape.rows[k] = rows[k];
-        else if (k == ROW_BATCH) t->shape.rows[k] = shape_empty_row(o); /* parameters have no batch axes */
+        else if (k == ROW_BATCH) /* parameters have no batch axes */
+            t->shape.rows[k] = shape_empty_row(origin(e, rec->span, "parameter '%s': no batch axes", first->name));
         else t->shape.rows[k] = shape_fresh_row(e->solver, o);
     }
     t->init = first->a;
@@ -982,7 +988,7 @@ static Value *builtin_half_moons(Elab *e, Arg *args, uint32_t count, Span span) 
     for (int f = 0; f < 2; f++) {
         Tensor *t = new_tensor(e, TENSOR_DATA, span);
         OriginId o = origin(e, span, "the %s of 'half_moons'", names[f]);
-        t->shape = closed_shape(e, o);
+        t->shape = closed_shape(e, span, names[f]);
         Dim b[2];
         uint32_t nb = 0;
         if (batches > 1) b[nb++] = dim_ground((uint32_t)batches, BASIS_DEFAULT, o);
@@ -1117,7 +1123,10 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         Dim axis = dim_ground(i->as.index.range, BASIS_DEFAULT,
                               origin(e, i->as.index.span, "the range of index '%s'", i->as.index.name));
         ShapeSolver *s = e->solver;
-        shape_row_eq(s, t->shape.rows[ROW_BATCH], shape_row_prepend(s, &axis, 1, r->shape.rows[ROW_BATCH]), why);
+        Row wanted = shape_row_prepend(s, &axis, 1, r->shape.rows[ROW_BATCH]);
+        wanted.origin = origin(e, n->span, "'@|' needs a leftmost batch axis of size %u (the range of '%s')",
+                               i->as.index.range, i->as.index.name);
+        shape_row_eq(s, t->shape.rows[ROW_BATCH], wanted, why);
         shape_row_eq(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT], why);
         shape_row_eq(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT], why);
         return tensor_value(e, r);
@@ -1152,7 +1161,7 @@ static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
                         kind_noun(v));
         Tensor *t = new_tensor(e, TENSOR_INDEX, n->span);
         OriginId o = origin(e, n->span, "'!@%s'", v->as.index.name);
-        t->shape = closed_shape(e, o);
+        t->shape = closed_shape(e, n->span, "'!@'");
         Dim d = dim_unit(o);
         t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
         t->index = v->as.index.name;
@@ -1522,8 +1531,8 @@ static void elab_item(Elab *e, const Node *item) {
         bool given[ROW_KINDS];
         if (!record_sizes(e, rec, e->globals, first->name, rows, given)) break;
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
-        OriginId o = origin(e, rec->span, "input '%s'", first->name);
-        for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_empty_row(o);
+        Shape none = closed_shape(e, rec->span, arena_printf(e->arena, "input '%s'", first->name));
+        for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : none.rows[k];
         add_named(e, t, first->name);
         e->globals = bind(e, e->globals, first->name, tensor_value(e, t));
         break;

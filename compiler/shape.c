@@ -325,10 +325,28 @@ static char *to_string_with(ShapeSolver *s, void (*fn)(ShapeSolver *, FILE *, co
 }
 
 static void print_shape_thunk(ShapeSolver *s, FILE *f, const void *arg) { shape_print(s, f, arg); }
+/* For messages: "[3, _, ...]" -- unknown sizes as _, a row variable as ..., no variable ids
+ * (messages are golden-tested and must not depend on numbering). */
 static void print_row_thunk(ShapeSolver *s, FILE *f, const void *arg) {
-    const Row *r = arg;
-    if (row_is_empty(shape_resolve_row(s, *r))) fputs("(no axes)", f);
-    else print_row(s, f, *r);
+    Row r = shape_resolve_row(s, *(const Row *)arg);
+    fputc('[', f);
+    for (uint32_t i = 0; i <= r.count; i++) {
+        if (i == r.lead && r.var) fprintf(f, "%s...", i ? ", " : "");
+        if (i == r.count) break;
+        if (i || (r.var && r.lead == 0)) fputs(", ", f);
+        Dim d = shape_resolve_dim(s, r.dims[i]);
+        if (d.var) fputc('_', f);
+        else if (d.basis > BASIS_DEFAULT) fprintf(f, "%s=%u", s->bases[d.basis], d.size);
+        else fprintf(f, "%u", d.size);
+    }
+    fputc(']', f);
+}
+
+static const char *axes_count(ShapeSolver *s, Row r) {
+    r = shape_resolve_row(s, r);
+    const char *noun = r.count == 1 ? "axis" : "axes";
+    if (r.var) return arena_printf(s->arena, "at least %u %s", r.count, noun);
+    return arena_printf(s->arena, "%u %s", r.count, noun);
 }
 
 char *shape_to_string(ShapeSolver *s, const Shape *sh) { return to_string_with(s, print_shape_thunk, sh); }
@@ -563,11 +581,12 @@ static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, Origi
                         bool equality) {
     const char *ss = shape_row_to_string(s, small), *bs = shape_row_to_string(s, big);
     if (equality)
-        error_at(s, why, "rank mismatch: axes %s (%u) do not match axes %s (%u)", ss, small.count,
-                 bs, big.count);
+        error_at(s, why, "rank mismatch: %s (%s) cannot equal %s (%s)", ss, axes_count(s, small), bs,
+                 axes_count(s, big));
     else
-        error_at(s, why, "rank mismatch: axes %s need at least %u axes, but %s is closed with %u",
-                 ss, need, bs, big.count);
+        error_at(s, why, "rank mismatch: %s (%s) cannot broadcast to %s, which is closed with %s", ss,
+                 axes_count(s, small), bs, axes_count(s, big));
+    (void)need;
     note_origin(s, small.origin, "axes %s come from", ss);
     note_origin(s, big.origin, "axes %s come from", bs);
 }

@@ -4,8 +4,11 @@
 # Every tests/**/*.tsr is run by build/tsrc and compared with the golden files beside it; the
 # golden file's extension says what is compared:
 #   NAME.ast   stdout of `tsrc --dump-ast NAME.tsr`        (exit status 0)
-#   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1)
+#   NAME.shapes  stdout of `tsrc --print-shapes NAME.tsr` (exit status 0)
+#   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1); under
+#              tests/shape_errors/ the default is `tsrc --check NAME.tsr`
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
+# tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here) and the C unit tests in $UNIT_DIR, whose own
@@ -53,8 +56,14 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
         if [ "$(status)" != 0 ]; then fail "$t" "exit $(status), expected 0" "$TMP/err"
         elif check_golden "$t" "$TMP/out" "$base.ast"; then pass "$t"
         else fail "$t" "AST differs from $base.ast" "$TMP/diff"; fi
+    elif [ -f "$base.shapes" ]; then
+        run_tsrc ${args:---print-shapes} "$t"
+        if [ "$(status)" != 0 ]; then fail "$t" "exit $(status), expected 0" "$TMP/err"
+        elif check_golden "$t" "$TMP/out" "$base.shapes"; then pass "$t"
+        else fail "$t" "shapes differ from $base.shapes" "$TMP/diff"; fi
     elif [ -f "$base.err" ]; then
-        run_tsrc ${args:---parse-only} "$t"
+        case $t in tests/shape_errors/*) default=--check ;; *) default=--parse-only ;; esac
+        run_tsrc ${args:-$default} "$t"
         if [ "$(status)" != 1 ]; then fail "$t" "exit $(status), expected 1" "$TMP/err"
         elif check_golden "$t" "$TMP/err" "$base.err"; then pass "$t"
         else fail "$t" "diagnostics differ from $base.err" "$TMP/diff"; fi
@@ -63,6 +72,14 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
         if [ "$(status)" = 0 ] && [ ! -s "$TMP/err" ]; then pass "$t"
         else fail "$t" "exit $(status)" "$TMP/err"; fi
     fi
+done
+
+for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
+    t=docs/examples/$(basename "$g" .shapes).tsr
+    run_tsrc --print-shapes "$t"
+    if [ "$(status)" != 0 ]; then fail "$t (shapes)" "exit $(status), expected 0" "$TMP/err"
+    elif check_golden "$t" "$TMP/out" "$g"; then pass "$t (shapes)"
+    else fail "$t (shapes)" "shapes differ from $g" "$TMP/diff"; fi
 done
 
 for t in $(ls docs/examples/*.tsr stdlib/*.tsr 2>/dev/null | LC_ALL=C sort); do
