@@ -5,6 +5,7 @@
 #   make check      build and run every test; last line "N passed, N failed"
 #   make check SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
+#   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make clean      remove build/
 #
 # Generated sources (never edited, never committed) go to build/gen/:
@@ -64,7 +65,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check unit fuzz clean help bootstrap
+.PHONY: all demo check unit fuzz clean help bootstrap bench-shapes
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -124,6 +125,10 @@ unit: $(UNIT_BIN)
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
 check: $(BUILD)/tsrc $(UNIT_BIN)
 	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit sh tests/run.sh
+
+# Benchmarks (not tests): shape inference time per layer on generated MLPs.
+bench-shapes: $(BUILD)/tsrc
+	$(Q)sh tools/bench_shapes.sh $(BUILD)/tsrc
 
 demo: $(BUILD)/tsrc
 	$(Q)sh tools/demo.sh $(BUILD)/tsrc

@@ -109,11 +109,25 @@ struct Value {
     } as;
 };
 
+/* A local environment is a chain of bindings ending in a marker (name NULL) that stands for
+ * the globals defined so far: globals live in a hash table, each binding stamped with the
+ * generation it was made in, so a closure sees exactly the globals defined before it. */
 struct Env {
-    const char *name;
+    const char *name; /* NULL: the globals of generation `gen` */
     Value *value;
     Env *next;
+    uint32_t gen;
 };
+
+typedef struct GlobalEntry GlobalEntry;
+struct GlobalEntry {
+    const char *name;
+    Value *value;
+    uint32_t gen;
+    GlobalEntry *next; /* same bucket, newer first */
+};
+
+enum { GLOBAL_BUCKETS = 4096 };
 
 struct Closure {
     const Node **params;
@@ -163,7 +177,9 @@ struct Elab {
     Program *program;
     Arena *arena;
     ShapeSolver *solver;
-    Env *globals;
+    Env *globals; /* the marker of the current generation */
+    GlobalEntry **global_table;
+    uint32_t generation;
     Scope *scope;
     Scope **scopes;
     uint32_t scope_count, scope_cap;
@@ -245,10 +261,39 @@ static Env *bind(Elab *e, Env *env, const char *name, Value *value) {
     return b;
 }
 
-static Value *lookup(Env *env, const char *name) {
-    for (; env; env = env->next)
-        if (strcmp(env->name, name) == 0) return env->value;
+static uint32_t name_hash(const char *name) {
+    uint32_t h = 2166136261u;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 16777619u;
+    return h;
+}
+
+static Value *lookup_global(Elab *e, const char *name, uint32_t gen) {
+    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next)
+        if (g->gen <= gen && strcmp(g->name, name) == 0) return g->value;
     return NULL;
+}
+
+static Value *lookup(Elab *e, Env *env, const char *name) {
+    for (; env; env = env->next) {
+        if (!env->name) return lookup_global(e, name, env->gen);
+        if (strcmp(env->name, name) == 0) return env->value;
+    }
+    return NULL;
+}
+
+/* Define a global; returns the marker of the new generation. */
+static Env *bind_global(Elab *e, const char *name, Value *value) {
+    GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
+    uint32_t b = name_hash(name) % GLOBAL_BUCKETS;
+    g->name = name;
+    g->value = value;
+    g->gen = ++e->generation;
+    g->next = e->global_table[b];
+    e->global_table[b] = g;
+    Env *marker = arena_alloc(e->arena, sizeof *marker);
+    marker->gen = e->generation;
+    e->globals = marker;
+    return marker;
 }
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
@@ -585,7 +630,7 @@ static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t
 }
 
 static Value *lookup_operator(Elab *e, Env *env, const char *name) {
-    Value *v = lookup(env, name);
+    Value *v = lookup(e, env, name);
     return v && v->kind == V_OPERATOR ? v : NULL;
 }
 
@@ -1184,7 +1229,7 @@ static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
 }
 
 static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
-    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "set_dim") == 0 && !lookup(env, "set_dim"))
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "set_dim") == 0 && !lookup(e, env, "set_dim"))
         return eval_set_dim(e, n, env);
     Value *fn = eval(e, n->a, env, mode);
     if (fn->kind == V_ERROR) return fn;
@@ -1199,7 +1244,7 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
             if (a->a) {
                 args[i].value = eval(e, a->a, env, MODE_VALUE);
             } else {
-                Value *v = lookup(env, a->name);
+                Value *v = lookup(e, env, a->name);
                 args[i].value = v ? v : fail(a->span, "'~%s' passes the variable '%s', which is not defined",
                                              a->name, a->name);
             }
@@ -1257,7 +1302,7 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
 
 /* Bind `let name params = value` (params may be empty) in env; returns the new env. */
 static Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
-                         Mode mode, bool code, Env *env, Value **out) {
+                         Mode mode, bool code, bool global, Env *env, Value **out) {
     Value *v;
     if (params->count > 0 || code) {
         Closure *c = new_closure(e, params, value, env, mode, name);
@@ -1268,7 +1313,7 @@ static Env *eval_binding(Elab *e, const char *name, const NodeList *params, cons
         }
         v = closure_value(e, c);
         if (rec) {
-            env = bind(e, env, name, v);
+            env = global ? bind_global(e, name, v) : bind(e, env, name, v);
             c->env = env;
         }
     } else {
@@ -1285,7 +1330,7 @@ static Env *eval_binding(Elab *e, const char *name, const NodeList *params, cons
         v->as.closure->scope->binding = name;
     if (out) *out = v;
     if (strcmp(name, "_") == 0 || (rec && (params->count > 0 || code))) return env;
-    return bind(e, env, name, v);
+    return global ? bind_global(e, name, v) : bind(e, env, name, v);
 }
 
 static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
@@ -1301,7 +1346,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         return v;
     }
     case NODE_VAR: {
-        Value *v = lookup(env, n->name);
+        Value *v = lookup(e, env, n->name);
         if (!v) {
             if (strcmp(n->name, "set_dim") == 0)
                 return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
@@ -1349,7 +1394,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
     }
     case NODE_LET: {
         Value *v;
-        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, mode, false, env, &v);
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, mode, false, false, env, &v);
         if (v->kind == V_ERROR) return v;
         return eval(e, n->b, inner, mode);
     }
@@ -1471,7 +1516,7 @@ static void elab_item(Elab *e, const Node *item) {
         Value *v;
         if (mode == MODE_TENSOR && item->list.count == 0) e->scope = new_scope(e, item->name, true);
         e->globals = eval_binding(e, item->name, &item->list, item->a, (item->flag & LET_REC) != 0, mode,
-                                  code, e->globals, &v);
+                                  code, true, e->globals, &v);
         if ((item->flag & LET_OP) && v->kind == V_TENSOR && strcmp(item->name, "_") != 0)
             add_named(e, v->as.tensor, item->name);
         break;
@@ -1486,7 +1531,7 @@ static void elab_item(Elab *e, const Node *item) {
             if (!ok) diag_error(item->c->span, "'~logic:%s' names no labelled parameter ~%s of the operator",
                                 item->c->name, item->c->name);
         }
-        e->globals = bind(e, e->globals, item->name, v);
+        bind_global(e, item->name, v);
         break;
     }
     case ITEM_INDEX: {
@@ -1501,7 +1546,7 @@ static void elab_item(Elab *e, const Node *item) {
         v->as.index.name = item->name;
         v->as.index.range = (uint32_t)r->as.i;
         v->as.index.span = item->a->span;
-        e->globals = bind(e, e->globals, item->name, v);
+        bind_global(e, item->name, v);
         break;
     }
     case ITEM_DATA: {
@@ -1517,7 +1562,7 @@ static void elab_item(Elab *e, const Node *item) {
             Field *f = &v->as.dataset.fields[i];
             add_named(e, f->value->as.tensor, arena_printf(e->arena, "%s.%s", item->name, f->name));
         }
-        e->globals = bind(e, e->globals, item->name, v);
+        bind_global(e, item->name, v);
         break;
     }
     case ITEM_INPUT: {
@@ -1534,7 +1579,7 @@ static void elab_item(Elab *e, const Node *item) {
         Shape none = closed_shape(e, rec->span, arena_printf(e->arena, "input '%s'", first->name));
         for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : none.rows[k];
         add_named(e, t, first->name);
-        e->globals = bind(e, e->globals, first->name, tensor_value(e, t));
+        bind_global(e, first->name, tensor_value(e, t));
         break;
     }
     case ITEM_OPEN: open_module(e, item); break;
@@ -1551,29 +1596,63 @@ static void elab_module(Elab *e, Module *m) {
 
 /* ---- Names shown by --print-shapes ---------------------------------------------------------- */
 
-static bool name_taken(const char **names, uint32_t count, const char *name) {
-    for (uint32_t i = 0; i < count; i++)
-        if (strcmp(names[i], name) == 0) return true;
-    return false;
+/* A set of names (open addressing) for making shown names unique. */
+typedef struct NameSet {
+    const char **slots;
+    unsigned *next_suffix; /* per slot: the next #k to try when this name is a base again */
+    uint32_t cap, count;
+} NameSet;
+
+/* Returns the slot of name, adding it if absent (*added says which). */
+static uint32_t name_set_add(Elab *e, NameSet *set, const char *name, bool *added) {
+    if (2 * (set->count + 1) > set->cap) {
+        uint32_t cap = set->cap ? set->cap * 2 : 64;
+        NameSet grown = {arena_alloc(e->arena, cap * sizeof(char *)), arena_alloc(e->arena, cap * sizeof(unsigned)),
+                         cap, 0};
+        for (uint32_t i = 0; i < set->cap; i++) {
+            if (!set->slots[i]) continue;
+            bool dummy;
+            grown.next_suffix[name_set_add(e, &grown, set->slots[i], &dummy)] = set->next_suffix[i];
+        }
+        *set = grown;
+    }
+    for (uint32_t i = name_hash(name) % set->cap;; i = (i + 1) % set->cap) {
+        if (!set->slots[i]) {
+            set->slots[i] = name;
+            set->next_suffix[i] = 2;
+            set->count++;
+            *added = true;
+            return i;
+        }
+        if (strcmp(set->slots[i], name) == 0) {
+            *added = false;
+            return i;
+        }
+    }
 }
 
-static const char *unique(Elab *e, const char ***names, uint32_t *count, uint32_t *cap, const char *base) {
-    const char *name = base;
-    for (unsigned k = 2; name_taken(*names, *count, name); k++) name = arena_printf(e->arena, "%s#%u", base, k);
-    ARENA_PUSH(e->arena, *names, *count, *cap, name);
-    return name;
+/* base, or base#2, base#3, ... the first not taken. */
+static const char *unique(Elab *e, NameSet *set, const char *base) {
+    bool added;
+    uint32_t slot = name_set_add(e, set, base, &added);
+    while (!added) {
+        unsigned k = set->next_suffix[slot]++;
+        const char *name = arena_printf(e->arena, "%s#%u", base, k);
+        name_set_add(e, set, name, &added);
+        if (added) return name;
+        slot = name_set_add(e, set, base, &added); /* the set may have grown */
+    }
+    return base;
 }
 
 static void assign_names(Elab *e) {
-    const char **qual = NULL;
-    uint32_t qn = 0, qc = 0;
+    NameSet qual = {0};
     for (uint32_t i = 0; i < e->scope_count; i++) {
         Scope *s = e->scopes[i];
         if (s->toplevel || (!s->binding && !s->fn_name)) continue;
-        s->shown = unique(e, &qual, &qn, &qc, s->binding ? s->binding : s->fn_name);
+        s->shown = unique(e, &qual, s->binding ? s->binding : s->fn_name);
     }
-    const char **names = NULL;
-    uint32_t nn = 0, nc = 0;
+    NameSet names = {0};
     Program *p = e->program;
     for (uint32_t i = 0; i < e->entry_count; i++) {
         NamedEntry *ne = &e->entries[i];
@@ -1581,7 +1660,7 @@ static void assign_names(Elab *e) {
         if (!base) base = ne->scope && ne->scope->shown ? arena_printf(e->arena, "%s.%s", ne->scope->shown,
                                                                         ne->param_name)
                                                         : ne->param_name;
-        const char *shown = unique(e, &names, &nn, &nc, base);
+        const char *shown = unique(e, &names, base);
         if (!ne->tensor->shown) ne->tensor->shown = shown;
         uint32_t c = p->named_count, cap = p->named_cap;
         ARENA_PUSH(e->arena, p->named, p->named_count, p->named_cap, ne->tensor);
@@ -1620,12 +1699,14 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     e.options = options;
     const char *path = source_get(module->file)->path;
     const char *slash = strrchr(path, '/');
+    e.global_table = arena_alloc(arena, GLOBAL_BUCKETS * sizeof *e.global_table);
+    e.globals = arena_alloc(arena, sizeof *e.globals); /* generation 0: no globals */
     e.main_dir = slash ? arena_strndup(arena, path, (size_t)(slash - path)) : ".";
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
         Value *v = new_value(&e, V_BUILTIN);
         v->as.builtin.name = builtins[i].name;
         v->as.builtin.fn = builtins[i].fn;
-        e.globals = bind(&e, e.globals, builtins[i].name, v);
+        bind_global(&e, builtins[i].name, v);
     }
     /* The prelude. */
     for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {

@@ -45,12 +45,17 @@ typedef struct DimVarInfo {
     uint32_t at_least;
     OriginId at_least_why;
     ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
+    bool committed;       /* closing: a value was chosen in this round */
 } DimVarInfo;
 
 typedef struct RowVarInfo {
     bool solved;
     bool grown;           /* the residue of a template: it already met a lower bound */
     bool contracted;      /* took part in a contraction: a hole here is a hidden dimension */
+    uint32_t memo_stamp;  /* closing: memo holds this variable's bounds when it equals s->stamp */
+    bool in_progress;     /* closing: being collected (a cycle of var-var edges) */
+    struct RowList *memo;
+    bool committed;       /* closing: a value was chosen in this round */
     Row value;
     ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
     ConstraintList edges; /* C_ROW_LE between this and another bare row variable */
@@ -87,6 +92,7 @@ struct ShapeSolver {
     unsigned errors;
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
+    uint32_t stamp;    /* closing: the current bound collection */
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -775,43 +781,63 @@ typedef struct CommitList {
     uint32_t count, cap;
 } CommitList;
 
-static bool already_committed(const CommitList *l, bool row, uint32_t var) {
-    for (uint32_t i = 0; i < l->count; i++)
-        if (l->items[i].row == row && l->items[i].var == var) return true;
-    return false;
-}
-
-/* Collect the upper-bound rows of v and of every variable above it through var-var edges. */
-static void collect_row_bounds(ShapeSolver *s, uint32_t v, Row **out, uint32_t *count, uint32_t *cap,
-                               uint32_t **seen, uint32_t *seen_count, uint32_t *seen_cap) {
-    for (uint32_t i = 0; i < *seen_count; i++)
-        if ((*seen)[i] == v) return;
-    ARENA_PUSH(s->arena, *seen, *seen_count, *seen_cap, v);
-    RowVarInfo *info = &s->rvars[v];
-    for (uint32_t i = 0; i < info->upper.count; i++) {
-        Row b = shape_resolve_row(s, info->upper.items[i].r2);
-        if (b.var && b.count == 0) {
-            if (!s->rvars[b.var].solved) collect_row_bounds(s, b.var, out, count, cap, seen, seen_count, seen_cap);
-            continue;
-        }
-        ARENA_PUSH(s->arena, *out, *count, *cap, b);
-    }
-    for (uint32_t i = 0; i < info->edges.count; i++) {
-        Constraint e = info->edges.items[i];
-        Row sub = shape_resolve_row(s, e.r1), super = shape_resolve_row(s, e.r2);
-        if (sub.var != v || sub.count) continue;
-        if (super.var && super.count == 0 && !s->rvars[super.var].solved)
-            collect_row_bounds(s, super.var, out, count, cap, seen, seen_count, seen_cap);
-        else if (!(super.var && super.count == 0))
-            ARENA_PUSH(s->arena, *out, *count, *cap, super);
-    }
-}
-
 static bool rows_equal(Row a, Row b) {
     if (a.var != b.var || a.count != b.count || (a.var && a.lead != b.lead)) return false;
     for (uint32_t i = 0; i < a.count; i++)
         if (!dims_equal(a.dims[i], b.dims[i])) return false;
     return true;
+}
+
+typedef struct RowList {
+    Row *items;
+    uint32_t count, cap;
+} RowList;
+
+static void add_distinct(ShapeSolver *s, RowList *l, Row r) {
+    for (uint32_t i = 0; i < l->count; i++)
+        if (rows_equal(l->items[i], r)) return;
+    ARENA_PUSH(s->arena, l->items, l->count, l->cap, r);
+}
+
+/* Collect into `out` the distinct upper-bound rows of v and of every variable above it through
+ * var-var edges.  Results are memoised for the closing snapshot (s->stamp); a result that met
+ * a cycle still being collected is incomplete and is not memoised.  Returns completeness. */
+static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
+    RowVarInfo *info = &s->rvars[v];
+    if (info->memo_stamp == s->stamp) {
+        for (uint32_t i = 0; i < info->memo->count; i++) add_distinct(s, out, info->memo->items[i]);
+        return true;
+    }
+    if (info->in_progress) return false;
+    info->in_progress = true;
+    RowList *mine = arena_alloc(s->arena, sizeof *mine);
+    bool complete = true;
+    for (uint32_t i = 0; i < s->rvars[v].upper.count; i++) {
+        Row b = shape_resolve_row(s, s->rvars[v].upper.items[i].r2);
+        if (b.var && b.count == 0) {
+            if (!s->rvars[b.var].solved) complete &= collect_row_bounds(s, b.var, mine);
+            continue;
+        }
+        add_distinct(s, mine, b);
+    }
+    for (uint32_t i = 0; i < s->rvars[v].edges.count; i++) {
+        Constraint e = s->rvars[v].edges.items[i];
+        Row sub = shape_resolve_row(s, e.r1), super = shape_resolve_row(s, e.r2);
+        if (sub.var != v || sub.count) continue;
+        if (super.var && super.count == 0) {
+            if (!s->rvars[super.var].solved) complete &= collect_row_bounds(s, super.var, mine);
+        } else {
+            add_distinct(s, mine, super);
+        }
+    }
+    info = &s->rvars[v];
+    info->in_progress = false;
+    if (complete) {
+        info->memo = mine;
+        info->memo_stamp = s->stamp;
+    }
+    for (uint32_t i = 0; i < mine->count; i++) add_distinct(s, out, mine->items[i]);
+    return complete;
 }
 
 /* The meet of several upper bounds: as many axes as all of them surely have at their trailing
@@ -866,6 +892,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
 
 static void close_leaves(ShapeSolver *s) {
     CommitList commits = {0};
+    s->stamp++;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         Registered *reg = &s->shapes[i];
         if (!reg->leaf) continue;
@@ -873,23 +900,19 @@ static void close_leaves(ShapeSolver *s) {
             Row r = shape_resolve_row(s, reg->shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {
                 Dim d = r.dims[j];
-                if (!d.var || already_committed(&commits, false, d.var)) continue;
+                if (!d.var || s->dvars[d.var].committed) continue;
+                s->dvars[d.var].committed = true;
                 bool hole = false; /* a parameter's hole is reported after closing */
                 Dim value = close_dim_up(s, d.var, &hole);
                 Commit c = {.row = false, .var = d.var, .dim = value};
                 ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
             }
-            if (!r.var || already_committed(&commits, true, r.var)) continue;
-            Row *bounds = NULL;
-            uint32_t nb = 0, cb = 0, *seen = NULL, ns = 0, cs = 0;
-            collect_row_bounds(s, r.var, &bounds, &nb, &cb, &seen, &ns, &cs);
-            /* Distinct bounds only: the same row reached twice is one bound. */
-            uint32_t distinct = 0;
-            for (uint32_t a = 0; a < nb; a++) {
-                bool dup = false;
-                for (uint32_t b = 0; b < distinct && !dup; b++) dup = rows_equal(bounds[a], bounds[b]);
-                if (!dup) bounds[distinct++] = bounds[a];
-            }
+            if (!r.var || s->rvars[r.var].committed) continue;
+            s->rvars[r.var].committed = true;
+            RowList found = {0}; /* distinct bounds: the same row reached twice is one bound */
+            collect_row_bounds(s, r.var, &found);
+            Row *bounds = found.items;
+            uint32_t distinct = found.count;
             Row value;
             if (distinct == 0) {
                 if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
