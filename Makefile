@@ -30,7 +30,7 @@ WARNINGS  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
 LDFLAGS   ?=
-LDLIBS    += -lm
+LDLIBS    += -lm -pthread
 
 ifeq ($(SAN),1)
   BUILD   := build/san

@@ -613,9 +613,11 @@ static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t
         emit_spec(e, r, ts, n, logic->spec, captures, span, name);
     } else {
         char l = logic->len ? logic->text[0] : '.';
-        if (l == '@' && n == 2) {
+        if (l == '@' && (n == 2 || n == 3)) {
+            /* With a third operand (fused multiply-add), it is added pointwise to the product. */
             r->logic = LOGIC_COMPOSE;
             emit_compose(e, r, ts[0], ts[1], span, name);
+            if (n == 3) emit_pointwise(e, r, ts + 2, 1, span, name);
         } else if (l == 'T' && n == 1) {
             r->logic = LOGIC_TRANSPOSE;
             emit_transpose(e, r, ts[0], span, name);
@@ -623,7 +625,7 @@ static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t
             r->logic = LOGIC_POINTWISE;
             emit_pointwise(e, r, ts, n, span, name);
         } else {
-            return fail(logic->span, "logic \"%c\" needs %s operands", l, l == '@' ? "two" : "one");
+            return fail(logic->span, "logic \"%c\" needs %s operands", l, l == '@' ? "two or three" : "one");
         }
     }
     return tensor_value(e, r);

@@ -8,6 +8,7 @@
  * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
  * shapes (elab.c + shape.c) → [projections → lower → codegen: later stages]. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -148,8 +149,7 @@ static bool output_commit(Output *out, bool keep) {
     return ok && keep;
 }
 
-int main(int argc, char **argv) {
-    Options opt = parse_options(argc, argv);
+static int compile(Options opt) {
     uint32_t file = source_load(opt.input);
     if (!file) return 1;
 
@@ -199,6 +199,35 @@ int main(int argc, char **argv) {
         }
     }
     arena_free(arena);
-    free(opt.include_dirs);
     return status;
+}
+
+/* The compiler recurses over trees and through the evaluation of user functions (bounded by
+ * the parser's nesting limit and elab.c's call depth); it runs on a thread with a stack large
+ * enough for both, so deep programs get an error message rather than a crash. */
+enum { COMPILER_STACK = 512u << 20 };
+
+typedef struct CompileJob {
+    Options opt;
+    int status;
+} CompileJob;
+
+static void *compile_thread(void *arg) {
+    CompileJob *job = arg;
+    job->status = compile(job->opt);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    CompileJob job = {parse_options(argc, argv), 1};
+    pthread_attr_t attr;
+    pthread_t thread;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, COMPILER_STACK) != 0 ||
+        pthread_create(&thread, &attr, compile_thread, &job) != 0) {
+        job.status = compile(job.opt); /* no thread: run on the main stack */
+    } else {
+        pthread_join(thread, NULL);
+    }
+    free(job.opt.include_dirs);
+    return job.status;
 }
