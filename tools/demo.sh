@@ -1,7 +1,8 @@
 #!/bin/sh
 # demo.sh — `make demo`: run the compiler over the example programs on the CPU.
-# Today tsrc implements its front end (lexer, parser, spec parser); this demo parses every
-# example and shows the tree the later stages start from.  It grows with the pipeline.
+# Today tsrc implements its front end and shape inference; this demo parses every example,
+# infers the shapes of the ones the current stages cover and prints them.  It grows with the
+# pipeline.
 set -eu
 TSRC=${1:-build/tsrc}
 echo "== tsrc $($TSRC --version | cut -d' ' -f2): parsing the examples in docs/examples/"
@@ -10,5 +11,8 @@ for f in docs/examples/*.tsr; do
     echo "   ok  $f"
 done
 echo
-echo "== the syntax tree of docs/examples/gnn.tsr's 'edges' operator (tsrc --dump-ast):"
-"$TSRC" --dump-ast docs/examples/gnn.tsr | awk '/^let%op edges/ { on = 1 } on && /^let/ && !/edges/ { exit } on'
+echo "== docs/examples/shapes.tsr: no hidden size is written; tsrc --print-shapes infers them all"
+"$TSRC" --print-shapes docs/examples/shapes.tsr | sed 's/^/   /'
+echo
+echo "== docs/examples/mlp_lib.tsr (tsrc --print-shapes)"
+"$TSRC" --print-shapes docs/examples/mlp_lib.tsr | sed 's/^/   /'
