@@ -247,6 +247,9 @@ enum { SEEN_MAX = 4096 };
 static uint64_t seen[SEEN_MAX];
 static unsigned seen_count;
 static bool suppressing;
+static uint64_t next_salt;
+
+void diag_dedupe_salt(uint64_t salt) { next_salt = salt; }
 
 static bool already_reported(Span span, const char *fmt, va_list ap) {
     char msg[2048];
@@ -254,7 +257,8 @@ static bool already_reported(Span span, const char *fmt, va_list ap) {
     va_copy(copy, ap);
     vsnprintf(msg, sizeof msg, fmt, copy);
     va_end(copy);
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull ^ next_salt;
+    next_salt = 0;
     uint32_t key[3] = {span.file, span.start, span.end};
     for (size_t i = 0; i < sizeof key; i++) h = (h ^ ((const unsigned char *)key)[i]) * 1099511628211ull;
     for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;

@@ -51,6 +51,9 @@ unsigned diag_error_count(void);
 void diag_reset(void);                 /* forget counts (used by unit tests) */
 void diag_set_stream(FILE *out);       /* default: stderr */
 void diag_set_max_errors(unsigned max); /* after this many, stop with "too many errors"; 0: never */
+/* An error repeating one already reported (same span, same words) is dropped with its notes;
+ * a salt set here makes the next error distinct (e.g. the same failure in another call). */
+void diag_dedupe_salt(uint64_t salt);
 
 /* Broken invariants: print "internal error" with the C location and abort. */
 _Noreturn void diag_internal_at(const char *file, int line, const char *fmt, ...)

@@ -404,28 +404,30 @@ static void emit_pointwise(Elab *e, Tensor *r, Tensor **ops, uint32_t n, Span sp
 
 static void emit_compose(Elab *e, Tensor *r, Tensor *t1, Tensor *t2, Span span, const char *op) {
     ShapeSolver *s = e->solver;
+    shape_set_contracting(s, true);
     OriginId batch = origin(e, span, "'%s' (compose, batch axes)", op);
     shape_row_le(s, t1->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
     shape_row_le(s, t2->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
-    shape_set_contracting(s, true);
     shape_row_le(s, t2->shape.rows[ROW_OUTPUT], t1->shape.rows[ROW_INPUT],
                  origin(e, span, "'%s' (compose: the left operand's input axes against the right "
                         "operand's output axes)", op));
-    shape_set_contracting(s, false);
     shape_row_le(s, t2->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT],
                  origin(e, span, "'%s' (compose, input axes of the right operand)", op));
     shape_row_le(s, t1->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT],
                  origin(e, span, "'%s' (compose, output axes of the left operand)", op));
+    shape_set_contracting(s, false);
 }
 
 static void emit_transpose(Elab *e, Tensor *r, Tensor *t, Span span, const char *op) {
     ShapeSolver *s = e->solver;
+    shape_set_contracting(s, true);
     shape_row_le(s, t->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH],
                  origin(e, span, "'%s' (transpose, batch axes)", op));
     shape_row_le(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_INPUT],
                  origin(e, span, "'%s' (transpose, output axes become input axes)", op));
     shape_row_le(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_OUTPUT],
                  origin(e, span, "'%s' (transpose, input axes become output axes)", op));
+    shape_set_contracting(s, false);
 }
 
 /* The variables of one application of a spec. */
@@ -728,7 +730,8 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
             return false;
         }
         if (v->as.i < 1 || v->as.i > INT32_MAX) {
-            diag_error(item->span, "a size must be at least 1 (and fit in 32 bits), but this is %lld",
+            diag_error(item->span, v->as.i < 1 ? "a size must be at least 1, but this is %lld"
+                                               : "a size must fit in 32 bits, but this is %lld",
                        (long long)v->as.i);
             return false;
         }
@@ -863,7 +866,10 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     }
     Scope *saved = e->scope;
     e->scope = c->scope;
+    bool outermost = e->depth == 1 && span.file;
+    if (outermost) shape_set_context(e->solver, span, c->fn_name ? c->fn_name : "this function");
     Value *v = eval(e, c->body, c->env, c->mode);
+    if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     e->scope = saved;
     e->depth--;
     return v;
@@ -1185,6 +1191,9 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
     Value *opv = lookup_operator(e, env, op);
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
+        /* A number operand is a scalar literal where it is written. */
+        if (is_number(a)) a = tensor_value(e, scalar_literal(e, number_of(a), n->a->span, 0));
+        if (is_number(b)) b = tensor_value(e, scalar_literal(e, number_of(b), n->b->span, 0));
         Value *ops[2] = {a, b};
         return apply_operator(e, opv->as.op, ops, 2, NULL, NULL, n->span);
     }
@@ -1270,8 +1279,11 @@ static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
     uint32_t count = 0;
     ops[count++] = eval(e, n->a, env, MODE_TENSOR);
     if (n->b) ops[count++] = eval(e, n->b, env, MODE_TENSOR);
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count; i++) {
         if (ops[i]->kind == V_ERROR) return &error_value;
+        if (is_number(ops[i])) /* a scalar literal where it is written */
+            ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), (i ? n->b : n->a)->span, 0));
+    }
     if (!n->spec) return &error_value; /* the parser reported the spec */
     return apply_operator(e, opv->as.op, ops, count, n->spec, n->c, n->span);
 }
@@ -1445,6 +1457,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
 /* ---- Items --------------------------------------------------------------------------------- */
 
 static void add_named(Elab *e, Tensor *t, const char *name) {
+    if (t->kind == TENSOR_PARAM && t->name && strcmp(t->name, name) == 0) return; /* listed already */
     if (!t->name) t->name = name;
     NamedEntry ne = {t, name, NULL, NULL};
     ARENA_PUSH(e->arena, e->entries, e->entry_count, e->entry_cap, ne);
@@ -1540,8 +1553,12 @@ static void elab_item(Elab *e, const Node *item) {
         Value *r = eval(e, item->a, e->globals, MODE_VALUE);
         if (r->kind == V_ERROR) break;
         if (r->kind != V_INT || r->as.i < 1 || r->as.i > INT32_MAX) {
-            diag_error(item->a->span, "the range of an index must be a positive integer, but this is %s",
-                       r->kind == V_INT ? "not positive" : kind_noun(r));
+            if (r->kind == V_INT)
+                diag_error(item->a->span, "the range of an index must be a positive integer, but this is %lld",
+                           (long long)r->as.i);
+            else
+                diag_error(item->a->span, "the range of an index must be a positive integer, but this is %s",
+                           kind_noun(r));
             break;
         }
         Value *v = new_value(e, V_INDEX);

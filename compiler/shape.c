@@ -20,6 +20,8 @@
 
 #include "arena.h"
 
+enum { MAX_ROW_RANK = 1024 }; /* no real row comes near; past it, growth is a cycle */
+
 typedef enum ConstraintKind { C_DIM_EQ, C_DIM_LE, C_DIM_AT_LEAST, C_ROW_EQ, C_ROW_LE } ConstraintKind;
 
 typedef struct Constraint {
@@ -64,6 +66,8 @@ typedef struct RowVarInfo {
 typedef struct Origin {
     Span span;
     const char *what;
+    Span call;             /* the application of a user function this came from, if any */
+    const char *call_name;
 } Origin;
 
 typedef struct Registered {
@@ -90,6 +94,8 @@ struct ShapeSolver {
     Registered *shapes;
     uint32_t shape_count, shape_cap;
     unsigned errors;
+    Span context;              /* shape_set_context */
+    const char *context_name;
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
     uint32_t stamp;    /* closing: the current bound collection */
@@ -105,7 +111,7 @@ ShapeSolver *shape_solver_new(void) {
     Arena *arena = arena_new();
     ShapeSolver *s = arena_alloc(arena, sizeof *s);
     s->arena = arena;
-    Origin none = {{0, 0, 0}, "nowhere"};
+    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL};
     ARENA_PUSH(arena, s->origins, s->origin_count, s->origin_cap, none);
     const char *none_name = "", *default_name = "default";
     ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, none_name);
@@ -122,8 +128,13 @@ void shape_solver_free(ShapeSolver *s) {
     if (s) arena_free(s->arena);
 }
 
+void shape_set_context(ShapeSolver *s, Span call, const char *name) {
+    s->context = call;
+    s->context_name = name;
+}
+
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
-    Origin o = {span, arena_strndup(s->arena, what, strlen(what))};
+    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -339,6 +350,10 @@ static void print_row_thunk(ShapeSolver *s, FILE *f, const void *arg) {
     for (uint32_t i = 0; i <= r.count; i++) {
         if (i == r.lead && r.var) fprintf(f, "%s...", i ? ", " : "");
         if (i == r.count) break;
+        if (r.count > 8 && i >= 3 && i + 2 < r.count) { /* a long row: its ends are enough */
+            if (i == 3) fprintf(f, ", ... %u axes in all ...", r.count);
+            continue;
+        }
         if (i || (r.var && r.lead == 0)) fputs(", ", f);
         Dim d = shape_resolve_dim(s, r.dims[i]);
         if (d.var) fputc('_', f);
@@ -380,6 +395,8 @@ static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
     diag_note(s->origins[o].span, "%s: %s", msg, s->origins[o].what);
 }
 
+static OriginId salt_a, salt_b; /* the two sides of the error being reported */
+
 static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
@@ -389,11 +406,23 @@ static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     s->errors++;
-    diag_error(s->origins[why].span, "%s: %s", s->origins[why].what, msg);
+    const Origin *o = &s->origins[why];
+    /* The same constraint of a function body may fail in several applications: it is one
+     * error when both sides come from the same places (the body's own literals), and one per
+     * application when they differ (the arguments). */
+    Span sa = s->origins[salt_a].span, sb = s->origins[salt_b].span;
+    diag_dedupe_salt(((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
+                     ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
+    salt_a = salt_b = 0;
+    diag_error(o->span, "%s: %s", o->what, msg);
+    if (o->call.file)
+        diag_note(o->call, "in this application of '%s'", o->call_name ? o->call_name : "a function");
 }
 
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
     const char *as = dim_to_string(s, a), *bs = dim_to_string(s, b);
+    salt_a = a.origin;
+    salt_b = b.origin;
     if (a.size == b.size && a.basis != b.basis)
         error_at(s, why, "basis clash: an axis %s cannot meet an axis %s", as, bs);
     else if (equality)
@@ -468,12 +497,10 @@ static bool dims_equal(Dim a, Dim b) {
     return a.var ? a.var == b.var : (b.var == 0 && a.size == b.size && a.basis == b.basis);
 }
 
-/* Ground equality: sizes agree and bases agree, except that the claim-free unit makes no claim
- * about its basis and so equals any unit. */
-static bool ground_eq(Dim a, Dim b) {
-    if (a.size != b.size) return false;
-    return a.basis == b.basis || a.basis == BASIS_NONE || b.basis == BASIS_NONE;
-}
+/* Ground equality is identity of size and basis (seed 000): the claim-free unit 1_∅ is not
+ * 1_default nor 1_mono.  (Letting 1_∅ equal any unit would make a variable keep whichever unit
+ * reached it first, so results would depend on constraint order.) */
+static bool ground_eq(Dim a, Dim b) { return a.size == b.size && a.basis == b.basis; }
 
 static bool ground_le(Dim sub, Dim super) {
     return dim_is_unit(sub) || (sub.size == super.size && sub.basis == super.basis);
@@ -586,6 +613,8 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
 static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, OriginId why,
                         bool equality) {
     const char *ss = shape_row_to_string(s, small), *bs = shape_row_to_string(s, big);
+    salt_a = small.origin;
+    salt_b = big.origin;
     if (equality)
         error_at(s, why, "rank mismatch: %s (%s) cannot equal %s (%s)", ss, axes_count(s, small), bs,
                  axes_count(s, big));
@@ -599,6 +628,8 @@ static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, Origi
 
 static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
     const char *as = shape_row_to_string(s, a), *bs = shape_row_to_string(s, b);
+    salt_a = a.origin;
+    salt_b = b.origin;
     error_at(s, why,
              "row-rank cycle: axes %s would have to contain axes %s, which contain themselves "
              "plus more axes",
@@ -607,8 +638,13 @@ static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
     note_origin(s, b.origin, "axes %s come from", bs);
 }
 
+/* The closed piece r[from, to) of a closed row, keeping r's marker where it falls inside the
+ * piece (clamped to its ends): equal rows have equal markers, whichever side was solved. */
 static Row sub_row(ShapeSolver *s, Row r, uint32_t from, uint32_t to, OriginId origin) {
-    return shape_closed_row(s, r.dims + from, to - from, origin);
+    Row piece = shape_closed_row(s, r.dims + from, to - from, origin);
+    uint32_t lead = r.lead < from ? 0 : r.lead - from;
+    piece.lead = lead > to - from ? to - from : lead;
+    return piece;
 }
 
 static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
@@ -650,7 +686,8 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
         }
         for (uint32_t i = 0; i < al; i++) dim_eq(s, a.dims[i], b.dims[i], why);
         for (uint32_t i = 0; i < at; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
-        solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.origin), why);
+        /* The residue belongs to the open row; say so in messages about it. */
+        solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.count - at > al ? b.origin : a.origin), why);
         return;
     }
     uint32_t bl = b.lead, bt = b.count - b.lead;
@@ -718,6 +755,15 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
             return;
         }
         uint32_t xl = sl > pl ? sl - pl : 0, xt = st > pt ? st - pt : 0;
+        if (super.count + xl + xt > MAX_ROW_RANK) {
+            /* Rows only grow this far when growing one makes another too short in turn: a
+             * cycle through several row variables. */
+            error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past %u axes)",
+                     shape_row_to_string(s, super), shape_row_to_string(s, sub), MAX_ROW_RANK);
+            note_origin(s, sub.origin, "axes %s come from", shape_row_to_string(s, sub));
+            note_origin(s, super.origin, "axes %s come from", shape_row_to_string(s, super));
+            return;
+        }
         Dim *fresh = arena_alloc(s->arena, (xl + xt) * sizeof *fresh);
         for (uint32_t i = 0; i < xl + xt; i++) fresh[i] = shape_fresh_dim(s, super.origin);
         uint32_t residue = fresh_row_var(s);
@@ -791,6 +837,7 @@ static bool rows_equal(Row a, Row b) {
 typedef struct RowList {
     Row *items;
     uint32_t count, cap;
+    bool hole; /* some path upward ends at a variable nothing bounds */
 } RowList;
 
 static void add_distinct(ShapeSolver *s, RowList *l, Row r) {
@@ -799,13 +846,31 @@ static void add_distinct(ShapeSolver *s, RowList *l, Row r) {
     ARENA_PUSH(s->arena, l->items, l->count, l->cap, r);
 }
 
+static void merge_bounds(ShapeSolver *s, RowList *into, const RowList *from) {
+    for (uint32_t i = 0; i < from->count; i++) add_distinct(s, into, from->items[i]);
+    into->hole |= from->hole;
+}
+
+static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out);
+
+/* v ⊑ w for a bare unsolved variable w: w's bounds are v's; a w that nothing bounds is a hole
+ * in v's bound (seed 000: the bound has no information there). */
+static bool collect_through(ShapeSolver *s, uint32_t w, RowList *mine) {
+    RowList above = {0};
+    bool complete = collect_row_bounds(s, w, &above);
+    if (above.count == 0 && complete) above.hole = true;
+    merge_bounds(s, mine, &above);
+    return complete;
+}
+
 /* Collect into `out` the distinct upper-bound rows of v and of every variable above it through
- * var-var edges.  Results are memoised for the closing snapshot (s->stamp); a result that met
- * a cycle still being collected is incomplete and is not memoised.  Returns completeness. */
+ * var-var edges, and whether some path upward has a hole.  Results are memoised for the
+ * closing snapshot (s->stamp); a result that met a cycle still being collected is incomplete
+ * and is not memoised.  Returns completeness. */
 static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
     RowVarInfo *info = &s->rvars[v];
     if (info->memo_stamp == s->stamp) {
-        for (uint32_t i = 0; i < info->memo->count; i++) add_distinct(s, out, info->memo->items[i]);
+        merge_bounds(s, out, info->memo);
         return true;
     }
     if (info->in_progress) return false;
@@ -815,7 +880,7 @@ static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
     for (uint32_t i = 0; i < s->rvars[v].upper.count; i++) {
         Row b = shape_resolve_row(s, s->rvars[v].upper.items[i].r2);
         if (b.var && b.count == 0) {
-            if (!s->rvars[b.var].solved) complete &= collect_row_bounds(s, b.var, mine);
+            if (!s->rvars[b.var].solved) complete &= collect_through(s, b.var, mine);
             continue;
         }
         add_distinct(s, mine, b);
@@ -825,7 +890,7 @@ static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
         Row sub = shape_resolve_row(s, e.r1), super = shape_resolve_row(s, e.r2);
         if (sub.var != v || sub.count) continue;
         if (super.var && super.count == 0) {
-            if (!s->rvars[super.var].solved) complete &= collect_row_bounds(s, super.var, mine);
+            if (!s->rvars[super.var].solved && super.var != v) complete &= collect_through(s, super.var, mine);
         } else {
             add_distinct(s, mine, super);
         }
@@ -836,7 +901,7 @@ static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
         info->memo = mine;
         info->memo_stamp = s->stamp;
     }
-    for (uint32_t i = 0; i < mine->count; i++) add_distinct(s, out, mine->items[i]);
+    merge_bounds(s, out, mine);
     return complete;
 }
 
@@ -863,7 +928,7 @@ static const char *row_kind_name(int k) {
 }
 static const char *row_kind_field(int k) { return k == ROW_BATCH ? "b" : k == ROW_INPUT ? "i" : "o"; }
 
-static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis) {
+static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis, bool partly) {
     if (r->reported & (1u << kind)) return;
     r->reported |= (uint8_t)(1u << kind);
     s->errors++;
@@ -874,7 +939,11 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
     else
         diag_error(at, "cannot infer the %s axes of parameter '%s': you forgot to specify a hidden "
                    "dimension", row_kind_name(kind), r->name);
-    diag_note(at, "nothing that uses '%s' determines its %s axes", r->name, row_kind_name(kind));
+    if (partly)
+        diag_note(at, "a use of '%s' leaves its %s axes open (it is not used where they are known)",
+                  r->name, row_kind_name(kind));
+    else
+        diag_note(at, "nothing that uses '%s' determines its %s axes", r->name, row_kind_name(kind));
     const char *base = strrchr(r->name, '.');
     base = base ? base + 1 : r->name;
     size_t blen = strcspn(base, "#");
@@ -914,9 +983,11 @@ static void close_leaves(ShapeSolver *s) {
             Row *bounds = found.items;
             uint32_t distinct = found.count;
             Row value;
-            if (distinct == 0) {
+            if (distinct == 0 || found.hole) {
+                /* A hole: the least value, the empty row -- except for a parameter's row that
+                 * took part in a compose, transpose or einsum (a hidden dimension). */
                 if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
-                    report_param_hole(s, reg, k, false);
+                    report_param_hole(s, reg, k, false, distinct > 0);
                 value = shape_empty_row(reg->decl);
             } else if (distinct == 1) {
                 value = bounds[0];
@@ -976,7 +1047,7 @@ bool shape_close(ShapeSolver *s) {
             Row r = shape_resolve_row(s, reg->shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {
                 if (r.dims[j].origin == s->fallback) {
-                    report_param_hole(s, reg, k, true);
+                    report_param_hole(s, reg, k, true, false);
                     break;
                 }
             }

@@ -70,6 +70,10 @@ OriginId shape_origin(ShapeSolver *solver, Span span, const char *what);
 Span shape_origin_span(const ShapeSolver *solver, OriginId origin);
 const char *shape_origin_what(const ShapeSolver *solver, OriginId origin);
 
+/* Origins made from now on record `call` (an application of the user function `name`; a zero
+ * span for none): errors then add "in this application of NAME" there. */
+void shape_set_context(ShapeSolver *solver, Span call, const char *name);
+
 uint32_t shape_basis(ShapeSolver *solver, const char *name); /* intern; "default" is BASIS_DEFAULT */
 const char *shape_basis_name(const ShapeSolver *solver, uint32_t basis);
 
@@ -92,9 +96,10 @@ void shape_dim_le(ShapeSolver *solver, Dim sub, Dim super, OriginId why);
 void shape_dim_at_least(ShapeSolver *solver, Dim d, uint32_t size, OriginId why);
 void shape_row_eq(ShapeSolver *solver, Row a, Row b, OriginId why);
 void shape_row_le(ShapeSolver *solver, Row sub, Row super, OriginId why);
-/* Constraints queued while this is on come from a contraction (compose's inner rows, an
- * einsum).  A parameter's row variable that took part in one is a hidden dimension: at
- * closing, a hole there is an error; a row only ever broadcast pointwise closes to empty. */
+/* Constraints queued while this is on come from a structural operation (compose, transpose,
+ * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
+ * dimension: at closing, a hole there is an error; a parameter row only ever broadcast
+ * pointwise (a bias's input row) closes to empty (OCANNL's "safe to guess"). */
 void shape_set_contracting(ShapeSolver *solver, bool on);
 /* The three rows pairwise. */
 void shape_eq(ShapeSolver *solver, const Shape *a, const Shape *b, OriginId why);
