@@ -1736,7 +1736,12 @@ Program *elaborate(Module *module, const ElabOptions *options) {
         elab_module(&e, core);
     }
     elab_module(&e, module);
-    if (diag_error_count()) return p;
+    if (diag_error_count()) {
+        /* Still report the shape errors of what did elaborate; closing would only add noise
+         * about tensors whose uses were lost to the errors. */
+        shape_solve(p->solver);
+        return p;
+    }
     assign_names(&e);
     register_shapes(&e);
     shape_close(p->solver);
