@@ -54,6 +54,7 @@ typedef struct RowVarInfo {
     bool solved;
     bool grown;           /* the residue of a template: it already met a lower bound */
     bool contracted;      /* took part in a contraction: a hole here is a hidden dimension */
+    uint32_t depth;       /* axes that templates grew into the variables this one descends from */
     uint32_t memo_stamp;  /* closing: memo holds this variable's bounds when it equals s->stamp */
     bool in_progress;     /* closing: being collected (a cycle of var-var edges) */
     struct RowList *memo;
@@ -61,6 +62,7 @@ typedef struct RowVarInfo {
     Row value;
     ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
     ConstraintList edges; /* C_ROW_LE between this and another bare row variable */
+    ConstraintList deferred; /* C_ROW_LE <v> ⊑ X·<v>·Y: checked once v has a value */
 } RowVarInfo;
 
 typedef struct Origin {
@@ -99,6 +101,7 @@ struct ShapeSolver {
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
     uint32_t stamp;    /* closing: the current bound collection */
+    uint64_t row_dims; /* axes in all row constraints added through the API: a bound on growth */
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -453,9 +456,11 @@ void shape_dim_at_least(ShapeSolver *s, Dim d, uint32_t size, OriginId why) {
     enqueue(s, (Constraint){.kind = C_DIM_AT_LEAST, .d1 = d, .at_least = size, .why = why});
 }
 void shape_row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
+    s->row_dims += a.count + b.count;
     enqueue(s, (Constraint){.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why});
 }
 void shape_row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
+    s->row_dims += sub.count + super.count;
     enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
 }
 void shape_eq(ShapeSolver *s, const Shape *a, const Shape *b, OriginId why) {
@@ -651,12 +656,15 @@ static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
     RowVarInfo *info = &s->rvars[v];
     if (value.var == v && value.count == 0) return;
     if (info->contracted && value.var && !s->rvars[value.var].grown) s->rvars[value.var].contracted = true;
+    /* The variable that takes over v's unknown stretch descends from v: it inherits v's growth. */
+    if (value.var && s->rvars[value.var].depth < info->depth) s->rvars[value.var].depth = info->depth;
     info->solved = true;
     info->value = value;
-    ConstraintList upper = info->upper, edges = info->edges;
-    info->upper = info->edges = (ConstraintList){0};
+    ConstraintList upper = info->upper, edges = info->edges, deferred = info->deferred;
+    info->upper = info->edges = info->deferred = (ConstraintList){0};
     for (uint32_t i = 0; i < upper.count; i++) enqueue(s, upper.items[i]);
     for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
+    for (uint32_t i = 0; i < deferred.count; i++) enqueue(s, deferred.items[i]);
     (void)why;
 }
 
@@ -721,6 +729,14 @@ static void row_upper_bound(ShapeSolver *s, uint32_t v, Row bound, Row sub_for_e
     Constraint c = {.kind = C_ROW_LE, .r1 = {.var = v, .origin = sub_for_errors.origin},
                     .r2 = bound, .why = why};
     if (bound.var && bound.count == 0) { /* variable against variable */
+        /* Once is enough.  The partner's list keeps an edge after this variable is solved, and
+         * re-deriving it must not add a copy each time: in a cycle of inequalities the copies
+         * double on every turn, and growth would never reach MAX_ROW_RANK. */
+        const ConstraintList *mine = &s->rvars[v].edges;
+        for (uint32_t i = 0; i < mine->count; i++)
+            if (mine->items[i].r1.var == v && mine->items[i].r1.count == 0 &&
+                mine->items[i].r2.var == bound.var && mine->items[i].r2.count == 0)
+                return;
         list_push(s, &s->rvars[v].edges, c);
         list_push(s, &s->rvars[bound.var].edges, c);
         return;
@@ -755,11 +771,23 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
             return;
         }
         uint32_t xl = sl > pl ? sl - pl : 0, xt = st > pt ? st - pt : 0;
-        if (super.count + xl + xt > MAX_ROW_RANK) {
+        /* In a cycle through several variables it is the residues that keep growing, while
+         * the rows compared at each turn ([f]·<ρ'> ⊑ <σ'>) stay short; so count the growth
+         * along the chain of residues too.  Every model gives a variable at least the axes
+         * its chain of templates grew (the flanks are anchored), and a satisfiable set never
+         * forces more axes onto one variable than its row constraints mention (row_dims, a
+         * longest path of the flank lengths): past that, it is a cycle. */
+        uint32_t depth = s->rvars[super.var].depth + xl + xt;
+        if (super.count + xl + xt > MAX_ROW_RANK || depth > s->row_dims) {
             /* Rows only grow this far when growing one makes another too short in turn: a
              * cycle through several row variables. */
-            error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past %u axes)",
-                     shape_row_to_string(s, super), shape_row_to_string(s, sub), MAX_ROW_RANK);
+            if (super.count + xl + xt > MAX_ROW_RANK)
+                error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past %u axes)",
+                         shape_row_to_string(s, super), shape_row_to_string(s, sub), MAX_ROW_RANK);
+            else
+                error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past the "
+                         "%llu axes all the constraints mention)", shape_row_to_string(s, super),
+                         shape_row_to_string(s, sub), (unsigned long long)s->row_dims);
             note_origin(s, sub.origin, "axes %s come from", shape_row_to_string(s, sub));
             note_origin(s, super.origin, "axes %s come from", shape_row_to_string(s, super));
             return;
@@ -768,8 +796,10 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
         for (uint32_t i = 0; i < xl + xt; i++) fresh[i] = shape_fresh_dim(s, super.origin);
         uint32_t residue = fresh_row_var(s);
         s->rvars[residue].grown = true;
+        s->rvars[residue].depth = depth;
         solve_row_var(s, super.var, shape_row(s, fresh, xl, residue, fresh + xl, xt, super.origin), why);
-        shape_row_le(s, sub, super, why);
+        /* Look again: the same constraint, so not counted in row_dims. */
+        enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
         return;
     }
     for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
@@ -777,7 +807,13 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
         dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
     if (!sub.var) return; /* the inserted units are below anything */
     if (sub.var == super.var) {
-        if (sl != pl || st != pt) report_cycle(s, sub, super, why);
+        /* <ρ> ⊑ X·<ρ>·Y with X or Y non-empty is no row-rank cycle: the super row is the longer
+         * one, and it holds for ρ = [] (the sub row broadcasts into it).  It cannot bound ρ (a
+         * bound containing ρ), so it waits for ρ's value and is checked against it. */
+        if (sl != pl || st != pt) {
+            Constraint c = {.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why};
+            list_push(s, &s->rvars[sub.var].deferred, c);
+        }
         return;
     }
     /* The interior of the super-row (its flanks past the sub-row's, and its variable) is the
@@ -976,19 +1012,31 @@ static void close_leaves(ShapeSolver *s) {
                 Commit c = {.row = false, .var = d.var, .dim = value};
                 ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
             }
-            if (!r.var || s->rvars[r.var].committed) continue;
+            if (!r.var) continue;
+            /* A parameter's hole is its own error, whichever leaf sharing the variable came
+             * first in registration order; the value is chosen once. */
+            bool taken = s->rvars[r.var].committed;
+            if (taken && reg->kind != LEAF_PARAMETER) continue;
             s->rvars[r.var].committed = true;
             RowList found = {0}; /* distinct bounds: the same row reached twice is one bound */
             collect_row_bounds(s, r.var, &found);
+            /* A bound that mentions the variable itself (reached through var-var edges, or
+             * solved since it was recorded: <ρ> ⊑ [3]·<ρ>) holds for ρ = [] but cannot be ρ's
+             * value; drop it here, the constraint is checked against the value chosen. */
+            uint32_t distinct = 0;
+            for (uint32_t b = 0; b < found.count; b++)
+                if (found.items[b].var != r.var) found.items[distinct++] = found.items[b];
             Row *bounds = found.items;
-            uint32_t distinct = found.count;
             Row value;
             if (distinct == 0 || found.hole) {
                 /* A hole: the least value, the empty row -- except for a parameter's row that
                  * took part in a compose, transpose or einsum (a hidden dimension). */
                 if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
                     report_param_hole(s, reg, k, false, distinct > 0);
+                if (taken) continue;
                 value = shape_empty_row(reg->decl);
+            } else if (taken) {
+                continue;
             } else if (distinct == 1) {
                 value = bounds[0];
             } else {
