@@ -989,6 +989,16 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
 
 static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     DimVarInfo *info = &s->dvars[v];
+    /* v ⊑ w for an unsolved w that nothing bounds: a hole in v's bound (as for rows), so v
+     * takes the least value; committing v to its own bound would leave w below it. */
+    for (uint32_t i = 0; i < info->edges.count; i++) {
+        Dim sub = shape_resolve_dim(s, info->edges.items[i].d1), super = shape_resolve_dim(s, info->edges.items[i].d2);
+        if (sub.var == v && super.var && super.var != v && !s->dvars[super.var].has_lub &&
+            s->dvars[super.var].at_least <= 1) {
+            *hole = true;
+            return dim_unit(s->fallback);
+        }
+    }
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
     *hole = true;
