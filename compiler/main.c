@@ -67,9 +67,16 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void bad_usage(const char
     exit(2);
 }
 
+static const char **include_dirs;
+static void free_include_dirs(void) {
+    free(include_dirs);
+    include_dirs = NULL;
+}
+
 static Options parse_options(int argc, char **argv) {
     Options opt = {0};
-    opt.include_dirs = calloc((size_t)argc, sizeof *opt.include_dirs);
+    opt.include_dirs = include_dirs = calloc((size_t)argc, sizeof *opt.include_dirs);
+    atexit(free_include_dirs); /* a bad command line exits from inside this function */
     if (!opt.include_dirs) diag_fatal_oom();
     bool seen_mode = false;
     for (int i = 1; i < argc; i++) {
@@ -228,6 +235,5 @@ int main(int argc, char **argv) {
     } else {
         pthread_join(thread, NULL);
     }
-    free(job.opt.include_dirs);
     return job.status;
 }
