@@ -186,6 +186,8 @@ struct Elab {
     NamedEntry *entries;
     uint32_t entry_count, entry_cap;
     unsigned depth;
+    unsigned long long steps;
+    bool out_of_steps;
     const ElabOptions *options;
     const char **opened;
     uint32_t opened_count, opened_cap;
@@ -193,6 +195,9 @@ struct Elab {
 };
 
 enum { MAX_EVAL_DEPTH = 20000 };
+/* The compile-time language can loop (`for`, recursion); a program that takes more evaluation
+ * steps than this is stopped with an error rather than hanging the compiler. */
+#define MAX_EVAL_STEPS 20000000ull
 
 static Value error_value = {.kind = V_ERROR};
 static Value unit_value = {.kind = V_UNIT};
@@ -1348,6 +1353,13 @@ static Env *eval_binding(Elab *e, const char *name, const NodeList *params, cons
 }
 
 static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (++e->steps > MAX_EVAL_STEPS) {
+        if (!e->out_of_steps)
+            diag_error(n->span, "evaluation takes too long (more than %llu steps): is a loop or a "
+                       "recursion unbounded?", MAX_EVAL_STEPS);
+        e->out_of_steps = true;
+        return &error_value;
+    }
     switch (n->kind) {
     case NODE_INT: return int_value(e, n->ival);
     case NODE_FLOAT: return float_value(e, n->fval);

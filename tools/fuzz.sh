@@ -10,7 +10,7 @@ echo "fuzz: building $DIR/fuzz_parse"
 # shellcheck disable=SC2086
 "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -Icompiler -I"$GEN" \
-    tests/fuzz/fuzz_parse.c $SRC -o "$DIR/fuzz_parse" -lm
+    tests/fuzz/fuzz_parse.c $SRC -o "$DIR/fuzz_parse" -lm -pthread
 for f in $(find tests docs/examples stdlib -name '*.tsr' 2>/dev/null); do
     # even first byte: a whole module
     { printf '\000'; cat "$f"; } >"$DIR/corpus/$(echo "$f" | tr '/' '_')"

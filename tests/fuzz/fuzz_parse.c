@@ -1,9 +1,11 @@
-/* fuzz_parse.c — libFuzzer target over the front end: lexer, parser and spec parser.
+/* fuzz_parse.c — libFuzzer target over the front end and shape inference.
  *
  * Built and run by `make fuzz` (tools/fuzz.sh) with AddressSanitizer and UBSan.  The first byte
  * chooses the entry point: odd → the spec parser alone on the rest (as if it were the inside of
  * a string literal), even → a whole module through parse_module (which also parses every spec
- * literal it meets).  Any crash, hang, leak or sanitizer report is a bug. */
+ * literal it meets) and, when it parsed, elaborate() with shape inference, on a thread with the
+ * large stack tsrc itself gives the compiler.  Any crash, hang, leak or sanitizer report is a
+ * bug. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,14 @@
 #include "diag.h"
 #include "parse.h"
 #include "spec.h"
+#include "elab.h"
+
+#include <pthread.h>
+
+static void *elaborate_thread(void *module) {
+    program_free(elaborate(module, NULL));
+    return NULL;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,7 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         spec_parse(arena, span_make(file, 0, (uint32_t)src->len), src->text, src->len);
     } else {
         Module *module = parse_module(file, arena);
-        if (diag_error_count() == 0) ast_dump(sink, module);
+        if (diag_error_count() == 0) {
+            ast_dump(sink, module);
+            pthread_attr_t attr;
+            pthread_t thread;
+            pthread_attr_init(&attr);
+            pthread_attr_setstacksize(&attr, (size_t)512 << 20);
+            if (pthread_create(&thread, &attr, elaborate_thread, module) == 0) pthread_join(thread, NULL);
+            pthread_attr_destroy(&attr);
+        }
     }
     diag_reset();
     source_free_all();
