@@ -632,7 +632,7 @@ static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t
             r->logic = LOGIC_POINTWISE;
             emit_pointwise(e, r, ts, n, span, name);
         } else {
-            return fail(logic->span, "logic \"%c\" needs %s operands", l, l == '@' ? "two or three" : "one");
+            return fail(logic->span, "logic \"%c\" needs %s", l, l == '@' ? "two or three operands" : "one operand");
         }
     }
     return tensor_value(e, r);
@@ -872,7 +872,7 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     Scope *saved = e->scope;
     e->scope = c->scope;
     bool outermost = e->depth == 1 && span.file;
-    if (outermost) shape_set_context(e->solver, span, c->fn_name ? c->fn_name : "this function");
+    if (outermost) shape_set_context(e->solver, span, c->fn_name ? c->fn_name : "an anonymous function");
     Value *v = eval(e, c->body, c->env, c->mode);
     if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     e->scope = saved;

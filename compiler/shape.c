@@ -20,14 +20,14 @@
 
 #include "arena.h"
 
-enum { MAX_ROW_RANK = 1024 }; /* no real row comes near; past it, growth is a cycle */
+enum { MAX_ROW_RANK = 1 << 20 }; /* a last resort; cycles are caught by row_dims first */
 
 typedef enum ConstraintKind { C_DIM_EQ, C_DIM_LE, C_DIM_AT_LEAST, C_ROW_EQ, C_ROW_LE } ConstraintKind;
 
 typedef struct Constraint {
     ConstraintKind kind;
     uint32_t at_least; /* C_DIM_AT_LEAST */
-    bool contracting;  /* C_ROW_*: from a contraction (compose's inner rows, an einsum) */
+    bool contracting;  /* C_ROW_*: from a structural operation (compose, transpose, einsum) */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
@@ -53,7 +53,7 @@ typedef struct DimVarInfo {
 typedef struct RowVarInfo {
     bool solved;
     bool grown;           /* the residue of a template: it already met a lower bound */
-    bool contracted;      /* took part in a contraction: a hole here is a hidden dimension */
+    bool contracted;      /* took part in a structural constraint: a hole here is a hidden dimension */
     uint32_t depth;       /* axes that templates grew into the variables this one descends from */
     uint32_t memo_stamp;  /* closing: memo holds this variable's bounds when it equals s->stamp */
     bool in_progress;     /* closing: being collected (a cycle of var-var edges) */
@@ -591,9 +591,9 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
     d = shape_resolve_dim(s, d);
     if (d.var == 0) {
         if (d.size < n) {
-            s->errors++;
-            diag_error(s->origins[why].span, "%s: index %u is out of range for an axis of size %u",
-                       s->origins[why].what, n - 1, d.size);
+            salt_a = d.origin;
+            salt_b = why;
+            error_at(s, why, "index %u is out of range for an axis of size %u", n - 1, d.size);
             note_origin(s, d.origin, "size %u comes from", d.size);
         }
         return;
@@ -786,8 +786,9 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
                          shape_row_to_string(s, super), shape_row_to_string(s, sub), MAX_ROW_RANK);
             else
                 error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past the "
-                         "%llu axes all the constraints mention)", shape_row_to_string(s, super),
-                         shape_row_to_string(s, sub), (unsigned long long)s->row_dims);
+                         "%llu ax%s all the constraints mention)", shape_row_to_string(s, super),
+                         shape_row_to_string(s, sub), (unsigned long long)s->row_dims,
+                         s->row_dims == 1 ? "is" : "es");
             note_origin(s, sub.origin, "axes %s come from", shape_row_to_string(s, sub));
             note_origin(s, super.origin, "axes %s come from", shape_row_to_string(s, super));
             return;
