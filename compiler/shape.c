@@ -218,7 +218,7 @@ Row shape_row_prepend(ShapeSolver *s, const Dim *dims, uint32_t count, Row row) 
     r.count = row.count + count;
     r.lead = row.var ? row.lead + count : 0;
     r.dims = arena_alloc(s->arena, (r.count ? r.count : 1) * sizeof *r.dims);
-    memcpy(r.dims, dims, count * sizeof *dims);
+    if (count) memcpy(r.dims, dims, count * sizeof *dims);
     if (row.count) memcpy(r.dims + count, row.dims, row.count * sizeof *row.dims);
     return r;
 }
@@ -643,10 +643,13 @@ static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
     note_origin(s, b.origin, "axes %s come from", bs);
 }
 
+/* &r.dims[i], or NULL for a row without dims (pointer arithmetic on NULL is undefined). */
+static Dim *dims_at(Row r, uint32_t i) { return r.dims ? r.dims + i : NULL; }
+
 /* The closed piece r[from, to) of a closed row, keeping r's marker where it falls inside the
  * piece (clamped to its ends): equal rows have equal markers, whichever side was solved. */
 static Row sub_row(ShapeSolver *s, Row r, uint32_t from, uint32_t to, OriginId origin) {
-    Row piece = shape_closed_row(s, r.dims + from, to - from, origin);
+    Row piece = shape_closed_row(s, dims_at(r, from), to - from, origin);
     uint32_t lead = r.lead < from ? 0 : r.lead - from;
     piece.lead = lead > to - from ? to - from : lead;
     return piece;
@@ -708,9 +711,9 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
     }
     /* The longer flank on each side is absorbed by the other side's variable; both variables
      * then share one fresh residue. */
-    Dim *a_extra_lead = a.dims + ml, *b_extra_lead = b.dims + ml;
+    Dim *a_extra_lead = dims_at(a, ml), *b_extra_lead = dims_at(b, ml);
     uint32_t a_xl = al - ml, b_xl = bl - ml, a_xt = at - mt, b_xt = bt - mt;
-    Dim *a_extra_trail = a.dims + al, *b_extra_trail = b.dims + bl;
+    Dim *a_extra_trail = dims_at(a, al), *b_extra_trail = dims_at(b, bl);
     if (!a_xl && !b_xl && !a_xt && !b_xt) {
         solve_row_var(s, a.var, (Row){.var = b.var, .origin = b.origin}, why);
         return;
@@ -819,7 +822,7 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
     }
     /* The interior of the super-row (its flanks past the sub-row's, and its variable) is the
      * upper bound of the sub-row's variable. */
-    Row interior = shape_row(s, super.dims + sl, pl - sl, super.var, super.dims + pl, pt - st,
+    Row interior = shape_row(s, dims_at(super, sl), pl - sl, super.var, dims_at(super, pl), pt - st,
                              super.origin);
     row_upper_bound(s, sub.var, interior, sub, why);
 }
