@@ -303,6 +303,8 @@ static Env *bind_global(Elab *e, const char *name, Value *value) {
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
 
+static const char *const row_names[ROW_KINDS] = {"batch", "input", "output"};
+
 static Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
     Program *p = e->program;
     Tensor *t = arena_alloc(e->arena, sizeof *t);
@@ -327,9 +329,8 @@ static OriginId origin(Elab *e, Span span, const char *fmt, ...) {
  * axes"), for messages about a rank mismatch. */
 static Shape closed_shape(Elab *e, Span span, const char *what) {
     Shape s;
-    static const char *const kinds[ROW_KINDS] = {"batch", "input", "output"};
     for (int k = 0; k < ROW_KINDS; k++)
-        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, kinds[k]));
+        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, row_names[k]));
     return s;
 }
 
@@ -398,7 +399,6 @@ static Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span);
 
 /* ---- Shape logics -------------------------------------------------------------------------- */
 
-static const char *const row_names[ROW_KINDS] = {"batch", "input", "output"};
 
 static void emit_pointwise(Elab *e, Tensor *r, Tensor **ops, uint32_t n, Span span, const char *op) {
     for (int k = 0; k < ROW_KINDS; k++) {
@@ -577,8 +577,6 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
 
 /* ---- Operator application ------------------------------------------------------------------ */
 
-static const char *operator_name(const Node *op) { return op->name; }
-
 static uint32_t operator_arity(const Node *op) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < op->list.count; i++)
@@ -589,7 +587,7 @@ static uint32_t operator_arity(const Node *op) {
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                              const Node *captures, Span span) {
-    const char *name = operator_name(op);
+    const char *name = op->name;
     uint32_t arity = operator_arity(op);
     if (n != arity)
         return fail(span, "'%s' takes %u tensor operand%s, but %u %s given", name, arity,
@@ -903,8 +901,6 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
     while (pos < count && args[pos].label) pos++;
     for (;;) {
         if (c->next == c->param_count) {
-            if (orig->scope_at_unit && !has_unit_param(&(NodeList){(Node **)c->params, c->param_count, 0}))
-                (void)0;
             Value *result = run_body(e, c, span);
             /* Positional arguments left over go to the function the body returned. */
             uint32_t rest = 0;

@@ -264,7 +264,6 @@ Row shape_resolve_row(ShapeSolver *s, Row r) {
         out.var = r.var;
     }
     for (uint32_t i = r.lead; i < r.count; i++) out.dims[n++] = shape_resolve_dim(s, r.dims[i]);
-    if (!out.var) out.lead = splice ? out.lead : r.lead;
     return out;
 }
 
@@ -398,11 +397,10 @@ static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
     diag_note(s->origins[o].span, "%s: %s", msg, s->origins[o].what);
 }
 
-static OriginId salt_a, salt_b; /* the two sides of the error being reported */
-
-static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
+/* Report an error of constraint `why` whose two sides come from origins side_a and side_b. */
+static void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -413,10 +411,9 @@ static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
     /* The same constraint of a function body may fail in several applications: it is one
      * error when both sides come from the same places (the body's own literals), and one per
      * application when they differ (the arguments). */
-    Span sa = s->origins[salt_a].span, sb = s->origins[salt_b].span;
+    Span sa = s->origins[side_a].span, sb = s->origins[side_b].span;
     diag_dedupe_salt(((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
                      ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
-    salt_a = salt_b = 0;
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file)
         diag_note(o->call, "in this application of '%s'", o->call_name ? o->call_name : "a function");
@@ -424,14 +421,12 @@ static void error_at(ShapeSolver *s, OriginId why, const char *fmt, ...) {
 
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
     const char *as = dim_to_string(s, a), *bs = dim_to_string(s, b);
-    salt_a = a.origin;
-    salt_b = b.origin;
     if (a.size == b.size && a.basis != b.basis)
-        error_at(s, why, "basis clash: an axis %s cannot meet an axis %s", as, bs);
+        error_at(s, why, a.origin, b.origin, "basis clash: an axis %s cannot meet an axis %s", as, bs);
     else if (equality)
-        error_at(s, why, "size %s does not match size %s", as, bs);
+        error_at(s, why, a.origin, b.origin, "size %s does not match size %s", as, bs);
     else
-        error_at(s, why, "size %s cannot broadcast to size %s", as, bs);
+        error_at(s, why, a.origin, b.origin, "size %s cannot broadcast to size %s", as, bs);
     note_origin(s, a.origin, "size %s comes from", as);
     note_origin(s, b.origin, "size %s comes from", bs);
 }
@@ -591,9 +586,7 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
     d = shape_resolve_dim(s, d);
     if (d.var == 0) {
         if (d.size < n) {
-            salt_a = d.origin;
-            salt_b = why;
-            error_at(s, why, "index %u is out of range for an axis of size %u", n - 1, d.size);
+            error_at(s, why, d.origin, why, "index %u is out of range for an axis of size %u", n - 1, d.size);
             note_origin(s, d.origin, "size %u comes from", d.size);
         }
         return;
@@ -618,13 +611,11 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
 static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, OriginId why,
                         bool equality) {
     const char *ss = shape_row_to_string(s, small), *bs = shape_row_to_string(s, big);
-    salt_a = small.origin;
-    salt_b = big.origin;
     if (equality)
-        error_at(s, why, "rank mismatch: %s (%s) cannot equal %s (%s)", ss, axes_count(s, small), bs,
+        error_at(s, why, small.origin, big.origin, "rank mismatch: %s (%s) cannot equal %s (%s)", ss, axes_count(s, small), bs,
                  axes_count(s, big));
     else
-        error_at(s, why, "rank mismatch: %s (%s) cannot broadcast to %s, which is closed with %s", ss,
+        error_at(s, why, small.origin, big.origin, "rank mismatch: %s (%s) cannot broadcast to %s, which is closed with %s", ss,
                  axes_count(s, small), bs, axes_count(s, big));
     (void)need;
     note_origin(s, small.origin, "axes %s come from", ss);
@@ -633,9 +624,7 @@ static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, Origi
 
 static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
     const char *as = shape_row_to_string(s, a), *bs = shape_row_to_string(s, b);
-    salt_a = a.origin;
-    salt_b = b.origin;
-    error_at(s, why,
+    error_at(s, why, a.origin, b.origin,
              "row-rank cycle: axes %s would have to contain axes %s, which contain themselves "
              "plus more axes",
              as, bs);
@@ -750,7 +739,7 @@ static void row_upper_bound(ShapeSolver *s, uint32_t v, Row bound, Row sub_for_e
 static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
     sub = shape_resolve_row(s, sub);
     super = shape_resolve_row(s, super);
-    uint32_t sl = sub.var ? sub.lead : sub.lead, st = sub.count - sl;
+    uint32_t sl = sub.lead, st = sub.count - sl;
     if (!super.var) {
         /* A closed super-row is a flat sequence: the sub-row's flanks take its two ends and
          * what is left in the middle is the interior residue. */
@@ -785,10 +774,10 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
             /* Rows only grow this far when growing one makes another too short in turn: a
              * cycle through several row variables. */
             if (super.count + xl + xt > MAX_ROW_RANK)
-                error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past %u axes)",
+                error_at(s, why, sub.origin, super.origin, "row-rank cycle: growing %s to fit %s makes it grow again (past %u axes)",
                          shape_row_to_string(s, super), shape_row_to_string(s, sub), MAX_ROW_RANK);
             else
-                error_at(s, why, "row-rank cycle: growing %s to fit %s makes it grow again (past the "
+                error_at(s, why, sub.origin, super.origin, "row-rank cycle: growing %s to fit %s makes it grow again (past the "
                          "%llu ax%s all the constraints mention)", shape_row_to_string(s, super),
                          shape_row_to_string(s, sub), (unsigned long long)s->row_dims,
                          s->row_dims == 1 ? "is" : "es");
