@@ -19,17 +19,33 @@
 #include "arena.h"
 #include "ast.h"
 #include "diag.h"
+#include "assign.h"
 #include "elab.h"
+#include "interp.h"
+#include "ir.h"
+#include "lower.h"
+#include "opt.h"
 #include "parse.h"
 
 #ifndef TSRC_VERSION
 #define TSRC_VERSION "0.1.0"
 #endif
 
-typedef enum { MODE_BUILD, MODE_PARSE_ONLY, MODE_DUMP_AST, MODE_CHECK, MODE_PRINT_SHAPES } Mode;
+typedef enum {
+    MODE_BUILD,
+    MODE_PARSE_ONLY,
+    MODE_DUMP_AST,
+    MODE_CHECK,
+    MODE_PRINT_SHAPES,
+    MODE_EMIT_IR,
+    MODE_RUN,
+} Mode;
 
 typedef struct Options {
     Mode mode;
+    bool interp;
+    bool no_opt;
+    uint64_t seed;
     const char *input;
     const char *output;
     const char **include_dirs;
@@ -46,6 +62,11 @@ static void usage(FILE *out) {
           "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
           "  --check          parse, elaborate and infer every shape; report all errors\n"
           "  --print-shapes   like --check, then print 'NAME : SHAPE' for every named tensor\n"
+          "  --emit=ir        print the loop IR (docs/ir.md)\n"
+          "  --run --interp   run the program with the reference executor and print every\n"
+          "                   named tensor\n"
+          "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
+          "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
           "  --help           show this help and exit\n"
@@ -96,6 +117,23 @@ static Options parse_options(int argc, char **argv) {
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
             seen_mode = true;
+        } else if (strcmp(a, "--emit=ir") == 0 || strcmp(a, "--run") == 0) {
+            Mode m = a[2] == 'e' ? MODE_EMIT_IR : MODE_RUN;
+            if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
+            opt.mode = m;
+            seen_mode = true;
+        } else if (strncmp(a, "--emit=", 7) == 0) {
+            bad_usage("unknown output kind '%s' (this version emits 'ir')", a + 7);
+        } else if (strcmp(a, "--interp") == 0) {
+            opt.interp = true;
+        } else if (strcmp(a, "--no-opt") == 0) {
+            opt.no_opt = true;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (i + 1 >= argc) bad_usage("'%s' needs a number", a);
+            char *end;
+            errno = 0;
+            opt.seed = strtoull(argv[++i], &end, 0);
+            if (errno || *end || !argv[i][0] || argv[i][0] == '-') bad_usage("'--seed' needs a non-negative integer, not '%s'", argv[i]);
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
             opt.output = argv[++i];
@@ -114,6 +152,9 @@ static Options parse_options(int argc, char **argv) {
         }
     }
     if (!opt.input) bad_usage("%s", "no input file");
+    if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
+    if (opt.mode == MODE_RUN && !opt.interp)
+        bad_usage("%s", "'--run' needs '--interp' in this version (the native backend comes later)");
     return opt;
 }
 
@@ -156,6 +197,41 @@ static bool output_commit(Output *out, bool keep) {
     return ok && keep;
 }
 
+/* Shapes are closed: build the assignments, lower them to the loop IR, optimise, verify. */
+static IrProgram *build_ir(Program *program, const Options *opt) {
+    AssignOptions ao = {opt->seed};
+    AssignResult ar;
+    if (!assign_build(program, &ao, &ar)) return NULL;
+    lower_function(ar.ir, "forward", ar.forward, ar.forward_count);
+    if (ir_verify(ar.ir, stderr)) {
+        diag_error_noloc("internal error: the loop IR is malformed after lowering");
+        return ar.ir;
+    }
+    if (!opt->no_opt) {
+        optimise(ar.ir);
+        if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after optimisation");
+    }
+    return ar.ir;
+}
+
+static int run_program(IrProgram *ir, Program *program, FILE *out) {
+    Interp *in = interp_new(ir);
+    if (!in) return 1;
+    int status = 0;
+    for (uint32_t f = 0; f < ir->function_count && status == 0; f++)
+        if (!interp_run(in, &ir->functions[f])) status = 1;
+    for (uint32_t i = 0; i < program->named_count && status == 0; i++) {
+        uint32_t b = ir->value_buffer[program->named[i]->id];
+        if (b != UINT32_MAX && !ir->buffers[b].is_virtual) interp_print(in, b, program->shown_names[i], out);
+    }
+    interp_free(in);
+    return status;
+}
+
+static void ir_free(IrProgram *ir) {
+    if (ir) arena_free(ir->arena);
+}
+
 static int compile(Options opt) {
     uint32_t file = source_load(opt.input);
     if (!file) return 1;
@@ -181,11 +257,25 @@ static int compile(Options opt) {
             break;
         }
         case MODE_CHECK:
-        case MODE_PRINT_SHAPES: {
+        case MODE_PRINT_SHAPES:
+        case MODE_EMIT_IR:
+        case MODE_RUN: {
             ElabOptions eo = {opt.include_dirs, opt.include_count};
             Program *program = elaborate(module, &eo);
+            IrProgram *ir = NULL;
+            if (!diag_error_count() && (opt.mode == MODE_EMIT_IR || opt.mode == MODE_RUN))
+                ir = build_ir(program, &opt);
             if (diag_error_count()) {
                 status = 1;
+            } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_RUN) {
+                Output out;
+                if (!output_open(&out, opt.output)) {
+                    status = 1;
+                } else {
+                    if (opt.mode == MODE_EMIT_IR) ir_dump(ir, out.file);
+                    else status = run_program(ir, program, out.file);
+                    if (!output_commit(&out, status == 0)) status = 1;
+                }
             } else if (opt.mode == MODE_PRINT_SHAPES) {
                 Output out;
                 if (!output_open(&out, opt.output)) {
@@ -195,6 +285,7 @@ static int compile(Options opt) {
                     if (!output_commit(&out, true)) status = 1;
                 }
             }
+            ir_free(ir);
             program_free(program);
             break;
         }

@@ -1,0 +1,477 @@
+/* assign.c — the tensor graph becomes buffers and assignments (ir.h, part 1).
+ *
+ * What it does: walks the tensors that the named tensors depend on, operands first, and gives
+ * each what it needs to exist at run time:
+ *   - literals, and stacks of literals, become buffers with their values (memory order);
+ *   - a scalar literal, `ones ()`/`zeros ()`, `!.x`: a constant buffer (opt.c folds its reads);
+ *   - parameters: a buffer initialised from their initial value (a number fills it, a literal
+ *     tensor gives the values) or, without one, uniformly in [-1, 1) from the program's seed;
+ *   - inputs and data: buffers filled from outside;
+ *   - an operator application: its `forward` block instantiated — each assignment's left side
+ *     and reads are slots (v/t/g = the result, v1/t1/g1 = operand 1, …) of one projections
+ *     record inferred by proj.c from the operator's logic and the closed shapes;
+ *   - `x @| i`: `r =: x` under the slice logic; a stack of computed tensors: one `r =: e_k`
+ *     per element, writing the new axis at k.
+ * An operator block may compute each cell with a whole scalar expression over its slots
+ * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps.
+ *
+ * Requires: elaborate() succeeded (every shape closed). */
+#include "assign.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "proj.h"
+
+typedef struct Builder {
+    IrProgram *ir;
+    Program *program;
+    bool *visited;
+    Assignment **forward;
+    uint32_t forward_count, forward_cap;
+    bool failed;
+} Builder;
+
+/* ---- Buffers ---------------------------------------------------------------------------------- */
+
+static const char *tensor_label(IrProgram *ir, const Tensor *t) {
+    if (t->shown) return t->shown;
+    if (t->name) return arena_printf(ir->arena, "%s#t%u", t->name, t->id);
+    const char *what = t->kind == TENSOR_OP ? t->op_name
+                     : t->kind == TENSOR_SLICE ? "slice"
+                     : t->kind == TENSOR_STACK ? "stack"
+                     : t->kind == TENSOR_LITERAL ? "literal"
+                     : t->kind == TENSOR_CONSTANT ? "constant"
+                     : "tensor";
+    return arena_printf(ir->arena, "_%s#t%u", what, t->id);
+}
+
+uint32_t assign_buffer(IrProgram *ir, TNode node) {
+    uint32_t *slot = node.grad ? &ir->grad_buffer[node.tensor->id] : &ir->value_buffer[node.tensor->id];
+    if (*slot != UINT32_MAX) return *slot;
+    Tensor *t = node.tensor;
+    const Shape *shape = &ir->shapes[t->id];
+    IrBuffer b = {0};
+    b.id = ir->buffer_count;
+    b.node = node;
+    b.rank = proj_shape_rank(shape);
+    b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
+    proj_shape_dims(shape, b.dims);
+    b.size = 1;
+    for (uint32_t i = 0; i < b.rank; i++) b.size *= b.dims[i];
+    const char *label = tensor_label(ir, t);
+    b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
+    b.shape_text = shape_to_string(ir->program->solver, shape);
+    b.keep = t->shown != NULL || node.grad;
+    if (node.grad) {
+        b.kind = BUF_COMPUTED;
+    } else {
+        switch (t->kind) {
+        case TENSOR_LITERAL: b.kind = BUF_LITERAL; break;
+        case TENSOR_PARAM: b.kind = BUF_PARAM; b.keep = true; break;
+        case TENSOR_CONSTANT: b.kind = BUF_CONSTANT; break;
+        case TENSOR_INPUT: b.kind = BUF_INPUT; b.keep = true; break;
+        case TENSOR_DATA: b.kind = BUF_DATA; b.keep = true; break;
+        default: b.kind = BUF_COMPUTED; break;
+        }
+    }
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
+    *slot = b.id;
+    return b.id;
+}
+
+/* Buffer pointers are taken after creating the buffer (creating one may move the array). */
+static IrBuffer *buffer_of(IrProgram *ir, TNode node) {
+    uint32_t id = assign_buffer(ir, node);
+    return &ir->buffers[id];
+}
+
+/* The values of a literal or a stack of literals, in memory order; NULL if not one. */
+static double *literal_values(IrProgram *ir, Tensor *t) {
+    const Shape *shape = &ir->shapes[t->id];
+    uint32_t rank = proj_shape_rank(shape);
+    uint64_t size = 1, dims[rank ? rank : 1];
+    proj_shape_dims(shape, dims);
+    for (uint32_t i = 0; i < rank; i++) size *= dims[i];
+    if (t->kind == TENSOR_LITERAL) {
+        if (size != t->value_count) return NULL;
+        double *v = arena_alloc(ir->arena, size * sizeof *v);
+        memcpy(v, t->values, size * sizeof *v);
+        return v;
+    }
+    if (t->kind != TENSOR_STACK) return NULL;
+    /* The new axis is the first of its row: find its memory-order position. */
+    RowKind kind = ROW_OUTPUT;
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (shape->rows[k].count && shape->rows[k].dims[0].size == t->operand_count &&
+            shape->rows[k].count == ir->shapes[t->operands[0]->id].rows[k].count + 1)
+            kind = (RowKind)k;
+    uint32_t pos = kind == ROW_BATCH ? 0 : kind == ROW_OUTPUT ? shape->rows[ROW_BATCH].count
+                                                              : shape->rows[ROW_BATCH].count + shape->rows[ROW_OUTPUT].count;
+    uint64_t outer = 1, inner = 1;
+    for (uint32_t i = 0; i < pos; i++) outer *= dims[i];
+    for (uint32_t i = pos + 1; i < rank; i++) inner *= dims[i];
+    double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
+    for (uint32_t k = 0; k < t->operand_count; k++) {
+        double *e = literal_values(ir, t->operands[k]);
+        if (!e) return NULL;
+        for (uint64_t o = 0; o < outer; o++)
+            memcpy(&v[(o * t->operand_count + k) * inner], &e[o * inner], inner * sizeof *v);
+    }
+    return v;
+}
+
+/* ---- Assignments ------------------------------------------------------------------------------ */
+
+static void add_forward(Builder *b, Assignment *a) {
+    ARENA_PUSH(b->ir->arena, b->forward, b->forward_count, b->forward_cap, a);
+}
+
+static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t n, Tensor *owner,
+                          const char *what) {
+    Shape *shapes = arena_alloc(b->ir->arena, n * sizeof *shapes);
+    for (uint32_t i = 0; i < n; i++) shapes[i] = b->ir->shapes[slots[i]->id];
+    ProjProblem p = {.logic = logic, .spec = owner->spec, .slot_count = n, .shapes = shapes,
+                     .symbol = owner->index, .span = owner->span, .what = what};
+    Projections *proj = proj_infer(b->ir->arena, &p);
+    if (!proj) b->failed = true;
+    return proj;
+}
+
+/* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
+static Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj,
+                                   Span span, const char *what) {
+    Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
+    a->lhs = (Access){{dst, false}, 0};
+    a->accum = ACC_NONE;
+    a->reads = arena_alloc(b->ir->arena, sizeof *a->reads);
+    a->reads[0] = (Access){{src, false}, 1};
+    a->read_count = 1;
+    a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
+    a->rhs->kind = AE_READ;
+    a->proj = proj;
+    a->span = span;
+    a->what = what;
+    return a;
+}
+
+/* Instantiating operator blocks. */
+typedef struct BlockContext {
+    Builder *b;
+    Tensor **slots;   /* slot 0 = result */
+    uint32_t slot_count;
+    const Projections *proj;
+    const char *what;
+    Span span;
+    Assignment **out;
+    uint32_t out_count, out_cap;
+} BlockContext;
+
+static bool slot_name(const char *name, uint32_t *slot, bool *grad) {
+    char c = name[0];
+    if (c != 'v' && c != 't' && c != 'g') return false;
+    if (name[1] == '\0') *slot = 0;
+    else if (name[1] >= '1' && name[1] <= '9' && name[2] == '\0') *slot = (uint32_t)(name[1] - '0');
+    else return false;
+    *grad = c == 'g';
+    return true;
+}
+
+static bool block_access(BlockContext *c, const Node *n, Access *out) {
+    uint32_t slot;
+    bool grad;
+    if (n->kind != NODE_VAR || !slot_name(n->name, &slot, &grad)) return false;
+    if (slot >= c->slot_count) {
+        diag_error(n->span, "'%s' names operand %u, but this operator has %u", n->name, slot, c->slot_count - 1);
+        c->b->failed = true;
+        return false;
+    }
+    *out = (Access){{c->slots[slot], grad}, slot};
+    return true;
+}
+
+static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n);
+
+static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
+    if (n != scalar_op_arity(op)) {
+        diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
+                   scalar_op_arity(op) == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+        c->b->failed = true;
+        return NULL;
+    }
+    AExpr *e = arena_alloc(c->b->ir->arena, sizeof *e);
+    e->kind = AE_OP;
+    e->op = op;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->args[i] = block_expr(c, a, args[i]))) return NULL;
+    return e;
+}
+
+static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
+    Arena *arena = c->b->ir->arena;
+    Access acc;
+    switch (n->kind) {
+    case NODE_INT:
+    case NODE_FLOAT: {
+        AExpr *e = arena_alloc(arena, sizeof *e);
+        e->kind = AE_CONST;
+        e->value = n->kind == NODE_INT ? (double)n->ival : n->fval;
+        return e;
+    }
+    case NODE_VAR:
+        if (!block_access(c, n, &acc)) break;
+        {
+            AExpr *e = arena_alloc(arena, sizeof *e);
+            e->kind = AE_READ;
+            uint32_t i = 0;
+            while (i < a->read_count && !(a->reads[i].node.tensor == acc.node.tensor &&
+                                          a->reads[i].node.grad == acc.node.grad && a->reads[i].slot == acc.slot))
+                i++;
+            if (i == a->read_count) {
+                uint32_t cap = a->read_count; /* reads grow one at a time */
+                Access *grown = arena_alloc(arena, (cap + 1) * sizeof *grown);
+                if (cap) memcpy(grown, a->reads, cap * sizeof *grown);
+                grown[cap] = acc;
+                a->reads = grown;
+                a->read_count++;
+            }
+            e->read = i;
+            return e;
+        }
+    case NODE_UNOP:
+        if (strcmp(n->name, "-") == 0) {
+            const Node *args[1] = {n->a};
+            return op_expr(c, a, SOP_NEG, args, 1, n->span);
+        }
+        break;
+    case NODE_BINOP: {
+        const Node *args[2] = {n->a, n->b};
+        if (strcmp(n->name, ">") == 0) { args[0] = n->b; args[1] = n->a; }
+        int op = strcmp(n->name, ">") == 0 ? SOP_LT : strcmp(n->name, "=") == 0 ? SOP_EQ : scalar_op_lookup(n->name, true);
+        if (op >= 0) return op_expr(c, a, (ScalarOp)op, args, 2, n->span);
+        diag_error(n->span, "'%s' is not a primitive operation of %%cd code", n->name);
+        c->b->failed = true;
+        return NULL;
+    }
+    case NODE_APP:
+        if (n->a->kind == NODE_VAR) {
+            int op = scalar_op_lookup(n->a->name, false);
+            if (op < 0) {
+                diag_error(n->a->span, "'%s' is not a primitive operation of %%cd code", n->a->name);
+                c->b->failed = true;
+                return NULL;
+            }
+            const Node *args[3];
+            uint32_t count = 0;
+            for (uint32_t i = 0; i < n->list.count; i++) {
+                const Node *x = n->list.items[i];
+                if (x->kind == NODE_TUPLE && n->list.count == 1) {
+                    for (uint32_t j = 0; j < x->list.count && count < 3; j++) args[count++] = x->list.items[j];
+                    if (x->list.count > 3) count = 4;
+                } else if (count < 3) {
+                    args[count++] = x;
+                } else {
+                    count = 4;
+                }
+            }
+            return op_expr(c, a, (ScalarOp)op, args, count, n->span);
+        }
+        break;
+    default: break;
+    }
+    diag_error(n->span, "this is not supported in an operator's code block yet: write slot names (v, v1, g1, …), "
+               "numbers and primitive operations");
+    c->b->failed = true;
+    return NULL;
+}
+
+static void block_statement(BlockContext *c, const Node *n) {
+    if (c->b->failed) return;
+    switch (n->kind) {
+    case NODE_CODE: block_statement(c, n->a); return;
+    case NODE_COMMENTED: block_statement(c, n->b); return;
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) block_statement(c, n->list.items[i]);
+        return;
+    case NODE_ASSIGN: break;
+    default:
+        diag_error(n->span, "an operator's code block holds assignments");
+        c->b->failed = true;
+        return;
+    }
+    Assignment *a = arena_alloc(c->b->ir->arena, sizeof *a);
+    if (!block_access(c, n->a, &a->lhs)) {
+        if (!c->b->failed)
+            diag_error(n->a->span, "the left side of an assignment in an operator's block is a slot name "
+                       "(v, g, g1, …)");
+        c->b->failed = true;
+        return;
+    }
+    if (!accum_parse(n->name, &a->accum, &a->reset)) {
+        diag_error(n->span, "unknown assignment operator '%s'", n->name);
+        c->b->failed = true;
+        return;
+    }
+    if (n->c) {
+        diag_error(n->c->span, "an assignment in an operator's block uses the operator's logic; "
+                   "'~logic:' is not allowed here");
+        c->b->failed = true;
+        return;
+    }
+    a->rhs = block_expr(c, a, n->b);
+    if (!a->rhs) return;
+    a->proj = c->proj;
+    a->span = c->span;
+    a->what = c->what;
+    ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
+}
+
+static void build_operator(Builder *b, Tensor *t) {
+    uint32_t n = t->operand_count + 1;
+    Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
+    slots[0] = t;
+    for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
+    ProjLogic logic = t->logic == LOGIC_COMPOSE ? PROJ_COMPOSE : t->logic == LOGIC_TRANSPOSE ? PROJ_TRANSPOSE
+                    : t->logic == LOGIC_SPEC ? PROJ_SPEC : PROJ_POINTWISE;
+    const char *what = t->logic == LOGIC_SPEC ? arena_printf(b->ir->arena, "einsum '%s'", t->op_name)
+                                              : arena_printf(b->ir->arena, "'%s'", t->op_name);
+    Projections *proj = infer(b, logic, slots, n, t, what);
+    if (!proj) return;
+    BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span};
+    block_statement(&c, t->op->a);
+    for (uint32_t i = 0; i < c.out_count; i++) {
+        if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
+            diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
+            b->failed = true;
+            return;
+        }
+        add_forward(b, c.out[i]);
+    }
+}
+
+static void build_tensor(Builder *b, Tensor *t);
+
+static void build_param(Builder *b, Tensor *t) {
+    IrBuffer *buf = buffer_of(b->ir, (TNode){t, false});
+    if (!t->operand_count) {
+        buf->init = INIT_UNIFORM;
+        return;
+    }
+    Tensor *init = t->operands[0];
+    if ((init->kind == TENSOR_LITERAL || init->kind == TENSOR_CONSTANT) && init->value_count == 1) {
+        buf->init = INIT_FILL;
+        buf->fill = init->values[0];
+        return;
+    }
+    double *values = literal_values(b->ir, init);
+    if (values) {
+        buf->init = INIT_VALUES;
+        buf->values = values;
+        return;
+    }
+    diag_error(init->span, "the initial value of parameter '%s' must be a number or a literal tensor in this "
+               "version", t->name);
+    b->failed = true;
+}
+
+static void build_tensor(Builder *b, Tensor *t) {
+    if (b->visited[t->id] || b->failed) return;
+    b->visited[t->id] = true;
+    IrProgram *ir = b->ir;
+    if (t->kind == TENSOR_STACK) {
+        double *values = literal_values(ir, t);
+        if (values) {
+            IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+            buf->kind = BUF_LITERAL;
+            buf->init = INIT_VALUES;
+            buf->values = values;
+            return;
+        }
+    }
+    if (t->kind != TENSOR_PARAM) /* a parameter's initial value is not part of the computation */
+        for (uint32_t i = 0; i < t->operand_count; i++) build_tensor(b, t->operands[i]);
+    switch (t->kind) {
+    case TENSOR_LITERAL: {
+        IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+        if (t->value_count == 1 && buf->size == 1) {
+            buf->kind = BUF_CONSTANT;
+            buf->init = INIT_FILL;
+            buf->fill = t->values[0];
+        } else {
+            buf->init = INIT_VALUES;
+            buf->values = literal_values(ir, t);
+        }
+        break;
+    }
+    case TENSOR_CONSTANT: {
+        IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+        buf->init = INIT_FILL;
+        buf->fill = t->values[0];
+        break;
+    }
+    case TENSOR_PARAM: build_param(b, t); break;
+    case TENSOR_INPUT:
+    case TENSOR_DATA: assign_buffer(ir, (TNode){t, false}); break;
+    case TENSOR_INDEX: break; /* read as the symbol's value, no storage */
+    case TENSOR_OP: build_operator(b, t); break;
+    case TENSOR_SLICE: {
+        Tensor *slots[2] = {t, t->operands[0]};
+        Projections *proj = infer(b, PROJ_SLICE, slots, 2, t, "'@|'");
+        if (proj) add_forward(b, copy_assignment(b, t, t->operands[0], proj, t->span, "'@|'"));
+        break;
+    }
+    case TENSOR_STACK: {
+        const Shape *shape = &ir->shapes[t->id];
+        RowKind kind = ROW_OUTPUT;
+        for (int k = 0; k < ROW_KINDS; k++)
+            if (shape->rows[k].count == ir->shapes[t->operands[0]->id].rows[k].count + 1) kind = (RowKind)k;
+        for (uint32_t k = 0; k < t->operand_count && !b->failed; k++) {
+            Shape shapes[2] = {*shape, ir->shapes[t->operands[k]->id]};
+            ProjProblem p = {.logic = PROJ_STACK, .slot_count = 2, .shapes = shapes, .stack_index = k,
+                             .stack_row = kind, .span = t->span, .what = "stacking"};
+            Projections *proj = proj_infer(ir->arena, &p);
+            if (!proj) {
+                b->failed = true;
+                break;
+            }
+            add_forward(b, copy_assignment(b, t, t->operands[k], proj, t->operands[k]->span, "stacking"));
+        }
+        break;
+    }
+    }
+}
+
+bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
+    memset(out, 0, sizeof *out);
+    Arena *arena = arena_new();
+    IrProgram *ir = arena_alloc(arena, sizeof *ir);
+    ir->arena = arena;
+    ir->program = program;
+    ir->seed = options ? options->seed : 0;
+    uint32_t n = program->tensor_count;
+    ir->value_buffer = arena_alloc(arena, (n + 1) * sizeof *ir->value_buffer);
+    ir->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *ir->grad_buffer);
+    ir->shapes = arena_alloc(arena, (n + 1) * sizeof *ir->shapes);
+    for (uint32_t i = 0; i < n; i++) {
+        ir->value_buffer[i] = ir->grad_buffer[i] = UINT32_MAX;
+        ir->shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
+    }
+    Builder b = {.ir = ir, .program = program};
+    b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
+    /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
+        Tensor *t = program->named[i];
+        if (t->kind != TENSOR_INDEX) buffer_of(ir, (TNode){t, false})->keep = true;
+    }
+    if (b.failed) {
+        arena_free(arena);
+        return false;
+    }
+    out->ir = ir;
+    out->forward = b.forward;
+    out->forward_count = b.forward_count;
+    return true;
+}

@@ -1,0 +1,33 @@
+/* assign.h — from the tensor graph to the assignment IR (ir.h, part 1).
+ *
+ * assign_build() makes one buffer per tensor node that computation needs and, for every
+ * operation reachable from a named tensor, its forward assignments: an operator application
+ * instantiates the operator's `forward` block with the slot names bound to the result and the
+ * operands; a slice, a stack of tensors and a parameter's tensor initial value are built-in
+ * assignments.  Each operation's projections record comes from proj.c.  Literal tensors (and
+ * stacks of them) become initialised buffers, not assignments.
+ *
+ * Requires closed shapes (elaborate() without errors). */
+#ifndef TSR_ASSIGN_H
+#define TSR_ASSIGN_H
+
+#include "ir.h"
+
+typedef struct AssignOptions {
+    uint64_t seed; /* parameter initialisation */
+} AssignOptions;
+
+/* The program's buffers and assignments; `forward` lists, in execution order, the assignments
+ * that compute every named tensor.  NULL after reporting errors. */
+typedef struct AssignResult {
+    IrProgram *ir;
+    Assignment **forward;
+    uint32_t forward_count;
+} AssignResult;
+
+bool assign_build(Program *program, const AssignOptions *options, AssignResult *out);
+
+/* The buffer of a tensor node (creating it on first use). */
+uint32_t assign_buffer(IrProgram *ir, TNode node);
+
+#endif

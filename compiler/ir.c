@@ -1,0 +1,350 @@
+/* ir.c — the loop IR's shared vocabulary: scalar operations and accumulators (their names and
+ * single-precision meaning, used alike by the reference executor and the constant folder), the
+ * stable `--emit=ir` dump, and the verifier run between passes in test builds.
+ *
+ * The dump's format and the invariants the verifier checks are documented in docs/ir.md. */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+
+/* ---- Scalar operations ----------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    unsigned arity;
+} scalar_ops[SOP_COUNT] = {
+#define SOP_ROW(op, name, arity) {name, arity},
+    SCALAR_OPS(SOP_ROW)
+#undef SOP_ROW
+};
+
+const char *scalar_op_name(ScalarOp op) { return scalar_ops[op].name; }
+unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
+
+int scalar_op_lookup(const char *name, bool binary) {
+    for (int op = 0; op < SOP_COUNT; op++) {
+        bool symbol = !(name[0] >= 'a' && name[0] <= 'z');
+        if (symbol != binary) continue;
+        if (strcmp(scalar_ops[op].name, name) == 0) return op;
+    }
+    return -1;
+}
+
+float scalar_op_eval(ScalarOp op, float a, float b, float c) {
+    switch (op) {
+    case SOP_ADD: return a + b;
+    case SOP_SUB: return a - b;
+    case SOP_MUL: return a * b;
+    case SOP_DIV: return a / b;
+    case SOP_POW: return powf(a, b);
+    case SOP_LT: return a < b ? 1.0f : 0.0f;
+    case SOP_EQ: return a == b ? 1.0f : 0.0f;
+    case SOP_MAX: return a > b ? a : b;
+    case SOP_MIN: return a < b ? a : b;
+    case SOP_RELU_GATE: return a > 0.0f ? b : 0.0f;
+    case SOP_SAT01_GATE: return a > 0.0f && a < 1.0f ? b : 0.0f;
+    case SOP_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
+    case SOP_AND: return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
+    case SOP_NEG: return -a;
+    case SOP_RELU: return a > 0.0f ? a : 0.0f;
+    case SOP_EXP: return expf(a);
+    case SOP_LOG: return logf(a);
+    case SOP_SQRT: return sqrtf(a);
+    case SOP_TANH: return tanhf(a);
+    case SOP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case SOP_WHERE: return a != 0.0f ? b : c;
+    case SOP_COUNT: break;
+    }
+    return NAN;
+}
+
+/* ---- Accumulators ---------------------------------------------------------------------------- */
+
+static const struct {
+    const char *suffix; /* after "=" or "=:" */
+    ScalarOp op;        /* lhs ⊕ r */
+    float neutral;
+} accums[] = {
+    [ACC_NONE] = {"", SOP_COUNT, 0.0f},
+    [ACC_ADD] = {"+", SOP_ADD, 0.0f},
+    [ACC_SUB] = {"-", SOP_SUB, 0.0f},
+    [ACC_MUL] = {"*", SOP_MUL, 1.0f},
+    [ACC_DIV] = {"/", SOP_DIV, 1.0f},
+    [ACC_POW] = {"**", SOP_POW, 1.0f},
+    [ACC_RELU_GATE] = {"?/", SOP_RELU_GATE, 1.0f},
+    [ACC_SAT01_GATE] = {"?^", SOP_SAT01_GATE, 0.5f},
+    [ACC_OR] = {"||", SOP_OR, 0.0f},
+    [ACC_AND] = {"&&", SOP_AND, 1.0f},
+    [ACC_MAX] = {"@^", SOP_MAX, -INFINITY},
+    [ACC_MIN] = {"@-", SOP_MIN, INFINITY},
+};
+
+bool accum_parse(const char *text, AccumOp *op, bool *reset) {
+    if (text[0] != '=') return false;
+    text++;
+    *reset = text[0] == ':';
+    if (*reset) text++;
+    for (unsigned i = 0; i < sizeof accums / sizeof accums[0]; i++)
+        if (strcmp(accums[i].suffix, text) == 0) {
+            if (i == ACC_NONE && !*reset) return false; /* plain "=" is not an assignment */
+            *op = (AccumOp)i;
+            if (i == ACC_NONE) *reset = false; /* `=:` overwrites; nothing to reset */
+            return true;
+        }
+    return false;
+}
+
+const char *accum_text(AccumOp op, bool reset) {
+    static char buf[16][8];
+    static unsigned next;
+    char *b = buf[next++ % 16];
+    snprintf(b, 8, "=%s%s", reset || op == ACC_NONE ? ":" : "", accums[op].suffix);
+    return b;
+}
+
+float accum_neutral(AccumOp op) { return accums[op].neutral; }
+
+ScalarOp accum_scalar_op(AccumOp op) { return accums[op].op; }
+
+float accum_apply(AccumOp op, float lhs, float r) {
+    return op == ACC_NONE ? r : scalar_op_eval(accums[op].op, lhs, r, 0.0f);
+}
+
+void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
+    ARENA_PUSH(arena, block->items, block->count, block->cap, stmt);
+}
+
+/* ---- The dump ---------------------------------------------------------------------------------- */
+
+static const char *const buffer_kinds[] = {"literal", "param", "constant", "input", "data", "computed"};
+
+static void print_number(FILE *out, double v) {
+    if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
+    else if (isnan(v)) fputs("nan", out);
+    else if (v == 0 && signbit(v)) fputs("-0", out);
+    else if (fabs(v) < 1e15 && v == (double)(int64_t)v) fprintf(out, "%" PRId64, (int64_t)v);
+    else fprintf(out, "%.9g", v);
+}
+
+static void print_index(FILE *out, const IrIndex *ix) {
+    bool any = false;
+    for (uint32_t t = 0; t < ix->term_count; t++) {
+        int64_t c = ix->terms[t].coef;
+        if (any) fputs(c < 0 ? " - " : " + ", out);
+        else if (c < 0) fputc('-', out);
+        int64_t m = c < 0 ? -c : c;
+        if (m != 1) fprintf(out, "%" PRId64 "*", m);
+        fprintf(out, "i%u", ix->terms[t].iter);
+        any = true;
+    }
+    if (ix->symbol) {
+        fprintf(out, "%s%s", any ? " + " : "", ix->symbol);
+        any = true;
+    }
+    if (ix->offset || !any) {
+        if (any) fprintf(out, " %c %" PRId64, ix->offset < 0 ? '-' : '+', ix->offset < 0 ? -ix->offset : ix->offset);
+        else fprintf(out, "%" PRId64, ix->offset);
+    }
+}
+
+static void print_access(FILE *out, const IrProgram *ir, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    fputs(b->name, out);
+    fputc('[', out);
+    for (uint32_t a = 0; a < b->rank; a++) {
+        if (a) fputs(", ", out);
+        print_index(out, &index[a]);
+    }
+    fputc(']', out);
+}
+
+static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST: print_number(out, e->value); break;
+    case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
+    case IR_LOCAL: fprintf(out, "l%u", e->local); break;
+    case IR_SYMBOL: fprintf(out, "(index %s)", e->symbol); break;
+    case IR_OP: {
+        unsigned n = scalar_op_arity(e->op);
+        const char *name = scalar_op_name(e->op);
+        bool infix = n == 2 && !(name[0] >= 'a' && name[0] <= 'z');
+        if (infix) {
+            fputc('(', out);
+            print_expr(out, ir, e->args[0]);
+            fprintf(out, " %s ", name);
+            print_expr(out, ir, e->args[1]);
+            fputc(')', out);
+        } else {
+            fprintf(out, "%s(", name);
+            for (unsigned i = 0; i < n; i++) {
+                if (i) fputs(", ", out);
+                print_expr(out, ir, e->args[i]);
+            }
+            fputc(')', out);
+        }
+        break;
+    }
+    }
+}
+
+static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, int depth) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        if (s->comment) fprintf(out, "%*s# %s\n", depth * 2, "", s->comment);
+        fprintf(out, "%*s", depth * 2, "");
+        switch (s->kind) {
+        case IR_LOOP:
+            fprintf(out, "for i%u < %" PRIu64 " %s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction");
+            print_block(out, ir, &s->body, depth + 1);
+            break;
+        case IR_STORE:
+            print_access(out, ir, s->buffer, s->index);
+            fputs(" = ", out);
+            print_expr(out, ir, s->value);
+            fputc('\n', out);
+            break;
+        case IR_SET_LOCAL:
+            fprintf(out, "l%u = ", s->local);
+            print_expr(out, ir, s->value);
+            fputc('\n', out);
+            break;
+        }
+    }
+}
+
+void ir_dump(const IrProgram *ir, FILE *out) {
+    fputs("buffers:\n", out);
+    for (uint32_t i = 0; i < ir->buffer_count; i++) {
+        const IrBuffer *b = &ir->buffers[i];
+        if (b->is_virtual) continue;
+        fprintf(out, "  %s : %s  %s [", b->name, b->shape_text, buffer_kinds[b->kind]);
+        for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+        fputc(']', out);
+        switch (b->init) {
+        case INIT_NONE: break;
+        case INIT_FILL: fputs(" fill ", out); print_number(out, b->fill); break;
+        case INIT_VALUES: fputs(" values", out); break;
+        case INIT_UNIFORM: fputs(" uniform(-1, 1)", out); break;
+        }
+        fputc('\n', out);
+    }
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        fprintf(out, "\nfunction %s:\n", ir->functions[f].name);
+        print_block(out, ir, &ir->functions[f].body, 1);
+    }
+}
+
+/* ---- The verifier ------------------------------------------------------------------------------ */
+
+typedef struct Verifier {
+    const IrProgram *ir;
+    FILE *out;
+    unsigned problems;
+    const IrFunction *fn;
+    bool *in_scope;      /* iterators bound by an enclosing loop */
+    uint64_t *extent;
+    bool *local_set;
+} Verifier;
+
+static void problem(Verifier *v, const char *what) {
+    v->problems++;
+    fprintf(v->out, "ir verifier: function %s: %s\n", v->fn->name, what);
+}
+
+static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
+    if (buffer >= v->ir->buffer_count) {
+        problem(v, "access to a buffer that does not exist");
+        return;
+    }
+    const IrBuffer *b = &v->ir->buffers[buffer];
+    if (b->is_virtual) problem(v, "access to a virtual buffer");
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &index[a];
+        int64_t lo = ix->offset, hi = ix->offset;
+        for (uint32_t t = 0; t < ix->term_count; t++) {
+            uint32_t it = ix->terms[t].iter;
+            if (it >= v->fn->iter_count || !v->in_scope[it]) {
+                problem(v, "an index uses an iterator outside its loop");
+                return;
+            }
+            int64_t span = ix->terms[t].coef * (int64_t)(v->extent[it] - 1);
+            if (span < 0) lo += span;
+            else hi += span;
+        }
+        if (ix->symbol) continue; /* checked at run time against the symbol's range */
+        if (lo < 0 || hi >= (int64_t)b->dims[a]) problem(v, "an index can leave its axis");
+    }
+}
+
+static void verify_expr(Verifier *v, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    case IR_LOAD: verify_index(v, e->buffer, e->index); break;
+    case IR_LOCAL:
+        if (e->local >= v->fn->local_count || !v->local_set[e->local]) problem(v, "a local is read before it is set");
+        break;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
+            if (!e->args[i]) {
+                problem(v, "an operation lacks an operand");
+                return;
+            }
+            verify_expr(v, e->args[i]);
+        }
+        break;
+    }
+}
+
+static void verify_block(Verifier *v, const IrBlock *block) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        switch (s->kind) {
+        case IR_LOOP:
+            if (s->iter >= v->fn->iter_count || v->in_scope[s->iter]) {
+                problem(v, "a loop rebinds an iterator");
+                break;
+            }
+            if (s->extent < 1) problem(v, "a loop has no iterations");
+            v->in_scope[s->iter] = true;
+            v->extent[s->iter] = s->extent;
+            verify_block(v, &s->body);
+            v->in_scope[s->iter] = false;
+            break;
+        case IR_STORE:
+            verify_expr(v, s->value);
+            verify_index(v, s->buffer, s->index);
+            if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].kind != BUF_COMPUTED &&
+                v->ir->buffers[s->buffer].kind != BUF_PARAM)
+                problem(v, "a store to a buffer that only the program's inputs fill");
+            break;
+        case IR_SET_LOCAL:
+            verify_expr(v, s->value);
+            if (s->local >= v->fn->local_count) problem(v, "a local out of range");
+            else v->local_set[s->local] = true;
+            break;
+        }
+    }
+}
+
+unsigned ir_verify(const IrProgram *ir, FILE *out) {
+    Verifier v = {.ir = ir, .out = out};
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrFunction *fn = &ir->functions[f];
+        v.fn = fn;
+        v.in_scope = calloc(fn->iter_count + 1, sizeof *v.in_scope);
+        v.extent = calloc(fn->iter_count + 1, sizeof *v.extent);
+        v.local_set = calloc(fn->local_count + 1, sizeof *v.local_set);
+        if (!v.in_scope || !v.extent || !v.local_set) diag_fatal_oom();
+        verify_block(&v, &fn->body);
+        free(v.in_scope);
+        free(v.extent);
+        free(v.local_set);
+    }
+    return v.problems;
+}

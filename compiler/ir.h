@@ -1,0 +1,267 @@
+/* ir.h — the two intermediate representations after shape inference.
+ *
+ * 1. The assignment IR (built by assign.c, indexed by proj.c): every `%cd` assignment of an
+ *    operator's forward or backward block, instantiated for one application, is
+ *        lhs ACCUM= f(reads…)
+ *    over tensor nodes (a tensor's value or its gradient), with the projections record of the
+ *    operation it belongs to (seed 003: one record per operation; each access names the *slot*
+ *    of that record whose index map it is read or written by, so a backward assignment is a
+ *    slot-permuted view of the forward record).
+ *
+ * 2. The loop IR (built by lower.c, rewritten by opt.c, executed by interp.c, printed and
+ *    verified by ir.c): functions made of loops with static bounds over iterators, stores of
+ *    scalar expressions at affine indices, and local scalars (accumulators).  Every loop is
+ *    marked parallel (its iterator addresses the stored cell) or reduction.  Buffers are
+ *    row-major in memory order batch, output, input (docs/ir.md).
+ *
+ * Both live in one arena owned by the IrProgram. */
+#ifndef TSR_IR_H
+#define TSR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "elab.h"
+
+/* ---- Scalar operations (shared by both IRs) ------------------------------------------------ */
+
+/*      op                name      arity */
+#define SCALAR_OPS(X)                     \
+    X(SOP_ADD,            "+",      2)    \
+    X(SOP_SUB,            "-",      2)    \
+    X(SOP_MUL,            "*",      2)    \
+    X(SOP_DIV,            "/",      2)    \
+    X(SOP_POW,            "**",     2)    \
+    X(SOP_LT,             "<",      2)    \
+    X(SOP_EQ,             "eq",     2)    \
+    X(SOP_MAX,            "max",    2)    \
+    X(SOP_MIN,            "min",    2)    \
+    X(SOP_RELU_GATE,      "-?/",    2)    \
+    X(SOP_SAT01_GATE,     "-?^",    2)    \
+    X(SOP_OR,             "||",     2)    \
+    X(SOP_AND,            "&&",     2)    \
+    X(SOP_NEG,            "neg",    1)    \
+    X(SOP_RELU,           "relu",   1)    \
+    X(SOP_EXP,            "exp",    1)    \
+    X(SOP_LOG,            "log",    1)    \
+    X(SOP_SQRT,           "sqrt",   1)    \
+    X(SOP_TANH,           "tanh",   1)    \
+    X(SOP_SIGMOID,        "sigmoid", 1)   \
+    X(SOP_WHERE,          "where",  3)
+
+typedef enum ScalarOp {
+#define SOP_ENUM(op, name, arity) op,
+    SCALAR_OPS(SOP_ENUM)
+#undef SOP_ENUM
+    SOP_COUNT
+} ScalarOp;
+
+const char *scalar_op_name(ScalarOp op);
+unsigned scalar_op_arity(ScalarOp op);
+/* The binary operator or function written `name` in %cd code (`*`, `relu`, `where`), or -1. */
+int scalar_op_lookup(const char *name, bool binary);
+/* Evaluate in single precision, as generated code does. */
+float scalar_op_eval(ScalarOp op, float a, float b, float c);
+
+/* Accumulators of assignment operators (docs/language.md §2.9). */
+typedef enum AccumOp {
+    ACC_NONE, /* `=:`: overwrite */
+    ACC_ADD, ACC_SUB, ACC_MUL, ACC_DIV, ACC_POW, ACC_RELU_GATE, ACC_SAT01_GATE, ACC_OR, ACC_AND,
+    ACC_MAX, ACC_MIN,
+} AccumOp;
+
+/* Parse "=:+", "=+", "=:" …; false for an unknown operator. */
+bool accum_parse(const char *text, AccumOp *op, bool *reset);
+const char *accum_text(AccumOp op, bool reset);
+float accum_neutral(AccumOp op);
+ScalarOp accum_scalar_op(AccumOp op); /* the operation of lhs ⊕ r (SOP_COUNT for ACC_NONE) */
+/* lhs ⊕ r. */
+float accum_apply(AccumOp op, float lhs, float r);
+
+/* ---- Projections (proj.c; seed 003) --------------------------------------------------------- */
+
+typedef enum ProjIndexKind {
+    PIDX_ITER,   /* driven by product-space iterator `iter` */
+    PIDX_FIXED,  /* pinned to position `fixed` */
+    PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
+} ProjIndexKind;
+
+typedef struct ProjIndex {
+    ProjIndexKind kind;
+    uint32_t iter;
+    int64_t fixed;
+    const char *symbol;
+} ProjIndex;
+
+/* One record per operation: the product space and one index map per slot (slot 0 is the
+ * operation's result, slot i its i-th operand). */
+typedef struct Projections {
+    uint32_t iter_count;
+    uint64_t *iter_size;   /* the product space R_1 × … × R_m */
+    uint32_t slot_count;
+    uint32_t *rank;        /* per slot */
+    uint64_t **axis_size;  /* per slot, per axis in memory order */
+    ProjIndex **maps;      /* per slot, per axis in memory order */
+} Projections;
+
+/* ---- The assignment IR ------------------------------------------------------------------------ */
+
+/* A tensor node: a tensor's value or its gradient. */
+typedef struct TNode {
+    Tensor *tensor;
+    bool grad;
+} TNode;
+
+typedef struct Access {
+    TNode node;
+    uint32_t slot; /* which index map of the record addresses it */
+} Access;
+
+typedef enum AExprKind {
+    AE_CONST, /* value */
+    AE_READ,  /* reads[read] */
+    AE_OP,    /* op(args) */
+    AE_INDEX, /* the run-time value of index symbol `symbol`, as a number */
+} AExprKind;
+
+typedef struct AExpr AExpr;
+struct AExpr {
+    AExprKind kind;
+    ScalarOp op;
+    double value;
+    uint32_t read;
+    const char *symbol;
+    AExpr *args[3];
+};
+
+typedef struct Assignment {
+    Access lhs;
+    AccumOp accum;
+    bool reset;           /* the `:` */
+    AExpr *rhs;
+    Access *reads;
+    uint32_t read_count;
+    const Projections *proj;
+    Span span;            /* the application (or definition) it came from */
+    const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
+} Assignment;
+
+/* ---- The loop IR ------------------------------------------------------------------------------ */
+
+typedef enum BufferKind {
+    BUF_LITERAL,  /* values written in the program (init: values) */
+    BUF_PARAM,    /* a parameter (init: fill value, values, or seeded uniform in [-1, 1)) */
+    BUF_CONSTANT, /* every cell the same value (`ones ()`, scalars): init fill */
+    BUF_INPUT,    /* filled by the caller */
+    BUF_DATA,     /* filled from a data source */
+    BUF_COMPUTED, /* written by assignments */
+} BufferKind;
+
+typedef enum InitKind { INIT_NONE, INIT_FILL, INIT_VALUES, INIT_UNIFORM } InitKind;
+
+typedef struct IrBuffer {
+    uint32_t id;
+    const char *name;     /* unique, printable */
+    TNode node;
+    BufferKind kind;
+    uint32_t rank;
+    uint64_t *dims;       /* memory order */
+    uint64_t size;        /* cells */
+    InitKind init;
+    double fill;
+    const double *values; /* INIT_VALUES: size values */
+    bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
+    bool is_virtual;      /* inlined into its readers: no storage */
+    const char *shape_text; /* "4|5" */
+} IrBuffer;
+
+typedef struct IrTerm {
+    uint32_t iter;
+    int64_t coef;
+} IrTerm;
+
+/* offset + Σ coef·iter (+ the value of `symbol`). */
+typedef struct IrIndex {
+    int64_t offset;
+    IrTerm *terms;
+    uint32_t term_count;
+    const char *symbol;
+} IrIndex;
+
+typedef enum IrExprKind {
+    IR_CONST,  /* value */
+    IR_LOAD,   /* buffer[index…] */
+    IR_LOCAL,  /* local scalar */
+    IR_OP,     /* op(args) */
+    IR_SYMBOL, /* run-time value of an index symbol */
+} IrExprKind;
+
+typedef struct IrExpr IrExpr;
+struct IrExpr {
+    IrExprKind kind;
+    ScalarOp op;
+    double value;
+    uint32_t buffer;
+    IrIndex *index; /* one per buffer axis */
+    uint32_t local;
+    const char *symbol;
+    IrExpr *args[3];
+};
+
+typedef enum IrStmtKind {
+    IR_LOOP,      /* for iter < extent: body */
+    IR_STORE,     /* buffer[index…] = value */
+    IR_SET_LOCAL, /* local = value */
+} IrStmtKind;
+
+typedef struct IrStmt IrStmt;
+typedef struct IrBlock {
+    IrStmt **items;
+    uint32_t count, cap;
+} IrBlock;
+
+struct IrStmt {
+    IrStmtKind kind;
+    /* IR_LOOP */
+    uint32_t iter;
+    uint64_t extent;
+    bool parallel;
+    IrBlock body;
+    /* IR_STORE */
+    uint32_t buffer;
+    IrIndex *index;
+    /* IR_SET_LOCAL */
+    uint32_t local;
+    IrExpr *value;     /* STORE, SET_LOCAL */
+    const char *comment; /* optional, printed before the statement */
+};
+
+typedef struct IrFunction {
+    const char *name;
+    IrBlock body;
+    uint32_t iter_count;
+    uint32_t local_count;
+} IrFunction;
+
+typedef struct IrProgram {
+    Arena *arena;
+    Program *program;
+    IrBuffer *buffers;
+    uint32_t buffer_count, buffer_cap;
+    IrFunction *functions;
+    uint32_t function_count, function_cap;
+    uint64_t seed;     /* parameter initialisation */
+    uint32_t *value_buffer;   /* per tensor id: its value's buffer, or UINT32_MAX */
+    uint32_t *grad_buffer;    /* per tensor id: its gradient's buffer, or UINT32_MAX */
+    Shape *shapes;            /* per tensor id: the closed shape (resolved) */
+} IrProgram;
+
+/* ir.c: printing and checking. */
+void ir_dump(const IrProgram *ir, FILE *out);
+/* Checks the invariants of docs/ir.md; returns the number of problems (printed to `out`). */
+unsigned ir_verify(const IrProgram *ir, FILE *out);
+void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
+
+#endif

@@ -1,0 +1,276 @@
+/* lower.c — assignments with projections become loop nests (ir.h, part 2).
+ *
+ * What it does: for one assignment `lhs ⊕= f(reads)` and its projections record, emits
+ *   - when it resets (`=:+` …) and the LHS map is not surjective, a nest that sets every cell
+ *     of lhs to the accumulator's neutral value (the cells the map never reaches);
+ *   - one parallel loop per product-space iterator the LHS map mentions (in the order of the
+ *     LHS axes), then, when iterators are left over — the reduction axes, "what the output
+ *     forgot to mention" (seed 003) — a local accumulator started at the neutral value (reset)
+ *     or at the cell's current value, the reduction loops accumulating into it, and one store;
+ *   - without reduction axes, one store per cell: `f(reads)` itself when the assignment resets
+ *     and its map is injective (the plain write of seed 003), else `lhs ⊕ f(reads)`.
+ * Every cell reached by the parallel loops is written exactly once, so reading the cell into
+ * a local first and storing at the end is the read-modify-write of the seed, reassociated
+ * nowhere: accumulation runs in the reduction loops' order.
+ *
+ * Requires: assignments from assign.c (each with its projections), buffers for every access. */
+#include "lower.h"
+
+#include <string.h>
+
+#include "assign.h"
+#include "proj.h"
+
+typedef struct Lowerer {
+    IrProgram *ir;
+    IrFunction *fn;
+    uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
+} Lowerer;
+
+static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
+    uint32_t rank = p->rank[slot];
+    IrIndex *ix = arena_alloc(l->ir->arena, (rank ? rank : 1) * sizeof *ix);
+    for (uint32_t a = 0; a < rank; a++) {
+        const ProjIndex *pi = &p->maps[slot][a];
+        switch (pi->kind) {
+        case PIDX_ITER:
+            ix[a].terms = arena_alloc(l->ir->arena, sizeof *ix[a].terms);
+            ix[a].terms[0] = (IrTerm){l->base + pi->iter, 1};
+            ix[a].term_count = 1;
+            break;
+        case PIDX_FIXED: ix[a].offset = pi->fixed; break;
+        case PIDX_SYMBOL: ix[a].symbol = pi->symbol; break;
+        }
+    }
+    return ix;
+}
+
+static IrExpr *new_expr(Lowerer *l, IrExprKind kind) {
+    IrExpr *e = arena_alloc(l->ir->arena, sizeof *e);
+    e->kind = kind;
+    return e;
+}
+
+static IrExpr *constant(Lowerer *l, double v) {
+    IrExpr *e = new_expr(l, IR_CONST);
+    e->value = v;
+    return e;
+}
+
+static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
+    IrExpr *e = new_expr(l, IR_OP);
+    e->op = op;
+    e->args[0] = a;
+    e->args[1] = b;
+    return e;
+}
+
+static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
+    switch (x->kind) {
+    case AE_CONST: return constant(l, x->value);
+    case AE_INDEX: {
+        IrExpr *e = new_expr(l, IR_SYMBOL);
+        e->symbol = x->symbol;
+        return e;
+    }
+    case AE_READ: {
+        const Access *acc = &a->reads[x->read];
+        if (acc->node.tensor->kind == TENSOR_INDEX && !acc->node.grad) { /* `!@i`: the symbol's value */
+            IrExpr *e = new_expr(l, IR_SYMBOL);
+            e->symbol = acc->node.tensor->index;
+            return e;
+        }
+        IrExpr *e = new_expr(l, IR_LOAD);
+        e->buffer = assign_buffer(l->ir, acc->node);
+        e->index = access_index(l, a->proj, acc->slot);
+        return e;
+    }
+    case AE_OP: {
+        IrExpr *e = new_expr(l, IR_OP);
+        e->op = x->op;
+        for (unsigned i = 0; i < scalar_op_arity(x->op); i++) e->args[i] = lower_expr(l, a, x->args[i]);
+        return e;
+    }
+    }
+    return NULL;
+}
+
+static IrStmt *loop(Lowerer *l, uint32_t iter, uint64_t extent, bool parallel) {
+    IrStmt *s = arena_alloc(l->ir->arena, sizeof *s);
+    s->kind = IR_LOOP;
+    s->iter = iter;
+    s->extent = extent;
+    s->parallel = parallel;
+    return s;
+}
+
+static IrStmt *store(Lowerer *l, uint32_t buffer, IrIndex *index, IrExpr *value) {
+    IrStmt *s = arena_alloc(l->ir->arena, sizeof *s);
+    s->kind = IR_STORE;
+    s->buffer = buffer;
+    s->index = index;
+    s->value = value;
+    return s;
+}
+
+/* Set every cell of `buffer` to `value`: one parallel loop per axis larger than one. */
+static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, double value) {
+    const IrBuffer *b = &l->ir->buffers[buffer];
+    IrIndex *ix = arena_alloc(l->ir->arena, (b->rank ? b->rank : 1) * sizeof *ix);
+    IrStmt *outer = NULL, *inner = NULL;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        if (b->dims[a] == 1) continue;
+        uint32_t it = l->fn->iter_count++;
+        ix[a].terms = arena_alloc(l->ir->arena, sizeof *ix[a].terms);
+        ix[a].terms[0] = (IrTerm){it, 1};
+        ix[a].term_count = 1;
+        IrStmt *lp = loop(l, it, b->dims[a], true);
+        if (inner) ir_block_push(l->ir->arena, &inner->body, lp);
+        else outer = lp;
+        inner = lp;
+    }
+    IrStmt *st = store(l, buffer, ix, constant(l, value));
+    if (!inner) return st;
+    ir_block_push(l->ir->arena, &inner->body, st);
+    return outer;
+}
+
+static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, char **out) {
+    Arena *arena = l->ir->arena;
+    switch (x->kind) {
+    case AE_CONST: *out = arena_printf(arena, "%s%g", *out, x->value); break;
+    case AE_INDEX: *out = arena_printf(arena, "%s!@%s", *out, x->symbol); break;
+    case AE_READ: {
+        const Access *acc = &a->reads[x->read];
+        const char *name = acc->node.tensor->kind == TENSOR_INDEX
+                               ? arena_printf(arena, "!@%s", acc->node.tensor->index)
+                               : l->ir->buffers[assign_buffer(l->ir, acc->node)].name;
+        *out = arena_printf(arena, "%s%s", *out, name);
+        break;
+    }
+    case AE_OP: {
+        const char *name = scalar_op_name(x->op);
+        unsigned n = scalar_op_arity(x->op);
+        bool infix = n == 2 && !(name[0] >= 'a' && name[0] <= 'z');
+        *out = arena_printf(arena, infix ? "%s(" : "%s%s(", *out, infix ? "" : name);
+        for (unsigned i = 0; i < n; i++) {
+            if (i) *out = arena_printf(arena, infix ? "%s %s " : "%s, ", *out, name);
+            print_aexpr(l, a, x->args[i], out);
+        }
+        *out = arena_printf(arena, "%s)", *out);
+        break;
+    }
+    }
+}
+
+static const char *describe(Lowerer *l, const Assignment *a, bool injective, bool surjective) {
+    const char *where = "";
+    if (a->span.file) {
+        const Source *src = source_get(a->span.file);
+        const char *path = src->path, *slash = strrchr(path, '/');
+        unsigned line, col;
+        span_line_col(a->span, &line, &col);
+        where = arena_printf(l->ir->arena, " at %s:%u:%u", slash ? slash + 1 : path, line, col);
+    }
+    uint32_t lhs = assign_buffer(l->ir, a->lhs.node);
+    char *rhs = "";
+    print_aexpr(l, a, a->rhs, &rhs);
+    if (rhs[0] == '(' && a->rhs->kind == AE_OP && scalar_op_arity(a->rhs->op) == 2 &&
+        !(scalar_op_name(a->rhs->op)[0] >= 'a' && scalar_op_name(a->rhs->op)[0] <= 'z')) { /* drop outer parens */
+        rhs = arena_strndup(l->ir->arena, rhs + 1, strlen(rhs) - 2);
+    }
+    return arena_printf(l->ir->arena, "%s%s: %s %s %s; lhs map %sinjective, %ssurjective", a->what, where,
+                        l->ir->buffers[lhs].name, accum_text(a->accum, a->reset), rhs,
+                        injective ? "" : "not ", surjective ? "" : "not ");
+}
+
+void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
+    Lowerer l = {ir, fn, fn->iter_count};
+    const Projections *p = a->proj;
+    fn->iter_count += p->iter_count;
+    uint32_t lhs = assign_buffer(ir, a->lhs.node);
+    bool injective = proj_injective(p, a->lhs.slot), surjective = proj_surjective(p, a->lhs.slot);
+    const char *comment = describe(&l, a, injective, surjective);
+    if (a->reset && !surjective) {
+        IrStmt *reset = fill_nest(&l, lhs, accum_neutral(a->accum));
+        reset->comment = comment;
+        comment = NULL;
+        ir_block_push(ir->arena, &fn->body, reset);
+    }
+
+    /* Parallel iterators in the order of the LHS axes, then the reduction iterators. */
+    uint32_t n = p->iter_count, parallel = 0;
+    uint32_t *order = arena_alloc(ir->arena, (n ? n : 1) * sizeof *order);
+    bool *used = arena_alloc(ir->arena, (n ? n : 1) * sizeof *used);
+    const ProjIndex *map = p->maps[a->lhs.slot];
+    for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++)
+        if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
+            used[map[ax].iter] = true;
+            order[parallel++] = map[ax].iter;
+        }
+    uint32_t count = parallel;
+    for (uint32_t it = 0; it < n; it++)
+        if (!used[it]) order[count++] = it;
+
+    IrExpr *r = lower_expr(&l, a, a->rhs);
+    IrIndex *lhs_index = access_index(&l, p, a->lhs.slot);
+    IrExpr *current = new_expr(&l, IR_LOAD);
+    current->buffer = lhs;
+    current->index = lhs_index;
+    ScalarOp acc_op = accum_scalar_op(a->accum);
+
+    IrBlock *into = &fn->body;
+    IrStmt *first = NULL;
+    for (uint32_t i = 0; i < parallel; i++) {
+        IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], true);
+        ir_block_push(ir->arena, into, lp);
+        if (!first) first = lp;
+        into = &lp->body;
+    }
+    IrStmt *last_store;
+    if (parallel == n) {
+        IrExpr *value;
+        if (a->accum == ACC_NONE) value = r;
+        else if (a->reset && injective) {
+            bool identity = a->accum == ACC_ADD || a->accum == ACC_MUL || a->accum == ACC_MAX || a->accum == ACC_MIN;
+            value = identity ? r : binary(&l, acc_op, constant(&l, accum_neutral(a->accum)), r);
+        } else {
+            value = binary(&l, acc_op, current, r);
+        }
+        last_store = store(&l, lhs, lhs_index, value);
+        ir_block_push(ir->arena, into, last_store);
+    } else {
+        uint32_t local = fn->local_count++;
+        IrStmt *init = arena_alloc(ir->arena, sizeof *init);
+        init->kind = IR_SET_LOCAL;
+        init->local = local;
+        init->value = a->accum == ACC_NONE || !a->reset ? current : constant(&l, accum_neutral(a->accum));
+        ir_block_push(ir->arena, into, init);
+        if (!first) first = init;
+        IrBlock *inner = into;
+        for (uint32_t i = parallel; i < n; i++) {
+            IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], false);
+            ir_block_push(ir->arena, inner, lp);
+            inner = &lp->body;
+        }
+        IrExpr *acc = new_expr(&l, IR_LOCAL);
+        acc->local = local;
+        IrStmt *step = arena_alloc(ir->arena, sizeof *step);
+        step->kind = IR_SET_LOCAL;
+        step->local = local;
+        step->value = a->accum == ACC_NONE ? r : binary(&l, acc_op, acc, r);
+        ir_block_push(ir->arena, inner, step);
+        last_store = store(&l, lhs, lhs_index, acc);
+        ir_block_push(ir->arena, into, last_store);
+    }
+    if (!first) first = last_store;
+    if (comment) first->comment = comment;
+}
+
+IrFunction *lower_function(IrProgram *ir, const char *name, Assignment *const *assignments, uint32_t count) {
+    IrFunction f = {.name = name};
+    ARENA_PUSH(ir->arena, ir->functions, ir->function_count, ir->function_cap, f);
+    IrFunction *fn = &ir->functions[ir->function_count - 1];
+    for (uint32_t i = 0; i < count; i++) lower_assignment(ir, fn, assignments[i]);
+    return fn;
+}

@@ -1,0 +1,350 @@
+/* opt.c — optimisations of the loop IR, to a fixpoint:
+ *
+ *   1. Constant buffers (`ones ()`, `zeros ()`, scalar literals, `!.x`: every cell one known
+ *      value, never stored to) are read as that constant.  Parameters are never folded: their
+ *      values change (training, or the caller through an accessor).
+ *   2. Constant folding and simplification, NaN-safe: an operation on constants is evaluated
+ *      in single precision as the executor would; `x * 1`, `1 * x`, `x / 1` and `x - 0` become
+ *      `x` (exact for every x, NaN and ±0 included); nothing like `x * 0 → 0` is done.
+ *   3. Virtualisation: a buffer that is not observable (not named, not a parameter or
+ *      gradient…), written by exactly one plain store — every cell once, by loops that are
+ *      all its iterators — and read by exactly one load whose loops all appear in its index
+ *      (so each cell is computed once, where it is used), is inlined: the load becomes the
+ *      stored expression with the producer's iterators replaced by the load's indices, and the
+ *      producer's loop nest disappears.  Nothing it reads may be stored in between.
+ *   4. Dead stores: stores to buffers that nothing reads and nobody observes are removed,
+ *      and loops left empty with them.
+ * Buffers left with no access and no observer are marked virtual (no storage).
+ *
+ * Requires: a verified IrProgram (ir_verify). */
+#include "opt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Walking -------------------------------------------------------------------------------- */
+
+typedef struct Counts {
+    uint32_t *stores, *loads;
+} Counts;
+
+static void count_expr(Counts *c, const IrExpr *e) {
+    if (e->kind == IR_LOAD) c->loads[e->buffer]++;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i]);
+}
+
+static void count_block(Counts *c, const IrBlock *b) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) count_block(c, &s->body);
+        else {
+            count_expr(c, s->value);
+            if (s->kind == IR_STORE) c->stores[s->buffer]++;
+        }
+    }
+}
+
+static void count_all(const IrProgram *ir, Counts *c) {
+    memset(c->stores, 0, ir->buffer_count * sizeof *c->stores);
+    memset(c->loads, 0, ir->buffer_count * sizeof *c->loads);
+    for (uint32_t f = 0; f < ir->function_count; f++) count_block(c, &ir->functions[f].body);
+}
+
+/* ---- 1 and 2: constants ----------------------------------------------------------------------- */
+
+static bool is_const(const IrExpr *e, double v) { return e->kind == IR_CONST && e->value == v && !signbit(e->value) == !signbit(v); }
+
+/* Returns the (possibly replaced) expression. */
+static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed) {
+    if (e->kind == IR_LOAD) {
+        const IrBuffer *b = &ir->buffers[e->buffer];
+        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0) {
+            IrExpr *k = arena_alloc(ir->arena, sizeof *k);
+            k->kind = IR_CONST;
+            k->value = (double)(float)b->fill;
+            *changed = true;
+            return k;
+        }
+        return e;
+    }
+    if (e->kind != IR_OP) return e;
+    unsigned n = scalar_op_arity(e->op);
+    bool all_const = true;
+    for (unsigned i = 0; i < n; i++) {
+        e->args[i] = simplify(ir, c, e->args[i], changed);
+        if (e->args[i]->kind != IR_CONST) all_const = false;
+    }
+    if (all_const) {
+        float x[3] = {0, 0, 0};
+        for (unsigned i = 0; i < n; i++) x[i] = (float)e->args[i]->value;
+        IrExpr *k = arena_alloc(ir->arena, sizeof *k);
+        k->kind = IR_CONST;
+        k->value = scalar_op_eval(e->op, x[0], x[1], x[2]);
+        *changed = true;
+        return k;
+    }
+    IrExpr *a = e->args[0], *b = e->args[1];
+    if ((e->op == SOP_MUL && is_const(b, 1)) || (e->op == SOP_DIV && is_const(b, 1)) ||
+        (e->op == SOP_SUB && is_const(b, 0))) {
+        *changed = true;
+        return a;
+    }
+    if (e->op == SOP_MUL && is_const(a, 1)) {
+        *changed = true;
+        return b;
+    }
+    return e;
+}
+
+static void simplify_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *changed) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) simplify_block(ir, c, &s->body, changed);
+        else s->value = simplify(ir, c, s->value, changed);
+    }
+}
+
+/* ---- 4: dead stores ------------------------------------------------------------------------------ */
+
+static void prune_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *changed) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        bool drop = false;
+        if (s->kind == IR_LOOP) {
+            prune_block(ir, c, &s->body, changed);
+            drop = s->body.count == 0;
+        } else if (s->kind == IR_STORE) {
+            drop = !ir->buffers[s->buffer].keep && c->loads[s->buffer] == 0;
+        }
+        if (drop) {
+            *changed = true;
+            continue;
+        }
+        b->items[kept++] = s;
+    }
+    b->count = kept;
+}
+
+/* ---- 3: virtualisation ------------------------------------------------------------------------- */
+
+typedef struct Found {
+    IrStmt *store;       /* the producer store */
+    IrExpr **load;       /* where the consumer's load pointer lives */
+    uint32_t top;        /* top-level statement index */
+    uint32_t loops[64];  /* enclosing loop iterators */
+    uint32_t depth;
+    bool all_parallel;
+} Found;
+
+static bool find_store(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t depth, bool parallel, Found *f) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) {
+            if (depth >= 64) return false;
+            loops[depth] = s->iter;
+            if (find_store(&s->body, buffer, loops, depth + 1, parallel && s->parallel, f)) return true;
+        } else if (s->kind == IR_STORE && s->buffer == buffer) {
+            f->store = s;
+            memcpy(f->loops, loops, depth * sizeof *loops);
+            f->depth = depth;
+            f->all_parallel = parallel;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool find_load_expr(IrExpr **slot, uint32_t buffer, Found *f) {
+    IrExpr *e = *slot;
+    if (e->kind == IR_LOAD && e->buffer == buffer) {
+        f->load = slot;
+        return true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (find_load_expr(&e->args[i], buffer, f)) return true;
+    return false;
+}
+
+static bool find_load(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t depth, Found *f) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) {
+            if (depth >= 64) return false;
+            loops[depth] = s->iter;
+            if (find_load(&s->body, buffer, loops, depth + 1, f)) return true;
+        } else if (find_load_expr(&s->value, buffer, f)) {
+            memcpy(f->loops, loops, depth * sizeof *loops);
+            f->depth = depth;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool expr_has_local(const IrExpr *e) {
+    if (e->kind == IR_LOCAL) return true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (expr_has_local(e->args[i])) return true;
+    return false;
+}
+
+static void expr_reads(const IrExpr *e, bool *reads) {
+    if (e->kind == IR_LOAD) reads[e->buffer] = true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_reads(e->args[i], reads);
+}
+
+static bool block_stores_any(const IrBlock *b, const bool *buffers) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP ? block_stores_any(&s->body, buffers) : s->kind == IR_STORE && buffers[s->buffer])
+            return true;
+    }
+    return false;
+}
+
+/* The producer iterator of axis a, or UINT32_MAX for an axis read at 0 (size one). */
+typedef struct Subst {
+    uint32_t iter_count;
+    const uint32_t *iters;   /* producer iterators */
+    const IrIndex **by;      /* their replacement */
+} Subst;
+
+static IrIndex *subst_index(IrProgram *ir, const IrIndex *ix, uint32_t rank, const Subst *s) {
+    IrIndex *out = arena_alloc(ir->arena, (rank ? rank : 1) * sizeof *out);
+    for (uint32_t a = 0; a < rank; a++) {
+        out[a].offset = ix[a].offset;
+        out[a].symbol = ix[a].symbol;
+        uint32_t cap = ix[a].term_count;
+        for (uint32_t t = 0; t < ix[a].term_count; t++)
+            for (uint32_t k = 0; k < s->iter_count; k++)
+                if (s->iters[k] == ix[a].terms[t].iter) cap += s->by[k]->term_count;
+        out[a].terms = arena_alloc(ir->arena, (cap ? cap : 1) * sizeof *out[a].terms);
+        for (uint32_t t = 0; t < ix[a].term_count; t++) {
+            const IrTerm *term = &ix[a].terms[t];
+            const IrIndex *r = NULL;
+            for (uint32_t k = 0; k < s->iter_count && !r; k++)
+                if (s->iters[k] == term->iter) r = s->by[k];
+            if (!r) {
+                out[a].terms[out[a].term_count++] = *term;
+                continue;
+            }
+            out[a].offset += term->coef * r->offset;
+            for (uint32_t u = 0; u < r->term_count; u++)
+                out[a].terms[out[a].term_count++] = (IrTerm){r->terms[u].iter, term->coef * r->terms[u].coef};
+        }
+    }
+    return out;
+}
+
+static IrExpr *subst_expr(IrProgram *ir, const IrExpr *e, const Subst *s) {
+    IrExpr *c = arena_alloc(ir->arena, sizeof *c);
+    *c = *e;
+    if (e->kind == IR_LOAD) c->index = subst_index(ir, e->index, ir->buffers[e->buffer].rank, s);
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = subst_expr(ir, e->args[i], s);
+    return c;
+}
+
+static bool index_mentions(const IrIndex *ix, uint32_t rank, uint32_t iter) {
+    for (uint32_t a = 0; a < rank; a++)
+        for (uint32_t t = 0; t < ix[a].term_count; t++)
+            if (ix[a].terms[t].iter == iter) return true;
+    return false;
+}
+
+static bool try_virtualise(IrProgram *ir, IrFunction *fn, uint32_t buffer) {
+    IrBuffer *b = &ir->buffers[buffer];
+    uint32_t loops[64];
+    Found prod = {0}, cons = {0};
+    uint32_t top_store = UINT32_MAX, top_load = UINT32_MAX;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrBlock one = {&fn->body.items[i], 1, 1};
+        if (top_store == UINT32_MAX && find_store(&one, buffer, loops, 0, true, &prod)) top_store = i;
+        if (top_load == UINT32_MAX && find_load(&one, buffer, loops, 0, &cons)) top_load = i;
+    }
+    if (top_store == UINT32_MAX || top_load == UINT32_MAX || top_load <= top_store) return false;
+    if (!prod.all_parallel || expr_has_local(prod.store->value)) return false;
+    /* The store writes every cell once: each axis is one distinct loop iterator (or size one). */
+    uint32_t iters[64];
+    const IrIndex *by[64];
+    uint32_t n = 0;
+    const IrIndex *load_index = (*cons.load)->index;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &prod.store->index[a];
+        if (ix->symbol || ix->offset) return false;
+        if (ix->term_count == 0) {
+            if (b->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1 || n >= 64) return false;
+        for (uint32_t k = 0; k < n; k++)
+            if (iters[k] == ix->terms[0].iter) return false;
+        if (load_index[a].symbol) return false;
+        iters[n] = ix->terms[0].iter;
+        by[n++] = &load_index[a];
+    }
+    if (n != prod.depth) return false; /* every loop of the producer addresses the cell */
+    /* The consumer reads each cell once: all of its loops appear in the load's index. */
+    for (uint32_t d = 0; d < cons.depth; d++)
+        if (!index_mentions(load_index, b->rank, cons.loops[d])) return false;
+    /* Nothing the producer reads changes before the consumer runs. */
+    bool *reads = calloc(ir->buffer_count, sizeof *reads);
+    if (!reads) return false;
+    expr_reads(prod.store->value, reads);
+    bool hazard = reads[buffer];
+    for (uint32_t i = top_store + 1; i <= top_load && !hazard; i++) {
+        IrBlock one = {&fn->body.items[i], 1, 1};
+        hazard = block_stores_any(&one, reads);
+    }
+    free(reads);
+    if (hazard) return false;
+    Subst s = {n, iters, by};
+    *cons.load = subst_expr(ir, prod.store->value, &s);
+    /* Remove the producer store; pruning drops its loops. */
+    prod.store->kind = IR_LOOP;
+    prod.store->body = (IrBlock){0};
+    prod.store->iter = 0;
+    b->is_virtual = true;
+    return true;
+}
+
+void optimise(IrProgram *ir) {
+    Counts c;
+    c.stores = calloc(ir->buffer_count + 1, sizeof *c.stores);
+    c.loads = calloc(ir->buffer_count + 1, sizeof *c.loads);
+    if (!c.stores || !c.loads) {
+        free(c.stores);
+        free(c.loads);
+        return; /* optimisation is optional */
+    }
+    bool changed = true;
+    for (int round = 0; changed && round < 1000; round++) {
+        changed = false;
+        count_all(ir, &c);
+        for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, &c, &ir->functions[f].body, &changed);
+        count_all(ir, &c);
+        for (uint32_t b = 0; b < ir->buffer_count; b++) {
+            IrBuffer *buf = &ir->buffers[b];
+            if (buf->keep || buf->is_virtual || buf->kind != BUF_COMPUTED || c.stores[b] != 1 || c.loads[b] != 1) continue;
+            for (uint32_t f = 0; f < ir->function_count; f++)
+                if (try_virtualise(ir, &ir->functions[f], b)) {
+                    changed = true;
+                    break;
+                }
+            if (changed) break;
+        }
+        count_all(ir, &c);
+        for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, &c, &ir->functions[f].body, &changed);
+    }
+    count_all(ir, &c);
+    for (uint32_t b = 0; b < ir->buffer_count; b++)
+        if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;
+    free(c.stores);
+    free(c.loads);
+}

@@ -1,0 +1,449 @@
+/* proj.c — projection inference for one operation (seed 003, "Contraction Is Emergent").
+ *
+ * What it does: proj_infer() takes an operation's logic and the closed shapes of its slots and
+ * returns the product space and one index map per slot.  It follows the seed's discipline:
+ *   1. freshen: every axis of every slot gets its own projection id (slot by slot, axes in
+ *      memory order batch, output, input), so no identity is shared with any other operation;
+ *   2. re-derive this operation's constraints, and only these, from the closed shapes — the
+ *      same constraint forms elab.c emitted for shape inference (docs/inference.md §2) — and
+ *      read them as projection equations by the six rules:
+ *        (1) d1 = d2              → Eq(d1, d2)
+ *        (2) 1_∅ ⊑ d (broadcast)  → Eq(sub, Fix 0): the broadcasting axis is cut loose
+ *        (3) d1 ⊑ d2 otherwise    → Eq(d1, d2)
+ *        (4) R1 = R2              → align at the outer edges, (1) per pair
+ *        (5) Rsub ⊑ Rsuper        → align the sub row's flanks at the outer edges (a closed
+ *                                   super row is flat, inference.md §7 item 5), (2)/(3) per
+ *                                   pair, Iter for the surplus interior axes
+ *        (6) every axis of every slot → Iter (size-one axes need no loop: harmless)
+ *      An einsum spec is re-solved locally: its labels and row variables are fresh for this
+ *      derivation and bind to the axes they meet; a fixed index pins (Sol), a `@|` slice pins
+ *      to its run-time symbol, a stacked element's new axis pins to its position;
+ *   3. solve in an empty environment: union-find over ids (sizes must agree within a class),
+ *      a pin per class (two different pins conflict), an iterate set; then label each class.
+ * Iterators are numbered by first appearance scanning slots in order and axes in memory order,
+ * so the result is canonical: it does not depend on the order of the equations (the unit test
+ * tests/unit/proj_test.c shuffles them).
+ *
+ * Requires: shapes closed by shape.c (ground; an open row is an internal error); spec.h. */
+#include "proj.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "spec.h"
+
+/* Memory order of the rows. */
+static const RowKind memory_order[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
+
+uint32_t proj_shape_rank(const Shape *s) {
+    return s->rows[0].count + s->rows[1].count + s->rows[2].count;
+}
+
+void proj_shape_dims(const Shape *s, uint64_t *dims) {
+    uint32_t n = 0;
+    for (int k = 0; k < ROW_KINDS; k++) {
+        const Row *r = &s->rows[memory_order[k]];
+        for (uint32_t j = 0; j < r->count; j++) dims[n++] = r->dims[j].size;
+    }
+}
+
+/* ---- Terms and equations --------------------------------------------------------------------- */
+
+typedef struct Term {
+    bool sol;      /* Sol(index) supplied from outside, else Proj(id) */
+    uint32_t id;
+    ProjIndex index;
+} Term;
+
+typedef struct Equation {
+    bool iter;     /* Iter(a); else Eq(a, b) */
+    Term a, b;
+} Equation;
+
+typedef struct Deriver {
+    Arena *arena;
+    const ProjProblem *p;
+    uint32_t *base;      /* first id of each slot */
+    uint32_t id_count;
+    uint64_t *size;      /* per id */
+    bool *unit;          /* per id: the claim-free unit 1_∅ (broadcasts) */
+    Equation *eqs;
+    uint32_t eq_count, eq_cap;
+    bool failed;
+    /* spec re-solve: labels and row variables of this derivation */
+    const char **labels;
+    uint32_t *label_ids;
+    uint32_t label_count, label_cap;
+    const char **row_names;  /* "..." variables are keyed "...batch" etc. */
+    uint32_t **row_ids;
+    uint32_t *row_lens;
+    uint32_t row_count, row_cap;
+} Deriver;
+
+static Term proj_term(uint32_t id) { return (Term){.id = id}; }
+static Term fixed_term(int64_t at) {
+    return (Term){.sol = true, .index = {.kind = PIDX_FIXED, .fixed = at}};
+}
+
+static void push(Deriver *d, Equation e) {
+    ARENA_PUSH(d->arena, d->eqs, d->eq_count, d->eq_cap, e);
+}
+static void eq(Deriver *d, Term a, Term b) { push(d, (Equation){.a = a, .b = b}); }
+static void iter(Deriver *d, uint32_t id) { push(d, (Equation){.iter = true, .a = proj_term(id)}); }
+
+/* Id of axis j of row kind k of slot s. */
+static uint32_t axis_id(const Deriver *d, uint32_t slot, RowKind k, uint32_t j) {
+    const Shape *sh = &d->p->shapes[slot];
+    uint32_t off = d->base[slot];
+    for (int m = 0; m < ROW_KINDS && memory_order[m] != k; m++) off += sh->rows[memory_order[m]].count;
+    return off + j;
+}
+
+static const Row *row_of(const Deriver *d, uint32_t slot, RowKind k) { return &d->p->shapes[slot].rows[k]; }
+
+static void fail(Deriver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(Deriver *d, const char *fmt, ...) {
+    if (d->failed) return;
+    d->failed = true;
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    diag_error(d->p->span, "projection inference for %s: %s", d->p->what, message);
+}
+
+static const char *const row_words[ROW_KINDS] = {"batch", "input", "output"};
+
+/* Rule 4: R1 = R2 (ranks must agree). */
+static void row_eq(Deriver *d, uint32_t s1, RowKind k1, uint32_t s2, RowKind k2, uint32_t skip1) {
+    const Row *a = row_of(d, s1, k1), *b = row_of(d, s2, k2);
+    if (a->count - skip1 != b->count) {
+        fail(d, "the %s axes disagree in number (%u against %u)", row_words[k1], a->count - skip1, b->count);
+        return;
+    }
+    for (uint32_t j = 0; j < b->count; j++)
+        eq(d, proj_term(axis_id(d, s1, k1, j + skip1)), proj_term(axis_id(d, s2, k2, j)));
+}
+
+/* Rules 2, 3: one aligned pair of an inequality. */
+static void dim_le(Deriver *d, uint32_t sub, uint32_t super) {
+    if (d->unit[sub]) eq(d, proj_term(sub), fixed_term(0)); /* broadcasting severs */
+    else eq(d, proj_term(sub), proj_term(super));
+}
+
+/* Rule 5: Rsub ⊑ Rsuper. */
+static void row_le(Deriver *d, uint32_t s_sub, RowKind k_sub, uint32_t s_super, RowKind k_super) {
+    const Row *sub = row_of(d, s_sub, k_sub), *super = row_of(d, s_super, k_super);
+    if (sub->count > super->count) {
+        fail(d, "%s axes of an operand outnumber the result's (%u against %u)", row_words[k_sub],
+             sub->count, super->count);
+        return;
+    }
+    uint32_t trail = sub->count - sub->lead;
+    for (uint32_t j = 0; j < sub->lead; j++)
+        dim_le(d, axis_id(d, s_sub, k_sub, j), axis_id(d, s_super, k_super, j));
+    for (uint32_t j = 0; j < trail; j++)
+        dim_le(d, axis_id(d, s_sub, k_sub, sub->lead + j),
+               axis_id(d, s_super, k_super, super->count - trail + j));
+    for (uint32_t j = sub->lead; j < super->count - trail; j++) iter(d, axis_id(d, s_super, k_super, j));
+}
+
+static void shape_le_all(Deriver *d, uint32_t sub, uint32_t super) {
+    for (int k = 0; k < ROW_KINDS; k++) row_le(d, sub, (RowKind)k, super, (RowKind)k);
+}
+
+/* ---- Einsum specs: the local re-solve ---------------------------------------------------------- */
+
+static void bind_label(Deriver *d, const char *label, uint32_t id) {
+    for (uint32_t i = 0; i < d->label_count; i++)
+        if (strcmp(d->labels[i], label) == 0) {
+            eq(d, proj_term(d->label_ids[i]), proj_term(id));
+            return;
+        }
+    uint32_t n = d->label_count, cap = d->label_cap;
+    ARENA_PUSH(d->arena, d->labels, d->label_count, d->label_cap, label);
+    ARENA_PUSH(d->arena, d->label_ids, n, cap, id);
+}
+
+static void bind_row_var(Deriver *d, const char *key, const uint32_t *ids, uint32_t count) {
+    for (uint32_t i = 0; i < d->row_count; i++)
+        if (strcmp(d->row_names[i], key) == 0) {
+            if (d->row_lens[i] != count) {
+                fail(d, "row variable %s covers %u axes in one slot and %u in another", key,
+                     d->row_lens[i], count);
+                return;
+            }
+            for (uint32_t j = 0; j < count; j++) eq(d, proj_term(d->row_ids[i][j]), proj_term(ids[j]));
+            return;
+        }
+    uint32_t *copy = arena_alloc(d->arena, (count ? count : 1) * sizeof *copy);
+    memcpy(copy, ids, count * sizeof *copy);
+    uint32_t n = d->row_count, cap = d->row_cap, n2 = d->row_count, cap2 = d->row_cap;
+    ARENA_PUSH(d->arena, d->row_names, d->row_count, d->row_cap, key);
+    ARENA_PUSH(d->arena, d->row_ids, n, cap, copy);
+    ARENA_PUSH(d->arena, d->row_lens, n2, cap2, count);
+}
+
+static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
+    switch (ax->kind) {
+    case SPEC_AXIS_LABEL: bind_label(d, ax->as.label, id); break;
+    case SPEC_AXIS_FIXED:
+        if ((uint64_t)ax->as.fixed >= d->size[id])
+            fail(d, "fixed index %d is out of range for an axis of size %llu", ax->as.fixed,
+                 (unsigned long long)d->size[id]);
+        eq(d, proj_term(id), fixed_term(ax->as.fixed));
+        break;
+    case SPEC_AXIS_PLACEHOLDER: break; /* its own axis: iterated by rule 6 */
+    default: fail(d, "strided, convolution and concatenation axes have no projections yet"); break;
+    }
+}
+
+/* A template row against the closed row of kind k of slot s (an equality). */
+static void spec_row(Deriver *d, const SpecRow *row, uint32_t slot, RowKind k) {
+    const Row *r = row_of(d, slot, k);
+    uint32_t lead = row->leading_count, trail = row->trailing_count;
+    bool open = row->row_var.kind != SPEC_ROWVAR_NONE;
+    if (open ? r->count < lead + trail : r->count != trail) {
+        fail(d, "the spec's %s row does not fit the %u axes found there (it names %u)", row_words[k],
+             r->count, lead + trail);
+        return;
+    }
+    for (uint32_t j = 0; j < lead; j++) spec_axis(d, &row->leading[j], axis_id(d, slot, k, j));
+    for (uint32_t j = 0; j < trail; j++)
+        spec_axis(d, &row->trailing[j], axis_id(d, slot, k, r->count - trail + j));
+    if (open) {
+        uint32_t middle = r->count - lead - trail;
+        uint32_t *ids = arena_alloc(d->arena, (middle ? middle : 1) * sizeof *ids);
+        for (uint32_t j = 0; j < middle; j++) ids[j] = axis_id(d, slot, k, lead + j);
+        const char *key = row->row_var.kind == SPEC_ROWVAR_NAMED
+                              ? arena_printf(d->arena, "..%s..", row->row_var.name)
+                              : arena_printf(d->arena, "... of the %s rows", row_words[k]);
+        bind_row_var(d, key, ids, middle);
+    }
+}
+
+static void spec_slot(Deriver *d, const SpecSlot *slot, uint32_t s) {
+    for (int k = 0; k < ROW_KINDS; k++) spec_row(d, &slot->rows[k], s, (RowKind)k);
+}
+
+/* ---- Derivation --------------------------------------------------------------------------------- */
+
+static void derive(Deriver *d) {
+    const ProjProblem *p = d->p;
+    switch (p->logic) {
+    case PROJ_POINTWISE:
+        for (uint32_t s = 1; s < p->slot_count; s++) shape_le_all(d, s, 0);
+        break;
+    case PROJ_COMPOSE:
+        row_le(d, 1, ROW_BATCH, 0, ROW_BATCH);
+        row_le(d, 2, ROW_BATCH, 0, ROW_BATCH);
+        row_le(d, 2, ROW_OUTPUT, 1, ROW_INPUT); /* the contraction */
+        row_le(d, 2, ROW_INPUT, 0, ROW_INPUT);
+        row_le(d, 1, ROW_OUTPUT, 0, ROW_OUTPUT);
+        if (p->slot_count == 4) shape_le_all(d, 3, 0);
+        break;
+    case PROJ_TRANSPOSE:
+        row_le(d, 1, ROW_BATCH, 0, ROW_BATCH);
+        row_le(d, 1, ROW_OUTPUT, 0, ROW_INPUT);
+        row_le(d, 1, ROW_INPUT, 0, ROW_OUTPUT);
+        break;
+    case PROJ_SPEC:
+        for (uint32_t s = 1; s < p->slot_count; s++) spec_slot(d, &p->spec->rhs[s - 1], s);
+        spec_slot(d, &p->spec->lhs, 0);
+        break;
+    case PROJ_SLICE:
+        if (row_of(d, 1, ROW_BATCH)->count == 0) {
+            fail(d, "the sliced tensor has no batch axis");
+            break;
+        }
+        eq(d, proj_term(axis_id(d, 1, ROW_BATCH, 0)),
+           (Term){.sol = true, .index = {.kind = PIDX_SYMBOL, .symbol = p->symbol}});
+        row_eq(d, 1, ROW_BATCH, 0, ROW_BATCH, 1);
+        row_eq(d, 1, ROW_INPUT, 0, ROW_INPUT, 0);
+        row_eq(d, 1, ROW_OUTPUT, 0, ROW_OUTPUT, 0);
+        break;
+    case PROJ_STACK:
+        eq(d, proj_term(axis_id(d, 0, p->stack_row, 0)), fixed_term(p->stack_index));
+        for (int k = 0; k < ROW_KINDS; k++) row_eq(d, 0, (RowKind)k, 1, (RowKind)k, k == (int)p->stack_row);
+        break;
+    }
+    for (uint32_t id = 0; id < d->id_count; id++) iter(d, id); /* rule 6 */
+}
+
+/* ---- Solving: union-find with pins and an iterate set ------------------------------------------- */
+
+typedef struct Solver {
+    uint32_t *parent;
+    bool *pinned;
+    ProjIndex *pin;
+    bool *iterate;
+} Solver;
+
+static uint32_t find(Solver *s, uint32_t x) {
+    while (s->parent[x] != x) {
+        s->parent[x] = s->parent[s->parent[x]];
+        x = s->parent[x];
+    }
+    return x;
+}
+
+static bool same_index(ProjIndex a, ProjIndex b) {
+    if (a.kind != b.kind) return false;
+    return a.kind == PIDX_FIXED ? a.fixed == b.fixed : strcmp(a.symbol, b.symbol) == 0;
+}
+
+static const char *index_text(Arena *arena, ProjIndex i) {
+    return i.kind == PIDX_FIXED ? arena_printf(arena, "position %lld", (long long)i.fixed)
+                                : arena_printf(arena, "index '%s'", i.symbol);
+}
+
+static void pin_class(Deriver *d, Solver *s, uint32_t root, ProjIndex at) {
+    if (s->pinned[root] && !same_index(s->pin[root], at)) {
+        fail(d, "one axis would be read at both %s and %s", index_text(d->arena, s->pin[root]),
+             index_text(d->arena, at));
+        return;
+    }
+    s->pinned[root] = true;
+    s->pin[root] = at;
+}
+
+static void solve_equation(Deriver *d, Solver *s, const Equation *e) {
+    if (e->iter) {
+        if (!e->a.sol) s->iterate[find(s, e->a.id)] = true;
+        return;
+    }
+    if (e->a.sol && e->b.sol) {
+        if (!same_index(e->a.index, e->b.index)) fail(d, "two fixed positions disagree");
+        return;
+    }
+    if (e->a.sol || e->b.sol) {
+        const Term *pr = e->a.sol ? &e->b : &e->a, *so = e->a.sol ? &e->a : &e->b;
+        pin_class(d, s, find(s, pr->id), so->index);
+        return;
+    }
+    uint32_t x = find(s, e->a.id), y = find(s, e->b.id);
+    if (x == y) return;
+    if (d->size[x] != d->size[y]) {
+        fail(d, "two axes that must share a loop have different sizes (%llu and %llu)",
+             (unsigned long long)d->size[x], (unsigned long long)d->size[y]);
+        return;
+    }
+    if (y < x) { uint32_t t = x; x = y; y = t; }
+    s->parent[y] = x;
+    s->iterate[x] |= s->iterate[y];
+    if (s->pinned[y]) pin_class(d, s, x, s->pin[y]);
+}
+
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+Projections *proj_infer(Arena *arena, const ProjProblem *p) {
+    Deriver d = {.arena = arena, .p = p};
+    d.base = arena_alloc(arena, (p->slot_count + 1) * sizeof *d.base);
+    for (uint32_t s = 0; s < p->slot_count; s++) {
+        for (int k = 0; k < ROW_KINDS; k++)
+            if (p->shapes[s].rows[k].var) {
+                diag_error(p->span, "internal error: projection inference for %s before its shapes are closed",
+                           p->what);
+                return NULL;
+            }
+        d.base[s] = d.id_count;
+        d.id_count += proj_shape_rank(&p->shapes[s]);
+    }
+    d.size = arena_alloc(arena, (d.id_count + 1) * sizeof *d.size);
+    d.unit = arena_alloc(arena, (d.id_count + 1) * sizeof *d.unit);
+    for (uint32_t s = 0; s < p->slot_count; s++) {
+        uint32_t n = d.base[s];
+        for (int k = 0; k < ROW_KINDS; k++) {
+            const Row *r = &p->shapes[s].rows[memory_order[k]];
+            for (uint32_t j = 0; j < r->count; j++, n++) {
+                d.size[n] = r->dims[j].size;
+                d.unit[n] = r->dims[j].size == 1 && r->dims[j].basis == BASIS_NONE;
+            }
+        }
+    }
+    derive(&d);
+    if (d.failed) return NULL;
+
+    /* A permuted order for the canonicity test. */
+    uint32_t *order = arena_alloc(arena, (d.eq_count + 1) * sizeof *order);
+    for (uint32_t i = 0; i < d.eq_count; i++) order[i] = i;
+    if (p->shuffle_seed) {
+        uint64_t st = p->shuffle_seed;
+        for (uint32_t i = d.eq_count; i > 1; i--) {
+            uint32_t j = (uint32_t)(next_random(&st) % i);
+            uint32_t t = order[i - 1]; order[i - 1] = order[j]; order[j] = t;
+        }
+    }
+
+    Solver s;
+    s.parent = arena_alloc(arena, (d.id_count + 1) * sizeof *s.parent);
+    s.pinned = arena_alloc(arena, (d.id_count + 1) * sizeof *s.pinned);
+    s.pin = arena_alloc(arena, (d.id_count + 1) * sizeof *s.pin);
+    s.iterate = arena_alloc(arena, (d.id_count + 1) * sizeof *s.iterate);
+    for (uint32_t i = 0; i < d.id_count; i++) s.parent[i] = i;
+    for (uint32_t i = 0; i < d.eq_count && !d.failed; i++) solve_equation(&d, &s, &d.eqs[order[i]]);
+    if (d.failed) return NULL;
+
+    /* Label the classes: pin, else an iterator when iterated and larger than one, else Fix 0. */
+    Projections *out = arena_alloc(arena, sizeof *out);
+    out->slot_count = p->slot_count;
+    out->rank = arena_alloc(arena, p->slot_count * sizeof *out->rank);
+    out->maps = arena_alloc(arena, p->slot_count * sizeof *out->maps);
+    out->axis_size = arena_alloc(arena, p->slot_count * sizeof *out->axis_size);
+    uint32_t *class_iter = arena_alloc(arena, (d.id_count + 1) * sizeof *class_iter);
+    for (uint32_t i = 0; i < d.id_count; i++) class_iter[i] = UINT32_MAX;
+    out->iter_size = arena_alloc(arena, (d.id_count + 1) * sizeof *out->iter_size);
+    for (uint32_t slot = 0; slot < p->slot_count; slot++) {
+        uint32_t rank = proj_shape_rank(&p->shapes[slot]);
+        out->rank[slot] = rank;
+        out->maps[slot] = arena_alloc(arena, (rank ? rank : 1) * sizeof **out->maps);
+        out->axis_size[slot] = arena_alloc(arena, (rank ? rank : 1) * sizeof **out->axis_size);
+        for (uint32_t a = 0; a < rank; a++) {
+            uint32_t id = d.base[slot] + a, root = find(&s, id);
+            ProjIndex *ix = &out->maps[slot][a];
+            out->axis_size[slot][a] = d.size[id];
+            if (s.pinned[root]) {
+                *ix = s.pin[root];
+            } else if (s.iterate[root] && d.size[root] > 1) {
+                if (class_iter[root] == UINT32_MAX) {
+                    class_iter[root] = out->iter_count;
+                    out->iter_size[out->iter_count++] = d.size[root];
+                }
+                *ix = (ProjIndex){.kind = PIDX_ITER, .iter = class_iter[root]};
+            } else {
+                *ix = (ProjIndex){.kind = PIDX_FIXED, .fixed = 0};
+            }
+        }
+    }
+    return out;
+}
+
+bool proj_injective(const Projections *p, uint32_t slot) {
+    for (uint32_t it = 0; it < p->iter_count; it++) {
+        bool seen = false;
+        for (uint32_t a = 0; a < p->rank[slot] && !seen; a++)
+            seen = p->maps[slot][a].kind == PIDX_ITER && p->maps[slot][a].iter == it;
+        if (!seen) return false;
+    }
+    return true;
+}
+
+bool proj_surjective(const Projections *p, uint32_t slot) {
+    for (uint32_t a = 0; a < p->rank[slot]; a++) {
+        const ProjIndex *ix = &p->maps[slot][a];
+        if (p->axis_size[slot][a] == 1) continue;
+        if (ix->kind != PIDX_ITER) return false;
+        for (uint32_t b = 0; b < a; b++) /* a diagonal reaches only part of the cells */
+            if (p->maps[slot][b].kind == PIDX_ITER && p->maps[slot][b].iter == ix->iter) return false;
+    }
+    return true;
+}
