@@ -1247,8 +1247,23 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
     if (fn->kind == V_ERROR) return fn;
     uint32_t count = n->list.count;
     Arg *args = arena_alloc(e->arena, (count ? count : 1) * sizeof *args);
+    const Spec *spec = NULL; /* `op ~spec:"…" a b c`: an operator applied like a function */
     for (uint32_t i = 0; i < count; i++) {
         const Node *a = n->list.items[i];
+        if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && a->a &&
+            a->a->kind == NODE_STRING) {
+            if (!a->a->spec) {
+                const Source *src = source_get(a->a->span.file);
+                uint32_t start = a->a->span.start + 1, end = a->a->span.end > start ? a->a->span.end - 1 : start;
+                ((Node *)a->a)->spec = spec_parse(e->arena, span_make(a->a->span.file, start, end),
+                                                   src->text + start, end - start);
+                if (!a->a->spec) return &error_value;
+            }
+            spec = a->a->spec;
+            args[i].value = &unit_value; /* not passed on */
+            args[i].label = "spec";
+            continue;
+        }
         if (a->kind == NODE_ARG) {
             args[i].label = a->name;
             args[i].optional = (a->flag & ARG_OPTIONAL) != 0;
@@ -1265,6 +1280,21 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
             args[i].value = eval(e, a, env, mode);
         }
         if (args[i].value->kind == V_ERROR) return &error_value;
+    }
+    if (spec) {
+        if (fn->as.op->c->kind != NODE_VAR)
+            return fail(n->span, "'%s' takes no einsum spec: its logic is fixed by its declaration", fn->as.op->name);
+        Value **ops = arena_alloc(e->arena, (count ? count : 1) * sizeof *ops);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (args[i].label && strcmp(args[i].label, "spec") == 0) continue;
+            if (args[i].label)
+                return fail(args[i].span, "'%s' takes no labelled argument ~%s here", fn->as.op->name, args[i].label);
+            Value *v = args[i].value;
+            if (is_number(v)) v = tensor_value(e, scalar_literal(e, number_of(v), args[i].span, 0));
+            ops[k++] = v;
+        }
+        return apply_operator(e, fn->as.op, ops, k, spec, NULL, n->span);
     }
     return apply(e, fn, args, count, n->span);
 }

@@ -86,6 +86,14 @@ Interp *interp_new(const IrProgram *ir) {
             return NULL;
         }
         float *d = in->data[i];
+        if (b->kind == BUF_DATA) {
+            diag_error_noloc("run time: the reference executor cannot produce the data '%s' yet (data "
+                             "sources come with the native runtime)", b->name);
+            interp_free(in);
+            return NULL;
+        }
+        if (b->kind == BUF_INPUT) /* nobody fills an input here: seeded numbers, like a parameter */
+            for (uint64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(ir->seed, b->name, c);
         switch (b->init) {
         case INIT_NONE: break;
         case INIT_FILL:

@@ -10,8 +10,9 @@
 
 typedef struct Interp Interp;
 
-/* Allocate and initialise every buffer (parameters from ir->seed).  NULL after printing an
- * error (out of memory). */
+/* Allocate and initialise every buffer: literal values, fills, parameters without an initial
+ * value and inputs (nobody fills them here) with tsr_uniform() from ir->seed.  NULL after
+ * printing an error (out of memory; data sources, which this executor cannot produce). */
 Interp *interp_new(const IrProgram *ir);
 void interp_free(Interp *in);
 

@@ -6,7 +6,11 @@
 #   NAME.ast   stdout of `tsrc --dump-ast NAME.tsr`        (exit status 0)
 #   NAME.shapes  stdout of `tsrc --print-shapes NAME.tsr` (exit status 0)
 #   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1); under
-#              tests/shape_errors/ the default is `tsrc --check NAME.tsr`
+#              tests/shape_errors/ the default is `tsrc --check NAME.tsr`, under tests/proj/
+#              `tsrc --run --interp NAME.tsr`
+#   NAME.ir    stdout of `tsrc --emit=ir NAME.tsr`         (exit status 0)
+#   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0)
+#              (a test may have both; `(* args: … *)` options are added to both)
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
@@ -51,6 +55,16 @@ check_golden() { # check_golden TEST ACTUAL GOLDEN
 for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     base=${t%.tsr}
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
+    if [ -f "$base.ir" ] || [ -f "$base.out" ]; then
+        for kind in ir out; do
+            [ -f "$base.$kind" ] || continue
+            if [ $kind = ir ]; then run_tsrc --emit=ir $args "$t"; else run_tsrc --run --interp $args "$t"; fi
+            if [ "$(status)" != 0 ]; then fail "$t ($kind)" "exit $(status), expected 0" "$TMP/err"
+            elif check_golden "$t" "$TMP/out" "$base.$kind"; then pass "$t ($kind)"
+            else fail "$t ($kind)" "output differs from $base.$kind" "$TMP/diff"; fi
+        done
+        continue
+    fi
     if [ -f "$base.ast" ]; then
         run_tsrc ${args:---dump-ast} "$t"
         if [ "$(status)" != 0 ]; then fail "$t" "exit $(status), expected 0" "$TMP/err"
@@ -62,7 +76,11 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
         elif check_golden "$t" "$TMP/out" "$base.shapes"; then pass "$t"
         else fail "$t" "shapes differ from $base.shapes" "$TMP/diff"; fi
     elif [ -f "$base.err" ]; then
-        case $t in tests/shape_errors/*) default=--check ;; *) default=--parse-only ;; esac
+        case $t in
+            tests/shape_errors/*) default=--check ;;
+            tests/proj/*) default="--run --interp" ;;
+            *) default=--parse-only ;;
+        esac
         run_tsrc ${args:-$default} "$t"
         if [ "$(status)" != 1 ]; then fail "$t" "exit $(status), expected 1" "$TMP/err"
         elif check_golden "$t" "$TMP/err" "$base.err"; then pass "$t"
