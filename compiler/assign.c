@@ -25,12 +25,23 @@
 #include "diag.h"
 #include "proj.h"
 
+/* What one tensor contributes: its forward assignments and its operation's record. */
+typedef struct TensorInfo {
+    AssignList forward;
+    Tensor **slots;            /* the operation's slots: the tensor, then its operands */
+    uint32_t slot_count;
+    const Projections *proj;   /* operator applications and slices */
+    int needs_grad;            /* 0 unknown, 1 no, 2 yes */
+} TensorInfo;
+
 typedef struct Builder {
     IrProgram *ir;
     Program *program;
     bool *visited;
-    Assignment **forward;
-    uint32_t forward_count, forward_cap;
+    TensorInfo *info;          /* by tensor id */
+    uint32_t *stamp;           /* by tensor id: collection marks */
+    uint32_t generation;
+    Tensor *current;           /* the tensor being built */
     bool failed;
 } Builder;
 
@@ -125,8 +136,12 @@ static double *literal_values(IrProgram *ir, Tensor *t) {
 
 /* ---- Assignments ------------------------------------------------------------------------------ */
 
+static void list_push(Arena *arena, AssignList *list, Assignment *a) {
+    ARENA_PUSH(arena, list->items, list->count, list->cap, a);
+}
+
 static void add_forward(Builder *b, Assignment *a) {
-    ARENA_PUSH(b->ir->arena, b->forward, b->forward_count, b->forward_cap, a);
+    list_push(b->ir->arena, &b->info[b->current->id].forward, a);
 }
 
 static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t n, Tensor *owner,
@@ -339,6 +354,9 @@ static void build_operator(Builder *b, Tensor *t) {
                                               : arena_printf(b->ir->arena, "'%s'", t->op_name);
     Projections *proj = infer(b, logic, slots, n, t, what);
     if (!proj) return;
+    b->info[t->id].slots = slots;
+    b->info[t->id].slot_count = n;
+    b->info[t->id].proj = proj;
     BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span};
     block_statement(&c, t->op->a);
     for (uint32_t i = 0; i < c.out_count; i++) {
@@ -392,6 +410,7 @@ static void build_tensor(Builder *b, Tensor *t) {
     }
     if (t->kind != TENSOR_PARAM) /* a parameter's initial value is not part of the computation */
         for (uint32_t i = 0; i < t->operand_count; i++) build_tensor(b, t->operands[i]);
+    b->current = t;
     switch (t->kind) {
     case TENSOR_LITERAL: {
         IrBuffer *buf = buffer_of(ir, (TNode){t, false});
@@ -419,6 +438,7 @@ static void build_tensor(Builder *b, Tensor *t) {
     case TENSOR_SLICE: {
         Tensor *slots[2] = {t, t->operands[0]};
         Projections *proj = infer(b, PROJ_SLICE, slots, 2, t, "'@|'");
+        b->info[t->id].proj = proj;
         if (proj) add_forward(b, copy_assignment(b, t, t->operands[0], proj, t->span, "'@|'"));
         break;
     }
@@ -443,6 +463,210 @@ static void build_tensor(Builder *b, Tensor *t) {
     }
 }
 
+/* ---- Collecting code --------------------------------------------------------------------------- */
+
+/* The forward assignments of t and of everything it depends on, operands first, each once per
+ * generation. */
+static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
+    if (b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_forward(b, t->operands[i], out);
+    const AssignList *f = &b->info[t->id].forward;
+    for (uint32_t i = 0; i < f->count; i++) list_push(b->ir->arena, out, f->items[i]);
+}
+
+/* The tensors of t's graph in creation order (operands before users). */
+static void collect_graph(Builder *b, Tensor *t, Tensor ***out, uint32_t *count, uint32_t *cap) {
+    if (b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_graph(b, t->operands[i], out, count, cap);
+    ARENA_PUSH(b->ir->arena, *out, *count, *cap, t);
+}
+
+static bool needs_grad(Builder *b, Tensor *t) {
+    TensorInfo *info = &b->info[t->id];
+    if (!info->needs_grad) {
+        bool yes = t->kind == TENSOR_PARAM;
+        if (t->kind == TENSOR_OP || t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK)
+            for (uint32_t i = 0; i < t->operand_count && !yes; i++) yes = needs_grad(b, t->operands[i]);
+        info->needs_grad = yes ? 2 : 1;
+    }
+    return info->needs_grad == 2;
+}
+
+/* The backward assignments of one operation whose result needs a gradient. */
+static void backward_of(Builder *b, Tensor *t, AssignList *out) {
+    TensorInfo *info = &b->info[t->id];
+    Arena *arena = b->ir->arena;
+    if (t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK) {
+        for (uint32_t k = 0; k < t->operand_count; k++) {
+            Tensor *src = t->operands[k];
+            if (!needs_grad(b, src)) continue;
+            const Projections *proj = t->kind == TENSOR_SLICE ? info->proj : info->forward.items[k]->proj;
+            Assignment *a = copy_assignment(b, src, t, proj, t->span, t->kind == TENSOR_SLICE ? "'@|' (backward)" : "stacking (backward)");
+            a->lhs = (Access){{src, true}, 1};
+            a->reads[0] = (Access){{t, true}, 0};
+            a->accum = ACC_ADD;
+            list_push(arena, out, a);
+        }
+        return;
+    }
+    if (t->kind != TENSOR_OP) return;
+    if (!t->op->b) {
+        diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block", t->op_name);
+        diag_note(t->op->span, "'%s' is declared here", t->op_name);
+        b->failed = true;
+        return;
+    }
+    const char *what = arena_printf(arena, "%s (backward)", t->logic == LOGIC_SPEC
+                                                                ? arena_printf(arena, "einsum '%s'", t->op_name)
+                                                                : arena_printf(arena, "'%s'", t->op_name));
+    BlockContext c = {.b = b, .slots = info->slots, .slot_count = info->slot_count, .proj = info->proj,
+                      .what = what, .span = t->span};
+    block_statement(&c, t->op->b);
+    for (uint32_t i = 0; i < c.out_count; i++) {
+        Assignment *a = c.out[i];
+        if (!a->lhs.node.grad) {
+            diag_error(t->op->b->span, "an operator's backward block writes gradients (g1, g2, …)");
+            b->failed = true;
+            return;
+        }
+        if (needs_grad(b, a->lhs.node.tensor)) list_push(arena, out, a);
+    }
+}
+
+/* `g =: value` over every cell of a gradient (one slot, pointwise). */
+static Assignment *fill_assignment(Builder *b, Tensor *t, bool grad, double value, Span span, const char *what) {
+    Shape shape = b->ir->shapes[t->id];
+    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
+    const Projections *proj = proj_infer(b->ir->arena, &p);
+    if (!proj) {
+        b->failed = true;
+        return NULL;
+    }
+    Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
+    a->lhs = (Access){{t, grad}, 0};
+    a->accum = ACC_NONE;
+    a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
+    a->rhs->kind = AE_CONST;
+    a->rhs->value = value;
+    a->proj = proj;
+    a->span = span;
+    a->what = what;
+    return a;
+}
+
+/* Standalone assignments: slot 0 is the left side, then one slot per tensor read. */
+typedef struct Standalone {
+    Builder *b;
+    Assignment *a;
+    Tensor **slots;
+    uint32_t slot_count, slot_cap;
+} Standalone;
+
+static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
+    Builder *b = st->b;
+    AExpr *e = arena_alloc(b->ir->arena, sizeof *e);
+    switch (x->kind) {
+    case CEXPR_CONST:
+        e->kind = AE_CONST;
+        e->value = x->value;
+        return e;
+    case CEXPR_TENSOR: {
+        build_tensor(b, x->tensor);
+        Access acc = {{x->tensor, x->grad}, st->slot_count};
+        Tensor *t = x->tensor;
+        ARENA_PUSH(b->ir->arena, st->slots, st->slot_count, st->slot_cap, t);
+        Assignment *a = st->a;
+        Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
+        if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
+        grown[a->read_count] = acc;
+        a->reads = grown;
+        e->kind = AE_READ;
+        e->read = a->read_count++;
+        return e;
+    }
+    case CEXPR_OP: {
+        int op = strcmp(x->op, ">") == 0 ? SOP_LT : strcmp(x->op, "=") == 0 ? SOP_EQ : scalar_op_lookup(x->op, x->binary);
+        if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count) {
+            diag_error(x->span, op < 0 ? "'%s' is not a primitive operation of %%cd code"
+                                       : "'%s' takes a different number of operands", x->op);
+            b->failed = true;
+            return NULL;
+        }
+        e->kind = AE_OP;
+        e->op = (ScalarOp)op;
+        for (uint32_t i = 0; i < x->arg_count; i++) {
+            const CodeExpr *arg = x->args[strcmp(x->op, ">") == 0 ? 1 - i : i];
+            if (!(e->args[i] = standalone_expr(st, arg))) return NULL;
+        }
+        return e;
+    }
+    }
+    return NULL;
+}
+
+static Assignment *standalone(Builder *b, const CodeStep *step) {
+    Arena *arena = b->ir->arena;
+    Assignment *a = arena_alloc(arena, sizeof *a);
+    Standalone st = {.b = b, .a = a};
+    ARENA_PUSH(arena, st.slots, st.slot_count, st.slot_cap, step->tensor);
+    if (!accum_parse(step->op, &a->accum, &a->reset)) {
+        diag_error(step->span, "unknown assignment operator '%s'", step->op);
+        b->failed = true;
+        return NULL;
+    }
+    build_tensor(b, step->tensor);
+    a->lhs = (Access){{step->tensor, step->grad}, 0};
+    if (!(a->rhs = standalone_expr(&st, step->rhs))) return NULL;
+    Shape *shapes = arena_alloc(arena, st.slot_count * sizeof *shapes);
+    for (uint32_t i = 0; i < st.slot_count; i++) shapes[i] = b->ir->shapes[st.slots[i]->id];
+    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = st.slot_count, .shapes = shapes, .span = step->span,
+                     .what = "this assignment"};
+    if (!(a->proj = proj_infer(arena, &p))) {
+        b->failed = true;
+        return NULL;
+    }
+    a->span = step->span;
+    a->what = "assignment";
+    return a;
+}
+
+static void build_routine(Builder *b, const Routine *r, AssignList *out) {
+    Arena *arena = b->ir->arena;
+    out->name = r->name;
+    for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
+        const CodeStep *step = &r->steps[s];
+        if (step->kind == STEP_ASSIGN) {
+            Assignment *a = standalone(b, step);
+            if (a) list_push(arena, out, a);
+            continue;
+        }
+        build_tensor(b, step->tensor);
+        if (b->failed) return;
+        b->generation++;
+        if (step->kind == STEP_FORWARD) {
+            collect_forward(b, step->tensor, out);
+            continue;
+        }
+        Tensor **graph = NULL;
+        uint32_t count = 0, cap = 0;
+        collect_graph(b, step->tensor, &graph, &count, &cap);
+        if (step->kind == STEP_ZERO_GRADS) {
+            for (uint32_t i = 0; i < count; i++)
+                if (needs_grad(b, graph[i])) {
+                    Assignment *a = fill_assignment(b, graph[i], true, 0.0, step->span, "zero_grads");
+                    if (a) list_push(arena, out, a);
+                }
+            continue;
+        }
+        for (uint32_t i = count; i-- > 0 && !b->failed;)
+            if (needs_grad(b, graph[i])) backward_of(b, graph[i], out);
+    }
+}
+
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
     memset(out, 0, sizeof *out);
     Arena *arena = arena_new();
@@ -460,18 +684,25 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     }
     Builder b = {.ir = ir, .program = program};
     b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
+    b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
+    b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
     for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
     /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
     for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
         Tensor *t = program->named[i];
         if (t->kind != TENSOR_INDEX) buffer_of(ir, (TNode){t, false})->keep = true;
     }
+    out->forward.name = "forward";
+    b.generation++;
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++)
+        collect_forward(&b, program->named[i], &out->forward);
+    out->routines = arena_alloc(arena, (program->routine_count + 1) * sizeof *out->routines);
+    for (uint32_t i = 0; i < program->routine_count && !b.failed; i++)
+        build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
     if (b.failed) {
         arena_free(arena);
         return false;
     }
     out->ir = ir;
-    out->forward = b.forward;
-    out->forward_count = b.forward_count;
     return true;
 }

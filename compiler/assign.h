@@ -17,12 +17,21 @@ typedef struct AssignOptions {
     uint64_t seed; /* parameter initialisation */
 } AssignOptions;
 
-/* The program's buffers and assignments; `forward` lists, in execution order, the assignments
- * that compute every named tensor.  NULL after reporting errors. */
+/* A list of assignments in execution order: a routine, or the implicit forward. */
+typedef struct AssignList {
+    const char *name;
+    Assignment **items;
+    uint32_t count, cap;
+} AssignList;
+
+/* The program's buffers and assignments: `forward` computes every named tensor; `routines`
+ * are the program's routines (t.forward, t.backprop with the operators' backward blocks,
+ * t.zero_grads, standalone pointwise assignments).  False after reporting errors. */
 typedef struct AssignResult {
     IrProgram *ir;
-    Assignment **forward;
-    uint32_t forward_count;
+    AssignList forward;
+    AssignList *routines;
+    uint32_t routine_count;
 } AssignResult;
 
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out);

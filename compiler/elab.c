@@ -1560,6 +1560,132 @@ static void open_module(Elab *e, const Node *item) {
     elab_module(e, m);
 }
 
+/* ---- Routines ------------------------------------------------------------------------------ */
+
+static void add_step(Elab *e, Routine *r, CodeStep step) {
+    ARENA_PUSH(e->arena, r->steps, r->step_count, r->step_cap, step);
+}
+
+/* A tensor named by `n` (a name, or `x.grad` / `x.value`); false after an error. */
+static bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad) {
+    *grad = false;
+    const Node *obj = n;
+    if (n->kind == NODE_FIELD && (strcmp(n->name, "grad") == 0 || strcmp(n->name, "value") == 0)) {
+        *grad = n->name[0] == 'g';
+        obj = n->a;
+    }
+    Value *v = eval(e, obj, env, MODE_TENSOR);
+    if (v->kind == V_ERROR) return false;
+    if (v->kind != V_TENSOR) {
+        diag_error(obj->span, "this names %s, not a tensor", kind_noun(v));
+        return false;
+    }
+    *t = v->as.tensor;
+    return true;
+}
+
+static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
+    CodeExpr *x = arena_alloc(e->arena, sizeof *x);
+    x->span = n->span;
+    if (n->kind == NODE_INT || n->kind == NODE_FLOAT) {
+        x->kind = CEXPR_CONST;
+        x->value = n->kind == NODE_INT ? (double)n->ival : n->fval;
+        return x;
+    }
+    if (n->kind == NODE_BINOP && strcmp(n->name, "@|") != 0) {
+        x->kind = CEXPR_OP;
+        x->op = n->name;
+        x->binary = true;
+        x->arg_count = 2;
+        if (!(x->args[0] = code_expr(e, n->a, env)) || !(x->args[1] = code_expr(e, n->b, env))) return NULL;
+        return x;
+    }
+    if (n->kind == NODE_APP && n->a->kind == NODE_VAR && !lookup(e, env, n->a->name)) {
+        x->kind = CEXPR_OP;
+        x->op = n->a->name;
+        for (uint32_t i = 0; i < n->list.count; i++) {
+            const Node *arg = n->list.items[i];
+            const NodeList *items = arg->kind == NODE_TUPLE && n->list.count == 1 ? &arg->list : NULL;
+            for (uint32_t j = 0; j < (items ? items->count : 1); j++) {
+                if (x->arg_count == 3) {
+                    diag_error(n->span, "a primitive takes at most three operands");
+                    return NULL;
+                }
+                if (!(x->args[x->arg_count++] = code_expr(e, items ? items->items[j] : arg, env))) return NULL;
+            }
+        }
+        return x;
+    }
+    Value *v = n->kind == NODE_FIELD ? NULL : eval(e, n, env, MODE_TENSOR);
+    if (v && v->kind == V_ERROR) return NULL;
+    if (v && is_number(v)) {
+        x->kind = CEXPR_CONST;
+        x->value = number_of(v);
+        return x;
+    }
+    x->kind = CEXPR_TENSOR;
+    if (v && v->kind == V_TENSOR) {
+        x->tensor = v->as.tensor;
+        return x;
+    }
+    if (v) {
+        diag_error(n->span, "this is %s, not a tensor or a number", kind_noun(v));
+        return NULL;
+    }
+    return code_tensor(e, n, env, &x->tensor, &x->grad) ? x : NULL;
+}
+
+/* Shape constraints of a standalone assignment: every tensor read broadcasts to the left side
+ * (the pointwise logic; seed 003's producer regime). */
+static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, OriginId why) {
+    if (x->kind == CEXPR_TENSOR) shape_le(e->solver, &x->tensor->shape, &lhs->shape, why);
+    for (uint32_t i = 0; i < x->arg_count; i++) code_expr_constraints(e, x->args[i], lhs, why);
+}
+
+static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
+    switch (n->kind) {
+    case NODE_CODE: elab_code(e, r, n->a, env); return;
+    case NODE_COMMENTED: elab_code(e, r, n->b, env); return;
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) elab_code(e, r, n->list.items[i], env);
+        return;
+    case NODE_FIELD: {
+        CodeStepKind kind = strcmp(n->name, "forward") == 0      ? STEP_FORWARD
+                          : strcmp(n->name, "backprop") == 0     ? STEP_BACKPROP
+                          : strcmp(n->name, "zero_grads") == 0   ? STEP_ZERO_GRADS
+                                                                 : STEP_ASSIGN;
+        if (kind == STEP_ASSIGN) break;
+        Value *v = eval(e, n->a, env, MODE_TENSOR);
+        if (v->kind == V_ERROR) return;
+        if (v->kind != V_TENSOR) {
+            diag_error(n->a->span, "'.%s' is code of a tensor, but this is %s", n->name, kind_noun(v));
+            return;
+        }
+        add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span});
+        return;
+    }
+    case NODE_ASSIGN: {
+        if (n->c && !(n->c->kind == NODE_STRING && n->c->len == 1 && n->c->text[0] == '.')) {
+            diag_error(n->c->span, "only the pointwise logic \".\" is supported for assignments in routines in "
+                       "this version");
+            return;
+        }
+        if (n->a->kind == NODE_RECORD) {
+            diag_error(n->a->span, "inline definitions in routines are not supported in this version yet");
+            return;
+        }
+        CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
+        if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return;
+        if (!(step.rhs = code_expr(e, n->b, env))) return;
+        code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
+        add_step(e, r, step);
+        return;
+    }
+    default: break;
+    }
+    diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads and assignments in this version");
+}
+
 static void elab_item(Elab *e, const Node *item) {
     e->scope = NULL;
     switch (item->kind) {
@@ -1640,8 +1766,20 @@ static void elab_item(Elab *e, const Node *item) {
         break;
     }
     case ITEM_OPEN: open_module(e, item); break;
-    case ITEM_ROUTINE:
-    case ITEM_MAIN: break; /* code: compiled by the later stages */
+    case ITEM_ROUTINE: {
+        Routine r = {.name = item->name, .span = item->span};
+        elab_code(e, &r, item->a, e->globals);
+        Program *p = e->program;
+        for (uint32_t i = 0; i < p->routine_count; i++)
+            if (strcmp(p->routines[i].name, item->name) == 0) {
+                diag_error(item->span, "routine '%s' is defined twice", item->name);
+                diag_note(p->routines[i].span, "the first definition");
+                return;
+            }
+        ARENA_PUSH(e->arena, p->routines, p->routine_count, p->routine_cap, r);
+        break;
+    }
+    case ITEM_MAIN: e->program->has_main = true; break; /* run by the later stages */
     default: break;
     }
     e->scope = NULL;

@@ -60,6 +60,45 @@ struct Tensor {
     uint32_t index_range;
 };
 
+/* The code of a routine (docs/language.md §3.2.8), as elaborated: a sequence of steps. */
+typedef enum CodeStepKind {
+    STEP_FORWARD,    /* t.forward: compute t and everything it depends on */
+    STEP_BACKPROP,   /* t.backprop: the backward blocks of t's graph, last operation first */
+    STEP_ZERO_GRADS, /* t.zero_grads: every gradient of t's graph set to 0 */
+    STEP_ASSIGN,     /* a standalone assignment (pointwise) */
+} CodeStepKind;
+
+typedef enum CodeExprKind { CEXPR_CONST, CEXPR_TENSOR, CEXPR_OP } CodeExprKind;
+
+typedef struct CodeExpr CodeExpr;
+struct CodeExpr {
+    CodeExprKind kind;
+    double value;            /* CEXPR_CONST */
+    Tensor *tensor;          /* CEXPR_TENSOR */
+    bool grad;               /* CEXPR_TENSOR: its gradient */
+    const char *op;          /* CEXPR_OP: the primitive as written ("+", "relu") */
+    bool binary;             /* CEXPR_OP: written infix */
+    CodeExpr *args[3];
+    uint32_t arg_count;
+    Span span;
+};
+
+typedef struct CodeStep {
+    CodeStepKind kind;
+    Tensor *tensor;          /* FORWARD/BACKPROP/ZERO_GRADS; ASSIGN: the left side */
+    bool grad;               /* ASSIGN: the left side is the gradient */
+    const char *op;          /* ASSIGN: the assignment operator ("=:", "=+") */
+    CodeExpr *rhs;           /* ASSIGN */
+    Span span;
+} CodeStep;
+
+typedef struct Routine {
+    const char *name;
+    Span span;
+    CodeStep *steps;
+    uint32_t step_count, step_cap;
+} Routine;
+
 typedef struct Program {
     Arena *arena;
     ShapeSolver *solver;
@@ -69,6 +108,9 @@ typedef struct Program {
                          several names (see shown_names) */
     const char **shown_names;
     uint32_t named_count, named_cap;
+    Routine *routines;  /* in declaration order */
+    uint32_t routine_count, routine_cap;
+    bool has_main;
 } Program;
 
 typedef struct ElabOptions {

@@ -202,7 +202,11 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
     AssignOptions ao = {opt->seed};
     AssignResult ar;
     if (!assign_build(program, &ao, &ar)) return NULL;
-    lower_function(ar.ir, "forward", ar.forward, ar.forward_count);
+    /* The routines are the program's functions; without any, one function computes every
+     * named tensor. */
+    if (ar.routine_count == 0) lower_function(ar.ir, ar.forward.name, ar.forward.items, ar.forward.count);
+    for (uint32_t i = 0; i < ar.routine_count; i++)
+        lower_function(ar.ir, ar.routines[i].name, ar.routines[i].items, ar.routines[i].count);
     if (ir_verify(ar.ir, stderr)) {
         diag_error_noloc("internal error: the loop IR is malformed after lowering");
         return ar.ir;
@@ -215,6 +219,11 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
 }
 
 static int run_program(IrProgram *ir, Program *program, FILE *out) {
+    if (program->has_main) {
+        diag_error_noloc("the reference executor does not run 'main' in this version; without 'main', "
+                         "--run --interp runs the routines in order and prints every named tensor");
+        return 1;
+    }
     Interp *in = interp_new(ir);
     if (!in) return 1;
     int status = 0;
@@ -223,6 +232,9 @@ static int run_program(IrProgram *ir, Program *program, FILE *out) {
     for (uint32_t i = 0; i < program->named_count && status == 0; i++) {
         uint32_t b = ir->value_buffer[program->named[i]->id];
         if (b != UINT32_MAX && !ir->buffers[b].is_virtual) interp_print(in, b, program->shown_names[i], out);
+        b = ir->grad_buffer[program->named[i]->id];
+        if (b != UINT32_MAX && !ir->buffers[b].is_virtual)
+            interp_print(in, b, arena_printf(ir->arena, "%s.grad", program->shown_names[i]), out);
     }
     interp_free(in);
     return status;
