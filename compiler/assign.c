@@ -71,7 +71,8 @@ uint32_t assign_buffer(IrProgram *ir, TNode node) {
     b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
     proj_shape_dims(shape, b.dims);
     b.size = 1;
-    for (uint32_t i = 0; i < b.rank; i++) b.size *= b.dims[i];
+    for (uint32_t i = 0; i < b.rank; i++) /* saturates: the executor refuses what it cannot hold */
+        b.size = b.dims[i] && b.size > UINT64_MAX / b.dims[i] ? UINT64_MAX : b.size * b.dims[i];
     const char *label = tensor_label(ir, t);
     b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
     b.shape_text = shape_to_string(ir->program->solver, shape);

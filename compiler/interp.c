@@ -79,8 +79,13 @@ Interp *interp_new(const IrProgram *ir) {
     for (uint32_t i = 0; i < ir->buffer_count; i++) {
         const IrBuffer *b = &ir->buffers[i];
         if (b->is_virtual) continue;
-        in->data[i] = calloc(b->size ? b->size : 1, sizeof(float));
+        in->data[i] = b->size > ((uint64_t)1 << 40) ? NULL : calloc(b->size ? b->size : 1, sizeof(float));
         if (!in->data[i]) {
+            if (b->size > ((uint64_t)1 << 40)) {
+                diag_error_noloc("tensor '%s' (%s) is too large for the reference executor", b->name, b->shape_text);
+                interp_free(in);
+                return NULL;
+            }
             diag_error_noloc("cannot allocate %" PRIu64 " bytes for tensor '%s'", b->size * 4, b->name);
             interp_free(in);
             return NULL;
