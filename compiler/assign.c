@@ -156,20 +156,38 @@ static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t 
     return proj;
 }
 
-/* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
-static Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj,
-                                   Span span, const char *what) {
+/* An assignment `lhs =: ?` with one right-hand node of `kind` (filled in by the caller). */
+static Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Projections *proj, Span span,
+                                  const char *what) {
     Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
-    a->lhs = (Access){{dst, false}, 0};
+    a->lhs = lhs;
     a->accum = ACC_NONE;
-    a->reads = arena_alloc(b->ir->arena, sizeof *a->reads);
-    a->reads[0] = (Access){{src, false}, 1};
-    a->read_count = 1;
     a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
-    a->rhs->kind = AE_READ;
+    a->rhs->kind = kind;
     a->proj = proj;
     a->span = span;
     a->what = what;
+    return a;
+}
+
+/* The index of `acc` among a's reads, adding it if new. */
+static uint32_t add_read(Arena *arena, Assignment *a, Access acc) {
+    for (uint32_t i = 0; i < a->read_count; i++)
+        if (a->reads[i].node.tensor == acc.node.tensor && a->reads[i].node.grad == acc.node.grad &&
+            a->reads[i].slot == acc.slot)
+            return i;
+    Access *grown = arena_alloc(arena, (a->read_count + 1) * sizeof *grown);
+    if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
+    grown[a->read_count] = acc;
+    a->reads = grown;
+    return a->read_count++;
+}
+
+/* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
+static Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj,
+                                   Span span, const char *what) {
+    Assignment *a = new_assignment(b, (Access){{dst, false}, 0}, AE_READ, proj, span, what);
+    a->rhs->read = add_read(b->ir->arena, a, (Access){{src, false}, 1});
     return a;
 }
 
@@ -241,19 +259,7 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         {
             AExpr *e = arena_alloc(arena, sizeof *e);
             e->kind = AE_READ;
-            uint32_t i = 0;
-            while (i < a->read_count && !(a->reads[i].node.tensor == acc.node.tensor &&
-                                          a->reads[i].node.grad == acc.node.grad && a->reads[i].slot == acc.slot))
-                i++;
-            if (i == a->read_count) {
-                uint32_t cap = a->read_count; /* reads grow one at a time */
-                Access *grown = arena_alloc(arena, (cap + 1) * sizeof *grown);
-                if (cap) memcpy(grown, a->reads, cap * sizeof *grown);
-                grown[cap] = acc;
-                a->reads = grown;
-                a->read_count++;
-            }
-            e->read = i;
+            e->read = add_read(arena, a, acc);
             return e;
         }
     case NODE_UNOP:
@@ -547,15 +553,8 @@ static Assignment *fill_assignment(Builder *b, Tensor *t, bool grad, double valu
         b->failed = true;
         return NULL;
     }
-    Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
-    a->lhs = (Access){{t, grad}, 0};
-    a->accum = ACC_NONE;
-    a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
-    a->rhs->kind = AE_CONST;
+    Assignment *a = new_assignment(b, (Access){{t, grad}, 0}, AE_CONST, proj, span, what);
     a->rhs->value = value;
-    a->proj = proj;
-    a->span = span;
-    a->what = what;
     return a;
 }
 
@@ -580,13 +579,8 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         Access acc = {{x->tensor, x->grad}, st->slot_count};
         Tensor *t = x->tensor;
         ARENA_PUSH(b->ir->arena, st->slots, st->slot_count, st->slot_cap, t);
-        Assignment *a = st->a;
-        Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
-        if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
-        grown[a->read_count] = acc;
-        a->reads = grown;
         e->kind = AE_READ;
-        e->read = a->read_count++;
+        e->read = add_read(b->ir->arena, st->a, acc);
         return e;
     }
     case CEXPR_OP: {
