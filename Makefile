@@ -4,6 +4,7 @@
 #   make demo       build tsrc and run the main example on the CPU
 #   make check      build and run every test; last line "N passed, N failed"
 #   make check SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make clean      remove build/
@@ -65,7 +66,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check unit fuzz clean help bootstrap bench-shapes
+.PHONY: all demo check check-einsum unit fuzz clean help bootstrap bench-shapes
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -124,7 +125,13 @@ unit: $(UNIT_BIN)
 
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
 check: $(BUILD)/tsrc $(UNIT_BIN)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit sh tests/run.sh
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit PYTHON=$(PYTHON) sh tests/run.sh
+
+# The long differential sweep of the reference executor against NumPy's einsum.
+EINSUM_COUNT ?= 20000
+EINSUM_SEED ?= 2
+check-einsum: $(BUILD)/tsrc
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_COUNT) --seed $(EINSUM_SEED)
 
 # Benchmarks (not tests): shape inference time per layer on generated MLPs.
 bench-shapes: $(BUILD)/tsrc

@@ -15,7 +15,8 @@
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
-# robustness checks (inputs generated here) and the C unit tests in $UNIT_DIR, whose own
+# robustness checks (inputs generated here), the einsum differential test against NumPy and the
+# C unit tests in $UNIT_DIR, whose own
 # closing "N passed, N failed" lines are added in.
 #
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
@@ -189,6 +190,24 @@ for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
         echo "PASS unit: $name ($summary)"
     fi
 done
+
+# The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;
+# `make check-einsum` runs a longer sweep).  Counted like a unit test's own summary.
+PYTHON=${PYTHON:-/usr/bin/python3}
+"$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
+st=$?
+summary=$(tail -n 1 "$TMP/einsum.out" | grep -E '^[0-9]+ passed, [0-9]+ failed')
+p=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+f=$(echo "$summary" | sed -n 's/^[0-9]* passed, \([0-9]*\) failed.*/\1/p')
+if [ -z "$summary" ] || [ "$st" != 0 ]; then
+    failed=$((failed + ${f:-0} + 1))
+    passed=$((passed + ${p:-0}))
+    echo "FAIL einsum vs NumPy (exit $st)"
+    sed -n '1,40s/^/    /p' "$TMP/einsum.out"
+else
+    passed=$((passed + p))
+    echo "PASS einsum vs NumPy ($summary)"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
