@@ -636,7 +636,14 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
         const CodeStep *step = &r->steps[s];
         if (step->kind == STEP_ASSIGN) {
             Assignment *a = standalone(b, step);
-            if (a) list_push(arena, out, a);
+            if (!a) return;
+            /* Tensors the right side built (`relu x` in `y =: relu x + 1`) are computed first. */
+            b->generation++;
+            for (uint32_t i = 0; i < a->read_count; i++) {
+                Tensor *t = a->reads[i].node.tensor;
+                if (!a->reads[i].node.grad && !t->shown) collect_forward(b, t, out);
+            }
+            list_push(arena, out, a);
             continue;
         }
         build_tensor(b, step->tensor);

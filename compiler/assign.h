@@ -3,8 +3,8 @@
  * assign_build() makes one buffer per tensor node that computation needs and, for every
  * operation reachable from a named tensor, its forward assignments: an operator application
  * instantiates the operator's `forward` block with the slot names bound to the result and the
- * operands; a slice, a stack of tensors and a parameter's tensor initial value are built-in
- * assignments.  Each operation's projections record comes from proj.c.  Literal tensors (and
+ * operands; a slice and a stack of computed tensors are built-in assignments.  A parameter's
+ * initial value must be a number or a literal tensor: it becomes the buffer's initial contents.  Each operation's projections record comes from proj.c.  Literal tensors (and
  * stacks of them) become initialised buffers, not assignments.
  *
  * Requires closed shapes (elaborate() without errors). */

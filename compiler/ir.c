@@ -1,6 +1,7 @@
 /* ir.c — the loop IR's shared vocabulary: scalar operations and accumulators (their names and
  * single-precision meaning, used alike by the reference executor and the constant folder), the
- * stable `--emit=ir` dump, and the verifier run between passes in test builds.
+ * stable `--emit=ir` dump, and the verifier that the driver runs after lowering and after
+ * optimisation (cheap enough to run always).
  *
  * The dump's format and the invariants the verifier checks are documented in docs/ir.md. */
 #include "ir.h"

@@ -9,6 +9,7 @@
  *     or at the cell's current value, the reduction loops accumulating into it, and one store;
  *   - without reduction axes, one store per cell: `f(reads)` itself when the assignment resets
  *     and its map is injective (the plain write of seed 003), else `lhs ⊕ f(reads)`.
+ * (An assignment that reads its own left side through another slot's map gets no parallel loop.)
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.
@@ -219,10 +220,18 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     current->index = lhs_index;
     ScalarOp acc_op = accum_scalar_op(a->accum);
 
+    /* A loop is parallel when its iterator addresses the stored cell — unless the assignment
+     * reads its own left side through another index map, so that one iteration may read what
+     * another writes: then every loop runs in order. */
+    bool aliased = false;
+    for (uint32_t i = 0; i < a->read_count; i++)
+        if (a->reads[i].node.tensor == a->lhs.node.tensor && a->reads[i].node.grad == a->lhs.node.grad &&
+            a->reads[i].slot != a->lhs.slot)
+            aliased = true;
     IrBlock *into = &fn->body;
     IrStmt *first = NULL;
     for (uint32_t i = 0; i < parallel; i++) {
-        IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], true);
+        IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], !aliased);
         ir_block_push(ir->arena, into, lp);
         if (!first) first = lp;
         into = &lp->body;

@@ -6,7 +6,8 @@
  * everything succeeded, so a failed run never leaves a partial file behind.
  *
  * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
- * shapes (elab.c + shape.c) → [projections → lower → codegen: later stages]. */
+ * shapes (elab.c + shape.c) → assignments and projections (assign.c + proj.c) → loop IR
+ * (lower.c, opt.c, verified by ir.c) → the reference executor (interp.c) [→ codegen: later]. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -132,7 +133,7 @@ static Options parse_options(int argc, char **argv) {
             if (i + 1 >= argc) bad_usage("'%s' needs a number", a);
             char *end;
             errno = 0;
-            opt.seed = strtoull(argv[++i], &end, 0);
+            opt.seed = strtoull(argv[++i], &end, 10);
             if (errno || *end || !argv[i][0] || argv[i][0] == '-') bad_usage("'--seed' needs a non-negative integer, not '%s'", argv[i]);
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
@@ -303,7 +304,7 @@ static int compile(Options opt) {
         }
         case MODE_BUILD:
             diag_error_noloc("code generation is not available in this version yet; "
-                             "use --check, --print-shapes, --parse-only or --dump-ast");
+                             "use --run --interp, --emit=ir, --check, --print-shapes, --parse-only or --dump-ast");
             status = 1;
             break;
         }
