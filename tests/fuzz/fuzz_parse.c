@@ -3,7 +3,8 @@
  * Built and run by `make fuzz` (tools/fuzz.sh) with AddressSanitizer and UBSan.  The first byte
  * chooses the entry point: odd → the spec parser alone on the rest (as if it were the inside of
  * a string literal), even → a whole module through parse_module (which also parses every spec
- * literal it meets) and, when it parsed, elaborate() with shape inference, on a thread with the
+ * literal it meets) and, when it parsed, elaborate() with shape inference and — for well-shaped
+ * programs — projections, lowering, optimisation and the IR verifier, on a thread with the
  * large stack tsrc itself gives the compiler.  Any crash, hang, leak or sanitizer report is a
  * bug. */
 #include <stdint.h>
@@ -15,11 +16,27 @@
 #include "parse.h"
 #include "spec.h"
 #include "elab.h"
+#include "assign.h"
+#include "lower.h"
+#include "opt.h"
 
 #include <pthread.h>
 
+/* Elaborate; when the program is well-shaped, also build its assignments and loop IR,
+ * optimise and verify it (the verifier's findings are internal errors: abort). */
 static void *elaborate_thread(void *module) {
-    program_free(elaborate(module, NULL));
+    Program *program = elaborate(module, NULL);
+    AssignResult ar;
+    if (!diag_error_count() && assign_build(program, NULL, &ar)) {
+        lower_function(ar.ir, ar.forward.name, ar.forward.items, ar.forward.count);
+        for (uint32_t i = 0; i < ar.routine_count; i++)
+            lower_function(ar.ir, ar.routines[i].name, ar.routines[i].items, ar.routines[i].count);
+        if (ir_verify(ar.ir, stderr)) abort();
+        optimise(ar.ir);
+        if (ir_verify(ar.ir, stderr)) abort();
+        arena_free(ar.ir->arena);
+    }
+    program_free(program);
     return NULL;
 }
 
