@@ -26,13 +26,11 @@ static const struct {
 
 const char *scalar_op_name(ScalarOp op) { return scalar_ops[op].name; }
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
+bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
 
 int scalar_op_lookup(const char *name, bool binary) {
-    for (int op = 0; op < SOP_COUNT; op++) {
-        bool symbol = !(name[0] >= 'a' && name[0] <= 'z');
-        if (symbol != binary) continue;
-        if (strcmp(scalar_ops[op].name, name) == 0) return op;
-    }
+    for (int op = 0; op < SOP_COUNT; op++)
+        if (scalar_op_infix((ScalarOp)op) == binary && strcmp(scalar_ops[op].name, name) == 0) return op;
     return -1;
 }
 
@@ -173,7 +171,7 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
     case IR_OP: {
         unsigned n = scalar_op_arity(e->op);
         const char *name = scalar_op_name(e->op);
-        bool infix = n == 2 && !(name[0] >= 'a' && name[0] <= 'z');
+        bool infix = scalar_op_infix(e->op);
         if (infix) {
             fputc('(', out);
             print_expr(out, ir, e->args[0]);

@@ -60,6 +60,7 @@ typedef enum ScalarOp {
 
 const char *scalar_op_name(ScalarOp op);
 unsigned scalar_op_arity(ScalarOp op);
+bool scalar_op_infix(ScalarOp op); /* written between its two operands (`+`, `-?/`) */
 /* The binary operator or function written `name` in %cd code (`*`, `relu`, `where`), or -1. */
 int scalar_op_lookup(const char *name, bool binary);
 /* Evaluate in single precision, as generated code does. */
@@ -123,7 +124,6 @@ typedef enum AExprKind {
     AE_CONST, /* value */
     AE_READ,  /* reads[read] */
     AE_OP,    /* op(args) */
-    AE_INDEX, /* the run-time value of index symbol `symbol`, as a number */
 } AExprKind;
 
 typedef struct AExpr AExpr;
@@ -132,7 +132,6 @@ struct AExpr {
     ScalarOp op;
     double value;
     uint32_t read;
-    const char *symbol;
     AExpr *args[3];
 };
 

@@ -69,11 +69,6 @@ static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
 static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     switch (x->kind) {
     case AE_CONST: return constant(l, x->value);
-    case AE_INDEX: {
-        IrExpr *e = new_expr(l, IR_SYMBOL);
-        e->symbol = x->symbol;
-        return e;
-    }
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
         if (acc->node.tensor->kind == TENSOR_INDEX && !acc->node.grad) { /* `!@i`: the symbol's value */
@@ -136,11 +131,12 @@ static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, double value) {
     return outer;
 }
 
-static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, char **out) {
+/* The assignment's right side as written in the block, for the dump's comment; an infix
+ * operation is parenthesised except at the top. */
+static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, bool top, char **out) {
     Arena *arena = l->ir->arena;
     switch (x->kind) {
     case AE_CONST: *out = arena_printf(arena, "%s%g", *out, x->value); break;
-    case AE_INDEX: *out = arena_printf(arena, "%s!@%s", *out, x->symbol); break;
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
         const char *name = acc->node.tensor->kind == TENSOR_INDEX
@@ -151,14 +147,13 @@ static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, char **
     }
     case AE_OP: {
         const char *name = scalar_op_name(x->op);
-        unsigned n = scalar_op_arity(x->op);
-        bool infix = n == 2 && !(name[0] >= 'a' && name[0] <= 'z');
-        *out = arena_printf(arena, infix ? "%s(" : "%s%s(", *out, infix ? "" : name);
-        for (unsigned i = 0; i < n; i++) {
+        bool infix = scalar_op_infix(x->op);
+        if (!infix || !top) *out = arena_printf(arena, "%s%s(", *out, infix ? "" : name);
+        for (unsigned i = 0; i < scalar_op_arity(x->op); i++) {
             if (i) *out = arena_printf(arena, infix ? "%s %s " : "%s, ", *out, name);
-            print_aexpr(l, a, x->args[i], out);
+            print_aexpr(l, a, x->args[i], false, out);
         }
-        *out = arena_printf(arena, "%s)", *out);
+        if (!infix || !top) *out = arena_printf(arena, "%s)", *out);
         break;
     }
     }
@@ -175,11 +170,7 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
     }
     uint32_t lhs = assign_buffer(l->ir, a->lhs.node);
     char *rhs = "";
-    print_aexpr(l, a, a->rhs, &rhs);
-    if (rhs[0] == '(' && a->rhs->kind == AE_OP && scalar_op_arity(a->rhs->op) == 2 &&
-        !(scalar_op_name(a->rhs->op)[0] >= 'a' && scalar_op_name(a->rhs->op)[0] <= 'z')) { /* drop outer parens */
-        rhs = arena_strndup(l->ir->arena, rhs + 1, strlen(rhs) - 2);
-    }
+    print_aexpr(l, a, a->rhs, true, &rhs);
     return arena_printf(l->ir->arena, "%s%s: %s %s %s; lhs map %sinjective, %ssurjective", a->what, where,
                         l->ir->buffers[lhs].name, accum_text(a->accum, a->reset), rhs,
                         injective ? "" : "not ", surjective ? "" : "not ");

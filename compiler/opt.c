@@ -133,7 +133,6 @@ static void prune_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *change
 typedef struct Found {
     IrStmt *store;       /* the producer store */
     IrExpr **load;       /* where the consumer's load pointer lives */
-    uint32_t top;        /* top-level statement index */
     uint32_t loops[64];  /* enclosing loop iterators */
     uint32_t depth;
     bool all_parallel;

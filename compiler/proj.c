@@ -73,14 +73,13 @@ typedef struct Deriver {
     Equation *eqs;
     uint32_t eq_count, eq_cap;
     bool failed;
-    /* spec re-solve: labels and row variables of this derivation */
-    const char **labels;
-    uint32_t *label_ids;
-    uint32_t label_count, label_cap;
-    const char **row_names;  /* "..." variables are keyed "...batch" etc. */
-    uint32_t **row_ids;
-    uint32_t *row_lens;
-    uint32_t row_count, row_cap;
+    /* spec re-solve: what each label (one axis) and row variable (its axes) met first */
+    struct Binding {
+        const char *name; /* a label, "..v..", or "... of the KIND rows" */
+        uint32_t *ids;
+        uint32_t count;
+    } *bindings;
+    uint32_t binding_count, binding_cap;
 } Deriver;
 
 static Term proj_term(uint32_t id) { return (Term){.id = id}; }
@@ -158,39 +157,27 @@ static void shape_le_all(Deriver *d, uint32_t sub, uint32_t super) {
 
 /* ---- Einsum specs: the local re-solve ---------------------------------------------------------- */
 
-static void bind_label(Deriver *d, const char *label, uint32_t id) {
-    for (uint32_t i = 0; i < d->label_count; i++)
-        if (strcmp(d->labels[i], label) == 0) {
-            eq(d, proj_term(d->label_ids[i]), proj_term(id));
+/* A label or row variable meets `count` axes: the first time it binds them, later it equates. */
+static void bind(Deriver *d, const char *name, const uint32_t *ids, uint32_t count) {
+    for (uint32_t i = 0; i < d->binding_count; i++) {
+        const struct Binding *b = &d->bindings[i];
+        if (strcmp(b->name, name) != 0) continue;
+        if (b->count != count) {
+            fail(d, "row variable %s covers %u axes in one slot and %u in another", name, b->count, count);
             return;
         }
-    uint32_t n = d->label_count, cap = d->label_cap;
-    ARENA_PUSH(d->arena, d->labels, d->label_count, d->label_cap, label);
-    ARENA_PUSH(d->arena, d->label_ids, n, cap, id);
-}
-
-static void bind_row_var(Deriver *d, const char *key, const uint32_t *ids, uint32_t count) {
-    for (uint32_t i = 0; i < d->row_count; i++)
-        if (strcmp(d->row_names[i], key) == 0) {
-            if (d->row_lens[i] != count) {
-                fail(d, "row variable %s covers %u axes in one slot and %u in another", key,
-                     d->row_lens[i], count);
-                return;
-            }
-            for (uint32_t j = 0; j < count; j++) eq(d, proj_term(d->row_ids[i][j]), proj_term(ids[j]));
-            return;
-        }
+        for (uint32_t j = 0; j < count; j++) eq(d, proj_term(b->ids[j]), proj_term(ids[j]));
+        return;
+    }
     uint32_t *copy = arena_alloc(d->arena, (count ? count : 1) * sizeof *copy);
     memcpy(copy, ids, count * sizeof *copy);
-    uint32_t n = d->row_count, cap = d->row_cap, n2 = d->row_count, cap2 = d->row_cap;
-    ARENA_PUSH(d->arena, d->row_names, d->row_count, d->row_cap, key);
-    ARENA_PUSH(d->arena, d->row_ids, n, cap, copy);
-    ARENA_PUSH(d->arena, d->row_lens, n2, cap2, count);
+    struct Binding b = {name, copy, count};
+    ARENA_PUSH(d->arena, d->bindings, d->binding_count, d->binding_cap, b);
 }
 
 static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
     switch (ax->kind) {
-    case SPEC_AXIS_LABEL: bind_label(d, ax->as.label, id); break;
+    case SPEC_AXIS_LABEL: bind(d, ax->as.label, &id, 1); break;
     case SPEC_AXIS_FIXED:
         if ((uint64_t)ax->as.fixed >= d->size[id])
             fail(d, "fixed index %d is out of range for an axis of size %llu", ax->as.fixed,
@@ -222,7 +209,7 @@ static void spec_row(Deriver *d, const SpecRow *row, uint32_t slot, RowKind k) {
         const char *key = row->row_var.kind == SPEC_ROWVAR_NAMED
                               ? arena_printf(d->arena, "..%s..", row->row_var.name)
                               : arena_printf(d->arena, "... of the %s rows", row_words[k]);
-        bind_row_var(d, key, ids, middle);
+        bind(d, key, ids, middle);
     }
 }
 

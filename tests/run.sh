@@ -172,42 +172,34 @@ run_tsrc --dump-ast -o "$TMP/good.ast" "$TMP/good.tsr"
 if [ "$(status)" = 0 ] && grep -q "einsum +\*" "$TMP/good.ast"; then pass "cli: -o writes the output"
 else fail "cli: -o writes the output" "exit $(status)" "$TMP/err"; fi
 
-# C unit tests: each prints its own "N passed, N failed" line.
-for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
-    name=$(basename "$u")
-    "$u" >"$TMP/unit.out" 2>&1
-    st=$?
-    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/unit.out" | tail -n 1)
+# A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
+# ours.  add_summary LABEL STATUS OUTPUT-FILE
+add_summary() {
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$3" | tail -n 1)
     p=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
     f=$(echo "$summary" | sed -n 's/^[0-9]* passed, \([0-9]*\) failed.*/\1/p')
-    if [ -z "$summary" ] || [ "$st" != 0 ]; then
+    if [ -z "$summary" ] || [ "$2" != 0 ]; then
         failed=$((failed + ${f:-0} + 1))
         passed=$((passed + ${p:-0}))
-        echo "FAIL unit: $name (exit $st)"
-        grep -v '^PASS' "$TMP/unit.out" | sed -n '1,30s/^/    /p'
+        echo "FAIL $1 (exit $2)"
+        grep -v '^PASS' "$3" | sed -n '1,40s/^/    /p'
     else
         passed=$((passed + p))
-        echo "PASS unit: $name ($summary)"
+        echo "PASS $1 ($summary)"
     fi
+}
+
+# C unit tests.
+for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
+    "$u" >"$TMP/unit.out" 2>&1
+    add_summary "unit: $(basename "$u")" $? "$TMP/unit.out"
 done
 
 # The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;
-# `make check-einsum` runs a longer sweep).  Counted like a unit test's own summary.
+# `make check-einsum` runs a longer sweep).
 PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
-st=$?
-summary=$(tail -n 1 "$TMP/einsum.out" | grep -E '^[0-9]+ passed, [0-9]+ failed')
-p=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-f=$(echo "$summary" | sed -n 's/^[0-9]* passed, \([0-9]*\) failed.*/\1/p')
-if [ -z "$summary" ] || [ "$st" != 0 ]; then
-    failed=$((failed + ${f:-0} + 1))
-    passed=$((passed + ${p:-0}))
-    echo "FAIL einsum vs NumPy (exit $st)"
-    sed -n '1,40s/^/    /p' "$TMP/einsum.out"
-else
-    passed=$((passed + p))
-    echo "PASS einsum vs NumPy ($summary)"
-fi
+add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
