@@ -32,6 +32,9 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
 LDFLAGS   ?=
 LDLIBS    += -lm -pthread
+# Evaluated when a recipe runs (after tools/bootstrap.sh has installed LLVM on a fresh machine).
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
+LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
 
 ifeq ($(SAN),1)
   BUILD   := build/san
@@ -61,6 +64,8 @@ COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(COMPILER_SRC)) \
               $(patsubst $(GEN)/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
 MAIN_OBJ   := $(BUILD)/obj/compiler/main.o
+RUNTIME_SRC := $(wildcard runtime/*.c)
+RUNTIME_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNTIME_SRC))
 UNIT_SRC   := $(wildcard tests/unit/*_test.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
@@ -70,7 +75,7 @@ TOOLS_STAMP := $(BUILD)/.tools
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(BUILD)/tsrc
+all: $(BUILD)/tsrc $(BUILD)/libtsr.a
 
 help:
 	@sed -n '1,/^$$/p' Makefile
@@ -96,10 +101,20 @@ $(GEN)/stdlib_blob.c: $(STDLIB_TSR) tools/embed.sh
 	$(Q)mkdir -p $(GEN)
 	$(Q)sh tools/embed.sh $@ $(STDLIB_TSR)
 
+# The runtime library: position-independent, so it also links into shared objects.
+$(BUILD)/obj/runtime/%.o: runtime/%.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(BUILD)/libtsr.a: $(RUNTIME_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/obj/compiler/%.o: compiler/%.c $(GEN_H) | $(TOOLS_STAMP)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -isystem $(LLVM_CFLAGS) -MMD -MP -c $< -o $@
 
 # Lemon's template trips a few warnings that are not ours to fix.
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN_H)
@@ -112,14 +127,14 @@ $(BUILD)/libtsrc.a: $(LIB_OBJ)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a
+$(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a $(BUILD)/libtsr.a
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LLVM_LIBS) $(LDLIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a
+$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(BUILD)/libtsr.a
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libtsrc.a -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Iruntime $(LDFLAGS) $< $(BUILD)/libtsrc.a $(BUILD)/libtsr.a -o $@ $(LLVM_LIBS) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 

@@ -483,6 +483,16 @@ static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
     for (uint32_t i = 0; i < f->count; i++) list_push(b->ir->arena, out, f->items[i]);
 }
 
+/* Like collect_forward, but tensors made before `fresh_from` are read as they are. */
+static void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out) {
+    if (t->id < fresh_from || b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_fresh(b, t->operands[i], fresh_from, out);
+    const AssignList *f = &b->info[t->id].forward;
+    for (uint32_t i = 0; i < f->count; i++) list_push(b->ir->arena, out, f->items[i]);
+}
+
 /* The tensors of t's graph in creation order (operands before users). */
 static void collect_graph(Builder *b, Tensor *t, Tensor ***out, uint32_t *count, uint32_t *cap) {
     if (b->stamp[t->id] == b->generation) return;
@@ -651,6 +661,10 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
         b->generation++;
         if (step->kind == STEP_FORWARD) {
             collect_forward(b, step->tensor, out);
+            continue;
+        }
+        if (step->kind == STEP_COMPUTE) {
+            collect_fresh(b, step->tensor, step->fresh_from, out);
             continue;
         }
         Tensor **graph = NULL;

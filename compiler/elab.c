@@ -100,11 +100,13 @@ struct Value {
             const char *name;
             uint32_t range;
             Span span;
+            uint32_t id; /* into Program.indexes */
         } index;
         struct {
             const char *name;
             Field *fields;
-            uint32_t count;
+            uint32_t count; /* 0 with `single`: the source is one tensor, bound as the item */
+            DataSource *source;
         } dataset;
     } as;
 };
@@ -1017,31 +1019,104 @@ static bool int_arg(Arg *args, uint32_t count, const char *label, Span span, con
     return true;
 }
 
-/* half_moons ~count ~noise ~seed ~batches: two interleaved half circles, labels ±1. */
-static Value *builtin_half_moons(Elab *e, Arg *args, uint32_t count, Span span) {
+/* A new index symbol (an `index` item, or a loop counter of `main`). */
+static Value *index_value(Elab *e, const char *name, int64_t range, Span span) {
+    Program *p = e->program;
+    const char *base = name; /* unique: a loop counter may reuse a name */
+    for (uint32_t k = 2, clash = 1; clash; k++) {
+        clash = 0;
+        for (uint32_t i = 0; i < p->index_count && !clash; i++) clash = strcmp(p->indexes[i].name, name) == 0;
+        if (clash) name = arena_printf(e->arena, "%s#%u", base, k);
+    }
+    Value *v = new_value(e, V_INDEX);
+    v->as.index.name = name;
+    v->as.index.range = (uint32_t)range;
+    v->as.index.span = span;
+    v->as.index.id = p->index_count;
+    ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span}));
+    return v;
+}
+
+/* ---- Data sources (docs/language.md §3.2.6) ---------------------------------------------------- */
+
+/* Every argument is labelled with one of `allowed` ("~count ~noise"); with `path_first`, the
+ * first may be positional. */
+static bool check_labels(Arg *args, uint32_t count, const char *fn, const char *allowed, bool path_first) {
     for (uint32_t i = 0; i < count; i++) {
         const char *l = args[i].label;
-        if (!l || (strcmp(l, "count") && strcmp(l, "noise") && strcmp(l, "seed") && strcmp(l, "batches")))
-            return fail(args[i].span, "'half_moons' takes ~count ~noise ~seed and ~batches");
+        if (!l && path_first && i == 0) continue;
+        char want[64], padded[160];
+        snprintf(want, sizeof want, " ~%s ", l ? l : "");
+        snprintf(padded, sizeof padded, " %s ", allowed);
+        if (!l || !strstr(padded, want)) {
+            diag_error(args[i].span, "'%s' takes %s%s", fn, path_first ? "a path and " : "", allowed);
+            return false;
+        }
     }
-    int64_t n, batches, seed;
-    if (!int_arg(args, count, "count", span, "half_moons", 0, true, &n) ||
-        !int_arg(args, count, "batches", span, "half_moons", 1, false, &batches) ||
-        !int_arg(args, count, "seed", span, "half_moons", 0, false, &seed))
+    return true;
+}
+
+static bool number_arg(Arg *args, uint32_t count, const char *label, const char *fn, double dflt, double *out) {
+    const Arg *a = find_arg(args, count, label);
+    *out = dflt;
+    if (!a) return true;
+    if (!is_number(a->value)) {
+        diag_error(a->span, "~%s of '%s' must be a number, but this is %s", label, fn, kind_noun(a->value));
+        return false;
+    }
+    *out = number_of(a->value);
+    return true;
+}
+
+static DataSource *new_source(Elab *e, const char *generator, Span span) {
+    DataSource *d = arena_alloc(e->arena, sizeof *d);
+    d->generator = generator;
+    d->span = span;
+    return d;
+}
+
+static Tensor *data_tensor(Elab *e, DataSource *d, uint32_t field, Span span) {
+    Tensor *t = new_tensor(e, TENSOR_DATA, span);
+    t->source = d;
+    t->field = field;
+    d->fields[field] = t;
+    if (d->field_count <= field) d->field_count = field + 1;
+    return t;
+}
+
+/* half_moons / circles / spirals ~count ~noise ~seed ~batches (~factor): two classes of 2-D
+ * points, fields `points` (batches, count/batches | 2) and `labels` (… | 1, values ±1). */
+static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
+    bool circles = strcmp(fn, "circles") == 0;
+    if (!check_labels(args, count, fn, circles ? "~count ~noise ~seed ~batches ~factor" : "~count ~noise ~seed ~batches",
+                      false))
         return &error_value;
-    const Arg *noise = find_arg(args, count, "noise");
-    if (noise && !is_number(noise->value))
-        return fail(noise->span, "~noise of 'half_moons' must be a number");
+    int64_t n, batches, seed;
+    double noise, factor;
+    if (!int_arg(args, count, "count", span, fn, 0, true, &n) ||
+        !int_arg(args, count, "batches", span, fn, 1, false, &batches) ||
+        !int_arg(args, count, "seed", span, fn, 0, false, &seed) ||
+        !number_arg(args, count, "noise", fn, 0.0, &noise) || !number_arg(args, count, "factor", fn, 0.5, &factor))
+        return &error_value;
     if (n < 1 || batches < 1 || n % batches != 0 || n > INT32_MAX)
-        return fail(span, "'half_moons' needs ~count a positive multiple of ~batches (%lld and %lld)",
-                    (long long)n, (long long)batches);
+        return fail(span, "'%s' needs ~count a positive multiple of ~batches (%lld and %lld)", fn, (long long)n,
+                    (long long)batches);
+    if (noise < 0) return fail(find_arg(args, count, "noise")->span, "~noise of '%s' must not be negative", fn);
+    if (circles && !(factor > 0 && factor < 1))
+        return fail(find_arg(args, count, "factor")->span, "~factor of 'circles' must be between 0 and 1");
+    DataSource *d = new_source(e, fn, span);
+    d->count = n;
+    d->seed = seed;
+    d->noise = noise;
+    d->factor = factor;
     Value *v = new_value(e, V_DATASET);
     v->as.dataset.count = 2;
+    v->as.dataset.source = d;
     v->as.dataset.fields = arena_alloc(e->arena, 2 * sizeof(Field));
     const char *names[2] = {"points", "labels"};
-    for (int f = 0; f < 2; f++) {
-        Tensor *t = new_tensor(e, TENSOR_DATA, span);
-        OriginId o = origin(e, span, "the %s of 'half_moons'", names[f]);
+    for (uint32_t f = 0; f < 2; f++) {
+        Tensor *t = data_tensor(e, d, f, span);
+        OriginId o = origin(e, span, "the %s of '%s'", names[f], fn);
         t->shape = closed_shape(e, span, names[f]);
         Dim b[2];
         uint32_t nb = 0;
@@ -1055,6 +1130,88 @@ static Value *builtin_half_moons(Elab *e, Arg *args, uint32_t count, Span span) 
     return v;
 }
 
+static Value *builtin_half_moons(Elab *e, Arg *args, uint32_t count, Span span) {
+    return point_set(e, "half_moons", args, count, span);
+}
+static Value *builtin_circles(Elab *e, Arg *args, uint32_t count, Span span) {
+    return point_set(e, "circles", args, count, span);
+}
+static Value *builtin_spirals(Elab *e, Arg *args, uint32_t count, Span span) {
+    return point_set(e, "spirals", args, count, span);
+}
+
+/* The shape of a one-tensor source: ~b ~i ~o lists of sizes (each optional, at least one). */
+static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Span span, Shape *out) {
+    *out = closed_shape(e, span, fn);
+    static const char *labels[ROW_KINDS] = {"b", "i", "o"};
+    static const RowKind kinds[ROW_KINDS] = {ROW_BATCH, ROW_INPUT, ROW_OUTPUT};
+    bool any = false;
+    for (int k = 0; k < ROW_KINDS; k++) {
+        const Arg *a = find_arg(args, count, labels[k]);
+        if (!a) continue;
+        any = true;
+        if (a->value->kind != V_LIST) {
+            diag_error(a->span, "~%s of '%s' takes a list of sizes, e.g. ~%s:[ 16 ]", labels[k], fn, labels[k]);
+            return false;
+        }
+        uint32_t n = a->value->as.list.count;
+        Dim *dims = arena_alloc(e->arena, (n ? n : 1) * sizeof *dims);
+        OriginId o = origin(e, a->span, "the sizes written for '%s'", fn);
+        for (uint32_t i = 0; i < n; i++) {
+            Value *x = a->value->as.list.items[i];
+            if (x->kind != V_INT || x->as.i < 1 || x->as.i > INT32_MAX) {
+                diag_error(a->span, "~%s of '%s' takes positive integer sizes", labels[k], fn);
+                return false;
+            }
+            dims[i] = dim_ground((uint32_t)x->as.i, BASIS_DEFAULT, o);
+        }
+        out->rows[kinds[k]] = shape_closed_row(e->solver, dims, n, o);
+    }
+    if (!any) {
+        diag_error(span, "'%s' needs the shape of its tensor: ~b, ~i and/or ~o lists of sizes, e.g. ~b:[100] ~o:[2]",
+                   fn);
+        return false;
+    }
+    return true;
+}
+
+/* npy "file.npy" / csv "file.csv" / range / uniform ~seed, each with ~b ~i ~o: one tensor. */
+static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
+    bool file = strcmp(fn, "npy") == 0 || strcmp(fn, "csv") == 0;
+    bool seeded = strcmp(fn, "uniform") == 0;
+    if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o" : "~b ~i ~o", file))
+        return &error_value;
+    DataSource *d = new_source(e, fn, span);
+    if (file) {
+        if (count == 0 || args[0].label || args[0].value->kind != V_STRING)
+            return fail(count ? args[0].span : span, "'%s' takes the file's path first, as a string: %s \"data.%s\" ~b:[…]",
+                        fn, fn, fn);
+        d->path = args[0].value->as.str.text;
+        if (args[0].value->as.str.len == 0 || strlen(d->path) != args[0].value->as.str.len)
+            return fail(args[0].span, "the path of '%s' must be a non-empty string without NUL bytes", fn);
+    }
+    if (seeded && !int_arg(args, count, "seed", span, fn, 0, false, &d->seed)) return &error_value;
+    Shape shape;
+    if (!source_shape(e, fn, args, count, span, &shape)) return &error_value;
+    Tensor *t = data_tensor(e, d, 0, span);
+    t->shape = shape;
+    Value *v = new_value(e, V_DATASET);
+    v->as.dataset.source = d;
+    v->as.dataset.count = 1;
+    v->as.dataset.fields = arena_alloc(e->arena, sizeof(Field));
+    v->as.dataset.fields[0] = (Field){NULL, tensor_value(e, t)};
+    return v;
+}
+
+static Value *builtin_npy(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "npy", args, count, span); }
+static Value *builtin_csv(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "csv", args, count, span); }
+static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
+    return single_source(e, "range", args, count, span);
+}
+static Value *builtin_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
+    return single_source(e, "uniform", args, count, span);
+}
+
 typedef struct BuiltinEntry {
     const char *name;
     BuiltinFn fn;
@@ -1064,6 +1221,12 @@ static const BuiltinEntry builtins[] = {
     {"ones", builtin_ones},
     {"zeros", builtin_zeros},
     {"half_moons", builtin_half_moons},
+    {"circles", builtin_circles},
+    {"spirals", builtin_spirals},
+    {"npy", builtin_npy},
+    {"csv", builtin_csv},
+    {"range", builtin_range},
+    {"uniform", builtin_uniform},
 };
 
 /* set_dim NAME n: a captured dimension gets a size (NAME is a label of a capture list). */
@@ -1335,8 +1498,10 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
     Value *obj = eval(e, n->a, env, mode);
     if (obj->kind == V_ERROR) return obj;
     if (obj->kind == V_DATASET) {
+        if (!obj->as.dataset.source->name)
+            return fail(n->span, "a data source is read through a 'data' item: data d = … (then d.%s)", n->name);
         for (uint32_t i = 0; i < obj->as.dataset.count; i++)
-            if (strcmp(obj->as.dataset.fields[i].name, n->name) == 0) return obj->as.dataset.fields[i].value;
+            if (obj->as.dataset.fields[i].name && strcmp(obj->as.dataset.fields[i].name, n->name) == 0) return obj->as.dataset.fields[i].value;
         return fail(n->span, "the data set has no field '%s'", n->name);
     }
     if (obj->kind == V_TENSOR)
@@ -1686,6 +1851,231 @@ static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
     diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads and assignments in this version");
 }
 
+/* ---- main (docs/language.md §3.2.9) -------------------------------------------------------------- */
+
+typedef struct MainList {
+    MainStep *items;
+    uint32_t count, cap;
+} MainList;
+
+static void elab_main(Elab *e, const Node *n, Env *env, MainList *out);
+
+static const Routine *find_routine(const Program *p, const char *name, uint32_t *at) {
+    for (uint32_t i = 0; i < p->routine_count; i++)
+        if (!p->routines[i].hidden && strcmp(p->routines[i].name, name) == 0) {
+            *at = i;
+            return &p->routines[i];
+        }
+    return NULL;
+}
+
+static uint32_t add_routine(Elab *e, Routine r) {
+    Program *p = e->program;
+    ARENA_PUSH(e->arena, p->routines, p->routine_count, p->routine_cap, r);
+    return p->routine_count - 1;
+}
+
+/* The text of a span, for labels. */
+static const char *span_text(Elab *e, Span span) {
+    const Source *src = source_get(span.file);
+    return arena_printf(e->arena, "%.*s", (int)(span.end - span.start), src->text + span.start);
+}
+
+/* Check a print format; mark which arguments its conversions read as floats.  Conversions:
+ * %[flags][width][.precision] then d i u x X o c (integer) or f F e E g G a A (floating), and %%. */
+static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
+    const char *f = fmt->text;
+    uint32_t used = 0;
+    for (size_t i = 0; i < fmt->len; i++) {
+        if (f[i] != '%') continue;
+        if (i + 1 < fmt->len && f[i + 1] == '%') {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < fmt->len && strchr("-+ #0", f[j])) j++;
+        while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+        if (j < fmt->len && f[j] == '.') {
+            j++;
+            while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+        }
+        if (j - i > 24 || j >= fmt->len || !strchr("diuxXocfFeEgGaA", f[j])) {
+            diag_error(fmt->span, "bad conversion in the format of 'print' at '%.*s': use %%d, %%x, %%c for integers, "
+                       "%%f, %%e, %%g for numbers, %%%% for a percent sign", (int)(j < fmt->len ? j - i + 1 : j - i), f + i);
+            return false;
+        }
+        if (used < count) {
+            args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
+            if (!args[used].wants_float && (args[used].kind == PARG_TENSOR || args[used].kind == PARG_FLOAT)) {
+                diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "
+                           "use %%f, %%e or %%g", (int)(j - i + 1), f + i);
+                return false;
+            }
+        }
+        used++;
+        i = j;
+    }
+    if (used != count) {
+        diag_error(fmt->span, "the format of 'print' has %u conversion%s but %u value%s follow%s", used,
+                   used == 1 ? "" : "s", count, count == 1 ? "" : "s", count == 1 ? "s" : "");
+        return false;
+    }
+    return true;
+}
+
+static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
+    MainStep step = {.kind = MAIN_PRINT, .span = n->span, .routine = UINT32_MAX};
+    uint32_t count = n->list.count;
+    const Node *fmt = count ? n->list.items[0] : NULL;
+    bool formatted = fmt && fmt->kind == NODE_STRING;
+    if (!count || (!formatted && count != 1)) {
+        diag_error(n->span, "'print' takes a format and its values (print \"loss %%.4f\" loss) or one tensor (print w)");
+        return;
+    }
+    uint32_t first = formatted ? 1 : 0;
+    step.arg_count = count - first;
+    step.args = arena_alloc(e->arena, (step.arg_count ? step.arg_count : 1) * sizeof *step.args);
+    uint32_t fresh_from = e->program->tensor_count;
+    Routine compute = {.name = arena_printf(e->arena, "main.print@%u", n->span.start), .span = n->span, .hidden = true};
+    for (uint32_t i = 0; i < step.arg_count; i++) {
+        const Node *a = n->list.items[first + i];
+        PrintArg *p = &step.args[i];
+        p->span = a->span;
+        if (a->kind == NODE_ARG) {
+            diag_error(a->span, "'print' takes no labelled arguments");
+            return;
+        }
+        Value *v = eval(e, a, env, MODE_TENSOR);
+        if (v->kind == V_ERROR) return;
+        switch (v->kind) {
+        case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
+        case V_FLOAT: p->kind = PARG_FLOAT; p->f = v->as.f; break;
+        case V_INDEX: p->kind = PARG_INDEX; p->index = v->as.index.id; break;
+        case V_TENSOR:
+            if (v->as.tensor->kind == TENSOR_INDEX) { /* !@i */
+                diag_error(a->span, "print the index itself ('%s'), not '!@%s'", v->as.tensor->index, v->as.tensor->index);
+                return;
+            }
+            p->kind = PARG_TENSOR;
+            p->tensor = v->as.tensor;
+            if (p->tensor->id >= fresh_from)
+                add_step(e, &compute, (CodeStep){.kind = STEP_COMPUTE, .tensor = p->tensor, .fresh_from = fresh_from,
+                                                 .span = a->span});
+            break;
+        default:
+            diag_error(a->span, "'print' prints numbers, index symbols and tensors, but this is %s", kind_noun(v));
+            return;
+        }
+    }
+    if (formatted) {
+        if (!check_format(fmt, step.args, step.arg_count)) return;
+        step.format = fmt->text;
+    } else {
+        if (step.args[0].kind != PARG_TENSOR) {
+            diag_error(step.args[0].span, "without a format, 'print' prints a tensor as a grid; use a format to print "
+                       "a number: print \"%%d\" i");
+            return;
+        }
+        step.label = span_text(e, step.args[0].span);
+    }
+    if (compute.step_count) step.routine = add_routine(e, compute);
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
+static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
+    Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+    if (from->kind == V_ERROR || to->kind == V_ERROR) return;
+    if (from->kind != V_INT || to->kind != V_INT) {
+        const Node *bad = from->kind != V_INT ? n->a : n->b;
+        diag_error(bad->span, "the bounds of a loop in 'main' must be integers known at compile time, but this is %s",
+                   kind_noun(from->kind != V_INT ? from : to));
+        return;
+    }
+    MainStep step = {.kind = MAIN_FOR, .span = n->span, .from = from->as.i, .to = to->as.i, .down = n->flag == 1};
+    int64_t lo = step.down ? step.to : step.from, hi = step.down ? step.from : step.to;
+    Value *sym = lookup(e, env, n->name);
+    if (sym && sym->kind == V_INDEX) {
+        if (lo <= hi && (lo < 0 || hi >= sym->as.index.range)) {
+            diag_error(lo < 0 ? (step.down ? n->b : n->a)->span : (step.down ? n->a : n->b)->span,
+                       "the loop runs '%s' over %lld..%lld, outside its range 0..%u", n->name, (long long)lo,
+                       (long long)hi, sym->as.index.range - 1);
+            diag_note(sym->as.index.span, "the range of '%s'", n->name);
+            return;
+        }
+    } else {
+        if (lo <= hi && lo < 0) {
+            diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
+            return;
+        }
+        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? hi + 1 : 1, n->span);
+    }
+    step.index = sym->as.index.id;
+    MainList body = {0};
+    elab_main(e, n->c, bind(e, env, n->name, sym), &body);
+    step.body = body.items;
+    step.body_count = body.count;
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
+static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
+    switch (n->kind) {
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) elab_main(e, n->list.items[i], env, out);
+        return;
+    case NODE_UNIT: return;
+    case NODE_FOR: main_for(e, n, env, out); return;
+    case NODE_IF: {
+        Value *c = eval(e, n->a, env, MODE_VALUE);
+        if (c->kind == V_ERROR) return;
+        if (c->kind != V_BOOL) {
+            diag_error(n->a->span, "a condition in 'main' is decided at compile time; this is %s", kind_noun(c));
+            return;
+        }
+        if (c->as.b) elab_main(e, n->b, env, out);
+        else if (n->c) elab_main(e, n->c, env, out);
+        return;
+    }
+    case NODE_LET: {
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag, MODE_TENSOR, false, false, env, NULL);
+        elab_main(e, n->b, inner, out);
+        return;
+    }
+    case NODE_CODE: {
+        Routine r = {.name = arena_printf(e->arena, "main.cd@%u", n->span.start), .span = n->span, .hidden = true};
+        elab_code(e, &r, n, env);
+        MainStep step = {.kind = MAIN_RUN, .span = n->span, .routine = add_routine(e, r)};
+        ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+        return;
+    }
+    case NODE_APP:
+        if (n->a->kind == NODE_VAR && !lookup(e, env, n->a->name)) {
+            if (strcmp(n->a->name, "run") == 0) {
+                const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
+                if (!arg || arg->kind != NODE_VAR) {
+                    diag_error(n->span, "'run' takes the name of one routine: run train");
+                    return;
+                }
+                uint32_t at;
+                if (!find_routine(e->program, arg->name, &at)) {
+                    diag_error(arg->span, "there is no routine '%s' (routines are declared before 'main')", arg->name);
+                    return;
+                }
+                MainStep step = {.kind = MAIN_RUN, .span = n->span, .routine = at};
+                ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+                return;
+            }
+            if (strcmp(n->a->name, "print") == 0) {
+                main_print(e, n, env, out);
+                return;
+            }
+        }
+        break;
+    default: break;
+    }
+    diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x) and loops (for i = a to b do … done); "
+               "this is not one of them");
+}
+
 static void elab_item(Elab *e, const Node *item) {
     e->scope = NULL;
     switch (item->kind) {
@@ -1725,22 +2115,30 @@ static void elab_item(Elab *e, const Node *item) {
                            kind_noun(r));
             break;
         }
-        Value *v = new_value(e, V_INDEX);
-        v->as.index.name = item->name;
-        v->as.index.range = (uint32_t)r->as.i;
-        v->as.index.span = item->a->span;
-        bind_global(e, item->name, v);
+        bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span));
         break;
     }
     case ITEM_DATA: {
         Value *v = eval(e, item->a, e->globals, MODE_VALUE);
         if (v->kind == V_ERROR) break;
         if (v->kind != V_DATASET) {
-            diag_error(item->a->span, "'data' takes a data source such as half_moons, but this is %s",
+            diag_error(item->a->span, "'data' takes a data source such as half_moons or npy, but this is %s",
                        kind_noun(v));
             break;
         }
+        DataSource *d = v->as.dataset.source;
+        if (d->name) {
+            diag_error(item->a->span, "this data source already belongs to '%s'", d->name);
+            break;
+        }
+        d->name = item->name;
+        ARENA_PUSH(e->arena, e->program->sources, e->program->source_count, e->program->source_cap, d);
         v->as.dataset.name = item->name;
+        if (v->as.dataset.count == 1 && !v->as.dataset.fields[0].name) { /* one tensor: the item is it */
+            add_named(e, v->as.dataset.fields[0].value->as.tensor, item->name);
+            bind_global(e, item->name, v->as.dataset.fields[0].value);
+            break;
+        }
         for (uint32_t i = 0; i < v->as.dataset.count; i++) {
             Field *f = &v->as.dataset.fields[i];
             add_named(e, f->value->as.tensor, arena_printf(e->arena, "%s.%s", item->name, f->name));
@@ -1779,7 +2177,19 @@ static void elab_item(Elab *e, const Node *item) {
         ARENA_PUSH(e->arena, p->routines, p->routine_count, p->routine_cap, r);
         break;
     }
-    case ITEM_MAIN: e->program->has_main = true; break; /* run by the later stages */
+    case ITEM_MAIN: {
+        Program *p = e->program;
+        if (p->has_main) {
+            diag_error(item->span, "'main' is defined twice");
+            break;
+        }
+        p->has_main = true;
+        MainList steps = {0};
+        elab_main(e, item->a, e->globals, &steps);
+        p->main = steps.items;
+        p->main_count = steps.count;
+        break;
+    }
     default: break;
     }
     e->scope = NULL;

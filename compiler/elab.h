@@ -40,6 +40,7 @@ typedef enum Logic {
 } Logic;
 
 typedef struct Tensor Tensor;
+typedef struct DataSource DataSource;
 struct Tensor {
     uint32_t id;
     TensorKind kind;
@@ -58,7 +59,28 @@ struct Tensor {
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
     uint32_t index_range;
+    DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
+    uint32_t field;
 };
+
+/* A `data` item: a generator or a file, and the tensors it fills (docs/language.md §3.2.6). */
+struct DataSource {
+    const char *name;      /* the item's name */
+    const char *generator; /* half_moons circles spirals range uniform npy csv */
+    const char *path;      /* npy, csv: the file, read at run time relative to the working directory */
+    int64_t count, seed;
+    double noise, factor;
+    Tensor *fields[2];
+    uint32_t field_count;
+    Span span;
+};
+
+/* An `index` symbol, or a counter of a `for` loop in `main`. */
+typedef struct IndexSymbol {
+    const char *name;
+    int64_t range;
+    Span span;
+} IndexSymbol;
 
 /* The code of a routine (docs/language.md §3.2.8), as elaborated: a sequence of steps. */
 typedef enum CodeStepKind {
@@ -66,6 +88,8 @@ typedef enum CodeStepKind {
     STEP_BACKPROP,   /* t.backprop: the backward blocks of t's graph, last operation first */
     STEP_ZERO_GRADS, /* t.zero_grads: every gradient of t's graph set to 0 */
     STEP_ASSIGN,     /* a standalone assignment (pointwise) */
+    STEP_COMPUTE,    /* compute t from the current values of the tensors made before it (ids below
+                        `fresh_from`): what `print` does with an expression of `main` */
 } CodeStepKind;
 
 typedef enum CodeExprKind { CEXPR_CONST, CEXPR_TENSOR, CEXPR_OP } CodeExprKind;
@@ -89,15 +113,49 @@ typedef struct CodeStep {
     bool grad;               /* ASSIGN: the left side is the gradient */
     const char *op;          /* ASSIGN: the assignment operator ("=:", "=+") */
     CodeExpr *rhs;           /* ASSIGN */
+    uint32_t fresh_from;     /* COMPUTE */
     Span span;
 } CodeStep;
 
 typedef struct Routine {
     const char *name;
     Span span;
+    bool hidden;  /* made by `main` (a [%cd …] block, a printed expression): not exported */
     CodeStep *steps;
     uint32_t step_count, step_cap;
 } Routine;
+
+/* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs and
+ * prints. */
+typedef enum MainStepKind { MAIN_FOR, MAIN_RUN, MAIN_PRINT } MainStepKind;
+typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR } PrintArgKind;
+
+typedef struct PrintArg {
+    PrintArgKind kind;
+    int64_t i;          /* PARG_INT */
+    double f;           /* PARG_FLOAT */
+    uint32_t index;     /* PARG_INDEX: into Program.indexes */
+    Tensor *tensor;     /* PARG_TENSOR */
+    bool wants_float;   /* its conversion is a floating one (%f %g …) */
+    Span span;
+} PrintArg;
+
+typedef struct MainStep MainStep;
+struct MainStep {
+    MainStepKind kind;
+    Span span;
+    uint32_t index;         /* FOR: the loop's symbol (Program.indexes) */
+    int64_t from, to;       /* FOR: inclusive bounds */
+    bool down;              /* FOR: downto */
+    MainStep *body;         /* FOR */
+    uint32_t body_count;
+    uint32_t routine;       /* RUN: into Program.routines; PRINT: the routine computing printed
+                               expressions, or UINT32_MAX */
+    const char *format;     /* PRINT: a printf-like format, or NULL: print args[0] as a grid */
+    const char *label;      /* PRINT as a grid: the name shown */
+    PrintArg *args;
+    uint32_t arg_count;
+};
 
 typedef struct Program {
     Arena *arena;
@@ -111,6 +169,12 @@ typedef struct Program {
     Routine *routines;  /* in declaration order */
     uint32_t routine_count, routine_cap;
     bool has_main;
+    MainStep *main;     /* the statements of `main` */
+    uint32_t main_count;
+    IndexSymbol *indexes; /* every index symbol, declared or a loop counter of main */
+    uint32_t index_count, index_cap;
+    DataSource **sources; /* every data item, in declaration order */
+    uint32_t source_count, source_cap;
 } Program;
 
 typedef struct ElabOptions {

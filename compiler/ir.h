@@ -244,6 +244,45 @@ typedef struct IrFunction {
     uint32_t local_count;
 } IrFunction;
 
+/* ---- The program plan: what an executable does (plan.c) --------------------------------------- */
+
+/* An index symbol: a run-time integer in 0 … range-1 (an `index` item or a loop counter). */
+typedef struct IrSymbol {
+    const char *name; /* unique */
+    int64_t range;
+} IrSymbol;
+
+typedef enum IrPrintArgKind { IRP_INT, IRP_FLOAT, IRP_SYMBOL, IRP_BUFFER } IrPrintArgKind;
+
+typedef struct IrPrintArg {
+    IrPrintArgKind kind;
+    int64_t i;
+    double f;
+    uint32_t ref; /* IRP_SYMBOL: symbol; IRP_BUFFER: buffer (cell 0 is printed) */
+} IrPrintArg;
+
+/* A print statement: a format and its arguments, or (format NULL) one buffer as a grid. */
+typedef struct IrPrint {
+    const char *format;
+    const char *label;
+    IrPrintArg *args;
+    uint32_t arg_count;
+} IrPrint;
+
+typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT } IrMainKind;
+
+typedef struct IrMainStmt IrMainStmt;
+struct IrMainStmt {
+    IrMainKind kind;
+    uint32_t symbol;      /* FOR */
+    int64_t from, to;     /* FOR: inclusive */
+    bool down;            /* FOR */
+    IrMainStmt *body;     /* FOR */
+    uint32_t body_count;
+    uint32_t function;    /* RUN */
+    uint32_t print;       /* PRINT: into IrProgram.prints */
+};
+
 typedef struct IrProgram {
     Arena *arena;
     Program *program;
@@ -255,7 +294,18 @@ typedef struct IrProgram {
     uint32_t *value_buffer;   /* per tensor id: its value's buffer, or UINT32_MAX */
     uint32_t *grad_buffer;    /* per tensor id: its gradient's buffer, or UINT32_MAX */
     Shape *shapes;            /* per tensor id: the closed shape (resolved) */
+    /* The plan (plan.c). */
+    IrSymbol *symbols;
+    uint32_t symbol_count;
+    bool *exported;           /* per function: a routine of the program (not made by `main`) */
+    IrPrint *prints;
+    uint32_t print_count, print_cap;
+    IrMainStmt *main;         /* the program's main, or the implicit one */
+    uint32_t main_count;
 } IrProgram;
+
+/* The index of the symbol named `name`, or UINT32_MAX. */
+uint32_t ir_symbol(const IrProgram *ir, const char *name);
 
 /* ir.c: printing and checking. */
 void ir_dump(const IrProgram *ir, FILE *out);

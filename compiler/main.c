@@ -8,7 +8,11 @@
  * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
  * shapes (elab.c + shape.c) → assignments and projections (assign.c + proj.c) → loop IR
  * (lower.c, opt.c, verified by ir.c) → the reference executor (interp.c) [→ codegen: later]. */
+#include <ctype.h>
 #include <errno.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,12 +25,16 @@
 #include "ast.h"
 #include "diag.h"
 #include "assign.h"
+#include "cg_cpu.h"
+#include "header.h"
 #include "elab.h"
 #include "interp.h"
 #include "ir.h"
 #include "lower.h"
+#include "image.h"
 #include "opt.h"
 #include "parse.h"
+#include "plan.h"
 
 #ifndef TSRC_VERSION
 #define TSRC_VERSION "0.1.0"
@@ -39,6 +47,8 @@ typedef enum {
     MODE_CHECK,
     MODE_PRINT_SHAPES,
     MODE_EMIT_IR,
+    MODE_EMIT_CODE, /* --emit=llvm|asm|obj */
+    MODE_OBJECT,    /* -c: object, header, manifest */
     MODE_RUN,
 } Mode;
 
@@ -46,6 +56,11 @@ typedef struct Options {
     Mode mode;
     bool interp;
     bool no_opt;
+    CgFormat emit_format;
+    int opt_level;
+    const char *cpu;
+    const char *triple;
+    const char *name;
     uint64_t seed;
     const char *input;
     const char *output;
@@ -63,9 +78,16 @@ static void usage(FILE *out) {
           "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
           "  --check          parse, elaborate and infer every shape; report all errors\n"
           "  --print-shapes   like --check, then print 'NAME : SHAPE' for every named tensor\n"
-          "  --emit=ir        print the loop IR (docs/ir.md)\n"
-          "  --run --interp   run the program with the reference executor and print every\n"
-          "                   named tensor\n"
+          "  (no mode)        compile to an executable (-o FILE, default: FILE without .tsr)\n"
+          "  -c               compile to an object file with a C header and a JSON manifest\n"
+          "                   (-o MODEL.o also writes MODEL.h and MODEL.json)\n"
+          "  --emit=KIND      write KIND: ir (the loop IR, docs/ir.md), llvm, asm or obj\n"
+          "  --run            compile and run the program (natively; with --interp, on the\n"
+          "                   reference executor)\n"
+          "  -O0 .. -O3       optimisation level of the generated code (default -O3)\n"
+          "  --cpu=NAME       generate code for CPU NAME (default: this machine's, 'native')\n"
+          "  --target=TRIPLE  generate code for TRIPLE (default: this machine's)\n"
+          "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
@@ -97,6 +119,7 @@ static void free_include_dirs(void) {
 
 static Options parse_options(int argc, char **argv) {
     Options opt = {0};
+    opt.opt_level = 3;
     opt.include_dirs = include_dirs = calloc((size_t)argc, sizeof *opt.include_dirs);
     atexit(free_include_dirs); /* a bad command line exits from inside this function */
     if (!opt.include_dirs) diag_fatal_oom();
@@ -118,13 +141,32 @@ static Options parse_options(int argc, char **argv) {
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
             seen_mode = true;
-        } else if (strcmp(a, "--emit=ir") == 0 || strcmp(a, "--run") == 0) {
-            Mode m = a[2] == 'e' ? MODE_EMIT_IR : MODE_RUN;
+        } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0) {
+            Mode m = MODE_RUN;
+            if (a[1] == 'c') m = MODE_OBJECT;
+            else if (strcmp(a, "--emit=ir") == 0) m = MODE_EMIT_IR;
+            else if (a[2] == 'e') {
+                m = MODE_EMIT_CODE;
+                const char *k = a + 7;
+                if (strcmp(k, "llvm") == 0) opt.emit_format = CG_LLVM;
+                else if (strcmp(k, "asm") == 0) opt.emit_format = CG_ASM;
+                else if (strcmp(k, "obj") == 0) opt.emit_format = CG_OBJECT;
+                else bad_usage("unknown output kind '%s' (ir, llvm, asm or obj)", k);
+            }
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
             seen_mode = true;
-        } else if (strncmp(a, "--emit=", 7) == 0) {
-            bad_usage("unknown output kind '%s' (this version emits 'ir')", a + 7);
+        } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+            opt.opt_level = a[2] - '0';
+        } else if (strncmp(a, "--cpu=", 6) == 0 && a[6]) {
+            opt.cpu = a + 6;
+        } else if (strncmp(a, "--target=", 9) == 0 && a[9]) {
+            opt.triple = a + 9;
+        } else if (strncmp(a, "--name=", 7) == 0) {
+            opt.name = a + 7;
+            bool ok = (isalpha((unsigned char)opt.name[0]) || opt.name[0] == '_');
+            for (const char *c = opt.name; *c && ok; c++) ok = isalnum((unsigned char)*c) || *c == '_';
+            if (!ok) bad_usage("'--name' needs a C identifier, not '%s'", opt.name);
         } else if (strcmp(a, "--interp") == 0) {
             opt.interp = true;
         } else if (strcmp(a, "--no-opt") == 0) {
@@ -154,8 +196,7 @@ static Options parse_options(int argc, char **argv) {
     }
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
-    if (opt.mode == MODE_RUN && !opt.interp)
-        bad_usage("%s", "'--run' needs '--interp' in this version (the native backend comes later)");
+    if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
     return opt;
 }
 
@@ -212,6 +253,7 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
         diag_error_noloc("internal error: the loop IR is malformed after lowering");
         return ar.ir;
     }
+    if (!plan_build(ar.ir)) return ar.ir;
     if (!opt->no_opt) {
         optimise(ar.ir);
         if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after optimisation");
@@ -219,30 +261,203 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
     return ar.ir;
 }
 
-static int run_program(IrProgram *ir, Program *program, FILE *out) {
-    if (program->has_main) {
-        diag_error_noloc("the reference executor does not run 'main' in this version; without 'main', "
-                         "--run --interp runs the routines in order and prints every named tensor");
-        return 1;
-    }
-    Interp *in = interp_new(ir);
+static int run_program(IrProgram *ir) {
+    size_t size;
+    unsigned char *image = image_build(ir, "main", &size);
+    Interp *in = interp_new(ir, image, size);
     if (!in) return 1;
-    int status = 0;
-    for (uint32_t f = 0; f < ir->function_count && status == 0; f++)
-        if (!interp_run(in, &ir->functions[f])) status = 1;
-    for (uint32_t i = 0; i < program->named_count && status == 0; i++) {
-        uint32_t b = ir->value_buffer[program->named[i]->id];
-        if (b != UINT32_MAX && !ir->buffers[b].is_virtual) interp_print(in, b, program->shown_names[i], out);
-        b = ir->grad_buffer[program->named[i]->id];
-        if (b != UINT32_MAX && !ir->buffers[b].is_virtual)
-            interp_print(in, b, arena_printf(ir->arena, "%s.grad", program->shown_names[i]), out);
-    }
+    int status = interp_run_main(in) ? 0 : 1;
+    if (fflush(stdout) != 0) status = 1;
     interp_free(in);
     return status;
 }
 
 static void ir_free(IrProgram *ir) {
     if (ir) arena_free(ir->arena);
+}
+
+/* ---- Native outputs ------------------------------------------------------------------------------ */
+
+/* "dir/prog.tsr" → "prog" + ext (in the current directory). */
+static char *default_output(Arena *arena, const char *input, const char *ext) {
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    size_t n = strlen(base);
+    if (n > 4 && strcmp(base + n - 4, ".tsr") == 0) n -= 4;
+    return arena_printf(arena, "%.*s%s", (int)n, base, ext);
+}
+
+/* The module name: --name, else the output's base name without extension, as a C identifier. */
+static const char *module_name(Arena *arena, const Options *opt, const char *output) {
+    if (opt->name) return opt->name;
+    const char *base = strrchr(output, '/');
+    base = base ? base + 1 : output;
+    const char *dot = strrchr(base, '.');
+    return cg_c_name(arena, arena_printf(arena, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base));
+}
+
+/* libtsr.a beside tsrc (the build tree) or in ../lib (an installation); $TSR_RUNTIME overrides. */
+static const char *runtime_library(Arena *arena) {
+    const char *env = getenv("TSR_RUNTIME");
+    if (env && *env) return env;
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = 0;
+        const char *candidates[2] = {arena_printf(arena, "%s/libtsr.a", self), arena_printf(arena, "%s/../lib/libtsr.a", self)};
+        for (int i = 0; i < 2; i++)
+            if (access(candidates[i], R_OK) == 0) return candidates[i];
+    }
+    diag_error_noloc("cannot find the runtime library libtsr.a (looked beside tsrc and in ../lib; set TSR_RUNTIME "
+                     "to its path)");
+    return NULL;
+}
+
+extern char **environ;
+
+/* Run argv (argv[0] looked up on PATH); its exit status, or -1 after reporting an error. */
+static int run_command(char *const argv[]) {
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (err) {
+        diag_error_noloc("cannot run '%s': %s", argv[0], strerror(err));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            diag_error_noloc("cannot wait for '%s': %s", argv[0], strerror(errno));
+            return -1;
+        }
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* A temporary file name beside `path` (so that rename is atomic). */
+static char *temp_beside(Arena *arena, const char *path) { return arena_printf(arena, "%s.tmp%ld", path, (long)getpid()); }
+
+static bool emit_object(IrProgram *ir, const Options *opt, const char *module, CgFormat format, bool with_main,
+                        const char *path) {
+    size_t size;
+    unsigned char *image = image_build(ir, module, &size);
+    CgOptions co = {.module = module, .opt_level = opt->opt_level, .triple = opt->triple, .cpu = opt->cpu,
+                    .with_main = with_main};
+    return cg_cpu_emit(ir, image, size, &co, format, path);
+}
+
+/* Compile to an executable at `output` (through a temporary object and a temporary link). */
+static bool build_executable(IrProgram *ir, const Options *opt, const char *output) {
+    Arena *arena = ir->arena;
+    const char *lib = runtime_library(arena);
+    if (!lib) return false;
+    const char *object = temp_beside(arena, arena_printf(arena, "%s.o", output));
+    const char *linked = temp_beside(arena, output);
+    bool ok = emit_object(ir, opt, module_name(arena, opt, output), CG_OBJECT, true, object);
+    if (ok) {
+        const char *cc = getenv("CC");
+        char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
+                        "-lpthread", NULL};
+        int status = run_command(argv);
+        if (status != 0) {
+            if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
+            ok = false;
+        }
+    }
+    remove(object);
+    if (ok && rename(linked, output) != 0) {
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        ok = false;
+    }
+    if (!ok) remove(linked);
+    return ok;
+}
+
+/* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
+static bool build_object(IrProgram *ir, const Options *opt, const char *output) {
+    Arena *arena = ir->arena;
+    const char *module = module_name(arena, opt, output);
+    size_t n = strlen(output);
+    const char *stem = n > 2 && strcmp(output + n - 2, ".o") == 0 ? arena_printf(arena, "%.*s", (int)(n - 2), output) : output;
+    const char *paths[3] = {output, arena_printf(arena, "%s.h", stem), arena_printf(arena, "%s.json", stem)};
+    const char *temps[3];
+    for (int i = 0; i < 3; i++) temps[i] = temp_beside(arena, paths[i]);
+    bool ok = emit_object(ir, opt, module, CG_OBJECT, false, temps[0]);
+    for (int i = 1; i < 3 && ok; i++) {
+        FILE *f = fopen(temps[i], "w");
+        if (!f) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
+            ok = false;
+            break;
+        }
+        if (i == 1) header_write(ir, module, opt->input, f);
+        else manifest_write(ir, module, f);
+        if (ferror(f) | (fclose(f) != 0)) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
+            ok = false;
+        }
+    }
+    for (int i = 0; i < 3 && ok; i++)
+        if (rename(temps[i], paths[i]) != 0) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
+            ok = false;
+        }
+    for (int i = 0; i < 3; i++) remove(temps[i]);
+    return ok;
+}
+
+/* --run without --interp: build a temporary executable, run it, remove it. */
+static int run_native(IrProgram *ir, const Options *opt) {
+    char dir[] = "/tmp/tsrc-run.XXXXXX";
+    if (!mkdtemp(dir)) {
+        diag_error_noloc("cannot make a temporary directory: %s", strerror(errno));
+        return 1;
+    }
+    const char *exe = arena_printf(ir->arena, "%s/%s", dir, default_output(ir->arena, opt->input, ""));
+    int status = 1;
+    if (build_executable(ir, opt, exe)) {
+        fflush(stdout);
+        char *argv[] = {(char *)exe, NULL};
+        status = run_command(argv);
+        if (status < 0) status = 1;
+    }
+    remove(exe);
+    rmdir(dir);
+    return status;
+}
+
+static int generate(IrProgram *ir, const Options *opt) {
+    Arena *arena = ir->arena;
+    switch (opt->mode) {
+    case MODE_RUN:
+        return opt->interp ? run_program(ir) : run_native(ir, opt);
+    case MODE_OBJECT:
+        return build_object(ir, opt, opt->output ? opt->output : default_output(arena, opt->input, ".o")) ? 0 : 1;
+    case MODE_EMIT_CODE: {
+        static const char *ext[] = {[CG_OBJECT] = ".o", [CG_ASM] = ".s", [CG_LLVM] = ".ll"};
+        const char *out = opt->output ? opt->output : default_output(arena, opt->input, ext[opt->emit_format]);
+        bool to_stdout = strcmp(out, "-") == 0;
+        const char *path = to_stdout ? temp_beside(arena, "/tmp/tsrc-emit") : temp_beside(arena, out);
+        bool ok = emit_object(ir, opt, module_name(arena, opt, to_stdout ? default_output(arena, opt->input, "") : out),
+                              opt->emit_format, false, path);
+        if (ok && to_stdout) {
+            FILE *f = fopen(path, "rb");
+            char buf[65536];
+            size_t n;
+            while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+            if (f) fclose(f);
+            ok = f && fflush(stdout) == 0;
+        } else if (ok && rename(path, out) != 0) {
+            diag_error_noloc("cannot write '%s': %s", out, strerror(errno));
+            ok = false;
+        }
+        remove(path);
+        return ok ? 0 : 1;
+    }
+    default:
+        return build_executable(ir, opt, opt->output ? opt->output : default_output(arena, opt->input, "")) ? 0 : 1;
+    }
 }
 
 static int compile(Options opt) {
@@ -269,44 +484,30 @@ static int compile(Options opt) {
             if (!output_commit(&out, true)) status = 1;
             break;
         }
-        case MODE_CHECK:
-        case MODE_PRINT_SHAPES:
-        case MODE_EMIT_IR:
-        case MODE_RUN: {
+        default: {
             ElabOptions eo = {opt.include_dirs, opt.include_count};
             Program *program = elaborate(module, &eo);
+            bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;
             IrProgram *ir = NULL;
-            if (!diag_error_count() && (opt.mode == MODE_EMIT_IR || opt.mode == MODE_RUN))
-                ir = build_ir(program, &opt);
+            if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt);
             if (diag_error_count()) {
                 status = 1;
-            } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_RUN) {
+            } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES) {
                 Output out;
                 if (!output_open(&out, opt.output)) {
                     status = 1;
                 } else {
                     if (opt.mode == MODE_EMIT_IR) ir_dump(ir, out.file);
-                    else status = run_program(ir, program, out.file);
-                    if (!output_commit(&out, status == 0)) status = 1;
-                }
-            } else if (opt.mode == MODE_PRINT_SHAPES) {
-                Output out;
-                if (!output_open(&out, opt.output)) {
-                    status = 1;
-                } else {
-                    program_print_shapes(program, out.file);
+                    else program_print_shapes(program, out.file);
                     if (!output_commit(&out, true)) status = 1;
                 }
+            } else if (needs_ir) {
+                status = generate(ir, &opt);
             }
             ir_free(ir);
             program_free(program);
             break;
         }
-        case MODE_BUILD:
-            diag_error_noloc("code generation is not available in this version yet; "
-                             "use --run --interp, --emit=ir, --check, --print-shapes, --parse-only or --dump-ast");
-            status = 1;
-            break;
         }
     }
     arena_free(arena);

@@ -1,0 +1,133 @@
+/* image.c — writes the model image (format: runtime/internal.h).
+ *
+ * The image is how the compiler hands the runtime everything that is data rather than code:
+ * buffer names, shapes and initialisers (literal values as float32), data sets with their
+ * generators or files, index symbols with their ranges, and the print statements of `main`.
+ * The reference executor builds its state from the same image, so initialisation and data
+ * loading are one code path for interpreted and compiled programs.
+ *
+ * Requires: a verified, optimised IrProgram with its plan (plan.c). */
+#include "image.h"
+
+#include <string.h>
+
+#include "../runtime/internal.h"
+#include "diag.h"
+
+typedef struct Bytes {
+    Arena *arena;
+    unsigned char *data;
+    size_t size, cap;
+} Bytes;
+
+static void put(Bytes *b, const void *p, size_t n) {
+    if (b->size + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->size + n) cap *= 2;
+        unsigned char *grown = arena_alloc(b->arena, cap);
+        if (b->size) memcpy(grown, b->data, b->size);
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->size, p, n);
+    b->size += n;
+}
+
+static void u8(Bytes *b, uint8_t v) { put(b, &v, 1); }
+static void u32(Bytes *b, uint32_t v) { put(b, &v, 4); }
+static void u64(Bytes *b, uint64_t v) { put(b, &v, 8); }
+static void f64(Bytes *b, double v) { put(b, &v, 8); }
+static void str(Bytes *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    u32(b, (uint32_t)n);
+    put(b, s, n);
+}
+
+static uint8_t buffer_kind(BufferKind k) {
+    switch (k) {
+    case BUF_LITERAL: return TSR_BUF_LITERAL;
+    case BUF_PARAM: return TSR_BUF_PARAM;
+    case BUF_CONSTANT: return TSR_BUF_CONSTANT;
+    case BUF_INPUT: return TSR_BUF_INPUT;
+    case BUF_DATA: return TSR_BUF_DATA;
+    case BUF_COMPUTED: return TSR_BUF_COMPUTED;
+    }
+    return TSR_BUF_COMPUTED;
+}
+
+static uint8_t init_kind(InitKind k) {
+    switch (k) {
+    case INIT_NONE: return TSR_INIT_NONE;
+    case INIT_FILL: return TSR_INIT_FILL;
+    case INIT_VALUES: return TSR_INIT_VALUES;
+    case INIT_UNIFORM: return TSR_INIT_UNIFORM;
+    }
+    return TSR_INIT_NONE;
+}
+
+unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size) {
+    Bytes b = {.arena = ir->arena};
+    put(&b, TSR_IMAGE_MAGIC, 4);
+    u32(&b, TSR_IMAGE_VERSION);
+    str(&b, module);
+    u32(&b, ir->symbol_count);
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        str(&b, ir->symbols[i].name);
+        u64(&b, (uint64_t)ir->symbols[i].range);
+    }
+    u32(&b, ir->buffer_count);
+    for (uint32_t i = 0; i < ir->buffer_count; i++) {
+        const IrBuffer *buf = &ir->buffers[i];
+        str(&b, buf->name);
+        str(&b, buf->shape_text);
+        u8(&b, buffer_kind(buf->kind));
+        u8(&b, buf->is_virtual ? TSR_INIT_NONE : init_kind(buf->init));
+        u8(&b, buf->is_virtual);
+        u8(&b, 0);
+        u32(&b, buf->rank);
+        for (uint32_t a = 0; a < buf->rank; a++) u64(&b, buf->dims[a]);
+        f64(&b, buf->fill);
+        bool values = !buf->is_virtual && buf->init == INIT_VALUES;
+        u64(&b, values ? buf->size : 0);
+        for (uint64_t c = 0; values && c < buf->size; c++) {
+            float v = (float)buf->values[c];
+            put(&b, &v, 4);
+        }
+    }
+    const Program *p = ir->program;
+    u32(&b, p->source_count);
+    for (uint32_t i = 0; i < p->source_count; i++) {
+        const DataSource *d = p->sources[i];
+        str(&b, d->generator);
+        str(&b, d->path);
+        str(&b, d->name);
+        u64(&b, (uint64_t)d->count);
+        u64(&b, (uint64_t)d->seed);
+        f64(&b, d->noise);
+        f64(&b, d->factor);
+        u32(&b, d->field_count);
+        for (uint32_t f = 0; f < d->field_count; f++) {
+            uint32_t buffer = ir->value_buffer[d->fields[f]->id];
+            if (buffer == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
+            u32(&b, buffer);
+        }
+    }
+    u32(&b, ir->print_count);
+    for (uint32_t i = 0; i < ir->print_count; i++) {
+        const IrPrint *pr = &ir->prints[i];
+        str(&b, pr->format);
+        str(&b, pr->label);
+        u8(&b, pr->format == NULL);
+        u32(&b, pr->arg_count);
+        for (uint32_t a = 0; a < pr->arg_count; a++) {
+            const IrPrintArg *x = &pr->args[a];
+            u8(&b, x->kind == IRP_INT ? TSR_ARG_INT : x->kind == IRP_FLOAT ? TSR_ARG_FLOAT
+                 : x->kind == IRP_SYMBOL ? TSR_ARG_SYMBOL : TSR_ARG_BUFFER);
+            u64(&b, (uint64_t)x->i);
+            f64(&b, x->f);
+            u32(&b, x->ref);
+        }
+    }
+    *size = b.size;
+    return b.data;
+}

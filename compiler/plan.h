@@ -1,0 +1,14 @@
+/* plan.h — the program plan: what an executable does when it runs (plan.c). */
+#ifndef TSR_PLAN_H
+#define TSR_PLAN_H
+
+#include "assign.h"
+
+/* Fill ir->symbols, ir->prints and ir->main from the program's `main` (or the implicit main:
+ * run every routine in order, then print every named tensor and gradient).  Functions must be
+ * lowered already, one per routine in the program's order (or the implicit "forward").  Marks
+ * every buffer a print reads as kept.  False after reporting errors (a printed tensor with
+ * more than one cell under a numeric conversion). */
+bool plan_build(IrProgram *ir);
+
+#endif

@@ -1,0 +1,55 @@
+/* error.c — status codes, the thread's last error text and the replaceable error hook.
+ *
+ * Every runtime function that fails records its message here (tsr_error) and returns a status;
+ * nothing prints on its own.  The text is per thread, so concurrent models do not mix errors. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static _Thread_local char last_error[1024];
+static tsr_error_hook error_hook;
+static void *error_hook_user;
+
+const char *tsr_status_text(int status) {
+    switch (status) {
+    case TSR_OK: return "ok";
+    case TSR_ERR_NOMEM: return "out of memory";
+    case TSR_ERR_DATA: return "data error";
+    case TSR_ERR_INDEX: return "index out of range";
+    case TSR_ERR_ARGUMENT: return "bad argument";
+    case TSR_ERR_IMAGE: return "malformed model image";
+    case TSR_ERR_IO: return "output error";
+    default: return "unknown status";
+    }
+}
+
+const char *tsr_last_error(void) { return last_error; }
+
+void tsr_set_error_hook(tsr_error_hook hook, void *user) {
+    error_hook = hook;
+    error_hook_user = user;
+}
+
+static int record(int status, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static int record(int status, const char *fmt, va_list ap) {
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    if (error_hook) error_hook(status, last_error, error_hook_user);
+    return status;
+}
+
+int tsr_error(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int tsr_data_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(TSR_ERR_DATA, fmt, ap);
+    va_end(ap);
+    return TSR_ERR_DATA;
+}

@@ -1,0 +1,46 @@
+/* internal.h — what the runtime's files share and the public header does not promise.
+ *
+ * The model image (the compiler's compiler/image.c writes it, state.c reads it) and the RNG
+ * helpers of the data generators.  Not installed. */
+#ifndef TSR_INTERNAL_H
+#define TSR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tsr.h"
+
+/* ---- The model image ------------------------------------------------------------------------
+ *
+ * A generated object carries its model as one constant byte array, read by tsr_state_create().
+ * Little-endian; `str` is a u32 length and that many bytes (no terminator).
+ *
+ *   "TSRI" u32 version(=TSR_IMAGE_VERSION)
+ *   str module
+ *   u32 symbol_count   { str name; i64 range }
+ *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
+ *                        u32 rank; i64 dims[rank]; f64 fill; u64 value_count; f32 values[value_count] }
+ *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
+ *                        u32 field_count; u32 buffer[field_count] }
+ *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
+ *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
+ *
+ * Buffer kinds and initialisations are the TSR_BUF_* and TSR_INIT_* values below.  A print
+ * with `grid` set prints buffer args[0].ref as a grid labelled `label`; otherwise `format` is a
+ * printf-like format whose conversions take the arguments in order, followed by a newline. */
+#define TSR_IMAGE_MAGIC "TSRI"
+#define TSR_IMAGE_VERSION 1u
+
+enum { TSR_BUF_LITERAL, TSR_BUF_PARAM, TSR_BUF_CONSTANT, TSR_BUF_INPUT, TSR_BUF_DATA, TSR_BUF_COMPUTED };
+enum { TSR_INIT_NONE, TSR_INIT_FILL, TSR_INIT_VALUES, TSR_INIT_UNIFORM };
+enum { TSR_ARG_INT, TSR_ARG_FLOAT, TSR_ARG_SYMBOL, TSR_ARG_BUFFER };
+
+/* A uniform double in [0, 1) (53 random bits) from stream `stream`, draw `index`, under `seed`. */
+double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);
+/* A standard normal number (Box–Muller on two unit draws of the same counter). */
+double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
+
+/* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
+int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

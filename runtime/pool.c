@@ -1,0 +1,122 @@
+/* pool.c — a small pthread pool for the parallel loops of generated code.
+ *
+ * tsr_parallel_for(fn, ctx, n, grain) splits [0, n) into contiguous chunks; the pool's workers
+ * and the calling thread take chunks from a shared counter until none is left.  A parallel loop
+ * only ever spans independent cells (docs/runtime.md), so the split does not change results.
+ * One loop runs on the pool at a time: a call made while the pool is busy (another thread, or
+ * a chunk calling back in) runs serially on its caller.  Threads start on first use. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { MAX_THREADS = 256 };
+
+typedef struct Pool {
+    pthread_mutex_t lock;      /* guards the fields below */
+    pthread_cond_t work_ready, work_done;
+    pthread_mutex_t busy;      /* held by the thread whose loop runs on the pool */
+    bool started;
+    int workers;               /* threads besides the caller */
+    uint64_t generation;       /* bumped for each loop */
+    int active;                /* workers still inside the current loop */
+    tsr_range_fn fn;
+    void *ctx;
+    int64_t n, chunk;
+    atomic_int_fast64_t next;  /* first iteration of the next chunk to take */
+} Pool;
+
+static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                    .work_ready = PTHREAD_COND_INITIALIZER,
+                    .work_done = PTHREAD_COND_INITIALIZER,
+                    .busy = PTHREAD_MUTEX_INITIALIZER};
+static int requested_threads;
+
+static void take_chunks(void) {
+    for (;;) {
+        int64_t lo = atomic_fetch_add(&pool.next, pool.chunk);
+        if (lo >= pool.n) return;
+        int64_t hi = lo + pool.chunk < pool.n ? lo + pool.chunk : pool.n;
+        pool.fn(pool.ctx, lo, hi);
+    }
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
+        seen = pool.generation;
+        pthread_mutex_unlock(&pool.lock);
+        take_chunks();
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.active == 0) pthread_cond_signal(&pool.work_done);
+    }
+    return NULL;
+}
+
+static int default_threads(void) {
+    const char *env = getenv("TSR_NUM_THREADS");
+    if (env && *env) {
+        int n = atoi(env);
+        if (n > 0) return n < MAX_THREADS ? n : MAX_THREADS;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+}
+
+int tsr_num_threads(void) {
+    if (requested_threads > 0) return requested_threads;
+    return default_threads();
+}
+
+void tsr_set_num_threads(int threads) {
+    requested_threads = threads < 0 ? 0 : threads > MAX_THREADS ? MAX_THREADS : threads;
+}
+
+/* Start workers so that the pool has `want` - 1 of them (never fewer than before). */
+static void grow(int want) {
+    while (pool.workers < want - 1) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&t, &attr, worker, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed) break; /* fewer threads: still correct */
+        pool.workers++;
+    }
+}
+
+void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    int threads = tsr_num_threads();
+    if (threads <= 1 || n <= grain || pthread_mutex_trylock(&pool.busy) != 0) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_mutex_lock(&pool.lock);
+    grow(threads);
+    int helpers = pool.workers < threads - 1 ? pool.workers : threads - 1;
+    int64_t chunks = (n + grain - 1) / grain;
+    int64_t parts = chunks < helpers + 1 ? chunks : helpers + 1;
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.chunk = (n + parts - 1) / parts;
+    atomic_store(&pool.next, 0);
+    pool.active = pool.workers;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.work_ready);
+    pthread_mutex_unlock(&pool.lock);
+    take_chunks();
+    pthread_mutex_lock(&pool.lock);
+    while (pool.active > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.busy);
+}

@@ -1,0 +1,462 @@
+/* state.c — a model's run-time state, built from the image its object carries.
+ *
+ * tsr_state_create() reads the image (internal.h documents the format; compiler/image.c writes
+ * it), allocates one 64-byte-aligned buffer per non-virtual tensor, fills literals and
+ * constants, initialises parameters (and inputs, until the caller fills them) with
+ * tsr_uniform(seed, name, cell), and produces data sets: generators run, files are read and
+ * checked against the shapes the compiler inferred.  Print statements of `main` are formatted
+ * here, so compiled programs and the reference executor print identically.
+ *
+ * Requires an image from the same version of tsrc (checked: magic and version). */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct Buffer {
+    char *name, *shape_text;
+    uint8_t kind, init, is_virtual;
+    uint32_t rank;
+    int64_t *dims;
+    int64_t size;
+    double fill;
+    uint64_t value_count;
+    const unsigned char *values; /* f32 little-endian, inside the image */
+} Buffer;
+
+typedef struct DataSet {
+    char *generator, *path, *name;
+    int64_t count, seed;
+    double noise, factor;
+    uint32_t field_count;
+    uint32_t *fields;
+} DataSet;
+
+typedef struct PrintArg {
+    uint8_t kind;
+    int64_t i;
+    double f;
+    uint32_t ref;
+} PrintArg;
+
+typedef struct Print {
+    char *format, *label;
+    uint8_t grid;
+    uint32_t arg_count;
+    PrintArg *args;
+} Print;
+
+struct tsr_model {
+    char *module;
+    uint32_t symbol_count;
+    char **symbol_names;
+    int64_t *symbol_ranges;
+    uint32_t buffer_count;
+    Buffer *buffers;
+    uint32_t data_count;
+    DataSet *data;
+    uint32_t print_count;
+    Print *prints;
+};
+
+/* ---- Reading the image ------------------------------------------------------------------------ */
+
+typedef struct Reader {
+    const unsigned char *p, *end;
+    bool bad;
+} Reader;
+
+static bool take(Reader *r, void *out, size_t n) {
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        if (out) memset(out, 0, n);
+        return false;
+    }
+    if (out) memcpy(out, r->p, n);
+    r->p += n;
+    return true;
+}
+
+/* Fixed-width little-endian reads (the host is little-endian: x86-64). */
+static uint8_t u8(Reader *r) { uint8_t v; take(r, &v, 1); return v; }
+static uint32_t u32(Reader *r) { uint32_t v; take(r, &v, 4); return v; }
+static uint64_t u64(Reader *r) { uint64_t v; take(r, &v, 8); return v; }
+static int64_t i64(Reader *r) { return (int64_t)u64(r); }
+static double f64(Reader *r) { double v; take(r, &v, 8); return v; }
+
+static char *str(Reader *r) {
+    uint32_t n = u32(r);
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return calloc(1, 1);
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        r->bad = true;
+        return NULL;
+    }
+    memcpy(s, r->p, n);
+    s[n] = 0;
+    r->p += n;
+    return s;
+}
+
+/* A count of items each at least `min_bytes` long: bounded by what is left, so a corrupt count
+ * cannot ask for a huge allocation. */
+static uint32_t count(Reader *r, size_t min_bytes) {
+    uint32_t n = u32(r);
+    if ((size_t)(r->end - r->p) / (min_bytes ? min_bytes : 1) < n) r->bad = true;
+    return r->bad ? 0 : n;
+}
+
+static void model_free(tsr_model *m) {
+    if (!m) return;
+    free(m->module);
+    for (uint32_t i = 0; i < m->symbol_count; i++) free(m->symbol_names[i]);
+    free(m->symbol_names);
+    free(m->symbol_ranges);
+    for (uint32_t i = 0; i < m->buffer_count; i++) {
+        free(m->buffers[i].name);
+        free(m->buffers[i].shape_text);
+        free(m->buffers[i].dims);
+    }
+    free(m->buffers);
+    for (uint32_t i = 0; i < m->data_count; i++) {
+        free(m->data[i].generator);
+        free(m->data[i].path);
+        free(m->data[i].name);
+        free(m->data[i].fields);
+    }
+    free(m->data);
+    for (uint32_t i = 0; i < m->print_count; i++) {
+        free(m->prints[i].format);
+        free(m->prints[i].label);
+        free(m->prints[i].args);
+    }
+    free(m->prints);
+    free(m);
+}
+
+static tsr_model *model_read(const unsigned char *image, size_t size) {
+    Reader r = {image, image + size, false};
+    char magic[4];
+    take(&r, magic, 4);
+    if (r.bad || memcmp(magic, TSR_IMAGE_MAGIC, 4) != 0) {
+        tsr_error(TSR_ERR_IMAGE, "not a tsrc model image");
+        return NULL;
+    }
+    uint32_t version = u32(&r);
+    if (version != TSR_IMAGE_VERSION) {
+        tsr_error(TSR_ERR_IMAGE, "the model image has version %u; this runtime reads version %u "
+                                 "(rebuild the object with the tsrc that matches libtsr)", version, TSR_IMAGE_VERSION);
+        return NULL;
+    }
+    tsr_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tsr_error(TSR_ERR_NOMEM, "out of memory reading the model image");
+        return NULL;
+    }
+    m->module = str(&r);
+    m->symbol_count = count(&r, 12);
+    m->symbol_names = calloc(m->symbol_count + 1, sizeof *m->symbol_names);
+    m->symbol_ranges = calloc(m->symbol_count + 1, sizeof *m->symbol_ranges);
+    if (!m->symbol_names || !m->symbol_ranges) r.bad = true;
+    for (uint32_t i = 0; i < m->symbol_count && !r.bad; i++) {
+        m->symbol_names[i] = str(&r);
+        m->symbol_ranges[i] = i64(&r);
+    }
+    m->buffer_count = count(&r, 40);
+    m->buffers = calloc(m->buffer_count + 1, sizeof *m->buffers);
+    if (!m->buffers) r.bad = true;
+    for (uint32_t i = 0; i < m->buffer_count && !r.bad; i++) {
+        Buffer *b = &m->buffers[i];
+        b->name = str(&r);
+        b->shape_text = str(&r);
+        b->kind = u8(&r);
+        b->init = u8(&r);
+        b->is_virtual = u8(&r);
+        u8(&r);
+        b->rank = count(&r, 8);
+        b->dims = calloc(b->rank + 1, sizeof *b->dims);
+        if (!b->dims) r.bad = true;
+        b->size = 1;
+        for (uint32_t a = 0; a < b->rank && !r.bad; a++) {
+            b->dims[a] = i64(&r);
+            if (b->dims[a] < 0 || (b->dims[a] && b->size > INT64_MAX / b->dims[a])) r.bad = true;
+            else b->size *= b->dims[a];
+        }
+        b->fill = f64(&r);
+        b->value_count = u64(&r);
+        if (b->value_count > (uint64_t)(r.end - r.p) / 4 ||
+            (b->init == TSR_INIT_VALUES && b->value_count != (uint64_t)b->size)) r.bad = true;
+        b->values = r.p;
+        take(&r, NULL, (size_t)b->value_count * 4);
+    }
+    m->data_count = count(&r, 56);
+    m->data = calloc(m->data_count + 1, sizeof *m->data);
+    if (!m->data) r.bad = true;
+    for (uint32_t i = 0; i < m->data_count && !r.bad; i++) {
+        DataSet *d = &m->data[i];
+        d->generator = str(&r);
+        d->path = str(&r);
+        d->name = str(&r);
+        d->count = i64(&r);
+        d->seed = i64(&r);
+        d->noise = f64(&r);
+        d->factor = f64(&r);
+        d->field_count = count(&r, 4);
+        d->fields = calloc(d->field_count + 1, sizeof *d->fields);
+        if (!d->fields) r.bad = true;
+        for (uint32_t f = 0; f < d->field_count && !r.bad; f++) {
+            d->fields[f] = u32(&r);
+            if (d->fields[f] >= m->buffer_count) r.bad = true;
+        }
+    }
+    m->print_count = count(&r, 13);
+    m->prints = calloc(m->print_count + 1, sizeof *m->prints);
+    if (!m->prints) r.bad = true;
+    for (uint32_t i = 0; i < m->print_count && !r.bad; i++) {
+        Print *p = &m->prints[i];
+        p->format = str(&r);
+        p->label = str(&r);
+        p->grid = u8(&r);
+        p->arg_count = count(&r, 21);
+        p->args = calloc(p->arg_count + 1, sizeof *p->args);
+        if (!p->args) r.bad = true;
+        for (uint32_t a = 0; a < p->arg_count && !r.bad; a++) {
+            PrintArg *x = &p->args[a];
+            x->kind = u8(&r);
+            x->i = i64(&r);
+            x->f = f64(&r);
+            x->ref = u32(&r);
+            uint32_t limit = x->kind == TSR_ARG_SYMBOL ? m->symbol_count : m->buffer_count;
+            if ((x->kind == TSR_ARG_SYMBOL || x->kind == TSR_ARG_BUFFER) && x->ref >= limit) r.bad = true;
+        }
+        if (p->grid && (p->arg_count != 1 || p->args[0].kind != TSR_ARG_BUFFER)) r.bad = true;
+    }
+    if (r.bad || r.p != r.end) {
+        model_free(m);
+        tsr_error(TSR_ERR_IMAGE, "the model image is malformed");
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- Creating a state ---------------------------------------------------------------------------- */
+
+static float image_float(const unsigned char *p, uint64_t i) {
+    float v;
+    memcpy(&v, p + i * 4, 4);
+    return v;
+}
+
+static int produce_data(tsr_state *s, const DataSet *d) {
+    const tsr_model *m = s->model;
+    float *f0 = s->buffers[d->fields[0]];
+    const Buffer *b0 = &m->buffers[d->fields[0]];
+    if (!strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
+        !strcmp(d->generator, "spirals")) {
+        if (d->field_count != 2 || b0->size != 2 * d->count || m->buffers[d->fields[1]].size != d->count)
+            return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
+                             d->count);
+        float *labels = s->buffers[d->fields[1]];
+        if (!strcmp(d->generator, "half_moons")) tsr_half_moons(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+        else if (!strcmp(d->generator, "circles"))
+            tsr_circles(f0, labels, d->count, d->noise, d->factor, (uint64_t)d->seed);
+        else tsr_spirals(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+        return TSR_OK;
+    }
+    if (d->field_count != 1) return tsr_error(TSR_ERR_IMAGE, "data '%s': malformed", d->name);
+    if (!strcmp(d->generator, "range")) {
+        for (int64_t c = 0; c < b0->size; c++) f0[c] = (float)c;
+        return TSR_OK;
+    }
+    if (!strcmp(d->generator, "uniform")) {
+        for (int64_t c = 0; c < b0->size; c++) f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)c);
+        return TSR_OK;
+    }
+    if (!strcmp(d->generator, "npy")) return tsr_load_npy(d->path, f0, b0->rank, b0->dims, d->name);
+    if (!strcmp(d->generator, "csv")) return tsr_load_csv(d->path, f0, b0->rank, b0->dims, d->name);
+    return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
+}
+
+tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed) {
+    tsr_model *m = model_read(image, image_size);
+    if (!m) return NULL;
+    tsr_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        model_free(m);
+        tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
+        return NULL;
+    }
+    s->model = m;
+    s->seed = seed;
+    s->buffers = calloc(m->buffer_count + 1, sizeof *s->buffers);
+    s->symbols = calloc(m->symbol_count + 1, sizeof *s->symbols);
+    if (!s->buffers || !s->symbols) {
+        tsr_state_destroy(s);
+        tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
+        return NULL;
+    }
+    for (uint32_t i = 0; i < m->buffer_count; i++) {
+        const Buffer *b = &m->buffers[i];
+        if (b->is_virtual) continue;
+        float *d = s->buffers[i] = tsr_alloc_floats(b->size);
+        if (!d) {
+            tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " floats)", b->name, b->shape_text,
+                      b->size);
+            tsr_state_destroy(s);
+            return NULL;
+        }
+        if (b->kind == TSR_BUF_INPUT) /* until the caller fills it */
+            for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+        switch (b->init) {
+        case TSR_INIT_FILL:
+            for (int64_t c = 0; c < b->size; c++) d[c] = (float)b->fill;
+            break;
+        case TSR_INIT_VALUES:
+            for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
+            break;
+        case TSR_INIT_UNIFORM:
+            for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+            break;
+        default: break;
+        }
+    }
+    for (uint32_t i = 0; i < m->data_count; i++)
+        if (produce_data(s, &m->data[i]) != TSR_OK) {
+            char message[1024];
+            snprintf(message, sizeof message, "%s", tsr_last_error());
+            tsr_state_destroy(s);
+            tsr_error(TSR_ERR_DATA, "%s", message);
+            return NULL;
+        }
+    return s;
+}
+
+void tsr_state_destroy(tsr_state *s) {
+    if (!s) return;
+    if (s->buffers && s->model)
+        for (uint32_t i = 0; i < s->model->buffer_count; i++) tsr_free(s->buffers[i]);
+    free(s->buffers);
+    free(s->symbols);
+    model_free((tsr_model *)s->model);
+    free(s);
+}
+
+/* ---- Index symbols ---------------------------------------------------------------------------- */
+
+int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
+    if (!s || symbol >= s->model->symbol_count)
+        return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
+    int64_t range = s->model->symbol_ranges[symbol];
+    if (value < 0 || value >= range)
+        return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
+                         s->model->symbol_names[symbol], value, range - 1);
+    s->symbols[symbol] = value;
+    return TSR_OK;
+}
+
+int tsr_state_check_symbols(tsr_state *s) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "no model state (NULL)");
+    for (uint32_t i = 0; i < s->model->symbol_count; i++)
+        if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
+            return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
+                             s->model->symbol_names[i], s->symbols[i], s->model->symbol_ranges[i] - 1);
+    return TSR_OK;
+}
+
+/* ---- Printing ------------------------------------------------------------------------------------ */
+
+static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
+    switch (a->kind) {
+    case TSR_ARG_INT: return a->i;
+    case TSR_ARG_FLOAT: return (int64_t)a->f;
+    case TSR_ARG_SYMBOL: return s->symbols[a->ref];
+    default: return s->buffers[a->ref] ? (int64_t)s->buffers[a->ref][0] : 0;
+    }
+}
+
+static double arg_float(const tsr_state *s, const PrintArg *a) {
+    switch (a->kind) {
+    case TSR_ARG_INT: return (double)a->i;
+    case TSR_ARG_FLOAT: return a->f;
+    case TSR_ARG_SYMBOL: return (double)s->symbols[a->ref];
+    default: return s->buffers[a->ref] ? (double)s->buffers[a->ref][0] : 0.0;
+    }
+}
+
+/* The conversion specs are built here from a checked format, one conversion at a time. */
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+
+/* The format was checked by the compiler: conversions are %[flags][width][.precision] followed
+ * by one of d i u x X o c (integers) or f F e E g G a A (floats), and %%. */
+static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
+    uint32_t next = 0;
+    for (const char *f = p->format; *f;) {
+        if (*f != '%') {
+            fputc(*f++, out);
+            continue;
+        }
+        if (f[1] == '%') {
+            fputc('%', out);
+            f += 2;
+            continue;
+        }
+        char spec[40];
+        size_t n = 0;
+        spec[n++] = *f++;
+        while (*f && strchr("-+ #0123456789.", *f) && n < sizeof spec - 4) spec[n++] = *f++;
+        char conv = *f ? *f++ : 'g';
+        const PrintArg *a = next < p->arg_count ? &p->args[next++] : NULL;
+        if (strchr("diuxXoc", conv)) {
+            if (conv != 'c') {
+                spec[n++] = 'l';
+                spec[n++] = 'l';
+            }
+            spec[n++] = conv;
+            spec[n] = 0;
+            long long v = a ? (long long)arg_int(s, a) : 0;
+            if (conv == 'c') fprintf(out, spec, (int)v);
+            else fprintf(out, spec, v);
+        } else {
+            spec[n++] = conv;
+            spec[n] = 0;
+            fprintf(out, spec, a ? arg_float(s, a) : 0.0);
+        }
+    }
+    fputc('\n', out);
+}
+
+int tsr_state_print(tsr_state *s, uint32_t print) {
+    if (!s || print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
+    const Print *p = &s->model->prints[print];
+    if (p->grid) {
+        const Buffer *b = &s->model->buffers[p->args[0].ref];
+        tsr_print_tensor(stdout, p->label, b->shape_text, s->buffers[p->args[0].ref], b->rank, b->dims);
+    } else {
+        print_formatted(stdout, s, p);
+    }
+    if (ferror(stdout)) return tsr_error(TSR_ERR_IO, "cannot write to the standard output");
+    return TSR_OK;
+}
+
+int tsr_main_fail(tsr_state *s, const char *program) {
+    fflush(stdout);
+    fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    tsr_state_destroy(s);
+    return 1;
+}
+
+/* ---- Introspection -------------------------------------------------------------------------------- */
+
+uint32_t tsr_model_buffer_count(const tsr_model *m) { return m ? m->buffer_count : 0; }
+const char *tsr_model_buffer_name(const tsr_model *m, uint32_t i) {
+    return m && i < m->buffer_count ? m->buffers[i].name : NULL;
+}
+uint32_t tsr_model_symbol_count(const tsr_model *m) { return m ? m->symbol_count : 0; }
+const char *tsr_model_symbol_name(const tsr_model *m, uint32_t i) {
+    return m && i < m->symbol_count ? m->symbol_names[i] : NULL;
+}

@@ -1,0 +1,148 @@
+/* tsr.h — the tsrc runtime library (libtsr.a): the one public header.
+ *
+ * Everything a compiled .tsr program needs at run time and nothing that needs a GPU: 64-byte-
+ * aligned allocation with 64-bit sizes, the model state (buffers, index symbols) built from the
+ * image the compiler embeds in each object, parameter initialisation with a counter-based RNG
+ * (Philox4x32-10: reproducible, independent of thread count and order), data loaders (.npy, CSV)
+ * and generators (half moons, circles, spirals, range, seeded uniform), tensor printing, a small
+ * pthread pool for parallel loops, and status codes with messages and a replaceable error hook.
+ *
+ * Generated headers (`tsrc -c model.tsr` writes model.h) include this file and wrap the
+ * functions below under the module's own names; most programs never call tsr_* directly.  The
+ * C ABI is described in docs/runtime.md.  The runtime includes nothing from the compiler. */
+#ifndef TSR_H
+#define TSR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSR_VERSION_MAJOR 0
+#define TSR_VERSION_MINOR 1
+
+/* ---- Status codes -------------------------------------------------------------------------- */
+
+typedef enum tsr_status {
+    TSR_OK = 0,
+    TSR_ERR_NOMEM = 1,    /* an allocation failed */
+    TSR_ERR_DATA = 2,     /* a data file is missing, malformed, or of the wrong shape */
+    TSR_ERR_INDEX = 3,    /* an index symbol's value is outside its range */
+    TSR_ERR_ARGUMENT = 4, /* a bad argument (NULL state, unknown name, …) */
+    TSR_ERR_IMAGE = 5,    /* the model image in an object is malformed or from another version */
+    TSR_ERR_IO = 6,       /* writing output failed */
+} tsr_status;
+
+/* A short description of a status code ("data error"). */
+const char *tsr_status_text(int status);
+
+/* The text of the last error on this thread ("" if none). */
+const char *tsr_last_error(void);
+
+/* Called with every error (status and text) before the failing function returns.  The default
+ * hook does nothing (the caller reads tsr_last_error()); pass NULL to restore it. */
+typedef void (*tsr_error_hook)(int status, const char *message, void *user);
+void tsr_set_error_hook(tsr_error_hook hook, void *user);
+
+/* Record an error: sets the text tsr_last_error() returns, calls the hook, returns `status`. */
+int tsr_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- Memory --------------------------------------------------------------------------------- */
+
+/* `cells` floats, 64-byte aligned and zeroed; NULL (with an error recorded) when it fails. */
+float *tsr_alloc_floats(int64_t cells);
+void tsr_free(void *p);
+
+/* ---- Random numbers --------------------------------------------------------------------------- */
+
+/* Philox4x32-10: four 32-bit words from a 128-bit counter and a 64-bit key. */
+void tsr_philox4x32(const uint32_t counter[4], uint64_t key, uint32_t out[4]);
+
+/* The parameter initialisation: a uniform number in [-1, 1) for cell `cell` of the tensor named
+ * `name`, under `seed`.  Depends on nothing else (not on threads, order or other tensors). */
+float tsr_uniform(uint64_t seed, const char *name, uint64_t cell);
+
+/* ---- Data ----------------------------------------------------------------------------------- */
+
+/* Generators of the classic toy sets: `count` points (row-major count×2) and their labels (±1),
+ * deterministic in `seed`.  Noise is Gaussian with standard deviation `noise`. */
+void tsr_half_moons(float *points, float *labels, int64_t count, double noise, uint64_t seed);
+/* Two concentric circles; the inner one has radius `factor` (0 < factor < 1). */
+void tsr_circles(float *points, float *labels, int64_t count, double noise, double factor, uint64_t seed);
+/* Two interleaved spirals. */
+void tsr_spirals(float *points, float *labels, int64_t count, double noise, uint64_t seed);
+
+/* Read a .npy file (format versions 1–3; little-endian float32, float64, int32 or int64; C
+ * order) into `out`, whose shape is `dims` (rank `rank`): the file's shape must equal it.
+ * `what` names the tensor in messages.  TSR_OK, or TSR_ERR_DATA with a message saying what is
+ * wrong (missing, not a .npy file, wrong dtype, wrong shape, truncated). */
+int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what);
+/* Read a CSV file of numbers (commas and/or blanks between fields, one row per line, `#`
+ * comments, an optional header line of non-numbers) into `out`: it must hold exactly
+ * dims[0]·…·dims[rank-1] numbers with dims[rank-1] numbers per line (rank 0 or 1: any layout).
+ * Errors name the file, line and column. */
+int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what);
+
+/* ---- Printing --------------------------------------------------------------------------------- */
+
+/* "NAME : SHAPE" and the values as a grid: the last axis along a line, one line per index of
+ * the axis before, a blank line between blocks of higher axes, each block headed by its
+ * indices; numbers with %g. */
+void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const float *data, uint32_t rank,
+                      const int64_t *dims);
+
+/* ---- Thread pool -------------------------------------------------------------------------------- */
+
+/* Run fn(ctx, lo, hi) over [0, n) split into contiguous chunks of at least `grain` iterations,
+ * on the pool's threads and the caller's.  Returns when every chunk is done.  The pool starts
+ * on first use with TSR_NUM_THREADS threads (default: the number of online CPUs). */
+typedef void (*tsr_range_fn)(void *ctx, int64_t lo, int64_t hi);
+void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain);
+/* The number of threads parallel loops use (the pool's and the caller's); 0 means the default. */
+void tsr_set_num_threads(int threads);
+int tsr_num_threads(void);
+
+/* ---- Model state -------------------------------------------------------------------------------- */
+
+/* A model's run-time state: one buffer per tensor, the values of its index symbols.  Generated
+ * code reads `buffers` and `symbols` directly (their offsets are part of the ABI). */
+typedef struct tsr_model tsr_model;
+typedef struct tsr_state {
+    float **buffers;          /* per buffer: 64-byte-aligned storage, or NULL (virtual) */
+    int64_t *symbols;         /* per index symbol: its current value */
+    const tsr_model *model;
+    uint64_t seed;
+} tsr_state;
+
+/* Build a state from the image a generated object carries: allocate every buffer, fill
+ * literals and constants, initialise parameters with tsr_uniform(seed, …), produce data sets
+ * (files are read now).  NULL on failure (tsr_last_error() says why). */
+tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed);
+void tsr_state_destroy(tsr_state *state);
+
+/* Index symbols: set (checked against the range) and read. */
+int tsr_state_set_symbol(tsr_state *state, uint32_t symbol, int64_t value);
+/* TSR_OK when every index symbol is in range (generated routines call this on entry). */
+int tsr_state_check_symbols(tsr_state *state);
+
+/* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
+int tsr_state_print(tsr_state *state, uint32_t print);
+
+/* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
+ * stderr, destroy the state (NULL is fine) and return 1, the exit status. */
+int tsr_main_fail(tsr_state *state, const char *program);
+
+/* What the image says, for tools and generic drivers. */
+uint32_t tsr_model_buffer_count(const tsr_model *model);
+const char *tsr_model_buffer_name(const tsr_model *model, uint32_t buffer);
+uint32_t tsr_model_symbol_count(const tsr_model *model);
+const char *tsr_model_symbol_name(const tsr_model *model, uint32_t symbol);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
