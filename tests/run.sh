@@ -9,7 +9,8 @@
 #              tests/shape_errors/ the default is `tsrc --check NAME.tsr`, under tests/proj/
 #              `tsrc --run --interp NAME.tsr`
 #   NAME.ir    stdout of `tsrc --emit=ir NAME.tsr`         (exit status 0)
-#   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0)
+#   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0); the program is
+#              also compiled to an executable (`tsrc --run`), whose output must be the same
 #              (a test may have both; `(* args: … *)` options are added to both)
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
@@ -63,6 +64,13 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             if [ "$(status)" != 0 ]; then fail "$t ($kind)" "exit $(status), expected 0" "$TMP/err"
             elif check_golden "$t" "$TMP/out" "$base.$kind"; then pass "$t ($kind)"
             else fail "$t ($kind)" "output differs from $base.$kind" "$TMP/diff"; fi
+            [ $kind = out ] || continue
+            # The same program compiled natively prints exactly what the reference executor printed.
+            cp "$TMP/out" "$TMP/interp.out"
+            run_tsrc --run $args "$t"
+            if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
+            elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
+            else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
         done
         continue
     fi
@@ -79,7 +87,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     elif [ -f "$base.err" ]; then
         case $t in
             tests/shape_errors/*) default=--check ;;
-            tests/proj/*) default="--run --interp" ;;
+            tests/proj/*|tests/native/*) default="--run --interp" ;;
             *) default=--parse-only ;;
         esac
         run_tsrc ${args:-$default} "$t"
