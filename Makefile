@@ -36,7 +36,14 @@ LDLIBS    += -lm -pthread
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
 
+# The runtime library that executables link (libtsr.a) is never instrumented: tsrc links
+# programs with the plain system cc.  Under SAN=1, tsrc and the unit tests link an instrumented
+# copy of the runtime (libtsr-san.a) instead.
+RT_CFLAGS := -O2 -g -std=c11 -D_GNU_SOURCE $(WARNINGS)
+HOST_RT    = $(BUILD)/libtsr.a
+
 ifeq ($(SAN),1)
+  HOST_RT  = $(BUILD)/libtsr-san.a
   BUILD   := build/san
   GEN     := $(BUILD)/gen
   CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -66,6 +73,7 @@ LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(COMPILER_SRC)) \
 MAIN_OBJ   := $(BUILD)/obj/compiler/main.o
 RUNTIME_SRC := $(wildcard runtime/*.c)
 RUNTIME_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNTIME_SRC))
+RUNTIME_SAN_OBJ := $(patsubst runtime/%.c,$(BUILD)/obj/runtime-san/%.o,$(RUNTIME_SRC))
 UNIT_SRC   := $(wildcard tests/unit/*_test.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
@@ -105,9 +113,18 @@ $(GEN)/stdlib_blob.c: $(STDLIB_TSR) tools/embed.sh
 $(BUILD)/obj/runtime/%.o: runtime/%.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(RT_CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 $(BUILD)/libtsr.a: $(RUNTIME_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/runtime-san/%.o: runtime/%.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libtsr-san.a: $(RUNTIME_SAN_OBJ)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -127,14 +144,14 @@ $(BUILD)/libtsrc.a: $(LIB_OBJ)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a $(BUILD)/libtsr.a
+$(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a $(HOST_RT) | $(BUILD)/libtsr.a
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LLVM_LIBS) $(LDLIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(BUILD)/libtsr.a
+$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(HOST_RT)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Iruntime $(LDFLAGS) $< $(BUILD)/libtsrc.a $(BUILD)/libtsr.a -o $@ $(LLVM_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Iruntime $(LDFLAGS) $< $(BUILD)/libtsrc.a $(HOST_RT) -o $@ $(LLVM_LIBS) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 

@@ -21,6 +21,7 @@ typedef struct Bytes {
 } Bytes;
 
 static void put(Bytes *b, const void *p, size_t n) {
+    if (n == 0) return;
     if (b->size + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
         while (cap < b->size + n) cap *= 2;

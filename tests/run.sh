@@ -203,6 +203,10 @@ for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
     add_summary "unit: $(basename "$u")" $? "$TMP/unit.out"
 done
 
+# Object mode, drivers in C and C++ linking two models, bad data in executables, outputs.
+sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
+add_summary "native: object mode, drivers, executables" $? "$TMP/drivers.out"
+
 # The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;
 # `make check-einsum` runs a longer sweep).
 PYTHON=${PYTHON:-/usr/bin/python3}

@@ -1,0 +1,96 @@
+#!/bin/sh
+# drivers.sh — object mode and executables end to end (run by tests/run.sh):
+#   - two models built with `tsrc -c` link into one C program and one C++ program, which
+#     check what the models compute (driver.c, driver.cpp);
+#   - the generated header compiles cleanly as C and C++; every global symbol of an object is
+#     prefixed by its module's name;
+#   - executables that read a bad data file exit with status 1 and the runtime's message;
+#   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says.
+# Usage: drivers.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
+set -u
+TSRC=$1
+LIB=$2/libtsr.a
+INC=runtime
+T=$(mktemp -d /tmp/tsrc-drivers.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+
+# Two models, object mode.
+if "$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/mlp.o" >"$T/log" 2>&1 &&
+   "$TSRC" -c tests/native/affine.tsr -o "$T/affine.o" >>"$T/log" 2>&1 &&
+   [ -f "$T/mlp.h" ] && [ -f "$T/mlp.json" ] && [ -f "$T/affine.h" ] && [ -f "$T/affine.json" ]; then pass
+else fail "tsrc -c writes MODEL.o, MODEL.h and MODEL.json"; fi
+
+if /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); t={x["name"]:x for x in m["tensors"]};
+assert m["module"]=="mlp" and [r["symbol"] for r in m["routines"]]==["mlp_predict"]
+assert t["w1"]["dims"]==[64,10] and t["w1"]["kind"]=="parameter" and t["features"]["kind"]=="input"
+assert t["scores"]["shape"]=="32|3" and t["scores"]["dtype"]=="float32"' "$T/mlp.json" >"$T/log" 2>&1; then pass
+else fail "mlp.json lists the routine and the tensors with their shapes"; fi
+
+for lang in c c++; do
+    std=c11; [ $lang = c++ ] && std=c++17
+    printf '#include "mlp.h"\n#include "affine.h"\nint main(void) { return 0; }\n' >"$T/inc.$lang"
+    if cc -x $lang -std=$std -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc.$lang" -o "$T/inc.o" >"$T/log" 2>&1
+    then pass; else fail "the generated headers compile cleanly as $lang"; fi
+done
+
+bad_symbols=$(nm -g --defined-only "$T/mlp.o" "$T/affine.o" 2>"$T/log" | awk 'NF == 3 {print $3}' | grep -v -e '^mlp_' -e '^affine_')
+if [ -z "$bad_symbols" ] && [ -s "$T/mlp.o" ]; then pass
+else echo "$bad_symbols" >"$T/log"; fail "every global symbol is prefixed by the module name"; fi
+
+if cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC tests/native/driver.c "$T/mlp.o" "$T/affine.o" "$LIB" -lm -lpthread \
+      -o "$T/driver_c" >"$T/log" 2>&1 && "$T/driver_c" >"$T/log" 2>&1; then pass
+else fail "a C driver links two models and checks them"; fi
+if c++ -std=c++17 -Wall -Wextra -Werror -I"$T" -I$INC tests/native/driver.cpp "$T/mlp.o" "$T/affine.o" "$LIB" \
+      -lm -lpthread -o "$T/driver_cpp" >"$T/log" 2>&1 && "$T/driver_cpp" >"$T/log" 2>&1; then pass
+else fail "a C++ driver links two models and checks them"; fi
+
+# The design's own example driver (docs/examples/mlp_main.c) builds and runs.
+if cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC docs/examples/mlp_main.c "$T/mlp.o" "$LIB" -lm -lpthread \
+      -o "$T/mlp_main" >"$T/log" 2>&1 && "$T/mlp_main" >"$T/log" 2>&1 && grep -q "^first row: " "$T/log"; then pass
+else fail "docs/examples/mlp_main.c"; fi
+
+# Executables reading bad data files: exit 1, the runtime's message (the same text as the
+# reference executor's .err golden, after "run time: ").
+for t in tests/native/bad_*.tsr; do
+    want=$(sed -n 's/^tsrc: error: run time: //p' "${t%.tsr}.err")
+    if "$TSRC" "$t" -o "$T/bad" >"$T/log" 2>&1; then
+        "$T/bad" >"$T/out" 2>"$T/log"
+        st=$?
+        if [ $st = 1 ] && [ "$(cat "$T/log")" = "$T/bad: error: $want" ] && [ ! -s "$T/out" ]; then pass
+        else fail "$t: the executable exits with 1 and says '$want' (status $st)"; fi
+    else fail "$t compiles"; fi
+done
+
+# Errors leave no output behind.
+printf 'let%%op y = { w; o = [3] } * [1.; 2.] + [1.; 2.; 3.; 4.]\nroutine r = y.forward\n' >"$T/broken.tsr"
+"$TSRC" -c "$T/broken.tsr" -o "$T/broken.o" >"$T/log" 2>&1
+st=$?
+if [ $st = 1 ] && [ ! -e "$T/broken.o" ] && [ ! -e "$T/broken.h" ] && [ ! -e "$T/broken.json" ] &&
+   grep -q "error:" "$T/log" && [ -z "$(ls "$T" | grep tmp)" ]; then pass
+else fail "-c with a shape error writes nothing (status $st)"; fi
+CC=false "$TSRC" docs/examples/shapes.tsr -o "$T/shapes" >"$T/log" 2>&1
+st=$?
+if [ $st = 1 ] && grep -q "linking '$T/shapes' failed" "$T/log" && [ ! -e "$T/shapes" ] && [ -z "$(ls "$T" | grep tmp)" ]
+then pass; else fail "a failing link is an error and leaves no file (status $st)"; fi
+"$TSRC" docs/examples/shapes.tsr -o /nonexistent-dir/shapes >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "cannot write\|cannot\|failed" "$T/log"; then pass; else fail "an unwritable output is an error"; fi
+
+# Other outputs.
+if "$TSRC" --emit=llvm docs/examples/shapes.tsr -o "$T/shapes.ll" >"$T/log" 2>&1 && grep -q "^define .*@shapes_forward" "$T/shapes.ll"
+then pass; else fail "--emit=llvm"; fi
+if "$TSRC" --emit=asm -O1 docs/examples/shapes.tsr -o "$T/shapes.s" >"$T/log" 2>&1 && grep -q "shapes_forward:" "$T/shapes.s"
+then pass; else fail "--emit=asm"; fi
+if "$TSRC" docs/examples/shapes.tsr -o "$T/shapes" >"$T/log" 2>&1 && "$T/shapes" >"$T/out" 2>"$T/log" &&
+   grep -q "^y : 4|3" "$T/out" && grep -q "^l2.b : 3" "$T/out"; then pass
+else fail "docs/examples/shapes.tsr compiles to an executable that runs"; fi
+if "$TSRC" --target=x86_64-unknown-linux-gnu --cpu=x86-64 -c docs/examples/mlp_lib.tsr -o "$T/generic.o" >"$T/log" 2>&1
+then pass; else fail "--target and --cpu"; fi
+"$TSRC" --target=sparc-sun-solaris docs/examples/shapes.tsr -o "$T/x" >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "unknown target 'sparc-sun-solaris'" "$T/log"; then pass; else fail "an unknown target is an error"; fi
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
