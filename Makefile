@@ -7,6 +7,8 @@
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
+#   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
+#   make bench      tsrc-generated code vs OpenBLAS and NumPy (matmul, an elementwise chain)
 #   make clean      remove build/
 #
 # Generated sources (never edited, never committed) go to build/gen/:
@@ -79,7 +81,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check check-einsum unit fuzz clean help bootstrap bench-shapes
+.PHONY: all demo check check-einsum unit fuzz clean help bootstrap bench-shapes bench install
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -178,6 +180,27 @@ FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
 fuzz: $(GEN_C) $(GEN_H)
 	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)"
+
+# Installation: tsrc finds libtsr.a in ../lib beside its bin/ directory.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/^\#define TSRC_VERSION "\(.*\)"/\1/p' compiler/main.c)
+install: $(BUILD)/tsrc $(BUILD)/libtsr.a
+	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/share/tsrc/stdlib $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples
+	$(Q)install -m 755 $(BUILD)/tsrc $(DESTDIR)$(PREFIX)/bin/tsrc
+	$(Q)install -m 644 $(BUILD)/libtsr.a $(DESTDIR)$(PREFIX)/lib/libtsr.a
+	$(Q)install -m 644 runtime/tsr.h $(DESTDIR)$(PREFIX)/include/tsr.h
+	$(Q)install -m 644 $(STDLIB_TSR) $(DESTDIR)$(PREFIX)/share/tsrc/stdlib/
+	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tsrc/
+	$(Q)install -m 644 docs/examples/* $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/tsr.pc.in \
+	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/tsr.pc
+	@echo "installed tsrc $(VERSION) in $(DESTDIR)$(PREFIX)"
+
+# Benchmarks (not tests): generated code against OpenBLAS and NumPy (docs/performance.md).
+bench: $(BUILD)/tsrc $(BUILD)/libtsr.a
+	$(Q)sh tools/bench.sh $(BUILD)/tsrc $(BUILD)
 
 clean:
 	rm -rf build

@@ -650,12 +650,12 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     if (ok) {
         if (format == CG_LLVM) {
             if (LLVMPrintModuleToFile(g.mod, path, &err)) {
-                diag_error_noloc("cannot write '%s': %s", path, err ? err : "");
+                diag_error_noloc("cannot write '%s': %s", o->shown_path ? o->shown_path : path, err ? err : "");
                 ok = false;
             }
         } else if (LLVMTargetMachineEmitToFile(tm, g.mod, path, format == CG_ASM ? LLVMAssemblyFile : LLVMObjectFile,
                                                &err)) {
-            diag_error_noloc("cannot write '%s': %s", path, err ? err : "");
+            diag_error_noloc("cannot write '%s': %s", o->shown_path ? o->shown_path : path, err ? err : "");
             ok = false;
         }
         LLVMDisposeMessage(err);

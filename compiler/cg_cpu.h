@@ -15,7 +15,7 @@ typedef struct CgOptions {
     const char *triple;   /* NULL: the host's */
     const char *cpu;      /* NULL: the host's (with its features) */
     bool with_main;       /* define `main` from the program plan (executables) */
-    bool verbose;         /* print the pass pipeline and target to stderr */
+    const char *shown_path; /* the output's name in messages (the file written is a temporary) */
 } CgOptions;
 
 /* Generate the module and write it to `path` (the caller renames it into place).  The object

@@ -339,11 +339,11 @@ static int run_command(char *const argv[]) {
 static char *temp_beside(Arena *arena, const char *path) { return arena_printf(arena, "%s.tmp%ld", path, (long)getpid()); }
 
 static bool emit_object(IrProgram *ir, const Options *opt, const char *module, CgFormat format, bool with_main,
-                        const char *path) {
+                        const char *path, const char *shown_path) {
     size_t size;
     unsigned char *image = image_build(ir, module, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .triple = opt->triple, .cpu = opt->cpu,
-                    .with_main = with_main};
+                    .with_main = with_main, .shown_path = shown_path};
     return cg_cpu_emit(ir, image, size, &co, format, path);
 }
 
@@ -354,7 +354,7 @@ static bool build_executable(IrProgram *ir, const Options *opt, const char *outp
     if (!lib) return false;
     const char *object = temp_beside(arena, arena_printf(arena, "%s.o", output));
     const char *linked = temp_beside(arena, output);
-    bool ok = emit_object(ir, opt, module_name(arena, opt, output), CG_OBJECT, true, object);
+    bool ok = emit_object(ir, opt, module_name(arena, opt, output), CG_OBJECT, true, object, output);
     if (ok) {
         const char *cc = getenv("CC");
         char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
@@ -383,7 +383,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const char *output) 
     const char *paths[3] = {output, arena_printf(arena, "%s.h", stem), arena_printf(arena, "%s.json", stem)};
     const char *temps[3];
     for (int i = 0; i < 3; i++) temps[i] = temp_beside(arena, paths[i]);
-    bool ok = emit_object(ir, opt, module, CG_OBJECT, false, temps[0]);
+    bool ok = emit_object(ir, opt, module, CG_OBJECT, false, temps[0], paths[0]);
     for (int i = 1; i < 3 && ok; i++) {
         FILE *f = fopen(temps[i], "w");
         if (!f) {
@@ -440,7 +440,7 @@ static int generate(IrProgram *ir, const Options *opt) {
         bool to_stdout = strcmp(out, "-") == 0;
         const char *path = to_stdout ? temp_beside(arena, "/tmp/tsrc-emit") : temp_beside(arena, out);
         bool ok = emit_object(ir, opt, module_name(arena, opt, to_stdout ? default_output(arena, opt->input, "") : out),
-                              opt->emit_format, false, path);
+                              opt->emit_format, false, path, out);
         if (ok && to_stdout) {
             FILE *f = fopen(path, "rb");
             char buf[65536];

@@ -207,6 +207,16 @@ done
 sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
 add_summary "native: object mode, drivers, executables" $? "$TMP/drivers.out"
 
+# `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
+if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&
+   "$TMP/prefix/bin/tsrc" -c docs/examples/mlp_lib.tsr -o "$TMP/mlp.o" >>"$TMP/install.log" 2>&1 &&
+   cc -I"$TMP" docs/examples/mlp_main.c "$TMP/mlp.o" $(PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs tsr) \
+      -o "$TMP/mlp_main" >>"$TMP/install.log" 2>&1 &&
+   "$TMP/mlp_main" >>"$TMP/install.log" 2>&1 && "$TMP/prefix/bin/tsrc" docs/examples/shapes.tsr -o "$TMP/shapes" \
+      >>"$TMP/install.log" 2>&1 && "$TMP/shapes" >/dev/null 2>>"$TMP/install.log"
+then pass "make install: tsrc, libtsr.a, tsr.h and tsr.pc work from the prefix"
+else fail "make install" "" "$TMP/install.log"; fi
+
 # The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;
 # `make check-einsum` runs a longer sweep).
 PYTHON=${PYTHON:-/usr/bin/python3}

@@ -5,12 +5,13 @@
 set -eu
 CC=$1 SECONDS_TO_RUN=$2 DIR=$3 GEN=$4
 mkdir -p "$DIR/corpus" "$DIR/crashes"
-SRC=$(ls compiler/*.c "$GEN"/*.c | grep -v 'compiler/main.c')
+SRC=$(ls compiler/*.c runtime/*.c "$GEN"/*.c | grep -v 'compiler/main.c')
+LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
 echo "fuzz: building $DIR/fuzz_parse"
 # shellcheck disable=SC2086
 "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -Icompiler -I"$GEN" \
-    tests/fuzz/fuzz_parse.c $SRC -o "$DIR/fuzz_parse" -lm -pthread
+    -fno-sanitize-recover=undefined -Icompiler -I"$GEN" -isystem "$($LLVM_CONFIG --includedir)" \
+    tests/fuzz/fuzz_parse.c $SRC -o "$DIR/fuzz_parse" $($LLVM_CONFIG --ldflags --libs) -lm -pthread
 for f in $(find tests docs/examples stdlib -name '*.tsr' 2>/dev/null); do
     # even first byte: a whole module
     { printf '\000'; cat "$f"; } >"$DIR/corpus/$(echo "$f" | tr '/' '_')"
