@@ -109,6 +109,20 @@ for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
     else fail "$t (shapes)" "shapes differ from $g" "$TMP/diff"; fi
 done
 
+# Example programs with a golden output: the reference executor prints it, and so does the
+# program compiled to an executable.
+for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
+    t=docs/examples/$(basename "$g" .out).tsr
+    run_tsrc --run --interp "$t"
+    if [ "$(status)" != 0 ]; then fail "$t (out)" "exit $(status), expected 0" "$TMP/err"
+    elif check_golden "$t" "$TMP/out" "$g"; then pass "$t (out)"
+    else fail "$t (out)" "output differs from $g" "$TMP/diff"; fi
+    run_tsrc --run "$t"
+    if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
+    elif diff -u "$g" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
+    else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
+done
+
 for t in $(ls docs/examples/*.tsr stdlib/*.tsr 2>/dev/null | LC_ALL=C sort); do
     run_tsrc --parse-only "$t"
     if [ "$(status)" = 0 ] && [ ! -s "$TMP/err" ]; then pass "$t"

@@ -75,7 +75,8 @@ static inline double bench_check_matmul(const float *a, const float *b, const fl
             ref += p; mag += fabs(p);
         }
         double err = fabs((double)c[i * n + j] - ref) / (mag > 0 ? mag : 1);
-        if (!(err <= worst)) worst = isnan(err) ? INFINITY : err > worst ? err : worst;
+        if (isnan(err)) err = INFINITY;
+        if (err > worst) worst = err;
     }
     /* a float sum of n terms in any order is within n·2^-24 of the exact value, relative to the
      * sum of magnitudes; allow that plus slack. */
