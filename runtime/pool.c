@@ -33,7 +33,7 @@ static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
                     .work_ready = PTHREAD_COND_INITIALIZER,
                     .work_done = PTHREAD_COND_INITIALIZER,
                     .busy = PTHREAD_MUTEX_INITIALIZER};
-static int requested_threads;
+static atomic_int requested_threads;
 
 static void take_chunks(void) {
     for (;;) {
@@ -70,12 +70,12 @@ static int default_threads(void) {
 }
 
 int tsr_num_threads(void) {
-    if (requested_threads > 0) return requested_threads;
-    return default_threads();
+    int n = atomic_load(&requested_threads);
+    return n > 0 ? n : default_threads();
 }
 
 void tsr_set_num_threads(int threads) {
-    requested_threads = threads < 0 ? 0 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    atomic_store(&requested_threads, threads < 0 ? 0 : threads > MAX_THREADS ? MAX_THREADS : threads);
 }
 
 /* Start workers so that the pool has `want` - 1 of them (never fewer than before). */

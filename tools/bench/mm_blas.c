@@ -24,6 +24,10 @@ int main(int argc, char **argv) {
     j.b = aligned_alloc(64, cells * sizeof(float));
     j.c = aligned_alloc(64, cells * sizeof(float));
     if (!j.a || !j.b || !j.c) { fprintf(stderr, "mm_blas: out of memory\n"); return 1; }
+    printf("INFO OpenBLAS: %s; kernels %s\n", openblas_get_config(), openblas_get_corename());
+    if (openblas_get_num_threads() != threads)
+        printf("INFO OpenBLAS: warning: asked for %d threads, runs %d\n", threads,
+               openblas_get_num_threads());
     bench_fill(j.a, cells, 1);
     bench_fill(j.b, cells, 2);
     double t0 = bench_now();

@@ -60,6 +60,19 @@ def check_matmul(a, b, c, n):
     return err <= 2.0 * n * 5.96e-8 + 1e-6, err
 
 
+def blas_libraries():
+    """The BLAS and LAPACK libraries this process has mapped (NumPy's are chosen by Debian's
+    alternatives: the reference BLAS, or OpenBLAS once libopenblas is installed)."""
+    libs = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            name = path.rsplit("/", 1)[-1]
+            if "blas" in name or "lapack" in name or "mkl" in name:
+                libs.add(os.path.realpath(path))
+    return ", ".join(sorted(libs)) or "none found"
+
+
 rng = np.random.default_rng(1)
 if args[0] == "ew":
     count = int(args[1])
@@ -97,3 +110,5 @@ else:
             out = out.numpy()
         ok, err = check_matmul(a, b, out, n)
         report("matmul", impl, n, reps, best, med, ok, err)
+    if impl == "numpy":
+        print(f"INFO NumPy BLAS: {blas_libraries()}")

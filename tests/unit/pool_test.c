@@ -1,0 +1,79 @@
+/* pool_test.c — the runtime's thread pool (runtime/pool.c): every iteration of a parallel loop
+ * runs exactly once, for many sizes, grains and thread counts; a loop started from inside a
+ * chunk runs serially and completes; two threads starting loops at once both complete.
+ * Prints failures and "N passed, N failed". */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr.h"
+
+static int passed, failed;
+
+static void check(int ok, const char *what, long long n, long long grain, int threads) {
+    if (ok) {
+        passed++;
+        return;
+    }
+    failed++;
+    printf("FAIL %s (n %lld, grain %lld, threads %d)\n", what, n, grain, threads);
+}
+
+typedef struct Counts {
+    atomic_int *hits;
+    atomic_int bad_range;
+} Counts;
+
+static void count_range(void *ctx, int64_t lo, int64_t hi) {
+    Counts *c = ctx;
+    if (lo < 0 || hi <= lo) atomic_fetch_add(&c->bad_range, 1);
+    for (int64_t i = lo; i < hi; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+static void once_each(int64_t n, int64_t grain, int threads) {
+    Counts c = {calloc((size_t)n + 1, sizeof(atomic_int)), 0};
+    tsr_set_num_threads(threads);
+    tsr_parallel_for(count_range, &c, n, grain);
+    int ok = atomic_load(&c.bad_range) == 0;
+    for (int64_t i = 0; i < n && ok; i++) ok = atomic_load(&c.hits[i]) == 1;
+    check(ok, "every iteration runs exactly once", (long long)n, (long long)grain, threads);
+    free(c.hits);
+}
+
+static void nested_chunk(void *ctx, int64_t lo, int64_t hi) {
+    Counts *c = ctx;
+    for (int64_t i = lo; i < hi; i++) tsr_parallel_for(count_range, c, 2, 1); /* the pool is busy: serial */
+}
+
+static void *concurrent(void *arg) {
+    once_each(100000, 100, 4);
+    return arg;
+}
+
+int main(void) {
+    static const int64_t sizes[] = {1, 2, 3, 7, 64, 1000, 4097, 100000};
+    static const int64_t grains[] = {1, 3, 100, 5000};
+    static const int threads[] = {1, 2, 3, 8};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t g = 0; g < sizeof grains / sizeof *grains; g++)
+            for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) once_each(sizes[s], grains[g], threads[t]);
+    for (int rep = 0; rep < 200; rep++) once_each(10000, 10, 2); /* many loops on a warm pool */
+
+    /* A chunk that starts a loop of its own: the inner loop runs on the chunk's thread. */
+    tsr_set_num_threads(2);
+    Counts inner = {calloc(2, sizeof(atomic_int)), 0};
+    tsr_parallel_for(nested_chunk, &inner, 1000, 1);
+    check(atomic_load(&inner.hits[0]) == 1000 && atomic_load(&inner.hits[1]) == 1000, "nested loops complete", 1000, 1, 2);
+    free(inner.hits);
+
+    pthread_t a, b;
+    pthread_create(&a, NULL, concurrent, NULL);
+    pthread_create(&b, NULL, concurrent, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    check(tsr_num_threads() >= 1, "thread count", 0, 0, tsr_num_threads());
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
