@@ -60,6 +60,13 @@ static void test_mlp(void) {
     mlp_destroy(s);
 }
 
+static int hook_calls, hook_status;
+static void hook(int status, const char *message, void *user) {
+    hook_calls++;
+    hook_status = status;
+    *(const char **)user = message;
+}
+
 static void test_affine(void) {
     affine_state *s = affine_create(1);
     check(s != NULL, "affine_create");
@@ -76,8 +83,13 @@ static void test_affine(void) {
     check(affine_set_k(s, 3) == 0 && affine_pick(s) == 0, "set k = 3 and pick");
     const float *row = affine_row(s);
     check(row[0] == 9 && row[1] == 10 && row[2] == 11, "row = table @| k reads row 3");
+    const char *hooked = NULL;
+    tsr_set_error_hook(hook, &hooked);
     check(affine_set_k(s, 5) == TSR_ERR_INDEX, "k = 5 is out of range");
     check(strstr(affine_last_error(), "index 'k' = 5 is out of its range 0..4") != NULL, "the message names k");
+    check(hook_calls == 1 && hook_status == TSR_ERR_INDEX && hooked && strstr(hooked, "index 'k'"), "the error hook is called");
+    tsr_set_error_hook(NULL, NULL);
+    check(strcmp(tsr_status_text(TSR_ERR_DATA), "data error") == 0, "status texts");
     check(AFFINE_K_RANGE == 5, "the range constant");
     affine_destroy(s);
 }
