@@ -374,10 +374,28 @@ static bool build_executable(IrProgram *ir, const Options *opt, const char *outp
     return ok;
 }
 
+/* A routine whose exported name would be one of the header's own functions is an error. */
+static bool check_routine_names(const IrProgram *ir, const char *module) {
+    const Program *p = ir->program;
+    bool ok = true;
+    for (uint32_t f = 0; f < ir->function_count && f < p->routine_count; f++) {
+        const char *n = cg_c_name(ir->arena, ir->functions[f].name);
+        if (!ir->exported[f]) continue;
+        if (!strcmp(n, "create") || !strcmp(n, "destroy") || !strcmp(n, "last_error") || !strncmp(n, "set_", 4) ||
+            !strcmp(n, "state")) {
+            diag_error(p->routines[f].span, "routine '%s' would clash with the generated function %s_%s of the "
+                       "header; rename the routine", ir->functions[f].name, module, n);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
 /* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
 static bool build_object(IrProgram *ir, const Options *opt, const char *output) {
     Arena *arena = ir->arena;
     const char *module = module_name(arena, opt, output);
+    if (!check_routine_names(ir, module)) return false;
     size_t n = strlen(output);
     const char *stem = n > 2 && strcmp(output + n - 2, ".o") == 0 ? arena_printf(arena, "%.*s", (int)(n - 2), output) : output;
     const char *paths[3] = {output, arena_printf(arena, "%s.h", stem), arena_printf(arena, "%s.json", stem)};
