@@ -176,6 +176,18 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
                         injective ? "" : "not ", surjective ? "" : "not ");
 }
 
+/* Whether a reduction accumulates straight into its left side, with the reduction loops
+ * outside the innermost parallel loop (docs/ir.md, "Lowering"): when there are at least two
+ * parallel iterators (the outer ones stay parallel for the thread pool), an accumulator that
+ * combines (not `=:`), and a right side that does not read the left side's tensor (it would
+ * see partial sums). */
+static bool accumulate_in_place(const Assignment *a, uint32_t parallel, uint32_t n) {
+    if (parallel < 2 || parallel == n || a->accum == ACC_NONE) return false;
+    for (uint32_t i = 0; i < a->read_count; i++)
+        if (a->reads[i].node.tensor == a->lhs.node.tensor && a->reads[i].node.grad == a->lhs.node.grad) return false;
+    return true;
+}
+
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     Lowerer l = {ir, fn, fn->iter_count};
     const Projections *p = a->proj;
@@ -221,14 +233,41 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             aliased = true;
     IrBlock *into = &fn->body;
     IrStmt *first = NULL;
-    for (uint32_t i = 0; i < parallel; i++) {
+    uint32_t outer_parallel = accumulate_in_place(a, parallel, n) ? parallel - 1 : parallel;
+    for (uint32_t i = 0; i < outer_parallel; i++) {
         IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], !aliased);
         ir_block_push(ir->arena, into, lp);
         if (!first) first = lp;
         into = &lp->body;
     }
     IrStmt *last_store;
-    if (parallel == n) {
+    if (accumulate_in_place(a, parallel, n)) {
+        /* The reduction loops go outside the innermost parallel loop, which becomes the inner
+         * loop of the nest: each cell still starts from the same value and adds the same terms
+         * in the same order as with a local accumulator, but the inner loop now runs along the
+         * cells (contiguous in memory for the last axis) and vectorises without reassociating. */
+        uint32_t inner_iter = order[parallel - 1];
+        IrBlock *outer = into;
+        if (a->reset) {
+            IrStmt *init_loop = loop(&l, l.base + inner_iter, p->iter_size[inner_iter], !aliased);
+            ir_block_push(ir->arena, &init_loop->body, store(&l, lhs, lhs_index, constant(&l, accum_neutral(a->accum))));
+            ir_block_push(ir->arena, outer, init_loop);
+            if (!first) first = init_loop;
+        }
+        IrBlock *inner = outer;
+        IrStmt *red_first = NULL;
+        for (uint32_t i = parallel; i < n; i++) {
+            IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], false);
+            ir_block_push(ir->arena, inner, lp);
+            if (!red_first) red_first = lp;
+            inner = &lp->body;
+        }
+        if (!first) first = red_first;
+        IrStmt *cells = loop(&l, l.base + inner_iter, p->iter_size[inner_iter], !aliased);
+        ir_block_push(ir->arena, inner, cells);
+        last_store = store(&l, lhs, lhs_index, binary(&l, acc_op, current, r));
+        ir_block_push(ir->arena, &cells->body, last_store);
+    } else if (parallel == n) {
         IrExpr *value;
         if (a->accum == ACC_NONE) value = r;
         else if (a->reset && injective) {
