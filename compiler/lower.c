@@ -176,15 +176,31 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
                         injective ? "" : "not ", surjective ? "" : "not ");
 }
 
+/* Whether iterator `iter` appears in slot `slot`'s map only on its last axis (or not at all):
+ * then a loop over it walks that access with stride 1 (or not at all). */
+static bool unit_stride(const Projections *p, uint32_t slot, uint32_t iter) {
+    for (uint32_t ax = 0; ax + 1 < p->rank[slot]; ax++)
+        if (p->maps[slot][ax].kind == PIDX_ITER && p->maps[slot][ax].iter == iter) return false;
+    return true;
+}
+
 /* Whether a reduction accumulates straight into its left side, with the reduction loops
- * outside the innermost parallel loop (docs/ir.md, "Lowering"): when there are at least two
- * parallel iterators (the outer ones stay parallel for the thread pool), an accumulator that
- * combines (not `=:`), and a right side that does not read the left side's tensor (it would
- * see partial sums). */
-static bool accumulate_in_place(const Assignment *a, uint32_t parallel, uint32_t n) {
+ * outside the innermost parallel loop (docs/ir.md, "Accumulating in place"): when there are at
+ * least two parallel iterators (the outer ones stay parallel for the thread pool), an
+ * accumulator that combines (not `=:`), a right side that does not read the left side's tensor
+ * (it would see partial sums), and an innermost parallel iterator `inner` that walks the left
+ * side and every read with stride 1 — so the inner loop vectorises. */
+static bool accumulate_in_place(const Assignment *a, uint32_t parallel, uint32_t n, uint32_t inner) {
     if (parallel < 2 || parallel == n || a->accum == ACC_NONE) return false;
-    for (uint32_t i = 0; i < a->read_count; i++)
+    const Projections *p = a->proj;
+    uint32_t lhs_rank = p->rank[a->lhs.slot];
+    if (lhs_rank == 0 || p->maps[a->lhs.slot][lhs_rank - 1].kind != PIDX_ITER ||
+        p->maps[a->lhs.slot][lhs_rank - 1].iter != inner || !unit_stride(p, a->lhs.slot, inner))
+        return false;
+    for (uint32_t i = 0; i < a->read_count; i++) {
         if (a->reads[i].node.tensor == a->lhs.node.tensor && a->reads[i].node.grad == a->lhs.node.grad) return false;
+        if (!unit_stride(p, a->reads[i].slot, inner)) return false;
+    }
     return true;
 }
 
@@ -233,7 +249,8 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             aliased = true;
     IrBlock *into = &fn->body;
     IrStmt *first = NULL;
-    uint32_t outer_parallel = accumulate_in_place(a, parallel, n) ? parallel - 1 : parallel;
+    bool in_place = accumulate_in_place(a, parallel, n, parallel ? order[parallel - 1] : 0);
+    uint32_t outer_parallel = in_place ? parallel - 1 : parallel;
     for (uint32_t i = 0; i < outer_parallel; i++) {
         IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], !aliased);
         ir_block_push(ir->arena, into, lp);
@@ -241,7 +258,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         into = &lp->body;
     }
     IrStmt *last_store;
-    if (accumulate_in_place(a, parallel, n)) {
+    if (in_place) {
         /* The reduction loops go outside the innermost parallel loop, which becomes the inner
          * loop of the nest: each cell still starts from the same value and adds the same terms
          * in the same order as with a local accumulator, but the inner loop now runs along the
