@@ -529,9 +529,9 @@ static void emit_main(Cg *g, LLVMValueRef *routines) {
     LLVMBuildCondBr(g->b, LLVMBuildIsNull(g->b, m.state, ""), m.fail, run);
     LLVMPositionBuilderAtEnd(g->b, run);
     main_block(g, &m, g->ir->main, g->ir->main_count);
-    LLVMTypeRef dp[1] = {g->ptr};
-    call(g, "tsr_state_destroy", g->void_t, dp, 1, &m.state);
-    LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));
+    LLVMTypeRef ep[2] = {g->ptr, g->ptr};
+    LLVMValueRef ea[2] = {m.state, m.argv0};
+    LLVMBuildRet(g->b, call(g, "tsr_main_end", g->i32, ep, 2, ea));
     LLVMPositionBuilderAtEnd(g->b, m.fail);
     LLVMTypeRef fp[2] = {g->ptr, g->ptr};
     LLVMValueRef fa[2] = {m.state, m.argv0};

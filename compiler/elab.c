@@ -1020,7 +1020,7 @@ static bool int_arg(Arg *args, uint32_t count, const char *label, Span span, con
 }
 
 /* A new index symbol (an `index` item, or a loop counter of `main`). */
-static Value *index_value(Elab *e, const char *name, int64_t range, Span span) {
+static Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool counter) {
     Program *p = e->program;
     const char *base = name; /* unique: a loop counter may reuse a name */
     for (uint32_t k = 2, clash = 1; clash; k++) {
@@ -1033,7 +1033,7 @@ static Value *index_value(Elab *e, const char *name, int64_t range, Span span) {
     v->as.index.range = (uint32_t)range;
     v->as.index.span = span;
     v->as.index.id = p->index_count;
-    ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span}));
+    ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span, counter}));
     return v;
 }
 
@@ -2007,7 +2007,7 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
             return;
         }
-        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? hi + 1 : 1, n->span);
+        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? hi + 1 : 1, n->span, true);
     }
     step.index = sym->as.index.id;
     MainList body = {0};
@@ -2115,7 +2115,7 @@ static void elab_item(Elab *e, const Node *item) {
                            kind_noun(r));
             break;
         }
-        bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span));
+        bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span, false));
         break;
     }
     case ITEM_DATA: {

@@ -80,6 +80,7 @@ typedef struct IndexSymbol {
     const char *name;
     int64_t range;
     Span span;
+    bool counter; /* a loop counter of main, not an `index` item */
 } IndexSymbol;
 
 /* The code of a routine (docs/language.md §3.2.8), as elaborated: a sequence of steps. */

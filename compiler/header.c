@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cg_cpu.h"
 
@@ -33,15 +34,19 @@ typedef struct Exports {
     const char **routines; /* per function: its C name, or NULL when not exported */
 } Exports;
 
+/* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case. */
 static bool taken(const Exports *x, const IrProgram *ir, const char *name) {
     static const char *reserved[] = {"create", "destroy", "last_error", "state", "image", "image_size"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-        if (strcmp(name, reserved[i]) == 0) return true;
-    if (strncmp(name, "set_", 4) == 0) return true;
+        if (strcasecmp(name, reserved[i]) == 0) return true;
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (ir->symbols[i].settable && strncasecmp(name, "set_", 4) == 0 &&
+            strcasecmp(name + 4, cg_c_name(ir->arena, ir->symbols[i].name)) == 0)
+            return true;
     for (uint32_t f = 0; f < ir->function_count; f++)
-        if (x->routines[f] && strcmp(x->routines[f], name) == 0) return true;
+        if (x->routines[f] && strcasecmp(x->routines[f], name) == 0) return true;
     for (uint32_t i = 0; i < x->count; i++)
-        if (strcmp(x->items[i].c_name, name) == 0) return true;
+        if (strcasecmp(x->items[i].c_name, name) == 0) return true;
     return false;
 }
 
@@ -117,8 +122,11 @@ void header_write(const IrProgram *ir, const char *module, const char *source, F
     fputs("/* Routines. */\n", out);
     for (uint32_t f = 0; f < ir->function_count; f++)
         if (x.routines[f]) fprintf(out, "int %s_%s(%s_state *s);\n", module, x.routines[f], module);
-    if (ir->symbol_count) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
+    bool any_index = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) any_index |= ir->symbols[i].settable;
+    if (any_index) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        if (!ir->symbols[i].settable) continue;
         const char *c = cg_c_name(ir->arena, ir->symbols[i].name);
         fprintf(out, "#define %s_RANGE %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range);
         fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t value) {\n"
@@ -167,13 +175,16 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         first = false;
     }
     fputs(first ? "],\n  \"indexes\": [" : "\n  ],\n  \"indexes\": [", out);
+    bool any_index = false;
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
-        fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
+        if (!ir->symbols[i].settable) continue;
+        fprintf(out, "%s\n    {\"name\": ", any_index ? "," : "");
+        any_index = true;
         json_string(out, ir->symbols[i].name);
         fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\"}", ir->symbols[i].range, module,
                 cg_c_name(ir->arena, ir->symbols[i].name));
     }
-    fputs(ir->symbol_count ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
+    fputs(any_index ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
     for (uint32_t i = 0; i < x.count; i++) {
         const Export *e = &x.items[i];
         const IrBuffer *b = &ir->buffers[e->buffer];

@@ -250,6 +250,7 @@ typedef struct IrFunction {
 typedef struct IrSymbol {
     const char *name; /* unique */
     int64_t range;
+    bool settable;    /* an `index` item (object mode exports a setter), not a loop counter of main */
 } IrSymbol;
 
 typedef enum IrPrintArgKind { IRP_INT, IRP_FLOAT, IRP_SYMBOL, IRP_BUFFER } IrPrintArgKind;

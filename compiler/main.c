@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <llvm-c/ErrorHandling.h>
+
 #include "arena.h"
 #include "ast.h"
 #include "diag.h"
@@ -196,6 +198,8 @@ static Options parse_options(int argc, char **argv) {
     }
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
+    if (opt.output && strcmp(opt.output, "-") == 0 && (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT))
+        bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
     if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
     return opt;
 }
@@ -317,10 +321,16 @@ static const char *runtime_library(Arena *arena) {
 
 extern char **environ;
 
-/* Run argv (argv[0] looked up on PATH); its exit status, or -1 after reporting an error. */
-static int run_command(char *const argv[]) {
+/* Run argv (argv[0] looked up on PATH), shown to the program as `name` (or argv[0]); its exit
+ * status, or -1 after reporting an error. */
+static int run_command(char *const argv[], const char *name) {
     pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    char *shown[64];
+    size_t n = 0;
+    for (; argv[n] && n < 63; n++) shown[n] = argv[n];
+    shown[n] = NULL;
+    if (name) shown[0] = (char *)name;
+    int err = posix_spawnp(&pid, argv[0], NULL, NULL, shown, environ);
     if (err) {
         diag_error_noloc("cannot run '%s': %s", argv[0], strerror(err));
         return -1;
@@ -335,8 +345,29 @@ static int run_command(char *const argv[]) {
     return WEXITSTATUS(status);
 }
 
+/* Temporary outputs being written: removed if LLVM stops the process (llvm_fatal). */
+enum { MAX_TEMPS = 8 };
+static const char *temp_files[MAX_TEMPS];
+
 /* A temporary file name beside `path` (so that rename is atomic). */
-static char *temp_beside(Arena *arena, const char *path) { return arena_printf(arena, "%s.tmp%ld", path, (long)getpid()); }
+static char *temp_beside(Arena *arena, const char *path) {
+    char *t = arena_printf(arena, "%s.tmp%ld", path, (long)getpid());
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (!temp_files[i]) {
+            temp_files[i] = t;
+            break;
+        }
+    return t;
+}
+
+/* LLVM reports some bad requests (an unknown --cpu for the target) by a fatal error: say it as
+ * an error of ours, leave no partial output, exit 1. */
+static void llvm_fatal(const char *reason) {
+    fprintf(stderr, "tsrc: error: LLVM cannot generate this code: %s\n", reason);
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_files[i]) remove(temp_files[i]);
+    _exit(1);
+}
 
 static bool emit_object(IrProgram *ir, const Options *opt, const char *module, CgFormat format, bool with_main,
                         const char *path, const char *shown_path) {
@@ -359,7 +390,7 @@ static bool build_executable(IrProgram *ir, const Options *opt, const char *outp
         const char *cc = getenv("CC");
         char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
                         "-lpthread", NULL};
-        int status = run_command(argv);
+        int status = run_command(argv, NULL);
         if (status != 0) {
             if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
             ok = false;
@@ -437,7 +468,7 @@ static int run_native(IrProgram *ir, const Options *opt) {
     if (build_executable(ir, opt, exe)) {
         fflush(stdout);
         char *argv[] = {(char *)exe, NULL};
-        status = run_command(argv);
+        status = run_command(argv, default_output(ir->arena, opt->input, ""));
         if (status < 0) status = 1;
     }
     remove(exe);
@@ -550,6 +581,7 @@ static void *compile_thread(void *arg) {
 
 int main(int argc, char **argv) {
     CompileJob job = {parse_options(argc, argv), 1};
+    LLVMInstallFatalErrorHandler(llvm_fatal);
     pthread_attr_t attr;
     pthread_t thread;
     if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, COMPILER_STACK) != 0 ||

@@ -99,7 +99,7 @@ bool plan_build(IrProgram *ir) {
     const Program *p = ir->program;
     ir->symbol_count = p->index_count;
     ir->symbols = arena_alloc(ir->arena, (p->index_count + 1) * sizeof *ir->symbols);
-    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){p->indexes[i].name, p->indexes[i].range};
+    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){p->indexes[i].name, p->indexes[i].range, !p->indexes[i].counter};
     ir->exported = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *ir->exported);
     for (uint32_t f = 0; f < ir->function_count; f++)
         ir->exported[f] = p->routine_count == 0 || !p->routines[f].hidden;

@@ -326,11 +326,8 @@ tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint6
         }
     }
     for (uint32_t i = 0; i < m->data_count; i++)
-        if (produce_data(s, &m->data[i]) != TSR_OK) {
-            char message[1024];
-            snprintf(message, sizeof message, "%s", tsr_last_error());
+        if (produce_data(s, &m->data[i]) != TSR_OK) { /* the loader recorded the error */
             tsr_state_destroy(s);
-            tsr_error(TSR_ERR_DATA, "%s", message);
             return NULL;
         }
     return s;
@@ -441,6 +438,15 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     }
     if (ferror(stdout)) return tsr_error(TSR_ERR_IO, "cannot write to the standard output");
     return TSR_OK;
+}
+
+int tsr_main_end(tsr_state *s, const char *program) {
+    tsr_state_destroy(s);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        tsr_error(TSR_ERR_IO, "cannot write to the standard output");
+        return tsr_main_fail(NULL, program);
+    }
+    return 0;
 }
 
 int tsr_main_fail(tsr_state *s, const char *program) {

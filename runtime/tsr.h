@@ -134,6 +134,9 @@ int tsr_state_print(tsr_state *state, uint32_t print);
 /* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
  * stderr, destroy the state (NULL is fine) and return 1, the exit status. */
 int tsr_main_fail(tsr_state *state, const char *program);
+/* For the end of `main`: destroy the state, flush the standard output; 0, or (when the output
+ * could not be written) the message of tsr_main_fail and 1. */
+int tsr_main_end(tsr_state *state, const char *program);
 
 /* What the image says, for tools and generic drivers. */
 uint32_t tsr_model_buffer_count(const tsr_model *model);

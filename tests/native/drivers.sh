@@ -92,5 +92,21 @@ then pass; else fail "--target and --cpu"; fi
 "$TSRC" --target=sparc-sun-solaris docs/examples/shapes.tsr -o "$T/x" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "unknown target 'sparc-sun-solaris'" "$T/log"; then pass; else fail "an unknown target is an error"; fi
 
+# Names: a tensor called like a setter gets its own accessor; loop counters of main get none.
+printf 'input { set_x; o = [2] }\nlet%%op y = set_x + 1\nroutine r = y.forward\n' >"$T/names.tsr"
+if timeout 20 "$TSRC" -c "$T/names.tsr" -o "$T/names.o" >"$T/log" 2>&1 && grep -q "float \*names_set_x(names_state" "$T/names.h"
+then pass; else fail "a tensor named set_x gets an accessor"; fi
+if "$TSRC" -c tests/native/loop.tsr -o "$T/loopm.o" >"$T/log" 2>&1 && grep -q "loopm_set_b(" "$T/loopm.h" &&
+   ! grep -q "loopm_set_k" "$T/loopm.h"; then pass; else fail "setters for index items only, not for loop counters"; fi
+# An executable whose output cannot be written fails.
+if "$TSRC" tests/native/loop.tsr -o "$T/loop" >"$T/log" 2>&1 && ! "$T/loop" >/dev/full 2>"$T/log" &&
+   grep -q "cannot write to the standard output" "$T/log"; then pass; else fail "writing to a full device is an error"; fi
+# Bad requests: clean errors, no partial files.
+"$TSRC" -c docs/examples/mlp_lib.tsr -o - >"$T/log" 2>&1
+if [ $? = 2 ] && grep -q "need a file name" "$T/log"; then pass; else fail "-c -o - is refused"; fi
+"$TSRC" --cpu=no-such-cpu docs/examples/shapes.tsr -o "$T/cpu" >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "tsrc: error: LLVM cannot generate this code" "$T/log" && [ ! -e "$T/cpu" ] &&
+   [ -z "$(ls "$T" | grep tmp)" ]; then pass; else fail "an unknown --cpu is a clean error"; fi
+
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
