@@ -16,13 +16,15 @@
 # Every implementation's result is checked (256 cells of each product against a
 # double-precision dot product; every element of the chain) so the figures are of correct code.
 # Each measurement: one warm-up run, then repetitions for about $BENCH_BUDGET seconds (default
-# 1, at least 3, at most 20); a case whose warm-up alone takes longer than the budget is
-# reported from that one run.  Figures use the best time; the median is in the results file.
+# 1): at least 5, at most $BENCH_MAX_REPS (200), fewer when 5 would take over 10 budgets; a case
+# whose warm-up alone takes over 10 budgets is reported from that one run (tools/bench/common.h,
+# bench_measure).  Figures use the best time; the median is in the results file.
 #
-# Environment: BENCH_SIZES, BENCH_THREADS (default "1 2"), BENCH_BUDGET, BENCH_PYTHON (default
-# /usr/bin/python3, which has Debian's python3-numpy), CC.  Writes BUILD/bench/: the generated
-# programs and drivers, results.txt (the RESULT lines) and table.md (the tables printed at the
-# end).  Exit status 1 when a result was wrong or a run failed, else 0.
+# Environment: BENCH_SIZES, BENCH_THREADS (default "1 2"), BENCH_BUDGET, BENCH_MAX_REPS,
+# BENCH_PYTHON (default /usr/bin/python3, which has Debian's python3-numpy; the python3 first
+# on PATH may lack it), CC.  Writes BUILD/bench/: the generated programs and drivers,
+# results.txt (the RESULT and INFO lines) and table.md (the tables printed at the end).
+# Exit status 1 when a result was wrong or a run failed, else 0.
 set -u
 
 TSRC=${1:?usage: bench.sh TSRC BUILD}
@@ -37,7 +39,7 @@ PY=${BENCH_PYTHON:-/usr/bin/python3}
 SIZES=${BENCH_SIZES:-256 512 1024 2048}
 THREADS=${BENCH_THREADS:-1 2}
 BUDGET=${BENCH_BUDGET:-1}
-MAX_REPS=20
+MAX_REPS=${BENCH_MAX_REPS:-200}
 # Debian's OpenBLAS (a DYNAMIC_ARCH build) misdetects these CPUs; pin its kernels.
 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 export OPENBLAS_CORETYPE BENCH_BUDGET="$BUDGET" BENCH_MAX_REPS="$MAX_REPS"
@@ -58,13 +60,21 @@ model=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1
 avx512=no
 grep -q '^flags.* avx512f' /proc/cpuinfo 2>/dev/null && avx512=yes
 info "date $(date -u '+%Y-%m-%d %H:%M UTC')"
-info "cpu ${cpu:-unknown} (family ${fam:-?} model ${model:-?}), $(nproc) online CPUs, avx512f $avx512"
-info "tsrc $("$TSRC" --version 2>&1 | head -n 1); driver compiler $($CC --version 2>/dev/null | head -n 1)"
+info "cpu ${cpu:-unknown} (family ${fam:-?} model ${model:-?}), $(nproc) online CPUs," \
+    "avx512f $avx512"
+info "tsrc $("$TSRC" --version 2>&1 | head -n 1);" \
+    "driver compiler $($CC --version 2>/dev/null | head -n 1)"
+if rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$ROOT" diff --quiet HEAD -- compiler runtime stdlib grammar 2>/dev/null ||
+        rev="$rev + uncommitted changes to compiler/runtime"
+    info "source $rev"
+fi
 load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 info "load average at start $load"
 case $load in
     0.[0-4]*) ;;
-    *) echo "bench: warning: the machine is busy (load average $load); figures will be low and noisy" ;;
+    *) echo "bench: warning: the machine is busy (load average $load);" \
+            "figures will be low and noisy" ;;
 esac
 
 # ---- OpenBLAS -------------------------------------------------------------------------------
@@ -73,7 +83,8 @@ find_openblas() {
     BLAS_CFLAGS= BLAS_LIBS=
     if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists openblas 2>/dev/null; then
         BLAS_CFLAGS=$(pkg-config --cflags openblas)
-        BLAS_LIBS="$(pkg-config --libs openblas) -Wl,-rpath,$(pkg-config --variable=libdir openblas)"
+        BLAS_LIBS="$(pkg-config --libs openblas)"
+        BLAS_LIBS="$BLAS_LIBS -Wl,-rpath,$(pkg-config --variable=libdir openblas)"
         return 0
     fi
     triple=$($CC -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
@@ -95,7 +106,8 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y libopenblas-dev; }
     } >"$WORK/apt.log" 2>&1
     find_openblas && have_blas=yes
-    [ $have_blas = yes ] || info "OpenBLAS: installing libopenblas-dev failed (see $WORK/apt.log); skipped"
+    [ $have_blas = yes ] ||
+        info "OpenBLAS: installing libopenblas-dev failed (see $WORK/apt.log); skipped"
 else
     info "OpenBLAS: not installed; skipped (install it with: sudo apt-get install libopenblas-dev)"
 fi
@@ -113,7 +125,8 @@ if "$PY" -c 'import numpy' >/dev/null 2>&1; then
     have_numpy=yes
     info "NumPy: $("$PY" -c 'import numpy; print(numpy.__version__)') under $PY"
 else
-    info "NumPy: not importable by $PY; skipped (install it with: sudo apt-get install python3-numpy)"
+    info "NumPy: not importable by $PY; skipped" \
+        "(install it with: sudo apt-get install python3-numpy)"
 fi
 if [ $have_numpy = yes ] && "$PY" -c 'import torch' >/dev/null 2>&1; then
     have_torch=yes
@@ -156,6 +169,10 @@ build_tsrc() {
     fi
 }
 
+# torch_wait THREADS: what PyTorch runs with: with several threads, OpenMP workers that sleep
+# between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
+torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
+
 # ---- matmul ---------------------------------------------------------------------------------
 echo "bench: matmul, n = $SIZES; threads $THREADS"
 for n in $SIZES; do
@@ -170,13 +187,11 @@ for n in $SIZES; do
             env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
             "$WORK/mm_blas" "$n" "$BUDGET" "$MAX_REPS" "$t"
         [ $have_numpy = yes ] && run "NumPy matmul n=$n threads=$t" \
-            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" "$PY" "$BENCH/py_bench.py" numpy "$t" "$n"
-        if [ $have_torch = yes ]; then
-            policy=ACTIVE
-            [ "$t" -gt 1 ] && policy=PASSIVE
-            run "PyTorch matmul n=$n threads=$t" env OPENBLAS_NUM_THREADS="$t" \
-                OMP_NUM_THREADS="$t" OMP_WAIT_POLICY=$policy "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
-        fi
+            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+            "$PY" "$BENCH/py_bench.py" numpy "$t" "$n"
+        [ $have_torch = yes ] && run "PyTorch matmul n=$n threads=$t" \
+            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+            "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
     done
 done
 
@@ -190,13 +205,11 @@ for t in $THREADS; do
     [ -n "$dir" ] && run "tsrc elementwise threads=$t" \
         env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
     [ $have_numpy = yes ] && run "NumPy elementwise threads=$t" \
-        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" "$PY" "$BENCH/py_bench.py" numpy "$t" ew "$count"
-    if [ $have_torch = yes ]; then
-        policy=ACTIVE
-        [ "$t" -gt 1 ] && policy=PASSIVE
-        run "PyTorch elementwise threads=$t" env OMP_NUM_THREADS="$t" OMP_WAIT_POLICY=$policy \
-            "$PY" "$BENCH/py_bench.py" torch "$t" ew "$count"
-    fi
+        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+        "$PY" "$BENCH/py_bench.py" numpy "$t" ew "$count"
+    [ $have_torch = yes ] && run "PyTorch elementwise threads=$t" \
+        env OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+        "$PY" "$BENCH/py_bench.py" torch "$t" ew "$count"
 done
 info "OpenBLAS has no elementwise-chain equivalent; the elementwise table has no OpenBLAS column"
 info "load average at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"

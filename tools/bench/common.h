@@ -18,7 +18,8 @@ static inline double bench_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Deterministic values in [-1, 1): the same for every implementation (see fill.py). */
+/* Deterministic values in [-1, 1), the same for the C drivers (py_bench.py draws its own: the
+ * values do not change the timing). */
 static inline void bench_fill(float *x, uint64_t count, uint64_t seed) {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     for (uint64_t i = 0; i < count; i++) {
@@ -32,26 +33,30 @@ static int bench_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* How many timed repetitions after the warm-up: enough for about `budget` seconds, at least
- * `lo` and at most `hi`.  A very slow case (one run over `budget`) gets `lo` only. */
-static inline int bench_reps(double warm_s, double budget, int lo, int hi) {
-    int r = warm_s > 0 ? (int)(budget / warm_s) : hi;
-    return r < lo ? lo : r > hi ? hi : r;
-}
-
-/* Times `reps` calls of run(ctx); writes best and median seconds. */
-static inline void bench_time(int (*run)(void *), void *ctx, int reps, double *best,
-                              double *median) {
-    double *t = malloc(sizeof *t * (size_t)reps);
+/* Times run(ctx) after a warm-up run that took `warm` seconds, and writes the number of timed
+ * runs, the best and the median seconds.  The policy: repetitions for about `budget` seconds, at
+ * least 5 and at most `max_reps`; when 5 would take over 10·budget, fewer (at least 1) to stay
+ * near 10·budget; when the warm-up alone took over 10·budget, no more runs: the warm-up is the
+ * figure (*reps = 1, reported as "one run only"). */
+static inline void bench_measure(int (*run)(void *), void *ctx, double warm, double budget,
+                                 int max_reps, int *reps, double *best, double *median) {
+    if (warm > 10 * budget) { *reps = 1; *best = *median = warm; return; }
+    int r = warm > 0 ? (int)(budget / warm) : max_reps;
+    if (r < 5) r = 5;
+    if (r > max_reps) r = max_reps;
+    if (r * warm > 10 * budget) r = (int)(10 * budget / warm);
+    if (r < 1) r = 1;
+    double *t = malloc(sizeof *t * (size_t)r);
     if (!t) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
-    for (int r = 0; r < reps; r++) {
+    for (int i = 0; i < r; i++) {
         double t0 = bench_now();
         if (run(ctx) != 0) { fprintf(stderr, "bench: run failed\n"); exit(1); }
-        t[r] = bench_now() - t0;
+        t[i] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, bench_cmp);
+    qsort(t, (size_t)r, sizeof *t, bench_cmp);
+    *reps = r;
     *best = t[0];
-    *median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    *median = r % 2 ? t[r / 2] : 0.5 * (t[r / 2 - 1] + t[r / 2]);
     free(t);
 }
 

@@ -9,7 +9,7 @@ static int run(void *s) { return ew_chain(s); }
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 2.0;
-    int max_reps = argc > 2 ? atoi(argv[2]) : 20;
+    int max_reps = argc > 2 ? atoi(argv[2]) : 200;
     uint64_t n = EW_Y_SIZE;
     ew_state *s = ew_create(1);
     if (!s) { fprintf(stderr, "ew_create: %s\n", ew_last_error()); return 1; }
@@ -30,9 +30,9 @@ int main(int argc, char **argv) {
         if (err > maxerr) maxerr = err;
     }
     int ok = maxerr <= 1e-6;
-    int reps = bench_reps(warm, budget, 3, max_reps);
+    int reps;
     double best, median;
-    bench_time(run, s, reps, &best, &median);
+    bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);
     printf("RESULT kind=ew impl=tsrc n=%llu threads=%d reps=%d best_s=%.6g median_s=%.6g "
            "check=%s maxrel=%.3g\n", (unsigned long long)n, tsr_num_threads(), reps, best, median,
            ok ? "ok" : "FAIL", maxerr);

@@ -35,9 +35,9 @@ int main(int argc, char **argv) {
     double warm = bench_now() - t0;
     int ok;
     double maxrel = bench_check_matmul(j.a, j.b, j.c, j.n, 256, &ok);
-    int reps = bench_reps(warm, budget, 3, max_reps);
+    int reps;
     double best, median;
-    bench_time(run, &j, reps, &best, &median);
+    bench_measure(run, &j, warm, budget, max_reps, &reps, &best, &median);
     printf("RESULT kind=matmul impl=openblas n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
            "check=%s maxrel=%.3g\n", j.n, threads, reps, best, median, ok ? "ok" : "FAIL", maxrel);
     return ok ? 0 : 3;

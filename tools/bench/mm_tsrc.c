@@ -8,7 +8,7 @@ static int run(void *s) { return mm_matmul(s); }
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 2.0;
-    int max_reps = argc > 2 ? atoi(argv[2]) : 20;
+    int max_reps = argc > 2 ? atoi(argv[2]) : 200;
     int64_t n = (int64_t)MM_A_DIM0;
     mm_state *s = mm_create(1);
     if (!s) { fprintf(stderr, "mm_create: %s\n", mm_last_error()); return 1; }
@@ -19,10 +19,9 @@ int main(int argc, char **argv) {
     double warm = bench_now() - t0;
     int ok;
     double maxrel = bench_check_matmul(mm_a(s), mm_b(s), mm_c(s), n, 256, &ok);
-    int reps = bench_reps(warm, budget, 3, max_reps);
+    int reps;
     double best, median;
-    if (warm > budget) { best = median = warm; reps = 1; }  /* too slow to repeat: the warm-up run is the figure */
-    else bench_time(run, s, reps, &best, &median);
+    bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);
     printf("RESULT kind=matmul impl=tsrc n=%lld threads=%d reps=%d best_s=%.6g median_s=%.6g "
            "check=%s maxrel=%.3g\n", (long long)n, tsr_num_threads(), reps, best, median,
            ok ? "ok" : "FAIL", maxrel);

@@ -20,7 +20,7 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the environment is set)
 
 BUDGET = float(os.environ.get("BENCH_BUDGET", "1.0"))
-MAX_REPS = int(os.environ.get("BENCH_MAX_REPS", "20"))
+MAX_REPS = int(os.environ.get("BENCH_MAX_REPS", "200"))
 
 if impl == "torch":
     import torch  # noqa: E402
@@ -29,11 +29,17 @@ if impl == "torch":
 
 
 def timed(fn):
-    """Warm-up once, then enough repetitions for about BENCH_BUDGET seconds (3..MAX_REPS)."""
+    """Warm-up once, then the drivers' policy (common.h, bench_measure): about BENCH_BUDGET
+    seconds of repetitions, 5..MAX_REPS, capped near 10 budgets; a warm-up over 10 budgets is
+    the figure."""
     t0 = time.perf_counter()
     out = fn()
     warm = time.perf_counter() - t0
-    reps = max(3, min(MAX_REPS, int(BUDGET / warm) if warm > 0 else MAX_REPS))
+    if warm > 10 * BUDGET:
+        return out, 1, warm, warm
+    reps = min(MAX_REPS, max(5, int(BUDGET / warm) if warm > 0 else MAX_REPS))
+    if reps * warm > 10 * BUDGET:
+        reps = max(1, int(10 * BUDGET / warm))
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -79,7 +85,10 @@ if args[0] == "ew":
     a, b, c = (rng.uniform(-1, 1, count).astype(np.float32) for _ in range(3))
     ref = np.maximum(a * b + c, np.float32(0)) - np.float32(0.5) * a
     if impl == "numpy":
-        _, reps, best, med = timed(lambda: np.maximum(a * b + c, np.float32(0)) - np.float32(0.5) * a)
+        def unfused():
+            return np.maximum(a * b + c, np.float32(0)) - np.float32(0.5) * a
+
+        _, reps, best, med = timed(unfused)
         report("ew", "numpy", count, reps, best, med, True, 0.0)
         t, u, y = (np.empty_like(a) for _ in range(3))
 

@@ -31,7 +31,9 @@ def cell(kind, impl, n, t):
 
 
 def ratio(x, y):
-    return "–" if x is None or y is None else f"{x / y:.3f}" if x / y < 10 else f"{x / y:.1f}"
+    if x is None or y is None:
+        return "–"
+    return f"{x / y:.2g}" if x / y < 10 else f"{x / y:.0f}"
 
 
 def table(kind, title, impls, refs):
@@ -62,6 +64,6 @@ table("ew", "elementwise y = relu(a·b + c) − 0.5·a, float32: GB/s = 16 bytes
       [("tsrc", "tsrc"), ("numpy", "NumPy"), ("numpy-out", "NumPy out="), ("torch", "PyTorch")],
       {"numpy", "numpy-out", "torch"})
 if any(f["reps"] == "1" for f in rows.values()):
-    print("¹ one run only (a single run took longer than the time budget of a measurement).")
+    print("¹ one run only: the warm-up run took over 10 time budgets, so it is the figure.")
 if any(f["check"] != "ok" for f in rows.values()):
     print("WRONG: the result failed its check; see the RESULT lines in the results file.")
