@@ -45,7 +45,7 @@ typedef struct Cg {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef i1, i8, i32, i64, f32, ptr, void_t, state_t;
+    LLVMTypeRef i32, i64, f32, ptr, void_t, state_t;
     LLVMValueRef image, image_size;
     /* The nest being emitted. */
     LLVMValueRef fn;
@@ -351,38 +351,29 @@ static void emit_nest_range(Cg *g, Nest *n, const char *name) {
  * together) and emit each. */
 static Nest *make_nests(Cg *g, const IrFunction *fn, const char *base, uint32_t *count_out) {
     const IrProgram *ir = g->ir;
-    uint32_t count = 0;
+    uint32_t count = 0, locals = fn->local_count + 1;
     Nest *nests = calloc(fn->body.count + 1, sizeof *nests);
-    Uses u;
-    u.buffer = calloc(ir->buffer_count + 1, sizeof *u.buffer);
-    u.symbol = calloc(ir->symbol_count + 1, sizeof *u.symbol);
-    u.local = calloc(fn->local_count + 1, sizeof *u.local);
-    bool *prev_locals = calloc(fn->local_count + 1, sizeof *prev_locals);
-    if (!nests || !u.buffer || !u.symbol || !u.local || !prev_locals) diag_fatal_oom();
-    for (uint32_t i = 0; i < fn->body.count;) {
-        Nest *n = &nests[count++];
-        n->fn = fn;
-        n->first = i;
-        memset(u.buffer, 0, (ir->buffer_count + 1) * sizeof *u.buffer);
-        memset(prev_locals, 0, (fn->local_count + 1) * sizeof *prev_locals);
-        for (;;) {
-            memset(u.local, 0, (fn->local_count + 1) * sizeof *u.local);
-            uses_stmt(ir, &u, fn->body.items[i]);
-            for (uint32_t l = 0; l < fn->local_count; l++) prev_locals[l] |= u.local[l];
-            n->count++;
-            i++;
-            if (i >= fn->body.count) break;
-            /* Does the next statement touch a local this nest touched? */
-            memset(u.local, 0, (fn->local_count + 1) * sizeof *u.local);
-            Uses peek = {calloc(ir->buffer_count + 1, 1), calloc(ir->symbol_count + 1, 1), u.local};
-            if (!peek.buffer || !peek.symbol) diag_fatal_oom();
-            uses_stmt(ir, &peek, fn->body.items[i]);
-            free(peek.buffer);
-            free(peek.symbol);
-            bool shared = false;
-            for (uint32_t l = 0; l < fn->local_count && !shared; l++) shared = u.local[l] && prev_locals[l];
-            if (!shared) break;
+    Uses u = {calloc(ir->buffer_count + 1, 1), calloc(ir->symbol_count + 1, 1), calloc(locals, 1)};
+    bool *nest_locals = calloc(locals, 1);
+    if (!nests || !u.buffer || !u.symbol || !u.local || !nest_locals) diag_fatal_oom();
+    /* Group: a statement that touches a local of the current nest belongs to it. */
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        memset(u.local, 0, locals);
+        uses_stmt(ir, &u, fn->body.items[i]);
+        bool shared = false;
+        for (uint32_t l = 0; l < fn->local_count && count && !shared; l++) shared = u.local[l] && nest_locals[l];
+        if (!shared) {
+            nests[count++] = (Nest){.fn = fn, .first = i};
+            memset(nest_locals, 0, locals);
         }
+        nests[count - 1].count++;
+        for (uint32_t l = 0; l < fn->local_count; l++) nest_locals[l] |= u.local[l];
+    }
+    /* Emit each nest with the buffers its statements touch. */
+    for (uint32_t k = 0; k < count; k++) {
+        Nest *n = &nests[k];
+        memset(u.buffer, 0, ir->buffer_count + 1);
+        for (uint32_t i = 0; i < n->count; i++) uses_stmt(ir, &u, fn->body.items[n->first + i]);
         n->buffers = calloc(ir->buffer_count + 1, sizeof *n->buffers);
         if (!n->buffers) diag_fatal_oom();
         for (uint32_t b = 0; b < ir->buffer_count; b++)
@@ -391,17 +382,14 @@ static Nest *make_nests(Cg *g, const IrFunction *fn, const char *base, uint32_t 
         n->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
         double w = work(s);
         n->parallel = n->count == 1 && s->kind == IR_LOOP && s->parallel && s->extent >= 2 && w >= PARALLEL_WORK;
-        if (n->parallel) {
-            double per_iter = w / (double)s->extent;
-            n->grain = (int64_t)(GRAIN_WORK / per_iter) + 1;
-        }
-        emit_nest_body(g, n, arena_printf(ir->arena, "%s.nest%u", base, count - 1));
-        if (n->parallel) emit_nest_range(g, n, arena_printf(ir->arena, "%s.range%u", base, count - 1));
+        if (n->parallel) n->grain = (int64_t)(GRAIN_WORK / (w / (double)s->extent)) + 1;
+        emit_nest_body(g, n, arena_printf(ir->arena, "%s.nest%u", base, k));
+        if (n->parallel) emit_nest_range(g, n, arena_printf(ir->arena, "%s.range%u", base, k));
     }
     free(u.buffer);
     free(u.symbol);
     free(u.local);
-    free(prev_locals);
+    free(nest_locals);
     *count_out = count;
     return nests;
 }
@@ -580,8 +568,6 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     g.ctx = LLVMContextCreate();
     g.mod = LLVMModuleCreateWithNameInContext(o->module, g.ctx);
     g.b = LLVMCreateBuilderInContext(g.ctx);
-    g.i1 = LLVMInt1TypeInContext(g.ctx);
-    g.i8 = LLVMInt8TypeInContext(g.ctx);
     g.i32 = LLVMInt32TypeInContext(g.ctx);
     g.i64 = LLVMInt64TypeInContext(g.ctx);
     g.f32 = LLVMFloatTypeInContext(g.ctx);

@@ -463,18 +463,6 @@ static int npy_load(const Source *src, FILE *file, float *out, uint32_t rank, co
     return npy_read_data(src, file, type, item_size, cells, out);
 }
 
-int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
-    int64_t cells;
-    int status = check_arguments(path, out, rank, dims, what, &cells);
-    if (status != TSR_OK) return status;
-    Source src = {path, what};
-    FILE *file;
-    status = open_file(&src, &file);
-    if (status != TSR_OK) return status;
-    status = npy_load(&src, file, out, rank, dims, cells);
-    fclose(file);
-    return status;
-}
 
 /* ---- CSV ------------------------------------------------------------------------------------- */
 
@@ -656,16 +644,33 @@ static int csv_load(CsvLoad *load, FILE *file, uint32_t rank, const int64_t *dim
                    plural(load->count), (long long)load->cells, shape, header);
 }
 
-int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
-    int64_t cells;
+static int csv_file(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims, int64_t cells) {
+    CsvLoad load = {.src = src, .out = out, .cells = cells, .per_line = rank >= 2 ? dims[rank - 1] : 0};
+    return csv_load(&load, file, rank, dims);
+}
+
+/* The loaders' common part: check the arguments, open the file, read it with `read`, close. */
+typedef int (*FileReader)(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims,
+                          int64_t cells);
+
+static int load_file(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what,
+                     FileReader read) {
+    int64_t cells = 0;
     int status = check_arguments(path, out, rank, dims, what, &cells);
     if (status != TSR_OK) return status;
     Source src = {path, what};
     FILE *file;
     status = open_file(&src, &file);
     if (status != TSR_OK) return status;
-    CsvLoad load = {.src = &src, .out = out, .cells = cells, .per_line = rank >= 2 ? dims[rank - 1] : 0};
-    status = csv_load(&load, file, rank, dims);
+    status = read(&src, file, out, rank, dims, cells);
     fclose(file);
     return status;
+}
+
+int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
+    return load_file(path, out, rank, dims, what, npy_load);
+}
+
+int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
+    return load_file(path, out, rank, dims, what, csv_file);
 }

@@ -23,16 +23,7 @@
 
 #include "tsr.h"
 
-static unsigned passed, failed;
-
-static void check(bool ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-    }
-}
+#include "check.h"
 
 /* ---- Files ---------------------------------------------------------------------------------- */
 

@@ -33,16 +33,7 @@
 #include "diag.h"
 #include "shape.h"
 
-static unsigned passed, failed;
-
-static void check(bool ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-    }
-}
+#include "check.h"
 
 /* ---- A watchdog: a hang is a failure, not a stuck test suite ------------------------------- */
 
