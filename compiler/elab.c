@@ -151,9 +151,12 @@ typedef struct ScopeParam {
     Tensor *tensor;
 } ScopeParam;
 
+/* A captured name: a label's dimension, or for a captured row variable the number of cells
+ * its axes hold (then `row_var` is the variable, shared by the scope's specs). */
 typedef struct ScopeDim {
     const char *name;
     Dim dim;
+    uint32_t row_var;
 } ScopeDim;
 
 struct Scope {
@@ -175,7 +178,17 @@ typedef struct NamedEntry {
     const char *param_name;
 } NamedEntry;
 
+/* `dim NAME`: a number tensor whose value is the captured size, read after closing. */
+typedef struct DimReading {
+    Tensor *tensor;
+    Dim dim;
+    const char *name;
+    Span span;
+} DimReading;
+
 struct Elab {
+    DimReading *readings;
+    uint32_t reading_count, reading_cap;
     Program *program;
     Arena *arena;
     ShapeSolver *solver;
@@ -386,12 +399,20 @@ static Scope *new_scope(Elab *e, const char *fn_name, bool toplevel) {
     return s;
 }
 
-static Dim *scope_dim(Elab *e, Scope *s, const char *name, Span span) {
+/* The captured name `name` of scope s, created on first mention (the pointer is valid until the
+ * next capture of the scope is created). */
+static ScopeDim *scope_dim(Elab *e, Scope *s, const char *name, Span span) {
     for (uint32_t i = 0; i < s->dim_count; i++)
-        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i].dim;
-    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name))};
+        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i];
+    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name)), 0};
     ARENA_PUSH(e->arena, s->dims, s->dim_count, s->dim_cap, d);
-    return &s->dims[s->dim_count - 1].dim;
+    return &s->dims[s->dim_count - 1];
+}
+
+/* The parameter scope of the code being elaborated; at the top level, one per item. */
+static Scope *current_scope(Elab *e) {
+    if (!e->scope) e->scope = new_scope(e, NULL, true);
+    return e->scope;
 }
 
 /* ---- Forward declarations ------------------------------------------------------------------ */
@@ -464,7 +485,7 @@ static Dim spec_label(Elab *e, SpecVars *sv, const char *label, Span span) {
     for (uint32_t i = 0; i < sv->label_count; i++)
         if (strcmp(sv->labels[i], label) == 0) return sv->dims[i];
     Dim d;
-    if (sv->scope && is_captured(sv->captures, label)) d = *scope_dim(e, sv->scope, label, span);
+    if (sv->scope && is_captured(sv->captures, label)) d = scope_dim(e, sv->scope, label, span)->dim;
     else d = shape_fresh_dim(e->solver, origin(e, span, "label '%s' of the spec", label));
     uint32_t n = sv->label_count, cap = sv->label_cap;
     ARENA_PUSH(e->arena, sv->labels, sv->label_count, sv->label_cap, label);
@@ -480,7 +501,20 @@ static uint32_t spec_row_var(Elab *e, SpecVars *sv, const SpecRow *row) {
     }
     for (uint32_t i = 0; i < sv->row_count; i++)
         if (strcmp(sv->row_names[i], row->row_var.name) == 0) return sv->row_vars[i];
-    uint32_t v = shape_fresh_row(e->solver, 0).var;
+    uint32_t v;
+    if (sv->scope && is_captured(sv->captures, row->row_var.name)) {
+        /* A captured row variable is the scope's: every spec of the scope that captures the
+         * name shares it, and the captured dimension counts its cells. */
+        ScopeDim *c = scope_dim(e, sv->scope, row->row_var.name, row->row_var.span);
+        if (!c->row_var) {
+            c->row_var = shape_fresh_row(e->solver, 0).var;
+            shape_row_product(e->solver, (Row){.var = c->row_var}, c->dim,
+                              origin(e, row->row_var.span, "captured row variable '%s'", row->row_var.name));
+        }
+        v = c->row_var;
+    } else {
+        v = shape_fresh_row(e->solver, 0).var;
+    }
     uint32_t n = sv->row_count, cap = sv->row_cap;
     ARENA_PUSH(e->arena, sv->row_names, sv->row_count, sv->row_cap, row->row_var.name);
     ARENA_PUSH(e->arena, sv->row_vars, n, cap, v);
@@ -554,7 +588,7 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
     SpecVars sv = {0};
     sv.scope = e->scope;
     sv.captures = captures;
-    if (captures && !e->scope) sv.scope = new_scope(e, NULL, true);
+    if (captures) sv.scope = current_scope(e);
     for (uint32_t i = 0; i < n; i++) {
         Shape slot;
         char what[32];
@@ -572,7 +606,10 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
             bool found = false;
             for (uint32_t j = 0; j < sv.label_count && !found; j++)
                 found = strlen(sv.labels[j]) == c->len && memcmp(sv.labels[j], c->text, c->len) == 0;
-            if (!found) diag_error(c->span, "the spec has no label '%.*s' to capture", (int)c->len, c->text);
+            for (uint32_t j = 0; j < sv.row_count && !found; j++)
+                found = strlen(sv.row_names[j]) == c->len && memcmp(sv.row_names[j], c->text, c->len) == 0;
+            if (!found)
+                diag_error(c->span, "the spec has no label or row variable '%.*s' to capture", (int)c->len, c->text);
         }
     }
 }
@@ -777,8 +814,7 @@ static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor,
 /* ---- Inline definitions (parameters) -------------------------------------------------------- */
 
 static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
-    Scope *scope = e->scope;
-    if (!scope) scope = e->scope = new_scope(e, NULL, true);
+    Scope *scope = current_scope(e);
     for (uint32_t i = 0; i < scope->param_count; i++)
         if (scope->params[i].node == rec) return tensor_value(e, scope->params[i].tensor);
     const Node *first = rec->list.items[0];
@@ -1238,11 +1274,35 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
     if (size->kind == V_ERROR) return size;
     if (size->kind != V_INT || size->as.i < 1 || size->as.i > INT32_MAX)
         return fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive integer");
-    if (!e->scope) e->scope = new_scope(e, NULL, true);
-    Dim *d = scope_dim(e, e->scope, name->name, name->span);
+    Dim d = scope_dim(e, current_scope(e), name->name, name->span)->dim;
     OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
-    shape_dim_eq(e->solver, *d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
+    shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
     return &unit_value;
+}
+
+/* dim NAME: the size of a captured label, or the cells of a captured row variable, as a number
+ * tensor; the size is known once shapes are closed (fill_dim_readings). */
+static Value *eval_dim(Elab *e, const Node *app) {
+    if (app->list.count != 1 || app->list.items[0]->kind != NODE_VAR)
+        return fail(app->span, "'dim' is written 'dim NAME', NAME a label or row variable captured by a spec");
+    const Node *name = app->list.items[0];
+    Tensor *t = scalar_literal(e, 0., app->span, 0);
+    DimReading r = {t, scope_dim(e, current_scope(e), name->name, name->span)->dim, name->name, app->span};
+    ARENA_PUSH(e->arena, e->readings, e->reading_count, e->reading_cap, r);
+    return tensor_value(e, t);
+}
+
+static void fill_dim_readings(Elab *e) {
+    for (uint32_t i = 0; i < e->reading_count; i++) {
+        DimReading *r = &e->readings[i];
+        Dim d = shape_resolve_dim(e->solver, r->dim);
+        if (d.var) {
+            diag_error(r->span, "the size of '%s' is not known: no spec in this scope captures it, and no "
+                       "'set_dim' gives it", r->name);
+            continue;
+        }
+        r->tensor->values[0] = d.size;
+    }
 }
 
 /* ---- Expressions --------------------------------------------------------------------------- */
@@ -1406,6 +1466,8 @@ static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
 static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
     if (n->a->kind == NODE_VAR && strcmp(n->a->name, "set_dim") == 0 && !lookup(e, env, "set_dim"))
         return eval_set_dim(e, n, env);
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "dim") == 0 && !lookup(e, env, "dim"))
+        return eval_dim(e, n);
     Value *fn = eval(e, n->a, env, mode);
     if (fn->kind == V_ERROR) return fn;
     uint32_t count = n->list.count;
@@ -1567,6 +1629,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         if (!v) {
             if (strcmp(n->name, "set_dim") == 0)
                 return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
+            if (strcmp(n->name, "dim") == 0) return fail(n->span, "'dim' is written 'dim NAME'");
             return fail(n->span, "'%s' is not defined", n->name);
         }
         return v;
@@ -2330,7 +2393,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     }
     assign_names(&e);
     register_shapes(&e);
-    shape_close(p->solver);
+    if (shape_close(p->solver)) fill_dim_readings(&e);
     return p;
 }
 

@@ -72,6 +72,14 @@ typedef struct Origin {
     const char *call_name;
 } Origin;
 
+/* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
+typedef struct Product {
+    Row row;
+    Dim cells;
+    OriginId why;
+    bool settled;
+} Product;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -95,6 +103,8 @@ struct ShapeSolver {
     uint32_t queue_head, queue_count, queue_cap;
     Registered *shapes;
     uint32_t shape_count, shape_cap;
+    Product *products;
+    uint32_t product_count, product_cap;
     unsigned errors;
     Span context;              /* shape_set_context */
     const char *context_name;
@@ -463,6 +473,11 @@ void shape_eq(ShapeSolver *s, const Shape *a, const Shape *b, OriginId why) {
 }
 void shape_le(ShapeSolver *s, const Shape *sub, const Shape *super, OriginId why) {
     for (int k = 0; k < ROW_KINDS; k++) shape_row_le(s, sub->rows[k], super->rows[k], why);
+}
+
+void shape_row_product(ShapeSolver *s, Row row, Dim cells, OriginId why) {
+    Product p = {row, cells, why, false};
+    ARENA_PUSH(s->arena, s->products, s->product_count, s->product_cap, p);
 }
 
 uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head; }
@@ -1081,14 +1096,95 @@ static bool close_interiors(ShapeSolver *s) {
     return any;
 }
 
+/* ---- Products (Total_elems) ------------------------------------------------------------------ */
+
+/* Settle what the products can say now; returns whether a constraint was queued.  Without
+ * `default_rows` only what follows from the constraints is used: a ground row sizes its cell
+ * count, and a known count sizes a closed row's one unknown axis.  With it (closing, before
+ * the leaves commit), a row variable still free takes what is missing as one axis, or no axis
+ * when nothing is (seed 004's stage 5); with unknown axes beside it, it takes none and they
+ * are left to the count. */
+static bool settle_products(ShapeSolver *s, bool default_rows) {
+    bool progress = false;
+    for (uint32_t i = 0; i < s->product_count; i++) {
+        Product *p = &s->products[i];
+        if (p->settled) continue;
+        Row r = shape_resolve_row(s, p->row);
+        Dim cells = shape_resolve_dim(s, p->cells);
+        uint64_t known = 1;
+        uint32_t unknown = 0, unknown_at = 0;
+        for (uint32_t j = 0; j < r.count; j++) {
+            Dim d = shape_resolve_dim(s, r.dims[j]);
+            if (d.var) unknown++, unknown_at = j;
+            else if ((known *= d.size) > UINT32_MAX) known = (uint64_t)UINT32_MAX + 1;
+        }
+        const char *rs = shape_row_to_string(s, r);
+        if (!unknown && !r.var) {
+            p->settled = progress = true;
+            if (known > UINT32_MAX) {
+                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold more than %u cells", rs, UINT32_MAX);
+                note_origin(s, r.origin, "axes %s come from", rs);
+                continue;
+            }
+            if (!cells.var && cells.size != known) {
+                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold %llu cells, not %u", rs,
+                         (unsigned long long)known, cells.size);
+                note_origin(s, r.origin, "axes %s come from", rs);
+                note_origin(s, cells.origin, "%u cells come from", cells.size);
+                continue;
+            }
+            OriginId o = shape_origin(s, s->origins[p->why].span,
+                                      arena_printf(s->arena, "the %llu cells of axes %s (%s)",
+                                                   (unsigned long long)known, rs, s->origins[p->why].what));
+            shape_dim_eq(s, cells, dim_ground((uint32_t)known, BASIS_DEFAULT, o), p->why);
+            continue;
+        }
+        if (cells.var) continue;
+        if (known > cells.size || cells.size % known) {
+            p->settled = true;
+            error_at(s, p->why, r.origin, cells.origin,
+                     "the axes %s hold a multiple of %llu cells, which cannot make %u cells", rs,
+                     (unsigned long long)known, cells.size);
+            note_origin(s, r.origin, "axes %s come from", rs);
+            note_origin(s, cells.origin, "%u cells come from", cells.size);
+            continue;
+        }
+        uint32_t missing = cells.size / (uint32_t)known;
+        OriginId o = shape_origin(s, s->origins[p->why].span,
+                                  arena_printf(s->arena, "what remains of %u cells after axes %s (%s)",
+                                               cells.size, rs, s->origins[p->why].what));
+        if (unknown == 1 && !r.var) {
+            p->settled = progress = true;
+            shape_dim_eq(s, r.dims[unknown_at], dim_ground(missing, BASIS_DEFAULT, o), p->why);
+        } else if (default_rows && r.var) {
+            progress = true;
+            Dim axis = dim_ground(missing, BASIS_DEFAULT, o);
+            Row value = unknown || missing == 1 ? shape_empty_row(o) : shape_closed_row(s, &axis, 1, o);
+            shape_row_eq(s, (Row){.var = r.var, .origin = o}, value, p->why);
+        }
+    }
+    return progress;
+}
+
+/* Solve, settling products at each fixpoint (with `default_rows`: also their free rows). */
+static void solve_with_products(ShapeSolver *s, bool default_rows) {
+    shape_solve(s);
+    while (settle_products(s, false)) shape_solve(s);
+    if (!default_rows) return;
+    while (settle_products(s, true)) {
+        shape_solve(s);
+        while (settle_products(s, false)) shape_solve(s);
+    }
+}
+
 bool shape_close(ShapeSolver *s) {
     unsigned before = s->errors;
-    shape_solve(s);
+    solve_with_products(s, true);
     close_leaves(s);
-    shape_solve(s);
+    solve_with_products(s, false);
     for (int round = 0; round < 64; round++) {
         if (!close_interiors(s)) break;
-        shape_solve(s);
+        solve_with_products(s, false);
     }
     /* A parameter whose axis only the fallback sized: nothing determined it. */
     for (uint32_t i = 0; i < s->shape_count; i++) {

@@ -96,6 +96,12 @@ void shape_dim_le(ShapeSolver *solver, Dim sub, Dim super, OriginId why);
 void shape_dim_at_least(ShapeSolver *solver, Dim d, uint32_t size, OriginId why);
 void shape_row_eq(ShapeSolver *solver, Row a, Row b, OriginId why);
 void shape_row_le(ShapeSolver *solver, Row sub, Row super, OriginId why);
+/* The axes of `row` hold `cells` cells in all (seed 004's Total_elems): a captured row variable
+ * read with `dim` or sized with `set_dim`.  Settled at fixpoints, not while solving: a ground
+ * row gives `cells` its product; a known `cells` solves the row's one unknown axis; at closing
+ * a row variable still free takes one axis of the missing size (none when nothing is missing).
+ * `cells` gets basis `default`. */
+void shape_row_product(ShapeSolver *solver, Row row, Dim cells, OriginId why);
 /* Constraints queued while this is on come from a structural operation (compose, transpose,
  * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
  * dimension: at closing, a hole there is an error; a parameter row only ever broadcast

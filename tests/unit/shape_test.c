@@ -858,6 +858,77 @@ static void fixed_indices(void) {
     shape_solver_free(s);
 }
 
+/* Cells constraints (shape_row_product, seed 004's Total_elems), settled at closing. */
+static void cells_constraints(void) {
+    /* A ground row gives the count its product, in either order of the constraints. */
+    for (int order = 0; order < 2; order++) {
+        ShapeSolver *s = solver();
+        Row r = shape_fresh_row(s, 0);
+        Dim n = shape_fresh_dim(s, 0);
+        if (order) shape_row_product(s, r, n, 0);
+        shape_row_eq(s, r, CLOSED(s, 0, D(3), D(4)), 0);
+        if (!order) shape_row_product(s, r, n, 0);
+        Shape sh = out_shape(r);
+        shape_add_interior(s, &sh);
+        expect_close(s, true, "cells of [3, 4]");
+        check(is_ground_dim(s, n, 12, BASIS_DEFAULT), "the axes [3, 4] hold 12 cells", NULL);
+        shape_solver_free(s);
+    }
+    /* A known count sizes the one unknown axis of a closed row. */
+    {
+        ShapeSolver *s = solver();
+        Dim a = shape_fresh_dim(s, 0);
+        Row r = CLOSED(s, 0, D(2), a);
+        shape_row_product(s, r, D(10), 0);
+        Shape sh = out_shape(r);
+        shape_add_interior(s, &sh);
+        expect_close(s, true, "[2, α] with 10 cells");
+        expect_shape(s, &sh, "2,5", "[2, α] with 10 cells gives α = 5 (not the interior's 1_∅)");
+        shape_solver_free(s);
+    }
+    /* A free row variable becomes one axis of what is missing; nothing missing: no axis. */
+    for (uint32_t cells = 1; cells <= 6; cells += 5) {
+        ShapeSolver *s = solver();
+        uint32_t v = shape_fresh_row(s, 0).var;
+        Row r = open_row(s, (Dim[]){D(2)}, 1, v, NULL, 0);
+        shape_row_product(s, r, D(2 * cells), 0);
+        Shape sh = out_shape(r);
+        shape_add_leaf(s, &sh, LEAF_CONSTANT, "p", 0);
+        expect_close(s, true, "[2]·<ρ> with a count");
+        expect_shape(s, &sh, cells == 1 ? "2" : "2,6",
+                     cells == 1 ? "[2]·<ρ> with 2 cells gives ρ = []" : "[2]·<ρ> with 12 cells gives ρ = [6]");
+        shape_solver_free(s);
+    }
+    /* The count wins over a leaf's upper bound: it is settled before the leaves commit. */
+    {
+        ShapeSolver *s = solver();
+        Row r = shape_fresh_row(s, 0);
+        shape_row_product(s, r, D(8), 0);
+        Shape leaf = out_shape(r), big = out_shape(CLOSED(s, 0, D(8)));
+        shape_row_le(s, r, big.rows[ROW_OUTPUT], 0);
+        shape_add_leaf(s, &leaf, LEAF_CONSTANT, "p", 0);
+        expect_close(s, true, "<ρ> ⊑ [8] with 8 cells");
+        expect_shape(s, &leaf, "8", "<ρ> ⊑ [8] with 8 cells gives [8]");
+        shape_solver_free(s);
+    }
+    /* Errors: a ground row with another count; a count its known axes cannot divide. */
+    {
+        ShapeSolver *s = solver();
+        Row r = CLOSED(s, 0, D(3), D(4));
+        shape_row_product(s, r, D(8), 0);
+        expect_close(s, false, "[3, 4] cannot hold 8 cells");
+        shape_solver_free(s);
+        s = solver();
+        uint32_t v = shape_fresh_row(s, 0).var;
+        Row o = open_row(s, NULL, 0, v, (Dim[]){D(5)}, 1);
+        shape_row_product(s, o, D(12), 0);
+        Shape sh = out_shape(o);
+        shape_add_interior(s, &sh);
+        expect_close(s, false, "<ρ>·[5] cannot hold 12 cells");
+        shape_solver_free(s);
+    }
+}
+
 static void printed_forms(void) {
     ShapeSolver *s = solver();
     Row e = shape_empty_row(0);
@@ -1984,6 +2055,7 @@ int main(void) {
     rank_cycles();
     watch(30, "the worked examples");
     fixed_indices();
+    cells_constraints();
     printed_forms();
     closing_regressions();
     known_bugs();
