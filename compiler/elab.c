@@ -1403,7 +1403,7 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         Row wanted = shape_row_prepend(s, &axis, 1, r->shape.rows[ROW_BATCH]);
         wanted.origin = origin(e, n->span, "'@|' needs a leftmost batch axis of size %u (the range of '%s')",
                                i->as.index.range, i->as.index.name);
-        shape_row_eq(s, t->shape.rows[ROW_BATCH], wanted, why);
+        shape_row_eq_front(s, t->shape.rows[ROW_BATCH], wanted, why);
         shape_row_eq(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT], why);
         shape_row_eq(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT], why);
         return tensor_value(e, r);

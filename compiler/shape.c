@@ -28,6 +28,7 @@ typedef struct Constraint {
     ConstraintKind kind;
     uint32_t at_least; /* C_DIM_AT_LEAST */
     bool contracting;  /* C_ROW_*: from a structural operation (compose, transpose, einsum) */
+    bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
@@ -39,6 +40,7 @@ typedef struct ConstraintList {
 } ConstraintList;
 
 typedef struct DimVarInfo {
+    uint32_t visited;     /* closing: the search (dim_hole_above) that last reached it */
     bool solved;
     Dim value;
     bool has_lub;
@@ -80,6 +82,13 @@ typedef struct Product {
     bool settled;
 } Product;
 
+/* shape_row_eq_front: an equality that waits until the row's front is known. */
+typedef struct FrontEq {
+    Row row, front;
+    OriginId why;
+    bool settled;
+} FrontEq;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -105,6 +114,9 @@ struct ShapeSolver {
     uint32_t shape_count, shape_cap;
     Product *products;
     uint32_t product_count, product_cap;
+    FrontEq *fronts;
+    uint32_t front_count, front_cap;
+    ConstraintList growth; /* C_ROW_LE whose open super row is too short: grown at the fixpoint */
     unsigned errors;
     Span context;              /* shape_set_context */
     const char *context_name;
@@ -112,6 +124,7 @@ struct ShapeSolver {
     OriginId fallback; /* the origin of dims committed by closing's fallback */
     uint32_t stamp;    /* closing: the current bound collection */
     uint64_t row_dims; /* axes in all row constraints added through the API: a bound on growth */
+    uint32_t search;   /* closing: the current dim_hole_above search */
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -480,6 +493,11 @@ void shape_row_product(ShapeSolver *s, Row row, Dim cells, OriginId why) {
     ARENA_PUSH(s->arena, s->products, s->product_count, s->product_cap, p);
 }
 
+void shape_row_eq_front(ShapeSolver *s, Row row, Row front, OriginId why) {
+    FrontEq f = {row, front, why, false};
+    ARENA_PUSH(s->arena, s->fronts, s->front_count, s->front_cap, f);
+}
+
 uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head; }
 
 void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
@@ -751,7 +769,8 @@ static void row_upper_bound(ShapeSolver *s, uint32_t v, Row bound, Row sub_for_e
     list_push(s, &s->rvars[v].upper, c);
 }
 
-static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
+static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_grow) {
+    Row sub_written = sub, super_written = super;
     sub = shape_resolve_row(s, sub);
     super = shape_resolve_row(s, super);
     uint32_t sl = sub.lead, st = sub.count - sl;
@@ -775,6 +794,15 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
          * dims around a fresh residue, then look again. */
         if (sub.var == super.var) {
             report_cycle(s, super, sub, why);
+            return;
+        }
+        if (!may_grow) {
+            /* Growing is a choice of where the new axes go (at the flanks, around a fresh
+             * residue); an equality may still say otherwise (a closed row read flat).  So
+             * growth waits until the queue is empty, when every equality the constraints
+             * hold has been applied, and the choice is the same in every order. */
+            Constraint c = {.kind = C_ROW_LE, .r1 = sub_written, .r2 = super_written, .why = why};
+            list_push(s, &s->growth, c);
             return;
         }
         uint32_t xl = sl > pl ? sl - pl : 0, xt = st > pt ? st - pt : 0;
@@ -807,7 +835,7 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
         s->rvars[residue].depth = depth;
         solve_row_var(s, super.var, shape_row(s, fresh, xl, residue, fresh + xl, xt, super.origin), why);
         /* Look again: the same constraint, so not counted in row_dims. */
-        enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
+        enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why, .may_grow = true});
         return;
     }
     for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
@@ -835,7 +863,17 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why) {
 
 bool shape_solve(ShapeSolver *s) {
     unsigned before = s->errors;
-    while (s->queue_head < s->queue_count) {
+    for (;;) {
+        if (s->queue_head == s->queue_count) {
+            /* A fixpoint: now the rows that were too short may grow (row_le). */
+            if (!s->growth.count) break;
+            ConstraintList pending = s->growth;
+            s->growth = (ConstraintList){0};
+            for (uint32_t i = 0; i < pending.count; i++) {
+                pending.items[i].may_grow = true;
+                enqueue(s, pending.items[i]);
+            }
+        }
         Constraint c = s->queue[s->queue_head++];
         switch (c.kind) {
         case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
@@ -849,7 +887,7 @@ bool shape_solve(ShapeSolver *s) {
                 if (b.var) s->rvars[b.var].contracted = true;
             }
             if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
-            else row_le(s, c.r1, c.r2, c.why);
+            else row_le(s, c.r1, c.r2, c.why, c.may_grow);
             break;
         }
     }
@@ -995,17 +1033,37 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
               base, row_kind_field(kind));
 }
 
+/* Whether a path of edges upward from v reaches an unsolved variable that nothing bounds (no
+ * LUB, no at-least size above 1).  That variable will take the least value, 1_∅, and so must
+ * everything below it, however bounded it is on another path. */
+static bool dim_hole_above(ShapeSolver *s, uint32_t v) {
+    uint32_t *stack = NULL, count = 0, cap = 0;
+    bool hole = false;
+    s->dvars[v].visited = s->search;
+    ARENA_PUSH(s->arena, stack, count, cap, v);
+    while (count && !hole) {
+        uint32_t w = stack[--count];
+        const DimVarInfo *info = &s->dvars[w];
+        for (uint32_t i = 0; i < info->edges.count && !hole; i++) {
+            Dim sub = shape_resolve_dim(s, info->edges.items[i].d1), super = shape_resolve_dim(s, info->edges.items[i].d2);
+            if (sub.var != w || !super.var || s->dvars[super.var].visited == s->search) continue;
+            s->dvars[super.var].visited = s->search;
+            if (!s->dvars[super.var].has_lub && s->dvars[super.var].at_least <= 1) hole = true;
+            else ARENA_PUSH(s->arena, stack, count, cap, super.var);
+            info = &s->dvars[w];
+        }
+    }
+    return hole;
+}
+
 static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     DimVarInfo *info = &s->dvars[v];
-    /* v ⊑ w for an unsolved w that nothing bounds: a hole in v's bound (as for rows), so v
+    /* v ⊑ … ⊑ w for an unsolved w that nothing bounds: a hole in v's bound (as for rows), so v
      * takes the least value; committing v to its own bound would leave w below it. */
-    for (uint32_t i = 0; i < info->edges.count; i++) {
-        Dim sub = shape_resolve_dim(s, info->edges.items[i].d1), super = shape_resolve_dim(s, info->edges.items[i].d2);
-        if (sub.var == v && super.var && super.var != v && !s->dvars[super.var].has_lub &&
-            s->dvars[super.var].at_least <= 1) {
-            *hole = true;
-            return dim_unit(s->fallback);
-        }
+    s->search++;
+    if (dim_hole_above(s, v)) {
+        *hole = true;
+        return dim_unit(s->fallback);
     }
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
@@ -1166,25 +1224,52 @@ static bool settle_products(ShapeSolver *s, bool default_rows) {
     return progress;
 }
 
-/* Solve, settling products at each fixpoint (with `default_rows`: also their free rows). */
-static void solve_with_products(ShapeSolver *s, bool default_rows) {
+/* Settle the front equalities whose row now has a known front; with `default_rows`, a row whose
+ * unknown stretch lies in front of its written axes takes it empty (the written axes are the
+ * leftmost), and a bare row variable is equated as it is.  Returns whether one was queued. */
+static bool settle_fronts(ShapeSolver *s, bool default_rows) {
+    bool progress = false;
+    for (uint32_t i = 0; i < s->front_count; i++) {
+        FrontEq *f = &s->fronts[i];
+        if (f->settled) continue;
+        Row r = shape_resolve_row(s, f->row);
+        if (!r.var || r.lead > 0 || (default_rows && r.count == 0)) {
+            f->settled = progress = true;
+            shape_row_eq(s, f->row, f->front, f->why);
+        } else if (default_rows) {
+            progress = true;
+            shape_row_eq(s, (Row){.var = r.var, .origin = r.origin}, shape_empty_row(r.origin), f->why);
+        }
+    }
+    return progress;
+}
+
+/* What waits for a fixpoint: cells constraints and front equalities. */
+static bool settle(ShapeSolver *s, bool default_rows) {
+    bool fronts = settle_fronts(s, default_rows);
+    bool products = settle_products(s, default_rows);
+    return fronts || products;
+}
+
+/* Solve, settling what waits for a fixpoint (with `default_rows`: also the defaults). */
+static void solve_and_settle(ShapeSolver *s, bool default_rows) {
     shape_solve(s);
-    while (settle_products(s, false)) shape_solve(s);
+    while (settle(s, false)) shape_solve(s);
     if (!default_rows) return;
-    while (settle_products(s, true)) {
+    while (settle(s, true)) {
         shape_solve(s);
-        while (settle_products(s, false)) shape_solve(s);
+        while (settle(s, false)) shape_solve(s);
     }
 }
 
 bool shape_close(ShapeSolver *s) {
     unsigned before = s->errors;
-    solve_with_products(s, true);
+    solve_and_settle(s, true);
     close_leaves(s);
-    solve_with_products(s, false);
+    solve_and_settle(s, false);
     for (int round = 0; round < 64; round++) {
         if (!close_interiors(s)) break;
-        solve_with_products(s, false);
+        solve_and_settle(s, false);
     }
     /* A parameter whose axis only the fallback sized: nothing determined it. */
     for (uint32_t i = 0; i < s->shape_count; i++) {

@@ -102,6 +102,12 @@ void shape_row_le(ShapeSolver *solver, Row sub, Row super, OriginId why);
  * a row variable still free takes one axis of the missing size (none when nothing is missing).
  * `cells` gets basis `default`. */
 void shape_row_product(ShapeSolver *solver, Row row, Dim cells, OriginId why);
+/* `row` = `front`, where `front` is written [leading axes]·<ρ>: the leading axes are the
+ * leftmost axes of `row` (slicing with `@|`).  Applied once `row`'s leftmost axes are known --
+ * it is closed or has a leading flank -- so that a row growing at its back is not taken for one
+ * with new axes in front.  At closing, a row whose unknown stretch is still in front of its
+ * written axes takes that stretch empty first. */
+void shape_row_eq_front(ShapeSolver *solver, Row row, Row front, OriginId why);
 /* Constraints queued while this is on come from a structural operation (compose, transpose,
  * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
  * dimension: at closing, a hole there is an error; a parameter row only ever broadcast
