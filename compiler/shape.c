@@ -116,6 +116,7 @@ struct ShapeSolver {
     uint32_t product_count, product_cap;
     FrontEq *fronts;
     uint32_t front_count, front_cap;
+    ConstraintList row_eqs; /* row equalities not yet taken (shape_solve takes them first) */
     ConstraintList growth; /* C_ROW_LE whose open super row is too short: grown at the fixpoint */
     unsigned errors;
     Span context;              /* shape_set_context */
@@ -460,6 +461,10 @@ void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
 
 static void enqueue(ShapeSolver *s, Constraint c) {
     if (c.kind == C_ROW_EQ || c.kind == C_ROW_LE) c.contracting = c.contracting || s->contracting;
+    if (c.kind == C_ROW_EQ) { /* taken before the queue, open ones first: see shape_solve */
+        list_push(s, &s->row_eqs, c);
+        return;
+    }
     if (s->queue_head > 0 && s->queue_head == s->queue_count) s->queue_head = s->queue_count = 0;
     ARENA_PUSH(s->arena, s->queue, s->queue_count, s->queue_cap, c);
 }
@@ -498,10 +503,19 @@ void shape_row_eq_front(ShapeSolver *s, Row row, Row front, OriginId why) {
     ARENA_PUSH(s->arena, s->fronts, s->front_count, s->front_cap, f);
 }
 
-uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head; }
+uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head + s->row_eqs.count; }
 
 void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
     uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (uint32_t i = s->row_eqs.count; i > 1; i--) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        uint32_t j = (uint32_t)(x % i);
+        Constraint t = s->row_eqs.items[i - 1];
+        s->row_eqs.items[i - 1] = s->row_eqs.items[j];
+        s->row_eqs.items[j] = t;
+    }
     for (uint32_t i = s->queue_count; i > s->queue_head + 1; i--) {
         x ^= x >> 33;
         x *= 0xff51afd7ed558ccdull;
@@ -861,9 +875,50 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
 
 /* ---- The fixpoint -------------------------------------------------------------------------- */
 
+static void process(ShapeSolver *s, Constraint c) {
+    switch (c.kind) {
+    case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
+    case C_DIM_LE: dim_le(s, c.d1, c.d2, c.why); break;
+    case C_DIM_AT_LEAST: dim_at_least(s, c.d1, c.at_least, c.why); break;
+    case C_ROW_EQ:
+    case C_ROW_LE:
+        if (c.contracting) {
+            Row a = shape_resolve_row(s, c.r1), b = shape_resolve_row(s, c.r2);
+            if (a.var) s->rvars[a.var].contracted = true;
+            if (b.var) s->rvars[b.var].contracted = true;
+        }
+        if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
+        else row_le(s, c.r1, c.r2, c.why, c.may_grow);
+        break;
+    }
+}
+
+/* Take the pending row equalities: first every one whose two sides are still open, then the
+ * rest in order.  Open rows merge their flanks around a shared residue, so once they have met,
+ * the row of a class of equal variables holds every flank any of them was written with; a
+ * closed row (written ones all have their marker in front) then fills the residue and keeps
+ * those flanks' marker.  Taken in arrival order instead, a variable equated with a closed row
+ * first would keep that row's marker, and an open row arriving later could not move it, so the
+ * marker (where the row broadcasts) would depend on the order.  Row inequalities come after,
+ * so none of them reads a marker that a pending equality would still set. */
+static void take_row_equalities(ShapeSolver *s) {
+    ConstraintList pending = s->row_eqs, closed = {0};
+    s->row_eqs = (ConstraintList){0};
+    for (uint32_t i = 0; i < pending.count; i++) {
+        Row a = shape_resolve_row(s, pending.items[i].r1), b = shape_resolve_row(s, pending.items[i].r2);
+        if (a.var && b.var) process(s, pending.items[i]);
+        else list_push(s, &closed, pending.items[i]);
+    }
+    for (uint32_t i = 0; i < closed.count; i++) process(s, closed.items[i]);
+}
+
 bool shape_solve(ShapeSolver *s) {
     unsigned before = s->errors;
     for (;;) {
+        if (s->row_eqs.count) {
+            take_row_equalities(s);
+            continue;
+        }
         if (s->queue_head == s->queue_count) {
             /* A fixpoint: now the rows that were too short may grow (row_le). */
             if (!s->growth.count) break;
@@ -874,22 +929,7 @@ bool shape_solve(ShapeSolver *s) {
                 enqueue(s, pending.items[i]);
             }
         }
-        Constraint c = s->queue[s->queue_head++];
-        switch (c.kind) {
-        case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
-        case C_DIM_LE: dim_le(s, c.d1, c.d2, c.why); break;
-        case C_DIM_AT_LEAST: dim_at_least(s, c.d1, c.at_least, c.why); break;
-        case C_ROW_EQ:
-        case C_ROW_LE:
-            if (c.contracting) {
-                Row a = shape_resolve_row(s, c.r1), b = shape_resolve_row(s, c.r2);
-                if (a.var) s->rvars[a.var].contracted = true;
-                if (b.var) s->rvars[b.var].contracted = true;
-            }
-            if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
-            else row_le(s, c.r1, c.r2, c.why, c.may_grow);
-            break;
-        }
+        process(s, s->queue[s->queue_head++]);
     }
     s->queue_head = s->queue_count = 0;
     return s->errors == before;

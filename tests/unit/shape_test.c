@@ -14,8 +14,8 @@
  *      the constraints must print the same closed shapes; unsatisfiable sets must report an
  *      error in every order, without crashing or hanging.
  *
- * Known solver limitations are kept as disabled cases (known_bugs(), known_seeds[]); set
- * SHAPE_TEST_KNOWN_BUGS=1 to run the minimal ones.  Debugging: SHAPE_TEST_SEED=0x... runs just
+ * Random seeds that fail because of a known solver bug can be listed in known_seeds[] (none
+ * are at present): they count as known, not failed.  Debugging: SHAPE_TEST_SEED=0x... runs just
  * that random case, SHAPE_TEST_TRACE=1 prints every random problem before solving it,
  * SHAPE_TEST_REPORTS=N prints (and minimises) up to N failing cases (default 6).
  * Requires build/libtsrc.a.  Produces one line per failing case and a last line
@@ -963,10 +963,8 @@ static void printed_forms(void) {
     shape_solver_free(s);
 }
 
-/* Cases where the solver's answer depends on the order constraints arrive in, or that are
- * otherwise known to be wrong.  Disabled by default: each is explained in the report and the
- * lead engineer decides; SHAPE_TEST_KNOWN_BUGS=1 runs them (they then fail). */
-/* Closes the case built by `add` in two orders; want < 0: the outcomes agree; want 0 or 1: both
+/* Cases where the solver's answer once depended on the order constraints arrive in, each
+ * closed in two orders (closing_regressions).  Closes the case built by `add` in two orders; want < 0: the outcomes agree; want 0 or 1: both
  * close with (0) or without (1) an error. */
 static void order_pair(const char *what, void (*add)(ShapeSolver *, Row *, Dim *, int), int want) {
     bool oks[2];
@@ -989,8 +987,9 @@ static void order_pair(const char *what, void (*add)(ShapeSolver *, Row *, Dim *
 }
 
 /* {ρ = ◇·[3,4], ρ = [3]·<σ>, ρ ⊑ [3,5,4]}: whether ρ's value has its marker at the front
- * (◇·[3,4], then 3 meets 5: error) or after the 3 ([3]·◇·[4]: fine) depends on which equality
- * solves ρ first. */
+ * (◇·[3,4], then 3 meets 5: error) or after the 3 ([3]·◇·[4]: fine) used to depend on which
+ * equality solved ρ first.  Fixed: open equalities are taken first, so both orders give
+ * [3]·◇·[4]. */
 static void add_marker_case(ShapeSolver *s, Row *r, Dim *d, int order) {
     Row rho = r[0];
     Row c = CLOSED(s, 0, D(3), D(4));
@@ -1050,12 +1049,8 @@ static void closing_regressions(void) {
                add_anchor_case, 1);
     order_pair("whether a parameter's row is a template residue does not depend on the order",
                add_grown_case, -1);
-}
-
-static void known_bugs(void) {
-    const char *env = getenv("SHAPE_TEST_KNOWN_BUGS");
-    if (!env || strcmp(env, "1") != 0) return;
-    order_pair("KNOWN: a solved row variable's marker depends on the order", add_marker_case, -1);
+    order_pair("a row variable equated with an open and a closed row takes the open row's marker",
+               add_marker_case, 1);
 }
 
 /* ---- 2. Random constraint sets --------------------------------------------------------------- */
@@ -1762,8 +1757,7 @@ static void report_failure(Problem *p, uint64_t seed, const char *what, const ch
     print_problem(stdout, p);
 }
 
-/* Random satisfiable sets that fail because of a known, unfixed solver bug (the minimal cases
- * are in known_bugs()).  They still run; a failure counts as known, not failed, and a pass is
+/* Random satisfiable sets that fail because of a known, unfixed solver bug.  They still run; a failure counts as known, not failed, and a pass is
  * reported so that the seed can leave the list. */
 static const struct {
     uint64_t seed;
@@ -2058,7 +2052,6 @@ int main(void) {
     cells_constraints();
     printed_forms();
     closing_regressions();
-    known_bugs();
     }
     alarm(0);
 
