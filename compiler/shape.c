@@ -9,6 +9,10 @@
  * is either solved (bound to a Row) or keeps its upper-bound rows and its variable-variable
  * inequalities.  Solving a variable puts everything it kept back on the queue, against the new
  * value; that is what makes the fixpoint independent of the order constraints arrive in.
+ * Three choices are kept out of that race: row equalities are taken before the queue, those
+ * between two open rows first (a row's marker then does not depend on which equality came
+ * first); template growth waits for a fixpoint (it never runs ahead of an equality); and cells
+ * constraints and slicing's front equalities are settled only at fixpoints of closing.
  *
  * Requires: diag.h for errors (every Span in an origin must belong to a registered source, or
  * be the zero span). */
