@@ -130,6 +130,8 @@ struct ShapeSolver {
     uint32_t stamp;    /* closing: the current bound collection */
     uint64_t row_dims; /* axes in all row constraints added through the API: a bound on growth */
     uint32_t search;   /* closing: the current dim_hole_above search */
+    uint32_t *hole_stack; /* closing: dim_hole_above's work list, reused */
+    uint32_t hole_stack_cap;
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -509,26 +511,23 @@ void shape_row_eq_front(ShapeSolver *s, Row row, Row front, OriginId why) {
 
 uint32_t shape_queue_length(const ShapeSolver *s) { return s->queue_count - s->queue_head + s->row_eqs.count; }
 
+/* Fisher-Yates over items[0, n), drawing from the mixer state *x. */
+static void shuffle_constraints(Constraint *items, uint32_t n, uint64_t *x) {
+    for (uint32_t i = n; i > 1; i--) {
+        *x ^= *x >> 33;
+        *x *= 0xff51afd7ed558ccdull;
+        *x ^= *x >> 33;
+        uint32_t j = (uint32_t)(*x % i);
+        Constraint t = items[i - 1];
+        items[i - 1] = items[j];
+        items[j] = t;
+    }
+}
+
 void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
     uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
-    for (uint32_t i = s->row_eqs.count; i > 1; i--) {
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        uint32_t j = (uint32_t)(x % i);
-        Constraint t = s->row_eqs.items[i - 1];
-        s->row_eqs.items[i - 1] = s->row_eqs.items[j];
-        s->row_eqs.items[j] = t;
-    }
-    for (uint32_t i = s->queue_count; i > s->queue_head + 1; i--) {
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        uint32_t j = s->queue_head + (uint32_t)(x % (i - s->queue_head));
-        Constraint t = s->queue[i - 1];
-        s->queue[i - 1] = s->queue[j];
-        s->queue[j] = t;
-    }
+    shuffle_constraints(s->row_eqs.items, s->row_eqs.count, &x);
+    shuffle_constraints(s->queue + s->queue_head, s->queue_count - s->queue_head, &x);
 }
 
 void shape_add_leaf(ShapeSolver *s, const Shape *shape, LeafKind kind, const char *name,
@@ -1081,19 +1080,20 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
  * LUB, no at-least size above 1).  That variable will take the least value, 1_∅, and so must
  * everything below it, however bounded it is on another path. */
 static bool dim_hole_above(ShapeSolver *s, uint32_t v) {
-    uint32_t *stack = NULL, count = 0, cap = 0;
+    uint32_t count = 0;
     bool hole = false;
+    s->search++;
     s->dvars[v].visited = s->search;
-    ARENA_PUSH(s->arena, stack, count, cap, v);
+    ARENA_PUSH(s->arena, s->hole_stack, count, s->hole_stack_cap, v);
     while (count && !hole) {
-        uint32_t w = stack[--count];
+        uint32_t w = s->hole_stack[--count];
         const DimVarInfo *info = &s->dvars[w];
         for (uint32_t i = 0; i < info->edges.count && !hole; i++) {
             Dim sub = shape_resolve_dim(s, info->edges.items[i].d1), super = shape_resolve_dim(s, info->edges.items[i].d2);
             if (sub.var != w || !super.var || s->dvars[super.var].visited == s->search) continue;
             s->dvars[super.var].visited = s->search;
             if (!s->dvars[super.var].has_lub && s->dvars[super.var].at_least <= 1) hole = true;
-            else ARENA_PUSH(s->arena, stack, count, cap, super.var);
+            else ARENA_PUSH(s->arena, s->hole_stack, count, s->hole_stack_cap, super.var);
             info = &s->dvars[w];
         }
     }
@@ -1104,7 +1104,6 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     DimVarInfo *info = &s->dvars[v];
     /* v ⊑ … ⊑ w for an unsolved w that nothing bounds: a hole in v's bound (as for rows), so v
      * takes the least value; committing v to its own bound would leave w below it. */
-    s->search++;
     if (dim_hole_above(s, v)) {
         *hole = true;
         return dim_unit(s->fallback);
@@ -1200,6 +1199,12 @@ static bool close_interiors(ShapeSolver *s) {
 
 /* ---- Products (Total_elems) ------------------------------------------------------------------ */
 
+/* r as messages show it, made once into *text. */
+static const char *axes_text(ShapeSolver *s, Row r, const char **text) {
+    if (!*text) *text = shape_row_to_string(s, r);
+    return *text;
+}
+
 /* Settle what the products can say now; returns whether a constraint was queued.  Without
  * `default_rows` only what follows from the constraints is used: a ground row sizes its cell
  * count, and a known count sizes a closed row's one unknown axis.  With it (closing, before
@@ -1220,24 +1225,24 @@ static bool settle_products(ShapeSolver *s, bool default_rows) {
             if (d.var) unknown++, unknown_at = j;
             else if ((known *= d.size) > UINT32_MAX) known = (uint64_t)UINT32_MAX + 1;
         }
-        const char *rs = shape_row_to_string(s, r);
+        const char *rs = NULL; /* made by axes_text when a message or origin needs it */
         if (!unknown && !r.var) {
             p->settled = progress = true;
             if (known > UINT32_MAX) {
-                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold more than %u cells", rs, UINT32_MAX);
-                note_origin(s, r.origin, "axes %s come from", rs);
+                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold more than %u cells", axes_text(s, r, &rs), UINT32_MAX);
+                note_origin(s, r.origin, "axes %s come from", axes_text(s, r, &rs));
                 continue;
             }
             if (!cells.var && cells.size != known) {
-                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold %llu cells, not %u", rs,
+                error_at(s, p->why, r.origin, cells.origin, "the axes %s hold %llu cells, not %u", axes_text(s, r, &rs),
                          (unsigned long long)known, cells.size);
-                note_origin(s, r.origin, "axes %s come from", rs);
+                note_origin(s, r.origin, "axes %s come from", axes_text(s, r, &rs));
                 note_origin(s, cells.origin, "%u cells come from", cells.size);
                 continue;
             }
             OriginId o = shape_origin(s, s->origins[p->why].span,
                                       arena_printf(s->arena, "the %llu cells of axes %s (%s)",
-                                                   (unsigned long long)known, rs, s->origins[p->why].what));
+                                                   (unsigned long long)known, axes_text(s, r, &rs), s->origins[p->why].what));
             shape_dim_eq(s, cells, dim_ground((uint32_t)known, BASIS_DEFAULT, o), p->why);
             continue;
         }
@@ -1245,20 +1250,22 @@ static bool settle_products(ShapeSolver *s, bool default_rows) {
         if (known > cells.size || cells.size % known) {
             p->settled = true;
             error_at(s, p->why, r.origin, cells.origin,
-                     "the axes %s hold a multiple of %llu cells, which cannot make %u cells", rs,
+                     "the axes %s hold a multiple of %llu cells, which cannot make %u cells", axes_text(s, r, &rs),
                      (unsigned long long)known, cells.size);
-            note_origin(s, r.origin, "axes %s come from", rs);
+            note_origin(s, r.origin, "axes %s come from", axes_text(s, r, &rs));
             note_origin(s, cells.origin, "%u cells come from", cells.size);
             continue;
         }
+        bool sizes_axis = unknown == 1 && !r.var;
+        if (!sizes_axis && !(default_rows && r.var)) continue; /* wait for more */
         uint32_t missing = cells.size / (uint32_t)known;
         OriginId o = shape_origin(s, s->origins[p->why].span,
                                   arena_printf(s->arena, "what remains of %u cells after axes %s (%s)",
-                                               cells.size, rs, s->origins[p->why].what));
-        if (unknown == 1 && !r.var) {
+                                               cells.size, axes_text(s, r, &rs), s->origins[p->why].what));
+        if (sizes_axis) {
             p->settled = progress = true;
             shape_dim_eq(s, r.dims[unknown_at], dim_ground(missing, BASIS_DEFAULT, o), p->why);
-        } else if (default_rows && r.var) {
+        } else {
             progress = true;
             Dim axis = dim_ground(missing, BASIS_DEFAULT, o);
             Row value = unknown || missing == 1 ? shape_empty_row(o) : shape_closed_row(s, &axis, 1, o);
