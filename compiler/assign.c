@@ -37,6 +37,8 @@ typedef struct TensorInfo {
 typedef struct Builder {
     IrProgram *ir;
     Program *program;
+    AssignResult *out;         /* value_buffer, grad_buffer */
+    Shape *shapes;             /* per tensor id: the closed shape (resolved) */
     bool *visited;
     TensorInfo *info;          /* by tensor id */
     uint32_t *stamp;           /* by tensor id: collection marks */
@@ -59,14 +61,16 @@ static const char *tensor_label(IrProgram *ir, const Tensor *t) {
     return arena_printf(ir->arena, "_%s#t%u", what, t->id);
 }
 
-uint32_t assign_buffer(IrProgram *ir, TNode node) {
-    uint32_t *slot = node.grad ? &ir->grad_buffer[node.tensor->id] : &ir->value_buffer[node.tensor->id];
+/* The buffer of a tensor node (creating it on first use). */
+static uint32_t node_buffer(Builder *bld, TNode node) {
+    IrProgram *ir = bld->ir;
+    uint32_t *slot = node.grad ? &bld->out->grad_buffer[node.tensor->id] : &bld->out->value_buffer[node.tensor->id];
     if (*slot != UINT32_MAX) return *slot;
     Tensor *t = node.tensor;
-    const Shape *shape = &ir->shapes[t->id];
+    const Shape *shape = &bld->shapes[t->id];
     IrBuffer b = {0};
     b.id = ir->buffer_count;
-    b.node = node;
+    b.grad = node.grad;
     b.rank = proj_shape_rank(shape);
     b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
     proj_shape_dims(shape, b.dims);
@@ -75,7 +79,7 @@ uint32_t assign_buffer(IrProgram *ir, TNode node) {
         b.size = b.dims[i] && b.size > UINT64_MAX / b.dims[i] ? UINT64_MAX : b.size * b.dims[i];
     const char *label = tensor_label(ir, t);
     b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
-    b.shape_text = shape_to_string(ir->program->solver, shape);
+    b.shape_text = shape_to_string(bld->program->solver, shape);
     b.keep = t->shown != NULL || node.grad;
     if (node.grad) {
         b.kind = BUF_COMPUTED;
@@ -95,14 +99,15 @@ uint32_t assign_buffer(IrProgram *ir, TNode node) {
 }
 
 /* Buffer pointers are taken after creating the buffer (creating one may move the array). */
-static IrBuffer *buffer_of(IrProgram *ir, TNode node) {
-    uint32_t id = assign_buffer(ir, node);
-    return &ir->buffers[id];
+static IrBuffer *buffer_of(Builder *b, TNode node) {
+    uint32_t id = node_buffer(b, node);
+    return &b->ir->buffers[id];
 }
 
 /* The values of a literal or a stack of literals, in memory order; NULL if not one. */
-static double *literal_values(IrProgram *ir, Tensor *t) {
-    const Shape *shape = &ir->shapes[t->id];
+static double *literal_values(Builder *b, Tensor *t) {
+    IrProgram *ir = b->ir;
+    const Shape *shape = &b->shapes[t->id];
     uint32_t rank = proj_shape_rank(shape);
     uint64_t size = 1, dims[rank ? rank : 1];
     proj_shape_dims(shape, dims);
@@ -118,7 +123,7 @@ static double *literal_values(IrProgram *ir, Tensor *t) {
     RowKind kind = ROW_OUTPUT;
     for (int k = 0; k < ROW_KINDS; k++)
         if (shape->rows[k].count && shape->rows[k].dims[0].size == t->operand_count &&
-            shape->rows[k].count == ir->shapes[t->operands[0]->id].rows[k].count + 1)
+            shape->rows[k].count == b->shapes[t->operands[0]->id].rows[k].count + 1)
             kind = (RowKind)k;
     uint32_t pos = kind == ROW_BATCH ? 0 : kind == ROW_OUTPUT ? shape->rows[ROW_BATCH].count
                                                               : shape->rows[ROW_BATCH].count + shape->rows[ROW_OUTPUT].count;
@@ -127,7 +132,7 @@ static double *literal_values(IrProgram *ir, Tensor *t) {
     for (uint32_t i = pos + 1; i < rank; i++) inner *= dims[i];
     double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
     for (uint32_t k = 0; k < t->operand_count; k++) {
-        double *e = literal_values(ir, t->operands[k]);
+        double *e = literal_values(b, t->operands[k]);
         if (!e) return NULL;
         for (uint64_t o = 0; o < outer; o++)
             memcpy(&v[(o * t->operand_count + k) * inner], &e[o * inner], inner * sizeof *v);
@@ -148,7 +153,7 @@ static void add_forward(Builder *b, Assignment *a) {
 static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t n, Tensor *owner,
                           const char *what) {
     Shape *shapes = arena_alloc(b->ir->arena, n * sizeof *shapes);
-    for (uint32_t i = 0; i < n; i++) shapes[i] = b->ir->shapes[slots[i]->id];
+    for (uint32_t i = 0; i < n; i++) shapes[i] = b->shapes[slots[i]->id];
     ProjProblem p = {.logic = logic, .spec = owner->spec, .slot_count = n, .shapes = shapes,
                      .symbol = owner->index, .span = owner->span, .what = what};
     Projections *proj = proj_infer(b->ir->arena, &p);
@@ -186,8 +191,8 @@ static uint32_t add_read(Arena *arena, Assignment *a, Access acc) {
 /* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
 static Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj,
                                    Span span, const char *what) {
-    Assignment *a = new_assignment(b, (Access){{dst, false}, 0}, AE_READ, proj, span, what);
-    a->rhs->read = add_read(b->ir->arena, a, (Access){{src, false}, 1});
+    Assignment *a = new_assignment(b, (Access){.node = {dst, false}, .slot = 0}, AE_READ, proj, span, what);
+    a->rhs->read = add_read(b->ir->arena, a, (Access){.node = {src, false}, .slot = 1});
     return a;
 }
 
@@ -222,7 +227,7 @@ static bool block_access(BlockContext *c, const Node *n, Access *out) {
         c->b->failed = true;
         return false;
     }
-    *out = (Access){{c->slots[slot], grad}, slot};
+    *out = (Access){.node = {c->slots[slot], grad}, .slot = slot};
     return true;
 }
 
@@ -379,7 +384,7 @@ static void build_operator(Builder *b, Tensor *t) {
 static void build_tensor(Builder *b, Tensor *t);
 
 static void build_param(Builder *b, Tensor *t) {
-    IrBuffer *buf = buffer_of(b->ir, (TNode){t, false});
+    IrBuffer *buf = buffer_of(b, (TNode){t, false});
     if (!t->operand_count) {
         buf->init = INIT_UNIFORM;
         return;
@@ -390,7 +395,7 @@ static void build_param(Builder *b, Tensor *t) {
         buf->fill = init->values[0];
         return;
     }
-    double *values = literal_values(b->ir, init);
+    double *values = literal_values(b, init);
     if (values) {
         buf->init = INIT_VALUES;
         buf->values = values;
@@ -406,9 +411,9 @@ static void build_tensor(Builder *b, Tensor *t) {
     b->visited[t->id] = true;
     IrProgram *ir = b->ir;
     if (t->kind == TENSOR_STACK) {
-        double *values = literal_values(ir, t);
+        double *values = literal_values(b, t);
         if (values) {
-            IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+            IrBuffer *buf = buffer_of(b, (TNode){t, false});
             buf->kind = BUF_LITERAL;
             buf->init = INIT_VALUES;
             buf->values = values;
@@ -420,26 +425,26 @@ static void build_tensor(Builder *b, Tensor *t) {
     b->current = t;
     switch (t->kind) {
     case TENSOR_LITERAL: {
-        IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
         if (t->value_count == 1 && buf->size == 1) {
             buf->kind = BUF_CONSTANT;
             buf->init = INIT_FILL;
             buf->fill = t->values[0];
         } else {
             buf->init = INIT_VALUES;
-            buf->values = literal_values(ir, t);
+            buf->values = literal_values(b, t);
         }
         break;
     }
     case TENSOR_CONSTANT: {
-        IrBuffer *buf = buffer_of(ir, (TNode){t, false});
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
         buf->init = INIT_FILL;
         buf->fill = t->values[0];
         break;
     }
     case TENSOR_PARAM: build_param(b, t); break;
     case TENSOR_INPUT:
-    case TENSOR_DATA: assign_buffer(ir, (TNode){t, false}); break;
+    case TENSOR_DATA: node_buffer(b, (TNode){t, false}); break;
     case TENSOR_INDEX: break; /* read as the symbol's value, no storage */
     case TENSOR_OP: build_operator(b, t); break;
     case TENSOR_SLICE: {
@@ -450,12 +455,12 @@ static void build_tensor(Builder *b, Tensor *t) {
         break;
     }
     case TENSOR_STACK: {
-        const Shape *shape = &ir->shapes[t->id];
+        const Shape *shape = &b->shapes[t->id];
         RowKind kind = ROW_OUTPUT;
         for (int k = 0; k < ROW_KINDS; k++)
-            if (shape->rows[k].count == ir->shapes[t->operands[0]->id].rows[k].count + 1) kind = (RowKind)k;
+            if (shape->rows[k].count == b->shapes[t->operands[0]->id].rows[k].count + 1) kind = (RowKind)k;
         for (uint32_t k = 0; k < t->operand_count && !b->failed; k++) {
-            Shape shapes[2] = {*shape, ir->shapes[t->operands[k]->id]};
+            Shape shapes[2] = {*shape, b->shapes[t->operands[k]->id]};
             ProjProblem p = {.logic = PROJ_STACK, .slot_count = 2, .shapes = shapes, .stack_index = k,
                              .stack_row = kind, .span = t->span, .what = "stacking"};
             Projections *proj = proj_infer(ir->arena, &p);
@@ -523,8 +528,8 @@ static void backward_of(Builder *b, Tensor *t, AssignList *out) {
             if (!needs_grad(b, src)) continue;
             const Projections *proj = t->kind == TENSOR_SLICE ? info->proj : info->forward.items[k]->proj;
             Assignment *a = copy_assignment(b, src, t, proj, t->span, t->kind == TENSOR_SLICE ? "'@|' (backward)" : "stacking (backward)");
-            a->lhs = (Access){{src, true}, 1};
-            a->reads[0] = (Access){{t, true}, 0};
+            a->lhs = (Access){.node = {src, true}, .slot = 1};
+            a->reads[0] = (Access){.node = {t, true}, .slot = 0};
             a->accum = ACC_ADD;
             list_push(arena, out, a);
         }
@@ -556,14 +561,14 @@ static void backward_of(Builder *b, Tensor *t, AssignList *out) {
 
 /* `g =: value` over every cell of a gradient (one slot, pointwise). */
 static Assignment *fill_assignment(Builder *b, Tensor *t, bool grad, double value, Span span, const char *what) {
-    Shape shape = b->ir->shapes[t->id];
+    Shape shape = b->shapes[t->id];
     ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
     const Projections *proj = proj_infer(b->ir->arena, &p);
     if (!proj) {
         b->failed = true;
         return NULL;
     }
-    Assignment *a = new_assignment(b, (Access){{t, grad}, 0}, AE_CONST, proj, span, what);
+    Assignment *a = new_assignment(b, (Access){.node = {t, grad}, .slot = 0}, AE_CONST, proj, span, what);
     a->rhs->value = value;
     return a;
 }
@@ -586,7 +591,7 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         return e;
     case CEXPR_TENSOR: {
         build_tensor(b, x->tensor);
-        Access acc = {{x->tensor, x->grad}, st->slot_count};
+        Access acc = {.node = {x->tensor, x->grad}, .slot = st->slot_count};
         Tensor *t = x->tensor;
         ARENA_PUSH(b->ir->arena, st->slots, st->slot_count, st->slot_cap, t);
         e->kind = AE_READ;
@@ -624,10 +629,10 @@ static Assignment *standalone(Builder *b, const CodeStep *step) {
         return NULL;
     }
     build_tensor(b, step->tensor);
-    a->lhs = (Access){{step->tensor, step->grad}, 0};
+    a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
     if (!(a->rhs = standalone_expr(&st, step->rhs))) return NULL;
     Shape *shapes = arena_alloc(arena, st.slot_count * sizeof *shapes);
-    for (uint32_t i = 0; i < st.slot_count; i++) shapes[i] = b->ir->shapes[st.slots[i]->id];
+    for (uint32_t i = 0; i < st.slot_count; i++) shapes[i] = b->shapes[st.slots[i]->id];
     ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = st.slot_count, .shapes = shapes, .span = step->span,
                      .what = "this assignment"};
     if (!(a->proj = proj_infer(arena, &p))) {
@@ -683,22 +688,38 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
     }
 }
 
+/* Every access of every assignment gets its buffer (created now if it was not yet) or, for
+ * `!@i` read as a number, its index symbol: lowering never needs the tensor graph. */
+static void resolve_access(Builder *b, Access *acc) {
+    const Tensor *t = acc->node.tensor;
+    acc->symbol = t->kind == TENSOR_INDEX && !acc->node.grad ? t->index : NULL;
+    acc->buffer = acc->symbol ? UINT32_MAX : node_buffer(b, acc->node);
+}
+
+static void resolve_list(Builder *b, AssignList *list) {
+    for (uint32_t i = 0; i < list->count; i++) {
+        Assignment *a = list->items[i];
+        resolve_access(b, &a->lhs);
+        for (uint32_t r = 0; r < a->read_count; r++) resolve_access(b, &a->reads[r]);
+    }
+}
+
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
     memset(out, 0, sizeof *out);
     Arena *arena = arena_new();
     IrProgram *ir = arena_alloc(arena, sizeof *ir);
     ir->arena = arena;
-    ir->program = program;
     ir->seed = options ? options->seed : 0;
     uint32_t n = program->tensor_count;
-    ir->value_buffer = arena_alloc(arena, (n + 1) * sizeof *ir->value_buffer);
-    ir->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *ir->grad_buffer);
-    ir->shapes = arena_alloc(arena, (n + 1) * sizeof *ir->shapes);
+    out->program = program;
+    out->value_buffer = arena_alloc(arena, (n + 1) * sizeof *out->value_buffer);
+    out->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *out->grad_buffer);
+    Builder b = {.ir = ir, .program = program, .out = out};
+    b.shapes = arena_alloc(arena, (n + 1) * sizeof *b.shapes);
     for (uint32_t i = 0; i < n; i++) {
-        ir->value_buffer[i] = ir->grad_buffer[i] = UINT32_MAX;
-        ir->shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
+        out->value_buffer[i] = out->grad_buffer[i] = UINT32_MAX;
+        b.shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
     }
-    Builder b = {.ir = ir, .program = program};
     b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
     b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
     b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
@@ -706,7 +727,7 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
     for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
         Tensor *t = program->named[i];
-        if (t->kind != TENSOR_INDEX) buffer_of(ir, (TNode){t, false})->keep = true;
+        if (t->kind != TENSOR_INDEX) buffer_of(&b, (TNode){t, false})->keep = true;
     }
     out->forward.name = "forward";
     b.generation++;
@@ -719,6 +740,9 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
         arena_free(arena);
         return false;
     }
+    /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
+    if (out->routine_count == 0) resolve_list(&b, &out->forward);
+    for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
     out->ir = ir;
     return true;
 }

@@ -33,6 +33,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "abi.h"
 #include "diag.h"
 
 /* A nest at least this big (cells × loop iterations) is split over the thread pool, in chunks
@@ -55,16 +56,6 @@ typedef struct Cg {
     LLVMValueRef *local;    /* per local: an alloca */
     LLVMValueRef syms_arg;
 } Cg;
-
-const char *cg_c_name(Arena *arena, const char *name) {
-    size_t n = strlen(name);
-    char *s = arena_alloc(arena, n + 2);
-    size_t k = 0;
-    if (n == 0 || isdigit((unsigned char)name[0])) s[k++] = '_';
-    for (size_t i = 0; i < n; i++) s[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    s[k] = 0;
-    return s;
-}
 
 /* ---- Declarations of runtime and libm functions ------------------------------------------------ */
 
@@ -403,8 +394,7 @@ static void free_nests(Nest *nests, uint32_t count) {
 static LLVMValueRef emit_routine(Cg *g, uint32_t f) {
     const IrFunction *fn = &g->ir->functions[f];
     bool exported = g->ir->exported[f];
-    const char *cname = cg_c_name(g->ir->arena, fn->name);
-    const char *name = arena_printf(g->ir->arena, exported ? "%s_%s" : "%s__%s", g->opt->module, cname);
+    const char *name = abi_routine_symbol(g->ir->arena, g->opt->module, abi_c_name(g->ir->arena, fn->name), exported);
     uint32_t nest_count;
     Nest *nests = make_nests(g, fn, name, &nest_count);
     LLVMTypeRef p[1] = {g->ptr};

@@ -25,7 +25,4 @@ typedef struct CgOptions {
 bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_size, const CgOptions *options,
                  CgFormat format, const char *path);
 
-/* The C identifier of a routine or tensor name ("l1.w" → "l1_w"), in the arena. */
-const char *cg_c_name(Arena *arena, const char *name);
-
 #endif

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cg_cpu.h"
+#include "abi.h"
 
 typedef struct Export {
     const char *shown;   /* the tensor's name in the program ("l1.w", "x.grad") */
@@ -36,12 +36,11 @@ typedef struct Exports {
 
 /* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case. */
 static bool taken(const Exports *x, const IrProgram *ir, const char *name) {
-    static const char *reserved[] = {"create", "destroy", "last_error", "state", "image", "image_size"};
-    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-        if (strcasecmp(name, reserved[i]) == 0) return true;
+    if (abi_reserved(name)) return true;
+    size_t setter = strlen(ABI_SETTER_PREFIX);
     for (uint32_t i = 0; i < ir->symbol_count; i++)
-        if (ir->symbols[i].settable && strncasecmp(name, "set_", 4) == 0 &&
-            strcasecmp(name + 4, cg_c_name(ir->arena, ir->symbols[i].name)) == 0)
+        if (ir->symbols[i].settable && strncasecmp(name, ABI_SETTER_PREFIX, setter) == 0 &&
+            strcasecmp(name + setter, abi_c_name(ir->arena, ir->symbols[i].name)) == 0)
             return true;
     for (uint32_t f = 0; f < ir->function_count; f++)
         if (x->routines[f] && strcasecmp(x->routines[f], name) == 0) return true;
@@ -67,7 +66,7 @@ static void add_export(Exports *x, const IrProgram *ir, const char *shown, uint3
     if (buffer == UINT32_MAX || ir->buffers[buffer].is_virtual) return;
     for (uint32_t i = 0; i < x->count; i++)
         if (x->items[i].buffer == buffer) return; /* one tensor under two names: the first */
-    const char *base = cg_c_name(ir->arena, shown), *name = base;
+    const char *base = abi_c_name(ir->arena, shown), *name = base;
     for (unsigned k = 2; taken(x, ir, name); k++) name = arena_printf(ir->arena, "%s_%u", base, k);
     ARENA_PUSH(ir->arena, x->items, x->count, x->cap,
                ((Export){shown, name, buffer, role_of(&ir->buffers[buffer], grad)}));
@@ -77,13 +76,9 @@ static Exports exports_of(const IrProgram *ir) {
     Exports x = {0};
     x.routines = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *x.routines);
     for (uint32_t f = 0; f < ir->function_count; f++)
-        if (ir->exported[f]) x.routines[f] = cg_c_name(ir->arena, ir->functions[f].name);
-    const Program *p = ir->program;
-    for (uint32_t i = 0; i < p->named_count; i++)
-        add_export(&x, ir, p->shown_names[i], ir->value_buffer[p->named[i]->id], false);
-    for (uint32_t i = 0; i < p->named_count; i++)
-        add_export(&x, ir, arena_printf(ir->arena, "%s.grad", p->shown_names[i]), ir->grad_buffer[p->named[i]->id],
-                   true);
+        if (ir->exported[f]) x.routines[f] = abi_c_name(ir->arena, ir->functions[f].name);
+    for (uint32_t i = 0; i < ir->export_count; i++)
+        add_export(&x, ir, ir->exports[i].shown, ir->exports[i].buffer, ir->exports[i].grad);
     return x;
 }
 
@@ -127,7 +122,7 @@ void header_write(const IrProgram *ir, const char *module, const char *source, F
     if (any_index) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
         if (!ir->symbols[i].settable) continue;
-        const char *c = cg_c_name(ir->arena, ir->symbols[i].name);
+        const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
         fprintf(out, "#define %s_RANGE %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range);
         fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t value) {\n"
                      "    return tsr_state_set_symbol((tsr_state *)s, %u, value);\n}\n",
@@ -182,7 +177,7 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         any_index = true;
         json_string(out, ir->symbols[i].name);
         fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\"}", ir->symbols[i].range, module,
-                cg_c_name(ir->arena, ir->symbols[i].name));
+                abi_c_name(ir->arena, ir->symbols[i].name));
     }
     fputs(any_index ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
     for (uint32_t i = 0; i < x.count; i++) {

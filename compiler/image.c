@@ -95,10 +95,9 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
             put(&b, &v, 4);
         }
     }
-    const Program *p = ir->program;
-    u32(&b, p->source_count);
-    for (uint32_t i = 0; i < p->source_count; i++) {
-        const DataSource *d = p->sources[i];
+    u32(&b, ir->dataset_count);
+    for (uint32_t i = 0; i < ir->dataset_count; i++) {
+        const IrDataSet *d = &ir->datasets[i];
         str(&b, d->generator);
         str(&b, d->path);
         str(&b, d->name);
@@ -107,11 +106,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         f64(&b, d->noise);
         f64(&b, d->factor);
         u32(&b, d->field_count);
-        for (uint32_t f = 0; f < d->field_count; f++) {
-            uint32_t buffer = ir->value_buffer[d->fields[f]->id];
-            if (buffer == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
-            u32(&b, buffer);
-        }
+        for (uint32_t f = 0; f < d->field_count; f++) u32(&b, d->fields[f]);
     }
     u32(&b, ir->print_count);
     for (uint32_t i = 0; i < ir->print_count; i++) {

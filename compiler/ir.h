@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "arena.h"
-#include "elab.h"
+#include "diag.h"
 
 /* ---- Scalar operations (shared by both IRs) ------------------------------------------------ */
 
@@ -81,72 +81,6 @@ ScalarOp accum_scalar_op(AccumOp op); /* the operation of lhs ⊕ r (SOP_COUNT f
 /* lhs ⊕ r. */
 float accum_apply(AccumOp op, float lhs, float r);
 
-/* ---- Projections (proj.c; seed 003) --------------------------------------------------------- */
-
-typedef enum ProjIndexKind {
-    PIDX_ITER,   /* driven by product-space iterator `iter` */
-    PIDX_FIXED,  /* pinned to position `fixed` */
-    PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
-} ProjIndexKind;
-
-typedef struct ProjIndex {
-    ProjIndexKind kind;
-    uint32_t iter;
-    int64_t fixed;
-    const char *symbol;
-} ProjIndex;
-
-/* One record per operation: the product space and one index map per slot (slot 0 is the
- * operation's result, slot i its i-th operand). */
-typedef struct Projections {
-    uint32_t iter_count;
-    uint64_t *iter_size;   /* the product space R_1 × … × R_m */
-    uint32_t slot_count;
-    uint32_t *rank;        /* per slot */
-    uint64_t **axis_size;  /* per slot, per axis in memory order */
-    ProjIndex **maps;      /* per slot, per axis in memory order */
-} Projections;
-
-/* ---- The assignment IR ------------------------------------------------------------------------ */
-
-/* A tensor node: a tensor's value or its gradient. */
-typedef struct TNode {
-    Tensor *tensor;
-    bool grad;
-} TNode;
-
-typedef struct Access {
-    TNode node;
-    uint32_t slot; /* which index map of the record addresses it */
-} Access;
-
-typedef enum AExprKind {
-    AE_CONST, /* value */
-    AE_READ,  /* reads[read] */
-    AE_OP,    /* op(args) */
-} AExprKind;
-
-typedef struct AExpr AExpr;
-struct AExpr {
-    AExprKind kind;
-    ScalarOp op;
-    double value;
-    uint32_t read;
-    AExpr *args[3];
-};
-
-typedef struct Assignment {
-    Access lhs;
-    AccumOp accum;
-    bool reset;           /* the `:` */
-    AExpr *rhs;
-    Access *reads;
-    uint32_t read_count;
-    const Projections *proj;
-    Span span;            /* the application (or definition) it came from */
-    const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
-} Assignment;
-
 /* ---- The loop IR ------------------------------------------------------------------------------ */
 
 typedef enum BufferKind {
@@ -163,7 +97,7 @@ typedef enum InitKind { INIT_NONE, INIT_FILL, INIT_VALUES, INIT_UNIFORM } InitKi
 typedef struct IrBuffer {
     uint32_t id;
     const char *name;     /* unique, printable */
-    TNode node;
+    bool grad;            /* a tensor's gradient (else its value) */
     BufferKind kind;
     uint32_t rank;
     uint64_t *dims;       /* memory order */
@@ -239,6 +173,7 @@ struct IrStmt {
 
 typedef struct IrFunction {
     const char *name;
+    Span span;            /* the routine's definition (no file: the implicit forward) */
     IrBlock body;
     uint32_t iter_count;
     uint32_t local_count;
@@ -284,17 +219,31 @@ struct IrMainStmt {
     uint32_t print;       /* PRINT: into IrProgram.prints */
 };
 
+/* A named tensor or gradient that object mode exports (header.c). */
+typedef struct IrExport {
+    const char *shown;    /* the name --print-shapes shows ("l1.w", "x.grad") */
+    uint32_t buffer;
+    bool grad;
+} IrExport;
+
+/* A `data` item: a generator or a file, and the buffers it fills (image.c, the runtime). */
+typedef struct IrDataSet {
+    const char *name;
+    const char *generator; /* half_moons circles spirals range uniform npy csv */
+    const char *path;      /* npy, csv */
+    int64_t count, seed;
+    double noise, factor;
+    uint32_t fields[2];    /* buffers */
+    uint32_t field_count;
+} IrDataSet;
+
 typedef struct IrProgram {
     Arena *arena;
-    Program *program;
     IrBuffer *buffers;
     uint32_t buffer_count, buffer_cap;
     IrFunction *functions;
     uint32_t function_count, function_cap;
     uint64_t seed;     /* parameter initialisation */
-    uint32_t *value_buffer;   /* per tensor id: its value's buffer, or UINT32_MAX */
-    uint32_t *grad_buffer;    /* per tensor id: its gradient's buffer, or UINT32_MAX */
-    Shape *shapes;            /* per tensor id: the closed shape (resolved) */
     /* The plan (plan.c). */
     IrSymbol *symbols;
     uint32_t symbol_count;
@@ -303,6 +252,10 @@ typedef struct IrProgram {
     uint32_t print_count, print_cap;
     IrMainStmt *main;         /* the program's main, or the implicit one */
     uint32_t main_count;
+    IrExport *exports;        /* named tensors, then their gradients */
+    uint32_t export_count, export_cap;
+    IrDataSet *datasets;
+    uint32_t dataset_count;
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

@@ -71,13 +71,13 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     case AE_CONST: return constant(l, x->value);
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
-        if (acc->node.tensor->kind == TENSOR_INDEX && !acc->node.grad) { /* `!@i`: the symbol's value */
+        if (acc->symbol) { /* `!@i`: the symbol's value */
             IrExpr *e = new_expr(l, IR_SYMBOL);
-            e->symbol = acc->node.tensor->index;
+            e->symbol = acc->symbol;
             return e;
         }
         IrExpr *e = new_expr(l, IR_LOAD);
-        e->buffer = assign_buffer(l->ir, acc->node);
+        e->buffer = acc->buffer;
         e->index = access_index(l, a->proj, acc->slot);
         return e;
     }
@@ -139,9 +139,7 @@ static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, bool to
     case AE_CONST: *out = arena_printf(arena, "%s%g", *out, x->value); break;
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
-        const char *name = acc->node.tensor->kind == TENSOR_INDEX
-                               ? arena_printf(arena, "!@%s", acc->node.tensor->index)
-                               : l->ir->buffers[assign_buffer(l->ir, acc->node)].name;
+        const char *name = acc->symbol ? arena_printf(arena, "!@%s", acc->symbol) : l->ir->buffers[acc->buffer].name;
         *out = arena_printf(arena, "%s%s", *out, name);
         break;
     }
@@ -168,7 +166,7 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
         span_line_col(a->span, &line, &col);
         where = arena_printf(l->ir->arena, " at %s:%u:%u", slash ? slash + 1 : path, line, col);
     }
-    uint32_t lhs = assign_buffer(l->ir, a->lhs.node);
+    uint32_t lhs = a->lhs.buffer;
     char *rhs = "";
     print_aexpr(l, a, a->rhs, true, &rhs);
     return arena_printf(l->ir->arena, "%s%s: %s %s %s; lhs map %sinjective, %ssurjective", a->what, where,
@@ -198,7 +196,7 @@ static bool accumulate_in_place(const Assignment *a, uint32_t parallel, uint32_t
         p->maps[a->lhs.slot][lhs_rank - 1].iter != inner || !unit_stride(p, a->lhs.slot, inner))
         return false;
     for (uint32_t i = 0; i < a->read_count; i++) {
-        if (a->reads[i].node.tensor == a->lhs.node.tensor && a->reads[i].node.grad == a->lhs.node.grad) return false;
+        if (a->reads[i].buffer == a->lhs.buffer) return false;
         if (!unit_stride(p, a->reads[i].slot, inner)) return false;
     }
     return true;
@@ -208,7 +206,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     Lowerer l = {ir, fn, fn->iter_count};
     const Projections *p = a->proj;
     fn->iter_count += p->iter_count;
-    uint32_t lhs = assign_buffer(ir, a->lhs.node);
+    uint32_t lhs = a->lhs.buffer;
     bool injective = proj_injective(p, a->lhs.slot), surjective = proj_surjective(p, a->lhs.slot);
     const char *comment = describe(&l, a, injective, surjective);
     if (a->reset && !surjective) {
@@ -244,8 +242,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
      * another writes: then every loop runs in order. */
     bool aliased = false;
     for (uint32_t i = 0; i < a->read_count; i++)
-        if (a->reads[i].node.tensor == a->lhs.node.tensor && a->reads[i].node.grad == a->lhs.node.grad &&
-            a->reads[i].slot != a->lhs.slot)
+        if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot)
             aliased = true;
     IrBlock *into = &fn->body;
     IrStmt *first = NULL;

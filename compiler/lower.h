@@ -2,7 +2,7 @@
 #ifndef TSR_LOWER_H
 #define TSR_LOWER_H
 
-#include "ir.h"
+#include "assign.h"
 
 /* Append the loop nest of one assignment to `fn`. */
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a);

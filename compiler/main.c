@@ -23,6 +23,7 @@
 
 #include <llvm-c/ErrorHandling.h>
 
+#include "abi.h"
 #include "arena.h"
 #include "ast.h"
 #include "diag.h"
@@ -257,7 +258,7 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
         diag_error_noloc("internal error: the loop IR is malformed after lowering");
         return ar.ir;
     }
-    if (!plan_build(ar.ir)) return ar.ir;
+    if (!plan_build(ar.ir, &ar)) return ar.ir;
     if (!opt->no_opt) {
         optimise(ar.ir);
         if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after optimisation");
@@ -297,7 +298,7 @@ static const char *module_name(Arena *arena, const Options *opt, const char *out
     const char *base = strrchr(output, '/');
     base = base ? base + 1 : output;
     const char *dot = strrchr(base, '.');
-    return cg_c_name(arena, arena_printf(arena, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base));
+    return abi_c_name(arena, arena_printf(arena, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base));
 }
 
 /* libtsr.a beside tsrc (the build tree) or in ../lib (an installation); $TSR_RUNTIME overrides. */
@@ -407,14 +408,12 @@ static bool build_executable(IrProgram *ir, const Options *opt, const char *outp
 
 /* A routine whose exported name would be one of the header's own functions is an error. */
 static bool check_routine_names(const IrProgram *ir, const char *module) {
-    const Program *p = ir->program;
     bool ok = true;
-    for (uint32_t f = 0; f < ir->function_count && f < p->routine_count; f++) {
-        const char *n = cg_c_name(ir->arena, ir->functions[f].name);
-        if (!ir->exported[f]) continue;
-        if (!strcmp(n, "create") || !strcmp(n, "destroy") || !strcmp(n, "last_error") || !strncmp(n, "set_", 4) ||
-            !strcmp(n, "state")) {
-            diag_error(p->routines[f].span, "routine '%s' would clash with the generated function %s_%s of the "
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const char *n = abi_c_name(ir->arena, ir->functions[f].name);
+        if (!ir->exported[f] || !ir->functions[f].span.file) continue;
+        if (abi_reserved(n) || !strncmp(n, ABI_SETTER_PREFIX, strlen(ABI_SETTER_PREFIX))) {
+            diag_error(ir->functions[f].span, "routine '%s' would clash with the generated function %s_%s of the "
                        "header; rename the routine", ir->functions[f].name, module, n);
             ok = false;
         }

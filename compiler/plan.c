@@ -45,7 +45,7 @@ typedef struct StmtList {
 
 static void push(IrProgram *ir, StmtList *list, IrMainStmt s) { ARENA_PUSH(ir->arena, list->items, list->count, list->cap, s); }
 
-static bool print_stmt(IrProgram *ir, const MainStep *m, StmtList *out) {
+static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
     if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
     IrPrintArg *args = arena_alloc(ir->arena, (m->arg_count ? m->arg_count : 1) * sizeof *args);
     for (uint32_t i = 0; i < m->arg_count; i++) {
@@ -55,7 +55,7 @@ static bool print_stmt(IrProgram *ir, const MainStep *m, StmtList *out) {
         case PARG_FLOAT: args[i] = (IrPrintArg){.kind = IRP_FLOAT, .f = a->f}; break;
         case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
         case PARG_TENSOR: {
-            uint32_t b = ir->value_buffer[a->tensor->id];
+            uint32_t b = ar->value_buffer[a->tensor->id];
             if (b == UINT32_MAX) {
                 diag_error(a->span, "this tensor has no values to print (nothing computes or holds it)");
                 return false;
@@ -75,17 +75,17 @@ static bool print_stmt(IrProgram *ir, const MainStep *m, StmtList *out) {
     return true;
 }
 
-static bool main_stmts(IrProgram *ir, const MainStep *steps, uint32_t count, StmtList *out) {
+static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *steps, uint32_t count, StmtList *out) {
     for (uint32_t i = 0; i < count; i++) {
         const MainStep *m = &steps[i];
         switch (m->kind) {
         case MAIN_RUN: push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine}); break;
         case MAIN_PRINT:
-            if (!print_stmt(ir, m, out)) return false;
+            if (!print_stmt(ir, ar, m, out)) return false;
             break;
         case MAIN_FOR: {
             StmtList body = {0};
-            if (!main_stmts(ir, m->body, m->body_count, &body)) return false;
+            if (!main_stmts(ir, ar, m->body, m->body_count, &body)) return false;
             push(ir, out, (IrMainStmt){.kind = IRM_FOR, .symbol = m->index, .from = m->from, .to = m->to,
                                        .down = m->down, .body = body.items, .body_count = body.count});
             break;
@@ -95,24 +95,53 @@ static bool main_stmts(IrProgram *ir, const MainStep *steps, uint32_t count, Stm
     return true;
 }
 
-bool plan_build(IrProgram *ir) {
-    const Program *p = ir->program;
+static void add_export(IrProgram *ir, const char *shown, uint32_t buffer, bool grad) {
+    if (buffer != UINT32_MAX)
+        ARENA_PUSH(ir->arena, ir->exports, ir->export_count, ir->export_cap, ((IrExport){shown, buffer, grad}));
+}
+
+/* What header.c, image.c and the backends need of the program, copied into the IR. */
+static void copy_program(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    ir->exported = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *ir->exported);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        ir->exported[f] = p->routine_count == 0 || !p->routines[f].hidden;
+        if (f < p->routine_count) ir->functions[f].span = p->routines[f].span;
+    }
+    for (uint32_t i = 0; i < p->named_count; i++)
+        add_export(ir, p->shown_names[i], ar->value_buffer[p->named[i]->id], false);
+    for (uint32_t i = 0; i < p->named_count; i++)
+        add_export(ir, arena_printf(ir->arena, "%s.grad", p->shown_names[i]), ar->grad_buffer[p->named[i]->id], true);
+    ir->dataset_count = p->source_count;
+    ir->datasets = arena_alloc(ir->arena, (p->source_count + 1) * sizeof *ir->datasets);
+    for (uint32_t i = 0; i < p->source_count; i++) {
+        const DataSource *d = p->sources[i];
+        IrDataSet *set = &ir->datasets[i];
+        *set = (IrDataSet){d->name, d->generator, d->path, d->count, d->seed, d->noise, d->factor, {0, 0},
+                           d->field_count};
+        for (uint32_t f = 0; f < d->field_count; f++) {
+            set->fields[f] = ar->value_buffer[d->fields[f]->id];
+            if (set->fields[f] == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
+        }
+    }
+}
+
+bool plan_build(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    copy_program(ir, ar);
     ir->symbol_count = p->index_count;
     ir->symbols = arena_alloc(ir->arena, (p->index_count + 1) * sizeof *ir->symbols);
     for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){p->indexes[i].name, p->indexes[i].range, !p->indexes[i].counter};
-    ir->exported = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *ir->exported);
-    for (uint32_t f = 0; f < ir->function_count; f++)
-        ir->exported[f] = p->routine_count == 0 || !p->routines[f].hidden;
     StmtList out = {0};
     if (p->has_main) {
-        if (!main_stmts(ir, p->main, p->main_count, &out)) return false;
+        if (!main_stmts(ir, ar, p->main, p->main_count, &out)) return false;
     } else {
         for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
         for (uint32_t i = 0; i < p->named_count; i++) {
             const Tensor *t = p->named[i];
-            uint32_t b = ir->value_buffer[t->id];
+            uint32_t b = ar->value_buffer[t->id];
             if (b != UINT32_MAX) push(ir, &out, grid(ir, b, p->shown_names[i]));
-            b = ir->grad_buffer[t->id];
+            b = ar->grad_buffer[t->id];
             if (b != UINT32_MAX) push(ir, &out, grid(ir, b, arena_printf(ir->arena, "%s.grad", p->shown_names[i])));
         }
     }

@@ -11,6 +11,33 @@
 #define TSR_PROJ_H
 
 #include "ir.h"
+#include "elab.h"
+
+/* ---- Projections (proj.c; seed 003) --------------------------------------------------------- */
+
+typedef enum ProjIndexKind {
+    PIDX_ITER,   /* driven by product-space iterator `iter` */
+    PIDX_FIXED,  /* pinned to position `fixed` */
+    PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
+} ProjIndexKind;
+
+typedef struct ProjIndex {
+    ProjIndexKind kind;
+    uint32_t iter;
+    int64_t fixed;
+    const char *symbol;
+} ProjIndex;
+
+/* One record per operation: the product space and one index map per slot (slot 0 is the
+ * operation's result, slot i its i-th operand). */
+typedef struct Projections {
+    uint32_t iter_count;
+    uint64_t *iter_size;   /* the product space R_1 × … × R_m */
+    uint32_t slot_count;
+    uint32_t *rank;        /* per slot */
+    uint64_t **axis_size;  /* per slot, per axis in memory order */
+    ProjIndex **maps;      /* per slot, per axis in memory order */
+} Projections;
 
 typedef enum ProjLogic {
     PROJ_POINTWISE, /* every row of each operand ⊑ the result's row */

@@ -1,0 +1,29 @@
+/* abi.c — C names of generated symbols and the names the generated header reserves (abi.h).
+ *
+ * Requires nothing but the arena. */
+#include "abi.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+const char *abi_c_name(Arena *arena, const char *name) {
+    size_t n = strlen(name);
+    char *s = arena_alloc(arena, n + 2);
+    size_t k = 0;
+    if (n == 0 || isdigit((unsigned char)name[0])) s[k++] = '_';
+    for (size_t i = 0; i < n; i++) s[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    s[k] = 0;
+    return s;
+}
+
+bool abi_reserved(const char *c_name) {
+    static const char *reserved[] = {"create", "destroy", "last_error", "state", "image", "image_size"};
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strcasecmp(c_name, reserved[i]) == 0) return true;
+    return false;
+}
+
+const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported) {
+    return arena_printf(arena, exported ? "%s_%s" : "%s__%s", module, c_name);
+}

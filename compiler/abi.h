@@ -1,0 +1,26 @@
+/* abi.h — the names generated code and headers share with their callers (abi.c).
+ *
+ * One source for how a program's names become C identifiers and which names the generated
+ * header reserves for itself, so that the code generator (symbol names), the header writer
+ * (accessors, macros) and the driver (checking routine names) cannot disagree. */
+#ifndef TSR_ABI_H
+#define TSR_ABI_H
+
+#include <stdbool.h>
+
+#include "arena.h"
+
+/* The C identifier of a routine or tensor name ("l1.w" → "l1_w"), in the arena. */
+const char *abi_c_name(Arena *arena, const char *name);
+
+/* Whether `c_name` (compared without case: macros are upper case) is one of the header's own
+ * names after the module prefix: MODULE_create, _destroy, _last_error, _state, _image,
+ * _image_size.  Setters are MODULE_set_INDEX (ABI_SETTER_PREFIX). */
+bool abi_reserved(const char *c_name);
+#define ABI_SETTER_PREFIX "set_"
+
+/* The exported symbol of routine `c_name` of `module` ("mm" + "matmul" → "mm_matmul"), or of a
+ * routine that only `main` runs (internal linkage: "mm__matmul"). */
+const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported);
+
+#endif
