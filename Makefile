@@ -31,7 +31,7 @@ SAN       ?=
 WARNINGS  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -I$(GEN)
 LDFLAGS   ?=
 LDLIBS    += -lm -pthread
 # Evaluated when a recipe runs (after tools/bootstrap.sh has installed LLVM on a fresh machine).
@@ -49,7 +49,7 @@ ifeq ($(SAN),1)
   BUILD   := build/san
   GEN     := $(BUILD)/gen
   CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-             -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE $(WARNINGS) -Icompiler -I$(GEN)
+             -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -I$(GEN)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
@@ -139,7 +139,7 @@ $(BUILD)/obj/compiler/%.o: compiler/%.c $(GEN_H) | $(TOOLS_STAMP)
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN_H)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Icompiler -Wno-unused-variable -Wno-missing-prototypes \
+	$(Q)$(CC) $(CFLAGS) -iquote compiler -Wno-unused-variable -Wno-missing-prototypes \
 	    -Wno-implicit-fallthrough -MMD -MP -c $< -o $@
 
 $(BUILD)/libtsrc.a: $(LIB_OBJ)

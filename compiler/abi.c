@@ -1,11 +1,20 @@
 /* abi.c — C names of generated symbols and the names the generated header reserves (abi.h).
  *
- * Requires nothing but the arena. */
+ * Also checks, at compile time, the tsr_state layout that generated code addresses.
+ * Requires nothing but the arena and the runtime's public header. */
 #include "abi.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
+
+#include "../runtime/tsr.h"
+
+/* Generated code addresses tsr_state as a struct of ABI_STATE_FIELDS pointer-sized fields. */
+_Static_assert(offsetof(tsr_state, buffers) == ABI_STATE_BUFFERS * sizeof(void *), "tsr_state.buffers moved");
+_Static_assert(offsetof(tsr_state, symbols) == ABI_STATE_SYMBOLS * sizeof(void *), "tsr_state.symbols moved");
+_Static_assert(sizeof(tsr_state) == ABI_STATE_FIELDS * sizeof(void *), "tsr_state changed size");
 
 const char *abi_c_name(Arena *arena, const char *name) {
     size_t n = strlen(name);

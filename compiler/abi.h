@@ -23,4 +23,9 @@ bool abi_reserved(const char *c_name);
  * routine that only `main` runs (internal linkage: "mm__matmul"). */
 const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported);
 
+/* The tsr_state fields that generated code addresses (runtime/tsr.h; abi.c checks the layout):
+ * field ABI_STATE_BUFFERS is `float **buffers`, ABI_STATE_SYMBOLS `int64_t *symbols`, of
+ * ABI_STATE_FIELDS pointer-sized fields in all. */
+enum { ABI_STATE_BUFFERS = 0, ABI_STATE_SYMBOLS = 1, ABI_STATE_FIELDS = 4 };
+
 #endif

@@ -57,6 +57,7 @@ static const char *role_of(const IrBuffer *b, bool grad) {
     case BUF_DATA: return "data";
     case BUF_LITERAL:
     case BUF_CONSTANT: return "constant";
+    case BUF_SCRATCH: return "scratch";
     case BUF_COMPUTED: return "computed";
     }
     return "computed";

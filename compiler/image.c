@@ -44,27 +44,10 @@ static void str(Bytes *b, const char *s) {
     put(b, s, n);
 }
 
-static uint8_t buffer_kind(BufferKind k) {
-    switch (k) {
-    case BUF_LITERAL: return TSR_BUF_LITERAL;
-    case BUF_PARAM: return TSR_BUF_PARAM;
-    case BUF_CONSTANT: return TSR_BUF_CONSTANT;
-    case BUF_INPUT: return TSR_BUF_INPUT;
-    case BUF_DATA: return TSR_BUF_DATA;
-    case BUF_COMPUTED: return TSR_BUF_COMPUTED;
-    }
-    return TSR_BUF_COMPUTED;
-}
-
-static uint8_t init_kind(InitKind k) {
-    switch (k) {
-    case INIT_NONE: return TSR_INIT_NONE;
-    case INIT_FILL: return TSR_INIT_FILL;
-    case INIT_VALUES: return TSR_INIT_VALUES;
-    case INIT_UNIFORM: return TSR_INIT_UNIFORM;
-    }
-    return TSR_INIT_NONE;
-}
+/* BufferKind, InitKind and IrPrintArgKind expand the lists the reader's TSR_* values do. */
+_Static_assert((int)BUF_COMPUTED == TSR_BUF_COMPUTED && (int)INIT_UNIFORM == TSR_INIT_UNIFORM &&
+                   (int)IRP_BUFFER == TSR_ARG_BUFFER,
+               "the IR's kinds and the image's kinds come from runtime/image_kinds.h");
 
 unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size) {
     Bytes b = {.arena = ir->arena};
@@ -81,8 +64,8 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         const IrBuffer *buf = &ir->buffers[i];
         str(&b, buf->name);
         str(&b, buf->shape_text);
-        u8(&b, buffer_kind(buf->kind));
-        u8(&b, buf->is_virtual ? TSR_INIT_NONE : init_kind(buf->init));
+        u8(&b, (uint8_t)buf->kind);
+        u8(&b, (uint8_t)(buf->is_virtual ? INIT_NONE : buf->init));
         u8(&b, buf->is_virtual);
         u8(&b, 0);
         u32(&b, buf->rank);
@@ -117,8 +100,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         u32(&b, pr->arg_count);
         for (uint32_t a = 0; a < pr->arg_count; a++) {
             const IrPrintArg *x = &pr->args[a];
-            u8(&b, x->kind == IRP_INT ? TSR_ARG_INT : x->kind == IRP_FLOAT ? TSR_ARG_FLOAT
-                 : x->kind == IRP_SYMBOL ? TSR_ARG_SYMBOL : TSR_ARG_BUFFER);
+            u8(&b, (uint8_t)x->kind);
             u64(&b, (uint64_t)x->i);
             f64(&b, x->f);
             u32(&b, x->ref);

@@ -57,6 +57,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_TANH: return tanhf(a);
     case SOP_SIGMOID: return 1.0f / (1.0f + expf(-a));
     case SOP_WHERE: return a != 0.0f ? b : c;
+    case SOP_FMA: return fmaf(a, b, c);
     case SOP_COUNT: break;
     }
     return NAN;
@@ -120,7 +121,7 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
 
 /* ---- The dump ---------------------------------------------------------------------------------- */
 
-static const char *const buffer_kinds[] = {"literal", "param", "constant", "input", "data", "computed"};
+static const char *const buffer_kinds[] = {"literal", "param", "constant", "input", "data", "computed", "scratch"};
 
 static void print_number(FILE *out, double v) {
     if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
@@ -198,7 +199,8 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         fprintf(out, "%*s", depth * 2, "");
         switch (s->kind) {
         case IR_LOOP:
-            fprintf(out, "for i%u < %" PRIu64 " %s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction");
+            fprintf(out, "for i%u < %" PRIu64 " %s%s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
+                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector" : "");
             print_block(out, ir, &s->body, depth + 1);
             break;
         case IR_STORE:
@@ -221,7 +223,7 @@ void ir_dump(const IrProgram *ir, FILE *out) {
     for (uint32_t i = 0; i < ir->buffer_count; i++) {
         const IrBuffer *b = &ir->buffers[i];
         if (b->is_virtual) continue;
-        fprintf(out, "  %s : %s  %s [", b->name, b->shape_text, buffer_kinds[b->kind]);
+        fprintf(out, "  %s : %s  %s%s [", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
         for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
         fputc(']', out);
         switch (b->init) {
@@ -319,7 +321,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
             if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].kind != BUF_COMPUTED &&
-                v->ir->buffers[s->buffer].kind != BUF_PARAM)
+                v->ir->buffers[s->buffer].kind != BUF_PARAM && v->ir->buffers[s->buffer].kind != BUF_SCRATCH)
                 problem(v, "a store to a buffer that only the program's inputs fill");
             break;
         case IR_SET_LOCAL:

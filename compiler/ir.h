@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../runtime/image_kinds.h"
 #include "arena.h"
 #include "diag.h"
 
@@ -49,7 +50,8 @@
     X(SOP_SQRT,           "sqrt",   1)    \
     X(SOP_TANH,           "tanh",   1)    \
     X(SOP_SIGMOID,        "sigmoid", 1)   \
-    X(SOP_WHERE,          "where",  3)
+    X(SOP_WHERE,          "where",  3)    \
+    X(SOP_FMA,            "fma",    3)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -83,16 +85,14 @@ float accum_apply(AccumOp op, float lhs, float r);
 
 /* ---- The loop IR ------------------------------------------------------------------------------ */
 
-typedef enum BufferKind {
-    BUF_LITERAL,  /* values written in the program (init: values) */
-    BUF_PARAM,    /* a parameter (init: fill value, values, or seeded uniform in [-1, 1)) */
-    BUF_CONSTANT, /* every cell the same value (`ones ()`, scalars): init fill */
-    BUF_INPUT,    /* filled by the caller */
-    BUF_DATA,     /* filled from a data source */
-    BUF_COMPUTED, /* written by assignments */
-} BufferKind;
-
-typedef enum InitKind { INIT_NONE, INIT_FILL, INIT_VALUES, INIT_UNIFORM } InitKind;
+/* Buffer kinds and initialisations: the lists the runtime's image reader shares
+ * (runtime/image_kinds.h), so each kind's number is the image's. */
+#define IR_KIND_BUF(name) BUF_##name,
+#define IR_KIND_INIT(name) INIT_##name,
+typedef enum BufferKind { TSR_BUFFER_KINDS(IR_KIND_BUF) } BufferKind;
+typedef enum InitKind { TSR_INIT_KINDS(IR_KIND_INIT) } InitKind;
+#undef IR_KIND_BUF
+#undef IR_KIND_INIT
 
 typedef struct IrBuffer {
     uint32_t id;
@@ -107,6 +107,8 @@ typedef struct IrBuffer {
     const double *values; /* INIT_VALUES: size values */
     bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
     bool is_virtual;      /* inlined into its readers: no storage */
+    bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
+                           * backends keep it in registers or on the stack, not in the state */
     const char *shape_text; /* "4|5" */
 } IrBuffer;
 
@@ -143,6 +145,13 @@ struct IrExpr {
     IrExpr *args[3];
 };
 
+/* How a loop runs (the schedule's choice, sched.c; the meaning is always the plain loop's). */
+typedef enum IrLoopMode {
+    LOOP_PLAIN,  /* an ordinary loop */
+    LOOP_UNROLL, /* unrolled completely by the backend: its iterator is a constant in each copy */
+    LOOP_VECTOR, /* its iterations are the lanes of one vector operation (innermost only) */
+} IrLoopMode;
+
 typedef enum IrStmtKind {
     IR_LOOP,      /* for iter < extent: body */
     IR_STORE,     /* buffer[index…] = value */
@@ -161,6 +170,7 @@ struct IrStmt {
     uint32_t iter;
     uint64_t extent;
     bool parallel;
+    IrLoopMode mode;
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;
@@ -188,7 +198,9 @@ typedef struct IrSymbol {
     bool settable;    /* an `index` item (object mode exports a setter), not a loop counter of main */
 } IrSymbol;
 
-typedef enum IrPrintArgKind { IRP_INT, IRP_FLOAT, IRP_SYMBOL, IRP_BUFFER } IrPrintArgKind;
+#define IR_KIND_ARG(name) IRP_##name,
+typedef enum IrPrintArgKind { TSR_ARG_KINDS(IR_KIND_ARG) } IrPrintArgKind;
+#undef IR_KIND_ARG
 
 typedef struct IrPrintArg {
     IrPrintArgKind kind;

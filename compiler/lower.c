@@ -12,7 +12,10 @@
  * (An assignment that reads its own left side through another slot's map gets no parallel loop.)
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
- * nowhere: accumulation runs in the reduction loops' order.
+ * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product
+ * `x * y` accumulates by fused multiply-add, `l = fma(x, y, l)` (one rounding per step; every
+ * target and the reference executor compute it so).  The loop order and everything else about
+ * speed is the schedule's (sched.c): lowering states what is computed, not how fast.
  *
  * Requires: assignments from assign.c (each with its projections), buffers for every access. */
 #include "lower.h"
@@ -174,34 +177,6 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
                         injective ? "" : "not ", surjective ? "" : "not ");
 }
 
-/* Whether iterator `iter` appears in slot `slot`'s map only on its last axis (or not at all):
- * then a loop over it walks that access with stride 1 (or not at all). */
-static bool unit_stride(const Projections *p, uint32_t slot, uint32_t iter) {
-    for (uint32_t ax = 0; ax + 1 < p->rank[slot]; ax++)
-        if (p->maps[slot][ax].kind == PIDX_ITER && p->maps[slot][ax].iter == iter) return false;
-    return true;
-}
-
-/* Whether a reduction accumulates straight into its left side, with the reduction loops
- * outside the innermost parallel loop (docs/ir.md, "Accumulating in place"): when there are at
- * least two parallel iterators (the outer ones stay parallel for the thread pool), an
- * accumulator that combines (not `=:`), a right side that does not read the left side's tensor
- * (it would see partial sums), and an innermost parallel iterator `inner` that walks the left
- * side and every read with stride 1 — so the inner loop vectorises. */
-static bool accumulate_in_place(const Assignment *a, uint32_t parallel, uint32_t n, uint32_t inner) {
-    if (parallel < 2 || parallel == n || a->accum == ACC_NONE) return false;
-    const Projections *p = a->proj;
-    uint32_t lhs_rank = p->rank[a->lhs.slot];
-    if (lhs_rank == 0 || p->maps[a->lhs.slot][lhs_rank - 1].kind != PIDX_ITER ||
-        p->maps[a->lhs.slot][lhs_rank - 1].iter != inner || !unit_stride(p, a->lhs.slot, inner))
-        return false;
-    for (uint32_t i = 0; i < a->read_count; i++) {
-        if (a->reads[i].buffer == a->lhs.buffer) return false;
-        if (!unit_stride(p, a->reads[i].slot, inner)) return false;
-    }
-    return true;
-}
-
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     Lowerer l = {ir, fn, fn->iter_count};
     const Projections *p = a->proj;
@@ -246,42 +221,14 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             aliased = true;
     IrBlock *into = &fn->body;
     IrStmt *first = NULL;
-    bool in_place = accumulate_in_place(a, parallel, n, parallel ? order[parallel - 1] : 0);
-    uint32_t outer_parallel = in_place ? parallel - 1 : parallel;
-    for (uint32_t i = 0; i < outer_parallel; i++) {
+    for (uint32_t i = 0; i < parallel; i++) {
         IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], !aliased);
         ir_block_push(ir->arena, into, lp);
         if (!first) first = lp;
         into = &lp->body;
     }
     IrStmt *last_store;
-    if (in_place) {
-        /* The reduction loops go outside the innermost parallel loop, which becomes the inner
-         * loop of the nest: each cell still starts from the same value and adds the same terms
-         * in the same order as with a local accumulator, but the inner loop now runs along the
-         * cells (contiguous in memory for the last axis) and vectorises without reassociating. */
-        uint32_t inner_iter = order[parallel - 1];
-        IrBlock *outer = into;
-        if (a->reset) {
-            IrStmt *init_loop = loop(&l, l.base + inner_iter, p->iter_size[inner_iter], !aliased);
-            ir_block_push(ir->arena, &init_loop->body, store(&l, lhs, lhs_index, constant(&l, accum_neutral(a->accum))));
-            ir_block_push(ir->arena, outer, init_loop);
-            if (!first) first = init_loop;
-        }
-        IrBlock *inner = outer;
-        IrStmt *red_first = NULL;
-        for (uint32_t i = parallel; i < n; i++) {
-            IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], false);
-            ir_block_push(ir->arena, inner, lp);
-            if (!red_first) red_first = lp;
-            inner = &lp->body;
-        }
-        if (!first) first = red_first;
-        IrStmt *cells = loop(&l, l.base + inner_iter, p->iter_size[inner_iter], !aliased);
-        ir_block_push(ir->arena, inner, cells);
-        last_store = store(&l, lhs, lhs_index, binary(&l, acc_op, current, r));
-        ir_block_push(ir->arena, &cells->body, last_store);
-    } else if (parallel == n) {
+    if (parallel == n) {
         IrExpr *value;
         if (a->accum == ACC_NONE) value = r;
         else if (a->reset && injective) {
@@ -311,7 +258,18 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         IrStmt *step = arena_alloc(ir->arena, sizeof *step);
         step->kind = IR_SET_LOCAL;
         step->local = local;
-        step->value = a->accum == ACC_NONE ? r : binary(&l, acc_op, acc, r);
+        if (a->accum == ACC_NONE) {
+            step->value = r;
+        } else if (a->accum == ACC_ADD && r->kind == IR_OP && r->op == SOP_MUL) {
+            /* A sum of products accumulates by fused multiply-add (docs/ir.md, "FMA"). */
+            step->value = new_expr(&l, IR_OP);
+            step->value->op = SOP_FMA;
+            step->value->args[0] = r->args[0];
+            step->value->args[1] = r->args[1];
+            step->value->args[2] = acc;
+        } else {
+            step->value = binary(&l, acc_op, acc, r);
+        }
         ir_block_push(ir->arena, inner, step);
         last_store = store(&l, lhs, lhs_index, acc);
         ir_block_push(ir->arena, into, last_store);

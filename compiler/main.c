@@ -38,6 +38,8 @@
 #include "opt.h"
 #include "parse.h"
 #include "plan.h"
+#include "sched.h"
+#include "target.h"
 
 #ifndef TSRC_VERSION
 #define TSRC_VERSION "0.1.0"
@@ -49,7 +51,7 @@ typedef enum {
     MODE_DUMP_AST,
     MODE_CHECK,
     MODE_PRINT_SHAPES,
-    MODE_EMIT_IR,
+    MODE_EMIT_IR,   /* --emit=ir (as lowered and optimised) or --emit=sched-ir (as scheduled) */
     MODE_EMIT_CODE, /* --emit=llvm|asm|obj */
     MODE_OBJECT,    /* -c: object, header, manifest */
     MODE_RUN,
@@ -59,6 +61,8 @@ typedef struct Options {
     Mode mode;
     bool interp;
     bool no_opt;
+    bool no_sched;      /* run the reference executor on the unscheduled IR */
+    bool sched_ir;      /* --emit=sched-ir */
     CgFormat emit_format;
     int opt_level;
     const char *cpu;
@@ -84,7 +88,8 @@ static void usage(FILE *out) {
           "  (no mode)        compile to an executable (-o FILE, default: FILE without .tsr)\n"
           "  -c               compile to an object file with a C header and a JSON manifest\n"
           "                   (-o MODEL.o also writes MODEL.h and MODEL.json)\n"
-          "  --emit=KIND      write KIND: ir (the loop IR, docs/ir.md), llvm, asm or obj\n"
+          "  --emit=KIND      write KIND: ir (the loop IR, docs/ir.md), sched-ir (the loop IR\n"
+          "                   as scheduled for the target), llvm, asm or obj\n"
           "  --run            compile and run the program (natively; with --interp, on the\n"
           "                   reference executor)\n"
           "  -O0 .. -O3       optimisation level of the generated code (default -O3)\n"
@@ -92,6 +97,7 @@ static void usage(FILE *out) {
           "  --target=TRIPLE  generate code for TRIPLE (default: this machine's)\n"
           "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
+          "  --no-sched       with --run --interp: run the loop IR as lowered, unscheduled\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
@@ -148,13 +154,14 @@ static Options parse_options(int argc, char **argv) {
             Mode m = MODE_RUN;
             if (a[1] == 'c') m = MODE_OBJECT;
             else if (strcmp(a, "--emit=ir") == 0) m = MODE_EMIT_IR;
+            else if (strcmp(a, "--emit=sched-ir") == 0) m = MODE_EMIT_IR, opt.sched_ir = true;
             else if (a[2] == 'e') {
                 m = MODE_EMIT_CODE;
                 const char *k = a + 7;
                 if (strcmp(k, "llvm") == 0) opt.emit_format = CG_LLVM;
                 else if (strcmp(k, "asm") == 0) opt.emit_format = CG_ASM;
                 else if (strcmp(k, "obj") == 0) opt.emit_format = CG_OBJECT;
-                else bad_usage("unknown output kind '%s' (ir, llvm, asm or obj)", k);
+                else bad_usage("unknown output kind '%s' (ir, sched-ir, llvm, asm or obj)", k);
             }
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
@@ -174,6 +181,8 @@ static Options parse_options(int argc, char **argv) {
             opt.interp = true;
         } else if (strcmp(a, "--no-opt") == 0) {
             opt.no_opt = true;
+        } else if (strcmp(a, "--no-sched") == 0) {
+            opt.no_sched = true;
         } else if (strcmp(a, "--seed") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a number", a);
             char *end;
@@ -199,6 +208,7 @@ static Options parse_options(int argc, char **argv) {
     }
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
+    if (opt.no_sched && !opt.interp) bad_usage("%s", "'--no-sched' goes with '--run --interp'");
     if (opt.output && strcmp(opt.output, "-") == 0 && (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
     if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
@@ -244,8 +254,9 @@ static bool output_commit(Output *out, bool keep) {
     return ok && keep;
 }
 
-/* Shapes are closed: build the assignments, lower them to the loop IR, optimise, verify. */
-static IrProgram *build_ir(Program *program, const Options *opt) {
+/* Shapes are closed: build the assignments, lower them to the loop IR, optimise, schedule for
+ * the target (unless the IR is wanted as lowered), verify. */
+static IrProgram *build_ir(Program *program, const Options *opt, const Target *target) {
     AssignOptions ao = {opt->seed};
     AssignResult ar;
     if (!assign_build(program, &ao, &ar)) return NULL;
@@ -261,7 +272,15 @@ static IrProgram *build_ir(Program *program, const Options *opt) {
     if (!plan_build(ar.ir, &ar)) return ar.ir;
     if (!opt->no_opt) {
         optimise(ar.ir);
-        if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after optimisation");
+        if (ir_verify(ar.ir, stderr)) {
+            diag_error_noloc("internal error: the loop IR is malformed after optimisation");
+            return ar.ir;
+        }
+    }
+    bool as_lowered = (opt->mode == MODE_EMIT_IR && !opt->sched_ir) || opt->no_sched;
+    if (!as_lowered) {
+        schedule(ar.ir, target);
+        if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after scheduling");
     }
     return ar.ir;
 }
@@ -370,23 +389,42 @@ static void llvm_fatal(const char *reason) {
     _exit(1);
 }
 
-static bool emit_object(IrProgram *ir, const Options *opt, const char *module, CgFormat format, bool with_main,
-                        const char *path, const char *shown_path) {
+/* Write `size` bytes to `path` (a temporary the caller renames); errors name `shown`. */
+static bool write_bytes(const char *path, const char *shown, const unsigned char *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, size, f) == size;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) diag_error_noloc("cannot write '%s': %s", shown, strerror(errno));
+    return ok;
+}
+
+/* Generate code for the target and write it to `path` (or, path NULL, to the standard output). */
+static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
+                        bool with_main, const char *path, const char *shown_path) {
     size_t size;
     unsigned char *image = image_build(ir, module, &size);
-    CgOptions co = {.module = module, .opt_level = opt->opt_level, .triple = opt->triple, .cpu = opt->cpu,
-                    .with_main = with_main, .shown_path = shown_path};
-    return cg_cpu_emit(ir, image, size, &co, format, path);
+    CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main};
+    CgBytes bytes;
+    if (!cg_cpu_emit(ir, image, size, &co, format, &bytes)) return false;
+    bool ok;
+    if (path) {
+        ok = write_bytes(path, shown_path, bytes.data, bytes.size);
+    } else {
+        ok = fwrite(bytes.data, 1, bytes.size, stdout) == bytes.size && fflush(stdout) == 0;
+        if (!ok) diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
+    }
+    free(bytes.data);
+    return ok;
 }
 
 /* Compile to an executable at `output` (through a temporary object and a temporary link). */
-static bool build_executable(IrProgram *ir, const Options *opt, const char *output) {
+static bool build_executable(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
     Arena *arena = ir->arena;
     const char *lib = runtime_library(arena);
     if (!lib) return false;
     const char *object = temp_beside(arena, arena_printf(arena, "%s.o", output));
     const char *linked = temp_beside(arena, output);
-    bool ok = emit_object(ir, opt, module_name(arena, opt, output), CG_OBJECT, true, object, output);
+    bool ok = emit_object(ir, opt, target, module_name(arena, opt, output), CG_OBJECT, true, object, output);
     if (ok) {
         const char *cc = getenv("CC");
         char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
@@ -422,7 +460,7 @@ static bool check_routine_names(const IrProgram *ir, const char *module) {
 }
 
 /* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
-static bool build_object(IrProgram *ir, const Options *opt, const char *output) {
+static bool build_object(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
     Arena *arena = ir->arena;
     const char *module = module_name(arena, opt, output);
     if (!check_routine_names(ir, module)) return false;
@@ -431,7 +469,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const char *output) 
     const char *paths[3] = {output, arena_printf(arena, "%s.h", stem), arena_printf(arena, "%s.json", stem)};
     const char *temps[3];
     for (int i = 0; i < 3; i++) temps[i] = temp_beside(arena, paths[i]);
-    bool ok = emit_object(ir, opt, module, CG_OBJECT, false, temps[0], paths[0]);
+    bool ok = emit_object(ir, opt, target, module, CG_OBJECT, false, temps[0], paths[0]);
     for (int i = 1; i < 3 && ok; i++) {
         FILE *f = fopen(temps[i], "w");
         if (!f) {
@@ -456,7 +494,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const char *output) 
 }
 
 /* --run without --interp: build a temporary executable, run it, remove it. */
-static int run_native(IrProgram *ir, const Options *opt) {
+static int run_native(IrProgram *ir, const Options *opt, const Target *target) {
     char dir[] = "/tmp/tsrc-run.XXXXXX";
     if (!mkdtemp(dir)) {
         diag_error_noloc("cannot make a temporary directory: %s", strerror(errno));
@@ -464,7 +502,7 @@ static int run_native(IrProgram *ir, const Options *opt) {
     }
     const char *exe = arena_printf(ir->arena, "%s/%s", dir, default_output(ir->arena, opt->input, ""));
     int status = 1;
-    if (build_executable(ir, opt, exe)) {
+    if (build_executable(ir, opt, target, exe)) {
         fflush(stdout);
         char *argv[] = {(char *)exe, NULL};
         status = run_command(argv, default_output(ir->arena, opt->input, ""));
@@ -475,28 +513,22 @@ static int run_native(IrProgram *ir, const Options *opt) {
     return status;
 }
 
-static int generate(IrProgram *ir, const Options *opt) {
+static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     Arena *arena = ir->arena;
     switch (opt->mode) {
     case MODE_RUN:
-        return opt->interp ? run_program(ir) : run_native(ir, opt);
+        return opt->interp ? run_program(ir) : run_native(ir, opt, target);
     case MODE_OBJECT:
-        return build_object(ir, opt, opt->output ? opt->output : default_output(arena, opt->input, ".o")) ? 0 : 1;
+        return build_object(ir, opt, target, opt->output ? opt->output : default_output(arena, opt->input, ".o")) ? 0 : 1;
     case MODE_EMIT_CODE: {
         static const char *ext[] = {[CG_OBJECT] = ".o", [CG_ASM] = ".s", [CG_LLVM] = ".ll"};
         const char *out = opt->output ? opt->output : default_output(arena, opt->input, ext[opt->emit_format]);
         bool to_stdout = strcmp(out, "-") == 0;
-        const char *path = to_stdout ? temp_beside(arena, "/tmp/tsrc-emit") : temp_beside(arena, out);
-        bool ok = emit_object(ir, opt, module_name(arena, opt, to_stdout ? default_output(arena, opt->input, "") : out),
-                              opt->emit_format, false, path, out);
-        if (ok && to_stdout) {
-            FILE *f = fopen(path, "rb");
-            char buf[65536];
-            size_t n;
-            while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
-            if (f) fclose(f);
-            ok = f && fflush(stdout) == 0;
-        } else if (ok && rename(path, out) != 0) {
+        const char *module = module_name(arena, opt, to_stdout ? default_output(arena, opt->input, "") : out);
+        if (to_stdout) return emit_object(ir, opt, target, module, opt->emit_format, false, NULL, out) ? 0 : 1;
+        const char *path = temp_beside(arena, out);
+        bool ok = emit_object(ir, opt, target, module, opt->emit_format, false, path, out);
+        if (ok && rename(path, out) != 0) {
             diag_error_noloc("cannot write '%s': %s", out, strerror(errno));
             ok = false;
         }
@@ -504,7 +536,7 @@ static int generate(IrProgram *ir, const Options *opt) {
         return ok ? 0 : 1;
     }
     default:
-        return build_executable(ir, opt, opt->output ? opt->output : default_output(arena, opt->input, "")) ? 0 : 1;
+        return build_executable(ir, opt, target, opt->output ? opt->output : default_output(arena, opt->input, "")) ? 0 : 1;
     }
 }
 
@@ -537,7 +569,9 @@ static int compile(Options opt) {
             Program *program = elaborate(module, &eo);
             bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;
             IrProgram *ir = NULL;
-            if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt);
+            Target target;
+            target_select(opt.triple, opt.cpu, &target);
+            if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;
             } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES) {
@@ -550,7 +584,7 @@ static int compile(Options opt) {
                     if (!output_commit(&out, true)) status = 1;
                 }
             } else if (needs_ir) {
-                status = generate(ir, &opt);
+                status = generate(ir, &opt, &target);
             }
             ir_free(ir);
             program_free(program);

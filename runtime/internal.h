@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "image_kinds.h"
 #include "tsr.h"
 
 /* ---- The model image ------------------------------------------------------------------------
@@ -25,15 +26,22 @@
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
  *
- * Buffer kinds and initialisations are the TSR_BUF_* and TSR_INIT_* values below.  A print
+ * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
+ * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
  * with `grid` set prints buffer args[0].ref as a grid labelled `label`; otherwise `format` is a
  * printf-like format whose conversions take the arguments in order, followed by a newline. */
 #define TSR_IMAGE_MAGIC "TSRI"
 #define TSR_IMAGE_VERSION 1u
 
-enum { TSR_BUF_LITERAL, TSR_BUF_PARAM, TSR_BUF_CONSTANT, TSR_BUF_INPUT, TSR_BUF_DATA, TSR_BUF_COMPUTED };
-enum { TSR_INIT_NONE, TSR_INIT_FILL, TSR_INIT_VALUES, TSR_INIT_UNIFORM };
-enum { TSR_ARG_INT, TSR_ARG_FLOAT, TSR_ARG_SYMBOL, TSR_ARG_BUFFER };
+#define TSR_KIND_BUF(name) TSR_BUF_##name,
+#define TSR_KIND_INIT(name) TSR_INIT_##name,
+#define TSR_KIND_ARG(name) TSR_ARG_##name,
+enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) };
+enum { TSR_INIT_KINDS(TSR_KIND_INIT) };
+enum { TSR_ARG_KINDS(TSR_KIND_ARG) };
+#undef TSR_KIND_BUF
+#undef TSR_KIND_INIT
+#undef TSR_KIND_ARG
 
 /* A uniform double in [0, 1) (53 random bits) from stream `stream`, draw `index`, under `seed`. */
 double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);

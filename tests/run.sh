@@ -9,9 +9,11 @@
 #              tests/shape_errors/ the default is `tsrc --check NAME.tsr`, under tests/proj/
 #              `tsrc --run --interp NAME.tsr`
 #   NAME.ir    stdout of `tsrc --emit=ir NAME.tsr`         (exit status 0)
-#   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0); the program is
-#              also compiled to an executable (`tsrc --run`), whose output must be the same
-#              (a test may have both; `(* args: … *)` options are added to both)
+#   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0); then, with every
+#              float printed in full (TSR_PRINT_EXACT=1), the reference executor on the
+#              unscheduled IR (`--no-sched`) and the program compiled to an executable
+#              (`tsrc --run`) must print exactly what the reference executor printed on the
+#              scheduled IR (a test may have both; `(* args: … *)` options are added to all)
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
@@ -65,9 +67,16 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             elif check_golden "$t" "$TMP/out" "$base.$kind"; then pass "$t ($kind)"
             else fail "$t ($kind)" "output differs from $base.$kind" "$TMP/diff"; fi
             [ $kind = out ] || continue
-            # The same program compiled natively prints exactly what the reference executor printed.
+            # Bit for bit (every float printed with all its digits): the reference executor on
+            # the scheduled IR (the default), on the IR as lowered, and the program compiled
+            # natively all print the same.
+            TSR_PRINT_EXACT=1 run_tsrc --run --interp $args "$t"
             cp "$TMP/out" "$TMP/interp.out"
-            run_tsrc --run $args "$t"
+            TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched $args "$t"
+            if [ "$(status)" != 0 ]; then fail "$t (unscheduled)" "exit $(status), expected 0" "$TMP/err"
+            elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (scheduled = unscheduled)"
+            else fail "$t (unscheduled)" "the scheduled and the unscheduled IR print differently" "$TMP/diff"; fi
+            TSR_PRINT_EXACT=1 run_tsrc --run $args "$t"
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi

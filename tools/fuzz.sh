@@ -10,7 +10,7 @@ LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
 echo "fuzz: building $DIR/fuzz_parse"
 # shellcheck disable=SC2086
 "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -Icompiler -I"$GEN" -isystem "$($LLVM_CONFIG --includedir)" \
+    -fno-sanitize-recover=undefined -iquote compiler -I"$GEN" -isystem "$($LLVM_CONFIG --includedir)" \
     tests/fuzz/fuzz_parse.c $SRC -o "$DIR/fuzz_parse" $($LLVM_CONFIG --ldflags --libs) -lm -pthread
 for f in $(find tests docs/examples stdlib -name '*.tsr' 2>/dev/null); do
     # even first byte: a whole module

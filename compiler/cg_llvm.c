@@ -1,0 +1,462 @@
+/* cg_llvm.c — the loop IR in LLVM IR: what every LLVM target shares (cg_llvm.h).
+ *
+ * What it does: scalar operations, addresses, loops and statements of a kernel, the target
+ * machine, and the pass pipeline that turns a module into bytes.  Scalar operations are emitted
+ * exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
+ * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
+ * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
+ * executor, and results match it bit for bit.  The transcendental functions call libm (expf,
+ * logf, tanhf, powf); sqrt is the correctly rounded instruction.
+ *
+ * Loop modes (the schedule's, sched.c): a LOOP_UNROLL loop is emitted once per iteration with
+ * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
+ * standing for the lanes of <n x float> values: a load whose address moves by one cell per
+ * lane is a vector load, one that does not move is a scalar (used as a broadcast), any other a
+ * gather of scalar loads; stores likewise.  Kernel-local buffers (register tiles) are stack
+ * arrays of the kernel, which LLVM's SROA turns into vector registers once the unrolled loops
+ * address them at constant offsets.
+ *
+ * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
+#include "cg_llvm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "diag.h"
+
+/* ---- Constants, declarations ---------------------------------------------------------------------- */
+
+LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef declare(CgLlvm *g, const char *name, LLVMTypeRef type) {
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    return f ? f : LLVMAddFunction(g->mod, name, type);
+}
+
+LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
+                      LLVMValueRef *args) {
+    LLVMTypeRef type = LLVMFunctionType(ret, params, n, 0);
+    return LLVMBuildCall2(g->b, type, declare(g, name, type), args, n, "");
+}
+
+void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name) {
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
+    LLVMAddAttributeAtIndex(fn, index, a);
+}
+
+static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+static LLVMTypeRef vec_type(CgLlvm *g) { return LLVMVectorType(g->f32, g->lanes); }
+
+/* v as a vector of the current lane count (a scalar is broadcast). */
+static LLVMValueRef widen(CgLlvm *g, LLVMValueRef v) {
+    if (is_vector(v)) return v;
+    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(vec_type(g)), v, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMValueRef *zeros = calloc(g->lanes, sizeof *zeros);
+    if (!zeros) diag_fatal_oom();
+    for (unsigned i = 0; i < g->lanes; i++) zeros[i] = LLVMConstInt(g->i32, 0, 0);
+    LLVMValueRef mask = LLVMConstVector(zeros, g->lanes);
+    free(zeros);
+    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(vec_type(g)), mask, "");
+}
+
+/* A float constant of v's shape (scalar or vector). */
+static LLVMValueRef fconst_like(CgLlvm *g, LLVMValueRef like, double v) {
+    LLVMValueRef c = LLVMConstReal(g->f32, (float)v);
+    return like && is_vector(like) ? widen(g, c) : c;
+}
+
+/* An LLVM intrinsic overloaded on float and vectors of float ("llvm.fma" → llvm.fma.f32 or
+ * llvm.fma.v16f32). */
+static LLVMValueRef intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    LLVMTypeRef params[3] = {t, t, t};
+    char name[64];
+    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%uf32", base, g->lanes);
+    else snprintf(name, sizeof name, "%s.f32", base);
+    return cgl_call(g, name, t, params, n, args);
+}
+
+/* A libm function, applied lane by lane to vectors. */
+static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef params[2] = {g->f32, g->f32};
+    if (!is_vector(args[0])) return cgl_call(g, name, g->f32, params, n, args);
+    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMConstInt(g->i32, lane, 0), x[2];
+        for (unsigned i = 0; i < n; i++) x[i] = LLVMBuildExtractElement(g->b, args[i], at, "");
+        out = LLVMBuildInsertElement(g->b, out, cgl_call(g, name, g->f32, params, n, x), at, "");
+    }
+    return out;
+}
+
+/* ---- Scalar (and lane-wise) operations ------------------------------------------------------------- */
+
+static LLVMValueRef flag(CgLlvm *g, LLVMValueRef cond, LLVMValueRef like) {
+    return LLVMBuildSelect(g->b, cond, fconst_like(g, like, 1), fconst_like(g, like, 0), "");
+}
+
+static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMBuilderRef B = g->b;
+    unsigned arity = scalar_op_arity(op);
+    bool vec = is_vector(a) || (arity > 1 && is_vector(b)) || (arity > 2 && is_vector(c));
+    if (vec) {
+        a = widen(g, a);
+        if (arity > 1) b = widen(g, b);
+        if (arity > 2) c = widen(g, c);
+    }
+    LLVMValueRef zero = fconst_like(g, a, 0);
+    switch (op) {
+    case SOP_ADD: return LLVMBuildFAdd(B, a, b, "");
+    case SOP_SUB: return LLVMBuildFSub(B, a, b, "");
+    case SOP_MUL: return LLVMBuildFMul(B, a, b, "");
+    case SOP_DIV: return LLVMBuildFDiv(B, a, b, "");
+    case SOP_POW: {
+        LLVMValueRef x[2] = {a, b};
+        return libm(g, "powf", x, 2);
+    }
+    case SOP_LT: return flag(g, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a);
+    case SOP_EQ: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, b, ""), a);
+    case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
+    case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
+    case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
+    case SOP_SAT01_GATE: {
+        LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""),
+                                       LLVMBuildFCmp(B, LLVMRealOLT, a, fconst_like(g, a, 1), ""), "");
+        return LLVMBuildSelect(B, in, b, zero, "");
+    }
+    case SOP_OR:
+        return flag(g, LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
+    case SOP_AND:
+        return flag(g, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
+    case SOP_NEG: return LLVMBuildFNeg(B, a, "");
+    case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), a, zero, "");
+    case SOP_EXP: return libm(g, "expf", &a, 1);
+    case SOP_LOG: return libm(g, "logf", &a, 1);
+    case SOP_SQRT: return intrinsic(g, "llvm.sqrt", &a, 1);
+    case SOP_TANH: return libm(g, "tanhf", &a, 1);
+    case SOP_SIGMOID: {
+        LLVMValueRef na = LLVMBuildFNeg(B, a, "");
+        LLVMValueRef e = libm(g, "expf", &na, 1);
+        return LLVMBuildFDiv(B, fconst_like(g, a, 1), LLVMBuildFAdd(B, fconst_like(g, a, 1), e, ""), "");
+    }
+    case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
+    case SOP_FMA: {
+        LLVMValueRef x[3] = {a, b, c};
+        return intrinsic(g, "llvm.fma", x, 3);
+    }
+    case SOP_COUNT: break;
+    }
+    return zero;
+}
+
+/* ---- Addresses, loads, stores ---------------------------------------------------------------------- */
+
+/* The flat offset of buffer[index…] (row-major over the buffer's memory-order dims), with every
+ * iterator at its current value (the lane iterator, if any, at 0). */
+static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *buf = &g->ir->buffers[buffer];
+    LLVMValueRef flat = cgl_iconst(g, 0);
+    for (uint32_t a = 0; a < buf->rank; a++) {
+        LLVMValueRef i = cgl_iconst(g, index[a].offset);
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            uint32_t it = index[a].terms[t].iter;
+            if (it == g->lane_iter) continue;
+            i = LLVMBuildNSWAdd(g->b, i, LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef), g->iter[it], ""), "");
+        }
+        if (index[a].symbol) i = LLVMBuildNSWAdd(g->b, i, g->symbol[ir_symbol(g->ir, index[a].symbol)], "");
+        flat = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, (int64_t)buf->dims[a]), ""), i, "");
+    }
+    return flat;
+}
+
+/* How far the flat offset moves from one lane to the next. */
+static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    if (g->lane_iter == UINT32_MAX) return 0;
+    const IrBuffer *b = &g->ir->buffers[buffer];
+    int64_t coef = 0, stride = 1;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == g->lane_iter) coef += index[a].terms[t].coef * stride;
+        stride *= (int64_t)b->dims[a];
+    }
+    return coef;
+}
+
+static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
+    LLVMValueRef idx[1] = {flat};
+    return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
+}
+
+static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    LLVMValueRef base = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (stride == 0) {
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, base), "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    if (stride == 1) {
+        LLVMValueRef v = LLVMBuildLoad2(g->b, vec_type(g), element(g, buffer, base), "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, at), "");
+        LLVMSetAlignment(v, 4);
+        out = LLVMBuildInsertElement(g->b, out, v, LLVMConstInt(g->i32, lane, 0), "");
+    }
+    return out;
+}
+
+static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v) {
+    LLVMValueRef base = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (g->lane_iter == UINT32_MAX || stride == 1 || (stride == 0 && !is_vector(v))) {
+        LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? widen(g, v) : v, element(g, buffer, base));
+        LLVMSetAlignment(st, 4);
+        return;
+    }
+    /* Lane by lane, in lane order (a store that does not move keeps the last lane's value). */
+    v = widen(g, v);
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
+        LLVMValueRef x = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, lane, 0), "");
+        LLVMValueRef st = LLVMBuildStore(g->b, x, element(g, buffer, at));
+        LLVMSetAlignment(st, 4);
+    }
+}
+
+static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST: return LLVMConstReal(g->f32, (float)e->value);
+    case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
+    case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
+    case IR_LOAD: return load(g, e->buffer, e->index);
+    case IR_OP: {
+        LLVMValueRef x[3] = {NULL, NULL, NULL};
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
+        return scalar_op(g, e->op, x[0], x[1], x[2]);
+    }
+    }
+    return LLVMConstReal(g->f32, 0);
+}
+
+/* ---- Statements and loops ---------------------------------------------------------------------------- */
+
+static void block(CgLlvm *g, const IrBlock *blk);
+
+/* for iter in [lo, hi): body — rotated: a guard, then a do-while. */
+static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
+    g->iter[s->iter] = i;
+    block(g, &s->body);
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, i, cgl_iconst(g, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, hi, ""), body, done);
+    LLVMValueRef in_values[2] = {lo, next};
+    LLVMBasicBlockRef in_blocks[2] = {entry, latch};
+    LLVMAddIncoming(i, in_values, in_blocks, 2);
+    LLVMPositionBuilderAtEnd(g->b, done);
+}
+
+static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    switch (s->mode) {
+    case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
+    case LOOP_UNROLL:
+        for (uint64_t v = 0; v < s->extent; v++) {
+            g->iter[s->iter] = cgl_iconst(g, (int64_t)v);
+            block(g, &s->body);
+        }
+        return;
+    case LOOP_VECTOR: {
+        uint32_t outer_lane = g->lane_iter;
+        unsigned outer_lanes = g->lanes;
+        g->lane_iter = s->iter;
+        g->lanes = (unsigned)s->extent;
+        g->iter[s->iter] = cgl_iconst(g, 0);
+        block(g, &s->body);
+        g->lane_iter = outer_lane;
+        g->lanes = outer_lanes;
+        return;
+    }
+    }
+}
+
+static void stmt(CgLlvm *g, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_iconst(g, (int64_t)s->extent)); break;
+    case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value)); break;
+    case IR_SET_LOCAL: {
+        LLVMValueRef v = expr(g, s->value);
+        if (is_vector(v)) /* a local set in a vector loop keeps the last lane's value */
+            v = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, g->lanes - 1, 0), "");
+        LLVMBuildStore(g->b, v, g->local[s->local]);
+        break;
+    }
+    }
+}
+
+static void block(CgLlvm *g, const IrBlock *blk) {
+    for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
+}
+
+void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,
+                     LLVMValueRef symbols, const LLVMValueRef *buffers) {
+    const IrProgram *ir = g->ir;
+    memset(g->buffer, 0, (ir->buffer_count + 1) * sizeof *g->buffer);
+    for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = buffers[i];
+    for (uint32_t i = 0; i < k->local_count; i++) {
+        const IrBuffer *b = &ir->buffers[k->locals[i]];
+        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(g->f32, (unsigned)b->size), b->name);
+        LLVMSetAlignment(a, 64);
+        g->buffer[k->locals[i]] = a;
+    }
+    for (uint32_t s = 0; s < ir->symbol_count; s++) {
+        LLVMValueRef idx[1] = {cgl_iconst(g, s)};
+        g->symbol[s] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
+    }
+    for (uint32_t l = 0; l < fn->local_count; l++) g->local[l] = LLVMBuildAlloca(g->b, g->f32, "acc");
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    const IrStmt *first = fn->body.items[k->first];
+    if (k->count == 1 && first->kind == IR_LOOP && first->mode == LOOP_PLAIN) {
+        plain_loop(g, first, lo, hi);
+    } else {
+        for (uint32_t i = 0; i < k->count; i++) stmt(g, fn->body.items[k->first + i]);
+    }
+}
+
+/* ---- Module, target machine, pipeline -------------------------------------------------------------- */
+
+void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMachineRef tm) {
+    memset(g, 0, sizeof *g);
+    g->ir = ir;
+    g->ctx = LLVMContextCreate();
+    g->mod = LLVMModuleCreateWithNameInContext(module, g->ctx);
+    g->b = LLVMCreateBuilderInContext(g->ctx);
+    g->i32 = LLVMInt32TypeInContext(g->ctx);
+    g->i64 = LLVMInt64TypeInContext(g->ctx);
+    g->f32 = LLVMFloatTypeInContext(g->ctx);
+    g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    g->void_t = LLVMVoidTypeInContext(g->ctx);
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(g->mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(g->mod, layout);
+    LLVMDisposeTargetData(layout);
+    uint32_t iters = 1, locals = 1;
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        if (ir->functions[f].iter_count > iters) iters = ir->functions[f].iter_count;
+        if (ir->functions[f].local_count > locals) locals = ir->functions[f].local_count;
+    }
+    g->buffer = calloc(ir->buffer_count + 1, sizeof *g->buffer);
+    g->symbol = calloc(ir->symbol_count + 1, sizeof *g->symbol);
+    g->iter = calloc(iters, sizeof *g->iter);
+    g->local = calloc(locals, sizeof *g->local);
+    if (!g->buffer || !g->symbol || !g->iter || !g->local) diag_fatal_oom();
+    g->lane_iter = UINT32_MAX;
+}
+
+void cgl_dispose(CgLlvm *g) {
+    free(g->buffer);
+    free(g->symbol);
+    free(g->iter);
+    free(g->local);
+    LLVMDisposeBuilder(g->b);
+    LLVMDisposeModule(g->mod);
+    LLVMContextDispose(g->ctx);
+}
+
+LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_opt, int opt_level) {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeX86AsmParser();
+    char *host_triple = LLVMGetDefaultTargetTriple();
+    const char *triple = triple_opt ? triple_opt : host_triple;
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        diag_error_noloc("unknown target '%s': %s (this tsrc generates x86-64 code: --target=x86_64-pc-linux-gnu)",
+                         triple, err ? err : "");
+        LLVMDisposeMessage(err);
+        LLVMDisposeMessage(host_triple);
+        return NULL;
+    }
+    char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+    bool native = !cpu_opt || strcmp(cpu_opt, "native") == 0;
+    const char *cpu = native ? (triple_opt ? "x86-64" : host_cpu) : cpu_opt;
+    const char *features = native && !triple_opt ? host_features : "";
+    LLVMCodeGenOptLevel level = opt_level == 0 ? LLVMCodeGenLevelNone : opt_level == 1 ? LLVMCodeGenLevelLess
+                              : opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level, LLVMRelocPIC,
+                                                      LLVMCodeModelDefault);
+    if (!tm) diag_error_noloc("cannot create a target machine for '%s' (cpu '%s')", triple, cpu);
+    LLVMDisposeMessage(host_triple);
+    LLVMDisposeMessage(host_cpu);
+    LLVMDisposeMessage(host_features);
+    return tm;
+}
+
+bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, CgFormat format, CgBytes *out) {
+    out->data = NULL;
+    out->size = 0;
+    char *err = NULL;
+    if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
+        diag_error_noloc("internal error: the generated LLVM module is malformed: %s", err);
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    LLVMDisposeMessage(err);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 2);
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    LLVMErrorRef e = LLVMRunPasses(g->mod, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *m = LLVMGetErrorMessage(e);
+        diag_error_noloc("internal error: LLVM's %s pipeline failed: %s", pipeline, m);
+        LLVMDisposeErrorMessage(m);
+        return false;
+    }
+    if (format == CG_LLVM) {
+        char *text = LLVMPrintModuleToString(g->mod);
+        out->size = strlen(text);
+        out->data = malloc(out->size + 1);
+        if (!out->data) diag_fatal_oom();
+        memcpy(out->data, text, out->size + 1);
+        LLVMDisposeMessage(text);
+        return true;
+    }
+    LLVMMemoryBufferRef mb = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, format == CG_ASM ? LLVMAssemblyFile : LLVMObjectFile, &err,
+                                            &mb)) {
+        diag_error_noloc("LLVM cannot generate this code: %s", err ? err : "");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    out->size = LLVMGetBufferSize(mb);
+    out->data = malloc(out->size ? out->size : 1);
+    if (!out->data) diag_fatal_oom();
+    memcpy(out->data, LLVMGetBufferStart(mb), out->size);
+    LLVMDisposeMemoryBuffer(mb);
+    return true;
+}

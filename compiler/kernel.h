@@ -1,0 +1,35 @@
+/* kernel.h — kernels: the top-level nests of a function, outlined for a backend (kernel.c). */
+#ifndef TSR_KERNEL_H
+#define TSR_KERNEL_H
+
+#include "ir.h"
+#include "target.h"
+
+/* Top-level statements [first, first+count) of a function that run as one kernel: a nest, or
+ * the statements that share its locals (a full reduction: set the local, loop, store).  Its
+ * parameters are the state buffers it touches (in id order) and the index symbols; its
+ * kernel-local buffers (tiles) live in each run.  When `threaded`, its outer loop (the launch
+ * domain, 0 ≤ i < extent) is split over the thread pool in chunks of at least `grain`;
+ * otherwise the host calls it once over the whole domain. */
+typedef struct Kernel {
+    uint32_t first, count;
+    uint32_t *buffers;       /* state buffers, in id order */
+    uint32_t buffer_count;
+    uint32_t *locals;        /* kernel-local buffers */
+    uint32_t local_count;
+    bool threaded;
+    int64_t extent, grain;
+} Kernel;
+
+/* The host side of a function: its kernels, launched in order. */
+typedef struct KernelList {
+    const IrFunction *fn;
+    Kernel *kernels;
+    uint32_t count;
+} KernelList;
+
+/* Outline `fn` into kernels (in ir's arena), choosing which run on the thread pool from the
+ * target's thresholds. */
+KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target);
+
+#endif

@@ -1,0 +1,587 @@
+/* sched.c — the schedule: per-target rewrites of the loop IR's nests (sched.h).
+ *
+ * Lowering (lower.c) states what each cell is: a reduction is the canonical nest
+ *     for p… parallel:  l = init;  for r… reduction: l = step(l);  C[p…] = l
+ * and this stage decides how it runs on the target, in Halide's terms the schedule of that
+ * algorithm.  Two rewrites, tried in this order on every top-level nest:
+ *
+ *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
+ *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
+ *      operand (A) but not B — becomes a register-tiled kernel over a packed B:
+ *        - a packing nest copies B into panels P[batch…, j/NR, r…, j%NR], so that the NR
+ *          consecutive J values of a panel are adjacent whatever B's layout (transposed
+ *          operands, the compose form `w * x`, gradients);
+ *        - the tile nest keeps an MR×NR block of C in a kernel-local tile T (registers: its
+ *          loops are unrolled over rows and vectors, and vector over lanes) across all of the
+ *          reduction loops, broadcasting A and loading vectors of the panel;
+ *        - rows and columns that do not fill a tile run the canonical nest on their range.
+ *      Every cell still starts from the same value and takes the same fma steps in the same
+ *      reduction order, so the result is bit-identical to the canonical nest.
+ *   2. Any other reduction with two or more parallel loops whose innermost parallel iterator
+ *      walks C and every load with stride 1 (or not at all) accumulates in place: the
+ *      reduction loops move outside that iterator's loop, which becomes the inner loop of the
+ *      nest and vectorises; each cell again takes the same steps in the same order.
+ *
+ * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
+ * buffers; a tile is kernel_local (each run of a kernel has its own).
+ *
+ * Requires: a verified, optimised IrProgram (lower.c, opt.c); runs before image_build() so
+ * that the image allocates the scratch buffers. */
+#include "sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+
+enum { MAX_LOOPS = 32, MAX_TERMS = 40 };
+
+/* The replacement of an iterator by an affine expression of new iterators. */
+typedef struct Affine {
+    IrTerm terms[4];
+    uint32_t count;
+    int64_t offset;
+} Affine;
+
+typedef struct Sched {
+    IrProgram *ir;
+    IrFunction *fn;
+    const Target *target;
+    uint32_t old_iters;   /* iterators of the function before scheduling (the subst table's size) */
+    Affine *subst;        /* per old iterator */
+    bool *mapped;
+    uint64_t *extent_of;  /* per old iterator: an override of its loop's extent (0: none) */
+    uint32_t scratch;     /* scratch buffers made so far (for names) */
+} Sched;
+
+/* ---- Building and cloning IR ------------------------------------------------------------------- */
+
+static IrStmt *new_loop(Sched *s, uint32_t iter, uint64_t extent, bool parallel, IrLoopMode mode) {
+    IrStmt *l = arena_alloc(s->ir->arena, sizeof *l);
+    *l = (IrStmt){.kind = IR_LOOP, .iter = iter, .extent = extent, .parallel = parallel, .mode = mode};
+    return l;
+}
+
+static IrStmt *new_store(Sched *s, uint32_t buffer, IrIndex *index, IrExpr *value) {
+    IrStmt *st = arena_alloc(s->ir->arena, sizeof *st);
+    *st = (IrStmt){.kind = IR_STORE, .buffer = buffer, .index = index, .value = value};
+    return st;
+}
+
+static IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_LOAD, .buffer = buffer, .index = index};
+    return e;
+}
+
+static uint32_t new_iter(Sched *s) { return s->fn->iter_count++; }
+
+/* A one-axis index: Σ terms. */
+static IrIndex *flat_index(Sched *s, const IrTerm *terms, uint32_t count) {
+    IrIndex *ix = arena_alloc(s->ir->arena, sizeof *ix);
+    ix->terms = arena_alloc(s->ir->arena, (count ? count : 1) * sizeof *ix->terms);
+    memcpy(ix->terms, terms, count * sizeof *terms);
+    ix->term_count = count;
+    return ix;
+}
+
+static void map_iter(Sched *s, uint32_t old, Affine a) {
+    s->subst[old] = a;
+    s->mapped[old] = true;
+}
+
+static Affine affine1(uint32_t iter, int64_t coef, int64_t offset) {
+    return (Affine){.terms = {{iter, coef}}, .count = 1, .offset = offset};
+}
+
+static IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank) {
+    IrIndex *ix = arena_alloc(s->ir->arena, (rank ? rank : 1) * sizeof *ix);
+    for (uint32_t a = 0; a < rank; a++) {
+        ix[a].offset = index[a].offset;
+        ix[a].symbol = index[a].symbol;
+        uint32_t n = 0;
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            uint32_t it = index[a].terms[t].iter;
+            n += it < s->old_iters && s->mapped[it] ? s->subst[it].count : 1;
+        }
+        ix[a].terms = arena_alloc(s->ir->arena, (n ? n : 1) * sizeof *ix[a].terms);
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            IrTerm term = index[a].terms[t];
+            if (term.iter < s->old_iters && s->mapped[term.iter]) {
+                const Affine *af = &s->subst[term.iter];
+                for (uint32_t k = 0; k < af->count; k++)
+                    ix[a].terms[ix[a].term_count++] = (IrTerm){af->terms[k].iter, af->terms[k].coef * term.coef};
+                ix[a].offset += af->offset * term.coef;
+            } else {
+                ix[a].terms[ix[a].term_count++] = term;
+            }
+        }
+    }
+    return ix;
+}
+
+/* A copy of e under the current substitution; a read of local `local` becomes `local_value`
+ * (or a read of local `new_local` when local_value is NULL and new_local is not UINT32_MAX). */
+typedef struct LocalRepl {
+    uint32_t local;
+    IrExpr *value;
+    uint32_t new_local;
+} LocalRepl;
+
+static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
+    IrExpr *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *e;
+    switch (e->kind) {
+    case IR_LOAD: c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank); break;
+    case IR_LOCAL:
+        if (repl && e->local == repl->local) {
+            if (repl->value) return repl->value;
+            c->local = repl->new_local;
+        }
+        break;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = clone_expr(s, e->args[i], repl);
+        break;
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    }
+    return c;
+}
+
+/* A copy of a nest with fresh iterators (each old loop's iterator i becomes new·1 + the offset
+ * already in subst[i], and its extent extent_of[i] when set) and local repl->local renamed. */
+static IrStmt *clone_stmt(Sched *s, const IrStmt *st, const LocalRepl *repl) {
+    IrStmt *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *st;
+    switch (st->kind) {
+    case IR_LOOP: {
+        uint32_t it = new_iter(s);
+        int64_t offset = s->mapped[st->iter] ? s->subst[st->iter].offset : 0;
+        if (s->extent_of[st->iter]) c->extent = s->extent_of[st->iter];
+        map_iter(s, st->iter, affine1(it, 1, offset));
+        c->iter = it;
+        c->body = (IrBlock){0};
+        for (uint32_t i = 0; i < st->body.count; i++)
+            ir_block_push(s->ir->arena, &c->body, clone_stmt(s, st->body.items[i], repl));
+        break;
+    }
+    case IR_STORE:
+        c->index = clone_index(s, st->index, s->ir->buffers[st->buffer].rank);
+        c->value = clone_expr(s, st->value, repl);
+        break;
+    case IR_SET_LOCAL:
+        if (repl && st->local == repl->local) c->local = repl->new_local;
+        c->value = clone_expr(s, st->value, repl);
+        break;
+    }
+    return c;
+}
+
+static void reset_subst(Sched *s) {
+    memset(s->mapped, 0, s->old_iters * sizeof *s->mapped);
+    memset(s->extent_of, 0, s->old_iters * sizeof *s->extent_of);
+}
+
+static uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local) {
+    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .rank = 1, .size = size, .init = INIT_NONE,
+                  .kernel_local = kernel_local};
+    b.dims = arena_alloc(s->ir->arena, sizeof *b.dims);
+    b.dims[0] = size;
+    b.name = arena_printf(s->ir->arena, "%s#s%u", what, s->scratch++);
+    b.shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)size);
+    ARENA_PUSH(s->ir->arena, s->ir->buffers, s->ir->buffer_count, s->ir->buffer_cap, b);
+    return b.id;
+}
+
+/* ---- Recognising the canonical reduction nest ----------------------------------------------------- */
+
+typedef struct Reduction {
+    IrStmt *par[MAX_LOOPS];   /* parallel loops, outermost first */
+    uint32_t npar;
+    IrStmt *red[MAX_LOOPS];   /* reduction loops, outermost first */
+    uint32_t nred;
+    IrStmt *init, *step, *store;
+    uint32_t local;
+} Reduction;
+
+static bool match_reduction(IrStmt *top, Reduction *r) {
+    memset(r, 0, sizeof *r);
+    IrStmt *st = top;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && r->npar < MAX_LOOPS) {
+        r->par[r->npar++] = st;
+        if (st->body.count == 1 && st->body.items[0]->kind == IR_LOOP && st->body.items[0]->parallel)
+            st = st->body.items[0];
+        else
+            break;
+    }
+    if (r->npar == 0) return false;
+    const IrBlock *body = &r->par[r->npar - 1]->body;
+    if (body->count != 3 || body->items[0]->kind != IR_SET_LOCAL || body->items[1]->kind != IR_LOOP ||
+        body->items[2]->kind != IR_STORE)
+        return false;
+    r->init = body->items[0];
+    r->store = body->items[2];
+    r->local = r->init->local;
+    if (r->store->value->kind != IR_LOCAL || r->store->value->local != r->local) return false;
+    st = body->items[1];
+    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 &&
+           r->nred < MAX_LOOPS) {
+        r->red[r->nred++] = st;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_SET_LOCAL || st->local != r->local) return false;
+    r->step = st;
+    return true;
+}
+
+/* The coefficient of `iter` in the flat (row-major) offset of an access. */
+static int64_t flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    int64_t coef = 0, stride = 1;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == iter) coef += index[a].terms[t].coef * stride;
+        stride *= (int64_t)b->dims[a];
+    }
+    return coef;
+}
+
+static bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
+    for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == iter) return true;
+    return false;
+}
+
+static bool same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
+    for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
+        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
+        for (uint32_t t = 0; t < a[k].term_count; t++)
+            if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
+    }
+    return true;
+}
+
+/* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride
+ * other than 0 or 1. */
+static bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t avoid, uint32_t iter, bool *bad) {
+    switch (e->kind) {
+    case IR_LOCAL: return e->local == local;
+    case IR_LOAD: {
+        int64_t c = flat_coef(ir, e->buffer, e->index, iter);
+        if (e->buffer == avoid || (c != 0 && c != 1)) *bad = true;
+        return false;
+    }
+    case IR_OP: {
+        bool uses = false;
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) uses |= scan_expr(ir, e->args[i], local, avoid, iter, bad);
+        return uses;
+    }
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    }
+    return false;
+}
+
+/* The initial value is the neutral constant (a reset) or the cell itself (an update). */
+static bool init_is_plain(const IrProgram *ir, const Reduction *r) {
+    const IrExpr *v = r->init->value;
+    return v->kind == IR_CONST ||
+           (v->kind == IR_LOAD && v->buffer == r->store->buffer && same_index(ir, v->buffer, v->index, r->store->index));
+}
+
+/* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
+
+static bool accumulate_in_place(Sched *s, Reduction *r) {
+    const IrProgram *ir = s->ir;
+    if (r->npar < 2 || !init_is_plain(ir, r)) return false;
+    IrStmt *inner = r->par[r->npar - 1];
+    uint32_t c = r->store->buffer;
+    if (flat_coef(ir, c, r->store->index, inner->iter) != 1) return false;
+    bool bad = false;
+    if (!scan_expr(ir, r->step->value, r->local, c, inner->iter, &bad) || bad) return false;
+
+    /* l is the cell itself from here on. */
+    reset_subst(s);
+    IrExpr *cell = new_load(s, c, r->store->index);
+    LocalRepl repl = {r->local, cell, UINT32_MAX};
+    IrStmt *outer = r->par[r->npar - 2];
+    outer->body = (IrBlock){0};
+    if (r->init->value->kind == IR_CONST) {
+        IrStmt *init = new_loop(s, inner->iter, inner->extent, true, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, &init->body, new_store(s, c, r->store->index, r->init->value));
+        ir_block_push(s->ir->arena, &outer->body, init);
+    }
+    ir_block_push(s->ir->arena, &outer->body, r->red[0]);
+    IrStmt *cells = new_loop(s, inner->iter, inner->extent, true, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, &cells->body, new_store(s, c, r->store->index, clone_expr(s, r->step->value, &repl)));
+    IrStmt *last = r->red[r->nred - 1];
+    last->body = (IrBlock){0};
+    ir_block_push(s->ir->arena, &last->body, cells);
+    return true;
+}
+
+/* ---- Rewrite 1: register-tiled contractions -------------------------------------------------------- */
+
+typedef struct Contraction {
+    const Reduction *r;
+    uint32_t c;                /* the result buffer */
+    const IrExpr *a, *b;       /* the broadcast operand and the packed one */
+    bool b_first;              /* the step is fma(b, a, l) */
+    IrStmt *i_loop, *j_loop;
+    IrStmt *batch[MAX_LOOPS];  /* the other parallel loops, outermost first */
+    uint32_t nbatch;
+    uint64_t k;                /* cells of the reduction */
+} Contraction;
+
+static bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct) {
+    memset(ct, 0, sizeof *ct);
+    ct->r = r;
+    ct->c = r->store->buffer;
+    const IrExpr *v = r->step->value;
+    if (r->npar < 2 || r->nred == 0 || !init_is_plain(ir, r) || v->kind != IR_OP || v->op != SOP_FMA ||
+        v->args[2]->kind != IR_LOCAL || v->args[2]->local != r->local || v->args[0]->kind != IR_LOAD ||
+        v->args[1]->kind != IR_LOAD || v->args[0]->buffer == ct->c || v->args[1]->buffer == ct->c)
+        return false;
+    const IrExpr *x = v->args[0], *y = v->args[1];
+    for (uint32_t jn = r->npar; jn-- > 0 && !ct->j_loop;) {
+        uint32_t j = r->par[jn]->iter;
+        if (flat_coef(ir, ct->c, r->store->index, j) != 1) continue;
+        bool in_x = mentions(ir, x->buffer, x->index, j), in_y = mentions(ir, y->buffer, y->index, j);
+        if (in_x == in_y) continue;
+        ct->j_loop = r->par[jn];
+        ct->b = in_x ? x : y;
+        ct->a = in_x ? y : x;
+        ct->b_first = in_x;
+    }
+    if (!ct->j_loop) return false;
+    for (uint32_t in = r->npar; in-- > 0 && !ct->i_loop;) {
+        uint32_t i = r->par[in]->iter;
+        if (r->par[in] == ct->j_loop) continue;
+        if (flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
+            !mentions(ir, ct->b->buffer, ct->b->index, i))
+            ct->i_loop = r->par[in];
+    }
+    if (!ct->i_loop) return false;
+    for (uint32_t k = 0; k < r->npar; k++)
+        if (r->par[k] != ct->i_loop && r->par[k] != ct->j_loop) ct->batch[ct->nbatch++] = r->par[k];
+    ct->k = 1;
+    for (uint32_t k = 0; k < r->nred; k++) ct->k *= r->red[k]->extent;
+    return true;
+}
+
+typedef struct Terms {
+    IrTerm items[MAX_TERMS];
+    uint32_t count;
+} Terms;
+
+static void add_term(Terms *t, uint32_t iter, int64_t coef) {
+    if (t->count < MAX_TERMS) t->items[t->count++] = (IrTerm){iter, coef};
+}
+
+/* Packed panel index: Σ batch·stride + panel·(K·NR) + (row-major reduction position)·NR, plus
+ * the lane terms already in `t`. */
+static void panel_terms(const Contraction *ct, uint64_t panels, uint64_t nr, const uint32_t *batch_iter,
+                        uint32_t panel_iter, const uint32_t *red_iter, Terms *t) {
+    const Reduction *r = ct->r;
+    int64_t stride = (int64_t)(panels * ct->k * nr);
+    for (uint32_t k = ct->nbatch; k-- > 0;) {
+        if (batch_iter[k] == UINT32_MAX) continue;
+        add_term(t, batch_iter[k], stride);
+        stride *= (int64_t)ct->batch[k]->extent;
+    }
+    add_term(t, panel_iter, (int64_t)(ct->k * nr));
+    int64_t rs = (int64_t)nr;
+    for (uint32_t k = r->nred; k-- > 0;) {
+        add_term(t, red_iter[k], rs);
+        rs *= (int64_t)r->red[k]->extent;
+    }
+}
+
+static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
+    Contraction ct;
+    if (!find_contraction(s->ir, r, &ct)) return false;
+    const Target *tg = s->target;
+    uint64_t w = tg->vector_floats, nv = tg->tile_vectors, mr = tg->tile_rows, nr = w * nv;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent;
+    if (ni < mr || nj < nr || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
+    for (uint32_t k = 0; k < ct.nbatch; k++) /* batch axes of B must not be parallel loops we drop */
+        if (ct.batch[k]->mode != LOOP_PLAIN) return false;
+    uint64_t panels = nj / nr, rows = ni / mr;
+    Arena *arena = s->ir->arena;
+
+    /* The packed operand: one panel of K×NR per (batch of B, J block). */
+    uint64_t packed_batch = 1;
+    bool b_batch[MAX_LOOPS] = {0};
+    for (uint32_t k = 0; k < ct.nbatch; k++)
+        if ((b_batch[k] = mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter))) packed_batch *= ct.batch[k]->extent;
+    uint32_t packed = new_scratch(s, arena_printf(arena, "%s.panels", s->ir->buffers[ct.b->buffer].name),
+                                  packed_batch * panels * ct.k * nr, false);
+
+    /* Packing: for batch of B, panel, reduction cell, lane: P[…] = B[…]. */
+    reset_subst(s);
+    uint32_t pb_iter[MAX_LOOPS], pr_iter[MAX_LOOPS];
+    IrStmt *pack_top = NULL;
+    IrBlock *into = out;
+    for (uint32_t k = 0; k < ct.nbatch; k++) {
+        pb_iter[k] = UINT32_MAX;
+        if (!b_batch[k]) continue;
+        pb_iter[k] = new_iter(s);
+        map_iter(s, ct.batch[k]->iter, affine1(pb_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, pb_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(arena, into, l);
+        into = &l->body;
+        if (!pack_top) pack_top = l;
+    }
+    uint32_t jo = new_iter(s), jj = new_iter(s);
+    IrStmt *panel_loop = new_loop(s, jo, panels, true, LOOP_PLAIN);
+    ir_block_push(arena, into, panel_loop);
+    into = &panel_loop->body;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        pr_iter[k] = new_iter(s);
+        map_iter(s, r->red[k]->iter, affine1(pr_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, pr_iter[k], r->red[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(arena, into, l);
+        into = &l->body;
+    }
+    s->subst[ct.j_loop->iter] = (Affine){.terms = {{jo, (int64_t)nr}, {jj, 1}}, .count = 2};
+    s->mapped[ct.j_loop->iter] = true;
+    IrStmt *lanes = new_loop(s, jj, nr, true, LOOP_PLAIN);
+    Terms pt = {0};
+    add_term(&pt, jj, 1);
+    panel_terms(&ct, panels, nr, pb_iter, jo, pr_iter, &pt);
+    ir_block_push(arena, &lanes->body, new_store(s, packed, flat_index(s, pt.items, pt.count), clone_expr(s, ct.b, NULL)));
+    ir_block_push(arena, into, lanes);
+    pack_top = pack_top ? pack_top : panel_loop;
+    pack_top->comment = arena_printf(arena, "schedule: pack %s into %llu-wide panels for the register tile",
+                                     s->ir->buffers[ct.b->buffer].name, (unsigned long long)nr);
+
+    /* The tile nest: for batch, panel, row block: T = init; for r: T = fma(A, P, T); C = T. */
+    uint32_t tile = new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true);
+    reset_subst(s);
+    into = out;
+    IrStmt *tile_top = NULL;
+    uint32_t tb_iter[MAX_LOOPS];
+    for (uint32_t k = 0; k < ct.nbatch; k++) {
+        tb_iter[k] = new_iter(s);
+        map_iter(s, ct.batch[k]->iter, affine1(tb_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, tb_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(arena, into, l);
+        into = &l->body;
+        if (!tile_top) tile_top = l;
+        if (!b_batch[k]) tb_iter[k] = UINT32_MAX; /* not part of the panel index */
+    }
+    uint32_t tjo = new_iter(s), tio = new_iter(s), ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
+    IrStmt *tp = new_loop(s, tjo, panels, true, LOOP_PLAIN);
+    ir_block_push(arena, into, tp);
+    if (!tile_top) tile_top = tp;
+    IrStmt *ti = new_loop(s, tio, rows, true, LOOP_PLAIN);
+    ir_block_push(arena, &tp->body, ti);
+    map_iter(s, ct.i_loop->iter, (Affine){.terms = {{tio, (int64_t)mr}, {ii, 1}}, .count = 2});
+    map_iter(s, ct.j_loop->iter, (Affine){.terms = {{tjo, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}}, .count = 3});
+    IrTerm tt[3] = {{ii, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}};
+
+    /* A tile-wide statement: for ii unroll, jv unroll, jl vector: stmt. */
+#define TILE_WIDE(stmt_expr, block)                                                         \
+    do {                                                                                    \
+        IrStmt *l_ii = new_loop(s, ii, mr, true, LOOP_UNROLL);                              \
+        IrStmt *l_jv = new_loop(s, jv, nv, true, LOOP_UNROLL);                              \
+        IrStmt *l_jl = new_loop(s, jl, w, true, LOOP_VECTOR);                               \
+        ir_block_push(arena, &l_jl->body, (stmt_expr));                                     \
+        ir_block_push(arena, &l_jv->body, l_jl);                                            \
+        ir_block_push(arena, &l_ii->body, l_jv);                                            \
+        ir_block_push(arena, (block), l_ii);                                                \
+    } while (0)
+
+    IrExpr *init = clone_expr(s, r->init->value, NULL);
+    TILE_WIDE(new_store(s, tile, flat_index(s, tt, 3), init), &ti->body);
+    IrBlock *red_into = &ti->body;
+    uint32_t tr_iter[MAX_LOOPS];
+    for (uint32_t k = 0; k < r->nred; k++) {
+        tr_iter[k] = new_iter(s);
+        map_iter(s, r->red[k]->iter, affine1(tr_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, tr_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(arena, red_into, l);
+        red_into = &l->body;
+    }
+    Terms ptile = {0};
+    add_term(&ptile, jv, (int64_t)w);
+    add_term(&ptile, jl, 1);
+    panel_terms(&ct, panels, nr, tb_iter, tjo, tr_iter, &ptile);
+    IrExpr *a_val = clone_expr(s, ct.a, NULL);
+    IrExpr *b_val = new_load(s, packed, flat_index(s, ptile.items, ptile.count));
+    IrExpr *fma = arena_alloc(arena, sizeof *fma);
+    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
+    fma->args[0] = ct.b_first ? b_val : a_val;
+    fma->args[1] = ct.b_first ? a_val : b_val;
+    fma->args[2] = new_load(s, tile, flat_index(s, tt, 3));
+    TILE_WIDE(new_store(s, tile, flat_index(s, tt, 3), fma), red_into);
+    TILE_WIDE(new_store(s, ct.c, clone_index(s, r->store->index, s->ir->buffers[ct.c].rank),
+                        new_load(s, tile, flat_index(s, tt, 3))),
+              &ti->body);
+#undef TILE_WIDE
+    tile_top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells",
+                                     (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[ct.c].name,
+                                     (unsigned long long)ct.k);
+
+    /* Columns past the last full panel (all rows), then rows past the last full block. */
+    IrStmt *top = r->par[0];
+    if (nj % nr) {
+        reset_subst(s);
+        map_iter(s, ct.j_loop->iter, affine1(ct.j_loop->iter, 1, (int64_t)(panels * nr)));
+        s->extent_of[ct.j_loop->iter] = nj % nr;
+        LocalRepl repl = {r->local, NULL, s->fn->local_count++};
+        IrStmt *tail = clone_stmt(s, top, &repl);
+        tail->comment = "schedule: the columns past the last full panel";
+        ir_block_push(arena, out, tail);
+    }
+    if (ni % mr) {
+        reset_subst(s);
+        map_iter(s, ct.i_loop->iter, affine1(ct.i_loop->iter, 1, (int64_t)(rows * mr)));
+        s->extent_of[ct.i_loop->iter] = ni % mr;
+        s->extent_of[ct.j_loop->iter] = panels * nr;
+        LocalRepl repl = {r->local, NULL, s->fn->local_count++};
+        IrStmt *tail = clone_stmt(s, top, &repl);
+        tail->comment = "schedule: the rows past the last full block";
+        ir_block_push(arena, out, tail);
+    }
+    return true;
+}
+
+/* ---- Driver ------------------------------------------------------------------------------------------ */
+
+static void schedule_function(Sched *s) {
+    IrFunction *fn = s->fn;
+    s->old_iters = fn->iter_count;
+    s->subst = calloc(fn->iter_count + 1, sizeof *s->subst);
+    s->mapped = calloc(fn->iter_count + 1, sizeof *s->mapped);
+    s->extent_of = calloc(fn->iter_count + 1, sizeof *s->extent_of);
+    if (!s->subst || !s->mapped || !s->extent_of) diag_fatal_oom();
+    IrBlock body = {0};
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrStmt *st = fn->body.items[i];
+        Reduction r;
+        if (st->kind == IR_LOOP && match_reduction(st, &r)) {
+            IrBlock tiled = {0};
+            if (tile_contraction(s, &r, &tiled)) {
+                if (st->comment)
+                    tiled.items[0]->comment = arena_printf(s->ir->arena, "%s; %s", st->comment, tiled.items[0]->comment);
+                for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, &body, tiled.items[k]);
+                continue;
+            }
+            accumulate_in_place(s, &r);
+        }
+        ir_block_push(s->ir->arena, &body, st);
+    }
+    fn->body = body;
+    free(s->subst);
+    free(s->mapped);
+    free(s->extent_of);
+}
+
+void schedule(IrProgram *ir, const Target *target) {
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target};
+        schedule_function(&s);
+    }
+}

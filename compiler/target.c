@@ -1,0 +1,65 @@
+/* target.c — choosing a Target from --target and --cpu (target.h).
+ *
+ * The CPU's vector width decides the register tile of contractions (sched.c): with AVX-512
+ * (32 registers of 16 floats) a tile of 6 rows by 4 vectors keeps 24 accumulators, 4 vectors of
+ * the packed operand and a broadcast in registers; with AVX2 (16 registers of 8 floats) 6 by 2;
+ * with SSE (16 registers of 4 floats) 4 by 2.  The host's width comes from LLVM's view of its
+ * features; a named CPU's from a table of the x86-64 levels and common CPU names (an unknown
+ * name gets the baseline's parameters, which are correct everywhere, only slower).
+ *
+ * Requires: LLVM's host queries (llvm-c/TargetMachine.h). */
+#include "target.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+/* CPUs with AVX-512F, and with AVX2 + FMA (prefixes of LLVM's names). */
+static const char *const avx512_cpus[] = {"x86-64-v4", "znver4", "znver5", "skylake-avx512", "cascadelake",
+                                          "cooperlake", "cannonlake", "icelake", "tigerlake", "rocketlake",
+                                          "sapphirerapids", "emeraldrapids", "graniterapids", "knl", "knm"};
+static const char *const avx2_cpus[] = {"x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+                                        "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2",
+                                        "znver3", "bdver4"};
+
+static bool named_in(const char *cpu, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(cpu, list[i], strlen(list[i])) == 0) return true;
+    return false;
+}
+
+static unsigned host_vector_floats(void) {
+    char *features = LLVMGetHostCPUFeatures();
+    unsigned w = features && strstr(features, "+avx512f") ? 16 : features && strstr(features, "+avx2") ? 8 : 4;
+    LLVMDisposeMessage(features);
+    return w;
+}
+
+void target_select(const char *triple, const char *cpu, Target *out) {
+    bool native = !cpu || strcmp(cpu, "native") == 0;
+    *out = (Target){.kind = TARGET_CPU, .name = "x86-64", .triple = triple, .cpu = cpu,
+                    .l1_bytes = 32u << 10, .l2_bytes = 1u << 20,
+                    .parallel_work = 1 << 16, .grain_work = 1 << 14};
+    if (native && !triple) {
+        char *host = LLVMGetHostCPUName();
+        out->cpu_shown = host && *host ? strdup(host) : "native";
+        LLVMDisposeMessage(host);
+        out->vector_floats = host_vector_floats();
+    } else {
+        const char *name = native ? "x86-64" : cpu;
+        out->cpu_shown = name;
+        out->vector_floats = named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus) ? 16
+                           : named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)     ? 8
+                                                                                                 : 4;
+    }
+    out->tile_rows = out->vector_floats == 4 ? 4 : 6;
+    out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
+}
+
+const char *target_describe(const Target *t, char *buf, unsigned size) {
+    snprintf(buf, size, "%s (%s): %u floats per vector, register tile %u rows x %u vectors", t->name,
+             t->cpu_shown ? t->cpu_shown : "?", t->vector_floats, t->tile_rows, t->tile_vectors);
+    return buf;
+}

@@ -1,0 +1,36 @@
+/* target.h — what the back half knows about the machine it generates code for (target.c).
+ *
+ * A Target is chosen once per compilation from --target and --cpu.  The schedule (sched.c)
+ * reads its parameters — vector width, register tile, cache sizes, thread-pool thresholds —
+ * and the driver hands the scheduled program to its emitter.  Nothing here depends on the
+ * program. */
+#ifndef TSR_TARGET_H
+#define TSR_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum TargetKind { TARGET_CPU } TargetKind;
+
+typedef struct Target {
+    TargetKind kind;
+    const char *name;          /* "x86-64" */
+    const char *triple;        /* NULL: the host's */
+    const char *cpu;           /* NULL or "native": the host's */
+    const char *cpu_shown;     /* the CPU the parameters were chosen for ("znver4", "x86-64-v3") */
+    unsigned vector_floats;    /* floats in one vector register: 16 (AVX-512), 8 (AVX2), 4 (SSE) */
+    unsigned tile_rows;        /* register tile of a contraction: rows (broadcast operand) … */
+    unsigned tile_vectors;     /* … by vectors of the other operand: tile_rows·tile_vectors accumulators */
+    uint64_t l1_bytes, l2_bytes;
+    double parallel_work;      /* a nest with at least this many cell-iterations runs on the thread pool */
+    double grain_work;         /* in chunks of at least this much work */
+} Target;
+
+/* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
+ * vector width is read from the host's features, or from the name of a CPU or x86-64 level. */
+void target_select(const char *triple, const char *cpu, Target *out);
+
+/* For a debug dump: "x86-64 (znver4): 16 floats per vector, tile 6x4 vectors". */
+const char *target_describe(const Target *t, char *buf, unsigned size);
+
+#endif
