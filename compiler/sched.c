@@ -379,23 +379,85 @@ static void add_term(Terms *t, uint32_t iter, int64_t coef) {
     if (t->count < MAX_TERMS) t->items[t->count++] = (IrTerm){iter, coef};
 }
 
-/* Packed panel index: Σ batch·stride + panel·(K·NR) + (row-major reduction position)·NR, plus
- * the lane terms already in `t`. */
-static void panel_terms(const Contraction *ct, uint64_t panels, uint64_t nr, const uint32_t *batch_iter,
-                        uint32_t panel_iter, const uint32_t *red_iter, Terms *t) {
+/* An operand copied into panels: for each of its batch cells and each block of `width` values
+ * of its lane loop (J for B, I for A), the reduction cells in order, each a run of `width`
+ * values adjacent in memory. */
+typedef struct Packed {
+    uint32_t buffer;
+    const IrExpr *operand;
+    const IrStmt *lane_loop;
+    uint64_t width, panels;
+    bool batch[MAX_LOOPS];     /* which of ct->batch index the operand (and so the panels) */
+} Packed;
+
+/* Σ batch·stride + panel·(K·width) + (row-major reduction position)·width, added to `t`
+ * (which holds the lane terms). */
+static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
+                        const uint32_t *red_iter, Terms *t) {
     const Reduction *r = ct->r;
-    int64_t stride = (int64_t)(panels * ct->k * nr);
+    int64_t stride = (int64_t)(pk->panels * ct->k * pk->width);
     for (uint32_t k = ct->nbatch; k-- > 0;) {
-        if (batch_iter[k] == UINT32_MAX) continue;
+        if (!pk->batch[k]) continue;
         add_term(t, batch_iter[k], stride);
         stride *= (int64_t)ct->batch[k]->extent;
     }
-    add_term(t, panel_iter, (int64_t)(ct->k * nr));
-    int64_t rs = (int64_t)nr;
+    add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
+    int64_t rs = (int64_t)pk->width;
     for (uint32_t k = r->nred; k-- > 0;) {
         add_term(t, red_iter[k], rs);
         rs *= (int64_t)r->red[k]->extent;
     }
+}
+
+/* The packing nest of `operand` (appended to `out`): for batch…, panel, reduction…, lane:
+ * P[…] = operand with the lane loop's iterator at panel·width + lane. */
+static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
+                         uint64_t width, const char *what, Packed *pk, IrBlock *out) {
+    Arena *arena = s->ir->arena;
+    const Reduction *r = ct->r;
+    *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .panels = lane_loop->extent / width};
+    uint64_t cells = pk->panels * ct->k * width;
+    for (uint32_t k = 0; k < ct->nbatch; k++)
+        if ((pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter)))
+            cells *= ct->batch[k]->extent;
+    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
+
+    reset_subst(s);
+    uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
+    IrStmt *top = NULL;
+    IrBlock *into = out;
+    for (uint32_t k = 0; k < ct->nbatch; k++) {
+        batch_iter[k] = UINT32_MAX;
+        if (!pk->batch[k]) continue;
+        batch_iter[k] = new_iter(s);
+        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(arena, into, l);
+        into = &l->body;
+        if (!top) top = l;
+    }
+    uint32_t panel = new_iter(s), lane = new_iter(s);
+    IrStmt *panel_loop = new_loop(s, panel, pk->panels, true, LOOP_PLAIN);
+    ir_block_push(arena, into, panel_loop);
+    into = &panel_loop->body;
+    if (!top) top = panel_loop;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        red_iter[k] = new_iter(s);
+        map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(arena, into, l);
+        into = &l->body;
+    }
+    map_iter(s, lane_loop->iter, (Affine){.terms = {{panel, (int64_t)width}, {lane, 1}}, .count = 2});
+    IrStmt *lanes = new_loop(s, lane, width, true, LOOP_PLAIN);
+    Terms t = {0};
+    add_term(&t, lane, 1);
+    panel_terms(ct, pk, batch_iter, panel, red_iter, &t);
+    ir_block_push(arena, &lanes->body,
+                  new_store(s, pk->buffer, flat_index(s, t.items, t.count), clone_expr(s, operand, NULL)));
+    ir_block_push(arena, into, lanes);
+    top->comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
+                                s->ir->buffers[operand->buffer].name, (unsigned long long)width);
 }
 
 static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
@@ -405,81 +467,37 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     uint64_t w = tg->vector_floats, nv = tg->tile_vectors, mr = tg->tile_rows, nr = w * nv;
     uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent;
     if (ni < mr || nj < nr || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
-    for (uint32_t k = 0; k < ct.nbatch; k++) /* batch axes of B must not be parallel loops we drop */
-        if (ct.batch[k]->mode != LOOP_PLAIN) return false;
     uint64_t panels = nj / nr, rows = ni / mr;
     Arena *arena = s->ir->arena;
 
-    /* The packed operand: one panel of K×NR per (batch of B, J block). */
-    uint64_t packed_batch = 1;
-    bool b_batch[MAX_LOOPS] = {0};
-    for (uint32_t k = 0; k < ct.nbatch; k++)
-        if ((b_batch[k] = mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter))) packed_batch *= ct.batch[k]->extent;
-    uint32_t packed = new_scratch(s, arena_printf(arena, "%s.panels", s->ir->buffers[ct.b->buffer].name),
-                                  packed_batch * panels * ct.k * nr, false);
+    /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
+    Packed pa, pb;
+    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
+    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", &pa, out);
 
-    /* Packing: for batch of B, panel, reduction cell, lane: P[…] = B[…]. */
-    reset_subst(s);
-    uint32_t pb_iter[MAX_LOOPS], pr_iter[MAX_LOOPS];
-    IrStmt *pack_top = NULL;
-    IrBlock *into = out;
-    for (uint32_t k = 0; k < ct.nbatch; k++) {
-        pb_iter[k] = UINT32_MAX;
-        if (!b_batch[k]) continue;
-        pb_iter[k] = new_iter(s);
-        map_iter(s, ct.batch[k]->iter, affine1(pb_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, pb_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
-        ir_block_push(arena, into, l);
-        into = &l->body;
-        if (!pack_top) pack_top = l;
-    }
-    uint32_t jo = new_iter(s), jj = new_iter(s);
-    IrStmt *panel_loop = new_loop(s, jo, panels, true, LOOP_PLAIN);
-    ir_block_push(arena, into, panel_loop);
-    into = &panel_loop->body;
-    for (uint32_t k = 0; k < r->nred; k++) {
-        pr_iter[k] = new_iter(s);
-        map_iter(s, r->red[k]->iter, affine1(pr_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, pr_iter[k], r->red[k]->extent, true, LOOP_PLAIN);
-        ir_block_push(arena, into, l);
-        into = &l->body;
-    }
-    s->subst[ct.j_loop->iter] = (Affine){.terms = {{jo, (int64_t)nr}, {jj, 1}}, .count = 2};
-    s->mapped[ct.j_loop->iter] = true;
-    IrStmt *lanes = new_loop(s, jj, nr, true, LOOP_PLAIN);
-    Terms pt = {0};
-    add_term(&pt, jj, 1);
-    panel_terms(&ct, panels, nr, pb_iter, jo, pr_iter, &pt);
-    ir_block_push(arena, &lanes->body, new_store(s, packed, flat_index(s, pt.items, pt.count), clone_expr(s, ct.b, NULL)));
-    ir_block_push(arena, into, lanes);
-    pack_top = pack_top ? pack_top : panel_loop;
-    pack_top->comment = arena_printf(arena, "schedule: pack %s into %llu-wide panels for the register tile",
-                                     s->ir->buffers[ct.b->buffer].name, (unsigned long long)nr);
-
-    /* The tile nest: for batch, panel, row block: T = init; for r: T = fma(A, P, T); C = T. */
+    /* The tile nest: for batch, panel, row block: T = init; for r: T = fma(A, B, T); C = T. */
     uint32_t tile = new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true);
     reset_subst(s);
-    into = out;
+    IrBlock *into = out;
     IrStmt *tile_top = NULL;
-    uint32_t tb_iter[MAX_LOOPS];
+    uint32_t batch_iter[MAX_LOOPS];
     for (uint32_t k = 0; k < ct.nbatch; k++) {
-        tb_iter[k] = new_iter(s);
-        map_iter(s, ct.batch[k]->iter, affine1(tb_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, tb_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
+        batch_iter[k] = new_iter(s);
+        map_iter(s, ct.batch[k]->iter, affine1(batch_iter[k], 1, 0));
+        IrStmt *l = new_loop(s, batch_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
         ir_block_push(arena, into, l);
         into = &l->body;
         if (!tile_top) tile_top = l;
-        if (!b_batch[k]) tb_iter[k] = UINT32_MAX; /* not part of the panel index */
     }
-    uint32_t tjo = new_iter(s), tio = new_iter(s), ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
-    IrStmt *tp = new_loop(s, tjo, panels, true, LOOP_PLAIN);
-    ir_block_push(arena, into, tp);
-    if (!tile_top) tile_top = tp;
-    IrStmt *ti = new_loop(s, tio, rows, true, LOOP_PLAIN);
-    ir_block_push(arena, &tp->body, ti);
-    map_iter(s, ct.i_loop->iter, (Affine){.terms = {{tio, (int64_t)mr}, {ii, 1}}, .count = 2});
-    map_iter(s, ct.j_loop->iter, (Affine){.terms = {{tjo, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}}, .count = 3});
-    IrTerm tt[3] = {{ii, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}};
+    uint32_t jo = new_iter(s), io = new_iter(s), ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
+    IrStmt *panel_loop = new_loop(s, jo, panels, true, LOOP_PLAIN);
+    ir_block_push(arena, into, panel_loop);
+    if (!tile_top) tile_top = panel_loop;
+    IrStmt *row_loop = new_loop(s, io, rows, true, LOOP_PLAIN);
+    ir_block_push(arena, &panel_loop->body, row_loop);
+    map_iter(s, ct.i_loop->iter, (Affine){.terms = {{io, (int64_t)mr}, {ii, 1}}, .count = 2});
+    map_iter(s, ct.j_loop->iter, (Affine){.terms = {{jo, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}}, .count = 3});
+    IrTerm cell[3] = {{ii, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}};
 
     /* A tile-wide statement: for ii unroll, jv unroll, jl vector: stmt. */
 #define TILE_WIDE(stmt_expr, block)                                                         \
@@ -494,55 +512,57 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     } while (0)
 
     IrExpr *init = clone_expr(s, r->init->value, NULL);
-    TILE_WIDE(new_store(s, tile, flat_index(s, tt, 3), init), &ti->body);
-    IrBlock *red_into = &ti->body;
-    uint32_t tr_iter[MAX_LOOPS];
+    TILE_WIDE(new_store(s, tile, flat_index(s, cell, 3), init), &row_loop->body);
+    IrBlock *red_into = &row_loop->body;
+    uint32_t red_iter[MAX_LOOPS];
     for (uint32_t k = 0; k < r->nred; k++) {
-        tr_iter[k] = new_iter(s);
-        map_iter(s, r->red[k]->iter, affine1(tr_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, tr_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
+        red_iter[k] = new_iter(s);
+        IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
         ir_block_push(arena, red_into, l);
         red_into = &l->body;
     }
-    Terms ptile = {0};
-    add_term(&ptile, jv, (int64_t)w);
-    add_term(&ptile, jl, 1);
-    panel_terms(&ct, panels, nr, tb_iter, tjo, tr_iter, &ptile);
-    IrExpr *a_val = clone_expr(s, ct.a, NULL);
-    IrExpr *b_val = new_load(s, packed, flat_index(s, ptile.items, ptile.count));
+    Terms at = {0}, bt = {0};
+    add_term(&at, ii, 1);
+    panel_terms(&ct, &pa, batch_iter, io, red_iter, &at);
+    add_term(&bt, jv, (int64_t)w);
+    add_term(&bt, jl, 1);
+    panel_terms(&ct, &pb, batch_iter, jo, red_iter, &bt);
+    IrExpr *a_val = new_load(s, pa.buffer, flat_index(s, at.items, at.count));
+    IrExpr *b_val = new_load(s, pb.buffer, flat_index(s, bt.items, bt.count));
     IrExpr *fma = arena_alloc(arena, sizeof *fma);
     *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
     fma->args[0] = ct.b_first ? b_val : a_val;
     fma->args[1] = ct.b_first ? a_val : b_val;
-    fma->args[2] = new_load(s, tile, flat_index(s, tt, 3));
-    TILE_WIDE(new_store(s, tile, flat_index(s, tt, 3), fma), red_into);
+    fma->args[2] = new_load(s, tile, flat_index(s, cell, 3));
+    TILE_WIDE(new_store(s, tile, flat_index(s, cell, 3), fma), red_into);
     TILE_WIDE(new_store(s, ct.c, clone_index(s, r->store->index, s->ir->buffers[ct.c].rank),
-                        new_load(s, tile, flat_index(s, tt, 3))),
-              &ti->body);
+                        new_load(s, tile, flat_index(s, cell, 3))),
+              &row_loop->body);
 #undef TILE_WIDE
     tile_top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells",
                                      (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[ct.c].name,
                                      (unsigned long long)ct.k);
 
-    /* Columns past the last full panel (all rows), then rows past the last full block. */
+    /* Columns past the last full panel (all rows), then rows past the last full block: the
+     * canonical nest on those ranges, accumulating in place where it can. */
     IrStmt *top = r->par[0];
-    if (nj % nr) {
+    for (int part = 0; part < 2; part++) {
+        if (part == 0 ? nj % nr == 0 : ni % mr == 0) continue;
         reset_subst(s);
-        map_iter(s, ct.j_loop->iter, affine1(ct.j_loop->iter, 1, (int64_t)(panels * nr)));
-        s->extent_of[ct.j_loop->iter] = nj % nr;
+        if (part == 0) {
+            map_iter(s, ct.j_loop->iter, affine1(ct.j_loop->iter, 1, (int64_t)(panels * nr)));
+            s->extent_of[ct.j_loop->iter] = nj % nr;
+        } else {
+            map_iter(s, ct.i_loop->iter, affine1(ct.i_loop->iter, 1, (int64_t)(rows * mr)));
+            s->extent_of[ct.i_loop->iter] = ni % mr;
+            s->extent_of[ct.j_loop->iter] = panels * nr;
+        }
         LocalRepl repl = {r->local, NULL, s->fn->local_count++};
         IrStmt *tail = clone_stmt(s, top, &repl);
-        tail->comment = "schedule: the columns past the last full panel";
-        ir_block_push(arena, out, tail);
-    }
-    if (ni % mr) {
-        reset_subst(s);
-        map_iter(s, ct.i_loop->iter, affine1(ct.i_loop->iter, 1, (int64_t)(rows * mr)));
-        s->extent_of[ct.i_loop->iter] = ni % mr;
-        s->extent_of[ct.j_loop->iter] = panels * nr;
-        LocalRepl repl = {r->local, NULL, s->fn->local_count++};
-        IrStmt *tail = clone_stmt(s, top, &repl);
-        tail->comment = "schedule: the rows past the last full block";
+        tail->comment = part == 0 ? "schedule: the columns past the last full panel"
+                                  : "schedule: the rows past the last full block";
+        Reduction tr;
+        if (match_reduction(tail, &tr)) accumulate_in_place(s, &tr);
         ir_block_push(arena, out, tail);
     }
     return true;
