@@ -1,30 +1,51 @@
 #!/bin/sh
-# bench.sh TSRC BUILD — `make bench`: the native backend against OpenBLAS, NumPy and (if
-# installed) PyTorch, on an fp32 matmul and a fused elementwise chain, at 1 and 2 threads.
-# Figures and how to read them: docs/performance.md, "Backend: matmul and elementwise".
+# bench.sh TSRC BUILD — `make bench`: the code tsrc generates against OpenBLAS, NumPy and
+# PyTorch, at 1 and 2 threads.  Figures and how to read them: docs/performance.md, "Backend".
 #
-#   matmul   C = A·B, n×n float32, n in $BENCH_SIZES (default 256 512 1024 2048)
-#            tsrc:     tools/bench/matmul.tsr.in with the size filled in, `tsrc -c`, timed by
+#   matmul   C = A·B, n×n float32, n in $BENCH_SIZES (default 256 512 1024 2048), in three forms:
+#            spec       c = a +* "i, k; k, j => i, j" b   (tools/bench/matmul.tsr.in)
+#            compose    y = w * x, w : n->n, x : n|n      (matmul_compose.tsr.in), Y = X·Wᵀ
+#            transposed c = a +* "k, i; k, j => i, j" b   (matmul_tn.tsr.in), C = Aᵀ·B
+#            tsrc:     the program with the size filled in, `tsrc -c`, timed by
 #                      tools/bench/mm_tsrc.c (TSR_NUM_THREADS)
-#            OpenBLAS: cblas_sgemm, tools/bench/mm_blas.c (OPENBLAS_NUM_THREADS)
-#            NumPy:    a @ b, tools/bench/py_bench.py under /usr/bin/python3
-#            PyTorch:  torch.mm, same script, when `import torch` works there
+#            OpenBLAS: cblas_sgemm with the matching transpose flags, tools/bench/mm_blas.c
+#                      (OPENBLAS_NUM_THREADS)
+#            NumPy:    a @ b, x @ w.T, a.T @ b, tools/bench/py_bench.py under /usr/bin/python3
+#            PyTorch:  torch.mm, same script, for the spec form
+#   bmm      batch × (n×n)·(n×n), each of $BENCH_BMM (default "64x128 32x256"):
+#            c = a +* "b, i, j; b, j, k => b, i, k" b (bmm.tsr.in) against np.matmul and a loop
+#            of cblas_sgemm
 #   elementwise  y = relu(a*b + c) - 0.5*a over 16M floats (tools/bench/elementwise.tsr);
-#            tsrc (one fused loop) against NumPy's unfused expression; OpenBLAS has no
-#            equivalent.
+#            tsrc (one fused loop) against NumPy's unfused expression; and the STREAM triad
+#            a = b + s*c on as many floats in C (tools/bench/triad.c), whose bandwidth the chain's
+#            is compared with
+#   mlp      one SGD step of a 784-256-256-10 relu MLP, softmax cross-entropy, batch 128
+#            (tools/bench/mlp.tsr, driver mlp_tsrc.c) against the same in PyTorch
+#            (tools/bench/py_train.py), same data and initial parameters
+#   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
+#            driver moons_tsrc.c) against the same in PyTorch
 #
 # Every implementation's result is checked (256 cells of each product against a
-# double-precision dot product; every element of the chain) so the figures are of correct code.
+# double-precision dot product, 64 in each of 4 products of a batch; every element of the chain
+# and of the triad; the first training step's loss, gradients and updates against a
+# double-precision step, and that the loss then falls) so the figures are of correct code.
 # Each measurement: one warm-up run, then repetitions for about $BENCH_BUDGET seconds (default
 # 1): at least 5, at most $BENCH_MAX_REPS (200), fewer when 5 would take over 10 budgets; a case
 # whose warm-up alone takes over 10 budgets is reported from that one run (tools/bench/common.h,
 # bench_measure).  Figures use the best time; the median is in the results file.
 #
-# Environment: BENCH_SIZES, BENCH_THREADS (default "1 2"), BENCH_BUDGET, BENCH_MAX_REPS,
-# BENCH_PYTHON (default /usr/bin/python3, which has Debian's python3-numpy; the python3 first
-# on PATH may lack it), CC.  Writes BUILD/bench/: the generated programs and drivers,
-# results.txt (the RESULT and INFO lines) and table.md (the tables printed at the end).
-# Exit status 1 when a result was wrong or a run failed, else 0.
+# Missing tools are installed with apt-get when running as root (libopenblas-dev,
+# python3-torch; BENCH_INSTALL=no to never install), else their columns are skipped.  A program
+# that tsrc cannot compile is reported as "not supported" (an UNSUPPORTED line in the results,
+# "n/s" in the table) and skipped.
+#
+# Environment: BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
+# python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
+# BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
+# INFO lines) and table.md (the tables printed at the end).
+# Exit status 1 when a result was wrong, a run failed, or tsrc and PyTorch disagree on the MLP's
+# first loss, else 0.
 set -u
 
 TSRC=${1:?usage: bench.sh TSRC BUILD}
@@ -37,13 +58,16 @@ WORK=$BUILD/bench
 CC=${CC:-cc}
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 SIZES=${BENCH_SIZES:-256 512 1024 2048}
+BMM=${BENCH_BMM:-64x128 32x256}
 THREADS=${BENCH_THREADS:-1 2}
+INSTALL=${BENCH_INSTALL:-yes}
 BUDGET=${BENCH_BUDGET:-1}
 MAX_REPS=${BENCH_MAX_REPS:-200}
 # Debian's OpenBLAS (a DYNAMIC_ARCH build) misdetects these CPUs; pin its kernels.
 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 export OPENBLAS_CORETYPE BENCH_BUDGET="$BUDGET" BENCH_MAX_REPS="$MAX_REPS"
 
+started=$(date +%s)
 rm -rf "$WORK"
 mkdir -p "$WORK" || exit 1
 RESULTS=$WORK/results.txt
@@ -77,6 +101,19 @@ case $load in
             "figures will be low and noisy" ;;
 esac
 
+# ---- installing what is missing --------------------------------------------------------------
+# Like tools/bootstrap.sh, with apt-get, but only as root (the bench never asks for a password).
+can_install() {
+    [ "$INSTALL" != no ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1
+}
+# apt_install PACKAGE: install it, updating the package lists first if that fails.
+apt_install() {
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$1" ||
+        { apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$1"; }
+    } >>"$WORK/apt.log" 2>&1
+}
+
 # ---- OpenBLAS -------------------------------------------------------------------------------
 # Only OpenBLAS's own cblas.h: /usr/include/<triple>/cblas.h may be the reference BLAS.
 find_openblas() {
@@ -100,11 +137,9 @@ find_openblas() {
 have_blas=no
 if find_openblas; then
     have_blas=yes
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+elif can_install; then
     echo "bench: OpenBLAS is missing; installing libopenblas-dev (apt-get, log in $WORK/apt.log)"
-    { DEBIAN_FRONTEND=noninteractive apt-get install -y libopenblas-dev ||
-        { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y libopenblas-dev; }
-    } >"$WORK/apt.log" 2>&1
+    apt_install libopenblas-dev
     find_openblas && have_blas=yes
     [ $have_blas = yes ] ||
         info "OpenBLAS: installing libopenblas-dev failed (see $WORK/apt.log); skipped"
@@ -128,11 +163,21 @@ else
     info "NumPy: not importable by $PY; skipped" \
         "(install it with: sudo apt-get install python3-numpy)"
 fi
+if [ $have_numpy = yes ] && ! "$PY" -c 'import torch' >/dev/null 2>&1; then
+    if [ "$PY" = /usr/bin/python3 ] && can_install; then
+        echo "bench: PyTorch is missing; installing python3-torch (apt-get, log in $WORK/apt.log;" \
+            "a few hundred MB, once)"
+        apt_install python3-torch
+        "$PY" -c 'import torch' >/dev/null 2>&1 ||
+            info "PyTorch: installing python3-torch failed (see $WORK/apt.log); skipped"
+    else
+        info "PyTorch: not importable by $PY; skipped" \
+            "(install it with: sudo apt-get install python3-torch)"
+    fi
+fi
 if [ $have_numpy = yes ] && "$PY" -c 'import torch' >/dev/null 2>&1; then
     have_torch=yes
     info "PyTorch: $("$PY" -c 'import torch; print(torch.__version__)') under $PY"
-else
-    info "PyTorch: not installed"
 fi
 
 # ---- running one measurement ----------------------------------------------------------------
@@ -156,13 +201,17 @@ run() {
     fi
 }
 
-# build_tsrc DIR NAME TSR DRIVER [CFLAGS]: tsrc -c, then the driver against the generated header.
+# build_tsrc DIR NAME TSR DRIVER KIND N [CFLAGS]: tsrc -c, then the driver against the generated
+# header.  When tsrc cannot compile the program, the case is "not supported": said on the
+# terminal and in an UNSUPPORTED line (kind KIND, size N), and skipped.
 build_tsrc() {
     if ! "$TSRC" -c --name="$2" "$3" -o "$1/$2.o" 2>"$1/tsrc.log"; then
-        echo "bench: tsrc -c $3 failed:"; sed 's/^/    /' "$1/tsrc.log" | head -n 20
-        failed=1; return 1
+        echo "bench: $5 n=$6: not supported by tsrc: \`tsrc -c --name=$2 $3\` failed:"
+        sed 's/^/    /' "$1/tsrc.log" | head -n 20
+        say "UNSUPPORTED kind=$5 impl=tsrc n=$6 — $(grep -m 1 'error' "$1/tsrc.log")"
+        return 1
     fi
-    if ! $CC -O2 ${5:-} -I"$1" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/$4" "$1/$2.o" \
+    if ! $CC -O2 ${7:-} -I"$1" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/$4" "$1/$2.o" \
         "$BUILD/libtsr.a" -lm -lpthread -o "$1/driver" 2>"$1/cc.log"; then
         echo "bench: building $4 for $3 failed:"; sed 's/^/    /' "$1/cc.log" | head -n 20
         failed=1; return 1
@@ -173,25 +222,58 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# ---- matmul ---------------------------------------------------------------------------------
-echo "bench: matmul, n = $SIZES; threads $THREADS"
+# ---- matmul: three forms ---------------------------------------------------------------------
+# form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
+mm_form() {
+    case $1 in
+        nn) tin=matmul.tsr.in def= kind=matmul ;;
+        nt) tin=matmul_compose.tsr.in def=-DMM_FORM_COMPOSE kind=matmul_compose ;;
+        tn) tin=matmul_tn.tsr.in def=-DMM_FORM_TN kind=matmul_tn ;;
+    esac
+}
+echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS"
 for n in $SIZES; do
-    dir=$WORK/matmul_$n
+    for form in nn nt tn; do
+        mm_form $form
+        dir=$WORK/${kind}_$n
+        mkdir -p "$dir"
+        sed "s/@N@/$n/" "$BENCH/$tin" >"$dir/$kind.tsr"
+        build_tsrc "$dir" mm "$dir/$kind.tsr" mm_tsrc.c "$kind" "$n" "$def" || dir=
+        pyform=$form
+        [ $form = nn ] && pyform=
+        for t in $THREADS; do
+            [ -n "$dir" ] && run "tsrc $kind n=$n threads=$t" \
+                env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+            [ $have_blas = yes ] && run "OpenBLAS $kind n=$n threads=$t" \
+                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+                "$WORK/mm_blas" "$n" "$BUDGET" "$MAX_REPS" "$t" "$form"
+            [ $have_numpy = yes ] && run "NumPy $kind n=$n threads=$t" \
+                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+                "$PY" "$BENCH/py_bench.py" numpy "$t" $pyform "$n"
+            [ $have_torch = yes ] && [ $form = nn ] && run "PyTorch matmul n=$n threads=$t" \
+                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+                "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
+        done
+    done
+done
+
+# ---- batched matmul ----------------------------------------------------------------------------
+echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"
+for size in $BMM; do
+    nb=${size%x*} n=${size#*x}
+    dir=$WORK/bmm_$size
     mkdir -p "$dir"
-    sed "s/@N@/$n/" "$BENCH/matmul.tsr.in" >"$dir/matmul.tsr"
-    build_tsrc "$dir" mm "$dir/matmul.tsr" mm_tsrc.c || dir=
+    sed -e "s/@B@/$nb/" -e "s/@N@/$n/" "$BENCH/bmm.tsr.in" >"$dir/bmm.tsr"
+    build_tsrc "$dir" mm "$dir/bmm.tsr" mm_tsrc.c bmm "$size" -DMM_FORM_BMM || dir=
     for t in $THREADS; do
-        [ -n "$dir" ] && run "tsrc matmul n=$n threads=$t" \
+        [ -n "$dir" ] && run "tsrc bmm $size threads=$t" \
             env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
-        [ $have_blas = yes ] && run "OpenBLAS matmul n=$n threads=$t" \
+        [ $have_blas = yes ] && run "OpenBLAS bmm $size threads=$t" \
             env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
-            "$WORK/mm_blas" "$n" "$BUDGET" "$MAX_REPS" "$t"
-        [ $have_numpy = yes ] && run "NumPy matmul n=$n threads=$t" \
+            "$WORK/mm_blas" "$n" "$BUDGET" "$MAX_REPS" "$t" bmm "$nb"
+        [ $have_numpy = yes ] && run "NumPy bmm $size threads=$t" \
             env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
-            "$PY" "$BENCH/py_bench.py" numpy "$t" "$n"
-        [ $have_torch = yes ] && run "PyTorch matmul n=$n threads=$t" \
-            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
-            "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
+            "$PY" "$BENCH/py_bench.py" numpy "$t" bmm "$size"
     done
 done
 
@@ -200,8 +282,15 @@ count=$(sed -n 's/^let n = \([0-9_]*\).*/\1/p' "$BENCH/elementwise.tsr" | tr -d 
 echo "bench: elementwise chain, $count floats; threads $THREADS"
 dir=$WORK/elementwise
 mkdir -p "$dir"
-build_tsrc "$dir" ew "$BENCH/elementwise.tsr" ew_tsrc.c -ffp-contract=off || dir=
+build_tsrc "$dir" ew "$BENCH/elementwise.tsr" ew_tsrc.c ew "$count" -ffp-contract=off || dir=
+triad=$WORK/triad
+if ! $CC -O3 -march=native -ffp-contract=off -I"$BENCH" "$BENCH/triad.c" -o "$triad" -lm \
+    -lpthread 2>"$WORK/triad.log"; then
+    echo "bench: building tools/bench/triad.c failed:"; sed 's/^/    /' "$WORK/triad.log" | head
+    failed=1 triad=
+fi
 for t in $THREADS; do
+    [ -n "$triad" ] && run "STREAM triad threads=$t" "$triad" "$count" "$BUDGET" "$MAX_REPS" "$t"
     [ -n "$dir" ] && run "tsrc elementwise threads=$t" \
         env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
     [ $have_numpy = yes ] && run "NumPy elementwise threads=$t" \
@@ -212,13 +301,43 @@ for t in $THREADS; do
         "$PY" "$BENCH/py_bench.py" torch "$t" ew "$count"
 done
 info "OpenBLAS has no elementwise-chain equivalent; the elementwise table has no OpenBLAS column"
+
+# ---- training steps ---------------------------------------------------------------------------
+echo "bench: MLP 784-256-256-10 training step, batch 128; threads $THREADS"
+dir=$WORK/mlp
+mkdir -p "$dir"
+build_tsrc "$dir" mlp "$BENCH/mlp.tsr" mlp_tsrc.c mlp 128 -ffp-contract=off || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc mlp threads=$t" \
+        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+    [ $have_torch = yes ] && run "PyTorch mlp threads=$t" \
+        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+        "$PY" "$BENCH/py_train.py" "$t" mlp
+done
+
+echo "bench: moons perceptron training step (docs/examples/train_moons.tsr), batch 20;" \
+    "threads $THREADS"
+dir=$WORK/moons
+mkdir -p "$dir"
+build_tsrc "$dir" moons "$ROOT/docs/examples/train_moons.tsr" moons_tsrc.c moons 20 \
+    -ffp-contract=off || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc moons threads=$t" \
+        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+    [ $have_torch = yes ] && run "PyTorch moons threads=$t" \
+        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+        "$PY" "$BENCH/py_train.py" "$t" moons
+done
+[ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
 info "load average at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"
 
 # ---- the tables -----------------------------------------------------------------------------
 echo
 TPY=$PY
 "$TPY" -c '' 2>/dev/null || TPY=python3
-"$TPY" "$BENCH/table.py" "$RESULTS" | tee "$WORK/table.md"
+"$TPY" "$BENCH/table.py" "$RESULTS" >"$WORK/table.md" || failed=1
+cat "$WORK/table.md"
 grep '^INFO \(NumPy\|PyTorch\|OpenBLAS\)' "$RESULTS" | sed 's/^INFO //'
-echo "bench: results in $RESULTS"
+grep '^UNSUPPORTED ' "$RESULTS" | sed 's/^/bench: /'
+echo "bench: results in $RESULTS; took $(($(date +%s) - started)) s"
 exit $failed

@@ -2,7 +2,7 @@
  *
  * Every driver prints one line per measurement:
  *   RESULT kind=matmul impl=tsrc n=512 threads=2 reps=9 best_s=… median_s=… check=ok maxrel=…
- * which tools/bench/table.py turns into the table. */
+ * (some kinds add fields of their own) which tools/bench/table.py turns into the tables. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -60,11 +60,29 @@ static inline void bench_measure(int (*run)(void *), void *ctx, double warm, dou
     free(t);
 }
 
-/* Checks C = A·B (n×n, row-major) on `cells` cells spread over the matrix (always including
- * the four corners) against a double-precision dot product.  Returns the largest error relative
- * to sum |a_ik b_kj| and sets *ok when it is within float rounding of an n-term sum. */
-static inline double bench_check_matmul(const float *a, const float *b, const float *c, int64_t n,
-                                        int cells, int *ok) {
+/* Deterministic values in [lo, hi) from a counter: value i of stream `seed` is
+ * lo + (hi - lo)·u, u = (splitmix64(seed·φ + i + 1) >> 40)·2^-24, computed in double and
+ * rounded to float once.  tools/bench/py_train.py computes the same numbers with NumPy, so the
+ * MLP benchmark feeds tsrc and PyTorch the same data and the same initial weights. */
+static inline uint64_t bench_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static inline void bench_uniform(float *x, uint64_t count, uint64_t seed, double lo, double hi) {
+    for (uint64_t i = 0; i < count; i++) {
+        double u = (double)(bench_mix(seed * 0x9E3779B97F4A7C15ull + i + 1) >> 40) *
+                   (1.0 / 16777216.0);
+        x[i] = (float)(lo + (hi - lo) * u);
+    }
+}
+
+/* Checks C = op(A)·op(B) (n×n, row-major; op transposes when ta / tb is set: A(i,k) is
+ * a[k·n + i] then) on `cells` cells spread over the matrix (always including the four corners)
+ * against a double-precision dot product.  Returns the largest error relative to
+ * sum |A_ik B_kj| and sets *ok when it is within float rounding of an n-term sum. */
+static inline double bench_check_gemm(const float *a, const float *b, const float *c, int64_t n,
+                                      int ta, int tb, int cells, int *ok) {
     double worst = 0;
     uint64_t s = 12345;
     for (int q = 0; q < cells; q++) {
@@ -76,7 +94,8 @@ static inline double bench_check_matmul(const float *a, const float *b, const fl
         }
         double ref = 0, mag = 0;
         for (int64_t k = 0; k < n; k++) {
-            double p = (double)a[i * n + k] * (double)b[k * n + j];
+            double p = (double)(ta ? a[k * n + i] : a[i * n + k]) *
+                       (double)(tb ? b[j * n + k] : b[k * n + j]);
             ref += p; mag += fabs(p);
         }
         double err = fabs((double)c[i * n + j] - ref) / (mag > 0 ? mag : 1);
@@ -86,6 +105,29 @@ static inline double bench_check_matmul(const float *a, const float *b, const fl
     /* a float sum of n terms in any order is within n·2^-24 of the exact value, relative to the
      * sum of magnitudes; allow that plus slack. */
     *ok = worst <= 2.0 * (double)n * 5.96e-8 + 1e-6;
+    return worst;
+}
+
+/* C = A·B, neither transposed. */
+static inline double bench_check_matmul(const float *a, const float *b, const float *c, int64_t n,
+                                        int cells, int *ok) {
+    return bench_check_gemm(a, b, c, n, 0, 0, cells, ok);
+}
+
+/* A batch of `batch` products C[q] = A[q]·B[q], n×n each, stored one after the other: checks
+ * the first and the last product and two between them, `cells` cells each. */
+static inline double bench_check_bmm(const float *a, const float *b, const float *c,
+                                     int64_t batch, int64_t n, int cells, int *ok) {
+    int64_t qs[4] = {0, batch / 3, (2 * batch) / 3, batch - 1};
+    double worst = 0;
+    *ok = 1;
+    for (int t = 0; t < 4; t++) {
+        int64_t off = qs[t] * n * n;
+        int one;
+        double e = bench_check_gemm(a + off, b + off, c + off, n, 0, 0, cells, &one);
+        if (e > worst) worst = e;
+        if (!one) *ok = 0;
+    }
     return worst;
 }
 

@@ -1,30 +1,85 @@
-/* mm_tsrc.c — times the routine `matmul` of a model compiled by `tsrc -c --name=mm` from the
- * matmul.tsr that tools/bench.sh generates for one size (c = a +* "i, k; k, j => i, j" b).
+/* mm_tsrc.c — times the routine `matmul` of a model compiled by `tsrc -c --name=mm` from one of
+ * the matmul programs that tools/bench.sh generates for one size.  Which program is chosen when
+ * the driver is compiled:
+ *   (default)           matmul.tsr.in          c = a +* "i, k; k, j => i, j" b    C = A·B
+ *   -DMM_FORM_COMPOSE   matmul_compose.tsr.in  y = w * x, w : n->n, x : n|n      Y = X·Wᵀ
+ *   -DMM_FORM_TN        matmul_tn.tsr.in       c = a +* "k, i; k, j => i, j" b    C = Aᵀ·B
+ *   -DMM_FORM_BMM       bmm.tsr.in             c = a +* "b, i, j; b, j, k => b, i, k" b
  * Usage: mm_tsrc BUDGET_SECONDS MAX_REPS.  Threads: TSR_NUM_THREADS. */
 #include "common.h"
 #include "mm.h"
+
+#if defined(MM_FORM_COMPOSE)
+/* A = x [batch, in], B = w [out, in] read transposed, C = y [batch, out]. */
+#define KIND "matmul_compose"
+#define N_ MM_X_DIM0
+#define A_ mm_x
+#define B_ mm_w
+#define C_ mm_y
+#define TA 0
+#define TB 1
+#elif defined(MM_FORM_TN)
+#define KIND "matmul_tn"
+#define N_ MM_A_DIM0
+#define A_ mm_a
+#define B_ mm_b
+#define C_ mm_c
+#define TA 1
+#define TB 0
+#elif defined(MM_FORM_BMM)
+#define KIND "bmm"
+#define N_ MM_A_DIM1
+#define A_ mm_a
+#define B_ mm_b
+#define C_ mm_c
+#else
+#define KIND "matmul"
+#define N_ MM_A_DIM0
+#define A_ mm_a
+#define B_ mm_b
+#define C_ mm_c
+#define TA 0
+#define TB 0
+#endif
 
 static int run(void *s) { return mm_matmul(s); }
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 2.0;
     int max_reps = argc > 2 ? atoi(argv[2]) : 200;
-    int64_t n = (int64_t)MM_A_DIM0;
+    int64_t n = (int64_t)N_;
     mm_state *s = mm_create(1);
     if (!s) { fprintf(stderr, "mm_create: %s\n", mm_last_error()); return 1; }
-    bench_fill(mm_a(s), MM_A_SIZE, 1);
-    bench_fill(mm_b(s), MM_B_SIZE, 2);
+    /* the same values as mm_blas.c: operand A from stream 1, B from stream 2 */
+#if defined(MM_FORM_BMM)
+    int64_t batch = (int64_t)MM_A_DIM0;
+    bench_fill(A_(s), (uint64_t)(batch * n * n), 1);
+    bench_fill(B_(s), (uint64_t)(batch * n * n), 2);
+#else
+    bench_fill(A_(s), (uint64_t)(n * n), 1);
+    bench_fill(B_(s), (uint64_t)(n * n), 2);
+#endif
     double t0 = bench_now();
     if (mm_matmul(s) != 0) { fprintf(stderr, "mm_matmul: %s\n", mm_last_error()); return 1; }
     double warm = bench_now() - t0;
     int ok;
-    double maxrel = bench_check_matmul(mm_a(s), mm_b(s), mm_c(s), n, 256, &ok);
+#if defined(MM_FORM_BMM)
+    double maxrel = bench_check_bmm(A_(s), B_(s), C_(s), batch, n, 64, &ok);
+#else
+    double maxrel = bench_check_gemm(A_(s), B_(s), C_(s), n, TA, TB, 256, &ok);
+#endif
     int reps;
     double best, median;
     bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);
-    printf("RESULT kind=matmul impl=tsrc n=%lld threads=%d reps=%d best_s=%.6g median_s=%.6g "
+#if defined(MM_FORM_BMM)
+    printf("RESULT kind=" KIND " impl=tsrc n=%lldx%lld threads=%d reps=%d best_s=%.6g "
+           "median_s=%.6g check=%s maxrel=%.3g\n", (long long)batch, (long long)n,
+           tsr_num_threads(), reps, best, median, ok ? "ok" : "FAIL", maxrel);
+#else
+    printf("RESULT kind=" KIND " impl=tsrc n=%lld threads=%d reps=%d best_s=%.6g median_s=%.6g "
            "check=%s maxrel=%.3g\n", (long long)n, tsr_num_threads(), reps, best, median,
            ok ? "ok" : "FAIL", maxrel);
+#endif
     mm_destroy(s);
     return ok ? 0 : 3;
 }

@@ -1,6 +1,9 @@
 """py_bench.py — the NumPy and PyTorch sides of `make bench` (tools/bench.sh).
 
 Usage: py_bench.py numpy|torch THREADS N [N ...]     matmul C = A·B, n×n float32, per N
+       py_bench.py numpy THREADS nt N [N ...]        C = X·Wᵀ, the compose form (x @ w.T)
+       py_bench.py numpy THREADS tn N [N ...]        C = Aᵀ·B, the transposed operand (a.T @ b)
+       py_bench.py numpy THREADS bmm BxN [BxN ...]   B products of n×n matrices (np.matmul)
        py_bench.py numpy|torch THREADS ew COUNT      y = relu(a*b + c) - 0.5*a over COUNT floats
 
 Prints the same RESULT lines as the C drivers.  Thread counts must be fixed before the library
@@ -107,6 +110,30 @@ if args[0] == "ew":
         out, reps, best, med = timed(lambda: torch.relu(ta * tb + tc) - 0.5 * ta)
         err = float(np.max(np.abs(out.numpy() - ref)))
         report("ew", "torch", count, reps, best, med, err <= 1e-6, err)
+elif args[0] in ("nt", "tn"):
+    # NumPy hands the transposed view to sgemm with the matching transpose flag (no copy).
+    kind = "matmul_compose" if args[0] == "nt" else "matmul_tn"
+    for n in map(int, args[1:]):
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        if args[0] == "nt":  # a plays x [batch, in], b plays w [out, in]: y = x @ w.T
+            out, reps, best, med = timed(lambda: a @ b.T)
+            ok, err = check_matmul(a, b.T, out, n)
+        else:
+            out, reps, best, med = timed(lambda: a.T @ b)
+            ok, err = check_matmul(a.T, b, out, n)
+        report(kind, impl, n, reps, best, med, ok, err)
+elif args[0] == "bmm":
+    for size in args[1:]:
+        nb, n = map(int, size.split("x"))
+        a = rng.uniform(-1, 1, (nb, n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (nb, n, n)).astype(np.float32)
+        out, reps, best, med = timed(lambda: np.matmul(a, b))
+        ok, err = True, 0.0
+        for q in sorted({0, nb // 3, 2 * nb // 3, nb - 1}):
+            one, e = check_matmul(a[q], b[q], out[q], n)
+            ok, err = ok and one, max(err, e)
+        report("bmm", impl, size, reps, best, med, ok, err)
 else:
     for n in map(int, args):
         a = rng.uniform(-1, 1, (n, n)).astype(np.float32)

@@ -2,32 +2,60 @@
 
 Usage: table.py RESULTS_FILE.  Standard library only (runs on any python3).
 Figures come from the best time of each measurement; the median is in the results file.
+Lines `UNSUPPORTED kind=… impl=tsrc n=… — message` (a program tsrc could not compile) show as
+"n/s" in the tsrc column.  Exit status 1 when the MLP's first-step losses of tsrc and PyTorch
+(same data, same initial parameters) disagree, else 0.
 """
 import sys
 
-rows = {}
+rows, unsupported = {}, set()
 for line in open(sys.argv[1]):
-    if not line.startswith("RESULT "):
-        continue
-    f = dict(kv.split("=", 1) for kv in line.split()[1:])
-    rows[(f["kind"], f["impl"], int(f["n"]), int(f["threads"]))] = f
+    if line.startswith("RESULT ") or line.startswith("UNSUPPORTED "):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+        if line.startswith("UNSUPPORTED "):
+            unsupported.add((f["kind"], f["n"]))
+            continue
+        rows[(f["kind"], f["impl"], f["n"], int(f["threads"]))] = f
 
-EW_BYTES_PER_ELEMENT = 16  # ideal fused kernel: read a, b, c, write y (4 bytes each)
+EW_BYTES_PER_ELEMENT = 16     # ideal fused kernel: read a, b, c, write y (4 bytes each)
+TRIAD_BYTES_PER_ELEMENT = 12  # STREAM's count: read b, c, write a
+
+
+def size_key(n):
+    return tuple(int(p) for p in n.split("x"))
 
 
 def rate(kind, f):
-    n, best = int(f["n"]), float(f["best_s"])
-    return 2.0 * n ** 3 / best / 1e9 if kind == "matmul" else EW_BYTES_PER_ELEMENT * n / best / 1e9
+    """Higher is better: GFLOP/s, GB/s, or steps per second for the training steps."""
+    best = float(f["best_s"])
+    dims = size_key(f["n"])
+    if kind.startswith("matmul"):
+        return 2.0 * dims[0] ** 3 / best / 1e9
+    if kind == "bmm":
+        return 2.0 * dims[0] * dims[1] ** 3 / best / 1e9
+    if kind == "ew":
+        return EW_BYTES_PER_ELEMENT * dims[0] / best / 1e9
+    if kind == "triad":
+        return TRIAD_BYTES_PER_ELEMENT * dims[0] / best / 1e9
+    return 1.0 / best
+
+
+def fmt(x):
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
 def cell(kind, impl, n, t):
     f = rows.get((kind, impl, n, t))
     if f is None:
-        return None, "–"
+        return None, ("n/s" if impl == "tsrc" and (kind, n) in unsupported else "–")
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    return r, (f"{r:.3g}" if r < 100 else f"{r:.0f}") + ("¹" if f["reps"] == "1" else "")
+    if kind in ("mlp", "moons"):  # shown as time per step: ms for the MLP, µs for moons
+        shown = fmt(float(f["best_s"]) * (1e3 if kind == "mlp" else 1e6))
+    else:
+        shown = fmt(r)
+    return r, shown + ("¹" if f["reps"] == "1" else "")
 
 
 def ratio(x, y):
@@ -36,34 +64,86 @@ def ratio(x, y):
     return f"{x / y:.2g}" if x / y < 10 else f"{x / y:.0f}"
 
 
-def table(kind, title, impls, refs):
-    if not any(k[0] == kind for k in rows):
+def keys(kind):
+    return sorted({(k[2], k[3]) for k in rows if k[0] == kind} |
+                  {(n, t) for (kd, n) in unsupported if kd == kind
+                   for t in {k[3] for k in rows} or {1}}, key=lambda p: (size_key(p[0]), p[1]))
+
+
+def table(kind, title, impls, refs, first="n", ratio_label="tsrc/{}"):
+    if not keys(kind):
         return
     present = [(i, label) for i, label in impls
                if i == "tsrc" or any(k[0] == kind and k[1] == i for k in rows)]
     print(title)
     print()
-    head = ["n" if kind == "matmul" else "floats", "threads"] + [label for _, label in present]
-    head += [f"tsrc/{label}" for i, label in present if i in refs]
+    head = [first, "threads"] + [label for _, label in present]
+    head += [ratio_label.format(label) for i, label in present if i in refs]
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
-    keys = sorted({(k[2], k[3]) for k in rows if k[0] == kind})
-    for n, t in keys:
+    for n, t in keys(kind):
         vals = {i: cell(kind, i, n, t) for i, _ in present}
-        line = [str(n), str(t)] + [vals[i][1] for i, _ in present]
+        line = [n, str(t)] + [vals[i][1] for i, _ in present]
         line += [ratio(vals["tsrc"][0], vals[i][0]) for i, _ in present if i in refs]
         print("| " + " | ".join(line) + " |")
     print()
 
 
-table("matmul", "matmul C = A·B, float32, n×n: GFLOP/s = 2n³ / best time (higher is better)",
-      [("tsrc", "tsrc"), ("openblas", "OpenBLAS"), ("numpy", "NumPy"), ("torch", "PyTorch")],
-      {"openblas", "numpy", "torch"})
+BLAS = [("tsrc", "tsrc"), ("openblas", "OpenBLAS"), ("numpy", "NumPy"), ("torch", "PyTorch")]
+REFS = {"openblas", "numpy", "torch"}
+table("matmul", "matmul C = A·B, spec form `a +* \"i, k; k, j => i, j\" b`, float32, n×n "
+      "(cblas_sgemm NoTrans/NoTrans, NumPy `a @ b`): GFLOP/s = 2n³ / best time (higher is better)",
+      BLAS, REFS)
+table("matmul_compose", "matmul, compose form `w * x` (w : n->n stored [o, i], x : n|n), "
+      "Y = X·Wᵀ (cblas_sgemm NoTrans/Trans, NumPy `x @ w.T`): GFLOP/s = 2n³ / best time",
+      BLAS, REFS)
+table("matmul_tn", "matmul, transposed operand `a +* \"k, i; k, j => i, j\" b`, C = Aᵀ·B "
+      "(cblas_sgemm Trans/NoTrans, NumPy `a.T @ b`): GFLOP/s = 2n³ / best time",
+      BLAS, REFS)
+table("bmm", "batched matmul `a +* \"b, i, j; b, j, k => b, i, k\" b`, batch × n×n "
+      "(OpenBLAS: one cblas_sgemm per product; NumPy `np.matmul`): GFLOP/s = 2·batch·n³ / best time",
+      BLAS, REFS, first="batch×n")
 table("ew", "elementwise y = relu(a·b + c) − 0.5·a, float32: GB/s = 16 bytes per element "
       "(read a, b, c; write y) / best time",
       [("tsrc", "tsrc"), ("numpy", "NumPy"), ("numpy-out", "NumPy out="), ("torch", "PyTorch")],
-      {"numpy", "numpy-out", "torch"})
+      {"numpy", "numpy-out", "torch"}, first="floats")
+
+# The chain against the STREAM triad of the same run.
+tri = sorted({(k[2], k[3]) for k in rows if k[0] == "triad"}, key=lambda p: (size_key(p[0]), p[1]))
+if tri:
+    print("elementwise chain against the STREAM triad a = b + s·c (C, same run): triad GB/s = 12 "
+          "bytes per element / best time; chain GB/s as above")
+    print()
+    print("| floats | threads | triad | tsrc chain | chain/triad |")
+    print("|---:|---:|---:|---:|---:|")
+    for n, t in tri:
+        tr, trs = cell("triad", "c", n, t)
+        ew = [v for k, v in rows.items() if k[0] == "ew" and k[1] == "tsrc" and k[3] == t]
+        er, ers = cell("ew", "tsrc", ew[0]["n"], t) if ew else (None, "–")
+        print(f"| {n} | {t} | {trs} | {ers} | {ratio(er, tr)} |")
+    print()
+
+table("mlp", "MLP 784-256-256-10 training step (relu, biases, softmax cross-entropy, SGD lr 0.05), "
+      "batch 128: milliseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
+      [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
+table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2-32-1, hinge loss, "
+      "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
+      "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
+
+status = 0
+for (kind, impl, n, t), f in sorted(rows.items()):
+    if kind == "mlp" and impl == "tsrc" and ("mlp", "torch", n, t) in rows:
+        a, b = float(f["loss0"]), float(rows[("mlp", "torch", n, t)]["loss0"])
+        agree = abs(a - b) <= 1e-5 * abs(b)
+        print(f"MLP at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a:.7g}, PyTorch {b:.7g} (same data and "
+              f"parameters): {'agree' if agree else 'DISAGREE'}")
+        if not agree:
+            status = 1
 if any(f["reps"] == "1" for f in rows.values()):
     print("¹ one run only: the warm-up run took over 10 time budgets, so it is the figure.")
+if unsupported:
+    print("n/s: not supported: tsrc could not compile the program (the reason is in the results "
+          "file and was printed above).")
 if any(f["check"] != "ok" for f in rows.values()):
     print("WRONG: the result failed its check; see the RESULT lines in the results file.")
+sys.exit(status)
