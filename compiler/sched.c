@@ -463,10 +463,12 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
 static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     Contraction ct;
     if (!find_contraction(s->ir, r, &ct)) return false;
+    /* The target's tile, narrowed to the result when it has fewer rows or vector columns. */
     const Target *tg = s->target;
-    uint64_t w = tg->vector_floats, nv = tg->tile_vectors, mr = tg->tile_rows, nr = w * nv;
-    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent;
-    if (ni < mr || nj < nr || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
+    uint64_t nv = nj / w < tg->tile_vectors ? nj / w : tg->tile_vectors;
+    uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
+    if (nv == 0 || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
     uint64_t panels = nj / nr, rows = ni / mr;
     Arena *arena = s->ir->arena;
 

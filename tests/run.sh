@@ -246,5 +246,12 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 
+# Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
+# by the schedule: the reference executor on the scheduled and the lowered IR and native code at
+# -O3 for the host, x86-64-v4 and x86-64-v3 all print the same bits (tests/native/contractions.py).
+"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
+    >"$TMP/contractions.out" 2>&1
+add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP/contractions.out"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
