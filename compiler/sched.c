@@ -50,7 +50,6 @@ typedef struct Sched {
     uint32_t old_iters;   /* iterators of the function before scheduling (the subst table's size) */
     Affine *subst;        /* per old iterator */
     bool *mapped;
-    uint64_t *extent_of;  /* per old iterator: an override of its loop's extent (0: none) */
     uint32_t scratch;     /* scratch buffers made so far (for names) */
 } Sched;
 
@@ -120,12 +119,10 @@ static IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank) {
     return ix;
 }
 
-/* A copy of e under the current substitution; a read of local `local` becomes `local_value`
- * (or a read of local `new_local` when local_value is NULL and new_local is not UINT32_MAX). */
+/* A copy of e under the current substitution; a read of local `local` becomes `value`. */
 typedef struct LocalRepl {
     uint32_t local;
     IrExpr *value;
-    uint32_t new_local;
 } LocalRepl;
 
 static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
@@ -134,10 +131,7 @@ static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
     switch (e->kind) {
     case IR_LOAD: c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank); break;
     case IR_LOCAL:
-        if (repl && e->local == repl->local) {
-            if (repl->value) return repl->value;
-            c->local = repl->new_local;
-        }
+        if (repl && e->local == repl->local) return repl->value;
         break;
     case IR_OP:
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = clone_expr(s, e->args[i], repl);
@@ -148,38 +142,8 @@ static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
     return c;
 }
 
-/* A copy of a nest with fresh iterators (each old loop's iterator i becomes new·1 + the offset
- * already in subst[i], and its extent extent_of[i] when set) and local repl->local renamed. */
-static IrStmt *clone_stmt(Sched *s, const IrStmt *st, const LocalRepl *repl) {
-    IrStmt *c = arena_alloc(s->ir->arena, sizeof *c);
-    *c = *st;
-    switch (st->kind) {
-    case IR_LOOP: {
-        uint32_t it = new_iter(s);
-        int64_t offset = s->mapped[st->iter] ? s->subst[st->iter].offset : 0;
-        if (s->extent_of[st->iter]) c->extent = s->extent_of[st->iter];
-        map_iter(s, st->iter, affine1(it, 1, offset));
-        c->iter = it;
-        c->body = (IrBlock){0};
-        for (uint32_t i = 0; i < st->body.count; i++)
-            ir_block_push(s->ir->arena, &c->body, clone_stmt(s, st->body.items[i], repl));
-        break;
-    }
-    case IR_STORE:
-        c->index = clone_index(s, st->index, s->ir->buffers[st->buffer].rank);
-        c->value = clone_expr(s, st->value, repl);
-        break;
-    case IR_SET_LOCAL:
-        if (repl && st->local == repl->local) c->local = repl->new_local;
-        c->value = clone_expr(s, st->value, repl);
-        break;
-    }
-    return c;
-}
-
 static void reset_subst(Sched *s) {
     memset(s->mapped, 0, s->old_iters * sizeof *s->mapped);
-    memset(s->extent_of, 0, s->old_iters * sizeof *s->extent_of);
 }
 
 static uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local) {
@@ -304,7 +268,7 @@ static bool accumulate_in_place(Sched *s, Reduction *r) {
     /* l is the cell itself from here on. */
     reset_subst(s);
     IrExpr *cell = new_load(s, c, r->store->index);
-    LocalRepl repl = {r->local, cell, UINT32_MAX};
+    LocalRepl repl = {r->local, cell};
     IrStmt *outer = r->par[r->npar - 2];
     outer->body = (IrBlock){0};
     if (r->init->value->kind == IR_CONST) {
@@ -373,35 +337,45 @@ static bool find_contraction(const IrProgram *ir, const Reduction *r, Contractio
 typedef struct Terms {
     IrTerm items[MAX_TERMS];
     uint32_t count;
+    int64_t offset;
 } Terms;
 
 static void add_term(Terms *t, uint32_t iter, int64_t coef) {
     if (t->count < MAX_TERMS) t->items[t->count++] = (IrTerm){iter, coef};
 }
 
+static IrIndex *terms_index(Sched *s, const Terms *t) {
+    IrIndex *ix = flat_index(s, t->items, t->count);
+    ix->offset = t->offset;
+    return ix;
+}
+
 /* An operand copied into panels: for each of its batch cells and each block of `width` values
  * of its lane loop (J for B, I for A), the reduction cells in order, each a run of `width`
- * values adjacent in memory. */
+ * values adjacent in memory.  A last block that the lane loop does not fill is padded with
+ * zeros (tiles compute those lanes and never store them). */
 typedef struct Packed {
     uint32_t buffer;
     const IrExpr *operand;
     const IrStmt *lane_loop;
-    uint64_t width, panels;
+    uint64_t width, full, rem; /* full blocks, and the lanes of a last partial one (0: none) */
     bool batch[MAX_LOOPS];     /* which of ct->batch index the operand (and so the panels) */
 } Packed;
 
-/* Σ batch·stride + panel·(K·width) + (row-major reduction position)·width, added to `t`
- * (which holds the lane terms). */
+/* Σ batch·stride + (panel + first)·(K·width) + (row-major reduction position)·width, added to
+ * `t` (which holds the lane terms). */
 static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
-                        const uint32_t *red_iter, Terms *t) {
+                        uint64_t first, const uint32_t *red_iter, Terms *t) {
     const Reduction *r = ct->r;
-    int64_t stride = (int64_t)(pk->panels * ct->k * pk->width);
+    uint64_t blocks = pk->full + (pk->rem != 0);
+    int64_t stride = (int64_t)(blocks * ct->k * pk->width);
     for (uint32_t k = ct->nbatch; k-- > 0;) {
         if (!pk->batch[k]) continue;
         add_term(t, batch_iter[k], stride);
         stride *= (int64_t)ct->batch[k]->extent;
     }
-    add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
+    if (panel_iter != UINT32_MAX) add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
+    t->offset += (int64_t)(first * ct->k * pk->width);
     int64_t rs = (int64_t)pk->width;
     for (uint32_t k = r->nred; k-- > 0;) {
         add_term(t, red_iter[k], rs);
@@ -409,97 +383,142 @@ static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t 
     }
 }
 
-/* The packing nest of `operand` (appended to `out`): for batch…, panel, reduction…, lane:
- * P[…] = operand with the lane loop's iterator at panel·width + lane. */
-static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
-                         uint64_t width, const char *what, Packed *pk, IrBlock *out) {
+/* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
+ * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)). */
+static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
+                         uint64_t lanes) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
-    *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .panels = lane_loop->extent / width};
-    uint64_t cells = pk->panels * ct->k * width;
-    for (uint32_t k = 0; k < ct->nbatch; k++)
-        if ((pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter)))
-            cells *= ct->batch[k]->extent;
-    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
-
     reset_subst(s);
     uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
     IrStmt *top = NULL;
-    IrBlock *into = out;
+    IrBlock *into = NULL;
+#define NEST(loop)                                                \
+    do {                                                          \
+        IrStmt *l_ = (loop);                                      \
+        if (into) ir_block_push(arena, into, l_);                 \
+        else top = l_;                                            \
+        into = &l_->body;                                         \
+    } while (0)
     for (uint32_t k = 0; k < ct->nbatch; k++) {
         batch_iter[k] = UINT32_MAX;
         if (!pk->batch[k]) continue;
         batch_iter[k] = new_iter(s);
         map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN);
-        ir_block_push(arena, into, l);
-        into = &l->body;
-        if (!top) top = l;
+        NEST(new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
     }
     uint32_t panel = new_iter(s), lane = new_iter(s);
-    IrStmt *panel_loop = new_loop(s, panel, pk->panels, true, LOOP_PLAIN);
-    ir_block_push(arena, into, panel_loop);
-    into = &panel_loop->body;
-    if (!top) top = panel_loop;
+    NEST(new_loop(s, panel, blocks, true, LOOP_PLAIN));
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
         map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN);
-        ir_block_push(arena, into, l);
-        into = &l->body;
+        NEST(new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
     }
-    map_iter(s, lane_loop->iter, (Affine){.terms = {{panel, (int64_t)width}, {lane, 1}}, .count = 2});
-    IrStmt *lanes = new_loop(s, lane, width, true, LOOP_PLAIN);
+#undef NEST
+    map_iter(s, pk->lane_loop->iter,
+             (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = (int64_t)(first * pk->width)});
     Terms t = {0};
     add_term(&t, lane, 1);
-    panel_terms(ct, pk, batch_iter, panel, red_iter, &t);
-    ir_block_push(arena, &lanes->body,
-                  new_store(s, pk->buffer, flat_index(s, t.items, t.count), clone_expr(s, operand, NULL)));
-    ir_block_push(arena, into, lanes);
-    top->comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
-                                s->ir->buffers[operand->buffer].name, (unsigned long long)width);
+    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
+    IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+    ir_block_push(arena, &copy->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
+    ir_block_push(arena, into, copy);
+    if (lanes < pk->width) {
+        IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
+        Terms tp = t;
+        tp.offset += (int64_t)lanes;
+        IrExpr *zero = arena_alloc(arena, sizeof *zero);
+        *zero = (IrExpr){.kind = IR_CONST, .value = 0};
+        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), zero));
+        ir_block_push(arena, into, pad);
+    }
+    return top;
 }
 
-static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
-    Contraction ct;
-    if (!find_contraction(s->ir, r, &ct)) return false;
-    /* The target's tile, narrowed to the result when it has fewer rows or vector columns. */
-    const Target *tg = s->target;
-    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
-    uint64_t nv = nj / w < tg->tile_vectors ? nj / w : tg->tile_vectors;
-    uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
-    if (nv == 0 || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
-    uint64_t panels = nj / nr, rows = ni / mr;
+/* Pack `operand` (its full blocks, then a padded last block) into nests appended to `out`. */
+static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
+                         uint64_t width, const char *what, Packed *pk, IrBlock *out) {
     Arena *arena = s->ir->arena;
-
-    /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
-    Packed pa, pb;
-    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
-    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", &pa, out);
-
-    /* The tile nest: for batch, panel, row block: T = init; for r: T = fma(A, B, T); C = T. */
-    uint32_t tile = new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true);
-    reset_subst(s);
-    IrBlock *into = out;
-    IrStmt *tile_top = NULL;
-    uint32_t batch_iter[MAX_LOOPS];
-    for (uint32_t k = 0; k < ct.nbatch; k++) {
-        batch_iter[k] = new_iter(s);
-        map_iter(s, ct.batch[k]->iter, affine1(batch_iter[k], 1, 0));
-        IrStmt *l = new_loop(s, batch_iter[k], ct.batch[k]->extent, true, LOOP_PLAIN);
-        ir_block_push(arena, into, l);
-        into = &l->body;
-        if (!tile_top) tile_top = l;
+    *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .full = lane_loop->extent / width,
+                   .rem = lane_loop->extent % width};
+    uint64_t cells = (pk->full + (pk->rem != 0)) * ct->k * width;
+    for (uint32_t k = 0; k < ct->nbatch; k++)
+        if ((pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter)))
+            cells *= ct->batch[k]->extent;
+    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
+    const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
+                                       s->ir->buffers[operand->buffer].name, (unsigned long long)width);
+    if (pk->full) {
+        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width);
+        nest->comment = comment;
+        comment = NULL;
+        ir_block_push(arena, out, nest);
     }
-    uint32_t jo = new_iter(s), io = new_iter(s), ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
-    IrStmt *panel_loop = new_loop(s, jo, panels, true, LOOP_PLAIN);
-    ir_block_push(arena, into, panel_loop);
-    if (!tile_top) tile_top = panel_loop;
-    IrStmt *row_loop = new_loop(s, io, rows, true, LOOP_PLAIN);
-    ir_block_push(arena, &panel_loop->body, row_loop);
-    map_iter(s, ct.i_loop->iter, (Affine){.terms = {{io, (int64_t)mr}, {ii, 1}}, .count = 2});
-    map_iter(s, ct.j_loop->iter, (Affine){.terms = {{jo, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}}, .count = 3});
+    if (pk->rem) {
+        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem);
+        nest->comment = comment ? comment : "schedule: the last panel, padded with zeros";
+        ir_block_push(arena, out, nest);
+    }
+}
+
+/* The tile shape and everything a tile nest reads. */
+typedef struct Tiling {
+    const Contraction *ct;
+    const Packed *pa, *pb;
+    uint64_t w, nv, mr, nr;
+    uint32_t tile;             /* the kernel-local MR×NR tile */
+} Tiling;
+
+/* One tile nest over row blocks [row0, row0+rows) and panels [col0, col0+cols), appended to
+ * `out`: for batch, the two block loops: T = init; for r: T = fma(A, B, T); then the first
+ * `store_rows` rows and `store_cols` columns of T go to C. */
+static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols,
+                      uint64_t store_rows, uint64_t store_cols, IrBlock *out) {
+    const Contraction *ct = tl->ct;
+    const Reduction *r = ct->r;
+    Arena *arena = s->ir->arena;
+    uint64_t w = tl->w, nv = tl->nv, mr = tl->mr, nr = tl->nr;
+    reset_subst(s);
+    IrStmt *top = NULL;
+    IrBlock *into = NULL;
+#define NEST(loop)                                                \
+    do {                                                          \
+        IrStmt *l_ = (loop);                                      \
+        if (into) ir_block_push(arena, into, l_);                 \
+        else top = l_;                                            \
+        into = &l_->body;                                         \
+    } while (0)
+    uint32_t batch_iter[MAX_LOOPS];
+    for (uint32_t k = 0; k < ct->nbatch; k++) {
+        batch_iter[k] = new_iter(s);
+        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+        NEST(new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
+    }
+    /* The block loops, the longer outside (the one the thread pool splits when no batch loop
+     * is); a single block is no loop. */
+    uint32_t jo = cols > 1 ? new_iter(s) : UINT32_MAX, io = rows > 1 ? new_iter(s) : UINT32_MAX;
+    IrStmt *jl_ = jo != UINT32_MAX ? new_loop(s, jo, cols, true, LOOP_PLAIN) : NULL;
+    IrStmt *il_ = io != UINT32_MAX ? new_loop(s, io, rows, true, LOOP_PLAIN) : NULL;
+    bool cols_outside = cols >= 8 || cols >= rows;
+    if (cols_outside && jl_) NEST(jl_);
+    if (il_) NEST(il_);
+    if (!cols_outside && jl_) NEST(jl_);
+#undef NEST
+    uint32_t ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
+    Affine ai = {.count = 0, .offset = (int64_t)(row0 * mr)}, aj = {.count = 0, .offset = (int64_t)(col0 * nr)};
+    if (io != UINT32_MAX) ai.terms[ai.count++] = (IrTerm){io, (int64_t)mr};
+    ai.terms[ai.count++] = (IrTerm){ii, 1};
+    if (jo != UINT32_MAX) aj.terms[aj.count++] = (IrTerm){jo, (int64_t)nr};
+    aj.terms[aj.count++] = (IrTerm){jv, (int64_t)w};
+    aj.terms[aj.count++] = (IrTerm){jl, 1};
+    map_iter(s, ct->i_loop->iter, ai);
+    map_iter(s, ct->j_loop->iter, aj);
     IrTerm cell[3] = {{ii, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}};
+    IrBlock *body = into;
+    if (!body) { /* one block of one panel with no batch: a loop of one to hold it */
+        top = new_loop(s, new_iter(s), 1, true, LOOP_PLAIN);
+        body = &top->body;
+    }
 
     /* A tile-wide statement: for ii unroll, jv unroll, jl vector: stmt. */
 #define TILE_WIDE(stmt_expr, block)                                                         \
@@ -513,9 +532,28 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
         ir_block_push(arena, (block), l_ii);                                                \
     } while (0)
 
-    IrExpr *init = clone_expr(s, r->init->value, NULL);
-    TILE_WIDE(new_store(s, tile, flat_index(s, cell, 3), init), &row_loop->body);
-    IrBlock *red_into = &row_loop->body;
+    /* The initial value: 0, or C's cell (read only where C has cells: a partial tile starts
+     * its padding lanes at 0). */
+    if (r->init->value->kind == IR_CONST || (store_rows == mr && store_cols == nr)) {
+        IrExpr *init = clone_expr(s, r->init->value, NULL);
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), init), body);
+    } else {
+        IrExpr *zero = arena_alloc(arena, sizeof *zero);
+        *zero = (IrExpr){.kind = IR_CONST, .value = 0};
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), zero), body);
+        uint32_t jr = new_iter(s);
+        map_iter(s, ct->j_loop->iter, (Affine){.terms = {{jr, 1}}, .count = 1 + (jo != UINT32_MAX),
+                                                .offset = (int64_t)(col0 * nr)});
+        if (jo != UINT32_MAX) s->subst[ct->j_loop->iter].terms[1] = (IrTerm){jo, (int64_t)nr};
+        IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
+        IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
+        ir_block_push(arena, &l_jr->body, new_store(s, tl->tile, flat_index(s, part, 2), clone_expr(s, r->init->value, NULL)));
+        ir_block_push(arena, &l_ii->body, l_jr);
+        ir_block_push(arena, body, l_ii);
+        map_iter(s, ct->j_loop->iter, aj);
+    }
+    IrBlock *red_into = body;
     uint32_t red_iter[MAX_LOOPS];
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
@@ -525,48 +563,73 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     }
     Terms at = {0}, bt = {0};
     add_term(&at, ii, 1);
-    panel_terms(&ct, &pa, batch_iter, io, red_iter, &at);
+    panel_terms(ct, tl->pa, batch_iter, io, row0, red_iter, &at);
     add_term(&bt, jv, (int64_t)w);
     add_term(&bt, jl, 1);
-    panel_terms(&ct, &pb, batch_iter, jo, red_iter, &bt);
-    IrExpr *a_val = new_load(s, pa.buffer, flat_index(s, at.items, at.count));
-    IrExpr *b_val = new_load(s, pb.buffer, flat_index(s, bt.items, bt.count));
+    panel_terms(ct, tl->pb, batch_iter, jo, col0, red_iter, &bt);
+    IrExpr *a_val = new_load(s, tl->pa->buffer, terms_index(s, &at));
+    IrExpr *b_val = new_load(s, tl->pb->buffer, terms_index(s, &bt));
     IrExpr *fma = arena_alloc(arena, sizeof *fma);
     *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
-    fma->args[0] = ct.b_first ? b_val : a_val;
-    fma->args[1] = ct.b_first ? a_val : b_val;
-    fma->args[2] = new_load(s, tile, flat_index(s, cell, 3));
-    TILE_WIDE(new_store(s, tile, flat_index(s, cell, 3), fma), red_into);
-    TILE_WIDE(new_store(s, ct.c, clone_index(s, r->store->index, s->ir->buffers[ct.c].rank),
-                        new_load(s, tile, flat_index(s, cell, 3))),
-              &row_loop->body);
-#undef TILE_WIDE
-    tile_top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells",
-                                     (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[ct.c].name,
-                                     (unsigned long long)ct.k);
-
-    /* Columns past the last full panel (all rows), then rows past the last full block: the
-     * canonical nest on those ranges, accumulating in place where it can. */
-    IrStmt *top = r->par[0];
-    for (int part = 0; part < 2; part++) {
-        if (part == 0 ? nj % nr == 0 : ni % mr == 0) continue;
-        reset_subst(s);
-        if (part == 0) {
-            map_iter(s, ct.j_loop->iter, affine1(ct.j_loop->iter, 1, (int64_t)(panels * nr)));
-            s->extent_of[ct.j_loop->iter] = nj % nr;
-        } else {
-            map_iter(s, ct.i_loop->iter, affine1(ct.i_loop->iter, 1, (int64_t)(rows * mr)));
-            s->extent_of[ct.i_loop->iter] = ni % mr;
-            s->extent_of[ct.j_loop->iter] = panels * nr;
-        }
-        LocalRepl repl = {r->local, NULL, s->fn->local_count++};
-        IrStmt *tail = clone_stmt(s, top, &repl);
-        tail->comment = part == 0 ? "schedule: the columns past the last full panel"
-                                  : "schedule: the rows past the last full block";
-        Reduction tr;
-        if (match_reduction(tail, &tr)) accumulate_in_place(s, &tr);
-        ir_block_push(arena, out, tail);
+    fma->args[0] = ct->b_first ? b_val : a_val;
+    fma->args[1] = ct->b_first ? a_val : b_val;
+    fma->args[2] = new_load(s, tl->tile, flat_index(s, cell, 3));
+    TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
+    uint32_t c = ct->c, crank = s->ir->buffers[c].rank;
+    if (store_rows == mr && store_cols == nr) {
+        TILE_WIDE(new_store(s, c, clone_index(s, r->store->index, crank), new_load(s, tl->tile, flat_index(s, cell, 3))),
+                  body);
+    } else { /* the cells C has, one by one (unrolled: the tile stays in registers) */
+        uint32_t jr = new_iter(s);
+        Affine aj2 = {.terms = {{jr, 1}}, .count = 1, .offset = (int64_t)(col0 * nr)};
+        if (jo != UINT32_MAX) aj2.terms[aj2.count++] = (IrTerm){jo, (int64_t)nr};
+        map_iter(s, ct->j_loop->iter, aj2);
+        IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
+        IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
+        ir_block_push(arena, &l_jr->body,
+                      new_store(s, c, clone_index(s, r->store->index, crank), new_load(s, tl->tile, flat_index(s, part, 2))));
+        ir_block_push(arena, &l_ii->body, l_jr);
+        ir_block_push(arena, body, l_ii);
     }
+#undef TILE_WIDE
+    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s",
+                                (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
+                                (unsigned long long)ct->k,
+                                store_rows < mr && store_cols < nr ? " (the last rows and columns)"
+                                : store_rows < mr                  ? " (the last rows)"
+                                : store_cols < nr                  ? " (the last columns)"
+                                                                   : "");
+    ir_block_push(arena, out, top);
+}
+
+static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
+    Contraction ct;
+    if (!find_contraction(s->ir, r, &ct)) return false;
+    /* The target's tile, narrowed to the result when it has fewer rows or vector columns. */
+    const Target *tg = s->target;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
+    uint64_t vectors = (nj + w - 1) / w;
+    uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
+    uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
+    if (nj < w || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
+    Arena *arena = s->ir->arena;
+
+    /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
+    Packed pa, pb;
+    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
+    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", &pa, out);
+    Tiling tl = {&ct, &pa, &pb, w, nv, mr, nr,
+                 new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true)};
+
+    /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
+     * their corner: every cell of C once. */
+    if (pa.full && pb.full) tile_nest(s, &tl, 0, pa.full, 0, pb.full, mr, nr, out);
+    if (pa.full && pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, mr, pb.rem, out);
+    if (pa.rem && pb.full) tile_nest(s, &tl, pa.full, 1, 0, pb.full, pa.rem, nr, out);
+    if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, pa.rem, pb.rem, out);
+    if (r->par[0]->comment && out->count)
+        out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
     return true;
 }
 
@@ -577,8 +640,7 @@ static void schedule_function(Sched *s) {
     s->old_iters = fn->iter_count;
     s->subst = calloc(fn->iter_count + 1, sizeof *s->subst);
     s->mapped = calloc(fn->iter_count + 1, sizeof *s->mapped);
-    s->extent_of = calloc(fn->iter_count + 1, sizeof *s->extent_of);
-    if (!s->subst || !s->mapped || !s->extent_of) diag_fatal_oom();
+    if (!s->subst || !s->mapped) diag_fatal_oom();
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
@@ -586,8 +648,6 @@ static void schedule_function(Sched *s) {
         if (st->kind == IR_LOOP && match_reduction(st, &r)) {
             IrBlock tiled = {0};
             if (tile_contraction(s, &r, &tiled)) {
-                if (st->comment)
-                    tiled.items[0]->comment = arena_printf(s->ir->arena, "%s; %s", st->comment, tiled.items[0]->comment);
                 for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, &body, tiled.items[k]);
                 continue;
             }
@@ -598,7 +658,6 @@ static void schedule_function(Sched *s) {
     fn->body = body;
     free(s->subst);
     free(s->mapped);
-    free(s->extent_of);
 }
 
 void schedule(IrProgram *ir, const Target *target) {

@@ -39,7 +39,7 @@
 # that tsrc cannot compile is reported as "not supported" (an UNSUPPORTED line in the results,
 # "n/s" in the table) and skipped.
 #
-# Environment: BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# Environment: BENCH_ONLY (sections: matmul bmm ew train), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
@@ -222,6 +222,9 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
+# BENCH_ONLY: the sections to run (default all: matmul bmm ew train).
+want() { case " ${BENCH_ONLY:-matmul bmm ew train} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
 mm_form() {
@@ -231,8 +234,8 @@ mm_form() {
         tn) tin=matmul_tn.tsr.in def=-DMM_FORM_TN kind=matmul_tn ;;
     esac
 }
-echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS"
-for n in $SIZES; do
+want matmul && echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS"
+want matmul && for n in $SIZES; do
     for form in nn nt tn; do
         mm_form $form
         dir=$WORK/${kind}_$n
@@ -258,8 +261,8 @@ for n in $SIZES; do
 done
 
 # ---- batched matmul ----------------------------------------------------------------------------
-echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"
-for size in $BMM; do
+want bmm && echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"
+want bmm && for size in $BMM; do
     nb=${size%x*} n=${size#*x}
     dir=$WORK/bmm_$size
     mkdir -p "$dir"
@@ -278,6 +281,7 @@ for size in $BMM; do
 done
 
 # ---- elementwise ----------------------------------------------------------------------------
+if want ew; then
 count=$(sed -n 's/^let n = \([0-9_]*\).*/\1/p' "$BENCH/elementwise.tsr" | tr -d _)
 echo "bench: elementwise chain, $count floats; threads $THREADS"
 dir=$WORK/elementwise
@@ -301,8 +305,10 @@ for t in $THREADS; do
         "$PY" "$BENCH/py_bench.py" torch "$t" ew "$count"
 done
 info "OpenBLAS has no elementwise-chain equivalent; the elementwise table has no OpenBLAS column"
+fi
 
 # ---- training steps ---------------------------------------------------------------------------
+if want train; then
 echo "bench: MLP 784-256-256-10 training step, batch 128; threads $THREADS"
 dir=$WORK/mlp
 mkdir -p "$dir"
@@ -329,6 +335,7 @@ for t in $THREADS; do
         "$PY" "$BENCH/py_train.py" "$t" moons
 done
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
+fi
 info "load average at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"
 
 # ---- the tables -----------------------------------------------------------------------------
