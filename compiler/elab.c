@@ -623,6 +623,77 @@ static uint32_t operator_arity(const Node *op) {
     return n;
 }
 
+/* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
+ * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
+ * named once, and a fixed logic fits the number of operands.  Reports every problem; true when
+ * there is none. */
+static bool check_operator(const Node *op) {
+    const char *name = op->name;
+    bool ok = true;
+    for (uint32_t i = 0; i < op->list.count; i++) {
+        const Node *p = op->list.items[i];
+        if (p->flag != PARAM_POSITIONAL && p->flag != PARAM_LABELLED) {
+            diag_error(p->span, "an operator's parameters are its tensor operands (t1 t2 …) and labelled spec "
+                       "parameters (~spec); '%s' is neither", p->flag == PARAM_WILDCARD ? "_" : p->name);
+            ok = false;
+            continue;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(op->list.items[j]->name, p->name) == 0) {
+                diag_error(p->span, "operator '%s' has two parameters named '%s'", name, p->name);
+                diag_note(op->list.items[j]->span, "the first is here");
+                ok = false;
+                break;
+            }
+    }
+    uint32_t arity = operator_arity(op);
+    Span keyword = span_make(op->span.file, op->span.start, op->span.start + (uint32_t)strlen("operator"));
+    if (arity == 0) {
+        diag_error(keyword, "operator '%s' has no tensor operand: name its operands after the operator's name, "
+                   "as in 'operator %s t1 ~logic:\".\" = …'", name, name);
+        ok = false;
+    }
+    const Node *logic = op->c;
+    if (!logic) {
+        diag_error(keyword, "operator '%s' has no shape logic: write ~logic: before '=', with \".\" (pointwise), "
+                   "\"@\" (compose), \"T\" (transpose), an einsum spec, or a labelled spec parameter (~logic:spec)",
+                   name);
+        return false;
+    }
+    for (uint32_t i = 0; i < op->list.count; i++) {
+        const Node *p = op->list.items[i];
+        if (p->flag == PARAM_LABELLED && (logic->kind != NODE_VAR || strcmp(p->name, logic->name) != 0)) {
+            diag_error(p->span, "'~%s' is not the spec parameter of operator '%s' (that would be ~logic:%s); "
+                       "an operator's other parameters are its tensor operands", p->name, name, p->name);
+            ok = false;
+        }
+    }
+    if (logic->kind == NODE_VAR) {
+        bool named = false;
+        for (uint32_t i = 0; i < op->list.count; i++)
+            named |= op->list.items[i]->flag == PARAM_LABELLED && strcmp(op->list.items[i]->name, logic->name) == 0;
+        if (!named) {
+            diag_error(logic->span, "'~logic:%s' names no labelled parameter ~%s of the operator", logic->name,
+                       logic->name);
+            ok = false;
+        }
+    } else if (logic->kind != NODE_STRING || (!logic->spec && logic->len != 1)) {
+        ok = false; /* the parser reported it */
+    } else if (logic->spec) {
+        if (arity && logic->spec->rhs_count != arity) {
+            diag_error(logic->spec->span, "this spec has %u operand slot%s, but operator '%s' has %u operand%s",
+                       logic->spec->rhs_count, logic->spec->rhs_count == 1 ? "" : "s", name, arity,
+                       arity == 1 ? "" : "s");
+            ok = false;
+        }
+    } else if (arity && ((logic->text[0] == '@' && arity != 2 && arity != 3) || (logic->text[0] == 'T' && arity != 1))) {
+        diag_error(logic->span, "logic \"%c\" needs %s, but operator '%s' has %u", logic->text[0],
+                   logic->text[0] == '@' ? "two or three operands" : "one operand", name, arity);
+        ok = false;
+    }
+    return ok;
+}
+
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                              const Node *captures, Span span) {
@@ -2154,14 +2225,10 @@ static void elab_item(Elab *e, const Node *item) {
         break;
     }
     case ITEM_OPERATOR: {
-        Value *v = new_value(e, V_OPERATOR);
-        v->as.op = item;
-        if (item->c && item->c->kind == NODE_VAR) {
-            bool ok = false;
-            for (uint32_t i = 0; i < item->list.count; i++)
-                ok |= item->list.items[i]->flag == PARAM_LABELLED && strcmp(item->list.items[i]->name, item->c->name) == 0;
-            if (!ok) diag_error(item->c->span, "'~logic:%s' names no labelled parameter ~%s of the operator",
-                                item->c->name, item->c->name);
+        Value *v = &error_value; /* a malformed declaration: its uses stay silent */
+        if (check_operator(item)) {
+            v = new_value(e, V_OPERATOR);
+            v->as.op = item;
         }
         bind_global(e, item->name, v);
         break;
