@@ -1934,6 +1934,38 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
     return code_tensor(e, n, env, &x->tensor, &x->grad) ? x : NULL;
 }
 
+/* True for a tensor whose values are written in the program: a literal, or a stack of them. */
+static bool is_written_literal(const Tensor *t) {
+    if (t->kind == TENSOR_LITERAL) return true;
+    if (t->kind != TENSOR_STACK) return false;
+    for (uint32_t i = 0; i < t->operand_count; i++)
+        if (!is_written_literal(t->operands[i])) return false;
+    return true;
+}
+
+/* Code may assign to parameters and to what the program computes (and to any gradient), not to
+ * tensors whose values come from elsewhere; reports the left side `at` otherwise. */
+static bool check_assignable(const Tensor *t, Span at) {
+    const char *name = t->name ? t->name : "this tensor";
+    const char *why = NULL;
+    switch (t->kind) {
+    case TENSOR_INPUT:
+        why = "is an input: the caller fills it before a routine runs (in an executable, from the seed), and "
+              "code only reads it; assign to a tensor computed from it instead";
+        break;
+    case TENSOR_DATA: why = "is data: its values are loaded or generated when the program starts, and code only reads it"; break;
+    case TENSOR_CONSTANT: why = "is a constant (such as ones ()), which code only reads"; break;
+    case TENSOR_INDEX: why = "is the value of an index symbol, which only a loop of main or a setter changes"; break;
+    default:
+        if (is_written_literal(t)) why = "is a tensor literal: its values are written in the program, and code only reads it";
+        break;
+    }
+    if (!why) return true;
+    diag_error(at, "cannot assign to '%s': it %s", name, why);
+    if (t->kind == TENSOR_INPUT || t->kind == TENSOR_DATA) diag_note(t->span, "'%s' is declared here", name);
+    return false;
+}
+
 /* Shape constraints of a standalone assignment: every tensor read broadcasts to the left side
  * (the pointwise logic; seed 003's producer regime). */
 static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, OriginId why) {
@@ -1975,6 +2007,7 @@ static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
         }
         CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
         if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return;
+        if (!step.grad && !check_assignable(step.tensor, n->a->span)) return;
         if (!(step.rhs = code_expr(e, n->b, env))) return;
         code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
         add_step(e, r, step);
