@@ -2048,8 +2048,27 @@ static const char *span_text(Elab *e, Span span) {
     return arena_printf(e->arena, "%.*s", (int)(span.end - span.start), src->text + span.start);
 }
 
+/* The largest width and precision a print conversion may have: printf needs memory in
+ * proportion to them ("%.999999999f" asked for gigabytes when the program ran). */
+enum { PRINT_FIELD_MAX = 1000 };
+
+/* Reads the digits at f[*j] (up to `len`) as a width or precision; false, with an error, when
+ * the number is above PRINT_FIELD_MAX. */
+static bool format_field(const Node *fmt, size_t len, size_t *j, const char *what) {
+    const char *f = fmt->text;
+    size_t start = *j;
+    uint64_t value = 0;
+    for (; *j < len && f[*j] >= '0' && f[*j] <= '9'; (*j)++)
+        if (value <= PRINT_FIELD_MAX) value = value * 10 + (uint64_t)(f[*j] - '0');
+    if (value <= PRINT_FIELD_MAX) return true;
+    diag_error(fmt->span, "the %s '%.*s' in the format of 'print' is too large (at most %d)", what,
+               (int)(*j - start < 24 ? *j - start : 24), f + start, PRINT_FIELD_MAX);
+    return false;
+}
+
 /* Check a print format; mark which arguments its conversions read as floats.  Conversions:
- * %[flags][width][.precision] then d i u x X o c (integer) or f F e E g G a A (floating), and %%. */
+ * %[flags][width][.precision] then d i u x X o c (integer) or f F e E g G a A (floating), and %%;
+ * width and precision are at most PRINT_FIELD_MAX. */
 static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
     const char *f = fmt->text;
     uint32_t used = 0;
@@ -2061,10 +2080,10 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         }
         size_t j = i + 1;
         while (j < fmt->len && strchr("-+ #0", f[j])) j++;
-        while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+        if (!format_field(fmt, fmt->len, &j, "width")) return false;
         if (j < fmt->len && f[j] == '.') {
             j++;
-            while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+            if (!format_field(fmt, fmt->len, &j, "precision")) return false;
         }
         if (j - i > 24 || j >= fmt->len || !strchr("diuxXocfFeEgGaA", f[j])) {
             diag_error(fmt->span, "bad conversion in the format of 'print' at '%.*s': use %%d, %%x, %%c for integers, "
