@@ -1548,14 +1548,8 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         const Node *a = n->list.items[i];
         if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && a->a &&
             a->a->kind == NODE_STRING) {
-            if (!a->a->spec) {
-                const Source *src = source_get(a->a->span.file);
-                uint32_t start = a->a->span.start + 1, end = a->a->span.end > start ? a->a->span.end - 1 : start;
-                ((Node *)a->a)->spec = spec_parse(e->arena, span_make(a->a->span.file, start, end),
-                                                   src->text + start, end - start);
-                if (!a->a->spec) return &error_value;
-            }
-            spec = a->a->spec;
+            spec = a->a->spec; /* parsed with the program (parse.c) */
+            if (!spec) return &error_value;
             args[i].value = &unit_value; /* not passed on */
             args[i].label = "spec";
             continue;

@@ -184,7 +184,7 @@ else fail "cli: --help" "exit $(status)" "$TMP/err"; fi
 run_tsrc --version
 if [ "$(status)" = 0 ] && grep -q "^tsrc [0-9]" "$TMP/out"; then pass "cli: --version"
 else fail "cli: --version" "exit $(status)" "$TMP/err"; fi
-printf 'let%%op y = x +* "i;i=>" z\n' >"$TMP/bad.tsr"
+printf 'let%%op y = x +* "i;i" z\n' >"$TMP/bad.tsr"
 rm -f "$TMP/bad.ast"
 run_tsrc --dump-ast -o "$TMP/bad.ast" "$TMP/bad.tsr"
 if [ "$(status)" = 1 ] && [ ! -e "$TMP/bad.ast" ] && [ -z "$(ls "$TMP" | grep tmp)" ]; then pass "cli: no output file after an error"
