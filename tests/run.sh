@@ -237,5 +237,9 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 
+# Hostile data files: not regular files, endless, cut short (tests/native/hostile_data.sh).
+sh tests/native/hostile_data.sh "$TSRC" >"$TMP/hostile.out" 2>&1
+add_summary "native: hostile data files" $? "$TMP/hostile.out"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
