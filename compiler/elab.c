@@ -623,10 +623,27 @@ static uint32_t operator_arity(const Node *op) {
     return n;
 }
 
+/* Reports the slot names of an operator's code block (t1, v2, g3, …) that name an operand the
+ * operator does not have; false when there is one. */
+static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity) {
+    if (!n) return true;
+    bool ok = true;
+    if (n->kind == NODE_VAR && strchr("tvg", n->name[0]) && n->name[1] >= '1' && n->name[1] <= '9' &&
+        n->name[2] == '\0' && (uint32_t)(n->name[1] - '0') > arity) {
+        diag_error(n->span, "'%s' names operand %c, but operator '%s' has %u", n->name, n->name[1], op_name, arity);
+        ok = false;
+    }
+    ok &= check_slot_names(n->a, op_name, arity);
+    ok &= check_slot_names(n->b, op_name, arity);
+    ok &= check_slot_names(n->c, op_name, arity);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_slot_names(n->list.items[i], op_name, arity);
+    return ok;
+}
+
 /* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
- * named once, and a fixed logic fits the number of operands.  Reports every problem; true when
- * there is none. */
+ * named once, a fixed logic fits the number of operands, and the code blocks name no operand
+ * beyond them.  Reports every problem; true when there is none. */
 static bool check_operator(const Node *op) {
     const char *name = op->name;
     bool ok = true;
@@ -648,6 +665,7 @@ static bool check_operator(const Node *op) {
     }
     uint32_t arity = operator_arity(op);
     Span keyword = span_make(op->span.file, op->span.start, op->span.start + (uint32_t)strlen("operator"));
+    if (arity && !(check_slot_names(op->a, name, arity) & check_slot_names(op->b, name, arity))) ok = false;
     if (arity == 0) {
         diag_error(keyword, "operator '%s' has no tensor operand: name its operands after the operator's name, "
                    "as in 'operator %s t1 ~logic:\".\" = …'", name, name);
