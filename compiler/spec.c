@@ -7,8 +7,10 @@
  * variable, offset < stride, sizes >= 1).  In single-character mode the driver inserts the
  * commas between adjacent elements, so one grammar serves both modes.  The driver also keeps a
  * small picture of where it is inside the current axis and slot (the Stage below), which is
- * all spec_syntax_error() needs to word one precise message for any unexpected token.  Only
- * the first error of a spec is reported: after it, nothing more is fed to the parser.
+ * all spec_syntax_error() needs to word one precise message for any unexpected token; a spec
+ * that uses "->" without "=>" also gets a note, with its tsrc form when it is written in NumPy's
+ * notation ("bij,bjk->bik").  Only the first error of a spec is reported: after it, nothing
+ * more is fed to the parser.  An empty slot is the scalar slot ("i =>").
  * Requires arena.h, diag.h and the generated spec_parser.h.  Produces Spec trees and dumps. */
 #include "spec.h"
 
@@ -508,7 +510,7 @@ static const char *numpy_translation(SpecParseState *ps) {
             first_axis = true, ellipsis = false;
             continue;
         } else if (text + i == arrow) {
-            n += (size_t)sprintf(out + n, " =>");
+            n += (size_t)sprintf(out + n, n ? " =>" : "=>");
             in_result = true, first_axis = true, ellipsis = false;
             i++;
             continue;
