@@ -623,6 +623,95 @@ static uint32_t operator_arity(const Node *op) {
     return n;
 }
 
+/* Reports the slot names of an operator's code block (t1, v2, g3, …) that name an operand the
+ * operator does not have; false when there is one. */
+static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity) {
+    if (!n) return true;
+    bool ok = true;
+    if (n->kind == NODE_VAR && strchr("tvg", n->name[0]) && n->name[1] >= '1' && n->name[1] <= '9' &&
+        n->name[2] == '\0' && (uint32_t)(n->name[1] - '0') > arity) {
+        diag_error(n->span, "'%s' names operand %c, but operator '%s' has %u", n->name, n->name[1], op_name, arity);
+        ok = false;
+    }
+    ok &= check_slot_names(n->a, op_name, arity);
+    ok &= check_slot_names(n->b, op_name, arity);
+    ok &= check_slot_names(n->c, op_name, arity);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_slot_names(n->list.items[i], op_name, arity);
+    return ok;
+}
+
+/* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
+ * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
+ * named once, a fixed logic fits the number of operands, and the code blocks name no operand
+ * beyond them.  Reports every problem; true when there is none. */
+static bool check_operator(const Node *op) {
+    const char *name = op->name;
+    bool ok = true;
+    for (uint32_t i = 0; i < op->list.count; i++) {
+        const Node *p = op->list.items[i];
+        if (p->flag != PARAM_POSITIONAL && p->flag != PARAM_LABELLED) {
+            diag_error(p->span, "an operator's parameters are its tensor operands (t1 t2 …) and labelled spec "
+                       "parameters (~spec); '%s' is neither", p->flag == PARAM_WILDCARD ? "_" : p->name);
+            ok = false;
+            continue;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(op->list.items[j]->name, p->name) == 0) {
+                diag_error(p->span, "operator '%s' has two parameters named '%s'", name, p->name);
+                diag_note(op->list.items[j]->span, "the first is here");
+                ok = false;
+                break;
+            }
+    }
+    uint32_t arity = operator_arity(op);
+    Span keyword = span_make(op->span.file, op->span.start, op->span.start + (uint32_t)strlen("operator"));
+    if (arity && !(check_slot_names(op->a, name, arity) & check_slot_names(op->b, name, arity))) ok = false;
+    if (arity == 0) {
+        diag_error(keyword, "operator '%s' has no tensor operand: name its operands after the operator's name, "
+                   "as in 'operator %s t1 ~logic:\".\" = …'", name, name);
+        ok = false;
+    }
+    const Node *logic = op->c;
+    if (!logic) {
+        diag_error(keyword, "operator '%s' has no shape logic: write ~logic: before '=', with \".\" (pointwise), "
+                   "\"@\" (compose), \"T\" (transpose), an einsum spec, or a labelled spec parameter (~logic:spec)",
+                   name);
+        return false;
+    }
+    for (uint32_t i = 0; i < op->list.count; i++) {
+        const Node *p = op->list.items[i];
+        if (p->flag == PARAM_LABELLED && (logic->kind != NODE_VAR || strcmp(p->name, logic->name) != 0)) {
+            diag_error(p->span, "'~%s' is not the spec parameter of operator '%s' (that would be ~logic:%s); "
+                       "an operator's other parameters are its tensor operands", p->name, name, p->name);
+            ok = false;
+        }
+    }
+    if (logic->kind == NODE_VAR) {
+        bool named = false;
+        for (uint32_t i = 0; i < op->list.count; i++)
+            named |= op->list.items[i]->flag == PARAM_LABELLED && strcmp(op->list.items[i]->name, logic->name) == 0;
+        if (!named) {
+            diag_error(logic->span, "'~logic:%s' names no labelled parameter ~%s of the operator", logic->name,
+                       logic->name);
+            ok = false;
+        }
+    } else if (logic->kind != NODE_STRING || (!logic->spec && logic->len != 1)) {
+        ok = false; /* the parser reported it */
+    } else if (logic->spec) {
+        if (arity && logic->spec->rhs_count != arity) {
+            diag_error(logic->spec->span, "this spec has %u operand slot%s, but operator '%s' has %u operand%s",
+                       logic->spec->rhs_count, logic->spec->rhs_count == 1 ? "" : "s", name, arity,
+                       arity == 1 ? "" : "s");
+            ok = false;
+        }
+    } else if (arity && ((logic->text[0] == '@' && arity != 2 && arity != 3) || (logic->text[0] == 'T' && arity != 1))) {
+        diag_error(logic->span, "logic \"%c\" needs %s, but operator '%s' has %u", logic->text[0],
+                   logic->text[0] == '@' ? "two or three operands" : "one operand", name, arity);
+        ok = false;
+    }
+    return ok;
+}
+
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                              const Node *captures, Span span) {
@@ -1477,14 +1566,8 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         const Node *a = n->list.items[i];
         if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && a->a &&
             a->a->kind == NODE_STRING) {
-            if (!a->a->spec) {
-                const Source *src = source_get(a->a->span.file);
-                uint32_t start = a->a->span.start + 1, end = a->a->span.end > start ? a->a->span.end - 1 : start;
-                ((Node *)a->a)->spec = spec_parse(e->arena, span_make(a->a->span.file, start, end),
-                                                   src->text + start, end - start);
-                if (!a->a->spec) return &error_value;
-            }
-            spec = a->a->spec;
+            spec = a->a->spec; /* parsed with the program (parse.c) */
+            if (!spec) return &error_value;
             args[i].value = &unit_value; /* not passed on */
             args[i].label = "spec";
             continue;
@@ -1863,6 +1946,38 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
     return code_tensor(e, n, env, &x->tensor, &x->grad) ? x : NULL;
 }
 
+/* True for a tensor whose values are written in the program: a literal, or a stack of them. */
+static bool is_written_literal(const Tensor *t) {
+    if (t->kind == TENSOR_LITERAL) return true;
+    if (t->kind != TENSOR_STACK) return false;
+    for (uint32_t i = 0; i < t->operand_count; i++)
+        if (!is_written_literal(t->operands[i])) return false;
+    return true;
+}
+
+/* Code may assign to parameters and to what the program computes (and to any gradient), not to
+ * tensors whose values come from elsewhere; reports the left side `at` otherwise. */
+static bool check_assignable(const Tensor *t, Span at) {
+    const char *name = t->name ? t->name : "this tensor";
+    const char *why = NULL;
+    switch (t->kind) {
+    case TENSOR_INPUT:
+        why = "is an input: the caller fills it before a routine runs (in an executable, from the seed), and "
+              "code only reads it; assign to a tensor computed from it instead";
+        break;
+    case TENSOR_DATA: why = "is data: its values are loaded or generated when the program starts, and code only reads it"; break;
+    case TENSOR_CONSTANT: why = "is a constant (such as ones ()), which code only reads"; break;
+    case TENSOR_INDEX: why = "is the value of an index symbol, which only a loop of main or a setter changes"; break;
+    default:
+        if (is_written_literal(t)) why = "is a tensor literal: its values are written in the program, and code only reads it";
+        break;
+    }
+    if (!why) return true;
+    diag_error(at, "cannot assign to '%s': it %s", name, why);
+    if (t->kind == TENSOR_INPUT || t->kind == TENSOR_DATA) diag_note(t->span, "'%s' is declared here", name);
+    return false;
+}
+
 /* Shape constraints of a standalone assignment: every tensor read broadcasts to the left side
  * (the pointwise logic; seed 003's producer regime). */
 static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, OriginId why) {
@@ -1904,6 +2019,7 @@ static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
         }
         CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
         if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return;
+        if (!step.grad && !check_assignable(step.tensor, n->a->span)) return;
         if (!(step.rhs = code_expr(e, n->b, env))) return;
         code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
         add_step(e, r, step);
@@ -1944,8 +2060,27 @@ static const char *span_text(Elab *e, Span span) {
     return arena_printf(e->arena, "%.*s", (int)(span.end - span.start), src->text + span.start);
 }
 
+/* The largest width and precision a print conversion may have: printf needs memory in
+ * proportion to them ("%.999999999f" asked for gigabytes when the program ran). */
+enum { PRINT_FIELD_MAX = 1000 };
+
+/* Reads the digits at f[*j] (up to `len`) as a width or precision; false, with an error, when
+ * the number is above PRINT_FIELD_MAX. */
+static bool format_field(const Node *fmt, size_t len, size_t *j, const char *what) {
+    const char *f = fmt->text;
+    size_t start = *j;
+    uint64_t value = 0;
+    for (; *j < len && f[*j] >= '0' && f[*j] <= '9'; (*j)++)
+        if (value <= PRINT_FIELD_MAX) value = value * 10 + (uint64_t)(f[*j] - '0');
+    if (value <= PRINT_FIELD_MAX) return true;
+    diag_error(fmt->span, "the %s '%.*s' in the format of 'print' is too large (at most %d)", what,
+               (int)(*j - start < 24 ? *j - start : 24), f + start, PRINT_FIELD_MAX);
+    return false;
+}
+
 /* Check a print format; mark which arguments its conversions read as floats.  Conversions:
- * %[flags][width][.precision] then d i u x X o c (integer) or f F e E g G a A (floating), and %%. */
+ * %[flags][width][.precision] then d i u x X o c (integer) or f F e E g G a A (floating), and %%;
+ * width and precision are at most PRINT_FIELD_MAX. */
 static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
     const char *f = fmt->text;
     uint32_t used = 0;
@@ -1957,10 +2092,10 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         }
         size_t j = i + 1;
         while (j < fmt->len && strchr("-+ #0", f[j])) j++;
-        while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+        if (!format_field(fmt, fmt->len, &j, "width")) return false;
         if (j < fmt->len && f[j] == '.') {
             j++;
-            while (j < fmt->len && f[j] >= '0' && f[j] <= '9') j++;
+            if (!format_field(fmt, fmt->len, &j, "precision")) return false;
         }
         if (j - i > 24 || j >= fmt->len || !strchr("diuxXocfFeEgGaA", f[j])) {
             diag_error(fmt->span, "bad conversion in the format of 'print' at '%.*s': use %%d, %%x, %%c for integers, "
@@ -2154,14 +2289,10 @@ static void elab_item(Elab *e, const Node *item) {
         break;
     }
     case ITEM_OPERATOR: {
-        Value *v = new_value(e, V_OPERATOR);
-        v->as.op = item;
-        if (item->c && item->c->kind == NODE_VAR) {
-            bool ok = false;
-            for (uint32_t i = 0; i < item->list.count; i++)
-                ok |= item->list.items[i]->flag == PARAM_LABELLED && strcmp(item->list.items[i]->name, item->c->name) == 0;
-            if (!ok) diag_error(item->c->span, "'~logic:%s' names no labelled parameter ~%s of the operator",
-                                item->c->name, item->c->name);
+        Value *v = &error_value; /* a malformed declaration: its uses stay silent */
+        if (check_operator(item)) {
+            v = new_value(e, V_OPERATOR);
+            v->as.op = item;
         }
         bind_global(e, item->name, v);
         break;

@@ -12,8 +12,9 @@
  *
  * Two normalisations happen while building (see ast.h): einsum operators take their spec
  * string and capture list out of the application on their right, and every spec string —
- * einsum specs and `~logic:` specs — is parsed at compile time by spec.c, so a malformed spec
- * is reported with a caret on the exact character inside the literal.  A final walk checks
+ * einsum specs, `~logic:` specs and string literals passed as `~spec:` — is parsed at compile
+ * time by spec.c, so a malformed spec is reported with a caret on the exact character inside
+ * the literal.  A final walk checks
  * that assignments appear only in code (%cd) contexts. */
 #include "parse.h"
 
@@ -390,6 +391,8 @@ Node *parse_app(ParseState *ps, Node *fn, NodeList args) {
 }
 
 Node *parse_arg(ParseState *ps, const Token *label, Node *value, int flags) {
+    /* `op ~spec:"…" a b`: the spec of an operator applied like a function (einsum3). */
+    if (value && value->kind == NODE_STRING && strcmp(label->text, "spec") == 0) attach_spec(ps, value);
     Node *n = node(ps, NODE_ARG, value ? span_join(label->span, value->span) : label->span);
     n->name = label->text;
     n->a = value;

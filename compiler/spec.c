@@ -7,8 +7,10 @@
  * variable, offset < stride, sizes >= 1).  In single-character mode the driver inserts the
  * commas between adjacent elements, so one grammar serves both modes.  The driver also keeps a
  * small picture of where it is inside the current axis and slot (the Stage below), which is
- * all spec_syntax_error() needs to word one precise message for any unexpected token.  Only
- * the first error of a spec is reported: after it, nothing more is fed to the parser.
+ * all spec_syntax_error() needs to word one precise message for any unexpected token; a spec
+ * that uses "->" without "=>" also gets a note, with its tsrc form when it is written in NumPy's
+ * notation ("bij,bjk->bik").  Only the first error of a spec is reported: after it, nothing
+ * more is fed to the parser.  An empty slot is the scalar slot ("i =>").
  * Requires arena.h, diag.h and the generated spec_parser.h.  Produces Spec trees and dumps. */
 #include "spec.h"
 
@@ -352,12 +354,13 @@ static void build_row(SpecParseState *ps, SpecRow *row, SpecRowKind kind, const 
 SpecSlot *spec_build_slot(SpecParseState *ps, SpecElemList *batch, SpecElemList *input,
                           SpecElemList *output, const SpecToken *bar, const SpecToken *arrow) {
     SpecSlot *slot = arena_alloc(ps->arena, sizeof *slot);
-    /* The slot's extent: from its first written part to its last. */
+    /* The slot's extent: from its first written part to its last; an empty slot (the scalar
+     * slot) is the point after the ';' or '=>' before it, or the start of the spec. */
     bool has_b = batch && batch->count, has_i = input && input->count;
     bool has_o = output && output->count;
     Span first = has_b ? elem_span(&batch->items[0]) : bar ? bar->span
                  : has_i ? elem_span(&input->items[0]) : arrow ? arrow->span
-                 : has_o ? elem_span(&output->items[0]) : point(ps->where);
+                 : has_o ? elem_span(&output->items[0]) : point_end(ps->prev.span);
     Span last = has_o ? elem_span(&output->items[output->count - 1]) : arrow ? arrow->span
                 : has_i ? elem_span(&input->items[input->count - 1]) : bar ? bar->span
                 : has_b ? elem_span(&batch->items[batch->count - 1]) : first;
@@ -480,8 +483,71 @@ static void unexpected_in_axis(SpecParseState *ps, int kind, const SpecToken *to
     }
 }
 
+/* ---- A note for specs written in NumPy's notation ------------------------------------------ */
+
+/* The tsrc form of a NumPy einsum spec such as "bij,bjk->bik" ("b, i, j; b, j, k => b, i, k"):
+ * operands of letters and at most one "...", separated by ',', then "->" and the result.  NULL
+ * when the text is not of that form.  Whitespace is ignored, as NumPy ignores it. */
+static const char *numpy_translation(SpecParseState *ps) {
+    size_t len = ps->where.end - ps->where.start;
+    const char *text = ps->text, *arrow = strstr(text, "->");
+    if (!arrow || strstr(arrow + 2, "->") || strlen(text) != len) return NULL;
+    char *out = arena_alloc(ps->arena, 4 * len + 8);
+    size_t n = 0;
+    bool in_result = false, first_axis = true, ellipsis = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+        const char *axis = NULL;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+            axis = text + i;
+        } else if (c == '.' && strncmp(text + i, "...", 3) == 0 && !ellipsis) {
+            axis = "...";
+            ellipsis = true;
+            i += 2;
+        } else if (c == ',' && !in_result) {
+            n += (size_t)sprintf(out + n, ";");
+            first_axis = true, ellipsis = false;
+            continue;
+        } else if (text + i == arrow) {
+            n += (size_t)sprintf(out + n, n ? " =>" : "=>");
+            in_result = true, first_axis = true, ellipsis = false;
+            i++;
+            continue;
+        } else {
+            return NULL;
+        }
+        n += (size_t)sprintf(out + n, "%s%.*s", first_axis ? (n ? " " : "") : ", ", axis[0] == '.' ? 3 : 1, axis);
+        first_axis = false;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* After an error in a spec that has "->" but no "=>": how tsrc's notation differs from NumPy's,
+ * with the spec rewritten when it is NumPy's notation. */
+static void note_numpy_notation(SpecParseState *ps) {
+    const char *arrow = strstr(ps->text, "->");
+    if (!arrow || strstr(ps->text, "=>")) return;
+    uint32_t at = ps->where.start + (uint32_t)(arrow - ps->text);
+    Span span = span_make(ps->where.file, at, at + 2);
+    const char *tsrc_form = numpy_translation(ps);
+    const char *roles = "';' separates operands and '=>' comes before the result; '->' separates a slot's "
+                        "input axes from its output axes, as in batch|input->output";
+    if (tsrc_form) diag_note(span, "in NumPy's notation? tsrc writes this \"%s\" (%s)", tsrc_form, roles);
+    else diag_note(span, "in tsrc, %s", roles);
+}
+
+static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token);
+
 void spec_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
     if (!first_error(ps)) return;
+    report_syntax_error(ps, kind, token);
+    note_numpy_notation(ps);
+}
+
+/* The one message for an unexpected token (`kind` 0: the end of the spec). */
+static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
     const SpecToken *tok = &token;
     const char *t = quote_token(ps, kind, tok);
     const char *p = quote_token(ps, ps->prev_kind, &ps->prev);
@@ -554,10 +620,6 @@ void spec_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
             diag_error(tok->span, "unexpected ';' after '=>': the result is a single slot");
             return;
         }
-        if (ps->prev_kind == TK_START || ps->prev_kind == SPEC_TK_SEMI) {
-            diag_error(tok->span, "expected an operand slot before ';'");
-            return;
-        }
         break;
     case SPEC_TK_FATARROW:
         if (ps->has_fat) {
@@ -565,22 +627,10 @@ void spec_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
             diag_note(ps->fat, "the first '=>' is here");
             return;
         }
-        if (ps->prev_kind == TK_START || ps->prev_kind == SPEC_TK_SEMI) {
-            diag_error(tok->span, "expected an operand slot before '=>'");
-            return;
-        }
         break;
     case 0:
         if (ps->prev_kind == TK_START) {
             diag_error(tok->span, "einsum spec is empty");
-            return;
-        }
-        if (ps->prev_kind == SPEC_TK_FATARROW) {
-            diag_error(tok->span, "einsum spec ends too early: expected the result slot after '=>'");
-            return;
-        }
-        if (ps->prev_kind == SPEC_TK_SEMI) {
-            diag_error(tok->span, "einsum spec ends too early: expected a slot after ';'");
             return;
         }
         if (!ps->has_fat) {

@@ -57,7 +57,9 @@ spec ::= operands(L) FATARROW slot(R).          { spec_build_spec(ps, L, R); }
 operands(A) ::= slot(S).                        { A = spec_build_slots(ps, NULL, S); }
 operands(A) ::= operands(L) SEMI slot(S).       { A = spec_build_slots(ps, L, S); }
 
-/* A slot holds at least one token: a lone output row must be non-empty. */
+/* A slot with no token at all is the scalar slot ("i =>", "i; => i"); otherwise a lone output
+ * row must be non-empty. */
+slot(A) ::= .                                   { A = spec_build_slot(ps, NULL, NULL, NULL, NULL, NULL); }
 slot(A) ::= nrow(O).                            { A = spec_build_slot(ps, NULL, NULL, O, NULL, NULL); }
 slot(A) ::= row(B) BAR(T) row(O).               { A = spec_build_slot(ps, B, NULL, O, &T, NULL); }
 slot(A) ::= row(I) ARROW(T) row(O).             { A = spec_build_slot(ps, NULL, I, O, NULL, &T); }

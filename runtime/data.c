@@ -8,19 +8,26 @@
  * the output is a pure function of (count, noise, seed, …).
  *
  * Loaders read a whole file into a caller-allocated float tensor whose shape the compiler
- * already knows; the file must match it exactly.  They use plain stdio (fopen/fread), accept
- * any byte sequence without crashing, never print, and report every problem with the file as
+ * already knows; the file must match it exactly, and be complete: a .npy file holds exactly the
+ * data its header states, and every CSV line ends with a newline (a last line without one is a
+ * cut file).  Only regular files are read (a FIFO or a device may never end), with open/fstat
+ * and then stdio; what they read is bounded by the stated shape and the file's size, memory by
+ * a constant (CSV is scanned one field at a time, never a whole line).  They accept any byte
+ * sequence without crashing or hanging, never print, and report every problem with the file as
  * TSR_ERR_DATA through tsr_data_error, as "data 'WHAT': 'PATH'[:LINE:COL]: what is wrong"
  * (bad arguments give TSR_ERR_ARGUMENT, a failed allocation TSR_ERR_NOMEM).  Sizes are 64-bit
  * and sizes declared by a file are checked for overflow before use.  Requires internal.h
  * (tsr_rng_normal, tsr_data_error) and tsr_error; nothing else of the runtime. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -100,10 +107,11 @@ void tsr_spirals(float *points, float *labels, int64_t count, double noise, uint
 /* Files are read in pieces of this many bytes. */
 enum { READ_CHUNK = 16384 };
 
-/* The file being read, for messages. */
+/* The file being read: its names for messages, and its size once open. */
 typedef struct Source {
     const char *path;
     const char *what;
+    int64_t size;
 } Source;
 
 /* Record "data 'WHAT': 'PATH'[:LINE[:COL]]: MESSAGE" (line 0: no line; col 0: no column). */
@@ -152,9 +160,39 @@ static int check_arguments(const char *path, const float *out, uint32_t rank, co
     return TSR_OK;
 }
 
-static int open_file(const Source *src, FILE **file) {
-    *file = fopen(src->path, "rb");
-    if (!*file) return fail_at(src, 0, 0, "cannot open: %s", strerror(errno));
+/* What a file that is not a regular file is, for messages. */
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
+
+/* Opens a regular file for reading and records its size.  Anything else is refused before a
+ * byte is read: a FIFO or a device may never end, or block (the open does not wait for a
+ * FIFO's writer). */
+static int open_file(Source *src, FILE **file) {
+    int fd = open(src->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return fail_at(src, 0, 0, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int saved_errno = errno;
+        close(fd);
+        return fail_at(src, 0, 0, "cannot open: %s", strerror(saved_errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail_at(src, 0, 0, "is %s, not a regular file", file_kind(st.st_mode));
+    }
+    src->size = (int64_t)st.st_size;
+    *file = fdopen(fd, "rb");
+    if (!*file) {
+        int saved_errno = errno;
+        close(fd);
+        return fail_at(src, 0, 0, "cannot open: %s", strerror(saved_errno));
+    }
     return TSR_OK;
 }
 
@@ -404,7 +442,8 @@ static int npy_read_header(const Source *src, FILE *file, char **text, size_t *l
     return TSR_OK;
 }
 
-/* Reads `cells` elements of `type` into `out`, then requires the end of the file. */
+/* Reads `cells` elements of `type` into `out`, then requires the end of the file (known from
+ * the file's size: what follows the data is counted, not read). */
 static int npy_read_data(const Source *src, FILE *file, NpyType type, int64_t item_size, int64_t cells, float *out) {
     if (cells > INT64_MAX / item_size)
         return fail_at(src, 0, 0, "declares more data than can be addressed");
@@ -424,12 +463,13 @@ static int npy_read_data(const Source *src, FILE *file, NpyType type, int64_t it
             return fail_at(src, 0, 0, "is truncated: %lld of %lld data bytes", (long long)have, (long long)want);
         }
     }
-    int64_t extra = 0;
-    size_t got;
-    while ((got = fread(chunk, 1, READ_CHUNK, file)) > 0 && extra < INT64_MAX - READ_CHUNK) extra += (int64_t)got;
-    if (extra > 0)
+    int64_t data_end = (int64_t)ftello(file);
+    errno = 0;
+    if (fread(chunk, 1, 1, file) == 1) {
+        int64_t extra = src->size > data_end ? src->size - data_end : 1; /* 1: the file grew */
         return fail_at(src, 0, 0, "has %lld byte%s after its %lld data bytes", (long long)extra, plural(extra),
                        (long long)want);
+    }
     if (ferror(file)) return fail_at(src, 0, 0, "cannot read: %s", read_error_text(errno));
     return TSR_OK;
 }
@@ -466,94 +506,44 @@ static int npy_load(const Source *src, FILE *file, float *out, uint32_t rank, co
 
 /* ---- CSV ------------------------------------------------------------------------------------- */
 
-/* Lines of a file, read in chunks; any byte but '\n' may be part of a line. */
-typedef struct LineReader {
+/* The longest field read as a number; a longer one is not a number.  The loader keeps one field
+ * at a time, never a whole line, so its memory does not depend on the file. */
+enum { MAX_NUMBER_TEXT = 256 };
+
+/* A line may hold CSV_LINE_SLACK bytes (blanks, comments, a header) plus CSV_BYTES_PER_FIELD for
+ * each number the stated shape puts on one line; a longer line (say, a file without newlines)
+ * is an error as soon as it is seen, instead of a scan to the end of whatever the file holds. */
+enum { CSV_LINE_SLACK = 1 << 20, CSV_BYTES_PER_FIELD = 2 * MAX_NUMBER_TEXT };
+
+/* The bytes of a file, read in chunks. */
+typedef struct ByteReader {
     FILE *file;
     unsigned char chunk[READ_CHUNK];
-    size_t chunk_pos, chunk_len;
-    char *line; /* the current line without its '\n', NUL-terminated */
-    size_t len, cap;
-    int64_t number; /* of the current line, from 1 */
-    int read_errno;
-} LineReader;
+    size_t pos, len;
+    int read_errno; /* after BYTE_ERROR */
+} ByteReader;
 
-enum { LINE_READ = 1, LINE_END = 0, LINE_ERROR = -1, LINE_NOMEM = -2 };
+enum { BYTE_END = -1, BYTE_ERROR = -2 };
 
-static bool line_append(LineReader *r, const unsigned char *bytes, size_t n) {
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + n + 1) cap *= 2;
-        char *grown = realloc(r->line, cap);
-        if (!grown) return false;
-        r->line = grown;
-        r->cap = cap;
-    }
-    memcpy(r->line + r->len, bytes, n);
-    r->len += n;
-    r->line[r->len] = '\0';
-    return true;
-}
-
-/* LINE_READ with the next line in r->line, LINE_END, LINE_ERROR (r->read_errno) or LINE_NOMEM. */
-static int next_line(LineReader *r) {
-    r->len = 0;
-    bool started = false;
-    for (;;) {
-        if (r->chunk_pos == r->chunk_len) {
-            errno = 0;
-            r->chunk_len = fread(r->chunk, 1, sizeof r->chunk, r->file);
-            r->chunk_pos = 0;
-            if (r->chunk_len == 0) {
-                if (ferror(r->file)) {
-                    r->read_errno = errno ? errno : EIO;
-                    return LINE_ERROR;
-                }
-                if (!started) return LINE_END;
-                break;
-            }
+/* The next byte, BYTE_END at the end of the file, or BYTE_ERROR. */
+static int next_byte(ByteReader *r) {
+    if (r->pos == r->len) {
+        errno = 0;
+        r->len = fread(r->chunk, 1, sizeof r->chunk, r->file);
+        r->pos = 0;
+        if (r->len == 0) {
+            if (!ferror(r->file)) return BYTE_END;
+            r->read_errno = errno ? errno : EIO;
+            return BYTE_ERROR;
         }
-        started = true;
-        const unsigned char *start = r->chunk + r->chunk_pos;
-        size_t available = r->chunk_len - r->chunk_pos;
-        const unsigned char *newline = memchr(start, '\n', available);
-        size_t take = newline ? (size_t)(newline - start) : available;
-        if (!line_append(r, start, take)) return LINE_NOMEM;
-        r->chunk_pos += take + (newline ? 1 : 0);
-        if (newline) break;
     }
-    r->number++;
-    return LINE_READ;
+    return r->chunk[r->pos++];
 }
 
-/* The fields of one line: separated by a comma, blanks, or a comma with blanks around it;
- * '#' ends the line.  Two commas in a row, or a comma at either end, delimit an empty field. */
-typedef struct FieldCursor {
-    char *text;
-    size_t len, pos;
-    bool after_comma;
-} FieldCursor;
+static bool is_blank(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-static bool ends_field(char c) { return is_blank(c) || c == ',' || c == '#'; }
-
-static void skip_blanks(FieldCursor *c) {
-    while (c->pos < c->len && is_blank(c->text[c->pos])) c->pos++;
-}
-
-/* The next field as [*start, *start + *len); false when the line has no more. */
-static bool next_field(FieldCursor *c, size_t *start, size_t *len) {
-    skip_blanks(c);
-    bool at_end = c->pos >= c->len || c->text[c->pos] == '#';
-    if (at_end && !c->after_comma) return false;
-    *start = c->pos;
-    while (c->pos < c->len && !ends_field(c->text[c->pos])) c->pos++;
-    *len = c->pos - *start;
-    skip_blanks(c);
-    c->after_comma = c->pos < c->len && c->text[c->pos] == ',';
-    if (c->after_comma) c->pos++;
-    return true;
-}
+/* A byte that ends a field: a blank, ',', '#' or '\n'. */
+static bool ends_field(int c) { return is_blank(c) || c == ',' || c == '#' || c == '\n'; }
 
 /* Parses a whole field with strtod; false if it is empty or anything is left over. */
 static bool parse_number(char *text, size_t len, double *value) {
@@ -566,87 +556,160 @@ static bool parse_number(char *text, size_t len, double *value) {
     return end == text + len;
 }
 
+/* What lies between the last field (or the line's start) and the next byte: a ',' since then
+ * means that a ',' or the line's end right now delimits an empty field. */
+typedef enum Separation { SEP_LINE_START, SEP_AFTER_FIELD, SEP_AFTER_COMMA } Separation;
+
 typedef struct CsvLoad {
     const Source *src;
     float *out;
     int64_t cells;         /* numbers expected */
     int64_t per_line;      /* numbers per line; 0: any (rank 0 or 1) */
+    int64_t line_limit;    /* bytes a line may hold */
     int64_t count;         /* numbers read */
     int64_t rows;          /* lines with numbers */
     int64_t header_line;   /* the line skipped as a header, or 0 */
-    bool seen_first;       /* a line with fields has been seen */
+    bool seen_fields;      /* a line with fields has been seen */
+    /* The current line. */
+    int64_t line;          /* its number, from 1 */
+    int64_t fields;        /* fields so far */
+    int64_t count_before;  /* numbers read before it */
+    bool first;            /* it is the first line with fields: a header if a field is not a number */
+    bool is_header;
+    /* The current field: its first bytes (the rest only counted), its length and column. */
+    char field[MAX_NUMBER_TEXT + 1];
+    int64_t field_len, field_col;
 } CsvLoad;
 
-/* True if some field of the line is not a number (the line is a header if it is the first). */
-static bool has_non_number(char *text, size_t len) {
-    FieldCursor c = {.text = text, .len = len};
-    size_t start, field_len;
-    double value;
-    while (next_field(&c, &start, &field_len))
-        if (!parse_number(text + start, field_len, &value)) return true;
-    return false;
-}
-
-static int csv_line(CsvLoad *load, char *text, size_t len, int64_t line) {
-    if (!load->seen_first) {
-        FieldCursor probe = {.text = text, .len = len};
-        size_t start, field_len;
-        if (!next_field(&probe, &start, &field_len)) return TSR_OK;
-        load->seen_first = true;
-        if (has_non_number(text, len)) {
-            load->header_line = line;
-            return TSR_OK;
-        }
+/* The field that just ended: a number is stored, anything else is an error unless the line is
+ * the header. */
+static int csv_field(CsvLoad *load) {
+    if (load->fields++ == 0) {
+        load->first = !load->seen_fields;
+        load->seen_fields = true;
     }
-    FieldCursor c = {.text = text, .len = len};
-    size_t start, field_len;
-    int64_t fields = 0;
-    while (next_field(&c, &start, &field_len)) {
-        double value;
-        if (!parse_number(text + start, field_len, &value)) {
-            if (field_len == 0) return fail_at(load->src, line, (int64_t)start + 1, "empty field");
-            char shown[64];
-            printable(shown, sizeof shown, text + start, field_len);
-            return fail_at(load->src, line, (int64_t)start + 1, "not a number: '%s'", shown);
-        }
+    double value;
+    if (load->field_len <= MAX_NUMBER_TEXT && parse_number(load->field, (size_t)load->field_len, &value)) {
         if (load->count < load->cells) load->out[load->count] = (float)value;
         load->count++;
-        fields++;
+        return TSR_OK;
     }
-    if (fields == 0) return TSR_OK;
-    load->rows++;
-    if (load->per_line > 0 && fields != load->per_line)
-        return fail_at(load->src, line, 0, "line has %lld field%s, expected %lld", (long long)fields, plural(fields),
-                       (long long)load->per_line);
+    if (load->first) {
+        load->is_header = true;
+        return TSR_OK;
+    }
+    if (load->field_len == 0) return fail_at(load->src, load->line, load->field_col, "empty field");
+    char shown[64];
+    printable(shown, sizeof shown, load->field, (size_t)load->field_len);
+    return fail_at(load->src, load->line, load->field_col, "not a number: '%s'", shown);
+}
+
+/* The end of the current line, at column `col`, with its '\n' or at the end of the file. */
+static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
+    if (load->fields > 0 && !newline)
+        return fail_at(load->src, load->line, col,
+                       "the last line does not end with a newline: the file looks truncated");
+    if (load->is_header) {
+        load->count = load->count_before;
+        load->header_line = load->line;
+    } else if (load->fields > 0) {
+        load->rows++;
+        if (load->per_line > 0 && load->fields != load->per_line)
+            return fail_at(load->src, load->line, 0, "line has %lld field%s, expected %lld", (long long)load->fields,
+                           plural(load->fields), (long long)load->per_line);
+    }
+    load->line++;
+    load->fields = 0;
+    load->count_before = load->count;
+    load->first = load->is_header = false;
     return TSR_OK;
 }
 
-static int csv_load(CsvLoad *load, FILE *file, uint32_t rank, const int64_t *dims) {
-    LineReader reader = {.file = file};
-    int status = TSR_OK, got = LINE_END;
-    while (status == TSR_OK && (got = next_line(&reader)) == LINE_READ)
-        status = csv_line(load, reader.line, reader.len, reader.number);
-    free(reader.line);
-    if (status != TSR_OK) return status;
-    if (got == LINE_ERROR) return fail_at(load->src, 0, 0, "cannot read: %s", strerror(reader.read_errno));
-    if (got == LINE_NOMEM)
-        return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", load->src->what, load->src->path);
-    if (load->count == load->cells) return TSR_OK;
-
-    char shape[256], header[64] = "";
-    format_shape(shape, sizeof shape, rank, dims);
-    if (load->header_line > 0)
-        snprintf(header, sizeof header, "; line %lld was skipped as a header", (long long)load->header_line);
-    if (load->per_line > 0)
-        return fail_at(load->src, 0, 0, "has %lld row%s, expected %lld for shape %s%s", (long long)load->rows,
-                       plural(load->rows), (long long)(load->cells / load->per_line), shape, header);
-    return fail_at(load->src, 0, 0, "has %lld number%s, expected %lld for shape %s%s", (long long)load->count,
-                   plural(load->count), (long long)load->cells, shape, header);
+/* Reads the whole file, byte by byte: fields separated by a comma, blanks, or a comma with
+ * blanks around it; '#' comments to the end of the line; a ',' at either end of a line or
+ * after another delimits an empty field. */
+static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int64_t *dims) {
+    Separation sep = SEP_LINE_START;
+    bool in_field = false, in_comment = false;
+    int64_t line_bytes = 0;
+    for (;;) {
+        int c = next_byte(reader);
+        if (c == BYTE_ERROR) return fail_at(load->src, 0, 0, "cannot read: %s", strerror(reader->read_errno));
+        bool line_end = c == BYTE_END || c == '\n';
+        int64_t col = line_bytes + 1;
+        int status = TSR_OK;
+        if (!line_end && ++line_bytes > load->line_limit) {
+            char shape[256];
+            format_shape(shape, sizeof shape, rank, dims);
+            return fail_at(load->src, load->line, col, "line is longer than %lld bytes, more than shape %s needs",
+                           (long long)load->line_limit, shape);
+        }
+        if (in_comment && !line_end) continue;
+        if (in_field) {
+            if (!line_end && !ends_field(c)) {
+                if (load->field_len < MAX_NUMBER_TEXT) load->field[load->field_len] = (char)c;
+                load->field_len++;
+                /* The rest of the field in this chunk, without a call per byte. */
+                while (reader->pos < reader->len && !ends_field(reader->chunk[reader->pos]) &&
+                       line_bytes < load->line_limit) {
+                    if (load->field_len < MAX_NUMBER_TEXT) load->field[load->field_len] = (char)reader->chunk[reader->pos];
+                    load->field_len++;
+                    reader->pos++;
+                    line_bytes++;
+                }
+                continue;
+            }
+            in_field = false;
+            sep = SEP_AFTER_FIELD;
+            if ((status = csv_field(load)) != TSR_OK) return status;
+        }
+        bool empty_field = (c == ',' && sep != SEP_AFTER_FIELD) ||
+                           ((line_end || c == '#') && !in_comment && sep == SEP_AFTER_COMMA);
+        if (empty_field) {
+            load->field_len = 0;
+            load->field_col = col;
+            if ((status = csv_field(load)) != TSR_OK) return status;
+        }
+        if (c == ',') {
+            sep = SEP_AFTER_COMMA;
+        } else if (c == '#') {
+            in_comment = true;
+        } else if (line_end) {
+            if ((status = csv_line_end(load, c == '\n', col)) != TSR_OK || c == BYTE_END) return status;
+            sep = SEP_LINE_START;
+            in_comment = false;
+            line_bytes = 0;
+        } else if (!is_blank(c)) {
+            in_field = true;
+            load->field[0] = (char)c;
+            load->field_len = 1;
+            load->field_col = col;
+        }
+    }
 }
 
 static int csv_file(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims, int64_t cells) {
-    CsvLoad load = {.src = src, .out = out, .cells = cells, .per_line = rank >= 2 ? dims[rank - 1] : 0};
-    return csv_load(&load, file, rank, dims);
+    int64_t per_line = rank >= 2 ? dims[rank - 1] : 0, on_one_line = per_line > 0 ? per_line : cells;
+    int64_t line_limit = on_one_line < (INT64_MAX - CSV_LINE_SLACK) / CSV_BYTES_PER_FIELD
+                             ? CSV_LINE_SLACK + on_one_line * CSV_BYTES_PER_FIELD
+                             : INT64_MAX;
+    CsvLoad load = {.src = src, .out = out, .cells = cells, .per_line = per_line, .line_limit = line_limit, .line = 1};
+    ByteReader *reader = malloc(sizeof *reader);
+    if (!reader) return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", src->what, src->path);
+    *reader = (ByteReader){.file = file};
+    int status = csv_scan(&load, reader, rank, dims);
+    free(reader);
+    if (status != TSR_OK || load.count == cells) return status;
+
+    char shape[256], header[64] = "";
+    format_shape(shape, sizeof shape, rank, dims);
+    if (load.header_line > 0)
+        snprintf(header, sizeof header, "; line %lld was skipped as a header", (long long)load.header_line);
+    if (per_line > 0)
+        return fail_at(src, 0, 0, "has %lld row%s, expected %lld for shape %s%s", (long long)load.rows,
+                       plural(load.rows), (long long)(cells / per_line), shape, header);
+    return fail_at(src, 0, 0, "has %lld number%s, expected %lld for shape %s%s", (long long)load.count,
+                   plural(load.count), (long long)cells, shape, header);
 }
 
 /* The loaders' common part: check the arguments, open the file, read it with `read`, close. */
@@ -658,7 +721,7 @@ static int load_file(const char *path, float *out, uint32_t rank, const int64_t 
     int64_t cells = 0;
     int status = check_arguments(path, out, rank, dims, what, &cells);
     if (status != TSR_OK) return status;
-    Source src = {path, what};
+    Source src = {path, what, 0};
     FILE *file;
     status = open_file(&src, &file);
     if (status != TSR_OK) return status;

@@ -3,6 +3,8 @@
  * tsr_parallel_for(fn, ctx, n, grain) splits [0, n) into contiguous chunks; the pool's workers
  * and the calling thread take chunks from a shared counter until none is left.  A parallel loop
  * only ever spans independent cells (docs/runtime.md), so the split does not change results.
+ * The counter numbers chunks, not iterations, and every bound is computed without overflow, so
+ * any n up to INT64_MAX works (a chunk's first iteration is index * chunk < n).
  * One loop runs on the pool at a time: a call made while the pool is busy (another thread, or
  * a chunk calling back in) runs serially on its caller.  Threads start on first use. */
 #include <pthread.h>
@@ -25,8 +27,9 @@ typedef struct Pool {
     int active;                /* workers still inside the current loop */
     tsr_range_fn fn;
     void *ctx;
-    int64_t n, chunk;
-    atomic_int_fast64_t next;  /* first iteration of the next chunk to take */
+    int64_t n, chunk;          /* iterations, and iterations per chunk (the last may have fewer) */
+    int64_t chunk_count;       /* ceil(n / chunk) */
+    atomic_int_fast64_t next;  /* index of the next chunk to take */
 } Pool;
 
 static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -35,11 +38,16 @@ static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
                     .busy = PTHREAD_MUTEX_INITIALIZER};
 static atomic_int requested_threads;
 
+/* ceil(a / b) for a >= 0, b >= 1, without computing a + b - 1. */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
 static void take_chunks(void) {
     for (;;) {
-        int64_t lo = atomic_fetch_add(&pool.next, pool.chunk);
-        if (lo >= pool.n) return;
-        int64_t hi = lo + pool.chunk < pool.n ? lo + pool.chunk : pool.n;
+        /* Each thread takes at most one index past the last chunk, so the counter stays small. */
+        int64_t index = atomic_fetch_add(&pool.next, 1);
+        if (index >= pool.chunk_count) return;
+        int64_t lo = index * pool.chunk; /* < n: index < ceil(n / chunk) */
+        int64_t hi = pool.n - lo > pool.chunk ? lo + pool.chunk : pool.n;
         pool.fn(pool.ctx, lo, hi);
     }
 }
@@ -103,12 +111,13 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
     pthread_mutex_lock(&pool.lock);
     grow(threads);
     int helpers = pool.workers < threads - 1 ? pool.workers : threads - 1;
-    int64_t chunks = (n + grain - 1) / grain;
+    int64_t chunks = ceil_div(n, grain);
     int64_t parts = chunks < helpers + 1 ? chunks : helpers + 1;
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
-    pool.chunk = (n + parts - 1) / parts;
+    pool.chunk = ceil_div(n, parts);
+    pool.chunk_count = ceil_div(n, pool.chunk);
     atomic_store(&pool.next, 0);
     pool.active = pool.workers;
     pool.generation++;

@@ -193,7 +193,7 @@ else fail "cli: --help" "exit $(status)" "$TMP/err"; fi
 run_tsrc --version
 if [ "$(status)" = 0 ] && grep -q "^tsrc [0-9]" "$TMP/out"; then pass "cli: --version"
 else fail "cli: --version" "exit $(status)" "$TMP/err"; fi
-printf 'let%%op y = x +* "i;i=>" z\n' >"$TMP/bad.tsr"
+printf 'let%%op y = x +* "i;i" z\n' >"$TMP/bad.tsr"
 rm -f "$TMP/bad.ast"
 run_tsrc --dump-ast -o "$TMP/bad.ast" "$TMP/bad.tsr"
 if [ "$(status)" = 1 ] && [ ! -e "$TMP/bad.ast" ] && [ -z "$(ls "$TMP" | grep tmp)" ]; then pass "cli: no output file after an error"
@@ -252,6 +252,10 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
     >"$TMP/contractions.out" 2>&1
 add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP/contractions.out"
+
+# Hostile data files: not regular files, endless, cut short (tests/native/hostile_data.sh).
+sh tests/native/hostile_data.sh "$TSRC" >"$TMP/hostile.out" 2>&1
+add_summary "native: hostile data files" $? "$TMP/hostile.out"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -8,8 +8,9 @@
  * wrong shape, malformed headers) and CSV files (separators, header lines, comments, CRLF,
  * wrong field and row counts, junk) into a fresh directory under /tmp and compares the values
  * read, or the whole error message after the "data 'WHAT': 'PATH'" prefix; and feeds both
- * loaders every truncation and random corruptions of good files, which must give TSR_OK or
- * TSR_ERR_DATA and never crash.  Requires libtsr's data.c, error.c and rng.c (-Iruntime).
+ * loaders every truncation of good files, which must give TSR_ERR_DATA (a cut CSV file lacks
+ * its last newline), and random corruptions, which must give TSR_OK or TSR_ERR_DATA and never
+ * crash.  Requires libtsr's data.c, error.c and rng.c (-Iruntime).
  * Removes its directory.  One line per failure; last line "N passed, N failed"; exits 1 on any
  * failure. */
 #include <dirent.h>
@@ -254,7 +255,7 @@ static void npy_errors(void) {
     const char *f4_43 = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }";
 
     expect_error("npy missing file", tsr_load_npy, "nothing.npy", 2, d43, ": cannot open: No such file or directory");
-    expect_error("npy directory", tsr_load_npy, "", 2, d43, ": cannot read: Is a directory");
+    expect_error("npy directory", tsr_load_npy, "", 2, d43, ": is a directory, not a regular file");
 
     write_file("magic.npy", "\x93NUMPZ\x01\x00\x10\x00{}", 12);
     expect_error("npy bad magic", tsr_load_npy, "magic.npy", 2, d43, ": is not a .npy file (bad magic)");
@@ -403,7 +404,6 @@ static void csv_good(void) {
         {"csv comments and blank lines", "# points\n\n1,2,3 # first\n   \n\t\n4,5,6\n# end"},
         {"csv header after comments", "# made by hand\n\nx y z\n1 2 3\n4 5 6\n"},
         {"csv CRLF", "x,y,z\r\n1,2,3\r\n4,5,6\r\n"},
-        {"csv no final newline", "1,2,3\n4,5,6"},
         {"csv number forms", "1e0, +2, 3.\n.4e1, 5.000, 0x1.8p2\n"},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
@@ -438,10 +438,12 @@ static void csv_good(void) {
 static void csv_errors(void) {
     static const int64_t d23[] = {2, 3}, d4[] = {4};
     expect_error("csv missing file", tsr_load_csv, "nothing.csv", 2, d23, ": cannot open: No such file or directory");
-    expect_error("csv directory", tsr_load_csv, "", 2, d23, ": cannot read: Is a directory");
+    expect_error("csv directory", tsr_load_csv, "", 2, d23, ": is a directory, not a regular file");
 
     static const struct { const char *what, *text, *tail; } errors[] = {
         {"csv too few fields", "1,2,3\n4,5\n", ":2: line has 2 fields, expected 3"},
+        {"csv no final newline", "1,2,3\n4,5,6", ":2:6: the last line does not end with a newline: the file looks truncated"},
+        {"csv no final newline after a comment", "1,2,3\n4,5,6 # end", ":2:12: the last line does not end with a newline: the file looks truncated"},
         {"csv too many fields", "1,2,3\n\n4 5 6 7\n", ":3: line has 4 fields, expected 3"},
         {"csv too many rows", "1,2,3\n4,5,6\n7,8,9\n", ": has 3 rows, expected 2 for shape (2, 3)"},
         {"csv too few rows", "# one\n1,2,3\n", ": has 1 row, expected 2 for shape (2, 3)"},
@@ -467,6 +469,9 @@ static void csv_errors(void) {
     write_text("count.csv", "1 2\n3 4 5\n");
     expect_error("csv rank 1 count", tsr_load_csv, "count.csv", 1, d4, ": has 5 numbers, expected 4 for shape (4,)");
     expect_error("csv rank 0 count", tsr_load_csv, "count.csv", 0, NULL, ": has 5 numbers, expected 1 for shape ()");
+    write_text("cut.csv", "1 2\n3 4");
+    expect_error("csv rank 1 cut in the last number", tsr_load_csv, "cut.csv", 1, d4,
+                 ":2:4: the last line does not end with a newline: the file looks truncated");
     write_file("nul.csv", "1,2,3\n4,5\0,6\n", 13);
     expect_error("csv NUL byte", tsr_load_csv, "nul.csv", 2, d23, ":2:3: not a number: '5?'");
 
@@ -608,7 +613,7 @@ int main(void) {
     robustness(tsr_load_npy, "f4.npy", 2, d23, "npy f4", true);
     robustness(tsr_load_npy, "i8.npy", 2, d22, "npy i8", true);
     write_text("fuzz.csv", "x, y, z # header\n1,2,3\r\n\n4 5 6 # last\n");
-    robustness(tsr_load_csv, "fuzz.csv", 2, d23, "csv", false);
+    robustness(tsr_load_csv, "fuzz.csv", 2, d23, "csv", true);
     csv_good();
     csv_errors();
     generator_common(tsr_half_moons, "moons");

@@ -130,6 +130,13 @@ static void valid_specs(void) {
     ok("| => |", "|~-> => |~->");
     ok("a => i ->", "~|~->a => ~|i->");
     ok("-> => ->", "~|-> => ~|->");
+    /* An empty slot is the scalar slot, in any position. */
+    ok("i =>", "~|~->i => ~|~->");
+    ok("=> i", "~|~-> => ~|~->i");
+    ok("i;;j => i", "~|~->i; ~|~->; ~|~->j => ~|~->i");
+    ok("i; => i", "~|~->i; ~|~-> => ~|~->i");
+    ok("i;=>i", "~|~->i; ~|~-> => ~|~->i");
+    ok("=>", "~|~-> => ~|~->");
     /* Multichar mode. */
     ok("abc, => abc", "~|~->abc => ~|~->abc");
     ok("a1_b, c => c", "~|~->a1_b, c => ~|~->c");
@@ -171,11 +178,8 @@ static void invalid_specs(void) {
     err("  ", AT(4) "einsum spec is empty");
     err("ij", AT(4) "einsum spec needs '=>' followed by the result slot");
     err("i|", AT(4) "einsum spec needs '=>' followed by the result slot");
-    err("i =>", AT(6) "einsum spec ends too early: expected the result slot after '=>'");
-    err("i;", AT(4) "einsum spec ends too early: expected a slot after ';'");
-    err("=> i", AT(2) "expected an operand slot before '=>'");
-    err("i;;j => i", AT(4) "expected an operand slot before ';'");
-    err("i; => i", AT(5) "expected an operand slot before '=>'");
+    err("i;", AT(4) "einsum spec needs '=>' followed by the result slot");
+    err("bij,bjk->bik", AT(14) "einsum spec needs '=>' followed by the result slot");
     err("i => j => k", AT(9) "unexpected second '=>'");
     err("i => j; k", AT(8) "unexpected ';' after '=>': the result is a single slot");
     /* Slots. */

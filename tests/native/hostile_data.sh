@@ -1,0 +1,113 @@
+#!/bin/sh
+# hostile_data.sh — data files that are not what they claim (run by tests/run.sh).
+#
+# Two programs, one reading '$T/p.npy' and one reading '$T/q.csv' (both of shape (4, 3)), are
+# compiled once; then each case puts a hostile thing at that path -- a directory, a FIFO with
+# and without a writer, a link to /dev/zero, a .npy with a gigabyte after its data, CSV files
+# cut inside the last number or before the last newline, an endless line, a sparse gigabyte of
+# NUL bytes -- and both the executable (under a 256 MiB memory limit) and `tsrc --run
+# --interp` must stop within the time limit with exit status 1 and exactly the expected
+# message.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
+set -u
+TSRC=$1
+T=$(mktemp -d /tmp/tsrc-hostile.XXXXXX)
+writer=
+trap 'if [ -n "$writer" ]; then kill "$writer" 2>/dev/null; fi; rm -rf "$T"' EXIT
+passed=0
+failed=0
+
+printf 'data p = npy "%s/p.npy" ~b:[4] ~o:[3]\n' "$T" >"$T/npy.tsr"
+printf 'data q = csv "%s/q.csv" ~b:[4] ~o:[3]\n' "$T" >"$T/csv.tsr"
+for prog in npy csv; do
+    if ! "$TSRC" "$T/$prog.tsr" -o "$T/$prog" >"$T/log" 2>&1; then
+        echo "FAIL $prog.tsr does not compile"
+        sed -n '1,10s/^/    /p' "$T/log"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
+
+# expect CASE PROGRAM MESSAGE: both runs of PROGRAM fail with "data 'NAME': 'PATH'MESSAGE".
+expect() {
+    case $2 in npy) data="data 'p': '$T/p.npy'" ;; *) data="data 'q': '$T/q.csv'" ;; esac
+    (ulimit -v 262144; exec timeout 20 "$T/$2") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "$T/$2: error: $data$3" ] && [ ! -s "$T/out" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1: the executable (status $st), expected '$data$3'"
+        sed -n '1,5s/^/    /p' "$T/err"
+    fi
+    timeout 20 "$TSRC" --run --interp "$T/$2.tsr" >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: $data$3" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1: tsrc --run --interp (status $st), expected '$data$3'"
+        sed -n '1,5s/^/    /p' "$T/err"
+    fi
+}
+
+# clear_path NAME: remove whatever is at $T/NAME (files, links, FIFOs, directories), so that
+# what is written next is a new regular file (not written through a link to /dev/zero).
+clear_path() { rm -rf "${T:?}/$1"; }
+
+# A .npy header for float32 data of shape (4, 3), padded to 128 bytes as numpy writes it (the
+# header's text is 118 bytes: octal 166).
+dict="{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }"
+printf '\223NUMPY\001\000\166\000%s%*s\n' "$dict" $((118 - ${#dict} - 1)) '' >"$T/header.bin"
+
+for prog in npy csv; do
+    name=p.npy
+    [ $prog = csv ] && name=q.csv
+    clear_path $name
+    mkdir "$T/$name"
+    expect "$prog: a directory" $prog ": is a directory, not a regular file"
+    clear_path $name
+    mkfifo "$T/$name"
+    expect "$prog: a FIFO without a writer" $prog ": is a FIFO (named pipe), not a regular file"
+    clear_path $name
+    ln -s /dev/zero "$T/$name"
+    expect "$prog: a link to /dev/zero" $prog ": is a character device, not a regular file"
+done
+
+# A FIFO that a writer fills with a .npy header and endless zeros.
+clear_path p.npy
+mkfifo "$T/p.npy"
+(cat "$T/header.bin" /dev/zero >"$T/p.npy") 2>/dev/null &
+writer=$!
+expect "npy: a FIFO streaming endless data" npy ": is a FIFO (named pipe), not a regular file"
+kill "$writer" 2>/dev/null
+wait "$writer" 2>/dev/null
+writer=
+
+# A gigabyte (sparse) after the data: counted from the file's size, not read.
+clear_path p.npy
+{ cat "$T/header.bin"; head -c 48 /dev/zero; } >"$T/p.npy"
+truncate -s $((128 + 48 + 1073741824)) "$T/p.npy"
+expect "npy: a gigabyte after the data" npy ": has 1073741824 bytes after its 48 data bytes"
+
+# CSV files cut short: inside the last number, before the last newline, after a whole row.
+clear_path q.csv
+printf '1,2,3\n4,5,6\n7,8,9\n10,11,1' >"$T/q.csv"
+expect "csv: cut inside the last number" csv \
+    ":4:8: the last line does not end with a newline: the file looks truncated"
+printf '1,2,3\n4,5,6\n7,8,9\n10,11,12' >"$T/q.csv"
+expect "csv: cut before the last newline" csv \
+    ":4:9: the last line does not end with a newline: the file looks truncated"
+printf '1,2,3\n4,5,6\n7,8,9\n' >"$T/q.csv"
+expect "csv: cut after a row" csv ": has 3 rows, expected 4 for shape (4, 3)"
+
+# Lines longer than a row of three numbers can need: 2 MiB of "1 " without a newline, and a
+# sparse gigabyte of NUL bytes.  Both stop at the limit, 1 MiB + 512 bytes per number.
+awk 'BEGIN { for (i = 0; i < 1048576; i++) printf "1 " }' >"$T/q.csv"
+expect "csv: a 2 MiB line" csv ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
+clear_path q.csv
+truncate -s 1073741824 "$T/q.csv"
+expect "csv: a gigabyte of NUL bytes" csv \
+    ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
