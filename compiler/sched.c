@@ -606,13 +606,15 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
 static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     Contraction ct;
     if (!find_contraction(s->ir, r, &ct)) return false;
-    /* The target's tile, narrowed to the result when it has fewer rows or vector columns. */
+    /* The target's tile, narrowed to the result when it has fewer rows or vector columns
+     * (down to vectors of 4 floats: a 10-column result takes two vectors of 8). */
     const Target *tg = s->target;
     uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
+    while (w > 4 && nj < w) w /= 2;
     uint64_t vectors = (nj + w - 1) / w;
     uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
     uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
-    if (nj < w || (double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
+    if ((double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
     Arena *arena = s->ir->arena;
 
     /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
