@@ -119,17 +119,23 @@ static IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank) {
     return ix;
 }
 
-/* A copy of e under the current substitution; a read of local `local` becomes `value`. */
+/* A copy of e under the current substitution; a read of local `local` becomes `value`, and a
+ * load of buffer `buffer` (when not UINT32_MAX) becomes `buffer_value`. */
 typedef struct LocalRepl {
     uint32_t local;
     IrExpr *value;
+    uint32_t buffer;
+    IrExpr *buffer_value;
 } LocalRepl;
 
 static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
     IrExpr *c = arena_alloc(s->ir->arena, sizeof *c);
     *c = *e;
     switch (e->kind) {
-    case IR_LOAD: c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank); break;
+    case IR_LOAD:
+        if (repl && repl->buffer != UINT32_MAX && e->buffer == repl->buffer) return repl->buffer_value;
+        c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank);
+        break;
     case IR_LOCAL:
         if (repl && e->local == repl->local) return repl->value;
         break;
@@ -268,7 +274,7 @@ static bool accumulate_in_place(Sched *s, Reduction *r) {
     /* l is the cell itself from here on. */
     reset_subst(s);
     IrExpr *cell = new_load(s, c, r->store->index);
-    LocalRepl repl = {r->local, cell};
+    LocalRepl repl = {r->local, cell, UINT32_MAX, NULL};
     IrStmt *outer = r->par[r->npar - 2];
     outer->body = (IrBlock){0};
     if (r->init->value->kind == IR_CONST) {
@@ -332,6 +338,120 @@ static bool find_contraction(const IrProgram *ir, const Reduction *r, Contractio
     ct->k = 1;
     for (uint32_t k = 0; k < r->nred; k++) ct->k *= r->red[k]->extent;
     return true;
+}
+
+/* ---- Epilogues ---------------------------------------------------------------------------------------- */
+
+/* A pointwise nest that reads a contraction's result C cell by cell, right after it — a bias, an
+ * activation, `logits =: b + w * h` — and is C's only reader: the tile stores its value instead
+ * of C's, and C needs no storage. */
+typedef struct Epilogue {
+    IrStmt *nest;
+    const IrStmt *store;          /* D[…] = f(…, C[cell], …) */
+    uint32_t axis_iter[MAX_LOOPS]; /* per axis of C: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
+} Epilogue;
+
+static bool reads_buffer(const IrExpr *e, uint32_t buffer) {
+    if (e->kind == IR_LOAD) return e->buffer == buffer;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (reads_buffer(e->args[i], buffer)) return true;
+    return false;
+}
+
+static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
+    switch (st->kind) {
+    case IR_LOOP: {
+        unsigned n = 0;
+        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_reads(st->body.items[i], buffer);
+        return n;
+    }
+    case IR_STORE: return reads_buffer(st->value, buffer);
+    case IR_SET_LOCAL: return reads_buffer(st->value, buffer);
+    }
+    return 0;
+}
+
+/* Every load of `buffer` in e walks its axes with the iterators `axis_iter` (first use fills
+ * them in); false for any other index. */
+static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer, uint32_t *axis_iter, bool *seen) {
+    if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!loads_cellwise(ir, e->args[i], buffer, axis_iter, seen)) return false;
+        return true;
+    }
+    if (e->kind != IR_LOAD || e->buffer != buffer) return true;
+    const IrBuffer *b = &ir->buffers[buffer];
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *x = &e->index[a];
+        uint32_t it = UINT32_MAX;
+        if (x->symbol) return false;
+        if (x->term_count == 1 && x->terms[0].coef == 1 && x->offset == 0) it = x->terms[0].iter;
+        else if (x->term_count != 0 || x->offset != 0 || b->dims[a] != 1) return false;
+        if (*seen && axis_iter[a] != it) return false;
+        axis_iter[a] = it;
+    }
+    *seen = true;
+    return true;
+}
+
+static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epilogue *ep) {
+    const IrProgram *ir = s->ir;
+    uint32_t c = r->store->buffer;
+    const IrBuffer *cb = &ir->buffers[c];
+    if (!next || next->kind != IR_LOOP || cb->keep || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
+    memset(ep, 0, sizeof *ep);
+    ep->nest = next;
+    const IrStmt *st = next;
+    const IrStmt *loops[MAX_LOOPS];
+    uint32_t nloops = 0;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && nloops < MAX_LOOPS) {
+        loops[nloops++] = st;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_STORE || st->buffer == c || nloops == 0) return false;
+    ep->store = st;
+    bool seen = false;
+    for (uint32_t a = 0; a < cb->rank; a++) ep->axis_iter[a] = UINT32_MAX;
+    if (!loads_cellwise(ir, st->value, c, ep->axis_iter, &seen) || !seen) return false;
+    /* The nest's loops are C's axes, one for one, with C's sizes. */
+    uint32_t covered = 0;
+    for (uint32_t a = 0; a < cb->rank; a++) {
+        if (ep->axis_iter[a] == UINT32_MAX) continue;
+        bool found = false;
+        for (uint32_t k = 0; k < nloops; k++)
+            if (loops[k]->iter == ep->axis_iter[a]) found = loops[k]->extent == cb->dims[a];
+        for (uint32_t b = 0; b < a; b++) found &= ep->axis_iter[b] != ep->axis_iter[a];
+        if (!found) return false;
+        covered++;
+    }
+    if (covered != nloops) return false;
+    for (uint32_t a = 0; a < cb->rank; a++) /* C's own size-one axes are stored at 0 too */
+        if (ep->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
+    /* C has no other reader anywhere in the program. */
+    unsigned readers = 0;
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        for (uint32_t i = 0; i < ir->functions[f].body.count; i++)
+            readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
+    return readers == 1;
+}
+
+/* The store of one cell of the tile, at the current substitution: C[cell] = T, or with an
+ * epilogue D[…] = f(…, T, …). */
+static IrStmt *cell_store(Sched *s, const Reduction *r, const Epilogue *ep, IrExpr *tile_value) {
+    uint32_t c = r->store->buffer, rank = s->ir->buffers[c].rank;
+    IrIndex *cell = clone_index(s, r->store->index, rank);
+    if (!ep) return new_store(s, c, cell, tile_value);
+    for (uint32_t a = 0; a < rank; a++) {
+        if (ep->axis_iter[a] == UINT32_MAX) continue;
+        Affine af = {.offset = cell[a].offset};
+        for (uint32_t t = 0; t < cell[a].term_count && af.count < 4; t++) af.terms[af.count++] = cell[a].terms[t];
+        map_iter(s, ep->axis_iter[a], af);
+    }
+    LocalRepl repl = {UINT32_MAX, NULL, c, tile_value};
+    const IrStmt *st = ep->store;
+    return new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
+                     clone_expr(s, st->value, &repl));
 }
 
 typedef struct Terms {
@@ -464,6 +584,7 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
 /* The tile shape and everything a tile nest reads. */
 typedef struct Tiling {
     const Contraction *ct;
+    const Epilogue *epilogue;     /* or NULL */
     const Packed *pa, *pb;
     uint64_t w, nv, mr, nr;
     uint32_t tile;             /* the kernel-local MR×NR tile */
@@ -575,10 +696,9 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     fma->args[1] = ct->b_first ? a_val : b_val;
     fma->args[2] = new_load(s, tl->tile, flat_index(s, cell, 3));
     TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
-    uint32_t c = ct->c, crank = s->ir->buffers[c].rank;
+    uint32_t c = ct->c;
     if (store_rows == mr && store_cols == nr) {
-        TILE_WIDE(new_store(s, c, clone_index(s, r->store->index, crank), new_load(s, tl->tile, flat_index(s, cell, 3))),
-                  body);
+        TILE_WIDE(cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
     } else { /* the cells C has, one by one (unrolled: the tile stays in registers) */
         uint32_t jr = new_iter(s);
         Affine aj2 = {.terms = {{jr, 1}}, .count = 1, .offset = (int64_t)(col0 * nr)};
@@ -587,15 +707,15 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
         IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
         IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
-        ir_block_push(arena, &l_jr->body,
-                      new_store(s, c, clone_index(s, r->store->index, crank), new_load(s, tl->tile, flat_index(s, part, 2))));
+        ir_block_push(arena, &l_jr->body, cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2))));
         ir_block_push(arena, &l_ii->body, l_jr);
         ir_block_push(arena, body, l_ii);
     }
 #undef TILE_WIDE
-    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s",
+    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s",
                                 (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
-                                (unsigned long long)ct->k,
+                                (unsigned long long)ct->k, tl->epilogue ? ", stored through the epilogue into " : "",
+                                tl->epilogue ? s->ir->buffers[tl->epilogue->store->buffer].name : "",
                                 store_rows < mr && store_cols < nr ? " (the last rows and columns)"
                                 : store_rows < mr                  ? " (the last rows)"
                                 : store_cols < nr                  ? " (the last columns)"
@@ -603,8 +723,11 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     ir_block_push(arena, out, top);
 }
 
-static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
+/* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
+ * one (*fused says so). */
+static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
     Contraction ct;
+    *fused = false;
     if (!find_contraction(s->ir, r, &ct)) return false;
     /* The target's tile, narrowed to the result when it has fewer rows or vector columns
      * (down to vectors of 4 floats: a 10-column result takes two vectors of 8). */
@@ -621,7 +744,9 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     Packed pa, pb;
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
     pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", &pa, out);
-    Tiling tl = {&ct, &pa, &pb, w, nv, mr, nr,
+    Epilogue ep;
+    *fused = find_epilogue(s, r, next, &ep);
+    Tiling tl = {&ct, *fused ? &ep : NULL, &pa, &pb, w, nv, mr, nr,
                  new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true)};
 
     /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
@@ -632,6 +757,15 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrBlock *out) {
     if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, pa.rem, pb.rem, out);
     if (r->par[0]->comment && out->count)
         out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
+    if (*fused) {
+        s->ir->buffers[ct.c].is_virtual = true; /* stored nowhere any more */
+        if (next->comment)
+            for (uint32_t k = 0; k < out->count; k++)
+                if (strstr(out->items[k]->comment ? out->items[k]->comment : "", "register tile")) {
+                    out->items[k]->comment = arena_printf(arena, "%s; epilogue: %s", out->items[k]->comment, next->comment);
+                    break;
+                }
+    }
     return true;
 }
 
@@ -649,8 +783,11 @@ static void schedule_function(Sched *s) {
         Reduction r;
         if (st->kind == IR_LOOP && match_reduction(st, &r)) {
             IrBlock tiled = {0};
-            if (tile_contraction(s, &r, &tiled)) {
+            bool fused;
+            IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
+            if (tile_contraction(s, &r, next, &tiled, &fused)) {
                 for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, &body, tiled.items[k]);
+                if (fused) i++; /* the epilogue is in the tiles now */
                 continue;
             }
             accumulate_in_place(s, &r);

@@ -19,7 +19,8 @@ stopped tiling fails the test instead of passing it vacuously.  A contraction is
 operands), each operand's and the result's axes in a random order: the plain matmul, transposed
 operands, batched products, several summed axes and permuted results all come out of it.  Sizes
 are drawn so that some fill register tiles exactly, some leave row or column tails, and some
-are too small to be tiled.  Every fourth case is the compose form `w * x` of a layer.  Every
+are too small to be tiled.  Every fourth case is the compose form `w * x` of a layer, half of
+them with a bias and a relu that the schedule fuses into the tiles (an epilogue).  Every
 program also differentiates its first two contractions (parameters, `backprop`), so the
 backward contractions — the transposed products of the gradients — are compared too.
 
@@ -110,8 +111,12 @@ def compose_case(rng, name, seed):
     lines = [
         "data %s_x = uniform ~seed:%d ~b:[%d] ~o:[%d]" % (name, seed, batch, inp),
         "data %s_w = uniform ~seed:%d ~i:[%d] ~o:[%d]" % (name, seed + 1, inp, out),
-        "let%%op %s = %s_w * %s_x" % (name, name, name),
     ]
+    if rng.random() < 0.5:  # a layer: bias and activation, fused into the tiles as an epilogue
+        lines += ["data %s_c = uniform ~seed:%d ~o:[%d]" % (name, seed + 2, out),
+                  "let%%op %s = relu (%s_c + %s_w * %s_x)" % (name, name, name, name)]
+        return lines, "layer relu(c + w * x) %d|%d -> %d" % (batch, inp, out)
+    lines.append("let%%op %s = %s_w * %s_x" % (name, name, name))
     return lines, "compose %d|%d -> %d" % (batch, inp, out)
 
 
