@@ -349,3 +349,20 @@ unsigned ir_verify(const IrProgram *ir, FILE *out) {
     }
     return v.problems;
 }
+
+bool ir_expr_loads(const IrExpr *e, uint32_t buffer) {
+    if (e->kind == IR_LOAD) return e->buffer == buffer;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_loads(e->args[i], buffer)) return true;
+    return false;
+}
+
+bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
+    for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
+        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
+        for (uint32_t t = 0; t < a[k].term_count; t++)
+            if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
+    }
+    return true;
+}

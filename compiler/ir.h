@@ -278,5 +278,9 @@ void ir_dump(const IrProgram *ir, FILE *out);
 /* Checks the invariants of docs/ir.md; returns the number of problems (printed to `out`). */
 unsigned ir_verify(const IrProgram *ir, FILE *out);
 void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
+/* Whether e loads `buffer` anywhere. */
+bool ir_expr_loads(const IrExpr *e, uint32_t buffer);
+/* Whether two indices of `buffer` are the same, term for term. */
+bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
 
 #endif

@@ -14,6 +14,9 @@
  *      producer's loop nest disappears.  Nothing it reads may be stored in between.
  *   4. Dead stores: stores to buffers that nothing reads and nobody observes are removed,
  *      and loops left empty with them.
+ *   5. Overwritten fills: a nest setting every cell of a buffer to a constant (zero_grads) goes
+ *      when the next statement touching that buffer stores every cell from at most the cell's
+ *      own value, which it then reads as the constant (drop_overwritten_fills).
  * Buffers left with no access and no observer are marked virtual (no storage).
  *
  * Requires: a verified IrProgram (ir_verify). */
@@ -313,6 +316,121 @@ static bool try_virtualise(IrProgram *ir, IrFunction *fn, uint32_t buffer) {
     return true;
 }
 
+/* ---- Fills that the next access overwrites ----------------------------------------------------- */
+
+/* The statement inside a nest's chain of parallel loops (each with a one-statement body, or the
+ * innermost with the three statements of a reduction), and those loops. */
+static const IrBlock *nest_cells(const IrStmt *top, const IrStmt **loops, uint32_t *nloops) {
+    const IrStmt *s = top;
+    *nloops = 0;
+    while (s->kind == IR_LOOP && s->parallel && *nloops < 64) {
+        loops[(*nloops)++] = s;
+        if (s->body.count != 1 || s->body.items[0]->kind != IR_LOOP) return &s->body;
+        s = s->body.items[0];
+    }
+    return NULL;
+}
+
+/* `index` reaches every cell of `buffer` once over these loops: one loop per axis larger than
+ * one, of the axis's size, with coefficient 1; index 0 on the others. */
+static bool every_cell_once(const IrProgram *ir, const IrStmt *const *loops, uint32_t nloops, uint32_t buffer,
+                            const IrIndex *index) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    uint32_t used = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *x = &index[a];
+        if (x->symbol || x->offset) return false;
+        if (x->term_count == 0 && b->dims[a] == 1) continue;
+        if (x->term_count != 1 || x->terms[0].coef != 1) return false;
+        bool found = false;
+        for (uint32_t k = 0; k < nloops; k++)
+            if (loops[k]->iter == x->terms[0].iter) found = loops[k]->extent == b->dims[a];
+        for (uint32_t p = 0; p < a; p++)
+            if (index[p].term_count == 1 && index[p].terms[0].iter == x->terms[0].iter) found = false;
+        if (!found) return false;
+        used++;
+    }
+    return used == nloops;
+}
+
+/* Loads of `buffer` in e at `index` become `value`; false when e loads it anywhere else. */
+static bool replace_cell_loads(const IrProgram *ir, IrExpr **slot, uint32_t buffer, const IrIndex *index, IrExpr *value) {
+    IrExpr *e = *slot;
+    if (e->kind == IR_LOAD && e->buffer == buffer) {
+        if (!ir_same_index(ir, buffer, e->index, index)) return false;
+        *slot = value;
+        return true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!replace_cell_loads(ir, &e->args[i], buffer, index, value)) return false;
+    return true;
+}
+
+static bool touches(const IrStmt *s, uint32_t buffer) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (touches(s->body.items[i], buffer)) return true;
+        return false;
+    case IR_STORE: return s->buffer == buffer || ir_expr_loads(s->value, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(s->value, buffer);
+    }
+    return false;
+}
+
+/* A top-level nest that sets every cell of a buffer to a constant (zero_grads, a reset), when
+ * the next statement of the function that touches the buffer stores every one of its cells
+ * from, at most, the cell's own value — an update `g = g + f`, a reduction starting from the
+ * cell, a plain overwrite — goes: that statement reads the constant instead.  Each cell gets
+ * the same value as before (the constant stands where the cell held it), one pass fewer. */
+static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
+    const IrStmt *loops[64], *wloops[64];
+    uint32_t nloops, nw;
+    bool *drop = calloc(fn->body.count + 1, sizeof *drop);
+    if (!drop) return;
+    for (uint32_t z = 0; z < fn->body.count; z++) {
+        const IrBlock *cells = nest_cells(fn->body.items[z], loops, &nloops);
+        if (!cells || cells->count != 1 || cells->items[0]->kind != IR_STORE ||
+            cells->items[0]->value->kind != IR_CONST)
+            continue;
+        const IrStmt *fill = cells->items[0];
+        uint32_t g = fill->buffer;
+        if (!every_cell_once(ir, loops, nloops, g, fill->index)) continue;
+        uint32_t w = z + 1;
+        while (w < fn->body.count && !touches(fn->body.items[w], g)) w++;
+        if (w == fn->body.count) continue;
+        const IrBlock *wc = nest_cells(fn->body.items[w], wloops, &nw);
+        if (!wc) continue;
+        IrExpr *constant = fill->value;
+        if (wc->count == 1 && wc->items[0]->kind == IR_STORE) { /* g[cell] = f(g[cell], …) */
+            IrStmt *st = wc->items[0];
+            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index)) continue;
+            if (!replace_cell_loads(ir, &st->value, g, st->index, constant)) continue;
+        } else if (wc->count == 3 && wc->items[0]->kind == IR_SET_LOCAL && wc->items[2]->kind == IR_STORE) {
+            /* l = g[cell]; reduction loops (not reading g); g[cell] = l */
+            IrStmt *init = wc->items[0], *st = wc->items[2];
+            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index) || touches(wc->items[1], g)) continue;
+            if (!replace_cell_loads(ir, &init->value, g, st->index, constant)) continue;
+        } else {
+            continue;
+        }
+        drop[z] = true;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        if (drop[i]) {
+            /* keep its description with the statement that follows */
+            if (fn->body.items[i]->comment && i + 1 < fn->body.count && !fn->body.items[i + 1]->comment)
+                fn->body.items[i + 1]->comment = fn->body.items[i]->comment;
+            continue;
+        }
+        fn->body.items[k++] = fn->body.items[i];
+    }
+    fn->body.count = k;
+    free(drop);
+}
+
 void optimise(IrProgram *ir) {
     Counts c;
     c.stores = calloc(ir->buffer_count + 1, sizeof *c.stores);
@@ -341,6 +459,7 @@ void optimise(IrProgram *ir) {
         count_all(ir, &c);
         for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, &c, &ir->functions[f].body, &changed);
     }
+    for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
     count_all(ir, &c);
     for (uint32_t b = 0; b < ir->buffer_count; b++)
         if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;

@@ -223,15 +223,6 @@ static bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index,
     return false;
 }
 
-static bool same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
-    for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
-        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
-        for (uint32_t t = 0; t < a[k].term_count; t++)
-            if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
-    }
-    return true;
-}
-
 /* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride
  * other than 0 or 1. */
 static bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t avoid, uint32_t iter, bool *bad) {
@@ -257,7 +248,7 @@ static bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint
 static bool init_is_plain(const IrProgram *ir, const Reduction *r) {
     const IrExpr *v = r->init->value;
     return v->kind == IR_CONST ||
-           (v->kind == IR_LOAD && v->buffer == r->store->buffer && same_index(ir, v->buffer, v->index, r->store->index));
+           (v->kind == IR_LOAD && v->buffer == r->store->buffer && ir_same_index(ir, v->buffer, v->index, r->store->index));
 }
 
 /* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
@@ -351,14 +342,6 @@ typedef struct Epilogue {
     uint32_t axis_iter[MAX_LOOPS]; /* per axis of C: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
 } Epilogue;
 
-static bool reads_buffer(const IrExpr *e, uint32_t buffer) {
-    if (e->kind == IR_LOAD) return e->buffer == buffer;
-    if (e->kind != IR_OP) return false;
-    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-        if (reads_buffer(e->args[i], buffer)) return true;
-    return false;
-}
-
 static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
     switch (st->kind) {
     case IR_LOOP: {
@@ -366,8 +349,8 @@ static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
         for (uint32_t i = 0; i < st->body.count; i++) n += stmt_reads(st->body.items[i], buffer);
         return n;
     }
-    case IR_STORE: return reads_buffer(st->value, buffer);
-    case IR_SET_LOCAL: return reads_buffer(st->value, buffer);
+    case IR_STORE: return ir_expr_loads(st->value, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(st->value, buffer);
     }
     return 0;
 }
