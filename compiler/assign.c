@@ -15,37 +15,22 @@
  * An operator block may compute each cell with a whole scalar expression over its slots
  * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps.
  *
+ * Then it collects the code: the implicit `forward` (every named tensor's forward assignments,
+ * operands first, each once), or each routine's statements in order — `t.forward`, a standalone
+ * assignment with its own pointwise record, `print`'s fresh computations.  The statements
+ * `t.zero_grads` and `t.backprop` are differentiation: grad.c makes their assignments, from the
+ * records and blocks built here (assign_build.h is what the two files share).
+ *
  * Requires: elaborate() succeeded (every shape closed). */
-#include "assign.h"
+#include "assign_build.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "diag.h"
+#include "grad.h"
 #include "proj.h"
-
-/* What one tensor contributes: its forward assignments and its operation's record. */
-typedef struct TensorInfo {
-    AssignList forward;
-    Tensor **slots;            /* the operation's slots: the tensor, then its operands */
-    uint32_t slot_count;
-    const Projections *proj;   /* operator applications and slices */
-    int needs_grad;            /* 0 unknown, 1 no, 2 yes */
-} TensorInfo;
-
-typedef struct Builder {
-    IrProgram *ir;
-    Program *program;
-    AssignResult *out;         /* value_buffer, grad_buffer */
-    Shape *shapes;             /* per tensor id: the closed shape (resolved) */
-    bool *visited;
-    TensorInfo *info;          /* by tensor id */
-    uint32_t *stamp;           /* by tensor id: collection marks */
-    uint32_t generation;
-    Tensor *current;           /* the tensor being built */
-    bool failed;
-} Builder;
 
 /* ---- Buffers ---------------------------------------------------------------------------------- */
 
@@ -142,12 +127,12 @@ static double *literal_values(Builder *b, Tensor *t) {
 
 /* ---- Assignments ------------------------------------------------------------------------------ */
 
-static void list_push(Arena *arena, AssignList *list, Assignment *a) {
+void push_assignment(Arena *arena, AssignList *list, Assignment *a) {
     ARENA_PUSH(arena, list->items, list->count, list->cap, a);
 }
 
 static void add_forward(Builder *b, Assignment *a) {
-    list_push(b->ir->arena, &b->info[b->current->id].forward, a);
+    push_assignment(b->ir->arena, &b->info[b->current->id].forward, a);
 }
 
 static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t n, Tensor *owner,
@@ -161,9 +146,8 @@ static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t 
     return proj;
 }
 
-/* An assignment `lhs =: ?` with one right-hand node of `kind` (filled in by the caller). */
-static Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Projections *proj, Span span,
-                                  const char *what) {
+Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Projections *proj, Span span,
+                           const char *what) {
     Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
     a->lhs = lhs;
     a->accum = ACC_NONE;
@@ -188,25 +172,12 @@ static uint32_t add_read(Arena *arena, Assignment *a, Access acc) {
     return a->read_count++;
 }
 
-/* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
-static Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj,
-                                   Span span, const char *what) {
+Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj, Span span,
+                            const char *what) {
     Assignment *a = new_assignment(b, (Access){.node = {dst, false}, .slot = 0}, AE_READ, proj, span, what);
     a->rhs->read = add_read(b->ir->arena, a, (Access){.node = {src, false}, .slot = 1});
     return a;
 }
-
-/* Instantiating operator blocks. */
-typedef struct BlockContext {
-    Builder *b;
-    Tensor **slots;   /* slot 0 = result */
-    uint32_t slot_count;
-    const Projections *proj;
-    const char *what;
-    Span span;
-    Assignment **out;
-    uint32_t out_count, out_cap;
-} BlockContext;
 
 static bool slot_name(const char *name, uint32_t *slot, bool *grad) {
     char c = name[0];
@@ -314,7 +285,7 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
     return NULL;
 }
 
-static void block_statement(BlockContext *c, const Node *n) {
+void block_statement(BlockContext *c, const Node *n) {
     if (c->b->failed) return;
     switch (n->kind) {
     case NODE_CODE: block_statement(c, n->a); return;
@@ -355,6 +326,11 @@ static void block_statement(BlockContext *c, const Node *n) {
     ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
 }
 
+const char *operation_what(Builder *b, const Tensor *t) {
+    return t->logic == LOGIC_SPEC ? arena_printf(b->ir->arena, "einsum '%s'", t->op_name)
+                                  : arena_printf(b->ir->arena, "'%s'", t->op_name);
+}
+
 static void build_operator(Builder *b, Tensor *t) {
     uint32_t n = t->operand_count + 1;
     Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
@@ -362,8 +338,7 @@ static void build_operator(Builder *b, Tensor *t) {
     for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
     ProjLogic logic = t->logic == LOGIC_COMPOSE ? PROJ_COMPOSE : t->logic == LOGIC_TRANSPOSE ? PROJ_TRANSPOSE
                     : t->logic == LOGIC_SPEC ? PROJ_SPEC : PROJ_POINTWISE;
-    const char *what = t->logic == LOGIC_SPEC ? arena_printf(b->ir->arena, "einsum '%s'", t->op_name)
-                                              : arena_printf(b->ir->arena, "'%s'", t->op_name);
+    const char *what = operation_what(b, t);
     Projections *proj = infer(b, logic, slots, n, t, what);
     if (!proj) return;
     b->info[t->id].slots = slots;
@@ -485,7 +460,7 @@ static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
     if (t->kind != TENSOR_PARAM)
         for (uint32_t i = 0; i < t->operand_count; i++) collect_forward(b, t->operands[i], out);
     const AssignList *f = &b->info[t->id].forward;
-    for (uint32_t i = 0; i < f->count; i++) list_push(b->ir->arena, out, f->items[i]);
+    for (uint32_t i = 0; i < f->count; i++) push_assignment(b->ir->arena, out, f->items[i]);
 }
 
 /* Like collect_forward, but tensors made before `fresh_from` are read as they are. */
@@ -495,82 +470,7 @@ static void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList
     if (t->kind != TENSOR_PARAM)
         for (uint32_t i = 0; i < t->operand_count; i++) collect_fresh(b, t->operands[i], fresh_from, out);
     const AssignList *f = &b->info[t->id].forward;
-    for (uint32_t i = 0; i < f->count; i++) list_push(b->ir->arena, out, f->items[i]);
-}
-
-/* The tensors of t's graph in creation order (operands before users). */
-static void collect_graph(Builder *b, Tensor *t, Tensor ***out, uint32_t *count, uint32_t *cap) {
-    if (b->stamp[t->id] == b->generation) return;
-    b->stamp[t->id] = b->generation;
-    if (t->kind != TENSOR_PARAM)
-        for (uint32_t i = 0; i < t->operand_count; i++) collect_graph(b, t->operands[i], out, count, cap);
-    ARENA_PUSH(b->ir->arena, *out, *count, *cap, t);
-}
-
-static bool needs_grad(Builder *b, Tensor *t) {
-    TensorInfo *info = &b->info[t->id];
-    if (!info->needs_grad) {
-        bool yes = t->kind == TENSOR_PARAM;
-        if (t->kind == TENSOR_OP || t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK)
-            for (uint32_t i = 0; i < t->operand_count && !yes; i++) yes = needs_grad(b, t->operands[i]);
-        info->needs_grad = yes ? 2 : 1;
-    }
-    return info->needs_grad == 2;
-}
-
-/* The backward assignments of one operation whose result needs a gradient. */
-static void backward_of(Builder *b, Tensor *t, AssignList *out) {
-    TensorInfo *info = &b->info[t->id];
-    Arena *arena = b->ir->arena;
-    if (t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK) {
-        for (uint32_t k = 0; k < t->operand_count; k++) {
-            Tensor *src = t->operands[k];
-            if (!needs_grad(b, src)) continue;
-            const Projections *proj = t->kind == TENSOR_SLICE ? info->proj : info->forward.items[k]->proj;
-            Assignment *a = copy_assignment(b, src, t, proj, t->span, t->kind == TENSOR_SLICE ? "'@|' (backward)" : "stacking (backward)");
-            a->lhs = (Access){.node = {src, true}, .slot = 1};
-            a->reads[0] = (Access){.node = {t, true}, .slot = 0};
-            a->accum = ACC_ADD;
-            list_push(arena, out, a);
-        }
-        return;
-    }
-    if (t->kind != TENSOR_OP) return;
-    if (!t->op->b) {
-        diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block", t->op_name);
-        diag_note(t->op->span, "'%s' is declared here", t->op_name);
-        b->failed = true;
-        return;
-    }
-    const char *what = arena_printf(arena, "%s (backward)", t->logic == LOGIC_SPEC
-                                                                ? arena_printf(arena, "einsum '%s'", t->op_name)
-                                                                : arena_printf(arena, "'%s'", t->op_name));
-    BlockContext c = {.b = b, .slots = info->slots, .slot_count = info->slot_count, .proj = info->proj,
-                      .what = what, .span = t->span};
-    block_statement(&c, t->op->b);
-    for (uint32_t i = 0; i < c.out_count; i++) {
-        Assignment *a = c.out[i];
-        if (!a->lhs.node.grad) {
-            diag_error(t->op->b->span, "an operator's backward block writes gradients (g1, g2, …)");
-            b->failed = true;
-            return;
-        }
-        if (needs_grad(b, a->lhs.node.tensor)) list_push(arena, out, a);
-    }
-}
-
-/* `g =: value` over every cell of a gradient (one slot, pointwise). */
-static Assignment *fill_assignment(Builder *b, Tensor *t, bool grad, double value, Span span, const char *what) {
-    Shape shape = b->shapes[t->id];
-    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
-    const Projections *proj = proj_infer(b->ir->arena, &p);
-    if (!proj) {
-        b->failed = true;
-        return NULL;
-    }
-    Assignment *a = new_assignment(b, (Access){.node = {t, grad}, .slot = 0}, AE_CONST, proj, span, what);
-    a->rhs->value = value;
-    return a;
+    for (uint32_t i = 0; i < f->count; i++) push_assignment(b->ir->arena, out, f->items[i]);
 }
 
 /* Standalone assignments: slot 0 is the left side, then one slot per tensor read. */
@@ -658,33 +558,20 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
                 Tensor *t = a->reads[i].node.tensor;
                 if (!a->reads[i].node.grad && !t->shown) collect_forward(b, t, out);
             }
-            list_push(arena, out, a);
+            push_assignment(arena, out, a);
             continue;
         }
         build_tensor(b, step->tensor);
         if (b->failed) return;
-        b->generation++;
-        if (step->kind == STEP_FORWARD) {
-            collect_forward(b, step->tensor, out);
-            continue;
-        }
-        if (step->kind == STEP_COMPUTE) {
-            collect_fresh(b, step->tensor, step->fresh_from, out);
-            continue;
-        }
-        Tensor **graph = NULL;
-        uint32_t count = 0, cap = 0;
-        collect_graph(b, step->tensor, &graph, &count, &cap);
         if (step->kind == STEP_ZERO_GRADS) {
-            for (uint32_t i = 0; i < count; i++)
-                if (needs_grad(b, graph[i])) {
-                    Assignment *a = fill_assignment(b, graph[i], true, 0.0, step->span, "zero_grads");
-                    if (a) list_push(arena, out, a);
-                }
-            continue;
+            grad_zero(b, step->tensor, step->span, out);
+        } else if (step->kind == STEP_BACKPROP) {
+            grad_backprop(b, step->tensor, out);
+        } else {
+            b->generation++;
+            if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
+            else collect_fresh(b, step->tensor, step->fresh_from, out);
         }
-        for (uint32_t i = count; i-- > 0 && !b->failed;)
-            if (needs_grad(b, graph[i])) backward_of(b, graph[i], out);
     }
 }
 

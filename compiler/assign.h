@@ -7,6 +7,9 @@
  * initial value must be a number or a literal tensor: it becomes the buffer's initial contents.  Each operation's projections record comes from proj.c.  Literal tensors (and
  * stacks of them) become initialised buffers, not assignments.
  *
+ * A routine's `t.zero_grads` and `t.backprop` are differentiated by grad.c (grad.h), which
+ * instantiates the operators' `backward` blocks over the same records.
+ *
  * Every access is resolved to its buffer (or index symbol) before assign_build() returns, so
  * lowering only reads the assignments.
  *
