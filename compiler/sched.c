@@ -486,6 +486,27 @@ static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t 
     }
 }
 
+/* Append `loop` inside the nest being built (*top is its outermost loop, *into the body new
+ * loops go in). */
+static void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop) {
+    if (*into) ir_block_push(s->ir->arena, *into, loop);
+    else *top = loop;
+    *into = &loop->body;
+}
+
+/* One loop per batch loop of the contraction (only those `only` marks, when given), each mapping
+ * the batch iterator to its own; batch_iter[k] is the new iterator or UINT32_MAX. */
+static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint32_t *batch_iter, IrStmt **top,
+                        IrBlock **into) {
+    for (uint32_t k = 0; k < ct->nbatch; k++) {
+        batch_iter[k] = UINT32_MAX;
+        if (only && !only[k]) continue;
+        batch_iter[k] = new_iter(s);
+        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+        nest_push(s, top, into, new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
+    }
+}
+
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
  * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)). */
 static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
@@ -496,28 +517,14 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
     IrStmt *top = NULL;
     IrBlock *into = NULL;
-#define NEST(loop)                                                \
-    do {                                                          \
-        IrStmt *l_ = (loop);                                      \
-        if (into) ir_block_push(arena, into, l_);                 \
-        else top = l_;                                            \
-        into = &l_->body;                                         \
-    } while (0)
-    for (uint32_t k = 0; k < ct->nbatch; k++) {
-        batch_iter[k] = UINT32_MAX;
-        if (!pk->batch[k]) continue;
-        batch_iter[k] = new_iter(s);
-        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
-        NEST(new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
-    }
+    batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t panel = new_iter(s), lane = new_iter(s);
-    NEST(new_loop(s, panel, blocks, true, LOOP_PLAIN));
+    nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
         map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
-        NEST(new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
+        nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
     }
-#undef NEST
     map_iter(s, pk->lane_loop->iter,
              (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = (int64_t)(first * pk->width)});
     Terms t = {0};
@@ -585,29 +592,17 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     reset_subst(s);
     IrStmt *top = NULL;
     IrBlock *into = NULL;
-#define NEST(loop)                                                \
-    do {                                                          \
-        IrStmt *l_ = (loop);                                      \
-        if (into) ir_block_push(arena, into, l_);                 \
-        else top = l_;                                            \
-        into = &l_->body;                                         \
-    } while (0)
     uint32_t batch_iter[MAX_LOOPS];
-    for (uint32_t k = 0; k < ct->nbatch; k++) {
-        batch_iter[k] = new_iter(s);
-        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
-        NEST(new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
-    }
+    batch_loops(s, ct, NULL, batch_iter, &top, &into);
     /* The block loops, the longer outside (the one the thread pool splits when no batch loop
      * is); a single block is no loop. */
     uint32_t jo = cols > 1 ? new_iter(s) : UINT32_MAX, io = rows > 1 ? new_iter(s) : UINT32_MAX;
     IrStmt *jl_ = jo != UINT32_MAX ? new_loop(s, jo, cols, true, LOOP_PLAIN) : NULL;
     IrStmt *il_ = io != UINT32_MAX ? new_loop(s, io, rows, true, LOOP_PLAIN) : NULL;
     bool cols_outside = cols >= 8 || cols >= rows;
-    if (cols_outside && jl_) NEST(jl_);
-    if (il_) NEST(il_);
-    if (!cols_outside && jl_) NEST(jl_);
-#undef NEST
+    if (cols_outside && jl_) nest_push(s, &top, &into, jl_);
+    if (il_) nest_push(s, &top, &into, il_);
+    if (!cols_outside && jl_) nest_push(s, &top, &into, jl_);
     uint32_t ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
     Affine ai = {.count = 0, .offset = (int64_t)(row0 * mr)}, aj = {.count = 0, .offset = (int64_t)(col0 * nr)};
     if (io != UINT32_MAX) ai.terms[ai.count++] = (IrTerm){io, (int64_t)mr};

@@ -13,7 +13,6 @@ before the import, for runs by hand.
 """
 import os
 import sys
-import time
 
 impl, threads = sys.argv[1], int(sys.argv[2])
 args = sys.argv[3:]
@@ -21,36 +20,13 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(threads)
 
 import numpy as np  # noqa: E402  (after the environment is set)
+from bench_timing import timed  # noqa: E402
 
-BUDGET = float(os.environ.get("BENCH_BUDGET", "1.0"))
-MAX_REPS = int(os.environ.get("BENCH_MAX_REPS", "200"))
 
 if impl == "torch":
     import torch  # noqa: E402
 
     torch.set_num_threads(threads)
-
-
-def timed(fn):
-    """Warm-up once, then the drivers' policy (common.h, bench_measure): about BENCH_BUDGET
-    seconds of repetitions, 5..MAX_REPS, capped near 10 budgets; a warm-up over 10 budgets is
-    the figure."""
-    t0 = time.perf_counter()
-    out = fn()
-    warm = time.perf_counter() - t0
-    if warm > 10 * BUDGET:
-        return out, 1, warm, warm
-    reps = min(MAX_REPS, max(5, int(BUDGET / warm) if warm > 0 else MAX_REPS))
-    if reps * warm > 10 * BUDGET:
-        reps = max(1, int(10 * BUDGET / warm))
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    med = ts[reps // 2] if reps % 2 else 0.5 * (ts[reps // 2 - 1] + ts[reps // 2])
-    return out, reps, ts[0], med
 
 
 def report(kind, name, n, reps, best, med, ok, err):

@@ -23,40 +23,18 @@ OMP_NUM_THREADS and, at 2 threads, OMP_WAIT_POLICY=PASSIVE.
 """
 import os
 import sys
-import time
 
 threads, what = int(sys.argv[1]), sys.argv[2]
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(threads)
 
 import numpy as np  # noqa: E402  (after the environment is set)
+from bench_timing import timed  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(threads)
-BUDGET = float(os.environ.get("BENCH_BUDGET", "1.0"))
-MAX_REPS = int(os.environ.get("BENCH_MAX_REPS", "200"))
 GOLDEN = 0x9E3779B97F4A7C15
 M64 = (1 << 64) - 1
-
-
-def timed(fn):
-    """The drivers' policy (common.h, bench_measure) after one warm-up run."""
-    t0 = time.perf_counter()
-    fn()
-    warm = time.perf_counter() - t0
-    if warm > 10 * BUDGET:
-        return 1, warm, warm
-    reps = min(MAX_REPS, max(5, int(BUDGET / warm) if warm > 0 else MAX_REPS))
-    if reps * warm > 10 * BUDGET:
-        reps = max(1, int(10 * BUDGET / warm))
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    med = ts[reps // 2] if reps % 2 else 0.5 * (ts[reps // 2 - 1] + ts[reps // 2])
-    return reps, ts[0], med
 
 
 def mix(z):
@@ -145,7 +123,7 @@ def mlp():
     step()
     loss0 = float(last[0])
     ok, err = check_step(params, before, grads_ref, lr, loss0, loss_ref, "mlp")
-    reps, best, med = timed(step)
+    _, reps, best, med = timed(step)
     loss_end = float(last[0])
     if not loss_end < loss0:
         print(f"INFO mlp torch: the loss did not decrease over {reps + 2} steps: {loss0:.7g}, "
@@ -207,7 +185,7 @@ def moons():
         state["b"] = b
 
     first = epoch()
-    reps, best, med = timed(run)
+    _, reps, best, med = timed(run)
     last = epoch()
     if not last < first:
         print(f"INFO moons torch: the mean loss did not decrease: first epoch {first:.5g}, after "
