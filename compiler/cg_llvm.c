@@ -14,7 +14,8 @@
  * lane is a vector load, one that does not move is a scalar (used as a broadcast), any other a
  * gather of scalar loads; stores likewise.  Kernel-local buffers (register tiles) are stack
  * arrays of the kernel, which LLVM's SROA turns into vector registers once the unrolled loops
- * address them at constant offsets.
+ * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
+ * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
  *
  * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
 #include "cg_llvm.h"
@@ -215,9 +216,17 @@ static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     return out;
 }
 
-static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v) {
+static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v, bool nontemporal) {
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
+    if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
+        LLVMValueRef st = LLVMBuildStore(g->b, widen(g, v), element(g, buffer, base));
+        LLVMSetAlignment(st, g->lanes * 4);
+        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
+        LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1)));
+        g->nontemporal = true;
+        return;
+    }
     if (g->lane_iter == UINT32_MAX || stride == 1 || (stride == 0 && !is_vector(v))) {
         LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? widen(g, v) : v, element(g, buffer, base));
         LLVMSetAlignment(st, 4);
@@ -297,7 +306,7 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_iconst(g, (int64_t)s->extent)); break;
-    case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value)); break;
+    case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value), s->nontemporal); break;
     case IR_SET_LOCAL: {
         LLVMValueRef v = expr(g, s->value);
         if (is_vector(v)) /* a local set in a vector loop keeps the last lane's value */
@@ -330,12 +339,15 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     for (uint32_t l = 0; l < fn->local_count; l++) g->local[l] = LLVMBuildAlloca(g->b, g->f32, "acc");
     g->lane_iter = UINT32_MAX;
     g->lanes = 1;
+    g->nontemporal = false;
     const IrStmt *first = fn->body.items[k->first];
     if (k->count == 1 && first->kind == IR_LOOP && first->mode == LOOP_PLAIN) {
         plain_loop(g, first, lo, hi);
     } else {
         for (uint32_t i = 0; i < k->count; i++) stmt(g, fn->body.items[k->first + i]);
     }
+    /* Non-temporal stores are weakly ordered: fence them before whoever runs next reads them. */
+    if (g->nontemporal) LLVMBuildFence(g->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
 }
 
 /* ---- Module, target machine, pipeline -------------------------------------------------------------- */

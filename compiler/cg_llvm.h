@@ -34,6 +34,7 @@ typedef struct CgLlvm {
     LLVMValueRef *local;    /* per local: an alloca */
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */
     unsigned lanes;
+    bool nontemporal;       /* the kernel being emitted has non-temporal stores */
 } CgLlvm;
 
 /* A target machine for `triple` (NULL: host) and `cpu` (NULL or "native": host, with its

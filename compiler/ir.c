@@ -207,6 +207,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             print_access(out, ir, s->buffer, s->index);
             fputs(" = ", out);
             print_expr(out, ir, s->value);
+            if (s->nontemporal) fputs("  nontemporal", out);
             fputc('\n', out);
             break;
         case IR_SET_LOCAL:

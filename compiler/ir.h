@@ -178,6 +178,8 @@ struct IrStmt {
     /* IR_SET_LOCAL */
     uint32_t local;
     IrExpr *value;     /* STORE, SET_LOCAL */
+    bool nontemporal;  /* STORE in a vector loop, aligned to the vector (the schedule's): written
+                        * around the caches, for a large buffer the nest does not read */
     const char *comment; /* optional, printed before the statement */
 };
 

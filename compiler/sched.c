@@ -747,6 +747,75 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     return true;
 }
 
+/* ---- Rewrite 3: streaming pointwise nests ---------------------------------------------------------- */
+
+/* The flat offset of an access's constant part (no iterators). */
+static int64_t flat_offset_const(const IrProgram *ir, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    int64_t flat = 0;
+    for (uint32_t a = 0; a < b->rank; a++) flat = flat * (int64_t)b->dims[a] + index[a].offset;
+    return flat;
+}
+
+/* Every load of e walks `iter` with stride 0 or 1, and e reads no local and not `avoid`. */
+static bool lanes_contiguous(const IrProgram *ir, const IrExpr *e, uint32_t iter, uint32_t avoid) {
+    switch (e->kind) {
+    case IR_LOCAL: return false;
+    case IR_LOAD: {
+        int64_t c = flat_coef(ir, e->buffer, e->index, iter);
+        return e->buffer != avoid && (c == 0 || c == 1);
+    }
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!lanes_contiguous(ir, e->args[i], iter, avoid)) return false;
+        return true;
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    }
+    return true;
+}
+
+/* A pointwise nest (parallel loops around one store) that writes a buffer of at least
+ * target->nontemporal_bytes without reading it: its inner loop becomes vectors of W lanes, each
+ * stored whole, aligned, and around the caches (a non-temporal store saves the read of every
+ * line the store would otherwise allocate).  The same cells get the same values. */
+static bool stream_pointwise(Sched *s, IrStmt *top) {
+    const IrProgram *ir = s->ir;
+    IrStmt *st = top, *inner = NULL;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1) {
+        inner = st;
+        st = st->body.items[0];
+    }
+    uint64_t w = s->target->vector_floats;
+    if (!inner || st->kind != IR_STORE) return false;
+    const IrBuffer *b = &ir->buffers[st->buffer];
+    if ((double)b->size * 4.0 < (double)s->target->nontemporal_bytes || inner->extent % w || inner->extent < w) return false;
+    uint32_t it = inner->iter;
+    for (uint32_t a = 0; a < b->rank; a++)
+        if (st->index[a].symbol) return false;
+    if (flat_coef(ir, st->buffer, st->index, it) != 1 || flat_offset_const(ir, st->buffer, st->index) % (int64_t)w)
+        return false;
+    /* Every other iterator moves the store by whole vectors, so each vector starts aligned. */
+    for (IrStmt *l = top; l != inner; l = l->body.items[0])
+        if (flat_coef(ir, st->buffer, st->index, l->iter) % (int64_t)w) return false;
+    if (!lanes_contiguous(ir, st->value, it, st->buffer)) return false;
+    reset_subst(s);
+    uint32_t lo = new_iter(s), lane = new_iter(s);
+    map_iter(s, it, (Affine){.terms = {{lo, (int64_t)w}, {lane, 1}}, .count = 2});
+    IrStmt *vec = new_loop(s, lane, w, true, LOOP_VECTOR);
+    IrStmt *store = new_store(s, st->buffer, clone_index(s, st->index, b->rank), clone_expr(s, st->value, NULL));
+    store->nontemporal = true;
+    ir_block_push(s->ir->arena, &vec->body, store);
+    inner->iter = lo;
+    inner->extent /= w;
+    inner->body = (IrBlock){0};
+    ir_block_push(s->ir->arena, &inner->body, vec);
+    const char *what = arena_printf(s->ir->arena, "schedule: %llu-lane vectors stored around the caches",
+                                    (unsigned long long)w);
+    top->comment = top->comment ? arena_printf(s->ir->arena, "%s; %s", top->comment, what) : what;
+    return true;
+}
+
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
 static void schedule_function(Sched *s) {
@@ -769,6 +838,8 @@ static void schedule_function(Sched *s) {
                 continue;
             }
             accumulate_in_place(s, &r);
+        } else if (st->kind == IR_LOOP) {
+            stream_pointwise(s, st);
         }
         ir_block_push(s->ir->arena, &body, st);
     }

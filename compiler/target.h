@@ -24,6 +24,8 @@ typedef struct Target {
     uint64_t l1_bytes, l2_bytes;
     double parallel_work;      /* a nest with at least this many cell-iterations runs on the thread pool */
     double grain_work;         /* in chunks of at least this much work */
+    uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
+                                 * it, stores around the caches */
 } Target;
 
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
