@@ -253,9 +253,11 @@ static bool init_is_plain(const IrProgram *ir, const Reduction *r) {
 
 /* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
 
-static bool accumulate_in_place(Sched *s, Reduction *r) {
+/* The statements that replace the nest go to `out` (the nest itself, rewritten, when it keeps
+ * an outer parallel loop; else the cells' initial loop and the reduction loops). */
+static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
     const IrProgram *ir = s->ir;
-    if (r->npar < 2 || !init_is_plain(ir, r)) return false;
+    if (r->npar < 1 || r->nred == 0 || !init_is_plain(ir, r)) return false;
     IrStmt *inner = r->par[r->npar - 1];
     uint32_t c = r->store->buffer;
     if (flat_coef(ir, c, r->store->index, inner->iter) != 1) return false;
@@ -266,14 +268,25 @@ static bool accumulate_in_place(Sched *s, Reduction *r) {
     reset_subst(s);
     IrExpr *cell = new_load(s, c, r->store->index);
     LocalRepl repl = {r->local, cell, UINT32_MAX, NULL};
-    IrStmt *outer = r->par[r->npar - 2];
-    outer->body = (IrBlock){0};
+    IrBlock *into = out;
+    if (r->npar >= 2) {
+        IrStmt *outer = r->par[r->npar - 2];
+        outer->body = (IrBlock){0};
+        into = &outer->body;
+        ir_block_push(s->ir->arena, out, r->par[0]);
+    } else if (r->par[0]->comment) {
+        r->red[0]->comment = r->par[0]->comment;
+    }
     if (r->init->value->kind == IR_CONST) {
         IrStmt *init = new_loop(s, inner->iter, inner->extent, true, LOOP_PLAIN);
         ir_block_push(s->ir->arena, &init->body, new_store(s, c, r->store->index, r->init->value));
-        ir_block_push(s->ir->arena, &outer->body, init);
+        ir_block_push(s->ir->arena, into, init);
+        if (r->npar == 1) {
+            init->comment = r->red[0]->comment;
+            r->red[0]->comment = NULL;
+        }
     }
-    ir_block_push(s->ir->arena, &outer->body, r->red[0]);
+    ir_block_push(s->ir->arena, into, r->red[0]);
     IrStmt *cells = new_loop(s, inner->iter, inner->extent, true, LOOP_PLAIN);
     ir_block_push(s->ir->arena, &cells->body, new_store(s, c, r->store->index, clone_expr(s, r->step->value, &repl)));
     IrStmt *last = r->red[r->nred - 1];
@@ -837,7 +850,11 @@ static void schedule_function(Sched *s) {
                 if (fused) i++; /* the epilogue is in the tiles now */
                 continue;
             }
-            accumulate_in_place(s, &r);
+            IrBlock in_place = {0};
+            if (accumulate_in_place(s, &r, &in_place)) {
+                for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, &body, in_place.items[k]);
+                continue;
+            }
         } else if (st->kind == IR_LOOP) {
             stream_pointwise(s, st);
         }
