@@ -51,6 +51,7 @@ typedef struct Sched {
     Affine *subst;        /* per old iterator */
     bool *mapped;
     uint32_t scratch;     /* scratch buffers made so far (for names) */
+    const uint32_t *outer_batch; /* while a contraction runs inside its batch loops: their iterators */
 } Sched;
 
 /* ---- Building and cloning IR ------------------------------------------------------------------- */
@@ -514,6 +515,11 @@ static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint3
     for (uint32_t k = 0; k < ct->nbatch; k++) {
         batch_iter[k] = UINT32_MAX;
         if (only && !only[k]) continue;
+        if (s->outer_batch) { /* inside the batch loops already (tile_contraction) */
+            batch_iter[k] = s->outer_batch[k];
+            map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+            continue;
+        }
         batch_iter[k] = new_iter(s);
         map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
         nest_push(s, top, into, new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
@@ -731,6 +737,31 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     if ((double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
     Arena *arena = s->ir->arena;
 
+    /* With enough batch cells, each of which both operands have their own, one loop nest runs
+     * over the batch and packs and tiles one batch cell at a time: its panels stay in cache, and
+     * the thread pool splits the batch. */
+    double batch_cells = 1;
+    bool per_batch = ct.nbatch > 0;
+    for (uint32_t k = 0; k < ct.nbatch; k++) {
+        batch_cells *= (double)ct.batch[k]->extent;
+        per_batch &= mentions(s->ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter) &&
+                     mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
+    }
+    per_batch &= batch_cells >= 4;
+    IrBlock *final_out = out, batch_body = {0};
+    IrStmt *batch_top = NULL;
+    uint32_t outer[MAX_LOOPS];
+    if (per_batch) {
+        IrBlock *into = NULL;
+        for (uint32_t k = 0; k < ct.nbatch; k++) {
+            outer[k] = new_iter(s);
+            nest_push(s, &batch_top, &into, new_loop(s, outer[k], ct.batch[k]->extent, true, LOOP_PLAIN));
+        }
+        batch_top->comment = "schedule: one batch cell at a time: pack its operands, then its register tiles";
+        s->outer_batch = outer;
+        out = &batch_body;
+    }
+
     /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
     Packed pa, pb;
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
@@ -746,6 +777,14 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     if (pa.full && pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, mr, pb.rem, out);
     if (pa.rem && pb.full) tile_nest(s, &tl, pa.full, 1, 0, pb.full, pa.rem, nr, out);
     if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, pa.rem, pb.rem, out);
+    if (per_batch) { /* the innermost batch loop (the one still empty) holds the nests */
+        IrStmt *inner = batch_top;
+        while (inner->body.count) inner = inner->body.items[0];
+        inner->body = batch_body;
+        s->outer_batch = NULL;
+        out = final_out;
+        ir_block_push(arena, out, batch_top);
+    }
     if (r->par[0]->comment && out->count)
         out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
     if (*fused) {
