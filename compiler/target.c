@@ -44,22 +44,16 @@ void target_select(const char *triple, const char *cpu, Target *out) {
                     .parallel_work = 1 << 16, .grain_work = 1 << 14, .nontemporal_bytes = 16u << 20};
     if (native && !triple) {
         char *host = LLVMGetHostCPUName();
-        out->cpu_shown = host && *host ? strdup(host) : "native";
+        snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", host && *host ? host : "native");
         LLVMDisposeMessage(host);
         out->vector_floats = host_vector_floats();
     } else {
         const char *name = native ? "x86-64" : cpu;
-        out->cpu_shown = name;
+        snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", name);
         out->vector_floats = named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus) ? 16
                            : named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)     ? 8
                                                                                                  : 4;
     }
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
-}
-
-const char *target_describe(const Target *t, char *buf, unsigned size) {
-    snprintf(buf, size, "%s (%s): %u floats per vector, register tile %u rows x %u vectors", t->name,
-             t->cpu_shown ? t->cpu_shown : "?", t->vector_floats, t->tile_rows, t->tile_vectors);
-    return buf;
 }

@@ -17,7 +17,7 @@ typedef struct Target {
     const char *name;          /* "x86-64" */
     const char *triple;        /* NULL: the host's */
     const char *cpu;           /* NULL or "native": the host's */
-    const char *cpu_shown;     /* the CPU the parameters were chosen for ("znver4", "x86-64-v3") */
+    char cpu_shown[64];        /* the CPU the parameters were chosen for ("znver4", "x86-64-v3") */
     unsigned vector_floats;    /* floats in one vector register: 16 (AVX-512), 8 (AVX2), 4 (SSE) */
     unsigned tile_rows;        /* register tile of a contraction: rows (broadcast operand) … */
     unsigned tile_vectors;     /* … by vectors of the other operand: tile_rows·tile_vectors accumulators */
@@ -31,8 +31,5 @@ typedef struct Target {
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
  * vector width is read from the host's features, or from the name of a CPU or x86-64 level. */
 void target_select(const char *triple, const char *cpu, Target *out);
-
-/* For a debug dump: "x86-64 (znver4): 16 floats per vector, tile 6x4 vectors". */
-const char *target_describe(const Target *t, char *buf, unsigned size);
 
 #endif
