@@ -48,6 +48,10 @@ double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);
 /* A standard normal number (Box–Muller on two unit draws of the same counter). */
 double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
 
+/* The number a print shows for `v`: every NaN becomes the positive quiet NaN, so it prints as
+ * "nan" (or "NAN", "+nan" with those conversions) whatever its sign and payload. */
+double tsr_print_canonical(double v);
+
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -367,12 +367,18 @@ int tsr_state_check_symbols(tsr_state *s) {
 
 /* ---- Printing ------------------------------------------------------------------------------------ */
 
+/* A number for an integer conversion: truncated; NaN and numbers outside the range of int64_t
+ * give INT64_MIN (what x86-64's conversion gives; in C the cast would be undefined). */
+static int64_t to_int64(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
+
 static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     switch (a->kind) {
     case TSR_ARG_INT: return a->i;
-    case TSR_ARG_FLOAT: return (int64_t)a->f;
+    case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return s->symbols[a->ref];
-    default: return s->buffers[a->ref] ? (int64_t)s->buffers[a->ref][0] : 0;
+    default: return s->buffers[a->ref] ? to_int64((double)s->buffers[a->ref][0]) : 0;
     }
 }
 
@@ -421,7 +427,7 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
         } else {
             spec[n++] = conv;
             spec[n] = 0;
-            fprintf(out, spec, a ? arg_float(s, a) : 0.0);
+            fprintf(out, spec, tsr_print_canonical(a ? arg_float(s, a) : 0.0));
         }
     }
     fputc('\n', out);
