@@ -98,7 +98,11 @@ void header_write(const IrProgram *ir, const char *module, const char *source, F
             " * Link %s.o with the runtime: cc prog.c %s.o $(pkg-config --cflags --libs tsr)\n"
             " * Buffers are float32, row-major, axes in memory order: batch, output, input.\n"
             " * Every function returning int returns 0 (TSR_OK) or a tsr_status; the message is\n"
-            " * %s_last_error().  See docs/runtime.md. */\n"
+            " * %s_last_error().  Given a NULL state, they return TSR_ERR_ARGUMENT (\"the state\n"
+            " * is NULL\") and accessors return NULL.\n"
+            " * Threads: a state must not be used by two threads at once (routines, setters and\n"
+            " * writes to its buffers do not lock); different states may be used concurrently,\n"
+            " * and the last error is per thread.  See docs/runtime.md. */\n"
             "#ifndef %s\n#define %s\n\n#include <stdint.h>\n#include <tsr.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
             module, source, module, module, module, guard, guard);
@@ -140,8 +144,8 @@ void header_write(const IrProgram *ir, const char *module, const char *source, F
         fputs("] */\n", out);
         fprintf(out, "#define %s_RANK %u\n#define %s_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
         for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "#define %s_DIM%u %" PRIu64 "ULL\n", u, a, b->dims[a]);
-        fprintf(out, "static inline float *%s_%s(%s_state *s) { return ((tsr_state *)s)->buffers[%u]; }\n", module,
-                e->c_name, module, e->buffer);
+        fprintf(out, "static inline float *%s_%s(%s_state *s) { return s ? ((tsr_state *)s)->buffers[%u] : NULL; }\n",
+                module, e->c_name, module, e->buffer);
     }
     fprintf(out, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
 }

@@ -345,8 +345,12 @@ void tsr_state_destroy(tsr_state *s) {
 
 /* ---- Index symbols ---------------------------------------------------------------------------- */
 
+/* Every entry point that takes a state refuses NULL with this error (docs/runtime.md §7). */
+static int null_state(void) { return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL"); }
+
 int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
-    if (!s || symbol >= s->model->symbol_count)
+    if (!s) return null_state();
+    if (symbol >= s->model->symbol_count)
         return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
     int64_t range = s->model->symbol_ranges[symbol];
     if (value < 0 || value >= range)
@@ -357,7 +361,7 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
 }
 
 int tsr_state_check_symbols(tsr_state *s) {
-    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "no model state (NULL)");
+    if (!s) return null_state();
     for (uint32_t i = 0; i < s->model->symbol_count; i++)
         if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
             return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
@@ -434,7 +438,8 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
 }
 
 int tsr_state_print(tsr_state *s, uint32_t print) {
-    if (!s || print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
+    if (!s) return null_state();
+    if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
     const Print *p = &s->model->prints[print];
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];
