@@ -7,7 +7,7 @@
  * checked against the shapes the compiler inferred.  Print statements of `main` are formatted
  * here, so compiled programs and the reference executor print identically.
  *
- * Requires an image from the same version of tsrc (checked: magic and version). */
+ * Requires an image from the same version of tsrc (checked: magic, version and checksum). */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -151,6 +151,11 @@ static tsr_model *model_read(const unsigned char *image, size_t size) {
     if (version != TSR_IMAGE_VERSION) {
         tsr_error(TSR_ERR_IMAGE, "the model image has version %u; this runtime reads version %u "
                                  "(rebuild the object with the tsrc that matches libtsr)", version, TSR_IMAGE_VERSION);
+        return NULL;
+    }
+    uint64_t sum = u64(&r);
+    if (r.bad || sum != tsr_image_checksum(r.p, (size_t)(r.end - r.p))) {
+        tsr_error(TSR_ERR_IMAGE, "the model image is damaged (its checksum does not match; rebuild the object)");
         return NULL;
     }
     tsr_model *m = calloc(1, sizeof *m);
