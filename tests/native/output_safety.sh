@@ -3,7 +3,9 @@
 # (run by tests/run.sh; docs/cli.md "Output files"):
 #   - odd file names (a path with a star-slash, a newline, quotes, a bidirectional override,
 #     invalid UTF-8) reach the generated header only as escaped comment text: the header still
-#     compiles as C and C++, and the manifest is valid JSON.
+#     compiles as C and C++, and the manifest is valid JSON;
+#   - links and files planted at the temporary names of earlier versions (FILE.tmpPID) are
+#     neither followed nor overwritten; outputs get mode 0666 less the umask.
 # Usage: output_safety.sh TSRC.  One PASS/FAIL line per check (SKIP lines are not counted);
 # the last line is "N passed, N failed".
 set -u
@@ -50,6 +52,84 @@ if "$TSRC" -c "$odd/m.tsr" -o "$T/m.o" >"$T/log" 2>&1 && [ -f "$T/m.h" ]; then
 else
     fail "-c compiles a program whose path holds a star-slash, a newline and quotes"
 fi
+
+# ---- Planted links and pre-existing temporaries -------------------------------------------
+#
+# tsrc once wrote FILE.tmpPID and FILE.o.tmpPID without O_EXCL, following a link planted
+# there.  Each run below plants, under those names for its own PID (`exec` keeps the PID of
+# the shell), a link to a victim file and a regular file: both must be left as they were, and
+# the output must be complete.
+
+# planted NAME MODE-ARGS... -- OUTPUTS...: run `tsrc MODE-ARGS` in a fresh directory $T/NAME,
+# from a shell that first makes, for its own PID, links OUTPUT.tmpPID and OUTPUT.o.tmpPID to
+# $T/NAME/victim and a regular file OUTPUT.json.tmpPID, then becomes tsrc.
+planted() {
+    name=$1
+    shift
+    d=$T/$name
+    mkdir -p "$d"
+    printf 'precious\n' >"$d/victim"
+    args=
+    while [ "$1" != -- ]; do args="$args $1"; shift; done
+    shift
+    outs=$*
+    # The shell plants, for its own PID, then becomes tsrc.
+    (cd "$d" && sh -c '
+        for o in '"$outs"'; do
+            ln -s victim "$o.tmp$$"
+            ln -s victim "$o.o.tmp$$"
+            printf "mine\n" >"$o.json.tmp$$" 2>/dev/null
+        done
+        exec "$0" "$@"' "$TSRC_ABS" $args) >"$T/log" 2>&1
+    st=$?
+    ok=1
+    [ "$(cat "$d/victim")" = precious ] || ok=0
+    for o in $outs; do
+        [ -s "$d/$o" ] || ok=0
+    done
+    links=$(find "$d" -type l | wc -l)
+    set -- $outs
+    if [ $st = 0 ] && [ $ok = 1 ] && [ "$links" = $(($# * 2)) ]; then
+        pass "$name: links planted at the old temporary names are not followed; the output is written"
+    else
+        fail "$name: links planted at the old temporary names are not followed (status $st, victim intact: $ok)"
+    fi
+    # Nothing of tsrc's own is left behind: only the planted names hold "tmp".
+    left=$(ls -A "$d" | grep tmp | grep -v "\.tmp[0-9]*$")
+    if [ -z "$left" ]; then pass "$name: no temporary left behind"
+    else echo "$left" >"$T/log"; fail "$name: no temporary left behind"; fi
+}
+
+case $TSRC in /*) TSRC_ABS=$TSRC ;; *) TSRC_ABS=$PWD/$TSRC ;; esac
+SRC=$PWD
+planted exe "$SRC/$PROG" -o prog -- prog
+planted object -c "$SRC/$PROG" -o m.o -- m.o m.h m.json
+planted emit-obj --emit=obj "$SRC/$PROG" -o e.o -- e.o
+planted emit-asm --emit=asm "$SRC/$PROG" -o e.s -- e.s
+planted dump-ast --dump-ast "$SRC/$PROG" -o a.ast -- a.ast
+planted emit-ir --emit=ir "$SRC/$PROG" -o a.ir -- a.ir
+planted print-shapes --print-shapes "$SRC/$PROG" -o a.shapes -- a.shapes
+if [ -x "$T/exe/prog" ] && "$T/exe/prog" >/dev/null 2>"$T/log"; then pass "exe: the executable written beside planted links runs"
+else fail "exe: the executable written beside planted links runs"; fi
+
+# Pre-existing regular files at the old temporary names are neither used nor removed.
+d=$T/preexisting
+mkdir -p "$d"
+(cd "$d" && sh -c 'printf "mine\n" >"m.o.tmp$$"; printf "mine\n" >"m.h.tmp$$"; printf "mine\n" >"prog.tmp$$";
+    printf "mine\n" >"prog.o.tmp$$"; exec "$0" -c "$1" -o m.o' "$TSRC_ABS" "$SRC/$PROG") >"$T/log" 2>&1
+st=$?
+kept=$(cat "$d"/*.tmp* | grep -c mine)
+if [ $st = 0 ] && [ "$kept" = 4 ] && [ -s "$d/m.o" ] && [ -s "$d/m.h" ]; then
+    pass "pre-existing files at the old temporary names are left as they were"
+else fail "pre-existing files at the old temporary names are left as they were (status $st, kept $kept)"; fi
+
+# The files tsrc writes get the usual mode, 0666 (0777 for executables) less the umask.
+d=$T/modes
+mkdir -p "$d"
+if (umask 027 && "$TSRC" -c "$PROG" -o "$d/m.o" && "$TSRC" "$PROG" -o "$d/prog") >"$T/log" 2>&1 &&
+   [ "$(stat -c %a "$d/m.o" "$d/m.h" "$d/m.json" "$d/prog" | tr '\n' ' ')" = "640 640 640 750 " ]
+then pass "outputs have mode 0666/0777 less the umask"
+else stat -c '%a %n' "$d"/* >>"$T/log" 2>&1; fail "outputs have mode 0666/0777 less the umask"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
