@@ -697,6 +697,24 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
     return 1;
 }
 
+/* No output of the mode may be the input file (the same device and inode, so also through a
+ * link): refused before anything is compiled or written. */
+static bool outputs_allowed(Arena *arena, const Options *opt) {
+    static const char *object_files[3] = {"object", "header", "manifest"};
+    const char *paths[3];
+    int n = mode_outputs(arena, opt, paths);
+    struct stat in, st;
+    if (stat(opt->input, &in) != 0) return true; /* source_load read it: it exists */
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        if (stat(paths[i], &st) != 0 || st.st_dev != in.st_dev || st.st_ino != in.st_ino) continue;
+        diag_error_noloc("the %s '%s' is the input file '%s': tsrc does not overwrite its input (choose another "
+                         "name with -o)", opt->mode == MODE_OBJECT ? object_files[i] : "output", paths[i], opt->input);
+        ok = false;
+    }
+    return ok;
+}
+
 static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     Arena *arena = ir->arena;
     const char *paths[3] = {NULL, NULL, NULL};
@@ -724,6 +742,10 @@ static int compile(Options opt) {
     if (!file) return 1;
 
     Arena *arena = arena_new();
+    if (!outputs_allowed(arena, &opt)) {
+        arena_free(arena);
+        return 1;
+    }
     Module *module = parse_module(file, arena);
     int status = diag_error_count() ? 1 : 0;
     if (status == 0 && module->items.count == 0)

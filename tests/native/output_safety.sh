@@ -5,7 +5,9 @@
 #     invalid UTF-8) reach the generated header only as escaped comment text: the header still
 #     compiles as C and C++, and the manifest is valid JSON;
 #   - links and files planted at the temporary names of earlier versions (FILE.tmpPID) are
-#     neither followed nor overwritten; outputs get mode 0666 less the umask.
+#     neither followed nor overwritten; outputs get mode 0666 less the umask;
+#   - -o naming the input (in every mode, through links, or -c's header or manifest) is
+#     refused with status 1 and nothing written.
 # Usage: output_safety.sh TSRC.  One PASS/FAIL line per check (SKIP lines are not counted);
 # the last line is "N passed, N failed".
 set -u
@@ -130,6 +132,51 @@ if (umask 027 && "$TSRC" -c "$PROG" -o "$d/m.o" && "$TSRC" "$PROG" -o "$d/prog")
    [ "$(stat -c %a "$d/m.o" "$d/m.h" "$d/m.json" "$d/prog" | tr '\n' ' ')" = "640 640 640 750 " ]
 then pass "outputs have mode 0666/0777 less the umask"
 else stat -c '%a %n' "$d"/* >>"$T/log" 2>&1; fail "outputs have mode 0666/0777 less the umask"; fi
+
+# ---- -o naming the input ------------------------------------------------------------------
+#
+# The input is never overwritten: exit status 1, a message that says so, nothing written.
+# same_as_input NAME INPUT ARGS...: run tsrc ARGS in $T/in-NAME (INPUT is a copy of $PROG
+# there, under that name).
+same_as_input() {
+    name=$1 input=$2
+    shift 2
+    d=$T/in-$name
+    mkdir -p "$d"
+    cp "$PROG" "$d/$input"
+    cp "$PROG" "$d/original"
+    (cd "$d" && exec "$TSRC_ABS" "$@") >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "is the input file '.*': tsrc does not overwrite its input" "$T/log" &&
+       cmp -s "$d/$input" "$d/original" && [ "$(ls -A "$d" | wc -l)" = 2 ]; then
+        pass "$name: refused, the input intact, nothing written"
+    else
+        ls -A "$d" >>"$T/log"
+        fail "$name: refused, the input intact, nothing written (status $st)"
+    fi
+}
+same_as_input exe prog.tsr prog.tsr -o prog.tsr
+same_as_input "exe, default output" prog prog
+same_as_input "-c -o x.tsr" x.tsr -c x.tsr -o x.tsr
+same_as_input "-c -o x.o with x.h the input" x.h -c x.h -o x.o
+same_as_input "-c -o x.o with x.json the input" x.json -c x.json -o x.o
+same_as_input "-c -o x with x.json the input" x.json -c x.json -o x
+same_as_input "--emit=obj" p.tsr --emit=obj p.tsr -o p.tsr
+same_as_input "--emit=llvm -o ./INPUT" p.tsr --emit=llvm p.tsr -o ./p.tsr
+same_as_input "--emit=asm" p.tsr --emit=asm p.tsr -o p.tsr
+same_as_input "--emit=ir" p.tsr --emit=ir p.tsr -o p.tsr
+same_as_input "--dump-ast" p.tsr --dump-ast p.tsr -o p.tsr
+same_as_input "--print-shapes" p.tsr --print-shapes p.tsr -o p.tsr
+d=$T/in-link
+mkdir -p "$d"
+cp "$PROG" "$d/p.tsr" && cp "$PROG" "$d/original" && ln -s p.tsr "$d/sym" && ln "$d/p.tsr" "$d/hard"
+for out in sym hard; do
+    (cd "$d" && exec "$TSRC_ABS" -c p.tsr -o "$out") >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "the object '$out' is the input file 'p.tsr'" "$T/log" && cmp -s "$d/p.tsr" "$d/original" &&
+       [ "$(ls -A "$d" | wc -l)" = 4 ]; then pass "-o through a $out link to the input: refused"
+    else fail "-o through a $out link to the input: refused (status $st)"; fi
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
