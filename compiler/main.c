@@ -357,13 +357,81 @@ static bool write_all(int fd, const void *data, size_t size, const char *shown) 
     return true;
 }
 
-/* An output being written: FILE's temporary (slot ≥ 0), or the standard output (fd 1). */
+/* Where --run and links for device outputs make their private directories: $TMPDIR, or /tmp. */
+static const char *temp_directory(void) {
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* The descriptor that `path` names when it is one of /dev/stdout, /dev/stderr, /dev/fd/N or
+ * /proc/self/fd/N (written as it is, at its offset: it may be a regular file the shell opened),
+ * or -1. */
+static int named_descriptor(const char *path) {
+    if (strcmp(path, "/dev/stdout") == 0) return 1;
+    if (strcmp(path, "/dev/stderr") == 0) return 2;
+    const char *n = strncmp(path, "/dev/fd/", 8) == 0 ? path + 8 : strncmp(path, "/proc/self/fd/", 14) == 0 ? path + 14 : NULL;
+    if (!n || !isdigit((unsigned char)*n)) return -1;
+    long fd = 0;
+    for (; isdigit((unsigned char)*n) && fd < INT_MAX / 10; n++) fd = fd * 10 + (*n - '0');
+    return *n ? -1 : (int)fd;
+}
+
+/* Why an existing file of mode `m` cannot be an output, or NULL: it can (a regular file,
+ * replaced; a character device or FIFO, written as it is). */
+static const char *unwritable_kind(mode_t m) {
+    if (S_ISREG(m) || S_ISCHR(m) || S_ISFIFO(m)) return NULL;
+    if (S_ISDIR(m)) return "it is a directory";
+    if (S_ISBLK(m)) return "it is a block device (tsrc writes regular files, and character devices and pipes as they are)";
+    if (S_ISSOCK(m)) return "it is a socket";
+    return "it is not a regular file";
+}
+
+/* How an output is written: to the standard output (-o -); through a temporary renamed onto
+ * the output; or directly, without replacing it, to an existing output that is not a regular
+ * file (a character device such as /dev/null, a FIFO, a descriptor named by /dev/stdout). */
+typedef enum { OUT_STDOUT, OUT_TEMP, OUT_DIRECT } OutputKind;
+
 typedef struct Output {
     const char *path; /* the output as named */
+    OutputKind kind;
     int fd;
-    int slot;         /* the temporary's registration, or -1 */
+    int slot;         /* OUT_TEMP: the temporary's registration */
     FILE *file;       /* with `stream`: a stream on fd */
 } Output;
+
+/* An existing `path` that is not a regular file is not replaced: a descriptor named by
+ * /dev/stdout & co., a character device or a FIFO is opened for writing as it is (1, out->fd
+ * set); a directory, block device or socket is an error (-1).  0: `path` is a regular file, or
+ * does not exist. */
+static int open_direct(Output *out, const char *path) {
+    struct stat st;
+    int fd = named_descriptor(path);
+    if (fd >= 0) {
+        if (fstat(fd, &st) != 0 || (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+            diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+            return -1;
+        }
+    } else {
+        if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
+        const char *why = unwritable_kind(st.st_mode);
+        if (why) {
+            diag_error_noloc("cannot write '%s': %s", path, why);
+            return -1;
+        }
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC); /* never O_CREAT or O_TRUNC */
+        if (fd < 0) {
+            diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+            return -1;
+        }
+        if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) { /* replaced by a file meanwhile */
+            close(fd);
+            return 0;
+        }
+    }
+    out->kind = OUT_DIRECT;
+    out->fd = fd;
+    return 1;
+}
 
 /* Open the output `path` (NULL or "-": the standard output) for writing, as a stream on
  * out->file if `stream`.  False after an error. */
@@ -372,23 +440,30 @@ static bool output_open(Output *out, const char *path, bool stream) {
     out->path = path;
     out->slot = -1;
     if (!path || strcmp(path, "-") == 0) {
+        out->kind = OUT_STDOUT;
         out->fd = 1;
         out->file = stdout;
         return true;
     }
-    out->fd = temp_create(path, false, &out->slot);
-    if (out->fd < 0) return false;
+    int direct = open_direct(out, path);
+    if (direct < 0) return false;
+    if (direct == 0) {
+        out->kind = OUT_TEMP;
+        out->fd = temp_create(path, false, &out->slot);
+        if (out->fd < 0) return false;
+    }
     if (stream && !(out->file = fdopen(out->fd, "w"))) diag_fatal_oom();
     return true;
 }
 
 /* Finish the output: flush and close; with `keep` and no error, rename the temporary onto the
- * output, else remove it.  True when the output was written. */
+ * output, else remove it (what was written directly stays written).  True when the output was
+ * written. */
 static bool output_commit(Output *out, bool keep) {
-    if (out->fd == 1) return keep && fflush(stdout) == 0;
+    if (out->kind == OUT_STDOUT) return keep && fflush(stdout) == 0;
     bool ok = true;
     int err = 0;
-    if (keep && fchmod(out->fd, file_mode) != 0) ok = false, err = errno;
+    if (keep && out->kind == OUT_TEMP && fchmod(out->fd, file_mode) != 0) ok = false, err = errno;
     if (out->file) {
         if ((fflush(out->file) != 0 || ferror(out->file)) && ok) ok = false, err = errno;
         if (fclose(out->file) != 0 && ok) ok = false, err = errno;
@@ -397,6 +472,7 @@ static bool output_commit(Output *out, bool keep) {
     }
     if (keep && !ok) diag_error_noloc("cannot write '%s': %s", out->path, strerror(err ? err : EIO));
     keep = keep && ok;
+    if (out->kind == OUT_DIRECT) return keep;
     sigset_t old;
     signals_block(&old);
     if (keep && rename(temp_path[out->slot], out->path) != 0) {
@@ -549,6 +625,41 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     return ok;
 }
 
+/* Put the linked program `linked` at `output`: renamed onto it, or, when `output` is a device,
+ * FIFO or descriptor that open_direct() writes as it is, copied into it. */
+static bool place_executable(const char *linked, const char *output) {
+    Output out = {.path = output, .slot = -1};
+    int direct = open_direct(&out, output);
+    if (direct == 0) {
+        if (rename(linked, output) == 0) return true;
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        return false;
+    }
+    if (direct < 0) return false;
+    bool ok = true;
+    int in = open(linked, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        diag_error_noloc("cannot read the linked program '%s': %s", linked, strerror(errno));
+        ok = false;
+    }
+    char buf[65536];
+    for (ssize_t n; ok && (n = read(in, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            diag_error_noloc("cannot read the linked program '%s': %s", linked, strerror(errno));
+            ok = false;
+        } else {
+            ok = write_all(out.fd, buf, (size_t)n, output);
+        }
+    }
+    if (in >= 0) close(in);
+    if (close(out.fd) != 0 && ok) {
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        ok = false;
+    }
+    return ok;
+}
+
 /* Compile to an executable at `output`: the object and the link's output are written in a
  * private directory, `workdir` (--run's) or one made beside `output`, and the linked program
  * is renamed onto `output`. */
@@ -559,7 +670,13 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     if (!lib) return false;
     int dir_slot = -1;
     if (!workdir) {
-        if (temp_create(output, true, &dir_slot) < 0) return false;
+        /* Beside the output, so that the rename is atomic; but for an output written as it is
+         * (a device, a FIFO, /dev/fd/N), in $TMPDIR: nothing is renamed onto it. */
+        struct stat st;
+        bool direct = named_descriptor(output) >= 0 ||
+                      (stat(output, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)));
+        const char *beside = direct ? arena_printf(arena, "%s/tsrc-link", temp_directory()) : output;
+        if (temp_create(beside, true, &dir_slot) < 0) return false;
         workdir = temp_path[dir_slot];
     }
     const char *object = arena_printf(arena, "%s/object.o", workdir);
@@ -583,10 +700,7 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
         }
     }
     unlink(object);
-    if (ok && rename(linked, output) != 0) {
-        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
-        ok = false;
-    }
+    if (ok) ok = place_executable(linked, output);
     if (dir_slot >= 0) temp_remove(dir_slot);
     else unlink(linked);
     return ok;
@@ -698,7 +812,8 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
 }
 
 /* No output of the mode may be the input file (the same device and inode, so also through a
- * link): refused before anything is compiled or written. */
+ * link), a directory, a block device or a socket, and -c's object must be a regular file (or
+ * none yet): refused before anything is compiled or written. */
 static bool outputs_allowed(Arena *arena, const Options *opt) {
     static const char *object_files[3] = {"object", "header", "manifest"};
     const char *paths[3];
@@ -707,9 +822,21 @@ static bool outputs_allowed(Arena *arena, const Options *opt) {
     if (stat(opt->input, &in) != 0) return true; /* source_load read it: it exists */
     bool ok = true;
     for (int i = 0; i < n; i++) {
-        if (stat(paths[i], &st) != 0 || st.st_dev != in.st_dev || st.st_ino != in.st_ino) continue;
-        diag_error_noloc("the %s '%s' is the input file '%s': tsrc does not overwrite its input (choose another "
-                         "name with -o)", opt->mode == MODE_OBJECT ? object_files[i] : "output", paths[i], opt->input);
+        int fd = named_descriptor(paths[i]);
+        if (fd >= 0 ? fstat(fd, &st) != 0 : stat(paths[i], &st) != 0) continue;
+        const char *why = unwritable_kind(st.st_mode);
+        if (st.st_dev == in.st_dev && st.st_ino == in.st_ino) {
+            diag_error_noloc("the %s '%s' is the input file '%s': tsrc does not overwrite its input (choose another "
+                             "name with -o)", opt->mode == MODE_OBJECT ? object_files[i] : "output", paths[i],
+                             opt->input);
+        } else if (why) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], why);
+        } else if (opt->mode == MODE_OBJECT && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) {
+            diag_error_noloc("cannot write '%s': -c writes an object with a header and a manifest named after it, "
+                             "and '%s' is not a regular file (--emit=obj writes the object alone)", paths[i], paths[i]);
+        } else {
+            continue;
+        }
         ok = false;
     }
     return ok;

@@ -7,7 +7,10 @@
 #   - links and files planted at the temporary names of earlier versions (FILE.tmpPID) are
 #     neither followed nor overwritten; outputs get mode 0666 less the umask;
 #   - -o naming the input (in every mode, through links, or -c's header or manifest) is
-#     refused with status 1 and nothing written.
+#     refused with status 1 and nothing written;
+#   - outputs that are not regular files: character devices (a private /dev/null made by
+#     mknod, as root; then /dev/null), FIFOs and /dev/fd/N are written as they are and stay;
+#     directories and block devices are refused, and so is -c -o /dev/null.
 # Usage: output_safety.sh TSRC.  One PASS/FAIL line per check (SKIP lines are not counted);
 # the last line is "N passed, N failed".
 set -u
@@ -177,6 +180,111 @@ for out in sym hard; do
        [ "$(ls -A "$d" | wc -l)" = 4 ]; then pass "-o through a $out link to the input: refused"
     else fail "-o through a $out link to the input: refused (status $st)"; fi
 done
+
+# ---- Outputs that are not regular files -------------------------------------------------
+#
+# A character device or a FIFO is written as it is, never replaced (as root, renaming a
+# temporary onto /dev/null would make it a regular file); /dev/stdout, /dev/fd/N and
+# /proc/self/fd/N name the descriptor; directories and block devices are refused; -c refuses
+# a device as its object.  Root-only checks use a private copy of /dev/null made by mknod, so
+# that a regression cannot damage the machine's own; /dev/null itself is used only after
+# those passed.
+
+is_char() { [ -c "$1" ] && [ ! -L "$1" ]; }
+modes_to() { # modes_to LABEL TARGET: every mode with -o TARGET exits 0 and TARGET stays a device
+    for m in "" --emit=obj --emit=asm --emit=llvm --emit=ir --dump-ast --print-shapes; do
+        timeout 60 "$TSRC" $m "$PROG" -o "$2" >"$T/log" 2>&1
+        st=$?
+        if [ $st = 0 ] && is_char "$2"; then pass "${m:-executable} -o $1: written, still a character device"
+        else fail "${m:-executable} -o $1: written, still a character device (status $st)"; fi
+    done
+}
+# try_dev_null: whether /dev/null itself may be written to: not as root unless the private
+# device node went through every mode unharmed (a regressed tsrc would replace /dev/null).
+try_dev_null=1
+if [ "$(id -u)" != 0 ]; then
+    skip "running as $(id -un), not root: the checks that a device node is not replaced by a regular file (mknod) are skipped"
+elif mknod "$T/dev-null" c 1 3 2>"$T/log"; then
+    chmod 666 "$T/dev-null"
+    before=$failed
+    modes_to "a private /dev/null (mknod c 1 3)" "$T/dev-null"
+    timeout 60 "$TSRC" -c "$PROG" -o "$T/dev-null" >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot write '$T/dev-null': -c writes an object with a header and a manifest" "$T/log" &&
+       is_char "$T/dev-null" && [ ! -e "$T/dev-null.h" ]; then pass "-c -o DEVICE is refused"
+    else fail "-c -o DEVICE is refused (status $st)"; fi
+    mknod "$T/blk" b 7 0 2>/dev/null
+    if [ -b "$T/blk" ]; then
+        timeout 60 "$TSRC" --emit=obj "$PROG" -o "$T/blk" >"$T/log" 2>&1
+        st=$?
+        if [ $st = 1 ] && grep -q "cannot write '$T/blk': it is a block device" "$T/log" && [ -b "$T/blk" ]
+        then pass "a block device as output is refused and left as it was"
+        else fail "a block device as output is refused and left as it was (status $st)"; fi
+    fi
+    [ $failed = $before ] || try_dev_null=0
+else
+    skip "root, but mknod failed: no private device node to try first, so /dev/null is not written to either"
+    try_dev_null=0
+fi
+if [ $try_dev_null = 1 ]; then
+    modes_to /dev/null /dev/null
+    timeout 60 "$TSRC" -c "$PROG" -o /dev/null >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot write '/dev/null': -c writes an object with a header and a manifest" "$T/log" &&
+       is_char /dev/null && [ ! -e /dev/null.h ]; then pass "-c -o /dev/null is refused"
+    else fail "-c -o /dev/null is refused (status $st)"; fi
+else
+    skip "-o /dev/null: not tried (see above)"
+fi
+
+# -c: a header that is a link to a device is written to it.
+d=$T/header-to-null
+mkdir -p "$d"
+ln -s /dev/null "$d/m.h"
+[ -c "$T/dev-null" ] && ln -sf "$T/dev-null" "$d/m.h"
+if timeout 60 "$TSRC" -c "$PROG" -o "$d/m.o" >"$T/log" 2>&1 && [ -L "$d/m.h" ] && [ -s "$d/m.o" ] && [ -s "$d/m.json" ] &&
+   is_char "$(readlink "$d/m.h")"; then pass "-c with the header a link to a null device: the link stays, the other files are written"
+else fail "-c with the header a link to a null device: the link stays, the other files are written"; fi
+
+# A FIFO: what tsrc writes comes out of the other end, and the FIFO stays.
+for m in --emit=asm executable; do
+    rm -f "$T/fifo" "$T/fifo.out"
+    mkfifo "$T/fifo"
+    timeout 60 cat "$T/fifo" >"$T/fifo.out" &
+    reader=$!
+    [ $m = executable ] && m=
+    timeout 60 "$TSRC" $m "$PROG" -o "$T/fifo" >"$T/log" 2>&1
+    st=$?
+    wait $reader
+    if [ $st = 0 ] && [ -p "$T/fifo" ] && [ -s "$T/fifo.out" ] &&
+       { [ -n "$m" ] || [ "$(head -c 4 "$T/fifo.out" | od -An -c | tr -d ' ')" = '177ELF' ]; }
+    then pass "${m:-executable} -o FIFO: the output comes out of the FIFO, which stays"
+    else fail "${m:-executable} -o FIFO: the output comes out of the FIFO, which stays (status $st)"; fi
+done
+
+# Descriptors by name: the output goes where the descriptor points (here a regular file the
+# shell opened), and nothing in /dev or /proc is replaced.
+for name in /dev/fd/1 /proc/self/fd/1 /dev/stdout; do
+    # A regressed tsrc would replace the link /dev/stdout (as root): tried only when all passed.
+    if [ $name = /dev/stdout ] && [ $failed != 0 ]; then skip "-o /dev/stdout: not tried after a failure"; continue; fi
+    timeout 60 "$TSRC" --emit=llvm "$PROG" -o $name >"$T/fd.ll" 2>"$T/log"
+    st=$?
+    if [ $st = 0 ] && grep -q "^define" "$T/fd.ll" && [ -L /dev/stdout ]; then pass "--emit=llvm -o $name writes to the descriptor"
+    else fail "--emit=llvm -o $name writes to the descriptor (status $st)"; fi
+done
+timeout 60 "$TSRC" "$PROG" -o /dev/fd/3 3>"$T/fd.exe" >"$T/log" 2>&1
+st=$?
+if [ $st = 0 ] && [ "$(head -c 4 "$T/fd.exe" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+    pass "an executable to -o /dev/fd/3 is copied into the descriptor"
+else fail "an executable to -o /dev/fd/3 is copied into the descriptor (status $st)"; fi
+
+# A directory is an error before anything is compiled.
+mkdir -p "$T/adir"
+timeout 60 "$TSRC" "$PROG" -o "$T/adir" >"$T/log" 2>&1
+st=$?
+if [ $st = 1 ] && grep -q "cannot write '$T/adir': it is a directory" "$T/log" && [ -z "$(ls -A "$T/adir")" ] &&
+   [ -z "$(ls -A "$T" | grep '^adir\.tmp')" ]; then pass "a directory as output is an error"
+else fail "a directory as output is an error (status $st)"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
