@@ -232,13 +232,22 @@ static Options parse_options(int argc, char **argv) {
  *
  * Every temporary file and directory is registered in fixed storage, so that LLVM's
  * fatal-error handler, exit() and the signal handler can remove them; registering and removing
- * happen with the caught signals blocked, so the handler never sees half a change. */
+ * happen with the caught signals blocked, so the handler never sees half a change.
+ *
+ * Signals (SIGINT, SIGTERM, SIGHUP, unless ignored when tsrc started): an async-signal-safe
+ * handler forwards the signal to the running child (the linker, or --run's program) and waits
+ * for it, removes the registered temporaries (--run's directory included), restores the
+ * default action and raises the signal again, so tsrc dies of it as if it had none.  Only the
+ * compiling thread takes these signals (main blocks them), so the handler never runs beside
+ * the code that registers temporaries. */
 
 enum { MAX_TEMPS = 8, TEMP_PATH_MAX = 4096 };
 enum { TEMP_FREE, TEMP_FILE, TEMP_DIR };
 static char temp_path[MAX_TEMPS][TEMP_PATH_MAX];
 static volatile sig_atomic_t temp_kind[MAX_TEMPS];
 static mode_t file_mode = 0644; /* of the files tsrc writes: 0666 & ~umask (main) */
+static volatile sig_atomic_t child_pid; /* the running child, not yet reaped, or 0 */
+static sigset_t startup_mask;            /* the signal mask tsrc started with: its children's */
 static const int caught_signals[] = {SIGINT, SIGTERM, SIGHUP};
 enum { CAUGHT_SIGNALS = sizeof caught_signals / sizeof caught_signals[0] };
 
@@ -282,6 +291,31 @@ static void remove_temps(void) {
         if (temp_kind[i] == TEMP_FILE) unlink(temp_path[i]);
     for (int i = 0; i < MAX_TEMPS; i++)
         if (temp_kind[i] == TEMP_DIR) remove_dir(temp_path[i]);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: stop the child, remove the temporaries, die of the signal. */
+static void on_signal(int sig) {
+    pid_t pid = (pid_t)child_pid;
+    if (pid > 0) { /* a second, different signal (nested) goes to the child too */
+        kill(pid, sig);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        child_pid = 0;
+    }
+    remove_temps();
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns, with the signal unblocked again */
+}
+
+static void install_signal_handlers(void) {
+    for (int i = 0; i < CAUGHT_SIGNALS; i++) {
+        struct sigaction old, sa;
+        if (sigaction(caught_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup &c. */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(caught_signals[i], &sa, NULL);
+    }
 }
 
 /* Register `path`; its slot, or -1 (a name too long, or no free slot).  Signals blocked. */
@@ -582,17 +616,39 @@ static int run_command(char *const argv[], const char *name) {
     for (; argv[n] && n < 63; n++) shown[n] = argv[n];
     shown[n] = NULL;
     if (name) shown[0] = (char *)name;
-    int err = posix_spawnp(&pid, argv[0], NULL, NULL, shown, environ);
+    /* The child starts with tsrc's own signal mask, and is known to the signal handler from
+     * the moment it exists until it is reaped. */
+    posix_spawnattr_t attr;
+    if (posix_spawnattr_init(&attr) != 0) diag_fatal_oom();
+    posix_spawnattr_setsigmask(&attr, &startup_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    sigset_t old;
+    signals_block(&old);
+    int err = posix_spawnp(&pid, argv[0], NULL, &attr, shown, environ);
+    if (!err) child_pid = pid;
+    signals_restore(&old);
+    posix_spawnattr_destroy(&attr);
     if (err) {
         diag_error_noloc("cannot run '%s': %s", argv[0], strerror(err));
         return -1;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            diag_error_noloc("cannot wait for '%s': %s", argv[0], strerror(errno));
-            return -1;
-        }
+    /* Wait for it to end without reaping it (so the handler can never signal a recycled pid),
+     * then forget it and reap it with the signals blocked. */
+    siginfo_t info;
+    int waited;
+    while ((waited = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT)) < 0 && errno == EINTR) {
+    }
+    int wait_err = errno;
+    signals_block(&old);
+    child_pid = 0;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    signals_restore(&old);
+    if (waited < 0) {
+        diag_error_noloc("cannot wait for '%s': %s", argv[0], strerror(wait_err));
+        return -1;
+    }
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
 }
@@ -763,7 +819,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const Target *target
 /* --run without --interp: build the executable in a private temporary directory, run it,
  * remove the directory. */
 static int run_native(IrProgram *ir, const Options *opt, const Target *target) {
-    char dir[] = "/tmp/tsrc-run.XXXXXX";
+    char *dir = arena_printf(ir->arena, "%s/tsrc-run.XXXXXX", temp_directory());
     sigset_t old;
     signals_block(&old);
     bool made = mkdtemp(dir) != NULL;
@@ -936,6 +992,7 @@ typedef struct CompileJob {
 
 static void *compile_thread(void *arg) {
     CompileJob *job = arg;
+    signals_restore(&startup_mask); /* this thread takes the signals (main blocked them) */
     job->status = compile(job->opt);
     return NULL;
 }
@@ -947,13 +1004,17 @@ int main(int argc, char **argv) {
     file_mode = 0666 & ~mask;
     LLVMInstallFatalErrorHandler(llvm_fatal);
     atexit(remove_temps); /* an exit on the way (out of memory) leaves no temporary behind */
+    install_signal_handlers();
+    signals_block(&startup_mask);
     pthread_attr_t attr;
     pthread_t thread;
     if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, COMPILER_STACK) != 0 ||
         pthread_create(&thread, &attr, compile_thread, &job) != 0) {
+        signals_restore(&startup_mask);
         job.status = compile(job.opt); /* no thread: run on the main stack */
     } else {
         pthread_join(thread, NULL);
+        signals_restore(&startup_mask); /* a signal that came too late for the thread: taken now */
     }
     return job.status;
 }

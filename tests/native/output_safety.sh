@@ -10,7 +10,10 @@
 #     refused with status 1 and nothing written;
 #   - outputs that are not regular files: character devices (a private /dev/null made by
 #     mknod, as root; then /dev/null), FIFOs and /dev/fd/N are written as they are and stay;
-#     directories and block devices are refused, and so is -c -o /dev/null.
+#     directories and block devices are refused, and so is -c -o /dev/null;
+#   - SIGINT, SIGTERM and SIGHUP during code generation, linking (a $CC that sleeps) and
+#     --run (a program that computes for minutes) leave no temporary and no child behind,
+#     and tsrc dies of the signal; a signal ignored by nohup stays ignored.
 # Usage: output_safety.sh TSRC.  One PASS/FAIL line per check (SKIP lines are not counted);
 # the last line is "N passed, N failed".
 set -u
@@ -285,6 +288,138 @@ st=$?
 if [ $st = 1 ] && grep -q "cannot write '$T/adir': it is a directory" "$T/log" && [ -z "$(ls -A "$T/adir")" ] &&
    [ -z "$(ls -A "$T" | grep '^adir\.tmp')" ]; then pass "a directory as output is an error"
 else fail "a directory as output is an error (status $st)"; fi
+
+# ---- Signals -----------------------------------------------------------------------------
+#
+# tsrc killed by SIGINT, SIGTERM or SIGHUP while it generates code, while the linker runs and
+# while --run's program runs leaves no temporary behind, no child running, and dies of the
+# signal (status 128+N).  Each run starts in the background with the signals at their default
+# action (a non-interactive shell starts background jobs with SIGINT ignored, and tsrc keeps
+# an ignored signal ignored), and is signalled once the phase has been reached.
+
+# with_default_signals CMD...: run CMD with SIGINT, SIGTERM and SIGHUP at their default action.
+with_default_signals() {
+    if env --default-signal=INT true 2>/dev/null; then exec env --default-signal=INT,TERM,HUP "$@"; fi
+    exec /usr/bin/python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+# wait_for TEST-EXPRESSION: poll (20 s at most) until the shell expression holds.
+wait_for() {
+    i=0
+    while ! eval "$1"; do
+        i=$((i + 1))
+        [ $i -gt 400 ] && return 1
+        sleep 0.05
+    done
+}
+# signal_number NAME
+signal_number() { case $1 in INT) echo 2 ;; TERM) echo 15 ;; HUP) echo 1 ;; esac; }
+
+# A program whose code generation takes seconds (hundreds of kernels).
+awk 'BEGIN { print "let%op x0 = { x0; o = [64] }"; for (i = 1; i < 500; i++) printf "let%%op x%d = relu (x%d *. 1.0001 + %d.)\n", i, i - 1, i % 7 }' \
+    >"$T/big.tsr"
+
+# codegen LABEL SIGNAL ARGS...: tsrc ARGS (writing into $T/cg-LABEL) gets SIGNAL once a
+# temporary exists there, which it makes just before generating code.
+codegen() {
+    label=$1 sig=$2
+    shift 2
+    d=$T/cg-$label
+    mkdir -p "$d"
+    (cd "$d" && with_default_signals "$TSRC_ABS" "$@") >"$T/log" 2>&1 &
+    pid=$!
+    if wait_for '[ -n "$(ls -A "$d" | grep tmp)" ] || ! kill -0 $pid 2>/dev/null'; then sleep 0.3; fi
+    during=no
+    [ -n "$(ls -A "$d" | grep tmp)" ] && during=yes
+    kill -s "$sig" $pid 2>/dev/null
+    { wait $pid; } 2>/dev/null # (no 'Terminated' from the shell)
+    st=$?
+    left=$(ls -A "$d")
+    if [ $during = yes ] && [ $st = $((128 + $(signal_number "$sig"))) ] && [ -z "$left" ]; then
+        pass "SIG$sig during code generation ($label): tsrc dies of it and leaves nothing behind"
+    else
+        echo "signalled during code generation: $during; left: $left" >>"$T/log"
+        fail "SIG$sig during code generation ($label): tsrc dies of it and leaves nothing behind (status $st)"
+    fi
+}
+codegen c INT -c "$T/big.tsr" -o big.o
+codegen emit TERM --emit=obj "$T/big.tsr" -o big.o
+codegen exe HUP "$T/big.tsr" -o big
+
+# A linker that only waits: it writes its pid, then sleeps (the pid stays: exec).
+cat >"$T/slow-cc" <<'CC'
+#!/bin/sh
+echo $$ >"$SLOW_CC_PID"
+exec sleep 60
+CC
+chmod +x "$T/slow-cc"
+for sig in INT TERM; do
+    d=$T/link-$sig
+    mkdir -p "$d"
+    rm -f "$T/cc.pid"
+    (cd "$d" && CC="$T/slow-cc" SLOW_CC_PID="$T/cc.pid" with_default_signals "$TSRC_ABS" "$SRC/$PROG" -o prog) \
+        >"$T/log" 2>&1 &
+    pid=$!
+    wait_for '[ -s "$T/cc.pid" ] || ! kill -0 $pid 2>/dev/null'
+    ccpid=$(cat "$T/cc.pid" 2>/dev/null)
+    kill -s $sig $pid 2>/dev/null
+    { wait $pid; } 2>/dev/null # (no 'Terminated' from the shell)
+    st=$?
+    cc_alive=no
+    if [ -n "$ccpid" ] && kill -0 "$ccpid" 2>/dev/null; then cc_alive=yes; kill "$ccpid"; fi
+    left=$(ls -A "$d")
+    if [ -n "$ccpid" ] && [ $st = $((128 + $(signal_number $sig))) ] && [ -z "$left" ] && [ $cc_alive = no ]; then
+        pass "SIG$sig while linking: the linker is stopped, tsrc dies of the signal, nothing is left"
+    else
+        echo "linker pid: ${ccpid:-none}, still running: $cc_alive; left: $left" >>"$T/log"
+        fail "SIG$sig while linking: the linker is stopped, tsrc dies of the signal, nothing is left (status $st)"
+    fi
+done
+
+# --run: a program that computes for minutes; its temporary directory is in $TMPDIR.
+name=spin_$$
+cat >"$T/$name.tsr" <<'TSR'
+let%op a = { a; i = [128]; o = [128] }
+let%op b = { b; i = [128]; o = [128] }
+let%op c = a * b
+routine r = c.forward
+main =
+  for s = 0 to 100000000 do run r done
+TSR
+for sig in INT TERM; do
+    mkdir -p "$T/tmp-$sig"
+    (TMPDIR="$T/tmp-$sig" with_default_signals "$TSRC_ABS" --run "$T/$name.tsr") >"$T/log" 2>&1 &
+    pid=$!
+    # Running: the executable is in place and the object is gone.
+    wait_for '[ -n "$(ls "$T/tmp-$sig"/*/"$name" 2>/dev/null)" ] && [ -z "$(ls "$T/tmp-$sig"/*/object.o 2>/dev/null)" ] || ! kill -0 $pid 2>/dev/null'
+    sleep 0.5
+    running=$(ps -eo pid=,args= | awk -v n="$name" '$2 == n { print $1 }')
+    kill -s $sig $pid 2>/dev/null
+    { wait $pid; } 2>/dev/null # (no 'Terminated' from the shell)
+    st=$?
+    orphans=$(ps -eo pid=,args= | awk -v n="$name" '$2 == n { print $1 }')
+    [ -n "$orphans" ] && kill $orphans
+    left=$(ls -A "$T/tmp-$sig")
+    if [ -n "$running" ] && [ -z "$orphans" ] && [ -z "$left" ] && [ $st = $((128 + $(signal_number $sig))) ]; then
+        pass "SIG$sig during --run: the program is stopped, its directory removed, tsrc dies of the signal"
+    else
+        echo "program before: ${running:-not running}; after: ${orphans:-none}; left: $left" >>"$T/log"
+        fail "SIG$sig during --run: the program is stopped, its directory removed, tsrc dies of the signal (status $st)"
+    fi
+done
+
+# An ignored signal stays ignored (nohup): the compile finishes.
+d=$T/nohup
+mkdir -p "$d"
+(cd "$d" && exec nohup "$TSRC_ABS" --emit=obj "$SRC/$PROG" -o p.o) >"$T/log" 2>&1 &
+pid=$!
+sleep 0.2
+kill -s HUP $pid 2>/dev/null
+{ wait $pid; } 2>/dev/null
+st=$?
+if [ $st = 0 ] && [ -s "$d/p.o" ]; then pass "SIGHUP ignored by nohup stays ignored"
+else fail "SIGHUP ignored by nohup stays ignored (status $st)"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
