@@ -53,6 +53,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
     Bytes b = {.arena = ir->arena};
     put(&b, TSR_IMAGE_MAGIC, 4);
     u32(&b, TSR_IMAGE_VERSION);
+    u64(&b, 0); /* the checksum, filled in at the end */
     str(&b, module);
     u32(&b, ir->symbol_count);
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
@@ -106,6 +107,8 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
             u32(&b, x->ref);
         }
     }
+    uint64_t sum = tsr_image_checksum(b.data + TSR_IMAGE_HEADER, b.size - TSR_IMAGE_HEADER);
+    memcpy(b.data + TSR_IMAGE_HEADER - 8, &sum, 8);
     *size = b.size;
     return b.data;
 }

@@ -9,7 +9,11 @@
  * shapes (elab.c + shape.c) → assignments and projections (assign.c + proj.c) → loop IR
  * (lower.c, opt.c, verified by ir.c) → the reference executor (interp.c) [→ codegen: later]. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -215,43 +219,305 @@ static Options parse_options(int argc, char **argv) {
     return opt;
 }
 
-/* Write through a temporary file renamed into place on success. */
-typedef struct Output {
-    FILE *file;
-    char *temp_path;
-    const char *final_path;
-} Output;
+/* ---- Output files ------------------------------------------------------------------------------
+ *
+ * docs/cli.md "Output files".  An output FILE is written under a temporary name in FILE's own
+ * directory and renamed onto FILE only when everything succeeded, so a failed run leaves no
+ * partial file.  The temporary is made by mkostemp: O_CREAT|O_EXCL, mode 0600 and a random
+ * suffix, so nothing planted in the directory (a link, a file, a FIFO under a guessed name) is
+ * opened, followed or overwritten; it gets mode 0666 & ~umask before the rename.  An
+ * executable is linked inside a private directory that mkdtemp makes beside FILE (mode 0700):
+ * the linker writes its output itself, and in a directory no one else can write to, it cannot
+ * be led elsewhere.
+ *
+ * Every temporary file and directory is registered in fixed storage, so that LLVM's
+ * fatal-error handler, exit() and the signal handler can remove them; registering and removing
+ * happen with the caught signals blocked, so the handler never sees half a change.
+ *
+ * Signals (SIGINT, SIGTERM, SIGHUP, unless ignored when tsrc started): an async-signal-safe
+ * handler forwards the signal to the running child (the linker, or --run's program) and waits
+ * for it, removes the registered temporaries (--run's directory included), restores the
+ * default action and raises the signal again, so tsrc dies of it as if it had none.  Only the
+ * compiling thread takes these signals (main blocks them), so the handler never runs beside
+ * the code that registers temporaries. */
 
-static bool output_open(Output *out, const char *path) {
-    memset(out, 0, sizeof *out);
-    if (!path || strcmp(path, "-") == 0) {
-        out->file = stdout;
-        return true;
+enum { MAX_TEMPS = 8, TEMP_PATH_MAX = 4096 };
+enum { TEMP_FREE, TEMP_FILE, TEMP_DIR };
+static char temp_path[MAX_TEMPS][TEMP_PATH_MAX];
+static volatile sig_atomic_t temp_kind[MAX_TEMPS];
+static mode_t file_mode = 0644; /* of the files tsrc writes: 0666 & ~umask (main) */
+static volatile sig_atomic_t child_pid; /* the running child, not yet reaped, or 0 */
+static sigset_t startup_mask;            /* the signal mask tsrc started with: its children's */
+static const int caught_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { CAUGHT_SIGNALS = sizeof caught_signals / sizeof caught_signals[0] };
+
+/* Block the caught signals in this thread (the old mask in *old), and restore it. */
+static void signals_block(sigset_t *old) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < CAUGHT_SIGNALS; i++) sigaddset(&set, caught_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+static void signals_restore(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
+/* Remove the entries of directory `path` (one level: what tsrc and the linker put there) and
+ * the directory.  Async-signal-safe: open, getdents64, unlinkat, no allocation. */
+static void remove_dir(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        _Alignas(8) char buf[4096];
+        for (int pass = 0; pass < 4; pass++) {
+            bool removed = false;
+            ssize_t n;
+            lseek(fd, 0, SEEK_SET);
+            while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+                for (ssize_t off = 0; off < n;) {
+                    const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
+                    off += d->d_reclen;
+                    const char *name = d->d_name;
+                    if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+                    if (unlinkat(fd, name, 0) == 0 || unlinkat(fd, name, AT_REMOVEDIR) == 0) removed = true;
+                }
+            if (!removed) break;
+        }
+        close(fd);
     }
+    rmdir(path);
+}
+
+/* Remove every registered temporary.  Async-signal-safe. */
+static void remove_temps(void) {
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_kind[i] == TEMP_FILE) unlink(temp_path[i]);
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_kind[i] == TEMP_DIR) remove_dir(temp_path[i]);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: stop the child, remove the temporaries, die of the signal. */
+static void on_signal(int sig) {
+    pid_t pid = (pid_t)child_pid;
+    if (pid > 0) { /* a second, different signal (nested) goes to the child too */
+        kill(pid, sig);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        child_pid = 0;
+    }
+    remove_temps();
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns, with the signal unblocked again */
+}
+
+static void install_signal_handlers(void) {
+    for (int i = 0; i < CAUGHT_SIGNALS; i++) {
+        struct sigaction old, sa;
+        if (sigaction(caught_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue; /* nohup &c. */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(caught_signals[i], &sa, NULL);
+    }
+}
+
+/* Register `path`; its slot, or -1 (a name too long, or no free slot).  Signals blocked. */
+static int temp_add(const char *path, int kind) {
+    if (strlen(path) >= TEMP_PATH_MAX) return -1;
+    for (int i = 0; i < MAX_TEMPS; i++)
+        if (temp_kind[i] == TEMP_FREE) {
+            strcpy(temp_path[i], path);
+            temp_kind[i] = kind;
+            return i;
+        }
+    return -1;
+}
+
+/* Remove temporary `slot` (a file, or a directory with its files) and forget it. */
+static void temp_remove(int slot) {
+    sigset_t old;
+    signals_block(&old);
+    if (temp_kind[slot] == TEMP_DIR) remove_dir(temp_path[slot]);
+    else unlink(temp_path[slot]);
+    temp_kind[slot] = TEMP_FREE;
+    signals_restore(&old);
+}
+
+/* The template of a temporary beside `path`: "DIR/BASE.tmpXXXXXX", or "DIR/.tsrc.tmpXXXXXX"
+ * when BASE is too long to take the suffix (malloc'd). */
+static char *temp_template(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0, base = strlen(path) - dir;
     size_t n = strlen(path) + 32;
-    out->temp_path = malloc(n);
-    if (!out->temp_path) diag_fatal_oom();
-    snprintf(out->temp_path, n, "%s.tmp%ld", path, (long)getpid());
-    out->final_path = path;
-    out->file = fopen(out->temp_path, "w");
-    if (!out->file) {
-        diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
-        free(out->temp_path);
-        return false;
+    char *t = malloc(n);
+    if (!t) diag_fatal_oom();
+    if (base == 0 || base + 10 > NAME_MAX) snprintf(t, n, "%.*s.tsrc.tmpXXXXXX", (int)dir, path);
+    else snprintf(t, n, "%s.tmpXXXXXX", path);
+    return t;
+}
+
+/* Make a new temporary beside `path`, registered: a file (its descriptor; the slot in *slot)
+ * or, `dir` set, a private directory (0 and the slot; its path is temp_path[*slot]).  -1
+ * after an error that names `path`. */
+static int temp_create(const char *path, bool dir, int *slot) {
+    char *t = temp_template(path);
+    sigset_t old;
+    signals_block(&old);
+    int fd = dir ? (mkdtemp(t) ? 0 : -1) : mkostemp(t, O_CLOEXEC);
+    int err = errno;
+    *slot = fd >= 0 ? temp_add(t, dir ? TEMP_DIR : TEMP_FILE) : -1;
+    if (fd >= 0 && *slot < 0) {
+        if (dir) rmdir(t);
+        else close(fd), unlink(t);
+        fd = -1;
+        err = ENAMETOOLONG;
+    }
+    signals_restore(&old);
+    free(t);
+    if (fd < 0) diag_error_noloc("cannot write '%s': %s", path, strerror(err));
+    return fd;
+}
+
+/* Write all of `data` to `fd`; errors name `shown`. */
+static bool write_all(int fd, const void *data, size_t size, const char *shown) {
+    const unsigned char *p = data;
+    while (size > 0) {
+        ssize_t n = write(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            diag_error_noloc("cannot write '%s': %s", shown, n < 0 ? strerror(errno) : "nothing written");
+            return false;
+        }
+        p += n;
+        size -= (size_t)n;
     }
     return true;
 }
 
-static bool output_commit(Output *out, bool keep) {
-    if (out->file == stdout) return fflush(stdout) == 0;
-    bool ok = fclose(out->file) == 0;
-    if (ok && keep && rename(out->temp_path, out->final_path) != 0) {
-        diag_error_noloc("cannot write '%s': %s", out->final_path, strerror(errno));
-        ok = false;
+/* Where --run and links for device outputs make their private directories: $TMPDIR, or /tmp. */
+static const char *temp_directory(void) {
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* The descriptor that `path` names when it is one of /dev/stdout, /dev/stderr, /dev/fd/N or
+ * /proc/self/fd/N (written as it is, at its offset: it may be a regular file the shell opened),
+ * or -1. */
+static int named_descriptor(const char *path) {
+    if (strcmp(path, "/dev/stdout") == 0) return 1;
+    if (strcmp(path, "/dev/stderr") == 0) return 2;
+    const char *n = strncmp(path, "/dev/fd/", 8) == 0 ? path + 8 : strncmp(path, "/proc/self/fd/", 14) == 0 ? path + 14 : NULL;
+    if (!n || !isdigit((unsigned char)*n)) return -1;
+    long fd = 0;
+    for (; isdigit((unsigned char)*n) && fd < INT_MAX / 10; n++) fd = fd * 10 + (*n - '0');
+    return *n ? -1 : (int)fd;
+}
+
+/* Why an existing file of mode `m` cannot be an output, or NULL: it can (a regular file,
+ * replaced; a character device or FIFO, written as it is). */
+static const char *unwritable_kind(mode_t m) {
+    if (S_ISREG(m) || S_ISCHR(m) || S_ISFIFO(m)) return NULL;
+    if (S_ISDIR(m)) return "it is a directory";
+    if (S_ISBLK(m)) return "it is a block device (tsrc writes regular files, and character devices and pipes as they are)";
+    if (S_ISSOCK(m)) return "it is a socket";
+    return "it is not a regular file";
+}
+
+/* How an output is written: to the standard output (-o -); through a temporary renamed onto
+ * the output; or directly, without replacing it, to an existing output that is not a regular
+ * file (a character device such as /dev/null, a FIFO, a descriptor named by /dev/stdout). */
+typedef enum { OUT_STDOUT, OUT_TEMP, OUT_DIRECT } OutputKind;
+
+typedef struct Output {
+    const char *path; /* the output as named */
+    OutputKind kind;
+    int fd;
+    int slot;         /* OUT_TEMP: the temporary's registration */
+    FILE *file;       /* with `stream`: a stream on fd */
+} Output;
+
+/* An existing `path` that is not a regular file is not replaced: a descriptor named by
+ * /dev/stdout & co., a character device or a FIFO is opened for writing as it is (1, out->fd
+ * set); a directory, block device or socket is an error (-1).  0: `path` is a regular file, or
+ * does not exist. */
+static int open_direct(Output *out, const char *path) {
+    struct stat st;
+    int fd = named_descriptor(path);
+    if (fd >= 0) {
+        if (fstat(fd, &st) != 0 || (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+            diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+            return -1;
+        }
+    } else {
+        if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
+        const char *why = unwritable_kind(st.st_mode);
+        if (why) {
+            diag_error_noloc("cannot write '%s': %s", path, why);
+            return -1;
+        }
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC); /* never O_CREAT or O_TRUNC */
+        if (fd < 0) {
+            diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+            return -1;
+        }
+        if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) { /* replaced by a file meanwhile */
+            close(fd);
+            return 0;
+        }
     }
-    if (!ok || !keep) remove(out->temp_path);
-    free(out->temp_path);
-    return ok && keep;
+    out->kind = OUT_DIRECT;
+    out->fd = fd;
+    return 1;
+}
+
+/* Open the output `path` (NULL or "-": the standard output) for writing, as a stream on
+ * out->file if `stream`.  False after an error. */
+static bool output_open(Output *out, const char *path, bool stream) {
+    memset(out, 0, sizeof *out);
+    out->path = path;
+    out->slot = -1;
+    if (!path || strcmp(path, "-") == 0) {
+        out->kind = OUT_STDOUT;
+        out->fd = 1;
+        out->file = stdout;
+        return true;
+    }
+    int direct = open_direct(out, path);
+    if (direct < 0) return false;
+    if (direct == 0) {
+        out->kind = OUT_TEMP;
+        out->fd = temp_create(path, false, &out->slot);
+        if (out->fd < 0) return false;
+    }
+    if (stream && !(out->file = fdopen(out->fd, "w"))) diag_fatal_oom();
+    return true;
+}
+
+/* Finish the output: flush and close; with `keep` and no error, rename the temporary onto the
+ * output, else remove it (what was written directly stays written).  True when the output was
+ * written. */
+static bool output_commit(Output *out, bool keep) {
+    if (out->kind == OUT_STDOUT) return keep && fflush(stdout) == 0;
+    bool ok = true;
+    int err = 0;
+    if (keep && out->kind == OUT_TEMP && fchmod(out->fd, file_mode) != 0) ok = false, err = errno;
+    if (out->file) {
+        if ((fflush(out->file) != 0 || ferror(out->file)) && ok) ok = false, err = errno;
+        if (fclose(out->file) != 0 && ok) ok = false, err = errno;
+    } else if (close(out->fd) != 0 && ok) {
+        ok = false, err = errno;
+    }
+    if (keep && !ok) diag_error_noloc("cannot write '%s': %s", out->path, strerror(err ? err : EIO));
+    keep = keep && ok;
+    if (out->kind == OUT_DIRECT) return keep;
+    sigset_t old;
+    signals_block(&old);
+    if (keep && rename(temp_path[out->slot], out->path) != 0) {
+        err = errno;
+        keep = false;
+        diag_error_noloc("cannot write '%s': %s", out->path, strerror(err));
+    }
+    if (!keep) unlink(temp_path[out->slot]);
+    temp_kind[out->slot] = TEMP_FREE;
+    signals_restore(&old);
+    return keep;
 }
 
 /* Shapes are closed: build the assignments, lower them to the loop IR, optimise, schedule for
@@ -350,65 +616,63 @@ static int run_command(char *const argv[], const char *name) {
     for (; argv[n] && n < 63; n++) shown[n] = argv[n];
     shown[n] = NULL;
     if (name) shown[0] = (char *)name;
-    int err = posix_spawnp(&pid, argv[0], NULL, NULL, shown, environ);
+    /* The child starts with tsrc's own signal mask, and is known to the signal handler from
+     * the moment it exists until it is reaped. */
+    posix_spawnattr_t attr;
+    if (posix_spawnattr_init(&attr) != 0) diag_fatal_oom();
+    posix_spawnattr_setsigmask(&attr, &startup_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    sigset_t old;
+    signals_block(&old);
+    int err = posix_spawnp(&pid, argv[0], NULL, &attr, shown, environ);
+    if (!err) child_pid = pid;
+    signals_restore(&old);
+    posix_spawnattr_destroy(&attr);
     if (err) {
         diag_error_noloc("cannot run '%s': %s", argv[0], strerror(err));
         return -1;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            diag_error_noloc("cannot wait for '%s': %s", argv[0], strerror(errno));
-            return -1;
-        }
+    /* Wait for it to end without reaping it (so the handler can never signal a recycled pid),
+     * then forget it and reap it with the signals blocked. */
+    siginfo_t info;
+    int waited;
+    while ((waited = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT)) < 0 && errno == EINTR) {
+    }
+    int wait_err = errno;
+    signals_block(&old);
+    child_pid = 0;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    signals_restore(&old);
+    if (waited < 0) {
+        diag_error_noloc("cannot wait for '%s': %s", argv[0], strerror(wait_err));
+        return -1;
+    }
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
-}
-
-/* Temporary outputs being written: removed if LLVM stops the process (llvm_fatal). */
-enum { MAX_TEMPS = 8 };
-static const char *temp_files[MAX_TEMPS];
-
-/* A temporary file name beside `path` (so that rename is atomic). */
-static char *temp_beside(Arena *arena, const char *path) {
-    char *t = arena_printf(arena, "%s.tmp%ld", path, (long)getpid());
-    for (int i = 0; i < MAX_TEMPS; i++)
-        if (!temp_files[i]) {
-            temp_files[i] = t;
-            break;
-        }
-    return t;
 }
 
 /* LLVM reports some bad requests (an unknown --cpu for the target) by a fatal error: say it as
  * an error of ours, leave no partial output, exit 1. */
 static void llvm_fatal(const char *reason) {
     fprintf(stderr, "tsrc: error: LLVM cannot generate this code: %s\n", reason);
-    for (int i = 0; i < MAX_TEMPS; i++)
-        if (temp_files[i]) remove(temp_files[i]);
+    remove_temps();
     _exit(1);
 }
 
-/* Write `size` bytes to `path` (a temporary the caller renames); errors name `shown`. */
-static bool write_bytes(const char *path, const char *shown, const unsigned char *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(data, 1, size, f) == size;
-    if (f && fclose(f) != 0) ok = false;
-    if (!ok) diag_error_noloc("cannot write '%s': %s", shown, strerror(errno));
-    return ok;
-}
-
-/* Generate code for the target and write it to `path` (or, path NULL, to the standard output). */
+/* Generate code for the target and write it to `fd` (or, fd < 0, to the standard output);
+ * errors name `shown`. */
 static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
-                        bool with_main, const char *path, const char *shown_path) {
+                        bool with_main, int fd, const char *shown) {
     size_t size;
     unsigned char *image = image_build(ir, module, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main};
     CgBytes bytes;
     if (!cg_cpu_emit(ir, image, size, &co, format, &bytes)) return false;
     bool ok;
-    if (path) {
-        ok = write_bytes(path, shown_path, bytes.data, bytes.size);
+    if (fd >= 0) {
+        ok = write_all(fd, bytes.data, bytes.size, shown);
     } else {
         ok = fwrite(bytes.data, 1, bytes.size, stdout) == bytes.size && fflush(stdout) == 0;
         if (!ok) diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
@@ -417,14 +681,70 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     return ok;
 }
 
-/* Compile to an executable at `output` (through a temporary object and a temporary link). */
-static bool build_executable(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
+/* Put the linked program `linked` at `output`: renamed onto it, or, when `output` is a device,
+ * FIFO or descriptor that open_direct() writes as it is, copied into it. */
+static bool place_executable(const char *linked, const char *output) {
+    Output out = {.path = output, .slot = -1};
+    int direct = open_direct(&out, output);
+    if (direct == 0) {
+        if (rename(linked, output) == 0) return true;
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        return false;
+    }
+    if (direct < 0) return false;
+    bool ok = true;
+    int in = open(linked, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        diag_error_noloc("cannot read the linked program '%s': %s", linked, strerror(errno));
+        ok = false;
+    }
+    char buf[65536];
+    for (ssize_t n; ok && (n = read(in, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            diag_error_noloc("cannot read the linked program '%s': %s", linked, strerror(errno));
+            ok = false;
+        } else {
+            ok = write_all(out.fd, buf, (size_t)n, output);
+        }
+    }
+    if (in >= 0) close(in);
+    if (close(out.fd) != 0 && ok) {
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        ok = false;
+    }
+    return ok;
+}
+
+/* Compile to an executable at `output`: the object and the link's output are written in a
+ * private directory, `workdir` (--run's) or one made beside `output`, and the linked program
+ * is renamed onto `output`. */
+static bool build_executable(IrProgram *ir, const Options *opt, const Target *target, const char *output,
+                             const char *workdir) {
     Arena *arena = ir->arena;
     const char *lib = runtime_library(arena);
     if (!lib) return false;
-    const char *object = temp_beside(arena, arena_printf(arena, "%s.o", output));
-    const char *linked = temp_beside(arena, output);
-    bool ok = emit_object(ir, opt, target, module_name(arena, opt, output), CG_OBJECT, true, object, output);
+    int dir_slot = -1;
+    if (!workdir) {
+        /* Beside the output, so that the rename is atomic; but for an output written as it is
+         * (a device, a FIFO, /dev/fd/N), in $TMPDIR: nothing is renamed onto it. */
+        struct stat st;
+        bool direct = named_descriptor(output) >= 0 ||
+                      (stat(output, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)));
+        const char *beside = direct ? arena_printf(arena, "%s/tsrc-link", temp_directory()) : output;
+        if (temp_create(beside, true, &dir_slot) < 0) return false;
+        workdir = temp_path[dir_slot];
+    }
+    const char *object = arena_printf(arena, "%s/object.o", workdir);
+    const char *linked = arena_printf(arena, "%s/a.out", workdir);
+    int fd = open(object, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = fd >= 0;
+    if (!ok) diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+    if (ok) ok = emit_object(ir, opt, target, module_name(arena, opt, output), CG_OBJECT, true, fd, output);
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
+        ok = false;
+    }
     if (ok) {
         const char *cc = getenv("CC");
         char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
@@ -435,12 +755,10 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
             ok = false;
         }
     }
-    remove(object);
-    if (ok && rename(linked, output) != 0) {
-        diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
-        ok = false;
-    }
-    if (!ok) remove(linked);
+    unlink(object);
+    if (ok) ok = place_executable(linked, output);
+    if (dir_slot >= 0) temp_remove(dir_slot);
+    else unlink(linked);
     return ok;
 }
 
@@ -459,84 +777,146 @@ static bool check_routine_names(const IrProgram *ir, const char *module) {
     return ok;
 }
 
+/* The files of -c: MODEL.o and, beside it, MODEL.h and MODEL.json (from "MODEL.o", or the
+ * whole name when it does not end in ".o"). */
+static void object_paths(Arena *arena, const char *output, const char *paths[3]) {
+    size_t n = strlen(output);
+    const char *stem = n > 2 && strcmp(output + n - 2, ".o") == 0 ? arena_printf(arena, "%.*s", (int)(n - 2), output) : output;
+    paths[0] = output;
+    paths[1] = arena_printf(arena, "%s.h", stem);
+    paths[2] = arena_printf(arena, "%s.json", stem);
+}
+
 /* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
 static bool build_object(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
     Arena *arena = ir->arena;
     const char *module = module_name(arena, opt, output);
     if (!check_routine_names(ir, module)) return false;
-    size_t n = strlen(output);
-    const char *stem = n > 2 && strcmp(output + n - 2, ".o") == 0 ? arena_printf(arena, "%.*s", (int)(n - 2), output) : output;
-    const char *paths[3] = {output, arena_printf(arena, "%s.h", stem), arena_printf(arena, "%s.json", stem)};
-    const char *temps[3];
-    for (int i = 0; i < 3; i++) temps[i] = temp_beside(arena, paths[i]);
-    bool ok = emit_object(ir, opt, target, module, CG_OBJECT, false, temps[0], paths[0]);
-    for (int i = 1; i < 3 && ok; i++) {
-        FILE *f = fopen(temps[i], "w");
-        if (!f) {
-            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
-            ok = false;
-            break;
-        }
-        if (i == 1) header_write(ir, module, opt->input, f);
-        else manifest_write(ir, module, f);
-        if (ferror(f) | (fclose(f) != 0)) {
+    const char *paths[3];
+    object_paths(arena, output, paths);
+    Output out[3];
+    int opened = 0;
+    bool ok = true;
+    for (; opened < 3 && ok; opened++) ok = output_open(&out[opened], paths[opened], opened > 0);
+    if (!ok) opened--;
+    if (ok) ok = emit_object(ir, opt, target, module, CG_OBJECT, false, out[0].fd, paths[0]);
+    if (ok) {
+        header_write(ir, module, opt->input, out[1].file);
+        manifest_write(ir, module, out[2].file);
+    }
+    /* Every file written before any is renamed into place. */
+    for (int i = 0; i < opened; i++) {
+        if (ok && out[i].file && (fflush(out[i].file) != 0 || ferror(out[i].file))) {
             diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
             ok = false;
         }
     }
-    for (int i = 0; i < 3 && ok; i++)
-        if (rename(temps[i], paths[i]) != 0) {
-            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
-            ok = false;
-        }
-    for (int i = 0; i < 3; i++) remove(temps[i]);
+    for (int i = 0; i < opened; i++)
+        if (!output_commit(&out[i], ok)) ok = false;
     return ok;
 }
 
-/* --run without --interp: build a temporary executable, run it, remove it. */
+/* --run without --interp: build the executable in a private temporary directory, run it,
+ * remove the directory. */
 static int run_native(IrProgram *ir, const Options *opt, const Target *target) {
-    char dir[] = "/tmp/tsrc-run.XXXXXX";
-    if (!mkdtemp(dir)) {
-        diag_error_noloc("cannot make a temporary directory: %s", strerror(errno));
+    char *dir = arena_printf(ir->arena, "%s/tsrc-run.XXXXXX", temp_directory());
+    sigset_t old;
+    signals_block(&old);
+    bool made = mkdtemp(dir) != NULL;
+    int err = errno, slot = made ? temp_add(dir, TEMP_DIR) : -1;
+    signals_restore(&old);
+    if (!made) {
+        diag_error_noloc("cannot make a temporary directory: %s", strerror(err));
         return 1;
     }
-    const char *exe = arena_printf(ir->arena, "%s/%s", dir, default_output(ir->arena, opt->input, ""));
+    const char *name = default_output(ir->arena, opt->input, "");
+    const char *exe = arena_printf(ir->arena, "%s/%s", dir, name);
     int status = 1;
-    if (build_executable(ir, opt, target, exe)) {
+    if (build_executable(ir, opt, target, exe, dir)) {
         fflush(stdout);
         char *argv[] = {(char *)exe, NULL};
-        status = run_command(argv, default_output(ir->arena, opt->input, ""));
+        status = run_command(argv, name);
         if (status < 0) status = 1;
     }
-    remove(exe);
-    rmdir(dir);
+    if (slot >= 0) temp_remove(slot);
+    else remove_dir(dir);
     return status;
+}
+
+/* The files the mode writes (at most 3), without "-" (the standard output). */
+static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) {
+    static const char *ext[] = {[CG_OBJECT] = ".o", [CG_ASM] = ".s", [CG_LLVM] = ".ll"};
+    const char *out = opt->output;
+    switch (opt->mode) {
+    case MODE_DUMP_AST:
+    case MODE_EMIT_IR:
+    case MODE_PRINT_SHAPES: break;
+    case MODE_EMIT_CODE:
+        if (!out) out = default_output(arena, opt->input, ext[opt->emit_format]);
+        break;
+    case MODE_OBJECT:
+        object_paths(arena, out ? out : default_output(arena, opt->input, ".o"), paths);
+        return 3;
+    case MODE_BUILD:
+        if (!out) out = default_output(arena, opt->input, "");
+        break;
+    default: return 0;
+    }
+    if (!out || strcmp(out, "-") == 0) return 0;
+    paths[0] = out;
+    return 1;
+}
+
+/* No output of the mode may be the input file (the same device and inode, so also through a
+ * link), a directory, a block device or a socket, and -c's object must be a regular file (or
+ * none yet): refused before anything is compiled or written. */
+static bool outputs_allowed(Arena *arena, const Options *opt) {
+    static const char *object_files[3] = {"object", "header", "manifest"};
+    const char *paths[3];
+    int n = mode_outputs(arena, opt, paths);
+    struct stat in, st;
+    if (stat(opt->input, &in) != 0) return true; /* source_load read it: it exists */
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        int fd = named_descriptor(paths[i]);
+        if (fd >= 0 ? fstat(fd, &st) != 0 : stat(paths[i], &st) != 0) continue;
+        const char *why = unwritable_kind(st.st_mode);
+        if (st.st_dev == in.st_dev && st.st_ino == in.st_ino) {
+            diag_error_noloc("the %s '%s' is the input file '%s': tsrc does not overwrite its input (choose another "
+                             "name with -o)", opt->mode == MODE_OBJECT ? object_files[i] : "output", paths[i],
+                             opt->input);
+        } else if (why) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], why);
+        } else if (opt->mode == MODE_OBJECT && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) {
+            diag_error_noloc("cannot write '%s': -c writes an object with a header and a manifest named after it, "
+                             "and '%s' is not a regular file (--emit=obj writes the object alone)", paths[i], paths[i]);
+        } else {
+            continue;
+        }
+        ok = false;
+    }
+    return ok;
 }
 
 static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     Arena *arena = ir->arena;
+    const char *paths[3] = {NULL, NULL, NULL};
+    int n = mode_outputs(arena, opt, paths);
     switch (opt->mode) {
     case MODE_RUN:
         return opt->interp ? run_program(ir) : run_native(ir, opt, target);
     case MODE_OBJECT:
-        return build_object(ir, opt, target, opt->output ? opt->output : default_output(arena, opt->input, ".o")) ? 0 : 1;
+        return build_object(ir, opt, target, paths[0]) ? 0 : 1;
     case MODE_EMIT_CODE: {
-        static const char *ext[] = {[CG_OBJECT] = ".o", [CG_ASM] = ".s", [CG_LLVM] = ".ll"};
-        const char *out = opt->output ? opt->output : default_output(arena, opt->input, ext[opt->emit_format]);
-        bool to_stdout = strcmp(out, "-") == 0;
-        const char *module = module_name(arena, opt, to_stdout ? default_output(arena, opt->input, "") : out);
-        if (to_stdout) return emit_object(ir, opt, target, module, opt->emit_format, false, NULL, out) ? 0 : 1;
-        const char *path = temp_beside(arena, out);
-        bool ok = emit_object(ir, opt, target, module, opt->emit_format, false, path, out);
-        if (ok && rename(path, out) != 0) {
-            diag_error_noloc("cannot write '%s': %s", out, strerror(errno));
-            ok = false;
-        }
-        remove(path);
-        return ok ? 0 : 1;
+        const char *module = module_name(arena, opt, n ? paths[0] : default_output(arena, opt->input, ""));
+        if (n == 0) return emit_object(ir, opt, target, module, opt->emit_format, false, -1, "-") ? 0 : 1;
+        Output out;
+        if (!output_open(&out, paths[0], false)) return 1;
+        bool ok = emit_object(ir, opt, target, module, opt->emit_format, false, out.fd, paths[0]);
+        return output_commit(&out, ok) ? 0 : 1;
     }
     default:
-        return build_executable(ir, opt, target, opt->output ? opt->output : default_output(arena, opt->input, "")) ? 0 : 1;
+        return build_executable(ir, opt, target, paths[0], NULL) ? 0 : 1;
     }
 }
 
@@ -545,6 +925,10 @@ static int compile(Options opt) {
     if (!file) return 1;
 
     Arena *arena = arena_new();
+    if (!outputs_allowed(arena, &opt)) {
+        arena_free(arena);
+        return 1;
+    }
     Module *module = parse_module(file, arena);
     int status = diag_error_count() ? 1 : 0;
     if (status == 0 && module->items.count == 0)
@@ -556,7 +940,7 @@ static int compile(Options opt) {
             break;
         case MODE_DUMP_AST: {
             Output out;
-            if (!output_open(&out, opt.output)) {
+            if (!output_open(&out, opt.output, true)) {
                 status = 1;
                 break;
             }
@@ -576,7 +960,7 @@ static int compile(Options opt) {
                 status = 1;
             } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES) {
                 Output out;
-                if (!output_open(&out, opt.output)) {
+                if (!output_open(&out, opt.output, true)) {
                     status = 1;
                 } else {
                     if (opt.mode == MODE_EMIT_IR) ir_dump(ir, out.file);
@@ -608,20 +992,29 @@ typedef struct CompileJob {
 
 static void *compile_thread(void *arg) {
     CompileJob *job = arg;
+    signals_restore(&startup_mask); /* this thread takes the signals (main blocked them) */
     job->status = compile(job->opt);
     return NULL;
 }
 
 int main(int argc, char **argv) {
     CompileJob job = {parse_options(argc, argv), 1};
+    mode_t mask = umask(0);
+    umask(mask);
+    file_mode = 0666 & ~mask;
     LLVMInstallFatalErrorHandler(llvm_fatal);
+    atexit(remove_temps); /* an exit on the way (out of memory) leaves no temporary behind */
+    install_signal_handlers();
+    signals_block(&startup_mask);
     pthread_attr_t attr;
     pthread_t thread;
     if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, COMPILER_STACK) != 0 ||
         pthread_create(&thread, &attr, compile_thread, &job) != 0) {
+        signals_restore(&startup_mask);
         job.status = compile(job.opt); /* no thread: run on the main stack */
     } else {
         pthread_join(thread, NULL);
+        signals_restore(&startup_mask); /* a signal that came too late for the thread: taken now */
     }
     return job.status;
 }

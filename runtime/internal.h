@@ -16,7 +16,7 @@
  * A generated object carries its model as one constant byte array, read by tsr_state_create().
  * Little-endian; `str` is a u32 length and that many bytes (no terminator).
  *
- *   "TSRI" u32 version(=TSR_IMAGE_VERSION)
+ *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
  *   str module
  *   u32 symbol_count   { str name; i64 range }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
@@ -29,9 +29,15 @@
  * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
  * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
  * with `grid` set prints buffer args[0].ref as a grid labelled `label`; otherwise `format` is a
- * printf-like format whose conversions take the arguments in order, followed by a newline. */
+ * printf-like format whose conversions take the arguments in order, followed by a newline.
+ *
+ * `checksum` is tsr_image_checksum() of every byte after it (from `str module` to the end):
+ * the runtime checks it before it reads anything else, so a damaged object is refused rather
+ * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
+ * bijection of the running hash), so every flipped bit is caught.  Version 2 added it. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 1u
+#define TSR_IMAGE_VERSION 2u
+#define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,
 #define TSR_KIND_INIT(name) TSR_INIT_##name,
@@ -48,7 +54,18 @@ double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);
 /* A standard normal number (Box–Muller on two unit draws of the same counter). */
 double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
 
+/* The number a print shows for `v`: every NaN becomes the positive quiet NaN, so it prints as
+ * "nan" (or "NAN", "+nan" with those conversions) whatever its sign and payload. */
+double tsr_print_canonical(double v);
+
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/image.c writes it). */
+static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3u;
+    return h;
+}
 
 #endif

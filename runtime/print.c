@@ -3,12 +3,17 @@
  * The reference executor (tsrc --run --interp) and compiled programs print through this one
  * function, so their outputs can be compared byte for byte.  Numbers are printed with %g; with
  * TSR_PRINT_EXACT=1 in the environment, with %.9g, which tells every float apart (the
- * differential tests compare executors bit for bit that way). */
+ * differential tests compare executors bit for bit that way).  Every NaN prints as "nan": its
+ * sign bit and payload are not part of what a program computes (x86 makes 0/0 negative, and
+ * LLVM and the reference executor negate NaNs differently), so they are dropped. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+double tsr_print_canonical(double v) { return isnan(v) ? (double)NAN : v; }
 
 void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const float *data, uint32_t rank,
                       const int64_t *dims) {
@@ -36,8 +41,9 @@ void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const
         }
         fputs("   ", out);
         for (int64_t j = 0; j < line; j++) {
-            if (all_digits) fprintf(out, " %.9g", (double)data[c + j]);
-            else fprintf(out, " %g", (double)data[c + j]);
+            double v = tsr_print_canonical((double)data[c + j]);
+            if (all_digits) fprintf(out, " %.9g", v);
+            else fprintf(out, " %g", v);
         }
         fputc('\n', out);
     }

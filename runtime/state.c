@@ -7,7 +7,7 @@
  * checked against the shapes the compiler inferred.  Print statements of `main` are formatted
  * here, so compiled programs and the reference executor print identically.
  *
- * Requires an image from the same version of tsrc (checked: magic and version). */
+ * Requires an image from the same version of tsrc (checked: magic, version and checksum). */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -151,6 +151,11 @@ static tsr_model *model_read(const unsigned char *image, size_t size) {
     if (version != TSR_IMAGE_VERSION) {
         tsr_error(TSR_ERR_IMAGE, "the model image has version %u; this runtime reads version %u "
                                  "(rebuild the object with the tsrc that matches libtsr)", version, TSR_IMAGE_VERSION);
+        return NULL;
+    }
+    uint64_t sum = u64(&r);
+    if (r.bad || sum != tsr_image_checksum(r.p, (size_t)(r.end - r.p))) {
+        tsr_error(TSR_ERR_IMAGE, "the model image is damaged (its checksum does not match; rebuild the object)");
         return NULL;
     }
     tsr_model *m = calloc(1, sizeof *m);
@@ -345,8 +350,12 @@ void tsr_state_destroy(tsr_state *s) {
 
 /* ---- Index symbols ---------------------------------------------------------------------------- */
 
+/* Every entry point that takes a state refuses NULL with this error (docs/runtime.md §7). */
+static int null_state(void) { return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL"); }
+
 int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
-    if (!s || symbol >= s->model->symbol_count)
+    if (!s) return null_state();
+    if (symbol >= s->model->symbol_count)
         return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
     int64_t range = s->model->symbol_ranges[symbol];
     if (value < 0 || value >= range)
@@ -357,7 +366,7 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
 }
 
 int tsr_state_check_symbols(tsr_state *s) {
-    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "no model state (NULL)");
+    if (!s) return null_state();
     for (uint32_t i = 0; i < s->model->symbol_count; i++)
         if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
             return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
@@ -367,12 +376,18 @@ int tsr_state_check_symbols(tsr_state *s) {
 
 /* ---- Printing ------------------------------------------------------------------------------------ */
 
+/* A number for an integer conversion: truncated; NaN and numbers outside the range of int64_t
+ * give INT64_MIN (what x86-64's conversion gives; in C the cast would be undefined). */
+static int64_t to_int64(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
+
 static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     switch (a->kind) {
     case TSR_ARG_INT: return a->i;
-    case TSR_ARG_FLOAT: return (int64_t)a->f;
+    case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return s->symbols[a->ref];
-    default: return s->buffers[a->ref] ? (int64_t)s->buffers[a->ref][0] : 0;
+    default: return s->buffers[a->ref] ? to_int64((double)s->buffers[a->ref][0]) : 0;
     }
 }
 
@@ -421,14 +436,15 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
         } else {
             spec[n++] = conv;
             spec[n] = 0;
-            fprintf(out, spec, a ? arg_float(s, a) : 0.0);
+            fprintf(out, spec, tsr_print_canonical(a ? arg_float(s, a) : 0.0));
         }
     }
     fputc('\n', out);
 }
 
 int tsr_state_print(tsr_state *s, uint32_t print) {
-    if (!s || print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
+    if (!s) return null_state();
+    if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
     const Print *p = &s->model->prints[print];
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];

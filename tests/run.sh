@@ -257,5 +257,14 @@ add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP
 sh tests/native/hostile_data.sh "$TSRC" >"$TMP/hostile.out" 2>&1
 add_summary "native: hostile data files" $? "$TMP/hostile.out"
 
+# The C interface under misuse: NULL states, damaged model images (tests/native/c_api.sh).
+sh tests/native/c_api.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/capi.out" 2>&1
+add_summary "native: the C API under misuse" $? "$TMP/capi.out"
+
+# Outputs under hostile conditions: odd names, planted links, -o naming the input, device
+# nodes, signals (tests/native/output_safety.sh).
+sh tests/native/output_safety.sh "$TSRC" >"$TMP/outsafe.out" 2>&1
+add_summary "native: output safety" $? "$TMP/outsafe.out"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
