@@ -17,6 +17,9 @@
  * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
  * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
  *
+ * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
+ * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).
+ *
  * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
 #include "cg_llvm.h"
 
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
@@ -434,9 +438,20 @@ bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, CgFormat form
         return false;
     }
     LLVMDisposeMessage(err);
+    /* LLVM 19's SLP vectorizer gives wrong cells on some fully unrolled nests (a shuffle mask
+     * with poison lanes: docs/notes/llvm19-slp-miscompile.md, tests/native/avx512_slp_repro.ll).
+     * default<O2>/<O3> override the SLP setting of the options below, so the pass is switched
+     * off through its own LLVM option (process-wide, set once).  The schedule emits the vector
+     * code that matters (register tiles, streams) itself. */
+    static bool slp_off;
+    if (!slp_off) {
+        const char *args[] = {"tsrc", "-vectorize-slp=false"};
+        LLVMParseCommandLineOptions(2, args, "");
+        slp_off = true;
+    }
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, false);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 2);
     char pipeline[32];
