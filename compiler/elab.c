@@ -2205,7 +2205,8 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
             return;
         }
-        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? hi + 1 : 1, n->span, true);
+        /* The counter's range is hi + 1 values, saturated where hi is the largest 64-bit integer. */
+        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? (hi < INT64_MAX ? hi + 1 : INT64_MAX) : 1, n->span, true);
     }
     step.index = sym->as.index.id;
     MainList body = {0};
