@@ -169,25 +169,28 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
     for (uint32_t i = 0; i < count; i++) {
         const IrMainStmt *s = &stmts[i];
         if (s->kind == IRM_FOR) {
-            /* v = from; while (up ? v <= to : v >= to) { symbols[k] = v; body; v ± 1 } */
+            /* if (up ? from <= to : from >= to) { v = from; for (;;) { symbols[k] = v; body;
+             * if (v == to) break; v ± 1 } }: the end is tested before the counter is stepped, so a
+             * loop ending at INT64_MAX (or INT64_MIN) stops instead of wrapping.  The bounds are
+             * constants, so an empty loop is left out. */
+            if (s->down ? s->from < s->to : s->from > s->to) continue;
             LLVMValueRef var = LLVMBuildAlloca(c->g.b, c->g.i64, "counter");
             LLVMBuildStore(c->g.b, cgl_iconst(&c->g, s->from), var);
-            LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for");
             LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_body");
+            LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_step");
             LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_done");
-            LLVMBuildBr(c->g.b, head);
-            LLVMPositionBuilderAtEnd(c->g.b, head);
-            LLVMValueRef v = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
-            LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, s->down ? LLVMIntSGE : LLVMIntSLE, v, cgl_iconst(&c->g, s->to), ""), body,
-                            done);
+            LLVMBuildBr(c->g.b, body);
             LLVMPositionBuilderAtEnd(c->g.b, body);
+            LLVMValueRef v = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
             LLVMValueRef syms = LLVMBuildLoad2(c->g.b, c->g.ptr, LLVMBuildStructGEP2(c->g.b, c->state_t, m->state, ABI_STATE_SYMBOLS, ""), "");
             LLVMValueRef idx[1] = {cgl_iconst(&c->g, s->symbol)};
             LLVMBuildStore(c->g.b, v, LLVMBuildInBoundsGEP2(c->g.b, c->g.i64, syms, idx, 1, ""));
             main_block(c, m, s->body, s->body_count);
             LLVMValueRef cur = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
+            LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntEQ, cur, cgl_iconst(&c->g, s->to), ""), done, step);
+            LLVMPositionBuilderAtEnd(c->g.b, step);
             LLVMBuildStore(c->g.b, LLVMBuildAdd(c->g.b, cur, cgl_iconst(&c->g, s->down ? -1 : 1), ""), var);
-            LLVMBuildBr(c->g.b, head);
+            LLVMBuildBr(c->g.b, body);
             LLVMPositionBuilderAtEnd(c->g.b, done);
             continue;
         }

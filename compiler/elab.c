@@ -2205,7 +2205,8 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
             return;
         }
-        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? hi + 1 : 1, n->span, true);
+        /* The counter's range is hi + 1 values, saturated where hi is the largest 64-bit integer. */
+        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? (hi < INT64_MAX ? hi + 1 : INT64_MAX) : 1, n->span, true);
     }
     step.index = sym->as.index.id;
     MainList body = {0};
@@ -2486,6 +2487,41 @@ static void register_shapes(Elab *e) {
     }
 }
 
+/* Once shapes are closed: every tensor's cells must fit in a 64-bit size, at most 2^63 - 1 cells
+ * (what the runtime holds; the buffers' sizes are computed from these shapes).  A tensor made from
+ * an operand reported already is not reported again. */
+static void check_cell_counts(Elab *e) {
+    Program *p = e->program;
+    bool *reported = arena_alloc(e->arena, (p->tensor_count + 1) * sizeof *reported);
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        Tensor *t = p->tensors[i];
+        reported[t->id] = false;
+        Shape s = shape_resolve(e->solver, &t->shape);
+        bool zero = false, over = false;
+        uint64_t cells = 1;
+        for (int k = 0; k < ROW_KINDS; k++)
+            for (uint32_t j = 0; j < s.rows[k].count; j++) {
+                uint64_t d = s.rows[k].dims[j].size;
+                if (d == 0) zero = true;
+                else if (!over && (cells > (uint64_t)INT64_MAX / d)) over = true;
+                else if (!over) cells *= d;
+            }
+        if (zero || !over) continue;
+        reported[t->id] = true;
+        bool inherited = false;
+        for (uint32_t k = 0; k < t->operand_count && !inherited; k++)
+            inherited = t->operands[k]->id < t->id && reported[t->operands[k]->id];
+        if (inherited) continue;
+        const char *name = t->shown ? t->shown : t->name;
+        if (name)
+            diag_error(t->span, "tensor '%s' of shape %s has too many cells: more than 2^63 - 1, the most a "
+                       "64-bit size holds", name, shape_to_string(e->solver, &t->shape));
+        else
+            diag_error(t->span, "this tensor of shape %s has too many cells: more than 2^63 - 1, the most a "
+                       "64-bit size holds", shape_to_string(e->solver, &t->shape));
+    }
+}
+
 Program *elaborate(Module *module, const ElabOptions *options) {
     Arena *arena = arena_new();
     Program *p = arena_alloc(arena, sizeof *p);
@@ -2524,7 +2560,10 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     }
     assign_names(&e);
     register_shapes(&e);
-    if (shape_close(p->solver)) fill_dim_readings(&e);
+    if (shape_close(p->solver)) {
+        fill_dim_readings(&e);
+        check_cell_counts(&e);
+    }
     return p;
 }
 

@@ -177,9 +177,13 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
             }
             break;
         case IRM_FOR:
-            for (int64_t v = m->from; m->down ? v >= m->to : v <= m->to; v += m->down ? -1 : 1) {
+            /* The end is tested before the counter is stepped, so a loop ending at INT64_MAX
+             * (or, downward, INT64_MIN) stops after its last value instead of wrapping. */
+            if (m->down ? m->from < m->to : m->from > m->to) break;
+            for (int64_t v = m->from;; v += m->down ? -1 : 1) {
                 in->state->symbols[m->symbol] = v;
                 if (!run_main(in, m->body, m->body_count)) return false;
+                if (v == m->to) break;
             }
             break;
         }

@@ -50,7 +50,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
     case SOP_AND: return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
     case SOP_NEG: return -a;
-    case SOP_RELU: return a > 0.0f ? a : 0.0f;
+    case SOP_RELU: return a <= 0.0f ? 0.0f : a; /* NaN stays NaN, as in PyTorch (an unordered compare) */
     case SOP_EXP: return expf(a);
     case SOP_LOG: return logf(a);
     case SOP_SQRT: return sqrtf(a);
