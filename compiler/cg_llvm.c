@@ -139,7 +139,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_AND:
         return flag(g, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
     case SOP_NEG: return LLVMBuildFNeg(B, a, "");
-    case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), a, zero, "");
+    case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUGT, a, zero, ""), a, zero, ""); /* NaN stays NaN */
     case SOP_EXP: return libm(g, "expf", &a, 1);
     case SOP_LOG: return libm(g, "logf", &a, 1);
     case SOP_SQRT: return intrinsic(g, "llvm.sqrt", &a, 1);
