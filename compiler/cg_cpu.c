@@ -16,8 +16,9 @@
  * pass it to tsr_state_create().  `main`, for executables, follows the program plan (plan.c):
  * loops binding index symbols, routine calls, prints through tsr_state_print().
  *
- * The module is verified, optimised with the `default<On>` pipeline (loop and SLP vectorisation
- * on) for the target machine — the host CPU and its features unless --cpu/--target say
+ * The module is verified, optimised with the `default<On>` pipeline (loop vectorisation on, the
+ * SLP vectorizer off: LLVM 19's miscompiles unrolled nests, docs/notes/llvm19-slp-miscompile.md)
+ * for the target machine — the host CPU and its features unless --cpu/--target say
  * otherwise — and written as an object, assembly or LLVM IR.
  *
  * Requires: a verified IrProgram with its plan; image from image_build(). */
@@ -29,6 +30,7 @@
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -617,9 +619,19 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     LLVMDisposeMessage(err);
     err = NULL;
     if (ok) {
+        /* LLVM 19's SLP vectorizer gives wrong cells on some fully unrolled nests (a shuffle mask
+         * with poison lanes: docs/notes/llvm19-slp-miscompile.md, tests/native/avx512_slp_repro.ll).
+         * default<O2>/<O3> override the SLP setting of the options below, so the pass is switched
+         * off through its own LLVM option (process-wide, set once). */
+        static bool slp_off;
+        if (!slp_off) {
+            const char *args[] = {"tsrc", "-vectorize-slp=false"};
+            LLVMParseCommandLineOptions(2, args, "");
+            slp_off = true;
+        }
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
         LLVMPassBuilderOptionsSetLoopVectorization(po, o->opt_level >= 2);
-        LLVMPassBuilderOptionsSetSLPVectorization(po, o->opt_level >= 2);
+        LLVMPassBuilderOptionsSetSLPVectorization(po, false);
         LLVMPassBuilderOptionsSetLoopInterleaving(po, o->opt_level >= 2);
         LLVMPassBuilderOptionsSetLoopUnrolling(po, o->opt_level >= 2);
         char pipeline[32];
