@@ -40,6 +40,7 @@ import random
 import re
 import sys
 
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/einsum by make check
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "einsum"))
 import einsum_diff as ed  # noqa: E402  (the spec generator)
 
