@@ -5,6 +5,8 @@
 #   make check      build and run every test; last line "N passed, N failed"
 #   make check SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
+#   make check-native  native code (-O3; host CPU, x86-64-v4, x86-64-v3) against the reference
+#                      executor on 20000 random einsums and 3000 random contractions
 #   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
@@ -81,7 +83,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check check-einsum unit fuzz clean help bootstrap bench-shapes bench install
+.PHONY: all demo check check-einsum check-native unit fuzz clean help bootstrap bench-shapes bench install
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -166,6 +168,14 @@ EINSUM_COUNT ?= 20000
 EINSUM_SEED ?= 2
 check-einsum: $(BUILD)/tsrc
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_COUNT) --seed $(EINSUM_SEED)
+
+# The long differential sweeps of native code against the reference executor.
+NATIVE_COUNT ?= 20000
+NATIVE_SEED ?= 2
+CONTRACTION_LONG_COUNT ?= 3000
+check-native: $(BUILD)/tsrc
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_COUNT) --seed $(NATIVE_SEED)
+	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
 
 # Benchmarks (not tests): shape inference time per layer on generated MLPs.
 bench-shapes: $(BUILD)/tsrc

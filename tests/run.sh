@@ -18,9 +18,10 @@
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
-# robustness checks (inputs generated here), the einsum differential test against NumPy and the
-# C unit tests in $UNIT_DIR, whose own
-# closing "N passed, N failed" lines are added in.
+# robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
+# differential test against NumPy and the native sweep against the reference executor
+# (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), whose own closing
+# "N passed, N failed" lines are added in.
 #
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
 # from the current output instead of comparing (review the diff before committing).
@@ -265,6 +266,12 @@ add_summary "native: the C API under misuse" $? "$TMP/capi.out"
 # nodes, signals (tests/native/output_safety.sh).
 sh tests/native/output_safety.sh "$TSRC" >"$TMP/outsafe.out" 2>&1
 add_summary "native: output safety" $? "$TMP/outsafe.out"
+# Native code (-O3, for this machine's CPU, x86-64-v4 and x86-64-v3) against the reference
+# executor over random einsums and tests/native/sweep_regress.tsr (tests/native_sweep.sh;
+# `make check-native` runs a longer sweep).
+PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1 \
+    >"$TMP/native_sweep.out" 2>&1
+add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
