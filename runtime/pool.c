@@ -6,7 +6,11 @@
  * The counter numbers chunks, not iterations, and every bound is computed without overflow, so
  * any n up to INT64_MAX works (a chunk's first iteration is index * chunk < n).
  * One loop runs on the pool at a time: a call made while the pool is busy (another thread, or
- * a chunk calling back in) runs serially on its caller.  Threads start on first use. */
+ * a chunk calling back in) runs serially on its caller.  Threads start on first use.
+ * Generated routines launch their loops back to back, and waking a thread that sleeps on a
+ * condition variable costs tens of microseconds, so a worker spins for a short while (about
+ * SPIN_ROUNDS pauses) on the generation counter before it sleeps, and the caller spins likewise
+ * before it waits for the workers. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -15,7 +19,13 @@
 
 #include "internal.h"
 
-enum { MAX_THREADS = 256 };
+enum { MAX_THREADS = 256, SPIN_ROUNDS = 4000 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 typedef struct Pool {
     pthread_mutex_t lock;      /* guards the fields below */
@@ -23,8 +33,8 @@ typedef struct Pool {
     pthread_mutex_t busy;      /* held by the thread whose loop runs on the pool */
     bool started;
     int workers;               /* threads besides the caller */
-    uint64_t generation;       /* bumped for each loop */
-    int active;                /* workers still inside the current loop */
+    atomic_uint_fast64_t generation; /* bumped for each loop (under lock) */
+    atomic_int active;         /* workers still inside the current loop */
     tsr_range_fn fn;
     void *ctx;
     int64_t n, chunk;          /* iterations, and iterations per chunk (the last may have fewer) */
@@ -55,14 +65,18 @@ static void take_chunks(void) {
 static void *worker(void *arg) {
     (void)arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
-        seen = pool.generation;
-        pthread_mutex_unlock(&pool.lock);
-        take_chunks();
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.generation) == seen; i++) cpu_relax();
         pthread_mutex_lock(&pool.lock);
-        if (--pool.active == 0) pthread_cond_signal(&pool.work_done);
+        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
+        seen = atomic_load(&pool.generation);
+        pthread_mutex_unlock(&pool.lock); /* the loop's fields were set under the lock */
+        take_chunks();
+        if (atomic_fetch_sub(&pool.active, 1) == 1) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.work_done);
+            pthread_mutex_unlock(&pool.lock);
+        }
     }
     return NULL;
 }
@@ -119,13 +133,14 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
     pool.chunk = ceil_div(n, parts);
     pool.chunk_count = ceil_div(n, pool.chunk);
     atomic_store(&pool.next, 0);
-    pool.active = pool.workers;
-    pool.generation++;
+    atomic_store(&pool.active, pool.workers);
+    atomic_fetch_add(&pool.generation, 1);
     pthread_cond_broadcast(&pool.work_ready);
     pthread_mutex_unlock(&pool.lock);
     take_chunks();
+    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.active) > 0; i++) cpu_relax();
     pthread_mutex_lock(&pool.lock);
-    while (pool.active > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
+    while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);
 }
