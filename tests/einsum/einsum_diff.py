@@ -478,6 +478,12 @@ def case_program(case):
     lines = []
     for j, (arr, lay) in enumerate(zip(case.values, case.op_layout)):
         lines.append("let%%op %s = %s" % (case.op_name(j), literal_text(arr, [a[0] for a in lay])))
+    lines.append(einsum_line(case))
+    return "\n".join(lines) + "\n"
+
+
+def einsum_line(case):
+    """`let%op RESULT = …`: the case's einsum over its operands (`++`, `+*` or `einsum3`)."""
     names = [case.op_name(j) for j in range(len(case.ops))]
     spec = '"%s"' % case.spec
     if len(names) == 1:
@@ -486,8 +492,7 @@ def case_program(case):
         expr = "%s +* %s %s" % (names[0], spec, names[1])
     else:
         expr = "einsum3 ~spec:%s %s" % (spec, " ".join(names))
-    lines.append("let%%op %s = %s" % (case.result_name, expr))
-    return "\n".join(lines) + "\n"
+    return "let%%op %s = %s" % (case.result_name, expr)
 
 
 def parse_output(text):

@@ -202,15 +202,7 @@ def case_program(case):
             rows = {k: [str(a[3]) for a in lay if a[0] == k] for k in ed.KINDS}
             args = "".join(" ~%s:[%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS if rows[k])
             lines.append("data %s = uniform ~seed:%d%s" % (name, case.seed + j, args))
-    names = [case.op_name(j) for j in range(len(case.ops))]
-    spec = '"%s"' % case.spec
-    if len(names) == 1:
-        expr = "%s ++ %s" % (names[0], spec)
-    elif len(names) == 2:
-        expr = "%s +* %s %s" % (names[0], spec, names[1])
-    else:
-        expr = "einsum3 ~spec:%s %s" % (spec, " ".join(names))
-    lines.append("let%%op %s = %s" % (case.result_name, expr))
+    lines.append(ed.einsum_line(case))
     return "\n".join(lines) + "\n"
 
 
