@@ -233,17 +233,7 @@ def choose_sizes(rng, case):
                     case.rvar_sizes[e[1]] = [size(lo) for _ in range(rng.choice([0, 1, 2]))]
     # A fixed index or placeholder of an operand is an axis of its own, sized by position
     # (the element tuples themselves may repeat, e.g. two ("F", 0) in one slot).
-    case.op_axis_sizes = []
-    for slot in case.ops:
-        sizes = {}
-        for k in KINDS:
-            lo = 2 if k == "i" else 1
-            for pos, e in enumerate(slot[k]):
-                if e[0] == "F":
-                    sizes[k, pos] = rng.randint(max(lo, e[1] + 1), 4)
-                elif e[0] == "P":
-                    sizes[k, pos] = rng.randint(lo, 3)
-        case.op_axis_sizes.append(sizes)
+    pick_pinned_sizes(case, rng)
 
 
 def expand_slot(case, slot, sizes=None, operand=True):
@@ -480,6 +470,21 @@ def case_program(case):
         lines.append("let%%op %s = %s" % (case.op_name(j), literal_text(arr, [a[0] for a in lay])))
     lines.append(einsum_line(case))
     return "\n".join(lines) + "\n"
+
+
+def pick_pinned_sizes(case, rng):
+    """Sizes of the operand axes that fixed indices (F) and placeholders (P) pin, per slot."""
+    case.op_axis_sizes = []
+    for slot in case.ops:
+        sizes = {}
+        for k in KINDS:
+            lo = 2 if k == "i" else 1
+            for pos, e in enumerate(slot[k]):
+                if e[0] == "F":
+                    sizes[k, pos] = rng.randint(max(lo, e[1] + 1), 4)
+                elif e[0] == "P":
+                    sizes[k, pos] = rng.randint(lo, 3)
+        case.op_axis_sizes.append(sizes)
 
 
 def einsum_line(case):

@@ -87,17 +87,7 @@ def choose_sizes(rng, case, regime):
                     case.rvar_sizes[e[1]] = [
                         size(lo) if regime in ("small", "dense") or rng.random() < 0.7
                         else rng.choice([5, 8, 9, 16]) for _ in range(n)]
-    case.op_axis_sizes = []
-    for slot in case.ops:
-        sizes = {}
-        for k in ed.KINDS:
-            lo = 2 if k == "i" else 1
-            for pos, e in enumerate(slot[k]):
-                if e[0] == "F":
-                    sizes[k, pos] = rng.randint(max(lo, e[1] + 1), 4)
-                elif e[0] == "P":
-                    sizes[k, pos] = rng.randint(lo, 3)
-        case.op_axis_sizes.append(sizes)
+    ed.pick_pinned_sizes(case, rng)
 
 
 def gen_spec_dense(rng, case):
