@@ -3,24 +3,29 @@
  * Lowering (lower.c) states what each cell is: a reduction is the canonical nest
  *     for p… parallel:  l = init;  for r… reduction: l = step(l);  C[p…] = l
  * and this stage decides how it runs on the target, in Halide's terms the schedule of that
- * algorithm.  Two rewrites, tried in this order on every top-level nest:
+ * algorithm (docs/ir.md §5).  Three rewrites, tried on every top-level nest:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
  *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
- *      operand (A) but not B — becomes a register-tiled kernel over a packed B:
- *        - a packing nest copies B into panels P[batch…, j/NR, r…, j%NR], so that the NR
- *          consecutive J values of a panel are adjacent whatever B's layout (transposed
- *          operands, the compose form `w * x`, gradients);
- *        - the tile nest keeps an MR×NR block of C in a kernel-local tile T (registers: its
- *          loops are unrolled over rows and vectors, and vector over lanes) across all of the
- *          reduction loops, broadcasting A and loading vectors of the panel;
- *        - rows and columns that do not fill a tile run the canonical nest on their range.
+ *      operand (A) but not B — becomes register-tiled kernels over packed operands:
+ *        - packing nests copy B into panels P[batch…, j/NR, r…, j%NR] and A into rows
+ *          [batch…, i/MR, r…, i%MR], so that a tile reads NR (MR) adjacent values per
+ *          reduction step whatever the layouts (transposed operands, the compose form `w * x`,
+ *          gradients); a last partial panel or row block is padded with zeros;
+ *        - tile nests keep an MR×NR block of C in a kernel-local tile T (registers: its loops
+ *          are unrolled over rows and vectors, and vector over lanes) across all of the
+ *          reduction loops; tiles over the padding store only the cells C has;
+ *        - the pointwise nest right after, when it is C's only reader (a bias, an activation),
+ *          is fused as the tiles' epilogue, and C gets no storage;
+ *        - with enough batch cells, one nest over the batch packs and tiles a cell at a time.
  *      Every cell still starts from the same value and takes the same fma steps in the same
  *      reduction order, so the result is bit-identical to the canonical nest.
- *   2. Any other reduction with two or more parallel loops whose innermost parallel iterator
- *      walks C and every load with stride 1 (or not at all) accumulates in place: the
- *      reduction loops move outside that iterator's loop, which becomes the inner loop of the
- *      nest and vectorises; each cell again takes the same steps in the same order.
+ *   2. Any other reduction whose innermost parallel iterator walks C and every load with
+ *      stride 1 (or not at all) accumulates in place: the reduction loops move outside that
+ *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
+ *      again takes the same steps in the same order.
+ *   3. A large pointwise nest that writes a buffer it does not read, by whole aligned vectors,
+ *      stores around the caches (`nontemporal`).
  *
  * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
  * buffers; a tile is kernel_local (each run of a kernel has its own).
