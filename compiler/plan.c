@@ -5,7 +5,9 @@
  * function.  Index symbols become IrSymbols (index items and the loop counters of `main`, in
  * the order elaboration made them); `print` statements become IrPrints over buffers and
  * symbols.  Without `main`, the plan runs every routine once in order (or the implicit
- * forward function) and prints every named tensor and its gradient as a grid.
+ * forward function) and prints every named tensor and its gradient as a grid.  It is also the
+ * one place that copies what the back half needs out of the tensor graph (exported tensors,
+ * data sets, routine spans): nothing after it reads the Program.
  *
  * Requires: lowered functions (one per Program routine, or one "forward"); runs before
  * optimisation, so that the buffers it prints are kept. */
