@@ -309,31 +309,24 @@ fi
 
 # ---- training steps ---------------------------------------------------------------------------
 if want train; then
-echo "bench: MLP 784-256-256-10 training step, batch 128; threads $THREADS"
-dir=$WORK/mlp
-mkdir -p "$dir"
-build_tsrc "$dir" mlp "$BENCH/mlp.tsr" mlp_tsrc.c mlp 128 -ffp-contract=off || dir=
-for t in $THREADS; do
-    [ -n "$dir" ] && run "tsrc mlp threads=$t" \
-        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
-    [ $have_torch = yes ] && run "PyTorch mlp threads=$t" \
-        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
-        "$PY" "$BENCH/py_train.py" "$t" mlp
-done
-
-echo "bench: moons perceptron training step (docs/examples/train_moons.tsr), batch 20;" \
-    "threads $THREADS"
-dir=$WORK/moons
-mkdir -p "$dir"
-build_tsrc "$dir" moons "$ROOT/docs/examples/train_moons.tsr" moons_tsrc.c moons 20 \
-    -ffp-contract=off || dir=
-for t in $THREADS; do
-    [ -n "$dir" ] && run "tsrc moons threads=$t" \
-        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
-    [ $have_torch = yes ] && run "PyTorch moons threads=$t" \
-        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
-        "$PY" "$BENCH/py_train.py" "$t" moons
-done
+# train_case KIND TITLE PROGRAM BATCH: one training step, tsrc (tools/bench/KIND_tsrc.c) against
+# PyTorch (py_train.py KIND), at each thread count.
+train_case() {
+    echo "bench: $2; threads $THREADS"
+    dir=$WORK/$1
+    mkdir -p "$dir"
+    build_tsrc "$dir" "$1" "$3" "${1}_tsrc.c" "$1" "$4" -ffp-contract=off || dir=
+    for t in $THREADS; do
+        [ -n "$dir" ] && run "tsrc $1 threads=$t" \
+            env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+        [ $have_torch = yes ] && run "PyTorch $1 threads=$t" \
+            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+            "$PY" "$BENCH/py_train.py" "$t" "$1"
+    done
+}
+train_case mlp "MLP 784-256-256-10 training step, batch 128" "$BENCH/mlp.tsr" 128
+train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
+    "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
 fi
 info "load average at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"
