@@ -284,9 +284,77 @@ static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef
     LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* rows[0 … n) (n a power of two, each <n x float>) transposed in place: after it, lane c of
+ * rows[r] is what lane r of rows[c] was.  log2(n) rounds; round j exchanges bit j of the row
+ * number with bit j of the lane number, pairing rows p and p + 2^j with one shuffle each. */
+static void transpose_rows(CgLlvm *g, LLVMValueRef *rows, unsigned n) {
+    LLVMValueRef *mask_lo = calloc(n, sizeof *mask_lo), *mask_hi = calloc(n, sizeof *mask_hi);
+    if (!mask_lo || !mask_hi) diag_fatal_oom();
+    for (unsigned bit = 1; bit < n; bit <<= 1) {
+        for (unsigned c = 0; c < n; c++) {
+            bool set = c & bit;
+            mask_lo[c] = LLVMConstInt(g->i32, set ? n + c - bit : c, 0);
+            mask_hi[c] = LLVMConstInt(g->i32, set ? n + c : c + bit, 0);
+        }
+        LLVMValueRef lo = LLVMConstVector(mask_lo, n), hi = LLVMConstVector(mask_hi, n);
+        for (unsigned p = 0; p < n; p++) {
+            if (p & bit) continue;
+            LLVMValueRef a = rows[p], b = rows[p | bit];
+            rows[p] = LLVMBuildShuffleVector(g->b, a, b, lo, "");
+            rows[p | bit] = LLVMBuildShuffleVector(g->b, a, b, hi, "");
+        }
+    }
+    free(mask_lo);
+    free(mask_hi);
+}
+
+/* A LOOP_TRANSPOSE loop (ir.h): U rows of V lanes loaded along the vector loop, transposed, and
+ * stored as V rows of U lanes along this loop.  Any other body is emitted as an unrolled loop. */
+static void transpose_loop(CgLlvm *g, const IrStmt *s) {
+    const IrStmt *vl = s->body.count == 1 ? s->body.items[0] : NULL;
+    const IrStmt *st = vl && vl->kind == IR_LOOP && vl->mode == LOOP_VECTOR && vl->body.count == 1
+                           ? vl->body.items[0] : NULL;
+    unsigned u_count = (unsigned)s->extent, v_count = vl ? (unsigned)vl->extent : 0;
+    if (!st || st->kind != IR_STORE || st->value->kind != IR_LOAD || u_count > v_count ||
+        (v_count & (v_count - 1)) || g->lane_iter != UINT32_MAX) {
+        for (uint64_t u = 0; u < s->extent; u++) {
+            g->iter[s->iter] = cgl_iconst(g, (int64_t)u);
+            block(g, &s->body);
+        }
+        return;
+    }
+    LLVMValueRef *rows = calloc(v_count, sizeof *rows);
+    if (!rows) diag_fatal_oom();
+    g->lane_iter = vl->iter;
+    g->lanes = v_count;
+    g->iter[vl->iter] = cgl_iconst(g, 0);
+    for (unsigned u = 0; u < v_count; u++) {
+        g->iter[s->iter] = cgl_iconst(g, u);
+        rows[u] = u < u_count ? widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
+    }
+    transpose_rows(g, rows, v_count);
+    LLVMValueRef *first = calloc(u_count, sizeof *first);
+    if (!first) diag_fatal_oom();
+    for (unsigned u = 0; u < u_count; u++) first[u] = LLVMConstInt(g->i32, u, 0);
+    LLVMValueRef keep = LLVMConstVector(first, u_count);
+    g->lane_iter = s->iter;
+    g->lanes = u_count;
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    for (unsigned v = 0; v < v_count; v++) {
+        g->iter[vl->iter] = cgl_iconst(g, v);
+        LLVMValueRef row = u_count == v_count ? rows[v] : LLVMBuildShuffleVector(g->b, rows[v], rows[v], keep, "");
+        store(g, st->buffer, st->index, row, false);
+    }
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    free(first);
+    free(rows);
+}
+
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     switch (s->mode) {
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
+    case LOOP_TRANSPOSE: transpose_loop(g, s); return;
     case LOOP_UNROLL:
         for (uint64_t v = 0; v < s->extent; v++) {
             g->iter[s->iter] = cgl_iconst(g, (int64_t)v);

@@ -200,7 +200,8 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         switch (s->kind) {
         case IR_LOOP:
             fprintf(out, "for i%u < %" PRIu64 " %s%s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
-                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector" : "");
+                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
+                                                : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
             print_block(out, ir, &s->body, depth + 1);
             break;
         case IR_STORE:

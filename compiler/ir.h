@@ -150,6 +150,11 @@ typedef enum IrLoopMode {
     LOOP_PLAIN,  /* an ordinary loop */
     LOOP_UNROLL, /* unrolled completely by the backend: its iterator is a constant in each copy */
     LOOP_VECTOR, /* its iterations are the lanes of one vector operation (innermost only) */
+    LOOP_TRANSPOSE, /* a copy transposed in registers: its body is one vector loop whose one
+                     * statement is `P[…] = S[…]`, S moving by one cell per lane of the vector
+                     * loop and P by one cell per iteration of this loop (extent ≤ the vector
+                     * loop's, a power of two); the backend loads rows of S, transposes them and
+                     * stores rows of P */
 } IrLoopMode;
 
 typedef enum IrStmtKind {

@@ -11,7 +11,9 @@
  *        - packing nests copy B into panels P[batch…, j/NR, r…, j%NR] and A into rows
  *          [batch…, i/MR, r…, i%MR], so that a tile reads NR (MR) adjacent values per
  *          reduction step whatever the layouts (transposed operands, the compose form `w * x`,
- *          gradients); a last partial panel or row block is padded with zeros;
+ *          gradients); a last partial panel or row block is padded with zeros; an operand
+ *          that moves by one cell along the innermost reduction loop is copied in W×W blocks
+ *          transposed in registers (LOOP_TRANSPOSE) rather than one value per row;
  *        - tile nests keep an MR×NR block of C in a kernel-local tile T (registers: its loops
  *          are unrolled over rows and vectors, and vector over lanes) across all of the
  *          reduction loops; tiles over the padding store only the cells C has;
@@ -531,12 +533,40 @@ static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint3
     }
 }
 
+/* Whether a block of `lanes` lanes of `pk` is packed by transposing in registers: its operand
+ * moves by one cell along the innermost reduction loop and by more along its lanes (the compose
+ * form's weight, a transposed operand, the rows of A), so a plain copy would read one value per
+ * row; it instead reads vectors along the reduction and transposes them (LOOP_TRANSPOSE). */
+static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t lanes) {
+    const Reduction *r = ct->r;
+    const IrExpr *e = pk->operand;
+    uint64_t w = s->target->vector_floats;
+    if (w < 2 || r->red[r->nred - 1]->extent < w || lanes < 2) return false;
+    if (flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
+    int64_t along = flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
+    return along != 0 && along != 1 && (lanes <= w || lanes % w == 0);
+}
+
+/* The store of the copy P[…] = operand, at the current substitution: `t` holds the lane terms,
+ * red_iter the iterators of the reduction position (the innermost may be UINT32_MAX when `t`
+ * already holds its terms). */
+static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, const uint32_t *batch_iter,
+                          uint32_t panel, uint64_t first, const uint32_t *red_iter, Terms t) {
+    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
+    return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
+}
+
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
- * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)). */
+ * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)).
+ * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
+ * vector width) and the lanes into blocks of at most W, and copies each W×W block with one
+ * LOOP_TRANSPOSE; the reduction cells past the last whole block are copied plainly. */
 static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
                          uint64_t lanes) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
+    bool transpose = pack_transposes(s, ct, pk, lanes);
+    uint32_t outer_red = transpose ? r->nred - 1 : r->nred, last = r->nred - 1;
     reset_subst(s);
     uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
     IrStmt *top = NULL;
@@ -544,27 +574,72 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t panel = new_iter(s), lane = new_iter(s);
     nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
-    for (uint32_t k = 0; k < r->nred; k++) {
+    for (uint32_t k = 0; k < outer_red; k++) {
         red_iter[k] = new_iter(s);
         map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
         nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
     }
-    map_iter(s, pk->lane_loop->iter,
-             (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = (int64_t)(first * pk->width)});
+    int64_t lane0 = (int64_t)(first * pk->width);
+    uint64_t red_cells = r->red[last]->extent, plain_from = 0;
+    if (transpose) {
+        uint64_t w = s->target->vector_floats, lane_block = lanes < w ? lanes : w;
+        uint32_t rb = new_iter(s), lb = new_iter(s), u = new_iter(s), v = new_iter(s);
+        IrStmt *rb_loop = new_loop(s, rb, red_cells / w, true, LOOP_PLAIN);
+        IrStmt *lb_loop = new_loop(s, lb, lanes / lane_block, true, LOOP_PLAIN);
+        IrStmt *u_loop = new_loop(s, u, lane_block, true, LOOP_TRANSPOSE);
+        IrStmt *v_loop = new_loop(s, v, w, true, LOOP_VECTOR);
+        map_iter(s, r->red[last]->iter, (Affine){.terms = {{rb, (int64_t)w}, {v, 1}}, .count = 2});
+        map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lb, (int64_t)lane_block}, {u, 1}},
+                                                  .count = 3, .offset = lane0});
+        Terms t = {0};
+        add_term(&t, u, 1);
+        add_term(&t, lb, (int64_t)lane_block);
+        add_term(&t, rb, (int64_t)(w * pk->width));
+        red_iter[last] = v;
+        ir_block_push(arena, &v_loop->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, t));
+        ir_block_push(arena, &u_loop->body, v_loop);
+        ir_block_push(arena, &lb_loop->body, u_loop);
+        ir_block_push(arena, &rb_loop->body, lb_loop);
+        ir_block_push(arena, into, rb_loop);
+        plain_from = red_cells / w * w;
+    }
+    IrBlock *copy_into = into;
+    if (transpose) { /* the last reduction cells, and the padding below, get a loop of their own */
+        red_iter[last] = new_iter(s);
+        if (plain_from < red_cells) {
+            IrStmt *rest = new_loop(s, red_iter[last], red_cells - plain_from, true, LOOP_PLAIN);
+            ir_block_push(arena, into, rest);
+            copy_into = &rest->body;
+        } else {
+            copy_into = NULL;
+        }
+        map_iter(s, r->red[last]->iter, affine1(red_iter[last], 1, (int64_t)plain_from));
+    }
+    map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = lane0});
     Terms t = {0};
     add_term(&t, lane, 1);
-    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
-    IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
-    ir_block_push(arena, &copy->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
-    ir_block_push(arena, into, copy);
+    if (copy_into) {
+        Terms tc = t;
+        tc.offset += transpose ? (int64_t)(plain_from * pk->width) : 0;
+        IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+        ir_block_push(arena, &copy->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, tc));
+        ir_block_push(arena, copy_into, copy);
+    }
     if (lanes < pk->width) {
+        IrBlock *pad_into = into;
+        if (transpose) { /* over every reduction cell */
+            IrStmt *all = new_loop(s, red_iter[last], red_cells, true, LOOP_PLAIN);
+            ir_block_push(arena, into, all);
+            pad_into = &all->body;
+        }
         IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
         Terms tp = t;
         tp.offset += (int64_t)lanes;
+        panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
         IrExpr *zero = arena_alloc(arena, sizeof *zero);
         *zero = (IrExpr){.kind = IR_CONST, .value = 0};
         ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), zero));
-        ir_block_push(arena, into, pad);
+        ir_block_push(arena, pad_into, pad);
     }
     return top;
 }
