@@ -6,7 +6,8 @@
  * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
  * executor, and results match it bit for bit.  The transcendental functions call libm (expf,
- * logf, tanhf, powf); sqrt is the correctly rounded instruction.
+ * logf, tanhf, powf, sinf, cosf, log2f, exp2f); sqrt is the correctly rounded instruction
+ * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
  *
  * Loop modes (the schedule's, sched.c): a LOOP_UNROLL loop is emitted once per iteration with
  * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
@@ -125,7 +126,9 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return libm(g, "powf", x, 2);
     }
     case SOP_LT: return flag(g, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a);
+    case SOP_LE: return flag(g, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a);
     case SOP_EQ: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, b, ""), a);
+    case SOP_NE: return flag(g, LLVMBuildFCmp(B, LLVMRealUNE, a, b, ""), a);
     case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
     case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
     case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
@@ -149,6 +152,23 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef e = libm(g, "expf", &na, 1);
         return LLVMBuildFDiv(B, fconst_like(g, a, 1), LLVMBuildFAdd(B, fconst_like(g, a, 1), e, ""), "");
     }
+    case SOP_SIN: return libm(g, "sinf", &a, 1);
+    case SOP_COS: return libm(g, "cosf", &a, 1);
+    case SOP_LOG2: return libm(g, "log2f", &a, 1);
+    case SOP_EXP2: return libm(g, "exp2f", &a, 1);
+    case SOP_RECIP: return LLVMBuildFDiv(B, fconst_like(g, a, 1), a, "");
+    case SOP_RSQRT: return LLVMBuildFDiv(B, fconst_like(g, a, 1), intrinsic(g, "llvm.sqrt", &a, 1), "");
+    case SOP_SAT01: { /* a <= 0 ? 0 : a >= 1 ? 1 : a (ordered compares: NaN stays NaN) */
+        LLVMValueRef one = fconst_like(g, a, 1);
+        LLVMValueRef upper = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, a, one, ""), one, a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, a, zero, ""), zero, upper, "");
+    }
+    case SOP_ABS: return intrinsic(g, "llvm.fabs", &a, 1);
+    case SOP_SIGN: {
+        LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), fconst_like(g, a, -1), a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), fconst_like(g, a, 1), neg, "");
+    }
+    case SOP_NOT: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, zero, ""), a);
     case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
     case SOP_FMA: {
         LLVMValueRef x[3] = {a, b, c};

@@ -36,7 +36,9 @@
     X(SOP_DIV,            "/",      2)    \
     X(SOP_POW,            "**",     2)    \
     X(SOP_LT,             "<",      2)    \
+    X(SOP_LE,             "<=",     2)    \
     X(SOP_EQ,             "eq",     2)    \
+    X(SOP_NE,             "ne",     2)    \
     X(SOP_MAX,            "max",    2)    \
     X(SOP_MIN,            "min",    2)    \
     X(SOP_RELU_GATE,      "-?/",    2)    \
@@ -50,6 +52,16 @@
     X(SOP_SQRT,           "sqrt",   1)    \
     X(SOP_TANH,           "tanh",   1)    \
     X(SOP_SIGMOID,        "sigmoid", 1)   \
+    X(SOP_SIN,            "sin",    1)    \
+    X(SOP_COS,            "cos",    1)    \
+    X(SOP_LOG2,           "log2",   1)    \
+    X(SOP_EXP2,           "exp2",   1)    \
+    X(SOP_RECIP,          "recip",  1)    \
+    X(SOP_RSQRT,          "rsqrt",  1)    \
+    X(SOP_SAT01,          "sat01",  1)    \
+    X(SOP_ABS,            "abs",    1)    \
+    X(SOP_SIGN,           "sign",   1)    \
+    X(SOP_NOT,            "not",    1)    \
     X(SOP_WHERE,          "where",  3)    \
     X(SOP_FMA,            "fma",    3)
 

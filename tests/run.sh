@@ -19,7 +19,8 @@
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
-# differential test against NumPy and the native sweep against the reference executor
+# differential test against NumPy, the gradient check against finite differences
+# (tests/grad/gradcheck.py) and the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), whose own closing
 # "N passed, N failed" lines are added in.
 #
@@ -246,6 +247,12 @@ else fail "make install" "" "$TMP/install.log"; fi
 PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
+
+# Every differentiable prelude operation's gradient against central finite differences in
+# float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the
+# programs also natively, bit for bit.
+"$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
+add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
 
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at
