@@ -51,6 +51,7 @@ typedef enum ValueKind {
     V_INDEX,
     V_DATASET,
     V_CODE,
+    V_OPTION, /* an `option` item (plus an integer offset): its value is known at run time */
 } ValueKind;
 
 typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
@@ -108,6 +109,10 @@ struct Value {
             uint32_t count; /* 0 with `single`: the source is one tensor, bound as the item */
             DataSource *source;
         } dataset;
+        struct {
+            uint32_t id; /* into Program.options */
+            int64_t offset;
+        } option;
     } as;
 };
 
@@ -266,6 +271,7 @@ static const char *kind_noun(const Value *v) {
     case V_INDEX: return "an index symbol";
     case V_DATASET: return "a data set";
     case V_CODE: return "code";
+    case V_OPTION: return "an option (its value is known when the program runs)";
     }
     return "a value";
 }
@@ -363,9 +369,12 @@ static Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) 
     return t;
 }
 
+static Tensor *option_tensor(Elab *e, const Value *v, Span span);
+
 static Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     switch (v->kind) {
     case V_TENSOR: return v->as.tensor;
+    case V_OPTION: return option_tensor(e, v, span);
     case V_INT:
     case V_FLOAT: return scalar_literal(e, number_of(v), span, 0);
     case V_ERROR: return NULL;
@@ -1209,6 +1218,27 @@ static Tensor *data_tensor(Elab *e, DataSource *d, uint32_t field, Span span) {
     return t;
 }
 
+/* An option used as a tensor: a one-cell data tensor (generator "option") that the runtime fills
+ * with the option's value when the state is made; one per option, shared by every use. */
+static Tensor *option_tensor(Elab *e, const Value *v, Span span) {
+    ProgramOption *o = &e->program->options[v->as.option.id];
+    if (v->as.option.offset) {
+        diag_error(span, "'%s' plus an integer is a loop bound of main; in a tensor expression, write the "
+                   "arithmetic on the tensor ('%s' is a one-cell tensor there)", o->name, o->name);
+        return NULL;
+    }
+    if (o->tensor) return o->tensor;
+    DataSource *d = new_source(e, "option", o->span);
+    d->name = d->path = o->name;
+    Tensor *t = data_tensor(e, d, 0, o->span);
+    OriginId why = origin(e, o->span, "option '%s'", o->name);
+    t->shape = closed_shape(e, o->span, arena_printf(e->arena, "option '%s'", o->name));
+    Dim unit = dim_unit(why);
+    t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &unit, 1, why);
+    ARENA_PUSH(e->arena, e->program->sources, e->program->source_count, e->program->source_cap, d);
+    return o->tensor = t;
+}
+
 /* half_moons / circles / spirals ~count ~noise ~seed ~batches (~factor): two classes of 2-D
  * points, fields `points` (batches, count/batches | 2) and `labels` (… | 1, values ±1). */
 static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
@@ -1397,6 +1427,23 @@ static void fill_dim_readings(Elab *e) {
 /* ---- Expressions --------------------------------------------------------------------------- */
 
 static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
+    if (a->kind == V_OPTION || b->kind == V_OPTION) {
+        /* option ± integer, integer + option: a loop bound of main, read at run time */
+        Value *o = a->kind == V_OPTION ? a : b, *k = a->kind == V_OPTION ? b : a;
+        int64_t sum;
+        bool sub = strcmp(op, "-") == 0;
+        if ((strcmp(op, "+") == 0 || (sub && o == a)) && k->kind == V_INT &&
+            !e->program->options[o->as.option.id].is_float &&
+            !__builtin_add_overflow(o->as.option.offset, sub ? -k->as.i : k->as.i, &sum) && k->as.i != INT64_MIN) {
+            Value *v = new_value(e, V_OPTION);
+            v->as.option.id = o->as.option.id;
+            v->as.option.offset = sum;
+            return v;
+        }
+        return fail(span, "'%s' on an option: an option's value is known only when the program runs, so it can "
+                    "be a loop bound of main (an integer option plus or minus an integer), a value that main "
+                    "prints, or a number in a tensor expression", op);
+    }
     bool fl = a->kind == V_FLOAT || b->kind == V_FLOAT || strchr(op, '.') != NULL;
     if (!is_number(a) || !is_number(b)) {
         if (strcmp(op, "^") == 0 && a->kind == V_STRING && b->kind == V_STRING) {
@@ -1502,6 +1549,18 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
     if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
     bool tensors = a->kind == V_TENSOR || b->kind == V_TENSOR;
     Value *opv = lookup_operator(e, env, op);
+    bool a_num = is_number(a) || a->kind == V_OPTION, b_num = is_number(b) || b->kind == V_OPTION;
+    if (tensors && (a->kind == V_OPTION || b->kind == V_OPTION) && opv) {
+        if (a->kind == V_OPTION) a = tensor_value(e, option_tensor(e, a, n->a->span));
+        if (b->kind == V_OPTION) b = tensor_value(e, option_tensor(e, b, n->b->span));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+    }
+    if (!tensors && mode == MODE_TENSOR && opv && a_num && b_num && (a->kind == V_OPTION || b->kind == V_OPTION)) {
+        a = tensor_value(e, as_tensor(e, a, n->a->span, "an option"));
+        b = tensor_value(e, as_tensor(e, b, n->b->span, "an option"));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+        tensors = true;
+    }
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
         /* A number operand is a scalar literal where it is written. */
@@ -1798,6 +1857,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
     case ITEM_ROUTINE:
     case ITEM_MAIN:
     case ITEM_OPEN:
+    case ITEM_OPTION:
     case NODE_KIND_COUNT: break;
     }
     return fail(n->span, "this cannot be evaluated here");
@@ -1935,6 +1995,7 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
         return x;
     }
     x->kind = CEXPR_TENSOR;
+    if (v && v->kind == V_OPTION) return (x->tensor = option_tensor(e, v, n->span)) ? x : NULL;
     if (v && v->kind == V_TENSOR) {
         x->tensor = v->as.tensor;
         return x;
@@ -2104,7 +2165,8 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         }
         if (used < count) {
             args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
-            if (!args[used].wants_float && (args[used].kind == PARG_TENSOR || args[used].kind == PARG_FLOAT)) {
+            if (!args[used].wants_float && (args[used].kind == PARG_TENSOR || args[used].kind == PARG_FLOAT ||
+                                            (args[used].kind == PARG_OPTION && args[used].float_option))) {
                 diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "
                            "use %%f, %%e or %%g", (int)(j - i + 1), f + i);
                 return false;
@@ -2149,6 +2211,12 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
         case V_FLOAT: p->kind = PARG_FLOAT; p->f = v->as.f; break;
         case V_INDEX: p->kind = PARG_INDEX; p->index = v->as.index.id; break;
+        case V_OPTION:
+            p->kind = PARG_OPTION;
+            p->index = v->as.option.id;
+            p->float_option = e->program->options[p->index].is_float;
+            p->i = v->as.option.offset;
+            break;
         case V_TENSOR:
             if (v->as.tensor->kind == TENSOR_INDEX) { /* !@i */
                 diag_error(a->span, "print the index itself ('%s'), not '!@%s'", v->as.tensor->index, v->as.tensor->index);
@@ -2180,26 +2248,42 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
+/* A bound of a loop of main: an integer, or an integer option plus an integer (read at run time). */
+static bool loop_bound(Elab *e, const Node *n, Value *v, int64_t *value, uint32_t *option) {
+    *option = UINT32_MAX;
+    if (v->kind == V_INT) {
+        *value = v->as.i;
+        return true;
+    }
+    if (v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) {
+        *option = v->as.option.id;
+        *value = v->as.option.offset;
+        return true;
+    }
+    if (v->kind != V_ERROR)
+        diag_error(n->span, "the bounds of a loop in 'main' must be integers known at compile time or integer "
+                   "options, but this is %s", v->kind == V_OPTION ? "an option that is a number" : kind_noun(v));
+    return false;
+}
+
 static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
     Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
-    if (from->kind == V_ERROR || to->kind == V_ERROR) return;
-    if (from->kind != V_INT || to->kind != V_INT) {
-        const Node *bad = from->kind != V_INT ? n->a : n->b;
-        diag_error(bad->span, "the bounds of a loop in 'main' must be integers known at compile time, but this is %s",
-                   kind_noun(from->kind != V_INT ? from : to));
+    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1};
+    if (!loop_bound(e, n->a, from, &step.from, &step.from_option) | !loop_bound(e, n->b, to, &step.to, &step.to_option))
         return;
-    }
-    MainStep step = {.kind = MAIN_FOR, .span = n->span, .from = from->as.i, .to = to->as.i, .down = n->flag == 1};
+    bool at_run_time = step.from_option != UINT32_MAX || step.to_option != UINT32_MAX;
     int64_t lo = step.down ? step.to : step.from, hi = step.down ? step.from : step.to;
     Value *sym = lookup(e, env, n->name);
     if (sym && sym->kind == V_INDEX) {
-        if (lo <= hi && (lo < 0 || hi >= sym->as.index.range)) {
+        if (!at_run_time && lo <= hi && (lo < 0 || hi >= sym->as.index.range)) {
             diag_error(lo < 0 ? (step.down ? n->b : n->a)->span : (step.down ? n->a : n->b)->span,
                        "the loop runs '%s' over %lld..%lld, outside its range 0..%u", n->name, (long long)lo,
                        (long long)hi, sym->as.index.range - 1);
             diag_note(sym->as.index.span, "the range of '%s'", n->name);
             return;
         }
+    } else if (at_run_time) { /* checked when the loop starts: counts from 0 up */
+        sym = index_value(e, n->name, INT64_MAX, n->span, true);
     } else {
         if (lo <= hi && lo < 0) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
@@ -2273,6 +2357,37 @@ static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
     }
     diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x) and loops (for i = a to b do … done); "
                "this is not one of them");
+}
+
+/* option NAME = DEFAULT: an integer or a number that `--NAME VALUE` sets when the program runs. */
+static void elab_option(Elab *e, const Node *item) {
+    static const char *const reserved[] = {"help", "seed", "threads", "data", "load"};
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strcmp(item->name, reserved[i]) == 0) {
+            diag_error(item->span, "'--%s' is an option of every executable; choose another name for this option",
+                       item->name);
+            return;
+        }
+    Program *p = e->program;
+    for (uint32_t i = 0; i < p->option_count; i++)
+        if (strcmp(p->options[i].name, item->name) == 0) {
+            diag_error(item->span, "option '%s' is declared twice", item->name);
+            diag_note(p->options[i].span, "the first declaration");
+            return;
+        }
+    Value *v = eval(e, item->a, e->globals, MODE_VALUE);
+    if (v->kind == V_ERROR) return;
+    if (!is_number(v) || (v->kind == V_INT && (v->as.i > (INT64_C(1) << 53) || v->as.i < -(INT64_C(1) << 53))) ||
+        (v->kind == V_FLOAT && !isfinite(v->as.f))) {
+        diag_error(item->a->span, "an option's default is an integer (at most 2^53 in size) or a finite number, but "
+                   "this is %s", is_number(v) ? "out of that range" : kind_noun(v));
+        return;
+    }
+    ProgramOption o = {item->name, v->kind == V_FLOAT, number_of(v), item->span, NULL};
+    ARENA_PUSH(e->arena, p->options, p->option_count, p->option_cap, o);
+    Value *opt = new_value(e, V_OPTION);
+    opt->as.option.id = p->option_count - 1;
+    bind_global(e, item->name, opt);
 }
 
 static void elab_item(Elab *e, const Node *item) {
@@ -2359,6 +2474,7 @@ static void elab_item(Elab *e, const Node *item) {
         break;
     }
     case ITEM_OPEN: open_module(e, item); break;
+    case ITEM_OPTION: elab_option(e, item); break;
     case ITEM_ROUTINE: {
         Routine r = {.name = item->name, .span = item->span};
         elab_code(e, &r, item->a, e->globals);

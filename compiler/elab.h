@@ -75,6 +75,15 @@ struct DataSource {
     Span span;
 };
 
+/* An `option` item: a number the command line may set (docs/language.md §3.2.11). */
+typedef struct ProgramOption {
+    const char *name;
+    bool is_float;
+    double value;   /* the default */
+    Span span;
+    Tensor *tensor; /* the one-cell data tensor that holds it, once it is used as a tensor */
+} ProgramOption;
+
 /* An `index` symbol, or a counter of a `for` loop in `main`. */
 typedef struct IndexSymbol {
     const char *name;
@@ -129,15 +138,17 @@ typedef struct Routine {
 /* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs and
  * prints. */
 typedef enum MainStepKind { MAIN_FOR, MAIN_RUN, MAIN_PRINT } MainStepKind;
-typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR } PrintArgKind;
+typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR, PARG_OPTION } PrintArgKind;
 
 typedef struct PrintArg {
     PrintArgKind kind;
     int64_t i;          /* PARG_INT */
     double f;           /* PARG_FLOAT */
-    uint32_t index;     /* PARG_INDEX: into Program.indexes */
+    uint32_t index;     /* PARG_INDEX: into Program.indexes; PARG_OPTION: into Program.options
+                           (plus `i`) */
     Tensor *tensor;     /* PARG_TENSOR */
     bool wants_float;   /* its conversion is a floating one (%f %g …) */
+    bool float_option;  /* PARG_OPTION: the option is a number, not an integer */
     Span span;
 } PrintArg;
 
@@ -146,7 +157,8 @@ struct MainStep {
     MainStepKind kind;
     Span span;
     uint32_t index;         /* FOR: the loop's symbol (Program.indexes) */
-    int64_t from, to;       /* FOR: inclusive bounds */
+    int64_t from, to;       /* FOR: inclusive bounds (added to the options' values when set) */
+    uint32_t from_option, to_option; /* FOR: a bound read from an option, or UINT32_MAX */
     bool down;              /* FOR: downto */
     MainStep *body;         /* FOR */
     uint32_t body_count;
@@ -176,6 +188,8 @@ typedef struct Program {
     uint32_t index_count, index_cap;
     DataSource **sources; /* every data item, in declaration order */
     uint32_t source_count, source_cap;
+    ProgramOption *options; /* every `option` item, in declaration order */
+    uint32_t option_count, option_cap;
 } Program;
 
 typedef struct ElabOptions {

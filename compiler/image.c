@@ -2,7 +2,8 @@
  *
  * The image is how the compiler hands the runtime everything that is data rather than code:
  * buffer names, shapes and initialisers (literal values as float32), data sets with their
- * generators or files, index symbols with their ranges, and the print statements of `main`.
+ * generators or files, index symbols with their ranges, the print statements of `main`, and the
+ * program's options with their defaults (the executable's command line, runtime/args.c).
  * The reference executor builds its state from the same image, so initialisation and data
  * loading are one code path for interpreted and compiled programs.
  *
@@ -106,6 +107,12 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
             f64(&b, x->f);
             u32(&b, x->ref);
         }
+    }
+    u32(&b, ir->option_count);
+    for (uint32_t i = 0; i < ir->option_count; i++) {
+        str(&b, ir->options[i].name);
+        u8(&b, ir->options[i].is_float);
+        f64(&b, ir->options[i].value);
     }
     uint64_t sum = tsr_image_checksum(b.data + TSR_IMAGE_HEADER, b.size - TSR_IMAGE_HEADER);
     memcpy(b.data + TSR_IMAGE_HEADER - 8, &sum, 8);

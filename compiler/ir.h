@@ -242,7 +242,10 @@ typedef struct IrMainStmt IrMainStmt;
 struct IrMainStmt {
     IrMainKind kind;
     uint32_t symbol;      /* FOR */
-    int64_t from, to;     /* FOR: inclusive */
+    int64_t from, to;     /* FOR: inclusive; added to the option's value where one is named */
+    uint32_t from_option, to_option; /* FOR: an option read at run time (IrProgram.options), or
+                                        UINT32_MAX; the loop is then checked against the
+                                        symbol's range when it starts */
     bool down;            /* FOR */
     IrMainStmt *body;     /* FOR */
     uint32_t body_count;
@@ -268,6 +271,13 @@ typedef struct IrDataSet {
     uint32_t field_count;
 } IrDataSet;
 
+/* An `option` item: a number the executable's command line may set (the runtime's args.c). */
+typedef struct IrOption {
+    const char *name;
+    bool is_float;
+    double value; /* the default */
+} IrOption;
+
 typedef struct IrProgram {
     Arena *arena;
     IrBuffer *buffers;
@@ -287,6 +297,8 @@ typedef struct IrProgram {
     uint32_t export_count, export_cap;
     IrDataSet *datasets;
     uint32_t dataset_count;
+    IrOption *options;
+    uint32_t option_count;
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

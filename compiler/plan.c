@@ -7,7 +7,7 @@
  * symbols.  Without `main`, the plan runs every routine once in order (or the implicit
  * forward function) and prints every named tensor and its gradient as a grid.  It is also the
  * one place that copies what the back half needs out of the tensor graph (exported tensors,
- * data sets, routine spans): nothing after it reads the Program.
+ * data sets, options, routine spans): nothing after it reads the Program.
  *
  * Requires: lowered functions (one per Program routine, or one "forward"); runs before
  * optimisation, so that the buffers it prints are kept. */
@@ -56,6 +56,7 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
         case PARG_INT: args[i] = (IrPrintArg){.kind = IRP_INT, .i = a->i}; break;
         case PARG_FLOAT: args[i] = (IrPrintArg){.kind = IRP_FLOAT, .f = a->f}; break;
         case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
+        case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
         case PARG_TENSOR: {
             uint32_t b = ar->value_buffer[a->tensor->id];
             if (b == UINT32_MAX) {
@@ -89,6 +90,7 @@ static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *st
             StmtList body = {0};
             if (!main_stmts(ir, ar, m->body, m->body_count, &body)) return false;
             push(ir, out, (IrMainStmt){.kind = IRM_FOR, .symbol = m->index, .from = m->from, .to = m->to,
+                                       .from_option = m->from_option, .to_option = m->to_option,
                                        .down = m->down, .body = body.items, .body_count = body.count});
             break;
         }
@@ -114,6 +116,10 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
         add_export(ir, p->shown_names[i], ar->value_buffer[p->named[i]->id], false);
     for (uint32_t i = 0; i < p->named_count; i++)
         add_export(ir, arena_printf(ir->arena, "%s.grad", p->shown_names[i]), ar->grad_buffer[p->named[i]->id], true);
+    ir->option_count = p->option_count;
+    ir->options = arena_alloc(ir->arena, (p->option_count + 1) * sizeof *ir->options);
+    for (uint32_t i = 0; i < p->option_count; i++)
+        ir->options[i] = (IrOption){p->options[i].name, p->options[i].is_float, p->options[i].value};
     ir->dataset_count = p->source_count;
     ir->datasets = arena_alloc(ir->arena, (p->source_count + 1) * sizeof *ir->datasets);
     for (uint32_t i = 0; i < p->source_count; i++) {

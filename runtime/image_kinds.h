@@ -21,6 +21,6 @@
 #define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM)
 
 /* The arguments of a print statement. */
-#define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER)
+#define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
 
 #endif

@@ -25,6 +25,7 @@
  *                        u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
+ *   u32 option_count   { str name; u8 is_float; f64 default }
  *
  * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
  * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
@@ -34,9 +35,10 @@
  * `checksum` is tsr_image_checksum() of every byte after it (from `str module` to the end):
  * the runtime checks it before it reads anything else, so a damaged object is refused rather
  * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
- * bijection of the running hash), so every flipped bit is caught.  Version 2 added it. */
+ * bijection of the running hash), so every flipped bit is caught.  Version 2 added it; version 3
+ * added the options (a print argument of kind OPTION shows option `ref` plus `i`). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 2u
+#define TSR_IMAGE_VERSION 3u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,
@@ -48,6 +50,35 @@ enum { TSR_ARG_KINDS(TSR_KIND_ARG) };
 #undef TSR_KIND_BUF
 #undef TSR_KIND_INIT
 #undef TSR_KIND_ARG
+
+/* ---- Run-time options ---------------------------------------------------------------------------
+ *
+ * args.c parses an executable's command line against the model read from its image, then
+ * builds the state with what it found (state.c). */
+
+/* An `option` item: its name, whether it is a number (else an integer), and its value for this
+ * run (the default until the command line sets it). */
+typedef struct tsr_option {
+    char *name;
+    uint8_t is_float;
+    double value;
+} tsr_option;
+
+/* What the command line says beyond the options' values. */
+typedef struct tsr_run_args {
+    uint32_t data_count;
+    const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
+} tsr_run_args;
+
+tsr_model *tsr_model_read(const unsigned char *image, size_t size);
+void tsr_model_free(tsr_model *model);
+/* The model's options (their values may be changed before the state is made). */
+tsr_option *tsr_model_options(tsr_model *model, uint32_t *count);
+/* The k-th tensor that `--data` may replace (a field of a data item), or NULL past the last. */
+const char *tsr_model_data_field(const tsr_model *model, uint32_t k);
+/* tsr_state_create() on a model already read (the state owns it from now on, also on failure),
+ * with the data files of `args` (NULL: none). */
+tsr_state *tsr_state_create_model(tsr_model *model, uint64_t seed, const tsr_run_args *args);
 
 /* A uniform double in [0, 1) (53 random bits) from stream `stream`, draw `index`, under `seed`. */
 double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);

@@ -131,6 +131,22 @@ int tsr_state_check_symbols(tsr_state *state);
 /* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
 int tsr_state_print(tsr_state *state, uint32_t print);
 
+/* For the `main` of generated executables: read the command line (docs/cli.md "Running an
+ * executable": --help, --seed N, --threads N, --data NAME=PATH and the program's options, whose
+ * table the image holds), then create the state as tsr_state_create() does with the seed and
+ * data files it chose; `seed` is the default.  NULL when the program should stop, with the exit
+ * status in *status: 0 after --help (printed to stdout), 2 after a bad command line (the
+ * message is printed to stderr), 1 when the state could not be made (tsr_last_error() says
+ * why; the caller prints it, as tsr_main_fail does). */
+tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
+                          int *status);
+/* The value of option `option` of the program (an integer option), for loop bounds of main. */
+int64_t tsr_state_option_int(const tsr_state *state, uint32_t option);
+/* TSR_OK when a loop of main running index symbol `symbol` from `from` to `to` (inclusive, either
+ * way) stays within its range; TSR_ERR_INDEX with a message otherwise.  For loops whose bounds
+ * come from options. */
+int tsr_main_loop_check(tsr_state *state, uint32_t symbol, int64_t from, int64_t to);
+
 /* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
  * stderr, destroy the state (NULL is fine) and return 1, the exit status. */
 int tsr_main_fail(tsr_state *state, const char *program);
