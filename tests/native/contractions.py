@@ -211,8 +211,8 @@ def main():
         """(lines to print, passed, failed, tiled, transposing) for one program."""
         path, count, descr = program
         code, out, err = run([args.tsrc, "--emit=sched-ir", path], env)
-        # One packed-panels scratch buffer per tiled contraction, in the buffer list.
-        tiled = sum(1 for line in out.splitlines() if line.startswith("  ") and ".panels#s" in line and " scratch " in line)
+        # One register-tile scratch buffer per tiled contraction, in the buffer list.
+        tiled = sum(1 for line in out.splitlines() if line.startswith("  ") and ".tile#s" in line and " scratch " in line)
         transposing = 1 if " transpose:" in out else 0
         outputs = []
         for what, flags in ways:
