@@ -404,10 +404,28 @@ static void build_operator(Builder *b, Tensor *t) {
 
 static void build_tensor(Builder *b, Tensor *t);
 
+/* The cells of a row of t's closed shape (1 for an empty row). */
+static double row_cells(Builder *b, const Tensor *t, RowKind kind) {
+    const Row *row = &b->shapes[t->id].rows[kind];
+    double cells = 1;
+    for (uint32_t i = 0; i < row->count; i++) cells *= (double)row->dims[i].size;
+    return cells;
+}
+
+/* A parameter without an initial tensor: drawn as its RandomInit says (elab.h). */
+static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
+    const RandomInit *r = &t->random;
+    double fan_in = row_cells(b, t, ROW_INPUT), fan_out = row_cells(b, t, ROW_OUTPUT);
+    double fan = r->fan == FAN_IN ? fan_in : r->fan == FAN_OUT ? fan_out : r->fan == FAN_SUM ? fan_in + fan_out : 1;
+    buf->init = r->normal ? INIT_NORMAL : INIT_UNIFORM;
+    buf->fill = r->scale / sqrt(fan);
+    buf->init_shift = r->shift;
+}
+
 static void build_param(Builder *b, Tensor *t) {
     IrBuffer *buf = buffer_of(b, (TNode){t, false});
     if (!t->operand_count) {
-        buf->init = INIT_UNIFORM;
+        random_param(b, t, buf);
         return;
     }
     Tensor *init = t->operands[0];
@@ -464,6 +482,13 @@ static void build_tensor(Builder *b, Tensor *t) {
         break;
     }
     case TENSOR_PARAM: build_param(b, t); break;
+    case TENSOR_STATE: {
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
+        buf->keep = true;
+        buf->init = INIT_FILL;
+        buf->fill = 0;
+        break;
+    }
     case TENSOR_INPUT:
     case TENSOR_DATA: node_buffer(b, (TNode){t, false}); break;
     case TENSOR_INDEX: break; /* read as the symbol's value, no storage */

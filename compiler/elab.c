@@ -52,6 +52,7 @@ typedef enum ValueKind {
     V_DATASET,
     V_CODE,
     V_OPTION, /* an `option` item (plus an integer offset): its value is known at run time */
+    V_INIT, /* an initialiser (`kaiming_normal ()`): the initial value of a parameter */
 } ValueKind;
 
 typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
@@ -113,6 +114,7 @@ struct Value {
             uint32_t id; /* into Program.options */
             int64_t offset;
         } option;
+        RandomInit init;
     } as;
 };
 
@@ -272,6 +274,7 @@ static const char *kind_noun(const Value *v) {
     case V_DATASET: return "a data set";
     case V_CODE: return "code";
     case V_OPTION: return "an option (its value is known when the program runs)";
+    case V_INIT: return "an initialiser";
     }
     return "a value";
 }
@@ -929,9 +932,11 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
         else t->shape.rows[k] = shape_fresh_row(e->solver, o);
     }
     t->init = first->a;
-    if (first->a) {
-        Value *init = eval(e, first->a, env, MODE_TENSOR);
-        if (init->kind == V_ERROR) return &error_value;
+    t->random = RANDOM_INIT_DEFAULT;
+    Value *init = first->a ? eval(e, first->a, env, MODE_TENSOR) : NULL;
+    if (init && init->kind == V_ERROR) return &error_value;
+    if (init && init->kind == V_INIT) t->random = init->as.init;
+    else if (init) {
         if (is_number(init)) init = tensor_value(e, scalar_literal(e, number_of(init), first->a->span, 0));
         if (init->kind != V_TENSOR)
             return fail(first->a->span, "the initial value of '%s' must be a number or a tensor, but "
@@ -1363,8 +1368,130 @@ static Value *builtin_csv(Elab *e, Arg *args, uint32_t count, Span span) { retur
 static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
     return single_source(e, "range", args, count, span);
 }
+/* ---- Lists and parameters (what an optimiser iterates over) ---------------------------------- */
+
+static void collect_params(Elab *e, Tensor *t, bool *seen, Value *list, uint32_t *cap) {
+    if (seen[t->id]) return;
+    seen[t->id] = true;
+    if (t->kind == TENSOR_PARAM) {
+        ARENA_PUSH(e->arena, list->as.list.items, list->as.list.count, *cap, tensor_value(e, t));
+        return;
+    }
+    for (uint32_t i = 0; i < t->operand_count; i++) collect_params(e, t->operands[i], seen, list, cap);
+}
+
+/* params t: the parameters t depends on, as a list, each once, in the order a depth-first walk of
+ * its operands (left to right) meets them. */
+static Value *builtin_params(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_TENSOR)
+        return fail(span, "'params' takes one tensor: params loss");
+    Value *list = new_value(e, V_LIST);
+    uint32_t cap = 0;
+    bool *seen = arena_alloc(e->arena, (e->program->tensor_count + 1) * sizeof *seen);
+    collect_params(e, args[0].value->as.tensor, seen, list, &cap);
+    return list;
+}
+
+/* is_tensor x: whether x is a tensor (an optimiser's ~lr may be a number or a schedule tensor). */
+static Value *builtin_is_tensor(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_tensor' takes one value: is_tensor x");
+    return bool_value(e, args[0].value->kind == V_TENSOR);
+}
+
+static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || (args[0].value->kind != V_LIST && args[0].value->kind != V_ARRAY))
+        return fail(span, "'length' takes one list or array: length xs");
+    return int_value(e, args[0].value->as.list.count);
+}
+
+/* nth xs i: element i (from 0) of a list or array. */
+static Value *builtin_nth(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 2 || args[0].label || args[1].label ||
+        (args[0].value->kind != V_LIST && args[0].value->kind != V_ARRAY) || args[1].value->kind != V_INT)
+        return fail(span, "'nth' takes a list or array and an integer: nth xs i");
+    int64_t i = args[1].value->as.i;
+    if (i < 0 || i >= (int64_t)args[0].value->as.list.count)
+        return fail(args[1].span, "'nth': index %lld is outside the %u elements", (long long)i,
+                    args[0].value->as.list.count);
+    return args[0].value->as.list.items[i];
+}
+
+/* ---- Initialisers (docs/language.md §3.5.3) ------------------------------------------------- */
+
+/* `fn ?label… ()`: the optional labels are the numbers `allowed` names ("~low ~high"). */
+static bool initialiser_args(Arg *args, uint32_t count, const char *fn, const char *allowed, Span span) {
+    uint32_t units = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!args[i].label) {
+            if (args[i].value->kind != V_UNIT || units++) {
+                diag_error(args[i].span, "'%s' is written '%s %s ()': its labelled arguments, then ()", fn, fn,
+                           allowed);
+                return false;
+            }
+        } else if (!check_labels(&args[i], 1, fn, allowed, false)) {
+            return false;
+        }
+    if (!units) {
+        diag_error(span, "'%s' is applied to () to make an initialiser: %s %s ()", fn, fn, allowed);
+        return false;
+    }
+    return true;
+}
+
+static Value *initialiser(Elab *e, const char *fn, Arg *args, uint32_t count, Span span, bool normal, InitFan fan,
+                          double gain_scale, double default_gain) {
+    double gain;
+    if (!initialiser_args(args, count, fn, "~gain", span) || !number_arg(args, count, "gain", fn, default_gain, &gain))
+        return &error_value;
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = normal, .fan = fan, .scale = gain * gain_scale, .shift = 0.0};
+    return v;
+}
+
+static bool has_unit_arg(Arg *args, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++)
+        if (!args[i].label && args[i].value->kind == V_UNIT) return true;
+    return false;
+}
+
+/* uniform ?low ?high (): the initialiser; uniform ~seed ~b ~i ~o: the data source. */
 static Value *builtin_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
-    return single_source(e, "uniform", args, count, span);
+    if (!has_unit_arg(args, count)) return single_source(e, "uniform", args, count, span);
+    double low, high;
+    if (!initialiser_args(args, count, "uniform", "~low ~high", span) ||
+        !number_arg(args, count, "low", "uniform", -1.0, &low) || !number_arg(args, count, "high", "uniform", 1.0, &high))
+        return &error_value;
+    if (!(low <= high)) return fail(span, "'uniform' needs ~low <= ~high, but they are %g and %g", low, high);
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = false, .fan = FAN_NONE, .scale = (high - low) / 2, .shift = (high + low) / 2};
+    return v;
+}
+
+static Value *builtin_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    double mean, std;
+    if (!initialiser_args(args, count, "normal", "~mean ~std", span) ||
+        !number_arg(args, count, "mean", "normal", 0.0, &mean) || !number_arg(args, count, "std", "normal", 1.0, &std))
+        return &error_value;
+    if (!(std >= 0)) return fail(span, "'normal' needs ~std >= 0, but it is %g", std);
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = true, .fan = FAN_NONE, .scale = std, .shift = mean};
+    return v;
+}
+
+/* Xavier/Glorot: bound gain * sqrt(6 / (fan_in + fan_out)), or std gain * sqrt(2 / (…)). */
+static Value *builtin_xavier_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "xavier_uniform", args, count, span, false, FAN_SUM, sqrt(6.0), 1.0);
+}
+static Value *builtin_xavier_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "xavier_normal", args, count, span, true, FAN_SUM, sqrt(2.0), 1.0);
+}
+/* Kaiming/He (fan-in mode): bound gain * sqrt(3 / fan_in), or std gain / sqrt(fan_in); the
+ * default gain sqrt 2 is ReLU's. */
+static Value *builtin_kaiming_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "kaiming_uniform", args, count, span, false, FAN_IN, sqrt(3.0), sqrt(2.0));
+}
+static Value *builtin_kaiming_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "kaiming_normal", args, count, span, true, FAN_IN, 1.0, sqrt(2.0));
 }
 
 typedef struct BuiltinEntry {
@@ -1382,6 +1509,15 @@ static const BuiltinEntry builtins[] = {
     {"csv", builtin_csv},
     {"range", builtin_range},
     {"uniform", builtin_uniform},
+    {"normal", builtin_normal},
+    {"params", builtin_params},
+    {"length", builtin_length},
+    {"is_tensor", builtin_is_tensor},
+    {"nth", builtin_nth},
+    {"xavier_uniform", builtin_xavier_uniform},
+    {"xavier_normal", builtin_xavier_normal},
+    {"kaiming_uniform", builtin_kaiming_uniform},
+    {"kaiming_normal", builtin_kaiming_normal},
 };
 
 /* set_dim NAME n: a captured dimension gets a size (NAME is a label of a capture list). */
@@ -1698,7 +1834,10 @@ static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
     return v;
 }
 
+static Value *qualified_name(Elab *e, const Node *n);
+
 static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (n->a->kind == NODE_MODULE) return qualified_name(e, n);
     Value *obj = eval(e, n->a, env, mode);
     if (obj->kind == V_ERROR) return obj;
     if (obj->kind == V_DATASET) {
@@ -1895,8 +2034,9 @@ static char *read_file_text(const char *path, size_t *len) {
     return buf;
 }
 
-static void open_module(Elab *e, const Node *item) {
-    const char *name = item->name;
+/* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
+ * elaborated as the program's own, and each top-level name is bound as `M.name` too. */
+static void load_module(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) return;
     ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
@@ -1921,14 +2061,33 @@ static void open_module(Elab *e, const Node *item) {
         }
     }
     if (!src) {
-        diag_error(item->span, "module '%s' not found: no '%s' in the standard library%s", name, file,
+        diag_error(span, "module '%s' not found: no '%s' in the standard library%s", name, file,
                    e->options && e->options->include_count ? ", the -I directories or beside the program"
                                                             : " or beside the program (add directories with -I)");
         return;
     }
     Module *m = parse_module(src, e->arena);
     if (diag_error_count()) return;
+    Scope *scope = e->scope; /* a qualified name may load a module in the middle of an item */
     elab_module(e, m);
+    e->scope = scope;
+    for (uint32_t i = 0; i < m->items.count; i++) {
+        const Node *item = m->items.items[i];
+        if ((item->kind != ITEM_LET && item->kind != ITEM_OPERATOR) || strcmp(item->name, "_") == 0) continue;
+        Value *v = lookup_global(e, item->name, e->generation);
+        if (v) bind_global(e, arena_printf(e->arena, "%s.%s", name, item->name), v);
+    }
+}
+
+static void open_module(Elab *e, const Node *item) { load_module(e, item->name, item->span); }
+
+/* M.name: loads M when it is not yet. */
+static Value *qualified_name(Elab *e, const Node *n) {
+    load_module(e, n->a->name, n->a->span);
+    if (diag_error_count()) return &error_value;
+    Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation);
+    if (!v) return fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
+    return v;
 }
 
 /* ---- Routines ------------------------------------------------------------------------------ */
@@ -2046,13 +2205,104 @@ static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, Origi
     for (uint32_t i = 0; i < x->arg_count; i++) code_expr_constraints(e, x->args[i], lhs, why);
 }
 
-static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
-    switch (n->kind) {
-    case NODE_CODE: elab_code(e, r, n->a, env); return;
-    case NODE_COMMENTED: elab_code(e, r, n->b, env); return;
-    case NODE_SEQ:
-        for (uint32_t i = 0; i < n->list.count; i++) elab_code(e, r, n->list.items[i], env);
+/* `{ name; o = […] } =: …` in code: a state tensor (elab.h TENSOR_STATE), bound to `name` for the
+ * right side and the statements after it. */
+static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
+    const Node *first = rec->list.items[0];
+    if (first->a) {
+        diag_error(first->a->span, "'{ %s }' on the left of an assignment is filled by the assignment; it takes "
+                   "no initial value (it starts at 0)", first->name);
+        return NULL;
+    }
+    Row rows[ROW_KINDS];
+    bool given[ROW_KINDS];
+    if (!record_sizes(e, rec, env, first->name, rows, given)) return NULL;
+    Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
+    t->name = first->name;
+    OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
+    for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_fresh_row(e->solver, o);
+    return t;
+}
+
+/* A code function applied to all its arguments: its optional parameters left get their defaults;
+ * false (reported) when a required one is missing. */
+static bool finish_code(Elab *e, Closure *c, Span span) {
+    for (; c->next < c->param_count; c->next++) {
+        const Node *p = c->params[c->next];
+        if (c->bound[c->next]) continue;
+        if (p->flag != PARAM_OPTIONAL) {
+            diag_error(span, "this code is %s applied to too few arguments: it still needs %s%s",
+                       c->fn_name ? c->fn_name : "a function", p->flag == PARAM_LABELLED ? "~" : "its argument ",
+                       p->name ? p->name : "()");
+            return false;
+        }
+        c->env = bind(e, c->env, p->name, param_default(e, c, p));
+    }
+    return true;
+}
+
+static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env);
+
+/* Code that is a value: a `let%cd` definition, a code function applied (`Train.sgd ~lr p`), or
+ * a name bound to one; its body is elaborated in its own environment. */
+static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
+    Value *v = eval(e, n, env, MODE_VALUE);
+    if (v->kind == V_ERROR) return;
+    if (v->kind != V_CODE || !v->as.closure) {
+        diag_error(n->span, "a routine holds code (t.forward, t.backprop, t.zero_grads, assignments, let%%cd "
+                   "functions applied), but this is %s", kind_noun(v));
         return;
+    }
+    Closure *c = copy_closure(e, v->as.closure);
+    if (!finish_code(e, c, n->span)) return;
+    if (++e->depth > MAX_EVAL_DEPTH) {
+        diag_error(n->span, "code is nested too deeply (more than %d calls)", MAX_EVAL_DEPTH);
+    } else {
+        elab_code(e, r, c->body, c->env);
+    }
+    e->depth--;
+}
+
+/* Elaborates the statements of `n` into r; returns the environment for the statements after it
+ * (with the state tensors `n` defined). */
+static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
+    switch (n->kind) {
+    case NODE_CODE: return elab_code(e, r, n->a, env);
+    case NODE_COMMENTED: return elab_code(e, r, n->b, env);
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) env = elab_code(e, r, n->list.items[i], env);
+        return env;
+    case NODE_IF: {
+        Value *c = eval(e, n->a, env, MODE_VALUE);
+        if (c->kind == V_ERROR) return env;
+        if (c->kind != V_BOOL) {
+            diag_error(n->a->span, "the condition of 'if' in code is known at compile time and must be a boolean, "
+                       "but this is %s", kind_noun(c));
+            return env;
+        }
+        if (c->as.b) return elab_code(e, r, n->b, env);
+        return n->c ? elab_code(e, r, n->c, env) : env;
+    }
+    case NODE_LET: {
+        Value *v;
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, MODE_VALUE, false, false, env, &v);
+        if (v->kind != V_ERROR) elab_code(e, r, n->b, inner);
+        return env;
+    }
+    case NODE_FOR: {
+        Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+        if (from->kind == V_ERROR || to->kind == V_ERROR) return env;
+        if (from->kind != V_INT || to->kind != V_INT) {
+            diag_error(n->span, "the bounds of 'for' in code must be integers known at compile time");
+            return env;
+        }
+        int64_t step = n->flag ? -1 : 1;
+        for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step)
+            elab_code(e, r, n->c, bind(e, env, n->name, int_value(e, i)));
+        return env;
+    }
+    case NODE_APP:
+    case NODE_VAR: elab_code_value(e, r, n, env); return env;
     case NODE_FIELD: {
         CodeStepKind kind = strcmp(n->name, "forward") == 0      ? STEP_FORWARD
                           : strcmp(n->name, "backprop") == 0     ? STEP_BACKPROP
@@ -2060,35 +2310,38 @@ static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
                                                                  : STEP_ASSIGN;
         if (kind == STEP_ASSIGN) break;
         Value *v = eval(e, n->a, env, MODE_TENSOR);
-        if (v->kind == V_ERROR) return;
+        if (v->kind == V_ERROR) return env;
         if (v->kind != V_TENSOR) {
             diag_error(n->a->span, "'.%s' is code of a tensor, but this is %s", n->name, kind_noun(v));
-            return;
+            return env;
         }
         add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span});
-        return;
+        return env;
     }
     case NODE_ASSIGN: {
         if (n->c && !(n->c->kind == NODE_STRING && n->c->len == 1 && n->c->text[0] == '.')) {
             diag_error(n->c->span, "only the pointwise logic \".\" is supported for assignments in routines in "
                        "this version");
-            return;
-        }
-        if (n->a->kind == NODE_RECORD) {
-            diag_error(n->a->span, "inline definitions in routines are not supported in this version yet");
-            return;
+            return env;
         }
         CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
-        if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return;
-        if (!step.grad && !check_assignable(step.tensor, n->a->span)) return;
-        if (!(step.rhs = code_expr(e, n->b, env))) return;
+        if (n->a->kind == NODE_RECORD) {
+            if (!(step.tensor = state_tensor(e, n->a, env))) return env;
+            env = bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
+        } else {
+            if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return env;
+            if (!step.grad && !check_assignable(step.tensor, n->a->span)) return env;
+        }
+        if (!(step.rhs = code_expr(e, n->b, env))) return env;
         code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
         add_step(e, r, step);
-        return;
+        return env;
     }
     default: break;
     }
-    diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads and assignments in this version");
+    diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "
+               "'if', 'let' and 'for' over them");
+    return env;
 }
 
 /* ---- main (docs/language.md §3.2.9) -------------------------------------------------------------- */

@@ -29,6 +29,8 @@ typedef enum TensorKind {
     TENSOR_INDEX,    /* `!@i`: the run-time value of an index symbol, a scalar */
     TENSOR_OP,       /* an operator application: interior */
     TENSOR_SLICE,    /* `x @| i` */
+    TENSOR_STATE,    /* `{ x } =: …` in a routine: code-written state (an optimiser's buffer), starts
+                        at 0, kept between runs, no gradient */
 } TensorKind;
 
 typedef enum Logic {
@@ -38,6 +40,25 @@ typedef enum Logic {
     LOGIC_TRANSPOSE, /* "T" */
     LOGIC_SPEC,      /* an einsum spec */
 } Logic;
+
+/* A parameter's random initialisation (docs/language.md §3.5.3): shift + scale / sqrt(fan) * r,
+ * r uniform in [-1, 1) or standard normal, fan a product of the parameter's axes (1 if none). */
+typedef enum InitFan {
+    FAN_NONE, /* fan = 1 */
+    FAN_IN,   /* the input axes */
+    FAN_OUT,  /* the output axes */
+    FAN_SUM,  /* fan_in + fan_out (Xavier/Glorot) */
+} InitFan;
+
+typedef struct RandomInit {
+    bool normal;
+    InitFan fan;
+    double scale, shift;
+} RandomInit;
+
+/* The default of a parameter without an initial value: uniform in ±1/sqrt(fan_in) (as PyTorch's
+ * Linear); a parameter without input axes has fan_in 1, so uniform in [-1, 1). */
+#define RANDOM_INIT_DEFAULT ((RandomInit){.normal = false, .fan = FAN_IN, .scale = 1.0, .shift = 0.0})
 
 typedef struct Tensor Tensor;
 typedef struct DataSource DataSource;
@@ -57,6 +78,7 @@ struct Tensor {
     double *values;    /* TENSOR_LITERAL: the numbers; TENSOR_CONSTANT: one fill value */
     uint32_t value_count;
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
+    RandomInit random; /* TENSOR_PARAM without an initial tensor: how its cells are drawn */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */

@@ -73,6 +73,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         u32(&b, buf->rank);
         for (uint32_t a = 0; a < buf->rank; a++) u64(&b, buf->dims[a]);
         f64(&b, buf->fill);
+        f64(&b, buf->init_shift);
         bool values = !buf->is_virtual && buf->init == INIT_VALUES;
         u64(&b, values ? buf->size : 0);
         for (uint64_t c = 0; values && c < buf->size; c++) {

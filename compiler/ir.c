@@ -244,7 +244,20 @@ void ir_dump(const IrProgram *ir, FILE *out) {
         case INIT_NONE: break;
         case INIT_FILL: fputs(" fill ", out); print_number(out, b->fill); break;
         case INIT_VALUES: fputs(" values", out); break;
-        case INIT_UNIFORM: fputs(" uniform(-1, 1)", out); break;
+        case INIT_UNIFORM:
+            fputs(" uniform(", out);
+            print_number(out, b->init_shift - b->fill);
+            fputs(", ", out);
+            print_number(out, b->init_shift + b->fill);
+            fputc(')', out);
+            break;
+        case INIT_NORMAL:
+            fputs(" normal(", out);
+            print_number(out, b->init_shift);
+            fputs(", ", out);
+            print_number(out, b->fill);
+            fputc(')', out);
+            break;
         }
         fputc('\n', out);
     }

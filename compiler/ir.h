@@ -115,7 +115,8 @@ typedef struct IrBuffer {
     uint64_t *dims;       /* memory order */
     uint64_t size;        /* cells */
     InitKind init;
-    double fill;
+    double fill;          /* INIT_FILL: the value; INIT_UNIFORM, INIT_NORMAL: the scale */
+    double init_shift;    /* INIT_UNIFORM, INIT_NORMAL: shift + fill * (u in [-1, 1), or n ~ N(0, 1)) */
     const double *values; /* INIT_VALUES: size values */
     bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
     bool is_virtual;      /* inlined into its readers: no storage */

@@ -20,7 +20,7 @@
  *   str module
  *   u32 symbol_count   { str name; i64 range }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
- *                        u32 rank; i64 dims[rank]; f64 fill; u64 value_count; f32 values[value_count] }
+ *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
  *                        u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
@@ -36,9 +36,10 @@
  * the runtime checks it before it reads anything else, so a damaged object is refused rather
  * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
  * bijection of the running hash), so every flipped bit is caught.  Version 2 added it; version 3
- * added the options (a print argument of kind OPTION shows option `ref` plus `i`). */
+ * added the options (a print argument of kind OPTION shows option `ref` plus `i`); version 4
+ * added `shift` and the scaled UNIFORM and NORMAL initialisations (image_kinds.h). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 3u
+#define TSR_IMAGE_VERSION 4u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

@@ -21,7 +21,7 @@ typedef struct Buffer {
     uint32_t rank;
     int64_t *dims;
     int64_t size;
-    double fill;
+    double fill, shift; /* fill: FILL's value, or UNIFORM's and NORMAL's scale */
     uint64_t value_count;
     const unsigned char *values; /* f32 little-endian, inside the image */
 } Buffer;
@@ -199,6 +199,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
             else b->size *= b->dims[a];
         }
         b->fill = f64(&r);
+        b->shift = f64(&r);
         b->value_count = u64(&r);
         if (b->value_count > (uint64_t)(r.end - r.p) / 4 ||
             (b->init == TSR_INIT_VALUES && b->value_count != (uint64_t)b->size)) r.bad = true;
@@ -385,7 +386,12 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
             break;
         case TSR_INIT_UNIFORM:
-            for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+            for (int64_t c = 0; c < b->size; c++)
+                d[c] = (float)(b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
+            break;
+        case TSR_INIT_NORMAL:
+            for (int64_t c = 0; c < b->size; c++)
+                d[c] = (float)(b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
             break;
         default: break;
         }

@@ -64,6 +64,9 @@ void tsr_philox4x32(const uint32_t counter[4], uint64_t key, uint32_t out[4]);
 /* The parameter initialisation: a uniform number in [-1, 1) for cell `cell` of the tensor named
  * `name`, under `seed`.  Depends on nothing else (not on threads, order or other tensors). */
 float tsr_uniform(uint64_t seed, const char *name, uint64_t cell);
+/* A standard normal number for cell `cell` of the tensor named `name`, under `seed` (the
+ * initialisers `normal`, `xavier_normal`, `kaiming_normal`); as pure as tsr_uniform. */
+double tsr_normal(uint64_t seed, const char *name, uint64_t cell);
 
 /* ---- Data ----------------------------------------------------------------------------------- */
 

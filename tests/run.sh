@@ -255,6 +255,11 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
 add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
 
+# The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
+# with the reference executor and natively.
+"$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
+add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
+
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at
 # -O3 for the host, x86-64-v4 and x86-64-v3 all print the same bits (tests/native/contractions.py).
