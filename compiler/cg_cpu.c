@@ -15,7 +15,8 @@
  * pass it to tsr_state_create().  `main`, for executables, reads its command line and makes
  * the state through tsr_main_start(), then follows the program plan (plan.c): loops binding
  * index symbols (bounds read from options where the program says so), routine calls, prints
- * through tsr_state_print().
+ * through tsr_state_print(), the runtime's statements through tsr_state_action() and progress
+ * bars through tsr_state_progress().
  *
  * Requires: a verified, scheduled IrProgram with its plan; image from image_build(). */
 #include "cg_cpu.h"
@@ -177,6 +178,20 @@ static LLVMValueRef loop_bound(Cpu *c, MainCtx *m, int64_t value, uint32_t optio
     return LLVMBuildAdd(c->g.b, cgl_call(&c->g, "tsr_state_option_int", c->g.i64, p, 2, a), cgl_iconst(&c->g, value), "");
 }
 
+/* Tell the loop's progress bar, if it has one, how many of its iterations are done: 0 before
+ * the first (v NULL), else those up to counter value v. */
+static void progress_tick(Cpu *c, MainCtx *m, const IrMainStmt *s, LLVMValueRef from, LLVMValueRef to, LLVMValueRef v) {
+    if (s->action == UINT32_MAX) return;
+    CgLlvm *g = &c->g;
+    LLVMValueRef one = cgl_iconst(g, 1);
+    LLVMValueRef total = LLVMBuildAdd(g->b, s->down ? LLVMBuildSub(g->b, from, to, "") : LLVMBuildSub(g->b, to, from, ""), one, "");
+    LLVMValueRef done = v ? LLVMBuildAdd(g->b, s->down ? LLVMBuildSub(g->b, from, v, "") : LLVMBuildSub(g->b, v, from, ""), one, "")
+                          : cgl_iconst(g, 0);
+    LLVMTypeRef p[4] = {g->ptr, g->i32, g->i64, g->i64};
+    LLVMValueRef a[4] = {m->state, LLVMConstInt(g->i32, s->action, 0), done, total};
+    cgl_call(g, "tsr_state_progress", g->i32, p, 4, a);
+}
+
 /* A loop of main whose bounds come from options: if (up ? from <= to : from >= to) { check the
  * range (tsr_main_loop_check); v = from; for (;;) { symbols[k] = v; body; if (v == to) break;
  * v ± 1 } }. */
@@ -195,6 +210,7 @@ static void option_loop(Cpu *c, MainCtx *m, const IrMainStmt *s) {
     LLVMTypeRef cp[4] = {g->ptr, g->i32, g->i64, g->i64};
     LLVMValueRef ca[4] = {m->state, LLVMConstInt(g->i32, s->symbol, 0), from, to};
     branch_on_status(c, m, cgl_call(g, "tsr_main_loop_check", g->i32, cp, 4, ca));
+    progress_tick(c, m, s, from, to, NULL);
     LLVMBuildBr(g->b, body);
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->i64, var, "");
@@ -203,6 +219,7 @@ static void option_loop(Cpu *c, MainCtx *m, const IrMainStmt *s) {
     LLVMBuildStore(g->b, v, LLVMBuildInBoundsGEP2(g->b, g->i64, syms, idx, 1, ""));
     main_block(c, m, s->body, s->body_count);
     LLVMValueRef cur = LLVMBuildLoad2(g->b, g->i64, var, "");
+    progress_tick(c, m, s, from, to, cur);
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, cur, to, ""), done, step);
     LLVMPositionBuilderAtEnd(g->b, step);
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, cur, cgl_iconst(g, s->down ? -1 : 1), ""), var);
@@ -235,6 +252,8 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
             LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_body");
             LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_step");
             LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_done");
+            LLVMValueRef from = cgl_iconst(&c->g, s->from), to = cgl_iconst(&c->g, s->to);
+            progress_tick(c, m, s, from, to, NULL);
             LLVMBuildBr(c->g.b, body);
             LLVMPositionBuilderAtEnd(c->g.b, body);
             LLVMValueRef v = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
@@ -243,6 +262,7 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
             LLVMBuildStore(c->g.b, v, LLVMBuildInBoundsGEP2(c->g.b, c->g.i64, syms, idx, 1, ""));
             main_block(c, m, s->body, s->body_count);
             LLVMValueRef cur = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
+            progress_tick(c, m, s, from, to, cur);
             LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntEQ, cur, cgl_iconst(&c->g, s->to), ""), done, step);
             LLVMPositionBuilderAtEnd(c->g.b, step);
             LLVMBuildStore(c->g.b, LLVMBuildAdd(c->g.b, cur, cgl_iconst(&c->g, s->down ? -1 : 1), ""), var);
@@ -254,6 +274,10 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
         if (s->kind == IRM_RUN) {
             LLVMTypeRef p[1] = {c->g.ptr};
             status = LLVMBuildCall2(c->g.b, LLVMFunctionType(c->g.i32, p, 1, 0), m->routines[s->function], &m->state, 1, "");
+        } else if (s->kind == IRM_ACTION) {
+            LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
+            LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, s->action, 0)};
+            status = cgl_call(&c->g, "tsr_state_action", c->g.i32, p, 2, a);
         } else {
             LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
             LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, s->print, 0)};

@@ -2519,9 +2519,9 @@ static bool loop_bound(Elab *e, const Node *n, Value *v, int64_t *value, uint32_
     return false;
 }
 
-static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
+static void main_for(Elab *e, const Node *n, Env *env, MainList *out, bool progress) {
     Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
-    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1};
+    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1, .progress = progress};
     if (!loop_bound(e, n->a, from, &step.from, &step.from_option) | !loop_bound(e, n->b, to, &step.to, &step.to_option))
         return;
     bool at_run_time = step.from_option != UINT32_MAX || step.to_option != UINT32_MAX;
@@ -2553,13 +2553,118 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
+/* save "file.npz" [p; …] and load "file.npz" [p; …]: a checkpoint of the listed parameters,
+ * or of every parameter. */
+static void main_checkpoint(Elab *e, const Node *n, Env *env, MainList *out, MainStepKind kind) {
+    const char *verb = kind == MAIN_SAVE ? "save" : "load";
+    uint32_t count = n->list.count;
+    const Node *file = count ? n->list.items[0] : NULL, *list = count == 2 ? n->list.items[1] : NULL;
+    if (!file || file->kind != NODE_STRING || count > 2 || (list && list->kind != NODE_LIST)) {
+        diag_error(n->span, "'%s' takes a file name and optionally a list of parameters: %s \"model.npz\" or "
+                   "%s \"model.npz\" [w; b]", verb, verb, verb);
+        return;
+    }
+    if (file->len == 0 || memchr(file->text, 0, file->len)) {
+        diag_error(file->span, "the file of '%s' needs a name", verb);
+        return;
+    }
+    MainStep step = {.kind = kind, .span = n->span, .routine = UINT32_MAX, .text = file->text};
+    if (list) {
+        if (list->list.count == 0) {
+            diag_error(list->span, "the list of '%s' is empty; leave it out to %s every parameter", verb, verb);
+            return;
+        }
+        step.tensor_count = list->list.count;
+        step.tensors = arena_alloc(e->arena, step.tensor_count * sizeof *step.tensors);
+        for (uint32_t i = 0; i < step.tensor_count; i++) {
+            const Node *a = list->list.items[i];
+            Value *v = eval(e, a, env, MODE_TENSOR);
+            if (v->kind == V_ERROR) return;
+            if (v->kind != V_TENSOR || v->as.tensor->kind != TENSOR_PARAM) {
+                diag_error(a->span, "a checkpoint holds parameters, but this is %s",
+                           v->kind == V_TENSOR ? "a tensor that is not a parameter" : kind_noun(v));
+                return;
+            }
+            step.tensors[i] = v->as.tensor;
+        }
+    }
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
+/* shuffle NAME: permute the rows of data item NAME (plan.c finds the rows). */
+static void main_shuffle(Elab *e, const Node *n, MainList *out) {
+    const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
+    if (!arg || arg->kind != NODE_VAR) {
+        diag_error(n->span, "'shuffle' takes the name of one data item: shuffle moons");
+        return;
+    }
+    const Program *p = e->program;
+    for (uint32_t i = 0; i < p->source_count; i++)
+        if (strcmp(p->sources[i]->name, arg->name) == 0 && strcmp(p->sources[i]->generator, "option") != 0) {
+            MainStep step = {.kind = MAIN_SHUFFLE, .span = n->span, .routine = UINT32_MAX, .source = i};
+            ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+            return;
+        }
+    diag_error(arg->span, "there is no data item '%s' to shuffle (data items are declared before 'main')", arg->name);
+}
+
+/* The number of series `name`; a new one when `create`, else UINT32_MAX if there is none. */
+static uint32_t series_number(Elab *e, const char *name, bool create) {
+    Program *p = e->program;
+    for (uint32_t i = 0; i < p->series_count; i++)
+        if (strcmp(p->series[i], name) == 0) return i;
+    if (!create) return UINT32_MAX;
+    ARENA_PUSH(e->arena, p->series, p->series_count, p->series_cap, name);
+    return p->series_count - 1;
+}
+
+/* record NAME t: append t (one cell) to series NAME; plot NAME: draw the series. */
+static void main_series(Elab *e, const Node *n, Env *env, MainList *out, MainStepKind kind) {
+    uint32_t want = kind == MAIN_RECORD ? 2 : 1;
+    const Node *name = n->list.count == want ? n->list.items[0] : NULL;
+    if (!name || name->kind != NODE_VAR) {
+        diag_error(n->span, kind == MAIN_RECORD ? "'record' takes a series name and a one-cell tensor: record losses loss"
+                                                : "'plot' takes the name of a recorded series: plot losses");
+        return;
+    }
+    MainStep step = {.kind = kind, .span = n->span, .routine = UINT32_MAX, .text = name->name,
+                     .series = series_number(e, name->name, kind == MAIN_RECORD)};
+    if (step.series == UINT32_MAX) {
+        diag_error(name->span, "no series '%s' is recorded before this plot (record %s x, in a loop of main)", name->name,
+                   name->name);
+        return;
+    }
+    if (kind == MAIN_RECORD) {
+        const Node *a = n->list.items[1];
+        uint32_t fresh_from = e->program->tensor_count;
+        Value *v = eval(e, a, env, MODE_TENSOR);
+        if (v->kind == V_ERROR) return;
+        if (v->kind != V_TENSOR || v->as.tensor->kind == TENSOR_INDEX) {
+            diag_error(a->span, "'record' records a one-cell tensor, but this is %s",
+                       v->kind == V_TENSOR ? "an index value" : kind_noun(v));
+            return;
+        }
+        step.tensors = arena_alloc(e->arena, sizeof *step.tensors);
+        step.tensors[0] = v->as.tensor;
+        step.tensor_count = 1;
+        if (v->as.tensor->id >= fresh_from) { /* an expression: computed just before it is recorded */
+            Routine compute = {.name = arena_printf(e->arena, "main.record@%u", n->span.start), .span = n->span,
+                               .hidden = true};
+            add_step(e, &compute, (CodeStep){.kind = STEP_COMPUTE, .tensor = v->as.tensor, .fresh_from = fresh_from,
+                                             .span = a->span});
+            step.routine = add_routine(e, compute);
+        }
+    }
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
 static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
     switch (n->kind) {
     case NODE_SEQ:
         for (uint32_t i = 0; i < n->list.count; i++) elab_main(e, n->list.items[i], env, out);
         return;
     case NODE_UNIT: return;
-    case NODE_FOR: main_for(e, n, env, out); return;
+    case NODE_FOR: main_for(e, n, env, out, false); return;
     case NODE_IF: {
         Value *c = eval(e, n->a, env, MODE_VALUE);
         if (c->kind == V_ERROR) return;
@@ -2604,12 +2709,34 @@ static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
                 main_print(e, n, env, out);
                 return;
             }
+            if (strcmp(n->a->name, "save") == 0 || strcmp(n->a->name, "load") == 0) {
+                main_checkpoint(e, n, env, out, n->a->name[0] == 's' ? MAIN_SAVE : MAIN_LOAD);
+                return;
+            }
+            if (strcmp(n->a->name, "shuffle") == 0) {
+                main_shuffle(e, n, out);
+                return;
+            }
+            if (strcmp(n->a->name, "record") == 0 || strcmp(n->a->name, "plot") == 0) {
+                main_series(e, n, env, out, n->a->name[0] == 'r' ? MAIN_RECORD : MAIN_PLOT);
+                return;
+            }
+            if (strcmp(n->a->name, "progress") == 0) {
+                const Node *loop = n->list.count == 1 ? n->list.items[0] : NULL;
+                if (!loop || loop->kind != NODE_FOR) {
+                    diag_error(n->span, "'progress' takes one loop: progress (for epoch = 1 to epochs do … done)");
+                    return;
+                }
+                main_for(e, loop, env, out, true);
+                return;
+            }
         }
         break;
     default: break;
     }
-    diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x) and loops (for i = a to b do … done); "
-               "this is not one of them");
+    diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x), loops (for i = a to b do … done) and "
+               "the statements of docs/language.md §3.2.9 (save, load, shuffle, record, plot, progress); this is not "
+               "one of them");
 }
 
 /* option NAME = DEFAULT: an integer or a number that `--NAME VALUE` sets when the program runs. */

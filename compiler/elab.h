@@ -157,9 +157,11 @@ typedef struct Routine {
     uint32_t step_count, step_cap;
 } Routine;
 
-/* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs and
- * prints. */
-typedef enum MainStepKind { MAIN_FOR, MAIN_RUN, MAIN_PRINT } MainStepKind;
+/* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs,
+ * prints, and the statements the runtime carries out (checkpoints, shuffles, series). */
+typedef enum MainStepKind {
+    MAIN_FOR, MAIN_RUN, MAIN_PRINT, MAIN_SAVE, MAIN_LOAD, MAIN_SHUFFLE, MAIN_RECORD, MAIN_PLOT
+} MainStepKind;
 typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR, PARG_OPTION } PrintArgKind;
 
 typedef struct PrintArg {
@@ -182,6 +184,7 @@ struct MainStep {
     int64_t from, to;       /* FOR: inclusive bounds (added to the options' values when set) */
     uint32_t from_option, to_option; /* FOR: a bound read from an option, or UINT32_MAX */
     bool down;              /* FOR: downto */
+    bool progress;          /* FOR: wrapped in `progress`: show a progress bar */
     MainStep *body;         /* FOR */
     uint32_t body_count;
     uint32_t routine;       /* RUN: into Program.routines; PRINT: the routine computing printed
@@ -190,6 +193,11 @@ struct MainStep {
     const char *label;      /* PRINT as a grid: the name shown */
     PrintArg *args;
     uint32_t arg_count;
+    const char *text;       /* SAVE, LOAD: the file; RECORD, PLOT: the series' name */
+    Tensor **tensors;       /* SAVE, LOAD: the listed parameters (none: all); RECORD: the value */
+    uint32_t tensor_count;
+    uint32_t source;        /* SHUFFLE: into Program.sources */
+    uint32_t series;        /* RECORD, PLOT: the series' number (Program.series) */
 };
 
 typedef struct Program {
@@ -212,6 +220,8 @@ typedef struct Program {
     uint32_t source_count, source_cap;
     ProgramOption *options; /* every `option` item, in declaration order */
     uint32_t option_count, option_cap;
+    const char **series;    /* the names `record` gives series, in order of first use */
+    uint32_t series_count, series_cap;
 } Program;
 
 typedef struct ElabOptions {

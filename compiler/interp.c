@@ -178,10 +178,17 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
                 return false;
             }
             break;
+        case IRM_ACTION:
+            if (tsr_state_action(in->state, m->action) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            break;
         case IRM_FOR: {
             /* Bounds read from options are checked against the symbol's range first.  The end
              * is tested before the counter is stepped, so a loop ending at INT64_MAX (or,
-             * downward, INT64_MIN) stops after its last value instead of wrapping. */
+             * downward, INT64_MIN) stops after its last value instead of wrapping.  A progress
+             * bar hears of the start and of every finished iteration. */
             int64_t from = m->from, to = m->to;
             if (m->from_option != UINT32_MAX) from += tsr_state_option_int(in->state, m->from_option);
             if (m->to_option != UINT32_MAX) to += tsr_state_option_int(in->state, m->to_option);
@@ -191,9 +198,14 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
                 diag_error_noloc("run time: %s", tsr_last_error());
                 return false;
             }
+            int64_t total = (int64_t)((m->down ? (uint64_t)from - (uint64_t)to : (uint64_t)to - (uint64_t)from) + 1);
+            if (m->action != UINT32_MAX) tsr_state_progress(in->state, m->action, 0, total);
             for (int64_t v = from;; v += m->down ? -1 : 1) {
                 in->state->symbols[m->symbol] = v;
                 if (!run_main(in, m->body, m->body_count)) return false;
+                if (m->action != UINT32_MAX)
+                    tsr_state_progress(in->state, m->action, (int64_t)((m->down ? (uint64_t)from - (uint64_t)v
+                                                                                : (uint64_t)v - (uint64_t)from) + 1), total);
                 if (v == to) break;
             }
             break;

@@ -237,7 +237,23 @@ typedef struct IrPrint {
     uint32_t arg_count;
 } IrPrint;
 
-typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT } IrMainKind;
+#define IR_KIND_ACTION(name) IRA_##name,
+typedef enum IrActionKind { TSR_ACTION_KINDS(IR_KIND_ACTION) } IrActionKind;
+#undef IR_KIND_ACTION
+
+/* A statement of main that the runtime carries out (runtime/steps.c): a checkpoint (`text` the
+ * file, `buffers` what it holds, none: every parameter), a shuffle (`buffers` the fields of
+ * data set `value`, each of `rows` rows), a record (buffers[0] onto series `value`), a plot of
+ * series `value` (titled `text`), or a loop's progress bar (titled `text`). */
+typedef struct IrAction {
+    IrActionKind kind;
+    const char *text;
+    int64_t value, rows;
+    uint32_t *buffers;
+    uint32_t buffer_count;
+} IrAction;
+
+typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT, IRM_ACTION } IrMainKind;
 
 typedef struct IrMainStmt IrMainStmt;
 struct IrMainStmt {
@@ -252,6 +268,7 @@ struct IrMainStmt {
     uint32_t body_count;
     uint32_t function;    /* RUN */
     uint32_t print;       /* PRINT: into IrProgram.prints */
+    uint32_t action;      /* ACTION: into IrProgram.actions; FOR: its progress bar, or UINT32_MAX */
 };
 
 /* A named tensor or gradient that object mode exports (header.c). */
@@ -300,6 +317,8 @@ typedef struct IrProgram {
     uint32_t dataset_count;
     IrOption *options;
     uint32_t option_count;
+    IrAction *actions;        /* the statements of main the runtime carries out */
+    uint32_t action_count, action_cap;
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

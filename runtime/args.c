@@ -57,6 +57,7 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     printf("  %-22s seed of parameter initialisation and of 'shuffle' (default %" PRIu64 ")\n", "--seed N",
            default_seed);
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
+    printf("  %-22s %s\n", "--load PATH", "read the parameters from checkpoint PATH (.npz) before main runs");
     if (tsr_model_data_field(m, 0)) {
         printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy, or .csv), of the same shape;");
         printf("  %-22s NAME is one of:", "");
@@ -130,7 +131,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
         bool known = false;
-        static const char *const builtin[] = {"seed", "threads", "data"};
+        static const char *const builtin[] = {"seed", "threads", "data", "load"};
         for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
             known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
         tsr_option *o = NULL;
@@ -152,6 +153,9 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             if (!parse_integer(value, false, 1, 4096, &v))
                 return usage_error(p, "'--threads' needs a number of threads from 1 to 4096, not '%s'", value);
             tsr_set_num_threads((int)v);
+        } else if (strncmp(name, "load", n) == 0) {
+            if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
+            p->args.load = value;
         } else {
             status = add_data(p, value);
         }
@@ -170,6 +174,10 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     tsr_state *s = NULL;
     if (parsed == 0) {
         s = tsr_state_create_model(m, p.seed, &p.args);
+        if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
+            tsr_state_destroy(s);
+            s = NULL;
+        }
     } else {
         tsr_model_free(m);
         *status = parsed < 0 ? 0 : parsed;

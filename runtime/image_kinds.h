@@ -25,4 +25,8 @@
 /* The arguments of a print statement. */
 #define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
 
+/* The statements of `main` that the runtime carries out (besides print): checkpoints, shuffles,
+ * recorded series and their plots, and the progress bar of a loop. */
+#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
+
 #endif

@@ -61,6 +61,10 @@ struct tsr_model {
     Print *prints;
     uint32_t option_count;
     tsr_option *options; /* the program's `option` items; `value` is the run's value */
+    uint32_t action_count;
+    tsr_action *actions; /* the statements of main that steps.c runs */
+    uint32_t series_count;
+    tsr_series *series;  /* what RECORD has appended so far, one per series number */
 };
 
 /* ---- Reading the image ------------------------------------------------------------------------ */
@@ -140,6 +144,13 @@ static void model_free(tsr_model *m) {
     free(m->prints);
     for (uint32_t i = 0; i < m->option_count; i++) free(m->options[i].name);
     free(m->options);
+    for (uint32_t i = 0; i < m->action_count; i++) {
+        free(m->actions[i].text);
+        free(m->actions[i].refs);
+    }
+    free(m->actions);
+    for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);
+    free(m->series);
     free(m);
 }
 
@@ -256,6 +267,28 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         m->options[i].is_float = u8(&r);
         m->options[i].value = f64(&r);
     }
+    m->action_count = count(&r, 29);
+    m->actions = calloc(m->action_count + 1, sizeof *m->actions);
+    if (!m->actions) r.bad = true;
+    for (uint32_t i = 0; i < m->action_count && !r.bad; i++) {
+        tsr_action *a = &m->actions[i];
+        a->kind = u8(&r);
+        a->text = str(&r);
+        a->value = i64(&r);
+        a->rows = i64(&r);
+        a->ref_count = count(&r, 4);
+        a->refs = calloc(a->ref_count + 1, sizeof *a->refs);
+        if (!a->refs || a->kind >= TSR_ACTION_KIND_COUNT) r.bad = true;
+        for (uint32_t k = 0; k < a->ref_count && !r.bad; k++)
+            if ((a->refs[k] = u32(&r)) >= m->buffer_count) r.bad = true;
+        bool series = a->kind == TSR_ACTION_RECORD || a->kind == TSR_ACTION_PLOT;
+        if (series && (a->value < 0 || a->value >= (int64_t)m->action_count)) r.bad = true;
+        if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
+        if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
+        if (a->kind == TSR_ACTION_SHUFFLE && a->rows < 1) r.bad = true;
+    }
+    m->series = calloc(m->series_count + 1, sizeof *m->series);
+    if (!m->series) r.bad = true;
     for (uint32_t i = 0; i < m->print_count && !r.bad; i++)
         for (uint32_t a = 0; a < m->prints[i].arg_count; a++)
             if (m->prints[i].args[a].kind == TSR_ARG_OPTION && m->prints[i].args[a].ref >= m->option_count) r.bad = true;
@@ -544,6 +577,7 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     if (!s) return null_state();
     if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
     const Print *p = &s->model->prints[print];
+    tsr_progress_hide();
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];
         tsr_print_tensor(stdout, p->label, b->shape_text, s->buffers[p->args[0].ref], b->rank, b->dims);
@@ -577,6 +611,18 @@ const char *tsr_model_buffer_name(const tsr_model *m, uint32_t i) {
     return m && i < m->buffer_count ? m->buffers[i].name : NULL;
 }
 uint32_t tsr_model_symbol_count(const tsr_model *m) { return m ? m->symbol_count : 0; }
+tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }
+tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
+bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank, const int64_t **dims, int64_t *cells,
+                            uint8_t *kind) {
+    if (!m || buffer >= m->buffer_count) return false;
+    const Buffer *b = &m->buffers[buffer];
+    *rank = b->rank;
+    *dims = b->dims;
+    *cells = b->size;
+    *kind = b->is_virtual ? TSR_BUF_SCRATCH : b->kind; /* a virtual buffer has no storage to save */
+    return true;
+}
 const char *tsr_model_symbol_name(const tsr_model *m, uint32_t i) {
     return m && i < m->symbol_count ? m->symbol_names[i] : NULL;
 }

@@ -135,7 +135,7 @@ int tsr_state_check_symbols(tsr_state *state);
 int tsr_state_print(tsr_state *state, uint32_t print);
 
 /* For the `main` of generated executables: read the command line (docs/cli.md "Running an
- * executable": --help, --seed N, --threads N, --data NAME=PATH and the program's options, whose
+ * executable": --help, --seed N, --threads N, --data NAME=PATH, --load PATH and the program's options, whose
  * table the image holds), then create the state as tsr_state_create() does with the seed and
  * data files it chose; `seed` is the default.  NULL when the program should stop, with the exit
  * status in *status: 0 after --help (printed to stdout), 2 after a bad command line (the
@@ -149,6 +149,21 @@ int64_t tsr_state_option_int(const tsr_state *state, uint32_t option);
  * way) stays within its range; TSR_ERR_INDEX with a message otherwise.  For loops whose bounds
  * come from options. */
 int tsr_main_loop_check(tsr_state *state, uint32_t symbol, int64_t from, int64_t to);
+
+/* Checkpoints (docs/runtime.md §14): write every parameter of the state to `path` as a NumPy
+ * .npz archive (one float32 array per parameter, named as the tensor, in memory order), or
+ * read them back from such an archive (numpy.savez's too).  TSR_OK, or TSR_ERR_IO (writing) /
+ * TSR_ERR_DATA (reading: missing file or array, wrong shape, damaged archive) with a message
+ * naming the file and the array; a failed load changes nothing. */
+int tsr_state_save(tsr_state *state, const char *path);
+int tsr_state_load(tsr_state *state, const char *path);
+
+/* For the `main` of generated executables: run statement `action` of the program's main that
+ * the runtime carries out (save, load, shuffle, record, plot: the image lists them). */
+int tsr_state_action(tsr_state *state, uint32_t action);
+/* The progress bar `action` of a loop of main: `done` of `total` iterations are done (0 when
+ * the loop starts); drawn on standard error (docs/language.md §3.2.9). */
+int tsr_state_progress(tsr_state *state, uint32_t action, int64_t done, int64_t total);
 
 /* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
  * stderr, destroy the state (NULL is fine) and return 1, the exit status. */

@@ -271,6 +271,15 @@ add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP
 sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1
 add_summary "native: executables' command line" $? "$TMP/exe_options.out"
 
+# Checkpoints: save, load, --load, numpy.load, MODULE_save/load, their errors
+# (tests/native/checkpoint.sh).
+sh tests/native/checkpoint.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/checkpoint.out" 2>&1
+add_summary "native: checkpoints" $? "$TMP/checkpoint.out"
+
+# shuffle under --seed, progress bars on and off a terminal (tests/native/main_steps.sh).
+sh tests/native/main_steps.sh "$TSRC" >"$TMP/main_steps.out" 2>&1
+add_summary "native: shuffle seeds, progress bars" $? "$TMP/main_steps.out"
+
 # Hostile data files: not regular files, endless, cut short (tests/native/hostile_data.sh).
 sh tests/native/hostile_data.sh "$TSRC" >"$TMP/hostile.out" 2>&1
 add_summary "native: hostile data files" $? "$TMP/hostile.out"
