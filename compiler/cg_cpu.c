@@ -8,8 +8,9 @@
  * that the runtime's pool calls on each chunk (tsr_parallel_for).  Every routine becomes
  * `int MODULE_ROUTINE(tsr_state *s)`: it checks the index symbols, reads the state's buffer and
  * symbol arrays, and launches its kernels in order — a threaded one through the pool, any other
- * by a direct call that LLVM inlines.  The state's layout is abi.h's (checked there against
- * tsr.h).
+ * by a direct call that LLVM inlines; a routine too large for one function is cut into parts
+ * that LLVM may not inline (see "Splitting" below).  The state's layout is abi.h's (checked
+ * there against tsr.h).
  *
  * The model image (image.c) is a constant array `MODULE__image`; generated headers and `main`
  * pass it to tsr_state_create().  `main`, for executables, follows the program plan (plan.c):
