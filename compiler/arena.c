@@ -2,6 +2,7 @@
 #include "arena.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,10 @@ struct Arena {
     Block *head;
 };
 
+static _Atomic size_t total_bytes; /* in the blocks of every live arena */
+
+size_t arena_total_bytes(void) { return total_bytes; }
+
 Arena *arena_new(void) {
     Arena *arena = calloc(1, sizeof *arena);
     if (!arena) diag_fatal_oom();
@@ -31,6 +36,7 @@ void arena_free(Arena *arena) {
     if (!arena) return;
     for (Block *b = arena->head, *next; b; b = next) {
         next = b->next;
+        total_bytes -= b->size;
         free(b);
     }
     free(arena);
@@ -45,6 +51,7 @@ void *arena_alloc(Arena *arena, size_t size) {
         if (!b) diag_fatal_oom();
         b->used = 0;
         b->size = block_size;
+        total_bytes += block_size;
         b->next = arena->head;
         arena->head = b;
     }

@@ -15,6 +15,9 @@ void arena_free(Arena *arena);
 void *arena_alloc(Arena *arena, size_t size);                  /* zeroed, 16-byte aligned */
 char *arena_strndup(Arena *arena, const char *text, size_t len); /* NUL-terminated copy */
 char *arena_printf(Arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The bytes held by all live arenas together (what a compilation has built so far): elab.c
+ * bounds compile-time evaluation with it.  Arenas belong to the compiling thread. */
+size_t arena_total_bytes(void);
 
 /* A growable array whose storage is taken from an arena (old blocks are simply abandoned). */
 #define ARENA_PUSH(arena, items, count, cap, value)                                          \

@@ -8,8 +8,9 @@
  * that the runtime's pool calls on each chunk (tsr_parallel_for).  Every routine becomes
  * `int MODULE_ROUTINE(tsr_state *s)`: it checks the index symbols, reads the state's buffer and
  * symbol arrays, and launches its kernels in order — a threaded one through the pool, any other
- * by a direct call that LLVM inlines.  The state's layout is abi.h's (checked there against
- * tsr.h).
+ * by a direct call that LLVM inlines; a routine too large for one function is cut into parts
+ * that LLVM may not inline (see "Splitting" below).  The state's layout is abi.h's (checked
+ * there against tsr.h).
  *
  * The model image (image.c) is a constant array `MODULE__image`; generated headers and `main`
  * pass it to tsr_state_create().  `main`, for executables, reads its command line and makes
@@ -104,7 +105,82 @@ static LLVMValueRef emit_range(Cpu *c, const Kernel *k, LLVMValueRef kernel, con
 
 /* ---- Routines -------------------------------------------------------------------------------------- */
 
-/* int NAME(tsr_state *s): check symbols, then launch the kernels in order. */
+/* Splitting.  A kernel called directly is inlined by LLVM into its caller, so a routine of
+ * thousands of small nests (a long chain of definitions, a deep network) would become one
+ * function of one enormous basic block once LLVM has unrolled the nests completely, and parts
+ * of LLVM's back end (the machine scheduler's dependence graph) take time quadratic in a basic
+ * block.  So the directly called kernels are grouped, in order, into parts of bounded estimated
+ * size, each an internal function that LLVM may not inline into the routine; the kernels of
+ * one part are still inlined into it and optimised together.  A routine whose kernels all fit
+ * in one part calls them itself, as before.  The size estimate counts expression nodes, times
+ * the iterations of each loop that will be unrolled (by the schedule, or by LLVM: a loop of at
+ * most FULL_UNROLL_TRIPS iterations), and stops growing at the budget. */
+enum { PART_BUDGET = 1024, FULL_UNROLL_TRIPS = 32 };
+
+static uint64_t expr_size(const IrExpr *e) {
+    uint64_t n = 1;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) n += expr_size(e->args[i]);
+    return n;
+}
+
+static uint64_t stmt_size(const IrStmt *s) {
+    if (s->kind != IR_LOOP) return 1 + expr_size(s->value);
+    uint64_t body = 1;
+    for (uint32_t i = 0; i < s->body.count && body < PART_BUDGET; i++) body += stmt_size(s->body.items[i]);
+    bool unrolled = s->mode == LOOP_UNROLL || (s->mode == LOOP_PLAIN && s->extent <= FULL_UNROLL_TRIPS);
+    uint64_t n = unrolled && s->extent > 1 ? body * (uint64_t)s->extent : body;
+    return n < PART_BUDGET ? n : PART_BUDGET;
+}
+
+static uint64_t kernel_size(const IrFunction *fn, const Kernel *k) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < k->count && n < PART_BUDGET; i++) n += stmt_size(fn->body.items[k->first + i]);
+    return n;
+}
+
+/* Calls of kernels [first, last) of `kl` with the state's buffers and symbols, in order. */
+static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
+                           const LLVMValueRef *ranges, LLVMValueRef bufs, LLVMValueRef syms) {
+    CgLlvm *g = &c->g;
+    LLVMValueRef ctx = NULL;
+    for (uint32_t i = first; i < last; i++) {
+        const Kernel *k = &kl->kernels[i];
+        if (k->threaded) {
+            if (!ctx) {
+                ctx = LLVMBuildAlloca(g->b, LLVMArrayType(g->ptr, 2), "ctx");
+                LLVMBuildStore(g->b, bufs, ctx);
+                LLVMValueRef one[1] = {cgl_iconst(g, 1)};
+                LLVMBuildStore(g->b, syms, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""));
+            }
+            LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
+            LLVMValueRef a[4] = {ranges[i], ctx, cgl_iconst(g, k->extent), cgl_iconst(g, k->grain)};
+            cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
+            continue;
+        }
+        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), syms, bufs);
+        LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count), bodies[i], args, k->buffer_count + 3, "");
+        free(args);
+    }
+}
+
+/* void PART(ptr buffers, ptr symbols): kernels [first, last), never inlined into the routine. */
+static LLVMValueRef emit_part(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
+                              const char *name) {
+    CgLlvm *g = &c->g;
+    LLVMTypeRef p[2] = {g->ptr, g->ptr};
+    LLVMValueRef f = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->void_t, p, 2, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
+    cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
+    launch_kernels(c, kl, first, last, bodies, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1));
+    LLVMBuildRetVoid(g->b);
+    return f;
+}
+
+/* int NAME(tsr_state *s): check symbols, then launch the kernels in order (directly, or through
+ * the parts that hold them). */
 static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
     IrProgram *ir = (IrProgram *)g->ir;
@@ -113,12 +189,35 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_c_name(ir->arena, fn->name), exported);
     KernelList kl = kernel_outline(ir, fn, c->opt->target);
     LLVMValueRef *bodies = calloc(kl.count + 1, sizeof *bodies), *ranges = calloc(kl.count + 1, sizeof *ranges);
-    if (!bodies || !ranges) diag_fatal_oom();
+    /* part_end[i]: the end of the part that starts at kernel i (0 when none starts there). */
+    uint32_t *part_end = calloc(kl.count + 1, sizeof *part_end);
+    if (!bodies || !ranges || !part_end) diag_fatal_oom();
     for (uint32_t k = 0; k < kl.count; k++) {
         bodies[k] = emit_kernel(c, fn, &kl.kernels[k], arena_printf(ir->arena, "%s.kernel%u", name, k));
         if (kl.kernels[k].threaded)
             ranges[k] = emit_range(c, &kl.kernels[k], bodies[k], arena_printf(ir->arena, "%s.range%u", name, k));
     }
+    uint32_t parts = 0;
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < kl.count && total <= PART_BUDGET; k++) total += kernel_size(fn, &kl.kernels[k]);
+    if (total > PART_BUDGET) {
+        for (uint32_t k = 0; k < kl.count;) {
+            if (kl.kernels[k].threaded) {
+                k++;
+                continue;
+            }
+            uint32_t end = k;
+            uint64_t size = 0;
+            while (end < kl.count && !kl.kernels[end].threaded && (end == k || size + kernel_size(fn, &kl.kernels[end]) <= PART_BUDGET))
+                size += kernel_size(fn, &kl.kernels[end++]);
+            part_end[k] = end;
+            k = end;
+        }
+    }
+    LLVMValueRef *part_fn = calloc(kl.count + 1, sizeof *part_fn);
+    if (!part_fn) diag_fatal_oom();
+    for (uint32_t k = 0; k < kl.count; k++)
+        if (part_end[k]) part_fn[k] = emit_part(c, &kl, k, part_end[k], bodies, arena_printf(ir->arena, "%s.part%u", name, parts++));
     LLVMTypeRef p[1] = {g->ptr};
     LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
     if (!exported) LLVMSetLinkage(r, LLVMInternalLinkage);
@@ -136,28 +235,26 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
                                        "buffers");
     LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, state, ABI_STATE_SYMBOLS, ""),
                                        "symbols");
-    LLVMValueRef ctx = NULL;
-    for (uint32_t i = 0; i < kl.count; i++) {
-        const Kernel *k = &kl.kernels[i];
-        if (k->threaded) {
-            if (!ctx) {
-                ctx = LLVMBuildAlloca(g->b, LLVMArrayType(g->ptr, 2), "ctx");
-                LLVMBuildStore(g->b, bufs, ctx);
-                LLVMValueRef one[1] = {cgl_iconst(g, 1)};
-                LLVMBuildStore(g->b, syms, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""));
+    if (!parts) {
+        launch_kernels(c, &kl, 0, kl.count, bodies, ranges, bufs, syms);
+    } else {
+        for (uint32_t k = 0; k < kl.count;) {
+            if (part_end[k]) {
+                LLVMTypeRef pp[2] = {g->ptr, g->ptr};
+                LLVMValueRef a[2] = {bufs, syms};
+                LLVMBuildCall2(g->b, LLVMFunctionType(g->void_t, pp, 2, 0), part_fn[k], a, 2, "");
+                k = part_end[k];
+            } else {
+                launch_kernels(c, &kl, k, k + 1, bodies, ranges, bufs, syms);
+                k++;
             }
-            LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
-            LLVMValueRef a[4] = {ranges[i], ctx, cgl_iconst(g, k->extent), cgl_iconst(g, k->grain)};
-            cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
-            continue;
         }
-        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), syms, bufs);
-        LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count), bodies[i], args, k->buffer_count + 3, "");
-        free(args);
     }
     LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));
     free(bodies);
     free(ranges);
+    free(part_end);
+    free(part_fn);
     return r;
 }
 

@@ -413,10 +413,26 @@ static void block(CgLlvm *g, const IrBlock *blk) {
     for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
 }
 
+/* The locals that statement s sets get their stack slot (kernel.c keeps every local within one
+ * kernel, set before it is read); only those, so a kernel costs what it holds, not what its
+ * function holds. */
+static void allocate_locals(CgLlvm *g, const IrStmt *s) {
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) allocate_locals(g, s->body.items[i]);
+    else if (s->kind == IR_SET_LOCAL && !g->local[s->local])
+        g->local[s->local] = LLVMBuildAlloca(g->b, g->f32, "acc");
+}
+
+static void forget_locals(CgLlvm *g, const IrStmt *s) {
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) forget_locals(g, s->body.items[i]);
+    else if (s->kind == IR_SET_LOCAL)
+        g->local[s->local] = NULL;
+}
+
 void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,
                      LLVMValueRef symbols, const LLVMValueRef *buffers) {
     const IrProgram *ir = g->ir;
-    memset(g->buffer, 0, (ir->buffer_count + 1) * sizeof *g->buffer);
     for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = buffers[i];
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
@@ -428,7 +444,7 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
         LLVMValueRef idx[1] = {cgl_iconst(g, s)};
         g->symbol[s] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
     }
-    for (uint32_t l = 0; l < fn->local_count; l++) g->local[l] = LLVMBuildAlloca(g->b, g->f32, "acc");
+    for (uint32_t i = 0; i < k->count; i++) allocate_locals(g, fn->body.items[k->first + i]);
     g->lane_iter = UINT32_MAX;
     g->lanes = 1;
     g->nontemporal = false;
@@ -440,6 +456,10 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     }
     /* Non-temporal stores are weakly ordered: fence them before whoever runs next reads them. */
     if (g->nontemporal) LLVMBuildFence(g->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+    /* Leave the tables empty for the next kernel (clearing only what this one used). */
+    for (uint32_t i = 0; i < k->count; i++) forget_locals(g, fn->body.items[k->first + i]);
+    for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = NULL;
+    for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
 }
 
 /* ---- Module, target machine, pipeline -------------------------------------------------------------- */

@@ -209,7 +209,9 @@ struct Elab {
     uint32_t entry_count, entry_cap;
     unsigned depth;
     unsigned long long steps;
-    bool out_of_steps;
+    size_t bytes_at_start; /* arena_total_bytes() when elaboration began */
+    size_t byte_budget;    /* what evaluation may build (MAX_EVAL_STEPS' comment) */
+    bool out_of_steps;     /* a budget ran out: evaluation stops */
     const ElabOptions *options;
     const char **opened;
     uint32_t opened_count, opened_cap;
@@ -217,9 +219,15 @@ struct Elab {
 };
 
 enum { MAX_EVAL_DEPTH = 20000 };
-/* The compile-time language can loop (`for`, recursion); a program that takes more evaluation
- * steps than this is stopped with an error rather than hanging the compiler. */
-#define MAX_EVAL_STEPS 20000000ull
+/* The compile-time language can loop (`for`, recursion).  Evaluation has two budgets, so that
+ * a runaway program stops within about a second and a few hundred MB with an error rather
+ * than hanging the compiler or exhausting memory: evaluation steps (a 10 000-line program
+ * takes under 100 000), and the memory that elaboration has built (values, tensors, shape
+ * constraints: arena_total_bytes() since it began), checked every EVAL_MEMORY_CHECK steps:
+ * EVAL_MEGABYTES, plus EVAL_BYTES_PER_SOURCE_BYTE for each byte of the program's file (a
+ * 10 000-line chain of definitions builds about 550 bytes per byte of source). */
+#define MAX_EVAL_STEPS 2000000ull
+enum { EVAL_MEGABYTES = 256, EVAL_BYTES_PER_SOURCE_BYTE = 1024, EVAL_MEMORY_CHECK = 1024 };
 
 static Value error_value = {.kind = V_ERROR};
 static Value unit_value = {.kind = V_UNIT};
@@ -1887,10 +1895,16 @@ static Env *eval_binding(Elab *e, const char *name, const NodeList *params, cons
 }
 
 static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (e->out_of_steps) return &error_value;
     if (++e->steps > MAX_EVAL_STEPS) {
-        if (!e->out_of_steps)
-            diag_error(n->span, "evaluation takes too long (more than %llu steps): is a loop or a "
-                       "recursion unbounded?", MAX_EVAL_STEPS);
+        diag_error(n->span, "evaluation takes too long: it has run out of its budget of %llu steps "
+                   "(is a loop or a recursion unbounded?)", MAX_EVAL_STEPS);
+        e->out_of_steps = true;
+        return &error_value;
+    }
+    if (e->steps % EVAL_MEMORY_CHECK == 0 && arena_total_bytes() - e->bytes_at_start > e->byte_budget) {
+        diag_error(n->span, "evaluation builds too much: it has run out of its budget of %zu MB "
+                   "(is a loop or a recursion making tensors without bound?)", e->byte_budget >> 20);
         e->out_of_steps = true;
         return &error_value;
     }
@@ -3024,11 +3038,13 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     p->arena = arena;
     p->solver = shape_solver_new();
     Elab e = {0};
+    e.bytes_at_start = arena_total_bytes();
     e.program = p;
     e.arena = arena;
     e.solver = p->solver;
     e.options = options;
     const char *path = source_get(module->file)->path;
+    e.byte_budget = ((size_t)EVAL_MEGABYTES << 20) + EVAL_BYTES_PER_SOURCE_BYTE * source_get(module->file)->len;
     const char *slash = strrchr(path, '/');
     e.global_table = arena_alloc(arena, GLOBAL_BUCKETS * sizeof *e.global_table);
     e.globals = arena_alloc(arena, sizeof *e.globals); /* generation 0: no globals */

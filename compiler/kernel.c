@@ -17,17 +17,38 @@
 
 #include "diag.h"
 
+/* What statements touch: a flag per buffer and per local, and the list of those flagged, so
+ * that clearing costs what was touched (a kernel is outlined in time linear in its size). */
 typedef struct Uses {
-    bool *buffer;   /* per buffer */
-    bool *local;    /* per local */
+    bool *buffer;       /* per buffer */
+    bool *local;        /* per local */
+    uint32_t *buffers;  /* the flagged buffers, in the order met */
+    uint32_t *locals;   /* the flagged locals */
+    uint32_t buffer_count, local_count;
 } Uses;
+
+static void use_buffer(Uses *u, uint32_t b) {
+    if (!u->buffer[b]) u->buffers[u->buffer_count++] = b;
+    u->buffer[b] = true;
+}
+
+static void use_local(Uses *u, uint32_t l) {
+    if (!u->local[l]) u->locals[u->local_count++] = l;
+    u->local[l] = true;
+}
+
+static void uses_clear(Uses *u) {
+    for (uint32_t i = 0; i < u->buffer_count; i++) u->buffer[u->buffers[i]] = false;
+    for (uint32_t i = 0; i < u->local_count; i++) u->local[u->locals[i]] = false;
+    u->buffer_count = u->local_count = 0;
+}
 
 static void uses_expr(Uses *u, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST:
     case IR_SYMBOL: break;
-    case IR_LOCAL: u->local[e->local] = true; break;
-    case IR_LOAD: u->buffer[e->buffer] = true; break;
+    case IR_LOCAL: use_local(u, e->local); break;
+    case IR_LOAD: use_buffer(u, e->buffer); break;
     case IR_OP:
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) uses_expr(u, e->args[i]);
         break;
@@ -40,14 +61,19 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         for (uint32_t i = 0; i < s->body.count; i++) uses_stmt(u, s->body.items[i]);
         break;
     case IR_STORE:
-        u->buffer[s->buffer] = true;
+        use_buffer(u, s->buffer);
         uses_expr(u, s->value);
         break;
     case IR_SET_LOCAL:
-        u->local[s->local] = true;
+        use_local(u, s->local);
         uses_expr(u, s->value);
         break;
     }
+}
+
+static int compare_ids(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* Cells × iterations of a statement. */
@@ -62,32 +88,34 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     KernelList list = {.fn = fn};
     uint32_t locals = fn->local_count + 1;
     list.kernels = arena_alloc(ir->arena, (fn->body.count + 1) * sizeof *list.kernels);
-    Uses u = {calloc(ir->buffer_count + 1, 1), calloc(locals, 1)};
-    bool *kernel_locals = calloc(locals, 1);
-    if (!u.buffer || !u.local || !kernel_locals) diag_fatal_oom();
+    Uses u = {calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
+              calloc(locals, sizeof *u.locals), 0, 0};
+    Uses held = {NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
+    if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.local || !held.locals) diag_fatal_oom();
     for (uint32_t i = 0; i < fn->body.count; i++) {
-        memset(u.local, 0, locals);
         uses_stmt(&u, fn->body.items[i]);
         bool shared = false;
-        for (uint32_t l = 0; l < fn->local_count && list.count && !shared; l++) shared = u.local[l] && kernel_locals[l];
+        for (uint32_t l = 0; l < u.local_count && list.count && !shared; l++) shared = held.local[u.locals[l]];
         if (!shared) {
             list.kernels[list.count++] = (Kernel){.first = i};
-            memset(kernel_locals, 0, locals);
+            uses_clear(&held);
         }
         list.kernels[list.count - 1].count++;
-        for (uint32_t l = 0; l < fn->local_count; l++) kernel_locals[l] |= u.local[l];
+        for (uint32_t l = 0; l < u.local_count; l++) use_local(&held, u.locals[l]);
+        uses_clear(&u);
     }
     for (uint32_t k = 0; k < list.count; k++) {
         Kernel *kn = &list.kernels[k];
-        memset(u.buffer, 0, ir->buffer_count + 1);
         for (uint32_t i = 0; i < kn->count; i++) uses_stmt(&u, fn->body.items[kn->first + i]);
-        kn->buffers = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *kn->buffers);
-        kn->locals = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *kn->locals);
-        for (uint32_t b = 0; b < ir->buffer_count; b++) {
-            if (!u.buffer[b]) continue;
+        qsort(u.buffers, u.buffer_count, sizeof *u.buffers, compare_ids); /* in id order */
+        kn->buffers = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->buffers);
+        kn->locals = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->locals);
+        for (uint32_t i = 0; i < u.buffer_count; i++) {
+            uint32_t b = u.buffers[i];
             if (ir->buffers[b].kernel_local) kn->locals[kn->local_count++] = b;
             else kn->buffers[kn->buffer_count++] = b;
         }
+        uses_clear(&u);
         const IrStmt *s = fn->body.items[kn->first];
         kn->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
         double w = work(s);
@@ -97,6 +125,9 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     }
     free(u.buffer);
     free(u.local);
-    free(kernel_locals);
+    free(u.buffers);
+    free(u.locals);
+    free(held.local);
+    free(held.locals);
     return list;
 }

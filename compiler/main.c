@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/ErrorHandling.h>
@@ -65,6 +67,7 @@ typedef struct Options {
     Mode mode;
     bool interp;
     bool no_opt;
+    bool time_stages;   /* --time-stages */
     bool no_sched;      /* run the reference executor on the unscheduled IR */
     bool sched_ir;      /* --emit=sched-ir */
     CgFormat emit_format;
@@ -104,6 +107,7 @@ static void usage(FILE *out) {
           "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
           "  --no-sched       with --run --interp: run the loop IR as lowered, unscheduled\n"
+          "  --time-stages    print each stage's time and the peak memory so far (stderr)\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
@@ -194,6 +198,8 @@ static Options parse_options(int argc, char **argv) {
             opt.no_opt = true;
         } else if (strcmp(a, "--no-sched") == 0) {
             opt.no_sched = true;
+        } else if (strcmp(a, "--time-stages") == 0) {
+            opt.time_stages = true;
         } else if (strcmp(a, "--seed") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a number", a);
             char *end;
@@ -529,6 +535,26 @@ static bool output_commit(Output *out, bool keep) {
     return keep;
 }
 
+/* --time-stages: after each stage of the pipeline, one line on stderr with the stage's wall
+ * time and the process's peak resident memory so far (docs/cli.md, docs/performance.md). */
+static bool stage_timing;
+static double stage_start;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void stage_done(const char *stage) {
+    if (!stage_timing) return;
+    double t = now_seconds();
+    struct rusage ru;
+    long peak_mb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024 : -1;
+    fprintf(stderr, "tsrc: stage %-34s %8.3f s   peak %6ld MB\n", stage, t - stage_start, peak_mb);
+    stage_start = t;
+}
+
 /* Shapes are closed: build the assignments, lower them to the loop IR, optimise, schedule for
  * the target (unless the IR is wanted as lowered), verify. */
 static IrProgram *build_ir(Program *program, const Options *opt, const Target *target) {
@@ -545,17 +571,20 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         return ar.ir;
     }
     if (!plan_build(ar.ir, &ar)) return ar.ir;
+    stage_done("assignments, lowering");
     if (!opt->no_opt) {
         optimise(ar.ir);
         if (ir_verify(ar.ir, stderr)) {
             diag_error_noloc("internal error: the loop IR is malformed after optimisation");
             return ar.ir;
         }
+        stage_done("loop IR optimisation");
     }
     bool as_lowered = (opt->mode == MODE_EMIT_IR && !opt->sched_ir) || opt->no_sched;
     if (!as_lowered) {
         schedule(ar.ir, target);
         if (ir_verify(ar.ir, stderr)) diag_error_noloc("internal error: the loop IR is malformed after scheduling");
+        stage_done("schedule");
     }
     return ar.ir;
 }
@@ -695,6 +724,7 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main};
     CgBytes bytes;
     if (!cg_cpu_emit(ir, image, size, &co, format, &bytes)) return false;
+    stage_done("code generation (LLVM)");
     bool ok;
     if (fd >= 0) {
         ok = write_all(fd, bytes.data, bytes.size, shown);
@@ -779,6 +809,7 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
             if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
             ok = false;
         }
+        stage_done("link");
     }
     unlink(object);
     if (ok) ok = place_executable(linked, output);
@@ -954,7 +985,10 @@ static int compile(Options opt) {
         arena_free(arena);
         return 1;
     }
+    stage_timing = opt.time_stages;
+    stage_start = now_seconds();
     Module *module = parse_module(file, arena);
+    stage_done("parse");
     int status = diag_error_count() ? 1 : 0;
     if (status == 0 && module->items.count == 0)
         diag_warning(span_make(file, 0, 0), "'%s' contains no top-level items", opt.input);
@@ -976,6 +1010,7 @@ static int compile(Options opt) {
         default: {
             ElabOptions eo = {opt.include_dirs, opt.include_count};
             Program *program = elaborate(module, &eo);
+            stage_done("elaboration, shape inference");
             bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;
             IrProgram *ir = NULL;
             Target target;

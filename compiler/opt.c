@@ -28,12 +28,20 @@
 
 /* ---- Walking -------------------------------------------------------------------------------- */
 
+/* Per buffer: how many stores and loads the program has, and where the last of each is (the
+ * function and its top-level statement), which is where the only one is when there is one. */
 typedef struct Counts {
     uint32_t *stores, *loads;
+    uint32_t *store_fn, *store_top, *load_fn, *load_top;
+    uint32_t fn, top; /* the statement being counted */
 } Counts;
 
 static void count_expr(Counts *c, const IrExpr *e) {
-    if (e->kind == IR_LOAD) c->loads[e->buffer]++;
+    if (e->kind == IR_LOAD) {
+        c->loads[e->buffer]++;
+        c->load_fn[e->buffer] = c->fn;
+        c->load_top[e->buffer] = c->top;
+    }
     if (e->kind == IR_OP)
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i]);
 }
@@ -44,7 +52,11 @@ static void count_block(Counts *c, const IrBlock *b) {
         if (s->kind == IR_LOOP) count_block(c, &s->body);
         else {
             count_expr(c, s->value);
-            if (s->kind == IR_STORE) c->stores[s->buffer]++;
+            if (s->kind == IR_STORE) {
+                c->stores[s->buffer]++;
+                c->store_fn[s->buffer] = c->fn;
+                c->store_top[s->buffer] = c->top;
+            }
         }
     }
 }
@@ -52,7 +64,13 @@ static void count_block(Counts *c, const IrBlock *b) {
 static void count_all(const IrProgram *ir, Counts *c) {
     memset(c->stores, 0, ir->buffer_count * sizeof *c->stores);
     memset(c->loads, 0, ir->buffer_count * sizeof *c->loads);
-    for (uint32_t f = 0; f < ir->function_count; f++) count_block(c, &ir->functions[f].body);
+    for (c->fn = 0; c->fn < ir->function_count; c->fn++) {
+        const IrBlock *body = &ir->functions[c->fn].body;
+        for (c->top = 0; c->top < body->count; c->top++) {
+            IrBlock one = {&body->items[c->top], 1, 1};
+            count_block(c, &one);
+        }
+    }
 }
 
 /* ---- 1 and 2: constants ----------------------------------------------------------------------- */
@@ -195,18 +213,63 @@ static bool expr_has_local(const IrExpr *e) {
     return false;
 }
 
-static void expr_reads(const IrExpr *e, bool *reads) {
-    if (e->kind == IR_LOAD) reads[e->buffer] = true;
-    if (e->kind == IR_OP)
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_reads(e->args[i], reads);
-}
+/* Where every buffer is stored: for buffer b, entries first[b] … first[b+1]-1 of `at`, each a
+ * (function, top-level statement) in program order.  Built once per round of optimise(); a
+ * store removed during the round stays listed (a false hazard, retried in the next round). */
+typedef struct StoreSites {
+    uint32_t *first;
+    uint64_t *at; /* function << 32 | statement */
+} StoreSites;
 
-static bool block_stores_any(const IrBlock *b, const bool *buffers) {
+static void list_store_sites(const IrBlock *b, uint64_t site, StoreSites *ss, uint32_t *fill) {
     for (uint32_t i = 0; i < b->count; i++) {
         const IrStmt *s = b->items[i];
-        if (s->kind == IR_LOOP ? block_stores_any(&s->body, buffers) : s->kind == IR_STORE && buffers[s->buffer])
-            return true;
+        if (s->kind == IR_LOOP) list_store_sites(&s->body, site, ss, fill);
+        else if (s->kind == IR_STORE) ss->at[ss->first[s->buffer] + fill[s->buffer]++] = site;
     }
+}
+
+static bool store_sites_build(const IrProgram *ir, const Counts *c, StoreSites *ss) {
+    ss->first = calloc(ir->buffer_count + 1, sizeof *ss->first);
+    uint32_t *fill = calloc(ir->buffer_count + 1, sizeof *fill);
+    uint32_t total = 0;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) total += c->stores[b];
+    ss->at = malloc((total + 1) * sizeof *ss->at);
+    if (!ss->first || !fill || !ss->at) {
+        free(fill);
+        return false;
+    }
+    for (uint32_t b = 0; b < ir->buffer_count; b++) ss->first[b + 1] = ss->first[b] + c->stores[b];
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrBlock *body = &ir->functions[f].body;
+        for (uint32_t i = 0; i < body->count; i++) {
+            IrBlock one = {&body->items[i], 1, 1};
+            list_store_sites(&one, (uint64_t)f << 32 | i, ss, fill);
+        }
+    }
+    free(fill);
+    return true;
+}
+
+/* Whether `buffer` is stored by a top-level statement of function f in (after, upto]. */
+static bool stored_between(const StoreSites *ss, uint32_t buffer, uint32_t f, uint32_t after, uint32_t upto) {
+    uint64_t lo = (uint64_t)f << 32 | after, hi = (uint64_t)f << 32 | upto;
+    uint32_t a = ss->first[buffer], z = ss->first[buffer + 1];
+    while (a < z) { /* the first site after `lo` */
+        uint32_t m = a + (z - a) / 2;
+        if (ss->at[m] <= lo) a = m + 1;
+        else z = m;
+    }
+    return a < ss->first[buffer + 1] && ss->at[a] <= hi;
+}
+
+/* Whether e loads a buffer that is stored in (after, upto] of f, or `self`. */
+static bool reads_stored_between(const IrExpr *e, const StoreSites *ss, uint32_t self, uint32_t f, uint32_t after,
+                                 uint32_t upto) {
+    if (e->kind == IR_LOAD) return e->buffer == self || stored_between(ss, e->buffer, f, after, upto);
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_stored_between(e->args[i], ss, self, f, after, upto)) return true;
     return false;
 }
 
@@ -260,17 +323,18 @@ static bool index_mentions(const IrIndex *ix, uint32_t rank, uint32_t iter) {
     return false;
 }
 
-static bool try_virtualise(IrProgram *ir, IrFunction *fn, uint32_t buffer) {
+/* Inline `buffer`, stored once by top-level statement top_store of function f and loaded once
+ * by top_load (Counts), when the conditions of 3 hold. */
+static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t top_store, uint32_t top_load,
+                           const StoreSites *sites) {
+    IrFunction *fn = &ir->functions[f];
     IrBuffer *b = &ir->buffers[buffer];
     uint32_t loops[64];
     Found prod = {0}, cons = {0};
-    uint32_t top_store = UINT32_MAX, top_load = UINT32_MAX;
-    for (uint32_t i = 0; i < fn->body.count; i++) {
-        IrBlock one = {&fn->body.items[i], 1, 1};
-        if (top_store == UINT32_MAX && find_store(&one, buffer, loops, 0, true, &prod)) top_store = i;
-        if (top_load == UINT32_MAX && find_load(&one, buffer, loops, 0, &cons)) top_load = i;
-    }
-    if (top_store == UINT32_MAX || top_load == UINT32_MAX || top_load <= top_store) return false;
+    if (top_load <= top_store) return false;
+    IrBlock producer = {&fn->body.items[top_store], 1, 1}, consumer = {&fn->body.items[top_load], 1, 1};
+    if (!find_store(&producer, buffer, loops, 0, true, &prod) || !find_load(&consumer, buffer, loops, 0, &cons))
+        return false;
     if (!prod.all_parallel || expr_has_local(prod.store->value)) return false;
     /* The store writes every cell once: each axis is one distinct loop iterator (or size one). */
     uint32_t iters[64];
@@ -296,16 +360,7 @@ static bool try_virtualise(IrProgram *ir, IrFunction *fn, uint32_t buffer) {
     for (uint32_t d = 0; d < cons.depth; d++)
         if (!index_mentions(load_index, b->rank, cons.loops[d])) return false;
     /* Nothing the producer reads changes before the consumer runs. */
-    bool *reads = calloc(ir->buffer_count, sizeof *reads);
-    if (!reads) return false;
-    expr_reads(prod.store->value, reads);
-    bool hazard = reads[buffer];
-    for (uint32_t i = top_store + 1; i <= top_load && !hazard; i++) {
-        IrBlock one = {&fn->body.items[i], 1, 1};
-        hazard = block_stores_any(&one, reads);
-    }
-    free(reads);
-    if (hazard) return false;
+    if (reads_stored_between(prod.store->value, sites, buffer, f, top_store, top_load)) return false;
     Subst s = {n, iters, by};
     *cons.load = subst_expr(ir, prod.store->value, &s);
     /* Remove the producer store; pruning drops its loops. */
@@ -431,31 +486,54 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
     free(drop);
 }
 
+/* Virtualisation, rounds to a fixpoint.  Each round counts the accesses once, finds where each
+ * buffer's only store and only load are (Counts) and where every store is (StoreSites), and
+ * tries every candidate buffer; a candidate whose producer or consumer statement an earlier
+ * success of the round changed waits for the next round (its positions are stale).  A chain of
+ * n single-use definitions takes O(log n) rounds, each linear in the program. */
+static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
+    StoreSites sites;
+    if (!store_sites_build(ir, c, &sites)) return false;
+    uint32_t *base = calloc(ir->function_count + 1, sizeof *base);
+    if (!base) {
+        free(sites.first);
+        free(sites.at);
+        return false;
+    }
+    for (uint32_t f = 0; f < ir->function_count; f++) base[f + 1] = base[f] + ir->functions[f].body.count;
+    bool *touched = calloc(base[ir->function_count] + 1, sizeof *touched);
+    for (uint32_t b = 0; touched && b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (buf->keep || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 || c->loads[b] != 1) continue;
+        uint32_t f = c->store_fn[b], i = c->store_top[b], j = c->load_top[b];
+        if (c->load_fn[b] != f || touched[base[f] + i] || touched[base[f] + j]) continue;
+        if (try_virtualise(ir, f, b, i, j, &sites)) {
+            touched[base[f] + i] = touched[base[f] + j] = true;
+            *changed = true;
+        }
+    }
+    bool ok = touched != NULL;
+    free(touched);
+    free(base);
+    free(sites.first);
+    free(sites.at);
+    return ok;
+}
+
 void optimise(IrProgram *ir) {
     Counts c;
-    c.stores = calloc(ir->buffer_count + 1, sizeof *c.stores);
-    c.loads = calloc(ir->buffer_count + 1, sizeof *c.loads);
-    if (!c.stores || !c.loads) {
-        free(c.stores);
-        free(c.loads);
-        return; /* optimisation is optional */
-    }
+    size_t n = ir->buffer_count + 1;
+    uint32_t *all = calloc(6 * n, sizeof *all);
+    if (!all) return; /* optimisation is optional */
+    c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
+    c.load_fn = all + 4 * n, c.load_top = all + 5 * n;
     bool changed = true;
     for (int round = 0; changed && round < 1000; round++) {
         changed = false;
         count_all(ir, &c);
         for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, &c, &ir->functions[f].body, &changed);
         count_all(ir, &c);
-        for (uint32_t b = 0; b < ir->buffer_count; b++) {
-            IrBuffer *buf = &ir->buffers[b];
-            if (buf->keep || buf->is_virtual || buf->kind != BUF_COMPUTED || c.stores[b] != 1 || c.loads[b] != 1) continue;
-            for (uint32_t f = 0; f < ir->function_count; f++)
-                if (try_virtualise(ir, &ir->functions[f], b)) {
-                    changed = true;
-                    break;
-                }
-            if (changed) break;
-        }
+        if (!virtualise_round(ir, &c, &changed)) break;
         count_all(ir, &c);
         for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, &c, &ir->functions[f].body, &changed);
     }
@@ -463,6 +541,5 @@ void optimise(IrProgram *ir) {
     count_all(ir, &c);
     for (uint32_t b = 0; b < ir->buffer_count; b++)
         if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;
-    free(c.stores);
-    free(c.loads);
+    free(all);
 }

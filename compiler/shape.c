@@ -62,8 +62,11 @@ typedef struct RowVarInfo {
     bool contracted;      /* took part in a structural constraint: a hole here is a hidden dimension */
     uint32_t depth;       /* axes that templates grew into the variables this one descends from */
     uint32_t memo_stamp;  /* closing: memo holds this variable's bounds when it equals s->stamp */
-    bool in_progress;     /* closing: being collected (a cycle of var-var edges) */
-    struct RowList *memo;
+    struct RowList *memo; /* shared by every variable of one strongly connected component */
+    uint32_t visit_stamp; /* closing: order, low and on_stack are valid when it equals s->stamp */
+    uint32_t order, low;  /* closing: Tarjan's visit number and lowest number reachable */
+    bool on_stack;        /* closing: in the component being collected */
+    struct RowList *own;  /* closing: what this variable contributes to its component's bounds */
     bool committed;       /* closing: a value was chosen in this round */
     Row value;
     ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
@@ -128,6 +131,9 @@ struct ShapeSolver {
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
     uint32_t stamp;    /* closing: the current bound collection */
+    uint32_t visits;   /* closing: visit numbers handed out in this collection */
+    uint32_t *component_stack; /* closing: collect_row_bounds' variables of open components */
+    uint32_t component_count, component_cap;
     uint64_t row_dims; /* axes in all row constraints added through the API: a bound on growth */
     uint32_t search;   /* closing: the current dim_hole_above search */
     uint32_t *hole_stack; /* closing: dim_hole_above's work list, reused */
@@ -976,58 +982,79 @@ static void merge_bounds(ShapeSolver *s, RowList *into, const RowList *from) {
     into->hole |= from->hole;
 }
 
-static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out);
+/* The bound sets of the variables above v through var-var edges, one strongly connected
+ * component at a time (Tarjan): the variables of a cycle of edges (ρ1 ⊑ ρ2 ⊑ ρ1, as the
+ * tensors of a routine that update each other make) all have the same bounds, so each component
+ * is collected once, and every variable of it gets the same memo.  A variable visited in this
+ * collection (s->stamp) and still on the stack is in the component being built: its bounds are
+ * added when the component closes.  An edge into another component that nothing bounds is a
+ * hole (seed 000: the bound has no information there), as is a hole above that component. */
+static void visit_row_bounds(ShapeSolver *s, uint32_t v);
 
-/* v ⊑ w for a bare unsolved variable w: w's bounds are v's; a w that nothing bounds is a hole
- * in v's bound (seed 000: the bound has no information there). */
-static bool collect_through(ShapeSolver *s, uint32_t w, RowList *mine) {
-    RowList above = {0};
-    bool complete = collect_row_bounds(s, w, &above);
-    if (above.count == 0 && complete) above.hole = true;
-    merge_bounds(s, mine, &above);
-    return complete;
+static void follow_row_edge(ShapeSolver *s, uint32_t v, uint32_t w) {
+    RowVarInfo *above = &s->rvars[w];
+    if (above->visit_stamp != s->stamp) {
+        visit_row_bounds(s, w);
+        above = &s->rvars[w];
+        if (above->low < s->rvars[v].low) s->rvars[v].low = above->low;
+    } else if (above->on_stack && above->order < s->rvars[v].low) {
+        s->rvars[v].low = above->order;
+    }
+    if (above->on_stack) return; /* the same component: its bounds are v's */
+    const RowList *bounds = above->memo;
+    merge_bounds(s, s->rvars[v].own, bounds);
+    if (bounds->count == 0) s->rvars[v].own->hole = true;
 }
 
-/* Collect into `out` the distinct upper-bound rows of v and of every variable above it through
- * var-var edges, and whether some path upward has a hole.  Results are memoised for the
- * closing snapshot (s->stamp); a result that met a cycle still being collected is incomplete
- * and is not memoised.  Returns completeness. */
-static bool collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
+static void visit_row_bounds(ShapeSolver *s, uint32_t v) {
     RowVarInfo *info = &s->rvars[v];
-    if (info->memo_stamp == s->stamp) {
-        merge_bounds(s, out, info->memo);
-        return true;
-    }
-    if (info->in_progress) return false;
-    info->in_progress = true;
-    RowList *mine = arena_alloc(s->arena, sizeof *mine);
-    bool complete = true;
+    info->visit_stamp = s->stamp;
+    info->order = info->low = s->visits++;
+    info->on_stack = true;
+    info->own = arena_alloc(s->arena, sizeof *info->own);
+    *info->own = (RowList){0};
+    ARENA_PUSH(s->arena, s->component_stack, s->component_count, s->component_cap, v);
     for (uint32_t i = 0; i < s->rvars[v].upper.count; i++) {
         Row b = shape_resolve_row(s, s->rvars[v].upper.items[i].r2);
         if (b.var && b.count == 0) {
-            if (!s->rvars[b.var].solved) complete &= collect_through(s, b.var, mine);
+            if (!s->rvars[b.var].solved) follow_row_edge(s, v, b.var);
             continue;
         }
-        add_distinct(s, mine, b);
+        add_distinct(s, s->rvars[v].own, b);
     }
     for (uint32_t i = 0; i < s->rvars[v].edges.count; i++) {
         Constraint e = s->rvars[v].edges.items[i];
         Row sub = shape_resolve_row(s, e.r1), super = shape_resolve_row(s, e.r2);
         if (sub.var != v || sub.count) continue;
         if (super.var && super.count == 0) {
-            if (!s->rvars[super.var].solved && super.var != v) complete &= collect_through(s, super.var, mine);
+            if (!s->rvars[super.var].solved && super.var != v) follow_row_edge(s, v, super.var);
         } else {
-            add_distinct(s, mine, super);
+            add_distinct(s, s->rvars[v].own, super);
         }
     }
     info = &s->rvars[v];
-    info->in_progress = false;
-    if (complete) {
-        info->memo = mine;
-        info->memo_stamp = s->stamp;
+    if (info->low != info->order) return;
+    /* v is the root of a component: the members are v and everything pushed after it. */
+    uint32_t first = s->component_count;
+    while (s->component_stack[first - 1] != v) first--;
+    first--;
+    RowList *bounds = info->own;
+    for (uint32_t k = first + 1; k < s->component_count; k++) merge_bounds(s, bounds, s->rvars[s->component_stack[k]].own);
+    for (uint32_t k = first; k < s->component_count; k++) {
+        RowVarInfo *member = &s->rvars[s->component_stack[k]];
+        member->on_stack = false;
+        member->memo = bounds;
+        member->memo_stamp = s->stamp;
     }
-    merge_bounds(s, out, mine);
-    return complete;
+    s->component_count = first;
+}
+
+/* Collect into `out` the distinct upper-bound rows of v and of every variable above it through
+ * var-var edges, and whether some path upward has a hole.  Linear in the edges over a whole
+ * closing snapshot (s->stamp): each component is collected once. */
+static void collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
+    if (s->rvars[v].memo_stamp != s->stamp) visit_row_bounds(s, v);
+    merge_bounds(s, out, s->rvars[v].memo);
 }
 
 /* The meet of several upper bounds: as many axes as all of them surely have at their trailing
@@ -1117,6 +1144,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
 static void close_leaves(ShapeSolver *s) {
     CommitList commits = {0};
     s->stamp++;
+    s->visits = 0;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         Registered *reg = &s->shapes[i];
         if (!reg->leaf) continue;

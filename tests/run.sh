@@ -21,9 +21,10 @@
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
 # differential test against NumPy, the gradient check against finite differences
-# (tests/grad/gradcheck.py) and the native sweep against the reference executor
-# (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), whose own closing
-# "N passed, N failed" lines are added in.
+# (tests/grad/gradcheck.py), the native sweep against the reference executor
+# (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
+# memory test (tests/scale/compile_scale.py), whose own closing "N passed, N failed" lines are
+# added in.
 #
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
 # from the current output instead of comparing (review the diff before committing).
@@ -292,6 +293,12 @@ add_summary "native: the C API under misuse" $? "$TMP/capi.out"
 # nodes, signals (tests/native/output_safety.sh).
 sh tests/native/output_safety.sh "$TSRC" >"$TMP/outsafe.out" 2>&1
 add_summary "native: output safety" $? "$TMP/outsafe.out"
+# Compile time and memory: generated 1 000- and 10 000-line programs (an elementwise chain with
+# sharing, a deep MLP, a long routine) compile within 60 s and 2 GB, and runaway compile-time
+# evaluation stops at its budget (tests/scale/compile_scale.py; docs/performance.md).
+"$PYTHON" tests/scale/compile_scale.py --tsrc "$TSRC" >"$TMP/scale.out" 2>&1
+add_summary "compile time and memory" $? "$TMP/scale.out"
+
 # Native code (-O3, for this machine's CPU, x86-64-v4 and x86-64-v3) against the reference
 # executor over random einsums and tests/native/sweep_regress.tsr (tests/native_sweep.sh;
 # `make check-native` runs a longer sweep).
