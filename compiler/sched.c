@@ -356,12 +356,14 @@ static bool find_contraction(const IrProgram *ir, const Reduction *r, Contractio
 /* ---- Epilogues ---------------------------------------------------------------------------------------- */
 
 /* A pointwise nest that reads a contraction's result C cell by cell, right after it — a bias, an
- * activation, `logits =: b + w * h` — and is C's only reader: the tile stores its value instead
- * of C's, and C needs no storage. */
+ * activation, `logits =: b + w * h`, an update `w =- lr * w.grad`.  When it is C's only reader
+ * and C is not observable, the tile stores its value instead of C's, and C needs no storage;
+ * otherwise (`keep_c`) the tile stores both, and the nest's pass over C is saved. */
 typedef struct Epilogue {
     IrStmt *nest;
     const IrStmt *store;          /* D[…] = f(…, C[cell], …) */
     uint32_t axis_iter[MAX_LOOPS]; /* per axis of C: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
+    bool keep_c;                  /* C is stored too */
 } Epilogue;
 
 static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
@@ -400,11 +402,23 @@ static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer
     return true;
 }
 
+/* Every load of `buffer` in e is at `index`. */
+static bool loads_only_at(const IrProgram *ir, const IrExpr *e, uint32_t buffer, const IrIndex *index) {
+    switch (e->kind) {
+    case IR_LOAD: return e->buffer != buffer || ir_same_index(ir, buffer, e->index, index);
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!loads_only_at(ir, e->args[i], buffer, index)) return false;
+        return true;
+    default: return true;
+    }
+}
+
 static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epilogue *ep) {
     const IrProgram *ir = s->ir;
     uint32_t c = r->store->buffer;
     const IrBuffer *cb = &ir->buffers[c];
-    if (!next || next->kind != IR_LOOP || cb->keep || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
+    if (!next || next->kind != IR_LOOP || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
     memset(ep, 0, sizeof *ep);
     ep->nest = next;
     const IrStmt *st = next;
@@ -433,12 +447,16 @@ static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epil
     if (covered != nloops) return false;
     for (uint32_t a = 0; a < cb->rank; a++) /* C's own size-one axes are stored at 0 too */
         if (ep->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
-    /* C has no other reader anywhere in the program. */
+    /* The nest reads D only at the cell it stores (an update in place), so running it tile by
+     * tile reads what it would have read. */
+    if (!loads_only_at(ir, st->value, st->buffer, st->index)) return false;
+    /* Unless C is observable or has another reader anywhere in the program, it needs no storage. */
     unsigned readers = 0;
     for (uint32_t f = 0; f < ir->function_count; f++)
         for (uint32_t i = 0; i < ir->functions[f].body.count; i++)
             readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
-    return readers == 1;
+    ep->keep_c = cb->keep || readers != 1;
+    return true;
 }
 
 /* The store of one cell of the tile, at the current substitution: C[cell] = T, or with an
@@ -810,6 +828,8 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
     uint32_t c = ct->c;
     if (store_rows == mr && store_cols == nr) {
+        if (tl->epilogue && tl->epilogue->keep_c)
+            TILE_WIDE(cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
         TILE_WIDE(cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
     } else { /* the cells C has, one by one (unrolled: the tile stays in registers) */
         uint32_t jr = new_iter(s);
@@ -819,6 +839,8 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
         IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
         IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
+        if (tl->epilogue && tl->epilogue->keep_c)
+            ir_block_push(arena, &l_jr->body, cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, part, 2))));
         ir_block_push(arena, &l_jr->body, cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2))));
         ir_block_push(arena, &l_ii->body, l_jr);
         ir_block_push(arena, body, l_ii);
@@ -826,7 +848,10 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
 #undef TILE_WIDE
     top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s",
                                 (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
-                                (unsigned long long)ct->k, tl->epilogue ? ", stored through the epilogue into " : "",
+                                (unsigned long long)ct->k,
+                                !tl->epilogue           ? ""
+                                : tl->epilogue->keep_c ? ", stored, and through the epilogue into "
+                                                       : ", stored through the epilogue into ",
                                 tl->epilogue ? s->ir->buffers[tl->epilogue->store->buffer].name : "",
                                 store_rows < mr && store_cols < nr ? " (the last rows and columns)"
                                 : store_rows < mr                  ? " (the last rows)"
@@ -905,7 +930,7 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     if (r->par[0]->comment && out->count)
         out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
     if (*fused) {
-        s->ir->buffers[ct.c].is_virtual = true; /* stored nowhere any more */
+        if (!ep.keep_c) s->ir->buffers[ct.c].is_virtual = true; /* stored nowhere any more */
         if (next->comment)
             for (uint32_t k = 0; k < out->count; k++)
                 if (strstr(out->items[k]->comment ? out->items[k]->comment : "", "register tile")) {
