@@ -20,8 +20,8 @@
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
-# differential test against NumPy, the gradient check against finite differences
-# (tests/grad/gradcheck.py) and the native sweep against the reference executor
+# differential test against NumPy, the gradient checks against finite differences
+# (tests/grad/gradcheck.py, nn_gradcheck.py) and the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), whose own closing
 # "N passed, N failed" lines are added in.
 #
@@ -254,6 +254,10 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 # programs also natively, bit for bit.
 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
 add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
+# The same for the layers, activations and losses of stdlib/nn.tsr (tests/grad/nn_gradcheck.py),
+# one program also natively.
+"$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1 >"$TMP/nn_gradcheck.out" 2>&1
+add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 
 # The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
 # with the reference executor and natively.
