@@ -263,6 +263,8 @@ add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 # with the reference executor and natively.
 "$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
 add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
+"$PYTHON" tests/train/schedules.py --tsrc "$TSRC" >"$TMP/schedules.out" 2>&1
+add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at
