@@ -1412,6 +1412,25 @@ static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
     return int_value(e, args[0].value->as.list.count);
 }
 
+/* iota n: the tensor literal [0.; 1.; …; n-1.], one output axis of size n (one-hot encodings
+ * compare class ids with it). */
+static Value *builtin_iota(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_INT)
+        return fail(span, "'iota' takes one integer: iota n is the tensor [0.; 1.; ...; n-1.]");
+    int64_t n = args[0].value->as.i;
+    if (n < 1 || n > INT32_MAX)
+        return fail(args[0].span, "'iota': the size %lld is not between 1 and %d", (long long)n, INT32_MAX);
+    Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
+    OriginId o = origin(e, span, "'iota %lld' (output axis)", (long long)n);
+    t->shape = closed_shape(e, span, "'iota'");
+    Dim axis = dim_ground((uint32_t)n, BASIS_DEFAULT, o);
+    t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &axis, 1, o);
+    t->values = arena_alloc(e->arena, (size_t)n * sizeof *t->values);
+    for (int64_t i = 0; i < n; i++) t->values[i] = (double)i;
+    t->value_count = (uint32_t)n;
+    return tensor_value(e, t);
+}
+
 /* nth xs i: element i (from 0) of a list or array. */
 static Value *builtin_nth(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 2 || args[0].label || args[1].label ||
@@ -1522,6 +1541,7 @@ static const BuiltinEntry builtins[] = {
     {"length", builtin_length},
     {"is_tensor", builtin_is_tensor},
     {"nth", builtin_nth},
+    {"iota", builtin_iota},
     {"xavier_uniform", builtin_xavier_uniform},
     {"xavier_normal", builtin_xavier_normal},
     {"kaiming_uniform", builtin_kaiming_uniform},

@@ -20,8 +20,8 @@
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
-# differential test against NumPy, the gradient check against finite differences
-# (tests/grad/gradcheck.py), the native sweep against the reference executor
+# differential test against NumPy, the gradient checks against finite differences
+# (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
 # memory test (tests/scale/compile_scale.py), whose own closing "N passed, N failed" lines are
 # added in.
@@ -255,11 +255,28 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 # programs also natively, bit for bit.
 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
 add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
+# The same for the layers, activations and losses of stdlib/nn.tsr (tests/grad/nn_gradcheck.py),
+# one program also natively.
+"$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1 >"$TMP/nn_gradcheck.out" 2>&1
+add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 
 # The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
 # with the reference executor and natively.
 "$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
 add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
+# Every ```tsr block of docs/stdlib.md compiles (tsrc --check), so the examples stay true.
+n=0; bad=0
+awk -v dir="$TMP" '/^```tsr$/ { n++; f = dir "/stdlib_doc_" n ".tsr"; inside = 1; next }
+    /^```$/ { inside = 0; next } inside { print > f }' docs/stdlib.md
+for b in $(ls "$TMP"/stdlib_doc_*.tsr 2>/dev/null | LC_ALL=C sort); do
+    n=$((n + 1))
+    run_tsrc --check "$b"
+    if [ "$(status)" != 0 ] || [ -s "$TMP/err" ]; then bad=$((bad + 1)); cat "$TMP/err" >>"$TMP/docblocks.err"; fi
+done
+if [ "$n" -gt 0 ] && [ "$bad" = 0 ]; then pass "docs/stdlib.md: its $n tsr examples compile"
+else fail "docs/stdlib.md examples" "$bad of $n do not compile" "$TMP/docblocks.err"; fi
+"$PYTHON" tests/train/schedules.py --tsrc "$TSRC" >"$TMP/schedules.out" 2>&1
+add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at

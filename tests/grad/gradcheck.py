@@ -169,14 +169,26 @@ def result_kinds(name, result):
     return "o" * result.ndim
 
 
-def build_program(rng, index):
-    cases = pointwise_cases(rng) + reduction_cases(rng)
-    lines = ["(* gradcheck program %d (tests/grad/gradcheck.py) *)" % index]
+def prelude_cases(rng):
+    return pointwise_cases(rng) + reduction_cases(rng)
+
+
+def build_program(rng, index, make_cases=prelude_cases, header=""):
+    """One program holding every case of make_cases(rng).  A case is (name, expression over
+    p0 p1 …, NumPy function, [(values, kinds)…]) and optionally a list of (name, shape) of
+    the parameters that a layer of the expression creates itself (their printed values are
+    appended to the function's arguments, and their gradients are checked too), and the result's
+    kinds."""
+    lines = ["(* gradcheck program %d (tests/grad/gradcheck.py) *)" % index] + ([header] if header else [])
     losses, checks = [], []
-    for c, (name, expr, fn, inputs) in enumerate(cases):
+    for c, case in enumerate(make_cases(rng)):
+        name, expr, fn, inputs = case[:4]
+        extras = case[4] if len(case) > 4 else []
         params = [Param("c%d_p%d" % (c, k), v, kd) for k, (v, kd) in enumerate(inputs)]
-        result = fn(*[p.values for p in params])
-        kinds = result_kinds(name, result)
+        # A layer's own parameters are only known once tsrc has drawn them: ones stand in here,
+        # where only the result's shape is needed.
+        result = fn(*[p.values for p in params], *[np.ones(shape) for _, shape in extras])
+        kinds = case[5] if len(case) > 5 else result_kinds(name, result)
         weights = np.float32(rng.uniform(-1, 1, size=result.shape)).astype(np.float64)
         weights_text = literal(weights, kinds)
         for p in params:
@@ -186,7 +198,7 @@ def build_program(rng, index):
             body = body.replace("p%d" % k, params[k].name)
         lines.append("let%%op c%d_loss = ((%s) *. %s) ++ %s" % (c, body, weights_text, SUM_ALL))
         losses.append("c%d_loss" % c)
-        checks.append((name, fn, params, weights))
+        checks.append((name, fn, params, weights, extras))
     lines.append("let%op loss = " + " + ".join(losses))
     lines.append("routine step = loss.forward; loss.zero_grads; loss.backprop")
     return "\n".join(lines) + "\n", checks
@@ -220,8 +232,8 @@ def central_differences(fn, params, weights, which):
     return grad
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(make_cases=prelude_cases, header="", description=__doc__):
+    ap = argparse.ArgumentParser(description=description.splitlines()[0])
     ap.add_argument("--tsrc", default="build/tsrc")
     ap.add_argument("--programs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
@@ -233,7 +245,7 @@ def main():
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     with tempfile.TemporaryDirectory() as tmp:
         for index in range(args.programs):
-            source, checks = build_program(rng, index)
+            source, checks = build_program(rng, index, make_cases, header)
             path = os.path.join(args.keep or tmp, "gradcheck_%d.tsr" % index)
             with open(path, "w") as f:
                 f.write(source)
@@ -243,9 +255,15 @@ def main():
                 failed += 1
                 continue
             printed = parse_print(run.stdout)
-            for name, fn, params, weights in checks:
+            for name, fn, params, weights, extras in checks:
                 for p in params:  # the values tsrc used (exactly as printed)
                     p.values = printed[p.name].reshape(p.values.shape)
+                if any(x not in printed or printed[x].size != np.prod(shape) for x, shape in extras):
+                    print("FAIL %s (program %d): tsrc did not print %s" %
+                          (name, index, ", ".join("%s of shape %s" % x for x in extras)))
+                    failed += 1
+                    continue
+                params = params + [Param(x, printed[x].reshape(shape), "") for x, shape in extras]
                 worst, ok = 0.0, True
                 for k, p in enumerate(params):
                     fd = central_differences(fn, params, weights, k)

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""nn_gradcheck.py -- the gradients of stdlib/nn.tsr against central finite differences.
+
+The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
+options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
+and embedding, linear, mlp, layer norm and attention, at random shapes with random batch axes.
+The layers' own parameters (w, b, gain, table, wq, …) are read back from what tsrc prints and
+their gradients are checked as well.  Inputs avoid the kinks of relu and abs (hinge: 1 - y s,
+binary cross-entropy: the logits) by at least 0.1.  The last line is "N passed, N failed"."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gradcheck  # noqa: E402
+from gradcheck import away, literal, rand_shape  # noqa: E402
+
+
+def softmax(a):
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def log_softmax(a):
+    z = a - a.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def mean(per_cell):
+    """The mean over every cell, as one cell (the losses' result)."""
+    return np.array([per_cell.mean()])
+
+
+def layer_norm(x, gain, bias, eps=1e-5):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * gain + bias
+
+
+def attention(x, wq, wk, wv, wo):
+    """x: b, t, d; wq wk wv: h, k, d (memory order of d -> h, k); wo: d, h, k."""
+    q, k, v = (np.einsum("btd,hkd->bthk", x, w) for w in (wq, wk, wv))
+    scores = np.einsum("bthk,bshk->bhts", q, k) / np.sqrt(wq.shape[1])
+    mixed = np.einsum("bhts,bshk->bthk", softmax(scores), v)
+    return np.einsum("bthk,dhk->btd", mixed, wo)
+
+
+def nn_cases(rng):
+    u = lambda s: rng.uniform(-2, 2, size=s)
+
+    def shaped():
+        """A random shape with a batch axis in front half of the time, and its kinds."""
+        s = rand_shape(rng, int(rng.integers(1, 3)))
+        kinds = "o" * len(s)
+        if rng.uniform() < 0.5:
+            s, kinds = rand_shape(rng, 1) + s, "b" + kinds
+        return s, kinds
+
+    def probabilities(s):
+        p = rng.uniform(0.1, 1, size=s)
+        return p / p.sum(axis=-1, keepdims=True)
+
+    cases = []
+    for name, fn in [("silu", lambda a: a / (1 + np.exp(-a))),
+                     ("gelu", lambda a: 0.5 * a * (1 + np.tanh(0.7978845608028654 * (a + 0.044715 * a ** 3)))),
+                     ("softmax", softmax), ("log_softmax", log_softmax)]:
+        s, k = shaped()
+        cases.append(("Nn." + name, "%s p0" % name, fn, [(u(s), k)], [], k))
+
+    s, k = shaped()
+    tm = u(s)
+    cases.append(("Nn.mse", "mse p0 %s" % literal(tm, k), lambda a: mean((a - tm) ** 2), [(u(s), k)], [], "o"))
+    s, k = shaped()
+    tp = probabilities(s)
+    cases.append(("Nn.cross_entropy", "cross_entropy p0 %s" % literal(tp, k),
+                  lambda a: mean(-(tp * log_softmax(a)).sum(axis=-1)), [(u(s), k)], [], "o"))
+    s, k = shaped()
+    tn = probabilities(s)
+    cases.append(("Nn.nll", "nll p0 %s" % literal(tn, k),
+                  lambda a: mean(-(tn * a).sum(axis=-1)), [(u(s), k)], [], "o"))
+    s, k = shaped()
+    labels = rng.choice([-1.0, 1.0], size=s)
+    cases.append(("Nn.hinge", "hinge p0 %s" % literal(labels, k),
+                  lambda a: mean(np.maximum(0, 1 - labels * a)),
+                  [(away(rng, s, -2, 2, [-1, 1], 0.1), k)], [], "o"))
+    s, k = shaped()
+    tb = rng.uniform(0, 1, size=s)
+    cases.append(("Nn.bce_with_logits", "bce_with_logits p0 %s" % literal(tb, k),
+                  lambda a: mean(np.maximum(a, 0) - a * tb + np.log1p(np.exp(-np.abs(a)))),
+                  [(away(rng, s, -3, 3, [0], 0.1), k)], [], "o"))
+
+    # one_hot of fixed ids scales a parameter; embedding reads its table.
+    n, classes = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+    ids = rng.integers(0, classes, size=n).astype(np.float64)
+    onehot = np.eye(classes)[ids.astype(int)]
+    cases.append(("Nn.one_hot", "p0 *. one_hot ~classes:%d %s" % (classes, literal(ids, "b")),
+                  lambda a: a * onehot, [(u((n, classes)), "bo")], [], "bo"))
+    d = int(rng.integers(2, 4))
+    cases.append(("Nn.embedding", "p0 *. embedding ~vocab:%d ~dim:%d () %s" % (classes, d, literal(ids, "b")),
+                  lambda a, table: a * table.T[ids.astype(int)],
+                  [(u((n, d)), "bo")], [("embedding.table", (d, classes))], "bo"))
+
+    # linear and mlp: x : n | i.
+    i, o = rand_shape(rng, 2)
+    h = int(rng.integers(2, 5))
+    cases.append(("Nn.linear", "linear ~out:%d () p0" % o, lambda x, w, b: x @ w.T + b,
+                  [(u((n, i)), "bo")], [("linear.w", (o, i)), ("linear.b", (o,))], "bo"))
+    cases.append(("Nn.mlp", "(mlp ~hidden:[%d] ~out:%d ~act:tanh ()) p0" % (h, o),
+                  lambda x, w1, b1, w2, b2: np.tanh(x @ w1.T + b1) @ w2.T + b2,
+                  [(u((n, i)), "bo")], [("layer.w", (h, i)), ("layer.b", (h,)), ("rest.w", (o, h)), ("rest.b", (o,))],
+                  "bo"))
+
+    # layer norm over the last axis of n | t, f, with its gain and bias.
+    t, f = rand_shape(rng, 2)
+    cases.append(("Nn.layer_norm", "layer_norm () p0", layer_norm, [(u((n, t, f)), "boo")],
+                  [("layer_norm.gain", (f,)), ("layer_norm.bias", (f,))], "boo"))
+
+    # attention on n | t, d.
+    heads, hd = int(rng.integers(1, 3)), int(rng.integers(2, 4))
+    cases.append(("Nn.attention", "attention ~heads:%d ~head_dim:%d () p0" % (heads, hd), attention,
+                  [(u((n, t, f)) * 0.5, "boo")],
+                  [("attention.wq", (heads, hd, f)), ("attention.wk", (heads, hd, f)),
+                   ("attention.wv", (heads, hd, f)), ("attention.wo", (f, heads, hd))], "boo"))
+    return cases
+
+
+if __name__ == "__main__":
+    sys.exit(gradcheck.main(nn_cases, "open Nn", __doc__))
