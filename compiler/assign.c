@@ -67,7 +67,8 @@ static uint32_t node_buffer(Builder *bld, TNode node) {
     const char *label = tensor_label(ir, t);
     b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
     b.shape_text = shape_to_string(bld->program->solver, shape);
-    b.keep = t->shown != NULL || node.grad;
+    b.keep = t->shown != NULL;
+    b.persistent = node.grad && !b.keep;
     if (node.grad) {
         b.kind = BUF_COMPUTED;
     } else {

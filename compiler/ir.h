@@ -119,6 +119,9 @@ typedef struct IrBuffer {
     double init_shift;    /* INIT_UNIFORM, INIT_NORMAL: shift + fill * (u in [-1, 1), or n ~ N(0, 1)) */
     const double *values; /* INIT_VALUES: size values */
     bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
+    bool persistent;      /* its value carries from one run of a routine to the next (an unnamed
+                           * tensor's gradient, which `=+` accumulates): not virtualised, unless
+                           * every function overwrites it before reading it (opt.c) */
     bool is_virtual;      /* inlined into its readers: no storage */
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */

@@ -17,6 +17,12 @@
  *   5. Overwritten fills: a nest setting every cell of a buffer to a constant (zero_grads) goes
  *      when the next statement touching that buffer stores every cell from at most the cell's
  *      own value, which it then reads as the constant (drop_overwritten_fills).
+ *   6. State that no routine carries: a persistent buffer (an unnamed tensor's gradient, whose
+ *      value `=+` would carry from one run of a routine to the next) that every function
+ *      overwrites, every cell, before it reads it — zero_grads then backprop, once rule 5 has
+ *      folded the zeros in — holds nothing between runs, and becomes an ordinary computed
+ *      buffer that rules 3 and 4 (and the schedule's epilogues) may then remove
+ *      (release_overwritten_state); the rounds run again.
  * Buffers left with no access and no observer are marked virtual (no storage).
  *
  * Requires: a verified IrProgram (ir_verify). */
@@ -504,7 +510,9 @@ static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
     bool *touched = calloc(base[ir->function_count] + 1, sizeof *touched);
     for (uint32_t b = 0; touched && b < ir->buffer_count; b++) {
         IrBuffer *buf = &ir->buffers[b];
-        if (buf->keep || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 || c->loads[b] != 1) continue;
+        if (buf->keep || buf->persistent || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 ||
+            c->loads[b] != 1)
+            continue;
         uint32_t f = c->store_fn[b], i = c->store_top[b], j = c->load_top[b];
         if (c->load_fn[b] != f || touched[base[f] + i] || touched[base[f] + j]) continue;
         if (try_virtualise(ir, f, b, i, j, &sites)) {
@@ -520,6 +528,59 @@ static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
     return ok;
 }
 
+/* Whether the first statement of `fn` that touches `buffer` stores every one of its cells without
+ * reading it (a plain overwrite, or a reduction whose cells start from something else); true
+ * when nothing in `fn` touches it. */
+static bool overwritten_first(const IrProgram *ir, const IrFunction *fn, uint32_t buffer) {
+    const IrStmt *loops[64];
+    uint32_t nloops;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        const IrStmt *top = fn->body.items[i];
+        if (!touches(top, buffer)) continue;
+        const IrBlock *cells = nest_cells(top, loops, &nloops);
+        if (!cells) return false;
+        const IrStmt *st = cells->items[cells->count - 1];
+        if (st->kind != IR_STORE || st->buffer != buffer || !every_cell_once(ir, loops, nloops, buffer, st->index))
+            return false;
+        if (cells->count == 1) return !ir_expr_loads(st->value, buffer);
+        return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(cells->items[0], buffer) &&
+               !touches(cells->items[1], buffer) && !ir_expr_loads(st->value, buffer);
+    }
+    return true;
+}
+
+/* Rule 6: a persistent buffer that every function overwrites before reading carries nothing
+ * between runs.  True when one was released. */
+static bool release_overwritten_state(IrProgram *ir) {
+    bool released = false;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (!buf->persistent || buf->keep) continue;
+        bool dead_at_entry = true;
+        for (uint32_t f = 0; f < ir->function_count && dead_at_entry; f++)
+            dead_at_entry = overwritten_first(ir, &ir->functions[f], b);
+        if (dead_at_entry) {
+            buf->persistent = false;
+            released = true;
+        }
+    }
+    return released;
+}
+
+/* Rules 1 to 4 to a fixpoint. */
+static void rounds(IrProgram *ir, Counts *c) {
+    bool changed = true;
+    for (int round = 0; changed && round < 1000; round++) {
+        changed = false;
+        count_all(ir, c);
+        for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, c, &ir->functions[f].body, &changed);
+        count_all(ir, c);
+        if (!virtualise_round(ir, c, &changed)) break;
+        count_all(ir, c);
+        for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, c, &ir->functions[f].body, &changed);
+    }
+}
+
 void optimise(IrProgram *ir) {
     Counts c;
     size_t n = ir->buffer_count + 1;
@@ -527,17 +588,9 @@ void optimise(IrProgram *ir) {
     if (!all) return; /* optimisation is optional */
     c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
     c.load_fn = all + 4 * n, c.load_top = all + 5 * n;
-    bool changed = true;
-    for (int round = 0; changed && round < 1000; round++) {
-        changed = false;
-        count_all(ir, &c);
-        for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, &c, &ir->functions[f].body, &changed);
-        count_all(ir, &c);
-        if (!virtualise_round(ir, &c, &changed)) break;
-        count_all(ir, &c);
-        for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, &c, &ir->functions[f].body, &changed);
-    }
+    rounds(ir, &c);
     for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
+    if (release_overwritten_state(ir)) rounds(ir, &c);
     count_all(ir, &c);
     for (uint32_t b = 0; b < ir->buffer_count; b++)
         if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;

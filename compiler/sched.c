@@ -455,7 +455,7 @@ static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epil
     for (uint32_t f = 0; f < ir->function_count; f++)
         for (uint32_t i = 0; i < ir->functions[f].body.count; i++)
             readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
-    ep->keep_c = cb->keep || readers != 1;
+    ep->keep_c = cb->keep || cb->persistent || readers != 1;
     return true;
 }
 
