@@ -192,6 +192,14 @@ struct MainStep {
     uint32_t arg_count;
 };
 
+/* An affine axis of one application's spec and its window in the shape solver. */
+typedef struct ProgramWindow {
+    SpecAffine *affine; /* the application's copy: its padding is settled after closing */
+    Span span;
+    bool inferred;      /* the spec left the padding open: --print-shapes reports the choice */
+    uint32_t handle;    /* shape_dim_window's */
+} ProgramWindow;
+
 typedef struct Program {
     Arena *arena;
     ShapeSolver *solver;
@@ -212,6 +220,8 @@ typedef struct Program {
     uint32_t source_count, source_cap;
     ProgramOption *options; /* every `option` item, in declaration order */
     uint32_t option_count, option_cap;
+    ProgramWindow *windows; /* every affine axis of every spec application */
+    uint32_t window_count, window_cap;
 } Program;
 
 typedef struct ElabOptions {
