@@ -694,6 +694,7 @@ static void settle_paddings(Elab *e) {
         WindowPadding pad = shape_window_padding(e->solver, pw->handle);
         if (pw->affine->has_kernel)
             pw->affine->padding = pad == WINDOW_PAD_SAME ? SPEC_PAD_SAME : SPEC_PAD_VALID;
+        shape_window_sizes(e->solver, pw->handle, &pw->affine->over_size, &pw->affine->kernel_size);
     }
 }
 

@@ -1341,6 +1341,13 @@ WindowPadding shape_window_padding(const ShapeSolver *s, uint32_t handle) {
     return s->windows[handle - 1].padding;
 }
 
+void shape_window_sizes(ShapeSolver *s, uint32_t handle, uint32_t *over, uint32_t *kernel) {
+    const WindowC *c = &s->windows[handle - 1];
+    Dim o = shape_resolve_dim(s, c->over), k = shape_resolve_dim(s, c->kernel);
+    *over = o.var ? 0 : o.size;
+    *kernel = !c->w.has_kernel ? 1 : k.var ? 0 : k.size;
+}
+
 static const char *padding_word(WindowPadding pad) {
     return pad == WINDOW_PAD_SAME ? "padded ('=')" : pad == WINDOW_PAD_VALID ? "valid ('<')" : "unspecified";
 }

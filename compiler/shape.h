@@ -148,6 +148,8 @@ uint64_t window_left_pad(Window w, uint64_t kernel, WindowPadding pad);
 uint32_t shape_dim_window(ShapeSolver *solver, Dim input, Dim over, Dim kernel, Window w, OriginId why);
 /* The padding a window ended with after shape_close (the written one, or the one settled). */
 WindowPadding shape_window_padding(const ShapeSolver *solver, uint32_t handle);
+/* The sizes of a window's `over` and `kernel` (1 without a kernel; 0 while unknown). */
+void shape_window_sizes(ShapeSolver *solver, uint32_t handle, uint32_t *over, uint32_t *kernel);
 
 /* Constraints queued while this is on come from a structural operation (compose, transpose,
  * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
