@@ -669,7 +669,11 @@ static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
  * window constraint (shape.h); the padding it ends with is written back after closing. */
 static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     SpecAffine *a = (SpecAffine *)&ax->as.affine; /* this application's copy */
-    OriginId o = origin(e, ax->span, "the affine axis of the spec");
+    const char *pad = a->padding == SPEC_PAD_SAME ? "=" : a->padding == SPEC_PAD_VALID ? "<" : "";
+    OriginId o = a->has_kernel
+                     ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
+                              a->over.name, pad, a->dilation.as.value, a->kernel.name)
+                     : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value, a->over.name);
     Dim input = shape_fresh_dim(e->solver, o);
     Dim over = spec_label(e, sv, a->over.name, a->over.span);
     Dim kernel = a->has_kernel ? spec_label(e, sv, a->kernel.name, a->kernel.span) : input;
