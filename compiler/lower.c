@@ -10,6 +10,12 @@
  *   - without reduction axes, one store per cell: `f(reads)` itself when the assignment resets
  *     and its map is injective (the plain write of seed 003), else `lhs ⊕ f(reads)`.
  * (An assignment that reads its own left side through another slot's map gets no parallel loop.)
+ * Affine indices (convolution windows, strides): a padded one -- some points fall outside its
+ * axis -- is never guarded; instead each window-position iterator is cut into segments (its
+ * interior as one loop, each boundary value alone) and, per region of segments, the kernel
+ * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
+ * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
+ * and no local accumulator: every point does its own read-modify-write.
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product
