@@ -489,6 +489,7 @@ typedef struct SpecVars {
     uint32_t default_rows[ROW_KINDS];
     Scope *scope;
     const Node *captures;
+    bool result; /* the result slot is being built */
 } SpecVars;
 
 static bool is_captured(const Node *captures, const char *label) {
@@ -541,6 +542,8 @@ static uint32_t spec_row_var(Elab *e, SpecVars *sv, const SpecRow *row) {
     return v;
 }
 
+static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax);
+
 static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
     switch (ax->kind) {
     case SPEC_AXIS_LABEL: *out = spec_label(e, sv, ax->as.label, ax->span); return true;
@@ -554,9 +557,13 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         return true;
     }
     case SPEC_AXIS_AFFINE:
-        diag_error(ax->span, "strided and convolution axes are not supported by shape inference in "
-                   "this version yet");
-        return false;
+        if (sv->result) {
+            diag_error(ax->span, "an affine or strided axis may only be written in an operand slot, "
+                       "not in the result");
+            return false;
+        }
+        *out = spec_affine(e, sv, ax);
+        return true;
     case SPEC_AXIS_CONCAT:
         diag_error(ax->span, "concatenation axes are not supported by shape inference in this "
                    "version yet");
@@ -591,16 +598,132 @@ static bool spec_slot(Elab *e, SpecVars *sv, const SpecSlot *slot, Shape *out, c
 static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
                             const Node *captures, Span span, const char *op);
 
-static void emit_spec(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
-                      const Node *captures, Span span, const char *op) {
+/* ---- Affine and strided axes: a copy of the spec per application -------------------------- */
+
+static bool spec_has_affine_row(const SpecRow *row) {
+    for (uint32_t i = 0; i < row->leading_count; i++)
+        if (row->leading[i].kind == SPEC_AXIS_AFFINE) return true;
+    for (uint32_t i = 0; i < row->trailing_count; i++)
+        if (row->trailing[i].kind == SPEC_AXIS_AFFINE) return true;
+    return false;
+}
+
+static bool spec_has_affine_slot(const SpecSlot *slot) {
+    for (int k = 0; k < SPEC_ROW_KINDS; k++)
+        if (spec_has_affine_row(&slot->rows[k])) return true;
+    return false;
+}
+
+/* A stride or dilation as a number: written, or the name of an integer value in `env`. */
+static bool resolve_coeff(Elab *e, Env *env, SpecCoeff *c, const char *role) {
+    if (c->kind == SPEC_COEFF_INT) return true;
+    Value *v = env ? lookup(e, env, c->as.name) : NULL;
+    if (!v) {
+        diag_error(c->span, "the %s '%s' is not defined here: it must name an integer value in scope", role,
+                   c->as.name);
+        return false;
+    }
+    if (v->kind != V_INT || v->as.i < 1 || v->as.i > INT32_MAX) {
+        diag_error(c->span, "the %s '%s' must be a positive integer, but it is %s", role, c->as.name,
+                   v->kind == V_INT ? arena_printf(e->arena, "%lld", (long long)v->as.i) : kind_noun(v));
+        return false;
+    }
+    c->kind = SPEC_COEFF_INT;
+    c->as.value = (int32_t)v->as.i;
+    return true;
+}
+
+static bool resolve_axes(Elab *e, Env *env, SpecAxis **axes, uint32_t count) {
+    if (!count) return true;
+    SpecAxis *copy = arena_alloc(e->arena, count * sizeof *copy);
+    memcpy(copy, *axes, count * sizeof *copy);
+    *axes = copy;
+    for (uint32_t i = 0; i < count; i++) {
+        if (copy[i].kind != SPEC_AXIS_AFFINE) continue;
+        SpecAffine *a = &copy[i].as.affine;
+        if (!resolve_coeff(e, env, &a->stride, "stride")) return false;
+        if (a->has_kernel && !resolve_coeff(e, env, &a->dilation, "dilation")) return false;
+        if (a->offset >= a->stride.as.value) {
+            diag_error(a->offset_span, "the offset %d is not below the stride %d", a->offset, a->stride.as.value);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The spec of one application: its affine axes copied with the strides and dilations
+ * resolved to numbers, so that projection inference reads them and the padding the shape
+ * solver settles can be written into them.  A spec without affine axes is shared. */
+static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
+    bool any = spec_has_affine_slot(&spec->lhs);
+    for (uint32_t i = 0; i < spec->rhs_count; i++) any = any || spec_has_affine_slot(&spec->rhs[i]);
+    if (!any) return spec;
+    Spec *copy = arena_alloc(e->arena, sizeof *copy);
+    *copy = *spec;
+    copy->rhs = arena_alloc(e->arena, spec->rhs_count * sizeof *copy->rhs);
+    memcpy(copy->rhs, spec->rhs, spec->rhs_count * sizeof *copy->rhs);
+    for (uint32_t i = 0; i <= spec->rhs_count; i++) {
+        SpecSlot *slot = i < spec->rhs_count ? &copy->rhs[i] : &copy->lhs;
+        for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+            SpecRow *row = &slot->rows[k];
+            if (!resolve_axes(e, env, &row->leading, row->leading_count)) return NULL;
+            if (!resolve_axes(e, env, &row->trailing, row->trailing_count)) return NULL;
+        }
+    }
+    return copy;
+}
+
+/* An affine or strided axis: a fresh size for the operand's axis, tied to its labels by a
+ * window constraint (shape.h); the padding it ends with is written back after closing. */
+static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
+    SpecAffine *a = (SpecAffine *)&ax->as.affine; /* this application's copy */
+    const char *pad = a->padding == SPEC_PAD_SAME ? "=" : a->padding == SPEC_PAD_VALID ? "<" : "";
+    OriginId o = a->has_kernel
+                     ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
+                              a->over.name, pad, a->dilation.as.value, a->kernel.name)
+                     : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value, a->over.name);
+    Dim input = shape_fresh_dim(e->solver, o);
+    Dim over = spec_label(e, sv, a->over.name, a->over.span);
+    Dim kernel = a->has_kernel ? spec_label(e, sv, a->kernel.name, a->kernel.span) : input;
+    Window w = {.stride = (uint32_t)a->stride.as.value,
+                .dilation = a->has_kernel ? (uint32_t)a->dilation.as.value : 1,
+                .offset = (uint32_t)a->offset,
+                .has_kernel = a->has_kernel,
+                .padding = a->padding == SPEC_PAD_SAME    ? WINDOW_PAD_SAME
+                           : a->padding == SPEC_PAD_VALID ? WINDOW_PAD_VALID
+                                                          : WINDOW_PAD_INFERRED};
+    ProgramWindow pw = {a, ax->span, a->padding == SPEC_PAD_UNSPECIFIED && a->has_kernel,
+                        shape_dim_window(e->solver, input, over, kernel, w, o)};
+    Program *p = e->program;
+    ARENA_PUSH(e->arena, p->windows, p->window_count, p->window_cap, pw);
+    return input;
+}
+
+/* After closing: every affine axis takes the padding its window settled. */
+static void settle_paddings(Elab *e) {
+    for (uint32_t i = 0; i < e->program->window_count; i++) {
+        ProgramWindow *pw = &e->program->windows[i];
+        WindowPadding pad = shape_window_padding(e->solver, pw->handle);
+        if (pw->affine->has_kernel)
+            pw->affine->padding = pad == WINDOW_PAD_SAME ? SPEC_PAD_SAME : SPEC_PAD_VALID;
+        shape_window_sizes(e->solver, pw->handle, &pw->affine->over_size, &pw->affine->kernel_size);
+    }
+}
+
+/* The spec the tensor keeps (this application's copy when it has affine axes), or NULL. */
+static const Spec *emit_spec(Elab *e, Env *env, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
+                             const Node *captures, Span span, const char *op) {
     if (spec->rhs_count != n) {
         diag_error(spec->span, "this spec has %u operand slot%s, but '%s' takes %u operand%s",
                    spec->rhs_count, spec->rhs_count == 1 ? "" : "s", op, n, n == 1 ? "" : "s");
-        return;
+        return spec;
     }
+    const Spec *applied = spec_for_application(e, env, spec);
+    if (!applied) return spec;
     shape_set_contracting(e->solver, true);
-    emit_spec_slots(e, r, ops, n, spec, captures, span, op);
+    emit_spec_slots(e, r, ops, n, applied, captures, span, op);
     shape_set_contracting(e->solver, false);
+    return applied;
 }
 
 static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
@@ -618,6 +741,7 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
                  origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, i + 1));
     }
     Shape lhs;
+    sv.result = true;
     if (!spec_slot(e, &sv, &spec->lhs, &lhs, "the result")) return;
     shape_eq(e->solver, &r->shape, &lhs, origin(e, span, "einsum '%s' (the result against its slot)", op));
     if (captures) {
@@ -733,7 +857,7 @@ static bool check_operator(const Node *op) {
 }
 
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
-static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t n, const Spec *spec,
+static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                              const Node *captures, Span span) {
     const char *name = op->name;
     uint32_t arity = operator_arity(op);
@@ -758,12 +882,10 @@ static Value *apply_operator(Elab *e, const Node *op, Value **operands, uint32_t
         if (!spec) return fail(span, "'%s' needs an einsum spec: write it after the operator, as in "
                                "a %s \"i, j; j, k => i, k\" b", name, name);
         r->logic = LOGIC_SPEC;
-        r->spec = spec;
-        emit_spec(e, r, ts, n, spec, captures, span, name);
+        r->spec = emit_spec(e, env, r, ts, n, spec, captures, span, name);
     } else if (logic->spec) {
         r->logic = LOGIC_SPEC;
-        r->spec = logic->spec;
-        emit_spec(e, r, ts, n, logic->spec, captures, span, name);
+        r->spec = emit_spec(e, env, r, ts, n, logic->spec, captures, span, name);
     } else {
         char l = logic->len ? logic->text[0] : '.';
         if (l == '@' && (n == 2 || n == 3)) {
@@ -1114,7 +1236,7 @@ static Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span) {
                             args[i].label);
             ops[n++] = args[i].value;
         }
-        return apply_operator(e, fn->as.op, ops, n, NULL, NULL, span);
+        return apply_operator(e, NULL, fn->as.op, ops, n, NULL, NULL, span);
     }
     default:
         return fail(span, "this is %s, not a function, so it cannot be applied", kind_noun(fn));
@@ -1731,7 +1853,7 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         if (is_number(a)) a = tensor_value(e, scalar_literal(e, number_of(a), n->a->span, 0));
         if (is_number(b)) b = tensor_value(e, scalar_literal(e, number_of(b), n->b->span, 0));
         Value *ops[2] = {a, b};
-        return apply_operator(e, opv->as.op, ops, 2, NULL, NULL, n->span);
+        return apply_operator(e, env, opv->as.op, ops, 2, NULL, NULL, n->span);
     }
     return arith(e, op, a, b, n->span);
 }
@@ -1770,7 +1892,7 @@ static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
     if (v->kind == V_TENSOR) {
         Value *neg = lookup_operator(e, env, "neg");
         if (!neg) return fail(n->span, "unary '-' on a tensor needs the operator 'neg'");
-        return apply_operator(e, neg->as.op, &v, 1, NULL, NULL, n->span);
+        return apply_operator(e, env, neg->as.op, &v, 1, NULL, NULL, n->span);
     }
     return fail(n->span, "'-' is not defined on %s", kind_noun(v));
 }
@@ -1825,7 +1947,7 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
             if (is_number(v)) v = tensor_value(e, scalar_literal(e, number_of(v), args[i].span, 0));
             ops[k++] = v;
         }
-        return apply_operator(e, fn->as.op, ops, k, spec, NULL, n->span);
+        return apply_operator(e, env, fn->as.op, ops, k, spec, NULL, n->span);
     }
     return apply(e, fn, args, count, n->span);
 }
@@ -1847,7 +1969,7 @@ static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
             ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), (i ? n->b : n->a)->span, 0));
     }
     if (!n->spec) return &error_value; /* the parser reported the spec */
-    return apply_operator(e, opv->as.op, ops, count, n->spec, n->c, n->span);
+    return apply_operator(e, env, opv->as.op, ops, count, n->spec, n->c, n->span);
 }
 
 static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
@@ -3093,6 +3215,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     assign_names(&e);
     register_shapes(&e);
     if (shape_close(p->solver)) {
+        settle_paddings(&e);
         fill_dim_readings(&e);
         check_cell_counts(&e);
     }
@@ -3110,5 +3233,16 @@ void program_print_shapes(Program *p, FILE *out) {
         fprintf(out, "%s : ", p->shown_names[i]);
         shape_print(p->solver, out, &p->named[i]->shape);
         fputc('\n', out);
+    }
+    /* The paddings shape inference chose where the spec left them open. */
+    for (uint32_t i = 0; i < p->window_count; i++) {
+        const ProgramWindow *pw = &p->windows[i];
+        if (!pw->inferred) continue;
+        unsigned line, col;
+        span_line_col(pw->span, &line, &col);
+        const SpecAffine *a = pw->affine;
+        fprintf(out, "%s:%u:%u: padding of %d*%s+%d*%s : %s\n", source_get(pw->span.file)->path, line, col,
+                a->stride.as.value, a->over.name, a->dilation.as.value, a->kernel.name,
+                a->padding == SPEC_PAD_SAME ? "'=' (same)" : "'<' (valid)");
     }
 }

@@ -200,6 +200,14 @@ struct MainStep {
     uint32_t series;        /* RECORD, PLOT: the series' number (Program.series) */
 };
 
+/* An affine axis of one application's spec and its window in the shape solver. */
+typedef struct ProgramWindow {
+    SpecAffine *affine; /* the application's copy: its padding is settled after closing */
+    Span span;
+    bool inferred;      /* the spec left the padding open: --print-shapes reports the choice */
+    uint32_t handle;    /* shape_dim_window's */
+} ProgramWindow;
+
 typedef struct Program {
     Arena *arena;
     ShapeSolver *solver;
@@ -222,6 +230,8 @@ typedef struct Program {
     uint32_t option_count, option_cap;
     const char **series;    /* the names `record` gives series, in order of first use */
     uint32_t series_count, series_cap;
+    ProgramWindow *windows; /* every affine axis of every spec application */
+    uint32_t window_count, window_cap;
 } Program;
 
 typedef struct ElabOptions {

@@ -10,6 +10,12 @@
  *   - without reduction axes, one store per cell: `f(reads)` itself when the assignment resets
  *     and its map is injective (the plain write of seed 003), else `lhs ⊕ f(reads)`.
  * (An assignment that reads its own left side through another slot's map gets no parallel loop.)
+ * Affine indices (convolution windows, strides): a padded one -- some points fall outside its
+ * axis -- is never guarded; instead each window-position iterator is cut into segments (its
+ * interior as one loop, each boundary value alone) and, per region of segments, the kernel
+ * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
+ * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
+ * and no local accumulator: every point does its own read-modify-write.
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product
@@ -29,8 +35,10 @@ typedef struct Lowerer {
     IrProgram *ir;
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
+    int64_t *lo;   /* per product iterator: where the current region starts */
 } Lowerer;
 
+/* The index of `slot`'s map, each iterator starting at lo[iterator] (its region's first value). */
 static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
     uint32_t rank = p->rank[slot];
     IrIndex *ix = arena_alloc(l->ir->arena, (rank ? rank : 1) * sizeof *ix);
@@ -41,9 +49,19 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
             ix[a].terms = arena_alloc(l->ir->arena, sizeof *ix[a].terms);
             ix[a].terms[0] = (IrTerm){l->base + pi->iter, 1};
             ix[a].term_count = 1;
+            ix[a].offset = l->lo[pi->iter];
             break;
         case PIDX_FIXED: ix[a].offset = pi->fixed; break;
         case PIDX_SYMBOL: ix[a].symbol = pi->symbol; break;
+        case PIDX_AFFINE:
+            ix[a].terms = arena_alloc(l->ir->arena, (pi->term_count ? pi->term_count : 1) * sizeof *ix[a].terms);
+            ix[a].offset = pi->fixed;
+            for (uint32_t t = 0; t < pi->term_count; t++) {
+                ix[a].terms[t] = (IrTerm){l->base + pi->terms[t], pi->coef[t]};
+                ix[a].offset += pi->coef[t] * l->lo[pi->terms[t]];
+            }
+            ix[a].term_count = pi->term_count;
+            break;
         }
     }
     return ix;
@@ -177,105 +195,268 @@ static const char *describe(Lowerer *l, const Assignment *a, bool injective, boo
                         injective ? "" : "not ", surjective ? "" : "not ");
 }
 
+/* ---- Padding: regions of the product space where every access is inside its buffer ------------ */
+
+/* A padded affine access: c + Σ coef·iterator must lie in [0, size). */
+typedef struct Guard {
+    int64_t c, size;
+    uint32_t n;
+    uint32_t it[2]; /* it[0] the `over` iterator when there are two */
+    int64_t coef[2];
+} Guard;
+
+typedef struct Range {
+    int64_t lo, hi; /* [lo, hi) */
+} Range;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+static void narrow(Range *r, int64_t lo, int64_t hi) {
+    if (lo > r->lo) r->lo = lo;
+    if (hi < r->hi) r->hi = hi;
+    if (r->hi < r->lo) r->hi = r->lo;
+}
+
+typedef struct Padding {
+    Guard *guards;
+    uint32_t guard_count, guard_cap;
+    bool *split;       /* per iterator: an `over` iterator, cut into segments */
+    Range **segments;  /* per split iterator: boundary values one by one, the interior as one */
+    uint32_t *segment_count;
+    uint32_t region_count;
+} Padding;
+
+static void add_guards(Lowerer *l, Padding *pad, const Projections *p, uint32_t slot) {
+    for (uint32_t a = 0; a < p->rank[slot]; a++) {
+        const ProjIndex *pi = &p->maps[slot][a];
+        if (pi->kind != PIDX_AFFINE || !pi->padded) continue;
+        Guard g = {.c = pi->fixed, .size = (int64_t)p->axis_size[slot][a], .n = pi->term_count};
+        for (uint32_t t = 0; t < pi->term_count; t++) g.it[t] = pi->terms[t], g.coef[t] = pi->coef[t];
+        ARENA_PUSH(l->ir->arena, pad->guards, pad->guard_count, pad->guard_cap, g);
+    }
+}
+
+/* Cut every `over` iterator of a two-term guard into segments: inside the interior segment
+ * every kernel position is in bounds; each boundary value is a segment of its own, where the
+ * kernel's range is narrowed.  Returns false (after an error) for a form this does not cover. */
+static bool plan_padding(Lowerer *l, Padding *pad, const Projections *p, const Assignment *a) {
+    Arena *arena = l->ir->arena;
+    uint32_t n = p->iter_count;
+    pad->split = arena_alloc(arena, (n ? n : 1) * sizeof *pad->split);
+    pad->segments = arena_alloc(arena, (n ? n : 1) * sizeof *pad->segments);
+    pad->segment_count = arena_alloc(arena, (n ? n : 1) * sizeof *pad->segment_count);
+    pad->region_count = 1;
+    for (uint32_t i = 0; i < pad->guard_count; i++)
+        if (pad->guards[i].n == 2) pad->split[pad->guards[i].it[0]] = true;
+    for (uint32_t i = 0; i < pad->guard_count; i++)
+        if (pad->guards[i].n == 2 && pad->split[pad->guards[i].it[1]]) {
+            diag_error(a->span, "an iterator that is both the window position of one padded axis and the kernel "
+                       "position of another is not supported");
+            return false;
+        }
+    for (uint32_t x = 0; x < n; x++) {
+        if (!pad->split[x]) continue;
+        int64_t extent = (int64_t)p->iter_size[x];
+        Range inner = {0, extent};
+        for (uint32_t i = 0; i < pad->guard_count; i++) {
+            const Guard *g = &pad->guards[i];
+            if (g->n != 2 || g->it[0] != x) continue;
+            int64_t kernel_last = g->coef[1] * (int64_t)(p->iter_size[g->it[1]] - 1);
+            narrow(&inner, ceil_div(-g->c, g->coef[0]), floor_div(g->size - 1 - g->c - kernel_last, g->coef[0]) + 1);
+        }
+        uint32_t count = 0;
+        Range *seg = arena_alloc(arena, (size_t)(extent + 1) * sizeof *seg);
+        if (inner.hi <= inner.lo) inner = (Range){extent, extent};
+        for (int64_t v = 0; v < inner.lo; v++) seg[count++] = (Range){v, v + 1};
+        if (inner.hi > inner.lo) seg[count++] = inner;
+        for (int64_t v = inner.hi > inner.lo ? inner.hi : extent; v < extent; v++) seg[count++] = (Range){v, v + 1};
+        pad->segments[x] = seg;
+        pad->segment_count[x] = count;
+        if ((uint64_t)pad->region_count * count > 4096) {
+            diag_error(a->span, "the padding of this operation would need more than 4096 loop nests");
+            return false;
+        }
+        pad->region_count *= count;
+    }
+    return true;
+}
+
+/* Region `r`'s range of every iterator; false when some point of it falls entirely outside. */
+static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, Range *range) {
+    for (uint32_t it = 0; it < p->iter_count; it++) range[it] = (Range){0, (int64_t)p->iter_size[it]};
+    for (uint32_t it = 0; it < p->iter_count; it++) {
+        if (!pad->split[it]) continue;
+        range[it] = pad->segments[it][r % pad->segment_count[it]];
+        r /= pad->segment_count[it];
+    }
+    for (uint32_t i = 0; i < pad->guard_count; i++) {
+        const Guard *g = &pad->guards[i];
+        if (g->n == 0) {
+            if (g->c < 0 || g->c >= g->size) /* every point outside: no point at all */
+                for (uint32_t it = 0; it < p->iter_count; it++) range[it].hi = range[it].lo;
+        } else if (g->n == 1) {
+            narrow(&range[g->it[0]], ceil_div(-g->c, g->coef[0]), floor_div(g->size - 1 - g->c, g->coef[0]) + 1);
+        } else if (range[g->it[0]].hi - range[g->it[0]].lo == 1) {
+            int64_t c = g->c + g->coef[0] * range[g->it[0]].lo;
+            narrow(&range[g->it[1]], ceil_div(-c, g->coef[1]), floor_div(g->size - 1 - c, g->coef[1]) + 1);
+        }
+    }
+}
+
+/* ---- One assignment ----------------------------------------------------------------------------- */
+
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
-    Lowerer l = {ir, fn, fn->iter_count};
     const Projections *p = a->proj;
+    Lowerer l = {ir, fn, fn->iter_count, NULL};
+    l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
     fn->iter_count += p->iter_count;
     uint32_t lhs = a->lhs.buffer;
     bool injective = proj_injective(p, a->lhs.slot), surjective = proj_surjective(p, a->lhs.slot);
     const char *comment = describe(&l, a, injective, surjective);
-    if (a->reset && !surjective) {
+
+    /* Parallel iterators in the order of the LHS axes, then the reduction iterators.  An LHS
+     * read at an affine index has no parallel loop: two points may write one cell. */
+    uint32_t n = p->iter_count, parallel = 0;
+    uint32_t *order = arena_alloc(ir->arena, (n ? n : 1) * sizeof *order);
+    bool *used = arena_alloc(ir->arena, (n ? n : 1) * sizeof *used);
+    const ProjIndex *map = p->maps[a->lhs.slot];
+    bool lhs_affine = false;
+    for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++) {
+        lhs_affine |= map[ax].kind == PIDX_AFFINE;
+        if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
+            used[map[ax].iter] = true;
+            order[parallel++] = map[ax].iter;
+        }
+    }
+    uint32_t count = parallel;
+    for (uint32_t it = 0; it < n; it++)
+        if (!used[it]) order[count++] = it;
+
+    /* Padding: the product space is cut into regions whose points are all in bounds. */
+    Padding pad = {0};
+    for (uint32_t i = 0; i < a->read_count; i++)
+        if (!a->reads[i].symbol) add_guards(&l, &pad, p, a->reads[i].slot);
+    add_guards(&l, &pad, p, a->lhs.slot);
+    if (!plan_padding(&l, &pad, p, a)) return;
+    Range **ranges = arena_alloc(ir->arena, pad.region_count * sizeof *ranges);
+    bool skips_cells = false; /* some cell the map reaches is left out by the padding */
+    for (uint32_t r = 0; r < pad.region_count; r++) {
+        ranges[r] = arena_alloc(ir->arena, (n ? n : 1) * sizeof **ranges);
+        region_ranges(&pad, p, r, ranges[r]);
+        for (uint32_t i = 0; i < parallel; i++) {
+            uint32_t it = order[i];
+            Range whole = pad.split[it] ? pad.segments[it][0] : (Range){0, (int64_t)p->iter_size[it]};
+            if (pad.split[it]) { /* the segment this region has */
+                uint32_t rr = r;
+                for (uint32_t j = 0; j < it; j++)
+                    if (pad.split[j]) rr /= pad.segment_count[j];
+                whole = pad.segments[it][rr % pad.segment_count[it]];
+            }
+            if (ranges[r][it].lo != whole.lo || ranges[r][it].hi != whole.hi) skips_cells = true;
+        }
+        if (parallel == n)
+            for (uint32_t it = 0; it < n; it++)
+                if (ranges[r][it].hi == ranges[r][it].lo) skips_cells = true;
+    }
+    if (a->reset && (!surjective || (skips_cells && a->accum != ACC_NONE))) {
         IrStmt *reset = fill_nest(&l, lhs, accum_neutral(a->accum));
         reset->comment = comment;
         comment = NULL;
         ir_block_push(ir->arena, &fn->body, reset);
     }
 
-    /* Parallel iterators in the order of the LHS axes, then the reduction iterators. */
-    uint32_t n = p->iter_count, parallel = 0;
-    uint32_t *order = arena_alloc(ir->arena, (n ? n : 1) * sizeof *order);
-    bool *used = arena_alloc(ir->arena, (n ? n : 1) * sizeof *used);
-    const ProjIndex *map = p->maps[a->lhs.slot];
-    for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++)
-        if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
-            used[map[ax].iter] = true;
-            order[parallel++] = map[ax].iter;
-        }
-    uint32_t count = parallel;
-    for (uint32_t it = 0; it < n; it++)
-        if (!used[it]) order[count++] = it;
-
-    IrExpr *r = lower_expr(&l, a, a->rhs);
-    IrIndex *lhs_index = access_index(&l, p, a->lhs.slot);
-    IrExpr *current = new_expr(&l, IR_LOAD);
-    current->buffer = lhs;
-    current->index = lhs_index;
-    ScalarOp acc_op = accum_scalar_op(a->accum);
-
     /* A loop is parallel when its iterator addresses the stored cell — unless the assignment
      * reads its own left side through another index map, so that one iteration may read what
      * another writes: then every loop runs in order. */
-    bool aliased = false;
+    bool aliased = lhs_affine;
     for (uint32_t i = 0; i < a->read_count; i++)
         if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot)
             aliased = true;
-    IrBlock *into = &fn->body;
+    ScalarOp acc_op = accum_scalar_op(a->accum);
     IrStmt *first = NULL;
-    for (uint32_t i = 0; i < parallel; i++) {
-        IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], !aliased);
-        ir_block_push(ir->arena, into, lp);
-        if (!first) first = lp;
-        into = &lp->body;
-    }
-    IrStmt *last_store;
-    if (parallel == n) {
-        IrExpr *value;
-        if (a->accum == ACC_NONE) value = r;
-        else if (a->reset && injective) {
-            bool identity = a->accum == ACC_ADD || a->accum == ACC_MUL || a->accum == ACC_MAX || a->accum == ACC_MIN;
-            value = identity ? r : binary(&l, acc_op, constant(&l, accum_neutral(a->accum)), r);
+    for (uint32_t r = 0; r < pad.region_count; r++) {
+        const Range *range = ranges[r];
+        bool empty_parallel = false;
+        for (uint32_t i = 0; i < parallel; i++) empty_parallel |= range[order[i]].hi == range[order[i]].lo;
+        bool empty_reduction = false;
+        for (uint32_t i = parallel; i < n; i++) empty_reduction |= range[order[i]].hi == range[order[i]].lo;
+        if (empty_parallel || (empty_reduction && (lhs_affine || parallel == n))) continue;
+        for (uint32_t it = 0; it < n; it++) l.lo[it] = range[it].lo;
+
+        IrExpr *rhs = lower_expr(&l, a, a->rhs);
+        IrIndex *lhs_index = access_index(&l, p, a->lhs.slot);
+        IrExpr *current = new_expr(&l, IR_LOAD);
+        current->buffer = lhs;
+        current->index = lhs_index;
+        IrBlock *into = &fn->body;
+        IrStmt *region_first = NULL;
+        uint32_t loops = lhs_affine ? n : parallel;
+        for (uint32_t i = 0; i < loops; i++) {
+            IrStmt *lp = loop(&l, l.base + order[i], (uint64_t)(range[order[i]].hi - range[order[i]].lo),
+                              !aliased && i < parallel);
+            ir_block_push(ir->arena, into, lp);
+            if (!region_first) region_first = lp;
+            into = &lp->body;
+        }
+        IrStmt *last_store;
+        if (lhs_affine) {
+            /* Read-modify-write at every point: cells reached twice accumulate both. */
+            IrExpr *value = a->accum == ACC_NONE ? rhs : binary(&l, acc_op, current, rhs);
+            last_store = store(&l, lhs, lhs_index, value);
+            ir_block_push(ir->arena, into, last_store);
+        } else if (parallel == n) {
+            IrExpr *value;
+            if (a->accum == ACC_NONE) value = rhs;
+            else if (a->reset && injective) {
+                bool identity = a->accum == ACC_ADD || a->accum == ACC_MUL || a->accum == ACC_MAX || a->accum == ACC_MIN;
+                value = identity ? rhs : binary(&l, acc_op, constant(&l, accum_neutral(a->accum)), rhs);
+            } else {
+                value = binary(&l, acc_op, current, rhs);
+            }
+            last_store = store(&l, lhs, lhs_index, value);
+            ir_block_push(ir->arena, into, last_store);
         } else {
-            value = binary(&l, acc_op, current, r);
+            uint32_t local = fn->local_count++;
+            IrStmt *init = arena_alloc(ir->arena, sizeof *init);
+            init->kind = IR_SET_LOCAL;
+            init->local = local;
+            init->value = a->accum == ACC_NONE || !a->reset ? current : constant(&l, accum_neutral(a->accum));
+            ir_block_push(ir->arena, into, init);
+            if (!region_first) region_first = init;
+            IrExpr *acc = new_expr(&l, IR_LOCAL);
+            acc->local = local;
+            if (!empty_reduction) {
+                IrBlock *inner = into;
+                for (uint32_t i = parallel; i < n; i++) {
+                    IrStmt *lp = loop(&l, l.base + order[i], (uint64_t)(range[order[i]].hi - range[order[i]].lo), false);
+                    ir_block_push(ir->arena, inner, lp);
+                    inner = &lp->body;
+                }
+                IrStmt *step = arena_alloc(ir->arena, sizeof *step);
+                step->kind = IR_SET_LOCAL;
+                step->local = local;
+                if (a->accum == ACC_NONE) {
+                    step->value = rhs;
+                } else if (a->accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
+                    /* A sum of products accumulates by fused multiply-add (docs/ir.md, "FMA"). */
+                    step->value = new_expr(&l, IR_OP);
+                    step->value->op = SOP_FMA;
+                    step->value->args[0] = rhs->args[0];
+                    step->value->args[1] = rhs->args[1];
+                    step->value->args[2] = acc;
+                } else {
+                    step->value = binary(&l, acc_op, acc, rhs);
+                }
+                ir_block_push(ir->arena, inner, step);
+            }
+            last_store = store(&l, lhs, lhs_index, acc);
+            ir_block_push(ir->arena, into, last_store);
         }
-        last_store = store(&l, lhs, lhs_index, value);
-        ir_block_push(ir->arena, into, last_store);
-    } else {
-        uint32_t local = fn->local_count++;
-        IrStmt *init = arena_alloc(ir->arena, sizeof *init);
-        init->kind = IR_SET_LOCAL;
-        init->local = local;
-        init->value = a->accum == ACC_NONE || !a->reset ? current : constant(&l, accum_neutral(a->accum));
-        ir_block_push(ir->arena, into, init);
-        if (!first) first = init;
-        IrBlock *inner = into;
-        for (uint32_t i = parallel; i < n; i++) {
-            IrStmt *lp = loop(&l, l.base + order[i], p->iter_size[order[i]], false);
-            ir_block_push(ir->arena, inner, lp);
-            inner = &lp->body;
-        }
-        IrExpr *acc = new_expr(&l, IR_LOCAL);
-        acc->local = local;
-        IrStmt *step = arena_alloc(ir->arena, sizeof *step);
-        step->kind = IR_SET_LOCAL;
-        step->local = local;
-        if (a->accum == ACC_NONE) {
-            step->value = r;
-        } else if (a->accum == ACC_ADD && r->kind == IR_OP && r->op == SOP_MUL) {
-            /* A sum of products accumulates by fused multiply-add (docs/ir.md, "FMA"). */
-            step->value = new_expr(&l, IR_OP);
-            step->value->op = SOP_FMA;
-            step->value->args[0] = r->args[0];
-            step->value->args[1] = r->args[1];
-            step->value->args[2] = acc;
-        } else {
-            step->value = binary(&l, acc_op, acc, r);
-        }
-        ir_block_push(ir->arena, inner, step);
-        last_store = store(&l, lhs, lhs_index, acc);
-        ir_block_push(ir->arena, into, last_store);
+        if (!region_first) region_first = last_store;
+        if (!first) first = region_first;
     }
-    if (!first) first = last_store;
-    if (comment) first->comment = comment;
+    if (first && comment) first->comment = comment;
 }
 
 IrFunction *lower_function(IrProgram *ir, const char *name, Assignment *const *assignments, uint32_t count) {

@@ -17,7 +17,9 @@
  *        (6) every axis of every slot → Iter (size-one axes need no loop: harmless)
  *      An einsum spec is re-solved locally: its labels and row variables are fresh for this
  *      derivation and bind to the axes they meet; a fixed index pins (Sol), a `@|` slice pins
- *      to its run-time symbol, a stacked element's new axis pins to its position;
+ *      to its run-time symbol, a stacked element's new axis pins to its position; an affine
+ *      axis is no class of its own: its `over` and `kernel` labels get two extra ids and its
+ *      index is stride·over + dilation·kernel + offset − padding, read after labelling;
  *   3. solve in an empty environment: union-find over ids (sizes must agree within a class),
  *      a pin per class (two different pins conflict), an iterate set; then label each class.
  * Iterators are numbered by first appearance scanning slots in order and axes in memory order,
@@ -80,6 +82,14 @@ typedef struct Deriver {
         uint32_t count;
     } *bindings;
     uint32_t binding_count, binding_cap;
+    /* affine axes of a spec: the axis, and the two extra ids its `over` and `kernel` labels get */
+    struct AffineDef {
+        uint32_t axis, over, kernel;
+        const SpecAffine *affine;
+    } *affines;
+    uint32_t affine_count, affine_cap;
+    uint32_t next_extra; /* the next id reserved for affine labels */
+    int32_t *affine_of;  /* per id: its entry in affines, or -1 */
 } Deriver;
 
 static Term proj_term(uint32_t id) { return (Term){.id = id}; }
@@ -185,7 +195,21 @@ static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
         eq(d, proj_term(id), fixed_term(ax->as.fixed));
         break;
     case SPEC_AXIS_PLACEHOLDER: break; /* its own axis: iterated by rule 6 */
-    default: fail(d, "strided, convolution and concatenation axes have no projections yet"); break;
+    case SPEC_AXIS_AFFINE: {
+        /* The axis is not a loop of its own: its index is derived from the two labels, which
+         * get ids of their own (sized by shape inference) and bind like any label. */
+        const SpecAffine *a = &ax->as.affine;
+        struct AffineDef def = {id, d->next_extra, d->next_extra + 1, a};
+        d->next_extra += 2;
+        d->size[def.over] = a->over_size;
+        d->size[def.kernel] = a->kernel_size;
+        d->affine_of[id] = (int32_t)d->affine_count;
+        ARENA_PUSH(d->arena, d->affines, d->affine_count, d->affine_cap, def);
+        bind(d, a->over.name, &def.over, 1);
+        if (a->has_kernel) bind(d, a->kernel.name, &def.kernel, 1);
+        break;
+    }
+    case SPEC_AXIS_CONCAT: fail(d, "concatenation axes have no projections yet"); break;
     }
 }
 
@@ -332,6 +356,75 @@ static uint64_t next_random(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
+/* ---- Labelling ------------------------------------------------------------------------------------ */
+
+typedef struct Labeller {
+    Deriver *d;
+    Solver *s;
+    Projections *out;
+    uint32_t *class_iter;
+} Labeller;
+
+/* The index of id's class: its pin, else an iterator when iterated and larger than one (numbered
+ * at first appearance), else Fix 0. */
+static ProjIndex label(Labeller *l, uint32_t id) {
+    uint32_t root = find(l->s, id);
+    if (l->s->pinned[root]) return l->s->pin[root];
+    if (l->s->iterate[root] && l->d->size[root] > 1) {
+        if (l->class_iter[root] == UINT32_MAX) {
+            l->class_iter[root] = l->out->iter_count;
+            l->out->iter_size[l->out->iter_count++] = l->d->size[root];
+        }
+        return (ProjIndex){.kind = PIDX_ITER, .iter = l->class_iter[root]};
+    }
+    return (ProjIndex){.kind = PIDX_FIXED, .fixed = 0};
+}
+
+/* An affine axis: stride·over + offset + dilation·kernel − left padding, each label read by
+ * its class; padded when some point falls outside the axis. */
+static ProjIndex label_affine(Labeller *l, const struct AffineDef *def) {
+    const SpecAffine *a = def->affine;
+    Window w = {(uint32_t)a->stride.as.value, a->has_kernel ? (uint32_t)a->dilation.as.value : 1,
+                (uint32_t)a->offset, a->has_kernel,
+                a->padding == SPEC_PAD_SAME ? WINDOW_PAD_SAME : WINDOW_PAD_VALID};
+    ProjIndex ix = {.kind = PIDX_AFFINE};
+    ix.fixed = (int64_t)a->offset - (int64_t)window_left_pad(w, a->kernel_size, w.padding);
+    int64_t lo = ix.fixed, hi = ix.fixed;
+    uint32_t ids[2] = {def->over, def->kernel};
+    int64_t coefs[2] = {w.stride, w.dilation};
+    for (int t = 0; t < (a->has_kernel ? 2 : 1); t++) {
+        ProjIndex part = label(l, ids[t]);
+        if (part.kind == PIDX_FIXED) {
+            ix.fixed += coefs[t] * part.fixed;
+            lo += coefs[t] * part.fixed;
+            hi += coefs[t] * part.fixed;
+        } else if (part.kind == PIDX_ITER) {
+            ix.terms[ix.term_count] = part.iter;
+            ix.coef[ix.term_count++] = coefs[t];
+            hi += coefs[t] * (int64_t)(l->d->size[ids[t]] - 1);
+        } else {
+            fail(l->d, "an affine axis cannot be read at a run-time index");
+        }
+    }
+    ix.padded = lo < 0 || hi >= (int64_t)l->d->size[def->axis];
+    return ix;
+}
+
+static uint32_t spec_affine_count_row(const SpecRow *row) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < row->leading_count; i++) n += row->leading[i].kind == SPEC_AXIS_AFFINE;
+    for (uint32_t i = 0; i < row->trailing_count; i++) n += row->trailing[i].kind == SPEC_AXIS_AFFINE;
+    return n;
+}
+
+static uint32_t spec_affine_count(const Spec *spec) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i <= spec->rhs_count; i++)
+        for (int k = 0; k < SPEC_ROW_KINDS; k++)
+            n += spec_affine_count_row(&(i < spec->rhs_count ? &spec->rhs[i] : &spec->lhs)->rows[k]);
+    return n;
+}
+
 Projections *proj_infer(Arena *arena, const ProjProblem *p) {
     Deriver d = {.arena = arena, .p = p};
     d.base = arena_alloc(arena, (p->slot_count + 1) * sizeof *d.base);
@@ -345,8 +438,14 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
         d.base[s] = d.id_count;
         d.id_count += proj_shape_rank(&p->shapes[s]);
     }
+    /* Two extra ids per affine axis of a spec, for its `over` and `kernel` labels. */
+    uint32_t axis_ids = d.id_count;
+    if (p->logic == PROJ_SPEC) d.id_count += 2 * spec_affine_count(p->spec);
+    d.next_extra = axis_ids;
     d.size = arena_alloc(arena, (d.id_count + 1) * sizeof *d.size);
     d.unit = arena_alloc(arena, (d.id_count + 1) * sizeof *d.unit);
+    d.affine_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.affine_of);
+    for (uint32_t i = 0; i < d.id_count; i++) d.affine_of[i] = -1;
     for (uint32_t s = 0; s < p->slot_count; s++) {
         uint32_t n = d.base[s];
         for (int k = 0; k < ROW_KINDS; k++) {
@@ -389,32 +488,32 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
     uint32_t *class_iter = arena_alloc(arena, (d.id_count + 1) * sizeof *class_iter);
     for (uint32_t i = 0; i < d.id_count; i++) class_iter[i] = UINT32_MAX;
     out->iter_size = arena_alloc(arena, (d.id_count + 1) * sizeof *out->iter_size);
+    Labeller lab = {&d, &s, out, class_iter};
     for (uint32_t slot = 0; slot < p->slot_count; slot++) {
         uint32_t rank = proj_shape_rank(&p->shapes[slot]);
         out->rank[slot] = rank;
         out->maps[slot] = arena_alloc(arena, (rank ? rank : 1) * sizeof **out->maps);
         out->axis_size[slot] = arena_alloc(arena, (rank ? rank : 1) * sizeof **out->axis_size);
         for (uint32_t a = 0; a < rank; a++) {
-            uint32_t id = d.base[slot] + a, root = find(&s, id);
-            ProjIndex *ix = &out->maps[slot][a];
+            uint32_t id = d.base[slot] + a;
             out->axis_size[slot][a] = d.size[id];
-            if (s.pinned[root]) {
-                *ix = s.pin[root];
-            } else if (s.iterate[root] && d.size[root] > 1) {
-                if (class_iter[root] == UINT32_MAX) {
-                    class_iter[root] = out->iter_count;
-                    out->iter_size[out->iter_count++] = d.size[root];
-                }
-                *ix = (ProjIndex){.kind = PIDX_ITER, .iter = class_iter[root]};
-            } else {
-                *ix = (ProjIndex){.kind = PIDX_FIXED, .fixed = 0};
-            }
+            out->maps[slot][a] = d.affine_of[id] >= 0 ? label_affine(&lab, &d.affines[d.affine_of[id]]) : label(&lab, id);
         }
     }
+    if (d.failed) return NULL;
     return out;
 }
 
+/* An affine index may reach one cell from several points, and skips cells between strides:
+ * a map with one is neither injective nor surjective. */
+static bool has_affine(const Projections *p, uint32_t slot) {
+    for (uint32_t a = 0; a < p->rank[slot]; a++)
+        if (p->maps[slot][a].kind == PIDX_AFFINE) return true;
+    return false;
+}
+
 bool proj_injective(const Projections *p, uint32_t slot) {
+    if (has_affine(p, slot)) return false;
     for (uint32_t it = 0; it < p->iter_count; it++) {
         bool seen = false;
         for (uint32_t a = 0; a < p->rank[slot] && !seen; a++)
@@ -425,6 +524,7 @@ bool proj_injective(const Projections *p, uint32_t slot) {
 }
 
 bool proj_surjective(const Projections *p, uint32_t slot) {
+    if (has_affine(p, slot)) return false;
     for (uint32_t a = 0; a < p->rank[slot]; a++) {
         const ProjIndex *ix = &p->maps[slot][a];
         if (p->axis_size[slot][a] == 1) continue;

@@ -19,13 +19,19 @@ typedef enum ProjIndexKind {
     PIDX_ITER,   /* driven by product-space iterator `iter` */
     PIDX_FIXED,  /* pinned to position `fixed` */
     PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
+    PIDX_AFFINE, /* fixed + Σ coef[t]·iterator terms[t] (an affine or strided axis of a spec) */
 } ProjIndexKind;
 
 typedef struct ProjIndex {
     ProjIndexKind kind;
     uint32_t iter;
-    int64_t fixed;
+    int64_t fixed;      /* PIDX_FIXED: the position; PIDX_AFFINE: the constant */
     const char *symbol;
+    uint32_t term_count; /* PIDX_AFFINE: at most two terms (stride·over, dilation·kernel) */
+    uint32_t terms[2];
+    int64_t coef[2];
+    bool padded;        /* PIDX_AFFINE: some points fall outside the axis (padding): lowering
+                         * skips them, which reads the operation's neutral element there */
 } ProjIndex;
 
 /* One record per operation: the product space and one index map per slot (slot 0 is the

@@ -12,7 +12,8 @@
  * Three choices are kept out of that race: row equalities are taken before the queue, those
  * between two open rows first (a row's marker then does not depend on which equality came
  * first); template growth waits for a fixpoint (it never runs ahead of an equality); and cells
- * constraints and slicing's front equalities are settled only at fixpoints of closing.
+ * constraints, slicing's front equalities and windows (affine axes: seed 004's Conv_input)
+ * are settled only at fixpoints of closing.
  *
  * Requires: diag.h for errors (every Span in an origin must belong to a registered source, or
  * be the zero span). */
@@ -96,6 +97,15 @@ typedef struct FrontEq {
     bool settled;
 } FrontEq;
 
+/* shape_dim_window: an affine or strided axis and the labels it is made of. */
+typedef struct WindowC {
+    Dim input, over, kernel;
+    Window w;
+    WindowPadding padding; /* the written one, or the one settled */
+    OriginId why;
+    bool settled;
+} WindowC;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -123,6 +133,8 @@ struct ShapeSolver {
     uint32_t product_count, product_cap;
     FrontEq *fronts;
     uint32_t front_count, front_cap;
+    WindowC *windows;
+    uint32_t window_count, window_cap;
     ConstraintList row_eqs; /* row equalities not yet taken (shape_solve takes them first) */
     ConstraintList growth; /* C_ROW_LE whose open super row is too short: grown at the fixpoint */
     unsigned errors;
@@ -1323,11 +1335,131 @@ static bool settle_fronts(ShapeSolver *s, bool default_rows) {
     return progress;
 }
 
-/* What waits for a fixpoint: cells constraints and front equalities. */
+/* ---- Windows (Conv_input) --------------------------------------------------------------------- */
+
+static uint64_t window_extent(Window w, uint64_t kernel) {
+    return w.has_kernel ? (uint64_t)w.dilation * (kernel - 1) + 1 : 1;
+}
+
+uint64_t window_over_size(Window w, uint64_t input, uint64_t kernel, WindowPadding pad) {
+    /* The first window starts at `offset`; under `valid` it must also end inside. */
+    uint64_t need = w.offset + (pad == WINDOW_PAD_VALID ? window_extent(w, kernel) : 1);
+    if (input < need) return 0;
+    return (input - need) / w.stride + 1;
+}
+
+uint64_t window_input_size(Window w, uint64_t over, uint64_t kernel, WindowPadding pad) {
+    if (pad == WINDOW_PAD_VALID && w.has_kernel)
+        return (uint64_t)w.stride * (over - 1) + w.offset + window_extent(w, kernel);
+    return (uint64_t)w.stride * over;
+}
+
+uint64_t window_left_pad(Window w, uint64_t kernel, WindowPadding pad) {
+    return pad == WINDOW_PAD_SAME && w.has_kernel ? (uint64_t)w.dilation * (kernel - 1) / 2 : 0;
+}
+
+uint32_t shape_dim_window(ShapeSolver *s, Dim input, Dim over, Dim kernel, Window w, OriginId why) {
+    if (!w.has_kernel && w.padding == WINDOW_PAD_INFERRED) w.padding = WINDOW_PAD_SAME;
+    WindowC c = {input, over, kernel, w, w.padding, why, false};
+    ARENA_PUSH(s->arena, s->windows, s->window_count, s->window_cap, c);
+    return s->window_count;
+}
+
+WindowPadding shape_window_padding(const ShapeSolver *s, uint32_t handle) {
+    if (handle == 0 || handle > s->window_count) return WINDOW_PAD_INFERRED;
+    return s->windows[handle - 1].padding;
+}
+
+void shape_window_sizes(ShapeSolver *s, uint32_t handle, uint32_t *over, uint32_t *kernel) {
+    const WindowC *c = &s->windows[handle - 1];
+    Dim o = shape_resolve_dim(s, c->over), k = shape_resolve_dim(s, c->kernel);
+    *over = o.var ? 0 : o.size;
+    *kernel = !c->w.has_kernel ? 1 : k.var ? 0 : k.size;
+}
+
+static const char *padding_word(WindowPadding pad) {
+    return pad == WINDOW_PAD_SAME ? "padded ('=')" : pad == WINDOW_PAD_VALID ? "valid ('<')" : "unspecified";
+}
+
+/* The error of a window whose sizes do not fit: the input against the output or the kernel. */
+static void window_mismatch(ShapeSolver *s, WindowC *c, Dim input, Dim over, Dim kernel, const char *msg) {
+    c->settled = true;
+    error_at(s, c->why, input.origin, over.var ? kernel.origin : over.origin, "%s", msg);
+    note_origin(s, input.origin, "the input size %s comes from", dim_to_string(s, input));
+    if (!over.var) note_origin(s, over.origin, "the output size %s comes from", dim_to_string(s, over));
+    if (c->w.has_kernel) note_origin(s, kernel.origin, "the kernel size %s comes from", dim_to_string(s, kernel));
+}
+
+/* Settle what the windows can say now; returns whether a constraint was queued.  With
+ * `defaults` (closing, before the leaves commit): an unknown input takes the size its known
+ * output covers, and a padding nothing decided becomes `valid`. */
+static bool settle_windows(ShapeSolver *s, bool defaults) {
+    bool progress = false;
+    for (uint32_t i = 0; i < s->window_count; i++) {
+        WindowC *c = &s->windows[i];
+        if (c->settled) continue;
+        Dim input = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
+        Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+        if (kernel.var) continue; /* the kernel is never derived from a window */
+        const char *phrase = s->origins[c->why].what;
+        if (!input.var) {
+            WindowPadding pad = c->padding;
+            if (pad == WINDOW_PAD_INFERRED) {
+                if (over.var && !defaults) continue;
+                pad = WINDOW_PAD_VALID;
+                if (!over.var && window_over_size(c->w, input.size, kernel.size, WINDOW_PAD_SAME) == over.size)
+                    pad = WINDOW_PAD_SAME;
+                c->padding = pad;
+            }
+            uint64_t want = window_over_size(c->w, input.size, kernel.size, pad);
+            if (want == 0) {
+                window_mismatch(s, c, input, over, kernel,
+                                arena_printf(s->arena, "no %s window fits: an input of %u cells is shorter than %s%llu",
+                                             padding_word(pad), input.size,
+                                             c->w.has_kernel ? "the dilated kernel and offset, " : "the offset plus one, ",
+                                             (unsigned long long)(c->w.offset + window_extent(c->w, kernel.size))));
+                continue;
+            }
+            if (!over.var && over.size != want) {
+                window_mismatch(s, c, input, over, kernel,
+                                arena_printf(s->arena,
+                                             "stride %u over an input of %u cells gives %llu %s positions, not %u",
+                                             c->w.stride, input.size, (unsigned long long)want, padding_word(pad),
+                                             over.size));
+                continue;
+            }
+            c->settled = progress = true;
+            if (over.var) {
+                OriginId o = shape_origin(s, s->origins[c->why].span,
+                                          arena_printf(s->arena, "the %llu positions of a stride %u window over %u cells (%s)",
+                                                       (unsigned long long)want, c->w.stride, input.size, phrase));
+                shape_dim_eq(s, over, dim_ground((uint32_t)want, BASIS_DEFAULT, o), c->why);
+            }
+            continue;
+        }
+        if (over.var || !defaults) continue;
+        if (c->padding == WINDOW_PAD_INFERRED) c->padding = WINDOW_PAD_VALID;
+        uint64_t size = window_input_size(c->w, over.size, kernel.size, c->padding);
+        c->settled = progress = true;
+        if (size > UINT32_MAX) {
+            error_at(s, c->why, over.origin, kernel.origin, "the input of %u %s positions would hold more than %u cells",
+                     over.size, padding_word(c->padding), UINT32_MAX);
+            continue;
+        }
+        OriginId o = shape_origin(s, s->origins[c->why].span,
+                                  arena_printf(s->arena, "the %llu cells that %u positions of a stride %u window cover (%s)",
+                                               (unsigned long long)size, over.size, c->w.stride, phrase));
+        shape_dim_eq(s, input, dim_ground((uint32_t)size, BASIS_DEFAULT, o), c->why);
+    }
+    return progress;
+}
+
+/* What waits for a fixpoint: cells constraints, front equalities and windows. */
 static bool settle(ShapeSolver *s, bool default_rows) {
     bool fronts = settle_fronts(s, default_rows);
     bool products = settle_products(s, default_rows);
-    return fronts || products;
+    bool windows = settle_windows(s, default_rows);
+    return fronts || products || windows;
 }
 
 /* Solve, settling what waits for a fixpoint (with `default_rows`: also the defaults). */
@@ -1349,6 +1481,16 @@ bool shape_close(ShapeSolver *s) {
     for (int round = 0; round < 64; round++) {
         if (!close_interiors(s)) break;
         solve_and_settle(s, false);
+    }
+    for (uint32_t i = 0; i < s->window_count; i++) {
+        WindowC *c = &s->windows[i];
+        if (c->settled || s->errors != before) continue;
+        c->settled = true;
+        Dim kernel = shape_resolve_dim(s, c->kernel);
+        bool no_kernel = c->w.has_kernel && kernel.var;
+        error_at(s, c->why, no_kernel ? c->kernel.origin : c->input.origin, c->over.origin,
+                 no_kernel ? "the kernel size of this window is not known: give its label a size (a kernel operand, or set_dim)"
+                           : "the sizes of this window are not known: neither its input nor its output is sized");
     }
     /* A parameter whose axis only the fallback sized: nothing determined it. */
     for (uint32_t i = 0; i < s->shape_count; i++) {

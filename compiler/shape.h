@@ -108,6 +108,49 @@ void shape_row_product(ShapeSolver *solver, Row row, Dim cells, OriginId why);
  * with new axes in front.  At closing, a row whose unknown stretch is still in front of its
  * written axes takes that stretch empty first. */
 void shape_row_eq_front(ShapeSolver *solver, Row row, Row front, OriginId why);
+/* ---- Windows: affine and strided axes (seed 004's Conv_input) -------------------------------
+ *
+ * An operand axis written `stride*over + offset + dilation*kernel` in a spec is read at that
+ * index (less the left padding) for every position of `over` and `kernel`.  Its size `input`
+ * relates to the sizes of `over` and `kernel` by the closed forms below, with K the dilated
+ * extent dilation*(kernel-1)+1 (1 without a kernel):
+ *   valid (`<`):  over = (input - offset - K) / stride + 1, needs input >= offset + K;
+ *                 back: input = stride*(over-1) + offset + K
+ *   same  (`=`):  over = ceil((input - offset) / stride), needs input > offset; left padding
+ *                 (dilation*(kernel-1))/2; back: input = stride*over
+ * A strided axis (no kernel) uses the `same` forms with no padding.  Lengths that the stride
+ * does not divide keep the windows that start inside (valid: that fit) the input. */
+typedef enum WindowPadding {
+    WINDOW_PAD_INFERRED, /* not written: settled by the sizes, `valid` when nothing decides */
+    WINDOW_PAD_SAME,
+    WINDOW_PAD_VALID,
+} WindowPadding;
+
+typedef struct Window {
+    uint32_t stride, dilation, offset; /* stride, dilation >= 1; offset < stride */
+    bool has_kernel;
+    WindowPadding padding; /* as written */
+} Window;
+
+/* The size of `over` for an input of `input` cells and a kernel of `kernel` (ignored without a
+ * kernel) under padding `pad` (not WINDOW_PAD_INFERRED); 0 when no window fits. */
+uint64_t window_over_size(Window w, uint64_t input, uint64_t kernel, WindowPadding pad);
+/* The input size that `over` positions cover exactly (the inverse, for an unknown input). */
+uint64_t window_input_size(Window w, uint64_t over, uint64_t kernel, WindowPadding pad);
+/* The left padding: (dilation*(kernel-1))/2 under `same` with a kernel, else 0. */
+uint64_t window_left_pad(Window w, uint64_t kernel, WindowPadding pad);
+
+/* Queue the window constraint `input` = stride*`over` + offset + dilation*`kernel` (`kernel`
+ * is unused without one).  Settled at fixpoints: from a known input and kernel it sizes `over`
+ * (or checks it and, when the padding was not written, decides the padding); where only `over`
+ * and the kernel are known it sizes the input, before closing's leaves commit.  Returns a
+ * handle for shape_window_padding. */
+uint32_t shape_dim_window(ShapeSolver *solver, Dim input, Dim over, Dim kernel, Window w, OriginId why);
+/* The padding a window ended with after shape_close (the written one, or the one settled). */
+WindowPadding shape_window_padding(const ShapeSolver *solver, uint32_t handle);
+/* The sizes of a window's `over` and `kernel` (1 without a kernel; 0 while unknown). */
+void shape_window_sizes(ShapeSolver *solver, uint32_t handle, uint32_t *over, uint32_t *kernel);
+
 /* Constraints queued while this is on come from a structural operation (compose, transpose,
  * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
  * dimension: at closing, a hole there is an error; a parameter row only ever broadcast

@@ -98,6 +98,9 @@ typedef struct SpecAffine {
     bool has_kernel;
     SpecCoeff dilation;
     SpecLabel kernel;
+    /* Filled in by elaboration in an application's copy once shapes are closed: the sizes
+     * inferred for `over` and `kernel` (1 without a kernel); padding is then settled. */
+    uint32_t over_size, kernel_size;
 } SpecAffine;
 
 /* One component of a concatenation. */

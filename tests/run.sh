@@ -20,7 +20,8 @@
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
-# differential test against NumPy, the gradient checks against finite differences
+# differential test against NumPy, the convolution and pooling test against NumPy
+# (tests/conv/conv_diff.py), the gradient checks against finite differences
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
 # memory test (tests/scale/compile_scale.py), whose own closing "N passed, N failed" lines are
@@ -249,6 +250,12 @@ else fail "make install" "" "$TMP/install.log"; fi
 PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
+
+# Affine and strided axes -- convolution, max-plus pooling, padding, strides, and inputs sized
+# from outputs -- against NumPy loops over the windows, interpreted and natively, with the
+# inferred sizes checked against docs/inference.md's closed forms (tests/conv/conv_diff.py).
+"$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --seed 1 >"$TMP/conv.out" 2>&1
+add_summary "convolution and pooling vs NumPy" $? "$TMP/conv.out"
 
 # Every differentiable prelude operation's gradient against central finite differences in
 # float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the

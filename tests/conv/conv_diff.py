@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""conv_diff.py: affine and strided axes (convolution, pooling, padding, strides) against NumPy.
+
+Random cases, each one einsum over tensor literals, are batched into .tsr files and run by
+`tsrc --run --interp` (the reference executor) and by `tsrc --run` (native code); the native
+output must be exactly the reference executor's (both print every float in full), and the
+reference executor's must match a NumPy reference computed here with plain loops over the
+windows -- never with tsrc.  The kinds of case:
+
+  conv1d   x +* "b, AFF, c; k, c, f => b, o, f" w
+  conv2d   x +* "b, AFF1, AFF2, c; kh, kw, c, f => b, oh, ow, f" w
+  pool2d   x @^+ "b, AFF1, AFF2, c; kh, kw => b, oh, ow, c" w   (max-plus: max of x + w)
+  strided  x ++ "b, S*i[+OFF], c => b, i, c"
+  inverse  { p } +* "AFF; k, o => o" w: the input size of `p` comes from the output's
+           (only the shape of p is checked)
+
+where AFF is `S*o[=|<]+[OFF+]D*k` with random stride S, dilation D, kernel size, offset OFF
+(below S) and padding: `=` (same), `<` (valid) or none (inferred: `valid`, since nothing else
+sizes the output).  The sizes must follow docs/inference.md's closed forms, with K the dilated
+kernel D*(k-1)+1:
+  valid: out = (n - OFF - K) // S + 1           back: n = S*(out-1) + OFF + K
+  same:  out = (n - OFF - 1) // S + 1, left padding D*(k-1)//2     back: n = S*out
+Padding positions read the operation's neutral element: 0 for `+*`, -inf for the max of `@^+`.
+
+Usage: python3 tests/conv/conv_diff.py --tsrc build/tsrc --count 520 --seed 1 [--no-native]
+The last line of stdout is `N passed, N failed` (cases); exit status 1 if any failed.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "einsum"))
+try:
+    import numpy as np
+    from einsum_diff import parse_output
+except ImportError:  # pragma: no cover - environment problem, not a test failure
+    sys.stderr.write("conv_diff.py: NumPy is required (try /usr/bin/python3 with python3-numpy)\n")
+    sys.exit(2)
+
+TOLERANCE = 1e-4
+BATCH = 40
+
+
+class Axis:
+    """One affine axis: stride, dilation, kernel size, offset, padding ('=', '<', '') and input."""
+
+    def __init__(self, rng, over, kernel):
+        self.over, self.kernel = over, kernel
+        self.s = rng.choice([1, 1, 2, 2, 3])
+        self.d = rng.choice([1, 1, 1, 2, 3])
+        self.k = rng.randint(1, 4)
+        self.off = rng.randrange(self.s) if rng.random() < 0.3 else 0
+        self.write_off = self.off > 0 or rng.random() < 0.1
+        self.pad = rng.choice(["=", "<", ""])
+        self.mode = "same" if self.pad == "=" else "valid"
+        extent = self.d * (self.k - 1) + 1
+        least = self.off + (extent if self.mode == "valid" else 1)
+        self.n = max(rng.randint(1, 9), least + rng.randint(0, 2) if rng.random() < 0.5 else least)
+        self.left = self.d * (self.k - 1) // 2 if self.mode == "same" else 0
+
+    def text(self):
+        off = "%d+" % self.off if self.write_off else ""
+        return "%d*%s%s+%s%d*%s" % (self.s, self.over, self.pad, off, self.d, self.kernel)
+
+    def out_size(self):
+        extent = self.d * (self.k - 1) + 1
+        need = self.off + (extent if self.mode == "valid" else 1)
+        return (self.n - need) // self.s + 1
+
+    def in_size(self, out):
+        if self.mode == "valid":
+            return self.s * (out - 1) + self.off + self.d * (self.k - 1) + 1
+        return self.s * out
+
+    def taps(self, o):
+        """[(kernel position, input position)] of output position o that fall inside."""
+        base = self.s * o + self.off - self.left
+        return [(j, base + self.d * j) for j in range(self.k) if 0 <= base + self.d * j < self.n]
+
+
+def values(rng, shape):
+    return np.array([rng.randint(-8, 8) / 4.0 for _ in range(int(np.prod(shape)))]).reshape(shape)
+
+
+def literal(arr):
+    if arr.ndim == 1:
+        return "[ " + "; ".join("%g." % v if float(v).is_integer() else "%g" % v for v in arr) + " ]"
+    return "[ " + "; ".join(literal(a) for a in arr) + " ]"
+
+
+def shape_text(shape):
+    return ",".join(str(n) for n in shape)
+
+
+class Case:
+    def __init__(self, rng, index):
+        self.index = index
+        self.name = "r%d" % index
+        self.kind = rng.choice(["conv1d", "conv2d", "conv2d", "pool2d", "pool2d", "strided", "inverse"])
+        getattr(self, "make_" + self.kind)(rng)
+
+    def make_conv1d(self, rng):
+        ax = Axis(rng, "o", "k")
+        b, c, f = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 3)
+        x, w = values(rng, (b, ax.n, c)), values(rng, (ax.k, c, f))
+        out = np.zeros((b, ax.out_size(), f))
+        for o in range(out.shape[1]):
+            for j, i in ax.taps(o):
+                out[:, o, :] += x[:, i, :] @ w[j]
+        self.spec = "b, %s, c; k, c, f => b, o, f" % ax.text()
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = out
+
+    def make_conv2d(self, rng):
+        ah, aw = Axis(rng, "oh", "kh"), Axis(rng, "ow", "kw")
+        b, c, f = rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
+        x, w = values(rng, (b, ah.n, aw.n, c)), values(rng, (ah.k, aw.k, c, f))
+        out = np.zeros((b, ah.out_size(), aw.out_size(), f))
+        for oh in range(out.shape[1]):
+            for ow in range(out.shape[2]):
+                for jh, ih in ah.taps(oh):
+                    for jw, iw in aw.taps(ow):
+                        out[:, oh, ow, :] += x[:, ih, iw, :] @ w[jh, jw]
+        self.spec = "b, %s, %s, c; kh, kw, c, f => b, oh, ow, f" % (ah.text(), aw.text())
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = out
+
+    def make_pool2d(self, rng):
+        ah, aw = Axis(rng, "oh", "kh"), Axis(rng, "ow", "kw")
+        b, c = rng.randint(1, 2), rng.randint(1, 2)
+        x, w = values(rng, (b, ah.n, aw.n, c)), values(rng, (ah.k, aw.k))
+        out = np.full((b, ah.out_size(), aw.out_size(), c), -np.inf)
+        for oh in range(out.shape[1]):
+            for ow in range(out.shape[2]):
+                for jh, ih in ah.taps(oh):
+                    for jw, iw in aw.taps(ow):
+                        out[:, oh, ow, :] = np.maximum(out[:, oh, ow, :], x[:, ih, iw, :] + w[jh, jw])
+        self.spec = "b, %s, %s, c; kh, kw => b, oh, ow, c" % (ah.text(), aw.text())
+        self.line = "let%%op %s = %s @^+ \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = out
+
+    def make_strided(self, rng):
+        s = rng.randint(1, 4)
+        off = rng.randrange(s)
+        n, b, c = rng.randint(off + 1, 11), rng.randint(1, 2), rng.randint(1, 2)
+        x = values(rng, (b, n, c))
+        self.spec = "b, %d*i%s, c => b, i, c" % (s, "+%d" % off if off or rng.random() < 0.3 else "")
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = x[:, off::s, :]
+
+    def make_inverse(self, rng):
+        ax = Axis(rng, "o", "k")
+        out = rng.randint(1, 6)
+        w = values(rng, (ax.k, out))
+        self.spec = "%s; k, o => o" % ax.text()
+        self.line = "let%%op %s = { p%d } +* \"%s\" %s\n" % (self.name, self.index, self.spec, literal(w))
+        self.param = ("p%d" % self.index, str(ax.in_size(out)))
+        self.expected = None
+
+    def check(self, tensors):
+        if self.expected is None:
+            name, shape = self.param
+            if name not in tensors:
+                return "tsrc printed no parameter %s" % name
+            got = tensors[name][0]
+            return None if got == shape else "parameter %s: tsrc %s, expected %s" % (name, got, shape)
+        if self.name not in tensors:
+            return "tsrc printed no tensor %s" % self.name
+        shape, vals = tensors[self.name]
+        if shape != shape_text(self.expected.shape):
+            return "shape: tsrc %s, expected %s" % (shape, shape_text(self.expected.shape))
+        exp = self.expected.reshape(-1)
+        got = np.array(vals)
+        if got.size != exp.size:
+            return "tsrc printed %d values, expected %d" % (got.size, exp.size)
+        finite = np.isfinite(exp)
+        tol = TOLERANCE * max(1.0, float(np.max(np.abs(exp[finite]))) if finite.any() else 1.0)
+        with np.errstate(invalid="ignore"):
+            bad = np.nonzero(np.where(finite, ~(np.abs(got - exp) <= tol), got != exp))[0]
+        if bad.size:
+            return "%d of %d values differ, first at %d: tsrc %g, expected %g" % (
+                bad.size, exp.size, bad[0], got[bad[0]], exp[bad[0]])
+        return None
+
+
+def run(tsrc, path, native):
+    env = dict(os.environ, TSR_PRINT_EXACT="1")
+    cmd = [tsrc, "--run", path] if native else [tsrc, "--run", "--interp", path]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return -1, "", "timed out"
+
+
+def run_batch(tsrc, workdir, number, cases, native):
+    """[(case, None | problem)] for one batch file."""
+    path = os.path.join(workdir, "batch%03d.tsr" % number)
+    with open(path, "w") as fh:
+        fh.write("".join(c.line for c in cases))
+    rc, out, err = run(tsrc, path, False)
+    if rc != 0:
+        if len(cases) == 1:
+            return [(cases[0], "tsrc --run --interp exited with %d: %s\n%s" % (rc, err.strip(), cases[0].line))]
+        return [r for c in cases for r in run_batch(tsrc, workdir, 1000 + c.index, [c], native)]
+    tensors = parse_output(out)
+    results = [(c, c.check(tensors)) for c in cases]
+    if native:
+        nrc, nout, nerr = run(tsrc, path, True)
+        if nrc != 0 or nout != out:
+            why = "native exited with %d: %s" % (nrc, nerr.strip()) if nrc else "native output differs"
+            results = [(c, problem or why) for c, problem in results]
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsrc", default="build/tsrc")
+    ap.add_argument("--count", type=int, default=520)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-native", action="store_true")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    cases = [Case(rng, i) for i in range(args.count)]
+    batches = [cases[i:i + BATCH] for i in range(0, len(cases), BATCH)]
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="conv-diff.") as workdir:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(run_batch, args.tsrc, workdir, n, b, not args.no_native)
+                       for n, b in enumerate(batches)]
+            for fut in futures:
+                for case, problem in fut.result():
+                    if problem is None:
+                        passed += 1
+                    else:
+                        failed += 1
+                        print("FAIL case %d (%s, spec \"%s\"): %s" % (case.index, case.kind, case.spec, problem))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
