@@ -16,6 +16,10 @@
  * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
  * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
  * and no local accumulator: every point does its own read-modify-write.
+ * Concatenated indices: one region per choice of an active piece of every concatenated axis;
+ * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
+ * one (or would reach a fixed-size gap) is left out.  Regions may add into one cell, so an
+ * accumulating reset is a fill and every region then accumulates.
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product

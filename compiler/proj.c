@@ -19,7 +19,9 @@
  *      derivation and bind to the axes they meet; a fixed index pins (Sol), a `@|` slice pins
  *      to its run-time symbol, a stacked element's new axis pins to its position; an affine
  *      axis is no class of its own: its `over` and `kernel` labels get two extra ids and its
- *      index is stride·over + dilation·kernel + offset − padding, read after labelling;
+ *      index is stride·over + dilation·kernel + offset − padding, read after labelling; a
+ *      concatenated axis neither: each label piece gets an extra id (iterated even at size 1)
+ *      and the axis reads the active piece's iterator at its offset (lower.c picks the piece);
  *   3. solve in an empty environment: union-find over ids (sizes must agree within a class),
  *      a pin per class (two different pins conflict), an iterate set; then label each class.
  * Iterators are numbered by first appearance scanning slots in order and axes in memory order,

@@ -12,8 +12,8 @@
  * Three choices are kept out of that race: row equalities are taken before the queue, those
  * between two open rows first (a row's marker then does not depend on which equality came
  * first); template growth waits for a fixpoint (it never runs ahead of an equality); and cells
- * constraints, slicing's front equalities and windows (affine axes: seed 004's Conv_input)
- * are settled only at fixpoints of closing.
+ * constraints, slicing's front equalities, windows (affine axes: seed 004's Conv_input) and
+ * concatenations (an axis the sum of its pieces) are settled only at fixpoints of closing.
  *
  * Requires: diag.h for errors (every Span in an origin must belong to a registered source, or
  * be the zero span). */
