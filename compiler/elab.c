@@ -543,6 +543,7 @@ static uint32_t spec_row_var(Elab *e, SpecVars *sv, const SpecRow *row) {
 }
 
 static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax);
+static Dim spec_concat(Elab *e, SpecVars *sv, const SpecAxis *ax);
 
 static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
     switch (ax->kind) {
@@ -564,10 +565,7 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         }
         *out = spec_affine(e, sv, ax);
         return true;
-    case SPEC_AXIS_CONCAT:
-        diag_error(ax->span, "concatenation axes are not supported by shape inference in this "
-                   "version yet");
-        return false;
+    case SPEC_AXIS_CONCAT: *out = spec_concat(e, sv, ax); return true;
     }
     return false;
 }
@@ -600,11 +598,13 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
 
 /* ---- Affine and strided axes: a copy of the spec per application -------------------------- */
 
+static bool needs_copy(SpecAxisKind k) { return k == SPEC_AXIS_AFFINE || k == SPEC_AXIS_CONCAT; }
+
 static bool spec_has_affine_row(const SpecRow *row) {
     for (uint32_t i = 0; i < row->leading_count; i++)
-        if (row->leading[i].kind == SPEC_AXIS_AFFINE) return true;
+        if (needs_copy(row->leading[i].kind)) return true;
     for (uint32_t i = 0; i < row->trailing_count; i++)
-        if (row->trailing[i].kind == SPEC_AXIS_AFFINE) return true;
+        if (needs_copy(row->trailing[i].kind)) return true;
     return false;
 }
 
@@ -639,6 +639,11 @@ static bool resolve_axes(Elab *e, Env *env, SpecAxis **axes, uint32_t count) {
     memcpy(copy, *axes, count * sizeof *copy);
     *axes = copy;
     for (uint32_t i = 0; i < count; i++) {
+        if (copy[i].kind == SPEC_AXIS_CONCAT) { /* its pieces get this application's sizes */
+            SpecPiece *pieces = arena_alloc(e->arena, copy[i].as.concat.count * sizeof *pieces);
+            memcpy(pieces, copy[i].as.concat.pieces, copy[i].as.concat.count * sizeof *pieces);
+            copy[i].as.concat.pieces = pieces;
+        }
         if (copy[i].kind != SPEC_AXIS_AFFINE) continue;
         SpecAffine *a = &copy[i].as.affine;
         if (!resolve_coeff(e, env, &a->stride, "stride")) return false;
@@ -653,7 +658,8 @@ static bool resolve_axes(Elab *e, Env *env, SpecAxis **axes, uint32_t count) {
 
 /* The spec of one application: its affine axes copied with the strides and dilations
  * resolved to numbers, so that projection inference reads them and the padding the shape
- * solver settles can be written into them.  A spec without affine axes is shared. */
+ * solver settles can be written into them, and its concatenations copied to receive their
+ * pieces' sizes.  A spec with neither is shared. */
 static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
     bool any = spec_has_affine_slot(&spec->lhs);
     for (uint32_t i = 0; i < spec->rhs_count; i++) any = any || spec_has_affine_slot(&spec->rhs[i]);
@@ -699,8 +705,36 @@ static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     return input;
 }
 
-/* After closing: every affine axis takes the padding its window settled. */
+/* A concatenated axis: a fresh size for the axis, the sum of its pieces' (shape.h); the
+ * pieces' sizes are written back after closing. */
+static Dim spec_concat(Elab *e, SpecVars *sv, const SpecAxis *ax) {
+    uint32_t n = ax->as.concat.count;
+    OriginId o = origin(e, ax->span, "concatenated axis '%s' of the spec",
+                        arena_printf(e->arena, "%.*s", (int)(ax->span.end - ax->span.start),
+                                     source_get(ax->span.file)->text + ax->span.start));
+    Dim total = shape_fresh_dim(e->solver, o);
+    Dim *parts = arena_alloc(e->arena, n * sizeof *parts);
+    for (uint32_t i = 0; i < n; i++) {
+        const SpecPiece *piece = &ax->as.concat.pieces[i];
+        parts[i] = piece->kind == SPEC_PIECE_LABEL
+                       ? spec_label(e, sv, piece->as.label, piece->span)
+                       : dim_ground((uint32_t)piece->as.size, BASIS_DEFAULT,
+                                    origin(e, piece->span, "the fixed component %d of the spec", piece->as.size));
+    }
+    ProgramConcat pc = {(SpecPiece *)ax->as.concat.pieces, n, shape_dim_concat(e->solver, total, parts, n, o)};
+    Program *p = e->program;
+    ARENA_PUSH(e->arena, p->concats, p->concat_count, p->concat_cap, pc);
+    return total;
+}
+
+/* After closing: every affine axis takes the padding its window settled, every concatenation
+ * piece its size. */
 static void settle_paddings(Elab *e) {
+    for (uint32_t i = 0; i < e->program->concat_count; i++) {
+        ProgramConcat *pc = &e->program->concats[i];
+        for (uint32_t j = 0; j < pc->count; j++)
+            pc->pieces[j].inferred_size = shape_concat_part_size(e->solver, pc->handle, j);
+    }
     for (uint32_t i = 0; i < e->program->window_count; i++) {
         ProgramWindow *pw = &e->program->windows[i];
         WindowPadding pad = shape_window_padding(e->solver, pw->handle);

@@ -208,6 +208,13 @@ typedef struct ProgramWindow {
     uint32_t handle;    /* shape_dim_window's */
 } ProgramWindow;
 
+/* A concatenated axis of one application's spec and its constraint in the shape solver. */
+typedef struct ProgramConcat {
+    SpecPiece *pieces; /* the application's copy: their sizes are filled in after closing */
+    uint32_t count;
+    uint32_t handle; /* shape_dim_concat's */
+} ProgramConcat;
+
 typedef struct Program {
     Arena *arena;
     ShapeSolver *solver;
@@ -232,6 +239,8 @@ typedef struct Program {
     uint32_t series_count, series_cap;
     ProgramWindow *windows; /* every affine axis of every spec application */
     uint32_t window_count, window_cap;
+    ProgramConcat *concats; /* every concatenated axis of every spec application */
+    uint32_t concat_count, concat_cap;
 } Program;
 
 typedef struct ElabOptions {

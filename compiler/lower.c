@@ -16,6 +16,10 @@
  * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
  * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
  * and no local accumulator: every point does its own read-modify-write.
+ * Concatenated indices: one region per choice of an active piece of every concatenated axis;
+ * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
+ * one (or would reach a fixed-size gap) is left out.  Regions may add into one cell, so an
+ * accumulating reset is a fill and every region then accumulates.
  * Every cell reached by the parallel loops is written exactly once, so reading the cell into
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product
@@ -36,6 +40,8 @@ typedef struct Lowerer {
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
     int64_t *lo;   /* per product iterator: where the current region starts */
+    uint32_t *choice; /* per concatenated axis: the part active in the current region */
+    bool *inactive;   /* per product iterator: a concatenation part not active in the region */
 } Lowerer;
 
 /* The index of `slot`'s map, each iterator starting at lo[iterator] (its region's first value). */
@@ -62,9 +68,47 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
             }
             ix[a].term_count = pi->term_count;
             break;
+        case PIDX_CONCAT: { /* the active part (an access in this region reads no gap) */
+            uint32_t j = l->choice[pi->concat->id], it = pi->concat->iter[j];
+            ix[a].terms = arena_alloc(l->ir->arena, sizeof *ix[a].terms);
+            ix[a].terms[0] = (IrTerm){l->base + it, 1};
+            ix[a].term_count = 1;
+            ix[a].offset = pi->concat->offset[j] + l->lo[it];
+            break;
+        }
         }
     }
     return ix;
+}
+
+/* Whether `slot` is accessed in the current region: it reads no iterator of an inactive
+ * concatenation part, and no concatenated axis of it has a gap active. */
+static bool slot_active(const Lowerer *l, const Projections *p, uint32_t slot) {
+    for (uint32_t a = 0; a < p->rank[slot]; a++) {
+        const ProjIndex *pi = &p->maps[slot][a];
+        if (pi->kind == PIDX_ITER && l->inactive[pi->iter]) return false;
+        if (pi->kind == PIDX_AFFINE)
+            for (uint32_t t = 0; t < pi->term_count; t++)
+                if (l->inactive[pi->terms[t]]) return false;
+        if (pi->kind == PIDX_CONCAT) {
+            uint32_t j = l->choice[pi->concat->id];
+            if (pi->concat->gap[j] || l->inactive[pi->concat->iter[j]]) return false;
+        }
+    }
+    return true;
+}
+
+/* Concatenation region `r` (0 … the product of the part counts): its part of every
+ * concatenated axis, and the iterators of the other label parts, which are inactive. */
+static void concat_region(Lowerer *l, const Projections *p, uint32_t r) {
+    memset(l->inactive, 0, (p->iter_count ? p->iter_count : 1) * sizeof *l->inactive);
+    for (uint32_t c = 0; c < p->concat_count; c++) {
+        l->choice[c] = r % p->concats[c]->count;
+        r /= p->concats[c]->count;
+    }
+    for (uint32_t c = 0; c < p->concat_count; c++)
+        for (uint32_t j = 0; j < p->concats[c]->count; j++)
+            if (j != l->choice[c] && !p->concats[c]->gap[j]) l->inactive[p->concats[c]->iter[j]] = true;
 }
 
 static IrExpr *new_expr(Lowerer *l, IrExprKind kind) {
@@ -308,8 +352,10 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
-    Lowerer l = {ir, fn, fn->iter_count, NULL};
+    Lowerer l = {ir, fn, fn->iter_count, NULL, NULL, NULL};
     l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
+    l.inactive = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.inactive);
+    l.choice = arena_alloc(ir->arena, (p->concat_count ? p->concat_count : 1) * sizeof *l.choice);
     fn->iter_count += p->iter_count;
     uint32_t lhs = a->lhs.buffer;
     bool injective = proj_injective(p, a->lhs.slot), surjective = proj_surjective(p, a->lhs.slot);
@@ -328,6 +374,13 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             used[map[ax].iter] = true;
             order[parallel++] = map[ax].iter;
         }
+        if (map[ax].kind == PIDX_CONCAT) /* the parts of an LHS concatenation write in parallel */
+            for (uint32_t j = 0; j < map[ax].concat->count; j++) {
+                uint32_t it = map[ax].concat->iter[j];
+                if (map[ax].concat->gap[j] || used[it]) continue;
+                used[it] = true;
+                order[parallel++] = it;
+            }
     }
     uint32_t count = parallel;
     for (uint32_t it = 0; it < n; it++)
@@ -359,12 +412,24 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             for (uint32_t it = 0; it < n; it++)
                 if (ranges[r][it].hi == ranges[r][it].lo) skips_cells = true;
     }
-    if (a->reset && (!surjective || (skips_cells && a->accum != ACC_NONE))) {
-        IrStmt *reset = fill_nest(&l, lhs, accum_neutral(a->accum));
-        reset->comment = comment;
-        comment = NULL;
-        ir_block_push(ir->arena, &fn->body, reset);
+    /* Concatenations: one region per choice of a part of every concatenated axis.  Regions
+     * may add to the same cells, so an accumulating reset is a fill, and every region then
+     * accumulates into what is there. */
+    uint64_t concat_regions = 1;
+    for (uint32_t c = 0; c < p->concat_count; c++) concat_regions *= p->concats[c]->count;
+    if (concat_regions * pad.region_count > 4096) {
+        diag_error(a->span, "the concatenations and padding of this operation would need more than 4096 loop nests");
+        return;
     }
+    bool reset = a->reset;
+    if (reset && (!surjective || (skips_cells && a->accum != ACC_NONE) ||
+                  (p->concat_count && a->accum != ACC_NONE))) {
+        IrStmt *fill = fill_nest(&l, lhs, accum_neutral(a->accum));
+        fill->comment = comment;
+        comment = NULL;
+        ir_block_push(ir->arena, &fn->body, fill);
+    }
+    if (p->concat_count && a->accum != ACC_NONE) reset = false;
 
     /* A loop is parallel when its iterator addresses the stored cell — unless the assignment
      * reads its own left side through another index map, so that one iteration may read what
@@ -375,14 +440,24 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             aliased = true;
     ScalarOp acc_op = accum_scalar_op(a->accum);
     IrStmt *first = NULL;
-    for (uint32_t r = 0; r < pad.region_count; r++) {
-        const Range *range = ranges[r];
-        bool empty_parallel = false;
-        for (uint32_t i = 0; i < parallel; i++) empty_parallel |= range[order[i]].hi == range[order[i]].lo;
+    for (uint64_t rc = 0; rc < concat_regions * pad.region_count; rc++) {
+        const Range *range = ranges[rc % pad.region_count];
+        concat_region(&l, p, (uint32_t)(rc / pad.region_count));
+        bool active = slot_active(&l, p, a->lhs.slot);
+        for (uint32_t i = 0; i < a->read_count; i++)
+            if (!a->reads[i].symbol) active = active && slot_active(&l, p, a->reads[i].slot);
+        if (!active) continue;
+        bool empty_parallel = false, no_reduction = true;
+        for (uint32_t i = 0; i < parallel; i++)
+            empty_parallel |= !l.inactive[order[i]] && range[order[i]].hi == range[order[i]].lo;
         bool empty_reduction = false;
-        for (uint32_t i = parallel; i < n; i++) empty_reduction |= range[order[i]].hi == range[order[i]].lo;
-        if (empty_parallel || (empty_reduction && (lhs_affine || parallel == n))) continue;
-        for (uint32_t it = 0; it < n; it++) l.lo[it] = range[it].lo;
+        for (uint32_t i = parallel; i < n; i++) {
+            if (l.inactive[order[i]]) continue;
+            no_reduction = false;
+            empty_reduction |= range[order[i]].hi == range[order[i]].lo;
+        }
+        if (empty_parallel || (empty_reduction && (lhs_affine || no_reduction))) continue;
+        for (uint32_t it = 0; it < n; it++) l.lo[it] = l.inactive[it] ? 0 : range[it].lo;
 
         IrExpr *rhs = lower_expr(&l, a, a->rhs);
         IrIndex *lhs_index = access_index(&l, p, a->lhs.slot);
@@ -393,6 +468,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         IrStmt *region_first = NULL;
         uint32_t loops = lhs_affine ? n : parallel;
         for (uint32_t i = 0; i < loops; i++) {
+            if (l.inactive[order[i]]) continue;
             IrStmt *lp = loop(&l, l.base + order[i], (uint64_t)(range[order[i]].hi - range[order[i]].lo),
                               !aliased && i < parallel);
             ir_block_push(ir->arena, into, lp);
@@ -405,10 +481,10 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             IrExpr *value = a->accum == ACC_NONE ? rhs : binary(&l, acc_op, current, rhs);
             last_store = store(&l, lhs, lhs_index, value);
             ir_block_push(ir->arena, into, last_store);
-        } else if (parallel == n) {
+        } else if (no_reduction) {
             IrExpr *value;
             if (a->accum == ACC_NONE) value = rhs;
-            else if (a->reset && injective) {
+            else if (reset && injective) {
                 bool identity = a->accum == ACC_ADD || a->accum == ACC_MUL || a->accum == ACC_MAX || a->accum == ACC_MIN;
                 value = identity ? rhs : binary(&l, acc_op, constant(&l, accum_neutral(a->accum)), rhs);
             } else {
@@ -421,7 +497,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             IrStmt *init = arena_alloc(ir->arena, sizeof *init);
             init->kind = IR_SET_LOCAL;
             init->local = local;
-            init->value = a->accum == ACC_NONE || !a->reset ? current : constant(&l, accum_neutral(a->accum));
+            init->value = a->accum == ACC_NONE || !reset ? current : constant(&l, accum_neutral(a->accum));
             ir_block_push(ir->arena, into, init);
             if (!region_first) region_first = init;
             IrExpr *acc = new_expr(&l, IR_LOCAL);
@@ -429,6 +505,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             if (!empty_reduction) {
                 IrBlock *inner = into;
                 for (uint32_t i = parallel; i < n; i++) {
+                    if (l.inactive[order[i]]) continue;
                     IrStmt *lp = loop(&l, l.base + order[i], (uint64_t)(range[order[i]].hi - range[order[i]].lo), false);
                     ir_block_push(ir->arena, inner, lp);
                     inner = &lp->body;

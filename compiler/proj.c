@@ -19,7 +19,9 @@
  *      derivation and bind to the axes they meet; a fixed index pins (Sol), a `@|` slice pins
  *      to its run-time symbol, a stacked element's new axis pins to its position; an affine
  *      axis is no class of its own: its `over` and `kernel` labels get two extra ids and its
- *      index is stride·over + dilation·kernel + offset − padding, read after labelling;
+ *      index is stride·over + dilation·kernel + offset − padding, read after labelling; a
+ *      concatenated axis neither: each label piece gets an extra id (iterated even at size 1)
+ *      and the axis reads the active piece's iterator at its offset (lower.c picks the piece);
  *   3. solve in an empty environment: union-find over ids (sizes must agree within a class),
  *      a pin per class (two different pins conflict), an iterate set; then label each class.
  * Iterators are numbered by first appearance scanning slots in order and axes in memory order,
@@ -90,6 +92,14 @@ typedef struct Deriver {
     uint32_t affine_count, affine_cap;
     uint32_t next_extra; /* the next id reserved for affine labels */
     int32_t *affine_of;  /* per id: its entry in affines, or -1 */
+    /* concatenated axes of a spec: the axis, its pieces, and the extra id of each label piece */
+    struct ConcatDef {
+        uint32_t axis;
+        const SpecAxis *spec;
+        uint32_t *ids;
+    } *concat_defs;
+    uint32_t concat_def_count, concat_def_cap;
+    int32_t *concat_of; /* per id: its entry in concat_defs, or -1 */
 } Deriver;
 
 static Term proj_term(uint32_t id) { return (Term){.id = id}; }
@@ -209,7 +219,27 @@ static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
         if (a->has_kernel) bind(d, a->kernel.name, &def.kernel, 1);
         break;
     }
-    case SPEC_AXIS_CONCAT: fail(d, "concatenation axes have no projections yet"); break;
+    case SPEC_AXIS_CONCAT: {
+        /* Like an affine axis, not a loop of its own: each label piece gets an id (sized by
+         * shape inference) and binds like any label; the axis reads the active piece's. */
+        uint32_t n = ax->as.concat.count;
+        struct ConcatDef def = {id, ax, arena_alloc(d->arena, n * sizeof *def.ids)};
+        uint64_t total = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const SpecPiece *piece = &ax->as.concat.pieces[j];
+            total += piece->inferred_size;
+            if (piece->kind != SPEC_PIECE_LABEL) continue;
+            def.ids[j] = d->next_extra++;
+            d->size[def.ids[j]] = piece->inferred_size;
+            bind(d, piece->as.label, &def.ids[j], 1);
+        }
+        if (total != d->size[id])
+            fail(d, "the pieces of a concatenated axis add up to %llu, not its size %llu", (unsigned long long)total,
+                 (unsigned long long)d->size[id]);
+        d->concat_of[id] = (int32_t)d->concat_def_count;
+        ARENA_PUSH(d->arena, d->concat_defs, d->concat_def_count, d->concat_def_cap, def);
+        break;
+    }
     }
 }
 
@@ -363,6 +393,8 @@ typedef struct Labeller {
     Solver *s;
     Projections *out;
     uint32_t *class_iter;
+    uint32_t concat_cap;
+    bool *piece; /* per class root: it holds a concatenation piece (iterated even at size 1) */
 } Labeller;
 
 /* The index of id's class: its pin, else an iterator when iterated and larger than one (numbered
@@ -370,7 +402,7 @@ typedef struct Labeller {
 static ProjIndex label(Labeller *l, uint32_t id) {
     uint32_t root = find(l->s, id);
     if (l->s->pinned[root]) return l->s->pin[root];
-    if (l->s->iterate[root] && l->d->size[root] > 1) {
+    if (l->s->iterate[root] && (l->d->size[root] > 1 || l->piece[root])) {
         if (l->class_iter[root] == UINT32_MAX) {
             l->class_iter[root] = l->out->iter_count;
             l->out->iter_size[l->out->iter_count++] = l->d->size[root];
@@ -410,18 +442,50 @@ static ProjIndex label_affine(Labeller *l, const struct AffineDef *def) {
     return ix;
 }
 
-static uint32_t spec_affine_count_row(const SpecRow *row) {
+/* A concatenated axis: a PIDX_CONCAT whose label pieces read their classes' iterators. */
+static ProjIndex label_concat(Labeller *l, const struct ConcatDef *def) {
+    uint32_t n = def->spec->as.concat.count;
+    ProjConcat *c = arena_alloc(l->d->arena, sizeof *c);
+    c->id = l->out->concat_count;
+    c->count = n;
+    c->gap = arena_alloc(l->d->arena, n * sizeof *c->gap);
+    c->iter = arena_alloc(l->d->arena, n * sizeof *c->iter);
+    c->offset = arena_alloc(l->d->arena, n * sizeof *c->offset);
+    int64_t offset = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const SpecPiece *piece = &def->spec->as.concat.pieces[j];
+        c->offset[j] = offset;
+        offset += piece->inferred_size;
+        c->gap[j] = piece->kind != SPEC_PIECE_LABEL;
+        if (c->gap[j]) continue;
+        ProjIndex part = label(l, def->ids[j]);
+        if (part.kind != PIDX_ITER) {
+            fail(l->d, "the concatenation piece '%s' is also read at a fixed position", piece->as.label);
+            return part;
+        }
+        c->iter[j] = part.iter;
+    }
+    ARENA_PUSH(l->d->arena, l->out->concats, l->out->concat_count, l->concat_cap, c);
+    return (ProjIndex){.kind = PIDX_CONCAT, .concat = c};
+}
+
+/* Extra ids of a spec: two per affine axis (its `over` and `kernel` labels), one per label
+ * piece of a concatenated axis. */
+static uint32_t spec_extra_row(const SpecRow *row) {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < row->leading_count; i++) n += row->leading[i].kind == SPEC_AXIS_AFFINE;
-    for (uint32_t i = 0; i < row->trailing_count; i++) n += row->trailing[i].kind == SPEC_AXIS_AFFINE;
+    for (uint32_t i = 0; i < row->leading_count + row->trailing_count; i++) {
+        const SpecAxis *ax = i < row->leading_count ? &row->leading[i] : &row->trailing[i - row->leading_count];
+        if (ax->kind == SPEC_AXIS_AFFINE) n += 2;
+        if (ax->kind == SPEC_AXIS_CONCAT) n += ax->as.concat.count;
+    }
     return n;
 }
 
-static uint32_t spec_affine_count(const Spec *spec) {
+static uint32_t spec_extra_ids(const Spec *spec) {
     uint32_t n = 0;
     for (uint32_t i = 0; i <= spec->rhs_count; i++)
         for (int k = 0; k < SPEC_ROW_KINDS; k++)
-            n += spec_affine_count_row(&(i < spec->rhs_count ? &spec->rhs[i] : &spec->lhs)->rows[k]);
+            n += spec_extra_row(&(i < spec->rhs_count ? &spec->rhs[i] : &spec->lhs)->rows[k]);
     return n;
 }
 
@@ -438,14 +502,14 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
         d.base[s] = d.id_count;
         d.id_count += proj_shape_rank(&p->shapes[s]);
     }
-    /* Two extra ids per affine axis of a spec, for its `over` and `kernel` labels. */
     uint32_t axis_ids = d.id_count;
-    if (p->logic == PROJ_SPEC) d.id_count += 2 * spec_affine_count(p->spec);
+    if (p->logic == PROJ_SPEC) d.id_count += spec_extra_ids(p->spec);
     d.next_extra = axis_ids;
     d.size = arena_alloc(arena, (d.id_count + 1) * sizeof *d.size);
     d.unit = arena_alloc(arena, (d.id_count + 1) * sizeof *d.unit);
     d.affine_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.affine_of);
-    for (uint32_t i = 0; i < d.id_count; i++) d.affine_of[i] = -1;
+    d.concat_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.concat_of);
+    for (uint32_t i = 0; i < d.id_count; i++) d.affine_of[i] = d.concat_of[i] = -1;
     for (uint32_t s = 0; s < p->slot_count; s++) {
         uint32_t n = d.base[s];
         for (int k = 0; k < ROW_KINDS; k++) {
@@ -488,7 +552,11 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
     uint32_t *class_iter = arena_alloc(arena, (d.id_count + 1) * sizeof *class_iter);
     for (uint32_t i = 0; i < d.id_count; i++) class_iter[i] = UINT32_MAX;
     out->iter_size = arena_alloc(arena, (d.id_count + 1) * sizeof *out->iter_size);
-    Labeller lab = {&d, &s, out, class_iter};
+    Labeller lab = {&d, &s, out, class_iter, 0, arena_alloc(arena, (d.id_count + 1) * sizeof(bool))};
+    for (uint32_t i = 0; i < d.concat_def_count; i++)
+        for (uint32_t j = 0; j < d.concat_defs[i].spec->as.concat.count; j++)
+            if (d.concat_defs[i].spec->as.concat.pieces[j].kind == SPEC_PIECE_LABEL)
+                lab.piece[find(&s, d.concat_defs[i].ids[j])] = true;
     for (uint32_t slot = 0; slot < p->slot_count; slot++) {
         uint32_t rank = proj_shape_rank(&p->shapes[slot]);
         out->rank[slot] = rank;
@@ -497,18 +565,21 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
         for (uint32_t a = 0; a < rank; a++) {
             uint32_t id = d.base[slot] + a;
             out->axis_size[slot][a] = d.size[id];
-            out->maps[slot][a] = d.affine_of[id] >= 0 ? label_affine(&lab, &d.affines[d.affine_of[id]]) : label(&lab, id);
+            out->maps[slot][a] = d.affine_of[id] >= 0   ? label_affine(&lab, &d.affines[d.affine_of[id]])
+                                 : d.concat_of[id] >= 0 ? label_concat(&lab, &d.concat_defs[d.concat_of[id]])
+                                                        : label(&lab, id);
         }
     }
     if (d.failed) return NULL;
     return out;
 }
 
-/* An affine index may reach one cell from several points, and skips cells between strides:
- * a map with one is neither injective nor surjective. */
+/* An affine index may reach one cell from several points, and skips cells between strides; a
+ * concatenated one has iterators that exist only in part of the product space: a map with
+ * either is taken as neither injective nor surjective. */
 static bool has_affine(const Projections *p, uint32_t slot) {
     for (uint32_t a = 0; a < p->rank[slot]; a++)
-        if (p->maps[slot][a].kind == PIDX_AFFINE) return true;
+        if (p->maps[slot][a].kind == PIDX_AFFINE || p->maps[slot][a].kind == PIDX_CONCAT) return true;
     return false;
 }
 

@@ -20,7 +20,20 @@ typedef enum ProjIndexKind {
     PIDX_FIXED,  /* pinned to position `fixed` */
     PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
     PIDX_AFFINE, /* fixed + Σ coef[t]·iterator terms[t] (an affine or strided axis of a spec) */
+    PIDX_CONCAT, /* a concatenated axis of a spec: `concat` */
 } ProjIndexKind;
+
+/* A concatenated axis `a^b^…`: its index space is the disjoint union of its parts', one after
+ * another.  The product space has one iterator per label part; in a point where part j is the
+ * active one, the axis reads offset[j] + part[j] and the iterators of the other label parts do
+ * not exist.  A fixed-size part (`1^x`) has no iterator: it is a gap no point reaches. */
+typedef struct ProjConcat {
+    uint32_t id;      /* 0, 1, … within its Projections */
+    uint32_t count;
+    bool *gap;        /* per part: a fixed-size part */
+    uint32_t *iter;   /* per label part: its iterator */
+    int64_t *offset;  /* per part: the sum of the sizes before it */
+} ProjConcat;
 
 typedef struct ProjIndex {
     ProjIndexKind kind;
@@ -32,6 +45,7 @@ typedef struct ProjIndex {
     int64_t coef[2];
     bool padded;        /* PIDX_AFFINE: some points fall outside the axis (padding): lowering
                          * skips them, which reads the operation's neutral element there */
+    const ProjConcat *concat; /* PIDX_CONCAT */
 } ProjIndex;
 
 /* One record per operation: the product space and one index map per slot (slot 0 is the
@@ -43,6 +57,8 @@ typedef struct Projections {
     uint32_t *rank;        /* per slot */
     uint64_t **axis_size;  /* per slot, per axis in memory order */
     ProjIndex **maps;      /* per slot, per axis in memory order */
+    uint32_t concat_count; /* the concatenated axes of all maps, by ProjConcat.id */
+    const ProjConcat **concats;
 } Projections;
 
 typedef enum ProjLogic {

@@ -12,8 +12,8 @@
  * Three choices are kept out of that race: row equalities are taken before the queue, those
  * between two open rows first (a row's marker then does not depend on which equality came
  * first); template growth waits for a fixpoint (it never runs ahead of an equality); and cells
- * constraints, slicing's front equalities and windows (affine axes: seed 004's Conv_input)
- * are settled only at fixpoints of closing.
+ * constraints, slicing's front equalities, windows (affine axes: seed 004's Conv_input) and
+ * concatenations (an axis the sum of its pieces) are settled only at fixpoints of closing.
  *
  * Requires: diag.h for errors (every Span in an origin must belong to a registered source, or
  * be the zero span). */
@@ -106,6 +106,15 @@ typedef struct WindowC {
     bool settled;
 } WindowC;
 
+/* shape_dim_concat: a concatenated axis and its components. */
+typedef struct ConcatC {
+    Dim total;
+    Dim *parts;
+    uint32_t count;
+    OriginId why;
+    bool settled;
+} ConcatC;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -135,6 +144,8 @@ struct ShapeSolver {
     uint32_t front_count, front_cap;
     WindowC *windows;
     uint32_t window_count, window_cap;
+    ConcatC *concats;
+    uint32_t concat_count, concat_cap;
     ConstraintList row_eqs; /* row equalities not yet taken (shape_solve takes them first) */
     ConstraintList growth; /* C_ROW_LE whose open super row is too short: grown at the fixpoint */
     unsigned errors;
@@ -1454,12 +1465,106 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
     return progress;
 }
 
-/* What waits for a fixpoint: cells constraints, front equalities and windows. */
+/* ---- Concatenations ------------------------------------------------------------------------- */
+
+uint32_t shape_dim_concat(ShapeSolver *s, Dim total, const Dim *parts, uint32_t count, OriginId why) {
+    ConcatC c = {total, arena_alloc(s->arena, count * sizeof *parts), count, why, false};
+    memcpy(c.parts, parts, count * sizeof *parts);
+    ARENA_PUSH(s->arena, s->concats, s->concat_count, s->concat_cap, c);
+    return s->concat_count;
+}
+
+uint32_t shape_concat_part_size(ShapeSolver *s, uint32_t handle, uint32_t part) {
+    Dim d = shape_resolve_dim(s, s->concats[handle - 1].parts[part]);
+    return d.var ? 0 : d.size;
+}
+
+/* The notes of a concatenation error: where the total and every component got its size. */
+static void concat_notes(ShapeSolver *s, const ConcatC *c, Dim total) {
+    if (!total.var) note_origin(s, total.origin, "the concatenated size %s comes from", dim_to_string(s, total));
+    for (uint32_t i = 0; i < c->count; i++) {
+        Dim p = shape_resolve_dim(s, c->parts[i]);
+        if (!p.var) note_origin(s, p.origin, "component %u, of size %s, comes from", i + 1, dim_to_string(s, p));
+    }
+}
+
+/* Settle what the concatenations can say now; returns whether a constraint was queued.  All
+ * components known: the total is their sum (or is checked against it); the total and all but
+ * one known: that one is the difference, which must be at least 1.  Named bases of the
+ * components must agree, and the total takes theirs. */
+static bool settle_concats(ShapeSolver *s) {
+    bool progress = false;
+    for (uint32_t i = 0; i < s->concat_count; i++) {
+        ConcatC *c = &s->concats[i];
+        if (c->settled) continue;
+        Dim total = shape_resolve_dim(s, c->total);
+        uint64_t sum = 0;
+        uint32_t unknown = 0, which = 0, basis = BASIS_DEFAULT, basis_part = 0;
+        bool clash = false;
+        for (uint32_t j = 0; j < c->count; j++) {
+            Dim p = shape_resolve_dim(s, c->parts[j]);
+            if (p.var) {
+                unknown++, which = j;
+                continue;
+            }
+            sum += p.size;
+            if (p.basis == BASIS_NONE || p.basis == BASIS_DEFAULT) continue;
+            if (basis != BASIS_DEFAULT && basis != p.basis) {
+                clash = true;
+                c->settled = true;
+                Dim q = shape_resolve_dim(s, c->parts[basis_part]);
+                error_at(s, c->why, q.origin, p.origin, "basis conflict between components %u (%s) and %u (%s)",
+                         basis_part + 1, dim_to_string(s, q), j + 1, dim_to_string(s, p));
+                concat_notes(s, c, total);
+                break;
+            }
+            basis = p.basis, basis_part = j;
+        }
+        if (clash) continue;
+        if (unknown == 0) {
+            c->settled = progress = true;
+            if (sum > UINT32_MAX) {
+                error_at(s, c->why, c->total.origin, c->parts[0].origin, "the components add up to %llu, more than %u",
+                         (unsigned long long)sum, UINT32_MAX);
+                continue;
+            }
+            if (!total.var && total.size != sum) {
+                error_at(s, c->why, total.origin, c->parts[0].origin,
+                         "the components add up to %llu, but the concatenated axis has size %s", (unsigned long long)sum,
+                         dim_to_string(s, total));
+                concat_notes(s, c, total);
+                continue;
+            }
+            OriginId o = shape_origin(s, s->origins[c->why].span,
+                                      arena_printf(s->arena, "the sum of the components (%s)", s->origins[c->why].what));
+            shape_dim_eq(s, total, dim_ground((uint32_t)sum, basis, o), c->why);
+            continue;
+        }
+        if (unknown > 1 || total.var) continue;
+        c->settled = progress = true;
+        Dim part = shape_resolve_dim(s, c->parts[which]);
+        if ((uint64_t)total.size <= sum) {
+            error_at(s, c->why, total.origin, part.origin,
+                     "component %u would have size %lld: the concatenated size %s minus the other components' %llu",
+                     which + 1, (long long)total.size - (long long)sum, dim_to_string(s, total), (unsigned long long)sum);
+            concat_notes(s, c, total);
+            continue;
+        }
+        OriginId o = shape_origin(s, s->origins[c->why].span,
+                                  arena_printf(s->arena, "the concatenated size %u less the other components' %llu (%s)",
+                                               total.size, (unsigned long long)sum, s->origins[c->why].what));
+        shape_dim_eq(s, part, dim_ground((uint32_t)(total.size - sum), basis, o), c->why);
+    }
+    return progress;
+}
+
+/* What waits for a fixpoint: cells constraints, front equalities, windows and concatenations. */
 static bool settle(ShapeSolver *s, bool default_rows) {
     bool fronts = settle_fronts(s, default_rows);
     bool products = settle_products(s, default_rows);
     bool windows = settle_windows(s, default_rows);
-    return fronts || products || windows;
+    bool concats = settle_concats(s);
+    return fronts || products || windows || concats;
 }
 
 /* Solve, settling what waits for a fixpoint (with `default_rows`: also the defaults). */
@@ -1491,6 +1596,13 @@ bool shape_close(ShapeSolver *s) {
         error_at(s, c->why, no_kernel ? c->kernel.origin : c->input.origin, c->over.origin,
                  no_kernel ? "the kernel size of this window is not known: give its label a size (a kernel operand, or set_dim)"
                            : "the sizes of this window are not known: neither its input nor its output is sized");
+    }
+    for (uint32_t i = 0; i < s->concat_count; i++) {
+        ConcatC *c = &s->concats[i];
+        if (c->settled || s->errors != before) continue;
+        c->settled = true;
+        error_at(s, c->why, c->total.origin, c->parts[0].origin,
+                 "the sizes of this concatenation are not known: give its axis or all but one of its components a size");
     }
     /* A parameter whose axis only the fallback sized: nothing determined it. */
     for (uint32_t i = 0; i < s->shape_count; i++) {

@@ -151,6 +151,17 @@ WindowPadding shape_window_padding(const ShapeSolver *solver, uint32_t handle);
 /* The sizes of a window's `over` and `kernel` (1 without a kernel; 0 while unknown). */
 void shape_window_sizes(ShapeSolver *solver, uint32_t handle, uint32_t *over, uint32_t *kernel);
 
+/* ---- Concatenations: `a^b^...` axes ----------------------------------------------------------
+ *
+ * Queue `total` = parts[0] + ... + parts[count-1].  Settled at fixpoints: when every part is
+ * known the total is equated with (or checked against) their sum; when the total and all parts
+ * but one are known, that part is the difference, an error when it would be below 1.  Parts
+ * with different named bases are an error; the total takes the parts' named basis.  A
+ * concatenation still unsettled after closing is an error.  Returns a handle. */
+uint32_t shape_dim_concat(ShapeSolver *solver, Dim total, const Dim *parts, uint32_t count, OriginId why);
+/* The size part `part` of a concatenation ended with after shape_close (0 when unknown). */
+uint32_t shape_concat_part_size(ShapeSolver *solver, uint32_t handle, uint32_t part);
+
 /* Constraints queued while this is on come from a structural operation (compose, transpose,
  * einsum), not a pointwise one.  A parameter's row variable that took part in one is a hidden
  * dimension: at closing, a hole there is an error; a parameter row only ever broadcast

@@ -116,6 +116,9 @@ typedef struct SpecPiece {
         int32_t size;
     } as;
     Span span;
+    /* Filled in by elaboration in an application's copy once shapes are closed: the size
+     * inferred for the piece (a label's; an integer piece's own). */
+    uint32_t inferred_size;
 } SpecPiece;
 
 typedef enum SpecAxisKind {

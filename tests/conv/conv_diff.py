@@ -14,6 +14,15 @@ windows -- never with tsrc.  The kinds of case:
   inverse  { p } +* "AFF; k, o => o" w: the input size of `p` comes from the output's
            (only the shape of p is checked)
 
+and, with --concat-count, concatenated axes (P, Q random fixed pieces, either may be absent),
+checked against np.concatenate and slicing:
+
+  pad      x ++ "b, a, c => b, P^a^Q, c"         zero rows around x
+  slice    x ++ "b, P^a^Q, c => b, a, c"         a drops P rows in front and Q behind
+  rotate   x ++ "b, P^a, c => b, a^P, c"         the first P rows moved behind, the gap zero
+  reduce   x ++ "b, P^a, c => b, c"              the sum over the rows after the first P
+  matmul   x +* "b, a^Q, c; c, f => b, a, f" w   a contraction reading a prefix
+
 where AFF is `S*o[=|<]+[OFF+]D*k` with random stride S, dilation D, kernel size, offset OFF
 (below S) and padding: `=` (same), `<` (valid) or none (inferred: `valid`, since nothing else
 sizes the output).  The sizes must follow docs/inference.md's closed forms, with K the dilated
@@ -98,11 +107,58 @@ def shape_text(shape):
 
 
 class Case:
-    def __init__(self, rng, index):
+    def __init__(self, rng, index, kinds=("conv1d", "conv2d", "conv2d", "pool2d", "pool2d", "strided", "inverse")):
         self.index = index
         self.name = "r%d" % index
-        self.kind = rng.choice(["conv1d", "conv2d", "conv2d", "pool2d", "pool2d", "strided", "inverse"])
+        self.kind = rng.choice(kinds)
         getattr(self, "make_" + self.kind)(rng)
+
+    def concat_sizes(self, rng):
+        """(b, n, c, P, Q) and the pieces' text, for the concatenation kinds."""
+        b, n, c = rng.randint(1, 2), rng.randint(1, 5), rng.randint(1, 3)
+        p, q = rng.choice([0, 1, 2, 3]), rng.choice([0, 1, 2])
+        return b, n, c, p, q
+
+    @staticmethod
+    def pieces(p, q, label="a"):
+        return "".join(["%d^" % p if p else "", label, "^%d" % q if q else ""])
+
+    def make_pad(self, rng):
+        b, n, c, p, q = self.concat_sizes(rng)
+        x = values(rng, (b, n, c))
+        self.spec = "b, a, c => b, %s, c" % self.pieces(p, q)
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = np.concatenate([np.zeros((b, p, c)), x, np.zeros((b, q, c))], axis=1)
+
+    def make_slice(self, rng):
+        b, n, c, p, q = self.concat_sizes(rng)
+        x = values(rng, (b, n + p + q, c))
+        self.spec = "b, %s, c => b, a, c" % self.pieces(p, q)
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = x[:, p:p + n, :]
+
+    def make_rotate(self, rng):
+        b, n, c, p, _ = self.concat_sizes(rng)
+        p = p or 1
+        x = values(rng, (b, n + p, c))
+        self.spec = "b, %d^a, c => b, a^%d, c" % (p, p)
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = np.concatenate([x[:, p:, :], np.zeros((b, p, c))], axis=1)
+
+    def make_reduce(self, rng):
+        b, n, c, p, _ = self.concat_sizes(rng)
+        x = values(rng, (b, n + p, c))
+        self.spec = "b, %s, c => b, c" % self.pieces(p, 0)
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = x[:, p:, :].sum(axis=1)
+
+    def make_matmul(self, rng):
+        b, n, c, _, q = self.concat_sizes(rng)
+        f = rng.randint(1, 3)
+        x, w = values(rng, (b, n + q, c)), values(rng, (c, f))
+        self.spec = "b, %s, c; c, f => b, a, f" % self.pieces(0, q)
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = x[:, :n, :] @ w
 
     def make_conv1d(self, rng):
         ax = Axis(rng, "o", "k")
@@ -223,11 +279,15 @@ def main():
     ap.add_argument("--tsrc", default="build/tsrc")
     ap.add_argument("--count", type=int, default=520)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--concat-count", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-native", action="store_true")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases = [Case(rng, i) for i in range(args.count)]
+    crng = random.Random(args.seed + 1)
+    cases += [Case(crng, args.count + i, ("pad", "slice", "rotate", "reduce", "matmul"))
+              for i in range(args.concat_count)]
     batches = [cases[i:i + BATCH] for i in range(0, len(cases), BATCH)]
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="conv-diff.") as workdir:
