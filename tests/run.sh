@@ -242,6 +242,10 @@ done
 sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
 add_summary "native: object mode, drivers, executables" $? "$TMP/drivers.out"
 
+# docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
+sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1
+add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/excp.out"
+
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&
    "$TMP/prefix/bin/tsrc" -c docs/examples/mlp_lib.tsr -o "$TMP/mlp.o" >>"$TMP/install.log" 2>&1 &&
