@@ -124,14 +124,22 @@ for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
 done
 
 # Example programs with a golden output: the reference executor prints it, and so does the
-# program compiled to an executable.
+# program compiled to an executable.  A NAME.args beside the golden holds the program's own
+# arguments, with @DATA@ standing for $EXAMPLE_DATA, where tools/digits.py writes the .npy
+# files of docs/examples/digits.tsr (generated here, not committed).
+EXAMPLE_DATA=$(dirname "$TSRC")/example-data
+if "${PYTHON:-/usr/bin/python3}" tools/digits.py "$EXAMPLE_DATA" >"$TMP/err" 2>&1; then pass "tools/digits.py writes the digits data"
+else fail "tools/digits.py writes the digits data" "" "$TMP/err"; fi
 for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
     t=docs/examples/$(basename "$g" .out).tsr
-    run_tsrc --run --interp "$t"
+    a=${g%.out}.args
+    set --
+    if [ -f "$a" ]; then set -- -- $(sed "s|@DATA@|$EXAMPLE_DATA|g" "$a"); fi
+    run_tsrc --run --interp "$t" "$@"
     if [ "$(status)" != 0 ]; then fail "$t (out)" "exit $(status), expected 0" "$TMP/err"
     elif check_golden "$t" "$TMP/out" "$g"; then pass "$t (out)"
     else fail "$t (out)" "output differs from $g" "$TMP/diff"; fi
-    run_tsrc --run "$t"
+    run_tsrc --run "$t" "$@"
     if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
     elif diff -u "$g" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
     else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
@@ -234,6 +242,10 @@ done
 # Object mode, drivers in C and C++ linking two models, bad data in executables, outputs.
 sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
 add_summary "native: object mode, drivers, executables" $? "$TMP/drivers.out"
+
+# docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
+sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1
+add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/excp.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&

@@ -22,6 +22,8 @@
 #   mlp      one SGD step of a 784-256-256-10 relu MLP, softmax cross-entropy, batch 128
 #            (tools/bench/mlp.tsr, driver mlp_tsrc.c) against the same in PyTorch
 #            (tools/bench/py_train.py), same data and initial parameters
+#   nn_mlp   the same MLP written with Nn.mlp, Nn.cross_entropy and Train.step with Train.adam
+#            (tools/bench/nn_mlp.tsr, driver nn_mlp_tsrc.c) against torch.optim.Adam
 #   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
 #            driver moons_tsrc.c) against the same in PyTorch
 #
@@ -325,6 +327,8 @@ train_case() {
     done
 }
 train_case mlp "MLP 784-256-256-10 training step, batch 128" "$BENCH/mlp.tsr" 128
+train_case nn_mlp "MLP 784-256-256-10 training step with Nn and Train (Adam), batch 128" \
+    "$BENCH/nn_mlp.tsr" 128
 train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
     "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"

@@ -4,6 +4,8 @@
 Usage: py_train.py THREADS mlp     one SGD step of the 784-256-256-10 relu MLP of
                                    tools/bench/mlp.tsr: softmax cross-entropy (mean over a batch
                                    of 128), plain SGD, lr 0.05
+       py_train.py THREADS nn_mlp  the same model and data with torch.optim.Adam (lr 1e-3), as
+                                   tools/bench/nn_mlp.tsr (Nn.mlp, Train.adam)
        py_train.py THREADS moons   one SGD step of the 2-32-1 perceptron of
                                    docs/examples/train_moons.tsr: hinge loss relu(1 - y·f(x))
                                    (mean over a batch of 20), plain SGD, lr 0.2; a timed run is
@@ -64,14 +66,16 @@ def report(kind, n, reps, best, med, ok, err, extra):
           flush=True)
 
 
-def check_step(params, before, grads_ref, lr, loss, loss_ref, what):
-    """Loss and gradients against the reference; every update against p - lr·grad."""
+def check_step(params, before, grads_ref, lr, loss, loss_ref, what, adam=False):
+    """Loss and gradients against the reference; every update against p - lr·grad, or for
+    Adam's first step (bias-corrected moments g and g²) p - lr·g/(|g| + eps)."""
     err = abs(float(loss) - loss_ref) / abs(loss_ref)
     upd = 0.0
     for p, p0, g_ref in zip(params, before, grads_ref):
         g = p.grad.numpy()
         err = max(err, relerr(g, g_ref))
-        upd = max(upd, float(np.max(np.abs(p.detach().numpy() - (p0 - np.float32(lr) * g)))))
+        step = g / (np.abs(g) + np.float32(1e-8)) if adam else g
+        upd = max(upd, float(np.max(np.abs(p.detach().numpy() - (p0 - np.float32(lr) * step)))))
     ok = err <= 2e-4 and upd <= 1e-7
     if not ok:
         print(f"INFO {what} torch: first step: loss {float(loss):.7g} (reference {loss_ref:.7g}), "
@@ -79,8 +83,10 @@ def check_step(params, before, grads_ref, lr, loss, loss_ref, what):
     return ok, err
 
 
-def mlp():
-    batch, dims, lr = 128, (784, 256, 256, 10), 0.05
+def mlp(what="mlp"):
+    """what: "mlp" (SGD, lr 0.05) or "nn_mlp" (Adam, lr 1e-3, as tools/bench/nn_mlp.tsr)."""
+    adam = what == "nn_mlp"
+    batch, dims, lr = 128, (784, 256, 256, 10), (1e-3 if adam else 0.05)
     x = uniform(11, (batch, dims[0]), 0.0, 1.0)
     labels = (stream(12, batch) % np.uint64(dims[3])).astype(np.int64)
     layers = []
@@ -93,7 +99,7 @@ def mlp():
             layers[-1].bias.copy_(torch.from_numpy(uniform(22 + 2 * k, (dims[k + 1],), -bound, bound)))
     model = torch.nn.Sequential(layers[0], torch.nn.ReLU(), layers[1], torch.nn.ReLU(), layers[2])
     params = [t for layer in layers for t in (layer.weight, layer.bias)]
-    opt = torch.optim.SGD(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr) if adam else torch.optim.SGD(params, lr=lr)
     tx, ty = torch.from_numpy(x), torch.from_numpy(labels)
 
     # reference: float64 forward and backward from the initial values
@@ -122,14 +128,14 @@ def mlp():
 
     step()
     loss0 = float(last[0])
-    ok, err = check_step(params, before, grads_ref, lr, loss0, loss_ref, "mlp")
+    ok, err = check_step(params, before, grads_ref, lr, loss0, loss_ref, what, adam)
     _, reps, best, med = timed(step)
     loss_end = float(last[0])
     if not loss_end < loss0:
-        print(f"INFO mlp torch: the loss did not decrease over {reps + 2} steps: {loss0:.7g}, "
+        print(f"INFO {what} torch: the loss did not decrease over {reps + 2} steps: {loss0:.7g}, "
               f"then {loss_end:.7g}")
         ok = False
-    report("mlp", batch, reps, best, med, ok, err,
+    report(what, batch, reps, best, med, ok, err,
            f"loss0={loss0:.7g} loss_end={loss_end:.7g} steps={reps + 2}")
 
 
@@ -195,8 +201,8 @@ def moons():
            f"loss_first={first:.5g} loss_last={last:.5g} steps_per_run={steps}")
 
 
-if what == "mlp":
-    mlp()
+if what in ("mlp", "nn_mlp"):
+    mlp(what)
 elif what == "moons":
     moons()
 else:

@@ -51,8 +51,8 @@ def cell(kind, impl, n, t):
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    if kind in ("mlp", "moons"):  # shown as time per step: ms for the MLP, µs for moons
-        shown = fmt(float(f["best_s"]) * (1e3 if kind == "mlp" else 1e6))
+    if kind in ("mlp", "nn_mlp", "moons"):  # time per step: ms for the MLPs, µs for moons
+        shown = fmt(float(f["best_s"]) * (1e6 if kind == "moons" else 1e3))
     else:
         shown = fmt(r)
     return r, shown + ("¹" if f["reps"] == "1" else "")
@@ -126,16 +126,20 @@ if tri:
 table("mlp", "MLP 784-256-256-10 training step (relu, biases, softmax cross-entropy, SGD lr 0.05), "
       "batch 128: milliseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
       [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
+table("nn_mlp", "MLP 784-256-256-10 training step written with Nn and Train (tools/bench/nn_mlp.tsr: "
+      "Nn.mlp, Nn.cross_entropy, Train.step with Train.adam lr 1e-3), batch 128: milliseconds per "
+      "step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
+      [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
 table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2-32-1, hinge loss, "
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
 
 status = 0
 for (kind, impl, n, t), f in sorted(rows.items()):
-    if kind == "mlp" and impl == "tsrc" and ("mlp", "torch", n, t) in rows:
-        a, b = float(f["loss0"]), float(rows[("mlp", "torch", n, t)]["loss0"])
+    if kind in ("mlp", "nn_mlp") and impl == "tsrc" and (kind, "torch", n, t) in rows:
+        a, b = float(f["loss0"]), float(rows[(kind, "torch", n, t)]["loss0"])
         agree = abs(a - b) <= 1e-5 * abs(b)
-        print(f"MLP at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a:.7g}, PyTorch {b:.7g} (same data and "
+        print(f"{'MLP' if kind == 'mlp' else 'Nn/Train MLP'} at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a:.7g}, PyTorch {b:.7g} (same data and "
               f"parameters): {'agree' if agree else 'DISAGREE'}")
         if not agree:
             status = 1
