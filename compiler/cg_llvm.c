@@ -88,14 +88,31 @@ static LLVMValueRef intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, u
 }
 
 /* A libm function, applied lane by lane to vectors. */
+/* A call of libm's `name`, declared as a pure function (no memory touched, no unwinding): its
+ * result depends only on its arguments (errno, which it may set, is never read), so LLVM may
+ * hoist a call with loop-invariant arguments out of a loop (`0.9 ** t` in an update over every
+ * cell of a parameter) or merge two equal calls; it still calls the same function, so results
+ * do not change. */
+static LLVMValueRef pure_call(CgLlvm *g, const char *name, LLVMTypeRef *params, unsigned n, LLVMValueRef *args) {
+    LLVMValueRef call = cgl_call(g, name, g->f32, params, n, args);
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+    if (fn && !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMGetEnumAttributeKindForName("memory", 6))) {
+        static const char *const attrs[] = {"memory", "nounwind", "willreturn"};
+        for (unsigned i = 0; i < sizeof attrs / sizeof *attrs; i++) /* memory(none) is the value 0 */
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+    }
+    return call;
+}
+
 static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsigned n) {
     LLVMTypeRef params[2] = {g->f32, g->f32};
-    if (!is_vector(args[0])) return cgl_call(g, name, g->f32, params, n, args);
+    if (!is_vector(args[0])) return pure_call(g, name, params, n, args);
     LLVMValueRef out = LLVMGetUndef(vec_type(g));
     for (unsigned lane = 0; lane < g->lanes; lane++) {
         LLVMValueRef at = LLVMConstInt(g->i32, lane, 0), x[2];
         for (unsigned i = 0; i < n; i++) x[i] = LLVMBuildExtractElement(g->b, args[i], at, "");
-        out = LLVMBuildInsertElement(g->b, out, cgl_call(g, name, g->f32, params, n, x), at, "");
+        out = LLVMBuildInsertElement(g->b, out, pure_call(g, name, params, n, x), at, "");
     }
     return out;
 }
