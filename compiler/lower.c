@@ -9,7 +9,8 @@
  *     or at the cell's current value, the reduction loops accumulating into it, and one store;
  *   - without reduction axes, one store per cell: `f(reads)` itself when the assignment resets
  *     and its map is injective (the plain write of seed 003), else `lhs ⊕ f(reads)`.
- * (An assignment that reads its own left side through another slot's map gets no parallel loop.)
+ * (An assignment that reads its own left side through another slot's map gets no parallel loop,
+ * unless that map reaches the very cell being written: `m =: 0.9 * m + g`.)
  * Affine indices (convolution windows, strides): a padded one -- some points fall outside its
  * axis -- is never guarded; instead each window-position iterator is cut into segments (its
  * interior as one loop, each boundary value alone) and, per region of segments, the kernel
@@ -154,6 +155,19 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     }
     }
     return NULL;
+}
+
+/* Whether two slots' index maps reach the same cell at every point of the product space: axis
+ * for axis the same iterator or the same fixed position (an update `m =: 0.9 * m + g` reads
+ * its left side through its own operand's slot, but only at the cell it writes). */
+static bool same_cells(const Projections *p, uint32_t s1, uint32_t s2) {
+    if (p->rank[s1] != p->rank[s2]) return false;
+    for (uint32_t ax = 0; ax < p->rank[s1]; ax++) {
+        const ProjIndex *x = &p->maps[s1][ax], *y = &p->maps[s2][ax];
+        if (x->kind != y->kind || x->symbol || y->symbol) return false;
+        if (x->kind == PIDX_ITER ? x->iter != y->iter : x->kind == PIDX_FIXED ? x->fixed != y->fixed : true) return false;
+    }
+    return true;
 }
 
 static IrStmt *loop(Lowerer *l, uint32_t iter, uint64_t extent, bool parallel) {
@@ -436,7 +450,8 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
      * another writes: then every loop runs in order. */
     bool aliased = lhs_affine;
     for (uint32_t i = 0; i < a->read_count; i++)
-        if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot)
+        if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot &&
+            !same_cells(p, a->reads[i].slot, a->lhs.slot))
             aliased = true;
     ScalarOp acc_op = accum_scalar_op(a->accum);
     IrStmt *first = NULL;

@@ -3,7 +3,7 @@
  * Lowering (lower.c) states what each cell is: a reduction is the canonical nest
  *     for p… parallel:  l = init;  for r… reduction: l = step(l);  C[p…] = l
  * and this stage decides how it runs on the target, in Halide's terms the schedule of that
- * algorithm (docs/ir.md §5).  Three rewrites, tried on every top-level nest:
+ * algorithm (docs/ir.md §5).  Three rewrites, tried on every top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
  *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
@@ -29,6 +29,9 @@
  *      again takes the same steps in the same order.
  *   3. A large pointwise nest that writes a buffer it does not read, by whole aligned vectors,
  *      stores around the caches (`nontemporal`).
+ *   4. Consecutive pointwise nests over loops of the same extents become one nest running their
+ *      stores in order, when every buffer any of them stores is accessed by all of them at one
+ *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.
  *
  * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
  * buffers; a tile is kernel_local (each run of a kernel has its own).
@@ -42,7 +45,7 @@
 
 #include "diag.h"
 
-enum { MAX_LOOPS = 32, MAX_TERMS = 40 };
+enum { MAX_LOOPS = 32, MAX_TERMS = 40, MAX_FUSED = 16 };
 
 /* The replacement of an iterator by an affine expression of new iterators. */
 typedef struct Affine {
@@ -1010,6 +1013,80 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
     return true;
 }
 
+/* ---- Rewrite 4: fusing neighbouring pointwise nests -------------------------------------------------- */
+
+static bool reads_local(const IrExpr *e) {
+    if (e->kind == IR_LOCAL) return true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_local(e->args[i])) return true;
+    return false;
+}
+
+/* The store of a pointwise nest — plain parallel loops, each with a one-statement body, around
+ * one store that reads no local — and its loops; NULL for any other statement. */
+static IrStmt *pointwise_store(IrStmt *top, IrStmt **loops, uint32_t *nloops) {
+    IrStmt *st = top;
+    *nloops = 0;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && *nloops < MAX_LOOPS) {
+        loops[(*nloops)++] = st;
+        st = st->body.items[0];
+    }
+    return *nloops && st->kind == IR_STORE && !st->nontemporal && !reads_local(st->value) ? st : NULL;
+}
+
+/* Whether store `b` can join the stores `group` (all over the same cells, in order) without
+ * changing what any of them reads: every buffer either side stores is accessed, by both sides,
+ * only at one index, so each cell's statements still see each other's values as before. */
+static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
+    for (uint32_t k = 0; k < group->count; k++) {
+        const IrStmt *a = group->items[k];
+        if (a->buffer == b->buffer && !ir_same_index(ir, a->buffer, a->index, b->index)) return false;
+        if (!loads_only_at(ir, b->value, a->buffer, a->index)) return false;
+        if (!loads_only_at(ir, a->value, b->buffer, b->index)) return false;
+    }
+    return true;
+}
+
+/* Consecutive pointwise nests over loops of the same extents — an optimiser's updates of its
+ * state and of the parameter, a forward chain with several outputs — become one nest whose body
+ * runs their stores in order, one pass over memory instead of one per nest (joins() keeps each
+ * cell's values).  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
+ * kernel of thousands of statements would be more than LLVM should see at once. */
+static void fuse_pointwise(Sched *s) {
+    IrFunction *fn = s->fn;
+    IrBlock body = {0};
+    IrStmt *group_loops[MAX_LOOPS], *loops[MAX_LOOPS];
+    uint32_t group_n = 0, n;
+    IrBlock *group = NULL;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrStmt *top = fn->body.items[i];
+        IrStmt *st = pointwise_store(top, loops, &n);
+        bool same = group && st && n == group_n && group->count < MAX_FUSED;
+        for (uint32_t k = 0; same && k < n; k++)
+            same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;
+        if (same) {
+            reset_subst(s);
+            for (uint32_t k = 0; k < n; k++) map_iter(s, loops[k]->iter, affine1(group_loops[k]->iter, 1, 0));
+            IrStmt *moved = new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
+                                      clone_expr(s, st->value, NULL));
+            if (joins(s->ir, group, moved)) {
+                ir_block_push(s->ir->arena, group, moved);
+                IrStmt *head = body.items[body.count - 1];
+                const char *what = top->comment ? top->comment : "a pointwise nest";
+                head->comment = arena_printf(s->ir->arena, "%s; schedule: fused with the next nest: %s",
+                                             head->comment ? head->comment : "a pointwise nest", what);
+                continue;
+            }
+        }
+        group = st ? &loops[n - 1]->body : NULL;
+        group_n = n;
+        memcpy(group_loops, loops, n * sizeof *loops);
+        ir_block_push(s->ir->arena, &body, top);
+    }
+    fn->body = body;
+}
+
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
 static void schedule_function(Sched *s) {
@@ -1042,6 +1119,7 @@ static void schedule_function(Sched *s) {
         ir_block_push(s->ir->arena, &body, st);
     }
     fn->body = body;
+    fuse_pointwise(s);
     free(s->subst);
     free(s->mapped);
 }

@@ -216,6 +216,15 @@ run_tsrc --dump-ast -o "$TMP/good.ast" "$TMP/good.tsr"
 if [ "$(status)" = 0 ] && grep -q "einsum +\*" "$TMP/good.ast"; then pass "cli: -o writes the output"
 else fail "cli: -o writes the output" "exit $(status)" "$TMP/err"; fi
 
+# The schedule fuses consecutive pointwise nests over the same cells (sched.c, rewrite 4): the
+# three updates of tests/native/fused_updates.tsr become one nest, and the transposed read after
+# them, which reads the parameter at other cells, does not join.
+run_tsrc --emit=sched-ir -o - tests/native/fused_updates.tsr
+if [ "$(status)" = 0 ] && [ "$(grep -c 'fused with the next nest' "$TMP/out")" = 1 ] &&
+   [ "$(grep -o 'fused with the next nest' "$TMP/out" | wc -l)" = 2 ] && grep -q '^  # assignment at fused_updates.tsr:12' "$TMP/out"
+then pass "schedule: neighbouring pointwise nests fuse, a transposed read stays apart"
+else fail "schedule: neighbouring pointwise nests fuse" "exit $(status)" "$TMP/out"; fi
+
 # A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
 # ours.  add_summary LABEL STATUS OUTPUT-FILE
 add_summary() {

@@ -316,8 +316,9 @@ wait_for() {
 # signal_number NAME
 signal_number() { case $1 in INT) echo 2 ;; TERM) echo 15 ;; HUP) echo 1 ;; esac; }
 
-# A program whose code generation takes seconds (hundreds of kernels).
-awk 'BEGIN { print "let%op x0 = { x0; o = [64] }"; for (i = 1; i < 500; i++) printf "let%%op x%d = relu (x%d *. 1.0001 + %d.)\n", i, i - 1, i % 7 }' \
+# A program whose code generation takes seconds (hundreds of kernels: each layer reads the one
+# before transposed, so the schedule cannot fuse neighbouring layers into one nest).
+awk 'BEGIN { print "let%op x0 = { x0; o = [8; 8] }"; for (i = 1; i < 500; i++) printf "let%%op x%d = relu ((x%d ++ \"a, b => b, a\") *. 1.0001 + %d.)\n", i, i - 1, i % 7 }' \
     >"$T/big.tsr"
 
 # codegen LABEL SIGNAL ARGS...: tsrc ARGS (writing into $T/cg-LABEL) gets SIGNAL once a

@@ -140,7 +140,7 @@ def mlp(what="mlp"):
 
 
 def moons():
-    count, nb, batch, hidden, lr, steps = 400, 20, 20, 32, 0.2, 100
+    count, nb, batch, hidden, lr, steps = 400, 20, 20, 32, 0.4, 100  # lr: train_moons.tsr at epoch 0
     rng = np.random.default_rng(1)
     p = np.arange(count)
     t = np.pi * (p // 2) / (count // 2 - 1)  # evenly spaced over [0, π] within each class
