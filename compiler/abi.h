@@ -15,7 +15,7 @@ const char *abi_c_name(Arena *arena, const char *name);
 
 /* Whether `c_name` (compared without case: macros are upper case) is one of the header's own
  * names after the module prefix: MODULE_create, _destroy, _last_error, _state, _image,
- * _image_size.  Setters are MODULE_set_INDEX (ABI_SETTER_PREFIX). */
+ * _image_size, _save, _load.  Setters are MODULE_set_INDEX (ABI_SETTER_PREFIX). */
 bool abi_reserved(const char *c_name);
 #define ABI_SETTER_PREFIX "set_"
 

@@ -13,13 +13,15 @@
  *   - `x @| i`: `r =: x` under the slice logic; a stack of computed tensors: one `r =: e_k`
  *     per element, writing the new axis at k.
  * An operator block may compute each cell with a whole scalar expression over its slots
- * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps.
+ * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps; a local
+ * definition `{ name } =: e` of a block stands for e in the statements after it.
  *
  * Then it collects the code: the implicit `forward` (every named tensor's forward assignments,
  * operands first, each once), or each routine's statements in order — `t.forward`, a standalone
  * assignment with its own pointwise record, `print`'s fresh computations.  The statements
  * `t.zero_grads` and `t.backprop` are differentiation: grad.c makes their assignments, from the
- * records and blocks built here (assign_build.h is what the two files share).
+ * records and blocks built here (assign_build.h is what the two files share); `t.backprop` is
+ * told whether the routine assigned t.grad before it (else grad.c seeds a one-cell t with 1).
  *
  * Requires: elaborate() succeeded (every shape closed). */
 #include "assign_build.h"
@@ -204,6 +206,17 @@ static bool block_access(BlockContext *c, const Node *n, Access *out) {
 
 static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n);
 
+/* The primitive written `name` in %cd code (infix when `binary`), or -1.  `a > b` is `b < a`
+ * and `a >= b` is `b <= a` (*swapped: the operands trade places); `a = b` is `eq`. */
+static int code_primitive(const char *name, bool binary, bool *swapped) {
+    *swapped = binary && (strcmp(name, ">") == 0 || strcmp(name, ">=") == 0);
+    if (!binary) return scalar_op_lookup(name, false);
+    if (strcmp(name, ">") == 0) return SOP_LT;
+    if (strcmp(name, ">=") == 0) return SOP_LE;
+    if (strcmp(name, "=") == 0) return SOP_EQ;
+    return scalar_op_lookup(name, true);
+}
+
 static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
     if (n != scalar_op_arity(op)) {
         diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
@@ -231,6 +244,14 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         return e;
     }
     case NODE_VAR:
+        for (uint32_t i = c->local_limit; i-- > 0;)
+            if (strcmp(c->locals[i].name, n->name) == 0) {
+                uint32_t limit = c->local_limit;
+                c->local_limit = c->locals[i].visible;
+                AExpr *e = block_expr(c, a, c->locals[i].value);
+                c->local_limit = limit;
+                return e;
+            }
         if (!block_access(c, n, &acc)) break;
         {
             AExpr *e = arena_alloc(arena, sizeof *e);
@@ -245,9 +266,9 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         }
         break;
     case NODE_BINOP: {
-        const Node *args[2] = {n->a, n->b};
-        if (strcmp(n->name, ">") == 0) { args[0] = n->b; args[1] = n->a; }
-        int op = strcmp(n->name, ">") == 0 ? SOP_LT : strcmp(n->name, "=") == 0 ? SOP_EQ : scalar_op_lookup(n->name, true);
+        bool swapped;
+        int op = code_primitive(n->name, true, &swapped);
+        const Node *args[2] = {swapped ? n->b : n->a, swapped ? n->a : n->b};
         if (op >= 0) return op_expr(c, a, (ScalarOp)op, args, 2, n->span);
         diag_error(n->span, "'%s' is not a primitive operation of %%cd code", n->name);
         c->b->failed = true;
@@ -285,6 +306,27 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
     return NULL;
 }
 
+/* `{ name } =: expr` in an operator's block: `name` stands for expr's value at each point of the
+ * operation's iteration space in the statements after it (no buffer is made). */
+static void block_local(BlockContext *c, const Node *n) {
+    const Node *def = n->a->list.count ? n->a->list.items[0] : NULL;
+    if (n->a->list.count != 1 || def->a || strcmp(n->name, "=:") != 0 || n->c) {
+        diag_error(n->span, "a local definition in an operator's block is written '{ name } =: expression'");
+        c->b->failed = true;
+        return;
+    }
+    uint32_t slot;
+    bool grad;
+    if (slot_name(def->name, &slot, &grad)) {
+        diag_error(def->span, "'%s' is a slot name; a local definition needs another name", def->name);
+        c->b->failed = true;
+        return;
+    }
+    BlockLocal local = {.name = def->name, .value = n->b, .visible = c->local_count};
+    ARENA_PUSH(c->b->ir->arena, c->locals, c->local_count, c->local_cap, local);
+    c->local_limit = c->local_count;
+}
+
 void block_statement(BlockContext *c, const Node *n) {
     if (c->b->failed) return;
     switch (n->kind) {
@@ -297,6 +339,10 @@ void block_statement(BlockContext *c, const Node *n) {
     default:
         diag_error(n->span, "an operator's code block holds assignments");
         c->b->failed = true;
+        return;
+    }
+    if (n->a->kind == NODE_RECORD) {
+        block_local(c, n);
         return;
     }
     Assignment *a = arena_alloc(c->b->ir->arena, sizeof *a);
@@ -358,10 +404,28 @@ static void build_operator(Builder *b, Tensor *t) {
 
 static void build_tensor(Builder *b, Tensor *t);
 
+/* The cells of a row of t's closed shape (1 for an empty row). */
+static double row_cells(Builder *b, const Tensor *t, RowKind kind) {
+    const Row *row = &b->shapes[t->id].rows[kind];
+    double cells = 1;
+    for (uint32_t i = 0; i < row->count; i++) cells *= (double)row->dims[i].size;
+    return cells;
+}
+
+/* A parameter without an initial tensor: drawn as its RandomInit says (elab.h). */
+static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
+    const RandomInit *r = &t->random;
+    double fan_in = row_cells(b, t, ROW_INPUT), fan_out = row_cells(b, t, ROW_OUTPUT);
+    double fan = r->fan == FAN_IN ? fan_in : r->fan == FAN_OUT ? fan_out : r->fan == FAN_SUM ? fan_in + fan_out : 1;
+    buf->init = r->normal ? INIT_NORMAL : INIT_UNIFORM;
+    buf->fill = r->scale / sqrt(fan);
+    buf->init_shift = r->shift;
+}
+
 static void build_param(Builder *b, Tensor *t) {
     IrBuffer *buf = buffer_of(b, (TNode){t, false});
     if (!t->operand_count) {
-        buf->init = INIT_UNIFORM;
+        random_param(b, t, buf);
         return;
     }
     Tensor *init = t->operands[0];
@@ -418,6 +482,13 @@ static void build_tensor(Builder *b, Tensor *t) {
         break;
     }
     case TENSOR_PARAM: build_param(b, t); break;
+    case TENSOR_STATE: {
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
+        buf->keep = true;
+        buf->init = INIT_FILL;
+        buf->fill = 0;
+        break;
+    }
     case TENSOR_INPUT:
     case TENSOR_DATA: node_buffer(b, (TNode){t, false}); break;
     case TENSOR_INDEX: break; /* read as the symbol's value, no storage */
@@ -499,7 +570,8 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         return e;
     }
     case CEXPR_OP: {
-        int op = strcmp(x->op, ">") == 0 ? SOP_LT : strcmp(x->op, "=") == 0 ? SOP_EQ : scalar_op_lookup(x->op, x->binary);
+        bool swapped;
+        int op = code_primitive(x->op, x->binary, &swapped);
         if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count) {
             diag_error(x->span, op < 0 ? "'%s' is not a primitive operation of %%cd code"
                                        : "'%s' takes a different number of operands", x->op);
@@ -509,7 +581,7 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         e->kind = AE_OP;
         e->op = (ScalarOp)op;
         for (uint32_t i = 0; i < x->arg_count; i++) {
-            const CodeExpr *arg = x->args[strcmp(x->op, ">") == 0 ? 1 - i : i];
+            const CodeExpr *arg = x->args[swapped ? 1 - i : i];
             if (!(e->args[i] = standalone_expr(st, arg))) return NULL;
         }
         return e;
@@ -566,7 +638,10 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
         if (step->kind == STEP_ZERO_GRADS) {
             grad_zero(b, step->tensor, step->span, out);
         } else if (step->kind == STEP_BACKPROP) {
-            grad_backprop(b, step->tensor, out);
+            bool seeded = false; /* by the routine itself: `t.grad =: …` before this statement */
+            for (uint32_t k = 0; k < s && !seeded; k++)
+                seeded = r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad && r->steps[k].tensor == step->tensor;
+            grad_backprop(b, step->tensor, !seeded, step->span, out);
         } else {
             b->generation++;
             if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);

@@ -9,7 +9,7 @@
  * the generation has been visited in this walk.  The constructors below make assignments in the
  * IR's arena.  block_statement() instantiates one code block of an operator (its forward or its
  * backward block) over a BlockContext, and binds the slot names (v, g, v1, g1, …) to the
- * context's slots. */
+ * context's slots and the names of the block's local definitions to their values. */
 #ifndef TSR_ASSIGN_BUILD_H
 #define TSR_ASSIGN_BUILD_H
 
@@ -38,6 +38,14 @@ typedef struct Builder {
 } Builder;
 
 /* Instantiating operator blocks: the assignments of one block, appended to `out`. */
+/* A block's local definition `{ name } =: expr`: a per-cell value of the operation's iteration
+ * space, written in place of `name` where later statements read it. */
+typedef struct BlockLocal {
+    const char *name;
+    const Node *value;
+    uint32_t visible;  /* the locals its value may read: those defined before it */
+} BlockLocal;
+
 typedef struct BlockContext {
     Builder *b;
     Tensor **slots;   /* slot 0 = result */
@@ -47,6 +55,9 @@ typedef struct BlockContext {
     Span span;
     Assignment **out;
     uint32_t out_count, out_cap;
+    BlockLocal *locals;
+    uint32_t local_count, local_cap;
+    uint32_t local_limit; /* the locals a name may refer to where an expression is read */
 } BlockContext;
 
 void block_statement(BlockContext *c, const Node *n);

@@ -103,7 +103,7 @@ static void dump(FILE *out, const Node *n, int indent) {
     case NODE_BOOL: fputs(n->ival ? " true" : " false", out); break;
     case NODE_VAR: case NODE_MODULE: case NODE_BINOP: case NODE_UNOP: case NODE_ASSIGN:
     case NODE_RECORD: case NODE_FIELD_DEF: case ITEM_INDEX: case ITEM_DATA: case ITEM_ROUTINE:
-    case ITEM_OPEN: case ITEM_INPUT:
+    case ITEM_OPEN: case ITEM_INPUT: case ITEM_OPTION:
         fprintf(out, " %s", n->name);
         break;
     case NODE_FIELD: fprintf(out, " .%s", n->name); break;

@@ -64,7 +64,8 @@ typedef struct NodeList {
     X(ITEM_INPUT,       "input",       "a (inline definition)")                            \
     X(ITEM_ROUTINE,     "routine",     "name, a (code)")                                   \
     X(ITEM_MAIN,        "main",        "a (statements)")                                   \
-    X(ITEM_OPEN,        "open",        "name")
+    X(ITEM_OPEN,        "open",        "name")                                             \
+    X(ITEM_OPTION,      "option",      "name, a (default value)")
 
 typedef enum {
 #define AST_ENUM(kind, dump, fields) kind,

@@ -13,8 +13,11 @@
  * there against tsr.h).
  *
  * The model image (image.c) is a constant array `MODULE__image`; generated headers and `main`
- * pass it to tsr_state_create().  `main`, for executables, follows the program plan (plan.c):
- * loops binding index symbols, routine calls, prints through tsr_state_print().
+ * pass it to tsr_state_create().  `main`, for executables, reads its command line and makes
+ * the state through tsr_main_start(), then follows the program plan (plan.c): loops binding
+ * index symbols (bounds read from options where the program says so), routine calls, prints
+ * through tsr_state_print(), the runtime's statements through tsr_state_action() and progress
+ * bars through tsr_state_progress().
  *
  * Requires: a verified, scheduled IrProgram with its plan; image from image_build(). */
 #include "cg_cpu.h"
@@ -262,9 +265,79 @@ typedef struct MainCtx {
     LLVMBasicBlockRef fail;
 } MainCtx;
 
+static void branch_on_status(Cpu *c, MainCtx *m, LLVMValueRef status);
+
+/* A bound of a loop: a constant, or an option's value (read at run time) plus the constant. */
+static LLVMValueRef loop_bound(Cpu *c, MainCtx *m, int64_t value, uint32_t option) {
+    if (option == UINT32_MAX) return cgl_iconst(&c->g, value);
+    LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
+    LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, option, 0)};
+    return LLVMBuildAdd(c->g.b, cgl_call(&c->g, "tsr_state_option_int", c->g.i64, p, 2, a), cgl_iconst(&c->g, value), "");
+}
+
+/* Tell the loop's progress bar, if it has one, how many of its iterations are done: 0 before
+ * the first (v NULL), else those up to counter value v. */
+static void progress_tick(Cpu *c, MainCtx *m, const IrMainStmt *s, LLVMValueRef from, LLVMValueRef to, LLVMValueRef v) {
+    if (s->action == UINT32_MAX) return;
+    CgLlvm *g = &c->g;
+    LLVMValueRef one = cgl_iconst(g, 1);
+    LLVMValueRef total = LLVMBuildAdd(g->b, s->down ? LLVMBuildSub(g->b, from, to, "") : LLVMBuildSub(g->b, to, from, ""), one, "");
+    LLVMValueRef done = v ? LLVMBuildAdd(g->b, s->down ? LLVMBuildSub(g->b, from, v, "") : LLVMBuildSub(g->b, v, from, ""), one, "")
+                          : cgl_iconst(g, 0);
+    LLVMTypeRef p[4] = {g->ptr, g->i32, g->i64, g->i64};
+    LLVMValueRef a[4] = {m->state, LLVMConstInt(g->i32, s->action, 0), done, total};
+    cgl_call(g, "tsr_state_progress", g->i32, p, 4, a);
+}
+
+/* A loop of main whose bounds come from options: if (up ? from <= to : from >= to) { check the
+ * range (tsr_main_loop_check); v = from; for (;;) { symbols[k] = v; body; if (v == to) break;
+ * v ± 1 } }. */
+static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t count);
+static void option_loop(Cpu *c, MainCtx *m, const IrMainStmt *s) {
+    CgLlvm *g = &c->g;
+    LLVMValueRef from = loop_bound(c, m, s->from, s->from_option), to = loop_bound(c, m, s->to, s->to_option);
+    LLVMBasicBlockRef check = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_check");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_body");
+    LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_step");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_done");
+    LLVMValueRef var = LLVMBuildAlloca(g->b, g->i64, "counter");
+    LLVMBuildStore(g->b, from, var);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, s->down ? LLVMIntSGE : LLVMIntSLE, from, to, ""), check, done);
+    LLVMPositionBuilderAtEnd(g->b, check);
+    LLVMTypeRef cp[4] = {g->ptr, g->i32, g->i64, g->i64};
+    LLVMValueRef ca[4] = {m->state, LLVMConstInt(g->i32, s->symbol, 0), from, to};
+    branch_on_status(c, m, cgl_call(g, "tsr_main_loop_check", g->i32, cp, 4, ca));
+    progress_tick(c, m, s, from, to, NULL);
+    LLVMBuildBr(g->b, body);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i64, var, "");
+    LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, m->state, ABI_STATE_SYMBOLS, ""), "");
+    LLVMValueRef idx[1] = {cgl_iconst(g, s->symbol)};
+    LLVMBuildStore(g->b, v, LLVMBuildInBoundsGEP2(g->b, g->i64, syms, idx, 1, ""));
+    main_block(c, m, s->body, s->body_count);
+    LLVMValueRef cur = LLVMBuildLoad2(g->b, g->i64, var, "");
+    progress_tick(c, m, s, from, to, cur);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, cur, to, ""), done, step);
+    LLVMPositionBuilderAtEnd(g->b, step);
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, cur, cgl_iconst(g, s->down ? -1 : 1), ""), var);
+    LLVMBuildBr(g->b, body);
+    LLVMPositionBuilderAtEnd(g->b, done);
+}
+
+/* Go on in a new block when `status` is 0, else to main's failure exit. */
+static void branch_on_status(Cpu *c, MainCtx *m, LLVMValueRef status) {
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "next");
+    LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntNE, status, LLVMConstInt(c->g.i32, 0, 0), ""), m->fail, next);
+    LLVMPositionBuilderAtEnd(c->g.b, next);
+}
+
 static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) {
         const IrMainStmt *s = &stmts[i];
+        if (s->kind == IRM_FOR && (s->from_option != UINT32_MAX || s->to_option != UINT32_MAX)) {
+            option_loop(c, m, s);
+            continue;
+        }
         if (s->kind == IRM_FOR) {
             /* if (up ? from <= to : from >= to) { v = from; for (;;) { symbols[k] = v; body;
              * if (v == to) break; v ± 1 } }: the end is tested before the counter is stepped, so a
@@ -276,6 +349,8 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
             LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_body");
             LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_step");
             LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_done");
+            LLVMValueRef from = cgl_iconst(&c->g, s->from), to = cgl_iconst(&c->g, s->to);
+            progress_tick(c, m, s, from, to, NULL);
             LLVMBuildBr(c->g.b, body);
             LLVMPositionBuilderAtEnd(c->g.b, body);
             LLVMValueRef v = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
@@ -284,6 +359,7 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
             LLVMBuildStore(c->g.b, v, LLVMBuildInBoundsGEP2(c->g.b, c->g.i64, syms, idx, 1, ""));
             main_block(c, m, s->body, s->body_count);
             LLVMValueRef cur = LLVMBuildLoad2(c->g.b, c->g.i64, var, "");
+            progress_tick(c, m, s, from, to, cur);
             LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntEQ, cur, cgl_iconst(&c->g, s->to), ""), done, step);
             LLVMPositionBuilderAtEnd(c->g.b, step);
             LLVMBuildStore(c->g.b, LLVMBuildAdd(c->g.b, cur, cgl_iconst(&c->g, s->down ? -1 : 1), ""), var);
@@ -295,14 +371,16 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
         if (s->kind == IRM_RUN) {
             LLVMTypeRef p[1] = {c->g.ptr};
             status = LLVMBuildCall2(c->g.b, LLVMFunctionType(c->g.i32, p, 1, 0), m->routines[s->function], &m->state, 1, "");
+        } else if (s->kind == IRM_ACTION) {
+            LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
+            LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, s->action, 0)};
+            status = cgl_call(&c->g, "tsr_state_action", c->g.i32, p, 2, a);
         } else {
             LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
             LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, s->print, 0)};
             status = cgl_call(&c->g, "tsr_state_print", c->g.i32, p, 2, a);
         }
-        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "next");
-        LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntNE, status, LLVMConstInt(c->g.i32, 0, 0), ""), m->fail, next);
-        LLVMPositionBuilderAtEnd(c->g.b, next);
+        branch_on_status(c, m, status);
     }
 }
 
@@ -311,14 +389,26 @@ static void emit_main(Cpu *c, LLVMValueRef *routines) {
     MainCtx m = {.routines = routines};
     m.fn = LLVMAddFunction(c->g.mod, "main", LLVMFunctionType(c->g.i32, p, 2, 0));
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->g.ctx, m.fn, "entry");
+    LLVMBasicBlockRef no_state = LLVMAppendBasicBlockInContext(c->g.ctx, m.fn, "no_state");
+    LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(c->g.ctx, m.fn, "stop");
     LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->g.ctx, m.fn, "run");
     m.fail = LLVMAppendBasicBlockInContext(c->g.ctx, m.fn, "fail");
     LLVMPositionBuilderAtEnd(c->g.b, entry);
     m.argv0 = LLVMBuildLoad2(c->g.b, c->g.ptr, LLVMGetParam(m.fn, 1), "argv0");
-    LLVMTypeRef cp[3] = {c->g.ptr, c->g.i64, c->g.i64};
-    LLVMValueRef ca[3] = {c->image, c->image_size, LLVMConstInt(c->g.i64, c->g.ir->seed, 0)};
-    m.state = cgl_call(&c->g, "tsr_state_create", c->g.ptr, cp, 3, ca);
-    LLVMBuildCondBr(c->g.b, LLVMBuildIsNull(c->g.b, m.state, ""), m.fail, run);
+    /* state = tsr_main_start(image, size, seed, argc, argv, &status): the command line, then
+     * the state; NULL with status 0 (--help) or 2 (a bad command line) ends main at once,
+     * with status 1 through tsr_main_fail (it prints the error). */
+    LLVMValueRef status = LLVMBuildAlloca(c->g.b, c->g.i32, "status");
+    LLVMTypeRef cp[6] = {c->g.ptr, c->g.i64, c->g.i64, c->g.i32, c->g.ptr, c->g.ptr};
+    LLVMValueRef ca[6] = {c->image, c->image_size, LLVMConstInt(c->g.i64, c->g.ir->seed, 0), LLVMGetParam(m.fn, 0),
+                          LLVMGetParam(m.fn, 1), status};
+    m.state = cgl_call(&c->g, "tsr_main_start", c->g.ptr, cp, 6, ca);
+    LLVMBuildCondBr(c->g.b, LLVMBuildIsNull(c->g.b, m.state, ""), no_state, run);
+    LLVMPositionBuilderAtEnd(c->g.b, no_state);
+    LLVMValueRef code = LLVMBuildLoad2(c->g.b, c->g.i32, status, "");
+    LLVMBuildCondBr(c->g.b, LLVMBuildICmp(c->g.b, LLVMIntEQ, code, LLVMConstInt(c->g.i32, 1, 0), ""), m.fail, stop);
+    LLVMPositionBuilderAtEnd(c->g.b, stop);
+    LLVMBuildRet(c->g.b, code);
     LLVMPositionBuilderAtEnd(c->g.b, run);
     main_block(c, &m, c->g.ir->main, c->g.ir->main_count);
     LLVMTypeRef ep[2] = {c->g.ptr, c->g.ptr};

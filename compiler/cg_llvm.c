@@ -6,7 +6,8 @@
  * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
  * executor, and results match it bit for bit.  The transcendental functions call libm (expf,
- * logf, tanhf, powf); sqrt is the correctly rounded instruction.
+ * logf, tanhf, powf, sinf, cosf, log2f, exp2f); sqrt is the correctly rounded instruction
+ * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
  *
  * Loop modes (the schedule's, sched.c): a LOOP_UNROLL loop is emitted once per iteration with
  * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
@@ -125,7 +126,9 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return libm(g, "powf", x, 2);
     }
     case SOP_LT: return flag(g, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a);
+    case SOP_LE: return flag(g, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a);
     case SOP_EQ: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, b, ""), a);
+    case SOP_NE: return flag(g, LLVMBuildFCmp(B, LLVMRealUNE, a, b, ""), a);
     case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
     case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
     case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
@@ -149,6 +152,23 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef e = libm(g, "expf", &na, 1);
         return LLVMBuildFDiv(B, fconst_like(g, a, 1), LLVMBuildFAdd(B, fconst_like(g, a, 1), e, ""), "");
     }
+    case SOP_SIN: return libm(g, "sinf", &a, 1);
+    case SOP_COS: return libm(g, "cosf", &a, 1);
+    case SOP_LOG2: return libm(g, "log2f", &a, 1);
+    case SOP_EXP2: return libm(g, "exp2f", &a, 1);
+    case SOP_RECIP: return LLVMBuildFDiv(B, fconst_like(g, a, 1), a, "");
+    case SOP_RSQRT: return LLVMBuildFDiv(B, fconst_like(g, a, 1), intrinsic(g, "llvm.sqrt", &a, 1), "");
+    case SOP_SAT01: { /* a <= 0 ? 0 : a >= 1 ? 1 : a (ordered compares: NaN stays NaN) */
+        LLVMValueRef one = fconst_like(g, a, 1);
+        LLVMValueRef upper = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, a, one, ""), one, a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, a, zero, ""), zero, upper, "");
+    }
+    case SOP_ABS: return intrinsic(g, "llvm.fabs", &a, 1);
+    case SOP_SIGN: {
+        LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), fconst_like(g, a, -1), a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), fconst_like(g, a, 1), neg, "");
+    }
+    case SOP_NOT: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, zero, ""), a);
     case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
     case SOP_FMA: {
         LLVMValueRef x[3] = {a, b, c};
@@ -284,9 +304,77 @@ static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef
     LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* rows[0 … n) (n a power of two, each <n x float>) transposed in place: after it, lane c of
+ * rows[r] is what lane r of rows[c] was.  log2(n) rounds; round j exchanges bit j of the row
+ * number with bit j of the lane number, pairing rows p and p + 2^j with one shuffle each. */
+static void transpose_rows(CgLlvm *g, LLVMValueRef *rows, unsigned n) {
+    LLVMValueRef *mask_lo = calloc(n, sizeof *mask_lo), *mask_hi = calloc(n, sizeof *mask_hi);
+    if (!mask_lo || !mask_hi) diag_fatal_oom();
+    for (unsigned bit = 1; bit < n; bit <<= 1) {
+        for (unsigned c = 0; c < n; c++) {
+            bool set = c & bit;
+            mask_lo[c] = LLVMConstInt(g->i32, set ? n + c - bit : c, 0);
+            mask_hi[c] = LLVMConstInt(g->i32, set ? n + c : c + bit, 0);
+        }
+        LLVMValueRef lo = LLVMConstVector(mask_lo, n), hi = LLVMConstVector(mask_hi, n);
+        for (unsigned p = 0; p < n; p++) {
+            if (p & bit) continue;
+            LLVMValueRef a = rows[p], b = rows[p | bit];
+            rows[p] = LLVMBuildShuffleVector(g->b, a, b, lo, "");
+            rows[p | bit] = LLVMBuildShuffleVector(g->b, a, b, hi, "");
+        }
+    }
+    free(mask_lo);
+    free(mask_hi);
+}
+
+/* A LOOP_TRANSPOSE loop (ir.h): U rows of V lanes loaded along the vector loop, transposed, and
+ * stored as V rows of U lanes along this loop.  Any other body is emitted as an unrolled loop. */
+static void transpose_loop(CgLlvm *g, const IrStmt *s) {
+    const IrStmt *vl = s->body.count == 1 ? s->body.items[0] : NULL;
+    const IrStmt *st = vl && vl->kind == IR_LOOP && vl->mode == LOOP_VECTOR && vl->body.count == 1
+                           ? vl->body.items[0] : NULL;
+    unsigned u_count = (unsigned)s->extent, v_count = vl ? (unsigned)vl->extent : 0;
+    if (!st || st->kind != IR_STORE || st->value->kind != IR_LOAD || u_count > v_count ||
+        (v_count & (v_count - 1)) || g->lane_iter != UINT32_MAX) {
+        for (uint64_t u = 0; u < s->extent; u++) {
+            g->iter[s->iter] = cgl_iconst(g, (int64_t)u);
+            block(g, &s->body);
+        }
+        return;
+    }
+    LLVMValueRef *rows = calloc(v_count, sizeof *rows);
+    if (!rows) diag_fatal_oom();
+    g->lane_iter = vl->iter;
+    g->lanes = v_count;
+    g->iter[vl->iter] = cgl_iconst(g, 0);
+    for (unsigned u = 0; u < v_count; u++) {
+        g->iter[s->iter] = cgl_iconst(g, u);
+        rows[u] = u < u_count ? widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
+    }
+    transpose_rows(g, rows, v_count);
+    LLVMValueRef *first = calloc(u_count, sizeof *first);
+    if (!first) diag_fatal_oom();
+    for (unsigned u = 0; u < u_count; u++) first[u] = LLVMConstInt(g->i32, u, 0);
+    LLVMValueRef keep = LLVMConstVector(first, u_count);
+    g->lane_iter = s->iter;
+    g->lanes = u_count;
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    for (unsigned v = 0; v < v_count; v++) {
+        g->iter[vl->iter] = cgl_iconst(g, v);
+        LLVMValueRef row = u_count == v_count ? rows[v] : LLVMBuildShuffleVector(g->b, rows[v], rows[v], keep, "");
+        store(g, st->buffer, st->index, row, false);
+    }
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    free(first);
+    free(rows);
+}
+
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     switch (s->mode) {
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
+    case LOOP_TRANSPOSE: transpose_loop(g, s); return;
     case LOOP_UNROLL:
         for (uint64_t v = 0; v < s->extent; v++) {
             g->iter[s->iter] = cgl_iconst(g, (int64_t)v);

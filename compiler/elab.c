@@ -51,6 +51,8 @@ typedef enum ValueKind {
     V_INDEX,
     V_DATASET,
     V_CODE,
+    V_OPTION, /* an `option` item (plus an integer offset): its value is known at run time */
+    V_INIT, /* an initialiser (`kaiming_normal ()`): the initial value of a parameter */
 } ValueKind;
 
 typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
@@ -108,6 +110,11 @@ struct Value {
             uint32_t count; /* 0 with `single`: the source is one tensor, bound as the item */
             DataSource *source;
         } dataset;
+        struct {
+            uint32_t id; /* into Program.options */
+            int64_t offset;
+        } option;
+        RandomInit init;
     } as;
 };
 
@@ -274,6 +281,8 @@ static const char *kind_noun(const Value *v) {
     case V_INDEX: return "an index symbol";
     case V_DATASET: return "a data set";
     case V_CODE: return "code";
+    case V_OPTION: return "an option (its value is known when the program runs)";
+    case V_INIT: return "an initialiser";
     }
     return "a value";
 }
@@ -371,9 +380,12 @@ static Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) 
     return t;
 }
 
+static Tensor *option_tensor(Elab *e, const Value *v, Span span);
+
 static Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     switch (v->kind) {
     case V_TENSOR: return v->as.tensor;
+    case V_OPTION: return option_tensor(e, v, span);
     case V_INT:
     case V_FLOAT: return scalar_literal(e, number_of(v), span, 0);
     case V_ERROR: return NULL;
@@ -928,9 +940,11 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
         else t->shape.rows[k] = shape_fresh_row(e->solver, o);
     }
     t->init = first->a;
-    if (first->a) {
-        Value *init = eval(e, first->a, env, MODE_TENSOR);
-        if (init->kind == V_ERROR) return &error_value;
+    t->random = RANDOM_INIT_DEFAULT;
+    Value *init = first->a ? eval(e, first->a, env, MODE_TENSOR) : NULL;
+    if (init && init->kind == V_ERROR) return &error_value;
+    if (init && init->kind == V_INIT) t->random = init->as.init;
+    else if (init) {
         if (is_number(init)) init = tensor_value(e, scalar_literal(e, number_of(init), first->a->span, 0));
         if (init->kind != V_TENSOR)
             return fail(first->a->span, "the initial value of '%s' must be a number or a tensor, but "
@@ -1217,6 +1231,27 @@ static Tensor *data_tensor(Elab *e, DataSource *d, uint32_t field, Span span) {
     return t;
 }
 
+/* An option used as a tensor: a one-cell data tensor (generator "option") that the runtime fills
+ * with the option's value when the state is made; one per option, shared by every use. */
+static Tensor *option_tensor(Elab *e, const Value *v, Span span) {
+    ProgramOption *o = &e->program->options[v->as.option.id];
+    if (v->as.option.offset) {
+        diag_error(span, "'%s' plus an integer is a loop bound of main; in a tensor expression, write the "
+                   "arithmetic on the tensor ('%s' is a one-cell tensor there)", o->name, o->name);
+        return NULL;
+    }
+    if (o->tensor) return o->tensor;
+    DataSource *d = new_source(e, "option", o->span);
+    d->name = d->path = o->name;
+    Tensor *t = data_tensor(e, d, 0, o->span);
+    OriginId why = origin(e, o->span, "option '%s'", o->name);
+    t->shape = closed_shape(e, o->span, arena_printf(e->arena, "option '%s'", o->name));
+    Dim unit = dim_unit(why);
+    t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &unit, 1, why);
+    ARENA_PUSH(e->arena, e->program->sources, e->program->source_count, e->program->source_cap, d);
+    return o->tensor = t;
+}
+
 /* half_moons / circles / spirals ~count ~noise ~seed ~batches (~factor): two classes of 2-D
  * points, fields `points` (batches, count/batches | 2) and `labels` (… | 1, values ±1). */
 static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
@@ -1341,8 +1376,130 @@ static Value *builtin_csv(Elab *e, Arg *args, uint32_t count, Span span) { retur
 static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
     return single_source(e, "range", args, count, span);
 }
+/* ---- Lists and parameters (what an optimiser iterates over) ---------------------------------- */
+
+static void collect_params(Elab *e, Tensor *t, bool *seen, Value *list, uint32_t *cap) {
+    if (seen[t->id]) return;
+    seen[t->id] = true;
+    if (t->kind == TENSOR_PARAM) {
+        ARENA_PUSH(e->arena, list->as.list.items, list->as.list.count, *cap, tensor_value(e, t));
+        return;
+    }
+    for (uint32_t i = 0; i < t->operand_count; i++) collect_params(e, t->operands[i], seen, list, cap);
+}
+
+/* params t: the parameters t depends on, as a list, each once, in the order a depth-first walk of
+ * its operands (left to right) meets them. */
+static Value *builtin_params(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_TENSOR)
+        return fail(span, "'params' takes one tensor: params loss");
+    Value *list = new_value(e, V_LIST);
+    uint32_t cap = 0;
+    bool *seen = arena_alloc(e->arena, (e->program->tensor_count + 1) * sizeof *seen);
+    collect_params(e, args[0].value->as.tensor, seen, list, &cap);
+    return list;
+}
+
+/* is_tensor x: whether x is a tensor (an optimiser's ~lr may be a number or a schedule tensor). */
+static Value *builtin_is_tensor(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_tensor' takes one value: is_tensor x");
+    return bool_value(e, args[0].value->kind == V_TENSOR);
+}
+
+static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || (args[0].value->kind != V_LIST && args[0].value->kind != V_ARRAY))
+        return fail(span, "'length' takes one list or array: length xs");
+    return int_value(e, args[0].value->as.list.count);
+}
+
+/* nth xs i: element i (from 0) of a list or array. */
+static Value *builtin_nth(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 2 || args[0].label || args[1].label ||
+        (args[0].value->kind != V_LIST && args[0].value->kind != V_ARRAY) || args[1].value->kind != V_INT)
+        return fail(span, "'nth' takes a list or array and an integer: nth xs i");
+    int64_t i = args[1].value->as.i;
+    if (i < 0 || i >= (int64_t)args[0].value->as.list.count)
+        return fail(args[1].span, "'nth': index %lld is outside the %u elements", (long long)i,
+                    args[0].value->as.list.count);
+    return args[0].value->as.list.items[i];
+}
+
+/* ---- Initialisers (docs/language.md §3.5.3) ------------------------------------------------- */
+
+/* `fn ?label… ()`: the optional labels are the numbers `allowed` names ("~low ~high"). */
+static bool initialiser_args(Arg *args, uint32_t count, const char *fn, const char *allowed, Span span) {
+    uint32_t units = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!args[i].label) {
+            if (args[i].value->kind != V_UNIT || units++) {
+                diag_error(args[i].span, "'%s' is written '%s %s ()': its labelled arguments, then ()", fn, fn,
+                           allowed);
+                return false;
+            }
+        } else if (!check_labels(&args[i], 1, fn, allowed, false)) {
+            return false;
+        }
+    if (!units) {
+        diag_error(span, "'%s' is applied to () to make an initialiser: %s %s ()", fn, fn, allowed);
+        return false;
+    }
+    return true;
+}
+
+static Value *initialiser(Elab *e, const char *fn, Arg *args, uint32_t count, Span span, bool normal, InitFan fan,
+                          double gain_scale, double default_gain) {
+    double gain;
+    if (!initialiser_args(args, count, fn, "~gain", span) || !number_arg(args, count, "gain", fn, default_gain, &gain))
+        return &error_value;
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = normal, .fan = fan, .scale = gain * gain_scale, .shift = 0.0};
+    return v;
+}
+
+static bool has_unit_arg(Arg *args, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++)
+        if (!args[i].label && args[i].value->kind == V_UNIT) return true;
+    return false;
+}
+
+/* uniform ?low ?high (): the initialiser; uniform ~seed ~b ~i ~o: the data source. */
 static Value *builtin_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
-    return single_source(e, "uniform", args, count, span);
+    if (!has_unit_arg(args, count)) return single_source(e, "uniform", args, count, span);
+    double low, high;
+    if (!initialiser_args(args, count, "uniform", "~low ~high", span) ||
+        !number_arg(args, count, "low", "uniform", -1.0, &low) || !number_arg(args, count, "high", "uniform", 1.0, &high))
+        return &error_value;
+    if (!(low <= high)) return fail(span, "'uniform' needs ~low <= ~high, but they are %g and %g", low, high);
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = false, .fan = FAN_NONE, .scale = (high - low) / 2, .shift = (high + low) / 2};
+    return v;
+}
+
+static Value *builtin_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    double mean, std;
+    if (!initialiser_args(args, count, "normal", "~mean ~std", span) ||
+        !number_arg(args, count, "mean", "normal", 0.0, &mean) || !number_arg(args, count, "std", "normal", 1.0, &std))
+        return &error_value;
+    if (!(std >= 0)) return fail(span, "'normal' needs ~std >= 0, but it is %g", std);
+    Value *v = new_value(e, V_INIT);
+    v->as.init = (RandomInit){.normal = true, .fan = FAN_NONE, .scale = std, .shift = mean};
+    return v;
+}
+
+/* Xavier/Glorot: bound gain * sqrt(6 / (fan_in + fan_out)), or std gain * sqrt(2 / (…)). */
+static Value *builtin_xavier_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "xavier_uniform", args, count, span, false, FAN_SUM, sqrt(6.0), 1.0);
+}
+static Value *builtin_xavier_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "xavier_normal", args, count, span, true, FAN_SUM, sqrt(2.0), 1.0);
+}
+/* Kaiming/He (fan-in mode): bound gain * sqrt(3 / fan_in), or std gain / sqrt(fan_in); the
+ * default gain sqrt 2 is ReLU's. */
+static Value *builtin_kaiming_uniform(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "kaiming_uniform", args, count, span, false, FAN_IN, sqrt(3.0), sqrt(2.0));
+}
+static Value *builtin_kaiming_normal(Elab *e, Arg *args, uint32_t count, Span span) {
+    return initialiser(e, "kaiming_normal", args, count, span, true, FAN_IN, 1.0, sqrt(2.0));
 }
 
 typedef struct BuiltinEntry {
@@ -1360,6 +1517,15 @@ static const BuiltinEntry builtins[] = {
     {"csv", builtin_csv},
     {"range", builtin_range},
     {"uniform", builtin_uniform},
+    {"normal", builtin_normal},
+    {"params", builtin_params},
+    {"length", builtin_length},
+    {"is_tensor", builtin_is_tensor},
+    {"nth", builtin_nth},
+    {"xavier_uniform", builtin_xavier_uniform},
+    {"xavier_normal", builtin_xavier_normal},
+    {"kaiming_uniform", builtin_kaiming_uniform},
+    {"kaiming_normal", builtin_kaiming_normal},
 };
 
 /* set_dim NAME n: a captured dimension gets a size (NAME is a label of a capture list). */
@@ -1405,6 +1571,23 @@ static void fill_dim_readings(Elab *e) {
 /* ---- Expressions --------------------------------------------------------------------------- */
 
 static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
+    if (a->kind == V_OPTION || b->kind == V_OPTION) {
+        /* option ± integer, integer + option: a loop bound of main, read at run time */
+        Value *o = a->kind == V_OPTION ? a : b, *k = a->kind == V_OPTION ? b : a;
+        int64_t sum;
+        bool sub = strcmp(op, "-") == 0;
+        if ((strcmp(op, "+") == 0 || (sub && o == a)) && k->kind == V_INT &&
+            !e->program->options[o->as.option.id].is_float &&
+            !__builtin_add_overflow(o->as.option.offset, sub ? -k->as.i : k->as.i, &sum) && k->as.i != INT64_MIN) {
+            Value *v = new_value(e, V_OPTION);
+            v->as.option.id = o->as.option.id;
+            v->as.option.offset = sum;
+            return v;
+        }
+        return fail(span, "'%s' on an option: an option's value is known only when the program runs, so it can "
+                    "be a loop bound of main (an integer option plus or minus an integer), a value that main "
+                    "prints, or a number in a tensor expression", op);
+    }
     bool fl = a->kind == V_FLOAT || b->kind == V_FLOAT || strchr(op, '.') != NULL;
     if (!is_number(a) || !is_number(b)) {
         if (strcmp(op, "^") == 0 && a->kind == V_STRING && b->kind == V_STRING) {
@@ -1510,6 +1693,18 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
     if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
     bool tensors = a->kind == V_TENSOR || b->kind == V_TENSOR;
     Value *opv = lookup_operator(e, env, op);
+    bool a_num = is_number(a) || a->kind == V_OPTION, b_num = is_number(b) || b->kind == V_OPTION;
+    if (tensors && (a->kind == V_OPTION || b->kind == V_OPTION) && opv) {
+        if (a->kind == V_OPTION) a = tensor_value(e, option_tensor(e, a, n->a->span));
+        if (b->kind == V_OPTION) b = tensor_value(e, option_tensor(e, b, n->b->span));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+    }
+    if (!tensors && mode == MODE_TENSOR && opv && a_num && b_num && (a->kind == V_OPTION || b->kind == V_OPTION)) {
+        a = tensor_value(e, as_tensor(e, a, n->a->span, "an option"));
+        b = tensor_value(e, as_tensor(e, b, n->b->span, "an option"));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+        tensors = true;
+    }
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
         /* A number operand is a scalar literal where it is written. */
@@ -1647,7 +1842,10 @@ static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
     return v;
 }
 
+static Value *qualified_name(Elab *e, const Node *n);
+
 static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (n->a->kind == NODE_MODULE) return qualified_name(e, n);
     Value *obj = eval(e, n->a, env, mode);
     if (obj->kind == V_ERROR) return obj;
     if (obj->kind == V_DATASET) {
@@ -1812,6 +2010,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
     case ITEM_ROUTINE:
     case ITEM_MAIN:
     case ITEM_OPEN:
+    case ITEM_OPTION:
     case NODE_KIND_COUNT: break;
     }
     return fail(n->span, "this cannot be evaluated here");
@@ -1849,8 +2048,9 @@ static char *read_file_text(const char *path, size_t *len) {
     return buf;
 }
 
-static void open_module(Elab *e, const Node *item) {
-    const char *name = item->name;
+/* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
+ * elaborated as the program's own, and each top-level name is bound as `M.name` too. */
+static void load_module(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) return;
     ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
@@ -1875,14 +2075,33 @@ static void open_module(Elab *e, const Node *item) {
         }
     }
     if (!src) {
-        diag_error(item->span, "module '%s' not found: no '%s' in the standard library%s", name, file,
+        diag_error(span, "module '%s' not found: no '%s' in the standard library%s", name, file,
                    e->options && e->options->include_count ? ", the -I directories or beside the program"
                                                             : " or beside the program (add directories with -I)");
         return;
     }
     Module *m = parse_module(src, e->arena);
     if (diag_error_count()) return;
+    Scope *scope = e->scope; /* a qualified name may load a module in the middle of an item */
     elab_module(e, m);
+    e->scope = scope;
+    for (uint32_t i = 0; i < m->items.count; i++) {
+        const Node *item = m->items.items[i];
+        if ((item->kind != ITEM_LET && item->kind != ITEM_OPERATOR) || strcmp(item->name, "_") == 0) continue;
+        Value *v = lookup_global(e, item->name, e->generation);
+        if (v) bind_global(e, arena_printf(e->arena, "%s.%s", name, item->name), v);
+    }
+}
+
+static void open_module(Elab *e, const Node *item) { load_module(e, item->name, item->span); }
+
+/* M.name: loads M when it is not yet. */
+static Value *qualified_name(Elab *e, const Node *n) {
+    load_module(e, n->a->name, n->a->span);
+    if (diag_error_count()) return &error_value;
+    Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation);
+    if (!v) return fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
+    return v;
 }
 
 /* ---- Routines ------------------------------------------------------------------------------ */
@@ -1949,6 +2168,7 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
         return x;
     }
     x->kind = CEXPR_TENSOR;
+    if (v && v->kind == V_OPTION) return (x->tensor = option_tensor(e, v, n->span)) ? x : NULL;
     if (v && v->kind == V_TENSOR) {
         x->tensor = v->as.tensor;
         return x;
@@ -1999,13 +2219,104 @@ static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, Origi
     for (uint32_t i = 0; i < x->arg_count; i++) code_expr_constraints(e, x->args[i], lhs, why);
 }
 
-static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
-    switch (n->kind) {
-    case NODE_CODE: elab_code(e, r, n->a, env); return;
-    case NODE_COMMENTED: elab_code(e, r, n->b, env); return;
-    case NODE_SEQ:
-        for (uint32_t i = 0; i < n->list.count; i++) elab_code(e, r, n->list.items[i], env);
+/* `{ name; o = […] } =: …` in code: a state tensor (elab.h TENSOR_STATE), bound to `name` for the
+ * right side and the statements after it. */
+static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
+    const Node *first = rec->list.items[0];
+    if (first->a) {
+        diag_error(first->a->span, "'{ %s }' on the left of an assignment is filled by the assignment; it takes "
+                   "no initial value (it starts at 0)", first->name);
+        return NULL;
+    }
+    Row rows[ROW_KINDS];
+    bool given[ROW_KINDS];
+    if (!record_sizes(e, rec, env, first->name, rows, given)) return NULL;
+    Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
+    t->name = first->name;
+    OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
+    for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_fresh_row(e->solver, o);
+    return t;
+}
+
+/* A code function applied to all its arguments: its optional parameters left get their defaults;
+ * false (reported) when a required one is missing. */
+static bool finish_code(Elab *e, Closure *c, Span span) {
+    for (; c->next < c->param_count; c->next++) {
+        const Node *p = c->params[c->next];
+        if (c->bound[c->next]) continue;
+        if (p->flag != PARAM_OPTIONAL) {
+            diag_error(span, "this code is %s applied to too few arguments: it still needs %s%s",
+                       c->fn_name ? c->fn_name : "a function", p->flag == PARAM_LABELLED ? "~" : "its argument ",
+                       p->name ? p->name : "()");
+            return false;
+        }
+        c->env = bind(e, c->env, p->name, param_default(e, c, p));
+    }
+    return true;
+}
+
+static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env);
+
+/* Code that is a value: a `let%cd` definition, a code function applied (`Train.sgd ~lr p`), or
+ * a name bound to one; its body is elaborated in its own environment. */
+static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
+    Value *v = eval(e, n, env, MODE_VALUE);
+    if (v->kind == V_ERROR) return;
+    if (v->kind != V_CODE || !v->as.closure) {
+        diag_error(n->span, "a routine holds code (t.forward, t.backprop, t.zero_grads, assignments, let%%cd "
+                   "functions applied), but this is %s", kind_noun(v));
         return;
+    }
+    Closure *c = copy_closure(e, v->as.closure);
+    if (!finish_code(e, c, n->span)) return;
+    if (++e->depth > MAX_EVAL_DEPTH) {
+        diag_error(n->span, "code is nested too deeply (more than %d calls)", MAX_EVAL_DEPTH);
+    } else {
+        elab_code(e, r, c->body, c->env);
+    }
+    e->depth--;
+}
+
+/* Elaborates the statements of `n` into r; returns the environment for the statements after it
+ * (with the state tensors `n` defined). */
+static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
+    switch (n->kind) {
+    case NODE_CODE: return elab_code(e, r, n->a, env);
+    case NODE_COMMENTED: return elab_code(e, r, n->b, env);
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) env = elab_code(e, r, n->list.items[i], env);
+        return env;
+    case NODE_IF: {
+        Value *c = eval(e, n->a, env, MODE_VALUE);
+        if (c->kind == V_ERROR) return env;
+        if (c->kind != V_BOOL) {
+            diag_error(n->a->span, "the condition of 'if' in code is known at compile time and must be a boolean, "
+                       "but this is %s", kind_noun(c));
+            return env;
+        }
+        if (c->as.b) return elab_code(e, r, n->b, env);
+        return n->c ? elab_code(e, r, n->c, env) : env;
+    }
+    case NODE_LET: {
+        Value *v;
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, MODE_VALUE, false, false, env, &v);
+        if (v->kind != V_ERROR) elab_code(e, r, n->b, inner);
+        return env;
+    }
+    case NODE_FOR: {
+        Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+        if (from->kind == V_ERROR || to->kind == V_ERROR) return env;
+        if (from->kind != V_INT || to->kind != V_INT) {
+            diag_error(n->span, "the bounds of 'for' in code must be integers known at compile time");
+            return env;
+        }
+        int64_t step = n->flag ? -1 : 1;
+        for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step)
+            elab_code(e, r, n->c, bind(e, env, n->name, int_value(e, i)));
+        return env;
+    }
+    case NODE_APP:
+    case NODE_VAR: elab_code_value(e, r, n, env); return env;
     case NODE_FIELD: {
         CodeStepKind kind = strcmp(n->name, "forward") == 0      ? STEP_FORWARD
                           : strcmp(n->name, "backprop") == 0     ? STEP_BACKPROP
@@ -2013,35 +2324,38 @@ static void elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
                                                                  : STEP_ASSIGN;
         if (kind == STEP_ASSIGN) break;
         Value *v = eval(e, n->a, env, MODE_TENSOR);
-        if (v->kind == V_ERROR) return;
+        if (v->kind == V_ERROR) return env;
         if (v->kind != V_TENSOR) {
             diag_error(n->a->span, "'.%s' is code of a tensor, but this is %s", n->name, kind_noun(v));
-            return;
+            return env;
         }
         add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span});
-        return;
+        return env;
     }
     case NODE_ASSIGN: {
         if (n->c && !(n->c->kind == NODE_STRING && n->c->len == 1 && n->c->text[0] == '.')) {
             diag_error(n->c->span, "only the pointwise logic \".\" is supported for assignments in routines in "
                        "this version");
-            return;
-        }
-        if (n->a->kind == NODE_RECORD) {
-            diag_error(n->a->span, "inline definitions in routines are not supported in this version yet");
-            return;
+            return env;
         }
         CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
-        if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return;
-        if (!step.grad && !check_assignable(step.tensor, n->a->span)) return;
-        if (!(step.rhs = code_expr(e, n->b, env))) return;
+        if (n->a->kind == NODE_RECORD) {
+            if (!(step.tensor = state_tensor(e, n->a, env))) return env;
+            env = bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
+        } else {
+            if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return env;
+            if (!step.grad && !check_assignable(step.tensor, n->a->span)) return env;
+        }
+        if (!(step.rhs = code_expr(e, n->b, env))) return env;
         code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
         add_step(e, r, step);
-        return;
+        return env;
     }
     default: break;
     }
-    diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads and assignments in this version");
+    diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "
+               "'if', 'let' and 'for' over them");
+    return env;
 }
 
 /* ---- main (docs/language.md §3.2.9) -------------------------------------------------------------- */
@@ -2118,7 +2432,8 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         }
         if (used < count) {
             args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
-            if (!args[used].wants_float && (args[used].kind == PARG_TENSOR || args[used].kind == PARG_FLOAT)) {
+            if (!args[used].wants_float && (args[used].kind == PARG_TENSOR || args[used].kind == PARG_FLOAT ||
+                                            (args[used].kind == PARG_OPTION && args[used].float_option))) {
                 diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "
                            "use %%f, %%e or %%g", (int)(j - i + 1), f + i);
                 return false;
@@ -2163,6 +2478,12 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
         case V_FLOAT: p->kind = PARG_FLOAT; p->f = v->as.f; break;
         case V_INDEX: p->kind = PARG_INDEX; p->index = v->as.index.id; break;
+        case V_OPTION:
+            p->kind = PARG_OPTION;
+            p->index = v->as.option.id;
+            p->float_option = e->program->options[p->index].is_float;
+            p->i = v->as.option.offset;
+            break;
         case V_TENSOR:
             if (v->as.tensor->kind == TENSOR_INDEX) { /* !@i */
                 diag_error(a->span, "print the index itself ('%s'), not '!@%s'", v->as.tensor->index, v->as.tensor->index);
@@ -2194,26 +2515,42 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
-static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
-    Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
-    if (from->kind == V_ERROR || to->kind == V_ERROR) return;
-    if (from->kind != V_INT || to->kind != V_INT) {
-        const Node *bad = from->kind != V_INT ? n->a : n->b;
-        diag_error(bad->span, "the bounds of a loop in 'main' must be integers known at compile time, but this is %s",
-                   kind_noun(from->kind != V_INT ? from : to));
-        return;
+/* A bound of a loop of main: an integer, or an integer option plus an integer (read at run time). */
+static bool loop_bound(Elab *e, const Node *n, Value *v, int64_t *value, uint32_t *option) {
+    *option = UINT32_MAX;
+    if (v->kind == V_INT) {
+        *value = v->as.i;
+        return true;
     }
-    MainStep step = {.kind = MAIN_FOR, .span = n->span, .from = from->as.i, .to = to->as.i, .down = n->flag == 1};
+    if (v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) {
+        *option = v->as.option.id;
+        *value = v->as.option.offset;
+        return true;
+    }
+    if (v->kind != V_ERROR)
+        diag_error(n->span, "the bounds of a loop in 'main' must be integers known at compile time or integer "
+                   "options, but this is %s", v->kind == V_OPTION ? "an option that is a number" : kind_noun(v));
+    return false;
+}
+
+static void main_for(Elab *e, const Node *n, Env *env, MainList *out, bool progress) {
+    Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1, .progress = progress};
+    if (!loop_bound(e, n->a, from, &step.from, &step.from_option) | !loop_bound(e, n->b, to, &step.to, &step.to_option))
+        return;
+    bool at_run_time = step.from_option != UINT32_MAX || step.to_option != UINT32_MAX;
     int64_t lo = step.down ? step.to : step.from, hi = step.down ? step.from : step.to;
     Value *sym = lookup(e, env, n->name);
     if (sym && sym->kind == V_INDEX) {
-        if (lo <= hi && (lo < 0 || hi >= sym->as.index.range)) {
+        if (!at_run_time && lo <= hi && (lo < 0 || hi >= sym->as.index.range)) {
             diag_error(lo < 0 ? (step.down ? n->b : n->a)->span : (step.down ? n->a : n->b)->span,
                        "the loop runs '%s' over %lld..%lld, outside its range 0..%u", n->name, (long long)lo,
                        (long long)hi, sym->as.index.range - 1);
             diag_note(sym->as.index.span, "the range of '%s'", n->name);
             return;
         }
+    } else if (at_run_time) { /* checked when the loop starts: counts from 0 up */
+        sym = index_value(e, n->name, INT64_MAX, n->span, true);
     } else {
         if (lo <= hi && lo < 0) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
@@ -2230,13 +2567,118 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out) {
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
+/* save "file.npz" [p; …] and load "file.npz" [p; …]: a checkpoint of the listed parameters,
+ * or of every parameter. */
+static void main_checkpoint(Elab *e, const Node *n, Env *env, MainList *out, MainStepKind kind) {
+    const char *verb = kind == MAIN_SAVE ? "save" : "load";
+    uint32_t count = n->list.count;
+    const Node *file = count ? n->list.items[0] : NULL, *list = count == 2 ? n->list.items[1] : NULL;
+    if (!file || file->kind != NODE_STRING || count > 2 || (list && list->kind != NODE_LIST)) {
+        diag_error(n->span, "'%s' takes a file name and optionally a list of parameters: %s \"model.npz\" or "
+                   "%s \"model.npz\" [w; b]", verb, verb, verb);
+        return;
+    }
+    if (file->len == 0 || memchr(file->text, 0, file->len)) {
+        diag_error(file->span, "the file of '%s' needs a name", verb);
+        return;
+    }
+    MainStep step = {.kind = kind, .span = n->span, .routine = UINT32_MAX, .text = file->text};
+    if (list) {
+        if (list->list.count == 0) {
+            diag_error(list->span, "the list of '%s' is empty; leave it out to %s every parameter", verb, verb);
+            return;
+        }
+        step.tensor_count = list->list.count;
+        step.tensors = arena_alloc(e->arena, step.tensor_count * sizeof *step.tensors);
+        for (uint32_t i = 0; i < step.tensor_count; i++) {
+            const Node *a = list->list.items[i];
+            Value *v = eval(e, a, env, MODE_TENSOR);
+            if (v->kind == V_ERROR) return;
+            if (v->kind != V_TENSOR || v->as.tensor->kind != TENSOR_PARAM) {
+                diag_error(a->span, "a checkpoint holds parameters, but this is %s",
+                           v->kind == V_TENSOR ? "a tensor that is not a parameter" : kind_noun(v));
+                return;
+            }
+            step.tensors[i] = v->as.tensor;
+        }
+    }
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
+/* shuffle NAME: permute the rows of data item NAME (plan.c finds the rows). */
+static void main_shuffle(Elab *e, const Node *n, MainList *out) {
+    const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
+    if (!arg || arg->kind != NODE_VAR) {
+        diag_error(n->span, "'shuffle' takes the name of one data item: shuffle moons");
+        return;
+    }
+    const Program *p = e->program;
+    for (uint32_t i = 0; i < p->source_count; i++)
+        if (strcmp(p->sources[i]->name, arg->name) == 0 && strcmp(p->sources[i]->generator, "option") != 0) {
+            MainStep step = {.kind = MAIN_SHUFFLE, .span = n->span, .routine = UINT32_MAX, .source = i};
+            ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+            return;
+        }
+    diag_error(arg->span, "there is no data item '%s' to shuffle (data items are declared before 'main')", arg->name);
+}
+
+/* The number of series `name`; a new one when `create`, else UINT32_MAX if there is none. */
+static uint32_t series_number(Elab *e, const char *name, bool create) {
+    Program *p = e->program;
+    for (uint32_t i = 0; i < p->series_count; i++)
+        if (strcmp(p->series[i], name) == 0) return i;
+    if (!create) return UINT32_MAX;
+    ARENA_PUSH(e->arena, p->series, p->series_count, p->series_cap, name);
+    return p->series_count - 1;
+}
+
+/* record NAME t: append t (one cell) to series NAME; plot NAME: draw the series. */
+static void main_series(Elab *e, const Node *n, Env *env, MainList *out, MainStepKind kind) {
+    uint32_t want = kind == MAIN_RECORD ? 2 : 1;
+    const Node *name = n->list.count == want ? n->list.items[0] : NULL;
+    if (!name || name->kind != NODE_VAR) {
+        diag_error(n->span, kind == MAIN_RECORD ? "'record' takes a series name and a one-cell tensor: record losses loss"
+                                                : "'plot' takes the name of a recorded series: plot losses");
+        return;
+    }
+    MainStep step = {.kind = kind, .span = n->span, .routine = UINT32_MAX, .text = name->name,
+                     .series = series_number(e, name->name, kind == MAIN_RECORD)};
+    if (step.series == UINT32_MAX) {
+        diag_error(name->span, "no series '%s' is recorded before this plot (record %s x, in a loop of main)", name->name,
+                   name->name);
+        return;
+    }
+    if (kind == MAIN_RECORD) {
+        const Node *a = n->list.items[1];
+        uint32_t fresh_from = e->program->tensor_count;
+        Value *v = eval(e, a, env, MODE_TENSOR);
+        if (v->kind == V_ERROR) return;
+        if (v->kind != V_TENSOR || v->as.tensor->kind == TENSOR_INDEX) {
+            diag_error(a->span, "'record' records a one-cell tensor, but this is %s",
+                       v->kind == V_TENSOR ? "an index value" : kind_noun(v));
+            return;
+        }
+        step.tensors = arena_alloc(e->arena, sizeof *step.tensors);
+        step.tensors[0] = v->as.tensor;
+        step.tensor_count = 1;
+        if (v->as.tensor->id >= fresh_from) { /* an expression: computed just before it is recorded */
+            Routine compute = {.name = arena_printf(e->arena, "main.record@%u", n->span.start), .span = n->span,
+                               .hidden = true};
+            add_step(e, &compute, (CodeStep){.kind = STEP_COMPUTE, .tensor = v->as.tensor, .fresh_from = fresh_from,
+                                             .span = a->span});
+            step.routine = add_routine(e, compute);
+        }
+    }
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+}
+
 static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
     switch (n->kind) {
     case NODE_SEQ:
         for (uint32_t i = 0; i < n->list.count; i++) elab_main(e, n->list.items[i], env, out);
         return;
     case NODE_UNIT: return;
-    case NODE_FOR: main_for(e, n, env, out); return;
+    case NODE_FOR: main_for(e, n, env, out, false); return;
     case NODE_IF: {
         Value *c = eval(e, n->a, env, MODE_VALUE);
         if (c->kind == V_ERROR) return;
@@ -2281,12 +2723,65 @@ static void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
                 main_print(e, n, env, out);
                 return;
             }
+            if (strcmp(n->a->name, "save") == 0 || strcmp(n->a->name, "load") == 0) {
+                main_checkpoint(e, n, env, out, n->a->name[0] == 's' ? MAIN_SAVE : MAIN_LOAD);
+                return;
+            }
+            if (strcmp(n->a->name, "shuffle") == 0) {
+                main_shuffle(e, n, out);
+                return;
+            }
+            if (strcmp(n->a->name, "record") == 0 || strcmp(n->a->name, "plot") == 0) {
+                main_series(e, n, env, out, n->a->name[0] == 'r' ? MAIN_RECORD : MAIN_PLOT);
+                return;
+            }
+            if (strcmp(n->a->name, "progress") == 0) {
+                const Node *loop = n->list.count == 1 ? n->list.items[0] : NULL;
+                if (!loop || loop->kind != NODE_FOR) {
+                    diag_error(n->span, "'progress' takes one loop: progress (for epoch = 1 to epochs do … done)");
+                    return;
+                }
+                main_for(e, loop, env, out, true);
+                return;
+            }
         }
         break;
     default: break;
     }
-    diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x) and loops (for i = a to b do … done); "
-               "this is not one of them");
+    diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x), loops (for i = a to b do … done) and "
+               "the statements of docs/language.md §3.2.9 (save, load, shuffle, record, plot, progress); this is not "
+               "one of them");
+}
+
+/* option NAME = DEFAULT: an integer or a number that `--NAME VALUE` sets when the program runs. */
+static void elab_option(Elab *e, const Node *item) {
+    static const char *const reserved[] = {"help", "seed", "threads", "data", "load"};
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strcmp(item->name, reserved[i]) == 0) {
+            diag_error(item->span, "'--%s' is an option of every executable; choose another name for this option",
+                       item->name);
+            return;
+        }
+    Program *p = e->program;
+    for (uint32_t i = 0; i < p->option_count; i++)
+        if (strcmp(p->options[i].name, item->name) == 0) {
+            diag_error(item->span, "option '%s' is declared twice", item->name);
+            diag_note(p->options[i].span, "the first declaration");
+            return;
+        }
+    Value *v = eval(e, item->a, e->globals, MODE_VALUE);
+    if (v->kind == V_ERROR) return;
+    if (!is_number(v) || (v->kind == V_INT && (v->as.i > (INT64_C(1) << 53) || v->as.i < -(INT64_C(1) << 53))) ||
+        (v->kind == V_FLOAT && !isfinite(v->as.f))) {
+        diag_error(item->a->span, "an option's default is an integer (at most 2^53 in size) or a finite number, but "
+                   "this is %s", is_number(v) ? "out of that range" : kind_noun(v));
+        return;
+    }
+    ProgramOption o = {item->name, v->kind == V_FLOAT, number_of(v), item->span, NULL};
+    ARENA_PUSH(e->arena, p->options, p->option_count, p->option_cap, o);
+    Value *opt = new_value(e, V_OPTION);
+    opt->as.option.id = p->option_count - 1;
+    bind_global(e, item->name, opt);
 }
 
 static void elab_item(Elab *e, const Node *item) {
@@ -2373,6 +2868,7 @@ static void elab_item(Elab *e, const Node *item) {
         break;
     }
     case ITEM_OPEN: open_module(e, item); break;
+    case ITEM_OPTION: elab_option(e, item); break;
     case ITEM_ROUTINE: {
         Routine r = {.name = item->name, .span = item->span};
         elab_code(e, &r, item->a, e->globals);

@@ -29,6 +29,8 @@ typedef enum TensorKind {
     TENSOR_INDEX,    /* `!@i`: the run-time value of an index symbol, a scalar */
     TENSOR_OP,       /* an operator application: interior */
     TENSOR_SLICE,    /* `x @| i` */
+    TENSOR_STATE,    /* `{ x } =: …` in a routine: code-written state (an optimiser's buffer), starts
+                        at 0, kept between runs, no gradient */
 } TensorKind;
 
 typedef enum Logic {
@@ -38,6 +40,25 @@ typedef enum Logic {
     LOGIC_TRANSPOSE, /* "T" */
     LOGIC_SPEC,      /* an einsum spec */
 } Logic;
+
+/* A parameter's random initialisation (docs/language.md §3.5.3): shift + scale / sqrt(fan) * r,
+ * r uniform in [-1, 1) or standard normal, fan a product of the parameter's axes (1 if none). */
+typedef enum InitFan {
+    FAN_NONE, /* fan = 1 */
+    FAN_IN,   /* the input axes */
+    FAN_OUT,  /* the output axes */
+    FAN_SUM,  /* fan_in + fan_out (Xavier/Glorot) */
+} InitFan;
+
+typedef struct RandomInit {
+    bool normal;
+    InitFan fan;
+    double scale, shift;
+} RandomInit;
+
+/* The default of a parameter without an initial value: uniform in ±1/sqrt(fan_in) (as PyTorch's
+ * Linear); a parameter without input axes has fan_in 1, so uniform in [-1, 1). */
+#define RANDOM_INIT_DEFAULT ((RandomInit){.normal = false, .fan = FAN_IN, .scale = 1.0, .shift = 0.0})
 
 typedef struct Tensor Tensor;
 typedef struct DataSource DataSource;
@@ -57,6 +78,7 @@ struct Tensor {
     double *values;    /* TENSOR_LITERAL: the numbers; TENSOR_CONSTANT: one fill value */
     uint32_t value_count;
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
+    RandomInit random; /* TENSOR_PARAM without an initial tensor: how its cells are drawn */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
@@ -74,6 +96,15 @@ struct DataSource {
     uint32_t field_count;
     Span span;
 };
+
+/* An `option` item: a number the command line may set (docs/language.md §3.2.11). */
+typedef struct ProgramOption {
+    const char *name;
+    bool is_float;
+    double value;   /* the default */
+    Span span;
+    Tensor *tensor; /* the one-cell data tensor that holds it, once it is used as a tensor */
+} ProgramOption;
 
 /* An `index` symbol, or a counter of a `for` loop in `main`. */
 typedef struct IndexSymbol {
@@ -126,18 +157,22 @@ typedef struct Routine {
     uint32_t step_count, step_cap;
 } Routine;
 
-/* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs and
- * prints. */
-typedef enum MainStepKind { MAIN_FOR, MAIN_RUN, MAIN_PRINT } MainStepKind;
-typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR } PrintArgKind;
+/* `main` (docs/language.md §3.2.9), as elaborated: loops over index symbols, routine runs,
+ * prints, and the statements the runtime carries out (checkpoints, shuffles, series). */
+typedef enum MainStepKind {
+    MAIN_FOR, MAIN_RUN, MAIN_PRINT, MAIN_SAVE, MAIN_LOAD, MAIN_SHUFFLE, MAIN_RECORD, MAIN_PLOT
+} MainStepKind;
+typedef enum PrintArgKind { PARG_INT, PARG_FLOAT, PARG_INDEX, PARG_TENSOR, PARG_OPTION } PrintArgKind;
 
 typedef struct PrintArg {
     PrintArgKind kind;
     int64_t i;          /* PARG_INT */
     double f;           /* PARG_FLOAT */
-    uint32_t index;     /* PARG_INDEX: into Program.indexes */
+    uint32_t index;     /* PARG_INDEX: into Program.indexes; PARG_OPTION: into Program.options
+                           (plus `i`) */
     Tensor *tensor;     /* PARG_TENSOR */
     bool wants_float;   /* its conversion is a floating one (%f %g …) */
+    bool float_option;  /* PARG_OPTION: the option is a number, not an integer */
     Span span;
 } PrintArg;
 
@@ -146,8 +181,10 @@ struct MainStep {
     MainStepKind kind;
     Span span;
     uint32_t index;         /* FOR: the loop's symbol (Program.indexes) */
-    int64_t from, to;       /* FOR: inclusive bounds */
+    int64_t from, to;       /* FOR: inclusive bounds (added to the options' values when set) */
+    uint32_t from_option, to_option; /* FOR: a bound read from an option, or UINT32_MAX */
     bool down;              /* FOR: downto */
+    bool progress;          /* FOR: wrapped in `progress`: show a progress bar */
     MainStep *body;         /* FOR */
     uint32_t body_count;
     uint32_t routine;       /* RUN: into Program.routines; PRINT: the routine computing printed
@@ -156,6 +193,11 @@ struct MainStep {
     const char *label;      /* PRINT as a grid: the name shown */
     PrintArg *args;
     uint32_t arg_count;
+    const char *text;       /* SAVE, LOAD: the file; RECORD, PLOT: the series' name */
+    Tensor **tensors;       /* SAVE, LOAD: the listed parameters (none: all); RECORD: the value */
+    uint32_t tensor_count;
+    uint32_t source;        /* SHUFFLE: into Program.sources */
+    uint32_t series;        /* RECORD, PLOT: the series' number (Program.series) */
 };
 
 typedef struct Program {
@@ -176,6 +218,10 @@ typedef struct Program {
     uint32_t index_count, index_cap;
     DataSource **sources; /* every data item, in declaration order */
     uint32_t source_count, source_cap;
+    ProgramOption *options; /* every `option` item, in declaration order */
+    uint32_t option_count, option_cap;
+    const char **series;    /* the names `record` gives series, in order of first use */
+    uint32_t series_count, series_cap;
 } Program;
 
 typedef struct ElabOptions {

@@ -6,11 +6,13 @@
 
 #include "assign_build.h"
 
-/* Appends `n.grad =: 0` to `out` for every tensor n of t's graph that needs a gradient,
+/* Appends `n.grad =: 0` to `out` for every tensor n of t's graph whose gradient is reached,
  * operands before users; `span` is the statement's. */
 void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
 
-/* Appends to `out` the backward assignments of t's graph, users before operands. */
-void grad_backprop(Builder *b, Tensor *t, AssignList *out);
+/* Appends to `out` the backward assignments of t's graph, users before operands.  With
+ * `may_seed` (the routine has not assigned t.grad before this statement), a t of one cell that
+ * needs a gradient is seeded first: `t.grad =: 1`. */
+void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *out);
 
 #endif

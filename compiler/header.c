@@ -3,7 +3,8 @@
  * The object (cg_cpu.c) defines the model image MODULE__image and one function per exported
  * routine; everything else a caller needs is small and lives in the header as static inline
  * functions over the runtime (tsr.h): MODULE_create(seed) builds a tsr_state from the image,
- * accessors return a buffer of the state, setters set an index symbol.  So the runtime is one
+ * accessors return a buffer of the state, setters set an index symbol, MODULE_save and
+ * MODULE_load write and read checkpoints.  So the runtime is one
  * static library shared by every object, and objects of several modules link together: every
  * symbol is prefixed by the module's name.
  *
@@ -173,6 +174,14 @@ void header_write(const IrProgram *ir, const char *module, const char *source, F
             "/* The text of the last error on this thread. */\n"
             "static inline const char *%s_last_error(void) { return tsr_last_error(); }\n\n",
             module, module, module, module, module, module, module, module, module, module, module, module, module);
+    fprintf(out,
+            "/* Checkpoints: every parameter as a NumPy .npz file (numpy.load reads it), one float32\n"
+            " * array per parameter, named as the tensor, of its dims in memory order.  Load reads\n"
+            " * such a file (or numpy.savez's) back; a missing file or array, a wrong shape or a\n"
+            " * damaged file is an error (TSR_ERR_DATA) that changes nothing. */\n"
+            "static inline int %s_save(%s_state *s, const char *path) { return tsr_state_save((tsr_state *)s, path); }\n"
+            "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n\n",
+            module, module, module, module);
     fputs("/* Routines. */\n", out);
     for (uint32_t f = 0; f < ir->function_count; f++)
         if (x.routines[f]) fprintf(out, "int %s_%s(%s_state *s);\n", module, x.routines[f], module);

@@ -2,7 +2,10 @@
  *
  * The image is how the compiler hands the runtime everything that is data rather than code:
  * buffer names, shapes and initialisers (literal values as float32), data sets with their
- * generators or files, index symbols with their ranges, and the print statements of `main`.
+ * generators or files, index symbols with their ranges, the print statements of `main`, the
+ * program's options with their defaults (the executable's command line, runtime/args.c), and
+ * the statements of `main` the runtime carries out (checkpoints, shuffles, series, progress
+ * bars: runtime/steps.c).
  * The reference executor builds its state from the same image, so initialisation and data
  * loading are one code path for interpreted and compiled programs.
  *
@@ -46,7 +49,7 @@ static void str(Bytes *b, const char *s) {
 
 /* BufferKind, InitKind and IrPrintArgKind expand the lists the reader's TSR_* values do. */
 _Static_assert((int)BUF_COMPUTED == TSR_BUF_COMPUTED && (int)INIT_UNIFORM == TSR_INIT_UNIFORM &&
-                   (int)IRP_BUFFER == TSR_ARG_BUFFER,
+                   (int)IRP_BUFFER == TSR_ARG_BUFFER && (int)IRA_PROGRESS == TSR_ACTION_PROGRESS,
                "the IR's kinds and the image's kinds come from runtime/image_kinds.h");
 
 unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size) {
@@ -72,6 +75,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         u32(&b, buf->rank);
         for (uint32_t a = 0; a < buf->rank; a++) u64(&b, buf->dims[a]);
         f64(&b, buf->fill);
+        f64(&b, buf->init_shift);
         bool values = !buf->is_virtual && buf->init == INIT_VALUES;
         u64(&b, values ? buf->size : 0);
         for (uint64_t c = 0; values && c < buf->size; c++) {
@@ -106,6 +110,22 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
             f64(&b, x->f);
             u32(&b, x->ref);
         }
+    }
+    u32(&b, ir->option_count);
+    for (uint32_t i = 0; i < ir->option_count; i++) {
+        str(&b, ir->options[i].name);
+        u8(&b, ir->options[i].is_float);
+        f64(&b, ir->options[i].value);
+    }
+    u32(&b, ir->action_count);
+    for (uint32_t i = 0; i < ir->action_count; i++) {
+        const IrAction *a = &ir->actions[i];
+        u8(&b, (uint8_t)a->kind);
+        str(&b, a->text);
+        u64(&b, (uint64_t)a->value);
+        u64(&b, (uint64_t)a->rows);
+        u32(&b, a->buffer_count);
+        for (uint32_t k = 0; k < a->buffer_count; k++) u32(&b, a->buffers[k]);
     }
     uint64_t sum = tsr_image_checksum(b.data + TSR_IMAGE_HEADER, b.size - TSR_IMAGE_HEADER);
     memcpy(b.data + TSR_IMAGE_HEADER - 8, &sum, 8);

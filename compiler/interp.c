@@ -32,16 +32,18 @@ struct Interp {
 
 /* ---- Set-up ---------------------------------------------------------------------------------- */
 
-Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image_size) {
+Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image_size, int argc, char **argv,
+                   int *status) {
+    *status = 1;
     for (uint32_t i = 0; i < ir->buffer_count; i++)
         if (!ir->buffers[i].is_virtual && ir->buffers[i].size > ((uint64_t)1 << 40)) {
             diag_error_noloc("tensor '%s' (%s) is too large for the reference executor", ir->buffers[i].name,
                              ir->buffers[i].shape_text);
             return NULL;
         }
-    tsr_state *state = tsr_state_create(image, image_size, ir->seed);
+    tsr_state *state = tsr_main_start(image, image_size, ir->seed, argc, argv, status);
     if (!state) {
-        diag_error_noloc("run time: %s", tsr_last_error());
+        if (*status == 1) diag_error_noloc("run time: %s", tsr_last_error());
         return NULL;
     }
     Interp *in = calloc(1, sizeof *in);
@@ -176,16 +178,38 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
                 return false;
             }
             break;
-        case IRM_FOR:
-            /* The end is tested before the counter is stepped, so a loop ending at INT64_MAX
-             * (or, downward, INT64_MIN) stops after its last value instead of wrapping. */
-            if (m->down ? m->from < m->to : m->from > m->to) break;
-            for (int64_t v = m->from;; v += m->down ? -1 : 1) {
-                in->state->symbols[m->symbol] = v;
-                if (!run_main(in, m->body, m->body_count)) return false;
-                if (v == m->to) break;
+        case IRM_ACTION:
+            if (tsr_state_action(in->state, m->action) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
             }
             break;
+        case IRM_FOR: {
+            /* Bounds read from options are checked against the symbol's range first.  The end
+             * is tested before the counter is stepped, so a loop ending at INT64_MAX (or,
+             * downward, INT64_MIN) stops after its last value instead of wrapping.  A progress
+             * bar hears of the start and of every finished iteration. */
+            int64_t from = m->from, to = m->to;
+            if (m->from_option != UINT32_MAX) from += tsr_state_option_int(in->state, m->from_option);
+            if (m->to_option != UINT32_MAX) to += tsr_state_option_int(in->state, m->to_option);
+            if (m->down ? from < to : from > to) break;
+            if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
+                tsr_main_loop_check(in->state, m->symbol, from, to) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            int64_t total = (int64_t)((m->down ? (uint64_t)from - (uint64_t)to : (uint64_t)to - (uint64_t)from) + 1);
+            if (m->action != UINT32_MAX) tsr_state_progress(in->state, m->action, 0, total);
+            for (int64_t v = from;; v += m->down ? -1 : 1) {
+                in->state->symbols[m->symbol] = v;
+                if (!run_main(in, m->body, m->body_count)) return false;
+                if (m->action != UINT32_MAX)
+                    tsr_state_progress(in->state, m->action, (int64_t)((m->down ? (uint64_t)from - (uint64_t)v
+                                                                                : (uint64_t)v - (uint64_t)from) + 1), total);
+                if (v == to) break;
+            }
+            break;
+        }
         }
     }
     return true;

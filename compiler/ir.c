@@ -42,7 +42,9 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_DIV: return a / b;
     case SOP_POW: return powf(a, b);
     case SOP_LT: return a < b ? 1.0f : 0.0f;
+    case SOP_LE: return a <= b ? 1.0f : 0.0f;
     case SOP_EQ: return a == b ? 1.0f : 0.0f;
+    case SOP_NE: return a != b ? 1.0f : 0.0f; /* true when either is NaN (IEEE) */
     case SOP_MAX: return a > b ? a : b;
     case SOP_MIN: return a < b ? a : b;
     case SOP_RELU_GATE: return a > 0.0f ? b : 0.0f;
@@ -56,6 +58,16 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_SQRT: return sqrtf(a);
     case SOP_TANH: return tanhf(a);
     case SOP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case SOP_SIN: return sinf(a);
+    case SOP_COS: return cosf(a);
+    case SOP_LOG2: return log2f(a);
+    case SOP_EXP2: return exp2f(a);
+    case SOP_RECIP: return 1.0f / a;
+    case SOP_RSQRT: return 1.0f / sqrtf(a);
+    case SOP_SAT01: return a <= 0.0f ? 0.0f : a >= 1.0f ? 1.0f : a; /* NaN stays NaN, as relu */
+    case SOP_ABS: return fabsf(a);
+    case SOP_SIGN: return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a; /* ±0 and NaN are kept */
+    case SOP_NOT: return a == 0.0f ? 1.0f : 0.0f; /* NaN counts as true, as in where */
     case SOP_WHERE: return a != 0.0f ? b : c;
     case SOP_FMA: return fmaf(a, b, c);
     case SOP_COUNT: break;
@@ -200,7 +212,8 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         switch (s->kind) {
         case IR_LOOP:
             fprintf(out, "for i%u < %" PRIu64 " %s%s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
-                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector" : "");
+                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
+                                                : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
             print_block(out, ir, &s->body, depth + 1);
             break;
         case IR_STORE:
@@ -231,7 +244,20 @@ void ir_dump(const IrProgram *ir, FILE *out) {
         case INIT_NONE: break;
         case INIT_FILL: fputs(" fill ", out); print_number(out, b->fill); break;
         case INIT_VALUES: fputs(" values", out); break;
-        case INIT_UNIFORM: fputs(" uniform(-1, 1)", out); break;
+        case INIT_UNIFORM:
+            fputs(" uniform(", out);
+            print_number(out, b->init_shift - b->fill);
+            fputs(", ", out);
+            print_number(out, b->init_shift + b->fill);
+            fputc(')', out);
+            break;
+        case INIT_NORMAL:
+            fputs(" normal(", out);
+            print_number(out, b->init_shift);
+            fputs(", ", out);
+            print_number(out, b->fill);
+            fputc(')', out);
+            break;
         }
         fputc('\n', out);
     }

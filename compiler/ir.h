@@ -36,7 +36,9 @@
     X(SOP_DIV,            "/",      2)    \
     X(SOP_POW,            "**",     2)    \
     X(SOP_LT,             "<",      2)    \
+    X(SOP_LE,             "<=",     2)    \
     X(SOP_EQ,             "eq",     2)    \
+    X(SOP_NE,             "ne",     2)    \
     X(SOP_MAX,            "max",    2)    \
     X(SOP_MIN,            "min",    2)    \
     X(SOP_RELU_GATE,      "-?/",    2)    \
@@ -50,6 +52,16 @@
     X(SOP_SQRT,           "sqrt",   1)    \
     X(SOP_TANH,           "tanh",   1)    \
     X(SOP_SIGMOID,        "sigmoid", 1)   \
+    X(SOP_SIN,            "sin",    1)    \
+    X(SOP_COS,            "cos",    1)    \
+    X(SOP_LOG2,           "log2",   1)    \
+    X(SOP_EXP2,           "exp2",   1)    \
+    X(SOP_RECIP,          "recip",  1)    \
+    X(SOP_RSQRT,          "rsqrt",  1)    \
+    X(SOP_SAT01,          "sat01",  1)    \
+    X(SOP_ABS,            "abs",    1)    \
+    X(SOP_SIGN,           "sign",   1)    \
+    X(SOP_NOT,            "not",    1)    \
     X(SOP_WHERE,          "where",  3)    \
     X(SOP_FMA,            "fma",    3)
 
@@ -103,7 +115,8 @@ typedef struct IrBuffer {
     uint64_t *dims;       /* memory order */
     uint64_t size;        /* cells */
     InitKind init;
-    double fill;
+    double fill;          /* INIT_FILL: the value; INIT_UNIFORM, INIT_NORMAL: the scale */
+    double init_shift;    /* INIT_UNIFORM, INIT_NORMAL: shift + fill * (u in [-1, 1), or n ~ N(0, 1)) */
     const double *values; /* INIT_VALUES: size values */
     bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
     bool is_virtual;      /* inlined into its readers: no storage */
@@ -150,6 +163,11 @@ typedef enum IrLoopMode {
     LOOP_PLAIN,  /* an ordinary loop */
     LOOP_UNROLL, /* unrolled completely by the backend: its iterator is a constant in each copy */
     LOOP_VECTOR, /* its iterations are the lanes of one vector operation (innermost only) */
+    LOOP_TRANSPOSE, /* a copy transposed in registers: its body is one vector loop whose one
+                     * statement is `P[…] = S[…]`, S moving by one cell per lane of the vector
+                     * loop and P by one cell per iteration of this loop (extent ≤ the vector
+                     * loop's, a power of two); the backend loads rows of S, transposes them and
+                     * stores rows of P */
 } IrLoopMode;
 
 typedef enum IrStmtKind {
@@ -219,18 +237,38 @@ typedef struct IrPrint {
     uint32_t arg_count;
 } IrPrint;
 
-typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT } IrMainKind;
+#define IR_KIND_ACTION(name) IRA_##name,
+typedef enum IrActionKind { TSR_ACTION_KINDS(IR_KIND_ACTION) } IrActionKind;
+#undef IR_KIND_ACTION
+
+/* A statement of main that the runtime carries out (runtime/steps.c): a checkpoint (`text` the
+ * file, `buffers` what it holds, none: every parameter), a shuffle (`buffers` the fields of
+ * data set `value`, each of `rows` rows), a record (buffers[0] onto series `value`), a plot of
+ * series `value` (titled `text`), or a loop's progress bar (titled `text`). */
+typedef struct IrAction {
+    IrActionKind kind;
+    const char *text;
+    int64_t value, rows;
+    uint32_t *buffers;
+    uint32_t buffer_count;
+} IrAction;
+
+typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT, IRM_ACTION } IrMainKind;
 
 typedef struct IrMainStmt IrMainStmt;
 struct IrMainStmt {
     IrMainKind kind;
     uint32_t symbol;      /* FOR */
-    int64_t from, to;     /* FOR: inclusive */
+    int64_t from, to;     /* FOR: inclusive; added to the option's value where one is named */
+    uint32_t from_option, to_option; /* FOR: an option read at run time (IrProgram.options), or
+                                        UINT32_MAX; the loop is then checked against the
+                                        symbol's range when it starts */
     bool down;            /* FOR */
     IrMainStmt *body;     /* FOR */
     uint32_t body_count;
     uint32_t function;    /* RUN */
     uint32_t print;       /* PRINT: into IrProgram.prints */
+    uint32_t action;      /* ACTION: into IrProgram.actions; FOR: its progress bar, or UINT32_MAX */
 };
 
 /* A named tensor or gradient that object mode exports (header.c). */
@@ -251,6 +289,13 @@ typedef struct IrDataSet {
     uint32_t field_count;
 } IrDataSet;
 
+/* An `option` item: a number the executable's command line may set (the runtime's args.c). */
+typedef struct IrOption {
+    const char *name;
+    bool is_float;
+    double value; /* the default */
+} IrOption;
+
 typedef struct IrProgram {
     Arena *arena;
     IrBuffer *buffers;
@@ -270,6 +315,10 @@ typedef struct IrProgram {
     uint32_t export_count, export_cap;
     IrDataSet *datasets;
     uint32_t dataset_count;
+    IrOption *options;
+    uint32_t option_count;
+    IrAction *actions;        /* the statements of main the runtime carries out */
+    uint32_t action_count, action_cap;
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

@@ -80,6 +80,8 @@ typedef struct Options {
     const char *output;
     const char **include_dirs;
     int include_count;
+    char **program_args; /* after `--`: the command line of the program that --run runs */
+    int program_argc;
 } Options;
 
 static void usage(FILE *out) {
@@ -143,6 +145,11 @@ static Options parse_options(int argc, char **argv) {
     bool seen_mode = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--") == 0) { /* the rest is the program's own command line */
+            opt.program_args = argv + i + 1;
+            opt.program_argc = argc - i - 1;
+            break;
+        }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -221,6 +228,8 @@ static Options parse_options(int argc, char **argv) {
     if (opt.no_sched && !opt.interp) bad_usage("%s", "'--no-sched' goes with '--run --interp'");
     if (opt.output && strcmp(opt.output, "-") == 0 && (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
+    if (opt.program_args && opt.mode != MODE_RUN)
+        bad_usage("%s", "arguments after '--' are the program's, for '--run'; run the executable with them instead");
     if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
     return opt;
 }
@@ -580,12 +589,17 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
     return ar.ir;
 }
 
-static int run_program(IrProgram *ir) {
+static char *default_output(Arena *arena, const char *input, const char *ext);
+static char **program_argv(Arena *arena, const Options *opt, const char *name);
+
+static int run_program(IrProgram *ir, const Options *opt) {
     size_t size;
     unsigned char *image = image_build(ir, "main", &size);
-    Interp *in = interp_new(ir, image, size);
-    if (!in) return 1;
-    int status = interp_run_main(in) ? 0 : 1;
+    int status;
+    char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
+    Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
+    if (!in) return status;
+    status = interp_run_main(in) ? 0 : 1;
     if (fflush(stdout) != 0) status = 1;
     interp_free(in);
     return status;
@@ -598,6 +612,15 @@ static void ir_free(IrProgram *ir) {
 /* ---- Native outputs ------------------------------------------------------------------------------ */
 
 /* "dir/prog.tsr" → "prog" + ext (in the current directory). */
+/* The command line of the program --run runs: `name`, then the arguments after `--`. */
+static char **program_argv(Arena *arena, const Options *opt, const char *name) {
+    char **argv = arena_alloc(arena, ((size_t)opt->program_argc + 2) * sizeof *argv);
+    argv[0] = (char *)name;
+    for (int i = 0; i < opt->program_argc; i++) argv[i + 1] = opt->program_args[i];
+    argv[opt->program_argc + 1] = NULL;
+    return argv;
+}
+
 static char *default_output(Arena *arena, const char *input, const char *ext) {
     const char *base = strrchr(input, '/');
     base = base ? base + 1 : input;
@@ -640,10 +663,11 @@ extern char **environ;
  * status, or -1 after reporting an error. */
 static int run_command(char *const argv[], const char *name) {
     pid_t pid;
-    char *shown[64];
     size_t n = 0;
-    for (; argv[n] && n < 63; n++) shown[n] = argv[n];
-    shown[n] = NULL;
+    while (argv[n]) n++;
+    char **shown = calloc(n + 1, sizeof *shown);
+    if (!shown) diag_fatal_oom();
+    memcpy(shown, argv, n * sizeof *shown);
     if (name) shown[0] = (char *)name;
     /* The child starts with tsrc's own signal mask, and is known to the signal handler from
      * the moment it exists until it is reaped. */
@@ -657,6 +681,7 @@ static int run_command(char *const argv[], const char *name) {
     if (!err) child_pid = pid;
     signals_restore(&old);
     posix_spawnattr_destroy(&attr);
+    free(shown);
     if (err) {
         diag_error_noloc("cannot run '%s': %s", argv[0], strerror(err));
         return -1;
@@ -865,7 +890,7 @@ static int run_native(IrProgram *ir, const Options *opt, const Target *target) {
     int status = 1;
     if (build_executable(ir, opt, target, exe, dir)) {
         fflush(stdout);
-        char *argv[] = {(char *)exe, NULL};
+        char **argv = program_argv(ir->arena, opt, exe);
         status = run_command(argv, name);
         if (status < 0) status = 1;
     }
@@ -935,7 +960,7 @@ static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     int n = mode_outputs(arena, opt, paths);
     switch (opt->mode) {
     case MODE_RUN:
-        return opt->interp ? run_program(ir) : run_native(ir, opt, target);
+        return opt->interp ? run_program(ir, opt) : run_native(ir, opt, target);
     case MODE_OBJECT:
         return build_object(ir, opt, target, paths[0]) ? 0 : 1;
     case MODE_EMIT_CODE: {

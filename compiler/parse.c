@@ -541,7 +541,7 @@ static const char *describe_expected(ParseState *ps, int *tokens, int n) {
     if (has(tokens, n, TK_OPERATOR)) {
         parts[count++] = "a top-level item";
         n = DROP(tokens, n, TK_LET, TK_LET_OP, TK_LET_CD, TK_OPERATOR, TK_INDEX, TK_DATA, TK_INPUT,
-                 TK_ROUTINE, TK_MAIN, TK_OPEN);
+                 TK_ROUTINE, TK_MAIN, TK_OPEN, TK_OPTION);
     }
     for (int i = 0; i < n && count < 16; i++) {
         const char *name = lex_token_name(tokens[i]);
@@ -635,7 +635,7 @@ static bool is_closer(int kind) {
 static bool starts_item(const Token *t) {
     switch (t->kind) {
     case TK_LET: case TK_LET_OP: case TK_LET_CD: case TK_OPERATOR: case TK_INDEX: case TK_DATA:
-    case TK_INPUT: case TK_ROUTINE: case TK_MAIN: case TK_OPEN: {
+    case TK_INPUT: case TK_ROUTINE: case TK_MAIN: case TK_OPEN: case TK_OPTION: {
         unsigned line, col;
         span_line_col(t->span, &line, &col);
         return col == 1;

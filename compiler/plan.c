@@ -7,7 +7,7 @@
  * symbols.  Without `main`, the plan runs every routine once in order (or the implicit
  * forward function) and prints every named tensor and its gradient as a grid.  It is also the
  * one place that copies what the back half needs out of the tensor graph (exported tensors,
- * data sets, routine spans): nothing after it reads the Program.
+ * data sets, options, routine spans): nothing after it reads the Program.
  *
  * Requires: lowered functions (one per Program routine, or one "forward"); runs before
  * optimisation, so that the buffers it prints are kept. */
@@ -56,6 +56,7 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
         case PARG_INT: args[i] = (IrPrintArg){.kind = IRP_INT, .i = a->i}; break;
         case PARG_FLOAT: args[i] = (IrPrintArg){.kind = IRP_FLOAT, .f = a->f}; break;
         case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
+        case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
         case PARG_TENSOR: {
             uint32_t b = ar->value_buffer[a->tensor->id];
             if (b == UINT32_MAX) {
@@ -77,6 +78,67 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
     return true;
 }
 
+static uint32_t add_action(IrProgram *ir, IrAction a) {
+    ARENA_PUSH(ir->arena, ir->actions, ir->action_count, ir->action_cap, a);
+    return ir->action_count - 1;
+}
+
+/* The buffer holding tensor `t`'s values (kept: the runtime reads or writes it), or
+ * UINT32_MAX after an error at `span`. */
+static uint32_t kept_buffer(IrProgram *ir, const AssignResult *ar, const Tensor *t, Span span) {
+    uint32_t b = ar->value_buffer[t->id];
+    if (b == UINT32_MAX) {
+        diag_error(span, "this tensor has no values (nothing computes or holds it)");
+        return UINT32_MAX;
+    }
+    ir->buffers[b].keep = true;
+    return b;
+}
+
+/* The rows `shuffle` permutes: the cells of the batch axes, which lead in memory. */
+static int64_t batch_rows(const AssignResult *ar, const Tensor *t) {
+    Row batch = shape_resolve_row(ar->program->solver, t->shape.rows[ROW_BATCH]);
+    int64_t rows = 1;
+    for (uint32_t i = 0; i < batch.count; i++) rows *= batch.dims[i].size;
+    return batch.count ? rows : 0;
+}
+
+/* save, load, shuffle, record and plot: an action of the runtime (runtime/steps.c). */
+static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
+    static const IrActionKind kinds[] = {[MAIN_SAVE] = IRA_SAVE, [MAIN_LOAD] = IRA_LOAD, [MAIN_SHUFFLE] = IRA_SHUFFLE,
+                                         [MAIN_RECORD] = IRA_RECORD, [MAIN_PLOT] = IRA_PLOT};
+    IrAction a = {.kind = kinds[m->kind], .text = m->text, .value = m->series};
+    const Tensor *const *fields = (const Tensor *const *)m->tensors;
+    uint32_t count = m->tensor_count;
+    if (m->kind == MAIN_SHUFFLE) {
+        const DataSource *d = ar->program->sources[m->source];
+        fields = (const Tensor *const *)d->fields;
+        count = d->field_count;
+        a.text = d->name;
+        a.value = m->source;
+        a.rows = batch_rows(ar, d->fields[0]);
+        for (uint32_t f = 1; f < count; f++)
+            if (batch_rows(ar, d->fields[f]) != a.rows) a.rows = 0;
+        if (a.rows == 0) {
+            diag_error(m->span, "data '%s' has no batch axes shared by all its fields, so it has no rows to shuffle "
+                       "(give it batch axes: ~b:[n] or ~batches:n)", d->name);
+            return false;
+        }
+    }
+    a.buffer_count = count;
+    a.buffers = arena_alloc(ir->arena, (count + 1) * sizeof *a.buffers);
+    for (uint32_t i = 0; i < count; i++)
+        if ((a.buffers[i] = kept_buffer(ir, ar, fields[i], m->span)) == UINT32_MAX) return false;
+    if (m->kind == MAIN_RECORD && ir->buffers[a.buffers[0]].size != 1) {
+        diag_error(m->span, "'record' records one number, but this tensor has shape %s (%llu cells); reduce it first",
+                   ir->buffers[a.buffers[0]].shape_text, (unsigned long long)ir->buffers[a.buffers[0]].size);
+        return false;
+    }
+    if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
+    push(ir, out, (IrMainStmt){.kind = IRM_ACTION, .action = add_action(ir, a)});
+    return true;
+}
+
 static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *steps, uint32_t count, StmtList *out) {
     for (uint32_t i = 0; i < count; i++) {
         const MainStep *m = &steps[i];
@@ -88,10 +150,18 @@ static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *st
         case MAIN_FOR: {
             StmtList body = {0};
             if (!main_stmts(ir, ar, m->body, m->body_count, &body)) return false;
+            uint32_t bar = UINT32_MAX;
+            if (m->progress)
+                bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = ar->program->indexes[m->index].name});
             push(ir, out, (IrMainStmt){.kind = IRM_FOR, .symbol = m->index, .from = m->from, .to = m->to,
-                                       .down = m->down, .body = body.items, .body_count = body.count});
+                                       .from_option = m->from_option, .to_option = m->to_option,
+                                       .down = m->down, .body = body.items, .body_count = body.count,
+                                       .action = bar});
             break;
         }
+        default:
+            if (!action_stmt(ir, ar, m, out)) return false;
+            break;
         }
     }
     return true;
@@ -114,6 +184,10 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
         add_export(ir, p->shown_names[i], ar->value_buffer[p->named[i]->id], false);
     for (uint32_t i = 0; i < p->named_count; i++)
         add_export(ir, arena_printf(ir->arena, "%s.grad", p->shown_names[i]), ar->grad_buffer[p->named[i]->id], true);
+    ir->option_count = p->option_count;
+    ir->options = arena_alloc(ir->arena, (p->option_count + 1) * sizeof *ir->options);
+    for (uint32_t i = 0; i < p->option_count; i++)
+        ir->options[i] = (IrOption){p->options[i].name, p->options[i].is_float, p->options[i].value};
     ir->dataset_count = p->source_count;
     ir->datasets = arena_alloc(ir->arena, (p->source_count + 1) * sizeof *ir->datasets);
     for (uint32_t i = 0; i < p->source_count; i++) {

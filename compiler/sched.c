@@ -11,7 +11,10 @@
  *        - packing nests copy B into panels P[batch…, j/NR, r…, j%NR] and A into rows
  *          [batch…, i/MR, r…, i%MR], so that a tile reads NR (MR) adjacent values per
  *          reduction step whatever the layouts (transposed operands, the compose form `w * x`,
- *          gradients); a last partial panel or row block is padded with zeros;
+ *          gradients); a last partial panel or row block is padded with zeros; an operand
+ *          that moves by one cell along the innermost reduction loop is copied in W×W blocks
+ *          transposed in registers (LOOP_TRANSPOSE) rather than one value per row; an
+ *          operand whose layout already suits the tiles is read in place (read_in_place);
  *        - tile nests keep an MR×NR block of C in a kernel-local tile T (registers: its loops
  *          are unrolled over rows and vectors, and vector over lanes) across all of the
  *          reduction loops; tiles over the padding store only the cells C has;
@@ -482,6 +485,9 @@ typedef struct Packed {
     const IrStmt *lane_loop;
     uint64_t width, full, rem; /* full blocks, and the lanes of a last partial one (0: none) */
     bool batch[MAX_LOOPS];     /* which of ct->batch index the operand (and so the panels) */
+    bool in_place;             /* the full blocks are read where the operand is (read_in_place);
+                                * only a last partial block is packed */
+    uint64_t first_packed;     /* the first block the buffer holds (pk->full when in_place) */
 } Packed;
 
 /* Σ batch·stride + (panel + first)·(K·width) + (row-major reduction position)·width, added to
@@ -489,7 +495,7 @@ typedef struct Packed {
 static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
                         uint64_t first, const uint32_t *red_iter, Terms *t) {
     const Reduction *r = ct->r;
-    uint64_t blocks = pk->full + (pk->rem != 0);
+    uint64_t blocks = pk->full + (pk->rem != 0) - pk->first_packed;
     int64_t stride = (int64_t)(blocks * ct->k * pk->width);
     for (uint32_t k = ct->nbatch; k-- > 0;) {
         if (!pk->batch[k]) continue;
@@ -497,7 +503,7 @@ static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t 
         stride *= (int64_t)ct->batch[k]->extent;
     }
     if (panel_iter != UINT32_MAX) add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
-    t->offset += (int64_t)(first * ct->k * pk->width);
+    t->offset += (int64_t)((first - pk->first_packed) * ct->k * pk->width);
     int64_t rs = (int64_t)pk->width;
     for (uint32_t k = r->nred; k-- > 0;) {
         add_term(t, red_iter[k], rs);
@@ -531,12 +537,40 @@ static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint3
     }
 }
 
+/* Whether a block of `lanes` lanes of `pk` is packed by transposing in registers: its operand
+ * moves by one cell along the innermost reduction loop and by more along its lanes (the compose
+ * form's weight, a transposed operand, the rows of A), so a plain copy would read one value per
+ * row; it instead reads vectors along the reduction and transposes them (LOOP_TRANSPOSE). */
+static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t lanes) {
+    const Reduction *r = ct->r;
+    const IrExpr *e = pk->operand;
+    uint64_t w = s->target->vector_floats;
+    if (w < 2 || r->red[r->nred - 1]->extent < w || lanes < 2) return false;
+    if (flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
+    int64_t along = flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
+    return along != 0 && along != 1 && (lanes <= w || lanes % w == 0);
+}
+
+/* The store of the copy P[…] = operand, at the current substitution: `t` holds the lane terms,
+ * red_iter the iterators of the reduction position (the innermost may be UINT32_MAX when `t`
+ * already holds its terms). */
+static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, const uint32_t *batch_iter,
+                          uint32_t panel, uint64_t first, const uint32_t *red_iter, Terms t) {
+    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
+    return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
+}
+
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
- * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)). */
+ * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)).
+ * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
+ * vector width) and the lanes into blocks of at most W, and copies each W×W block with one
+ * LOOP_TRANSPOSE; the reduction cells past the last whole block are copied plainly. */
 static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
                          uint64_t lanes) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
+    bool transpose = pack_transposes(s, ct, pk, lanes);
+    uint32_t outer_red = transpose ? r->nred - 1 : r->nred, last = r->nred - 1;
     reset_subst(s);
     uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
     IrStmt *top = NULL;
@@ -544,45 +578,116 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t panel = new_iter(s), lane = new_iter(s);
     nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
-    for (uint32_t k = 0; k < r->nred; k++) {
+    for (uint32_t k = 0; k < outer_red; k++) {
         red_iter[k] = new_iter(s);
         map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
         nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
     }
-    map_iter(s, pk->lane_loop->iter,
-             (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = (int64_t)(first * pk->width)});
+    int64_t lane0 = (int64_t)(first * pk->width);
+    uint64_t red_cells = r->red[last]->extent, plain_from = 0;
+    if (transpose) {
+        uint64_t w = s->target->vector_floats, lane_block = lanes < w ? lanes : w;
+        uint32_t rb = new_iter(s), lb = new_iter(s), u = new_iter(s), v = new_iter(s);
+        IrStmt *rb_loop = new_loop(s, rb, red_cells / w, true, LOOP_PLAIN);
+        IrStmt *lb_loop = new_loop(s, lb, lanes / lane_block, true, LOOP_PLAIN);
+        IrStmt *u_loop = new_loop(s, u, lane_block, true, LOOP_TRANSPOSE);
+        IrStmt *v_loop = new_loop(s, v, w, true, LOOP_VECTOR);
+        map_iter(s, r->red[last]->iter, (Affine){.terms = {{rb, (int64_t)w}, {v, 1}}, .count = 2});
+        map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lb, (int64_t)lane_block}, {u, 1}},
+                                                  .count = 3, .offset = lane0});
+        Terms t = {0};
+        add_term(&t, u, 1);
+        add_term(&t, lb, (int64_t)lane_block);
+        add_term(&t, rb, (int64_t)(w * pk->width));
+        red_iter[last] = v;
+        ir_block_push(arena, &v_loop->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, t));
+        ir_block_push(arena, &u_loop->body, v_loop);
+        ir_block_push(arena, &lb_loop->body, u_loop);
+        ir_block_push(arena, &rb_loop->body, lb_loop);
+        ir_block_push(arena, into, rb_loop);
+        plain_from = red_cells / w * w;
+    }
+    IrBlock *copy_into = into;
+    if (transpose) { /* the last reduction cells, and the padding below, get a loop of their own */
+        red_iter[last] = new_iter(s);
+        if (plain_from < red_cells) {
+            IrStmt *rest = new_loop(s, red_iter[last], red_cells - plain_from, true, LOOP_PLAIN);
+            ir_block_push(arena, into, rest);
+            copy_into = &rest->body;
+        } else {
+            copy_into = NULL;
+        }
+        map_iter(s, r->red[last]->iter, affine1(red_iter[last], 1, (int64_t)plain_from));
+    }
+    map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = lane0});
     Terms t = {0};
     add_term(&t, lane, 1);
-    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
-    IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
-    ir_block_push(arena, &copy->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
-    ir_block_push(arena, into, copy);
+    if (copy_into) {
+        Terms tc = t;
+        tc.offset += transpose ? (int64_t)(plain_from * pk->width) : 0;
+        IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+        ir_block_push(arena, &copy->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, tc));
+        ir_block_push(arena, copy_into, copy);
+    }
     if (lanes < pk->width) {
+        IrBlock *pad_into = into;
+        if (transpose) { /* over every reduction cell */
+            IrStmt *all = new_loop(s, red_iter[last], red_cells, true, LOOP_PLAIN);
+            ir_block_push(arena, into, all);
+            pad_into = &all->body;
+        }
         IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
         Terms tp = t;
         tp.offset += (int64_t)lanes;
+        panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
         IrExpr *zero = arena_alloc(arena, sizeof *zero);
         *zero = (IrExpr){.kind = IR_CONST, .value = 0};
         ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), zero));
-        ir_block_push(arena, into, pad);
+        ir_block_push(arena, pad_into, pad);
     }
     return top;
 }
 
-/* Pack `operand` (its full blocks, then a padded last block) into nests appended to `out`. */
+/* Whether the tiles read an operand's full blocks where it is instead of from panels.  Packing
+ * copies the operand once per call, which costs as much as a pass over it; it pays where the
+ * layout would make the tiles' reads slow.  A, broadcast one value per row and reduction step,
+ * is read in place when it moves by one cell along the innermost reduction loop: MR sequential
+ * streams.  An operand whose lanes are adjacent (B's NR lanes as vectors, or A's MR rows) is
+ * read in place when its reduction steps are not a multiple of 4 KiB apart (steps at such
+ * strides fall into the same cache sets and evict each other) and it is at most half of the L2
+ * cache, so that a block stays there while the tiles sweep the other operand.  Never when the
+ * epilogue writes the operand's buffer (the tiles must read it first). */
+static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
+                          bool broadcast, const Epilogue *ep) {
+    const IrProgram *ir = s->ir;
+    const Reduction *r = ct->r;
+    if (ep && ep->store->buffer == operand->buffer) return false;
+    int64_t along_lane = flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
+    int64_t along_red = flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
+    if (broadcast && along_red == 1) return true;
+    const IrBuffer *b = &ir->buffers[operand->buffer];
+    return along_lane == 1 && (along_red * 4) % 4096 != 0 && (double)b->size * 4.0 <= (double)s->target->l2_bytes / 2;
+}
+
+/* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
+ * nests appended to `out`. */
 static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
-                         uint64_t width, const char *what, Packed *pk, IrBlock *out) {
+                         uint64_t width, const char *what, bool in_place, Packed *pk, IrBlock *out) {
     Arena *arena = s->ir->arena;
     *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .full = lane_loop->extent / width,
                    .rem = lane_loop->extent % width};
-    uint64_t cells = (pk->full + (pk->rem != 0)) * ct->k * width;
+    pk->in_place = in_place && pk->full;
+    pk->first_packed = pk->in_place ? pk->full : 0;
     for (uint32_t k = 0; k < ct->nbatch; k++)
-        if ((pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter)))
-            cells *= ct->batch[k]->extent;
+        pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter);
+    if (pk->in_place && !pk->rem) return;
+    uint64_t cells = (pk->full + (pk->rem != 0) - pk->first_packed) * ct->k * width;
+    for (uint32_t k = 0; k < ct->nbatch; k++)
+        if (pk->batch[k]) cells *= ct->batch[k]->extent;
     pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
     const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
                                        s->ir->buffers[operand->buffer].name, (unsigned long long)width);
-    if (pk->full) {
+    if (pk->full && !pk->in_place) {
         IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width);
         nest->comment = comment;
         comment = NULL;
@@ -677,7 +782,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         map_iter(s, ct->j_loop->iter, aj);
     }
     IrBlock *red_into = body;
-    uint32_t red_iter[MAX_LOOPS];
+    uint32_t red_iter[MAX_LOOPS] = {0};
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
         IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
@@ -690,8 +795,13 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     add_term(&bt, jv, (int64_t)w);
     add_term(&bt, jl, 1);
     panel_terms(ct, tl->pb, batch_iter, jo, col0, red_iter, &bt);
-    IrExpr *a_val = new_load(s, tl->pa->buffer, terms_index(s, &at));
-    IrExpr *b_val = new_load(s, tl->pb->buffer, terms_index(s, &bt));
+    /* Full blocks of an operand read in place: the operand itself at i (j) = the tile's row
+     * (column) and the reduction at its iterators. */
+    for (uint32_t k = 0; k < r->nred; k++) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
+    IrExpr *a_val = tl->pa->in_place && row0 < tl->pa->full ? clone_expr(s, ct->a, NULL)
+                                                           : new_load(s, tl->pa->buffer, terms_index(s, &at));
+    IrExpr *b_val = tl->pb->in_place && col0 < tl->pb->full ? clone_expr(s, ct->b, NULL)
+                                                           : new_load(s, tl->pb->buffer, terms_index(s, &bt));
     IrExpr *fma = arena_alloc(arena, sizeof *fma);
     *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
     fma->args[0] = ct->b_first ? b_val : a_val;
@@ -769,10 +879,12 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
 
     /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
     Packed pa, pb;
-    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", &pb, out);
-    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", &pa, out);
     Epilogue ep;
     *fused = find_epilogue(s, r, next, &ep);
+    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, *fused ? &ep : NULL),
+                 &pb, out);
+    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, *fused ? &ep : NULL),
+                 &pa, out);
     Tiling tl = {&ct, *fused ? &ep : NULL, &pa, &pb, w, nv, mr, nr,
                  new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true)};
 

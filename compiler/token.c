@@ -13,7 +13,7 @@ static const char *const token_names[] = {
     [TK_LET] = "'let'", [TK_LET_OP] = "'let%op'", [TK_LET_CD] = "'let%cd'", [TK_REC] = "'rec'",
     [TK_IN] = "'in'", [TK_FUN] = "'fun'", [TK_IF] = "'if'", [TK_THEN] = "'then'",
     [TK_ELSE] = "'else'", [TK_OPERATOR] = "'operator'", [TK_INDEX] = "'index'",
-    [TK_DATA] = "'data'", [TK_INPUT] = "'input'", [TK_ROUTINE] = "'routine'",
+    [TK_DATA] = "'data'", [TK_OPTION] = "'option'", [TK_INPUT] = "'input'", [TK_ROUTINE] = "'routine'",
     [TK_MAIN] = "'main'", [TK_OPEN] = "'open'", [TK_FOR] = "'for'", [TK_TO] = "'to'",
     [TK_DOWNTO] = "'downto'", [TK_DO] = "'do'", [TK_DONE] = "'done'", [TK_TRUE] = "'true'",
     [TK_FALSE] = "'false'",

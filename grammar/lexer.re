@@ -116,7 +116,7 @@ static const struct {
     {"index", TK_INDEX},     {"data", TK_DATA},     {"input", TK_INPUT}, {"routine", TK_ROUTINE},
     {"main", TK_MAIN},       {"open", TK_OPEN},     {"for", TK_FOR},     {"to", TK_TO},
     {"downto", TK_DOWNTO},   {"do", TK_DO},         {"done", TK_DONE},   {"true", TK_TRUE},
-    {"false", TK_FALSE},
+    {"false", TK_FALSE},     {"option", TK_OPTION},
 };
 
 static Token identifier(Lexer *lx, const unsigned char *from, const unsigned char *to) {

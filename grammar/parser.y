@@ -47,7 +47,7 @@
 %parse_failure { ps->failed = true; }
 
 /* The order of these fixes the token codes; lexer and messages rely only on the names. */
-%token LET LET_OP LET_CD REC IN FUN IF THEN ELSE OPERATOR INDEX DATA INPUT ROUTINE MAIN OPEN
+%token LET LET_OP LET_CD REC IN FUN IF THEN ELSE OPERATOR INDEX DATA INPUT ROUTINE MAIN OPEN OPTION
        FOR TO DOWNTO DO DONE TRUE FALSE.
 %token LPAREN RPAREN LBRACKET RBRACKET LBRACKBAR BARRBRACKET LBRACE RBRACE CD_OPEN
        SEMI COMMA COLON DOT EQ ARROW UNDERSCORE.
@@ -91,6 +91,7 @@ item(R) ::= INPUT(K) record(E).                          { R = parse_item_input(
 item(R) ::= ROUTINE(K) IDENT(N) EQ seq_expr(E).          { R = parse_item_named(ps, ITEM_ROUTINE, &K, &N, E); }
 item(R) ::= MAIN(K) EQ seq_expr(E).                      { R = parse_item_main(ps, &K, E); }
 item(R) ::= OPEN(K) UIDENT(N).                           { R = parse_item_open(ps, &K, &N); }
+item(R) ::= OPTION(K) IDENT(N) EQ expr(E).               { R = parse_item_named(ps, ITEM_OPTION, &K, &N, E); }
 
 /* `let f x = e` and `let rec f x = e`; the same shape serves `let … in`. */
 binding(R) ::= IDENT(N) params(P) EQ seq_expr(E).        { R = parse_binding(ps, &N, P, E, false); }

@@ -107,14 +107,18 @@ void tsr_spirals(float *points, float *labels, int64_t count, double noise, uint
 /* Files are read in pieces of this many bytes. */
 enum { READ_CHUNK = 16384 };
 
-/* The file being read: its names for messages, and its size once open. */
+/* The file being read: its names for messages, and its size once open.  `archive` is set when
+ * the bytes are a member of a checkpoint (.npz): `path` is then the archive's path and `what`
+ * the array's name. */
 typedef struct Source {
     const char *path;
     const char *what;
     int64_t size;
+    bool archive;
 } Source;
 
-/* Record "data 'WHAT': 'PATH'[:LINE[:COL]]: MESSAGE" (line 0: no line; col 0: no column). */
+/* Record "data 'WHAT': 'PATH'[:LINE[:COL]]: MESSAGE" (line 0: no line; col 0: no column), or
+ * "checkpoint 'PATH': array 'WHAT': MESSAGE" for a member of a checkpoint. */
 static int fail_at(const Source *src, int64_t line, int64_t col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail_at(const Source *src, int64_t line, int64_t col, const char *fmt, ...) {
@@ -128,6 +132,7 @@ static int fail_at(const Source *src, int64_t line, int64_t col, const char *fmt
         snprintf(where, sizeof where, ":%lld:%lld", (long long)line, (long long)col);
     else if (line > 0)
         snprintf(where, sizeof where, ":%lld", (long long)line);
+    if (src->archive) return tsr_data_error("checkpoint '%s': array '%s': %s", src->path, src->what, message);
     return tsr_data_error("data '%s': '%s'%s: %s", src->what, src->path, where, message);
 }
 
@@ -721,7 +726,7 @@ static int load_file(const char *path, float *out, uint32_t rank, const int64_t 
     int64_t cells = 0;
     int status = check_arguments(path, out, rank, dims, what, &cells);
     if (status != TSR_OK) return status;
-    Source src = {path, what, 0};
+    Source src = {path, what, 0, false};
     FILE *file;
     status = open_file(&src, &file);
     if (status != TSR_OK) return status;
@@ -736,4 +741,18 @@ int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dim
 
 int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
     return load_file(path, out, rank, dims, what, csv_file);
+}
+
+int tsr_load_npy_member(const unsigned char *bytes, size_t size, float *out, uint32_t rank, const int64_t *dims,
+                        const char *archive, const char *array) {
+    int64_t cells = 0;
+    int status = check_arguments(archive, out, rank, dims, array, &cells);
+    if (status != TSR_OK) return status;
+    Source src = {archive, array, (int64_t)size, true};
+    if (size == 0) return fail_at(&src, 0, 0, "is empty, not a .npy file");
+    FILE *file = fmemopen((void *)bytes, size, "rb");
+    if (!file) return fail_at(&src, 0, 0, "cannot read: %s", strerror(errno));
+    status = npy_load(&src, file, out, rank, dims, cells);
+    fclose(file);
+    return status;
 }

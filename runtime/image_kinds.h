@@ -10,7 +10,7 @@
 /* What a buffer holds and who fills it. */
 #define TSR_BUFFER_KINDS(X)                                                        \
     X(LITERAL)  /* values written in the program (init: values) */                \
-    X(PARAM)    /* a parameter (init: fill value, values, or seeded uniform) */    \
+    X(PARAM)    /* a parameter (init: fill value, values, seeded uniform or normal) */\
     X(CONSTANT) /* every cell the same value (`ones ()`, scalars): init fill */   \
     X(INPUT)    /* filled by the caller */                                         \
     X(DATA)     /* filled from a data source */                                    \
@@ -18,9 +18,15 @@
     X(SCRATCH)  /* the schedule's working storage (packed panels, tiles): not observable */
 
 /* How a buffer is initialised when a state is created. */
-#define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM)
+/* UNIFORM: shift + scale * u, u uniform in [-1, 1); NORMAL: shift + scale * n, n standard normal
+ * (scale is the image's `fill`, shift its `shift`). */
+#define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM) X(NORMAL)
 
 /* The arguments of a print statement. */
-#define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER)
+#define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
+
+/* The statements of `main` that the runtime carries out (besides print): checkpoints, shuffles,
+ * recorded series and their plots, and the progress bar of a loop. */
+#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
 
 #endif

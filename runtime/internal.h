@@ -20,11 +20,13 @@
  *   str module
  *   u32 symbol_count   { str name; i64 range }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
- *                        u32 rank; i64 dims[rank]; f64 fill; u64 value_count; f32 values[value_count] }
+ *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
  *                        u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
+ *   u32 option_count   { str name; u8 is_float; f64 default }
+ *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
  *
  * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
  * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
@@ -34,20 +36,98 @@
  * `checksum` is tsr_image_checksum() of every byte after it (from `str module` to the end):
  * the runtime checks it before it reads anything else, so a damaged object is refused rather
  * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
- * bijection of the running hash), so every flipped bit is caught.  Version 2 added it. */
+ * bijection of the running hash), so every flipped bit is caught.  Version 2 added it; version 3
+ * added the options (a print argument of kind OPTION shows option `ref` plus `i`); version 4
+ * added `shift` and the scaled UNIFORM and NORMAL initialisations (image_kinds.h); version 5 added
+ * the actions (TSR_ACTION_*, the statements of main that steps.c runs): SAVE and LOAD name a
+ * checkpoint file in `text` and the buffers in `ref` (none: every parameter); SHUFFLE permutes
+ * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`); RECORD
+ * appends cell 0 of buffer ref[0] to series `value`, PLOT draws series `value` titled `text`;
+ * PROGRESS is the bar of a loop, titled `text`. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 2u
+#define TSR_IMAGE_VERSION 5u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,
 #define TSR_KIND_INIT(name) TSR_INIT_##name,
 #define TSR_KIND_ARG(name) TSR_ARG_##name,
+#define TSR_KIND_ACTION(name) TSR_ACTION_##name,
 enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) };
 enum { TSR_INIT_KINDS(TSR_KIND_INIT) };
 enum { TSR_ARG_KINDS(TSR_KIND_ARG) };
+enum { TSR_ACTION_KINDS(TSR_KIND_ACTION) TSR_ACTION_KIND_COUNT };
 #undef TSR_KIND_BUF
 #undef TSR_KIND_INIT
 #undef TSR_KIND_ARG
+#undef TSR_KIND_ACTION
+
+/* ---- Run-time options ---------------------------------------------------------------------------
+ *
+ * args.c parses an executable's command line against the model read from its image, then
+ * builds the state with what it found (state.c). */
+
+/* An `option` item: its name, whether it is a number (else an integer), and its value for this
+ * run (the default until the command line sets it). */
+typedef struct tsr_option {
+    char *name;
+    uint8_t is_float;
+    double value;
+} tsr_option;
+
+/* What the command line says beyond the options' values. */
+typedef struct tsr_run_args {
+    uint32_t data_count;
+    const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
+    const char *load;                      /* --load PATH, or NULL */
+} tsr_run_args;
+
+/* An action of main (the image's action table, read by state.c, run by steps.c), with what
+ * the run has done with it so far. */
+typedef struct tsr_action {
+    uint8_t kind;
+    char *text;
+    int64_t value, rows;
+    uint32_t ref_count;
+    uint32_t *refs;
+    uint64_t runs;          /* SHUFFLE: how many times it has run (the permutation's counter) */
+    double started, drawn;  /* PROGRESS: when the loop started, when the bar was last drawn */
+} tsr_action;
+
+/* A series of numbers that RECORD appends to. */
+typedef struct tsr_series {
+    float *values;
+    uint64_t count, cap;
+} tsr_series;
+
+/* Action `k` of the model, or NULL past the last. */
+tsr_action *tsr_model_action(const tsr_model *model, uint32_t k);
+/* Series `k` of the model (there is one per number RECORD and PLOT name), or NULL. */
+tsr_series *tsr_model_series(const tsr_model *model, uint32_t k);
+/* The shape of buffer `buffer` (memory order) and its kind; false past the last buffer. */
+bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *rank, const int64_t **dims,
+                            int64_t *cells, uint8_t *kind);
+
+/* Checkpoints (checkpoint.c): write or read the buffers `buffers` (count 0: every parameter)
+ * as a NumPy .npz archive at `path`. */
+int tsr_checkpoint_save(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
+int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
+/* Read the .npy file held in `size` bytes (a member of checkpoint `archive`, array `array`)
+ * into `out` of shape `dims`, as tsr_load_npy() does a file; messages name the archive and the
+ * array. */
+int tsr_load_npy_member(const unsigned char *bytes, size_t size, float *out, uint32_t rank, const int64_t *dims,
+                        const char *archive, const char *array);
+/* Take a progress bar off the terminal before something else is printed (steps.c). */
+void tsr_progress_hide(void);
+
+tsr_model *tsr_model_read(const unsigned char *image, size_t size);
+void tsr_model_free(tsr_model *model);
+/* The model's options (their values may be changed before the state is made). */
+tsr_option *tsr_model_options(tsr_model *model, uint32_t *count);
+/* The k-th tensor that `--data` may replace (a field of a data item), or NULL past the last. */
+const char *tsr_model_data_field(const tsr_model *model, uint32_t k);
+/* tsr_state_create() on a model already read (the state owns it from now on, also on failure),
+ * with the data files of `args` (NULL: none). */
+tsr_state *tsr_state_create_model(tsr_model *model, uint64_t seed, const tsr_run_args *args);
 
 /* A uniform double in [0, 1) (53 random bits) from stream `stream`, draw `index`, under `seed`. */
 double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);

@@ -8,23 +8,46 @@
  * One loop runs on the pool at a time: a call made while the pool is busy (another thread, or
  * a chunk calling back in) runs serially on its caller.  Threads start on first use.
  * Generated routines launch their loops back to back, and waking a thread that sleeps on a
- * condition variable costs tens of microseconds, so a worker spins for a short while (about
- * SPIN_ROUNDS pauses) on the generation counter before it sleeps, and the caller spins likewise
- * before it waits for the workers. */
+ * condition variable costs tens of microseconds, so a worker spins for a short while (SPIN_NS
+ * of wall time, measured rather than counted in pauses, whose cost differs tenfold between CPUs)
+ * on the generation counter before it sleeps, and the caller spins likewise before it waits for
+ * the workers.  A training step's serial stretches between two parallel loops (packing, small
+ * nests) last up to a few hundred microseconds; a worker that slept through one would cost a
+ * wake-up at the next loop. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-enum { MAX_THREADS = 256, SPIN_ROUNDS = 4000 };
+enum { MAX_THREADS = 256, SPIN_NS = 400000, SPIN_CHECK = 32 };
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* For a spin loop at its round `round`: true once SPIN_NS have passed since round 0 (the clock
+ * is read every SPIN_CHECK rounds; *deadline starts at 0).  Each check also yields the CPU, so
+ * that on a machine with more runnable threads than cores the spinning thread does not keep
+ * the one doing the work off its core (on an idle core, sched_yield returns at once). */
+static bool spin_expired(unsigned round, int64_t *deadline) {
+    if (round % SPIN_CHECK) return false;
+    if (round) sched_yield();
+    int64_t t = now_ns();
+    if (!*deadline) *deadline = t + SPIN_NS;
+    return t > *deadline;
 }
 
 typedef struct Pool {
@@ -66,7 +89,8 @@ static void *worker(void *arg) {
     (void)arg;
     uint64_t seen = 0;
     for (;;) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.generation) == seen; i++) cpu_relax();
+        int64_t deadline = 0;
+        for (unsigned i = 0; atomic_load(&pool.generation) == seen && !spin_expired(i, &deadline); i++) cpu_relax();
         pthread_mutex_lock(&pool.lock);
         while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
         seen = atomic_load(&pool.generation);
@@ -138,7 +162,8 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
     pthread_cond_broadcast(&pool.work_ready);
     pthread_mutex_unlock(&pool.lock);
     take_chunks();
-    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.active) > 0; i++) cpu_relax();
+    int64_t deadline = 0;
+    for (unsigned i = 0; atomic_load(&pool.active) > 0 && !spin_expired(i, &deadline); i++) cpu_relax();
     pthread_mutex_lock(&pool.lock);
     while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);

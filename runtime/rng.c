@@ -42,6 +42,14 @@ float tsr_uniform(uint64_t seed, const char *name, uint64_t cell) {
     return (float)((out[0] >> 8) * (1.0 / 16777216.0) * 2.0 - 1.0);
 }
 
+double tsr_normal(uint64_t seed, const char *name, uint64_t cell) {
+    uint32_t counter[4] = {(uint32_t)cell, (uint32_t)(cell >> 32), fnv1a(name), 0x6e726d6cu}, out[4];
+    tsr_philox4x32(counter, seed, out);
+    double u1 = ((double)out[0] + 1.0) * (1.0 / 4294967297.0); /* (0, 1): log is finite */
+    double u2 = (double)out[1] * (1.0 / 4294967296.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
 /* Streams are tagged apart from parameter initialisation by the last counter word. */
 static void draw(uint64_t seed, uint32_t stream, uint64_t index, uint32_t out[4]) {
     uint32_t counter[4] = {(uint32_t)index, (uint32_t)(index >> 32), stream, 0x64617461u};

@@ -21,7 +21,7 @@ typedef struct Buffer {
     uint32_t rank;
     int64_t *dims;
     int64_t size;
-    double fill;
+    double fill, shift; /* fill: FILL's value, or UNIFORM's and NORMAL's scale */
     uint64_t value_count;
     const unsigned char *values; /* f32 little-endian, inside the image */
 } Buffer;
@@ -59,6 +59,12 @@ struct tsr_model {
     DataSet *data;
     uint32_t print_count;
     Print *prints;
+    uint32_t option_count;
+    tsr_option *options; /* the program's `option` items; `value` is the run's value */
+    uint32_t action_count;
+    tsr_action *actions; /* the statements of main that steps.c runs */
+    uint32_t series_count;
+    tsr_series *series;  /* what RECORD has appended so far, one per series number */
 };
 
 /* ---- Reading the image ------------------------------------------------------------------------ */
@@ -136,10 +142,21 @@ static void model_free(tsr_model *m) {
         free(m->prints[i].args);
     }
     free(m->prints);
+    for (uint32_t i = 0; i < m->option_count; i++) free(m->options[i].name);
+    free(m->options);
+    for (uint32_t i = 0; i < m->action_count; i++) {
+        free(m->actions[i].text);
+        free(m->actions[i].refs);
+    }
+    free(m->actions);
+    for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);
+    free(m->series);
     free(m);
 }
 
-static tsr_model *model_read(const unsigned char *image, size_t size) {
+void tsr_model_free(tsr_model *m) { model_free(m); }
+
+tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
     Reader r = {image, image + size, false};
     char magic[4];
     take(&r, magic, 4);
@@ -193,6 +210,7 @@ static tsr_model *model_read(const unsigned char *image, size_t size) {
             else b->size *= b->dims[a];
         }
         b->fill = f64(&r);
+        b->shift = f64(&r);
         b->value_count = u64(&r);
         if (b->value_count > (uint64_t)(r.end - r.p) / 4 ||
             (b->init == TSR_INIT_VALUES && b->value_count != (uint64_t)b->size)) r.bad = true;
@@ -241,6 +259,39 @@ static tsr_model *model_read(const unsigned char *image, size_t size) {
         }
         if (p->grid && (p->arg_count != 1 || p->args[0].kind != TSR_ARG_BUFFER)) r.bad = true;
     }
+    m->option_count = count(&r, 13);
+    m->options = calloc(m->option_count + 1, sizeof *m->options);
+    if (!m->options) r.bad = true;
+    for (uint32_t i = 0; i < m->option_count && !r.bad; i++) {
+        m->options[i].name = str(&r);
+        m->options[i].is_float = u8(&r);
+        m->options[i].value = f64(&r);
+    }
+    m->action_count = count(&r, 29);
+    m->actions = calloc(m->action_count + 1, sizeof *m->actions);
+    if (!m->actions) r.bad = true;
+    for (uint32_t i = 0; i < m->action_count && !r.bad; i++) {
+        tsr_action *a = &m->actions[i];
+        a->kind = u8(&r);
+        a->text = str(&r);
+        a->value = i64(&r);
+        a->rows = i64(&r);
+        a->ref_count = count(&r, 4);
+        a->refs = calloc(a->ref_count + 1, sizeof *a->refs);
+        if (!a->refs || a->kind >= TSR_ACTION_KIND_COUNT) r.bad = true;
+        for (uint32_t k = 0; k < a->ref_count && !r.bad; k++)
+            if ((a->refs[k] = u32(&r)) >= m->buffer_count) r.bad = true;
+        bool series = a->kind == TSR_ACTION_RECORD || a->kind == TSR_ACTION_PLOT;
+        if (series && (a->value < 0 || a->value >= (int64_t)m->action_count)) r.bad = true;
+        if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
+        if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
+        if (a->kind == TSR_ACTION_SHUFFLE && a->rows < 1) r.bad = true;
+    }
+    m->series = calloc(m->series_count + 1, sizeof *m->series);
+    if (!m->series) r.bad = true;
+    for (uint32_t i = 0; i < m->print_count && !r.bad; i++)
+        for (uint32_t a = 0; a < m->prints[i].arg_count; a++)
+            if (m->prints[i].args[a].kind == TSR_ARG_OPTION && m->prints[i].args[a].ref >= m->option_count) r.bad = true;
     if (r.bad || r.p != r.end) {
         model_free(m);
         tsr_error(TSR_ERR_IMAGE, "the model image is malformed");
@@ -257,10 +308,37 @@ static float image_float(const unsigned char *p, uint64_t i) {
     return v;
 }
 
-static int produce_data(tsr_state *s, const DataSet *d) {
+/* Read a file into buffer `buffer` for data item `what`: CSV when the name ends in ".csv",
+ * otherwise .npy. */
+static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what) {
+    const Buffer *b = &s->model->buffers[buffer];
+    size_t n = strlen(path);
+    if (n >= 4 && strcmp(path + n - 4, ".csv") == 0)
+        return tsr_load_csv(path, s->buffers[buffer], b->rank, b->dims, what);
+    return tsr_load_npy(path, s->buffers[buffer], b->rank, b->dims, what);
+}
+
+/* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
+static const char *data_override(const tsr_state *s, uint32_t buffer, const tsr_run_args *args) {
+    const char *path = NULL;
+    for (uint32_t i = 0; args && i < args->data_count; i++)
+        if (strcmp(args->data_names[i], s->model->buffers[buffer].name) == 0) path = args->data_paths[i];
+    return path;
+}
+
+static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args) {
     const tsr_model *m = s->model;
     float *f0 = s->buffers[d->fields[0]];
     const Buffer *b0 = &m->buffers[d->fields[0]];
+    bool replaced = true; /* every field comes from a --data file: nothing to generate */
+    for (uint32_t f = 0; f < d->field_count; f++) replaced = replaced && data_override(s, d->fields[f], args);
+    if (replaced && strcmp(d->generator, "option") != 0) {
+        for (uint32_t f = 0; f < d->field_count; f++) {
+            int status = load_file(s, d->fields[f], data_override(s, d->fields[f], args), m->buffers[d->fields[f]].name);
+            if (status != TSR_OK) return status;
+        }
+        return TSR_OK;
+    }
     if (!strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
         !strcmp(d->generator, "spirals")) {
         if (d->field_count != 2 || b0->size != 2 * d->count || m->buffers[d->fields[1]].size != d->count)
@@ -271,9 +349,22 @@ static int produce_data(tsr_state *s, const DataSet *d) {
         else if (!strcmp(d->generator, "circles"))
             tsr_circles(f0, labels, d->count, d->noise, d->factor, (uint64_t)d->seed);
         else tsr_spirals(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+        for (uint32_t f = 0; f < 2; f++) { /* a field that --data replaces */
+            const char *path = data_override(s, d->fields[f], args);
+            int status = path ? load_file(s, d->fields[f], path, m->buffers[d->fields[f]].name) : TSR_OK;
+            if (status != TSR_OK) return status;
+        }
         return TSR_OK;
     }
     if (d->field_count != 1) return tsr_error(TSR_ERR_IMAGE, "data '%s': malformed", d->name);
+    if (!strcmp(d->generator, "option")) { /* an `option` read as a tensor: its value in every cell */
+        for (uint32_t i = 0; i < m->option_count; i++)
+            if (!strcmp(m->options[i].name, d->path)) {
+                for (int64_t c = 0; c < b0->size; c++) f0[c] = (float)m->options[i].value;
+                return TSR_OK;
+            }
+        return tsr_error(TSR_ERR_IMAGE, "data '%s': no option '%s'", d->name, d->path);
+    }
     if (!strcmp(d->generator, "range")) {
         for (int64_t c = 0; c < b0->size; c++) f0[c] = (float)c;
         return TSR_OK;
@@ -288,8 +379,11 @@ static int produce_data(tsr_state *s, const DataSet *d) {
 }
 
 tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed) {
-    tsr_model *m = model_read(image, image_size);
-    if (!m) return NULL;
+    tsr_model *m = tsr_model_read(image, image_size);
+    return m ? tsr_state_create_model(m, seed, NULL) : NULL;
+}
+
+tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_args *args) {
     tsr_state *s = calloc(1, sizeof *s);
     if (!s) {
         model_free(m);
@@ -325,13 +419,18 @@ tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint6
             for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
             break;
         case TSR_INIT_UNIFORM:
-            for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+            for (int64_t c = 0; c < b->size; c++)
+                d[c] = (float)(b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
+            break;
+        case TSR_INIT_NORMAL:
+            for (int64_t c = 0; c < b->size; c++)
+                d[c] = (float)(b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
             break;
         default: break;
         }
     }
     for (uint32_t i = 0; i < m->data_count; i++)
-        if (produce_data(s, &m->data[i]) != TSR_OK) { /* the loader recorded the error */
+        if (produce_data(s, &m->data[i], args) != TSR_OK) { /* the loader recorded the error */
             tsr_state_destroy(s);
             return NULL;
         }
@@ -374,6 +473,36 @@ int tsr_state_check_symbols(tsr_state *s) {
     return TSR_OK;
 }
 
+/* ---- Options and loops of main ------------------------------------------------------------------ */
+
+int64_t tsr_state_option_int(const tsr_state *s, uint32_t option) {
+    return s && option < s->model->option_count ? (int64_t)s->model->options[option].value : 0;
+}
+
+int tsr_main_loop_check(tsr_state *s, uint32_t symbol, int64_t from, int64_t to) {
+    if (!s) return null_state();
+    if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
+    int64_t lo = from < to ? from : to, hi = from < to ? to : from, range = s->model->symbol_ranges[symbol];
+    if (lo < 0 || hi >= range)
+        return tsr_error(TSR_ERR_INDEX, "the loop runs '%s' over %" PRId64 "..%" PRId64 ", outside its range 0..%" PRId64,
+                         s->model->symbol_names[symbol], lo, hi, range - 1);
+    return TSR_OK;
+}
+
+tsr_option *tsr_model_options(tsr_model *m, uint32_t *count) {
+    *count = m->option_count;
+    return m->options;
+}
+
+const char *tsr_model_data_field(const tsr_model *m, uint32_t k) {
+    for (uint32_t i = 0; i < m->data_count; i++) {
+        if (!strcmp(m->data[i].generator, "option")) continue;
+        if (k < m->data[i].field_count) return m->buffers[m->data[i].fields[k]].name;
+        k -= m->data[i].field_count;
+    }
+    return NULL;
+}
+
 /* ---- Printing ------------------------------------------------------------------------------------ */
 
 /* A number for an integer conversion: truncated; NaN and numbers outside the range of int64_t
@@ -387,6 +516,7 @@ static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_INT: return a->i;
     case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return s->symbols[a->ref];
+    case TSR_ARG_OPTION: return to_int64(s->model->options[a->ref].value) + a->i;
     default: return s->buffers[a->ref] ? to_int64((double)s->buffers[a->ref][0]) : 0;
     }
 }
@@ -396,6 +526,7 @@ static double arg_float(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_INT: return (double)a->i;
     case TSR_ARG_FLOAT: return a->f;
     case TSR_ARG_SYMBOL: return (double)s->symbols[a->ref];
+    case TSR_ARG_OPTION: return s->model->options[a->ref].value + (double)a->i;
     default: return s->buffers[a->ref] ? (double)s->buffers[a->ref][0] : 0.0;
     }
 }
@@ -446,6 +577,7 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     if (!s) return null_state();
     if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
     const Print *p = &s->model->prints[print];
+    tsr_progress_hide();
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];
         tsr_print_tensor(stdout, p->label, b->shape_text, s->buffers[p->args[0].ref], b->rank, b->dims);
@@ -479,6 +611,18 @@ const char *tsr_model_buffer_name(const tsr_model *m, uint32_t i) {
     return m && i < m->buffer_count ? m->buffers[i].name : NULL;
 }
 uint32_t tsr_model_symbol_count(const tsr_model *m) { return m ? m->symbol_count : 0; }
+tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }
+tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
+bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank, const int64_t **dims, int64_t *cells,
+                            uint8_t *kind) {
+    if (!m || buffer >= m->buffer_count) return false;
+    const Buffer *b = &m->buffers[buffer];
+    *rank = b->rank;
+    *dims = b->dims;
+    *cells = b->size;
+    *kind = b->is_virtual ? TSR_BUF_SCRATCH : b->kind; /* a virtual buffer has no storage to save */
+    return true;
+}
 const char *tsr_model_symbol_name(const tsr_model *m, uint32_t i) {
     return m && i < m->symbol_count ? m->symbol_names[i] : NULL;
 }

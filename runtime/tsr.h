@@ -64,6 +64,9 @@ void tsr_philox4x32(const uint32_t counter[4], uint64_t key, uint32_t out[4]);
 /* The parameter initialisation: a uniform number in [-1, 1) for cell `cell` of the tensor named
  * `name`, under `seed`.  Depends on nothing else (not on threads, order or other tensors). */
 float tsr_uniform(uint64_t seed, const char *name, uint64_t cell);
+/* A standard normal number for cell `cell` of the tensor named `name`, under `seed` (the
+ * initialisers `normal`, `xavier_normal`, `kaiming_normal`); as pure as tsr_uniform. */
+double tsr_normal(uint64_t seed, const char *name, uint64_t cell);
 
 /* ---- Data ----------------------------------------------------------------------------------- */
 
@@ -130,6 +133,37 @@ int tsr_state_check_symbols(tsr_state *state);
 
 /* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
 int tsr_state_print(tsr_state *state, uint32_t print);
+
+/* For the `main` of generated executables: read the command line (docs/cli.md "Running an
+ * executable": --help, --seed N, --threads N, --data NAME=PATH, --load PATH and the program's options, whose
+ * table the image holds), then create the state as tsr_state_create() does with the seed and
+ * data files it chose; `seed` is the default.  NULL when the program should stop, with the exit
+ * status in *status: 0 after --help (printed to stdout), 2 after a bad command line (the
+ * message is printed to stderr), 1 when the state could not be made (tsr_last_error() says
+ * why; the caller prints it, as tsr_main_fail does). */
+tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
+                          int *status);
+/* The value of option `option` of the program (an integer option), for loop bounds of main. */
+int64_t tsr_state_option_int(const tsr_state *state, uint32_t option);
+/* TSR_OK when a loop of main running index symbol `symbol` from `from` to `to` (inclusive, either
+ * way) stays within its range; TSR_ERR_INDEX with a message otherwise.  For loops whose bounds
+ * come from options. */
+int tsr_main_loop_check(tsr_state *state, uint32_t symbol, int64_t from, int64_t to);
+
+/* Checkpoints (docs/runtime.md §14): write every parameter of the state to `path` as a NumPy
+ * .npz archive (one float32 array per parameter, named as the tensor, in memory order), or
+ * read them back from such an archive (numpy.savez's too).  TSR_OK, or TSR_ERR_IO (writing) /
+ * TSR_ERR_DATA (reading: missing file or array, wrong shape, damaged archive) with a message
+ * naming the file and the array; a failed load changes nothing. */
+int tsr_state_save(tsr_state *state, const char *path);
+int tsr_state_load(tsr_state *state, const char *path);
+
+/* For the `main` of generated executables: run statement `action` of the program's main that
+ * the runtime carries out (save, load, shuffle, record, plot: the image lists them). */
+int tsr_state_action(tsr_state *state, uint32_t action);
+/* The progress bar `action` of a loop of main: `done` of `total` iterations are done (0 when
+ * the loop starts); drawn on standard error (docs/language.md §3.2.9). */
+int tsr_state_progress(tsr_state *state, uint32_t action, int64_t done, int64_t total);
 
 /* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
  * stderr, destroy the state (NULL is fine) and return 1, the exit status. */

@@ -13,13 +13,15 @@
 #              float printed in full (TSR_PRINT_EXACT=1), the reference executor on the
 #              unscheduled IR (`--no-sched`) and the program compiled to an executable
 #              (`tsrc --run`) must print exactly what the reference executor printed on the
-#              scheduled IR (a test may have both; `(* args: … *)` options are added to all)
+#              scheduled IR (a test may have both; `(* args: … *)` options are added to all,
+#              after the file name, so `-- ARGS` gives ARGS to the program itself)
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
-# differential test against NumPy and the native sweep against the reference executor
+# differential test against NumPy, the gradient check against finite differences
+# (tests/grad/gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
 # memory test (tests/scale/compile_scale.py), whose own closing "N passed, N failed" lines are
 # added in.
@@ -64,7 +66,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     if [ -f "$base.ir" ] || [ -f "$base.out" ]; then
         for kind in ir out; do
             [ -f "$base.$kind" ] || continue
-            if [ $kind = ir ]; then run_tsrc --emit=ir $args "$t"; else run_tsrc --run --interp $args "$t"; fi
+            if [ $kind = ir ]; then run_tsrc --emit=ir $args "$t"; else run_tsrc --run --interp "$t" $args; fi
             if [ "$(status)" != 0 ]; then fail "$t ($kind)" "exit $(status), expected 0" "$TMP/err"
             elif check_golden "$t" "$TMP/out" "$base.$kind"; then pass "$t ($kind)"
             else fail "$t ($kind)" "output differs from $base.$kind" "$TMP/diff"; fi
@@ -72,13 +74,13 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             # Bit for bit (every float printed with all its digits): the reference executor on
             # the scheduled IR (the default), on the IR as lowered, and the program compiled
             # natively all print the same.
-            TSR_PRINT_EXACT=1 run_tsrc --run --interp $args "$t"
+            TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t" $args
             cp "$TMP/out" "$TMP/interp.out"
-            TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched $args "$t"
+            TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched "$t" $args
             if [ "$(status)" != 0 ]; then fail "$t (unscheduled)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (scheduled = unscheduled)"
             else fail "$t (unscheduled)" "the scheduled and the unscheduled IR print differently" "$TMP/diff"; fi
-            TSR_PRINT_EXACT=1 run_tsrc --run $args "$t"
+            TSR_PRINT_EXACT=1 run_tsrc --run "$t" $args
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
@@ -248,12 +250,36 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 
+# Every differentiable prelude operation's gradient against central finite differences in
+# float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the
+# programs also natively, bit for bit.
+"$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
+add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
+
+# The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
+# with the reference executor and natively.
+"$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
+add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
+
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at
 # -O3 for the host, x86-64-v4 and x86-64-v3 all print the same bits (tests/native/contractions.py).
 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
     >"$TMP/contractions.out" 2>&1
 add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP/contractions.out"
+
+# The command line of executables: --help, options, --data, --seed (tests/native/exe_options.sh).
+sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1
+add_summary "native: executables' command line" $? "$TMP/exe_options.out"
+
+# Checkpoints: save, load, --load, numpy.load, MODULE_save/load, their errors
+# (tests/native/checkpoint.sh).
+sh tests/native/checkpoint.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/checkpoint.out" 2>&1
+add_summary "native: checkpoints" $? "$TMP/checkpoint.out"
+
+# shuffle under --seed, progress bars on and off a terminal (tests/native/main_steps.sh).
+sh tests/native/main_steps.sh "$TSRC" >"$TMP/main_steps.out" 2>&1
+add_summary "native: shuffle seeds, progress bars" $? "$TMP/main_steps.out"
 
 # Hostile data files: not regular files, endless, cut short (tests/native/hostile_data.sh).
 sh tests/native/hostile_data.sh "$TSRC" >"$TMP/hostile.out" 2>&1

@@ -13,7 +13,10 @@ print the same bits:
 
 with every float printed in full (TSR_PRINT_EXACT=1).  At least a quarter of the cases must be
 register-tiled by the host's schedule (counted in --emit=sched-ir), so that a schedule which
-stopped tiling fails the test instead of passing it vacuously.  A contraction is an einsum
+stopped tiling fails the test instead of passing it vacuously; likewise at least a tenth of the
+programs must pack an operand by transposing blocks in registers (a `transpose` loop: the
+compose form's weight, operands contracted along their contiguous axis), with and without
+reduction tails past the last whole block.  A contraction is an einsum
 `a +* "SPEC" b` whose labels are batch labels (in both operands and the result), row labels
 (first operand and result), column labels (second operand and result) and summed labels (both
 operands), each operand's and the result's axes in a random order: the plain matmul, transposed
@@ -190,7 +193,7 @@ def main():
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     work = args.keep or tempfile.mkdtemp(prefix="tsrc-contractions.")
     os.makedirs(work, exist_ok=True)
-    passed = failed = tiled = 0
+    passed = failed = tiled = transposing = 0
     ways = [("scheduled IR, reference executor", ["--run", "--interp"]),
             ("lowered IR, reference executor", ["--run", "--interp", "--no-sched"])]
     ways += [("native -O3 --cpu=%s" % cpu, ["--run", "-O3", "--cpu=%s" % cpu]) for cpu in args.cpus.split()]
@@ -205,16 +208,17 @@ def main():
         first += count
 
     def check(program):
-        """(lines to print, passed, failed, tiled) for one program."""
+        """(lines to print, passed, failed, tiled, transposing) for one program."""
         path, count, descr = program
         code, out, err = run([args.tsrc, "--emit=sched-ir", path], env)
-        # One packed-panels scratch buffer per tiled contraction, in the buffer list.
-        tiled = sum(1 for line in out.splitlines() if line.startswith("  ") and ".panels#s" in line and " scratch " in line)
+        # One register-tile scratch buffer per tiled contraction, in the buffer list.
+        tiled = sum(1 for line in out.splitlines() if line.startswith("  ") and ".tile#s" in line and " scratch " in line)
+        transposing = 1 if " transpose:" in out else 0
         outputs = []
         for what, flags in ways:
             code, out, err = run([args.tsrc] + flags + [path], env)
             if code != 0:
-                return ["FAIL %s (%s: exit %d: %s)" % (path, what, code, err.strip()[:400])], 0, count, tiled
+                return ["FAIL %s (%s: exit %d: %s)" % (path, what, code, err.strip()[:400])], 0, count, tiled, transposing
             outputs.append((what, tensors(out)))
         ref, lines, ok = outputs[0][1], [], 0
         for name, d in descr:
@@ -224,13 +228,13 @@ def main():
                 lines.append("FAIL %s %s (%s) differs: %s" % (path, name, d, "; ".join(differs)))
             else:
                 ok += 1
-        return lines, ok, count - ok, tiled
+        return lines, ok, count - ok, tiled, transposing
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for lines, ok, bad, t in pool.map(check, programs):
+        for lines, ok, bad, t, tr in pool.map(check, programs):
             for line in lines:
                 print(line)
-            passed, failed, tiled = passed + ok, failed + bad, tiled + t
+            passed, failed, tiled, transposing = passed + ok, failed + bad, tiled + t, transposing + tr
     if not args.keep and failed == 0:
         for f in os.listdir(work):
             os.remove(os.path.join(work, f))
@@ -239,6 +243,10 @@ def main():
     print("%d of %d contractions were register-tiled for this host" % (tiled, args.count))
     if tiled * 4 < args.count:
         print("FAIL fewer than a quarter of the contractions were register-tiled")
+        failed += 1
+    print("%d of %d programs packed an operand by transposing in registers" % (transposing, len(programs)))
+    if transposing * 10 < len(programs):
+        print("FAIL fewer than a tenth of the programs packed by transposing")
         failed += 1
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

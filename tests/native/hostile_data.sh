@@ -7,7 +7,9 @@
 # cut inside the last number or before the last newline, an endless line, a sparse gigabyte of
 # NUL bytes -- and both the executable (under a 256 MiB memory limit) and `tsrc --run
 # --interp` must stop within the time limit with exit status 1 and exactly the expected
-# message.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
+# message.  A third program loads the checkpoint '$T/m.npz' (docs/runtime.md §14), which meets
+# a FIFO with a writer, a link to /dev/zero, a sparse gigabyte and an archive whose directory
+# claims a 2 GiB member.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$1
 T=$(mktemp -d /tmp/tsrc-hostile.XXXXXX)
@@ -108,6 +110,53 @@ clear_path q.csv
 truncate -s 1073741824 "$T/q.csv"
 expect "csv: a gigabyte of NUL bytes" csv \
     ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
+
+# Checkpoints: the loader reads the end of the file and the members the model needs, never the
+# whole file, and never more than the model's arrays can hold.
+printf 'let%%op w = { w = [1.; 2.; 3.] }\nmain = load "%s/m.npz"; print w\n' "$T" >"$T/ckpt.tsr"
+if ! "$TSRC" "$T/ckpt.tsr" -o "$T/ckpt" >"$T/log" 2>&1; then
+    failed=$((failed + 1)); echo "FAIL ckpt.tsr does not compile"; sed -n '1,10s/^/    /p' "$T/log"
+fi
+expect_checkpoint() {
+    (ulimit -v 262144; exec timeout 20 "$T/ckpt") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "$T/ckpt: error: checkpoint '$T/m.npz'$2" ] && [ ! -s "$T/out" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); echo "FAIL $1: the executable (status $st)"; sed -n '1,5s/^/    /p' "$T/err"
+    fi
+    timeout 20 "$TSRC" --run --interp "$T/ckpt.tsr" >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: checkpoint '$T/m.npz'$2" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); echo "FAIL $1: tsrc --run --interp (status $st)"; sed -n '1,5s/^/    /p' "$T/err"
+    fi
+}
+mkfifo "$T/m.npz"
+(cat /dev/zero >"$T/m.npz") 2>/dev/null &
+writer=$!
+expect_checkpoint "checkpoint: a FIFO streaming zeros" " is not a regular file"
+kill "$writer" 2>/dev/null
+wait "$writer" 2>/dev/null
+writer=
+clear_path m.npz
+ln -s /dev/zero "$T/m.npz"
+expect_checkpoint "checkpoint: a link to /dev/zero" " is not a regular file"
+clear_path m.npz
+truncate -s 1073741824 "$T/m.npz"
+expect_checkpoint "checkpoint: a sparse gigabyte" \
+    " is not a readable .npz file: no zip directory at its end (not a zip file, or cut short)"
+clear_path m.npz
+/usr/bin/python3 -c '
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z: z.writestr("w.npy", b"x" * 100)
+b = bytearray(open(sys.argv[1], "rb").read())
+c = b.rindex(b"PK\x01\x02")
+b[c + 20:c + 28] = (0x7fffffff).to_bytes(4, "little") * 2
+open(sys.argv[1], "wb").write(b)' "$T/m.npz"
+expect_checkpoint "checkpoint: a member claiming 2 GiB" \
+    ": array 'w' holds 2147483647 bytes, more than its shape can need"
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -4,7 +4,8 @@
  * What it checks: relu propagates NaN (relu(NaN) = NaN, as PyTorch's relu does; it used to give
  * 0, so a loss built on relu read 0 while the weights were NaN), gives +0 for -0 and the
  * negative numbers, keeps +inf; the comparisons are false with a NaN operand (IEEE: 0), as
- * docs/language.md §3.8 says.  Requires build/libtsrc.a.  Produces one line per failing case and
+ * docs/language.md §3.8 says; `ne` is true and `not` false with a NaN; sat01 and sign keep NaN,
+ * sign keeps the sign of zero, abs drops it.  Requires build/libtsrc.a.  Produces one line per failing case and
  * a last line "N passed, N failed"; exits 1 on any failure. */
 #include <math.h>
 #include <stdbool.h>
@@ -42,6 +43,22 @@ int main(void) {
     expect(SOP_LT, NAN, NAN, 0.0f, "NaN < NaN is false");
     expect(SOP_EQ, NAN, NAN, 0.0f, "NaN = NaN is false");
     expect(SOP_LT, 0.0f, 1.0f, 1.0f, "0 < 1 is true");
+    expect(SOP_LE, NAN, 1.0f, 0.0f, "NaN <= 1 is false");
+    expect(SOP_LE, 1.0f, 1.0f, 1.0f, "1 <= 1 is true");
+    expect(SOP_NE, NAN, NAN, 1.0f, "ne(NaN, NaN) is true");
+    expect(SOP_NE, 1.0f, 1.0f, 0.0f, "ne(1, 1) is false");
+    expect(SOP_NOT, NAN, 0.0f, 0.0f, "not NaN = 0 (NaN counts as true)");
+    expect(SOP_NOT, -0.0f, 0.0f, 1.0f, "not -0 = 1");
+    expect(SOP_SAT01, NAN, 0.0f, NAN, "sat01(NaN) = NaN");
+    expect(SOP_SAT01, -0.0f, 0.0f, 0.0f, "sat01(-0) = +0");
+    expect(SOP_SAT01, 3.0f, 0.0f, 1.0f, "sat01(3) = 1");
+    expect(SOP_SAT01, 0.25f, 0.0f, 0.25f, "sat01(0.25) = 0.25");
+    expect(SOP_SIGN, -0.0f, 0.0f, -0.0f, "sign(-0) = -0");
+    expect(SOP_SIGN, NAN, 0.0f, NAN, "sign(NaN) = NaN");
+    expect(SOP_SIGN, -INFINITY, 0.0f, -1.0f, "sign(-inf) = -1");
+    expect(SOP_ABS, -0.0f, 0.0f, 0.0f, "abs(-0) = +0");
+    expect(SOP_RECIP, -0.0f, 0.0f, -INFINITY, "recip(-0) = -inf");
+    expect(SOP_RSQRT, 4.0f, 0.0f, 0.5f, "rsqrt(4) = 0.5");
     printf("%u passed, %u failed\n", passed, failed);
     return failed != 0;
 }

@@ -1,0 +1,188 @@
+/* args.c — the command line of a generated executable (docs/cli.md "Running an executable").
+ *
+ * A generated `main` hands its argc/argv to tsr_main_start() with the model image; the
+ * reference executor (`tsrc --run --interp prog.tsr -- ARGS`) does the same, so both accept the
+ * same options and answer them with the same words.  The options come from a table, not from
+ * generated code: the built-in ones (--help, --seed, --threads, --data, --load) and the
+ * program's `option` items, which the image lists with their kinds and defaults.  A bad command
+ * line is a one-line message "PROGRAM: error: …" on stderr and exit status 2; --help prints
+ * every option with its default to stdout and exit status 0.  The state is then created with
+ * the seed, the option values and the data files the command line chose.
+ *
+ * Requires: an image from the same version of tsrc (state.c checks it). */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct Parser {
+    const char *program;
+    tsr_model *model;
+    tsr_run_args args;
+    uint64_t seed;
+} Parser;
+
+static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const Parser *p, const char *fmt, ...) {
+    fflush(stdout);
+    fprintf(stderr, "%s: error: ", p->program);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (%s --help lists the options)\n", p->program);
+    return 2;
+}
+
+/* A signed or unsigned decimal integer, the whole string. */
+static bool parse_integer(const char *text, bool allow_negative, int64_t lo, int64_t hi, int64_t *out) {
+    if (!text[0] || (!allow_negative && text[0] == '-') || text[0] == '+' || text[0] == ' ') return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static void print_help(const Parser *p, uint64_t default_seed) {
+    const tsr_model *m = p->model;
+    printf("usage: %s [options]\n\noptions:\n", p->program);
+    printf("  %-22s %s\n", "--help", "show this help and exit");
+    printf("  %-22s seed of parameter initialisation and of 'shuffle' (default %" PRIu64 ")\n", "--seed N",
+           default_seed);
+    printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
+    printf("  %-22s %s\n", "--load PATH", "read the parameters from checkpoint PATH (.npz) before main runs");
+    if (tsr_model_data_field(m, 0)) {
+        printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy, or .csv), of the same shape;");
+        printf("  %-22s NAME is one of:", "");
+        for (uint32_t k = 0; tsr_model_data_field(m, k); k++) printf(" %s", tsr_model_data_field(m, k));
+        printf("\n");
+    }
+    uint32_t n;
+    const tsr_option *o = tsr_model_options(p->model, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        char left[256];
+        snprintf(left, sizeof left, "--%s %s", o[i].name, o[i].is_float ? "X" : "N");
+        if (o[i].is_float) printf("  %-22s a number (default %.17g)\n", left, o[i].value);
+        else printf("  %-22s an integer (default %" PRId64 ")\n", left, (int64_t)o[i].value);
+    }
+}
+
+/* The value of a user option from `text`, or an error (status 2). */
+static int set_option(Parser *p, tsr_option *o, const char *text) {
+    if (o->is_float) {
+        char *end;
+        errno = 0;
+        double v = strtod(text, &end);
+        if (!text[0] || *end || errno == ERANGE || !isfinite(v))
+            return usage_error(p, "option '--%s' needs a finite number, not '%s'", o->name, text);
+        o->value = v;
+        return 0;
+    }
+    int64_t v;
+    if (!parse_integer(text, true, -(INT64_C(1) << 53), INT64_C(1) << 53, &v))
+        return usage_error(p, "option '--%s' needs an integer, not '%s'", o->name, text);
+    o->value = (double)v;
+    return 0;
+}
+
+static int add_data(Parser *p, const char *text) {
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || !eq[1]) return usage_error(p, "'--data' takes NAME=PATH, not '%s'", text);
+    size_t n = (size_t)(eq - text);
+    const char *name = NULL;
+    for (uint32_t k = 0; tsr_model_data_field(p->model, k) && !name; k++) {
+        const char *f = tsr_model_data_field(p->model, k);
+        if (strlen(f) == n && memcmp(f, text, n) == 0) name = f;
+    }
+    if (!name) return usage_error(p, "'--data %s': the program has no data named '%.*s'", text, (int)n, text);
+    const char **names = realloc(p->args.data_names, (p->args.data_count + 1) * sizeof *names);
+    if (names) p->args.data_names = names;
+    const char **paths = realloc(p->args.data_paths, (p->args.data_count + 1) * sizeof *paths);
+    if (paths) p->args.data_paths = paths;
+    if (!names || !paths) {
+        fprintf(stderr, "%s: error: out of memory\n", p->program);
+        return 1;
+    }
+    p->args.data_names[p->args.data_count] = name;
+    p->args.data_paths[p->args.data_count++] = eq + 1;
+    return 0;
+}
+
+/* Parse argv; 0 to go on, or the exit status (-1: --help was printed, exit 0). */
+static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
+    uint32_t option_count;
+    tsr_option *options = tsr_model_options(p->model, &option_count);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(p, default_seed);
+            return -1;
+        }
+        if (strncmp(a, "--", 2) != 0 || !a[2]) return usage_error(p, "unexpected argument '%s'", a);
+        /* --NAME VALUE or --NAME=VALUE */
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        const char *value = eq ? eq + 1 : NULL;
+        bool known = false;
+        static const char *const builtin[] = {"seed", "threads", "data", "load"};
+        for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
+            known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
+        tsr_option *o = NULL;
+        for (uint32_t k = 0; k < option_count && !known && !o; k++)
+            if (strlen(options[k].name) == n && memcmp(options[k].name, name, n) == 0) o = &options[k];
+        if (!known && !o) return usage_error(p, "unknown option '--%.*s'", (int)n, name);
+        if (!value) {
+            if (i + 1 >= argc) return usage_error(p, "option '--%.*s' needs a value", (int)n, name);
+            value = argv[++i];
+        }
+        int status = 0;
+        int64_t v;
+        if (o) status = set_option(p, o, value);
+        else if (strncmp(name, "seed", n) == 0) {
+            if (!parse_integer(value, false, 0, INT64_MAX, &v))
+                return usage_error(p, "'--seed' needs a non-negative integer, not '%s'", value);
+            p->seed = (uint64_t)v;
+        } else if (strncmp(name, "threads", n) == 0) {
+            if (!parse_integer(value, false, 1, 4096, &v))
+                return usage_error(p, "'--threads' needs a number of threads from 1 to 4096, not '%s'", value);
+            tsr_set_num_threads((int)v);
+        } else if (strncmp(name, "load", n) == 0) {
+            if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
+            p->args.load = value;
+        } else {
+            status = add_data(p, value);
+        }
+        if (status) return status;
+    }
+    return 0;
+}
+
+tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
+                          int *status) {
+    *status = 1;
+    tsr_model *m = tsr_model_read(image, image_size);
+    if (!m) return NULL;
+    Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};
+    int parsed = parse(&p, argc, argv, seed);
+    tsr_state *s = NULL;
+    if (parsed == 0) {
+        s = tsr_state_create_model(m, p.seed, &p.args);
+        if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
+            tsr_state_destroy(s);
+            s = NULL;
+        }
+    } else {
+        tsr_model_free(m);
+        *status = parsed < 0 ? 0 : parsed;
+    }
+    free(p.args.data_names);
+    free(p.args.data_paths);
+    return s;
+}

@@ -1,0 +1,391 @@
+/* checkpoint.c — a model's parameters as a NumPy .npz file (docs/runtime.md §14).
+ *
+ * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
+ * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32, C order, the shape
+ * the buffer has in memory (the dims of the generated header); members are stored without
+ * compression, with their CRC-32s, so numpy.load reads the file.  The archive is written to
+ * PATH.partial and renamed over PATH only when every byte is written, so a failed save never
+ * leaves a cut checkpoint behind.
+ *
+ * Loading reads the zip's central directory from the end of the file and, for each chosen
+ * buffer, member NAME.npy (with pread: memory is bounded by what the model's arrays need,
+ * whatever sizes the file claims), checks every offset and size against the file, checks the
+ * CRC-32, and parses the .npy through data.c (shape and dtype checked: any dtype the data
+ * loader takes).  Archives written by numpy.savez (zip64 local headers included) load too;
+ * compressed members (numpy.savez_compressed) are refused by name.  Every problem — a missing
+ * or unreadable file, a missing array, a wrong shape, a damaged or truncated archive — is a
+ * TSR_ERR_DATA error naming the file and the array, and the state is changed only when every
+ * array has been read.
+ *
+ * Requires: a state made by tsr_state_create(); the host is little-endian (x86-64). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Zip record signatures and sizes (PKWARE's APPNOTE). */
+enum {
+    ZIP_LOCAL = 0x04034b50,
+    ZIP_CENTRAL = 0x02014b50,
+    ZIP_END = 0x06054b50,
+    ZIP_LOCAL_SIZE = 30,
+    ZIP_CENTRAL_SIZE = 46,
+    ZIP_END_SIZE = 22,
+    ZIP_VERSION = 20,      /* 2.0: what stored members need */
+    ZIP_DATE_1980 = 0x21,  /* MS-DOS date 1980-01-01: a fixed time, so files are reproducible */
+};
+
+/* ---- CRC-32 (the zip polynomial, reflected 0xEDB88320) ------------------------------------------ */
+
+static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n) {
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+/* The buffers a checkpoint holds: the listed ones, or (none listed) every parameter. */
+static bool chosen(const tsr_state *s, const uint32_t *buffers, uint32_t count, uint32_t b) {
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+    uint8_t kind;
+    if (!tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) || !s->buffers[b]) return false;
+    if (count == 0) return kind == TSR_BUF_PARAM;
+    for (uint32_t i = 0; i < count; i++)
+        if (buffers[i] == b) return true;
+    return false;
+}
+
+/* ---- Writing ------------------------------------------------------------------------------------ */
+
+typedef struct Writer {
+    FILE *file;
+    uint64_t offset;
+    bool failed;
+} Writer;
+
+static void put(Writer *w, const void *p, size_t n) {
+    if (w->failed || n == 0) return;
+    if (fwrite(p, 1, n, w->file) != n) w->failed = true;
+    w->offset += n;
+}
+static void put16(Writer *w, uint32_t v) {
+    unsigned char b[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+    put(w, b, 2);
+}
+static void put32(Writer *w, uint32_t v) {
+    put16(w, v & 0xffff);
+    put16(w, v >> 16);
+}
+
+/* The .npy header (format 1.0) of a float32 array of shape `dims`, padded with blanks and a
+ * newline so that the data starts at a multiple of 64 bytes, as NumPy writes it.  Its length,
+ * or 0 when it does not fit `size`. */
+static size_t npy_header(char *out, size_t size, uint32_t rank, const int64_t *dims) {
+    char shape[400];
+    size_t n = (size_t)snprintf(shape, sizeof shape, "(");
+    for (uint32_t a = 0; a < rank && n < sizeof shape; a++)
+        n += (size_t)snprintf(shape + n, sizeof shape - n, a ? ", %" PRId64 : "%" PRId64, dims[a]);
+    if (n < sizeof shape) n += (size_t)snprintf(shape + n, sizeof shape - n, rank == 1 ? ",)" : ")");
+    if (n >= sizeof shape) return 0;
+    int len = snprintf(out + 10, size > 10 ? size - 10 : 0, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
+                       shape);
+    size_t used = 10 + (size_t)len + 1, padded = (used + 63) / 64 * 64;
+    if (len < 0 || padded > size || padded - 10 > 0xffff) return 0;
+    memset(out + 10 + len, ' ', padded - used);
+    out[padded - 1] = '\n';
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (char)((padded - 10) & 0xff);
+    out[9] = (char)((padded - 10) >> 8);
+    return padded;
+}
+
+typedef struct Member {
+    char *name;
+    uint32_t crc, size, offset;
+} Member;
+
+/* A zip's local header (at a member) or central directory entry (local header at `offset`). */
+static void put_entry(Writer *w, const Member *m, bool central) {
+    size_t name_len = strlen(m->name);
+    put32(w, central ? ZIP_CENTRAL : ZIP_LOCAL);
+    if (central) put16(w, ZIP_VERSION); /* made by */
+    put16(w, ZIP_VERSION);              /* needed to extract */
+    put16(w, 0);                        /* flags */
+    put16(w, 0);                        /* method: stored */
+    put16(w, 0);                        /* time */
+    put16(w, ZIP_DATE_1980);
+    put32(w, m->crc);
+    put32(w, m->size); /* compressed */
+    put32(w, m->size);
+    put16(w, (uint32_t)name_len);
+    put16(w, 0); /* extra */
+    if (central) {
+        put16(w, 0); /* comment */
+        put16(w, 0); /* disk */
+        put16(w, 0); /* internal attributes */
+        put32(w, 0); /* external attributes */
+        put32(w, m->offset);
+    }
+    put(w, m->name, name_len);
+}
+
+/* Write the members and the directory; TSR_OK or an error naming the file. */
+static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32_t *buffers, uint32_t count,
+                         Member *members, uint32_t *member_count) {
+    uint32_t n = tsr_model_buffer_count(s->model);
+    for (uint32_t b = 0; b < n; b++) {
+        if (!chosen(s, buffers, count, b)) continue;
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
+        const char *name = tsr_model_buffer_name(s->model, b);
+        char header[512];
+        size_t header_len = npy_header(header, sizeof header, rank, dims);
+        uint64_t size = header_len + (uint64_t)cells * 4;
+        if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
+            return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
+                             path, name);
+        Member *m = &members[(*member_count)++];
+        if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+        sprintf(m->name, "%s.npy", name);
+        m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len),
+                              (const unsigned char *)s->buffers[b], (size_t)cells * 4);
+        m->size = (uint32_t)size;
+        m->offset = (uint32_t)w->offset;
+        put_entry(w, m, false);
+        put(w, header, header_len);
+        put(w, s->buffers[b], (size_t)cells * 4);
+    }
+    uint64_t directory = w->offset;
+    for (uint32_t i = 0; i < *member_count; i++) put_entry(w, &members[i], true);
+    uint64_t end = w->offset;
+    put32(w, ZIP_END);
+    put16(w, 0); /* this disk */
+    put16(w, 0); /* the directory's disk */
+    put16(w, *member_count);
+    put16(w, *member_count);
+    put32(w, (uint32_t)(end - directory));
+    put32(w, (uint32_t)directory);
+    put16(w, 0); /* comment */
+    return TSR_OK;
+}
+
+int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
+    uint32_t n = tsr_model_buffer_count(s->model);
+    Member *members = calloc((size_t)n + 1, sizeof *members);
+    char *partial = malloc(strlen(path) + sizeof ".partial");
+    if (!members || !partial) {
+        free(members);
+        free(partial);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    }
+    sprintf(partial, "%s.partial", path);
+    Writer w = {fopen(partial, "wb"), 0, false};
+    int status = TSR_OK;
+    uint32_t member_count = 0;
+    if (!w.file) status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
+    else {
+        status = write_archive(s, &w, path, buffers, count, members, &member_count);
+        int saved_errno = errno;
+        if (fclose(w.file) != 0 && !w.failed) {
+            w.failed = true;
+            saved_errno = errno;
+        }
+        if (status == TSR_OK && w.failed)
+            status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(saved_errno ? saved_errno : EIO));
+        if (status == TSR_OK && rename(partial, path) != 0)
+            status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
+        if (status != TSR_OK) unlink(partial);
+    }
+    for (uint32_t i = 0; i < member_count; i++) free(members[i].name);
+    free(members);
+    free(partial);
+    return status;
+}
+
+int tsr_state_save(tsr_state *s, const char *path) { return tsr_checkpoint_save(s, path, NULL, 0); }
+
+/* ---- Reading ------------------------------------------------------------------------------------ */
+
+static uint32_t get16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t get32(const unsigned char *p) { return get16(p) | get16(p + 2) << 16; }
+
+static int damaged(const char *path, const char *why) {
+    return tsr_error(TSR_ERR_DATA, "checkpoint '%s' is not a readable .npz file: %s", path, why);
+}
+
+/* The archive being read: an open regular file, read in pieces with pread, so that memory is
+ * bounded by what the chosen arrays need, whatever the file claims. */
+typedef struct Archive {
+    const char *path;
+    int fd;
+    uint64_t size;
+    unsigned char *directory; /* the central directory, read once */
+    size_t directory_size;
+    uint32_t entries;
+} Archive;
+
+/* The largest central directory read (a zip entry per array: far more than any model has). */
+enum { MAX_DIRECTORY = 16 << 20 };
+
+static int archive_open(Archive *a, const char *path) {
+    a->path = path;
+    a->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (a->fd < 0) return tsr_error(TSR_ERR_DATA, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(a->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return tsr_error(TSR_ERR_DATA, "checkpoint '%s' is not a regular file", path);
+    a->size = (uint64_t)st.st_size;
+    return TSR_OK;
+}
+
+static void archive_close(Archive *a) {
+    if (a->fd >= 0) close(a->fd);
+    free(a->directory);
+}
+
+/* Exactly `n` bytes at `offset`, or an error (a file cut short says so). */
+static int read_at(const Archive *a, uint64_t offset, void *out, size_t n) {
+    size_t have = 0;
+    while (have < n) {
+        ssize_t got = pread(a->fd, (unsigned char *)out + have, n - have, (off_t)(offset + have));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return tsr_error(TSR_ERR_DATA, "cannot read checkpoint '%s': %s", a->path, strerror(errno));
+        if (got == 0) return damaged(a->path, "it is cut short");
+        have += (size_t)got;
+    }
+    return TSR_OK;
+}
+
+/* Find the end record (searched backwards past a comment of up to 64 KiB) and read the
+ * central directory it points to. */
+static int read_directory(Archive *a) {
+    unsigned char tail[ZIP_END_SIZE + 0xffff];
+    size_t n = a->size < sizeof tail ? (size_t)a->size : sizeof tail;
+    int status = read_at(a, a->size - n, tail, n);
+    if (status != TSR_OK) return status;
+    size_t end = SIZE_MAX;
+    for (size_t back = ZIP_END_SIZE; back <= n; back++)
+        if (get32(tail + n - back) == ZIP_END) {
+            end = n - back;
+            break;
+        }
+    if (end == SIZE_MAX) return damaged(a->path, "no zip directory at its end (not a zip file, or cut short)");
+    a->entries = get16(tail + end + 10);
+    uint32_t length = get32(tail + end + 12), offset = get32(tail + end + 16);
+    if ((uint64_t)offset + length > a->size - n + end) return damaged(a->path, "its zip directory lies outside the file");
+    if (length > MAX_DIRECTORY) return damaged(a->path, "its zip directory is larger than 16 MiB");
+    a->directory_size = length;
+    if (!(a->directory = malloc(length ? length : 1)))
+        return tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
+    return read_at(a, offset, a->directory, length);
+}
+
+/* The bytes of member NAME.npy (malloc'd into *data): found through the directory, sizes
+ * checked against the file and against `limit`, the CRC checked. */
+static int read_member(const Archive *a, const char *name, uint64_t limit, unsigned char **data, size_t *len) {
+    const unsigned char *d = a->directory;
+    size_t want = strlen(name), at = 0;
+    for (uint32_t i = 0; i < a->entries; i++) {
+        if (at + ZIP_CENTRAL_SIZE > a->directory_size || get32(d + at) != ZIP_CENTRAL)
+            return damaged(a->path, "a damaged zip directory");
+        uint32_t flags = get16(d + at + 8), method = get16(d + at + 10), crc = get32(d + at + 16);
+        uint32_t stored = get32(d + at + 20), original = get32(d + at + 24);
+        size_t name_len = get16(d + at + 28), extra = get16(d + at + 30), comment = get16(d + at + 32);
+        uint32_t local = get32(d + at + 42);
+        if (at + ZIP_CENTRAL_SIZE + name_len + extra + comment > a->directory_size)
+            return damaged(a->path, "a damaged zip directory");
+        const char *member = (const char *)d + at + ZIP_CENTRAL_SIZE;
+        at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
+        if (name_len != want + 4 || memcmp(member, name, want) != 0 || memcmp(member + want, ".npy", 4) != 0) continue;
+        if (method != 0)
+            return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' is compressed (only stored members are read: "
+                             "write it with numpy.savez, not numpy.savez_compressed)", a->path, name);
+        if (flags & 1) return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' is encrypted", a->path, name);
+        if (stored != original) return damaged(a->path, "a member's sizes disagree");
+        if (stored > limit)
+            return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' holds %" PRIu32 " bytes, more than its shape "
+                             "can need", a->path, name, stored);
+        unsigned char header[ZIP_LOCAL_SIZE];
+        if ((uint64_t)local + ZIP_LOCAL_SIZE > a->size || read_at(a, local, header, sizeof header) != TSR_OK ||
+            get32(header) != ZIP_LOCAL)
+            return damaged(a->path, "a member's header lies outside the file");
+        uint64_t start = (uint64_t)local + ZIP_LOCAL_SIZE + get16(header + 26) + get16(header + 28);
+        if (start + stored > a->size)
+            return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' is truncated", a->path, name);
+        if (!(*data = malloc(stored ? stored : 1)))
+            return tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
+        int status = read_at(a, start, *data, stored);
+        if (status == TSR_OK && crc32_update(0, *data, stored) != crc)
+            status = tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' is damaged (its CRC-32 does not match)",
+                               a->path, name);
+        if (status != TSR_OK) {
+            free(*data);
+            *data = NULL;
+            return status;
+        }
+        *len = stored;
+        return TSR_OK;
+    }
+    return tsr_error(TSR_ERR_DATA, "checkpoint '%s' has no array '%s'", a->path, name);
+}
+
+/* The most bytes a .npy member of `cells` cells can hold: the largest header data.c reads and
+ * 8 bytes a cell (float64, int64). */
+static uint64_t member_limit(int64_t cells) { return 16 + (1u << 20) + (uint64_t)cells * 8; }
+
+int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
+    Archive archive = {.fd = -1};
+    int status = archive_open(&archive, path);
+    if (status == TSR_OK) status = read_directory(&archive);
+    uint32_t n = tsr_model_buffer_count(s->model);
+    float **fresh = calloc((size_t)n + 1, sizeof *fresh); /* nothing changes unless every array is read */
+    if (!fresh && status == TSR_OK) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
+    for (uint32_t b = 0; b < n && status == TSR_OK; b++) {
+        if (!chosen(s, buffers, count, b)) continue;
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
+        const char *name = tsr_model_buffer_name(s->model, b);
+        unsigned char *data = NULL;
+        size_t len = 0;
+        status = read_member(&archive, name, member_limit(cells), &data, &len);
+        if (status == TSR_OK && !(fresh[b] = tsr_alloc_floats(cells))) status = TSR_ERR_NOMEM;
+        if (status == TSR_OK) status = tsr_load_npy_member(data, len, fresh[b], rank, dims, path, name);
+        free(data);
+    }
+    for (uint32_t b = 0; fresh && b < n; b++) {
+        if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */
+            uint32_t rank;
+            const int64_t *dims;
+            int64_t cells;
+            uint8_t kind;
+            tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
+            memcpy(s->buffers[b], fresh[b], (size_t)cells * sizeof(float));
+        }
+        tsr_free(fresh[b]);
+    }
+    free(fresh);
+    archive_close(&archive);
+    return status;
+}
+
+int tsr_state_load(tsr_state *s, const char *path) { return tsr_checkpoint_load(s, path, NULL, 0); }

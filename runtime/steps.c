@@ -1,0 +1,243 @@
+/* steps.c — the statements of `main` that the runtime carries out besides print: checkpoints,
+ * shuffles, recorded series and their plots, progress bars (docs/language.md §3.2.9).
+ *
+ * The compiler lists them in the image's action table (internal.h); a generated `main` and
+ * the reference executor both call tsr_state_action(s, k) for statement k, and
+ * tsr_state_progress() around the loops a `progress` form wraps, so both executors do exactly
+ * the same thing and print exactly the same bytes.
+ *
+ *   SAVE, LOAD   checkpoint.c, with the statement's file and buffers.
+ *   SHUFFLE      permutes the rows of a data item: the cells of its batch axes taken together
+ *                (for `half_moons ~batches:n`, every example across every batch), each field
+ *                by the same permutation.  The permutation is a Fisher–Yates shuffle drawn
+ *                from the counter-based RNG: a function of the seed, the data item and how
+ *                many times this statement has run, so it is the same in both executors and
+ *                for any thread count, and each epoch gets a new one.
+ *   RECORD       appends cell 0 of a tensor to a series; PLOT draws a series as an ASCII line
+ *                plot on standard output (deterministic: only the recorded numbers decide it).
+ *   PROGRESS     a bar on standard error: on a terminal one self-updating line with the count,
+ *                the rate and the time left, redrawn at most ten times a second; otherwise a
+ *                plain line at every tenth of the loop, with no times, so logs are
+ *                reproducible.  Standard output is never touched.
+ *
+ * Requires: a state made from an image of this version (state.c). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- Shuffle -------------------------------------------------------------------------------------- */
+
+/* The RNG stream of the shuffles of data set `set` (apart from the generators' streams). */
+static uint32_t shuffle_stream(int64_t set) { return 0x73680000u + (uint32_t)(set & 0xffff); }
+
+static int shuffle(tsr_state *s, tsr_action *a) {
+    int64_t rows = a->rows, widest = 0;
+    for (uint32_t f = 0; f < a->ref_count; f++) {
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
+        if (!s->buffers[a->refs[f]] || cells % rows != 0)
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
+        if (cells / rows > widest) widest = cells / rows;
+    }
+    float *row = tsr_alloc_floats(widest ? widest : 1);
+    if (!row) return TSR_ERR_NOMEM;
+    uint64_t base = a->runs++ * (uint64_t)rows;
+    for (int64_t i = rows - 1; i > 0; i--) {
+        int64_t j = (int64_t)(tsr_rng_unit(s->seed, shuffle_stream(a->value), base + (uint64_t)i) * (double)(i + 1));
+        if (j > i) j = i;
+        if (j == i) continue;
+        for (uint32_t f = 0; f < a->ref_count; f++) {
+            uint32_t rank;
+            const int64_t *dims;
+            int64_t cells;
+            uint8_t kind;
+            tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
+            size_t width = (size_t)(cells / rows) * sizeof(float);
+            float *data = s->buffers[a->refs[f]];
+            memcpy(row, data + i * (cells / rows), width);
+            memcpy(data + i * (cells / rows), data + j * (cells / rows), width);
+            memcpy(data + j * (cells / rows), row, width);
+        }
+    }
+    tsr_free(row);
+    return TSR_OK;
+}
+
+/* ---- Series: record and plot ------------------------------------------------------------------------- */
+
+static int record(tsr_state *s, const tsr_action *a) {
+    tsr_series *series = tsr_model_series(s->model, (uint32_t)a->value);
+    const float *cell = s->buffers[a->refs[0]];
+    if (!series || !cell) return tsr_error(TSR_ERR_IMAGE, "record '%s': malformed", a->text);
+    if (series->count == series->cap) {
+        uint64_t cap = series->cap ? series->cap * 2 : 64;
+        float *grown = realloc(series->values, cap * sizeof *grown);
+        if (!grown) return tsr_error(TSR_ERR_NOMEM, "out of memory recording '%s'", a->text);
+        series->values = grown;
+        series->cap = cap;
+    }
+    series->values[series->count++] = cell[0];
+    return TSR_OK;
+}
+
+/* The plot's size: PLOT_ROWS lines of at most PLOT_COLUMNS points; a longer series is drawn
+ * with the mean of consecutive values in each column. */
+enum { PLOT_ROWS = 10, PLOT_COLUMNS = 60, PLOT_LABEL = 12 };
+
+static int plot(tsr_state *s, const tsr_action *a) {
+    const tsr_series *series = tsr_model_series(s->model, (uint32_t)a->value);
+    if (!series) return tsr_error(TSR_ERR_IMAGE, "plot '%s': malformed", a->text);
+    uint64_t n = series->count;
+    if (n == 0) {
+        printf("%s: nothing recorded\n", a->text);
+        return TSR_OK;
+    }
+    uint32_t width = n < PLOT_COLUMNS ? (uint32_t)n : PLOT_COLUMNS;
+    double column[PLOT_COLUMNS], lo = INFINITY, hi = -INFINITY;
+    uint64_t not_finite = 0;
+    for (uint32_t c = 0; c < width; c++) {
+        uint64_t from = c * n / width, to = (c + 1) * n / width;
+        double sum = 0;
+        for (uint64_t i = from; i < to; i++) {
+            sum += series->values[i];
+            not_finite += !isfinite(series->values[i]);
+        }
+        column[c] = sum / (double)(to - from);
+        if (isfinite(column[c])) {
+            lo = column[c] < lo ? column[c] : lo;
+            hi = column[c] > hi ? column[c] : hi;
+        }
+    }
+    printf("%s: %" PRIu64 " value%s", a->text, n, n == 1 ? "" : "s");
+    if (width < n) printf(", each column the mean of about %" PRIu64, (n + width - 1) / width);
+    if (not_finite) printf(", %" PRIu64 " not finite (not drawn)", not_finite);
+    printf("\n");
+    for (int r = PLOT_ROWS - 1; r >= 0; r--) {
+        char label[PLOT_LABEL + 1] = "";
+        if (r == PLOT_ROWS - 1 && hi >= lo) snprintf(label, sizeof label, "%.5g", hi);
+        if (r == 0 && hi >= lo) snprintf(label, sizeof label, "%.5g", lo);
+        char line[PLOT_COLUMNS + 1];
+        uint32_t used = 0;
+        for (uint32_t c = 0; c < width; c++) {
+            bool here = false;
+            if (isfinite(column[c])) {
+                int at = hi > lo ? (int)floor((column[c] - lo) / (hi - lo) * (PLOT_ROWS - 1) + 0.5) : PLOT_ROWS / 2;
+                here = at == r;
+            }
+            line[c] = here ? '*' : ' ';
+            if (here) used = c + 1;
+        }
+        line[used] = 0;
+        printf("%*s |%s\n", PLOT_LABEL, label, line);
+    }
+    printf("%*s +", PLOT_LABEL, "");
+    for (uint32_t c = 0; c < width; c++) putchar('-');
+    char last[24];
+    int last_len = snprintf(last, sizeof last, "%" PRIu64, n);
+    printf("\n%*s  1", PLOT_LABEL, "");
+    if (n > 1) printf("%*s", (int)width - 1 > last_len ? (int)width - 1 : last_len + 1, last);
+    printf("\n");
+    return ferror(stdout) ? tsr_error(TSR_ERR_IO, "cannot write to the standard output") : TSR_OK;
+}
+
+/* ---- Progress ----------------------------------------------------------------------------------------- */
+
+/* Whether a bar is on the terminal now (the line is not finished). */
+static bool bar_shown;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void tsr_progress_hide(void) {
+    if (!bar_shown) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    bar_shown = false;
+}
+
+/* "1:05", or "2:03:04" from an hour on. */
+static void duration(char *out, size_t size, double seconds) {
+    if (!(seconds >= 0) || seconds > 359999) {
+        snprintf(out, size, "?");
+        return;
+    }
+    long t = (long)(seconds + 0.5);
+    if (t >= 3600) snprintf(out, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(out, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+enum { BAR_WIDTH = 30 };
+
+static void draw_bar(const tsr_action *a, int64_t done, int64_t total, double now) {
+    char bar[BAR_WIDTH + 1], left[32] = "", rate[48] = "";
+    int filled = total > 0 ? (int)(done * BAR_WIDTH / total) : BAR_WIDTH;
+    for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+    bar[BAR_WIDTH] = 0;
+    double elapsed = now - a->started;
+    if (done > 0 && elapsed > 0) {
+        double per_second = (double)done / elapsed;
+        if (per_second >= 1) snprintf(rate, sizeof rate, "  %.1f it/s", per_second);
+        else snprintf(rate, sizeof rate, "  %.1f s/it", 1 / per_second);
+        char eta[24];
+        duration(eta, sizeof eta, done < total ? (double)(total - done) / per_second : elapsed);
+        snprintf(left, sizeof left, done < total ? "  ETA %s" : "  in %s", eta);
+    }
+    fprintf(stderr, "\r\033[K%s [%s] %" PRId64 "/%" PRId64 " %3d%%%s%s", a->text, bar, done, total,
+            total > 0 ? (int)(done * 100 / total) : 100, rate, left);
+    bar_shown = true;
+}
+
+int tsr_state_progress(tsr_state *s, uint32_t action, int64_t done, int64_t total) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_action *a = tsr_model_action(s->model, action);
+    if (!a || a->kind != TSR_ACTION_PROGRESS) return tsr_error(TSR_ERR_ARGUMENT, "no progress bar %u", action);
+    double now = now_seconds();
+    if (done == 0) a->started = a->drawn = now;
+    if (isatty(STDERR_FILENO)) {
+        fflush(stdout); /* what the loop printed goes above the bar */
+        if (done == 0 || done >= total || now - a->drawn >= 0.1) {
+            draw_bar(a, done, total, now);
+            a->drawn = now;
+            if (done >= total) {
+                fputc('\n', stderr);
+                bar_shown = false;
+            }
+            fflush(stderr);
+        }
+    } else if (total > 0 && (done == total || (done > 0 && done * 10 / total != (done - 1) * 10 / total))) {
+        fflush(stdout);
+        fprintf(stderr, "%s: %" PRId64 "/%" PRId64 " (%d%%)\n", a->text, done, total, (int)(done * 100 / total));
+        fflush(stderr);
+    }
+    return TSR_OK;
+}
+
+/* ---- The dispatcher ---------------------------------------------------------------------------------- */
+
+int tsr_state_action(tsr_state *s, uint32_t action) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_action *a = tsr_model_action(s->model, action);
+    if (!a) return tsr_error(TSR_ERR_ARGUMENT, "no statement %u of main", action);
+    switch (a->kind) {
+    case TSR_ACTION_SAVE: return tsr_checkpoint_save(s, a->text, a->refs, a->ref_count);
+    case TSR_ACTION_LOAD: return tsr_checkpoint_load(s, a->text, a->refs, a->ref_count);
+    case TSR_ACTION_SHUFFLE: return shuffle(s, a);
+    case TSR_ACTION_RECORD: return record(s, a);
+    case TSR_ACTION_PLOT:
+        tsr_progress_hide();
+        return plot(s, a);
+    default: return tsr_error(TSR_ERR_ARGUMENT, "statement %u of main is a progress bar", action);
+    }
+}

@@ -1,0 +1,153 @@
+#!/bin/sh
+# checkpoint.sh — checkpoints end to end (run by tests/run.sh; docs/runtime.md §14).
+#
+#   - checkpoint_train.tsr trains, saves model.npz (every parameter) and head.npz (w2 and b1),
+#     and prints its predictions; the executable and `tsrc --run --interp` write byte-identical
+#     files, which numpy.load reads with the parameters' names, shapes and values;
+#   - checkpoint_predict.tsr, untrained, with `--load model.npz` prints exactly the trained
+#     predictions (both executors, either one's file); its `load "head.npz" [w2; b1]` changes
+#     only those two; numpy.savez's own files (float64 too) load the same;
+#   - the header of `tsrc -c` has MODULE_save / MODULE_load: a C driver loads, saves an
+#     identical file, and a failed load leaves the state as it was;
+#   - errors: a missing file, a missing array, a wrong shape, not a zip, a compressed member, a
+#     file cut short, a damaged member (CRC), a directory, an unwritable save, `--load` without
+#     a path: each one message naming the file and the array, status 1 (2 for the command line),
+#     the same from both executors, and a failed save leaves no file behind.
+# Usage: checkpoint.sh TSRC LIBDIR.  Last line: "N passed, N failed".
+set -u
+TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+LIB=$(cd "$2" && pwd)/libtsr.a
+INC=$(pwd)/runtime
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-ckpt.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,12s/^/    /p' "$T/log"; }
+
+mkdir "$T/native" "$T/interp"
+cp tests/native/checkpoint_train.tsr tests/native/checkpoint_predict.tsr "$T/"
+for p in checkpoint_train checkpoint_predict; do
+    if ! "$TSRC" "$T/$p.tsr" -o "$T/$p" >"$T/log" 2>&1; then fail "$p.tsr compiles"; echo "$passed passed, $failed failed"; exit 1; fi
+done
+
+# Train with both executors: the same output, the same bytes in the checkpoints.
+(cd "$T/native" && ../checkpoint_train) >"$T/train.native" 2>"$T/log" && [ -s "$T/native/model.npz" ] &&
+    [ -s "$T/native/head.npz" ] && [ ! -e "$T/native/model.npz.partial" ] && pass || fail "the executable saves model.npz and head.npz"
+(cd "$T/interp" && "$TSRC" --run --interp ../checkpoint_train.tsr) >"$T/train.interp" 2>"$T/log" &&
+    cmp -s "$T/train.native" "$T/train.interp" && cmp -s "$T/native/model.npz" "$T/interp/model.npz" &&
+    cmp -s "$T/native/head.npz" "$T/interp/head.npz" && pass ||
+    fail "the reference executor prints the same and writes the same checkpoint bytes"
+
+# numpy.load: names, shapes (memory order), values (w2 as the program printed it), CRCs.
+if "$PY" - "$T/native" "$T/train.native" >"$T/log" 2>&1 <<'EOF'
+import sys, zipfile, numpy as np
+d, printed = sys.argv[1], open(sys.argv[2]).read().split("\n")
+with zipfile.ZipFile(d + "/model.npz") as z:
+    assert z.testzip() is None, "a CRC-32 does not match"
+m = np.load(d + "/model.npz")
+assert sorted(m.files) == ["b1", "w1", "w2"], m.files
+assert m["w1"].shape == (4, 2) and m["b1"].shape == (4,) and m["w2"].shape == (1, 4), [m[k].shape for k in m.files]
+assert all(m[k].dtype == np.float32 for k in m.files)
+w2 = printed[printed.index("w2 : 4->1") + 1].split()
+assert ["%g" % v for v in m["w2"][0]] == w2, (m["w2"], w2)
+h = np.load(d + "/head.npz")
+assert sorted(h.files) == ["b1", "w2"] and (h["w2"] == m["w2"]).all() and (h["b1"] == m["b1"]).all()
+np.savez(d + "/numpy64.npz", w2=m["w2"].astype(np.float64), w1=m["w1"].astype(np.float64), b1=m["b1"])
+np.savez(d + "/shape.npz", w1=np.ascontiguousarray(m["w1"].T), b1=m["b1"], w2=m["w2"])
+np.savez_compressed(d + "/zipped.npz", **{k: m[k] for k in m.files})
+EOF
+then pass; else fail "numpy.load reads model.npz and head.npz with the parameters' names, shapes and values"; fi
+
+# The trained predictions: the first grid of the training run's output.
+sed -n '/^predictions/,/^w2 /p' "$T/train.native" | sed '$d' >"$T/trained"
+for exe in native interp; do
+    run() { if [ $exe = native ]; then (cd "$T/native" && ../checkpoint_predict "$@"); else (cd "$T/native" && "$TSRC" --run --interp ../checkpoint_predict.tsr -- "$@"); fi; }
+    for file in model.npz ../interp/model.npz numpy64.npz; do
+        run --load "$file" >"$T/out" 2>"$T/log"
+        n=$(grep -c '^predictions' "$T/out")
+        awk '/^predictions/ { k++ } k == 1' "$T/out" >"$T/first"
+        awk '/^predictions/ { k++ } k == 2' "$T/out" >"$T/second"
+        if [ "$n" = 2 ] && cmp -s "$T/first" "$T/trained" && cmp -s "$T/second" "$T/trained"; then pass
+        else fail "$exe: --load $file prints the trained predictions"; fi
+    done
+    run >"$T/out" 2>"$T/log"
+    awk '/^predictions/ { k++ } k == 1' "$T/out" >"$T/first"
+    awk '/^predictions/ { k++ } k == 2' "$T/out" >"$T/second"
+    if ! cmp -s "$T/first" "$T/trained" && ! cmp -s "$T/second" "$T/trained" && ! cmp -s "$T/first" "$T/second"; then pass
+    else fail "$exe: without --load, the untrained model predicts otherwise, and load of [w2; b1] changes only those"; fi
+done
+
+# Errors: one message naming the file and the array, status 1, from both executors alike.
+# expect CASE STATUS MESSAGE ARGS…
+expect() {
+    name=$1 want=$2 msg=$3
+    shift 3
+    (cd "$T/native" && exec timeout 20 ../checkpoint_predict "$@") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = "$want" ] && [ "$(cat "$T/err")" = "../checkpoint_predict: error: $msg" ] && [ ! -s "$T/out" ]; then pass
+    else cp "$T/err" "$T/log"; fail "$name: the executable (status $st)"; fi
+    (cd "$T/native" && exec timeout 20 "$TSRC" --run --interp ../checkpoint_predict.tsr -- "$@") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ "$want" = 1 ]; then full="tsrc: error: run time: $msg"
+    else full="checkpoint_predict: error: $(printf '%s' "$msg" | sed 's|\.\./checkpoint_predict --help|checkpoint_predict --help|')"; fi
+    if [ $st = "$want" ] && [ "$(cat "$T/err")" = "$full" ] && [ ! -s "$T/out" ]; then pass
+    else cp "$T/err" "$T/log"; fail "$name: tsrc --run --interp (status $st)"; fi
+}
+N=$T/native
+expect missing 1 "cannot open checkpoint 'nowhere.npz': No such file or directory" --load nowhere.npz
+expect missing-array 1 "checkpoint 'head.npz' has no array 'w1'" --load head.npz
+expect wrong-shape 1 "checkpoint 'shape.npz': array 'w1': expected shape (4, 2), found (2, 4)" --load shape.npz
+expect compressed 1 "checkpoint 'zipped.npz': array 'w1' is compressed (only stored members are read: write it with numpy.savez, not numpy.savez_compressed)" --load zipped.npz
+cp tests/native/checkpoint.sh "$N/text.npz"
+expect not-a-zip 1 "checkpoint 'text.npz' is not a readable .npz file: no zip directory at its end (not a zip file, or cut short)" --load text.npz
+size=$(wc -c <"$N/model.npz")
+head -c $((size - 30)) "$N/model.npz" >"$N/cut.npz"
+expect truncated 1 "checkpoint 'cut.npz' is not a readable .npz file: no zip directory at its end (not a zip file, or cut short)" --load cut.npz
+: >"$N/empty.npz"
+expect empty 1 "checkpoint 'empty.npz' is not a readable .npz file: no zip directory at its end (not a zip file, or cut short)" --load empty.npz
+# A byte of w1's data changed (the last of its 8 floats: w1's member comes first).
+"$PY" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); i = b.index(b"b1.npy") - 31; b[i] ^= 1; open(sys.argv[2], "wb").write(b)' \
+    "$N/model.npz" "$N/flipped.npz"
+expect crc 1 "checkpoint 'flipped.npz': array 'w1' is damaged (its CRC-32 does not match)" --load flipped.npz
+mkdir "$N/dir.npz"
+expect directory 1 "checkpoint 'dir.npz' is not a regular file" --load dir.npz
+expect no-path 2 "'--load' needs the path of a checkpoint (../checkpoint_predict --help lists the options)" --load=
+
+# A save that cannot be written: an error, and no file (nor its .partial) left behind.
+mkdir "$T/blocked" "$T/blocked/model.npz.partial"
+(cd "$T/blocked" && ../checkpoint_train) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && [ "$(cat "$T/err")" = "../checkpoint_train: error: cannot write checkpoint 'model.npz': Is a directory" ] &&
+   [ ! -e "$T/blocked/model.npz" ]; then pass
+else cp "$T/err" "$T/log"; fail "an unwritable save is an error and leaves nothing (status $st)"; fi
+
+# Object mode: MODULE_save / MODULE_load.
+cat >"$T/driver.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include "predict.h"
+int main(void) {
+    predict_state *s = predict_create(7);
+    if (!s) return 1;
+    float before[PREDICT_W1_SIZE];
+    memcpy(before, predict_w1(s), sizeof before);
+    int bad = predict_load(s, "shape.npz");
+    if (bad != TSR_ERR_DATA || strcmp(predict_last_error(), "checkpoint 'shape.npz': array 'w1': expected shape (4, 2), found (2, 4)") != 0 ||
+        memcmp(before, predict_w1(s), sizeof before) != 0) { printf("a failed load: %d %s\n", bad, predict_last_error()); return 1; }
+    if (predict_load(s, "model.npz") != TSR_OK) { printf("load: %s\n", predict_last_error()); return 1; }
+    if (memcmp(before, predict_w1(s), sizeof before) == 0) { printf("load changed nothing\n"); return 1; }
+    if (predict_save(s, "again.npz") != TSR_OK) { printf("save: %s\n", predict_last_error()); return 1; }
+    if (predict_save(NULL, "x.npz") != TSR_ERR_ARGUMENT || predict_load(NULL, "x.npz") != TSR_ERR_ARGUMENT) return 1;
+    predict_destroy(s);
+    return 0;
+}
+EOF
+if "$TSRC" -c "$T/checkpoint_predict.tsr" -o "$T/predict.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I"$INC" "$T/driver.c" "$T/predict.o" "$LIB" -lm -lpthread -o "$T/driver" >"$T/log" 2>&1 &&
+   (cd "$N" && ../driver) >"$T/log" 2>&1 && cmp -s "$N/again.npz" "$N/model.npz"; then pass
+else fail "object mode: predict_load reads model.npz, predict_save writes the same bytes, a failed load changes nothing"; fi
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

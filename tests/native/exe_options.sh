@@ -1,0 +1,75 @@
+#!/bin/sh
+# exe_options.sh — the command line of generated executables (run by tests/run.sh).
+#
+# tests/native/options.tsr is compiled once; its executable and `tsrc --run --interp … --`
+# must answer --help (every option with its default, status 0), unknown options, bad values
+# and missing values (status 2, one message), --data with an unknown name (2) or a file of
+# another shape (1, naming the item, the file and both shapes), an option that takes a loop
+# outside its index's range (1), and --seed / --threads as documented, identically.
+# Usage: exe_options.sh TSRC.  Last line: "N passed, N failed".
+set -u
+TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$(mktemp -d /tmp/tsrc-options.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,8s/^/    /p' "$T/err" "$T/out"; }
+
+cp tests/native/options.tsr "$T/opts.tsr"
+if ! "$TSRC" "$T/opts.tsr" -o "$T/opts" >"$T/log" 2>&1; then
+    echo "FAIL options.tsr does not compile"; sed -n '1,10s/^/    /p' "$T/log"; echo "0 passed, 1 failed"; exit 1
+fi
+
+# expect CASE STATUS MESSAGE ARGS…: the executable, run as ./opts in $T, and the reference
+# executor both end with STATUS and print exactly "PROGRAM: error: MESSAGE", PROGRAM being what
+# each was called (the reference executor names it 'opts', after the input, and words run-time
+# errors "tsrc: error: run time: MESSAGE", docs/cli.md).
+expect() {
+    name=$1 want=$2 msg=$3
+    shift 3
+    (cd "$T" && exec timeout 20 ./opts "$@") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = "$want" ] && [ "$(cat "$T/err")" = "./opts: error: $msg" ]; then ok; else bad "$name: the executable (status $st)"; fi
+    (cd "$T" && exec timeout 20 "$TSRC" --run --interp opts.tsr -- "$@") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ "$want" = 1 ]; then full="tsrc: error: run time: $msg"
+    else full="opts: error: $(printf '%s' "$msg" | sed 's|\./opts --help|opts --help|')"; fi
+    if [ $st = "$want" ] && [ "$(cat "$T/err")" = "$full" ]; then ok; else bad "$name: tsrc --run --interp (status $st)"; fi
+}
+
+see='(./opts --help lists the options)'
+expect unknown 2 "unknown option '--epoch' $see" --epoch 3
+expect positional 2 "unexpected argument 'extra' $see" extra
+expect no-value 2 "option '--epochs' needs a value $see" --epochs
+expect not-integer 2 "option '--epochs' needs an integer, not '2.5' $see" --epochs 2.5
+expect not-number 2 "option '--lr' needs a finite number, not 'inf' $see" --lr inf
+expect bad-seed 2 "'--seed' needs a non-negative integer, not '-3' $see" --seed -3
+expect bad-threads 2 "'--threads' needs a number of threads from 1 to 4096, not '0' $see" --threads 0
+expect data-name 2 "'--data ys=a.npy': the program has no data named 'ys' $see" --data ys=a.npy
+expect data-form 2 "'--data' takes NAME=PATH, not 'xs' $see" --data xs
+wrong=$(pwd)/tests/native/data/wrong_shape.npy
+expect data-shape 1 "data 'xs': '$wrong': expected shape (4, 3), found (4, 2)" --data "xs=$wrong"
+expect loop-range 1 "the loop runs 'step' over 0..6, outside its range 0..5" --epochs 7
+
+# --help: every option and its default, on stdout, status 0; the same from both executors.
+(cd "$T" && ./opts --help) >"$T/help" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ ! -s "$T/err" ] && grep -q -- '--epochs N  *an integer (default 2)$' "$T/help" &&
+   grep -q -- '--lr X  *a number (default 0.5)$' "$T/help" && grep -q -- '--unused_default N  *an integer (default 7)$' "$T/help" &&
+   grep -q -- '--seed N .*(default 0)$' "$T/help" && grep -q -- '--threads N' "$T/help" &&
+   grep -q -- 'NAME is one of: xs$' "$T/help"; then ok; else bad "--help (status $st)"; cat "$T/help"; fi
+(cd "$T" && "$TSRC" --run --interp opts.tsr -- --help) >"$T/help2" 2>&1
+sed 's|^usage: \./opts|usage: opts|' "$T/help" >"$T/help1"
+if cmp -s "$T/help1" "$T/help2"; then ok; else bad "--help: the reference executor prints another help"; diff "$T/help1" "$T/help2"; fi
+
+# --seed: a parameter without initial values depends on it; the compile-time --seed is the
+# default; --threads does not change a bit.
+printf 'let%%op w = { w; o = [4] }\nmain = print w\n' >"$T/seeded.tsr"
+"$TSRC" "$T/seeded.tsr" -o "$T/seeded" --seed 5 >"$T/log" 2>&1
+"$T/seeded" >"$T/s5" && "$T/seeded" --seed 5 >"$T/s5b" && "$T/seeded" --seed=6 --threads 1 >"$T/s6" &&
+    "$TSRC" --run --interp "$T/seeded.tsr" -- --seed 6 >"$T/s6i"
+if cmp -s "$T/s5" "$T/s5b" && ! cmp -s "$T/s5" "$T/s6" && cmp -s "$T/s6" "$T/s6i"; then ok; else bad "--seed"; fi
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

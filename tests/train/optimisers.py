@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""optimisers.py — Train.sgd / Train.adam / Train.adamw against NumPy.
+
+Each case trains a 2->2 weight w on a fixed batch with loss = sum((w x)^2) for three steps
+through `Train.step`, prints w after every step with TSR_PRINT_EXACT=1 (float32 values printed
+in full) and compares with the same steps computed in NumPy float32.  Relative tolerance 1e-5
+(the two compute the same float32 formulas, possibly in another order).  Prints one PASS/FAIL
+line per case, then "N passed, N failed"; exit status 1 if any failed."""
+import argparse, os, subprocess, sys, tempfile
+import numpy as np
+
+f = np.float32
+X = np.array([[1, 2], [3, -1], [.5, .25]], f)
+W0 = np.array([[.5, -.25], [.125, 1]], f)
+STEPS = 3
+
+PROGRAM = """let%op x = [| [1.; 2.]; [3.; -1.]; [0.5; 0.25] |]
+let%op w = {{ w = [ (0.5, -0.25); (0.125, 1.) ] }}
+let%op loss = ((w * x) *. (w * x)) ++ "... | ... => 0"
+routine train = Train.step loss ~update:({update})
+main = for i = 1 to {steps} do run train; print w done
+"""
+
+def grad(w):
+    return 2 * (w @ X.T) @ X
+
+def sgd(lr, momentum=0., nesterov=False, weight_decay=0.):
+    w, vel, out = W0.copy(), np.zeros_like(W0), []
+    for _ in range(STEPS):
+        d = grad(w)
+        if weight_decay > 0: d = d + f(weight_decay) * w
+        if momentum > 0:
+            vel = f(momentum) * vel + d
+            d = d + f(momentum) * vel if nesterov else vel
+        w = w - f(lr) * d
+        out.append(w)
+    return out
+
+def adam(lr, beta1=.9, beta2=.999, eps=1e-8, weight_decay=0., decoupled=False):
+    w, m, v, out = W0.copy(), np.zeros_like(W0), np.zeros_like(W0), []
+    for t in range(1, STEPS + 1):
+        g = grad(w)
+        if weight_decay > 0:
+            if decoupled: w = w - f(lr) * f(weight_decay) * w
+            else: g = g + f(weight_decay) * w
+        m = f(beta1) * m + f(1 - beta1) * g
+        v = f(beta2) * v + f(1 - beta2) * g * g
+        w = w - f(lr) * (m / f(1 - beta1 ** t)) / (np.sqrt(v / f(1 - beta2 ** t)) + f(eps))
+        out.append(w)
+    return out
+
+CASES = [
+    ("sgd", "Train.sgd ~lr:0.01", sgd(0.01)),
+    ("sgd momentum + weight decay", "Train.sgd ~lr:0.1 ~momentum:0.9 ~weight_decay:0.01",
+     sgd(0.1, momentum=0.9, weight_decay=0.01)),
+    ("sgd nesterov", "Train.sgd ~lr:0.02 ~momentum:0.5 ~nesterov:true", sgd(0.02, momentum=0.5, nesterov=True)),
+    ("adam", "Train.adam ~lr:0.1", adam(0.1)),
+    ("adam L2 weight decay", "Train.adam ~lr:0.05 ~beta1:0.8 ~beta2:0.99 ~weight_decay:0.1",
+     adam(0.05, beta1=0.8, beta2=0.99, weight_decay=0.1)),
+    ("adamw", "Train.adamw ~lr:0.1 ~weight_decay:0.2", adam(0.1, weight_decay=0.2, decoupled=True)),
+]
+
+def parse(text):
+    rows = [l.split() for l in text.splitlines() if l.startswith("    ")]
+    return [np.array(rows[i:i + 2], dtype=np.float64) for i in range(0, len(rows), 2)]
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsrc", default="build/tsrc")
+    ap.add_argument("--native", action="store_true", help="also run each program natively")
+    a = ap.parse_args()
+    a.tsrc = os.path.abspath(a.tsrc)
+    passed = failed = 0
+    env = dict(os.environ, TSR_PRINT_EXACT="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, update, want in CASES:
+            path = os.path.join(tmp, "opt.tsr")
+            with open(path, "w") as fh:
+                fh.write(PROGRAM.format(update=update, steps=STEPS))
+            modes = [["--run", "--interp"]] + ([["--run"]] if a.native else [])
+            for mode in modes:
+                r = subprocess.run([a.tsrc, *mode, path], capture_output=True, text=True, env=env, cwd=tmp)
+                got = parse(r.stdout) if r.returncode == 0 else []
+                ok = len(got) == STEPS and all(np.allclose(g, w, rtol=1e-5, atol=1e-7) for g, w in zip(got, want))
+                label = f"{name} ({' '.join(mode)})"
+                if ok:
+                    passed += 1
+                    print("PASS", label)
+                else:
+                    failed += 1
+                    print("FAIL", label, r.stderr.strip()[:400])
+                    for g, w in zip(got, want): print("  got", g.tolist(), "want", w.tolist())
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main())
