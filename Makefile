@@ -7,7 +7,8 @@
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make check-native  native code (-O3; host CPU, x86-64-v4, x86-64-v3) against the reference
 #                      executor on 20000 random einsums and 3000 random contractions
-#   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
+#   make fuzz       fuzz the front end, native compilation (to an object in memory) and the data
+#                   loaders, FUZZ_SECONDS each (default 60); FUZZ_TARGETS="parse compile data"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
 #   make bench      tsrc-generated code vs OpenBLAS and NumPy (matmul, an elementwise chain)
@@ -184,12 +185,14 @@ bench-shapes: $(BUILD)/tsrc
 demo: $(BUILD)/tsrc
 	$(Q)sh tools/demo.sh $(BUILD)/tsrc
 
-# Fuzzing with libFuzzer (clang); the corpus starts from every test program.
+# Fuzzing with libFuzzer (clang): three targets in turn (tools/fuzz.sh), each corpus seeded from
+# the project's own programs and data files; exits 1 when a target finds something.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
+FUZZ_TARGETS ?=
 fuzz: $(GEN_C) $(GEN_H)
-	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)"
+	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)" $(FUZZ_TARGETS)
 
 # Installation: tsrc finds libtsr.a in ../lib beside its bin/ directory.
 PREFIX  ?= /usr/local
