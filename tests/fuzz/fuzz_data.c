@@ -94,22 +94,9 @@ static tsr_state *state_for(const uint8_t key[7]) {
     return c->state;
 }
 
-/* Every buffer's cells, one after another (the state's contents). */
-static size_t state_cells(const tsr_state *s) {
-    size_t n = 0;
-    for (uint32_t b = 0; b < tsr_model_buffer_count(s->model); b++) {
-        uint32_t rank;
-        const int64_t *dims;
-        int64_t cells;
-        uint8_t kind;
-        tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
-        if (s->buffers[b]) n += (size_t)cells;
-    }
-    return n;
-}
-
-/* Copy the state out (save) or fill it with a byte pattern (fill ≥ 0). */
-static void state_bytes(tsr_state *s, float *copy, int fill) {
+/* The state's stored cells, buffer after buffer: how many there are; with `copy`, first fill
+ * every buffer with the byte `fill` (fill ≥ 0), then copy them out. */
+static size_t state_cells(tsr_state *s, float *copy, int fill) {
     size_t at = 0;
     for (uint32_t b = 0; b < tsr_model_buffer_count(s->model); b++) {
         uint32_t rank;
@@ -118,10 +105,11 @@ static void state_bytes(tsr_state *s, float *copy, int fill) {
         uint8_t kind;
         tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
         if (!s->buffers[b]) continue;
-        if (fill >= 0) memset(s->buffers[b], fill, (size_t)cells * sizeof(float));
-        memcpy(copy + at, s->buffers[b], (size_t)cells * sizeof(float));
+        if (copy && fill >= 0) memset(s->buffers[b], fill, (size_t)cells * sizeof(float));
+        if (copy) memcpy(copy + at, s->buffers[b], (size_t)cells * sizeof(float));
         at += (size_t)cells;
     }
+    return at;
 }
 
 static void load_checkpoint(const char *path, const uint8_t *header) {
@@ -135,15 +123,15 @@ static void load_checkpoint(const char *path, const uint8_t *header) {
                 only[0] = b;
                 count = 1;
             }
-    size_t n = state_cells(s) * sizeof(float);
+    size_t n = state_cells(s, NULL, -1) * sizeof(float);
     float *before = malloc(n + 1), *after = malloc(n + 1), *first = malloc(n + 1);
     if (!before || !after || !first) abort();
     int status[2];
     for (int run = 0; run < 2; run++) {
-        state_bytes(s, before, run ? 0x5a : 0xa5);
+        state_cells(s, before, run ? 0x5a : 0xa5);
         status[run] = tsr_checkpoint_load(s, path, only, count);
         check_status(status[run]);
-        state_bytes(s, run ? after : first, -1);
+        state_cells(s, run ? after : first, -1);
         if (status[run] != TSR_OK && memcmp(before, run ? after : first, n) != 0)
             broken("a failed checkpoint load changed the state", status[run]);
     }
