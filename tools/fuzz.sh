@@ -29,7 +29,9 @@ mkdir -p "$DIR/obj"
 # or any header is newer.
 newest_header=$(ls -t compiler/*.h runtime/*.h "$GEN"/*.h | head -n 1)
 echo "fuzz: compiling the compiler and runtime into $DIR/obj"
-for src in $(ls compiler/*.c runtime/*.c "$GEN"/*.c | grep -v 'compiler/main.c'); do
+SOURCES=$(ls compiler/*.c runtime/*.c "$GEN"/*.c | grep -v 'compiler/main.c')
+OBJECTS=$(for src in $SOURCES; do echo "$DIR/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')"; done)
+for src in $SOURCES; do
     obj="$DIR/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')"
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then echo "$src $obj"; fi
 done | xargs -r -n 2 -P "$JOBS" sh -c '"$0" '"$FLAGS $SAN"' -fsanitize=fuzzer-no-link -w -c "$1" -o "$2"' "$CC"
@@ -55,7 +57,7 @@ for t in $TARGETS; do
     mkdir -p "$corpus" "$crashes"
     echo "fuzz: building $DIR/fuzz_$t"
     # shellcheck disable=SC2086
-    "$CC" $FLAGS $WARNINGS $SAN -fsanitize=fuzzer tests/fuzz/fuzz_$t.c tests/fuzz/fuzz_common.c "$DIR"/obj/*.o \
+    "$CC" $FLAGS $WARNINGS $SAN -fsanitize=fuzzer tests/fuzz/fuzz_$t.c tests/fuzz/fuzz_common.c $OBJECTS \
         -o "$DIR/fuzz_$t" \
         $($LLVM_CONFIG --ldflags --libs) -lm -pthread
     case $t in
