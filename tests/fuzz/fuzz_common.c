@@ -7,10 +7,12 @@
  * and no file is written — or hand back the model image.  The IR verifier runs after every
  * stage; its findings are internal errors, so they abort (the fuzzer reports them).
  *
- * Guards keep each input within the fuzzer's per-input time cap: a program whose buffers hold
- * more than FUZZ_MAX_CELLS cells, or whose scheduled IR has more than FUZZ_MAX_STMTS
- * statements, is not handed to LLVM (job->skipped).  Both caps are far above what the test and
- * example programs need (tools/fuzz.sh seeds the corpus with them).  Diagnostics go to
+ * Guards keep each input within the fuzzer's per-input time cap: compile-time evaluation may
+ * build FUZZ_EVAL_MEGABYTES (tsrc allows 256 MB and more for large files: a runaway recursion
+ * took over 30 s to reach that under the fuzzer on a busy machine), and a program whose
+ * buffers hold more than FUZZ_MAX_CELLS cells, or whose scheduled IR has more than
+ * FUZZ_MAX_STMTS statements, is not handed to LLVM (job->skipped).  The caps are far above
+ * what the test and example programs need (tools/fuzz.sh seeds the corpus with them).  Diagnostics go to
  * /dev/null; nothing else is printed. */
 #include "fuzz_common.h"
 
@@ -32,9 +34,10 @@
 #include "sched.h"
 #include "target.h"
 
-enum { FUZZ_MAX_CELLS = 1 << 24, FUZZ_MAX_STMTS = 20000, COMPILER_STACK = 512u << 20 };
+enum { FUZZ_MAX_CELLS = 1 << 24, FUZZ_MAX_STMTS = 20000, FUZZ_EVAL_MEGABYTES = 32, COMPILER_STACK = 512u << 20 };
 
 static FILE *sink;
+unsigned long fuzz_compiled_total;
 
 void fuzz_quiet(void) {
     if (sink) return;
@@ -89,7 +92,8 @@ typedef struct Parsed {
 static void *back_half(void *arg) {
     FuzzJob *job = ((Parsed *)arg)->job;
     Module *module = ((Parsed *)arg)->module;
-    Program *program = elaborate(module, NULL);
+    ElabOptions eo = {NULL, 0, FUZZ_EVAL_MEGABYTES};
+    Program *program = elaborate(module, &eo);
     AssignResult ar;
     if (!diag_error_count() && assign_build(program, NULL, &ar)) {
         IrProgram *ir = ar.ir;
@@ -140,6 +144,7 @@ void fuzz_compile(FuzzJob *job) {
         pthread_join(thread, NULL);
         pthread_attr_destroy(&attr);
     }
+    if (job->compiled) fuzz_compiled_total++;
     diag_reset();
     source_free_all();
     arena_free(arena);

@@ -27,6 +27,9 @@ typedef struct FuzzJob {
     size_t image_size;
 } FuzzJob;
 
+/* How many jobs so far ran every stage they asked for (replay.c reports it). */
+extern unsigned long fuzz_compiled_total;
+
 /* Send diagnostics to /dev/null, without an error limit (once per process). */
 void fuzz_quiet(void);
 /* Run `job` through the compiler on a thread with the stack tsrc gives its compiler, then
