@@ -160,9 +160,19 @@ $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(HOST_RT)
 
 unit: $(UNIT_BIN)
 
+# The fuzz targets without libFuzzer (tests/fuzz/replay.c): `make check` replays their seeds and
+# past findings.
+FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz-replay/%,parse compile data)
+$(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz_common.h \
+                        $(BUILD)/libtsrc.a $(HOST_RT)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -iquote runtime -iquote tests/fuzz -isystem $(LLVM_CFLAGS) $(LDFLAGS) tests/fuzz/replay.c $< \
+	    tests/fuzz/fuzz_common.c $(BUILD)/libtsrc.a $(HOST_RT) -o $@ $(LLVM_LIBS) $(LDLIBS)
+
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
-check: $(BUILD)/tsrc $(UNIT_BIN)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit PYTHON=$(PYTHON) sh tests/run.sh
+check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay PYTHON=$(PYTHON) sh tests/run.sh
 
 # The long differential sweep of the reference executor against NumPy's einsum.
 EINSUM_COUNT ?= 20000
