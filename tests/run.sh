@@ -232,7 +232,7 @@ for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
 done
 
 # The fuzz targets, replayed without libFuzzer (tests/fuzz/replay.c) over their seeds — every
-# program, at every -O level and CPU for the compile target; data_seeds.py's files — and over
+# program, at every -O level, CPU and mode for the compile target; data_seeds.py's files — and over
 # past findings kept in tests/fuzz/regress/TARGET/.
 # replay TARGET MIN ARGS…: replay.c's arguments, then the target's past findings; at least MIN
 # programs must get through every stage the target runs (so a harness that silently stopped
@@ -256,7 +256,7 @@ if [ -n "${FUZZ_REPLAY_DIR:-}" ]; then
     # shellcheck disable=SC2086
     replay parse 60 --cycle 1 $programs
     # shellcheck disable=SC2086
-    replay compile 60 --cycle 16 $programs
+    replay compile 60 --cycle 32 $programs
     replay data 3 "$TMP/data_seeds"
 fi
 

@@ -4,15 +4,17 @@
 #   parse    lexer, parser, spec parser, elaboration, shape inference, lowering, optimisation
 #            (fuzz_parse.c; seeds: every test, example and stdlib program, some specs)
 #   compile  the programs that pass --check on to scheduling and an object through LLVM, in
-#            memory (fuzz_compile.c; seeds: the same programs, at every -O level and CPU)
+#            memory (fuzz_compile.c; seeds: the same programs, at every -O level and CPU, as
+#            executables and in object mode with the header and manifest)
 #   data     the .npy, CSV and .npz checkpoint loaders (fuzz_data.c; seeds: data_seeds.py and
 #            tests/native/data/)
 # The compiler and runtime are compiled once into DIR/obj; each target links them.  An input
-# may take 30 s (parse, compile: an instrumented build on a busy machine needs up to a few
-# seconds for a program that runs out of elaboration's budgets) or 10 s (data).  Findings
-# (crash-*, leak-*, timeout-*, oom-* files; slow-unit-* files are notes, not findings) land in
-# DIR/crashes/TARGET/; the script ends with
-# one line per target and exits 1 when any target found something.
+# may take 30 s (parse, compile) or 10 s (data); the targets keep compile-time evaluation to a
+# 32 MB budget and huge valid programs away from LLVM (tests/fuzz/fuzz_common.c), so only a
+# hang comes near that.  Findings (crash-*, leak-*, timeout-*, oom-* files; slow-unit-* files
+# are notes, not findings) land in DIR/crashes/TARGET/; the script ends with one line per
+# target and exits 1 when any target found something.  Keep a finding, once fixed, in
+# tests/fuzz/regress/TARGET/: `make check` replays those (tests/fuzz/replay.c).
 # usage: fuzz.sh CC SECONDS DIR GEN [TARGET…]   (the Makefile passes them; default: all three)
 set -eu
 CC=$1 SECONDS_TO_RUN=$2 DIR=$3 GEN=$4
@@ -73,7 +75,7 @@ for t in $TARGETS; do
                      'x, f; y, f => x^y, f' 'x, f => 1^x^1, 3^f' '..v..|_ 0 _ => ..v..' 'b00c=>c' 'i =>' 'i;=>i'; do
                 printf '\001%s' "$s" >"$corpus/spec_$(echo "$s" | cksum | cut -d' ' -f1)"
             done ;;
-        compile) corpus_programs "$corpus" 16 1 ;; # every -O level and CPU
+        compile) corpus_programs "$corpus" 32 1 ;; # every -O level, CPU and mode
         data) "$PYTHON" tests/fuzz/data_seeds.py "$corpus" tests/native/data/* ;;
     esac
     before=$(findings "$crashes")

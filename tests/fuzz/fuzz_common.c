@@ -3,8 +3,9 @@
  * fuzz_compile() runs one program text the way tsrc's driver (compiler/main.c) does: parse,
  * elaborate with shape inference on a thread with a 512 MB stack, build the assignments, lower
  * every routine (or the implicit forward), build the plan, and then, as the job asks, optimise,
- * schedule for a target and generate an object through LLVM into memory — nothing is linked
- * and no file is written — or hand back the model image.  The IR verifier runs after every
+ * schedule for a target and generate an object through LLVM into memory (in object mode also
+ * the C header and JSON manifest, into /dev/null) — nothing is linked and no file is written —
+ * or hand back the model image.  The IR verifier runs after every
  * stage; its findings are internal errors, so they abort (the fuzzer reports them).
  *
  * Guards keep each input within the fuzzer's per-input time cap: compile-time evaluation may
@@ -26,6 +27,7 @@
 #include "cg_cpu.h"
 #include "diag.h"
 #include "elab.h"
+#include "header.h"
 #include "image.h"
 #include "lower.h"
 #include "opt.h"
@@ -76,11 +78,15 @@ static void native(FuzzJob *job, IrProgram *ir) {
     }
     size_t size;
     unsigned char *image = image_build(ir, "fuzz", &size);
-    CgOptions co = {.module = "fuzz", .opt_level = job->opt_level, .target = &target, .with_main = true};
+    CgOptions co = {.module = "fuzz", .opt_level = job->opt_level, .target = &target, .with_main = !job->object_mode};
     CgBytes bytes = {0};
     job->compiled = cg_cpu_emit(ir, image, size, &co, CG_OBJECT, &bytes) && !diag_error_count();
     if (job->compiled && bytes.size == 0) abort(); /* an object with nothing in it */
     free(bytes.data);
+    if (job->compiled && job->object_mode) {
+        header_write(ir, "fuzz", "fuzz.tsr", sink);
+        manifest_write(ir, "fuzz", sink);
+    }
 }
 
 typedef struct Parsed {

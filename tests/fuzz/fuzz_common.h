@@ -19,6 +19,7 @@ typedef struct FuzzJob {
     FuzzStage stage;
     int opt_level;    /* FUZZ_NATIVE: 0..3 */
     const char *cpu;  /* FUZZ_NATIVE: NULL (the host) or a CPU / x86-64 level */
+    bool object_mode; /* FUZZ_NATIVE: as `tsrc -c` (no main; also the header and manifest) */
     bool dump_ast;    /* print the AST (to the sink) when it parsed */
     /* Out. */
     bool compiled;           /* every stage asked for ran without an error */

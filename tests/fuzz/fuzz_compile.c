@@ -2,8 +2,9 @@
  *
  * Built and run by `make fuzz` (tools/fuzz.sh) with AddressSanitizer and UBSan.  The first byte
  * chooses how to compile: bits 0–1 the optimisation level (-O0 … -O3), bits 2–3 the CPU (the
- * host, x86-64, x86-64-v3, x86-64-v4 — the schedule's vector width and tiles follow it); the
- * rest is a module.  Programs that pass the checks of `tsrc --check` go on through
+ * host, x86-64, x86-64-v3, x86-64-v4 — the schedule's vector width and tiles follow it), bit 4
+ * object mode (`tsrc -c`: no `main`, and the header and manifest are written too); the rest is
+ * a module.  Programs that pass the checks of `tsrc --check` go on through
  * assignments, lowering, the plan, optimisation, scheduling, the model image and LLVM's code
  * generation into an object in memory (fuzz_common.c): nothing is linked or written.  A program
  * too large for the per-input time cap (the guards of fuzz_common.c) is skipped before LLVM;
@@ -23,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    .len = size - 1,
                    .stage = FUZZ_NATIVE,
                    .opt_level = data[0] & 3,
-                   .cpu = cpus[(data[0] >> 2) & 3]};
+                   .cpu = cpus[(data[0] >> 2) & 3],
+                   .object_mode = (data[0] & 16) != 0};
     fuzz_compile(&job);
     return 0;
 }

@@ -5,9 +5,9 @@
  * usage: replay [--cycle N] PATH…   (a directory stands for the files in it, in name order)
  * With --cycle N, the k-th file is given a first byte k mod N before its contents, as tools/
  * fuzz.sh does when it seeds a corpus with plain .tsr programs (parse: N 1, the whole-module
- * entry; compile: N 16, every -O level and CPU).  A crash or an abort is the finding; otherwise
- * it prints "replay: N inputs, M compiled" (M: the programs that went through every stage the
- * target asks for, fuzz_common.c) and exits 0. */
+ * entry; compile: N 32, every -O level, CPU and mode).  A crash or an abort is the finding;
+ * otherwise it prints "replay: N inputs, M compiled" (M: the programs that went through every
+ * stage the target asks for, fuzz_common.c) and exits 0. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
