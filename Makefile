@@ -7,7 +7,8 @@
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make check-native  native code (-O3; host CPU, x86-64-v4, x86-64-v3) against the reference
 #                      executor on 20000 random einsums and 3000 random contractions
-#   make fuzz       fuzz the lexer, parser and spec parser (FUZZ_SECONDS, default 60)
+#   make fuzz       fuzz the front end, native compilation (to an object in memory) and the data
+#                   loaders, FUZZ_SECONDS each (default 60); FUZZ_TARGETS="parse compile data"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
 #   make bench      tsrc-generated code vs OpenBLAS and NumPy (matmul, an elementwise chain)
@@ -159,9 +160,19 @@ $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(HOST_RT)
 
 unit: $(UNIT_BIN)
 
+# The fuzz targets without libFuzzer (tests/fuzz/replay.c): `make check` replays their seeds and
+# past findings.
+FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz-replay/%,parse compile data)
+$(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz_common.h \
+                        $(BUILD)/libtsrc.a $(HOST_RT)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -iquote runtime -iquote tests/fuzz -isystem $(LLVM_CFLAGS) $(LDFLAGS) tests/fuzz/replay.c $< \
+	    tests/fuzz/fuzz_common.c $(BUILD)/libtsrc.a $(HOST_RT) -o $@ $(LLVM_LIBS) $(LDLIBS)
+
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
-check: $(BUILD)/tsrc $(UNIT_BIN)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit PYTHON=$(PYTHON) sh tests/run.sh
+check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay PYTHON=$(PYTHON) sh tests/run.sh
 
 # The long differential sweep of the reference executor against NumPy's einsum.
 EINSUM_COUNT ?= 20000
@@ -184,12 +195,14 @@ bench-shapes: $(BUILD)/tsrc
 demo: $(BUILD)/tsrc
 	$(Q)sh tools/demo.sh $(BUILD)/tsrc
 
-# Fuzzing with libFuzzer (clang); the corpus starts from every test program.
+# Fuzzing with libFuzzer (clang): three targets in turn (tools/fuzz.sh), each corpus seeded from
+# the project's own programs and data files; exits 1 when a target finds something.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
+FUZZ_TARGETS ?=
 fuzz: $(GEN_C) $(GEN_H)
-	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)"
+	$(Q)sh tools/fuzz.sh "$(FUZZ_CC)" "$(FUZZ_SECONDS)" "$(FUZZ_DIR)" "$(GEN)" $(FUZZ_TARGETS)
 
 # Installation: tsrc finds libtsr.a in ../lib beside its bin/ directory.
 PREFIX  ?= /usr/local

@@ -225,7 +225,9 @@ enum { MAX_EVAL_DEPTH = 20000 };
  * takes under 100 000), and the memory that elaboration has built (values, tensors, shape
  * constraints: arena_total_bytes() since it began), checked every EVAL_MEMORY_CHECK steps:
  * EVAL_MEGABYTES, plus EVAL_BYTES_PER_SOURCE_BYTE for each byte of the program's file (a
- * 10 000-line chain of definitions builds about 550 bytes per byte of source). */
+ * 10 000-line chain of definitions builds about 550 bytes per byte of source).  A caller may
+ * set a smaller memory budget (ElabOptions.eval_megabytes: the fuzz targets, whose programs are
+ * at most a few KB, so that a runaway program stops well within their per-input time cap). */
 #define MAX_EVAL_STEPS 2000000ull
 enum { EVAL_MEGABYTES = 256, EVAL_BYTES_PER_SOURCE_BYTE = 1024, EVAL_MEMORY_CHECK = 1024 };
 
@@ -3220,7 +3222,9 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     e.solver = p->solver;
     e.options = options;
     const char *path = source_get(module->file)->path;
-    e.byte_budget = ((size_t)EVAL_MEGABYTES << 20) + EVAL_BYTES_PER_SOURCE_BYTE * source_get(module->file)->len;
+    e.byte_budget = options && options->eval_megabytes
+                        ? options->eval_megabytes << 20
+                        : ((size_t)EVAL_MEGABYTES << 20) + EVAL_BYTES_PER_SOURCE_BYTE * source_get(module->file)->len;
     const char *slash = strrchr(path, '/');
     e.global_table = arena_alloc(arena, GLOBAL_BUCKETS * sizeof *e.global_table);
     e.globals = arena_alloc(arena, sizeof *e.globals); /* generation 0: no globals */

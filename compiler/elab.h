@@ -13,6 +13,7 @@
 #define TSR_ELAB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ast.h"
@@ -246,6 +247,7 @@ typedef struct Program {
 typedef struct ElabOptions {
     const char **include_dirs;
     int include_count;
+    size_t eval_megabytes; /* evaluation's memory budget; 0: the default (elab.c, MAX_EVAL_STEPS) */
 } ElabOptions;
 
 /* Elaborate a parsed module (after the standard library prelude), then solve and close the

@@ -1008,7 +1008,7 @@ static int compile(Options opt) {
             break;
         }
         default: {
-            ElabOptions eo = {opt.include_dirs, opt.include_count};
+            ElabOptions eo = {.include_dirs = opt.include_dirs, .include_count = opt.include_count};
             Program *program = elaborate(module, &eo);
             stage_done("elaboration, shape inference");
             bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;

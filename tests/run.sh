@@ -19,7 +19,8 @@
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
 # A first line `(* args: OPTIONS *)` replaces the default option (--dump-ast / --parse-only).
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
-# robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the einsum
+# robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the fuzz targets
+# replayed over their seeds and past findings ($FUZZ_REPLAY_DIR, tests/fuzz/), the einsum
 # differential test against NumPy, the convolution and pooling test against NumPy
 # (tests/conv/conv_diff.py), the gradient checks against finite differences
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
@@ -247,6 +248,35 @@ for u in $(ls "$UNIT_DIR"/*_test 2>/dev/null | LC_ALL=C sort); do
     "$u" >"$TMP/unit.out" 2>&1
     add_summary "unit: $(basename "$u")" $? "$TMP/unit.out"
 done
+
+# The fuzz targets, replayed without libFuzzer (tests/fuzz/replay.c) over their seeds — every
+# program, at every -O level, CPU and mode for the compile target; data_seeds.py's files — and over
+# past findings kept in tests/fuzz/regress/TARGET/.
+# replay TARGET MIN ARGS…: replay.c's arguments, then the target's past findings; at least MIN
+# programs must get through every stage the target runs (so a harness that silently stopped
+# compiling anything fails).
+replay() {
+    t=$1 min=$2
+    shift 2
+    if [ -d "tests/fuzz/regress/$t" ]; then set -- "$@" --cycle 0 "tests/fuzz/regress/$t"; fi
+    "$FUZZ_REPLAY_DIR/$t" "$@" >"$TMP/replay_$t.out" 2>&1
+    st=$?
+    compiled=$(tail -n 1 "$TMP/replay_$t.out" | sed -n 's/^replay: [0-9]* inputs, \([0-9]*\) compiled$/\1/p')
+    if [ $st = 0 ] && [ "${compiled:-0}" -ge "$min" ]; then
+        pass "fuzz target $t: seeds and past findings replayed ($(tail -n 1 "$TMP/replay_$t.out" | cut -d' ' -f2-))"
+    else
+        fail "fuzz target $t: seeds and past findings replayed" "exit $st" "$TMP/replay_$t.out"
+    fi
+}
+if [ -n "${FUZZ_REPLAY_DIR:-}" ]; then
+    programs=$(find tests docs/examples stdlib -name '*.tsr' | LC_ALL=C sort)
+    "$PYTHON" tests/fuzz/data_seeds.py "$TMP/data_seeds" tests/native/data/*
+    # shellcheck disable=SC2086
+    replay parse 60 --cycle 1 $programs
+    # shellcheck disable=SC2086
+    replay compile 60 --cycle 32 $programs
+    replay data 3 "$TMP/data_seeds"
+fi
 
 # Object mode, drivers in C and C++ linking two models, bad data in executables, outputs.
 sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
