@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""optimisers.py — Train.sgd / Train.adam / Train.adamw against NumPy.
+"""optimisers.py — Train.sgd / Train.adam / Train.adamw and Train.step ~max_norm against NumPy.
 
 Each case trains a 2->2 weight w on a fixed batch with loss = sum((w x)^2) for three steps
 through `Train.step`, prints w after every step with TSR_PRINT_EXACT=1 (float32 values printed
 in full) and compares with the same steps computed in NumPy float32.  Relative tolerance 1e-5
-(the two compute the same float32 formulas, possibly in another order).  Prints one PASS/FAIL
+(the two compute the same float32 formulas, possibly in another order).  The clipping cases
+train w and a bias b, loss = sum((w x + b)^2), with gradient clipping by global norm, once where
+the norm exceeds max_norm at every step and once where it never does.  Prints one PASS/FAIL
 line per case, then "N passed, N failed"; exit status 1 if any failed."""
 import argparse, os, subprocess, sys, tempfile
 import numpy as np
@@ -60,9 +62,46 @@ CASES = [
     ("adamw", "Train.adamw ~lr:0.1 ~weight_decay:0.2", adam(0.1, weight_decay=0.2, decoupled=True)),
 ]
 
+CLIP_PROGRAM = """let%op x = [| [1.; 2.]; [3.; -1.]; [0.5; 0.25] |]
+let%op w = {{ w = [ (0.5, -0.25); (0.125, 1.) ] }}
+let%op b = {{ b = [ 0.25; -0.5 ] }}
+let%op loss = ((w * x + b) *. (w * x + b)) ++ "... | ... => 0"
+routine train = Train.step loss ~max_norm:{max_norm} ~update:({update})
+main = for i = 1 to {steps} do run train; print w; print b done
+"""
+B0 = np.array([.25, -.5], f)
+
+def clipped_sgd(max_norm, lr, momentum=0., active=True):
+    """torch.nn.utils.clip_grad_norm_ then torch.optim.SGD; `active` is whether the norm must
+    exceed max_norm at every step (True) or at none (False), so each case tests what it says."""
+    w, b, vw, vb, out = W0.copy(), B0.copy(), np.zeros_like(W0), np.zeros_like(B0), []
+    for _ in range(STEPS):
+        r = X @ w.T + b
+        gw, gb = 2 * r.T @ X, 2 * r.sum(0)
+        norm = np.sqrt(np.sum(gw * gw) + np.sum(gb * gb))
+        assert (norm > max_norm) == active, (norm, max_norm)
+        scale = min(f(1), f(max_norm) / (norm + f(1e-6)))
+        gw, gb = gw * scale, gb * scale
+        if momentum > 0:
+            vw, vb = f(momentum) * vw + gw, f(momentum) * vb + gb
+            gw, gb = vw, vb
+        w, b = w - f(lr) * gw, b - f(lr) * gb
+        out += [w, b[None, :]]
+    return out
+
+CLIP_CASES = [
+    ("sgd clipped", 3., "Train.sgd ~lr:0.02", clipped_sgd(3., 0.02)),
+    ("sgd momentum clipped", 2., "Train.sgd ~lr:0.02 ~momentum:0.9", clipped_sgd(2., 0.02, momentum=0.9)),
+    ("sgd not clipped", 1000., "Train.sgd ~lr:0.01", clipped_sgd(1000., 0.01, active=False)),
+]
+
 def parse(text):
-    rows = [l.split() for l in text.splitlines() if l.startswith("    ")]
-    return [np.array(rows[i:i + 2], dtype=np.float64) for i in range(0, len(rows), 2)]
+    """Each printed tensor (a header line, then its rows indented) as an array."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("    ") and out: out[-1].append(line.split())
+        elif not line.startswith("    "): out.append([])
+    return [np.array(rows, dtype=np.float64) for rows in out]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -73,15 +112,18 @@ def main():
     passed = failed = 0
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, update, want in CASES:
+        runs = [(name, PROGRAM.format(update=update, steps=STEPS), want) for name, update, want in CASES]
+        runs += [(name, CLIP_PROGRAM.format(max_norm=max_norm, update=update, steps=STEPS), want)
+                 for name, max_norm, update, want in CLIP_CASES]
+        for name, text, want in runs:
             path = os.path.join(tmp, "opt.tsr")
             with open(path, "w") as fh:
-                fh.write(PROGRAM.format(update=update, steps=STEPS))
-            modes = [["--run", "--interp"]] + ([["--run"]] if a.native else [])
+                fh.write(text)
+            modes = [["--run", "--interp"], ["--run", "--interp", "--no-sched"]] + ([["--run"]] if a.native else [])
             for mode in modes:
                 r = subprocess.run([a.tsrc, *mode, path], capture_output=True, text=True, env=env, cwd=tmp)
                 got = parse(r.stdout) if r.returncode == 0 else []
-                ok = len(got) == STEPS and all(np.allclose(g, w, rtol=1e-5, atol=1e-7) for g, w in zip(got, want))
+                ok = len(got) == len(want) and all(np.allclose(g, w, rtol=1e-5, atol=1e-7) for g, w in zip(got, want))
                 label = f"{name} ({' '.join(mode)})"
                 if ok:
                     passed += 1
