@@ -319,7 +319,7 @@ add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
 add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 
 # The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
-# with the reference executor and natively.
+# with the reference executor (scheduled and unscheduled) and natively, and gradient clipping.
 "$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
 add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
 # Every ```tsr block of docs/stdlib.md compiles (tsrc --check), so the examples stay true.
