@@ -47,7 +47,12 @@ LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFI
 RT_CFLAGS := -O2 -g -std=c11 -D_GNU_SOURCE $(WARNINGS)
 HOST_RT    = $(BUILD)/libtsr.a
 
+# Seconds each test program may run (tests/run.sh); the sanitizers slow the reference executor
+# several times, and the training examples run for seconds even uninstrumented.
+TEST_TIMEOUT ?= 20
+
 ifeq ($(SAN),1)
+  TEST_TIMEOUT = 120
   HOST_RT  = $(BUILD)/libtsr-san.a
   BUILD   := build/san
   GEN     := $(BUILD)/gen
@@ -172,7 +177,8 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_
 
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
 check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay PYTHON=$(PYTHON) sh tests/run.sh
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay PYTHON=$(PYTHON) \
+	    TEST_TIMEOUT=$(TEST_TIMEOUT) sh tests/run.sh
 
 # The long differential sweep of the reference executor against NumPy's einsum.
 EINSUM_COUNT ?= 20000

@@ -46,9 +46,10 @@ fail() {
     if [ -n "${3:-}" ] && [ -f "$3" ]; then sed -n '1,20s/^/    /p' "$3"; fi
 }
 
-# Run tsrc with a time limit; stdout/stderr/status land in $TMP/out, $TMP/err, $TMP/status.
+# Run tsrc with a time limit (TEST_TIMEOUT seconds: 20, or 120 under `make check SAN=1`);
+# stdout/stderr/status land in $TMP/out, $TMP/err, $TMP/status.
 run_tsrc() {
-    timeout 20 "$TSRC" "$@" >"$TMP/out" 2>"$TMP/err"
+    timeout "${TEST_TIMEOUT:-20}" "$TSRC" "$@" >"$TMP/out" 2>"$TMP/err"
     echo $? >"$TMP/status"
 }
 
