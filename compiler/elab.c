@@ -1990,19 +1990,19 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
 
 static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
     Value *opv = lookup_operator(e, env, n->name);
-    if (!opv) {
-        if (strcmp(n->name, "++^") == 0)
-            return fail(n->span, "concatenation ('++^') is not supported by shape inference in this version yet");
-        return fail(n->span, "'%s' is not defined as an operator", n->name);
-    }
-    Value *ops[2];
-    uint32_t count = 0;
-    ops[count++] = eval(e, n->a, env, MODE_TENSOR);
-    if (n->b) ops[count++] = eval(e, n->b, env, MODE_TENSOR);
+    if (!opv) return fail(n->span, "'%s' is not defined as an operator", n->name);
+    /* `(a, b) ++^ spec`: the tuple's tensors are the operands, one slot each. */
+    bool spread = strcmp(n->name, "++^") == 0 && !n->b;
+    if (spread && n->a->kind != NODE_TUPLE)
+        return fail(n->a->span, "'++^' concatenates a tuple of tensors: write (a, b) ++^ \"x, f; y, f => x^y, f\"");
+    const Node *const *items = spread ? (const Node *const *)n->a->list.items : (const Node *const[]){ n->a, n->b };
+    uint32_t count = spread ? n->a->list.count : n->b ? 2 : 1;
+    Value **ops = arena_alloc(e->arena, count * sizeof *ops);
     for (uint32_t i = 0; i < count; i++) {
+        ops[i] = eval(e, items[i], env, MODE_TENSOR);
         if (ops[i]->kind == V_ERROR) return &error_value;
         if (is_number(ops[i])) /* a scalar literal where it is written */
-            ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), (i ? n->b : n->a)->span, 0));
+            ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), items[i]->span, 0));
     }
     if (!n->spec) return &error_value; /* the parser reported the spec */
     return apply_operator(e, env, opv->as.op, ops, count, n->spec, n->c, n->span);

@@ -22,6 +22,8 @@ checked against np.concatenate and slicing:
   rotate   x ++ "b, P^a, c => b, a^P, c"         the first P rows moved behind, the gap zero
   reduce   x ++ "b, P^a, c => b, c"              the sum over the rows after the first P
   matmul   x +* "b, a^Q, c; c, f => b, a, f" w   a contraction reading a prefix
+  tuple    (x, y) ++^ "b, a, c; b, e, c => b, P^a^G^Q^e, c"   x's rows, a gap, y's rows
+           (or "b, c, a; b, c, e => b, c, a^e": along the last axis)
 
 where AFF is `S*o[=|<]+[OFF+]D*k` with random stride S, dilation D, kernel size, offset OFF
 (below S) and padding: `=` (same), `<` (valid) or none (inferred: `valid`, since nothing else
@@ -160,6 +162,21 @@ class Case:
         self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
         self.expected = x[:, :n, :] @ w
 
+    def make_tuple(self, rng):
+        b, n, c, p, q = self.concat_sizes(rng)
+        m, g = rng.randint(1, 4), rng.choice([0, 0, 1, 2])
+        if rng.random() < 0.5:  # along the rows: x is b,n,c and y is b,m,c
+            x, y = values(rng, (b, n, c)), values(rng, (b, m, c))
+            pieces = "%s^%se" % (self.pieces(p, g), "" if q == 0 else "%d^" % q)
+            self.spec = "b, a, c; b, e, c => b, %s, c" % pieces
+            zeros = lambda k: np.zeros((b, k, c))
+            self.expected = np.concatenate([zeros(p), x, zeros(g), zeros(q), y], axis=1)
+        else:  # along the last axis, without gaps: x is b,c,n and y is b,c,m
+            x, y = values(rng, (b, c, n)), values(rng, (b, c, m))
+            self.spec = "b, c, a; b, c, e => b, c, a^e"
+            self.expected = np.concatenate([x, y], axis=2)
+        self.line = "let%%op %s = (%s, %s) ++^ \"%s\"\n" % (self.name, literal(x), literal(y), self.spec)
+
     def make_conv1d(self, rng):
         ax = Axis(rng, "o", "k")
         b, c, f = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 3)
@@ -286,7 +303,7 @@ def main():
     rng = random.Random(args.seed)
     cases = [Case(rng, i) for i in range(args.count)]
     crng = random.Random(args.seed + 1)
-    cases += [Case(crng, args.count + i, ("pad", "slice", "rotate", "reduce", "matmul"))
+    cases += [Case(crng, args.count + i, ("pad", "slice", "rotate", "reduce", "matmul", "tuple"))
               for i in range(args.concat_count)]
     batches = [cases[i:i + BATCH] for i in range(0, len(cases), BATCH)]
     passed = failed = 0
