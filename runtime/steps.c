@@ -36,14 +36,19 @@
 /* The RNG stream of the shuffles of data set `set` (apart from the generators' streams). */
 static uint32_t shuffle_stream(int64_t set) { return 0x73680000u + (uint32_t)(set & 0xffff); }
 
+/* The cells of buffer `b` (0 for a buffer the image does not have). */
+static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+    uint8_t kind;
+    return tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) ? cells : 0;
+}
+
 static int shuffle(tsr_state *s, tsr_action *a) {
     int64_t rows = a->rows, widest = 0;
     for (uint32_t f = 0; f < a->ref_count; f++) {
-        uint32_t rank;
-        const int64_t *dims;
-        int64_t cells;
-        uint8_t kind;
-        tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
+        int64_t cells = buffer_cells(s, a->refs[f]);
         if (!s->buffers[a->refs[f]] || cells % rows != 0)
             return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
         if (cells / rows > widest) widest = cells / rows;
@@ -56,11 +61,7 @@ static int shuffle(tsr_state *s, tsr_action *a) {
         if (j > i) j = i;
         if (j == i) continue;
         for (uint32_t f = 0; f < a->ref_count; f++) {
-            uint32_t rank;
-            const int64_t *dims;
-            int64_t cells;
-            uint8_t kind;
-            tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
+            int64_t cells = buffer_cells(s, a->refs[f]);
             size_t width = (size_t)(cells / rows) * sizeof(float);
             float *data = s->buffers[a->refs[f]];
             memcpy(row, data + i * (cells / rows), width);
