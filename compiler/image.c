@@ -52,7 +52,7 @@ _Static_assert((int)BUF_COMPUTED == TSR_BUF_COMPUTED && (int)INIT_UNIFORM == TSR
                    (int)IRP_BUFFER == TSR_ARG_BUFFER && (int)IRA_PROGRESS == TSR_ACTION_PROGRESS,
                "the IR's kinds and the image's kinds come from runtime/image_kinds.h");
 
-unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size) {
+unsigned char *image_build(const IrProgram *ir, const char *module, const GpuImage *gpu, size_t *size) {
     Bytes b = {.arena = ir->arena};
     put(&b, TSR_IMAGE_MAGIC, 4);
     u32(&b, TSR_IMAGE_VERSION);
@@ -126,6 +126,24 @@ unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size
         u64(&b, (uint64_t)a->rows);
         u32(&b, a->buffer_count);
         for (uint32_t k = 0; k < a->buffer_count; k++) u32(&b, a->buffers[k]);
+    }
+    u8(&b, gpu != NULL);
+    if (gpu) {
+        str(&b, gpu->ptx);
+        str(&b, gpu->arch);
+        u32(&b, gpu->kernel_count);
+        for (uint32_t k = 0; k < gpu->kernel_count; k++) {
+            const GpuKernelInfo *kn = &gpu->kernels[k];
+            str(&b, kn->name);
+            for (int d = 0; d < 3; d++) u32(&b, kn->grid[d]);
+            for (int d = 0; d < 3; d++) u32(&b, kn->block[d]);
+            u32(&b, kn->shared_bytes);
+            u32(&b, kn->param_count);
+            for (uint32_t p = 0; p < kn->param_count; p++) {
+                u32(&b, kn->params[p]);
+                u8(&b, kn->writes[p]);
+            }
+        }
     }
     uint64_t sum = tsr_image_checksum(b.data + TSR_IMAGE_HEADER, b.size - TSR_IMAGE_HEADER);
     memcpy(b.data + TSR_IMAGE_HEADER - 8, &sum, 8);

@@ -8,8 +8,29 @@
 
 #include "ir.h"
 
+/* One GPU kernel of a --target=cuda program, as the runtime launches it (runtime/cuda.c): its
+ * entry in the PTX, the launch domain, and its buffer parameters (after one i64 per index
+ * symbol), each marked when the kernel stores into it. */
+typedef struct GpuKernelInfo {
+    const char *name;
+    uint32_t grid[3], block[3];
+    uint32_t shared_bytes;
+    uint32_t param_count;
+    const uint32_t *params; /* buffers */
+    const bool *writes;     /* per param */
+} GpuKernelInfo;
+
+/* The GPU section of an image: the PTX module and its kernels, numbered as the host code's
+ * tsr_gpu_launch() calls number them. */
+typedef struct GpuImage {
+    const char *ptx;
+    const char *arch; /* "sm_80" */
+    const GpuKernelInfo *kernels;
+    uint32_t kernel_count;
+} GpuImage;
+
 /* The image of `ir` (after optimisation: virtual buffers get no storage), allocated in its
- * arena. */
-unsigned char *image_build(const IrProgram *ir, const char *module, size_t *size);
+ * arena; with a GPU section when `gpu` is not NULL. */
+unsigned char *image_build(const IrProgram *ir, const char *module, const GpuImage *gpu, size_t *size);
 
 #endif

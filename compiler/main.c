@@ -594,7 +594,7 @@ static char **program_argv(Arena *arena, const Options *opt, const char *name);
 
 static int run_program(IrProgram *ir, const Options *opt) {
     size_t size;
-    unsigned char *image = image_build(ir, "main", &size);
+    unsigned char *image = image_build(ir, "main", NULL, &size);
     int status;
     char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
     Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
@@ -720,7 +720,7 @@ static void llvm_fatal(const char *reason) {
 static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
                         bool with_main, int fd, const char *shown) {
     size_t size;
-    unsigned char *image = image_build(ir, module, &size);
+    unsigned char *image = image_build(ir, module, NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main};
     CgBytes bytes;
     if (!cg_cpu_emit(ir, image, size, &co, format, &bytes)) return false;

@@ -27,6 +27,10 @@
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
  *   u32 option_count   { str name; u8 is_float; f64 default }
  *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
+ *   u8 has_gpu         and, when 1 (a --target=cuda program):
+ *     str ptx; str arch; u32 kernel_count
+ *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes;
+ *                        u32 param_count; { u32 buffer; u8 writes } [param_count] }
  *
  * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
  * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
@@ -43,9 +47,12 @@
  * checkpoint file in `text` and the buffers in `ref` (none: every parameter); SHUFFLE permutes
  * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`); RECORD
  * appends cell 0 of buffer ref[0] to series `value`, PLOT draws series `value` titled `text`;
- * PROGRESS is the bar of a loop, titled `text`. */
+ * PROGRESS is the bar of a loop, titled `text`.  Version 6 added the GPU section: the PTX module
+ * (text, arch "sm_80"…) and its kernels in launch numbering (tsr_gpu_launch); each kernel's
+ * parameters are one i64 per index symbol (their values, in symbol order), then a pointer per
+ * listed buffer (device memory), `writes` set where the kernel stores into that buffer. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 5u
+#define TSR_IMAGE_VERSION 6u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

@@ -287,6 +287,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
         if (a->kind == TSR_ACTION_SHUFFLE && a->rows < 1) r.bad = true;
     }
+    if (u8(&r) != 0) r.bad = true; /* a GPU section: runtime/cuda.c reads it (not yet) */
     m->series = calloc(m->series_count + 1, sizeof *m->series);
     if (!m->series) r.bad = true;
     for (uint32_t i = 0; i < m->print_count && !r.bad; i++)
