@@ -12,6 +12,9 @@
  * that LLVM may not inline (see "Splitting" below).  The state's layout is abi.h's (checked
  * there against tsr.h).
  *
+ * A --target=cuda program's routines instead launch its GPU kernels (cg_ptx.c, whose PTX the
+ * image carries) one after another through the runtime's tsr_gpu_launch(); `main` is the same.
+ *
  * The model image (image.c) is a constant array `MODULE__image`; generated headers and `main`
  * pass it to tsr_state_create().  `main`, for executables, reads its command line and makes
  * the state through tsr_main_start(), then follows the program plan (plan.c): loops binding
@@ -177,6 +180,38 @@ static LLVMValueRef emit_part(Cpu *c, const KernelList *kl, uint32_t first, uint
     launch_kernels(c, kl, first, last, bodies, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1));
     LLVMBuildRetVoid(g->b);
     return f;
+}
+
+/* Return the status if it is not TSR_OK, else go on (in a new block). */
+static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status) {
+    CgLlvm *g = &c->g;
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, fn, "failed");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, fn, "go_on");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, 0), ""), bad, go);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, status);
+    LLVMPositionBuilderAtEnd(g->b, go);
+}
+
+/* int NAME(tsr_state *s) of a --target=cuda program: check symbols, then launch the function's
+ * GPU kernels in order through the runtime (runtime/cuda.c), stopping at the first error. */
+static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
+    CgLlvm *g = &c->g;
+    IrProgram *ir = (IrProgram *)g->ir;
+    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_c_name(ir->arena, ir->functions[f].name),
+                                          ir->exported[f]);
+    LLVMTypeRef p[2] = {g->ptr, g->i32};
+    LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
+    if (!ir->exported[f]) LLVMSetLinkage(r, LLVMInternalLinkage);
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, r, "entry"));
+    LLVMValueRef state = LLVMGetParam(r, 0);
+    return_on_error(c, r, cgl_call(g, "tsr_state_check_symbols", g->i32, p, 1, &state));
+    for (uint32_t k = c->opt->gpu_first[f]; k < c->opt->gpu_first[f + 1]; k++) {
+        LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, k, 0)};
+        return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));
+    }
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));
+    return r;
 }
 
 /* int NAME(tsr_state *s): check symbols, then launch the kernels in order (directly, or through
@@ -447,7 +482,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
 
     LLVMValueRef *routines = calloc(ir->function_count + 1, sizeof *routines);
     if (!routines) diag_fatal_oom();
-    for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = emit_routine(&c, f);
+    for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = o->gpu_first ? emit_gpu_routine(&c, f) : emit_routine(&c, f);
     if (o->with_main) emit_main(&c, routines);
     bool ok = cgl_finish(g, tm, o->opt_level, format, out);
     free(routines);

@@ -15,6 +15,9 @@ typedef struct CgOptions {
     int opt_level;        /* 0..3 */
     const Target *target; /* triple, CPU, schedule parameters */
     bool with_main;       /* define `main` from the program plan (executables) */
+    const uint32_t *gpu_first; /* a --target=cuda program (cg_ptx.c): function f's kernels are GPU
+                                * kernels gpu_first[f] … gpu_first[f + 1] - 1, which its routine
+                                * launches through tsr_gpu_launch(); NULL: CPU kernels */
 } CgOptions;
 
 /* Generate the module as `format` into *out (malloc'd; the driver writes it).  The object

@@ -18,6 +18,9 @@
  * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
  * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
  *
+ * GPU loops (gpu.x/y/z, sched_gpu.c) read the thread's block and thread index from the NVPTX
+ * special registers; on a GPU the transcendental functions are libdevice's (__nv_expf …).
+ *
  * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
  * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).
  *
@@ -107,6 +110,11 @@ static LLVMValueRef pure_call(CgLlvm *g, const char *name, LLVMTypeRef *params, 
 
 static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsigned n) {
     LLVMTypeRef params[2] = {g->f32, g->f32};
+    char device_name[32];
+    if (g->libdevice) { /* CUDA's libdevice: __nv_expf … (cg_ptx.c links it) */
+        snprintf(device_name, sizeof device_name, "__nv_%s", name);
+        name = device_name;
+    }
     if (!is_vector(args[0])) return pure_call(g, name, params, n, args);
     LLVMValueRef out = LLVMGetUndef(vec_type(g));
     for (unsigned lane = 0; lane < g->lanes; lane++) {
@@ -388,8 +396,42 @@ static void transpose_loop(CgLlvm *g, const IrStmt *s) {
     free(rows);
 }
 
+/* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME), as i64. */
+static LLVMValueRef special_register(CgLlvm *g, const char *name) {
+    char full[64];
+    snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
+    return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
+}
+
+/* A gpu.x/y/z loop (ir.h): this thread's iteration, and for gpu.x the guard of the threads past
+ * the extent in the last block. */
+static void gpu_loop(CgLlvm *g, const IrStmt *s) {
+    LLVMValueRef i;
+    if (s->mode == LOOP_GPU_X) {
+        LLVMValueRef base = LLVMBuildNUWMul(g->b, special_register(g, "ctaid.x"), cgl_iconst(g, s->threads), "");
+        i = LLVMBuildNUWAdd(g->b, base, special_register(g, "tid.x"), "i");
+    } else {
+        i = special_register(g, s->mode == LOOP_GPU_Y ? "ctaid.y" : "ctaid.z");
+    }
+    g->iter[s->iter] = i;
+    if (s->mode != LOOP_GPU_X || s->extent % s->threads == 0) {
+        block(g, &s->body);
+        return;
+    }
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "in_range");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "past_end");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    block(g, &s->body);
+    LLVMBuildBr(g->b, done);
+    LLVMPositionBuilderAtEnd(g->b, done);
+}
+
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     switch (s->mode) {
+    case LOOP_GPU_X:
+    case LOOP_GPU_Y:
+    case LOOP_GPU_Z: gpu_loop(g, s); return;
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
     case LOOP_TRANSPOSE: transpose_loop(g, s); return;
     case LOOP_UNROLL:
@@ -527,12 +569,17 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
     LLVMInitializeX86AsmParser();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
     char *host_triple = LLVMGetDefaultTargetTriple();
     const char *triple = triple_opt ? triple_opt : host_triple;
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-        diag_error_noloc("unknown target '%s': %s (this tsrc generates x86-64 code: --target=x86_64-pc-linux-gnu)",
+        diag_error_noloc("unknown target '%s': %s (this tsrc generates x86-64 code, --target=x86_64-pc-linux-gnu, "
+                         "and GPU code, --target=cuda)",
                          triple, err ? err : "");
         LLVMDisposeMessage(err);
         LLVMDisposeMessage(host_triple);

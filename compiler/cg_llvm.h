@@ -35,6 +35,7 @@ typedef struct CgLlvm {
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */
     unsigned lanes;
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */
+    bool libdevice;         /* transcendentals call CUDA's libdevice (__nv_expf), not libm */
 } CgLlvm;
 
 /* A target machine for `triple` (NULL: host) and `cpu` (NULL or "native": host, with its

@@ -211,9 +211,12 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         fprintf(out, "%*s", depth * 2, "");
         switch (s->kind) {
         case IR_LOOP:
-            fprintf(out, "for i%u < %" PRIu64 " %s%s:\n", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
+            fprintf(out, "for i%u < %" PRIu64 " %s%s", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
-                                                : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+                    : s->mode == LOOP_TRANSPOSE ? " transpose" : s->mode == LOOP_GPU_X ? " gpu.x"
+                    : s->mode == LOOP_GPU_Y ? " gpu.y" : s->mode == LOOP_GPU_Z ? " gpu.z" : "");
+            if (s->mode == LOOP_GPU_X) fprintf(out, "(%u threads)", s->threads);
+            fputs(":\n", out);
             print_block(out, ir, &s->body, depth + 1);
             break;
         case IR_STORE:
@@ -277,6 +280,7 @@ typedef struct Verifier {
     bool *in_scope;      /* iterators bound by an enclosing loop */
     uint64_t *extent;
     bool *local_set;
+    bool gpu_allowed;    /* a GPU loop may stand here: at a function's top level, in a GPU loop */
 } Verifier;
 
 static void problem(Verifier *v, const char *what) {
@@ -339,10 +343,20 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 break;
             }
             if (s->extent < 1) problem(v, "a loop has no iterations");
+            if (s->mode >= LOOP_GPU_X) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
+                if (s->mode == LOOP_GPU_X && (s->threads < 1 || s->threads > 1024))
+                    problem(v, "a gpu.x loop without a block size of 1 to 1024 threads");
+                if (s->mode != LOOP_GPU_X && s->extent > 65535) problem(v, "a gpu.y or gpu.z loop past 65535 blocks");
+            }
+            bool outer_allowed = v->gpu_allowed;
+            v->gpu_allowed = s->mode >= LOOP_GPU_X;
             v->in_scope[s->iter] = true;
             v->extent[s->iter] = s->extent;
             verify_block(v, &s->body);
             v->in_scope[s->iter] = false;
+            v->gpu_allowed = outer_allowed;
             break;
         case IR_STORE:
             verify_expr(v, s->value);
@@ -369,6 +383,7 @@ unsigned ir_verify(const IrProgram *ir, FILE *out) {
         v.extent = calloc(fn->iter_count + 1, sizeof *v.extent);
         v.local_set = calloc(fn->local_count + 1, sizeof *v.local_set);
         if (!v.in_scope || !v.extent || !v.local_set) diag_fatal_oom();
+        v.gpu_allowed = true;
         verify_block(&v, &fn->body);
         free(v.in_scope);
         free(v.extent);

@@ -171,6 +171,13 @@ typedef enum IrLoopMode {
                      * loop and P by one cell per iteration of this loop (extent ≤ the vector
                      * loop's, a power of two); the backend loads rows of S, transposes them and
                      * stores rows of P */
+    /* GPU modes (sched_gpu.c): the loop's iterations run on different GPU threads at once, so
+     * they must be independent (a parallel loop); a GPU loop is only ever an outermost loop of
+     * a kernel or directly inside another GPU loop. */
+    LOOP_GPU_X, /* iteration blockIdx.x · threads + threadIdx.x, `threads` per block; the
+                 * threads past the extent of the last block do nothing (the guard) */
+    LOOP_GPU_Y, /* iteration blockIdx.y (one block row per iteration) */
+    LOOP_GPU_Z, /* iteration blockIdx.z */
 } IrLoopMode;
 
 typedef enum IrStmtKind {
@@ -192,6 +199,7 @@ struct IrStmt {
     uint64_t extent;
     bool parallel;
     IrLoopMode mode;
+    uint32_t threads;  /* LOOP_GPU_X: threads per block */
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;

@@ -6,7 +6,8 @@
  * parameters, kernel-local ones (register tiles) its own storage — and decides the launch: a
  * kernel whose one statement is a parallel loop with at least two iterations and at least
  * target->parallel_work cell-iterations runs on the thread pool, its outer range split into
- * chunks of at least target->grain_work; any other kernel is called once.  The host side of a
+ * chunks of at least target->grain_work; any other kernel is called once.  On a GPU the launch
+ * is the grid of the nest's gpu.x/y/z loops (sched_gpu.c).  The host side of a
  * routine is then the list of launches in order.  Nothing here is specific to one backend.
  *
  * Requires: a verified (scheduled) IrProgram. */
@@ -84,6 +85,22 @@ static double work(const IrStmt *s) {
     return (double)s->extent * (w > 0 ? w : 1);
 }
 
+/* The grid and block of a kernel whose first statement is `s`: its gpu.x/y/z loops, which
+ * sched_gpu.c puts at the top of the nest. */
+static void gpu_launch(Kernel *kn, const IrStmt *s) {
+    for (int d = 0; d < 3; d++) kn->grid[d] = kn->block[d] = 1;
+    while (s->kind == IR_LOOP && s->mode >= LOOP_GPU_X) {
+        if (s->mode == LOOP_GPU_X) {
+            kn->block[0] = s->threads;
+            kn->grid[0] = (uint32_t)((s->extent + s->threads - 1) / s->threads);
+        } else {
+            kn->grid[s->mode == LOOP_GPU_Y ? 1 : 2] = (uint32_t)s->extent;
+        }
+        if (s->body.count != 1) break;
+        s = s->body.items[0];
+    }
+}
+
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target) {
     KernelList list = {.fn = fn};
     uint32_t locals = fn->local_count + 1;
@@ -122,6 +139,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
         kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&
                        s->extent >= 2 && w >= target->parallel_work;
         if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / (double)s->extent)) + 1;
+        gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
     }
     free(u.buffer);
     free(u.local);

@@ -10,7 +10,8 @@
  * parameters are the state buffers it touches (in id order) and the index symbols; its
  * kernel-local buffers (tiles) live in each run.  When `threaded`, its outer loop (the launch
  * domain, 0 ≤ i < extent) is split over the thread pool in chunks of at least `grain`;
- * otherwise the host calls it once over the whole domain. */
+ * otherwise the host calls it once over the whole domain.  A GPU kernel is launched on the
+ * grid of blocks its gpu.x/y/z loops give (one thread when it has none). */
 typedef struct Kernel {
     uint32_t first, count;
     uint32_t *buffers;       /* state buffers, in id order */
@@ -19,6 +20,8 @@ typedef struct Kernel {
     uint32_t local_count;
     bool threaded;
     int64_t extent, grain;
+    /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch. */
+    uint32_t grid[3], block[3];
 } Kernel;
 
 /* The host side of a function: its kernels, launched in order. */

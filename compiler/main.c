@@ -35,6 +35,7 @@
 #include "diag.h"
 #include "assign.h"
 #include "cg_cpu.h"
+#include "cg_ptx.h"
 #include "header.h"
 #include "elab.h"
 #include "interp.h"
@@ -70,6 +71,8 @@ typedef struct Options {
     bool time_stages;   /* --time-stages */
     bool no_sched;      /* run the reference executor on the unscheduled IR */
     bool sched_ir;      /* --emit=sched-ir */
+    bool emit_ptx;      /* --emit=ptx */
+    const char *arch;   /* --arch=sm_NN (--target=cuda) */
     CgFormat emit_format;
     int opt_level;
     const char *cpu;
@@ -98,12 +101,15 @@ static void usage(FILE *out) {
           "  -c               compile to an object file with a C header and a JSON manifest\n"
           "                   (-o MODEL.o also writes MODEL.h and MODEL.json)\n"
           "  --emit=KIND      write KIND: ir (the loop IR, docs/ir.md), sched-ir (the loop IR\n"
-          "                   as scheduled for the target), llvm, asm or obj\n"
+          "                   as scheduled for the target), llvm, asm or obj; ptx (the GPU\n"
+          "                   kernels, -o MODEL.ptx also writes MODEL.json; implies cuda)\n"
           "  --run            compile and run the program (natively; with --interp, on the\n"
           "                   reference executor)\n"
           "  -O0 .. -O3       optimisation level of the generated code (default -O3)\n"
           "  --cpu=NAME       generate code for CPU NAME (default: this machine's, 'native')\n"
-          "  --target=TRIPLE  generate code for TRIPLE (default: this machine's)\n"
+          "  --target=TRIPLE  generate code for TRIPLE (default: this machine's); 'cuda':\n"
+          "                   for NVIDIA GPUs (executables and -c objects run on the GPU)\n"
+          "  --arch=sm_NN     the GPU architecture for --target=cuda (default sm_80)\n"
           "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
           "  --no-sched       with --run --interp: run the loop IR as lowered, unscheduled\n"
@@ -176,7 +182,8 @@ static Options parse_options(int argc, char **argv) {
                 if (strcmp(k, "llvm") == 0) opt.emit_format = CG_LLVM;
                 else if (strcmp(k, "asm") == 0) opt.emit_format = CG_ASM;
                 else if (strcmp(k, "obj") == 0) opt.emit_format = CG_OBJECT;
-                else bad_usage("unknown output kind '%s' (ir, sched-ir, llvm, asm or obj)", k);
+                else if (strcmp(k, "ptx") == 0) opt.emit_ptx = true;
+                else bad_usage("unknown output kind '%s' (ir, sched-ir, llvm, asm, obj or ptx)", k);
             }
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
@@ -187,6 +194,8 @@ static Options parse_options(int argc, char **argv) {
             opt.cpu = a + 6;
         } else if (strncmp(a, "--target=", 9) == 0 && a[9]) {
             opt.triple = a + 9;
+        } else if (strncmp(a, "--arch=", 7) == 0 && a[7]) {
+            opt.arch = a + 7;
         } else if (strncmp(a, "--name=", 7) == 0) {
             opt.name = a + 7;
             bool ok = (isalpha((unsigned char)opt.name[0]) || opt.name[0] == '_');
@@ -226,6 +235,12 @@ static Options parse_options(int argc, char **argv) {
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
     if (opt.no_sched && !opt.interp) bad_usage("%s", "'--no-sched' goes with '--run --interp'");
+    if (opt.emit_ptx && !opt.triple) opt.triple = "cuda";
+    if (opt.emit_ptx && !target_is_cuda(opt.triple))
+        bad_usage("'--emit=ptx' generates GPU code, which '--target=%s' is not (use --target=cuda)", opt.triple);
+    if (opt.mode == MODE_EMIT_CODE && !opt.emit_ptx && target_is_cuda(opt.triple))
+        bad_usage("%s", "'--target=cuda' writes --emit=ptx, -c objects and executables, not --emit=llvm, asm or obj");
+    if (opt.arch && !target_is_cuda(opt.triple)) bad_usage("%s", "'--arch' goes with '--target=cuda'");
     if (opt.output && strcmp(opt.output, "-") == 0 && (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
     if (opt.program_args && opt.mode != MODE_RUN)
@@ -719,11 +734,24 @@ static void llvm_fatal(const char *reason) {
  * errors name `shown`. */
 static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
                         bool with_main, int fd, const char *shown) {
+    /* A GPU program: its kernels become PTX that the image carries; the object holds the host
+     * side (routines launching them, main) for this machine. */
+    PtxModule ptx = {0};
+    Target host;
+    if (target->kind == TARGET_CUDA) {
+        if (!cg_ptx_emit(ir, target, opt->opt_level, module, &ptx)) return false;
+        stage_done("code generation (PTX)");
+        target_select(NULL, opt->cpu, &host);
+        target = &host;
+    }
     size_t size;
-    unsigned char *image = image_build(ir, module, NULL, &size);
-    CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main};
+    unsigned char *image = image_build(ir, module, ptx.ptx.data ? &ptx.gpu : NULL, &size);
+    CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
+                    .gpu_first = ptx.function_first};
     CgBytes bytes;
-    if (!cg_cpu_emit(ir, image, size, &co, format, &bytes)) return false;
+    bool generated = cg_cpu_emit(ir, image, size, &co, format, &bytes);
+    free(ptx.ptx.data);
+    if (!generated) return false;
     stage_done("code generation (LLVM)");
     bool ok;
     if (fd >= 0) {
@@ -803,7 +831,7 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     if (ok) {
         const char *cc = getenv("CC");
         char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
-                        "-lpthread", NULL};
+                        "-lpthread", "-ldl", NULL};
         int status = run_command(argv, NULL);
         if (status != 0) {
             if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
@@ -843,6 +871,48 @@ static void object_paths(Arena *arena, const char *output, const char *paths[3])
     paths[2] = arena_printf(arena, "%s.json", stem);
 }
 
+/* --emit=ptx: MODEL.ptx and, beside it, MODEL.json (from "MODEL.ptx", or the whole name when
+ * it does not end in ".ptx"). */
+static void ptx_paths(Arena *arena, const char *output, const char *paths[2]) {
+    size_t n = strlen(output);
+    paths[0] = output;
+    paths[1] = arena_printf(arena, "%.*s.json", (int)(n > 4 && strcmp(output + n - 4, ".ptx") == 0 ? n - 4 : n), output);
+}
+
+/* --emit=ptx: the PTX module (to `paths[0]`, or the standard output when there is no path) and
+ * its manifest (paths[1]), both or neither. */
+static bool emit_ptx(IrProgram *ir, const Options *opt, const Target *target, const char *paths[2], int n) {
+    Arena *arena = ir->arena;
+    const char *module = module_name(arena, opt, n ? paths[0] : default_output(arena, opt->input, ""));
+    PtxModule ptx;
+    if (!cg_ptx_emit(ir, target, opt->opt_level, module, &ptx)) return false;
+    stage_done("code generation (PTX)");
+    bool ok = true;
+    if (n == 0) {
+        ok = fwrite(ptx.ptx.data, 1, ptx.ptx.size, stdout) == ptx.ptx.size && fflush(stdout) == 0;
+        if (!ok) diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
+    } else {
+        Output out[2];
+        int opened = 0;
+        for (; opened < 2 && ok; opened++) ok = output_open(&out[opened], paths[opened], true);
+        if (!ok) opened--;
+        if (ok) {
+            fwrite(ptx.ptx.data, 1, ptx.ptx.size, out[0].file);
+            const char *base = strrchr(paths[0], '/');
+            ptx_manifest_write(ir, module, &ptx, base ? base + 1 : paths[0], out[1].file);
+        }
+        for (int i = 0; i < opened; i++)
+            if (ok && (fflush(out[i].file) != 0 || ferror(out[i].file))) {
+                diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
+                ok = false;
+            }
+        for (int i = 0; i < opened; i++)
+            if (!output_commit(&out[i], ok)) ok = false;
+    }
+    free(ptx.ptx.data);
+    return ok;
+}
+
 /* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
 static bool build_object(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
     Arena *arena = ir->arena;
@@ -857,7 +927,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const Target *target
     if (!ok) opened--;
     if (ok) ok = emit_object(ir, opt, target, module, CG_OBJECT, false, out[0].fd, paths[0]);
     if (ok) {
-        header_write(ir, module, opt->input, out[1].file);
+        header_write(ir, module, opt->input, target->kind == TARGET_CUDA, out[1].file);
         manifest_write(ir, module, out[2].file);
     }
     /* Every file written before any is renamed into place. */
@@ -908,6 +978,12 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
     case MODE_EMIT_IR:
     case MODE_PRINT_SHAPES: break;
     case MODE_EMIT_CODE:
+        if (opt->emit_ptx) {
+            if (!out) out = default_output(arena, opt->input, ".ptx");
+            if (strcmp(out, "-") == 0) return 0;
+            ptx_paths(arena, out, paths);
+            return 2;
+        }
         if (!out) out = default_output(arena, opt->input, ext[opt->emit_format]);
         break;
     case MODE_OBJECT:
@@ -964,6 +1040,7 @@ static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     case MODE_OBJECT:
         return build_object(ir, opt, target, paths[0]) ? 0 : 1;
     case MODE_EMIT_CODE: {
+        if (opt->emit_ptx) return emit_ptx(ir, opt, target, paths, n) ? 0 : 1;
         const char *module = module_name(arena, opt, n ? paths[0] : default_output(arena, opt->input, ""));
         if (n == 0) return emit_object(ir, opt, target, module, opt->emit_format, false, -1, "-") ? 0 : 1;
         Output out;
@@ -1014,7 +1091,8 @@ static int compile(Options opt) {
             bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;
             IrProgram *ir = NULL;
             Target target;
-            target_select(opt.triple, opt.cpu, &target);
+            if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
+            else target_select(opt.triple, opt.cpu, &target);
             if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;

@@ -1124,9 +1124,22 @@ static void schedule_function(Sched *s) {
     free(s->mapped);
 }
 
+/* The GPU's schedule fuses pointwise nests here (rewrite 4), then maps loops onto the grid. */
+static void fuse_only(Sched *s) {
+    s->old_iters = s->fn->iter_count;
+    s->subst = calloc(s->fn->iter_count + 1, sizeof *s->subst);
+    s->mapped = calloc(s->fn->iter_count + 1, sizeof *s->mapped);
+    if (!s->subst || !s->mapped) diag_fatal_oom();
+    fuse_pointwise(s);
+    free(s->subst);
+    free(s->mapped);
+}
+
 void schedule(IrProgram *ir, const Target *target) {
     for (uint32_t f = 0; f < ir->function_count; f++) {
         Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target};
-        schedule_function(&s);
+        if (target->kind == TARGET_CUDA) fuse_only(&s);
+        else schedule_function(&s);
     }
+    if (target->kind == TARGET_CUDA) schedule_gpu(ir, target);
 }

@@ -11,4 +11,8 @@
  * executor runs either.  Adds scratch buffers; run after optimise() and plan_build(). */
 void schedule(IrProgram *ir, const Target *target);
 
+/* The GPU's part (sched_gpu.c): map each top-level nest's outer parallel loops onto the grid
+ * (loop modes gpu.x, gpu.y, gpu.z).  schedule() calls it for a TARGET_CUDA target. */
+void schedule_gpu(IrProgram *ir, const Target *target);
+
 #endif

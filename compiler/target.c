@@ -10,7 +10,10 @@
  * Requires: LLVM's host queries (llvm-c/TargetMachine.h). */
 #include "target.h"
 
+#include "diag.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Core.h>
@@ -56,4 +59,22 @@ void target_select(const char *triple, const char *cpu, Target *out) {
     }
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
+}
+
+bool target_is_cuda(const char *triple) {
+    return triple && (strcmp(triple, "cuda") == 0 || strcmp(triple, "nvptx64-nvidia-cuda") == 0);
+}
+
+bool target_select_cuda(const char *arch, Target *out) {
+    if (!arch) arch = "sm_80";
+    bool ok = strncmp(arch, "sm_", 3) == 0 && arch[3] >= '1' && arch[3] <= '9';
+    for (const char *p = arch + 3; ok && *p; p++) ok = (*p >= '0' && *p <= '9') || (p[1] == 0 && *p == 'a');
+    if (!ok || atoi(arch + 3) < 50) {
+        diag_error_noloc("unknown GPU architecture '%s' (--arch=sm_80, sm_90, …: sm_50 or later)", arch);
+        return false;
+    }
+    *out = (Target){.kind = TARGET_CUDA, .name = "cuda", .triple = "nvptx64-nvidia-cuda", .cpu = arch,
+                    .gpu_arch = arch, .gpu_threads = 256, .vector_floats = 1};
+    snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", arch);
+    return true;
 }

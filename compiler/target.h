@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum TargetKind { TARGET_CPU } TargetKind;
+typedef enum TargetKind { TARGET_CPU, TARGET_CUDA } TargetKind;
 
 typedef struct Target {
     TargetKind kind;
@@ -26,10 +26,20 @@ typedef struct Target {
     double grain_work;         /* in chunks of at least this much work */
     uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
                                  * it, stores around the caches */
+    /* TARGET_CUDA (sched_gpu.c, cg_ptx.c): the GPU architecture and the block size of a
+     * kernel's innermost parallel loop. */
+    const char *gpu_arch;      /* "sm_80", "sm_90" */
+    unsigned gpu_threads;
 } Target;
 
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
  * vector width is read from the host's features, or from the name of a CPU or x86-64 level. */
 void target_select(const char *triple, const char *cpu, Target *out);
+
+/* Whether --target names the GPU ("cuda", "nvptx64-nvidia-cuda"). */
+bool target_is_cuda(const char *triple);
+/* The GPU target for `arch` (NULL: sm_80); false, after reporting an error, for an arch that is
+ * not sm_NN. */
+bool target_select_cuda(const char *arch, Target *out);
 
 #endif
