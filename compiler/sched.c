@@ -32,6 +32,8 @@
  *   4. Consecutive pointwise nests over loops of the same extents become one nest running their
  *      stores in order, when every buffer any of them stores is accessed by all of them at one
  *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.
+ *   5. For the GPU only (instead of 1–3): a reduction nest computes a tile of cells per thread
+ *      (gpu_thread_tiles); then sched_gpu.c maps the outer parallel loops onto the grid.
  *
  * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
  * buffers; a tile is kernel_local (each run of a kernel has its own).
@@ -1087,6 +1089,110 @@ static void fuse_pointwise(Sched *s) {
     fn->body = body;
 }
 
+/* ---- Rewrite 5, the GPU's: thread tiles -------------------------------------------------------------- *
+ *
+ * On the GPU (sched_gpu.c maps the outer parallel loops onto threads), a canonical reduction
+ * nest with at least two parallel loops I (the outer) and J (the innermost) is unrolled and
+ * jammed: each thread computes a TM×TN tile of cells, i = io·TM + r and j = c·(J/TN) + jo,
+ * keeping their accumulators in a kernel-local tile (registers), so that one load of an operand
+ * serves TN (or TM) cells: a matmul's thread loads TM + TN values per reduction step for TM·TN
+ * fmas, not 2 per fma.  Neighbouring threads take neighbouring jo, so a warp's loads and stores
+ * along J stay coalesced.  Each cell still starts from its own initial value and takes its
+ * steps in the order of the reduction loops: bit for bit the reference's result.  The tile is
+ * as large as 8×8 while the nest keeps at least GPU_MIN_THREADS threads, and each side divides
+ * its loop's extent (no ragged tiles); otherwise the nest is left for sched_gpu.c as it is. */
+
+enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8 };
+
+/* The largest power of two at most `most` that divides `extent`. */
+static uint32_t tile_side(uint64_t extent, uint32_t most) {
+    uint32_t t = most;
+    while (t > 1 && extent % t) t /= 2;
+    return t;
+}
+
+typedef struct ThreadTile {
+    IrStmt *i, *j;      /* the loops tiled */
+    uint32_t io, jo;    /* the loops over tiles */
+    uint32_t tm, tn;
+    uint32_t tile;      /* the kernel-local accumulators, tm·tn cells */
+} ThreadTile;
+
+/* Unrolled loops over a tile's rows r and columns c in `into`, with i and j mapped onto them;
+ * returns the body to fill and the iterators. */
+static IrBlock *tile_cells(Sched *s, const ThreadTile *t, IrBlock *into, uint32_t *r, uint32_t *c) {
+    *r = new_iter(s);
+    *c = new_iter(s);
+    IrStmt *rows = new_loop(s, *r, t->tm, true, LOOP_UNROLL), *cols = new_loop(s, *c, t->tn, true, LOOP_UNROLL);
+    ir_block_push(s->ir->arena, &rows->body, cols);
+    ir_block_push(s->ir->arena, into, rows);
+    reset_subst(s);
+    map_iter(s, t->i->iter, (Affine){.terms = {{t->io, t->tm}, {*r, 1}}, .count = 2});
+    map_iter(s, t->j->iter, (Affine){.terms = {{*c, (int64_t)(t->j->extent / t->tn)}, {t->jo, 1}}, .count = 2});
+    return &cols->body;
+}
+
+/* The tile's cell (r, c). */
+static IrIndex *tile_index(Sched *s, const ThreadTile *t, uint32_t r, uint32_t c) {
+    IrTerm terms[2] = {{r, t->tn}, {c, 1}};
+    return flat_index(s, terms, 2);
+}
+
+static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (r->npar < 2 || r->nred == 0) return false;
+    uint32_t c = r->store->buffer;
+    if (!loads_only_at(ir, r->init->value, c, r->store->index) || !loads_only_at(ir, r->step->value, c, r->store->index))
+        return false;
+    ThreadTile t = {.i = r->par[r->npar - 2], .j = r->par[r->npar - 1]};
+    double batch = 1;
+    for (uint32_t k = 0; k + 2 < r->npar; k++) batch *= (double)r->par[k]->extent;
+    uint32_t most = GPU_MAX_TILE;
+    for (; most >= 2; most /= 2) {
+        t.tm = tile_side(t.i->extent, most);
+        t.tn = tile_side(t.j->extent, most);
+        if (t.tm * t.tn >= 4 && batch * (double)(t.i->extent / t.tm) * (double)(t.j->extent / t.tn) >= GPU_MIN_THREADS)
+            break;
+    }
+    if (most < 2) return false;
+    t.io = new_iter(s);
+    t.jo = new_iter(s);
+    t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, true);
+    IrStmt *over_i = new_loop(s, t.io, t.i->extent / t.tm, true, LOOP_PLAIN);
+    IrStmt *over_j = new_loop(s, t.jo, t.j->extent / t.tn, true, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, &over_i->body, over_j);
+    const char *what = r->par[0]->comment ? r->par[0]->comment : "a reduction";
+    uint32_t rr, cc;
+    /* Every cell's initial value. */
+    IrBlock *body = tile_cells(s, &t, &over_j->body, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->init->value, NULL)));
+    /* The reduction loops, each step applied to every cell. */
+    IrBlock *into = &over_j->body;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    body = tile_cells(s, &t, into, &rr, &cc);
+    LocalRepl repl = {r->local, new_load(s, t.tile, tile_index(s, &t, rr, cc)), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->step->value, &repl)));
+    /* The cells stored. */
+    body = tile_cells(s, &t, &over_j->body, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, c, clone_index(s, r->store->index, ir->buffers[c].rank),
+                                                  new_load(s, t.tile, tile_index(s, &t, rr, cc))));
+    if (r->npar > 2) {
+        r->par[r->npar - 3]->body = (IrBlock){0};
+        ir_block_push(s->ir->arena, &r->par[r->npar - 3]->body, over_i);
+        ir_block_push(s->ir->arena, out, r->par[0]);
+    } else {
+        ir_block_push(s->ir->arena, out, over_i);
+    }
+    r->par[0]->comment = NULL;
+    IrStmt *top = out->items[out->count - 1];
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: a %ux%u tile of cells per GPU thread", what, t.tm, t.tn);
+    return true;
+}
+
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
 static void schedule_function(Sched *s) {
@@ -1124,12 +1230,22 @@ static void schedule_function(Sched *s) {
     free(s->mapped);
 }
 
-/* The GPU's schedule fuses pointwise nests here (rewrite 4), then maps loops onto the grid. */
-static void fuse_only(Sched *s) {
-    s->old_iters = s->fn->iter_count;
-    s->subst = calloc(s->fn->iter_count + 1, sizeof *s->subst);
-    s->mapped = calloc(s->fn->iter_count + 1, sizeof *s->mapped);
+/* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
+ * sched_gpu.c then maps loops onto the grid. */
+static void schedule_gpu_function(Sched *s) {
+    IrFunction *fn = s->fn;
+    s->old_iters = fn->iter_count;
+    s->subst = calloc(fn->iter_count + 1, sizeof *s->subst);
+    s->mapped = calloc(fn->iter_count + 1, sizeof *s->mapped);
     if (!s->subst || !s->mapped) diag_fatal_oom();
+    IrBlock body = {0};
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrStmt *st = fn->body.items[i];
+        Reduction r;
+        if (st->kind == IR_LOOP && match_reduction(st, &r) && gpu_thread_tiles(s, &r, &body)) continue;
+        ir_block_push(s->ir->arena, &body, st);
+    }
+    fn->body = body;
     fuse_pointwise(s);
     free(s->subst);
     free(s->mapped);
@@ -1138,7 +1254,7 @@ static void fuse_only(Sched *s) {
 void schedule(IrProgram *ir, const Target *target) {
     for (uint32_t f = 0; f < ir->function_count; f++) {
         Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target};
-        if (target->kind == TARGET_CUDA) fuse_only(&s);
+        if (target->kind == TARGET_CUDA) schedule_gpu_function(&s);
         else schedule_function(&s);
     }
     if (target->kind == TARGET_CUDA) schedule_gpu(ir, target);

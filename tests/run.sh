@@ -55,6 +55,30 @@ run_tsrc() {
 
 status() { cat "$TMP/status"; }
 
+# The GPU leg on this machine (docs/gpu.md): the program scheduled for the GPU (--target=cuda),
+# run by the reference executor, which steps through its grids of blocks and threads with their
+# guards, must print EXPECTED (with every float in full); and its PTX for sm_80 and sm_90 must
+# pass ptxas (/usr/local/cuda/bin/ptxas or on PATH; a SKIP line where there is none).
+PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
+ptxas_skipped=0
+gpu_checks() { # gpu_checks TEST EXPECTED [TSRC ARGS…]
+    gt=$1 expected=$2
+    shift 2
+    TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
+    if [ "$(status)" != 0 ]; then fail "$gt (GPU schedule)" "exit $(status), expected 0" "$TMP/err"
+    elif diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt (GPU schedule = interp)"
+    else fail "$gt (GPU schedule)" "the GPU schedule, run by the reference executor, prints differently" "$TMP/diff"; fi
+    if [ -z "$PTXAS" ]; then ptxas_skipped=$((ptxas_skipped + 1)); return; fi
+    compile_args=""   # the options before `--` (after it: the program's own arguments)
+    for x in "$@"; do [ "$x" = -- ] && break; compile_args="$compile_args $x"; done
+    for arch in sm_80 sm_90; do
+        run_tsrc --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" "$gt" $compile_args
+        if [ "$(status)" != 0 ]; then fail "$gt (PTX $arch)" "exit $(status), expected 0" "$TMP/err"
+        elif "$PTXAS" -arch=$arch "$TMP/kernels.ptx" -o "$TMP/kernels.cubin" >"$TMP/err" 2>&1; then pass "$gt (ptxas $arch)"
+        else fail "$gt (ptxas $arch)" "ptxas rejects the PTX" "$TMP/err"; fi
+    done
+}
+
 check_golden() { # check_golden TEST ACTUAL GOLDEN
     if [ "${UPDATE:-}" = 1 ]; then cp "$2" "$3"; fi
     if diff -u "$3" "$2" >"$TMP/diff" 2>&1; then
@@ -87,6 +111,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
+            gpu_checks "$t" "$TMP/interp.out" $args
         done
         continue
     fi
@@ -145,7 +170,22 @@ for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
     if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
     elif diff -u "$g" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
     else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
+    TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t" "$@"
+    cp "$TMP/out" "$TMP/interp.out"
+    gpu_checks "$t" "$TMP/interp.out" "$@"
 done
+# The examples without a golden output: their PTX passes ptxas too.
+for t in $(ls docs/examples/*.tsr | LC_ALL=C sort); do
+    [ -f "tests/native/examples/$(basename "$t" .tsr).out" ] && continue
+    [ -z "$PTXAS" ] && { ptxas_skipped=$((ptxas_skipped + 1)); continue; }
+    for arch in sm_80 sm_90; do
+        run_tsrc --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t"
+        if [ "$(status)" != 0 ]; then fail "$t (PTX $arch)" "exit $(status), expected 0" "$TMP/err"
+        elif "$PTXAS" -arch=$arch "$TMP/kernels.ptx" -o "$TMP/kernels.cubin" >"$TMP/err" 2>&1; then pass "$t (ptxas $arch)"
+        else fail "$t (ptxas $arch)" "ptxas rejects the PTX" "$TMP/err"; fi
+    done
+done
+[ "$ptxas_skipped" -gt 0 ] && echo "SKIP ptxas: no ptxas on PATH or in /usr/local/cuda/bin ($ptxas_skipped programs' PTX not assembled)"
 
 for t in $(ls docs/examples/*.tsr stdlib/*.tsr 2>/dev/null | LC_ALL=C sort); do
     run_tsrc --parse-only "$t"
