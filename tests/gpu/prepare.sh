@@ -92,7 +92,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     name=$(echo "$base" | sed 's|^tests/||; s|/|__|g')
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
     # split at "--": tsrc's options, then the program's
-    topts= pargs= seen=
+    topts='' pargs='' seen=''
     for a in $args; do
         if [ -n "$seen" ]; then pargs="$pargs${pargs:+ }$a"
         elif [ "$a" = -- ]; then seen=1
