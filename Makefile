@@ -12,6 +12,13 @@
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
 #   make bench      tsrc-generated code vs OpenBLAS and NumPy (matmul, an elementwise chain)
+#   make check-gpu  the .out goldens, the examples and 200 random einsums as --target=cuda
+#                   executables on the GPU against the reference executor (tests/gpu/); in two
+#                   halves for a GPU machine without the toolchain: `make gpu-prepare` here
+#                   (into build/gpu), then `sh tests/gpu/run.sh build/gpu` there
+#   make bench-gpu  fp32 matmul 1024-8192 and the MLP step on the GPU vs cuBLAS and PyTorch
+#                   (tools/bench/gpu/); halves: `make bench-gpu-prepare` (into build/bench-gpu),
+#                   then `sh tools/bench/gpu/run.sh build/bench-gpu` on the GPU machine
 #   make clean      remove build/
 #
 # Generated sources (never edited, never committed) go to build/gen/:
@@ -89,7 +96,8 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check check-einsum check-native unit fuzz clean help bootstrap bench-shapes bench install
+.PHONY: all demo check check-einsum check-native unit fuzz clean help bootstrap bench-shapes bench install \
+        check-gpu gpu-prepare bench-gpu bench-gpu-prepare
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -230,6 +238,22 @@ install: $(BUILD)/tsrc $(BUILD)/libtsr.a
 # Benchmarks (not tests): generated code against OpenBLAS and NumPy (docs/performance.md).
 bench: $(BUILD)/tsrc $(BUILD)/libtsr.a
 	$(Q)sh tools/bench.sh $(BUILD)/tsrc $(BUILD)
+
+# The GPU: tests and benchmarks, each built here (tsrc, LLVM, the CUDA toolkit) and run on the
+# GPU (only sh, python3 and the driver needed there; the outputs are < 40 MiB together).
+GPU_OUT       ?= $(BUILD)/gpu
+GPU_ARCH      ?= sm_80
+gpu-prepare: $(BUILD)/tsrc $(BUILD)/libtsr.a
+	$(Q)PYTHON=$(PYTHON) TSR_GPU_ARCH=$(GPU_ARCH) sh tests/gpu/prepare.sh $(BUILD)/tsrc $(GPU_OUT)
+check-gpu: gpu-prepare
+	$(Q)sh tests/gpu/run.sh $(GPU_OUT)
+
+BENCH_GPU_OUT   ?= $(BUILD)/bench-gpu
+BENCH_GPU_SIZES ?= 1024 2048 4096 8192
+bench-gpu-prepare: $(BUILD)/tsrc $(BUILD)/libtsr.a
+	$(Q)BENCH_GPU_SIZES="$(BENCH_GPU_SIZES)" sh tools/bench/gpu/prepare.sh $(BUILD)/tsrc $(BUILD) $(BENCH_GPU_OUT)
+bench-gpu: bench-gpu-prepare
+	$(Q)sh tools/bench/gpu/run.sh $(BENCH_GPU_OUT)
 
 clean:
 	rm -rf build

@@ -30,6 +30,15 @@ alone so that the failing case(s) can be named.
 Usage:
     python3 tests/einsum/einsum_diff.py --tsrc build/tsrc --count 600 --seed 1 [--keep DIR]
                                         [--verbose] [--jobs N] [--batch N]
+                                        [--emit-cases DIR [--target cuda|native] [--arch sm_NN]]
+
+With --emit-cases DIR (tests/gpu/prepare.sh, for `make check-gpu`), the cases are checked against
+NumPy as above and then, besides, each batch file is kept in DIR/src/, built into an executable
+DIR/bin/einsum_NNN (`tsrc --target=cuda --arch=ARCH`, or for the host CPU with --target native),
+its expected output written to DIR/expected/einsum_NNN.out (the reference executor's, every float
+in full: TSR_PRINT_EXACT=1 tsrc --run --interp) and a line appended to DIR/cases.txt (name,
+executable, expected file, no arguments; tab-separated, paths relative to DIR, executable "-" when
+the build failed; tests/gpu/run.sh runs them).  A batch that does not build counts as one failure.
 
 The output is deterministic for a given seed and count. The last line of stdout is
 `N passed, N failed` (cases); the exit status is 1 if any case failed, else 0 (2 for a bad
@@ -597,6 +606,32 @@ def run_batch(tsrc, workdir, batch_no, cases):
     return results
 
 
+def emit_batch(args, workdir, batch_no, out_dir):
+    """--emit-cases: the expected output and the executable of one batch file; None or a failure."""
+    path = os.path.join(workdir, "batch%03d.tsr" % batch_no)
+    name = "einsum_%03d" % batch_no
+    env = dict(os.environ, TSR_PRINT_EXACT="1")
+    try:
+        p = subprocess.run([args.tsrc, "--run", "--interp", path], capture_output=True, text=True,
+                           timeout=120, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return name, "-", "reference run failed: %s" % exc
+    if p.returncode != 0:
+        return name, "-", "reference run exited with status %d:\n%s" % (p.returncode, p.stderr)
+    with open(os.path.join(out_dir, "expected", name + ".out"), "w") as fh:
+        fh.write(p.stdout)
+    target = ["--target=cuda", "--arch=" + args.arch] if args.target == "cuda" else []
+    try:
+        p = subprocess.run([args.tsrc] + target + [path, "-o", os.path.join(out_dir, "bin", name)],
+                           capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return name, "-", "build failed: %s" % exc
+    if p.returncode != 0:
+        return name, "-", "build failed (tsrc exited with status %d):\n%s" % (
+            p.returncode, (p.stdout + p.stderr)[-2000:])
+    return name, "bin/" + name, None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tsrc", default="build/tsrc")
@@ -606,7 +641,15 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="list every case and the coverage")
     ap.add_argument("--jobs", type=int, default=max(2, min(8, os.cpu_count() or 2)))
     ap.add_argument("--batch", type=int, default=30, help="cases per .tsr file")
+    ap.add_argument("--emit-cases", metavar="DIR",
+                    help="also build each batch and its expected output into DIR (tests/gpu)")
+    ap.add_argument("--target", choices=("native", "cuda"), default="native",
+                    help="with --emit-cases: build for the host CPU or for the GPU")
+    ap.add_argument("--arch", default="sm_80", help="with --emit-cases --target cuda: --arch")
     args = ap.parse_args()
+    if not args.emit_cases and (args.target != "native" or args.arch != "sm_80"):
+        sys.stderr.write("einsum_diff.py: --target and --arch go with --emit-cases\n")
+        return 2
     if not os.access(args.tsrc, os.X_OK):
         sys.stderr.write("einsum_diff.py: %s is not an executable\n" % args.tsrc)
         return 2
@@ -614,7 +657,11 @@ def main():
     rng = random.Random(args.seed)
     cases = [gen_case(rng, i) for i in range(args.count)]
 
-    if args.keep:
+    if args.emit_cases:
+        workdir = os.path.join(args.emit_cases, "src")
+        for sub in ("src", "bin", "expected"):
+            os.makedirs(os.path.join(args.emit_cases, sub), exist_ok=True)
+    elif args.keep:
         workdir = args.keep
         os.makedirs(workdir, exist_ok=True)
     else:
@@ -641,6 +688,17 @@ def main():
             else:
                 print("  program:")
                 print("    " + case_program(case).rstrip().replace("\n", "\n    "))
+        if args.emit_cases:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                emitted = list(pool.map(lambda n: emit_batch(args, workdir, n, args.emit_cases),
+                                        range(len(batches))))
+            with open(os.path.join(args.emit_cases, "cases.txt"), "a") as fh:
+                for name, exe, problem in emitted:
+                    fh.write("%s\t%s\texpected/%s.out\t\n" % (name, exe, name))
+                    if problem:
+                        failed += 1
+                        print("FAIL %s (%s/batch%s.tsr): %s" % (
+                            name, workdir, name[-3:], problem.rstrip().replace("\n", "\n  ")))
         if args.verbose:
             counts = {}
             for c in cases:
@@ -652,7 +710,7 @@ def main():
         print("%d passed, %d failed" % (passed, failed))
         return 1 if failed else 0
     finally:
-        if not args.keep:
+        if not args.keep and not args.emit_cases:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
