@@ -363,7 +363,7 @@ float *tsr_state_host_buffer(tsr_state *s, uint32_t buffer) {
 }
 
 /* Wait for every launched kernel; a kernel's failure shows here. */
-static int gpu_wait(const tsr_gpu *g) {
+static int gpu_wait(void) {
     CUresult r = cu.CtxSynchronize();
     return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "the GPU failed running this program's kernels");
 }
@@ -373,7 +373,7 @@ int tsr_state_sync_host(tsr_state *s) {
     tsr_gpu *g = tsr_state_gpu(s);
     if (!g) return TSR_OK;
     int status = gpu_current(g);
-    if (status == TSR_OK) status = gpu_wait(g);
+    if (status == TSR_OK) status = gpu_wait();
     for (uint32_t b = 0; b < g->buffer_count && status == TSR_OK; b++)
         if (g->memory[b]) status = to_host(g, b);
     return status;
@@ -386,7 +386,7 @@ int tsr_state_sync_device(tsr_state *s) {
     int status = gpu_current(g);
     for (uint32_t b = 0; b < g->buffer_count && status == TSR_OK; b++)
         if (g->memory[b]) status = to_device(g, b);
-    return status == TSR_OK ? gpu_wait(g) : status;
+    return status == TSR_OK ? gpu_wait() : status;
 }
 
 /* ---- Launches -------------------------------------------------------------------------------------- */
