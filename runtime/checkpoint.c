@@ -17,6 +17,9 @@
  * TSR_ERR_DATA error naming the file and the array, and the state is changed only when every
  * array has been read.
  *
+ * For a GPU state, saving reads and loading writes the host copies through the coherence of
+ * cuda.c (tsr_buffer_to_host), so a checkpoint holds what the kernels last computed.
+ *
  * Requires: a state made by tsr_state_create(); the host is little-endian (x86-64). */
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +160,8 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
         if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
             return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
                              path, name);
+        int status = tsr_buffer_to_host(s, b, false); /* a GPU state's newest values */
+        if (status != TSR_OK) return status;
         Member *m = &members[(*member_count)++];
         if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
         sprintf(m->name, "%s.npy", name);
@@ -372,6 +377,8 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         if (status == TSR_OK) status = tsr_load_npy_member(data, len, fresh[b], rank, dims, path, name);
         free(data);
     }
+    for (uint32_t b = 0; fresh && b < n && status == TSR_OK; b++) /* a GPU state: the host copies are changed */
+        if (fresh[b]) status = tsr_buffer_to_host(s, b, true);
     for (uint32_t b = 0; fresh && b < n; b++) {
         if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */
             uint32_t rank;

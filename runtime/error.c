@@ -20,6 +20,7 @@ const char *tsr_status_text(int status) {
     case TSR_ERR_ARGUMENT: return "bad argument";
     case TSR_ERR_IMAGE: return "malformed model image";
     case TSR_ERR_IO: return "output error";
+    case TSR_ERR_GPU: return "GPU error";
     default: return "unknown status";
     }
 }

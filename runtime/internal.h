@@ -136,6 +136,48 @@ const char *tsr_model_data_field(const tsr_model *model, uint32_t k);
  * with the data files of `args` (NULL: none). */
 tsr_state *tsr_state_create_model(tsr_model *model, uint64_t seed, const tsr_run_args *args);
 
+/* ---- GPU states (cuda.c) ------------------------------------------------------------------------
+ *
+ * The image's GPU section as state.c reads it (validated: buffers exist, launch dimensions are
+ * sane), and the per-state device data that cuda.c keeps for it.  The state owns its model, so
+ * the device data hangs off the model (tsr_state's layout is part of the ABI and stays as it is). */
+
+/* One kernel: its entry in the PTX, its launch domain, and its buffer parameters (after one
+ * int64_t per index symbol), `writes` set where it stores into the buffer. */
+typedef struct tsr_gpu_kernel {
+    char *name;
+    uint32_t grid[3], block[3], shared_bytes;
+    uint32_t param_count;
+    uint32_t *buffers;
+    uint8_t *writes;
+} tsr_gpu_kernel;
+
+typedef struct tsr_gpu_section {
+    char *ptx;  /* NUL-terminated, as cuModuleLoadDataEx needs it */
+    char *arch; /* "sm_90" */
+    uint32_t kernel_count;
+    tsr_gpu_kernel *kernels;
+} tsr_gpu_section;
+
+/* The device side of a state: the driver's context and module, device memory, coherence. */
+typedef struct tsr_gpu tsr_gpu;
+
+/* The model's GPU section, or NULL (a CPU program). */
+const tsr_gpu_section *tsr_model_gpu(const tsr_model *model);
+/* The state's device side, or NULL (a CPU state). */
+tsr_gpu *tsr_state_gpu(const tsr_state *state);
+/* Load the driver (once per process), load the section's PTX and allocate device memory for
+ * every buffer a kernel lists, all host-newer.  NULL with a TSR_ERR_GPU error when it fails.
+ * `state` must have its buffers and symbols allocated; it keeps the result. */
+tsr_gpu *tsr_gpu_open(tsr_state *state, const tsr_gpu_section *section);
+/* Wait for the GPU, free device memory, unload the module, release the context (NULL: nothing). */
+void tsr_gpu_close(tsr_gpu *gpu);
+/* Coherence for the runtime's own reads and writes of s->buffers[b]: bring the host copy up to
+ * date (device→host when the device's is newer); with `write`, mark it newer than the device's
+ * afterwards (the caller is about to change it).  TSR_OK at once for CPU states and for buffers
+ * without a device copy; TSR_ERR_GPU with a message when a copy fails. */
+int tsr_buffer_to_host(tsr_state *state, uint32_t b, bool write);
+
 /* A uniform double in [0, 1) (53 random bits) from stream `stream`, draw `index`, under `seed`. */
 double tsr_rng_unit(uint64_t seed, uint32_t stream, uint64_t index);
 /* A standard normal number (Box–Muller on two unit draws of the same counter). */

@@ -7,6 +7,10 @@
  * checked against the shapes the compiler inferred.  Print statements of `main` are formatted
  * here, so compiled programs and the reference executor print identically.
  *
+ * An image with a GPU section (--target=cuda) also gets its device side here: cuda.c loads the
+ * driver and allocates device memory before the buffers are filled; print statements read
+ * buffers through the coherence of cuda.c (tsr_buffer_to_host).
+ *
  * Requires an image from the same version of tsrc (checked: magic, version and checksum). */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -65,6 +69,8 @@ struct tsr_model {
     tsr_action *actions; /* the statements of main that steps.c runs */
     uint32_t series_count;
     tsr_series *series;  /* what RECORD has appended so far, one per series number */
+    tsr_gpu_section *gpu; /* the GPU section, or NULL (a CPU program) */
+    tsr_gpu *device;      /* the state's device side (cuda.c), or NULL */
 };
 
 /* ---- Reading the image ------------------------------------------------------------------------ */
@@ -117,8 +123,69 @@ static uint32_t count(Reader *r, size_t min_bytes) {
     return r->bad ? 0 : n;
 }
 
+static void gpu_section_free(tsr_gpu_section *g) {
+    if (!g) return;
+    free(g->ptx);
+    free(g->arch);
+    for (uint32_t k = 0; g->kernels && k < g->kernel_count; k++) {
+        free(g->kernels[k].name);
+        free(g->kernels[k].buffers);
+        free(g->kernels[k].writes);
+    }
+    free(g->kernels);
+    free(g);
+}
+
+/* Limits of a kernel launch: block dimensions and threads (every GPU since sm_20), grid
+ * dimensions, the parameter bytes a launch may pass (the classic 4 KiB), and dynamic shared
+ * memory (more than any GPU has: the driver refuses what the device cannot give). */
+enum { GPU_BLOCK_THREADS = 1024, GPU_BLOCK_Z = 64, GPU_GRID_YZ = 65535, GPU_PARAM_BYTES = 4096,
+       GPU_SHARED_BYTES = 1 << 20 };
+
+/* The GPU section (after its has_gpu byte), checked against the model read so far: NULL with
+ * r->bad set when malformed. */
+static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
+    tsr_gpu_section *g = calloc(1, sizeof *g);
+    if (!g) {
+        r->bad = true;
+        return NULL;
+    }
+    g->ptx = str(r);
+    g->arch = str(r);
+    if (!g->ptx || !g->arch || !g->ptx[0] || !g->arch[0]) r->bad = true;
+    g->kernel_count = count(r, 36);
+    g->kernels = calloc(g->kernel_count + 1, sizeof *g->kernels);
+    if (!g->kernels || (!r->bad && g->kernel_count == 0)) r->bad = true;
+    for (uint32_t k = 0; k < g->kernel_count && !r->bad; k++) {
+        tsr_gpu_kernel *kn = &g->kernels[k];
+        kn->name = str(r);
+        uint64_t threads = 1;
+        for (int d = 0; d < 3; d++) kn->grid[d] = u32(r);
+        for (int d = 0; d < 3; d++) threads *= (kn->block[d] = u32(r));
+        kn->shared_bytes = u32(r);
+        kn->param_count = count(r, 5);
+        kn->buffers = calloc(kn->param_count + 1, sizeof *kn->buffers);
+        kn->writes = calloc(kn->param_count + 1, sizeof *kn->writes);
+        if (!kn->name || !kn->name[0] || !kn->buffers || !kn->writes) r->bad = true;
+        for (int d = 0; d < 3; d++)
+            if (kn->grid[d] == 0 || kn->block[d] == 0 || (d > 0 && kn->grid[d] > GPU_GRID_YZ) ||
+                kn->grid[d] > INT32_MAX)
+                r->bad = true;
+        if (threads > GPU_BLOCK_THREADS || kn->block[2] > GPU_BLOCK_Z || kn->shared_bytes > GPU_SHARED_BYTES ||
+            ((uint64_t)m->symbol_count + kn->param_count) * 8 > GPU_PARAM_BYTES)
+            r->bad = true;
+        for (uint32_t p = 0; p < kn->param_count && !r->bad; p++) {
+            kn->buffers[p] = u32(r);
+            kn->writes[p] = u8(r);
+            if (kn->buffers[p] >= m->buffer_count || kn->writes[p] > 1) r->bad = true;
+        }
+    }
+    return g;
+}
+
 static void model_free(tsr_model *m) {
     if (!m) return;
+    gpu_section_free(m->gpu);
     free(m->module);
     for (uint32_t i = 0; i < m->symbol_count; i++) free(m->symbol_names[i]);
     free(m->symbol_names);
@@ -287,7 +354,9 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
         if (a->kind == TSR_ACTION_SHUFFLE && a->rows < 1) r.bad = true;
     }
-    if (u8(&r) != 0) r.bad = true; /* a GPU section: runtime/cuda.c reads it (not yet) */
+    uint8_t has_gpu = u8(&r);
+    if (has_gpu > 1) r.bad = true;
+    if (has_gpu == 1 && !r.bad) m->gpu = gpu_section_read(&r, m);
     m->series = calloc(m->series_count + 1, sizeof *m->series);
     if (!m->series) r.bad = true;
     for (uint32_t i = 0; i < m->print_count && !r.bad; i++)
@@ -400,6 +469,10 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
         return NULL;
     }
+    if (m->gpu && !(m->device = tsr_gpu_open(s, m->gpu))) { /* before the work of filling buffers */
+        tsr_state_destroy(s);
+        return NULL;
+    }
     for (uint32_t i = 0; i < m->buffer_count; i++) {
         const Buffer *b = &m->buffers[i];
         if (b->is_virtual) continue;
@@ -440,6 +513,10 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
 
 void tsr_state_destroy(tsr_state *s) {
     if (!s) return;
+    if (s->model) {
+        tsr_gpu_close(s->model->device);
+        ((tsr_model *)s->model)->device = NULL;
+    }
     if (s->buffers && s->model)
         for (uint32_t i = 0; i < s->model->buffer_count; i++) tsr_free(s->buffers[i]);
     free(s->buffers);
@@ -578,6 +655,10 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     if (!s) return null_state();
     if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
     const Print *p = &s->model->prints[print];
+    for (uint32_t a = 0; a < p->arg_count; a++) { /* the host copies of the buffers it shows */
+        int status = p->args[a].kind == TSR_ARG_BUFFER ? tsr_buffer_to_host(s, p->args[a].ref, false) : TSR_OK;
+        if (status != TSR_OK) return status;
+    }
     tsr_progress_hide();
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];
@@ -612,6 +693,8 @@ const char *tsr_model_buffer_name(const tsr_model *m, uint32_t i) {
     return m && i < m->buffer_count ? m->buffers[i].name : NULL;
 }
 uint32_t tsr_model_symbol_count(const tsr_model *m) { return m ? m->symbol_count : 0; }
+const tsr_gpu_section *tsr_model_gpu(const tsr_model *m) { return m ? m->gpu : NULL; }
+tsr_gpu *tsr_state_gpu(const tsr_state *s) { return s && s->model ? s->model->device : NULL; }
 tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }
 tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
 bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank, const int64_t **dims, int64_t *cells,

@@ -20,6 +20,9 @@
  *                plain line at every tenth of the loop, with no times, so logs are
  *                reproducible.  Standard output is never touched.
  *
+ * A GPU state's buffers are read and written through the coherence of cuda.c
+ * (tsr_buffer_to_host): SHUFFLE and RECORD see what the kernels last computed.
+ *
  * Requires: a state made from an image of this version (state.c). */
 #include <inttypes.h>
 #include <math.h>
@@ -52,6 +55,8 @@ static int shuffle(tsr_state *s, tsr_action *a) {
         if (!s->buffers[a->refs[f]] || cells % rows != 0)
             return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
         if (cells / rows > widest) widest = cells / rows;
+        int status = tsr_buffer_to_host(s, a->refs[f], true); /* a GPU state: rows move on the host */
+        if (status != TSR_OK) return status;
     }
     float *row = tsr_alloc_floats(widest ? widest : 1);
     if (!row) return TSR_ERR_NOMEM;
@@ -79,6 +84,8 @@ static int record(tsr_state *s, const tsr_action *a) {
     tsr_series *series = tsr_model_series(s->model, (uint32_t)a->value);
     const float *cell = s->buffers[a->refs[0]];
     if (!series || !cell) return tsr_error(TSR_ERR_IMAGE, "record '%s': malformed", a->text);
+    int status = tsr_buffer_to_host(s, a->refs[0], false);
+    if (status != TSR_OK) return status;
     if (series->count == series->cap) {
         uint64_t cap = series->cap ? series->cap * 2 : 64;
         float *grown = realloc(series->values, cap * sizeof *grown);

@@ -6,6 +6,8 @@
  * (Philox4x32-10: reproducible, independent of thread count and order), data loaders (.npy, CSV)
  * and generators (half moons, circles, spirals, range, seeded uniform), tensor printing, a small
  * pthread pool for parallel loops, and status codes with messages and a replaceable error hook.
+ * Programs compiled with --target=cuda use the same state; the runtime then loads the CUDA
+ * driver at run time (runtime/cuda.c, dlopen), so nothing here needs CUDA to build or link.
  *
  * Generated headers (`tsrc -c model.tsr` writes model.h) include this file and wrap the
  * functions below under the module's own names; most programs never call tsr_* directly.  The
@@ -34,6 +36,7 @@ typedef enum tsr_status {
     TSR_ERR_ARGUMENT = 4, /* a bad argument (NULL state, unknown name, …) */
     TSR_ERR_IMAGE = 5,    /* the model image in an object is malformed or from another version */
     TSR_ERR_IO = 6,       /* writing output failed */
+    TSR_ERR_GPU = 7,      /* no GPU or driver, or the GPU failed (--target=cuda programs) */
 } tsr_status;
 
 /* A short description of a status code ("data error"). */
@@ -171,6 +174,29 @@ int tsr_main_fail(tsr_state *state, const char *program);
 /* For the end of `main`: destroy the state, flush the standard output; 0, or (when the output
  * could not be written) the message of tsr_main_fail and 1. */
 int tsr_main_end(tsr_state *state, const char *program);
+
+/* ---- GPU states (--target=cuda; docs/runtime.md §15) ------------------------------------------
+ *
+ * A state made from an image with a GPU section keeps a device copy of every buffer a kernel
+ * uses, and knows per buffer which copy is newer.  Data crosses only when the host reads or
+ * writes a buffer (these functions, the accessors, print, the actions, checkpoints) or a
+ * kernel needs it.  For a state without a GPU section they do nothing and return TSR_OK. */
+
+/* Launch kernel `kernel` of the image's GPU section: copy its host-newer buffers to the
+ * device, launch it (asynchronously, on the default stream) with the state's index symbols and
+ * its buffers, and mark the buffers it writes device-newer.  TSR_OK, or TSR_ERR_GPU /
+ * TSR_ERR_ARGUMENT with a message naming the kernel.  A kernel's own failure shows at the next
+ * call that waits for the GPU (a copy to the host, tsr_state_sync_host). */
+int tsr_gpu_launch(tsr_state *state, uint32_t kernel);
+/* Buffer `buffer`'s host copy, brought up to date (device→host when the device's is newer)
+ * and marked newer than the device's, since the caller may write through the pointer: read
+ * or write it, then call no routine until done.  NULL (with an error recorded) for a bad
+ * state or index or a failed copy; NULL without one for a buffer without storage. */
+float *tsr_state_host_buffer(tsr_state *state, uint32_t buffer);
+/* Wait for the GPU and copy every device-newer buffer to the host (both copies then current). */
+int tsr_state_sync_host(tsr_state *state);
+/* Copy every host-newer buffer to the device and wait for the GPU. */
+int tsr_state_sync_device(tsr_state *state);
 
 /* What the image says, for tools and generic drivers. */
 uint32_t tsr_model_buffer_count(const tsr_model *model);

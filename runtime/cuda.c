@@ -1,0 +1,411 @@
+/* cuda.c — the device side of a state made from an image with a GPU section (--target=cuda).
+ *
+ * The CUDA driver is loaded at run time: dlopen("libcuda.so.1") (or the file that the
+ * environment variable TSR_CUDA_DRIVER names), and the few entry points used are resolved with
+ * dlsym, declared here with the driver's ABI.  Nothing links against CUDA, so libtsr.a builds,
+ * links and runs everywhere; without a driver or a GPU, creating a GPU state fails with
+ * TSR_ERR_GPU and a message saying so.  The driver is loaded and initialised once per process
+ * (under a lock); a failed load is tried again by the next state.
+ *
+ * Per state: the primary context of device 0 (TSR_CUDA_DEVICE=N picks another), the section's
+ * PTX loaded as a module (the JIT's error log goes into the message when it fails), every
+ * kernel's function, and device memory for every buffer some kernel lists.  Each such buffer is
+ * host-newer, device-newer or current in both places: launches copy host-newer parameters to
+ * the device and leave the buffers a kernel writes device-newer; the runtime's own reads and
+ * writes of s->buffers (tsr_buffer_to_host), the accessors (tsr_state_host_buffer) and the
+ * sync calls copy the other way.  Launches are asynchronous on the legacy default stream, and
+ * the driver's synchronous copies are ordered after them, so a copy to the host sees every
+ * kernel launched before it.  Every driver call makes the state's context current first, so a
+ * state may be used from any thread (one thread at a time, as every state).
+ *
+ * Requires: glibc's dlopen (libc itself since 2.34); the driver API of CUDA 11 or later. */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- The driver's ABI (cuda.h, declared here so that nothing needs the CUDA toolkit) ----------- */
+
+typedef int CUresult; /* CUDA_SUCCESS = 0 */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    STATIC_SHARED_LIMIT = 48 << 10, /* more dynamic shared memory than this must be asked for */
+    JIT_LOG_BYTES = 4096,
+};
+
+/* The entry points, resolved from the library: `names` lists the symbol to try first (the
+ * _v2 one where the driver has it) and the older one. */
+static struct {
+    bool loaded;
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu;
+
+#define CU_ENTRY(field, first, second) {(void **)&cu.field, first, second}
+static const struct {
+    void **slot;
+    const char *first, *second;
+} cu_entries[] = {
+    CU_ENTRY(Init, "cuInit", NULL),
+    CU_ENTRY(DeviceGetCount, "cuDeviceGetCount", NULL),
+    CU_ENTRY(DeviceGet, "cuDeviceGet", NULL),
+    CU_ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
+    CU_ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+    CU_ENTRY(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+    CU_ENTRY(CtxSynchronize, "cuCtxSynchronize", NULL),
+    CU_ENTRY(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
+    CU_ENTRY(ModuleGetFunction, "cuModuleGetFunction", NULL),
+    CU_ENTRY(ModuleUnload, "cuModuleUnload", NULL),
+    CU_ENTRY(FuncSetAttribute, "cuFuncSetAttribute", NULL),
+    CU_ENTRY(MemAlloc, "cuMemAlloc_v2", "cuMemAlloc"),
+    CU_ENTRY(MemFree, "cuMemFree_v2", "cuMemFree"),
+    CU_ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD"),
+    CU_ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
+    CU_ENTRY(LaunchKernel, "cuLaunchKernel", NULL),
+    CU_ENTRY(GetErrorName, "cuGetErrorName", NULL),
+    CU_ENTRY(GetErrorString, "cuGetErrorString", NULL),
+};
+#undef CU_ENTRY
+
+static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const needs_gpu =
+    "this program was compiled with --target=cuda and needs an NVIDIA GPU and its driver";
+
+/* Record TSR_ERR_GPU: the printf-like context, then the driver's name and text of `result`. */
+static int cu_error(CUresult result, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int cu_error(CUresult result, const char *fmt, ...) {
+    char context[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    const char *name = NULL, *text = NULL;
+    if (cu.GetErrorName) cu.GetErrorName(result, &name);
+    if (cu.GetErrorString) cu.GetErrorString(result, &text);
+    return tsr_error(TSR_ERR_GPU, "%s: %s%s%s%s", context, name ? name : "CUDA error", text ? " (" : "",
+                     text ? text : "", text ? ")" : "");
+}
+
+/* Load and initialise the driver unless it is already; TSR_OK or TSR_ERR_GPU. */
+static int driver_load_locked(void) {
+    if (cu.loaded) return TSR_OK;
+    const char *path = getenv("TSR_CUDA_DRIVER");
+    if (!path || !path[0]) path = "libcuda.so.1";
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        return tsr_error(TSR_ERR_GPU, "no CUDA driver: cannot load %s (%s); %s", path, why ? why : "not found",
+                         needs_gpu);
+    }
+    for (size_t i = 0; i < sizeof cu_entries / sizeof cu_entries[0]; i++) {
+        void *f = dlsym(lib, cu_entries[i].first);
+        if (!f && cu_entries[i].second) f = dlsym(lib, cu_entries[i].second);
+        if (!f) {
+            memset(&cu, 0, sizeof cu);
+            dlclose(lib);
+            return tsr_error(TSR_ERR_GPU, "the CUDA driver %s is too old or not a CUDA driver: it lacks %s; %s", path,
+                             cu_entries[i].first, needs_gpu);
+        }
+        *cu_entries[i].slot = f;
+    }
+    CUresult r = cu.Init(0);
+    if (r != CUDA_SUCCESS) {
+        cu_error(r, "the CUDA driver cannot start (no usable GPU?); %s", needs_gpu);
+        memset(&cu, 0, sizeof cu);
+        dlclose(lib);
+        return TSR_ERR_GPU;
+    }
+    cu.loaded = true; /* the library stays loaded for the rest of the process */
+    return TSR_OK;
+}
+
+static int driver_load(void) {
+    pthread_mutex_lock(&cu_lock);
+    int status = driver_load_locked();
+    pthread_mutex_unlock(&cu_lock);
+    return status;
+}
+
+/* ---- A state's device side ----------------------------------------------------------------------- */
+
+enum { HOST_NEWER, DEVICE_NEWER, BOTH_CURRENT };
+
+struct tsr_gpu {
+    tsr_state *state;
+    const tsr_gpu_section *section;
+    CUdevice device;
+    CUcontext context; /* the device's primary context, retained; NULL until then */
+    CUmodule module;
+    CUfunction *functions; /* per kernel */
+    void ***params;        /* per kernel: the launch's parameter pointers (symbols, then buffers) */
+    uint32_t buffer_count;
+    CUdeviceptr *memory;   /* per buffer: its device copy, or 0 (no kernel uses it) */
+    size_t *bytes;         /* per buffer: the size of both copies */
+    uint8_t *where;        /* per buffer: HOST_NEWER, DEVICE_NEWER or BOTH_CURRENT */
+};
+
+static int gpu_current(const tsr_gpu *g) {
+    CUresult r = cu.CtxSetCurrent(g->context);
+    return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "cannot use the GPU's context");
+}
+
+/* The device number TSR_CUDA_DEVICE names (default 0), or -1 with an error recorded. */
+static int device_number(int count) {
+    const char *text = getenv("TSR_CUDA_DEVICE");
+    if (!text || !text[0]) return 0;
+    char *end;
+    long n = strtol(text, &end, 10);
+    if (*end || n < 0 || n >= count) {
+        tsr_error(TSR_ERR_GPU, "TSR_CUDA_DEVICE=%s: there is no such GPU (the driver found %d: 0..%d)", text, count,
+                  count - 1);
+        return -1;
+    }
+    return (int)n;
+}
+
+/* Device 0 (or TSR_CUDA_DEVICE's) and its primary context, current on this thread. */
+static int open_context(tsr_gpu *g) {
+    int count = 0;
+    CUresult r = cu.DeviceGetCount(&count);
+    if (r != CUDA_SUCCESS) return cu_error(r, "the CUDA driver cannot count the GPUs; %s", needs_gpu);
+    if (count <= 0) return tsr_error(TSR_ERR_GPU, "the CUDA driver found no GPU; %s", needs_gpu);
+    int ordinal = device_number(count);
+    if (ordinal < 0) return TSR_ERR_GPU;
+    if ((r = cu.DeviceGet(&g->device, ordinal)) != CUDA_SUCCESS) return cu_error(r, "cannot open GPU %d", ordinal);
+    if ((r = cu.DevicePrimaryCtxRetain(&g->context, g->device)) != CUDA_SUCCESS) {
+        g->context = NULL;
+        return cu_error(r, "cannot create a context on GPU %d", ordinal);
+    }
+    return gpu_current(g);
+}
+
+/* The module from the section's PTX (the JIT's log in the message when it fails), and every
+ * kernel's function and launch parameters. */
+static int open_module(tsr_gpu *g) {
+    const tsr_gpu_section *sec = g->section;
+    char log[JIT_LOG_BYTES] = "";
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, (void *)(uintptr_t)sizeof log};
+    CUresult r = cu.ModuleLoadDataEx(&g->module, sec->ptx, 2, options, values);
+    if (r != CUDA_SUCCESS) {
+        g->module = NULL;
+        log[sizeof log - 1] = 0;
+        size_t n = strlen(log);
+        while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
+        return cu_error(r, "the GPU cannot load this program's PTX (arch %s)%s%s", sec->arch, n ? ": " : "", log);
+    }
+    const tsr_state *s = g->state;
+    uint32_t symbols = tsr_model_symbol_count(s->model);
+    for (uint32_t k = 0; k < sec->kernel_count; k++) {
+        const tsr_gpu_kernel *kn = &sec->kernels[k];
+        if ((r = cu.ModuleGetFunction(&g->functions[k], g->module, kn->name)) != CUDA_SUCCESS)
+            return cu_error(r, "the program's PTX has no kernel '%s'", kn->name);
+        if (kn->shared_bytes > STATIC_SHARED_LIMIT &&
+            (r = cu.FuncSetAttribute(g->functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     (int)kn->shared_bytes)) != CUDA_SUCCESS)
+            return cu_error(r, "GPU kernel '%s' cannot have %" PRIu32 " bytes of shared memory on this GPU", kn->name,
+                            kn->shared_bytes);
+        void **p = g->params[k] = calloc((size_t)symbols + kn->param_count + 1, sizeof *p);
+        if (!p) return tsr_error(TSR_ERR_NOMEM, "out of memory preparing GPU kernel '%s'", kn->name);
+        for (uint32_t i = 0; i < symbols; i++) p[i] = &s->symbols[i]; /* by value at launch time */
+        for (uint32_t i = 0; i < kn->param_count; i++) p[symbols + i] = &g->memory[kn->buffers[i]];
+    }
+    return TSR_OK;
+}
+
+/* Device memory for every buffer a kernel lists (at least 4 bytes: the driver refuses 0). */
+static int open_memory(tsr_gpu *g) {
+    const tsr_gpu_section *sec = g->section;
+    for (uint32_t k = 0; k < sec->kernel_count; k++)
+        for (uint32_t i = 0; i < sec->kernels[k].param_count; i++) {
+            uint32_t b = sec->kernels[k].buffers[i];
+            if (g->memory[b]) continue;
+            uint32_t rank;
+            const int64_t *dims;
+            int64_t cells;
+            uint8_t kind;
+            tsr_model_buffer_shape(g->state->model, b, &rank, &dims, &cells, &kind);
+            g->bytes[b] = (size_t)cells * sizeof(float);
+            CUresult r = cells > (int64_t)(SIZE_MAX / sizeof(float)) ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
+                         : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : sizeof(float));
+            if (r != CUDA_SUCCESS) {
+                g->memory[b] = 0;
+                return cu_error(r, "cannot allocate tensor '%s' (%" PRId64 " floats) on the GPU",
+                                tsr_model_buffer_name(g->state->model, b), cells);
+            }
+        }
+    return TSR_OK;
+}
+
+tsr_gpu *tsr_gpu_open(tsr_state *s, const tsr_gpu_section *section) {
+    if (driver_load() != TSR_OK) return NULL;
+    tsr_gpu *g = calloc(1, sizeof *g);
+    uint32_t n = tsr_model_buffer_count(s->model);
+    if (g) {
+        g->state = s;
+        g->section = section;
+        g->buffer_count = n;
+        g->functions = calloc(section->kernel_count + 1, sizeof *g->functions);
+        g->params = calloc(section->kernel_count + 1, sizeof *g->params);
+        g->memory = calloc((size_t)n + 1, sizeof *g->memory);
+        g->bytes = calloc((size_t)n + 1, sizeof *g->bytes);
+        g->where = calloc((size_t)n + 1, sizeof *g->where); /* HOST_NEWER: creation fills the host copies */
+    }
+    if (!g || !g->functions || !g->params || !g->memory || !g->bytes || !g->where) {
+        tsr_gpu_close(g);
+        tsr_error(TSR_ERR_NOMEM, "out of memory creating a GPU state");
+        return NULL;
+    }
+    if (open_context(g) != TSR_OK || open_memory(g) != TSR_OK || open_module(g) != TSR_OK) {
+        tsr_gpu_close(g);
+        return NULL;
+    }
+    return g;
+}
+
+void tsr_gpu_close(tsr_gpu *g) {
+    if (!g) return;
+    if (g->context && gpu_current(g) == TSR_OK) {
+        cu.CtxSynchronize(); /* a kernel still running may use the memory; its error no longer matters */
+        for (uint32_t b = 0; g->memory && b < g->buffer_count; b++)
+            if (g->memory[b]) cu.MemFree(g->memory[b]);
+        if (g->module) cu.ModuleUnload(g->module);
+    }
+    if (g->context) cu.DevicePrimaryCtxRelease(g->device);
+    for (uint32_t k = 0; g->params && k < g->section->kernel_count; k++) free(g->params[k]);
+    free(g->params);
+    free(g->functions);
+    free(g->memory);
+    free(g->bytes);
+    free(g->where);
+    free(g);
+}
+
+/* ---- Coherence ------------------------------------------------------------------------------------ */
+
+/* Make buffer b's device copy current (it has one, and a host copy). */
+static int to_device(tsr_gpu *g, uint32_t b) {
+    float *host = g->state->buffers[b];
+    if (g->where[b] != HOST_NEWER || !host || !g->bytes[b]) return TSR_OK;
+    CUresult r = cu.MemcpyHtoD(g->memory[b], host, g->bytes[b]);
+    if (r != CUDA_SUCCESS)
+        return cu_error(r, "cannot copy tensor '%s' to the GPU (a kernel launched before may have failed)",
+                        tsr_model_buffer_name(g->state->model, b));
+    g->where[b] = BOTH_CURRENT;
+    return TSR_OK;
+}
+
+/* Make buffer b's host copy current. */
+static int to_host(tsr_gpu *g, uint32_t b) {
+    float *host = g->state->buffers[b];
+    if (g->where[b] != DEVICE_NEWER || !host || !g->bytes[b]) return TSR_OK;
+    CUresult r = cu.MemcpyDtoH(host, g->memory[b], g->bytes[b]);
+    if (r != CUDA_SUCCESS)
+        return cu_error(r, "cannot copy tensor '%s' from the GPU (a kernel launched before may have failed)",
+                        tsr_model_buffer_name(g->state->model, b));
+    g->where[b] = BOTH_CURRENT;
+    return TSR_OK;
+}
+
+int tsr_buffer_to_host(tsr_state *s, uint32_t b, bool write) {
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g || b >= g->buffer_count || !g->memory[b]) return TSR_OK;
+    int status = g->where[b] == DEVICE_NEWER ? gpu_current(g) : TSR_OK;
+    if (status == TSR_OK) status = to_host(g, b);
+    if (status == TSR_OK && write) g->where[b] = HOST_NEWER;
+    return status;
+}
+
+float *tsr_state_host_buffer(tsr_state *s, uint32_t buffer) {
+    if (!s) {
+        tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+        return NULL;
+    }
+    if (buffer >= tsr_model_buffer_count(s->model)) {
+        tsr_error(TSR_ERR_ARGUMENT, "no buffer number %u", buffer);
+        return NULL;
+    }
+    return tsr_buffer_to_host(s, buffer, true) == TSR_OK ? s->buffers[buffer] : NULL;
+}
+
+/* Wait for every launched kernel; a kernel's failure shows here. */
+static int gpu_wait(void) {
+    CUresult r = cu.CtxSynchronize();
+    return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "the GPU failed running this program's kernels");
+}
+
+int tsr_state_sync_host(tsr_state *s) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g) return TSR_OK;
+    int status = gpu_current(g);
+    if (status == TSR_OK) status = gpu_wait();
+    for (uint32_t b = 0; b < g->buffer_count && status == TSR_OK; b++)
+        if (g->memory[b]) status = to_host(g, b);
+    return status;
+}
+
+int tsr_state_sync_device(tsr_state *s) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g) return TSR_OK;
+    int status = gpu_current(g);
+    for (uint32_t b = 0; b < g->buffer_count && status == TSR_OK; b++)
+        if (g->memory[b]) status = to_device(g, b);
+    return status == TSR_OK ? gpu_wait() : status;
+}
+
+/* ---- Launches -------------------------------------------------------------------------------------- */
+
+int tsr_gpu_launch(tsr_state *s, uint32_t kernel) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g) return tsr_error(TSR_ERR_ARGUMENT, "GPU kernel %u: this state has no GPU section", kernel);
+    if (kernel >= g->section->kernel_count)
+        return tsr_error(TSR_ERR_ARGUMENT, "no GPU kernel number %u (the program has %u)", kernel,
+                         g->section->kernel_count);
+    const tsr_gpu_kernel *kn = &g->section->kernels[kernel];
+    int status = gpu_current(g);
+    for (uint32_t i = 0; i < kn->param_count && status == TSR_OK; i++) status = to_device(g, kn->buffers[i]);
+    if (status != TSR_OK) return status;
+    CUresult r = cu.LaunchKernel(g->functions[kernel], kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
+                                 kn->block[1], kn->block[2], kn->shared_bytes, NULL, g->params[kernel], NULL);
+    if (r != CUDA_SUCCESS) return cu_error(r, "cannot launch GPU kernel %u '%s'", kernel, kn->name);
+    for (uint32_t i = 0; i < kn->param_count; i++)
+        if (kn->writes[i]) g->where[kn->buffers[i]] = DEVICE_NEWER;
+    return TSR_OK;
+}
