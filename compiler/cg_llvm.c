@@ -403,18 +403,16 @@ static LLVMValueRef special_register(CgLlvm *g, const char *name) {
     return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
 }
 
-/* A gpu.x/y/z loop (ir.h): this thread's iteration, and for gpu.x the guard of the threads past
- * the extent in the last block. */
+/* A gpu.x/y/z loop (ir.h): this thread's iteration, and the guard of the threads past the extent
+ * in the last block. */
 static void gpu_loop(CgLlvm *g, const IrStmt *s) {
-    LLVMValueRef i;
-    if (s->mode == LOOP_GPU_X) {
-        LLVMValueRef base = LLVMBuildNUWMul(g->b, special_register(g, "ctaid.x"), cgl_iconst(g, s->threads), "");
-        i = LLVMBuildNUWAdd(g->b, base, special_register(g, "tid.x"), "i");
-    } else {
-        i = special_register(g, s->mode == LOOP_GPU_Y ? "ctaid.y" : "ctaid.z");
-    }
+    static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
+    unsigned d = s->mode - LOOP_GPU_X;
+    LLVMValueRef i = special_register(g, block_index[d]);
+    if (s->threads > 1)
+        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), special_register(g, thread_index[d]), "i");
     g->iter[s->iter] = i;
-    if (s->mode != LOOP_GPU_X || s->extent % s->threads == 0) {
+    if (s->extent % s->threads == 0) {
         block(g, &s->body);
         return;
     }

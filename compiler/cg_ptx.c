@@ -53,7 +53,13 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     LLVMValueRef f = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->void_t, params, n, 0));
     LLVMSetFunctionCallConv(f, PTX_KERNEL_CALL_CONV);
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
-    for (uint32_t i = 0; i < k->buffer_count; i++) cgl_set_attr(g, f, 1 + nsym + i, "noalias");
+    /* Device buffers are cuMemAlloc's, aligned to 256 bytes: LLVM may then merge adjacent
+     * loads and stores into vector ones. */
+    LLVMAttributeRef align = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName("align", 5), 256);
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        cgl_set_attr(g, f, 1 + nsym + i, "noalias");
+        LLVMAddAttributeAtIndex(f, 1 + nsym + i, align);
+    }
     g->fn = f;
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
     /* The symbols as the array cgl_kernel_body reads (SROA folds it back into the params). */

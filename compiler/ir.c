@@ -215,7 +215,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : s->mode == LOOP_GPU_X ? " gpu.x"
                     : s->mode == LOOP_GPU_Y ? " gpu.y" : s->mode == LOOP_GPU_Z ? " gpu.z" : "");
-            if (s->mode == LOOP_GPU_X) fprintf(out, "(%u threads)", s->threads);
+            if (s->mode >= LOOP_GPU_X) fprintf(out, "(%u thread%s)", s->threads, s->threads == 1 ? "" : "s");
             fputs(":\n", out);
             print_block(out, ir, &s->body, depth + 1);
             break;
@@ -346,9 +346,9 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (s->mode >= LOOP_GPU_X) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
-                if (s->mode == LOOP_GPU_X && (s->threads < 1 || s->threads > 1024))
-                    problem(v, "a gpu.x loop without a block size of 1 to 1024 threads");
-                if (s->mode != LOOP_GPU_X && s->extent > 65535) problem(v, "a gpu.y or gpu.z loop past 65535 blocks");
+                if (s->threads < 1 || s->threads > 1024) problem(v, "a GPU loop without 1 to 1024 threads a block");
+                else if (s->mode != LOOP_GPU_X && (s->extent + s->threads - 1) / s->threads > 65535)
+                    problem(v, "a gpu.y or gpu.z loop past 65535 blocks");
             }
             bool outer_allowed = v->gpu_allowed;
             v->gpu_allowed = s->mode >= LOOP_GPU_X;

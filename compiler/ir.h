@@ -174,10 +174,10 @@ typedef enum IrLoopMode {
     /* GPU modes (sched_gpu.c): the loop's iterations run on different GPU threads at once, so
      * they must be independent (a parallel loop); a GPU loop is only ever an outermost loop of
      * a kernel or directly inside another GPU loop. */
-    LOOP_GPU_X, /* iteration blockIdx.x · threads + threadIdx.x, `threads` per block; the
-                 * threads past the extent of the last block do nothing (the guard) */
-    LOOP_GPU_Y, /* iteration blockIdx.y (one block row per iteration) */
-    LOOP_GPU_Z, /* iteration blockIdx.z */
+    LOOP_GPU_X, /* iteration blockIdx.x · threads + threadIdx.x, `threads` along x in a block;
+                 * the threads past the extent in the last block do nothing (the guard) */
+    LOOP_GPU_Y, /* the same along y */
+    LOOP_GPU_Z, /* the same along z */
 } IrLoopMode;
 
 typedef enum IrStmtKind {
@@ -199,7 +199,7 @@ struct IrStmt {
     uint64_t extent;
     bool parallel;
     IrLoopMode mode;
-    uint32_t threads;  /* LOOP_GPU_X: threads per block */
+    uint32_t threads;  /* GPU loops: the block's threads along the loop's dimension */
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;

@@ -90,12 +90,9 @@ static double work(const IrStmt *s) {
 static void gpu_launch(Kernel *kn, const IrStmt *s) {
     for (int d = 0; d < 3; d++) kn->grid[d] = kn->block[d] = 1;
     while (s->kind == IR_LOOP && s->mode >= LOOP_GPU_X) {
-        if (s->mode == LOOP_GPU_X) {
-            kn->block[0] = s->threads;
-            kn->grid[0] = (uint32_t)((s->extent + s->threads - 1) / s->threads);
-        } else {
-            kn->grid[s->mode == LOOP_GPU_Y ? 1 : 2] = (uint32_t)s->extent;
-        }
+        unsigned d = s->mode - LOOP_GPU_X;
+        kn->block[d] = s->threads;
+        kn->grid[d] = (uint32_t)((s->extent + s->threads - 1) / s->threads);
         if (s->body.count != 1) break;
         s = s->body.items[0];
     }

@@ -745,7 +745,8 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
         target = &host;
     }
     size_t size;
-    unsigned char *image = image_build(ir, module, ptx.ptx.data ? &ptx.gpu : NULL, &size);
+    /* A program with no kernel at all (only data and prints) needs no GPU. */
+    unsigned char *image = image_build(ir, module, ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
                     .gpu_first = ptx.function_first};
     CgBytes bytes;

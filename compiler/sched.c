@@ -1096,13 +1096,15 @@ static void fuse_pointwise(Sched *s) {
  * jammed: each thread computes a TM×TN tile of cells, i = io·TM + r and j = c·(J/TN) + jo,
  * keeping their accumulators in a kernel-local tile (registers), so that one load of an operand
  * serves TN (or TM) cells: a matmul's thread loads TM + TN values per reduction step for TM·TN
- * fmas, not 2 per fma.  Neighbouring threads take neighbouring jo, so a warp's loads and stores
- * along J stay coalesced.  Each cell still starts from its own initial value and takes its
+ * fmas, not 2 per fma.  A thread's TN cells along J are adjacent (j = jo·TN + c), so its loads
+ * and stores along J are vector loads, and a warp's together cover whole cache lines.  The
+ * innermost reduction loop is unrolled by 4 where its extent allows, so that loads along the
+ * reduction become vector loads too.  Each cell still starts from its own initial value and takes its
  * steps in the order of the reduction loops: bit for bit the reference's result.  The tile is
  * as large as 8×8 while the nest keeps at least GPU_MIN_THREADS threads, and each side divides
  * its loop's extent (no ragged tiles); otherwise the nest is left for sched_gpu.c as it is. */
 
-enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8 };
+enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8, REDUCTION_UNROLL = 4 };
 
 /* The largest power of two at most `most` that divides `extent`. */
 static uint32_t tile_side(uint64_t extent, uint32_t most) {
@@ -1116,6 +1118,7 @@ typedef struct ThreadTile {
     uint32_t io, jo;    /* the loops over tiles */
     uint32_t tm, tn;
     uint32_t tile;      /* the kernel-local accumulators, tm·tn cells */
+    uint32_t k, ko, ku, unroll; /* the innermost reduction loop split: k = ko·unroll + ku (unroll > 1) */
 } ThreadTile;
 
 /* Unrolled loops over a tile's rows r and columns c in `into`, with i and j mapped onto them;
@@ -1128,7 +1131,8 @@ static IrBlock *tile_cells(Sched *s, const ThreadTile *t, IrBlock *into, uint32_
     ir_block_push(s->ir->arena, into, rows);
     reset_subst(s);
     map_iter(s, t->i->iter, (Affine){.terms = {{t->io, t->tm}, {*r, 1}}, .count = 2});
-    map_iter(s, t->j->iter, (Affine){.terms = {{*c, (int64_t)(t->j->extent / t->tn)}, {t->jo, 1}}, .count = 2});
+    map_iter(s, t->j->iter, (Affine){.terms = {{t->jo, t->tn}, {*c, 1}}, .count = 2});
+    if (t->unroll > 1) map_iter(s, t->k, (Affine){.terms = {{t->ko, t->unroll}, {t->ku, 1}}, .count = 2});
     return &cols->body;
 }
 
@@ -1160,18 +1164,36 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
     t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, true);
     IrStmt *over_i = new_loop(s, t.io, t.i->extent / t.tm, true, LOOP_PLAIN);
     IrStmt *over_j = new_loop(s, t.jo, t.j->extent / t.tn, true, LOOP_PLAIN);
+    /* sched_gpu.c gives over_j a row of threads and over_i one per block: a block's threads
+     * then share the rows of the broadcast operand, one load each for a whole warp (square
+     * blocks of 16×16, 32×8, 8×32 and 32×4 threads ran 8–15 % slower on an H100:
+     * docs/performance.md). */
     ir_block_push(s->ir->arena, &over_i->body, over_j);
     const char *what = r->par[0]->comment ? r->par[0]->comment : "a reduction";
     uint32_t rr, cc;
     /* Every cell's initial value. */
     IrBlock *body = tile_cells(s, &t, &over_j->body, &rr, &cc);
     ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->init->value, NULL)));
-    /* The reduction loops, each step applied to every cell. */
+    /* The reduction loops, each step applied to every cell; the innermost split into steps of
+     * REDUCTION_UNROLL, unrolled (k = ko·U + ku: the same order). */
     IrBlock *into = &over_j->body;
+    const IrStmt *last = r->red[r->nred - 1];
+    uint64_t unroll = last->extent % REDUCTION_UNROLL == 0 ? REDUCTION_UNROLL : 1;
     for (uint32_t k = 0; k < r->nred; k++) {
-        IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        bool split = k + 1 == r->nred && unroll > 1;
+        IrStmt *l = new_loop(s, split ? new_iter(s) : r->red[k]->iter, r->red[k]->extent / (split ? unroll : 1), false,
+                             LOOP_PLAIN);
         ir_block_push(s->ir->arena, into, l);
         into = &l->body;
+        if (split) {
+            IrStmt *u = new_loop(s, new_iter(s), unroll, false, LOOP_UNROLL);
+            ir_block_push(s->ir->arena, into, u);
+            into = &u->body;
+            t.k = last->iter;
+            t.ko = l->iter;
+            t.ku = u->iter;
+            t.unroll = (uint32_t)unroll;
+        }
     }
     body = tile_cells(s, &t, into, &rr, &cc);
     LocalRepl repl = {r->local, new_load(s, t.tile, tile_index(s, &t, rr, cc)), UINT32_MAX, NULL};

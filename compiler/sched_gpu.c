@@ -32,6 +32,12 @@
 
 enum { WARP = 32, MAX_GRID_YZ = 65535 };
 
+/* The threads of an x loop that asks for none: T, or fewer for a short loop. */
+static uint32_t x_threads(const IrStmt *l, const Target *target) {
+    uint64_t t = (l->extent + WARP - 1) / WARP * WARP;
+    return t < target->gpu_threads ? (uint32_t)t : target->gpu_threads;
+}
+
 /* Map the top of one top-level nest onto the grid. */
 static void map_nest(IrStmt *top, const Target *target) {
     IrStmt *chain[3];
@@ -41,20 +47,24 @@ static void map_nest(IrStmt *top, const Target *target) {
         if (s->body.count != 1 || s->body.items[0]->kind != IR_LOOP) break;
         s = s->body.items[0];
     }
+    if (n == 0) return;
+    /* The block: the threads a loop asks for (thread tiles, sched.c), else T along x and one
+     * along y and z. */
+    uint32_t threads[3];
+    for (unsigned i = 0; i < n; i++) threads[i] = chain[i]->threads ? chain[i]->threads : i + 1 == n ? x_threads(chain[i], target) : 1;
     /* The loops above the x loop must fit the grid's y and z dimensions. */
     while (n > 1) {
         bool fits = true;
-        for (unsigned i = 0; i + 1 < n; i++) fits = fits && chain[i]->extent <= MAX_GRID_YZ;
+        for (unsigned i = 0; i + 1 < n; i++) fits = fits && (chain[i]->extent + threads[i] - 1) / threads[i] <= MAX_GRID_YZ;
         if (fits) break;
         n--;
+        if (!chain[n - 1]->threads) threads[n - 1] = x_threads(chain[n - 1], target);
     }
-    if (n == 0) return;
-    IrStmt *x = chain[n - 1];
-    x->mode = LOOP_GPU_X;
-    uint64_t threads = (x->extent + WARP - 1) / WARP * WARP;
-    x->threads = threads < target->gpu_threads ? (uint32_t)threads : target->gpu_threads;
-    if (n >= 2) chain[n - 2]->mode = LOOP_GPU_Y;
-    if (n >= 3) chain[n - 3]->mode = LOOP_GPU_Z;
+    static const IrLoopMode modes[3] = {LOOP_GPU_X, LOOP_GPU_Y, LOOP_GPU_Z};
+    for (unsigned i = 0; i < n; i++) {
+        chain[i]->mode = modes[n - 1 - i];
+        chain[i]->threads = threads[i];
+    }
 }
 
 void schedule_gpu(IrProgram *ir, const Target *target) {

@@ -405,6 +405,11 @@ add_summary "native: hostile data files" $? "$TMP/hostile.out"
 sh tests/native/c_api.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/capi.out" 2>&1
 add_summary "native: the C API under misuse" $? "$TMP/capi.out"
 
+# The GPU target without a GPU: executables and objects name the missing driver, --emit=ptx's
+# manifest matches its PTX, bad option combinations (tests/gpu/host.sh; docs/gpu.md).
+sh tests/gpu/host.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/gpuhost.out" 2>&1
+add_summary "GPU target on the host: no driver, objects, --emit=ptx" $? "$TMP/gpuhost.out"
+
 # Outputs under hostile conditions: odd names, planted links, -o naming the input, device
 # nodes, signals (tests/native/output_safety.sh).
 sh tests/native/output_safety.sh "$TSRC" >"$TMP/outsafe.out" 2>&1

@@ -1,0 +1,141 @@
+#!/bin/sh
+# host.sh — the GPU target on a machine without a GPU (run by tests/run.sh; docs/gpu.md):
+#   - a --target=cuda executable, run where the CUDA driver cannot be loaded, exits 1 with a
+#     message naming the missing driver, and prints nothing on stdout;
+#   - a -c --target=cuda object's header has the CPU header's API plus sync_host/sync_device,
+#     its accessors go through tsr_state_host_buffer, it compiles and links with the runtime
+#     alone, and MODEL_create returns NULL with the same message;
+#   - --emit=ptx of docs/examples/mlp_lib.tsr writes PTX and a manifest whose kernels are the
+#     PTX's entry points, each routine's launches naming them in order, with buffers and sizes;
+#     ptxas -arch=sm_90 accepts it (where ptxas exists);
+#   - bad combinations of options are errors (status 2 for the command line, 1 for an unknown
+#     architecture or a libdevice that cannot be read), and leave no output file.
+# Usage: host.sh TSRC BUILD.  One PASS/FAIL line per check; the last line is "N passed, N failed".
+set -u
+TSRC=$1
+BUILD=$2
+T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-gpuhost.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+MISSING=$T/no-such-dir/libcuda.so.1
+
+# ---- An executable without a driver ----------------------------------------------------------------
+if "$TSRC" --target=cuda tests/proj/matmul.tsr -o "$T/mm" >"$T/log" 2>&1; then
+    pass "--target=cuda builds an executable"
+    TSR_CUDA_DRIVER=$MISSING "$T/mm" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = 1 ] && grep -q "mm: error: no CUDA driver: cannot load $MISSING" "$T/log" &&
+        grep -q -- "--target=cuda and needs an NVIDIA GPU" "$T/log" && [ ! -s "$T/out" ]; then
+        pass "without a driver the executable exits 1, naming the driver it could not load"
+    else
+        fail "without a driver the executable exits 1, naming the driver (exit $st)"
+    fi
+else
+    fail "--target=cuda builds an executable"
+fi
+
+# ---- An object and its header ----------------------------------------------------------------------
+if "$TSRC" -c --target=cuda tests/proj/matmul.tsr -o "$T/m.o" >"$T/log" 2>&1; then
+    pass "-c --target=cuda writes an object, a header and a manifest"
+    if grep -q 'm_sync_host(m_state \*s)' "$T/m.h" && grep -q 'm_sync_device(m_state \*s)' "$T/m.h" &&
+        grep -q 'tsr_state_host_buffer((tsr_state \*)s, ' "$T/m.h" && grep -q 'int m_forward(m_state \*s);' "$T/m.h"; then
+        pass "the GPU header has the routines, sync_host, sync_device and accessors through the runtime"
+    else
+        fail "the GPU header has the routines, sync_host, sync_device and accessors through the runtime"
+    fi
+    cat >"$T/drv.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include "m.h"
+int main(void) {
+    m_state *s = m_create(0);
+    if (s) { puts("created"); m_destroy(s); return 0; }
+    printf("%s\n", m_last_error());
+    return strstr(m_last_error(), "no CUDA driver") ? 3 : 4;
+}
+EOF
+    if ${CC:-cc} -Wall -Wextra -Werror -I runtime -I "$T" -o "$T/drv" "$T/drv.c" "$T/m.o" "$BUILD/libtsr.a" -lm -lpthread \
+        >"$T/log" 2>&1; then
+        pass "a C program links the GPU object with libtsr.a alone (no CUDA library)"
+        TSR_CUDA_DRIVER=$MISSING "$T/drv" >"$T/log" 2>&1
+        if [ $? = 3 ]; then pass "without a driver MODEL_create returns NULL and MODEL_last_error names the driver"
+        else fail "without a driver MODEL_create returns NULL and MODEL_last_error names the driver"; fi
+    else
+        fail "a C program links the GPU object with libtsr.a alone (no CUDA library)"
+    fi
+else
+    fail "-c --target=cuda writes an object, a header and a manifest"
+fi
+
+# ---- --emit=ptx and its manifest -------------------------------------------------------------------
+if "$TSRC" --emit=ptx docs/examples/mlp_lib.tsr -o "$T/mlp.ptx" >"$T/log" 2>&1 && [ -s "$T/mlp.ptx" ] && [ -s "$T/mlp.json" ]; then
+    pass "--emit=ptx writes MODEL.ptx and MODEL.json"
+    if "${PYTHON:-python3}" - "$T/mlp.ptx" "$T/mlp.json" >"$T/log" 2>&1 <<'EOF'
+import json, re, sys
+ptx = open(sys.argv[1]).read()
+m = json.load(open(sys.argv[2]))
+entries = re.findall(r"\.visible \.entry (\w+)\(", ptx)
+names = [k["name"] for k in m["kernels"]]
+assert names and names == entries, (names, entries)
+assert m["arch"] == "sm_80" and m["ptx"] == "mlp.ptx" and m["module"] == "mlp"
+ids = {b["id"]: b for b in m["buffers"]}
+for k in m["kernels"]:
+    assert all(g >= 1 for g in k["grid"]) and 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024, k
+    bufs = [p for p in k["params"] if "buffer" in p]
+    assert bufs and all(p["buffer"] in ids for p in bufs), k
+    assert any(p["writes"] for p in bufs), k
+    # one .param per symbol and per buffer, in that order
+    body = ptx.split(".entry %s(" % k["name"])[1].split(")")[0]
+    assert body.count(".param") == len(k["params"]), (k["name"], body)
+for b in ids.values():
+    assert b["bytes"] == 4 * b["cells"] > 0, b
+routines = {r["name"]: r["launches"] for r in m["routines"]}
+assert routines.get("predict") and all(l in names for l in routines["predict"]), routines
+print("manifest ok: %d kernels" % len(names))
+EOF
+    then pass "the manifest's kernels are the PTX's entry points, with their parameters, launches and buffers"
+    else fail "the manifest's kernels are the PTX's entry points, with their parameters, launches and buffers"; fi
+    PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
+    if [ -n "$PTXAS" ]; then
+        "$TSRC" --emit=ptx --arch=sm_90 docs/examples/mlp_lib.tsr -o "$T/mlp90.ptx" >"$T/log" 2>&1 &&
+            "$PTXAS" -arch=sm_90 "$T/mlp90.ptx" -o "$T/mlp90.cubin" >>"$T/log" 2>&1
+        if [ $? = 0 ]; then pass "ptxas -arch=sm_90 accepts docs/examples/mlp_lib.tsr's PTX"
+        else fail "ptxas -arch=sm_90 accepts docs/examples/mlp_lib.tsr's PTX"; fi
+    else
+        echo "SKIP ptxas -arch=sm_90 on docs/examples/mlp_lib.tsr: no ptxas"
+    fi
+else
+    fail "--emit=ptx writes MODEL.ptx and MODEL.json"
+fi
+
+# ---- Bad combinations --------------------------------------------------------------------------------
+bad() { # bad WHAT STATUS MESSAGE ARGS…
+    what=$1 want=$2 msg=$3
+    shift 3
+    rm -f "$T/bad.ptx" "$T/bad.json" "$T/bad"
+    "$TSRC" "$@" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = "$want" ] && grep -q -- "$msg" "$T/log" && [ ! -e "$T/bad.ptx" ] && [ ! -e "$T/bad.json" ] && [ ! -e "$T/bad" ]; then
+        pass "$what"
+    else
+        fail "$what (exit $st, expected $want)"
+    fi
+}
+bad "--emit=ptx with a CPU target is a command-line error" 2 "generates GPU code" \
+    --emit=ptx --target=x86_64-pc-linux-gnu tests/proj/matmul.tsr -o "$T/bad.ptx"
+bad "--emit=llvm with --target=cuda is a command-line error" 2 "not --emit=llvm" \
+    --emit=llvm --target=cuda tests/proj/matmul.tsr -o "$T/bad.ptx"
+bad "--arch without --target=cuda is a command-line error" 2 "'--arch' goes with" \
+    --arch=sm_90 tests/proj/matmul.tsr -o "$T/bad"
+bad "an unknown GPU architecture is an error" 1 "unknown GPU architecture 'sm_x'" \
+    --emit=ptx --arch=sm_x tests/proj/matmul.tsr -o "$T/bad.ptx"
+export TSR_LIBDEVICE="$T/no-libdevice.bc"
+bad "with TSR_LIBDEVICE naming a missing file, a program that needs exp is refused" 1 \
+    "cannot read libdevice '$T/no-libdevice.bc'" --emit=ptx tests/native/primitives_edge.tsr -o "$T/bad.ptx"
+unset TSR_LIBDEVICE
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
