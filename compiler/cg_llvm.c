@@ -216,6 +216,7 @@ static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index
         for (uint32_t t = 0; t < index[a].term_count; t++) {
             uint32_t it = index[a].terms[t].iter;
             if (it == g->lane_iter) continue;
+            if (buf->thread_cells && g->thread_iter[it]) continue; /* the thread's own registers */
             i = LLVMBuildNSWAdd(g->b, i, LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef), g->iter[it], ""), "");
         }
         if (index[a].symbol) i = LLVMBuildNSWAdd(g->b, i, g->symbol[ir_symbol(g->ir, index[a].symbol)], "");
@@ -425,8 +426,25 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
     LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* A block or thread loop of a block's kernel (ir.h): the body once, with the iterator this
+ * block's or this thread's index. */
+static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
+    static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
+    bool thread = ir_mode_thread(s->mode);
+    g->iter[s->iter] = special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    g->thread_iter[s->iter] = thread;
+    block(g, &s->body);
+    g->thread_iter[s->iter] = false;
+}
+
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     switch (s->mode) {
+    case LOOP_BLOCK_X:
+    case LOOP_BLOCK_Y:
+    case LOOP_BLOCK_Z:
+    case LOOP_THREAD_X:
+    case LOOP_THREAD_Y:
+    case LOOP_THREAD_Z: block_or_thread_loop(g, s); return;
     case LOOP_GPU_X:
     case LOOP_GPU_Y:
     case LOOP_GPU_Z: gpu_loop(g, s); return;
@@ -463,6 +481,7 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         LLVMBuildStore(g->b, v, g->local[s->local]);
         break;
     }
+    case IR_BARRIER: cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL); break;
     }
 }
 
@@ -493,7 +512,9 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = buffers[i];
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
-        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(g->f32, (unsigned)b->size), b->name);
+        if (b->gpu_shared) continue; /* the caller's (cg_ptx.c: shared memory) */
+        uint64_t cells = b->thread_cells ? b->thread_cells : b->size;
+        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(g->f32, (unsigned)cells), b->name);
         LLVMSetAlignment(a, 64);
         g->buffer[k->locals[i]] = a;
     }
@@ -516,7 +537,8 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     /* Leave the tables empty for the next kernel (clearing only what this one used). */
     for (uint32_t i = 0; i < k->count; i++) forget_locals(g, fn->body.items[k->first + i]);
     for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = NULL;
-    for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
+    for (uint32_t i = 0; i < k->local_count; i++)
+        if (!ir->buffers[k->locals[i]].gpu_shared) g->buffer[k->locals[i]] = NULL;
 }
 
 /* ---- Module, target machine, pipeline -------------------------------------------------------------- */
@@ -547,7 +569,8 @@ void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMach
     g->symbol = calloc(ir->symbol_count + 1, sizeof *g->symbol);
     g->iter = calloc(iters, sizeof *g->iter);
     g->local = calloc(locals, sizeof *g->local);
-    if (!g->buffer || !g->symbol || !g->iter || !g->local) diag_fatal_oom();
+    g->thread_iter = calloc(iters, sizeof *g->thread_iter);
+    if (!g->buffer || !g->symbol || !g->iter || !g->local || !g->thread_iter) diag_fatal_oom();
     g->lane_iter = UINT32_MAX;
 }
 
@@ -556,6 +579,7 @@ void cgl_dispose(CgLlvm *g) {
     free(g->symbol);
     free(g->iter);
     free(g->local);
+    free(g->thread_iter);
     LLVMDisposeBuilder(g->b);
     LLVMDisposeModule(g->mod);
     LLVMContextDispose(g->ctx);

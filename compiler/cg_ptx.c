@@ -33,7 +33,8 @@
 #include "diag.h"
 #include "kernel.h"
 
-enum { PTX_KERNEL_CALL_CONV = 71 }; /* LLVM's CallingConv::PTX_Kernel */
+enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
+       SHARED_ADDRESS_SPACE = 3 };
 
 static void note_stores(const IrStmt *s, bool *written) {
     if (s->kind == IR_STORE) written[s->buffer] = true;
@@ -69,8 +70,21 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         LLVMBuildStore(g->b, LLVMGetParam(f, s), LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""));
     }
     for (uint32_t i = 0; i < k->buffer_count; i++) buffers[i] = LLVMGetParam(f, nsym + i);
+    /* Shared-memory panels (sched.c rewrite 6): arrays in address space 3, one per kernel. */
+    for (uint32_t i = 0; i < k->local_count; i++) {
+        const IrBuffer *b = &ir->buffers[k->locals[i]];
+        if (!b->gpu_shared) continue;
+        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)b->size);
+        LLVMValueRef shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared%u", name, i),
+                                                          SHARED_ADDRESS_SPACE);
+        LLVMSetLinkage(shared, LLVMInternalLinkage);
+        LLVMSetInitializer(shared, LLVMGetUndef(type));
+        LLVMSetAlignment(shared, 16);
+        g->buffer[k->locals[i]] = shared;
+    }
     cgl_kernel_body(g, fn, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), symbols, buffers);
     LLVMBuildRetVoid(g->b);
+    for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
 
     Arena *arena = ir->arena;
     for (uint32_t i = 0; i < k->count; i++) note_stores(fn->body.items[k->first + i], written);

@@ -127,7 +127,7 @@ static void run_block(Interp *in, const IrBlock *block) {
         const IrStmt *s = block->items[i];
         switch (s->kind) {
         case IR_LOOP:
-            if (s->mode >= LOOP_GPU_X) { /* as the GPU runs it: blocks of threads, the guard */
+            if (ir_mode_flat_gpu(s->mode)) { /* as the GPU runs it: blocks of threads, the guard */
                 uint64_t blocks = (s->extent + s->threads - 1) / s->threads;
                 for (uint64_t b = 0; b < blocks && !in->failed; b++)
                     for (uint64_t t = 0; t < s->threads && !in->failed; t++) {
@@ -150,6 +150,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;
+        case IR_BARRIER: break; /* each phase has already run for every thread */
         }
     }
 }

@@ -213,9 +213,11 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_LOOP:
             fprintf(out, "for i%u < %" PRIu64 " %s%s", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
-                    : s->mode == LOOP_TRANSPOSE ? " transpose" : s->mode == LOOP_GPU_X ? " gpu.x"
-                    : s->mode == LOOP_GPU_Y ? " gpu.y" : s->mode == LOOP_GPU_Z ? " gpu.z" : "");
-            if (s->mode >= LOOP_GPU_X) fprintf(out, "(%u thread%s)", s->threads, s->threads == 1 ? "" : "s");
+                    : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+            static const char *const gpu_modes[] = {"gpu.x", "gpu.y", "gpu.z", "gpu.block.x", "gpu.block.y",
+                                                    "gpu.block.z", "gpu.thread.x", "gpu.thread.y", "gpu.thread.z"};
+            if (ir_mode_gpu(s->mode)) fprintf(out, " %s", gpu_modes[s->mode - LOOP_GPU_X]);
+            if (ir_mode_flat_gpu(s->mode)) fprintf(out, "(%u thread%s)", s->threads, s->threads == 1 ? "" : "s");
             fputs(":\n", out);
             print_block(out, ir, &s->body, depth + 1);
             break;
@@ -231,6 +233,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             print_expr(out, ir, s->value);
             fputc('\n', out);
             break;
+        case IR_BARRIER: fputs("barrier\n", out); break;
         }
     }
 }
@@ -281,6 +284,9 @@ typedef struct Verifier {
     uint64_t *extent;
     bool *local_set;
     bool gpu_allowed;    /* a GPU loop may stand here: at a function's top level, in a GPU loop */
+    bool in_block;       /* inside the block loops of a block's kernel */
+    bool in_thread[3];   /* inside a thread loop of that dimension */
+    uint64_t block_size[3]; /* the extents of the kernel's thread loops so far */
 } Verifier;
 
 static void problem(Verifier *v, const char *what) {
@@ -343,24 +349,47 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 break;
             }
             if (s->extent < 1) problem(v, "a loop has no iterations");
-            if (s->mode >= LOOP_GPU_X) {
+            if (ir_mode_thread(s->mode)) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");
+                if (v->in_thread[s->mode - LOOP_THREAD_X]) problem(v, "a thread loop inside one of its dimension");
+                if (v->block_size[s->mode - LOOP_THREAD_X] && v->block_size[s->mode - LOOP_THREAD_X] != s->extent)
+                    problem(v, "thread loops of one kernel that disagree on the block's size");
+            } else if (ir_mode_block(s->mode)) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
+                if (s->mode != LOOP_BLOCK_X && s->extent > 65535) problem(v, "a gpu.block.y or gpu.block.z loop past 65535 blocks");
+            } else if (ir_mode_flat_gpu(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
                 if (s->threads < 1 || s->threads > 1024) problem(v, "a GPU loop without 1 to 1024 threads a block");
                 else if (s->mode != LOOP_GPU_X && (s->extent + s->threads - 1) / s->threads > 65535)
                     problem(v, "a gpu.y or gpu.z loop past 65535 blocks");
             }
-            bool outer_allowed = v->gpu_allowed;
-            v->gpu_allowed = s->mode >= LOOP_GPU_X;
+            bool outer_allowed = v->gpu_allowed, outer_block = v->in_block, outer_thread = false;
+            v->gpu_allowed = ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode);
+            if (ir_mode_block(s->mode)) {
+                if (!outer_block) memset(v->block_size, 0, sizeof v->block_size); /* a new kernel */
+                v->in_block = true;
+            }
+            if (ir_mode_thread(s->mode)) {
+                outer_thread = v->in_thread[s->mode - LOOP_THREAD_X];
+                v->in_thread[s->mode - LOOP_THREAD_X] = true;
+                v->block_size[s->mode - LOOP_THREAD_X] = s->extent;
+            }
             v->in_scope[s->iter] = true;
             v->extent[s->iter] = s->extent;
             verify_block(v, &s->body);
             v->in_scope[s->iter] = false;
             v->gpu_allowed = outer_allowed;
+            v->in_block = outer_block;
+            if (ir_mode_thread(s->mode)) v->in_thread[s->mode - LOOP_THREAD_X] = outer_thread;
             break;
         case IR_STORE:
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
+            if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].thread_cells && !v->in_thread[0])
+                problem(v, "a per-thread buffer stored outside the thread loops");
             if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].kind != BUF_COMPUTED &&
                 v->ir->buffers[s->buffer].kind != BUF_PARAM && v->ir->buffers[s->buffer].kind != BUF_SCRATCH)
                 problem(v, "a store to a buffer that only the program's inputs fill");
@@ -369,6 +398,10 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             verify_expr(v, s->value);
             if (s->local >= v->fn->local_count) problem(v, "a local out of range");
             else v->local_set[s->local] = true;
+            break;
+        case IR_BARRIER:
+            if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
+                problem(v, "a barrier outside the phases of a block's kernel");
             break;
         }
     }

@@ -125,6 +125,10 @@ typedef struct IrBuffer {
     bool is_virtual;      /* inlined into its readers: no storage */
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */
+    bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */
+    uint64_t thread_cells; /* kernel_local, when not 0: each GPU thread's own `thread_cells`
+                            * cells (registers); its index's terms in thread-loop iterators
+                            * choose the thread, the rest the cell (cg_llvm.c drops the former) */
     const char *shape_text; /* "4|5" */
 } IrBuffer;
 
@@ -178,12 +182,29 @@ typedef enum IrLoopMode {
                  * the threads past the extent in the last block do nothing (the guard) */
     LOOP_GPU_Y, /* the same along y */
     LOOP_GPU_Z, /* the same along z */
+    /* A block's kernel (sched.c rewrite 6): block loops are the grid (iteration blockIdx.d),
+     * thread loops the threads of a block (iteration threadIdx.d; their extent is the block's
+     * size along d).  Between the block loops and the thread loops lie phases: each run of a
+     * nest of thread loops is one phase for all threads of the block, and an IR_BARRIER
+     * separates phases that share a gpu_shared buffer.  Run as plain loops (the reference
+     * executor), each phase runs every thread before the next phase starts, which is what the
+     * barriers guarantee on the GPU. */
+    LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z,
+    LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z,
 } IrLoopMode;
+
+static inline bool ir_mode_flat_gpu(IrLoopMode m) { return m >= LOOP_GPU_X && m <= LOOP_GPU_Z; }
+static inline bool ir_mode_block(IrLoopMode m) { return m >= LOOP_BLOCK_X && m <= LOOP_BLOCK_Z; }
+static inline bool ir_mode_thread(IrLoopMode m) { return m >= LOOP_THREAD_X && m <= LOOP_THREAD_Z; }
+/* Whether the loop's iterations run on different GPU threads or blocks. */
+static inline bool ir_mode_gpu(IrLoopMode m) { return m >= LOOP_GPU_X; }
 
 typedef enum IrStmtKind {
     IR_LOOP,      /* for iter < extent: body */
     IR_STORE,     /* buffer[index…] = value */
     IR_SET_LOCAL, /* local = value */
+    IR_BARRIER,   /* every thread of the block waits here (between the phases of a block's
+                   * kernel, ir.h LOOP_BLOCK_X); nothing for the reference executor */
 } IrStmtKind;
 
 typedef struct IrStmt IrStmt;

@@ -69,6 +69,7 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         use_local(u, s->local);
         uses_expr(u, s->value);
         break;
+    case IR_BARRIER: break;
     }
 }
 
@@ -87,15 +88,32 @@ static double work(const IrStmt *s) {
 
 /* The grid and block of a kernel whose first statement is `s`: its gpu.x/y/z loops, which
  * sched_gpu.c puts at the top of the nest. */
+/* The block of a block's kernel: the extents of its thread loops (ir_verify checks that they
+ * agree). */
+static void thread_extents(Kernel *kn, const IrStmt *s) {
+    if (s->kind != IR_LOOP) return;
+    if (ir_mode_thread(s->mode)) kn->block[s->mode - LOOP_THREAD_X] = (uint32_t)s->extent;
+    for (uint32_t i = 0; i < s->body.count; i++) thread_extents(kn, s->body.items[i]);
+}
+
 static void gpu_launch(Kernel *kn, const IrStmt *s) {
     for (int d = 0; d < 3; d++) kn->grid[d] = kn->block[d] = 1;
-    while (s->kind == IR_LOOP && s->mode >= LOOP_GPU_X) {
+    const IrStmt *top = s;
+    while (s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode)) {
         unsigned d = s->mode - LOOP_GPU_X;
         kn->block[d] = s->threads;
         kn->grid[d] = (uint32_t)((s->extent + s->threads - 1) / s->threads);
         if (s->body.count != 1) break;
         s = s->body.items[0];
     }
+    bool blocks = false;
+    for (s = top; s->kind == IR_LOOP && ir_mode_block(s->mode);) {
+        kn->grid[s->mode - LOOP_BLOCK_X] = (uint32_t)s->extent;
+        blocks = true;
+        if (s->body.count != 1) break;
+        s = s->body.items[0];
+    }
+    if (blocks) thread_extents(kn, top);
 }
 
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target) {

@@ -436,6 +436,7 @@ static bool touches(const IrStmt *s, uint32_t buffer) {
         return false;
     case IR_STORE: return s->buffer == buffer || ir_expr_loads(s->value, buffer);
     case IR_SET_LOCAL: return ir_expr_loads(s->value, buffer);
+    case IR_BARRIER: return false;
     }
     return false;
 }

@@ -34,6 +34,8 @@
  *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.
  *   5. For the GPU only (instead of 1–3): a reduction nest computes a tile of cells per thread
  *      (gpu_thread_tiles); then sched_gpu.c maps the outer parallel loops onto the grid.
+ *   6. For the GPU, before 5: a large contraction becomes a block's kernel staging its operands
+ *      through shared memory (gpu_block_tiles).
  *
  * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
  * buffers; a tile is kernel_local (each run of a kernel has its own).
@@ -380,6 +382,7 @@ static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
     }
     case IR_STORE: return ir_expr_loads(st->value, buffer);
     case IR_SET_LOCAL: return ir_expr_loads(st->value, buffer);
+    case IR_BARRIER: return 0;
     }
     return 0;
 }
@@ -1215,6 +1218,154 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
     return true;
 }
 
+/* ---- Rewrite 6, the GPU's: block tiles through shared memory ----------------------------------------- *
+ *
+ * A contraction C[i, j] (+)= Σ_k A[i, k]·B[k, j] (find_contraction: one reduction loop, at most one
+ * batch loop) whose I and J extents are multiples of BLOCK_TILE and whose K is a multiple of
+ * BLOCK_K becomes a block's kernel (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads
+ * computes a BLOCK_TILE² tile of C, each thread THREAD_TILE² cells of it in registers (a
+ * per-thread buffer), and the block stages the operands through shared memory, BLOCK_K steps
+ * of the reduction at a time:
+ *     for kt:  every thread copies its share of A's and B's panels into As, Bs;  barrier;
+ *              every thread takes BLOCK_K steps on its cells from As and Bs;     barrier
+ * The copies follow each operand's layout so that neighbouring threads read neighbouring cells
+ * (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the other
+ * axis, THREAD_TILE cells a thread); the panels are stored [k][i] and [k][j], rows padded by 4
+ * cells against bank conflicts, so the compute phase reads THREAD_TILE adjacent cells of each
+ * as vectors.  Every cell takes its fma steps in the reduction's order: the reference's result
+ * bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (too few to fill the GPU). */
+
+enum { BLOCK_TILE = 128, BLOCK_K = 16, THREADS_SIDE = 16, THREAD_TILE = 8, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+
+static IrStmt *thread_loops(Sched *s, IrBlock *into, uint32_t *ty, uint32_t *tx) {
+    *ty = new_iter(s);
+    *tx = new_iter(s);
+    IrStmt *ly = new_loop(s, *ty, THREADS_SIDE, true, LOOP_THREAD_Y), *lx = new_loop(s, *tx, THREADS_SIDE, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, &ly->body, lx);
+    ir_block_push(s->ir->arena, into, ly);
+    return lx;
+}
+
+static IrStmt *unrolled(Sched *s, IrBlock *into, uint32_t *iter, uint64_t extent, bool parallel) {
+    *iter = new_iter(s);
+    IrStmt *l = new_loop(s, *iter, extent, parallel, LOOP_UNROLL);
+    ir_block_push(s->ir->arena, into, l);
+    return l;
+}
+
+/* The copy of one operand's panel into shared memory: panel[kk·(BLOCK_TILE+PAD) + m] =
+ * operand(its tiled iterator ↦ base·BLOCK_TILE + m, k ↦ kt·BLOCK_K + kk). */
+static void copy_panel(Sched *s, IrBlock *into, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter,
+                       uint32_t k_iter, uint32_t kt, uint32_t panel) {
+    uint32_t ty, tx, q;
+    IrStmt *lx = thread_loops(s, into, &ty, &tx);
+    IrStmt *lq = unrolled(s, &lx->body, &q, THREAD_TILE, true);
+    bool k_along_x = flat_coef(s->ir, operand->buffer, operand->index, k_iter) == 1 &&
+                     flat_coef(s->ir, operand->buffer, operand->index, tiled_iter) != 1;
+    /* kk and m as affine terms of the thread and the copy's step q */
+    uint32_t kk_iter = k_along_x ? tx : ty, m_iter = k_along_x ? ty : tx;
+    reset_subst(s);
+    map_iter(s, tiled_iter, (Affine){.terms = {{base_iter, BLOCK_TILE}, {m_iter, THREAD_TILE}, {q, 1}}, .count = 3});
+    map_iter(s, k_iter, (Affine){.terms = {{kt, BLOCK_K}, {kk_iter, 1}}, .count = 2});
+    IrTerm at[3] = {{kk_iter, BLOCK_TILE + PANEL_PAD}, {m_iter, THREAD_TILE}, {q, 1}};
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, panel, flat_index(s, at, 3), clone_expr(s, operand, NULL)));
+}
+
+/* Loops over a thread's cells (r along I, c along J) inside new thread loops, with i and j
+ * mapped onto them; returns the body and the accumulator cell's index. */
+static IrBlock *thread_cells(Sched *s, IrBlock *into, const Contraction *ct, uint32_t bi, uint32_t bj, uint32_t acc,
+                             IrBlock *(*inner)(Sched *, IrBlock *, void *), void *ctx, IrIndex **cell) {
+    uint32_t ty, tx, r, c;
+    IrStmt *lx = thread_loops(s, into, &ty, &tx);
+    IrBlock *body = inner ? inner(s, &lx->body, ctx) : &lx->body;
+    IrStmt *lr = unrolled(s, body, &r, THREAD_TILE, true);
+    IrStmt *lc = unrolled(s, &lr->body, &c, THREAD_TILE, true);
+    reset_subst(s);
+    map_iter(s, ct->i_loop->iter, (Affine){.terms = {{bi, BLOCK_TILE}, {ty, THREAD_TILE}, {r, 1}}, .count = 3});
+    map_iter(s, ct->j_loop->iter, (Affine){.terms = {{bj, BLOCK_TILE}, {tx, THREAD_TILE}, {c, 1}}, .count = 3});
+    IrTerm terms[4] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE}, {r, THREAD_TILE}, {c, 1}};
+    *cell = flat_index(s, terms, 4);
+    (void)acc;
+    return &lc->body;
+}
+
+typedef struct StepLoop {
+    uint32_t kk;
+} StepLoop;
+
+static IrBlock *step_loop(Sched *s, IrBlock *into, void *ctx) {
+    StepLoop *st = ctx;
+    st->kk = new_iter(s);
+    IrStmt *l = new_loop(s, st->kk, BLOCK_K, false, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, into, l);
+    return &l->body;
+}
+
+static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    Contraction ct;
+    if (!find_contraction(ir, r, &ct) || r->nred != 1 || ct.nbatch > 1) return false;
+    uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
+    uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
+    if (m % BLOCK_TILE || n % BLOCK_TILE || k % BLOCK_K || m / BLOCK_TILE > 65535 || batch > 65535 ||
+        batch * (m / BLOCK_TILE) * (n / BLOCK_TILE) < MIN_BLOCKS)
+        return false;
+    uint32_t k_iter = r->red[0]->iter, c = ct.c;
+    uint32_t panel_cells = BLOCK_K * (BLOCK_TILE + PANEL_PAD);
+    uint32_t as = new_scratch(s, "a_panel", panel_cells, true), bs = new_scratch(s, "b_panel", panel_cells, true);
+    s->ir->buffers[as].gpu_shared = s->ir->buffers[bs].gpu_shared = true;
+    uint32_t acc = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE * THREAD_TILE, true);
+    s->ir->buffers[acc].thread_cells = THREAD_TILE * THREAD_TILE;
+
+    uint32_t bi = new_iter(s), bj = new_iter(s);
+    IrStmt *over_i = new_loop(s, bi, m / BLOCK_TILE, true, LOOP_BLOCK_Y), *over_j = new_loop(s, bj, n / BLOCK_TILE, true, LOOP_BLOCK_X);
+    ir_block_push(s->ir->arena, &over_i->body, over_j);
+    IrBlock *blk = &over_j->body;
+    IrIndex *cell;
+    /* Every cell's initial value. */
+    IrBlock *body = thread_cells(s, blk, &ct, bi, bj, acc, NULL, NULL, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, acc, cell, clone_expr(s, r->init->value, NULL)));
+    /* The reduction, BLOCK_K steps at a time. */
+    uint32_t kt = new_iter(s);
+    IrStmt *over_k = new_loop(s, kt, k / BLOCK_K, false, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, blk, over_k);
+    copy_panel(s, &over_k->body, ct.a, ct.i_loop->iter, bi, k_iter, kt, as);
+    copy_panel(s, &over_k->body, ct.b, ct.j_loop->iter, bj, k_iter, kt, bs);
+    IrStmt *barrier = arena_alloc(s->ir->arena, sizeof *barrier);
+    *barrier = (IrStmt){.kind = IR_BARRIER};
+    ir_block_push(s->ir->arena, &over_k->body, barrier);
+    StepLoop st;
+    body = thread_cells(s, &over_k->body, &ct, bi, bj, acc, step_loop, &st, &cell);
+    /* As[kk][ty·T + r], Bs[kk][tx·T + c]: the i and j parts of the cell, within the block */
+    IrTerm a_at[3] = {{st.kk, BLOCK_TILE + PANEL_PAD}, {cell->terms[0].iter, THREAD_TILE}, {cell->terms[2].iter, 1}};
+    IrTerm b_at[3] = {{st.kk, BLOCK_TILE + PANEL_PAD}, {cell->terms[1].iter, THREAD_TILE}, {cell->terms[3].iter, 1}};
+    IrExpr *a = new_load(s, as, flat_index(s, a_at, 3)), *b = new_load(s, bs, flat_index(s, b_at, 3));
+    IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
+    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
+    fma->args[0] = ct.b_first ? b : a;
+    fma->args[1] = ct.b_first ? a : b;
+    fma->args[2] = new_load(s, acc, cell);
+    ir_block_push(s->ir->arena, body, new_store(s, acc, cell, fma));
+    IrStmt *barrier2 = arena_alloc(s->ir->arena, sizeof *barrier2);
+    *barrier2 = (IrStmt){.kind = IR_BARRIER};
+    ir_block_push(s->ir->arena, &over_k->body, barrier2);
+    /* The cells stored. */
+    body = thread_cells(s, blk, &ct, bi, bj, acc, NULL, NULL, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, c, clone_index(s, r->store->index, ir->buffers[c].rank), new_load(s, acc, cell)));
+
+    IrStmt *top = over_i;
+    if (ct.nbatch) {
+        IrStmt *over_b = new_loop(s, ct.batch[0]->iter, batch, true, LOOP_BLOCK_Z);
+        ir_block_push(s->ir->arena, &over_b->body, over_i);
+        top = over_b;
+    }
+    const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: %ux%u cells a GPU block through shared memory, %ux%u a thread",
+                                what, BLOCK_TILE, BLOCK_TILE, THREAD_TILE, THREAD_TILE);
+    ir_block_push(s->ir->arena, out, top);
+    return true;
+}
+
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
 static void schedule_function(Sched *s) {
@@ -1264,7 +1415,9 @@ static void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
-        if (st->kind == IR_LOOP && match_reduction(st, &r) && gpu_thread_tiles(s, &r, &body)) continue;
+        if (st->kind == IR_LOOP && match_reduction(st, &r) &&
+            (gpu_block_tiles(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
+            continue;
         ir_block_push(s->ir->arena, &body, st);
     }
     fn->body = body;
