@@ -1225,17 +1225,36 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * BLOCK_K becomes a block's kernel (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads
  * computes a BLOCK_TILE² tile of C, each thread THREAD_TILE² cells of it in registers (a
  * per-thread buffer), and the block stages the operands through shared memory, BLOCK_K steps
- * of the reduction at a time:
- *     for kt:  every thread copies its share of A's and B's panels into As, Bs;  barrier;
- *              every thread takes BLOCK_K steps on its cells from As and Bs;     barrier
- * The copies follow each operand's layout so that neighbouring threads read neighbouring cells
- * (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the other
- * axis, THREAD_TILE cells a thread); the panels are stored [k][i] and [k][j], rows padded by 4
- * cells against bank conflicts, so the compute phase reads THREAD_TILE adjacent cells of each
- * as vectors.  Every cell takes its fma steps in the reduction's order: the reference's result
- * bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (too few to fill the GPU). */
+ * of the reduction at a time.  The panels of the next steps are fetched into registers while
+ * the block computes on the current ones:
+ *     fetch panels 0 into registers
+ *     for kt < K/BLOCK_K − 1:  registers → shared panels;  barrier;
+ *                              fetch panels kt + 1;  BLOCK_K steps on every cell;  barrier
+ *     registers → shared panels;  barrier;  BLOCK_K steps on every cell
+ * The fetches follow each operand's layout so that neighbouring threads read neighbouring
+ * cells (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the
+ * other axis, THREAD_TILE cells a thread); the panels are stored [k][i] and [k][j], rows padded
+ * by PANEL_PAD cells against bank conflicts, so that a step reads THREAD_TILE adjacent cells of
+ * each as vectors.  Every cell takes its fma steps in the reduction's order: the reference's
+ * result bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (an H100 has 132
+ * multiprocessors: 64 blocks of a 1024² matmul ran at 0.75 of rewrite 5's speed). */
 
 enum { BLOCK_TILE = 128, BLOCK_K = 16, THREADS_SIDE = 16, THREAD_TILE = 8, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+
+/* One operand's panel: where it comes from and goes. */
+typedef struct Panel {
+    const IrExpr *operand;
+    uint32_t tiled_iter;   /* its I (or J) iterator */
+    uint32_t base_iter;    /* the block loop along it */
+    uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
+    bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
+} Panel;
+
+typedef struct BlockTile {
+    const Contraction *ct;
+    uint32_t k_iter, bi, bj, cells;
+    Panel a, b;
+} BlockTile;
 
 static IrStmt *thread_loops(Sched *s, IrBlock *into, uint32_t *ty, uint32_t *tx) {
     *ty = new_iter(s);
@@ -1253,52 +1272,82 @@ static IrStmt *unrolled(Sched *s, IrBlock *into, uint32_t *iter, uint64_t extent
     return l;
 }
 
-/* The copy of one operand's panel into shared memory: panel[kk·(BLOCK_TILE+PAD) + m] =
- * operand(its tiled iterator ↦ base·BLOCK_TILE + m, k ↦ kt·BLOCK_K + kk). */
-static void copy_panel(Sched *s, IrBlock *into, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter,
-                       uint32_t k_iter, uint32_t kt, uint32_t panel) {
-    uint32_t ty, tx, q;
-    IrStmt *lx = thread_loops(s, into, &ty, &tx);
-    IrStmt *lq = unrolled(s, &lx->body, &q, THREAD_TILE, true);
-    bool k_along_x = flat_coef(s->ir, operand->buffer, operand->index, k_iter) == 1 &&
-                     flat_coef(s->ir, operand->buffer, operand->index, tiled_iter) != 1;
-    /* kk and m as affine terms of the thread and the copy's step q */
-    uint32_t kk_iter = k_along_x ? tx : ty, m_iter = k_along_x ? ty : tx;
-    reset_subst(s);
-    map_iter(s, tiled_iter, (Affine){.terms = {{base_iter, BLOCK_TILE}, {m_iter, THREAD_TILE}, {q, 1}}, .count = 3});
-    map_iter(s, k_iter, (Affine){.terms = {{kt, BLOCK_K}, {kk_iter, 1}}, .count = 2});
-    IrTerm at[3] = {{kk_iter, BLOCK_TILE + PANEL_PAD}, {m_iter, THREAD_TILE}, {q, 1}};
-    ir_block_push(s->ir->arena, &lq->body, new_store(s, panel, flat_index(s, at, 3), clone_expr(s, operand, NULL)));
+static void push_barrier(Sched *s, IrBlock *into) {
+    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
+    *b = (IrStmt){.kind = IR_BARRIER};
+    ir_block_push(s->ir->arena, into, b);
 }
 
-/* Loops over a thread's cells (r along I, c along J) inside new thread loops, with i and j
- * mapped onto them; returns the body and the accumulator cell's index. */
-static IrBlock *thread_cells(Sched *s, IrBlock *into, const Contraction *ct, uint32_t bi, uint32_t bj, uint32_t acc,
-                             IrBlock *(*inner)(Sched *, IrBlock *, void *), void *ctx, IrIndex **cell) {
-    uint32_t ty, tx, r, c;
-    IrStmt *lx = thread_loops(s, into, &ty, &tx);
-    IrBlock *body = inner ? inner(s, &lx->body, ctx) : &lx->body;
-    IrStmt *lr = unrolled(s, body, &r, THREAD_TILE, true);
-    IrStmt *lc = unrolled(s, &lr->body, &c, THREAD_TILE, true);
+/* The thread's (ty, tx) fetch register q. */
+static IrIndex *fetch_index(Sched *s, uint32_t ty, uint32_t tx, uint32_t q) {
+    IrTerm at[3] = {{ty, THREADS_SIDE * THREAD_TILE}, {tx, THREAD_TILE}, {q, 1}};
+    return flat_index(s, at, 3);
+}
+
+/* In a thread's body: regs[q] = operand(tiled ↦ base·BLOCK_TILE + m·T + q, k ↦ kt·BLOCK_K +
+ * k_offset + kk) for its THREAD_TILE cells (kt UINT32_MAX: none). */
+static void fetch(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, uint32_t ty, uint32_t tx, uint32_t kt,
+                  int64_t k_offset) {
+    uint32_t q;
+    IrStmt *lq = unrolled(s, into, &q, THREAD_TILE, true);
+    uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
     reset_subst(s);
-    map_iter(s, ct->i_loop->iter, (Affine){.terms = {{bi, BLOCK_TILE}, {ty, THREAD_TILE}, {r, 1}}, .count = 3});
-    map_iter(s, ct->j_loop->iter, (Affine){.terms = {{bj, BLOCK_TILE}, {tx, THREAD_TILE}, {c, 1}}, .count = 3});
-    IrTerm terms[4] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE}, {r, THREAD_TILE}, {c, 1}};
+    map_iter(s, p->tiled_iter, (Affine){.terms = {{p->base_iter, BLOCK_TILE}, {m, THREAD_TILE}, {q, 1}}, .count = 3});
+    map_iter(s, bt->k_iter, kt == UINT32_MAX ? (Affine){.terms = {{kk, 1}}, .count = 1, .offset = k_offset}
+                                             : (Affine){.terms = {{kt, BLOCK_K}, {kk, 1}}, .count = 2, .offset = k_offset});
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, ty, tx, q), clone_expr(s, p->operand, NULL)));
+}
+
+/* In a thread's body: shared[kk·(BLOCK_TILE + PAD) + m·T + q] = regs[q]. */
+static void spill(Sched *s, IrBlock *into, const Panel *p, uint32_t ty, uint32_t tx) {
+    uint32_t q;
+    IrStmt *lq = unrolled(s, into, &q, THREAD_TILE, true);
+    uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
+    IrTerm at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {m, THREAD_TILE}, {q, 1}};
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->shared, flat_index(s, at, 3), new_load(s, p->regs, fetch_index(s, ty, tx, q))));
+}
+
+/* Loops over a thread's cells (r along I, c along J) in `into`, with i and j mapped onto them;
+ * returns the body and the cell's accumulator index. */
+static IrBlock *thread_cells(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx, IrIndex **cell,
+                             uint32_t *r, uint32_t *c) {
+    IrStmt *lr = unrolled(s, into, r, THREAD_TILE, true);
+    IrStmt *lc = unrolled(s, &lr->body, c, THREAD_TILE, true);
+    reset_subst(s);
+    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, BLOCK_TILE}, {ty, THREAD_TILE}, {*r, 1}}, .count = 3});
+    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, BLOCK_TILE}, {tx, THREAD_TILE}, {*c, 1}}, .count = 3});
+    IrTerm terms[4] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE}, {*r, THREAD_TILE}, {*c, 1}};
     *cell = flat_index(s, terms, 4);
-    (void)acc;
     return &lc->body;
 }
 
-typedef struct StepLoop {
-    uint32_t kk;
-} StepLoop;
+/* In a thread's body: BLOCK_K steps on each of its cells, from the shared panels. */
+static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx) {
+    uint32_t kk, r, c;
+    IrStmt *lk = unrolled(s, into, &kk, BLOCK_K, false);
+    IrIndex *cell;
+    IrBlock *body = thread_cells(s, &lk->body, bt, ty, tx, &cell, &r, &c);
+    IrTerm a_at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {ty, THREAD_TILE}, {r, 1}};
+    IrTerm b_at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {tx, THREAD_TILE}, {c, 1}};
+    IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 3)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 3));
+    IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
+    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
+    fma->args[0] = bt->ct->b_first ? b : a;
+    fma->args[1] = bt->ct->b_first ? a : b;
+    fma->args[2] = new_load(s, bt->cells, cell);
+    ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, fma));
+}
 
-static IrBlock *step_loop(Sched *s, IrBlock *into, void *ctx) {
-    StepLoop *st = ctx;
-    st->kk = new_iter(s);
-    IrStmt *l = new_loop(s, st->kk, BLOCK_K, false, LOOP_PLAIN);
-    ir_block_push(s->ir->arena, into, l);
-    return &l->body;
+static void panel_init(Sched *s, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
+                       const char *name) {
+    const IrProgram *ir = s->ir;
+    *p = (Panel){.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    p->k_along_x = flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
+                   flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
+    p->shared = new_scratch(s, name, BLOCK_K * (BLOCK_TILE + PANEL_PAD), true);
+    s->ir->buffers[p->shared].gpu_shared = true;
+    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE, true);
+    s->ir->buffers[p->regs].thread_cells = THREAD_TILE;
 }
 
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -1310,48 +1359,50 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     if (m % BLOCK_TILE || n % BLOCK_TILE || k % BLOCK_K || m / BLOCK_TILE > 65535 || batch > 65535 ||
         batch * (m / BLOCK_TILE) * (n / BLOCK_TILE) < MIN_BLOCKS)
         return false;
-    uint32_t k_iter = r->red[0]->iter, c = ct.c;
-    uint32_t panel_cells = BLOCK_K * (BLOCK_TILE + PANEL_PAD);
-    uint32_t as = new_scratch(s, "a_panel", panel_cells, true), bs = new_scratch(s, "b_panel", panel_cells, true);
-    s->ir->buffers[as].gpu_shared = s->ir->buffers[bs].gpu_shared = true;
-    uint32_t acc = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE * THREAD_TILE, true);
-    s->ir->buffers[acc].thread_cells = THREAD_TILE * THREAD_TILE;
+    BlockTile bt = {.ct = &ct, .k_iter = r->red[0]->iter, .bi = new_iter(s), .bj = new_iter(s)};
+    panel_init(s, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
+    panel_init(s, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
+    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE * THREAD_TILE, true);
+    s->ir->buffers[bt.cells].thread_cells = THREAD_TILE * THREAD_TILE;
 
-    uint32_t bi = new_iter(s), bj = new_iter(s);
-    IrStmt *over_i = new_loop(s, bi, m / BLOCK_TILE, true, LOOP_BLOCK_Y), *over_j = new_loop(s, bj, n / BLOCK_TILE, true, LOOP_BLOCK_X);
+    IrStmt *over_i = new_loop(s, bt.bi, m / BLOCK_TILE, true, LOOP_BLOCK_Y);
+    IrStmt *over_j = new_loop(s, bt.bj, n / BLOCK_TILE, true, LOOP_BLOCK_X);
     ir_block_push(s->ir->arena, &over_i->body, over_j);
     IrBlock *blk = &over_j->body;
+    uint32_t ty, tx, rr, cc;
     IrIndex *cell;
-    /* Every cell's initial value. */
-    IrBlock *body = thread_cells(s, blk, &ct, bi, bj, acc, NULL, NULL, &cell);
-    ir_block_push(s->ir->arena, body, new_store(s, acc, cell, clone_expr(s, r->init->value, NULL)));
-    /* The reduction, BLOCK_K steps at a time. */
-    uint32_t kt = new_iter(s);
-    IrStmt *over_k = new_loop(s, kt, k / BLOCK_K, false, LOOP_PLAIN);
-    ir_block_push(s->ir->arena, blk, over_k);
-    copy_panel(s, &over_k->body, ct.a, ct.i_loop->iter, bi, k_iter, kt, as);
-    copy_panel(s, &over_k->body, ct.b, ct.j_loop->iter, bj, k_iter, kt, bs);
-    IrStmt *barrier = arena_alloc(s->ir->arena, sizeof *barrier);
-    *barrier = (IrStmt){.kind = IR_BARRIER};
-    ir_block_push(s->ir->arena, &over_k->body, barrier);
-    StepLoop st;
-    body = thread_cells(s, &over_k->body, &ct, bi, bj, acc, step_loop, &st, &cell);
-    /* As[kk][ty·T + r], Bs[kk][tx·T + c]: the i and j parts of the cell, within the block */
-    IrTerm a_at[3] = {{st.kk, BLOCK_TILE + PANEL_PAD}, {cell->terms[0].iter, THREAD_TILE}, {cell->terms[2].iter, 1}};
-    IrTerm b_at[3] = {{st.kk, BLOCK_TILE + PANEL_PAD}, {cell->terms[1].iter, THREAD_TILE}, {cell->terms[3].iter, 1}};
-    IrExpr *a = new_load(s, as, flat_index(s, a_at, 3)), *b = new_load(s, bs, flat_index(s, b_at, 3));
-    IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
-    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
-    fma->args[0] = ct.b_first ? b : a;
-    fma->args[1] = ct.b_first ? a : b;
-    fma->args[2] = new_load(s, acc, cell);
-    ir_block_push(s->ir->arena, body, new_store(s, acc, cell, fma));
-    IrStmt *barrier2 = arena_alloc(s->ir->arena, sizeof *barrier2);
-    *barrier2 = (IrStmt){.kind = IR_BARRIER};
-    ir_block_push(s->ir->arena, &over_k->body, barrier2);
+    /* Every cell's initial value, and the first panels fetched. */
+    IrStmt *lx = thread_loops(s, blk, &ty, &tx);
+    IrBlock *body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, clone_expr(s, r->init->value, NULL)));
+    fetch(s, &lx->body, &bt, &bt.a, ty, tx, UINT32_MAX, 0);
+    fetch(s, &lx->body, &bt, &bt.b, ty, tx, UINT32_MAX, 0);
+    /* All but the last BLOCK_K steps: store the fetched panels, fetch the next, compute. */
+    if (k > BLOCK_K) {
+        uint32_t kt = new_iter(s);
+        IrStmt *over_k = new_loop(s, kt, k / BLOCK_K - 1, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, over_k);
+        lx = thread_loops(s, &over_k->body, &ty, &tx);
+        spill(s, &lx->body, &bt.a, ty, tx);
+        spill(s, &lx->body, &bt.b, ty, tx);
+        push_barrier(s, &over_k->body);
+        lx = thread_loops(s, &over_k->body, &ty, &tx);
+        fetch(s, &lx->body, &bt, &bt.a, ty, tx, kt, BLOCK_K);
+        fetch(s, &lx->body, &bt, &bt.b, ty, tx, kt, BLOCK_K);
+        steps(s, &lx->body, &bt, ty, tx);
+        push_barrier(s, &over_k->body);
+    }
+    /* The last steps. */
+    lx = thread_loops(s, blk, &ty, &tx);
+    spill(s, &lx->body, &bt.a, ty, tx);
+    spill(s, &lx->body, &bt.b, ty, tx);
+    push_barrier(s, blk);
+    lx = thread_loops(s, blk, &ty, &tx);
+    steps(s, &lx->body, &bt, ty, tx);
     /* The cells stored. */
-    body = thread_cells(s, blk, &ct, bi, bj, acc, NULL, NULL, &cell);
-    ir_block_push(s->ir->arena, body, new_store(s, c, clone_index(s, r->store->index, ir->buffers[c].rank), new_load(s, acc, cell)));
+    body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, ir->buffers[ct.c].rank),
+                                                  new_load(s, bt.cells, cell)));
 
     IrStmt *top = over_i;
     if (ct.nbatch) {
