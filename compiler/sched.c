@@ -1234,8 +1234,8 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * The fetches follow each operand's layout so that neighbouring threads read neighbouring
  * cells (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the
  * other axis, THREAD_TILE cells a thread); the panels are stored [k][i] and [k][j], rows padded
- * by PANEL_PAD cells against bank conflicts, so that a step reads THREAD_TILE adjacent cells of
- * each as vectors.  Every cell takes its fma steps in the reduction's order: the reference's
+ * by PANEL_PAD cells against bank conflicts, and a step reads a thread's cells of each as two
+ * vectors (thread_cells).  Every cell takes its fma steps in the reduction's order: the reference's
  * result bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (an H100 has 132
  * multiprocessors: 64 blocks of a 1024² matmul ran at 0.75 of rewrite 5's speed). */
 
@@ -1249,6 +1249,11 @@ typedef struct Panel {
     uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
     bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
 } Panel;
+
+/* A thread's cell: its halves and places along I (r1, r0) and J (c1, c0). */
+typedef struct CellIters {
+    uint32_t r1, r0, c1, c0;
+} CellIters;
 
 typedef struct BlockTile {
     const Contraction *ct;
@@ -1307,29 +1312,38 @@ static void spill(Sched *s, IrBlock *into, const Panel *p, uint32_t ty, uint32_t
     ir_block_push(s->ir->arena, &lq->body, new_store(s, p->shared, flat_index(s, at, 3), new_load(s, p->regs, fetch_index(s, ty, tx, q))));
 }
 
-/* Loops over a thread's cells (r along I, c along J) in `into`, with i and j mapped onto them;
- * returns the body and the cell's accumulator index. */
+/* Loops over a thread's cells in `into`, with i and j mapped onto them; returns the body and
+ * the cell's accumulator index.  A thread's THREAD_TILE cells along J are two runs of
+ * THREAD_TILE/2 adjacent cells, BLOCK_TILE/2 apart (c1, c0: j = bj·BLOCK_TILE + c1·BLOCK_TILE/2 +
+ * tx·T/2 + c0), and likewise along I: a warp's reads of a panel row then cover whole 128-byte
+ * lines of shared memory without bank conflicts, and its stores of C are coalesced. */
 static IrBlock *thread_cells(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx, IrIndex **cell,
-                             uint32_t *r, uint32_t *c) {
-    IrStmt *lr = unrolled(s, into, r, THREAD_TILE, true);
-    IrStmt *lc = unrolled(s, &lr->body, c, THREAD_TILE, true);
+                             CellIters *it) {
+    enum { HALF = THREAD_TILE / 2, HALF_TILE = BLOCK_TILE / 2 };
+    IrStmt *l = unrolled(s, into, &it->r1, 2, true);
+    l = unrolled(s, &l->body, &it->r0, HALF, true);
+    l = unrolled(s, &l->body, &it->c1, 2, true);
+    l = unrolled(s, &l->body, &it->c0, HALF, true);
     reset_subst(s);
-    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, BLOCK_TILE}, {ty, THREAD_TILE}, {*r, 1}}, .count = 3});
-    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, BLOCK_TILE}, {tx, THREAD_TILE}, {*c, 1}}, .count = 3});
-    IrTerm terms[4] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE}, {*r, THREAD_TILE}, {*c, 1}};
-    *cell = flat_index(s, terms, 4);
-    return &lc->body;
+    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, BLOCK_TILE}, {it->r1, HALF_TILE}, {ty, HALF}, {it->r0, 1}}, .count = 4});
+    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, BLOCK_TILE}, {it->c1, HALF_TILE}, {tx, HALF}, {it->c0, 1}}, .count = 4});
+    IrTerm terms[6] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE},
+                       {it->r1, HALF * THREAD_TILE}, {it->r0, THREAD_TILE}, {it->c1, HALF}, {it->c0, 1}};
+    *cell = flat_index(s, terms, 6);
+    return &l->body;
 }
 
 /* In a thread's body: BLOCK_K steps on each of its cells, from the shared panels. */
 static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx) {
-    uint32_t kk, r, c;
+    enum { HALF = THREAD_TILE / 2, HALF_TILE = BLOCK_TILE / 2 };
+    uint32_t kk;
+    CellIters it;
     IrStmt *lk = unrolled(s, into, &kk, BLOCK_K, false);
     IrIndex *cell;
-    IrBlock *body = thread_cells(s, &lk->body, bt, ty, tx, &cell, &r, &c);
-    IrTerm a_at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {ty, THREAD_TILE}, {r, 1}};
-    IrTerm b_at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {tx, THREAD_TILE}, {c, 1}};
-    IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 3)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 3));
+    IrBlock *body = thread_cells(s, &lk->body, bt, ty, tx, &cell, &it);
+    IrTerm a_at[4] = {{kk, BLOCK_TILE + PANEL_PAD}, {it.r1, HALF_TILE}, {ty, HALF}, {it.r0, 1}};
+    IrTerm b_at[4] = {{kk, BLOCK_TILE + PANEL_PAD}, {it.c1, HALF_TILE}, {tx, HALF}, {it.c0, 1}};
+    IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 4)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 4));
     IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
     *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
     fma->args[0] = bt->ct->b_first ? b : a;
@@ -1369,11 +1383,12 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrStmt *over_j = new_loop(s, bt.bj, n / BLOCK_TILE, true, LOOP_BLOCK_X);
     ir_block_push(s->ir->arena, &over_i->body, over_j);
     IrBlock *blk = &over_j->body;
-    uint32_t ty, tx, rr, cc;
+    uint32_t ty, tx;
+    CellIters it;
     IrIndex *cell;
     /* Every cell's initial value, and the first panels fetched. */
     IrStmt *lx = thread_loops(s, blk, &ty, &tx);
-    IrBlock *body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &rr, &cc);
+    IrBlock *body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
     ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, clone_expr(s, r->init->value, NULL)));
     fetch(s, &lx->body, &bt, &bt.a, ty, tx, UINT32_MAX, 0);
     fetch(s, &lx->body, &bt, &bt.b, ty, tx, UINT32_MAX, 0);
@@ -1400,7 +1415,7 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     lx = thread_loops(s, blk, &ty, &tx);
     steps(s, &lx->body, &bt, ty, tx);
     /* The cells stored. */
-    body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &rr, &cc);
+    body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
     ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, ir->buffers[ct.c].rank),
                                                   new_load(s, bt.cells, cell)));
 
