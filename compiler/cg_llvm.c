@@ -18,8 +18,11 @@
  * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
  * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
  *
- * GPU loops (gpu.x/y/z, sched_gpu.c) read the thread's block and thread index from the NVPTX
- * special registers; on a GPU the transcendental functions are libdevice's (__nv_expf …).
+ * GPU loops (gpu.x/y/z, sched_gpu.c; gpu.block and gpu.thread loops of a block's kernel,
+ * sched.c) read the thread's block and thread index from the NVPTX special registers and emit
+ * their body once; a barrier is llvm.nvvm.barrier0; a per-thread buffer is a stack array of
+ * its thread_cells, indexed without its thread-loop terms; shared buffers are the caller's
+ * (cg_ptx.c).  On a GPU the transcendental functions are libdevice's (__nv_expf …).
  *
  * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
  * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).

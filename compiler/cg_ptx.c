@@ -6,8 +6,9 @@
  * MODULE_FUNCTION_kN, whose parameters are one i64 per index symbol (the state's values, in
  * symbol order) and then one pointer per state buffer the kernel touches (device memory, in
  * id order): the runtime (runtime/cuda.c) launches it with exactly these.  The body is
- * cg_llvm.c's, as on the CPU: the gpu.x/y/z loops read the block and thread indices, the
- * loops below them run in each thread.  Scalar operations are emitted without fast-math flags,
+ * cg_llvm.c's, as on the CPU: the gpu.x/y/z (or gpu.block/gpu.thread) loops read the block and
+ * thread indices, the loops below them run in each thread.  A block's kernel's shared panels
+ * are arrays in shared memory (address space 3), one per kernel, 16-byte aligned.  Scalar operations are emitted without fast-math flags,
  * and NVPTX then prints multiplications and additions with an explicit rounding (mul.rn,
  * add.rn), which ptxas never contracts into an fma: arithmetic, sqrt (sqrt.rn) and division
  * (div.rn) give the reference executor's results bit for bit.  The transcendental functions

@@ -5,7 +5,10 @@
  * numbers, data sets) and runs a function by walking
  * its statements: loops bind iterators, stores and locals evaluate scalar expressions with
  * ir.c's single-precision operations.  Every index is checked against its axis; an index
- * symbol out of its range is a run-time error, not a crash.  interp_run_main() follows the
+ * symbol out of its range is a run-time error, not a crash.  GPU-scheduled code (--target=cuda)
+ * runs as the GPU would run it: a gpu.x/y/z loop block by block and thread by thread with its
+ * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
+ * next; barriers then do nothing).  interp_run_main() follows the
  * program plan (plan.c) and prints through the runtime, as compiled programs do.
  *
  * Requires: an IrProgram that ir_verify() accepts. */
