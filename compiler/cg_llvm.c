@@ -434,9 +434,23 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
 static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
-    g->iter[s->iter] = special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    LLVMValueRef i = special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    g->iter[s->iter] = i;
     g->thread_iter[s->iter] = thread;
+    /* A thread loop shorter than the block: the threads past it skip the body. */
+    bool guard = thread && s->extent < g->block_dim[s->mode - LOOP_THREAD_X];
+    LLVMBasicBlockRef done = NULL;
+    if (guard) {
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread_in_range");
+        done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread_past_end");
+        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
+        LLVMPositionBuilderAtEnd(g->b, body);
+    }
     block(g, &s->body);
+    if (guard) {
+        LLVMBuildBr(g->b, done);
+        LLVMPositionBuilderAtEnd(g->b, done);
+    }
     g->thread_iter[s->iter] = false;
 }
 

@@ -33,6 +33,8 @@ typedef struct CgLlvm {
     LLVMValueRef *iter;     /* per iterator: its current value (i64) */
     LLVMValueRef *local;    /* per local: an alloca */
     bool *thread_iter;      /* per iterator: a GPU thread loop's (per-thread buffers drop it) */
+    uint32_t block_dim[3];  /* the GPU kernel being emitted: its block (thread loops shorter than
+                             * it are guarded) */
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */
     unsigned lanes;
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */

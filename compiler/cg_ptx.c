@@ -83,6 +83,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         LLVMSetAlignment(shared, 16);
         g->buffer[k->locals[i]] = shared;
     }
+    memcpy(g->block_dim, k->block, sizeof g->block_dim);
     cgl_kernel_body(g, fn, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), symbols, buffers);
     LLVMBuildRetVoid(g->b);
     for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;

@@ -286,7 +286,6 @@ typedef struct Verifier {
     bool gpu_allowed;    /* a GPU loop may stand here: at a function's top level, in a GPU loop */
     bool in_block;       /* inside the block loops of a block's kernel */
     bool in_thread[3];   /* inside a thread loop of that dimension */
-    uint64_t block_size[3]; /* the extents of the kernel's thread loops so far */
 } Verifier;
 
 static void problem(Verifier *v, const char *what) {
@@ -353,8 +352,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");
                 if (v->in_thread[s->mode - LOOP_THREAD_X]) problem(v, "a thread loop inside one of its dimension");
-                if (v->block_size[s->mode - LOOP_THREAD_X] && v->block_size[s->mode - LOOP_THREAD_X] != s->extent)
-                    problem(v, "thread loops of one kernel that disagree on the block's size");
+                if (s->extent > 1024) problem(v, "a thread loop of more than 1024 threads");
             } else if (ir_mode_block(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
@@ -369,13 +367,11 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             bool outer_allowed = v->gpu_allowed, outer_block = v->in_block, outer_thread = false;
             v->gpu_allowed = ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode);
             if (ir_mode_block(s->mode)) {
-                if (!outer_block) memset(v->block_size, 0, sizeof v->block_size); /* a new kernel */
                 v->in_block = true;
             }
             if (ir_mode_thread(s->mode)) {
                 outer_thread = v->in_thread[s->mode - LOOP_THREAD_X];
                 v->in_thread[s->mode - LOOP_THREAD_X] = true;
-                v->block_size[s->mode - LOOP_THREAD_X] = s->extent;
             }
             v->in_scope[s->iter] = true;
             v->extent[s->iter] = s->extent;

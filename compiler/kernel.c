@@ -88,11 +88,12 @@ static double work(const IrStmt *s) {
 
 /* The grid and block of a kernel whose first statement is `s`: its gpu.x/y/z loops, which
  * sched_gpu.c puts at the top of the nest. */
-/* The block of a block's kernel: the extents of its thread loops (ir_verify checks that they
- * agree). */
+/* The block of a block's kernel: the longest of its thread loops along each dimension (shorter
+ * ones run on the first threads: cg_llvm.c guards them). */
 static void thread_extents(Kernel *kn, const IrStmt *s) {
     if (s->kind != IR_LOOP) return;
-    if (ir_mode_thread(s->mode)) kn->block[s->mode - LOOP_THREAD_X] = (uint32_t)s->extent;
+    uint32_t *dim = ir_mode_thread(s->mode) ? &kn->block[s->mode - LOOP_THREAD_X] : NULL;
+    if (dim && s->extent > *dim) *dim = (uint32_t)s->extent;
     for (uint32_t i = 0; i < s->body.count; i++) thread_extents(kn, s->body.items[i]);
 }
 

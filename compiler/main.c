@@ -72,6 +72,7 @@ typedef struct Options {
     bool no_sched;      /* run the reference executor on the unscheduled IR */
     bool sched_ir;      /* --emit=sched-ir */
     bool emit_ptx;      /* --emit=ptx */
+    bool reassociate;   /* --reassociate */
     const char *arch;   /* --arch=sm_NN (--target=cuda) */
     CgFormat emit_format;
     int opt_level;
@@ -113,6 +114,9 @@ static void usage(FILE *out) {
           "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
           "  --no-sched       with --run --interp: run the loop IR as lowered, unscheduled\n"
+          "  --reassociate    let sums and products be reduced in another order where that\n"
+          "                   runs faster (the GPU's block reductions); results then round\n"
+          "                   differently from the reference executor's\n"
           "  --time-stages    print each stage's time and the peak memory so far (stderr)\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
@@ -207,6 +211,8 @@ static Options parse_options(int argc, char **argv) {
             opt.no_opt = true;
         } else if (strcmp(a, "--no-sched") == 0) {
             opt.no_sched = true;
+        } else if (strcmp(a, "--reassociate") == 0) {
+            opt.reassociate = true;
         } else if (strcmp(a, "--time-stages") == 0) {
             opt.time_stages = true;
         } else if (strcmp(a, "--seed") == 0) {
@@ -1094,6 +1100,7 @@ static int compile(Options opt) {
             Target target;
             if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
             else target_select(opt.triple, opt.cpu, &target);
+            target.reassociate = opt.reassociate;
             if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;

@@ -30,6 +30,8 @@ typedef struct Target {
      * kernel's innermost parallel loop. */
     const char *gpu_arch;      /* "sm_80", "sm_90" */
     unsigned gpu_threads;
+    bool reassociate;          /* --reassociate: sums and products may be reduced in another order
+                                * (the GPU's block reductions, sched.c rewrite 7) */
 } Target;
 
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
