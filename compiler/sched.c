@@ -1224,10 +1224,11 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
 /* ---- Rewrite 6, the GPU's: block tiles through shared memory ----------------------------------------- *
  *
  * A contraction C[i, j] (+)= Σ_k A[i, k]·B[k, j] (find_contraction: one reduction loop, at most one
- * batch loop) whose I and J extents are multiples of BLOCK_TILE and whose K is a multiple of
- * BLOCK_K becomes a block's kernel (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads
- * computes a BLOCK_TILE² tile of C, each thread THREAD_TILE² cells of it in registers (a
- * per-thread buffer), and the block stages the operands through shared memory, BLOCK_K steps
+ * batch loop) whose I and J extents are multiples of a block tile (128, else 64, as long as
+ * that makes MIN_BLOCKS blocks) and whose K is a multiple of BLOCK_K becomes a block's kernel
+ * (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads computes tile² cells of C, each
+ * thread side² of them (side = tile / THREADS_SIDE: 8 or 4) in registers (a per-thread
+ * buffer), and the block stages the operands through shared memory, BLOCK_K steps
  * of the reduction at a time.  The panels of the next steps are fetched into registers while
  * the block computes on the current ones:
  *     fetch panels 0 into registers
@@ -1236,13 +1237,16 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
  *     registers → shared panels;  barrier;  BLOCK_K steps on every cell
  * The fetches follow each operand's layout so that neighbouring threads read neighbouring
  * cells (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the
- * other axis, THREAD_TILE cells a thread); the panels are stored [k][i] and [k][j], rows padded
+ * other axis, `side` cells a thread); the panels are stored [k][i] and [k][j], rows padded
  * by PANEL_PAD cells against bank conflicts, and a step reads a thread's cells of each as two
  * vectors (thread_cells).  Every cell takes its fma steps in the reduction's order: the reference's
  * result bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (an H100 has 132
- * multiprocessors: 64 blocks of a 1024² matmul ran at 0.75 of rewrite 5's speed). */
+ * multiprocessors: 64 blocks of 128² for a 1024² matmul ran at 0.75 of rewrite 5's speed). */
 
-enum { BLOCK_TILE = 128, BLOCK_K = 16, THREADS_SIDE = 16, THREAD_TILE = 8, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+enum { BLOCK_K = 16, THREADS_SIDE = 16, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+
+/* The block tiles tried, largest first: cells a block along I and J (a thread: a sixteenth). */
+static const uint32_t block_tiles[] = {128, 64};
 
 /* One operand's panel: where it comes from and goes. */
 typedef struct Panel {
@@ -1260,6 +1264,7 @@ typedef struct CellIters {
 
 typedef struct BlockTile {
     const Contraction *ct;
+    uint32_t tile, side;   /* cells a block and a thread along I and J (side = tile / THREADS_SIDE) */
     uint32_t k_iter, bi, bj, cells;
     Panel a, b;
 } BlockTile;
@@ -1287,65 +1292,65 @@ static void push_barrier(Sched *s, IrBlock *into) {
 }
 
 /* The thread's (ty, tx) fetch register q. */
-static IrIndex *fetch_index(Sched *s, uint32_t ty, uint32_t tx, uint32_t q) {
-    IrTerm at[3] = {{ty, THREADS_SIDE * THREAD_TILE}, {tx, THREAD_TILE}, {q, 1}};
+static IrIndex *fetch_index(Sched *s, const BlockTile *bt, uint32_t ty, uint32_t tx, uint32_t q) {
+    IrTerm at[3] = {{ty, THREADS_SIDE * bt->side}, {tx, bt->side}, {q, 1}};
     return flat_index(s, at, 3);
 }
 
-/* In a thread's body: regs[q] = operand(tiled ↦ base·BLOCK_TILE + m·T + q, k ↦ kt·BLOCK_K +
- * k_offset + kk) for its THREAD_TILE cells (kt UINT32_MAX: none). */
+/* In a thread's body: regs[q] = operand(tiled ↦ base·tile + m·side + q, k ↦ kt·BLOCK_K +
+ * k_offset + kk) for its `side` cells (kt UINT32_MAX: none). */
 static void fetch(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, uint32_t ty, uint32_t tx, uint32_t kt,
                   int64_t k_offset) {
     uint32_t q;
-    IrStmt *lq = unrolled(s, into, &q, THREAD_TILE, true);
+    IrStmt *lq = unrolled(s, into, &q, bt->side, true);
     uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
     reset_subst(s);
-    map_iter(s, p->tiled_iter, (Affine){.terms = {{p->base_iter, BLOCK_TILE}, {m, THREAD_TILE}, {q, 1}}, .count = 3});
+    map_iter(s, p->tiled_iter, (Affine){.terms = {{p->base_iter, bt->tile}, {m, bt->side}, {q, 1}}, .count = 3});
     map_iter(s, bt->k_iter, kt == UINT32_MAX ? (Affine){.terms = {{kk, 1}}, .count = 1, .offset = k_offset}
                                              : (Affine){.terms = {{kt, BLOCK_K}, {kk, 1}}, .count = 2, .offset = k_offset});
-    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, ty, tx, q), clone_expr(s, p->operand, NULL)));
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, bt, ty, tx, q), clone_expr(s, p->operand, NULL)));
 }
 
-/* In a thread's body: shared[kk·(BLOCK_TILE + PAD) + m·T + q] = regs[q]. */
-static void spill(Sched *s, IrBlock *into, const Panel *p, uint32_t ty, uint32_t tx) {
+/* In a thread's body: shared[kk·(tile + PAD) + m·side + q] = regs[q]. */
+static void spill(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, uint32_t ty, uint32_t tx) {
     uint32_t q;
-    IrStmt *lq = unrolled(s, into, &q, THREAD_TILE, true);
+    IrStmt *lq = unrolled(s, into, &q, bt->side, true);
     uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
-    IrTerm at[3] = {{kk, BLOCK_TILE + PANEL_PAD}, {m, THREAD_TILE}, {q, 1}};
-    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->shared, flat_index(s, at, 3), new_load(s, p->regs, fetch_index(s, ty, tx, q))));
+    IrTerm at[3] = {{kk, bt->tile + PANEL_PAD}, {m, bt->side}, {q, 1}};
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->shared, flat_index(s, at, 3), new_load(s, p->regs, fetch_index(s, bt, ty, tx, q))));
 }
 
 /* Loops over a thread's cells in `into`, with i and j mapped onto them; returns the body and
- * the cell's accumulator index.  A thread's THREAD_TILE cells along J are two runs of
- * THREAD_TILE/2 adjacent cells, BLOCK_TILE/2 apart (c1, c0: j = bj·BLOCK_TILE + c1·BLOCK_TILE/2 +
- * tx·T/2 + c0), and likewise along I: a warp's reads of a panel row then cover whole 128-byte
+ * the cell's accumulator index.  A thread's `side` cells along J are two runs of side/2
+ * adjacent cells, tile/2 apart (c1, c0: j = bj·tile + c1·tile/2 + tx·side/2 + c0), and likewise
+ * along I: a warp's reads of a panel row then cover whole 128-byte
  * lines of shared memory without bank conflicts, and its stores of C are coalesced. */
 static IrBlock *thread_cells(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx, IrIndex **cell,
                              CellIters *it) {
-    enum { HALF = THREAD_TILE / 2, HALF_TILE = BLOCK_TILE / 2 };
+    int64_t half = bt->side / 2, half_tile = bt->tile / 2;
     IrStmt *l = unrolled(s, into, &it->r1, 2, true);
-    l = unrolled(s, &l->body, &it->r0, HALF, true);
+    l = unrolled(s, &l->body, &it->r0, half, true);
     l = unrolled(s, &l->body, &it->c1, 2, true);
-    l = unrolled(s, &l->body, &it->c0, HALF, true);
+    l = unrolled(s, &l->body, &it->c0, half, true);
     reset_subst(s);
-    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, BLOCK_TILE}, {it->r1, HALF_TILE}, {ty, HALF}, {it->r0, 1}}, .count = 4});
-    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, BLOCK_TILE}, {it->c1, HALF_TILE}, {tx, HALF}, {it->c0, 1}}, .count = 4});
-    IrTerm terms[6] = {{ty, THREADS_SIDE * THREAD_TILE * THREAD_TILE}, {tx, THREAD_TILE * THREAD_TILE},
-                       {it->r1, HALF * THREAD_TILE}, {it->r0, THREAD_TILE}, {it->c1, HALF}, {it->c0, 1}};
+    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, bt->tile}, {it->r1, half_tile}, {ty, half}, {it->r0, 1}}, .count = 4});
+    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, bt->tile}, {it->c1, half_tile}, {tx, half}, {it->c0, 1}}, .count = 4});
+    IrTerm terms[6] = {{ty, THREADS_SIDE * bt->side * bt->side}, {tx, bt->side * bt->side},
+                       {it->r1, half * bt->side}, {it->r0, bt->side}, {it->c1, half}, {it->c0, 1}};
     *cell = flat_index(s, terms, 6);
     return &l->body;
 }
 
 /* In a thread's body: BLOCK_K steps on each of its cells, from the shared panels. */
 static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx) {
-    enum { HALF = THREAD_TILE / 2, HALF_TILE = BLOCK_TILE / 2 };
+    int64_t half = bt->side / 2, half_tile = bt->tile / 2;
     uint32_t kk;
     CellIters it;
     IrStmt *lk = unrolled(s, into, &kk, BLOCK_K, false);
     IrIndex *cell;
     IrBlock *body = thread_cells(s, &lk->body, bt, ty, tx, &cell, &it);
-    IrTerm a_at[4] = {{kk, BLOCK_TILE + PANEL_PAD}, {it.r1, HALF_TILE}, {ty, HALF}, {it.r0, 1}};
-    IrTerm b_at[4] = {{kk, BLOCK_TILE + PANEL_PAD}, {it.c1, HALF_TILE}, {tx, HALF}, {it.c0, 1}};
+    IrTerm a_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.r1, half_tile}, {ty, half}, {it.r0, 1}};
+    IrTerm b_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.c1, half_tile}, {tx, half}, {it.c0, 1}};
     IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 4)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 4));
     IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
     *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
@@ -1355,16 +1360,16 @@ static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uin
     ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, fma));
 }
 
-static void panel_init(Sched *s, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
+static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
                        const char *name) {
     const IrProgram *ir = s->ir;
     *p = (Panel){.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
     p->k_along_x = flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
                    flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
-    p->shared = new_scratch(s, name, BLOCK_K * (BLOCK_TILE + PANEL_PAD), true);
+    p->shared = new_scratch(s, name, BLOCK_K * (bt->tile + PANEL_PAD), true);
     s->ir->buffers[p->shared].gpu_shared = true;
-    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE, true);
-    s->ir->buffers[p->regs].thread_cells = THREAD_TILE;
+    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt->side, true);
+    s->ir->buffers[p->regs].thread_cells = bt->side;
 }
 
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -1373,17 +1378,21 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     if (!find_contraction(ir, r, &ct) || r->nred != 1 || ct.nbatch > 1) return false;
     uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
     uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
-    if (m % BLOCK_TILE || n % BLOCK_TILE || k % BLOCK_K || m / BLOCK_TILE > 65535 || batch > 65535 ||
-        batch * (m / BLOCK_TILE) * (n / BLOCK_TILE) < MIN_BLOCKS)
-        return false;
-    BlockTile bt = {.ct = &ct, .k_iter = r->red[0]->iter, .bi = new_iter(s), .bj = new_iter(s)};
-    panel_init(s, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
-    panel_init(s, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
-    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * THREAD_TILE * THREAD_TILE, true);
-    s->ir->buffers[bt.cells].thread_cells = THREAD_TILE * THREAD_TILE;
+    uint32_t tile = 0;
+    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles && !tile; t++) {
+        uint32_t b = block_tiles[t];
+        if (m % b == 0 && n % b == 0 && m / b <= 65535 && batch * (m / b) * (n / b) >= MIN_BLOCKS) tile = b;
+    }
+    if (!tile || k % BLOCK_K || batch > 65535) return false;
+    BlockTile bt = {.ct = &ct, .tile = tile, .side = tile / THREADS_SIDE, .k_iter = r->red[0]->iter, .bi = new_iter(s),
+                    .bj = new_iter(s)};
+    panel_init(s, &bt, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
+    panel_init(s, &bt, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
+    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt.side * bt.side, true);
+    s->ir->buffers[bt.cells].thread_cells = bt.side * bt.side;
 
-    IrStmt *over_i = new_loop(s, bt.bi, m / BLOCK_TILE, true, LOOP_BLOCK_Y);
-    IrStmt *over_j = new_loop(s, bt.bj, n / BLOCK_TILE, true, LOOP_BLOCK_X);
+    IrStmt *over_i = new_loop(s, bt.bi, m / bt.tile, true, LOOP_BLOCK_Y);
+    IrStmt *over_j = new_loop(s, bt.bj, n / bt.tile, true, LOOP_BLOCK_X);
     ir_block_push(s->ir->arena, &over_i->body, over_j);
     IrBlock *blk = &over_j->body;
     uint32_t ty, tx;
@@ -1401,8 +1410,8 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
         IrStmt *over_k = new_loop(s, kt, k / BLOCK_K - 1, false, LOOP_PLAIN);
         ir_block_push(s->ir->arena, blk, over_k);
         lx = thread_loops(s, &over_k->body, &ty, &tx);
-        spill(s, &lx->body, &bt.a, ty, tx);
-        spill(s, &lx->body, &bt.b, ty, tx);
+        spill(s, &lx->body, &bt, &bt.a, ty, tx);
+        spill(s, &lx->body, &bt, &bt.b, ty, tx);
         push_barrier(s, &over_k->body);
         lx = thread_loops(s, &over_k->body, &ty, &tx);
         fetch(s, &lx->body, &bt, &bt.a, ty, tx, kt, BLOCK_K);
@@ -1412,8 +1421,8 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     }
     /* The last steps. */
     lx = thread_loops(s, blk, &ty, &tx);
-    spill(s, &lx->body, &bt.a, ty, tx);
-    spill(s, &lx->body, &bt.b, ty, tx);
+    spill(s, &lx->body, &bt, &bt.a, ty, tx);
+    spill(s, &lx->body, &bt, &bt.b, ty, tx);
     push_barrier(s, blk);
     lx = thread_loops(s, blk, &ty, &tx);
     steps(s, &lx->body, &bt, ty, tx);
@@ -1430,7 +1439,7 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     }
     const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
     top->comment = arena_printf(s->ir->arena, "%s; schedule: %ux%u cells a GPU block through shared memory, %ux%u a thread",
-                                what, BLOCK_TILE, BLOCK_TILE, THREAD_TILE, THREAD_TILE);
+                                what, bt.tile, bt.tile, bt.side, bt.side);
     ir_block_push(s->ir->arena, out, top);
     return true;
 }
