@@ -31,12 +31,19 @@ static void print_axis_name(FILE *out, const Shape *sh, uint32_t a) {
     }
 }
 
-static const char *node_name(TNode n) {
+/* 'x', 'x.grad', or an unnamed tensor's source text: `y *. y`. */
+static void print_node(FILE *out, TNode n) {
     const char *name = n.tensor->shown ? n.tensor->shown : n.tensor->name;
-    return name ? name : "(unnamed)";
+    if (name) {
+        fprintf(out, "'%s%s'", name, n.grad ? ".grad" : "");
+        return;
+    }
+    fputc('`', out);
+    span_print_text(out, n.tensor->span, 40);
+    fprintf(out, "`%s", n.grad ? "'s gradient" : "");
 }
 
-/* Where iterator `it` is read: "w2's input axis 1, h's output axis 1". */
+/* Where iterator `it` is read: "input axis 1 of 'w2', output axis 1 of 'h'". */
 static void print_uses(FILE *out, ShapeSolver *solver, const Assignment *a, uint32_t it) {
     const char *sep = "";
     for (uint32_t r = 0; r < a->read_count; r++) {
@@ -49,18 +56,22 @@ static void print_uses(FILE *out, ShapeSolver *solver, const Assignment *a, uint
             bool uses = ix->kind == PIDX_ITER ? ix->iter == it : false;
             for (uint32_t t = 0; ix->kind == PIDX_AFFINE && t < ix->term_count; t++) uses |= ix->terms[t] == it;
             if (!uses) continue;
-            fprintf(out, "%s'%s%s' ", sep, node_name(acc->node), acc->node.grad ? ".grad" : "");
+            fputs(sep, out);
             print_axis_name(out, &sh, x);
+            fputs(" of ", out);
+            print_node(out, acc->node);
             sep = ", ";
         }
     }
     if (!*sep) fputs("no operand", out);
 }
 
-static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment *a) {
+static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment *a, const char *routine) {
     const Projections *p = a->proj;
     unsigned line, col;
-    fprintf(out, "  written by %s", a->what);
+    fputs("  written", out);
+    if (routine) fprintf(out, " in routine '%s'", routine);
+    fprintf(out, " by %s", a->what);
     if (a->span.file) {
         span_line_col(a->span, &line, &col);
         fprintf(out, " at %s:%u:%u", source_get(a->span.file)->path, line, col);
@@ -82,7 +93,7 @@ static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment 
         }
         if (written) continue;
         summed++;
-        fprintf(out, "    i%u (%llu) is %s: the written side's index map does not use it; it reads ", it,
+        fprintf(out, "    i%u (%llu) is %s: the written side's index map does not use it; it indexes ", it,
                 (unsigned long long)p->iter_size[it], a->accum == ACC_NONE ? "not summed but overwritten (the last wins)"
                                                                           : "reduced");
         print_uses(out, solver, a, it);
@@ -100,8 +111,8 @@ static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment 
     if (!summed) fputs("    nothing is summed: every loop indexes the written cells\n", out);
     bool surjective = proj_surjective(p, a->lhs.slot);
     if (a->reset && a->accum != ACC_NONE)
-        fprintf(out, "    every cell starts at %g (the neutral element of %s, which `:` resets to) before the loops "
-                "accumulate\n", (double)accum_neutral(a->accum), accum_text(a->accum, false));
+        fprintf(out, "    every cell starts at %g first: `%s` resets it to the neutral element of `%s`, then the loops "
+                "accumulate\n", (double)accum_neutral(a->accum), accum_text(a->accum, true), accum_text(a->accum, false));
     else if (a->reset && !surjective)
         fputs("    the index map does not reach every cell: the cells it skips are set to 0 first\n", out);
     else if (!a->reset && a->accum != ACC_NONE)
@@ -133,17 +144,19 @@ static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const cha
     if (grad) fprintf(out, "  (a gradient has the shape of its tensor, '%.*s')\n", (int)(len - 5), name);
     shape_explain(p->solver, out, &t->shape);
     if (!ar) return true;
-    const AssignList *lists = ar->routine_count ? ar->routines : &ar->forward;
-    uint32_t list_count = ar->routine_count ? ar->routine_count : 1;
+    /* A value is computed by the forward (as every routine's t.forward computes it); a gradient
+     * only in routines (t.zero_grads, t.backprop). */
+    const AssignList *lists = grad ? ar->routines : &ar->forward;
+    uint32_t list_count = grad ? ar->routine_count : 1;
     bool any = false;
     for (uint32_t l = 0; l < list_count; l++)
         for (uint32_t i = 0; i < lists[l].count; i++) {
             const Assignment *a = lists[l].items[i];
             if (a->lhs.node.tensor != t || a->lhs.node.grad != grad) continue;
-            if (ar->routine_count) fprintf(out, "  in routine '%s':\n", lists[l].name);
-            explain_assignment(out, p->solver, a);
+            explain_assignment(out, p->solver, a, grad ? lists[l].name : NULL);
             any = true;
         }
+    if (!any && grad) fputs("  no routine computes it: a routine's t.backprop would\n", out);
     if (!any && !grad) fprintf(out, "  no assignment writes it: its cells are %s\n",
                                t->kind == TENSOR_PARAM ? "a parameter's, initialised before the program runs"
                                : t->kind == TENSOR_INPUT || t->kind == TENSOR_DATA ? "filled by the caller or its data set"

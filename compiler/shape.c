@@ -1671,23 +1671,7 @@ static void print_place(FILE *out, Span span) {
     fprintf(out, "%s:%u:%u", src->path, line, col);
     if (span.end <= span.start) return;
     fputs(" `", out);
-    uint32_t shown = 0;
-    bool blank = false;
-    for (uint32_t i = span.start; i < span.end && i < src->len; i++) {
-        unsigned char c = (unsigned char)src->text[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            blank = true;
-            continue;
-        }
-        if (shown >= 60) {
-            fputs(" ...", out);
-            break;
-        }
-        if (blank && shown) fputc(' ', out), shown++;
-        blank = false;
-        fputc(c, out);
-        shown++;
-    }
+    span_print_text(out, span, 60);
     fputc('`', out);
 }
 
