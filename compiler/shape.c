@@ -48,8 +48,10 @@ typedef struct ConstraintList {
 /* What a variable was first solved to, by which constraint (never compressed): the provenance
  * --explain prints (shape_explain). */
 typedef struct Binding {
-    Dim dim;          /* a dim variable's value */
-    Row row;          /* a row variable's value */
+    union {
+        Dim dim;      /* a dim variable's value */
+        Row row;      /* a row variable's value */
+    };
     OriginId why;     /* the constraint that solved it */
     bool closed;      /* chosen by the closing policy (shape_close), not forced by a constraint */
 } Binding;
