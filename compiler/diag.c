@@ -145,6 +145,27 @@ void span_line_col(Span span, unsigned *line, unsigned *col) {
     *col = off - s->line_starts[li] + 1;
 }
 
+void span_print_text(FILE *out, Span span, unsigned max) {
+    const Source *src = source_get(span.file);
+    unsigned shown = 0;
+    bool blank = false;
+    for (uint32_t i = span.start; i < span.end && i < src->len; i++) {
+        unsigned char c = (unsigned char)src->text[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            blank = true;
+            continue;
+        }
+        if (shown >= max) {
+            fputs(" ...", out);
+            break;
+        }
+        if (blank && shown) fputc(' ', out), shown++;
+        blank = false;
+        fputc(c, out);
+        shown++;
+    }
+}
+
 /* Length of a valid UTF-8 sequence at p (at most avail bytes), or 0 if invalid. */
 static int utf8_len(const unsigned char *p, size_t avail) {
     int n;

@@ -39,6 +39,9 @@ void source_free_all(void);                     /* forget every source (fuzzing,
 Span span_make(uint32_t file, uint32_t start, uint32_t end);
 Span span_join(Span a, Span b);                   /* from a's start to b's end */
 void span_line_col(Span span, unsigned *line, unsigned *col); /* 1-based; col counts bytes */
+/* The span's source text on one line: runs of blanks become one space, and text past `max`
+ * bytes becomes " ..." (tsrc --explain). */
+void span_print_text(FILE *out, Span span, unsigned max);
 
 /* Diagnostics. */
 typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;

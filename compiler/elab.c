@@ -1178,7 +1178,9 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     e->scope = c->scope;
     bool outermost = e->depth == 1 && span.file;
     if (outermost) shape_set_context(e->solver, span, c->fn_name ? c->fn_name : "an anonymous function");
+    if (span.file) shape_push_call(e->solver, span, c->fn_name ? c->fn_name : "an anonymous function");
     Value *v = eval(e, c->body, c->env, c->mode);
+    if (span.file) shape_pop_call(e->solver);
     if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     e->scope = saved;
     e->depth--;

@@ -38,6 +38,7 @@
 #include "cg_ptx.h"
 #include "header.h"
 #include "elab.h"
+#include "explain.h"
 #include "interp.h"
 #include "ir.h"
 #include "lower.h"
@@ -58,6 +59,7 @@ typedef enum {
     MODE_DUMP_AST,
     MODE_CHECK,
     MODE_PRINT_SHAPES,
+    MODE_EXPLAIN,   /* --explain=NAME (several allowed) */
     MODE_EMIT_IR,   /* --emit=ir (as lowered and optimised) or --emit=sched-ir (as scheduled) */
     MODE_EMIT_CODE, /* --emit=llvm|asm|obj */
     MODE_OBJECT,    /* -c: object, header, manifest */
@@ -84,6 +86,8 @@ typedef struct Options {
     const char *output;
     const char **include_dirs;
     int include_count;
+    const char **explain; /* --explain=NAME, in order */
+    uint32_t explain_count;
     char **program_args; /* after `--`: the command line of the program that --run runs */
     int program_argc;
 } Options;
@@ -98,6 +102,10 @@ static void usage(FILE *out) {
           "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
           "  --check          parse, elaborate and infer every shape; report all errors\n"
           "  --print-shapes   like --check, then print 'NAME : SHAPE' for every named tensor\n"
+          "  --explain=NAME   like --check, then explain tensor NAME (as --print-shapes names\n"
+          "                   it; NAME.grad for its gradient): the constraints that decided\n"
+          "                   each axis, and which loops of its assignments are summed (may\n"
+          "                   be repeated)\n"
           "  (no mode)        compile to an executable (-o FILE, default: FILE without .tsr)\n"
           "  -c               compile to an object file with a C header and a JSON manifest\n"
           "                   (-o MODEL.o also writes MODEL.h and MODEL.json)\n"
@@ -149,7 +157,8 @@ static void free_include_dirs(void) {
 static Options parse_options(int argc, char **argv) {
     Options opt = {0};
     opt.opt_level = 3;
-    opt.include_dirs = include_dirs = calloc((size_t)argc, sizeof *opt.include_dirs);
+    opt.include_dirs = include_dirs = calloc(2 * (size_t)argc, sizeof *opt.include_dirs);
+    opt.explain = opt.include_dirs + argc; /* the second half: --explain names */
     atexit(free_include_dirs); /* a bad command line exits from inside this function */
     if (!opt.include_dirs) diag_fatal_oom();
     bool seen_mode = false;
@@ -175,6 +184,12 @@ static Options parse_options(int argc, char **argv) {
             if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
             opt.mode = m;
             seen_mode = true;
+        } else if (strncmp(a, "--explain=", 10) == 0) {
+            if (!a[10]) bad_usage("%s", "'--explain=' needs a tensor name");
+            if (seen_mode && opt.mode != MODE_EXPLAIN) bad_usage("'%s' conflicts with an earlier mode option", a);
+            opt.mode = MODE_EXPLAIN;
+            seen_mode = true;
+            opt.explain[opt.explain_count++] = a + 10;
         } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0) {
             Mode m = MODE_RUN;
             if (a[1] == 'c') m = MODE_OBJECT;
@@ -983,7 +998,8 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
     switch (opt->mode) {
     case MODE_DUMP_AST:
     case MODE_EMIT_IR:
-    case MODE_PRINT_SHAPES: break;
+    case MODE_PRINT_SHAPES:
+    case MODE_EXPLAIN: break;
     case MODE_EMIT_CODE:
         if (opt->emit_ptx) {
             if (!out) out = default_output(arena, opt->input, ".ptx");
@@ -1095,7 +1111,7 @@ static int compile(Options opt) {
             ElabOptions eo = {.include_dirs = opt.include_dirs, .include_count = opt.include_count};
             Program *program = elaborate(module, &eo);
             stage_done("elaboration, shape inference");
-            bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES;
+            bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES && opt.mode != MODE_EXPLAIN;
             IrProgram *ir = NULL;
             Target target;
             if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
@@ -1104,14 +1120,15 @@ static int compile(Options opt) {
             if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;
-            } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES) {
+            } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN) {
                 Output out;
                 if (!output_open(&out, opt.output, true)) {
                     status = 1;
                 } else {
                     if (opt.mode == MODE_EMIT_IR) ir_dump(ir, out.file);
-                    else program_print_shapes(program, out.file);
-                    if (!output_commit(&out, true)) status = 1;
+                    else if (opt.mode == MODE_PRINT_SHAPES) program_print_shapes(program, out.file);
+                    else if (!explain_tensors(program, out.file, opt.explain, opt.explain_count, opt.seed)) status = 1;
+                    if (!output_commit(&out, status == 0)) status = 1;
                 }
             } else if (needs_ir) {
                 status = generate(ir, &opt, &target);

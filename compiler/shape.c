@@ -34,6 +34,7 @@ typedef struct Constraint {
     uint32_t at_least; /* C_DIM_AT_LEAST */
     bool contracting;  /* C_ROW_*: from a structural operation (compose, transpose, einsum) */
     bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now */
+    bool closing;      /* a value closing chose (close_leaves): recorded for --explain */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
@@ -43,6 +44,17 @@ typedef struct ConstraintList {
     Constraint *items;
     uint32_t count, cap;
 } ConstraintList;
+
+/* What a variable was first solved to, by which constraint (never compressed): the provenance
+ * --explain prints (shape_explain). */
+typedef struct Binding {
+    union {
+        Dim dim;      /* a dim variable's value */
+        Row row;      /* a row variable's value */
+    };
+    OriginId why;     /* the constraint that solved it */
+    bool closed;      /* chosen by the closing policy (shape_close), not forced by a constraint */
+} Binding;
 
 typedef struct DimVarInfo {
     uint32_t visited;     /* closing: the search (dim_hole_above) that last reached it */
@@ -55,6 +67,7 @@ typedef struct DimVarInfo {
     OriginId at_least_why;
     ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
     bool committed;       /* closing: a value was chosen in this round */
+    Binding bound;        /* --explain: how it was solved (value is compressed, this is not) */
 } DimVarInfo;
 
 typedef struct RowVarInfo {
@@ -73,13 +86,22 @@ typedef struct RowVarInfo {
     ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
     ConstraintList edges; /* C_ROW_LE between this and another bare row variable */
     ConstraintList deferred; /* C_ROW_LE <v> ⊑ X·<v>·Y: checked once v has a value */
+    Binding bound;           /* --explain: how it was solved */
 } RowVarInfo;
+
+/* An application of a user function in progress (shape_push_call); frames are shared. */
+typedef struct CallFrame {
+    Span call;
+    const char *name;
+    const struct CallFrame *outer;
+} CallFrame;
 
 typedef struct Origin {
     Span span;
     const char *what;
     Span call;             /* the application of a user function this came from, if any */
     const char *call_name;
+    const CallFrame *calls; /* --explain: every application in progress, innermost first */
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
@@ -151,7 +173,10 @@ struct ShapeSolver {
     unsigned errors;
     Span context;              /* shape_set_context */
     const char *context_name;
+    const CallFrame *calls;    /* shape_push_call */
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
+    bool committing;   /* mark constraints queued from now on as closing's choices */
+    bool choosing;     /* the variables solved now are closing's choices (Binding.closed) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
     uint32_t stamp;    /* closing: the current bound collection */
     uint32_t visits;   /* closing: visit numbers handed out in this collection */
@@ -173,7 +198,7 @@ ShapeSolver *shape_solver_new(void) {
     Arena *arena = arena_new();
     ShapeSolver *s = arena_alloc(arena, sizeof *s);
     s->arena = arena;
-    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL};
+    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL, NULL};
     ARENA_PUSH(arena, s->origins, s->origin_count, s->origin_cap, none);
     const char *none_name = "", *default_name = "default";
     ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, none_name);
@@ -195,8 +220,18 @@ void shape_set_context(ShapeSolver *s, Span call, const char *name) {
     s->context_name = name;
 }
 
+void shape_push_call(ShapeSolver *s, Span call, const char *name) {
+    CallFrame *f = arena_alloc(s->arena, sizeof *f);
+    *f = (CallFrame){call, name, s->calls};
+    s->calls = f;
+}
+
+void shape_pop_call(ShapeSolver *s) {
+    if (s->calls) s->calls = s->calls->outer;
+}
+
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
-    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name};
+    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -495,6 +530,7 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Origin
 void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
 
 static void enqueue(ShapeSolver *s, Constraint c) {
+    c.closing = c.closing || s->committing;
     if (c.kind == C_ROW_EQ || c.kind == C_ROW_LE) c.contracting = c.contracting || s->contracting;
     if (c.kind == C_ROW_EQ) { /* taken before the queue, open ones first: see shape_solve */
         list_push(s, &s->row_eqs, c);
@@ -591,12 +627,12 @@ static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
     if (value.var == v) return;
     info->solved = true;
     info->value = value;
+    info->bound = (Binding){.dim = value, .why = why, .closed = s->choosing};
     if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
     if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
     ConstraintList edges = info->edges;
     info->edges = (ConstraintList){0};
     for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
-    (void)why;
 }
 
 static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
@@ -731,12 +767,12 @@ static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
     if (value.var && s->rvars[value.var].depth < info->depth) s->rvars[value.var].depth = info->depth;
     info->solved = true;
     info->value = value;
+    info->bound = (Binding){.row = value, .why = why, .closed = s->choosing};
     ConstraintList upper = info->upper, edges = info->edges, deferred = info->deferred;
     info->upper = info->edges = info->deferred = (ConstraintList){0};
     for (uint32_t i = 0; i < upper.count; i++) enqueue(s, upper.items[i]);
     for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
     for (uint32_t i = 0; i < deferred.count; i++) enqueue(s, deferred.items[i]);
-    (void)why;
 }
 
 static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
@@ -908,6 +944,7 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
 /* ---- The fixpoint -------------------------------------------------------------------------- */
 
 static void process(ShapeSolver *s, Constraint c) {
+    s->choosing = c.closing;
     switch (c.kind) {
     case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
     case C_DIM_LE: dim_le(s, c.d1, c.d2, c.why); break;
@@ -1216,16 +1253,19 @@ static void close_leaves(ShapeSolver *s) {
             ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
         }
     }
+    s->committing = true;
     for (uint32_t i = 0; i < commits.count; i++) {
         Commit c = commits.items[i];
         if (c.row) shape_row_eq(s, (Row){.var = c.var}, c.value, c.value.origin);
         else shape_dim_eq(s, (Dim){.var = c.var}, c.dim, c.dim.origin);
     }
+    s->committing = false;
 }
 
 /* Commit every variable still free in a registered shape to the bottom of its order. */
 static bool close_interiors(ShapeSolver *s) {
     bool any = false;
+    s->choosing = true;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         for (int k = 0; k < ROW_KINDS; k++) {
             Row r = shape_resolve_row(s, s->shapes[i].shape.rows[k]);
@@ -1245,6 +1285,7 @@ static bool close_interiors(ShapeSolver *s) {
             }
         }
     }
+    s->choosing = false;
     return any;
 }
 
@@ -1619,4 +1660,102 @@ bool shape_close(ShapeSolver *s) {
         }
     }
     return s->errors == before;
+}
+
+/* ---- Explaining (tsrc --explain) ------------------------------------------------------------ */
+
+/* "file:line:col" of a span, then its source text on one line (runs of blanks made one space,
+ * cut at 60 bytes). */
+static void print_place(FILE *out, Span span) {
+    const Source *src = source_get(span.file);
+    unsigned line, col;
+    span_line_col(span, &line, &col);
+    fprintf(out, "%s:%u:%u", src->path, line, col);
+    if (span.end <= span.start) return;
+    fputs(" `", out);
+    span_print_text(out, span, 60);
+    fputc('`', out);
+}
+
+/* An origin's phrase, then its place and the applications of user functions it was made in,
+ * on lines of their own. */
+static void print_origin(ShapeSolver *s, FILE *out, OriginId o) {
+    const Origin *org = &s->origins[o];
+    fprintf(out, "%s\n", org->what);
+    if (org->span.file) {
+        fputs("         at ", out);
+        print_place(out, org->span);
+        fputc('\n', out);
+    }
+    for (const CallFrame *f = org->calls; f; f = f->outer) {
+        fprintf(out, "         in '%s' applied at ", f->name);
+        print_place(out, f->call);
+        fputc('\n', out);
+    }
+}
+
+/* One link of a chain: a variable made at origin `made` was bound by `b`. */
+static void explain_step(ShapeSolver *s, FILE *out, bool row, OriginId made, const Binding *b, OriginId *last) {
+    if (b->why == *last && !b->closed) return; /* the same constraint again, one level in */
+    *last = b->why;
+    fprintf(out, "    <- %s of %s,\n", row ? "the row variable" : "the size variable", s->origins[made].what);
+    if (b->closed && b->why == s->fallback) {
+        fputs("       left free by every constraint: closing committed it to the least value\n", out);
+        return;
+    }
+    fputs(b->closed ? "       committed by closing to the bound its uses gave it: " : "       bound by ", out);
+    print_origin(s, out, b->why);
+}
+
+static void explain_dim(ShapeSolver *s, FILE *out, Dim d, OriginId *last) {
+    while (d.var) {
+        const DimVarInfo *info = &s->dvars[d.var];
+        if (!info->solved) {
+            fprintf(out, "    <- still unknown: %s\n", s->origins[d.origin].what);
+            return;
+        }
+        explain_step(s, out, false, d.origin, &info->bound, last);
+        d = info->bound.dim;
+    }
+    if (d.origin == 0 || d.origin == s->fallback) {
+        fputs("    = 1: no constraint sized it; the closing policy made it the claim-free unit\n", out);
+        return;
+    }
+    fprintf(out, "    = %s: ", dim_to_string(s, d));
+    print_origin(s, out, d.origin);
+}
+
+/* Axis j of r as shape_resolve_row lays it out: a flank's dim, or one inside the value of r's
+ * variable (one link, then the same question about the value). */
+static void explain_axis(ShapeSolver *s, FILE *out, Row r, uint32_t j) {
+    OriginId last = 0;
+    for (;;) {
+        if (j < r.lead) break;
+        const RowVarInfo *info = r.var ? &s->rvars[r.var] : NULL;
+        uint32_t inner = info && info->solved ? shape_resolve_row(s, info->bound.row).count : 0;
+        if (j >= r.lead + inner) {
+            j -= inner;
+            break;
+        }
+        explain_step(s, out, true, r.origin, &info->bound, &last);
+        j -= r.lead;
+        r = info->bound.row;
+    }
+    explain_dim(s, out, r.dims[j], &last);
+}
+
+void shape_explain(ShapeSolver *s, FILE *out, const Shape *sh) {
+    static const int order[ROW_KINDS] = {ROW_BATCH, ROW_INPUT, ROW_OUTPUT};
+    bool any = false;
+    for (int o = 0; o < ROW_KINDS; o++) {
+        int k = order[o];
+        Row r = shape_resolve_row(s, sh->rows[k]);
+        for (uint32_t j = 0; j < r.count; j++) {
+            fprintf(out, "  %s axis %u of %u: %s\n", row_kind_name(k), j + 1, r.count, dim_to_string(s, r.dims[j]));
+            explain_axis(s, out, sh->rows[k], j);
+            any = true;
+        }
+        if (r.var) fprintf(out, "  %s axes: still open (errors were reported)\n", row_kind_name(k));
+    }
+    if (!any) fputs("  no axes: a single cell\n", out);
 }

@@ -74,6 +74,11 @@ const char *shape_origin_what(const ShapeSolver *solver, OriginId origin);
  * span for none): errors then add "in this application of NAME" there. */
 void shape_set_context(ShapeSolver *solver, Span call, const char *name);
 
+/* Every application of a user function in progress, for --explain (shape_explain): origins
+ * made between a push and its pop record it, innermost first. */
+void shape_push_call(ShapeSolver *solver, Span call, const char *name);
+void shape_pop_call(ShapeSolver *solver);
+
 uint32_t shape_basis(ShapeSolver *solver, const char *name); /* intern; "default" is BASIS_DEFAULT */
 const char *shape_basis_name(const ShapeSolver *solver, uint32_t basis);
 
@@ -196,6 +201,13 @@ bool shape_is_ground(ShapeSolver *solver, const Shape *s);
 void shape_print(ShapeSolver *solver, FILE *out, const Shape *s);
 char *shape_to_string(ShapeSolver *solver, const Shape *s); /* in the solver's arena */
 char *shape_row_to_string(ShapeSolver *solver, Row r);
+
+/* tsrc --explain: for every axis of `sh` (batch, input, output; leftmost first), its size and
+ * how it was decided -- each variable it was bound through, with the constraint that bound it
+ * (its phrase, file:line:col and source text) or closing's choice, down to the origin of the
+ * size (a size written in the program, a literal's length, a captured size) or to closing's
+ * claim-free unit.  Afterwards shape_close: every variable keeps its first binding for this. */
+void shape_explain(ShapeSolver *solver, FILE *out, const Shape *sh);
 
 /* Testing: how many queued constraints, and enabling a fixed permutation of the queue. */
 uint32_t shape_queue_length(const ShapeSolver *solver);

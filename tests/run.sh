@@ -4,7 +4,8 @@
 # Every tests/**/*.tsr is run by build/tsrc and compared with the golden files beside it; the
 # golden file's extension says what is compared:
 #   NAME.ast   stdout of `tsrc --dump-ast NAME.tsr`        (exit status 0)
-#   NAME.shapes  stdout of `tsrc --print-shapes NAME.tsr` (exit status 0)
+#   NAME.shapes  stdout of `tsrc --print-shapes NAME.tsr` (exit status 0); tests/explain/ gives
+#              `(* args: --explain=… *)`, so there it is the stdout of --explain
 #   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1); under
 #              tests/shape_errors/ the default is `tsrc --check NAME.tsr`, under tests/proj/
 #              `tsrc --run --interp NAME.tsr`
