@@ -161,6 +161,8 @@ struct ShapeSolver {
     uint32_t search;   /* closing: the current dim_hole_above search */
     uint32_t *hole_stack; /* closing: dim_hole_above's work list, reused */
     uint32_t hole_stack_cap;
+    ConstraintList emitted; /* every constraint added from outside, for shape_verify */
+    uint32_t inside;        /* > 0 while solving or closing: constraints queued are derived */
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -496,6 +498,7 @@ void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
 
 static void enqueue(ShapeSolver *s, Constraint c) {
     if (c.kind == C_ROW_EQ || c.kind == C_ROW_LE) c.contracting = c.contracting || s->contracting;
+    if (!s->inside) list_push(s, &s->emitted, c);
     if (c.kind == C_ROW_EQ) { /* taken before the queue, open ones first: see shape_solve */
         list_push(s, &s->row_eqs, c);
         return;
@@ -946,6 +949,7 @@ static void take_row_equalities(ShapeSolver *s) {
 
 bool shape_solve(ShapeSolver *s) {
     unsigned before = s->errors;
+    s->inside++;
     for (;;) {
         if (s->row_eqs.count) {
             take_row_equalities(s);
@@ -964,6 +968,7 @@ bool shape_solve(ShapeSolver *s) {
         process(s, s->queue[s->queue_head++]);
     }
     s->queue_head = s->queue_count = 0;
+    s->inside--;
     return s->errors == before;
 }
 
@@ -1580,6 +1585,7 @@ static void solve_and_settle(ShapeSolver *s, bool default_rows) {
 
 bool shape_close(ShapeSolver *s) {
     unsigned before = s->errors;
+    s->inside++;
     solve_and_settle(s, true);
     close_leaves(s);
     solve_and_settle(s, false);
@@ -1617,6 +1623,118 @@ bool shape_close(ShapeSolver *s) {
                 }
             }
         }
+    }
+    s->inside--;
+    if (s->errors == before) shape_verify(s);
+    return s->errors == before;
+}
+
+/* ---- Verification: the closed solution against every emitted constraint -------------------
+ *
+ * After closing, every constraint added from outside the solver (the log `emitted`, kept by
+ * enqueue while not solving) and every cells, front, window and concatenation constraint is
+ * checked on the ground terms, from the definitions of seed 000 rather than from the solver's
+ * bookkeeping: dims equal by size and basis, 1_∅ ⊑ anything, a closed super row a flat
+ * sequence against which the sub row's flanks are anchored.  Closing runs it whenever it
+ * reported no error; a violation is an internal error at the constraint's source. */
+
+static bool verify_row_eq(Row a, Row b) {
+    if (a.count != b.count) return false;
+    for (uint32_t i = 0; i < a.count; i++)
+        if (!ground_eq(a.dims[i], b.dims[i])) return false;
+    return true;
+}
+
+static bool verify_row_le(Row sub, Row super) {
+    if (sub.count > super.count) return false;
+    for (uint32_t i = 0; i < sub.lead; i++)
+        if (!ground_le(sub.dims[i], super.dims[i])) return false;
+    for (uint32_t i = 0; i < sub.count - sub.lead; i++)
+        if (!ground_le(sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i])) return false;
+    return true;
+}
+
+static void verify_failed(ShapeSolver *s, OriginId why, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void verify_failed(ShapeSolver *s, OriginId why, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->errors++;
+    diag_error(s->origins[why].span, "internal error: the inferred shapes violate a constraint of %s: %s",
+               why ? s->origins[why].what : "the solver's caller", msg);
+    diag_note(s->origins[why].span, "this is a bug in tsrc's shape inference (compiler/shape.c)");
+}
+
+static bool verify_constraint(ShapeSolver *s, const Constraint *c) {
+    if (c->kind == C_ROW_EQ || c->kind == C_ROW_LE) {
+        Row a = shape_resolve_row(s, c->r1), b = shape_resolve_row(s, c->r2);
+        bool eq = c->kind == C_ROW_EQ;
+        if (row_is_ground(a) && row_is_ground(b) && (eq ? verify_row_eq(a, b) : verify_row_le(a, b))) return true;
+        verify_failed(s, c->why, "%s %s %s", shape_row_to_string(s, a), eq ? "=" : "⊑", shape_row_to_string(s, b));
+        return false;
+    }
+    Dim a = shape_resolve_dim(s, c->d1), b = c->kind == C_DIM_AT_LEAST ? a : shape_resolve_dim(s, c->d2);
+    bool holds = a.var == 0 && b.var == 0 &&
+                 (c->kind == C_DIM_EQ ? ground_eq(a, b) : c->kind == C_DIM_LE ? ground_le(a, b) : a.size >= c->at_least);
+    if (holds) return true;
+    if (c->kind == C_DIM_AT_LEAST)
+        verify_failed(s, c->why, "size %s is not at least %u", dim_to_string(s, a), c->at_least);
+    else
+        verify_failed(s, c->why, "%s %s %s", dim_to_string(s, a), c->kind == C_DIM_EQ ? "=" : "⊑", dim_to_string(s, b));
+    return false;
+}
+
+static uint64_t verify_cells(ShapeSolver *s, Row r, bool *ground) {
+    uint64_t n = 1;
+    *ground = row_is_ground(r);
+    for (uint32_t i = 0; i < r.count && *ground; i++)
+        n = n * r.dims[i].size > UINT32_MAX ? (uint64_t)UINT32_MAX + 1 : n * r.dims[i].size;
+    (void)s;
+    return n;
+}
+
+bool shape_verify(ShapeSolver *s) {
+    unsigned before = s->errors;
+    for (uint32_t i = 0; i < s->emitted.count; i++)
+        if (!verify_constraint(s, &s->emitted.items[i])) break; /* one is enough: it is a bug */
+    for (uint32_t i = 0; i < s->product_count && s->errors == before; i++) {
+        const Product *p = &s->products[i];
+        bool ground;
+        Row r = shape_resolve_row(s, p->row);
+        uint64_t n = verify_cells(s, r, &ground);
+        Dim cells = shape_resolve_dim(s, p->cells);
+        if (!ground || cells.var || cells.size != n)
+            verify_failed(s, p->why, "the axes %s do not hold %s cells", shape_row_to_string(s, r), dim_to_string(s, cells));
+    }
+    for (uint32_t i = 0; i < s->front_count && s->errors == before; i++) {
+        const FrontEq *f = &s->fronts[i];
+        Row a = shape_resolve_row(s, f->row), b = shape_resolve_row(s, f->front);
+        if (!row_is_ground(a) || !row_is_ground(b) || !verify_row_eq(a, b))
+            verify_failed(s, f->why, "%s = %s", shape_row_to_string(s, a), shape_row_to_string(s, b));
+    }
+    for (uint32_t i = 0; i < s->window_count && s->errors == before; i++) {
+        const WindowC *c = &s->windows[i];
+        Dim in = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
+        Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+        WindowPadding pad = c->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : c->padding;
+        if (in.var || over.var || kernel.var || window_over_size(c->w, in.size, kernel.size, pad) != over.size)
+            verify_failed(s, c->why, "a window over an input of %s with a kernel of %s does not give %s positions",
+                          dim_to_string(s, in), dim_to_string(s, kernel), dim_to_string(s, over));
+    }
+    for (uint32_t i = 0; i < s->concat_count && s->errors == before; i++) {
+        const ConcatC *c = &s->concats[i];
+        Dim total = shape_resolve_dim(s, c->total);
+        uint64_t sum = 0;
+        bool ground = total.var == 0;
+        for (uint32_t j = 0; j < c->count; j++) {
+            Dim d = shape_resolve_dim(s, c->parts[j]);
+            ground = ground && d.var == 0;
+            sum += d.size;
+        }
+        if (!ground || sum != total.size)
+            verify_failed(s, c->why, "the components do not add up to the concatenated axis %s", dim_to_string(s, total));
     }
     return s->errors == before;
 }

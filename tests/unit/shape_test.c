@@ -10,7 +10,8 @@
  *      are reproducible; a failing case prints its seed and a minimised constraint list):
  *      satisfiable sets built from a hidden ground assignment must close without error, every
  *      emitted constraint must hold on the closed terms (checked by an independent ground
- *      checker written here from the rules, not by solver internals), and every order of adding
+ *      checker written here from the rules, not by solver internals, and by the solver's own
+ *      verification pass, shape_verify, which must agree), and every order of adding
  *      the constraints must print the same closed shapes; unsatisfiable sets must report an
  *      error in every order, without crashing or hanging.
  *
@@ -1373,6 +1374,7 @@ typedef struct Outcome {
     bool ok;
     unsigned errors, holes;
     bool ground;            /* every registered shape is ground */
+    bool verify_failed;     /* shape_verify reported a violation after a successful close */
     int violated;           /* the first constraint not holding on the closed terms, or -1 */
     char violation[256];
     char *printed[MAX_SHAPES];
@@ -1512,9 +1514,16 @@ static void replay(const Problem *p, const uint32_t *perm, uint64_t shuffle, con
     }
     FILE *f = capture_begin();
     o->ok = shape_close(s);
+    /* The solver's own verification pass (shape_verify), run again here on every random set:
+     * shape_close ran it when it reported nothing; it must hold whenever closing succeeded. */
+    if (o->ok && !shape_verify(s)) {
+        o->ok = false;
+        o->verify_failed = true;
+    }
     capture_end(f);
     o->errors = shape_error_count(s);
     for (const char *at = captured; at && (at = strstr(at, "forgot to specify")); at++) o->holes++;
+    if (captured && strstr(captured, "internal error")) o->verify_failed = true;
 
     o->ground = true;
     for (uint32_t i = 0; i < p->nshapes; i++) {
@@ -1675,7 +1684,7 @@ static bool sat_case(const Problem *p, uint64_t seed, bool count, char *why, siz
         /* (a) no error except a parameter's forgotten hidden dimension */
         bool a = cur->errors == cur->holes && cur->ok == (cur->errors == 0);
         /* (b) every constraint holds on the closed terms, and everything is ground */
-        bool b = cur->ground && cur->violated < 0;
+        bool b = cur->ground && cur->violated < 0 && !cur->verify_failed;
         /* (c) the same answer as the first order */
         bool c = true;
         if (k > 0) {
@@ -1698,7 +1707,10 @@ static bool sat_case(const Problem *p, uint64_t seed, bool count, char *why, siz
             snprintf(why, why_len, "(a) close reported %u errors, %u of them parameter holes (%s)",
                      cur->errors, cur->holes, order_names[k]);
         } else if (!b && all) {
-            snprintf(why, why_len, "(b) %s (%s)", cur->ground ? cur->violation : "not ground",
+            snprintf(why, why_len, "(b) %s (%s)",
+                     cur->verify_failed ? "shape_verify reported a violated constraint"
+                     : cur->ground      ? cur->violation
+                                        : "not ground",
                      order_names[k]);
         } else if (!c && all) {
             snprintf(why, why_len, "(c) %s", msg);
@@ -2006,7 +2018,8 @@ static void random_unsatisfiable(unsigned cases) {
             Outcome o;
             replay(p, k == 1 ? rev : k >= 2 ? perm : NULL, k == 3 ? seed | 1 : 0, NULL, &o);
             alarm(0);
-            bool reported = !o.ok && o.errors > o.holes;
+            /* An internal error is shape_verify catching what the solver missed: a bug. */
+            bool reported = !o.ok && o.errors > o.holes && !o.verify_failed;
             if (!reported && all)
                 snprintf(why, sizeof why, "%s: no error reported (order %d)", kind, k);
             all = all && reported;
