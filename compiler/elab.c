@@ -820,6 +820,30 @@ static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity)
     return ok;
 }
 
+/* Under the compose logic a forward assignment accumulates products over the contracted axes,
+ * so its right-hand side must be a semiring product: `*` (with `+`, max or min accumulation),
+ * `+` (max-plus, min-plus; or a fused add after a product) or `&&` (with `||`).  `/`, `**`,
+ * `-` and the gates are not: contracting them would depend on the order of the sum (OCANNL
+ * rejects them too).  Reports each offending assignment; false when there is one. */
+static bool check_compose_products(const Node *n, const char *op_name) {
+    if (!n) return true;
+    if (n->kind == NODE_ASSIGN) {
+        const Node *r = n->b;
+        if (r && r->kind == NODE_BINOP && strcmp(r->name, "*") != 0 && strcmp(r->name, "+") != 0 &&
+            strcmp(r->name, "&&") != 0) {
+            diag_error(r->span, "operator '%s' has the compose logic \"@\", but '%s' is not a semiring product "
+                       "to sum over the contracted axes", op_name, r->name);
+            diag_note(r->span, "a compose accumulates a product of its operands ('*'; '+' for max-plus; '&&'); "
+                      "for '%s', use the pointwise logic \".\"", r->name);
+            return false;
+        }
+        return true;
+    }
+    bool ok = check_compose_products(n->a, op_name) & check_compose_products(n->b, op_name);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_compose_products(n->list.items[i], op_name);
+    return ok;
+}
+
 /* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
@@ -887,6 +911,8 @@ static bool check_operator(const Node *op) {
     } else if (arity && ((logic->text[0] == '@' && arity != 2 && arity != 3) || (logic->text[0] == 'T' && arity != 1))) {
         diag_error(logic->span, "logic \"%c\" needs %s, but operator '%s' has %u", logic->text[0],
                    logic->text[0] == '@' ? "two or three operands" : "one operand", name, arity);
+        ok = false;
+    } else if (logic->text[0] == '@' && !check_compose_products(op->a, name)) {
         ok = false;
     }
     return ok;
