@@ -55,6 +55,7 @@ typedef struct DimVarInfo {
     OriginId at_least_why;
     ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
     bool committed;       /* closing: a value was chosen in this round */
+    OriginId unit_below;  /* a claim-free unit 1_∅ met it from below (its origin), or 0 */
 } DimVarInfo;
 
 typedef struct RowVarInfo {
@@ -122,6 +123,7 @@ typedef struct Registered {
     const char *name;
     OriginId decl;
     uint8_t reported; /* bit k: a hole in row k was reported */
+    uint8_t guessed;  /* bit k: row k closed to the empty row at a hole (closing's guess) */
 } Registered;
 
 struct ShapeSolver {
@@ -564,12 +566,12 @@ void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
 
 void shape_add_leaf(ShapeSolver *s, const Shape *shape, LeafKind kind, const char *name,
                     OriginId decl) {
-    Registered r = {*shape, true, kind, name, decl, 0};
+    Registered r = {.shape = *shape, .leaf = true, .kind = kind, .name = name, .decl = decl};
     ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
 }
 
 void shape_add_interior(ShapeSolver *s, const Shape *shape) {
-    Registered r = {*shape, false, LEAF_CONSTANT, NULL, 0, 0};
+    Registered r = {.shape = *shape, .kind = LEAF_CONSTANT};
     ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
 }
 
@@ -594,6 +596,8 @@ static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
     if (value.var == v) return;
     info->solved = true;
     info->value = value;
+    if (value.var && info->unit_below && !s->dvars[value.var].unit_below)
+        s->dvars[value.var].unit_below = info->unit_below;
     if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
     if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
     ConstraintList edges = info->edges;
@@ -642,7 +646,12 @@ static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why)
 static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
     sub = shape_resolve_dim(s, sub);
     super = shape_resolve_dim(s, super);
-    if (dim_is_unit(sub)) return; /* the bottom is below everything */
+    if (dim_is_unit(sub)) { /* the bottom is below everything */
+        /* Remembered: if nothing else sizes `super`, this unit is what bounds it (seed 000: a
+         * constant's claim-free unit bounds a parameter scaled by it), not closing's fallback. */
+        if (super.var && !s->dvars[super.var].unit_below) s->dvars[super.var].unit_below = sub.origin ? sub.origin : why;
+        return;
+    }
     if (sub.var == 0 && super.var == 0) {
         if (!ground_le(sub, super)) report_dim_clash(s, false, sub, super, why);
         return;
@@ -1131,6 +1140,18 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
               base, row_kind_field(kind));
 }
 
+static void report_param_unsized(ShapeSolver *s, Registered *r) {
+    r->reported = (1u << ROW_KINDS) - 1;
+    s->errors++;
+    Span at = s->origins[r->decl].span;
+    diag_error(at, "cannot infer the shape of parameter '%s': you forgot to specify the hidden dimension(s)", r->name);
+    diag_note(at, "nothing gives '%s' an axis: no use of it meets a tensor whose shape is known", r->name);
+    const char *base = strrchr(r->name, '.');
+    base = base ? base + 1 : r->name;
+    size_t blen = strcspn(base, "#");
+    diag_note(at, "pin them where the parameter is declared, e.g. { %.*s; o = [ ... ] }", (int)blen, base);
+}
+
 /* Whether a path of edges upward from v reaches an unsolved variable that nothing bounds (no
  * LUB, no at-least size above 1).  That variable will take the least value, 1_∅, and so must
  * everything below it, however bounded it is on another path. */
@@ -1165,6 +1186,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     }
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
+    if (info->unit_below) return dim_unit(info->unit_below);
     *hole = true;
     return dim_unit(s->fallback);
 }
@@ -1208,6 +1230,7 @@ static void close_leaves(ShapeSolver *s) {
                  * took part in a compose, transpose or einsum (a hidden dimension). */
                 if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
                     report_param_hole(s, reg, k, false, distinct > 0);
+                reg->guessed |= (uint8_t)(1u << k);
                 if (taken) continue;
                 value = shape_empty_row(reg->decl);
             } else if (taken) {
@@ -1238,9 +1261,9 @@ static bool close_interiors(ShapeSolver *s) {
                 uint32_t v = r.dims[j].var;
                 if (!v || s->dvars[v].solved) continue;
                 DimVarInfo *info = &s->dvars[v];
-                Dim value = info->at_least > 1
-                                ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
-                                : dim_unit(s->fallback);
+                Dim value = info->at_least > 1 ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
+                          : info->unit_below   ? dim_unit(info->unit_below)
+                                               : dim_unit(s->fallback);
                 solve_dim_var(s, v, value, s->fallback);
                 any = true;
             }
@@ -1610,10 +1633,21 @@ bool shape_close(ShapeSolver *s) {
         error_at(s, c->why, c->total.origin, c->parts[0].origin,
                  "the sizes of this concatenation are not known: give its axis or all but one of its components a size");
     }
-    /* A parameter whose axis only the fallback sized: nothing determined it. */
+    /* A parameter whose axis only the fallback sized: nothing determined it.  A parameter left
+     * with no axes at all, every row empty because nothing bounded it (`{ p } + { q }`), is
+     * not a scalar anyone asked for: OCANNL's "you forgot to specify the hidden dimension(s)". */
+    bool clean = s->errors == before;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         Registered *reg = &s->shapes[i];
         if (!reg->leaf || reg->kind != LEAF_PARAMETER) continue;
+        if (reg->guessed && !reg->reported && clean) {
+            uint32_t axes = 0;
+            for (int k = 0; k < ROW_KINDS; k++) axes += shape_resolve_row(s, reg->shape.rows[k]).count;
+            if (axes == 0) {
+                report_param_unsized(s, reg);
+                continue;
+            }
+        }
         for (int k = 0; k < ROW_KINDS; k++) {
             Row r = shape_resolve_row(s, reg->shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {

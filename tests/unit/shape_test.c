@@ -497,12 +497,25 @@ static void forgotten_hidden_dimension(void) {
         shape_solver_free(s);
     }
 
-    /* A parameter row that was only ever broadcast pointwise closes to the empty row. */
+    /* A parameter row that was only ever broadcast pointwise closes to the empty row (a bias's
+     * input row)... */
     s = solver();
-    Shape w = shape_fresh(s, 0);
+    Shape w = shape3(shape_empty_row(0), shape_fresh_row(s, 0), CLOSED(s, 0, D(4)));
     shape_add_leaf(s, &w, LEAF_PARAMETER, "w", 0);
     expect_close(s, true, "a parameter row that no contraction touched closes without error");
-    expect_shape(s, &w, "1", "an unconstrained, uncontracted parameter closes to no axes");
+    expect_shape(s, &w, "4", "an unconstrained, uncontracted parameter row closes to no axes");
+    shape_solver_free(s);
+
+    /* ... but a parameter left with no axes at all, every row a guess, is the forgotten hidden
+     * dimension of `{ p } + { q }` (OCANNL's "forgot to specify the hidden dimension(s)"). */
+    s = solver();
+    w = shape_fresh(s, 0);
+    shape_add_leaf(s, &w, LEAF_PARAMETER, "w", 0);
+    f = capture_begin();
+    ok = shape_close(s);
+    capture_end(f);
+    check(!ok && captured && strstr(captured, "forgot to specify the hidden dimension(s)"),
+          "a parameter that nothing gives an axis is an error", captured);
     shape_solver_free(s);
 
     /* A parameter with one axis whose size nothing determines. */
