@@ -33,7 +33,8 @@ typedef struct Constraint {
     ConstraintKind kind;
     uint32_t at_least; /* C_DIM_AT_LEAST */
     bool contracting;  /* C_ROW_*: from a structural operation (compose, transpose, einsum) */
-    bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now */
+    bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now;
+                        * C_ROW_EQ: so open rows with crossed flanks may merge now */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
@@ -753,7 +754,7 @@ static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
 
 static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
 
-static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
+static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why, bool may_merge) {
     a = shape_resolve_row(s, a);
     b = shape_resolve_row(s, b);
     if (!a.var && b.var) {
@@ -786,7 +787,15 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
     for (uint32_t i = 0; i < ml; i++) dim_eq(s, a.dims[i], b.dims[i], why);
     for (uint32_t i = 0; i < mt; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
     if (a.var == b.var) {
-        if (al != bl || at != bt) report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
+        if (al + at != bl + bt) {
+            report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
+        } else if (al != bl) {
+            /* [3]·<ρ> = <ρ>·[3]: the same number of axes on both sides, so no cycle; it holds
+             * for ρ = [] when the flanks read flat agree.  It cannot solve ρ, so it waits for
+             * ρ's value and is checked against it, like <ρ> ⊑ [3]·<ρ> (row_le). */
+            Constraint c = {.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why};
+            list_push(s, &s->rvars[a.var].deferred, c);
+        }
         return;
     }
     /* The longer flank on each side is absorbed by the other side's variable; both variables
@@ -796,6 +805,14 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
     Dim *a_extra_trail = dims_at(a, al), *b_extra_trail = dims_at(b, bl);
     if (!a_xl && !b_xl && !a_xt && !b_xt) {
         solve_row_var(s, a.var, (Row){.var = b.var, .origin = b.origin}, why);
+        return;
+    }
+    if (((a_xl && b_xt) || (b_xl && a_xt)) && !may_merge) {
+        /* Crossed flanks, [x]·<ρ> = <σ>·[y]: merging takes x and y for different axes (σ =
+         * [x]·<r>, ρ = <r>·[y]), which is wrong if σ turns out empty (then x = y and ρ = []).
+         * So the merge waits for a fixpoint, like growth (row_le): an equality that empties
+         * one side has been applied by then, in every order. */
+        list_push(s, &s->growth, (Constraint){.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why});
         return;
     }
     uint32_t residue = fresh_row_var(s);
@@ -851,7 +868,11 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
         /* The super-row is too short on a flank: grow its variable by a template of fresh
          * dims around a fresh residue, then look again. */
         if (sub.var == super.var) {
-            report_cycle(s, super, sub, why);
+            /* [3]·<ρ> ⊑ <ρ>·[3] holds for ρ = [] when the super row has as many axes; only a
+             * longer sub row is a cycle.  Otherwise it waits for ρ's value (see below). */
+            if (sub.count > super.count) report_cycle(s, super, sub, why);
+            else list_push(s, &s->rvars[sub.var].deferred,
+                           (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
             return;
         }
         if (!may_grow) {
@@ -931,7 +952,7 @@ static void process(ShapeSolver *s, Constraint c) {
             if (a.var) s->rvars[a.var].contracted = true;
             if (b.var) s->rvars[b.var].contracted = true;
         }
-        if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
+        if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why, c.may_grow);
         else row_le(s, c.r1, c.r2, c.why, c.may_grow);
         break;
     }
@@ -965,7 +986,8 @@ bool shape_solve(ShapeSolver *s) {
             continue;
         }
         if (s->queue_head == s->queue_count) {
-            /* A fixpoint: now the rows that were too short may grow (row_le). */
+            /* A fixpoint: now the rows that were too short may grow (row_le), and open rows
+             * with crossed flanks may merge (row_eq). */
             if (!s->growth.count) break;
             ConstraintList pending = s->growth;
             s->growth = (ConstraintList){0};
@@ -973,6 +995,7 @@ bool shape_solve(ShapeSolver *s) {
                 pending.items[i].may_grow = true;
                 enqueue(s, pending.items[i]);
             }
+            continue; /* the equalities among them are taken first */
         }
         process(s, s->queue[s->queue_head++]);
     }
@@ -1670,7 +1693,9 @@ bool shape_close(ShapeSolver *s) {
  * checked on the ground terms, from the definitions of seed 000 rather than from the solver's
  * bookkeeping: dims equal by size and basis, 1_∅ ⊑ anything, a closed super row a flat
  * sequence against which the sub row's flanks are anchored.  Closing runs it whenever it
- * reported no error; a violation is an internal error at the constraint's source. */
+ * reported no error; a violation is an internal error at the constraint's source.  Terms that
+ * closing leaves unsolved (they belong to no registered shape: a spec label no tensor uses, a
+ * caller's scratch term) are not checked; registered shapes are ground after closing. */
 
 static bool verify_row_eq(Row a, Row b) {
     if (a.count != b.count) return false;
@@ -1705,12 +1730,12 @@ static bool verify_constraint(ShapeSolver *s, const Constraint *c) {
     if (c->kind == C_ROW_EQ || c->kind == C_ROW_LE) {
         Row a = shape_resolve_row(s, c->r1), b = shape_resolve_row(s, c->r2);
         bool eq = c->kind == C_ROW_EQ;
-        if (row_is_ground(a) && row_is_ground(b) && (eq ? verify_row_eq(a, b) : verify_row_le(a, b))) return true;
+        if (!row_is_ground(a) || !row_is_ground(b) || (eq ? verify_row_eq(a, b) : verify_row_le(a, b))) return true;
         verify_failed(s, c->why, "%s %s %s", shape_row_to_string(s, a), eq ? "=" : "⊑", shape_row_to_string(s, b));
         return false;
     }
     Dim a = shape_resolve_dim(s, c->d1), b = c->kind == C_DIM_AT_LEAST ? a : shape_resolve_dim(s, c->d2);
-    bool holds = a.var == 0 && b.var == 0 &&
+    bool holds = a.var != 0 || b.var != 0 ||
                  (c->kind == C_DIM_EQ ? ground_eq(a, b) : c->kind == C_DIM_LE ? ground_le(a, b) : a.size >= c->at_least);
     if (holds) return true;
     if (c->kind == C_DIM_AT_LEAST)

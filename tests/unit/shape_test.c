@@ -719,6 +719,63 @@ static void rank_cycles(void) {
     expect_solve(s, false, "<ρ> ⊑ <ρ>·[3] with ρ = ◇·[5] is an error (5 meets 3)");
     shape_solver_free(s);
 
+    /* A row that references itself with as many axes on both sides is no cycle: [3]·<ρ> =
+     * <ρ>·[3] and [3]·<ρ> ⊑ <ρ>·[3] hold for ρ = [] (and for ρ = [3], [3, 3], …); they wait for
+     * ρ's value and are checked against it.  A clash in the flanks is still found then. */
+    for (int le = 0; le < 2; le++) {
+        s = solver();
+        rho = shape_fresh_row(s, 0);
+        Row l3 = open_row(s, (Dim[]){D(3)}, 1, rho.var, NULL, 0), r3 = open_row(s, NULL, 0, rho.var, (Dim[]){D(3)}, 1);
+        if (le) shape_row_le(s, l3, r3, 0);
+        else shape_row_eq(s, l3, r3, 0);
+        Shape sh = out_shape(rho);
+        shape_add_interior(s, &sh);
+        expect_close(s, true, le ? "[3]·<ρ> ⊑ <ρ>·[3] is satisfiable" : "[3]·<ρ> = <ρ>·[3] is satisfiable");
+        expect_shape(s, &sh, "1", "it closes to ρ = []");
+        shape_solver_free(s);
+
+        s = solver();
+        rho = shape_fresh_row(s, 0);
+        l3 = open_row(s, (Dim[]){D(3)}, 1, rho.var, NULL, 0);
+        r3 = open_row(s, NULL, 0, rho.var, (Dim[]){D(3)}, 1);
+        if (le) shape_row_le(s, l3, r3, 0);
+        else shape_row_eq(s, l3, r3, 0);
+        shape_row_eq(s, rho, CLOSED(s, 0, D(3), D(3)), 0);
+        sh = out_shape(rho);
+        shape_add_interior(s, &sh);
+        expect_close(s, true, "... and holds for ρ = [3, 3]");
+        expect_shape(s, &sh, "3,3", "ρ keeps [3, 3]");
+        shape_solver_free(s);
+
+        s = solver();
+        rho = shape_fresh_row(s, 0);
+        Row l2 = open_row(s, (Dim[]){D(2)}, 1, rho.var, NULL, 0);
+        r3 = open_row(s, NULL, 0, rho.var, (Dim[]){D(3)}, 1);
+        if (le) shape_row_le(s, l2, r3, 0);
+        else shape_row_eq(s, l2, r3, 0);
+        sh = out_shape(rho);
+        shape_add_interior(s, &sh);
+        expect_close(s, false, "[2]·<ρ> against <ρ>·[3] is an error once ρ is known");
+        shape_solver_free(s);
+    }
+
+    /* Open rows with crossed flanks, [3]·<ρ> = <σ>·[3], and σ = []: merging them first (σ =
+     * [3]·<r>, ρ = <r>·[3]) would make σ = [] a rank mismatch, so that merge waits for a
+     * fixpoint; in either order the answer is ρ = σ = []. */
+    for (int order = 0; order < 2; order++) {
+        s = solver();
+        rho = shape_fresh_row(s, 0);
+        Row sig = shape_fresh_row(s, 0);
+        if (order) shape_row_eq(s, sig, shape_empty_row(0), 0);
+        shape_row_eq(s, open_row(s, (Dim[]){D(3)}, 1, rho.var, NULL, 0), open_row(s, NULL, 0, sig.var, (Dim[]){D(3)}, 1), 0);
+        if (!order) shape_row_eq(s, sig, shape_empty_row(0), 0);
+        Shape sh = shape3(shape_empty_row(0), rho, sig);
+        shape_add_interior(s, &sh);
+        expect_close(s, true, order ? "σ = [] then [3]·<ρ> = <σ>·[3] is satisfiable" : "[3]·<ρ> = <σ>·[3] then σ = [] is satisfiable");
+        expect_shape(s, &sh, "1", "ρ and σ close empty");
+        shape_solver_free(s);
+    }
+
     /* Through two variables, by equalities. */
     s = solver();
     rho = shape_fresh_row(s, 0);
