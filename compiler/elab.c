@@ -1511,11 +1511,22 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         OriginId o = origin(e, a->span, "the sizes written for '%s'", fn);
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
-            if (x->kind != V_INT || x->as.i < 1 || x->as.i > INT32_MAX) {
-                diag_error(a->span, "~%s of '%s' takes positive integer sizes", labels[k], fn);
+            /* `(5 : idx)`, a size with a basis as in an inline definition, arrives evaluated:
+             * a one-cell literal whose axis carries the basis. */
+            uint32_t basis = BASIS_DEFAULT;
+            double size = x->kind == V_INT ? (double)x->as.i : 0;
+            if (x->kind == V_TENSOR && x->as.tensor->kind == TENSOR_LITERAL && x->as.tensor->value_count == 1 &&
+                x->as.tensor->shape.rows[ROW_OUTPUT].count == 1 &&
+                x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis > BASIS_DEFAULT) {
+                basis = x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis;
+                size = x->as.tensor->values[0];
+            }
+            if (size < 1 || size > INT32_MAX || size != (double)(uint32_t)size) {
+                diag_error(a->span, "~%s of '%s' takes positive integer sizes, each optionally with a basis "
+                           "as in (5 : idx)", labels[k], fn);
                 return false;
             }
-            dims[i] = dim_ground((uint32_t)x->as.i, BASIS_DEFAULT, o);
+            dims[i] = dim_ground((uint32_t)size, basis, o);
         }
         out->rows[kinds[k]] = shape_closed_row(e->solver, dims, n, o);
     }
