@@ -985,6 +985,11 @@ static const char *container_noun(NodeKind kind) {
 
 static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
 
+/* `(e : _)`: the axis is the claim-free unit 1_∅, which broadcasts (seed 000; OCANNL's
+ * bcast_if_1).  Only a size-1 axis can be; a basis argument, never an interned basis. */
+enum { BASIS_CLAIM_FREE = UINT32_MAX };
+static bool is_claim_free_annot(const Node *n) { return n->kind == NODE_ANNOT && strcmp(n->name, "_") == 0; }
+
 /* A literal element: numbers stay numbers, containers become tensors. */
 static Value *eval_element(Elab *e, const Node *n, Env *env) {
     if (n->kind == NODE_LIST || n->kind == NODE_ARRAY || (n->kind == NODE_TUPLE))
@@ -1005,7 +1010,10 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
     }
     RowKind kind = container_row(n->kind);
     OriginId o = origin(e, n->span, "this tensor literal (%s axis)", row_names[kind]);
-    Dim axis = dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
+    if (basis == BASIS_CLAIM_FREE && count != 1)
+        return fail(n->span, "only a size-1 axis can be marked broadcastable with '(… : _)', but this %s has %u elements",
+                    container_noun(n->kind), count);
+    Dim axis = basis == BASIS_CLAIM_FREE ? dim_unit(o) : dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
     if (numbers) {
         Tensor *t = new_tensor(e, TENSOR_LITERAL, n->span);
         t->shape = closed_shape(e, n->span, "this tensor literal");
@@ -1054,7 +1062,10 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
     for (uint32_t i = 0; i < count; i++) {
         const Node *item = n->list.items[i];
         uint32_t basis = BASIS_DEFAULT;
-        if (item->kind == NODE_ANNOT) {
+        if (is_claim_free_annot(item)) {
+            basis = BASIS_NONE;
+            item = item->a;
+        } else if (item->kind == NODE_ANNOT) {
             basis = shape_basis(e->solver, item->name);
             item = item->a;
         }
@@ -1067,6 +1078,11 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
         if (v->as.i < 1 || v->as.i > INT32_MAX) {
             diag_error(item->span, v->as.i < 1 ? "a size must be at least 1, but this is %lld"
                                                : "a size must fit in 32 bits, but this is %lld",
+                       (long long)v->as.i);
+            return false;
+        }
+        if (basis == BASIS_NONE && v->as.i != 1) {
+            diag_error(item->span, "only a size-1 axis can be marked broadcastable with '(1 : _)', but this is %lld",
                        (long long)v->as.i);
             return false;
         }
@@ -1517,13 +1533,13 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
             double size = x->kind == V_INT ? (double)x->as.i : 0;
             if (x->kind == V_TENSOR && x->as.tensor->kind == TENSOR_LITERAL && x->as.tensor->value_count == 1 &&
                 x->as.tensor->shape.rows[ROW_OUTPUT].count == 1 &&
-                x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis > BASIS_DEFAULT) {
-                basis = x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis;
+                x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis != BASIS_DEFAULT) {
+                basis = x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis; /* BASIS_NONE: (1 : _) */
                 size = x->as.tensor->values[0];
             }
-            if (size < 1 || size > INT32_MAX || size != (double)(uint32_t)size) {
+            if (size < 1 || size > INT32_MAX || size != (double)(uint32_t)size || (basis == BASIS_NONE && size != 1)) {
                 diag_error(a->span, "~%s of '%s' takes positive integer sizes, each optionally with a basis "
-                           "as in (5 : idx)", labels[k], fn);
+                           "as in (5 : idx), or (1 : _) for a broadcastable unit", labels[k], fn);
                 return false;
             }
             dims[i] = dim_ground((uint32_t)size, basis, o);
@@ -2163,7 +2179,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         return eval_inline_param(e, n, env);
     case NODE_FIELD_DEF: return fail(n->span, "unexpected field definition");
     case NODE_ANNOT: {
-        uint32_t basis = shape_basis(e->solver, n->name);
+        uint32_t basis = is_claim_free_annot(n) ? BASIS_CLAIM_FREE : shape_basis(e->solver, n->name);
         const Node *inner = n->a;
         if (inner->kind == NODE_LIST || inner->kind == NODE_ARRAY || inner->kind == NODE_TUPLE)
             return eval_literal(e, inner, env, basis);
@@ -2172,7 +2188,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         if (!is_number(v))
             return fail(n->span, "a basis annotation '(… : %s)' applies to a tensor literal or a number",
                         n->name);
-        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis));
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis == BASIS_CLAIM_FREE ? 0 : basis));
     }
     case NODE_SEQ: {
         Value *v = &unit_value;
