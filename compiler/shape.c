@@ -1657,13 +1657,14 @@ bool shape_close(ShapeSolver *s) {
                  "the sizes of this concatenation are not known: give its axis or all but one of its components a size");
     }
     /* A parameter whose axis only the fallback sized: nothing determined it.  A parameter left
-     * with no axes at all, every row empty because nothing bounded it (`{ p } + { q }`), is
-     * not a scalar anyone asked for: OCANNL's "you forgot to specify the hidden dimension(s)". */
+     * with no axes at all, its output row empty because nothing bounded it (`{ p } + { q }`), is
+     * not a scalar anyone asked for: OCANNL's "you forgot to specify the hidden dimension(s)".
+     * (`{ p; o = [] }` asked for one.) */
     bool clean = s->errors == before;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         Registered *reg = &s->shapes[i];
         if (!reg->leaf || reg->kind != LEAF_PARAMETER) continue;
-        if (reg->guessed && !reg->reported && clean) {
+        if ((reg->guessed & (1u << ROW_OUTPUT)) && !reg->reported && clean) {
             uint32_t axes = 0;
             for (int k = 0; k < ROW_KINDS; k++) axes += shape_resolve_row(s, reg->shape.rows[k]).count;
             if (axes == 0) {
