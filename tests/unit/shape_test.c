@@ -517,6 +517,13 @@ static void forgotten_hidden_dimension(void) {
     check(!ok && captured && strstr(captured, "forgot to specify the hidden dimension(s)"),
           "a parameter that nothing gives an axis is an error", captured);
     shape_solver_free(s);
+    /* A scalar parameter that asks to be one, { p; o = [] }, is none. */
+    s = solver();
+    w = shape3(shape_empty_row(0), shape_fresh_row(s, 0), shape_empty_row(0));
+    shape_add_leaf(s, &w, LEAF_PARAMETER, "w", 0);
+    expect_close(s, true, "a parameter with an empty output row written closes without error");
+    expect_shape(s, &w, "1", "it has no axes");
+    shape_solver_free(s);
 
     /* A parameter with one axis whose size nothing determines. */
     s = solver();
