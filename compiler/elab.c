@@ -820,6 +820,30 @@ static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity)
     return ok;
 }
 
+/* Under the compose logic a forward assignment accumulates products over the contracted axes,
+ * so its right-hand side must be a semiring product: `*` (with `+`, max or min accumulation),
+ * `+` (max-plus, min-plus; or a fused add after a product) or `&&` (with `||`).  `/`, `**`,
+ * `-` and the gates are not: contracting them would depend on the order of the sum (OCANNL
+ * rejects them too).  Reports each offending assignment; false when there is one. */
+static bool check_compose_products(const Node *n, const char *op_name) {
+    if (!n) return true;
+    if (n->kind == NODE_ASSIGN) {
+        const Node *r = n->b;
+        if (r && r->kind == NODE_BINOP && strcmp(r->name, "*") != 0 && strcmp(r->name, "+") != 0 &&
+            strcmp(r->name, "&&") != 0) {
+            diag_error(r->span, "operator '%s' has the compose logic \"@\", but '%s' is not a semiring product "
+                       "to sum over the contracted axes", op_name, r->name);
+            diag_note(r->span, "a compose accumulates a product of its operands ('*'; '+' for max-plus; '&&'); "
+                      "for '%s', use the pointwise logic \".\"", r->name);
+            return false;
+        }
+        return true;
+    }
+    bool ok = check_compose_products(n->a, op_name) & check_compose_products(n->b, op_name);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_compose_products(n->list.items[i], op_name);
+    return ok;
+}
+
 /* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
@@ -887,6 +911,8 @@ static bool check_operator(const Node *op) {
     } else if (arity && ((logic->text[0] == '@' && arity != 2 && arity != 3) || (logic->text[0] == 'T' && arity != 1))) {
         diag_error(logic->span, "logic \"%c\" needs %s, but operator '%s' has %u", logic->text[0],
                    logic->text[0] == '@' ? "two or three operands" : "one operand", name, arity);
+        ok = false;
+    } else if (logic->text[0] == '@' && !check_compose_products(op->a, name)) {
         ok = false;
     }
     return ok;
@@ -959,6 +985,11 @@ static const char *container_noun(NodeKind kind) {
 
 static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
 
+/* `(e : _)`: the axis is the claim-free unit 1_∅, which broadcasts (seed 000; OCANNL's
+ * bcast_if_1).  Only a size-1 axis can be; a basis argument, never an interned basis. */
+enum { BASIS_CLAIM_FREE = UINT32_MAX };
+static bool is_claim_free_annot(const Node *n) { return n->kind == NODE_ANNOT && strcmp(n->name, "_") == 0; }
+
 /* A literal element: numbers stay numbers, containers become tensors. */
 static Value *eval_element(Elab *e, const Node *n, Env *env) {
     if (n->kind == NODE_LIST || n->kind == NODE_ARRAY || (n->kind == NODE_TUPLE))
@@ -979,7 +1010,10 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
     }
     RowKind kind = container_row(n->kind);
     OriginId o = origin(e, n->span, "this tensor literal (%s axis)", row_names[kind]);
-    Dim axis = dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
+    if (basis == BASIS_CLAIM_FREE && count != 1)
+        return fail(n->span, "only a size-1 axis can be marked broadcastable with '(… : _)', but this %s has %u elements",
+                    container_noun(n->kind), count);
+    Dim axis = basis == BASIS_CLAIM_FREE ? dim_unit(o) : dim_ground(count, basis ? basis : BASIS_DEFAULT, o);
     if (numbers) {
         Tensor *t = new_tensor(e, TENSOR_LITERAL, n->span);
         t->shape = closed_shape(e, n->span, "this tensor literal");
@@ -1028,7 +1062,10 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
     for (uint32_t i = 0; i < count; i++) {
         const Node *item = n->list.items[i];
         uint32_t basis = BASIS_DEFAULT;
-        if (item->kind == NODE_ANNOT) {
+        if (is_claim_free_annot(item)) {
+            basis = BASIS_NONE;
+            item = item->a;
+        } else if (item->kind == NODE_ANNOT) {
             basis = shape_basis(e->solver, item->name);
             item = item->a;
         }
@@ -1041,6 +1078,11 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
         if (v->as.i < 1 || v->as.i > INT32_MAX) {
             diag_error(item->span, v->as.i < 1 ? "a size must be at least 1, but this is %lld"
                                                : "a size must fit in 32 bits, but this is %lld",
+                       (long long)v->as.i);
+            return false;
+        }
+        if (basis == BASIS_NONE && v->as.i != 1) {
+            diag_error(item->span, "only a size-1 axis can be marked broadcastable with '(1 : _)', but this is %lld",
                        (long long)v->as.i);
             return false;
         }
@@ -1487,11 +1529,22 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         OriginId o = origin(e, a->span, "the sizes written for '%s'", fn);
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
-            if (x->kind != V_INT || x->as.i < 1 || x->as.i > INT32_MAX) {
-                diag_error(a->span, "~%s of '%s' takes positive integer sizes", labels[k], fn);
+            /* `(5 : idx)`, a size with a basis as in an inline definition, arrives evaluated:
+             * a one-cell literal whose axis carries the basis. */
+            uint32_t basis = BASIS_DEFAULT;
+            double size = x->kind == V_INT ? (double)x->as.i : 0;
+            if (x->kind == V_TENSOR && x->as.tensor->kind == TENSOR_LITERAL && x->as.tensor->value_count == 1 &&
+                x->as.tensor->shape.rows[ROW_OUTPUT].count == 1 &&
+                x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis != BASIS_DEFAULT) {
+                basis = x->as.tensor->shape.rows[ROW_OUTPUT].dims[0].basis; /* BASIS_NONE: (1 : _) */
+                size = x->as.tensor->values[0];
+            }
+            if (size < 1 || size > INT32_MAX || size != (double)(uint32_t)size || (basis == BASIS_NONE && size != 1)) {
+                diag_error(a->span, "~%s of '%s' takes positive integer sizes, each optionally with a basis "
+                           "as in (5 : idx), or (1 : _) for a broadcastable unit", labels[k], fn);
                 return false;
             }
-            dims[i] = dim_ground((uint32_t)x->as.i, BASIS_DEFAULT, o);
+            dims[i] = dim_ground((uint32_t)size, basis, o);
         }
         out->rows[kinds[k]] = shape_closed_row(e->solver, dims, n, o);
     }
@@ -2128,7 +2181,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         return eval_inline_param(e, n, env);
     case NODE_FIELD_DEF: return fail(n->span, "unexpected field definition");
     case NODE_ANNOT: {
-        uint32_t basis = shape_basis(e->solver, n->name);
+        uint32_t basis = is_claim_free_annot(n) ? BASIS_CLAIM_FREE : shape_basis(e->solver, n->name);
         const Node *inner = n->a;
         if (inner->kind == NODE_LIST || inner->kind == NODE_ARRAY || inner->kind == NODE_TUPLE)
             return eval_literal(e, inner, env, basis);
@@ -2137,7 +2190,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         if (!is_number(v))
             return fail(n->span, "a basis annotation '(… : %s)' applies to a tensor literal or a number",
                         n->name);
-        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis));
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis == BASIS_CLAIM_FREE ? 0 : basis));
     }
     case NODE_SEQ: {
         Value *v = &unit_value;

@@ -33,7 +33,8 @@ typedef struct Constraint {
     ConstraintKind kind;
     uint32_t at_least; /* C_DIM_AT_LEAST */
     bool contracting;  /* C_ROW_*: from a structural operation (compose, transpose, einsum) */
-    bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now */
+    bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now;
+                        * C_ROW_EQ: so open rows with crossed flanks may merge now */
     bool closing;      /* a value closing chose (close_leaves): recorded for --explain */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
@@ -68,6 +69,7 @@ typedef struct DimVarInfo {
     ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
     bool committed;       /* closing: a value was chosen in this round */
     Binding bound;        /* --explain: how it was solved (value is compressed, this is not) */
+    OriginId unit_below;  /* a claim-free unit 1_∅ met it from below (its origin), or 0 */
 } DimVarInfo;
 
 typedef struct RowVarInfo {
@@ -144,6 +146,7 @@ typedef struct Registered {
     const char *name;
     OriginId decl;
     uint8_t reported; /* bit k: a hole in row k was reported */
+    uint8_t guessed;  /* bit k: row k closed to the empty row at a hole (closing's guess) */
 } Registered;
 
 struct ShapeSolver {
@@ -186,6 +189,8 @@ struct ShapeSolver {
     uint32_t search;   /* closing: the current dim_hole_above search */
     uint32_t *hole_stack; /* closing: dim_hole_above's work list, reused */
     uint32_t hole_stack_cap;
+    ConstraintList emitted; /* every constraint added from outside, for shape_verify */
+    uint32_t inside;        /* > 0 while solving or closing: constraints queued are derived */
 };
 
 /* ---- Allocation, origins, bases ------------------------------------------------------------ */
@@ -532,6 +537,7 @@ void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
 static void enqueue(ShapeSolver *s, Constraint c) {
     c.closing = c.closing || s->committing;
     if (c.kind == C_ROW_EQ || c.kind == C_ROW_LE) c.contracting = c.contracting || s->contracting;
+    if (!s->inside) list_push(s, &s->emitted, c);
     if (c.kind == C_ROW_EQ) { /* taken before the queue, open ones first: see shape_solve */
         list_push(s, &s->row_eqs, c);
         return;
@@ -597,12 +603,12 @@ void shape_shuffle_queue(ShapeSolver *s, uint64_t seed) {
 
 void shape_add_leaf(ShapeSolver *s, const Shape *shape, LeafKind kind, const char *name,
                     OriginId decl) {
-    Registered r = {*shape, true, kind, name, decl, 0};
+    Registered r = {.shape = *shape, .leaf = true, .kind = kind, .name = name, .decl = decl};
     ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
 }
 
 void shape_add_interior(ShapeSolver *s, const Shape *shape) {
-    Registered r = {*shape, false, LEAF_CONSTANT, NULL, 0, 0};
+    Registered r = {.shape = *shape, .kind = LEAF_CONSTANT};
     ARENA_PUSH(s->arena, s->shapes, s->shape_count, s->shape_cap, r);
 }
 
@@ -628,6 +634,8 @@ static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
     info->solved = true;
     info->value = value;
     info->bound = (Binding){.dim = value, .why = why, .closed = s->choosing};
+    if (value.var && info->unit_below && !s->dvars[value.var].unit_below)
+        s->dvars[value.var].unit_below = info->unit_below;
     if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
     if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
     ConstraintList edges = info->edges;
@@ -675,7 +683,12 @@ static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why)
 static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
     sub = shape_resolve_dim(s, sub);
     super = shape_resolve_dim(s, super);
-    if (dim_is_unit(sub)) return; /* the bottom is below everything */
+    if (dim_is_unit(sub)) { /* the bottom is below everything */
+        /* Remembered: if nothing else sizes `super`, this unit is what bounds it (seed 000: a
+         * constant's claim-free unit bounds a parameter scaled by it), not closing's fallback. */
+        if (super.var && !s->dvars[super.var].unit_below) s->dvars[super.var].unit_below = sub.origin ? sub.origin : why;
+        return;
+    }
     if (sub.var == 0 && super.var == 0) {
         if (!ground_le(sub, super)) report_dim_clash(s, false, sub, super, why);
         return;
@@ -777,7 +790,7 @@ static void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
 
 static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
 
-static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
+static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why, bool may_merge) {
     a = shape_resolve_row(s, a);
     b = shape_resolve_row(s, b);
     if (!a.var && b.var) {
@@ -810,7 +823,15 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
     for (uint32_t i = 0; i < ml; i++) dim_eq(s, a.dims[i], b.dims[i], why);
     for (uint32_t i = 0; i < mt; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
     if (a.var == b.var) {
-        if (al != bl || at != bt) report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
+        if (al + at != bl + bt) {
+            report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
+        } else if (al != bl) {
+            /* [3]·<ρ> = <ρ>·[3]: the same number of axes on both sides, so no cycle; it holds
+             * for ρ = [] when the flanks read flat agree.  It cannot solve ρ, so it waits for
+             * ρ's value and is checked against it, like <ρ> ⊑ [3]·<ρ> (row_le). */
+            Constraint c = {.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why};
+            list_push(s, &s->rvars[a.var].deferred, c);
+        }
         return;
     }
     /* The longer flank on each side is absorbed by the other side's variable; both variables
@@ -820,6 +841,14 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why) {
     Dim *a_extra_trail = dims_at(a, al), *b_extra_trail = dims_at(b, bl);
     if (!a_xl && !b_xl && !a_xt && !b_xt) {
         solve_row_var(s, a.var, (Row){.var = b.var, .origin = b.origin}, why);
+        return;
+    }
+    if (((a_xl && b_xt) || (b_xl && a_xt)) && !may_merge) {
+        /* Crossed flanks, [x]·<ρ> = <σ>·[y]: merging takes x and y for different axes (σ =
+         * [x]·<r>, ρ = <r>·[y]), which is wrong if σ turns out empty (then x = y and ρ = []).
+         * So the merge waits for a fixpoint, like growth (row_le): an equality that empties
+         * one side has been applied by then, in every order. */
+        list_push(s, &s->growth, (Constraint){.kind = C_ROW_EQ, .r1 = a, .r2 = b, .why = why});
         return;
     }
     uint32_t residue = fresh_row_var(s);
@@ -875,7 +904,11 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
         /* The super-row is too short on a flank: grow its variable by a template of fresh
          * dims around a fresh residue, then look again. */
         if (sub.var == super.var) {
-            report_cycle(s, super, sub, why);
+            /* [3]·<ρ> ⊑ <ρ>·[3] holds for ρ = [] when the super row has as many axes; only a
+             * longer sub row is a cycle.  Otherwise it waits for ρ's value (see below). */
+            if (sub.count > super.count) report_cycle(s, super, sub, why);
+            else list_push(s, &s->rvars[sub.var].deferred,
+                           (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
             return;
         }
         if (!may_grow) {
@@ -956,7 +989,7 @@ static void process(ShapeSolver *s, Constraint c) {
             if (a.var) s->rvars[a.var].contracted = true;
             if (b.var) s->rvars[b.var].contracted = true;
         }
-        if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why);
+        if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why, c.may_grow);
         else row_le(s, c.r1, c.r2, c.why, c.may_grow);
         break;
     }
@@ -983,13 +1016,15 @@ static void take_row_equalities(ShapeSolver *s) {
 
 bool shape_solve(ShapeSolver *s) {
     unsigned before = s->errors;
+    s->inside++;
     for (;;) {
         if (s->row_eqs.count) {
             take_row_equalities(s);
             continue;
         }
         if (s->queue_head == s->queue_count) {
-            /* A fixpoint: now the rows that were too short may grow (row_le). */
+            /* A fixpoint: now the rows that were too short may grow (row_le), and open rows
+             * with crossed flanks may merge (row_eq). */
             if (!s->growth.count) break;
             ConstraintList pending = s->growth;
             s->growth = (ConstraintList){0};
@@ -997,10 +1032,12 @@ bool shape_solve(ShapeSolver *s) {
                 pending.items[i].may_grow = true;
                 enqueue(s, pending.items[i]);
             }
+            continue; /* the equalities among them are taken first */
         }
         process(s, s->queue[s->queue_head++]);
     }
     s->queue_head = s->queue_count = 0;
+    s->inside--;
     return s->errors == before;
 }
 
@@ -1163,6 +1200,18 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
               base, row_kind_field(kind));
 }
 
+static void report_param_unsized(ShapeSolver *s, Registered *r) {
+    r->reported = (1u << ROW_KINDS) - 1;
+    s->errors++;
+    Span at = s->origins[r->decl].span;
+    diag_error(at, "cannot infer the shape of parameter '%s': you forgot to specify the hidden dimension(s)", r->name);
+    diag_note(at, "nothing gives '%s' an axis: no use of it meets a tensor whose shape is known", r->name);
+    const char *base = strrchr(r->name, '.');
+    base = base ? base + 1 : r->name;
+    size_t blen = strcspn(base, "#");
+    diag_note(at, "pin them where the parameter is declared, e.g. { %.*s; o = [ ... ] }", (int)blen, base);
+}
+
 /* Whether a path of edges upward from v reaches an unsolved variable that nothing bounds (no
  * LUB, no at-least size above 1).  That variable will take the least value, 1_∅, and so must
  * everything below it, however bounded it is on another path. */
@@ -1197,6 +1246,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     }
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
+    if (info->unit_below) return dim_unit(info->unit_below);
     *hole = true;
     return dim_unit(s->fallback);
 }
@@ -1240,6 +1290,7 @@ static void close_leaves(ShapeSolver *s) {
                  * took part in a compose, transpose or einsum (a hidden dimension). */
                 if (reg->kind == LEAF_PARAMETER && s->rvars[r.var].contracted && !s->rvars[r.var].grown)
                     report_param_hole(s, reg, k, false, distinct > 0);
+                reg->guessed |= (uint8_t)(1u << k);
                 if (taken) continue;
                 value = shape_empty_row(reg->decl);
             } else if (taken) {
@@ -1273,9 +1324,9 @@ static bool close_interiors(ShapeSolver *s) {
                 uint32_t v = r.dims[j].var;
                 if (!v || s->dvars[v].solved) continue;
                 DimVarInfo *info = &s->dvars[v];
-                Dim value = info->at_least > 1
-                                ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
-                                : dim_unit(s->fallback);
+                Dim value = info->at_least > 1 ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
+                          : info->unit_below   ? dim_unit(info->unit_below)
+                                               : dim_unit(s->fallback);
                 solve_dim_var(s, v, value, s->fallback);
                 any = true;
             }
@@ -1621,6 +1672,7 @@ static void solve_and_settle(ShapeSolver *s, bool default_rows) {
 
 bool shape_close(ShapeSolver *s) {
     unsigned before = s->errors;
+    s->inside++;
     solve_and_settle(s, true);
     close_leaves(s);
     solve_and_settle(s, false);
@@ -1645,10 +1697,22 @@ bool shape_close(ShapeSolver *s) {
         error_at(s, c->why, c->total.origin, c->parts[0].origin,
                  "the sizes of this concatenation are not known: give its axis or all but one of its components a size");
     }
-    /* A parameter whose axis only the fallback sized: nothing determined it. */
+    /* A parameter whose axis only the fallback sized: nothing determined it.  A parameter left
+     * with no axes at all, its output row empty because nothing bounded it (`{ p } + { q }`), is
+     * not a scalar anyone asked for: OCANNL's "you forgot to specify the hidden dimension(s)".
+     * (`{ p; o = [] }` asked for one.) */
+    bool clean = s->errors == before;
     for (uint32_t i = 0; i < s->shape_count; i++) {
         Registered *reg = &s->shapes[i];
         if (!reg->leaf || reg->kind != LEAF_PARAMETER) continue;
+        if ((reg->guessed & (1u << ROW_OUTPUT)) && !reg->reported && clean) {
+            uint32_t axes = 0;
+            for (int k = 0; k < ROW_KINDS; k++) axes += shape_resolve_row(s, reg->shape.rows[k]).count;
+            if (axes == 0) {
+                report_param_unsized(s, reg);
+                continue;
+            }
+        }
         for (int k = 0; k < ROW_KINDS; k++) {
             Row r = shape_resolve_row(s, reg->shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {
@@ -1658,6 +1722,120 @@ bool shape_close(ShapeSolver *s) {
                 }
             }
         }
+    }
+    s->inside--;
+    if (s->errors == before) shape_verify(s);
+    return s->errors == before;
+}
+
+/* ---- Verification: the closed solution against every emitted constraint -------------------
+ *
+ * After closing, every constraint added from outside the solver (the log `emitted`, kept by
+ * enqueue while not solving) and every cells, front, window and concatenation constraint is
+ * checked on the ground terms, from the definitions of seed 000 rather than from the solver's
+ * bookkeeping: dims equal by size and basis, 1_∅ ⊑ anything, a closed super row a flat
+ * sequence against which the sub row's flanks are anchored.  Closing runs it whenever it
+ * reported no error; a violation is an internal error at the constraint's source.  Terms that
+ * closing leaves unsolved (they belong to no registered shape: a spec label no tensor uses, a
+ * caller's scratch term) are not checked; registered shapes are ground after closing. */
+
+static bool verify_row_eq(Row a, Row b) {
+    if (a.count != b.count) return false;
+    for (uint32_t i = 0; i < a.count; i++)
+        if (!ground_eq(a.dims[i], b.dims[i])) return false;
+    return true;
+}
+
+static bool verify_row_le(Row sub, Row super) {
+    if (sub.count > super.count) return false;
+    for (uint32_t i = 0; i < sub.lead; i++)
+        if (!ground_le(sub.dims[i], super.dims[i])) return false;
+    for (uint32_t i = 0; i < sub.count - sub.lead; i++)
+        if (!ground_le(sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i])) return false;
+    return true;
+}
+
+static void verify_failed(ShapeSolver *s, OriginId why, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void verify_failed(ShapeSolver *s, OriginId why, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->errors++;
+    diag_error(s->origins[why].span, "internal error: the inferred shapes violate a constraint of %s: %s",
+               why ? s->origins[why].what : "the solver's caller", msg);
+    diag_note(s->origins[why].span, "this is a bug in tsrc's shape inference (compiler/shape.c)");
+}
+
+static bool verify_constraint(ShapeSolver *s, const Constraint *c) {
+    if (c->kind == C_ROW_EQ || c->kind == C_ROW_LE) {
+        Row a = shape_resolve_row(s, c->r1), b = shape_resolve_row(s, c->r2);
+        bool eq = c->kind == C_ROW_EQ;
+        if (!row_is_ground(a) || !row_is_ground(b) || (eq ? verify_row_eq(a, b) : verify_row_le(a, b))) return true;
+        verify_failed(s, c->why, "%s %s %s", shape_row_to_string(s, a), eq ? "=" : "⊑", shape_row_to_string(s, b));
+        return false;
+    }
+    Dim a = shape_resolve_dim(s, c->d1), b = c->kind == C_DIM_AT_LEAST ? a : shape_resolve_dim(s, c->d2);
+    bool holds = a.var != 0 || b.var != 0 ||
+                 (c->kind == C_DIM_EQ ? ground_eq(a, b) : c->kind == C_DIM_LE ? ground_le(a, b) : a.size >= c->at_least);
+    if (holds) return true;
+    if (c->kind == C_DIM_AT_LEAST)
+        verify_failed(s, c->why, "size %s is not at least %u", dim_to_string(s, a), c->at_least);
+    else
+        verify_failed(s, c->why, "%s %s %s", dim_to_string(s, a), c->kind == C_DIM_EQ ? "=" : "⊑", dim_to_string(s, b));
+    return false;
+}
+
+static uint64_t verify_cells(ShapeSolver *s, Row r, bool *ground) {
+    uint64_t n = 1;
+    *ground = row_is_ground(r);
+    for (uint32_t i = 0; i < r.count && *ground; i++)
+        n = n * r.dims[i].size > UINT32_MAX ? (uint64_t)UINT32_MAX + 1 : n * r.dims[i].size;
+    (void)s;
+    return n;
+}
+
+bool shape_verify(ShapeSolver *s) {
+    unsigned before = s->errors;
+    for (uint32_t i = 0; i < s->emitted.count; i++)
+        if (!verify_constraint(s, &s->emitted.items[i])) break; /* one is enough: it is a bug */
+    for (uint32_t i = 0; i < s->product_count && s->errors == before; i++) {
+        const Product *p = &s->products[i];
+        bool ground;
+        Row r = shape_resolve_row(s, p->row);
+        uint64_t n = verify_cells(s, r, &ground);
+        Dim cells = shape_resolve_dim(s, p->cells);
+        if (!ground || cells.var || cells.size != n)
+            verify_failed(s, p->why, "the axes %s do not hold %s cells", shape_row_to_string(s, r), dim_to_string(s, cells));
+    }
+    for (uint32_t i = 0; i < s->front_count && s->errors == before; i++) {
+        const FrontEq *f = &s->fronts[i];
+        Row a = shape_resolve_row(s, f->row), b = shape_resolve_row(s, f->front);
+        if (!row_is_ground(a) || !row_is_ground(b) || !verify_row_eq(a, b))
+            verify_failed(s, f->why, "%s = %s", shape_row_to_string(s, a), shape_row_to_string(s, b));
+    }
+    for (uint32_t i = 0; i < s->window_count && s->errors == before; i++) {
+        const WindowC *c = &s->windows[i];
+        Dim in = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
+        Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+        WindowPadding pad = c->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : c->padding;
+        if (in.var || over.var || kernel.var || window_over_size(c->w, in.size, kernel.size, pad) != over.size)
+            verify_failed(s, c->why, "a window over an input of %s with a kernel of %s does not give %s positions",
+                          dim_to_string(s, in), dim_to_string(s, kernel), dim_to_string(s, over));
+    }
+    for (uint32_t i = 0; i < s->concat_count && s->errors == before; i++) {
+        const ConcatC *c = &s->concats[i];
+        Dim total = shape_resolve_dim(s, c->total);
+        uint64_t sum = 0;
+        bool ground = total.var == 0;
+        for (uint32_t j = 0; j < c->count; j++) {
+            Dim d = shape_resolve_dim(s, c->parts[j]);
+            ground = ground && d.var == 0;
+            sum += d.size;
+        }
+        if (!ground || sum != total.size)
+            verify_failed(s, c->why, "the components do not add up to the concatenated axis %s", dim_to_string(s, total));
     }
     return s->errors == before;
 }

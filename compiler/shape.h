@@ -188,6 +188,12 @@ bool shape_solve(ShapeSolver *solver);
  * errors were reported).  Returns false when an error was reported. */
 bool shape_close(ShapeSolver *solver);
 unsigned shape_error_count(const ShapeSolver *solver);
+/* Check the closed solution against every constraint emitted from outside the solver (and the
+ * cells, front, window and concatenation constraints), from the definitions: a violation is
+ * reported as an internal error at the constraint's source (terms closing left unsolved, in no
+ * registered shape, are not checked).  shape_close
+ * runs it whenever it reported no error.  Returns false when a violation was reported. */
+bool shape_verify(ShapeSolver *solver);
 
 /* Substitute what is known (resolve solved variables). */
 Dim shape_resolve_dim(ShapeSolver *solver, Dim d);

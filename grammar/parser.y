@@ -190,6 +190,8 @@ simple(R) ::= LPAREN(L) RPAREN(E).                       { R = parse_unit(ps, &L
 simple(R) ::= LPAREN(L) seq_expr(X) RPAREN(E).           { R = parse_paren(ps, &L, X, &E); }
 simple(R) ::= LPAREN(L) seq_expr(X) COLON IDENT(B) RPAREN(E).
                                                          { R = parse_annot(ps, &L, X, &B, &E); }
+simple(R) ::= LPAREN(L) seq_expr(X) COLON UNDERSCORE(B) RPAREN(E).
+                                                         { R = parse_annot(ps, &L, X, &B, &E); }
 simple(R) ::= LBRACKET(L) RBRACKET(E).                   { R = parse_list(ps, NODE_LIST, &L, (NodeList){0}, &E); }
 simple(R) ::= LBRACKET(L) elements(X) RBRACKET(E).       { R = parse_list(ps, NODE_LIST, &L, X, &E); }
 simple(R) ::= LBRACKBAR(L) BARRBRACKET(E).               { R = parse_list(ps, NODE_ARRAY, &L, (NodeList){0}, &E); }
