@@ -11,6 +11,10 @@ holds every class.  Files, batched as the program reads them (batches, batch, ..
 
   digits_train_x.npy  float32 (10, 30, 784)    digits_train_y.npy  int64 (10, 30)  300 examples
   digits_test_x.npy   float32 (200, 784)       digits_test_y.npy   int64 (200,)    200 examples
+
+and the same images as 28x28 arrays, for the convolutional net of docs/examples/lenet.tsr:
+
+  digits_train_img.npy  float32 (10, 30, 28, 28)    digits_test_img.npy  float32 (200, 28, 28)
 """
 import os
 import sys
@@ -63,6 +67,8 @@ def main():
     np.save(os.path.join(out, "digits_train_y.npy"), train_y.reshape(10, 30))
     np.save(os.path.join(out, "digits_test_x.npy"), test_x)
     np.save(os.path.join(out, "digits_test_y.npy"), test_y)
+    np.save(os.path.join(out, "digits_train_img.npy"), train_x.reshape(10, 30, 28, 28))
+    np.save(os.path.join(out, "digits_test_img.npy"), test_x.reshape(200, 28, 28))
 
 
 if __name__ == "__main__":
