@@ -3,7 +3,8 @@
 
 The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
 options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
-and embedding, linear, mlp, layer norm and attention, at random shapes with random batch axes.
+and embedding, linear, mlp, layer norm, attention, conv2d and conv1d (random stride,
+dilation and padding) and the two pools, at random shapes with random batch axes.
 The layers' own parameters (w, b, gain, table, wq, …) are read back from what tsrc prints and
 their gradients are checked as well.  Inputs avoid the kinks of relu and abs (hinge: 1 - y s,
 binary cross-entropy: the logits) by at least 0.1.  The last line is "N passed, N failed"."""
@@ -44,6 +45,25 @@ def attention(x, wq, wk, wv, wo):
     scores = np.einsum("bthk,bshk->bhts", q, k) / np.sqrt(wq.shape[1])
     mixed = np.einsum("bhts,bshk->bthk", softmax(scores), v)
     return np.einsum("bthk,dhk->btd", mixed, wo)
+
+
+def windows(x, k, stride, dilation, padding, fill, kw=None):
+    """x : n, h, w, c -> n, oh, ow, c, k, kw: the k x kw (kw = k by default) windows of the
+    convolutions and the pools (docs/language.md §5.6), cells in the padding of "same" set to
+    `fill`.  conv1d is a conv2d over n, l, 1, c with kw = 1."""
+    kw = k if kw is None else kw
+    n, h, w, c = x.shape
+    sizes, lefts = [], []
+    for size, kk in ((h, k), (w, kw)):
+        span = dilation * (kk - 1)
+        sizes.append(-(-size // stride) if padding == "same" else (size - span - 1) // stride + 1)
+        lefts.append(span // 2 if padding == "same" else 0)
+    out = np.full((n, sizes[0], sizes[1], c, k, kw), fill, dtype=x.dtype)
+    for a, b, i, j in np.ndindex(sizes[0], sizes[1], k, kw):
+        r, q = stride * a + dilation * i - lefts[0], stride * b + dilation * j - lefts[1]
+        if 0 <= r < h and 0 <= q < w:
+            out[:, a, b, :, i, j] = x[:, r, q, :]
+    return out
 
 
 def nn_cases(rng):
@@ -122,6 +142,35 @@ def nn_cases(rng):
                   [(u((n, t, f)) * 0.5, "boo")],
                   [("attention.wq", (heads, hd, f)), ("attention.wk", (heads, hd, f)),
                    ("attention.wv", (heads, hd, f)), ("attention.wo", (f, heads, hd))], "boo"))
+
+    # conv2d (stride, dilation, padding drawn) with its kernel (memory order oc, kh, kw, c) and
+    # bias on n | h, w, c; the pools on cells 0.05 apart (no ties in a window's maximum).
+    k, stride, dilation = int(rng.integers(2, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    padding = str(rng.choice(["same", "valid"]))
+    h, w = (int(v) for v in rng.integers(dilation * (k - 1) + 1, 8, size=2))
+    c, oc = rand_shape(rng, 2)
+    cases.append(("Nn.conv2d", 'conv2d ~out:%d ~k:%d ~stride:%d ~dilation:%d ~padding:"%s" () p0'
+                  % (oc, k, stride, dilation, padding),
+                  lambda x, kern, bias: np.einsum("nabcij,ocij->nabo", windows(x, k, stride, dilation, padding, 0.0),
+                                                  kern.transpose(0, 3, 1, 2)) + bias,
+                  [(u((n, h, w, c)), "booo")], [("conv2d.kernel", (oc, k, k, c)), ("conv2d.bias", (oc,))], "booo"))
+    # conv1d on n | l, c: kernel memory order oc, k, c.
+    cases.append(("Nn.conv1d", 'conv1d ~out:%d ~k:%d ~stride:%d ~dilation:%d ~padding:"%s" () p0'
+                  % (oc, k, stride, dilation, padding),
+                  lambda x, kern, bias: np.einsum("nacj,ocj->nao", windows(x[:, :, None, :], k, stride, dilation,
+                                                                          padding, 0.0, kw=1)[:, :, 0, :, :, 0],
+                                                  kern.transpose(0, 2, 1)) + bias,
+                  [(u((n, h, c)), "boo")], [("conv1d.kernel", (oc, k, c)), ("conv1d.bias", (oc,))], "boo"))
+    pk, pstride = int(rng.integers(2, 4)), int(rng.integers(1, 3))
+    ppad = str(rng.choice(["same", "valid"]))
+    size = n * h * w * c
+    distinct = (rng.permutation(size).reshape(n, h, w, c) - size / 2) * 0.05
+    cases.append(("Nn.max_pool2d", 'max_pool2d ~k:%d ~stride:%d ~padding:"%s" () p0' % (pk, pstride, ppad),
+                  lambda x: windows(x, pk, pstride, 1, ppad, -np.inf).max(axis=(4, 5)),
+                  [(distinct, "booo")], [], "booo"))
+    cases.append(("Nn.avg_pool2d", 'avg_pool2d ~k:%d ~stride:%d ~padding:"%s" () p0' % (pk, pstride, ppad),
+                  lambda x: windows(x, pk, pstride, 1, ppad, 0.0).sum(axis=(4, 5)) / (pk * pk),
+                  [(u((n, h, w, c)), "booo")], [], "booo"))
     return cases
 
 
