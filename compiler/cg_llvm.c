@@ -407,16 +407,11 @@ static LLVMValueRef special_register(CgLlvm *g, const char *name) {
     return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
 }
 
-/* A gpu.x/y/z loop (ir.h): this thread's iteration, and the guard of the threads past the extent
- * in the last block. */
-static void gpu_loop(CgLlvm *g, const IrStmt *s) {
-    static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
-    unsigned d = s->mode - LOOP_GPU_X;
-    LLVMValueRef i = special_register(g, block_index[d]);
-    if (s->threads > 1)
-        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), special_register(g, thread_index[d]), "i");
+/* The body of a GPU loop whose iteration in this thread is `i`; with `guard`, only where
+ * i < extent (the threads past the loop's end skip it). */
+static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
     g->iter[s->iter] = i;
-    if (s->extent % s->threads == 0) {
+    if (!guard) {
         block(g, &s->body);
         return;
     }
@@ -429,28 +424,25 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
     LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* A gpu.x/y/z loop (ir.h): iteration blockIdx·threads + threadIdx, guarded when the extent is
+ * not a whole number of blocks. */
+static void gpu_loop(CgLlvm *g, const IrStmt *s) {
+    static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
+    unsigned d = s->mode - LOOP_GPU_X;
+    LLVMValueRef i = special_register(g, block_index[d]);
+    if (s->threads > 1)
+        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), special_register(g, thread_index[d]), "i");
+    gpu_body(g, s, i, s->extent % s->threads != 0);
+}
+
 /* A block or thread loop of a block's kernel (ir.h): the body once, with the iterator this
- * block's or this thread's index. */
+ * block's or this thread's index; a thread loop shorter than the block is guarded. */
 static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
-    LLVMValueRef i = special_register(g, names[s->mode - LOOP_BLOCK_X]);
-    g->iter[s->iter] = i;
     g->thread_iter[s->iter] = thread;
-    /* A thread loop shorter than the block: the threads past it skip the body. */
-    bool guard = thread && s->extent < g->block_dim[s->mode - LOOP_THREAD_X];
-    LLVMBasicBlockRef done = NULL;
-    if (guard) {
-        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread_in_range");
-        done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread_past_end");
-        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
-        LLVMPositionBuilderAtEnd(g->b, body);
-    }
-    block(g, &s->body);
-    if (guard) {
-        LLVMBuildBr(g->b, done);
-        LLVMPositionBuilderAtEnd(g->b, done);
-    }
+    gpu_body(g, s, special_register(g, names[s->mode - LOOP_BLOCK_X]),
+             thread && s->extent < g->block_dim[s->mode - LOOP_THREAD_X]);
     g->thread_iter[s->iter] = false;
 }
 

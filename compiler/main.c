@@ -893,6 +893,31 @@ static void object_paths(Arena *arena, const char *output, const char *paths[3])
     paths[2] = arena_printf(arena, "%s.json", stem);
 }
 
+/* Open the `n` files of a mode that writes several, all of them or none (a stream for the
+ * manifest and header texts; the first a descriptor unless `first_stream`); *opened says how
+ * many are open, for outputs_finish. */
+static bool outputs_open(Output *out, const char *const *paths, int n, bool first_stream, int *opened) {
+    bool ok = true;
+    int i = 0;
+    for (; i < n && ok; i++) ok = output_open(&out[i], paths[i], i > 0 || first_stream);
+    *opened = ok ? i : i - 1;
+    return ok;
+}
+
+/* Flush the `opened` files, then rename every one into place when all were written (`ok`), or
+ * remove them all: every file is written before any is renamed.  Whether all were written. */
+static bool outputs_finish(Output *out, const char *const *paths, int opened, bool ok) {
+    for (int i = 0; i < opened; i++) {
+        if (ok && out[i].file && (fflush(out[i].file) != 0 || ferror(out[i].file))) {
+            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
+            ok = false;
+        }
+    }
+    for (int i = 0; i < opened; i++)
+        if (!output_commit(&out[i], ok)) ok = false;
+    return ok;
+}
+
 /* --emit=ptx: MODEL.ptx and, beside it, MODEL.json (from "MODEL.ptx", or the whole name when
  * it does not end in ".ptx"). */
 static void ptx_paths(Arena *arena, const char *output, const char *paths[2]) {
@@ -915,21 +940,14 @@ static bool emit_ptx(IrProgram *ir, const Options *opt, const Target *target, co
         if (!ok) diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
     } else {
         Output out[2];
-        int opened = 0;
-        for (; opened < 2 && ok; opened++) ok = output_open(&out[opened], paths[opened], true);
-        if (!ok) opened--;
+        int opened;
+        ok = outputs_open(out, paths, 2, true, &opened);
         if (ok) {
             fwrite(ptx.ptx.data, 1, ptx.ptx.size, out[0].file);
             const char *base = strrchr(paths[0], '/');
             ptx_manifest_write(ir, module, &ptx, base ? base + 1 : paths[0], out[1].file);
         }
-        for (int i = 0; i < opened; i++)
-            if (ok && (fflush(out[i].file) != 0 || ferror(out[i].file))) {
-                diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
-                ok = false;
-            }
-        for (int i = 0; i < opened; i++)
-            if (!output_commit(&out[i], ok)) ok = false;
+        ok = outputs_finish(out, paths, opened, ok);
     }
     free(ptx.ptx.data);
     return ok;
@@ -943,25 +961,14 @@ static bool build_object(IrProgram *ir, const Options *opt, const Target *target
     const char *paths[3];
     object_paths(arena, output, paths);
     Output out[3];
-    int opened = 0;
-    bool ok = true;
-    for (; opened < 3 && ok; opened++) ok = output_open(&out[opened], paths[opened], opened > 0);
-    if (!ok) opened--;
+    int opened;
+    bool ok = outputs_open(out, paths, 3, false, &opened);
     if (ok) ok = emit_object(ir, opt, target, module, CG_OBJECT, false, out[0].fd, paths[0]);
     if (ok) {
         header_write(ir, module, opt->input, target->kind == TARGET_CUDA, out[1].file);
         manifest_write(ir, module, out[2].file);
     }
-    /* Every file written before any is renamed into place. */
-    for (int i = 0; i < opened; i++) {
-        if (ok && out[i].file && (fflush(out[i].file) != 0 || ferror(out[i].file))) {
-            diag_error_noloc("cannot write '%s': %s", paths[i], strerror(errno));
-            ok = false;
-        }
-    }
-    for (int i = 0; i < opened; i++)
-        if (!output_commit(&out[i], ok)) ok = false;
-    return ok;
+    return outputs_finish(out, paths, opened, ok);
 }
 
 /* --run without --interp: build the executable in a private temporary directory, run it,

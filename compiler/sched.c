@@ -92,6 +92,24 @@ static IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index) {
     return e;
 }
 
+static IrExpr *new_const(Sched *s, double v) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_CONST, .value = v};
+    return e;
+}
+
+/* op(a, b, c), c NULL for a binary operation. */
+static IrExpr *new_op(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b, IrExpr *c) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_OP, .op = op, .args = {a, b, c}};
+    return e;
+}
+
+/* fma(a, b, acc) of a contraction's step, its operands in the order the step had them. */
+static IrExpr *new_step_fma(Sched *s, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc) {
+    return new_op(s, SOP_FMA, b_first ? b : a, b_first ? a : b, acc);
+}
+
 static uint32_t new_iter(Sched *s) { return s->fn->iter_count++; }
 
 /* A one-axis index: Σ terms. */
@@ -193,6 +211,26 @@ typedef struct Reduction {
     uint32_t local;
 } Reduction;
 
+/* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's
+ * cell, into r (its parallel loops aside). */
+static bool match_steps(IrStmt *init, IrStmt *loop, IrStmt *store, Reduction *r) {
+    if (init->kind != IR_SET_LOCAL || loop->kind != IR_LOOP || store->kind != IR_STORE ||
+        store->value->kind != IR_LOCAL || store->value->local != init->local)
+        return false;
+    r->init = init;
+    r->store = store;
+    r->local = init->local;
+    IrStmt *st = loop;
+    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 &&
+           r->nred < MAX_LOOPS) {
+        r->red[r->nred++] = st;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_SET_LOCAL || st->local != r->local) return false;
+    r->step = st;
+    return true;
+}
+
 static bool match_reduction(IrStmt *top, Reduction *r) {
     memset(r, 0, sizeof *r);
     IrStmt *st = top;
@@ -205,22 +243,7 @@ static bool match_reduction(IrStmt *top, Reduction *r) {
     }
     if (r->npar == 0) return false;
     const IrBlock *body = &r->par[r->npar - 1]->body;
-    if (body->count != 3 || body->items[0]->kind != IR_SET_LOCAL || body->items[1]->kind != IR_LOOP ||
-        body->items[2]->kind != IR_STORE)
-        return false;
-    r->init = body->items[0];
-    r->store = body->items[2];
-    r->local = r->init->local;
-    if (r->store->value->kind != IR_LOCAL || r->store->value->local != r->local) return false;
-    st = body->items[1];
-    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 &&
-           r->nred < MAX_LOOPS) {
-        r->red[r->nred++] = st;
-        st = st->body.items[0];
-    }
-    if (st->kind != IR_SET_LOCAL || st->local != r->local) return false;
-    r->step = st;
-    return true;
+    return body->count == 3 && match_steps(body->items[0], body->items[1], body->items[2], r);
 }
 
 /* The coefficient of `iter` in the flat (row-major) offset of an access. */
@@ -669,9 +692,7 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
         Terms tp = t;
         tp.offset += (int64_t)lanes;
         panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
-        IrExpr *zero = arena_alloc(arena, sizeof *zero);
-        *zero = (IrExpr){.kind = IR_CONST, .value = 0};
-        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), zero));
+        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0)));
         ir_block_push(arena, pad_into, pad);
     }
     return top;
@@ -795,9 +816,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         IrExpr *init = clone_expr(s, r->init->value, NULL);
         TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), init), body);
     } else {
-        IrExpr *zero = arena_alloc(arena, sizeof *zero);
-        *zero = (IrExpr){.kind = IR_CONST, .value = 0};
-        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), zero), body);
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), new_const(s, 0)), body);
         uint32_t jr = new_iter(s);
         map_iter(s, ct->j_loop->iter, (Affine){.terms = {{jr, 1}}, .count = 1 + (jo != UINT32_MAX),
                                                 .offset = (int64_t)(col0 * nr)});
@@ -831,11 +850,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
                                                            : new_load(s, tl->pa->buffer, terms_index(s, &at));
     IrExpr *b_val = tl->pb->in_place && col0 < tl->pb->full ? clone_expr(s, ct->b, NULL)
                                                            : new_load(s, tl->pb->buffer, terms_index(s, &bt));
-    IrExpr *fma = arena_alloc(arena, sizeof *fma);
-    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
-    fma->args[0] = ct->b_first ? b_val : a_val;
-    fma->args[1] = ct->b_first ? a_val : b_val;
-    fma->args[2] = new_load(s, tl->tile, flat_index(s, cell, 3));
+    IrExpr *fma = new_step_fma(s, ct->b_first, a_val, b_val, new_load(s, tl->tile, flat_index(s, cell, 3)));
     TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
     uint32_t c = ct->c;
     if (store_rows == mr && store_cols == nr) {
@@ -1352,12 +1367,7 @@ static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uin
     IrTerm a_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.r1, half_tile}, {ty, half}, {it.r0, 1}};
     IrTerm b_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.c1, half_tile}, {tx, half}, {it.c0, 1}};
     IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 4)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 4));
-    IrExpr *fma = arena_alloc(s->ir->arena, sizeof *fma);
-    *fma = (IrExpr){.kind = IR_OP, .op = SOP_FMA};
-    fma->args[0] = bt->ct->b_first ? b : a;
-    fma->args[1] = bt->ct->b_first ? a : b;
-    fma->args[2] = new_load(s, bt->cells, cell);
-    ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, fma));
+    ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, new_step_fma(s, bt->ct->b_first, a, b, new_load(s, bt->cells, cell))));
 }
 
 static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
@@ -1485,26 +1495,16 @@ static ScalarOp step_combine(const IrExpr *v, uint32_t local) {
     return v->op;
 }
 
-static IrExpr *new_op2(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b) {
-    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
-    *e = (IrExpr){.kind = IR_OP, .op = op};
-    e->args[0] = a;
-    e->args[1] = b;
-    return e;
-}
-
-static IrExpr *new_const(Sched *s, double v) {
-    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
-    *e = (IrExpr){.kind = IR_CONST, .value = v};
-    return e;
-}
-
-/* part[terms] as a load. */
-static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
+/* The partial part[t + offset]: its index, and a load of it. */
+static IrIndex *part_index(Sched *s, uint32_t t, int64_t offset) {
     IrTerm at[1] = {{t, 1}};
     IrIndex *ix = flat_index(s, at, 1);
     ix->offset = offset;
-    return new_load(s, part, ix);
+    return ix;
+}
+
+static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
+    return new_load(s, part, part_index(s, t, offset));
 }
 
 static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
@@ -1540,7 +1540,7 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     uint32_t t = new_iter(s);
     IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
     ir_block_push(s->ir->arena, blk, lt);
-    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_at(s, part, t, 0)->index,
+    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0),
                                                      new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1
                                                                   : op == SOP_MAX ? -INFINITY : INFINITY)));
     IrBlock *into = &lt->body;
@@ -1555,27 +1555,23 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     reset_subst(s);
     map_iter(s, inner->iter, (Affine){.terms = {{kq, threads}, {t, 1}}, .count = 2});
     LocalRepl repl = {r->local, part_at(s, part, t, 0), UINT32_MAX, NULL};
-    ir_block_push(s->ir->arena, &lq->body, new_store(s, part, part_at(s, part, t, 0)->index, clone_expr(s, r->step->value, &repl)));
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, part, part_index(s, t, 0), clone_expr(s, r->step->value, &repl)));
     /* Halving the partials. */
     for (uint32_t half = threads / 2; half >= 1; half /= 2) {
-        IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
-        *b = (IrStmt){.kind = IR_BARRIER};
-        ir_block_push(s->ir->arena, blk, b);
+        push_barrier(s, blk);
         uint32_t th = new_iter(s);
         IrStmt *lh = new_loop(s, th, half, true, LOOP_THREAD_X);
         ir_block_push(s->ir->arena, blk, lh);
-        ir_block_push(s->ir->arena, &lh->body, new_store(s, part, part_at(s, part, th, 0)->index,
-                                                         new_op2(s, op, part_at(s, part, th, 0), part_at(s, part, th, half))));
+        ir_block_push(s->ir->arena, &lh->body, new_store(s, part, part_index(s, th, 0),
+                                                         new_op(s, op, part_at(s, part, th, 0), part_at(s, part, th, half), NULL)));
     }
     /* The cell: its initial value folded with the total (by the thread that made part[0]). */
-    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
-    *b = (IrStmt){.kind = IR_BARRIER};
-    ir_block_push(s->ir->arena, blk, b);
+    push_barrier(s, blk);
     uint32_t t0 = new_iter(s);
     IrStmt *l0 = new_loop(s, t0, 1, true, LOOP_THREAD_X);
     ir_block_push(s->ir->arena, blk, l0);
     reset_subst(s);
-    IrExpr *total = new_op2(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t0, 0));
+    IrExpr *total = new_op(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t0, 0), NULL);
     ir_block_push(s->ir->arena, &l0->body, new_store(s, r->store->buffer, clone_index(s, r->store->index, ir->buffers[r->store->buffer].rank), total));
     const char *what = r->par[0] && r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
     top->comment = arena_printf(s->ir->arena, "%s; schedule: each cell reduced across a block of %u GPU threads", what, threads);
@@ -1587,32 +1583,13 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
  * (statements i, i+1, i+2), as a Reduction without parallel loops. */
 static bool match_full_reduction(const IrFunction *fn, uint32_t i, Reduction *r) {
     memset(r, 0, sizeof *r);
-    if (i + 2 >= fn->body.count) return false;
-    IrStmt *init = fn->body.items[i], *loop = fn->body.items[i + 1], *store = fn->body.items[i + 2];
-    if (init->kind != IR_SET_LOCAL || loop->kind != IR_LOOP || store->kind != IR_STORE || store->value->kind != IR_LOCAL ||
-        store->value->local != init->local)
-        return false;
-    r->init = init;
-    r->store = store;
-    r->local = init->local;
-    IrStmt *st = loop;
-    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && r->nred < MAX_LOOPS) {
-        r->red[r->nred++] = st;
-        st = st->body.items[0];
-    }
-    if (r->nred == 0 || st->kind != IR_SET_LOCAL || st->local != r->local) return false;
-    r->step = st;
-    return true;
+    return i + 2 < fn->body.count && match_steps(fn->body.items[i], fn->body.items[i + 1], fn->body.items[i + 2], r);
 }
 
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
 static void schedule_function(Sched *s) {
     IrFunction *fn = s->fn;
-    s->old_iters = fn->iter_count;
-    s->subst = calloc(fn->iter_count + 1, sizeof *s->subst);
-    s->mapped = calloc(fn->iter_count + 1, sizeof *s->mapped);
-    if (!s->subst || !s->mapped) diag_fatal_oom();
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
@@ -1638,18 +1615,12 @@ static void schedule_function(Sched *s) {
     }
     fn->body = body;
     fuse_pointwise(s);
-    free(s->subst);
-    free(s->mapped);
 }
 
 /* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
  * sched_gpu.c then maps loops onto the grid. */
 static void schedule_gpu_function(Sched *s) {
     IrFunction *fn = s->fn;
-    s->old_iters = fn->iter_count;
-    s->subst = calloc(fn->iter_count + 1, sizeof *s->subst);
-    s->mapped = calloc(fn->iter_count + 1, sizeof *s->mapped);
-    if (!s->subst || !s->mapped) diag_fatal_oom();
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
@@ -1665,15 +1636,20 @@ static void schedule_gpu_function(Sched *s) {
     }
     fn->body = body;
     fuse_pointwise(s);
-    free(s->subst);
-    free(s->mapped);
 }
 
 void schedule(IrProgram *ir, const Target *target) {
     for (uint32_t f = 0; f < ir->function_count; f++) {
         Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target};
+        /* The substitution tables cover the iterators the function had before scheduling. */
+        s.old_iters = s.fn->iter_count;
+        s.subst = calloc(s.old_iters + 1, sizeof *s.subst);
+        s.mapped = calloc(s.old_iters + 1, sizeof *s.mapped);
+        if (!s.subst || !s.mapped) diag_fatal_oom();
         if (target->kind == TARGET_CUDA) schedule_gpu_function(&s);
         else schedule_function(&s);
+        free(s.subst);
+        free(s.mapped);
     }
     if (target->kind == TARGET_CUDA) schedule_gpu(ir, target);
 }

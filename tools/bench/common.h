@@ -38,6 +38,31 @@ static int bench_cmp(const void *a, const void *b) {
  * least 5 and at most `max_reps`; when 5 would take over 10·budget, fewer (at least 1) to stay
  * near 10·budget; when the warm-up alone took over 10·budget, no more runs: the warm-up is the
  * figure (*reps = 1, reported as "one run only"). */
+/* The GPU drivers' measurement (tools/bench/gpu/): `reps` launches, clamped to 3 … max_reps from
+ * about a third of `budget` at `one` seconds a launch-and-wait, then one wait; the best of 3 such
+ * trials, per launch, in *best.  launch() and wait() return 0, or nonzero to stop (the value is
+ * returned, the caller says what failed). */
+static inline int bench_gpu_measure(int (*launch)(void *), int (*wait)(void *), void *ctx, double one, double budget,
+                                    int max_reps, int *reps, double *best) {
+    int r = one > 0 ? (int)(budget / 3 / one) : max_reps;
+    if (r < 3) r = 3;
+    if (r > max_reps) r = max_reps;
+    *reps = r;
+    *best = INFINITY;
+    for (int trial = 0; trial < 3; trial++) {
+        double t0 = bench_now();
+        for (int i = 0; i < r; i++) {
+            int st = launch(ctx);
+            if (st) return st;
+        }
+        int st = wait(ctx);
+        if (st) return st;
+        double t = (bench_now() - t0) / r;
+        if (t < *best) *best = t;
+    }
+    return 0;
+}
+
 static inline void bench_measure(int (*run)(void *), void *ctx, double warm, double budget,
                                  int max_reps, int *reps, double *best, double *median) {
     if (warm > 10 * budget) { *reps = 1; *best = *median = warm; return; }

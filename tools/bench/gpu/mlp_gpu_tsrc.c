@@ -26,6 +26,9 @@ static void forward(int in, int out, const float *w, const float *b, const doubl
         }
 }
 
+static int launch_step(void *s) { return mlp_step(s); }
+static int wait_host(void *s) { return mlp_sync_host(s); }
+
 static int failed(const char *what) {
     fprintf(stderr, "%s: %s\n", what, mlp_last_error());
     return 1;
@@ -80,18 +83,10 @@ int main(int argc, char **argv) {
     if (mlp_step(s) != 0 || mlp_sync_host(s) != 0) return failed("mlp_step");
     double one = bench_now() - t0;
 
-    int reps = one > 0 ? (int)(budget / 3 / one) : max_reps;
-    if (reps < 3) reps = 3;
-    if (reps > max_reps) reps = max_reps;
-    double best = INFINITY;
-    for (int trial = 0; trial < 3; trial++) {
-        t0 = bench_now();
-        for (int r = 0; r < reps; r++)
-            if (mlp_step(s) != 0) return failed("mlp_step");
-        if (mlp_sync_host(s) != 0) return failed("mlp_sync_host");
-        double t = (bench_now() - t0) / reps;
-        if (t < best) best = t;
-    }
+    int reps;
+    double best;
+    if (bench_gpu_measure(launch_step, wait_host, s, one, budget, max_reps, &reps, &best))
+        return failed("mlp_step / mlp_sync_host");
     double loss_end = mlp_loss(s)[0];
     double rel = fabs(loss0 - ref_loss) / fabs(ref_loss);
     int ok = rel <= 1e-4 && loss_end < loss0;

@@ -18,6 +18,27 @@
 #define CUBLAS(call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
     fprintf(stderr, "mm_cublas: %s: status %d\n", #call, (int)e_); return 1; } } while (0)
 
+/* One product, as bench_gpu_measure launches it. */
+typedef struct Gemm {
+    cublasHandle_t h;
+    int n;
+    const float *da, *db;
+    float *dc;
+} Gemm;
+
+static cublasStatus_t gemm(const Gemm *g) {
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major C = A·B  <=>  column-major Cᵀ = Bᵀ·Aᵀ: pass B first */
+    return cublasSgemm(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->db, g->n, g->da, g->n, &zero, g->dc,
+                       g->n);
+}
+
+static int launch_gemm(void *ctx) { return gemm(ctx) != CUBLAS_STATUS_SUCCESS; }
+static int wait_device(void *ctx) {
+    (void)ctx;
+    return cudaDeviceSynchronize() != cudaSuccess;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: mm_cublas N [BUDGET] [MAX_REPS]\n"); return 2; }
     const int n = atoi(argv[1]);
@@ -37,25 +58,18 @@ int main(int argc, char **argv) {
     cublasHandle_t h;
     CUBLAS(cublasCreate(&h));
     CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
-    const float one_f = 1.0f, zero_f = 0.0f;
-    /* row-major C = A·B  <=>  column-major Cᵀ = Bᵀ·Aᵀ: pass B first */
-#define GEMM() cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one_f, db, n, da, n, &zero_f, dc, n)
-    CUBLAS(GEMM());
+    Gemm g = {h, n, da, db, dc};
+    CUBLAS(gemm(&g));
     CUDA(cudaDeviceSynchronize());
     double t0 = bench_now();
-    CUBLAS(GEMM());
+    CUBLAS(gemm(&g));
     CUDA(cudaDeviceSynchronize());
     double one = bench_now() - t0;
-    int reps = one > 0 ? (int)(budget / 3 / one) : max_reps;
-    if (reps < 3) reps = 3;
-    if (reps > max_reps) reps = max_reps;
-    double best = INFINITY;
-    for (int trial = 0; trial < 3; trial++) {
-        t0 = bench_now();
-        for (int r = 0; r < reps; r++) CUBLAS(GEMM());
-        CUDA(cudaDeviceSynchronize());
-        double t = (bench_now() - t0) / reps;
-        if (t < best) best = t;
+    int reps;
+    double best;
+    if (bench_gpu_measure(launch_gemm, wait_device, &g, one, budget, max_reps, &reps, &best)) {
+        fprintf(stderr, "mm_cublas: cublasSgemm or cudaDeviceSynchronize failed while timing\n");
+        return 1;
     }
     CUDA(cudaMemcpy(c, dc, bytes, cudaMemcpyDeviceToHost));
     int ok_loose;

@@ -13,6 +13,9 @@
 #include "common.h"
 #include "mm.h"
 
+static int launch_matmul(void *s) { return mm_matmul(s); }
+static int wait_host(void *s) { return mm_sync_host(s); }
+
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 3.0;
     int max_reps = argc > 2 ? atoi(argv[2]) : 1000;
@@ -41,17 +44,11 @@ int main(int argc, char **argv) {
     mm_sync_host(s);
     double sync_only = bench_now() - t0;
 
-    int reps = one > 0 ? (int)(budget / 3 / one) : max_reps;
-    if (reps < 3) reps = 3;
-    if (reps > max_reps) reps = max_reps;
-    double best = INFINITY;
-    for (int trial = 0; trial < 3; trial++) {
-        t0 = bench_now();
-        for (int r = 0; r < reps; r++)
-            if (mm_matmul(s) != 0) { fprintf(stderr, "mm_matmul: %s\n", mm_last_error()); return 1; }
-        if (mm_sync_host(s) != 0) { fprintf(stderr, "mm_sync_host: %s\n", mm_last_error()); return 1; }
-        double t = (bench_now() - t0) / reps;
-        if (t < best) best = t;
+    int reps;
+    double best;
+    if (bench_gpu_measure(launch_matmul, wait_host, s, one, budget, max_reps, &reps, &best)) {
+        fprintf(stderr, "mm_matmul / mm_sync_host: %s\n", mm_last_error());
+        return 1;
     }
 
     const float *c = mm_c(s);
