@@ -372,17 +372,11 @@ add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 # with the reference executor (scheduled and unscheduled) and natively, and gradient clipping.
 "$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
 add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
-# Every ```tsr block of docs/stdlib.md compiles (tsrc --check), so the examples stay true.
-n=0; bad=0
-awk -v dir="$TMP" '/^```tsr$/ { n++; f = dir "/stdlib_doc_" n ".tsr"; inside = 1; next }
-    /^```$/ { inside = 0; next } inside { print > f }' docs/stdlib.md
-for b in $(ls "$TMP"/stdlib_doc_*.tsr 2>/dev/null | LC_ALL=C sort); do
-    n=$((n + 1))
-    run_tsrc --check "$b"
-    if [ "$(status)" != 0 ] || [ -s "$TMP/err" ]; then bad=$((bad + 1)); cat "$TMP/err" >>"$TMP/docblocks.err"; fi
-done
-if [ "$n" -gt 0 ] && [ "$bad" = 0 ]; then pass "docs/stdlib.md: its $n tsr examples compile"
-else fail "docs/stdlib.md examples" "$bad of $n do not compile" "$TMP/docblocks.err"; fi
+# Every ```tsr block of README.md and docs/*.md compiles with `tsrc --check` (a fragment with the
+# context an HTML comment above it gives), and every block marked ```tsr error fails with a
+# located error (tests/docs_blocks.py), so the docs show only forms that compile.
+"$PYTHON" tests/docs_blocks.py --tsrc "$TSRC" >"$TMP/docblocks.out" 2>&1
+add_summary "documentation: tsr blocks compile as marked" $? "$TMP/docblocks.out"
 "$PYTHON" tests/train/schedules.py --tsrc "$TSRC" >"$TMP/schedules.out" 2>&1
 add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""docs_blocks.py — every ```tsr block of the documentation compiles, so the docs show only true forms.
+
+Each fenced block whose info string is `tsr` in README.md and docs/*.md is written to a file and
+given to `tsrc --check`:
+
+  ```tsr         must compile: exit status 0 and nothing on stderr;
+  ```tsr error   an example of an error: exit status 1 and a located `file:line:col: error:`.
+
+A block that is a fragment (it uses names defined elsewhere, as `routine train = …` after the
+model) gets its context from an HTML comment right above its fence, which a rendered page does
+not show:
+
+  <!-- tsr-context
+  input { x; b = [4]; o = [3] }
+  -->
+  ```tsr
+  let%op y = relu x
+  ```
+
+The context's lines come first in the compiled file, and the diagnostics' line numbers are
+shifted back so a failure points into the document.  Prints one PASS/FAIL line per block that
+fails or per document, then "N passed, N failed" (one count per block)."""
+import argparse, glob, os, re, subprocess, sys, tempfile
+
+CONTEXT_OPEN = "<!-- tsr-context"
+CONTEXT_CLOSE = "-->"
+
+
+def blocks(path):
+    """Yields (line of the fence, info words, context lines, code lines) for each ```tsr block."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    context, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith(CONTEXT_OPEN):
+            context, i = [], i + 1
+            while i < len(lines) and lines[i].strip() != CONTEXT_CLOSE:
+                context.append(lines[i])
+                i += 1
+            i += 1
+            continue
+        fence = re.match(r"^```(\S*)\s*(.*)$", line)
+        if fence:
+            start, info, code = i + 1, [fence.group(1)] + fence.group(2).split(), []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                code.append(lines[i])
+                i += 1
+            if info[0] == "tsr":
+                yield start, info[1:], context, code
+            context, i = [], i + 1
+            continue
+        if line.strip():
+            context = []  # a context belongs to the fence right below it
+        i += 1
+
+
+def check(tsrc, doc, start, words, context, code, tmp):
+    """None when the block behaves as marked, else a message."""
+    src = os.path.join(tmp, "block.tsr")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write("\n".join(context + code) + "\n")
+    run = subprocess.run([tsrc, "--check", src], capture_output=True, text=True, timeout=60)
+    # Diagnostics name the temporary file: rename it and move the lines to the document's.
+    def relocate(m):
+        n = int(m.group(1)) - len(context)
+        return "%s:%s:" % (doc, start + n) if n > 0 else "%s (context above line %d):" % (doc, start)
+    err = re.sub(re.escape(src) + r":(\d+):", relocate, run.stderr)
+    if "error" in words:
+        if run.returncode == 1 and re.search(r":\d+:\d+: error: ", run.stderr):
+            return None
+        return "%s:%d: a block marked as an error example compiled (status %d)" % (doc, start, run.returncode)
+    if run.returncode == 0 and not run.stderr:
+        return None
+    return "%s:%d: does not compile (status %d)\n%s" % (doc, start, run.returncode, err)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsrc", required=True)
+    ap.add_argument("--root", default=".")
+    args = ap.parse_args()
+    docs = [os.path.join(args.root, "README.md")] + sorted(glob.glob(os.path.join(args.root, "docs", "*.md")))
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for doc in docs:
+            name = os.path.relpath(doc, args.root)
+            ok = bad = 0
+            for start, words, context, code in blocks(doc):
+                problem = check(args.tsrc, name, start, words, context, code, tmp)
+                if problem:
+                    bad += 1
+                    print("FAIL " + problem)
+                else:
+                    ok += 1
+            if ok + bad:
+                print("%s %s: %d of %d tsr blocks as marked" % ("PASS" if bad == 0 else "FAIL", name, ok, ok + bad))
+            passed, failed = passed + ok, failed + bad
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
