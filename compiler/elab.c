@@ -2838,21 +2838,51 @@ static void main_checkpoint(Elab *e, const Node *n, Env *env, MainList *out, Mai
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
-/* shuffle NAME: permute the rows of data item NAME (plan.c finds the rows). */
+/* The data item (not an option) named `name`, or UINT32_MAX. */
+static uint32_t data_item_number(const Program *p, const char *name) {
+    for (uint32_t i = 0; i < p->source_count; i++)
+        if (strcmp(p->sources[i]->name, name) == 0 && strcmp(p->sources[i]->generator, "option") != 0) return i;
+    return UINT32_MAX;
+}
+
+/* shuffle NAME, or shuffle (NAME, NAME, …): permute the rows of the data items, all by one
+ * permutation (plan.c checks they have the same rows).  The step lists every field of every
+ * item; `source` is the first item, whose number keys the permutation. */
 static void main_shuffle(Elab *e, const Node *n, MainList *out) {
     const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
-    if (!arg || arg->kind != NODE_VAR) {
-        diag_error(n->span, "'shuffle' takes the name of one data item: shuffle moons");
-        return;
-    }
-    const Program *p = e->program;
-    for (uint32_t i = 0; i < p->source_count; i++)
-        if (strcmp(p->sources[i]->name, arg->name) == 0 && strcmp(p->sources[i]->generator, "option") != 0) {
-            MainStep step = {.kind = MAIN_SHUFFLE, .span = n->span, .routine = UINT32_MAX, .source = i};
-            ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
+    const Node *const *names = arg && arg->kind == NODE_TUPLE ? (const Node *const *)arg->list.items : &arg;
+    uint32_t name_count = arg && arg->kind == NODE_TUPLE ? arg->list.count : 1;
+    for (uint32_t k = 0; k < name_count; k++)
+        if (!names[k] || names[k]->kind != NODE_VAR) {
+            diag_error(names[k] ? names[k]->span : n->span,
+                       "'shuffle' takes a data item, or a tuple of data items shuffled alike: shuffle moons, "
+                       "shuffle (images, labels)");
             return;
         }
-    diag_error(arg->span, "there is no data item '%s' to shuffle (data items are declared before 'main')", arg->name);
+    const Program *p = e->program;
+    MainStep step = {.kind = MAIN_SHUFFLE, .span = n->span, .routine = UINT32_MAX};
+    uint32_t field_count = 0, *items = arena_alloc(e->arena, name_count * sizeof *items);
+    for (uint32_t k = 0; k < name_count; k++) {
+        if ((items[k] = data_item_number(p, names[k]->name)) == UINT32_MAX) {
+            diag_error(names[k]->span, "there is no data item '%s' to shuffle (data items are declared before 'main')",
+                       names[k]->name);
+            return;
+        }
+        for (uint32_t j = 0; j < k; j++)
+            if (items[j] == items[k]) {
+                diag_error(names[k]->span, "'%s' is listed twice in this shuffle", names[k]->name);
+                diag_note(names[j]->span, "first listed here");
+                return;
+            }
+        field_count += p->sources[items[k]]->field_count;
+    }
+    step.source = items[0];
+    step.tensors = arena_alloc(e->arena, field_count * sizeof *step.tensors);
+    for (uint32_t k = 0; k < name_count; k++) {
+        const DataSource *d = p->sources[items[k]];
+        for (uint32_t f = 0; f < d->field_count; f++) step.tensors[step.tensor_count++] = d->fields[f];
+    }
+    ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);
 }
 
 /* The number of series `name`; a new one when `create`, else UINT32_MAX if there is none. */

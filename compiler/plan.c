@@ -103,6 +103,32 @@ static int64_t batch_rows(const AssignResult *ar, const Tensor *t) {
     return batch.count ? rows : 0;
 }
 
+/* A shuffle's rows (into `a`): every field of every listed data item must have the same
+ * number of rows, the cells of its batch axes. */
+static bool shuffle_rows(IrProgram *ir, const AssignResult *ar, const MainStep *m, IrAction *a) {
+    const DataSource *first = ar->program->sources[m->source];
+    a->value = m->source;
+    a->text = first->name;
+    a->rows = batch_rows(ar, m->tensors[0]);
+    for (uint32_t f = 0; f < m->tensor_count; f++) {
+        const DataSource *d = m->tensors[f]->source;
+        int64_t rows = batch_rows(ar, m->tensors[f]);
+        if (d != first && m->tensors[f]->field == 0) a->text = arena_printf(ir->arena, "%s, %s", a->text, d->name);
+        if (rows != 0 && rows == a->rows) continue;
+        if (rows == 0 || d == first || a->rows == 0) {
+            diag_error(m->span, "data '%s' has no batch axes shared by all its fields, so it has no rows to shuffle "
+                       "(give it batch axes: ~b:[n] or ~batches:n)", rows == 0 || d == first ? d->name : first->name);
+            return false;
+        }
+        diag_error(m->span, "data '%s' has %lld rows but '%s' has %lld: items shuffled together need the same rows",
+                   first->name, (long long)a->rows, d->name, (long long)rows);
+        diag_note(first->span, "'%s' is declared here", first->name);
+        diag_note(d->span, "'%s' is declared here", d->name);
+        return false;
+    }
+    return true;
+}
+
 /* save, load, shuffle, record and plot: an action of the runtime (runtime/steps.c). */
 static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
     static const IrActionKind kinds[] = {[MAIN_SAVE] = IRA_SAVE, [MAIN_LOAD] = IRA_LOAD, [MAIN_SHUFFLE] = IRA_SHUFFLE,
@@ -110,21 +136,7 @@ static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m
     IrAction a = {.kind = kinds[m->kind], .text = m->text, .value = m->series};
     const Tensor *const *fields = (const Tensor *const *)m->tensors;
     uint32_t count = m->tensor_count;
-    if (m->kind == MAIN_SHUFFLE) {
-        const DataSource *d = ar->program->sources[m->source];
-        fields = (const Tensor *const *)d->fields;
-        count = d->field_count;
-        a.text = d->name;
-        a.value = m->source;
-        a.rows = batch_rows(ar, d->fields[0]);
-        for (uint32_t f = 1; f < count; f++)
-            if (batch_rows(ar, d->fields[f]) != a.rows) a.rows = 0;
-        if (a.rows == 0) {
-            diag_error(m->span, "data '%s' has no batch axes shared by all its fields, so it has no rows to shuffle "
-                       "(give it batch axes: ~b:[n] or ~batches:n)", d->name);
-            return false;
-        }
-    }
+    if (m->kind == MAIN_SHUFFLE && !shuffle_rows(ir, ar, m, &a)) return false;
     a.buffer_count = count;
     a.buffers = arena_alloc(ir->arena, (count + 1) * sizeof *a.buffers);
     for (uint32_t i = 0; i < count; i++)
