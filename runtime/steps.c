@@ -9,10 +9,11 @@
  *   SAVE, LOAD   checkpoint.c, with the statement's file and buffers.
  *   SHUFFLE      permutes the rows of a data item: the cells of its batch axes taken together
  *                (for `half_moons ~batches:n`, every example across every batch), each field
- *                by the same permutation.  The permutation is a Fisher–Yates shuffle drawn
- *                from the counter-based RNG: a function of the seed, the data item and how
- *                many times this statement has run, so it is the same in both executors and
- *                for any thread count, and each epoch gets a new one.
+ *                by the same permutation, as every field of every item of `shuffle (a, b)`.
+ *                The permutation is a Fisher–Yates shuffle drawn from the counter-based RNG:
+ *                a function of the seed, the (first) data item and how many times this
+ *                statement has run, so it is the same in both executors and for any thread
+ *                count, and each epoch gets a new one.
  *   RECORD       appends cell 0 of a tensor to a series; PLOT draws a series as an ASCII line
  *                plot on standard output (deterministic: only the recorded numbers decide it).
  *   PROGRESS     a bar on standard error: on a terminal one self-updating line with the count,
