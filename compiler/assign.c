@@ -207,17 +207,6 @@ static bool block_access(BlockContext *c, const Node *n, Access *out) {
 
 static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n);
 
-/* The primitive written `name` in %cd code (infix when `binary`), or -1.  `a > b` is `b < a`
- * and `a >= b` is `b <= a` (*swapped: the operands trade places); `a = b` is `eq`. */
-static int code_primitive(const char *name, bool binary, bool *swapped) {
-    *swapped = binary && (strcmp(name, ">") == 0 || strcmp(name, ">=") == 0);
-    if (!binary) return scalar_op_lookup(name, false);
-    if (strcmp(name, ">") == 0) return SOP_LT;
-    if (strcmp(name, ">=") == 0) return SOP_LE;
-    if (strcmp(name, "=") == 0) return SOP_EQ;
-    return scalar_op_lookup(name, true);
-}
-
 static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
     if (n != scalar_op_arity(op)) {
         diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
@@ -268,7 +257,7 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         break;
     case NODE_BINOP: {
         bool swapped;
-        int op = code_primitive(n->name, true, &swapped);
+        int op = scalar_op_code(n->name, true, &swapped);
         const Node *args[2] = {swapped ? n->b : n->a, swapped ? n->a : n->b};
         if (op >= 0) return op_expr(c, a, (ScalarOp)op, args, 2, n->span);
         diag_error(n->span, "'%s' is not a primitive operation of %%cd code", n->name);
@@ -378,15 +367,19 @@ const char *operation_what(Builder *b, const Tensor *t) {
                                   : arena_printf(b->ir->arena, "'%s'", t->op_name);
 }
 
+/* The projection problem's form of a shape logic. */
+static ProjLogic proj_logic(Logic logic) {
+    return logic == LOGIC_COMPOSE ? PROJ_COMPOSE : logic == LOGIC_TRANSPOSE ? PROJ_TRANSPOSE
+         : logic == LOGIC_SPEC ? PROJ_SPEC : PROJ_POINTWISE;
+}
+
 static void build_operator(Builder *b, Tensor *t) {
     uint32_t n = t->operand_count + 1;
     Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
     slots[0] = t;
     for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
-    ProjLogic logic = t->logic == LOGIC_COMPOSE ? PROJ_COMPOSE : t->logic == LOGIC_TRANSPOSE ? PROJ_TRANSPOSE
-                    : t->logic == LOGIC_SPEC ? PROJ_SPEC : PROJ_POINTWISE;
     const char *what = operation_what(b, t);
-    Projections *proj = infer(b, logic, slots, n, t, what);
+    Projections *proj = infer(b, proj_logic(t->logic), slots, n, t, what);
     if (!proj) return;
     b->info[t->id].slots = slots;
     b->info[t->id].slot_count = n;
@@ -545,45 +538,31 @@ static void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList
     for (uint32_t i = 0; i < f->count; i++) push_assignment(b->ir->arena, out, f->items[i]);
 }
 
-/* Standalone assignments: slot 0 is the left side, then one slot per tensor read. */
-typedef struct Standalone {
-    Builder *b;
-    Assignment *a;
-    Tensor **slots;
-    uint32_t slot_count, slot_cap;
-} Standalone;
-
-static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
-    Builder *b = st->b;
+/* Standalone assignments: slot 0 is the left side, then one slot per tensor read, numbered by
+ * elab.c in the order written (CodeExpr.slot); the assignment's logic relates them (a routine's
+ * `c =:+ a * b ~logic:"@"` loops as the operator `*` would, `total =+ g ~logic:"i, j => i"`
+ * reduces over j). */
+static AExpr *standalone_expr(Builder *b, Assignment *a, const CodeExpr *x) {
     AExpr *e = arena_alloc(b->ir->arena, sizeof *e);
     switch (x->kind) {
     case CEXPR_CONST:
         e->kind = AE_CONST;
         e->value = x->value;
         return e;
-    case CEXPR_TENSOR: {
-        build_tensor(b, x->tensor);
-        Access acc = {.node = {x->tensor, x->grad}, .slot = st->slot_count};
-        Tensor *t = x->tensor;
-        ARENA_PUSH(b->ir->arena, st->slots, st->slot_count, st->slot_cap, t);
+    case CEXPR_TENSOR:
         e->kind = AE_READ;
-        e->read = add_read(b->ir->arena, st->a, acc);
+        e->read = add_read(b->ir->arena, a, (Access){.node = {x->tensor, x->grad}, .slot = x->slot});
         return e;
-    }
     case CEXPR_OP: {
         bool swapped;
-        int op = code_primitive(x->op, x->binary, &swapped);
-        if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count) {
-            diag_error(x->span, op < 0 ? "'%s' is not a primitive operation of %%cd code"
-                                       : "'%s' takes a different number of operands", x->op);
-            b->failed = true;
-            return NULL;
-        }
+        int op = scalar_op_code(x->op, x->binary, &swapped);
+        if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count)
+            diag_internal("'%s' with %u operands passed elaboration", x->op, x->arg_count);
         e->kind = AE_OP;
         e->op = (ScalarOp)op;
         for (uint32_t i = 0; i < x->arg_count; i++) {
             const CodeExpr *arg = x->args[swapped ? 1 - i : i];
-            if (!(e->args[i] = standalone_expr(st, arg))) return NULL;
+            if (!(e->args[i] = standalone_expr(b, a, arg))) return NULL;
         }
         return e;
     }
@@ -591,23 +570,29 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
     return NULL;
 }
 
+static void standalone_slots(const CodeExpr *x, Tensor **slots) {
+    if (x->kind == CEXPR_TENSOR) slots[x->slot] = x->tensor;
+    for (uint32_t i = 0; i < x->arg_count; i++) standalone_slots(x->args[i], slots);
+}
+
 static Assignment *standalone(Builder *b, const CodeStep *step) {
     Arena *arena = b->ir->arena;
     Assignment *a = arena_alloc(arena, sizeof *a);
-    Standalone st = {.b = b, .a = a};
-    ARENA_PUSH(arena, st.slots, st.slot_count, st.slot_cap, step->tensor);
     if (!accum_parse(step->op, &a->accum, &a->reset)) {
         diag_error(step->span, "unknown assignment operator '%s'", step->op);
         b->failed = true;
         return NULL;
     }
-    build_tensor(b, step->tensor);
+    Tensor **slots = arena_alloc(arena, step->slot_count * sizeof *slots);
+    slots[0] = step->tensor;
+    standalone_slots(step->rhs, slots);
+    for (uint32_t i = 0; i < step->slot_count; i++) build_tensor(b, slots[i]);
     a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
-    if (!(a->rhs = standalone_expr(&st, step->rhs))) return NULL;
-    Shape *shapes = arena_alloc(arena, st.slot_count * sizeof *shapes);
-    for (uint32_t i = 0; i < st.slot_count; i++) shapes[i] = b->shapes[st.slots[i]->id];
-    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = st.slot_count, .shapes = shapes, .span = step->span,
-                     .what = "this assignment"};
+    if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
+    Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);
+    for (uint32_t i = 0; i < step->slot_count; i++) shapes[i] = b->shapes[slots[i]->id];
+    ProjProblem p = {.logic = proj_logic(step->logic), .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,
+                     .span = step->span, .what = "this assignment"};
     if (!(a->proj = proj_infer(arena, &p))) {
         b->failed = true;
         return NULL;

@@ -350,6 +350,43 @@ void diag_reset(void) {
 void diag_set_stream(FILE *out) { diag_stream = out; }
 void diag_set_max_errors(unsigned max) { max_errors = max; }
 
+/* Optimal string alignment distance (Levenshtein plus the swap of two neighbours), capped: any
+ * distance above `cap` is reported as cap + 1. */
+static size_t edit_distance(const char *a, const char *b, size_t cap) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > lb + cap || lb > la + cap || lb > 63) return cap + 1;
+    size_t prev2[64], prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++) prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            size_t d = sub < del ? sub : del;
+            d = d < ins ? d : ins;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < d)
+                d = prev2[j - 2] + 1;
+            cur[j] = d;
+        }
+        memcpy(prev2, prev, (lb + 1) * sizeof *prev);
+        memcpy(prev, cur, (lb + 1) * sizeof *prev);
+    }
+    return prev[lb] > cap ? cap + 1 : prev[lb];
+}
+
+const char *diag_closest_name(const char *name, const char *const *candidates, size_t count) {
+    size_t cap = strlen(name) <= 4 ? 1 : 2, best = cap + 1;
+    const char *closest = NULL;
+    for (size_t i = 0; i < count; i++) {
+        size_t d = edit_distance(name, candidates[i], cap);
+        if (d < best && strcmp(name, candidates[i]) != 0) {
+            best = d;
+            closest = candidates[i];
+        }
+    }
+    return closest;
+}
+
 void diag_internal_at(const char *file, int line, const char *fmt, ...) {
     FILE *out = stream();
     fprintf(out, "tsrc: internal error (%s:%d): ", file, line);

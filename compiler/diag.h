@@ -58,6 +58,11 @@ void diag_set_max_errors(unsigned max); /* after this many, stop with "too many 
  * a salt set here makes the next error distinct (e.g. the same failure in another call). */
 void diag_dedupe_salt(uint64_t salt);
 
+/* Of `count` candidate names, the one closest to `name` (a misspelling) by edit distance, for a
+ * "did you mean …?" note: at most one edit (insertion, deletion, substitution or a swap of two
+ * neighbours) away for a name of up to 4 characters, two for a longer one; NULL when none is. */
+const char *diag_closest_name(const char *name, const char *const *candidates, size_t count);
+
 /* Broken invariants: print "internal error" with the C location and abort. */
 _Noreturn void diag_internal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir.h"
 #include "parse.h"
 
 /* ---- The embedded standard library --------------------------------------------------------- */
@@ -824,23 +825,25 @@ static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity)
  * so its right-hand side must be a semiring product: `*` (with `+`, max or min accumulation),
  * `+` (max-plus, min-plus; or a fused add after a product) or `&&` (with `||`).  `/`, `**`,
  * `-` and the gates are not: contracting them would depend on the order of the sum (OCANNL
- * rejects them too).  Reports each offending assignment; false when there is one. */
-static bool check_compose_products(const Node *n, const char *op_name) {
+ * rejects them too).  The same holds for an assignment of a routine under "@".  `what` names
+ * the owner in the message ("operator 'foo'", "this assignment").  Reports each offending
+ * assignment; false when there is one. */
+static bool check_compose_products(const Node *n, const char *what) {
     if (!n) return true;
     if (n->kind == NODE_ASSIGN) {
         const Node *r = n->b;
         if (r && r->kind == NODE_BINOP && strcmp(r->name, "*") != 0 && strcmp(r->name, "+") != 0 &&
             strcmp(r->name, "&&") != 0) {
-            diag_error(r->span, "operator '%s' has the compose logic \"@\", but '%s' is not a semiring product "
-                       "to sum over the contracted axes", op_name, r->name);
+            diag_error(r->span, "%s has the compose logic \"@\", but '%s' is not a semiring product "
+                       "to sum over the contracted axes", what, r->name);
             diag_note(r->span, "a compose accumulates a product of its operands ('*'; '+' for max-plus; '&&'); "
                       "for '%s', use the pointwise logic \".\"", r->name);
             return false;
         }
         return true;
     }
-    bool ok = check_compose_products(n->a, op_name) & check_compose_products(n->b, op_name);
-    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_compose_products(n->list.items[i], op_name);
+    bool ok = check_compose_products(n->a, what) & check_compose_products(n->b, what);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_compose_products(n->list.items[i], what);
     return ok;
 }
 
@@ -912,10 +915,46 @@ static bool check_operator(const Node *op) {
         diag_error(logic->span, "logic \"%c\" needs %s, but operator '%s' has %u", logic->text[0],
                    logic->text[0] == '@' ? "two or three operands" : "one operand", name, arity);
         ok = false;
-    } else if (logic->text[0] == '@' && !check_compose_products(op->a, name)) {
-        ok = false;
+    } else if (logic->text[0] == '@') {
+        char what[160];
+        snprintf(what, sizeof what, "operator '%s'", name);
+        ok &= check_compose_products(op->a, what);
     }
     return ok;
+}
+
+/* The logic written "." "@" "T" (the parser accepts no other one-character logic). */
+static Logic logic_of_name(char c) {
+    return c == '@' ? LOGIC_COMPOSE : c == 'T' ? LOGIC_TRANSPOSE : LOGIC_POINTWISE;
+}
+
+/* What a fixed logic needs when `n` operands do not fit it ("one operand"), else NULL. */
+static const char *logic_operands_needed(Logic logic, uint32_t n) {
+    if (logic == LOGIC_COMPOSE && n != 2 && n != 3) return "two or three operands";
+    if (logic == LOGIC_TRANSPOSE && n != 1) return "one operand";
+    return NULL;
+}
+
+/* The shape constraints of one operation under its logic: result `r`, operands `ts` (which
+ * fit the logic; a spec's slot count is checked here).  Operator applications and the
+ * assignments of routines both come here, so an assignment `c =:+ a * b ~logic:"@"` relates
+ * its tensors as `a * b` relates its operands and result.  Returns the spec the operation
+ * keeps (this application's copy, emit_spec), NULL for the fixed logics. */
+static const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
+                              const Node *captures, Span span, const char *op) {
+    switch (logic) {
+    case LOGIC_SPEC: return emit_spec(e, env, r, ts, n, spec, captures, span, op);
+    case LOGIC_COMPOSE:
+        /* With a third operand (fused multiply-add), it is added pointwise to the product. */
+        emit_compose(e, r, ts[0], ts[1], span, op);
+        if (n == 3) emit_pointwise(e, r, ts + 2, 1, span, op);
+        return NULL;
+    case LOGIC_TRANSPOSE: emit_transpose(e, r, ts[0], span, op); return NULL;
+    case LOGIC_NONE:
+    case LOGIC_POINTWISE: break;
+    }
+    emit_pointwise(e, r, ts, n, span, op);
+    return NULL;
 }
 
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
@@ -944,27 +983,15 @@ static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands
         if (!spec) return fail(span, "'%s' needs an einsum spec: write it after the operator, as in "
                                "a %s \"i, j; j, k => i, k\" b", name, name);
         r->logic = LOGIC_SPEC;
-        r->spec = emit_spec(e, env, r, ts, n, spec, captures, span, name);
     } else if (logic->spec) {
         r->logic = LOGIC_SPEC;
-        r->spec = emit_spec(e, env, r, ts, n, logic->spec, captures, span, name);
+        spec = logic->spec;
     } else {
-        char l = logic->len ? logic->text[0] : '.';
-        if (l == '@' && (n == 2 || n == 3)) {
-            /* With a third operand (fused multiply-add), it is added pointwise to the product. */
-            r->logic = LOGIC_COMPOSE;
-            emit_compose(e, r, ts[0], ts[1], span, name);
-            if (n == 3) emit_pointwise(e, r, ts + 2, 1, span, name);
-        } else if (l == 'T' && n == 1) {
-            r->logic = LOGIC_TRANSPOSE;
-            emit_transpose(e, r, ts[0], span, name);
-        } else if (l == '.') {
-            r->logic = LOGIC_POINTWISE;
-            emit_pointwise(e, r, ts, n, span, name);
-        } else {
-            return fail(logic->span, "logic \"%c\" needs %s", l, l == '@' ? "two or three operands" : "one operand");
-        }
+        r->logic = logic_of_name(logic->len ? logic->text[0] : '.');
+        const char *needs = logic_operands_needed(r->logic, n);
+        if (needs) return fail(logic->span, "logic \"%c\" needs %s", logic->text[0], needs);
     }
+    r->spec = emit_logic(e, env, r->logic, spec, r, ts, n, captures, span, name);
     return tensor_value(e, r);
 }
 
@@ -2361,6 +2388,27 @@ static bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad
     return true;
 }
 
+/* `name` applied to `count` operands in the right side of an assignment (infix when `binary`)
+ * must be a primitive of %cd code (docs/language.md §3.7.3) taking that many; false after
+ * reporting it, with the closest primitive's name when one is near (a misspelling). */
+static bool check_code_primitive(const char *name, bool binary, uint32_t count, Span span) {
+    bool swapped;
+    int op = scalar_op_code(name, binary, &swapped);
+    if (op < 0) {
+        diag_error(span, "'%s' is not a primitive operation of %%cd code", name);
+        const char *near = scalar_op_closest(name, binary);
+        if (near) diag_note(span, "did you mean '%s'?", near);
+        return false;
+    }
+    unsigned arity = scalar_op_arity((ScalarOp)op);
+    if (count != arity) {
+        diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", name, arity, arity == 1 ? "" : "s",
+                   count, count == 1 ? "is" : "are");
+        return false;
+    }
+    return true;
+}
+
 static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
     CodeExpr *x = arena_alloc(e->arena, sizeof *x);
     x->span = n->span;
@@ -2374,22 +2422,24 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
         x->op = n->name;
         x->binary = true;
         x->arg_count = 2;
+        if (!check_code_primitive(n->name, true, 2, n->span)) return NULL;
         if (!(x->args[0] = code_expr(e, n->a, env)) || !(x->args[1] = code_expr(e, n->b, env))) return NULL;
         return x;
     }
     if (n->kind == NODE_APP && n->a->kind == NODE_VAR && !lookup(e, env, n->a->name)) {
         x->kind = CEXPR_OP;
         x->op = n->a->name;
+        uint32_t count = 0; /* the operands: curried, or a tuple's items */
+        for (uint32_t i = 0; i < n->list.count; i++) {
+            const Node *arg = n->list.items[i];
+            count += arg->kind == NODE_TUPLE && n->list.count == 1 ? arg->list.count : 1;
+        }
+        if (!check_code_primitive(n->a->name, false, count, n->a->span)) return NULL;
         for (uint32_t i = 0; i < n->list.count; i++) {
             const Node *arg = n->list.items[i];
             const NodeList *items = arg->kind == NODE_TUPLE && n->list.count == 1 ? &arg->list : NULL;
-            for (uint32_t j = 0; j < (items ? items->count : 1); j++) {
-                if (x->arg_count == 3) {
-                    diag_error(n->span, "a primitive takes at most three operands");
-                    return NULL;
-                }
+            for (uint32_t j = 0; j < (items ? items->count : 1); j++)
                 if (!(x->args[x->arg_count++] = code_expr(e, items ? items->items[j] : arg, env))) return NULL;
-            }
         }
         return x;
     }
@@ -2445,13 +2495,6 @@ static bool check_assignable(const Tensor *t, Span at) {
     return false;
 }
 
-/* Shape constraints of a standalone assignment: every tensor read broadcasts to the left side
- * (the pointwise logic; seed 003's producer regime). */
-static void code_expr_constraints(Elab *e, const CodeExpr *x, Tensor *lhs, OriginId why) {
-    if (x->kind == CEXPR_TENSOR) shape_le(e->solver, &x->tensor->shape, &lhs->shape, why);
-    for (uint32_t i = 0; i < x->arg_count; i++) code_expr_constraints(e, x->args[i], lhs, why);
-}
-
 /* `{ name; o = […] } =: …` in code: a state tensor (elab.h TENSOR_STATE), bound to `name` for the
  * right side and the statements after it. */
 static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
@@ -2486,6 +2529,82 @@ static bool finish_code(Elab *e, Closure *c, Span span) {
         c->env = bind(e, c->env, p->name, param_default(e, c, p));
     }
     return true;
+}
+
+/* The tensors an assignment's right side reads, in the order written: each gets its slot
+ * (CodeExpr.slot, from 1; slot 0 is the left side). */
+static void number_reads(Elab *e, CodeExpr *x, Tensor ***ts, uint32_t *count, uint32_t *cap) {
+    if (x->kind == CEXPR_TENSOR) {
+        x->slot = *count + 1;
+        ARENA_PUSH(e->arena, *ts, *count, *cap, x->tensor);
+    }
+    for (uint32_t i = 0; i < x->arg_count; i++) number_reads(e, x->args[i], ts, count, cap);
+}
+
+/* The logic of an assignment of code, `~logic:` (docs/language.md §3.7.2): ".", "@", "T" or an
+ * einsum spec literal; false after reporting anything else (a spec that did not parse was
+ * reported by the parser). */
+static bool code_logic(const Node *logic, Logic *out, const Spec **spec) {
+    *spec = NULL;
+    if (logic->kind == NODE_VAR) {
+        diag_error(logic->span, "'~logic:%s' is not a logic here: an assignment in code takes a string literal, "
+                   "\".\", \"@\", \"T\" or an einsum spec (a logic named by a parameter is an operator's)",
+                   logic->name);
+        return false;
+    }
+    if (logic->kind != NODE_STRING) return false; /* the parser reported it */
+    if (logic->spec) {
+        *out = LOGIC_SPEC;
+        *spec = logic->spec;
+        return true;
+    }
+    if (logic->len != 1 || !strchr(".@T", logic->text[0])) return false; /* the parser reported it */
+    *out = logic_of_name(logic->text[0]);
+    return true;
+}
+
+/* A standalone assignment `lhs ACCUMOP rhs [~logic:…]` of code (a routine, a let%cd function,
+ * a [%cd …] block of main).  The tensors the right side reads, in the order written, are the
+ * operands of its logic (numbers are constants, no operands), and the left side is the result:
+ * shape inference gets the constraints an operator application with that logic would emit
+ * (emit_logic), and assign.c derives the loops from the same logic (proj.c).  Without
+ * ~logic: the logic is pointwise: every tensor read broadcasts to the left side (seed 003's
+ * producer regime).  A state definition `{ name } =: …` gets its shape from these
+ * constraints alone (or its written sizes).  Returns the environment for the statements after
+ * it. */
+static Env *elab_assignment(Elab *e, Routine *r, const Node *n, Env *env) {
+    CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .logic = LOGIC_POINTWISE, .span = n->span};
+    const Spec *spec = NULL;
+    if (n->c && !code_logic(n->c, &step.logic, &spec)) return env;
+    if (n->a->kind == NODE_RECORD) {
+        if (!(step.tensor = state_tensor(e, n->a, env))) return env;
+        env = bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
+    } else {
+        if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return env;
+        if (!step.grad && !check_assignable(step.tensor, n->a->span)) return env;
+    }
+    if (!(step.rhs = code_expr(e, n->b, env))) return env;
+    Tensor **ts = NULL;
+    uint32_t count = 0, cap = 0;
+    number_reads(e, step.rhs, &ts, &count, &cap);
+    step.slot_count = count + 1;
+    const char *needs = logic_operands_needed(step.logic, count);
+    if (step.logic == LOGIC_SPEC && spec->rhs_count != count) {
+        diag_error(spec->span, "this spec has %u operand slot%s, but the right side of the assignment reads %u "
+                   "tensor%s", spec->rhs_count, spec->rhs_count == 1 ? "" : "s", count, count == 1 ? "" : "s");
+        diag_note(n->b->span, "each tensor the right side reads, in the order written, fills the next operand slot");
+        return env;
+    }
+    if (needs) {
+        diag_error(n->c->span, "logic \"%c\" needs %s, but the right side of the assignment reads %u tensor%s",
+                   n->c->text[0], needs, count, count == 1 ? "" : "s");
+        diag_note(n->b->span, "each tensor the right side reads, in the order written, is an operand of the logic");
+        return env;
+    }
+    if (step.logic == LOGIC_COMPOSE && !check_compose_products(n, "this assignment")) return env;
+    step.spec = emit_logic(e, env, step.logic, spec, step.tensor, ts, count, NULL, n->span, n->name);
+    add_step(e, r, step);
+    return env;
 }
 
 static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env);
@@ -2565,25 +2684,7 @@ static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
         add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span});
         return env;
     }
-    case NODE_ASSIGN: {
-        if (n->c && !(n->c->kind == NODE_STRING && n->c->len == 1 && n->c->text[0] == '.')) {
-            diag_error(n->c->span, "only the pointwise logic \".\" is supported for assignments in routines in "
-                       "this version");
-            return env;
-        }
-        CodeStep step = {.kind = STEP_ASSIGN, .op = n->name, .span = n->span};
-        if (n->a->kind == NODE_RECORD) {
-            if (!(step.tensor = state_tensor(e, n->a, env))) return env;
-            env = bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
-        } else {
-            if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return env;
-            if (!step.grad && !check_assignable(step.tensor, n->a->span)) return env;
-        }
-        if (!(step.rhs = code_expr(e, n->b, env))) return env;
-        code_expr_constraints(e, step.rhs, step.tensor, origin(e, n->span, "this assignment (pointwise)"));
-        add_step(e, r, step);
-        return env;
-    }
+    case NODE_ASSIGN: return elab_assignment(e, r, n, env);
     default: break;
     }
     diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "

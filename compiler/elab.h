@@ -120,7 +120,7 @@ typedef enum CodeStepKind {
     STEP_FORWARD,    /* t.forward: compute t and everything it depends on */
     STEP_BACKPROP,   /* t.backprop: the backward blocks of t's graph, last operation first */
     STEP_ZERO_GRADS, /* t.zero_grads: every gradient of t's graph set to 0 */
-    STEP_ASSIGN,     /* a standalone assignment (pointwise) */
+    STEP_ASSIGN,     /* a standalone assignment, under its logic (docs/language.md §3.7.2) */
     STEP_COMPUTE,    /* compute t from the current values of the tensors made before it (ids below
                         `fresh_from`): what `print` does with an expression of `main` */
 } CodeStepKind;
@@ -133,6 +133,8 @@ struct CodeExpr {
     double value;            /* CEXPR_CONST */
     Tensor *tensor;          /* CEXPR_TENSOR */
     bool grad;               /* CEXPR_TENSOR: its gradient */
+    uint32_t slot;           /* CEXPR_TENSOR: its slot of the assignment's logic (1, 2, …: the
+                                tensors read, in the order written; slot 0 is the left side) */
     const char *op;          /* CEXPR_OP: the primitive as written ("+", "relu") */
     bool binary;             /* CEXPR_OP: written infix */
     CodeExpr *args[3];
@@ -146,6 +148,9 @@ typedef struct CodeStep {
     bool grad;               /* ASSIGN: the left side is the gradient */
     const char *op;          /* ASSIGN: the assignment operator ("=:", "=+") */
     CodeExpr *rhs;           /* ASSIGN */
+    Logic logic;             /* ASSIGN: LOGIC_POINTWISE without ~logic: */
+    const Spec *spec;        /* ASSIGN under LOGIC_SPEC: this assignment's copy (affine axes) */
+    uint32_t slot_count;     /* ASSIGN: 1 + the tensors read (CodeExpr.slot) */
     uint32_t fresh_from;     /* COMPUTE */
     Span span;
 } CodeStep;

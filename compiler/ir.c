@@ -34,6 +34,23 @@ int scalar_op_lookup(const char *name, bool binary) {
     return -1;
 }
 
+int scalar_op_code(const char *name, bool binary, bool *swapped) {
+    *swapped = binary && (strcmp(name, ">") == 0 || strcmp(name, ">=") == 0);
+    if (!binary) return scalar_op_lookup(name, false);
+    if (strcmp(name, ">") == 0) return SOP_LT;
+    if (strcmp(name, ">=") == 0) return SOP_LE;
+    if (strcmp(name, "=") == 0) return SOP_EQ;
+    return scalar_op_lookup(name, true);
+}
+
+const char *scalar_op_closest(const char *name, bool binary) {
+    const char *names[SOP_COUNT];
+    size_t count = 0;
+    for (int op = 0; op < SOP_COUNT; op++)
+        if (scalar_op_infix((ScalarOp)op) == binary) names[count++] = scalar_ops[op].name;
+    return diag_closest_name(name, names, count);
+}
+
 float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     switch (op) {
     case SOP_ADD: return a + b;

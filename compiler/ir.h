@@ -77,6 +77,12 @@ unsigned scalar_op_arity(ScalarOp op);
 bool scalar_op_infix(ScalarOp op); /* written between its two operands (`+`, `-?/`) */
 /* The binary operator or function written `name` in %cd code (`*`, `relu`, `where`), or -1. */
 int scalar_op_lookup(const char *name, bool binary);
+/* The primitive written `name` in %cd code (infix when `binary`), or -1: scalar_op_lookup, and
+ * `a > b` is `b < a`, `a >= b` is `b <= a` (*swapped: the operands trade places), `a = b` is `eq`. */
+int scalar_op_code(const char *name, bool binary, bool *swapped);
+/* The primitive of %cd code (infix when `binary`) whose name is closest to `name` by edit
+ * distance, when one is close enough to suggest ("did you mean 'relu'?"), else NULL. */
+const char *scalar_op_closest(const char *name, bool binary);
 /* Evaluate in single precision, as generated code does. */
 float scalar_op_eval(ScalarOp op, float a, float b, float c);
 

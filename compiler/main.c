@@ -596,7 +596,12 @@ static void stage_done(const char *stage) {
 static IrProgram *build_ir(Program *program, const Options *opt, const Target *target) {
     AssignOptions ao = {opt->seed};
     AssignResult ar;
-    if (!assign_build(program, &ao, &ar)) return NULL;
+    if (!assign_build(program, &ao, &ar)) {
+        /* Every failure there reports itself; were one not to, the run would end with status 1
+         * and no word (or go on without a program): say so rather than stay silent. */
+        if (!diag_error_count()) diag_error_noloc("internal error: building the assignments failed without a message");
+        return NULL;
+    }
     /* The routines are the program's functions; without any, one function computes every
      * named tensor. */
     if (ar.routine_count == 0) lower_function(ar.ir, ar.forward.name, ar.forward.items, ar.forward.count);
@@ -606,7 +611,10 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         diag_error_noloc("internal error: the loop IR is malformed after lowering");
         return ar.ir;
     }
-    if (!plan_build(ar.ir, &ar)) return ar.ir;
+    if (!plan_build(ar.ir, &ar)) {
+        if (!diag_error_count()) diag_error_noloc("internal error: planning main failed without a message");
+        return ar.ir;
+    }
     stage_done("assignments, lowering");
     if (!opt->no_opt) {
         optimise(ar.ir);
