@@ -218,6 +218,16 @@ static int code_primitive(const char *name, bool binary, bool *swapped) {
     return scalar_op_lookup(name, true);
 }
 
+/* `random ()` in %cd code: the one primitive without operands, a uniform number in [0, 1) per
+ * cell of the left side and per routine run (docs/ir.md §2.5, IR_RANDOM). */
+static const char RANDOM_PRIMITIVE[] = "random";
+
+static AExpr *random_expr(Arena *arena) {
+    AExpr *e = arena_alloc(arena, sizeof *e);
+    e->kind = AE_RANDOM;
+    return e;
+}
+
 static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
     if (n != scalar_op_arity(op)) {
         diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
@@ -276,6 +286,9 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         return NULL;
     }
     case NODE_APP:
+        if (n->a->kind == NODE_VAR && strcmp(n->a->name, RANDOM_PRIMITIVE) == 0 && n->list.count == 1 &&
+            n->list.items[0]->kind == NODE_UNIT)
+            return random_expr(arena);
         if (n->a->kind == NODE_VAR) {
             int op = scalar_op_lookup(n->a->name, false);
             if (op < 0) {
@@ -571,6 +584,7 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         return e;
     }
     case CEXPR_OP: {
+        if (!x->binary && x->arg_count == 0 && strcmp(x->op, RANDOM_PRIMITIVE) == 0) return random_expr(b->ir->arena);
         bool swapped;
         int op = code_primitive(x->op, x->binary, &swapped);
         if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count) {
