@@ -228,6 +228,12 @@ static AExpr *random_expr(Arena *arena) {
     return e;
 }
 
+static AExpr *random_misused(Builder *b, Span span) {
+    diag_error(span, "'%s' takes no operands: it is written '%s ()'", RANDOM_PRIMITIVE, RANDOM_PRIMITIVE);
+    b->failed = true;
+    return NULL;
+}
+
 static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
     if (n != scalar_op_arity(op)) {
         diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
@@ -286,9 +292,9 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         return NULL;
     }
     case NODE_APP:
-        if (n->a->kind == NODE_VAR && strcmp(n->a->name, RANDOM_PRIMITIVE) == 0 && n->list.count == 1 &&
-            n->list.items[0]->kind == NODE_UNIT)
-            return random_expr(arena);
+        if (n->a->kind == NODE_VAR && strcmp(n->a->name, RANDOM_PRIMITIVE) == 0)
+            return n->list.count == 1 && n->list.items[0]->kind == NODE_UNIT ? random_expr(arena)
+                                                                              : random_misused(c->b, n->span);
         if (n->a->kind == NODE_VAR) {
             int op = scalar_op_lookup(n->a->name, false);
             if (op < 0) {
@@ -584,7 +590,8 @@ static AExpr *standalone_expr(Standalone *st, const CodeExpr *x) {
         return e;
     }
     case CEXPR_OP: {
-        if (!x->binary && x->arg_count == 0 && strcmp(x->op, RANDOM_PRIMITIVE) == 0) return random_expr(b->ir->arena);
+        if (!x->binary && strcmp(x->op, RANDOM_PRIMITIVE) == 0)
+            return x->arg_count == 0 ? random_expr(b->ir->arena) : random_misused(b, x->span);
         bool swapped;
         int op = code_primitive(x->op, x->binary, &swapped);
         if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count) {
