@@ -15,6 +15,8 @@
 _Static_assert(offsetof(tsr_state, buffers) == ABI_STATE_BUFFERS * sizeof(void *), "tsr_state.buffers moved");
 _Static_assert(offsetof(tsr_state, symbols) == ABI_STATE_SYMBOLS * sizeof(void *), "tsr_state.symbols moved");
 _Static_assert(sizeof(tsr_state) == ABI_STATE_FIELDS * sizeof(void *), "tsr_state changed size");
+_Static_assert((int)ABI_SYMBOL_SEED == (int)TSR_SYMBOL_SEED && (int)ABI_SYMBOL_RUN == (int)TSR_SYMBOL_RUN &&
+                   (int)ABI_SYMBOL_KEY_WORDS == (int)TSR_SYMBOL_KEY_WORDS, "the run's random key moved");
 
 const char *abi_c_name(Arena *arena, const char *name) {
     size_t n = strlen(name);

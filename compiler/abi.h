@@ -25,7 +25,10 @@ const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_n
 
 /* The tsr_state fields that generated code addresses (runtime/tsr.h; abi.c checks the layout):
  * field ABI_STATE_BUFFERS is `float **buffers`, ABI_STATE_SYMBOLS `int64_t *symbols`, of
- * ABI_STATE_FIELDS pointer-sized fields in all. */
-enum { ABI_STATE_BUFFERS = 0, ABI_STATE_SYMBOLS = 1, ABI_STATE_FIELDS = 4 };
+ * ABI_STATE_FIELDS pointer-sized fields in all.  Past the program's index symbols, `symbols`
+ * holds the run's random key that kernels read (tsr_state_begin_run writes it): the seed at
+ * ABI_SYMBOL_SEED and the run's number at ABI_SYMBOL_RUN, ABI_SYMBOL_KEY_WORDS words. */
+enum { ABI_STATE_BUFFERS = 0, ABI_STATE_SYMBOLS = 1, ABI_STATE_FIELDS = 5 };
+enum { ABI_SYMBOL_SEED = 0, ABI_SYMBOL_RUN = 1, ABI_SYMBOL_KEY_WORDS = 2 };
 
 #endif

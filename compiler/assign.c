@@ -207,6 +207,22 @@ static bool block_access(BlockContext *c, const Node *n, Access *out) {
 
 static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n);
 
+/* `random ()` in %cd code: the one primitive without operands, a uniform number in [0, 1) per
+ * cell of the left side and per routine run (docs/ir.md §2.5, IR_RANDOM). */
+static const char RANDOM_PRIMITIVE[] = "random";
+
+static AExpr *random_expr(Arena *arena) {
+    AExpr *e = arena_alloc(arena, sizeof *e);
+    e->kind = AE_RANDOM;
+    return e;
+}
+
+static AExpr *random_misused(Builder *b, Span span) {
+    diag_error(span, "'%s' takes no operands: it is written '%s ()'", RANDOM_PRIMITIVE, RANDOM_PRIMITIVE);
+    b->failed = true;
+    return NULL;
+}
+
 static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
     if (n != scalar_op_arity(op)) {
         diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
@@ -265,6 +281,9 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
         return NULL;
     }
     case NODE_APP:
+        if (n->a->kind == NODE_VAR && strcmp(n->a->name, RANDOM_PRIMITIVE) == 0)
+            return n->list.count == 1 && n->list.items[0]->kind == NODE_UNIT ? random_expr(arena)
+                                                                              : random_misused(c->b, n->span);
         if (n->a->kind == NODE_VAR) {
             int op = scalar_op_lookup(n->a->name, false);
             if (op < 0) {
@@ -554,6 +573,8 @@ static AExpr *standalone_expr(Builder *b, Assignment *a, const CodeExpr *x) {
         e->read = add_read(b->ir->arena, a, (Access){.node = {x->tensor, x->grad}, .slot = x->slot});
         return e;
     case CEXPR_OP: {
+        if (!x->binary && strcmp(x->op, RANDOM_PRIMITIVE) == 0)
+            return x->arg_count == 0 ? random_expr(b->ir->arena) : random_misused(b, x->span);
         bool swapped;
         int op = scalar_op_code(x->op, x->binary, &swapped);
         if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count)

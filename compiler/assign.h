@@ -37,9 +37,11 @@ typedef struct Access {
 } Access;
 
 typedef enum AExprKind {
-    AE_CONST, /* value */
-    AE_READ,  /* reads[read] */
-    AE_OP,    /* op(args) */
+    AE_CONST,  /* value */
+    AE_READ,   /* reads[read] */
+    AE_OP,     /* op(args) */
+    AE_RANDOM, /* `random ()`: a uniform number in [0, 1) for the left side's cell in this
+                * routine run (lowered to IR_RANDOM at the left side's index) */
 } AExprKind;
 
 typedef struct AExpr AExpr;

@@ -6,8 +6,8 @@
  * whose body cg_llvm.c emits; a threaded kernel also gets a trampoline
  *     void RANGE(ptr ctx, i64 lo, i64 hi)      ctx = {state buffers, state symbols}
  * that the runtime's pool calls on each chunk (tsr_parallel_for).  Every routine becomes
- * `int MODULE_ROUTINE(tsr_state *s)`: it checks the index symbols, reads the state's buffer and
- * symbol arrays, and launches its kernels in order — a threaded one through the pool, any other
+ * `int MODULE_ROUTINE(tsr_state *s)`: it begins the run (tsr_state_begin_run: checks the index
+ * symbols, numbers the run for the `random` primitive), reads the state's buffer and symbol arrays, and launches its kernels in order — a threaded one through the pool, any other
  * by a direct call that LLVM inlines; a routine too large for one function is cut into parts
  * that LLVM may not inline (see "Splitting" below).  The state's layout is abi.h's (checked
  * there against tsr.h).
@@ -194,7 +194,8 @@ static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status) {
     LLVMPositionBuilderAtEnd(g->b, go);
 }
 
-/* int NAME(tsr_state *s) of a --target=cuda program: check symbols, then launch the function's
+/* int NAME(tsr_state *s) of a --target=cuda program: begin the run (check symbols, number the
+ * run: tsr_state_begin_run), then launch the function's
  * GPU kernels in order through the runtime (runtime/cuda.c), stopping at the first error. */
 static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
@@ -206,7 +207,7 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     if (!ir->exported[f]) LLVMSetLinkage(r, LLVMInternalLinkage);
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, r, "entry"));
     LLVMValueRef state = LLVMGetParam(r, 0);
-    return_on_error(c, r, cgl_call(g, "tsr_state_check_symbols", g->i32, p, 1, &state));
+    return_on_error(c, r, cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state));
     for (uint32_t k = c->opt->gpu_first[f]; k < c->opt->gpu_first[f + 1]; k++) {
         LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, k, 0)};
         return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));
@@ -215,8 +216,9 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     return r;
 }
 
-/* int NAME(tsr_state *s): check symbols, then launch the kernels in order (directly, or through
- * the parts that hold them). */
+/* int NAME(tsr_state *s): begin the run (check symbols, number the run and write its random key
+ * past the symbols: tsr_state_begin_run), then launch the kernels in order (directly, or
+ * through the parts that hold them). */
 static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
     IrProgram *ir = (IrProgram *)g->ir;
@@ -262,7 +264,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(g->ctx, r, "run");
     LLVMPositionBuilderAtEnd(g->b, entry);
     LLVMValueRef state = LLVMGetParam(r, 0);
-    LLVMValueRef status = cgl_call(g, "tsr_state_check_symbols", g->i32, p, 1, &state);
+    LLVMValueRef status = cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state);
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, 0), ""), bad, run);
     LLVMPositionBuilderAtEnd(g->b, bad);
     LLVMBuildRet(g->b, status);
@@ -465,7 +467,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     Cpu c = {.opt = o};
     CgLlvm *g = &c.g;
     cgl_init(g, ir, o->module, tm);
-    LLVMTypeRef fields[ABI_STATE_FIELDS] = {g->ptr, g->ptr, g->ptr, g->i64}; /* tsr_state (abi.h) */
+    LLVMTypeRef fields[ABI_STATE_FIELDS] = {g->ptr, g->ptr, g->ptr, g->i64, g->i64}; /* tsr_state (abi.h) */
     c.state_t = LLVMStructTypeInContext(g->ctx, fields, ABI_STATE_FIELDS, 0);
 
     /* The model image and its size. */

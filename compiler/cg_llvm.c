@@ -38,6 +38,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "abi.h"
 #include "diag.h"
 
 /* ---- Constants, declarations ---------------------------------------------------------------------- */
@@ -64,16 +65,17 @@ static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) ==
 
 static LLVMTypeRef vec_type(CgLlvm *g) { return LLVMVectorType(g->f32, g->lanes); }
 
-/* v as a vector of the current lane count (a scalar is broadcast). */
+/* v as a vector of the current lane count (a scalar is broadcast), of floats or of integers. */
 static LLVMValueRef widen(CgLlvm *g, LLVMValueRef v) {
     if (is_vector(v)) return v;
-    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(vec_type(g)), v, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMTypeRef type = LLVMVectorType(LLVMTypeOf(v), g->lanes);
+    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(type), v, LLVMConstInt(g->i32, 0, 0), "");
     LLVMValueRef *zeros = calloc(g->lanes, sizeof *zeros);
     if (!zeros) diag_fatal_oom();
     for (unsigned i = 0; i < g->lanes; i++) zeros[i] = LLVMConstInt(g->i32, 0, 0);
     LLVMValueRef mask = LLVMConstVector(zeros, g->lanes);
     free(zeros);
-    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(vec_type(g)), mask, "");
+    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(type), mask, "");
 }
 
 /* A float constant of v's shape (scalar or vector). */
@@ -295,12 +297,72 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
     }
 }
 
+/* ---- Random numbers ------------------------------------------------------------------------------------ */
+
+/* An integer constant of `like`'s shape (scalar or vector) and element type. */
+static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element, uint64_t v) {
+    LLVMValueRef c = LLVMConstInt(element, v, 0);
+    return is_vector(like) ? widen(g, c) : c;
+}
+
+/* The high and low 32 bits of the 64-bit product a·m (Philox's mulhilo; NVPTX makes it mul.hi). */
+static void mulhilo(CgLlvm *g, LLVMValueRef a, uint32_t m, LLVMValueRef *hi, LLVMValueRef *lo) {
+    LLVMTypeRef wide = is_vector(a) ? LLVMVectorType(g->i64, g->lanes) : g->i64;
+    LLVMValueRef p = LLVMBuildMul(g->b, LLVMBuildZExt(g->b, a, wide, ""), iconst_like(g, a, g->i64, m), "");
+    LLVMTypeRef narrow = LLVMTypeOf(a);
+    *hi = LLVMBuildTrunc(g->b, LLVMBuildLShr(g->b, p, iconst_like(g, a, g->i64, 32), ""), narrow, "");
+    *lo = LLVMBuildTrunc(g->b, p, narrow, "");
+}
+
+/* random(buffer[index…]) (docs/ir.md §2.5), inline: runtime/rng.c's tsr_random_cell in integer
+ * arithmetic, so it vectorises (a vector loop computes one Philox per lane, on <W x i32>) and
+ * runs as it is on the GPU, with no call into the runtime.  The cell number is the flat offset
+ * of the access, one per lane; the key is the run's, read from past the symbols on entry. */
+static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    LLVMValueRef cell = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (stride != 0) { /* lane l: cell + l·stride */
+        LLVMValueRef *steps = calloc(g->lanes, sizeof *steps);
+        if (!steps) diag_fatal_oom();
+        for (unsigned lane = 0; lane < g->lanes; lane++) steps[lane] = cgl_iconst(g, stride * (int64_t)lane);
+        cell = LLVMBuildAdd(g->b, widen(g, cell), LLVMConstVector(steps, g->lanes), "");
+        free(steps);
+    }
+    LLVMTypeRef word = is_vector(cell) ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    LLVMBuilderRef B = g->b;
+    LLVMValueRef seed = g->random_key[ABI_SYMBOL_SEED], run = g->random_key[ABI_SYMBOL_RUN];
+    LLVMValueRef c[4] = {
+        LLVMBuildTrunc(B, cell, word, ""),
+        LLVMBuildTrunc(B, LLVMBuildLShr(B, cell, iconst_like(g, cell, g->i64, 32), ""), word, ""),
+        iconst_like(g, cell, g->i32, ir_random_site(&g->ir->buffers[buffer])),
+        LLVMBuildTrunc(B, is_vector(cell) ? widen(g, run) : run, word, ""),
+    };
+    LLVMValueRef k0 = LLVMBuildTrunc(B, seed, g->i32, ""), k1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, seed, cgl_iconst(g, 32), ""), g->i32, "");
+    for (int round = 0; round < 10; round++) {
+        LLVMValueRef hi0, lo0, hi1, lo1;
+        LLVMValueRef key0 = is_vector(cell) ? widen(g, k0) : k0, key1 = is_vector(cell) ? widen(g, k1) : k1;
+        mulhilo(g, c[0], 0xD2511F53u, &hi0, &lo0);
+        mulhilo(g, c[2], 0xCD9E8D57u, &hi1, &lo1);
+        c[0] = LLVMBuildXor(B, LLVMBuildXor(B, hi1, c[1], ""), key0, "");
+        c[2] = LLVMBuildXor(B, LLVMBuildXor(B, hi0, c[3], ""), key1, "");
+        c[1] = lo1;
+        c[3] = lo0;
+        k0 = LLVMBuildAdd(B, k0, LLVMConstInt(g->i32, 0x9E3779B9u, 0), "");
+        k1 = LLVMBuildAdd(B, k1, LLVMConstInt(g->i32, 0xBB67AE85u, 0), "");
+    }
+    /* The top 24 bits of the first word, times 2^-24: exact in single precision. */
+    LLVMValueRef bits = LLVMBuildLShr(B, c[0], iconst_like(g, c[0], g->i32, 8), "");
+    LLVMValueRef u = LLVMBuildUIToFP(B, bits, is_vector(bits) ? vec_type(g) : g->f32, "");
+    return LLVMBuildFMul(B, u, fconst_like(g, u, 1.0 / 16777216.0), "");
+}
+
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST: return LLVMConstReal(g->f32, (float)e->value);
     case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
     case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
     case IR_LOAD: return load(g, e->buffer, e->index);
+    case IR_RANDOM: return random_cell(g, e->buffer, e->index);
     case IR_OP: {
         LLVMValueRef x[3] = {NULL, NULL, NULL};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
@@ -530,6 +592,10 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     for (uint32_t s = 0; s < ir->symbol_count; s++) {
         LLVMValueRef idx[1] = {cgl_iconst(g, s)};
         g->symbol[s] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
+    }
+    for (uint32_t w = 0; w < ABI_SYMBOL_KEY_WORDS; w++) { /* the run's random key (abi.h); unused loads go */
+        LLVMValueRef idx[1] = {cgl_iconst(g, ir->symbol_count + w)};
+        g->random_key[w] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
     }
     for (uint32_t i = 0; i < k->count; i++) allocate_locals(g, fn->body.items[k->first + i]);
     g->lane_iter = UINT32_MAX;

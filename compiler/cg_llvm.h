@@ -30,6 +30,7 @@ typedef struct CgLlvm {
     LLVMValueRef fn;
     LLVMValueRef *buffer;   /* per buffer: its pointer in this kernel, or NULL */
     LLVMValueRef *symbol;   /* per symbol: its value (i64), loaded on entry */
+    LLVMValueRef random_key[2]; /* the run's seed and number (i64, abi.h ABI_SYMBOL_*), loaded on entry */
     LLVMValueRef *iter;     /* per iterator: its current value (i64) */
     LLVMValueRef *local;    /* per local: an alloca */
     bool *thread_iter;      /* per iterator: a GPU thread loop's (per-thread buffers drop it) */
@@ -55,7 +56,8 @@ LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);
 
 /* Emit kernel `k` of `fn` into the current function g->fn at the builder's position: binds
- * the given buffer pointers (one per k->buffers) and symbol array, allocates its locals and
+ * the given buffer pointers (one per k->buffers) and symbol array (the index symbols, then the
+ * run's random key, abi.h), allocates its locals and
  * kernel-local buffers, and runs its statements — the first statement's outer loop over
  * [lo, hi) when the kernel is one loop. */
 void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,

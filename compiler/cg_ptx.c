@@ -4,8 +4,8 @@
  * What it does.  Each kernel of each function (kernel.c, over the GPU schedule of
  * sched_gpu.c) becomes an entry point (the ptx_kernel calling convention) named
  * MODULE_FUNCTION_kN, whose parameters are one i64 per index symbol (the state's values, in
- * symbol order) and then one pointer per state buffer the kernel touches (device memory, in
- * id order): the runtime (runtime/cuda.c) launches it with exactly these.  The body is
+ * symbol order), the run's random key (two i64: seed and run number, abi.h) and then one
+ * pointer per state buffer the kernel touches (device memory, in id order): the runtime (runtime/cuda.c) launches it with exactly these.  The body is
  * cg_llvm.c's, as on the CPU: the gpu.x/y/z (or gpu.block/gpu.thread) loops read the block and
  * thread indices, the loops below them run in each thread.  A block's kernel's shared panels
  * are arrays in shared memory (address space 3), one per kernel, 16-byte aligned.  Scalar operations are emitted without fast-math flags,
@@ -47,7 +47,7 @@ static void note_stores(const IrStmt *s, bool *written) {
 static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
                         GpuKernelInfo *info) {
     const IrProgram *ir = g->ir;
-    uint32_t nsym = ir->symbol_count, n = nsym + k->buffer_count;
+    uint32_t nsym = ir->symbol_count + ABI_SYMBOL_KEY_WORDS, n = nsym + k->buffer_count; /* the key follows the symbols */
     LLVMTypeRef *params = calloc(n + 1, sizeof *params);
     LLVMValueRef *buffers = calloc(k->buffer_count + 1, sizeof *buffers);
     if (!params || !buffers) diag_fatal_oom();

@@ -343,10 +343,12 @@ void ptx_manifest_write(const IrProgram *ir, const char *module, const PtxModule
             json_string(out, ir->symbols[i].name);
             fputs(", \"type\": \"i64\"}", out);
         }
-        for (uint32_t p = 0; p < kn->param_count; p++) {
-            fprintf(out, "%s{\"buffer\": %u, \"type\": \"f32*\", \"writes\": %s}", p || ir->symbol_count ? ", " : "",
-                    kn->params[p], kn->writes[p] ? "true" : "false");
-        }
+        /* The run's random key (abi.h), after the symbols: what tsr_state_begin_run writes. */
+        fprintf(out, "%s{\"random_key\": \"seed\", \"type\": \"i64\"}, {\"random_key\": \"run\", \"type\": \"i64\"}",
+                ir->symbol_count ? ", " : "");
+        for (uint32_t p = 0; p < kn->param_count; p++)
+            fprintf(out, ", {\"buffer\": %u, \"type\": \"f32*\", \"writes\": %s}", kn->params[p],
+                    kn->writes[p] ? "true" : "false");
         fputs("]}", out);
     }
     fputs(g->kernel_count ? "\n  ],\n  \"routines\": [" : "],\n  \"routines\": [", out);

@@ -116,6 +116,13 @@ static float eval(Interp *in, const IrExpr *e) {
         int64_t at = offset(in, e->buffer, e->index);
         return at < 0 ? 0.0f : in->data[e->buffer][at];
     }
+    case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
+        int64_t at = offset(in, e->buffer, e->index);
+        const int64_t *key = in->state->symbols + in->ir->symbol_count;
+        return at < 0 ? 0.0f
+                      : tsr_random_cell((uint64_t)key[TSR_SYMBOL_SEED], (uint64_t)key[TSR_SYMBOL_RUN],
+                                        ir_random_site(&in->ir->buffers[e->buffer]), (uint64_t)at);
+    }
     case IR_OP: {
         float x[3] = {0, 0, 0};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = eval(in, e->args[i]);
@@ -172,7 +179,7 @@ bool interp_run(Interp *in, const IrFunction *fn) {
         in->local_cap = fn->local_count;
     }
     in->failed = false;
-    if (tsr_state_check_symbols(in->state) != TSR_OK) {
+    if (tsr_state_begin_run(in->state) != TSR_OK) { /* as a generated routine begins */
         diag_error_noloc("run time: %s", tsr_last_error());
         return false;
     }

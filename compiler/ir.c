@@ -198,6 +198,11 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
     case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
     case IR_LOCAL: fprintf(out, "l%u", e->local); break;
     case IR_SYMBOL: fprintf(out, "(index %s)", e->symbol); break;
+    case IR_RANDOM:
+        fputs("random(", out);
+        print_access(out, ir, e->buffer, e->index);
+        fputc(')', out);
+        break;
     case IR_OP: {
         unsigned n = scalar_op_arity(e->op);
         const char *name = scalar_op_name(e->op);
@@ -339,7 +344,8 @@ static void verify_expr(Verifier *v, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST:
     case IR_SYMBOL: break;
-    case IR_LOAD: verify_index(v, e->buffer, e->index); break;
+    case IR_LOAD:
+    case IR_RANDOM: verify_index(v, e->buffer, e->index); break;
     case IR_LOCAL:
         if (e->local >= v->fn->local_count || !v->local_set[e->local]) problem(v, "a local is read before it is set");
         break;
@@ -444,6 +450,20 @@ bool ir_expr_loads(const IrExpr *e, uint32_t buffer) {
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
         if (ir_expr_loads(e->args[i], buffer)) return true;
     return false;
+}
+
+bool ir_expr_random(const IrExpr *e) {
+    if (e->kind == IR_RANDOM) return true;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_random(e->args[i])) return true;
+    return false;
+}
+
+uint32_t ir_random_site(const IrBuffer *buffer) {
+    uint32_t h = 2166136261u;
+    for (const char *s = buffer->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
 }
 
 bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {

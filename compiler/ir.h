@@ -157,6 +157,11 @@ typedef enum IrExprKind {
     IR_LOCAL,  /* local scalar */
     IR_OP,     /* op(args) */
     IR_SYMBOL, /* run-time value of an index symbol */
+    IR_RANDOM, /* random(buffer[index…]): a uniform number in [0, 1) for that cell of `buffer` in
+                * the routine run under way (docs/ir.md §2.5); reads no memory.  Its value is
+                * tsr_random_cell(seed, run, ir_random_site(buffer), the cell's flat offset), so
+                * it depends on where the cell is, never on the schedule or the thread.  `buffer`
+                * is the tensor being computed, never virtual (opt.c keeps such stores). */
 } IrExprKind;
 
 typedef struct IrExpr IrExpr;
@@ -369,6 +374,11 @@ unsigned ir_verify(const IrProgram *ir, FILE *out);
 void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
 /* Whether e loads `buffer` anywhere. */
 bool ir_expr_loads(const IrExpr *e, uint32_t buffer);
+/* Whether e draws a random number (IR_RANDOM) anywhere. */
+bool ir_expr_random(const IrExpr *e);
+/* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third
+ * word, runtime/rng.c tsr_random_cell), so two tensors draw different numbers. */
+uint32_t ir_random_site(const IrBuffer *buffer);
 /* Whether two indices of `buffer` are the same, term for term. */
 bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
 

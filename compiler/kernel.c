@@ -47,7 +47,8 @@ static void uses_clear(Uses *u) {
 static void uses_expr(Uses *u, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST:
-    case IR_SYMBOL: break;
+    case IR_SYMBOL:
+    case IR_RANDOM: break; /* no memory: the run's key comes with the symbols */
     case IR_LOCAL: use_local(u, e->local); break;
     case IR_LOAD: use_buffer(u, e->buffer); break;
     case IR_OP:

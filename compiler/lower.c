@@ -153,6 +153,12 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
         for (unsigned i = 0; i < scalar_op_arity(x->op); i++) e->args[i] = lower_expr(l, a, x->args[i]);
         return e;
     }
+    case AE_RANDOM: { /* the number of the cell being computed: the left side's, at its index */
+        IrExpr *e = new_expr(l, IR_RANDOM);
+        e->buffer = a->lhs.buffer;
+        e->index = access_index(l, a->proj, a->lhs.slot);
+        return e;
+    }
     }
     return NULL;
 }
@@ -216,6 +222,7 @@ static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, bool to
     Arena *arena = l->ir->arena;
     switch (x->kind) {
     case AE_CONST: *out = arena_printf(arena, "%s%g", *out, x->value); break;
+    case AE_RANDOM: *out = arena_printf(arena, "%srandom ()", *out); break;
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
         const char *name = acc->symbol ? arena_printf(arena, "!@%s", acc->symbol) : l->ir->buffers[acc->buffer].name;

@@ -11,7 +11,9 @@
  *      all its iterators — and read by exactly one load whose loops all appear in its index
  *      (so each cell is computed once, where it is used), is inlined: the load becomes the
  *      stored expression with the producer's iterators replaced by the load's indices, and the
- *      producer's loop nest disappears.  Nothing it reads may be stored in between.
+ *      producer's loop nest disappears.  Nothing it reads may be stored in between.  A
+ *      buffer whose store draws random numbers (IR_RANDOM) is never inlined: it is materialised
+ *      once per run, so every reader, in any routine, sees the same mask.
  *   4. Dead stores: stores to buffers that nothing reads and nobody observes are removed,
  *      and loops left empty with them.
  *   5. Overwritten fills: a nest setting every cell of a buffer to a constant (zero_grads) goes
@@ -316,7 +318,7 @@ static IrIndex *subst_index(IrProgram *ir, const IrIndex *ix, uint32_t rank, con
 static IrExpr *subst_expr(IrProgram *ir, const IrExpr *e, const Subst *s) {
     IrExpr *c = arena_alloc(ir->arena, sizeof *c);
     *c = *e;
-    if (e->kind == IR_LOAD) c->index = subst_index(ir, e->index, ir->buffers[e->buffer].rank, s);
+    if (e->kind == IR_LOAD || e->kind == IR_RANDOM) c->index = subst_index(ir, e->index, ir->buffers[e->buffer].rank, s);
     if (e->kind == IR_OP)
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = subst_expr(ir, e->args[i], s);
     return c;
@@ -341,7 +343,10 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
     IrBlock producer = {&fn->body.items[top_store], 1, 1}, consumer = {&fn->body.items[top_load], 1, 1};
     if (!find_store(&producer, buffer, loops, 0, true, &prod) || !find_load(&consumer, buffer, loops, 0, &cons))
         return false;
-    if (!prod.all_parallel || expr_has_local(prod.store->value)) return false;
+    /* A random tensor (a dropout mask) is computed where the program computes it and stored:
+     * its numbers belong to the routine run that stores them, and a reader in another function
+     * (the backward pass of a later run) must see those, not draw again. */
+    if (!prod.all_parallel || expr_has_local(prod.store->value) || ir_expr_random(prod.store->value)) return false;
     /* The store writes every cell once: each axis is one distinct loop iterator (or size one). */
     uint32_t iters[64];
     const IrIndex *by[64];

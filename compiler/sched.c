@@ -173,6 +173,7 @@ static IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
         if (repl && repl->buffer != UINT32_MAX && e->buffer == repl->buffer) return repl->buffer_value;
         c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank);
         break;
+    case IR_RANDOM: c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank); break;
     case IR_LOCAL:
         if (repl && e->local == repl->local) return repl->value;
         break;
@@ -281,7 +282,8 @@ static bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint
         return uses;
     }
     case IR_CONST:
-    case IR_SYMBOL: break;
+    case IR_SYMBOL:
+    case IR_RANDOM: break; /* computed from the cell's position, read from nowhere */
     }
     return false;
 }
@@ -990,7 +992,8 @@ static bool lanes_contiguous(const IrProgram *ir, const IrExpr *e, uint32_t iter
             if (!lanes_contiguous(ir, e->args[i], iter, avoid)) return false;
         return true;
     case IR_CONST:
-    case IR_SYMBOL: break;
+    case IR_SYMBOL:
+    case IR_RANDOM: break;
     }
     return true;
 }

@@ -54,7 +54,7 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     const tsr_model *m = p->model;
     printf("usage: %s [options]\n\noptions:\n", p->program);
     printf("  %-22s %s\n", "--help", "show this help and exit");
-    printf("  %-22s seed of parameter initialisation and of 'shuffle' (default %" PRIu64 ")\n", "--seed N",
+    printf("  %-22s seed of parameter initialisation, 'shuffle' and dropout (default %" PRIu64 ")\n", "--seed N",
            default_seed);
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
     printf("  %-22s %s\n", "--load PATH", "read the parameters from checkpoint PATH (.npz) before main runs");

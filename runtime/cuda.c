@@ -171,7 +171,8 @@ struct tsr_gpu {
     CUcontext context; /* the device's primary context, retained; NULL until then */
     CUmodule module;
     CUfunction *functions; /* per kernel */
-    void ***params;        /* per kernel: the launch's parameter pointers (symbols, then buffers) */
+    void ***params;        /* per kernel: the launch's parameter pointers (symbols and the run's
+                            * random key, then buffers) */
     uint32_t buffer_count;
     CUdeviceptr *memory;   /* per buffer: its device copy, or 0 (no kernel uses it) */
     size_t *bytes;         /* per buffer: the size of both copies */
@@ -229,7 +230,7 @@ static int open_module(tsr_gpu *g) {
         return cu_error(r, "the GPU cannot load this program's PTX (arch %s)%s%s", sec->arch, n ? ": " : "", log);
     }
     const tsr_state *s = g->state;
-    uint32_t symbols = tsr_model_symbol_count(s->model);
+    uint32_t symbols = tsr_model_symbol_count(s->model) + TSR_SYMBOL_KEY_WORDS; /* tsr.h: the key follows */
     for (uint32_t k = 0; k < sec->kernel_count; k++) {
         const tsr_gpu_kernel *kn = &sec->kernels[k];
         if ((r = cu.ModuleGetFunction(&g->functions[k], g->module, kn->name)) != CUDA_SUCCESS)

@@ -50,9 +50,11 @@
  * PROGRESS is the bar of a loop, titled `text`.  Version 6 added the GPU section: the PTX module
  * (text, arch "sm_80"…) and its kernels in launch numbering (tsr_gpu_launch); each kernel's
  * parameters are one i64 per index symbol (their values, in symbol order), then a pointer per
- * listed buffer (device memory), `writes` set where the kernel stores into that buffer. */
+ * listed buffer (device memory), `writes` set where the kernel stores into that buffer.
+ * Version 7 put the run's random key (tsr.h: TSR_SYMBOL_KEY_WORDS i64s, the seed and the run's
+ * number) between a kernel's index symbols and its buffers. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 6u
+#define TSR_IMAGE_VERSION 7u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

@@ -3,7 +3,8 @@
  * Every random number the runtime makes is a pure function of (seed, what, which cell), so
  * results are reproducible and do not depend on thread count or evaluation order.  Parameter
  * initialisation keys the counter by an FNV-1a hash of the tensor's name; the data generators
- * use numbered streams. */
+ * use numbered streams; the loop IR's `random` primitive (tsr_random_cell, and its inline twin
+ * in compiler/cg_llvm.c) keys it by the cell, the tensor's site and the routine run. */
 #include <math.h>
 #include <string.h>
 
@@ -48,6 +49,12 @@ double tsr_normal(uint64_t seed, const char *name, uint64_t cell) {
     double u1 = ((double)out[0] + 1.0) * (1.0 / 4294967297.0); /* (0, 1): log is finite */
     double u2 = (double)out[1] * (1.0 / 4294967296.0);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+float tsr_random_cell(uint64_t seed, uint64_t run, uint32_t site, uint64_t cell) {
+    uint32_t counter[4] = {(uint32_t)cell, (uint32_t)(cell >> 32), site, (uint32_t)run}, out[4];
+    tsr_philox4x32(counter, seed, out);
+    return (float)(out[0] >> 8) * (1.0f / 16777216.0f); /* exact: 24 bits, a power of two */
 }
 
 /* Streams are tagged apart from parameter initialisation by the last counter word. */

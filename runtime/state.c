@@ -172,7 +172,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
                 kn->grid[d] > INT32_MAX)
                 r->bad = true;
         if (threads > GPU_BLOCK_THREADS || kn->block[2] > GPU_BLOCK_Z || kn->shared_bytes > GPU_SHARED_BYTES ||
-            ((uint64_t)m->symbol_count + kn->param_count) * 8 > GPU_PARAM_BYTES)
+            ((uint64_t)m->symbol_count + TSR_SYMBOL_KEY_WORDS + kn->param_count) * 8 > GPU_PARAM_BYTES)
             r->bad = true;
         for (uint32_t p = 0; p < kn->param_count && !r->bad; p++) {
             kn->buffers[p] = u32(r);
@@ -463,7 +463,7 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
     s->model = m;
     s->seed = seed;
     s->buffers = calloc(m->buffer_count + 1, sizeof *s->buffers);
-    s->symbols = calloc(m->symbol_count + 1, sizeof *s->symbols);
+    s->symbols = calloc(m->symbol_count + TSR_SYMBOL_KEY_WORDS, sizeof *s->symbols);
     if (!s->buffers || !s->symbols) {
         tsr_state_destroy(s);
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
@@ -548,6 +548,15 @@ int tsr_state_check_symbols(tsr_state *s) {
         if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
             return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
                              s->model->symbol_names[i], s->symbols[i], s->model->symbol_ranges[i] - 1);
+    return TSR_OK;
+}
+
+int tsr_state_begin_run(tsr_state *s) {
+    int status = tsr_state_check_symbols(s);
+    if (status != TSR_OK) return status;
+    int64_t *key = s->symbols + s->model->symbol_count;
+    key[TSR_SYMBOL_SEED] = (int64_t)s->seed;
+    key[TSR_SYMBOL_RUN] = (int64_t)s->runs++;
     return TSR_OK;
 }
 

@@ -70,6 +70,12 @@ float tsr_uniform(uint64_t seed, const char *name, uint64_t cell);
 /* A standard normal number for cell `cell` of the tensor named `name`, under `seed` (the
  * initialisers `normal`, `xavier_normal`, `kaiming_normal`); as pure as tsr_uniform. */
 double tsr_normal(uint64_t seed, const char *name, uint64_t cell);
+/* The loop IR's `random` primitive (docs/ir.md §2.5): a uniform number in [0, 1), a multiple of
+ * 2^-24, for cell `cell` of the tensor whose site (FNV-1a of its name) is `site`, in routine run
+ * number `run`, under `seed`: Philox4x32-10 of the counter {cell low, cell high, site, run low}
+ * keyed by the seed, the top 24 bits of the first word times 2^-24.  Generated code computes
+ * the same number inline; the reference executor calls this. */
+float tsr_random_cell(uint64_t seed, uint64_t run, uint32_t site, uint64_t cell);
 
 /* ---- Data ----------------------------------------------------------------------------------- */
 
@@ -114,14 +120,24 @@ int tsr_num_threads(void);
 /* ---- Model state -------------------------------------------------------------------------------- */
 
 /* A model's run-time state: one buffer per tensor, the values of its index symbols.  Generated
- * code reads `buffers` and `symbols` directly (their offsets are part of the ABI). */
+ * code reads `buffers` and `symbols` directly (their offsets are part of the ABI).
+ *
+ * `runs` counts the routine runs the state has started: every routine begins with
+ * tsr_state_begin_run(), which gives the run the number `runs` (then adds one) and copies that
+ * number and `seed` past the index symbols, where the kernels of the run read them as the key
+ * of the `random` primitive (dropout masks): symbols[count + TSR_SYMBOL_SEED] and
+ * symbols[count + TSR_SYMBOL_RUN], count being the model's number of index symbols.  So every
+ * run draws fresh numbers, a run's forward and backward see the same ones, and a caller may set
+ * `seed` or `runs` between runs to replay a run's numbers. */
 typedef struct tsr_model tsr_model;
 typedef struct tsr_state {
     float **buffers;          /* per buffer: 64-byte-aligned storage, or NULL (virtual) */
-    int64_t *symbols;         /* per index symbol: its current value */
+    int64_t *symbols;         /* per index symbol: its current value; then the run's random key */
     const tsr_model *model;
     uint64_t seed;
+    uint64_t runs;            /* routine runs started */
 } tsr_state;
+enum { TSR_SYMBOL_SEED = 0, TSR_SYMBOL_RUN = 1, TSR_SYMBOL_KEY_WORDS = 2 };
 
 /* Build a state from the image a generated object carries: allocate every buffer, fill
  * literals and constants, initialise parameters with tsr_uniform(seed, …), produce data sets
@@ -131,8 +147,12 @@ void tsr_state_destroy(tsr_state *state);
 
 /* Index symbols: set (checked against the range) and read. */
 int tsr_state_set_symbol(tsr_state *state, uint32_t symbol, int64_t value);
-/* TSR_OK when every index symbol is in range (generated routines call this on entry). */
+/* TSR_OK when every index symbol is in range. */
 int tsr_state_check_symbols(tsr_state *state);
+/* A routine's entry (generated routines and the reference executor call it first): check the
+ * index symbols as tsr_state_check_symbols(), then number the run (`runs`, above).  A run
+ * whose symbols are out of range is refused and not counted. */
+int tsr_state_begin_run(tsr_state *state);
 
 /* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
 int tsr_state_print(tsr_state *state, uint32_t print);

@@ -86,10 +86,11 @@ static void image_finish(Image *im) {
     memcpy(im->bytes + TSR_IMAGE_HEADER - 8, &sum, 8);
 }
 
-/* y[i] = 2 x[i] + k for i < 256: parameters k (the symbol, by value), x, y. */
+/* y[i] = 2 x[i] + k for i < 256: parameters k (the symbol, by value), the run's random key
+ * (seed and run number, unused here), x, y. */
 static const char axpy_ptx[] =
     ".version 7.0\n.target sm_52\n.address_size 64\n"
-    ".visible .entry axpy(.param .u64 p_k, .param .u64 p_x, .param .u64 p_y)\n{\n"
+    ".visible .entry axpy(.param .u64 p_k, .param .u64 p_seed, .param .u64 p_run, .param .u64 p_x, .param .u64 p_y)\n{\n"
     "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .f32 %f<4>;\n  .reg .b64 %rd<8>;\n"
     "  ld.param.u64 %rd1, [p_k];\n  ld.param.u64 %rd2, [p_x];\n  ld.param.u64 %rd3, [p_y];\n"
     "  cvta.to.global.u64 %rd2, %rd2;\n  cvta.to.global.u64 %rd3, %rd3;\n"
@@ -98,7 +99,7 @@ static const char axpy_ptx[] =
     "  mul.wide.u32 %rd4, %r1, 4;\n  add.s64 %rd5, %rd2, %rd4;\n  ld.global.f32 %f1, [%rd5];\n"
     "  cvt.rn.f32.s64 %f2, %rd1;\n  fma.rn.f32 %f3, %f1, 0f40000000, %f2;\n"
     "  add.s64 %rd6, %rd3, %rd4;\n  st.global.f32 [%rd6], %f3;\nDONE:\n  ret;\n}\n"
-    ".visible .entry boom(.param .u64 p_k)\n{\n  trap;\n}\n";
+    ".visible .entry boom(.param .u64 p_k, .param .u64 p_seed, .param .u64 p_run)\n{\n  trap;\n}\n";
 
 typedef struct Kernel {
     const char *name;
