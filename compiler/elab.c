@@ -2429,7 +2429,11 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
     if (n->kind == NODE_APP && n->a->kind == NODE_VAR && !lookup(e, env, n->a->name)) {
         x->kind = CEXPR_OP;
         x->op = n->a->name;
-        if (n->list.count == 1 && n->list.items[0]->kind == NODE_UNIT) return x; /* `random ()`: no operands */
+        if (strcmp(n->a->name, "random") == 0) { /* `random ()`: the primitive without operands */
+            if (n->list.count == 1 && n->list.items[0]->kind == NODE_UNIT) return x;
+            diag_error(n->span, "'random' takes no operands: it is written 'random ()'");
+            return NULL;
+        }
         uint32_t count = 0; /* the operands: curried, or a tuple's items */
         for (uint32_t i = 0; i < n->list.count; i++) {
             const Node *arg = n->list.items[i];
