@@ -182,26 +182,18 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
     return a;
 }
 
-static bool slot_name(const char *name, uint32_t *slot, bool *grad) {
-    char c = name[0];
-    if (c != 'v' && c != 't' && c != 'g') return false;
-    if (name[1] == '\0') *slot = 0;
-    else if (name[1] >= '1' && name[1] <= '9' && name[2] == '\0') *slot = (uint32_t)(name[1] - '0');
-    else return false;
-    *grad = c == 'g';
-    return true;
-}
-
 static bool block_access(BlockContext *c, const Node *n, Access *out) {
     uint32_t slot;
     bool grad;
-    if (n->kind != NODE_VAR || !slot_name(n->name, &slot, &grad)) return false;
+    if (n->kind != NODE_VAR || !ast_slot_name(n->name, &slot, &grad)) return false;
     if (slot >= c->slot_count) {
         diag_error(n->span, "'%s' names operand %u, but this operator has %u", n->name, slot, c->slot_count - 1);
         c->b->failed = true;
         return false;
     }
     *out = (Access){.node = {c->slots[slot], grad}, .slot = slot};
+    for (uint32_t k = 0; k < c->own_read_count; k++) /* an assignment with its own logic */
+        if (c->own_reads[k] == n) out->slot = k + 1;
     return true;
 }
 
@@ -326,7 +318,7 @@ static void block_local(BlockContext *c, const Node *n) {
     }
     uint32_t slot;
     bool grad;
-    if (slot_name(def->name, &slot, &grad)) {
+    if (ast_slot_name(def->name, &slot, &grad)) {
         diag_error(def->span, "'%s' is a slot name; a local definition needs another name", def->name);
         c->b->failed = true;
         return;
@@ -334,6 +326,33 @@ static void block_local(BlockContext *c, const Node *n) {
     BlockLocal local = {.name = def->name, .value = n->b, .visible = c->local_count};
     ARENA_PUSH(c->b->ir->arena, c->locals, c->local_count, c->local_cap, local);
     c->local_limit = c->local_count;
+}
+
+static ProjLogic proj_logic(Logic logic);
+
+/* The projections of assignment `a` (node `n`) of a block whose operator has no ~logic:: its
+ * own logic over its own slots, the left side then the slots read in the order written (the
+ * slots elab.c's emit_block_logics related the same way). */
+static const Projections *own_projections(BlockContext *c, Assignment *a, const Node *n) {
+    Arena *arena = c->b->ir->arena;
+    uint32_t count = c->own_read_count + 1;
+    Shape *shapes = arena_alloc(arena, count * sizeof *shapes);
+    shapes[0] = c->b->shapes[a->lhs.node.tensor->id];
+    a->lhs.slot = 0;
+    for (uint32_t k = 0; k < c->own_read_count; k++) {
+        uint32_t slot;
+        bool grad;
+        ast_slot_name(c->own_reads[k]->name, &slot, &grad);
+        shapes[k + 1] = c->b->shapes[c->slots[slot]->id];
+    }
+    const Spec *spec = n->c->spec;
+    Logic logic = spec ? LOGIC_SPEC : n->c->text[0] == '@' ? LOGIC_COMPOSE : n->c->text[0] == 'T' ? LOGIC_TRANSPOSE
+                                                                                                  : LOGIC_POINTWISE;
+    ProjProblem p = {.logic = proj_logic(logic), .spec = spec, .slot_count = count, .shapes = shapes,
+                     .span = c->span, .what = c->what};
+    const Projections *proj = proj_infer(arena, &p);
+    if (!proj) c->b->failed = true;
+    return proj;
 }
 
 void block_statement(BlockContext *c, const Node *n) {
@@ -367,15 +386,23 @@ void block_statement(BlockContext *c, const Node *n) {
         c->b->failed = true;
         return;
     }
-    if (n->c) {
+    if (n->c && c->proj) {
         diag_error(n->c->span, "an assignment in an operator's block uses the operator's logic; "
                    "'~logic:' is not allowed here");
         c->b->failed = true;
         return;
     }
+    if (!c->proj) { /* an operator without ~logic: (elab.c check_block_logics) */
+        c->own_reads = NULL;
+        c->own_read_count = 0;
+        uint32_t cap = 0;
+        ast_code_reads(c->b->ir->arena, n->b, &c->own_reads, &c->own_read_count, &cap);
+    }
     a->rhs = block_expr(c, a, n->b);
     if (!a->rhs) return;
-    a->proj = c->proj;
+    a->proj = c->proj ? c->proj : own_projections(c, a, n);
+    c->own_read_count = 0;
+    if (!a->proj) return;
     a->span = c->span;
     a->what = c->what;
     ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
@@ -398,8 +425,9 @@ static void build_operator(Builder *b, Tensor *t) {
     slots[0] = t;
     for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
     const char *what = operation_what(b, t);
-    Projections *proj = infer(b, proj_logic(t->logic), slots, n, t, what);
-    if (!proj) return;
+    /* Without ~logic: each assignment of the blocks has its own projections (own_projections). */
+    Projections *proj = t->logic == LOGIC_NONE ? NULL : infer(b, proj_logic(t->logic), slots, n, t, what);
+    if (!proj && t->logic != LOGIC_NONE) return;
     b->info[t->id].slots = slots;
     b->info[t->id].slot_count = n;
     b->info[t->id].proj = proj;

@@ -50,7 +50,10 @@ typedef struct BlockContext {
     Builder *b;
     Tensor **slots;   /* slot 0 = result */
     uint32_t slot_count;
-    const Projections *proj;
+    const Projections *proj; /* the operator's; NULL without ~logic: each assignment has its own */
+    const Node **own_reads;  /* an assignment with its own logic: the slot names it reads, in the
+                                order written (its operands 1, 2, …; ast_code_reads) */
+    uint32_t own_read_count;
     const char *what;
     Span span;
     Assignment **out;

@@ -193,3 +193,29 @@ static void dump(FILE *out, const Node *n, int indent) {
 void ast_dump(FILE *out, const Module *module) {
     for (uint32_t i = 0; i < module->items.count; i++) dump(out, module->items.items[i], 0);
 }
+
+bool ast_slot_name(const char *name, uint32_t *slot, bool *grad) {
+    char c = name[0];
+    if (c != 'v' && c != 't' && c != 'g') return false;
+    if (name[1] == '\0') *slot = 0;
+    else if (name[1] >= '1' && name[1] <= '9' && name[2] == '\0') *slot = (uint32_t)(name[1] - '0');
+    else return false;
+    *grad = c == 'g';
+    return true;
+}
+
+void ast_code_reads(Arena *arena, const Node *n, const Node ***out, uint32_t *count, uint32_t *cap) {
+    if (!n) return;
+    switch (n->kind) {
+    case NODE_VAR: ARENA_PUSH(arena, *out, *count, *cap, n); return;
+    case NODE_APP: /* the operands, not the primitive's name */
+        if (n->a && n->a->kind != NODE_VAR) ast_code_reads(arena, n->a, out, count, cap);
+        break;
+    default:
+        ast_code_reads(arena, n->a, out, count, cap);
+        ast_code_reads(arena, n->b, out, count, cap);
+        ast_code_reads(arena, n->c, out, count, cap);
+        break;
+    }
+    for (uint32_t i = 0; i < n->list.count; i++) ast_code_reads(arena, n->list.items[i], out, count, cap);
+}

@@ -114,6 +114,14 @@ const char *ast_kind_name(NodeKind kind);
 Node *ast_node(Arena *arena, NodeKind kind, Span span);
 void ast_push(Arena *arena, NodeList *list, Node *node);
 
+/* A slot name of an operator's code blocks (docs/language.md §3.7.3): `v`, `t`, `g` name slot 0
+ * (the result), `v1`…`v9`, `t1`…`t9`, `g1`…`g9` operand K; *grad for the `g` names. */
+bool ast_slot_name(const char *name, uint32_t *slot, bool *grad);
+
+/* The names a code expression reads, in the order written, each occurrence once (the function
+ * named by an application is not a read): appended to *out. */
+void ast_code_reads(Arena *arena, const Node *n, const Node ***out, uint32_t *count, uint32_t *cap);
+
 /* Print the tree in the stable form used by --dump-ast golden tests. */
 void ast_dump(FILE *out, const Module *module);
 

@@ -847,6 +847,89 @@ static bool check_compose_products(const Node *n, const char *what) {
     return ok;
 }
 
+/* The assignments of an operator's code block, in order (a block is a sequence, possibly
+ * commented). */
+static void block_assignments(Arena *arena, const Node *n, const Node ***out, uint32_t *count, uint32_t *cap) {
+    if (!n) return;
+    if (n->kind == NODE_CODE) block_assignments(arena, n->a, out, count, cap);
+    else if (n->kind == NODE_COMMENTED) block_assignments(arena, n->b, out, count, cap);
+    else if (n->kind == NODE_SEQ)
+        for (uint32_t i = 0; i < n->list.count; i++) block_assignments(arena, n->list.items[i], out, count, cap);
+    else if (n->kind == NODE_ASSIGN) ARENA_PUSH(arena, *out, *count, *cap, n);
+}
+
+/* An operator declared without ~logic: takes its shapes and loops from its blocks (as OCANNL's
+ * operations do from their assignments): every assignment of both blocks has a logic of its own,
+ * `v =:+ v1 * v2 ~logic:"i, j; j, k => i, k"`, whose operands are the slots the right side
+ * reads, in the order written, as in a routine's assignment (§3.7.2).  Such blocks define no
+ * local values (`{ x } =: …` would hide which slots an assignment reads).  Reports what does
+ * not fit; false then. */
+static bool check_block_logics(const Node *op, Span keyword) {
+    const char *name = op->name;
+    bool ok = true, any = false;
+    for (uint32_t i = 0; i < op->list.count; i++)
+        if (op->list.items[i]->flag == PARAM_LABELLED) {
+            diag_error(op->list.items[i]->span, "'~%s' would be a spec parameter, but operator '%s' has no ~logic: "
+                       "to give it to", op->list.items[i]->name, name);
+            ok = false;
+        }
+    const Node *blocks[2] = {op->a, op->b};
+    for (int k = 0; k < 2; k++) {
+        Arena *scratch = arena_new();
+        const Node **as = NULL;
+        uint32_t count = 0, cap = 0;
+        block_assignments(scratch, blocks[k], &as, &count, &cap);
+        for (uint32_t i = 0; i < count; i++) {
+            const Node *a = as[i];
+            any = true;
+            if (a->a->kind == NODE_RECORD) {
+                diag_error(a->span, "operator '%s' has no ~logic:, so its blocks define no local values (each "
+                           "assignment reads the slots it names)", name);
+                ok = false;
+            } else if (!a->c) {
+                diag_error(a->span, "operator '%s' has no ~logic:, so this assignment needs a logic of its own "
+                           "(~logic:\".\", \"@\", \"T\" or an einsum spec)", name);
+                diag_note(keyword, "or give the operator one: write ~logic: before '=', with \".\" (pointwise), "
+                          "\"@\" (compose), \"T\" (transpose), an einsum spec, or a labelled spec parameter "
+                          "(~logic:spec)");
+                ok = false;
+            } else if (a->c->kind == NODE_STRING && a->c->len == 1 && a->c->text[0] == '@') {
+                char what[160];
+                snprintf(what, sizeof what, "this assignment of operator '%s'", name);
+                ok &= check_compose_products(a, what);
+            }
+            const Node **reads = NULL;
+            uint32_t read_count = 0, read_cap = 0;
+            ast_code_reads(scratch, a->b, &reads, &read_count, &read_cap);
+            for (uint32_t j = 0; j < read_count; j++) {
+                uint32_t slot;
+                bool grad;
+                if (!ast_slot_name(reads[j]->name, &slot, &grad)) {
+                    diag_error(reads[j]->span, "'%s' is not a slot of operator '%s' (v, v1, g, g1, …)",
+                               reads[j]->name, name);
+                    ok = false;
+                }
+            }
+            if (a->c && a->c->kind == NODE_STRING && a->c->spec && a->c->spec->rhs_count != read_count) {
+                diag_error(a->c->spec->span, "this spec has %u operand slot%s, but the right side of the assignment "
+                           "reads %u slot%s", a->c->spec->rhs_count, a->c->spec->rhs_count == 1 ? "" : "s",
+                           read_count, read_count == 1 ? "" : "s");
+                diag_note(a->b->span, "each slot the right side reads, in the order written, fills the next operand "
+                          "slot of the spec");
+                ok = false;
+            }
+        }
+        arena_free(scratch);
+    }
+    if (!any) {
+        diag_error(keyword, "operator '%s' has no shape logic: write ~logic: before '=', with \".\" (pointwise), "
+                   "\"@\" (compose), \"T\" (transpose), an einsum spec, or a labelled spec parameter (~logic:spec)",
+                   name);
+        ok = false;
+    }
+    return ok;
+}
+
 /* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
@@ -879,12 +962,7 @@ static bool check_operator(const Node *op) {
         ok = false;
     }
     const Node *logic = op->c;
-    if (!logic) {
-        diag_error(keyword, "operator '%s' has no shape logic: write ~logic: before '=', with \".\" (pointwise), "
-                   "\"@\" (compose), \"T\" (transpose), an einsum spec, or a labelled spec parameter (~logic:spec)",
-                   name);
-        return false;
-    }
+    if (!logic) return check_block_logics(op, keyword) && ok;
     for (uint32_t i = 0; i < op->list.count; i++) {
         const Node *p = op->list.items[i];
         if (p->flag == PARAM_LABELLED && (logic->kind != NODE_VAR || strcmp(p->name, logic->name) != 0)) {
@@ -957,6 +1035,43 @@ static const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, 
     return NULL;
 }
 
+static bool code_logic(const Node *logic, Logic *out, const Spec **spec);
+
+/* The shape constraints of an operator without ~logic: (check_block_logics): those of each
+ * assignment of its forward block under that assignment's own logic, the left side (`v`) as the
+ * result and the slots read as operands, in the order written.  The backward block adds none:
+ * its projections are derived from the closed shapes (assign.c), which these constraints
+ * settle. */
+static bool emit_block_logics(Elab *e, Env *env, const Node *op, Tensor *r, Tensor **ops, Span span) {
+    const Node **as = NULL;
+    uint32_t count = 0, cap = 0;
+    block_assignments(e->arena, op->a, &as, &count, &cap);
+    for (uint32_t i = 0; i < count; i++) {
+        Logic logic;
+        const Spec *spec;
+        if (!code_logic(as[i]->c, &logic, &spec)) return false;
+        const Node **reads = NULL;
+        uint32_t read_count = 0, read_cap = 0;
+        ast_code_reads(e->arena, as[i]->b, &reads, &read_count, &read_cap);
+        Tensor **ts = arena_alloc(e->arena, (read_count ? read_count : 1) * sizeof *ts);
+        for (uint32_t j = 0; j < read_count; j++) {
+            uint32_t slot;
+            bool grad;
+            ast_slot_name(reads[j]->name, &slot, &grad);
+            ts[j] = slot == 0 ? r : ops[slot - 1];
+        }
+        const char *needs = logic_operands_needed(logic, read_count);
+        if (needs) {
+            diag_error(as[i]->c->span, "logic \"%c\" needs %s, but the right side of the assignment reads %u slot%s",
+                       as[i]->c->text[0], needs, read_count, read_count == 1 ? "" : "s");
+            diag_note(span, "operator '%s' is applied here", op->name);
+            return false;
+        }
+        emit_logic(e, env, logic, spec, r, ts, read_count, NULL, span, op->name);
+    }
+    return true;
+}
+
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                              const Node *captures, Span span) {
@@ -979,6 +1094,10 @@ static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands
     r->operands = ts;
     r->operand_count = n;
     r->shape = shape_fresh(e->solver, origin(e, span, "the result of '%s'", name));
+    if (!logic) {
+        r->logic = LOGIC_NONE;
+        return emit_block_logics(e, env, op, r, ts, span) ? tensor_value(e, r) : &error_value;
+    }
     if (logic->kind == NODE_VAR) {
         if (!spec) return fail(span, "'%s' needs an einsum spec: write it after the operator, as in "
                                "a %s \"i, j; j, k => i, k\" b", name, name);
@@ -2053,7 +2172,7 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         if (args[i].value->kind == V_ERROR) return &error_value;
     }
     if (spec) {
-        if (fn->as.op->c->kind != NODE_VAR)
+        if (!fn->as.op->c || fn->as.op->c->kind != NODE_VAR)
             return fail(n->span, "'%s' takes no einsum spec: its logic is fixed by its declaration", fn->as.op->name);
         Value **ops = arena_alloc(e->arena, (count ? count : 1) * sizeof *ops);
         uint32_t k = 0;
