@@ -11,7 +11,9 @@
 #                   loaders, FUZZ_SECONDS each (default 60); FUZZ_TARGETS="parse compile data"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
-#   make bench      tsrc-generated code vs OpenBLAS and NumPy (matmul, an elementwise chain)
+#   make bench      tsrc-generated code vs OpenBLAS, NumPy and PyTorch (matmul, an elementwise
+#                   chain, training steps, LeNet's convolutions); BENCH_ONLY="conv" (sections:
+#                   matmul bmm ew train conv) runs some; other variables in tools/bench.sh
 #   make check-gpu  the .out goldens, the examples and 200 random einsums as --target=cuda
 #                   executables on the GPU against the reference executor (tests/gpu/); in two
 #                   halves for a GPU machine without the toolchain: `make gpu-prepare` here

@@ -110,6 +110,14 @@ static IrExpr *new_step_fma(Sched *s, bool b_first, IrExpr *a, IrExpr *b, IrExpr
     return new_op(s, SOP_FMA, b_first ? b : a, b_first ? a : b, acc);
 }
 
+/* The step of a contraction whose step is fma(x, y, l), or (a scatter's, rewrite 0) l + x·y
+ * with two roundings, l on the side it had: `add` and `acc_first` say which. */
+static IrExpr *new_step(Sched *s, bool add, bool acc_first, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc) {
+    if (!add) return new_step_fma(s, b_first, a, b, acc);
+    IrExpr *prod = new_op(s, SOP_MUL, b_first ? b : a, b_first ? a : b, NULL);
+    return new_op(s, SOP_ADD, acc_first ? acc : prod, acc_first ? prod : acc, NULL);
+}
+
 static uint32_t new_iter(Sched *s) { return s->fn->iter_count++; }
 
 /* A one-axis index: Σ terms. */
@@ -346,22 +354,34 @@ typedef struct Contraction {
     uint32_t c;                /* the result buffer */
     const IrExpr *a, *b;       /* the broadcast operand and the packed one */
     bool b_first;              /* the step is fma(b, a, l) */
+    bool add, acc_first;       /* the step is l + x·y (acc_first) or x·y + l, not an fma */
     IrStmt *i_loop, *j_loop;
     IrStmt *batch[MAX_LOOPS];  /* the other parallel loops, outermost first */
     uint32_t nbatch;
     uint64_t k;                /* cells of the reduction */
 } Contraction;
 
-static bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct) {
+/* `allow_add`: also a step l + x·y (rounded twice, as a scatter's backward accumulates). */
+static bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, bool allow_add) {
     memset(ct, 0, sizeof *ct);
     ct->r = r;
     ct->c = r->store->buffer;
     const IrExpr *v = r->step->value;
-    if (r->npar < 2 || r->nred == 0 || !init_is_plain(ir, r) || v->kind != IR_OP || v->op != SOP_FMA ||
-        v->args[2]->kind != IR_LOCAL || v->args[2]->local != r->local || v->args[0]->kind != IR_LOAD ||
-        v->args[1]->kind != IR_LOAD || v->args[0]->buffer == ct->c || v->args[1]->buffer == ct->c)
+    if (r->npar < 2 || r->nred == 0 || !init_is_plain(ir, r) || v->kind != IR_OP) return false;
+    const IrExpr *x, *y;
+    if (v->op == SOP_FMA) {
+        if (v->args[2]->kind != IR_LOCAL || v->args[2]->local != r->local) return false;
+        x = v->args[0], y = v->args[1];
+    } else if (allow_add && v->op == SOP_ADD) {
+        ct->add = true;
+        ct->acc_first = v->args[0]->kind == IR_LOCAL && v->args[0]->local == r->local;
+        const IrExpr *acc = v->args[ct->acc_first ? 0 : 1], *prod = v->args[ct->acc_first ? 1 : 0];
+        if (acc->kind != IR_LOCAL || acc->local != r->local || prod->kind != IR_OP || prod->op != SOP_MUL) return false;
+        x = prod->args[0], y = prod->args[1];
+    } else {
         return false;
-    const IrExpr *x = v->args[0], *y = v->args[1];
+    }
+    if (x->kind != IR_LOAD || y->kind != IR_LOAD || x->buffer == ct->c || y->buffer == ct->c) return false;
     for (uint32_t jn = r->npar; jn-- > 0 && !ct->j_loop;) {
         uint32_t j = r->par[jn]->iter;
         if (flat_coef(ir, ct->c, r->store->index, j) != 1) continue;
@@ -852,7 +872,8 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
                                                            : new_load(s, tl->pa->buffer, terms_index(s, &at));
     IrExpr *b_val = tl->pb->in_place && col0 < tl->pb->full ? clone_expr(s, ct->b, NULL)
                                                            : new_load(s, tl->pb->buffer, terms_index(s, &bt));
-    IrExpr *fma = new_step_fma(s, ct->b_first, a_val, b_val, new_load(s, tl->tile, flat_index(s, cell, 3)));
+    IrExpr *fma = new_step(s, ct->add, ct->acc_first, ct->b_first, a_val, b_val,
+                           new_load(s, tl->tile, flat_index(s, cell, 3)));
     TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
     uint32_t c = ct->c;
     if (store_rows == mr && store_cols == nr) {
@@ -893,7 +914,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
 static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
     Contraction ct;
     *fused = false;
-    if (!find_contraction(s->ir, r, &ct)) return false;
+    if (!find_contraction(s->ir, r, &ct, true)) return false;
     /* The target's tile, narrowed to the result when it has fewer rows or vector columns
      * (down to vectors of 4 floats: a 10-column result takes two vectors of 8). */
     const Target *tg = s->target;
@@ -902,9 +923,6 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     uint64_t vectors = (nj + w - 1) / w;
     uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
     uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
-    if ((double)ni * (double)nj * (double)ct.k < 16384.0 || r->nred > MAX_LOOPS - 8) return false;
-    Arena *arena = s->ir->arena;
-
     /* With enough batch cells, each of which both operands have their own, one loop nest runs
      * over the batch and packs and tiles one batch cell at a time: its panels stay in cache, and
      * the thread pool splits the batch. */
@@ -915,6 +933,10 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
         per_batch &= mentions(s->ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter) &&
                      mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
     }
+    /* Worth it: 16384 multiply-adds in all, and 512 per batch cell. */
+    double cell_work = (double)ni * (double)nj * (double)ct.k;
+    if (cell_work * batch_cells < 16384.0 || cell_work < 512.0 || r->nred > MAX_LOOPS - 8) return false;
+    Arena *arena = s->ir->arena;
     per_batch &= batch_cells >= 4;
     IrBlock *final_out = out, batch_body = {0};
     IrStmt *batch_top = NULL;
@@ -966,6 +988,138 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
                     break;
                 }
     }
+    return true;
+}
+
+/* ---- Rewrite 0: scatters through a sliding window --------------------------------------------------- */
+
+/* The backward of a convolution with respect to its input, as lowering states it, is a nest of
+ * reduction loops only: a scatter through the window's index,
+ *     for n, oh, ow, oc, kh, kw reduction:  X[n, oh + kh, ow + kw, c] = X[…] + G[n, oh, ow, oc]·K[oc, kh, kw, c]
+ * (every loop a reduction because two iterations write one cell).  For fixed window iterators
+ * (kh, kw) the writes are distinct cells, so it is the canonical reduction nest, one per window
+ * position:
+ *     for kh', kw' (kh = KH-1-kh', kw = KW-1-kw'):  for n, c, oh, ow parallel:
+ *         l = X[…]; for oc reduction: l = l + G·K;  X[…] = l
+ * which rewrites 1 and 2 then take (a contraction over oc, tiled along ow and c).  The order in
+ * which each cell takes its steps is unchanged, so the result is bit-identical: the iterations
+ * that write one cell (n, p, q, c) are ordered by (oh, ow, oc) in the original nest, where the
+ * window iterators are determined (kh = p - oh), and by (kh descending, kw descending, oc) =
+ * (oh, ow, oc) in the new one.  The conditions that make this hold in general:
+ *   - every axis of X is indexed by at most two iterators, each iterator in at most one axis, no
+ *     symbol; an axis of two, `s·p + d·w` with s, d > 0, pairs p (the outer loop of the two)
+ *     with the window iterator w (the inner), and there is at least one pair;
+ *   - every p loop is outside every loop of an iterator X's index lacks (the reductions R), so
+ *     that the original order on one cell's iterations is the order on (p…, R…);
+ *   - the value is X[same cell] + e or e + X[same cell], e not reading X.
+ * The window loops go outside, in the order of their partners, each reversed (p = (cell - d·w)/s
+ * grows as w falls); the rest keep their order.  The result is appended to `out`. */
+static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    IrStmt *loops[MAX_LOOPS];
+    uint32_t n = 0;
+    IrStmt *st = top;
+    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && n < MAX_LOOPS) {
+        loops[n++] = st;
+        st = st->body.items[0];
+    }
+    if (n < 2 || st->kind != IR_STORE || st->value->kind != IR_OP || st->value->op != SOP_ADD) return false;
+    IrStmt *store = st;
+    uint32_t c = store->buffer;
+    const IrExpr *v = store->value;
+    bool cell_first = v->args[0]->kind == IR_LOAD && v->args[0]->buffer == c;
+    const IrExpr *cell = v->args[cell_first ? 0 : 1], *e = v->args[cell_first ? 1 : 0];
+    if (cell->kind != IR_LOAD || cell->buffer != c || !ir_same_index(ir, c, cell->index, store->index) ||
+        ir_expr_loads(e, c))
+        return false;
+    /* role per loop: 0 not in X's index (R), 1 alone in an axis (a cell), 2 p, 3 w */
+    int role[MAX_LOOPS] = {0};
+    uint32_t partner[MAX_LOOPS] = {0};
+    const IrBuffer *cb = &ir->buffers[c];
+    for (uint32_t a = 0; a < cb->rank; a++) {
+        const IrIndex *ix = &store->index[a];
+        if (ix->symbol || ix->term_count > 2) return false;
+        uint32_t pos[2] = {0, 0};
+        for (uint32_t t = 0; t < ix->term_count; t++) {
+            uint32_t k = 0;
+            while (k < n && loops[k]->iter != ix->terms[t].iter) k++;
+            if (k == n || role[k] != 0 || ix->terms[t].coef == 0) return false;
+            if (ix->term_count == 2 && ix->terms[t].coef < 0) return false;
+            pos[t] = k;
+            role[k] = 1;
+        }
+        if (ix->term_count == 2) {
+            if (pos[0] == pos[1]) return false;
+            uint32_t p = pos[0] < pos[1] ? pos[0] : pos[1], w = pos[0] < pos[1] ? pos[1] : pos[0];
+            role[p] = 2, role[w] = 3, partner[p] = w;
+        }
+    }
+    bool pairs = false;
+    uint32_t last_p = 0, first_r = n;
+    for (uint32_t k = 0; k < n; k++) {
+        if (role[k] == 2) pairs = true, last_p = k;
+        if (role[k] == 0 && first_r == n) first_r = k;
+    }
+    if (!pairs || last_p > first_r) return false;
+
+    /* The window loops, reversed, outermost; the indices rewritten for them. */
+    Arena *arena = s->ir->arena;
+    reset_subst(s);
+    IrStmt *wtop = NULL;
+    IrBlock *into = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        if (role[k] != 2) continue;
+        const IrStmt *w = loops[partner[k]];
+        uint32_t it = new_iter(s);
+        map_iter(s, w->iter, affine1(it, -1, (int64_t)w->extent - 1));
+        nest_push(s, &wtop, &into, new_loop(s, it, w->extent, false, LOOP_PLAIN));
+    }
+    IrIndex *index = clone_index(s, store->index, cb->rank);
+    IrExpr *step_e = clone_expr(s, e, NULL);
+    reset_subst(s);
+
+    /* The canonical nest: the cells' and the p loops, parallel, in their order; l = X[cell];
+     * the R loops; X[cell] = l. */
+    Reduction r;
+    memset(&r, 0, sizeof r);
+    uint32_t l = s->fn->local_count++;
+    IrStmt *init = arena_alloc(arena, sizeof *init), *step = arena_alloc(arena, sizeof *step);
+    IrExpr *acc = arena_alloc(arena, sizeof *acc);
+    *acc = (IrExpr){.kind = IR_LOCAL, .local = l};
+    *init = (IrStmt){.kind = IR_SET_LOCAL, .local = l, .value = new_load(s, c, index)};
+    *step = (IrStmt){.kind = IR_SET_LOCAL, .local = l,
+                     .value = new_op(s, SOP_ADD, cell_first ? acc : step_e, cell_first ? step_e : acc, NULL)};
+    IrStmt *cstore = new_store(s, c, index, acc);
+    for (uint32_t k = 0; k < n; k++) {
+        loops[k]->body = (IrBlock){0};
+        if (role[k] == 1 || role[k] == 2) loops[k]->parallel = true, r.par[r.npar++] = loops[k];
+        else if (role[k] == 0) r.red[r.nred++] = loops[k];
+    }
+    if (r.npar == 0) return false; /* not reached: a pair has a p */
+    for (uint32_t k = 0; k + 1 < r.npar; k++) ir_block_push(arena, &r.par[k]->body, r.par[k + 1]);
+    for (uint32_t k = 0; k + 1 < r.nred; k++) ir_block_push(arena, &r.red[k]->body, r.red[k + 1]);
+    IrBlock *cellb = &r.par[r.npar - 1]->body;
+    ir_block_push(arena, cellb, init);
+    if (r.nred) {
+        ir_block_push(arena, cellb, r.red[0]);
+        ir_block_push(arena, &r.red[r.nred - 1]->body, step);
+    } else {
+        ir_block_push(arena, cellb, step);
+    }
+    ir_block_push(arena, cellb, cstore);
+    r.init = init, r.step = step, r.store = cstore, r.local = l;
+    wtop->comment = arena_printf(arena, "%s%sschedule: one reduction nest per window position (a scatter untangled)",
+                                 top->comment ? top->comment : "", top->comment ? "; " : "");
+    top->comment = NULL;
+    IrBlock *inner = into;
+    IrBlock tiled = {0};
+    bool fused;
+    if (r.nred && tile_contraction(s, &r, NULL, &tiled, &fused)) {
+        for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(arena, inner, tiled.items[k]);
+    } else if (!(r.nred && accumulate_in_place(s, &r, inner))) {
+        ir_block_push(arena, inner, r.par[0]);
+    }
+    ir_block_push(arena, out, wtop);
     return true;
 }
 
@@ -1388,7 +1542,7 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const IrProgram *ir = s->ir;
     Contraction ct;
-    if (!find_contraction(ir, r, &ct) || r->nred != 1 || ct.nbatch > 1) return false;
+    if (!find_contraction(ir, r, &ct, false) || r->nred != 1 || ct.nbatch > 1) return false;
     uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
     uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
     uint32_t tile = 0;
@@ -1611,6 +1765,8 @@ static void schedule_function(Sched *s) {
                 for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, &body, in_place.items[k]);
                 continue;
             }
+        } else if (st->kind == IR_LOOP && !st->parallel && untangle_scatter(s, st, &body)) {
+            continue;
         } else if (st->kind == IR_LOOP) {
             stream_pointwise(s, st);
         }

@@ -26,11 +26,16 @@
 #            (tools/bench/nn_mlp.tsr, driver nn_mlp_tsrc.c) against torch.optim.Adam
 #   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
 #            driver moons_tsrc.c) against the same in PyTorch
+#   conv     the two 5x5 convolutions of LeNet-5, batch 64 (28x28x1 -> 6 channels, 12x12x6 -> 16),
+#            Nn.conv2d channels last (tools/bench/conv.tsr, driver conv_tsrc.c), forward alone and
+#            forward + backward (gradients of the kernel and the input) against
+#            torch.nn.functional.conv2d in NCHW and channels last, the faster (py_conv.py)
 #
 # Every implementation's result is checked (256 cells of each product against a
 # double-precision dot product, 64 in each of 4 products of a batch; every element of the chain
 # and of the triad; the first training step's loss, gradients and updates against a
-# double-precision step, and that the loss then falls) so the figures are of correct code.
+# double-precision step, and that the loss then falls; every cell of each convolution and of its
+# gradients against a double-precision one) so the figures are of correct code.
 # Each measurement: one warm-up run, then repetitions for about $BENCH_BUDGET seconds (default
 # 1): at least 5, at most $BENCH_MAX_REPS (200), fewer when 5 would take over 10 budgets; a case
 # whose warm-up alone takes over 10 budgets is reported from that one run (tools/bench/common.h,
@@ -41,13 +46,13 @@
 # that tsrc cannot compile is reported as "not supported" (an UNSUPPORTED line in the results,
 # "n/s" in the table) and skipped.
 #
-# Environment: BENCH_ONLY (sections: matmul bmm ew train), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# Environment: BENCH_ONLY (sections: matmul bmm ew train conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
 # INFO lines) and table.md (the tables printed at the end).
 # Exit status 1 when a result was wrong, a run failed, or tsrc and PyTorch disagree on the MLP's
-# first loss, else 0.
+# first loss or on a convolution's sums, else 0.
 set -u
 
 TSRC=${1:?usage: bench.sh TSRC BUILD}
@@ -224,8 +229,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul bmm ew train).
-want() { case " ${BENCH_ONLY:-matmul bmm ew train} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul bmm ew train conv).
+want() { case " ${BENCH_ONLY:-matmul bmm ew train conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -332,6 +337,21 @@ train_case nn_mlp "MLP 784-256-256-10 training step with Nn and Train (Adam), ba
 train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
     "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
+fi
+
+# ---- convolutions -----------------------------------------------------------------------------
+if want conv; then
+echo "bench: LeNet-5 convolutions (5x5, batch 64), forward and forward+backward; threads $THREADS"
+dir=$WORK/conv
+mkdir -p "$dir"
+build_tsrc "$dir" conv "$BENCH/conv.tsr" conv_tsrc.c conv 1 || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc conv threads=$t" \
+        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+    [ $have_torch = yes ] && run "PyTorch conv threads=$t" \
+        env OMP_NUM_THREADS="$t" $(torch_wait "$t") "$PY" "$BENCH/py_conv.py" "$t"
+done
+[ $have_torch = yes ] || info "PyTorch: not available; the convolution table has no PyTorch column"
 fi
 info "load average at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"
 

@@ -4,7 +4,8 @@ Usage: table.py RESULTS_FILE.  Standard library only (runs on any python3).
 Figures come from the best time of each measurement; the median is in the results file.
 Lines `UNSUPPORTED kind=… impl=tsrc n=… — message` (a program tsrc could not compile) show as
 "n/s" in the tsrc column.  Exit status 1 when the MLP's first-step losses of tsrc and PyTorch
-(same data, same initial parameters) disagree, else 0.
+(same data, same initial parameters) disagree, or the sums of a convolution's output and
+gradients do (within 1e-5 of the sum of their magnitudes), else 0.
 """
 import sys
 
@@ -134,8 +135,52 @@ table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
 
+# The convolutions: per layer and thread count, forward and forward+backward side by side.
+conv = sorted({(k[2], k[3]) for k in rows if k[0] in ("conv_fwd", "conv_bwd")} |
+              {(n, t) for (kd, n) in unsupported if kd == "conv" for t in {k[3] for k in rows} or {1}},
+              key=lambda p: (int(p[0]), p[1]))
+if conv:
+    shapes = {"1": "28×28×1 → 24×24×6", "2": "12×12×6 → 8×8×16"}
+    print("LeNet-5 convolutions, 5×5 kernels, padding valid, no bias, batch 64 (tools/bench/conv.tsr: "
+          "Nn.conv2d, channels last; PyTorch: torch.nn.functional.conv2d in the faster of NCHW and "
+          "channels last, given under layout): microseconds per call (lower is better); "
+          "forward+backward = the forward, then the gradients of the kernel and of the input from "
+          "the output's gradient; tsrc/PyTorch = PyTorch's time / tsrc's")
+    print()
+    print("| layer | threads | tsrc fwd | PyTorch fwd | tsrc/PyTorch fwd | tsrc fwd+bwd | "
+          "PyTorch fwd+bwd | tsrc/PyTorch fwd+bwd | PyTorch layout (fwd, fwd+bwd) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for n, t in conv:
+        line = [f"{n}: {shapes.get(n, '?')}", str(t)]
+        layouts = []
+        for kind in ("conv_fwd", "conv_bwd"):
+            vals = []
+            for impl in ("tsrc", "torch"):
+                f = rows.get((kind, impl, n, t))
+                if f is None:
+                    vals.append((None, "n/s" if impl == "tsrc" and ("conv", "1") in unsupported else "–"))
+                elif f["check"] != "ok":
+                    vals.append((None, "WRONG"))
+                else:
+                    vals.append((1.0 / float(f["best_s"]),
+                                 fmt(float(f["best_s"]) * 1e6) + ("¹" if f["reps"] == "1" else "")))
+            layouts.append(rows.get((kind, "torch", n, t), {}).get("layout", "–"))
+            line += [vals[0][1], vals[1][1], ratio(vals[0][0], vals[1][0])]
+        print("| " + " | ".join(line + [", ".join(layouts)]) + " |")
+    print()
+
 status = 0
 for (kind, impl, n, t), f in sorted(rows.items()):
+    if kind in ("conv_fwd", "conv_bwd") and impl == "tsrc" and (kind, "torch", n, t) in rows:
+        g = rows[(kind, "torch", n, t)]
+        bad = [q for q in ("y", "dx", "dk") if q + "sum" in f and q + "sum" in g and
+               not abs(float(f[q + "sum"]) - float(g[q + "sum"])) <= 1e-5 * float(f[q + "mag"])]
+        if bad:
+            print(f"conv layer {n} {'forward+backward' if kind == 'conv_bwd' else 'forward'} at {t} "
+                  f"thread{'s' if t > 1 else ''}: tsrc and PyTorch DISAGREE on the sums of "
+                  f"{', '.join(bad)} (same data)")
+            status = 1
+
     if kind in ("mlp", "nn_mlp") and impl == "tsrc" and (kind, "torch", n, t) in rows:
         a, b = float(f["loss0"]), float(rows[(kind, "torch", n, t)]["loss0"])
         agree = abs(a - b) <= 1e-5 * abs(b)
