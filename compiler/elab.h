@@ -263,4 +263,9 @@ void program_free(Program *program);
 /* One line per named tensor: "NAME : SHAPE". */
 void program_print_shapes(Program *program, FILE *out);
 
+/* The position (from 1) of an operator declaration's rest operand `tn`, its last positional
+ * parameter, which stands for that operand and every one given after it (docs/language.md
+ * §3.2.4); 0 when the operator has none. */
+uint32_t operator_rest(const Node *op);
+
 #endif
