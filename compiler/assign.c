@@ -100,6 +100,11 @@ static double *literal_values(Builder *b, Tensor *t) {
     uint64_t size = 1, dims[rank ? rank : 1];
     proj_shape_dims(shape, dims);
     for (uint32_t i = 0; i < rank; i++) size *= dims[i];
+    if (t->kind == TENSOR_LITERAL && t->iota) { /* `iota ()`: one axis, so the cell number is the index */
+        double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
+        for (uint64_t i = 0; i < size; i++) v[i] = (double)i;
+        return v;
+    }
     if (t->kind == TENSOR_LITERAL) {
         if (size != t->value_count) return NULL;
         double *v = arena_alloc(ir->arena, size * sizeof *v);

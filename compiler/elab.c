@@ -561,9 +561,9 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         return true;
     }
     case SPEC_AXIS_AFFINE:
-        if (sv->result) {
-            diag_error(ax->span, "an affine or strided axis may only be written in an operand slot, "
-                       "not in the result");
+        if (sv->result && ax->as.affine.has_kernel) {
+            diag_error(ax->span, "an affine axis with a kernel may only be written in an operand slot, "
+                       "not in the result (a strided axis such as 2*i+1 may be)");
             return false;
         }
         *out = spec_affine(e, sv, ax);
@@ -1683,10 +1683,21 @@ static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
 }
 
 /* iota n: the tensor literal [0.; 1.; …; n-1.], one output axis of size n (one-hot encodings
- * compare class ids with it). */
+ * compare class ids with it).  iota (): the same along one output axis whose size its use
+ * decides (positions along an axis, Nn.rope); assign.c writes the values. */
 static Value *builtin_iota(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count == 1 && !args[0].label && args[0].value->kind == V_UNIT) {
+        Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
+        OriginId o = origin(e, span, "'iota ()' (output axis)");
+        t->shape = closed_shape(e, span, "'iota ()'");
+        Dim axis = shape_fresh_dim(e->solver, o);
+        t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &axis, 1, o);
+        t->iota = true;
+        return tensor_value(e, t);
+    }
     if (count != 1 || args[0].label || args[0].value->kind != V_INT)
-        return fail(span, "'iota' takes one integer: iota n is the tensor [0.; 1.; ...; n-1.]");
+        return fail(span, "'iota' takes one integer or (): iota n is the tensor [0.; 1.; ...; n-1.], iota () "
+                    "the same along an axis whose size its use decides");
     int64_t n = args[0].value->as.i;
     if (n < 1 || n > INT32_MAX)
         return fail(args[0].span, "'iota': the size %lld is not between 1 and %d", (long long)n, INT32_MAX);
