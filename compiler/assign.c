@@ -100,6 +100,11 @@ static double *literal_values(Builder *b, Tensor *t) {
     uint64_t size = 1, dims[rank ? rank : 1];
     proj_shape_dims(shape, dims);
     for (uint32_t i = 0; i < rank; i++) size *= dims[i];
+    if (t->kind == TENSOR_LITERAL && t->iota) { /* `iota ()`: one axis, so the cell number is the index */
+        double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
+        for (uint64_t i = 0; i < size; i++) v[i] = (double)i;
+        return v;
+    }
     if (t->kind == TENSOR_LITERAL) {
         if (size != t->value_count) return NULL;
         double *v = arena_alloc(ir->arena, size * sizeof *v);
@@ -182,9 +187,17 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
     return a;
 }
 
+static bool is_rest_name(const char *name) {
+    return (name[0] == 'v' || name[0] == 't' || name[0] == 'g') && name[1] == 'n' && name[2] == '\0';
+}
+
 static bool block_access(BlockContext *c, const Node *n, Access *out) {
     uint32_t slot;
     bool grad;
+    if (n->kind == NODE_VAR && c->rest_slot && is_rest_name(n->name)) {
+        *out = (Access){.node = {c->slots[c->rest_slot], n->name[0] == 'g'}, .slot = c->rest_slot};
+        return true;
+    }
     if (n->kind != NODE_VAR || !ast_slot_name(n->name, &slot, &grad)) return false;
     if (slot >= c->slot_count) {
         diag_error(n->span, "'%s' names operand %u, but this operator has %u", n->name, slot, c->slot_count - 1);
@@ -355,8 +368,32 @@ static const Projections *own_projections(BlockContext *c, Assignment *a, const 
     return proj;
 }
 
+/* Whether `n` names the rest operand, directly or through the local definitions visible below
+ * `limit`. */
+static bool mentions_rest(const BlockContext *c, const Node *n, uint32_t limit) {
+    if (!n) return false;
+    if (n->kind == NODE_VAR) {
+        for (uint32_t i = limit; i-- > 0;)
+            if (strcmp(c->locals[i].name, n->name) == 0) return mentions_rest(c, c->locals[i].value, c->locals[i].visible);
+        return is_rest_name(n->name);
+    }
+    if (mentions_rest(c, n->a, limit) || mentions_rest(c, n->b, limit) || mentions_rest(c, n->c, limit)) return true;
+    for (uint32_t i = 0; i < n->list.count; i++)
+        if (mentions_rest(c, n->list.items[i], limit)) return true;
+    return false;
+}
+
 void block_statement(BlockContext *c, const Node *n) {
     if (c->b->failed) return;
+    if (n->kind == NODE_ASSIGN && n->a->kind != NODE_RECORD && c->rest && !c->rest_slot &&
+        mentions_rest(c, n, c->local_count)) {
+        for (uint32_t s = c->rest; s < c->slot_count && !c->b->failed; s++) {
+            c->rest_slot = s;
+            block_statement(c, n);
+        }
+        c->rest_slot = 0;
+        return;
+    }
     switch (n->kind) {
     case NODE_CODE: block_statement(c, n->a); return;
     case NODE_COMMENTED: block_statement(c, n->b); return;
@@ -431,7 +468,8 @@ static void build_operator(Builder *b, Tensor *t) {
     b->info[t->id].slots = slots;
     b->info[t->id].slot_count = n;
     b->info[t->id].proj = proj;
-    BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span};
+    BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span,
+                      .rest = operator_rest(t->op)};
     block_statement(&c, t->op->a);
     for (uint32_t i = 0; i < c.out_count; i++) {
         if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {

@@ -61,8 +61,12 @@ typedef struct BlockContext {
     BlockLocal *locals;
     uint32_t local_count, local_cap;
     uint32_t local_limit; /* the locals a name may refer to where an expression is read */
+    uint32_t rest;        /* the slot of the operator's rest operand `tn` (elab.h operator_rest), or 0 */
+    uint32_t rest_slot;   /* the slot `vn`, `gn`, `tn` name in the statement being instantiated */
 } BlockContext;
 
+/* A statement that names the rest operand (`vn`, `gn`, `tn`, also through a local definition) is
+ * instantiated once per operand from the rest operand's position on, in order. */
 void block_statement(BlockContext *c, const Node *n);
 
 /* What dumps and errors call an operator application: "'*'" or "einsum '+*'". */

@@ -561,9 +561,9 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         return true;
     }
     case SPEC_AXIS_AFFINE:
-        if (sv->result) {
-            diag_error(ax->span, "an affine or strided axis may only be written in an operand slot, "
-                       "not in the result");
+        if (sv->result && ax->as.affine.has_kernel) {
+            diag_error(ax->span, "an affine axis with a kernel may only be written in an operand slot, "
+                       "not in the result (a strided axis such as 2*i+1 may be)");
             return false;
         }
         *out = spec_affine(e, sv, ax);
@@ -804,9 +804,24 @@ static uint32_t operator_arity(const Node *op) {
     return n;
 }
 
+/* `tn`, `vn`, `gn`: the slot names of the rest operand. */
+static bool is_rest_slot_name(const char *name) {
+    return strchr("tvg", name[0]) && name[1] == 'n' && name[2] == '\0';
+}
+
+uint32_t operator_rest(const Node *op) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < op->list.count; i++)
+        if (op->list.items[i]->flag == PARAM_POSITIONAL) {
+            k++;
+            if (strcmp(op->list.items[i]->name, "tn") == 0) return k;
+        }
+    return 0;
+}
+
 /* Reports the slot names of an operator's code block (t1, v2, g3, …) that name an operand the
  * operator does not have; false when there is one. */
-static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity) {
+static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity, bool rest) {
     if (!n) return true;
     bool ok = true;
     if (n->kind == NODE_VAR && strchr("tvg", n->name[0]) && n->name[1] >= '1' && n->name[1] <= '9' &&
@@ -814,10 +829,15 @@ static bool check_slot_names(const Node *n, const char *op_name, uint32_t arity)
         diag_error(n->span, "'%s' names operand %c, but operator '%s' has %u", n->name, n->name[1], op_name, arity);
         ok = false;
     }
-    ok &= check_slot_names(n->a, op_name, arity);
-    ok &= check_slot_names(n->b, op_name, arity);
-    ok &= check_slot_names(n->c, op_name, arity);
-    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_slot_names(n->list.items[i], op_name, arity);
+    if (n->kind == NODE_VAR && !rest && is_rest_slot_name(n->name)) {
+        diag_error(n->span, "'%s' names the rest operand, but operator '%s' has none (its last operand would be "
+                   "named tn)", n->name, op_name);
+        ok = false;
+    }
+    ok &= check_slot_names(n->a, op_name, arity, rest);
+    ok &= check_slot_names(n->b, op_name, arity, rest);
+    ok &= check_slot_names(n->c, op_name, arity, rest);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_slot_names(n->list.items[i], op_name, arity, rest);
     return ok;
 }
 
@@ -954,8 +974,17 @@ static bool check_operator(const Node *op) {
             }
     }
     uint32_t arity = operator_arity(op);
+    uint32_t rest = operator_rest(op);
     Span keyword = span_make(op->span.file, op->span.start, op->span.start + (uint32_t)strlen("operator"));
-    if (arity && !(check_slot_names(op->a, name, arity) & check_slot_names(op->b, name, arity))) ok = false;
+    if (rest && rest != arity) {
+        for (uint32_t i = 0; i < op->list.count; i++)
+            if (op->list.items[i]->flag == PARAM_POSITIONAL && strcmp(op->list.items[i]->name, "tn") == 0)
+                diag_error(op->list.items[i]->span, "the rest operand 'tn' of operator '%s' must be its last operand",
+                           name);
+        ok = false;
+    }
+    if (arity && !(check_slot_names(op->a, name, arity, rest != 0) & check_slot_names(op->b, name, arity, rest != 0)))
+        ok = false;
     if (arity == 0) {
         diag_error(keyword, "operator '%s' has no tensor operand: name its operands after the operator's name, "
                    "as in 'operator %s t1 ~logic:\".\" = …'", name, name);
@@ -983,7 +1012,7 @@ static bool check_operator(const Node *op) {
     } else if (logic->kind != NODE_STRING || (!logic->spec && logic->len != 1)) {
         ok = false; /* the parser reported it */
     } else if (logic->spec) {
-        if (arity && logic->spec->rhs_count != arity) {
+        if (arity && logic->spec->rhs_count != arity && !(rest && logic->spec->rhs_count > arity)) {
             diag_error(logic->spec->span, "this spec has %u operand slot%s, but operator '%s' has %u operand%s",
                        logic->spec->rhs_count, logic->spec->rhs_count == 1 ? "" : "s", name, arity,
                        arity == 1 ? "" : "s");
@@ -1077,8 +1106,9 @@ static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands
                              const Node *captures, Span span) {
     const char *name = op->name;
     uint32_t arity = operator_arity(op);
-    if (n != arity)
-        return fail(span, "'%s' takes %u tensor operand%s, but %u %s given", name, arity,
+    bool rest = operator_rest(op) != 0;
+    if (rest ? n < arity : n != arity)
+        return fail(span, "'%s' takes %s%u tensor operand%s, but %u %s given", name, rest ? "at least " : "", arity,
                     arity == 1 ? "" : "s", n, n == 1 ? "is" : "are");
     Tensor **ts = arena_alloc(e->arena, (n ? n : 1) * sizeof *ts);
     for (uint32_t i = 0; i < n; i++) {
@@ -1772,10 +1802,21 @@ static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
 }
 
 /* iota n: the tensor literal [0.; 1.; …; n-1.], one output axis of size n (one-hot encodings
- * compare class ids with it). */
+ * compare class ids with it).  iota (): the same along one output axis whose size its use
+ * decides (positions along an axis, Nn.rope); assign.c writes the values. */
 static Value *builtin_iota(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count == 1 && !args[0].label && args[0].value->kind == V_UNIT) {
+        Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
+        OriginId o = origin(e, span, "'iota ()' (output axis)");
+        t->shape = closed_shape(e, span, "'iota ()'");
+        Dim axis = shape_fresh_dim(e->solver, o);
+        t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &axis, 1, o);
+        t->iota = true;
+        return tensor_value(e, t);
+    }
     if (count != 1 || args[0].label || args[0].value->kind != V_INT)
-        return fail(span, "'iota' takes one integer: iota n is the tensor [0.; 1.; ...; n-1.]");
+        return fail(span, "'iota' takes one integer or (): iota n is the tensor [0.; 1.; ...; n-1.], iota () "
+                    "the same along an axis whose size its use decides");
     int64_t n = args[0].value->as.i;
     if (n < 1 || n > INT32_MAX)
         return fail(args[0].span, "'iota': the size %lld is not between 1 and %d", (long long)n, INT32_MAX);
@@ -2192,10 +2233,15 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
 static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
     Value *opv = lookup_operator(e, env, n->name);
     if (!opv) return fail(n->span, "'%s' is not defined as an operator", n->name);
-    /* `(a, b) ++^ spec`: the tuple's tensors are the operands, one slot each. */
-    bool spread = strcmp(n->name, "++^") == 0 && !n->b;
+    /* `(a, b, c) ++^ spec`: an operator with a rest operand (`tn`) written after a tuple takes the
+     * tuple's tensors as its operands, one slot each. */
+    uint32_t rest = operator_rest(opv->as.op);
+    bool spread = rest && !n->b && (n->a->kind == NODE_TUPLE || rest > 1);
     if (spread && n->a->kind != NODE_TUPLE)
-        return fail(n->a->span, "'++^' concatenates a tuple of tensors: write (a, b) ++^ \"x, f; y, f => x^y, f\"");
+        return strcmp(n->name, "++^") == 0
+                   ? fail(n->a->span, "'++^' concatenates a tuple of tensors: write (a, b) ++^ \"x, f; y, f => x^y, f\"")
+                   : fail(n->a->span, "'%s' takes a tuple of at least %u tensors, one per operand slot of its spec",
+                          n->name, operator_arity(opv->as.op));
     const Node *const *items = spread ? (const Node *const *)n->a->list.items : (const Node *const[]){ n->a, n->b };
     uint32_t count = spread ? n->a->list.count : n->b ? 2 : 1;
     Value **ops = arena_alloc(e->arena, count * sizeof *ops);

@@ -78,6 +78,8 @@ struct Tensor {
     uint32_t operand_count;
     double *values;    /* TENSOR_LITERAL: the numbers; TENSOR_CONSTANT: one fill value */
     uint32_t value_count;
+    bool iota;         /* TENSOR_LITERAL of `iota ()`: 0, 1, 2, … along its one axis, whose size is
+                        * inferred (values NULL until assign.c knows the size) */
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
     RandomInit random; /* TENSOR_PARAM without an initial tensor: how its cells are drawn */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
@@ -262,5 +264,10 @@ void program_free(Program *program);
 
 /* One line per named tensor: "NAME : SHAPE". */
 void program_print_shapes(Program *program, FILE *out);
+
+/* The position (from 1) of an operator declaration's rest operand `tn`, its last positional
+ * parameter, which stands for that operand and every one given after it (docs/language.md
+ * §3.2.4); 0 when the operator has none. */
+uint32_t operator_rest(const Node *op);
 
 #endif

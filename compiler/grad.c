@@ -91,7 +91,7 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
     }
     const char *what = arena_printf(arena, "%s (backward)", operation_what(b, t));
     BlockContext c = {.b = b, .slots = info->slots, .slot_count = info->slot_count, .proj = info->proj,
-                      .what = what, .span = t->span};
+                      .what = what, .span = t->span, .rest = operator_rest(t->op)};
     block_statement(&c, t->op->b);
     for (uint32_t i = 0; i < c.out_count; i++) {
         Assignment *a = c.out[i];

@@ -198,7 +198,7 @@ def build_program(rng, index, make_cases=prelude_cases, header=""):
             body = body.replace("p%d" % k, params[k].name)
         lines.append("let%%op c%d_loss = ((%s) *. %s) ++ %s" % (c, body, weights_text, SUM_ALL))
         losses.append("c%d_loss" % c)
-        checks.append((name, fn, params, weights, extras))
+        checks.append((name, fn, params, weights, extras, "c%d_loss" % c))
     lines.append("let%op loss = " + " + ".join(losses))
     lines.append("routine step = loss.forward; loss.zero_grads; loss.backprop")
     return "\n".join(lines) + "\n", checks
@@ -255,7 +255,7 @@ def main(make_cases=prelude_cases, header="", description=__doc__):
                 failed += 1
                 continue
             printed = parse_print(run.stdout)
-            for name, fn, params, weights, extras in checks:
+            for name, fn, params, weights, extras, loss_name in checks:
                 for p in params:  # the values tsrc used (exactly as printed)
                     p.values = printed[p.name].reshape(p.values.shape)
                 if any(x not in printed or printed[x].size != np.prod(shape) for x, shape in extras):
@@ -265,7 +265,18 @@ def main(make_cases=prelude_cases, header="", description=__doc__):
                     continue
                 params = params + [Param(x, printed[x].reshape(shape), "") for x, shape in extras]
                 worst, ok = 0.0, True
+                # The forward value too: the case's weighted sum against NumPy's, in float32's
+                # precision relative to the sum of the terms' magnitudes.
+                terms = fn(*[p.values for p in params]) * weights
+                want, got_loss = float(terms.sum()), printed.get(loss_name)
+                if got_loss is None or got_loss.size != 1 or \
+                        abs(float(got_loss[0]) - want) > 1e-4 * max(float(np.abs(terms).sum()), 1.0):
+                    ok = False
+                    print("FAIL %s (program %d): value %r, NumPy %r" %
+                          (name, index, None if got_loss is None else got_loss.tolist(), want))
                 for k, p in enumerate(params):
+                    if not ok:
+                        break
                     fd = central_differences(fn, params, weights, k)
                     got = printed.get(p.name + ".grad")
                     if got is None or got.size != fd.size:

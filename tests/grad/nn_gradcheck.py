@@ -4,7 +4,9 @@
 The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
 options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
 and embedding, linear, mlp, layer norm, attention, conv2d and conv1d (random stride,
-dilation and padding) and the two pools, at random shapes with random batch axes.
+dilation and padding), the two pools, concat, split, pad, interleave, deinterleave and rope, at
+random shapes with random batch axes.  The forward value of each case is compared with NumPy's
+as well (gradcheck.py).
 The layers' own parameters (w, b, gain, table, wq, …) are read back from what tsrc prints and
 their gradients are checked as well.  Inputs avoid the kinks of relu and abs (hinge: 1 - y s,
 binary cross-entropy: the logits) by at least 0.1.  The last line is "N passed, N failed"."""
@@ -163,6 +165,7 @@ def nn_cases(rng):
                   [(u((n, h, c)), "boo")], [("conv1d.kernel", (oc, k, c)), ("conv1d.bias", (oc,))], "boo"))
     pk, pstride = int(rng.integers(2, 4)), int(rng.integers(1, 3))
     ppad = str(rng.choice(["same", "valid"]))
+    h, w = max(h, pk), max(w, pk)  # at least one valid window
     size = n * h * w * c
     distinct = (rng.permutation(size).reshape(n, h, w, c) - size / 2) * 0.05
     cases.append(("Nn.max_pool2d", 'max_pool2d ~k:%d ~stride:%d ~padding:"%s" () p0' % (pk, pstride, ppad),
@@ -171,6 +174,42 @@ def nn_cases(rng):
     cases.append(("Nn.avg_pool2d", 'avg_pool2d ~k:%d ~stride:%d ~padding:"%s" () p0' % (pk, pstride, ppad),
                   lambda x: windows(x, pk, pstride, 1, ppad, 0.0).sum(axis=(4, 5)) / (pk * pk),
                   [(u((n, h, w, c)), "booo")], [], "booo"))
+
+    # concat, split, pad, interleave, deinterleave and rope on the last axis of n | t, f.
+    t, f1, f2, f3 = rand_shape(rng, 4)
+    cases.append(("Nn.concat", "concat ~parts:[p0; p1; p2]", lambda a, b, c: np.concatenate([a, b, c], axis=-1),
+                  [(u((n, t, f1)), "boo"), (u((n, t, f2)), "boo"), (u((n, t, f3)), "boo")], [], "boo"))
+    parts = [f1, f2, f3, f1, f2]
+    cases.append(("Nn.concat (five)", "concat ~parts:[p0; p1; p2; p0; p1]",
+                  lambda a, b, c: np.concatenate([a, b, c, a, b], axis=-1),
+                  [(u((n, f1)), "bo"), (u((n, f2)), "bo"), (u((n, f3)), "bo")], [], "bo"))
+    total = sum(parts[:3])
+    which = int(rng.integers(0, 3))
+    lo = sum(parts[:which])
+    cases.append(("Nn.split", "nth (split ~sizes:[%d; %d; %d] p0) %d" % (f1, f2, f3, which),
+                  lambda a: a[..., lo:lo + parts[which]], [(u((n, t, total)), "boo")], [], "boo"))
+    before, after = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+    cases.append(("Nn.pad", "pad ~before:%d ~after:%d () p0" % (before, after),
+                  lambda a: np.pad(a, [(0, 0), (0, 0), (before, after)]), [(u((n, t, f1)), "boo")], [], "boo"))
+
+    def interleave(a, b):
+        out = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+        out[..., 0::2], out[..., 1::2] = a, b
+        return out
+    cases.append(("Nn.interleave", "interleave p0 p1", interleave, [(u((n, t, f1)), "boo"), (u((n, t, f1)), "boo")],
+                  [], "boo"))
+    cases.append(("Nn.deinterleave", "(nth (deinterleave p0) 0) + (nth (deinterleave p0) 1) *. 3.",
+                  lambda a: a[..., 0::2] + 3 * a[..., 1::2], [(u((n, t, 2 * f1)), "boo")], [], "boo"))
+    heads, half = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    base = float(rng.choice([100.0, 10000.0]))
+
+    def rope(x):
+        d = 2 * half
+        angle = np.arange(x.shape[1])[:, None] * base ** (-2 * np.arange(half) / d)[None, :]
+        c, s = np.cos(angle)[None, :, None, :], np.sin(angle)[None, :, None, :]
+        e, o = x[..., 0::2], x[..., 1::2]
+        return interleave(e * c - o * s, e * s + o * c)
+    cases.append(("Nn.rope", "rope ~base:%r () p0" % base, rope, [(u((n, t + 2, heads, 2 * half)), "booo")], [], "booo"))
     return cases
 
 
