@@ -143,7 +143,7 @@ static void add_forward(Builder *b, Assignment *a) {
     push_assignment(b->ir->arena, &b->info[b->current->id].forward, a);
 }
 
-static Projections *infer(Builder *b, ProjLogic logic, Tensor **slots, uint32_t n, Tensor *owner,
+static Projections *infer(Builder *b, Logic logic, Tensor **slots, uint32_t n, Tensor *owner,
                           const char *what) {
     Shape *shapes = arena_alloc(b->ir->arena, n * sizeof *shapes);
     for (uint32_t i = 0; i < n; i++) shapes[i] = b->shapes[slots[i]->id];
@@ -341,8 +341,6 @@ static void block_local(BlockContext *c, const Node *n) {
     c->local_limit = c->local_count;
 }
 
-static ProjLogic proj_logic(Logic logic);
-
 /* The projections of assignment `a` (node `n`) of a block whose operator has no ~logic:: its
  * own logic over its own slots, the left side then the slots read in the order written (the
  * slots elab.c's emit_block_logics related the same way). */
@@ -359,9 +357,7 @@ static const Projections *own_projections(BlockContext *c, Assignment *a, const 
         shapes[k + 1] = c->b->shapes[c->slots[slot]->id];
     }
     const Spec *spec = n->c->spec;
-    Logic logic = spec ? LOGIC_SPEC : n->c->text[0] == '@' ? LOGIC_COMPOSE : n->c->text[0] == 'T' ? LOGIC_TRANSPOSE
-                                                                                                  : LOGIC_POINTWISE;
-    ProjProblem p = {.logic = proj_logic(logic), .spec = spec, .slot_count = count, .shapes = shapes,
+    ProjProblem p = {.logic = spec ? LOGIC_SPEC : logic_named(n->c->text[0]), .spec = spec, .slot_count = count, .shapes = shapes,
                      .span = c->span, .what = c->what};
     const Projections *proj = proj_infer(arena, &p);
     if (!proj) c->b->failed = true;
@@ -450,12 +446,6 @@ const char *operation_what(Builder *b, const Tensor *t) {
                                   : arena_printf(b->ir->arena, "'%s'", t->op_name);
 }
 
-/* The projection problem's form of a shape logic. */
-static ProjLogic proj_logic(Logic logic) {
-    return logic == LOGIC_COMPOSE ? PROJ_COMPOSE : logic == LOGIC_TRANSPOSE ? PROJ_TRANSPOSE
-         : logic == LOGIC_SPEC ? PROJ_SPEC : PROJ_POINTWISE;
-}
-
 static void build_operator(Builder *b, Tensor *t) {
     uint32_t n = t->operand_count + 1;
     Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
@@ -463,7 +453,7 @@ static void build_operator(Builder *b, Tensor *t) {
     for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
     const char *what = operation_what(b, t);
     /* Without ~logic: each assignment of the blocks has its own projections (own_projections). */
-    Projections *proj = t->logic == LOGIC_NONE ? NULL : infer(b, proj_logic(t->logic), slots, n, t, what);
+    Projections *proj = t->logic == LOGIC_NONE ? NULL : infer(b, t->logic, slots, n, t, what);
     if (!proj && t->logic != LOGIC_NONE) return;
     b->info[t->id].slots = slots;
     b->info[t->id].slot_count = n;
@@ -574,7 +564,7 @@ static void build_tensor(Builder *b, Tensor *t) {
     case TENSOR_OP: build_operator(b, t); break;
     case TENSOR_SLICE: {
         Tensor *slots[2] = {t, t->operands[0]};
-        Projections *proj = infer(b, PROJ_SLICE, slots, 2, t, "'@|'");
+        Projections *proj = infer(b, LOGIC_SLICE, slots, 2, t, "'@|'");
         b->info[t->id].proj = proj;
         if (proj) add_forward(b, copy_assignment(b, t, t->operands[0], proj, t->span, "'@|'"));
         break;
@@ -586,7 +576,7 @@ static void build_tensor(Builder *b, Tensor *t) {
             if (shape->rows[k].count == b->shapes[t->operands[0]->id].rows[k].count + 1) kind = (RowKind)k;
         for (uint32_t k = 0; k < t->operand_count && !b->failed; k++) {
             Shape shapes[2] = {*shape, b->shapes[t->operands[k]->id]};
-            ProjProblem p = {.logic = PROJ_STACK, .slot_count = 2, .shapes = shapes, .stack_index = k,
+            ProjProblem p = {.logic = LOGIC_STACK, .slot_count = 2, .shapes = shapes, .stack_index = k,
                              .stack_row = kind, .span = t->span, .what = "stacking"};
             Projections *proj = proj_infer(ir->arena, &p);
             if (!proj) {
@@ -678,7 +668,7 @@ static Assignment *standalone(Builder *b, const CodeStep *step) {
     if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
     Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);
     for (uint32_t i = 0; i < step->slot_count; i++) shapes[i] = b->shapes[slots[i]->id];
-    ProjProblem p = {.logic = proj_logic(step->logic), .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,
+    ProjProblem p = {.logic = step->logic, .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,
                      .span = step->span, .what = "this assignment"};
     if (!(a->proj = proj_infer(arena, &p))) {
         b->failed = true;

@@ -1,5 +1,6 @@
 /* elab.c — elaboration: evaluate the compile-time language, build the tensor graph, emit
- * shape constraints (see elab.h; docs/inference.md §2 lists the constraints of each logic).
+ * shape constraints (see elab.h; the relations of each logic are logic.c's table,
+ * docs/inference.md §2 lists them).
  *
  * Values are arena-allocated and immutable.  An environment is a linked list of bindings.  A
  * closure is a parameter list, a body, the environment it was made in, the parameters bound so
@@ -11,7 +12,8 @@
  * `!.` `!..`, labelled arguments, size fields and conditions are always evaluated in value mode.
  *
  * Requires: a parsed module (parse.h), the embedded standard library (build/gen/stdlib_blob.c,
- * made from the .tsr files of stdlib/ by tools/embed.sh), and shape.h for the constraints. */
+ * made from the .tsr files of stdlib/ by tools/embed.sh), shape.h for the constraints and logic.h
+ * for the relations they come from. */
 #include "elab.h"
 
 #include <ctype.h>
@@ -338,8 +340,6 @@ static Env *bind_global(Elab *e, const char *name, Value *value) {
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
 
-static const char *const row_names[ROW_KINDS] = {"batch", "input", "output"};
-
 static Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
     Program *p = e->program;
     Tensor *t = arena_alloc(e->arena, sizeof *t);
@@ -365,7 +365,7 @@ static OriginId origin(Elab *e, Span span, const char *fmt, ...) {
 static Shape closed_shape(Elab *e, Span span, const char *what) {
     Shape s;
     for (int k = 0; k < ROW_KINDS; k++)
-        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, row_names[k]));
+        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, logic_row_names[k]));
     return s;
 }
 
@@ -445,40 +445,66 @@ static Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span);
 
 /* ---- Shape logics -------------------------------------------------------------------------- */
 
+/* What a slice or a stack adds at the front of one side of its equality (LOGIC_PIN_*): the
+ * axis, the origin of the row it makes, and what the origins add ("of size 4 for index 'i'"). */
+typedef struct PinnedAxis {
+    Dim axis;
+    OriginId row_origin;
+    const char *detail;
+} PinnedAxis;
 
-static void emit_pointwise(Elab *e, Tensor *r, Tensor **ops, uint32_t n, Span span, const char *op) {
-    for (int k = 0; k < ROW_KINDS; k++) {
-        OriginId why = origin(e, span, "'%s' (pointwise, %s axes)", op, row_names[k]);
-        for (uint32_t i = 0; i < n; i++) shape_row_le(e->solver, ops[i]->shape.rows[k], r->shape.rows[k], why);
+/* The relations of a fixed logic (logic.c's table) between the shapes of an operation's `n`
+ * slots (slot 0 its result) as constraints: ⊑ a row inequality, = a row equality; a pinned
+ * axis is put in front of its side, and a slice's is a front equality (shape_row_eq_front).
+ * `what` names the operation in the origins ("'+'"); relations in a row with one text share
+ * their origin. */
+static void emit_relations(Elab *e, Logic logic, Shape *const *slots, uint32_t n, RowKind stacked,
+                           const PinnedAxis *pinned, Span span, const char *what) {
+    ShapeSolver *s = e->solver;
+    LogicWalk walk = logic_walk(logic, n, stacked);
+    LogicPair p;
+    char last[512] = "";
+    OriginId why = 0;
+    while (logic_next(&walk, &p)) {
+        const LogicRelation *rel = p.rel;
+        Row sub = slots[p.sub]->rows[p.sub_kind], super = slots[p.super]->rows[p.super_kind];
+        char text[512];
+        snprintf(text, sizeof text, "%s (%s%s%s%s%s)", what, rel->phrase, rel->names_kind ? ", " : "",
+                 rel->names_kind ? logic_row_names[p.sub_kind] : "", rel->names_kind ? " axes" : "",
+                 pinned ? pinned->detail : "");
+        if (!why || strcmp(text, last) != 0) {
+            why = origin(e, span, "%s", text);
+            memcpy(last, text, sizeof last);
+        }
+        shape_set_contracting(s, rel->structural);
+        if (p.sub_front) {
+            Row front = shape_row_prepend(s, &pinned->axis, 1, super);
+            front.origin = pinned->row_origin;
+            shape_row_eq_front(s, sub, front, why);
+        } else if (p.super_front) {
+            Row front = shape_row_prepend(s, &pinned->axis, 1, sub);
+            front.origin = pinned->row_origin;
+            shape_row_eq(s, front, super, why);
+        } else if (rel->equal) {
+            shape_row_eq(s, sub, super, why);
+        } else {
+            shape_row_le(s, sub, super, why);
+        }
     }
-}
-
-static void emit_compose(Elab *e, Tensor *r, Tensor *t1, Tensor *t2, Span span, const char *op) {
-    ShapeSolver *s = e->solver;
-    shape_set_contracting(s, true);
-    OriginId batch = origin(e, span, "'%s' (compose, batch axes)", op);
-    shape_row_le(s, t1->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
-    shape_row_le(s, t2->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH], batch);
-    shape_row_le(s, t2->shape.rows[ROW_OUTPUT], t1->shape.rows[ROW_INPUT],
-                 origin(e, span, "'%s' (compose: the left operand's input axes against the right "
-                        "operand's output axes)", op));
-    shape_row_le(s, t2->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT],
-                 origin(e, span, "'%s' (compose, input axes of the right operand)", op));
-    shape_row_le(s, t1->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT],
-                 origin(e, span, "'%s' (compose, output axes of the left operand)", op));
     shape_set_contracting(s, false);
 }
 
-static void emit_transpose(Elab *e, Tensor *r, Tensor *t, Span span, const char *op) {
-    ShapeSolver *s = e->solver;
-    shape_set_contracting(s, true);
-    shape_row_le(s, t->shape.rows[ROW_BATCH], r->shape.rows[ROW_BATCH],
-                 origin(e, span, "'%s' (transpose, batch axes)", op));
-    shape_row_le(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_INPUT],
-                 origin(e, span, "'%s' (transpose, output axes become input axes)", op));
-    shape_row_le(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_OUTPUT],
-                 origin(e, span, "'%s' (transpose, input axes become output axes)", op));
-    shape_set_contracting(s, false);
+/* A stack's shape, made from its element's by the stacking logic's equalities instead of solved
+ * for: each row of slot 0 is slot 1's, sharing its row variable, with the pinned axis in front
+ * of the stacked kind's. */
+static void define_by_relations(Elab *e, Logic logic, Shape *const *slots, RowKind stacked, const PinnedAxis *pinned) {
+    LogicWalk walk = logic_walk(logic, 2, stacked);
+    LogicPair p;
+    while (logic_next(&walk, &p)) {
+        Row sub = slots[p.sub]->rows[p.sub_kind], *defined = &slots[p.super]->rows[p.super_kind];
+        *defined = p.super_front ? shape_row_prepend(e->solver, &pinned->axis, 1, sub) : sub;
+        if (p.super_front) defined->origin = pinned->row_origin;
+    }
 }
 
 /* The variables of one application of a spec. */
@@ -589,7 +615,7 @@ static bool spec_row(Elab *e, SpecVars *sv, const SpecRow *row, OriginId o, Row 
 static bool spec_slot(Elab *e, SpecVars *sv, const SpecSlot *slot, Shape *out, const char *what) {
     for (int k = 0; k < ROW_KINDS; k++) {
         OriginId o = origin(e, slot->rows[k].omitted ? slot->span : slot->rows[k].span,
-                            "%s of the spec (%s axes%s)", what, row_names[k],
+                            "%s of the spec (%s axes%s)", what, logic_row_names[k],
                             slot->rows[k].omitted ? ", not written: none" : "");
         if (!spec_row(e, sv, &slot->rows[k], o, &out->rows[k])) return false;
     }
@@ -769,18 +795,19 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
     sv.scope = e->scope;
     sv.captures = captures;
     if (captures) sv.scope = current_scope(e);
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i <= n; i++) {
+        uint32_t s;
+        const SpecSlot *template = logic_spec_template(spec, i, &s);
         Shape slot;
         char what[32];
-        snprintf(what, sizeof what, "operand %u", i + 1);
-        if (!spec_slot(e, &sv, &spec->rhs[i], &slot, what)) return;
-        shape_eq(e->solver, &ops[i]->shape, &slot,
-                 origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, i + 1));
+        if (s) snprintf(what, sizeof what, "operand %u", s);
+        else snprintf(what, sizeof what, "the result");
+        sv.result = s == 0;
+        if (!spec_slot(e, &sv, template, &slot, what)) return;
+        if (s) shape_eq(e->solver, &ops[s - 1]->shape, &slot,
+                        origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, s));
+        else shape_eq(e->solver, &r->shape, &slot, origin(e, span, "einsum '%s' (the result against its slot)", op));
     }
-    Shape lhs;
-    sv.result = true;
-    if (!spec_slot(e, &sv, &spec->lhs, &lhs, "the result")) return;
-    shape_eq(e->solver, &r->shape, &lhs, origin(e, span, "einsum '%s' (the result against its slot)", op));
     if (captures) {
         for (uint32_t i = 0; i < captures->list.count; i++) {
             const Node *c = captures->list.items[i];
@@ -1030,18 +1057,6 @@ static bool check_operator(const Node *op) {
     return ok;
 }
 
-/* The logic written "." "@" "T" (the parser accepts no other one-character logic). */
-static Logic logic_of_name(char c) {
-    return c == '@' ? LOGIC_COMPOSE : c == 'T' ? LOGIC_TRANSPOSE : LOGIC_POINTWISE;
-}
-
-/* What a fixed logic needs when `n` operands do not fit it ("one operand"), else NULL. */
-static const char *logic_operands_needed(Logic logic, uint32_t n) {
-    if (logic == LOGIC_COMPOSE && n != 2 && n != 3) return "two or three operands";
-    if (logic == LOGIC_TRANSPOSE && n != 1) return "one operand";
-    return NULL;
-}
-
 /* The shape constraints of one operation under its logic: result `r`, operands `ts` (which
  * fit the logic; a spec's slot count is checked here).  Operator applications and the
  * assignments of routines both come here, so an assignment `c =:+ a * b ~logic:"@"` relates
@@ -1049,18 +1064,13 @@ static const char *logic_operands_needed(Logic logic, uint32_t n) {
  * keeps (this application's copy, emit_spec), NULL for the fixed logics. */
 static const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
                               const Node *captures, Span span, const char *op) {
-    switch (logic) {
-    case LOGIC_SPEC: return emit_spec(e, env, r, ts, n, spec, captures, span, op);
-    case LOGIC_COMPOSE:
-        /* With a third operand (fused multiply-add), it is added pointwise to the product. */
-        emit_compose(e, r, ts[0], ts[1], span, op);
-        if (n == 3) emit_pointwise(e, r, ts + 2, 1, span, op);
-        return NULL;
-    case LOGIC_TRANSPOSE: emit_transpose(e, r, ts[0], span, op); return NULL;
-    case LOGIC_NONE:
-    case LOGIC_POINTWISE: break;
-    }
-    emit_pointwise(e, r, ts, n, span, op);
+    if (logic == LOGIC_SPEC) return emit_spec(e, env, r, ts, n, spec, captures, span, op);
+    Shape *few[8], **slots = n < 8 ? few : arena_alloc(e->arena, (n + 1) * sizeof *slots);
+    slots[0] = &r->shape;
+    for (uint32_t i = 0; i < n; i++) slots[i + 1] = &ts[i]->shape;
+    char what[160];
+    snprintf(what, sizeof what, "'%s'", op);
+    emit_relations(e, logic, slots, n + 1, ROW_KINDS, NULL, span, what);
     return NULL;
 }
 
@@ -1136,7 +1146,7 @@ static Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands
         r->logic = LOGIC_SPEC;
         spec = logic->spec;
     } else {
-        r->logic = logic_of_name(logic->len ? logic->text[0] : '.');
+        r->logic = logic_named(logic->len ? logic->text[0] : '.');
         const char *needs = logic_operands_needed(r->logic, n);
         if (needs) return fail(logic->span, "logic \"%c\" needs %s", logic->text[0], needs);
     }
@@ -1185,7 +1195,7 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
         if (items[i]->kind != V_TENSOR) tensors = false;
     }
     RowKind kind = container_row(n->kind);
-    OriginId o = origin(e, n->span, "this tensor literal (%s axis)", row_names[kind]);
+    OriginId o = origin(e, n->span, "this tensor literal (%s axis)", logic_row_names[kind]);
     if (basis == BASIS_CLAIM_FREE && count != 1)
         return fail(n->span, "only a size-1 axis can be marked broadcastable with '(… : _)', but this %s has %u elements",
                     container_noun(n->kind), count);
@@ -1219,9 +1229,8 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
                             "element %u of this %s (every element must have the shape of the first)",
                             i + 1, container_noun(n->kind)));
     }
-    t->shape = first->shape;
-    t->shape.rows[kind] = shape_row_prepend(e->solver, &axis, 1, first->shape.rows[kind]);
-    t->shape.rows[kind].origin = o;
+    Shape *slots[2] = {&t->shape, &first->shape};
+    define_by_relations(e, LOGIC_STACK, slots, kind, &(PinnedAxis){axis, o, ""});
     return tensor_value(e, t);
 }
 
@@ -2095,17 +2104,14 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         r->index = i->as.index.name;
         r->index_range = i->as.index.range;
         r->shape = shape_fresh(e->solver, origin(e, n->span, "the result of '@|'"));
-        OriginId why = origin(e, n->span, "'@|' (slicing removes the leftmost batch axis, of size %u "
-                              "for index '%s')", i->as.index.range, i->as.index.name);
-        Dim axis = dim_ground(i->as.index.range, BASIS_DEFAULT,
-                              origin(e, i->as.index.span, "the range of index '%s'", i->as.index.name));
-        ShapeSolver *s = e->solver;
-        Row wanted = shape_row_prepend(s, &axis, 1, r->shape.rows[ROW_BATCH]);
-        wanted.origin = origin(e, n->span, "'@|' needs a leftmost batch axis of size %u (the range of '%s')",
-                               i->as.index.range, i->as.index.name);
-        shape_row_eq_front(s, t->shape.rows[ROW_BATCH], wanted, why);
-        shape_row_eq(s, t->shape.rows[ROW_INPUT], r->shape.rows[ROW_INPUT], why);
-        shape_row_eq(s, t->shape.rows[ROW_OUTPUT], r->shape.rows[ROW_OUTPUT], why);
+        PinnedAxis pin = {
+            dim_ground(i->as.index.range, BASIS_DEFAULT,
+                       origin(e, i->as.index.span, "the range of index '%s'", i->as.index.name)),
+            origin(e, n->span, "'@|' needs a leftmost batch axis of size %u (the range of '%s')",
+                   i->as.index.range, i->as.index.name),
+            arena_printf(e->arena, ", of size %u for index '%s'", i->as.index.range, i->as.index.name)};
+        Shape *slots[2] = {&r->shape, &t->shape};
+        emit_relations(e, LOGIC_SLICE, slots, 2, ROW_KINDS, &pin, n->span, "'@|'");
         return tensor_value(e, r);
     }
     Value *a = eval(e, n->a, env, mode);
@@ -2729,7 +2735,7 @@ static bool code_logic(const Node *logic, Logic *out, const Spec **spec) {
         return true;
     }
     if (logic->len != 1 || !strchr(".@T", logic->text[0])) return false; /* the parser reported it */
-    *out = logic_of_name(logic->text[0]);
+    *out = logic_named(logic->text[0]);
     return true;
 }
 

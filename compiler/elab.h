@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ast.h"
+#include "logic.h"
 #include "shape.h"
 #include "spec.h"
 
@@ -33,14 +34,6 @@ typedef enum TensorKind {
     TENSOR_STATE,    /* `{ x } =: …` in a routine: code-written state (an optimiser's buffer), starts
                         at 0, kept between runs, no gradient */
 } TensorKind;
-
-typedef enum Logic {
-    LOGIC_NONE,
-    LOGIC_POINTWISE, /* "." */
-    LOGIC_COMPOSE,   /* "@" */
-    LOGIC_TRANSPOSE, /* "T" */
-    LOGIC_SPEC,      /* an einsum spec */
-} Logic;
 
 /* A parameter's random initialisation (docs/language.md §3.5.3): shift + scale / sqrt(fan) * r,
  * r uniform in [-1, 1) or standard normal, fan a product of the parameter's axes (1 if none). */

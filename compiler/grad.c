@@ -110,7 +110,7 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
 /* `t.grad =: value` over every cell (one slot, pointwise). */
 static Assignment *fill_assignment(Builder *b, Tensor *t, double value, Span span, const char *what) {
     Shape shape = b->shapes[t->id];
-    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
+    ProjProblem p = {.logic = LOGIC_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
     const Projections *proj = proj_infer(b->ir->arena, &p);
     if (!proj) {
         b->failed = true;

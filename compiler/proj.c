@@ -5,8 +5,9 @@
  *   1. freshen: every axis of every slot gets its own projection id (slot by slot, axes in
  *      memory order batch, output, input), so no identity is shared with any other operation;
  *   2. re-derive this operation's constraints, and only these, from the closed shapes — the
- *      same constraint forms elab.c emitted for shape inference (docs/inference.md §2) — and
- *      read them as projection equations by the six rules:
+ *      relations of logic.c's table that elab.c emitted for shape inference (docs/inference.md
+ *      §2), or the einsum spec's templates — and read them as projection equations by the six
+ *      rules:
  *        (1) d1 = d2              → Eq(d1, d2)
  *        (2) 1_∅ ⊑ d (broadcast)  → Eq(sub, Fix 0): the broadcasting axis is cut loose
  *        (3) d1 ⊑ d2 otherwise    → Eq(d1, d2)
@@ -28,7 +29,8 @@
  * so the result is canonical: it does not depend on the order of the equations (the unit test
  * tests/unit/proj_test.c shuffles them).
  *
- * Requires: shapes closed by shape.c (ground; an open row is an internal error); spec.h. */
+ * Requires: shapes closed by shape.c (ground; an open row is an internal error); logic.h (the
+ * relations of each logic); spec.h. */
 #include "proj.h"
 
 #include <stdarg.h>
@@ -135,17 +137,16 @@ static void fail(Deriver *d, const char *fmt, ...) {
     diag_error(d->p->span, "projection inference for %s: %s", d->p->what, message);
 }
 
-static const char *const row_words[ROW_KINDS] = {"batch", "input", "output"};
-
-/* Rule 4: R1 = R2 (ranks must agree). */
-static void row_eq(Deriver *d, uint32_t s1, RowKind k1, uint32_t s2, RowKind k2, uint32_t skip1) {
+/* Rule 4: R1 = R2 (ranks must agree), each row less its first `skip` axes (a pinned axis). */
+static void row_eq(Deriver *d, uint32_t s1, RowKind k1, uint32_t skip1, uint32_t s2, RowKind k2, uint32_t skip2) {
     const Row *a = row_of(d, s1, k1), *b = row_of(d, s2, k2);
-    if (a->count - skip1 != b->count) {
-        fail(d, "the %s axes disagree in number (%u against %u)", row_words[k1], a->count - skip1, b->count);
+    if (a->count - skip1 != b->count - skip2) {
+        fail(d, "the %s axes disagree in number (%u against %u)", logic_row_names[k1], a->count - skip1,
+             b->count - skip2);
         return;
     }
-    for (uint32_t j = 0; j < b->count; j++)
-        eq(d, proj_term(axis_id(d, s1, k1, j + skip1)), proj_term(axis_id(d, s2, k2, j)));
+    for (uint32_t j = 0; j < b->count - skip2; j++)
+        eq(d, proj_term(axis_id(d, s1, k1, j + skip1)), proj_term(axis_id(d, s2, k2, j + skip2)));
 }
 
 /* Rules 2, 3: one aligned pair of an inequality. */
@@ -158,7 +159,7 @@ static void dim_le(Deriver *d, uint32_t sub, uint32_t super) {
 static void row_le(Deriver *d, uint32_t s_sub, RowKind k_sub, uint32_t s_super, RowKind k_super) {
     const Row *sub = row_of(d, s_sub, k_sub), *super = row_of(d, s_super, k_super);
     if (sub->count > super->count) {
-        fail(d, "%s axes of an operand outnumber the result's (%u against %u)", row_words[k_sub],
+        fail(d, "%s axes of an operand outnumber the result's (%u against %u)", logic_row_names[k_sub],
              sub->count, super->count);
         return;
     }
@@ -169,10 +170,6 @@ static void row_le(Deriver *d, uint32_t s_sub, RowKind k_sub, uint32_t s_super, 
         dim_le(d, axis_id(d, s_sub, k_sub, sub->lead + j),
                axis_id(d, s_super, k_super, super->count - trail + j));
     for (uint32_t j = sub->lead; j < super->count - trail; j++) iter(d, axis_id(d, s_super, k_super, j));
-}
-
-static void shape_le_all(Deriver *d, uint32_t sub, uint32_t super) {
-    for (int k = 0; k < ROW_KINDS; k++) row_le(d, sub, (RowKind)k, super, (RowKind)k);
 }
 
 /* ---- Einsum specs: the local re-solve ---------------------------------------------------------- */
@@ -249,7 +246,7 @@ static void spec_row(Deriver *d, const SpecRow *row, uint32_t slot, RowKind k) {
     uint32_t lead = row->leading_count, trail = row->trailing_count;
     bool open = row->row_var.kind != SPEC_ROWVAR_NONE;
     if (open ? r->count < lead + trail : r->count != trail) {
-        fail(d, "the spec's %s row does not fit the %u axes found there (it names %u)", row_words[k],
+        fail(d, "the spec's %s row does not fit the %u axes found there (it names %u)", logic_row_names[k],
              r->count, lead + trail);
         return;
     }
@@ -262,7 +259,7 @@ static void spec_row(Deriver *d, const SpecRow *row, uint32_t slot, RowKind k) {
         for (uint32_t j = 0; j < middle; j++) ids[j] = axis_id(d, slot, k, lead + j);
         const char *key = row->row_var.kind == SPEC_ROWVAR_NAMED
                               ? arena_printf(d->arena, "..%s..", row->row_var.name)
-                              : arena_printf(d->arena, "... of the %s rows", row_words[k]);
+                              : arena_printf(d->arena, "... of the %s rows", logic_row_names[k]);
         bind(d, key, ids, middle);
     }
 }
@@ -273,45 +270,42 @@ static void spec_slot(Deriver *d, const SpecSlot *slot, uint32_t s) {
 
 /* ---- Derivation --------------------------------------------------------------------------------- */
 
+/* One relation of the logic's table (logic.c): ⊑ by rule 5, = by rule 4; a pinned axis (the
+ * sliced one, a stack's new one) is read at its Sol and left out of the pairing. */
+static void relate(Deriver *d, const LogicPair *r) {
+    if (!r->rel->equal) {
+        row_le(d, r->sub, r->sub_kind, r->super, r->super_kind);
+        return;
+    }
+    if (r->sub_front) {
+        if (row_of(d, r->sub, r->sub_kind)->count == 0) {
+            fail(d, "the sliced tensor has no %s axis", logic_row_names[r->sub_kind]);
+            return;
+        }
+        eq(d, proj_term(axis_id(d, r->sub, r->sub_kind, 0)),
+           (Term){.sol = true, .index = {.kind = PIDX_SYMBOL, .symbol = d->p->symbol}});
+    }
+    if (r->super_front) {
+        if (row_of(d, r->super, r->super_kind)->count == 0) {
+            fail(d, "the stack has no %s axis", logic_row_names[r->super_kind]);
+            return;
+        }
+        eq(d, proj_term(axis_id(d, r->super, r->super_kind, 0)), fixed_term(d->p->stack_index));
+    }
+    row_eq(d, r->sub, r->sub_kind, r->sub_front, r->super, r->super_kind, r->super_front);
+}
+
 static void derive(Deriver *d) {
     const ProjProblem *p = d->p;
-    switch (p->logic) {
-    case PROJ_POINTWISE:
-        for (uint32_t s = 1; s < p->slot_count; s++) shape_le_all(d, s, 0);
-        break;
-    case PROJ_COMPOSE:
-        row_le(d, 1, ROW_BATCH, 0, ROW_BATCH);
-        row_le(d, 2, ROW_BATCH, 0, ROW_BATCH);
-        row_le(d, 2, ROW_OUTPUT, 1, ROW_INPUT); /* the contraction */
-        row_le(d, 2, ROW_INPUT, 0, ROW_INPUT);
-        row_le(d, 1, ROW_OUTPUT, 0, ROW_OUTPUT);
-        if (p->slot_count == 4) shape_le_all(d, 3, 0);
-        break;
-    case PROJ_TRANSPOSE:
-        row_le(d, 1, ROW_BATCH, 0, ROW_BATCH);
-        row_le(d, 1, ROW_OUTPUT, 0, ROW_INPUT);
-        row_le(d, 1, ROW_INPUT, 0, ROW_OUTPUT);
-        break;
-    case PROJ_SPEC:
-        for (uint32_t s = 1; s < p->slot_count; s++) spec_slot(d, &p->spec->rhs[s - 1], s);
-        spec_slot(d, &p->spec->lhs, 0);
-        break;
-    case PROJ_SLICE:
-        if (row_of(d, 1, ROW_BATCH)->count == 0) {
-            fail(d, "the sliced tensor has no batch axis");
-            break;
+    if (p->logic == LOGIC_SPEC)
+        for (uint32_t i = 0; i <= p->spec->rhs_count; i++) {
+            uint32_t slot;
+            const SpecSlot *template = logic_spec_template(p->spec, i, &slot);
+            if (slot < p->slot_count) spec_slot(d, template, slot);
         }
-        eq(d, proj_term(axis_id(d, 1, ROW_BATCH, 0)),
-           (Term){.sol = true, .index = {.kind = PIDX_SYMBOL, .symbol = p->symbol}});
-        row_eq(d, 1, ROW_BATCH, 0, ROW_BATCH, 1);
-        row_eq(d, 1, ROW_INPUT, 0, ROW_INPUT, 0);
-        row_eq(d, 1, ROW_OUTPUT, 0, ROW_OUTPUT, 0);
-        break;
-    case PROJ_STACK:
-        eq(d, proj_term(axis_id(d, 0, p->stack_row, 0)), fixed_term(p->stack_index));
-        for (int k = 0; k < ROW_KINDS; k++) row_eq(d, 0, (RowKind)k, 1, (RowKind)k, k == (int)p->stack_row);
-        break;
-    }
+    LogicWalk walk = logic_walk(p->logic, p->slot_count, p->stack_row);
+    LogicPair pair;
+    while (logic_next(&walk, &pair)) relate(d, &pair);
     for (uint32_t id = 0; id < d->id_count; id++) iter(d, id); /* rule 6 */
 }
 
@@ -503,7 +497,7 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
         d.id_count += proj_shape_rank(&p->shapes[s]);
     }
     uint32_t axis_ids = d.id_count;
-    if (p->logic == PROJ_SPEC) d.id_count += spec_extra_ids(p->spec);
+    if (p->logic == LOGIC_SPEC) d.id_count += spec_extra_ids(p->spec);
     d.next_extra = axis_ids;
     d.size = arena_alloc(arena, (d.id_count + 1) * sizeof *d.size);
     d.unit = arena_alloc(arena, (d.id_count + 1) * sizeof *d.unit);

@@ -12,6 +12,7 @@
 
 #include "ir.h"
 #include "elab.h"
+#include "logic.h"
 
 /* ---- Projections (proj.c; seed 003) --------------------------------------------------------- */
 
@@ -61,23 +62,14 @@ typedef struct Projections {
     const ProjConcat **concats;
 } Projections;
 
-typedef enum ProjLogic {
-    PROJ_POINTWISE, /* every row of each operand ⊑ the result's row */
-    PROJ_COMPOSE,   /* "@": operand 1's input row meets operand 2's output row (3rd: pointwise) */
-    PROJ_TRANSPOSE, /* "T" */
-    PROJ_SPEC,      /* an einsum spec: every slot equals its template */
-    PROJ_SLICE,     /* x @| i: the leftmost batch axis of slot 1 is read at symbol i */
-    PROJ_STACK,     /* slot 0's new leading axis of row `stack_row` is written at stack_index */
-} ProjLogic;
-
 typedef struct ProjProblem {
-    ProjLogic logic;
-    const Spec *spec;      /* PROJ_SPEC */
+    Logic logic;           /* its relations: logic.c's table */
+    const Spec *spec;      /* LOGIC_SPEC */
     uint32_t slot_count;
     const Shape *shapes;   /* closed (ground) shapes, slot_count of them */
-    const char *symbol;    /* PROJ_SLICE */
-    uint32_t stack_index;  /* PROJ_STACK */
-    RowKind stack_row;     /* PROJ_STACK */
+    const char *symbol;    /* LOGIC_SLICE */
+    uint32_t stack_index;  /* LOGIC_STACK */
+    RowKind stack_row;     /* LOGIC_STACK */
     Span span;             /* where errors point */
     const char *what;      /* the operation, for messages: "'*'", "einsum '+*'" */
     uint64_t shuffle_seed; /* testing: solve the equations in a permuted order (0: as derived) */

@@ -131,7 +131,7 @@ static void pointwise_case(uint64_t seed) {
     uint32_t n = 2 + rnd(2);
     for (uint32_t s = 1; s < n; s++)
         for (int k = 0; k < ROW_KINDS; k++) shapes[s].rows[k] = sub_row(shapes[0].rows[k]);
-    ProjProblem p = {.logic = PROJ_POINTWISE, .slot_count = n, .shapes = shapes, .what = "pointwise"};
+    ProjProblem p = {.logic = LOGIC_POINTWISE, .slot_count = n, .shapes = shapes, .what = "pointwise"};
     solve_all_orders(&p, seed, "pointwise: canonical and sound");
 }
 
@@ -146,7 +146,7 @@ static void compose_case(uint64_t seed) {
     s[2].rows[ROW_OUTPUT] = sub_row(contracted);
     s[2].rows[ROW_INPUT] = sub_row(s[0].rows[ROW_INPUT]);
     for (int k = 0; k < ROW_KINDS; k++) s[3].rows[k] = sub_row(s[0].rows[k]);
-    ProjProblem p = {.logic = PROJ_COMPOSE, .slot_count = 3 + rnd(2), .shapes = s, .what = "compose"};
+    ProjProblem p = {.logic = LOGIC_COMPOSE, .slot_count = 3 + rnd(2), .shapes = s, .what = "compose"};
     solve_all_orders(&p, seed, "compose: canonical and sound");
 }
 
@@ -156,7 +156,7 @@ static void transpose_case(uint64_t seed) {
     s[1].rows[ROW_BATCH] = sub_row(s[0].rows[ROW_BATCH]);
     s[1].rows[ROW_OUTPUT] = sub_row(s[0].rows[ROW_INPUT]);
     s[1].rows[ROW_INPUT] = sub_row(s[0].rows[ROW_OUTPUT]);
-    ProjProblem p = {.logic = PROJ_TRANSPOSE, .slot_count = 2, .shapes = s, .what = "transpose"};
+    ProjProblem p = {.logic = LOGIC_TRANSPOSE, .slot_count = 2, .shapes = s, .what = "transpose"};
     solve_all_orders(&p, seed, "transpose: canonical and sound");
 }
 
@@ -272,7 +272,7 @@ static void einsum_case(uint64_t seed) {
         printf("    spec: %s\n", g.text);
         return;
     }
-    ProjProblem p = {.logic = PROJ_SPEC, .spec = spec, .slot_count = n + 1, .shapes = shapes, .what = "einsum"};
+    ProjProblem p = {.logic = LOGIC_SPEC, .spec = spec, .slot_count = n + 1, .shapes = shapes, .what = "einsum"};
     if (!solve_all_orders(&p, seed, "einsum: canonical and sound")) printf("    spec: %s\n", g.text);
 }
 
@@ -296,7 +296,7 @@ static Shape out_shape(uint32_t a, uint32_t b, uint32_t count) {
 static void worked_examples(void) {
     /* matmul a;b=>c: three iterators, j reduced, c's map not injective but surjective. */
     Shape mm[3] = {out_shape(2, 4, 2), out_shape(2, 3, 2), out_shape(3, 4, 2)};
-    ProjProblem p = {.logic = PROJ_SPEC, .spec = parse("i, j; j, k => i, k"), .slot_count = 3, .shapes = mm,
+    ProjProblem p = {.logic = LOGIC_SPEC, .spec = parse("i, j; j, k => i, k"), .slot_count = 3, .shapes = mm,
                      .what = "matmul"};
     const Projections *r = proj_infer(arena, &p);
     check(r && r->iter_count == 3, "matmul: three iterators", 0);
@@ -308,7 +308,7 @@ static void worked_examples(void) {
 
     /* scalar * matrix: the scalar's unit axis pinned at 0, the matrix and result co-iterate. */
     Shape sm[3] = {out_shape(2, 3, 2), out_shape(1, 0, 1), out_shape(2, 3, 2)};
-    ProjProblem q = {.logic = PROJ_POINTWISE, .slot_count = 3, .shapes = sm, .what = "scalar"};
+    ProjProblem q = {.logic = LOGIC_POINTWISE, .slot_count = 3, .shapes = sm, .what = "scalar"};
     r = proj_infer(arena, &q);
     check(r && r->iter_count == 2 && r->maps[1][0].kind == PIDX_FIXED && r->maps[1][0].fixed == 0,
           "scalar broadcast: pinned at 0", 0);
@@ -316,7 +316,7 @@ static void worked_examples(void) {
 
     /* Outer product of two axes of equal size: two loops, not a diagonal. */
     Shape op[3] = {out_shape(3, 3, 2), out_shape(3, 0, 1), out_shape(3, 0, 1)};
-    ProjProblem o = {.logic = PROJ_SPEC, .spec = parse("i; j => i, j"), .slot_count = 3, .shapes = op,
+    ProjProblem o = {.logic = LOGIC_SPEC, .spec = parse("i; j => i, j"), .slot_count = 3, .shapes = op,
                      .what = "outer"};
     r = proj_infer(arena, &o);
     check(r && r->iter_count == 2 && proj_injective(r, 0) && proj_surjective(r, 0),
@@ -324,13 +324,13 @@ static void worked_examples(void) {
 
     /* A diagonal write "i => i, i" is injective and not surjective. */
     Shape dg[2] = {out_shape(3, 3, 2), out_shape(3, 0, 1)};
-    ProjProblem d = {.logic = PROJ_SPEC, .spec = parse("i => i, i"), .slot_count = 2, .shapes = dg, .what = "diag"};
+    ProjProblem d = {.logic = LOGIC_SPEC, .spec = parse("i => i, i"), .slot_count = 2, .shapes = dg, .what = "diag"};
     r = proj_infer(arena, &d);
     check(r && r->iter_count == 1 && proj_injective(r, 0) && !proj_surjective(r, 0), "diagonal write", 0);
 
     /* A size conflict inside a class is a located error, not an assert. */
     Shape bad[3] = {out_shape(2, 4, 2), out_shape(2, 3, 2), out_shape(5, 4, 2)};
-    ProjProblem e = {.logic = PROJ_SPEC, .spec = parse("i, j; j, k => i, k"), .slot_count = 3, .shapes = bad,
+    ProjProblem e = {.logic = LOGIC_SPEC, .spec = parse("i, j; j, k => i, k"), .slot_count = 3, .shapes = bad,
                      .what = "bad"};
     FILE *sink = fopen("/dev/null", "w");
     diag_set_stream(sink);
