@@ -9,7 +9,8 @@
  * `int MODULE_ROUTINE(tsr_state *s)`: it begins the run (tsr_state_begin_run: checks the index
  * symbols, numbers the run for the `random` primitive), reads the state's buffer and symbol arrays, and launches its kernels in order — a threaded one through the pool, any other
  * by a direct call that LLVM inlines; a routine too large for one function is cut into parts
- * that LLVM may not inline (see "Splitting" below).  The state's layout is abi.h's (checked
+ * that LLVM may not inline, and the repeated kernels of such routines are compiled once (see
+ * "Splitting" below).  The state's layout is abi.h's (checked
  * there against tsr.h).
  *
  * A --target=cuda program's routines instead launch its GPU kernels (cg_ptx.c, whose PTX the
@@ -38,28 +39,39 @@ typedef struct Cpu {
     const CgOptions *opt;
     LLVMTypeRef state_t;
     LLVMValueRef image, image_size;
+    bool split; /* some routine was cut into parts: a long program, whose repeated kernels are merged */
 } Cpu;
 
 /* ---- Kernels --------------------------------------------------------------------------------------- */
 
-/* void (i64 lo, i64 hi, ptr symbols, ptr noalias buffers…) */
-static LLVMTypeRef kernel_type(Cpu *c, uint32_t buffers) {
-    LLVMTypeRef *p = calloc(buffers + 3, sizeof *p);
+/* void (i64 lo, i64 hi, ptr symbols, ptr noalias buffers…[, ptr noalias readonly literals]) */
+static LLVMTypeRef kernel_type(Cpu *c, uint32_t buffers, bool literals) {
+    uint32_t n = buffers + 3 + literals;
+    LLVMTypeRef *p = calloc(n, sizeof *p);
     if (!p) diag_fatal_oom();
     p[0] = c->g.i64;
     p[1] = c->g.i64;
-    for (uint32_t i = 0; i < buffers + 1; i++) p[2 + i] = c->g.ptr;
-    LLVMTypeRef t = LLVMFunctionType(c->g.void_t, p, buffers + 3, 0);
+    for (uint32_t i = 2; i < n; i++) p[i] = c->g.ptr;
+    LLVMTypeRef t = LLVMFunctionType(c->g.void_t, p, n, 0);
     free(p);
     return t;
 }
 
-static LLVMValueRef emit_kernel(Cpu *c, const IrFunction *fn, const Kernel *k, const char *name) {
+/* The kernel's function.  With `literals` (a long program's kernel, see "Splitting" below) its
+ * literals are lifted into a table (cg_llvm.h): the function takes the table as its last
+ * parameter, and *literals is the table to call it with (a constant array, or null when the
+ * code holds no literal). */
+static LLVMValueRef emit_kernel(Cpu *c, const IrFunction *fn, const Kernel *k, const char *name, LLVMValueRef *literals) {
     CgLlvm *g = &c->g;
-    LLVMValueRef f = LLVMAddFunction(g->mod, name, kernel_type(c, k->buffer_count));
+    LLVMValueRef f = LLVMAddFunction(g->mod, name, kernel_type(c, k->buffer_count, literals));
     LLVMSetLinkage(f, LLVMInternalLinkage);
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
-    for (uint32_t i = 0; i < k->buffer_count; i++) cgl_set_attr(g, f, 4 + i, "noalias"); /* params are 1-based */
+    for (uint32_t i = 0; i < k->buffer_count + (literals != NULL); i++) cgl_set_attr(g, f, 4 + i, "noalias"); /* 1-based */
+    if (literals) {
+        cgl_set_attr(g, f, 4 + k->buffer_count, "readonly");
+        g->literals = LLVMGetParam(f, 3 + k->buffer_count);
+        g->lifted_count = 0;
+    }
     if (c->opt->target->vector_floats * 32 > 256) /* keep 512-bit vectors whole on CPUs that prefer 256 */
         LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", "512");
     g->fn = f;
@@ -70,13 +82,30 @@ static LLVMValueRef emit_kernel(Cpu *c, const IrFunction *fn, const Kernel *k, c
     cgl_kernel_body(g, fn, k, LLVMGetParam(f, 0), LLVMGetParam(f, 1), LLVMGetParam(f, 2), buffers);
     LLVMBuildRetVoid(g->b);
     free(buffers);
+    if (literals) {
+        *literals = LLVMConstPointerNull(g->ptr);
+        if (g->lifted_count) {
+            LLVMValueRef *v = calloc(g->lifted_count, sizeof *v);
+            if (!v) diag_fatal_oom();
+            for (uint32_t i = 0; i < g->lifted_count; i++) v[i] = LLVMConstReal(g->f32, g->lifted[i]);
+            LLVMValueRef init = LLVMConstArray2(g->f32, v, g->lifted_count);
+            free(v);
+            *literals = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->ir->arena, "%s.literals", name));
+            LLVMSetInitializer(*literals, init);
+            LLVMSetGlobalConstant(*literals, 1);
+            LLVMSetLinkage(*literals, LLVMPrivateLinkage);
+            LLVMSetUnnamedAddress(*literals, LLVMGlobalUnnamedAddr);
+        }
+        g->literals = NULL;
+    }
     return f;
 }
 
-/* The arguments of a kernel call: lo, hi, symbols, then each buffer loaded from `bufs`. */
+/* The arguments of a kernel call: lo, hi, symbols, then each buffer loaded from `bufs`, then
+ * the table of its lifted literals when it has one (`literals` not NULL). */
 static LLVMValueRef *kernel_args(Cpu *c, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef syms,
-                                 LLVMValueRef bufs) {
-    LLVMValueRef *args = calloc(k->buffer_count + 3, sizeof *args);
+                                 LLVMValueRef bufs, LLVMValueRef literals) {
+    LLVMValueRef *args = calloc(k->buffer_count + 4, sizeof *args);
     if (!args) diag_fatal_oom();
     args[0] = lo;
     args[1] = hi;
@@ -85,6 +114,7 @@ static LLVMValueRef *kernel_args(Cpu *c, const Kernel *k, LLVMValueRef lo, LLVMV
         LLVMValueRef idx[1] = {cgl_iconst(&c->g, k->buffers[i])};
         args[3 + i] = LLVMBuildLoad2(c->g.b, c->g.ptr, LLVMBuildInBoundsGEP2(c->g.b, c->g.ptr, bufs, idx, 1, ""), "");
     }
+    args[3 + k->buffer_count] = literals;
     return args;
 }
 
@@ -99,8 +129,8 @@ static LLVMValueRef emit_range(Cpu *c, const Kernel *k, LLVMValueRef kernel, con
     LLVMValueRef bufs = LLVMBuildLoad2(g->b, g->ptr, ctx, "");
     LLVMValueRef one[1] = {cgl_iconst(g, 1)};
     LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""), "");
-    LLVMValueRef *args = kernel_args(c, k, LLVMGetParam(f, 1), LLVMGetParam(f, 2), syms, bufs);
-    LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count), kernel, args, k->buffer_count + 3, "");
+    LLVMValueRef *args = kernel_args(c, k, LLVMGetParam(f, 1), LLVMGetParam(f, 2), syms, bufs, NULL);
+    LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count, false), kernel, args, k->buffer_count + 3, "");
     LLVMBuildRetVoid(g->b);
     free(args);
     return f;
@@ -117,7 +147,16 @@ static LLVMValueRef emit_range(Cpu *c, const Kernel *k, LLVMValueRef kernel, con
  * one part are still inlined into it and optimised together.  A routine whose kernels all fit
  * in one part calls them itself, as before.  The size estimate counts expression nodes, times
  * the iterations of each loop that will be unrolled (by the schedule, or by LLVM: a loop of at
- * most FULL_UNROLL_TRIPS iterations), and stops growing at the budget. */
+ * most FULL_UNROLL_TRIPS iterations), and stops growing at the budget.
+ *
+ * A long program also repeats itself: the layers of a deep network, the blocks of a model, are
+ * kernels of the same code on other buffers, often with other literals.  In a routine that is
+ * split, the kernels called directly lift their literals into a table they are given (cg_llvm.h),
+ * and the module's identical functions are merged before LLVM optimises it (cg_llvm.c): LLVM
+ * then compiles each distinct kernel once, and a kernel that several parts share is called, not
+ * inlined.  Compile time follows the number of distinct kernels, not the program's length
+ * (docs/performance.md, "Compile time and memory"); the results are unchanged, since a literal
+ * read from a table is the same float. */
 enum { PART_BUDGET = 1024, FULL_UNROLL_TRIPS = 32 };
 
 static uint64_t expr_size(const IrExpr *e) {
@@ -145,7 +184,8 @@ static uint64_t kernel_size(const IrFunction *fn, const Kernel *k) {
 
 /* Calls of kernels [first, last) of `kl` with the state's buffers and symbols, in order. */
 static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
-                           const LLVMValueRef *ranges, LLVMValueRef bufs, LLVMValueRef syms) {
+                           const LLVMValueRef *literals, const LLVMValueRef *ranges, LLVMValueRef bufs,
+                           LLVMValueRef syms) {
     CgLlvm *g = &c->g;
     LLVMValueRef ctx = NULL;
     for (uint32_t i = first; i < last; i++) {
@@ -162,15 +202,16 @@ static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_
             cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
             continue;
         }
-        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), syms, bufs);
-        LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count), bodies[i], args, k->buffer_count + 3, "");
+        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), syms, bufs, literals[i]);
+        LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count, literals[i]), bodies[i], args,
+                       k->buffer_count + 3 + (literals[i] != NULL), "");
         free(args);
     }
 }
 
 /* void PART(ptr buffers, ptr symbols): kernels [first, last), never inlined into the routine. */
 static LLVMValueRef emit_part(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
-                              const char *name) {
+                              const LLVMValueRef *literals, const char *name) {
     CgLlvm *g = &c->g;
     LLVMTypeRef p[2] = {g->ptr, g->ptr};
     LLVMValueRef f = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->void_t, p, 2, 0));
@@ -178,7 +219,7 @@ static LLVMValueRef emit_part(Cpu *c, const KernelList *kl, uint32_t first, uint
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
-    launch_kernels(c, kl, first, last, bodies, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1));
+    launch_kernels(c, kl, first, last, bodies, literals, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1));
     LLVMBuildRetVoid(g->b);
     return f;
 }
@@ -227,18 +268,22 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_c_name(ir->arena, fn->name), exported);
     KernelList kl = kernel_outline(ir, fn, c->opt->target);
     LLVMValueRef *bodies = calloc(kl.count + 1, sizeof *bodies), *ranges = calloc(kl.count + 1, sizeof *ranges);
+    LLVMValueRef *literals = calloc(kl.count + 1, sizeof *literals);
     /* part_end[i]: the end of the part that starts at kernel i (0 when none starts there). */
     uint32_t *part_end = calloc(kl.count + 1, sizeof *part_end);
-    if (!bodies || !ranges || !part_end) diag_fatal_oom();
-    for (uint32_t k = 0; k < kl.count; k++) {
-        bodies[k] = emit_kernel(c, fn, &kl.kernels[k], arena_printf(ir->arena, "%s.kernel%u", name, k));
-        if (kl.kernels[k].threaded)
-            ranges[k] = emit_range(c, &kl.kernels[k], bodies[k], arena_printf(ir->arena, "%s.range%u", name, k));
-    }
-    uint32_t parts = 0;
+    if (!bodies || !ranges || !literals || !part_end) diag_fatal_oom();
     uint64_t total = 0;
     for (uint32_t k = 0; k < kl.count && total <= PART_BUDGET; k++) total += kernel_size(fn, &kl.kernels[k]);
-    if (total > PART_BUDGET) {
+    bool split = total > PART_BUDGET;
+    if (split) c->split = true;
+    for (uint32_t k = 0; k < kl.count; k++) {
+        const Kernel *kn = &kl.kernels[k];
+        bool lift = split && !kn->threaded;
+        bodies[k] = emit_kernel(c, fn, kn, arena_printf(ir->arena, "%s.kernel%u", name, k), lift ? &literals[k] : NULL);
+        if (kn->threaded) ranges[k] = emit_range(c, kn, bodies[k], arena_printf(ir->arena, "%s.range%u", name, k));
+    }
+    uint32_t parts = 0;
+    if (split) {
         for (uint32_t k = 0; k < kl.count;) {
             if (kl.kernels[k].threaded) {
                 k++;
@@ -255,7 +300,8 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     LLVMValueRef *part_fn = calloc(kl.count + 1, sizeof *part_fn);
     if (!part_fn) diag_fatal_oom();
     for (uint32_t k = 0; k < kl.count; k++)
-        if (part_end[k]) part_fn[k] = emit_part(c, &kl, k, part_end[k], bodies, arena_printf(ir->arena, "%s.part%u", name, parts++));
+        if (part_end[k])
+            part_fn[k] = emit_part(c, &kl, k, part_end[k], bodies, literals, arena_printf(ir->arena, "%s.part%u", name, parts++));
     LLVMTypeRef p[1] = {g->ptr};
     LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
     if (!exported) LLVMSetLinkage(r, LLVMInternalLinkage);
@@ -274,7 +320,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, state, ABI_STATE_SYMBOLS, ""),
                                        "symbols");
     if (!parts) {
-        launch_kernels(c, &kl, 0, kl.count, bodies, ranges, bufs, syms);
+        launch_kernels(c, &kl, 0, kl.count, bodies, literals, ranges, bufs, syms);
     } else {
         for (uint32_t k = 0; k < kl.count;) {
             if (part_end[k]) {
@@ -283,13 +329,14 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
                 LLVMBuildCall2(g->b, LLVMFunctionType(g->void_t, pp, 2, 0), part_fn[k], a, 2, "");
                 k = part_end[k];
             } else {
-                launch_kernels(c, &kl, k, k + 1, bodies, ranges, bufs, syms);
+                launch_kernels(c, &kl, k, k + 1, bodies, literals, ranges, bufs, syms);
                 k++;
             }
         }
     }
     LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));
     free(bodies);
+    free(literals);
     free(ranges);
     free(part_end);
     free(part_fn);
@@ -487,7 +534,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     if (!routines) diag_fatal_oom();
     for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = o->gpu_first ? emit_gpu_routine(&c, f) : emit_routine(&c, f);
     if (o->with_main) emit_main(&c, routines);
-    bool ok = cgl_finish(g, tm, o->opt_level, format, out);
+    bool ok = cgl_finish(g, tm, o->opt_level, c.split, format, out);
     free(routines);
     cgl_dispose(g);
     LLVMDisposeTargetMachine(tm);

@@ -25,7 +25,11 @@
  * (cg_ptx.c).  On a GPU the transcendental functions are libdevice's (__nv_expf …).
  *
  * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
- * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).
+ * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).  For a long program (cg_cpu.c, "Splitting")
+ * it starts by merging functions of identical code: kernels whose literals the emitter lifted
+ * into tables (CgLlvm.literals) then merge when they differ only in those values, and identical
+ * tables are merged first, so a merged kernel whose callers all pass the same values still sees
+ * them as constants.
  *
  * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
 #include "cg_llvm.h"
@@ -356,9 +360,22 @@ static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index
     return LLVMBuildFMul(B, u, fconst_like(g, u, 1.0 / 16777216.0), "");
 }
 
+/* A literal of the code: an immediate, or the next slot of the lifted-literal table. */
+static LLVMValueRef literal(CgLlvm *g, float v) {
+    if (!g->literals) return LLVMConstReal(g->f32, v);
+    if (g->lifted_count == g->lifted_cap) {
+        g->lifted_cap = g->lifted_cap ? 2 * g->lifted_cap : 16;
+        g->lifted = realloc(g->lifted, g->lifted_cap * sizeof *g->lifted);
+        if (!g->lifted) diag_fatal_oom();
+    }
+    g->lifted[g->lifted_count] = v;
+    LLVMValueRef idx[1] = {cgl_iconst(g, g->lifted_count++)};
+    return LLVMBuildLoad2(g->b, g->f32, LLVMBuildInBoundsGEP2(g->b, g->f32, g->literals, idx, 1, ""), "");
+}
+
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: return LLVMConstReal(g->f32, (float)e->value);
+    case IR_CONST: return literal(g, (float)e->value);
     case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
     case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
     case IR_LOAD: return load(g, e->buffer, e->index);
@@ -655,6 +672,7 @@ void cgl_dispose(CgLlvm *g) {
     free(g->iter);
     free(g->local);
     free(g->thread_iter);
+    free(g->lifted);
     LLVMDisposeBuilder(g->b);
     LLVMDisposeModule(g->mod);
     LLVMContextDispose(g->ctx);
@@ -697,7 +715,55 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_
     return tm;
 }
 
-bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, CgFormat format, CgBytes *out) {
+/* The direct calls of `fn` (it is the callee of each). */
+static uint32_t direct_calls(LLVMValueRef fn) {
+    uint32_t n = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (LLVMIsACallInst(user) && LLVMGetCalledValue(user) == fn) n++;
+    }
+    return n;
+}
+
+/* Merging functions of identical code (LLVM's ConstantMerge, then MergeFunctions).  In a long
+ * program many kernels are the same code on other buffers (every layer of a deep network of
+ * equal widths, every period of a repeated block) or with other literals (lifted into tables);
+ * the pass keeps one copy and points the others' callers at it.  A function that gained callers so is marked noinline, or the inliner would copy it
+ * back into every caller and the merging would save nothing.  Runs on the code as emitted,
+ * before the optimisation pipeline. */
+static bool merge_identical_functions(CgLlvm *g, LLVMTargetMachineRef tm) {
+    uint32_t count = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) count++;
+    LLVMValueRef *fns = calloc(count + 1, sizeof *fns);
+    uint32_t *calls = calloc(count + 1, sizeof *calls);
+    if (!fns || !calls) diag_fatal_oom();
+    count = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f), count++) {
+        fns[count] = f;
+        calls[count] = direct_calls(f);
+    }
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(g->mod, "constmerge,mergefunc", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *m = LLVMGetErrorMessage(e);
+        diag_error_noloc("internal error: LLVM's mergefunc pass failed: %s", m);
+        LLVMDisposeErrorMessage(m);
+    } else {
+        /* The survivors keep their order in the module's list, so one walk over both finds them. */
+        uint32_t i = 0;
+        for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) {
+            while (i < count && fns[i] != f) i++;
+            if (i < count && direct_calls(f) > calls[i]) cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
+        }
+    }
+    free(fns);
+    free(calls);
+    return !e;
+}
+
+bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_identical, CgFormat format,
+                CgBytes *out) {
     out->data = NULL;
     out->size = 0;
     char *err = NULL;
@@ -707,6 +773,7 @@ bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, CgFormat form
         return false;
     }
     LLVMDisposeMessage(err);
+    if (merge_identical && !merge_identical_functions(g, tm)) return false;
     /* LLVM 19's SLP vectorizer gives wrong cells on some fully unrolled nests (a shuffle mask
      * with poison lanes: docs/notes/llvm19-slp-miscompile.md, tests/native/avx512_slp_repro.ll).
      * default<O2>/<O3> override the SLP setting of the options below, so the pass is switched

@@ -40,6 +40,13 @@ typedef struct CgLlvm {
     unsigned lanes;
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */
     bool libdevice;         /* transcendentals call CUDA's libdevice (__nv_expf), not libm */
+    /* Lifted literals (cg_cpu.c, long programs): with `literals` set (a pointer to floats, a
+     * parameter of the kernel), each literal the kernel's code holds is read from that table,
+     * one slot per literal emitted, in order, instead of being an immediate; its values collect
+     * in `lifted`.  Kernels that differ only in their literals are then the same code. */
+    LLVMValueRef literals;
+    float *lifted;
+    uint32_t lifted_count, lifted_cap;
 } CgLlvm;
 
 /* A target machine for `triple` (NULL: host) and `cpu` (NULL or "native": host, with its
@@ -63,8 +70,9 @@ void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);
 void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,
                      LLVMValueRef symbols, const LLVMValueRef *buffers);
 
-/* Verify the module, run the `default<On>` pipeline for `tm` and produce `format`; false after
- * reporting an error. */
-bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, CgFormat format, CgBytes *out);
+/* Verify the module, merge functions of identical code (with `merge_identical`: the copies'
+ * callers call one function, which is then not inlined), run the `default<On>` pipeline for
+ * `tm` and produce `format`; false after reporting an error. */
+bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_identical, CgFormat format, CgBytes *out);
 
 #endif

@@ -197,7 +197,7 @@ bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char 
     free(lists);
     free(written);
     bool ok = !needs_libdevice(g.mod) || link_libdevice(&g);
-    ok = ok && cgl_finish(&g, tm, opt_level, CG_ASM, &out->ptx);
+    ok = ok && cgl_finish(&g, tm, opt_level, false, CG_ASM, &out->ptx);
     cgl_dispose(&g);
     LLVMDisposeTargetMachine(tm);
     if (!ok) return false;

@@ -316,10 +316,14 @@ wait_for() {
 # signal_number NAME
 signal_number() { case $1 in INT) echo 2 ;; TERM) echo 15 ;; HUP) echo 1 ;; esac; }
 
-# A program whose code generation takes seconds (hundreds of kernels: each layer reads the one
-# before transposed, so the schedule cannot fuse neighbouring layers into one nest).
-awk 'BEGIN { print "let%op x0 = { x0; o = [8; 8] }"; for (i = 1; i < 500; i++) printf "let%%op x%d = relu ((x%d ++ \"a, b => b, a\") *. 1.0001 + %d.)\n", i, i - 1, i % 7 }' \
-    >"$T/big.tsr"
+# A program whose code generation takes seconds: hundreds of kernels (each layer reads the one
+# before transposed, so the schedule cannot fuse neighbouring layers into one nest), each a
+# different composition of five activations (the digits of i in base 4), so that no two are
+# the same code and merging them (cg_cpu.c, "Splitting") does not make them one.
+awk 'BEGIN { split("relu tanh sigmoid abs", f, " "); print "let%op x0 = { x0; o = [8; 8] }"
+             for (i = 1; i < 500; i++) { e = "(x" (i - 1) " ++ \"a, b => b, a\") *. 1.0001"; n = i
+                 for (d = 0; d < 5; d++) { e = f[n % 4 + 1] " (" e ")"; n = int(n / 4) }
+                 printf "let%%op x%d = %s\n", i, e } }' >"$T/big.tsr"
 
 # codegen LABEL SIGNAL ARGS...: tsrc ARGS (writing into $T/cg-LABEL) gets SIGNAL once a
 # temporary exists there, which it makes just before generating code.

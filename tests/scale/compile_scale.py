@@ -2,13 +2,16 @@
 """compile_scale.py — the compile-time and memory regression test of `make check`.
 
 Generated programs (gen_program.py: an elementwise chain whose every definition uses the one
-before twice, a deep MLP, a routine of many statements) of 1 000 and 10 000 lines must compile
-within a time cap and a memory cap (default 60 s and 2048 MB of resident memory, measured by
-the kernel for the tsrc process and everything it starts, the linker included; an address-space
-limit stops a runaway compile before it takes the machine).  At 1 000 lines each is compiled
-natively at -O3 (the routine split into parts, cg_cpu.c) and the executable must print exactly
-what the reference executor prints; at 10 000 lines each goes through the whole pipeline to the
-loop IR (--emit=ir) and to an executable at -O0.
+before twice, a deep MLP, a routine of many statements, a deep network whose layers all differ)
+of 1 000 and 10 000 lines must compile within a time cap and a memory cap (default 60 s and
+2048 MB of resident memory, measured by the kernel for the tsrc process and everything it
+starts, the linker included; an address-space limit stops a runaway compile before it takes the
+machine).  Each is compiled natively at -O3 (the routine split into parts and the parts'
+identical kernels merged, cg_cpu.c and cg_llvm.c) and the executable must print exactly what the
+reference executor prints; at 10 000 lines each also goes through the whole pipeline to the
+loop IR (--emit=ir) and to an executable at -O0.  And the 1 000-line mlp and varied programs
+must define few kernel functions in their -O3 LLVM IR, which the parts call (merging works,
+whatever the machine's speed).
 
     python3 tests/scale/compile_scale.py --tsrc build/tsrc [--seconds 60] [--megabytes 2048]
                                          [--sizes 1000,10000]
@@ -65,15 +68,15 @@ def main():
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="tsrc-scale.") as tmp:
         for lines in (int(n) for n in args.sizes.split(",")):
-            for kind in ("chain", "mlp", "routine"):
+            for kind in ("chain", "mlp", "routine", "varied"):
                 src = os.path.join(tmp, f"{kind}{lines}.tsr")
                 with open(src, "w") as f:
                     f.write("\n".join(gen_program.GENERATORS[kind](lines)) + "\n")
                 exe = os.path.join(tmp, f"{kind}{lines}")
-                if lines <= 1000:
-                    modes = [("-O3 executable", ["-O3", "-o", exe])]
-                else:
-                    modes = [("--emit=ir", ["--emit=ir", "-o", exe + ".ir"]), ("-O0 executable", ["-O0", "-o", exe])]
+                modes = [("-O3 executable", ["-O3", "-o", exe])]
+                if lines > 1000:
+                    modes = [("--emit=ir", ["--emit=ir", "-o", exe + ".ir"]), ("-O0 executable", ["-O0", "-o", exe + "-O0"])] \
+                        + modes
                 for what, opts in modes:
                     name = f"compile scale: {lines}-line {kind}, {what}"
                     # Each case is measured alone: RUSAGE_CHILDREN keeps the largest child so far,
@@ -91,6 +94,8 @@ def main():
                         continue
                     if what != "-O3 executable":
                         continue
+                    if lines <= 1000 and kind in ("mlp", "varied"):
+                        passed, failed = check_merged(tsrc, src, lines, kind, exe, passed, failed)
                     # The parts of a split routine compute what the reference executor computes.
                     env = dict(os.environ, TSR_PRINT_EXACT="1")
                     native = subprocess.run([exe], capture_output=True, env=env, timeout=60)
@@ -120,6 +125,22 @@ def main():
                 print(f"FAIL {label} ({verdict})")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def check_merged(tsrc, src, lines, kind, exe, passed, failed):
+    """The repeated layers of a deep network are compiled once (cg_cpu.c, "Splitting"): the -O3
+    module defines a few kernel functions that the parts call, instead of a copy of every
+    layer's code inlined into its part (about 200 lines of LLVM IR per source line)."""
+    name = f"compile scale: {lines}-line {kind}, repeated kernels merged"
+    run = subprocess.run([tsrc, "--emit=llvm", "-O3", "-o", exe + ".ll", src], capture_output=True, timeout=120)
+    text = open(exe + ".ll").read() if run.returncode == 0 else ""
+    kernels = sum(1 for line in text.splitlines() if line.startswith("define") and ".kernel" in line)
+    size = text.count("\n")
+    if run.returncode == 0 and 1 <= kernels <= 32 and size < 20 * lines:
+        print(f"PASS {name} ({kernels} kernel functions, {size} lines of LLVM IR)")
+        return passed + 1, failed
+    print(f"FAIL {name} (exit {run.returncode}, {kernels} kernel functions, {size} lines of LLVM IR)")
+    return passed, failed + 1
 
 
 def one():

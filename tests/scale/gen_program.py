@@ -8,7 +8,10 @@ KIND is one of
   chain    a chain of elementwise `let%op` definitions, each using the one before twice
            (`let%op t5 = relu (t4 *. t4 + t4)`…): sharing that fusion must not re-expand;
   mlp      a deep MLP of N/3 layers, each a fresh application of one layer function;
-  routine  one routine of N statements updating a handful of tensors.
+  routine  one routine of N statements updating a handful of tensors;
+  varied   a deep network of N/3 layers that differ from each other (widths 4 to 16, each its
+           own constant and activation), so that few kernels are the same code: the case that
+           merging identical kernels (cg_llvm.c) does not help.
 Every program is one that tsrc compiles: shapes are fixed by an input, and the result is
 printed (no `main`: every named tensor is printed after the routines run).  The curve in
 docs/performance.md ("Compile time and memory") is measured on these programs."""
@@ -50,12 +53,22 @@ def routine(n):
     return lines
 
 
-GENERATORS = {"chain": chain, "mlp": mlp, "routine": routine}
+def varied(n):
+    layers = max(1, n // 3)
+    lines = ["input { x; b = [4]; o = [8] }", "let%op h0 = x"]
+    widths, acts = [4, 8, 12, 16], ["relu", "tanh", "sigmoid"]
+    for i in range(1, layers + 1):
+        width, act = widths[(i * 7) % len(widths)], acts[(i * 5) % len(acts)]
+        lines.append(f"let%op h{i} = {act} ({{ w{i}; o = [{width}] }} * h{i - 1} + 0.{i % 997 + 1:03d})")
+    return lines
+
+
+GENERATORS = {"chain": chain, "mlp": mlp, "routine": routine, "varied": varied}
 
 
 def main():
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in GENERATORS:
-        sys.exit("usage: gen_program.py chain|mlp|routine N [OUT]")
+        sys.exit("usage: gen_program.py chain|mlp|routine|varied N [OUT]")
     lines = GENERATORS[sys.argv[1]](int(sys.argv[2]))
     text = "\n".join(lines) + "\n"
     if len(sys.argv) == 4:
