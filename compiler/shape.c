@@ -249,6 +249,11 @@ const char *shape_origin_what(const ShapeSolver *s, OriginId o) {
     return o < s->origin_count ? s->origins[o].what : "nowhere";
 }
 
+Span shape_origin_call(const ShapeSolver *s, OriginId o, const char **name) {
+    *name = o < s->origin_count && s->origins[o].call_name ? s->origins[o].call_name : "a function";
+    return o < s->origin_count ? s->origins[o].call : (Span){0, 0, 0};
+}
+
 uint32_t shape_basis(ShapeSolver *s, const char *name) {
     for (uint32_t i = 1; i < s->basis_count; i++)
         if (strcmp(s->bases[i], name) == 0) return i;

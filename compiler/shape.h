@@ -69,6 +69,9 @@ void shape_solver_free(ShapeSolver *solver);
 OriginId shape_origin(ShapeSolver *solver, Span span, const char *what);
 Span shape_origin_span(const ShapeSolver *solver, OriginId origin);
 const char *shape_origin_what(const ShapeSolver *solver, OriginId origin);
+/* The application of a user function the origin was made in (shape_set_context), a zero span
+ * for none; *name gets the function's name. */
+Span shape_origin_call(const ShapeSolver *solver, OriginId origin, const char **name);
 
 /* Origins made from now on record `call` (an application of the user function `name`; a zero
  * span for none): errors then add "in this application of NAME" there. */
