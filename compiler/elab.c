@@ -609,9 +609,9 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         return true;
     }
     case SPEC_AXIS_AFFINE:
-        if (sv->result && ax->as.affine.has_kernel) {
+        if (sv->result && ax->as.affine.has_kernel && !ax->as.affine.merged) {
             diag_error(ax->span, "an affine axis with a kernel may only be written in an operand slot, "
-                       "not in the result (a strided axis such as 2*i+1 may be)");
+                       "not in the result (a strided axis such as 2*i+1 may be, and a merged axis (g, o))");
             return false;
         }
         *out = spec_affine(e, sv, ax);
@@ -695,7 +695,7 @@ static bool resolve_axes(Elab *e, Env *env, SpecAxis **axes, uint32_t count) {
             memcpy(pieces, copy[i].as.concat.pieces, copy[i].as.concat.count * sizeof *pieces);
             copy[i].as.concat.pieces = pieces;
         }
-        if (copy[i].kind != SPEC_AXIS_AFFINE) continue;
+        if (copy[i].kind != SPEC_AXIS_AFFINE || copy[i].as.affine.merged) continue;
         SpecAffine *a = &copy[i].as.affine;
         if (!resolve_coeff(e, env, &a->stride, "stride")) return false;
         if (a->has_kernel && !resolve_coeff(e, env, &a->dilation, "dilation")) return false;
@@ -735,10 +735,11 @@ static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
 static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     SpecAffine *a = (SpecAffine *)&ax->as.affine; /* this application's copy */
     const char *pad = a->padding == SPEC_PAD_SAME ? "=" : a->padding == SPEC_PAD_VALID ? "<" : "";
-    OriginId o = a->has_kernel
-                     ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
-                              a->over.name, pad, a->dilation.as.value, a->kernel.name)
-                     : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value, a->over.name);
+    OriginId o = a->merged       ? origin(e, ax->span, "merged axis '(%s, %s)' of the spec", a->over.name, a->kernel.name)
+                 : a->has_kernel ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
+                                          a->over.name, pad, a->dilation.as.value, a->kernel.name)
+                                 : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value,
+                                          a->over.name);
     Dim input = shape_fresh_dim(e->solver, o);
     Dim over = spec_label(e, sv, a->over.name, a->over.span);
     Dim kernel = a->has_kernel ? spec_label(e, sv, a->kernel.name, a->kernel.span) : input;
@@ -748,7 +749,8 @@ static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
                 .has_kernel = a->has_kernel,
                 .padding = a->padding == SPEC_PAD_SAME    ? WINDOW_PAD_SAME
                            : a->padding == SPEC_PAD_VALID ? WINDOW_PAD_VALID
-                                                          : WINDOW_PAD_INFERRED};
+                                                          : WINDOW_PAD_INFERRED,
+                .merge = a->merged};
     ProgramWindow pw = {a, ax->span, a->padding == SPEC_PAD_UNSPECIFIED && a->has_kernel,
                         shape_dim_window(e->solver, input, over, kernel, w, o)};
     Program *p = e->program;
@@ -778,8 +780,8 @@ static Dim spec_concat(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     return total;
 }
 
-/* After closing: every affine axis takes the padding its window settled, every concatenation
- * piece its size. */
+/* After closing: every affine axis takes the padding its window settled (a merged axis its
+ * stride, the inner size), every concatenation piece its size. */
 static void settle_paddings(Elab *e) {
     for (uint32_t i = 0; i < e->program->concat_count; i++) {
         ProgramConcat *pc = &e->program->concats[i];
@@ -792,6 +794,7 @@ static void settle_paddings(Elab *e) {
         if (pw->affine->has_kernel)
             pw->affine->padding = pad == WINDOW_PAD_SAME ? SPEC_PAD_SAME : SPEC_PAD_VALID;
         shape_window_sizes(e->solver, pw->handle, &pw->affine->over_size, &pw->affine->kernel_size);
+        if (pw->affine->merged) pw->affine->stride.as.value = (int32_t)pw->affine->kernel_size;
     }
 }
 
