@@ -162,11 +162,14 @@ typedef struct ScopeParam {
 } ScopeParam;
 
 /* A captured name: a label's dimension, or for a captured row variable the number of cells
- * its axes hold (then `row_var` is the variable, shared by the scope's specs). */
+ * its axes hold (then `row_var` is the variable, shared by the scope's specs).  `label` says a
+ * spec captured it as a label; `captured` is where a spec first captured it (for `equate`). */
 typedef struct ScopeDim {
     const char *name;
     Dim dim;
     uint32_t row_var;
+    bool label;
+    Span captured;
 } ScopeDim;
 
 struct Scope {
@@ -196,9 +199,20 @@ typedef struct DimReading {
     Span span;
 } DimReading;
 
+/* `equate NAME1 NAME2`: two captured names of a scope, equated once elaboration is done (a
+ * spec later in the text may be the one that captures them). */
+typedef struct Equation {
+    Scope *scope;
+    const Node *names[2];
+    Span span;
+    OriginId why;
+} Equation;
+
 struct Elab {
     DimReading *readings;
     uint32_t reading_count, reading_cap;
+    Equation *equations;
+    uint32_t equation_count, equation_cap;
     Program *program;
     Arena *arena;
     ShapeSolver *solver;
@@ -427,7 +441,8 @@ static Scope *new_scope(Elab *e, const char *fn_name, bool toplevel) {
 static ScopeDim *scope_dim(Elab *e, Scope *s, const char *name, Span span) {
     for (uint32_t i = 0; i < s->dim_count; i++)
         if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i];
-    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name)), 0};
+    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name)), 0, false,
+                  {0, 0, 0}};
     ARENA_PUSH(e->arena, s->dims, s->dim_count, s->dim_cap, d);
     return &s->dims[s->dim_count - 1];
 }
@@ -535,8 +550,14 @@ static Dim spec_label(Elab *e, SpecVars *sv, const char *label, Span span) {
     for (uint32_t i = 0; i < sv->label_count; i++)
         if (strcmp(sv->labels[i], label) == 0) return sv->dims[i];
     Dim d;
-    if (sv->scope && is_captured(sv->captures, label)) d = scope_dim(e, sv->scope, label, span)->dim;
-    else d = shape_fresh_dim(e->solver, origin(e, span, "label '%s' of the spec", label));
+    if (sv->scope && is_captured(sv->captures, label)) {
+        ScopeDim *c = scope_dim(e, sv->scope, label, span);
+        if (!c->label && !c->row_var) c->captured = span;
+        c->label = true;
+        d = c->dim;
+    } else {
+        d = shape_fresh_dim(e->solver, origin(e, span, "label '%s' of the spec", label));
+    }
     uint32_t n = sv->label_count, cap = sv->label_cap;
     ARENA_PUSH(e->arena, sv->labels, sv->label_count, sv->label_cap, label);
     ARENA_PUSH(e->arena, sv->dims, n, cap, d);
@@ -557,6 +578,7 @@ static uint32_t spec_row_var(Elab *e, SpecVars *sv, const SpecRow *row) {
          * name shares it, and the captured dimension counts its cells. */
         ScopeDim *c = scope_dim(e, sv->scope, row->row_var.name, row->row_var.span);
         if (!c->row_var) {
+            if (!c->label) c->captured = row->row_var.span;
             c->row_var = shape_fresh_row(e->solver, 0).var;
             shape_row_product(e->solver, (Row){.var = c->row_var}, c->dim,
                               origin(e, row->row_var.span, "captured row variable '%s'", row->row_var.name));
@@ -587,9 +609,9 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
         return true;
     }
     case SPEC_AXIS_AFFINE:
-        if (sv->result && ax->as.affine.has_kernel) {
+        if (sv->result && ax->as.affine.has_kernel && !ax->as.affine.merged) {
             diag_error(ax->span, "an affine axis with a kernel may only be written in an operand slot, "
-                       "not in the result (a strided axis such as 2*i+1 may be)");
+                       "not in the result (a strided axis such as 2*i+1 may be, and a merged axis (g, o))");
             return false;
         }
         *out = spec_affine(e, sv, ax);
@@ -673,7 +695,7 @@ static bool resolve_axes(Elab *e, Env *env, SpecAxis **axes, uint32_t count) {
             memcpy(pieces, copy[i].as.concat.pieces, copy[i].as.concat.count * sizeof *pieces);
             copy[i].as.concat.pieces = pieces;
         }
-        if (copy[i].kind != SPEC_AXIS_AFFINE) continue;
+        if (copy[i].kind != SPEC_AXIS_AFFINE || copy[i].as.affine.merged) continue;
         SpecAffine *a = &copy[i].as.affine;
         if (!resolve_coeff(e, env, &a->stride, "stride")) return false;
         if (a->has_kernel && !resolve_coeff(e, env, &a->dilation, "dilation")) return false;
@@ -713,10 +735,11 @@ static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
 static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     SpecAffine *a = (SpecAffine *)&ax->as.affine; /* this application's copy */
     const char *pad = a->padding == SPEC_PAD_SAME ? "=" : a->padding == SPEC_PAD_VALID ? "<" : "";
-    OriginId o = a->has_kernel
-                     ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
-                              a->over.name, pad, a->dilation.as.value, a->kernel.name)
-                     : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value, a->over.name);
+    OriginId o = a->merged       ? origin(e, ax->span, "merged axis '(%s, %s)' of the spec", a->over.name, a->kernel.name)
+                 : a->has_kernel ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
+                                          a->over.name, pad, a->dilation.as.value, a->kernel.name)
+                                 : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value,
+                                          a->over.name);
     Dim input = shape_fresh_dim(e->solver, o);
     Dim over = spec_label(e, sv, a->over.name, a->over.span);
     Dim kernel = a->has_kernel ? spec_label(e, sv, a->kernel.name, a->kernel.span) : input;
@@ -726,7 +749,8 @@ static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
                 .has_kernel = a->has_kernel,
                 .padding = a->padding == SPEC_PAD_SAME    ? WINDOW_PAD_SAME
                            : a->padding == SPEC_PAD_VALID ? WINDOW_PAD_VALID
-                                                          : WINDOW_PAD_INFERRED};
+                                                          : WINDOW_PAD_INFERRED,
+                .merge = a->merged};
     ProgramWindow pw = {a, ax->span, a->padding == SPEC_PAD_UNSPECIFIED && a->has_kernel,
                         shape_dim_window(e->solver, input, over, kernel, w, o)};
     Program *p = e->program;
@@ -756,8 +780,8 @@ static Dim spec_concat(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     return total;
 }
 
-/* After closing: every affine axis takes the padding its window settled, every concatenation
- * piece its size. */
+/* After closing: every affine axis takes the padding its window settled (a merged axis its
+ * stride, the inner size), every concatenation piece its size. */
 static void settle_paddings(Elab *e) {
     for (uint32_t i = 0; i < e->program->concat_count; i++) {
         ProgramConcat *pc = &e->program->concats[i];
@@ -770,6 +794,7 @@ static void settle_paddings(Elab *e) {
         if (pw->affine->has_kernel)
             pw->affine->padding = pad == WINDOW_PAD_SAME ? SPEC_PAD_SAME : SPEC_PAD_VALID;
         shape_window_sizes(e->solver, pw->handle, &pw->affine->over_size, &pw->affine->kernel_size);
+        if (pw->affine->merged) pw->affine->stride.as.value = (int32_t)pw->affine->kernel_size;
     }
 }
 
@@ -1972,6 +1997,101 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
     return &unit_value;
 }
 
+/* equate NAME1 NAME2: two captured labels get one size and basis, or two captured row
+ * variables the same axes; recorded here, emitted by solve_equations once every spec of the
+ * scope has captured what it captures. */
+static Value *eval_equate(Elab *e, const Node *app) {
+    if (app->list.count != 2 || app->list.items[0]->kind != NODE_VAR || app->list.items[1]->kind != NODE_VAR)
+        return fail(app->span, "'equate' is written 'equate NAME1 NAME2', each NAME a label or row variable "
+                    "captured by a spec");
+    const Node *a = app->list.items[0], *b = app->list.items[1];
+    Equation q = {current_scope(e), {a, b}, app->span, origin(e, app->span, "'equate %s %s'", a->name, b->name)};
+    ARENA_PUSH(e->arena, e->equations, e->equation_count, e->equation_cap, q);
+    return &unit_value;
+}
+
+static ScopeDim *find_scope_dim(Scope *s, const char *name) {
+    for (uint32_t i = 0; i < s->dim_count; i++)
+        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i];
+    return NULL;
+}
+
+static void note_equation_call(Elab *e, const Equation *q) {
+    const char *fn;
+    Span call = shape_origin_call(e->solver, q->why, &fn);
+    if (call.file) diag_note(call, "in this application of '%s'", fn);
+}
+
+static const char *size_text(Elab *e, Dim d) {
+    if (d.basis == BASIS_NONE) return "1 (broadcastable)";
+    if (d.basis == BASIS_DEFAULT) return arena_printf(e->arena, "%u", d.size);
+    return arena_printf(e->arena, "%s=%u", shape_basis_name(e->solver, d.basis), d.size);
+}
+
+/* Two captured labels that the rest of the program has already sized differently: reported
+ * here, naming each label, the spec that captures it and where its size comes from. */
+static bool equation_clash(Elab *e, const Equation *q, ScopeDim *const c[2]) {
+    Dim d[2] = {shape_resolve_dim(e->solver, c[0]->dim), shape_resolve_dim(e->solver, c[1]->dim)};
+    if (d[0].var || d[1].var || (d[0].size == d[1].size && d[0].basis == d[1].basis)) return false;
+    const char *t[2] = {size_text(e, d[0]), size_text(e, d[1])};
+    diag_error(q->span, "'equate %s %s': '%s' has size %s but '%s' has size %s", c[0]->name, c[1]->name, c[0]->name,
+               t[0], c[1]->name, t[1]);
+    note_equation_call(e, q);
+    for (int k = 0; k < 2; k++) {
+        diag_note(c[k]->captured, "'%s' is captured here", c[k]->name);
+        diag_note(shape_origin_span(e->solver, d[k].origin), "size %s of '%s' comes from: %s", t[k], c[k]->name,
+                  shape_origin_what(e->solver, d[k].origin));
+    }
+    return true;
+}
+
+/* The equations of `equate`: both names must be captured in the scope, both as labels (their
+ * dims are equated) or both as row variables (their rows are equated).  What the program says
+ * otherwise is solved first, so that an equation that contradicts it is the one reported. */
+static void solve_equations(Elab *e) {
+    if (!e->equation_count) return;
+    bool *ok = arena_alloc(e->arena, e->equation_count * sizeof *ok);
+    for (uint32_t i = 0; i < e->equation_count; i++) {
+        const Equation *q = &e->equations[i];
+        ScopeDim *c[2];
+        ok[i] = true;
+        for (int k = 0; k < 2; k++) {
+            c[k] = find_scope_dim(q->scope, q->names[k]->name);
+            if (c[k] && (c[k]->label || c[k]->row_var)) continue;
+            diag_error(q->names[k]->span, "'equate': no spec in this scope captures '%s' (a label or row variable "
+                       "is captured by naming it in the list after its spec, [\"%s\"])", q->names[k]->name,
+                       q->names[k]->name);
+            note_equation_call(e, q);
+            ok[i] = false;
+        }
+        if (ok[i] && (c[0]->row_var != 0) != (c[1]->row_var != 0)) {
+            int r = c[0]->row_var ? 0 : 1;
+            diag_error(q->span, "'equate %s %s': '%s' is a captured row variable and '%s' a captured label; equate "
+                       "relates two labels (one axis each) or two row variables", q->names[0]->name,
+                       q->names[1]->name, c[r]->name, c[1 - r]->name);
+            note_equation_call(e, q);
+            diag_note(c[r]->captured, "'..%s..' is captured as a row variable here", c[r]->name);
+            diag_note(c[1 - r]->captured, "'%s' is captured as a label here", c[1 - r]->name);
+            ok[i] = false;
+        }
+    }
+    shape_solve(e->solver);
+    for (uint32_t i = 0; i < e->equation_count; i++) {
+        if (!ok[i]) continue;
+        const Equation *q = &e->equations[i];
+        ScopeDim *c[2] = {find_scope_dim(q->scope, q->names[0]->name), find_scope_dim(q->scope, q->names[1]->name)};
+        if (c[0]->row_var) {
+            Row rows[2];
+            for (int k = 0; k < 2; k++)
+                rows[k] = (Row){.var = c[k]->row_var,
+                                .origin = origin(e, c[k]->captured, "captured row variable '%s'", c[k]->name)};
+            shape_row_eq(e->solver, rows[0], rows[1], q->why);
+        } else if (!equation_clash(e, q, c)) {
+            shape_dim_eq(e->solver, c[0]->dim, c[1]->dim, q->why);
+        }
+    }
+}
+
 /* dim NAME: the size of a captured label, or the cells of a captured row variable, as a number
  * tensor; the size is known once shapes are closed (fill_dim_readings). */
 static Value *eval_dim(Elab *e, const Node *app) {
@@ -2186,6 +2306,8 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         return eval_set_dim(e, n, env);
     if (n->a->kind == NODE_VAR && strcmp(n->a->name, "dim") == 0 && !lookup(e, env, "dim"))
         return eval_dim(e, n);
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "equate") == 0 && !lookup(e, env, "equate"))
+        return eval_equate(e, n);
     Value *fn = eval(e, n->a, env, mode);
     if (fn->kind == V_ERROR) return fn;
     uint32_t count = n->list.count;
@@ -2356,6 +2478,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             if (strcmp(n->name, "set_dim") == 0)
                 return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
             if (strcmp(n->name, "dim") == 0) return fail(n->span, "'dim' is written 'dim NAME'");
+            if (strcmp(n->name, "equate") == 0) return fail(n->span, "'equate' is written 'equate NAME1 NAME2'");
             return fail(n->span, "'%s' is not defined", n->name);
         }
         return v;
@@ -3606,6 +3729,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
         elab_module(&e, core);
     }
     elab_module(&e, module);
+    solve_equations(&e);
     if (diag_error_count()) {
         /* Still report the shape errors of what did elaborate; closing would only add noise
          * about tensors whose uses were lost to the errors. */

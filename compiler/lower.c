@@ -16,7 +16,8 @@
  * interior as one loop, each boundary value alone) and, per region of segments, the kernel
  * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
  * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
- * and no local accumulator: every point does its own read-modify-write.
+ * and no local accumulator: every point does its own read-modify-write -- except a merged
+ * axis's index (g, o), which numbers the cells one to one: its iterators are parallel loops.
  * Concatenated indices: one region per choice of an active piece of every concatenated axis;
  * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
  * one (or would reach a fixed-size gap) is left out.  Regions may add into one cell, so an
@@ -390,11 +391,17 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const ProjIndex *map = p->maps[a->lhs.slot];
     bool lhs_affine = false;
     for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++) {
-        lhs_affine |= map[ax].kind == PIDX_AFFINE;
+        lhs_affine |= map[ax].kind == PIDX_AFFINE && !map[ax].dense;
         if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
             used[map[ax].iter] = true;
             order[parallel++] = map[ax].iter;
         }
+        if (map[ax].kind == PIDX_AFFINE && map[ax].dense) /* a merged axis: its cells one to one */
+            for (uint32_t t = 0; t < map[ax].term_count; t++)
+                if (!used[map[ax].terms[t]]) {
+                    used[map[ax].terms[t]] = true;
+                    order[parallel++] = map[ax].terms[t];
+                }
         if (map[ax].kind == PIDX_CONCAT) /* the parts of an LHS concatenation write in parallel */
             for (uint32_t j = 0; j < map[ax].concat->count; j++) {
                 uint32_t it = map[ax].concat->iter[j];

@@ -407,12 +407,13 @@ static ProjIndex label(Labeller *l, uint32_t id) {
 }
 
 /* An affine axis: stride·over + offset + dilation·kernel − left padding, each label read by
- * its class; padded when some point falls outside the axis. */
+ * its class; padded when some point falls outside the axis.  (A merged axis's stride is its
+ * kernel's size, written into the spec after closing.) */
 static ProjIndex label_affine(Labeller *l, const struct AffineDef *def) {
     const SpecAffine *a = def->affine;
     Window w = {(uint32_t)a->stride.as.value, a->has_kernel ? (uint32_t)a->dilation.as.value : 1,
                 (uint32_t)a->offset, a->has_kernel,
-                a->padding == SPEC_PAD_SAME ? WINDOW_PAD_SAME : WINDOW_PAD_VALID};
+                a->padding == SPEC_PAD_SAME ? WINDOW_PAD_SAME : WINDOW_PAD_VALID, a->merged};
     ProjIndex ix = {.kind = PIDX_AFFINE};
     ix.fixed = (int64_t)a->offset - (int64_t)window_left_pad(w, a->kernel_size, w.padding);
     int64_t lo = ix.fixed, hi = ix.fixed;
@@ -433,6 +434,7 @@ static ProjIndex label_affine(Labeller *l, const struct AffineDef *def) {
         }
     }
     ix.padded = lo < 0 || hi >= (int64_t)l->d->size[def->axis];
+    ix.dense = a->merged && !ix.padded;
     return ix;
 }
 
@@ -570,21 +572,32 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
 
 /* An affine index may reach one cell from several points, and skips cells between strides; a
  * concatenated one has iterators that exist only in part of the product space: a map with
- * either is taken as neither injective nor surjective. */
+ * either is taken as neither injective nor surjective.  A merged axis's index (dense) numbers
+ * its cells one to one and counts as its iterators. */
 static bool has_affine(const Projections *p, uint32_t slot) {
     for (uint32_t a = 0; a < p->rank[slot]; a++)
-        if (p->maps[slot][a].kind == PIDX_AFFINE || p->maps[slot][a].kind == PIDX_CONCAT) return true;
+        if ((p->maps[slot][a].kind == PIDX_AFFINE && !p->maps[slot][a].dense) || p->maps[slot][a].kind == PIDX_CONCAT)
+            return true;
     return false;
+}
+
+/* How many times iterator `it` appears in axes [0, end) of `slot`'s map (a dense index counts
+ * its terms). */
+static uint32_t uses_of(const Projections *p, uint32_t slot, uint32_t end, uint32_t it) {
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < end; a++) {
+        const ProjIndex *ix = &p->maps[slot][a];
+        if (ix->kind == PIDX_ITER) n += ix->iter == it;
+        if (ix->kind == PIDX_AFFINE)
+            for (uint32_t t = 0; t < ix->term_count; t++) n += ix->terms[t] == it;
+    }
+    return n;
 }
 
 bool proj_injective(const Projections *p, uint32_t slot) {
     if (has_affine(p, slot)) return false;
-    for (uint32_t it = 0; it < p->iter_count; it++) {
-        bool seen = false;
-        for (uint32_t a = 0; a < p->rank[slot] && !seen; a++)
-            seen = p->maps[slot][a].kind == PIDX_ITER && p->maps[slot][a].iter == it;
-        if (!seen) return false;
-    }
+    for (uint32_t it = 0; it < p->iter_count; it++)
+        if (!uses_of(p, slot, p->rank[slot], it)) return false;
     return true;
 }
 
@@ -593,9 +606,14 @@ bool proj_surjective(const Projections *p, uint32_t slot) {
     for (uint32_t a = 0; a < p->rank[slot]; a++) {
         const ProjIndex *ix = &p->maps[slot][a];
         if (p->axis_size[slot][a] == 1) continue;
-        if (ix->kind != PIDX_ITER) return false;
-        for (uint32_t b = 0; b < a; b++) /* a diagonal reaches only part of the cells */
-            if (p->maps[slot][b].kind == PIDX_ITER && p->maps[slot][b].iter == ix->iter) return false;
+        if (ix->kind != PIDX_ITER && ix->kind != PIDX_AFFINE) return false;
+        /* a diagonal reaches only part of the cells */
+        uint32_t n = ix->kind == PIDX_ITER ? 1 : ix->term_count;
+        for (uint32_t t = 0; t < n; t++)
+            if (uses_of(p, slot, a, ix->kind == PIDX_ITER ? ix->iter : ix->terms[t])) return false;
+        if (ix->kind == PIDX_AFFINE)
+            for (uint32_t t = 0; t + 1 < n; t++)
+                if (ix->terms[t] == ix->terms[t + 1]) return false;
     }
     return true;
 }

@@ -46,6 +46,8 @@ typedef struct ProjIndex {
     int64_t coef[2];
     bool padded;        /* PIDX_AFFINE: some points fall outside the axis (padding): lowering
                          * skips them, which reads the operation's neutral element there */
+    bool dense;         /* PIDX_AFFINE of a merged axis (g, c): its terms number the axis's
+                         * cells one to one, so the map is as its iterators alone would be */
     const ProjConcat *concat; /* PIDX_CONCAT */
 } ProjIndex;
 

@@ -249,6 +249,11 @@ const char *shape_origin_what(const ShapeSolver *s, OriginId o) {
     return o < s->origin_count ? s->origins[o].what : "nowhere";
 }
 
+Span shape_origin_call(const ShapeSolver *s, OriginId o, const char **name) {
+    *name = o < s->origin_count && s->origins[o].call_name ? s->origins[o].call_name : "a function";
+    return o < s->origin_count ? s->origins[o].call : (Span){0, 0, 0};
+}
+
 uint32_t shape_basis(ShapeSolver *s, const char *name) {
     for (uint32_t i = 1; i < s->basis_count; i++)
         if (strcmp(s->bases[i], name) == 0) return i;
@@ -1493,6 +1498,49 @@ static void window_mismatch(ShapeSolver *s, WindowC *c, Dim input, Dim over, Dim
     if (c->w.has_kernel) note_origin(s, kernel.origin, "the kernel size %s comes from", dim_to_string(s, kernel));
 }
 
+/* A merged axis (w.merge): input = over * kernel.  Any two known sizes give the third, which
+ * must divide exactly.  Returns whether a constraint was queued. */
+static bool settle_merge(ShapeSolver *s, WindowC *c) {
+    Dim n = shape_resolve_dim(s, c->input), o = shape_resolve_dim(s, c->over), k = shape_resolve_dim(s, c->kernel);
+    if ((n.var != 0) + (o.var != 0) + (k.var != 0) > 1) return false;
+    uint64_t product = (uint64_t)o.size * k.size;
+    const char *msg = NULL;
+    if (n.var) {
+        if (product > UINT32_MAX)
+            msg = arena_printf(s->arena, "%u blocks of %u cells would hold more than %u cells", o.size, k.size, UINT32_MAX);
+    } else if (o.var) {
+        if (n.size % k.size)
+            msg = arena_printf(s->arena, "an axis of %u cells does not split into blocks of %u (the inner size)",
+                               n.size, k.size);
+    } else if (k.var) {
+        if (n.size % o.size)
+            msg = arena_printf(s->arena, "an axis of %u cells does not split into %u blocks (the outer size)",
+                               n.size, o.size);
+    } else if (product != n.size) {
+        msg = arena_printf(s->arena, "%u blocks of %u cells make %llu cells, not %u", o.size, k.size,
+                           (unsigned long long)product, n.size);
+    }
+    c->settled = true;
+    if (msg) {
+        error_at(s, c->why, n.var ? o.origin : n.origin, k.var ? o.origin : k.origin, "%s", msg);
+        if (!n.var) note_origin(s, n.origin, "the axis size %s comes from", dim_to_string(s, n));
+        if (!o.var) note_origin(s, o.origin, "the outer size %s comes from", dim_to_string(s, o));
+        if (!k.var) note_origin(s, k.origin, "the inner size %s comes from", dim_to_string(s, k));
+        if (n.var || (!o.var && !k.var)) return false;
+    }
+    if (!n.var && !o.var && !k.var) return false; /* all three known, and they agree */
+    Dim unknown = n.var ? c->input : o.var ? c->over : c->kernel;
+    /* (After a division that does not come out even, the quotient rounded down, at least 1, so
+     * that what depends on the unknown size does not fail again.) */
+    uint32_t size = n.var ? (uint32_t)product : o.var ? n.size / k.size : n.size / o.size;
+    if (size == 0) size = 1;
+    const char *which = n.var ? "the cells of" : o.var ? "the outer size of" : "the inner size of";
+    OriginId why = shape_origin(s, s->origins[c->why].span, arena_printf(s->arena, "%s %s", which,
+                                                                         s->origins[c->why].what));
+    shape_dim_eq(s, unknown, dim_ground(size, BASIS_DEFAULT, why), c->why);
+    return true;
+}
+
 /* Settle what the windows can say now; returns whether a constraint was queued.  With
  * `defaults` (closing, before the leaves commit): an unknown input takes the size its known
  * output covers, and a padding nothing decided becomes `valid`. */
@@ -1501,6 +1549,10 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
     for (uint32_t i = 0; i < s->window_count; i++) {
         WindowC *c = &s->windows[i];
         if (c->settled) continue;
+        if (c->w.merge) {
+            progress |= settle_merge(s, c);
+            continue;
+        }
         Dim input = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
         Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
         if (kernel.var) continue; /* the kernel is never derived from a window */
@@ -1685,10 +1737,12 @@ bool shape_close(ShapeSolver *s) {
         if (c->settled || s->errors != before) continue;
         c->settled = true;
         Dim kernel = shape_resolve_dim(s, c->kernel);
-        bool no_kernel = c->w.has_kernel && kernel.var;
+        bool no_kernel = c->w.has_kernel && kernel.var && !c->w.merge;
         error_at(s, c->why, no_kernel ? c->kernel.origin : c->input.origin, c->over.origin,
-                 no_kernel ? "the kernel size of this window is not known: give its label a size (a kernel operand, or set_dim)"
-                           : "the sizes of this window are not known: neither its input nor its output is sized");
+                 c->w.merge ? "the sizes of this merged axis are not known: two of the axis, its outer label and "
+                              "its inner label need a size (from an operand or set_dim)"
+                 : no_kernel ? "the kernel size of this window is not known: give its label a size (a kernel operand, or set_dim)"
+                             : "the sizes of this window are not known: neither its input nor its output is sized");
     }
     for (uint32_t i = 0; i < s->concat_count; i++) {
         ConcatC *c = &s->concats[i];
@@ -1820,7 +1874,8 @@ bool shape_verify(ShapeSolver *s) {
         Dim in = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
         Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
         WindowPadding pad = c->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : c->padding;
-        if (in.var || over.var || kernel.var || window_over_size(c->w, in.size, kernel.size, pad) != over.size)
+        if (c->w.merge ? in.var || over.var || kernel.var || (uint64_t)over.size * kernel.size != in.size
+                       : in.var || over.var || kernel.var || window_over_size(c->w, in.size, kernel.size, pad) != over.size)
             verify_failed(s, c->why, "a window over an input of %s with a kernel of %s does not give %s positions",
                           dim_to_string(s, in), dim_to_string(s, kernel), dim_to_string(s, over));
     }

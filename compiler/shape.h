@@ -69,6 +69,9 @@ void shape_solver_free(ShapeSolver *solver);
 OriginId shape_origin(ShapeSolver *solver, Span span, const char *what);
 Span shape_origin_span(const ShapeSolver *solver, OriginId origin);
 const char *shape_origin_what(const ShapeSolver *solver, OriginId origin);
+/* The application of a user function the origin was made in (shape_set_context), a zero span
+ * for none; *name gets the function's name. */
+Span shape_origin_call(const ShapeSolver *solver, OriginId origin, const char **name);
 
 /* Origins made from now on record `call` (an application of the user function `name`; a zero
  * span for none): errors then add "in this application of NAME" there. */
@@ -124,7 +127,11 @@ void shape_row_eq_front(ShapeSolver *solver, Row row, Row front, OriginId why);
  *   same  (`=`):  over = ceil((input - offset) / stride), needs input > offset; left padding
  *                 (dilation*(kernel-1))/2; back: input = stride*over
  * A strided axis (no kernel) uses the `same` forms with no padding.  Lengths that the stride
- * does not divide keep the windows that start inside (valid: that fit) the input. */
+ * does not divide keep the windows that start inside (valid: that fit) the input.
+ *
+ * A merged axis `(over, kernel)` is a window whose stride is the kernel's size (`merge`; the
+ * stride field is unused): input = over * kernel exactly, any two of the three sizes giving the
+ * third, and a size that does not divide is an error. */
 typedef enum WindowPadding {
     WINDOW_PAD_INFERRED, /* not written: settled by the sizes, `valid` when nothing decides */
     WINDOW_PAD_SAME,
@@ -135,6 +142,7 @@ typedef struct Window {
     uint32_t stride, dilation, offset; /* stride, dilation >= 1; offset < stride */
     bool has_kernel;
     WindowPadding padding; /* as written */
+    bool merge;            /* a merged axis: stride = the kernel's size, padding valid */
 } Window;
 
 /* The size of `over` for an input of `input` cells and a kernel of `kernel` (ignored without a
@@ -148,8 +156,9 @@ uint64_t window_left_pad(Window w, uint64_t kernel, WindowPadding pad);
 /* Queue the window constraint `input` = stride*`over` + offset + dilation*`kernel` (`kernel`
  * is unused without one).  Settled at fixpoints: from a known input and kernel it sizes `over`
  * (or checks it and, when the padding was not written, decides the padding); where only `over`
- * and the kernel are known it sizes the input, before closing's leaves commit.  Returns a
- * handle for shape_window_padding. */
+ * and the kernel are known it sizes the input, before closing's leaves commit.  A merged axis
+ * is settled as soon as two of its three sizes are known.  Returns a handle for
+ * shape_window_padding. */
 uint32_t shape_dim_window(ShapeSolver *solver, Dim input, Dim over, Dim kernel, Window w, OriginId why);
 /* The padding a window ended with after shape_close (the written one, or the one settled). */
 WindowPadding shape_window_padding(const ShapeSolver *solver, uint32_t handle);

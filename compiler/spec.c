@@ -4,7 +4,7 @@
  * (grammar/spec_lexer.re) and feeds the tokens to the Lemon parser (grammar/spec_parser.y),
  * whose actions call the spec_build_* builders below; they make the tree in the caller's arena
  * and check what the grammar cannot (one row variable per row, a name not both label and row
- * variable, offset < stride, sizes >= 1).  In single-character mode the driver inserts the
+ * variable, offset < stride, sizes >= 1, two different labels in a merged axis).  In single-character mode the driver inserts the
  * commas between adjacent elements, so one grammar serves both modes.  The driver also keeps a
  * small picture of where it is inside the current axis and slot (the Stage below), which is
  * all spec_syntax_error() needs to word one precise message for any unexpected token; a spec
@@ -41,6 +41,11 @@ typedef enum Stage {
     ST_PLUS2_IDENT, /* ... '+' offset '+' IDENT */
     ST_DIL_STAR,    /* dilation '*' */
     ST_KERNEL,      /* dilation '*' IDENT */
+    ST_LPAREN,      /* '(' starting a merged axis */
+    ST_MERGE_OUTER, /* '(' IDENT */
+    ST_MERGE_COMMA, /* '(' IDENT ',' */
+    ST_MERGE_INNER, /* '(' IDENT ',' IDENT */
+    ST_MERGED,      /* the whole merged axis */
 } Stage;
 
 typedef struct NameEntry {
@@ -267,6 +272,24 @@ SpecAxis *spec_build_affine(SpecParseState *ps, SpecTerm over, SpecPadMark pad,
     return axis;
 }
 
+SpecAxis *spec_build_merged(SpecParseState *ps, SpecToken lparen, SpecToken outer, SpecToken inner,
+                            SpecToken rparen) {
+    SpecAxis *axis = new_axis(ps, SPEC_AXIS_AFFINE, span_join(lparen.span, rparen.span));
+    SpecAffine *a = &axis->as.affine;
+    a->merged = a->has_kernel = true;
+    a->stride = (SpecCoeff){.kind = SPEC_COEFF_INT, .implicit = true, .as.value = 0, .span = point(outer.span)};
+    a->dilation = (SpecCoeff){.kind = SPEC_COEFF_INT, .implicit = true, .as.value = 1, .span = point(inner.span)};
+    a->over.name = use_name(ps, &outer, false);
+    a->over.span = outer.span;
+    a->kernel.name = use_name(ps, &inner, false);
+    a->kernel.span = inner.span;
+    a->padding = SPEC_PAD_VALID;
+    a->padding_span = a->offset_span = point_end(outer.span);
+    if (a->over.name == a->kernel.name && first_error(ps))
+        diag_error(inner.span, "a merged axis joins two different labels, not '%s' twice", a->kernel.name);
+    return axis;
+}
+
 SpecElem spec_build_axis_elem(SpecAxis *axis) {
     return (SpecElem){.is_row_var = false, .axis = axis};
 }
@@ -401,13 +424,13 @@ void spec_stack_overflow(SpecParseState *ps) {
 
 static bool starts_element(int kind) {
     return kind == SPEC_TK_IDENT || kind == SPEC_TK_INT || kind == SPEC_TK_UNDERSCORE ||
-           kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR;
+           kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR || kind == SPEC_TK_LPAREN;
 }
 
 static bool is_complete(Stage stage) {
     switch (stage) {
     case ST_LABEL: case ST_FIXED: case ST_ATOM: case ST_PIECE: case ST_OVER:
-    case ST_PLUS1_INT: case ST_PLUS1_IDENT: case ST_PLUS2_IDENT: case ST_KERNEL:
+    case ST_PLUS1_INT: case ST_PLUS1_IDENT: case ST_PLUS2_IDENT: case ST_KERNEL: case ST_MERGED:
         return true;
     default:
         return false;
@@ -473,13 +496,16 @@ static void unexpected_in_axis(SpecParseState *ps, int kind, const SpecToken *to
         else
             diag_error(token->span, "unexpected %s after %s", t, p);
         return;
-    default: /* an affine axis */
+    default: { /* an affine or a merged axis */
+        bool merged = ps->stage == ST_MERGED;
         if (kind == SPEC_TK_CARET)
-            diag_error(token->span, "a concatenation component cannot be an affine expression");
+            diag_error(token->span, "a concatenation component cannot be %s",
+                       merged ? "a merged axis" : "an affine expression");
         else
-            diag_error(token->span, "unexpected %s in the affine axis %s", t,
+            diag_error(token->span, "unexpected %s %s %s", t, merged ? "after the merged axis" : "in the affine axis",
                        quote_range(ps, ps->axis_start, ps->prev.span.end));
         return;
+    }
     }
 }
 
@@ -555,7 +581,9 @@ static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
     /* Inside an unfinished axis: say what it still needs. */
     switch (ps->stage) {
     case ST_CARET:
-        if (kind == SPEC_TK_UNDERSCORE || kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR)
+        if (kind == SPEC_TK_LPAREN)
+            diag_error(tok->span, "a concatenation component cannot be a merged axis");
+        else if (kind == SPEC_TK_UNDERSCORE || kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR)
             diag_error(tok->span, "a concatenation component must be a label or a number, not %s",
                        t);
         else
@@ -577,6 +605,21 @@ static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
     case ST_DIL_INT:
         expected(ps, kind, tok, "'*'", arena_printf(ps->arena, "the dilation %s", p));
         return;
+    case ST_LPAREN:
+        expected(ps, kind, tok, "the outer label of a merged axis '(outer, inner)'", "'('");
+        return;
+    case ST_MERGE_OUTER:
+        if (kind == SPEC_TK_RPAREN) diag_error(tok->span, "a merged axis joins two labels: '(outer, inner)'");
+        else expected(ps, kind, tok, "',' and the inner label of a merged axis '(outer, inner)'",
+                      arena_printf(ps->arena, "the label %s", p));
+        return;
+    case ST_MERGE_COMMA:
+        expected(ps, kind, tok, "the inner label of a merged axis '(outer, inner)'", "','");
+        return;
+    case ST_MERGE_INNER:
+        if (kind == SPEC_TK_COMMA) diag_error(tok->span, "a merged axis joins exactly two labels: '(outer, inner)'");
+        else expected(ps, kind, tok, "')' closing the merged axis", arena_printf(ps->arena, "the label %s", p));
+        return;
     default:
         break;
     }
@@ -595,6 +638,21 @@ static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
     case SPEC_TK_CARET: case SPEC_TK_STAR: case SPEC_TK_PLUS: case SPEC_TK_EQ: case SPEC_TK_LT:
     case SPEC_TK_COMMA:
         unexpected_in_axis(ps, kind, tok);
+        return;
+    case SPEC_TK_LPAREN:
+        if (is_complete(ps->stage)) {
+            diag_error(tok->span, "expected ',' between %s and a merged axis",
+                       quote_range(ps, ps->axis_start, ps->prev.span.end));
+            return;
+        }
+        if (ps->stage != ST_ROW) {
+            diag_error(tok->span, "a merged axis '(outer, inner)' is an axis of its own; it cannot be part of "
+                       "another axis");
+            return;
+        }
+        break;
+    case SPEC_TK_RPAREN:
+        diag_error(tok->span, "unexpected ')' outside a merged axis");
         return;
     case SPEC_TK_BAR:
         if (ps->has_bar) {
@@ -651,7 +709,13 @@ static void track(SpecParseState *ps, int kind, const SpecToken *token) {
     Stage s = ps->stage;
     switch (kind) {
     case SPEC_TK_COMMA:
-        s = ST_ROW;
+        s = s == ST_MERGE_OUTER ? ST_MERGE_COMMA : ST_ROW;
+        break;
+    case SPEC_TK_LPAREN:
+        s = ST_LPAREN;
+        break;
+    case SPEC_TK_RPAREN:
+        s = ST_MERGED;
         break;
     case SPEC_TK_BAR:
         s = ST_ROW;
@@ -672,7 +736,8 @@ static void track(SpecParseState *ps, int kind, const SpecToken *token) {
         ps->has_bar = ps->has_arrow = false;
         break;
     case SPEC_TK_IDENT:
-        s = s == ST_ROW ? ST_LABEL : s == ST_CARET ? ST_PIECE : s == ST_STRIDE_STAR ? ST_OVER
+        s = s == ST_ROW ? ST_LABEL : s == ST_LPAREN ? ST_MERGE_OUTER : s == ST_MERGE_COMMA ? ST_MERGE_INNER
+            : s == ST_CARET ? ST_PIECE : s == ST_STRIDE_STAR ? ST_OVER
             : s == ST_DIL_STAR ? ST_KERNEL : s == ST_PLUS1 ? ST_PLUS1_IDENT : ST_PLUS2_IDENT;
         break;
     case SPEC_TK_INT:
@@ -782,6 +847,10 @@ static void dump_axis(FILE *out, const SpecAxis *axis) {
         break;
     case SPEC_AXIS_AFFINE: {
         const SpecAffine *a = &axis->as.affine;
+        if (a->merged) {
+            fprintf(out, "(%s, %s)", a->over.name, a->kernel.name);
+            break;
+        }
         dump_coeff(out, &a->stride);
         fprintf(out, "*%s", a->over.name);
         if (a->has_kernel) {

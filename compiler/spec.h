@@ -32,13 +32,17 @@
  *                                                (unspecified), optional offset, dilation*kernel
  *           | [coeff '*'] over ['+' INT]         strided axis without kernel, optional offset
  *             (the plain label form "over" alone is a label)
+ *           | '(' label ',' label ')'            merged axis: the two labels' axes as one, the
+ *                                                first the outer (slower) one, the second the
+ *                                                inner: index outer*size(inner) + inner
  *   coeff  := INT | IDENT                        an IDENT is a compile-time value spliced later
  *   An omitted stride or dilation is 1.  The offset must satisfy 0 <= offset < stride when the
  *   stride is a number; strides, dilations and concatenated sizes must be at least 1; a padding
  *   marker needs a kernel.  Integers must fit in int32.  A name may not be both an axis label and
  *   a row variable in one spec (coefficient names are a separate namespace).
  *   Lexing modes, chosen once for the whole string: MULTICHAR iff the text contains any of
- *   ',' '*' '+' '^' '&' '<' or a '=' not immediately followed by '>'; otherwise SINGLE-CHAR.
+ *   ',' '*' '+' '^' '&' '<' '(' ')' or a '=' not immediately followed by '>'; otherwise
+ *   SINGLE-CHAR.
  *   Multichar: identifiers [A-Za-z][A-Za-z0-9_]*, integers [0-9]+, whitespace separates, two
  *   adjacent axes without ',' are an error, '&' is reserved.  Single-char: each letter is one
  *   axis, each digit one fixed index ("b00c" is four axes), '_' one placeholder, whitespace is
@@ -86,7 +90,10 @@ typedef struct SpecLabel {
 } SpecLabel;
 
 /* stride*over[pad]+[offset+]dilation*kernel, or stride*over[+offset] when has_kernel is false
- * (then padding is SPEC_PAD_UNSPECIFIED and dilation/kernel are unused). */
+ * (then padding is SPEC_PAD_UNSPECIFIED and dilation/kernel are unused).  A merged axis
+ * "(over, kernel)" is one too, `merged`, with the kernel's size as its stride (0 until shapes
+ * are closed, then filled in with kernel_size), dilation 1, no offset and padding valid: the
+ * windows lie side by side and cover the axis exactly. */
 typedef struct SpecAffine {
     SpecCoeff stride;
     SpecLabel over;
@@ -96,6 +103,7 @@ typedef struct SpecAffine {
     bool has_offset;
     Span offset_span;   /* a point when not written */
     bool has_kernel;
+    bool merged; /* "(over, kernel)" */
     SpecCoeff dilation;
     SpecLabel kernel;
     /* Filled in by elaboration in an application's copy once shapes are closed: the sizes
@@ -194,7 +202,8 @@ Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len);
  * row is nothing.  Elements are joined by ", ": labels as written, fixed indices as numbers,
  * placeholders "_0", "_1", ... (numbered in text order), row variables "..." or "..name..",
  * concatenations "a^3^b", affine axes "S*over[=|<]+[offset+]D*kernel" with S and D always
- * written (1 when omitted) and the offset when it was written, strided axes "S*over[+offset]". */
+ * written (1 when omitted) and the offset when it was written, strided axes "S*over[+offset]",
+ * merged axes "(over, kernel)". */
 void spec_dump(FILE *out, const Spec *spec);
 
 /* ---- Internal: the lexer and grammar of this module --------------------------------------- */
@@ -258,6 +267,8 @@ SpecCoeff spec_build_coeff(SpecParseState *ps, SpecToken token, bool is_name);
 SpecTerm spec_build_term(SpecParseState *ps, const SpecCoeff *coeff, SpecToken label);
 SpecAxis *spec_build_affine(SpecParseState *ps, SpecTerm over, SpecPadMark pad,
                             const SpecToken *offset, const SpecTerm *kernel);
+SpecAxis *spec_build_merged(SpecParseState *ps, SpecToken lparen, SpecToken outer, SpecToken inner,
+                            SpecToken rparen);
 SpecElem spec_build_axis_elem(SpecAxis *axis);
 SpecElem spec_build_row_var(SpecParseState *ps, SpecToken token, bool named);
 SpecElemList *spec_build_elems(SpecParseState *ps, SpecElemList *list, SpecElem elem);

@@ -10,7 +10,8 @@
  *
  * The grammar is exactly the language documented in spec.h: rows are comma lists with an
  * optional trailing comma (in single-character mode the driver inserts the commas), and the
- * axis forms are told apart by one token of lookahead ('^', '*', '+', '=', '<'). */
+ * axis forms are told apart by one token of lookahead ('^', '*', '+', '=', '<'); a merged axis
+ * starts with '('. */
 
 %name SpecParse
 %token_prefix SPEC_TK_
@@ -36,7 +37,7 @@
     spec_stack_overflow(ps);
 }
 
-%token IDENT INT UNDERSCORE ELLIPSIS ROWVAR COMMA BAR ARROW SEMI FATARROW PLUS STAR CARET EQ LT.
+%token IDENT INT UNDERSCORE ELLIPSIS ROWVAR COMMA BAR ARROW SEMI FATARROW PLUS STAR CARET EQ LT LPAREN RPAREN.
 
 %type operands {SpecSlotList *}
 %type slot {SpecSlot *}
@@ -82,6 +83,7 @@ axis(A) ::= IDENT(T).                           { A = spec_build_label(ps, T); }
 axis(A) ::= INT(T).                             { A = spec_build_fixed(ps, T); }
 axis(A) ::= UNDERSCORE(T).                      { A = spec_build_placeholder(ps, T); }
 axis(A) ::= pieces(P).                          { A = spec_build_concat(ps, P); }
+axis(A) ::= LPAREN(L) IDENT(O) COMMA IDENT(I) RPAREN(R). { A = spec_build_merged(ps, L, O, I, R); }
 axis(A) ::= over(O) pad(P) PLUS kernel(K).      { A = spec_build_affine(ps, O, P, NULL, &K); }
 axis(A) ::= over(O) pad(P) PLUS INT(N) PLUS kernel(K). { A = spec_build_affine(ps, O, P, &N, &K); }
 axis(A) ::= over(O) pad(P) PLUS INT(N).         { A = spec_build_affine(ps, O, P, &N, NULL); }

@@ -354,9 +354,11 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 
 # Affine and strided axes -- convolution, max-plus pooling, padding, strides, and inputs sized
 # from outputs -- against NumPy loops over the windows, interpreted and natively, with the
-# inferred sizes checked against docs/inference.md's closed forms (tests/conv/conv_diff.py).
-"$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --concat-count "${CONCAT_COUNT:-200}" --seed 1 >"$TMP/conv.out" 2>&1
-add_summary "convolution, pooling and concatenation vs NumPy" $? "$TMP/conv.out"
+# inferred sizes checked against docs/inference.md's closed forms; concatenations; merged axes
+# (grouped convolutions, axes split and joined) (tests/conv/conv_diff.py).
+"$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --concat-count "${CONCAT_COUNT:-200}" \
+    --group-count "${GROUP_COUNT:-140}" --seed 1 >"$TMP/conv.out" 2>&1
+add_summary "convolution, pooling, concatenation and merged axes vs NumPy" $? "$TMP/conv.out"
 
 # Every differentiable prelude operation's gradient against central finite differences in
 # float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the

@@ -25,6 +25,17 @@ checked against np.concatenate and slicing:
   tuple    (x, y) ++^ "b, a, c; b, e, c => b, P^a^G^Q^e, c"   x's rows, a gap, y's rows
            (or "b, c, a; b, c, e => b, c, a^e": along the last axis)
 
+and, with --group-count, merged axes `(g, c)` (docs/language.md §5.6: the axis of g blocks of c
+cells, index g*size(c) + c), checked against per-group NumPy loops and reshapes:
+
+  gconv1d  x +* "b, AFF, (g, c); k, c, (g, f) => b, p, (g, f)" w      grouped convolution
+  gconv2d  x +* "b, AFF1, AFF2, (g, c); kh, kw, c, (g, f) => b, oh, ow, (g, f)" w
+           (G groups of C input and F output channels: output channel g*F + f reads input
+           channels g*C ... g*C + C - 1 only, as torch's groups=G)
+  unmerge  x +* "b, (g, c); g => b, c, g" ones      an axis split into two (g from the ones)
+  remerge  x ++ "b, g, c => b, (c, g)"               two axes joined, transposed, in the result
+  blocks   x +* "b, (g, c); c => b, g" w            a contraction over each block
+
 where AFF is `S*o[=|<]+[OFF+]D*k` with random stride S, dilation D, kernel size, offset OFF
 (below S) and padding: `=` (same), `<` (valid) or none (inferred: `valid`, since nothing else
 sizes the output).  The sizes must follow docs/inference.md's closed forms, with K the dilated
@@ -33,7 +44,8 @@ kernel D*(k-1)+1:
   same:  out = (n - OFF - 1) // S + 1, left padding D*(k-1)//2     back: n = S*out
 Padding positions read the operation's neutral element: 0 for `+*`, -inf for the max of `@^+`.
 
-Usage: python3 tests/conv/conv_diff.py --tsrc build/tsrc --count 520 --seed 1 [--no-native]
+Usage: python3 tests/conv/conv_diff.py --tsrc build/tsrc --count 520 --seed 1 [--concat-count N]
+       [--group-count N] [--no-native]
 The last line of stdout is `N passed, N failed` (cases); exit status 1 if any failed.
 """
 
@@ -217,6 +229,58 @@ class Case:
         self.line = "let%%op %s = %s @^+ \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
         self.expected = out
 
+    def make_gconv1d(self, rng):
+        ax = Axis(rng, "p", "k")
+        b, g, cpg, opg = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3)
+        x, w = values(rng, (b, ax.n, g * cpg)), values(rng, (ax.k, cpg, g * opg))
+        out = np.zeros((b, ax.out_size(), g * opg))
+        for p in range(out.shape[1]):
+            for j, i in ax.taps(p):
+                for gg in range(g):
+                    ci, co = slice(gg * cpg, (gg + 1) * cpg), slice(gg * opg, (gg + 1) * opg)
+                    out[:, p, co] += x[:, i, ci] @ w[j, :, co]
+        self.spec = "b, %s, (g, c); k, c, (g, f) => b, p, (g, f)" % ax.text()
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = out
+
+    def make_gconv2d(self, rng):
+        ah, aw = Axis(rng, "oh", "kh"), Axis(rng, "ow", "kw")
+        b, g, cpg, opg = 1, rng.randint(1, 3), rng.randint(1, 2), rng.randint(1, 2)
+        x, w = values(rng, (b, ah.n, aw.n, g * cpg)), values(rng, (ah.k, aw.k, cpg, g * opg))
+        out = np.zeros((b, ah.out_size(), aw.out_size(), g * opg))
+        for oh in range(out.shape[1]):
+            for ow in range(out.shape[2]):
+                for jh, ih in ah.taps(oh):
+                    for jw, iw in aw.taps(ow):
+                        for gg in range(g):
+                            ci, co = slice(gg * cpg, (gg + 1) * cpg), slice(gg * opg, (gg + 1) * opg)
+                            out[:, oh, ow, co] += x[:, ih, iw, ci] @ w[jh, jw, :, co]
+        self.spec = "b, %s, %s, (g, c); kh, kw, c, (g, f) => b, oh, ow, (g, f)" % (ah.text(), aw.text())
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = out
+
+    def make_unmerge(self, rng):
+        b, g, c = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 4)
+        x = values(rng, (b, g * c))
+        self.spec = "b, (g, c); g => b, c, g"
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(np.ones(g)))
+        self.expected = np.array([[[x[i, gg * c + cc] for gg in range(g)] for cc in range(c)] for i in range(b)])
+
+    def make_remerge(self, rng):
+        b, g, c = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 4)
+        x = values(rng, (b, g, c))
+        self.spec = "b, g, c => b, (c, g)"
+        self.line = "let%%op %s = %s ++ \"%s\"\n" % (self.name, literal(x), self.spec)
+        self.expected = np.array([[x[i, k % g, k // g] for k in range(c * g)] for i in range(b)])
+
+    def make_blocks(self, rng):
+        b, g, c = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 4)
+        x, w = values(rng, (b, g * c)), values(rng, (c,))
+        self.spec = "b, (g, c); c => b, g"
+        self.line = "let%%op %s = %s +* \"%s\" %s\n" % (self.name, literal(x), self.spec, literal(w))
+        self.expected = np.array([[sum(x[i, gg * c + cc] * w[cc] for cc in range(c)) for gg in range(g)]
+                                  for i in range(b)])
+
     def make_strided(self, rng):
         s = rng.randint(1, 4)
         off = rng.randrange(s)
@@ -297,6 +361,7 @@ def main():
     ap.add_argument("--count", type=int, default=520)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--concat-count", type=int, default=0)
+    ap.add_argument("--group-count", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-native", action="store_true")
     args = ap.parse_args()
@@ -305,6 +370,10 @@ def main():
     crng = random.Random(args.seed + 1)
     cases += [Case(crng, args.count + i, ("pad", "slice", "rotate", "reduce", "matmul", "tuple"))
               for i in range(args.concat_count)]
+    grng = random.Random(args.seed + 2)
+    cases += [Case(grng, args.count + args.concat_count + i,
+                   ("gconv1d", "gconv1d", "gconv2d", "gconv2d", "unmerge", "remerge", "blocks"))
+              for i in range(args.group_count)]
     batches = [cases[i:i + BATCH] for i in range(0, len(cases), BATCH)]
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="conv-diff.") as workdir:

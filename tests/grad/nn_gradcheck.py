@@ -4,9 +4,9 @@
 The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
 options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
 and embedding, linear, mlp, layer norm, attention, conv2d and conv1d (random stride,
-dilation and padding), the two pools, concat, split, pad, interleave, deinterleave and rope, at
-random shapes with random batch axes.  The forward value of each case is compared with NumPy's
-as well (gradcheck.py).
+dilation and padding; plain, and grouped with random groups), the two pools, concat, split,
+pad, interleave, deinterleave and rope, at random shapes with random batch axes.  The forward
+value of each case is compared with NumPy's as well (gradcheck.py).
 The layers' own parameters (w, b, gain, table, wq, …) are read back from what tsrc prints and
 their gradients are checked as well.  Inputs avoid the kinks of relu and abs (hinge: 1 - y s,
 binary cross-entropy: the logits) by at least 0.1.  The last line is "N passed, N failed"."""
@@ -163,6 +163,31 @@ def nn_cases(rng):
                                                                           padding, 0.0, kw=1)[:, :, 0, :, :, 0],
                                                   kern.transpose(0, 2, 1)) + bias,
                   [(u((n, h, c)), "boo")], [("conv1d.kernel", (oc, k, c)), ("conv1d.bias", (oc,))], "boo"))
+    # Grouped: groups G, cpg input and opg output channels per group (torch.nn.Conv2d's groups);
+    # the kernel's memory order is out, kh, kw, cpg and output channel o sees the input channels
+    # of its group o // opg.  Checked group by group.
+    groups, cpg, opg = int(rng.integers(2, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    gk, gstride, gdil = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    gpad = str(rng.choice(["same", "valid"]))
+    gh, gw = (int(v) for v in rng.integers(gdil * (gk - 1) + 1, 7, size=2))
+
+    def grouped(wins, kern, bias):
+        out = np.zeros(wins.shape[:3] + (groups * opg,))
+        for g in range(groups):
+            o, c = slice(g * opg, (g + 1) * opg), slice(g * cpg, (g + 1) * cpg)
+            out[..., o] = np.einsum("nabcij,ocij->nabo", wins[:, :, :, c], kern[o].transpose(0, 3, 1, 2))
+        return out + bias
+    cases.append(("Nn.conv2d (groups)", 'conv2d ~out:%d ~k:%d ~stride:%d ~dilation:%d ~padding:"%s" ~groups:%d () p0'
+                  % (groups * opg, gk, gstride, gdil, gpad, groups),
+                  lambda x, kern, bias: grouped(windows(x, gk, gstride, gdil, gpad, 0.0), kern, bias),
+                  [(u((n, gh, gw, groups * cpg)), "booo")],
+                  [("conv2d#2.kernel", (groups * opg, gk, gk, cpg)), ("conv2d#2.bias", (groups * opg,))], "booo"))
+    cases.append(("Nn.conv1d (groups)", 'conv1d ~out:%d ~k:%d ~stride:%d ~dilation:%d ~padding:"%s" ~groups:%d () p0'
+                  % (groups * opg, gk, gstride, gdil, gpad, groups),
+                  lambda x, kern, bias: grouped(windows(x[:, :, None, :], gk, gstride, gdil, gpad, 0.0, kw=1),
+                                                kern[:, :, None, :], bias)[:, :, 0, :],
+                  [(u((n, gh, groups * cpg)), "boo")],
+                  [("conv1d#2.kernel", (groups * opg, gk, cpg)), ("conv1d#2.bias", (groups * opg,))], "boo"))
     pk, pstride = int(rng.integers(2, 4)), int(rng.integers(1, 3))
     ppad = str(rng.choice(["same", "valid"]))
     h, w = max(h, pk), max(w, pk)  # at least one valid window

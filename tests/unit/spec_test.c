@@ -168,6 +168,9 @@ static void valid_specs(void) {
     ok("x, f => 1^x^1, f", "~|~->x, f => ~|~->1^x^1, f");
     ok("i^j^k, l => i", "~|~->i^j^k, l => ~|~->i");
     ok("a ^ 2 => a", "~|~->a^2 => ~|~->a");
+    /* Merged axes. */
+    ok("b, (g, c) => b, g, c", "~|~->b, (g, c) => ~|~->b, g, c");
+    ok("(g,c); c -> (g,o) => (g , o)", "~|~->(g, c); ~|c->(g, o) => ~|~->(g, o)");
 }
 
 #define AT(col) "t.tsr:1:" #col ": error: "
@@ -242,6 +245,24 @@ static void invalid_specs(void) {
     err("_^i, a => i", AT(2) "a concatenation component must be a label or a number, not '_'");
     err("i^_, a => i", AT(4) "a concatenation component must be a label or a number, not '_'");
     err("0^i, a => i", AT(2) "a concatenated size must be at least 1");
+    /* Merged axes. */
+    err("(g) => g", AT(4) "a merged axis joins two labels: '(outer, inner)'");
+    err("(gc) => g", AT(5) "a merged axis joins two labels: '(outer, inner)'"); /* '(' is multichar */
+    err("(g, c, d) => g", AT(7) "a merged axis joins exactly two labels: '(outer, inner)'");
+    err("(g c) => g", AT(5) "expected ',' and the inner label of a merged axis '(outer, inner)' after the label "
+                          "'g' before 'c'");
+    err("( => g", AT(4) "expected the outer label of a merged axis '(outer, inner)' after '(' before '=>'");
+    err("(g, 2) => g", AT(6) "expected the inner label of a merged axis '(outer, inner)' after ',' before '2'");
+    err("(g, c => g", AT(8) "expected ')' closing the merged axis after the label 'c' before '=>'");
+    err("a(g, c) => g", AT(3) "expected ',' between 'a' and a merged axis");
+    err("(g, c)^a => g", AT(8) "a concatenation component cannot be a merged axis");
+    err("a^(g, c) => g", AT(4) "a concatenation component cannot be a merged axis");
+    err("2*(g, c) => g", AT(4) "expected an axis label after '*' before '('");
+    err("(g, c)*2 => g", AT(8) "unexpected '*' after the merged axis '(g, c)'");
+    err("(g, g) => g", AT(6) "a merged axis joins two different labels, not 'g' twice");
+    err("(g, ..c..) => g", AT(6) "expected the inner label of a merged axis '(outer, inner)' after ',' before "
+                               "'..c..'");
+    err("a) => a", AT(3) "unexpected ')' outside a merged axis");
     /* Characters. */
     err("a & b, c => a", AT(4) "'&' is reserved");
     err("i#j => i", AT(3) "unexpected character '#' in spec");
