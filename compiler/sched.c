@@ -470,11 +470,37 @@ static bool loads_only_at(const IrProgram *ir, const IrExpr *e, uint32_t buffer,
     }
 }
 
+/* Whether the reduction stores every cell of C: each axis of C is one of its parallel loops,
+ * with C's size, from 0 (or a size-one axis at 0).  A padded window's nests each store a part of
+ * C (the border positions apart from the interior), and none of them may take the epilogue:
+ * it would compute the next nest's cells only where that part lies. */
+static bool stores_every_cell(const IrProgram *ir, const Reduction *r) {
+    const IrStmt *st = r->store;
+    const IrBuffer *cb = &ir->buffers[st->buffer];
+    for (uint32_t a = 0; a < cb->rank; a++) {
+        const IrIndex *ix = &st->index[a];
+        if (ix->symbol || ix->offset) return false;
+        if (ix->term_count == 0) {
+            if (cb->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1) return false;
+        bool full = false;
+        for (uint32_t k = 0; k < r->npar; k++)
+            if (r->par[k]->iter == ix->terms[0].iter) full = r->par[k]->extent == cb->dims[a];
+        for (uint32_t b = 0; b < a; b++)
+            if (st->index[b].term_count == 1 && st->index[b].terms[0].iter == ix->terms[0].iter) full = false;
+        if (!full) return false;
+    }
+    return true;
+}
+
 static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epilogue *ep) {
     const IrProgram *ir = s->ir;
     uint32_t c = r->store->buffer;
     const IrBuffer *cb = &ir->buffers[c];
     if (!next || next->kind != IR_LOOP || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
+    if (!stores_every_cell(ir, r)) return false;
     memset(ep, 0, sizeof *ep);
     ep->nest = next;
     const IrStmt *st = next;
