@@ -9,9 +9,12 @@
  * is either solved (bound to a Row) or keeps its upper-bound rows and its variable-variable
  * inequalities.  Solving a variable puts everything it kept back on the queue, against the new
  * value; that is what makes the fixpoint independent of the order constraints arrive in.
- * Three choices are kept out of that race: row equalities are taken before the queue, those
+ * Four choices are kept out of that race: row equalities are taken before the queue, those
  * between two open rows first (a row's marker then does not depend on which equality came
- * first); template growth waits for a fixpoint (it never runs ahead of an equality); and cells
+ * first); template growth waits for a fixpoint (it never runs ahead of an equality), and grows
+ * a row by the axes it lacks, no more; a row inequality whose sub row reaches across the super
+ * row's variable (a crossing) waits for that variable, which closing then gives the fewest axes
+ * that let the crossing's axes agree, at its fixpoints and before the leaves commit; and cells
  * constraints, slicing's front equalities, windows (affine axes: seed 004's Conv_input) and
  * concatenations (an axis the sum of its pieces) are settled only at fixpoints of closing.
  *
@@ -70,6 +73,7 @@ typedef struct DimVarInfo {
     bool committed;       /* closing: a value was chosen in this round */
     Binding bound;        /* --explain: how it was solved (value is compressed, this is not) */
     OriginId unit_below;  /* a claim-free unit 1_∅ met it from below (its origin), or 0 */
+    uint32_t taken;       /* close_crossings: a value chosen in this call pairs it (= cross_stamp) */
 } DimVarInfo;
 
 typedef struct RowVarInfo {
@@ -84,6 +88,7 @@ typedef struct RowVarInfo {
     bool on_stack;        /* closing: in the component being collected */
     struct RowList *own;  /* closing: what this variable contributes to its component's bounds */
     bool committed;       /* closing: a value was chosen in this round */
+    uint32_t waited_for;  /* closing: a crossing waits for this variable's value (= cross_stamp) */
     Row value;
     ConstraintList upper; /* C_ROW_LE with this variable alone on the sub side */
     ConstraintList edges; /* C_ROW_LE between this and another bare row variable */
@@ -139,6 +144,34 @@ typedef struct ConcatC {
     bool settled;
 } ConcatC;
 
+/* close_crossings: a trial of k axes for a row variable that crossings wait for takes the pairs
+ * of axes they would bring together (see "Crossings" below).  An axis that is a variable, or one
+ * of the k new axes, is a probe. */
+typedef struct Probe {
+    uint32_t key; /* a dim variable, or new_axis(j) for the j-th new axis */
+    bool has_lo, has_hi;
+    Dim lo, hi;   /* the atom an atom below it makes it; the atom it lies below */
+    uint32_t at_least;
+} Probe;
+
+typedef struct TrialPair {
+    uint32_t sub, super; /* probe index + 1, or 0 for a ground axis */
+    Dim sub_dim, super_dim;
+} TrialPair;
+
+typedef struct Trial {
+    Probe *probes;
+    uint32_t count, cap;
+    TrialPair *pairs;
+    uint32_t pair_count, pair_cap;
+} Trial;
+
+/* A waiting crossing by the variable it waits for (close_crossings sorts them). */
+typedef struct CrossRef {
+    uint32_t var, index; /* the variable, the crossing's index in ShapeSolver.crossings */
+    uint32_t axes;       /* the first of a variable's: its least axes, or UINT32_MAX if not ready */
+} CrossRef;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -173,6 +206,12 @@ struct ShapeSolver {
     uint32_t concat_count, concat_cap;
     ConstraintList row_eqs; /* row equalities not yet taken (shape_solve takes them first) */
     ConstraintList growth; /* C_ROW_LE whose open super row is too short: grown at the fixpoint */
+    ConstraintList crossings; /* C_ROW_LE whose sub row reaches across the super row's variable
+                               * (row_le), as resolved then: they wait for their variables */
+    uint32_t cross_stamp; /* close_crossings: the current call (RowVarInfo.waited_for, DimVarInfo.taken) */
+    CrossRef *cross_refs; /* close_crossings: the waiting crossings, by variable */
+    uint32_t cross_ref_count, cross_ref_cap;
+    Trial trial;          /* close_crossings: reused by every trial */
     unsigned errors;
     Span context;              /* shape_set_context */
     const char *context_name;
@@ -906,8 +945,6 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
     }
     uint32_t pl = super.lead, pt = super.count - super.lead;
     if (sl > pl || st > pt) {
-        /* The super-row is too short on a flank: grow its variable by a template of fresh
-         * dims around a fresh residue, then look again. */
         if (sub.var == super.var) {
             /* [3]·<ρ> ⊑ <ρ>·[3] holds for ρ = [] when the super row has as many axes; only a
              * longer sub row is a cycle.  Otherwise it waits for ρ's value (see below). */
@@ -916,6 +953,22 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
                            (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
             return;
         }
+        if (sub.count <= super.count) {
+            /* Enough axes, but a flank of the sub row is longer than the super row's on that
+             * side: it reaches across the super row's variable into the other flank (a
+             * crossing), and which axes it meets there depends on how many axes that variable
+             * gets.  The axes at the outer edges are matched whatever it gets; the rest waits
+             * for its value, which closing makes the least that lets the axes agree
+             * (close_crossings; seed 004's stage 6 empties such a sandwiched variable). */
+            uint32_t ml = sl < pl ? sl : pl, mt = st < pt ? st : pt;
+            for (uint32_t i = 0; i < ml; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+            for (uint32_t i = 0; i < mt; i++)
+                dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+            list_push(s, &s->crossings, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
+            return;
+        }
+        /* The super row has too few axes: grow its variable by a template of fresh dims
+         * around a fresh residue, then look again. */
         if (!may_grow) {
             /* Growing is a choice of where the new axes go (at the flanks, around a fresh
              * residue); an equality may still say otherwise (a closed row read flat).  So
@@ -925,7 +978,15 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
             list_push(s, &s->growth, c);
             return;
         }
-        uint32_t xl = sl > pl ? sl - pl : 0, xt = st > pt ? st - pt : 0;
+        /* By as many axes as the super row lacks, and no more (seed 000: "enough additional
+         * axes to bring super up to the required rank"; seed 004's template): every solution
+         * has at least these.  A flank still longer than the super row's afterwards reaches
+         * across the residue (a crossing, above).  The new axes go to the short flanks, the
+         * trailing one first: when only one flank is short, all go there; when both are, each
+         * gets what it lacks. */
+        uint32_t grow = sub.count - super.count, xt = st > pt ? st - pt : 0;
+        if (xt > grow) xt = grow;
+        uint32_t xl = grow - xt;
         /* In a cycle through several variables it is the residues that keep growing, while
          * the rows compared at each turn ([f]·<ρ'> ⊑ <σ'>) stay short; so count the growth
          * along the chain of residues too.  Every model gives a variable at least the axes
@@ -1019,6 +1080,27 @@ static void take_row_equalities(ShapeSolver *s) {
     for (uint32_t i = 0; i < closed.count; i++) process(s, closed.items[i]);
 }
 
+/* A crossing (row_le) as its terms read now; true while it still waits, that is while neither
+ * its super row's variable nor its sub row's has been solved since it was set aside. */
+static bool crossing_waits(ShapeSolver *s, const Constraint *c, Row *sub, Row *super) {
+    *sub = shape_resolve_row(s, c->r1);
+    *super = shape_resolve_row(s, c->r2);
+    return super->var == c->r2.var && sub->var == c->r1.var;
+}
+
+/* Queue again the crossings whose variables have been solved; true if there were any. */
+static bool recheck_crossings(ShapeSolver *s) {
+    uint32_t kept = 0, count = s->crossings.count;
+    for (uint32_t i = 0; i < count; i++) {
+        Constraint c = s->crossings.items[i];
+        Row sub, super;
+        if (crossing_waits(s, &c, &sub, &super)) s->crossings.items[kept++] = c;
+        else enqueue(s, c);
+    }
+    s->crossings.count = kept;
+    return kept != count;
+}
+
 bool shape_solve(ShapeSolver *s) {
     unsigned before = s->errors;
     s->inside++;
@@ -1028,8 +1110,10 @@ bool shape_solve(ShapeSolver *s) {
             continue;
         }
         if (s->queue_head == s->queue_count) {
-            /* A fixpoint: now the rows that were too short may grow (row_le), and open rows
-             * with crossed flanks may merge (row_eq). */
+            /* A fixpoint: the crossings whose variables have values are looked at again; then
+             * the rows that were too short may grow (row_le), and open rows with crossed flanks
+             * may merge (row_eq). */
+            if (recheck_crossings(s)) continue;
             if (!s->growth.count) break;
             ConstraintList pending = s->growth;
             s->growth = (ConstraintList){0};
@@ -1065,6 +1149,222 @@ static bool rows_equal(Row a, Row b) {
     for (uint32_t i = 0; i < a.count; i++)
         if (!dims_equal(a.dims[i], b.dims[i])) return false;
     return true;
+}
+
+/* ---- Crossings ------------------------------------------------------------------------------
+ *
+ * A row inequality whose sub row reaches across the super row's variable v waits for v's value
+ * (row_le: a crossing): with k axes in v, the sub row's longer flank meets those k axes and then
+ * the super row's other flank.  Closing gives v its least value (close_crossings), the empty row
+ * when the axes that brings together can agree, otherwise the fewest axes for which they can,
+ * and at most as many as keep every such flank off the other one (what growing each flank by
+ * what it lacks would give).  "Can agree" is judged on what is known, by a trial of the pairs of
+ * axes by the dim rules of §3.1 (trial_holds): an axis that is a variable, or one of v's new
+ * axes, is a probe that learns the atom an atom below it makes it, the atoms it lies below
+ * (two different ones meet at 1_∅) and its at-least size, and two of those that disagree mean
+ * no.  Like growth, this is a choice of how many axes a variable gets; it is made at the
+ * fixpoints of closing, before the leaves commit, so that they see where the axes went. */
+
+/* The key of the j-th new axis of the variable on trial (dim variables are numbered from 1). */
+static uint32_t new_axis(uint32_t j) { return UINT32_MAX - j; }
+
+/* The probe for `key` (dim variable d's, or a new axis when d is no variable), made once. */
+static uint32_t probe_of(ShapeSolver *s, uint32_t key, Dim d) {
+    Trial *t = &s->trial;
+    for (uint32_t i = 0; i < t->count; i++)
+        if (t->probes[i].key == key) return i + 1;
+    Probe p = {.key = key};
+    if (d.var) {
+        const DimVarInfo *info = &s->dvars[d.var];
+        p.has_hi = info->has_lub;
+        p.hi = info->lub;
+        p.at_least = info->at_least;
+    }
+    ARENA_PUSH(s->arena, t->probes, t->count, t->cap, p);
+    return t->count;
+}
+
+/* A probe's facts agree: its atom from below fits its bound from above and its at-least size. */
+static bool probe_ok(const Probe *p) {
+    if (p->has_lo && ((p->has_hi && !dims_equal(p->lo, p->hi)) || p->lo.size < p->at_least)) return false;
+    return !(p->has_hi && p->at_least > 1 && (dim_is_unit(p->hi) || p->hi.size < p->at_least));
+}
+
+/* Probe p learns an atom below it, or an atom above it (*changed when that is news); false when
+ * its facts no longer agree. */
+static bool probe_lo(Probe *p, Dim atom, bool *changed) {
+    if (dim_is_unit(atom) || (p->has_lo && dims_equal(p->lo, atom))) return true;
+    if (p->has_lo) return false; /* two different atoms below one axis */
+    p->has_lo = *changed = true;
+    p->lo = atom;
+    return probe_ok(p);
+}
+
+static bool probe_hi(Probe *p, Dim atom, bool *changed) {
+    if (p->has_hi && (dims_equal(p->hi, atom) || dim_is_unit(p->hi))) return true;
+    p->hi = p->has_hi ? dim_unit(0) : atom;
+    p->has_hi = *changed = true;
+    return probe_ok(p);
+}
+
+/* Axis d of a row, or the new axis `fresh` (a new_axis key; 0 for none), as a side of a pair:
+ * its probe's index + 1, or 0 with the ground dim in *ground. */
+static uint32_t trial_side(ShapeSolver *s, Dim d, uint32_t fresh, Dim *ground) {
+    if (fresh) return probe_of(s, fresh, (Dim){0});
+    *ground = shape_resolve_dim(s, d);
+    return ground->var ? probe_of(s, ground->var, *ground) : 0;
+}
+
+/* The pair "axis d lies below axis e", either of them possibly a new axis (see trial_side). */
+static void trial_pair(ShapeSolver *s, Dim d, uint32_t d_fresh, Dim e, uint32_t e_fresh) {
+    TrialPair pair = {0};
+    pair.sub = trial_side(s, d, d_fresh, &pair.sub_dim);
+    pair.super = trial_side(s, e, e_fresh, &pair.super_dim);
+    ARENA_PUSH(s->arena, s->trial.pairs, s->trial.pair_count, s->trial.pair_cap, pair);
+}
+
+/* Whether the pairs of the trial can all hold: what each probe learns is propagated to a
+ * fixpoint, and the first disagreement answers no. */
+static bool trial_holds(Trial *t) {
+    for (uint32_t i = 0; i < t->count; i++)
+        if (!probe_ok(&t->probes[i])) return false;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 0; i < t->pair_count; i++) {
+            const TrialPair *pr = &t->pairs[i];
+            Probe *sub = pr->sub ? &t->probes[pr->sub - 1] : NULL, *super = pr->super ? &t->probes[pr->super - 1] : NULL;
+            bool ok = true;
+            if (!sub && !super) ok = ground_le(pr->sub_dim, pr->super_dim);
+            else if (!sub) ok = probe_lo(super, pr->sub_dim, &changed);
+            else if (!super) ok = probe_hi(sub, pr->super_dim, &changed);
+            else {
+                if (sub->has_lo) ok = probe_lo(super, sub->lo, &changed);
+                if (ok && super->has_hi) ok = probe_hi(sub, super->hi, &changed);
+                /* An axis that cannot be the unit (an at-least size above 1) below another is
+                 * that axis (§3.1). */
+                if (ok && sub->at_least > 1 && super->has_lo) ok = probe_lo(sub, super->lo, &changed);
+            }
+            if (!ok) return false;
+        }
+    }
+    return true;
+}
+
+/* The crossings refs[0..n) all wait for variable v.  With k axes in v, can the pairs of axes
+ * they bring together hold, and v's axes lie below v's upper bounds? */
+static bool crossings_fit(ShapeSolver *s, const CrossRef *refs, uint32_t n, uint32_t v, uint32_t k) {
+    s->trial.count = s->trial.pair_count = 0;
+    for (uint32_t c = 0; c < n; c++) {
+        Row sub, super;
+        crossing_waits(s, &s->crossings.items[refs[c].index], &sub, &super);
+        uint32_t flat = super.count + k, pl = super.lead;
+        for (uint32_t i = 0; i < sub.count; i++) {
+            uint32_t p = i < sub.lead ? i : flat - (sub.count - i); /* its place in the super row read flat */
+            if (p >= pl && p < pl + k) trial_pair(s, sub.dims[i], 0, (Dim){0}, new_axis(p - pl));
+            else trial_pair(s, sub.dims[i], 0, super.dims[p < pl ? p : p - k], 0);
+        }
+    }
+    /* v's value, its k axes as a trailing flank, below each of its upper bounds (row_le). */
+    const ConstraintList *upper = &s->rvars[v].upper;
+    for (uint32_t u = 0; u < upper->count; u++) {
+        Row b = shape_resolve_row(s, upper->items[u].r2);
+        if (!b.var && b.count < k) return false;
+        uint32_t bt = b.var ? b.count - b.lead : b.count;
+        for (uint32_t q = 1; q <= k && q <= bt; q++) trial_pair(s, (Dim){0}, new_axis(k - q), b.dims[b.count - q], 0);
+    }
+    return trial_holds(&s->trial);
+}
+
+/* The fewest axes for v that let the crossings refs[0..n) waiting for it agree. */
+static uint32_t least_axes(ShapeSolver *s, const CrossRef *refs, uint32_t n, uint32_t v) {
+    uint32_t apart = 0;
+    for (uint32_t c = 0; c < n; c++) {
+        Row sub, super;
+        crossing_waits(s, &s->crossings.items[refs[c].index], &sub, &super);
+        uint32_t sl = sub.lead, st = sub.count - sl, pl = super.lead, pt = super.count - pl;
+        uint32_t need = (sl > pl ? sl - pl : 0) + (st > pt ? st - pt : 0);
+        if (need > apart) apart = need;
+    }
+    uint32_t k = 0;
+    while (k < apart && !crossings_fit(s, refs, n, v, k)) k++;
+    return k;
+}
+
+static int cross_ref_order(const void *a, const void *b) {
+    const CrossRef *x = a, *y = b;
+    if (x->var != y->var) return x->var < y->var ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* s->cross_refs: the crossings that still wait, by the variable they wait for; those variables
+ * are marked for this call (waited_for). */
+static void sort_crossings(ShapeSolver *s) {
+    s->cross_stamp++;
+    s->cross_ref_count = 0;
+    for (uint32_t i = 0; i < s->crossings.count; i++) {
+        Row sub, super;
+        if (!crossing_waits(s, &s->crossings.items[i], &sub, &super)) continue;
+        s->rvars[super.var].waited_for = s->cross_stamp;
+        CrossRef r = {.var = super.var, .index = i};
+        ARENA_PUSH(s->arena, s->cross_refs, s->cross_ref_count, s->cross_ref_cap, r);
+    }
+    qsort(s->cross_refs, s->cross_ref_count, sizeof *s->cross_refs, cross_ref_order);
+}
+
+/* Whether no crossing of refs[0..n) has a sub row with a variable that crossings wait for: the
+ * variable they wait for is then chosen on every axis its crossings will bring. */
+static bool crossings_ready(ShapeSolver *s, const CrossRef *refs, uint32_t n) {
+    for (uint32_t c = 0; c < n; c++) {
+        Row sub, super;
+        crossing_waits(s, &s->crossings.items[refs[c].index], &sub, &super);
+        if (sub.var && s->rvars[sub.var].waited_for == s->cross_stamp) return false;
+    }
+    return true;
+}
+
+/* Give variables that crossings wait for their least values; true if any got one.  A variable
+ * is chosen once its crossings are ready (all of them when none is: a cycle, then one variable).
+ * The variables that need axes go first, since their choice is forced and tells the others
+ * more; in one call, only variables whose trials pair none of the same axes, so that no choice
+ * is made blind to another. */
+static bool close_crossings(ShapeSolver *s) {
+    if (!s->crossings.count) return false;
+    sort_crossings(s);
+    uint32_t chosen = 0, count = s->cross_ref_count;
+    CrossRef *refs = s->cross_refs;
+    for (int pass = 0; pass < 2 && !chosen; pass++) {
+        bool forced = false;
+        for (uint32_t g = 0, e; g < count; g = e) {
+            for (e = g + 1; e < count && refs[e].var == refs[g].var;) e++;
+            refs[g].axes = UINT32_MAX;
+            if (pass == 1 || crossings_ready(s, refs + g, e - g)) refs[g].axes = least_axes(s, refs + g, e - g, refs[g].var);
+            forced |= refs[g].axes != UINT32_MAX && refs[g].axes > 0;
+        }
+        for (uint32_t g = 0, e; g < count && !(pass == 1 && chosen); g = e) {
+            for (e = g + 1; e < count && refs[e].var == refs[g].var;) e++;
+            uint32_t v = refs[g].var, k = refs[g].axes;
+            if (k == UINT32_MAX || (forced && k == 0)) continue;
+            crossings_fit(s, refs + g, e - g, v, k); /* the probes of the chosen trial */
+            bool blind = false;
+            for (uint32_t i = 0; i < s->trial.count; i++) {
+                uint32_t key = s->trial.probes[i].key;
+                if (key < s->dvar_count && s->dvars[key].taken == s->cross_stamp) blind = true;
+            }
+            if (blind) continue;
+            for (uint32_t i = 0; i < s->trial.count; i++) {
+                uint32_t key = s->trial.probes[i].key;
+                if (key < s->dvar_count) s->dvars[key].taken = s->cross_stamp;
+            }
+            Row super = shape_resolve_row(s, s->crossings.items[refs[g].index].r2);
+            Dim *dims = arena_alloc(s->arena, (k ? k : 1) * sizeof *dims);
+            for (uint32_t j = 0; j < k; j++) dims[j] = shape_fresh_dim(s, super.origin);
+            s->choosing = true;
+            solve_row_var(s, v, shape_closed_row(s, dims, k, super.origin), s->fallback);
+            s->choosing = false;
+            chosen++;
+        }
+    }
+    return chosen > 0;
 }
 
 typedef struct RowList {
@@ -1711,14 +2011,15 @@ static bool settle(ShapeSolver *s, bool default_rows) {
     return fronts || products || windows || concats;
 }
 
-/* Solve, settling what waits for a fixpoint (with `default_rows`: also the defaults). */
+/* Solve, settling what waits for a fixpoint and then the crossings (with `default_rows`: also the
+ * defaults). */
 static void solve_and_settle(ShapeSolver *s, bool default_rows) {
     shape_solve(s);
-    while (settle(s, false)) shape_solve(s);
+    while (settle(s, false) || close_crossings(s)) shape_solve(s);
     if (!default_rows) return;
     while (settle(s, true)) {
         shape_solve(s);
-        while (settle(s, false)) shape_solve(s);
+        while (settle(s, false) || close_crossings(s)) shape_solve(s);
     }
 }
 

@@ -656,6 +656,70 @@ static void templates(void) {
     shape_solver_free(s);
 }
 
+/* A row inequality whose sub row reaches across the super row's variable (a crossing,
+ * docs/inference.md §3.3, §4.8): it waits for that variable, which closing gives the fewest axes
+ * that let the axes brought together agree. */
+static void crossings(void) {
+    /* relu images ++ "h, w, ..c.. => …": <ρ> lies above ◇·[12,12,3] and equals [h,w]·<c>.  The
+     * row grows by the one axis it lacks, and c takes exactly the axis left over. */
+    ShapeSolver *s = solver();
+    Dim h = shape_fresh_dim(s, 0), w = shape_fresh_dim(s, 0);
+    Row rho = shape_fresh_row(s, 0), c = shape_fresh_row(s, 0);
+    Shape sh = out_shape(rho);
+    shape_add_interior(s, &sh);
+    shape_row_le(s, CLOSED(s, 0, D(12), D(12), D(3)), rho, 0);
+    shape_row_eq(s, rho, open_row(s, (Dim[]){h, w}, 2, c.var, NULL, 0), 0);
+    expect_solve(s, true, "◇·[12,12,3] ⊑ <ρ> = [h,w]·<c> solves");
+    const char *str = shape_row_to_string(s, rho);
+    check(strcmp(str, "[_, _, ..., 3]") == 0, "<c> grows by one axis, the crossing waits", str);
+    expect_close(s, true, "closing the crossing");
+    expect_shape(s, &sh, "12,12,3", "c takes the one axis left over");
+    check(is_ground_dim(s, h, 12, BASIS_DEFAULT) && is_ground_dim(s, w, 12, BASIS_DEFAULT),
+          "h and w meet the first two axes", NULL);
+    shape_solver_free(s);
+
+    /* [3]·◇ and ◇·[3,7] below one row: it is [3,7], the least above both; with [5]·◇, 5 and 3
+     * cannot be one axis, and the variable between them takes one: 5,3,7. */
+    for (int five = 0; five < 2; five++) {
+        s = solver();
+        rho = shape_fresh_row(s, 0);
+        sh = out_shape(rho);
+        shape_add_interior(s, &sh);
+        shape_row_le(s, CLOSED(s, 1, D(five ? 5 : 3)), rho, 0);
+        shape_row_le(s, CLOSED(s, 0, D(3), D(7)), rho, 0);
+        expect_close(s, true, "closing two rows anchored at different ends");
+        expect_shape(s, &sh, five ? "5,3,7" : "3,7", five ? "[5]·◇, ◇·[3,7] ⊑ ρ: 5,3,7" : "[3]·◇, ◇·[3,7] ⊑ ρ: 3,7");
+        shape_solver_free(s);
+    }
+
+    /* Two crossings that share an axis (a4, through the equality with t1): the variable that
+     * needs an axis (3 cannot meet 1_∅) is given it first, and then the other sees a4 = 3 and
+     * takes an axis too.  The other way round, r1 would be emptied first, making a4 = 1_∅ and
+     * leaving t3's 3 nowhere to go. */
+    s = solver();
+    Dim a1 = shape_fresh_dim(s, 0), a2 = shape_fresh_dim(s, 0), a3 = shape_fresh_dim(s, 0);
+    Dim a4 = shape_fresh_dim(s, 0), a5 = shape_fresh_dim(s, 0), a6 = shape_fresh_dim(s, 0);
+    Row r1 = shape_fresh_row(s, 0), r2 = shape_fresh_row(s, 0), r3 = shape_fresh_row(s, 0), r4 = shape_fresh_row(s, 0);
+    Row t0 = open_row(s, (Dim[]){U(), a1, a2}, 3, r1.var, NULL, 0);
+    Row t1 = open_row(s, (Dim[]){a3}, 1, r2.var, (Dim[]){a4, U()}, 2);
+    Row t2 = open_row(s, (Dim[]){U()}, 1, r3.var, NULL, 0);
+    Row t3 = CLOSED(s, 0, D(3), U());
+    Shape s0 = out_shape(t0), s1 = out_shape(t1), s2 = out_shape(t2), s3 = out_shape(t3);
+    shape_add_interior(s, &s0);
+    shape_add_interior(s, &s1);
+    shape_add_interior(s, &s2);
+    shape_add_interior(s, &s3);
+    shape_row_le(s, t1, t0, 0);
+    shape_row_le(s, t2, t1, 0);
+    shape_row_le(s, t3, t2, 0);
+    shape_row_eq(s, t1, CLOSED(s, 1, a2, a4, a5), 0);
+    shape_row_eq(s, open_row(s, (Dim[]){a6, D(5), a2}, 3, r4.var, (Dim[]){D(4)}, 1), t0, 0);
+    expect_close(s, true, "two crossings sharing an axis close");
+    expect_shape(s, &s0, "1,5,1,3,4", "t0 takes one axis for the 3 below it");
+    expect_shape(s, &s2, "1,3,1", "t2 takes one axis for the 3 below it");
+    shape_solver_free(s);
+}
+
 static void rank_mismatches(void) {
     ShapeSolver *s = solver();
     Row rho = shape_fresh_row(s, 0);
@@ -2135,6 +2199,7 @@ int main(void) {
     forgotten_hidden_dimension();
     interior_residue();
     templates();
+    crossings();
     rank_mismatches();
     rank_cycles();
     watch(30, "the worked examples");
