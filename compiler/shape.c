@@ -1519,10 +1519,12 @@ static void report_param_unsized(ShapeSolver *s, Registered *r) {
 
 /* Whether a path of edges upward from v reaches an unsolved variable that nothing bounds (no
  * LUB, no at-least size above 1).  That variable will take the least value, 1_∅, and so must
- * everything below it, however bounded it is on another path. */
-static bool dim_hole_above(ShapeSolver *s, uint32_t v) {
+ * everything below it, however bounded it is on another path.  *need: the largest at-least
+ * size of the variables reached (0 when none has one). */
+static bool dim_hole_above(ShapeSolver *s, uint32_t v, uint32_t *need) {
     uint32_t count = 0;
     bool hole = false;
+    *need = 0;
     s->search++;
     s->dvars[v].visited = s->search;
     ARENA_PUSH(s->arena, s->hole_stack, count, s->hole_stack_cap, v);
@@ -1533,6 +1535,7 @@ static bool dim_hole_above(ShapeSolver *s, uint32_t v) {
             Dim sub = shape_resolve_dim(s, info->edges.items[i].d1), super = shape_resolve_dim(s, info->edges.items[i].d2);
             if (sub.var != w || !super.var || s->dvars[super.var].visited == s->search) continue;
             s->dvars[super.var].visited = s->search;
+            if (s->dvars[super.var].at_least > *need) *need = s->dvars[super.var].at_least;
             if (!s->dvars[super.var].has_lub && s->dvars[super.var].at_least <= 1) hole = true;
             else ARENA_PUSH(s->arena, s->hole_stack, count, s->hole_stack_cap, super.var);
             info = &s->dvars[w];
@@ -1545,10 +1548,16 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     DimVarInfo *info = &s->dvars[v];
     /* v ⊑ … ⊑ w for an unsolved w that nothing bounds: a hole in v's bound (as for rows), so v
      * takes the least value; committing v to its own bound would leave w below it. */
-    if (dim_hole_above(s, v)) {
+    uint32_t need;
+    if (dim_hole_above(s, v, &need)) {
         *hole = true;
         return dim_unit(s->fallback);
     }
+    /* An axis above must be larger than v's bound (an at-least size, from a fixed index): v at
+     * its bound would force that axis to the bound's size, so v takes the least value, which
+     * lies below both. */
+    info = &s->dvars[v];
+    if (info->has_lub && need > info->lub.size) return dim_unit(info->lub.origin);
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
     if (info->unit_below) return dim_unit(info->unit_below);
