@@ -220,6 +220,7 @@ struct ShapeSolver {
     bool committing;   /* mark constraints queued from now on as closing's choices */
     bool choosing;     /* the variables solved now are closing's choices (Binding.closed) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
+    OriginId fallback_open; /* the same, for a dim that had a bound but also a use that leaves it open */
     uint32_t stamp;    /* closing: the current bound collection */
     uint32_t visits;   /* closing: visit numbers handed out in this collection */
     uint32_t *component_stack; /* closing: collect_row_bounds' variables of open components */
@@ -252,6 +253,7 @@ ShapeSolver *shape_solver_new(void) {
     ARENA_PUSH(arena, s->dvars, s->dvar_count, s->dvar_cap, dv); /* variable 0 means "none" */
     ARENA_PUSH(arena, s->rvars, s->rvar_count, s->rvar_cap, rv);
     s->fallback = shape_origin(s, (Span){0, 0, 0}, "closing: nothing determined this size");
+    s->fallback_open = shape_origin(s, (Span){0, 0, 0}, "closing: a use left this size open");
     return s;
 }
 
@@ -528,10 +530,14 @@ static char *dim_to_string(ShapeSolver *s, Dim d) {
 
 /* ---- Errors -------------------------------------------------------------------------------- */
 
+/* Whether a dim's origin is closing's fallback: the least value, given where nothing else could
+ * be (fallback_open: although a use bounded it, another left it open). */
+static bool is_fallback(const ShapeSolver *s, OriginId o) { return o == s->fallback || o == s->fallback_open; }
+
 static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
-    if (o == 0 || o == s->fallback) return;
+    if (o == 0 || is_fallback(s, o)) return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -1551,7 +1557,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
     uint32_t need;
     if (dim_hole_above(s, v, &need)) {
         *hole = true;
-        return dim_unit(s->fallback);
+        return dim_unit(s->dvars[v].has_lub ? s->fallback_open : s->fallback);
     }
     /* An axis above must be larger than v's bound (an at-least size, from a fixed index): v at
      * its bound would force that axis to the bound's size, so v takes the least value, which
@@ -2080,8 +2086,8 @@ bool shape_close(ShapeSolver *s) {
         for (int k = 0; k < ROW_KINDS; k++) {
             Row r = shape_resolve_row(s, reg->shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {
-                if (r.dims[j].origin == s->fallback) {
-                    report_param_hole(s, reg, k, true, false);
+                if (is_fallback(s, r.dims[j].origin)) {
+                    report_param_hole(s, reg, k, true, r.dims[j].origin == s->fallback_open);
                     break;
                 }
             }
@@ -2242,8 +2248,10 @@ static void explain_step(ShapeSolver *s, FILE *out, bool row, OriginId made, con
     if (b->why == *last && !b->closed) return; /* the same constraint again, one level in */
     *last = b->why;
     fprintf(out, "    <- %s of %s,\n", row ? "the row variable" : "the size variable", s->origins[made].what);
-    if (b->closed && b->why == s->fallback) {
-        fputs("       left free by every constraint: closing committed it to the least value\n", out);
+    if (b->closed && is_fallback(s, b->why)) {
+        fputs(b->why == s->fallback ? "       left free by every constraint: closing committed it to the least value\n"
+                                    : "       bounded by a use but left open by another: closing committed it to the least value\n",
+              out);
         return;
     }
     fputs(b->closed ? "       committed by closing to the bound its uses gave it: " : "       bound by ", out);
@@ -2260,8 +2268,10 @@ static void explain_dim(ShapeSolver *s, FILE *out, Dim d, OriginId *last) {
         explain_step(s, out, false, d.origin, &info->bound, last);
         d = info->bound.dim;
     }
-    if (d.origin == 0 || d.origin == s->fallback) {
-        fputs("    = 1: no constraint sized it; the closing policy made it the claim-free unit\n", out);
+    if (d.origin == 0 || is_fallback(s, d.origin)) {
+        fputs(d.origin == s->fallback_open ? "    = 1: a use left it open; the closing policy made it the claim-free unit\n"
+                                           : "    = 1: no constraint sized it; the closing policy made it the claim-free unit\n",
+              out);
         return;
     }
     fprintf(out, "    = %s: ", dim_to_string(s, d));
