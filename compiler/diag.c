@@ -270,7 +270,10 @@ static unsigned seen_count;
 static bool suppressing;
 static uint64_t next_salt;
 
+static bool drop_next;
+
 void diag_dedupe_salt(uint64_t salt) { next_salt = salt; }
+void diag_drop_next(void) { drop_next = true; }
 
 static bool already_reported(Span span, const char *fmt, va_list ap) {
     char msg[2048];
@@ -292,7 +295,8 @@ static bool already_reported(Span span, const char *fmt, va_list ap) {
 static void emit(DiagLevel level, Span span, const char *fmt, va_list ap) {
     FILE *out = stream();
     if (level == DIAG_NOTE && suppressing) return;
-    suppressing = level == DIAG_ERROR && already_reported(span, fmt, ap);
+    suppressing = level == DIAG_ERROR && (drop_next || already_reported(span, fmt, ap));
+    if (level == DIAG_ERROR) drop_next = false;
     if (suppressing) return;
     static const char *const level_names[] = {"error", "warning", "note"};
     const Source *s = source_get(span.file);

@@ -57,6 +57,9 @@ void diag_set_max_errors(unsigned max); /* after this many, stop with "too many 
 /* An error repeating one already reported (same span, same words) is dropped with its notes;
  * a salt set here makes the next error distinct (e.g. the same failure in another call). */
 void diag_dedupe_salt(uint64_t salt);
+/* The next error, with its notes, is not reported: the caller knows it follows from one already
+ * reported (it still counts as an error). */
+void diag_drop_next(void);
 
 /* Of `count` candidate names, the one closest to `name` (a misspelling) by edit distance, for a
  * "did you mean …?" note: at most one edit (insertion, deletion, substitution or a swap of two

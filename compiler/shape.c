@@ -109,6 +109,8 @@ typedef struct Origin {
     Span call;             /* the application of a user function this came from, if any */
     const char *call_name;
     const CallFrame *calls; /* --explain: every application in progress, innermost first */
+    bool cycled;           /* a constraint that failed with a row-rank cycle: what closing the
+                            * rows it left open does to it again is not reported */
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
@@ -243,7 +245,7 @@ ShapeSolver *shape_solver_new(void) {
     Arena *arena = arena_new();
     ShapeSolver *s = arena_alloc(arena, sizeof *s);
     s->arena = arena;
-    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL, NULL};
+    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL, NULL, false};
     ARENA_PUSH(arena, s->origins, s->origin_count, s->origin_cap, none);
     const char *none_name = "", *default_name = "default";
     ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, none_name);
@@ -277,7 +279,7 @@ void shape_pop_call(ShapeSolver *s) {
 }
 
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
-    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls};
+    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -557,6 +559,7 @@ static void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId sid
     va_end(ap);
     s->errors++;
     const Origin *o = &s->origins[why];
+    if (o->cycled) diag_drop_next();
     /* The same constraint of a function body may fail in several applications: it is one
      * error when both sides come from the same places (the body's own literals), and one per
      * application when they differ (the arguments). */
@@ -808,6 +811,7 @@ static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
              as, bs);
     note_origin(s, a.origin, "axes %s come from", as);
     note_origin(s, b.origin, "axes %s come from", bs);
+    s->origins[why].cycled = true;
 }
 
 /* &r.dims[i], or NULL for a row without dims (pointer arithmetic on NULL is undefined). */
@@ -1013,6 +1017,7 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
                          s->row_dims == 1 ? "is" : "es");
             note_origin(s, sub.origin, "axes %s come from", shape_row_to_string(s, sub));
             note_origin(s, super.origin, "axes %s come from", shape_row_to_string(s, super));
+            s->origins[why].cycled = true;
             return;
         }
         Dim *fresh = arena_alloc(s->arena, (xl + xt) * sizeof *fresh);
