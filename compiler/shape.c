@@ -1453,11 +1453,22 @@ static void visit_row_bounds(ShapeSolver *s, uint32_t v) {
     first--;
     RowList *bounds = info->own;
     for (uint32_t k = first + 1; k < s->component_count; k++) merge_bounds(s, bounds, s->rvars[s->component_stack[k]].own);
+    for (uint32_t k = first; k < s->component_count; k++) s->rvars[s->component_stack[k]].memo_stamp = s->stamp;
+    /* The members are equal in every solution (ρ1 ⊑ ρ2 ⊑ ρ1).  A bound that holds a member,
+     * X·<ρ2> above ρ1, is ρ ⊑ X·<ρ>: it cannot be a value to commit to (it contains the
+     * variable), and it holds for ρ = [], so it bounds nothing here; it stays a constraint of
+     * the variable, checked against the value the component takes. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < bounds->count; i++) {
+        uint32_t u = bounds->items[i].var;
+        if (u && s->rvars[u].on_stack && s->rvars[u].memo_stamp == s->stamp) continue;
+        bounds->items[kept++] = bounds->items[i];
+    }
+    bounds->count = kept;
     for (uint32_t k = first; k < s->component_count; k++) {
         RowVarInfo *member = &s->rvars[s->component_stack[k]];
         member->on_stack = false;
         member->memo = bounds;
-        member->memo_stamp = s->stamp;
     }
     s->component_count = first;
 }

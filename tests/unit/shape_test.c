@@ -1185,7 +1185,30 @@ static void add_grown_case(ShapeSolver *s, Row *r, Dim *d, int order) {
     (void)d;
 }
 
+/* A cycle of row variables (ρ2 ⊑ ρ1 ⊑ ρ2: equal in every solution) with a bound that holds one
+ * of them, ρ2 ⊑ [3]·<ρ1>: that bound is ρ ⊑ [3]·<ρ>, no value to commit the cycle to (closing
+ * used to commit ρ2 up to it and report a row-rank cycle); the leaf cycle closes to the empty
+ * row, which satisfies it.  (The random property tests' minimised seed 0x116c9d4e of base
+ * 0x11110000.) */
+static void cycle_with_self_bound(void) {
+    ShapeSolver *s = solver();
+    Row r1 = shape_fresh_row(s, 0), r2 = shape_fresh_row(s, 0);
+    Shape leaf = out_shape(r2), in = out_shape(r1);
+    shape_add_leaf(s, &leaf, LEAF_CONSTANT, "t2", 0);
+    shape_add_interior(s, &in);
+    shape_row_le(s, r2, r1, 0);
+    shape_row_le(s, r2, open_row(s, (Dim[]){D(3)}, 1, r1.var, NULL, 0), 0);
+    shape_set_contracting(s, true);
+    shape_row_le(s, r1, r2, 0);
+    shape_set_contracting(s, false);
+    expect_close(s, true, "closing ρ2 ⊑ ρ1 ⊑ ρ2, ρ2 ⊑ [3]·<ρ1>");
+    expect_row(s, r2, "[]", "the cycle closes to the empty row");
+    expect_row(s, r1, "[]", "both variables of the cycle are empty");
+    shape_solver_free(s);
+}
+
 static void closing_regressions(void) {
+    cycle_with_self_bound();
     order_pair("a leaf dim below an unbounded leaf dim closes to the hole value", add_dim_hole_case, 1);
     order_pair("template growth waits for the equalities: a flat super row lets flanks overlap",
                add_anchor_case, 1);
