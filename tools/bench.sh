@@ -100,6 +100,16 @@ if rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
         rev="$rev + uncommitted changes to compiler/runtime"
     info "source $rev"
 fi
+# OpenBLAS pinned by the environment to kernels without AVX-512 on a CPU that has it (some
+# machines set OPENBLAS_CORETYPE=Haswell) runs at about half this CPU's peak, while tsrc uses
+# AVX-512: the ratios against OpenBLAS, NumPy and PyTorch would not be like for like.
+case $avx512:$OPENBLAS_CORETYPE in
+    yes:[Ss][Kk][Yy][Ll][Aa][Kk][Ee][Xx] | yes:[Cc][Oo][Oo][Pp][Ee][Rr][Ll][Aa][Kk][Ee] | yes:[Ss][Aa][Pp][Pp][Hh][Ii][Rr][Ee]* | no:*) ;;
+    *) echo "bench: warning: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (from the environment) gives OpenBLAS" \
+            "kernels without AVX-512 on this AVX-512 CPU; for a like-for-like comparison run with" \
+            "OPENBLAS_CORETYPE=SkylakeX"
+       info "OpenBLAS kernels pinned by the environment to $OPENBLAS_CORETYPE (no AVX-512) on an AVX-512 CPU" ;;
+esac
 load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 info "load average at start $load"
 case $load in
