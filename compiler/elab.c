@@ -1468,6 +1468,16 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             for (uint32_t a = pos; a < count; a++)
                 if (!args[a].label) rest++;
             if (rest == 0 || result->kind == V_ERROR) return result;
+            /* A %cd function's body is code, run where the routine runs it: there is no
+             * function it returns to take the rest (and applying the code again would go on
+             * without end). */
+            if (c->code) {
+                uint32_t extra = pos;
+                while (args[extra].label) extra++;
+                return fail(args[extra].span, "%s is given %u argument%s more than it takes: a %%cd function returns "
+                            "no function to take %s", c->fn_name ? c->fn_name : "this function", rest,
+                            rest == 1 ? "" : "s", rest == 1 ? "it" : "them");
+            }
             Arg *more = arena_alloc(e->arena, rest * sizeof *more);
             uint32_t m = 0;
             for (uint32_t a = pos; a < count; a++)
