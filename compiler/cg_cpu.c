@@ -69,8 +69,7 @@ static LLVMValueRef emit_kernel(Cpu *c, const IrFunction *fn, const Kernel *k, c
     for (uint32_t i = 0; i < k->buffer_count + (literals != NULL); i++) cgl_set_attr(g, f, 4 + i, "noalias"); /* 1-based */
     if (literals) {
         cgl_set_attr(g, f, 4 + k->buffer_count, "readonly");
-        g->literals = LLVMGetParam(f, 3 + k->buffer_count);
-        g->lifted_count = 0;
+        cgl_lift_literals(g, LLVMGetParam(f, 3 + k->buffer_count));
     }
     if (c->opt->target->vector_floats * 32 > 256) /* keep 512-bit vectors whole on CPUs that prefer 256 */
         LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", "512");
@@ -82,22 +81,7 @@ static LLVMValueRef emit_kernel(Cpu *c, const IrFunction *fn, const Kernel *k, c
     cgl_kernel_body(g, fn, k, LLVMGetParam(f, 0), LLVMGetParam(f, 1), LLVMGetParam(f, 2), buffers);
     LLVMBuildRetVoid(g->b);
     free(buffers);
-    if (literals) {
-        *literals = LLVMConstPointerNull(g->ptr);
-        if (g->lifted_count) {
-            LLVMValueRef *v = calloc(g->lifted_count, sizeof *v);
-            if (!v) diag_fatal_oom();
-            for (uint32_t i = 0; i < g->lifted_count; i++) v[i] = LLVMConstReal(g->f32, g->lifted[i]);
-            LLVMValueRef init = LLVMConstArray2(g->f32, v, g->lifted_count);
-            free(v);
-            *literals = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->ir->arena, "%s.literals", name));
-            LLVMSetInitializer(*literals, init);
-            LLVMSetGlobalConstant(*literals, 1);
-            LLVMSetLinkage(*literals, LLVMPrivateLinkage);
-            LLVMSetUnnamedAddress(*literals, LLVMGlobalUnnamedAddr);
-        }
-        g->literals = NULL;
-    }
+    if (literals) *literals = cgl_lifted_table(g, arena_printf(g->ir->arena, "%s.literals", name));
     return f;
 }
 

@@ -373,6 +373,27 @@ static LLVMValueRef literal(CgLlvm *g, float v) {
     return LLVMBuildLoad2(g->b, g->f32, LLVMBuildInBoundsGEP2(g->b, g->f32, g->literals, idx, 1, ""), "");
 }
 
+void cgl_lift_literals(CgLlvm *g, LLVMValueRef table) {
+    g->literals = table;
+    g->lifted_count = 0;
+}
+
+LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name) {
+    g->literals = NULL;
+    if (!g->lifted_count) return LLVMConstPointerNull(g->ptr);
+    LLVMValueRef *v = calloc(g->lifted_count, sizeof *v);
+    if (!v) diag_fatal_oom();
+    for (uint32_t i = 0; i < g->lifted_count; i++) v[i] = LLVMConstReal(g->f32, g->lifted[i]);
+    LLVMValueRef init = LLVMConstArray2(g->f32, v, g->lifted_count);
+    free(v);
+    LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(table, init);
+    LLVMSetGlobalConstant(table, 1);
+    LLVMSetLinkage(table, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(table, LLVMGlobalUnnamedAddr);
+    return table;
+}
+
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST: return literal(g, (float)e->value);

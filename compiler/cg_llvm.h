@@ -40,7 +40,7 @@ typedef struct CgLlvm {
     unsigned lanes;
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */
     bool libdevice;         /* transcendentals call CUDA's libdevice (__nv_expf), not libm */
-    /* Lifted literals (cg_cpu.c, long programs): with `literals` set (a pointer to floats, a
+    /* Lifted literals (cgl_lift_literals; cg_cpu.c, long programs): with `literals` set (a pointer to floats, a
      * parameter of the kernel), each literal the kernel's code holds is read from that table,
      * one slot per literal emitted, in order, instead of being an immediate; its values collect
      * in `lifted`.  Kernels that differ only in their literals are then the same code. */
@@ -69,6 +69,13 @@ void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);
  * [lo, hi) when the kernel is one loop. */
 void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,
                      LLVMValueRef symbols, const LLVMValueRef *buffers);
+
+/* Lifting literals: from cgl_lift_literals on, each literal the kernel's code holds is a load
+ * from `table` (a parameter of the kernel being emitted, a pointer to floats), one slot per
+ * literal emitted; cgl_lifted_table then ends the lifting and returns the constant array to
+ * pass as `table` (`name` its symbol), or a null pointer when the code held no literal. */
+void cgl_lift_literals(CgLlvm *g, LLVMValueRef table);
+LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name);
 
 /* Verify the module, merge functions of identical code (with `merge_identical`: the copies'
  * callers call one function, which is then not inlined), run the `default<On>` pipeline for
