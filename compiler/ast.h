@@ -34,6 +34,7 @@ typedef struct NodeList {
     X(NODE_STRING,      "string",      "text, len; spec when used as a spec")              \
     X(NODE_BOOL,        "bool",        "ival (0 or 1)")                                    \
     X(NODE_UNIT,        "unit",        "-")                                                \
+    X(NODE_RUNTIME_SIZE, "runtime-size", "- (`?`: a size known when the program runs)")     \
     X(NODE_VAR,         "var",         "name")                                             \
     X(NODE_MODULE,      "module",      "name (a capitalised module name)")                 \
     X(NODE_FIELD,       "field",       "a (object), name")                                 \

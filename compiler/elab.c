@@ -1261,7 +1261,9 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
 
 /* ---- Sizes (`o = [ … ]` fields, `input`) ---------------------------------------------------- */
 
-static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, Row *out) {
+/* `runtime`: a size may be `?` (an input's). */
+static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, bool runtime,
+                       Row *out) {
     if (n->kind != NODE_LIST) {
         diag_error(n->span, "'%s' takes a list of sizes, e.g. %s = [ 16 ]", field, field);
         return false;
@@ -1278,6 +1280,14 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
         } else if (item->kind == NODE_ANNOT) {
             basis = shape_basis(e->solver, item->name);
             item = item->a;
+        }
+        if (item->kind == NODE_RUNTIME_SIZE && runtime) {
+            if (basis != BASIS_DEFAULT) {
+                diag_error(n->list.items[i]->span, "a run-time size '?' cannot carry a basis in this version");
+                return false;
+            }
+            dims[i] = shape_runtime_dim(e->solver, origin(e, item->span, "the run-time size written for '%s'", tensor));
+            continue;
         }
         Value *v = eval(e, item, env, MODE_VALUE);
         if (v->kind == V_ERROR) return false;
@@ -1304,7 +1314,7 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
 }
 
 /* Parse the size fields of a record (first field excluded).  given[k] says which rows. */
-static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Row rows[ROW_KINDS],
+static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, bool runtime, Row rows[ROW_KINDS],
                          bool given[ROW_KINDS]) {
     for (int k = 0; k < ROW_KINDS; k++) given[k] = false;
     for (uint32_t i = 1; i < rec->list.count; i++) {
@@ -1324,7 +1334,7 @@ static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor,
             diag_error(f->span, "field '%s' needs a list of sizes, e.g. %s = [ 16 ]", f->name, f->name);
             return false;
         }
-        if (!eval_sizes(e, f->a, env, f->name, tensor, &rows[k])) return false;
+        if (!eval_sizes(e, f->a, env, f->name, tensor, runtime, &rows[k])) return false;
         given[k] = true;
     }
     return true;
@@ -1339,7 +1349,7 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
     const Node *first = rec->list.items[0];
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, rows, given)) return &error_value;
+    if (!record_sizes(e, rec, env, first->name, false, rows, given)) return &error_value;
     Tensor *t = new_tensor(e, TENSOR_PARAM, rec->span);
     t->name = first->name;
     OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
@@ -2476,6 +2486,9 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
     case NODE_FLOAT: return float_value(e, n->fval);
     case NODE_BOOL: return bool_value(e, n->ival != 0);
     case NODE_UNIT: return &unit_value;
+    case NODE_RUNTIME_SIZE:
+        return fail(n->span, "'?' (a size known when the program runs) is only written as a size of an 'input' "
+                    "declaration, e.g. input { x; b = [?]; o = [784] }");
     case NODE_STRING: {
         Value *v = new_value(e, V_STRING);
         v->as.str.text = n->text;
@@ -2815,7 +2828,7 @@ static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
     }
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, rows, given)) return NULL;
+    if (!record_sizes(e, rec, env, first->name, false, rows, given)) return NULL;
     Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
     t->name = first->name;
     OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
@@ -3532,7 +3545,7 @@ static void elab_item(Elab *e, const Node *item) {
         }
         Row rows[ROW_KINDS];
         bool given[ROW_KINDS];
-        if (!record_sizes(e, rec, e->globals, first->name, rows, given)) break;
+        if (!record_sizes(e, rec, e->globals, first->name, true, rows, given)) break;
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
         Shape none = closed_shape(e, rec->span, arena_printf(e->arena, "input '%s'", first->name));
         for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : none.rows[k];
@@ -3705,6 +3718,29 @@ static void check_cell_counts(Elab *e) {
     }
 }
 
+/* Once shapes are closed: a parameter is made and initialised when the state is, so none of its
+ * axes may be a run-time size (docs/inference.md §4.9). */
+static void check_runtime_parameters(Elab *e) {
+    Program *p = e->program;
+    if (!shape_runtime_count(e->solver)) return;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        Tensor *t = p->tensors[i];
+        if (t->kind != TENSOR_PARAM) continue;
+        Shape s = shape_resolve(e->solver, &t->shape);
+        for (int k = 0; k < ROW_KINDS; k++)
+            for (uint32_t j = 0; j < s.rows[k].count; j++) {
+                Dim d = s.rows[k].dims[j];
+                if (!d.runtime) continue;
+                const char *name = t->shown ? t->shown : t->name;
+                diag_error(t->span, "parameter '%s' of shape %s has a run-time size: a parameter's sizes must be known "
+                           "at compile time", name, shape_to_string(e->solver, &t->shape));
+                diag_note(shape_origin_span(e->solver, d.origin), "the run-time size comes from here");
+                k = ROW_KINDS;
+                break;
+            }
+    }
+}
+
 Program *elaborate(Module *module, const ElabOptions *options) {
     Arena *arena = arena_new();
     Program *p = arena_alloc(arena, sizeof *p);
@@ -3752,6 +3788,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
         settle_paddings(&e);
         fill_dim_readings(&e);
         check_cell_counts(&e);
+        check_runtime_parameters(&e);
     }
     return p;
 }

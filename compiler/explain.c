@@ -19,6 +19,12 @@
 static const char *kind_names[ROW_KINDS] = {[ROW_BATCH] = "batch", [ROW_INPUT] = "input", [ROW_OUTPUT] = "output"};
 
 /* Memory-order axis `a` of `sh` (batch, output, input) as "input axis 2". */
+/* A loop's extent: a number, or `?` for a run-time size. */
+static void print_size(FILE *out, uint64_t n) {
+    if (size_is_runtime(n)) fputc('?', out);
+    else fprintf(out, "%llu", (unsigned long long)n);
+}
+
 static void print_axis_name(FILE *out, const Shape *sh, uint32_t a) {
     static const RowKind memory[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
     for (int m = 0; m < ROW_KINDS; m++) {
@@ -81,7 +87,11 @@ static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment 
     Shape lhs = shape_resolve(solver, &a->lhs.node.tensor->shape);
     fputs("    loops:", out);
     if (!p->iter_count) fputs(" none (a single cell)", out);
-    for (uint32_t it = 0; it < p->iter_count; it++) fprintf(out, " i%u (%llu)", it, (unsigned long long)p->iter_size[it]);
+    for (uint32_t it = 0; it < p->iter_count; it++) {
+        fprintf(out, " i%u (", it);
+        print_size(out, p->iter_size[it]);
+        fputc(')', out);
+    }
     fputc('\n', out);
     uint32_t summed = 0;
     for (uint32_t it = 0; it < p->iter_count; it++) {
@@ -93,9 +103,10 @@ static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment 
         }
         if (written) continue;
         summed++;
-        fprintf(out, "    i%u (%llu) is %s: the written side's index map does not use it; it indexes ", it,
-                (unsigned long long)p->iter_size[it], a->accum == ACC_NONE ? "not summed but overwritten (the last wins)"
-                                                                          : "reduced");
+        fprintf(out, "    i%u (", it);
+        print_size(out, p->iter_size[it]);
+        fprintf(out, ") is %s: the written side's index map does not use it; it indexes ",
+                a->accum == ACC_NONE ? "not summed but overwritten (the last wins)" : "reduced");
         print_uses(out, solver, a, it);
         fputc('\n', out);
     }

@@ -527,7 +527,8 @@ static const char *describe_expected(ParseState *ps, int *tokens, int n) {
         parts[count++] = "an expression";
         n = DROP(tokens, n, TK_IDENT, TK_UIDENT, TK_INT, TK_FLOAT, TK_STRING, TK_TRUE, TK_FALSE, TK_LPAREN,
                  TK_LBRACKET, TK_LBRACKBAR, TK_LBRACE, TK_CD_OPEN, TK_PREFIXOP, TK_TILDE_TILDE, TK_MINUS,
-                 TK_LET, TK_FUN, TK_IF, TK_FOR, TK_TILDE_NAME, TK_TILDE_LABEL, TK_QUEST_NAME, TK_QUEST_LABEL);
+                 TK_LET, TK_FUN, TK_IF, TK_FOR, TK_TILDE_NAME, TK_TILDE_LABEL, TK_QUEST_NAME, TK_QUEST_LABEL,
+                 TK_QUESTION);
     }
     if (has(tokens, n, TK_ADDOP)) {
         parts[count++] = "an operator";

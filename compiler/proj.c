@@ -52,7 +52,7 @@ void proj_shape_dims(const Shape *s, uint64_t *dims) {
     uint32_t n = 0;
     for (int k = 0; k < ROW_KINDS; k++) {
         const Row *r = &s->rows[memory_order[k]];
-        for (uint32_t j = 0; j < r->count; j++) dims[n++] = r->dims[j].size;
+        for (uint32_t j = 0; j < r->count; j++) dims[n++] = dim_extent(r->dims[j]);
     }
 }
 
@@ -511,7 +511,7 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
         for (int k = 0; k < ROW_KINDS; k++) {
             const Row *r = &p->shapes[s].rows[memory_order[k]];
             for (uint32_t j = 0; j < r->count; j++, n++) {
-                d.size[n] = r->dims[j].size;
+                d.size[n] = dim_extent(r->dims[j]);
                 d.unit[n] = r->dims[j].size == 1 && r->dims[j].basis == BASIS_NONE;
             }
         }

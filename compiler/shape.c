@@ -73,6 +73,8 @@ typedef struct DimVarInfo {
     bool committed;       /* closing: a value was chosen in this round */
     Binding bound;        /* --explain: how it was solved (value is compressed, this is not) */
     OriginId unit_below;  /* a claim-free unit 1_∅ met it from below (its origin), or 0 */
+    OriginId runtime;     /* a run-time size `?` became this variable (a declaration's origin):
+                           * claimful, like an at-least size above 1 */
     uint32_t taken;       /* close_crossings: a value chosen in this call pairs it (= cross_stamp) */
 } DimVarInfo;
 
@@ -174,6 +176,22 @@ typedef struct CrossRef {
     uint32_t axes;       /* the first of a variable's: its least axes, or UINT32_MAX if not ready */
 } CrossRef;
 
+/* A run-time size written (shape_runtime_dim), and a class of them after closing. */
+typedef struct RuntimeDecl {
+    uint32_t var;
+    OriginId origin;
+} RuntimeDecl;
+
+typedef struct RuntimeClass {
+    OriginId *decls;   /* after shape_close: the declarations that became this class */
+    uint32_t decl_count, decl_cap;
+    uint32_t min;      /* the least size an index fixed in a spec needs */
+    OriginId min_why;
+    bool bound;        /* closing met it with another size: it is `value` (a compile-time size, or
+                        * another class) */
+    Dim value;
+} RuntimeClass;
+
 typedef struct Registered {
     Shape shape;
     bool leaf;
@@ -232,6 +250,11 @@ struct ShapeSolver {
     uint32_t *hole_stack; /* closing: dim_hole_above's work list, reused */
     uint32_t hole_stack_cap;
     ConstraintList emitted; /* every constraint added from outside, for shape_verify */
+    RuntimeDecl *runtime_decls; /* every `?` written (shape_runtime_dim) */
+    uint32_t runtime_decl_count, runtime_decl_cap;
+    RuntimeClass *runtimes;     /* the classes shape_close made, from 1 ([0] unused) */
+    OriginId runtime_why;       /* why a class's variable became its ground size (for --explain) */
+    uint32_t runtime_count, runtime_cap;
     uint32_t inside;        /* > 0 while solving or closing: constraints queued are derived */
 };
 
@@ -321,6 +344,27 @@ Dim dim_unit(OriginId origin) { return dim_ground(1, BASIS_NONE, origin); }
 
 static bool dim_is_unit(Dim d) { return d.var == 0 && d.basis == BASIS_NONE; }
 
+Dim shape_runtime_dim(ShapeSolver *s, OriginId origin) {
+    Dim d = shape_fresh_dim(s, origin);
+    s->dvars[d.var].runtime = origin;
+    RuntimeDecl decl = {.var = d.var, .origin = origin};
+    ARENA_PUSH(s->arena, s->runtime_decls, s->runtime_decl_count, s->runtime_decl_cap, decl);
+    return d;
+}
+
+uint32_t shape_runtime_count(const ShapeSolver *s) { return s->runtime_count ? s->runtime_count - 1 : 0; }
+
+const OriginId *shape_runtime_decls(const ShapeSolver *s, uint32_t k, uint32_t *count) {
+    *count = s->runtimes[k].decl_count;
+    return s->runtimes[k].decls;
+}
+
+uint32_t shape_runtime_min(const ShapeSolver *s, uint32_t k) { return s->runtimes[k].min; }
+
+/* A variable that cannot take the claim-free unit: an at-least size above 1, or a run-time size.
+ * Below an atom it is that atom, and below another variable it equals it. */
+static bool dim_var_claimful(const DimVarInfo *info) { return info->at_least > 1 || info->runtime; }
+
 Dim shape_fresh_dim(ShapeSolver *s, OriginId origin) {
     DimVarInfo info = {0};
     ARENA_PUSH(s->arena, s->dvars, s->dvar_count, s->dvar_cap, info);
@@ -372,10 +416,14 @@ Row shape_row_prepend(ShapeSolver *s, const Dim *dims, uint32_t count, Row row) 
 
 /* ---- Resolution (substitution of solved variables) ----------------------------------------- */
 
+/* Whether d is a ground run-time size whose class closing bound to another size. */
+static bool runtime_bound(const ShapeSolver *s, Dim d) { return d.var == 0 && d.runtime && s->runtimes[d.runtime].bound; }
+
 Dim shape_resolve_dim(ShapeSolver *s, Dim d) {
-    if (d.var == 0) return d;
+    if (d.var == 0 && !runtime_bound(s, d)) return d;
     Dim cur = d;
-    while (cur.var && s->dvars[cur.var].solved) cur = s->dvars[cur.var].value;
+    while ((cur.var && s->dvars[cur.var].solved) || runtime_bound(s, cur))
+        cur = cur.var ? s->dvars[cur.var].value : s->runtimes[cur.runtime].value;
     /* Path compression: every variable on the chain now points at the end. */
     Dim walk = d;
     while (walk.var && s->dvars[walk.var].solved) {
@@ -389,7 +437,7 @@ Dim shape_resolve_dim(ShapeSolver *s, Dim d) {
 Row shape_resolve_row(ShapeSolver *s, Row r) {
     bool changed = r.var && s->rvars[r.var].solved;
     for (uint32_t i = 0; i < r.count && !changed; i++)
-        if (r.dims[i].var && s->dvars[r.dims[i].var].solved) changed = true;
+        if ((r.dims[i].var && s->dvars[r.dims[i].var].solved) || runtime_bound(s, r.dims[i])) changed = true;
     if (!changed) return r;
     Row inner = (Row){0};
     bool splice = r.var && s->rvars[r.var].solved;
@@ -437,7 +485,8 @@ bool shape_is_ground(ShapeSolver *s, const Shape *sh) {
 
 static void print_dim(ShapeSolver *s, FILE *out, Dim d) {
     d = shape_resolve_dim(s, d);
-    if (d.var) fprintf(out, "'d%u", d.var);
+    if (d.runtime || (d.var && s->dvars[d.var].runtime)) fputc('?', out);
+    else if (d.var) fprintf(out, "'d%u", d.var);
     else if (d.basis > BASIS_DEFAULT) fprintf(out, "%s=%u", s->bases[d.basis], d.size);
     else fprintf(out, "%u", d.size);
 }
@@ -524,6 +573,7 @@ char *shape_row_to_string(ShapeSolver *s, Row r) { return to_string_with(s, prin
 
 static char *dim_to_string(ShapeSolver *s, Dim d) {
     d = shape_resolve_dim(s, d);
+    if (d.runtime || (d.var && s->dvars[d.var].runtime)) return arena_printf(s->arena, "? (a run-time size)");
     if (d.var) return arena_printf(s->arena, "an unknown size");
     if (d.basis == BASIS_NONE) return arena_printf(s->arena, "1 (broadcastable)");
     if (d.basis == BASIS_DEFAULT) return arena_printf(s->arena, "%u", d.size);
@@ -668,17 +718,17 @@ void shape_add_interior(ShapeSolver *s, const Shape *shape) {
 /* ---- Dimensions ---------------------------------------------------------------------------- */
 
 static bool dims_equal(Dim a, Dim b) {
-    return a.var ? a.var == b.var : (b.var == 0 && a.size == b.size && a.basis == b.basis);
+    return a.var ? a.var == b.var : (b.var == 0 && a.size == b.size && a.basis == b.basis && a.runtime == b.runtime);
 }
 
 /* Ground equality is identity of size and basis (seed 000): the claim-free unit 1_∅ is not
  * 1_default nor 1_mono.  (Letting 1_∅ equal any unit would make a variable keep whichever unit
  * reached it first, so results would depend on constraint order.) */
-static bool ground_eq(Dim a, Dim b) { return a.size == b.size && a.basis == b.basis; }
+static bool ground_eq(Dim a, Dim b) { return a.size == b.size && a.basis == b.basis && a.runtime == b.runtime; }
 
-static bool ground_le(Dim sub, Dim super) {
-    return dim_is_unit(sub) || (sub.size == super.size && sub.basis == super.basis);
-}
+static bool ground_le(Dim sub, Dim super) { return dim_is_unit(sub) || ground_eq(sub, super); }
+
+static void now_claimful(ShapeSolver *s, Dim d);
 
 /* Bind variable v to value; everything v kept goes back on the queue against the value. */
 static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
@@ -689,11 +739,35 @@ static void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
     info->bound = (Binding){.dim = value, .why = why, .closed = s->choosing};
     if (value.var && info->unit_below && !s->dvars[value.var].unit_below)
         s->dvars[value.var].unit_below = info->unit_below;
+    if (value.var && info->runtime && !s->dvars[value.var].runtime) {
+        bool was = dim_var_claimful(&s->dvars[value.var]);
+        s->dvars[value.var].runtime = info->runtime;
+        if (!was) now_claimful(s, value);
+    }
     if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
     if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
     ConstraintList edges = info->edges;
     info->edges = (ConstraintList){0};
     for (uint32_t i = 0; i < edges.count; i++) enqueue(s, edges.items[i]);
+}
+
+/* Ground a and b differ and must be one size: when one is a run-time size and the other is not
+ * the claim-free unit, the run-time size's class becomes the other (a compile-time size, or
+ * another class: both are then one).  Returns whether it did. */
+static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why);
+
+static bool bind_runtime(ShapeSolver *s, Dim a, Dim b) {
+    if (!a.runtime || dim_is_unit(b)) {
+        if (!b.runtime || dim_is_unit(a)) return false;
+        Dim t = a;
+        a = b;
+        b = t;
+    }
+    RuntimeClass *c = &s->runtimes[a.runtime];
+    c->bound = true;
+    c->value = b;
+    if (c->min > 1) dim_at_least(s, b, c->min, c->min_why);
+    return true;
 }
 
 static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
@@ -705,7 +779,7 @@ static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
         solve_dim_var(s, a.var, b, why);
     } else if (b.var) {
         solve_dim_var(s, b.var, a, why);
-    } else if (!ground_eq(a, b)) {
+    } else if (!ground_eq(a, b) && !bind_runtime(s, a, b)) {
         report_dim_clash(s, true, a, b, why);
     }
 }
@@ -713,7 +787,7 @@ static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
 /* A new least upper bound `bound` for unsolved variable v (bound is a non-unit atom). */
 static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why) {
     DimVarInfo *info = &s->dvars[v];
-    if (info->at_least > 1) { /* v cannot be the unit, so it must be the bound itself */
+    if (dim_var_claimful(info)) { /* v cannot be the unit, so it must be the bound itself */
         shape_dim_eq(s, (Dim){.var = v, .origin = bound.origin}, bound, why);
         return;
     }
@@ -743,7 +817,7 @@ static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
         return;
     }
     if (sub.var == 0 && super.var == 0) {
-        if (!ground_le(sub, super)) report_dim_clash(s, false, sub, super, why);
+        if (!ground_le(sub, super) && !bind_runtime(s, sub, super)) report_dim_clash(s, false, sub, super, why);
         return;
     }
     if (sub.var == 0) { /* a lower bound at an atom solves */
@@ -760,11 +834,15 @@ static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
     list_push(s, &s->dvars[sub.var].edges, c);
     list_push(s, &s->dvars[super.var].edges, c);
     if (s->dvars[super.var].has_lub) shape_dim_le(s, sub, s->dvars[super.var].lub, why);
-    if (s->dvars[sub.var].at_least > 1) shape_dim_eq(s, sub, super, why);
+    if (dim_var_claimful(&s->dvars[sub.var])) shape_dim_eq(s, sub, super, why);
 }
 
 static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
     d = shape_resolve_dim(s, d);
+    if (d.runtime) { /* checked when the program runs */
+        if (n > s->runtimes[d.runtime].min) s->runtimes[d.runtime].min = n, s->runtimes[d.runtime].min_why = why;
+        return;
+    }
     if (d.var == 0) {
         if (d.size < n) {
             error_at(s, why, d.origin, why, "index %u is out of range for an axis of size %u", n - 1, d.size);
@@ -774,9 +852,16 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
     }
     DimVarInfo *info = &s->dvars[d.var];
     if (n <= info->at_least) return;
+    bool was = dim_var_claimful(info);
     info->at_least = n;
     info->at_least_why = why;
-    if (n <= 1) return;
+    if (n > 1 && !was) now_claimful(s, d);
+}
+
+/* Variable d has just become claimful: its upper bound, or every variable above it, is its
+ * value. */
+static void now_claimful(ShapeSolver *s, Dim d) {
+    DimVarInfo *info = &s->dvars[d.var];
     if (info->has_lub) {
         shape_dim_eq(s, d, info->lub, info->lub_why);
         return;
@@ -1579,7 +1664,7 @@ static Dim close_dim_up(ShapeSolver *s, uint32_t v, bool *hole) {
      * its bound would force that axis to the bound's size, so v takes the least value, which
      * lies below both. */
     info = &s->dvars[v];
-    if (info->has_lub && need > info->lub.size) return dim_unit(info->lub.origin);
+    if (info->has_lub && !info->lub.runtime && need > info->lub.size) return dim_unit(info->lub.origin);
     if (info->has_lub) return info->lub;
     if (info->at_least > 1) return dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why);
     if (info->unit_below) return dim_unit(info->unit_below);
@@ -2034,7 +2119,49 @@ static bool settle_concats(ShapeSolver *s) {
 }
 
 /* What waits for a fixpoint: cells constraints, front equalities, windows and concatenations. */
+/* Whether d is a run-time size (ground, or still a variable a `?` became). */
+static bool dim_is_runtime(ShapeSolver *s, Dim d) {
+    d = shape_resolve_dim(s, d);
+    return d.runtime || (d.var && s->dvars[d.var].runtime);
+}
+
+/* A cell count, window or concatenation with a run-time size among its axes is computed at
+ * compile time from sizes it cannot know: reported once, and left settled. */
+static void refuse_runtime(ShapeSolver *s, bool *settled, OriginId why, const Dim *dims, uint32_t count,
+                           const char *what) {
+    for (uint32_t i = 0; i < count; i++) {
+        if (!dim_is_runtime(s, dims[i])) continue;
+        *settled = true;
+        Dim d = shape_resolve_dim(s, dims[i]);
+        OriginId decl = d.var ? s->dvars[d.var].runtime : d.origin; /* the `?` written */
+        error_at(s, why, decl, dims[i].origin, "%s needs compile-time sizes, but an axis here is a run-time size (?)", what);
+        note_origin(s, decl, "the run-time size comes from");
+        return;
+    }
+}
+
+static void refuse_runtime_sizes(ShapeSolver *s) {
+    for (uint32_t i = 0; i < s->product_count; i++) {
+        Product *p = &s->products[i];
+        if (p->settled) continue;
+        Row r = shape_resolve_row(s, p->row);
+        refuse_runtime(s, &p->settled, p->why, r.dims, r.count, "reading or setting the number of cells of a row");
+    }
+    for (uint32_t i = 0; i < s->window_count; i++) {
+        WindowC *c = &s->windows[i];
+        Dim dims[3] = {c->input, c->over, c->kernel};
+        if (!c->settled) refuse_runtime(s, &c->settled, c->why, dims, c->w.has_kernel ? 3 : 2, "a window or merged axis");
+    }
+    for (uint32_t i = 0; i < s->concat_count; i++) {
+        ConcatC *c = &s->concats[i];
+        if (c->settled) continue;
+        refuse_runtime(s, &c->settled, c->why, &c->total, 1, "a concatenation");
+        if (!c->settled) refuse_runtime(s, &c->settled, c->why, c->parts, c->count, "a concatenation");
+    }
+}
+
 static bool settle(ShapeSolver *s, bool default_rows) {
+    refuse_runtime_sizes(s);
     bool fronts = settle_fronts(s, default_rows);
     bool products = settle_products(s, default_rows);
     bool windows = settle_windows(s, default_rows);
@@ -2054,9 +2181,50 @@ static void solve_and_settle(ShapeSolver *s, bool default_rows) {
     }
 }
 
+/* Make every run-time size class still open a ground run-time size, numbered in the order the
+ * first of its declarations was written.  (Closing may still meet it with another size:
+ * bind_runtime.) */
+static void ground_runtime_sizes(ShapeSolver *s) {
+    if (!s->runtime_count) {
+        RuntimeClass none = {0};
+        ARENA_PUSH(s->arena, s->runtimes, s->runtime_count, s->runtime_cap, none);
+        s->runtime_why = shape_origin(s, (Span){0}, "a run-time size");
+    }
+    for (uint32_t i = 0; i < s->runtime_decl_count; i++) {
+        RuntimeDecl *decl = &s->runtime_decls[i];
+        Dim d = shape_resolve_dim(s, (Dim){.var = decl->var, .origin = decl->origin});
+        if (d.var) {
+            RuntimeClass c = {.min = 1};
+            ARENA_PUSH(s->arena, s->runtimes, s->runtime_count, s->runtime_cap, c);
+            uint32_t k = s->runtime_count - 1;
+            Dim value = {.size = 0, .basis = BASIS_DEFAULT, .runtime = k, .origin = decl->origin};
+            solve_dim_var(s, d.var, value, s->runtime_why);
+        }
+    }
+    shape_solve(s);
+}
+
+/* After closing: each class's declarations, and a warning for a `?` that met a compile-time size. */
+static void finish_runtime_sizes(ShapeSolver *s) {
+    for (uint32_t i = 0; i < s->runtime_decl_count; i++) {
+        RuntimeDecl *decl = &s->runtime_decls[i];
+        Dim d = shape_resolve_dim(s, (Dim){.var = decl->var, .origin = decl->origin});
+        if (d.runtime) {
+            RuntimeClass *c = &s->runtimes[d.runtime];
+            ARENA_PUSH(s->arena, c->decls, c->decl_count, c->decl_cap, decl->origin);
+        } else if (d.var == 0 && decl->origin) {
+            const char *size = dim_to_string(s, d);
+            diag_warning(s->origins[decl->origin].span, "this run-time size is always %s: the program fixes it", size);
+            note_origin(s, d.origin, "size %s comes from", size);
+        }
+    }
+}
+
 bool shape_close(ShapeSolver *s) {
     unsigned before = s->errors;
     s->inside++;
+    solve_and_settle(s, false);
+    ground_runtime_sizes(s);
     solve_and_settle(s, true);
     close_leaves(s);
     solve_and_settle(s, false);
@@ -2110,7 +2278,10 @@ bool shape_close(ShapeSolver *s) {
         }
     }
     s->inside--;
-    if (s->errors == before) shape_verify(s);
+    if (s->errors == before) {
+        finish_runtime_sizes(s);
+        shape_verify(s);
+    }
     return s->errors == before;
 }
 
@@ -2164,7 +2335,9 @@ static bool verify_constraint(ShapeSolver *s, const Constraint *c) {
     }
     Dim a = shape_resolve_dim(s, c->d1), b = c->kind == C_DIM_AT_LEAST ? a : shape_resolve_dim(s, c->d2);
     bool holds = a.var != 0 || b.var != 0 ||
-                 (c->kind == C_DIM_EQ ? ground_eq(a, b) : c->kind == C_DIM_LE ? ground_le(a, b) : a.size >= c->at_least);
+                 (c->kind == C_DIM_EQ   ? ground_eq(a, b)
+                  : c->kind == C_DIM_LE ? ground_le(a, b)
+                                        : a.size >= c->at_least || (a.runtime && s->runtimes[a.runtime].min >= c->at_least));
     if (holds) return true;
     if (c->kind == C_DIM_AT_LEAST)
         verify_failed(s, c->why, "size %s is not at least %u", dim_to_string(s, a), c->at_least);
@@ -2281,9 +2454,22 @@ static void explain_dim(ShapeSolver *s, FILE *out, Dim d, OriginId *last) {
             fprintf(out, "    <- still unknown: %s\n", s->origins[d.origin].what);
             return;
         }
+        if (info->bound.why == s->runtime_why && s->runtime_why && shape_resolve_dim(s, info->bound.dim).runtime) {
+            /* Every `?` that met this variable is one run-time size. */
+            uint32_t k = shape_resolve_dim(s, info->bound.dim).runtime;
+            fputs("    = ? (a run-time size, known when the program runs)", out);
+            fputs(s->runtimes[k].decl_count > 1 ? ", one size for all of:\n" : ": ", out);
+            for (uint32_t i = 0; i < s->runtimes[k].decl_count; i++) {
+                if (s->runtimes[k].decl_count > 1) fputs("       ", out);
+                print_origin(s, out, s->runtimes[k].decls[i]);
+            }
+            if (s->runtimes[k].min > 1) fprintf(out, "       (at least %u when the program runs)\n", s->runtimes[k].min);
+            return;
+        }
         explain_step(s, out, false, d.origin, &info->bound, last);
         d = info->bound.dim;
     }
+    d = shape_resolve_dim(s, d); /* a run-time size closing made another size */
     if (d.origin == 0 || is_fallback(s, d.origin)) {
         fputs(d.origin == s->fallback_open ? "    = 1: a use left it open; the closing policy made it the claim-free unit\n"
                                            : "    = 1: no constraint sized it; the closing policy made it the claim-free unit\n",

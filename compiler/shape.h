@@ -39,7 +39,16 @@ typedef struct Dim {
     uint32_t size;   /* >= 1 */
     uint32_t basis;  /* BASIS_NONE only with size 1: the claim-free unit */
     OriginId origin; /* where the size was written or the variable was created */
+    uint32_t runtime; /* a ground run-time size (`?`, known when the program runs): its class,
+                       * 1 … shape_runtime_count(); size is then 0 and basis BASIS_DEFAULT */
 } Dim;
+
+/* A size as the stages after shape inference carry it (64 bits): a compile-time size (at most
+ * 32 bits), or run-time size class k as SIZE_RUNTIME_BASE + k, above every compile-time size --
+ * so it iterates, and equals only itself. */
+#define SIZE_RUNTIME_BASE ((uint64_t)1 << 40)
+static inline uint64_t dim_extent(Dim d) { return d.runtime ? SIZE_RUNTIME_BASE + d.runtime : d.size; }
+static inline bool size_is_runtime(uint64_t n) { return n >= SIZE_RUNTIME_BASE; }
 
 typedef struct Row {
     Dim *dims;       /* leading flank, then trailing flank */
@@ -89,6 +98,21 @@ const char *shape_basis_name(const ShapeSolver *solver, uint32_t basis);
 Dim dim_ground(uint32_t size, uint32_t basis, OriginId origin);
 Dim dim_unit(OriginId origin); /* 1_∅ */
 Dim shape_fresh_dim(ShapeSolver *solver, OriginId origin);
+/* A run-time size `?` written at `origin` (docs/inference.md §4.9): a claimful axis whose size
+ * the program learns when it runs.  While solving it is a variable that never takes the
+ * claim-free unit (so broadcasting it into an axis equates them); two that meet become one
+ * class, and one that meets a compile-time size takes that size (the declaration is then
+ * static: shape_close warns).  shape_close makes each class still open a ground run-time size
+ * before anything else closes, so closing's choices never decide it. */
+Dim shape_runtime_dim(ShapeSolver *solver, OriginId origin);
+/* After shape_close: the number of run-time size classes, and for class k (1 …) the
+ * declarations that became it (the first written is [0]; none when closing made the class
+ * another size: ground dims are then resolved to that). */
+uint32_t shape_runtime_count(const ShapeSolver *solver);
+const OriginId *shape_runtime_decls(const ShapeSolver *solver, uint32_t k, uint32_t *count);
+/* The least size class k must have at run time (an index fixed in a spec reads that far), 1 when
+ * nothing asks for more. */
+uint32_t shape_runtime_min(const ShapeSolver *solver, uint32_t k);
 Row shape_fresh_row(ShapeSolver *solver, OriginId origin); /* a bare row variable <ρ> */
 Row shape_row(ShapeSolver *solver, const Dim *lead, uint32_t lead_count, uint32_t var,
               const Dim *trail, uint32_t trail_count, OriginId origin); /* copies the dims */

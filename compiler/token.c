@@ -30,7 +30,7 @@ static const char *const token_names[] = {
     [TK_PREFIXOP] = "a prefix operator", [TK_MINUS] = "'-'", [TK_POWOP] = "an operator",
     [TK_MULOP] = "an operator", [TK_ADDOP] = "an operator", [TK_ATOP] = "an operator",
     [TK_CMPOP] = "an operator", [TK_AMPAMP] = "'&&'", [TK_BARBAR] = "'||'",
-    [TK_ASSIGNOP] = "an assignment operator",
+    [TK_ASSIGNOP] = "an assignment operator", [TK_QUESTION] = "'?'",
 };
 
 const char *lex_token_name(int kind) {

@@ -409,6 +409,7 @@ Token lex_next(Lexer *lx) {
         "?" lower       { lx->cursor = cur; return label(lx, TK_QUEST_NAME, tok, cur); }
         "?" lower ":"   { lx->cursor = cur; return label(lx, TK_QUEST_LABEL, tok, cur); }
         "?("            { lx->cursor = cur; return make(lx, TK_QUEST_LPAREN, tok, cur); }
+        "?"             { lx->cursor = cur; return make(lx, TK_QUESTION, tok, cur); }
         "~~"            { lx->cursor = cur; return make(lx, TK_TILDE_TILDE, tok, cur); }
 
         digit [0-9_]*                                   { lx->cursor = cur; return number(lx, tok, cur, false); }

@@ -54,6 +54,7 @@
 %token TILDE_NAME TILDE_LABEL QUEST_NAME QUEST_LABEL QUEST_LPAREN LOGIC TILDE_TILDE.
 %token INT FLOAT STRING IDENT UIDENT.
 %token PREFIXOP MINUS POWOP MULOP ADDOP ATOP CMPOP AMPAMP BARBAR ASSIGNOP.
+%token QUESTION.
 
 %nonassoc LET FUN.
 %right SEMI.
@@ -185,6 +186,7 @@ simple(R) ::= INT(T).                                    { R = parse_leaf(ps, NO
 simple(R) ::= FLOAT(T).                                  { R = parse_leaf(ps, NODE_FLOAT, &T); }
 simple(R) ::= STRING(T).                                 { R = parse_leaf(ps, NODE_STRING, &T); }
 simple(R) ::= TRUE(T).                                   { R = parse_leaf(ps, NODE_BOOL, &T); }
+simple(R) ::= QUESTION(T).                               { R = parse_leaf(ps, NODE_RUNTIME_SIZE, &T); }
 simple(R) ::= FALSE(T).                                  { R = parse_leaf(ps, NODE_BOOL, &T); }
 simple(R) ::= LPAREN(L) RPAREN(E).                       { R = parse_unit(ps, &L, &E); }
 simple(R) ::= LPAREN(L) seq_expr(X) RPAREN(E).           { R = parse_paren(ps, &L, X, &E); }

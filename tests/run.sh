@@ -5,7 +5,8 @@
 # golden file's extension says what is compared:
 #   NAME.ast   stdout of `tsrc --dump-ast NAME.tsr`        (exit status 0)
 #   NAME.shapes  stdout of `tsrc --print-shapes NAME.tsr` (exit status 0); tests/explain/ gives
-#              `(* args: --explain=… *)`, so there it is the stdout of --explain
+#              `(* args: --explain=… *)`, so there it is the stdout of --explain; NAME.warn
+#              beside it is the run's stderr (its warnings), which is otherwise not compared
 #   NAME.err   stderr of `tsrc --parse-only NAME.tsr`      (exit status 1); under
 #              tests/shape_errors/ the default is `tsrc --check NAME.tsr`, under tests/proj/
 #              `tsrc --run --interp NAME.tsr`
@@ -133,8 +134,10 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     elif [ -f "$base.shapes" ]; then
         run_tsrc ${args:---print-shapes} "$t"
         if [ "$(status)" != 0 ]; then fail "$t" "exit $(status), expected 0" "$TMP/err"
-        elif check_golden "$t" "$TMP/out" "$base.shapes"; then pass "$t"
-        else fail "$t" "shapes differ from $base.shapes" "$TMP/diff"; fi
+        elif ! check_golden "$t" "$TMP/out" "$base.shapes"; then fail "$t" "shapes differ from $base.shapes" "$TMP/diff"
+        elif [ -f "$base.warn" ] && ! check_golden "$t" "$TMP/err" "$base.warn"; then
+            fail "$t" "warnings differ from $base.warn" "$TMP/diff"
+        else pass "$t"; fi
     elif [ -f "$base.err" ]; then
         case $t in
             tests/shape_errors/*) default=--check ;;
