@@ -3727,17 +3727,14 @@ static void check_runtime_parameters(Elab *e) {
         Tensor *t = p->tensors[i];
         if (t->kind != TENSOR_PARAM) continue;
         Shape s = shape_resolve(e->solver, &t->shape);
-        for (int k = 0; k < ROW_KINDS; k++)
-            for (uint32_t j = 0; j < s.rows[k].count; j++) {
-                Dim d = s.rows[k].dims[j];
-                if (!d.runtime) continue;
-                const char *name = t->shown ? t->shown : t->name;
-                diag_error(t->span, "parameter '%s' of shape %s has a run-time size: a parameter's sizes must be known "
-                           "at compile time", name, shape_to_string(e->solver, &t->shape));
-                diag_note(shape_origin_span(e->solver, d.origin), "the run-time size comes from here");
-                k = ROW_KINDS;
-                break;
-            }
+        const Dim *d = NULL;
+        for (int k = 0; k < ROW_KINDS && !d; k++)
+            for (uint32_t j = 0; j < s.rows[k].count && !d; j++)
+                if (s.rows[k].dims[j].runtime) d = &s.rows[k].dims[j];
+        if (!d) continue;
+        diag_error(t->span, "parameter '%s' of shape %s has a run-time size: a parameter's sizes must be known at "
+                   "compile time", t->shown ? t->shown : t->name, shape_to_string(e->solver, &t->shape));
+        diag_note(shape_origin_span(e->solver, d->origin), "the run-time size comes from here");
     }
 }
 

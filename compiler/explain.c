@@ -18,13 +18,13 @@
 
 static const char *kind_names[ROW_KINDS] = {[ROW_BATCH] = "batch", [ROW_INPUT] = "input", [ROW_OUTPUT] = "output"};
 
-/* Memory-order axis `a` of `sh` (batch, output, input) as "input axis 2". */
 /* A loop's extent: a number, or `?` for a run-time size. */
 static void print_size(FILE *out, uint64_t n) {
     if (size_is_runtime(n)) fputc('?', out);
     else fprintf(out, "%llu", (unsigned long long)n);
 }
 
+/* Memory-order axis `a` of `sh` (batch, output, input) as "input axis 2". */
 static void print_axis_name(FILE *out, const Shape *sh, uint32_t a) {
     static const RowKind memory[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
     for (int m = 0; m < ROW_KINDS; m++) {

@@ -253,8 +253,8 @@ struct ShapeSolver {
     RuntimeDecl *runtime_decls; /* every `?` written (shape_runtime_dim) */
     uint32_t runtime_decl_count, runtime_decl_cap;
     RuntimeClass *runtimes;     /* the classes shape_close made, from 1 ([0] unused) */
-    OriginId runtime_why;       /* why a class's variable became its ground size (for --explain) */
     uint32_t runtime_count, runtime_cap;
+    OriginId runtime_why;       /* why a class's variable became its ground size (for --explain) */
     uint32_t inside;        /* > 0 while solving or closing: constraints queued are derived */
 };
 
@@ -2118,22 +2118,16 @@ static bool settle_concats(ShapeSolver *s) {
     return progress;
 }
 
-/* What waits for a fixpoint: cells constraints, front equalities, windows and concatenations. */
-/* Whether d is a run-time size (ground, or still a variable a `?` became). */
-static bool dim_is_runtime(ShapeSolver *s, Dim d) {
-    d = shape_resolve_dim(s, d);
-    return d.runtime || (d.var && s->dvars[d.var].runtime);
-}
-
-/* A cell count, window or concatenation with a run-time size among its axes is computed at
- * compile time from sizes it cannot know: reported once, and left settled. */
+/* A cell count, window or concatenation with a run-time size among its axes (ground, or still a
+ * variable a `?` became) is computed at compile time from sizes it cannot know: reported once,
+ * and left settled. */
 static void refuse_runtime(ShapeSolver *s, bool *settled, OriginId why, const Dim *dims, uint32_t count,
                            const char *what) {
     for (uint32_t i = 0; i < count; i++) {
-        if (!dim_is_runtime(s, dims[i])) continue;
-        *settled = true;
         Dim d = shape_resolve_dim(s, dims[i]);
-        OriginId decl = d.var ? s->dvars[d.var].runtime : d.origin; /* the `?` written */
+        OriginId decl = d.var ? s->dvars[d.var].runtime : d.runtime ? d.origin : 0; /* the `?` written */
+        if (!decl) continue;
+        *settled = true;
         error_at(s, why, decl, dims[i].origin, "%s needs compile-time sizes, but an axis here is a run-time size (?)", what);
         note_origin(s, decl, "the run-time size comes from");
         return;
@@ -2160,6 +2154,7 @@ static void refuse_runtime_sizes(ShapeSolver *s) {
     }
 }
 
+/* What waits for a fixpoint: cells constraints, front equalities, windows and concatenations. */
 static bool settle(ShapeSolver *s, bool default_rows) {
     refuse_runtime_sizes(s);
     bool fronts = settle_fronts(s, default_rows);
@@ -2454,9 +2449,8 @@ static void explain_dim(ShapeSolver *s, FILE *out, Dim d, OriginId *last) {
             fprintf(out, "    <- still unknown: %s\n", s->origins[d.origin].what);
             return;
         }
-        if (info->bound.why == s->runtime_why && s->runtime_why && shape_resolve_dim(s, info->bound.dim).runtime) {
-            /* Every `?` that met this variable is one run-time size. */
-            uint32_t k = shape_resolve_dim(s, info->bound.dim).runtime;
+        uint32_t k = info->bound.why == s->runtime_why ? shape_resolve_dim(s, info->bound.dim).runtime : 0;
+        if (k && s->runtime_why) { /* every `?` that met this variable is one run-time size */
             fputs("    = ? (a run-time size, known when the program runs)", out);
             fputs(s->runtimes[k].decl_count > 1 ? ", one size for all of:\n" : ": ", out);
             for (uint32_t i = 0; i < s->runtimes[k].decl_count; i++) {
