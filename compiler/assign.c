@@ -48,6 +48,18 @@ static const char *tensor_label(IrProgram *ir, const Tensor *t) {
     return arena_printf(ir->arena, "_%s#t%u", what, t->id);
 }
 
+/* A run-time size on an axis other than the outermost in memory: its stride would not be known
+ * at compile time (ir.h IrBuffer.size_symbol).  (Its value and its gradient repeat one error,
+ * which diag drops.) */
+static void runtime_axis_error(Builder *bld, const Tensor *t, const Shape *shape) {
+    const char *name = t->shown ? t->shown : t->name;
+    bld->failed = true;
+    diag_error(t->span, "%s%s%s of shape %s has a run-time size on an axis other than its outermost (in memory order: "
+               "batch, output, input); this version needs a run-time size to be each tensor's first axis",
+               name ? "tensor '" : "this tensor", name ? name : "", name ? "'" : "",
+               shape_to_string(bld->program->solver, shape));
+}
+
 /* The buffer of a tensor node (creating it on first use). */
 static uint32_t node_buffer(Builder *bld, TNode node) {
     IrProgram *ir = bld->ir;
@@ -62,8 +74,14 @@ static uint32_t node_buffer(Builder *bld, TNode node) {
     b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
     proj_shape_dims(shape, b.dims);
     b.size = 1;
-    for (uint32_t i = 0; i < b.rank; i++) /* saturates: the executor refuses what it cannot hold */
+    for (uint32_t i = 0; i < b.rank; i++) {
+        if (size_is_runtime(b.dims[i])) { /* the cells of one index of it (ir.h) */
+            if (i > 0) runtime_axis_error(bld, t, shape);
+            continue;
+        }
+        /* Saturates: the executor refuses what it cannot hold. */
         b.size = b.dims[i] && b.size > UINT64_MAX / b.dims[i] ? UINT64_MAX : b.size * b.dims[i];
+    }
     const char *label = tensor_label(ir, t);
     b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
     b.shape_text = shape_to_string(bld->program->solver, shape);

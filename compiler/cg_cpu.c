@@ -182,11 +182,11 @@ static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_
                 LLVMBuildStore(g->b, syms, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""));
             }
             LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
-            LLVMValueRef a[4] = {ranges[i], ctx, cgl_iconst(g, k->extent), cgl_iconst(g, k->grain)};
+            LLVMValueRef a[4] = {ranges[i], ctx, cgl_size(g, k->extent, syms), cgl_iconst(g, k->grain)};
             cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
             continue;
         }
-        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), syms, bufs, literals[i]);
+        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_size(g, k->extent, syms), syms, bufs, literals[i]);
         LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count, literals[i]), bodies[i], args,
                        k->buffer_count + 3 + (literals[i] != NULL), "");
         free(args);
@@ -241,6 +241,32 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     return r;
 }
 
+/* The status of tsr_state_check_sizes(state, the size symbols fn uses), or NULL when it uses none:
+ * the list is a constant array of the module's, named after the routine. */
+static LLVMValueRef check_sizes(Cpu *c, const IrFunction *fn, LLVMValueRef state, const char *routine) {
+    CgLlvm *g = &c->g;
+    uint32_t *list = calloc(g->ir->symbol_count + 1, sizeof *list);
+    if (!list) diag_fatal_oom();
+    uint32_t n = ir_function_sizes(g->ir, fn, list);
+    LLVMValueRef status = NULL;
+    if (n) {
+        LLVMValueRef *items = calloc(n, sizeof *items);
+        if (!items) diag_fatal_oom();
+        for (uint32_t i = 0; i < n; i++) items[i] = LLVMConstInt(g->i32, list[i], 0);
+        LLVMValueRef init = LLVMConstArray(g->i32, items, n);
+        LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->ir->arena, "%s.sizes", routine));
+        LLVMSetInitializer(table, init);
+        LLVMSetGlobalConstant(table, 1);
+        LLVMSetLinkage(table, LLVMPrivateLinkage);
+        LLVMTypeRef p[3] = {g->ptr, g->ptr, g->i32};
+        LLVMValueRef a[3] = {state, table, LLVMConstInt(g->i32, n, 0)};
+        status = cgl_call(g, "tsr_state_check_sizes", g->i32, p, 3, a);
+        free(items);
+    }
+    free(list);
+    return status;
+}
+
 /* int NAME(tsr_state *s): begin the run (check symbols, number the run and write its random key
  * past the symbols: tsr_state_begin_run), then launch the kernels in order (directly, or
  * through the parts that hold them). */
@@ -289,16 +315,11 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     LLVMTypeRef p[1] = {g->ptr};
     LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
     if (!exported) LLVMSetLinkage(r, LLVMInternalLinkage);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, r, "entry");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, r, "bad_symbols");
-    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(g->ctx, r, "run");
-    LLVMPositionBuilderAtEnd(g->b, entry);
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, r, "entry"));
     LLVMValueRef state = LLVMGetParam(r, 0);
-    LLVMValueRef status = cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, 0), ""), bad, run);
-    LLVMPositionBuilderAtEnd(g->b, bad);
-    LLVMBuildRet(g->b, status);
-    LLVMPositionBuilderAtEnd(g->b, run);
+    LLVMValueRef sizes = check_sizes(c, fn, state, name); /* first: a run they refuse is not counted */
+    if (sizes) return_on_error(c, r, sizes);
+    return_on_error(c, r, cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state));
     LLVMValueRef bufs = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, state, ABI_STATE_BUFFERS, ""),
                                        "buffers");
     LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, state, ABI_STATE_SYMBOLS, ""),

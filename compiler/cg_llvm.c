@@ -49,6 +49,14 @@
 
 LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 
+LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols) {
+    if (!size_is_runtime(n)) return cgl_iconst(g, (int64_t)n);
+    uint32_t sym = g->ir->class_symbol[size_class(n)];
+    if (!symbols) return g->symbol[sym];
+    LLVMValueRef idx[1] = {cgl_iconst(g, sym)};
+    return LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "size");
+}
+
 static LLVMValueRef declare(CgLlvm *g, const char *name, LLVMTypeRef type) {
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
     return f ? f : LLVMAddFunction(g->mod, name, type);
@@ -229,7 +237,8 @@ static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index
             i = LLVMBuildNSWAdd(g->b, i, LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef), g->iter[it], ""), "");
         }
         if (index[a].symbol) i = LLVMBuildNSWAdd(g->b, i, g->symbol[ir_symbol(g->ir, index[a].symbol)], "");
-        flat = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, (int64_t)buf->dims[a]), ""), i, "");
+        /* (The outermost length never multiplies: a run-time size may stand there, ir.h.) */
+        flat = a == 0 ? i : LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, (int64_t)buf->dims[a]), ""), i, "");
     }
     return flat;
 }
@@ -242,7 +251,7 @@ static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *inde
     for (uint32_t a = b->rank; a-- > 0;) {
         for (uint32_t t = 0; t < index[a].term_count; t++)
             if (index[a].terms[t].iter == g->lane_iter) coef += index[a].terms[t].coef * stride;
-        stride *= (int64_t)b->dims[a];
+        if (a > 0) stride *= (int64_t)b->dims[a]; /* dims[0] may be a run-time size (ir.h) */
     }
     return coef;
 }
@@ -581,7 +590,7 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
 
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
-    case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_iconst(g, (int64_t)s->extent)); break;
+    case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
     case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value), s->nontemporal); break;
     case IR_SET_LOCAL: {
         LLVMValueRef v = expr(g, s->value);

@@ -58,6 +58,10 @@ void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMach
 void cgl_dispose(CgLlvm *g);
 
 LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v);
+/* An extent or axis length (size.h) as an i64: the number, or for a run-time size the value of
+ * its class's size symbol, read from `symbols` (the state's array) or, when that is NULL, from
+ * the symbols the kernel being emitted loaded on entry. */
+LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols);
 /* A call of an external function `name` (declared on first use). */
 LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);

@@ -56,6 +56,7 @@ typedef enum ValueKind {
     V_CODE,
     V_OPTION, /* an `option` item (plus an integer offset): its value is known at run time */
     V_INIT, /* an initialiser (`kaiming_normal ()`): the initial value of a parameter */
+    V_RUNTIME_SIZE, /* `?`: a size of an input or a .npy data file, known when the program runs */
 } ValueKind;
 
 typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
@@ -250,6 +251,7 @@ enum { EVAL_MEGABYTES = 256, EVAL_BYTES_PER_SOURCE_BYTE = 1024, EVAL_MEMORY_CHEC
 
 static Value error_value = {.kind = V_ERROR};
 static Value unit_value = {.kind = V_UNIT};
+static Value runtime_size_value = {.kind = V_RUNTIME_SIZE};
 
 static Value *new_value(Elab *e, ValueKind kind) {
     Value *v = arena_alloc(e->arena, sizeof *v);
@@ -302,6 +304,7 @@ static const char *kind_noun(const Value *v) {
     case V_CODE: return "code";
     case V_OPTION: return "an option (its value is known when the program runs)";
     case V_INIT: return "an initialiser";
+    case V_RUNTIME_SIZE: return "a run-time size '?'";
     }
     return "a value";
 }
@@ -1261,6 +1264,35 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
 
 /* ---- Sizes (`o = [ … ]` fields, `input`) ---------------------------------------------------- */
 
+/* Where `?` is written but cannot be. */
+static void runtime_size_misplaced(Span span, bool basis) {
+    if (basis) diag_error(span, "a run-time size '?' cannot carry a basis in this version");
+    else
+        diag_error(span, "'?' (a size known when the program runs) is only written as a size of an 'input' declaration "
+                   "or of a .npy data file, e.g. input { x; b = [?]; o = [784] }");
+}
+
+/* The `?` written for axis `axis` of `count` of row `row` ('b', 'i', 'o') of `tensor`, named for
+ * its setter: "x.b" (the row's one axis), "x.o1" (axis 1 of several). */
+static Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count) {
+    const char *name = count == 1 ? arena_printf(e->arena, "%s.%c", tensor, row)
+                                  : arena_printf(e->arena, "%s.%c%u", tensor, row, axis);
+    return shape_runtime_dim(e->solver, origin(e, span, "the run-time size written for '%s'", tensor), name);
+}
+
+/* The `?` of a data item's tensor were named after its source ("npy.b"): now after the item. */
+static void name_runtime_sizes(Elab *e, const Tensor *t, const char *item) {
+    for (int k = 0; k < ROW_KINDS; k++)
+        for (uint32_t j = 0; j < t->shape.rows[k].count; j++) {
+            uint32_t i = shape_runtime_decl_of(e->solver, t->shape.rows[k].dims[j]);
+            if (i == UINT32_MAX) continue;
+            const char *old;
+            OriginId o;
+            shape_runtime_decl(e->solver, i, &old, &o);
+            shape_runtime_rename(e->solver, i, arena_printf(e->arena, "%s%s", item, strchr(old, '.')));
+        }
+}
+
 /* `runtime`: a size may be `?` (an input's). */
 static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, bool runtime,
                        Row *out) {
@@ -1281,16 +1313,16 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
             basis = shape_basis(e->solver, item->name);
             item = item->a;
         }
-        if (item->kind == NODE_RUNTIME_SIZE && runtime) {
-            if (basis != BASIS_DEFAULT) {
-                diag_error(n->list.items[i]->span, "a run-time size '?' cannot carry a basis in this version");
-                return false;
-            }
-            dims[i] = shape_runtime_dim(e->solver, origin(e, item->span, "the run-time size written for '%s'", tensor));
-            continue;
-        }
         Value *v = eval(e, item, env, MODE_VALUE);
         if (v->kind == V_ERROR) return false;
+        if (v->kind == V_RUNTIME_SIZE) {
+            if (!runtime || basis != BASIS_DEFAULT) {
+                runtime_size_misplaced(n->list.items[i]->span, basis != BASIS_DEFAULT);
+                return false;
+            }
+            dims[i] = runtime_size_dim(e, item->span, tensor, field[0], i, count);
+            continue;
+        }
         if (v->kind != V_INT) {
             diag_error(item->span, "a size must be an integer, but this is %s", kind_noun(v));
             return false;
@@ -1759,6 +1791,15 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         OriginId o = origin(e, a->span, "the sizes written for '%s'", fn);
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
+            if (x->kind == V_RUNTIME_SIZE) { /* a .npy file's length: named after the item later */
+                if (strcmp(fn, "npy") != 0) {
+                    diag_error(a->span, "~%s of '%s' cannot be a run-time size '?': only a .npy file gives its length "
+                               "when the program runs", labels[k], fn);
+                    return false;
+                }
+                dims[i] = runtime_size_dim(e, a->span, fn, labels[k][0], i, n);
+                continue;
+            }
             /* `(5 : idx)`, a size with a basis as in an inline definition, arrives evaluated:
              * a one-cell literal whose axis carries the basis. */
             uint32_t basis = BASIS_DEFAULT;
@@ -2124,6 +2165,16 @@ static Value *eval_dim(Elab *e, const Node *app) {
     return tensor_value(e, t);
 }
 
+/* The name of run-time size class k's first `?` (the size symbol its loops run to, plan.c). */
+static const char *runtime_class_name(Elab *e, uint32_t k) {
+    for (uint32_t i = 0; i < shape_runtime_decl_count(e->solver); i++) {
+        const char *name;
+        OriginId o;
+        if (shape_runtime_decl(e->solver, i, &name, &o) == k) return name;
+    }
+    return NULL;
+}
+
 static void fill_dim_readings(Elab *e) {
     for (uint32_t i = 0; i < e->reading_count; i++) {
         DimReading *r = &e->readings[i];
@@ -2131,6 +2182,11 @@ static void fill_dim_readings(Elab *e) {
         if (d.var) {
             diag_error(r->span, "the size of '%s' is not known: no spec in this scope captures it, and no "
                        "'set_dim' gives it", r->name);
+            continue;
+        }
+        if (d.runtime) { /* read when the program runs: the value of the class's size symbol */
+            r->tensor->kind = TENSOR_INDEX;
+            r->tensor->index = runtime_class_name(e, d.runtime);
             continue;
         }
         r->tensor->values[0] = d.size;
@@ -2486,9 +2542,7 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
     case NODE_FLOAT: return float_value(e, n->fval);
     case NODE_BOOL: return bool_value(e, n->ival != 0);
     case NODE_UNIT: return &unit_value;
-    case NODE_RUNTIME_SIZE:
-        return fail(n->span, "'?' (a size known when the program runs) is only written as a size of an 'input' "
-                    "declaration, e.g. input { x; b = [?]; o = [784] }");
+    case NODE_RUNTIME_SIZE: return &runtime_size_value; /* a size of an input or a .npy file: eval_sizes, source_shape */
     case NODE_STRING: {
         Value *v = new_value(e, V_STRING);
         v->as.str.text = n->text;
@@ -3525,6 +3579,7 @@ static void elab_item(Elab *e, const Node *item) {
         ARENA_PUSH(e->arena, e->program->sources, e->program->source_count, e->program->source_cap, d);
         v->as.dataset.name = item->name;
         if (v->as.dataset.count == 1 && !v->as.dataset.fields[0].name) { /* one tensor: the item is it */
+            name_runtime_sizes(e, v->as.dataset.fields[0].value->as.tensor, item->name);
             add_named(e, v->as.dataset.fields[0].value->as.tensor, item->name);
             bind_global(e, item->name, v->as.dataset.fields[0].value);
             break;

@@ -199,11 +199,28 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
     fputs("/* Routines. */\n", out);
     for (uint32_t f = 0; f < ir->function_count; f++)
         if (x.routines[f]) fprintf(out, "int %s_%s(%s_state *s);\n", module, x.routines[f], module);
-    bool any_index = false;
-    for (uint32_t i = 0; i < ir->symbol_count; i++) any_index |= ir->symbols[i].settable;
+    bool any_index = false, any_size = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        any_index |= ir->symbols[i].settable && !ir->symbols[i].size;
+        any_size |= ir->symbols[i].size;
+    }
+    if (any_size)
+        fputs("\n/* Run-time sizes (the `?` of an input, docs/runtime.md §16): not set (0) until set, and at least\n"
+              " * _MIN.  Setting one gives the tensors it sizes storage of that length (new, when the\n"
+              " * length changes: fill an input after setting its size).  A routine refuses to run while\n"
+              " * one is unset, or while two that the program equates differ. */\n",
+              out);
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        if (!ir->symbols[i].size) continue;
+        const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
+        fprintf(out, "#define %s_MIN %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range > 1 ? ir->symbols[i].range : 1);
+        fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t size) {\n"
+                     "    return tsr_state_set_symbol((tsr_state *)s, %u, size);\n}\n",
+                module, c, module, i);
+    }
     if (any_index) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
-        if (!ir->symbols[i].settable) continue;
+        if (!ir->symbols[i].settable || ir->symbols[i].size) continue;
         const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
         fprintf(out, "#define %s_RANGE %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range);
         fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t value) {\n"
@@ -219,11 +236,24 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
         comment_text(out, e->shown);
         fputs(" : ", out);
         comment_text(out, b->shape_text);
-        fprintf(out, " — %s, %" PRIu64 " float%s, dims [", e->role, b->size, b->size == 1 ? "" : "s");
-        for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
-        fputs("] */\n", out);
-        fprintf(out, "#define %s_RANK %u\n#define %s_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
-        for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "#define %s_DIM%u %" PRIu64 "ULL\n", u, a, b->dims[a]);
+        if (ir_buffer_dynamic(b)) {
+            /* The outermost length is a run-time size: the cells of one index of it, and the
+             * length as set. */
+            const char *size = ir->symbols[b->size_symbol].name;
+            fprintf(out, " — %s, %s × %" PRIu64 " float%s, dims [%s", e->role, size, b->size, b->size == 1 ? "" : "s", size);
+            for (uint32_t a = 1; a < b->rank; a++) fprintf(out, ", %" PRIu64, b->dims[a]);
+            fputs("] */\n", out);
+            fprintf(out, "#define %s_RANK %u\n#define %s_ROW_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
+            fprintf(out, "static inline int64_t %s_%s_dim0(%s_state *s) { return s ? ((tsr_state *)s)->symbols[%u] : 0; }\n",
+                    module, e->c_name, module, b->size_symbol);
+        } else {
+            fprintf(out, " — %s, %" PRIu64 " float%s, dims [", e->role, b->size, b->size == 1 ? "" : "s");
+            for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+            fputs("] */\n", out);
+            fprintf(out, "#define %s_RANK %u\n#define %s_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
+        }
+        for (uint32_t a = ir_buffer_dynamic(b); a < b->rank; a++)
+            fprintf(out, "#define %s_DIM%u %" PRIu64 "ULL\n", u, a, b->dims[a]);
         if (gpu)
             fprintf(out, "static inline float *%s_%s(%s_state *s) { return s ? tsr_state_host_buffer((tsr_state *)s, %u) : NULL; }\n",
                     module, e->c_name, module, e->buffer);
@@ -278,14 +308,26 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
     fputs(first ? "],\n  \"indexes\": [" : "\n  ],\n  \"indexes\": [", out);
     bool any_index = false;
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
-        if (!ir->symbols[i].settable) continue;
+        if (!ir->symbols[i].settable || ir->symbols[i].size) continue;
         fprintf(out, "%s\n    {\"name\": ", any_index ? "," : "");
         any_index = true;
         json_string(out, ir->symbols[i].name);
         fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\"}", ir->symbols[i].range, module,
                 abi_c_name(ir->arena, ir->symbols[i].name));
     }
-    fputs(any_index ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
+    fputs(any_index ? "\n  ],\n  \"sizes\": [" : "],\n  \"sizes\": [", out);
+    bool any_size = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        const IrSymbol *sym = &ir->symbols[i];
+        if (!sym->size) continue;
+        fprintf(out, "%s\n    {\"name\": ", any_size ? "," : "");
+        any_size = true;
+        json_string(out, sym->name);
+        fprintf(out, ", \"min\": %" PRId64 ", \"equals\": ", sym->range > 1 ? sym->range : 1);
+        json_string(out, ir->symbols[sym->leader].name);
+        fprintf(out, ", \"setter\": \"%s_set_%s\"}", module, abi_c_name(ir->arena, sym->name));
+    }
+    fputs(any_size ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
     for (uint32_t i = 0; i < x.count; i++) {
         const Export *e = &x.items[i];
         const IrBuffer *b = &ir->buffers[e->buffer];
@@ -295,8 +337,11 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
                 e->c_name, e->role);
         json_string(out, b->shape_text);
         fputs(", \"dims\": [", out);
-        for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
-        fprintf(out, "], \"size\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\"}", b->size);
+        bool dynamic = ir_buffer_dynamic(b); /* dims[0] is the run-time size's name */
+        if (dynamic) json_string(out, ir->symbols[b->size_symbol].name);
+        for (uint32_t a = dynamic; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+        fprintf(out, "], \"%s\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\"}",
+                dynamic ? "row_size" : "size", b->size);
     }
     fputs(x.count ? "\n  ]\n}\n" : "]\n}\n", out);
 }

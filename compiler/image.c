@@ -62,6 +62,8 @@ unsigned char *image_build(const IrProgram *ir, const char *module, const GpuIma
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
         str(&b, ir->symbols[i].name);
         u64(&b, (uint64_t)ir->symbols[i].range);
+        u8(&b, ir->symbols[i].size);
+        u32(&b, ir->symbols[i].size ? ir->symbols[i].leader : i);
     }
     u32(&b, ir->buffer_count);
     for (uint32_t i = 0; i < ir->buffer_count; i++) {
@@ -73,7 +75,8 @@ unsigned char *image_build(const IrProgram *ir, const char *module, const GpuIma
         u8(&b, buf->is_virtual);
         u8(&b, 0);
         u32(&b, buf->rank);
-        for (uint32_t a = 0; a < buf->rank; a++) u64(&b, buf->dims[a]);
+        for (uint32_t a = 0; a < buf->rank; a++) /* a run-time size: -1 - the symbol that sizes it */
+            u64(&b, a == 0 && ir_buffer_dynamic(buf) ? (uint64_t)(-1 - (int64_t)buf->size_symbol) : buf->dims[a]);
         f64(&b, buf->fill);
         f64(&b, buf->init_shift);
         bool values = !buf->is_virtual && buf->init == INIT_VALUES;

@@ -80,6 +80,12 @@ static bool symbol_value(Interp *in, const char *name, int64_t *out) {
     return true;
 }
 
+/* An extent or axis length: the number, or a run-time size's value (its class's size symbol,
+ * which tsr_state_begin_run checked). */
+static uint64_t size_value(const Interp *in, uint64_t n) {
+    return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
+}
+
 /* The flat offset of an access, or -1 after reporting an error. */
 static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
     const IrBuffer *b = &in->ir->buffers[buffer];
@@ -92,14 +98,15 @@ static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
             if (!symbol_value(in, index[a].symbol, &v)) return -1;
             i += v;
         }
-        if (i < 0 || (uint64_t)i >= b->dims[a]) {
+        uint64_t length = size_value(in, b->dims[a]);
+        if (i < 0 || (uint64_t)i >= length) {
             if (!in->failed)
                 diag_error_noloc("run time: index %" PRId64 " is out of range for axis %u of '%s' (size %" PRIu64 ")",
-                                 i, a, b->name, b->dims[a]);
+                                 i, a, b->name, length);
             in->failed = true;
             return -1;
         }
-        flat = flat * (int64_t)b->dims[a] + i;
+        flat = flat * (int64_t)length + i;
     }
     return flat;
 }
@@ -148,7 +155,7 @@ static void run_block(Interp *in, const IrBlock *block) {
                     }
                 break;
             }
-            for (uint64_t v = 0; v < s->extent && !in->failed; v++) {
+            for (uint64_t v = 0, n = size_value(in, s->extent); v < n && !in->failed; v++) {
                 in->iters[s->iter] = (int64_t)v;
                 run_block(in, &s->body);
             }
@@ -179,7 +186,13 @@ bool interp_run(Interp *in, const IrFunction *fn) {
         in->local_cap = fn->local_count;
     }
     in->failed = false;
-    if (tsr_state_begin_run(in->state) != TSR_OK) { /* as a generated routine begins */
+    uint32_t *sizes = calloc(in->ir->symbol_count + 1, sizeof *sizes);
+    if (!sizes) diag_fatal_oom();
+    uint32_t size_count = ir_function_sizes(in->ir, fn, sizes);
+    int status = tsr_state_check_sizes(in->state, sizes, size_count);
+    free(sizes);
+    if (status == TSR_OK) status = tsr_state_begin_run(in->state); /* as a generated routine begins */
+    if (status != TSR_OK) {
         diag_error_noloc("run time: %s", tsr_last_error());
         return false;
     }

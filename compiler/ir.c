@@ -226,6 +226,14 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
     }
 }
 
+/* An extent or an axis length: a number, or the size symbol of a run-time size ("x.b"). */
+static void print_size(FILE *out, const IrProgram *ir, uint64_t n) {
+    uint32_t k = size_is_runtime(n) ? size_class(n) : 0;
+    if (!k) fprintf(out, "%" PRIu64, n);
+    else if (k < ir->class_count && ir->class_symbol[k] < ir->symbol_count) fputs(ir->symbols[ir->class_symbol[k]].name, out);
+    else fprintf(out, "?%u", k);
+}
+
 static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, int depth) {
     for (uint32_t i = 0; i < block->count; i++) {
         const IrStmt *s = block->items[i];
@@ -233,7 +241,9 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         fprintf(out, "%*s", depth * 2, "");
         switch (s->kind) {
         case IR_LOOP:
-            fprintf(out, "for i%u < %" PRIu64 " %s%s", s->iter, s->extent, s->parallel ? "parallel" : "reduction",
+            fprintf(out, "for i%u < ", s->iter);
+            print_size(out, ir, s->extent);
+            fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
             static const char *const gpu_modes[] = {"gpu.x", "gpu.y", "gpu.z", "gpu.block.x", "gpu.block.y",
@@ -266,7 +276,10 @@ void ir_dump(const IrProgram *ir, FILE *out) {
         const IrBuffer *b = &ir->buffers[i];
         if (b->is_virtual) continue;
         fprintf(out, "  %s : %s  %s%s [", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
-        for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+        for (uint32_t a = 0; a < b->rank; a++) {
+            if (a) fputs(", ", out);
+            print_size(out, ir, b->dims[a]);
+        }
         fputc(']', out);
         switch (b->init) {
         case INIT_NONE: break;
@@ -371,6 +384,8 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 break;
             }
             if (s->extent < 1) problem(v, "a loop has no iterations");
+            if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN)
+                problem(v, "a loop of run-time extent is not a plain loop");
             if (ir_mode_thread(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");
@@ -473,4 +488,54 @@ bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const
             if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
     }
     return true;
+}
+
+/* ---- Run-time sizes a function needs ------------------------------------------------------------ */
+
+static void mark_size(const IrProgram *ir, bool *need, uint64_t n) {
+    if (size_is_runtime(n)) need[ir->class_symbol[size_class(n)]] = true;
+}
+
+static void mark_buffer(const IrProgram *ir, bool *need, uint32_t buffer) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    if (ir_buffer_dynamic(b)) need[b->size_symbol] = true;
+}
+
+static void sizes_of_expr(const IrProgram *ir, bool *need, const IrExpr *e) {
+    if (e->kind == IR_LOAD) mark_buffer(ir, need, e->buffer);
+    if (e->kind == IR_SYMBOL) { /* `dim b` of a run-time size */
+        uint32_t s = ir_symbol(ir, e->symbol);
+        if (s != UINT32_MAX && ir->symbols[s].size) need[s] = true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) sizes_of_expr(ir, need, e->args[i]);
+}
+
+static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        switch (s->kind) {
+        case IR_LOOP:
+            mark_size(ir, need, s->extent);
+            sizes_of_block(ir, need, &s->body);
+            break;
+        case IR_STORE:
+            mark_buffer(ir, need, s->buffer);
+            sizes_of_expr(ir, need, s->value);
+            break;
+        case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
+        case IR_BARRIER: break;
+        }
+    }
+}
+
+uint32_t ir_function_sizes(const IrProgram *ir, const IrFunction *fn, uint32_t *out) {
+    bool *need = calloc(ir->symbol_count + 1, sizeof *need);
+    if (!need) diag_fatal_oom();
+    sizes_of_block(ir, need, &fn->body);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (need[i]) out[n++] = i;
+    free(need);
+    return n;
 }

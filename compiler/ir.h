@@ -25,6 +25,7 @@
 #include "../runtime/image_kinds.h"
 #include "arena.h"
 #include "diag.h"
+#include "size.h"
 
 /* ---- Scalar operations (shared by both IRs) ------------------------------------------------ */
 
@@ -136,7 +137,14 @@ typedef struct IrBuffer {
                             * cells (registers); its index's terms in thread-loop iterators
                             * choose the thread, the rest the cell (cg_llvm.c drops the former) */
     const char *shape_text; /* "4|5" */
+    uint32_t size_symbol; /* a buffer of run-time size (ir_buffer_dynamic: dims[0] is SIZE_RUNTIME_BASE
+                           * + a class): the symbol whose value is its outermost axis's length
+                           * (an input's own `?`, otherwise its class's first); `size` then counts
+                           * the cells of one index of that axis.  Only that axis may be a
+                           * run-time size, so every stride is known at compile time. */
 } IrBuffer;
+
+static inline bool ir_buffer_dynamic(const IrBuffer *b) { return b->rank && size_is_runtime(b->dims[0]); }
 
 typedef struct IrTerm {
     uint32_t iter;
@@ -254,11 +262,17 @@ typedef struct IrFunction {
 
 /* ---- The program plan: what an executable does (plan.c) --------------------------------------- */
 
-/* An index symbol: a run-time integer in 0 … range-1 (an `index` item or a loop counter). */
+/* A symbol: a run-time integer.  An index symbol is in 0 … range-1 (an `index` item or a loop
+ * counter); a size symbol is a run-time size `?` as written for one input axis, at least
+ * `range`, and equal, when a routine runs, to the symbol `leader` (its class's first `?`), whose
+ * value is the extent of the class's loops. */
 typedef struct IrSymbol {
     const char *name; /* unique */
     int64_t range;
-    bool settable;    /* an `index` item (object mode exports a setter), not a loop counter of main */
+    bool settable;    /* an `index` item or a size (object mode exports a setter), not a loop
+                       * counter of main */
+    bool size;        /* a size symbol */
+    uint32_t leader;  /* a size symbol's class's first (itself for the first) */
 } IrSymbol;
 
 #define IR_KIND_ARG(name) IRP_##name,
@@ -349,6 +363,9 @@ typedef struct IrProgram {
     /* The plan (plan.c). */
     IrSymbol *symbols;
     uint32_t symbol_count;
+    uint32_t *class_symbol;   /* per run-time size class k (SIZE_RUNTIME_BASE + k in dims and
+                               * extents): the size symbol whose value it is, or UINT32_MAX */
+    uint32_t class_count;     /* classes 1 … class_count - 1 */
     bool *exported;           /* per function: a routine of the program (not made by `main`) */
     IrPrint *prints;
     uint32_t print_count, print_cap;
@@ -379,6 +396,11 @@ bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third
  * word, runtime/rng.c tsr_random_cell), so two tensors draw different numbers. */
 uint32_t ir_random_site(const IrBuffer *buffer);
+/* The size symbols a run of `fn` needs set, and equal to their class's first, before it starts
+ * (tsr_state_check_sizes): the symbol of every buffer of run-time size it touches and of every
+ * run-time extent it loops to, in symbol order, into `out` (room for every symbol).  Returns the
+ * count. */
+uint32_t ir_function_sizes(const IrProgram *ir, const IrFunction *fn, uint32_t *out);
 /* Whether two indices of `buffer` are the same, term for term. */
 bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
 

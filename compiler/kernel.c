@@ -79,12 +79,17 @@ static int compare_ids(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A loop's iterations for the estimates below: a run-time size counts as a batch of
+ * RUNTIME_EXTENT_GUESS (enough to run a nest over it on the pool when its cells are big). */
+enum { RUNTIME_EXTENT_GUESS = 64 };
+static double iterations(uint64_t extent) { return size_is_runtime(extent) ? RUNTIME_EXTENT_GUESS : (double)extent; }
+
 /* Cells × iterations of a statement. */
 static double work(const IrStmt *s) {
     if (s->kind != IR_LOOP) return 1;
     double w = 0;
     for (uint32_t i = 0; i < s->body.count; i++) w += work(s->body.items[i]);
-    return (double)s->extent * (w > 0 ? w : 1);
+    return iterations(s->extent) * (w > 0 ? w : 1);
 }
 
 /* The grid and block of a kernel whose first statement is `s`: its gpu.x/y/z loops, which
@@ -155,7 +160,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
         double w = work(s);
         kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&
                        s->extent >= 2 && w >= target->parallel_work;
-        if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / (double)s->extent)) + 1;
+        if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / iterations(s->extent))) + 1;
         gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
     }
     free(u.buffer);

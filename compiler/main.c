@@ -594,15 +594,14 @@ static void stage_done(const char *stage) {
 /* Shapes are closed: build the assignments, lower them to the loop IR, optimise, schedule for
  * the target (unless the IR is wanted as lowered), verify. */
 static IrProgram *build_ir(Program *program, const Options *opt, const Target *target) {
-    /* Run-time sizes are inferred and checked (docs/inference.md §4.9), but no stage after shape
-     * inference takes them yet. */
-    for (uint32_t k = 1; k <= shape_runtime_count(program->solver); k++) {
+    /* The GPU schedule sizes grids from the extents: run-time sizes are for the CPU (and the
+     * reference executor) in this version. */
+    for (uint32_t k = 1; target->kind == TARGET_CUDA && k <= shape_runtime_count(program->solver); k++) {
         uint32_t count;
         const OriginId *decls = shape_runtime_decls(program->solver, k, &count);
         if (!count) continue; /* a class closing made another size */
         diag_error(shape_origin_span(program->solver, decls[0]),
-                   "this version infers and checks run-time sizes ('?': --check, --print-shapes, --explain) but "
-                   "cannot compile them to code yet");
+                   "run-time sizes ('?') are not compiled for --target=cuda in this version; compile for the CPU");
         return NULL;
     }
     AssignOptions ao = {opt->seed};

@@ -7,7 +7,8 @@
  * symbols.  Without `main`, the plan runs every routine once in order (or the implicit
  * forward function) and prints every named tensor and its gradient as a grid.  It is also the
  * one place that copies what the back half needs out of the tensor graph (exported tensors,
- * data sets, options, routine spans): nothing after it reads the Program.
+ * data sets, options, routine spans): nothing after it reads the Program.  Run-time sizes
+ * become size symbols, one per `?` written, after the index symbols (runtime_sizes below).
  *
  * Requires: lowered functions (one per Program routine, or one "forward"); runs before
  * optimisation, so that the buffers it prints are kept. */
@@ -95,12 +96,14 @@ static uint32_t kept_buffer(IrProgram *ir, const AssignResult *ar, const Tensor 
     return b;
 }
 
-/* The rows `shuffle` permutes: the cells of the batch axes, which lead in memory. */
+/* The rows `shuffle` permutes: the cells of the batch axes, which lead in memory.  When the first
+ * is a run-time size (a .npy file's length), minus the cells of the others: the runtime
+ * multiplies by the length the file gave (runtime/steps.c). */
 static int64_t batch_rows(const AssignResult *ar, const Tensor *t) {
     Row batch = shape_resolve_row(ar->program->solver, t->shape.rows[ROW_BATCH]);
     int64_t rows = 1;
-    for (uint32_t i = 0; i < batch.count; i++) rows *= batch.dims[i].size;
-    return batch.count ? rows : 0;
+    for (uint32_t i = 0; i < batch.count; i++) rows *= batch.dims[i].runtime ? 1 : batch.dims[i].size;
+    return !batch.count ? 0 : batch.dims[0].runtime ? -rows : rows;
 }
 
 /* A shuffle's rows (into `a`): every field of every listed data item must have the same
@@ -214,12 +217,58 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
     }
 }
 
+/* The first axis in memory order (batch, output, input) of a shape as written, or NULL. */
+static const Dim *first_memory_axis(const Shape *sh) {
+    static const RowKind order[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (sh->rows[order[k]].count) return &sh->rows[order[k]].dims[0];
+    return NULL;
+}
+
+/* One size symbol per `?` written that is still a run-time size (named as elaboration named it:
+ * "x.b"), its leader the first of its class; every class's symbol; and for every buffer of
+ * run-time size, the symbol that sizes it: an input's own `?`, else its class's leader. */
+static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    ShapeSolver *solver = p->solver;
+    uint32_t decls = shape_runtime_decl_count(solver);
+    ir->class_count = shape_runtime_count(solver) + 1;
+    ir->class_symbol = arena_alloc(ir->arena, ir->class_count * sizeof *ir->class_symbol);
+    for (uint32_t k = 0; k < ir->class_count; k++) ir->class_symbol[k] = UINT32_MAX;
+    uint32_t *decl_symbol = arena_alloc(ir->arena, (decls + 1) * sizeof *decl_symbol);
+    for (uint32_t i = 0; i < decls; i++) {
+        const char *name;
+        OriginId origin;
+        uint32_t k = shape_runtime_decl(solver, i, &name, &origin);
+        decl_symbol[i] = UINT32_MAX;
+        if (!k) continue; /* the program fixed it */
+        uint32_t sym = ir->symbol_count++;
+        if (ir->class_symbol[k] == UINT32_MAX) ir->class_symbol[k] = sym;
+        ir->symbols[sym] = (IrSymbol){.name = name, .range = shape_runtime_min(solver, k), .settable = true,
+                                      .size = true, .leader = ir->class_symbol[k]};
+        decl_symbol[i] = sym;
+    }
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (ir_buffer_dynamic(buf)) buf->size_symbol = ir->class_symbol[size_class(buf->dims[0])];
+    }
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const Tensor *t = p->tensors[i];
+        uint32_t b = ar->value_buffer[t->id];
+        const Dim *first = t->kind == TENSOR_INPUT ? first_memory_axis(&t->shape) : NULL;
+        if (b == UINT32_MAX || !first || !ir_buffer_dynamic(&ir->buffers[b])) continue;
+        uint32_t decl = shape_runtime_decl_of(solver, *first);
+        if (decl != UINT32_MAX) ir->buffers[b].size_symbol = decl_symbol[decl];
+    }
+}
+
 bool plan_build(IrProgram *ir, const AssignResult *ar) {
     const Program *p = ar->program;
     copy_program(ir, ar);
     ir->symbol_count = p->index_count;
-    ir->symbols = arena_alloc(ir->arena, (p->index_count + 1) * sizeof *ir->symbols);
-    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){p->indexes[i].name, p->indexes[i].range, !p->indexes[i].counter};
+    ir->symbols = arena_alloc(ir->arena, (p->index_count + shape_runtime_decl_count(p->solver) + 1) * sizeof *ir->symbols);
+    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){.name = p->indexes[i].name, .range = p->indexes[i].range, .settable = !p->indexes[i].counter};
+    runtime_sizes(ir, ar);
     StmtList out = {0};
     if (p->has_main) {
         if (!main_stmts(ir, ar, p->main, p->main_count, &out)) return false;

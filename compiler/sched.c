@@ -1771,12 +1771,26 @@ static bool match_full_reduction(const IrFunction *fn, uint32_t i, Reduction *r)
 
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
+/* Whether a loop of the nest runs to a run-time size: the rewrites size their tiles, vectors and
+ * unrolling from the extents, so such a nest keeps its lowered form (plain loops). */
+static bool runtime_nest(const IrStmt *st) {
+    if (st->kind != IR_LOOP) return false;
+    if (size_is_runtime(st->extent)) return true;
+    for (uint32_t i = 0; i < st->body.count; i++)
+        if (runtime_nest(st->body.items[i])) return true;
+    return false;
+}
+
 static void schedule_function(Sched *s) {
     IrFunction *fn = s->fn;
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
+        if (runtime_nest(st)) {
+            ir_block_push(s->ir->arena, &body, st);
+            continue;
+        }
         if (st->kind == IR_LOOP && match_reduction(st, &r)) {
             IrBlock tiled = {0};
             bool fused;

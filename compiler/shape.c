@@ -180,6 +180,7 @@ typedef struct CrossRef {
 typedef struct RuntimeDecl {
     uint32_t var;
     OriginId origin;
+    const char *name;
 } RuntimeDecl;
 
 typedef struct RuntimeClass {
@@ -344,10 +345,10 @@ Dim dim_unit(OriginId origin) { return dim_ground(1, BASIS_NONE, origin); }
 
 static bool dim_is_unit(Dim d) { return d.var == 0 && d.basis == BASIS_NONE; }
 
-Dim shape_runtime_dim(ShapeSolver *s, OriginId origin) {
+Dim shape_runtime_dim(ShapeSolver *s, OriginId origin, const char *name) {
     Dim d = shape_fresh_dim(s, origin);
     s->dvars[d.var].runtime = origin;
-    RuntimeDecl decl = {.var = d.var, .origin = origin};
+    RuntimeDecl decl = {.var = d.var, .origin = origin, .name = arena_printf(s->arena, "%s", name)};
     ARENA_PUSH(s->arena, s->runtime_decls, s->runtime_decl_count, s->runtime_decl_cap, decl);
     return d;
 }
@@ -360,6 +361,25 @@ const OriginId *shape_runtime_decls(const ShapeSolver *s, uint32_t k, uint32_t *
 }
 
 uint32_t shape_runtime_min(const ShapeSolver *s, uint32_t k) { return s->runtimes[k].min; }
+
+uint32_t shape_runtime_decl_count(const ShapeSolver *s) { return s->runtime_decl_count; }
+
+uint32_t shape_runtime_decl(ShapeSolver *s, uint32_t i, const char **name, OriginId *origin) {
+    const RuntimeDecl *decl = &s->runtime_decls[i];
+    *name = decl->name;
+    *origin = decl->origin;
+    return shape_resolve_dim(s, (Dim){.var = decl->var}).runtime;
+}
+
+void shape_runtime_rename(ShapeSolver *s, uint32_t i, const char *name) {
+    s->runtime_decls[i].name = arena_printf(s->arena, "%s", name);
+}
+
+uint32_t shape_runtime_decl_of(const ShapeSolver *s, Dim written) {
+    for (uint32_t i = 0; written.var && i < s->runtime_decl_count; i++)
+        if (s->runtime_decls[i].var == written.var) return i;
+    return UINT32_MAX;
+}
 
 /* A variable that cannot take the claim-free unit: an at-least size above 1, or a run-time size.
  * Below an atom it is that atom, and below another variable it equals it. */
@@ -2122,46 +2142,73 @@ static bool settle_concats(ShapeSolver *s) {
  * variable a `?` became) is computed at compile time from sizes it cannot know: reported once,
  * and left settled. */
 static void refuse_runtime(ShapeSolver *s, bool *settled, OriginId why, const Dim *dims, uint32_t count,
-                           const char *what) {
+                           const char *message) {
     for (uint32_t i = 0; i < count; i++) {
         Dim d = shape_resolve_dim(s, dims[i]);
         OriginId decl = d.var ? s->dvars[d.var].runtime : d.runtime ? d.origin : 0; /* the `?` written */
         if (!decl) continue;
         *settled = true;
-        error_at(s, why, decl, dims[i].origin, "%s needs compile-time sizes, but an axis here is a run-time size (?)", what);
+        error_at(s, why, decl, dims[i].origin, "%s", message);
         note_origin(s, decl, "the run-time size comes from");
         return;
     }
 }
 
-static void refuse_runtime_sizes(ShapeSolver *s) {
-    for (uint32_t i = 0; i < s->product_count; i++) {
-        Product *p = &s->products[i];
-        if (p->settled) continue;
-        Row r = shape_resolve_row(s, p->row);
-        refuse_runtime(s, &p->settled, p->why, r.dims, r.count, "reading or setting the number of cells of a row");
+/* A cells constraint whose row is one run-time axis among axes of size 1 holds that run-time size
+ * (`dim b` of a run-time batch: docs/inference.md §4.9); it is settled once closing has made the
+ * size ground.  Any other row with a run-time axis is refused.  Returns whether it settled one. */
+static bool settle_runtime_product(ShapeSolver *s, Product *p) {
+    Row r = shape_resolve_row(s, p->row);
+    Dim only = {0};
+    uint32_t runtime = 0;
+    bool ones = true;
+    for (uint32_t j = 0; j < r.count; j++) {
+        Dim d = shape_resolve_dim(s, r.dims[j]);
+        if (d.runtime || (d.var && s->dvars[d.var].runtime)) runtime++, only = d;
+        else ones = ones && d.var == 0 && d.size == 1;
     }
+    if (!runtime || r.var) return false; /* (an open row: wait for its other axes) */
+    if (runtime == 1 && ones && only.var) return false; /* wait for closing to ground it */
+    if (runtime == 1 && ones) {
+        p->settled = true;
+        shape_dim_eq(s, p->cells, only, p->why);
+        return true;
+    }
+    refuse_runtime(s, &p->settled, p->why, r.dims, r.count,
+                   "'dim' and 'set_dim' take a row with a run-time size (?) only when that is its one axis of more "
+                   "than one cell: the product of a run-time size and other sizes is not computed in this version");
+    return false;
+}
+
+static bool refuse_runtime_sizes(ShapeSolver *s) {
+    bool progress = false;
+    for (uint32_t i = 0; i < s->product_count; i++)
+        if (!s->products[i].settled) progress |= settle_runtime_product(s, &s->products[i]);
     for (uint32_t i = 0; i < s->window_count; i++) {
         WindowC *c = &s->windows[i];
         Dim dims[3] = {c->input, c->over, c->kernel};
-        if (!c->settled) refuse_runtime(s, &c->settled, c->why, dims, c->w.has_kernel ? 3 : 2, "a window or merged axis");
+        if (!c->settled)
+            refuse_runtime(s, &c->settled, c->why, dims, c->w.has_kernel ? 3 : 2,
+                           "a window or merged axis needs compile-time sizes, but an axis here is a run-time size (?)");
     }
     for (uint32_t i = 0; i < s->concat_count; i++) {
         ConcatC *c = &s->concats[i];
         if (c->settled) continue;
-        refuse_runtime(s, &c->settled, c->why, &c->total, 1, "a concatenation");
-        if (!c->settled) refuse_runtime(s, &c->settled, c->why, c->parts, c->count, "a concatenation");
+        static const char *concat = "a concatenation needs compile-time sizes, but an axis here is a run-time size (?)";
+        refuse_runtime(s, &c->settled, c->why, &c->total, 1, concat);
+        if (!c->settled) refuse_runtime(s, &c->settled, c->why, c->parts, c->count, concat);
     }
+    return progress;
 }
 
 /* What waits for a fixpoint: cells constraints, front equalities, windows and concatenations. */
 static bool settle(ShapeSolver *s, bool default_rows) {
-    refuse_runtime_sizes(s);
+    bool runtime = refuse_runtime_sizes(s);
     bool fronts = settle_fronts(s, default_rows);
     bool products = settle_products(s, default_rows);
     bool windows = settle_windows(s, default_rows);
     bool concats = settle_concats(s);
-    return fronts || products || windows || concats;
+    return runtime || fronts || products || windows || concats;
 }
 
 /* Solve, settling what waits for a fixpoint and then the crossings (with `default_rows`: also the

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "diag.h"
+#include "size.h"
 
 typedef struct ShapeSolver ShapeSolver;
 typedef uint32_t OriginId; /* 0: no origin */
@@ -43,12 +44,8 @@ typedef struct Dim {
                        * 1 … shape_runtime_count(); size is then 0 and basis BASIS_DEFAULT */
 } Dim;
 
-/* A size as the stages after shape inference carry it (64 bits): a compile-time size (at most
- * 32 bits), or run-time size class k as SIZE_RUNTIME_BASE + k, above every compile-time size --
- * so it iterates, and equals only itself. */
-#define SIZE_RUNTIME_BASE ((uint64_t)1 << 40)
+/* A ground dim's size as the later stages carry it (size.h). */
 static inline uint64_t dim_extent(Dim d) { return d.runtime ? SIZE_RUNTIME_BASE + d.runtime : d.size; }
-static inline bool size_is_runtime(uint64_t n) { return n >= SIZE_RUNTIME_BASE; }
 
 typedef struct Row {
     Dim *dims;       /* leading flank, then trailing flank */
@@ -104,7 +101,7 @@ Dim shape_fresh_dim(ShapeSolver *solver, OriginId origin);
  * class, and one that meets a compile-time size takes that size (the declaration is then
  * static: shape_close warns).  shape_close makes each class still open a ground run-time size
  * before anything else closes, so closing's choices never decide it. */
-Dim shape_runtime_dim(ShapeSolver *solver, OriginId origin);
+Dim shape_runtime_dim(ShapeSolver *solver, OriginId origin, const char *name);
 /* After shape_close: the number of run-time size classes, and for class k (1 …) the
  * declarations that became it (the first written is [0]; none when closing made the class
  * another size: ground dims are then resolved to that). */
@@ -113,6 +110,14 @@ const OriginId *shape_runtime_decls(const ShapeSolver *solver, uint32_t k, uint3
 /* The least size class k must have at run time (an index fixed in a spec reads that far), 1 when
  * nothing asks for more. */
 uint32_t shape_runtime_min(const ShapeSolver *solver, uint32_t k);
+/* After shape_close: the `?` written, in order (0 …): the name it was given (shape_runtime_dim),
+ * where it was written, and its class (0 when it became a compile-time size). */
+uint32_t shape_runtime_decl_count(const ShapeSolver *solver);
+uint32_t shape_runtime_decl(ShapeSolver *solver, uint32_t i, const char **name, OriginId *origin);
+/* The `?` that `written` (a dim as shape_runtime_dim returned it) is, or UINT32_MAX. */
+uint32_t shape_runtime_decl_of(const ShapeSolver *solver, Dim written);
+/* Give `?` number i another name (a data item's, known only once the item binds it). */
+void shape_runtime_rename(ShapeSolver *solver, uint32_t i, const char *name);
 Row shape_fresh_row(ShapeSolver *solver, OriginId origin); /* a bare row variable <ρ> */
 Row shape_row(ShapeSolver *solver, const Dim *lead, uint32_t lead_count, uint32_t var,
               const Dim *trail, uint32_t trail_count, OriginId origin); /* copies the dims */

@@ -3,7 +3,7 @@
  * A generated `main` hands its argc/argv to tsr_main_start() with the model image; the
  * reference executor (`tsrc --run --interp prog.tsr -- ARGS`) does the same, so both accept the
  * same options and answer them with the same words.  The options come from a table, not from
- * generated code: the built-in ones (--help, --seed, --threads, --data, --load) and the
+ * generated code: the built-in ones (--help, --seed, --threads, --data, --load, --size) and the
  * program's `option` items, which the image lists with their kinds and defaults.  A bad command
  * line is a one-line message "PROGRAM: error: …" on stderr and exit status 2; --help prints
  * every option with its default to stdout and exit status 0.  The state is then created with
@@ -64,6 +64,13 @@ static void print_help(const Parser *p, uint64_t default_seed) {
         for (uint32_t k = 0; tsr_model_data_field(m, k); k++) printf(" %s", tsr_model_data_field(m, k));
         printf("\n");
     }
+    if (tsr_model_size_at(m, 0) >= 0) {
+        printf("  %-22s %s\n", "--size NAME=N", "the run-time size NAME (a '?' of an input) is N;");
+        printf("  %-22s NAME is one of:", "");
+        for (uint32_t k = 0; tsr_model_size_at(m, k) >= 0; k++)
+            printf(" %s", tsr_model_symbol_name(m, (uint32_t)tsr_model_size_at(m, k)));
+        printf("\n");
+    }
     uint32_t n;
     const tsr_option *o = tsr_model_options(p->model, &n);
     for (uint32_t i = 0; i < n; i++) {
@@ -115,6 +122,26 @@ static int add_data(Parser *p, const char *text) {
     return 0;
 }
 
+static int add_size(Parser *p, const char *text) {
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text) return usage_error(p, "'--size' takes NAME=N, not '%s'", text);
+    int64_t symbol = tsr_model_size_symbol(p->model, text, (size_t)(eq - text)), v;
+    if (symbol < 0) return usage_error(p, "'--size %s': the program has no run-time size named '%.*s'", text, (int)(eq - text), text);
+    if (!parse_integer(eq + 1, false, 1, INT64_MAX, &v))
+        return usage_error(p, "'--size %s' needs a positive integer size", text);
+    uint32_t *symbols = realloc(p->args.size_symbols, (p->args.size_count + 1) * sizeof *symbols);
+    if (symbols) p->args.size_symbols = symbols;
+    int64_t *values = realloc(p->args.size_values, (p->args.size_count + 1) * sizeof *values);
+    if (values) p->args.size_values = values;
+    if (!symbols || !values) {
+        fprintf(stderr, "%s: error: out of memory\n", p->program);
+        return 1;
+    }
+    p->args.size_symbols[p->args.size_count] = (uint32_t)symbol;
+    p->args.size_values[p->args.size_count++] = v;
+    return 0;
+}
+
 /* Parse argv; 0 to go on, or the exit status (-1: --help was printed, exit 0). */
 static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
     uint32_t option_count;
@@ -131,7 +158,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
         bool known = false;
-        static const char *const builtin[] = {"seed", "threads", "data", "load"};
+        static const char *const builtin[] = {"seed", "threads", "data", "load", "size"};
         for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
             known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
         tsr_option *o = NULL;
@@ -156,6 +183,8 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         } else if (strncmp(name, "load", n) == 0) {
             if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
             p->args.load = value;
+        } else if (strncmp(name, "size", n) == 0) {
+            status = add_size(p, value);
         } else {
             status = add_data(p, value);
         }
@@ -184,5 +213,7 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     }
     free(p.args.data_names);
     free(p.args.data_paths);
+    free(p.args.size_symbols);
+    free(p.args.size_values);
     return s;
 }

@@ -739,6 +739,27 @@ int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dim
     return load_file(path, out, rank, dims, what, npy_load);
 }
 
+int tsr_npy_length(const char *path, const char *what, int64_t *length) {
+    Source src = {path, what, 0, false};
+    FILE *file;
+    int status = open_file(&src, &file);
+    if (status != TSR_OK) return status;
+    char *text = NULL;
+    size_t len = 0;
+    status = npy_read_header(&src, file, &text, &len);
+    fclose(file);
+    NpyHeader header;
+    if (status == TSR_OK) {
+        NpyParser parser = {.text = text, .len = len};
+        if (!npy_parse_header(&parser, &header)) status = fail_at(&src, 0, 0, "has a malformed header: %s", parser.problem);
+        else if (header.rank == 0) status = fail_at(&src, 0, 0, "holds one number, not an axis of run-time length");
+        else if (header.dims[0] < 1) status = fail_at(&src, 0, 0, "has an empty first axis (a run-time length is at least 1)");
+        else *length = header.dims[0];
+    }
+    free(text);
+    return status;
+}
+
 int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
     return load_file(path, out, rank, dims, what, csv_file);
 }

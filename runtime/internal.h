@@ -18,7 +18,7 @@
  *
  *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
  *   str module
- *   u32 symbol_count   { str name; i64 range }
+ *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
@@ -45,16 +45,21 @@
  * added `shift` and the scaled UNIFORM and NORMAL initialisations (image_kinds.h); version 5 added
  * the actions (TSR_ACTION_*, the statements of main that steps.c runs): SAVE and LOAD name a
  * checkpoint file in `text` and the buffers in `ref` (none: every parameter); SHUFFLE permutes
- * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`); RECORD
+ * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`; -`rows` times
+ * the length of the first field's run-time outermost axis when negative, version 8); RECORD
  * appends cell 0 of buffer ref[0] to series `value`, PLOT draws series `value` titled `text`;
  * PROGRESS is the bar of a loop, titled `text`.  Version 6 added the GPU section: the PTX module
  * (text, arch "sm_80"…) and its kernels in launch numbering (tsr_gpu_launch); each kernel's
  * parameters are one i64 per index symbol (their values, in symbol order), then a pointer per
  * listed buffer (device memory), `writes` set where the kernel stores into that buffer.
  * Version 7 put the run's random key (tsr.h: TSR_SYMBOL_KEY_WORDS i64s, the seed and the run's
- * number) between a kernel's index symbols and its buffers. */
+ * number) between a kernel's index symbols and its buffers.  Version 8 added run-time sizes: a
+ * symbol with `size` set is the length of a `?` axis (at least `range`, and equal to symbol
+ * `leader`, its class's first, when a routine runs; `leader` is the symbol itself otherwise),
+ * and a buffer whose dims[0] is negative has that run-time length, the value of symbol
+ * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 7u
+#define TSR_IMAGE_VERSION 8u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,
@@ -88,7 +93,15 @@ typedef struct tsr_run_args {
     uint32_t data_count;
     const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
     const char *load;                      /* --load PATH, or NULL */
+    uint32_t size_count;
+    uint32_t *size_symbols;                /* --size NAME=N: the size symbols, in order */
+    int64_t *size_values;
 } tsr_run_args;
+
+/* The size symbol (a run-time size `?`) named by the `len` bytes at `name`, or -1; the k-th size
+ * symbol's number, or -1 past the last. */
+int64_t tsr_model_size_symbol(const tsr_model *model, const char *name, size_t len);
+int64_t tsr_model_size_at(const tsr_model *model, uint32_t k);
 
 /* An action of main (the image's action table, read by state.c, run by steps.c), with what
  * the run has done with it so far. */
@@ -188,6 +201,9 @@ double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
 /* The number a print shows for `v`: every NaN becomes the positive quiet NaN, so it prints as
  * "nan" (or "NAN", "+nan" with those conversions) whatever its sign and payload. */
 double tsr_print_canonical(double v);
+
+/* The length of the first axis of the .npy file at `path` (for a run-time size, data `what`). */
+int tsr_npy_length(const char *path, const char *what, int64_t *length);
 
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

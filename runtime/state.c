@@ -23,8 +23,10 @@ typedef struct Buffer {
     char *name, *shape_text;
     uint8_t kind, init, is_virtual;
     uint32_t rank;
-    int64_t *dims;
+    int64_t *dims;      /* dims[0] of a run-time size: its current value (0 until set) */
     int64_t size;
+    int64_t size_symbol; /* the symbol whose value is dims[0] (a run-time size), or -1 */
+    int64_t row_cells;   /* with size_symbol: the cells of one index of dims[0] */
     double fill, shift; /* fill: FILL's value, or UNIFORM's and NORMAL's scale */
     uint64_t value_count;
     const unsigned char *values; /* f32 little-endian, inside the image */
@@ -56,7 +58,9 @@ struct tsr_model {
     char *module;
     uint32_t symbol_count;
     char **symbol_names;
-    int64_t *symbol_ranges;
+    int64_t *symbol_ranges;    /* an index symbol's range; a size symbol's least value */
+    uint8_t *symbol_sizes;     /* a run-time size (image version 8) */
+    uint32_t *symbol_leaders;  /* a size symbol's class's first */
     uint32_t buffer_count;
     Buffer *buffers;
     uint32_t data_count;
@@ -190,6 +194,8 @@ static void model_free(tsr_model *m) {
     for (uint32_t i = 0; i < m->symbol_count; i++) free(m->symbol_names[i]);
     free(m->symbol_names);
     free(m->symbol_ranges);
+    free(m->symbol_sizes);
+    free(m->symbol_leaders);
     for (uint32_t i = 0; i < m->buffer_count; i++) {
         free(m->buffers[i].name);
         free(m->buffers[i].shape_text);
@@ -251,11 +257,20 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
     m->symbol_count = count(&r, 12);
     m->symbol_names = calloc(m->symbol_count + 1, sizeof *m->symbol_names);
     m->symbol_ranges = calloc(m->symbol_count + 1, sizeof *m->symbol_ranges);
-    if (!m->symbol_names || !m->symbol_ranges) r.bad = true;
+    m->symbol_sizes = calloc(m->symbol_count + 1, sizeof *m->symbol_sizes);
+    m->symbol_leaders = calloc(m->symbol_count + 1, sizeof *m->symbol_leaders);
+    if (!m->symbol_names || !m->symbol_ranges || !m->symbol_sizes || !m->symbol_leaders) r.bad = true;
     for (uint32_t i = 0; i < m->symbol_count && !r.bad; i++) {
         m->symbol_names[i] = str(&r);
         m->symbol_ranges[i] = i64(&r);
+        m->symbol_sizes[i] = u8(&r);
+        m->symbol_leaders[i] = u32(&r);
+        if (m->symbol_sizes[i] > 1 || m->symbol_leaders[i] >= m->symbol_count ||
+            (!m->symbol_sizes[i] && m->symbol_leaders[i] != i))
+            r.bad = true;
     }
+    for (uint32_t i = 0; i < m->symbol_count && !r.bad; i++)
+        if (m->symbol_sizes[i] && !m->symbol_sizes[m->symbol_leaders[i]]) r.bad = true;
     m->buffer_count = count(&r, 40);
     m->buffers = calloc(m->buffer_count + 1, sizeof *m->buffers);
     if (!m->buffers) r.bad = true;
@@ -271,10 +286,21 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->dims = calloc(b->rank + 1, sizeof *b->dims);
         if (!b->dims) r.bad = true;
         b->size = 1;
+        b->size_symbol = -1;
         for (uint32_t a = 0; a < b->rank && !r.bad; a++) {
             b->dims[a] = i64(&r);
+            if (a == 0 && b->dims[a] < 0) { /* a run-time size: no cells until it is set */
+                b->size_symbol = -1 - b->dims[a];
+                b->dims[a] = 0;
+                if (b->size_symbol >= m->symbol_count || !m->symbol_sizes[b->size_symbol]) r.bad = true;
+                continue;
+            }
             if (b->dims[a] < 0 || (b->dims[a] && b->size > INT64_MAX / b->dims[a])) r.bad = true;
             else b->size *= b->dims[a];
+        }
+        if (b->size_symbol >= 0) {
+            b->row_cells = b->size;
+            b->size = 0;
         }
         b->fill = f64(&r);
         b->shift = f64(&r);
@@ -352,7 +378,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         if (series && (a->value < 0 || a->value >= (int64_t)m->action_count)) r.bad = true;
         if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
-        if (a->kind == TSR_ACTION_SHUFFLE && a->rows < 1) r.bad = true;
+        if (a->kind == TSR_ACTION_SHUFFLE && a->rows == 0) r.bad = true; /* < 0: times a run-time length */
     }
     uint8_t has_gpu = u8(&r);
     if (has_gpu > 1) r.bad = true;
@@ -378,14 +404,29 @@ static float image_float(const unsigned char *p, uint64_t i) {
     return v;
 }
 
-/* Read a file into buffer `buffer` for data item `what`: CSV when the name ends in ".csv",
- * otherwise .npy. */
-static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what) {
+/* Read a file into buffer `buffer` for data item `what`: CSV or .npy. */
+static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
+
+/* A buffer of run-time length takes the length of the .npy file's first axis (its size symbol is
+ * set to it: data files are read when the state is made). */
+static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv) {
     const Buffer *b = &s->model->buffers[buffer];
-    size_t n = strlen(path);
-    if (n >= 4 && strcmp(path + n - 4, ".csv") == 0)
-        return tsr_load_csv(path, s->buffers[buffer], b->rank, b->dims, what);
+    if (b->size_symbol >= 0) {
+        int64_t length = 0;
+        int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
+                                                   "version (use a .npy file)", what, path)
+                         : tsr_npy_length(path, what, &length);
+        if (status == TSR_OK) status = set_size(s, (uint32_t)b->size_symbol, length);
+        if (status != TSR_OK) return status;
+    }
+    if (csv) return tsr_load_csv(path, s->buffers[buffer], b->rank, b->dims, what);
     return tsr_load_npy(path, s->buffers[buffer], b->rank, b->dims, what);
+}
+
+/* A file `--data` names: CSV when the name ends in ".csv", otherwise .npy. */
+static int load_override(tsr_state *s, uint32_t buffer, const char *path) {
+    size_t n = strlen(path);
+    return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0);
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -404,7 +445,7 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
     for (uint32_t f = 0; f < d->field_count; f++) replaced = replaced && data_override(s, d->fields[f], args);
     if (replaced && strcmp(d->generator, "option") != 0) {
         for (uint32_t f = 0; f < d->field_count; f++) {
-            int status = load_file(s, d->fields[f], data_override(s, d->fields[f], args), m->buffers[d->fields[f]].name);
+            int status = load_override(s, d->fields[f], data_override(s, d->fields[f], args));
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -421,7 +462,7 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
         else tsr_spirals(f0, labels, d->count, d->noise, (uint64_t)d->seed);
         for (uint32_t f = 0; f < 2; f++) { /* a field that --data replaces */
             const char *path = data_override(s, d->fields[f], args);
-            int status = path ? load_file(s, d->fields[f], path, m->buffers[d->fields[f]].name) : TSR_OK;
+            int status = path ? load_override(s, d->fields[f], path) : TSR_OK;
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -443,9 +484,44 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
         for (int64_t c = 0; c < b0->size; c++) f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)c);
         return TSR_OK;
     }
-    if (!strcmp(d->generator, "npy")) return tsr_load_npy(d->path, f0, b0->rank, b0->dims, d->name);
-    if (!strcmp(d->generator, "csv")) return tsr_load_csv(d->path, f0, b0->rank, b0->dims, d->name);
+    if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"));
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
+}
+
+/* Give buffer i storage of its current size (freeing what it had) and its initial values: an
+ * input's the caller has not given yet (noise, so that reading it unfilled shows), a fill, the
+ * literal's values, a parameter's seeded numbers. */
+static int allocate_buffer(tsr_state *s, uint32_t i) {
+    const Buffer *b = &s->model->buffers[i];
+    if (b->is_virtual) return TSR_OK;
+    tsr_free(s->buffers[i]);
+    s->buffers[i] = NULL;
+    if (b->size == 0) return TSR_OK; /* a run-time size not set yet */
+    float *d = s->buffers[i] = tsr_alloc_floats(b->size);
+    if (!d)
+        return tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " floats)", b->name, b->shape_text,
+                         b->size);
+    uint64_t seed = s->seed;
+    if (b->kind == TSR_BUF_INPUT) /* until the caller fills it */
+        for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+    switch (b->init) {
+    case TSR_INIT_FILL:
+        for (int64_t c = 0; c < b->size; c++) d[c] = (float)b->fill;
+        break;
+    case TSR_INIT_VALUES:
+        for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
+        break;
+    case TSR_INIT_UNIFORM:
+        for (int64_t c = 0; c < b->size; c++)
+            d[c] = (float)(b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
+        break;
+    case TSR_INIT_NORMAL:
+        for (int64_t c = 0; c < b->size; c++) d[c] = (float)(b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
+        break;
+    default: break;
+    }
+    return TSR_OK;
 }
 
 tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed) {
@@ -473,38 +549,18 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
         tsr_state_destroy(s);
         return NULL;
     }
-    for (uint32_t i = 0; i < m->buffer_count; i++) {
-        const Buffer *b = &m->buffers[i];
-        if (b->is_virtual) continue;
-        float *d = s->buffers[i] = tsr_alloc_floats(b->size);
-        if (!d) {
-            tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " floats)", b->name, b->shape_text,
-                      b->size);
+    for (uint32_t i = 0; i < m->buffer_count; i++)
+        if (m->buffers[i].size_symbol < 0 && allocate_buffer(s, i) != TSR_OK) {
             tsr_state_destroy(s);
             return NULL;
         }
-        if (b->kind == TSR_BUF_INPUT) /* until the caller fills it */
-            for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
-        switch (b->init) {
-        case TSR_INIT_FILL:
-            for (int64_t c = 0; c < b->size; c++) d[c] = (float)b->fill;
-            break;
-        case TSR_INIT_VALUES:
-            for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
-            break;
-        case TSR_INIT_UNIFORM:
-            for (int64_t c = 0; c < b->size; c++)
-                d[c] = (float)(b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
-            break;
-        case TSR_INIT_NORMAL:
-            for (int64_t c = 0; c < b->size; c++)
-                d[c] = (float)(b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
-            break;
-        default: break;
-        }
-    }
     for (uint32_t i = 0; i < m->data_count; i++)
         if (produce_data(s, &m->data[i], args) != TSR_OK) { /* the loader recorded the error */
+            tsr_state_destroy(s);
+            return NULL;
+        }
+    for (uint32_t i = 0; args && i < args->size_count; i++)
+        if (tsr_state_set_symbol(s, args->size_symbols[i], args->size_values[i]) != TSR_OK) {
             tsr_state_destroy(s);
             return NULL;
         }
@@ -530,10 +586,43 @@ void tsr_state_destroy(tsr_state *s) {
 /* Every entry point that takes a state refuses NULL with this error (docs/runtime.md §7). */
 static int null_state(void) { return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL"); }
 
+/* Size symbol `symbol` is `value` now: every buffer it sizes gets storage of that length (new
+ * storage, initialised as at creation, whenever the length changes). */
+static int set_size(tsr_state *s, uint32_t symbol, int64_t value) {
+    const tsr_model *m = s->model;
+    int64_t least = m->symbol_ranges[symbol] > 1 ? m->symbol_ranges[symbol] : 1;
+    if (value < least)
+        return tsr_error(TSR_ERR_INDEX, "run-time size '%s' = %" PRId64 " must be at least %" PRId64,
+                         m->symbol_names[symbol], value, least);
+    if (s->symbols[symbol] == value) return TSR_OK;
+    for (uint32_t i = 0; i < m->buffer_count; i++) {
+        Buffer *b = &m->buffers[i];
+        if (b->size_symbol != (int64_t)symbol) continue;
+        if (b->row_cells && value > INT64_MAX / b->row_cells)
+            return tsr_error(TSR_ERR_NOMEM, "run-time size '%s' = %" PRId64 " makes tensor '%s' too large",
+                             m->symbol_names[symbol], value, b->name);
+    }
+    s->symbols[symbol] = value;
+    for (uint32_t i = 0; i < m->buffer_count; i++) {
+        Buffer *b = &m->buffers[i];
+        if (b->size_symbol != (int64_t)symbol) continue;
+        b->dims[0] = value;
+        b->size = value * b->row_cells;
+        int status = allocate_buffer(s, i);
+        if (status != TSR_OK) { /* keep the state consistent: this length has no storage */
+            b->dims[0] = b->size = 0;
+            s->symbols[symbol] = 0;
+            return status;
+        }
+    }
+    return TSR_OK;
+}
+
 int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count)
         return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
+    if (s->model->symbol_sizes[symbol]) return set_size(s, symbol, value);
     int64_t range = s->model->symbol_ranges[symbol];
     if (value < 0 || value >= range)
         return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
@@ -542,10 +631,38 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
     return TSR_OK;
 }
 
+/* A size symbol is set, and equals its class's first (which sizes the loops). */
+static int check_size(tsr_state *s, uint32_t i) {
+    const tsr_model *m = s->model;
+    if (s->symbols[i] == 0)
+        return tsr_error(TSR_ERR_INDEX, "run-time size '%s' is not set (set it before running a routine)",
+                         m->symbol_names[i]);
+    uint32_t leader = m->symbol_leaders[i];
+    if (s->symbols[leader] == 0) return check_size(s, leader);
+    if (s->symbols[i] != s->symbols[leader])
+        return tsr_error(TSR_ERR_INDEX, "run-time sizes '%s' = %" PRId64 " and '%s' = %" PRId64 " differ: the program "
+                         "combines the axes they size, so they must be equal", m->symbol_names[leader],
+                         s->symbols[leader], m->symbol_names[i], s->symbols[i]);
+    return TSR_OK;
+}
+
+int tsr_state_check_sizes(tsr_state *s, const uint32_t *sizes, uint32_t count) {
+    if (!s) return null_state();
+    for (uint32_t i = 0; i < count; i++) {
+        if (sizes[i] >= s->model->symbol_count || !s->model->symbol_sizes[sizes[i]])
+            return tsr_error(TSR_ERR_ARGUMENT, "symbol number %u is not a run-time size", sizes[i]);
+        int status = check_size(s, sizes[i]);
+        if (status != TSR_OK) return status;
+    }
+    return TSR_OK;
+}
+
 int tsr_state_check_symbols(tsr_state *s) {
     if (!s) return null_state();
     for (uint32_t i = 0; i < s->model->symbol_count; i++)
-        if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
+        if (s->model->symbol_sizes[i]) /* checked by each routine for the sizes it uses */
+            continue;
+        else if (s->symbols[i] < 0 || s->symbols[i] >= s->model->symbol_ranges[i])
             return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,
                              s->model->symbol_names[i], s->symbols[i], s->model->symbol_ranges[i] - 1);
     return TSR_OK;
@@ -702,6 +819,17 @@ const char *tsr_model_buffer_name(const tsr_model *m, uint32_t i) {
     return m && i < m->buffer_count ? m->buffers[i].name : NULL;
 }
 uint32_t tsr_model_symbol_count(const tsr_model *m) { return m ? m->symbol_count : 0; }
+int64_t tsr_model_size_symbol(const tsr_model *m, const char *name, size_t len) {
+    for (uint32_t i = 0; i < m->symbol_count; i++)
+        if (m->symbol_sizes[i] && strlen(m->symbol_names[i]) == len && memcmp(m->symbol_names[i], name, len) == 0)
+            return i;
+    return -1;
+}
+int64_t tsr_model_size_at(const tsr_model *m, uint32_t k) {
+    for (uint32_t i = 0; i < m->symbol_count; i++)
+        if (m->symbol_sizes[i] && k-- == 0) return i;
+    return -1;
+}
 const tsr_gpu_section *tsr_model_gpu(const tsr_model *m) { return m ? m->gpu : NULL; }
 tsr_gpu *tsr_state_gpu(const tsr_state *s) { return s && s->model ? s->model->device : NULL; }
 tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }

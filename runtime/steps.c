@@ -51,6 +51,16 @@ static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
 
 static int shuffle(tsr_state *s, tsr_action *a) {
     int64_t rows = a->rows, widest = 0;
+    if (rows < 0) { /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0)
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
+        rows = -rows * dims[0];
+        if (rows == 0) return TSR_OK;
+    }
     for (uint32_t f = 0; f < a->ref_count; f++) {
         int64_t cells = buffer_cells(s, a->refs[f]);
         if (!s->buffers[a->refs[f]] || cells % rows != 0)

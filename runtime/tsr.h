@@ -153,6 +153,11 @@ int tsr_state_check_symbols(tsr_state *state);
  * index symbols as tsr_state_check_symbols(), then number the run (`runs`, above).  A run
  * whose symbols are out of range is refused and not counted. */
 int tsr_state_begin_run(tsr_state *state);
+/* Before tsr_state_begin_run, a routine over run-time sizes (docs/runtime.md §16) checks the size
+ * symbols `sizes` it uses: each is set, and equal to the first of its class (whose value its
+ * loops run to).  TSR_OK, or TSR_ERR_INDEX with a message naming the size (and the one it
+ * differs from). */
+int tsr_state_check_sizes(tsr_state *state, const uint32_t *sizes, uint32_t count);
 
 /* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
 int tsr_state_print(tsr_state *state, uint32_t print);

@@ -74,6 +74,8 @@ static void image_start(Image *im) {
     u32(im, 1);
     str(im, "k");
     u64(im, 10);
+    put(im, "", 1); /* not a run-time size */
+    u32(im, 0);     /* its own leader */
     u32(im, 2);
     buffer(im, "x", TSR_BUF_CONSTANT, TSR_INIT_FILL, 1.5);
     buffer(im, "y", TSR_BUF_PARAM, TSR_INIT_FILL, 0);

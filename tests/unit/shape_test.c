@@ -1574,7 +1574,7 @@ static void build(Built *b, const Problem *p) {
         fprintf(stderr, "shape_test: basis ids are not 2 and 3\n");
         exit(2);
     }
-    for (uint32_t v = 1; v <= p->ndv; v++) b->dv[v] = p->runtime[v] ? shape_runtime_dim(s, 0) : shape_fresh_dim(s, 0);
+    for (uint32_t v = 1; v <= p->ndv; v++) b->dv[v] = p->runtime[v] ? shape_runtime_dim(s, 0, "?") : shape_fresh_dim(s, 0);
     for (uint32_t v = 1; v <= p->nrv; v++) b->rv[v] = shape_fresh_row(s, 0).var;
     for (uint32_t i = 0; i < p->nterms; i++) {
         const Term *t = &p->terms[i];

@@ -1,0 +1,115 @@
+#!/bin/sh
+# runtime_sizes.sh — run-time sizes (`?`, docs/runtime.md §16) end to end (run by tests/run.sh):
+#   - runtime_mlp.tsr compiled with -c and driven from C (runtime_driver.c) with batches of 1,
+#     37 and 128 in one process, against a reference computed in the driver; mismatched sizes
+#     and unset sizes are error statuses with messages;
+#   - the header and the manifest describe the sizes and the tensors they size;
+#   - an executable takes its sizes from --size NAME=N at -O3 for the host, x86-64-v4 and
+#     x86-64-v3, and prints what the reference executor prints for batches of 1, 7 and 64;
+#   - a program over a run-time batch (runtime_mse.tsr: Nn.mse, whose mean reads `dim b` when the
+#     program runs) prints the same bits as the same program with the batch written as a number;
+#   - a .npy data file gives its length to a `?` (runtime_data.tsr): files of 4 and 7 rows, the
+#     executable as the reference executor; a file of the wrong row shape or a CSV file is a
+#     message;
+#   - bad --size requests and unset or mismatched sizes end with a message, never a crash.
+# Usage: runtime_sizes.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
+set -u
+TSRC=$1
+LIB=$2/libtsr.a
+INC=runtime
+T=$(mktemp -d /tmp/tsrc-sizes.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+
+# Object mode: the driver.
+if "$TSRC" -c tests/native/runtime_mlp.tsr -o "$T/runtime_mlp.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC tests/native/runtime_driver.c "$T/runtime_mlp.o" "$LIB" -lm -lpthread \
+      -o "$T/driver" >"$T/log" 2>&1 && "$T/driver" >"$T/log" 2>&1 && grep -q '^ok$' "$T/log"; then pass
+else fail "a C driver runs the object at batches of 1, 37 and 128 and sees mismatches refused"; fi
+if grep -q 'static inline int runtime_mlp_set_x_b(runtime_mlp_state \*s, int64_t size)' "$T/runtime_mlp.h" &&
+   grep -q 'RUNTIME_MLP_X_ROW_SIZE 784ULL' "$T/runtime_mlp.h" && grep -q 'runtime_mlp_x_dim0(' "$T/runtime_mlp.h" &&
+   ! grep -q 'RUNTIME_MLP_X_SIZE' "$T/runtime_mlp.h"; then pass
+else fail "the header has a setter per size and run-time lengths for the tensors they size"; fi
+if /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); t={x["name"]:x for x in m["tensors"]}
+s={x["name"]:x for x in m["sizes"]}
+assert s["x.b"]["equals"]=="x.b" and s["t.b"]["equals"]=="x.b" and s["t.b"]["setter"]=="runtime_mlp_set_t_b"
+assert t["x"]["dims"]==["x.b",784] and t["x"]["row_size"]==784 and "size" not in t["x"]
+assert t["scores"]["dims"]==["x.b",10] and t["w1"]["dims"]==[32,784] and m["indexes"]==[]' "$T/runtime_mlp.json" \
+      >"$T/log" 2>&1; then pass
+else fail "the manifest lists the sizes and marks the dynamic axes"; fi
+
+# Executables: the same numbers as the reference executor, at every CPU level.
+for n in 1 7 64; do
+    TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/runtime_train.tsr -- --size x.b=$n --size y.b=$n \
+        >"$T/want" 2>"$T/log" || fail "the reference executor at batch $n"
+    for cpu in native x86-64-v4 x86-64-v3; do
+        if "$TSRC" -O3 --cpu=$cpu tests/native/runtime_train.tsr -o "$T/train_$cpu" >"$T/log" 2>&1 &&
+           TSR_PRINT_EXACT=1 "$T/train_$cpu" --size x.b=$n --size y.b=$n >"$T/got" 2>"$T/log" &&
+           cmp -s "$T/want" "$T/got"; then pass
+        else fail "runtime_train at batch $n, --cpu=$cpu, prints what the reference executor prints"; fi
+    done
+done
+
+# The same program with the batch written: the same bits (the shapes print `?` for the number).
+for n in 1 5; do
+    sed "s/\[?\]/[$n]/g" tests/native/runtime_mse.tsr >"$T/static.tsr"
+    if "$TSRC" tests/native/runtime_mse.tsr -o "$T/mse" >"$T/log" 2>&1 && "$TSRC" "$T/static.tsr" -o "$T/static" >"$T/log" 2>&1 &&
+       TSR_PRINT_EXACT=1 "$T/mse" --size x.b=$n --size t.b=$n 2>"$T/log" | sed "s/?|/$n|/" >"$T/got" &&
+       TSR_PRINT_EXACT=1 "$T/static" >"$T/want" 2>"$T/log" && cmp -s "$T/want" "$T/got" && grep -q '^loss ' "$T/got"
+    then pass
+    else diff "$T/want" "$T/got" >"$T/log" 2>&1; fail "runtime_mse at batch $n prints what the program with [$n] prints"; fi
+done
+
+# A data file's length.
+if "$TSRC" tests/native/runtime_data.tsr -o "$T/data" >"$T/log" 2>&1; then pass; else fail "runtime_data compiles"; fi
+for f in points rows7; do
+    TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/runtime_data.tsr -- --data xs=tests/native/data/$f.npy \
+        >"$T/want" 2>"$T/log"
+    rows=$(grep -c '^    ' "$T/want")
+    if TSR_PRINT_EXACT=1 "$T/data" --data xs=tests/native/data/$f.npy >"$T/got" 2>"$T/log" && cmp -s "$T/want" "$T/got" &&
+       [ "$rows" -gt 2 ]; then pass
+    else fail "runtime_data with $f.npy: the executable prints what the reference executor prints"; fi
+done
+if grep -q '^    ' "$T/got" && [ "$(sed -n '/^xs /,/^w /p' "$T/got" | grep -c '^    ')" = 7 ]; then pass
+else fail "the 7-row file gives xs 7 rows"; fi
+
+# `shuffle` of a data item of run-time length permutes all of its rows (as many as the file has).
+cat >"$T/shuffle.tsr" <<'TSR'
+data xs = npy "tests/native/data/rows7.npy" ~b:[?] ~o:[3]
+let%op total = xs ++ "... | ... => 0"
+routine sum = total.forward
+main = shuffle xs; print xs; run sum; print total
+TSR
+if TSR_PRINT_EXACT=1 "$TSRC" --run --interp "$T/shuffle.tsr" >"$T/want" 2>"$T/log" &&
+   "$TSRC" "$T/shuffle.tsr" -o "$T/shuffle" >"$T/log" 2>&1 && TSR_PRINT_EXACT=1 "$T/shuffle" >"$T/got" 2>"$T/log" &&
+   cmp -s "$T/want" "$T/got" && [ "$(sed -n '/^xs /,/^total /p' "$T/got" | grep -c '^    ')" = 7 ] &&
+   ! sed -n '2p' "$T/got" | grep -q '^    -2.5 -2.25 -2$' && grep -A1 '^total' "$T/got" | grep -q '^    0$'; then pass
+else fail "shuffle of a data item of run-time length"; fi
+
+# Bad requests and unset or mismatched sizes.
+check_error() { # check_error STATUS TEXT DESCRIPTION -- COMMAND…
+    want=$1 text=$2 what=$3
+    shift 4
+    "$@" >"$T/log" 2>&1
+    st=$?
+    if [ $st = "$want" ] && grep -qF -- "$text" "$T/log"; then pass; else fail "$what (status $st)"; fi
+}
+E=$T/train_native
+check_error 1 "run-time size 'x.b' is not set" "an unset size" -- "$E"
+check_error 1 "run-time sizes 'x.b' = 3 and 'y.b' = 4 differ" "mismatched sizes" -- "$E" --size x.b=3 --size y.b=4
+check_error 2 "has no run-time size named 'z.b'" "an unknown size" -- "$E" --size z.b=3
+check_error 2 "'--size x.b=0' needs a positive integer size" "a size of 0" -- "$E" --size x.b=0
+check_error 2 "'--size' takes NAME=N" "a malformed --size" -- "$E" --size 3
+check_error 0 "NAME is one of: x.b y.b" "--help lists the sizes" -- "$E" --help
+check_error 1 "run-time size 'x.b' is not set" "the reference executor: an unset size" -- \
+    "$TSRC" --run --interp tests/native/runtime_train.tsr
+check_error 1 "expected shape (4, 3), found (4, 2)" "a data file of another row shape" -- \
+    "$T/data" --data xs=tests/native/data/wrong_shape.npy
+check_error 1 "a CSV file cannot give a run-time length" "a CSV file for a run-time length" -- \
+    "$T/data" --data xs=tests/native/data/points.csv
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
