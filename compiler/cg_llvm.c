@@ -424,22 +424,38 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
 static void block(CgLlvm *g, const IrBlock *blk);
 
 /* for iter in [lo, hi): body — rotated: a guard, then a do-while. */
-static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+/* for i = lo; i < hi; i += step: body, with *var = i (an iterator's or a symbol's value). */
+static void counted_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi, int64_t step, LLVMValueRef *var) {
     LLVMBasicBlockRef entry = LLVMGetInsertBlock(g->b);
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), body, done);
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
-    g->iter[s->iter] = i;
+    *var = i;
     block(g, &s->body);
-    LLVMValueRef next = LLVMBuildNSWAdd(g->b, i, cgl_iconst(g, 1), "");
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, i, cgl_iconst(g, step), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, hi, ""), body, done);
     LLVMValueRef in_values[2] = {lo, next};
     LLVMBasicBlockRef in_blocks[2] = {entry, latch};
     LLVMAddIncoming(i, in_values, in_blocks, 2);
     LLVMPositionBuilderAtEnd(g->b, done);
+}
+
+static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    counted_loop(g, s, lo, hi, 1, &g->iter[s->iter]);
+}
+
+/* A LOOP_BLOCKS or LOOP_REMAINDER loop (ir.h): the rows of a run-time extent n by whole blocks,
+ * then the rest one by one, the block's first row the value of the loop's symbol. */
+static void blocks_loop(CgLlvm *g, const IrStmt *s) {
+    LLVMValueRef n = cgl_size(g, s->extent, NULL), b = cgl_iconst(g, s->block);
+    LLVMValueRef whole = LLVMBuildNSWMul(g->b, LLVMBuildSDiv(g->b, n, b, ""), b, "whole");
+    LLVMValueRef saved = g->symbol[s->block_symbol];
+    if (s->mode == LOOP_BLOCKS) counted_loop(g, s, cgl_iconst(g, 0), whole, s->block, &g->symbol[s->block_symbol]);
+    else counted_loop(g, s, whole, n, 1, &g->symbol[s->block_symbol]);
+    g->symbol[s->block_symbol] = saved;
 }
 
 /* rows[0 … n) (n a power of two, each <n x float>) transposed in place: after it, lane c of
@@ -568,6 +584,8 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     case LOOP_GPU_Z: gpu_loop(g, s); return;
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
     case LOOP_TRANSPOSE: transpose_loop(g, s); return;
+    case LOOP_BLOCKS:
+    case LOOP_REMAINDER: blocks_loop(g, s); return;
     case LOOP_UNROLL:
         for (uint64_t v = 0; v < s->extent; v++) {
             g->iter[s->iter] = cgl_iconst(g, (int64_t)v);

@@ -246,6 +246,9 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+            if (s->mode == LOOP_BLOCKS || s->mode == LOOP_REMAINDER)
+                fprintf(out, " %s of %u, setting %s", s->mode == LOOP_BLOCKS ? "blocks" : "remainder", s->block,
+                        ir->symbols[s->block_symbol].name);
             static const char *const gpu_modes[] = {"gpu.x", "gpu.y", "gpu.z", "gpu.block.x", "gpu.block.y",
                                                     "gpu.block.z", "gpu.thread.x", "gpu.thread.y", "gpu.thread.z"};
             if (ir_mode_gpu(s->mode)) fprintf(out, " %s", gpu_modes[s->mode - LOOP_GPU_X]);
@@ -384,8 +387,11 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 break;
             }
             if (s->extent < 1) problem(v, "a loop has no iterations");
-            if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN)
+            bool blocks = s->mode == LOOP_BLOCKS || s->mode == LOOP_REMAINDER;
+            if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
                 problem(v, "a loop of run-time extent is not a plain loop");
+            if (blocks && (!size_is_runtime(s->extent) || s->block < 1 || s->block_symbol >= v->ir->symbol_count))
+                problem(v, "a loop of blocks has no run-time extent, no block or no symbol");
             if (ir_mode_thread(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");

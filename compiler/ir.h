@@ -194,6 +194,12 @@ typedef enum IrLoopMode {
                      * loop and P by one cell per iteration of this loop (extent ≤ the vector
                      * loop's, a power of two); the backend loads rows of S, transposes them and
                      * stores rows of P */
+    /* Strip-mined run-time loops (sched.c, docs/ir.md §2.7): the loop's extent is a run-time
+     * size n, and its iterations set symbol `block_symbol` (S), which the body's indices add to
+     * the axis they walk; `iter` is unused.  The body is top-level nests of compile-time sizes,
+     * scheduled as any. */
+    LOOP_BLOCKS,    /* S = 0, block, 2·block, … while S + block ≤ n */
+    LOOP_REMAINDER, /* S = ⌊n / block⌋·block, then +1, while S < n: the rows LOOP_BLOCKS left */
     /* GPU modes (sched_gpu.c): the loop's iterations run on different GPU threads at once, so
      * they must be independent (a parallel loop); a GPU loop is only ever an outermost loop of
      * a kernel or directly inside another GPU loop. */
@@ -240,6 +246,8 @@ struct IrStmt {
     bool parallel;
     IrLoopMode mode;
     uint32_t threads;  /* GPU loops: the block's threads along the loop's dimension */
+    uint32_t block;    /* LOOP_BLOCKS, LOOP_REMAINDER: the rows of a whole block */
+    uint32_t block_symbol; /* LOOP_BLOCKS, LOOP_REMAINDER: the symbol S */
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;

@@ -1771,14 +1771,185 @@ static bool match_full_reduction(const IrFunction *fn, uint32_t i, Reduction *r)
 
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
-/* Whether a loop of the nest runs to a run-time size: the rewrites size their tiles, vectors and
- * unrolling from the extents, so such a nest keeps its lowered form (plain loops). */
-static bool runtime_nest(const IrStmt *st) {
-    if (st->kind != IR_LOOP) return false;
-    if (size_is_runtime(st->extent)) return true;
-    for (uint32_t i = 0; i < st->body.count; i++)
-        if (runtime_nest(st->body.items[i])) return true;
+/* Schedule top-level statement `st` into `body` (rewrites 1-3); `next`, the statement after it,
+ * may become a contraction's epilogue.  Returns whether it did. */
+static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
+    Reduction r;
+    if (st->kind == IR_LOOP && match_reduction(st, &r)) {
+        IrBlock tiled = {0};
+        bool fused;
+        if (tile_contraction(s, &r, next, &tiled, &fused)) {
+            for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, body, tiled.items[k]);
+            return fused; /* the epilogue is in the tiles now */
+        }
+        IrBlock in_place = {0};
+        if (accumulate_in_place(s, &r, &in_place)) {
+            for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, body, in_place.items[k]);
+            return false;
+        }
+    } else if (st->kind == IR_LOOP && !st->parallel && untangle_scatter(s, st, body)) {
+        return false;
+    } else if (st->kind == IR_LOOP) {
+        stream_pointwise(s, st);
+    }
+    ir_block_push(s->ir->arena, body, st);
     return false;
+}
+
+/* ---- Strip-mining run-time loops --------------------------------------------------------------------
+ *
+ * The rewrites above size their tiles, vectors and unrolling from the extents, so a nest with a
+ * loop of run-time extent n (docs/ir.md §2.7) is first strip-mined: its loop runs to RUNTIME_BLOCK,
+ * and its indices add a symbol S, inside a LOOP_BLOCKS loop that sets S = 0, B, 2B, … — a nest of
+ * compile-time sizes, scheduled as any — and again with the loop of one iteration inside a
+ * LOOP_REMAINDER loop over the last n mod B rows.  Two forms are taken: the nest's outermost
+ * loop is the run-time one (parallel: each block computes its own cells), or the run-time loop is
+ * a reduction loop of a canonical reduction (each block goes on from the cells the blocks before
+ * left: the cell's initial value, when it is not the cell itself, is stored first by a nest of its
+ * own, and the blocked nest starts from the cell).  Either way each cell takes the same steps in
+ * the same order, so the results are the same bits.  The run-time loop's iterator must walk its
+ * axes with coefficient 1 (the symbol adds to an axis as an iterator of coefficient 1 would);
+ * any other nest of run-time extent keeps its plain loops. */
+enum { RUNTIME_BLOCK = 64 };
+
+/* The loops of run-time extent in a nest: the first into *found, their number returned. */
+static uint32_t runtime_loops(IrStmt *st, IrStmt **found) {
+    if (st->kind != IR_LOOP) return 0;
+    uint32_t n = 0;
+    if (size_is_runtime(st->extent)) {
+        if (!*found) *found = st;
+        n++;
+    }
+    for (uint32_t i = 0; i < st->body.count; i++) n += runtime_loops(st->body.items[i], found);
+    return n;
+}
+
+/* Whether `it` appears in every axis of the index at most once, with coefficient 1, on an axis
+ * without a symbol. */
+static bool index_blockable(const IrIndex *index, uint32_t rank, uint32_t it) {
+    for (uint32_t a = 0; a < rank; a++) {
+        uint32_t seen = 0;
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == it && (index[a].terms[t].coef != 1 || seen++ || index[a].symbol)) return false;
+    }
+    return true;
+}
+
+static bool expr_blockable(const IrProgram *ir, const IrExpr *e, uint32_t it) {
+    if ((e->kind == IR_LOAD || e->kind == IR_RANDOM) && !index_blockable(e->index, ir->buffers[e->buffer].rank, it))
+        return false;
+    for (unsigned i = 0; e->kind == IR_OP && i < scalar_op_arity(e->op); i++)
+        if (!expr_blockable(ir, e->args[i], it)) return false;
+    return true;
+}
+
+static bool stmt_blockable(const IrProgram *ir, const IrStmt *st, uint32_t it) {
+    switch (st->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < st->body.count; i++)
+            if (!stmt_blockable(ir, st->body.items[i], it)) return false;
+        return true;
+    case IR_STORE:
+        return index_blockable(st->index, ir->buffers[st->buffer].rank, it) && expr_blockable(ir, st->value, it);
+    case IR_SET_LOCAL: return expr_blockable(ir, st->value, it);
+    case IR_BARRIER: return true;
+    }
+    return false;
+}
+
+/* A copy of an index whose axes that `it` walks add `symbol`. */
+static IrIndex *blocked_index(Sched *s, const IrIndex *index, uint32_t rank, uint32_t it, const char *symbol) {
+    IrIndex *ix = arena_alloc(s->ir->arena, (rank ? rank : 1) * sizeof *ix);
+    for (uint32_t a = 0; a < rank; a++) {
+        ix[a] = index[a];
+        ix[a].terms = arena_alloc(s->ir->arena, (index[a].term_count ? index[a].term_count : 1) * sizeof *ix[a].terms);
+        memcpy(ix[a].terms, index[a].terms, index[a].term_count * sizeof *ix[a].terms);
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == it) ix[a].symbol = symbol;
+    }
+    return ix;
+}
+
+static IrExpr *blocked_expr(Sched *s, const IrExpr *e, uint32_t it, const char *symbol) {
+    IrExpr *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *e;
+    if (e->kind == IR_LOAD || e->kind == IR_RANDOM)
+        c->index = blocked_index(s, e->index, s->ir->buffers[e->buffer].rank, it, symbol);
+    for (unsigned i = 0; e->kind == IR_OP && i < scalar_op_arity(e->op); i++)
+        c->args[i] = blocked_expr(s, e->args[i], it, symbol);
+    return c;
+}
+
+/* A copy of the nest in which `it`'s loop runs to `extent` and its axes add `symbol`; the
+ * statement `from_cell` (a reduction's initial value), when met, starts from the cell `cell`. */
+static IrStmt *blocked_stmt(Sched *s, const IrStmt *st, uint32_t it, const char *symbol, uint64_t extent,
+                            const IrStmt *from_cell, const IrStmt *cell) {
+    IrStmt *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *st;
+    switch (st->kind) {
+    case IR_LOOP:
+        if (st->iter == it) c->extent = extent;
+        c->body = (IrBlock){0};
+        for (uint32_t i = 0; i < st->body.count; i++)
+            ir_block_push(s->ir->arena, &c->body, blocked_stmt(s, st->body.items[i], it, symbol, extent, from_cell, cell));
+        break;
+    case IR_STORE:
+        c->index = blocked_index(s, st->index, s->ir->buffers[st->buffer].rank, it, symbol);
+        c->value = blocked_expr(s, st->value, it, symbol);
+        break;
+    case IR_SET_LOCAL:
+        c->value = st == from_cell ? new_load(s, cell->buffer, blocked_index(s, cell->index, s->ir->buffers[cell->buffer].rank,
+                                                                             it, symbol))
+                                   : blocked_expr(s, st->value, it, symbol);
+        break;
+    case IR_BARRIER: break;
+    }
+    return c;
+}
+
+/* A symbol for a loop of blocks (never set from outside: its loop sets it). */
+static uint32_t new_block_symbol(Sched *s) {
+    IrProgram *ir = s->ir;
+    IrSymbol *grown = arena_alloc(ir->arena, (ir->symbol_count + 1) * sizeof *grown);
+    memcpy(grown, ir->symbols, ir->symbol_count * sizeof *grown);
+    grown[ir->symbol_count] = (IrSymbol){.name = arena_printf(ir->arena, "block#%u", ir->symbol_count), .range = INT64_MAX};
+    ir->symbols = grown;
+    return ir->symbol_count++;
+}
+
+static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    IrStmt *run = NULL;
+    if (runtime_loops(st, &run) != 1 || run->mode != LOOP_PLAIN || !stmt_blockable(ir, st, run->iter)) return false;
+    Reduction r;
+    bool reduction = !run->parallel && match_reduction(st, &r) && init_is_plain(ir, &r);
+    for (uint32_t k = 0; reduction && k < r.npar; k++) reduction = r.par[k] != run;
+    if (!(run == st && st->parallel) && !reduction) return false;
+    if (reduction && r.init->value->kind == IR_CONST) { /* the cells' initial value, stored first */
+        IrStmt *top = NULL, *into = NULL;
+        for (uint32_t k = 0; k < r.npar; k++) {
+            IrStmt *l = new_loop(s, r.par[k]->iter, r.par[k]->extent, true, LOOP_PLAIN);
+            if (into) ir_block_push(s->ir->arena, &into->body, l);
+            else top = l;
+            into = l;
+        }
+        ir_block_push(s->ir->arena, &into->body, new_store(s, r.store->buffer, r.store->index, r.init->value));
+        top->comment = st->comment;
+        schedule_stmt(s, top, NULL, out);
+    }
+    for (int rest = 0; rest < 2; rest++) {
+        uint32_t symbol = new_block_symbol(s);
+        IrStmt *blocks = new_loop(s, new_iter(s), run->extent, run->parallel, rest ? LOOP_REMAINDER : LOOP_BLOCKS);
+        blocks->block = RUNTIME_BLOCK;
+        blocks->block_symbol = symbol;
+        IrStmt *nest = blocked_stmt(s, st, run->iter, ir->symbols[symbol].name, rest ? 1 : RUNTIME_BLOCK,
+                                    reduction ? r.init : NULL, reduction ? r.store : NULL);
+        blocks->comment = rest ? NULL : st->comment;
+        nest->comment = NULL;
+        schedule_stmt(s, nest, NULL, &blocks->body);
+        ir_block_push(s->ir->arena, out, blocks);
+    }
+    return true;
 }
 
 static void schedule_function(Sched *s) {
@@ -1786,31 +1957,13 @@ static void schedule_function(Sched *s) {
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
-        Reduction r;
-        if (runtime_nest(st)) {
-            ir_block_push(s->ir->arena, &body, st);
+        IrStmt *run = NULL;
+        if (runtime_loops(st, &run)) {
+            if (!strip_mine(s, st, &body)) ir_block_push(s->ir->arena, &body, st);
             continue;
         }
-        if (st->kind == IR_LOOP && match_reduction(st, &r)) {
-            IrBlock tiled = {0};
-            bool fused;
-            IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
-            if (tile_contraction(s, &r, next, &tiled, &fused)) {
-                for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, &body, tiled.items[k]);
-                if (fused) i++; /* the epilogue is in the tiles now */
-                continue;
-            }
-            IrBlock in_place = {0};
-            if (accumulate_in_place(s, &r, &in_place)) {
-                for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, &body, in_place.items[k]);
-                continue;
-            }
-        } else if (st->kind == IR_LOOP && !st->parallel && untangle_scatter(s, st, &body)) {
-            continue;
-        } else if (st->kind == IR_LOOP) {
-            stream_pointwise(s, st);
-        }
-        ir_block_push(s->ir->arena, &body, st);
+        IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
+        if (schedule_stmt(s, st, next, &body)) i++;
     }
     fn->body = body;
     fuse_pointwise(s);

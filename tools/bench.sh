@@ -24,6 +24,8 @@
 #            (tools/bench/py_train.py), same data and initial parameters
 #   nn_mlp   the same MLP written with Nn.mlp, Nn.cross_entropy and Train.step with Train.adam
 #            (tools/bench/nn_mlp.tsr, driver nn_mlp_tsrc.c) against torch.optim.Adam
+#   nn_mlp_dyn  the same program with its batch a run-time size `?` set to 128, against the
+#            program with the batch written (docs/runtime.md §16)
 #   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
 #            driver moons_tsrc.c) against the same in PyTorch
 #   conv     the two 5x5 convolutions of LeNet-5, batch 64 (28x28x1 -> 6 channels, 12x12x6 -> 16),
@@ -344,6 +346,16 @@ train_case() {
 train_case mlp "MLP 784-256-256-10 training step, batch 128" "$BENCH/mlp.tsr" 128
 train_case nn_mlp "MLP 784-256-256-10 training step with Nn and Train (Adam), batch 128" \
     "$BENCH/nn_mlp.tsr" 128
+# The same step with the batch a run-time size (`b = [?]`, set to 128 by the driver): against
+# the program with the batch written (docs/runtime.md §16).
+echo "bench: the Nn/Train MLP step with a run-time batch of 128; threads $THREADS"
+dir=$WORK/nn_mlp_dyn
+mkdir -p "$dir"
+sed 's/b = \[batch\]/b = [?]/g' "$BENCH/nn_mlp.tsr" >"$dir/nn_mlp_dyn.tsr"
+build_tsrc "$dir" nn_mlp "$dir/nn_mlp_dyn.tsr" nn_mlp_tsrc.c nn_mlp_dyn 128 -ffp-contract=off || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc nn_mlp_dyn threads=$t" env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+done
 train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
     "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"

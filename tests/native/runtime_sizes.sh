@@ -5,9 +5,11 @@
 #     and unset sizes are error statuses with messages;
 #   - the header and the manifest describe the sizes and the tensors they size;
 #   - an executable takes its sizes from --size NAME=N at -O3 for the host, x86-64-v4 and
-#     x86-64-v3, and prints what the reference executor prints for batches of 1, 7 and 64;
+#     x86-64-v3, and prints what the reference executor prints for batches of 1, 7, 64 and 150
+#     (the strip-mined nests' whole blocks of 64 and their remainders);
 #   - a program over a run-time batch (runtime_mse.tsr: Nn.mse, whose mean reads `dim b` when the
-#     program runs) prints the same bits as the same program with the batch written as a number;
+#     program runs) prints the same bits as the same program with the batch written as a number,
+#     at batches of 1, 70 and 130;
 #   - a .npy data file gives its length to a `?` (runtime_data.tsr): files of 4 and 7 rows, the
 #     executable as the reference executor; a file of the wrong row shape or a CSV file is a
 #     message;
@@ -42,7 +44,7 @@ assert t["scores"]["dims"]==["x.b",10] and t["w1"]["dims"]==[32,784] and m["inde
 else fail "the manifest lists the sizes and marks the dynamic axes"; fi
 
 # Executables: the same numbers as the reference executor, at every CPU level.
-for n in 1 7 64; do
+for n in 1 7 64 150; do
     TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/runtime_train.tsr -- --size x.b=$n --size y.b=$n \
         >"$T/want" 2>"$T/log" || fail "the reference executor at batch $n"
     for cpu in native x86-64-v4 x86-64-v3; do
@@ -54,7 +56,7 @@ for n in 1 7 64; do
 done
 
 # The same program with the batch written: the same bits (the shapes print `?` for the number).
-for n in 1 5; do
+for n in 1 70 130; do
     sed "s/\[?\]/[$n]/g" tests/native/runtime_mse.tsr >"$T/static.tsr"
     if "$TSRC" tests/native/runtime_mse.tsr -o "$T/mse" >"$T/log" 2>&1 && "$TSRC" "$T/static.tsr" -o "$T/static" >"$T/log" 2>&1 &&
        TSR_PRINT_EXACT=1 "$T/mse" --size x.b=$n --size t.b=$n 2>"$T/log" | sed "s/?|/$n|/" >"$T/got" &&

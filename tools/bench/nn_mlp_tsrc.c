@@ -6,12 +6,24 @@
  * PyTorch (bench_uniform streams 11, 12 and 21-26), so the first step's loss must agree with
  * PyTorch's: tools/bench/table.py compares them.  The check here: the first loss is finite
  * and, after the timed steps (all on the same batch), the loss is below it.
+ *
+ * Built against the program with its batch written as `?` (a run-time size: the header then has
+ * NN_MLP_X_ROW_SIZE and setters instead of NN_MLP_X_SIZE), it sets the batch to 128 first and
+ * reports kind=nn_mlp_dyn: `make bench` compares the two (docs/runtime.md §16).
  * Usage: nn_mlp_tsrc BUDGET_SECONDS MAX_REPS.  Threads: TSR_NUM_THREADS. */
 #include <math.h>
 #include <string.h>
 
 #include "common.h"
 #include "nn_mlp.h"
+
+#ifdef NN_MLP_X_ROW_SIZE /* a run-time batch */
+#define DYNAMIC 1
+#define NN_MLP_X_SIZE (128 * NN_MLP_X_ROW_SIZE)
+#define NN_MLP_Y_SIZE (128 * NN_MLP_Y_ROW_SIZE)
+#else
+#define DYNAMIC 0
+#endif
 
 enum { D0 = 784, D1 = 256, D2 = 256, D3 = 10, B = (int)(NN_MLP_Y_SIZE / D3) };
 
@@ -22,6 +34,12 @@ int main(int argc, char **argv) {
     int max_reps = argc > 2 ? atoi(argv[2]) : 200;
     nn_mlp_state *s = nn_mlp_create(1);
     if (!s) { fprintf(stderr, "nn_mlp_create: %s\n", nn_mlp_last_error()); return 1; }
+#if DYNAMIC
+    if (nn_mlp_set_x_b(s, B) != 0 || nn_mlp_set_y_b(s, B) != 0) {
+        fprintf(stderr, "nn_mlp: setting the batch: %s\n", nn_mlp_last_error());
+        return 1;
+    }
+#endif
 
     bench_uniform(nn_mlp_x(s), NN_MLP_X_SIZE, 11, 0.0, 1.0);
     float *y = nn_mlp_y(s);
@@ -54,8 +72,9 @@ int main(int argc, char **argv) {
                reps + 1, loss0, loss_end);
         ok = 0;
     }
-    printf("RESULT kind=nn_mlp impl=tsrc n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
-           "check=%s maxrel=0 loss0=%.7g loss_end=%.7g steps=%d\n", B, tsr_num_threads(), reps,
+    printf("RESULT kind=%s impl=tsrc n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
+           "check=%s maxrel=0 loss0=%.7g loss_end=%.7g steps=%d\n", DYNAMIC ? "nn_mlp_dyn" : "nn_mlp", B,
+           tsr_num_threads(), reps,
            best, median, ok ? "ok" : "FAIL", loss0, loss_end, reps + 1);
     nn_mlp_destroy(s);
     return ok ? 0 : 3;

@@ -52,7 +52,7 @@ def cell(kind, impl, n, t):
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    if kind in ("mlp", "nn_mlp", "moons"):  # time per step: ms for the MLPs, µs for moons
+    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "moons"):  # time per step: ms for the MLPs, µs for moons
         shown = fmt(float(f["best_s"]) * (1e6 if kind == "moons" else 1e3))
     else:
         shown = fmt(r)
@@ -131,6 +131,20 @@ table("nn_mlp", "MLP 784-256-256-10 training step written with Nn and Train (too
       "Nn.mlp, Nn.cross_entropy, Train.step with Train.adam lr 1e-3), batch 128: milliseconds per "
       "step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
       [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
+# The run-time batch against the written one: the same program, the same step.
+dyn = sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_dyn"}, key=lambda p: (int(p[0]), p[1]))
+if dyn:
+    print("The Nn/Train MLP step with its batch a run-time size (`b = [?]`, set to 128) against the same "
+          "program with `b = [128]`: milliseconds per step (lower is better); run-time/written = the "
+          "run-time batch's time / the written batch's (at most 1.1 is the goal)")
+    print()
+    print("| batch | threads | written | run-time | run-time/written |")
+    print("|---:|---:|---:|---:|---:|")
+    for n, t in dyn:
+        wr, ws = cell("nn_mlp", "tsrc", n, t)
+        rr, rs = cell("nn_mlp_dyn", "tsrc", n, t)
+        print(f"| {n} | {t} | {ws} | {rs} | {ratio(wr, rr)} |")  # rates are 1/time: time ratio = wr/rr
+    print()
 table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2-32-1, hinge loss, "
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
