@@ -162,25 +162,65 @@ static uint64_t stmt_size(const IrStmt *s) {
 
 static uint64_t kernel_size(const IrFunction *fn, const Kernel *k) {
     uint64_t n = 0;
-    for (uint32_t i = 0; i < k->count && n < PART_BUDGET; i++) n += stmt_size(fn->body.items[k->first + i]);
+    for (uint32_t i = 0; i < k->count && n < PART_BUDGET; i++) n += stmt_size(k->stmts[i]);
     return n;
 }
 
-/* Calls of kernels [first, last) of `kl` with the state's buffers and symbols, in order. */
+/* The end of the run of kernels from `i` that belong to the same loop of blocks (kernel.h). */
+static uint32_t blocks_end(const KernelList *kl, uint32_t i, uint32_t last) {
+    uint32_t j = i;
+    while (j < last && kl->kernels[j].blocks && kl->kernels[j].blocks == kl->kernels[i].blocks) j++;
+    return j;
+}
+
 static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
                            const LLVMValueRef *literals, const LLVMValueRef *ranges, LLVMValueRef bufs,
-                           LLVMValueRef syms) {
+                           LLVMValueRef syms, LLVMValueRef ctx, bool in_blocks);
+
+/* The kernels [first, last) of one loop of blocks (docs/ir.md §5.2), run for each block: its
+ * first row S, stored in the state's symbols (the kernels read it there), is ⌊n/A⌋·A (0 without
+ * A), then S + B, … while S + B ≤ n, for blocks of B rows after blocks of A rows (ir.h). */
+static void launch_blocks(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
+                          const LLVMValueRef *literals, const LLVMValueRef *ranges, LLVMValueRef bufs,
+                          LLVMValueRef syms, LLVMValueRef ctx) {
     CgLlvm *g = &c->g;
-    LLVMValueRef ctx = NULL;
+    const IrStmt *loop = kl->kernels[first].blocks;
+    LLVMValueRef n = cgl_size(g, loop->extent, syms), a = cgl_iconst(g, loop->block_after);
+    LLVMValueRef lo = loop->block_after ? LLVMBuildNSWMul(g->b, LLVMBuildSDiv(g->b, n, a, ""), a, "from") : cgl_iconst(g, 0);
+    /* S + B ≤ n: S < n - B + 1 */
+    LLVMValueRef hi = LLVMBuildNSWSub(g->b, n, cgl_iconst(g, (int64_t)loop->block - 1), "to");
+    CglLoop l;
+    LLVMValueRef row = cgl_loop_open(g, &l, lo, hi);
+    LLVMValueRef idx[1] = {cgl_iconst(g, loop->block_symbol)};
+    LLVMBuildStore(g->b, row, LLVMBuildInBoundsGEP2(g->b, g->i64, syms, idx, 1, ""));
+    launch_kernels(c, kl, first, last, bodies, literals, ranges, bufs, syms, ctx, true);
+    cgl_loop_close(g, &l, loop->block);
+}
+
+/* Calls of kernels [first, last) of `kl` with the state's buffers and symbols, in order (the
+ * kernels of a loop of blocks in that loop, unless `in_blocks`: the loop's own body); `ctx`
+ * (NULL: made here when a threaded kernel needs it) holds them for the thread pool. */
+static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
+                           const LLVMValueRef *literals, const LLVMValueRef *ranges, LLVMValueRef bufs,
+                           LLVMValueRef syms, LLVMValueRef ctx, bool in_blocks) {
+    CgLlvm *g = &c->g;
+    bool threads = false;
+    for (uint32_t i = first; i < last; i++) threads |= kl->kernels[i].threaded;
+    if (threads && !ctx) { /* before any loop of blocks: one slot on the stack */
+        ctx = LLVMBuildAlloca(g->b, LLVMArrayType(g->ptr, 2), "ctx");
+        LLVMBuildStore(g->b, bufs, ctx);
+        LLVMValueRef one[1] = {cgl_iconst(g, 1)};
+        LLVMBuildStore(g->b, syms, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""));
+    }
     for (uint32_t i = first; i < last; i++) {
         const Kernel *k = &kl->kernels[i];
+        if (k->blocks && !in_blocks) {
+            uint32_t end = blocks_end(kl, i, last);
+            launch_blocks(c, kl, i, end, bodies, literals, ranges, bufs, syms, ctx);
+            i = end - 1;
+            continue;
+        }
         if (k->threaded) {
-            if (!ctx) {
-                ctx = LLVMBuildAlloca(g->b, LLVMArrayType(g->ptr, 2), "ctx");
-                LLVMBuildStore(g->b, bufs, ctx);
-                LLVMValueRef one[1] = {cgl_iconst(g, 1)};
-                LLVMBuildStore(g->b, syms, LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, one, 1, ""));
-            }
             LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
             LLVMValueRef a[4] = {ranges[i], ctx, cgl_size(g, k->extent, syms), cgl_iconst(g, k->grain)};
             cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
@@ -203,7 +243,7 @@ static LLVMValueRef emit_part(Cpu *c, const KernelList *kl, uint32_t first, uint
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
     cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
-    launch_kernels(c, kl, first, last, bodies, literals, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1));
+    launch_kernels(c, kl, first, last, bodies, literals, NULL, LLVMGetParam(f, 0), LLVMGetParam(f, 1), NULL, false);
     LLVMBuildRetVoid(g->b);
     return f;
 }
@@ -295,13 +335,14 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     uint32_t parts = 0;
     if (split) {
         for (uint32_t k = 0; k < kl.count;) {
-            if (kl.kernels[k].threaded) {
+            if (kl.kernels[k].threaded || kl.kernels[k].blocks) { /* launched by the routine itself */
                 k++;
                 continue;
             }
             uint32_t end = k;
             uint64_t size = 0;
-            while (end < kl.count && !kl.kernels[end].threaded && (end == k || size + kernel_size(fn, &kl.kernels[end]) <= PART_BUDGET))
+            while (end < kl.count && !kl.kernels[end].threaded && !kl.kernels[end].blocks &&
+                   (end == k || size + kernel_size(fn, &kl.kernels[end]) <= PART_BUDGET))
                 size += kernel_size(fn, &kl.kernels[end++]);
             part_end[k] = end;
             k = end;
@@ -325,7 +366,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     LLVMValueRef syms = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, c->state_t, state, ABI_STATE_SYMBOLS, ""),
                                        "symbols");
     if (!parts) {
-        launch_kernels(c, &kl, 0, kl.count, bodies, literals, ranges, bufs, syms);
+        launch_kernels(c, &kl, 0, kl.count, bodies, literals, ranges, bufs, syms, NULL, false);
     } else {
         for (uint32_t k = 0; k < kl.count;) {
             if (part_end[k]) {
@@ -333,9 +374,10 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
                 LLVMValueRef a[2] = {bufs, syms};
                 LLVMBuildCall2(g->b, LLVMFunctionType(g->void_t, pp, 2, 0), part_fn[k], a, 2, "");
                 k = part_end[k];
-            } else {
-                launch_kernels(c, &kl, k, k + 1, bodies, literals, ranges, bufs, syms);
-                k++;
+            } else { /* a threaded kernel, or a loop of blocks with its kernels */
+                uint32_t end = kl.kernels[k].blocks ? blocks_end(&kl, k, kl.count) : k + 1;
+                launch_kernels(c, &kl, k, end, bodies, literals, ranges, bufs, syms, NULL, false);
+                k = end;
             }
         }
     }

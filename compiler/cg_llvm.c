@@ -423,39 +423,32 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
 
 static void block(CgLlvm *g, const IrBlock *blk);
 
-/* for iter in [lo, hi): body — rotated: a guard, then a do-while. */
-/* for i = lo; i < hi; i += step: body, with *var = i (an iterator's or a symbol's value). */
-static void counted_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi, int64_t step, LLVMValueRef *var) {
-    LLVMBasicBlockRef entry = LLVMGetInsertBlock(g->b);
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "loop");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), body, done);
-    LLVMPositionBuilderAtEnd(g->b, body);
-    LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
-    *var = i;
-    block(g, &s->body);
-    LLVMValueRef next = LLVMBuildNSWAdd(g->b, i, cgl_iconst(g, step), "");
+LLVMValueRef cgl_loop_open(CgLlvm *g, CglLoop *l, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+    *l = (CglLoop){.entry = LLVMGetInsertBlock(g->b), .lo = lo, .hi = hi};
+    l->body = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
+    l->done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), l->body, l->done);
+    LLVMPositionBuilderAtEnd(g->b, l->body);
+    return l->i = LLVMBuildPhi(g->b, g->i64, "i");
+}
+
+void cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step) {
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, l->i, cgl_iconst(g, step), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, hi, ""), body, done);
-    LLVMValueRef in_values[2] = {lo, next};
-    LLVMBasicBlockRef in_blocks[2] = {entry, latch};
-    LLVMAddIncoming(i, in_values, in_blocks, 2);
-    LLVMPositionBuilderAtEnd(g->b, done);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, l->hi, ""), l->body, l->done);
+    LLVMValueRef in_values[2] = {l->lo, next};
+    LLVMBasicBlockRef in_blocks[2] = {l->entry, latch};
+    LLVMAddIncoming(l->i, in_values, in_blocks, 2);
+    LLVMPositionBuilderAtEnd(g->b, l->done);
 }
 
+/* for iter in [lo, hi): body. */
 static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
-    counted_loop(g, s, lo, hi, 1, &g->iter[s->iter]);
-}
-
-/* A LOOP_BLOCKS or LOOP_REMAINDER loop (ir.h): the rows of a run-time extent n by whole blocks,
- * then the rest one by one, the block's first row the value of the loop's symbol. */
-static void blocks_loop(CgLlvm *g, const IrStmt *s) {
-    LLVMValueRef n = cgl_size(g, s->extent, NULL), b = cgl_iconst(g, s->block);
-    LLVMValueRef whole = LLVMBuildNSWMul(g->b, LLVMBuildSDiv(g->b, n, b, ""), b, "whole");
-    LLVMValueRef saved = g->symbol[s->block_symbol];
-    if (s->mode == LOOP_BLOCKS) counted_loop(g, s, cgl_iconst(g, 0), whole, s->block, &g->symbol[s->block_symbol]);
-    else counted_loop(g, s, whole, n, 1, &g->symbol[s->block_symbol]);
-    g->symbol[s->block_symbol] = saved;
+    CglLoop l;
+    g->iter[s->iter] = cgl_loop_open(g, &l, lo, hi);
+    block(g, &s->body);
+    cgl_loop_close(g, &l, 1);
 }
 
 /* rows[0 … n) (n a power of two, each <n x float>) transposed in place: after it, lane c of
@@ -584,8 +577,9 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     case LOOP_GPU_Z: gpu_loop(g, s); return;
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
     case LOOP_TRANSPOSE: transpose_loop(g, s); return;
-    case LOOP_BLOCKS:
-    case LOOP_REMAINDER: blocks_loop(g, s); return;
+    case LOOP_BLOCKS: /* the host runs these around their body's kernels (kernel.h) */
+        diag_error_noloc("internal error: a loop of blocks inside a kernel");
+        return;
     case LOOP_UNROLL:
         for (uint64_t v = 0; v < s->extent; v++) {
             g->iter[s->iter] = cgl_iconst(g, (int64_t)v);
@@ -662,20 +656,20 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
         LLVMValueRef idx[1] = {cgl_iconst(g, ir->symbol_count + w)};
         g->random_key[w] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
     }
-    for (uint32_t i = 0; i < k->count; i++) allocate_locals(g, fn->body.items[k->first + i]);
+    for (uint32_t i = 0; i < k->count; i++) allocate_locals(g, k->stmts[i]);
     g->lane_iter = UINT32_MAX;
     g->lanes = 1;
     g->nontemporal = false;
-    const IrStmt *first = fn->body.items[k->first];
+    const IrStmt *first = k->stmts[0];
     if (k->count == 1 && first->kind == IR_LOOP && first->mode == LOOP_PLAIN) {
         plain_loop(g, first, lo, hi);
     } else {
-        for (uint32_t i = 0; i < k->count; i++) stmt(g, fn->body.items[k->first + i]);
+        for (uint32_t i = 0; i < k->count; i++) stmt(g, k->stmts[i]);
     }
     /* Non-temporal stores are weakly ordered: fence them before whoever runs next reads them. */
     if (g->nontemporal) LLVMBuildFence(g->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
     /* Leave the tables empty for the next kernel (clearing only what this one used). */
-    for (uint32_t i = 0; i < k->count; i++) forget_locals(g, fn->body.items[k->first + i]);
+    for (uint32_t i = 0; i < k->count; i++) forget_locals(g, k->stmts[i]);
     for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = NULL;
     for (uint32_t i = 0; i < k->local_count; i++)
         if (!ir->buffers[k->locals[i]].gpu_shared) g->buffer[k->locals[i]] = NULL;

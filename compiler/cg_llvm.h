@@ -62,6 +62,15 @@ LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v);
  * its class's size symbol, read from `symbols` (the state's array) or, when that is NULL, from
  * the symbols the kernel being emitted loaded on entry. */
 LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols);
+/* A counted loop `for i = lo; i < hi; i += step` in the function being built, rotated (a guard,
+ * then a do-while): cgl_loop_open leaves the builder in its body and returns i; the caller
+ * emits the body, then cgl_loop_close. */
+typedef struct CglLoop {
+    LLVMBasicBlockRef entry, body, done;
+    LLVMValueRef i, lo, hi;
+} CglLoop;
+LLVMValueRef cgl_loop_open(CgLlvm *g, CglLoop *l, LLVMValueRef lo, LLVMValueRef hi);
+void cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step);
 /* A call of an external function `name` (declared on first use). */
 LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);

@@ -89,7 +89,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
 
     Arena *arena = ir->arena;
-    for (uint32_t i = 0; i < k->count; i++) note_stores(fn->body.items[k->first + i], written);
+    for (uint32_t i = 0; i < k->count; i++) note_stores(k->stmts[i], written);
     uint32_t *ids = arena_alloc(arena, (k->buffer_count + 1) * sizeof *ids);
     bool *writes = arena_alloc(arena, (k->buffer_count + 1) * sizeof *writes);
     for (uint32_t i = 0; i < k->buffer_count; i++) {

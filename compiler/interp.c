@@ -155,10 +155,9 @@ static void run_block(Interp *in, const IrBlock *block) {
                     }
                 break;
             }
-            if (s->mode == LOOP_BLOCKS || s->mode == LOOP_REMAINDER) { /* the symbol walks the rows */
-                int64_t n = (int64_t)size_value(in, s->extent), b = s->block;
-                int64_t from = s->mode == LOOP_BLOCKS ? 0 : n / b * b, to = s->mode == LOOP_BLOCKS ? n / b * b : n;
-                for (int64_t v = from; v < to && !in->failed; v += s->mode == LOOP_BLOCKS ? b : 1) {
+            if (s->mode == LOOP_BLOCKS) { /* the symbol walks the rows (ir.h) */
+                int64_t n = (int64_t)size_value(in, s->extent), b = s->block, a = s->block_after;
+                for (int64_t v = a ? n / a * a : 0; v + b <= n && !in->failed; v += b) {
                     in->state->symbols[s->block_symbol] = v;
                     run_block(in, &s->body);
                 }

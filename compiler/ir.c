@@ -246,9 +246,11 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
-            if (s->mode == LOOP_BLOCKS || s->mode == LOOP_REMAINDER)
-                fprintf(out, " %s of %u, setting %s", s->mode == LOOP_BLOCKS ? "blocks" : "remainder", s->block,
-                        ir->symbols[s->block_symbol].name);
+            if (s->mode == LOOP_BLOCKS) {
+                fprintf(out, " blocks of %u", s->block);
+                if (s->block_after) fprintf(out, " after blocks of %u", s->block_after);
+                fprintf(out, ", setting %s", ir->symbols[s->block_symbol].name);
+            }
             static const char *const gpu_modes[] = {"gpu.x", "gpu.y", "gpu.z", "gpu.block.x", "gpu.block.y",
                                                     "gpu.block.z", "gpu.thread.x", "gpu.thread.y", "gpu.thread.z"};
             if (ir_mode_gpu(s->mode)) fprintf(out, " %s", gpu_modes[s->mode - LOOP_GPU_X]);
@@ -387,7 +389,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 break;
             }
             if (s->extent < 1) problem(v, "a loop has no iterations");
-            bool blocks = s->mode == LOOP_BLOCKS || s->mode == LOOP_REMAINDER;
+            bool blocks = s->mode == LOOP_BLOCKS;
             if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
                 problem(v, "a loop of run-time extent is not a plain loop");
             if (blocks && (!size_is_runtime(s->extent) || s->block < 1 || s->block_symbol >= v->ir->symbol_count))

@@ -194,12 +194,13 @@ typedef enum IrLoopMode {
                      * loop and P by one cell per iteration of this loop (extent ≤ the vector
                      * loop's, a power of two); the backend loads rows of S, transposes them and
                      * stores rows of P */
-    /* Strip-mined run-time loops (sched.c, docs/ir.md §2.7): the loop's extent is a run-time
-     * size n, and its iterations set symbol `block_symbol` (S), which the body's indices add to
-     * the axis they walk; `iter` is unused.  The body is top-level nests of compile-time sizes,
-     * scheduled as any. */
-    LOOP_BLOCKS,    /* S = 0, block, 2·block, … while S + block ≤ n */
-    LOOP_REMAINDER, /* S = ⌊n / block⌋·block, then +1, while S < n: the rows LOOP_BLOCKS left */
+    /* A strip-mined run-time loop (sched.c, docs/ir.md §5.2): the loop's extent is a run-time
+     * size n; S = ⌊n / after⌋·after (0 when `block_after` is 0), then S + block, … while
+     * S + block ≤ n: the whole blocks of `block` rows that the blocks of `block_after` rows
+     * before it left.  Each iteration sets symbol `block_symbol` to S, which the body's indices
+     * add to the axis they walk; `iter` is unused.  The body is nests of compile-time sizes,
+     * scheduled as any, which the host runs for each block (kernel.h). */
+    LOOP_BLOCKS,
     /* GPU modes (sched_gpu.c): the loop's iterations run on different GPU threads at once, so
      * they must be independent (a parallel loop); a GPU loop is only ever an outermost loop of
      * a kernel or directly inside another GPU loop. */
@@ -246,8 +247,8 @@ struct IrStmt {
     bool parallel;
     IrLoopMode mode;
     uint32_t threads;  /* GPU loops: the block's threads along the loop's dimension */
-    uint32_t block;    /* LOOP_BLOCKS, LOOP_REMAINDER: the rows of a whole block */
-    uint32_t block_symbol; /* LOOP_BLOCKS, LOOP_REMAINDER: the symbol S */
+    uint32_t block, block_after; /* LOOP_BLOCKS: the rows of a block, of the blocks before */
+    uint32_t block_symbol; /* LOOP_BLOCKS: the symbol S */
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;

@@ -8,7 +8,9 @@
  * target->parallel_work cell-iterations runs on the thread pool, its outer range split into
  * chunks of at least target->grain_work; any other kernel is called once.  On a GPU the launch
  * is the grid of the nest's gpu.x/y/z loops (sched_gpu.c).  The host side of a
- * routine is then the list of launches in order.  Nothing here is specific to one backend.
+ * routine is then the list of launches in order.  A loop of blocks (docs/ir.md §5.2) is no
+ * kernel: its body's nests are, marked with it, and the host loops over the blocks around their
+ * launches.  Nothing here is specific to one backend.
  *
  * Requires: a verified (scheduled) IrProgram. */
 #include "kernel.h"
@@ -123,29 +125,51 @@ static void gpu_launch(Kernel *kn, const IrStmt *s) {
     if (blocks) thread_extents(kn, top);
 }
 
+static bool is_blocks(const IrStmt *s) {
+    return s->kind == IR_LOOP && s->mode == LOOP_BLOCKS;
+}
+
+/* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
+ * local of the kernel being built joins it. */
+static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, Uses *u, Uses *held) {
+    uses_clear(held);
+    uint32_t start = list->count;
+    for (uint32_t i = 0; i < n; i++) {
+        uses_stmt(u, items[i]);
+        bool shared = false;
+        for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
+        if (!shared) {
+            list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
+            uses_clear(held);
+        }
+        list->kernels[list->count - 1].count++;
+        for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
+        uses_clear(u);
+    }
+}
+
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target) {
     KernelList list = {.fn = fn};
-    uint32_t locals = fn->local_count + 1;
-    list.kernels = arena_alloc(ir->arena, (fn->body.count + 1) * sizeof *list.kernels);
+    uint32_t locals = fn->local_count + 1, statements = fn->body.count;
+    for (uint32_t i = 0; i < fn->body.count; i++)
+        if (is_blocks(fn->body.items[i])) statements += fn->body.items[i]->body.count;
+    list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
     Uses u = {calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
               calloc(locals, sizeof *u.locals), 0, 0};
     Uses held = {NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
     if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.local || !held.locals) diag_fatal_oom();
-    for (uint32_t i = 0; i < fn->body.count; i++) {
-        uses_stmt(&u, fn->body.items[i]);
-        bool shared = false;
-        for (uint32_t l = 0; l < u.local_count && list.count && !shared; l++) shared = held.local[u.locals[l]];
-        if (!shared) {
-            list.kernels[list.count++] = (Kernel){.first = i};
-            uses_clear(&held);
-        }
-        list.kernels[list.count - 1].count++;
-        for (uint32_t l = 0; l < u.local_count; l++) use_local(&held, u.locals[l]);
-        uses_clear(&u);
+    /* The runs of statements between loops of blocks, and each loop's body. */
+    uint32_t start = 0;
+    for (uint32_t i = 0; i <= fn->body.count; i++) {
+        IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
+        if (st && !is_blocks(st)) continue;
+        group(&list, fn->body.items + start, i - start, NULL, &u, &held);
+        if (st) group(&list, st->body.items, st->body.count, st, &u, &held);
+        start = i + 1;
     }
     for (uint32_t k = 0; k < list.count; k++) {
         Kernel *kn = &list.kernels[k];
-        for (uint32_t i = 0; i < kn->count; i++) uses_stmt(&u, fn->body.items[kn->first + i]);
+        for (uint32_t i = 0; i < kn->count; i++) uses_stmt(&u, kn->stmts[i]);
         qsort(u.buffers, u.buffer_count, sizeof *u.buffers, compare_ids); /* in id order */
         kn->buffers = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->buffers);
         kn->locals = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->locals);
@@ -155,7 +179,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
             else kn->buffers[kn->buffer_count++] = b;
         }
         uses_clear(&u);
-        const IrStmt *s = fn->body.items[kn->first];
+        const IrStmt *s = kn->stmts[0];
         kn->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
         double w = work(s);
         kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&

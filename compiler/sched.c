@@ -1799,10 +1799,10 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
 /* ---- Strip-mining run-time loops --------------------------------------------------------------------
  *
  * The rewrites above size their tiles, vectors and unrolling from the extents, so a nest with a
- * loop of run-time extent n (docs/ir.md §2.7) is first strip-mined: its loop runs to RUNTIME_BLOCK,
- * and its indices add a symbol S, inside a LOOP_BLOCKS loop that sets S = 0, B, 2B, … — a nest of
- * compile-time sizes, scheduled as any — and again with the loop of one iteration inside a
- * LOOP_REMAINDER loop over the last n mod B rows.  Two forms are taken: the nest's outermost
+ * loop of run-time extent n (docs/ir.md §2.7) is first strip-mined: its loop runs to a block of
+ * 128 rows, and its indices add a symbol S, inside a LOOP_BLOCKS loop that sets S = 0, 128, … —
+ * a nest of compile-time sizes, scheduled as any — then again for blocks of 16 of the rows left,
+ * and for single rows (runtime_blocks).  Two forms are taken: the nest's outermost
  * loop is the run-time one (parallel: each block computes its own cells), or the run-time loop is
  * a reduction loop of a canonical reduction (each block goes on from the cells the blocks before
  * left: the cell's initial value, when it is not the cell itself, is stored first by a nest of its
@@ -1810,7 +1810,9 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
  * the same order, so the results are the same bits.  The run-time loop's iterator must walk its
  * axes with coefficient 1 (the symbol adds to an axis as an iterator of coefficient 1 would);
  * any other nest of run-time extent keeps its plain loops. */
-enum { RUNTIME_BLOCK = 64 };
+/* The blocks of a strip-mined loop, largest first: each level takes the whole blocks that the
+ * one before it left (so at most 127 rows run in blocks of 16 or alone). */
+static const uint32_t runtime_blocks[] = {128, 16, 1};
 
 /* The loops of run-time extent in a nest: the first into *found, their number returned. */
 static uint32_t runtime_loops(IrStmt *st, IrStmt **found) {
@@ -1937,14 +1939,15 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
         top->comment = st->comment;
         schedule_stmt(s, top, NULL, out);
     }
-    for (int rest = 0; rest < 2; rest++) {
+    for (uint32_t level = 0; level < sizeof runtime_blocks / sizeof *runtime_blocks; level++) {
         uint32_t symbol = new_block_symbol(s);
-        IrStmt *blocks = new_loop(s, new_iter(s), run->extent, run->parallel, rest ? LOOP_REMAINDER : LOOP_BLOCKS);
-        blocks->block = RUNTIME_BLOCK;
+        IrStmt *blocks = new_loop(s, new_iter(s), run->extent, run->parallel, LOOP_BLOCKS);
+        blocks->block = runtime_blocks[level];
+        blocks->block_after = level ? runtime_blocks[level - 1] : 0;
         blocks->block_symbol = symbol;
-        IrStmt *nest = blocked_stmt(s, st, run->iter, ir->symbols[symbol].name, rest ? 1 : RUNTIME_BLOCK,
+        IrStmt *nest = blocked_stmt(s, st, run->iter, ir->symbols[symbol].name, blocks->block,
                                     reduction ? r.init : NULL, reduction ? r.store : NULL);
-        blocks->comment = rest ? NULL : st->comment;
+        blocks->comment = level ? NULL : st->comment;
         nest->comment = NULL;
         schedule_stmt(s, nest, NULL, &blocks->body);
         ir_block_push(s->ir->arena, out, blocks);
