@@ -1264,17 +1264,13 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
 
 /* ---- Sizes (`o = [ … ]` fields, `input`) ---------------------------------------------------- */
 
-/* Where `?` is written but cannot be. */
-static void runtime_size_misplaced(Span span, bool basis) {
-    if (basis) diag_error(span, "a run-time size '?' cannot carry a basis in this version");
-    else
-        diag_error(span, "'?' (a size known when the program runs) is only written as a size of an 'input' declaration "
-                   "or of a .npy data file, e.g. input { x; b = [?]; o = [784] }");
-}
-
 /* The `?` written for axis `axis` of `count` of row `row` ('b', 'i', 'o') of `tensor`, named for
- * its setter: "x.b" (the row's one axis), "x.o1" (axis 1 of several). */
-static Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count) {
+ * its setter: "x.b" (the row's one axis), "x.o1" (axis 1 of several).  In an inline definition
+ * (`follow`) it has no setter: it is whatever run-time size its uses give it. */
+static Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count, bool follow) {
+    if (follow)
+        return shape_runtime_dim(e->solver, origin(e, span, "the run-time size written for '%s' (its uses give it)", tensor),
+                                 NULL);
     const char *name = count == 1 ? arena_printf(e->arena, "%s.%c", tensor, row)
                                   : arena_printf(e->arena, "%s.%c%u", tensor, row, axis);
     return shape_runtime_dim(e->solver, origin(e, span, "the run-time size written for '%s'", tensor), name);
@@ -1293,8 +1289,11 @@ static void name_runtime_sizes(Elab *e, const Tensor *t, const char *item) {
         }
 }
 
-/* `runtime`: a size may be `?` (an input's). */
-static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, bool runtime,
+/* A size `?` in `o = [ … ]` fields: an input's declares a run-time size, an inline definition's
+ * takes the one its uses give it. */
+typedef enum RuntimeSizes { SIZES_DECLARE, SIZES_FOLLOW } RuntimeSizes;
+
+static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, const char *tensor, RuntimeSizes runtime,
                        Row *out) {
     if (n->kind != NODE_LIST) {
         diag_error(n->span, "'%s' takes a list of sizes, e.g. %s = [ 16 ]", field, field);
@@ -1316,11 +1315,11 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
         Value *v = eval(e, item, env, MODE_VALUE);
         if (v->kind == V_ERROR) return false;
         if (v->kind == V_RUNTIME_SIZE) {
-            if (!runtime || basis != BASIS_DEFAULT) {
-                runtime_size_misplaced(n->list.items[i]->span, basis != BASIS_DEFAULT);
+            if (basis != BASIS_DEFAULT) {
+                diag_error(n->list.items[i]->span, "a run-time size '?' cannot carry a basis in this version");
                 return false;
             }
-            dims[i] = runtime_size_dim(e, item->span, tensor, field[0], i, count);
+            dims[i] = runtime_size_dim(e, item->span, tensor, field[0], i, count, runtime == SIZES_FOLLOW);
             continue;
         }
         if (v->kind != V_INT) {
@@ -1346,7 +1345,7 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
 }
 
 /* Parse the size fields of a record (first field excluded).  given[k] says which rows. */
-static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, bool runtime, Row rows[ROW_KINDS],
+static bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
                          bool given[ROW_KINDS]) {
     for (int k = 0; k < ROW_KINDS; k++) given[k] = false;
     for (uint32_t i = 1; i < rec->list.count; i++) {
@@ -1381,7 +1380,7 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
     const Node *first = rec->list.items[0];
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, false, rows, given)) return &error_value;
+    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return &error_value;
     Tensor *t = new_tensor(e, TENSOR_PARAM, rec->span);
     t->name = first->name;
     OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
@@ -1797,7 +1796,7 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
                                "when the program runs", labels[k], fn);
                     return false;
                 }
-                dims[i] = runtime_size_dim(e, a->span, fn, labels[k][0], i, n);
+                dims[i] = runtime_size_dim(e, a->span, fn, labels[k][0], i, n, false);
                 continue;
             }
             /* `(5 : idx)`, a size with a basis as in an inline definition, arrives evaluated:
@@ -2165,16 +2164,6 @@ static Value *eval_dim(Elab *e, const Node *app) {
     return tensor_value(e, t);
 }
 
-/* The name of run-time size class k's first `?` (the size symbol its loops run to, plan.c). */
-static const char *runtime_class_name(Elab *e, uint32_t k) {
-    for (uint32_t i = 0; i < shape_runtime_decl_count(e->solver); i++) {
-        const char *name;
-        OriginId o;
-        if (shape_runtime_decl(e->solver, i, &name, &o) == k) return name;
-    }
-    return NULL;
-}
-
 static void fill_dim_readings(Elab *e) {
     for (uint32_t i = 0; i < e->reading_count; i++) {
         DimReading *r = &e->readings[i];
@@ -2186,7 +2175,7 @@ static void fill_dim_readings(Elab *e) {
         }
         if (d.runtime) { /* read when the program runs: the value of the class's size symbol */
             r->tensor->kind = TENSOR_INDEX;
-            r->tensor->index = runtime_class_name(e, d.runtime);
+            r->tensor->index = shape_runtime_class_name(e->solver, d.runtime);
             continue;
         }
         r->tensor->values[0] = d.size;
@@ -2882,7 +2871,7 @@ static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
     }
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, false, rows, given)) return NULL;
+    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return NULL;
     Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
     t->name = first->name;
     OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
@@ -3600,7 +3589,7 @@ static void elab_item(Elab *e, const Node *item) {
         }
         Row rows[ROW_KINDS];
         bool given[ROW_KINDS];
-        if (!record_sizes(e, rec, e->globals, first->name, true, rows, given)) break;
+        if (!record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given)) break;
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
         Shape none = closed_shape(e, rec->span, arena_printf(e->arena, "input '%s'", first->name));
         for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : none.rows[k];
@@ -3773,14 +3762,23 @@ static void check_cell_counts(Elab *e) {
     }
 }
 
+/* Whether a `?` was written in t's definition. */
+static bool writes_runtime_size(Elab *e, const Tensor *t) {
+    for (int k = 0; k < ROW_KINDS; k++)
+        for (uint32_t j = 0; j < t->shape.rows[k].count; j++)
+            if (shape_runtime_decl_of(e->solver, t->shape.rows[k].dims[j]) != UINT32_MAX) return true;
+    return false;
+}
+
 /* Once shapes are closed: a parameter is made and initialised when the state is, so none of its
- * axes may be a run-time size (docs/inference.md §4.9). */
+ * axes may be a run-time size (docs/inference.md §4.9) -- unless its definition asks for one
+ * (`{ h; b = [?] }`: it is made anew whenever that size is set). */
 static void check_runtime_parameters(Elab *e) {
     Program *p = e->program;
     if (!shape_runtime_count(e->solver)) return;
     for (uint32_t i = 0; i < p->tensor_count; i++) {
         Tensor *t = p->tensors[i];
-        if (t->kind != TENSOR_PARAM) continue;
+        if (t->kind != TENSOR_PARAM || writes_runtime_size(e, t)) continue;
         Shape s = shape_resolve(e->solver, &t->shape);
         const Dim *d = NULL;
         for (int k = 0; k < ROW_KINDS && !d; k++)

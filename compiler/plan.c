@@ -241,7 +241,7 @@ static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
         OriginId origin;
         uint32_t k = shape_runtime_decl(solver, i, &name, &origin);
         decl_symbol[i] = UINT32_MAX;
-        if (!k) continue; /* the program fixed it */
+        if (!k || !name) continue; /* the program fixed it, or an inline definition's follows its uses */
         uint32_t sym = ir->symbol_count++;
         if (ir->class_symbol[k] == UINT32_MAX) ir->class_symbol[k] = sym;
         ir->symbols[sym] = (IrSymbol){.name = name, .range = shape_runtime_min(solver, k), .settable = true,

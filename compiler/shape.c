@@ -348,7 +348,7 @@ static bool dim_is_unit(Dim d) { return d.var == 0 && d.basis == BASIS_NONE; }
 Dim shape_runtime_dim(ShapeSolver *s, OriginId origin, const char *name) {
     Dim d = shape_fresh_dim(s, origin);
     s->dvars[d.var].runtime = origin;
-    RuntimeDecl decl = {.var = d.var, .origin = origin, .name = arena_printf(s->arena, "%s", name)};
+    RuntimeDecl decl = {.var = d.var, .origin = origin, .name = name ? arena_printf(s->arena, "%s", name) : NULL};
     ARENA_PUSH(s->arena, s->runtime_decls, s->runtime_decl_count, s->runtime_decl_cap, decl);
     return d;
 }
@@ -2246,20 +2246,44 @@ static void ground_runtime_sizes(ShapeSolver *s) {
     shape_solve(s);
 }
 
-/* After closing: each class's declarations, and a warning for a `?` that met a compile-time size. */
+/* After closing: each class's declarations, and a warning for a `?` that met a compile-time size.
+ * A class whose every `?` follows its uses (an inline definition's: no name) has no value
+ * anyone gives: an error. */
 static void finish_runtime_sizes(ShapeSolver *s) {
+    bool *named = arena_alloc(s->arena, (s->runtime_count + 1) * sizeof *named);
+    memset(named, 0, (s->runtime_count + 1) * sizeof *named);
     for (uint32_t i = 0; i < s->runtime_decl_count; i++) {
         RuntimeDecl *decl = &s->runtime_decls[i];
         Dim d = shape_resolve_dim(s, (Dim){.var = decl->var, .origin = decl->origin});
         if (d.runtime) {
             RuntimeClass *c = &s->runtimes[d.runtime];
             ARENA_PUSH(s->arena, c->decls, c->decl_count, c->decl_cap, decl->origin);
+            named[d.runtime] |= decl->name != NULL;
         } else if (d.var == 0 && decl->origin) {
             const char *size = dim_to_string(s, d);
             diag_warning(s->origins[decl->origin].span, "this run-time size is always %s: the program fixes it", size);
             note_origin(s, d.origin, "size %s comes from", size);
         }
     }
+    for (uint32_t k = 1; k < s->runtime_count; k++) {
+        RuntimeClass *c = &s->runtimes[k];
+        if (!c->decl_count || named[k]) continue;
+        s->errors++;
+        diag_error(s->origins[c->decls[0]].span, "nothing gives this run-time size: no input or data file with a '?' "
+                   "meets it (an inline definition's '?' takes the size of what it is used with)");
+    }
+}
+
+const char *shape_runtime_class_name(const ShapeSolver *s, uint32_t k) {
+    for (uint32_t i = 0; i < s->runtime_decl_count; i++) {
+        const RuntimeDecl *decl = &s->runtime_decls[i];
+        if (!decl->name || !decl->var) continue;
+        Dim d = {.var = decl->var};
+        while (d.var && s->dvars[d.var].solved) d = s->dvars[d.var].value;
+        while (d.var == 0 && d.runtime && s->runtimes[d.runtime].bound) d = s->runtimes[d.runtime].value;
+        if (d.var == 0 && d.runtime == k) return decl->name;
+    }
+    return NULL;
 }
 
 bool shape_close(ShapeSolver *s) {
@@ -2320,10 +2344,8 @@ bool shape_close(ShapeSolver *s) {
         }
     }
     s->inside--;
-    if (s->errors == before) {
-        finish_runtime_sizes(s);
-        shape_verify(s);
-    }
+    if (s->errors == before) finish_runtime_sizes(s);
+    if (s->errors == before) shape_verify(s);
     return s->errors == before;
 }
 

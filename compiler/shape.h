@@ -101,7 +101,7 @@ Dim shape_fresh_dim(ShapeSolver *solver, OriginId origin);
  * class, and one that meets a compile-time size takes that size (the declaration is then
  * static: shape_close warns).  shape_close makes each class still open a ground run-time size
  * before anything else closes, so closing's choices never decide it. */
-Dim shape_runtime_dim(ShapeSolver *solver, OriginId origin, const char *name);
+Dim shape_runtime_dim(ShapeSolver *solver, OriginId origin, const char *name); /* name NULL: follows its uses */
 /* After shape_close: the number of run-time size classes, and for class k (1 …) the
  * declarations that became it (the first written is [0]; none when closing made the class
  * another size: ground dims are then resolved to that). */
@@ -110,8 +110,12 @@ const OriginId *shape_runtime_decls(const ShapeSolver *solver, uint32_t k, uint3
 /* The least size class k must have at run time (an index fixed in a spec reads that far), 1 when
  * nothing asks for more. */
 uint32_t shape_runtime_min(const ShapeSolver *solver, uint32_t k);
-/* After shape_close: the `?` written, in order (0 …): the name it was given (shape_runtime_dim),
- * where it was written, and its class (0 when it became a compile-time size). */
+/* The first `?` of class k (in the order written) that has a name: its name, the size symbol
+ * whose value is the class's (plan.c); NULL when none has. */
+const char *shape_runtime_class_name(const ShapeSolver *solver, uint32_t k);
+/* After shape_close: the `?` written, in order (0 …): the name it was given (shape_runtime_dim;
+ * NULL for an inline definition's, which follows its uses), where it was written, and its class
+ * (0 when it became a compile-time size). */
 uint32_t shape_runtime_decl_count(const ShapeSolver *solver);
 uint32_t shape_runtime_decl(ShapeSolver *solver, uint32_t i, const char **name, OriginId *origin);
 /* The `?` that `written` (a dim as shape_runtime_dim returned it) is, or UINT32_MAX. */
