@@ -1865,7 +1865,7 @@ static IrIndex *blocked_index(Sched *s, const IrIndex *index, uint32_t rank, uin
     for (uint32_t a = 0; a < rank; a++) {
         ix[a] = index[a];
         ix[a].terms = arena_alloc(s->ir->arena, (index[a].term_count ? index[a].term_count : 1) * sizeof *ix[a].terms);
-        memcpy(ix[a].terms, index[a].terms, index[a].term_count * sizeof *ix[a].terms);
+        if (index[a].term_count) memcpy(ix[a].terms, index[a].terms, index[a].term_count * sizeof *ix[a].terms);
         for (uint32_t t = 0; t < index[a].term_count; t++)
             if (index[a].terms[t].iter == it) ix[a].symbol = symbol;
     }
