@@ -163,8 +163,8 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     for (uint32_t i = 0; i <= fn->body.count; i++) {
         IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
         if (st && !is_blocks(st)) continue;
-        group(&list, fn->body.items + start, i - start, NULL, &u, &held);
-        if (st) group(&list, st->body.items, st->body.count, st, &u, &held);
+        if (i > start) group(&list, fn->body.items + start, i - start, NULL, &u, &held);
+        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, &u, &held);
         start = i + 1;
     }
     for (uint32_t k = 0; k < list.count; k++) {
