@@ -3,7 +3,9 @@
  * Lowering (lower.c) states what each cell is: a reduction is the canonical nest
  *     for p… parallel:  l = init;  for r… reduction: l = step(l);  C[p…] = l
  * and this stage decides how it runs on the target, in Halide's terms the schedule of that
- * algorithm (docs/ir.md §5).  Three rewrites, tried on every top-level nest, then a fourth:
+ * algorithm (docs/ir.md §5).  A nest over a run-time size is first strip-mined into nests of
+ * compile-time sizes inside loops of blocks ("Strip-mining run-time loops" below, docs/ir.md
+ * §5.2).  Three rewrites, tried on every top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
  *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
