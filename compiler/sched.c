@@ -5,7 +5,9 @@
  * and this stage decides how it runs on the target, in Halide's terms the schedule of that
  * algorithm (docs/ir.md §5).  A nest over a run-time size is first strip-mined into nests of
  * compile-time sizes inside loops of blocks ("Strip-mining run-time loops" below, docs/ir.md
- * §5.2).  Three rewrites, tried on every top-level nest, then a fourth:
+ * §5.2).  A scatter through a window (a convolution's input gradient) is first untangled into
+ * canonical nests, one per window position, inside a parallel loop over its batch (rewrite 0,
+ * untangle_scatter).  Three rewrites, tried on every top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
  *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
@@ -19,7 +21,10 @@
  *          operand whose layout already suits the tiles is read in place (read_in_place);
  *        - tile nests keep an MR×NR block of C in a kernel-local tile T (registers: its loops
  *          are unrolled over rows and vectors, and vector over lanes) across all of the
- *          reduction loops; tiles over the padding store only the cells C has;
+ *          reduction loops; tiles over the padding store only the cells C has; a tile of few
+ *          vectors takes more rows (enough accumulators to cover the FMA latency); when the J
+ *          of stride 1 is narrower than a vector and the reduction long, another iterator
+ *          that walks its operand with stride 1 gives the lanes (strided_lanes);
  *        - the pointwise nest right after, when it is C's only reader (a bias, an activation),
  *          is fused as the tiles' epilogue, and C gets no storage;
  *        - with enough batch cells, one nest over the batch packs and tiles a cell at a time.
@@ -72,6 +77,8 @@ typedef struct Sched {
     bool *mapped;
     uint32_t scratch;     /* scratch buffers made so far (for names) */
     const uint32_t *outer_batch; /* while a contraction runs inside its batch loops: their iterators */
+    bool local_scratch;   /* new scratch buffers are kernel_local (a nest inside a parallel loop) */
+    double outer_cells;   /* iterations of the parallel loops around the nest being scheduled */
 } Sched;
 
 /* ---- Building and cloning IR ------------------------------------------------------------------- */
@@ -202,7 +209,7 @@ static void reset_subst(Sched *s) {
 
 static uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local) {
     IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .rank = 1, .size = size, .init = INIT_NONE,
-                  .kernel_local = kernel_local};
+                  .kernel_local = kernel_local || s->local_scratch};
     b.dims = arena_alloc(s->ir->arena, sizeof *b.dims);
     b.dims[0] = size;
     b.name = arena_printf(s->ir->arena, "%s#s%u", what, s->scratch++);
@@ -361,10 +368,28 @@ typedef struct Contraction {
     IrStmt *batch[MAX_LOOPS];  /* the other parallel loops, outermost first */
     uint32_t nbatch;
     uint64_t k;                /* cells of the reduction */
+    bool strided_lanes;        /* J walks C with a stride other than 1 (find_contraction's `narrow`) */
 } Contraction;
 
-/* `allow_add`: also a step l + x·y (rounded twice, as a scatter's backward accumulates). */
-static bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, bool allow_add) {
+/* The loop I for lanes J: the innermost other parallel loop that walks C and A but not B. */
+static IrStmt *find_rows(const IrProgram *ir, const Reduction *r, const Contraction *ct) {
+    for (uint32_t in = r->npar; in-- > 0;) {
+        uint32_t i = r->par[in]->iter;
+        if (r->par[in] == ct->j_loop) continue;
+        if (flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
+            !mentions(ir, ct->b->buffer, ct->b->index, i))
+            return r->par[in];
+    }
+    return NULL;
+}
+
+/* `allow_add`: also a step l + x·y (rounded twice, as a scatter's backward accumulates).
+ * `narrow` (0: never): when the loop that walks C with stride 1 has fewer cells than that (a
+ * convolution's kernel gradient over 6 input channels) and the reduction is long, a loop of at
+ * least twice as many cells that walks its operand with stride 1 gives the lanes instead: the
+ * tile then stores its cells lane by lane, once per `ct->k` steps (strided_lanes). */
+static bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, bool allow_add,
+                             uint64_t narrow) {
     memset(ct, 0, sizeof *ct);
     ct->r = r;
     ct->c = r->store->buffer;
@@ -395,18 +420,30 @@ static bool find_contraction(const IrProgram *ir, const Reduction *r, Contractio
         ct->b_first = in_x;
     }
     if (!ct->j_loop) return false;
-    for (uint32_t in = r->npar; in-- > 0 && !ct->i_loop;) {
-        uint32_t i = r->par[in]->iter;
-        if (r->par[in] == ct->j_loop) continue;
-        if (flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
-            !mentions(ir, ct->b->buffer, ct->b->index, i))
-            ct->i_loop = r->par[in];
+    ct->k = 1;
+    for (uint32_t k = 0; k < r->nred; k++) ct->k *= r->red[k]->extent;
+    ct->i_loop = find_rows(ir, r, ct);
+    if (narrow && ct->j_loop->extent < narrow && ct->k >= 256) {
+        Contraction alt = *ct;
+        for (uint32_t jn = r->npar; jn-- > 0;) {
+            IrStmt *lj = r->par[jn];
+            if (lj == ct->j_loop || lj->extent < 2 * ct->j_loop->extent ||
+                flat_coef(ir, ct->c, r->store->index, lj->iter) == 0)
+                continue;
+            bool in_x = flat_coef(ir, x->buffer, x->index, lj->iter) == 1 && !mentions(ir, y->buffer, y->index, lj->iter);
+            bool in_y = flat_coef(ir, y->buffer, y->index, lj->iter) == 1 && !mentions(ir, x->buffer, x->index, lj->iter);
+            if (!in_x && !in_y) continue;
+            alt.j_loop = lj, alt.b = in_x ? x : y, alt.a = in_x ? y : x, alt.b_first = in_x;
+            if ((alt.i_loop = find_rows(ir, r, &alt))) {
+                *ct = alt;
+                ct->strided_lanes = true;
+                break;
+            }
+        }
     }
     if (!ct->i_loop) return false;
     for (uint32_t k = 0; k < r->npar; k++)
         if (r->par[k] != ct->i_loop && r->par[k] != ct->j_loop) ct->batch[ct->nbatch++] = r->par[k];
-    ct->k = 1;
-    for (uint32_t k = 0; k < r->nred; k++) ct->k *= r->red[k]->extent;
     return true;
 }
 
@@ -764,7 +801,10 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
     if (ep && ep->store->buffer == operand->buffer) return false;
     int64_t along_lane = flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
     int64_t along_red = flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
-    if (broadcast && along_red == 1) return true;
+    /* A broadcast operand is read one value at a time, so in place whenever each step's values
+     * lie together: along the reduction (A's rows), or a block of adjacent rows that moves by at
+     * most a cache line per step (a window of channels). */
+    if (broadcast && (along_red == 1 || (along_lane == 1 && along_red > 0 && along_red <= 16))) return true;
     const IrBuffer *b = &ir->buffers[operand->buffer];
     return along_lane == 1 && (along_red * 4) % 4096 != 0 && (double)b->size * 4.0 <= (double)s->target->l2_bytes / 2;
 }
@@ -873,7 +913,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         if (jo != UINT32_MAX) s->subst[ct->j_loop->iter].terms[1] = (IrTerm){jo, (int64_t)nr};
         IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
         IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
-        IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, store_cols > 1 ? LOOP_VECTOR : LOOP_UNROLL);
         ir_block_push(arena, &l_jr->body, new_store(s, tl->tile, flat_index(s, part, 2), clone_expr(s, r->init->value, NULL)));
         ir_block_push(arena, &l_ii->body, l_jr);
         ir_block_push(arena, body, l_ii);
@@ -908,14 +948,14 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         if (tl->epilogue && tl->epilogue->keep_c)
             TILE_WIDE(cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
         TILE_WIDE(cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
-    } else { /* the cells C has, one by one (unrolled: the tile stays in registers) */
+    } else { /* the cells C has: rows unrolled (the tile stays in registers), each a vector of its cells */
         uint32_t jr = new_iter(s);
         Affine aj2 = {.terms = {{jr, 1}}, .count = 1, .offset = (int64_t)(col0 * nr)};
         if (jo != UINT32_MAX) aj2.terms[aj2.count++] = (IrTerm){jo, (int64_t)nr};
         map_iter(s, ct->j_loop->iter, aj2);
         IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
         IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
-        IrStmt *l_jr = new_loop(s, jr, store_cols, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, store_cols > 1 ? LOOP_VECTOR : LOOP_UNROLL);
         if (tl->epilogue && tl->epilogue->keep_c)
             ir_block_push(arena, &l_jr->body, cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, part, 2))));
         ir_block_push(arena, &l_jr->body, cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2))));
@@ -923,9 +963,9 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         ir_block_push(arena, body, l_ii);
     }
 #undef TILE_WIDE
-    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s",
+    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s%s",
                                 (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
-                                (unsigned long long)ct->k,
+                                (unsigned long long)ct->k, ct->strided_lanes ? ", lanes strided in the result" : "",
                                 !tl->epilogue           ? ""
                                 : tl->epilogue->keep_c ? ", stored, and through the epilogue into "
                                                        : ", stored through the epilogue into ",
@@ -942,15 +982,27 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
 static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
     Contraction ct;
     *fused = false;
-    if (!find_contraction(s->ir, r, &ct, true)) return false;
-    /* The target's tile, narrowed to the result when it has fewer rows or vector columns
-     * (down to vectors of 4 floats: a 10-column result takes two vectors of 8). */
+    if (!find_contraction(s->ir, r, &ct, true, s->target->vector_floats)) return false;
+    /* The target's tile, narrowed to the result when it has fewer rows or vector columns: the
+     * narrowest vector (of at least 4 floats) that holds half the columns or more (6 columns take
+     * one vector of 8, 10 columns one vector of 16 on AVX-512: one operation where two narrower
+     * ones would cover the same lanes). */
     const Target *tg = s->target;
     uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
-    while (w > 4 && nj < w) w /= 2;
+    while (w > 4 && 2 * nj <= w) w /= 2;
     uint64_t vectors = (nj + w - 1) / w;
     uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
-    uint64_t mr = ni < tg->tile_rows ? ni : tg->tile_rows, nr = w * nv;
+    /* A tile of fewer vectors than the target's takes more rows, up to as many accumulators (at
+     * most twice the rows): a one-vector tile of 6 rows leaves the FMA units waiting on their
+     * latency.  The rows are then balanced over the blocks (16 rows: two blocks of 8, not 12 + 4). */
+    uint64_t rows = tg->tile_rows;
+    if (nv < tg->tile_vectors) {
+        uint64_t most = tg->tile_rows * tg->tile_vectors / nv;
+        if (most > 2 * (uint64_t)tg->tile_rows) most = 2 * (uint64_t)tg->tile_rows;
+        uint64_t blocks = (ni + most - 1) / most;
+        rows = (ni + blocks - 1) / blocks;
+    }
+    uint64_t mr = ni < rows ? ni : rows, nr = w * nv;
     /* With enough batch cells, each of which both operands have their own, one loop nest runs
      * over the batch and packs and tiles one batch cell at a time: its panels stay in cache, and
      * the thread pool splits the batch. */
@@ -963,7 +1015,8 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     }
     /* Worth it: 16384 multiply-adds in all, and 512 per batch cell. */
     double cell_work = (double)ni * (double)nj * (double)ct.k;
-    if (cell_work * batch_cells < 16384.0 || cell_work < 512.0 || r->nred > MAX_LOOPS - 8) return false;
+    if (cell_work * batch_cells * s->outer_cells < 16384.0 || cell_work < 512.0 || r->nred > MAX_LOOPS - 8)
+        return false;
     Arena *arena = s->ir->arena;
     per_batch &= batch_cells >= 4;
     IrBlock *final_out = out, batch_body = {0};
@@ -983,7 +1036,7 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
     /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
     Packed pa, pb;
     Epilogue ep;
-    *fused = find_epilogue(s, r, next, &ep);
+    *fused = !ct.strided_lanes && find_epilogue(s, r, next, &ep);
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, *fused ? &ep : NULL),
                  &pb, out);
     pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, *fused ? &ep : NULL),
@@ -1062,7 +1115,7 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
         return false;
     /* role per loop: 0 not in X's index (R), 1 alone in an axis (a cell), 2 p, 3 w */
     int role[MAX_LOOPS] = {0};
-    uint32_t partner[MAX_LOOPS] = {0};
+    uint32_t partner[MAX_LOOPS] = {0}, axis_of[MAX_LOOPS] = {0}, first_pair_axis = UINT32_MAX;
     const IrBuffer *cb = &ir->buffers[c];
     for (uint32_t a = 0; a < cb->rank; a++) {
         const IrIndex *ix = &store->index[a];
@@ -1075,8 +1128,10 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
             if (ix->term_count == 2 && ix->terms[t].coef < 0) return false;
             pos[t] = k;
             role[k] = 1;
+            axis_of[k] = a;
         }
         if (ix->term_count == 2) {
+            if (first_pair_axis == UINT32_MAX) first_pair_axis = a;
             if (pos[0] == pos[1]) return false;
             uint32_t p = pos[0] < pos[1] ? pos[0] : pos[1], w = pos[0] < pos[1] ? pos[1] : pos[0];
             role[p] = 2, role[w] = 3, partner[p] = w;
@@ -1090,11 +1145,33 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     }
     if (!pairs || last_p > first_r) return false;
 
-    /* The window loops, reversed, outermost; the indices rewritten for them. */
+    /* The cells' loops of the axes before the window's (the batch) go outside the window loops,
+     * parallel: a cell has one value of each, so no cell's order changes, the threads split
+     * the batch, and one batch cell's part of X stays in cache across the window positions.
+     * The nests inside then pack into buffers of their own (kernel_local), so only when those
+     * are small: at most the nest's cells and its columns' padding times its steps, for each of
+     * the two operands, within 64 KiB. */
+    double inner_cells = 1, steps = 1, batch = 1;
+    bool hoist[MAX_LOOPS] = {false};
+    for (uint32_t k = 0; k < n; k++) {
+        hoist[k] = role[k] == 1 && axis_of[k] < first_pair_axis;
+        if (hoist[k]) batch *= (double)loops[k]->extent;
+        else if (role[k] == 1 || role[k] == 2) inner_cells *= (double)loops[k]->extent;
+        else if (role[k] == 0) steps *= (double)loops[k]->extent;
+    }
+    if (batch < 2 || 2.0 * (inner_cells + 32.0) * steps > 16384.0) memset(hoist, 0, sizeof hoist), batch = 1;
+
+    /* The window loops, reversed, outermost (inside the batch); the indices rewritten for them. */
     Arena *arena = s->ir->arena;
     reset_subst(s);
     IrStmt *wtop = NULL;
     IrBlock *into = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        if (!hoist[k]) continue;
+        loops[k]->body = (IrBlock){0};
+        loops[k]->parallel = true;
+        nest_push(s, &wtop, &into, loops[k]);
+    }
     for (uint32_t k = 0; k < n; k++) {
         if (role[k] != 2) continue;
         const IrStmt *w = loops[partner[k]];
@@ -1119,6 +1196,7 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
                      .value = new_op(s, SOP_ADD, cell_first ? acc : step_e, cell_first ? step_e : acc, NULL)};
     IrStmt *cstore = new_store(s, c, index, acc);
     for (uint32_t k = 0; k < n; k++) {
+        if (hoist[k]) continue;
         loops[k]->body = (IrBlock){0};
         if (role[k] == 1 || role[k] == 2) loops[k]->parallel = true, r.par[r.npar++] = loops[k];
         else if (role[k] == 0) r.red[r.nred++] = loops[k];
@@ -1136,17 +1214,23 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     }
     ir_block_push(arena, cellb, cstore);
     r.init = init, r.step = step, r.store = cstore, r.local = l;
-    wtop->comment = arena_printf(arena, "%s%sschedule: one reduction nest per window position (a scatter untangled)",
-                                 top->comment ? top->comment : "", top->comment ? "; " : "");
+    const char *comment = arena_printf(arena, "%s%sschedule: %sone reduction nest per window position (a scatter untangled)",
+                                       top->comment ? top->comment : "", top->comment ? "; " : "",
+                                       batch > 1 ? "for each batch cell, " : "");
     top->comment = NULL;
+    wtop->comment = comment;
     IrBlock *inner = into;
     IrBlock tiled = {0};
     bool fused;
+    s->local_scratch = batch > 1;
+    s->outer_cells = batch;
     if (r.nred && tile_contraction(s, &r, NULL, &tiled, &fused)) {
         for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(arena, inner, tiled.items[k]);
     } else if (!(r.nred && accumulate_in_place(s, &r, inner))) {
         ir_block_push(arena, inner, r.par[0]);
     }
+    s->local_scratch = false;
+    s->outer_cells = 1;
     ir_block_push(arena, out, wtop);
     return true;
 }
@@ -1570,7 +1654,7 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const IrProgram *ir = s->ir;
     Contraction ct;
-    if (!find_contraction(ir, r, &ct, false) || r->nred != 1 || ct.nbatch > 1) return false;
+    if (!find_contraction(ir, r, &ct, false, 0) || r->nred != 1 || ct.nbatch > 1) return false;
     uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
     uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
     uint32_t tile = 0;
@@ -1997,7 +2081,7 @@ static void schedule_gpu_function(Sched *s) {
 
 void schedule(IrProgram *ir, const Target *target) {
     for (uint32_t f = 0; f < ir->function_count; f++) {
-        Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target};
+        Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target, .outer_cells = 1};
         /* The substitution tables cover the iterators the function had before scheduling. */
         s.old_iters = s.fn->iter_count;
         s.subst = calloc(s.old_iters + 1, sizeof *s.subst);

@@ -287,6 +287,17 @@ if [ "$(status)" = 0 ] && [ "$(grep -c 'fused with the next nest' "$TMP/out")" =
 then pass "schedule: neighbouring pointwise nests fuse, a transposed read stays apart"
 else fail "schedule: neighbouring pointwise nests fuse" "exit $(status)" "$TMP/out"; fi
 
+# A convolution's backward pass (tests/native/conv_schedule.tsr, whose .out golden checks the
+# values natively): at x86-64-v4 the forward's one-vector tile takes 8 rows, the input gradient
+# is untangled inside a parallel loop over the batch, and the kernel gradient over 6 input
+# channels takes its 16 lanes along the output channels (sched.c, docs/ir.md §5).
+run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/conv_schedule.tsr
+if [ "$(status)" = 0 ] && grep -q 'register tile 8x16 of y over 150 reduction cells' "$TMP/out" &&
+   grep -q 'for each batch cell, one reduction nest per window position' "$TMP/out" &&
+   grep -q 'register tile 6x16 of k.grad over 512 reduction cells, lanes strided in the result' "$TMP/out"
+then pass "schedule: a convolution's tiles, untangled input gradient and strided-lane kernel gradient"
+else fail "schedule: a convolution's tiles and gradients" "exit $(status)" "$TMP/out"; fi
+
 # A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
 # ours.  add_summary LABEL STATUS OUTPUT-FILE
 add_summary() {
