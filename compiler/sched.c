@@ -699,6 +699,23 @@ static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, con
     return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
 }
 
+/* Narrow blocks of an operand whose reduction steps are a page or more apart (A of a transposed
+ * product, a[k, i], in rows of 6) are copied a group of blocks at a time, the group's loop
+ * outside the reduction loops: one pass down the operand per group, reading up to 128 adjacent
+ * values of each step, where a pass per block touches every page of the operand for 6 values (a
+ * TLB miss per step).  The blocks of a group: the largest divisor of `blocks` that keeps it
+ * within 128 values, or 1. */
+static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t blocks, uint64_t lanes) {
+    const Reduction *r = ct->r;
+    uint64_t group = 1;
+    if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) * 4 >= 4096)
+        for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
+            if (blocks % g == 0) group = g;
+    return group;
+}
+
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
  * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)).
  * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
@@ -716,12 +733,16 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     IrBlock *into = NULL;
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t panel = new_iter(s), lane = new_iter(s);
-    nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
+    uint64_t group = pack_group(s, ct, pk, blocks, lanes);
+    uint32_t group_iter = group > 1 ? new_iter(s) : UINT32_MAX;
+    if (group > 1) nest_push(s, &top, &into, new_loop(s, group_iter, blocks / group, true, LOOP_PLAIN));
+    else nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
     for (uint32_t k = 0; k < outer_red; k++) {
         red_iter[k] = new_iter(s);
         map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
         nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
     }
+    if (group > 1) nest_push(s, &top, &into, new_loop(s, panel, group, true, LOOP_PLAIN));
     int64_t lane0 = (int64_t)(first * pk->width);
     uint64_t red_cells = r->red[last]->extent, plain_from = 0;
     if (transpose) {
@@ -761,6 +782,11 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = lane0});
     Terms t = {0};
     add_term(&t, lane, 1);
+    if (group > 1) { /* block = group_iter·group + panel */
+        Affine *a = &s->subst[pk->lane_loop->iter];
+        a->terms[a->count++] = (IrTerm){group_iter, (int64_t)(group * pk->width)};
+        add_term(&t, group_iter, (int64_t)(group * ct->k * pk->width));
+    }
     if (copy_into) {
         Terms tc = t;
         tc.offset += transpose ? (int64_t)(plain_from * pk->width) : 0;
@@ -829,6 +855,8 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
                                        s->ir->buffers[operand->buffer].name, (unsigned long long)width);
     if (pk->full && !pk->in_place) {
         IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width);
+        uint64_t group = pack_group(s, ct, pk, pk->full, width);
+        if (group > 1) comment = arena_printf(arena, "%s, %llu panels a pass", comment, (unsigned long long)group);
         nest->comment = comment;
         comment = NULL;
         ir_block_push(arena, out, nest);

@@ -298,6 +298,16 @@ if [ "$(status)" = 0 ] && grep -q 'register tile 8x16 of y over 150 reduction ce
 then pass "schedule: a convolution's tiles, untangled input gradient and strided-lane kernel gradient"
 else fail "schedule: a convolution's tiles and gradients" "exit $(status)" "$TMP/out"; fi
 
+# A transposed product's broadcast operand, its reduction steps more than a page apart, is packed
+# a group of row blocks per pass down it (tests/native/packed_groups.tsr, sched.c pack_group).
+run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
+v4=$(grep -c 'pack a into panels of 12 for the register tile, 5 panels a pass' "$TMP/out")
+run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/packed_groups.tsr
+v3=$(grep -c 'pack a into panels of 6 for the register tile, 19 panels a pass' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$v4" -ge 1 ] && [ "$v3" -ge 1 ]
+then pass "schedule: a transposed operand packed a group of row blocks per pass"
+else fail "schedule: a transposed operand packed a group of row blocks per pass" "v4 $v4, v3 $v3" "$TMP/out"; fi
+
 # A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
 # ours.  add_summary LABEL STATUS OUTPUT-FILE
 add_summary() {
