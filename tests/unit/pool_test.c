@@ -1,8 +1,10 @@
 /* pool_test.c — the runtime's thread pool (runtime/pool.c): every iteration of a parallel loop
  * runs exactly once, for many sizes, grains and thread counts; a loop started from inside a
- * chunk runs serially and completes; two threads starting loops at once both complete.
+ * chunk runs serially and completes; two threads starting loops at once both complete; a worker
+ * that moved off its starter's CPU (pool.c, leave_cpu) is left with the process's CPU mask.
  * Prints failures and "N passed, N failed". */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +54,27 @@ static void *concurrent(void *arg) {
     return arg;
 }
 
+#if defined(__linux__)
+static cpu_set_t process_cpus;
+
+/* Counts the chunks that ran on a thread whose CPU mask is not the process's. */
+static void affinity_range(void *ctx, int64_t lo, int64_t hi) {
+    (void)lo, (void)hi;
+    cpu_set_t mine;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || !CPU_EQUAL(&mine, &process_cpus)) atomic_fetch_add((atomic_int *)ctx, 1);
+}
+#endif
+
 int main(void) {
+#if defined(__linux__)
+    /* Before any worker exists: the first loop starts them, and they move off this CPU. */
+    if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0) {
+        atomic_int pinned = 0;
+        tsr_set_num_threads(4);
+        for (int rep = 0; rep < 50; rep++) tsr_parallel_for(affinity_range, &pinned, 64, 1);
+        check(atomic_load(&pinned) == 0, "workers keep the process's CPU mask", 64, 1, 4);
+    }
+#endif
     static const int64_t sizes[] = {1, 2, 3, 7, 64, 1000, 4097, 100000};
     static const int64_t grains[] = {1, 3, 100, 5000};
     static const int threads[] = {1, 2, 3, 8};
