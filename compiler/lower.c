@@ -16,7 +16,8 @@
  * interior as one loop, each boundary value alone) and, per region of segments, the kernel
  * iterators run only over their in-bounds range, so padding reads nothing, which is reading the
  * accumulation's neutral element.  An LHS written through an affine index has no parallel loop
- * and no local accumulator: every point does its own read-modify-write -- except a merged
+ * and no local accumulator: every point does its own read-modify-write (of a product added:
+ * X = fma(x, y, X), as a reduction's step) -- except a merged
  * axis's index (g, o), which numbers the cells one to one: its iterators are parallel loops.
  * Concatenated indices: one region per choice of an active piece of every concatenated axis;
  * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
@@ -506,8 +507,19 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         }
         IrStmt *last_store;
         if (lhs_affine) {
-            /* Read-modify-write at every point: cells reached twice accumulate both. */
-            IrExpr *value = a->accum == ACC_NONE ? rhs : binary(&l, acc_op, current, rhs);
+            /* Read-modify-write at every point: cells reached twice accumulate both; a sum of
+             * products by fused multiply-add, as every reduction's (docs/ir.md, "FMA"). */
+            IrExpr *value;
+            if (a->accum == ACC_NONE) value = rhs;
+            else if (a->accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
+                value = new_expr(&l, IR_OP);
+                value->op = SOP_FMA;
+                value->args[0] = rhs->args[0];
+                value->args[1] = rhs->args[1];
+                value->args[2] = current;
+            } else {
+                value = binary(&l, acc_op, current, rhs);
+            }
             last_store = store(&l, lhs, lhs_index, value);
             ir_block_push(ir->arena, into, last_store);
         } else if (no_reduction) {

@@ -383,7 +383,7 @@ static IrStmt *find_rows(const IrProgram *ir, const Reduction *r, const Contract
     return NULL;
 }
 
-/* `allow_add`: also a step l + x·y (rounded twice, as a scatter's backward accumulates).
+/* `allow_add`: also a step l + x·y (rounded twice, as a program may write it).
  * `narrow` (0: never): when the loop that walks C with stride 1 has fewer cells than that (a
  * convolution's kernel gradient over 6 input channels) and the reduction is long, a loop of at
  * least twice as many cells that walks its operand with stride 1 gives the lanes instead: the
@@ -1104,12 +1104,12 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
 
 /* The backward of a convolution with respect to its input, as lowering states it, is a nest of
  * reduction loops only: a scatter through the window's index,
- *     for n, oh, ow, oc, kh, kw reduction:  X[n, oh + kh, ow + kw, c] = X[…] + G[n, oh, ow, oc]·K[oc, kh, kw, c]
+ *     for n, oh, ow, oc, kh, kw reduction:  X[n, oh + kh, ow + kw, c] = fma(G[n, oh, ow, oc], K[oc, kh, kw, c], X[…])
  * (every loop a reduction because two iterations write one cell).  For fixed window iterators
  * (kh, kw) the writes are distinct cells, so it is the canonical reduction nest, one per window
  * position:
  *     for kh', kw' (kh = KH-1-kh', kw = KW-1-kw'):  for n, c, oh, ow parallel:
- *         l = X[…]; for oc reduction: l = l + G·K;  X[…] = l
+ *         l = X[…]; for oc reduction: l = fma(G, K, l);  X[…] = l
  * which rewrites 1 and 2 then take (a contraction over oc, tiled along ow and c).  The order in
  * which each cell takes its steps is unchanged, so the result is bit-identical: the iterations
  * that write one cell (n, p, q, c) are ordered by (oh, ow, oc) in the original nest, where the
@@ -1120,7 +1120,8 @@ static bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock
  *     with the window iterator w (the inner), and there is at least one pair;
  *   - every p loop is outside every loop of an iterator X's index lacks (the reductions R), so
  *     that the original order on one cell's iterations is the order on (p…, R…);
- *   - the value is X[same cell] + e or e + X[same cell], e not reading X.
+ *   - the value is X[same cell] + e, e + X[same cell] or fma(x, y, X[same cell]), e, x, y not
+ *     reading X.
  * The window loops go outside, in the order of their partners, each reversed (p = (cell - d·w)/s
  * grows as w falls); the rest keep their order.  The result is appended to `out`. */
 static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
@@ -1132,14 +1133,18 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
         loops[n++] = st;
         st = st->body.items[0];
     }
-    if (n < 2 || st->kind != IR_STORE || st->value->kind != IR_OP || st->value->op != SOP_ADD) return false;
+    if (n < 2 || st->kind != IR_STORE || st->value->kind != IR_OP ||
+        (st->value->op != SOP_ADD && st->value->op != SOP_FMA))
+        return false;
     IrStmt *store = st;
     uint32_t c = store->buffer;
     const IrExpr *v = store->value;
-    bool cell_first = v->args[0]->kind == IR_LOAD && v->args[0]->buffer == c;
-    const IrExpr *cell = v->args[cell_first ? 0 : 1], *e = v->args[cell_first ? 1 : 0];
+    /* X + e, e + X, or fma(x, y, X) (a sum of products, lower.c) */
+    bool is_fma = v->op == SOP_FMA;
+    bool cell_first = !is_fma && v->args[0]->kind == IR_LOAD && v->args[0]->buffer == c;
+    const IrExpr *cell = is_fma ? v->args[2] : v->args[cell_first ? 0 : 1], *e = v->args[cell_first ? 1 : 0];
     if (cell->kind != IR_LOAD || cell->buffer != c || !ir_same_index(ir, c, cell->index, store->index) ||
-        ir_expr_loads(e, c))
+        ir_expr_loads(e, c) || (is_fma && ir_expr_loads(v->args[1], c)))
         return false;
     /* role per loop: 0 not in X's index (R), 1 alone in an axis (a cell), 2 p, 3 w */
     int role[MAX_LOOPS] = {0};
@@ -1208,7 +1213,7 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
         nest_push(s, &wtop, &into, new_loop(s, it, w->extent, false, LOOP_PLAIN));
     }
     IrIndex *index = clone_index(s, store->index, cb->rank);
-    IrExpr *step_e = clone_expr(s, e, NULL);
+    IrExpr *step_e = clone_expr(s, e, NULL), *step_y = is_fma ? clone_expr(s, v->args[1], NULL) : NULL;
     reset_subst(s);
 
     /* The canonical nest: the cells' and the p loops, parallel, in their order; l = X[cell];
@@ -1221,7 +1226,8 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     *acc = (IrExpr){.kind = IR_LOCAL, .local = l};
     *init = (IrStmt){.kind = IR_SET_LOCAL, .local = l, .value = new_load(s, c, index)};
     *step = (IrStmt){.kind = IR_SET_LOCAL, .local = l,
-                     .value = new_op(s, SOP_ADD, cell_first ? acc : step_e, cell_first ? step_e : acc, NULL)};
+                     .value = is_fma ? new_op(s, SOP_FMA, step_e, step_y, acc)
+                                    : new_op(s, SOP_ADD, cell_first ? acc : step_e, cell_first ? step_e : acc, NULL)};
     IrStmt *cstore = new_store(s, c, index, acc);
     for (uint32_t k = 0; k < n; k++) {
         if (hoist[k]) continue;
