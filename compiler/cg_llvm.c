@@ -261,9 +261,32 @@ static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
     return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
 }
 
+/* A read of a buffer that is one forward stream (IrBuffer.prefetch_cells): a prefetch that
+ * many cells ahead, once per group of unrolled reads (where every unrolled iterator of the index
+ * is 0).  The address may lie past the buffer, which a prefetch may (it never faults), so the
+ * GEP is not inbounds. */
+static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef base) {
+    const IrBuffer *b = &g->ir->buffers[buffer];
+    for (uint32_t a = 0; a < b->rank; a++)
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            LLVMValueRef v = g->iter[index[a].terms[t].iter];
+            if (v && LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) != 0) return;
+        }
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    LLVMTypeRef params[4] = {ptr, g->i32, g->i32, g->i32};
+    LLVMTypeRef type = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
+    LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), "");
+    LLVMValueRef idx[1] = {at};
+    /* read, locality 3 (keep in all caches), data */
+    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
+                            LLVMConstInt(g->i32, 3, 0), LLVMConstInt(g->i32, 1, 0)};
+    LLVMBuildCall2(g->b, type, declare(g, "llvm.prefetch.p0", type), args, 4, "");
+}
+
 static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
+    if (stride == 0 && g->ir->buffers[buffer].prefetch_cells) prefetch_ahead(g, buffer, index, base);
     if (stride == 0) {
         LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, base), "");
         LLVMSetAlignment(v, 4);

@@ -280,7 +280,9 @@ void ir_dump(const IrProgram *ir, FILE *out) {
     for (uint32_t i = 0; i < ir->buffer_count; i++) {
         const IrBuffer *b = &ir->buffers[i];
         if (b->is_virtual) continue;
-        fprintf(out, "  %s : %s  %s%s [", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
+        fprintf(out, "  %s : %s  %s%s", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
+        if (b->prefetch_cells) fprintf(out, " prefetch %u", b->prefetch_cells);
+        fprintf(out, " [");
         for (uint32_t a = 0; a < b->rank; a++) {
             if (a) fputs(", ", out);
             print_size(out, ir, b->dims[a]);

@@ -133,6 +133,9 @@ typedef struct IrBuffer {
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */
     bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */
+    uint32_t prefetch_cells; /* BUF_SCRATCH that tiles read as one forward stream, one value at a
+                              * time (a packed operand's rows, sched.c): native code prefetches
+                              * this many cells ahead of each such read (0: no prefetch) */
     uint64_t thread_cells; /* kernel_local, when not 0: each GPU thread's own `thread_cells`
                             * cells (registers); its index's terms in thread-loop iterators
                             * choose the thread, the rest the cell (cg_llvm.c drops the former) */

@@ -26,6 +26,8 @@ typedef struct Target {
     double grain_work;         /* in chunks of at least this much work */
     uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
                                  * it, stores around the caches */
+    uint32_t prefetch_cells;   /* a packed operand that tiles read as one forward stream is
+                                * prefetched this many cells ahead (0: never; sched.c) */
     /* TARGET_CUDA (sched_gpu.c, cg_ptx.c): the GPU architecture and the block size of a
      * kernel's innermost parallel loop. */
     const char *gpu_arch;      /* "sm_80", "sm_90" */

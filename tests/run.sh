@@ -302,11 +302,16 @@ else fail "schedule: a convolution's tiles and gradients" "exit $(status)" "$TMP
 # a group of row blocks per pass down it (tests/native/packed_groups.tsr, sched.c pack_group).
 run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 v4=$(grep -c 'pack a into panels of 12 for the register tile, 5 panels a pass' "$TMP/out")
+prefetched=$(grep -c '^  a.rows#s[0-9]* : [0-9]*  scratch prefetch 512 \[' "$TMP/out")
 run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/packed_groups.tsr
 v3=$(grep -c 'pack a into panels of 6 for the register tile, 19 panels a pass' "$TMP/out")
-if [ "$(status)" = 0 ] && [ "$v4" -ge 1 ] && [ "$v3" -ge 1 ]
-then pass "schedule: a transposed operand packed a group of row blocks per pass"
-else fail "schedule: a transposed operand packed a group of row blocks per pass" "v4 $v4, v3 $v3" "$TMP/out"; fi
+if [ "$(status)" = 0 ] && [ "$v4" -ge 1 ] && [ "$v3" -ge 1 ] && [ "$prefetched" -ge 1 ]
+then pass "schedule: a transposed operand packed a group of row blocks per pass, prefetched"
+else fail "schedule: a transposed operand packed a group of row blocks per pass, prefetched" "v4 $v4, v3 $v3, prefetched $prefetched" "$TMP/out"; fi
+# ... and the native code prefetches it
+run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
+if [ "$(status)" = 0 ] && grep -q 'prefetcht0' "$TMP/out"; then pass "native code prefetches a packed operand's stream"
+else fail "native code prefetches a packed operand's stream" "exit $(status)" "$TMP/out"; fi
 
 # A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
 # ours.  add_summary LABEL STATUS OUTPUT-FILE
