@@ -1937,6 +1937,28 @@ static Value *builtin_nth(Elab *e, Arg *args, uint32_t count, Span span) {
     return args[0].value->as.list.items[i];
 }
 
+/* init n f: the list [f 0; f 1; …; f (n-1)], each application evaluated in order (OCaml's
+ * List.init): a list whose length is computed (Nn.split's parts). */
+static Value *builtin_init(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 2 || args[0].label || args[1].label || args[0].value->kind != V_INT ||
+        (args[1].value->kind != V_CLOSURE && args[1].value->kind != V_BUILTIN && args[1].value->kind != V_OPERATOR))
+        return fail(span, "'init' takes a count and a function: init n f is the list [f 0; f 1; ...; f (n-1)]");
+    int64_t n = args[0].value->as.i;
+    enum { MAX_INIT = 1 << 20 };
+    if (n < 0 || n > MAX_INIT)
+        return fail(args[0].span, "'init': the count %lld is not between 0 and %d", (long long)n, (int)MAX_INIT);
+    Value *list = new_value(e, V_LIST);
+    list->as.list.count = (uint32_t)n;
+    list->as.list.items = arena_alloc(e->arena, (n ? (size_t)n : 1) * sizeof(Value *));
+    for (int64_t i = 0; i < n; i++) {
+        Arg a = {.value = int_value(e, i), .span = args[0].span};
+        Value *x = apply(e, args[1].value, &a, 1, span);
+        if (x->kind == V_ERROR) return x;
+        list->as.list.items[i] = x;
+    }
+    return list;
+}
+
 /* ---- Initialisers (docs/language.md §3.5.3) ------------------------------------------------- */
 
 /* `fn ?label… ()`: the optional labels are the numbers `allowed` names ("~low ~high"). */
@@ -2035,6 +2057,7 @@ static const BuiltinEntry builtins[] = {
     {"length", builtin_length},
     {"is_tensor", builtin_is_tensor},
     {"nth", builtin_nth},
+    {"init", builtin_init},
     {"iota", builtin_iota},
     {"xavier_uniform", builtin_xavier_uniform},
     {"xavier_normal", builtin_xavier_normal},
