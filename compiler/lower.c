@@ -134,6 +134,20 @@ static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
     return e;
 }
 
+/* One step of a reduction: acc ⊕ rhs; a sum of products (`=+`/`=:+` of x * y) by fused
+ * multiply-add, fma(x, y, acc), one rounding (docs/ir.md, "FMA"). */
+static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rhs) {
+    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
+        IrExpr *e = new_expr(l, IR_OP);
+        e->op = SOP_FMA;
+        e->args[0] = rhs->args[0];
+        e->args[1] = rhs->args[1];
+        e->args[2] = acc;
+        return e;
+    }
+    return binary(l, accum_scalar_op(accum), acc, rhs);
+}
+
 static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     switch (x->kind) {
     case AE_CONST: return constant(l, x->value);
@@ -507,19 +521,9 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         }
         IrStmt *last_store;
         if (lhs_affine) {
-            /* Read-modify-write at every point: cells reached twice accumulate both; a sum of
-             * products by fused multiply-add, as every reduction's (docs/ir.md, "FMA"). */
-            IrExpr *value;
-            if (a->accum == ACC_NONE) value = rhs;
-            else if (a->accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
-                value = new_expr(&l, IR_OP);
-                value->op = SOP_FMA;
-                value->args[0] = rhs->args[0];
-                value->args[1] = rhs->args[1];
-                value->args[2] = current;
-            } else {
-                value = binary(&l, acc_op, current, rhs);
-            }
+            /* Read-modify-write at every point: cells reached twice accumulate both, each point
+             * a step of the reduction. */
+            IrExpr *value = a->accum == ACC_NONE ? rhs : reduction_step(&l, a->accum, current, rhs);
             last_store = store(&l, lhs, lhs_index, value);
             ir_block_push(ir->arena, into, last_store);
         } else if (no_reduction) {
@@ -554,18 +558,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
                 IrStmt *step = arena_alloc(ir->arena, sizeof *step);
                 step->kind = IR_SET_LOCAL;
                 step->local = local;
-                if (a->accum == ACC_NONE) {
-                    step->value = rhs;
-                } else if (a->accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
-                    /* A sum of products accumulates by fused multiply-add (docs/ir.md, "FMA"). */
-                    step->value = new_expr(&l, IR_OP);
-                    step->value->op = SOP_FMA;
-                    step->value->args[0] = rhs->args[0];
-                    step->value->args[1] = rhs->args[1];
-                    step->value->args[2] = acc;
-                } else {
-                    step->value = binary(&l, acc_op, acc, rhs);
-                }
+                step->value = a->accum == ACC_NONE ? rhs : reduction_step(&l, a->accum, acc, rhs);
                 ir_block_push(ir->arena, inner, step);
             }
             last_store = store(&l, lhs, lhs_index, acc);

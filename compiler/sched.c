@@ -719,12 +719,13 @@ static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *
 }
 
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
- * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)).
+ * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)),
+ * `group` blocks a pass (pack_group; 1: a pass per block).
  * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
  * vector width) and the lanes into blocks of at most W, and copies each W×W block with one
  * LOOP_TRANSPOSE; the reduction cells past the last whole block are copied plainly. */
 static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
-                         uint64_t lanes) {
+                         uint64_t lanes, uint64_t group) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
     bool transpose = pack_transposes(s, ct, pk, lanes);
@@ -735,7 +736,6 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     IrBlock *into = NULL;
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t panel = new_iter(s), lane = new_iter(s);
-    uint64_t group = pack_group(s, ct, pk, blocks, lanes);
     uint32_t group_iter = group > 1 ? new_iter(s) : UINT32_MAX;
     if (group > 1) nest_push(s, &top, &into, new_loop(s, group_iter, blocks / group, true, LOOP_PLAIN));
     else nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
@@ -856,15 +856,15 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
     const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
                                        s->ir->buffers[operand->buffer].name, (unsigned long long)width);
     if (pk->full && !pk->in_place) {
-        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width);
         uint64_t group = pack_group(s, ct, pk, pk->full, width);
+        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width, group);
         if (group > 1) comment = arena_printf(arena, "%s, %llu panels a pass", comment, (unsigned long long)group);
         nest->comment = comment;
         comment = NULL;
         ir_block_push(arena, out, nest);
     }
     if (pk->rem) {
-        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem);
+        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem, 1);
         nest->comment = comment ? comment : "schedule: the last panel, padded with zeros";
         ir_block_push(arena, out, nest);
     }

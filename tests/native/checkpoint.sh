@@ -19,17 +19,13 @@ TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 LIB=$(cd "$2" && pwd)/libtsr.a
 INC=$(pwd)/runtime
 PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-ckpt.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,12s/^/    /p' "$T/log"; }
+. "$(dirname "$0")/harness.sh"
+harness_start ckpt
 
 mkdir "$T/native" "$T/interp"
 cp tests/native/checkpoint_train.tsr tests/native/checkpoint_predict.tsr "$T/"
 for p in checkpoint_train checkpoint_predict; do
-    if ! "$TSRC" "$T/$p.tsr" -o "$T/$p" >"$T/log" 2>&1; then fail "$p.tsr compiles"; echo "$passed passed, $failed failed"; exit 1; fi
+    if ! "$TSRC" "$T/$p.tsr" -o "$T/$p" >"$T/log" 2>&1; then fail "$p.tsr compiles"; summary; exit 1; fi
 done
 
 # Train with both executors: the same output, the same bytes in the checkpoints.
@@ -149,5 +145,5 @@ if "$TSRC" -c "$T/checkpoint_predict.tsr" -o "$T/predict.o" >"$T/log" 2>&1 &&
    (cd "$N" && ../driver) >"$T/log" 2>&1 && cmp -s "$N/again.npz" "$N/model.npz"; then pass
 else fail "object mode: predict_load reads model.npz, predict_save writes the same bytes, a failed load changes nothing"; fi
 
-echo "$passed passed, $failed failed"
+summary
 [ $failed = 0 ]

@@ -11,12 +11,8 @@ set -u
 TSRC=$1
 LIB=$2/libtsr.a
 INC=runtime
-T=$(mktemp -d /tmp/tsrc-drivers.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+. "$(dirname "$0")/harness.sh"
+harness_start drivers
 
 # Two models, object mode.
 if "$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/mlp.o" >"$T/log" 2>&1 &&
@@ -108,5 +104,5 @@ if [ $? = 2 ] && grep -q "need a file name" "$T/log"; then pass; else fail "-c -
 if [ $? = 1 ] && grep -q "tsrc: error: LLVM cannot generate this code" "$T/log" && [ ! -e "$T/cpu" ] &&
    [ -z "$(ls "$T" | grep tmp)" ]; then pass; else fail "an unknown --cpu is a clean error"; fi
 
-echo "$passed passed, $failed failed"
+summary
 [ $failed = 0 ]

@@ -7,15 +7,11 @@
 # Usage: main_steps.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-steps.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,12s/^/    /p' "$T/log"; }
+. "$(dirname "$0")/harness.sh"
+harness_start steps
 
 for p in shuffle record_plot; do
-    if ! "$TSRC" tests/native/$p.tsr -o "$T/$p" >"$T/log" 2>&1; then fail "$p.tsr compiles"; echo "$passed passed, $failed failed"; exit 1; fi
+    if ! "$TSRC" tests/native/$p.tsr -o "$T/$p" >"$T/log" 2>&1; then fail "$p.tsr compiles"; summary; exit 1; fi
 done
 
 "$T/shuffle" --seed 3 >"$T/seed3" 2>"$T/log" && "$T/shuffle" --seed 3 >"$T/seed3b" 2>>"$T/log" &&
@@ -40,5 +36,5 @@ if command -v script >/dev/null 2>&1; then
     else cp "$T/tty" "$T/log"; fail "progress: on a terminal, one line redrawn with the count, the rate and the time"; fi
 fi
 
-echo "$passed passed, $failed failed"
+summary
 [ $failed = 0 ]

@@ -19,12 +19,8 @@ set -u
 TSRC=$1
 LIB=$2/libtsr.a
 INC=runtime
-T=$(mktemp -d /tmp/tsrc-sizes.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+. "$(dirname "$0")/harness.sh"
+harness_start sizes
 
 # Object mode: the driver.
 if "$TSRC" -c tests/native/runtime_mlp.tsr -o "$T/runtime_mlp.o" >"$T/log" 2>&1 &&
@@ -113,5 +109,5 @@ check_error 1 "expected shape (4, 3), found (4, 2)" "a data file of another row 
 check_error 1 "a CSV file cannot give a run-time length" "a CSV file for a run-time length" -- \
     "$T/data" --data xs=tests/native/data/points.csv
 
-echo "$passed passed, $failed failed"
+summary
 [ $failed = 0 ]

@@ -109,20 +109,33 @@ table("ew", "elementwise y = relu(a·b + c) − 0.5·a, float32: GB/s = 16 bytes
       [("tsrc", "tsrc"), ("numpy", "NumPy"), ("numpy-out", "NumPy out="), ("torch", "PyTorch")],
       {"numpy", "numpy-out", "torch"}, first="floats")
 
+def pair_table(keys, title, columns, row):
+    """A table of two measurements side by side and their ratio, one line per (n, threads) in
+    keys: columns names the three value columns after n and threads, and row(n, t) gives
+    their cells."""
+    if not keys:
+        return
+    print(title)
+    print()
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---:|" * len(columns))
+    for n, t in keys:
+        print("| " + " | ".join([str(n), str(t)] + row(n, t)) + " |")
+    print()
+
+
 # The chain against the STREAM triad of the same run.
-tri = sorted({(k[2], k[3]) for k in rows if k[0] == "triad"}, key=lambda p: (size_key(p[0]), p[1]))
-if tri:
-    print("elementwise chain against the STREAM triad a = b + s·c (C, same run): triad GB/s = 12 "
-          "bytes per element / best time; chain GB/s as above")
-    print()
-    print("| floats | threads | triad | tsrc chain | chain/triad |")
-    print("|---:|---:|---:|---:|---:|")
-    for n, t in tri:
-        tr, trs = cell("triad", "c", n, t)
-        ew = [v for k, v in rows.items() if k[0] == "ew" and k[1] == "tsrc" and k[3] == t]
-        er, ers = cell("ew", "tsrc", ew[0]["n"], t) if ew else (None, "–")
-        print(f"| {n} | {t} | {trs} | {ers} | {ratio(er, tr)} |")
-    print()
+def triad_row(n, t):
+    tr, trs = cell("triad", "c", n, t)
+    ew = [v for k, v in rows.items() if k[0] == "ew" and k[1] == "tsrc" and k[3] == t]
+    er, ers = cell("ew", "tsrc", ew[0]["n"], t) if ew else (None, "–")
+    return [trs, ers, ratio(er, tr)]
+
+
+pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "triad"}, key=lambda p: (size_key(p[0]), p[1])),
+           "elementwise chain against the STREAM triad a = b + s·c (C, same run): triad GB/s = 12 "
+           "bytes per element / best time; chain GB/s as above",
+           ["floats", "threads", "triad", "tsrc chain", "chain/triad"], triad_row)
 
 table("mlp", "MLP 784-256-256-10 training step (relu, biases, softmax cross-entropy, SGD lr 0.05), "
       "batch 128: milliseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
@@ -132,19 +145,17 @@ table("nn_mlp", "MLP 784-256-256-10 training step written with Nn and Train (too
       "step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
       [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
 # The run-time batch against the written one: the same program, the same step.
-dyn = sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_dyn"}, key=lambda p: (int(p[0]), p[1]))
-if dyn:
-    print("The Nn/Train MLP step with its batch a run-time size (`b = [?]`, set to 128) against the same "
-          "program with `b = [128]`: milliseconds per step (lower is better); run-time/written = the "
-          "run-time batch's time / the written batch's (at most 1.1 is the goal)")
-    print()
-    print("| batch | threads | written | run-time | run-time/written |")
-    print("|---:|---:|---:|---:|---:|")
-    for n, t in dyn:
-        wr, ws = cell("nn_mlp", "tsrc", n, t)
-        rr, rs = cell("nn_mlp_dyn", "tsrc", n, t)
-        print(f"| {n} | {t} | {ws} | {rs} | {ratio(wr, rr)} |")  # rates are 1/time: time ratio = wr/rr
-    print()
+def dyn_row(n, t):
+    wr, ws = cell("nn_mlp", "tsrc", n, t)
+    rr, rs = cell("nn_mlp_dyn", "tsrc", n, t)
+    return [ws, rs, ratio(wr, rr)]  # rates are 1/time: time ratio = wr/rr
+
+
+pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_dyn"}, key=lambda p: (int(p[0]), p[1])),
+           "The Nn/Train MLP step with its batch a run-time size (`b = [?]`, set to 128) against the same "
+           "program with `b = [128]`: milliseconds per step (lower is better); run-time/written = the "
+           "run-time batch's time / the written batch's (at most 1.1 is the goal)",
+           ["batch", "threads", "written", "run-time", "run-time/written"], dyn_row)
 table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2-32-1, hinge loss, "
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
