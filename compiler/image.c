@@ -52,12 +52,14 @@ _Static_assert((int)BUF_COMPUTED == TSR_BUF_COMPUTED && (int)INIT_UNIFORM == TSR
                    (int)IRP_BUFFER == TSR_ARG_BUFFER && (int)IRA_PROGRESS == TSR_ACTION_PROGRESS,
                "the IR's kinds and the image's kinds come from runtime/image_kinds.h");
 
-unsigned char *image_build(const IrProgram *ir, const char *module, const GpuImage *gpu, size_t *size) {
+unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu, const GpuImage *gpu, size_t *size) {
     Bytes b = {.arena = ir->arena};
     put(&b, TSR_IMAGE_MAGIC, 4);
     u32(&b, TSR_IMAGE_VERSION);
     u64(&b, 0); /* the checksum, filled in at the end */
     str(&b, module);
+    u32(&b, cpu.features);
+    str(&b, cpu.features ? cpu.name : "");
     u32(&b, ir->symbol_count);
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
         str(&b, ir->symbols[i].name);

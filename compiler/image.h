@@ -29,8 +29,17 @@ typedef struct GpuImage {
     uint32_t kernel_count;
 } GpuImage;
 
+/* The CPU the image's native code was generated for: the TSR_CPU_* extensions it may use
+ * (runtime/image_kinds.h), which the runtime checks before it runs any, and the name its
+ * message gives ("x86-64-v4").  Zero features for the reference executor, which runs no
+ * native code. */
+typedef struct ImageCpu {
+    uint32_t features;
+    const char *name;
+} ImageCpu;
+
 /* The image of `ir` (after optimisation: virtual buffers get no storage), allocated in its
- * arena; with a GPU section when `gpu` is not NULL. */
-unsigned char *image_build(const IrProgram *ir, const char *module, const GpuImage *gpu, size_t *size);
+ * arena, for native code made for `cpu`; with a GPU section when `gpu` is not NULL. */
+unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu, const GpuImage *gpu, size_t *size);
 
 #endif

@@ -648,7 +648,7 @@ static char **program_argv(Arena *arena, const Options *opt, const char *name);
 
 static int run_program(IrProgram *ir, const Options *opt) {
     size_t size;
-    unsigned char *image = image_build(ir, "main", NULL, &size);
+    unsigned char *image = image_build(ir, "main", (ImageCpu){0}, NULL, &size);
     int status;
     char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
     Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
@@ -785,7 +785,8 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     }
     size_t size;
     /* A program with no kernel at all (only data and prints) needs no GPU. */
-    unsigned char *image = image_build(ir, module, ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
+    unsigned char *image = image_build(ir, module, (ImageCpu){target->cpu_features, target->cpu_shown},
+                                       ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
                     .gpu_first = ptx.function_first};
     CgBytes bytes;

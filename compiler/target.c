@@ -5,12 +5,16 @@
  * the packed operand and a broadcast in registers; with AVX2 (16 registers of 8 floats) 6 by 2;
  * with SSE (16 registers of 4 floats) 4 by 2.  The host's width comes from LLVM's view of its
  * features; a named CPU's from a table of the x86-64 levels and common CPU names (an unknown
- * name gets the baseline's parameters, which are correct everywhere, only slower).
+ * name gets the baseline's parameters, which are correct everywhere, only slower).  The same
+ * reading gives the instruction-set extensions the code may use (Target.cpu_features), which
+ * the model image carries so that the runtime refuses, with a message, to run code the CPU it
+ * runs on cannot execute.
  *
  * Requires: LLVM's host queries (llvm-c/TargetMachine.h). */
 #include "target.h"
 
 #include "diag.h"
+#include "../runtime/image_kinds.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +37,37 @@ static bool named_in(const char *cpu, const char *const *list, size_t n) {
     return false;
 }
 
-static unsigned host_vector_floats(void) {
-    char *features = LLVMGetHostCPUFeatures();
-    unsigned w = features && strstr(features, "+avx512f") ? 16 : features && strstr(features, "+avx2") ? 8 : 4;
-    LLVMDisposeMessage(features);
-    return w;
+/* The TSR_CPU_* features (runtime/image_kinds.h) that LLVM's list of the host's features
+ * ("+avx2,-avx512f,…") enables. */
+static uint32_t host_cpu_features(void) {
+    static const char *const names[] = {
+#define TSR_CPU_NAME(name, llvm_name) llvm_name,
+        TSR_CPU_FEATURE_KINDS(TSR_CPU_NAME)
+#undef TSR_CPU_NAME
+    };
+    char *list = LLVMGetHostCPUFeatures();
+    uint32_t features = 0;
+    for (const char *p = list ? list : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        if (*p == '+')
+            for (unsigned f = 0; f < TSR_CPU_FEATURE_COUNT; f++)
+                if (strlen(names[f]) == n - 1 && strncmp(p + 1, names[f], n - 1) == 0) features |= 1u << f;
+        p += n + (p[n] == ',');
+    }
+    LLVMDisposeMessage(list);
+    return features;
+}
+
+/* The features code for a named CPU may use: the x86-64 levels' own sets; a CPU of the tables
+ * above, the level it belongs to (Xeon Phi has AVX-512F and CD only); any other name, none
+ * (its code is checked by nobody: the user named the CPU). */
+static uint32_t named_cpu_features(const char *name) {
+    if (strcmp(name, "x86-64-v2") == 0) return TSR_CPU_LEVEL_V2;
+    if (strncmp(name, "knl", 3) == 0 || strncmp(name, "knm", 3) == 0)
+        return TSR_CPU_LEVEL_V3 | TSR_CPU_FEATURE(AVX512F) | TSR_CPU_FEATURE(AVX512CD);
+    if (named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus)) return TSR_CPU_LEVEL_V4;
+    if (named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)) return TSR_CPU_LEVEL_V3;
+    return 0;
 }
 
 void target_select(const char *triple, const char *cpu, Target *out) {
@@ -50,14 +80,15 @@ void target_select(const char *triple, const char *cpu, Target *out) {
         char *host = LLVMGetHostCPUName();
         snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", host && *host ? host : "native");
         LLVMDisposeMessage(host);
-        out->vector_floats = host_vector_floats();
+        out->cpu_features = host_cpu_features();
     } else {
         const char *name = native ? "x86-64" : cpu;
         snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", name);
-        out->vector_floats = named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus) ? 16
-                           : named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)     ? 8
-                                                                                                 : 4;
+        out->cpu_features = named_cpu_features(name);
     }
+    out->vector_floats = out->cpu_features & TSR_CPU_FEATURE(AVX512F) ? 16
+                       : out->cpu_features & TSR_CPU_FEATURE(AVX2)    ? 8
+                                                                      : 4;
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
 }

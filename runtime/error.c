@@ -21,6 +21,7 @@ const char *tsr_status_text(int status) {
     case TSR_ERR_IMAGE: return "malformed model image";
     case TSR_ERR_IO: return "output error";
     case TSR_ERR_GPU: return "GPU error";
+    case TSR_ERR_CPU: return "CPU lacks instructions";
     default: return "unknown status";
     }
 }

@@ -29,4 +29,28 @@
  * recorded series and their plots, and the progress bar of a loop. */
 #define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
 
+/* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
+ * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
+ * sets from the CPU it generated code for (compiler/target.c) and the runtime checks against the
+ * running CPU before any generated code runs (runtime/cpu.c).  Append only. */
+#define TSR_CPU_FEATURE_KINDS(X)                                                                 \
+    X(SSE4_2, "sse4.2") X(POPCNT, "popcnt") X(AVX, "avx") X(AVX2, "avx2") X(FMA, "fma")          \
+    X(BMI1, "bmi") X(BMI2, "bmi2") X(F16C, "f16c") X(MOVBE, "movbe") X(LZCNT, "lzcnt")           \
+    X(AVX512F, "avx512f") X(AVX512BW, "avx512bw") X(AVX512CD, "avx512cd") X(AVX512DQ, "avx512dq") \
+    X(AVX512VL, "avx512vl")
+
+#define TSR_CPU_BIT(name, llvm_name) TSR_CPU_BIT_##name,
+enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
+#undef TSR_CPU_BIT
+#define TSR_CPU_FEATURE(name) (1u << TSR_CPU_BIT_##name)
+/* The x86-64 micro-architecture levels, as sets of the features above. */
+#define TSR_CPU_LEVEL_V2 (TSR_CPU_FEATURE(SSE4_2) | TSR_CPU_FEATURE(POPCNT))
+#define TSR_CPU_LEVEL_V3                                                                       \
+    (TSR_CPU_LEVEL_V2 | TSR_CPU_FEATURE(AVX) | TSR_CPU_FEATURE(AVX2) | TSR_CPU_FEATURE(FMA) |      \
+     TSR_CPU_FEATURE(BMI1) | TSR_CPU_FEATURE(BMI2) | TSR_CPU_FEATURE(F16C) | TSR_CPU_FEATURE(MOVBE) | \
+     TSR_CPU_FEATURE(LZCNT))
+#define TSR_CPU_LEVEL_V4                                                                       \
+    (TSR_CPU_LEVEL_V3 | TSR_CPU_FEATURE(AVX512F) | TSR_CPU_FEATURE(AVX512BW) |                    \
+     TSR_CPU_FEATURE(AVX512CD) | TSR_CPU_FEATURE(AVX512DQ) | TSR_CPU_FEATURE(AVX512VL))
+
 #endif

@@ -18,6 +18,7 @@
  *
  *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
  *   str module
+ *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, image_kinds.h; the CPU they were read from)
  *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
@@ -57,9 +58,16 @@
  * symbol with `size` set is the length of a `?` axis (at least `range`, and equal to symbol
  * `leader`, its class's first, when a routine runs; `leader` is the symbol itself otherwise),
  * and a buffer whose dims[0] is negative has that run-time length, the value of symbol
- * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol). */
+ * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol).  Version 9
+ * added the CPU: the extensions the object's native code may use, which the reader checks
+ * against the running CPU (cpu.c) before anything runs; none for the reference executor. */
+/* cpu.c: the TSR_CPU_* extensions this CPU has, and TSR_OK or TSR_ERR_CPU (with a message
+ * naming the missing ones and `made_for`) for code that needs `needed`. */
+uint32_t tsr_cpu_features(void);
+int tsr_cpu_check(uint32_t needed, const char *made_for);
+
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 8u
+#define TSR_IMAGE_VERSION 9u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

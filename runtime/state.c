@@ -61,6 +61,8 @@ struct tsr_model {
     int64_t *symbol_ranges;    /* an index symbol's range; a size symbol's least value */
     uint8_t *symbol_sizes;     /* a run-time size (image version 8) */
     uint32_t *symbol_leaders;  /* a size symbol's class's first */
+    char **size_files;         /* per symbol: "data 'NAME' file 'PATH'" that set this run-time
+                                * size from its length, or NULL (made by the state's data files) */
     uint32_t buffer_count;
     Buffer *buffers;
     uint32_t data_count;
@@ -196,6 +198,8 @@ static void model_free(tsr_model *m) {
     free(m->symbol_ranges);
     free(m->symbol_sizes);
     free(m->symbol_leaders);
+    for (uint32_t i = 0; m->size_files && i < m->symbol_count; i++) free(m->size_files[i]);
+    free(m->size_files);
     for (uint32_t i = 0; i < m->buffer_count; i++) {
         free(m->buffers[i].name);
         free(m->buffers[i].shape_text);
@@ -254,12 +258,21 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         return NULL;
     }
     m->module = str(&r);
+    uint32_t cpu_features = u32(&r);
+    char *cpu_name = str(&r);
+    if (!r.bad && tsr_cpu_check(cpu_features, cpu_name) != TSR_OK) { /* before any generated code runs */
+        free(cpu_name);
+        model_free(m);
+        return NULL;
+    }
+    free(cpu_name);
     m->symbol_count = count(&r, 12);
     m->symbol_names = calloc(m->symbol_count + 1, sizeof *m->symbol_names);
     m->symbol_ranges = calloc(m->symbol_count + 1, sizeof *m->symbol_ranges);
     m->symbol_sizes = calloc(m->symbol_count + 1, sizeof *m->symbol_sizes);
     m->symbol_leaders = calloc(m->symbol_count + 1, sizeof *m->symbol_leaders);
-    if (!m->symbol_names || !m->symbol_ranges || !m->symbol_sizes || !m->symbol_leaders) r.bad = true;
+    m->size_files = calloc(m->symbol_count + 1, sizeof *m->size_files);
+    if (!m->symbol_names || !m->symbol_ranges || !m->symbol_sizes || !m->symbol_leaders || !m->size_files) r.bad = true;
     for (uint32_t i = 0; i < m->symbol_count && !r.bad; i++) {
         m->symbol_names[i] = str(&r);
         m->symbol_ranges[i] = i64(&r);
@@ -408,16 +421,28 @@ static float image_float(const unsigned char *p, uint64_t i) {
 static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
 
 /* A buffer of run-time length takes the length of the .npy file's first axis (its size symbol is
- * set to it: data files are read when the state is made). */
+ * set to it: data files are read when the state is made).  Files that size one symbol must agree:
+ * a second length would give the first file's tensor new, empty storage. */
 static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv) {
     const Buffer *b = &s->model->buffers[buffer];
     if (b->size_symbol >= 0) {
         int64_t length = 0;
+        uint32_t symbol = (uint32_t)b->size_symbol;
+        char **set_by = &s->model->size_files[symbol];
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
                                                    "version (use a .npy file)", what, path)
                          : tsr_npy_length(path, what, &length);
-        if (status == TSR_OK) status = set_size(s, (uint32_t)b->size_symbol, length);
+        if (status == TSR_OK && *set_by && s->symbols[symbol] != length)
+            return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
+                             "their length to run-time size '%s', so they must be equal",
+                             what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
+        if (status == TSR_OK) status = set_size(s, symbol, length);
         if (status != TSR_OK) return status;
+        if (!*set_by) {
+            size_t n = strlen(what) + strlen(path) + 32;
+            if (!(*set_by = malloc(n))) return tsr_error(TSR_ERR_NOMEM, "out of memory reading data '%s'", what);
+            snprintf(*set_by, n, "data '%s' file '%s'", what, path);
+        }
     }
     if (csv) return tsr_load_csv(path, s->buffers[buffer], b->rank, b->dims, what);
     return tsr_load_npy(path, s->buffers[buffer], b->rank, b->dims, what);
@@ -622,7 +647,18 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count)
         return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
-    if (s->model->symbol_sizes[symbol]) return set_size(s, symbol, value);
+    if (s->model->symbol_sizes[symbol]) {
+        /* A size of a class a data file gave a length is that file's length: another would give
+         * the file's tensor new, empty rows, or disagree with it. */
+        const tsr_model *m = s->model;
+        for (uint32_t j = 0; j < m->symbol_count; j++)
+            if (m->size_files[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol] && value != s->symbols[j])
+                return tsr_error(TSR_ERR_INDEX, "run-time size '%s'%s%s%s is the length of %s (%" PRId64 " rows); it "
+                                 "cannot be set to %" PRId64 " (give another file with --data instead)",
+                                 m->symbol_names[symbol], j == symbol ? "" : " equals '", j == symbol ? "" : m->symbol_names[j],
+                                 j == symbol ? "" : "', which", m->size_files[j], s->symbols[j], value);
+        return set_size(s, symbol, value);
+    }
     int64_t range = s->model->symbol_ranges[symbol];
     if (value < 0 || value >= range)
         return tsr_error(TSR_ERR_INDEX, "index '%s' = %" PRId64 " is out of its range 0..%" PRId64,

@@ -122,18 +122,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd) && cd "$ROOT" || exit 2
 if [ -n "$KEEP" ]; then W=$KEEP; rm -rf "$W"; mkdir -p "$W" || exit 2
 else W=$(mktemp -d "${TMPDIR:-/tmp}/native-sweep.XXXXXX") || exit 2; trap 'rm -rf "$W"' EXIT INT TERM; fi
 
-# CPUs whose code this machine can run (the x86-64 micro-architecture levels).
-flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
-has() { for f in "$@"; do echo " $flags " | grep -q " $f " || return 1; done; }
-RUNNABLE=
-for cpu in $CPUS; do
-    case $cpu in
-        x86-64-v4) has avx512f avx512bw avx512cd avx512dq avx512vl avx2 bmi2 fma ;;
-        x86-64-v3) has avx2 bmi1 bmi2 fma f16c movbe ;;
-        x86-64-v2) has sse4_2 popcnt ssse3 ;;
-        *) true ;;   # native, x86-64; any other name is the user's responsibility
-    esac && RUNNABLE="$RUNNABLE $cpu"
-done
+# CPUs whose code this machine can run (the x86-64 micro-architecture levels: tests/host_cpus.sh).
+RUNNABLE=$(sh tests/host_cpus.sh $CPUS)
 for cpu in $CPUS; do
     echo " $RUNNABLE " | grep -q " $cpu " || echo "INFO this machine cannot run --cpu=$cpu code: compiled, not run"
 done

@@ -72,9 +72,7 @@ THREADS=${BENCH_THREADS:-1 2}
 INSTALL=${BENCH_INSTALL:-yes}
 BUDGET=${BENCH_BUDGET:-1}
 MAX_REPS=${BENCH_MAX_REPS:-200}
-# Debian's OpenBLAS (a DYNAMIC_ARCH build) misdetects these CPUs; pin its kernels.
-OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
-export OPENBLAS_CORETYPE BENCH_BUDGET="$BUDGET" BENCH_MAX_REPS="$MAX_REPS"
+export BENCH_BUDGET="$BUDGET" BENCH_MAX_REPS="$MAX_REPS"
 
 started=$(date +%s)
 rm -rf "$WORK"
@@ -102,16 +100,31 @@ if rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
         rev="$rev + uncommitted changes to compiler/runtime"
     info "source $rev"
 fi
-# OpenBLAS pinned by the environment to kernels without AVX-512 on a CPU that has it (some
-# machines set OPENBLAS_CORETYPE=Haswell) runs at about half this CPU's peak, while tsrc uses
-# AVX-512: the ratios against OpenBLAS, NumPy and PyTorch would not be like for like.
-case $avx512:$OPENBLAS_CORETYPE in
-    yes:[Ss][Kk][Yy][Ll][Aa][Kk][Ee][Xx] | yes:[Cc][Oo][Oo][Pp][Ee][Rr][Ll][Aa][Kk][Ee] | yes:[Ss][Aa][Pp][Pp][Hh][Ii][Rr][Ee]* | no:*) ;;
-    *) echo "bench: warning: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (from the environment) gives OpenBLAS" \
+# OpenBLAS's kernels: the host's best.  Debian's OpenBLAS (a DYNAMIC_ARCH build) misdetects
+# some CPUs (AMD's Zen 4 and 5 get kernels without AVX-512), so the bench pins them from the
+# CPU's flags: SkylakeX's with AVX-512, Haswell's with AVX2 and FMA, OpenBLAS's own choice
+# otherwise.  A pin from the environment is kept when this CPU can run it, with a warning when
+# it gives up AVX-512 that tsrc uses (the ratios would not be like for like); a pin to AVX-512
+# kernels on a CPU without them (they would die of SIGILL, and NumPy and PyTorch with them) is
+# replaced by the host's best.
+has_flags() { for f in "$@"; do grep -q "^flags.* $f\( \|\$\)" /proc/cpuinfo 2>/dev/null || return 1; done; }
+best=
+if has_flags avx512f avx512bw avx512dq avx512vl avx512cd; then best=SkylakeX
+elif has_flags avx2 fma; then best=Haswell; fi
+case $avx512:${OPENBLAS_CORETYPE:-} in
+    *:) [ -n "$best" ] && OPENBLAS_CORETYPE=$best ;;
+    yes:[Ss][Kk][Yy][Ll][Aa][Kk][Ee][Xx] | yes:[Cc][Oo][Oo][Pp][Ee][Rr][Ll][Aa][Kk][Ee] | yes:[Ss][Aa][Pp][Pp][Hh][Ii][Rr][Ee]*) ;;
+    no:[Ss][Kk][Yy][Ll][Aa][Kk][Ee][Xx] | no:[Cc][Oo][Oo][Pp][Ee][Rr][Ll][Aa][Kk][Ee] | no:[Ss][Aa][Pp][Pp][Hh][Ii][Rr][Ee]*)
+        echo "bench: warning: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (from the environment) names AVX-512" \
+             "kernels this CPU cannot run; using ${best:-OpenBLAS's own choice}"
+        if [ -n "$best" ]; then OPENBLAS_CORETYPE=$best; else unset OPENBLAS_CORETYPE; fi ;;
+    yes:*) echo "bench: warning: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (from the environment) gives OpenBLAS" \
             "kernels without AVX-512 on this AVX-512 CPU; for a like-for-like comparison run with" \
             "OPENBLAS_CORETYPE=SkylakeX"
        info "OpenBLAS kernels pinned by the environment to $OPENBLAS_CORETYPE (no AVX-512) on an AVX-512 CPU" ;;
 esac
+[ -n "${OPENBLAS_CORETYPE:-}" ] && export OPENBLAS_CORETYPE
+info "OpenBLAS kernels: ${OPENBLAS_CORETYPE:-OpenBLAS's own choice}"
 load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 info "load average at start $load"
 case $load in

@@ -77,7 +77,7 @@ static void native(FuzzJob *job, IrProgram *ir) {
         return;
     }
     size_t size;
-    unsigned char *image = image_build(ir, "fuzz", NULL, &size);
+    unsigned char *image = image_build(ir, "fuzz", (ImageCpu){0}, NULL, &size);
     CgOptions co = {.module = "fuzz", .opt_level = job->opt_level, .target = &target, .with_main = !job->object_mode};
     CgBytes bytes = {0};
     job->compiled = cg_cpu_emit(ir, image, size, &co, CG_OBJECT, &bytes) && !diag_error_count();
@@ -110,7 +110,7 @@ static void *back_half(void *arg) {
         if (plan_build(ir, &ar) && !diag_error_count()) {
             if (job->stage == FUZZ_IMAGE) {
                 size_t size;
-                const unsigned char *image = image_build(ir, "fuzz", NULL, &size); /* in ir's arena */
+                const unsigned char *image = image_build(ir, "fuzz", (ImageCpu){0}, NULL, &size); /* in ir's arena */
                 job->image = malloc(size);
                 if (!job->image) abort();
                 memcpy(job->image, image, size);

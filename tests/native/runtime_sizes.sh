@@ -6,7 +6,8 @@
 #   - the header and the manifest describe the sizes and the tensors they size;
 #   - an executable takes its sizes from --size NAME=N at -O3 for the host, x86-64-v4 and
 #     x86-64-v3, and prints what the reference executor prints for batches of 1, 7, 64 and 150
-#     (the strip-mined nests' whole blocks of 64 and their remainders);
+#     (the strip-mined nests' whole blocks of 64 and their remainders) at the levels this machine
+#     runs (tests/host_cpus.sh), and a level it cannot run refuses to start with a message;
 #   - a program over a run-time batch (runtime_mse.tsr: Nn.mse, whose mean reads `dim b` when the
 #     program runs) prints the same bits as the same program with the batch written as a number,
 #     at batches of 1, 70 and 130;
@@ -39,16 +40,28 @@ assert t["scores"]["dims"]==["x.b",10] and t["w1"]["dims"]==[32,784] and m["inde
       >"$T/log" 2>&1; then pass
 else fail "the manifest lists the sizes and marks the dynamic axes"; fi
 
-# Executables: the same numbers as the reference executor, at every CPU level.
+# Executables: the same numbers as the reference executor, at every CPU level this machine can
+# run (tests/host_cpus.sh); a level it cannot run is compiled, and its executable refuses to start.
+runnable=$(sh tests/host_cpus.sh native x86-64-v4 x86-64-v3)
+for cpu in native x86-64-v4 x86-64-v3; do
+    "$TSRC" -O3 --cpu=$cpu tests/native/runtime_train.tsr -o "$T/train_$cpu" >"$T/log" 2>&1 ||
+        fail "runtime_train compiles for --cpu=$cpu"
+done
 for n in 1 7 64 150; do
     TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/runtime_train.tsr -- --size x.b=$n --size y.b=$n \
         >"$T/want" 2>"$T/log" || fail "the reference executor at batch $n"
-    for cpu in native x86-64-v4 x86-64-v3; do
-        if "$TSRC" -O3 --cpu=$cpu tests/native/runtime_train.tsr -o "$T/train_$cpu" >"$T/log" 2>&1 &&
-           TSR_PRINT_EXACT=1 "$T/train_$cpu" --size x.b=$n --size y.b=$n >"$T/got" 2>"$T/log" &&
+    for cpu in $runnable; do
+        if TSR_PRINT_EXACT=1 "$T/train_$cpu" --size x.b=$n --size y.b=$n >"$T/got" 2>"$T/log" &&
            cmp -s "$T/want" "$T/got"; then pass
         else fail "runtime_train at batch $n, --cpu=$cpu, prints what the reference executor prints"; fi
     done
+done
+for cpu in native x86-64-v4 x86-64-v3; do
+    case " $runnable " in *" $cpu "*) continue ;; esac
+    "$T/train_$cpu" --size x.b=1 --size y.b=1 >"$T/got" 2>"$T/log"
+    if [ $? = 1 ] && [ ! -s "$T/got" ] && grep -q "generated for $cpu and uses instructions this CPU lacks" "$T/log"
+    then pass
+    else fail "runtime_train for --cpu=$cpu, which this machine cannot run, refuses to start with a message"; fi
 done
 
 # The same program with the batch written: the same bits (the shapes print `?` for the number).
@@ -108,6 +121,30 @@ check_error 1 "expected shape (4, 3), found (4, 2)" "a data file of another row 
     "$T/data" --data xs=tests/native/data/wrong_shape.npy
 check_error 1 "a CSV file cannot give a run-time length" "a CSV file for a run-time length" -- \
     "$T/data" --data xs=tests/native/data/points.csv
+
+# Two data files that give their length to one run-time size class must agree, and --size cannot
+# change a length a file gave (either would give a tensor new rows of zeros: issue 25).
+/usr/bin/python3 -c 'import numpy as np, sys
+d = sys.argv[1]
+np.save(d + "/x7.npy", np.arange(21, dtype=np.float32).reshape(7, 3))
+np.save(d + "/y7.npy", np.arange(7, dtype=np.float32).reshape(7, 1))
+np.save(d + "/y4.npy", np.arange(4, dtype=np.float32).reshape(4, 1))' "$T"
+cat >"$T/pair.tsr" <<TSR
+data xs = npy "$T/x7.npy" ~b:[?] ~o:[3]
+data ys = npy "$T/y7.npy" ~b:[?] ~o:[1]
+let%op err = ({ w = 1.0; o = [1] } * xs - ys) ++ "... | ... => 0"
+TSR
+"$TSRC" "$T/pair.tsr" -o "$T/pair" >"$T/log" 2>&1 || fail "pair.tsr compiles"
+check_error 0 "189" "two files of one size class with the same length" -- "$T/pair"
+for run in "$T/pair" "$TSRC --run --interp $T/pair.tsr --"; do
+    check_error 1 "data 'ys': '$T/y4.npy' has 4 rows, but data 'xs' file '$T/x7.npy' has 7: both give their length to run-time size 'xs.b'" \
+        "two files of one size class with different lengths ($run)" -- $run --data ys="$T/y4.npy"
+    check_error 1 "run-time size 'xs.b' is the length of data 'xs' file '$T/x7.npy' (7 rows); it cannot be set to 100" \
+        "--size on a size a data file gave ($run)" -- $run --size xs.b=100
+    check_error 1 "run-time size 'ys.b' equals 'xs.b', which is the length of data 'xs' file '$T/x7.npy' (7 rows)" \
+        "--size on a size of the class a data file gave ($run)" -- $run --size ys.b=5
+done
+check_error 0 "189" "--size equal to the length a data file gave" -- "$T/pair" --size xs.b=7
 
 summary
 [ $failed = 0 ]

@@ -71,6 +71,8 @@ static void image_start(Image *im) {
     u32(im, TSR_IMAGE_VERSION);
     u64(im, 0);
     str(im, "gputest");
+    u32(im, 0);     /* needs no CPU extension */
+    str(im, "");
     u32(im, 1);
     str(im, "k");
     u64(im, 10);
