@@ -42,6 +42,11 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 passed=0
 failed=0
 
+# The source tree's files (build/ and .git/ aside), to check at the end that no test left a new
+# one there: tests write under build/ or a temporary directory.
+source_files() { find . \( -path ./build -o -path ./.git \) -prune -o -type f -print | LC_ALL=C sort; }
+source_files >"$TMP/tree.before"
+
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() {
     failed=$((failed + 1))
@@ -419,6 +424,10 @@ add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
 # located error (tests/docs_blocks.py), so the docs show only forms that compile.
 "$PYTHON" tests/docs_blocks.py --tsrc "$TSRC" >"$TMP/docblocks.out" 2>&1
 add_summary "documentation: tsr blocks compile as marked" $? "$TMP/docblocks.out"
+# Every shell line of README.md's command blocks, as written, in a scratch copy of the tree
+# (tests/readme_lines.py).
+"$PYTHON" tests/readme_lines.py --tsrc "$TSRC" >"$TMP/readme.out" 2>&1
+add_summary "README: every shell line runs as written" $? "$TMP/readme.out"
 "$PYTHON" tests/train/schedules.py --tsrc "$TSRC" >"$TMP/schedules.out" 2>&1
 add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 
@@ -427,7 +436,7 @@ add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 # -O3 for the host, x86-64-v4 and x86-64-v3 all print the same bits (tests/native/contractions.py).
 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
     >"$TMP/contractions.out" 2>&1
-add_summary "contractions: scheduled = lowered = native (host, v4, v3)" $? "$TMP/contractions.out"
+add_summary "contractions: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions.out"
 
 # The command line of executables: --help, options, --data, --seed (tests/native/exe_options.sh).
 sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1
@@ -471,6 +480,13 @@ add_summary "compile time and memory" $? "$TMP/scale.out"
 PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1 \
     >"$TMP/native_sweep.out" 2>&1
 add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
+
+# No test left a file in the source tree.
+source_files >"$TMP/tree.after"
+LC_ALL=C comm -13 "$TMP/tree.before" "$TMP/tree.after" >"$TMP/tree.new"
+if [ ! -s "$TMP/tree.new" ]; then pass "the tests left no new file in the source tree"
+else fail "the tests left new files in the source tree (tests write under build/ or a temporary directory)" \
+    "" "$TMP/tree.new"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
