@@ -774,6 +774,95 @@ static void feed(SpecParseState *ps, void *parser, int kind, const SpecToken *to
     if (!ps->failed) track(ps, kind, token);
 }
 
+/* ---- Labels that occur only in the result ---------------------------------------------------- */
+
+/* A label's occurrences in one spec (names are interned per spec: one pointer per name). */
+typedef struct LabelCount {
+    const char *name;
+    Span first_in_result;
+    unsigned in_operands, in_result;
+} LabelCount;
+
+typedef struct LabelCounts {
+    LabelCount *items;
+    uint32_t count, cap;
+    Arena *arena;
+} LabelCounts;
+
+static void count_label(LabelCounts *c, const char *name, Span span, bool in_result) {
+    uint32_t i = 0;
+    while (i < c->count && c->items[i].name != name) i++;
+    if (i == c->count) {
+        if (c->count == c->cap) {
+            uint32_t cap = c->cap ? c->cap * 2 : 16;
+            LabelCount *grown = arena_alloc(c->arena, cap * sizeof *grown);
+            if (c->count) memcpy(grown, c->items, c->count * sizeof *grown);
+            c->items = grown;
+            c->cap = cap;
+        }
+        c->items[c->count++] = (LabelCount){.name = name};
+    }
+    LabelCount *l = &c->items[i];
+    if (in_result && l->in_result++ == 0) l->first_in_result = span;
+    if (!in_result) l->in_operands++;
+}
+
+/* Only a plain label of the result counts as in the result: a piece of a concatenation there is
+ * padding, sized by its capture or elsewhere, and counts as a use like an operand's. */
+static void count_axis_labels(LabelCounts *c, const SpecAxis *axis, bool in_result) {
+    switch (axis->kind) {
+    case SPEC_AXIS_LABEL: count_label(c, axis->as.label, axis->span, in_result); break;
+    case SPEC_AXIS_AFFINE:
+        count_label(c, axis->as.affine.over.name, axis->as.affine.over.span, false);
+        if (axis->as.affine.has_kernel) count_label(c, axis->as.affine.kernel.name, axis->as.affine.kernel.span, false);
+        break;
+    case SPEC_AXIS_CONCAT:
+        for (uint32_t i = 0; i < axis->as.concat.count; i++)
+            if (axis->as.concat.pieces[i].kind == SPEC_PIECE_LABEL)
+                count_label(c, axis->as.concat.pieces[i].as.label, axis->as.concat.pieces[i].span, false);
+        break;
+    default: break;
+    }
+}
+
+static void count_slot_labels(LabelCounts *c, const SpecSlot *slot, bool in_result) {
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+        const SpecRow *row = &slot->rows[k];
+        for (uint32_t i = 0; i < row->leading_count; i++) count_axis_labels(c, &row->leading[i], in_result);
+        for (uint32_t i = 0; i < row->trailing_count; i++) count_axis_labels(c, &row->trailing[i], in_result);
+    }
+}
+
+/* A label written once, in the result, relates the result to nothing: most often a typo for an
+ * operand's label.  The result gets a new axis (its size from elsewhere), so this is a warning,
+ * with the summed labels as likely meanings; '_' says a new axis is meant.  A label written
+ * twice in the result (a diagonal) is deliberate. */
+static void warn_result_only_labels(Arena *arena, const Spec *spec) {
+    LabelCounts c = {.arena = arena};
+    for (uint32_t i = 0; i < spec->rhs_count; i++) count_slot_labels(&c, &spec->rhs[i], false);
+    count_slot_labels(&c, &spec->lhs, true);
+    for (uint32_t i = 0; i < c.count; i++) {
+        const LabelCount *l = &c.items[i];
+        if (l->in_operands || l->in_result != 1) continue;
+        diag_warning(l->first_in_result, "label '%s' occurs only in the result: it is a new axis, along which the "
+                     "value is repeated, of a size that comes from elsewhere", l->name);
+        char summed[256] = "";
+        size_t used = 0;
+        unsigned summed_count = 0;
+        for (uint32_t j = 0; j < c.count; j++)
+            if (c.items[j].in_operands && !c.items[j].in_result && used + strlen(c.items[j].name) + 8 < sizeof summed)
+                used += (size_t)snprintf(summed + used, sizeof summed - used, "%s'%s'", summed_count++ ? ", " : "",
+                                         c.items[j].name);
+        if (summed_count == 1)
+            diag_note(l->first_in_result, "did you mean %s? it occurs in the operands but not in the result, so "
+                      "it is summed", summed);
+        else if (summed_count > 1)
+            diag_note(l->first_in_result, "did you mean one of %s? they occur in the operands but not in the "
+                      "result, so they are summed", summed);
+        diag_note(l->first_in_result, "for a new axis on purpose, write '_' in its place");
+    }
+}
+
 Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len) {
     if (len > UINT32_MAX / 2 || where.start > UINT32_MAX - len) {
         diag_error(point(where), "einsum spec is too long");
@@ -816,6 +905,7 @@ Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len) {
         diag_error(point_end(where), "einsum spec could not be parsed");
         return NULL;
     }
+    warn_result_only_labels(arena, ps.result);
     return ps.result;
 }
 
