@@ -177,7 +177,7 @@ unit: $(UNIT_BIN)
 
 # The fuzz targets without libFuzzer (tests/fuzz/replay.c): `make check` replays their seeds and
 # past findings.
-FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz-replay/%,parse compile data)
+FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz-replay/%,parse compile data image)
 $(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz_common.h \
                         $(BUILD)/libtsrc.a $(HOST_RT)
 	$(call say,CC,$<)

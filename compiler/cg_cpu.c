@@ -399,12 +399,28 @@ typedef struct MainCtx {
 
 static void branch_on_status(Cpu *c, MainCtx *m, LLVMValueRef status);
 
-/* A bound of a loop: a constant, or an option's value (read at run time) plus the constant. */
+/* A stack slot of main, made in its entry block: a slot made where a loop of main is emitted
+ * would be made again on every iteration of an enclosing loop, and the stack would grow. */
+static LLVMValueRef main_slot(Cpu *c, MainCtx *m, LLVMTypeRef type, const char *name) {
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(m->fn);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->g.ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(b, first);
+    else LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef slot = LLVMBuildAlloca(b, type, name);
+    LLVMDisposeBuilder(b);
+    return slot;
+}
+
+/* A bound of a loop: a constant, or an option's value (read at run time) plus the constant,
+ * which tsr_main_loop_bound adds, failing main when the sum overflows. */
 static LLVMValueRef loop_bound(Cpu *c, MainCtx *m, int64_t value, uint32_t option) {
     if (option == UINT32_MAX) return cgl_iconst(&c->g, value);
-    LLVMTypeRef p[2] = {c->g.ptr, c->g.i32};
-    LLVMValueRef a[2] = {m->state, LLVMConstInt(c->g.i32, option, 0)};
-    return LLVMBuildAdd(c->g.b, cgl_call(&c->g, "tsr_state_option_int", c->g.i64, p, 2, a), cgl_iconst(&c->g, value), "");
+    LLVMValueRef out = main_slot(c, m, c->g.i64, "bound");
+    LLVMTypeRef p[4] = {c->g.ptr, c->g.i32, c->g.i64, c->g.ptr};
+    LLVMValueRef a[4] = {m->state, LLVMConstInt(c->g.i32, option, 0), cgl_iconst(&c->g, value), out};
+    branch_on_status(c, m, cgl_call(&c->g, "tsr_main_loop_bound", c->g.i32, p, 4, a));
+    return LLVMBuildLoad2(c->g.b, c->g.i64, out, "");
 }
 
 /* Tell the loop's progress bar, if it has one, how many of its iterations are done: 0 before
@@ -432,7 +448,7 @@ static void option_loop(Cpu *c, MainCtx *m, const IrMainStmt *s) {
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_body");
     LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_step");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_done");
-    LLVMValueRef var = LLVMBuildAlloca(g->b, g->i64, "counter");
+    LLVMValueRef var = main_slot(c, m, g->i64, "counter");
     LLVMBuildStore(g->b, from, var);
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, s->down ? LLVMIntSGE : LLVMIntSLE, from, to, ""), check, done);
     LLVMPositionBuilderAtEnd(g->b, check);
@@ -476,7 +492,7 @@ static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t cou
              * loop ending at INT64_MAX (or INT64_MIN) stops instead of wrapping.  The bounds are
              * constants, so an empty loop is left out. */
             if (s->down ? s->from < s->to : s->from > s->to) continue;
-            LLVMValueRef var = LLVMBuildAlloca(c->g.b, c->g.i64, "counter");
+            LLVMValueRef var = main_slot(c, m, c->g.i64, "counter");
             LLVMBuildStore(c->g.b, cgl_iconst(&c->g, s->from), var);
             LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_body");
             LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(c->g.ctx, m->fn, "for_step");

@@ -72,13 +72,18 @@ uint32_t source_load(const char *path) {
         diag_error_noloc("cannot read '%s': it is a directory", path);
         return 0;
     }
+    /* Read at most MAX_SOURCE_BYTES + 1 bytes: a file past the cap (or a device that never ends,
+     * /dev/zero) stops there, with memory bounded by the cap, rather than at the end of input. */
     size_t cap = 1 << 16, len = 0;
     char *buf = xrealloc(NULL, cap);
     for (;;) {
-        if (len == cap) buf = xrealloc(buf, cap *= 2);
+        if (len == cap) {
+            cap = cap * 2 < (size_t)MAX_SOURCE_BYTES + 1 ? cap * 2 : (size_t)MAX_SOURCE_BYTES + 1;
+            buf = xrealloc(buf, cap);
+        }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;
-        if (got == 0) break;
+        if (got == 0 || len > MAX_SOURCE_BYTES) break;
     }
     bool failed = ferror(f);
     fclose(f);
@@ -87,9 +92,9 @@ uint32_t source_load(const char *path) {
         diag_error_noloc("cannot read '%s'", path);
         return 0;
     }
-    if (len > UINT32_MAX - 1) {
+    if (len > MAX_SOURCE_BYTES) {
         free(buf);
-        diag_error_noloc("'%s' is too large (over 4 GiB)", path);
+        diag_error_noloc("'%s' is too large: a source file is at most %u MiB", path, MAX_SOURCE_BYTES >> 20);
         return 0;
     }
     uint32_t id = source_add(path, buf, len);

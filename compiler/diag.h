@@ -33,7 +33,10 @@ typedef struct Source {
 
 /* Sources.  A loaded file is registered and kept for the whole run. */
 uint32_t source_add(const char *path, const char *text, size_t len); /* copies text */
-uint32_t source_load(const char *path);          /* 0 (and an error printed) when unreadable */
+/* The largest source file tsrc reads (spans are 32-bit; a program of this size is far past any
+ * that compiles in reasonable time or memory). */
+enum { MAX_SOURCE_BYTES = 256u << 20 };
+uint32_t source_load(const char *path);          /* 0 (and an error printed) when unreadable or over MAX_SOURCE_BYTES */
 const Source *source_get(uint32_t file);
 void source_free_all(void);                     /* forget every source (fuzzing, unit tests) */
 Span span_make(uint32_t file, uint32_t start, uint32_t end);

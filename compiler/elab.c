@@ -234,6 +234,7 @@ struct Elab {
     const char **opened;
     uint32_t opened_count, opened_cap;
     const char *main_dir;
+    uint32_t prelude_file; /* the source of core.tsr, whose operators named as primitives are them in code */
 };
 
 enum { MAX_EVAL_DEPTH = 20000 };
@@ -2792,6 +2793,17 @@ static bool check_code_primitive(const char *name, bool binary, uint32_t count, 
     return true;
 }
 
+/* Whether `name`, applied in the right side of an assignment, is read as a primitive of code:
+ * when it is not bound, or bound to the prelude's operator of that name (`relu`, `fma`, …:
+ * docs/language.md §3.7.2 reads every primitive function as the per-cell primitive at any depth,
+ * so `fma p q r ~logic:"@"` reads three tensors).  A name the program binds is its own. */
+static bool code_primitive_name(Elab *e, Env *env, const char *name) {
+    const Value *bound = lookup(e, env, name);
+    bool swapped;
+    return !bound || (bound->kind == V_OPERATOR && bound->as.op->span.file == e->prelude_file &&
+                      scalar_op_code(name, false, &swapped) >= 0);
+}
+
 static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
     CodeExpr *x = arena_alloc(e->arena, sizeof *x);
     x->span = n->span;
@@ -2809,7 +2821,7 @@ static CodeExpr *code_expr(Elab *e, const Node *n, Env *env) {
         if (!(x->args[0] = code_expr(e, n->a, env)) || !(x->args[1] = code_expr(e, n->b, env))) return NULL;
         return x;
     }
-    if (n->kind == NODE_APP && n->a->kind == NODE_VAR && !lookup(e, env, n->a->name)) {
+    if (n->kind == NODE_APP && n->a->kind == NODE_VAR && code_primitive_name(e, env, n->a->name)) {
         x->kind = CEXPR_OP;
         x->op = n->a->name;
         if (strcmp(n->a->name, "random") == 0) { /* `random ()`: the primitive without operands */
@@ -3843,6 +3855,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {
         if (strcmp(tsr_stdlib_files[i].name, "core.tsr") != 0) continue;
         uint32_t src = source_add("<stdlib>/core.tsr", tsr_stdlib_files[i].text, tsr_stdlib_files[i].len);
+        e.prelude_file = src;
         Module *core = parse_module(src, arena);
         if (diag_error_count()) return p;
         elab_module(&e, core);

@@ -233,8 +233,11 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
              * downward, INT64_MIN) stops after its last value instead of wrapping.  A progress
              * bar hears of the start and of every finished iteration. */
             int64_t from = m->from, to = m->to;
-            if (m->from_option != UINT32_MAX) from += tsr_state_option_int(in->state, m->from_option);
-            if (m->to_option != UINT32_MAX) to += tsr_state_option_int(in->state, m->to_option);
+            if ((m->from_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->from_option, m->from, &from) != TSR_OK) ||
+                (m->to_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->to_option, m->to, &to) != TSR_OK)) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
             if (m->down ? from < to : from > to) break;
             if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
                 tsr_main_loop_check(in->state, m->symbol, from, to) != TSR_OK) {

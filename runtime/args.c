@@ -195,6 +195,10 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
 
 tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
                           int *status) {
+    if (!status) {
+        tsr_error(TSR_ERR_ARGUMENT, "tsr_main_start: the status pointer is NULL");
+        return NULL;
+    }
     *status = 1;
     tsr_model *m = tsr_model_read(image, image_size);
     if (!m) return NULL;

@@ -3,9 +3,11 @@
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
  * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32, C order, the shape
  * the buffer has in memory (the dims of the generated header); members are stored without
- * compression, with their CRC-32s, so numpy.load reads the file.  The archive is written to
- * PATH.partial and renamed over PATH only when every byte is written, so a failed save never
- * leaves a cut checkpoint behind.
+ * compression, with their CRC-32s, so numpy.load reads the file.  The archive is written to a
+ * new file of a random name beside PATH (O_EXCL, no link followed) and renamed over PATH only
+ * when every byte is written, so a failed save never leaves a cut checkpoint behind and nothing
+ * planted in the directory is written through; a PATH that exists and is not a regular file (a
+ * device, a FIFO, a directory) is refused rather than replaced.
  *
  * Loading reads the zip's central directory from the end of the file and, for each chosen
  * buffer, member NAME.npy (with pread: memory is bounded by what the model's arrays need,
@@ -24,10 +26,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -187,23 +193,56 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
     return TSR_OK;
 }
 
+/* A new file beside `path` (in its directory), made with O_CREAT|O_EXCL|O_NOFOLLOW under a
+ * random name, so nothing planted there (a link to another file, a FIFO, a file under a guessed
+ * name) is opened, followed or overwritten; its mode is 0666 less the umask, as fopen's.  The
+ * descriptor, with the name in *temp (malloc'd); -1 with errno set. */
+static int create_beside(const char *path, char **temp) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0, n = strlen(path) + 40;
+    bool long_name = strlen(path) - dir + 20 > NAME_MAX;
+    char *t = malloc(n);
+    if (!t) return errno = ENOMEM, -1;
+    for (unsigned attempt = 0; attempt < 64; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (attempt + 1) * 0x9e3779b97f4a7c15u;
+        if (long_name) snprintf(t, n, "%.*s.tsr-save.%012" PRIx64, (int)dir, path, r & 0xffffffffffffu);
+        else snprintf(t, n, "%s.tmp%012" PRIx64, path, r & 0xffffffffffffu);
+        int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            *temp = t;
+            return fd;
+        }
+        if (errno != EEXIST) break;
+    }
+    int err = errno;
+    free(t);
+    errno = err;
+    return -1;
+}
+
 int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
+    /* The file is replaced by a rename: only a regular file (or a link to one) may be replaced.
+     * A device, a FIFO or a directory stays what it is. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is %s", path,
+                         S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     uint32_t n = tsr_model_buffer_count(s->model);
     Member *members = calloc((size_t)n + 1, sizeof *members);
-    char *partial = malloc(strlen(path) + sizeof ".partial");
-    if (!members || !partial) {
-        free(members);
-        free(partial);
-        return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
-    }
-    sprintf(partial, "%s.partial", path);
-    Writer w = {fopen(partial, "wb"), 0, false};
+    if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    char *partial = NULL;
+    int fd = create_beside(path, &partial);
+    Writer w = {fd >= 0 ? fdopen(fd, "wb") : NULL, 0, false};
     int status = TSR_OK;
     uint32_t member_count = 0;
-    if (!w.file) status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
-    else {
+    if (!w.file) {
+        status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
+        if (fd >= 0) close(fd), unlink(partial);
+    } else {
         status = write_archive(s, &w, path, buffers, count, members, &member_count);
         int saved_errno = errno;
         if (fclose(w.file) != 0 && !w.failed) {

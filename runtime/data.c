@@ -77,6 +77,7 @@ static void spiral_point(int cls, int64_t k, int64_t n, double factor, double xy
  * has ceil(count / 2) points and label +1, class 1 has floor(count / 2) and label -1. */
 static void generate(float *points, float *labels, int64_t count, double noise, uint64_t seed, uint32_t stream,
                      curve_fn curve, double factor) {
+    if (!points || !labels) return; /* nothing to fill */
     for (int64_t p = 0; p < count; p++) {
         int cls = (int)(p % 2);
         int64_t in_class = cls == 0 ? (count + 1) / 2 : count / 2;
@@ -747,17 +748,37 @@ int tsr_npy_length(const char *path, const char *what, int64_t *length) {
     char *text = NULL;
     size_t len = 0;
     status = npy_read_header(&src, file, &text, &len);
+    int64_t header_end = (int64_t)ftello(file);
     fclose(file);
     NpyHeader header;
+    NpyType type;
+    int64_t item_size = 4;
     if (status == TSR_OK) {
         NpyParser parser = {.text = text, .len = len};
         if (!npy_parse_header(&parser, &header)) status = fail_at(&src, 0, 0, "has a malformed header: %s", parser.problem);
         else if (header.rank == 0) status = fail_at(&src, 0, 0, "holds one number, not an axis of run-time length");
         else if (header.dims[0] < 1) status = fail_at(&src, 0, 0, "has an empty first axis (a run-time length is at least 1)");
-        else *length = header.dims[0];
+        else status = npy_type(&src, header.descr, &type, &item_size);
     }
     free(text);
-    return status;
+    if (status != TSR_OK) return status;
+    /* The length decides how much memory the tensors it sizes get: a header may claim any shape,
+     * so the file must hold the data it declares before anything is allocated for it. */
+    int64_t want = item_size;
+    for (uint32_t a = 0; a < header.rank; a++) {
+        if (header.dims[a] < 0 || (header.dims[a] && want > INT64_MAX / header.dims[a]))
+            return fail_at(&src, 0, 0, "declares more data than can be addressed");
+        want *= header.dims[a];
+    }
+    int64_t have = src.size > header_end ? src.size - header_end : 0;
+    if (have < want) {
+        char shape[256];
+        format_shape(shape, sizeof shape, header.rank, header.dims);
+        return fail_at(&src, 0, 0, "is truncated: its header declares shape %s, %lld data bytes, but %lld follow it",
+                       shape, (long long)want, (long long)have);
+    }
+    *length = header.dims[0];
+    return TSR_OK;
 }
 
 int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {

@@ -74,9 +74,9 @@ int tsr_cpu_check(uint32_t needed, const char *made_for);
 #define TSR_KIND_INIT(name) TSR_INIT_##name,
 #define TSR_KIND_ARG(name) TSR_ARG_##name,
 #define TSR_KIND_ACTION(name) TSR_ACTION_##name,
-enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) };
-enum { TSR_INIT_KINDS(TSR_KIND_INIT) };
-enum { TSR_ARG_KINDS(TSR_KIND_ARG) };
+enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) TSR_BUF_KIND_COUNT };
+enum { TSR_INIT_KINDS(TSR_KIND_INIT) TSR_INIT_KIND_COUNT };
+enum { TSR_ARG_KINDS(TSR_KIND_ARG) TSR_ARG_KIND_COUNT };
 enum { TSR_ACTION_KINDS(TSR_KIND_ACTION) TSR_ACTION_KIND_COUNT };
 #undef TSR_KIND_BUF
 #undef TSR_KIND_INIT

@@ -164,7 +164,7 @@ static void grow(int want) {
 }
 
 void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
-    if (n <= 0) return;
+    if (n <= 0 || !fn) return;
     if (grain < 1) grain = 1;
     int threads = tsr_num_threads();
     if (threads <= 1 || n <= grain || pthread_mutex_trylock(&pool.busy) != 0) {

@@ -17,8 +17,9 @@ double tsr_print_canonical(double v) { return isnan(v) ? (double)NAN : v; }
 
 void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const float *data, uint32_t rank,
                       const int64_t *dims) {
-    fprintf(out, "%s : %s\n", name, shape_text);
-    if (!data) return;
+    if (!out) return;
+    fprintf(out, "%s : %s\n", name ? name : "", shape_text ? shape_text : "");
+    if (!data || (rank > 0 && !dims)) return;
     int64_t size = 1;
     for (uint32_t a = 0; a < rank; a++) size *= dims[a];
     int64_t line = rank ? dims[rank - 1] : 1;

@@ -17,6 +17,7 @@ static void mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
 }
 
 void tsr_philox4x32(const uint32_t counter[4], uint64_t key, uint32_t out[4]) {
+    if (!counter || !out) return;
     uint32_t c[4] = {counter[0], counter[1], counter[2], counter[3]};
     uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
     for (int round = 0; round < 10; round++) {
@@ -33,7 +34,7 @@ void tsr_philox4x32(const uint32_t counter[4], uint64_t key, uint32_t out[4]) {
 
 static uint32_t fnv1a(const char *s) {
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 16777619u; /* NULL: as "" */
     return h;
 }
 

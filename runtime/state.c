@@ -148,6 +148,24 @@ static void gpu_section_free(tsr_gpu_section *g) {
 enum { GPU_BLOCK_THREADS = 1024, GPU_BLOCK_Z = 64, GPU_GRID_YZ = 65535, GPU_PARAM_BYTES = 4096,
        GPU_SHARED_BYTES = 1 << 20 };
 
+/* A print format as the compiler writes it: text, %%, and conversions %[flags][width][.precision]
+ * followed by one of d i u x X o c f F e E g G a A (print_formatted builds each conversion from
+ * these; anything else, %s or %n say, would read or write memory no argument gives). */
+static bool valid_format(const char *f) {
+    for (; *f; f++) {
+        if (*f != '%') continue;
+        if (*++f == '%') continue;
+        size_t n = strspn(f, "-+ #0123456789.");
+        if (n > 30 || !f[n] || !strchr("diuxXocfFeEgGaA", f[n])) return false;
+        f += n;
+    }
+    return true;
+}
+
+/* A buffer number the image's tables may name: one that exists and has storage (a virtual
+ * buffer has none: a data set, print or action naming one would write through NULL). */
+static bool stored_buffer(const tsr_model *m, uint32_t b) { return b < m->buffer_count && !m->buffers[b].is_virtual; }
+
 /* The GPU section (after its has_gpu byte), checked against the model read so far: NULL with
  * r->bad set when malformed. */
 static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
@@ -183,7 +201,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
         for (uint32_t p = 0; p < kn->param_count && !r->bad; p++) {
             kn->buffers[p] = u32(r);
             kn->writes[p] = u8(r);
-            if (kn->buffers[p] >= m->buffer_count || kn->writes[p] > 1) r->bad = true;
+            if (!stored_buffer(m, kn->buffers[p]) || kn->writes[p] > 1) r->bad = true;
         }
     }
     return g;
@@ -234,6 +252,10 @@ static void model_free(tsr_model *m) {
 void tsr_model_free(tsr_model *m) { model_free(m); }
 
 tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
+    if (!image) {
+        tsr_error(TSR_ERR_ARGUMENT, "the model image is NULL");
+        return NULL;
+    }
     Reader r = {image, image + size, false};
     char magic[4];
     take(&r, magic, 4);
@@ -295,6 +317,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->init = u8(&r);
         b->is_virtual = u8(&r);
         u8(&r);
+        if (b->kind >= TSR_BUF_KIND_COUNT || b->init >= TSR_INIT_KIND_COUNT || b->is_virtual > 1) r.bad = true;
         b->rank = count(&r, 8);
         b->dims = calloc(b->rank + 1, sizeof *b->dims);
         if (!b->dims) r.bad = true;
@@ -338,9 +361,10 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         d->field_count = count(&r, 4);
         d->fields = calloc(d->field_count + 1, sizeof *d->fields);
         if (!d->fields) r.bad = true;
+        if (d->field_count == 0) r.bad = true;
         for (uint32_t f = 0; f < d->field_count && !r.bad; f++) {
             d->fields[f] = u32(&r);
-            if (d->fields[f] >= m->buffer_count) r.bad = true;
+            if (!stored_buffer(m, d->fields[f])) r.bad = true;
         }
     }
     m->print_count = count(&r, 13);
@@ -349,6 +373,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
     for (uint32_t i = 0; i < m->print_count && !r.bad; i++) {
         Print *p = &m->prints[i];
         p->format = str(&r);
+        if (!p->format || !valid_format(p->format)) r.bad = true;
         p->label = str(&r);
         p->grid = u8(&r);
         p->arg_count = count(&r, 21);
@@ -360,8 +385,9 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
             x->i = i64(&r);
             x->f = f64(&r);
             x->ref = u32(&r);
-            uint32_t limit = x->kind == TSR_ARG_SYMBOL ? m->symbol_count : m->buffer_count;
-            if ((x->kind == TSR_ARG_SYMBOL || x->kind == TSR_ARG_BUFFER) && x->ref >= limit) r.bad = true;
+            if (x->kind >= TSR_ARG_KIND_COUNT || (x->kind == TSR_ARG_SYMBOL && x->ref >= m->symbol_count) ||
+                (x->kind == TSR_ARG_BUFFER && !stored_buffer(m, x->ref)))
+                r.bad = true;
         }
         if (p->grid && (p->arg_count != 1 || p->args[0].kind != TSR_ARG_BUFFER)) r.bad = true;
     }
@@ -386,12 +412,12 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         a->refs = calloc(a->ref_count + 1, sizeof *a->refs);
         if (!a->refs || a->kind >= TSR_ACTION_KIND_COUNT) r.bad = true;
         for (uint32_t k = 0; k < a->ref_count && !r.bad; k++)
-            if ((a->refs[k] = u32(&r)) >= m->buffer_count) r.bad = true;
+            if (!stored_buffer(m, a->refs[k] = u32(&r))) r.bad = true;
         bool series = a->kind == TSR_ACTION_RECORD || a->kind == TSR_ACTION_PLOT;
         if (series && (a->value < 0 || a->value >= (int64_t)m->action_count)) r.bad = true;
         if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
-        if (a->kind == TSR_ACTION_SHUFFLE && a->rows == 0) r.bad = true; /* < 0: times a run-time length */
+        if (a->kind == TSR_ACTION_SHUFFLE && (a->rows == 0 || a->ref_count == 0)) r.bad = true; /* < 0: times a run-time length */
     }
     uint8_t has_gpu = u8(&r);
     if (has_gpu > 1) r.bad = true;
@@ -684,6 +710,7 @@ static int check_size(tsr_state *s, uint32_t i) {
 
 int tsr_state_check_sizes(tsr_state *s, const uint32_t *sizes, uint32_t count) {
     if (!s) return null_state();
+    if (count > 0 && !sizes) return tsr_error(TSR_ERR_ARGUMENT, "tsr_state_check_sizes: the list of sizes is NULL");
     for (uint32_t i = 0; i < count; i++) {
         if (sizes[i] >= s->model->symbol_count || !s->model->symbol_sizes[sizes[i]])
             return tsr_error(TSR_ERR_ARGUMENT, "symbol number %u is not a run-time size", sizes[i]);
@@ -716,7 +743,21 @@ int tsr_state_begin_run(tsr_state *s) {
 /* ---- Options and loops of main ------------------------------------------------------------------ */
 
 int64_t tsr_state_option_int(const tsr_state *s, uint32_t option) {
-    return s && option < s->model->option_count ? (int64_t)s->model->options[option].value : 0;
+    if (!s || option >= s->model->option_count) return 0;
+    double v = s->model->options[option].value; /* clamped: a conversion out of range is undefined */
+    return v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : v == v ? (int64_t)v : 0;
+}
+
+int tsr_main_loop_bound(tsr_state *s, uint32_t option, int64_t offset, int64_t *bound) {
+    if (!s) return null_state();
+    if (!bound) return tsr_error(TSR_ERR_ARGUMENT, "tsr_main_loop_bound: the result pointer is NULL");
+    if (option >= s->model->option_count) return tsr_error(TSR_ERR_ARGUMENT, "no option number %u", option);
+    int64_t value = tsr_state_option_int(s, option);
+    if (__builtin_add_overflow(value, offset, bound))
+        return tsr_error(TSR_ERR_INDEX, "a loop bound overflows: option '%s' = %" PRId64 " %s %" PRIu64 " is outside the "
+                         "64-bit integers", s->model->options[option].name, value, offset < 0 ? "-" : "+",
+                         offset < 0 ? -(uint64_t)offset : (uint64_t)offset);
+    return TSR_OK;
 }
 
 int tsr_main_loop_check(tsr_state *s, uint32_t symbol, int64_t from, int64_t to) {

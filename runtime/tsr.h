@@ -174,6 +174,9 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
                           int *status);
 /* The value of option `option` of the program (an integer option), for loop bounds of main. */
 int64_t tsr_state_option_int(const tsr_state *state, uint32_t option);
+/* A bound of a loop of main: option `option`'s value plus `offset`, into *bound; TSR_OK, or
+ * TSR_ERR_INDEX with a message when the sum is outside the 64-bit integers. */
+int tsr_main_loop_bound(tsr_state *state, uint32_t option, int64_t offset, int64_t *bound);
 /* TSR_OK when a loop of main running index symbol `symbol` from `from` to `to` (inclusive, either
  * way) stays within its range; TSR_ERR_INDEX with a message otherwise.  For loops whose bounds
  * come from options. */

@@ -260,6 +260,14 @@ run_tsrc --parse-only "$TMP"
 if [ "$(status)" = 1 ] && grep -q "directory" "$TMP/err"; then pass "robustness: a directory"
 else fail "robustness: a directory" "exit $(status)" "$TMP/err"; fi
 
+# An input that never ends: the reader stops at its cap (256 MiB) while reading, within a 1 GiB
+# address-space limit, instead of reading to the end of input.
+(ulimit -v 1048576; exec timeout 20 "$TSRC" --check /dev/zero) >"$TMP/out" 2>"$TMP/err"
+st=$?
+if [ $st = 1 ] && [ "$(cat "$TMP/err")" = "tsrc: error: '/dev/zero' is too large: a source file is at most 256 MiB" ]
+then pass "robustness: an endless input (/dev/zero)"
+else fail "robustness: an endless input (/dev/zero)" "exit $st" "$TMP/err"; fi
+
 # The command line.
 run_tsrc --no-such-flag x.tsr
 if [ "$(status)" = 2 ] && grep -q "unknown option '--no-such-flag'" "$TMP/err"; then pass "cli: unknown option"
@@ -368,6 +376,8 @@ if [ -n "${FUZZ_REPLAY_DIR:-}" ]; then
     # shellcheck disable=SC2086
     replay compile 60 --cycle 32 $programs
     replay data 3 "$TMP/data_seeds"
+    # the seed images unchanged (tests/fuzz/regress/image/), then edited by the data seeds' bytes
+    replay image 3 --cycle 11 "$TMP/data_seeds"
 fi
 
 # Object mode, drivers in C and C++ linking two models, bad data in executables, outputs.

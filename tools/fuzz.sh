@@ -8,6 +8,8 @@
 #            executables and in object mode with the header and manifest)
 #   data     the .npy, CSV and .npz checkpoint loaders (fuzz_data.c; seeds: data_seeds.py and
 #            tests/native/data/)
+#   image    the runtime's model image reader on images of real programs edited and given a
+#            valid checksum (fuzz_image.c; seeds: tests/fuzz/regress/image/)
 # The compiler and runtime are compiled once into DIR/obj; each target links them.  An input
 # may take 30 s (parse, compile) or 10 s (data); the targets keep compile-time evaluation to a
 # 32 MB budget and huge valid programs away from LLVM (tests/fuzz/fuzz_common.c), so only a
@@ -15,11 +17,11 @@
 # are notes, not findings) land in DIR/crashes/TARGET/; the script ends with one line per
 # target and exits 1 when any target found something.  Keep a finding, once fixed, in
 # tests/fuzz/regress/TARGET/: `make check` replays those (tests/fuzz/replay.c).
-# usage: fuzz.sh CC SECONDS DIR GEN [TARGET…]   (the Makefile passes them; default: all three)
+# usage: fuzz.sh CC SECONDS DIR GEN [TARGET…]   (the Makefile passes them; default: all four)
 set -eu
 CC=$1 SECONDS_TO_RUN=$2 DIR=$3 GEN=$4
 shift 4
-TARGETS=${*:-parse compile data}
+TARGETS=${*:-parse compile data image}
 LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
 PYTHON=${PYTHON:-python3}
 JOBS=${FUZZ_JOBS:-2}
@@ -58,7 +60,8 @@ for t in $TARGETS; do
         parse) timeout=30 max_len=4096 dict=tests/fuzz/tsr.dict ;;
         compile) timeout=30 max_len=4096 dict=tests/fuzz/tsr.dict ;;
         data) timeout=10 max_len=16384 dict=tests/fuzz/data.dict ;;
-        *) echo "fuzz: no target '$t' (parse, compile, data)" >&2; exit 2 ;;
+        image) timeout=10 max_len=1024 dict= ;;
+        *) echo "fuzz: no target '$t' (parse, compile, data, image)" >&2; exit 2 ;;
     esac
     corpus="$DIR/corpus/$t" crashes="$DIR/crashes/$t"
     mkdir -p "$corpus" "$crashes"
@@ -77,13 +80,14 @@ for t in $TARGETS; do
             done ;;
         compile) corpus_programs "$corpus" 32 1 ;; # every -O level, CPU and mode
         data) "$PYTHON" tests/fuzz/data_seeds.py "$corpus" tests/native/data/* ;;
+        image) cp tests/fuzz/regress/image/* "$corpus/" ;; # one per seed image, and past findings
     esac
     before=$(findings "$crashes")
     echo "fuzz: $t: running for $SECONDS_TO_RUN s (corpus $corpus, findings in $crashes)"
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     "$DIR/fuzz_$t" -max_total_time="$SECONDS_TO_RUN" -timeout="$timeout" -rss_limit_mb=2048 \
         -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$crashes/" \
-        -dict="$dict" "$corpus" >"$DIR/$t.log" 2>&1 || true
+        ${dict:+-dict="$dict"} "$corpus" >"$DIR/$t.log" 2>&1 || true
     tail -n 25 "$DIR/$t.log"
     found=$(($(findings "$crashes") - before))
     if [ "$found" -gt 0 ]; then

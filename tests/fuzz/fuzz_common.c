@@ -77,7 +77,7 @@ static void native(FuzzJob *job, IrProgram *ir) {
         return;
     }
     size_t size;
-    unsigned char *image = image_build(ir, "fuzz", (ImageCpu){0}, NULL, &size);
+    unsigned char *image = image_build(ir, "fuzz", (ImageCpu){target.cpu_features, target.cpu_shown}, NULL, &size);
     CgOptions co = {.module = "fuzz", .opt_level = job->opt_level, .target = &target, .with_main = !job->object_mode};
     CgBytes bytes = {0};
     job->compiled = cg_cpu_emit(ir, image, size, &co, CG_OBJECT, &bytes) && !diag_error_count();

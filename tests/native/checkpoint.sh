@@ -12,7 +12,9 @@
 #   - errors: a missing file, a missing array, a wrong shape, not a zip, a compressed member, a
 #     file cut short, a damaged member (CRC), a directory, an unwritable save, `--load` without
 #     a path: each one message naming the file and the array, status 1 (2 for the command line),
-#     the same from both executors, and a failed save leaves no file behind.
+#     the same from both executors, and a failed save leaves no file behind;
+#   - a hostile directory: a link planted where a temporary could be is not written through, and a
+#     FIFO at the checkpoint's name is refused, not replaced.
 # Usage: checkpoint.sh TSRC LIBDIR.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -30,7 +32,7 @@ done
 
 # Train with both executors: the same output, the same bytes in the checkpoints.
 (cd "$T/native" && ../checkpoint_train) >"$T/train.native" 2>"$T/log" && [ -s "$T/native/model.npz" ] &&
-    [ -s "$T/native/head.npz" ] && [ ! -e "$T/native/model.npz.partial" ] && pass || fail "the executable saves model.npz and head.npz"
+    [ -s "$T/native/head.npz" ] && [ -z "$(ls -A "$T/native" | grep -v '^head.npz$\|^model.npz$')" ] && pass || fail "the executable saves model.npz and head.npz"
 (cd "$T/interp" && "$TSRC" --run --interp ../checkpoint_train.tsr) >"$T/train.interp" 2>"$T/log" &&
     cmp -s "$T/train.native" "$T/train.interp" && cmp -s "$T/native/model.npz" "$T/interp/model.npz" &&
     cmp -s "$T/native/head.npz" "$T/interp/head.npz" && pass ||
@@ -111,13 +113,33 @@ mkdir "$N/dir.npz"
 expect directory 1 "checkpoint 'dir.npz' is not a regular file" --load dir.npz
 expect no-path 2 "'--load' needs the path of a checkpoint (../checkpoint_predict --help lists the options)" --load=
 
-# A save that cannot be written: an error, and no file (nor its .partial) left behind.
-mkdir "$T/blocked" "$T/blocked/model.npz.partial"
+# A save that cannot be written (a directory has the name): an error, and no file left behind.
+mkdir "$T/blocked" "$T/blocked/model.npz"
 (cd "$T/blocked" && ../checkpoint_train) >"$T/out" 2>"$T/err"
 st=$?
-if [ $st = 1 ] && [ "$(cat "$T/err")" = "../checkpoint_train: error: cannot write checkpoint 'model.npz': Is a directory" ] &&
-   [ ! -e "$T/blocked/model.npz" ]; then pass
+if [ $st = 1 ] && [ "$(cat "$T/err")" = "../checkpoint_train: error: cannot write checkpoint 'model.npz': it is a directory" ] &&
+   [ "$(ls -A "$T/blocked")" = model.npz ] && [ -z "$(ls -A "$T/blocked/model.npz")" ]; then pass
 else cp "$T/err" "$T/log"; fail "an unwritable save is an error and leaves nothing (status $st)"; fi
+
+# A hostile directory (issue 25): a link planted at the old temporary's name is not written
+# through (its target keeps its bytes, the checkpoint is whole); a FIFO at the checkpoint's name
+# is refused, not replaced by a regular file; no temporary is left behind.
+mkdir "$T/hostile"
+echo "precious" >"$T/victim"
+ln -s "$T/victim" "$T/hostile/model.npz.partial"
+(cd "$T/hostile" && ../checkpoint_train) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(cat "$T/victim")" = precious ] && cmp -s "$T/hostile/model.npz" "$N/model.npz" &&
+   [ -L "$T/hostile/model.npz.partial" ] && [ "$(ls -A "$T/hostile" | LC_ALL=C sort | tr '\n' ' ')" = "head.npz model.npz model.npz.partial " ]
+then pass
+else cp "$T/err" "$T/log"; ls -la "$T/hostile" >>"$T/log"; fail "a link planted beside the checkpoint is not written through (status $st)"; fi
+mkdir "$T/fifo"
+mkfifo "$T/fifo/model.npz"
+(cd "$T/fifo" && timeout 20 ../checkpoint_train) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && [ "$(cat "$T/err")" = "../checkpoint_train: error: cannot write checkpoint 'model.npz': it is not a regular file" ] &&
+   [ -p "$T/fifo/model.npz" ] && [ "$(ls -A "$T/fifo")" = model.npz ]; then pass
+else cp "$T/err" "$T/log"; fail "a save onto a FIFO is refused and leaves it a FIFO (status $st)"; fi
 
 # Object mode: MODULE_save / MODULE_load.
 cat >"$T/driver.c" <<'EOF'

@@ -71,5 +71,23 @@ printf 'let%%op w = { w; o = [4] }\nmain = print w\n' >"$T/seeded.tsr"
     "$TSRC" --run --interp "$T/seeded.tsr" -- --seed 6 >"$T/s6i"
 if cmp -s "$T/s5" "$T/s5b" && ! cmp -s "$T/s5" "$T/s6" && cmp -s "$T/s6" "$T/s6i"; then ok; else bad "--seed"; fi
 
+# A loop bound computed from an option that leaves the 64-bit integers is an error in both
+# executors (issue 25: the sum wrapped, and the loop silently ran no iteration), and a loop of
+# main nested in another keeps its counter in one stack slot (at -O0 a slot per iteration overflowed the stack).
+printf 'option n = 1\nmain =\n  for e = n + 9223372036854775800 to 9223372036854775806 do print "e %%d" e done\n' >"$T/wrap.tsr"
+"$TSRC" "$T/wrap.tsr" -o "$T/wrap" >"$T/log" 2>&1
+msg="a loop bound overflows: option 'n' = 8 + 9223372036854775800 is outside the 64-bit integers"
+"$T/wrap" --n 8 >"$T/out" 2>"$T/err"
+if [ $? = 1 ] && [ "$(cat "$T/err")" = "$T/wrap: error: $msg" ] && [ ! -s "$T/out" ]; then ok; else bad "an overflowing loop bound (native)"; fi
+"$TSRC" --run --interp "$T/wrap.tsr" -- --n 8 >"$T/out" 2>"$T/err"
+if [ $? = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: $msg" ]; then ok; else bad "an overflowing loop bound (--interp)"; fi
+"$T/wrap" >"$T/out" 2>"$T/err"
+if [ $? = 0 ] && [ "$(wc -l <"$T/out")" = 6 ] && [ "$(tail -n 1 "$T/out")" = "e 9223372036854775806" ]; then ok
+else bad "a loop bound that fits runs"; fi
+printf 'option n = 400000\nlet%%op x = [1.]\nroutine r = x.forward\nmain =\n  for a = 1 to n do for b = 0 to 1 do run r done done\n' >"$T/nested.tsr"
+"$TSRC" -O0 "$T/nested.tsr" -o "$T/nested" >"$T/log" 2>&1
+(ulimit -s 1024; exec "$T/nested") >"$T/out" 2>"$T/err"
+if [ $? = 0 ]; then ok; else bad "nested option loops in a 1 MiB stack"; fi
+
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -9,7 +9,8 @@
 # --interp` must stop within the time limit with exit status 1 and exactly the expected
 # message.  A third program loads the checkpoint '$T/m.npz' (docs/runtime.md §14), which meets
 # a FIFO with a writer, a link to /dev/zero, a sparse gigabyte and an archive whose directory
-# claims a 2 GiB member.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
+# claims a 2 GiB member.  A fourth gives its length to a run-time size from a .npy whose header
+# claims 1.2 GB over 32 bytes.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$1
 T=$(mktemp -d /tmp/tsrc-hostile.XXXXXX)
@@ -157,6 +158,29 @@ b[c + 20:c + 28] = (0x7fffffff).to_bytes(4, "little") * 2
 open(sys.argv[1], "wb").write(b)' "$T/m.npz"
 expect_checkpoint "checkpoint: a member claiming 2 GiB" \
     ": array 'w' holds 2147483647 bytes, more than its shape can need"
+
+# A .npy file that gives its length to a run-time size (`~b:[?]`) and whose header claims shape
+# (100000000, 3), 1.2 GB, over 32 bytes of data: refused from the file's size before anything
+# is allocated, within the 256 MiB limit.
+printf 'data r = npy "%s/r.npy" ~b:[?] ~o:[3]\nlet%%op total = r ++ "... | ... => 0"\n' "$T" >"$T/rt.tsr"
+/usr/bin/python3 -c '
+import sys
+head = "{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (100000000, 3), }"
+head += " " * (117 - len(head)) + "\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + bytes(32))' "$T/r.npy"
+msg="data 'r': '$T/r.npy': is truncated: its header declares shape (100000000, 3), 1200000000 data bytes, but 32 follow it"
+if "$TSRC" "$T/rt.tsr" -o "$T/rt" >"$T/log" 2>&1; then
+    (ulimit -v 262144; exec timeout 20 "$T/rt") >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "$T/rt: error: $msg" ]; then passed=$((passed + 1))
+    else failed=$((failed + 1)); echo "FAIL a .npy of run-time length claiming 1.2 GB (status $st)"; sed -n '1,5s/^/    /p' "$T/err"; fi
+    timeout 20 "$TSRC" --run --interp "$T/rt.tsr" >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: $msg" ]; then passed=$((passed + 1))
+    else failed=$((failed + 1)); echo "FAIL a .npy of run-time length claiming 1.2 GB, --interp (status $st)"; sed -n '1,5s/^/    /p' "$T/err"; fi
+else
+    failed=$((failed + 1)); echo "FAIL rt.tsr does not compile"; sed -n '1,5s/^/    /p' "$T/log"
+fi
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
