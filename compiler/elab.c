@@ -341,6 +341,24 @@ static Value *lookup(Elab *e, Env *env, const char *name) {
     return NULL;
 }
 
+/* The name in scope at `env` closest to `name` (a misspelling: diag_closest_name), or NULL:
+ * the local bindings, then every global defined before `env`'s generation. */
+static const char *closest_in_scope(Elab *e, Env *env, const char *name) {
+    const char **names = NULL;
+    uint32_t count = 0, cap = 0, gen = 0;
+    for (; env; env = env->next) {
+        if (!env->name) {
+            gen = env->gen;
+            break;
+        }
+        ARENA_PUSH(e->arena, names, count, cap, env->name);
+    }
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
+        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
+            if (g->gen <= gen) ARENA_PUSH(e->arena, names, count, cap, g->name);
+    return diag_closest_name(name, names, count);
+}
+
 /* Define a global; returns the marker of the new generation. */
 static Env *bind_global(Elab *e, const char *name, Value *value) {
     GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
@@ -2495,11 +2513,26 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
             return fail(n->span, "a data source is read through a 'data' item: data d = … (then d.%s)", n->name);
         for (uint32_t i = 0; i < obj->as.dataset.count; i++)
             if (obj->as.dataset.fields[i].name && strcmp(obj->as.dataset.fields[i].name, n->name) == 0) return obj->as.dataset.fields[i].value;
-        return fail(n->span, "the data set has no field '%s'", n->name);
+        const char **names = arena_alloc(e->arena, (obj->as.dataset.count + 1) * sizeof *names);
+        uint32_t named = 0;
+        for (uint32_t i = 0; i < obj->as.dataset.count; i++)
+            if (obj->as.dataset.fields[i].name) names[named++] = obj->as.dataset.fields[i].name;
+        const char *near = diag_closest_name(n->name, names, named);
+        Value *err = fail(n->span, "the data set has no field '%s'", n->name);
+        if (near) diag_note(n->span, "did you mean '.%s'?", near);
+        return err;
     }
-    if (obj->kind == V_TENSOR)
+    if (obj->kind == V_TENSOR) {
+        static const char *const tensor_fields[] = {"forward", "backprop", "zero_grads", "grad", "value"};
+        const char *near = diag_closest_name(n->name, tensor_fields, 5);
+        if (near) {
+            Value *err = fail(n->span, "a tensor has no field '.%s'", n->name);
+            diag_note(n->span, "did you mean '.%s'?", near);
+            return err;
+        }
         return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
                     "routines, not in a tensor expression", n->name);
+    }
     return fail(n->span, "%s has no fields", kind_noun(obj));
 }
 
@@ -2569,7 +2602,10 @@ static Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
                 return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
             if (strcmp(n->name, "dim") == 0) return fail(n->span, "'dim' is written 'dim NAME'");
             if (strcmp(n->name, "equate") == 0) return fail(n->span, "'equate' is written 'equate NAME1 NAME2'");
-            return fail(n->span, "'%s' is not defined", n->name);
+            const char *near = closest_in_scope(e, env, n->name);
+            Value *err = fail(n->span, "'%s' is not defined", n->name);
+            if (near) diag_note(n->span, "did you mean '%s'?", near);
+            return err;
         }
         return v;
     }
@@ -3087,8 +3123,11 @@ static Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
     case NODE_ASSIGN: return elab_assignment(e, r, n, env);
     default: break;
     }
+    static const char *const code_fields[] = {"forward", "backprop", "zero_grads"};
+    const char *near = n->kind == NODE_FIELD ? diag_closest_name(n->name, code_fields, 3) : NULL;
     diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "
                "'if', 'let' and 'for' over them");
+    if (near) diag_note(n->span, "did you mean '.%s'?", near);
     return env;
 }
 

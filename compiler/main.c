@@ -154,6 +154,31 @@ static void free_include_dirs(void) {
     include_dirs = NULL;
 }
 
+/* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */
+static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--name"};
+/* Every option, for "did you mean" after an unknown one. */
+static const char *const known_options[] = {
+    "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
+    "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--time-stages",
+    "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
+
+/* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
+ * option written with a space (--explain l2.w).  The join lives as long as the process. */
+static const char *joined_option(int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    for (size_t k = 0; k < sizeof valued_options / sizeof *valued_options; k++)
+        if (strcmp(a, valued_options[k]) == 0) {
+            if (*i + 1 >= argc) bad_usage("'%s' needs a value ('%s=VALUE' or '%s VALUE')", a, a, a);
+            const char *value = argv[++*i];
+            size_t n = strlen(a) + strlen(value) + 2;
+            char *j = malloc(n);
+            if (!j) diag_fatal_oom();
+            snprintf(j, n, "%s=%s", a, value);
+            return j; /* kept: the options point into it */
+        }
+    return a;
+}
+
 static Options parse_options(int argc, char **argv) {
     Options opt = {0};
     opt.opt_level = 3;
@@ -163,7 +188,7 @@ static Options parse_options(int argc, char **argv) {
     if (!opt.include_dirs) diag_fatal_oom();
     bool seen_mode = false;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = strcmp(argv[i], "--") == 0 ? argv[i] : joined_option(argc, argv, &i);
         if (strcmp(a, "--") == 0) { /* the rest is the program's own command line */
             opt.program_args = argv + i + 1;
             opt.program_argc = argc - i - 1;
@@ -230,12 +255,13 @@ static Options parse_options(int argc, char **argv) {
             opt.reassociate = true;
         } else if (strcmp(a, "--time-stages") == 0) {
             opt.time_stages = true;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (i + 1 >= argc) bad_usage("'%s' needs a number", a);
+        } else if (strcmp(a, "--seed") == 0 || strncmp(a, "--seed=", 7) == 0) {
+            if (!a[6] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
+            const char *value = a[6] ? a + 7 : argv[++i];
             char *end;
             errno = 0;
-            opt.seed = strtoull(argv[++i], &end, 10);
-            if (errno || *end || !argv[i][0] || argv[i][0] == '-') bad_usage("'--seed' needs a non-negative integer, not '%s'", argv[i]);
+            opt.seed = strtoull(value, &end, 10);
+            if (errno || *end || !value[0] || value[0] == '-') bad_usage("'--seed' needs a non-negative integer, not '%s'", value);
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
             opt.output = argv[++i];
@@ -247,6 +273,11 @@ static Options parse_options(int argc, char **argv) {
         } else if (strncmp(a, "-I", 2) == 0 && a[2]) {
             opt.include_dirs[opt.include_count++] = a + 2;
         } else if (a[0] == '-' && a[1] != '\0') {
+            size_t n = strcspn(a, "=");
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), a);
+            const char *near = diag_closest_name(name, known_options, sizeof known_options / sizeof *known_options);
+            if (near) bad_usage("unknown option '%s'; did you mean '%s'?", a, near);
             bad_usage("unknown option '%s'", a);
         } else {
             if (opt.input) bad_usage("more than one input file ('%s')", a);

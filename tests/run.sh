@@ -272,6 +272,18 @@ else fail "robustness: an endless input (/dev/zero)" "exit $st" "$TMP/err"; fi
 run_tsrc --no-such-flag x.tsr
 if [ "$(status)" = 2 ] && grep -q "unknown option '--no-such-flag'" "$TMP/err"; then pass "cli: unknown option"
 else fail "cli: unknown option" "exit $(status)" "$TMP/err"; fi
+run_tsrc --chekc x.tsr
+if [ "$(status)" = 2 ] && grep -q "unknown option '--chekc'; did you mean '--check'?" "$TMP/err"; then pass "cli: did you mean"
+else fail "cli: did you mean" "exit $(status)" "$TMP/err"; fi
+# A long option's value after a space, as after '=' (issue 25).
+run_tsrc --explain=l2.w docs/examples/shapes.tsr
+cp "$TMP/out" "$TMP/explain_eq"
+run_tsrc --explain l2.w --cpu x86-64-v3 docs/examples/shapes.tsr
+if [ "$(status)" = 0 ] && [ -s "$TMP/out" ] && cmp -s "$TMP/out" "$TMP/explain_eq"; then pass "cli: --explain NAME as --explain=NAME"
+else fail "cli: --explain NAME as --explain=NAME" "exit $(status)" "$TMP/err"; fi
+run_tsrc --explain
+if [ "$(status)" = 2 ] && grep -q "'--explain' needs a value" "$TMP/err"; then pass "cli: a valued option without its value"
+else fail "cli: a valued option without its value" "exit $(status)" "$TMP/err"; fi
 run_tsrc
 if [ "$(status)" = 2 ] && grep -q "no input file" "$TMP/err"; then pass "cli: no input file"
 else fail "cli: no input file" "exit $(status)" "$TMP/err"; fi
