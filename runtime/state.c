@@ -415,7 +415,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
             if (!stored_buffer(m, a->refs[k] = u32(&r))) r.bad = true;
         bool series = a->kind == TSR_ACTION_RECORD || a->kind == TSR_ACTION_PLOT;
         if (series && (a->value < 0 || a->value >= (int64_t)m->action_count)) r.bad = true;
-        if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
+        else if (series && (uint32_t)a->value >= m->series_count) m->series_count = (uint32_t)a->value + 1;
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
         if (a->kind == TSR_ACTION_SHUFFLE && (a->rows == 0 || a->ref_count == 0)) r.bad = true; /* < 0: times a run-time length */
     }
