@@ -3245,6 +3245,13 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
             diag_error(a->span, "'print' takes no labelled arguments");
             return;
         }
+        if (a->kind == NODE_FIELD && strcmp(a->name, "grad") == 0) { /* print p.grad: the gradient as it is */
+            Tensor *t;
+            bool grad;
+            if (!code_tensor(e, a, env, &t, &grad)) return;
+            *p = (PrintArg){.kind = PARG_TENSOR, .tensor = t, .grad = true, .span = a->span};
+            continue;
+        }
         Value *v = eval(e, a, env, MODE_TENSOR);
         if (v->kind == V_ERROR) return;
         switch (v->kind) {

@@ -172,6 +172,7 @@ typedef struct PrintArg {
     uint32_t index;     /* PARG_INDEX: into Program.indexes; PARG_OPTION: into Program.options
                            (plus `i`) */
     Tensor *tensor;     /* PARG_TENSOR */
+    bool grad;          /* PARG_TENSOR: its gradient (`print p.grad`), not its values */
     bool wants_float;   /* its conversion is a floating one (%f %g …) */
     bool float_option;  /* PARG_OPTION: the option is a number, not an integer */
     Span span;

@@ -59,7 +59,11 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
         case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
         case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
         case PARG_TENSOR: {
-            uint32_t b = ar->value_buffer[a->tensor->id];
+            uint32_t b = (a->grad ? ar->grad_buffer : ar->value_buffer)[a->tensor->id];
+            if (b == UINT32_MAX && a->grad) {
+                diag_error(a->span, "this tensor has no gradient to print: no routine runs backprop through it");
+                return false;
+            }
             if (b == UINT32_MAX) {
                 diag_error(a->span, "this tensor has no values to print (nothing computes or holds it)");
                 return false;
