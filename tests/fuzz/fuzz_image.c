@@ -143,8 +143,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const int64_t *dims;
             int64_t count;
             uint8_t kind;
-            if (tsr_model_buffer_shape(m, b, &rank, &dims, &count, &kind))
-                cells += (uint64_t)count < MAX_CELLS ? (uint64_t)count : MAX_CELLS; /* no wrap-around */
+            if (!tsr_model_buffer_shape(m, b, &rank, &dims, &count, &kind)) continue;
+            if (rank > 0 && dims[0] == 0) { /* a run-time length, which exercise() sets to 3 */
+                count = 3;
+                for (uint32_t a = 1; a < rank && count <= MAX_CELLS; a++)
+                    count = dims[a] <= MAX_CELLS ? count * dims[a] : MAX_CELLS + 1;
+            }
+            cells += (uint64_t)count < MAX_CELLS ? (uint64_t)count : MAX_CELLS; /* no wrap-around */
         }
         if (cells > MAX_CELLS) {
             tsr_model_free(m);
