@@ -1284,8 +1284,9 @@ static Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
 /* ---- Sizes (`o = [ … ]` fields, `input`) ---------------------------------------------------- */
 
 /* The `?` written for axis `axis` of `count` of row `row` ('b', 'i', 'o') of `tensor`, named for
- * its setter: "x.b" (the row's one axis), "x.o1" (axis 1 of several).  In an inline definition
- * (`follow`) it has no setter: it is whatever run-time size its uses give it. */
+ * its setter: "x.b" (the row's one axis), "x.o0" (axis 0 of several; a run-time axis is the
+ * outermost).  In an inline definition (`follow`) it has no setter: it is whatever run-time size
+ * its uses give it. */
 static Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count, bool follow) {
     if (follow)
         return shape_runtime_dim(e->solver, origin(e, span, "the run-time size written for '%s' (its uses give it)", tensor),
