@@ -383,6 +383,11 @@ static size_t edit_distance(const char *a, const char *b, size_t cap) {
     return prev[lb] > cap ? cap + 1 : prev[lb];
 }
 
+bool span_in_stdlib(Span span) {
+    const Source *s = source_get(span.file);
+    return s && strncmp(s->path, "<stdlib>/", 9) == 0;
+}
+
 const char *diag_closest_name(const char *name, const char *const *candidates, size_t count) {
     size_t cap = strlen(name) <= 4 ? 1 : 2, best = cap + 1;
     const char *closest = NULL;

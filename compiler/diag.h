@@ -14,6 +14,7 @@
 #define TSR_DIAG_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -63,6 +64,9 @@ void diag_dedupe_salt(uint64_t salt);
 /* The next error, with its notes, is not reported: the caller knows it follows from one already
  * reported (it still counts as an error). */
 void diag_drop_next(void);
+
+/* Whether `span` lies in a source of the standard library ("<stdlib>/nn.tsr"). */
+bool span_in_stdlib(Span span);
 
 /* Of `count` candidate names, the one closest to `name` (a misspelling) by edit distance, for a
  * "did you mean …?" note: at most one edit (insertion, deletion, substitution or a swap of two

@@ -636,9 +636,15 @@ static void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId sid
     Span sa = s->origins[side_a].span, sb = s->origins[side_b].span;
     diag_dedupe_salt(((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
                      ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
+    const char *fn = o->call_name ? o->call_name : "a function";
+    if (o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call)) {
+        /* Inside a library function: the user's call is where to look first. */
+        diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
+        diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
+        return;
+    }
     diag_error(o->span, "%s: %s", o->what, msg);
-    if (o->call.file)
-        diag_note(o->call, "in this application of '%s'", o->call_name ? o->call_name : "a function");
+    if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
 }
 
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
