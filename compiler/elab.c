@@ -342,8 +342,10 @@ static Value *lookup(Elab *e, Env *env, const char *name) {
 }
 
 /* The name in scope at `env` closest to `name` (a misspelling: diag_closest_name), or NULL:
- * the local bindings, then every global defined before `env`'s generation. */
+ * the local bindings, then every global defined before `env`'s generation; none for a name
+ * of one or two letters. */
 static const char *closest_in_scope(Elab *e, Env *env, const char *name) {
+    if (strlen(name) < 3) return NULL; /* every other short name is an edit away: no hint in that */
     const char **names = NULL;
     uint32_t count = 0, cap = 0, gen = 0;
     for (; env; env = env->next) {
@@ -351,11 +353,12 @@ static const char *closest_in_scope(Elab *e, Env *env, const char *name) {
             gen = env->gen;
             break;
         }
-        ARENA_PUSH(e->arena, names, count, cap, env->name);
+        if (isalpha((unsigned char)env->name[0]) || env->name[0] == '_') ARENA_PUSH(e->arena, names, count, cap, env->name);
     }
-    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++) /* names, not operators ("( > )" is bound as ">") */
         for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
-            if (g->gen <= gen) ARENA_PUSH(e->arena, names, count, cap, g->name);
+            if (g->gen <= gen && (isalpha((unsigned char)g->name[0]) || g->name[0] == '_'))
+                ARENA_PUSH(e->arena, names, count, cap, g->name);
     return diag_closest_name(name, names, count);
 }
 

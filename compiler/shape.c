@@ -2034,9 +2034,33 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
             }
             continue;
         }
-        if (over.var || !defaults) continue;
+        if (!defaults) continue;
+        if (over.var) {
+            /* An output bounded only from above (it broadcasts into N) closes up to N, as closing
+             * would close it; here, before closing could give the unsized input the claim-free
+             * unit (an even/odd split of an axis that only its halves size). */
+            DimVarInfo *info = &s->dvars[over.var];
+            if (info->has_lub && !info->lub.runtime && !dim_is_unit(info->lub)) {
+                shape_dim_eq(s, over, info->lub, info->lub_why);
+                progress = true;
+            }
+            continue;
+        }
         if (c->padding == WINDOW_PAD_INFERRED) c->padding = WINDOW_PAD_VALID;
         uint64_t size = window_input_size(c->w, over.size, kernel.size, c->padding);
+        /* Windows over one unsized input (the halves of an even/odd split) each need at least
+         * their own extent: the input is the largest, so the order they settle in does not
+         * matter. */
+        for (uint32_t j = 0; j < s->window_count; j++) {
+            WindowC *d = &s->windows[j];
+            if (j == i || d->settled || d->w.merge || !dims_equal(shape_resolve_dim(s, d->input), input)) continue;
+            Dim other_over = shape_resolve_dim(s, d->over);
+            Dim other_kernel = d->w.has_kernel ? shape_resolve_dim(s, d->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+            if (other_over.var || other_kernel.var) continue;
+            WindowPadding pad = d->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : d->padding;
+            uint64_t need = window_input_size(d->w, other_over.size, other_kernel.size, pad);
+            if (need > size) size = need;
+        }
         c->settled = progress = true;
         if (size > UINT32_MAX) {
             error_at(s, c->why, over.origin, kernel.origin, "the input of %u %s positions would hold more than %u cells",
@@ -2126,7 +2150,22 @@ static bool settle_concats(ShapeSolver *s) {
             shape_dim_eq(s, total, dim_ground((uint32_t)sum, basis, o), c->why);
             continue;
         }
-        if (unknown > 1 || total.var) continue;
+        if (total.var) {
+            /* A concatenation of two or more components has at least two cells, so it cannot
+             * be the claim-free unit: when its axis is only bounded from above (it broadcasts
+             * into a size N), it is N, and the unknown components follow. */
+            DimVarInfo *info = &s->dvars[total.var];
+            if (sum + unknown > 1 && info->has_lub && !info->lub.runtime && !dim_is_unit(info->lub)) {
+                OriginId o = shape_origin(s, s->origins[c->why].span,
+                                          arena_printf(s->arena, "a concatenation of at least %llu cells, which cannot "
+                                                       "broadcast (%s)", (unsigned long long)(sum + unknown),
+                                                       s->origins[c->why].what));
+                shape_dim_eq(s, total, info->lub, o);
+                progress = true;
+            }
+            continue;
+        }
+        if (unknown > 1) continue;
         c->settled = progress = true;
         Dim part = shape_resolve_dim(s, c->parts[which]);
         if ((uint64_t)total.size <= sum) {
