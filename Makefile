@@ -7,8 +7,9 @@
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make check-native  native code (-O3; host CPU, x86-64-v4, x86-64-v3) against the reference
 #                      executor on 20000 random einsums and 3000 random contractions
-#   make fuzz       fuzz the front end, native compilation (to an object in memory) and the data
-#                   loaders, FUZZ_SECONDS each (default 60); FUZZ_TARGETS="parse compile data"
+#   make fuzz       fuzz the front end, native compilation (to an object in memory), the data
+#                   loaders and the model image reader, FUZZ_SECONDS each (default 60);
+#                   FUZZ_TARGETS="parse compile data image"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
 #   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
 #   make bench      tsrc-generated code vs OpenBLAS, NumPy and PyTorch (matmul, an elementwise
@@ -211,8 +212,8 @@ bench-shapes: $(BUILD)/tsrc
 demo: $(BUILD)/tsrc
 	$(Q)sh tools/demo.sh $(BUILD)/tsrc
 
-# Fuzzing with libFuzzer (clang): three targets in turn (tools/fuzz.sh), each corpus seeded from
-# the project's own programs and data files; exits 1 when a target finds something.
+# Fuzzing with libFuzzer (clang): four targets in turn (tools/fuzz.sh), each corpus seeded from
+# the project's own programs, data files and images; exits 1 when a target finds something.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz

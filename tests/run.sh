@@ -27,7 +27,8 @@
 # (tests/conv/conv_diff.py), the gradient checks against finite differences
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
-# memory test (tests/scale/compile_scale.py), whose own closing "N passed, N failed" lines are
+# memory test (tests/scale/compile_scale.py), the README's shell lines (tests/readme_lines.py),
+# whose own closing "N passed, N failed" lines are
 # added in.
 #
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
