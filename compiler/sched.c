@@ -476,6 +476,15 @@ static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
     return 0;
 }
 
+/* The stores into `buffer` in st. */
+static unsigned stmt_stores(const IrStmt *st, uint32_t buffer) {
+    if (st->kind == IR_STORE) return st->buffer == buffer;
+    unsigned n = 0;
+    if (st->kind == IR_LOOP)
+        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_stores(st->body.items[i], buffer);
+    return n;
+}
+
 /* Every load of `buffer` in e walks its axes with the iterators `axis_iter` (first use fills
  * them in); false for any other index. */
 static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer, uint32_t *axis_iter, bool *seen) {
@@ -573,12 +582,16 @@ static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epil
     /* The nest reads D only at the cell it stores (an update in place), so running it tile by
      * tile reads what it would have read. */
     if (!loads_only_at(ir, st->value, st->buffer, st->index)) return false;
-    /* Unless C is observable or has another reader anywhere in the program, it needs no storage. */
-    unsigned readers = 0;
+    /* Unless C is observable or has another reader or writer anywhere in the program, it needs
+     * no storage.  (Another routine that computes the same tensor, whose own tile was scheduled
+     * first and kept C because this nest read it then, still stores C.) */
+    unsigned readers = 0, writers = 0;
     for (uint32_t f = 0; f < ir->function_count; f++)
-        for (uint32_t i = 0; i < ir->functions[f].body.count; i++)
+        for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
             readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
-    ep->keep_c = cb->keep || cb->persistent || readers != 1;
+            writers += stmt_stores(ir->functions[f].body.items[i], c) ? 1 : 0;
+        }
+    ep->keep_c = cb->keep || cb->persistent || readers != 1 || writers != 1;
     return true;
 }
 
