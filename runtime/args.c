@@ -142,6 +142,18 @@ static int add_size(Parser *p, const char *text) {
     return 0;
 }
 
+/* Whether `a` (n bytes) is one edit from `b`: a letter inserted, deleted, changed, or two
+ * neighbours swapped (a misspelt option). */
+static bool one_edit(const char *a, size_t n, const char *b) {
+    size_t m = strlen(b), i = 0;
+    if (n + 1 < m || m + 1 < n || (n == m && memcmp(a, b, n) == 0)) return false;
+    while (i < n && i < m && a[i] == b[i]) i++;
+    if (n == m)
+        return memcmp(a + i + 1, b + i + 1, n - i - 1) == 0 ||
+               (i + 1 < n && a[i] == b[i + 1] && a[i + 1] == b[i] && memcmp(a + i + 2, b + i + 2, n - i - 2) == 0);
+    return n < m ? memcmp(a + i, b + i + 1, n - i) == 0 : memcmp(a + i + 1, b + i, m - i) == 0;
+}
+
 /* Parse argv; 0 to go on, or the exit status (-1: --help was printed, exit 0). */
 static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
     uint32_t option_count;
@@ -164,7 +176,15 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         tsr_option *o = NULL;
         for (uint32_t k = 0; k < option_count && !known && !o; k++)
             if (strlen(options[k].name) == n && memcmp(options[k].name, name, n) == 0) o = &options[k];
-        if (!known && !o) return usage_error(p, "unknown option '--%.*s'", (int)n, name);
+        if (!known && !o) {
+            const char *near = NULL;
+            for (size_t b = 0; b < sizeof builtin / sizeof *builtin && !near; b++)
+                if (one_edit(name, n, builtin[b])) near = builtin[b];
+            for (uint32_t k = 0; k < option_count && !near && n > 2; k++)
+                if (one_edit(name, n, options[k].name)) near = options[k].name;
+            if (near) return usage_error(p, "unknown option '--%.*s'; did you mean '--%s'?", (int)n, name, near);
+            return usage_error(p, "unknown option '--%.*s'", (int)n, name);
+        }
         if (!value) {
             if (i + 1 >= argc) return usage_error(p, "option '--%.*s' needs a value", (int)n, name);
             value = argv[++i];

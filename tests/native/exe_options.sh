@@ -39,7 +39,8 @@ expect() {
 }
 
 see='(./opts --help lists the options)'
-expect unknown 2 "unknown option '--epoch' $see" --epoch 3
+expect unknown 2 "unknown option '--epoch'; did you mean '--epochs'? $see" --epoch 3
+expect unknown-far 2 "unknown option '--nothing_near' $see" --nothing_near 3
 expect positional 2 "unexpected argument 'extra' $see" extra
 expect no-value 2 "option '--epochs' needs a value $see" --epochs
 expect not-integer 2 "option '--epochs' needs an integer, not '2.5' $see" --epochs 2.5
