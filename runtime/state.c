@@ -503,7 +503,8 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
     }
     if (!strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
         !strcmp(d->generator, "spirals")) {
-        if (d->field_count != 2 || b0->size != 2 * d->count || m->buffers[d->fields[1]].size != d->count)
+        if (d->field_count != 2 || d->count < 0 || d->count > INT64_MAX / 2 || b0->size != 2 * d->count ||
+            m->buffers[d->fields[1]].size != d->count)
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
                              d->count);
         float *labels = s->buffers[d->fields[1]];
