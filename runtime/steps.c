@@ -58,6 +58,8 @@ static int shuffle(tsr_state *s, tsr_action *a) {
         uint8_t kind;
         if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0)
             return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
+        if (rows == INT64_MIN || (dims[0] && -rows > INT64_MAX / dims[0]))
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's row count is out of range", a->text);
         rows = -rows * dims[0];
         if (rows == 0) return TSR_OK;
     }
