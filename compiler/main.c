@@ -149,9 +149,15 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void bad_usage(const char
 }
 
 static const char **include_dirs;
+static char **joined_options; /* the --NAME=VALUE strings made from --NAME VALUE */
+static int joined_count;
 static void free_include_dirs(void) {
     free(include_dirs);
     include_dirs = NULL;
+    for (int k = 0; k < joined_count; k++) free(joined_options[k]);
+    free(joined_options);
+    joined_options = NULL;
+    joined_count = 0;
 }
 
 /* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */
@@ -174,7 +180,8 @@ static const char *joined_option(int argc, char **argv, int *i) {
             char *j = malloc(n);
             if (!j) diag_fatal_oom();
             snprintf(j, n, "%s=%s", a, value);
-            return j; /* kept: the options point into it */
+            joined_options[joined_count++] = j; /* kept until exit: the options point into it */
+            return j;
         }
     return a;
 }
@@ -184,8 +191,9 @@ static Options parse_options(int argc, char **argv) {
     opt.opt_level = 3;
     opt.include_dirs = include_dirs = calloc(2 * (size_t)argc, sizeof *opt.include_dirs);
     opt.explain = opt.include_dirs + argc; /* the second half: --explain names */
+    joined_options = calloc((size_t)argc + 1, sizeof *joined_options);
     atexit(free_include_dirs); /* a bad command line exits from inside this function */
-    if (!opt.include_dirs) diag_fatal_oom();
+    if (!opt.include_dirs || !joined_options) diag_fatal_oom();
     bool seen_mode = false;
     for (int i = 1; i < argc; i++) {
         const char *a = strcmp(argv[i], "--") == 0 ? argv[i] : joined_option(argc, argv, &i);
