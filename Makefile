@@ -44,7 +44,7 @@ SAN       ?=
 WARNINGS  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -I$(GEN)
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -iquote . -I$(GEN)
 LDFLAGS   ?=
 LDLIBS    += -lm -pthread
 # Evaluated when a recipe runs (after tools/bootstrap.sh has installed LLVM on a fresh machine).
@@ -67,7 +67,7 @@ ifeq ($(SAN),1)
   BUILD   := build/san
   GEN     := $(BUILD)/gen
   CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-             -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -I$(GEN)
+             -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE $(WARNINGS) -iquote compiler -iquote . -I$(GEN)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
@@ -87,7 +87,7 @@ GEN_C      := $(patsubst grammar/%.y,$(GEN)/%.c,$(GRAMMAR_Y)) \
               $(GEN)/stdlib_blob.c
 GEN_H      := $(patsubst grammar/%.y,$(GEN)/%.h,$(GRAMMAR_Y))
 
-COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+COMPILER_SRC := $(wildcard compiler/*/*.c)
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(COMPILER_SRC)) \
               $(patsubst $(GEN)/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
 MAIN_OBJ   := $(BUILD)/obj/compiler/main.o

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lex.h"
+#include "front/lex.h"
 #include "parser.h"
 
 /*!re2c

@@ -2,7 +2,7 @@
  *
  * This file is the source of truth for the syntax; docs/language.md describes it for users and
  * must agree with it.  build/gen/parser.c is generated from it by `make` and never edited.
- * Actions are one line each and call builders in compiler/parse.c, which also owns the token
+ * Actions are one line each and call builders in compiler/front/parse.c, which also owns the token
  * loop, error messages and recovery.
  *
  * Operator precedence follows OCaml's table (an operator's class is decided by its first
@@ -37,9 +37,9 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ast.h"
-#include "lex.h"
-#include "parse.h"
+#include "front/ast.h"
+#include "front/lex.h"
+#include "front/parse.h"
 }
 
 %syntax_error { parse_syntax_error(ps, &yyminor, yypParser); }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec.h"
+#include "front/spec.h"
 #include "spec_parser.h"
 
 bool spec_lex_is_multichar(const char *text, size_t len) {

@@ -1,7 +1,7 @@
 /* spec_parser.y — Lemon grammar of einsum spec strings ("...|i->j; ...|j->k => ...|i->k").
  *
  * What it does: accepts the token stream of one spec (from grammar/spec_lexer.re, driven by
- * spec_parse() in compiler/spec.c) and calls the spec_build_* builders of compiler/spec.h for
+ * spec_parse() in compiler/front/spec.c) and calls the spec_build_* builders of compiler/front/spec.h for
  * every construct; the builders make the Spec tree and report semantic errors.  Requires spec.h
  * (token type SpecToken, the parse state, the builders).  Produces build/gen/spec_parser.c/.h
  * (parser SpecParse, token codes SPEC_TK_*).  The token order below is the codes' order.
@@ -23,7 +23,7 @@
 #include <assert.h>
 #include <stddef.h>
 
-#include "spec.h"
+#include "front/spec.h"
 }
 
 %syntax_error {

@@ -1,6 +1,6 @@
 /* image_kinds.h — the kind tables of the model image, one source for its writer and reader.
  *
- * The compiler's loop IR (compiler/ir.h: BufferKind, InitKind, IrPrintArgKind) and the
+ * The compiler's loop IR (compiler/ir/ir.h: BufferKind, InitKind, IrPrintArgKind) and the
  * runtime's image reader (internal.h: TSR_BUF_*, TSR_INIT_*, TSR_ARG_*) both expand these
  * lists, so a kind's number in the image is its position here on both sides.  Append only:
  * reordering changes the image format (TSR_IMAGE_VERSION). */
@@ -31,7 +31,7 @@
 
 /* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
  * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
- * sets from the CPU it generated code for (compiler/target.c) and the runtime checks against the
+ * sets from the CPU it generated code for (compiler/sched/target.c) and the runtime checks against the
  * running CPU before any generated code runs (runtime/cpu.c).  Append only. */
 #define TSR_CPU_FEATURE_KINDS(X)                                                                 \
     X(SSE4_2, "sse4.2") X(POPCNT, "popcnt") X(AVX, "avx") X(AVX2, "avx2") X(FMA, "fma")          \

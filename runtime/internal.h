@@ -1,6 +1,6 @@
 /* internal.h — what the runtime's files share and the public header does not promise.
  *
- * The model image (the compiler's compiler/image.c writes it, state.c reads it) and the RNG
+ * The model image (the compiler's compiler/ir/image.c writes it, state.c reads it) and the RNG
  * helpers of the data generators.  Not installed. */
 #ifndef TSR_INTERNAL_H
 #define TSR_INTERNAL_H
@@ -216,7 +216,7 @@ int tsr_npy_length(const char *path, const char *what, int64_t *length);
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/image.c writes it). */
+/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
 static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
     uint64_t h = 0xcbf29ce484222325u;
     for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3u;

@@ -4,7 +4,7 @@
  * results are reproducible and do not depend on thread count or evaluation order.  Parameter
  * initialisation keys the counter by an FNV-1a hash of the tensor's name; the data generators
  * use numbered streams; the loop IR's `random` primitive (tsr_random_cell, and its inline twin
- * in compiler/cg_llvm.c) keys it by the cell, the tensor's site and the routine run. */
+ * in compiler/cg/cg_llvm.c) keys it by the cell, the tensor's site and the routine run. */
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* state.c — a model's run-time state, built from the image its object carries.
  *
- * tsr_state_create() reads the image (internal.h documents the format; compiler/image.c writes
+ * tsr_state_create() reads the image (internal.h documents the format; compiler/ir/image.c writes
  * it), allocates one 64-byte-aligned buffer per non-virtual tensor, fills literals and
  * constants, initialises parameters (and inputs, until the caller fills them) with
  * tsr_uniform(seed, name, cell), and produces data sets: generators run, files are read and

@@ -26,15 +26,15 @@ LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
 PYTHON=${PYTHON:-python3}
 JOBS=${FUZZ_JOBS:-2}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -iquote compiler -iquote runtime -I$GEN -isystem $($LLVM_CONFIG --includedir)"
+FLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -iquote compiler -iquote . -iquote runtime -I$GEN -isystem $($LLVM_CONFIG --includedir)"
 WARNINGS="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter"
 mkdir -p "$DIR/obj"
 
 # The compiler and the runtime, instrumented for coverage: an object is rebuilt when its source
 # or any header is newer.
-newest_header=$(ls -t compiler/*.h runtime/*.h "$GEN"/*.h | head -n 1)
+newest_header=$(ls -t compiler/*/*.h runtime/*.h "$GEN"/*.h | head -n 1)
 echo "fuzz: compiling the compiler and runtime into $DIR/obj"
-SOURCES=$(ls compiler/*.c runtime/*.c "$GEN"/*.c | grep -v 'compiler/main.c')
+SOURCES=$(ls compiler/*/*.c runtime/*.c "$GEN"/*.c)
 OBJECTS=$(for src in $SOURCES; do echo "$DIR/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')"; done)
 for src in $SOURCES; do
     obj="$DIR/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')"

@@ -22,19 +22,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "assign.h"
-#include "cg_cpu.h"
-#include "diag.h"
-#include "elab.h"
-#include "header.h"
-#include "image.h"
-#include "lower.h"
-#include "opt.h"
-#include "parse.h"
-#include "plan.h"
-#include "sched.h"
-#include "target.h"
+#include "base/arena.h"
+#include "ir/assign.h"
+#include "cg/cg_cpu.h"
+#include "base/diag.h"
+#include "elab/elab.h"
+#include "cg/header.h"
+#include "ir/image.h"
+#include "ir/lower.h"
+#include "ir/opt.h"
+#include "front/parse.h"
+#include "ir/plan.h"
+#include "sched/sched.h"
+#include "sched/target.h"
 
 enum { FUZZ_MAX_CELLS = 1 << 24, FUZZ_MAX_STMTS = 20000, FUZZ_EVAL_MEGABYTES = 32, COMPILER_STACK = 512u << 20 };
 

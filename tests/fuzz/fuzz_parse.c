@@ -10,10 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "arena.h"
-#include "diag.h"
+#include "base/arena.h"
+#include "base/diag.h"
 #include "fuzz_common.h"
-#include "spec.h"
+#include "front/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

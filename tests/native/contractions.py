@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """contractions.py: random contractions, scheduled and compiled, against the reference executor.
 
-The schedule (compiler/sched.c) rewrites contractions into register-tiled kernels over packed
+The schedule (compiler/sched/sched.c) rewrites contractions into register-tiled kernels over packed
 panels, and the backend emits them with vector operations.  This test generates random
 contractions that exercise that path and its edges, and requires every way of running them to
 print the same bits:

@@ -1,5 +1,5 @@
 /* elab_budget_test.c — unit tests of the memory budget a caller gives compile-time evaluation
- * (ElabOptions.eval_megabytes, compiler/elab.c).
+ * (ElabOptions.eval_megabytes, compiler/elab/elab.c).
  *
  * What it does: elaborates a recursion that builds tensors without bound (the program of
  * tests/shape_errors/eval_too_much.tsr) under budgets of 8, 16 and 32 MB and checks that it
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "diag.h"
-#include "elab.h"
-#include "parse.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "elab/elab.h"
+#include "front/parse.h"
 
 #include "check.h"
 

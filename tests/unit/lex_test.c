@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lex.h"
+#include "front/lex.h"
 #include "parser.h"
 
 static int passed, failed;
@@ -99,7 +99,7 @@ int main(void) {
         if (lex_token_name(kind)) passed++;
         else {
             failed++;
-            printf("FAIL token %d has no name in compiler/token.c\n", kind);
+            printf("FAIL token %d has no name in compiler/front/token.c\n", kind);
         }
     }
 

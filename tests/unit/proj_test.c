@@ -1,4 +1,4 @@
-/* proj_test.c — unit tests of projection inference (compiler/proj.c, seed 003).
+/* proj_test.c — unit tests of projection inference (compiler/infer/proj.c, seed 003).
  *
  * What it does: generates many random operations whose closed shapes satisfy their logic —
  * pointwise with broadcasting units, compose with a third (added) operand, transpose, einsum
@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "diag.h"
-#include "proj.h"
-#include "spec.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "infer/proj.h"
+#include "front/spec.h"
 
 static unsigned passed, failed;
 

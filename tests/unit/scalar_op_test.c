@@ -1,4 +1,4 @@
-/* scalar_op_test.c — unit tests of scalar_op_eval (compiler/ir.c), the reference executor's
+/* scalar_op_test.c — unit tests of scalar_op_eval (compiler/ir/ir.c), the reference executor's
  * arithmetic, on the values where IEEE arithmetic has choices: NaN, infinities and signed zeros.
  *
  * What it checks: relu propagates NaN (relu(NaN) = NaN, as PyTorch's relu does; it used to give
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #include "check.h"
 

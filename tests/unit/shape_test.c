@@ -1,4 +1,4 @@
-/* shape_test.c — unit tests of the shape solver (compiler/shape.h, compiler/shape.c).
+/* shape_test.c — unit tests of the shape solver (compiler/infer/shape.h, compiler/infer/shape.c).
  *
  * What it does:
  *   1. The worked examples of seed 000 ("Broadcasting Is an Order") as small constraint
@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "shape.h"
+#include "base/diag.h"
+#include "infer/shape.h"
 
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* spec_test.c — unit tests of the einsum spec parser (compiler/spec.c and its grammar).
+/* spec_test.c — unit tests of the einsum spec parser (compiler/front/spec.c and its grammar).
  *
  * What it does: parses valid specs and compares spec_dump() with the expected canonical line;
  * parses invalid specs and compares the first diagnostic line ("t.tsr:1:COL: error: MESSAGE",
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena.h"
-#include "diag.h"
-#include "spec.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "front/spec.h"
 
 #include "check.h"
 

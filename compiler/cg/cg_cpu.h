@@ -1,0 +1,30 @@
+/* cg_cpu.h — code generation for the CPU: the scheduled loop IR to native code through LLVM
+ * (cg_cpu.c, on the shared emission of cg_llvm.c). */
+#ifndef TSR_CG_CPU_H
+#define TSR_CG_CPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cg/cg_llvm.h"
+#include "ir/ir.h"
+#include "sched/target.h"
+
+typedef struct CgOptions {
+    const char *module;   /* prefix of every exported symbol (a C identifier) */
+    int opt_level;        /* 0..3 */
+    const Target *target; /* triple, CPU, schedule parameters */
+    bool with_main;       /* define `main` from the program plan (executables) */
+    const uint32_t *gpu_first; /* a --target=cuda program (cg_ptx.c): function f's kernels are GPU
+                                * kernels gpu_first[f] … gpu_first[f + 1] - 1, which its routine
+                                * launches through tsr_gpu_launch(); NULL: CPU kernels */
+} CgOptions;
+
+/* Generate the module as `format` into *out (malloc'd; the driver writes it).  The object
+ * defines `MODULE__image` / `MODULE__image_size` (the model image), one function
+ * `int MODULE_ROUTINE(tsr_state *)` per exported routine and, with_main, `main`.  False after
+ * reporting an error (an unknown target or CPU). */
+bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_size, const CgOptions *options,
+                 CgFormat format, CgBytes *out);
+
+#endif

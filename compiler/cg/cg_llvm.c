@@ -1,0 +1,890 @@
+/* cg_llvm.c — the loop IR in LLVM IR: what every LLVM target shares (cg_llvm.h).
+ *
+ * What it does: scalar operations, addresses, loops and statements of a kernel, the target
+ * machine, and the pass pipeline that turns a module into bytes.  Scalar operations are emitted
+ * exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
+ * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
+ * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
+ * executor, and results match it bit for bit.  The transcendental functions call libm (expf,
+ * logf, tanhf, powf, sinf, cosf, log2f, exp2f); sqrt is the correctly rounded instruction
+ * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
+ *
+ * Loop modes (the schedule's, sched.c): a LOOP_UNROLL loop is emitted once per iteration with
+ * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
+ * standing for the lanes of <n x float> values: a load whose address moves by one cell per
+ * lane is a vector load, one that does not move is a scalar (used as a broadcast), any other a
+ * gather of scalar loads; stores likewise.  Kernel-local buffers (register tiles) are stack
+ * arrays of the kernel, which LLVM's SROA turns into vector registers once the unrolled loops
+ * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
+ * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
+ *
+ * GPU loops (gpu.x/y/z, sched_gpu.c; gpu.block and gpu.thread loops of a block's kernel,
+ * sched.c) read the thread's block and thread index from the NVPTX special registers and emit
+ * their body once; a barrier is llvm.nvvm.barrier0; a per-thread buffer is a stack array of
+ * its thread_cells, indexed without its thread-loop terms; shared buffers are the caller's
+ * (cg_ptx.c).  On a GPU the transcendental functions are libdevice's (__nv_expf …).
+ *
+ * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
+ * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).  For a long program (cg_cpu.c, "Splitting")
+ * it starts by merging functions of identical code: kernels whose literals the emitter lifted
+ * into tables (CgLlvm.literals) then merge when they differ only in those values, and identical
+ * tables are merged first, so a merged kernel whose callers all pass the same values still sees
+ * them as constants.
+ *
+ * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
+#include "cg/cg_llvm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "cg/abi.h"
+#include "base/diag.h"
+
+/* ---- Constants, declarations ---------------------------------------------------------------------- */
+
+LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+
+LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols) {
+    if (!size_is_runtime(n)) return cgl_iconst(g, (int64_t)n);
+    uint32_t sym = g->ir->class_symbol[size_class(n)];
+    if (!symbols) return g->symbol[sym];
+    LLVMValueRef idx[1] = {cgl_iconst(g, sym)};
+    return LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "size");
+}
+
+static LLVMValueRef declare(CgLlvm *g, const char *name, LLVMTypeRef type) {
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    return f ? f : LLVMAddFunction(g->mod, name, type);
+}
+
+LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
+                      LLVMValueRef *args) {
+    LLVMTypeRef type = LLVMFunctionType(ret, params, n, 0);
+    return LLVMBuildCall2(g->b, type, declare(g, name, type), args, n, "");
+}
+
+void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name) {
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
+    LLVMAddAttributeAtIndex(fn, index, a);
+}
+
+static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+static LLVMTypeRef vec_type(CgLlvm *g) { return LLVMVectorType(g->f32, g->lanes); }
+
+/* v as a vector of the current lane count (a scalar is broadcast), of floats or of integers. */
+static LLVMValueRef widen(CgLlvm *g, LLVMValueRef v) {
+    if (is_vector(v)) return v;
+    LLVMTypeRef type = LLVMVectorType(LLVMTypeOf(v), g->lanes);
+    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(type), v, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMValueRef *zeros = calloc(g->lanes, sizeof *zeros);
+    if (!zeros) diag_fatal_oom();
+    for (unsigned i = 0; i < g->lanes; i++) zeros[i] = LLVMConstInt(g->i32, 0, 0);
+    LLVMValueRef mask = LLVMConstVector(zeros, g->lanes);
+    free(zeros);
+    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(type), mask, "");
+}
+
+/* A float constant of v's shape (scalar or vector). */
+static LLVMValueRef fconst_like(CgLlvm *g, LLVMValueRef like, double v) {
+    LLVMValueRef c = LLVMConstReal(g->f32, (float)v);
+    return like && is_vector(like) ? widen(g, c) : c;
+}
+
+/* An LLVM intrinsic overloaded on float and vectors of float ("llvm.fma" → llvm.fma.f32 or
+ * llvm.fma.v16f32). */
+static LLVMValueRef intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    LLVMTypeRef params[3] = {t, t, t};
+    char name[64];
+    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%uf32", base, g->lanes);
+    else snprintf(name, sizeof name, "%s.f32", base);
+    return cgl_call(g, name, t, params, n, args);
+}
+
+/* A libm function, applied lane by lane to vectors. */
+/* A call of libm's `name`, declared as a pure function (no memory touched, no unwinding): its
+ * result depends only on its arguments (errno, which it may set, is never read), so LLVM may
+ * hoist a call with loop-invariant arguments out of a loop (`0.9 ** t` in an update over every
+ * cell of a parameter) or merge two equal calls; it still calls the same function, so results
+ * do not change. */
+static LLVMValueRef pure_call(CgLlvm *g, const char *name, LLVMTypeRef *params, unsigned n, LLVMValueRef *args) {
+    LLVMValueRef call = cgl_call(g, name, g->f32, params, n, args);
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+    if (fn && !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMGetEnumAttributeKindForName("memory", 6))) {
+        static const char *const attrs[] = {"memory", "nounwind", "willreturn"};
+        for (unsigned i = 0; i < sizeof attrs / sizeof *attrs; i++) /* memory(none) is the value 0 */
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+    }
+    return call;
+}
+
+static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef params[2] = {g->f32, g->f32};
+    char device_name[32];
+    if (g->libdevice) { /* CUDA's libdevice: __nv_expf … (cg_ptx.c links it) */
+        snprintf(device_name, sizeof device_name, "__nv_%s", name);
+        name = device_name;
+    }
+    if (!is_vector(args[0])) return pure_call(g, name, params, n, args);
+    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMConstInt(g->i32, lane, 0), x[2];
+        for (unsigned i = 0; i < n; i++) x[i] = LLVMBuildExtractElement(g->b, args[i], at, "");
+        out = LLVMBuildInsertElement(g->b, out, pure_call(g, name, params, n, x), at, "");
+    }
+    return out;
+}
+
+/* ---- Scalar (and lane-wise) operations ------------------------------------------------------------- */
+
+static LLVMValueRef flag(CgLlvm *g, LLVMValueRef cond, LLVMValueRef like) {
+    return LLVMBuildSelect(g->b, cond, fconst_like(g, like, 1), fconst_like(g, like, 0), "");
+}
+
+static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMBuilderRef B = g->b;
+    unsigned arity = scalar_op_arity(op);
+    bool vec = is_vector(a) || (arity > 1 && is_vector(b)) || (arity > 2 && is_vector(c));
+    if (vec) {
+        a = widen(g, a);
+        if (arity > 1) b = widen(g, b);
+        if (arity > 2) c = widen(g, c);
+    }
+    LLVMValueRef zero = fconst_like(g, a, 0);
+    switch (op) {
+    case SOP_ADD: return LLVMBuildFAdd(B, a, b, "");
+    case SOP_SUB: return LLVMBuildFSub(B, a, b, "");
+    case SOP_MUL: return LLVMBuildFMul(B, a, b, "");
+    case SOP_DIV: return LLVMBuildFDiv(B, a, b, "");
+    case SOP_POW: {
+        LLVMValueRef x[2] = {a, b};
+        return libm(g, "powf", x, 2);
+    }
+    case SOP_LT: return flag(g, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a);
+    case SOP_LE: return flag(g, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a);
+    case SOP_EQ: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, b, ""), a);
+    case SOP_NE: return flag(g, LLVMBuildFCmp(B, LLVMRealUNE, a, b, ""), a);
+    case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
+    case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
+    case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
+    case SOP_SAT01_GATE: {
+        LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""),
+                                       LLVMBuildFCmp(B, LLVMRealOLT, a, fconst_like(g, a, 1), ""), "");
+        return LLVMBuildSelect(B, in, b, zero, "");
+    }
+    case SOP_OR:
+        return flag(g, LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
+    case SOP_AND:
+        return flag(g, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
+    case SOP_NEG: return LLVMBuildFNeg(B, a, "");
+    case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUGT, a, zero, ""), a, zero, ""); /* NaN stays NaN */
+    case SOP_EXP: return libm(g, "expf", &a, 1);
+    case SOP_LOG: return libm(g, "logf", &a, 1);
+    case SOP_SQRT: return intrinsic(g, "llvm.sqrt", &a, 1);
+    case SOP_TANH: return libm(g, "tanhf", &a, 1);
+    case SOP_SIGMOID: {
+        LLVMValueRef na = LLVMBuildFNeg(B, a, "");
+        LLVMValueRef e = libm(g, "expf", &na, 1);
+        return LLVMBuildFDiv(B, fconst_like(g, a, 1), LLVMBuildFAdd(B, fconst_like(g, a, 1), e, ""), "");
+    }
+    case SOP_SIN: return libm(g, "sinf", &a, 1);
+    case SOP_COS: return libm(g, "cosf", &a, 1);
+    case SOP_LOG2: return libm(g, "log2f", &a, 1);
+    case SOP_EXP2: return libm(g, "exp2f", &a, 1);
+    case SOP_RECIP: return LLVMBuildFDiv(B, fconst_like(g, a, 1), a, "");
+    case SOP_RSQRT: return LLVMBuildFDiv(B, fconst_like(g, a, 1), intrinsic(g, "llvm.sqrt", &a, 1), "");
+    case SOP_SAT01: { /* a <= 0 ? 0 : a >= 1 ? 1 : a (ordered compares: NaN stays NaN) */
+        LLVMValueRef one = fconst_like(g, a, 1);
+        LLVMValueRef upper = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, a, one, ""), one, a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, a, zero, ""), zero, upper, "");
+    }
+    case SOP_ABS: return intrinsic(g, "llvm.fabs", &a, 1);
+    case SOP_SIGN: {
+        LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), fconst_like(g, a, -1), a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), fconst_like(g, a, 1), neg, "");
+    }
+    case SOP_NOT: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, zero, ""), a);
+    case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
+    case SOP_FMA: {
+        LLVMValueRef x[3] = {a, b, c};
+        return intrinsic(g, "llvm.fma", x, 3);
+    }
+    case SOP_COUNT: break;
+    }
+    return zero;
+}
+
+/* ---- Addresses, loads, stores ---------------------------------------------------------------------- */
+
+/* The flat offset of buffer[index…] (row-major over the buffer's memory-order dims), with every
+ * iterator at its current value (the lane iterator, if any, at 0). */
+static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *buf = &g->ir->buffers[buffer];
+    LLVMValueRef flat = cgl_iconst(g, 0);
+    for (uint32_t a = 0; a < buf->rank; a++) {
+        LLVMValueRef i = cgl_iconst(g, index[a].offset);
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            uint32_t it = index[a].terms[t].iter;
+            if (it == g->lane_iter) continue;
+            if (buf->thread_cells && g->thread_iter[it]) continue; /* the thread's own registers */
+            i = LLVMBuildNSWAdd(g->b, i, LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef), g->iter[it], ""), "");
+        }
+        if (index[a].symbol) i = LLVMBuildNSWAdd(g->b, i, g->symbol[ir_symbol(g->ir, index[a].symbol)], "");
+        /* (The outermost length never multiplies: a run-time size may stand there, ir.h.) */
+        flat = a == 0 ? i : LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, (int64_t)buf->dims[a]), ""), i, "");
+    }
+    return flat;
+}
+
+/* How far the flat offset moves from one lane to the next. */
+static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    if (g->lane_iter == UINT32_MAX) return 0;
+    const IrBuffer *b = &g->ir->buffers[buffer];
+    int64_t coef = 0, stride = 1;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == g->lane_iter) coef += index[a].terms[t].coef * stride;
+        if (a > 0) stride *= (int64_t)b->dims[a]; /* dims[0] may be a run-time size (ir.h) */
+    }
+    return coef;
+}
+
+static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
+    LLVMValueRef idx[1] = {flat};
+    return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
+}
+
+/* A read of a buffer that is one forward stream (IrBuffer.prefetch_cells): a prefetch that
+ * many cells ahead, once per group of unrolled reads (where every unrolled iterator of the index
+ * is 0).  The address may lie past the buffer, which a prefetch may (it never faults), so the
+ * GEP is not inbounds. */
+static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef base) {
+    const IrBuffer *b = &g->ir->buffers[buffer];
+    for (uint32_t a = 0; a < b->rank; a++)
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            LLVMValueRef v = g->iter[index[a].terms[t].iter];
+            if (v && LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) != 0) return;
+        }
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    LLVMTypeRef params[4] = {ptr, g->i32, g->i32, g->i32};
+    LLVMTypeRef type = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
+    LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), "");
+    LLVMValueRef idx[1] = {at};
+    /* read, locality 3 (keep in all caches), data */
+    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
+                            LLVMConstInt(g->i32, 3, 0), LLVMConstInt(g->i32, 1, 0)};
+    LLVMBuildCall2(g->b, type, declare(g, "llvm.prefetch.p0", type), args, 4, "");
+}
+
+static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    LLVMValueRef base = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (stride == 0 && g->ir->buffers[buffer].prefetch_cells) prefetch_ahead(g, buffer, index, base);
+    if (stride == 0) {
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, base), "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    if (stride == 1) {
+        LLVMValueRef v = LLVMBuildLoad2(g->b, vec_type(g), element(g, buffer, base), "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
+        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, at), "");
+        LLVMSetAlignment(v, 4);
+        out = LLVMBuildInsertElement(g->b, out, v, LLVMConstInt(g->i32, lane, 0), "");
+    }
+    return out;
+}
+
+static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v, bool nontemporal) {
+    LLVMValueRef base = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
+        LLVMValueRef st = LLVMBuildStore(g->b, widen(g, v), element(g, buffer, base));
+        LLVMSetAlignment(st, g->lanes * 4);
+        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
+        LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1)));
+        g->nontemporal = true;
+        return;
+    }
+    if (g->lane_iter == UINT32_MAX || stride == 1 || (stride == 0 && !is_vector(v))) {
+        LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? widen(g, v) : v, element(g, buffer, base));
+        LLVMSetAlignment(st, 4);
+        return;
+    }
+    /* Lane by lane, in lane order (a store that does not move keeps the last lane's value). */
+    v = widen(g, v);
+    for (unsigned lane = 0; lane < g->lanes; lane++) {
+        LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
+        LLVMValueRef x = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, lane, 0), "");
+        LLVMValueRef st = LLVMBuildStore(g->b, x, element(g, buffer, at));
+        LLVMSetAlignment(st, 4);
+    }
+}
+
+/* ---- Random numbers ------------------------------------------------------------------------------------ */
+
+/* An integer constant of `like`'s shape (scalar or vector) and element type. */
+static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element, uint64_t v) {
+    LLVMValueRef c = LLVMConstInt(element, v, 0);
+    return is_vector(like) ? widen(g, c) : c;
+}
+
+/* The high and low 32 bits of the 64-bit product a·m (Philox's mulhilo; NVPTX makes it mul.hi). */
+static void mulhilo(CgLlvm *g, LLVMValueRef a, uint32_t m, LLVMValueRef *hi, LLVMValueRef *lo) {
+    LLVMTypeRef wide = is_vector(a) ? LLVMVectorType(g->i64, g->lanes) : g->i64;
+    LLVMValueRef p = LLVMBuildMul(g->b, LLVMBuildZExt(g->b, a, wide, ""), iconst_like(g, a, g->i64, m), "");
+    LLVMTypeRef narrow = LLVMTypeOf(a);
+    *hi = LLVMBuildTrunc(g->b, LLVMBuildLShr(g->b, p, iconst_like(g, a, g->i64, 32), ""), narrow, "");
+    *lo = LLVMBuildTrunc(g->b, p, narrow, "");
+}
+
+/* random(buffer[index…]) (docs/ir.md §2.5), inline: runtime/rng.c's tsr_random_cell in integer
+ * arithmetic, so it vectorises (a vector loop computes one Philox per lane, on <W x i32>) and
+ * runs as it is on the GPU, with no call into the runtime.  The cell number is the flat offset
+ * of the access, one per lane; the key is the run's, read from past the symbols on entry. */
+static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    LLVMValueRef cell = flat_offset(g, buffer, index);
+    int64_t stride = lane_stride(g, buffer, index);
+    if (stride != 0) { /* lane l: cell + l·stride */
+        LLVMValueRef *steps = calloc(g->lanes, sizeof *steps);
+        if (!steps) diag_fatal_oom();
+        for (unsigned lane = 0; lane < g->lanes; lane++) steps[lane] = cgl_iconst(g, stride * (int64_t)lane);
+        cell = LLVMBuildAdd(g->b, widen(g, cell), LLVMConstVector(steps, g->lanes), "");
+        free(steps);
+    }
+    LLVMTypeRef word = is_vector(cell) ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    LLVMBuilderRef B = g->b;
+    LLVMValueRef seed = g->random_key[ABI_SYMBOL_SEED], run = g->random_key[ABI_SYMBOL_RUN];
+    LLVMValueRef c[4] = {
+        LLVMBuildTrunc(B, cell, word, ""),
+        LLVMBuildTrunc(B, LLVMBuildLShr(B, cell, iconst_like(g, cell, g->i64, 32), ""), word, ""),
+        iconst_like(g, cell, g->i32, ir_random_site(&g->ir->buffers[buffer])),
+        LLVMBuildTrunc(B, is_vector(cell) ? widen(g, run) : run, word, ""),
+    };
+    LLVMValueRef k0 = LLVMBuildTrunc(B, seed, g->i32, ""), k1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, seed, cgl_iconst(g, 32), ""), g->i32, "");
+    for (int round = 0; round < 10; round++) {
+        LLVMValueRef hi0, lo0, hi1, lo1;
+        LLVMValueRef key0 = is_vector(cell) ? widen(g, k0) : k0, key1 = is_vector(cell) ? widen(g, k1) : k1;
+        mulhilo(g, c[0], 0xD2511F53u, &hi0, &lo0);
+        mulhilo(g, c[2], 0xCD9E8D57u, &hi1, &lo1);
+        c[0] = LLVMBuildXor(B, LLVMBuildXor(B, hi1, c[1], ""), key0, "");
+        c[2] = LLVMBuildXor(B, LLVMBuildXor(B, hi0, c[3], ""), key1, "");
+        c[1] = lo1;
+        c[3] = lo0;
+        k0 = LLVMBuildAdd(B, k0, LLVMConstInt(g->i32, 0x9E3779B9u, 0), "");
+        k1 = LLVMBuildAdd(B, k1, LLVMConstInt(g->i32, 0xBB67AE85u, 0), "");
+    }
+    /* The top 24 bits of the first word, times 2^-24: exact in single precision. */
+    LLVMValueRef bits = LLVMBuildLShr(B, c[0], iconst_like(g, c[0], g->i32, 8), "");
+    LLVMValueRef u = LLVMBuildUIToFP(B, bits, is_vector(bits) ? vec_type(g) : g->f32, "");
+    return LLVMBuildFMul(B, u, fconst_like(g, u, 1.0 / 16777216.0), "");
+}
+
+/* A literal of the code: an immediate, or the next slot of the lifted-literal table. */
+static LLVMValueRef literal(CgLlvm *g, float v) {
+    if (!g->literals) return LLVMConstReal(g->f32, v);
+    if (g->lifted_count == g->lifted_cap) {
+        g->lifted_cap = g->lifted_cap ? 2 * g->lifted_cap : 16;
+        g->lifted = realloc(g->lifted, g->lifted_cap * sizeof *g->lifted);
+        if (!g->lifted) diag_fatal_oom();
+    }
+    g->lifted[g->lifted_count] = v;
+    LLVMValueRef idx[1] = {cgl_iconst(g, g->lifted_count++)};
+    return LLVMBuildLoad2(g->b, g->f32, LLVMBuildInBoundsGEP2(g->b, g->f32, g->literals, idx, 1, ""), "");
+}
+
+void cgl_lift_literals(CgLlvm *g, LLVMValueRef table) {
+    g->literals = table;
+    g->lifted_count = 0;
+}
+
+LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name) {
+    g->literals = NULL;
+    if (!g->lifted_count) return LLVMConstPointerNull(g->ptr);
+    LLVMValueRef *v = calloc(g->lifted_count, sizeof *v);
+    if (!v) diag_fatal_oom();
+    for (uint32_t i = 0; i < g->lifted_count; i++) v[i] = LLVMConstReal(g->f32, g->lifted[i]);
+    LLVMValueRef init = LLVMConstArray2(g->f32, v, g->lifted_count);
+    free(v);
+    LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(table, init);
+    LLVMSetGlobalConstant(table, 1);
+    LLVMSetLinkage(table, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(table, LLVMGlobalUnnamedAddr);
+    return table;
+}
+
+static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST: return literal(g, (float)e->value);
+    case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
+    case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
+    case IR_LOAD: return load(g, e->buffer, e->index);
+    case IR_RANDOM: return random_cell(g, e->buffer, e->index);
+    case IR_OP: {
+        LLVMValueRef x[3] = {NULL, NULL, NULL};
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
+        return scalar_op(g, e->op, x[0], x[1], x[2]);
+    }
+    }
+    return LLVMConstReal(g->f32, 0);
+}
+
+/* ---- Statements and loops ---------------------------------------------------------------------------- */
+
+static void block(CgLlvm *g, const IrBlock *blk);
+
+LLVMValueRef cgl_loop_open(CgLlvm *g, CglLoop *l, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+    *l = (CglLoop){.entry = LLVMGetInsertBlock(g->b), .lo = lo, .hi = hi};
+    l->body = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
+    l->done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), l->body, l->done);
+    LLVMPositionBuilderAtEnd(g->b, l->body);
+    return l->i = LLVMBuildPhi(g->b, g->i64, "i");
+}
+
+void cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step) {
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, l->i, cgl_iconst(g, step), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, l->hi, ""), l->body, l->done);
+    LLVMValueRef in_values[2] = {l->lo, next};
+    LLVMBasicBlockRef in_blocks[2] = {l->entry, latch};
+    LLVMAddIncoming(l->i, in_values, in_blocks, 2);
+    LLVMPositionBuilderAtEnd(g->b, l->done);
+}
+
+/* for iter in [lo, hi): body. */
+static void plain_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    CglLoop l;
+    g->iter[s->iter] = cgl_loop_open(g, &l, lo, hi);
+    block(g, &s->body);
+    cgl_loop_close(g, &l, 1);
+}
+
+/* rows[0 … n) (n a power of two, each <n x float>) transposed in place: after it, lane c of
+ * rows[r] is what lane r of rows[c] was.  log2(n) rounds; round j exchanges bit j of the row
+ * number with bit j of the lane number, pairing rows p and p + 2^j with one shuffle each. */
+static void transpose_rows(CgLlvm *g, LLVMValueRef *rows, unsigned n) {
+    LLVMValueRef *mask_lo = calloc(n, sizeof *mask_lo), *mask_hi = calloc(n, sizeof *mask_hi);
+    if (!mask_lo || !mask_hi) diag_fatal_oom();
+    for (unsigned bit = 1; bit < n; bit <<= 1) {
+        for (unsigned c = 0; c < n; c++) {
+            bool set = c & bit;
+            mask_lo[c] = LLVMConstInt(g->i32, set ? n + c - bit : c, 0);
+            mask_hi[c] = LLVMConstInt(g->i32, set ? n + c : c + bit, 0);
+        }
+        LLVMValueRef lo = LLVMConstVector(mask_lo, n), hi = LLVMConstVector(mask_hi, n);
+        for (unsigned p = 0; p < n; p++) {
+            if (p & bit) continue;
+            LLVMValueRef a = rows[p], b = rows[p | bit];
+            rows[p] = LLVMBuildShuffleVector(g->b, a, b, lo, "");
+            rows[p | bit] = LLVMBuildShuffleVector(g->b, a, b, hi, "");
+        }
+    }
+    free(mask_lo);
+    free(mask_hi);
+}
+
+/* A LOOP_TRANSPOSE loop (ir.h): U rows of V lanes loaded along the vector loop, transposed, and
+ * stored as V rows of U lanes along this loop.  Any other body is emitted as an unrolled loop. */
+static void transpose_loop(CgLlvm *g, const IrStmt *s) {
+    const IrStmt *vl = s->body.count == 1 ? s->body.items[0] : NULL;
+    const IrStmt *st = vl && vl->kind == IR_LOOP && vl->mode == LOOP_VECTOR && vl->body.count == 1
+                           ? vl->body.items[0] : NULL;
+    unsigned u_count = (unsigned)s->extent, v_count = vl ? (unsigned)vl->extent : 0;
+    if (!st || st->kind != IR_STORE || st->value->kind != IR_LOAD || u_count > v_count ||
+        (v_count & (v_count - 1)) || g->lane_iter != UINT32_MAX) {
+        for (uint64_t u = 0; u < s->extent; u++) {
+            g->iter[s->iter] = cgl_iconst(g, (int64_t)u);
+            block(g, &s->body);
+        }
+        return;
+    }
+    LLVMValueRef *rows = calloc(v_count, sizeof *rows);
+    if (!rows) diag_fatal_oom();
+    g->lane_iter = vl->iter;
+    g->lanes = v_count;
+    g->iter[vl->iter] = cgl_iconst(g, 0);
+    for (unsigned u = 0; u < v_count; u++) {
+        g->iter[s->iter] = cgl_iconst(g, u);
+        rows[u] = u < u_count ? widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
+    }
+    transpose_rows(g, rows, v_count);
+    LLVMValueRef *first = calloc(u_count, sizeof *first);
+    if (!first) diag_fatal_oom();
+    for (unsigned u = 0; u < u_count; u++) first[u] = LLVMConstInt(g->i32, u, 0);
+    LLVMValueRef keep = LLVMConstVector(first, u_count);
+    g->lane_iter = s->iter;
+    g->lanes = u_count;
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    for (unsigned v = 0; v < v_count; v++) {
+        g->iter[vl->iter] = cgl_iconst(g, v);
+        LLVMValueRef row = u_count == v_count ? rows[v] : LLVMBuildShuffleVector(g->b, rows[v], rows[v], keep, "");
+        store(g, st->buffer, st->index, row, false);
+    }
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    free(first);
+    free(rows);
+}
+
+/* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME), as i64. */
+static LLVMValueRef special_register(CgLlvm *g, const char *name) {
+    char full[64];
+    snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
+    return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
+}
+
+/* The body of a GPU loop whose iteration in this thread is `i`; with `guard`, only where
+ * i < extent (the threads past the loop's end skip it). */
+static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
+    g->iter[s->iter] = i;
+    if (!guard) {
+        block(g, &s->body);
+        return;
+    }
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "in_range");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "past_end");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    block(g, &s->body);
+    LLVMBuildBr(g->b, done);
+    LLVMPositionBuilderAtEnd(g->b, done);
+}
+
+/* A gpu.x/y/z loop (ir.h): iteration blockIdx·threads + threadIdx, guarded when the extent is
+ * not a whole number of blocks. */
+static void gpu_loop(CgLlvm *g, const IrStmt *s) {
+    static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
+    unsigned d = s->mode - LOOP_GPU_X;
+    LLVMValueRef i = special_register(g, block_index[d]);
+    if (s->threads > 1)
+        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), special_register(g, thread_index[d]), "i");
+    gpu_body(g, s, i, s->extent % s->threads != 0);
+}
+
+/* A block or thread loop of a block's kernel (ir.h): the body once, with the iterator this
+ * block's or this thread's index; a thread loop shorter than the block is guarded. */
+static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
+    static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
+    bool thread = ir_mode_thread(s->mode);
+    g->thread_iter[s->iter] = thread;
+    gpu_body(g, s, special_register(g, names[s->mode - LOOP_BLOCK_X]),
+             thread && s->extent < g->block_dim[s->mode - LOOP_THREAD_X]);
+    g->thread_iter[s->iter] = false;
+}
+
+static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    switch (s->mode) {
+    case LOOP_BLOCK_X:
+    case LOOP_BLOCK_Y:
+    case LOOP_BLOCK_Z:
+    case LOOP_THREAD_X:
+    case LOOP_THREAD_Y:
+    case LOOP_THREAD_Z: block_or_thread_loop(g, s); return;
+    case LOOP_GPU_X:
+    case LOOP_GPU_Y:
+    case LOOP_GPU_Z: gpu_loop(g, s); return;
+    case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
+    case LOOP_TRANSPOSE: transpose_loop(g, s); return;
+    case LOOP_BLOCKS: /* the host runs these around their body's kernels (kernel.h) */
+        diag_error_noloc("internal error: a loop of blocks inside a kernel");
+        return;
+    case LOOP_UNROLL:
+        for (uint64_t v = 0; v < s->extent; v++) {
+            g->iter[s->iter] = cgl_iconst(g, (int64_t)v);
+            block(g, &s->body);
+        }
+        return;
+    case LOOP_VECTOR: {
+        uint32_t outer_lane = g->lane_iter;
+        unsigned outer_lanes = g->lanes;
+        g->lane_iter = s->iter;
+        g->lanes = (unsigned)s->extent;
+        g->iter[s->iter] = cgl_iconst(g, 0);
+        block(g, &s->body);
+        g->lane_iter = outer_lane;
+        g->lanes = outer_lanes;
+        return;
+    }
+    }
+}
+
+static void stmt(CgLlvm *g, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
+    case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value), s->nontemporal); break;
+    case IR_SET_LOCAL: {
+        LLVMValueRef v = expr(g, s->value);
+        if (is_vector(v)) /* a local set in a vector loop keeps the last lane's value */
+            v = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, g->lanes - 1, 0), "");
+        LLVMBuildStore(g->b, v, g->local[s->local]);
+        break;
+    }
+    case IR_BARRIER: cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL); break;
+    }
+}
+
+static void block(CgLlvm *g, const IrBlock *blk) {
+    for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
+}
+
+/* The locals that statement s sets get their stack slot (kernel.c keeps every local within one
+ * kernel, set before it is read); only those, so a kernel costs what it holds, not what its
+ * function holds. */
+static void allocate_locals(CgLlvm *g, const IrStmt *s) {
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) allocate_locals(g, s->body.items[i]);
+    else if (s->kind == IR_SET_LOCAL && !g->local[s->local])
+        g->local[s->local] = LLVMBuildAlloca(g->b, g->f32, "acc");
+}
+
+static void forget_locals(CgLlvm *g, const IrStmt *s) {
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) forget_locals(g, s->body.items[i]);
+    else if (s->kind == IR_SET_LOCAL)
+        g->local[s->local] = NULL;
+}
+
+void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValueRef lo, LLVMValueRef hi,
+                     LLVMValueRef symbols, const LLVMValueRef *buffers) {
+    const IrProgram *ir = g->ir;
+    for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = buffers[i];
+    for (uint32_t i = 0; i < k->local_count; i++) {
+        const IrBuffer *b = &ir->buffers[k->locals[i]];
+        if (b->gpu_shared) continue; /* the caller's (cg_ptx.c: shared memory) */
+        uint64_t cells = b->thread_cells ? b->thread_cells : b->size;
+        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(g->f32, (unsigned)cells), b->name);
+        LLVMSetAlignment(a, 64);
+        g->buffer[k->locals[i]] = a;
+    }
+    for (uint32_t s = 0; s < ir->symbol_count; s++) {
+        LLVMValueRef idx[1] = {cgl_iconst(g, s)};
+        g->symbol[s] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
+    }
+    for (uint32_t w = 0; w < ABI_SYMBOL_KEY_WORDS; w++) { /* the run's random key (abi.h); unused loads go */
+        LLVMValueRef idx[1] = {cgl_iconst(g, ir->symbol_count + w)};
+        g->random_key[w] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "");
+    }
+    for (uint32_t i = 0; i < k->count; i++) allocate_locals(g, k->stmts[i]);
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    g->nontemporal = false;
+    const IrStmt *first = k->stmts[0];
+    if (k->count == 1 && first->kind == IR_LOOP && first->mode == LOOP_PLAIN) {
+        plain_loop(g, first, lo, hi);
+    } else {
+        for (uint32_t i = 0; i < k->count; i++) stmt(g, k->stmts[i]);
+    }
+    /* Non-temporal stores are weakly ordered: fence them before whoever runs next reads them. */
+    if (g->nontemporal) LLVMBuildFence(g->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+    /* Leave the tables empty for the next kernel (clearing only what this one used). */
+    for (uint32_t i = 0; i < k->count; i++) forget_locals(g, k->stmts[i]);
+    for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = NULL;
+    for (uint32_t i = 0; i < k->local_count; i++)
+        if (!ir->buffers[k->locals[i]].gpu_shared) g->buffer[k->locals[i]] = NULL;
+}
+
+/* ---- Module, target machine, pipeline -------------------------------------------------------------- */
+
+void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMachineRef tm) {
+    memset(g, 0, sizeof *g);
+    g->ir = ir;
+    g->ctx = LLVMContextCreate();
+    g->mod = LLVMModuleCreateWithNameInContext(module, g->ctx);
+    g->b = LLVMCreateBuilderInContext(g->ctx);
+    g->i32 = LLVMInt32TypeInContext(g->ctx);
+    g->i64 = LLVMInt64TypeInContext(g->ctx);
+    g->f32 = LLVMFloatTypeInContext(g->ctx);
+    g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    g->void_t = LLVMVoidTypeInContext(g->ctx);
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(g->mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(g->mod, layout);
+    LLVMDisposeTargetData(layout);
+    uint32_t iters = 1, locals = 1;
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        if (ir->functions[f].iter_count > iters) iters = ir->functions[f].iter_count;
+        if (ir->functions[f].local_count > locals) locals = ir->functions[f].local_count;
+    }
+    g->buffer = calloc(ir->buffer_count + 1, sizeof *g->buffer);
+    g->symbol = calloc(ir->symbol_count + 1, sizeof *g->symbol);
+    g->iter = calloc(iters, sizeof *g->iter);
+    g->local = calloc(locals, sizeof *g->local);
+    g->thread_iter = calloc(iters, sizeof *g->thread_iter);
+    if (!g->buffer || !g->symbol || !g->iter || !g->local || !g->thread_iter) diag_fatal_oom();
+    g->lane_iter = UINT32_MAX;
+}
+
+void cgl_dispose(CgLlvm *g) {
+    free(g->buffer);
+    free(g->symbol);
+    free(g->iter);
+    free(g->local);
+    free(g->thread_iter);
+    free(g->lifted);
+    LLVMDisposeBuilder(g->b);
+    LLVMDisposeModule(g->mod);
+    LLVMContextDispose(g->ctx);
+}
+
+LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_opt, int opt_level) {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeX86AsmParser();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    char *host_triple = LLVMGetDefaultTargetTriple();
+    const char *triple = triple_opt ? triple_opt : host_triple;
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        diag_error_noloc("unknown target '%s': %s (this tsrc generates x86-64 code, --target=x86_64-pc-linux-gnu, "
+                         "and GPU code, --target=cuda)",
+                         triple, err ? err : "");
+        LLVMDisposeMessage(err);
+        LLVMDisposeMessage(host_triple);
+        return NULL;
+    }
+    char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+    bool native = !cpu_opt || strcmp(cpu_opt, "native") == 0;
+    const char *cpu = native ? (triple_opt ? "x86-64" : host_cpu) : cpu_opt;
+    const char *features = native && !triple_opt ? host_features : "";
+    LLVMCodeGenOptLevel level = opt_level == 0 ? LLVMCodeGenLevelNone : opt_level == 1 ? LLVMCodeGenLevelLess
+                              : opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level, LLVMRelocPIC,
+                                                      LLVMCodeModelDefault);
+    if (!tm) diag_error_noloc("cannot create a target machine for '%s' (cpu '%s')", triple, cpu);
+    LLVMDisposeMessage(host_triple);
+    LLVMDisposeMessage(host_cpu);
+    LLVMDisposeMessage(host_features);
+    return tm;
+}
+
+/* The direct calls of `fn` (it is the callee of each). */
+static uint32_t direct_calls(LLVMValueRef fn) {
+    uint32_t n = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (LLVMIsACallInst(user) && LLVMGetCalledValue(user) == fn) n++;
+    }
+    return n;
+}
+
+/* Merging functions of identical code (LLVM's ConstantMerge, then MergeFunctions).  In a long
+ * program many kernels are the same code on other buffers (every layer of a deep network of
+ * equal widths, every period of a repeated block) or with other literals (lifted into tables);
+ * the pass keeps one copy and points the others' callers at it.  A function that gained callers so is marked noinline, or the inliner would copy it
+ * back into every caller and the merging would save nothing.  Runs on the code as emitted,
+ * before the optimisation pipeline. */
+static bool merge_identical_functions(CgLlvm *g, LLVMTargetMachineRef tm) {
+    uint32_t count = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) count++;
+    LLVMValueRef *fns = calloc(count + 1, sizeof *fns);
+    uint32_t *calls = calloc(count + 1, sizeof *calls);
+    if (!fns || !calls) diag_fatal_oom();
+    count = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f), count++) {
+        fns[count] = f;
+        calls[count] = direct_calls(f);
+    }
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(g->mod, "constmerge,mergefunc", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *m = LLVMGetErrorMessage(e);
+        diag_error_noloc("internal error: LLVM's mergefunc pass failed: %s", m);
+        LLVMDisposeErrorMessage(m);
+    } else {
+        /* The survivors keep their order in the module's list, so one walk over both finds them. */
+        uint32_t i = 0;
+        for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) {
+            while (i < count && fns[i] != f) i++;
+            if (i < count && direct_calls(f) > calls[i]) cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
+        }
+    }
+    free(fns);
+    free(calls);
+    return !e;
+}
+
+bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_identical, CgFormat format,
+                CgBytes *out) {
+    out->data = NULL;
+    out->size = 0;
+    char *err = NULL;
+    if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
+        diag_error_noloc("internal error: the generated LLVM module is malformed: %s", err);
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    LLVMDisposeMessage(err);
+    if (merge_identical && !merge_identical_functions(g, tm)) return false;
+    /* LLVM 19's SLP vectorizer gives wrong cells on some fully unrolled nests (a shuffle mask
+     * with poison lanes: docs/notes/llvm19-slp-miscompile.md, tests/native/avx512_slp_repro.ll).
+     * default<O2>/<O3> override the SLP setting of the options below, so the pass is switched
+     * off through its own LLVM option (process-wide, set once).  The schedule emits the vector
+     * code that matters (register tiles, streams) itself. */
+    static bool slp_off;
+    if (!slp_off) {
+        const char *args[] = {"tsrc", "-vectorize-slp=false"};
+        LLVMParseCommandLineOptions(2, args, "");
+        slp_off = true;
+    }
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, false);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 2);
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    LLVMErrorRef e = LLVMRunPasses(g->mod, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *m = LLVMGetErrorMessage(e);
+        diag_error_noloc("internal error: LLVM's %s pipeline failed: %s", pipeline, m);
+        LLVMDisposeErrorMessage(m);
+        return false;
+    }
+    if (format == CG_LLVM) {
+        char *text = LLVMPrintModuleToString(g->mod);
+        out->size = strlen(text);
+        out->data = malloc(out->size + 1);
+        if (!out->data) diag_fatal_oom();
+        memcpy(out->data, text, out->size + 1);
+        LLVMDisposeMessage(text);
+        return true;
+    }
+    LLVMMemoryBufferRef mb = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, format == CG_ASM ? LLVMAssemblyFile : LLVMObjectFile, &err,
+                                            &mb)) {
+        diag_error_noloc("LLVM cannot generate this code: %s", err ? err : "");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    out->size = LLVMGetBufferSize(mb);
+    out->data = malloc(out->size ? out->size : 1);
+    if (!out->data) diag_fatal_oom();
+    memcpy(out->data, LLVMGetBufferStart(mb), out->size);
+    LLVMDisposeMemoryBuffer(mb);
+    return true;
+}

@@ -1,0 +1,211 @@
+/* cg_ptx.c — code generation for NVIDIA GPUs: every kernel of the program as one PTX module,
+ * through LLVM's NVPTX back end (cg_ptx.h).
+ *
+ * What it does.  Each kernel of each function (kernel.c, over the GPU schedule of
+ * sched_gpu.c) becomes an entry point (the ptx_kernel calling convention) named
+ * MODULE_FUNCTION_kN, whose parameters are one i64 per index symbol (the state's values, in
+ * symbol order), the run's random key (two i64: seed and run number, abi.h) and then one
+ * pointer per state buffer the kernel touches (device memory, in id order): the runtime (runtime/cuda.c) launches it with exactly these.  The body is
+ * cg_llvm.c's, as on the CPU: the gpu.x/y/z (or gpu.block/gpu.thread) loops read the block and
+ * thread indices, the loops below them run in each thread.  A block's kernel's shared panels
+ * are arrays in shared memory (address space 3), one per kernel, 16-byte aligned.  Scalar operations are emitted without fast-math flags,
+ * and NVPTX then prints multiplications and additions with an explicit rounding (mul.rn,
+ * add.rn), which ptxas never contracts into an fma: arithmetic, sqrt (sqrt.rn) and division
+ * (div.rn) give the reference executor's results bit for bit.  The transcendental functions
+ * are CUDA's libdevice (__nv_expf …), linked into the module from the toolkit's
+ * nvvm/libdevice/libdevice.10.bc ($TSR_LIBDEVICE, else $CUDA_HOME/nvvm/libdevice, else
+ * /usr/local/cuda/nvvm/libdevice); they may differ from glibc's in the last bits.  A program
+ * that needs them where no libdevice is found is refused with a message saying so.
+ *
+ * The result is the PTX text and, for the image (image.c) and the manifest (header.c), every
+ * kernel's launch (grid, block) and parameters with the buffers it writes.
+ *
+ * Requires: a verified IrProgram scheduled for a TARGET_CUDA target (sched.c). */
+#include "cg/cg_ptx.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+
+#include "cg/abi.h"
+#include "base/diag.h"
+#include "sched/kernel.h"
+
+enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
+       SHARED_ADDRESS_SPACE = 3 };
+
+static void note_stores(const IrStmt *s, bool *written) {
+    if (s->kind == IR_STORE) written[s->buffer] = true;
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) note_stores(s->body.items[i], written);
+}
+
+/* One entry point; fills `info` (its launch and parameters). */
+static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
+                        GpuKernelInfo *info) {
+    const IrProgram *ir = g->ir;
+    uint32_t nsym = ir->symbol_count + ABI_SYMBOL_KEY_WORDS, n = nsym + k->buffer_count; /* the key follows the symbols */
+    LLVMTypeRef *params = calloc(n + 1, sizeof *params);
+    LLVMValueRef *buffers = calloc(k->buffer_count + 1, sizeof *buffers);
+    if (!params || !buffers) diag_fatal_oom();
+    for (uint32_t i = 0; i < n; i++) params[i] = i < nsym ? g->i64 : g->ptr;
+    LLVMValueRef f = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->void_t, params, n, 0));
+    LLVMSetFunctionCallConv(f, PTX_KERNEL_CALL_CONV);
+    cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "nounwind");
+    /* Device buffers are cuMemAlloc's, aligned to 256 bytes: LLVM may then merge adjacent
+     * loads and stores into vector ones. */
+    LLVMAttributeRef align = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName("align", 5), 256);
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        cgl_set_attr(g, f, 1 + nsym + i, "noalias");
+        LLVMAddAttributeAtIndex(f, 1 + nsym + i, align);
+    }
+    g->fn = f;
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
+    /* The symbols as the array cgl_kernel_body reads (SROA folds it back into the params). */
+    LLVMValueRef symbols = LLVMBuildAlloca(g->b, LLVMArrayType(g->i64, nsym + 1), "symbols");
+    for (uint32_t s = 0; s < nsym; s++) {
+        LLVMValueRef idx[1] = {cgl_iconst(g, s)};
+        LLVMBuildStore(g->b, LLVMGetParam(f, s), LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""));
+    }
+    for (uint32_t i = 0; i < k->buffer_count; i++) buffers[i] = LLVMGetParam(f, nsym + i);
+    /* Shared-memory panels (sched.c rewrite 6): arrays in address space 3, one per kernel. */
+    for (uint32_t i = 0; i < k->local_count; i++) {
+        const IrBuffer *b = &ir->buffers[k->locals[i]];
+        if (!b->gpu_shared) continue;
+        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)b->size);
+        LLVMValueRef shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared%u", name, i),
+                                                          SHARED_ADDRESS_SPACE);
+        LLVMSetLinkage(shared, LLVMInternalLinkage);
+        LLVMSetInitializer(shared, LLVMGetUndef(type));
+        LLVMSetAlignment(shared, 16);
+        g->buffer[k->locals[i]] = shared;
+    }
+    memcpy(g->block_dim, k->block, sizeof g->block_dim);
+    cgl_kernel_body(g, fn, k, cgl_iconst(g, 0), cgl_iconst(g, k->extent), symbols, buffers);
+    LLVMBuildRetVoid(g->b);
+    for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
+
+    Arena *arena = ir->arena;
+    for (uint32_t i = 0; i < k->count; i++) note_stores(k->stmts[i], written);
+    uint32_t *ids = arena_alloc(arena, (k->buffer_count + 1) * sizeof *ids);
+    bool *writes = arena_alloc(arena, (k->buffer_count + 1) * sizeof *writes);
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        ids[i] = k->buffers[i];
+        writes[i] = written[k->buffers[i]];
+        written[k->buffers[i]] = false;
+    }
+    for (uint32_t i = 0; i < k->local_count; i++) written[k->locals[i]] = false;
+    *info = (GpuKernelInfo){.name = name, .param_count = k->buffer_count, .params = ids, .writes = writes};
+    memcpy(info->grid, k->grid, sizeof k->grid);
+    memcpy(info->block, k->block, sizeof k->block);
+    free(params);
+    free(buffers);
+}
+
+/* Whether the module calls a libdevice function. */
+static bool needs_libdevice(LLVMModuleRef mod) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(f, &len);
+        if (LLVMIsDeclaration(f) && len > 5 && strncmp(name, "__nv_", 5) == 0) return true;
+    }
+    return false;
+}
+
+static const char *libdevice_path(Arena *arena) {
+    const char *env = getenv("TSR_LIBDEVICE");
+    if (env && *env) return env;
+    const char *home = getenv("CUDA_HOME");
+    const char *candidates[2] = {home && *home ? arena_printf(arena, "%s/nvvm/libdevice/libdevice.10.bc", home) : NULL,
+                                 "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"};
+    for (int i = 0; i < 2; i++)
+        if (candidates[i] && access(candidates[i], R_OK) == 0) return candidates[i];
+    return NULL;
+}
+
+/* Link libdevice into the module; its functions become internal, so that the pipeline keeps
+ * only those the kernels call. */
+static bool link_libdevice(CgLlvm *g) {
+    const char *path = libdevice_path(g->ir->arena);
+    if (!path) {
+        diag_error_noloc("this program uses transcendental functions (exp, log, tanh, …), which the GPU target "
+                         "takes from CUDA's libdevice, and none was found (looked in $CUDA_HOME/nvvm/libdevice and "
+                         "/usr/local/cuda/nvvm/libdevice; set TSR_LIBDEVICE to libdevice.10.bc)");
+        return false;
+    }
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+        diag_error_noloc("cannot read libdevice '%s': %s", path, err ? err : "");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    LLVMModuleRef lib;
+    bool bad = LLVMParseBitcodeInContext2(g->ctx, buf, &lib);
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad) {
+        diag_error_noloc("'%s' is not LLVM bitcode (TSR_LIBDEVICE must name libdevice.10.bc)", path);
+        return false;
+    }
+    LLVMSetTarget(lib, LLVMGetTarget(g->mod));
+    LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(g->mod));
+    if (LLVMLinkModules2(g->mod, lib)) {
+        diag_error_noloc("cannot link libdevice '%s' into the GPU module", path);
+        return false;
+    }
+    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f))
+        if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) != PTX_KERNEL_CALL_CONV)
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+    for (LLVMValueRef v = LLVMGetFirstGlobal(g->mod); v; v = LLVMGetNextGlobal(v))
+        if (!LLVMIsDeclaration(v)) LLVMSetLinkage(v, LLVMInternalLinkage);
+    /* __nvvm_reflect("__CUDA_FTZ") is 0: denormals are kept, as on the CPU. */
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                      LLVMValueAsMetadata(LLVMConstInt(g->i32, 0, 0)));
+    return true;
+}
+
+bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char *module, PtxModule *out) {
+    memset(out, 0, sizeof *out);
+    LLVMTargetMachineRef tm = cgl_target_machine(target->triple, target->gpu_arch, opt_level);
+    if (!tm) return false;
+    CgLlvm g;
+    cgl_init(&g, ir, module, tm);
+    g.libdevice = true;
+    uint32_t total = 0;
+    KernelList *lists = calloc(ir->function_count + 1, sizeof *lists);
+    bool *written = calloc(ir->buffer_count + 1, sizeof *written);
+    if (!lists || !written) diag_fatal_oom();
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        lists[f] = kernel_outline(ir, &ir->functions[f], target);
+        total += lists[f].count;
+    }
+    GpuKernelInfo *infos = arena_alloc(ir->arena, (total + 1) * sizeof *infos);
+    out->function_first = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *out->function_first);
+    uint32_t n = 0;
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrFunction *fn = &ir->functions[f];
+        out->function_first[f] = n;
+        const char *fname = abi_c_name(ir->arena, fn->name);
+        for (uint32_t k = 0; k < lists[f].count; k++, n++)
+            emit_kernel(&g, fn, &lists[f].kernels[k], arena_printf(ir->arena, "%s_%s_k%u", module, fname, k), written,
+                        &infos[n]);
+    }
+    out->function_first[ir->function_count] = n;
+    free(lists);
+    free(written);
+    bool ok = !needs_libdevice(g.mod) || link_libdevice(&g);
+    ok = ok && cgl_finish(&g, tm, opt_level, false, CG_ASM, &out->ptx);
+    cgl_dispose(&g);
+    LLVMDisposeTargetMachine(tm);
+    if (!ok) return false;
+    /* NUL-terminate the text for the image and the runtime's loader. */
+    unsigned char *text = realloc(out->ptx.data, out->ptx.size + 1);
+    if (!text) diag_fatal_oom();
+    text[out->ptx.size] = 0;
+    out->ptx.data = text;
+    out->gpu = (GpuImage){.ptx = (const char *)text, .arch = target->gpu_arch, .kernels = infos, .kernel_count = n};
+    return true;
+}

@@ -1,0 +1,409 @@
+/* header.c — the C header and the JSON manifest of an object built with `tsrc -c`.
+ *
+ * The object (cg_cpu.c) defines the model image MODULE__image and one function per exported
+ * routine; everything else a caller needs is small and lives in the header as static inline
+ * functions over the runtime (tsr.h): MODULE_create(seed) builds a tsr_state from the image,
+ * accessors return a buffer of the state, setters set an index symbol, MODULE_save and
+ * MODULE_load write and read checkpoints.  So the runtime is one
+ * static library shared by every object, and objects of several modules link together: every
+ * symbol is prefixed by the module's name.
+ *
+ * Names: a tensor's accessor is MODULE_NAME with the name shown by --print-shapes made a C
+ * identifier ("l1.w" → l1_w); a gradient's ends in _grad; a name that would clash with another
+ * export gets a numeric suffix.  Shape constants are MODULE_NAME_RANK, _SIZE and _DIMk macros.
+ *
+ * Text from outside the compiler (the input's path, tensor names, shapes) reaches the header
+ * only inside comments, through comment_text(), and the manifest only as JSON strings, through
+ * json_string(): neither can end the comment or the string, nor put raw control characters,
+ * invalid UTF-8 or bidirectional-override characters into the file.
+ *
+ * Requires: an optimised IrProgram with its plan. */
+#include "cg/header.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cg/abi.h"
+#include "cg/cg_ptx.h"
+#include "base/diag.h"
+
+typedef struct Export {
+    const char *shown;   /* the tensor's name in the program ("l1.w", "x.grad") */
+    const char *c_name;  /* after the module prefix: "l1_w" */
+    uint32_t buffer;
+    const char *role;    /* parameter, input, data, literal, computed, gradient */
+} Export;
+
+typedef struct Exports {
+    Export *items;
+    uint32_t count, cap;
+    const char **routines; /* per function: its C name, or NULL when not exported */
+} Exports;
+
+/* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case. */
+static bool taken(const Exports *x, const IrProgram *ir, const char *name) {
+    if (abi_reserved(name)) return true;
+    size_t setter = strlen(ABI_SETTER_PREFIX);
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (ir->symbols[i].settable && strncasecmp(name, ABI_SETTER_PREFIX, setter) == 0 &&
+            strcasecmp(name + setter, abi_c_name(ir->arena, ir->symbols[i].name)) == 0)
+            return true;
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        if (x->routines[f] && strcasecmp(x->routines[f], name) == 0) return true;
+    for (uint32_t i = 0; i < x->count; i++)
+        if (strcasecmp(x->items[i].c_name, name) == 0) return true;
+    return false;
+}
+
+static const char *role_of(const IrBuffer *b, bool grad) {
+    if (grad) return "gradient";
+    switch (b->kind) {
+    case BUF_PARAM: return "parameter";
+    case BUF_INPUT: return "input";
+    case BUF_DATA: return "data";
+    case BUF_LITERAL:
+    case BUF_CONSTANT: return "constant";
+    case BUF_SCRATCH: return "scratch";
+    case BUF_COMPUTED: return "computed";
+    }
+    return "computed";
+}
+
+static void add_export(Exports *x, const IrProgram *ir, const char *shown, uint32_t buffer, bool grad) {
+    if (buffer == UINT32_MAX || ir->buffers[buffer].is_virtual) return;
+    for (uint32_t i = 0; i < x->count; i++)
+        if (x->items[i].buffer == buffer) return; /* one tensor under two names: the first */
+    const char *base = abi_c_name(ir->arena, shown), *name = base;
+    for (unsigned k = 2; taken(x, ir, name); k++) name = arena_printf(ir->arena, "%s_%u", base, k);
+    ARENA_PUSH(ir->arena, x->items, x->count, x->cap,
+               ((Export){shown, name, buffer, role_of(&ir->buffers[buffer], grad)}));
+}
+
+static Exports exports_of(const IrProgram *ir) {
+    Exports x = {0};
+    x.routines = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *x.routines);
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        if (ir->exported[f]) x.routines[f] = abi_c_name(ir->arena, ir->functions[f].name);
+    for (uint32_t i = 0; i < ir->export_count; i++)
+        add_export(&x, ir, ir->exports[i].shown, ir->exports[i].buffer, ir->exports[i].grad);
+    return x;
+}
+
+/* The length of the valid UTF-8 sequence of a non-ASCII character at `p` (2 to 4 bytes: no
+ * overlong forms, no surrogates, at most U+10FFFF), or 0; its code point in *cp. */
+static int utf8_sequence(const unsigned char *p, uint32_t *cp) {
+    int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (n == 0 || p[0] > 0xf4) return 0;
+    uint32_t c = p[0] & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+    *cp = c;
+    return n;
+}
+
+/* Characters that reorder how text is displayed (U+202A-U+202E, U+2066-U+2069): shown
+ * escaped, so a name cannot make the header read differently from what the compiler sees. */
+static bool bidi_control(uint32_t c) { return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069); }
+
+/* `s` for the inside of a C comment: printable ASCII and valid UTF-8 as they are; a backslash
+ * as \\, control bytes, DEL and invalid UTF-8 bytes as \xHH, bidirectional controls as
+ * \uHHHH; and the pairs that would end or nest a comment, or make a trigraph, split by a
+ * backslash (star-slash, slash-star, two question marks).  The result never contains a
+ * newline, a star-slash or a slash-star. */
+static void comment_text(FILE *out, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        uint32_t cp;
+        int n;
+        if ((c == '*' && p[1] == '/') || (c == '/' && p[1] == '*') || (c == '?' && p[1] == '?')) {
+            fputc((int)c, out);
+            fputc('\\', out);
+        } else if (c == '\\') {
+            fputs("\\\\", out);
+        } else if (c >= 0x20 && c < 0x7f) {
+            fputc((int)c, out);
+        } else if (c >= 0x80 && (n = utf8_sequence(p, &cp)) > 0) {
+            if (bidi_control(cp)) fprintf(out, "\\u%04x", (unsigned)cp);
+            else fwrite(p, 1, (size_t)n, out);
+            p += n - 1;
+        } else {
+            fprintf(out, "\\x%02x", c);
+        }
+    }
+}
+
+static const char *upper(const IrProgram *ir, const char *module, const char *name) {
+    char *s = arena_printf(ir->arena, "%s_%s", module, name);
+    for (char *c = s; *c; c++) *c = (char)toupper((unsigned char)*c);
+    return s;
+}
+
+void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, FILE *out) {
+    Exports x = exports_of(ir);
+    const char *guard = upper(ir, module, "H");
+    fprintf(out, "/* %s.h — generated by tsrc from ", module);
+    comment_text(out, source);
+    fprintf(out,
+            ".  Do not edit.\n"
+            " *\n"
+            " * Link %s.o with the runtime: cc prog.c %s.o $(pkg-config --cflags --libs tsr)\n"
+            " * Buffers are float32, row-major, axes in memory order: batch, output, input.\n"
+            " * Every function returning int returns 0 (TSR_OK) or a tsr_status; the message is\n"
+            " * %s_last_error().  Given a NULL state, they return TSR_ERR_ARGUMENT (\"the state\n"
+            " * is NULL\") and accessors return NULL.\n"
+            " * Threads: a state must not be used by two threads at once (routines, setters and\n"
+            " * writes to its buffers do not lock); different states may be used concurrently,\n"
+            " * and the last error is per thread.  See docs/runtime.md. */\n"
+            "#ifndef %s\n#define %s\n\n#include <stdint.h>\n#include <tsr.h>\n\n"
+            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+            module, module, module, guard, guard);
+    fprintf(out,
+            "/* The model's state: every buffer and index symbol (a tsr_state). */\n"
+            "typedef struct %s_state %s_state;\n\n"
+            "extern const unsigned char %s__image[];\n"
+            "extern const uint64_t %s__image_size;\n\n"
+            "/* Allocate the buffers and initialise them: literals, parameters (seeded, reproducible),\n"
+            " * data sets (files are read now).  NULL on failure: see %s_last_error(). */\n"
+            "static inline %s_state *%s_create(uint64_t seed) {\n"
+            "    return (%s_state *)tsr_state_create(%s__image, (size_t)%s__image_size, seed);\n}\n"
+            "static inline void %s_destroy(%s_state *s) { tsr_state_destroy((tsr_state *)s); }\n"
+            "/* The text of the last error on this thread. */\n"
+            "static inline const char *%s_last_error(void) { return tsr_last_error(); }\n\n",
+            module, module, module, module, module, module, module, module, module, module, module, module, module);
+    fprintf(out,
+            "/* Checkpoints: every parameter as a NumPy .npz file (numpy.load reads it), one float32\n"
+            " * array per parameter, named as the tensor, of its dims in memory order.  Load reads\n"
+            " * such a file (or numpy.savez's) back; a missing file or array, a wrong shape or a\n"
+            " * damaged file is an error (TSR_ERR_DATA) that changes nothing. */\n"
+            "static inline int %s_save(%s_state *s, const char *path) { return tsr_state_save((tsr_state *)s, path); }\n"
+            "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n\n",
+            module, module, module, module);
+    if (gpu)
+        fprintf(out,
+                "/* A GPU model (--target=cuda): buffers live in the GPU's memory, and an accessor brings\n"
+                " * its buffer to the host (the pointer stays valid; what is written through it goes\n"
+                " * back to the GPU before the next routine that reads it).  Routines launch their\n"
+                " * kernels without waiting; reading a buffer waits.  sync_host brings every buffer to\n"
+                " * the host, sync_device sends the host's changes to the GPU; both wait for the GPU.\n"
+                " * The runtime loads the CUDA driver (libcuda.so.1) when the state is created. */\n"
+                "static inline int %s_sync_host(%s_state *s) { return tsr_state_sync_host((tsr_state *)s); }\n"
+                "static inline int %s_sync_device(%s_state *s) { return tsr_state_sync_device((tsr_state *)s); }\n\n",
+                module, module, module, module);
+    fputs("/* Routines. */\n", out);
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        if (x.routines[f]) fprintf(out, "int %s_%s(%s_state *s);\n", module, x.routines[f], module);
+    bool any_index = false, any_size = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        any_index |= ir->symbols[i].settable && !ir->symbols[i].size;
+        any_size |= ir->symbols[i].size;
+    }
+    if (any_size)
+        fputs("\n/* Run-time sizes (the `?` of an input, docs/runtime.md §16): not set (0) until set, and at least\n"
+              " * _MIN.  Setting one gives the tensors it sizes storage of that length (new, when the\n"
+              " * length changes: fill an input after setting its size).  A routine refuses to run while\n"
+              " * one is unset, or while two that the program equates differ. */\n",
+              out);
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        if (!ir->symbols[i].size) continue;
+        const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
+        fprintf(out, "#define %s_MIN %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range > 1 ? ir->symbols[i].range : 1);
+        fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t size) {\n"
+                     "    return tsr_state_set_symbol((tsr_state *)s, %u, size);\n}\n",
+                module, c, module, i);
+    }
+    if (any_index) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        if (!ir->symbols[i].settable || ir->symbols[i].size) continue;
+        const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
+        fprintf(out, "#define %s_RANGE %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range);
+        fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t value) {\n"
+                     "    return tsr_state_set_symbol((tsr_state *)s, %u, value);\n}\n",
+                module, c, module, i);
+    }
+    fputs("\n/* Tensors: accessors and shapes. */\n", out);
+    for (uint32_t i = 0; i < x.count; i++) {
+        const Export *e = &x.items[i];
+        const IrBuffer *b = &ir->buffers[e->buffer];
+        const char *u = upper(ir, module, e->c_name);
+        fputs("\n/* ", out);
+        comment_text(out, e->shown);
+        fputs(" : ", out);
+        comment_text(out, b->shape_text);
+        if (ir_buffer_dynamic(b)) {
+            /* The outermost length is a run-time size: the cells of one index of it, and the
+             * length as set. */
+            const char *size = ir->symbols[b->size_symbol].name;
+            fprintf(out, " — %s, %s × %" PRIu64 " float%s, dims [%s", e->role, size, b->size, b->size == 1 ? "" : "s", size);
+            for (uint32_t a = 1; a < b->rank; a++) fprintf(out, ", %" PRIu64, b->dims[a]);
+            fputs("] */\n", out);
+            fprintf(out, "#define %s_RANK %u\n#define %s_ROW_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
+            fprintf(out, "static inline int64_t %s_%s_dim0(%s_state *s) { return s ? ((tsr_state *)s)->symbols[%u] : 0; }\n",
+                    module, e->c_name, module, b->size_symbol);
+        } else {
+            fprintf(out, " — %s, %" PRIu64 " float%s, dims [", e->role, b->size, b->size == 1 ? "" : "s");
+            for (uint32_t a = 0; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+            fputs("] */\n", out);
+            fprintf(out, "#define %s_RANK %u\n#define %s_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
+        }
+        for (uint32_t a = ir_buffer_dynamic(b); a < b->rank; a++)
+            fprintf(out, "#define %s_DIM%u %" PRIu64 "ULL\n", u, a, b->dims[a]);
+        if (gpu)
+            fprintf(out, "static inline float *%s_%s(%s_state *s) { return s ? tsr_state_host_buffer((tsr_state *)s, %u) : NULL; }\n",
+                    module, e->c_name, module, e->buffer);
+        else
+            fprintf(out, "static inline float *%s_%s(%s_state *s) { return s ? ((tsr_state *)s)->buffers[%u] : NULL; }\n",
+                    module, e->c_name, module, e->buffer);
+    }
+    fprintf(out, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+}
+
+/* A JSON string (RFC 8259): quote and backslash escaped, control characters as \n \t \r \b \f
+ * or \u00HH, DEL and bidirectional controls as \uHHHH, valid UTF-8 as it is, and each byte
+ * of invalid UTF-8 as U+FFFD (a JSON text must be valid UTF-8). */
+static void json_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        uint32_t cp;
+        int n;
+        const char *short_escape = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                                 : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        if (short_escape) {
+            fputs(short_escape, out);
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(out, "\\u%04x", c);
+        } else if (c < 0x80) {
+            fputc((int)c, out);
+        } else if ((n = utf8_sequence(p, &cp)) > 0) {
+            if (bidi_control(cp)) fprintf(out, "\\u%04x", (unsigned)cp);
+            else fwrite(p, 1, (size_t)n, out);
+            p += n - 1;
+        } else {
+            fputs("\\ufffd", out);
+        }
+    }
+    fputc('"', out);
+}
+
+void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
+    Exports x = exports_of(ir);
+    fputs("{\n  \"module\": ", out);
+    json_string(out, module);
+    fprintf(out, ",\n  \"format\": 1,\n  \"image_symbol\": \"%s__image\",\n  \"routines\": [", module);
+    bool first = true;
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        if (!x.routines[f]) continue;
+        fprintf(out, "%s\n    {\"name\": ", first ? "" : ",");
+        json_string(out, ir->functions[f].name);
+        fprintf(out, ", \"symbol\": \"%s_%s\", \"returns\": \"int status\"}", module, x.routines[f]);
+        first = false;
+    }
+    fputs(first ? "],\n  \"indexes\": [" : "\n  ],\n  \"indexes\": [", out);
+    bool any_index = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        if (!ir->symbols[i].settable || ir->symbols[i].size) continue;
+        fprintf(out, "%s\n    {\"name\": ", any_index ? "," : "");
+        any_index = true;
+        json_string(out, ir->symbols[i].name);
+        fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\"}", ir->symbols[i].range, module,
+                abi_c_name(ir->arena, ir->symbols[i].name));
+    }
+    fputs(any_index ? "\n  ],\n  \"sizes\": [" : "],\n  \"sizes\": [", out);
+    bool any_size = false;
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        const IrSymbol *sym = &ir->symbols[i];
+        if (!sym->size) continue;
+        fprintf(out, "%s\n    {\"name\": ", any_size ? "," : "");
+        any_size = true;
+        json_string(out, sym->name);
+        fprintf(out, ", \"min\": %" PRId64 ", \"equals\": ", sym->range > 1 ? sym->range : 1);
+        json_string(out, ir->symbols[sym->leader].name);
+        fprintf(out, ", \"setter\": \"%s_set_%s\"}", module, abi_c_name(ir->arena, sym->name));
+    }
+    fputs(any_size ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
+    for (uint32_t i = 0; i < x.count; i++) {
+        const Export *e = &x.items[i];
+        const IrBuffer *b = &ir->buffers[e->buffer];
+        fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
+        json_string(out, e->shown);
+        fprintf(out, ", \"accessor\": \"%s_%s\", \"kind\": \"%s\", \"dtype\": \"float32\", \"shape\": ", module,
+                e->c_name, e->role);
+        json_string(out, b->shape_text);
+        fputs(", \"dims\": [", out);
+        bool dynamic = ir_buffer_dynamic(b); /* dims[0] is the run-time size's name */
+        if (dynamic) json_string(out, ir->symbols[b->size_symbol].name);
+        for (uint32_t a = dynamic; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
+        fprintf(out, "], \"%s\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\"}",
+                dynamic ? "row_size" : "size", b->size);
+    }
+    fputs(x.count ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
+void ptx_manifest_write(const IrProgram *ir, const char *module, const PtxModule *ptx, const char *ptx_file, FILE *out) {
+    const GpuImage *g = &ptx->gpu;
+    fputs("{\n  \"module\": ", out);
+    json_string(out, module);
+    fputs(",\n  \"format\": 1,\n  \"ptx\": ", out);
+    json_string(out, ptx_file);
+    fprintf(out, ",\n  \"arch\": \"%s\",\n  \"symbols\": [", g->arch);
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
+        json_string(out, ir->symbols[i].name);
+        fprintf(out, ", \"range\": %" PRId64 ", \"type\": \"i64\"}", ir->symbols[i].range);
+    }
+    fputs(ir->symbol_count ? "\n  ],\n  \"buffers\": [" : "],\n  \"buffers\": [", out);
+    /* The buffers some kernel takes, in id order. */
+    bool *used = calloc(ir->buffer_count + 1, sizeof *used);
+    if (!used) diag_fatal_oom();
+    for (uint32_t k = 0; k < g->kernel_count; k++)
+        for (uint32_t p = 0; p < g->kernels[k].param_count; p++) used[g->kernels[k].params[p]] = true;
+    bool first = true;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        if (!used[b]) continue;
+        const IrBuffer *buf = &ir->buffers[b];
+        fprintf(out, "%s\n    {\"id\": %u, \"name\": ", first ? "" : ",", b);
+        json_string(out, buf->name);
+        fputs(", \"shape\": ", out);
+        json_string(out, buf->shape_text ? buf->shape_text : "");
+        fprintf(out, ", \"cells\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", buf->size, buf->size * 4);
+        first = false;
+    }
+    free(used);
+    fputs(first ? "],\n  \"kernels\": [" : "\n  ],\n  \"kernels\": [", out);
+    for (uint32_t k = 0; k < g->kernel_count; k++) {
+        const GpuKernelInfo *kn = &g->kernels[k];
+        fprintf(out, "%s\n    {\"name\": \"%s\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
+                     "\"shared_bytes\": %u,\n     \"params\": [",
+                k ? "," : "", kn->name, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0], kn->block[1], kn->block[2],
+                kn->shared_bytes);
+        for (uint32_t i = 0; i < ir->symbol_count; i++) {
+            fprintf(out, "%s{\"symbol\": ", i ? ", " : "");
+            json_string(out, ir->symbols[i].name);
+            fputs(", \"type\": \"i64\"}", out);
+        }
+        /* The run's random key (abi.h), after the symbols: what tsr_state_begin_run writes. */
+        fprintf(out, "%s{\"random_key\": \"seed\", \"type\": \"i64\"}, {\"random_key\": \"run\", \"type\": \"i64\"}",
+                ir->symbol_count ? ", " : "");
+        for (uint32_t p = 0; p < kn->param_count; p++)
+            fprintf(out, ", {\"buffer\": %u, \"type\": \"f32*\", \"writes\": %s}", kn->params[p],
+                    kn->writes[p] ? "true" : "false");
+        fputs("]}", out);
+    }
+    fputs(g->kernel_count ? "\n  ],\n  \"routines\": [" : "],\n  \"routines\": [", out);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        fprintf(out, "%s\n    {\"name\": ", f ? "," : "");
+        json_string(out, ir->functions[f].name);
+        fputs(", \"launches\": [", out);
+        for (uint32_t k = ptx->function_first[f]; k < ptx->function_first[f + 1]; k++)
+            fprintf(out, "%s\"%s\"", k > ptx->function_first[f] ? ", " : "", g->kernels[k].name);
+        fputs("]}", out);
+    }
+    fputs(ir->function_count ? "\n  ]\n}\n" : "]\n}\n", out);
+}

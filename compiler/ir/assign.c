@@ -1,0 +1,791 @@
+/* assign.c — the tensor graph becomes buffers and assignments (ir.h, part 1).
+ *
+ * What it does: walks the tensors that the named tensors depend on, operands first, and gives
+ * each what it needs to exist at run time:
+ *   - literals, and stacks of literals, become buffers with their values (memory order);
+ *   - a scalar literal, `ones ()`/`zeros ()`, `!.x`: a constant buffer (opt.c folds its reads);
+ *   - parameters: a buffer initialised from their initial value (a number fills it, a literal
+ *     tensor gives the values) or, without one, uniformly in [-1, 1) from the program's seed;
+ *   - inputs and data: buffers filled from outside;
+ *   - an operator application: its `forward` block instantiated — each assignment's left side
+ *     and reads are slots (v/t/g = the result, v1/t1/g1 = operand 1, …) of one projections
+ *     record inferred by proj.c from the operator's logic and the closed shapes;
+ *   - `x @| i`: `r =: x` under the slice logic; a stack of computed tensors: one `r =: e_k`
+ *     per element, writing the new axis at k.
+ * An operator block may compute each cell with a whole scalar expression over its slots
+ * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps; a local
+ * definition `{ name } =: e` of a block stands for e in the statements after it.
+ *
+ * Then it collects the code: the implicit `forward` (every named tensor's forward assignments,
+ * operands first, each once), or each routine's statements in order — `t.forward`, a standalone
+ * assignment with its own pointwise record, `print`'s fresh computations.  The statements
+ * `t.zero_grads` and `t.backprop` are differentiation: grad.c makes their assignments, from the
+ * records and blocks built here (assign_build.h is what the two files share); `t.backprop` is
+ * told whether the routine assigned t.grad before it (else grad.c seeds a one-cell t with 1).
+ *
+ * Requires: elaborate() succeeded (every shape closed). */
+#include "ir/assign_build.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "ir/grad.h"
+#include "infer/proj.h"
+
+/* ---- Buffers ---------------------------------------------------------------------------------- */
+
+static const char *tensor_label(IrProgram *ir, const Tensor *t) {
+    if (t->shown) return t->shown;
+    if (t->name) return arena_printf(ir->arena, "%s#t%u", t->name, t->id);
+    const char *what = t->kind == TENSOR_OP ? t->op_name
+                     : t->kind == TENSOR_SLICE ? "slice"
+                     : t->kind == TENSOR_STACK ? "stack"
+                     : t->kind == TENSOR_LITERAL ? "literal"
+                     : t->kind == TENSOR_CONSTANT ? "constant"
+                     : "tensor";
+    return arena_printf(ir->arena, "_%s#t%u", what, t->id);
+}
+
+/* A run-time size on an axis other than the outermost in memory: its stride would not be known
+ * at compile time (ir.h IrBuffer.size_symbol).  (Its value and its gradient repeat one error,
+ * which diag drops.) */
+static void runtime_axis_error(Builder *bld, const Tensor *t, const Shape *shape) {
+    const char *name = t->shown ? t->shown : t->name;
+    bld->failed = true;
+    diag_error(t->span, "%s%s%s of shape %s has a run-time size on an axis other than its outermost (in memory order: "
+               "batch, output, input); this version needs a run-time size to be each tensor's first axis",
+               name ? "tensor '" : "this tensor", name ? name : "", name ? "'" : "",
+               shape_to_string(bld->program->solver, shape));
+}
+
+/* The buffer of a tensor node (creating it on first use). */
+static uint32_t node_buffer(Builder *bld, TNode node) {
+    IrProgram *ir = bld->ir;
+    uint32_t *slot = node.grad ? &bld->out->grad_buffer[node.tensor->id] : &bld->out->value_buffer[node.tensor->id];
+    if (*slot != UINT32_MAX) return *slot;
+    Tensor *t = node.tensor;
+    const Shape *shape = &bld->shapes[t->id];
+    IrBuffer b = {0};
+    b.id = ir->buffer_count;
+    b.grad = node.grad;
+    b.rank = proj_shape_rank(shape);
+    b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
+    proj_shape_dims(shape, b.dims);
+    b.size = 1;
+    for (uint32_t i = 0; i < b.rank; i++) {
+        if (size_is_runtime(b.dims[i])) { /* the cells of one index of it (ir.h) */
+            if (i > 0) runtime_axis_error(bld, t, shape);
+            continue;
+        }
+        /* Saturates: the executor refuses what it cannot hold. */
+        b.size = b.dims[i] && b.size > UINT64_MAX / b.dims[i] ? UINT64_MAX : b.size * b.dims[i];
+    }
+    const char *label = tensor_label(ir, t);
+    b.name = node.grad ? arena_printf(ir->arena, "%s.grad", label) : label;
+    b.shape_text = shape_to_string(bld->program->solver, shape);
+    b.keep = t->shown != NULL;
+    b.persistent = node.grad && !b.keep;
+    if (node.grad) {
+        b.kind = BUF_COMPUTED;
+    } else {
+        switch (t->kind) {
+        case TENSOR_LITERAL: b.kind = BUF_LITERAL; break;
+        case TENSOR_PARAM: b.kind = BUF_PARAM; b.keep = true; break;
+        case TENSOR_CONSTANT: b.kind = BUF_CONSTANT; break;
+        case TENSOR_INPUT: b.kind = BUF_INPUT; b.keep = true; break;
+        case TENSOR_DATA: b.kind = BUF_DATA; b.keep = true; break;
+        default: b.kind = BUF_COMPUTED; break;
+        }
+    }
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
+    *slot = b.id;
+    return b.id;
+}
+
+/* Buffer pointers are taken after creating the buffer (creating one may move the array). */
+static IrBuffer *buffer_of(Builder *b, TNode node) {
+    uint32_t id = node_buffer(b, node);
+    return &b->ir->buffers[id];
+}
+
+/* The values of a literal or a stack of literals, in memory order; NULL if not one. */
+static double *literal_values(Builder *b, Tensor *t) {
+    IrProgram *ir = b->ir;
+    const Shape *shape = &b->shapes[t->id];
+    uint32_t rank = proj_shape_rank(shape);
+    uint64_t size = 1, dims[rank ? rank : 1];
+    proj_shape_dims(shape, dims);
+    for (uint32_t i = 0; i < rank; i++) size *= dims[i];
+    if (t->kind == TENSOR_LITERAL && t->iota) { /* `iota ()`: one axis, so the cell number is the index */
+        double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
+        for (uint64_t i = 0; i < size; i++) v[i] = (double)i;
+        return v;
+    }
+    if (t->kind == TENSOR_LITERAL) {
+        if (size != t->value_count) return NULL;
+        double *v = arena_alloc(ir->arena, size * sizeof *v);
+        memcpy(v, t->values, size * sizeof *v);
+        return v;
+    }
+    if (t->kind != TENSOR_STACK) return NULL;
+    /* The new axis is the first of its row: find its memory-order position. */
+    RowKind kind = ROW_OUTPUT;
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (shape->rows[k].count && shape->rows[k].dims[0].size == t->operand_count &&
+            shape->rows[k].count == b->shapes[t->operands[0]->id].rows[k].count + 1)
+            kind = (RowKind)k;
+    uint32_t pos = kind == ROW_BATCH ? 0 : kind == ROW_OUTPUT ? shape->rows[ROW_BATCH].count
+                                                              : shape->rows[ROW_BATCH].count + shape->rows[ROW_OUTPUT].count;
+    uint64_t outer = 1, inner = 1;
+    for (uint32_t i = 0; i < pos; i++) outer *= dims[i];
+    for (uint32_t i = pos + 1; i < rank; i++) inner *= dims[i];
+    double *v = arena_alloc(ir->arena, (size ? size : 1) * sizeof *v);
+    for (uint32_t k = 0; k < t->operand_count; k++) {
+        double *e = literal_values(b, t->operands[k]);
+        if (!e) return NULL;
+        for (uint64_t o = 0; o < outer; o++)
+            memcpy(&v[(o * t->operand_count + k) * inner], &e[o * inner], inner * sizeof *v);
+    }
+    return v;
+}
+
+/* ---- Assignments ------------------------------------------------------------------------------ */
+
+void push_assignment(Arena *arena, AssignList *list, Assignment *a) {
+    ARENA_PUSH(arena, list->items, list->count, list->cap, a);
+}
+
+static void add_forward(Builder *b, Assignment *a) {
+    push_assignment(b->ir->arena, &b->info[b->current->id].forward, a);
+}
+
+static Projections *infer(Builder *b, Logic logic, Tensor **slots, uint32_t n, Tensor *owner,
+                          const char *what) {
+    Shape *shapes = arena_alloc(b->ir->arena, n * sizeof *shapes);
+    for (uint32_t i = 0; i < n; i++) shapes[i] = b->shapes[slots[i]->id];
+    ProjProblem p = {.logic = logic, .spec = owner->spec, .slot_count = n, .shapes = shapes,
+                     .symbol = owner->index, .span = owner->span, .what = what};
+    Projections *proj = proj_infer(b->ir->arena, &p);
+    if (!proj) b->failed = true;
+    return proj;
+}
+
+Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Projections *proj, Span span,
+                           const char *what) {
+    Assignment *a = arena_alloc(b->ir->arena, sizeof *a);
+    a->lhs = lhs;
+    a->accum = ACC_NONE;
+    a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
+    a->rhs->kind = kind;
+    a->proj = proj;
+    a->span = span;
+    a->what = what;
+    return a;
+}
+
+/* The index of `acc` among a's reads, adding it if new. */
+static uint32_t add_read(Arena *arena, Assignment *a, Access acc) {
+    for (uint32_t i = 0; i < a->read_count; i++)
+        if (a->reads[i].node.tensor == acc.node.tensor && a->reads[i].node.grad == acc.node.grad &&
+            a->reads[i].slot == acc.slot)
+            return i;
+    Access *grown = arena_alloc(arena, (a->read_count + 1) * sizeof *grown);
+    if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
+    grown[a->read_count] = acc;
+    a->reads = grown;
+    return a->read_count++;
+}
+
+Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj, Span span,
+                            const char *what) {
+    Assignment *a = new_assignment(b, (Access){.node = {dst, false}, .slot = 0}, AE_READ, proj, span, what);
+    a->rhs->read = add_read(b->ir->arena, a, (Access){.node = {src, false}, .slot = 1});
+    return a;
+}
+
+static bool is_rest_name(const char *name) {
+    return (name[0] == 'v' || name[0] == 't' || name[0] == 'g') && name[1] == 'n' && name[2] == '\0';
+}
+
+static bool block_access(BlockContext *c, const Node *n, Access *out) {
+    uint32_t slot;
+    bool grad;
+    if (n->kind == NODE_VAR && c->rest_slot && is_rest_name(n->name)) {
+        *out = (Access){.node = {c->slots[c->rest_slot], n->name[0] == 'g'}, .slot = c->rest_slot};
+        return true;
+    }
+    if (n->kind != NODE_VAR || !ast_slot_name(n->name, &slot, &grad)) return false;
+    if (slot >= c->slot_count) {
+        diag_error(n->span, "'%s' names operand %u, but this operator has %u", n->name, slot, c->slot_count - 1);
+        c->b->failed = true;
+        return false;
+    }
+    *out = (Access){.node = {c->slots[slot], grad}, .slot = slot};
+    for (uint32_t k = 0; k < c->own_read_count; k++) /* an assignment with its own logic */
+        if (c->own_reads[k] == n) out->slot = k + 1;
+    return true;
+}
+
+static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n);
+
+/* `random ()` in %cd code: the one primitive without operands, a uniform number in [0, 1) per
+ * cell of the left side and per routine run (docs/ir.md §2.5, IR_RANDOM). */
+static const char RANDOM_PRIMITIVE[] = "random";
+
+static AExpr *random_expr(Arena *arena) {
+    AExpr *e = arena_alloc(arena, sizeof *e);
+    e->kind = AE_RANDOM;
+    return e;
+}
+
+static AExpr *random_misused(Builder *b, Span span) {
+    diag_error(span, "'%s' takes no operands: it is written '%s ()'", RANDOM_PRIMITIVE, RANDOM_PRIMITIVE);
+    b->failed = true;
+    return NULL;
+}
+
+static AExpr *op_expr(BlockContext *c, Assignment *a, ScalarOp op, const Node **args, uint32_t n, Span span) {
+    if (n != scalar_op_arity(op)) {
+        diag_error(span, "'%s' takes %u operand%s in code, but %u %s given", scalar_op_name(op), scalar_op_arity(op),
+                   scalar_op_arity(op) == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+        c->b->failed = true;
+        return NULL;
+    }
+    AExpr *e = arena_alloc(c->b->ir->arena, sizeof *e);
+    e->kind = AE_OP;
+    e->op = op;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->args[i] = block_expr(c, a, args[i]))) return NULL;
+    return e;
+}
+
+static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
+    Arena *arena = c->b->ir->arena;
+    Access acc;
+    switch (n->kind) {
+    case NODE_INT:
+    case NODE_FLOAT: {
+        AExpr *e = arena_alloc(arena, sizeof *e);
+        e->kind = AE_CONST;
+        e->value = n->kind == NODE_INT ? (double)n->ival : n->fval;
+        return e;
+    }
+    case NODE_VAR:
+        for (uint32_t i = c->local_limit; i-- > 0;)
+            if (strcmp(c->locals[i].name, n->name) == 0) {
+                uint32_t limit = c->local_limit;
+                c->local_limit = c->locals[i].visible;
+                AExpr *e = block_expr(c, a, c->locals[i].value);
+                c->local_limit = limit;
+                return e;
+            }
+        if (!block_access(c, n, &acc)) break;
+        {
+            AExpr *e = arena_alloc(arena, sizeof *e);
+            e->kind = AE_READ;
+            e->read = add_read(arena, a, acc);
+            return e;
+        }
+    case NODE_UNOP:
+        if (strcmp(n->name, "-") == 0) {
+            const Node *args[1] = {n->a};
+            return op_expr(c, a, SOP_NEG, args, 1, n->span);
+        }
+        break;
+    case NODE_BINOP: {
+        bool swapped;
+        int op = scalar_op_code(n->name, true, &swapped);
+        const Node *args[2] = {swapped ? n->b : n->a, swapped ? n->a : n->b};
+        if (op >= 0) return op_expr(c, a, (ScalarOp)op, args, 2, n->span);
+        diag_error(n->span, "'%s' is not a primitive operation of %%cd code", n->name);
+        c->b->failed = true;
+        return NULL;
+    }
+    case NODE_APP:
+        if (n->a->kind == NODE_VAR && strcmp(n->a->name, RANDOM_PRIMITIVE) == 0)
+            return n->list.count == 1 && n->list.items[0]->kind == NODE_UNIT ? random_expr(arena)
+                                                                              : random_misused(c->b, n->span);
+        if (n->a->kind == NODE_VAR) {
+            int op = scalar_op_lookup(n->a->name, false);
+            if (op < 0) {
+                diag_error(n->a->span, "'%s' is not a primitive operation of %%cd code", n->a->name);
+                c->b->failed = true;
+                return NULL;
+            }
+            const Node *args[3];
+            uint32_t count = 0;
+            for (uint32_t i = 0; i < n->list.count; i++) {
+                const Node *x = n->list.items[i];
+                if (x->kind == NODE_TUPLE && n->list.count == 1) {
+                    for (uint32_t j = 0; j < x->list.count && count < 3; j++) args[count++] = x->list.items[j];
+                    if (x->list.count > 3) count = 4;
+                } else if (count < 3) {
+                    args[count++] = x;
+                } else {
+                    count = 4;
+                }
+            }
+            return op_expr(c, a, (ScalarOp)op, args, count, n->span);
+        }
+        break;
+    default: break;
+    }
+    diag_error(n->span, "this is not supported in an operator's code block yet: write slot names (v, v1, g1, …), "
+               "numbers and primitive operations");
+    c->b->failed = true;
+    return NULL;
+}
+
+/* `{ name } =: expr` in an operator's block: `name` stands for expr's value at each point of the
+ * operation's iteration space in the statements after it (no buffer is made). */
+static void block_local(BlockContext *c, const Node *n) {
+    const Node *def = n->a->list.count ? n->a->list.items[0] : NULL;
+    if (n->a->list.count != 1 || def->a || strcmp(n->name, "=:") != 0 || n->c) {
+        diag_error(n->span, "a local definition in an operator's block is written '{ name } =: expression'");
+        c->b->failed = true;
+        return;
+    }
+    uint32_t slot;
+    bool grad;
+    if (ast_slot_name(def->name, &slot, &grad)) {
+        diag_error(def->span, "'%s' is a slot name; a local definition needs another name", def->name);
+        c->b->failed = true;
+        return;
+    }
+    BlockLocal local = {.name = def->name, .value = n->b, .visible = c->local_count};
+    ARENA_PUSH(c->b->ir->arena, c->locals, c->local_count, c->local_cap, local);
+    c->local_limit = c->local_count;
+}
+
+/* The projections of assignment `a` (node `n`) of a block whose operator has no ~logic:: its
+ * own logic over its own slots, the left side then the slots read in the order written (the
+ * slots elab.c's emit_block_logics related the same way). */
+static const Projections *own_projections(BlockContext *c, Assignment *a, const Node *n) {
+    Arena *arena = c->b->ir->arena;
+    uint32_t count = c->own_read_count + 1;
+    Shape *shapes = arena_alloc(arena, count * sizeof *shapes);
+    shapes[0] = c->b->shapes[a->lhs.node.tensor->id];
+    a->lhs.slot = 0;
+    for (uint32_t k = 0; k < c->own_read_count; k++) {
+        uint32_t slot;
+        bool grad;
+        ast_slot_name(c->own_reads[k]->name, &slot, &grad);
+        shapes[k + 1] = c->b->shapes[c->slots[slot]->id];
+    }
+    const Spec *spec = n->c->spec;
+    ProjProblem p = {.logic = spec ? LOGIC_SPEC : logic_named(n->c->text[0]), .spec = spec, .slot_count = count, .shapes = shapes,
+                     .span = c->span, .what = c->what};
+    const Projections *proj = proj_infer(arena, &p);
+    if (!proj) c->b->failed = true;
+    return proj;
+}
+
+/* Whether `n` names the rest operand, directly or through the local definitions visible below
+ * `limit`. */
+static bool mentions_rest(const BlockContext *c, const Node *n, uint32_t limit) {
+    if (!n) return false;
+    if (n->kind == NODE_VAR) {
+        for (uint32_t i = limit; i-- > 0;)
+            if (strcmp(c->locals[i].name, n->name) == 0) return mentions_rest(c, c->locals[i].value, c->locals[i].visible);
+        return is_rest_name(n->name);
+    }
+    if (mentions_rest(c, n->a, limit) || mentions_rest(c, n->b, limit) || mentions_rest(c, n->c, limit)) return true;
+    for (uint32_t i = 0; i < n->list.count; i++)
+        if (mentions_rest(c, n->list.items[i], limit)) return true;
+    return false;
+}
+
+void block_statement(BlockContext *c, const Node *n) {
+    if (c->b->failed) return;
+    if (n->kind == NODE_ASSIGN && n->a->kind != NODE_RECORD && c->rest && !c->rest_slot &&
+        mentions_rest(c, n, c->local_count)) {
+        for (uint32_t s = c->rest; s < c->slot_count && !c->b->failed; s++) {
+            c->rest_slot = s;
+            block_statement(c, n);
+        }
+        c->rest_slot = 0;
+        return;
+    }
+    switch (n->kind) {
+    case NODE_CODE: block_statement(c, n->a); return;
+    case NODE_COMMENTED: block_statement(c, n->b); return;
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) block_statement(c, n->list.items[i]);
+        return;
+    case NODE_ASSIGN: break;
+    default:
+        diag_error(n->span, "an operator's code block holds assignments");
+        c->b->failed = true;
+        return;
+    }
+    if (n->a->kind == NODE_RECORD) {
+        block_local(c, n);
+        return;
+    }
+    Assignment *a = arena_alloc(c->b->ir->arena, sizeof *a);
+    if (!block_access(c, n->a, &a->lhs)) {
+        if (!c->b->failed)
+            diag_error(n->a->span, "the left side of an assignment in an operator's block is a slot name "
+                       "(v, g, g1, …)");
+        c->b->failed = true;
+        return;
+    }
+    if (!accum_parse(n->name, &a->accum, &a->reset)) {
+        diag_error(n->span, "unknown assignment operator '%s'", n->name);
+        c->b->failed = true;
+        return;
+    }
+    if (n->c && c->proj) {
+        diag_error(n->c->span, "an assignment in an operator's block uses the operator's logic; "
+                   "'~logic:' is not allowed here");
+        c->b->failed = true;
+        return;
+    }
+    if (!c->proj) { /* an operator without ~logic: (elab.c check_block_logics) */
+        c->own_reads = NULL;
+        c->own_read_count = 0;
+        uint32_t cap = 0;
+        ast_code_reads(c->b->ir->arena, n->b, &c->own_reads, &c->own_read_count, &cap);
+    }
+    a->rhs = block_expr(c, a, n->b);
+    if (!a->rhs) return;
+    a->proj = c->proj ? c->proj : own_projections(c, a, n);
+    c->own_read_count = 0;
+    if (!a->proj) return;
+    a->span = c->span;
+    a->what = c->what;
+    ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
+}
+
+const char *operation_what(Builder *b, const Tensor *t) {
+    return t->logic == LOGIC_SPEC ? arena_printf(b->ir->arena, "einsum '%s'", t->op_name)
+                                  : arena_printf(b->ir->arena, "'%s'", t->op_name);
+}
+
+static void build_operator(Builder *b, Tensor *t) {
+    uint32_t n = t->operand_count + 1;
+    Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
+    slots[0] = t;
+    for (uint32_t i = 1; i < n; i++) slots[i] = t->operands[i - 1];
+    const char *what = operation_what(b, t);
+    /* Without ~logic: each assignment of the blocks has its own projections (own_projections). */
+    Projections *proj = t->logic == LOGIC_NONE ? NULL : infer(b, t->logic, slots, n, t, what);
+    if (!proj && t->logic != LOGIC_NONE) return;
+    b->info[t->id].slots = slots;
+    b->info[t->id].slot_count = n;
+    b->info[t->id].proj = proj;
+    BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span,
+                      .rest = operator_rest(t->op)};
+    block_statement(&c, t->op->a);
+    for (uint32_t i = 0; i < c.out_count; i++) {
+        if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
+            diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
+            b->failed = true;
+            return;
+        }
+        add_forward(b, c.out[i]);
+    }
+}
+
+static void build_tensor(Builder *b, Tensor *t);
+
+/* The cells of a row of t's closed shape (1 for an empty row). */
+static double row_cells(Builder *b, const Tensor *t, RowKind kind) {
+    const Row *row = &b->shapes[t->id].rows[kind];
+    double cells = 1;
+    for (uint32_t i = 0; i < row->count; i++) cells *= (double)row->dims[i].size;
+    return cells;
+}
+
+/* A parameter without an initial tensor: drawn as its RandomInit says (elab.h). */
+static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
+    const RandomInit *r = &t->random;
+    double fan_in = row_cells(b, t, ROW_INPUT), fan_out = row_cells(b, t, ROW_OUTPUT);
+    double fan = r->fan == FAN_IN ? fan_in : r->fan == FAN_OUT ? fan_out : r->fan == FAN_SUM ? fan_in + fan_out : 1;
+    buf->init = r->normal ? INIT_NORMAL : INIT_UNIFORM;
+    buf->fill = r->scale / sqrt(fan);
+    buf->init_shift = r->shift;
+}
+
+static void build_param(Builder *b, Tensor *t) {
+    IrBuffer *buf = buffer_of(b, (TNode){t, false});
+    if (!t->operand_count) {
+        random_param(b, t, buf);
+        return;
+    }
+    Tensor *init = t->operands[0];
+    if ((init->kind == TENSOR_LITERAL || init->kind == TENSOR_CONSTANT) && init->value_count == 1) {
+        buf->init = INIT_FILL;
+        buf->fill = init->values[0];
+        return;
+    }
+    double *values = literal_values(b, init);
+    if (values) {
+        buf->init = INIT_VALUES;
+        buf->values = values;
+        return;
+    }
+    diag_error(init->span, "the initial value of parameter '%s' must be a number or a literal tensor in this "
+               "version", t->name);
+    b->failed = true;
+}
+
+static void build_tensor(Builder *b, Tensor *t) {
+    if (b->visited[t->id] || b->failed) return;
+    b->visited[t->id] = true;
+    IrProgram *ir = b->ir;
+    if (t->kind == TENSOR_STACK) {
+        double *values = literal_values(b, t);
+        if (values) {
+            IrBuffer *buf = buffer_of(b, (TNode){t, false});
+            buf->kind = BUF_LITERAL;
+            buf->init = INIT_VALUES;
+            buf->values = values;
+            return;
+        }
+    }
+    if (t->kind != TENSOR_PARAM) /* a parameter's initial value is not part of the computation */
+        for (uint32_t i = 0; i < t->operand_count; i++) build_tensor(b, t->operands[i]);
+    b->current = t;
+    switch (t->kind) {
+    case TENSOR_LITERAL: {
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
+        if (t->value_count == 1 && buf->size == 1) {
+            buf->kind = BUF_CONSTANT;
+            buf->init = INIT_FILL;
+            buf->fill = t->values[0];
+        } else {
+            buf->init = INIT_VALUES;
+            buf->values = literal_values(b, t);
+        }
+        break;
+    }
+    case TENSOR_CONSTANT: {
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
+        buf->init = INIT_FILL;
+        buf->fill = t->values[0];
+        break;
+    }
+    case TENSOR_PARAM: build_param(b, t); break;
+    case TENSOR_STATE: {
+        IrBuffer *buf = buffer_of(b, (TNode){t, false});
+        buf->keep = true;
+        buf->init = INIT_FILL;
+        buf->fill = 0;
+        break;
+    }
+    case TENSOR_INPUT:
+    case TENSOR_DATA: node_buffer(b, (TNode){t, false}); break;
+    case TENSOR_INDEX: break; /* read as the symbol's value, no storage */
+    case TENSOR_OP: build_operator(b, t); break;
+    case TENSOR_SLICE: {
+        Tensor *slots[2] = {t, t->operands[0]};
+        Projections *proj = infer(b, LOGIC_SLICE, slots, 2, t, "'@|'");
+        b->info[t->id].proj = proj;
+        if (proj) add_forward(b, copy_assignment(b, t, t->operands[0], proj, t->span, "'@|'"));
+        break;
+    }
+    case TENSOR_STACK: {
+        const Shape *shape = &b->shapes[t->id];
+        RowKind kind = ROW_OUTPUT;
+        for (int k = 0; k < ROW_KINDS; k++)
+            if (shape->rows[k].count == b->shapes[t->operands[0]->id].rows[k].count + 1) kind = (RowKind)k;
+        for (uint32_t k = 0; k < t->operand_count && !b->failed; k++) {
+            Shape shapes[2] = {*shape, b->shapes[t->operands[k]->id]};
+            ProjProblem p = {.logic = LOGIC_STACK, .slot_count = 2, .shapes = shapes, .stack_index = k,
+                             .stack_row = kind, .span = t->span, .what = "stacking"};
+            Projections *proj = proj_infer(ir->arena, &p);
+            if (!proj) {
+                b->failed = true;
+                break;
+            }
+            add_forward(b, copy_assignment(b, t, t->operands[k], proj, t->operands[k]->span, "stacking"));
+        }
+        break;
+    }
+    }
+}
+
+/* ---- Collecting code --------------------------------------------------------------------------- */
+
+/* The forward assignments of t and of everything it depends on, operands first, each once per
+ * generation. */
+static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
+    if (b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_forward(b, t->operands[i], out);
+    const AssignList *f = &b->info[t->id].forward;
+    for (uint32_t i = 0; i < f->count; i++) push_assignment(b->ir->arena, out, f->items[i]);
+}
+
+/* Like collect_forward, but tensors made before `fresh_from` are read as they are. */
+static void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out) {
+    if (t->id < fresh_from || b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_fresh(b, t->operands[i], fresh_from, out);
+    const AssignList *f = &b->info[t->id].forward;
+    for (uint32_t i = 0; i < f->count; i++) push_assignment(b->ir->arena, out, f->items[i]);
+}
+
+/* Standalone assignments: slot 0 is the left side, then one slot per tensor read, numbered by
+ * elab.c in the order written (CodeExpr.slot); the assignment's logic relates them (a routine's
+ * `c =:+ a * b ~logic:"@"` loops as the operator `*` would, `total =+ g ~logic:"i, j => i"`
+ * reduces over j). */
+static AExpr *standalone_expr(Builder *b, Assignment *a, const CodeExpr *x) {
+    AExpr *e = arena_alloc(b->ir->arena, sizeof *e);
+    switch (x->kind) {
+    case CEXPR_CONST:
+        e->kind = AE_CONST;
+        e->value = x->value;
+        return e;
+    case CEXPR_TENSOR:
+        e->kind = AE_READ;
+        e->read = add_read(b->ir->arena, a, (Access){.node = {x->tensor, x->grad}, .slot = x->slot});
+        return e;
+    case CEXPR_OP: {
+        if (!x->binary && strcmp(x->op, RANDOM_PRIMITIVE) == 0)
+            return x->arg_count == 0 ? random_expr(b->ir->arena) : random_misused(b, x->span);
+        bool swapped;
+        int op = scalar_op_code(x->op, x->binary, &swapped);
+        if (op < 0 || scalar_op_arity((ScalarOp)op) != x->arg_count)
+            diag_internal("'%s' with %u operands passed elaboration", x->op, x->arg_count);
+        e->kind = AE_OP;
+        e->op = (ScalarOp)op;
+        for (uint32_t i = 0; i < x->arg_count; i++) {
+            const CodeExpr *arg = x->args[swapped ? 1 - i : i];
+            if (!(e->args[i] = standalone_expr(b, a, arg))) return NULL;
+        }
+        return e;
+    }
+    }
+    return NULL;
+}
+
+static void standalone_slots(const CodeExpr *x, Tensor **slots) {
+    if (x->kind == CEXPR_TENSOR) slots[x->slot] = x->tensor;
+    for (uint32_t i = 0; i < x->arg_count; i++) standalone_slots(x->args[i], slots);
+}
+
+static Assignment *standalone(Builder *b, const CodeStep *step) {
+    Arena *arena = b->ir->arena;
+    Assignment *a = arena_alloc(arena, sizeof *a);
+    if (!accum_parse(step->op, &a->accum, &a->reset)) {
+        diag_error(step->span, "unknown assignment operator '%s'", step->op);
+        b->failed = true;
+        return NULL;
+    }
+    Tensor **slots = arena_alloc(arena, step->slot_count * sizeof *slots);
+    slots[0] = step->tensor;
+    standalone_slots(step->rhs, slots);
+    for (uint32_t i = 0; i < step->slot_count; i++) build_tensor(b, slots[i]);
+    a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
+    if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
+    Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);
+    for (uint32_t i = 0; i < step->slot_count; i++) shapes[i] = b->shapes[slots[i]->id];
+    ProjProblem p = {.logic = step->logic, .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,
+                     .span = step->span, .what = "this assignment"};
+    if (!(a->proj = proj_infer(arena, &p))) {
+        b->failed = true;
+        return NULL;
+    }
+    a->span = step->span;
+    a->what = "assignment";
+    return a;
+}
+
+static void build_routine(Builder *b, const Routine *r, AssignList *out) {
+    Arena *arena = b->ir->arena;
+    out->name = r->name;
+    for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
+        const CodeStep *step = &r->steps[s];
+        if (step->kind == STEP_ASSIGN) {
+            Assignment *a = standalone(b, step);
+            if (!a) return;
+            /* Tensors the right side built (`relu x` in `y =: relu x + 1`) are computed first. */
+            b->generation++;
+            for (uint32_t i = 0; i < a->read_count; i++) {
+                Tensor *t = a->reads[i].node.tensor;
+                if (!a->reads[i].node.grad && !t->shown) collect_forward(b, t, out);
+            }
+            push_assignment(arena, out, a);
+            continue;
+        }
+        build_tensor(b, step->tensor);
+        if (b->failed) return;
+        if (step->kind == STEP_ZERO_GRADS) {
+            grad_zero(b, step->tensor, step->span, out);
+        } else if (step->kind == STEP_BACKPROP) {
+            bool seeded = false; /* by the routine itself: `t.grad =: …` before this statement */
+            for (uint32_t k = 0; k < s && !seeded; k++)
+                seeded = r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad && r->steps[k].tensor == step->tensor;
+            grad_backprop(b, step->tensor, !seeded, step->span, out);
+        } else {
+            b->generation++;
+            if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
+            else collect_fresh(b, step->tensor, step->fresh_from, out);
+        }
+    }
+}
+
+/* Every access of every assignment gets its buffer (created now if it was not yet) or, for
+ * `!@i` read as a number, its index symbol: lowering never needs the tensor graph. */
+static void resolve_access(Builder *b, Access *acc) {
+    const Tensor *t = acc->node.tensor;
+    acc->symbol = t->kind == TENSOR_INDEX && !acc->node.grad ? t->index : NULL;
+    acc->buffer = acc->symbol ? UINT32_MAX : node_buffer(b, acc->node);
+}
+
+static void resolve_list(Builder *b, AssignList *list) {
+    for (uint32_t i = 0; i < list->count; i++) {
+        Assignment *a = list->items[i];
+        resolve_access(b, &a->lhs);
+        for (uint32_t r = 0; r < a->read_count; r++) resolve_access(b, &a->reads[r]);
+    }
+}
+
+bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
+    memset(out, 0, sizeof *out);
+    Arena *arena = arena_new();
+    IrProgram *ir = arena_alloc(arena, sizeof *ir);
+    ir->arena = arena;
+    ir->seed = options ? options->seed : 0;
+    uint32_t n = program->tensor_count;
+    out->program = program;
+    out->value_buffer = arena_alloc(arena, (n + 1) * sizeof *out->value_buffer);
+    out->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *out->grad_buffer);
+    Builder b = {.ir = ir, .program = program, .out = out};
+    b.shapes = arena_alloc(arena, (n + 1) * sizeof *b.shapes);
+    for (uint32_t i = 0; i < n; i++) {
+        out->value_buffer[i] = out->grad_buffer[i] = UINT32_MAX;
+        b.shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
+    }
+    b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
+    b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
+    b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
+    /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
+        Tensor *t = program->named[i];
+        if (t->kind != TENSOR_INDEX) buffer_of(&b, (TNode){t, false})->keep = true;
+    }
+    out->forward.name = "forward";
+    b.generation++;
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++)
+        collect_forward(&b, program->named[i], &out->forward);
+    out->routines = arena_alloc(arena, (program->routine_count + 1) * sizeof *out->routines);
+    for (uint32_t i = 0; i < program->routine_count && !b.failed; i++)
+        build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
+    if (b.failed) {
+        arena_free(arena);
+        return false;
+    }
+    /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
+    if (out->routine_count == 0) resolve_list(&b, &out->forward);
+    for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
+    out->ir = ir;
+    return true;
+}

@@ -1,0 +1,94 @@
+/* assign.h — from the tensor graph to the assignment IR (ir.h, part 1).
+ *
+ * assign_build() makes one buffer per tensor node that computation needs and, for every
+ * operation reachable from a named tensor, its forward assignments: an operator application
+ * instantiates the operator's `forward` block with the slot names bound to the result and the
+ * operands; a slice and a stack of computed tensors are built-in assignments.  A parameter's
+ * initial value must be a number or a literal tensor: it becomes the buffer's initial contents.  Each operation's projections record comes from proj.c.  Literal tensors (and
+ * stacks of them) become initialised buffers, not assignments.
+ *
+ * A routine's `t.zero_grads` and `t.backprop` are differentiated by grad.c (grad.h), which
+ * instantiates the operators' `backward` blocks over the same records.
+ *
+ * Every access is resolved to its buffer (or index symbol) before assign_build() returns, so
+ * lowering only reads the assignments.
+ *
+ * Requires closed shapes (elaborate() without errors). */
+#ifndef TSR_ASSIGN_H
+#define TSR_ASSIGN_H
+
+#include "ir/ir.h"
+#include "infer/proj.h"
+
+/* ---- The assignment IR ------------------------------------------------------------------------ */
+
+/* A tensor node: a tensor's value or its gradient. */
+typedef struct TNode {
+    Tensor *tensor;
+    bool grad;
+} TNode;
+
+typedef struct Access {
+    TNode node;
+    uint32_t slot;      /* which index map of the record addresses it */
+    /* Resolved when the assignments are complete (every buffer exists before lowering): */
+    uint32_t buffer;    /* the node's buffer, or UINT32_MAX for an index symbol's value */
+    const char *symbol; /* `!@i` read as a number: the index symbol, else NULL */
+} Access;
+
+typedef enum AExprKind {
+    AE_CONST,  /* value */
+    AE_READ,   /* reads[read] */
+    AE_OP,     /* op(args) */
+    AE_RANDOM, /* `random ()`: a uniform number in [0, 1) for the left side's cell in this
+                * routine run (lowered to IR_RANDOM at the left side's index) */
+} AExprKind;
+
+typedef struct AExpr AExpr;
+struct AExpr {
+    AExprKind kind;
+    ScalarOp op;
+    double value;
+    uint32_t read;
+    AExpr *args[3];
+};
+
+typedef struct Assignment {
+    Access lhs;
+    AccumOp accum;
+    bool reset;           /* the `:` */
+    AExpr *rhs;
+    Access *reads;
+    uint32_t read_count;
+    const Projections *proj;
+    Span span;            /* the application (or definition) it came from */
+    const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
+} Assignment;
+
+typedef struct AssignOptions {
+    uint64_t seed; /* parameter initialisation */
+} AssignOptions;
+
+/* A list of assignments in execution order: a routine, or the implicit forward. */
+typedef struct AssignList {
+    const char *name;
+    Assignment **items;
+    uint32_t count, cap;
+} AssignList;
+
+/* The program's buffers and assignments: `forward` computes every named tensor; `routines`
+ * are the program's routines (t.forward, t.backprop with the operators' backward blocks,
+ * t.zero_grads, standalone pointwise assignments).  False after reporting errors. */
+typedef struct AssignResult {
+    IrProgram *ir;
+    Program *program;
+    uint32_t *value_buffer;    /* per tensor id: its value's buffer, or UINT32_MAX */
+    uint32_t *grad_buffer;     /* per tensor id: its gradient's buffer, or UINT32_MAX */
+    AssignList forward;
+    AssignList *routines;
+    uint32_t routine_count;
+} AssignResult;
+
+bool assign_build(Program *program, const AssignOptions *options, AssignResult *out);
+
+#endif

@@ -1,0 +1,85 @@
+/* assign_build.h — internal to the assignment stage: what assign.c (buffers, forward
+ * assignments, routines) and grad.c (gradients) share.  Only those two files include it; the
+ * stage's interface is assign.h.
+ *
+ * The Builder is assign_build()'s state.  It holds the closed shapes and one TensorInfo per
+ * tensor: the tensor's forward assignments and its operation's slots and projections record,
+ * which the backward assignments reuse.  It also holds the collection marks (stamp,
+ * generation): a walk over the graph starts a new generation, and a tensor whose stamp equals
+ * the generation has been visited in this walk.  The constructors below make assignments in the
+ * IR's arena.  block_statement() instantiates one code block of an operator (its forward or its
+ * backward block) over a BlockContext, and binds the slot names (v, g, v1, g1, …) to the
+ * context's slots and the names of the block's local definitions to their values. */
+#ifndef TSR_ASSIGN_BUILD_H
+#define TSR_ASSIGN_BUILD_H
+
+#include "ir/assign.h"
+
+/* What one tensor contributes: its forward assignments and its operation's record. */
+typedef struct TensorInfo {
+    AssignList forward;        /* a stack's: one per element, in order */
+    Tensor **slots;            /* the operation's slots: the tensor, then its operands */
+    uint32_t slot_count;
+    const Projections *proj;   /* operator applications and slices */
+    int needs_grad;            /* grad.c's memo: 0 unknown, 1 no, 2 yes */
+} TensorInfo;
+
+typedef struct Builder {
+    IrProgram *ir;
+    Program *program;
+    AssignResult *out;         /* value_buffer, grad_buffer */
+    Shape *shapes;             /* per tensor id: the closed shape (resolved) */
+    bool *visited;
+    TensorInfo *info;          /* by tensor id */
+    uint32_t *stamp;           /* by tensor id: collection marks */
+    uint32_t generation;
+    Tensor *current;           /* the tensor being built */
+    bool failed;
+} Builder;
+
+/* Instantiating operator blocks: the assignments of one block, appended to `out`. */
+/* A block's local definition `{ name } =: expr`: a per-cell value of the operation's iteration
+ * space, written in place of `name` where later statements read it. */
+typedef struct BlockLocal {
+    const char *name;
+    const Node *value;
+    uint32_t visible;  /* the locals its value may read: those defined before it */
+} BlockLocal;
+
+typedef struct BlockContext {
+    Builder *b;
+    Tensor **slots;   /* slot 0 = result */
+    uint32_t slot_count;
+    const Projections *proj; /* the operator's; NULL without ~logic: each assignment has its own */
+    const Node **own_reads;  /* an assignment with its own logic: the slot names it reads, in the
+                                order written (its operands 1, 2, …; ast_code_reads) */
+    uint32_t own_read_count;
+    const char *what;
+    Span span;
+    Assignment **out;
+    uint32_t out_count, out_cap;
+    BlockLocal *locals;
+    uint32_t local_count, local_cap;
+    uint32_t local_limit; /* the locals a name may refer to where an expression is read */
+    uint32_t rest;        /* the slot of the operator's rest operand `tn` (elab.h operator_rest), or 0 */
+    uint32_t rest_slot;   /* the slot `vn`, `gn`, `tn` name in the statement being instantiated */
+} BlockContext;
+
+/* A statement that names the rest operand (`vn`, `gn`, `tn`, also through a local definition) is
+ * instantiated once per operand from the rest operand's position on, in order. */
+void block_statement(BlockContext *c, const Node *n);
+
+/* What dumps and errors call an operator application: "'*'" or "einsum '+*'". */
+const char *operation_what(Builder *b, const Tensor *t);
+
+void push_assignment(Arena *arena, AssignList *list, Assignment *a);
+
+/* An assignment `lhs =: ?` with one right-hand node of `kind` (filled in by the caller). */
+Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Projections *proj, Span span,
+                           const char *what);
+
+/* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
+Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj, Span span,
+                            const char *what);
+
+#endif

@@ -1,0 +1,168 @@
+/* grad.c — reverse-mode differentiation: the assignments of `t.zero_grads` and `t.backprop`.
+ *
+ * What it does.  Both statements work on t's graph: t and every tensor it depends on through
+ * operands (a parameter's operand, its initial value, is not part of the graph).  A depth-first
+ * walk from t, operands in order, lists the graph operands before users: an order in which the
+ * tensors could have been made (independent tensors may come in another order than their ids).
+ *   - Which tensors need a gradient: a parameter; an operation, a slice or a stack with an
+ *     operand that needs one.  Inputs, data, literals, constants and index values never do.
+ *     The answer is kept per tensor (TensorInfo.needs_grad).  Of those, a gradient exists only
+ *     where it is *reached*: t's own, and each one that a reached operation's backward block
+ *     writes.  So the condition of `where` (whose block writes g2 and g3, not g1), a comparison
+ *     of parameters say, has none, and its operator needs no backward block.
+ *   - grad_zero: `n.grad =: 0` for every tensor n of the graph whose gradient is reached, in
+ *     the graph's order; each with its own one-slot pointwise record.
+ *   - grad_backprop: for every tensor of the graph whose gradient is reached, in the reverse order
+ *     (users before operands, so that every use has added to a gradient before the gradient is
+ *     propagated): an operation's `backward` block, instantiated over the operation's forward
+ *     slots and forward record; only the assignments whose left side needs a gradient are kept.
+ *     A backward assignment is a slot-permuted view of the forward one: `g1` is addressed
+ *     through slot 1, the index map by which the forward assignment read operand 1, so backward
+ *     code needs no projection inference of its own.  A slice `r = x @| i` gives `x.grad =+ r.grad` under the
+ *     slice's record; a stack gives `e_k.grad =+ r.grad` under element k's record.  A t of
+ *     one cell is seeded first (`t.grad =: 1`) unless the routine assigned t.grad before the
+ *     statement (the caller says which); a larger t is never seeded: its seed is the program's.
+ *   Errors: an operation that needs a gradient whose operator has no backward block; a
+ *   backward block that writes a value, not a gradient.
+ *
+ * Requires: assign.c has built t (build_tensor): every operation's slots and record are in its
+ * TensorInfo, and a stack's forward list holds one assignment per element, in order. */
+#include "ir/grad.h"
+
+#include <string.h>
+
+#include "base/diag.h"
+#include "infer/proj.h"
+
+/* The tensors of t's graph, operands before users (a walk of its own generation). */
+static void collect_graph(Builder *b, Tensor *t, Tensor ***out, uint32_t *count, uint32_t *cap) {
+    if (b->stamp[t->id] == b->generation) return;
+    b->stamp[t->id] = b->generation;
+    if (t->kind != TENSOR_PARAM)
+        for (uint32_t i = 0; i < t->operand_count; i++) collect_graph(b, t->operands[i], out, count, cap);
+    ARENA_PUSH(b->ir->arena, *out, *count, *cap, t);
+}
+
+static Tensor **graph_of(Builder *b, Tensor *t, uint32_t *count) {
+    Tensor **graph = NULL;
+    uint32_t cap = 0;
+    *count = 0;
+    b->generation++;
+    collect_graph(b, t, &graph, count, &cap);
+    return graph;
+}
+
+static bool needs_grad(Builder *b, Tensor *t) {
+    TensorInfo *info = &b->info[t->id];
+    if (!info->needs_grad) {
+        bool yes = t->kind == TENSOR_PARAM;
+        if (t->kind == TENSOR_OP || t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK)
+            for (uint32_t i = 0; i < t->operand_count && !yes; i++) yes = needs_grad(b, t->operands[i]);
+        info->needs_grad = yes ? 2 : 1;
+    }
+    return info->needs_grad == 2;
+}
+
+/* The backward assignments of one operation whose result needs a gradient; every tensor whose
+ * gradient one of them writes is marked in `reached`. */
+static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
+    TensorInfo *info = &b->info[t->id];
+    Arena *arena = b->ir->arena;
+    if (t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK) {
+        for (uint32_t k = 0; k < t->operand_count; k++) {
+            Tensor *src = t->operands[k];
+            if (!needs_grad(b, src)) continue;
+            const Projections *proj = t->kind == TENSOR_SLICE ? info->proj : info->forward.items[k]->proj;
+            Assignment *a = copy_assignment(b, src, t, proj, t->span, t->kind == TENSOR_SLICE ? "'@|' (backward)" : "stacking (backward)");
+            a->lhs = (Access){.node = {src, true}, .slot = 1};
+            a->reads[0] = (Access){.node = {t, true}, .slot = 0};
+            a->accum = ACC_ADD;
+            reached[src->id] = true;
+            push_assignment(arena, out, a);
+        }
+        return;
+    }
+    if (t->kind != TENSOR_OP) return;
+    if (!t->op->b) {
+        diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block", t->op_name);
+        diag_note(t->op->span, "'%s' is declared here", t->op_name);
+        b->failed = true;
+        return;
+    }
+    const char *what = arena_printf(arena, "%s (backward)", operation_what(b, t));
+    BlockContext c = {.b = b, .slots = info->slots, .slot_count = info->slot_count, .proj = info->proj,
+                      .what = what, .span = t->span, .rest = operator_rest(t->op)};
+    block_statement(&c, t->op->b);
+    for (uint32_t i = 0; i < c.out_count; i++) {
+        Assignment *a = c.out[i];
+        if (!a->lhs.node.grad) {
+            diag_error(t->op->b->span, "an operator's backward block writes gradients (g1, g2, …)");
+            b->failed = true;
+            return;
+        }
+        if (needs_grad(b, a->lhs.node.tensor)) {
+            reached[a->lhs.node.tensor->id] = true;
+            push_assignment(arena, out, a);
+        }
+    }
+}
+
+/* `t.grad =: value` over every cell (one slot, pointwise). */
+static Assignment *fill_assignment(Builder *b, Tensor *t, double value, Span span, const char *what) {
+    Shape shape = b->shapes[t->id];
+    ProjProblem p = {.logic = LOGIC_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
+    const Projections *proj = proj_infer(b->ir->arena, &p);
+    if (!proj) {
+        b->failed = true;
+        return NULL;
+    }
+    Assignment *a = new_assignment(b, (Access){.node = {t, true}, .slot = 0}, AE_CONST, proj, span, what);
+    a->rhs->value = value;
+    return a;
+}
+
+static bool one_cell(Builder *b, Tensor *t) {
+    const Shape *shape = &b->shapes[t->id];
+    uint32_t rank = proj_shape_rank(shape);
+    uint64_t *dims = arena_alloc(b->ir->arena, (rank ? rank : 1) * sizeof *dims);
+    proj_shape_dims(shape, dims);
+    for (uint32_t i = 0; i < rank; i++)
+        if (dims[i] != 1) return false;
+    return true;
+}
+
+/* The backward assignments of t's graph, users before operands, into `out`; `reached` (by tensor
+ * id) ends up marking t and every tensor whose gradient they write. */
+static void backward_pass(Builder *b, Tensor *t, Tensor **graph, uint32_t count, bool *reached, AssignList *out) {
+    reached[t->id] = true;
+    for (uint32_t i = count; i-- > 0 && !b->failed;)
+        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) backward_of(b, graph[i], reached, out);
+}
+
+static bool *reached_marks(Builder *b) {
+    return arena_alloc(b->ir->arena, (b->program->tensor_count + 1) * sizeof(bool));
+}
+
+void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
+    uint32_t count;
+    Tensor **graph = graph_of(b, t, &count);
+    bool *reached = reached_marks(b);
+    AssignList unused = {0};
+    backward_pass(b, t, graph, count, reached, &unused);
+    for (uint32_t i = 0; i < count && !b->failed; i++)
+        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) {
+            Assignment *a = fill_assignment(b, graph[i], 0.0, span, "zero_grads");
+            if (a) push_assignment(b->ir->arena, out, a);
+        }
+}
+
+void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *out) {
+    uint32_t count;
+    Tensor **graph = graph_of(b, t, &count);
+    if (may_seed && needs_grad(b, t) && one_cell(b, t)) {
+        Assignment *seed = fill_assignment(b, t, 1.0, span, "backprop (seed)");
+        if (!seed) return;
+        push_assignment(b->ir->arena, out, seed);
+    }
+    backward_pass(b, t, graph, count, reached_marks(b), out);
+}

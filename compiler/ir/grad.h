@@ -1,0 +1,18 @@
+/* grad.h — reverse-mode differentiation, the last part of the assignment stage (grad.c): the
+ * assignments of a routine's `t.zero_grads` and `t.backprop` statements.  Internal to the stage:
+ * assign.c's routines call it, with the Builder of assign_build.h. */
+#ifndef TSR_GRAD_H
+#define TSR_GRAD_H
+
+#include "ir/assign_build.h"
+
+/* Appends `n.grad =: 0` to `out` for every tensor n of t's graph whose gradient is reached,
+ * operands before users; `span` is the statement's. */
+void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
+
+/* Appends to `out` the backward assignments of t's graph, users before operands.  With
+ * `may_seed` (the routine has not assigned t.grad before this statement), a t of one cell that
+ * needs a gradient is seeded first: `t.grad =: 1`. */
+void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *out);
+
+#endif

@@ -1,0 +1,266 @@
+/* interp.c — the reference executor of the loop IR.
+ *
+ * What it does: builds the runtime's state from the model image (image.c; the runtime
+ * allocates and initialises every buffer: literal values, fills, parameters' seeded uniform
+ * numbers, data sets) and runs a function by walking
+ * its statements: loops bind iterators, stores and locals evaluate scalar expressions with
+ * ir.c's single-precision operations.  Every index is checked against its axis; an index
+ * symbol out of its range is a run-time error, not a crash.  GPU-scheduled code (--target=cuda)
+ * runs as the GPU would run it: a gpu.x/y/z loop block by block and thread by thread with its
+ * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
+ * next; barriers then do nothing).  interp_run_main() follows the
+ * program plan (plan.c) and prints through the runtime, as compiled programs do.
+ *
+ * Requires: an IrProgram that ir_verify() accepts. */
+#include "ir/interp.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/tsr.h"
+#include "base/diag.h"
+
+struct Interp {
+    const IrProgram *ir;
+    tsr_state *state;
+    float **data;          /* state->buffers */
+    int64_t *iters;
+    uint32_t iter_cap;
+    float *locals;
+    uint32_t local_cap;
+    bool failed;
+};
+
+/* ---- Set-up ---------------------------------------------------------------------------------- */
+
+Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image_size, int argc, char **argv,
+                   int *status) {
+    *status = 1;
+    for (uint32_t i = 0; i < ir->buffer_count; i++)
+        if (!ir->buffers[i].is_virtual && ir->buffers[i].size > ((uint64_t)1 << 40)) {
+            diag_error_noloc("tensor '%s' (%s) is too large for the reference executor", ir->buffers[i].name,
+                             ir->buffers[i].shape_text);
+            return NULL;
+        }
+    tsr_state *state = tsr_main_start(image, image_size, ir->seed, argc, argv, status);
+    if (!state) {
+        if (*status == 1) diag_error_noloc("run time: %s", tsr_last_error());
+        return NULL;
+    }
+    Interp *in = calloc(1, sizeof *in);
+    if (!in) diag_fatal_oom();
+    in->ir = ir;
+    in->state = state;
+    in->data = state->buffers;
+    return in;
+}
+
+void interp_free(Interp *in) {
+    if (!in) return;
+    tsr_state_destroy(in->state);
+    free(in->iters);
+    free(in->locals);
+    free(in);
+}
+
+tsr_state *interp_state(Interp *in) { return in->state; }
+
+/* ---- Running ------------------------------------------------------------------------------------ */
+
+static bool symbol_value(Interp *in, const char *name, int64_t *out) {
+    uint32_t s = ir_symbol(in->ir, name);
+    if (s == UINT32_MAX) {
+        if (!in->failed) diag_error_noloc("internal error: unknown index symbol '%s'", name);
+        in->failed = true;
+        return false;
+    }
+    *out = in->state->symbols[s];
+    return true;
+}
+
+/* An extent or axis length: the number, or a run-time size's value (its class's size symbol,
+ * which tsr_state_begin_run checked). */
+static uint64_t size_value(const Interp *in, uint64_t n) {
+    return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
+}
+
+/* The flat offset of an access, or -1 after reporting an error. */
+static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *b = &in->ir->buffers[buffer];
+    int64_t flat = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        int64_t i = index[a].offset;
+        for (uint32_t t = 0; t < index[a].term_count; t++) i += index[a].terms[t].coef * in->iters[index[a].terms[t].iter];
+        if (index[a].symbol) {
+            int64_t v;
+            if (!symbol_value(in, index[a].symbol, &v)) return -1;
+            i += v;
+        }
+        uint64_t length = size_value(in, b->dims[a]);
+        if (i < 0 || (uint64_t)i >= length) {
+            if (!in->failed)
+                diag_error_noloc("run time: index %" PRId64 " is out of range for axis %u of '%s' (size %" PRIu64 ")",
+                                 i, a, b->name, length);
+            in->failed = true;
+            return -1;
+        }
+        flat = flat * (int64_t)length + i;
+    }
+    return flat;
+}
+
+static float eval(Interp *in, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST: return (float)e->value;
+    case IR_LOCAL: return in->locals[e->local];
+    case IR_SYMBOL: {
+        int64_t v;
+        return symbol_value(in, e->symbol, &v) ? (float)v : 0.0f;
+    }
+    case IR_LOAD: {
+        int64_t at = offset(in, e->buffer, e->index);
+        return at < 0 ? 0.0f : in->data[e->buffer][at];
+    }
+    case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
+        int64_t at = offset(in, e->buffer, e->index);
+        const int64_t *key = in->state->symbols + in->ir->symbol_count;
+        return at < 0 ? 0.0f
+                      : tsr_random_cell((uint64_t)key[TSR_SYMBOL_SEED], (uint64_t)key[TSR_SYMBOL_RUN],
+                                        ir_random_site(&in->ir->buffers[e->buffer]), (uint64_t)at);
+    }
+    case IR_OP: {
+        float x[3] = {0, 0, 0};
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = eval(in, e->args[i]);
+        return scalar_op_eval(e->op, x[0], x[1], x[2]);
+    }
+    }
+    return NAN;
+}
+
+static void run_block(Interp *in, const IrBlock *block) {
+    for (uint32_t i = 0; i < block->count && !in->failed; i++) {
+        const IrStmt *s = block->items[i];
+        switch (s->kind) {
+        case IR_LOOP:
+            if (ir_mode_flat_gpu(s->mode)) { /* as the GPU runs it: blocks of threads, the guard */
+                uint64_t blocks = (s->extent + s->threads - 1) / s->threads;
+                for (uint64_t b = 0; b < blocks && !in->failed; b++)
+                    for (uint64_t t = 0; t < s->threads && !in->failed; t++) {
+                        uint64_t v = b * s->threads + t;
+                        if (v >= s->extent) continue;
+                        in->iters[s->iter] = (int64_t)v;
+                        run_block(in, &s->body);
+                    }
+                break;
+            }
+            if (s->mode == LOOP_BLOCKS) { /* the symbol walks the rows (ir.h) */
+                int64_t n = (int64_t)size_value(in, s->extent), b = s->block, a = s->block_after;
+                for (int64_t v = a ? n / a * a : 0; v + b <= n && !in->failed; v += b) {
+                    in->state->symbols[s->block_symbol] = v;
+                    run_block(in, &s->body);
+                }
+                break;
+            }
+            for (uint64_t v = 0, n = size_value(in, s->extent); v < n && !in->failed; v++) {
+                in->iters[s->iter] = (int64_t)v;
+                run_block(in, &s->body);
+            }
+            break;
+        case IR_STORE: {
+            float value = eval(in, s->value);
+            int64_t at = offset(in, s->buffer, s->index);
+            if (at >= 0) in->data[s->buffer][at] = value;
+            break;
+        }
+        case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;
+        case IR_BARRIER: break; /* each phase has already run for every thread */
+        }
+    }
+}
+
+bool interp_run(Interp *in, const IrFunction *fn) {
+    if (fn->iter_count > in->iter_cap) {
+        free(in->iters);
+        in->iters = calloc(fn->iter_count, sizeof *in->iters);
+        if (!in->iters) diag_fatal_oom();
+        in->iter_cap = fn->iter_count;
+    }
+    if (fn->local_count > in->local_cap) {
+        free(in->locals);
+        in->locals = calloc(fn->local_count, sizeof *in->locals);
+        if (!in->locals) diag_fatal_oom();
+        in->local_cap = fn->local_count;
+    }
+    in->failed = false;
+    uint32_t *sizes = calloc(in->ir->symbol_count + 1, sizeof *sizes);
+    if (!sizes) diag_fatal_oom();
+    uint32_t size_count = ir_function_sizes(in->ir, fn, sizes);
+    int status = tsr_state_check_sizes(in->state, sizes, size_count);
+    free(sizes);
+    if (status == TSR_OK) status = tsr_state_begin_run(in->state); /* as a generated routine begins */
+    if (status != TSR_OK) {
+        diag_error_noloc("run time: %s", tsr_last_error());
+        return false;
+    }
+    run_block(in, &fn->body);
+    return !in->failed;
+}
+
+static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        const IrMainStmt *m = &stmts[i];
+        switch (m->kind) {
+        case IRM_RUN:
+            if (!interp_run(in, &in->ir->functions[m->function])) return false;
+            break;
+        case IRM_PRINT:
+            if (tsr_state_print(in->state, m->print) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            break;
+        case IRM_ACTION:
+            if (tsr_state_action(in->state, m->action) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            break;
+        case IRM_FOR: {
+            /* Bounds read from options are checked against the symbol's range first.  The end
+             * is tested before the counter is stepped, so a loop ending at INT64_MAX (or,
+             * downward, INT64_MIN) stops after its last value instead of wrapping.  A progress
+             * bar hears of the start and of every finished iteration. */
+            int64_t from = m->from, to = m->to;
+            if ((m->from_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->from_option, m->from, &from) != TSR_OK) ||
+                (m->to_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->to_option, m->to, &to) != TSR_OK)) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            if (m->down ? from < to : from > to) break;
+            if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
+                tsr_main_loop_check(in->state, m->symbol, from, to) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
+            int64_t total = (int64_t)((m->down ? (uint64_t)from - (uint64_t)to : (uint64_t)to - (uint64_t)from) + 1);
+            if (m->action != UINT32_MAX) tsr_state_progress(in->state, m->action, 0, total);
+            for (int64_t v = from;; v += m->down ? -1 : 1) {
+                in->state->symbols[m->symbol] = v;
+                if (!run_main(in, m->body, m->body_count)) return false;
+                if (m->action != UINT32_MAX)
+                    tsr_state_progress(in->state, m->action, (int64_t)((m->down ? (uint64_t)from - (uint64_t)v
+                                                                                : (uint64_t)v - (uint64_t)from) + 1), total);
+                if (v == to) break;
+            }
+            break;
+        }
+        }
+    }
+    return true;
+}
+
+bool interp_run_main(Interp *in) { return run_main(in, in->ir->main, in->ir->main_count); }
+
+

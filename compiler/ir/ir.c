@@ -1,0 +1,551 @@
+/* ir.c — the loop IR's shared vocabulary: scalar operations and accumulators (their names and
+ * single-precision meaning, used alike by the reference executor and the constant folder), the
+ * stable `--emit=ir` dump, and the verifier that the driver runs after lowering and after
+ * optimisation (cheap enough to run always).
+ *
+ * The dump's format and the invariants the verifier checks are documented in docs/ir.md. */
+#include "ir/ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+
+/* ---- Scalar operations ----------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    unsigned arity;
+} scalar_ops[SOP_COUNT] = {
+#define SOP_ROW(op, name, arity) {name, arity},
+    SCALAR_OPS(SOP_ROW)
+#undef SOP_ROW
+};
+
+const char *scalar_op_name(ScalarOp op) { return scalar_ops[op].name; }
+unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
+bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
+
+int scalar_op_lookup(const char *name, bool binary) {
+    for (int op = 0; op < SOP_COUNT; op++)
+        if (scalar_op_infix((ScalarOp)op) == binary && strcmp(scalar_ops[op].name, name) == 0) return op;
+    return -1;
+}
+
+int scalar_op_code(const char *name, bool binary, bool *swapped) {
+    *swapped = binary && (strcmp(name, ">") == 0 || strcmp(name, ">=") == 0);
+    if (!binary) return scalar_op_lookup(name, false);
+    if (strcmp(name, ">") == 0) return SOP_LT;
+    if (strcmp(name, ">=") == 0) return SOP_LE;
+    if (strcmp(name, "=") == 0) return SOP_EQ;
+    return scalar_op_lookup(name, true);
+}
+
+const char *scalar_op_closest(const char *name, bool binary) {
+    const char *names[SOP_COUNT];
+    size_t count = 0;
+    for (int op = 0; op < SOP_COUNT; op++)
+        if (scalar_op_infix((ScalarOp)op) == binary) names[count++] = scalar_ops[op].name;
+    return diag_closest_name(name, names, count);
+}
+
+float scalar_op_eval(ScalarOp op, float a, float b, float c) {
+    switch (op) {
+    case SOP_ADD: return a + b;
+    case SOP_SUB: return a - b;
+    case SOP_MUL: return a * b;
+    case SOP_DIV: return a / b;
+    case SOP_POW: return powf(a, b);
+    case SOP_LT: return a < b ? 1.0f : 0.0f;
+    case SOP_LE: return a <= b ? 1.0f : 0.0f;
+    case SOP_EQ: return a == b ? 1.0f : 0.0f;
+    case SOP_NE: return a != b ? 1.0f : 0.0f; /* true when either is NaN (IEEE) */
+    case SOP_MAX: return a > b ? a : b;
+    case SOP_MIN: return a < b ? a : b;
+    case SOP_RELU_GATE: return a > 0.0f ? b : 0.0f;
+    case SOP_SAT01_GATE: return a > 0.0f && a < 1.0f ? b : 0.0f;
+    case SOP_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
+    case SOP_AND: return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
+    case SOP_NEG: return -a;
+    case SOP_RELU: return a <= 0.0f ? 0.0f : a; /* NaN stays NaN, as in PyTorch (an unordered compare) */
+    case SOP_EXP: return expf(a);
+    case SOP_LOG: return logf(a);
+    case SOP_SQRT: return sqrtf(a);
+    case SOP_TANH: return tanhf(a);
+    case SOP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case SOP_SIN: return sinf(a);
+    case SOP_COS: return cosf(a);
+    case SOP_LOG2: return log2f(a);
+    case SOP_EXP2: return exp2f(a);
+    case SOP_RECIP: return 1.0f / a;
+    case SOP_RSQRT: return 1.0f / sqrtf(a);
+    case SOP_SAT01: return a <= 0.0f ? 0.0f : a >= 1.0f ? 1.0f : a; /* NaN stays NaN, as relu */
+    case SOP_ABS: return fabsf(a);
+    case SOP_SIGN: return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a; /* ±0 and NaN are kept */
+    case SOP_NOT: return a == 0.0f ? 1.0f : 0.0f; /* NaN counts as true, as in where */
+    case SOP_WHERE: return a != 0.0f ? b : c;
+    case SOP_FMA: return fmaf(a, b, c);
+    case SOP_COUNT: break;
+    }
+    return NAN;
+}
+
+/* ---- Accumulators ---------------------------------------------------------------------------- */
+
+static const struct {
+    const char *suffix; /* after "=" or "=:" */
+    ScalarOp op;        /* lhs ⊕ r */
+    float neutral;
+} accums[] = {
+    [ACC_NONE] = {"", SOP_COUNT, 0.0f},
+    [ACC_ADD] = {"+", SOP_ADD, 0.0f},
+    [ACC_SUB] = {"-", SOP_SUB, 0.0f},
+    [ACC_MUL] = {"*", SOP_MUL, 1.0f},
+    [ACC_DIV] = {"/", SOP_DIV, 1.0f},
+    [ACC_POW] = {"**", SOP_POW, 1.0f},
+    [ACC_RELU_GATE] = {"?/", SOP_RELU_GATE, 1.0f},
+    [ACC_SAT01_GATE] = {"?^", SOP_SAT01_GATE, 0.5f},
+    [ACC_OR] = {"||", SOP_OR, 0.0f},
+    [ACC_AND] = {"&&", SOP_AND, 1.0f},
+    [ACC_MAX] = {"@^", SOP_MAX, -INFINITY},
+    [ACC_MIN] = {"@-", SOP_MIN, INFINITY},
+};
+
+bool accum_parse(const char *text, AccumOp *op, bool *reset) {
+    if (text[0] != '=') return false;
+    text++;
+    *reset = text[0] == ':';
+    if (*reset) text++;
+    for (unsigned i = 0; i < sizeof accums / sizeof accums[0]; i++)
+        if (strcmp(accums[i].suffix, text) == 0) {
+            if (i == ACC_NONE && !*reset) return false; /* plain "=" is not an assignment */
+            *op = (AccumOp)i;
+            if (i == ACC_NONE) *reset = false; /* `=:` overwrites; nothing to reset */
+            return true;
+        }
+    return false;
+}
+
+const char *accum_text(AccumOp op, bool reset) {
+    static char buf[16][8];
+    static unsigned next;
+    char *b = buf[next++ % 16];
+    snprintf(b, 8, "=%s%s", reset || op == ACC_NONE ? ":" : "", accums[op].suffix);
+    return b;
+}
+
+float accum_neutral(AccumOp op) { return accums[op].neutral; }
+
+ScalarOp accum_scalar_op(AccumOp op) { return accums[op].op; }
+
+float accum_apply(AccumOp op, float lhs, float r) {
+    return op == ACC_NONE ? r : scalar_op_eval(accums[op].op, lhs, r, 0.0f);
+}
+
+void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
+    ARENA_PUSH(arena, block->items, block->count, block->cap, stmt);
+}
+
+/* ---- The dump ---------------------------------------------------------------------------------- */
+
+static const char *const buffer_kinds[] = {"literal", "param", "constant", "input", "data", "computed", "scratch"};
+
+static void print_number(FILE *out, double v) {
+    if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
+    else if (isnan(v)) fputs("nan", out);
+    else if (v == 0 && signbit(v)) fputs("-0", out);
+    else if (fabs(v) < 1e15 && v == (double)(int64_t)v) fprintf(out, "%" PRId64, (int64_t)v);
+    else fprintf(out, "%.9g", v);
+}
+
+static void print_index(FILE *out, const IrIndex *ix) {
+    bool any = false;
+    for (uint32_t t = 0; t < ix->term_count; t++) {
+        int64_t c = ix->terms[t].coef;
+        if (any) fputs(c < 0 ? " - " : " + ", out);
+        else if (c < 0) fputc('-', out);
+        int64_t m = c < 0 ? -c : c;
+        if (m != 1) fprintf(out, "%" PRId64 "*", m);
+        fprintf(out, "i%u", ix->terms[t].iter);
+        any = true;
+    }
+    if (ix->symbol) {
+        fprintf(out, "%s%s", any ? " + " : "", ix->symbol);
+        any = true;
+    }
+    if (ix->offset || !any) {
+        if (any) fprintf(out, " %c %" PRId64, ix->offset < 0 ? '-' : '+', ix->offset < 0 ? -ix->offset : ix->offset);
+        else fprintf(out, "%" PRId64, ix->offset);
+    }
+}
+
+static void print_access(FILE *out, const IrProgram *ir, uint32_t buffer, const IrIndex *index) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    fputs(b->name, out);
+    fputc('[', out);
+    for (uint32_t a = 0; a < b->rank; a++) {
+        if (a) fputs(", ", out);
+        print_index(out, &index[a]);
+    }
+    fputc(']', out);
+}
+
+static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST: print_number(out, e->value); break;
+    case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
+    case IR_LOCAL: fprintf(out, "l%u", e->local); break;
+    case IR_SYMBOL: fprintf(out, "(index %s)", e->symbol); break;
+    case IR_RANDOM:
+        fputs("random(", out);
+        print_access(out, ir, e->buffer, e->index);
+        fputc(')', out);
+        break;
+    case IR_OP: {
+        unsigned n = scalar_op_arity(e->op);
+        const char *name = scalar_op_name(e->op);
+        bool infix = scalar_op_infix(e->op);
+        if (infix) {
+            fputc('(', out);
+            print_expr(out, ir, e->args[0]);
+            fprintf(out, " %s ", name);
+            print_expr(out, ir, e->args[1]);
+            fputc(')', out);
+        } else {
+            fprintf(out, "%s(", name);
+            for (unsigned i = 0; i < n; i++) {
+                if (i) fputs(", ", out);
+                print_expr(out, ir, e->args[i]);
+            }
+            fputc(')', out);
+        }
+        break;
+    }
+    }
+}
+
+/* An extent or an axis length: a number, or the size symbol of a run-time size ("x.b"). */
+static void print_size(FILE *out, const IrProgram *ir, uint64_t n) {
+    uint32_t k = size_is_runtime(n) ? size_class(n) : 0;
+    if (!k) fprintf(out, "%" PRIu64, n);
+    else if (k < ir->class_count && ir->class_symbol[k] < ir->symbol_count) fputs(ir->symbols[ir->class_symbol[k]].name, out);
+    else fprintf(out, "?%u", k);
+}
+
+static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, int depth) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        if (s->comment) fprintf(out, "%*s# %s\n", depth * 2, "", s->comment);
+        fprintf(out, "%*s", depth * 2, "");
+        switch (s->kind) {
+        case IR_LOOP:
+            fprintf(out, "for i%u < ", s->iter);
+            print_size(out, ir, s->extent);
+            fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
+                    s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
+                    : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+            if (s->mode == LOOP_BLOCKS) {
+                fprintf(out, " blocks of %u", s->block);
+                if (s->block_after) fprintf(out, " after blocks of %u", s->block_after);
+                fprintf(out, ", setting %s", ir->symbols[s->block_symbol].name);
+            }
+            static const char *const gpu_modes[] = {"gpu.x", "gpu.y", "gpu.z", "gpu.block.x", "gpu.block.y",
+                                                    "gpu.block.z", "gpu.thread.x", "gpu.thread.y", "gpu.thread.z"};
+            if (ir_mode_gpu(s->mode)) fprintf(out, " %s", gpu_modes[s->mode - LOOP_GPU_X]);
+            if (ir_mode_flat_gpu(s->mode)) fprintf(out, "(%u thread%s)", s->threads, s->threads == 1 ? "" : "s");
+            fputs(":\n", out);
+            print_block(out, ir, &s->body, depth + 1);
+            break;
+        case IR_STORE:
+            print_access(out, ir, s->buffer, s->index);
+            fputs(" = ", out);
+            print_expr(out, ir, s->value);
+            if (s->nontemporal) fputs("  nontemporal", out);
+            fputc('\n', out);
+            break;
+        case IR_SET_LOCAL:
+            fprintf(out, "l%u = ", s->local);
+            print_expr(out, ir, s->value);
+            fputc('\n', out);
+            break;
+        case IR_BARRIER: fputs("barrier\n", out); break;
+        }
+    }
+}
+
+void ir_dump(const IrProgram *ir, FILE *out) {
+    fputs("buffers:\n", out);
+    for (uint32_t i = 0; i < ir->buffer_count; i++) {
+        const IrBuffer *b = &ir->buffers[i];
+        if (b->is_virtual) continue;
+        fprintf(out, "  %s : %s  %s%s", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
+        if (b->prefetch_cells) fprintf(out, " prefetch %u", b->prefetch_cells);
+        fprintf(out, " [");
+        for (uint32_t a = 0; a < b->rank; a++) {
+            if (a) fputs(", ", out);
+            print_size(out, ir, b->dims[a]);
+        }
+        fputc(']', out);
+        switch (b->init) {
+        case INIT_NONE: break;
+        case INIT_FILL: fputs(" fill ", out); print_number(out, b->fill); break;
+        case INIT_VALUES: fputs(" values", out); break;
+        case INIT_UNIFORM:
+            fputs(" uniform(", out);
+            print_number(out, b->init_shift - b->fill);
+            fputs(", ", out);
+            print_number(out, b->init_shift + b->fill);
+            fputc(')', out);
+            break;
+        case INIT_NORMAL:
+            fputs(" normal(", out);
+            print_number(out, b->init_shift);
+            fputs(", ", out);
+            print_number(out, b->fill);
+            fputc(')', out);
+            break;
+        }
+        fputc('\n', out);
+    }
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        fprintf(out, "\nfunction %s:\n", ir->functions[f].name);
+        print_block(out, ir, &ir->functions[f].body, 1);
+    }
+}
+
+/* ---- The verifier ------------------------------------------------------------------------------ */
+
+typedef struct Verifier {
+    const IrProgram *ir;
+    FILE *out;
+    unsigned problems;
+    const IrFunction *fn;
+    bool *in_scope;      /* iterators bound by an enclosing loop */
+    uint64_t *extent;
+    bool *local_set;
+    bool gpu_allowed;    /* a GPU loop may stand here: at a function's top level, in a GPU loop */
+    bool in_block;       /* inside the block loops of a block's kernel */
+    bool in_thread[3];   /* inside a thread loop of that dimension */
+} Verifier;
+
+static void problem(Verifier *v, const char *what) {
+    v->problems++;
+    fprintf(v->out, "ir verifier: function %s: %s\n", v->fn->name, what);
+}
+
+static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
+    if (buffer >= v->ir->buffer_count) {
+        problem(v, "access to a buffer that does not exist");
+        return;
+    }
+    const IrBuffer *b = &v->ir->buffers[buffer];
+    if (b->is_virtual) problem(v, "access to a virtual buffer");
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &index[a];
+        int64_t lo = ix->offset, hi = ix->offset;
+        for (uint32_t t = 0; t < ix->term_count; t++) {
+            uint32_t it = ix->terms[t].iter;
+            if (it >= v->fn->iter_count || !v->in_scope[it]) {
+                problem(v, "an index uses an iterator outside its loop");
+                return;
+            }
+            int64_t span = ix->terms[t].coef * (int64_t)(v->extent[it] - 1);
+            if (span < 0) lo += span;
+            else hi += span;
+        }
+        if (ix->symbol) continue; /* checked at run time against the symbol's range */
+        if (lo < 0 || hi >= (int64_t)b->dims[a]) problem(v, "an index can leave its axis");
+    }
+}
+
+static void verify_expr(Verifier *v, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    case IR_LOAD:
+    case IR_RANDOM: verify_index(v, e->buffer, e->index); break;
+    case IR_LOCAL:
+        if (e->local >= v->fn->local_count || !v->local_set[e->local]) problem(v, "a local is read before it is set");
+        break;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
+            if (!e->args[i]) {
+                problem(v, "an operation lacks an operand");
+                return;
+            }
+            verify_expr(v, e->args[i]);
+        }
+        break;
+    }
+}
+
+static void verify_block(Verifier *v, const IrBlock *block) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        switch (s->kind) {
+        case IR_LOOP:
+            if (s->iter >= v->fn->iter_count || v->in_scope[s->iter]) {
+                problem(v, "a loop rebinds an iterator");
+                break;
+            }
+            if (s->extent < 1) problem(v, "a loop has no iterations");
+            bool blocks = s->mode == LOOP_BLOCKS;
+            if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
+                problem(v, "a loop of run-time extent is not a plain loop");
+            if (blocks && (!size_is_runtime(s->extent) || s->block < 1 || s->block_symbol >= v->ir->symbol_count))
+                problem(v, "a loop of blocks has no run-time extent, no block or no symbol");
+            if (ir_mode_thread(s->mode)) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");
+                if (v->in_thread[s->mode - LOOP_THREAD_X]) problem(v, "a thread loop inside one of its dimension");
+                if (s->extent > 1024) problem(v, "a thread loop of more than 1024 threads");
+            } else if (ir_mode_block(s->mode)) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
+                if (s->mode != LOOP_BLOCK_X && s->extent > 65535) problem(v, "a gpu.block.y or gpu.block.z loop past 65535 blocks");
+            } else if (ir_mode_flat_gpu(s->mode)) {
+                if (!s->parallel) problem(v, "a GPU loop is a reduction");
+                if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
+                if (s->threads < 1 || s->threads > 1024) problem(v, "a GPU loop without 1 to 1024 threads a block");
+                else if (s->mode != LOOP_GPU_X && (s->extent + s->threads - 1) / s->threads > 65535)
+                    problem(v, "a gpu.y or gpu.z loop past 65535 blocks");
+            }
+            bool outer_allowed = v->gpu_allowed, outer_block = v->in_block, outer_thread = false;
+            v->gpu_allowed = ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode);
+            if (ir_mode_block(s->mode)) {
+                v->in_block = true;
+            }
+            if (ir_mode_thread(s->mode)) {
+                outer_thread = v->in_thread[s->mode - LOOP_THREAD_X];
+                v->in_thread[s->mode - LOOP_THREAD_X] = true;
+            }
+            v->in_scope[s->iter] = true;
+            v->extent[s->iter] = s->extent;
+            verify_block(v, &s->body);
+            v->in_scope[s->iter] = false;
+            v->gpu_allowed = outer_allowed;
+            v->in_block = outer_block;
+            if (ir_mode_thread(s->mode)) v->in_thread[s->mode - LOOP_THREAD_X] = outer_thread;
+            break;
+        case IR_STORE:
+            verify_expr(v, s->value);
+            verify_index(v, s->buffer, s->index);
+            if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].thread_cells && !v->in_thread[0])
+                problem(v, "a per-thread buffer stored outside the thread loops");
+            if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].kind != BUF_COMPUTED &&
+                v->ir->buffers[s->buffer].kind != BUF_PARAM && v->ir->buffers[s->buffer].kind != BUF_SCRATCH)
+                problem(v, "a store to a buffer that only the program's inputs fill");
+            break;
+        case IR_SET_LOCAL:
+            verify_expr(v, s->value);
+            if (s->local >= v->fn->local_count) problem(v, "a local out of range");
+            else v->local_set[s->local] = true;
+            break;
+        case IR_BARRIER:
+            if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
+                problem(v, "a barrier outside the phases of a block's kernel");
+            break;
+        }
+    }
+}
+
+unsigned ir_verify(const IrProgram *ir, FILE *out) {
+    Verifier v = {.ir = ir, .out = out};
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrFunction *fn = &ir->functions[f];
+        v.fn = fn;
+        v.in_scope = calloc(fn->iter_count + 1, sizeof *v.in_scope);
+        v.extent = calloc(fn->iter_count + 1, sizeof *v.extent);
+        v.local_set = calloc(fn->local_count + 1, sizeof *v.local_set);
+        if (!v.in_scope || !v.extent || !v.local_set) diag_fatal_oom();
+        v.gpu_allowed = true;
+        verify_block(&v, &fn->body);
+        free(v.in_scope);
+        free(v.extent);
+        free(v.local_set);
+    }
+    return v.problems;
+}
+
+bool ir_expr_loads(const IrExpr *e, uint32_t buffer) {
+    if (e->kind == IR_LOAD) return e->buffer == buffer;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_loads(e->args[i], buffer)) return true;
+    return false;
+}
+
+bool ir_expr_random(const IrExpr *e) {
+    if (e->kind == IR_RANDOM) return true;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_random(e->args[i])) return true;
+    return false;
+}
+
+uint32_t ir_random_site(const IrBuffer *buffer) {
+    uint32_t h = 2166136261u;
+    for (const char *s = buffer->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
+    for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
+        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
+        for (uint32_t t = 0; t < a[k].term_count; t++)
+            if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
+    }
+    return true;
+}
+
+/* ---- Run-time sizes a function needs ------------------------------------------------------------ */
+
+static void mark_size(const IrProgram *ir, bool *need, uint64_t n) {
+    if (size_is_runtime(n)) need[ir->class_symbol[size_class(n)]] = true;
+}
+
+static void mark_buffer(const IrProgram *ir, bool *need, uint32_t buffer) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    if (ir_buffer_dynamic(b)) need[b->size_symbol] = true;
+}
+
+static void sizes_of_expr(const IrProgram *ir, bool *need, const IrExpr *e) {
+    if (e->kind == IR_LOAD) mark_buffer(ir, need, e->buffer);
+    if (e->kind == IR_SYMBOL) { /* `dim b` of a run-time size */
+        uint32_t s = ir_symbol(ir, e->symbol);
+        if (s != UINT32_MAX && ir->symbols[s].size) need[s] = true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) sizes_of_expr(ir, need, e->args[i]);
+}
+
+static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block) {
+    for (uint32_t i = 0; i < block->count; i++) {
+        const IrStmt *s = block->items[i];
+        switch (s->kind) {
+        case IR_LOOP:
+            mark_size(ir, need, s->extent);
+            sizes_of_block(ir, need, &s->body);
+            break;
+        case IR_STORE:
+            mark_buffer(ir, need, s->buffer);
+            sizes_of_expr(ir, need, s->value);
+            break;
+        case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
+        case IR_BARRIER: break;
+        }
+    }
+}
+
+uint32_t ir_function_sizes(const IrProgram *ir, const IrFunction *fn, uint32_t *out) {
+    bool *need = calloc(ir->symbol_count + 1, sizeof *need);
+    if (!need) diag_fatal_oom();
+    sizes_of_block(ir, need, &fn->body);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (need[i]) out[n++] = i;
+    free(need);
+    return n;
+}

@@ -1,0 +1,419 @@
+/* ir.h — the two intermediate representations after shape inference.
+ *
+ * 1. The assignment IR (built by assign.c, indexed by proj.c): every `%cd` assignment of an
+ *    operator's forward or backward block, instantiated for one application, is
+ *        lhs ACCUM= f(reads…)
+ *    over tensor nodes (a tensor's value or its gradient), with the projections record of the
+ *    operation it belongs to (seed 003: one record per operation; each access names the *slot*
+ *    of that record whose index map it is read or written by, so a backward assignment is a
+ *    slot-permuted view of the forward record).
+ *
+ * 2. The loop IR (built by lower.c, rewritten by opt.c, executed by interp.c, printed and
+ *    verified by ir.c): functions made of loops with static bounds over iterators, stores of
+ *    scalar expressions at affine indices, and local scalars (accumulators).  Every loop is
+ *    marked parallel (its iterator addresses the stored cell) or reduction.  Buffers are
+ *    row-major in memory order batch, output, input (docs/ir.md).
+ *
+ * Both live in one arena owned by the IrProgram. */
+#ifndef TSR_IR_H
+#define TSR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/image_kinds.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/size.h"
+
+/* ---- Scalar operations (shared by both IRs) ------------------------------------------------ */
+
+/*      op                name      arity */
+#define SCALAR_OPS(X)                     \
+    X(SOP_ADD,            "+",      2)    \
+    X(SOP_SUB,            "-",      2)    \
+    X(SOP_MUL,            "*",      2)    \
+    X(SOP_DIV,            "/",      2)    \
+    X(SOP_POW,            "**",     2)    \
+    X(SOP_LT,             "<",      2)    \
+    X(SOP_LE,             "<=",     2)    \
+    X(SOP_EQ,             "eq",     2)    \
+    X(SOP_NE,             "ne",     2)    \
+    X(SOP_MAX,            "max",    2)    \
+    X(SOP_MIN,            "min",    2)    \
+    X(SOP_RELU_GATE,      "-?/",    2)    \
+    X(SOP_SAT01_GATE,     "-?^",    2)    \
+    X(SOP_OR,             "||",     2)    \
+    X(SOP_AND,            "&&",     2)    \
+    X(SOP_NEG,            "neg",    1)    \
+    X(SOP_RELU,           "relu",   1)    \
+    X(SOP_EXP,            "exp",    1)    \
+    X(SOP_LOG,            "log",    1)    \
+    X(SOP_SQRT,           "sqrt",   1)    \
+    X(SOP_TANH,           "tanh",   1)    \
+    X(SOP_SIGMOID,        "sigmoid", 1)   \
+    X(SOP_SIN,            "sin",    1)    \
+    X(SOP_COS,            "cos",    1)    \
+    X(SOP_LOG2,           "log2",   1)    \
+    X(SOP_EXP2,           "exp2",   1)    \
+    X(SOP_RECIP,          "recip",  1)    \
+    X(SOP_RSQRT,          "rsqrt",  1)    \
+    X(SOP_SAT01,          "sat01",  1)    \
+    X(SOP_ABS,            "abs",    1)    \
+    X(SOP_SIGN,           "sign",   1)    \
+    X(SOP_NOT,            "not",    1)    \
+    X(SOP_WHERE,          "where",  3)    \
+    X(SOP_FMA,            "fma",    3)
+
+typedef enum ScalarOp {
+#define SOP_ENUM(op, name, arity) op,
+    SCALAR_OPS(SOP_ENUM)
+#undef SOP_ENUM
+    SOP_COUNT
+} ScalarOp;
+
+const char *scalar_op_name(ScalarOp op);
+unsigned scalar_op_arity(ScalarOp op);
+bool scalar_op_infix(ScalarOp op); /* written between its two operands (`+`, `-?/`) */
+/* The binary operator or function written `name` in %cd code (`*`, `relu`, `where`), or -1. */
+int scalar_op_lookup(const char *name, bool binary);
+/* The primitive written `name` in %cd code (infix when `binary`), or -1: scalar_op_lookup, and
+ * `a > b` is `b < a`, `a >= b` is `b <= a` (*swapped: the operands trade places), `a = b` is `eq`. */
+int scalar_op_code(const char *name, bool binary, bool *swapped);
+/* The primitive of %cd code (infix when `binary`) whose name is closest to `name` by edit
+ * distance, when one is close enough to suggest ("did you mean 'relu'?"), else NULL. */
+const char *scalar_op_closest(const char *name, bool binary);
+/* Evaluate in single precision, as generated code does. */
+float scalar_op_eval(ScalarOp op, float a, float b, float c);
+
+/* Accumulators of assignment operators (docs/language.md §2.9). */
+typedef enum AccumOp {
+    ACC_NONE, /* `=:`: overwrite */
+    ACC_ADD, ACC_SUB, ACC_MUL, ACC_DIV, ACC_POW, ACC_RELU_GATE, ACC_SAT01_GATE, ACC_OR, ACC_AND,
+    ACC_MAX, ACC_MIN,
+} AccumOp;
+
+/* Parse "=:+", "=+", "=:" …; false for an unknown operator. */
+bool accum_parse(const char *text, AccumOp *op, bool *reset);
+const char *accum_text(AccumOp op, bool reset);
+float accum_neutral(AccumOp op);
+ScalarOp accum_scalar_op(AccumOp op); /* the operation of lhs ⊕ r (SOP_COUNT for ACC_NONE) */
+/* lhs ⊕ r. */
+float accum_apply(AccumOp op, float lhs, float r);
+
+/* ---- The loop IR ------------------------------------------------------------------------------ */
+
+/* Buffer kinds and initialisations: the lists the runtime's image reader shares
+ * (runtime/image_kinds.h), so each kind's number is the image's. */
+#define IR_KIND_BUF(name) BUF_##name,
+#define IR_KIND_INIT(name) INIT_##name,
+typedef enum BufferKind { TSR_BUFFER_KINDS(IR_KIND_BUF) } BufferKind;
+typedef enum InitKind { TSR_INIT_KINDS(IR_KIND_INIT) } InitKind;
+#undef IR_KIND_BUF
+#undef IR_KIND_INIT
+
+typedef struct IrBuffer {
+    uint32_t id;
+    const char *name;     /* unique, printable */
+    bool grad;            /* a tensor's gradient (else its value) */
+    BufferKind kind;
+    uint32_t rank;
+    uint64_t *dims;       /* memory order */
+    uint64_t size;        /* cells */
+    InitKind init;
+    double fill;          /* INIT_FILL: the value; INIT_UNIFORM, INIT_NORMAL: the scale */
+    double init_shift;    /* INIT_UNIFORM, INIT_NORMAL: shift + fill * (u in [-1, 1), or n ~ N(0, 1)) */
+    const double *values; /* INIT_VALUES: size values */
+    bool keep;            /* observable (named, parameter, input…): never virtualised or dropped */
+    bool persistent;      /* its value carries from one run of a routine to the next (an unnamed
+                           * tensor's gradient, which `=+` accumulates): not virtualised, unless
+                           * every function overwrites it before reading it (opt.c) */
+    bool is_virtual;      /* inlined into its readers: no storage */
+    bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
+                           * backends keep it in registers or on the stack, not in the state */
+    bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */
+    uint32_t prefetch_cells; /* BUF_SCRATCH that tiles read as one forward stream, one value at a
+                              * time (a packed operand's rows, sched.c): native code prefetches
+                              * this many cells ahead of each such read (0: no prefetch) */
+    uint64_t thread_cells; /* kernel_local, when not 0: each GPU thread's own `thread_cells`
+                            * cells (registers); its index's terms in thread-loop iterators
+                            * choose the thread, the rest the cell (cg_llvm.c drops the former) */
+    const char *shape_text; /* "4|5" */
+    uint32_t size_symbol; /* a buffer of run-time size (ir_buffer_dynamic: dims[0] is SIZE_RUNTIME_BASE
+                           * + a class): the symbol whose value is its outermost axis's length
+                           * (an input's own `?`, otherwise its class's first); `size` then counts
+                           * the cells of one index of that axis.  Only that axis may be a
+                           * run-time size, so every stride is known at compile time. */
+} IrBuffer;
+
+static inline bool ir_buffer_dynamic(const IrBuffer *b) { return b->rank && size_is_runtime(b->dims[0]); }
+
+typedef struct IrTerm {
+    uint32_t iter;
+    int64_t coef;
+} IrTerm;
+
+/* offset + Σ coef·iter (+ the value of `symbol`). */
+typedef struct IrIndex {
+    int64_t offset;
+    IrTerm *terms;
+    uint32_t term_count;
+    const char *symbol;
+} IrIndex;
+
+typedef enum IrExprKind {
+    IR_CONST,  /* value */
+    IR_LOAD,   /* buffer[index…] */
+    IR_LOCAL,  /* local scalar */
+    IR_OP,     /* op(args) */
+    IR_SYMBOL, /* run-time value of an index symbol */
+    IR_RANDOM, /* random(buffer[index…]): a uniform number in [0, 1) for that cell of `buffer` in
+                * the routine run under way (docs/ir.md §2.5); reads no memory.  Its value is
+                * tsr_random_cell(seed, run, ir_random_site(buffer), the cell's flat offset), so
+                * it depends on where the cell is, never on the schedule or the thread.  `buffer`
+                * is the tensor being computed, never virtual (opt.c keeps such stores). */
+} IrExprKind;
+
+typedef struct IrExpr IrExpr;
+struct IrExpr {
+    IrExprKind kind;
+    ScalarOp op;
+    double value;
+    uint32_t buffer;
+    IrIndex *index; /* one per buffer axis */
+    uint32_t local;
+    const char *symbol;
+    IrExpr *args[3];
+};
+
+/* How a loop runs (the schedule's choice, sched.c; the meaning is always the plain loop's). */
+typedef enum IrLoopMode {
+    LOOP_PLAIN,  /* an ordinary loop */
+    LOOP_UNROLL, /* unrolled completely by the backend: its iterator is a constant in each copy */
+    LOOP_VECTOR, /* its iterations are the lanes of one vector operation (innermost only) */
+    LOOP_TRANSPOSE, /* a copy transposed in registers: its body is one vector loop whose one
+                     * statement is `P[…] = S[…]`, S moving by one cell per lane of the vector
+                     * loop and P by one cell per iteration of this loop (extent ≤ the vector
+                     * loop's, a power of two); the backend loads rows of S, transposes them and
+                     * stores rows of P */
+    /* A strip-mined run-time loop (sched.c, docs/ir.md §5.2): the loop's extent is a run-time
+     * size n; S = ⌊n / after⌋·after (0 when `block_after` is 0), then S + block, … while
+     * S + block ≤ n: the whole blocks of `block` rows that the blocks of `block_after` rows
+     * before it left.  Each iteration sets symbol `block_symbol` to S, which the body's indices
+     * add to the axis they walk; `iter` is unused.  The body is nests of compile-time sizes,
+     * scheduled as any, which the host runs for each block (kernel.h). */
+    LOOP_BLOCKS,
+    /* GPU modes (sched_gpu.c): the loop's iterations run on different GPU threads at once, so
+     * they must be independent (a parallel loop); a GPU loop is only ever an outermost loop of
+     * a kernel or directly inside another GPU loop. */
+    LOOP_GPU_X, /* iteration blockIdx.x · threads + threadIdx.x, `threads` along x in a block;
+                 * the threads past the extent in the last block do nothing (the guard) */
+    LOOP_GPU_Y, /* the same along y */
+    LOOP_GPU_Z, /* the same along z */
+    /* A block's kernel (sched.c rewrite 6): block loops are the grid (iteration blockIdx.d),
+     * thread loops the threads of a block (iteration threadIdx.d; their extent is the block's
+     * size along d).  Between the block loops and the thread loops lie phases: each run of a
+     * nest of thread loops is one phase for all threads of the block, and an IR_BARRIER
+     * separates phases that share a gpu_shared buffer.  Run as plain loops (the reference
+     * executor), each phase runs every thread before the next phase starts, which is what the
+     * barriers guarantee on the GPU. */
+    LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z,
+    LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z,
+} IrLoopMode;
+
+static inline bool ir_mode_flat_gpu(IrLoopMode m) { return m >= LOOP_GPU_X && m <= LOOP_GPU_Z; }
+static inline bool ir_mode_block(IrLoopMode m) { return m >= LOOP_BLOCK_X && m <= LOOP_BLOCK_Z; }
+static inline bool ir_mode_thread(IrLoopMode m) { return m >= LOOP_THREAD_X && m <= LOOP_THREAD_Z; }
+/* Whether the loop's iterations run on different GPU threads or blocks. */
+static inline bool ir_mode_gpu(IrLoopMode m) { return m >= LOOP_GPU_X; }
+
+typedef enum IrStmtKind {
+    IR_LOOP,      /* for iter < extent: body */
+    IR_STORE,     /* buffer[index…] = value */
+    IR_SET_LOCAL, /* local = value */
+    IR_BARRIER,   /* every thread of the block waits here (between the phases of a block's
+                   * kernel, ir.h LOOP_BLOCK_X); nothing for the reference executor */
+} IrStmtKind;
+
+typedef struct IrStmt IrStmt;
+typedef struct IrBlock {
+    IrStmt **items;
+    uint32_t count, cap;
+} IrBlock;
+
+struct IrStmt {
+    IrStmtKind kind;
+    /* IR_LOOP */
+    uint32_t iter;
+    uint64_t extent;
+    bool parallel;
+    IrLoopMode mode;
+    uint32_t threads;  /* GPU loops: the block's threads along the loop's dimension */
+    uint32_t block, block_after; /* LOOP_BLOCKS: the rows of a block, of the blocks before */
+    uint32_t block_symbol; /* LOOP_BLOCKS: the symbol S */
+    IrBlock body;
+    /* IR_STORE */
+    uint32_t buffer;
+    IrIndex *index;
+    /* IR_SET_LOCAL */
+    uint32_t local;
+    IrExpr *value;     /* STORE, SET_LOCAL */
+    bool nontemporal;  /* STORE in a vector loop, aligned to the vector (the schedule's): written
+                        * around the caches, for a large buffer the nest does not read */
+    const char *comment; /* optional, printed before the statement */
+};
+
+typedef struct IrFunction {
+    const char *name;
+    Span span;            /* the routine's definition (no file: the implicit forward) */
+    IrBlock body;
+    uint32_t iter_count;
+    uint32_t local_count;
+} IrFunction;
+
+/* ---- The program plan: what an executable does (plan.c) --------------------------------------- */
+
+/* A symbol: a run-time integer.  An index symbol is in 0 … range-1 (an `index` item or a loop
+ * counter); a size symbol is a run-time size `?` as written for one input axis, at least
+ * `range`, and equal, when a routine runs, to the symbol `leader` (its class's first `?`), whose
+ * value is the extent of the class's loops. */
+typedef struct IrSymbol {
+    const char *name; /* unique */
+    int64_t range;
+    bool settable;    /* an `index` item or a size (object mode exports a setter), not a loop
+                       * counter of main */
+    bool size;        /* a size symbol */
+    uint32_t leader;  /* a size symbol's class's first (itself for the first) */
+} IrSymbol;
+
+#define IR_KIND_ARG(name) IRP_##name,
+typedef enum IrPrintArgKind { TSR_ARG_KINDS(IR_KIND_ARG) } IrPrintArgKind;
+#undef IR_KIND_ARG
+
+typedef struct IrPrintArg {
+    IrPrintArgKind kind;
+    int64_t i;
+    double f;
+    uint32_t ref; /* IRP_SYMBOL: symbol; IRP_BUFFER: buffer (cell 0 is printed) */
+} IrPrintArg;
+
+/* A print statement: a format and its arguments, or (format NULL) one buffer as a grid. */
+typedef struct IrPrint {
+    const char *format;
+    const char *label;
+    IrPrintArg *args;
+    uint32_t arg_count;
+} IrPrint;
+
+#define IR_KIND_ACTION(name) IRA_##name,
+typedef enum IrActionKind { TSR_ACTION_KINDS(IR_KIND_ACTION) } IrActionKind;
+#undef IR_KIND_ACTION
+
+/* A statement of main that the runtime carries out (runtime/steps.c): a checkpoint (`text` the
+ * file, `buffers` what it holds, none: every parameter), a shuffle (`buffers` the fields of
+ * data set `value`, each of `rows` rows), a record (buffers[0] onto series `value`), a plot of
+ * series `value` (titled `text`), or a loop's progress bar (titled `text`). */
+typedef struct IrAction {
+    IrActionKind kind;
+    const char *text;
+    int64_t value, rows;
+    uint32_t *buffers;
+    uint32_t buffer_count;
+} IrAction;
+
+typedef enum IrMainKind { IRM_FOR, IRM_RUN, IRM_PRINT, IRM_ACTION } IrMainKind;
+
+typedef struct IrMainStmt IrMainStmt;
+struct IrMainStmt {
+    IrMainKind kind;
+    uint32_t symbol;      /* FOR */
+    int64_t from, to;     /* FOR: inclusive; added to the option's value where one is named */
+    uint32_t from_option, to_option; /* FOR: an option read at run time (IrProgram.options), or
+                                        UINT32_MAX; the loop is then checked against the
+                                        symbol's range when it starts */
+    bool down;            /* FOR */
+    IrMainStmt *body;     /* FOR */
+    uint32_t body_count;
+    uint32_t function;    /* RUN */
+    uint32_t print;       /* PRINT: into IrProgram.prints */
+    uint32_t action;      /* ACTION: into IrProgram.actions; FOR: its progress bar, or UINT32_MAX */
+};
+
+/* A named tensor or gradient that object mode exports (header.c). */
+typedef struct IrExport {
+    const char *shown;    /* the name --print-shapes shows ("l1.w", "x.grad") */
+    uint32_t buffer;
+    bool grad;
+} IrExport;
+
+/* A `data` item: a generator or a file, and the buffers it fills (image.c, the runtime). */
+typedef struct IrDataSet {
+    const char *name;
+    const char *generator; /* half_moons circles spirals range uniform npy csv */
+    const char *path;      /* npy, csv */
+    int64_t count, seed;
+    double noise, factor;
+    uint32_t fields[2];    /* buffers */
+    uint32_t field_count;
+} IrDataSet;
+
+/* An `option` item: a number the executable's command line may set (the runtime's args.c). */
+typedef struct IrOption {
+    const char *name;
+    bool is_float;
+    double value; /* the default */
+} IrOption;
+
+typedef struct IrProgram {
+    Arena *arena;
+    IrBuffer *buffers;
+    uint32_t buffer_count, buffer_cap;
+    IrFunction *functions;
+    uint32_t function_count, function_cap;
+    uint64_t seed;     /* parameter initialisation */
+    /* The plan (plan.c). */
+    IrSymbol *symbols;
+    uint32_t symbol_count;
+    uint32_t *class_symbol;   /* per run-time size class k (SIZE_RUNTIME_BASE + k in dims and
+                               * extents): the size symbol whose value it is, or UINT32_MAX */
+    uint32_t class_count;     /* classes 1 … class_count - 1 */
+    bool *exported;           /* per function: a routine of the program (not made by `main`) */
+    IrPrint *prints;
+    uint32_t print_count, print_cap;
+    IrMainStmt *main;         /* the program's main, or the implicit one */
+    uint32_t main_count;
+    IrExport *exports;        /* named tensors, then their gradients */
+    uint32_t export_count, export_cap;
+    IrDataSet *datasets;
+    uint32_t dataset_count;
+    IrOption *options;
+    uint32_t option_count;
+    IrAction *actions;        /* the statements of main the runtime carries out */
+    uint32_t action_count, action_cap;
+} IrProgram;
+
+/* The index of the symbol named `name`, or UINT32_MAX. */
+uint32_t ir_symbol(const IrProgram *ir, const char *name);
+
+/* ir.c: printing and checking. */
+void ir_dump(const IrProgram *ir, FILE *out);
+/* Checks the invariants of docs/ir.md; returns the number of problems (printed to `out`). */
+unsigned ir_verify(const IrProgram *ir, FILE *out);
+void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
+/* Whether e loads `buffer` anywhere. */
+bool ir_expr_loads(const IrExpr *e, uint32_t buffer);
+/* Whether e draws a random number (IR_RANDOM) anywhere. */
+bool ir_expr_random(const IrExpr *e);
+/* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third
+ * word, runtime/rng.c tsr_random_cell), so two tensors draw different numbers. */
+uint32_t ir_random_site(const IrBuffer *buffer);
+/* The size symbols a run of `fn` needs set, and equal to their class's first, before it starts
+ * (tsr_state_check_sizes): the symbol of every buffer of run-time size it touches and of every
+ * run-time extent it loops to, in symbol order, into `out` (room for every symbol).  Returns the
+ * count. */
+uint32_t ir_function_sizes(const IrProgram *ir, const IrFunction *fn, uint32_t *out);
+/* Whether two indices of `buffer` are the same, term for term. */
+bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
+
+#endif

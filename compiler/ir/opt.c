@@ -1,0 +1,604 @@
+/* opt.c — optimisations of the loop IR, to a fixpoint:
+ *
+ *   1. Constant buffers (`ones ()`, `zeros ()`, scalar literals, `!.x`: every cell one known
+ *      value, never stored to) are read as that constant.  Parameters are never folded: their
+ *      values change (training, or the caller through an accessor).
+ *   2. Constant folding and simplification, NaN-safe: an operation on constants is evaluated
+ *      in single precision as the executor would; `x * 1`, `1 * x`, `x / 1` and `x - 0` become
+ *      `x` (exact for every x, NaN and ±0 included); nothing like `x * 0 → 0` is done.
+ *   3. Virtualisation: a buffer that is not observable (not named, not a parameter or
+ *      gradient…), written by exactly one plain store — every cell once, by loops that are
+ *      all its iterators — and read by exactly one load whose loops all appear in its index
+ *      (so each cell is computed once, where it is used), is inlined: the load becomes the
+ *      stored expression with the producer's iterators replaced by the load's indices, and the
+ *      producer's loop nest disappears.  Nothing it reads may be stored in between.  A
+ *      buffer whose store draws random numbers (IR_RANDOM) is never inlined: it is materialised
+ *      once per run, so every reader, in any routine, sees the same mask.
+ *   4. Dead stores: stores to buffers that nothing reads and nobody observes are removed,
+ *      and loops left empty with them.
+ *   5. Overwritten fills: a nest setting every cell of a buffer to a constant (zero_grads) goes
+ *      when the next statement touching that buffer stores every cell from at most the cell's
+ *      own value, which it then reads as the constant (drop_overwritten_fills).
+ *   6. State that no routine carries: a persistent buffer (an unnamed tensor's gradient, whose
+ *      value `=+` would carry from one run of a routine to the next) that every function
+ *      overwrites, every cell, before it reads it — zero_grads then backprop, once rule 5 has
+ *      folded the zeros in — holds nothing between runs, and becomes an ordinary computed
+ *      buffer that rules 3 and 4 (and the schedule's epilogues) may then remove
+ *      (release_overwritten_state); the rounds run again.
+ * Buffers left with no access and no observer are marked virtual (no storage).
+ *
+ * Requires: a verified IrProgram (ir_verify). */
+#include "ir/opt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Walking -------------------------------------------------------------------------------- */
+
+/* Per buffer: how many stores and loads the program has, and where the last of each is (the
+ * function and its top-level statement), which is where the only one is when there is one. */
+typedef struct Counts {
+    uint32_t *stores, *loads;
+    uint32_t *store_fn, *store_top, *load_fn, *load_top;
+    uint32_t fn, top; /* the statement being counted */
+} Counts;
+
+static void count_expr(Counts *c, const IrExpr *e) {
+    if (e->kind == IR_LOAD) {
+        c->loads[e->buffer]++;
+        c->load_fn[e->buffer] = c->fn;
+        c->load_top[e->buffer] = c->top;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i]);
+}
+
+static void count_block(Counts *c, const IrBlock *b) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) count_block(c, &s->body);
+        else {
+            count_expr(c, s->value);
+            if (s->kind == IR_STORE) {
+                c->stores[s->buffer]++;
+                c->store_fn[s->buffer] = c->fn;
+                c->store_top[s->buffer] = c->top;
+            }
+        }
+    }
+}
+
+static void count_all(const IrProgram *ir, Counts *c) {
+    memset(c->stores, 0, ir->buffer_count * sizeof *c->stores);
+    memset(c->loads, 0, ir->buffer_count * sizeof *c->loads);
+    for (c->fn = 0; c->fn < ir->function_count; c->fn++) {
+        const IrBlock *body = &ir->functions[c->fn].body;
+        for (c->top = 0; c->top < body->count; c->top++) {
+            IrBlock one = {&body->items[c->top], 1, 1};
+            count_block(c, &one);
+        }
+    }
+}
+
+/* ---- 1 and 2: constants ----------------------------------------------------------------------- */
+
+static bool is_const(const IrExpr *e, double v) { return e->kind == IR_CONST && e->value == v && !signbit(e->value) == !signbit(v); }
+
+/* Returns the (possibly replaced) expression. */
+static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed) {
+    if (e->kind == IR_LOAD) {
+        const IrBuffer *b = &ir->buffers[e->buffer];
+        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0) {
+            IrExpr *k = arena_alloc(ir->arena, sizeof *k);
+            k->kind = IR_CONST;
+            k->value = (double)(float)b->fill;
+            *changed = true;
+            return k;
+        }
+        return e;
+    }
+    if (e->kind != IR_OP) return e;
+    unsigned n = scalar_op_arity(e->op);
+    bool all_const = true;
+    for (unsigned i = 0; i < n; i++) {
+        e->args[i] = simplify(ir, c, e->args[i], changed);
+        if (e->args[i]->kind != IR_CONST) all_const = false;
+    }
+    if (all_const) {
+        float x[3] = {0, 0, 0};
+        for (unsigned i = 0; i < n; i++) x[i] = (float)e->args[i]->value;
+        IrExpr *k = arena_alloc(ir->arena, sizeof *k);
+        k->kind = IR_CONST;
+        k->value = scalar_op_eval(e->op, x[0], x[1], x[2]);
+        *changed = true;
+        return k;
+    }
+    IrExpr *a = e->args[0], *b = e->args[1];
+    if ((e->op == SOP_MUL && is_const(b, 1)) || (e->op == SOP_DIV && is_const(b, 1)) ||
+        (e->op == SOP_SUB && is_const(b, 0))) {
+        *changed = true;
+        return a;
+    }
+    if (e->op == SOP_MUL && is_const(a, 1)) {
+        *changed = true;
+        return b;
+    }
+    return e;
+}
+
+static void simplify_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *changed) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) simplify_block(ir, c, &s->body, changed);
+        else s->value = simplify(ir, c, s->value, changed);
+    }
+}
+
+/* ---- 4: dead stores ------------------------------------------------------------------------------ */
+
+static void prune_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *changed) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        bool drop = false;
+        if (s->kind == IR_LOOP) {
+            prune_block(ir, c, &s->body, changed);
+            drop = s->body.count == 0;
+        } else if (s->kind == IR_STORE) {
+            drop = !ir->buffers[s->buffer].keep && c->loads[s->buffer] == 0;
+        }
+        if (drop) {
+            *changed = true;
+            continue;
+        }
+        b->items[kept++] = s;
+    }
+    b->count = kept;
+}
+
+/* ---- 3: virtualisation ------------------------------------------------------------------------- */
+
+typedef struct Found {
+    IrStmt *store;       /* the producer store */
+    IrExpr **load;       /* where the consumer's load pointer lives */
+    uint32_t loops[64];  /* enclosing loop iterators */
+    uint32_t depth;
+    bool all_parallel;
+} Found;
+
+static bool find_store(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t depth, bool parallel, Found *f) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) {
+            if (depth >= 64) return false;
+            loops[depth] = s->iter;
+            if (find_store(&s->body, buffer, loops, depth + 1, parallel && s->parallel, f)) return true;
+        } else if (s->kind == IR_STORE && s->buffer == buffer) {
+            f->store = s;
+            memcpy(f->loops, loops, depth * sizeof *loops);
+            f->depth = depth;
+            f->all_parallel = parallel;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool find_load_expr(IrExpr **slot, uint32_t buffer, Found *f) {
+    IrExpr *e = *slot;
+    if (e->kind == IR_LOAD && e->buffer == buffer) {
+        f->load = slot;
+        return true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (find_load_expr(&e->args[i], buffer, f)) return true;
+    return false;
+}
+
+static bool find_load(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t depth, Found *f) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) {
+            if (depth >= 64) return false;
+            loops[depth] = s->iter;
+            if (find_load(&s->body, buffer, loops, depth + 1, f)) return true;
+        } else if (find_load_expr(&s->value, buffer, f)) {
+            memcpy(f->loops, loops, depth * sizeof *loops);
+            f->depth = depth;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool expr_has_local(const IrExpr *e) {
+    if (e->kind == IR_LOCAL) return true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (expr_has_local(e->args[i])) return true;
+    return false;
+}
+
+/* Where every buffer is stored: for buffer b, entries first[b] … first[b+1]-1 of `at`, each a
+ * (function, top-level statement) in program order.  Built once per round of optimise(); a
+ * store removed during the round stays listed (a false hazard, retried in the next round). */
+typedef struct StoreSites {
+    uint32_t *first;
+    uint64_t *at; /* function << 32 | statement */
+} StoreSites;
+
+static void list_store_sites(const IrBlock *b, uint64_t site, StoreSites *ss, uint32_t *fill) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) list_store_sites(&s->body, site, ss, fill);
+        else if (s->kind == IR_STORE) ss->at[ss->first[s->buffer] + fill[s->buffer]++] = site;
+    }
+}
+
+static bool store_sites_build(const IrProgram *ir, const Counts *c, StoreSites *ss) {
+    ss->first = calloc(ir->buffer_count + 1, sizeof *ss->first);
+    uint32_t *fill = calloc(ir->buffer_count + 1, sizeof *fill);
+    uint32_t total = 0;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) total += c->stores[b];
+    ss->at = malloc((total + 1) * sizeof *ss->at);
+    if (!ss->first || !fill || !ss->at) {
+        free(fill);
+        return false;
+    }
+    for (uint32_t b = 0; b < ir->buffer_count; b++) ss->first[b + 1] = ss->first[b] + c->stores[b];
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrBlock *body = &ir->functions[f].body;
+        for (uint32_t i = 0; i < body->count; i++) {
+            IrBlock one = {&body->items[i], 1, 1};
+            list_store_sites(&one, (uint64_t)f << 32 | i, ss, fill);
+        }
+    }
+    free(fill);
+    return true;
+}
+
+/* Whether `buffer` is stored by a top-level statement of function f in (after, upto]. */
+static bool stored_between(const StoreSites *ss, uint32_t buffer, uint32_t f, uint32_t after, uint32_t upto) {
+    uint64_t lo = (uint64_t)f << 32 | after, hi = (uint64_t)f << 32 | upto;
+    uint32_t a = ss->first[buffer], z = ss->first[buffer + 1];
+    while (a < z) { /* the first site after `lo` */
+        uint32_t m = a + (z - a) / 2;
+        if (ss->at[m] <= lo) a = m + 1;
+        else z = m;
+    }
+    return a < ss->first[buffer + 1] && ss->at[a] <= hi;
+}
+
+/* Whether e loads a buffer that is stored in (after, upto] of f, or `self`. */
+static bool reads_stored_between(const IrExpr *e, const StoreSites *ss, uint32_t self, uint32_t f, uint32_t after,
+                                 uint32_t upto) {
+    if (e->kind == IR_LOAD) return e->buffer == self || stored_between(ss, e->buffer, f, after, upto);
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_stored_between(e->args[i], ss, self, f, after, upto)) return true;
+    return false;
+}
+
+/* The producer iterator of axis a, or UINT32_MAX for an axis read at 0 (size one). */
+typedef struct Subst {
+    uint32_t iter_count;
+    const uint32_t *iters;   /* producer iterators */
+    const IrIndex **by;      /* their replacement */
+} Subst;
+
+static IrIndex *subst_index(IrProgram *ir, const IrIndex *ix, uint32_t rank, const Subst *s) {
+    IrIndex *out = arena_alloc(ir->arena, (rank ? rank : 1) * sizeof *out);
+    for (uint32_t a = 0; a < rank; a++) {
+        out[a].offset = ix[a].offset;
+        out[a].symbol = ix[a].symbol;
+        uint32_t cap = ix[a].term_count;
+        for (uint32_t t = 0; t < ix[a].term_count; t++)
+            for (uint32_t k = 0; k < s->iter_count; k++)
+                if (s->iters[k] == ix[a].terms[t].iter) cap += s->by[k]->term_count;
+        out[a].terms = arena_alloc(ir->arena, (cap ? cap : 1) * sizeof *out[a].terms);
+        for (uint32_t t = 0; t < ix[a].term_count; t++) {
+            const IrTerm *term = &ix[a].terms[t];
+            const IrIndex *r = NULL;
+            for (uint32_t k = 0; k < s->iter_count && !r; k++)
+                if (s->iters[k] == term->iter) r = s->by[k];
+            if (!r) {
+                out[a].terms[out[a].term_count++] = *term;
+                continue;
+            }
+            out[a].offset += term->coef * r->offset;
+            for (uint32_t u = 0; u < r->term_count; u++)
+                out[a].terms[out[a].term_count++] = (IrTerm){r->terms[u].iter, term->coef * r->terms[u].coef};
+        }
+    }
+    return out;
+}
+
+static IrExpr *subst_expr(IrProgram *ir, const IrExpr *e, const Subst *s) {
+    IrExpr *c = arena_alloc(ir->arena, sizeof *c);
+    *c = *e;
+    if (e->kind == IR_LOAD || e->kind == IR_RANDOM) c->index = subst_index(ir, e->index, ir->buffers[e->buffer].rank, s);
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = subst_expr(ir, e->args[i], s);
+    return c;
+}
+
+static bool index_mentions(const IrIndex *ix, uint32_t rank, uint32_t iter) {
+    for (uint32_t a = 0; a < rank; a++)
+        for (uint32_t t = 0; t < ix[a].term_count; t++)
+            if (ix[a].terms[t].iter == iter) return true;
+    return false;
+}
+
+/* Inline `buffer`, stored once by top-level statement top_store of function f and loaded once
+ * by top_load (Counts), when the conditions of 3 hold. */
+static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t top_store, uint32_t top_load,
+                           const StoreSites *sites) {
+    IrFunction *fn = &ir->functions[f];
+    IrBuffer *b = &ir->buffers[buffer];
+    uint32_t loops[64];
+    Found prod = {0}, cons = {0};
+    if (top_load <= top_store) return false;
+    IrBlock producer = {&fn->body.items[top_store], 1, 1}, consumer = {&fn->body.items[top_load], 1, 1};
+    if (!find_store(&producer, buffer, loops, 0, true, &prod) || !find_load(&consumer, buffer, loops, 0, &cons))
+        return false;
+    /* A random tensor (a dropout mask) is computed where the program computes it and stored:
+     * its numbers belong to the routine run that stores them, and a reader in another function
+     * (the backward pass of a later run) must see those, not draw again. */
+    if (!prod.all_parallel || expr_has_local(prod.store->value) || ir_expr_random(prod.store->value)) return false;
+    /* The store writes every cell once: each axis is one distinct loop iterator (or size one). */
+    uint32_t iters[64];
+    const IrIndex *by[64];
+    uint32_t n = 0;
+    const IrIndex *load_index = (*cons.load)->index;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &prod.store->index[a];
+        if (ix->symbol || ix->offset) return false;
+        if (ix->term_count == 0) {
+            if (b->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1 || n >= 64) return false;
+        for (uint32_t k = 0; k < n; k++)
+            if (iters[k] == ix->terms[0].iter) return false;
+        if (load_index[a].symbol) return false;
+        iters[n] = ix->terms[0].iter;
+        by[n++] = &load_index[a];
+    }
+    if (n != prod.depth) return false; /* every loop of the producer addresses the cell */
+    /* The consumer reads each cell once: all of its loops appear in the load's index. */
+    for (uint32_t d = 0; d < cons.depth; d++)
+        if (!index_mentions(load_index, b->rank, cons.loops[d])) return false;
+    /* Nothing the producer reads changes before the consumer runs. */
+    if (reads_stored_between(prod.store->value, sites, buffer, f, top_store, top_load)) return false;
+    Subst s = {n, iters, by};
+    *cons.load = subst_expr(ir, prod.store->value, &s);
+    /* Remove the producer store; pruning drops its loops. */
+    prod.store->kind = IR_LOOP;
+    prod.store->body = (IrBlock){0};
+    prod.store->iter = 0;
+    b->is_virtual = true;
+    return true;
+}
+
+/* ---- Fills that the next access overwrites ----------------------------------------------------- */
+
+/* The statement inside a nest's chain of parallel loops (each with a one-statement body, or the
+ * innermost with the three statements of a reduction), and those loops. */
+static const IrBlock *nest_cells(const IrStmt *top, const IrStmt **loops, uint32_t *nloops) {
+    const IrStmt *s = top;
+    *nloops = 0;
+    while (s->kind == IR_LOOP && s->parallel && *nloops < 64) {
+        loops[(*nloops)++] = s;
+        if (s->body.count != 1 || s->body.items[0]->kind != IR_LOOP) return &s->body;
+        s = s->body.items[0];
+    }
+    return NULL;
+}
+
+/* `index` reaches every cell of `buffer` once over these loops: one loop per axis larger than
+ * one, of the axis's size, with coefficient 1; index 0 on the others. */
+static bool every_cell_once(const IrProgram *ir, const IrStmt *const *loops, uint32_t nloops, uint32_t buffer,
+                            const IrIndex *index) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    uint32_t used = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *x = &index[a];
+        if (x->symbol || x->offset) return false;
+        if (x->term_count == 0 && b->dims[a] == 1) continue;
+        if (x->term_count != 1 || x->terms[0].coef != 1) return false;
+        bool found = false;
+        for (uint32_t k = 0; k < nloops; k++)
+            if (loops[k]->iter == x->terms[0].iter) found = loops[k]->extent == b->dims[a];
+        for (uint32_t p = 0; p < a; p++)
+            if (index[p].term_count == 1 && index[p].terms[0].iter == x->terms[0].iter) found = false;
+        if (!found) return false;
+        used++;
+    }
+    return used == nloops;
+}
+
+/* Loads of `buffer` in e at `index` become `value`; false when e loads it anywhere else. */
+static bool replace_cell_loads(const IrProgram *ir, IrExpr **slot, uint32_t buffer, const IrIndex *index, IrExpr *value) {
+    IrExpr *e = *slot;
+    if (e->kind == IR_LOAD && e->buffer == buffer) {
+        if (!ir_same_index(ir, buffer, e->index, index)) return false;
+        *slot = value;
+        return true;
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!replace_cell_loads(ir, &e->args[i], buffer, index, value)) return false;
+    return true;
+}
+
+static bool touches(const IrStmt *s, uint32_t buffer) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (touches(s->body.items[i], buffer)) return true;
+        return false;
+    case IR_STORE: return s->buffer == buffer || ir_expr_loads(s->value, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(s->value, buffer);
+    case IR_BARRIER: return false;
+    }
+    return false;
+}
+
+/* A top-level nest that sets every cell of a buffer to a constant (zero_grads, a reset), when
+ * the next statement of the function that touches the buffer stores every one of its cells
+ * from, at most, the cell's own value — an update `g = g + f`, a reduction starting from the
+ * cell, a plain overwrite — goes: that statement reads the constant instead.  Each cell gets
+ * the same value as before (the constant stands where the cell held it), one pass fewer. */
+static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
+    const IrStmt *loops[64], *wloops[64];
+    uint32_t nloops, nw;
+    bool *drop = calloc(fn->body.count + 1, sizeof *drop);
+    if (!drop) return;
+    for (uint32_t z = 0; z < fn->body.count; z++) {
+        const IrBlock *cells = nest_cells(fn->body.items[z], loops, &nloops);
+        if (!cells || cells->count != 1 || cells->items[0]->kind != IR_STORE ||
+            cells->items[0]->value->kind != IR_CONST)
+            continue;
+        const IrStmt *fill = cells->items[0];
+        uint32_t g = fill->buffer;
+        if (!every_cell_once(ir, loops, nloops, g, fill->index)) continue;
+        uint32_t w = z + 1;
+        while (w < fn->body.count && !touches(fn->body.items[w], g)) w++;
+        if (w == fn->body.count) continue;
+        const IrBlock *wc = nest_cells(fn->body.items[w], wloops, &nw);
+        if (!wc) continue;
+        IrExpr *constant = fill->value;
+        if (wc->count == 1 && wc->items[0]->kind == IR_STORE) { /* g[cell] = f(g[cell], …) */
+            IrStmt *st = wc->items[0];
+            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index)) continue;
+            if (!replace_cell_loads(ir, &st->value, g, st->index, constant)) continue;
+        } else if (wc->count == 3 && wc->items[0]->kind == IR_SET_LOCAL && wc->items[2]->kind == IR_STORE) {
+            /* l = g[cell]; reduction loops (not reading g); g[cell] = l */
+            IrStmt *init = wc->items[0], *st = wc->items[2];
+            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index) || touches(wc->items[1], g)) continue;
+            if (!replace_cell_loads(ir, &init->value, g, st->index, constant)) continue;
+        } else {
+            continue;
+        }
+        drop[z] = true;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        if (drop[i]) {
+            /* keep its description with the statement that follows */
+            if (fn->body.items[i]->comment && i + 1 < fn->body.count && !fn->body.items[i + 1]->comment)
+                fn->body.items[i + 1]->comment = fn->body.items[i]->comment;
+            continue;
+        }
+        fn->body.items[k++] = fn->body.items[i];
+    }
+    fn->body.count = k;
+    free(drop);
+}
+
+/* Virtualisation, rounds to a fixpoint.  Each round counts the accesses once, finds where each
+ * buffer's only store and only load are (Counts) and where every store is (StoreSites), and
+ * tries every candidate buffer; a candidate whose producer or consumer statement an earlier
+ * success of the round changed waits for the next round (its positions are stale).  A chain of
+ * n single-use definitions takes O(log n) rounds, each linear in the program. */
+static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
+    StoreSites sites;
+    if (!store_sites_build(ir, c, &sites)) return false;
+    uint32_t *base = calloc(ir->function_count + 1, sizeof *base);
+    if (!base) {
+        free(sites.first);
+        free(sites.at);
+        return false;
+    }
+    for (uint32_t f = 0; f < ir->function_count; f++) base[f + 1] = base[f] + ir->functions[f].body.count;
+    bool *touched = calloc(base[ir->function_count] + 1, sizeof *touched);
+    for (uint32_t b = 0; touched && b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (buf->keep || buf->persistent || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 ||
+            c->loads[b] != 1)
+            continue;
+        uint32_t f = c->store_fn[b], i = c->store_top[b], j = c->load_top[b];
+        if (c->load_fn[b] != f || touched[base[f] + i] || touched[base[f] + j]) continue;
+        if (try_virtualise(ir, f, b, i, j, &sites)) {
+            touched[base[f] + i] = touched[base[f] + j] = true;
+            *changed = true;
+        }
+    }
+    bool ok = touched != NULL;
+    free(touched);
+    free(base);
+    free(sites.first);
+    free(sites.at);
+    return ok;
+}
+
+/* Whether the first statement of `fn` that touches `buffer` stores every one of its cells without
+ * reading it (a plain overwrite, or a reduction whose cells start from something else); true
+ * when nothing in `fn` touches it. */
+static bool overwritten_first(const IrProgram *ir, const IrFunction *fn, uint32_t buffer) {
+    const IrStmt *loops[64];
+    uint32_t nloops;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        const IrStmt *top = fn->body.items[i];
+        if (!touches(top, buffer)) continue;
+        const IrBlock *cells = nest_cells(top, loops, &nloops);
+        if (!cells) return false;
+        const IrStmt *st = cells->items[cells->count - 1];
+        if (st->kind != IR_STORE || st->buffer != buffer || !every_cell_once(ir, loops, nloops, buffer, st->index))
+            return false;
+        if (cells->count == 1) return !ir_expr_loads(st->value, buffer);
+        return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(cells->items[0], buffer) &&
+               !touches(cells->items[1], buffer) && !ir_expr_loads(st->value, buffer);
+    }
+    return true;
+}
+
+/* Rule 6: a persistent buffer that every function overwrites before reading carries nothing
+ * between runs.  True when one was released. */
+static bool release_overwritten_state(IrProgram *ir) {
+    bool released = false;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (!buf->persistent || buf->keep) continue;
+        bool dead_at_entry = true;
+        for (uint32_t f = 0; f < ir->function_count && dead_at_entry; f++)
+            dead_at_entry = overwritten_first(ir, &ir->functions[f], b);
+        if (dead_at_entry) {
+            buf->persistent = false;
+            released = true;
+        }
+    }
+    return released;
+}
+
+/* Rules 1 to 4 to a fixpoint. */
+static void rounds(IrProgram *ir, Counts *c) {
+    bool changed = true;
+    for (int round = 0; changed && round < 1000; round++) {
+        changed = false;
+        count_all(ir, c);
+        for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, c, &ir->functions[f].body, &changed);
+        count_all(ir, c);
+        if (!virtualise_round(ir, c, &changed)) break;
+        count_all(ir, c);
+        for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, c, &ir->functions[f].body, &changed);
+    }
+}
+
+void optimise(IrProgram *ir) {
+    Counts c;
+    size_t n = ir->buffer_count + 1;
+    uint32_t *all = calloc(6 * n, sizeof *all);
+    if (!all) return; /* optimisation is optional */
+    c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
+    c.load_fn = all + 4 * n, c.load_top = all + 5 * n;
+    rounds(ir, &c);
+    for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
+    if (release_overwritten_state(ir)) rounds(ir, &c);
+    count_all(ir, &c);
+    for (uint32_t b = 0; b < ir->buffer_count; b++)
+        if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;
+    free(all);
+}

@@ -1,0 +1,292 @@
+/* plan.c — the program plan: `main` in terms of the loop IR's functions and buffers.
+ *
+ * The same plan drives the reference executor (interp_run_main) and the native entry point
+ * (cg_cpu.c), so both run routines in the same order and print through the same runtime
+ * function.  Index symbols become IrSymbols (index items and the loop counters of `main`, in
+ * the order elaboration made them); `print` statements become IrPrints over buffers and
+ * symbols.  Without `main`, the plan runs every routine once in order (or the implicit
+ * forward function) and prints every named tensor and its gradient as a grid.  It is also the
+ * one place that copies what the back half needs out of the tensor graph (exported tensors,
+ * data sets, options, routine spans): nothing after it reads the Program.  Run-time sizes
+ * become size symbols, one per `?` written, after the index symbols (runtime_sizes below).
+ *
+ * Requires: lowered functions (one per Program routine, or one "forward"); runs before
+ * optimisation, so that the buffers it prints are kept. */
+#include "ir/plan.h"
+
+#include <string.h>
+
+#include "base/diag.h"
+
+uint32_t ir_symbol(const IrProgram *ir, const char *name) {
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (strcmp(ir->symbols[i].name, name) == 0) return i;
+    return UINT32_MAX;
+}
+
+static uint32_t add_print(IrProgram *ir, IrPrint p) {
+    ARENA_PUSH(ir->arena, ir->prints, ir->print_count, ir->print_cap, p);
+    return ir->print_count - 1;
+}
+
+static IrPrintArg buffer_arg(IrProgram *ir, uint32_t buffer) {
+    ir->buffers[buffer].keep = true;
+    return (IrPrintArg){.kind = IRP_BUFFER, .ref = buffer};
+}
+
+/* A grid print of one buffer. */
+static IrMainStmt grid(IrProgram *ir, uint32_t buffer, const char *label) {
+    IrPrintArg *arg = arena_alloc(ir->arena, sizeof *arg);
+    *arg = buffer_arg(ir, buffer);
+    return (IrMainStmt){.kind = IRM_PRINT, .print = add_print(ir, (IrPrint){NULL, label, arg, 1})};
+}
+
+typedef struct StmtList {
+    IrMainStmt *items;
+    uint32_t count, cap;
+} StmtList;
+
+static void push(IrProgram *ir, StmtList *list, IrMainStmt s) { ARENA_PUSH(ir->arena, list->items, list->count, list->cap, s); }
+
+static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
+    if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
+    IrPrintArg *args = arena_alloc(ir->arena, (m->arg_count ? m->arg_count : 1) * sizeof *args);
+    for (uint32_t i = 0; i < m->arg_count; i++) {
+        const PrintArg *a = &m->args[i];
+        switch (a->kind) {
+        case PARG_INT: args[i] = (IrPrintArg){.kind = IRP_INT, .i = a->i}; break;
+        case PARG_FLOAT: args[i] = (IrPrintArg){.kind = IRP_FLOAT, .f = a->f}; break;
+        case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
+        case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
+        case PARG_TENSOR: {
+            uint32_t b = (a->grad ? ar->grad_buffer : ar->value_buffer)[a->tensor->id];
+            if (b == UINT32_MAX && a->grad) {
+                diag_error(a->span, "this tensor has no gradient to print: no routine runs backprop through it");
+                return false;
+            }
+            if (b == UINT32_MAX) {
+                diag_error(a->span, "this tensor has no values to print (nothing computes or holds it)");
+                return false;
+            }
+            if (m->format && ir->buffers[b].size != 1) {
+                diag_error(a->span, "a number in a format is one cell, but this tensor has shape %s (%llu cells); "
+                           "print it as a grid with print x, or reduce it first",
+                           ir->buffers[b].shape_text, (unsigned long long)ir->buffers[b].size);
+                return false;
+            }
+            args[i] = buffer_arg(ir, b);
+            break;
+        }
+        }
+    }
+    push(ir, out, (IrMainStmt){.kind = IRM_PRINT, .print = add_print(ir, (IrPrint){m->format, m->label, args, m->arg_count})});
+    return true;
+}
+
+static uint32_t add_action(IrProgram *ir, IrAction a) {
+    ARENA_PUSH(ir->arena, ir->actions, ir->action_count, ir->action_cap, a);
+    return ir->action_count - 1;
+}
+
+/* The buffer holding tensor `t`'s values (kept: the runtime reads or writes it), or
+ * UINT32_MAX after an error at `span`. */
+static uint32_t kept_buffer(IrProgram *ir, const AssignResult *ar, const Tensor *t, Span span) {
+    uint32_t b = ar->value_buffer[t->id];
+    if (b == UINT32_MAX) {
+        diag_error(span, "this tensor has no values (nothing computes or holds it)");
+        return UINT32_MAX;
+    }
+    ir->buffers[b].keep = true;
+    return b;
+}
+
+/* The rows `shuffle` permutes: the cells of the batch axes, which lead in memory.  When the first
+ * is a run-time size (a .npy file's length), minus the cells of the others: the runtime
+ * multiplies by the length the file gave (runtime/steps.c). */
+static int64_t batch_rows(const AssignResult *ar, const Tensor *t) {
+    Row batch = shape_resolve_row(ar->program->solver, t->shape.rows[ROW_BATCH]);
+    int64_t rows = 1;
+    for (uint32_t i = 0; i < batch.count; i++) rows *= batch.dims[i].runtime ? 1 : batch.dims[i].size;
+    return !batch.count ? 0 : batch.dims[0].runtime ? -rows : rows;
+}
+
+/* A shuffle's rows (into `a`): every field of every listed data item must have the same
+ * number of rows, the cells of its batch axes. */
+static bool shuffle_rows(IrProgram *ir, const AssignResult *ar, const MainStep *m, IrAction *a) {
+    const DataSource *first = ar->program->sources[m->source];
+    a->value = m->source;
+    a->text = first->name;
+    a->rows = batch_rows(ar, m->tensors[0]);
+    for (uint32_t f = 0; f < m->tensor_count; f++) {
+        const DataSource *d = m->tensors[f]->source;
+        int64_t rows = batch_rows(ar, m->tensors[f]);
+        if (d != first && m->tensors[f]->field == 0) a->text = arena_printf(ir->arena, "%s, %s", a->text, d->name);
+        if (rows != 0 && rows == a->rows) continue;
+        if (rows == 0 || d == first || a->rows == 0) {
+            diag_error(m->span, "data '%s' has no batch axes shared by all its fields, so it has no rows to shuffle "
+                       "(give it batch axes: ~b:[n] or ~batches:n)", rows == 0 || d == first ? d->name : first->name);
+            return false;
+        }
+        diag_error(m->span, "data '%s' has %lld rows but '%s' has %lld: items shuffled together need the same rows",
+                   first->name, (long long)a->rows, d->name, (long long)rows);
+        diag_note(first->span, "'%s' is declared here", first->name);
+        diag_note(d->span, "'%s' is declared here", d->name);
+        return false;
+    }
+    return true;
+}
+
+/* save, load, shuffle, record and plot: an action of the runtime (runtime/steps.c). */
+static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
+    static const IrActionKind kinds[] = {[MAIN_SAVE] = IRA_SAVE, [MAIN_LOAD] = IRA_LOAD, [MAIN_SHUFFLE] = IRA_SHUFFLE,
+                                         [MAIN_RECORD] = IRA_RECORD, [MAIN_PLOT] = IRA_PLOT};
+    IrAction a = {.kind = kinds[m->kind], .text = m->text, .value = m->series};
+    const Tensor *const *fields = (const Tensor *const *)m->tensors;
+    uint32_t count = m->tensor_count;
+    if (m->kind == MAIN_SHUFFLE && !shuffle_rows(ir, ar, m, &a)) return false;
+    a.buffer_count = count;
+    a.buffers = arena_alloc(ir->arena, (count + 1) * sizeof *a.buffers);
+    for (uint32_t i = 0; i < count; i++)
+        if ((a.buffers[i] = kept_buffer(ir, ar, fields[i], m->span)) == UINT32_MAX) return false;
+    if (m->kind == MAIN_RECORD && ir->buffers[a.buffers[0]].size != 1) {
+        diag_error(m->span, "'record' records one number, but this tensor has shape %s (%llu cells); reduce it first",
+                   ir->buffers[a.buffers[0]].shape_text, (unsigned long long)ir->buffers[a.buffers[0]].size);
+        return false;
+    }
+    if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
+    push(ir, out, (IrMainStmt){.kind = IRM_ACTION, .action = add_action(ir, a)});
+    return true;
+}
+
+static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *steps, uint32_t count, StmtList *out) {
+    for (uint32_t i = 0; i < count; i++) {
+        const MainStep *m = &steps[i];
+        switch (m->kind) {
+        case MAIN_RUN: push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine}); break;
+        case MAIN_PRINT:
+            if (!print_stmt(ir, ar, m, out)) return false;
+            break;
+        case MAIN_FOR: {
+            StmtList body = {0};
+            if (!main_stmts(ir, ar, m->body, m->body_count, &body)) return false;
+            uint32_t bar = UINT32_MAX;
+            if (m->progress)
+                bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = ar->program->indexes[m->index].name});
+            push(ir, out, (IrMainStmt){.kind = IRM_FOR, .symbol = m->index, .from = m->from, .to = m->to,
+                                       .from_option = m->from_option, .to_option = m->to_option,
+                                       .down = m->down, .body = body.items, .body_count = body.count,
+                                       .action = bar});
+            break;
+        }
+        default:
+            if (!action_stmt(ir, ar, m, out)) return false;
+            break;
+        }
+    }
+    return true;
+}
+
+static void add_export(IrProgram *ir, const char *shown, uint32_t buffer, bool grad) {
+    if (buffer != UINT32_MAX)
+        ARENA_PUSH(ir->arena, ir->exports, ir->export_count, ir->export_cap, ((IrExport){shown, buffer, grad}));
+}
+
+/* What header.c, image.c and the backends need of the program, copied into the IR. */
+static void copy_program(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    ir->exported = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *ir->exported);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        ir->exported[f] = p->routine_count == 0 || !p->routines[f].hidden;
+        if (f < p->routine_count) ir->functions[f].span = p->routines[f].span;
+    }
+    for (uint32_t i = 0; i < p->named_count; i++)
+        add_export(ir, p->shown_names[i], ar->value_buffer[p->named[i]->id], false);
+    for (uint32_t i = 0; i < p->named_count; i++)
+        add_export(ir, arena_printf(ir->arena, "%s.grad", p->shown_names[i]), ar->grad_buffer[p->named[i]->id], true);
+    ir->option_count = p->option_count;
+    ir->options = arena_alloc(ir->arena, (p->option_count + 1) * sizeof *ir->options);
+    for (uint32_t i = 0; i < p->option_count; i++)
+        ir->options[i] = (IrOption){p->options[i].name, p->options[i].is_float, p->options[i].value};
+    ir->dataset_count = p->source_count;
+    ir->datasets = arena_alloc(ir->arena, (p->source_count + 1) * sizeof *ir->datasets);
+    for (uint32_t i = 0; i < p->source_count; i++) {
+        const DataSource *d = p->sources[i];
+        IrDataSet *set = &ir->datasets[i];
+        *set = (IrDataSet){d->name, d->generator, d->path, d->count, d->seed, d->noise, d->factor, {0, 0},
+                           d->field_count};
+        for (uint32_t f = 0; f < d->field_count; f++) {
+            set->fields[f] = ar->value_buffer[d->fields[f]->id];
+            if (set->fields[f] == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
+        }
+    }
+}
+
+/* The first axis in memory order (batch, output, input) of a shape as written, or NULL. */
+static const Dim *first_memory_axis(const Shape *sh) {
+    static const RowKind order[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (sh->rows[order[k]].count) return &sh->rows[order[k]].dims[0];
+    return NULL;
+}
+
+/* One size symbol per `?` written that is still a run-time size (named as elaboration named it:
+ * "x.b"), its leader the first of its class; every class's symbol; and for every buffer of
+ * run-time size, the symbol that sizes it: an input's own `?`, else its class's leader. */
+static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    ShapeSolver *solver = p->solver;
+    uint32_t decls = shape_runtime_decl_count(solver);
+    ir->class_count = shape_runtime_count(solver) + 1;
+    ir->class_symbol = arena_alloc(ir->arena, ir->class_count * sizeof *ir->class_symbol);
+    for (uint32_t k = 0; k < ir->class_count; k++) ir->class_symbol[k] = UINT32_MAX;
+    uint32_t *decl_symbol = arena_alloc(ir->arena, (decls + 1) * sizeof *decl_symbol);
+    for (uint32_t i = 0; i < decls; i++) {
+        const char *name;
+        OriginId origin;
+        uint32_t k = shape_runtime_decl(solver, i, &name, &origin);
+        decl_symbol[i] = UINT32_MAX;
+        if (!k || !name) continue; /* the program fixed it, or an inline definition's follows its uses */
+        uint32_t sym = ir->symbol_count++;
+        if (ir->class_symbol[k] == UINT32_MAX) ir->class_symbol[k] = sym;
+        ir->symbols[sym] = (IrSymbol){.name = name, .range = shape_runtime_min(solver, k), .settable = true,
+                                      .size = true, .leader = ir->class_symbol[k]};
+        decl_symbol[i] = sym;
+    }
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (ir_buffer_dynamic(buf)) buf->size_symbol = ir->class_symbol[size_class(buf->dims[0])];
+    }
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const Tensor *t = p->tensors[i];
+        uint32_t b = ar->value_buffer[t->id];
+        const Dim *first = t->kind == TENSOR_INPUT ? first_memory_axis(&t->shape) : NULL;
+        if (b == UINT32_MAX || !first || !ir_buffer_dynamic(&ir->buffers[b])) continue;
+        uint32_t decl = shape_runtime_decl_of(solver, *first);
+        if (decl != UINT32_MAX) ir->buffers[b].size_symbol = decl_symbol[decl];
+    }
+}
+
+bool plan_build(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    copy_program(ir, ar);
+    ir->symbol_count = p->index_count;
+    ir->symbols = arena_alloc(ir->arena, (p->index_count + shape_runtime_decl_count(p->solver) + 1) * sizeof *ir->symbols);
+    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){.name = p->indexes[i].name, .range = p->indexes[i].range, .settable = !p->indexes[i].counter};
+    runtime_sizes(ir, ar);
+    StmtList out = {0};
+    if (p->has_main) {
+        if (!main_stmts(ir, ar, p->main, p->main_count, &out)) return false;
+    } else {
+        for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
+        for (uint32_t i = 0; i < p->named_count; i++) {
+            const Tensor *t = p->named[i];
+            uint32_t b = ar->value_buffer[t->id];
+            if (b != UINT32_MAX) push(ir, &out, grid(ir, b, p->shown_names[i]));
+            b = ar->grad_buffer[t->id];
+            if (b != UINT32_MAX) push(ir, &out, grid(ir, b, arena_printf(ir->arena, "%s.grad", p->shown_names[i])));
+        }
+    }
+    ir->main = out.items;
+    ir->main_count = out.count;
+    return true;
+}

@@ -1,0 +1,197 @@
+/* kernel.c — outlining a function's top-level nests into kernels (kernel.h).
+ *
+ * What it does: groups the top-level statements of a function into kernels (a statement that
+ * touches a local of the kernel being built joins it, so a full reduction's `l = init; loop;
+ * store` stays together), lists the buffers each touches — state buffers become the kernel's
+ * parameters, kernel-local ones (register tiles) its own storage — and decides the launch: a
+ * kernel whose one statement is a parallel loop with at least two iterations and at least
+ * target->parallel_work cell-iterations runs on the thread pool, its outer range split into
+ * chunks of at least target->grain_work; any other kernel is called once.  On a GPU the launch
+ * is the grid of the nest's gpu.x/y/z loops (sched_gpu.c).  The host side of a
+ * routine is then the list of launches in order.  A loop of blocks (docs/ir.md §5.2) is no
+ * kernel: its body's nests are, marked with it, and the host loops over the blocks around their
+ * launches.  Nothing here is specific to one backend.
+ *
+ * Requires: a verified (scheduled) IrProgram. */
+#include "sched/kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+
+/* What statements touch: a flag per buffer and per local, and the list of those flagged, so
+ * that clearing costs what was touched (a kernel is outlined in time linear in its size). */
+typedef struct Uses {
+    bool *buffer;       /* per buffer */
+    bool *local;        /* per local */
+    uint32_t *buffers;  /* the flagged buffers, in the order met */
+    uint32_t *locals;   /* the flagged locals */
+    uint32_t buffer_count, local_count;
+} Uses;
+
+static void use_buffer(Uses *u, uint32_t b) {
+    if (!u->buffer[b]) u->buffers[u->buffer_count++] = b;
+    u->buffer[b] = true;
+}
+
+static void use_local(Uses *u, uint32_t l) {
+    if (!u->local[l]) u->locals[u->local_count++] = l;
+    u->local[l] = true;
+}
+
+static void uses_clear(Uses *u) {
+    for (uint32_t i = 0; i < u->buffer_count; i++) u->buffer[u->buffers[i]] = false;
+    for (uint32_t i = 0; i < u->local_count; i++) u->local[u->locals[i]] = false;
+    u->buffer_count = u->local_count = 0;
+}
+
+static void uses_expr(Uses *u, const IrExpr *e) {
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_SYMBOL:
+    case IR_RANDOM: break; /* no memory: the run's key comes with the symbols */
+    case IR_LOCAL: use_local(u, e->local); break;
+    case IR_LOAD: use_buffer(u, e->buffer); break;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) uses_expr(u, e->args[i]);
+        break;
+    }
+}
+
+static void uses_stmt(Uses *u, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++) uses_stmt(u, s->body.items[i]);
+        break;
+    case IR_STORE:
+        use_buffer(u, s->buffer);
+        uses_expr(u, s->value);
+        break;
+    case IR_SET_LOCAL:
+        use_local(u, s->local);
+        uses_expr(u, s->value);
+        break;
+    case IR_BARRIER: break;
+    }
+}
+
+static int compare_ids(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A loop's iterations for the estimates below: a run-time size counts as a batch of
+ * RUNTIME_EXTENT_GUESS (enough to run a nest over it on the pool when its cells are big). */
+enum { RUNTIME_EXTENT_GUESS = 64 };
+static double iterations(uint64_t extent) { return size_is_runtime(extent) ? RUNTIME_EXTENT_GUESS : (double)extent; }
+
+/* Cells × iterations of a statement. */
+static double work(const IrStmt *s) {
+    if (s->kind != IR_LOOP) return 1;
+    double w = 0;
+    for (uint32_t i = 0; i < s->body.count; i++) w += work(s->body.items[i]);
+    return iterations(s->extent) * (w > 0 ? w : 1);
+}
+
+/* The grid and block of a kernel whose first statement is `s`: its gpu.x/y/z loops, which
+ * sched_gpu.c puts at the top of the nest. */
+/* The block of a block's kernel: the longest of its thread loops along each dimension (shorter
+ * ones run on the first threads: cg_llvm.c guards them). */
+static void thread_extents(Kernel *kn, const IrStmt *s) {
+    if (s->kind != IR_LOOP) return;
+    uint32_t *dim = ir_mode_thread(s->mode) ? &kn->block[s->mode - LOOP_THREAD_X] : NULL;
+    if (dim && s->extent > *dim) *dim = (uint32_t)s->extent;
+    for (uint32_t i = 0; i < s->body.count; i++) thread_extents(kn, s->body.items[i]);
+}
+
+static void gpu_launch(Kernel *kn, const IrStmt *s) {
+    for (int d = 0; d < 3; d++) kn->grid[d] = kn->block[d] = 1;
+    const IrStmt *top = s;
+    while (s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode)) {
+        unsigned d = s->mode - LOOP_GPU_X;
+        kn->block[d] = s->threads;
+        kn->grid[d] = (uint32_t)((s->extent + s->threads - 1) / s->threads);
+        if (s->body.count != 1) break;
+        s = s->body.items[0];
+    }
+    bool blocks = false;
+    for (s = top; s->kind == IR_LOOP && ir_mode_block(s->mode);) {
+        kn->grid[s->mode - LOOP_BLOCK_X] = (uint32_t)s->extent;
+        blocks = true;
+        if (s->body.count != 1) break;
+        s = s->body.items[0];
+    }
+    if (blocks) thread_extents(kn, top);
+}
+
+static bool is_blocks(const IrStmt *s) {
+    return s->kind == IR_LOOP && s->mode == LOOP_BLOCKS;
+}
+
+/* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
+ * local of the kernel being built joins it. */
+static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, Uses *u, Uses *held) {
+    uses_clear(held);
+    uint32_t start = list->count;
+    for (uint32_t i = 0; i < n; i++) {
+        uses_stmt(u, items[i]);
+        bool shared = false;
+        for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
+        if (!shared) {
+            list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
+            uses_clear(held);
+        }
+        list->kernels[list->count - 1].count++;
+        for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
+        uses_clear(u);
+    }
+}
+
+KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target) {
+    KernelList list = {.fn = fn};
+    uint32_t locals = fn->local_count + 1, statements = fn->body.count;
+    for (uint32_t i = 0; i < fn->body.count; i++)
+        if (is_blocks(fn->body.items[i])) statements += fn->body.items[i]->body.count;
+    list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
+    Uses u = {calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
+              calloc(locals, sizeof *u.locals), 0, 0};
+    Uses held = {NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
+    if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.local || !held.locals) diag_fatal_oom();
+    /* The runs of statements between loops of blocks, and each loop's body. */
+    uint32_t start = 0;
+    for (uint32_t i = 0; i <= fn->body.count; i++) {
+        IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
+        if (st && !is_blocks(st)) continue;
+        if (i > start) group(&list, fn->body.items + start, i - start, NULL, &u, &held);
+        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, &u, &held);
+        start = i + 1;
+    }
+    for (uint32_t k = 0; k < list.count; k++) {
+        Kernel *kn = &list.kernels[k];
+        for (uint32_t i = 0; i < kn->count; i++) uses_stmt(&u, kn->stmts[i]);
+        qsort(u.buffers, u.buffer_count, sizeof *u.buffers, compare_ids); /* in id order */
+        kn->buffers = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->buffers);
+        kn->locals = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->locals);
+        for (uint32_t i = 0; i < u.buffer_count; i++) {
+            uint32_t b = u.buffers[i];
+            if (ir->buffers[b].kernel_local) kn->locals[kn->local_count++] = b;
+            else kn->buffers[kn->buffer_count++] = b;
+        }
+        uses_clear(&u);
+        const IrStmt *s = kn->stmts[0];
+        kn->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
+        double w = work(s);
+        kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&
+                       s->extent >= 2 && w >= target->parallel_work;
+        if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / iterations(s->extent))) + 1;
+        gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
+    }
+    free(u.buffer);
+    free(u.local);
+    free(u.buffers);
+    free(u.locals);
+    free(held.local);
+    free(held.locals);
+    return list;
+}

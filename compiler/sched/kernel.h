@@ -1,0 +1,43 @@
+/* kernel.h — kernels: the top-level nests of a function, outlined for a backend (kernel.c). */
+#ifndef TSR_KERNEL_H
+#define TSR_KERNEL_H
+
+#include "ir/ir.h"
+#include "sched/target.h"
+
+/* Statements stmts[0 … count) of a function that run as one kernel: a top-level nest, or the
+ * statements that share its locals (a full reduction: set the local, loop, store); or, inside a
+ * loop of blocks (`blocks`: a LOOP_BLOCKS top-level loop, docs/ir.md §5.2), a
+ * nest of its body: the host runs the kernels of one such loop for each block, its symbol set in
+ * the state's symbols.  Its
+ * parameters are the state buffers it touches (in id order) and the index symbols; its
+ * kernel-local buffers (tiles) live in each run.  When `threaded`, its outer loop (the launch
+ * domain, 0 ≤ i < extent) is split over the thread pool in chunks of at least `grain`;
+ * otherwise the host calls it once over the whole domain.  A GPU kernel is launched on the
+ * grid of blocks its gpu.x/y/z loops give (one thread when it has none). */
+typedef struct Kernel {
+    IrStmt *const *stmts;
+    uint32_t count;
+    const IrStmt *blocks;
+    uint32_t *buffers;       /* state buffers, in id order */
+    uint32_t buffer_count;
+    uint32_t *locals;        /* kernel-local buffers */
+    uint32_t local_count;
+    bool threaded;
+    int64_t extent, grain;
+    /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch. */
+    uint32_t grid[3], block[3];
+} Kernel;
+
+/* The host side of a function: its kernels, launched in order. */
+typedef struct KernelList {
+    const IrFunction *fn;
+    Kernel *kernels;
+    uint32_t count;
+} KernelList;
+
+/* Outline `fn` into kernels (in ir's arena), choosing which run on the thread pool from the
+ * target's thresholds. */
+KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target);
+
+#endif

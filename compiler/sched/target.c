@@ -1,0 +1,112 @@
+/* target.c — choosing a Target from --target and --cpu (target.h).
+ *
+ * The CPU's vector width decides the register tile of contractions (sched.c): with AVX-512
+ * (32 registers of 16 floats) a tile of 6 rows by 4 vectors keeps 24 accumulators, 4 vectors of
+ * the packed operand and a broadcast in registers; with AVX2 (16 registers of 8 floats) 6 by 2;
+ * with SSE (16 registers of 4 floats) 4 by 2.  The host's width comes from LLVM's view of its
+ * features; a named CPU's from a table of the x86-64 levels and common CPU names (an unknown
+ * name gets the baseline's parameters, which are correct everywhere, only slower).  The same
+ * reading gives the instruction-set extensions the code may use (Target.cpu_features), which
+ * the model image carries so that the runtime refuses, with a message, to run code the CPU it
+ * runs on cannot execute.
+ *
+ * Requires: LLVM's host queries (llvm-c/TargetMachine.h). */
+#include "sched/target.h"
+
+#include "base/diag.h"
+#include "runtime/image_kinds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+/* CPUs with AVX-512F, and with AVX2 + FMA (prefixes of LLVM's names). */
+static const char *const avx512_cpus[] = {"x86-64-v4", "znver4", "znver5", "skylake-avx512", "cascadelake",
+                                          "cooperlake", "cannonlake", "icelake", "tigerlake", "rocketlake",
+                                          "sapphirerapids", "emeraldrapids", "graniterapids", "knl", "knm"};
+static const char *const avx2_cpus[] = {"x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+                                        "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2",
+                                        "znver3", "bdver4"};
+
+static bool named_in(const char *cpu, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(cpu, list[i], strlen(list[i])) == 0) return true;
+    return false;
+}
+
+/* The TSR_CPU_* features (runtime/image_kinds.h) that LLVM's list of the host's features
+ * ("+avx2,-avx512f,…") enables. */
+static uint32_t host_cpu_features(void) {
+    static const char *const names[] = {
+#define TSR_CPU_NAME(name, llvm_name) llvm_name,
+        TSR_CPU_FEATURE_KINDS(TSR_CPU_NAME)
+#undef TSR_CPU_NAME
+    };
+    char *list = LLVMGetHostCPUFeatures();
+    uint32_t features = 0;
+    for (const char *p = list ? list : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        if (*p == '+')
+            for (unsigned f = 0; f < TSR_CPU_FEATURE_COUNT; f++)
+                if (strlen(names[f]) == n - 1 && strncmp(p + 1, names[f], n - 1) == 0) features |= 1u << f;
+        p += n + (p[n] == ',');
+    }
+    LLVMDisposeMessage(list);
+    return features;
+}
+
+/* The features code for a named CPU may use: the x86-64 levels' own sets; a CPU of the tables
+ * above, the level it belongs to (Xeon Phi has AVX-512F and CD only); any other name, none
+ * (its code is checked by nobody: the user named the CPU). */
+static uint32_t named_cpu_features(const char *name) {
+    if (strcmp(name, "x86-64-v2") == 0) return TSR_CPU_LEVEL_V2;
+    if (strncmp(name, "knl", 3) == 0 || strncmp(name, "knm", 3) == 0)
+        return TSR_CPU_LEVEL_V3 | TSR_CPU_FEATURE(AVX512F) | TSR_CPU_FEATURE(AVX512CD);
+    if (named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus)) return TSR_CPU_LEVEL_V4;
+    if (named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)) return TSR_CPU_LEVEL_V3;
+    return 0;
+}
+
+void target_select(const char *triple, const char *cpu, Target *out) {
+    bool native = !cpu || strcmp(cpu, "native") == 0;
+    *out = (Target){.kind = TARGET_CPU, .name = "x86-64", .triple = triple, .cpu = cpu,
+                    .l1_bytes = 32u << 10, .l2_bytes = 1u << 20,
+                    .parallel_work = 1 << 20, .grain_work = 1 << 17, .nontemporal_bytes = 16u << 20,
+                    .prefetch_cells = 512};
+    if (native && !triple) {
+        char *host = LLVMGetHostCPUName();
+        snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", host && *host ? host : "native");
+        LLVMDisposeMessage(host);
+        out->cpu_features = host_cpu_features();
+    } else {
+        const char *name = native ? "x86-64" : cpu;
+        snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", name);
+        out->cpu_features = named_cpu_features(name);
+    }
+    out->vector_floats = out->cpu_features & TSR_CPU_FEATURE(AVX512F) ? 16
+                       : out->cpu_features & TSR_CPU_FEATURE(AVX2)    ? 8
+                                                                      : 4;
+    out->tile_rows = out->vector_floats == 4 ? 4 : 6;
+    out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
+}
+
+bool target_is_cuda(const char *triple) {
+    return triple && (strcmp(triple, "cuda") == 0 || strcmp(triple, "nvptx64-nvidia-cuda") == 0);
+}
+
+bool target_select_cuda(const char *arch, Target *out) {
+    if (!arch) arch = "sm_80";
+    bool ok = strncmp(arch, "sm_", 3) == 0 && arch[3] >= '1' && arch[3] <= '9';
+    for (const char *p = arch + 3; ok && *p; p++) ok = (*p >= '0' && *p <= '9') || (p[1] == 0 && *p == 'a');
+    if (!ok || atoi(arch + 3) < 50) {
+        diag_error_noloc("unknown GPU architecture '%s' (--arch=sm_80, sm_90, …: sm_50 or later)", arch);
+        return false;
+    }
+    *out = (Target){.kind = TARGET_CUDA, .name = "cuda", .triple = "nvptx64-nvidia-cuda", .cpu = arch,
+                    .gpu_arch = arch, .gpu_threads = 256, .vector_floats = 1};
+    snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", arch);
+    return true;
+}
