@@ -1,87 +1,22 @@
 /* internal.h — what the runtime's files share and the public header does not promise.
  *
- * The model image (the compiler's compiler/ir/image.c writes it, state.c reads it) and the RNG
- * helpers of the data generators.  Not installed. */
+ * The model as state.c reads it from the image (the format is image_format.h), the run-time
+ * options, checkpoints, main's steps, GPU states and the helpers of the data generators.  Not
+ * installed. */
 #ifndef TSR_INTERNAL_H
 #define TSR_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "image_kinds.h"
+#include "image_format.h"
 #include "tsr.h"
 
-/* ---- The model image ------------------------------------------------------------------------
- *
- * A generated object carries its model as one constant byte array, read by tsr_state_create().
- * Little-endian; `str` is a u32 length and that many bytes (no terminator).
- *
- *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
- *   str module
- *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, image_kinds.h; the CPU they were read from)
- *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
- *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
- *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
- *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
- *                        u32 field_count; u32 buffer[field_count] }
- *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
- *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
- *   u32 option_count   { str name; u8 is_float; f64 default }
- *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
- *   u8 has_gpu         and, when 1 (a --target=cuda program):
- *     str ptx; str arch; u32 kernel_count
- *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes;
- *                        u32 param_count; { u32 buffer; u8 writes } [param_count] }
- *
- * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
- * values below, made from the lists of image_kinds.h that the compiler expands too.  A print
- * with `grid` set prints buffer args[0].ref as a grid labelled `label`; otherwise `format` is a
- * printf-like format whose conversions take the arguments in order, followed by a newline.
- *
- * `checksum` is tsr_image_checksum() of every byte after it (from `str module` to the end):
- * the runtime checks it before it reads anything else, so a damaged object is refused rather
- * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
- * bijection of the running hash), so every flipped bit is caught.  Version 2 added it; version 3
- * added the options (a print argument of kind OPTION shows option `ref` plus `i`); version 4
- * added `shift` and the scaled UNIFORM and NORMAL initialisations (image_kinds.h); version 5 added
- * the actions (TSR_ACTION_*, the statements of main that steps.c runs): SAVE and LOAD name a
- * checkpoint file in `text` and the buffers in `ref` (none: every parameter); SHUFFLE permutes
- * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`; -`rows` times
- * the length of the first field's run-time outermost axis when negative, version 8); RECORD
- * appends cell 0 of buffer ref[0] to series `value`, PLOT draws series `value` titled `text`;
- * PROGRESS is the bar of a loop, titled `text`.  Version 6 added the GPU section: the PTX module
- * (text, arch "sm_80"…) and its kernels in launch numbering (tsr_gpu_launch); each kernel's
- * parameters are one i64 per index symbol (their values, in symbol order), then a pointer per
- * listed buffer (device memory), `writes` set where the kernel stores into that buffer.
- * Version 7 put the run's random key (tsr.h: TSR_SYMBOL_KEY_WORDS i64s, the seed and the run's
- * number) between a kernel's index symbols and its buffers.  Version 8 added run-time sizes: a
- * symbol with `size` set is the length of a `?` axis (at least `range`, and equal to symbol
- * `leader`, its class's first, when a routine runs; `leader` is the symbol itself otherwise),
- * and a buffer whose dims[0] is negative has that run-time length, the value of symbol
- * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol).  Version 9
- * added the CPU: the extensions the object's native code may use, which the reader checks
- * against the running CPU (cpu.c) before anything runs; none for the reference executor. */
 /* cpu.c: the TSR_CPU_* extensions this CPU has, and TSR_OK or TSR_ERR_CPU (with a message
  * naming the missing ones and `made_for`) for code that needs `needed`. */
 uint32_t tsr_cpu_features(void);
 int tsr_cpu_check(uint32_t needed, const char *made_for);
 
-#define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 9u
-#define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
-
-#define TSR_KIND_BUF(name) TSR_BUF_##name,
-#define TSR_KIND_INIT(name) TSR_INIT_##name,
-#define TSR_KIND_ARG(name) TSR_ARG_##name,
-#define TSR_KIND_ACTION(name) TSR_ACTION_##name,
-enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) TSR_BUF_KIND_COUNT };
-enum { TSR_INIT_KINDS(TSR_KIND_INIT) TSR_INIT_KIND_COUNT };
-enum { TSR_ARG_KINDS(TSR_KIND_ARG) TSR_ARG_KIND_COUNT };
-enum { TSR_ACTION_KINDS(TSR_KIND_ACTION) TSR_ACTION_KIND_COUNT };
-#undef TSR_KIND_BUF
-#undef TSR_KIND_INIT
-#undef TSR_KIND_ARG
-#undef TSR_KIND_ACTION
 
 /* ---- Run-time options ---------------------------------------------------------------------------
  *
@@ -216,11 +151,5 @@ int tsr_npy_length(const char *path, const char *what, int64_t *length);
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
-static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3u;
-    return h;
-}
 
 #endif

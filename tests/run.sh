@@ -28,6 +28,7 @@
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
 # memory test (tests/scale/compile_scale.py), the README's shell lines (tests/readme_lines.py),
+# the layout of the source tree (tests/layout.py: file sizes, include and call cycles),
 # whose own closing "N passed, N failed" lines are
 # added in.
 #
@@ -503,6 +504,22 @@ add_summary "compile time and memory" $? "$TMP/scale.out"
 PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1 \
     >"$TMP/native_sweep.out" 2>&1
 add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
+
+# The house (tests/layout.py): no file of compiler/ or runtime/ over 1500 lines, no cycle of
+# includes or of calls between files (read from this build's objects), and the compiler reaches
+# into the runtime only through tsr.h and image_format.h.
+"$PYTHON" tests/layout.py --objects "${OBJ_DIR:-build/obj}" >"$TMP/layout.out" 2>&1
+layout_status=$?
+while IFS= read -r line; do
+    case $line in
+        "PASS "*) pass "${line#PASS }" ;;
+        "FAIL "*) fail "${line#FAIL }" ;;
+        *) echo "$line" ;;
+    esac
+done <"$TMP/layout.out"
+if [ $layout_status != 0 ] && ! grep -q '^FAIL ' "$TMP/layout.out"; then
+    fail "tests/layout.py exited with status $layout_status"
+fi
 
 # No test left a file in the source tree.
 source_files >"$TMP/tree.after"

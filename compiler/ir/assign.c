@@ -16,12 +16,11 @@
  * (`g1 =+ neg (g * v1 / (v2 * v2))`): all slots are read at their own index maps; a local
  * definition `{ name } =: e` of a block stands for e in the statements after it.
  *
- * Then it collects the code: the implicit `forward` (every named tensor's forward assignments,
- * operands first, each once), or each routine's statements in order — `t.forward`, a standalone
- * assignment with its own pointwise record, `print`'s fresh computations.  The statements
- * `t.zero_grads` and `t.backprop` are differentiation: grad.c makes their assignments, from the
- * records and blocks built here (assign_build.h is what the two files share); `t.backprop` is
- * told whether the routine assigned t.grad before it (else grad.c seeds a one-cell t with 1).
+ * It also gives what code is collected from: a tensor's forward assignments with everything it
+ * depends on (`t.forward`, the implicit `forward`), `print`'s fresh computations, and a
+ * routine's standalone assignment with its own record.  routines.c puts those in order, and
+ * grad.c differentiates from the records and blocks built here (assign_build.h is what the
+ * three files share).
  *
  * Requires: elaborate() succeeded (every shape closed). */
 #include "ir/assign_build.h"
@@ -31,7 +30,6 @@
 #include <string.h>
 
 #include "base/diag.h"
-#include "ir/grad.h"
 #include "infer/proj.h"
 
 /* ---- Buffers ---------------------------------------------------------------------------------- */
@@ -61,7 +59,7 @@ static void runtime_axis_error(Builder *bld, const Tensor *t, const Shape *shape
 }
 
 /* The buffer of a tensor node (creating it on first use). */
-static uint32_t node_buffer(Builder *bld, TNode node) {
+uint32_t node_buffer(Builder *bld, TNode node) {
     IrProgram *ir = bld->ir;
     uint32_t *slot = node.grad ? &bld->out->grad_buffer[node.tensor->id] : &bld->out->value_buffer[node.tensor->id];
     if (*slot != UINT32_MAX) return *slot;
@@ -105,7 +103,7 @@ static uint32_t node_buffer(Builder *bld, TNode node) {
 }
 
 /* Buffer pointers are taken after creating the buffer (creating one may move the array). */
-static IrBuffer *buffer_of(Builder *b, TNode node) {
+IrBuffer *buffer_of(Builder *b, TNode node) {
     uint32_t id = node_buffer(b, node);
     return &b->ir->buffers[id];
 }
@@ -489,7 +487,6 @@ static void build_operator(Builder *b, Tensor *t) {
     }
 }
 
-static void build_tensor(Builder *b, Tensor *t);
 
 /* The cells of a row of t's closed shape (1 for an empty row). */
 static double row_cells(Builder *b, const Tensor *t, RowKind kind) {
@@ -532,7 +529,7 @@ static void build_param(Builder *b, Tensor *t) {
     b->failed = true;
 }
 
-static void build_tensor(Builder *b, Tensor *t) {
+void build_tensor(Builder *b, Tensor *t) {
     if (b->visited[t->id] || b->failed) return;
     b->visited[t->id] = true;
     IrProgram *ir = b->ir;
@@ -612,7 +609,7 @@ static void build_tensor(Builder *b, Tensor *t) {
 
 /* The forward assignments of t and of everything it depends on, operands first, each once per
  * generation. */
-static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
+void collect_forward(Builder *b, Tensor *t, AssignList *out) {
     if (b->stamp[t->id] == b->generation) return;
     b->stamp[t->id] = b->generation;
     if (t->kind != TENSOR_PARAM)
@@ -622,7 +619,7 @@ static void collect_forward(Builder *b, Tensor *t, AssignList *out) {
 }
 
 /* Like collect_forward, but tensors made before `fresh_from` are read as they are. */
-static void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out) {
+void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out) {
     if (t->id < fresh_from || b->stamp[t->id] == b->generation) return;
     b->stamp[t->id] = b->generation;
     if (t->kind != TENSOR_PARAM)
@@ -670,7 +667,7 @@ static void standalone_slots(const CodeExpr *x, Tensor **slots) {
     for (uint32_t i = 0; i < x->arg_count; i++) standalone_slots(x->args[i], slots);
 }
 
-static Assignment *standalone(Builder *b, const CodeStep *step) {
+Assignment *standalone(Builder *b, const CodeStep *step) {
     Arena *arena = b->ir->arena;
     Assignment *a = arena_alloc(arena, sizeof *a);
     if (!accum_parse(step->op, &a->accum, &a->reset)) {
@@ -695,97 +692,4 @@ static Assignment *standalone(Builder *b, const CodeStep *step) {
     a->span = step->span;
     a->what = "assignment";
     return a;
-}
-
-static void build_routine(Builder *b, const Routine *r, AssignList *out) {
-    Arena *arena = b->ir->arena;
-    out->name = r->name;
-    for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
-        const CodeStep *step = &r->steps[s];
-        if (step->kind == STEP_ASSIGN) {
-            Assignment *a = standalone(b, step);
-            if (!a) return;
-            /* Tensors the right side built (`relu x` in `y =: relu x + 1`) are computed first. */
-            b->generation++;
-            for (uint32_t i = 0; i < a->read_count; i++) {
-                Tensor *t = a->reads[i].node.tensor;
-                if (!a->reads[i].node.grad && !t->shown) collect_forward(b, t, out);
-            }
-            push_assignment(arena, out, a);
-            continue;
-        }
-        build_tensor(b, step->tensor);
-        if (b->failed) return;
-        if (step->kind == STEP_ZERO_GRADS) {
-            grad_zero(b, step->tensor, step->span, out);
-        } else if (step->kind == STEP_BACKPROP) {
-            bool seeded = false; /* by the routine itself: `t.grad =: …` before this statement */
-            for (uint32_t k = 0; k < s && !seeded; k++)
-                seeded = r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad && r->steps[k].tensor == step->tensor;
-            grad_backprop(b, step->tensor, !seeded, step->span, out);
-        } else {
-            b->generation++;
-            if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
-            else collect_fresh(b, step->tensor, step->fresh_from, out);
-        }
-    }
-}
-
-/* Every access of every assignment gets its buffer (created now if it was not yet) or, for
- * `!@i` read as a number, its index symbol: lowering never needs the tensor graph. */
-static void resolve_access(Builder *b, Access *acc) {
-    const Tensor *t = acc->node.tensor;
-    acc->symbol = t->kind == TENSOR_INDEX && !acc->node.grad ? t->index : NULL;
-    acc->buffer = acc->symbol ? UINT32_MAX : node_buffer(b, acc->node);
-}
-
-static void resolve_list(Builder *b, AssignList *list) {
-    for (uint32_t i = 0; i < list->count; i++) {
-        Assignment *a = list->items[i];
-        resolve_access(b, &a->lhs);
-        for (uint32_t r = 0; r < a->read_count; r++) resolve_access(b, &a->reads[r]);
-    }
-}
-
-bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
-    memset(out, 0, sizeof *out);
-    Arena *arena = arena_new();
-    IrProgram *ir = arena_alloc(arena, sizeof *ir);
-    ir->arena = arena;
-    ir->seed = options ? options->seed : 0;
-    uint32_t n = program->tensor_count;
-    out->program = program;
-    out->value_buffer = arena_alloc(arena, (n + 1) * sizeof *out->value_buffer);
-    out->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *out->grad_buffer);
-    Builder b = {.ir = ir, .program = program, .out = out};
-    b.shapes = arena_alloc(arena, (n + 1) * sizeof *b.shapes);
-    for (uint32_t i = 0; i < n; i++) {
-        out->value_buffer[i] = out->grad_buffer[i] = UINT32_MAX;
-        b.shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
-    }
-    b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
-    b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
-    b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
-    /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
-        Tensor *t = program->named[i];
-        if (t->kind != TENSOR_INDEX) buffer_of(&b, (TNode){t, false})->keep = true;
-    }
-    out->forward.name = "forward";
-    b.generation++;
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++)
-        collect_forward(&b, program->named[i], &out->forward);
-    out->routines = arena_alloc(arena, (program->routine_count + 1) * sizeof *out->routines);
-    for (uint32_t i = 0; i < program->routine_count && !b.failed; i++)
-        build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
-    if (b.failed) {
-        arena_free(arena);
-        return false;
-    }
-    /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
-    if (out->routine_count == 0) resolve_list(&b, &out->forward);
-    for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
-    out->ir = ir;
-    return true;
 }

@@ -1,6 +1,6 @@
 /* assign_build.h — internal to the assignment stage: what assign.c (buffers, forward
- * assignments, routines) and grad.c (gradients) share.  Only those two files include it; the
- * stage's interface is assign.h.
+ * assignments), grad.c (gradients) and routines.c (the stage's entry, collecting the code)
+ * share.  Only those three files include it; the stage's interface is assign.h.
  *
  * The Builder is assign_build()'s state.  It holds the closed shapes and one TensorInfo per
  * tensor: the tensor's forward assignments and its operation's slots and projections record,
@@ -81,5 +81,21 @@ Assignment *new_assignment(Builder *b, Access lhs, AExprKind kind, const Project
 /* A copy assignment `dst =: src` (slot 0 written, slot 1 read) under `proj`. */
 Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj, Span span,
                             const char *what);
+
+/* Building the tensor graph (assign.c), for routines.c and grad.c. */
+
+/* Gives t (and, first, everything it depends on) its buffers, forward assignments and record. */
+void build_tensor(Builder *b, Tensor *t);
+/* The buffer of a value or gradient node (made now if it was not yet); its record. */
+uint32_t node_buffer(Builder *b, TNode node);
+IrBuffer *buffer_of(Builder *b, TNode node);
+/* The forward assignments of t and of everything it depends on, operands first, each once per
+ * generation (b->generation); collect_fresh reads the tensors made before `fresh_from` as they
+ * are. */
+void collect_forward(Builder *b, Tensor *t, AssignList *out);
+void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out);
+/* A routine's standalone assignment (`c =:+ a * b ~logic:"@"`) with its own record; NULL after an
+ * error (b->failed). */
+Assignment *standalone(Builder *b, const CodeStep *step);
 
 #endif

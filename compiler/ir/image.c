@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/image_format.h"
 #include "base/diag.h"
 
 typedef struct Bytes {
@@ -50,7 +50,7 @@ static void str(Bytes *b, const char *s) {
 /* BufferKind, InitKind and IrPrintArgKind expand the lists the reader's TSR_* values do. */
 _Static_assert((int)BUF_COMPUTED == TSR_BUF_COMPUTED && (int)INIT_UNIFORM == TSR_INIT_UNIFORM &&
                    (int)IRP_BUFFER == TSR_ARG_BUFFER && (int)IRA_PROGRESS == TSR_ACTION_PROGRESS,
-               "the IR's kinds and the image's kinds come from runtime/image_kinds.h");
+               "the IR's kinds and the image's kinds come from runtime/image_format.h");
 
 unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu, const GpuImage *gpu, size_t *size) {
     Bytes b = {.arena = ir->arena};

@@ -30,7 +30,7 @@ typedef struct GpuImage {
 } GpuImage;
 
 /* The CPU the image's native code was generated for: the TSR_CPU_* extensions it may use
- * (runtime/image_kinds.h), which the runtime checks before it runs any, and the name its
+ * (runtime/image_format.h), which the runtime checks before it runs any, and the name its
  * message gives ("x86-64-v4").  Zero features for the reference executor, which runs no
  * native code. */
 typedef struct ImageCpu {

@@ -148,6 +148,12 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
     ARENA_PUSH(arena, block->items, block->count, block->cap, stmt);
 }
 
+uint32_t ir_symbol(const IrProgram *ir, const char *name) {
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (strcmp(ir->symbols[i].name, name) == 0) return i;
+    return UINT32_MAX;
+}
+
 /* ---- The dump ---------------------------------------------------------------------------------- */
 
 static const char *const buffer_kinds[] = {"literal", "param", "constant", "input", "data", "computed", "scratch"};

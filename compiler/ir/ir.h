@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/image_kinds.h"
+#include "runtime/image_format.h"
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/size.h"
@@ -105,7 +105,7 @@ float accum_apply(AccumOp op, float lhs, float r);
 /* ---- The loop IR ------------------------------------------------------------------------------ */
 
 /* Buffer kinds and initialisations: the lists the runtime's image reader shares
- * (runtime/image_kinds.h), so each kind's number is the image's. */
+ * (runtime/image_format.h), so each kind's number is the image's. */
 #define IR_KIND_BUF(name) BUF_##name,
 #define IR_KIND_INIT(name) INIT_##name,
 typedef enum BufferKind { TSR_BUFFER_KINDS(IR_KIND_BUF) } BufferKind;

@@ -18,12 +18,6 @@
 
 #include "base/diag.h"
 
-uint32_t ir_symbol(const IrProgram *ir, const char *name) {
-    for (uint32_t i = 0; i < ir->symbol_count; i++)
-        if (strcmp(ir->symbols[i].name, name) == 0) return i;
-    return UINT32_MAX;
-}
-
 static uint32_t add_print(IrProgram *ir, IrPrint p) {
     ARENA_PUSH(ir->arena, ir->prints, ir->print_count, ir->print_cap, p);
     return ir->print_count - 1;

@@ -14,7 +14,7 @@
 #include "sched/target.h"
 
 #include "base/diag.h"
-#include "runtime/image_kinds.h"
+#include "runtime/image_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@ static bool named_in(const char *cpu, const char *const *list, size_t n) {
     return false;
 }
 
-/* The TSR_CPU_* features (runtime/image_kinds.h) that LLVM's list of the host's features
+/* The TSR_CPU_* features (runtime/image_format.h) that LLVM's list of the host's features
  * ("+avx2,-avx512f,…") enables. */
 static uint32_t host_cpu_features(void) {
     static const char *const names[] = {

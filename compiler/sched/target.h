@@ -18,7 +18,7 @@ typedef struct Target {
     const char *triple;        /* NULL: the host's */
     const char *cpu;           /* NULL or "native": the host's */
     char cpu_shown[64];        /* the CPU the parameters were chosen for ("znver4", "x86-64-v3") */
-    uint32_t cpu_features;     /* TSR_CPU_* bits (runtime/image_kinds.h): extensions the code may use */
+    uint32_t cpu_features;     /* TSR_CPU_* bits (runtime/image_format.h): extensions the code may use */
     unsigned vector_floats;    /* floats in one vector register: 16 (AVX-512), 8 (AVX2), 4 (SSE) */
     unsigned tile_rows;        /* register tile of a contraction: rows (broadcast operand) … */
     unsigned tile_vectors;     /* … by vectors of the other operand: tile_rows·tile_vectors accumulators */

@@ -1,0 +1,109 @@
+/* routines.c — the assignment stage's entry, assign_build(): every named tensor is built
+ * (assign.c), then the code is collected in the order it runs.  Without routines that is the
+ * implicit `forward`: every named tensor's forward assignments, operands first, each once.  With
+ * routines it is each routine's statements in order — `t.forward`, a standalone assignment with
+ * its own pointwise record, `print`'s fresh computations — and the differentiation statements
+ * `t.zero_grads` and `t.backprop`, whose assignments grad.c makes; `t.backprop` is told whether
+ * the routine assigned t.grad before it (else grad.c seeds a one-cell t with 1).  Last, every
+ * access gets its buffer, so that lowering never needs the tensor graph.
+ *
+ * Requires: elaborate() succeeded (every shape closed).  It calls down into assign.c and
+ * grad.c (assign_build.h, grad.h); neither calls back. */
+#include "ir/assign_build.h"
+
+#include <string.h>
+
+#include "ir/grad.h"
+
+static void build_routine(Builder *b, const Routine *r, AssignList *out) {
+    Arena *arena = b->ir->arena;
+    out->name = r->name;
+    for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
+        const CodeStep *step = &r->steps[s];
+        if (step->kind == STEP_ASSIGN) {
+            Assignment *a = standalone(b, step);
+            if (!a) return;
+            /* Tensors the right side built (`relu x` in `y =: relu x + 1`) are computed first. */
+            b->generation++;
+            for (uint32_t i = 0; i < a->read_count; i++) {
+                Tensor *t = a->reads[i].node.tensor;
+                if (!a->reads[i].node.grad && !t->shown) collect_forward(b, t, out);
+            }
+            push_assignment(arena, out, a);
+            continue;
+        }
+        build_tensor(b, step->tensor);
+        if (b->failed) return;
+        if (step->kind == STEP_ZERO_GRADS) {
+            grad_zero(b, step->tensor, step->span, out);
+        } else if (step->kind == STEP_BACKPROP) {
+            bool seeded = false; /* by the routine itself: `t.grad =: …` before this statement */
+            for (uint32_t k = 0; k < s && !seeded; k++)
+                seeded = r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad && r->steps[k].tensor == step->tensor;
+            grad_backprop(b, step->tensor, !seeded, step->span, out);
+        } else {
+            b->generation++;
+            if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
+            else collect_fresh(b, step->tensor, step->fresh_from, out);
+        }
+    }
+}
+
+/* Every access of every assignment gets its buffer (created now if it was not yet) or, for
+ * `!@i` read as a number, its index symbol: lowering never needs the tensor graph. */
+static void resolve_access(Builder *b, Access *acc) {
+    const Tensor *t = acc->node.tensor;
+    acc->symbol = t->kind == TENSOR_INDEX && !acc->node.grad ? t->index : NULL;
+    acc->buffer = acc->symbol ? UINT32_MAX : node_buffer(b, acc->node);
+}
+
+static void resolve_list(Builder *b, AssignList *list) {
+    for (uint32_t i = 0; i < list->count; i++) {
+        Assignment *a = list->items[i];
+        resolve_access(b, &a->lhs);
+        for (uint32_t r = 0; r < a->read_count; r++) resolve_access(b, &a->reads[r]);
+    }
+}
+
+bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
+    memset(out, 0, sizeof *out);
+    Arena *arena = arena_new();
+    IrProgram *ir = arena_alloc(arena, sizeof *ir);
+    ir->arena = arena;
+    ir->seed = options ? options->seed : 0;
+    uint32_t n = program->tensor_count;
+    out->program = program;
+    out->value_buffer = arena_alloc(arena, (n + 1) * sizeof *out->value_buffer);
+    out->grad_buffer = arena_alloc(arena, (n + 1) * sizeof *out->grad_buffer);
+    Builder b = {.ir = ir, .program = program, .out = out};
+    b.shapes = arena_alloc(arena, (n + 1) * sizeof *b.shapes);
+    for (uint32_t i = 0; i < n; i++) {
+        out->value_buffer[i] = out->grad_buffer[i] = UINT32_MAX;
+        b.shapes[program->tensors[i]->id] = shape_resolve(program->solver, &program->tensors[i]->shape);
+    }
+    b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
+    b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
+    b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
+    /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
+        Tensor *t = program->named[i];
+        if (t->kind != TENSOR_INDEX) buffer_of(&b, (TNode){t, false})->keep = true;
+    }
+    out->forward.name = "forward";
+    b.generation++;
+    for (uint32_t i = 0; i < program->named_count && !b.failed; i++)
+        collect_forward(&b, program->named[i], &out->forward);
+    out->routines = arena_alloc(arena, (program->routine_count + 1) * sizeof *out->routines);
+    for (uint32_t i = 0; i < program->routine_count && !b.failed; i++)
+        build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
+    if (b.failed) {
+        arena_free(arena);
+        return false;
+    }
+    /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
+    if (out->routine_count == 0) resolve_list(&b, &out->forward);
+    for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
+    out->ir = ir;
+    return true;
+}

@@ -1,0 +1,135 @@
+/* image_format.h — the model image: its layout, its checksum and its kind tables, one source
+ * for its writer (the compiler's compiler/ir/image.c) and its reader (state.c).  This and tsr.h
+ * are the only runtime headers the compiler includes.
+ *
+ * The compiler's loop IR (compiler/ir/ir.h: BufferKind, InitKind, IrPrintArgKind) and the
+ * runtime's image reader (TSR_BUF_*, TSR_INIT_*, TSR_ARG_*, TSR_ACTION_* below) both expand the
+ * kind lists, so a kind's number in the image is its position here on both sides.  Append only:
+ * reordering changes the image format (TSR_IMAGE_VERSION). */
+#ifndef TSR_IMAGE_FORMAT_H
+#define TSR_IMAGE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a buffer holds and who fills it. */
+#define TSR_BUFFER_KINDS(X)                                                        \
+    X(LITERAL)  /* values written in the program (init: values) */                \
+    X(PARAM)    /* a parameter (init: fill value, values, seeded uniform or normal) */\
+    X(CONSTANT) /* every cell the same value (`ones ()`, scalars): init fill */   \
+    X(INPUT)    /* filled by the caller */                                         \
+    X(DATA)     /* filled from a data source */                                    \
+    X(COMPUTED) /* written by the program's code */                              \
+    X(SCRATCH)  /* the schedule's working storage (packed panels, tiles): not observable */
+
+/* How a buffer is initialised when a state is created. */
+/* UNIFORM: shift + scale * u, u uniform in [-1, 1); NORMAL: shift + scale * n, n standard normal
+ * (scale is the image's `fill`, shift its `shift`). */
+#define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM) X(NORMAL)
+
+/* The arguments of a print statement. */
+#define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
+
+/* The statements of `main` that the runtime carries out (besides print): checkpoints, shuffles,
+ * recorded series and their plots, and the progress bar of a loop. */
+#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
+
+/* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
+ * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
+ * sets from the CPU it generated code for (compiler/sched/target.c) and the runtime checks against the
+ * running CPU before any generated code runs (runtime/cpu.c).  Append only. */
+#define TSR_CPU_FEATURE_KINDS(X)                                                                 \
+    X(SSE4_2, "sse4.2") X(POPCNT, "popcnt") X(AVX, "avx") X(AVX2, "avx2") X(FMA, "fma")          \
+    X(BMI1, "bmi") X(BMI2, "bmi2") X(F16C, "f16c") X(MOVBE, "movbe") X(LZCNT, "lzcnt")           \
+    X(AVX512F, "avx512f") X(AVX512BW, "avx512bw") X(AVX512CD, "avx512cd") X(AVX512DQ, "avx512dq") \
+    X(AVX512VL, "avx512vl")
+
+#define TSR_CPU_BIT(name, llvm_name) TSR_CPU_BIT_##name,
+enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
+#undef TSR_CPU_BIT
+#define TSR_CPU_FEATURE(name) (1u << TSR_CPU_BIT_##name)
+/* The x86-64 micro-architecture levels, as sets of the features above. */
+#define TSR_CPU_LEVEL_V2 (TSR_CPU_FEATURE(SSE4_2) | TSR_CPU_FEATURE(POPCNT))
+#define TSR_CPU_LEVEL_V3                                                                       \
+    (TSR_CPU_LEVEL_V2 | TSR_CPU_FEATURE(AVX) | TSR_CPU_FEATURE(AVX2) | TSR_CPU_FEATURE(FMA) |      \
+     TSR_CPU_FEATURE(BMI1) | TSR_CPU_FEATURE(BMI2) | TSR_CPU_FEATURE(F16C) | TSR_CPU_FEATURE(MOVBE) | \
+     TSR_CPU_FEATURE(LZCNT))
+#define TSR_CPU_LEVEL_V4                                                                       \
+    (TSR_CPU_LEVEL_V3 | TSR_CPU_FEATURE(AVX512F) | TSR_CPU_FEATURE(AVX512BW) |                    \
+     TSR_CPU_FEATURE(AVX512CD) | TSR_CPU_FEATURE(AVX512DQ) | TSR_CPU_FEATURE(AVX512VL))
+
+/* ---- The model image ------------------------------------------------------------------------
+ *
+ * A generated object carries its model as one constant byte array, read by tsr_state_create().
+ * Little-endian; `str` is a u32 length and that many bytes (no terminator).
+ *
+ *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
+ *   str module
+ *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, above; the CPU they were read from)
+ *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
+ *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
+ *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
+ *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
+ *                        u32 field_count; u32 buffer[field_count] }
+ *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
+ *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
+ *   u32 option_count   { str name; u8 is_float; f64 default }
+ *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
+ *   u8 has_gpu         and, when 1 (a --target=cuda program):
+ *     str ptx; str arch; u32 kernel_count
+ *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes;
+ *                        u32 param_count; { u32 buffer; u8 writes } [param_count] }
+ *
+ * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
+ * values below, made from the lists above that the compiler expands too.  A print
+ * with `grid` set prints buffer args[0].ref as a grid labelled `label`; otherwise `format` is a
+ * printf-like format whose conversions take the arguments in order, followed by a newline.
+ *
+ * `checksum` is tsr_image_checksum() of every byte after it (from `str module` to the end):
+ * the runtime checks it before it reads anything else, so a damaged object is refused rather
+ * than half-read.  64-bit FNV-1a changes with every change of a single byte (each step is a
+ * bijection of the running hash), so every flipped bit is caught.  Version 2 added it; version 3
+ * added the options (a print argument of kind OPTION shows option `ref` plus `i`); version 4
+ * added `shift` and the scaled UNIFORM and NORMAL initialisations (above); version 5 added
+ * the actions (TSR_ACTION_*, the statements of main that steps.c runs): SAVE and LOAD name a
+ * checkpoint file in `text` and the buffers in `ref` (none: every parameter); SHUFFLE permutes
+ * the `rows` leading rows of the buffers in `ref` (the fields of data set `value`; -`rows` times
+ * the length of the first field's run-time outermost axis when negative, version 8); RECORD
+ * appends cell 0 of buffer ref[0] to series `value`, PLOT draws series `value` titled `text`;
+ * PROGRESS is the bar of a loop, titled `text`.  Version 6 added the GPU section: the PTX module
+ * (text, arch "sm_80"…) and its kernels in launch numbering (tsr_gpu_launch); each kernel's
+ * parameters are one i64 per index symbol (their values, in symbol order), then a pointer per
+ * listed buffer (device memory), `writes` set where the kernel stores into that buffer.
+ * Version 7 put the run's random key (tsr.h: TSR_SYMBOL_KEY_WORDS i64s, the seed and the run's
+ * number) between a kernel's index symbols and its buffers.  Version 8 added run-time sizes: a
+ * symbol with `size` set is the length of a `?` axis (at least `range`, and equal to symbol
+ * `leader`, its class's first, when a routine runs; `leader` is the symbol itself otherwise),
+ * and a buffer whose dims[0] is negative has that run-time length, the value of symbol
+ * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol).  Version 9
+ * added the CPU: the extensions the object's native code may use, which the reader checks
+ * against the running CPU (cpu.c) before anything runs; none for the reference executor. */
+#define TSR_IMAGE_MAGIC "TSRI"
+#define TSR_IMAGE_VERSION 9u
+#define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
+
+#define TSR_KIND_BUF(name) TSR_BUF_##name,
+#define TSR_KIND_INIT(name) TSR_INIT_##name,
+#define TSR_KIND_ARG(name) TSR_ARG_##name,
+#define TSR_KIND_ACTION(name) TSR_ACTION_##name,
+enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) TSR_BUF_KIND_COUNT };
+enum { TSR_INIT_KINDS(TSR_KIND_INIT) TSR_INIT_KIND_COUNT };
+enum { TSR_ARG_KINDS(TSR_KIND_ARG) TSR_ARG_KIND_COUNT };
+enum { TSR_ACTION_KINDS(TSR_KIND_ACTION) TSR_ACTION_KIND_COUNT };
+#undef TSR_KIND_BUF
+#undef TSR_KIND_INIT
+#undef TSR_KIND_ARG
+#undef TSR_KIND_ACTION
+
+/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
+static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3u;
+    return h;
+}
+
+#endif
