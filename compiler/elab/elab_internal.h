@@ -1,0 +1,343 @@
+/* elab_internal.h — what the files of elaboration (compiler/elab/) share: the values of the
+ * compile-time language, environments, closures, parameter scopes and the elaborator's state
+ * (Elab), and the functions that one file of the stage calls in another.  Only the stage's own
+ * files include it; its interface is elab.h.
+ *
+ * The files, in the order a program meets them:
+ *   elab.c        the driver elaborate(): modules and their items, names for --print-shapes
+ *   values.c      values, environments, tensors as values, errors, parameter scopes
+ *   eval.c        expressions: closures and apply(), arithmetic, fields, bindings, size equations
+ *   operators.c   operator applications: shape logics and specs as constraints, affine and
+ *                 strided axes, `operator` checks, literals, sizes
+ *   builtins.c    the built-in functions: constants, data sources, lists, initialisers
+ *   code.c        `%cd` code: routines' statements
+ *   main_block.c  `main`: prints, loops, checkpoints, shuffles, series
+ * Calls go from elab.c down to the others and among them (eval() is everyone's entry); nothing
+ * calls back into elab.c but qualified_name(). */
+#ifndef TSR_ELAB_INTERNAL_H
+#define TSR_ELAB_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elab/elab.h"
+
+/* ---- Values -------------------------------------------------------------------------------- */
+
+typedef enum ValueKind {
+    V_ERROR, /* an error was reported; propagates silently */
+    V_UNIT,
+    V_INT,
+    V_FLOAT,
+    V_BOOL,
+    V_STRING,
+    V_LIST,
+    V_ARRAY,
+    V_TUPLE,
+    V_CLOSURE,
+    V_TENSOR,
+    V_OPERATOR,
+    V_BUILTIN,
+    V_INDEX,
+    V_DATASET,
+    V_CODE,
+    V_OPTION, /* an `option` item (plus an integer offset): its value is known at run time */
+    V_INIT, /* an initialiser (`kaiming_normal ()`): the initial value of a parameter */
+    V_RUNTIME_SIZE, /* `?`: a size of an input or a .npy data file, known when the program runs */
+} ValueKind;
+
+typedef enum Mode { MODE_VALUE, MODE_TENSOR } Mode;
+
+typedef struct Value Value;
+typedef struct Env Env;
+typedef struct Scope Scope;
+typedef struct Elab Elab;
+typedef struct Closure Closure;
+
+typedef struct Arg {
+    const char *label; /* NULL: positional */
+    bool optional;     /* ?x:e */
+    Value *value;
+    Span span;
+} Arg;
+
+typedef Value *(*BuiltinFn)(Elab *e, Arg *args, uint32_t count, Span span);
+
+typedef struct Field {
+    const char *name;
+    Value *value;
+} Field;
+
+struct Value {
+    ValueKind kind;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        struct {
+            const char *text;
+            size_t len;
+        } str;
+        struct {
+            Value **items;
+            uint32_t count;
+        } list;
+        Closure *closure;
+        Tensor *tensor;
+        const Node *op;
+        struct {
+            const char *name;
+            BuiltinFn fn;
+        } builtin;
+        struct {
+            const char *name;
+            uint32_t range;
+            Span span;
+            uint32_t id; /* into Program.indexes */
+        } index;
+        struct {
+            const char *name;
+            Field *fields;
+            uint32_t count; /* 0 with `single`: the source is one tensor, bound as the item */
+            DataSource *source;
+        } dataset;
+        struct {
+            uint32_t id; /* into Program.options */
+            int64_t offset;
+        } option;
+        RandomInit init;
+    } as;
+};
+
+/* A local environment is a chain of bindings ending in a marker (name NULL) that stands for
+ * the globals defined so far: globals live in a hash table, each binding stamped with the
+ * generation it was made in, so a closure sees exactly the globals defined before it. */
+struct Env {
+    const char *name; /* NULL: the globals of generation `gen` */
+    Value *value;
+    Env *next;
+    uint32_t gen;
+};
+
+typedef struct GlobalEntry GlobalEntry;
+struct GlobalEntry {
+    const char *name;
+    Value *value;
+    uint32_t gen;
+    GlobalEntry *next; /* same bucket, newer first */
+};
+
+enum { GLOBAL_BUCKETS = 4096 };
+
+struct Closure {
+    const Node **params;
+    uint32_t param_count;
+    uint32_t next;      /* first parameter not yet consumed in order */
+    bool *bound;        /* labelled parameters bound out of order */
+    const Node *body;
+    Env *env;
+    Mode mode;
+    bool code;          /* a let%cd function: code, not evaluated here */
+    bool scope_at_unit; /* a let%op function: its `()` opens a parameter scope */
+    Scope *scope;
+    const char *fn_name;
+};
+
+/* Inline definitions and captured dims of one parameter scope. */
+typedef struct ScopeParam {
+    const Node *node;
+    Tensor *tensor;
+} ScopeParam;
+
+/* A captured name: a label's dimension, or for a captured row variable the number of cells
+ * its axes hold (then `row_var` is the variable, shared by the scope's specs).  `label` says a
+ * spec captured it as a label; `captured` is where a spec first captured it (for `equate`). */
+typedef struct ScopeDim {
+    const char *name;
+    Dim dim;
+    uint32_t row_var;
+    bool label;
+    Span captured;
+} ScopeDim;
+
+struct Scope {
+    uint32_t id;
+    const char *binding; /* the name a `let` bound its closure to */
+    const char *fn_name; /* the function whose `()` opened it */
+    bool toplevel;       /* unqualified names */
+    const char *shown;   /* the qualifier --print-shapes uses */
+    ScopeParam *params;
+    uint32_t param_count, param_cap;
+    ScopeDim *dims;
+    uint32_t dim_count, dim_cap;
+};
+
+typedef struct NamedEntry {
+    Tensor *tensor;
+    const char *name; /* NULL for a parameter: its name comes from the scope */
+    Scope *scope;
+    const char *param_name;
+} NamedEntry;
+
+/* `dim NAME`: a number tensor whose value is the captured size, read after closing. */
+typedef struct DimReading {
+    Tensor *tensor;
+    Dim dim;
+    const char *name;
+    Span span;
+} DimReading;
+
+/* `equate NAME1 NAME2`: two captured names of a scope, equated once elaboration is done (a
+ * spec later in the text may be the one that captures them). */
+typedef struct Equation {
+    Scope *scope;
+    const Node *names[2];
+    Span span;
+    OriginId why;
+} Equation;
+
+struct Elab {
+    DimReading *readings;
+    uint32_t reading_count, reading_cap;
+    Equation *equations;
+    uint32_t equation_count, equation_cap;
+    Program *program;
+    Arena *arena;
+    ShapeSolver *solver;
+    Env *globals; /* the marker of the current generation */
+    GlobalEntry **global_table;
+    uint32_t generation;
+    Scope *scope;
+    Scope **scopes;
+    uint32_t scope_count, scope_cap;
+    NamedEntry *entries;
+    uint32_t entry_count, entry_cap;
+    unsigned depth;
+    unsigned long long steps;
+    size_t bytes_at_start; /* arena_total_bytes() when elaboration began */
+    size_t byte_budget;    /* what evaluation may build (MAX_EVAL_STEPS' comment) */
+    bool out_of_steps;     /* a budget ran out: evaluation stops */
+    const ElabOptions *options;
+    const char **opened;
+    uint32_t opened_count, opened_cap;
+    const char *main_dir;
+    uint32_t prelude_file; /* the source of core.tsr, whose operators named as primitives are them in code */
+};
+
+enum { MAX_EVAL_DEPTH = 20000 };
+/* The compile-time language can loop (`for`, recursion).  Evaluation has two budgets, so that
+ * a runaway program stops within about a second and a few hundred MB with an error rather
+ * than hanging the compiler or exhausting memory: evaluation steps (a 10 000-line program
+ * takes under 100 000), and the memory that elaboration has built (values, tensors, shape
+ * constraints: arena_total_bytes() since it began), checked every EVAL_MEMORY_CHECK steps:
+ * EVAL_MEGABYTES, plus EVAL_BYTES_PER_SOURCE_BYTE for each byte of the program's file (a
+ * 10 000-line chain of definitions builds about 550 bytes per byte of source).  A caller may
+ * set a smaller memory budget (ElabOptions.eval_megabytes: the fuzz targets, whose programs are
+ * at most a few KB, so that a runaway program stops well within their per-input time cap). */
+#define MAX_EVAL_STEPS 2000000ull
+enum { EVAL_MEGABYTES = 256, EVAL_BYTES_PER_SOURCE_BYTE = 1024, EVAL_MEMORY_CHECK = 1024 };
+
+/* What a slice or a stack adds at the front of one side of its equality (LOGIC_PIN_*): the
+ * axis, the origin of the row it makes, and what the origins add ("of size 4 for index 'i'"). */
+typedef struct PinnedAxis {
+    Dim axis;
+    OriginId row_origin;
+    const char *detail;
+} PinnedAxis;
+
+/* A size `?` in `o = [ … ]` fields: an input's declares a run-time size, an inline definition's
+ * takes the one its uses give it. */
+typedef enum RuntimeSizes { SIZES_DECLARE, SIZES_FOLLOW } RuntimeSizes;
+typedef struct MainList {
+    MainStep *items;
+    uint32_t count, cap;
+} MainList;
+
+/* `(e : _)`: the axis is the claim-free unit 1_∅, which broadcasts (seed 000; OCANNL's
+ * bcast_if_1).  Only a size-1 axis can be; a basis argument, never an interned basis. */
+enum { BASIS_CLAIM_FREE = UINT32_MAX };
+
+/* ---- values.c: values, environments, tensors as values, errors, scopes ------------------------------ */
+
+extern Value error_value;
+extern Value unit_value;
+extern Value runtime_size_value;
+Value *new_value(Elab *e, ValueKind kind);
+Value *int_value(Elab *e, int64_t i);
+Value *float_value(Elab *e, double f);
+Value *bool_value(Elab *e, bool b);
+Value *tensor_value(Elab *e, Tensor *t);
+const char *kind_noun(const Value *v);
+bool is_number(const Value *v);
+double number_of(const Value *v);
+Env *bind(Elab *e, Env *env, const char *name, Value *value);
+uint32_t name_hash(const char *name);
+Value *lookup_global(Elab *e, const char *name, uint32_t gen);
+Value *lookup(Elab *e, Env *env, const char *name);
+const char *closest_in_scope(Elab *e, Env *env, const char *name);
+Env *bind_global(Elab *e, const char *name, Value *value);
+Tensor *new_tensor(Elab *e, TensorKind kind, Span span);
+OriginId origin(Elab *e, Span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+Shape closed_shape(Elab *e, Span span, const char *what);
+Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis);
+Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what);
+Value *fail(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+Scope *new_scope(Elab *e, const char *fn_name, bool toplevel);
+ScopeDim *scope_dim(Elab *e, Scope *s, const char *name, Span span);
+Scope *current_scope(Elab *e);
+
+/* ---- eval.c: closures, application, size equations, expressions ------------------------------------- */
+
+Closure *copy_closure(Elab *e, const Closure *c);
+Value *param_default(Elab *e, Closure *c, const Node *p);
+Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span);
+void solve_equations(Elab *e);
+void fill_dim_readings(Elab *e);
+Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
+                         Mode mode, bool code, bool global, Env *env, Value **out);
+Value *eval(Elab *e, const Node *n, Env *env, Mode mode);
+
+/* ---- operators.c: shape logics, specs, operator declarations and applications, literals, sizes ------ */
+
+void emit_relations(Elab *e, Logic logic, Shape *const *slots, uint32_t n, RowKind stacked,
+                           const PinnedAxis *pinned, Span span, const char *what);
+void settle_paddings(Elab *e);
+uint32_t operator_arity(const Node *op);
+uint32_t operator_rest(const Node *op);
+bool check_compose_products(const Node *n, const char *what);
+bool check_operator(const Node *op);
+const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
+                              const Node *captures, Span span, const char *op);
+Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
+                             const Node *captures, Span span);
+Value *lookup_operator(Elab *e, Env *env, const char *name);
+bool is_claim_free_annot(const Node *n);
+Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
+Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count, bool follow);
+void name_runtime_sizes(Elab *e, const Tensor *t, const char *item);
+bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
+                         bool given[ROW_KINDS]);
+
+/* ---- builtins.c: the built-in functions ------------------------------------------------------------- */
+
+Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool counter);
+Tensor *option_tensor(Elab *e, const Value *v, Span span);
+void bind_builtins(Elab *e);
+
+/* ---- code.c: routines' statements ------------------------------------------------------------------- */
+
+void add_step(Elab *e, Routine *r, CodeStep step);
+bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad);
+bool code_logic(const Node *logic, Logic *out, const Spec **spec);
+Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env);
+
+/* ---- main_block.c: main ----------------------------------------------------------------------------- */
+
+void elab_main(Elab *e, const Node *n, Env *env, MainList *out);
+
+/* ---- elab.c: items, modules and the driver ---------------------------------------------------------- */
+
+Value *qualified_name(Elab *e, const Node *n);
+
+#endif

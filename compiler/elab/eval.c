@@ -1,0 +1,833 @@
+/* eval.c — evaluating expressions: closures (inline definitions `{ w }`, partial application,
+ * labelled and optional parameters, a parameter scope per application) and apply(); the size
+ * equations of parameter scopes (`set_dim`, `equate`, `dim`); arithmetic in value and tensor
+ * mode; applications, einsum expressions, containers, fields, bindings (`let`, `let rec`); and
+ * eval(), the one entry every other file of the stage calls.
+ *
+ * Requires: elab_internal.h; operators.c to apply operators, builtins.c for the built-ins. */
+#include "elab/elab_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- Inline definitions (parameters) -------------------------------------------------------- */
+
+static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
+    Scope *scope = current_scope(e);
+    for (uint32_t i = 0; i < scope->param_count; i++)
+        if (scope->params[i].node == rec) return tensor_value(e, scope->params[i].tensor);
+    const Node *first = rec->list.items[0];
+    Row rows[ROW_KINDS];
+    bool given[ROW_KINDS];
+    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return &error_value;
+    Tensor *t = new_tensor(e, TENSOR_PARAM, rec->span);
+    t->name = first->name;
+    OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
+    for (int k = 0; k < ROW_KINDS; k++) {
+        if (given[k]) t->shape.rows[k] = rows[k];
+        else if (k == ROW_BATCH) /* parameters have no batch axes */
+            t->shape.rows[k] = shape_empty_row(origin(e, rec->span, "parameter '%s': no batch axes", first->name));
+        else t->shape.rows[k] = shape_fresh_row(e->solver, o);
+    }
+    t->init = first->a;
+    t->random = RANDOM_INIT_DEFAULT;
+    Value *init = first->a ? eval(e, first->a, env, MODE_TENSOR) : NULL;
+    if (init && init->kind == V_ERROR) return &error_value;
+    if (init && init->kind == V_INIT) t->random = init->as.init;
+    else if (init) {
+        if (is_number(init)) init = tensor_value(e, scalar_literal(e, number_of(init), first->a->span, 0));
+        if (init->kind != V_TENSOR)
+            return fail(first->a->span, "the initial value of '%s' must be a number or a tensor, but "
+                        "this is %s", first->name, kind_noun(init));
+        Tensor *iv = init->as.tensor;
+        bool scalar = iv->kind == TENSOR_LITERAL && iv->value_count == 1 &&
+                      first->a->kind != NODE_LIST && first->a->kind != NODE_ARRAY &&
+                      first->a->kind != NODE_TUPLE && first->a->kind != NODE_ANNOT;
+        if (!scalar) /* a tensor value gives the exact shape */
+            shape_eq(e->solver, &t->shape, &iv->shape,
+                     origin(e, first->a->span, "the initial value of '%s'", first->name));
+        t->operands = arena_alloc(e->arena, sizeof *t->operands);
+        t->operands[0] = iv;
+        t->operand_count = 1;
+    }
+    ScopeParam sp = {rec, t};
+    ARENA_PUSH(e->arena, scope->params, scope->param_count, scope->param_cap, sp);
+    NamedEntry ne = {t, NULL, scope, first->name};
+    ARENA_PUSH(e->arena, e->entries, e->entry_count, e->entry_cap, ne);
+    return tensor_value(e, t);
+}
+
+/* ---- Closures and application --------------------------------------------------------------- */
+
+static Closure *new_closure(Elab *e, const NodeList *params, const Node *body, Env *env, Mode mode,
+                            const char *fn_name) {
+    Closure *c = arena_alloc(e->arena, sizeof *c);
+    c->params = arena_alloc(e->arena, (params->count ? params->count : 1) * sizeof *c->params);
+    for (uint32_t i = 0; i < params->count; i++) c->params[i] = params->items[i];
+    c->param_count = params->count;
+    c->bound = arena_alloc(e->arena, (params->count ? params->count : 1) * sizeof *c->bound);
+    c->body = body;
+    c->env = env;
+    c->mode = mode;
+    c->scope = e->scope;
+    c->fn_name = fn_name;
+    return c;
+}
+
+Closure *copy_closure(Elab *e, const Closure *c) {
+    Closure *d = arena_alloc(e->arena, sizeof *d);
+    *d = *c;
+    d->bound = arena_alloc(e->arena, (c->param_count ? c->param_count : 1) * sizeof *d->bound);
+    memcpy(d->bound, c->bound, c->param_count * sizeof *d->bound);
+    return d;
+}
+
+static Value *closure_value(Elab *e, Closure *c) {
+    Value *v = new_value(e, c->code ? V_CODE : V_CLOSURE);
+    v->as.closure = c;
+    return v;
+}
+
+static bool has_unit_param(const NodeList *params) {
+    for (uint32_t i = 0; i < params->count; i++)
+        if (params->items[i]->flag == PARAM_UNIT) return true;
+    return false;
+}
+
+Value *param_default(Elab *e, Closure *c, const Node *p) {
+    if (!p->a) return &unit_value; /* ?x without a default: absent */
+    return eval(e, p->a, c->env, MODE_VALUE);
+}
+
+static Value *run_body(Elab *e, Closure *c, Span span) {
+    if (c->code) return closure_value(e, c);
+    if (++e->depth > MAX_EVAL_DEPTH) {
+        e->depth--;
+        return fail(span, "evaluation is nested too deeply (more than %d calls): is a recursion "
+                    "missing its base case?", MAX_EVAL_DEPTH);
+    }
+    Scope *saved = e->scope;
+    e->scope = c->scope;
+    bool outermost = e->depth == 1 && span.file;
+    if (outermost) shape_set_context(e->solver, span, c->fn_name ? c->fn_name : "an anonymous function");
+    if (span.file) shape_push_call(e->solver, span, c->fn_name ? c->fn_name : "an anonymous function");
+    Value *v = eval(e, c->body, c->env, c->mode);
+    if (span.file) shape_pop_call(e->solver);
+    if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
+    e->scope = saved;
+    e->depth--;
+    return v;
+}
+
+static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t count, Span span) {
+    Closure *c = copy_closure(e, orig);
+    /* Labelled arguments go to their parameters wherever these are. */
+    for (uint32_t a = 0; a < count; a++) {
+        if (!args[a].label) continue;
+        bool found = false;
+        for (uint32_t i = c->next; i < c->param_count && !found; i++) {
+            const Node *p = c->params[i];
+            if ((p->flag != PARAM_LABELLED && p->flag != PARAM_OPTIONAL) || c->bound[i]) continue;
+            if (strcmp(p->name, args[a].label) != 0) continue;
+            found = true;
+            c->bound[i] = true;
+            c->env = bind(e, c->env, p->name, args[a].value);
+        }
+        if (!found)
+            return fail(args[a].span, "%s has no parameter %c%s%s", c->fn_name ? c->fn_name : "this function",
+                        args[a].optional ? '?' : '~', args[a].label,
+                        c->next >= c->param_count ? "" : " (or it was given twice)");
+    }
+    uint32_t pos = 0;
+    while (pos < count && args[pos].label) pos++;
+    for (;;) {
+        if (c->next == c->param_count) {
+            Value *result = run_body(e, c, span);
+            /* Positional arguments left over go to the function the body returned. */
+            uint32_t rest = 0;
+            for (uint32_t a = pos; a < count; a++)
+                if (!args[a].label) rest++;
+            if (rest == 0 || result->kind == V_ERROR) return result;
+            /* A %cd function's body is code, run where the routine runs it: there is no
+             * function it returns to take the rest (and applying the code again would go on
+             * without end). */
+            if (c->code) {
+                uint32_t extra = pos;
+                while (args[extra].label) extra++;
+                return fail(args[extra].span, "%s is given %u argument%s more than it takes: a %%cd function returns "
+                            "no function to take %s", c->fn_name ? c->fn_name : "this function", rest,
+                            rest == 1 ? "" : "s", rest == 1 ? "it" : "them");
+            }
+            Arg *more = arena_alloc(e->arena, rest * sizeof *more);
+            uint32_t m = 0;
+            for (uint32_t a = pos; a < count; a++)
+                if (!args[a].label) more[m++] = args[a];
+            return apply(e, result, more, m, span);
+        }
+        const Node *p = c->params[c->next];
+        if (c->bound[c->next]) {
+            c->next++;
+            continue;
+        }
+        bool have = pos < count;
+        switch (p->flag) {
+        case PARAM_LABELLED:
+            if (have)
+                return fail(args[pos].span, "%s needs its argument ~%s before this one",
+                            c->fn_name ? c->fn_name : "this function", p->name);
+            return closure_value(e, c);
+        case PARAM_OPTIONAL:
+            if (!have) return closure_value(e, c);
+            c->env = bind(e, c->env, p->name, param_default(e, c, p));
+            c->next++;
+            break;
+        default:
+            if (!have) return closure_value(e, c);
+            if (p->flag == PARAM_POSITIONAL) c->env = bind(e, c->env, p->name, args[pos].value);
+            else if (p->flag == PARAM_UNIT && args[pos].value->kind != V_UNIT &&
+                     args[pos].value->kind != V_ERROR)
+                return fail(args[pos].span, "%s expects () here, but this is %s",
+                            c->fn_name ? c->fn_name : "this function", kind_noun(args[pos].value));
+            if (p->flag == PARAM_UNIT && c->scope_at_unit) c->scope = new_scope(e, c->fn_name, false);
+            pos++;
+            while (pos < count && args[pos].label) pos++;
+            c->next++;
+            break;
+        }
+    }
+}
+
+Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span) {
+    if (fn->kind == V_ERROR) return fn;
+    for (uint32_t i = 0; i < count; i++)
+        if (args[i].value->kind == V_ERROR) return &error_value;
+    switch (fn->kind) {
+    case V_CLOSURE:
+    case V_CODE:
+        if (fn->kind == V_CODE && !fn->as.closure) return fail(span, "code cannot be applied");
+        return apply_closure(e, fn->as.closure, args, count, span);
+    case V_BUILTIN: return fn->as.builtin.fn(e, args, count, span);
+    case V_OPERATOR: {
+        Value **ops = arena_alloc(e->arena, (count ? count : 1) * sizeof *ops);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (args[i].label)
+                return fail(args[i].span, "'%s' takes no labelled argument ~%s here", fn->as.op->name,
+                            args[i].label);
+            ops[n++] = args[i].value;
+        }
+        return apply_operator(e, NULL, fn->as.op, ops, n, NULL, NULL, span);
+    }
+    default:
+        return fail(span, "this is %s, not a function, so it cannot be applied", kind_noun(fn));
+    }
+}
+
+static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
+    if (app->list.count != 2 || app->list.items[0]->kind != NODE_VAR || app->list.items[1]->kind == NODE_ARG)
+        return fail(app->span, "'set_dim' is written 'set_dim NAME SIZE', NAME a label captured by a spec");
+    const Node *name = app->list.items[0];
+    Value *size = eval(e, app->list.items[1], env, MODE_VALUE);
+    if (size->kind == V_ERROR) return size;
+    if (size->kind != V_INT || size->as.i < 1 || size->as.i > INT32_MAX)
+        return fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive integer");
+    Dim d = scope_dim(e, current_scope(e), name->name, name->span)->dim;
+    OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
+    shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
+    return &unit_value;
+}
+
+/* equate NAME1 NAME2: two captured labels get one size and basis, or two captured row
+ * variables the same axes; recorded here, emitted by solve_equations once every spec of the
+ * scope has captured what it captures. */
+static Value *eval_equate(Elab *e, const Node *app) {
+    if (app->list.count != 2 || app->list.items[0]->kind != NODE_VAR || app->list.items[1]->kind != NODE_VAR)
+        return fail(app->span, "'equate' is written 'equate NAME1 NAME2', each NAME a label or row variable "
+                    "captured by a spec");
+    const Node *a = app->list.items[0], *b = app->list.items[1];
+    Equation q = {current_scope(e), {a, b}, app->span, origin(e, app->span, "'equate %s %s'", a->name, b->name)};
+    ARENA_PUSH(e->arena, e->equations, e->equation_count, e->equation_cap, q);
+    return &unit_value;
+}
+
+static ScopeDim *find_scope_dim(Scope *s, const char *name) {
+    for (uint32_t i = 0; i < s->dim_count; i++)
+        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i];
+    return NULL;
+}
+
+static void note_equation_call(Elab *e, const Equation *q) {
+    const char *fn;
+    Span call = shape_origin_call(e->solver, q->why, &fn);
+    if (call.file) diag_note(call, "in this application of '%s'", fn);
+}
+
+static const char *size_text(Elab *e, Dim d) {
+    if (d.basis == BASIS_NONE) return "1 (broadcastable)";
+    if (d.basis == BASIS_DEFAULT) return arena_printf(e->arena, "%u", d.size);
+    return arena_printf(e->arena, "%s=%u", shape_basis_name(e->solver, d.basis), d.size);
+}
+
+/* Two captured labels that the rest of the program has already sized differently: reported
+ * here, naming each label, the spec that captures it and where its size comes from. */
+static bool equation_clash(Elab *e, const Equation *q, ScopeDim *const c[2]) {
+    Dim d[2] = {shape_resolve_dim(e->solver, c[0]->dim), shape_resolve_dim(e->solver, c[1]->dim)};
+    if (d[0].var || d[1].var || (d[0].size == d[1].size && d[0].basis == d[1].basis)) return false;
+    const char *t[2] = {size_text(e, d[0]), size_text(e, d[1])};
+    diag_error(q->span, "'equate %s %s': '%s' has size %s but '%s' has size %s", c[0]->name, c[1]->name, c[0]->name,
+               t[0], c[1]->name, t[1]);
+    note_equation_call(e, q);
+    for (int k = 0; k < 2; k++) {
+        diag_note(c[k]->captured, "'%s' is captured here", c[k]->name);
+        diag_note(shape_origin_span(e->solver, d[k].origin), "size %s of '%s' comes from: %s", t[k], c[k]->name,
+                  shape_origin_what(e->solver, d[k].origin));
+    }
+    return true;
+}
+
+/* The equations of `equate`: both names must be captured in the scope, both as labels (their
+ * dims are equated) or both as row variables (their rows are equated).  What the program says
+ * otherwise is solved first, so that an equation that contradicts it is the one reported. */
+void solve_equations(Elab *e) {
+    if (!e->equation_count) return;
+    bool *ok = arena_alloc(e->arena, e->equation_count * sizeof *ok);
+    for (uint32_t i = 0; i < e->equation_count; i++) {
+        const Equation *q = &e->equations[i];
+        ScopeDim *c[2];
+        ok[i] = true;
+        for (int k = 0; k < 2; k++) {
+            c[k] = find_scope_dim(q->scope, q->names[k]->name);
+            if (c[k] && (c[k]->label || c[k]->row_var)) continue;
+            diag_error(q->names[k]->span, "'equate': no spec in this scope captures '%s' (a label or row variable "
+                       "is captured by naming it in the list after its spec, [\"%s\"])", q->names[k]->name,
+                       q->names[k]->name);
+            note_equation_call(e, q);
+            ok[i] = false;
+        }
+        if (ok[i] && (c[0]->row_var != 0) != (c[1]->row_var != 0)) {
+            int r = c[0]->row_var ? 0 : 1;
+            diag_error(q->span, "'equate %s %s': '%s' is a captured row variable and '%s' a captured label; equate "
+                       "relates two labels (one axis each) or two row variables", q->names[0]->name,
+                       q->names[1]->name, c[r]->name, c[1 - r]->name);
+            note_equation_call(e, q);
+            diag_note(c[r]->captured, "'..%s..' is captured as a row variable here", c[r]->name);
+            diag_note(c[1 - r]->captured, "'%s' is captured as a label here", c[1 - r]->name);
+            ok[i] = false;
+        }
+    }
+    shape_solve(e->solver);
+    for (uint32_t i = 0; i < e->equation_count; i++) {
+        if (!ok[i]) continue;
+        const Equation *q = &e->equations[i];
+        ScopeDim *c[2] = {find_scope_dim(q->scope, q->names[0]->name), find_scope_dim(q->scope, q->names[1]->name)};
+        if (c[0]->row_var) {
+            Row rows[2];
+            for (int k = 0; k < 2; k++)
+                rows[k] = (Row){.var = c[k]->row_var,
+                                .origin = origin(e, c[k]->captured, "captured row variable '%s'", c[k]->name)};
+            shape_row_eq(e->solver, rows[0], rows[1], q->why);
+        } else if (!equation_clash(e, q, c)) {
+            shape_dim_eq(e->solver, c[0]->dim, c[1]->dim, q->why);
+        }
+    }
+}
+
+/* dim NAME: the size of a captured label, or the cells of a captured row variable, as a number
+ * tensor; the size is known once shapes are closed (fill_dim_readings). */
+static Value *eval_dim(Elab *e, const Node *app) {
+    if (app->list.count != 1 || app->list.items[0]->kind != NODE_VAR)
+        return fail(app->span, "'dim' is written 'dim NAME', NAME a label or row variable captured by a spec");
+    const Node *name = app->list.items[0];
+    Tensor *t = scalar_literal(e, 0., app->span, 0);
+    DimReading r = {t, scope_dim(e, current_scope(e), name->name, name->span)->dim, name->name, app->span};
+    ARENA_PUSH(e->arena, e->readings, e->reading_count, e->reading_cap, r);
+    return tensor_value(e, t);
+}
+
+void fill_dim_readings(Elab *e) {
+    for (uint32_t i = 0; i < e->reading_count; i++) {
+        DimReading *r = &e->readings[i];
+        Dim d = shape_resolve_dim(e->solver, r->dim);
+        if (d.var) {
+            diag_error(r->span, "the size of '%s' is not known: no spec in this scope captures it, and no "
+                       "'set_dim' gives it", r->name);
+            continue;
+        }
+        if (d.runtime) { /* read when the program runs: the value of the class's size symbol */
+            r->tensor->kind = TENSOR_INDEX;
+            r->tensor->index = shape_runtime_class_name(e->solver, d.runtime);
+            continue;
+        }
+        r->tensor->values[0] = d.size;
+    }
+}
+
+/* ---- Expressions --------------------------------------------------------------------------- */
+
+static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
+    if (a->kind == V_OPTION || b->kind == V_OPTION) {
+        /* option ± integer, integer + option: a loop bound of main, read at run time */
+        Value *o = a->kind == V_OPTION ? a : b, *k = a->kind == V_OPTION ? b : a;
+        int64_t sum;
+        bool sub = strcmp(op, "-") == 0;
+        if ((strcmp(op, "+") == 0 || (sub && o == a)) && k->kind == V_INT &&
+            !e->program->options[o->as.option.id].is_float &&
+            !__builtin_add_overflow(o->as.option.offset, sub ? -k->as.i : k->as.i, &sum) && k->as.i != INT64_MIN) {
+            Value *v = new_value(e, V_OPTION);
+            v->as.option.id = o->as.option.id;
+            v->as.option.offset = sum;
+            return v;
+        }
+        return fail(span, "'%s' on an option: an option's value is known only when the program runs, so it can "
+                    "be a loop bound of main (an integer option plus or minus an integer), a value that main "
+                    "prints, or a number in a tensor expression", op);
+    }
+    bool fl = a->kind == V_FLOAT || b->kind == V_FLOAT || strchr(op, '.') != NULL;
+    if (!is_number(a) || !is_number(b)) {
+        if (strcmp(op, "^") == 0 && a->kind == V_STRING && b->kind == V_STRING) {
+            Value *v = new_value(e, V_STRING);
+            char *s = arena_alloc(e->arena, a->as.str.len + b->as.str.len + 1);
+            memcpy(s, a->as.str.text, a->as.str.len);
+            memcpy(s + a->as.str.len, b->as.str.text, b->as.str.len);
+            v->as.str.text = s;
+            v->as.str.len = a->as.str.len + b->as.str.len;
+            return v;
+        }
+        if ((strcmp(op, "=") == 0 || strcmp(op, "<>") == 0) && a->kind == b->kind &&
+            (a->kind == V_BOOL || a->kind == V_STRING)) {
+            bool eq = a->kind == V_BOOL ? a->as.b == b->as.b
+                                        : a->as.str.len == b->as.str.len &&
+                                              memcmp(a->as.str.text, b->as.str.text, a->as.str.len) == 0;
+            return bool_value(e, op[0] == '=' ? eq : !eq);
+        }
+        return fail(span, "'%s' is not defined on %s and %s", op, kind_noun(a), kind_noun(b));
+    }
+    double x = number_of(a), y = number_of(b);
+    if (strcmp(op, "<") == 0) return bool_value(e, x < y);
+    if (strcmp(op, ">") == 0) return bool_value(e, x > y);
+    if (strcmp(op, "<=") == 0) return bool_value(e, x <= y);
+    if (strcmp(op, ">=") == 0) return bool_value(e, x >= y);
+    if (strcmp(op, "=") == 0 || strcmp(op, "==") == 0) return bool_value(e, x == y);
+    if (strcmp(op, "<>") == 0 || strcmp(op, "!=") == 0) return bool_value(e, x != y);
+    if (strcmp(op, "**") == 0) return float_value(e, pow(x, y));
+    char c = op[0];
+    if (!fl) {
+        int64_t i = a->as.i, j = b->as.i, r;
+        switch (c) {
+        case '+': if (__builtin_add_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '-': if (__builtin_sub_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '*': if (__builtin_mul_overflow(i, j, &r)) goto overflow; return int_value(e, r);
+        case '/':
+            if (j == 0) return fail(span, "division by zero");
+            if (i == INT64_MIN && j == -1) goto overflow;
+            return int_value(e, i / j);
+        }
+        if (strcmp(op, "mod") == 0) {
+            if (j == 0) return fail(span, "division by zero");
+            if (i == INT64_MIN && j == -1) return int_value(e, 0);
+            return int_value(e, i % j);
+        }
+    } else {
+        switch (c) {
+        case '+': return float_value(e, x + y);
+        case '-': return float_value(e, x - y);
+        case '*': return float_value(e, x * y);
+        case '/': return float_value(e, x / y);
+        }
+    }
+    return fail(span, "'%s' is not defined on numbers", op);
+overflow:
+    return fail(span, "integer overflow in '%s'", op);
+}
+
+static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
+    const char *op = n->name;
+    if (strcmp(op, "&&") == 0 || strcmp(op, "||") == 0) {
+        Value *a = eval(e, n->a, env, MODE_VALUE);
+        if (a->kind == V_ERROR) return a;
+        if (a->kind != V_BOOL) return fail(n->a->span, "'%s' needs a boolean, but this is %s", op, kind_noun(a));
+        if (a->as.b == (op[0] == '|')) return a;
+        Value *b = eval(e, n->b, env, MODE_VALUE);
+        if (b->kind != V_BOOL && b->kind != V_ERROR)
+            return fail(n->b->span, "'%s' needs a boolean, but this is %s", op, kind_noun(b));
+        return b;
+    }
+    if (strcmp(op, "@|") == 0) {
+        Value *a = eval(e, n->a, env, MODE_TENSOR);
+        if (a->kind == V_ERROR) return a;
+        Tensor *t = as_tensor(e, a, n->a->span, "'@|'");
+        if (!t) return &error_value;
+        Value *i = eval(e, n->b, env, MODE_VALUE);
+        if (i->kind == V_ERROR) return i;
+        if (i->kind != V_INDEX)
+            return fail(n->b->span, "'@|' slices by an index symbol (declared with 'index'), but this is %s",
+                        kind_noun(i));
+        Tensor *r = new_tensor(e, TENSOR_SLICE, n->span);
+        r->operands = arena_alloc(e->arena, sizeof *r->operands);
+        r->operands[0] = t;
+        r->operand_count = 1;
+        r->index = i->as.index.name;
+        r->index_range = i->as.index.range;
+        r->shape = shape_fresh(e->solver, origin(e, n->span, "the result of '@|'"));
+        PinnedAxis pin = {
+            dim_ground(i->as.index.range, BASIS_DEFAULT,
+                       origin(e, i->as.index.span, "the range of index '%s'", i->as.index.name)),
+            origin(e, n->span, "'@|' needs a leftmost batch axis of size %u (the range of '%s')",
+                   i->as.index.range, i->as.index.name),
+            arena_printf(e->arena, ", of size %u for index '%s'", i->as.index.range, i->as.index.name)};
+        Shape *slots[2] = {&r->shape, &t->shape};
+        emit_relations(e, LOGIC_SLICE, slots, 2, ROW_KINDS, &pin, n->span, "'@|'");
+        return tensor_value(e, r);
+    }
+    Value *a = eval(e, n->a, env, mode);
+    Value *b = eval(e, n->b, env, mode);
+    if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+    bool tensors = a->kind == V_TENSOR || b->kind == V_TENSOR;
+    Value *opv = lookup_operator(e, env, op);
+    bool a_num = is_number(a) || a->kind == V_OPTION, b_num = is_number(b) || b->kind == V_OPTION;
+    if (tensors && (a->kind == V_OPTION || b->kind == V_OPTION) && opv) {
+        if (a->kind == V_OPTION) a = tensor_value(e, option_tensor(e, a, n->a->span));
+        if (b->kind == V_OPTION) b = tensor_value(e, option_tensor(e, b, n->b->span));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+    }
+    if (!tensors && mode == MODE_TENSOR && opv && a_num && b_num && (a->kind == V_OPTION || b->kind == V_OPTION)) {
+        a = tensor_value(e, as_tensor(e, a, n->a->span, "an option"));
+        b = tensor_value(e, as_tensor(e, b, n->b->span, "an option"));
+        if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
+        tensors = true;
+    }
+    if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
+        if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
+        /* A number operand is a scalar literal where it is written. */
+        if (is_number(a)) a = tensor_value(e, scalar_literal(e, number_of(a), n->a->span, 0));
+        if (is_number(b)) b = tensor_value(e, scalar_literal(e, number_of(b), n->b->span, 0));
+        Value *ops[2] = {a, b};
+        return apply_operator(e, env, opv->as.op, ops, 2, NULL, NULL, n->span);
+    }
+    return arith(e, op, a, b, n->span);
+}
+
+static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
+    const char *op = n->name;
+    if (strcmp(op, "!.") == 0 || strcmp(op, "!..") == 0) {
+        Value *v = eval(e, n->a, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (!is_number(v)) return fail(n->a->span, "'%s' makes a scalar tensor from a number, but this is %s",
+                                       op, kind_noun(v));
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, 0));
+    }
+    if (strcmp(op, "!@") == 0) {
+        Value *v = eval(e, n->a, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (v->kind != V_INDEX)
+            return fail(n->a->span, "'!@' reads an index symbol (declared with 'index'), but this is %s",
+                        kind_noun(v));
+        Tensor *t = new_tensor(e, TENSOR_INDEX, n->span);
+        OriginId o = origin(e, n->span, "'!@%s'", v->as.index.name);
+        t->shape = closed_shape(e, n->span, "'!@'");
+        Dim d = dim_unit(o);
+        t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
+        t->index = v->as.index.name;
+        t->index_range = v->as.index.range;
+        return tensor_value(e, t);
+    }
+    Value *v = eval(e, n->a, env, mode);
+    if (v->kind == V_ERROR) return v;
+    if (v->kind == V_INT) {
+        if (v->as.i == INT64_MIN) return fail(n->span, "integer overflow in '-'");
+        return int_value(e, -v->as.i);
+    }
+    if (v->kind == V_FLOAT) return float_value(e, -v->as.f);
+    if (v->kind == V_TENSOR) {
+        Value *neg = lookup_operator(e, env, "neg");
+        if (!neg) return fail(n->span, "unary '-' on a tensor needs the operator 'neg'");
+        return apply_operator(e, env, neg->as.op, &v, 1, NULL, NULL, n->span);
+    }
+    return fail(n->span, "'-' is not defined on %s", kind_noun(v));
+}
+
+static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "set_dim") == 0 && !lookup(e, env, "set_dim"))
+        return eval_set_dim(e, n, env);
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "dim") == 0 && !lookup(e, env, "dim"))
+        return eval_dim(e, n);
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "equate") == 0 && !lookup(e, env, "equate"))
+        return eval_equate(e, n);
+    Value *fn = eval(e, n->a, env, mode);
+    if (fn->kind == V_ERROR) return fn;
+    uint32_t count = n->list.count;
+    Arg *args = arena_alloc(e->arena, (count ? count : 1) * sizeof *args);
+    const Spec *spec = NULL; /* `op ~spec:"…" a b c`: an operator applied like a function */
+    for (uint32_t i = 0; i < count; i++) {
+        const Node *a = n->list.items[i];
+        if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && a->a &&
+            a->a->kind == NODE_STRING) {
+            spec = a->a->spec; /* parsed with the program (parse.c) */
+            if (!spec) return &error_value;
+            args[i].value = &unit_value; /* not passed on */
+            args[i].label = "spec";
+            continue;
+        }
+        if (a->kind == NODE_ARG) {
+            args[i].label = a->name;
+            args[i].optional = (a->flag & ARG_OPTIONAL) != 0;
+            args[i].span = a->span;
+            if (a->a) {
+                args[i].value = eval(e, a->a, env, MODE_VALUE);
+            } else {
+                Value *v = lookup(e, env, a->name);
+                args[i].value = v ? v : fail(a->span, "'~%s' passes the variable '%s', which is not defined",
+                                             a->name, a->name);
+            }
+        } else {
+            args[i].span = a->span;
+            args[i].value = eval(e, a, env, mode);
+        }
+        if (args[i].value->kind == V_ERROR) return &error_value;
+    }
+    if (spec) {
+        if (!fn->as.op->c || fn->as.op->c->kind != NODE_VAR)
+            return fail(n->span, "'%s' takes no einsum spec: its logic is fixed by its declaration", fn->as.op->name);
+        Value **ops = arena_alloc(e->arena, (count ? count : 1) * sizeof *ops);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (args[i].label && strcmp(args[i].label, "spec") == 0) continue;
+            if (args[i].label)
+                return fail(args[i].span, "'%s' takes no labelled argument ~%s here", fn->as.op->name, args[i].label);
+            Value *v = args[i].value;
+            if (is_number(v)) v = tensor_value(e, scalar_literal(e, number_of(v), args[i].span, 0));
+            ops[k++] = v;
+        }
+        return apply_operator(e, env, fn->as.op, ops, k, spec, NULL, n->span);
+    }
+    return apply(e, fn, args, count, n->span);
+}
+
+static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
+    Value *opv = lookup_operator(e, env, n->name);
+    if (!opv) return fail(n->span, "'%s' is not defined as an operator", n->name);
+    /* `(a, b, c) ++^ spec`: an operator with a rest operand (`tn`) written after a tuple takes the
+     * tuple's tensors as its operands, one slot each. */
+    uint32_t rest = operator_rest(opv->as.op);
+    bool spread = rest && !n->b && (n->a->kind == NODE_TUPLE || rest > 1);
+    if (spread && n->a->kind != NODE_TUPLE)
+        return strcmp(n->name, "++^") == 0
+                   ? fail(n->a->span, "'++^' concatenates a tuple of tensors: write (a, b) ++^ \"x, f; y, f => x^y, f\"")
+                   : fail(n->a->span, "'%s' takes a tuple of at least %u tensors, one per operand slot of its spec",
+                          n->name, operator_arity(opv->as.op));
+    const Node *const *items = spread ? (const Node *const *)n->a->list.items : (const Node *const[]){ n->a, n->b };
+    uint32_t count = spread ? n->a->list.count : n->b ? 2 : 1;
+    Value **ops = arena_alloc(e->arena, count * sizeof *ops);
+    for (uint32_t i = 0; i < count; i++) {
+        ops[i] = eval(e, items[i], env, MODE_TENSOR);
+        if (ops[i]->kind == V_ERROR) return &error_value;
+        if (is_number(ops[i])) /* a scalar literal where it is written */
+            ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), items[i]->span, 0));
+    }
+    if (!n->spec) return &error_value; /* the parser reported the spec */
+    return apply_operator(e, env, opv->as.op, ops, count, n->spec, n->c, n->span);
+}
+
+static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (mode == MODE_TENSOR) return eval_literal(e, n, env, 0);
+    Value *v = new_value(e, n->kind == NODE_LIST ? V_LIST : n->kind == NODE_ARRAY ? V_ARRAY : V_TUPLE);
+    v->as.list.count = n->list.count;
+    v->as.list.items = arena_alloc(e->arena, (n->list.count ? n->list.count : 1) * sizeof(Value *));
+    for (uint32_t i = 0; i < n->list.count; i++) {
+        v->as.list.items[i] = eval(e, n->list.items[i], env, mode);
+        if (v->as.list.items[i]->kind == V_ERROR) return &error_value;
+    }
+    return v;
+}
+
+static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (n->a->kind == NODE_MODULE) return qualified_name(e, n);
+    Value *obj = eval(e, n->a, env, mode);
+    if (obj->kind == V_ERROR) return obj;
+    if (obj->kind == V_DATASET) {
+        if (!obj->as.dataset.source->name)
+            return fail(n->span, "a data source is read through a 'data' item: data d = … (then d.%s)", n->name);
+        for (uint32_t i = 0; i < obj->as.dataset.count; i++)
+            if (obj->as.dataset.fields[i].name && strcmp(obj->as.dataset.fields[i].name, n->name) == 0) return obj->as.dataset.fields[i].value;
+        const char **names = arena_alloc(e->arena, (obj->as.dataset.count + 1) * sizeof *names);
+        uint32_t named = 0;
+        for (uint32_t i = 0; i < obj->as.dataset.count; i++)
+            if (obj->as.dataset.fields[i].name) names[named++] = obj->as.dataset.fields[i].name;
+        const char *near = diag_closest_name(n->name, names, named);
+        Value *err = fail(n->span, "the data set has no field '%s'", n->name);
+        if (near) diag_note(n->span, "did you mean '.%s'?", near);
+        return err;
+    }
+    if (obj->kind == V_TENSOR) {
+        static const char *const tensor_fields[] = {"forward", "backprop", "zero_grads", "grad", "value"};
+        const char *near = diag_closest_name(n->name, tensor_fields, 5);
+        if (near) {
+            Value *err = fail(n->span, "a tensor has no field '.%s'", n->name);
+            diag_note(n->span, "did you mean '.%s'?", near);
+            return err;
+        }
+        return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
+                    "routines, not in a tensor expression", n->name);
+    }
+    return fail(n->span, "%s has no fields", kind_noun(obj));
+}
+
+/* Bind `let name params = value` (params may be empty) in env; returns the new env. */
+Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
+                         Mode mode, bool code, bool global, Env *env, Value **out) {
+    Value *v;
+    if (params->count > 0 || code) {
+        Closure *c = new_closure(e, params, value, env, mode, name);
+        c->code = code;
+        if (mode == MODE_TENSOR && params->count > 0) {
+            if (has_unit_param(params)) c->scope_at_unit = true;
+            else c->scope = new_scope(e, name, true); /* parameters shared by every use */
+        }
+        v = closure_value(e, c);
+        if (rec) {
+            env = global ? bind_global(e, name, v) : bind(e, env, name, v);
+            c->env = env;
+        }
+    } else {
+        if (rec) {
+            diag_error(value->span, "'let rec' defines functions; '%s' has no parameters", name);
+            v = &error_value;
+        } else {
+            v = eval(e, value, env, mode);
+        }
+    }
+    /* A scope opened by `()` in this very binding is named after it: `let l1 = layer () in`. */
+    if (v->kind == V_CLOSURE && v->as.closure->scope && !v->as.closure->scope->binding &&
+        !v->as.closure->scope->toplevel && strcmp(name, "_") != 0)
+        v->as.closure->scope->binding = name;
+    if (out) *out = v;
+    if (strcmp(name, "_") == 0 || (rec && (params->count > 0 || code))) return env;
+    return global ? bind_global(e, name, v) : bind(e, env, name, v);
+}
+
+Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
+    if (e->out_of_steps) return &error_value;
+    if (++e->steps > MAX_EVAL_STEPS) {
+        diag_error(n->span, "evaluation takes too long: it has run out of its budget of %llu steps "
+                   "(is a loop or a recursion unbounded?)", MAX_EVAL_STEPS);
+        e->out_of_steps = true;
+        return &error_value;
+    }
+    if (e->steps % EVAL_MEMORY_CHECK == 0 && arena_total_bytes() - e->bytes_at_start > e->byte_budget) {
+        diag_error(n->span, "evaluation builds too much: it has run out of its budget of %zu MB "
+                   "(is a loop or a recursion making tensors without bound?)", e->byte_budget >> 20);
+        e->out_of_steps = true;
+        return &error_value;
+    }
+    switch (n->kind) {
+    case NODE_INT: return int_value(e, n->ival);
+    case NODE_FLOAT: return float_value(e, n->fval);
+    case NODE_BOOL: return bool_value(e, n->ival != 0);
+    case NODE_UNIT: return &unit_value;
+    case NODE_RUNTIME_SIZE: return &runtime_size_value; /* a size of an input or a .npy file: eval_sizes, source_shape */
+    case NODE_STRING: {
+        Value *v = new_value(e, V_STRING);
+        v->as.str.text = n->text;
+        v->as.str.len = n->len;
+        return v;
+    }
+    case NODE_VAR: {
+        Value *v = lookup(e, env, n->name);
+        if (!v) {
+            if (strcmp(n->name, "set_dim") == 0)
+                return fail(n->span, "'set_dim' is written 'set_dim NAME SIZE'");
+            if (strcmp(n->name, "dim") == 0) return fail(n->span, "'dim' is written 'dim NAME'");
+            if (strcmp(n->name, "equate") == 0) return fail(n->span, "'equate' is written 'equate NAME1 NAME2'");
+            const char *near = closest_in_scope(e, env, n->name);
+            Value *err = fail(n->span, "'%s' is not defined", n->name);
+            if (near) diag_note(n->span, "did you mean '%s'?", near);
+            return err;
+        }
+        return v;
+    }
+    case NODE_MODULE:
+        return fail(n->span, "qualified names ('%s.…') are not supported in this version yet; use 'open %s'",
+                    n->name, n->name);
+    case NODE_FIELD: return eval_field(e, n, env, mode);
+    case NODE_APP: return eval_app(e, n, env, mode);
+    case NODE_ARG: return fail(n->span, "a labelled argument must follow a function");
+    case NODE_BINOP: return eval_binop(e, n, env, mode);
+    case NODE_UNOP: return eval_unop(e, n, env, mode);
+    case NODE_EINSUM: return eval_einsum(e, n, env);
+    case NODE_TUPLE:
+    case NODE_LIST:
+    case NODE_ARRAY: return eval_container(e, n, env, mode);
+    case NODE_RECORD:
+        if (mode != MODE_TENSOR)
+            return fail(n->span, "an inline definition '{ %s }' makes a parameter; it belongs in a let%%op "
+                        "definition", n->list.items[0]->name);
+        return eval_inline_param(e, n, env);
+    case NODE_FIELD_DEF: return fail(n->span, "unexpected field definition");
+    case NODE_ANNOT: {
+        uint32_t basis = is_claim_free_annot(n) ? BASIS_CLAIM_FREE : shape_basis(e->solver, n->name);
+        const Node *inner = n->a;
+        if (inner->kind == NODE_LIST || inner->kind == NODE_ARRAY || inner->kind == NODE_TUPLE)
+            return eval_literal(e, inner, env, basis);
+        Value *v = eval(e, inner, env, MODE_VALUE);
+        if (v->kind == V_ERROR) return v;
+        if (!is_number(v))
+            return fail(n->span, "a basis annotation '(… : %s)' applies to a tensor literal or a number",
+                        n->name);
+        return tensor_value(e, scalar_literal(e, number_of(v), n->span, basis == BASIS_CLAIM_FREE ? 0 : basis));
+    }
+    case NODE_SEQ: {
+        Value *v = &unit_value;
+        for (uint32_t i = 0; i < n->list.count; i++) {
+            v = eval(e, n->list.items[i], env, mode);
+            if (v->kind == V_ERROR) return v;
+        }
+        return v;
+    }
+    case NODE_LET: {
+        Value *v;
+        Env *inner = eval_binding(e, n->name, &n->list, n->a, n->flag != 0, mode, false, false, env, &v);
+        if (v->kind == V_ERROR) return v;
+        return eval(e, n->b, inner, mode);
+    }
+    case NODE_FUN: return closure_value(e, new_closure(e, &n->list, n->a, env, mode, NULL));
+    case NODE_IF: {
+        Value *c = eval(e, n->a, env, MODE_VALUE);
+        if (c->kind == V_ERROR) return c;
+        if (c->kind != V_BOOL) return fail(n->a->span, "the condition of 'if' must be a boolean, but this is %s",
+                                           kind_noun(c));
+        if (c->as.b) return eval(e, n->b, env, mode);
+        return n->c ? eval(e, n->c, env, mode) : &unit_value;
+    }
+    case NODE_FOR: {
+        Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
+        if (from->kind == V_ERROR || to->kind == V_ERROR) return &error_value;
+        if (from->kind != V_INT || to->kind != V_INT)
+            return fail(n->span, "the bounds of 'for' must be integers");
+        int64_t step = n->flag ? -1 : 1;
+        for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step) {
+            Value *v = eval(e, n->c, bind(e, env, n->name, int_value(e, i)), mode);
+            if (v->kind == V_ERROR) return v;
+        }
+        return &unit_value;
+    }
+    case NODE_ASSIGN:
+    case NODE_CODE:
+    case NODE_COMMENTED: {
+        Value *v = new_value(e, V_CODE);
+        v->as.closure = NULL;
+        return v;
+    }
+    case NODE_PARAM:
+    case ITEM_LET:
+    case ITEM_OPERATOR:
+    case ITEM_INDEX:
+    case ITEM_DATA:
+    case ITEM_INPUT:
+    case ITEM_ROUTINE:
+    case ITEM_MAIN:
+    case ITEM_OPEN:
+    case ITEM_OPTION:
+    case NODE_KIND_COUNT: break;
+    }
+    return fail(n->span, "this cannot be evaluated here");
+}

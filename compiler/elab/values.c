@@ -1,0 +1,237 @@
+/* values.c — the values of elaboration's compile-time language and where they live: making
+ * values (numbers, booleans, tensors), naming their kinds for messages, environments (bind,
+ * lookup, the global table, did-you-mean over the names in scope), tensors as values (new
+ * tensors, origins for the shape solver, scalar literals, a value used as a tensor), the error
+ * value that propagates silently after a reported error, and parameter scopes.
+ *
+ * Requires: elab_internal.h's types; of the other files only builtins.c (an `option` read as a
+ * tensor, option_tensor). */
+#include "elab/elab_internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <string.h>
+
+Value error_value = {.kind = V_ERROR};
+Value unit_value = {.kind = V_UNIT};
+Value runtime_size_value = {.kind = V_RUNTIME_SIZE};
+
+Value *new_value(Elab *e, ValueKind kind) {
+    Value *v = arena_alloc(e->arena, sizeof *v);
+    v->kind = kind;
+    return v;
+}
+
+Value *int_value(Elab *e, int64_t i) {
+    Value *v = new_value(e, V_INT);
+    v->as.i = i;
+    return v;
+}
+
+Value *float_value(Elab *e, double f) {
+    Value *v = new_value(e, V_FLOAT);
+    v->as.f = f;
+    return v;
+}
+
+Value *bool_value(Elab *e, bool b) {
+    Value *v = new_value(e, V_BOOL);
+    v->as.b = b;
+    return v;
+}
+
+Value *tensor_value(Elab *e, Tensor *t) {
+    if (!t) return &error_value;
+    Value *v = new_value(e, V_TENSOR);
+    v->as.tensor = t;
+    return v;
+}
+
+const char *kind_noun(const Value *v) {
+    switch (v->kind) {
+    case V_ERROR: return "an erroneous value";
+    case V_UNIT: return "()";
+    case V_INT: return "an integer";
+    case V_FLOAT: return "a float";
+    case V_BOOL: return "a boolean";
+    case V_STRING: return "a string";
+    case V_LIST: return "a list";
+    case V_ARRAY: return "an array";
+    case V_TUPLE: return "a tuple";
+    case V_CLOSURE: return "a function";
+    case V_TENSOR: return "a tensor";
+    case V_OPERATOR: return "an operator";
+    case V_BUILTIN: return "a built-in function";
+    case V_INDEX: return "an index symbol";
+    case V_DATASET: return "a data set";
+    case V_CODE: return "code";
+    case V_OPTION: return "an option (its value is known when the program runs)";
+    case V_INIT: return "an initialiser";
+    case V_RUNTIME_SIZE: return "a run-time size '?'";
+    }
+    return "a value";
+}
+
+bool is_number(const Value *v) { return v->kind == V_INT || v->kind == V_FLOAT; }
+double number_of(const Value *v) { return v->kind == V_INT ? (double)v->as.i : v->as.f; }
+
+Env *bind(Elab *e, Env *env, const char *name, Value *value) {
+    Env *b = arena_alloc(e->arena, sizeof *b);
+    b->name = name;
+    b->value = value;
+    b->next = env;
+    return b;
+}
+
+uint32_t name_hash(const char *name) {
+    uint32_t h = 2166136261u;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 16777619u;
+    return h;
+}
+
+Value *lookup_global(Elab *e, const char *name, uint32_t gen) {
+    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next)
+        if (g->gen <= gen && strcmp(g->name, name) == 0) return g->value;
+    return NULL;
+}
+
+Value *lookup(Elab *e, Env *env, const char *name) {
+    for (; env; env = env->next) {
+        if (!env->name) return lookup_global(e, name, env->gen);
+        if (strcmp(env->name, name) == 0) return env->value;
+    }
+    return NULL;
+}
+
+/* The name in scope at `env` closest to `name` (a misspelling: diag_closest_name), or NULL:
+ * the local bindings, then every global defined before `env`'s generation; none for a name
+ * of one or two letters. */
+const char *closest_in_scope(Elab *e, Env *env, const char *name) {
+    if (strlen(name) < 3) return NULL; /* every other short name is an edit away: no hint in that */
+    const char **names = NULL;
+    uint32_t count = 0, cap = 0, gen = 0;
+    for (; env; env = env->next) {
+        if (!env->name) {
+            gen = env->gen;
+            break;
+        }
+        if (isalpha((unsigned char)env->name[0]) || env->name[0] == '_') ARENA_PUSH(e->arena, names, count, cap, env->name);
+    }
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++) /* names, not operators ("( > )" is bound as ">") */
+        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
+            if (g->gen <= gen && (isalpha((unsigned char)g->name[0]) || g->name[0] == '_'))
+                ARENA_PUSH(e->arena, names, count, cap, g->name);
+    return diag_closest_name(name, names, count);
+}
+
+/* Define a global; returns the marker of the new generation. */
+Env *bind_global(Elab *e, const char *name, Value *value) {
+    GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
+    uint32_t b = name_hash(name) % GLOBAL_BUCKETS;
+    g->name = name;
+    g->value = value;
+    g->gen = ++e->generation;
+    g->next = e->global_table[b];
+    e->global_table[b] = g;
+    Env *marker = arena_alloc(e->arena, sizeof *marker);
+    marker->gen = e->generation;
+    e->globals = marker;
+    return marker;
+}
+
+/* ---- Tensors ------------------------------------------------------------------------------- */
+
+Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
+    Program *p = e->program;
+    Tensor *t = arena_alloc(e->arena, sizeof *t);
+    t->id = p->tensor_count;
+    t->kind = kind;
+    t->span = span;
+    ARENA_PUSH(e->arena, p->tensors, p->tensor_count, p->tensor_cap, t);
+    return t;
+}
+
+OriginId origin(Elab *e, Span span, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return shape_origin(e->solver, span, buf);
+}
+
+/* Three closed empty rows, each with an origin saying so ("this tensor literal: no batch
+ * axes"), for messages about a rank mismatch. */
+Shape closed_shape(Elab *e, Span span, const char *what) {
+    Shape s;
+    for (int k = 0; k < ROW_KINDS; k++)
+        s.rows[k] = shape_empty_row(origin(e, span, "%s: no %s axes", what, logic_row_names[k]));
+    return s;
+}
+
+/* A number in a tensor expression: exact shape, one claim-free output axis (seed 000: scalar
+ * literals are seeded at []·◇·[1_∅]), or a unit axis of the given basis. */
+Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) {
+    Tensor *t = new_tensor(e, TENSOR_LITERAL, span);
+    OriginId o = origin(e, span, "this number");
+    t->shape = closed_shape(e, span, "this number");
+    Dim d = basis ? dim_ground(1, basis, o) : dim_unit(o);
+    t->shape.rows[ROW_OUTPUT] = shape_closed_row(e->solver, &d, 1, o);
+    t->values = arena_alloc(e->arena, sizeof *t->values);
+    t->values[0] = value;
+    t->value_count = 1;
+    return t;
+}
+
+Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
+    switch (v->kind) {
+    case V_TENSOR: return v->as.tensor;
+    case V_OPTION: return option_tensor(e, v, span);
+    case V_INT:
+    case V_FLOAT: return scalar_literal(e, number_of(v), span, 0);
+    case V_ERROR: return NULL;
+    default:
+        diag_error(span, "%s needs a tensor here, but this is %s", what, kind_noun(v));
+        return NULL;
+    }
+}
+
+/* ---- Errors -------------------------------------------------------------------------------- */
+
+Value *fail(Span span, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    diag_error(span, "%s", buf);
+    return &error_value;
+}
+
+/* ---- Scopes -------------------------------------------------------------------------------- */
+
+Scope *new_scope(Elab *e, const char *fn_name, bool toplevel) {
+    Scope *s = arena_alloc(e->arena, sizeof *s);
+    s->id = e->scope_count;
+    s->fn_name = fn_name;
+    s->toplevel = toplevel;
+    ARENA_PUSH(e->arena, e->scopes, e->scope_count, e->scope_cap, s);
+    return s;
+}
+
+/* The captured name `name` of scope s, created on first mention (the pointer is valid until the
+ * next capture of the scope is created). */
+ScopeDim *scope_dim(Elab *e, Scope *s, const char *name, Span span) {
+    for (uint32_t i = 0; i < s->dim_count; i++)
+        if (strcmp(s->dims[i].name, name) == 0) return &s->dims[i];
+    ScopeDim d = {name, shape_fresh_dim(e->solver, origin(e, span, "captured dimension '%s'", name)), 0, false,
+                  {0, 0, 0}};
+    ARENA_PUSH(e->arena, s->dims, s->dim_count, s->dim_cap, d);
+    return &s->dims[s->dim_count - 1];
+}
+
+/* The parameter scope of the code being elaborated; at the top level, one per item. */
+Scope *current_scope(Elab *e) {
+    if (!e->scope) e->scope = new_scope(e, NULL, true);
+    return e->scope;
+}
