@@ -295,29 +295,28 @@ Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span);
 void solve_equations(Elab *e);
 void fill_dim_readings(Elab *e);
 Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
-                         Mode mode, bool code, bool global, Env *env, Value **out);
+                  Mode mode, bool code, bool global, Env *env, Value **out);
 Value *eval(Elab *e, const Node *n, Env *env, Mode mode);
 
 /* ---- operators.c: shape logics, specs, operator declarations and applications, literals, sizes ------ */
 
 void emit_relations(Elab *e, Logic logic, Shape *const *slots, uint32_t n, RowKind stacked,
-                           const PinnedAxis *pinned, Span span, const char *what);
+                    const PinnedAxis *pinned, Span span, const char *what);
 void settle_paddings(Elab *e);
 uint32_t operator_arity(const Node *op);
-uint32_t operator_rest(const Node *op);
 bool check_compose_products(const Node *n, const char *what);
 bool check_operator(const Node *op);
 const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
-                              const Node *captures, Span span, const char *op);
+                       const Node *captures, Span span, const char *op);
 Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
-                             const Node *captures, Span span);
+                      const Node *captures, Span span);
 Value *lookup_operator(Elab *e, Env *env, const char *name);
 bool is_claim_free_annot(const Node *n);
 Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
 Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count, bool follow);
 void name_runtime_sizes(Elab *e, const Tensor *t, const char *item);
 bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
-                         bool given[ROW_KINDS]);
+                  bool given[ROW_KINDS]);
 
 /* ---- builtins.c: the built-in functions ------------------------------------------------------------- */
 

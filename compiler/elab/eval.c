@@ -674,7 +674,7 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
 
 /* Bind `let name params = value` (params may be empty) in env; returns the new env. */
 Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node *value, bool rec,
-                         Mode mode, bool code, bool global, Env *env, Value **out) {
+                  Mode mode, bool code, bool global, Env *env, Value **out) {
     Value *v;
     if (params->count > 0 || code) {
         Closure *c = new_closure(e, params, value, env, mode, name);

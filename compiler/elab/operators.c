@@ -18,7 +18,7 @@
  * `what` names the operation in the origins ("'+'"); relations in a row with one text share
  * their origin. */
 void emit_relations(Elab *e, Logic logic, Shape *const *slots, uint32_t n, RowKind stacked,
-                           const PinnedAxis *pinned, Span span, const char *what) {
+                    const PinnedAxis *pinned, Span span, const char *what) {
     ShapeSolver *s = e->solver;
     LogicWalk walk = logic_walk(logic, n, stacked);
     LogicPair p;
@@ -632,7 +632,7 @@ bool check_operator(const Node *op) {
  * its tensors as `a * b` relates its operands and result.  Returns the spec the operation
  * keeps (this application's copy, emit_spec), NULL for the fixed logics. */
 const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
-                              const Node *captures, Span span, const char *op) {
+                       const Node *captures, Span span, const char *op) {
     if (logic == LOGIC_SPEC) return emit_spec(e, env, r, ts, n, spec, captures, span, op);
     Shape *few[8], **slots = n < 8 ? few : arena_alloc(e->arena, (n + 1) * sizeof *slots);
     slots[0] = &r->shape;
@@ -680,7 +680,7 @@ static bool emit_block_logics(Elab *e, Env *env, const Node *op, Tensor *r, Tens
 
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
-                             const Node *captures, Span span) {
+                      const Node *captures, Span span) {
     const char *name = op->name;
     uint32_t arity = operator_arity(op);
     bool rest = operator_rest(op) != 0;
@@ -877,7 +877,7 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
 
 /* Parse the size fields of a record (first field excluded).  given[k] says which rows. */
 bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
-                         bool given[ROW_KINDS]) {
+                  bool given[ROW_KINDS]) {
     for (int k = 0; k < ROW_KINDS; k++) given[k] = false;
     for (uint32_t i = 1; i < rec->list.count; i++) {
         const Node *f = rec->list.items[i];

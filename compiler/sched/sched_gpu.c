@@ -1,5 +1,15 @@
-/* sched_gpu.c — the schedule for the GPU target (--target=cuda): which loops run on which
- * GPU threads (sched.h).
+/* sched_gpu.c — the schedule for the GPU target (--target=cuda): the GPU's rewrites of
+ * reduction nests, and which loops run on which GPU threads (sched.h).
+ *
+ * The rewrites, tried in this order on every reduction nest of a function
+ * (schedule_gpu_function, which sched.c's schedule() calls for the GPU target):
+ *   6. a large contraction becomes a block's kernel staging its operands through shared memory
+ *      (gpu_block_tiles);
+ *   7. a reduction with few cells and many steps reduces each cell across a block of threads
+ *      (gpu_block_reduction), as does a full reduction to one cell;
+ *   5. any other reduction nest computes a tile of cells per thread (gpu_thread_tiles).
+ * Then neighbouring pointwise nests are fused (nest.c's rewrite 4), and schedule_gpu() maps the
+ * loops onto the grid.
  *
  * What it does.  Every top-level nest of a function becomes one kernel (kernel.c), and the
  * nest's outermost parallel loops become the kernel's launch domain:
@@ -21,14 +31,17 @@
  *   - a nest with no parallel loop at its top (a full reduction `l = 0; for …; store`) runs on
  *     one thread.
  *
- * Before mapping, neighbouring pointwise nests over the same cells are fused (sched.c's
+ * Before mapping, neighbouring pointwise nests over the same cells are fused (nest.c's
  * rewrite 4), as on the CPU: one kernel instead of one per nest.  The CPU's rewrites 1–3
  * (packing, register tiles, in-place accumulation, non-temporal stores) are not used here.
  *
  * Requires: a verified, optimised IrProgram (lower.c, opt.c), before image_build(). */
-#include "sched/sched.h"
+#include "sched/sched_internal.h"
 
-#include "base/diag.h"
+#include <math.h>
+#include <string.h>
+
+/* ---- Mapping loops onto the grid --------------------------------------------------------------------- */
 
 enum { WARP = 32, MAX_GRID_YZ = 65535 };
 
@@ -72,4 +85,501 @@ void schedule_gpu(IrProgram *ir, const Target *target) {
         IrFunction *fn = &ir->functions[f];
         for (uint32_t i = 0; i < fn->body.count; i++) map_nest(fn->body.items[i], target);
     }
+}
+
+/* ---- Rewrite 5, the GPU's: thread tiles -------------------------------------------------------------- *
+ *
+ * On the GPU (sched_gpu.c maps the outer parallel loops onto threads), a canonical reduction
+ * nest with at least two parallel loops I (the outer) and J (the innermost) is unrolled and
+ * jammed: each thread computes a TM×TN tile of cells, i = io·TM + r and j = c·(J/TN) + jo,
+ * keeping their accumulators in a kernel-local tile (registers), so that one load of an operand
+ * serves TN (or TM) cells: a matmul's thread loads TM + TN values per reduction step for TM·TN
+ * fmas, not 2 per fma.  A thread's TN cells along J are adjacent (j = jo·TN + c), so its loads
+ * and stores along J are vector loads, and a warp's together cover whole cache lines.  The
+ * innermost reduction loop is unrolled by 4 where its extent allows, so that loads along the
+ * reduction become vector loads too.  Each cell still starts from its own initial value and takes its
+ * steps in the order of the reduction loops: bit for bit the reference's result.  The tile is
+ * as large as 8×8 while the nest keeps at least GPU_MIN_THREADS threads, and each side divides
+ * its loop's extent (no ragged tiles); otherwise the nest is left for sched_gpu.c as it is. */
+
+enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8, REDUCTION_UNROLL = 4 };
+
+/* The largest power of two at most `most` that divides `extent`. */
+static uint32_t tile_side(uint64_t extent, uint32_t most) {
+    uint32_t t = most;
+    while (t > 1 && extent % t) t /= 2;
+    return t;
+}
+
+typedef struct ThreadTile {
+    IrStmt *i, *j;      /* the loops tiled */
+    uint32_t io, jo;    /* the loops over tiles */
+    uint32_t tm, tn;
+    uint32_t tile;      /* the kernel-local accumulators, tm·tn cells */
+    uint32_t k, ko, ku, unroll; /* the innermost reduction loop split: k = ko·unroll + ku (unroll > 1) */
+} ThreadTile;
+
+/* Unrolled loops over a tile's rows r and columns c in `into`, with i and j mapped onto them;
+ * returns the body to fill and the iterators. */
+static IrBlock *tile_cells(Sched *s, const ThreadTile *t, IrBlock *into, uint32_t *r, uint32_t *c) {
+    *r = new_iter(s);
+    *c = new_iter(s);
+    IrStmt *rows = new_loop(s, *r, t->tm, true, LOOP_UNROLL), *cols = new_loop(s, *c, t->tn, true, LOOP_UNROLL);
+    ir_block_push(s->ir->arena, &rows->body, cols);
+    ir_block_push(s->ir->arena, into, rows);
+    reset_subst(s);
+    map_iter(s, t->i->iter, (Affine){.terms = {{t->io, t->tm}, {*r, 1}}, .count = 2});
+    map_iter(s, t->j->iter, (Affine){.terms = {{t->jo, t->tn}, {*c, 1}}, .count = 2});
+    if (t->unroll > 1) map_iter(s, t->k, (Affine){.terms = {{t->ko, t->unroll}, {t->ku, 1}}, .count = 2});
+    return &cols->body;
+}
+
+/* The tile's cell (r, c). */
+static IrIndex *tile_index(Sched *s, const ThreadTile *t, uint32_t r, uint32_t c) {
+    IrTerm terms[2] = {{r, t->tn}, {c, 1}};
+    return flat_index(s, terms, 2);
+}
+
+static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (r->npar < 2 || r->nred == 0) return false;
+    uint32_t c = r->store->buffer;
+    if (!loads_only_at(ir, r->init->value, c, r->store->index) || !loads_only_at(ir, r->step->value, c, r->store->index))
+        return false;
+    ThreadTile t = {.i = r->par[r->npar - 2], .j = r->par[r->npar - 1]};
+    double batch = 1;
+    for (uint32_t k = 0; k + 2 < r->npar; k++) batch *= (double)r->par[k]->extent;
+    uint32_t most = GPU_MAX_TILE;
+    for (; most >= 2; most /= 2) {
+        t.tm = tile_side(t.i->extent, most);
+        t.tn = tile_side(t.j->extent, most);
+        if (t.tm * t.tn >= 4 && batch * (double)(t.i->extent / t.tm) * (double)(t.j->extent / t.tn) >= GPU_MIN_THREADS)
+            break;
+    }
+    if (most < 2) return false;
+    t.io = new_iter(s);
+    t.jo = new_iter(s);
+    t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, true);
+    IrStmt *over_i = new_loop(s, t.io, t.i->extent / t.tm, true, LOOP_PLAIN);
+    IrStmt *over_j = new_loop(s, t.jo, t.j->extent / t.tn, true, LOOP_PLAIN);
+    /* sched_gpu.c gives over_j a row of threads and over_i one per block: a block's threads
+     * then share the rows of the broadcast operand, one load each for a whole warp (square
+     * blocks of 16×16, 32×8, 8×32 and 32×4 threads ran 8–15 % slower on an H100:
+     * docs/performance.md). */
+    ir_block_push(s->ir->arena, &over_i->body, over_j);
+    const char *what = r->par[0]->comment ? r->par[0]->comment : "a reduction";
+    uint32_t rr, cc;
+    /* Every cell's initial value. */
+    IrBlock *body = tile_cells(s, &t, &over_j->body, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->init->value, NULL)));
+    /* The reduction loops, each step applied to every cell; the innermost split into steps of
+     * REDUCTION_UNROLL, unrolled (k = ko·U + ku: the same order). */
+    IrBlock *into = &over_j->body;
+    const IrStmt *last = r->red[r->nred - 1];
+    uint64_t unroll = last->extent % REDUCTION_UNROLL == 0 ? REDUCTION_UNROLL : 1;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        bool split = k + 1 == r->nred && unroll > 1;
+        IrStmt *l = new_loop(s, split ? new_iter(s) : r->red[k]->iter, r->red[k]->extent / (split ? unroll : 1), false,
+                             LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+        if (split) {
+            IrStmt *u = new_loop(s, new_iter(s), unroll, false, LOOP_UNROLL);
+            ir_block_push(s->ir->arena, into, u);
+            into = &u->body;
+            t.k = last->iter;
+            t.ko = l->iter;
+            t.ku = u->iter;
+            t.unroll = (uint32_t)unroll;
+        }
+    }
+    body = tile_cells(s, &t, into, &rr, &cc);
+    LocalRepl repl = {r->local, new_load(s, t.tile, tile_index(s, &t, rr, cc)), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->step->value, &repl)));
+    /* The cells stored. */
+    body = tile_cells(s, &t, &over_j->body, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, c, clone_index(s, r->store->index, ir->buffers[c].rank),
+                                                  new_load(s, t.tile, tile_index(s, &t, rr, cc))));
+    if (r->npar > 2) {
+        r->par[r->npar - 3]->body = (IrBlock){0};
+        ir_block_push(s->ir->arena, &r->par[r->npar - 3]->body, over_i);
+        ir_block_push(s->ir->arena, out, r->par[0]);
+    } else {
+        ir_block_push(s->ir->arena, out, over_i);
+    }
+    r->par[0]->comment = NULL;
+    IrStmt *top = out->items[out->count - 1];
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: a %ux%u tile of cells per GPU thread", what, t.tm, t.tn);
+    return true;
+}
+
+/* ---- Rewrite 6, the GPU's: block tiles through shared memory ----------------------------------------- *
+ *
+ * A contraction C[i, j] (+)= Σ_k A[i, k]·B[k, j] (find_contraction: one reduction loop, at most one
+ * batch loop) whose I and J extents are multiples of a block tile (128, else 64, as long as
+ * that makes MIN_BLOCKS blocks) and whose K is a multiple of BLOCK_K becomes a block's kernel
+ * (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads computes tile² cells of C, each
+ * thread side² of them (side = tile / THREADS_SIDE: 8 or 4) in registers (a per-thread
+ * buffer), and the block stages the operands through shared memory, BLOCK_K steps
+ * of the reduction at a time.  The panels of the next steps are fetched into registers while
+ * the block computes on the current ones:
+ *     fetch panels 0 into registers
+ *     for kt < K/BLOCK_K − 1:  registers → shared panels;  barrier;
+ *                              fetch panels kt + 1;  BLOCK_K steps on every cell;  barrier
+ *     registers → shared panels;  barrier;  BLOCK_K steps on every cell
+ * The fetches follow each operand's layout so that neighbouring threads read neighbouring
+ * cells (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the
+ * other axis, `side` cells a thread); the panels are stored [k][i] and [k][j], rows padded
+ * by PANEL_PAD cells against bank conflicts, and a step reads a thread's cells of each as two
+ * vectors (thread_cells).  Every cell takes its fma steps in the reduction's order: the reference's
+ * result bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (an H100 has 132
+ * multiprocessors: 64 blocks of 128² for a 1024² matmul ran at 0.75 of rewrite 5's speed). */
+
+enum { BLOCK_K = 16, THREADS_SIDE = 16, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+
+/* The block tiles tried, largest first: cells a block along I and J (a thread: a sixteenth). */
+static const uint32_t block_tiles[] = {128, 64};
+
+/* One operand's panel: where it comes from and goes. */
+typedef struct Panel {
+    const IrExpr *operand;
+    uint32_t tiled_iter;   /* its I (or J) iterator */
+    uint32_t base_iter;    /* the block loop along it */
+    uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
+    bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
+} Panel;
+
+/* A thread's cell: its halves and places along I (r1, r0) and J (c1, c0). */
+typedef struct CellIters {
+    uint32_t r1, r0, c1, c0;
+} CellIters;
+
+typedef struct BlockTile {
+    const Contraction *ct;
+    uint32_t tile, side;   /* cells a block and a thread along I and J (side = tile / THREADS_SIDE) */
+    uint32_t k_iter, bi, bj, cells;
+    Panel a, b;
+} BlockTile;
+
+static IrStmt *thread_loops(Sched *s, IrBlock *into, uint32_t *ty, uint32_t *tx) {
+    *ty = new_iter(s);
+    *tx = new_iter(s);
+    IrStmt *ly = new_loop(s, *ty, THREADS_SIDE, true, LOOP_THREAD_Y), *lx = new_loop(s, *tx, THREADS_SIDE, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, &ly->body, lx);
+    ir_block_push(s->ir->arena, into, ly);
+    return lx;
+}
+
+static IrStmt *unrolled(Sched *s, IrBlock *into, uint32_t *iter, uint64_t extent, bool parallel) {
+    *iter = new_iter(s);
+    IrStmt *l = new_loop(s, *iter, extent, parallel, LOOP_UNROLL);
+    ir_block_push(s->ir->arena, into, l);
+    return l;
+}
+
+static void push_barrier(Sched *s, IrBlock *into) {
+    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
+    *b = (IrStmt){.kind = IR_BARRIER};
+    ir_block_push(s->ir->arena, into, b);
+}
+
+/* The thread's (ty, tx) fetch register q. */
+static IrIndex *fetch_index(Sched *s, const BlockTile *bt, uint32_t ty, uint32_t tx, uint32_t q) {
+    IrTerm at[3] = {{ty, THREADS_SIDE * bt->side}, {tx, bt->side}, {q, 1}};
+    return flat_index(s, at, 3);
+}
+
+/* In a thread's body: regs[q] = operand(tiled ↦ base·tile + m·side + q, k ↦ kt·BLOCK_K +
+ * k_offset + kk) for its `side` cells (kt UINT32_MAX: none). */
+static void fetch(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, uint32_t ty, uint32_t tx, uint32_t kt,
+                  int64_t k_offset) {
+    uint32_t q;
+    IrStmt *lq = unrolled(s, into, &q, bt->side, true);
+    uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
+    reset_subst(s);
+    map_iter(s, p->tiled_iter, (Affine){.terms = {{p->base_iter, bt->tile}, {m, bt->side}, {q, 1}}, .count = 3});
+    map_iter(s, bt->k_iter, kt == UINT32_MAX ? (Affine){.terms = {{kk, 1}}, .count = 1, .offset = k_offset}
+                                             : (Affine){.terms = {{kt, BLOCK_K}, {kk, 1}}, .count = 2, .offset = k_offset});
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, bt, ty, tx, q), clone_expr(s, p->operand, NULL)));
+}
+
+/* In a thread's body: shared[kk·(tile + PAD) + m·side + q] = regs[q]. */
+static void spill(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, uint32_t ty, uint32_t tx) {
+    uint32_t q;
+    IrStmt *lq = unrolled(s, into, &q, bt->side, true);
+    uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
+    IrTerm at[3] = {{kk, bt->tile + PANEL_PAD}, {m, bt->side}, {q, 1}};
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, p->shared, flat_index(s, at, 3), new_load(s, p->regs, fetch_index(s, bt, ty, tx, q))));
+}
+
+/* Loops over a thread's cells in `into`, with i and j mapped onto them; returns the body and
+ * the cell's accumulator index.  A thread's `side` cells along J are two runs of side/2
+ * adjacent cells, tile/2 apart (c1, c0: j = bj·tile + c1·tile/2 + tx·side/2 + c0), and likewise
+ * along I: a warp's reads of a panel row then cover whole 128-byte
+ * lines of shared memory without bank conflicts, and its stores of C are coalesced. */
+static IrBlock *thread_cells(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx, IrIndex **cell,
+                             CellIters *it) {
+    int64_t half = bt->side / 2, half_tile = bt->tile / 2;
+    IrStmt *l = unrolled(s, into, &it->r1, 2, true);
+    l = unrolled(s, &l->body, &it->r0, half, true);
+    l = unrolled(s, &l->body, &it->c1, 2, true);
+    l = unrolled(s, &l->body, &it->c0, half, true);
+    reset_subst(s);
+    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, bt->tile}, {it->r1, half_tile}, {ty, half}, {it->r0, 1}}, .count = 4});
+    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, bt->tile}, {it->c1, half_tile}, {tx, half}, {it->c0, 1}}, .count = 4});
+    IrTerm terms[6] = {{ty, THREADS_SIDE * bt->side * bt->side}, {tx, bt->side * bt->side},
+                       {it->r1, half * bt->side}, {it->r0, bt->side}, {it->c1, half}, {it->c0, 1}};
+    *cell = flat_index(s, terms, 6);
+    return &l->body;
+}
+
+/* In a thread's body: BLOCK_K steps on each of its cells, from the shared panels. */
+static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uint32_t tx) {
+    int64_t half = bt->side / 2, half_tile = bt->tile / 2;
+    uint32_t kk;
+    CellIters it;
+    IrStmt *lk = unrolled(s, into, &kk, BLOCK_K, false);
+    IrIndex *cell;
+    IrBlock *body = thread_cells(s, &lk->body, bt, ty, tx, &cell, &it);
+    IrTerm a_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.r1, half_tile}, {ty, half}, {it.r0, 1}};
+    IrTerm b_at[4] = {{kk, bt->tile + PANEL_PAD}, {it.c1, half_tile}, {tx, half}, {it.c0, 1}};
+    IrExpr *a = new_load(s, bt->a.shared, flat_index(s, a_at, 4)), *b = new_load(s, bt->b.shared, flat_index(s, b_at, 4));
+    ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, new_step_fma(s, bt->ct->b_first, a, b, new_load(s, bt->cells, cell))));
+}
+
+static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
+                       const char *name) {
+    const IrProgram *ir = s->ir;
+    *p = (Panel){.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    p->k_along_x = flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
+                   flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
+    p->shared = new_scratch(s, name, BLOCK_K * (bt->tile + PANEL_PAD), true);
+    s->ir->buffers[p->shared].gpu_shared = true;
+    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt->side, true);
+    s->ir->buffers[p->regs].thread_cells = bt->side;
+}
+
+static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    Contraction ct;
+    if (!find_contraction(ir, r, &ct, false, 0) || r->nred != 1 || ct.nbatch > 1) return false;
+    uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
+    uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
+    uint32_t tile = 0;
+    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles && !tile; t++) {
+        uint32_t b = block_tiles[t];
+        if (m % b == 0 && n % b == 0 && m / b <= 65535 && batch * (m / b) * (n / b) >= MIN_BLOCKS) tile = b;
+    }
+    if (!tile || k % BLOCK_K || batch > 65535) return false;
+    BlockTile bt = {.ct = &ct, .tile = tile, .side = tile / THREADS_SIDE, .k_iter = r->red[0]->iter, .bi = new_iter(s),
+                    .bj = new_iter(s)};
+    panel_init(s, &bt, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
+    panel_init(s, &bt, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
+    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt.side * bt.side, true);
+    s->ir->buffers[bt.cells].thread_cells = bt.side * bt.side;
+
+    IrStmt *over_i = new_loop(s, bt.bi, m / bt.tile, true, LOOP_BLOCK_Y);
+    IrStmt *over_j = new_loop(s, bt.bj, n / bt.tile, true, LOOP_BLOCK_X);
+    ir_block_push(s->ir->arena, &over_i->body, over_j);
+    IrBlock *blk = &over_j->body;
+    uint32_t ty, tx;
+    CellIters it;
+    IrIndex *cell;
+    /* Every cell's initial value, and the first panels fetched. */
+    IrStmt *lx = thread_loops(s, blk, &ty, &tx);
+    IrBlock *body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
+    ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, clone_expr(s, r->init->value, NULL)));
+    fetch(s, &lx->body, &bt, &bt.a, ty, tx, UINT32_MAX, 0);
+    fetch(s, &lx->body, &bt, &bt.b, ty, tx, UINT32_MAX, 0);
+    /* All but the last BLOCK_K steps: store the fetched panels, fetch the next, compute. */
+    if (k > BLOCK_K) {
+        uint32_t kt = new_iter(s);
+        IrStmt *over_k = new_loop(s, kt, k / BLOCK_K - 1, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, over_k);
+        lx = thread_loops(s, &over_k->body, &ty, &tx);
+        spill(s, &lx->body, &bt, &bt.a, ty, tx);
+        spill(s, &lx->body, &bt, &bt.b, ty, tx);
+        push_barrier(s, &over_k->body);
+        lx = thread_loops(s, &over_k->body, &ty, &tx);
+        fetch(s, &lx->body, &bt, &bt.a, ty, tx, kt, BLOCK_K);
+        fetch(s, &lx->body, &bt, &bt.b, ty, tx, kt, BLOCK_K);
+        steps(s, &lx->body, &bt, ty, tx);
+        push_barrier(s, &over_k->body);
+    }
+    /* The last steps. */
+    lx = thread_loops(s, blk, &ty, &tx);
+    spill(s, &lx->body, &bt, &bt.a, ty, tx);
+    spill(s, &lx->body, &bt, &bt.b, ty, tx);
+    push_barrier(s, blk);
+    lx = thread_loops(s, blk, &ty, &tx);
+    steps(s, &lx->body, &bt, ty, tx);
+    /* The cells stored. */
+    body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
+    ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, ir->buffers[ct.c].rank),
+                                                  new_load(s, bt.cells, cell)));
+
+    IrStmt *top = over_i;
+    if (ct.nbatch) {
+        IrStmt *over_b = new_loop(s, ct.batch[0]->iter, batch, true, LOOP_BLOCK_Z);
+        ir_block_push(s->ir->arena, &over_b->body, over_i);
+        top = over_b;
+    }
+    const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: %ux%u cells a GPU block through shared memory, %ux%u a thread",
+                                what, bt.tile, bt.tile, bt.side, bt.side);
+    ir_block_push(s->ir->arena, out, top);
+    return true;
+}
+
+/* ---- Rewrite 7, the GPU's: reductions across a block's threads -------------------------------------- *
+ *
+ * A reduction with few cells (fewer than TREE_MAX_CELLS: a loss, a norm, a sum over a batch)
+ * and many steps would run on few threads, each taking every step of its cell.  Instead each
+ * cell gets a block of T threads (the largest power of two up to TREE_MAX_THREADS dividing the
+ * innermost reduction loop's extent, at least TREE_MIN_THREADS): thread t takes the steps
+ * k ≡ t (mod T) of the innermost reduction loop (neighbouring threads, neighbouring cells) and
+ * every step of the loops around it, into a partial result in shared memory that starts at the
+ * step's neutral element; then log2(T) phases halve the partials, `part[t] = part[t] ⊕
+ * part[t + s]` for the threads t < s, barriers between; the cell is init ⊕ part[0].  The step
+ * must be `l = fma(x, y, l)` (⊕ is +) or `l = l ⊕ e` with ⊕ one of + · max min.  For max and
+ * min the result is the reference's.  Sums and products are added (multiplied) in another
+ * order, so they round differently, as any parallel reduction does: only with --reassociate
+ * (Target.reassociate); without it they keep the reference's order, one thread a cell, and the
+ * GPU prints what the reference executor prints (a 16M-cell sum in float32 moved by 0.15 % on
+ * an H100: tests/native/stream.tsr). */
+
+enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 2048 };
+
+static bool reads_this_local(const IrExpr *e, uint32_t local) {
+    if (e->kind == IR_LOCAL) return e->local == local;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_this_local(e->args[i], local)) return true;
+    return false;
+}
+
+/* The combining operation of a step `l = …` that folds one value into l, or SOP_COUNT. */
+static ScalarOp step_combine(const IrExpr *v, uint32_t local) {
+    if (v->kind != IR_OP) return SOP_COUNT;
+    bool is_l[2] = {false, false};
+    if (v->op == SOP_FMA) {
+        bool l = v->args[2]->kind == IR_LOCAL && v->args[2]->local == local;
+        return l && !reads_this_local(v->args[0], local) && !reads_this_local(v->args[1], local) ? SOP_ADD : SOP_COUNT;
+    }
+    if (v->op != SOP_ADD && v->op != SOP_MUL && v->op != SOP_MAX && v->op != SOP_MIN) return SOP_COUNT;
+    for (int i = 0; i < 2; i++) is_l[i] = v->args[i]->kind == IR_LOCAL && v->args[i]->local == local;
+    if (is_l[0] == is_l[1] || reads_this_local(v->args[is_l[0] ? 1 : 0], local)) return SOP_COUNT;
+    return v->op;
+}
+
+/* The partial part[t + offset]: its index, and a load of it. */
+static IrIndex *part_index(Sched *s, uint32_t t, int64_t offset) {
+    IrTerm at[1] = {{t, 1}};
+    IrIndex *ix = flat_index(s, at, 1);
+    ix->offset = offset;
+    return ix;
+}
+
+static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
+    return new_load(s, part, part_index(s, t, offset));
+}
+
+static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (r->nred == 0 || r->npar > 3) return false;
+    ScalarOp op = step_combine(r->step->value, r->local);
+    if (op == SOP_COUNT || ((op == SOP_ADD || op == SOP_MUL) && !s->target->reassociate)) return false;
+    double cells = 1, steps = 1;
+    for (uint32_t k = 0; k < r->npar; k++) cells *= (double)r->par[k]->extent;
+    for (uint32_t k = 0; k < r->nred; k++) steps *= (double)r->red[k]->extent;
+    for (uint32_t k = 0; k + 1 < r->npar; k++)
+        if (r->par[k]->extent > 65535) return false;
+    const IrStmt *inner = r->red[r->nred - 1];
+    uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
+    if (cells >= TREE_MAX_CELLS || steps < TREE_MIN_STEPS || threads < TREE_MIN_THREADS) return false;
+    uint32_t part = new_scratch(s, "partials", threads, true);
+    s->ir->buffers[part].gpu_shared = true;
+    /* The block loops: the cells' own loops (innermost on x), or one block for a single cell. */
+    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
+    IrStmt *top = NULL;
+    IrBlock *blk = out;
+    if (r->npar == 0) {
+        top = new_loop(s, new_iter(s), 1, true, LOOP_BLOCK_X);
+        blk = &top->body;
+    }
+    for (uint32_t k = 0; k < r->npar; k++) {
+        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, modes[r->npar - 1 - k]);
+        if (!top) top = l;
+        else ir_block_push(s->ir->arena, blk, l);
+        blk = &l->body;
+    }
+    /* Each thread's partial result. */
+    uint32_t t = new_iter(s);
+    IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, blk, lt);
+    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0),
+                                                     new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1
+                                                                  : op == SOP_MAX ? -INFINITY : INFINITY)));
+    IrBlock *into = &lt->body;
+    for (uint32_t k = 0; k + 1 < r->nred; k++) {
+        IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    uint32_t kq = new_iter(s);
+    IrStmt *lq = new_loop(s, kq, inner->extent / threads, false, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, into, lq);
+    reset_subst(s);
+    map_iter(s, inner->iter, (Affine){.terms = {{kq, threads}, {t, 1}}, .count = 2});
+    LocalRepl repl = {r->local, part_at(s, part, t, 0), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, &lq->body, new_store(s, part, part_index(s, t, 0), clone_expr(s, r->step->value, &repl)));
+    /* Halving the partials. */
+    for (uint32_t half = threads / 2; half >= 1; half /= 2) {
+        push_barrier(s, blk);
+        uint32_t th = new_iter(s);
+        IrStmt *lh = new_loop(s, th, half, true, LOOP_THREAD_X);
+        ir_block_push(s->ir->arena, blk, lh);
+        ir_block_push(s->ir->arena, &lh->body, new_store(s, part, part_index(s, th, 0),
+                                                         new_op(s, op, part_at(s, part, th, 0), part_at(s, part, th, half), NULL)));
+    }
+    /* The cell: its initial value folded with the total (by the thread that made part[0]). */
+    push_barrier(s, blk);
+    uint32_t t0 = new_iter(s);
+    IrStmt *l0 = new_loop(s, t0, 1, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, blk, l0);
+    reset_subst(s);
+    IrExpr *total = new_op(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t0, 0), NULL);
+    ir_block_push(s->ir->arena, &l0->body, new_store(s, r->store->buffer, clone_index(s, r->store->index, ir->buffers[r->store->buffer].rank), total));
+    const char *what = r->par[0] && r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: each cell reduced across a block of %u GPU threads", what, threads);
+    ir_block_push(s->ir->arena, out, top);
+    return true;
+}
+
+/* A reduction to one cell at a function's top level: `l = init; for r…: l = step; C[…] = l`
+ * (statements i, i+1, i+2), as a Reduction without parallel loops. */
+static bool match_full_reduction(const IrFunction *fn, uint32_t i, Reduction *r) {
+    memset(r, 0, sizeof *r);
+    return i + 2 < fn->body.count && match_steps(fn->body.items[i], fn->body.items[i + 1], fn->body.items[i + 2], r);
+}
+
+/* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
+ * sched_gpu.c then maps loops onto the grid. */
+void schedule_gpu_function(Sched *s) {
+    IrFunction *fn = s->fn;
+    IrBlock body = {0};
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrStmt *st = fn->body.items[i];
+        Reduction r;
+        if (st->kind == IR_LOOP && match_reduction(st, &r) &&
+            (gpu_block_tiles(s, &r, &body) || gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
+            continue;
+        if (match_full_reduction(fn, i, &r) && gpu_block_reduction(s, &r, &body)) {
+            i += 2; /* the local's initial value, the loop, the store */
+            continue;
+        }
+        ir_block_push(s->ir->arena, &body, st);
+    }
+    fn->body = body;
+    fuse_pointwise(s);
 }

@@ -1,0 +1,314 @@
+/* nest.c — the schedule's tools over loop nests, shared by the CPU's rewrites (sched.c,
+ * sched_tile.c) and the GPU's (sched_gpu.c): building IR statements and expressions in the
+ * program's arena; cloning indices and expressions under a substitution of iterators by affine
+ * expressions of new ones (map_iter, Affine); scratch buffers (packed panels, tiles); recognising
+ * the canonical reduction nest `for p…: l = init; for r…: l = step(l); C[p…] = l` (Reduction) and
+ * what an index or expression does with an iterator; and rewrite 4, which both targets run last:
+ * neighbouring pointwise nests over loops of the same extents fused into one (fuse_pointwise).
+ *
+ * Requires: a verified, optimised IrProgram; a Sched whose substitution table covers the
+ * function's iterators from before scheduling (sched.c's schedule()). */
+#include "sched/sched_internal.h"
+
+#include <string.h>
+
+/* ---- Building and cloning IR ------------------------------------------------------------------- */
+
+IrStmt *new_loop(Sched *s, uint32_t iter, uint64_t extent, bool parallel, IrLoopMode mode) {
+    IrStmt *l = arena_alloc(s->ir->arena, sizeof *l);
+    *l = (IrStmt){.kind = IR_LOOP, .iter = iter, .extent = extent, .parallel = parallel, .mode = mode};
+    return l;
+}
+
+IrStmt *new_store(Sched *s, uint32_t buffer, IrIndex *index, IrExpr *value) {
+    IrStmt *st = arena_alloc(s->ir->arena, sizeof *st);
+    *st = (IrStmt){.kind = IR_STORE, .buffer = buffer, .index = index, .value = value};
+    return st;
+}
+
+IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_LOAD, .buffer = buffer, .index = index};
+    return e;
+}
+
+IrExpr *new_const(Sched *s, double v) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_CONST, .value = v};
+    return e;
+}
+
+/* op(a, b, c), c NULL for a binary operation. */
+IrExpr *new_op(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b, IrExpr *c) {
+    IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_OP, .op = op, .args = {a, b, c}};
+    return e;
+}
+
+/* fma(a, b, acc) of a contraction's step, its operands in the order the step had them. */
+IrExpr *new_step_fma(Sched *s, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc) {
+    return new_op(s, SOP_FMA, b_first ? b : a, b_first ? a : b, acc);
+}
+
+/* The step of a contraction whose step is fma(x, y, l), or (a scatter's, rewrite 0) l + x·y
+ * with two roundings, l on the side it had: `add` and `acc_first` say which. */
+IrExpr *new_step(Sched *s, bool add, bool acc_first, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc) {
+    if (!add) return new_step_fma(s, b_first, a, b, acc);
+    IrExpr *prod = new_op(s, SOP_MUL, b_first ? b : a, b_first ? a : b, NULL);
+    return new_op(s, SOP_ADD, acc_first ? acc : prod, acc_first ? prod : acc, NULL);
+}
+
+uint32_t new_iter(Sched *s) { return s->fn->iter_count++; }
+
+/* A one-axis index: Σ terms. */
+IrIndex *flat_index(Sched *s, const IrTerm *terms, uint32_t count) {
+    IrIndex *ix = arena_alloc(s->ir->arena, sizeof *ix);
+    ix->terms = arena_alloc(s->ir->arena, (count ? count : 1) * sizeof *ix->terms);
+    memcpy(ix->terms, terms, count * sizeof *terms);
+    ix->term_count = count;
+    return ix;
+}
+
+void map_iter(Sched *s, uint32_t old, Affine a) {
+    s->subst[old] = a;
+    s->mapped[old] = true;
+}
+
+Affine affine1(uint32_t iter, int64_t coef, int64_t offset) {
+    return (Affine){.terms = {{iter, coef}}, .count = 1, .offset = offset};
+}
+
+IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank) {
+    IrIndex *ix = arena_alloc(s->ir->arena, (rank ? rank : 1) * sizeof *ix);
+    for (uint32_t a = 0; a < rank; a++) {
+        ix[a].offset = index[a].offset;
+        ix[a].symbol = index[a].symbol;
+        uint32_t n = 0;
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            uint32_t it = index[a].terms[t].iter;
+            n += it < s->old_iters && s->mapped[it] ? s->subst[it].count : 1;
+        }
+        ix[a].terms = arena_alloc(s->ir->arena, (n ? n : 1) * sizeof *ix[a].terms);
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            IrTerm term = index[a].terms[t];
+            if (term.iter < s->old_iters && s->mapped[term.iter]) {
+                const Affine *af = &s->subst[term.iter];
+                for (uint32_t k = 0; k < af->count; k++)
+                    ix[a].terms[ix[a].term_count++] = (IrTerm){af->terms[k].iter, af->terms[k].coef * term.coef};
+                ix[a].offset += af->offset * term.coef;
+            } else {
+                ix[a].terms[ix[a].term_count++] = term;
+            }
+        }
+    }
+    return ix;
+}
+
+/* A copy of e under the current substitution; a read of local `local` becomes `value`, and a
+ * load of buffer `buffer` (when not UINT32_MAX) becomes `buffer_value`. */
+IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
+    IrExpr *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *e;
+    switch (e->kind) {
+    case IR_LOAD:
+        if (repl && repl->buffer != UINT32_MAX && e->buffer == repl->buffer) return repl->buffer_value;
+        c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank);
+        break;
+    case IR_RANDOM: c->index = clone_index(s, e->index, s->ir->buffers[e->buffer].rank); break;
+    case IR_LOCAL:
+        if (repl && e->local == repl->local) return repl->value;
+        break;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) c->args[i] = clone_expr(s, e->args[i], repl);
+        break;
+    case IR_CONST:
+    case IR_SYMBOL: break;
+    }
+    return c;
+}
+
+void reset_subst(Sched *s) {
+    memset(s->mapped, 0, s->old_iters * sizeof *s->mapped);
+}
+
+uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local) {
+    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .rank = 1, .size = size, .init = INIT_NONE,
+                  .kernel_local = kernel_local || s->local_scratch};
+    b.dims = arena_alloc(s->ir->arena, sizeof *b.dims);
+    b.dims[0] = size;
+    b.name = arena_printf(s->ir->arena, "%s#s%u", what, s->scratch++);
+    b.shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)size);
+    ARENA_PUSH(s->ir->arena, s->ir->buffers, s->ir->buffer_count, s->ir->buffer_cap, b);
+    return b.id;
+}
+
+/* ---- Recognising the canonical reduction nest ----------------------------------------------------- */
+
+/* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's
+ * cell, into r (its parallel loops aside). */
+bool match_steps(IrStmt *init, IrStmt *loop, IrStmt *store, Reduction *r) {
+    if (init->kind != IR_SET_LOCAL || loop->kind != IR_LOOP || store->kind != IR_STORE ||
+        store->value->kind != IR_LOCAL || store->value->local != init->local)
+        return false;
+    r->init = init;
+    r->store = store;
+    r->local = init->local;
+    IrStmt *st = loop;
+    while (st->kind == IR_LOOP && !st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 &&
+           r->nred < MAX_LOOPS) {
+        r->red[r->nred++] = st;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_SET_LOCAL || st->local != r->local) return false;
+    r->step = st;
+    return true;
+}
+
+bool match_reduction(IrStmt *top, Reduction *r) {
+    memset(r, 0, sizeof *r);
+    IrStmt *st = top;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && r->npar < MAX_LOOPS) {
+        r->par[r->npar++] = st;
+        if (st->body.count == 1 && st->body.items[0]->kind == IR_LOOP && st->body.items[0]->parallel)
+            st = st->body.items[0];
+        else
+            break;
+    }
+    if (r->npar == 0) return false;
+    const IrBlock *body = &r->par[r->npar - 1]->body;
+    return body->count == 3 && match_steps(body->items[0], body->items[1], body->items[2], r);
+}
+
+/* The coefficient of `iter` in the flat (row-major) offset of an access. */
+int64_t flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    int64_t coef = 0, stride = 1;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == iter) coef += index[a].terms[t].coef * stride;
+        stride *= (int64_t)b->dims[a];
+    }
+    return coef;
+}
+
+bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
+    for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == iter) return true;
+    return false;
+}
+
+/* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride
+ * other than 0 or 1. */
+bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t avoid, uint32_t iter, bool *bad) {
+    switch (e->kind) {
+    case IR_LOCAL: return e->local == local;
+    case IR_LOAD: {
+        int64_t c = flat_coef(ir, e->buffer, e->index, iter);
+        if (e->buffer == avoid || (c != 0 && c != 1)) *bad = true;
+        return false;
+    }
+    case IR_OP: {
+        bool uses = false;
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) uses |= scan_expr(ir, e->args[i], local, avoid, iter, bad);
+        return uses;
+    }
+    case IR_CONST:
+    case IR_SYMBOL:
+    case IR_RANDOM: break; /* computed from the cell's position, read from nowhere */
+    }
+    return false;
+}
+
+/* The initial value is the neutral constant (a reset) or the cell itself (an update). */
+bool init_is_plain(const IrProgram *ir, const Reduction *r) {
+    const IrExpr *v = r->init->value;
+    return v->kind == IR_CONST ||
+           (v->kind == IR_LOAD && v->buffer == r->store->buffer && ir_same_index(ir, v->buffer, v->index, r->store->index));
+}
+
+/* Every load of `buffer` in e is at `index`. */
+bool loads_only_at(const IrProgram *ir, const IrExpr *e, uint32_t buffer, const IrIndex *index) {
+    switch (e->kind) {
+    case IR_LOAD: return e->buffer != buffer || ir_same_index(ir, buffer, e->index, index);
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!loads_only_at(ir, e->args[i], buffer, index)) return false;
+        return true;
+    default: return true;
+    }
+}
+
+/* ---- Rewrite 4: fusing neighbouring pointwise nests -------------------------------------------------- */
+
+static bool reads_local(const IrExpr *e) {
+    if (e->kind == IR_LOCAL) return true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_local(e->args[i])) return true;
+    return false;
+}
+
+/* The store of a pointwise nest — plain parallel loops, each with a one-statement body, around
+ * one store that reads no local — and its loops; NULL for any other statement. */
+static IrStmt *pointwise_store(IrStmt *top, IrStmt **loops, uint32_t *nloops) {
+    IrStmt *st = top;
+    *nloops = 0;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && *nloops < MAX_LOOPS) {
+        loops[(*nloops)++] = st;
+        st = st->body.items[0];
+    }
+    return *nloops && st->kind == IR_STORE && !st->nontemporal && !reads_local(st->value) ? st : NULL;
+}
+
+/* Whether store `b` can join the stores `group` (all over the same cells, in order) without
+ * changing what any of them reads: every buffer either side stores is accessed, by both sides,
+ * only at one index, so each cell's statements still see each other's values as before. */
+static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
+    for (uint32_t k = 0; k < group->count; k++) {
+        const IrStmt *a = group->items[k];
+        if (a->buffer == b->buffer && !ir_same_index(ir, a->buffer, a->index, b->index)) return false;
+        if (!loads_only_at(ir, b->value, a->buffer, a->index)) return false;
+        if (!loads_only_at(ir, a->value, b->buffer, b->index)) return false;
+    }
+    return true;
+}
+
+/* Consecutive pointwise nests over loops of the same extents — an optimiser's updates of its
+ * state and of the parameter, a forward chain with several outputs — become one nest whose body
+ * runs their stores in order, one pass over memory instead of one per nest (joins() keeps each
+ * cell's values).  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
+ * kernel of thousands of statements would be more than LLVM should see at once. */
+void fuse_pointwise(Sched *s) {
+    IrFunction *fn = s->fn;
+    IrBlock body = {0};
+    IrStmt *group_loops[MAX_LOOPS], *loops[MAX_LOOPS];
+    uint32_t group_n = 0, n;
+    IrBlock *group = NULL;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        IrStmt *top = fn->body.items[i];
+        IrStmt *st = pointwise_store(top, loops, &n);
+        bool same = group && st && n == group_n && group->count < MAX_FUSED;
+        for (uint32_t k = 0; same && k < n; k++)
+            same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;
+        if (same) {
+            reset_subst(s);
+            for (uint32_t k = 0; k < n; k++) map_iter(s, loops[k]->iter, affine1(group_loops[k]->iter, 1, 0));
+            IrStmt *moved = new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
+                                      clone_expr(s, st->value, NULL));
+            if (joins(s->ir, group, moved)) {
+                ir_block_push(s->ir->arena, group, moved);
+                IrStmt *head = body.items[body.count - 1];
+                const char *what = top->comment ? top->comment : "a pointwise nest";
+                head->comment = arena_printf(s->ir->arena, "%s; schedule: fused with the next nest: %s",
+                                             head->comment ? head->comment : "a pointwise nest", what);
+                continue;
+            }
+        }
+        group = st ? &loops[n - 1]->body : NULL;
+        group_n = n;
+        memcpy(group_loops, loops, n * sizeof *loops);
+        ir_block_push(s->ir->arena, &body, top);
+    }
+    fn->body = body;
+}

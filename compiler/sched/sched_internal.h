@@ -1,0 +1,163 @@
+/* sched_internal.h — what the files of the schedule (compiler/sched/) share: the scheduler's
+ * state (Sched) with its substitution of iterators, the recognised reduction nest (Reduction)
+ * and contraction (Contraction), and the functions one file calls in another.  Only the stage's
+ * own files include it; its interface is sched.h.
+ *
+ *   sched.c       the entry schedule(), the CPU's rewrites 0, 2 and 3, strip-mining run-time loops
+ *   nest.c        tools over nests: building and cloning IR, scratch buffers, recognising
+ *                 reductions; rewrite 4 (fusing pointwise nests), which both targets run
+ *   sched_tile.c  rewrite 1: register-tiled contractions over packed panels (CPU)
+ *   sched_gpu.c   rewrites 5-7 (thread tiles, shared-memory block tiles, block reductions) and
+ *                 the mapping of loops onto the GPU's grid
+ * Calls go from sched.c to the others and from sched_tile.c and sched_gpu.c to nest.c; the GPU's
+ * block tiles also use sched_tile.c's recognition of a contraction. */
+#ifndef TSR_SCHED_INTERNAL_H
+#define TSR_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+enum { MAX_LOOPS = 32, MAX_TERMS = 40, MAX_FUSED = 16 };
+
+/* The replacement of an iterator by an affine expression of new iterators. */
+typedef struct Affine {
+    IrTerm terms[4];
+    uint32_t count;
+    int64_t offset;
+} Affine;
+
+typedef struct Sched {
+    IrProgram *ir;
+    IrFunction *fn;
+    const Target *target;
+    uint32_t old_iters;   /* iterators of the function before scheduling (the subst table's size) */
+    Affine *subst;        /* per old iterator */
+    bool *mapped;
+    uint32_t scratch;     /* scratch buffers made so far (for names) */
+    const uint32_t *outer_batch; /* while a contraction runs inside its batch loops: their iterators */
+    bool local_scratch;   /* new scratch buffers are kernel_local (a nest inside a parallel loop) */
+    double outer_cells;   /* iterations of the parallel loops around the nest being scheduled */
+} Sched;
+
+typedef struct LocalRepl {
+    uint32_t local;
+    IrExpr *value;
+    uint32_t buffer;
+    IrExpr *buffer_value;
+} LocalRepl;
+
+typedef struct Reduction {
+    IrStmt *par[MAX_LOOPS];   /* parallel loops, outermost first */
+    uint32_t npar;
+    IrStmt *red[MAX_LOOPS];   /* reduction loops, outermost first */
+    uint32_t nred;
+    IrStmt *init, *step, *store;
+    uint32_t local;
+} Reduction;
+
+typedef struct Contraction {
+    const Reduction *r;
+    uint32_t c;                /* the result buffer */
+    const IrExpr *a, *b;       /* the broadcast operand and the packed one */
+    bool b_first;              /* the step is fma(b, a, l) */
+    bool add, acc_first;       /* the step is l + x·y (acc_first) or x·y + l, not an fma */
+    IrStmt *i_loop, *j_loop;
+    IrStmt *batch[MAX_LOOPS];  /* the other parallel loops, outermost first */
+    uint32_t nbatch;
+    uint64_t k;                /* cells of the reduction */
+    bool strided_lanes;        /* J walks C with a stride other than 1 (find_contraction's `narrow`) */
+} Contraction;
+
+/* ---- nest.c: building and cloning IR, scratch buffers, recognising reductions, rewrite 4 ------------ */
+
+/* Every load of `buffer` in e is at `index`. */
+bool loads_only_at(const IrProgram *ir, const IrExpr *e, uint32_t buffer, const IrIndex *index);
+
+IrStmt *new_loop(Sched *s, uint32_t iter, uint64_t extent, bool parallel, IrLoopMode mode);
+
+IrStmt *new_store(Sched *s, uint32_t buffer, IrIndex *index, IrExpr *value);
+
+IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index);
+
+IrExpr *new_const(Sched *s, double v);
+
+/* op(a, b, c), c NULL for a binary operation. */
+IrExpr *new_op(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b, IrExpr *c);
+
+/* fma(a, b, acc) of a contraction's step, its operands in the order the step had them. */
+IrExpr *new_step_fma(Sched *s, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc);
+
+/* The step of a contraction whose step is fma(x, y, l), or (a scatter's, rewrite 0) l + x·y
+ * with two roundings, l on the side it had: `add` and `acc_first` say which. */
+IrExpr *new_step(Sched *s, bool add, bool acc_first, bool b_first, IrExpr *a, IrExpr *b, IrExpr *acc);
+
+uint32_t new_iter(Sched *s);
+
+/* A one-axis index: Σ terms. */
+IrIndex *flat_index(Sched *s, const IrTerm *terms, uint32_t count);
+
+void map_iter(Sched *s, uint32_t old, Affine a);
+
+Affine affine1(uint32_t iter, int64_t coef, int64_t offset);
+
+IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank);
+
+IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl);
+
+void reset_subst(Sched *s);
+
+uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local);
+
+/* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's
+ * cell, into r (its parallel loops aside). */
+bool match_steps(IrStmt *init, IrStmt *loop, IrStmt *store, Reduction *r);
+
+bool match_reduction(IrStmt *top, Reduction *r);
+
+/* The coefficient of `iter` in the flat (row-major) offset of an access. */
+int64_t flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
+
+bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
+
+/* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride
+ * other than 0 or 1. */
+bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t avoid, uint32_t iter, bool *bad);
+
+/* The initial value is the neutral constant (a reset) or the cell itself (an update). */
+bool init_is_plain(const IrProgram *ir, const Reduction *r);
+
+/* Consecutive pointwise nests over loops of the same extents — an optimiser's updates of its
+ * state and of the parameter, a forward chain with several outputs — become one nest whose body
+ * runs their stores in order, one pass over memory instead of one per nest (joins() keeps each
+ * cell's values).  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
+ * kernel of thousands of statements would be more than LLVM should see at once. */
+void fuse_pointwise(Sched *s);
+
+/* ---- sched_tile.c: rewrite 1, register-tiled contractions ------------------------------------------- */
+
+/* `allow_add`: also a step l + x·y (rounded twice, as a program may write it).
+ * `narrow` (0: never): when the loop that walks C with stride 1 has fewer cells than that (a
+ * convolution's kernel gradient over 6 input channels) and the reduction is long, a loop of at
+ * least twice as many cells that walks its operand with stride 1 gives the lanes instead: the
+ * tile then stores its cells lane by lane, once per `ct->k` steps (strided_lanes). */
+bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, bool allow_add,
+                      uint64_t narrow);
+
+
+/* Append `loop` inside the nest being built (*top is its outermost loop, *into the body new
+ * loops go in). */
+void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop);
+
+/* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
+ * one (*fused says so). */
+bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused);
+
+/* ---- sched_gpu.c: the GPU's rewrites 5-7 ------------------------------------------------------------ */
+
+/* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
+ * sched_gpu.c then maps loops onto the grid. */
+void schedule_gpu_function(Sched *s);
+
+#endif

@@ -1,0 +1,752 @@
+/* sched_tile.c — rewrite 1 of the CPU schedule: a contraction becomes register-tiled kernels
+ * over packed operands (sched.c's paragraph says what the tiles and panels are; docs/ir.md §5).
+ * find_contraction() recognises the step `l = fma(x, y, l)` with its lanes J (stride 1 in C and
+ * in B only) and rows I; the packing nests copy B into panels and A into row blocks (transposed
+ * in registers, grouped, or read in place when the layout already suits); tile_contraction()
+ * builds the MR×NR register tiles over them, with the fused epilogue of the pointwise nest after
+ * it when that nest is C's only reader.  Every cell takes the same steps in the same order as in
+ * the canonical nest, so results are bit-identical.
+ *
+ * Requires: nest.c's tools; the tile sizes of the Target (target.c). */
+#include "sched/sched_internal.h"
+
+#include <string.h>
+
+/* ---- Rewrite 1: register-tiled contractions -------------------------------------------------------- */
+
+/* The loop I for lanes J: the innermost other parallel loop that walks C and A but not B. */
+static IrStmt *find_rows(const IrProgram *ir, const Reduction *r, const Contraction *ct) {
+    for (uint32_t in = r->npar; in-- > 0;) {
+        uint32_t i = r->par[in]->iter;
+        if (r->par[in] == ct->j_loop) continue;
+        if (flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
+            !mentions(ir, ct->b->buffer, ct->b->index, i))
+            return r->par[in];
+    }
+    return NULL;
+}
+
+/* `allow_add`: also a step l + x·y (rounded twice, as a program may write it).
+ * `narrow` (0: never): when the loop that walks C with stride 1 has fewer cells than that (a
+ * convolution's kernel gradient over 6 input channels) and the reduction is long, a loop of at
+ * least twice as many cells that walks its operand with stride 1 gives the lanes instead: the
+ * tile then stores its cells lane by lane, once per `ct->k` steps (strided_lanes). */
+bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, bool allow_add,
+                      uint64_t narrow) {
+    memset(ct, 0, sizeof *ct);
+    ct->r = r;
+    ct->c = r->store->buffer;
+    const IrExpr *v = r->step->value;
+    if (r->npar < 2 || r->nred == 0 || !init_is_plain(ir, r) || v->kind != IR_OP) return false;
+    const IrExpr *x, *y;
+    if (v->op == SOP_FMA) {
+        if (v->args[2]->kind != IR_LOCAL || v->args[2]->local != r->local) return false;
+        x = v->args[0], y = v->args[1];
+    } else if (allow_add && v->op == SOP_ADD) {
+        ct->add = true;
+        ct->acc_first = v->args[0]->kind == IR_LOCAL && v->args[0]->local == r->local;
+        const IrExpr *acc = v->args[ct->acc_first ? 0 : 1], *prod = v->args[ct->acc_first ? 1 : 0];
+        if (acc->kind != IR_LOCAL || acc->local != r->local || prod->kind != IR_OP || prod->op != SOP_MUL) return false;
+        x = prod->args[0], y = prod->args[1];
+    } else {
+        return false;
+    }
+    if (x->kind != IR_LOAD || y->kind != IR_LOAD || x->buffer == ct->c || y->buffer == ct->c) return false;
+    for (uint32_t jn = r->npar; jn-- > 0 && !ct->j_loop;) {
+        uint32_t j = r->par[jn]->iter;
+        if (flat_coef(ir, ct->c, r->store->index, j) != 1) continue;
+        bool in_x = mentions(ir, x->buffer, x->index, j), in_y = mentions(ir, y->buffer, y->index, j);
+        if (in_x == in_y) continue;
+        ct->j_loop = r->par[jn];
+        ct->b = in_x ? x : y;
+        ct->a = in_x ? y : x;
+        ct->b_first = in_x;
+    }
+    if (!ct->j_loop) return false;
+    ct->k = 1;
+    for (uint32_t k = 0; k < r->nred; k++) ct->k *= r->red[k]->extent;
+    ct->i_loop = find_rows(ir, r, ct);
+    if (narrow && ct->j_loop->extent < narrow && ct->k >= 256) {
+        Contraction alt = *ct;
+        for (uint32_t jn = r->npar; jn-- > 0;) {
+            IrStmt *lj = r->par[jn];
+            if (lj == ct->j_loop || lj->extent < 2 * ct->j_loop->extent ||
+                flat_coef(ir, ct->c, r->store->index, lj->iter) == 0)
+                continue;
+            bool in_x = flat_coef(ir, x->buffer, x->index, lj->iter) == 1 && !mentions(ir, y->buffer, y->index, lj->iter);
+            bool in_y = flat_coef(ir, y->buffer, y->index, lj->iter) == 1 && !mentions(ir, x->buffer, x->index, lj->iter);
+            if (!in_x && !in_y) continue;
+            alt.j_loop = lj, alt.b = in_x ? x : y, alt.a = in_x ? y : x, alt.b_first = in_x;
+            if ((alt.i_loop = find_rows(ir, r, &alt))) {
+                *ct = alt;
+                ct->strided_lanes = true;
+                break;
+            }
+        }
+    }
+    if (!ct->i_loop) return false;
+    for (uint32_t k = 0; k < r->npar; k++)
+        if (r->par[k] != ct->i_loop && r->par[k] != ct->j_loop) ct->batch[ct->nbatch++] = r->par[k];
+    return true;
+}
+
+/* ---- Epilogues ---------------------------------------------------------------------------------------- */
+
+/* A pointwise nest that reads a contraction's result C cell by cell, right after it — a bias, an
+ * activation, `logits =: b + w * h`, an update `w =- lr * w.grad`.  When it is C's only reader
+ * and C is not observable, the tile stores its value instead of C's, and C needs no storage;
+ * otherwise (`keep_c`) the tile stores both, and the nest's pass over C is saved. */
+typedef struct Epilogue {
+    IrStmt *nest;
+    const IrStmt *store;          /* D[…] = f(…, C[cell], …) */
+    uint32_t axis_iter[MAX_LOOPS]; /* per axis of C: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
+    bool keep_c;                  /* C is stored too */
+} Epilogue;
+
+static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
+    switch (st->kind) {
+    case IR_LOOP: {
+        unsigned n = 0;
+        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_reads(st->body.items[i], buffer);
+        return n;
+    }
+    case IR_STORE: return ir_expr_loads(st->value, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(st->value, buffer);
+    case IR_BARRIER: return 0;
+    }
+    return 0;
+}
+
+/* The stores into `buffer` in st. */
+static unsigned stmt_stores(const IrStmt *st, uint32_t buffer) {
+    if (st->kind == IR_STORE) return st->buffer == buffer;
+    unsigned n = 0;
+    if (st->kind == IR_LOOP)
+        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_stores(st->body.items[i], buffer);
+    return n;
+}
+
+/* Every load of `buffer` in e walks its axes with the iterators `axis_iter` (first use fills
+ * them in); false for any other index. */
+static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer, uint32_t *axis_iter, bool *seen) {
+    if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!loads_cellwise(ir, e->args[i], buffer, axis_iter, seen)) return false;
+        return true;
+    }
+    if (e->kind != IR_LOAD || e->buffer != buffer) return true;
+    const IrBuffer *b = &ir->buffers[buffer];
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *x = &e->index[a];
+        uint32_t it = UINT32_MAX;
+        if (x->symbol) return false;
+        if (x->term_count == 1 && x->terms[0].coef == 1 && x->offset == 0) it = x->terms[0].iter;
+        else if (x->term_count != 0 || x->offset != 0 || b->dims[a] != 1) return false;
+        if (*seen && axis_iter[a] != it) return false;
+        axis_iter[a] = it;
+    }
+    *seen = true;
+    return true;
+}
+
+/* Whether the reduction stores every cell of C: each axis of C is one of its parallel loops,
+ * with C's size, from 0 (or a size-one axis at 0).  A padded window's nests each store a part of
+ * C (the border positions apart from the interior), and none of them may take the epilogue:
+ * it would compute the next nest's cells only where that part lies. */
+static bool stores_every_cell(const IrProgram *ir, const Reduction *r) {
+    const IrStmt *st = r->store;
+    const IrBuffer *cb = &ir->buffers[st->buffer];
+    for (uint32_t a = 0; a < cb->rank; a++) {
+        const IrIndex *ix = &st->index[a];
+        if (ix->symbol || ix->offset) return false;
+        if (ix->term_count == 0) {
+            if (cb->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1) return false;
+        bool full = false;
+        for (uint32_t k = 0; k < r->npar; k++)
+            if (r->par[k]->iter == ix->terms[0].iter) full = r->par[k]->extent == cb->dims[a];
+        for (uint32_t b = 0; b < a; b++)
+            if (st->index[b].term_count == 1 && st->index[b].terms[0].iter == ix->terms[0].iter) full = false;
+        if (!full) return false;
+    }
+    return true;
+}
+
+static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epilogue *ep) {
+    const IrProgram *ir = s->ir;
+    uint32_t c = r->store->buffer;
+    const IrBuffer *cb = &ir->buffers[c];
+    if (!next || next->kind != IR_LOOP || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
+    if (!stores_every_cell(ir, r)) return false;
+    memset(ep, 0, sizeof *ep);
+    ep->nest = next;
+    const IrStmt *st = next;
+    const IrStmt *loops[MAX_LOOPS];
+    uint32_t nloops = 0;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && nloops < MAX_LOOPS) {
+        loops[nloops++] = st;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_STORE || st->buffer == c || nloops == 0) return false;
+    ep->store = st;
+    bool seen = false;
+    for (uint32_t a = 0; a < cb->rank; a++) ep->axis_iter[a] = UINT32_MAX;
+    if (!loads_cellwise(ir, st->value, c, ep->axis_iter, &seen) || !seen) return false;
+    /* The nest's loops are C's axes, one for one, with C's sizes. */
+    uint32_t covered = 0;
+    for (uint32_t a = 0; a < cb->rank; a++) {
+        if (ep->axis_iter[a] == UINT32_MAX) continue;
+        bool found = false;
+        for (uint32_t k = 0; k < nloops; k++)
+            if (loops[k]->iter == ep->axis_iter[a]) found = loops[k]->extent == cb->dims[a];
+        for (uint32_t b = 0; b < a; b++) found &= ep->axis_iter[b] != ep->axis_iter[a];
+        if (!found) return false;
+        covered++;
+    }
+    if (covered != nloops) return false;
+    for (uint32_t a = 0; a < cb->rank; a++) /* C's own size-one axes are stored at 0 too */
+        if (ep->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
+    /* The nest reads D only at the cell it stores (an update in place), so running it tile by
+     * tile reads what it would have read. */
+    if (!loads_only_at(ir, st->value, st->buffer, st->index)) return false;
+    /* Unless C is observable or has another reader or writer anywhere in the program, it needs
+     * no storage.  (Another routine that computes the same tensor, whose own tile was scheduled
+     * first and kept C because this nest read it then, still stores C.) */
+    unsigned readers = 0, writers = 0;
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
+            readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
+            writers += stmt_stores(ir->functions[f].body.items[i], c) ? 1 : 0;
+        }
+    ep->keep_c = cb->keep || cb->persistent || readers != 1 || writers != 1;
+    return true;
+}
+
+/* The store of one cell of the tile, at the current substitution: C[cell] = T, or with an
+ * epilogue D[…] = f(…, T, …). */
+static IrStmt *cell_store(Sched *s, const Reduction *r, const Epilogue *ep, IrExpr *tile_value) {
+    uint32_t c = r->store->buffer, rank = s->ir->buffers[c].rank;
+    IrIndex *cell = clone_index(s, r->store->index, rank);
+    if (!ep) return new_store(s, c, cell, tile_value);
+    for (uint32_t a = 0; a < rank; a++) {
+        if (ep->axis_iter[a] == UINT32_MAX) continue;
+        Affine af = {.offset = cell[a].offset};
+        for (uint32_t t = 0; t < cell[a].term_count && af.count < 4; t++) af.terms[af.count++] = cell[a].terms[t];
+        map_iter(s, ep->axis_iter[a], af);
+    }
+    LocalRepl repl = {UINT32_MAX, NULL, c, tile_value};
+    const IrStmt *st = ep->store;
+    return new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
+                     clone_expr(s, st->value, &repl));
+}
+
+typedef struct Terms {
+    IrTerm items[MAX_TERMS];
+    uint32_t count;
+    int64_t offset;
+} Terms;
+
+static void add_term(Terms *t, uint32_t iter, int64_t coef) {
+    if (t->count < MAX_TERMS) t->items[t->count++] = (IrTerm){iter, coef};
+}
+
+static IrIndex *terms_index(Sched *s, const Terms *t) {
+    IrIndex *ix = flat_index(s, t->items, t->count);
+    ix->offset = t->offset;
+    return ix;
+}
+
+/* An operand copied into panels: for each of its batch cells and each block of `width` values
+ * of its lane loop (J for B, I for A), the reduction cells in order, each a run of `width`
+ * values adjacent in memory.  A last block that the lane loop does not fill is padded with
+ * zeros (tiles compute those lanes and never store them). */
+typedef struct Packed {
+    uint32_t buffer;
+    const IrExpr *operand;
+    const IrStmt *lane_loop;
+    uint64_t width, full, rem; /* full blocks, and the lanes of a last partial one (0: none) */
+    bool batch[MAX_LOOPS];     /* which of ct->batch index the operand (and so the panels) */
+    bool in_place;             /* the full blocks are read where the operand is (read_in_place);
+                                * only a last partial block is packed */
+    uint64_t first_packed;     /* the first block the buffer holds (pk->full when in_place) */
+} Packed;
+
+/* Σ batch·stride + (panel + first)·(K·width) + (row-major reduction position)·width, added to
+ * `t` (which holds the lane terms). */
+static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
+                        uint64_t first, const uint32_t *red_iter, Terms *t) {
+    const Reduction *r = ct->r;
+    uint64_t blocks = pk->full + (pk->rem != 0) - pk->first_packed;
+    int64_t stride = (int64_t)(blocks * ct->k * pk->width);
+    for (uint32_t k = ct->nbatch; k-- > 0;) {
+        if (!pk->batch[k]) continue;
+        add_term(t, batch_iter[k], stride);
+        stride *= (int64_t)ct->batch[k]->extent;
+    }
+    if (panel_iter != UINT32_MAX) add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
+    t->offset += (int64_t)((first - pk->first_packed) * ct->k * pk->width);
+    int64_t rs = (int64_t)pk->width;
+    for (uint32_t k = r->nred; k-- > 0;) {
+        add_term(t, red_iter[k], rs);
+        rs *= (int64_t)r->red[k]->extent;
+    }
+}
+
+/* Append `loop` inside the nest being built (*top is its outermost loop, *into the body new
+ * loops go in). */
+void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop) {
+    if (*into) ir_block_push(s->ir->arena, *into, loop);
+    else *top = loop;
+    *into = &loop->body;
+}
+
+/* One loop per batch loop of the contraction (only those `only` marks, when given), each mapping
+ * the batch iterator to its own; batch_iter[k] is the new iterator or UINT32_MAX. */
+static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint32_t *batch_iter, IrStmt **top,
+                        IrBlock **into) {
+    for (uint32_t k = 0; k < ct->nbatch; k++) {
+        batch_iter[k] = UINT32_MAX;
+        if (only && !only[k]) continue;
+        if (s->outer_batch) { /* inside the batch loops already (tile_contraction) */
+            batch_iter[k] = s->outer_batch[k];
+            map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+            continue;
+        }
+        batch_iter[k] = new_iter(s);
+        map_iter(s, ct->batch[k]->iter, affine1(batch_iter[k], 1, 0));
+        nest_push(s, top, into, new_loop(s, batch_iter[k], ct->batch[k]->extent, true, LOOP_PLAIN));
+    }
+}
+
+/* Whether a block of `lanes` lanes of `pk` is packed by transposing in registers: its operand
+ * moves by one cell along the innermost reduction loop and by more along its lanes (the compose
+ * form's weight, a transposed operand, the rows of A), so a plain copy would read one value per
+ * row; it instead reads vectors along the reduction and transposes them (LOOP_TRANSPOSE). */
+static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t lanes) {
+    const Reduction *r = ct->r;
+    const IrExpr *e = pk->operand;
+    uint64_t w = s->target->vector_floats;
+    if (w < 2 || r->red[r->nred - 1]->extent < w || lanes < 2) return false;
+    if (flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
+    int64_t along = flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
+    return along != 0 && along != 1 && (lanes <= w || lanes % w == 0);
+}
+
+/* The store of the copy P[…] = operand, at the current substitution: `t` holds the lane terms,
+ * red_iter the iterators of the reduction position (the innermost may be UINT32_MAX when `t`
+ * already holds its terms). */
+static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, const uint32_t *batch_iter,
+                          uint32_t panel, uint64_t first, const uint32_t *red_iter, Terms t) {
+    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
+    return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
+}
+
+/* Narrow blocks of an operand whose reduction steps are a page or more apart (A of a transposed
+ * product, a[k, i], in rows of 6) are copied a group of blocks at a time, the group's loop
+ * outside the reduction loops: one pass down the operand per group, reading up to 128 adjacent
+ * values of each step, where a pass per block touches every page of the operand for 6 values (a
+ * TLB miss per step).  The blocks of a group: the largest divisor of `blocks` that keeps it
+ * within 128 values, or 1. */
+static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t blocks, uint64_t lanes) {
+    const Reduction *r = ct->r;
+    uint64_t group = 1;
+    if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) * 4 >= 4096)
+        for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
+            if (blocks % g == 0) group = g;
+    return group;
+}
+
+/* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
+ * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)),
+ * `group` blocks a pass (pack_group; 1: a pass per block).
+ * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
+ * vector width) and the lanes into blocks of at most W, and copies each W×W block with one
+ * LOOP_TRANSPOSE; the reduction cells past the last whole block are copied plainly. */
+static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
+                         uint64_t lanes, uint64_t group) {
+    Arena *arena = s->ir->arena;
+    const Reduction *r = ct->r;
+    bool transpose = pack_transposes(s, ct, pk, lanes);
+    uint32_t outer_red = transpose ? r->nred - 1 : r->nred, last = r->nred - 1;
+    reset_subst(s);
+    uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
+    IrStmt *top = NULL;
+    IrBlock *into = NULL;
+    batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
+    uint32_t panel = new_iter(s), lane = new_iter(s);
+    uint32_t group_iter = group > 1 ? new_iter(s) : UINT32_MAX;
+    if (group > 1) nest_push(s, &top, &into, new_loop(s, group_iter, blocks / group, true, LOOP_PLAIN));
+    else nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
+    for (uint32_t k = 0; k < outer_red; k++) {
+        red_iter[k] = new_iter(s);
+        map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
+        nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
+    }
+    if (group > 1) nest_push(s, &top, &into, new_loop(s, panel, group, true, LOOP_PLAIN));
+    int64_t lane0 = (int64_t)(first * pk->width);
+    uint64_t red_cells = r->red[last]->extent, plain_from = 0;
+    if (transpose) {
+        uint64_t w = s->target->vector_floats, lane_block = lanes < w ? lanes : w;
+        uint32_t rb = new_iter(s), lb = new_iter(s), u = new_iter(s), v = new_iter(s);
+        IrStmt *rb_loop = new_loop(s, rb, red_cells / w, true, LOOP_PLAIN);
+        IrStmt *lb_loop = new_loop(s, lb, lanes / lane_block, true, LOOP_PLAIN);
+        IrStmt *u_loop = new_loop(s, u, lane_block, true, LOOP_TRANSPOSE);
+        IrStmt *v_loop = new_loop(s, v, w, true, LOOP_VECTOR);
+        map_iter(s, r->red[last]->iter, (Affine){.terms = {{rb, (int64_t)w}, {v, 1}}, .count = 2});
+        map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lb, (int64_t)lane_block}, {u, 1}},
+                                                  .count = 3, .offset = lane0});
+        Terms t = {0};
+        add_term(&t, u, 1);
+        add_term(&t, lb, (int64_t)lane_block);
+        add_term(&t, rb, (int64_t)(w * pk->width));
+        red_iter[last] = v;
+        ir_block_push(arena, &v_loop->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, t));
+        ir_block_push(arena, &u_loop->body, v_loop);
+        ir_block_push(arena, &lb_loop->body, u_loop);
+        ir_block_push(arena, &rb_loop->body, lb_loop);
+        ir_block_push(arena, into, rb_loop);
+        plain_from = red_cells / w * w;
+    }
+    IrBlock *copy_into = into;
+    if (transpose) { /* the last reduction cells, and the padding below, get a loop of their own */
+        red_iter[last] = new_iter(s);
+        if (plain_from < red_cells) {
+            IrStmt *rest = new_loop(s, red_iter[last], red_cells - plain_from, true, LOOP_PLAIN);
+            ir_block_push(arena, into, rest);
+            copy_into = &rest->body;
+        } else {
+            copy_into = NULL;
+        }
+        map_iter(s, r->red[last]->iter, affine1(red_iter[last], 1, (int64_t)plain_from));
+    }
+    map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{panel, (int64_t)pk->width}, {lane, 1}}, .count = 2, .offset = lane0});
+    Terms t = {0};
+    add_term(&t, lane, 1);
+    if (group > 1) { /* block = group_iter·group + panel */
+        Affine *a = &s->subst[pk->lane_loop->iter];
+        a->terms[a->count++] = (IrTerm){group_iter, (int64_t)(group * pk->width)};
+        add_term(&t, group_iter, (int64_t)(group * ct->k * pk->width));
+    }
+    if (copy_into) {
+        Terms tc = t;
+        tc.offset += transpose ? (int64_t)(plain_from * pk->width) : 0;
+        IrStmt *copy = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+        ir_block_push(arena, &copy->body, pack_store(s, ct, pk, batch_iter, panel, first, red_iter, tc));
+        ir_block_push(arena, copy_into, copy);
+    }
+    if (lanes < pk->width) {
+        IrBlock *pad_into = into;
+        if (transpose) { /* over every reduction cell */
+            IrStmt *all = new_loop(s, red_iter[last], red_cells, true, LOOP_PLAIN);
+            ir_block_push(arena, into, all);
+            pad_into = &all->body;
+        }
+        IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
+        Terms tp = t;
+        tp.offset += (int64_t)lanes;
+        panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
+        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0)));
+        ir_block_push(arena, pad_into, pad);
+    }
+    return top;
+}
+
+/* Whether the tiles read an operand's full blocks where it is instead of from panels.  Packing
+ * copies the operand once per call, which costs as much as a pass over it; it pays where the
+ * layout would make the tiles' reads slow.  A, broadcast one value per row and reduction step,
+ * is read in place when it moves by one cell along the innermost reduction loop: MR sequential
+ * streams, or when its MR rows are adjacent and a step moves by at most a cache line.  B, whose
+ * NR lanes are read as vectors, is read in place when its reduction steps are not a multiple of
+ * 4 KiB apart (steps at such strides fall into the same cache sets and evict each other) and it
+ * is at most half of the L2 cache, so that a block stays there while the tiles sweep the other
+ * operand.  Never when the epilogue writes the operand's buffer (the tiles must read it first). */
+static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
+                          bool broadcast, const Epilogue *ep) {
+    const IrProgram *ir = s->ir;
+    const Reduction *r = ct->r;
+    if (ep && ep->store->buffer == operand->buffer) return false;
+    int64_t along_lane = flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
+    int64_t along_red = flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
+    /* A broadcast operand is read one value at a time, so in place whenever each step's values
+     * lie together: along the reduction (A's rows), or a block of adjacent rows that moves by at
+     * most a cache line per step (a window of channels). */
+    if (broadcast && (along_red == 1 || (along_lane == 1 && along_red > 0 && along_red <= 16))) return true;
+    /* Steps a cache line or more apart (a transposed A: MR values of a new line each step) are
+     * packed: in place, lines at a stride of 1 KiB fall into a few cache sets, which B's panel
+     * shares (C = Aᵀ·B at n = 256 on a Zen 3: 70 GFLOP/s in place, 93 packed). */
+    if (broadcast) return false;
+    const IrBuffer *b = &ir->buffers[operand->buffer];
+    return along_lane == 1 && (along_red * 4) % 4096 != 0 && (double)b->size * 4.0 <= (double)s->target->l2_bytes / 2;
+}
+
+/* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
+ * nests appended to `out`. */
+static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
+                         uint64_t width, const char *what, bool in_place, Packed *pk, IrBlock *out) {
+    Arena *arena = s->ir->arena;
+    *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .full = lane_loop->extent / width,
+                   .rem = lane_loop->extent % width};
+    pk->in_place = in_place && pk->full;
+    pk->first_packed = pk->in_place ? pk->full : 0;
+    for (uint32_t k = 0; k < ct->nbatch; k++)
+        pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter);
+    if (pk->in_place && !pk->rem) return;
+    uint64_t cells = (pk->full + (pk->rem != 0) - pk->first_packed) * ct->k * width;
+    for (uint32_t k = 0; k < ct->nbatch; k++)
+        if (pk->batch[k]) cells *= ct->batch[k]->extent;
+    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
+    const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
+                                       s->ir->buffers[operand->buffer].name, (unsigned long long)width);
+    if (pk->full && !pk->in_place) {
+        uint64_t group = pack_group(s, ct, pk, pk->full, width);
+        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width, group);
+        if (group > 1) comment = arena_printf(arena, "%s, %llu panels a pass", comment, (unsigned long long)group);
+        nest->comment = comment;
+        comment = NULL;
+        ir_block_push(arena, out, nest);
+    }
+    if (pk->rem) {
+        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem, 1);
+        nest->comment = comment ? comment : "schedule: the last panel, padded with zeros";
+        ir_block_push(arena, out, nest);
+    }
+}
+
+/* The tile shape and everything a tile nest reads. */
+typedef struct Tiling {
+    const Contraction *ct;
+    const Epilogue *epilogue;     /* or NULL */
+    const Packed *pa, *pb;
+    uint64_t w, nv, mr, nr;
+    uint32_t tile;             /* the kernel-local MR×NR tile */
+} Tiling;
+
+/* One tile nest over row blocks [row0, row0+rows) and panels [col0, col0+cols), appended to
+ * `out`: for batch, the two block loops: T = init; for r: T = fma(A, B, T); then the first
+ * `store_rows` rows and `store_cols` columns of T go to C. */
+static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols,
+                      uint64_t store_rows, uint64_t store_cols, IrBlock *out) {
+    const Contraction *ct = tl->ct;
+    const Reduction *r = ct->r;
+    Arena *arena = s->ir->arena;
+    uint64_t w = tl->w, nv = tl->nv, mr = tl->mr, nr = tl->nr;
+    reset_subst(s);
+    IrStmt *top = NULL;
+    IrBlock *into = NULL;
+    uint32_t batch_iter[MAX_LOOPS];
+    batch_loops(s, ct, NULL, batch_iter, &top, &into);
+    /* The block loops, the longer outside (the one the thread pool splits when no batch loop
+     * is); a single block is no loop. */
+    uint32_t jo = cols > 1 ? new_iter(s) : UINT32_MAX, io = rows > 1 ? new_iter(s) : UINT32_MAX;
+    IrStmt *jl_ = jo != UINT32_MAX ? new_loop(s, jo, cols, true, LOOP_PLAIN) : NULL;
+    IrStmt *il_ = io != UINT32_MAX ? new_loop(s, io, rows, true, LOOP_PLAIN) : NULL;
+    bool cols_outside = cols >= 8 || cols >= rows;
+    if (cols_outside && jl_) nest_push(s, &top, &into, jl_);
+    if (il_) nest_push(s, &top, &into, il_);
+    if (!cols_outside && jl_) nest_push(s, &top, &into, jl_);
+    uint32_t ii = new_iter(s), jv = new_iter(s), jl = new_iter(s);
+    Affine ai = {.count = 0, .offset = (int64_t)(row0 * mr)}, aj = {.count = 0, .offset = (int64_t)(col0 * nr)};
+    if (io != UINT32_MAX) ai.terms[ai.count++] = (IrTerm){io, (int64_t)mr};
+    ai.terms[ai.count++] = (IrTerm){ii, 1};
+    if (jo != UINT32_MAX) aj.terms[aj.count++] = (IrTerm){jo, (int64_t)nr};
+    aj.terms[aj.count++] = (IrTerm){jv, (int64_t)w};
+    aj.terms[aj.count++] = (IrTerm){jl, 1};
+    map_iter(s, ct->i_loop->iter, ai);
+    map_iter(s, ct->j_loop->iter, aj);
+    IrTerm cell[3] = {{ii, (int64_t)nr}, {jv, (int64_t)w}, {jl, 1}};
+    IrBlock *body = into;
+    if (!body) { /* one block of one panel with no batch: a loop of one to hold it */
+        top = new_loop(s, new_iter(s), 1, true, LOOP_PLAIN);
+        body = &top->body;
+    }
+
+    /* A tile-wide statement: for ii unroll, jv unroll, jl vector: stmt. */
+#define TILE_WIDE(stmt_expr, block)                                                         \
+    do {                                                                                    \
+        IrStmt *l_ii = new_loop(s, ii, mr, true, LOOP_UNROLL);                              \
+        IrStmt *l_jv = new_loop(s, jv, nv, true, LOOP_UNROLL);                              \
+        IrStmt *l_jl = new_loop(s, jl, w, true, LOOP_VECTOR);                               \
+        ir_block_push(arena, &l_jl->body, (stmt_expr));                                     \
+        ir_block_push(arena, &l_jv->body, l_jl);                                            \
+        ir_block_push(arena, &l_ii->body, l_jv);                                            \
+        ir_block_push(arena, (block), l_ii);                                                \
+    } while (0)
+
+    /* The initial value: 0, or C's cell (read only where C has cells: a partial tile starts
+     * its padding lanes at 0). */
+    if (r->init->value->kind == IR_CONST || (store_rows == mr && store_cols == nr)) {
+        IrExpr *init = clone_expr(s, r->init->value, NULL);
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), init), body);
+    } else {
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), new_const(s, 0)), body);
+        uint32_t jr = new_iter(s);
+        map_iter(s, ct->j_loop->iter, (Affine){.terms = {{jr, 1}}, .count = 1 + (jo != UINT32_MAX),
+                                                .offset = (int64_t)(col0 * nr)});
+        if (jo != UINT32_MAX) s->subst[ct->j_loop->iter].terms[1] = (IrTerm){jo, (int64_t)nr};
+        IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
+        IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, store_cols > 1 ? LOOP_VECTOR : LOOP_UNROLL);
+        ir_block_push(arena, &l_jr->body, new_store(s, tl->tile, flat_index(s, part, 2), clone_expr(s, r->init->value, NULL)));
+        ir_block_push(arena, &l_ii->body, l_jr);
+        ir_block_push(arena, body, l_ii);
+        map_iter(s, ct->j_loop->iter, aj);
+    }
+    IrBlock *red_into = body;
+    uint32_t red_iter[MAX_LOOPS] = {0};
+    for (uint32_t k = 0; k < r->nred; k++) {
+        red_iter[k] = new_iter(s);
+        IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(arena, red_into, l);
+        red_into = &l->body;
+    }
+    Terms at = {0}, bt = {0};
+    add_term(&at, ii, 1);
+    panel_terms(ct, tl->pa, batch_iter, io, row0, red_iter, &at);
+    add_term(&bt, jv, (int64_t)w);
+    add_term(&bt, jl, 1);
+    panel_terms(ct, tl->pb, batch_iter, jo, col0, red_iter, &bt);
+    /* Full blocks of an operand read in place: the operand itself at i (j) = the tile's row
+     * (column) and the reduction at its iterators. */
+    for (uint32_t k = 0; k < r->nred; k++) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
+    IrExpr *a_val = tl->pa->in_place && row0 < tl->pa->full ? clone_expr(s, ct->a, NULL)
+                                                           : new_load(s, tl->pa->buffer, terms_index(s, &at));
+    IrExpr *b_val = tl->pb->in_place && col0 < tl->pb->full ? clone_expr(s, ct->b, NULL)
+                                                           : new_load(s, tl->pb->buffer, terms_index(s, &bt));
+    IrExpr *fma = new_step(s, ct->add, ct->acc_first, ct->b_first, a_val, b_val,
+                           new_load(s, tl->tile, flat_index(s, cell, 3)));
+    TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
+    uint32_t c = ct->c;
+    if (store_rows == mr && store_cols == nr) {
+        if (tl->epilogue && tl->epilogue->keep_c)
+            TILE_WIDE(cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
+        TILE_WIDE(cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
+    } else { /* the cells C has: rows unrolled (the tile stays in registers), each a vector of its cells */
+        uint32_t jr = new_iter(s);
+        Affine aj2 = {.terms = {{jr, 1}}, .count = 1, .offset = (int64_t)(col0 * nr)};
+        if (jo != UINT32_MAX) aj2.terms[aj2.count++] = (IrTerm){jo, (int64_t)nr};
+        map_iter(s, ct->j_loop->iter, aj2);
+        IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
+        IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
+        IrStmt *l_jr = new_loop(s, jr, store_cols, true, store_cols > 1 ? LOOP_VECTOR : LOOP_UNROLL);
+        if (tl->epilogue && tl->epilogue->keep_c)
+            ir_block_push(arena, &l_jr->body, cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, part, 2))));
+        ir_block_push(arena, &l_jr->body, cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2))));
+        ir_block_push(arena, &l_ii->body, l_jr);
+        ir_block_push(arena, body, l_ii);
+    }
+#undef TILE_WIDE
+    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s%s",
+                                (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
+                                (unsigned long long)ct->k, ct->strided_lanes ? ", lanes strided in the result" : "",
+                                !tl->epilogue           ? ""
+                                : tl->epilogue->keep_c ? ", stored, and through the epilogue into "
+                                                       : ", stored through the epilogue into ",
+                                tl->epilogue ? s->ir->buffers[tl->epilogue->store->buffer].name : "",
+                                store_rows < mr && store_cols < nr ? " (the last rows and columns)"
+                                : store_rows < mr                  ? " (the last rows)"
+                                : store_cols < nr                  ? " (the last columns)"
+                                                                   : "");
+    ir_block_push(arena, out, top);
+}
+
+/* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
+ * one (*fused says so). */
+bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
+    Contraction ct;
+    *fused = false;
+    if (!find_contraction(s->ir, r, &ct, true, s->target->vector_floats)) return false;
+    /* The target's tile, narrowed to the result when it has fewer rows or vector columns: the
+     * narrowest vector (of at least 4 floats) that holds half the columns or more (6 columns take
+     * one vector of 8, 10 columns one vector of 16 on AVX-512: one operation where two narrower
+     * ones would cover the same lanes). */
+    const Target *tg = s->target;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
+    while (w > 4 && 2 * nj <= w) w /= 2;
+    uint64_t vectors = (nj + w - 1) / w;
+    uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
+    /* A tile of fewer vectors than the target's takes more rows, up to as many accumulators (at
+     * most twice the rows): a one-vector tile of 6 rows leaves the FMA units waiting on their
+     * latency.  The rows are then balanced over the blocks (16 rows: two blocks of 8, not 12 + 4). */
+    uint64_t rows = tg->tile_rows;
+    if (nv < tg->tile_vectors) {
+        uint64_t most = tg->tile_rows * tg->tile_vectors / nv;
+        if (most > 2 * (uint64_t)tg->tile_rows) most = 2 * (uint64_t)tg->tile_rows;
+        uint64_t blocks = (ni + most - 1) / most;
+        rows = (ni + blocks - 1) / blocks;
+    }
+    uint64_t mr = ni < rows ? ni : rows, nr = w * nv;
+    /* With enough batch cells, each of which both operands have their own, one loop nest runs
+     * over the batch and packs and tiles one batch cell at a time: its panels stay in cache, and
+     * the thread pool splits the batch. */
+    double batch_cells = 1;
+    bool per_batch = ct.nbatch > 0;
+    for (uint32_t k = 0; k < ct.nbatch; k++) {
+        batch_cells *= (double)ct.batch[k]->extent;
+        per_batch &= mentions(s->ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter) &&
+                     mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
+    }
+    /* Worth it: 16384 multiply-adds in all, and 512 per batch cell. */
+    double cell_work = (double)ni * (double)nj * (double)ct.k;
+    if (cell_work * batch_cells * s->outer_cells < 16384.0 || cell_work < 512.0 || r->nred > MAX_LOOPS - 8)
+        return false;
+    Arena *arena = s->ir->arena;
+    per_batch &= batch_cells >= 4;
+    IrBlock *final_out = out, batch_body = {0};
+    IrStmt *batch_top = NULL;
+    uint32_t outer[MAX_LOOPS];
+    if (per_batch) {
+        IrBlock *into = NULL;
+        for (uint32_t k = 0; k < ct.nbatch; k++) {
+            outer[k] = new_iter(s);
+            nest_push(s, &batch_top, &into, new_loop(s, outer[k], ct.batch[k]->extent, true, LOOP_PLAIN));
+        }
+        batch_top->comment = "schedule: one batch cell at a time: pack its operands, then its register tiles";
+        s->outer_batch = outer;
+        out = &batch_body;
+    }
+
+    /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
+    Packed pa, pb;
+    Epilogue ep;
+    *fused = !ct.strided_lanes && find_epilogue(s, r, next, &ep);
+    pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, *fused ? &ep : NULL),
+                 &pb, out);
+    pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, *fused ? &ep : NULL),
+                 &pa, out);
+    /* A packed A is one stream read a value at a time, which the hardware prefetcher follows
+     * too late: prefetched ahead, a transposed product at n = 2048 ran 12 % faster. */
+    if (!pa.in_place && pa.full) s->ir->buffers[pa.buffer].prefetch_cells = s->target->prefetch_cells;
+    Tiling tl = {&ct, *fused ? &ep : NULL, &pa, &pb, w, nv, mr, nr,
+                 new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true)};
+
+    /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
+     * their corner: every cell of C once. */
+    if (pa.full && pb.full) tile_nest(s, &tl, 0, pa.full, 0, pb.full, mr, nr, out);
+    if (pa.full && pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, mr, pb.rem, out);
+    if (pa.rem && pb.full) tile_nest(s, &tl, pa.full, 1, 0, pb.full, pa.rem, nr, out);
+    if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, pa.rem, pb.rem, out);
+    if (per_batch) { /* the innermost batch loop (the one still empty) holds the nests */
+        IrStmt *inner = batch_top;
+        while (inner->body.count) inner = inner->body.items[0];
+        inner->body = batch_body;
+        s->outer_batch = NULL;
+        out = final_out;
+        ir_block_push(arena, out, batch_top);
+    }
+    if (r->par[0]->comment && out->count)
+        out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
+    if (*fused) {
+        if (!ep.keep_c) s->ir->buffers[ct.c].is_virtual = true; /* stored nowhere any more */
+        if (next->comment)
+            for (uint32_t k = 0; k < out->count; k++)
+                if (strstr(out->items[k]->comment ? out->items[k]->comment : "", "register tile")) {
+                    out->items[k]->comment = arena_printf(arena, "%s; epilogue: %s", out->items[k]->comment, next->comment);
+                    break;
+                }
+    }
+    return true;
+}
