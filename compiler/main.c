@@ -6,7 +6,7 @@
  * everything succeeded, so a failed run never leaves a partial file behind.
  *
  * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
- * shapes (elab.c + shape.c) → assignments and projections (assign.c + proj.c) → loop IR
+ * shapes (elab/ + infer/shape*.c) → assignments and projections (assign.c + proj.c) → loop IR
  * (lower.c, opt.c, verified by ir.c) → the reference executor (interp.c) [→ codegen: later]. */
 #include <ctype.h>
 #include <dirent.h>
@@ -1209,7 +1209,7 @@ static int compile(Options opt) {
 }
 
 /* The compiler recurses over trees and through the evaluation of user functions (bounded by
- * the parser's nesting limit and elab.c's call depth); it runs on a thread with a stack large
+ * the parser's nesting limit and elaboration's call depth); it runs on a thread with a stack large
  * enough for both, so deep programs get an error message rather than a crash. */
 enum { COMPILER_STACK = 512u << 20 };
 

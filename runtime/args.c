@@ -9,7 +9,7 @@
  * every option with its default to stdout and exit status 0.  The state is then created with
  * the seed, the option values and the data files the command line chose.
  *
- * Requires: an image from the same version of tsrc (state.c checks it). */
+ * Requires: an image from the same version of tsrc (model.c checks it). */
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>

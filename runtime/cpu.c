@@ -2,7 +2,7 @@
  *
  * The compiler records in the model image the extensions (TSR_CPU_*, image_format.h) the CPU it
  * generated code for has: all of x86-64-v4's for --cpu=x86-64-v4, the build machine's own for
- * --cpu=native.  Before any generated code runs, the image reader (state.c) asks here which of
+ * --cpu=native.  Before any generated code runs, the image reader (model.c) asks here which of
  * them the running CPU lacks, so a program built for AVX-512 and started on an AVX2 machine ends
  * with a message that names what is missing instead of dying of SIGILL.
  *

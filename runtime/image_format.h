@@ -1,5 +1,5 @@
 /* image_format.h — the model image: its layout, its checksum and its kind tables, one source
- * for its writer (the compiler's compiler/ir/image.c) and its reader (state.c).  This and tsr.h
+ * for its writer (the compiler's compiler/ir/image.c) and its reader (model.c).  This and tsr.h
  * are the only runtime headers the compiler includes.
  *
  * The compiler's loop IR (compiler/ir/ir.h: BufferKind, InitKind, IrPrintArgKind) and the

@@ -1,6 +1,6 @@
 /* internal.h — what the runtime's files share and the public header does not promise.
  *
- * The model as state.c reads it from the image (the format is image_format.h), the run-time
+ * The model as model.c reads it from the image (the format is image_format.h), the run-time
  * options, checkpoints, main's steps, GPU states and the helpers of the data generators.  Not
  * installed. */
 #ifndef TSR_INTERNAL_H
@@ -46,7 +46,7 @@ typedef struct tsr_run_args {
 int64_t tsr_model_size_symbol(const tsr_model *model, const char *name, size_t len);
 int64_t tsr_model_size_at(const tsr_model *model, uint32_t k);
 
-/* An action of main (the image's action table, read by state.c, run by steps.c), with what
+/* An action of main (the image's action table, read by model.c, run by steps.c), with what
  * the run has done with it so far. */
 typedef struct tsr_action {
     uint8_t kind;
@@ -96,7 +96,7 @@ tsr_state *tsr_state_create_model(tsr_model *model, uint64_t seed, const tsr_run
 
 /* ---- GPU states (cuda.c) ------------------------------------------------------------------------
  *
- * The image's GPU section as state.c reads it (validated: buffers exist, launch dimensions are
+ * The image's GPU section as model.c reads it (validated: buffers exist, launch dimensions are
  * sane), and the per-state device data that cuda.c keeps for it.  The state owns its model, so
  * the device data hangs off the model (tsr_state's layout is part of the ABI and stays as it is). */
 

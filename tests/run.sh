@@ -305,7 +305,7 @@ run_tsrc --dump-ast -o "$TMP/good.ast" "$TMP/good.tsr"
 if [ "$(status)" = 0 ] && grep -q "einsum +\*" "$TMP/good.ast"; then pass "cli: -o writes the output"
 else fail "cli: -o writes the output" "exit $(status)" "$TMP/err"; fi
 
-# The schedule fuses consecutive pointwise nests over the same cells (sched.c, rewrite 4): the
+# The schedule fuses consecutive pointwise nests over the same cells (nest.c, rewrite 4): the
 # three updates of tests/native/fused_updates.tsr become one nest, and the transposed read after
 # them, which reads the parameter at other cells, does not join.
 run_tsrc --emit=sched-ir -o - tests/native/fused_updates.tsr
@@ -317,7 +317,7 @@ else fail "schedule: neighbouring pointwise nests fuse" "exit $(status)" "$TMP/o
 # A convolution's backward pass (tests/native/conv_schedule.tsr, whose .out golden checks the
 # values natively): at x86-64-v4 the forward's one-vector tile takes 8 rows, the input gradient
 # is untangled inside a parallel loop over the batch, and the kernel gradient over 6 input
-# channels takes its 16 lanes along the output channels (sched.c, docs/ir.md §5).
+# channels takes its 16 lanes along the output channels (sched_tile.c, docs/ir.md §5).
 run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/conv_schedule.tsr
 if [ "$(status)" = 0 ] && grep -q 'register tile 8x16 of y over 150 reduction cells' "$TMP/out" &&
    grep -q 'for each batch cell, one reduction nest per window position' "$TMP/out" &&
@@ -326,7 +326,7 @@ then pass "schedule: a convolution's tiles, untangled input gradient and strided
 else fail "schedule: a convolution's tiles and gradients" "exit $(status)" "$TMP/out"; fi
 
 # A transposed product's broadcast operand, its reduction steps more than a page apart, is packed
-# a group of row blocks per pass down it (tests/native/packed_groups.tsr, sched.c pack_group).
+# a group of row blocks per pass down it (tests/native/packed_groups.tsr, sched_tile.c pack_group).
 run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 v4=$(grep -c 'pack a into panels of 12 for the register tile, 5 panels a pass' "$TMP/out")
 prefetched=$(grep -c '^  a.rows#s[0-9]* : [0-9]*  scratch prefetch 512 \[' "$TMP/out")

@@ -9,7 +9,7 @@
  * logf, tanhf, powf, sinf, cosf, log2f, exp2f); sqrt is the correctly rounded instruction
  * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
  *
- * Loop modes (the schedule's, sched.c): a LOOP_UNROLL loop is emitted once per iteration with
+ * Loop modes (the schedule's, compiler/sched/): a LOOP_UNROLL loop is emitted once per iteration with
  * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
  * standing for the lanes of <n x float> values: a load whose address moves by one cell per
  * lane is a vector load, one that does not move is a scalar (used as a broadcast), any other a

@@ -20,7 +20,7 @@
  * The result is the PTX text and, for the image (image.c) and the manifest (header.c), every
  * kernel's launch (grid, block) and parameters with the buffers it writes.
  *
- * Requires: a verified IrProgram scheduled for a TARGET_CUDA target (sched.c). */
+ * Requires: a verified IrProgram scheduled for a TARGET_CUDA target (sched_gpu.c). */
 #include "cg/cg_ptx.h"
 
 #include <stdlib.h>
@@ -71,7 +71,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         LLVMBuildStore(g->b, LLVMGetParam(f, s), LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""));
     }
     for (uint32_t i = 0; i < k->buffer_count; i++) buffers[i] = LLVMGetParam(f, nsym + i);
-    /* Shared-memory panels (sched.c rewrite 6): arrays in address space 3, one per kernel. */
+    /* Shared-memory panels (sched_gpu.c rewrite 6): arrays in address space 3, one per kernel. */
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;

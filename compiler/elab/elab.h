@@ -248,7 +248,7 @@ typedef struct Program {
 typedef struct ElabOptions {
     const char **include_dirs;
     int include_count;
-    size_t eval_megabytes; /* evaluation's memory budget; 0: the default (elab.c, MAX_EVAL_STEPS) */
+    size_t eval_megabytes; /* evaluation's memory budget; 0: the default (elab_internal.h, MAX_EVAL_STEPS) */
 } ElabOptions;
 
 /* Elaborate a parsed module (after the standard library prelude), then solve and close the

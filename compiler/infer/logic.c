@@ -2,7 +2,7 @@
  *
  * What it does: holds, for every logic (pointwise, compose, transpose, slice, stack), the
  * relations between its slots' rows, and walks them for an operation with a given number of
- * slots; for an einsum spec, says which template belongs to which slot.  elab.c emits what the
+ * slots; for an einsum spec, says which template belongs to which slot.  elaboration (elab/operators.c) emits what the
  * walk yields to the shape solver (⊑ as a row inequality, = as a row equality, a pin as the
  * axis the slice or stack adds), proj.c reads the same walk as projection equations (⊑ by
  * rules 2, 3 and 5, = by rules 1 and 4, a pin as Sol).  A new form of relation is added here

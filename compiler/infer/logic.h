@@ -2,7 +2,7 @@
  *
  * An operation's slots are its result (slot 0) and its operands (slot i, the i-th).  A logic
  * says how the rows of the slots relate: row A of slot s lies below (⊑, A may broadcast) or
- * equals row B of slot t.  Both sides read the same relations: elaboration (elab.c) emits them
+ * equals row B of slot t.  Both sides read the same relations: elaboration (elab/operators.c) emits them
  * to the shape solver as row inequalities and equalities (docs/inference.md §2), projection
  * inference (proj.c) reads them again over the closed shapes as equations (§10.2).  An einsum
  * spec relates each slot to its template instead: logic_spec_template() says which template

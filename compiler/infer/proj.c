@@ -5,7 +5,7 @@
  *   1. freshen: every axis of every slot gets its own projection id (slot by slot, axes in
  *      memory order batch, output, input), so no identity is shared with any other operation;
  *   2. re-derive this operation's constraints, and only these, from the closed shapes — the
- *      relations of logic.c's table that elab.c emitted for shape inference (docs/inference.md
+ *      relations of logic.c's table that elaboration (elab/operators.c) emitted for shape inference (docs/inference.md
  *      §2), or the einsum spec's templates — and read them as projection equations by the six
  *      rules:
  *        (1) d1 = d2              → Eq(d1, d2)

@@ -359,7 +359,7 @@ static void block_local(BlockContext *c, const Node *n) {
 
 /* The projections of assignment `a` (node `n`) of a block whose operator has no ~logic:: its
  * own logic over its own slots, the left side then the slots read in the order written (the
- * slots elab.c's emit_block_logics related the same way). */
+ * slots elab/operators.c's emit_block_logics related the same way). */
 static const Projections *own_projections(BlockContext *c, Assignment *a, const Node *n) {
     Arena *arena = c->b->ir->arena;
     uint32_t count = c->own_read_count + 1;
@@ -441,7 +441,7 @@ void block_statement(BlockContext *c, const Node *n) {
         c->b->failed = true;
         return;
     }
-    if (!c->proj) { /* an operator without ~logic: (elab.c check_block_logics) */
+    if (!c->proj) { /* an operator without ~logic: (elab/operators.c check_block_logics) */
         c->own_reads = NULL;
         c->own_read_count = 0;
         uint32_t cap = 0;
@@ -629,7 +629,7 @@ void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out) 
 }
 
 /* Standalone assignments: slot 0 is the left side, then one slot per tensor read, numbered by
- * elab.c in the order written (CodeExpr.slot); the assignment's logic relates them (a routine's
+ * elab/code.c in the order written (CodeExpr.slot); the assignment's logic relates them (a routine's
  * `c =:+ a * b ~logic:"@"` loops as the operator `*` would, `total =+ g ~logic:"i, j => i"`
  * reduces over j). */
 static AExpr *standalone_expr(Builder *b, Assignment *a, const CodeExpr *x) {

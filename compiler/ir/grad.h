@@ -1,6 +1,6 @@
 /* grad.h — reverse-mode differentiation, the last part of the assignment stage (grad.c): the
  * assignments of a routine's `t.zero_grads` and `t.backprop` statements.  Internal to the stage:
- * assign.c's routines call it, with the Builder of assign_build.h. */
+ * routines.c calls it for a routine's statements, with the Builder of assign_build.h. */
 #ifndef TSR_GRAD_H
 #define TSR_GRAD_H
 

@@ -134,7 +134,7 @@ typedef struct IrBuffer {
                            * backends keep it in registers or on the stack, not in the state */
     bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */
     uint32_t prefetch_cells; /* BUF_SCRATCH that tiles read as one forward stream, one value at a
-                              * time (a packed operand's rows, sched.c): native code prefetches
+                              * time (a packed operand's rows, sched_tile.c): native code prefetches
                               * this many cells ahead of each such read (0: no prefetch) */
     uint64_t thread_cells; /* kernel_local, when not 0: each GPU thread's own `thread_cells`
                             * cells (registers); its index's terms in thread-loop iterators
@@ -211,7 +211,7 @@ typedef enum IrLoopMode {
                  * the threads past the extent in the last block do nothing (the guard) */
     LOOP_GPU_Y, /* the same along y */
     LOOP_GPU_Z, /* the same along z */
-    /* A block's kernel (sched.c rewrite 6): block loops are the grid (iteration blockIdx.d),
+    /* A block's kernel (sched_gpu.c rewrite 6): block loops are the grid (iteration blockIdx.d),
      * thread loops the threads of a block (iteration threadIdx.d; their extent is the block's
      * size along d).  Between the block loops and the thread loops lie phases: each run of a
      * nest of thread loops is one phase for all threads of the block, and an IR_BARRIER

@@ -61,7 +61,7 @@ static void map_nest(IrStmt *top, const Target *target) {
         s = s->body.items[0];
     }
     if (n == 0) return;
-    /* The block: the threads a loop asks for (thread tiles, sched.c), else T along x and one
+    /* The block: the threads a loop asks for (thread tiles, rewrite 5 below), else T along x and one
      * along y and z. */
     uint32_t threads[3];
     for (unsigned i = 0; i < n; i++) threads[i] = chain[i]->threads ? chain[i]->threads : i + 1 == n ? x_threads(chain[i], target) : 1;

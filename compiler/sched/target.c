@@ -1,6 +1,6 @@
 /* target.c — choosing a Target from --target and --cpu (target.h).
  *
- * The CPU's vector width decides the register tile of contractions (sched.c): with AVX-512
+ * The CPU's vector width decides the register tile of contractions (sched_tile.c): with AVX-512
  * (32 registers of 16 floats) a tile of 6 rows by 4 vectors keeps 24 accumulators, 4 vectors of
  * the packed operand and a broadcast in registers; with AVX2 (16 registers of 8 floats) 6 by 2;
  * with SSE (16 registers of 4 floats) 4 by 2.  The host's width comes from LLVM's view of its

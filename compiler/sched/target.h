@@ -1,6 +1,6 @@
 /* target.h — what the back half knows about the machine it generates code for (target.c).
  *
- * A Target is chosen once per compilation from --target and --cpu.  The schedule (sched.c)
+ * A Target is chosen once per compilation from --target and --cpu.  The schedule (compiler/sched/)
  * reads its parameters — vector width, register tile, cache sizes, thread-pool thresholds —
  * and the driver hands the scheduled program to its emitter.  Nothing here depends on the
  * program. */
@@ -28,13 +28,13 @@ typedef struct Target {
     uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
                                  * it, stores around the caches */
     uint32_t prefetch_cells;   /* a packed operand that tiles read as one forward stream is
-                                * prefetched this many cells ahead (0: never; sched.c) */
+                                * prefetched this many cells ahead (0: never; sched_tile.c) */
     /* TARGET_CUDA (sched_gpu.c, cg_ptx.c): the GPU architecture and the block size of a
      * kernel's innermost parallel loop. */
     const char *gpu_arch;      /* "sm_80", "sm_90" */
     unsigned gpu_threads;
     bool reassociate;          /* --reassociate: sums and products may be reduced in another order
-                                * (the GPU's block reductions, sched.c rewrite 7) */
+                                * (the GPU's block reductions, sched_gpu.c rewrite 7) */
 } Target;
 
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's

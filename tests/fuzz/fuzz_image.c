@@ -1,4 +1,4 @@
-/* fuzz_image.c — libFuzzer target over the runtime's model image reader (runtime/state.c).
+/* fuzz_image.c — libFuzzer target over the runtime's model image reader (runtime/model.c).
  *
  * The checksum (runtime/internal.h) refuses a damaged image before anything else is read, so a
  * fuzzer that flips bytes of an image only ever meets that check.  This target recomputes the

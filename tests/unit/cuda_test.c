@@ -1,4 +1,4 @@
-/* cuda_test.c — unit tests of GPU states (runtime/cuda.c and the GPU section of state.c).
+/* cuda_test.c — unit tests of GPU states (runtime/cuda.c and the GPU section of model.c).
  *
  * What it does: writes model images byte by byte (two buffers x and y of 256 floats, one index
  * symbol k, and a GPU section with a hand-written PTX kernel y = 2x + k), then checks that
