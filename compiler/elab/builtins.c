@@ -325,6 +325,22 @@ static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
     return int_value(e, args[0].value->as.list.count);
 }
 
+/* error "message": reject a program at compile time; a library function's check of its
+ * arguments (Nn.linear's ~over).  Inside the standard library the error is put at the user's
+ * call, with the library's line as a note; elsewhere at the `error` itself.  Its value is the
+ * error value, which every later use passes on silently. */
+static Value *builtin_error(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_STRING)
+        return fail(span, "'error' takes one string: error \"what is wrong\"");
+    const char *message = args[0].value->as.str.text;
+    if (span_in_stdlib(span) && e->user_call.file) {
+        diag_error(e->user_call, "in this application of '%s': %s", e->user_call_name, message);
+        diag_note(span, "the check in the standard library that fails");
+        return &error_value;
+    }
+    return fail(span, "%s", message);
+}
+
 /* iota n: the tensor literal [0.; 1.; …; n-1.], one output axis of size n (one-hot encodings
  * compare class ids with it).  iota (): the same along one output axis whose size its use
  * decides (positions along an axis, Nn.rope); assign.c writes the values. */
@@ -489,6 +505,7 @@ static const BuiltinEntry builtins[] = {
     {"nth", builtin_nth},
     {"init", builtin_init},
     {"iota", builtin_iota},
+    {"error", builtin_error},
     {"xavier_uniform", builtin_xavier_uniform},
     {"xavier_normal", builtin_xavier_normal},
     {"kaiming_uniform", builtin_kaiming_uniform},

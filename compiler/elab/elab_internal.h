@@ -214,6 +214,9 @@ struct Elab {
     NamedEntry *entries;
     uint32_t entry_count, entry_cap;
     unsigned depth;
+    Span user_call;            /* the innermost application being evaluated that the user wrote
+                                  (not the standard library's); zero span outside any */
+    const char *user_call_name;
     unsigned long long steps;
     size_t bytes_at_start; /* arena_total_bytes() when elaboration began */
     size_t byte_budget;    /* what evaluation may build (MAX_EVAL_STEPS' comment) */

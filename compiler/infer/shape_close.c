@@ -378,8 +378,11 @@ static const char *row_kind_field(int k) { return k == ROW_BATCH ? "b" : k == RO
 static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis, bool partly) {
     if (r->reported & (1u << kind)) return;
     r->reported |= (uint8_t)(1u << kind);
-    s->errors++;
     Span at = s->origins[r->decl].span;
+    /* A library layer's parameter left open after an error already reported is that error's
+     * consequence (the user cannot pin it anyway): one error, not two. */
+    if (s->errors > 0 && span_in_stdlib(at)) return;
+    s->errors++;
     if (axis)
         diag_error(at, "cannot infer the size of an %s axis of parameter '%s': you forgot to specify "
                    "a hidden dimension", row_kind_name(kind), r->name);
