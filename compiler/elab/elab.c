@@ -364,6 +364,13 @@ static void register_shapes(Elab *e) {
         case TENSOR_CONSTANT:
             shape_add_leaf(e->solver, &t->shape, LEAF_CONSTANT, "constant", 0);
             break;
+        case TENSOR_LITERAL:
+            /* `iota ()`: a leaf whose axis its use decides, closed up to the shape it meets as
+             * `ones ()` is (under a pointwise operation it would otherwise close to 1 and
+             * broadcast: `x + iota ()` adding 0). */
+            if (t->iota && !t->values) shape_add_leaf(e->solver, &t->shape, LEAF_CONSTANT, "constant", 0);
+            else shape_add_interior(e->solver, &t->shape);
+            break;
         default: shape_add_interior(e->solver, &t->shape); break;
         }
     }

@@ -3,7 +3,8 @@
 
 The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
 options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
-and embedding, linear, mlp, layer norm, attention, conv2d and conv1d (random stride,
+and embedding, linear and mlp (also over the last axis of a sequence), layer norm, attention
+(plain and causal, with its biases), a GPT-2 block, conv2d and conv1d (random stride,
 dilation and padding; plain, and grouped with random groups), the two pools, concat, split,
 pad, interleave, deinterleave and rope, at random shapes with random batch axes.  The forward
 value of each case is compared with NumPy's as well (gradcheck.py).
@@ -41,12 +42,16 @@ def layer_norm(x, gain, bias, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * gain + bias
 
 
-def attention(x, wq, wk, wv, wo):
-    """x: b, t, d; wq wk wv: h, k, d (memory order of d -> h, k); wo: d, h, k."""
-    q, k, v = (np.einsum("btd,hkd->bthk", x, w) for w in (wq, wk, wv))
+def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, causal=False):
+    """x: b, t, d; wq wk wv: h, k, d (memory order of d -> h, k); bq bk bv: h, k; wo: d, h, k;
+    bo: d.  Causal: position t sees the positions s <= t only."""
+    q, k, v = (np.einsum("btd,hkd->bthk", x, w) + b for w, b in ((wq, bq), (wk, bk), (wv, bv)))
     scores = np.einsum("bthk,bshk->bhts", q, k) / np.sqrt(wq.shape[1])
+    if causal:
+        t = x.shape[1]
+        scores = np.where(np.tril(np.ones((t, t), dtype=bool)), scores, -1e30)
     mixed = np.einsum("bhts,bshk->bthk", softmax(scores), v)
-    return np.einsum("bthk,dhk->btd", mixed, wo)
+    return np.einsum("bthk,dhk->btd", mixed, wo) + bo
 
 
 def windows(x, k, stride, dilation, padding, fill, kw=None):
@@ -140,10 +145,41 @@ def nn_cases(rng):
 
     # attention on n | t, d.
     heads, hd = int(rng.integers(1, 3)), int(rng.integers(2, 4))
+    attention_params = [("attention.wq", (heads, hd, f)), ("attention.bq", (heads, hd)),
+                        ("attention.wk", (heads, hd, f)), ("attention.bk", (heads, hd)),
+                        ("attention.wv", (heads, hd, f)), ("attention.bv", (heads, hd)),
+                        ("attention.wo", (f, heads, hd)), ("attention.bo", (f,))]
     cases.append(("Nn.attention", "attention ~heads:%d ~head_dim:%d () p0" % (heads, hd), attention,
-                  [(u((n, t, f)) * 0.5, "boo")],
-                  [("attention.wq", (heads, hd, f)), ("attention.wk", (heads, hd, f)),
-                   ("attention.wv", (heads, hd, f)), ("attention.wo", (f, heads, hd))], "boo"))
+                  [(u((n, t, f)) * 0.5, "boo")], attention_params, "boo"))
+    cases.append(("Nn.attention (causal)", "attention ~heads:%d ~head_dim:%d ~causal:true () p0" % (heads, hd),
+                  lambda *a: attention(*a, causal=True), [(u((n, t + 1, f)) * 0.5, "boo")],
+                  [(name.replace("attention.", "attention#2."), shape) for name, shape in attention_params], "boo"))
+    # linear and mlp over the last axis of a sequence n | t, f (the others kept).
+    cases.append(("Nn.linear (over last)", 'linear ~out:%d ~over:"last" () p0' % o, lambda x, w, b: x @ w.T + b,
+                  [(u((n, t, f)), "boo")], [("linear#2.w", (o, f)), ("linear#2.b", (o,))], "boo"))
+    cases.append(("Nn.mlp (over last)", '(mlp ~hidden:[%d] ~out:%d ~act:tanh ~over:"last" ()) p0' % (h, o),
+                  lambda x, w1, b1, w2, b2: np.tanh(x @ w1.T + b1) @ w2.T + b2,
+                  [(u((n, t, f)), "boo")],
+                  [("layer#2.w", (h, f)), ("layer#2.b", (h,)), ("rest#2.w", (o, h)), ("rest#2.b", (o,))],
+                  "boo"))
+    # a GPT-2 block (pre-norm, causal attention, GELU MLP of 4 f) on n | t, f, all its parameters.
+    def gelu(a):
+        return 0.5 * a * (1 + np.tanh(0.7978845608028654 * (a + 0.044715 * a ** 3)))
+
+    def gpt_block(x, g1, c1, wq, bq, wk, bk, wv, bv, wo, bo, g2, c2, w1, b1, w2, b2):
+        h = x + attention(layer_norm(x, g1, c1), wq, bq, wk, bk, wv, bv, wo, bo, causal=True)
+        return h + gelu(layer_norm(h, g2, c2) @ w1.T + b1) @ w2.T + b2
+    bf = heads * int(rng.integers(1, 3))
+    cases.append(("Nn.gpt_block", "(gpt_block ~dim:%d ~heads:%d ()) p0" % (bf, heads), gpt_block,
+                  [(u((n, t, bf)) * 0.5, "boo")],
+                  [("ln1.gain", (bf,)), ("ln1.bias", (bf,)),
+                   ("attn.wq", (heads, bf // heads, bf)), ("attn.bq", (heads, bf // heads)),
+                   ("attn.wk", (heads, bf // heads, bf)), ("attn.bk", (heads, bf // heads)),
+                   ("attn.wv", (heads, bf // heads, bf)), ("attn.bv", (heads, bf // heads)),
+                   ("attn.wo", (bf, heads, bf // heads)), ("attn.bo", (bf,)),
+                   ("ln2.gain", (bf,)), ("ln2.bias", (bf,)),
+                   ("layer#3.w", (4 * bf, bf)), ("layer#3.b", (4 * bf,)), ("rest#3.w", (bf, 4 * bf)), ("rest#3.b", (bf,))],
+                  "boo"))
 
     # conv2d (stride, dilation, padding drawn) with its kernel (memory order oc, kh, kw, c) and
     # bias on n | h, w, c; the pools on cells 0.05 apart (no ties in a window's maximum).
