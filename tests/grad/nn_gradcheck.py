@@ -127,6 +127,12 @@ def nn_cases(rng):
     cases.append(("Nn.embedding", "p0 *. embedding ~vocab:%d ~dim:%d () %s" % (classes, d, literal(ids, "b")),
                   lambda a, table: a * table.T[ids.astype(int)],
                   [(u((n, d)), "bo")], [("embedding.table", (d, classes))], "bo"))
+    # tied weights: one table (vocab -> d, memory order d, vocab) read by the embedding and by the
+    # output head (unembed); its gradient is the sum of both uses.
+    tied = u((d, classes))
+    cases.append(("Nn.embedding + unembed (tied)",
+                  "unembed p0 (embedding ~vocab:%d ~dim:%d ~table:p0 () %s)" % (classes, d, literal(ids, "b")),
+                  lambda tab: onehot @ tab.T @ tab, [(tied, "oi")], [], "bo"))
 
     # linear and mlp: x : n | i.
     i, o = rand_shape(rng, 2)
