@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""schedules.py — Train.linear_schedule / cosine_schedule / step_schedule against NumPy.
+"""schedules.py — Train.linear_schedule / cosine_schedule / step_schedule / warmup_cosine_schedule
+against NumPy.
 
-One program prints, at every epoch of a loop over an index symbol, the three schedules (with
+One program prints, at every epoch of a loop over an index symbol, the four schedules (with
 TSR_PRINT_EXACT=1, every float32 in full), and trains a weight with Train.sgd whose ~lr is the
 cosine schedule of the epoch; NumPy computes the same formulas in float64 and the same SGD steps
 in float32.  Relative tolerance 1e-5 for the schedules and the weights.  Run with the reference
@@ -14,13 +15,14 @@ PROGRAM = """index epoch : %d
 let%%op lin = Train.linear_schedule ~lr:0.1 ~final:0.01 ~steps:%d (!@epoch)
 let%%op cosine = Train.cosine_schedule ~lr:0.1 ~final:0.001 ~steps:%d (!@epoch)
 let%%op stepped = Train.step_schedule ~lr:0.1 ~gamma:0.5 ~every:4 ~steps:%d (!@epoch)
+let%%op warm = Train.warmup_cosine_schedule ~lr:0.1 ~final:0.01 ~warmup:3 ~steps:%d (!@epoch)
 let%%op x = [| [1.; 2.]; [3.; -1.] |]
 let%%op w = { w = [ (0.5, -0.25) ] }
 let%%op loss = ((w * x) *. (w * x)) ++ "... | ... -> ... => 0"
-routine schedules = lin.forward; cosine.forward; stepped.forward
+routine schedules = lin.forward; cosine.forward; stepped.forward; warm.forward
 routine train = Train.step loss ~update:(Train.sgd ~lr:(Train.cosine_schedule ~lr:0.05 ~steps:%d (!@epoch)))
-main = for epoch = 0 to %d do run schedules; run train; print "%%.9g %%.9g %%.9g" lin cosine stepped; print w done
-""" % ((EPOCHS,) * 5 + (EPOCHS - 1,))
+main = for epoch = 0 to %d do run schedules; run train; print "%%.9g %%.9g %%.9g %%.9g" lin cosine stepped warm; print w done
+""" % ((EPOCHS,) * 6 + (EPOCHS - 1,))
 
 X = np.array([[1, 2], [3, -1]], np.float32)
 
@@ -30,7 +32,9 @@ def expected():
     for e in range(EPOCHS):
         rows.append([0.1 + (0.01 - 0.1) * e / EPOCHS,
                      0.001 + 0.5 * (0.1 - 0.001) * (1 + math.cos(math.pi * e / EPOCHS)),
-                     0.1 * 0.5 ** (e // 4)])
+                     0.1 * 0.5 ** (e // 4),
+                     0.1 * (e + 1) / 3 if e < 3 else
+                     0.01 + 0.5 * (0.1 - 0.01) * (1 + math.cos(math.pi * (e - 3) / (EPOCHS - 3)))])
         lr = np.float32(0.5 * 0.05 * (1 + math.cos(math.pi * e / EPOCHS)))
         w = w - lr * (2 * (w @ X.T) @ X)
         ws.append(w.copy())
