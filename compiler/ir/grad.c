@@ -19,7 +19,10 @@
  *     A backward assignment is a slot-permuted view of the forward one: `g1` is addressed
  *     through slot 1, the index map by which the forward assignment read operand 1, so backward
  *     code needs no projection inference of its own.  A slice `r = x @| i` gives `x.grad =+ r.grad` under the
- *     slice's record; a stack gives `e_k.grad =+ r.grad` under element k's record.  A t of
+ *     slice's record; a stack gives `e_k.grad =+ r.grad` under element k's record.  Before
+ *     them, the gradient of every computed tensor of the graph (not t's, not a parameter's, not
+ *     one the routine wrote earlier) is set to 0: only parameters' gradients accumulate across
+ *     backprops, as PyTorch's leaves do, so micro-batches can be accumulated.  A t of
  *     one cell is seeded first (`t.grad =: 1`) unless the routine assigned t.grad before the
  *     statement (the caller says which); a larger t is never seeded: its seed is the program's.
  *   Errors: an operation that needs a gradient whose operator has no backward block; a
@@ -156,7 +159,7 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
         }
 }
 
-void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *out) {
+void grad_backprop(Builder *b, Tensor *t, bool may_seed, const bool *written, Span span, AssignList *out) {
     uint32_t count;
     Tensor **graph = graph_of(b, t, &count);
     if (may_seed && needs_grad(b, t) && one_cell(b, t)) {
@@ -164,5 +167,20 @@ void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *
         if (!seed) return;
         push_assignment(b->ir->arena, out, seed);
     }
-    backward_pass(b, t, graph, count, reached_marks(b), out);
+    bool *reached = reached_marks(b);
+    AssignList backward = {0};
+    backward_pass(b, t, graph, count, reached, &backward);
+    /* Only a parameter's gradient accumulates from one backprop to the next (PyTorch's leaves):
+     * the gradient of every tensor computed in the graph starts from 0 here, so that two backprops
+     * without zero_grads between them (gradient accumulation over micro-batches) add the two
+     * parameter gradients rather than propagating the first pass's interior gradients twice.
+     * t's own gradient is the seed; one the routine wrote before this statement is kept. */
+    for (uint32_t i = 0; i < count && !b->failed; i++) {
+        Tensor *n = graph[i];
+        if (n == t || n->kind == TENSOR_PARAM || !needs_grad(b, n) || !reached[n->id] || (written && written[n->id]))
+            continue;
+        Assignment *a = fill_assignment(b, n, 0.0, span, "backprop (fresh gradient)");
+        if (a) push_assignment(b->ir->arena, out, a);
+    }
+    for (uint32_t i = 0; i < backward.count; i++) push_assignment(b->ir->arena, out, backward.items[i]);
 }

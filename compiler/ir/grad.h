@@ -12,7 +12,9 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
 
 /* Appends to `out` the backward assignments of t's graph, users before operands.  With
  * `may_seed` (the routine has not assigned t.grad before this statement), a t of one cell that
- * needs a gradient is seeded first: `t.grad =: 1`. */
-void grad_backprop(Builder *b, Tensor *t, bool may_seed, Span span, AssignList *out);
+ * needs a gradient is seeded first: `t.grad =: 1`.  The gradients of the graph's computed
+ * tensors start from 0 (parameters' accumulate), except those marked in `written` (by tensor id;
+ * NULL: none), which the routine assigned before this statement. */
+void grad_backprop(Builder *b, Tensor *t, bool may_seed, const bool *written, Span span, AssignList *out);
 
 #endif

@@ -37,10 +37,12 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
         if (step->kind == STEP_ZERO_GRADS) {
             grad_zero(b, step->tensor, step->span, out);
         } else if (step->kind == STEP_BACKPROP) {
-            bool seeded = false; /* by the routine itself: `t.grad =: …` before this statement */
-            for (uint32_t k = 0; k < s && !seeded; k++)
-                seeded = r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad && r->steps[k].tensor == step->tensor;
-            grad_backprop(b, step->tensor, !seeded, step->span, out);
+            /* The gradients the routine itself assigned before this statement (`t.grad =: …`):
+             * t's is its seed, and none of them is reset. */
+            bool *written = arena_alloc(arena, (b->program->tensor_count + 1) * sizeof *written);
+            for (uint32_t k = 0; k < s; k++)
+                if (r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad) written[r->steps[k].tensor->id] = true;
+            grad_backprop(b, step->tensor, !written[step->tensor->id], written, step->span, out);
         } else {
             b->generation++;
             if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
