@@ -57,7 +57,7 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     printf("  %-22s seed of parameter initialisation, 'shuffle' and dropout (default %" PRIu64 ")\n", "--seed N",
            default_seed);
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
-    printf("  %-22s %s\n", "--load PATH", "read the parameters from checkpoint PATH (.npz) before main runs");
+    printf("  %-22s %s\n", "--load PATH", "read the parameters and training state from checkpoint PATH (.npz) before main runs");
     if (tsr_model_data_field(m, 0)) {
         printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy, or .csv), of the same shape;");
         printf("  %-22s NAME is one of:", "");

@@ -1,5 +1,11 @@
 /* checkpoint.c — a model's parameters as a NumPy .npz file (docs/runtime.md §14).
  *
+ * A checkpoint of every parameter (no list) holds the training state too: every state tensor of
+ * code (TSR_BUFFER_FLAG_STATE: optimisers' moments and step counts) and the run counters
+ * (tsrc.runs, tsrc.shuffles), so that a run loading it continues the run that saved it; on
+ * loading, state arrays and counters the file lacks are left as they are, the counters only move
+ * forward, and the shuffles are replayed (shuffle.c) to put the data in the saved run's order.
+ *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
  * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32, C order, the shape
  * the buffer has in memory (the dims of the generated header); members are stored without
@@ -61,14 +67,15 @@ static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n) {
     return ~crc;
 }
 
-/* The buffers a checkpoint holds: the listed ones, or (none listed) every parameter. */
+/* The buffers a checkpoint holds: the listed ones, or (none listed) every parameter and every
+ * state tensor of code (an optimiser's moments and step counts: the training state). */
 static bool chosen(const tsr_state *s, const uint32_t *buffers, uint32_t count, uint32_t b) {
     uint32_t rank;
     const int64_t *dims;
     int64_t cells;
     uint8_t kind;
     if (!tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) || !s->buffers[b]) return false;
-    if (count == 0) return kind == TSR_BUF_PARAM;
+    if (count == 0) return kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(s->model, b);
     for (uint32_t i = 0; i < count; i++)
         if (buffers[i] == b) return true;
     return false;
@@ -148,7 +155,71 @@ static void put_entry(Writer *w, const Member *m, bool central) {
     put(w, m->name, name_len);
 }
 
-/* Write the members and the directory; TSR_OK or an error naming the file. */
+/* One member NAME.npy: a float32 array of shape `dims` holding `values`; TSR_OK or an error. */
+static int put_array(Writer *w, const char *path, const char *name, const float *values, uint32_t rank,
+                     const int64_t *dims, int64_t cells, Member *members, uint32_t *member_count) {
+    char header[512];
+    size_t header_len = npy_header(header, sizeof header, rank, dims);
+    uint64_t size = header_len + (uint64_t)cells * 4;
+    if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
+        return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
+                         path, name);
+    Member *m = &members[(*member_count)++];
+    if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    sprintf(m->name, "%s.npy", name);
+    m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len), (const unsigned char *)values,
+                          (size_t)cells * 4);
+    m->size = (uint32_t)size;
+    m->offset = (uint32_t)w->offset;
+    put_entry(w, m, false);
+    put(w, header, header_len);
+    put(w, values, (size_t)cells * 4);
+    return TSR_OK;
+}
+
+/* The run counters of a training checkpoint: the state's routine runs (the random numbers'
+ * counter) and each shuffle's runs (its permutation's), as float32 pairs (high, low) of 24 bits
+ * each, exact up to 2^48 runs. */
+enum { COUNTER_BITS = 24 };
+static const char RUNS_ARRAY[] = "tsrc.runs", SHUFFLES_ARRAY[] = "tsrc.shuffles";
+
+static uint32_t shuffle_count(const tsr_state *s) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; tsr_model_action(s->model, k); k++) n += tsr_model_action(s->model, k)->kind == TSR_ACTION_SHUFFLE;
+    return n;
+}
+
+static void counter_pair(uint64_t runs, float *out) {
+    out[0] = (float)(runs >> COUNTER_BITS);
+    out[1] = (float)(runs & ((1u << COUNTER_BITS) - 1));
+}
+
+static int put_counters(tsr_state *s, Writer *w, const char *path, Member *members, uint32_t *member_count) {
+    uint64_t limit = (uint64_t)1 << (2 * COUNTER_BITS);
+    float runs[2];
+    if (s->runs >= limit) return tsr_error(TSR_ERR_IO, "checkpoint '%s': more than 2^48 routine runs", path);
+    counter_pair(s->runs, runs);
+    int64_t dims[2] = {2, 2};
+    int status = put_array(w, path, RUNS_ARRAY, runs, 1, dims, 2, members, member_count);
+    uint32_t n = shuffle_count(s);
+    if (status != TSR_OK || n == 0) return status;
+    float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
+    if (!pairs) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    uint32_t j = 0;
+    for (uint32_t k = 0; tsr_model_action(s->model, k); k++) {
+        const tsr_action *a = tsr_model_action(s->model, k);
+        if (a->kind != TSR_ACTION_SHUFFLE) continue;
+        if (a->runs >= limit) status = tsr_error(TSR_ERR_IO, "checkpoint '%s': more than 2^48 shuffles", path);
+        counter_pair(a->runs, pairs + 2 * j++);
+    }
+    dims[0] = n;
+    if (status == TSR_OK) status = put_array(w, path, SHUFFLES_ARRAY, pairs, 2, dims, (int64_t)n * 2, members, member_count);
+    free(pairs);
+    return status;
+}
+
+/* Write the members and the directory; TSR_OK or an error naming the file.  A checkpoint of
+ * every parameter (count 0) also holds the training state and the run counters. */
 static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32_t *buffers, uint32_t count,
                          Member *members, uint32_t *member_count) {
     uint32_t n = tsr_model_buffer_count(s->model);
@@ -159,25 +230,15 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
         int64_t cells;
         uint8_t kind;
         tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
-        const char *name = tsr_model_buffer_name(s->model, b);
-        char header[512];
-        size_t header_len = npy_header(header, sizeof header, rank, dims);
-        uint64_t size = header_len + (uint64_t)cells * 4;
-        if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
-            return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
-                             path, name);
         int status = tsr_buffer_to_host(s, b, false); /* a GPU state's newest values */
+        if (status == TSR_OK)
+            status = put_array(w, path, tsr_model_buffer_name(s->model, b), s->buffers[b], rank, dims, cells, members,
+                               member_count);
         if (status != TSR_OK) return status;
-        Member *m = &members[(*member_count)++];
-        if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
-        sprintf(m->name, "%s.npy", name);
-        m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len),
-                              (const unsigned char *)s->buffers[b], (size_t)cells * 4);
-        m->size = (uint32_t)size;
-        m->offset = (uint32_t)w->offset;
-        put_entry(w, m, false);
-        put(w, header, header_len);
-        put(w, s->buffers[b], (size_t)cells * 4);
+    }
+    if (count == 0) {
+        int status = put_counters(s, w, path, members, member_count);
+        if (status != TSR_OK) return status;
     }
     uint64_t directory = w->offset;
     for (uint32_t i = 0; i < *member_count; i++) put_entry(w, &members[i], true);
@@ -232,7 +293,7 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
         return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is %s", path,
                          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     uint32_t n = tsr_model_buffer_count(s->model);
-    Member *members = calloc((size_t)n + 1, sizeof *members);
+    Member *members = calloc((size_t)n + 3, sizeof *members); /* the buffers and the two counters */
     if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
     char *partial = NULL;
     int fd = create_beside(path, &partial);
@@ -341,7 +402,12 @@ static int read_directory(Archive *a) {
 
 /* The bytes of member NAME.npy (malloc'd into *data): found through the directory, sizes
  * checked against the file and against `limit`, the CRC checked. */
-static int read_member(const Archive *a, const char *name, uint64_t limit, unsigned char **data, size_t *len) {
+/* Member NAME.npy into *data (malloc'd) and *len.  With `optional`, a member the archive does not
+ * have is TSR_OK with *data NULL. */
+static int read_member(const Archive *a, const char *name, uint64_t limit, bool optional, unsigned char **data,
+                       size_t *len) {
+    *data = NULL;
+    *len = 0;
     const unsigned char *d = a->directory;
     size_t want = strlen(name), at = 0;
     for (uint32_t i = 0; i < a->entries; i++) {
@@ -385,12 +451,53 @@ static int read_member(const Archive *a, const char *name, uint64_t limit, unsig
         *len = stored;
         return TSR_OK;
     }
+    if (optional) return TSR_OK;
     return tsr_error(TSR_ERR_DATA, "checkpoint '%s' has no array '%s'", a->path, name);
 }
 
 /* The most bytes a .npy member of `cells` cells can hold: the largest header data.c reads and
  * 8 bytes a cell (float64, int64). */
 static uint64_t member_limit(int64_t cells) { return 16 + (1u << 20) + (uint64_t)cells * 8; }
+
+/* One counter from its pair (high, low): whole numbers below 2^24 each, or an error. */
+static int counter_of(const float *pair, const char *path, const char *array, uint64_t *out) {
+    for (int i = 0; i < 2; i++)
+        if (!(pair[i] >= 0 && pair[i] < (float)(1u << COUNTER_BITS) && pair[i] == (float)(uint32_t)pair[i]))
+            return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' does not hold run counters", path, array);
+    *out = (uint64_t)pair[0] << COUNTER_BITS | (uint64_t)pair[1];
+    return TSR_OK;
+}
+
+/* The run counters of a training checkpoint, when it has them (a checkpoint of parameters only
+ * leaves them as they are): the routine runs into *runs, the shuffles' into *shuffles (malloc'd,
+ * one per SHUFFLE action in order; NULL when the archive has none). */
+static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, uint64_t **shuffles) {
+    unsigned char *data = NULL;
+    size_t len = 0;
+    float pair[2];
+    int64_t dims[2] = {2, 2};
+    int status = read_member(a, RUNS_ARRAY, member_limit(2), true, &data, &len);
+    if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, pair, 1, dims, a->path, RUNS_ARRAY);
+    if (status == TSR_OK && data) status = counter_of(pair, a->path, RUNS_ARRAY, runs);
+    free(data);
+    uint32_t n = shuffle_count(s);
+    if (status != TSR_OK || n == 0) return status;
+    status = read_member(a, SHUFFLES_ARRAY, member_limit((int64_t)n * 2), true, &data, &len);
+    if (status != TSR_OK || !data) return status;
+    float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
+    *shuffles = calloc(n, sizeof **shuffles);
+    dims[0] = n;
+    if (!pairs || !*shuffles) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
+    if (status == TSR_OK) status = tsr_load_npy_member(data, len, pairs, 2, dims, a->path, SHUFFLES_ARRAY);
+    for (uint32_t j = 0; j < n && status == TSR_OK; j++) status = counter_of(pairs + 2 * j, a->path, SHUFFLES_ARRAY, &(*shuffles)[j]);
+    free(pairs);
+    free(data);
+    if (status != TSR_OK) {
+        free(*shuffles);
+        *shuffles = NULL;
+    }
+    return status;
+}
 
 int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
@@ -411,13 +518,30 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         const char *name = tsr_model_buffer_name(s->model, b);
         unsigned char *data = NULL;
         size_t len = 0;
-        status = read_member(&archive, name, member_limit(cells), &data, &len);
-        if (status == TSR_OK && !(fresh[b] = tsr_alloc_floats(cells))) status = TSR_ERR_NOMEM;
-        if (status == TSR_OK) status = tsr_load_npy_member(data, len, fresh[b], rank, dims, path, name);
+        /* A training state array may be missing (a checkpoint of parameters only, from numpy.savez
+         * or an older tsrc): that state starts where it is. */
+        bool optional = count == 0 && tsr_model_buffer_is_state(s->model, b);
+        status = read_member(&archive, name, member_limit(cells), optional, &data, &len);
+        if (status == TSR_OK && data && !(fresh[b] = tsr_alloc_floats(cells))) status = TSR_ERR_NOMEM;
+        if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, fresh[b], rank, dims, path, name);
         free(data);
     }
+    uint64_t runs = s->runs;
+    uint64_t *shuffles = NULL;
+    if (count == 0 && status == TSR_OK) status = read_counters(s, &archive, &runs, &shuffles);
     for (uint32_t b = 0; fresh && b < n && status == TSR_OK; b++) /* a GPU state: the host copies are changed */
         if (fresh[b]) status = tsr_buffer_to_host(s, b, true);
+    /* The run counters move forward only (resuming a run: the checkpoint's counts are at least
+     * this state's).  The data sets' rows are put in the order the saved run had reached by
+     * replaying its shuffles, which depend on the counts alone. */
+    if (status == TSR_OK && runs > s->runs) s->runs = runs;
+    for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && tsr_model_action(s->model, k); k++) {
+        tsr_action *a = tsr_model_action(s->model, k);
+        if (a->kind != TSR_ACTION_SHUFFLE) continue;
+        while (status == TSR_OK && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
+        j++;
+    }
+    free(shuffles);
     for (uint32_t b = 0; fresh && b < n; b++) {
         if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */
             uint32_t rank;

@@ -67,7 +67,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   str module
  *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, above; the CPU they were read from)
  *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
- *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 0;
+ *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
  *                        u32 field_count; u32 buffer[field_count] }
@@ -107,9 +107,13 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * and a buffer whose dims[0] is negative has that run-time length, the value of symbol
  * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol).  Version 9
  * added the CPU: the extensions the object's native code may use, which the reader checks
- * against the running CPU (cpu.c) before anything runs; none for the reference executor. */
+ * against the running CPU (cpu.c) before anything runs; none for the reference executor.
+ * Version 10 put the buffer's flags in the byte after is_virtual (TSR_BUFFER_FLAG_STATE). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 9u
+#define TSR_IMAGE_VERSION 10u
+/* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
+ * which a checkpoint of every parameter holds too (checkpoint.c). */
+#define TSR_BUFFER_FLAG_STATE 1u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

@@ -68,6 +68,9 @@ typedef struct tsr_series {
 tsr_action *tsr_model_action(const tsr_model *model, uint32_t k);
 /* Series `k` of the model (there is one per number RECORD and PLOT name), or NULL. */
 tsr_series *tsr_model_series(const tsr_model *model, uint32_t k);
+/* Whether buffer `buffer` is a state tensor of code (TSR_BUFFER_FLAG_STATE: an optimiser's
+ * moments or step count), which a checkpoint of every parameter holds too. */
+bool tsr_model_buffer_is_state(const tsr_model *model, uint32_t buffer);
 /* The shape of buffer `buffer` (memory order) and its kind; false past the last buffer. */
 bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *rank, const int64_t **dims,
                             int64_t *cells, uint8_t *kind);
@@ -81,6 +84,9 @@ int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buff
  * array. */
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, float *out, uint32_t rank, const int64_t *dims,
                         const char *archive, const char *array);
+/* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
+ * its run number a->runs, then count the run. */
+int tsr_shuffle(tsr_state *state, tsr_action *a);
 /* Take a progress bar off the terminal before something else is printed (steps.c). */
 void tsr_progress_hide(void);
 

@@ -251,8 +251,10 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->kind = u8(&r);
         b->init = u8(&r);
         b->is_virtual = u8(&r);
-        u8(&r);
-        if (b->kind >= TSR_BUF_KIND_COUNT || b->init >= TSR_INIT_KIND_COUNT || b->is_virtual > 1) r.bad = true;
+        b->flags = u8(&r);
+        if (b->kind >= TSR_BUF_KIND_COUNT || b->init >= TSR_INIT_KIND_COUNT || b->is_virtual > 1 ||
+            (b->flags & ~TSR_BUFFER_FLAG_STATE))
+            r.bad = true;
         b->rank = count(&r, 8);
         b->dims = calloc(b->rank + 1, sizeof *b->dims);
         if (!b->dims) r.bad = true;
@@ -406,6 +408,9 @@ const tsr_gpu_section *tsr_model_gpu(const tsr_model *m) { return m ? m->gpu : N
 tsr_gpu *tsr_state_gpu(const tsr_state *s) { return s && s->model ? s->model->device : NULL; }
 tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }
 tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
+bool tsr_model_buffer_is_state(const tsr_model *m, uint32_t buffer) {
+    return m && buffer < m->buffer_count && !m->buffers[buffer].is_virtual && (m->buffers[buffer].flags & TSR_BUFFER_FLAG_STATE);
+}
 bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank, const int64_t **dims, int64_t *cells,
                             uint8_t *kind) {
     if (!m || buffer >= m->buffer_count) return false;

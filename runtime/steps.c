@@ -7,13 +7,7 @@
  * the same thing and print exactly the same bytes.
  *
  *   SAVE, LOAD   checkpoint.c, with the statement's file and buffers.
- *   SHUFFLE      permutes the rows of a data item: the cells of its batch axes taken together
- *                (for `half_moons ~batches:n`, every example across every batch), each field
- *                by the same permutation, as every field of every item of `shuffle (a, b)`.
- *                The permutation is a Fisher–Yates shuffle drawn from the counter-based RNG:
- *                a function of the seed, the (first) data item and how many times this
- *                statement has run, so it is the same in both executors and for any thread
- *                count, and each epoch gets a new one.
+ *   SHUFFLE      shuffle.c: permutes the rows of a data item (a new permutation each run).
  *   RECORD       appends cell 0 of a tensor to a series; PLOT draws a series as an ASCII line
  *                plot on standard output (deterministic: only the recorded numbers decide it).
  *   PROGRESS     a bar on standard error: on a terminal one self-updating line with the count,
@@ -34,62 +28,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-/* ---- Shuffle -------------------------------------------------------------------------------------- */
-
-/* The RNG stream of the shuffles of data set `set` (apart from the generators' streams). */
-static uint32_t shuffle_stream(int64_t set) { return 0x73680000u + (uint32_t)(set & 0xffff); }
-
-/* The cells of buffer `b` (0 for a buffer the image does not have). */
-static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
-    uint32_t rank;
-    const int64_t *dims;
-    int64_t cells;
-    uint8_t kind;
-    return tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) ? cells : 0;
-}
-
-static int shuffle(tsr_state *s, tsr_action *a) {
-    int64_t rows = a->rows, widest = 0;
-    if (rows < 0) { /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
-        uint32_t rank;
-        const int64_t *dims;
-        int64_t cells;
-        uint8_t kind;
-        if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0)
-            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
-        if (rows == INT64_MIN || (dims[0] && -rows > INT64_MAX / dims[0]))
-            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's row count is out of range", a->text);
-        rows = -rows * dims[0];
-        if (rows == 0) return TSR_OK;
-    }
-    for (uint32_t f = 0; f < a->ref_count; f++) {
-        int64_t cells = buffer_cells(s, a->refs[f]);
-        if (!s->buffers[a->refs[f]] || cells % rows != 0)
-            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
-        if (cells / rows > widest) widest = cells / rows;
-        int status = tsr_buffer_to_host(s, a->refs[f], true); /* a GPU state: rows move on the host */
-        if (status != TSR_OK) return status;
-    }
-    float *row = tsr_alloc_floats(widest ? widest : 1);
-    if (!row) return TSR_ERR_NOMEM;
-    uint64_t base = a->runs++ * (uint64_t)rows;
-    for (int64_t i = rows - 1; i > 0; i--) {
-        int64_t j = (int64_t)(tsr_rng_unit(s->seed, shuffle_stream(a->value), base + (uint64_t)i) * (double)(i + 1));
-        if (j > i) j = i;
-        if (j == i) continue;
-        for (uint32_t f = 0; f < a->ref_count; f++) {
-            int64_t cells = buffer_cells(s, a->refs[f]);
-            size_t width = (size_t)(cells / rows) * sizeof(float);
-            float *data = s->buffers[a->refs[f]];
-            memcpy(row, data + i * (cells / rows), width);
-            memcpy(data + i * (cells / rows), data + j * (cells / rows), width);
-            memcpy(data + j * (cells / rows), row, width);
-        }
-    }
-    tsr_free(row);
-    return TSR_OK;
-}
 
 /* ---- Series: record and plot ------------------------------------------------------------------------- */
 
@@ -254,7 +192,7 @@ int tsr_state_action(tsr_state *s, uint32_t action) {
     switch (a->kind) {
     case TSR_ACTION_SAVE: return tsr_checkpoint_save(s, a->text, a->refs, a->ref_count);
     case TSR_ACTION_LOAD: return tsr_checkpoint_load(s, a->text, a->refs, a->ref_count);
-    case TSR_ACTION_SHUFFLE: return shuffle(s, a);
+    case TSR_ACTION_SHUFFLE: return tsr_shuffle(s, a);
     case TSR_ACTION_RECORD: return record(s, a);
     case TSR_ACTION_PLOT:
         tsr_progress_hide();

@@ -405,6 +405,9 @@ add_summary "native: run-time sizes, object and executables" $? "$TMP/sizes.out"
 # docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
 sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1
 add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/excp.out"
+# Training that resumes: N epochs = K epochs, save, a fresh process with --load, N - K epochs.
+sh tests/native/resume.sh "$TSRC" "$PYTHON" >"$TMP/resume.out" 2>&1
+add_summary "native: a resumed run continues the run it resumes" $? "$TMP/resume.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&

@@ -171,6 +171,7 @@ static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
     if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return NULL;
     Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
     t->name = first->name;
+    t->subject = e->code_subject;
     OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
     for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_fresh_row(e->solver, o);
     return t;
@@ -281,12 +282,20 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     }
     Closure *c = copy_closure(e, v->as.closure);
     if (!finish_code(e, c, n->span)) return;
+    /* An optimiser's last argument is the parameter it updates: the state tensors of its body
+     * (Adam's m, v, t) are named after that parameter ("layer.w.m"), so a checkpoint's arrays say
+     * whose they are.  Nested code keeps the subject of the code around it unless it has its own. */
+    Tensor *saved_subject = e->code_subject;
+    const Node *last = c->param_count ? c->params[c->param_count - 1] : NULL;
+    Value *arg = last && last->name ? lookup(e, c->env, last->name) : NULL;
+    if (arg && arg->kind == V_TENSOR && arg->as.tensor->kind == TENSOR_PARAM) e->code_subject = arg->as.tensor;
     if (++e->depth > MAX_EVAL_DEPTH) {
         diag_error(n->span, "code is nested too deeply (more than %d calls)", MAX_EVAL_DEPTH);
     } else {
         elab_code(e, r, c->body, c->env);
     }
     e->depth--;
+    e->code_subject = saved_subject;
 }
 
 /* Elaborates the statements of `n` into r; returns the environment for the statements after it

@@ -348,6 +348,12 @@ static void assign_names(Elab *e) {
         ARENA_PUSH(e->arena, p->named, p->named_count, p->named_cap, ne->tensor);
         ARENA_PUSH(e->arena, p->shown_names, c, cap, shown);
     }
+    /* A state tensor of an optimiser is named after the parameter it serves: layer.w.m. */
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        Tensor *t = p->tensors[i];
+        if (t->kind == TENSOR_STATE && t->subject && t->subject->shown && t->name && !t->shown)
+            t->shown = unique(e, &names, arena_printf(e->arena, "%s.%s", t->subject->shown, t->name));
+    }
 }
 
 /* ---- Driver -------------------------------------------------------------------------------- */

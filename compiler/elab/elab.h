@@ -74,6 +74,8 @@ struct Tensor {
     bool iota;         /* TENSOR_LITERAL of `iota ()`: 0, 1, 2, … along its one axis, whose size is
                         * inferred (values NULL until assign.c knows the size) */
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
+    const Tensor *subject; /* TENSOR_STATE: the parameter the code that made it updates (an
+                            * optimiser's last argument), or NULL; it is named after it */
     RandomInit random; /* TENSOR_PARAM without an initial tensor: how its cells are drawn */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
     uint32_t index_range;

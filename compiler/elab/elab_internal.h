@@ -214,6 +214,9 @@ struct Elab {
     NamedEntry *entries;
     uint32_t entry_count, entry_cap;
     unsigned depth;
+    Tensor *code_subject;      /* the parameter the code being elaborated updates (the last
+                                  argument of the innermost let%cd function applied, when it is
+                                  a parameter), or NULL: state tensors are named after it */
     Span user_call;            /* the innermost application being evaluated that the user wrote
                                   (not the standard library's); zero span outside any */
     const char *user_call_name;

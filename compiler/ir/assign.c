@@ -569,6 +569,7 @@ void build_tensor(Builder *b, Tensor *t) {
     case TENSOR_STATE: {
         IrBuffer *buf = buffer_of(b, (TNode){t, false});
         buf->keep = true;
+        buf->training_state = true;
         buf->init = INIT_FILL;
         buf->fill = 0;
         break;

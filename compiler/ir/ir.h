@@ -130,6 +130,8 @@ typedef struct IrBuffer {
                            * tensor's gradient, which `=+` accumulates): not virtualised, unless
                            * every function overwrites it before reading it (opt.c) */
     bool is_virtual;      /* inlined into its readers: no storage */
+    bool training_state;  /* a state tensor of code (`{ m } =: …`: an optimiser's moments, its step
+                           * count): a checkpoint of every parameter holds it too (image flag) */
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */
     bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */

@@ -1,6 +1,6 @@
 /* fuzz_image.c — libFuzzer target over the runtime's model image reader (runtime/model.c).
  *
- * The checksum (runtime/internal.h) refuses a damaged image before anything else is read, so a
+ * The checksum (runtime/image_format.h) refuses a damaged image before anything else is read, so a
  * fuzzer that flips bytes of an image only ever meets that check.  This target recomputes the
  * checksum after its changes, so that every table of the image is read as if a compiler had
  * written it: what is tested is that an image with a valid checksum but crafted contents is

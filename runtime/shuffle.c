@@ -1,0 +1,72 @@
+/* shuffle.c — the SHUFFLE statement of `main`: a permutation of the rows of a data item, the
+ * cells of its batch axes taken together (for `half_moons ~batches:n`, every example across every
+ * batch), each field by the same permutation, as every field of every item of `shuffle (a, b)`.
+ * The permutation is a Fisher–Yates shuffle drawn from the counter-based RNG: a function of the
+ * seed, the (first) data item and how many times the statement has run (tsr_action.runs), so it
+ * is the same in both executors and for any thread count, and each epoch gets a new one.  Since
+ * the rows' order after k runs depends on nothing else, a checkpoint that records k lets a
+ * resumed run replay the k shuffles on freshly read data and continue in the same order.
+ *
+ * Called by steps.c (the statement) and checkpoint.c (the replay); calls down into the model and
+ * the RNG only.  A GPU state's fields are moved on the host (tsr_buffer_to_host).
+ *
+ * Requires: a state whose data sets are produced. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The RNG stream of the shuffles of data set `set` (apart from the generators' streams). */
+static uint32_t shuffle_stream(int64_t set) { return 0x73680000u + (uint32_t)(set & 0xffff); }
+
+/* The cells of buffer `b` (0 for a buffer the image does not have). */
+static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+    uint8_t kind;
+    return tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) ? cells : 0;
+}
+
+int tsr_shuffle(tsr_state *s, tsr_action *a) {
+    int64_t rows = a->rows, widest = 0;
+    if (rows < 0) { /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0)
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
+        if (rows == INT64_MIN || (dims[0] && -rows > INT64_MAX / dims[0]))
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's row count is out of range", a->text);
+        rows = -rows * dims[0];
+        if (rows == 0) return TSR_OK;
+    }
+    for (uint32_t f = 0; f < a->ref_count; f++) {
+        int64_t cells = buffer_cells(s, a->refs[f]);
+        if (!s->buffers[a->refs[f]] || cells % rows != 0)
+            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
+        if (cells / rows > widest) widest = cells / rows;
+        int status = tsr_buffer_to_host(s, a->refs[f], true); /* a GPU state: rows move on the host */
+        if (status != TSR_OK) return status;
+    }
+    float *row = tsr_alloc_floats(widest ? widest : 1);
+    if (!row) return TSR_ERR_NOMEM;
+    uint64_t base = a->runs++ * (uint64_t)rows;
+    for (int64_t i = rows - 1; i > 0; i--) {
+        int64_t j = (int64_t)(tsr_rng_unit(s->seed, shuffle_stream(a->value), base + (uint64_t)i) * (double)(i + 1));
+        if (j > i) j = i;
+        if (j == i) continue;
+        for (uint32_t f = 0; f < a->ref_count; f++) {
+            int64_t cells = buffer_cells(s, a->refs[f]);
+            size_t width = (size_t)(cells / rows) * sizeof(float);
+            float *data = s->buffers[a->refs[f]];
+            memcpy(row, data + i * (cells / rows), width);
+            memcpy(data + i * (cells / rows), data + j * (cells / rows), width);
+            memcpy(data + j * (cells / rows), row, width);
+        }
+    }
+    tsr_free(row);
+    return TSR_OK;
+}
