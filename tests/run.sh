@@ -408,6 +408,10 @@ add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/e
 # Training that resumes: N epochs = K epochs, save, a fresh process with --load, N - K epochs.
 sh tests/native/resume.sh "$TSRC" "$PYTHON" >"$TMP/resume.out" 2>&1
 add_summary "native: a resumed run continues the run it resumes" $? "$TMP/resume.out"
+# docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
+# and resumes (tests/native/gpt_example.sh).
+sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1
+add_summary "docs/examples/gpt.tsr: data, training, resuming" $? "$TMP/gpt.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&

@@ -1,0 +1,39 @@
+#!/bin/sh
+# gpt_example.sh — docs/examples/gpt.tsr (run by tests/run.sh): tools/gpt_data.py writes its
+# token files from Debian's licence texts; the example compiles as shipped; then the same
+# program at a small size (32 features, 2 heads, 4 batches: the constants rewritten, the files
+# cut to match) is built natively and trained: the training loss falls from epoch 1 to epoch 2,
+# and 1 epoch + save + a fresh process with --load --start 2 prints what 2 epochs print.
+# Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
+set -u
+TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PYTHON=${2:-/usr/bin/python3}
+EX=$(pwd)/docs/examples/gpt.tsr
+TOOL=$(pwd)/tools/gpt_data.py
+T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-gpt.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+check() { # check NAME COMMAND-STATUS
+    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "PASS $1"
+    else failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/log" 2>/dev/null; fi
+}
+"$PYTHON" "$TOOL" "$T" >"$T/log" 2>&1 &&
+    "$PYTHON" -c "
+import sys, numpy as np
+a, v = np.load(sys.argv[1] + '/gpt_train.npy'), np.load(sys.argv[1] + '/gpt_val.npy')
+assert a.shape == (64, 8, 65) and v.shape == (64, 65) and a.max() < 96 and a.min() >= 0
+assert (a.reshape(-1, 65)[1:, 0] == a.reshape(-1, 65)[:-1, 64]).all()   # windows overlap by one
+np.save(sys.argv[1] + '/small_train.npy', a[:4])" "$T" >>"$T/log" 2>&1
+check "tools/gpt_data.py writes the token windows" $?
+timeout 60 "$TSRC" --check "$EX" >"$T/log" 2>&1; check "docs/examples/gpt.tsr compiles as shipped" $?
+sed -e 's/^let dim = 256/let dim = 32/' -e 's/^let heads = 4/let heads = 2/' -e 's/^let n_batches = 64/let n_batches = 4/' \
+    -e 's/"gpt_train.npy"/"small_train.npy"/' "$EX" >"$T/small.tsr"
+(cd "$T" && timeout 120 "$TSRC" small.tsr -o small) >"$T/log" 2>&1; check "the example at a small size builds natively" $?
+(cd "$T" && timeout 60 ./small --epochs 2) >"$T/whole.out" 2>"$T/log"
+awk '{ loss[NR] = $5 } END { exit !(NR == 2 && loss[2] < loss[1]) }' "$T/whole.out"
+check "two epochs: the training loss falls" $?
+(cd "$T" && timeout 60 ./small --epochs 1 && timeout 60 ./small --start 2 --epochs 2 --load gpt.npz) >"$T/joined.out" 2>"$T/log"
+cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + save + --load --start 2 = 2 epochs" $?
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
