@@ -21,7 +21,7 @@
  *      own value, which it then reads as the constant (drop_overwritten_fills).
  *   6. State that no routine carries: a persistent buffer (an unnamed tensor's gradient, whose
  *      value `=+` would carry from one run of a routine to the next) that every function
- *      overwrites, every cell, before it reads it — zero_grads then backprop, once rule 5 has
+ *      overwrites, every cell, before it reads it — backprop's fresh start, once rule 5 has
  *      folded the zeros in — holds nothing between runs, and becomes an ordinary computed
  *      buffer that rules 3 and 4 (and the schedule's epilogues) may then remove
  *      (release_overwritten_state); the rounds run again.

@@ -45,7 +45,11 @@ d, printed = sys.argv[1], open(sys.argv[2]).read().split("\n")
 with zipfile.ZipFile(d + "/model.npz") as z:
     assert z.testzip() is None, "a CRC-32 does not match"
 m = np.load(d + "/model.npz")
-assert sorted(m.files) == ["b1", "w1", "w2"], m.files
+# Every parameter, and the run counter of the training state (the program has no optimiser state):
+# tsrc.runs holds (high, low) 24-bit halves of the count of routine runs.
+assert sorted(m.files) == ["b1", "tsrc.runs", "w1", "w2"], m.files
+runs = m["tsrc.runs"]
+assert runs.shape == (2,) and runs[0] == 0 and runs[1] >= 1 and runs[1] == int(runs[1]), runs
 assert m["w1"].shape == (4, 2) and m["b1"].shape == (4,) and m["w2"].shape == (1, 4), [m[k].shape for k in m.files]
 assert all(m[k].dtype == np.float32 for k in m.files)
 w2 = printed[printed.index("w2 : 4->1") + 1].split()
@@ -54,7 +58,7 @@ h = np.load(d + "/head.npz")
 assert sorted(h.files) == ["b1", "w2"] and (h["w2"] == m["w2"]).all() and (h["b1"] == m["b1"]).all()
 np.savez(d + "/numpy64.npz", w2=m["w2"].astype(np.float64), w1=m["w1"].astype(np.float64), b1=m["b1"])
 np.savez(d + "/shape.npz", w1=np.ascontiguousarray(m["w1"].T), b1=m["b1"], w2=m["w2"])
-np.savez_compressed(d + "/zipped.npz", **{k: m[k] for k in m.files})
+np.savez_compressed(d + "/zipped.npz", **{k: m[k] for k in m.files if not k.startswith("tsrc.")})
 EOF
 then pass; else fail "numpy.load reads model.npz and head.npz with the parameters' names, shapes and values"; fi
 
