@@ -278,8 +278,12 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->fill = f64(&r);
         b->shift = f64(&r);
         b->value_count = u64(&r);
+        /* Values written in the program have a size known when it is compiled: a buffer of
+         * run-time size initialised from the image's values is malformed (its cells would
+         * outrun the values once the size is set). */
         if (b->value_count > (uint64_t)(r.end - r.p) / 4 ||
-            (b->init == TSR_INIT_VALUES && b->value_count != (uint64_t)b->size)) r.bad = true;
+            (b->init == TSR_INIT_VALUES && (b->value_count != (uint64_t)b->size || b->size_symbol >= 0)))
+            r.bad = true;
         b->values = r.p;
         take(&r, NULL, (size_t)b->value_count * 4);
     }
