@@ -9,14 +9,8 @@ set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 EX=$(pwd)/docs/examples/checkpoint.tsr
 GOLDEN=$(pwd)/tests/native/example_checkpoint.out
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-excp.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-check() { # check NAME COMMAND-STATUS
-    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "PASS $1"
-    else failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/log" 2>/dev/null; fi
-}
+HARNESS=excp
+. "$(dirname "$0")/harness.sh"
 mkdir "$T/native" "$T/interp"
 (cd "$T/native" && timeout 60 "$TSRC" --run "$EX") >"$T/train.native" 2>"$T/log"
 cmp -s "$GOLDEN" "$T/train.native"; check "checkpoint.tsr trains natively and prints the golden" $?
@@ -25,7 +19,7 @@ cmp -s "$GOLDEN" "$T/train.interp"; check "the reference executor prints the gol
 cmp -s "$T/native/moons_net.npz" "$T/interp/moons_net.npz"; check "both write the same moons_net.npz" $?
 for mode in native interp; do
     for file in native interp; do
-        if [ $mode = native ]; then run="$TSRC --run"; else run="$TSRC --run --interp"; fi
+        run=$(tsrc_run $mode)
         cp "$T/$file/moons_net.npz" "$T/load.npz"
         (cd "$T" && timeout 60 $run "$EX" -- --epochs 0 --load load.npz) >"$T/load.out" 2>"$T/log"
         cmp -s "$GOLDEN" "$T/load.out"; check "--load of the $file executor's file, $mode: the trained predictions" $?
@@ -33,5 +27,4 @@ for mode in native interp; do
 done
 (cd "$T" && timeout 60 "$TSRC" --run "$EX" -- --epochs 0) >"$T/fresh.out" 2>"$T/log"
 [ -s "$T/fresh.out" ] && ! cmp -s "$GOLDEN" "$T/fresh.out"; check "without --load an untrained run prints other predictions" $?
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

@@ -10,14 +10,8 @@ TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 PYTHON=${2:-/usr/bin/python3}
 EX=$(pwd)/docs/examples/gpt.tsr
 TOOL=$(pwd)/tools/gpt_data.py
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-gpt.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-check() { # check NAME COMMAND-STATUS
-    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "PASS $1"
-    else failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/log" 2>/dev/null; fi
-}
+HARNESS=gpt
+. "$(dirname "$0")/harness.sh"
 "$PYTHON" "$TOOL" "$T" >"$T/log" 2>&1 &&
     "$PYTHON" -c "
 import sys, numpy as np
@@ -35,5 +29,4 @@ awk '{ loss[NR] = $5 } END { exit !(NR == 2 && loss[2] < loss[1]) }' "$T/whole.o
 check "two epochs: the training loss falls" $?
 (cd "$T" && timeout 60 ./small --epochs 1 && timeout 60 ./small --start 2 --epochs 2 --load gpt.npz) >"$T/joined.out" 2>"$T/log"
 cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + save + --load --start 2 = 2 epochs" $?
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

@@ -10,16 +10,10 @@ set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 PYTHON=${2:-/usr/bin/python3}
 PROG=$(pwd)/tests/native/resume.tsr
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-resume.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-check() { # check NAME COMMAND-STATUS
-    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "PASS $1"
-    else failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/log" 2>/dev/null; fi
-}
+HARNESS=resume
+. "$(dirname "$0")/harness.sh"
 for mode in native interp; do
-    if [ $mode = native ]; then run="$TSRC --run"; else run="$TSRC --run --interp"; fi
+    run=$(tsrc_run $mode)
     mkdir "$T/$mode"
     (cd "$T/$mode" && timeout 60 $run "$PROG") >"$T/$mode/whole.out" 2>"$T/log"
     [ "$(wc -l <"$T/$mode/whole.out")" = 6 ]; check "$mode: 6 epochs in one run" $?
@@ -30,7 +24,7 @@ cmp -s "$T/native/whole.out" "$T/interp/whole.out"; check "both executors print 
 cmp -s "$T/native/resume.npz" "$T/interp/resume.npz"; check "both write the same checkpoint after 3 epochs" $?
 for mode in native interp; do
     for file in native interp; do
-        if [ $mode = native ]; then run="$TSRC --run"; else run="$TSRC --run --interp"; fi
+        run=$(tsrc_run $mode)
         cp "$T/$file/resume.npz" "$T/load.npz"
         (cd "$T" && timeout 60 $run "$PROG" -- --start 4 --load load.npz) >"$T/rest.out" 2>"$T/log"
         cat "$T/$mode/first.out" "$T/rest.out" >"$T/joined.out"
@@ -50,5 +44,4 @@ status=$?
 cat "$T/native/first.out" "$T/rest.out" >"$T/joined.out"
 [ $status = 0 ] && ! cmp -s "$T/native/whole.out" "$T/joined.out"
 check "a checkpoint of the parameters alone loads, but does not continue the run" $?
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
