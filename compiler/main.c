@@ -692,7 +692,7 @@ static int run_program(IrProgram *ir, const Options *opt) {
     char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
     Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
     if (!in) return status;
-    status = interp_run_main(in) ? 0 : 1;
+    status = interp_run_main(in) && interp_finish(in) ? 0 : 1;
     if (fflush(stdout) != 0) status = 1;
     interp_free(in);
     return status;

@@ -58,6 +58,7 @@ static void print_help(const Parser *p, uint64_t default_seed) {
            default_seed);
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
     printf("  %-22s %s\n", "--load PATH", "read the parameters and training state from checkpoint PATH (.npz) before main runs");
+    printf("  %-22s %s\n", "--save PATH", "write the parameters and training state to checkpoint PATH when main has run");
     if (tsr_model_data_field(m, 0)) {
         printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy, or .csv), of the same shape;");
         printf("  %-22s NAME is one of:", "");
@@ -170,7 +171,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
         bool known = false;
-        static const char *const builtin[] = {"seed", "threads", "data", "load", "size"};
+        static const char *const builtin[] = {"seed", "threads", "data", "load", "save", "size"};
         for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
             known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
         tsr_option *o = NULL;
@@ -203,6 +204,9 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         } else if (strncmp(name, "load", n) == 0) {
             if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
             p->args.load = value;
+        } else if (strncmp(name, "save", n) == 0) {
+            if (!value[0]) return usage_error(p, "'--save' needs the path of a checkpoint");
+            p->args.save = value;
         } else if (strncmp(name, "size", n) == 0) {
             status = add_size(p, value);
         } else {

@@ -36,6 +36,7 @@ typedef struct tsr_run_args {
     uint32_t data_count;
     const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
     const char *load;                      /* --load PATH, or NULL */
+    const char *save;                      /* --save PATH, or NULL */
     uint32_t size_count;
     uint32_t *size_symbols;                /* --size NAME=N: the size symbols, in order */
     int64_t *size_values;

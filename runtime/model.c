@@ -145,6 +145,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
 static void model_free(tsr_model *m) {
     if (!m) return;
     gpu_section_free(m->gpu);
+    free(m->save_path);
     free(m->module);
     for (uint32_t i = 0; i < m->symbol_count; i++) free(m->symbol_names[i]);
     free(m->symbol_names);

@@ -64,6 +64,7 @@ struct tsr_model {
     tsr_series *series;  /* what RECORD has appended so far, one per series number */
     tsr_gpu_section *gpu; /* the GPU section, or NULL (a CPU program) */
     tsr_gpu *device;      /* the state's device side (cuda.c), or NULL */
+    char *save_path;      /* an executable's --save PATH: tsr_main_end saves there, or NULL */
 };
 
 #endif

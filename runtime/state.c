@@ -203,6 +203,11 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             tsr_state_destroy(s);
             return NULL;
         }
+    if (args && args->save && !(m->save_path = strdup(args->save))) {
+        tsr_state_destroy(s);
+        tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
+        return NULL;
+    }
     return s;
 }
 
@@ -447,7 +452,14 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     return TSR_OK;
 }
 
+int tsr_main_save(tsr_state *s) {
+    if (!s || !s->model || !s->model->save_path) return TSR_OK;
+    return tsr_checkpoint_save(s, s->model->save_path, NULL, 0);
+}
+
 int tsr_main_end(tsr_state *s, const char *program) {
+    /* --save PATH: the checkpoint of a run whose main finished (a failed run saves nothing). */
+    if (tsr_main_save(s) != TSR_OK) return tsr_main_fail(s, program);
     tsr_state_destroy(s);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         tsr_error(TSR_ERR_IO, "cannot write to the standard output");

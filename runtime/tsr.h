@@ -200,9 +200,14 @@ int tsr_state_progress(tsr_state *state, uint32_t action, int64_t done, int64_t 
 /* For the `main` of generated executables: print "PROGRAM: error: MESSAGE" (the last error) to
  * stderr, destroy the state (NULL is fine) and return 1, the exit status. */
 int tsr_main_fail(tsr_state *state, const char *program);
-/* For the end of `main`: destroy the state, flush the standard output; 0, or (when the output
- * could not be written) the message of tsr_main_fail and 1. */
+/* For the end of `main`: write the checkpoint the command line asked for (--save PATH:
+ * tsr_main_save), destroy the state, flush the standard output; 0, or (when the checkpoint or the
+ * output could not be written) the message of tsr_main_fail and 1. */
 int tsr_main_end(tsr_state *state, const char *program);
+/* When main has run: the checkpoint of every parameter and the training state at the path of
+ * the command line's --save PATH (tsr_main_start), if it gave one; TSR_OK otherwise.  The
+ * reference executor calls it where a generated main calls tsr_main_end. */
+int tsr_main_save(tsr_state *state);
 
 /* ---- GPU states (--target=cuda; docs/runtime.md §15) ------------------------------------------
  *

@@ -126,7 +126,7 @@ Value *qualified_name(Elab *e, const Node *n) {
 }
 
 static void elab_option(Elab *e, const Node *item) {
-    static const char *const reserved[] = {"help", "seed", "threads", "data", "load"};
+    static const char *const reserved[] = {"help", "seed", "threads", "data", "load", "save", "size"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
         if (strcmp(item->name, reserved[i]) == 0) {
             diag_error(item->span, "'--%s' is an option of every executable; choose another name for this option",

@@ -67,6 +67,12 @@ void interp_free(Interp *in) {
 
 tsr_state *interp_state(Interp *in) { return in->state; }
 
+bool interp_finish(Interp *in) {
+    if (tsr_main_save(in->state) == TSR_OK) return true;
+    diag_error_noloc("run time: %s", tsr_last_error());
+    return false;
+}
+
 /* ---- Running ------------------------------------------------------------------------------------ */
 
 static bool symbol_value(Interp *in, const char *name, int64_t *out) {

@@ -25,5 +25,8 @@ tsr_state *interp_state(Interp *in);
 bool interp_run(Interp *in, const IrFunction *fn);
 /* Run the program plan (ir->main); false after printing a run-time error. */
 bool interp_run_main(Interp *in);
+/* After main has run: what a generated main's end does (the checkpoint of --save PATH); false
+ * with the error reported. */
+bool interp_finish(Interp *in);
 
 #endif

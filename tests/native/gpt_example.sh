@@ -3,7 +3,8 @@
 # token files from Debian's licence texts; the example compiles as shipped; then the same
 # program at a small size (32 features, 2 heads, 4 batches: the constants rewritten, the files
 # cut to match) is built natively and trained: the training loss falls from epoch 1 to epoch 2,
-# and 1 epoch + save + a fresh process with --load --start 2 prints what 2 epochs print.
+# 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, and an
+# evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was.
 # Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -27,6 +28,10 @@ sed -e 's/^let dim = 256/let dim = 32/' -e 's/^let heads = 4/let heads = 2/' -e 
 (cd "$T" && timeout 60 ./small --epochs 2) >"$T/whole.out" 2>"$T/log"
 awk '{ loss[NR] = $5 } END { exit !(NR == 2 && loss[2] < loss[1]) }' "$T/whole.out"
 check "two epochs: the training loss falls" $?
-(cd "$T" && timeout 60 ./small --epochs 1 && timeout 60 ./small --start 2 --epochs 2 --load gpt.npz) >"$T/joined.out" 2>"$T/log"
-cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + save + --load --start 2 = 2 epochs" $?
+(cd "$T" && timeout 60 ./small --epochs 1 --save gpt.npz && timeout 60 ./small --start 2 --epochs 2 --load gpt.npz) \
+    >"$T/joined.out" 2>"$T/log"
+cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + --save + --load --start 2 = 2 epochs" $?
+cp "$T/gpt.npz" "$T/before.npz"
+(cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
+check "an evaluation run without --save leaves the checkpoint alone" $?
 finish
