@@ -353,6 +353,17 @@ int tsr_main_loop_bound(tsr_state *s, uint32_t option, int64_t offset, int64_t *
     return TSR_OK;
 }
 
+int tsr_main_loop_count(tsr_state *s, uint32_t symbol, int64_t from, int64_t to, int down) {
+    if (!s) return null_state();
+    if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
+    uint64_t short_by = down ? (to > from ? (uint64_t)to - (uint64_t)from : 0) : (to < from ? (uint64_t)from - (uint64_t)to : 0);
+    if (short_by >= 2)
+        return tsr_error(TSR_ERR_INDEX, "the loop of '%s' would run from %" PRId64 " %s %" PRId64 ", a negative number of "
+                         "times: its bounds come from options, and a count below zero (such as --epochs -1) is a "
+                         "mistake", s->model->symbol_names[symbol], from, down ? "down to" : "to", to);
+    return TSR_OK;
+}
+
 int tsr_main_loop_check(tsr_state *s, uint32_t symbol, int64_t from, int64_t to) {
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);

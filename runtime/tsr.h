@@ -181,6 +181,11 @@ int tsr_main_loop_bound(tsr_state *state, uint32_t option, int64_t offset, int64
  * way) stays within its range; TSR_ERR_INDEX with a message otherwise.  For loops whose bounds
  * come from options. */
 int tsr_main_loop_check(tsr_state *state, uint32_t symbol, int64_t from, int64_t to);
+/* TSR_OK when a loop of main over `symbol` from `from` to `to` (downward with `down`) runs zero
+ * times or more; TSR_ERR_INDEX with a message when its bounds, which come from options, ask for
+ * a negative count (`for epoch = 1 to epochs` with --epochs -1): an empty loop is `to` one step
+ * short of `from`, anything further is a mistake on the command line. */
+int tsr_main_loop_count(tsr_state *state, uint32_t symbol, int64_t from, int64_t to, int down);
 
 /* Checkpoints (docs/runtime.md §14): write every parameter of the state to `path` as a NumPy
  * .npz archive (one float32 array per parameter, named as the tensor, in memory order), or

@@ -437,7 +437,8 @@ static void progress_tick(Cpu *c, MainCtx *m, const IrMainStmt *s, LLVMValueRef 
     cgl_call(g, "tsr_state_progress", g->i32, p, 4, a);
 }
 
-/* A loop of main whose bounds come from options: if (up ? from <= to : from >= to) { check the
+/* A loop of main whose bounds come from options: refuse a negative count (tsr_main_loop_count);
+ * if (up ? from <= to : from >= to) { check the
  * range (tsr_main_loop_check); v = from; for (;;) { symbols[k] = v; body; if (v == to) break;
  * v ± 1 } }. */
 static void main_block(Cpu *c, MainCtx *m, const IrMainStmt *stmts, uint32_t count);
@@ -450,6 +451,9 @@ static void option_loop(Cpu *c, MainCtx *m, const IrMainStmt *s) {
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, m->fn, "for_done");
     LLVMValueRef var = main_slot(c, m, g->i64, "counter");
     LLVMBuildStore(g->b, from, var);
+    LLVMTypeRef np[5] = {g->ptr, g->i32, g->i64, g->i64, g->i32};
+    LLVMValueRef na[5] = {m->state, LLVMConstInt(g->i32, s->symbol, 0), from, to, LLVMConstInt(g->i32, s->down, 0)};
+    branch_on_status(c, m, cgl_call(g, "tsr_main_loop_count", g->i32, np, 5, na));
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, s->down ? LLVMIntSGE : LLVMIntSLE, from, to, ""), check, done);
     LLVMPositionBuilderAtEnd(g->b, check);
     LLVMTypeRef cp[4] = {g->ptr, g->i32, g->i64, g->i64};

@@ -244,6 +244,11 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
                 diag_error_noloc("run time: %s", tsr_last_error());
                 return false;
             }
+            if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
+                tsr_main_loop_count(in->state, m->symbol, from, to, m->down) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                return false;
+            }
             if (m->down ? from < to : from > to) break;
             if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
                 tsr_main_loop_check(in->state, m->symbol, from, to) != TSR_OK) {

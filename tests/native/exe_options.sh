@@ -5,7 +5,8 @@
 # must answer --help (every option with its default, status 0), unknown options, bad values
 # and missing values (status 2, one message), --data with an unknown name (2) or a file of
 # another shape (1, naming the item, the file and both shapes), an option that takes a loop
-# outside its index's range (1), and --seed / --threads as documented, identically.
+# outside its index's range (1) or asks it for a negative count (1), and --seed / --threads as
+# documented, identically.
 # Usage: exe_options.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -52,6 +53,7 @@ expect data-form 2 "'--data' takes NAME=PATH, not 'xs' $see" --data xs
 wrong=$(pwd)/tests/native/data/wrong_shape.npy
 expect data-shape 1 "data 'xs': '$wrong': expected shape (4, 3), found (4, 2)" --data "xs=$wrong"
 expect loop-range 1 "the loop runs 'step' over 0..6, outside its range 0..5" --epochs 7
+expect loop-negative 1 "the loop of 'step' would run from 0 to -2, a negative number of times: its bounds come from options, and a count below zero (such as --epochs -1) is a mistake" --epochs -1
 
 # --help: every option and its default, on stdout, status 0; the same from both executors.
 (cd "$T" && ./opts --help) >"$T/help" 2>"$T/err"
