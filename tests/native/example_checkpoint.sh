@@ -9,8 +9,8 @@ set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 EX=$(pwd)/docs/examples/checkpoint.tsr
 GOLDEN=$(pwd)/tests/native/example_checkpoint.out
-HARNESS=excp
 . "$(dirname "$0")/harness.sh"
+harness_start excp
 mkdir "$T/native" "$T/interp"
 (cd "$T/native" && timeout 60 "$TSRC" --run "$EX") >"$T/train.native" 2>"$T/log"
 cmp -s "$GOLDEN" "$T/train.native"; check "checkpoint.tsr trains natively and prints the golden" $?

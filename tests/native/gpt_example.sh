@@ -11,8 +11,8 @@ TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 PYTHON=${2:-/usr/bin/python3}
 EX=$(pwd)/docs/examples/gpt.tsr
 TOOL=$(pwd)/tools/gpt_data.py
-HARNESS=gpt
 . "$(dirname "$0")/harness.sh"
+harness_start gpt
 "$PYTHON" "$TOOL" "$T" >"$T/log" 2>&1 &&
     "$PYTHON" -c "
 import sys, numpy as np

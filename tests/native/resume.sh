@@ -10,8 +10,8 @@ set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 PYTHON=${2:-/usr/bin/python3}
 PROG=$(pwd)/tests/native/resume.tsr
-HARNESS=resume
 . "$(dirname "$0")/harness.sh"
+harness_start resume
 for mode in native interp; do
     run=$(tsrc_run $mode)
     mkdir "$T/$mode"
