@@ -188,7 +188,7 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_
 
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
 check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay OBJ_DIR=$(BUILD)/obj PYTHON=$(PYTHON) \
+	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay OBJ_DIR=$(BUILD)/obj SAN=$(SAN) PYTHON=$(PYTHON) \
 	    TEST_TIMEOUT=$(TEST_TIMEOUT) sh tests/run.sh
 
 # The long differential sweep of the reference executor against NumPy's einsum.

@@ -263,8 +263,10 @@ if [ "$(status)" = 1 ] && grep -q "directory" "$TMP/err"; then pass "robustness:
 else fail "robustness: a directory" "exit $(status)" "$TMP/err"; fi
 
 # An input that never ends: the reader stops at its cap (256 MiB) while reading, within a 1 GiB
-# address-space limit, instead of reading to the end of input.
-(ulimit -v 1048576; exec timeout 20 "$TSRC" --check /dev/zero) >"$TMP/out" 2>"$TMP/err"
+# address-space limit, instead of reading to the end of input.  (Under `make check SAN=1` the
+# limit is left out: AddressSanitizer reserves terabytes of address space for its shadow memory
+# and cannot start under it.  The message and status still show that the reader stopped.)
+([ "${SAN:-}" = 1 ] || ulimit -v 1048576; exec timeout 20 "$TSRC" --check /dev/zero) >"$TMP/out" 2>"$TMP/err"
 st=$?
 if [ $st = 1 ] && [ "$(cat "$TMP/err")" = "tsrc: error: '/dev/zero' is too large: a source file is at most 256 MiB" ]
 then pass "robustness: an endless input (/dev/zero)"
