@@ -183,9 +183,19 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
 enum { COUNTER_BITS = 24 };
 static const char RUNS_ARRAY[] = "tsrc.runs", SHUFFLES_ARRAY[] = "tsrc.shuffles";
 
+/* The next SHUFFLE action of main at or after action *k (then *k is past it), or NULL. */
+static tsr_action *next_shuffle(const tsr_state *s, uint32_t *k) {
+    for (tsr_action *a; (a = tsr_model_action(s->model, *k)); (*k)++)
+        if (a->kind == TSR_ACTION_SHUFFLE) {
+            (*k)++;
+            return a;
+        }
+    return NULL;
+}
+
 static uint32_t shuffle_count(const tsr_state *s) {
     uint32_t n = 0;
-    for (uint32_t k = 0; tsr_model_action(s->model, k); k++) n += tsr_model_action(s->model, k)->kind == TSR_ACTION_SHUFFLE;
+    for (uint32_t k = 0; next_shuffle(s, &k);) n++;
     return n;
 }
 
@@ -199,21 +209,20 @@ static int put_counters(tsr_state *s, Writer *w, const char *path, Member *membe
     float runs[2];
     if (s->runs >= limit) return tsr_error(TSR_ERR_IO, "checkpoint '%s': more than 2^48 routine runs", path);
     counter_pair(s->runs, runs);
-    int64_t dims[2] = {2, 2};
-    int status = put_array(w, path, RUNS_ARRAY, runs, 1, dims, 2, members, member_count);
+    const int64_t runs_dims[1] = {2};
+    int status = put_array(w, path, RUNS_ARRAY, runs, 1, runs_dims, 2, members, member_count);
     uint32_t n = shuffle_count(s);
     if (status != TSR_OK || n == 0) return status;
     float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
     if (!pairs) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
-    uint32_t j = 0;
-    for (uint32_t k = 0; tsr_model_action(s->model, k); k++) {
-        const tsr_action *a = tsr_model_action(s->model, k);
-        if (a->kind != TSR_ACTION_SHUFFLE) continue;
+    const tsr_action *a;
+    for (uint32_t k = 0, j = 0; (a = next_shuffle(s, &k)); j++) {
         if (a->runs >= limit) status = tsr_error(TSR_ERR_IO, "checkpoint '%s': more than 2^48 shuffles", path);
-        counter_pair(a->runs, pairs + 2 * j++);
+        counter_pair(a->runs, pairs + 2 * j);
     }
-    dims[0] = n;
-    if (status == TSR_OK) status = put_array(w, path, SHUFFLES_ARRAY, pairs, 2, dims, (int64_t)n * 2, members, member_count);
+    const int64_t pairs_dims[2] = {n, 2};
+    if (status == TSR_OK)
+        status = put_array(w, path, SHUFFLES_ARRAY, pairs, 2, pairs_dims, (int64_t)n * 2, members, member_count);
     free(pairs);
     return status;
 }
@@ -475,9 +484,9 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     unsigned char *data = NULL;
     size_t len = 0;
     float pair[2];
-    int64_t dims[2] = {2, 2};
+    const int64_t runs_dims[1] = {2};
     int status = read_member(a, RUNS_ARRAY, member_limit(2), true, &data, &len);
-    if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, pair, 1, dims, a->path, RUNS_ARRAY);
+    if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, pair, 1, runs_dims, a->path, RUNS_ARRAY);
     if (status == TSR_OK && data) status = counter_of(pair, a->path, RUNS_ARRAY, runs);
     free(data);
     uint32_t n = shuffle_count(s);
@@ -486,9 +495,9 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     if (status != TSR_OK || !data) return status;
     float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
     *shuffles = calloc(n, sizeof **shuffles);
-    dims[0] = n;
+    const int64_t pairs_dims[2] = {n, 2};
     if (!pairs || !*shuffles) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
-    if (status == TSR_OK) status = tsr_load_npy_member(data, len, pairs, 2, dims, a->path, SHUFFLES_ARRAY);
+    if (status == TSR_OK) status = tsr_load_npy_member(data, len, pairs, 2, pairs_dims, a->path, SHUFFLES_ARRAY);
     for (uint32_t j = 0; j < n && status == TSR_OK; j++) status = counter_of(pairs + 2 * j, a->path, SHUFFLES_ARRAY, &(*shuffles)[j]);
     free(pairs);
     free(data);
@@ -535,12 +544,9 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
      * this state's).  The data sets' rows are put in the order the saved run had reached by
      * replaying its shuffles, which depend on the counts alone. */
     if (status == TSR_OK && runs > s->runs) s->runs = runs;
-    for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && tsr_model_action(s->model, k); k++) {
-        tsr_action *a = tsr_model_action(s->model, k);
-        if (a->kind != TSR_ACTION_SHUFFLE) continue;
+    tsr_action *a;
+    for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++)
         while (status == TSR_OK && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
-        j++;
-    }
     free(shuffles);
     for (uint32_t b = 0; fresh && b < n; b++) {
         if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */
