@@ -7,6 +7,7 @@
 #   make check-einsum  the reference executor against NumPy on 20000 random einsums
 #   make check-native  native code (-O3; host CPU, x86-64-v4, x86-64-v3) against the reference
 #                      executor on 20000 random einsums and 3000 random contractions
+#   make check-approx  every float through tsrc's own exp, log and tanh: the stated ulp bounds
 #   make fuzz       fuzz the front end, native compilation (to an object in memory), the data
 #                   loaders and the model image reader, FUZZ_SECONDS each (default 60);
 #                   FUZZ_TARGETS="parse compile data image"
@@ -99,7 +100,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 TOOLS_STAMP := $(BUILD)/.tools
 
-.PHONY: all demo check check-einsum check-native unit fuzz clean help bootstrap bench-shapes bench install \
+.PHONY: all demo check check-einsum check-native check-approx unit fuzz clean help bootstrap bench-shapes bench install \
         check-gpu gpu-prepare bench-gpu bench-gpu-prepare
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -204,6 +205,11 @@ CONTRACTION_LONG_COUNT ?= 3000
 check-native: $(BUILD)/tsrc
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_COUNT) --seed $(NATIVE_SEED)
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
+
+# Every float through tsrc's own exp, log and tanh against libm in double precision: the error
+# bounds compiler/ir/approx.h states (make check samples every 1021st float; this takes minutes).
+check-approx: $(BUILD)/unit/approx_test
+	$(Q)$(BUILD)/unit/approx_test --all
 
 # Benchmarks (not tests): shape inference time per layer on generated MLPs.
 bench-shapes: $(BUILD)/tsrc

@@ -5,8 +5,10 @@
  * exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
  * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
- * executor, and results match it bit for bit.  The transcendental functions call libm (expf,
- * logf, tanhf, powf, sinf, cosf, log2f, exp2f); sqrt is the correctly rounded instruction
+ * executor, and results match it bit for bit.  exp, log, tanh and sigmoid are tsrc's own
+ * approximations, emitted inline as vector code (cg_approx.c, the sequence ir/approx.c runs);
+ * the other transcendental functions call libm (powf, sinf, cosf, log2f, exp2f) lane by lane;
+ * sqrt is the correctly rounded instruction
  * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
  *
  * Loop modes (the schedule's, compiler/sched/): a LOOP_UNROLL loop is emitted once per iteration with
@@ -22,7 +24,7 @@
  * sched.c) read the thread's block and thread index from the NVPTX special registers and emit
  * their body once; a barrier is llvm.nvvm.barrier0; a per-thread buffer is a stack array of
  * its thread_cells, indexed without its thread-loop terms; shared buffers are the caller's
- * (cg_ptx.c).  On a GPU the transcendental functions are libdevice's (__nv_expf …).
+ * (cg_ptx.c).  On a GPU the libm functions are libdevice's (__nv_powf …).
  *
  * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
  * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).  For a long program (cg_cpu.c, "Splitting")
@@ -33,6 +35,8 @@
  *
  * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
 #include "cg/cg_llvm.h"
+
+#include "cg/cg_approx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +49,7 @@
 #include "cg/abi.h"
 #include "base/diag.h"
 
-/* ---- Constants, declarations ---------------------------------------------------------------------- */
-
-LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+/* ---- Sizes ------------------------------------------------------------------------------------------ */
 
 LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols) {
     if (!size_is_runtime(n)) return cgl_iconst(g, (int64_t)n);
@@ -57,55 +59,9 @@ LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols) {
     return LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""), "size");
 }
 
-static LLVMValueRef declare(CgLlvm *g, const char *name, LLVMTypeRef type) {
-    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    return f ? f : LLVMAddFunction(g->mod, name, type);
-}
-
-LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
-                      LLVMValueRef *args) {
-    LLVMTypeRef type = LLVMFunctionType(ret, params, n, 0);
-    return LLVMBuildCall2(g->b, type, declare(g, name, type), args, n, "");
-}
-
-void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name) {
-    LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
-    LLVMAddAttributeAtIndex(fn, index, a);
-}
-
 static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
 
 static LLVMTypeRef vec_type(CgLlvm *g) { return LLVMVectorType(g->f32, g->lanes); }
-
-/* v as a vector of the current lane count (a scalar is broadcast), of floats or of integers. */
-static LLVMValueRef widen(CgLlvm *g, LLVMValueRef v) {
-    if (is_vector(v)) return v;
-    LLVMTypeRef type = LLVMVectorType(LLVMTypeOf(v), g->lanes);
-    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(type), v, LLVMConstInt(g->i32, 0, 0), "");
-    LLVMValueRef *zeros = calloc(g->lanes, sizeof *zeros);
-    if (!zeros) diag_fatal_oom();
-    for (unsigned i = 0; i < g->lanes; i++) zeros[i] = LLVMConstInt(g->i32, 0, 0);
-    LLVMValueRef mask = LLVMConstVector(zeros, g->lanes);
-    free(zeros);
-    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(type), mask, "");
-}
-
-/* A float constant of v's shape (scalar or vector). */
-static LLVMValueRef fconst_like(CgLlvm *g, LLVMValueRef like, double v) {
-    LLVMValueRef c = LLVMConstReal(g->f32, (float)v);
-    return like && is_vector(like) ? widen(g, c) : c;
-}
-
-/* An LLVM intrinsic overloaded on float and vectors of float ("llvm.fma" → llvm.fma.f32 or
- * llvm.fma.v16f32). */
-static LLVMValueRef intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
-    LLVMTypeRef t = LLVMTypeOf(args[0]);
-    LLVMTypeRef params[3] = {t, t, t};
-    char name[64];
-    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%uf32", base, g->lanes);
-    else snprintf(name, sizeof name, "%s.f32", base);
-    return cgl_call(g, name, t, params, n, args);
-}
 
 /* A libm function, applied lane by lane to vectors. */
 /* A call of libm's `name`, declared as a pure function (no memory touched, no unwinding): its
@@ -145,7 +101,7 @@ static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsign
 /* ---- Scalar (and lane-wise) operations ------------------------------------------------------------- */
 
 static LLVMValueRef flag(CgLlvm *g, LLVMValueRef cond, LLVMValueRef like) {
-    return LLVMBuildSelect(g->b, cond, fconst_like(g, like, 1), fconst_like(g, like, 0), "");
+    return LLVMBuildSelect(g->b, cond, cgl_fconst_like(g, like, 1), cgl_fconst_like(g, like, 0), "");
 }
 
 static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
@@ -153,11 +109,11 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     unsigned arity = scalar_op_arity(op);
     bool vec = is_vector(a) || (arity > 1 && is_vector(b)) || (arity > 2 && is_vector(c));
     if (vec) {
-        a = widen(g, a);
-        if (arity > 1) b = widen(g, b);
-        if (arity > 2) c = widen(g, c);
+        a = cgl_widen(g, a);
+        if (arity > 1) b = cgl_widen(g, b);
+        if (arity > 2) c = cgl_widen(g, c);
     }
-    LLVMValueRef zero = fconst_like(g, a, 0);
+    LLVMValueRef zero = cgl_fconst_like(g, a, 0);
     switch (op) {
     case SOP_ADD: return LLVMBuildFAdd(B, a, b, "");
     case SOP_SUB: return LLVMBuildFSub(B, a, b, "");
@@ -176,7 +132,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
     case SOP_SAT01_GATE: {
         LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""),
-                                       LLVMBuildFCmp(B, LLVMRealOLT, a, fconst_like(g, a, 1), ""), "");
+                                       LLVMBuildFCmp(B, LLVMRealOLT, a, cgl_fconst_like(g, a, 1), ""), "");
         return LLVMBuildSelect(B, in, b, zero, "");
     }
     case SOP_OR:
@@ -185,36 +141,35 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return flag(g, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
     case SOP_NEG: return LLVMBuildFNeg(B, a, "");
     case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUGT, a, zero, ""), a, zero, ""); /* NaN stays NaN */
-    case SOP_EXP: return libm(g, "expf", &a, 1);
-    case SOP_LOG: return libm(g, "logf", &a, 1);
-    case SOP_SQRT: return intrinsic(g, "llvm.sqrt", &a, 1);
-    case SOP_TANH: return libm(g, "tanhf", &a, 1);
+    case SOP_EXP: return cga_exp(g, a);
+    case SOP_LOG: return cga_log(g, a);
+    case SOP_SQRT: return cgl_intrinsic(g, "llvm.sqrt", &a, 1);
+    case SOP_TANH: return cga_tanh(g, a);
     case SOP_SIGMOID: {
-        LLVMValueRef na = LLVMBuildFNeg(B, a, "");
-        LLVMValueRef e = libm(g, "expf", &na, 1);
-        return LLVMBuildFDiv(B, fconst_like(g, a, 1), LLVMBuildFAdd(B, fconst_like(g, a, 1), e, ""), "");
+        LLVMValueRef e = cga_exp(g, LLVMBuildFNeg(B, a, ""));
+        return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), LLVMBuildFAdd(B, cgl_fconst_like(g, a, 1), e, ""), "");
     }
     case SOP_SIN: return libm(g, "sinf", &a, 1);
     case SOP_COS: return libm(g, "cosf", &a, 1);
     case SOP_LOG2: return libm(g, "log2f", &a, 1);
     case SOP_EXP2: return libm(g, "exp2f", &a, 1);
-    case SOP_RECIP: return LLVMBuildFDiv(B, fconst_like(g, a, 1), a, "");
-    case SOP_RSQRT: return LLVMBuildFDiv(B, fconst_like(g, a, 1), intrinsic(g, "llvm.sqrt", &a, 1), "");
+    case SOP_RECIP: return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), a, "");
+    case SOP_RSQRT: return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), cgl_intrinsic(g, "llvm.sqrt", &a, 1), "");
     case SOP_SAT01: { /* a <= 0 ? 0 : a >= 1 ? 1 : a (ordered compares: NaN stays NaN) */
-        LLVMValueRef one = fconst_like(g, a, 1);
+        LLVMValueRef one = cgl_fconst_like(g, a, 1);
         LLVMValueRef upper = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, a, one, ""), one, a, "");
         return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, a, zero, ""), zero, upper, "");
     }
-    case SOP_ABS: return intrinsic(g, "llvm.fabs", &a, 1);
+    case SOP_ABS: return cgl_intrinsic(g, "llvm.fabs", &a, 1);
     case SOP_SIGN: {
-        LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), fconst_like(g, a, -1), a, "");
-        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), fconst_like(g, a, 1), neg, "");
+        LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), cgl_fconst_like(g, a, -1), a, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), cgl_fconst_like(g, a, 1), neg, "");
     }
     case SOP_NOT: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, zero, ""), a);
     case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
     case SOP_FMA: {
         LLVMValueRef x[3] = {a, b, c};
-        return intrinsic(g, "llvm.fma", x, 3);
+        return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
     case SOP_COUNT: break;
     }
@@ -274,13 +229,12 @@ static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLV
         }
     LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
     LLVMTypeRef params[4] = {ptr, g->i32, g->i32, g->i32};
-    LLVMTypeRef type = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
     LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), "");
     LLVMValueRef idx[1] = {at};
     /* read, locality 3 (keep in all caches), data */
     LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
                             LLVMConstInt(g->i32, 3, 0), LLVMConstInt(g->i32, 1, 0)};
-    LLVMBuildCall2(g->b, type, declare(g, "llvm.prefetch.p0", type), args, 4, "");
+    cgl_call(g, "llvm.prefetch.p0", LLVMVoidTypeInContext(g->ctx), params, 4, args);
 }
 
 static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
@@ -311,7 +265,7 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
     if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
-        LLVMValueRef st = LLVMBuildStore(g->b, widen(g, v), element(g, buffer, base));
+        LLVMValueRef st = LLVMBuildStore(g->b, cgl_widen(g, v), element(g, buffer, base));
         LLVMSetAlignment(st, g->lanes * 4);
         LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
         LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1)));
@@ -319,12 +273,12 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
         return;
     }
     if (g->lane_iter == UINT32_MAX || stride == 1 || (stride == 0 && !is_vector(v))) {
-        LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? widen(g, v) : v, element(g, buffer, base));
+        LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? cgl_widen(g, v) : v, element(g, buffer, base));
         LLVMSetAlignment(st, 4);
         return;
     }
     /* Lane by lane, in lane order (a store that does not move keeps the last lane's value). */
-    v = widen(g, v);
+    v = cgl_widen(g, v);
     for (unsigned lane = 0; lane < g->lanes; lane++) {
         LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
         LLVMValueRef x = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, lane, 0), "");
@@ -338,7 +292,7 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
 /* An integer constant of `like`'s shape (scalar or vector) and element type. */
 static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element, uint64_t v) {
     LLVMValueRef c = LLVMConstInt(element, v, 0);
-    return is_vector(like) ? widen(g, c) : c;
+    return is_vector(like) ? cgl_widen(g, c) : c;
 }
 
 /* The high and low 32 bits of the 64-bit product a·m (Philox's mulhilo; NVPTX makes it mul.hi). */
@@ -361,7 +315,7 @@ static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index
         LLVMValueRef *steps = calloc(g->lanes, sizeof *steps);
         if (!steps) diag_fatal_oom();
         for (unsigned lane = 0; lane < g->lanes; lane++) steps[lane] = cgl_iconst(g, stride * (int64_t)lane);
-        cell = LLVMBuildAdd(g->b, widen(g, cell), LLVMConstVector(steps, g->lanes), "");
+        cell = LLVMBuildAdd(g->b, cgl_widen(g, cell), LLVMConstVector(steps, g->lanes), "");
         free(steps);
     }
     LLVMTypeRef word = is_vector(cell) ? LLVMVectorType(g->i32, g->lanes) : g->i32;
@@ -371,12 +325,12 @@ static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index
         LLVMBuildTrunc(B, cell, word, ""),
         LLVMBuildTrunc(B, LLVMBuildLShr(B, cell, iconst_like(g, cell, g->i64, 32), ""), word, ""),
         iconst_like(g, cell, g->i32, ir_random_site(&g->ir->buffers[buffer])),
-        LLVMBuildTrunc(B, is_vector(cell) ? widen(g, run) : run, word, ""),
+        LLVMBuildTrunc(B, is_vector(cell) ? cgl_widen(g, run) : run, word, ""),
     };
     LLVMValueRef k0 = LLVMBuildTrunc(B, seed, g->i32, ""), k1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, seed, cgl_iconst(g, 32), ""), g->i32, "");
     for (int round = 0; round < 10; round++) {
         LLVMValueRef hi0, lo0, hi1, lo1;
-        LLVMValueRef key0 = is_vector(cell) ? widen(g, k0) : k0, key1 = is_vector(cell) ? widen(g, k1) : k1;
+        LLVMValueRef key0 = is_vector(cell) ? cgl_widen(g, k0) : k0, key1 = is_vector(cell) ? cgl_widen(g, k1) : k1;
         mulhilo(g, c[0], 0xD2511F53u, &hi0, &lo0);
         mulhilo(g, c[2], 0xCD9E8D57u, &hi1, &lo1);
         c[0] = LLVMBuildXor(B, LLVMBuildXor(B, hi1, c[1], ""), key0, "");
@@ -389,7 +343,7 @@ static LLVMValueRef random_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index
     /* The top 24 bits of the first word, times 2^-24: exact in single precision. */
     LLVMValueRef bits = LLVMBuildLShr(B, c[0], iconst_like(g, c[0], g->i32, 8), "");
     LLVMValueRef u = LLVMBuildUIToFP(B, bits, is_vector(bits) ? vec_type(g) : g->f32, "");
-    return LLVMBuildFMul(B, u, fconst_like(g, u, 1.0 / 16777216.0), "");
+    return LLVMBuildFMul(B, u, cgl_fconst_like(g, u, 1.0 / 16777216.0), "");
 }
 
 /* A literal of the code: an immediate, or the next slot of the lifted-literal table. */
@@ -520,7 +474,7 @@ static void transpose_loop(CgLlvm *g, const IrStmt *s) {
     g->iter[vl->iter] = cgl_iconst(g, 0);
     for (unsigned u = 0; u < v_count; u++) {
         g->iter[s->iter] = cgl_iconst(g, u);
-        rows[u] = u < u_count ? widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
+        rows[u] = u < u_count ? cgl_widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
     }
     transpose_rows(g, rows, v_count);
     LLVMValueRef *first = calloc(u_count, sizeof *first);

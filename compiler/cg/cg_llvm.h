@@ -57,7 +57,15 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple, const char *cpu, int
 void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMachineRef tm);
 void cgl_dispose(CgLlvm *g);
 
+/* Constants, broadcasts and calls (cg_values.c). */
 LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v);
+/* v as a vector of g->lanes (a scalar is broadcast), of floats or of integers. */
+LLVMValueRef cgl_widen(CgLlvm *g, LLVMValueRef v);
+/* A float constant shaped like `like` (NULL or a scalar: a scalar; a vector: broadcast). */
+LLVMValueRef cgl_fconst_like(CgLlvm *g, LLVMValueRef like, double v);
+/* A call of an LLVM intrinsic overloaded on float and vectors of float, named without its
+ * type suffix ("llvm.fma": llvm.fma.f32 or llvm.fma.v8f32 by the first argument). */
+LLVMValueRef cgl_intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n);
 /* An extent or axis length (size.h) as an i64: the number, or for a run-time size the value of
  * its class's size symbol, read from `symbols` (the state's array) or, when that is NULL, from
  * the symbols the kernel being emitted loaded on entry. */

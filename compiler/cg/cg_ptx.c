@@ -11,8 +11,10 @@
  * are arrays in shared memory (address space 3), one per kernel, 16-byte aligned.  Scalar operations are emitted without fast-math flags,
  * and NVPTX then prints multiplications and additions with an explicit rounding (mul.rn,
  * add.rn), which ptxas never contracts into an fma: arithmetic, sqrt (sqrt.rn) and division
- * (div.rn) give the reference executor's results bit for bit.  The transcendental functions
- * are CUDA's libdevice (__nv_expf …), linked into the module from the toolkit's
+ * (div.rn) give the reference executor's results bit for bit.  exp, log, tanh and sigmoid are
+ * tsrc's own sequences of those operations and fma.rn (cg_approx.c), so they agree bit for bit
+ * too; the other transcendental functions (pow, sin, cos, log2, exp2) are CUDA's libdevice
+ * (__nv_powf …), linked into the module from the toolkit's
  * nvvm/libdevice/libdevice.10.bc ($TSR_LIBDEVICE, else $CUDA_HOME/nvvm/libdevice, else
  * /usr/local/cuda/nvvm/libdevice); they may differ from glibc's in the last bits.  A program
  * that needs them where no libdevice is found is refused with a message saying so.

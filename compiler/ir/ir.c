@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "ir/approx.h"
 
 /* ---- Scalar operations ----------------------------------------------------------------------- */
 
@@ -70,11 +71,11 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_AND: return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
     case SOP_NEG: return -a;
     case SOP_RELU: return a <= 0.0f ? 0.0f : a; /* NaN stays NaN, as in PyTorch (an unordered compare) */
-    case SOP_EXP: return expf(a);
-    case SOP_LOG: return logf(a);
+    case SOP_EXP: return approx_exp(a);
+    case SOP_LOG: return approx_log(a);
     case SOP_SQRT: return sqrtf(a);
-    case SOP_TANH: return tanhf(a);
-    case SOP_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case SOP_TANH: return approx_tanh(a);
+    case SOP_SIGMOID: return 1.0f / (1.0f + approx_exp(-a));
     case SOP_SIN: return sinf(a);
     case SOP_COS: return cosf(a);
     case SOP_LOG2: return log2f(a);

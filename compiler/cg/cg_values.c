@@ -1,0 +1,65 @@
+/* cg_values.c — the LLVM values every emitter builds from (cg_llvm.h): integer and float
+ * constants, broadcasts to vectors, calls of external functions and of LLVM's overloaded
+ * intrinsics.
+ *
+ * What it does: small builders that cg_llvm.c (statements, loads, scalar operations) and
+ * cg_approx.c (exp, log, tanh) share, so that neither calls into the other.
+ *
+ * Requires: a CgLlvm whose module and builder cgl_init() set up. */
+#include "cg/cg_llvm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+
+static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+LLVMValueRef cgl_iconst(CgLlvm *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef declare(CgLlvm *g, const char *name, LLVMTypeRef type) {
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    return f ? f : LLVMAddFunction(g->mod, name, type);
+}
+
+LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
+                      LLVMValueRef *args) {
+    LLVMTypeRef type = LLVMFunctionType(ret, params, n, 0);
+    return LLVMBuildCall2(g->b, type, declare(g, name, type), args, n, "");
+}
+
+void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name) {
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
+    LLVMAddAttributeAtIndex(fn, index, a);
+}
+
+/* v as a vector of the current lane count (a scalar is broadcast), of floats or of integers. */
+LLVMValueRef cgl_widen(CgLlvm *g, LLVMValueRef v) {
+    if (is_vector(v)) return v;
+    LLVMTypeRef type = LLVMVectorType(LLVMTypeOf(v), g->lanes);
+    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetUndef(type), v, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMValueRef *zeros = calloc(g->lanes, sizeof *zeros);
+    if (!zeros) diag_fatal_oom();
+    for (unsigned i = 0; i < g->lanes; i++) zeros[i] = LLVMConstInt(g->i32, 0, 0);
+    LLVMValueRef mask = LLVMConstVector(zeros, g->lanes);
+    free(zeros);
+    return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(type), mask, "");
+}
+
+/* A float constant of v's shape (scalar or vector). */
+LLVMValueRef cgl_fconst_like(CgLlvm *g, LLVMValueRef like, double v) {
+    LLVMValueRef c = LLVMConstReal(g->f32, (float)v);
+    return like && is_vector(like) ? cgl_widen(g, c) : c;
+}
+
+/* An LLVM intrinsic overloaded on float and vectors of float ("llvm.fma" → llvm.fma.f32 or
+ * llvm.fma.v16f32). */
+LLVMValueRef cgl_intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    LLVMTypeRef params[3] = {t, t, t};
+    char name[64];
+    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%uf32", base, g->lanes);
+    else snprintf(name, sizeof name, "%s.f32", base);
+    return cgl_call(g, name, t, params, n, args);
+}
