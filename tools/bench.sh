@@ -28,6 +28,10 @@
 #            program with the batch written (docs/runtime.md §16)
 #   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
 #            driver moons_tsrc.c) against the same in PyTorch
+#   gpt      one AdamW step (clipped) of docs/examples/gpt.tsr's GPT: L=4, C=256, NH=4, T=64, B=8,
+#            vocabulary 96 (tools/bench/gpt.tsr, driver gpt_tsrc.c) against the same model in
+#            PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
+#            steps on the same windows, whose losses must agree, then the step timed
 #   conv     the two 5x5 convolutions of LeNet-5, batch 64 (28x28x1 -> 6 channels, 12x12x6 -> 16),
 #            Nn.conv2d channels last (tools/bench/conv.tsr, driver conv_tsrc.c), forward alone and
 #            forward + backward (gradients of the kernel and the input) against
@@ -48,13 +52,13 @@
 # that tsrc cannot compile is reported as "not supported" (an UNSUPPORTED line in the results,
 # "n/s" in the table) and skipped.
 #
-# Environment: BENCH_ONLY (sections: matmul bmm ew train conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# Environment: BENCH_ONLY (sections: matmul bmm ew train gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
 # INFO lines) and table.md (the tables printed at the end).
 # Exit status 1 when a result was wrong, a run failed, or tsrc and PyTorch disagree on the MLP's
-# first loss or on a convolution's sums, else 0.
+# or the GPT's first loss or on a convolution's sums, else 0.
 set -u
 
 TSRC=${1:?usage: bench.sh TSRC BUILD}
@@ -254,8 +258,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul bmm ew train conv).
-want() { case " ${BENCH_ONLY:-matmul bmm ew train conv} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul bmm ew train gpt conv).
+want() { case " ${BENCH_ONLY:-matmul bmm ew train gpt conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -372,6 +376,23 @@ done
 train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
     "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
+fi
+
+# ---- the GPT step -------------------------------------------------------------------------------
+# The tsrc driver saves the parameters it starts from; PyTorch's side (py_gpt.py) loads them.
+if want gpt; then
+echo "bench: GPT training step (L=4, C=256, NH=4, T=64, B=8, AdamW); threads $THREADS"
+dir=$WORK/gpt
+mkdir -p "$dir"
+build_tsrc "$dir" gpt "$BENCH/gpt.tsr" gpt_tsrc.c gpt 8 -ffp-contract=off || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc gpt threads=$t" \
+        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS" "$dir/gpt_init.npz"
+    [ -n "$dir" ] && [ $have_torch = yes ] && run "PyTorch gpt threads=$t" \
+        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+        "$PY" "$BENCH/py_gpt.py" "$t" "$dir/gpt_init.npz"
+done
+[ $have_torch = yes ] || info "PyTorch: not available; the GPT table has no PyTorch column"
 fi
 
 # ---- convolutions -----------------------------------------------------------------------------

@@ -31,31 +31,11 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(threads)
 
 import numpy as np  # noqa: E402  (after the environment is set)
+from bench_data import stream, uniform  # noqa: E402
 from bench_timing import timed  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(threads)
-GOLDEN = 0x9E3779B97F4A7C15
-M64 = (1 << 64) - 1
-
-
-def mix(z):
-    """splitmix64's finaliser on uint64 arrays (wrapping), as common.h's bench_mix."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def stream(seed, count):
-    return mix(np.arange(count, dtype=np.uint64) + np.uint64((seed * GOLDEN + 1) & M64))
-
-
-def uniform(seed, shape, lo, hi):
-    """common.h's bench_uniform: lo + (hi - lo)·u in double, rounded to float32 once."""
-    u = (stream(seed, int(np.prod(shape))) >> np.uint64(40)).astype(np.float64) / 16777216.0
-    return (lo + (hi - lo) * u).astype(np.float32).reshape(shape)
-
-
 def relerr(got, ref):
     return float(np.max(np.abs(got.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-300))
 

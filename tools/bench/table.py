@@ -52,7 +52,7 @@ def cell(kind, impl, n, t):
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "moons"):  # time per step: ms for the MLPs, µs for moons
+    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "moons", "gpt"):  # time per step: ms, µs for moons
         shown = fmt(float(f["best_s"]) * (1e6 if kind == "moons" else 1e3))
     else:
         shown = fmt(r)
@@ -160,6 +160,29 @@ table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
 
+# The GPT step: time, GFLOP/s and the losses side by side.
+GPT_FLOP = 3 * (4 * (2 * 512 * 256 * 768 + 2 * 2 * 8 * 4 * 64 * 64 * 64 + 2 * 512 * 256 * 256
+                     + 2 * 2 * 512 * 256 * 1024) + 2 * 512 * 256 * 96)
+
+
+def gpt_row(n, t):
+    tr, ts = cell("gpt", "tsrc", n, t)
+    pr, ps = cell("gpt", "torch", n, t)
+    gflops = [fmt(GPT_FLOP * r / 1e9) if r else "–" for r in (tr, pr)]
+    own = ratio(tr, cell("gpt", "tsrc", n, 1)[0]) if t > 1 else "–"
+    return [ts, ps, gflops[0], gflops[1], ratio(tr, pr), own]
+
+
+pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "gpt"}, key=lambda p: (int(p[0]), p[1])),
+           "GPT training step (tools/bench/gpt.tsr: docs/examples/gpt.tsr's model, L=4, C=256, NH=4, "
+           "T=64, B=8, vocabulary 96, tied head, clipped AdamW; PyTorch: py_gpt.py, eager float32, "
+           "from the same parameters): milliseconds per step (lower is better); GFLOP/s = "
+           f"{GPT_FLOP / 1e9:.2f} GFLOP (forward and backward of every contraction, attention "
+           "unmasked) / best time; tsrc/PyTorch = PyTorch's time / tsrc's; own speed-up = tsrc's "
+           "one-thread time / this one",
+           ["batch", "threads", "tsrc", "PyTorch", "tsrc GFLOP/s", "PyTorch GFLOP/s", "tsrc/PyTorch",
+            "own speed-up"], gpt_row)
+
 # The convolutions: per layer and thread count, forward and forward+backward side by side.
 conv = sorted({(k[2], k[3]) for k in rows if k[0] in ("conv_fwd", "conv_bwd")} |
               {(n, t) for (kd, n) in unsupported if kd == "conv" for t in {k[3] for k in rows} or {1}},
@@ -211,6 +234,16 @@ for (kind, impl, n, t), f in sorted(rows.items()):
         agree = abs(a - b) <= 1e-5 * abs(b)
         print(f"{'MLP' if kind == 'mlp' else 'Nn/Train MLP'} at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a:.7g}, PyTorch {b:.7g} (same data and "
               f"parameters): {'agree' if agree else 'DISAGREE'}")
+        if not agree:
+            status = 1
+    if kind == "gpt" and impl == "tsrc" and ("gpt", "torch", n, t) in rows:
+        a = [float(v) for v in f["losses"].split(",")]
+        b = [float(v) for v in rows[("gpt", "torch", n, t)]["losses"].split(",")]
+        agree = abs(a[0] - b[0]) <= 1e-5 * abs(b[0])
+        drift = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+        print(f"GPT at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a[0]:.7g}, PyTorch {b[0]:.7g} "
+              f"(same parameters and windows): {'agree' if agree else 'DISAGREE'}; over {len(a)} steps the "
+              f"losses differ by at most {drift:.1e} relative")
         if not agree:
             status = 1
 if any(f["reps"] == "1" for f in rows.values()):
