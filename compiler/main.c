@@ -71,6 +71,7 @@ typedef struct Options {
     bool interp;
     bool no_opt;
     bool time_stages;   /* --time-stages */
+    bool profile;       /* --profile: native code times its kernels (docs/runtime.md §17) */
     bool no_sched;      /* run the reference executor on the unscheduled IR */
     bool sched_ir;      /* --emit=sched-ir */
     bool emit_ptx;      /* --emit=ptx */
@@ -126,6 +127,9 @@ static void usage(FILE *out) {
           "                   runs faster (the GPU's block reductions); results then round\n"
           "                   differently from the reference executor's\n"
           "  --time-stages    print each stage's time and the peak memory so far (stderr)\n"
+          "  --profile        native code times each kernel launch; an executable prints the\n"
+          "                   table of kernels by time when main ends (stderr), an object\n"
+          "                   exports MODEL_profile_report() (CPU code only)\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
@@ -166,7 +170,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
     "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--time-stages",
-    "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
+    "--profile", "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
  * option written with a space (--explain l2.w).  The join lives as long as the process. */
@@ -263,6 +267,8 @@ static Options parse_options(int argc, char **argv) {
             opt.reassociate = true;
         } else if (strcmp(a, "--time-stages") == 0) {
             opt.time_stages = true;
+        } else if (strcmp(a, "--profile") == 0) {
+            opt.profile = true;
         } else if (strcmp(a, "--seed") == 0 || strncmp(a, "--seed=", 7) == 0) {
             if (!a[6] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
             const char *value = a[6] ? a + 7 : argv[++i];
@@ -295,6 +301,12 @@ static Options parse_options(int argc, char **argv) {
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
     if (opt.no_sched && !opt.interp) bad_usage("%s", "'--no-sched' goes with '--run --interp'");
+    if (opt.profile && opt.interp) bad_usage("%s", "'--profile' times native code's kernels; the reference executor ('--interp') has none");
+    if (opt.profile && (opt.emit_ptx || (opt.triple && target_is_cuda(opt.triple))))
+        bad_usage("%s", "'--profile' times CPU code's kernels; it does not go with '--target=cuda'");
+    if (opt.profile && (opt.mode == MODE_EMIT_IR || opt.mode == MODE_CHECK || opt.mode == MODE_PARSE_ONLY ||
+                        opt.mode == MODE_DUMP_AST || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN))
+        bad_usage("%s", "'--profile' goes with compiling (an executable, -c, --run or --emit=llvm|asm|obj)");
     if (opt.emit_ptx && !opt.triple) opt.triple = "cuda";
     if (opt.emit_ptx && !target_is_cuda(opt.triple))
         bad_usage("'--emit=ptx' generates GPU code, which '--target=%s' is not (use --target=cuda)", opt.triple);
@@ -827,7 +839,7 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     unsigned char *image = image_build(ir, module, (ImageCpu){target->cpu_features, target->cpu_shown},
                                        ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
-                    .gpu_first = ptx.function_first};
+                    .profile = opt->profile, .gpu_first = ptx.function_first};
     CgBytes bytes;
     bool generated = cg_cpu_emit(ir, image, size, &co, format, &bytes);
     free(ptx.ptx.data);
@@ -1023,7 +1035,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const Target *target
     bool ok = outputs_open(out, paths, 3, false, &opened);
     if (ok) ok = emit_object(ir, opt, target, module, CG_OBJECT, false, out[0].fd, paths[0]);
     if (ok) {
-        header_write(ir, module, opt->input, target->kind == TARGET_CUDA, out[1].file);
+        header_write(ir, module, opt->input, target->kind == TARGET_CUDA, opt->profile, out[1].file);
         manifest_write(ir, module, out[2].file);
     }
     return outputs_finish(out, paths, opened, ok);

@@ -118,6 +118,19 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain);
 void tsr_set_num_threads(int threads);
 int tsr_num_threads(void);
 
+/* ---- Kernel profile (tsrc --profile) ------------------------------------------------------------ */
+
+/* Nanoseconds on a monotonic clock; code compiled with --profile reads it around each kernel. */
+int64_t tsr_profile_clock(void);
+/* Print to `out` the profile of a program compiled with --profile: its `count` kernels' labels
+ * ("step #12  writes h, h.grad"), nanoseconds and launches (the counters its code keeps, summed
+ * over every state and run of the process), the kernels launched sorted by time, slowest first,
+ * each with its milliseconds, share, launches and mean microseconds per launch; kernels under
+ * 0.1 % of the total are summed on one line.  Generated code calls it through
+ * MODULE_profile_report(); an executable calls that when `main` ends. */
+void tsr_profile_report(FILE *out, const char *module, uint32_t count, const char *const *labels, const int64_t *ns,
+                        const int64_t *calls);
+
 /* ---- Model state -------------------------------------------------------------------------------- */
 
 /* A model's run-time state: one buffer per tensor, the values of its index symbols.  Generated

@@ -400,6 +400,10 @@ fi
 sh tests/native/drivers.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/drivers.out" 2>&1
 add_summary "native: object mode, drivers, executables" $? "$TMP/drivers.out"
 
+# --profile: the kernel table of executables and objects, results unchanged.
+sh tests/native/profile.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/profile.out" 2>&1
+add_summary "native: --profile" $? "$TMP/profile.out"
+
 # tsrc's own exp, log, tanh and sigmoid: native code equals the reference executor's C sequence
 # on 16.8 million inputs at every CPU level the machine runs, and calls no libm for them.
 sh tests/native/transcendentals.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/transcendentals.out" 2>&1

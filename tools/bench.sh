@@ -52,7 +52,8 @@
 # that tsrc cannot compile is reported as "not supported" (an UNSUPPORTED line in the results,
 # "n/s" in the table) and skipped.
 #
-# Environment: BENCH_ONLY (sections: matmul bmm ew train gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
+# BENCH_ONLY (sections: matmul bmm ew train gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
@@ -393,6 +394,23 @@ for t in $THREADS; do
         "$PY" "$BENCH/py_gpt.py" "$t" "$dir/gpt_init.npz"
 done
 [ $have_torch = yes ] || info "PyTorch: not available; the GPT table has no PyTorch column"
+# BENCH_PROFILE=1: the step compiled with --profile, its kernels by time (docs/runtime.md §17).
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+    pdir=$WORK/gpt_profile
+    mkdir -p "$pdir"
+    if "$TSRC" --profile -c --name=gpt "$BENCH/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
+       $CC -O2 -DGPT_PROFILE -I"$pdir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/gpt_tsrc.c" "$pdir/gpt.o" \
+           "$BUILD/libtsr.a" -lm -lpthread -o "$pdir/driver" 2>"$pdir/cc.log"; then
+        for t in $THREADS; do
+            echo "bench: the GPT step's kernels by time at $t thread(s) (tsrc --profile; the whole run):"
+            env TSR_NUM_THREADS="$t" "$pdir/driver" "$BUDGET" "$MAX_REPS" "$pdir/gpt_init.npz" 2>&1 >/dev/null |
+                head -n 42 | sed 's/^/    /'
+        done
+    else
+        echo "bench: building the profiled GPT step failed:"; cat "$pdir/tsrc.log" "$pdir/cc.log" | head -n 20
+        failed=1
+    fi
+fi
 fi
 
 # ---- convolutions -----------------------------------------------------------------------------

@@ -40,6 +40,13 @@ typedef struct Cpu {
     LLVMTypeRef state_t;
     LLVMValueRef image, image_size;
     bool split; /* some routine was cut into parts: a long program, whose repeated kernels are merged */
+    /* --profile: every kernel launch adds its nanoseconds and 1 to its slot of two arrays, made
+     * at the end (profile_finish) once the kernels are counted; until then the code addresses
+     * placeholders. */
+    LLVMValueRef profile_ns, profile_calls, profile_report;
+    const char **profile_labels;
+    uint32_t profile_count, profile_cap;
+    uint32_t profile_base; /* the slot of the routine being emitted's kernel 0 */
 } Cpu;
 
 /* ---- Kernels --------------------------------------------------------------------------------------- */
@@ -167,6 +174,95 @@ static uint64_t kernel_size(const IrFunction *fn, const Kernel *k) {
 }
 
 /* The end of the run of kernels from `i` that belong to the same loop of blocks (kernel.h). */
+/* ---- Profiling (--profile) --------------------------------------------------------------------------- */
+
+static LLVMValueRef profile_clock(Cpu *c) { return cgl_call(&c->g, "tsr_profile_clock", c->g.i64, NULL, 0, NULL); }
+
+/* slot += amount in one of the profile's arrays. */
+static void profile_bump(Cpu *c, LLVMValueRef array, uint32_t slot, LLVMValueRef amount) {
+    CgLlvm *g = &c->g;
+    LLVMValueRef idx[1] = {cgl_iconst(g, slot)};
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(g->b, g->i64, array, idx, 1, "");
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, LLVMBuildLoad2(g->b, g->i64, at, ""), amount, ""), at);
+}
+
+/* After a launch that began at t0: its time and one launch for kernel `slot`. */
+static void profile_launch(Cpu *c, uint32_t slot, LLVMValueRef t0) {
+    profile_bump(c, c->profile_ns, slot, LLVMBuildSub(c->g.b, profile_clock(c), t0, ""));
+    profile_bump(c, c->profile_calls, slot, cgl_iconst(&c->g, 1));
+}
+
+/* The label of the routine's kernel k: "ROUTINE #k  writes a, b.grad". */
+static void profile_label(Cpu *c, const IrFunction *fn, const Kernel *k, uint32_t number, bool *written) {
+    const IrProgram *ir = c->g.ir;
+    for (uint32_t i = 0; i < k->count; i++) kernel_note_stores(k->stmts[i], written);
+    char *label = arena_printf(ir->arena, "%s #%u  writes", fn->name, number);
+    bool first = true;
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        uint32_t b = k->buffers[i];
+        if (!written[b]) continue;
+        label = arena_printf(ir->arena, "%s%s %s", label, first ? "" : ",", ir->buffers[b].name);
+        first = false;
+    }
+    for (uint32_t i = 0; i < k->buffer_count; i++) written[k->buffers[i]] = false;
+    for (uint32_t i = 0; i < k->local_count; i++) written[k->locals[i]] = false;
+    if (c->profile_count == c->profile_cap) {
+        c->profile_cap = c->profile_cap ? 2 * c->profile_cap : 64;
+        c->profile_labels = realloc(c->profile_labels, c->profile_cap * sizeof *c->profile_labels);
+        if (!c->profile_labels) diag_fatal_oom();
+    }
+    c->profile_labels[c->profile_count++] = label;
+}
+
+/* A private constant NUL-terminated string. */
+static LLVMValueRef const_string(CgLlvm *g, const char *text) {
+    LLVMValueRef init = LLVMConstStringInContext(g->ctx, text, (unsigned)strlen(text), 0);
+    LLVMValueRef str = LLVMAddGlobal(g->mod, LLVMTypeOf(init), "");
+    LLVMSetLinkage(str, LLVMPrivateLinkage);
+    LLVMSetGlobalConstant(str, 1);
+    LLVMSetInitializer(str, init);
+    return str;
+}
+
+/* The arrays, now that every kernel has its slot, in place of the placeholders, and the body of
+ * MODULE_profile_report(): tsr_profile_report(stderr, …). */
+static void profile_finish(Cpu *c) {
+    CgLlvm *g = &c->g;
+    uint32_t n = c->profile_count ? c->profile_count : 1;
+    const char *module = c->opt->module;
+    LLVMTypeRef counters = LLVMArrayType(g->i64, n);
+    LLVMValueRef arrays[2] = {c->profile_ns, c->profile_calls};
+    const char *names[2] = {"profile_ns", "profile_calls"};
+    for (int a = 0; a < 2; a++) {
+        LLVMValueRef real = LLVMAddGlobal(g->mod, counters, arena_printf(g->ir->arena, "%s.%s", module, names[a]));
+        LLVMSetLinkage(real, LLVMInternalLinkage);
+        LLVMSetInitializer(real, LLVMConstNull(counters));
+        LLVMReplaceAllUsesWith(arrays[a], real);
+        LLVMDeleteGlobal(arrays[a]);
+        arrays[a] = real;
+    }
+    LLVMValueRef *strings = calloc(n, sizeof *strings);
+    if (!strings) diag_fatal_oom();
+    for (uint32_t k = 0; k < n; k++) strings[k] = const_string(g, k < c->profile_count ? c->profile_labels[k] : "");
+    LLVMValueRef table_init = LLVMConstArray2(g->ptr, strings, n);
+    LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(table_init), arena_printf(g->ir->arena, "%s.profile_labels", module));
+    LLVMSetLinkage(table, LLVMPrivateLinkage);
+    LLVMSetGlobalConstant(table, 1);
+    LLVMSetInitializer(table, table_init);
+    free(strings);
+    LLVMValueRef name = const_string(g, module);
+
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, c->profile_report, "entry"));
+    LLVMValueRef err = LLVMGetNamedGlobal(g->mod, "stderr");
+    if (!err) err = LLVMAddGlobal(g->mod, g->ptr, "stderr");
+    LLVMTypeRef p[6] = {g->ptr, g->ptr, g->i32, g->ptr, g->ptr, g->ptr};
+    LLVMValueRef a[6] = {LLVMBuildLoad2(g->b, g->ptr, err, "stderr"), name, LLVMConstInt(g->i32, c->profile_count, 0),
+                         table, arrays[0], arrays[1]};
+    cgl_call(g, "tsr_profile_report", g->void_t, p, 6, a);
+    LLVMBuildRetVoid(g->b);
+    free(c->profile_labels);
+}
+
 static uint32_t blocks_end(const KernelList *kl, uint32_t i, uint32_t last) {
     uint32_t j = i;
     while (j < last && kl->kernels[j].blocks && kl->kernels[j].blocks == kl->kernels[i].blocks) j++;
@@ -220,16 +316,18 @@ static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_
             i = end - 1;
             continue;
         }
+        LLVMValueRef t0 = c->opt->profile ? profile_clock(c) : NULL;
         if (k->threaded) {
             LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
             LLVMValueRef a[4] = {ranges[i], ctx, cgl_size(g, k->extent, syms), cgl_iconst(g, k->grain)};
             cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
-            continue;
+        } else {
+            LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_size(g, k->extent, syms), syms, bufs, literals[i]);
+            LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count, literals[i]), bodies[i], args,
+                           k->buffer_count + 3 + (literals[i] != NULL), "");
+            free(args);
         }
-        LLVMValueRef *args = kernel_args(c, k, cgl_iconst(g, 0), cgl_size(g, k->extent, syms), syms, bufs, literals[i]);
-        LLVMBuildCall2(g->b, kernel_type(c, k->buffer_count, literals[i]), bodies[i], args,
-                       k->buffer_count + 3 + (literals[i] != NULL), "");
-        free(args);
+        if (t0) profile_launch(c, c->profile_base + i, t0);
     }
 }
 
@@ -326,6 +424,13 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     for (uint32_t k = 0; k < kl.count && total <= PART_BUDGET; k++) total += kernel_size(fn, &kl.kernels[k]);
     bool split = total > PART_BUDGET;
     if (split) c->split = true;
+    c->profile_base = c->profile_count;
+    if (c->opt->profile) {
+        bool *written = calloc(ir->buffer_count + 1, sizeof *written);
+        if (!written) diag_fatal_oom();
+        for (uint32_t k = 0; k < kl.count; k++) profile_label(c, fn, &kl.kernels[k], k, written);
+        free(written);
+    }
     for (uint32_t k = 0; k < kl.count; k++) {
         const Kernel *kn = &kl.kernels[k];
         bool lift = split && !kn->threaded;
@@ -563,6 +668,7 @@ static void emit_main(Cpu *c, LLVMValueRef *routines) {
     LLVMBuildRet(c->g.b, code);
     LLVMPositionBuilderAtEnd(c->g.b, run);
     main_block(c, &m, c->g.ir->main, c->g.ir->main_count);
+    if (c->opt->profile) LLVMBuildCall2(c->g.b, LLVMFunctionType(c->g.void_t, NULL, 0, 0), c->profile_report, NULL, 0, "");
     LLVMTypeRef ep[2] = {c->g.ptr, c->g.ptr};
     LLVMValueRef ea[2] = {m.state, m.argv0};
     LLVMBuildRet(c->g.b, cgl_call(&c->g, "tsr_main_end", c->g.i32, ep, 2, ea));
@@ -597,10 +703,17 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     LLVMSetInitializer(size_global, c.image_size);
     LLVMSetGlobalConstant(size_global, 1);
 
+    if (o->profile) {
+        c.profile_ns = LLVMAddGlobal(g->mod, g->i64, "profile_ns.placeholder");
+        c.profile_calls = LLVMAddGlobal(g->mod, g->i64, "profile_calls.placeholder");
+        c.profile_report = LLVMAddFunction(g->mod, arena_printf(ir->arena, "%s_profile_report", o->module),
+                                           LLVMFunctionType(g->void_t, NULL, 0, 0));
+    }
     LLVMValueRef *routines = calloc(ir->function_count + 1, sizeof *routines);
     if (!routines) diag_fatal_oom();
     for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = o->gpu_first ? emit_gpu_routine(&c, f) : emit_routine(&c, f);
     if (o->with_main) emit_main(&c, routines);
+    if (o->profile) profile_finish(&c);
     bool ok = cgl_finish(g, tm, o->opt_level, c.split, format, out);
     free(routines);
     cgl_dispose(g);

@@ -39,12 +39,6 @@
 enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
        SHARED_ADDRESS_SPACE = 3 };
 
-static void note_stores(const IrStmt *s, bool *written) {
-    if (s->kind == IR_STORE) written[s->buffer] = true;
-    if (s->kind == IR_LOOP)
-        for (uint32_t i = 0; i < s->body.count; i++) note_stores(s->body.items[i], written);
-}
-
 /* One entry point; fills `info` (its launch and parameters). */
 static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
                         GpuKernelInfo *info) {
@@ -91,7 +85,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     for (uint32_t i = 0; i < k->local_count; i++) g->buffer[k->locals[i]] = NULL;
 
     Arena *arena = ir->arena;
-    for (uint32_t i = 0; i < k->count; i++) note_stores(k->stmts[i], written);
+    for (uint32_t i = 0; i < k->count; i++) kernel_note_stores(k->stmts[i], written);
     uint32_t *ids = arena_alloc(arena, (k->buffer_count + 1) * sizeof *ids);
     bool *writes = arena_alloc(arena, (k->buffer_count + 1) * sizeof *writes);
     for (uint32_t i = 0; i < k->buffer_count; i++) {

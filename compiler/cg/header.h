@@ -8,9 +8,10 @@
 
 #include "ir/ir.h"
 
-/* Write MODULE.h: the state type, create/destroy/last_error, one function per routine, setters
- * of index symbols, accessors and shape constants of every named tensor and gradient. */
-void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, FILE *out);
+/* Write MODULE.h: the state type, create/destroy/last_error, one function per routine (and,
+ * `profile`, MODULE_profile_report), setters of index symbols, accessors and shape constants of
+ * every named tensor and gradient. */
+void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, bool profile, FILE *out);
 /* Write MODULE.json: routines, tensors (kind, shape, dims, dtype, accessor), index symbols. */
 void manifest_write(const IrProgram *ir, const char *module, FILE *out);
 /* Write the manifest of --emit=ptx (docs/gpu.md): the PTX file's name and arch, index symbols,

@@ -195,3 +195,9 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     free(held.locals);
     return list;
 }
+
+void kernel_note_stores(const IrStmt *s, bool *written) {
+    if (s->kind == IR_STORE) written[s->buffer] = true;
+    if (s->kind == IR_LOOP)
+        for (uint32_t i = 0; i < s->body.count; i++) kernel_note_stores(s->body.items[i], written);
+}

@@ -40,4 +40,7 @@ typedef struct KernelList {
  * target's thresholds. */
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target);
 
+/* Set written[b] for every buffer b that statement s (and the statements inside it) stores to. */
+void kernel_note_stores(const IrStmt *s, bool *written);
+
 #endif

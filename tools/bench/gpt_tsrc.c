@@ -7,6 +7,8 @@
  * the windows gpt_window() gives (py_gpt.py draws the same ones) and prints their losses, which
  * tools/bench/table.py compares with PyTorch's; then it times the step (on the last window).
  * The check: every loss finite and the last below the first.  FLOP/s are counted by table.py.
+ * Built with -DGPT_PROFILE against the program compiled with --profile, it ends by printing
+ * the kernels by time (stderr).
  * Usage: gpt_tsrc BUDGET_SECONDS MAX_REPS INIT.npz.  Threads: TSR_NUM_THREADS. */
 #include <math.h>
 #include <string.h>
@@ -54,6 +56,9 @@ int main(int argc, char **argv) {
            (int)(GPT_TOKENS_SIZE / WINDOW), tsr_num_threads(), reps, best, median, ok ? "ok" : "FAIL");
     for (int step = 0; step < STEPS; step++) printf("%s%.8g", step ? "," : "", losses[step]);
     printf("\n");
+#ifdef GPT_PROFILE /* tsrc --profile (BENCH_PROFILE=1): the table of kernels by time, to stderr */
+    gpt_profile_report();
+#endif
     gpt_destroy(s);
     return ok ? 0 : 3;
 }

@@ -1,0 +1,64 @@
+#!/bin/sh
+# profile.sh — tsrc --profile (docs/runtime.md §17), run by tests/run.sh:
+#   - an executable built with --profile prints exactly what one built without it prints
+#     (stdout), and when main ends a table of its kernels (stderr) whose launch counts are the
+#     program's: every kernel of `train` launched once per step (40 epochs x 20 batches of
+#     docs/examples/train_moons.tsr), every kernel of `evaluate` once per epoch; labels name the
+#     routine, the kernel's number and the tensors it writes;
+#   - -c --profile: the header declares MODEL_profile_report(), a C driver calls it and gets
+#     the table; without --profile the header has no such function;
+#   - --profile with --interp, with --target=cuda or with --check is a usage error (exit 2).
+# Usage: profile.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
+set -u
+TSRC=$1
+LIB=$2/libtsr.a
+. "$(dirname "$0")/harness.sh"
+harness_start profile
+
+moons=docs/examples/train_moons.tsr
+"$TSRC" "$moons" -o "$T/plain" >"$T/log" 2>&1 && "$TSRC" --profile "$moons" -o "$T/prof" >>"$T/log" 2>&1 &&
+    "$T/plain" >"$T/plain.out" 2>"$T/plain.err" && "$T/prof" >"$T/prof.out" 2>"$T/prof.err"
+check "--profile builds and runs train_moons.tsr" $?
+cmp -s "$T/plain.out" "$T/prof.out"
+check "a profiled executable prints what the unprofiled one prints" $?
+[ ! -s "$T/plain.err" ] && grep -q '^profile of prof: .* ms in [0-9]* launches of [0-9]* kernels' "$T/prof.err"
+check "the profile goes to stderr when main ends, and only with --profile" $?
+# Launch counts: 800 for every kernel of train, 40 for every kernel of evaluate (the lines of
+# kernels under 0.1 % are summed, so only the listed ones are checked).
+awk 'NR > 2 && $5 == "train" { if ($3 != 800) bad = 1; n++ }
+     NR > 2 && $5 == "evaluate" { if ($3 != 40) bad = 1; m++ }
+     END { exit (bad || n < 5 || m < 1) }' "$T/prof.err"
+check "each kernel's launches are its routine's runs (train 800, evaluate 40)" $?
+grep -Eq '^ +[0-9.]+ +[0-9.]+% +800 +[0-9.]+  train #[0-9]+  writes .*w1\.grad' "$T/prof.err"
+check "a kernel's label names its routine, its number and the tensors it writes" $?
+
+"$TSRC" -c --profile tests/native/affine.tsr -o "$T/affine.o" >"$T/log" 2>&1 &&
+    grep -q '^void affine_profile_report(void);' "$T/affine.h"
+check "-c --profile: the header declares affine_profile_report()" $?
+cat >"$T/drive.c" <<'C'
+#include "affine.h"
+int main(void) {
+    affine_state *s = affine_create(1);
+    if (!s) return 1;
+    for (int i = 0; i < 3; i++)
+        if (affine_predict(s) != TSR_OK) return 1;
+    affine_destroy(s);
+    affine_profile_report();
+    return 0;
+}
+C
+cc -std=c11 -Wall -Wextra -Werror -I"$T" -Iruntime "$T/drive.c" "$T/affine.o" "$LIB" -lm -lpthread -o "$T/drive" >"$T/log" 2>&1 &&
+    "$T/drive" 2>"$T/drive.err" && grep -q '^profile of affine: .* ms in [0-9]* launches' "$T/drive.err" &&
+    awk 'NR > 2 && $5 == "predict" { if ($3 != 3) bad = 1; n++ } END { exit (bad || n < 1) }' "$T/drive.err"
+check "a C driver's call of affine_profile_report() prints the table (3 runs, 3 launches each)" $?
+"$TSRC" -c tests/native/affine.tsr -o "$T/plain_affine.o" >"$T/log" 2>&1 && ! grep -q 'profile_report' "$T/plain_affine.h"
+check "without --profile the header has no profile_report" $?
+
+for bad in "--run --interp" "--target=cuda" "--check"; do
+    # shellcheck disable=SC2086
+    "$TSRC" --profile $bad "$moons" -o "$T/x" >"$T/log" 2>&1
+    st=$?
+    [ $st = 2 ] && grep -q "'--profile'" "$T/log"
+    check "--profile $bad is a usage error (exit $st)" $?
+done
+finish
