@@ -423,6 +423,10 @@ add_summary "native: a resumed run continues the run it resumes" $? "$TMP/resume
 # and resumes (tests/native/gpt_example.sh).
 sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1
 add_summary "docs/examples/gpt.tsr: data, training, resuming" $? "$TMP/gpt.out"
+# GPT-2's weights in PyTorch's names and layouts, converted (tools/gpt2_weights.py) and loaded:
+# the loss and logits of GPT-2's definition computed in NumPy, in both executors.
+"$PYTHON" tests/native/gpt2_import.py --tsrc "$TSRC" >"$TMP/gpt2.out" 2>&1
+add_summary "GPT-2 weights from PyTorch: tools/gpt2_weights.py" $? "$TMP/gpt2.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&
