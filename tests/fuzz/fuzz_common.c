@@ -84,7 +84,7 @@ static void native(FuzzJob *job, IrProgram *ir) {
     if (job->compiled && bytes.size == 0) abort(); /* an object with nothing in it */
     free(bytes.data);
     if (job->compiled && job->object_mode) {
-        header_write(ir, "fuzz", "fuzz.tsr", false, sink);
+        header_write(ir, "fuzz", "fuzz.tsr", false, false, sink);
         manifest_write(ir, "fuzz", sink);
     }
 }
