@@ -63,6 +63,7 @@ typedef enum {
     MODE_EMIT_IR,   /* --emit=ir (as lowered and optimised) or --emit=sched-ir (as scheduled) */
     MODE_EMIT_CODE, /* --emit=llvm|asm|obj */
     MODE_OBJECT,    /* -c: object, header, manifest */
+    MODE_SHARED,    /* --shared: a shared library with the runtime inside, and its manifest */
     MODE_RUN,
 } Mode;
 
@@ -110,6 +111,8 @@ static void usage(FILE *out) {
           "  (no mode)        compile to an executable (-o FILE, default: FILE without .tsr)\n"
           "  -c               compile to an object file with a C header and a JSON manifest\n"
           "                   (-o MODEL.o also writes MODEL.h and MODEL.json)\n"
+          "  --shared         compile to a shared library with the runtime inside, for Python\n"
+          "                   and dlopen (-o libMODEL.so also writes libMODEL.json)\n"
           "  --emit=KIND      write KIND: ir (the loop IR, docs/ir.md), sched-ir (the loop IR\n"
           "                   as scheduled for the target), llvm, asm or obj; ptx (the GPU\n"
           "                   kernels, -o MODEL.ptx also writes MODEL.json; implies cuda)\n"
@@ -170,7 +173,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
     "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--time-stages",
-    "--profile", "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
+    "--profile", "--shared", "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
  * option written with a space (--explain l2.w).  The join lives as long as the process. */
@@ -227,9 +230,11 @@ static Options parse_options(int argc, char **argv) {
             opt.mode = MODE_EXPLAIN;
             seen_mode = true;
             opt.explain[opt.explain_count++] = a + 10;
-        } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0) {
+        } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0 ||
+                   strcmp(a, "--shared") == 0) {
             Mode m = MODE_RUN;
             if (a[1] == 'c') m = MODE_OBJECT;
+            else if (strcmp(a, "--shared") == 0) m = MODE_SHARED;
             else if (strcmp(a, "--emit=ir") == 0) m = MODE_EMIT_IR;
             else if (strcmp(a, "--emit=sched-ir") == 0) m = MODE_EMIT_IR, opt.sched_ir = true;
             else if (a[2] == 'e') {
@@ -313,7 +318,10 @@ static Options parse_options(int argc, char **argv) {
     if (opt.mode == MODE_EMIT_CODE && !opt.emit_ptx && target_is_cuda(opt.triple))
         bad_usage("%s", "'--target=cuda' writes --emit=ptx, -c objects and executables, not --emit=llvm, asm or obj");
     if (opt.arch && !target_is_cuda(opt.triple)) bad_usage("%s", "'--arch' goes with '--target=cuda'");
-    if (opt.output && strcmp(opt.output, "-") == 0 && (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT))
+    if (opt.mode == MODE_SHARED && (opt.emit_ptx || (opt.triple && target_is_cuda(opt.triple))))
+        bad_usage("%s", "'--shared' builds CPU code; it does not go with '--target=cuda' yet");
+    if (opt.output && strcmp(opt.output, "-") == 0 &&
+        (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT || opt.mode == MODE_SHARED))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
     if (opt.program_args && opt.mode != MODE_RUN)
         bad_usage("%s", "arguments after '--' are the program's, for '--run'; run the executable with them instead");
@@ -894,8 +902,8 @@ static bool place_executable(const char *linked, const char *output) {
 /* Compile to an executable at `output`: the object and the link's output are written in a
  * private directory, `workdir` (--run's) or one made beside `output`, and the linked program
  * is renamed onto `output`. */
-static bool build_executable(IrProgram *ir, const Options *opt, const Target *target, const char *output,
-                             const char *workdir) {
+static bool build_linked(IrProgram *ir, const Options *opt, const Target *target, const char *output,
+                         const char *workdir, bool shared) {
     Arena *arena = ir->arena;
     const char *lib = runtime_library(arena);
     if (!lib) return false;
@@ -915,15 +923,21 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     int fd = open(object, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     bool ok = fd >= 0;
     if (!ok) diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
-    if (ok) ok = emit_object(ir, opt, target, module_name(arena, opt, output), CG_OBJECT, true, fd, output);
+    if (ok) ok = emit_object(ir, opt, target, module_name(arena, opt, output), CG_OBJECT, !shared, fd, output);
     if (fd >= 0 && close(fd) != 0 && ok) {
         diag_error_noloc("cannot write '%s': %s", output, strerror(errno));
         ok = false;
     }
     if (ok) {
         const char *cc = getenv("CC");
-        char *argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
-                        "-lpthread", "-ldl", NULL};
+        char *exe_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
+                            "-lpthread", "-ldl", NULL};
+        /* A shared library: the whole runtime inside, its calls bound to its own copy
+         * (-Bsymbolic), so that several models load side by side in one process. */
+        char *so_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-shared", "-Wl,-Bsymbolic", "-o", (char *)linked,
+                           (char *)object, "-Wl,--whole-archive", (char *)lib, "-Wl,--no-whole-archive", "-lm",
+                           "-lpthread", "-ldl", NULL};
+        char **argv = shared ? so_argv : exe_argv;
         int status = run_command(argv, NULL);
         if (status != 0) {
             if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
@@ -935,6 +949,26 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     if (ok) ok = place_executable(linked, output);
     if (dir_slot >= 0) temp_remove(dir_slot);
     else unlink(linked);
+    return ok;
+}
+
+static bool build_executable(IrProgram *ir, const Options *opt, const Target *target, const char *output,
+                             const char *workdir) {
+    return build_linked(ir, opt, target, output, workdir, false);
+}
+
+/* --shared: the library at paths[0] and its manifest at paths[1], both or neither. */
+static bool build_shared(IrProgram *ir, const Options *opt, const Target *target, const char *const *paths) {
+    Output manifest;
+    if (!output_open(&manifest, paths[1], true)) return false;
+    bool ok = build_linked(ir, opt, target, paths[0], NULL, true);
+    if (ok) manifest_write(ir, module_name(ir->arena, opt, paths[0]), manifest.file);
+    if (ok && (fflush(manifest.file) != 0 || ferror(manifest.file))) {
+        diag_error_noloc("cannot write '%s': %s", paths[1], strerror(errno));
+        ok = false;
+    }
+    if (!output_commit(&manifest, ok)) ok = false;
+    if (!ok) unlink(paths[0]);
     return ok;
 }
 
@@ -961,6 +995,20 @@ static void object_paths(Arena *arena, const char *output, const char *paths[3])
     paths[0] = output;
     paths[1] = arena_printf(arena, "%s.h", stem);
     paths[2] = arena_printf(arena, "%s.json", stem);
+}
+
+/* --shared: libMODEL.so and, beside it, libMODEL.json (from "libMODEL.so", or the whole name when
+ * it does not end in ".so"); by default lib + the input's base name + .so, here. */
+static void shared_paths(Arena *arena, const char *output, const char *paths[3]) {
+    size_t n = strlen(output);
+    paths[0] = output;
+    paths[1] = arena_printf(arena, "%.*s.json", (int)(n > 3 && strcmp(output + n - 3, ".so") == 0 ? n - 3 : n), output);
+}
+
+static const char *shared_default(Arena *arena, const char *input) {
+    const char *stem = default_output(arena, input, "");
+    const char *base = strrchr(stem, '/');
+    return arena_printf(arena, "lib%s.so", base ? base + 1 : stem);
 }
 
 /* Open the `n` files of a mode that writes several, all of them or none (a stream for the
@@ -1089,6 +1137,9 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
     case MODE_OBJECT:
         object_paths(arena, out ? out : default_output(arena, opt->input, ".o"), paths);
         return 3;
+    case MODE_SHARED:
+        shared_paths(arena, out ? out : shared_default(arena, opt->input), paths);
+        return 2;
     case MODE_BUILD:
         if (!out) out = default_output(arena, opt->input, "");
         break;
@@ -1139,6 +1190,8 @@ static int generate(IrProgram *ir, const Options *opt, const Target *target) {
         return opt->interp ? run_program(ir, opt) : run_native(ir, opt, target);
     case MODE_OBJECT:
         return build_object(ir, opt, target, paths[0]) ? 0 : 1;
+    case MODE_SHARED:
+        return build_shared(ir, opt, target, paths) ? 0 : 1;
     case MODE_EMIT_CODE: {
         if (opt->emit_ptx) return emit_ptx(ir, opt, target, paths, n) ? 0 : 1;
         const char *module = module_name(arena, opt, n ? paths[0] : default_output(arena, opt->input, ""));

@@ -427,6 +427,9 @@ add_summary "docs/examples/gpt.tsr: data, training, resuming" $? "$TMP/gpt.out"
 # the loss and logits of GPT-2's definition computed in NumPy, in both executors.
 "$PYTHON" tests/native/gpt2_import.py --tsrc "$TSRC" >"$TMP/gpt2.out" 2>&1
 add_summary "GPT-2 weights from PyTorch: tools/gpt2_weights.py" $? "$TMP/gpt2.out"
+# Python: tsrc --shared and the package runtime/python/tsr (docs/python.md).
+"$PYTHON" tests/python/binding.py --tsrc "$TSRC" >"$TMP/python.out" 2>&1
+add_summary "Python binding: tsrc --shared, runtime/python/tsr" $? "$TMP/python.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&

@@ -318,8 +318,8 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         fprintf(out, "%s\n    {\"name\": ", any_index ? "," : "");
         any_index = true;
         json_string(out, ir->symbols[i].name);
-        fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\"}", ir->symbols[i].range, module,
-                abi_c_name(ir->arena, ir->symbols[i].name));
+        fprintf(out, ", \"range\": %" PRId64 ", \"setter\": \"%s_set_%s\", \"symbol\": %u}", ir->symbols[i].range,
+                module, abi_c_name(ir->arena, ir->symbols[i].name), i);
     }
     fputs(any_index ? "\n  ],\n  \"sizes\": [" : "],\n  \"sizes\": [", out);
     bool any_size = false;
@@ -331,7 +331,7 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         json_string(out, sym->name);
         fprintf(out, ", \"min\": %" PRId64 ", \"equals\": ", sym->range > 1 ? sym->range : 1);
         json_string(out, ir->symbols[sym->leader].name);
-        fprintf(out, ", \"setter\": \"%s_set_%s\"}", module, abi_c_name(ir->arena, sym->name));
+        fprintf(out, ", \"setter\": \"%s_set_%s\", \"symbol\": %u}", module, abi_c_name(ir->arena, sym->name), i);
     }
     fputs(any_size ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
     for (uint32_t i = 0; i < x.count; i++) {
@@ -346,8 +346,10 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         bool dynamic = ir_buffer_dynamic(b); /* dims[0] is the run-time size's name */
         if (dynamic) json_string(out, ir->symbols[b->size_symbol].name);
         for (uint32_t a = dynamic; a < b->rank; a++) fprintf(out, "%s%" PRIu64, a ? ", " : "", b->dims[a]);
-        fprintf(out, "], \"%s\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\"}",
-                dynamic ? "row_size" : "size", b->size);
+        fprintf(out, "], \"%s\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\", \"buffer\": %u",
+                dynamic ? "row_size" : "size", b->size, e->buffer);
+        if (dynamic) fprintf(out, ", \"length_symbol\": %u", b->size_symbol);
+        fputc('}', out);
     }
     fputs(x.count ? "\n  ]\n}\n" : "]\n}\n", out);
 }

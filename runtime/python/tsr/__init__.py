@@ -1,0 +1,212 @@
+"""tsr — models compiled by tsrc, in Python (docs/python.md).
+
+    tsrc --shared mlp.tsr -o libmlp.so          # also writes libmlp.json, the manifest
+    import tsr
+    m = tsr.load("libmlp.so", seed=1)
+    m["features"][...] = batch                   # tensors: NumPy arrays over the model's buffers
+    m.predict()                                  # routines: methods
+    scores = m["scores"].copy()
+
+The library holds the model's code, its image and the tsrc runtime; this module reads the
+manifest beside it (libmlp.json) and calls the runtime's C functions with ctypes, so nothing is
+compiled at install time.  A model object owns one state (tsr_state): its tensors are views of
+the state's buffers, without a copy, valid until the model is closed or a run-time size that
+shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
+runtime's message.  Libraries compiled from different programs, or the same library loaded
+twice, are independent.
+"""
+import ctypes
+import json
+import os
+
+import numpy as np
+
+__all__ = ["Error", "Model", "load"]
+
+
+class Error(Exception):
+    """An error reported by the tsrc runtime (its message), or a misuse of a model."""
+
+
+class _State(ctypes.Structure):
+    # tsr_state's first fields (runtime/tsr.h; part of the ABI)
+    _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64))]
+
+
+class _Sizes:
+    """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set."""
+
+    def __init__(self, model, entries):
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_entries", {e["name"]: e for e in entries})
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __contains__(self, name):
+        return name in self._entries
+
+    def __getitem__(self, name):
+        return int(self._model._symbols()[self._entry(name)["symbol"]])
+
+    def __setitem__(self, name, value):
+        self._model._call(self._model._lib.tsr_state_set_symbol, self._model._handle(),
+                          ctypes.c_uint32(self._entry(name)["symbol"]), ctypes.c_int64(int(value)))
+
+    def _entry(self, name):
+        if name not in self._entries:
+            known = ", ".join(sorted(self._entries)) or "none"
+            raise KeyError(f"{name!r} is not one of the model's names here ({known})")
+        return self._entries[name]
+
+    def __repr__(self):
+        return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._entries) + "}"
+
+
+class Model:
+    """One compiled model and one state of it (tsr.load makes it)."""
+
+    def __init__(self, library, manifest=None, seed=0):
+        library = os.path.abspath(library)
+        if manifest is None:
+            stem = library[:-3] if library.endswith(".so") else library
+            manifest = stem + ".json"
+        try:
+            with open(manifest) as f:
+                self.manifest = json.load(f)
+        except OSError as e:
+            raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
+        self.name = self.manifest["module"]
+        self._lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        lib = self._lib
+        lib.tsr_last_error.restype = ctypes.c_char_p
+        lib.tsr_state_create.restype = ctypes.c_void_p
+        lib.tsr_state_create.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64]
+        lib.tsr_state_destroy.argtypes = [ctypes.c_void_p]
+        for fn in ("tsr_state_save", "tsr_state_load"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.tsr_state_set_symbol.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64]
+        image = ctypes.c_ubyte.in_dll(lib, self.name + "__image")
+        size = ctypes.c_uint64.in_dll(lib, self.name + "__image_size").value
+        self._state = lib.tsr_state_create(ctypes.addressof(image), size, seed)
+        if not self._state:
+            raise Error(self._last_error())
+        self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
+        self.sizes = _Sizes(self, self.manifest.get("sizes", []))
+        self.indexes = _Sizes(self, self.manifest.get("indexes", []))
+        self.routines = {}
+        for r in self.manifest["routines"]:
+            fn = getattr(lib, r["symbol"])
+            fn.argtypes = [ctypes.c_void_p]
+            fn.restype = ctypes.c_int
+            self.routines[r["name"]] = fn
+
+    # ---- the state ------------------------------------------------------------------------------
+
+    def _last_error(self):
+        return (self._lib.tsr_last_error() or b"unknown error").decode("utf-8", "replace")
+
+    def _handle(self):
+        if not self._state:
+            raise Error(f"the model {self.name} is closed")
+        return ctypes.c_void_p(self._state)
+
+    def _call(self, fn, *args):
+        if fn(*args) != 0:
+            raise Error(self._last_error())
+
+    def _symbols(self):
+        return ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.symbols
+
+    def close(self):
+        """Free the state; the model's arrays must not be used after it."""
+        if self._state:
+            self._lib.tsr_state_destroy(ctypes.c_void_p(self._state))
+            self._state = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- routines -------------------------------------------------------------------------------
+
+    def run(self, routine):
+        """Run the routine named `routine`; a failure raises tsr.Error with the runtime's message."""
+        if routine not in self.routines:
+            raise Error(f"{self.name} has no routine {routine!r} (routines: {', '.join(self.routines) or 'none'})")
+        self._call(self.routines[routine], self._handle())
+
+    def __getattr__(self, name):
+        routines = self.__dict__.get("routines", {})
+        if name in routines:
+            return lambda: self.run(name)
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} has no attribute or routine {name!r}")
+
+    # ---- tensors ---------------------------------------------------------------------------------
+
+    def shape(self, name):
+        """The dims of tensor `name` in memory order (a run-time size as it is set now)."""
+        t = self._tensor(name)
+        dims = list(t["dims"])
+        if "length_symbol" in t:
+            dims[0] = int(self._symbols()[t["length_symbol"]])
+        return tuple(int(d) for d in dims)
+
+    def _tensor(self, name):
+        if name not in self.tensors:
+            raise KeyError(f"{self.name} has no tensor {name!r}")
+        return self.tensors[name]
+
+    def __getitem__(self, name):
+        """Tensor `name` as a float32 NumPy array over the state's buffer (no copy)."""
+        t = self._tensor(name)
+        shape = self.shape(name)
+        pointer = ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.buffers[t["buffer"]] \
+            if self._state else None
+        if not pointer:
+            if not self._state:
+                raise Error(f"the model {self.name} is closed")
+            raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
+        count = int(np.prod(shape, dtype=np.int64))
+        array = np.ctypeslib.as_array((ctypes.c_float * count).from_address(pointer)).reshape(shape)
+        return array
+
+    def __setitem__(self, name, value):
+        """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it)."""
+        target = self[name]
+        value = np.asarray(value, dtype=np.float32)
+        try:
+            np.copyto(target, np.broadcast_to(value, target.shape))
+        except ValueError:
+            raise ValueError(f"tensor {name!r} is {list(target.shape)}; a value of shape {list(value.shape)} does not fit")
+
+    # ---- checkpoints -----------------------------------------------------------------------------
+
+    def save(self, path):
+        """Write every parameter (and the training state) to a .npz checkpoint (tsr_state_save)."""
+        self._call(self._lib.tsr_state_save, self._handle(), os.fsencode(path))
+
+    def load(self, path):
+        """Read a checkpoint written by save, an executable's --save or numpy.savez."""
+        self._call(self._lib.tsr_state_load, self._handle(), os.fsencode(path))
+
+    def __repr__(self):
+        return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
+                f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
+
+
+def load(library, manifest=None, seed=0):
+    """The model compiled into `library` (tsrc --shared), with a fresh state: parameters drawn
+    from `seed`, as an executable's --seed would draw them."""
+    return Model(library, manifest, seed)

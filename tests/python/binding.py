@@ -1,0 +1,129 @@
+"""binding.py — the Python package runtime/python/tsr over libraries from `tsrc --shared`
+(docs/python.md), run by tests/run.sh:
+
+    python3 tests/python/binding.py --tsrc build/tsrc
+
+Checks: --shared writes the library and its manifest and exports the routines; tsr.load gives
+tensors as NumPy views of the state's buffers (no copy: a write through one is what the routine
+reads), routines as methods, the MLP's scores as NumPy computes them from the model's own
+weights; two loads of one library and a second library in one process are independent; run-time
+sizes set from Python reshape the views, and a mismatch is a tsr.Error with the runtime's
+message; assignment checks shapes; save and load round-trip the parameters between two models;
+a closed model and an unknown routine are errors; `pip install` of runtime/python works offline
+(into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
+lines and "N passed, N failed"."""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+import tsr  # noqa: E402
+
+counts = {"passed": 0, "failed": 0}
+
+
+def check(ok, what, detail=""):
+    counts["passed" if ok else "failed"] += 1
+    print(("PASS " if ok else "FAIL ") + what + ("" if ok or not detail else "\n    " + str(detail)[:600]))
+
+
+def raises(kind, fn, needle=""):
+    try:
+        fn()
+    except kind as e:
+        return needle in str(e), str(e)
+    except Exception as e:  # noqa: BLE001
+        return False, f"{type(e).__name__}: {e}"
+    return False, "no exception"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsrc", required=True)
+    tsrc = os.path.abspath(ap.parse_args().tsrc)
+    with tempfile.TemporaryDirectory(prefix="tsrc-python.") as d:
+        lib = os.path.join(d, "libmlp.so")
+        p = subprocess.run([tsrc, "--shared", os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), "-o", lib],
+                           capture_output=True, text=True)
+        check(p.returncode == 0 and os.path.exists(lib) and os.path.exists(os.path.join(d, "libmlp.json")),
+              "tsrc --shared writes libmlp.so and libmlp.json", p.stderr)
+        nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout
+        check(" T libmlp_predict" in nm and " R libmlp__image" in nm, "the library exports the routine and the image", nm[:300])
+
+        m = tsr.load(lib, seed=1)
+        x = np.random.default_rng(0).normal(size=(32, 10)).astype(np.float32)
+        m["features"] = x
+        m.predict()
+        w1, b1, w2 = m["w1"], m["b1"], m["w2"]
+        want = np.maximum(x @ w1.T + b1, 0) @ w2.T
+        check(m["scores"].shape == (32, 3) and np.allclose(m["scores"], want, rtol=1e-5, atol=1e-5),
+              "m.predict() gives NumPy's scores from the model's own weights", np.abs(m["scores"] - want).max())
+        view = m["w1"]
+        check(np.shares_memory(view, m["w1"]) and view.dtype == np.float32, "tensors are float32 views, not copies")
+        view[...] = 0
+        m.predict()
+        check(np.allclose(m["scores"], np.maximum(b1, 0) @ w2.T), "a write through a view is what the routine reads")
+
+        twin = tsr.load(lib, seed=2)
+        check(not np.array_equal(twin["w2"], m["w2"]) and not np.shares_memory(twin["w2"], m["w2"]),
+              "a second load of the library has its own state (seed 2's parameters)")
+        ok, why = raises(ValueError, lambda: m.__setitem__("features", np.zeros((31, 10))), "[32, 10]")
+        check(ok, "assigning a value of another shape is a ValueError naming both shapes", why)
+        ok, why = raises(tsr.Error, lambda: m.run("train"), "no routine 'train'")
+        check(ok, "an unknown routine is a tsr.Error", why)
+
+        path = os.path.join(d, "mlp.npz")
+        twin.save(path)
+        m.load(path)
+        check(np.array_equal(m["w1"], twin["w1"]) and np.array_equal(m["w2"], twin["w2"]),
+              "save and load carry the parameters from one model to another")
+        ok, why = raises(tsr.Error, lambda: m.load(os.path.join(d, "missing.npz")), "missing.npz")
+        check(ok, "loading a missing checkpoint is a tsr.Error with the runtime's message", why)
+
+        rlib = os.path.join(d, "libsizes.so")
+        p = subprocess.run([tsrc, "--shared", "--name=sizes", os.path.join(ROOT, "tests/native/runtime_mlp.tsr"), "-o", rlib],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, "tsrc --shared --name=sizes for a program with run-time sizes", p.stderr)
+        r = tsr.load(rlib)
+        r.sizes["x.b"] = 37
+        r.sizes["t.b"] = 37
+        check(r.shape("x") == (37, 784) and r["x"].shape == (37, 784) and r.sizes["x.b"] == 37,
+              "a run-time size set from Python shapes the views")
+        r["x"] = np.ones((37, 784), np.float32)
+        r.predict()
+        check(r["scores"].shape == (37, 10) and np.isfinite(r["scores"]).all(), "the routine runs at the size set")
+        r.sizes["t.b"] = 5
+        ok, why = raises(tsr.Error, r.check, "t.b")
+        check(ok, "mismatched sizes are a tsr.Error with the runtime's message", why)
+        m.close()
+        ok, why = raises(tsr.Error, m.predict, "closed")
+        check(ok, "a closed model is an error, not a crash", why)
+        twin.close()
+        r.close()
+
+        pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
+        if pip.returncode != 0:
+            print("SKIP pip install of runtime/python (pip is not installed)")
+        else:
+            src = os.path.join(d, "pkg")
+            shutil.copytree(os.path.join(ROOT, "runtime", "python"), src)
+            site = os.path.join(d, "site")
+            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", "--no-deps",
+                                "--target", site, src], capture_output=True, text=True)
+            q = subprocess.run([sys.executable, "-c", "import tsr, sys; print(tsr.__file__)"],
+                               env=dict(os.environ, PYTHONPATH=site), capture_output=True, text=True, cwd=d)
+            check(p.returncode == 0 and q.stdout.startswith(site), "pip installs runtime/python offline",
+                  p.stderr + q.stderr)
+    print(f"{counts['passed']} passed, {counts['failed']} failed")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
