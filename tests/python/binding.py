@@ -9,7 +9,8 @@ reads), routines as methods, the MLP's scores as NumPy computes them from the mo
 weights; two loads of one library and a second library in one process are independent; run-time
 sizes set from Python reshape the views, and a mismatch is a tsr.Error with the runtime's
 message; assignment checks shapes; save and load round-trip the parameters between two models;
-a closed model and an unknown routine are errors; `pip install` of runtime/python works offline
+a closed model and an unknown routine are errors; tsr.compile caches by source and raises
+tsrc's errors; the arrays export __dlpack__; `pip install` of runtime/python works offline
 (into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
@@ -107,6 +108,29 @@ def main():
         check(ok, "a closed model is an error, not a crash", why)
         twin.close()
         r.close()
+
+        cache = os.path.join(d, "cache")
+        src = os.path.join(d, "mlp.tsr")
+        shutil.copy(os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), src)
+        c1 = tsr.compile(src, seed=1, tsrc=tsrc, cache=cache)
+        built = sorted(os.listdir(cache))
+        stamp = os.stat(os.path.join(cache, built[0])).st_mtime_ns
+        c2 = tsr.compile(src, seed=1, tsrc=tsrc, cache=cache)
+        check(len(built) == 2 and sorted(os.listdir(cache)) == built and
+              os.stat(os.path.join(cache, built[0])).st_mtime_ns == stamp and np.array_equal(c1["w1"], c2["w1"]),
+              "tsr.compile builds once and reuses the cached library for the same source", built)
+        with open(src, "a") as f:
+            f.write("(* changed *)\n")
+        tsr.compile(src, tsrc=tsrc, cache=cache).close()
+        check(len(os.listdir(cache)) == 4, "a changed source is compiled again", os.listdir(cache))
+        with open(src, "a") as f:
+            f.write("let%op broken = w1 +* \"i; j => k\" w2\n")
+        ok, why = raises(tsr.Error, lambda: tsr.compile(src, tsrc=tsrc, cache=cache), "mlp.tsr:")
+        check(ok, "a compile error is a tsr.Error with tsrc's located message", why)
+        shared = np.from_dlpack(c1["w2"])
+        check(np.shares_memory(shared, c1["w2"]), "tensors export __dlpack__ (np.from_dlpack shares the buffer)")
+        c1.close()
+        c2.close()
 
         pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
         if pip.returncode != 0:

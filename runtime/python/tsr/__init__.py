@@ -13,15 +13,19 @@ compiled at install time.  A model object owns one state (tsr_state): its tensor
 the state's buffers, without a copy, valid until the model is closed or a run-time size that
 shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
 runtime's message.  Libraries compiled from different programs, or the same library loaded
-twice, are independent.
+twice, are independent.  tsr.compile("mlp.tsr") runs the installed tsrc and loads the result,
+reusing an earlier library when the source, the options and tsrc are the same.
 """
 import ctypes
+import hashlib
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 
-__all__ = ["Error", "Model", "load"]
+__all__ = ["Error", "Model", "compile", "load"]
 
 
 class Error(Exception):
@@ -210,3 +214,49 @@ def load(library, manifest=None, seed=0):
     """The model compiled into `library` (tsrc --shared), with a fresh state: parameters drawn
     from `seed`, as an executable's --seed would draw them."""
     return Model(library, manifest, seed)
+
+
+def _cache_dir():
+    base = os.environ.get("TSR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tsr")
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
+def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (the natural name)
+    """Compile the .tsr file `source` with `tsrc --shared` and load it (tsr.load).
+
+    `tsrc` is the compiler to run (default: $TSRC, else `tsrc` on PATH); `options` are more of
+    its options (["--cpu=x86-64-v3"], ["-I", "lib"]).  The library is kept in `cache` (default
+    $TSR_CACHE, else $XDG_CACHE_HOME/tsr or ~/.cache/tsr) under a name made from the hash of
+    the source's text, the options and the compiler's own file, so a second call with nothing
+    changed loads it without compiling.  (A file the source `open`s from -I directories is not
+    part of the hash: pass cache=False to compile afresh.)  Compile errors raise tsr.Error
+    with tsrc's messages."""
+    tsrc = tsrc or os.environ.get("TSRC") or shutil.which("tsrc")
+    if not tsrc or not os.path.exists(tsrc):
+        raise Error("cannot find tsrc (pass tsrc=..., set $TSRC or put it on PATH)")
+    tsrc = os.path.abspath(tsrc)
+    with open(source, "rb") as f:
+        text = f.read()
+    st = os.stat(tsrc)
+    key = hashlib.sha256()
+    for part in (text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode()):
+        key.update(part)
+        key.update(b"\0")
+    stem = os.path.splitext(os.path.basename(source))[0]
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "model"
+    if name[0].isdigit():
+        name = "m_" + name
+    directory = _cache_dir() if cache in (None, True) else (cache or None)
+    if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
+        import tempfile
+        directory = tempfile.mkdtemp(prefix="tsr-")
+    os.makedirs(directory, exist_ok=True)
+    library = os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
+    if not (os.path.exists(library) and os.path.exists(library[:-3] + ".json")):
+        p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
+    return Model(library, None, seed)
