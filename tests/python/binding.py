@@ -132,6 +132,19 @@ def main():
         c1.close()
         c2.close()
 
+        # docs/examples/python/train_digits.py: trained from a Python loop, exported to PyTorch.
+        digits = os.path.join(d, "digits")
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools/digits.py"), digits], capture_output=True)
+        env = dict(os.environ, TSRC=tsrc, TSR_CACHE=cache, PYTHONPATH=os.path.join(ROOT, "runtime", "python"),
+                   PYTHONDONTWRITEBYTECODE="1")
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "docs/examples/python/train_digits.py"), digits],
+                           capture_output=True, text=True, env=env, cwd=d)
+        last = [line for line in p.stdout.splitlines() if line.startswith("epoch 8")]
+        accuracy = float(last[0].split()[-1].rstrip("%")) if last else 0.0
+        check(p.returncode == 0 and accuracy >= 90.0 and ("agree" in p.stdout or "not installed" in p.stdout),
+              f"docs/examples/python/train_digits.py trains to {accuracy:.1f}% (at least 90%) and PyTorch's "
+              "predictions from its weights agree (where PyTorch is installed)", p.stdout + p.stderr)
+
         pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
         if pip.returncode != 0:
             print("SKIP pip install of runtime/python (pip is not installed)")
