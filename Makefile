@@ -12,7 +12,7 @@
 #                   loaders and the model image reader, FUZZ_SECONDS each (default 60);
 #                   FUZZ_TARGETS="parse compile data image"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
-#   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the stdlib and the docs
+#   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the CMake package, the stdlib and the docs
 #   make bench      tsrc-generated code vs OpenBLAS, NumPy and PyTorch (matmul, an elementwise
 #                   chain, training steps, LeNet's convolutions); BENCH_ONLY="conv" (sections:
 #                   matmul bmm ew train conv) runs some; other variables in tools/bench.sh
@@ -233,13 +233,16 @@ DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define TSRC_VERSION "\(.*\)"/\1/p' compiler/main.c)
 install: $(BUILD)/tsrc $(BUILD)/libtsr.a
 	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
-	    $(DESTDIR)$(PREFIX)/share/tsrc/stdlib $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples
+	    $(DESTDIR)$(PREFIX)/share/tsrc/stdlib $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/tsrc
 	$(Q)install -m 755 $(BUILD)/tsrc $(DESTDIR)$(PREFIX)/bin/tsrc
 	$(Q)install -m 644 $(BUILD)/libtsr.a $(DESTDIR)$(PREFIX)/lib/libtsr.a
 	$(Q)install -m 644 runtime/tsr.h $(DESTDIR)$(PREFIX)/include/tsr.h
 	$(Q)install -m 644 $(STDLIB_TSR) $(DESTDIR)$(PREFIX)/share/tsrc/stdlib/
 	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tsrc/
-	$(Q)install -m 644 docs/examples/* $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
+	$(Q)install -m 644 $(wildcard docs/examples/*.tsr docs/examples/*.c) $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
+	$(Q)cp -R docs/examples/python docs/examples/cmake $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
+	$(Q)install -m 644 runtime/cmake/tsrcConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/tsrc/tsrcConfig.cmake
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/tsr.pc.in \
 	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/tsr.pc
 	@echo "installed tsrc $(VERSION) in $(DESTDIR)$(PREFIX)"

@@ -427,6 +427,9 @@ add_summary "docs/examples/gpt.tsr: data, training, resuming" $? "$TMP/gpt.out"
 # the loss and logits of GPT-2's definition computed in NumPy, in both executors.
 "$PYTHON" tests/native/gpt2_import.py --tsrc "$TSRC" >"$TMP/gpt2.out" 2>&1
 add_summary "GPT-2 weights from PyTorch: tools/gpt2_weights.py" $? "$TMP/gpt2.out"
+# CMake: make install's package, tsrc_add_model building docs/examples/cmake (docs/runtime.md §18).
+sh tests/native/cmake.sh "$TSRC" "$SAN" >"$TMP/cmake.out" 2>&1
+add_summary "CMake: find_package(tsrc), tsrc_add_model" $? "$TMP/cmake.out"
 # Python: tsrc --shared and the package runtime/python/tsr (docs/python.md).
 "$PYTHON" tests/python/binding.py --tsrc "$TSRC" >"$TMP/python.out" 2>&1
 add_summary "Python binding: tsrc --shared, runtime/python/tsr" $? "$TMP/python.out"
