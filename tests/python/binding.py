@@ -152,7 +152,7 @@ def main():
             src = os.path.join(d, "pkg")
             shutil.copytree(os.path.join(ROOT, "runtime", "python"), src)
             site = os.path.join(d, "site")
-            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", "--no-deps",
+            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                                 "--target", site, src], capture_output=True, text=True)
             q = subprocess.run([sys.executable, "-c", "import tsr, sys; print(tsr.__file__)"],
                                env=dict(os.environ, PYTHONPATH=site), capture_output=True, text=True, cwd=d)
