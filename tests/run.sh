@@ -433,6 +433,8 @@ add_summary "CMake: find_package(tsrc), tsrc_add_model" $? "$TMP/cmake.out"
 # Python: tsrc --shared and the package runtime/python/tsr (docs/python.md).
 "$PYTHON" tests/python/binding.py --tsrc "$TSRC" >"$TMP/python.out" 2>&1
 add_summary "Python binding: tsrc --shared, runtime/python/tsr" $? "$TMP/python.out"
+"$PYTHON" tests/python/weights.py --tsrc "$TSRC" >"$TMP/weights.out" 2>&1
+add_summary "Python: weights to and from PyTorch (MLP, LeNet, GPT-2)" $? "$TMP/weights.out"
 
 # `make install` into a scratch prefix: the installed tsrc finds its runtime, pkg-config links.
 if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&

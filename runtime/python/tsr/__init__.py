@@ -25,7 +25,9 @@ import subprocess
 
 import numpy as np
 
-__all__ = ["Error", "Model", "compile", "load"]
+from .weights import from_gpt2, from_torch, to_gpt2, to_torch  # noqa: E402,F401
+
+__all__ = ["Error", "Model", "compile", "from_gpt2", "from_torch", "load", "to_gpt2", "to_torch"]
 
 
 class Error(Exception):

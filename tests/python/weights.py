@@ -1,0 +1,153 @@
+"""weights.py — tsr.from_torch / to_torch and tsr.from_gpt2 / to_gpt2 (runtime/python/tsr/weights.py,
+docs/python.md), run by tests/run.sh:
+
+    python3 tests/python/weights.py --tsrc build/tsrc
+
+With NumPy alone: state dicts in PyTorch's names and layouts for an MLP (nn.Sequential of
+Linear, ReLU, Linear), a small LeNet (tests/python/lenet_valid.tsr: Conv2d, MaxPool2d, Conv2d,
+Flatten, Linear — channels-first kernels and a CHW flattening against tsrc's channels-last) and
+a two-block GPT-2 (Hugging Face's names, fused c_attn) are loaded into the compiled models; the
+models' outputs equal a float64 NumPy forward pass written in PyTorch's conventions (1e-5), and
+to_torch / to_gpt2 give back the state dicts bit for bit.  Where PyTorch is installed, the same
+with real torch.nn models: PyTorch -> tsrc -> PyTorch, outputs equal (1e-5) and the weights
+returned exactly (SKIP lines otherwise).  A state dict that does not fit is a ValueError naming
+both sides, and changes nothing.  Prints PASS/FAIL/SKIP lines and "N passed, N failed"."""
+import argparse
+import copy
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+import tsr  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "native"))
+from gpt2_import import gpt2_forward, gpt2_weights  # noqa: E402  (GPT-2's definition in NumPy)
+
+counts = {"passed": 0, "failed": 0}
+
+
+def check(ok, what, detail=""):
+    counts["passed" if ok else "failed"] += 1
+    print(("PASS " if ok else "FAIL ") + what + ("" if ok or not detail else "\n    " + str(detail)[:500]))
+
+
+def same_dicts(a, b):
+    return sorted(a) == sorted(b) and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
+
+
+def conv_valid(x, w, b):
+    """NCHW cross-correlation as torch.nn.functional.conv2d (stride 1, no padding), float64."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    out = np.zeros((n, o, h - kh + 1, wd - kw + 1))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,oc->nohw", x[:, :, i:i + h - kh + 1, j:j + wd - kw + 1], w[:, :, i, j])
+    return out + b[None, :, None, None]
+
+
+def lenet_forward(sd, x):
+    a = np.maximum(conv_valid(x[:, None].astype(np.float64), sd["0.weight"], sd["0.bias"]), 0)
+    n, c, h, w = a.shape
+    a = a.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+    a = np.maximum(conv_valid(a, sd["3.weight"], sd["3.bias"]), 0)
+    return a.reshape(n, -1) @ sd["6.weight"].T.astype(np.float64) + sd["6.bias"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsrc", required=True)
+    tsrc = os.path.abspath(ap.parse_args().tsrc)
+    rng = np.random.default_rng(3)
+    f32 = lambda *shape, s=0.3: rng.normal(0, s, shape).astype(np.float32)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="tsrc-weights.") as d:
+        def build(path):
+            return tsr.compile(os.path.join(ROOT, path), tsrc=tsrc, cache=os.path.join(d, "cache"))
+
+        # ---- MLP -------------------------------------------------------------------------
+        mlp = build("docs/examples/python/digits_mlp.tsr")
+        sd = {"0.weight": f32(16, 784, s=0.05), "0.bias": f32(16), "2.weight": f32(10, 16), "2.bias": f32(10)}
+        tsr.from_torch(mlp, sd)
+        x = rng.random((7, 784)).astype(np.float32)
+        mlp.sizes["test_x.b"] = 7
+        mlp["test_x"] = x
+        mlp.predict()
+        want = np.maximum(x @ sd["0.weight"].T.astype(np.float64) + sd["0.bias"], 0) @ sd["2.weight"].T + sd["2.bias"]
+        check(np.allclose(mlp["logits"], want, rtol=1e-5, atol=1e-5), "MLP: from_torch, then tsrc's logits are "
+              "PyTorch's layout computed in NumPy", np.abs(mlp["logits"] - want).max())
+        check(same_dicts(tsr.to_torch(mlp, sd), sd), "MLP: to_torch gives the state dict back bit for bit")
+        before = np.array(mlp["layer.w"])
+        bad = dict(sd, **{"2.weight": f32(10, 15)})
+        try:
+            tsr.from_torch(mlp, bad)
+            ok, why = False, "no error"
+        except ValueError as e:
+            ok, why = "'2.weight' is [10, 15]" in str(e) and "'rest.w', [10, 16]" in str(e), str(e)
+        check(ok and np.array_equal(before, mlp["layer.w"]), "a weight that does not fit is a ValueError naming both "
+              "sides, and nothing is written", why)
+
+        # ---- LeNet -------------------------------------------------------------------------
+        lenet = build("tests/python/lenet_valid.tsr")
+        sd = {"0.weight": f32(4, 1, 3, 3), "0.bias": f32(4), "3.weight": f32(6, 4, 3, 3), "3.bias": f32(6),
+              "6.weight": f32(5, 54), "6.bias": f32(5)}
+        tsr.from_torch(lenet, sd)
+        imgs = rng.random((3, 12, 12)).astype(np.float32)
+        lenet.sizes["x.b"] = 3
+        lenet["x"] = imgs
+        lenet.predict()
+        want = lenet_forward(sd, imgs)
+        check(np.allclose(lenet["y"], want, rtol=1e-5, atol=1e-5), "LeNet: channels-first kernels and a CHW "
+              "flattening, converted, give PyTorch's outputs (NumPy)", np.abs(lenet["y"] - want).max())
+        check(same_dicts(tsr.to_torch(lenet, sd), sd), "LeNet: to_torch gives the state dict back bit for bit")
+
+        # ---- GPT-2 -------------------------------------------------------------------------
+        gpt = build("tests/python/gpt_small.tsr")
+        state = gpt2_weights(np.random.default_rng(5))
+        tsr.from_gpt2(gpt, state)
+        ids = np.random.default_rng(6).integers(0, 16, (3, 8))
+        gpt["ids"] = ids
+        gpt.forward()
+        want = gpt2_forward(state, ids)
+        check(np.allclose(gpt["logits"], want, rtol=2e-5, atol=2e-5), "GPT-2: from_gpt2, then the logits are "
+              "GPT-2's definition's", np.abs(gpt["logits"] - want).max())
+        check(same_dicts(tsr.to_gpt2(gpt, state), state), "GPT-2: to_gpt2 gives the state dict back bit for bit")
+
+        # ---- with PyTorch --------------------------------------------------------------------
+        try:
+            import torch
+        except ImportError:
+            print("SKIP the round trips through torch.nn (PyTorch is not installed)")
+            torch = None
+        if torch is not None:
+            torch.manual_seed(0)
+            nets = {"MLP": (mlp, torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
+                            "test_x", "logits", "predict", torch.rand(7, 784)),
+                    "LeNet": (lenet, torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                                         torch.nn.Conv2d(4, 6, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                                         torch.nn.Linear(54, 5)),
+                              "x", "y", "predict", torch.rand(3, 12, 12))}
+            for label, (m, net, inp, out, routine, data) in nets.items():
+                tsr.from_torch(m, net.state_dict())
+                m[inp] = data.numpy()
+                m.run(routine)
+                with torch.no_grad():
+                    theirs = net(data[:, None] if label == "LeNet" else data).numpy()
+                back = copy.deepcopy(net)  # the same architecture, its weights zeroed, then tsrc's
+                back.load_state_dict({k: torch.zeros_like(v) for k, v in net.state_dict().items()})
+                back.load_state_dict({k: torch.from_numpy(v) for k, v in tsr.to_torch(m, back.state_dict()).items()})
+                with torch.no_grad():
+                    again = back(data[:, None] if label == "LeNet" else data).numpy()
+                check(np.allclose(m[out], theirs, rtol=1e-5, atol=1e-6) and np.array_equal(again, theirs),
+                      f"{label}: PyTorch -> tsrc -> PyTorch: tsrc's outputs are PyTorch's, and the weights come back "
+                      "exactly", f"{np.abs(m[out] - theirs).max()}")
+    print(f"{counts['passed']} passed, {counts['failed']} failed")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
