@@ -28,6 +28,8 @@
 #            program with the batch written (docs/runtime.md §16)
 #   moons    one step of the train routine of docs/examples/train_moons.tsr (2-32-1, batch 20;
 #            driver moons_tsrc.c) against the same in PyTorch
+#   python   the nn_mlp step from a Python loop through runtime/python/tsr (tools/bench/py_loop.py):
+#            the step alone and with a NumPy batch copied in each step, against the C driver
 #   gpt      one AdamW step (clipped) of docs/examples/gpt.tsr's GPT: L=4, C=256, NH=4, T=64, B=8,
 #            vocabulary 96 (tools/bench/gpt.tsr, driver gpt_tsrc.c) against the same model in
 #            PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
@@ -53,7 +55,7 @@
 # "n/s" in the table) and skipped.
 #
 # Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
-# BENCH_ONLY (sections: matmul bmm ew train gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# BENCH_ONLY (sections: matmul bmm ew train python gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
@@ -259,8 +261,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul bmm ew train gpt conv).
-want() { case " ${BENCH_ONLY:-matmul bmm ew train gpt conv} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul bmm ew train python gpt conv).
+want() { case " ${BENCH_ONLY:-matmul bmm ew train python gpt conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -377,6 +379,14 @@ done
 train_case moons "moons perceptron training step (docs/examples/train_moons.tsr), batch 20" \
     "$ROOT/docs/examples/train_moons.tsr" 20
 [ $have_torch = yes ] || info "PyTorch: not available; the training tables have no PyTorch column"
+fi
+
+# ---- Python: the same step from a Python loop (runtime/python/tsr) -------------------------------
+if want python; then
+echo "bench: the Nn/Train MLP step driven from Python (tsr.compile, m.step()); threads $THREADS"
+for t in $THREADS; do
+    run "Python loop nn_mlp threads=$t" "$PY" "$BENCH/py_loop.py" "$TSRC" "$t" "$WORK/py_cache"
+done
 fi
 
 # ---- the GPT step -------------------------------------------------------------------------------

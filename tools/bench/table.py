@@ -52,7 +52,7 @@ def cell(kind, impl, n, t):
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "moons", "gpt"):  # time per step: ms, µs for moons
+    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "nn_mlp_py", "moons", "gpt"):  # time per step: ms, µs for moons
         shown = fmt(float(f["best_s"]) * (1e6 if kind == "moons" else 1e3))
     else:
         shown = fmt(r)
@@ -159,6 +159,20 @@ pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_dyn"}, key=lamb
 table("moons", "moons perceptron training step (docs/examples/train_moons.tsr: 2-32-1, hinge loss, "
       "SGD), batch 20: microseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / "
       "tsrc's", [("tsrc", "tsrc"), ("torch", "PyTorch")], {"torch"}, first="batch")
+
+# The Python loop against the C driver: the same program and step.
+def py_row(n, t):
+    cr, cs = cell("nn_mlp", "tsrc", n, t)
+    sr, ss = cell("nn_mlp_py", "step", n, t)
+    fr, fs = cell("nn_mlp_py", "feed", n, t)
+    return [cs, ss, fs, ratio(cr, sr), ratio(cr, fr)]  # rates are 1/time: time ratio = C's rate / Python's
+
+
+pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_py"}, key=lambda p: (int(p[0]), p[1])),
+           "The Nn/Train MLP step driven from Python (runtime/python/tsr, tools/bench/py_loop.py) against the "
+           "C driver: milliseconds per step; Python/C = Python's time / C's (at most 1.1 is the goal); "
+           "feed also copies a NumPy batch (128×784 and 128×10 floats) into the model every step",
+           ["batch", "threads", "C", "Python", "Python + feed", "Python/C", "feed/C"], py_row)
 
 # The GPT step: time, GFLOP/s and the losses side by side.
 GPT_FLOP = 3 * (4 * (2 * 512 * 256 * 768 + 2 * 2 * 8 * 4 * 64 * 64 * 64 + 2 * 512 * 256 * 256
