@@ -832,6 +832,7 @@ static void llvm_fatal(const char *reason) {
  * errors name `shown`. */
 static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
                         bool with_main, int fd, const char *shown) {
+    bool shared_api = opt->mode == MODE_SHARED;
     /* A GPU program: its kernels become PTX that the image carries; the object holds the host
      * side (routines launching them, main) for this machine. */
     PtxModule ptx = {0};
@@ -847,7 +848,7 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     unsigned char *image = image_build(ir, module, (ImageCpu){target->cpu_features, target->cpu_shown},
                                        ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
-                    .profile = opt->profile, .gpu_first = ptx.function_first};
+                    .shared_api = shared_api, .profile = opt->profile, .gpu_first = ptx.function_first};
     CgBytes bytes;
     bool generated = cg_cpu_emit(ir, image, size, &co, format, &bytes);
     free(ptx.ptx.data);
@@ -932,13 +933,24 @@ static bool build_linked(IrProgram *ir, const Options *opt, const Target *target
         const char *cc = getenv("CC");
         char *exe_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
                             "-lpthread", "-ldl", NULL};
-        /* A shared library: the whole runtime inside, its calls bound to its own copy
-         * (-Bsymbolic), so that several models load side by side in one process. */
-        char *so_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-shared", "-Wl,-Bsymbolic", "-o", (char *)linked,
-                           (char *)object, "-Wl,--whole-archive", (char *)lib, "-Wl,--no-whole-archive", "-lm",
-                           "-lpthread", "-ldl", NULL};
+        /* A shared library: the runtime inside and hidden, only the model's own symbols
+         * exported (a version script), so that several models load side by side. */
+        const char *version_script = arena_printf(arena, "%s/exports.map", workdir);
+        const char *version_flag = arena_printf(arena, "-Wl,--version-script=%s", version_script);
+        if (shared) {
+            const char *module = module_name(arena, opt, output);
+            FILE *f = fopen(version_script, "wx");
+            if (!f || fprintf(f, "{ global: %s_*; local: *; };\n", module) < 0 || fclose(f) != 0) {
+                diag_error_noloc("cannot write '%s': %s", version_script, strerror(errno));
+                ok = false;
+            }
+        }
+        char *so_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-shared", "-Wl,-Bsymbolic", (char *)version_flag,
+                           "-o", (char *)linked, (char *)object, "-Wl,--whole-archive", (char *)lib,
+                           "-Wl,--no-whole-archive", "-lm", "-lpthread", "-ldl", NULL};
         char **argv = shared ? so_argv : exe_argv;
-        int status = run_command(argv, NULL);
+        int status = ok ? run_command(argv, NULL) : 0;
+        if (shared) unlink(version_script);
         if (status != 0) {
             if (status > 0) diag_error_noloc("linking '%s' failed: '%s' exited with status %d", output, argv[0], status);
             ok = false;
@@ -957,8 +969,11 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     return build_linked(ir, opt, target, output, workdir, false);
 }
 
+static bool check_routine_names(const IrProgram *ir, const char *module);
+
 /* --shared: the library at paths[0] and its manifest at paths[1], both or neither. */
 static bool build_shared(IrProgram *ir, const Options *opt, const Target *target, const char *const *paths) {
+    if (!check_routine_names(ir, module_name(ir->arena, opt, paths[0]))) return false;
     Output manifest;
     if (!output_open(&manifest, paths[1], true)) return false;
     bool ok = build_linked(ir, opt, target, paths[0], NULL, true);

@@ -678,6 +678,40 @@ static void emit_main(Cpu *c, LLVMValueRef *routines) {
     LLVMBuildRet(c->g.b, cgl_call(&c->g, "tsr_main_fail", c->g.i32, fp, 2, fa));
 }
 
+/* ---- The C API of a shared library (--shared) --------------------------------------------------------- */
+
+/* RET MODULE_NAME(PARAMS…) { return RUNTIME(ARGS…); } where the arguments are the parameters,
+ * with the image and its size first for create. */
+static void api_function(Cpu *c, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
+                         const char *runtime) {
+    CgLlvm *g = &c->g;
+    LLVMValueRef f = LLVMAddFunction(g->mod, arena_printf(g->ir->arena, "%s_%s", c->opt->module, name),
+                                     LLVMFunctionType(ret, params, n, 0));
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
+    LLVMValueRef args[4];
+    LLVMTypeRef types[4];
+    unsigned count = 0;
+    if (strcmp(name, "create") == 0) {
+        args[count] = c->image, types[count++] = g->ptr;
+        args[count] = c->image_size, types[count++] = g->i64;
+    }
+    for (unsigned i = 0; i < n; i++) args[count] = LLVMGetParam(f, i), types[count++] = params[i];
+    LLVMValueRef r = cgl_call(g, runtime, ret, types, count, args);
+    if (ret == g->void_t) LLVMBuildRetVoid(g->b);
+    else LLVMBuildRet(g->b, r);
+}
+
+static void emit_shared_api(Cpu *c) {
+    CgLlvm *g = &c->g;
+    LLVMTypeRef seed[1] = {g->i64}, state[1] = {g->ptr}, path[2] = {g->ptr, g->ptr}, set[3] = {g->ptr, g->i32, g->i64};
+    api_function(c, "create", g->ptr, seed, 1, "tsr_state_create");
+    api_function(c, "destroy", g->void_t, state, 1, "tsr_state_destroy");
+    api_function(c, "last_error", g->ptr, NULL, 0, "tsr_last_error");
+    api_function(c, "save", g->i32, path, 2, "tsr_state_save");
+    api_function(c, "load", g->i32, path, 2, "tsr_state_load");
+    api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol");
+}
+
 /* ---- The module ------------------------------------------------------------------------------------ */
 
 bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_size, const CgOptions *o,
@@ -713,6 +747,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     if (!routines) diag_fatal_oom();
     for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = o->gpu_first ? emit_gpu_routine(&c, f) : emit_routine(&c, f);
     if (o->with_main) emit_main(&c, routines);
+    if (o->shared_api) emit_shared_api(&c);
     if (o->profile) profile_finish(&c);
     bool ok = cgl_finish(g, tm, o->opt_level, c.split, format, out);
     free(routines);

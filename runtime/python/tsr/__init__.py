@@ -39,6 +39,24 @@ class _State(ctypes.Structure):
     _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64))]
 
 
+class _Api:
+    """The C API a library of `tsrc --shared` exports (docs/python.md): MODULE_create, _destroy,
+    _last_error, _save, _load, _set_symbol, each the runtime function of the same role."""
+
+    def __init__(self, lib, module):
+        def fn(name, restype, argtypes):
+            f = getattr(lib, f"{module}_{name}")
+            f.restype, f.argtypes = restype, argtypes
+            return f
+
+        self.create = fn("create", ctypes.c_void_p, [ctypes.c_uint64])
+        self.destroy = fn("destroy", None, [ctypes.c_void_p])
+        self.last_error = fn("last_error", ctypes.c_char_p, [])
+        self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
+        self.load = fn("load", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
+        self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
+
+
 class _Sizes:
     """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set."""
 
@@ -59,7 +77,7 @@ class _Sizes:
         return int(self._model._symbols()[self._entry(name)["symbol"]])
 
     def __setitem__(self, name, value):
-        self._model._call(self._model._lib.tsr_state_set_symbol, self._model._handle(),
+        self._model._call(self._model._api.set_symbol, self._model._handle(),
                           ctypes.c_uint32(self._entry(name)["symbol"]), ctypes.c_int64(int(value)))
 
     def _entry(self, name):
@@ -87,17 +105,8 @@ class Model:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         self.name = self.manifest["module"]
         self._lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-        lib = self._lib
-        lib.tsr_last_error.restype = ctypes.c_char_p
-        lib.tsr_state_create.restype = ctypes.c_void_p
-        lib.tsr_state_create.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64]
-        lib.tsr_state_destroy.argtypes = [ctypes.c_void_p]
-        for fn in ("tsr_state_save", "tsr_state_load"):
-            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.tsr_state_set_symbol.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64]
-        image = ctypes.c_ubyte.in_dll(lib, self.name + "__image")
-        size = ctypes.c_uint64.in_dll(lib, self.name + "__image_size").value
-        self._state = lib.tsr_state_create(ctypes.addressof(image), size, seed)
+        self._api = _Api(self._lib, self.name)
+        self._state = self._api.create(seed)
         if not self._state:
             raise Error(self._last_error())
         self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
@@ -105,7 +114,7 @@ class Model:
         self.indexes = _Sizes(self, self.manifest.get("indexes", []))
         self.routines = {}
         for r in self.manifest["routines"]:
-            fn = getattr(lib, r["symbol"])
+            fn = getattr(self._lib, r["symbol"])
             fn.argtypes = [ctypes.c_void_p]
             fn.restype = ctypes.c_int
             self.routines[r["name"]] = fn
@@ -113,7 +122,7 @@ class Model:
     # ---- the state ------------------------------------------------------------------------------
 
     def _last_error(self):
-        return (self._lib.tsr_last_error() or b"unknown error").decode("utf-8", "replace")
+        return (self._api.last_error() or b"unknown error").decode("utf-8", "replace")
 
     def _handle(self):
         if not self._state:
@@ -130,7 +139,7 @@ class Model:
     def close(self):
         """Free the state; the model's arrays must not be used after it."""
         if self._state:
-            self._lib.tsr_state_destroy(ctypes.c_void_p(self._state))
+            self._api.destroy(ctypes.c_void_p(self._state))
             self._state = None
 
     def __enter__(self):
@@ -201,11 +210,11 @@ class Model:
 
     def save(self, path):
         """Write every parameter (and the training state) to a .npz checkpoint (tsr_state_save)."""
-        self._call(self._lib.tsr_state_save, self._handle(), os.fsencode(path))
+        self._call(self._api.save, self._handle(), os.fsencode(path))
 
     def load(self, path):
         """Read a checkpoint written by save, an executable's --save or numpy.savez."""
-        self._call(self._lib.tsr_state_load, self._handle(), os.fsencode(path))
+        self._call(self._api.load, self._handle(), os.fsencode(path))
 
     def __repr__(self):
         return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
