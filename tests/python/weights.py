@@ -11,8 +11,9 @@ models' outputs equal a float64 NumPy forward pass written in PyTorch's conventi
 to_torch / to_gpt2 give back the state dicts bit for bit.  Where PyTorch is installed, the same
 with real torch.nn models and GPT-2 written with torch's ops, all float32: PyTorch -> tsrc ->
 PyTorch, outputs within 1e-6 of the largest (MLP 7.5e-7, LeNet 2.1e-7) and 1e-5 for GPT-2
-(2.7e-6: two blocks of large random weights), the weights returned exactly (a SKIP line
-otherwise).  A state dict that does not fit is a ValueError naming
+(2.7e-6: two blocks of large random weights), and the GPT example's own initial weights through
+torch and back (tsrc -> PyTorch -> tsrc: 3.8e-7, within 1e-6), the weights returned exactly (a
+SKIP line otherwise).  A state dict that does not fit is a ValueError naming
 both sides, and changes nothing.  Prints PASS/FAIL/SKIP lines and "N passed, N failed"."""
 import argparse
 import copy
@@ -68,8 +69,8 @@ def main():
     rng = np.random.default_rng(3)
     f32 = lambda *shape, s=0.3: rng.normal(0, s, shape).astype(np.float32)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="tsrc-weights.") as d:
-        def build(path):
-            return tsr.compile(os.path.join(ROOT, path), tsrc=tsrc, cache=os.path.join(d, "cache"))
+        def build(path, seed=0):
+            return tsr.compile(os.path.join(ROOT, path), seed=seed, tsrc=tsrc, cache=os.path.join(d, "cache"))
 
         # ---- MLP -------------------------------------------------------------------------
         mlp = build("docs/examples/python/digits_mlp.tsr")
@@ -149,31 +150,51 @@ def main():
                 check(diff <= 1e-6 and np.array_equal(again, theirs),
                       f"{label}: PyTorch -> tsrc -> PyTorch: tsrc's outputs are PyTorch's within 1e-6 of the largest, "
                       "and the weights come back exactly", f"{diff}")
-            # GPT-2 in torch (float32, GPT-2's definition with torch's ops), from the same state dict
+            # GPT-2 in torch (float32, GPT-2's definition with torch's ops)
             F = torch.nn.functional
-            w = {k: torch.from_numpy(v) for k, v in state.items()}
-            t_ids = torch.from_numpy(ids)
-            h = w["transformer.wte.weight"][t_ids] + w["transformer.wpe.weight"][:8]
-            C, H = 32, 2
-            for k in range(2):
-                p = f"transformer.h.{k}."
-                a = F.layer_norm(h, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
-                q, kk, v = (a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]).split(C, dim=2)
-                q, kk, v = (z.view(3, 8, H, C // H).transpose(1, 2) for z in (q, kk, v))
-                att = (q @ kk.transpose(-2, -1)) / (C // H) ** 0.5
-                att = att.masked_fill(torch.ones(8, 8, dtype=torch.bool).tril().logical_not(), float("-inf"))
-                y = (att.softmax(-1) @ v).transpose(1, 2).reshape(3, 8, C)
-                h = h + y @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
-                a = F.layer_norm(h, (C,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
-                h = h + F.gelu(a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh") \
-                    @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
-            theirs = (F.layer_norm(h, (C,), w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], 1e-5)
-                      @ w["transformer.wte.weight"].T).numpy()
-            scale = np.abs(theirs).max()
-            print(f"    GPT-2: largest difference {np.abs(gpt['logits'] - theirs).max() / scale:.1e} of the largest logit")
-            check(np.abs(gpt["logits"] - theirs).max() <= 1e-5 * scale and same_dicts(tsr.to_gpt2(gpt, state), state),
+
+            def torch_gpt2(sd, ids):
+                w = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
+                h = w["transformer.wte.weight"][torch.from_numpy(ids)] + w["transformer.wpe.weight"][:8]
+                C, H = 32, 2
+                for k in range(2):
+                    p = f"transformer.h.{k}."
+                    a = F.layer_norm(h, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
+                    q, kk, v = (a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]).split(C, dim=2)
+                    q, kk, v = (z.view(3, 8, H, C // H).transpose(1, 2) for z in (q, kk, v))
+                    att = (q @ kk.transpose(-2, -1)) / (C // H) ** 0.5
+                    att = att.masked_fill(torch.ones(8, 8, dtype=torch.bool).tril().logical_not(), float("-inf"))
+                    y = (att.softmax(-1) @ v).transpose(1, 2).reshape(3, 8, C)
+                    h = h + y @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+                    a = F.layer_norm(h, (C,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
+                    h = h + F.gelu(a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh") \
+                        @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+                return (F.layer_norm(h, (C,), w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], 1e-5)
+                        @ w["transformer.wte.weight"].T).numpy()
+
+            def largest_difference(ours, theirs):
+                return np.abs(ours - theirs).max() / np.abs(theirs).max()
+
+            theirs = torch_gpt2(state, ids)
+            diff = largest_difference(gpt["logits"], theirs)
+            print(f"    GPT-2 (large random weights): largest difference {diff:.1e} of the largest logit")
+            check(diff <= 1e-5 and same_dicts(tsr.to_gpt2(gpt, state), state),
                   "GPT-2: torch -> tsrc -> torch: tsrc's logits are torch's within 1e-5 of their largest, and the "
-                  "weights come back exactly", f"{np.abs(gpt['logits'] - theirs).max()} of {scale}")
+                  "weights come back exactly", diff)
+            # The GPT example's own initial weights (normal 0.02 tables, ±1/sqrt(fan_in) layers):
+            # tsrc -> torch -> tsrc.
+            fresh = build("tests/python/gpt_small.tsr")
+            fresh["ids"] = ids
+            fresh.forward()
+            exported = tsr.to_gpt2(fresh, state)
+            diff = largest_difference(fresh["logits"], torch_gpt2(exported, ids))
+            again = build("tests/python/gpt_small.tsr", seed=9)  # other initial weights, then the exported ones
+            tsr.from_gpt2(again, {k: torch.from_numpy(v) for k, v in exported.items()})
+            names = [t["name"] for t in fresh.manifest["tensors"] if t["kind"] == "parameter"]
+            print(f"    GPT-2 (the example's initialisation): largest difference {diff:.1e} of the largest logit")
+            check(diff <= 1e-6 and all(np.array_equal(fresh[n], again[n]) for n in names),
+                  "GPT-2 with the example's initial weights: tsrc -> torch -> tsrc, logits within 1e-6 of the largest, "
+                  "the weights back exactly", diff)
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     return 1 if counts["failed"] else 0
 
