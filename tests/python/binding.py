@@ -97,6 +97,10 @@ def main():
                            capture_output=True, text=True)
         check(p.returncode == 0, "tsrc --shared --name=sizes for a program with run-time sizes", p.stderr)
         r = tsr.load(rlib)
+        ok, why = raises(tsr.Error, r.predict, "x.b")
+        check(ok, "a routine run before its run-time size is set is a tsr.Error naming the size", why)
+        ok, why = raises(tsr.Error, lambda: r["x"], "no storage yet")
+        check(ok, "a tensor of an unset size has no view yet: a tsr.Error", why)
         r.sizes["x.b"] = 37
         r.sizes["t.b"] = 37
         check(r.shape("x") == (37, 784) and r["x"].shape == (37, 784) and r.sizes["x.b"] == 37,
