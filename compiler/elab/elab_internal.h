@@ -142,6 +142,10 @@ struct Closure {
     bool scope_at_unit; /* a let%op function: its `()` opens a parameter scope */
     Scope *scope;
     const char *fn_name;
+    Span user_call;     /* a let%cd function: the first application of it the user wrote
+                         * (`Train.adamw ~lr ~decay:"x"`), which errors in its body lead with
+                         * when the library applies it further and elaborates it later */
+    const char *user_call_name;
 };
 
 /* Inline definitions and captured dims of one parameter scope. */
@@ -180,12 +184,14 @@ typedef struct NamedEntry {
     const char *param_name;
 } NamedEntry;
 
-/* `dim NAME`: a number tensor whose value is the captured size, read after closing. */
+/* `dim NAME`: a number tensor whose value is the captured size, read after closing; or
+ * `input_axes T` (axes_of set): the number of input axes of T, counted after closing. */
 typedef struct DimReading {
     Tensor *tensor;
     Dim dim;
     const char *name;
     Span span;
+    const Tensor *axes_of;
 } DimReading;
 
 /* `equate NAME1 NAME2`: two captured names of a scope, equated once elaboration is done (a

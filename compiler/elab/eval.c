@@ -130,6 +130,10 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
 
 static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t count, Span span) {
     Closure *c = copy_closure(e, orig);
+    if (c->code && !c->user_call.file && span.file && !span_in_stdlib(span)) {
+        c->user_call = span;
+        c->user_call_name = c->fn_name ? c->fn_name : "an anonymous function";
+    }
     /* Labelled arguments go to their parameters wherever these are. */
     for (uint32_t a = 0; a < count; a++) {
         if (!args[a].label) continue;
@@ -348,7 +352,23 @@ static Value *eval_dim(Elab *e, const Node *app) {
         return fail(app->span, "'dim' is written 'dim NAME', NAME a label or row variable captured by a spec");
     const Node *name = app->list.items[0];
     Tensor *t = scalar_literal(e, 0., app->span, 0);
-    DimReading r = {t, scope_dim(e, current_scope(e), name->name, name->span)->dim, name->name, app->span};
+    DimReading r = {t, scope_dim(e, current_scope(e), name->name, name->span)->dim, name->name, app->span, NULL};
+    ARENA_PUSH(e->arena, e->readings, e->reading_count, e->reading_cap, r);
+    return tensor_value(e, t);
+}
+
+/* input_axes T: how many input axes T has once shapes are closed (a weight's `i -> o` has its
+ * inputs; a bias, a gain or a state tensor none), as a number tensor: Train.adamw ~decay:"weights"
+ * decays the parameters that map inputs to outputs and leaves the others. */
+static Value *eval_input_axes(Elab *e, const Node *app, Env *env) {
+    if (app->list.count != 1)
+        return fail(app->span, "'input_axes' is written 'input_axes T', T a tensor");
+    Value *v = eval(e, app->list.items[0], env, MODE_VALUE);
+    if (v->kind == V_ERROR) return v;
+    if (v->kind != V_TENSOR)
+        return fail(app->list.items[0]->span, "'input_axes' takes a tensor, not %s", kind_noun(v));
+    Tensor *t = scalar_literal(e, 0., app->span, 0);
+    DimReading r = {.tensor = t, .name = "input_axes", .span = app->span, .axes_of = v->as.tensor};
     ARENA_PUSH(e->arena, e->readings, e->reading_count, e->reading_cap, r);
     return tensor_value(e, t);
 }
@@ -356,6 +376,11 @@ static Value *eval_dim(Elab *e, const Node *app) {
 void fill_dim_readings(Elab *e) {
     for (uint32_t i = 0; i < e->reading_count; i++) {
         DimReading *r = &e->readings[i];
+        if (r->axes_of) {
+            Row inputs = shape_resolve_row(e->solver, r->axes_of->shape.rows[ROW_INPUT]);
+            r->tensor->values[0] = inputs.count;
+            continue;
+        }
         Dim d = shape_resolve_dim(e->solver, r->dim);
         if (d.var) {
             diag_error(r->span, "the size of '%s' is not known: no spec in this scope captures it, and no "
@@ -560,6 +585,8 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         return eval_set_dim(e, n, env);
     if (n->a->kind == NODE_VAR && strcmp(n->a->name, "dim") == 0 && !lookup(e, env, "dim"))
         return eval_dim(e, n);
+    if (n->a->kind == NODE_VAR && strcmp(n->a->name, "input_axes") == 0 && !lookup(e, env, "input_axes"))
+        return eval_input_axes(e, n, env);
     if (n->a->kind == NODE_VAR && strcmp(n->a->name, "equate") == 0 && !lookup(e, env, "equate"))
         return eval_equate(e, n);
     Value *fn = eval(e, n->a, env, mode);
