@@ -318,8 +318,6 @@ static Options parse_options(int argc, char **argv) {
     if (opt.mode == MODE_EMIT_CODE && !opt.emit_ptx && target_is_cuda(opt.triple))
         bad_usage("%s", "'--target=cuda' writes --emit=ptx, -c objects and executables, not --emit=llvm, asm or obj");
     if (opt.arch && !target_is_cuda(opt.triple)) bad_usage("%s", "'--arch' goes with '--target=cuda'");
-    if (opt.mode == MODE_SHARED && (opt.emit_ptx || (opt.triple && target_is_cuda(opt.triple))))
-        bad_usage("%s", "'--shared' builds CPU code; it does not go with '--target=cuda' yet");
     if (opt.output && strcmp(opt.output, "-") == 0 &&
         (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT || opt.mode == MODE_SHARED))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");

@@ -710,6 +710,12 @@ static void emit_shared_api(Cpu *c) {
     api_function(c, "save", g->i32, path, 2, "tsr_state_save");
     api_function(c, "load", g->i32, path, 2, "tsr_state_load");
     api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol");
+    if (c->opt->gpu_first) { /* a GPU model: buffers live on the GPU (docs/runtime.md §15) */
+        LLVMTypeRef buffer[2] = {g->ptr, g->i32};
+        api_function(c, "host_buffer", g->ptr, buffer, 2, "tsr_state_host_buffer");
+        api_function(c, "sync_host", g->i32, state, 1, "tsr_state_sync_host");
+        api_function(c, "sync_device", g->i32, state, 1, "tsr_state_sync_device");
+    }
 }
 
 /* ---- The module ------------------------------------------------------------------------------------ */

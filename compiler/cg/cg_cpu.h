@@ -16,8 +16,9 @@ typedef struct CgOptions {
     const Target *target; /* triple, CPU, schedule parameters */
     bool with_main;       /* define `main` from the program plan (executables) */
     bool shared_api;      /* --shared: define the model's C API as functions (MODULE_create,
-                           * _destroy, _last_error, _save, _load, _set_symbol), the only symbols a
-                           * shared library exports besides the routines and the image */
+                           * _destroy, _last_error, _save, _load, _set_symbol, and for a GPU model
+                           * _host_buffer, _sync_host, _sync_device), the only symbols a shared
+                           * library exports besides the routines and the image */
     bool profile;         /* --profile: time every kernel launch; define MODULE_profile_report(),
                            * which `main` calls when it ends (docs/runtime.md §17) */
     const uint32_t *gpu_first; /* a --target=cuda program (cg_ptx.c): function f's kernels are GPU

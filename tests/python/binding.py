@@ -62,6 +62,25 @@ def main():
                                   "libmlp_set_symbol"]),
               "the library exports the model's C API and nothing else (the runtime inside is hidden)", exported)
 
+        glib = os.path.join(d, "libmlpgpu.so")
+        p = subprocess.run([tsrc, "--shared", "--target=cuda", os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), "-o", glib],
+                           capture_output=True, text=True)
+        gnm = subprocess.run(["nm", "-D", "--defined-only", glib], capture_output=True, text=True).stdout
+        check(p.returncode == 0 and " T libmlpgpu_host_buffer" in gnm and " T libmlpgpu_sync_device" in gnm,
+              "--shared --target=cuda builds a GPU model's library, with host_buffer and the syncs", p.stderr + gnm)
+        try:
+            g = tsr.load(glib, seed=1)
+        except tsr.Error as e:  # no GPU here: the runtime's message, not a crash
+            check("CUDA" in str(e), "loading a GPU model without a GPU is a tsr.Error saying why", str(e))
+        else:
+            xg = np.random.default_rng(0).normal(size=(32, 10)).astype(np.float32)
+            g["features"] = xg
+            g.predict()
+            want = np.maximum(xg @ g["w1"].T + g["b1"], 0) @ g["w2"].T
+            check(np.allclose(g["scores"], want, rtol=1e-5, atol=1e-5), "a GPU model from Python: host views, "
+                  "the routine on the GPU, NumPy's scores", np.abs(g["scores"] - want).max())
+            g.close()
+
         m = tsr.load(lib, seed=1)
         x = np.random.default_rng(0).normal(size=(32, 10)).astype(np.float32)
         m["features"] = x

@@ -55,6 +55,12 @@ class _Api:
         self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.load = fn("load", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
+        # A GPU model (--target=cuda): a buffer is read and written through its host copy.
+        self.gpu = hasattr(lib, f"{module}_host_buffer")
+        if self.gpu:
+            self.host_buffer = fn("host_buffer", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_uint32])
+            self.sync_host = fn("sync_host", ctypes.c_int, [ctypes.c_void_p])
+            self.sync_device = fn("sync_device", ctypes.c_int, [ctypes.c_void_p])
 
 
 class _Sizes:
@@ -187,11 +193,15 @@ class Model:
         """Tensor `name` as a float32 NumPy array over the state's buffer (no copy)."""
         t = self._tensor(name)
         shape = self.shape(name)
-        pointer = ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.buffers[t["buffer"]] \
-            if self._state else None
+        if not self._state:
+            raise Error(f"the model {self.name} is closed")
+        if self._api.gpu:  # the host copy, brought from the GPU; writes go back before the next routine
+            pointer = self._api.host_buffer(self._handle(), t["buffer"])
+        else:
+            pointer = ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.buffers[t["buffer"]]
         if not pointer:
-            if not self._state:
-                raise Error(f"the model {self.name} is closed")
+            if self._api.gpu:
+                raise Error(self._last_error())
             raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
         count = int(np.prod(shape, dtype=np.int64))
         array = np.ctypeslib.as_array((ctypes.c_float * count).from_address(pointer)).reshape(shape)
