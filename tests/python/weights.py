@@ -11,7 +11,8 @@ models' outputs equal a float64 NumPy forward pass written in PyTorch's conventi
 to_torch / to_gpt2 give back the state dicts bit for bit.  Where PyTorch is installed, the same
 with real torch.nn models and GPT-2 written with torch's ops, all float32: PyTorch -> tsrc ->
 PyTorch, outputs within 1e-6 of the largest (MLP 7.5e-7, LeNet 2.1e-7) and 1e-5 for GPT-2
-(2.7e-6: two blocks of large random weights), and the GPT example's own initial weights through
+(2.7e-6: two blocks of large random weights; 2.4e-7, within 1e-6, at GPT-2's initial scale), and
+the GPT example's own initial weights through
 torch and back (tsrc -> PyTorch -> tsrc: 3.8e-7, within 1e-6), the weights returned exactly (a
 SKIP line otherwise).  A state dict that does not fit is a ValueError naming
 both sides, and changes nothing.  Prints PASS/FAIL/SKIP lines and "N passed, N failed"."""
@@ -181,6 +182,16 @@ def main():
             check(diff <= 1e-5 and same_dicts(tsr.to_gpt2(gpt, state), state),
                   "GPT-2: torch -> tsrc -> torch: tsrc's logits are torch's within 1e-5 of their largest, and the "
                   "weights come back exactly", diff)
+            # Weights at GPT-2's initial scale (tables and projections about 0.02, norms about 1):
+            # PyTorch -> tsrc -> PyTorch.
+            scaled = {k: v if "ln_" in k else v * np.float32(0.05) for k, v in state.items()}
+            tsr.from_gpt2(gpt, {k: torch.from_numpy(v) for k, v in scaled.items()})
+            gpt.forward()
+            diff = largest_difference(gpt["logits"], torch_gpt2(scaled, ids))
+            print(f"    GPT-2 (GPT-2's initial scale): largest difference {diff:.1e} of the largest logit")
+            check(diff <= 1e-6 and same_dicts(tsr.to_gpt2(gpt, scaled), scaled),
+                  "GPT-2 at GPT-2's initial scale: PyTorch -> tsrc -> PyTorch, logits within 1e-6 of the largest, "
+                  "the weights back exactly", diff)
             # The GPT example's own initial weights (normal 0.02 tables, ±1/sqrt(fan_in) layers):
             # tsrc -> torch -> tsrc.
             fresh = build("tests/python/gpt_small.tsr")
