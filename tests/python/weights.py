@@ -12,7 +12,9 @@ to_torch / to_gpt2 give back the state dicts bit for bit.  Where PyTorch is inst
 with real torch.nn models and GPT-2 written with torch's ops, all float32: PyTorch -> tsrc ->
 PyTorch, outputs within 1e-6 of the largest (MLP 7.5e-7, LeNet 2.1e-7) and 1e-5 for GPT-2
 (2.7e-6: two blocks of large random weights; 2.4e-7, within 1e-6, at GPT-2's initial scale), and
-the GPT example's own initial weights through
+the GPT example's model itself (4 blocks of 256 channels) with its initial weights, PyTorch ->
+tsrc -> PyTorch, logits equal to 1e-6 by numpy.allclose (rtol = atol = 1e-6; 1.0e-6 of the
+largest logit), and the GPT example's own initial weights through
 torch and back (tsrc -> PyTorch -> tsrc: 3.8e-7, within 1e-6), the weights returned exactly (a
 SKIP line otherwise).  A state dict that does not fit is a ValueError naming
 both sides, and changes nothing.  Prints PASS/FAIL/SKIP lines and "N passed, N failed"."""
@@ -154,18 +156,20 @@ def main():
             # GPT-2 in torch (float32, GPT-2's definition with torch's ops)
             F = torch.nn.functional
 
-            def torch_gpt2(sd, ids):
+            def torch_gpt2(sd, ids, heads=2):
                 w = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
-                h = w["transformer.wte.weight"][torch.from_numpy(ids)] + w["transformer.wpe.weight"][:8]
-                C, H = 32, 2
-                for k in range(2):
+                B, T = ids.shape
+                C = w["transformer.wte.weight"].shape[1]
+                layers = len({k.split(".")[2] for k in w if k.startswith("transformer.h.")})
+                h = w["transformer.wte.weight"][torch.from_numpy(ids)] + w["transformer.wpe.weight"][:T]
+                for k in range(layers):
                     p = f"transformer.h.{k}."
                     a = F.layer_norm(h, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
                     q, kk, v = (a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]).split(C, dim=2)
-                    q, kk, v = (z.view(3, 8, H, C // H).transpose(1, 2) for z in (q, kk, v))
-                    att = (q @ kk.transpose(-2, -1)) / (C // H) ** 0.5
-                    att = att.masked_fill(torch.ones(8, 8, dtype=torch.bool).tril().logical_not(), float("-inf"))
-                    y = (att.softmax(-1) @ v).transpose(1, 2).reshape(3, 8, C)
+                    q, kk, v = (z.view(B, T, heads, C // heads).transpose(1, 2) for z in (q, kk, v))
+                    att = (q @ kk.transpose(-2, -1)) / (C // heads) ** 0.5
+                    att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).tril().logical_not(), float("-inf"))
+                    y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
                     h = h + y @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
                     a = F.layer_norm(h, (C,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
                     h = h + F.gelu(a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh") \
@@ -206,6 +210,21 @@ def main():
             check(diff <= 1e-6 and all(np.array_equal(fresh[n], again[n]) for n in names),
                   "GPT-2 with the example's initial weights: tsrc -> torch -> tsrc, logits within 1e-6 of the largest, "
                   "the weights back exactly", diff)
+            # The GPT example's model itself (L=4, C=256, NH=4, T=64, V=96): its initial weights as
+            # PyTorch holds them (to_gpt2 of one model), PyTorch -> tsrc (another seed) -> PyTorch.
+            first = build("tests/python/gpt_example.tsr", seed=1)
+            weights = tsr.to_gpt2(first)
+            second = build("tests/python/gpt_example.tsr", seed=2)
+            tsr.from_gpt2(second, {k: torch.from_numpy(v) for k, v in weights.items()})
+            tokens = np.random.default_rng(8).integers(0, 96, (2, 64))
+            second["ids"] = tokens
+            second.forward()
+            theirs = torch_gpt2(weights, tokens, heads=4)
+            diff = largest_difference(second["logits"], theirs)
+            print(f"    the GPT example's model: largest difference {diff:.1e} of the largest logit, {np.abs(second['logits']).max():.3g}")
+            check(np.allclose(second["logits"], theirs, rtol=1e-6, atol=1e-6) and same_dicts(tsr.to_gpt2(second), weights),
+                  "the GPT example's model and weights: PyTorch -> tsrc -> PyTorch, logits equal to 1e-6 "
+                  "(numpy.allclose, rtol = atol = 1e-6), the weights back exactly", diff)
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     return 1 if counts["failed"] else 0
 

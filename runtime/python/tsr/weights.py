@@ -262,13 +262,29 @@ def from_gpt2(m, state_dict):
         m[name] = value
 
 
-def to_gpt2(m, like):
-    """m's parameters as a GPT-2 state dict shaped like `like` (keys as `like` writes them;
-    positions past the program's context and the tied lm_head are taken from `like`)."""
+def to_gpt2(m, like=None):
+    """m's parameters as a GPT-2 state dict (Hugging Face's names, NumPy arrays).  With `like`
+    (a GPT-2 state dict) in its keys and shapes: positions past the program's context and the
+    tied lm_head are taken from it; without, the dict is built from m alone (`transformer.`
+    names, wpe of the program's positions, lm_head tied to wte)."""
     params = {t["name"]: tuple(t["dims"]) for t in m.manifest["tensors"] if t["kind"] == "parameter"}
+    rows, blocks = gpt2_map(params)
+    if like is None:
+        dim, vocab = params["wte"]
+        ctx = params["wpe"][0]
+        shapes = {"wte.weight": (vocab, dim), "wpe.weight": (ctx, dim), "ln_f.weight": (dim,), "ln_f.bias": (dim,)}
+        for k in range(blocks):
+            h = f"h.{k}."
+            shapes.update({h + "ln_1.weight": (dim,), h + "ln_1.bias": (dim,), h + "ln_2.weight": (dim,),
+                           h + "ln_2.bias": (dim,), h + "attn.c_attn.weight": (dim, 3 * dim),
+                           h + "attn.c_attn.bias": (3 * dim,), h + "attn.c_proj.weight": (dim, dim),
+                           h + "attn.c_proj.bias": (dim,), h + "mlp.c_fc.weight": (dim, 4 * dim),
+                           h + "mlp.c_fc.bias": (4 * dim,), h + "mlp.c_proj.weight": (4 * dim, dim),
+                           h + "mlp.c_proj.bias": (dim,)})
+        like = {"transformer." + k: np.zeros(v, np.float32) for k, v in shapes.items()}
+        like["lm_head.weight"] = like["transformer.wte.weight"]
     prefix = "transformer." if any(k.startswith("transformer.") for k in like) else ""
     current = {k: _numpy(v) for k, v in like.items()}
-    rows, _ = gpt2_map(params)
     for ours, key, _, backward in rows:
         full = prefix + key
         current[full] = np.ascontiguousarray(backward(np.array(m[ours]), current[full]), dtype=np.float32)
