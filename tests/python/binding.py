@@ -172,19 +172,24 @@ def main():
               f"docs/examples/python/train_digits.py trains to {accuracy:.1f}% (at least 90%) and PyTorch's "
               "predictions from its weights agree (where PyTorch is installed)", p.stdout + p.stderr)
 
-        pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
-        if pip.returncode != 0:
-            print("SKIP pip install of runtime/python (pip is not installed)")
+        # pip install ./runtime/python, offline, as a user does: in a virtual environment that sees
+        # the system's NumPy (Debian's own Python refuses pip installs, PEP 668); then the
+        # installed package loads a library and runs it.
+        src = os.path.join(d, "pkg")
+        shutil.copytree(os.path.join(ROOT, "runtime", "python"), src)
+        venv = os.path.join(d, "venv")
+        made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True, text=True)
+        if made.returncode != 0:
+            print("SKIP pip install of runtime/python (python3 -m venv is not available: python3-venv)")
         else:
-            src = os.path.join(d, "pkg")
-            shutil.copytree(os.path.join(ROOT, "runtime", "python"), src)
-            site = os.path.join(d, "site")
-            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                                "--target", site, src], capture_output=True, text=True)
-            q = subprocess.run([sys.executable, "-c", "import tsr, sys; print(tsr.__file__)"],
-                               env=dict(os.environ, PYTHONPATH=site), capture_output=True, text=True, cwd=d)
-            check(p.returncode == 0 and q.stdout.startswith(site), "pip installs runtime/python offline",
-                  p.stderr + q.stderr)
+            py = os.path.join(venv, "bin", "python")
+            p = subprocess.run([py, "-m", "pip", "install", "-q", src], capture_output=True, text=True, timeout=300)
+            q = subprocess.run([py, "-c", "import sys, tsr; m = tsr.load(sys.argv[1]); m.predict(); "
+                                "print(tsr.__file__, m['scores'].shape)", lib],
+                               capture_output=True, text=True, cwd=d, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+            check(p.returncode == 0 and q.stdout.startswith(venv) and "(32, 3)" in q.stdout,
+                  "pip install ./runtime/python works offline (a venv over the system's NumPy), and the installed "
+                  "package loads and runs a library", p.stderr + q.stdout + q.stderr)
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     return 1 if counts["failed"] else 0
 
