@@ -681,9 +681,9 @@ static void emit_main(Cpu *c, LLVMValueRef *routines) {
 /* ---- The C API of a shared library (--shared) --------------------------------------------------------- */
 
 /* RET MODULE_NAME(PARAMS…) { return RUNTIME(ARGS…); } where the arguments are the parameters,
- * with the image and its size first for create. */
+ * after the model's image and its size when `with_image`. */
 static void api_function(Cpu *c, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n,
-                         const char *runtime) {
+                         const char *runtime, bool with_image) {
     CgLlvm *g = &c->g;
     LLVMValueRef f = LLVMAddFunction(g->mod, arena_printf(g->ir->arena, "%s_%s", c->opt->module, name),
                                      LLVMFunctionType(ret, params, n, 0));
@@ -691,7 +691,7 @@ static void api_function(Cpu *c, const char *name, LLVMTypeRef ret, LLVMTypeRef 
     LLVMValueRef args[4];
     LLVMTypeRef types[4];
     unsigned count = 0;
-    if (strcmp(name, "create") == 0) {
+    if (with_image) {
         args[count] = c->image, types[count++] = g->ptr;
         args[count] = c->image_size, types[count++] = g->i64;
     }
@@ -704,17 +704,17 @@ static void api_function(Cpu *c, const char *name, LLVMTypeRef ret, LLVMTypeRef 
 static void emit_shared_api(Cpu *c) {
     CgLlvm *g = &c->g;
     LLVMTypeRef seed[1] = {g->i64}, state[1] = {g->ptr}, path[2] = {g->ptr, g->ptr}, set[3] = {g->ptr, g->i32, g->i64};
-    api_function(c, "create", g->ptr, seed, 1, "tsr_state_create");
-    api_function(c, "destroy", g->void_t, state, 1, "tsr_state_destroy");
-    api_function(c, "last_error", g->ptr, NULL, 0, "tsr_last_error");
-    api_function(c, "save", g->i32, path, 2, "tsr_state_save");
-    api_function(c, "load", g->i32, path, 2, "tsr_state_load");
-    api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol");
+    api_function(c, "create", g->ptr, seed, 1, "tsr_state_create", true);
+    api_function(c, "destroy", g->void_t, state, 1, "tsr_state_destroy", false);
+    api_function(c, "last_error", g->ptr, NULL, 0, "tsr_last_error", false);
+    api_function(c, "save", g->i32, path, 2, "tsr_state_save", false);
+    api_function(c, "load", g->i32, path, 2, "tsr_state_load", false);
+    api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol", false);
     if (c->opt->gpu_first) { /* a GPU model: buffers live on the GPU (docs/runtime.md §15) */
         LLVMTypeRef buffer[2] = {g->ptr, g->i32};
-        api_function(c, "host_buffer", g->ptr, buffer, 2, "tsr_state_host_buffer");
-        api_function(c, "sync_host", g->i32, state, 1, "tsr_state_sync_host");
-        api_function(c, "sync_device", g->i32, state, 1, "tsr_state_sync_device");
+        api_function(c, "host_buffer", g->ptr, buffer, 2, "tsr_state_host_buffer", false);
+        api_function(c, "sync_host", g->i32, state, 1, "tsr_state_sync_host", false);
+        api_function(c, "sync_device", g->i32, state, 1, "tsr_state_sync_device", false);
     }
 }
 

@@ -65,6 +65,21 @@ def lenet_forward(sd, x):
     return a.reshape(n, -1) @ sd["6.weight"].T.astype(np.float64) + sd["6.bias"]
 
 
+def loaded_run(label, m, load, unload, sd, inputs, routine, out, want, tol):
+    """Load `sd` into m (load), fill `inputs`, run `routine`: m[out] must be `want` to `tol`, and
+    unload(m, sd) must give `sd` back bit for bit."""
+    load(m, sd)
+    for name, value in inputs.items():
+        if name in m.sizes:
+            m.sizes[name] = value
+        else:
+            m[name] = value
+    m.run(routine)
+    check(np.allclose(m[out], want, rtol=tol, atol=tol), f"{label}, then tsrc's outputs are the reference's "
+          "(NumPy, PyTorch's conventions)", np.abs(m[out] - want).max())
+    check(same_dicts(unload(m, sd), sd), f"{label}: the state dict comes back bit for bit")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tsrc", required=True)
@@ -78,15 +93,10 @@ def main():
         # ---- MLP -------------------------------------------------------------------------
         mlp = build("docs/examples/python/digits_mlp.tsr")
         sd = {"0.weight": f32(16, 784, s=0.05), "0.bias": f32(16), "2.weight": f32(10, 16), "2.bias": f32(10)}
-        tsr.from_torch(mlp, sd)
         x = rng.random((7, 784)).astype(np.float32)
-        mlp.sizes["test_x.b"] = 7
-        mlp["test_x"] = x
-        mlp.predict()
         want = np.maximum(x @ sd["0.weight"].T.astype(np.float64) + sd["0.bias"], 0) @ sd["2.weight"].T + sd["2.bias"]
-        check(np.allclose(mlp["logits"], want, rtol=1e-5, atol=1e-5), "MLP: from_torch, then tsrc's logits are "
-              "PyTorch's layout computed in NumPy", np.abs(mlp["logits"] - want).max())
-        check(same_dicts(tsr.to_torch(mlp, sd), sd), "MLP: to_torch gives the state dict back bit for bit")
+        loaded_run("MLP: from_torch", mlp, tsr.from_torch, tsr.to_torch, sd, {"test_x.b": 7, "test_x": x},
+                   "predict", "logits", want, 1e-5)
         before = np.array(mlp["layer.w"])
         bad = dict(sd, **{"2.weight": f32(10, 15)})
         try:
@@ -101,27 +111,16 @@ def main():
         lenet = build("tests/python/lenet_valid.tsr")
         sd = {"0.weight": f32(4, 1, 3, 3), "0.bias": f32(4), "3.weight": f32(6, 4, 3, 3), "3.bias": f32(6),
               "6.weight": f32(5, 54), "6.bias": f32(5)}
-        tsr.from_torch(lenet, sd)
         imgs = rng.random((3, 12, 12)).astype(np.float32)
-        lenet.sizes["x.b"] = 3
-        lenet["x"] = imgs
-        lenet.predict()
-        want = lenet_forward(sd, imgs)
-        check(np.allclose(lenet["y"], want, rtol=1e-5, atol=1e-5), "LeNet: channels-first kernels and a CHW "
-              "flattening, converted, give PyTorch's outputs (NumPy)", np.abs(lenet["y"] - want).max())
-        check(same_dicts(tsr.to_torch(lenet, sd), sd), "LeNet: to_torch gives the state dict back bit for bit")
+        loaded_run("LeNet: from_torch of channels-first kernels and a CHW flattening", lenet, tsr.from_torch,
+                   tsr.to_torch, sd, {"x.b": 3, "x": imgs}, "predict", "y", lenet_forward(sd, imgs), 1e-5)
 
         # ---- GPT-2 -------------------------------------------------------------------------
         gpt = build("tests/python/gpt_small.tsr")
         state = gpt2_weights(np.random.default_rng(5))
-        tsr.from_gpt2(gpt, state)
         ids = np.random.default_rng(6).integers(0, 16, (3, 8))
-        gpt["ids"] = ids
-        gpt.forward()
-        want = gpt2_forward(state, ids)
-        check(np.allclose(gpt["logits"], want, rtol=2e-5, atol=2e-5), "GPT-2: from_gpt2, then the logits are "
-              "GPT-2's definition's", np.abs(gpt["logits"] - want).max())
-        check(same_dicts(tsr.to_gpt2(gpt, state), state), "GPT-2: to_gpt2 gives the state dict back bit for bit")
+        loaded_run("GPT-2: from_gpt2", gpt, tsr.from_gpt2, tsr.to_gpt2, state, {"ids": ids}, "forward", "logits",
+                   gpt2_forward(state, ids), 2e-5)
 
         # ---- with PyTorch --------------------------------------------------------------------
         try:
@@ -132,22 +131,22 @@ def main():
         if torch is not None:
             torch.manual_seed(0)
             nets = {"MLP": (mlp, torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
-                            "test_x", "logits", "predict", torch.rand(7, 784)),
+                            "test_x", "logits", "predict", torch.rand(7, 784), lambda d: d),
                     "LeNet": (lenet, torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                                                          torch.nn.Conv2d(4, 6, 3), torch.nn.ReLU(), torch.nn.Flatten(),
                                                          torch.nn.Linear(54, 5)),
-                              "x", "y", "predict", torch.rand(3, 12, 12))}
-            for label, (m, net, inp, out, routine, data) in nets.items():
+                              "x", "y", "predict", torch.rand(3, 12, 12), lambda d: d[:, None])}  # NCHW
+            for label, (m, net, inp, out, routine, data, as_torch) in nets.items():
                 tsr.from_torch(m, net.state_dict())
                 m[inp] = data.numpy()
                 m.run(routine)
                 with torch.no_grad():
-                    theirs = net(data[:, None] if label == "LeNet" else data).numpy()
+                    theirs = net(as_torch(data)).numpy()
                 back = copy.deepcopy(net)  # the same architecture, its weights zeroed, then tsrc's
                 back.load_state_dict({k: torch.zeros_like(v) for k, v in net.state_dict().items()})
                 back.load_state_dict({k: torch.from_numpy(v) for k, v in tsr.to_torch(m, back.state_dict()).items()})
                 with torch.no_grad():
-                    again = back(data[:, None] if label == "LeNet" else data).numpy()
+                    again = back(as_torch(data)).numpy()
                 diff = np.abs(m[out] - theirs).max() / np.abs(theirs).max()
                 print(f"    {label}: largest difference {diff:.1e} of the largest output")
                 check(diff <= 1e-6 and np.array_equal(again, theirs),

@@ -28,8 +28,6 @@ rng = np.random.default_rng(1)
 x = rng.random((128, 784), dtype=np.float32)
 y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
 m["x"], m["y"] = x, y
-step = m.routines["step"]
-loss0 = None
 
 
 def steps_only():

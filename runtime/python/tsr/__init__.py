@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -271,7 +272,6 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         name = "m_" + name
     directory = _cache_dir() if cache in (None, True) else (cache or None)
     if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
-        import tempfile
         directory = tempfile.mkdtemp(prefix="tsr-")
     os.makedirs(directory, exist_ok=True)
     library = os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")

@@ -84,7 +84,7 @@ def _pairs(m, state_dict, mapping):
     return [(t, e, o) for (t, e), o in zip(theirs, ours)]
 
 
-def _to_tsrc(kind, torch_weight, dims, where):
+def _to_tsrc(kind, torch_weight, dims):
     """torch_weight in tsrc's layout for a parameter of `dims` (the weight of `kind`)."""
     w = torch_weight
     if kind == "linear" and w.ndim == 2 and len(dims) == 4 and w.shape[1] == dims[1] * dims[2] * dims[3]:
@@ -140,7 +140,7 @@ def from_torch(m, state_dict, mapping=None):
     values = {}
     for ours, key, kind in _plan(m, state_dict, mapping):
         dims = m.shape(ours)
-        v = _to_tsrc(kind, _numpy(state_dict[key]), dims, key)
+        v = _to_tsrc(kind, _numpy(state_dict[key]), dims)
         if tuple(v.shape) != tuple(dims):
             raise ValueError(f"{key!r} is {list(_numpy(state_dict[key]).shape)} in PyTorch, which does not fit "
                              f"{ours!r}, {list(dims)} in the tsrc model")
