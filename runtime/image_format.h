@@ -34,6 +34,12 @@
  * recorded series and their plots, and the progress bar of a loop. */
 #define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
 
+/* A buffer's element type (version 11), with its name in the language, NumPy's dtype string and
+ * the C type of its cells.  Every type so far has 4-byte cells, so a state's buffers are arrays
+ * of 4-byte cells whatever their type: an I32 buffer holds int32 values, which code copies as
+ * bits and converts only where the program says so (docs/language.md §3.9).  Append only. */
+#define TSR_DTYPE_KINDS(X) X(F32, "f32", "<f4", float) X(I32, "i32", "<i4", int32_t)
+
 /* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
  * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
  * sets from the CPU it generated code for (compiler/sched/target.c) and the runtime checks against the
@@ -67,7 +73,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   str module
  *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, above; the CPU they were read from)
  *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
- *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags;
+ *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags; u8 dtype;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
  *                        u32 field_count; u32 buffer[field_count] }
@@ -108,9 +114,10 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * -1 - dims[0]: it has no storage until that symbol is set (tsr_state_set_symbol).  Version 9
  * added the CPU: the extensions the object's native code may use, which the reader checks
  * against the running CPU (cpu.c) before anything runs; none for the reference executor.
- * Version 10 put the buffer's flags in the byte after is_virtual (TSR_BUFFER_FLAG_STATE). */
+ * Version 10 put the buffer's flags in the byte after is_virtual (TSR_BUFFER_FLAG_STATE).
+ * Version 11 added each buffer's element type after its flags (TSR_DTYPE_*). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 10u
+#define TSR_IMAGE_VERSION 11u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u
@@ -120,14 +127,17 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
 #define TSR_KIND_INIT(name) TSR_INIT_##name,
 #define TSR_KIND_ARG(name) TSR_ARG_##name,
 #define TSR_KIND_ACTION(name) TSR_ACTION_##name,
+#define TSR_KIND_DTYPE(name, word, numpy, ctype) TSR_DTYPE_##name,
 enum { TSR_BUFFER_KINDS(TSR_KIND_BUF) TSR_BUF_KIND_COUNT };
 enum { TSR_INIT_KINDS(TSR_KIND_INIT) TSR_INIT_KIND_COUNT };
 enum { TSR_ARG_KINDS(TSR_KIND_ARG) TSR_ARG_KIND_COUNT };
 enum { TSR_ACTION_KINDS(TSR_KIND_ACTION) TSR_ACTION_KIND_COUNT };
+enum { TSR_DTYPE_KINDS(TSR_KIND_DTYPE) TSR_DTYPE_COUNT };
 #undef TSR_KIND_BUF
 #undef TSR_KIND_INIT
 #undef TSR_KIND_ARG
 #undef TSR_KIND_ACTION
+#undef TSR_KIND_DTYPE
 
 /* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
 static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {

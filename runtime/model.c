@@ -253,8 +253,9 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->init = u8(&r);
         b->is_virtual = u8(&r);
         b->flags = u8(&r);
+        b->dtype = u8(&r);
         if (b->kind >= TSR_BUF_KIND_COUNT || b->init >= TSR_INIT_KIND_COUNT || b->is_virtual > 1 ||
-            (b->flags & ~TSR_BUFFER_FLAG_STATE))
+            (b->flags & ~TSR_BUFFER_FLAG_STATE) || b->dtype >= TSR_DTYPE_COUNT)
             r.bad = true;
         b->rank = count(&r, 8);
         b->dims = calloc(b->rank + 1, sizeof *b->dims);

@@ -9,6 +9,7 @@
 typedef struct Buffer {
     char *name, *shape_text;
     uint8_t kind, init, is_virtual, flags; /* flags: TSR_BUFFER_FLAG_* */
+    uint8_t dtype;                         /* TSR_DTYPE_* */
     uint32_t rank;
     int64_t *dims;      /* dims[0] of a run-time size: its current value (0 until set) */
     int64_t size;

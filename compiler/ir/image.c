@@ -76,6 +76,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
         u8(&b, (uint8_t)(buf->is_virtual ? INIT_NONE : buf->init));
         u8(&b, buf->is_virtual);
         u8(&b, buf->training_state ? TSR_BUFFER_FLAG_STATE : 0);
+        u8(&b, (uint8_t)buf->dtype);
         u32(&b, buf->rank);
         for (uint32_t a = 0; a < buf->rank; a++) /* a run-time size: -1 - the symbol that sizes it */
             u64(&b, a == 0 && ir_buffer_dynamic(buf) ? (uint64_t)(-1 - (int64_t)buf->size_symbol) : buf->dims[a]);

@@ -110,6 +110,9 @@ float accum_apply(AccumOp op, float lhs, float r);
 #define IR_KIND_INIT(name) INIT_##name,
 typedef enum BufferKind { TSR_BUFFER_KINDS(IR_KIND_BUF) } BufferKind;
 typedef enum InitKind { TSR_INIT_KINDS(IR_KIND_INIT) } InitKind;
+#define IR_KIND_DTYPE(name, word, numpy, ctype) DTYPE_##name,
+typedef enum DType { TSR_DTYPE_KINDS(IR_KIND_DTYPE) } DType;
+#undef IR_KIND_DTYPE
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 
@@ -118,6 +121,7 @@ typedef struct IrBuffer {
     const char *name;     /* unique, printable */
     bool grad;            /* a tensor's gradient (else its value) */
     BufferKind kind;
+    DType dtype;          /* its cells' element type (DTYPE_F32 unless the program says otherwise) */
     uint32_t rank;
     uint64_t *dims;       /* memory order */
     uint64_t size;        /* cells */

@@ -55,7 +55,8 @@ static void buffer(Image *im, const char *name, uint8_t kind, uint8_t init, doub
     u8(im, kind);
     u8(im, init);
     u8(im, 0); /* not virtual */
-    u8(im, 0);
+    u8(im, 0); /* flags */
+    u8(im, 0); /* dtype: f32 */
     u32(im, 1);
     u64(im, CELLS);
     f64(im, fill);
