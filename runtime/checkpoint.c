@@ -486,7 +486,8 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     float pair[2];
     const int64_t runs_dims[1] = {2};
     int status = read_member(a, RUNS_ARRAY, member_limit(2), true, &data, &len);
-    if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, pair, 1, runs_dims, a->path, RUNS_ARRAY);
+    if (status == TSR_OK && data)
+        status = tsr_load_npy_member(data, len, pair, TSR_DTYPE_F32, 1, runs_dims, a->path, RUNS_ARRAY);
     if (status == TSR_OK && data) status = counter_of(pair, a->path, RUNS_ARRAY, runs);
     free(data);
     uint32_t n = shuffle_count(s);
@@ -497,7 +498,8 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     *shuffles = calloc(n, sizeof **shuffles);
     const int64_t pairs_dims[2] = {n, 2};
     if (!pairs || !*shuffles) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
-    if (status == TSR_OK) status = tsr_load_npy_member(data, len, pairs, 2, pairs_dims, a->path, SHUFFLES_ARRAY);
+    if (status == TSR_OK)
+        status = tsr_load_npy_member(data, len, pairs, TSR_DTYPE_F32, 2, pairs_dims, a->path, SHUFFLES_ARRAY);
     for (uint32_t j = 0; j < n && status == TSR_OK; j++) status = counter_of(pairs + 2 * j, a->path, SHUFFLES_ARRAY, &(*shuffles)[j]);
     free(pairs);
     free(data);
@@ -532,7 +534,8 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         bool optional = count == 0 && tsr_model_buffer_is_state(s->model, b);
         status = read_member(&archive, name, member_limit(cells), optional, &data, &len);
         if (status == TSR_OK && data && !(fresh[b] = tsr_alloc_floats(cells))) status = TSR_ERR_NOMEM;
-        if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, fresh[b], rank, dims, path, name);
+        if (status == TSR_OK && data)
+            status = tsr_load_npy_member(data, len, fresh[b], tsr_model_buffer_dtype(s->model, b), rank, dims, path, name);
         free(data);
     }
     uint64_t runs = s->runs;

@@ -7,8 +7,11 @@
  * (tsr_rng_normal) with one stream per generator and coordinate and the point as the index, so
  * the output is a pure function of (count, noise, seed, …).
  *
- * Loaders read a whole file into a caller-allocated float tensor whose shape the compiler
- * already knows; the file must match it exactly, and be complete: a .npy file holds exactly the
+ * Loaders read a whole file into a caller-allocated tensor whose shape and element type the
+ * compiler already knows: an F32 tensor takes float32, float64, int32 and int64 files (converted
+ * to float32), an I32 one integers only (any integer .npy dtype, decimal CSV integers), each
+ * checked to fit int32 and stored as int32 bits; a value that does not fit is an error naming its
+ * cell.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
  * data its header states, and every CSV line ends with a newline (a last line without one is a
  * cut file).  Only regular files are read (a FIFO or a device may never end), with open/fstat
  * and then stdio; what they read is bounded by the stated shape and the file's size, memory by
@@ -16,8 +19,9 @@
  * sequence without crashing or hanging, never print, and report every problem with the file as
  * TSR_ERR_DATA through tsr_data_error, as "data 'WHAT': 'PATH'[:LINE:COL]: what is wrong"
  * (bad arguments give TSR_ERR_ARGUMENT, a failed allocation TSR_ERR_NOMEM).  Sizes are 64-bit
- * and sizes declared by a file are checked for overflow before use.  Requires internal.h
- * (tsr_rng_normal, tsr_data_error) and tsr_error; nothing else of the runtime. */
+ * and sizes declared by a file are checked for overflow before use.  tokens.c opens its files
+ * through tsr_data_open, with the same checks.  Requires internal.h (tsr_rng_normal,
+ * tsr_data_error) and tsr_error; nothing else of the runtime. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -137,6 +141,9 @@ static int fail_at(const Source *src, int64_t line, int64_t col, const char *fmt
     return tsr_data_error("data '%s': '%s'%s: %s", src->what, src->path, where, message);
 }
 
+/* Positions name at most this many axes (a tensor has far fewer). */
+enum { NPY_MAX_AXES_FOR_POSITION = 64 };
+
 /* The Python form of a shape: "(4, 3)", "(3,)", "()"; cut short with "…" if it does not fit. */
 static void format_shape(char *text, size_t size, uint32_t rank, const int64_t *dims) {
     size_t used = (size_t)snprintf(text, size, "(");
@@ -148,21 +155,61 @@ static void format_shape(char *text, size_t size, uint32_t rank, const int64_t *
     if (used >= size && size >= 5) memcpy(text + size - 5, "...)", 5);
 }
 
-/* Checks the caller's shape and returns its number of cells in *cells. */
-static int check_arguments(const char *path, const float *out, uint32_t rank, const int64_t *dims, const char *what,
-                           int64_t *cells) {
-    if (!path || !what || (rank > 0 && !dims))
+/* Where a loader puts what it reads: the `cells` cells of shape `dims` at `out`, of element type
+ * `dtype` (TSR_DTYPE_*: 4-byte cells either way; an I32 tensor's cells hold int32 values). */
+typedef struct Target {
+    void *out;
+    uint8_t dtype;
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+} Target;
+
+/* Checks the caller's arguments and counts the target's cells. */
+static int check_arguments(const char *path, const char *what, Target *target) {
+    if (!path || !what || (target->rank > 0 && !target->dims))
         return tsr_error(TSR_ERR_ARGUMENT, "data loader: NULL path, name or dimensions");
+    if (target->dtype >= TSR_DTYPE_COUNT)
+        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': unknown element type %u", what, target->dtype);
     int64_t product = 1;
-    for (uint32_t a = 0; a < rank; a++) {
-        if (dims[a] < 0 || (dims[a] > 0 && product > INT64_MAX / dims[a]))
+    for (uint32_t a = 0; a < target->rank; a++) {
+        int64_t dim = target->dims[a];
+        if (dim < 0 || (dim > 0 && product > INT64_MAX / dim))
             return tsr_error(TSR_ERR_ARGUMENT,
                              "data '%s': invalid shape (axis %u has size %lld or the product overflows)", what, a,
-                             (long long)dims[a]);
-        product *= dims[a];
+                             (long long)dim);
+        product *= dim;
     }
-    if (product > 0 && !out) return tsr_error(TSR_ERR_ARGUMENT, "data '%s': NULL output buffer", what);
-    *cells = product;
+    if (product > 0 && !target->out) return tsr_error(TSR_ERR_ARGUMENT, "data '%s': NULL output buffer", what);
+    target->cells = product;
+    return TSR_OK;
+}
+
+/* The position of cell `cell` of a tensor of shape `dims`, in the Python form "(2, 5)". */
+static void format_position(char *text, size_t size, uint32_t rank, const int64_t *dims, int64_t cell) {
+    int64_t index[NPY_MAX_AXES_FOR_POSITION];
+    uint32_t shown = rank < NPY_MAX_AXES_FOR_POSITION ? rank : NPY_MAX_AXES_FOR_POSITION;
+    for (uint32_t a = rank; a-- > 0;) {
+        int64_t dim = dims[a] > 0 ? dims[a] : 1;
+        if (a < shown) index[a] = cell % dim;
+        cell /= dim;
+    }
+    format_shape(text, size, shown, index);
+}
+
+/* Stores integer `value` of a file into I32 cell `cell`, or reports that it does not fit int32:
+ * "cell (2, 5) holds 4294967296, which does not fit int32 (-2147483648 to 2147483647)".  `text`
+ * is the value as the file writes it (for messages). */
+static int store_int32(const Source *src, int64_t line, int64_t col, const Target *t, int64_t cell, int64_t value,
+                       const char *text) {
+    if (value < INT32_MIN || value > INT32_MAX) {
+        char position[160];
+        format_position(position, sizeof position, t->rank, t->dims, cell);
+        return fail_at(src, line, col, "cell %s holds %s, which does not fit int32 (%d to %d)", position, text,
+                       INT32_MIN, INT32_MAX);
+    }
+    int32_t cell_value = (int32_t)value;
+    memcpy((char *)t->out + cell * 4, &cell_value, sizeof cell_value);
     return TSR_OK;
 }
 
@@ -222,8 +269,6 @@ static void printable(char *out, size_t size, const char *text, size_t len) {
 /* ---- .npy ---------------------------------------------------------------------------------- */
 
 enum { NPY_MAX_AXES = 64, NPY_MAX_HEADER = 1 << 20 };
-
-typedef enum NpyType { NPY_F4, NPY_F8, NPY_I4, NPY_I8 } NpyType;
 
 /* What the header dictionary says. */
 typedef struct NpyHeader {
@@ -370,24 +415,55 @@ static bool host_is_little_endian(void) {
     return first == 1;
 }
 
-/* The element type of a descr such as "<f4": little-endian ('<', or '=' / '|' / none on a
- * little-endian host) float32, float64, int32 or int64. */
-static int npy_type(const Source *src, const char *descr, NpyType *type, int64_t *size) {
+/* The element types a .npy file may hold: floats, signed and unsigned integers.  An F32 tensor
+ * reads the four types it always has (`into_f32`), converted to float32; an I32 tensor reads
+ * every integer type, each value checked to fit int32. */
+typedef enum NpyKind { NPY_FLOAT, NPY_SIGNED, NPY_UNSIGNED } NpyKind;
+typedef struct NpyType {
+    const char *code, *name; /* "f4", "float32" */
+    NpyKind kind;
+    int size;
+    bool into_f32;
+} NpyType;
+
+static const NpyType NPY_TYPES[] = {
+    {"f4", "float32", NPY_FLOAT, 4, true},   {"f8", "float64", NPY_FLOAT, 8, true},
+    {"i4", "int32", NPY_SIGNED, 4, true},    {"i8", "int64", NPY_SIGNED, 8, true},
+    {"i1", "int8", NPY_SIGNED, 1, false},    {"i2", "int16", NPY_SIGNED, 2, false},
+    {"u1", "uint8", NPY_UNSIGNED, 1, false}, {"u2", "uint16", NPY_UNSIGNED, 2, false},
+    {"u4", "uint32", NPY_UNSIGNED, 4, false}, {"u8", "uint64", NPY_UNSIGNED, 8, false},
+};
+
+/* The element type of a descr such as "<f4" for a tensor of type `dtype`: little-endian ('<',
+ * or '=' / '|' / none on a little-endian host; any order for one-byte types), of a type that
+ * tensor reads.  A checkpoint's array (src->archive) must hold numbers of the tensor's kind: an
+ * integer array for an I32 tensor, a float array for an F32 one. */
+static int npy_type(const Source *src, const char *descr, uint8_t dtype, const NpyType **type) {
     bool has_order = descr[0] != '\0' && strchr("<>=|", descr[0]) != NULL;
     const char *code = has_order ? descr + 1 : descr;
     bool little = descr[0] == '<' || (descr[0] != '>' && host_is_little_endian());
-    static const struct { const char *code; NpyType type; int64_t size; } known[] = {
-        {"f4", NPY_F4, 4}, {"f8", NPY_F8, 8}, {"i4", NPY_I4, 4}, {"i8", NPY_I8, 8},
-    };
     char shown[64];
     printable(shown, sizeof shown, descr, strlen(descr));
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(code, known[i].code) != 0) continue;
-        if (!little) return fail_at(src, 0, 0, "dtype '%s' is big-endian; only little-endian data is supported", shown);
-        *type = known[i].type;
-        *size = known[i].size;
+    const char *holder = src->archive ? "the array" : "the file";
+    for (size_t i = 0; i < sizeof NPY_TYPES / sizeof NPY_TYPES[0]; i++) {
+        const NpyType *t = &NPY_TYPES[i];
+        if (strcmp(code, t->code) != 0) continue;
+        if (!little && t->size > 1)
+            return fail_at(src, 0, 0, "dtype '%s' is big-endian; only little-endian data is supported", shown);
+        bool is_float = t->kind == NPY_FLOAT;
+        if (dtype == TSR_DTYPE_I32 && is_float)
+            return fail_at(src, 0, 0, "the tensor is i32 but %s holds %s numbers: convert it with numpy's "
+                           "astype(numpy.int32)", holder, t->name);
+        if (dtype == TSR_DTYPE_F32 && src->archive && !is_float)
+            return fail_at(src, 0, 0, "the tensor is f32 but %s holds %s numbers: convert it with numpy's "
+                           "astype(numpy.float32)", holder, t->name);
+        if (dtype == TSR_DTYPE_F32 && !t->into_f32) break;
+        *type = t;
         return TSR_OK;
     }
+    if (dtype == TSR_DTYPE_I32)
+        return fail_at(src, 0, 0, "dtype '%s' is not supported for an i32 tensor (int8, int16, int32, int64, uint8, "
+                       "uint16, uint32, uint64)", shown);
     return fail_at(src, 0, 0, "dtype '%s' is not supported (float32, float64, int32, int64)", shown);
 }
 
@@ -397,28 +473,45 @@ static uint64_t load_le(const unsigned char *bytes, int size) {
     return value;
 }
 
-/* Converts `n` little-endian elements of `type` to floats. */
-static void npy_convert(NpyType type, const unsigned char *bytes, int64_t n, float *out) {
+/* The signed integer whose `size`-byte two's complement is `raw`. */
+static int64_t sign_extend(uint64_t raw, int size) {
+    uint64_t sign = (uint64_t)1 << (8 * size - 1), mask = sign | (sign - 1);
+    return raw & sign ? -(int64_t)(~raw & mask) - 1 : (int64_t)raw;
+}
+
+/* Converts `n` little-endian elements of `type` into the target's cells from cell `first`: to
+ * float32, or (an I32 target) to int32, where a value that does not fit is an error naming its
+ * cell. */
+static int npy_convert(const Source *src, const NpyType *type, const unsigned char *bytes, int64_t n,
+                       const Target *t, int64_t first) {
+    float *floats = t->out;
     for (int64_t i = 0; i < n; i++) {
-        switch (type) {
-        case NPY_F4: {
-            uint32_t bits = (uint32_t)load_le(bytes + 4 * i, 4);
-            float f;
-            memcpy(&f, &bits, sizeof f);
-            out[i] = f;
-            break;
-        }
-        case NPY_F8: {
-            uint64_t bits = load_le(bytes + 8 * i, 8);
-            double d;
-            memcpy(&d, &bits, sizeof d);
-            out[i] = (float)d;
-            break;
-        }
-        case NPY_I4: out[i] = (float)(int32_t)(uint32_t)load_le(bytes + 4 * i, 4); break;
-        case NPY_I8: out[i] = (float)(int64_t)load_le(bytes + 8 * i, 8); break;
+        uint64_t raw = load_le(bytes + (int64_t)type->size * i, type->size);
+        int64_t cell = first + i;
+        if (type->kind == NPY_FLOAT) { /* only into F32 targets (npy_type) */
+            if (type->size == 4) {
+                uint32_t bits = (uint32_t)raw;
+                memcpy(&floats[cell], &bits, sizeof bits);
+            } else {
+                double d;
+                memcpy(&d, &raw, sizeof d);
+                floats[cell] = (float)d;
+            }
+        } else if (t->dtype == TSR_DTYPE_F32) {
+            floats[cell] = type->kind == NPY_SIGNED ? (float)sign_extend(raw, type->size) : (float)raw;
+        } else {
+            bool is_signed = type->kind == NPY_SIGNED;
+            int64_t value = is_signed ? sign_extend(raw, type->size) : raw > INT32_MAX ? INT64_MAX : (int64_t)raw;
+            char text[32] = ""; /* the value as written, for the message when it does not fit */
+            if (value < INT32_MIN || value > INT32_MAX) {
+                if (is_signed) snprintf(text, sizeof text, "%lld", (long long)value);
+                else snprintf(text, sizeof text, "%llu", (unsigned long long)raw);
+            }
+            int status = store_int32(src, 0, 0, t, cell, value, text);
+            if (status != TSR_OK) return status;
         }
     }
+    return TSR_OK;
 }
 
 /* Reads the magic, the version and the header text (malloc'd into *text, length *len). */
@@ -448,12 +541,13 @@ static int npy_read_header(const Source *src, FILE *file, char **text, size_t *l
     return TSR_OK;
 }
 
-/* Reads `cells` elements of `type` into `out`, then requires the end of the file (known from
+/* Reads the target's cells, elements of `type`, then requires the end of the file (known from
  * the file's size: what follows the data is counted, not read). */
-static int npy_read_data(const Source *src, FILE *file, NpyType type, int64_t item_size, int64_t cells, float *out) {
-    if (cells > INT64_MAX / item_size)
+static int npy_read_data(const Source *src, FILE *file, const NpyType *type, const Target *t) {
+    int64_t item_size = type->size;
+    if (t->cells > INT64_MAX / item_size)
         return fail_at(src, 0, 0, "declares more data than can be addressed");
-    int64_t want = cells * item_size, have = 0;
+    int64_t want = t->cells * item_size, have = 0;
     unsigned char chunk[READ_CHUNK];
     while (have < want) {
         size_t ask = want - have < READ_CHUNK ? (size_t)(want - have) : READ_CHUNK;
@@ -461,7 +555,8 @@ static int npy_read_data(const Source *src, FILE *file, NpyType type, int64_t it
         size_t got = fread(chunk, 1, ask, file);
         int saved_errno = errno;
         size_t whole = got - got % (size_t)item_size;
-        npy_convert(type, chunk, (int64_t)whole / item_size, out + have / item_size);
+        int status = npy_convert(src, type, chunk, (int64_t)whole / item_size, t, have / item_size);
+        if (status != TSR_OK) return status;
         have += (int64_t)whole;
         if (got < ask) {
             have += (int64_t)(got - whole);
@@ -480,7 +575,7 @@ static int npy_read_data(const Source *src, FILE *file, NpyType type, int64_t it
     return TSR_OK;
 }
 
-static int npy_load(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims, int64_t cells) {
+static int npy_load(const Source *src, FILE *file, const Target *t) {
     char *text = NULL;
     size_t len = 0;
     int status = npy_read_header(src, file, &text, &len);
@@ -493,20 +588,19 @@ static int npy_load(const Source *src, FILE *file, float *out, uint32_t rank, co
     free(text);
     if (status != TSR_OK) return status;
 
-    NpyType type = NPY_F4;
-    int64_t item_size = 4;
-    status = npy_type(src, header.descr, &type, &item_size);
+    const NpyType *type = NULL;
+    status = npy_type(src, header.descr, t->dtype, &type);
     if (status != TSR_OK) return status;
     if (header.fortran_order) return fail_at(src, 0, 0, "Fortran order is not supported (save a C-ordered array)");
-    bool same = header.rank == rank;
-    for (uint32_t a = 0; same && a < rank; a++) same = header.dims[a] == dims[a];
+    bool same = header.rank == t->rank;
+    for (uint32_t a = 0; same && a < t->rank; a++) same = header.dims[a] == t->dims[a];
     if (!same) {
         char expected[256], found[256];
-        format_shape(expected, sizeof expected, rank, dims);
+        format_shape(expected, sizeof expected, t->rank, t->dims);
         format_shape(found, sizeof found, header.rank, header.dims);
         return fail_at(src, 0, 0, "expected shape %s, found %s", expected, found);
     }
-    return npy_read_data(src, file, type, item_size, cells, out);
+    return npy_read_data(src, file, type, t);
 }
 
 
@@ -562,14 +656,27 @@ static bool parse_number(char *text, size_t len, double *value) {
     return end == text + len;
 }
 
+/* Parses a whole field as a decimal integer (strtoll: a value beyond int64_t saturates, which
+ * no int32 cell takes); false if anything is left over. */
+static bool parse_integer(char *text, size_t len, int64_t *value) {
+    if (len == 0) return false;
+    char saved = text[len];
+    text[len] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    text[len] = saved;
+    *value = v;
+    return end == text + len;
+}
+
 /* What lies between the last field (or the line's start) and the next byte: a ',' since then
  * means that a ',' or the line's end right now delimits an empty field. */
 typedef enum Separation { SEP_LINE_START, SEP_AFTER_FIELD, SEP_AFTER_COMMA } Separation;
 
 typedef struct CsvLoad {
     const Source *src;
-    float *out;
-    int64_t cells;         /* numbers expected */
+    const Target *target;  /* its cells: the numbers expected */
     int64_t per_line;      /* numbers per line; 0: any (rank 0 or 1) */
     int64_t line_limit;    /* bytes a line may hold */
     int64_t count;         /* numbers read */
@@ -587,6 +694,22 @@ typedef struct CsvLoad {
     int64_t field_len, field_col;
 } CsvLoad;
 
+/* Stores the number just read (its text in load->field) into cell load->count: as float32, or,
+ * for an I32 target, as int32 when the field is an integer that fits. */
+static int csv_store(CsvLoad *load, double value) {
+    const Target *t = load->target;
+    if (t->dtype == TSR_DTYPE_F32) {
+        ((float *)t->out)[load->count] = (float)value;
+        return TSR_OK;
+    }
+    char shown[64];
+    printable(shown, sizeof shown, load->field, (size_t)load->field_len);
+    int64_t integer;
+    if (!parse_integer(load->field, (size_t)load->field_len, &integer))
+        return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is i32)", shown);
+    return store_int32(load->src, load->line, load->field_col, t, load->count, integer, shown);
+}
+
 /* The field that just ended: a number is stored, anything else is an error unless the line is
  * the header. */
 static int csv_field(CsvLoad *load) {
@@ -596,9 +719,9 @@ static int csv_field(CsvLoad *load) {
     }
     double value;
     if (load->field_len <= MAX_NUMBER_TEXT && parse_number(load->field, (size_t)load->field_len, &value)) {
-        if (load->count < load->cells) load->out[load->count] = (float)value;
+        int status = load->count < load->target->cells ? csv_store(load, value) : TSR_OK;
         load->count++;
-        return TSR_OK;
+        return status;
     }
     if (load->first) {
         load->is_header = true;
@@ -694,18 +817,20 @@ static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int6
     }
 }
 
-static int csv_file(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims, int64_t cells) {
-    int64_t per_line = rank >= 2 ? dims[rank - 1] : 0, on_one_line = per_line > 0 ? per_line : cells;
+static int csv_file(const Source *src, FILE *file, const Target *t) {
+    uint32_t rank = t->rank;
+    const int64_t *dims = t->dims;
+    int64_t per_line = rank >= 2 ? dims[rank - 1] : 0, on_one_line = per_line > 0 ? per_line : t->cells;
     int64_t line_limit = on_one_line < (INT64_MAX - CSV_LINE_SLACK) / CSV_BYTES_PER_FIELD
                              ? CSV_LINE_SLACK + on_one_line * CSV_BYTES_PER_FIELD
                              : INT64_MAX;
-    CsvLoad load = {.src = src, .out = out, .cells = cells, .per_line = per_line, .line_limit = line_limit, .line = 1};
+    CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1};
     ByteReader *reader = malloc(sizeof *reader);
     if (!reader) return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", src->what, src->path);
     *reader = (ByteReader){.file = file};
     int status = csv_scan(&load, reader, rank, dims);
     free(reader);
-    if (status != TSR_OK || load.count == cells) return status;
+    if (status != TSR_OK || load.count == t->cells) return status;
 
     char shape[256], header[64] = "";
     format_shape(shape, sizeof shape, rank, dims);
@@ -713,34 +838,55 @@ static int csv_file(const Source *src, FILE *file, float *out, uint32_t rank, co
         snprintf(header, sizeof header, "; line %lld was skipped as a header", (long long)load.header_line);
     if (per_line > 0)
         return fail_at(src, 0, 0, "has %lld row%s, expected %lld for shape %s%s", (long long)load.rows,
-                       plural(load.rows), (long long)(cells / per_line), shape, header);
+                       plural(load.rows), (long long)(t->cells / per_line), shape, header);
     return fail_at(src, 0, 0, "has %lld number%s, expected %lld for shape %s%s", (long long)load.count,
-                   plural(load.count), (long long)cells, shape, header);
+                   plural(load.count), (long long)t->cells, shape, header);
 }
 
-/* The loaders' common part: check the arguments, open the file, read it with `read`, close. */
-typedef int (*FileReader)(const Source *src, FILE *file, float *out, uint32_t rank, const int64_t *dims,
-                          int64_t cells);
+/* ---- Entry points ------------------------------------------------------------------------------ */
 
-static int load_file(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what,
-                     FileReader read) {
-    int64_t cells = 0;
-    int status = check_arguments(path, out, rank, dims, what, &cells);
+/* The loaders' common part: check the arguments, open the file, read it with `read`, close. */
+typedef int (*FileReader)(const Source *src, FILE *file, const Target *t);
+
+static int load_file(const char *path, const char *what, Target target, FileReader read) {
+    int status = check_arguments(path, what, &target);
     if (status != TSR_OK) return status;
     Source src = {path, what, 0, false};
     FILE *file;
     status = open_file(&src, &file);
     if (status != TSR_OK) return status;
-    status = read(&src, file, out, rank, dims, cells);
+    status = read(&src, file, &target);
     fclose(file);
     return status;
 }
 
 int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
-    return load_file(path, out, rank, dims, what, npy_load);
+    return tsr_load_npy_typed(path, out, TSR_DTYPE_F32, rank, dims, what);
 }
 
-int tsr_npy_length(const char *path, const char *what, int64_t *length) {
+int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
+    return tsr_load_csv_typed(path, out, TSR_DTYPE_F32, rank, dims, what);
+}
+
+int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                       const char *what) {
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0}, npy_load);
+}
+
+int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                       const char *what) {
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0}, csv_file);
+}
+
+int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size) {
+    if (!path || !what || !file || !size) return tsr_error(TSR_ERR_ARGUMENT, "data loader: NULL path or name");
+    Source src = {path, what, 0, false};
+    int status = open_file(&src, file);
+    *size = src.size;
+    return status;
+}
+
+int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *length) {
     Source src = {path, what, 0, false};
     FILE *file;
     int status = open_file(&src, &file);
@@ -751,20 +897,19 @@ int tsr_npy_length(const char *path, const char *what, int64_t *length) {
     int64_t header_end = (int64_t)ftello(file);
     fclose(file);
     NpyHeader header;
-    NpyType type;
-    int64_t item_size = 4;
+    const NpyType *type = NULL;
     if (status == TSR_OK) {
         NpyParser parser = {.text = text, .len = len};
         if (!npy_parse_header(&parser, &header)) status = fail_at(&src, 0, 0, "has a malformed header: %s", parser.problem);
         else if (header.rank == 0) status = fail_at(&src, 0, 0, "holds one number, not an axis of run-time length");
         else if (header.dims[0] < 1) status = fail_at(&src, 0, 0, "has an empty first axis (a run-time length is at least 1)");
-        else status = npy_type(&src, header.descr, &type, &item_size);
+        else status = npy_type(&src, header.descr, dtype, &type);
     }
     free(text);
     if (status != TSR_OK) return status;
     /* The length decides how much memory the tensors it sizes get: a header may claim any shape,
      * so the file must hold the data it declares before anything is allocated for it. */
-    int64_t want = item_size;
+    int64_t want = type->size;
     for (uint32_t a = 0; a < header.rank; a++) {
         if (header.dims[a] < 0 || (header.dims[a] && want > INT64_MAX / header.dims[a]))
             return fail_at(&src, 0, 0, "declares more data than can be addressed");
@@ -781,20 +926,16 @@ int tsr_npy_length(const char *path, const char *what, int64_t *length) {
     return TSR_OK;
 }
 
-int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what) {
-    return load_file(path, out, rank, dims, what, csv_file);
-}
-
-int tsr_load_npy_member(const unsigned char *bytes, size_t size, float *out, uint32_t rank, const int64_t *dims,
-                        const char *archive, const char *array) {
-    int64_t cells = 0;
-    int status = check_arguments(archive, out, rank, dims, array, &cells);
+int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
+                        const int64_t *dims, const char *archive, const char *array) {
+    Target target = {out, dtype, rank, dims, 0};
+    int status = check_arguments(archive, array, &target);
     if (status != TSR_OK) return status;
     Source src = {archive, array, (int64_t)size, true};
     if (size == 0) return fail_at(&src, 0, 0, "is empty, not a .npy file");
     FILE *file = fmemopen((void *)bytes, size, "rb");
     if (!file) return fail_at(&src, 0, 0, "cannot read: %s", strerror(errno));
-    status = npy_load(&src, file, out, rank, dims, cells);
+    status = npy_load(&src, file, &target);
     fclose(file);
     return status;
 }

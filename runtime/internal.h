@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "image_format.h"
 #include "tsr.h"
@@ -81,10 +82,11 @@ bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *r
 int tsr_checkpoint_save(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 /* Read the .npy file held in `size` bytes (a member of checkpoint `archive`, array `array`)
- * into `out` of shape `dims`, as tsr_load_npy() does a file; messages name the archive and the
- * array. */
-int tsr_load_npy_member(const unsigned char *bytes, size_t size, float *out, uint32_t rank, const int64_t *dims,
-                        const char *archive, const char *array);
+ * into `out` of shape `dims` and element type `dtype`, as tsr_load_npy_typed() does a file,
+ * except that the array must hold numbers of the tensor's kind (floats for F32, integers for
+ * I32); messages name the archive and the array. */
+int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
+                        const int64_t *dims, const char *archive, const char *array);
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
  * its run number a->runs, then count the run. */
 int tsr_shuffle(tsr_state *state, tsr_action *a);
@@ -152,8 +154,106 @@ double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
  * "nan" (or "NAN", "+nan" with those conversions) whatever its sign and payload. */
 double tsr_print_canonical(double v);
 
-/* The length of the first axis of the .npy file at `path` (for a run-time size, data `what`). */
-int tsr_npy_length(const char *path, const char *what, int64_t *length);
+/* The length of the first axis of the .npy file at `path` (for a run-time size of data `what`,
+ * a tensor of element type `dtype`). */
+int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *length);
+
+/* tsr_load_npy() and tsr_load_csv() into a tensor of element type `dtype` (TSR_DTYPE_*): F32 as
+ * they do; I32 takes integers only (any integer dtype of .npy, decimal integers in CSV), each
+ * value checked to fit int32 (a message names the cell), and a float .npy file is an error that
+ * names both types. */
+int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                       const char *what);
+int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                       const char *what);
+/* Open the regular file at `path` for data item `what`, as the loaders do (anything else is
+ * refused before a byte is read), with its size in *size. */
+int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size);
+
+/* ---- Token files (tokens.c) ----------------------------------------------------------------------
+ *
+ * The token files llm.c and nanoGPT's data scripts write: a header of 256 little-endian int32
+ * (TSR_TOKENS_MAGIC, the version: 1 for uint16 tokens, 2 for uint32 ones, the token count),
+ * then the tokens.  A `tokens` data item cuts them into windows of W tokens, one per row of its
+ * I32 tensor (docs/runtime.md §9). */
+enum { TSR_TOKENS_MAGIC = 20240520, TSR_TOKENS_HEADER_WORDS = 256 };
+
+/* A token file's tokens, in memory. */
+typedef struct tsr_tokens {
+    int32_t *tokens; /* malloc'd */
+    int64_t count;
+} tsr_tokens;
+
+/* Read the token file at `path` (data item `what`) whole: TSR_OK, or TSR_ERR_DATA with a message
+ * naming the item and the file (bad magic or version, a count the file does not hold, bytes
+ * after the tokens, a uint32 token beyond int32), TSR_ERR_NOMEM.  *tokens is empty on failure. */
+int tsr_tokens_read(const char *path, const char *what, tsr_tokens *tokens);
+void tsr_tokens_free(tsr_tokens *tokens);
+/* How many sequential windows of `width` tokens the tokens hold (consecutive windows share one
+ * token): (count - 1) / (width - 1), 0 when not even one. */
+int64_t tsr_tokens_window_count(const tsr_tokens *tokens, int64_t width);
+/* Fill `rows` rows of `width` int32 cells: row k the tokens from k·(width - 1) on (sequential),
+ * or from a start drawn uniformly in [0, count - width] for draw `draw` and row k under `seed`
+ * (random: reproducible, a new set of windows for each draw).  TSR_OK, or TSR_ERR_DATA naming
+ * item `what` and file `path` when the tokens are too few. */
+int tsr_tokens_sequential(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, const char *what,
+                          const char *path);
+int tsr_tokens_random(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
+                      uint64_t draw, const char *what, const char *path);
+/* The data set whose random windows fill buffer `buffer` (a `tokens ~windows:"random"` item),
+ * with its tokens, or NULL: SHUFFLE draws new windows for it instead of permuting its rows. */
+typedef struct tsr_token_windows {
+    const tsr_tokens *tokens;
+    const char *name, *path;
+    uint64_t seed;
+} tsr_token_windows;
+bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_windows *windows);
+
+/* ---- Element types ------------------------------------------------------------------------------
+ *
+ * Every buffer is an array of 4-byte cells (tsr_state.buffers are float *); an I32 buffer's cells
+ * hold int32 bit patterns, read and written by memcpy, never by float conversion. */
+
+/* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
+uint8_t tsr_model_buffer_dtype(const tsr_model *model, uint32_t buffer);
+
+/* A type's name in the language ("f32", "i32") and NumPy's descr of it ("<f4", "<i4"). */
+static inline const char *tsr_dtype_word(uint8_t dtype) {
+#define TSR_DTYPE_WORD(name, word, numpy, ctype) word,
+    static const char *const words[] = {TSR_DTYPE_KINDS(TSR_DTYPE_WORD)};
+#undef TSR_DTYPE_WORD
+    return dtype < TSR_DTYPE_COUNT ? words[dtype] : "?";
+}
+static inline const char *tsr_dtype_numpy(uint8_t dtype) {
+#define TSR_DTYPE_NUMPY(name, word, numpy, ctype) numpy,
+    static const char *const descrs[] = {TSR_DTYPE_KINDS(TSR_DTYPE_NUMPY)};
+#undef TSR_DTYPE_NUMPY
+    return dtype < TSR_DTYPE_COUNT ? descrs[dtype] : "?";
+}
+
+/* Cell `cell` of a buffer of type `dtype` as a number (an I32 cell's integer, exactly). */
+static inline double tsr_cell_value(const float *buffer, uint8_t dtype, int64_t cell) {
+    if (dtype != TSR_DTYPE_I32) return buffer[cell];
+    int32_t v;
+    memcpy(&v, buffer + cell, sizeof v);
+    return v;
+}
+
+/* Store `value` in cell `cell`: rounded to float32, or for I32 truncated toward zero and held to
+ * int32's range (NaN stores 0). */
+static inline void tsr_cell_store(float *buffer, uint8_t dtype, int64_t cell, double value) {
+    if (dtype != TSR_DTYPE_I32) {
+        buffer[cell] = (float)value;
+        return;
+    }
+    int32_t v = value != value ? 0 : value <= -2147483648.0 ? INT32_MIN : value >= 2147483647.0 ? INT32_MAX : (int32_t)value;
+    memcpy(buffer + cell, &v, sizeof v);
+}
+
+/* The printed form of a grid: tsr_print_tensor() for a buffer of type `dtype` (I32 cells as
+ * integers). */
+void tsr_print_cells(FILE *out, const char *name, const char *shape_text, const float *data, uint8_t dtype,
+                     uint32_t rank, const int64_t *dims);
 
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

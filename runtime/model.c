@@ -165,6 +165,7 @@ static void model_free(tsr_model *m) {
         free(m->data[i].path);
         free(m->data[i].name);
         free(m->data[i].fields);
+        tsr_tokens_free(&m->data[i].tokens);
     }
     free(m->data);
     for (uint32_t i = 0; i < m->print_count; i++) {
@@ -426,6 +427,19 @@ bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank,
     *cells = b->size;
     *kind = b->is_virtual ? TSR_BUF_SCRATCH : b->kind; /* a virtual buffer has no storage to save */
     return true;
+}
+uint8_t tsr_model_buffer_dtype(const tsr_model *m, uint32_t buffer) {
+    return m && buffer < m->buffer_count ? m->buffers[buffer].dtype : TSR_DTYPE_F32;
+}
+bool tsr_model_token_windows(const tsr_model *m, uint32_t buffer, tsr_token_windows *windows) {
+    for (uint32_t i = 0; m && i < m->data_count; i++) {
+        const DataSet *d = &m->data[i];
+        if (d->fields[0] == buffer && d->tokens.tokens && !strcmp(d->generator, "tokens")) {
+            *windows = (tsr_token_windows){&d->tokens, d->name, d->path, (uint64_t)d->seed};
+            return true;
+        }
+    }
+    return false;
 }
 const char *tsr_model_symbol_name(const tsr_model *m, uint32_t i) {
     return m && i < m->symbol_count ? m->symbol_names[i] : NULL;

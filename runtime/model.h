@@ -20,12 +20,16 @@ typedef struct Buffer {
     const unsigned char *values; /* f32 little-endian, inside the image */
 } Buffer;
 
+/* A data item.  For `tokens`: `count` is 0 for sequential windows, 1 for random ones, whose
+ * tokens the state keeps (`tokens`, read when the state is made, freed with it) so that SHUFFLE
+ * can draw new windows; `path` is the file it read them from (a --data file replaces it). */
 typedef struct DataSet {
     char *generator, *path, *name;
     int64_t count, seed;
     double noise, factor;
     uint32_t field_count;
     uint32_t *fields;
+    tsr_tokens tokens;
 } DataSet;
 
 typedef struct PrintArg {

@@ -7,12 +7,17 @@
  * the rows' order after k runs depends on nothing else, a checkpoint that records k lets a
  * resumed run replay the k shuffles on freshly read data and continue in the same order.
  *
- * Called by steps.c (the statement) and checkpoint.c (the replay); calls down into the model and
- * the RNG only.  A GPU state's fields are moved on the host (tsr_buffer_to_host).
+ * A field filled with random windows of a token file (`tokens ~windows:"random"`) is not
+ * permuted: it gets a new set of windows, draw number tsr_action.runs after the run (tokens.c),
+ * so a replay ends with the same windows too.
+ *
+ * Called by steps.c (the statement) and checkpoint.c (the replay); calls down into the model,
+ * tokens.c and the RNG only.  A GPU state's fields are moved on the host (tsr_buffer_to_host).
  *
  * Requires: a state whose data sets are produced. */
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -54,11 +59,35 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
     float *row = tsr_alloc_floats(widest ? widest : 1);
     if (!row) return TSR_ERR_NOMEM;
     uint64_t base = a->runs++ * (uint64_t)rows;
+    bool *redrawn = calloc(a->ref_count, sizeof *redrawn); /* fields of random windows: drawn, not permuted */
+    if (!redrawn) {
+        tsr_free(row);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory shuffling '%s'", a->text);
+    }
+    for (uint32_t f = 0; f < a->ref_count; f++) {
+        tsr_token_windows w;
+        if (!tsr_model_token_windows(s->model, a->refs[f], &w)) continue;
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
+        int64_t width = rank ? dims[rank - 1] : 0;
+        int status = tsr_tokens_random(w.tokens, s->buffers[a->refs[f]], width ? cells / width : 0, width, w.seed,
+                                       a->runs, w.name, w.path);
+        if (status != TSR_OK) {
+            free(redrawn);
+            tsr_free(row);
+            return status;
+        }
+        redrawn[f] = true;
+    }
     for (int64_t i = rows - 1; i > 0; i--) {
         int64_t j = (int64_t)(tsr_rng_unit(s->seed, shuffle_stream(a->value), base + (uint64_t)i) * (double)(i + 1));
         if (j > i) j = i;
         if (j == i) continue;
         for (uint32_t f = 0; f < a->ref_count; f++) {
+            if (redrawn[f]) continue;
             int64_t cells = buffer_cells(s, a->refs[f]);
             size_t width = (size_t)(cells / rows) * sizeof(float);
             float *data = s->buffers[a->refs[f]];
@@ -67,6 +96,7 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
             memcpy(data + j * (cells / rows), row, width);
         }
     }
+    free(redrawn);
     tsr_free(row);
     return TSR_OK;
 }

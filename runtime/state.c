@@ -30,35 +30,84 @@ static float image_float(const unsigned char *p, uint64_t i) {
     return v;
 }
 
-/* Read a file into buffer `buffer` for data item `what`: CSV or .npy. */
 static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
 
-/* A buffer of run-time length takes the length of the .npy file's first axis (its size symbol is
- * set to it: data files are read when the state is made).  Files that size one symbol must agree:
- * a second length would give the first file's tensor new, empty storage. */
+/* Buffer `buffer`, whose outermost axis is a run-time size, takes `length` from file `path` of
+ * data `what` (data files are read when the state is made): its size symbol is set to it.  Files
+ * that size one symbol must agree: a second length would give the first file's tensor new, empty
+ * storage. */
+static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char *what, const char *path) {
+    uint32_t symbol = (uint32_t)s->model->buffers[buffer].size_symbol;
+    char **set_by = &s->model->size_files[symbol];
+    if (*set_by && s->symbols[symbol] != length)
+        return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
+                         "their length to run-time size '%s', so they must be equal",
+                         what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
+    int status = set_size(s, symbol, length);
+    if (status != TSR_OK) return status;
+    if (!*set_by) {
+        size_t n = strlen(what) + strlen(path) + 32;
+        if (!(*set_by = malloc(n))) return tsr_error(TSR_ERR_NOMEM, "out of memory reading data '%s'", what);
+        snprintf(*set_by, n, "data '%s' file '%s'", what, path);
+    }
+    return TSR_OK;
+}
+
+/* Read a file into buffer `buffer` for data item `what`: CSV or .npy, of the buffer's element
+ * type.  A buffer of run-time length takes the length of the .npy file's first axis. */
 static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv) {
     const Buffer *b = &s->model->buffers[buffer];
     if (b->size_symbol >= 0) {
         int64_t length = 0;
-        uint32_t symbol = (uint32_t)b->size_symbol;
-        char **set_by = &s->model->size_files[symbol];
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
                                                    "version (use a .npy file)", what, path)
-                         : tsr_npy_length(path, what, &length);
-        if (status == TSR_OK && *set_by && s->symbols[symbol] != length)
-            return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
-                             "their length to run-time size '%s', so they must be equal",
-                             what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
-        if (status == TSR_OK) status = set_size(s, symbol, length);
+                         : tsr_npy_length(path, what, b->dtype, &length);
+        if (status == TSR_OK) status = give_length(s, buffer, length, what, path);
         if (status != TSR_OK) return status;
-        if (!*set_by) {
-            size_t n = strlen(what) + strlen(path) + 32;
-            if (!(*set_by = malloc(n))) return tsr_error(TSR_ERR_NOMEM, "out of memory reading data '%s'", what);
-            snprintf(*set_by, n, "data '%s' file '%s'", what, path);
-        }
     }
-    if (csv) return tsr_load_csv(path, s->buffers[buffer], b->rank, b->dims, what);
-    return tsr_load_npy(path, s->buffers[buffer], b->rank, b->dims, what);
+    if (csv) return tsr_load_csv_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
+    return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
+}
+
+/* A `tokens` item: the token file (or the --data file replacing it) cut into windows, one per
+ * row of its I32 tensor, whose innermost axis is the window's length W.  A run-time outermost
+ * axis takes as many indices as the file holds sequential windows for (whole ones: (count-1) /
+ * (W-1) windows, divided by the windows one index holds).  Sequential windows are filled and the
+ * tokens dropped; random ones are drawn (draw 0) and the tokens kept for SHUFFLE's draws. */
+static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
+    uint32_t buffer = d->fields[0];
+    const Buffer *b = &s->model->buffers[buffer];
+    if (b->dtype != TSR_DTYPE_I32 || b->rank < 2 || (d->count != 0 && d->count != 1))
+        return tsr_error(TSR_ERR_IMAGE, "data '%s': malformed tokens item", d->name);
+    if (override) {
+        char *path = strdup(override);
+        if (!path) return tsr_error(TSR_ERR_NOMEM, "out of memory reading data '%s'", d->name);
+        free(d->path);
+        d->path = path;
+    }
+    tsr_tokens_free(&d->tokens);
+    tsr_tokens tokens;
+    int status = tsr_tokens_read(d->path, d->name, &tokens);
+    int64_t width = b->dims[b->rank - 1];
+    if (status == TSR_OK && b->size_symbol >= 0) {
+        int64_t per_index = width > 0 ? b->row_cells / width : 0, windows = tsr_tokens_window_count(&tokens, width);
+        if (width < 2 || per_index < 1) /* the message of a window too short */
+            status = tsr_tokens_sequential(&tokens, s->buffers[buffer], 0, width, d->name, d->path);
+        else if (windows < per_index)
+            status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64
+                               ", fewer than the %" PRId64 " that one index of the run-time size needs", d->name, d->path,
+                               tokens.count, windows, windows == 1 ? "" : "s", width, per_index);
+        else
+            status = give_length(s, buffer, windows / per_index, d->name, d->path);
+    }
+    int64_t rows = width > 0 ? b->size / width : 0;
+    if (status == TSR_OK && d->count == 0)
+        status = tsr_tokens_sequential(&tokens, s->buffers[buffer], rows, width, d->name, d->path);
+    else if (status == TSR_OK)
+        status = tsr_tokens_random(&tokens, s->buffers[buffer], rows, width, (uint64_t)d->seed, 0, d->name, d->path);
+    if (status == TSR_OK && d->count == 1) d->tokens = tokens; /* the state's now */
+    else tsr_tokens_free(&tokens);
+    return status;
 }
 
 /* A file `--data` names: CSV when the name ends in ".csv", otherwise .npy. */
@@ -75,8 +124,11 @@ static const char *data_override(const tsr_state *s, uint32_t buffer, const tsr_
     return path;
 }
 
-static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args) {
+static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     const tsr_model *m = s->model;
+    if (!strcmp(d->generator, "tokens"))
+        return d->field_count == 1 ? produce_tokens(s, d, data_override(s, d->fields[0], args))
+                                   : tsr_error(TSR_ERR_IMAGE, "data '%s': malformed", d->name);
     float *f0 = s->buffers[d->fields[0]];
     const Buffer *b0 = &m->buffers[d->fields[0]];
     bool replaced = true; /* every field comes from a --data file: nothing to generate */
@@ -88,8 +140,13 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
         }
         return TSR_OK;
     }
-    if (!strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
-        !strcmp(d->generator, "spirals")) {
+    bool points = !strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
+                  !strcmp(d->generator, "spirals");
+    for (uint32_t f = 0; f < d->field_count; f++) /* the generators that make numbers, not integers */
+        if ((points || !strcmp(d->generator, "uniform")) && m->buffers[d->fields[f]].dtype != TSR_DTYPE_F32)
+            return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes f32 numbers, but the tensor is %s", d->name,
+                             d->generator, tsr_dtype_word(m->buffers[d->fields[f]].dtype));
+    if (points) {
         if (d->field_count != 2 || d->count < 0 || d->count > INT64_MAX / 2 || b0->size != 2 * d->count ||
             m->buffers[d->fields[1]].size != d->count)
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
@@ -110,13 +167,13 @@ static int produce_data(tsr_state *s, const DataSet *d, const tsr_run_args *args
     if (!strcmp(d->generator, "option")) { /* an `option` read as a tensor: its value in every cell */
         for (uint32_t i = 0; i < m->option_count; i++)
             if (!strcmp(m->options[i].name, d->path)) {
-                for (int64_t c = 0; c < b0->size; c++) f0[c] = (float)m->options[i].value;
+                for (int64_t c = 0; c < b0->size; c++) tsr_cell_store(f0, b0->dtype, c, m->options[i].value);
                 return TSR_OK;
             }
         return tsr_error(TSR_ERR_IMAGE, "data '%s': no option '%s'", d->name, d->path);
     }
     if (!strcmp(d->generator, "range")) {
-        for (int64_t c = 0; c < b0->size; c++) f0[c] = (float)c;
+        for (int64_t c = 0; c < b0->size; c++) tsr_cell_store(f0, b0->dtype, c, (double)c);
         return TSR_OK;
     }
     if (!strcmp(d->generator, "uniform")) {
@@ -142,21 +199,23 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
         return tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " floats)", b->name, b->shape_text,
                          b->size);
     uint64_t seed = s->seed;
-    if (b->kind == TSR_BUF_INPUT) /* until the caller fills it */
+    uint8_t dtype = b->dtype;
+    if (b->kind == TSR_BUF_INPUT && dtype == TSR_DTYPE_F32) /* until the caller fills it (an I32 input: zeros) */
         for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
     switch (b->init) {
     case TSR_INIT_FILL:
-        for (int64_t c = 0; c < b->size; c++) d[c] = (float)b->fill;
+        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, b->fill);
         break;
     case TSR_INIT_VALUES:
-        for (int64_t c = 0; c < b->size; c++) d[c] = image_float(b->values, (uint64_t)c);
+        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, image_float(b->values, (uint64_t)c));
         break;
     case TSR_INIT_UNIFORM:
         for (int64_t c = 0; c < b->size; c++)
-            d[c] = (float)(b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
+            tsr_cell_store(d, dtype, c, b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));
         break;
     case TSR_INIT_NORMAL:
-        for (int64_t c = 0; c < b->size; c++) d[c] = (float)(b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
+        for (int64_t c = 0; c < b->size; c++)
+            tsr_cell_store(d, dtype, c, b->shift + b->fill * tsr_normal(seed, b->name, (uint64_t)c));
         break;
     default: break;
     }
