@@ -5,7 +5,8 @@
  * TSR_PRINT_EXACT=1 in the environment, with %.9g, which tells every float apart (the
  * differential tests compare executors bit for bit that way).  Every NaN prints as "nan": its
  * sign bit and payload are not part of what a program computes (x86 makes 0/0 negative, and
- * LLVM and the reference executor negate NaNs differently), so they are dropped. */
+ * LLVM and the reference executor negate NaNs differently), so they are dropped.  An I32
+ * buffer's cells are int32 values and print as integers (%d), whatever the environment says. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +18,24 @@ double tsr_print_canonical(double v) { return isnan(v) ? (double)NAN : v; }
 
 void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const float *data, uint32_t rank,
                       const int64_t *dims) {
+    tsr_print_cells(out, name, shape_text, data, TSR_DTYPE_F32, rank, dims);
+}
+
+/* One cell, preceded by a space. */
+static void print_cell(FILE *out, const float *data, uint8_t dtype, int64_t cell, bool all_digits) {
+    if (dtype == TSR_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, data + cell, sizeof v);
+        fprintf(out, " %" PRId32, v);
+        return;
+    }
+    double v = tsr_print_canonical((double)data[cell]);
+    if (all_digits) fprintf(out, " %.9g", v);
+    else fprintf(out, " %g", v);
+}
+
+void tsr_print_cells(FILE *out, const char *name, const char *shape_text, const float *data, uint8_t dtype,
+                     uint32_t rank, const int64_t *dims) {
     if (!out) return;
     fprintf(out, "%s : %s\n", name ? name : "", shape_text ? shape_text : "");
     if (!data || (rank > 0 && !dims)) return;
@@ -41,11 +60,7 @@ void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const
             fputs("]\n", out);
         }
         fputs("   ", out);
-        for (int64_t j = 0; j < line; j++) {
-            double v = tsr_print_canonical((double)data[c + j]);
-            if (all_digits) fprintf(out, " %.9g", v);
-            else fprintf(out, " %g", v);
-        }
+        for (int64_t j = 0; j < line; j++) print_cell(out, data, dtype, c + j, all_digits);
         fputc('\n', out);
     }
 }

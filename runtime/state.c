@@ -441,13 +441,19 @@ static int64_t to_int64(double v) {
     return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
 }
 
+/* Cell 0 of buffer `buffer` (which has storage) as a number: an I32 cell's integer, exactly, so
+ * that %d prints it and %f prints it converted to double. */
+static double buffer_cell0(const tsr_state *s, uint32_t buffer) {
+    return tsr_cell_value(s->buffers[buffer], s->model->buffers[buffer].dtype, 0);
+}
+
 static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     switch (a->kind) {
     case TSR_ARG_INT: return a->i;
     case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return s->symbols[a->ref];
     case TSR_ARG_OPTION: return to_int64(s->model->options[a->ref].value) + a->i;
-    default: return s->buffers[a->ref] ? to_int64((double)s->buffers[a->ref][0]) : 0;
+    default: return s->buffers[a->ref] ? to_int64(buffer_cell0(s, a->ref)) : 0;
     }
 }
 
@@ -457,7 +463,7 @@ static double arg_float(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_FLOAT: return a->f;
     case TSR_ARG_SYMBOL: return (double)s->symbols[a->ref];
     case TSR_ARG_OPTION: return s->model->options[a->ref].value + (double)a->i;
-    default: return s->buffers[a->ref] ? (double)s->buffers[a->ref][0] : 0.0;
+    default: return s->buffers[a->ref] ? buffer_cell0(s, a->ref) : 0.0;
     }
 }
 
@@ -514,7 +520,7 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     tsr_progress_hide();
     if (p->grid) {
         const Buffer *b = &s->model->buffers[p->args[0].ref];
-        tsr_print_tensor(stdout, p->label, b->shape_text, s->buffers[p->args[0].ref], b->rank, b->dims);
+        tsr_print_cells(stdout, p->label, b->shape_text, s->buffers[p->args[0].ref], b->dtype, b->rank, b->dims);
     } else {
         print_formatted(stdout, s, p);
     }

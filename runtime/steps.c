@@ -8,8 +8,9 @@
  *
  *   SAVE, LOAD   checkpoint.c, with the statement's file and buffers.
  *   SHUFFLE      shuffle.c: permutes the rows of a data item (a new permutation each run).
- *   RECORD       appends cell 0 of a tensor to a series; PLOT draws a series as an ASCII line
- *                plot on standard output (deterministic: only the recorded numbers decide it).
+ *   RECORD       appends cell 0 of a tensor (an i32 cell's integer) to a series; PLOT draws a
+ *                series as an ASCII line plot on standard output (deterministic: only the
+ *                recorded numbers decide it).
  *   PROGRESS     a bar on standard error: on a terminal one self-updating line with the count,
  *                the rate and the time left, redrawn at most ten times a second; otherwise a
  *                plain line at every tenth of the loop, with no times, so logs are
@@ -44,7 +45,7 @@ static int record(tsr_state *s, const tsr_action *a) {
         series->values = grown;
         series->cap = cap;
     }
-    series->values[series->count++] = cell[0];
+    series->values[series->count++] = (float)tsr_cell_value(cell, tsr_model_buffer_dtype(s->model, a->refs[0]), 0);
     return TSR_OK;
 }
 
