@@ -7,8 +7,8 @@
  * forward, and the shuffles are replayed (shuffle.c) to put the data in the saved run's order.
  *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
- * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32, C order, the shape
- * the buffer has in memory (the dims of the generated header); members are stored without
+ * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32 — int32 ('<i4') for
+ * an I32 buffer —, C order, the shape the buffer has in memory (the dims of the generated header); members are stored without
  * compression, with their CRC-32s, so numpy.load reads the file.  The archive is written to a
  * new file of a random name beside PATH (O_EXCL, no link followed) and renamed over PATH only
  * when every byte is written, so a failed save never leaves a cut checkpoint behind and nothing
@@ -18,8 +18,9 @@
  * Loading reads the zip's central directory from the end of the file and, for each chosen
  * buffer, member NAME.npy (with pread: memory is bounded by what the model's arrays need,
  * whatever sizes the file claims), checks every offset and size against the file, checks the
- * CRC-32, and parses the .npy through data.c (shape and dtype checked: any dtype the data
- * loader takes).  Archives written by numpy.savez (zip64 local headers included) load too;
+ * CRC-32, and parses the .npy through data.c (shape and dtype checked: a float dtype the data
+ * loader takes for an F32 buffer, an integer one for an I32 buffer; the other kind is an error
+ * naming both types).  Archives written by numpy.savez (zip64 local headers included) load too;
  * compressed members (numpy.savez_compressed) are refused by name.  Every problem — a missing
  * or unreadable file, a missing array, a wrong shape, a damaged or truncated archive — is a
  * TSR_ERR_DATA error naming the file and the array, and the state is changed only when every
@@ -103,18 +104,18 @@ static void put32(Writer *w, uint32_t v) {
     put16(w, v >> 16);
 }
 
-/* The .npy header (format 1.0) of a float32 array of shape `dims`, padded with blanks and a
- * newline so that the data starts at a multiple of 64 bytes, as NumPy writes it.  Its length,
- * or 0 when it does not fit `size`. */
-static size_t npy_header(char *out, size_t size, uint32_t rank, const int64_t *dims) {
+/* The .npy header (format 1.0) of an array of element type `dtype` and shape `dims`, padded with
+ * blanks and a newline so that the data starts at a multiple of 64 bytes, as NumPy writes it.
+ * Its length, or 0 when it does not fit `size`. */
+static size_t npy_header(char *out, size_t size, uint8_t dtype, uint32_t rank, const int64_t *dims) {
     char shape[400];
     size_t n = (size_t)snprintf(shape, sizeof shape, "(");
     for (uint32_t a = 0; a < rank && n < sizeof shape; a++)
         n += (size_t)snprintf(shape + n, sizeof shape - n, a ? ", %" PRId64 : "%" PRId64, dims[a]);
     if (n < sizeof shape) n += (size_t)snprintf(shape + n, sizeof shape - n, rank == 1 ? ",)" : ")");
     if (n >= sizeof shape) return 0;
-    int len = snprintf(out + 10, size > 10 ? size - 10 : 0, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
-                       shape);
+    int len = snprintf(out + 10, size > 10 ? size - 10 : 0, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                       tsr_dtype_numpy(dtype), shape);
     size_t used = 10 + (size_t)len + 1, padded = (used + 63) / 64 * 64;
     if (len < 0 || padded > size || padded - 10 > 0xffff) return 0;
     memset(out + 10 + len, ' ', padded - used);
@@ -155,11 +156,12 @@ static void put_entry(Writer *w, const Member *m, bool central) {
     put(w, m->name, name_len);
 }
 
-/* One member NAME.npy: a float32 array of shape `dims` holding `values`; TSR_OK or an error. */
-static int put_array(Writer *w, const char *path, const char *name, const float *values, uint32_t rank,
+/* One member NAME.npy: an array of element type `dtype` (its cells' bits as they are) and shape
+ * `dims` holding `values`; TSR_OK or an error. */
+static int put_array(Writer *w, const char *path, const char *name, const float *values, uint8_t dtype, uint32_t rank,
                      const int64_t *dims, int64_t cells, Member *members, uint32_t *member_count) {
     char header[512];
-    size_t header_len = npy_header(header, sizeof header, rank, dims);
+    size_t header_len = npy_header(header, sizeof header, dtype, rank, dims);
     uint64_t size = header_len + (uint64_t)cells * 4;
     if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
         return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
@@ -210,7 +212,7 @@ static int put_counters(tsr_state *s, Writer *w, const char *path, Member *membe
     if (s->runs >= limit) return tsr_error(TSR_ERR_IO, "checkpoint '%s': more than 2^48 routine runs", path);
     counter_pair(s->runs, runs);
     const int64_t runs_dims[1] = {2};
-    int status = put_array(w, path, RUNS_ARRAY, runs, 1, runs_dims, 2, members, member_count);
+    int status = put_array(w, path, RUNS_ARRAY, runs, TSR_DTYPE_F32, 1, runs_dims, 2, members, member_count);
     uint32_t n = shuffle_count(s);
     if (status != TSR_OK || n == 0) return status;
     float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
@@ -222,7 +224,8 @@ static int put_counters(tsr_state *s, Writer *w, const char *path, Member *membe
     }
     const int64_t pairs_dims[2] = {n, 2};
     if (status == TSR_OK)
-        status = put_array(w, path, SHUFFLES_ARRAY, pairs, 2, pairs_dims, (int64_t)n * 2, members, member_count);
+        status = put_array(w, path, SHUFFLES_ARRAY, pairs, TSR_DTYPE_F32, 2, pairs_dims, (int64_t)n * 2, members,
+                           member_count);
     free(pairs);
     return status;
 }
@@ -241,8 +244,8 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
         tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
         int status = tsr_buffer_to_host(s, b, false); /* a GPU state's newest values */
         if (status == TSR_OK)
-            status = put_array(w, path, tsr_model_buffer_name(s->model, b), s->buffers[b], rank, dims, cells, members,
-                               member_count);
+            status = put_array(w, path, tsr_model_buffer_name(s->model, b), s->buffers[b],
+                               tsr_model_buffer_dtype(s->model, b), rank, dims, cells, members, member_count);
         if (status != TSR_OK) return status;
     }
     if (count == 0) {
