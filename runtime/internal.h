@@ -214,6 +214,10 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
  * Every buffer is an array of 4-byte cells (tsr_state.buffers are float *); an I32 buffer's cells
  * hold int32 bit patterns, read and written by memcpy, never by float conversion. */
 
+/* tsr.h's public names of the element types are the image's numbers. */
+_Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 && TSR_DTYPE_COUNT == 2,
+               "tsr.h's tsr_dtype lists the image's TSR_DTYPE_KINDS");
+
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
 uint8_t tsr_model_buffer_dtype(const tsr_model *model, uint32_t buffer);
 

@@ -431,6 +431,9 @@ bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank,
 uint8_t tsr_model_buffer_dtype(const tsr_model *m, uint32_t buffer) {
     return m && buffer < m->buffer_count ? m->buffers[buffer].dtype : TSR_DTYPE_F32;
 }
+int tsr_state_buffer_dtype(const tsr_state *s, uint32_t buffer) {
+    return s && s->model && buffer < s->model->buffer_count ? s->model->buffers[buffer].dtype : -1;
+}
 bool tsr_model_token_windows(const tsr_model *m, uint32_t buffer, tsr_token_windows *windows) {
     for (uint32_t i = 0; m && i < m->data_count; i++) {
         const DataSet *d = &m->data[i];
