@@ -10,7 +10,8 @@
 The library holds the model's code, its image and the tsrc runtime; this module reads the
 manifest beside it (libmlp.json) and calls the runtime's C functions with ctypes, so nothing is
 compiled at install time.  A model object owns one state (tsr_state): its tensors are views of
-the state's buffers, without a copy, valid until the model is closed or a run-time size that
+the state's buffers, without a copy (float32, or int32 for the program's i32 tensors, as the
+manifest's "dtype" says), valid until the model is closed or a run-time size that
 shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
 runtime's message.  Libraries compiled from different programs, or the same library loaded
 twice, are independent.  tsr.compile("mlp.tsr") runs the installed tsrc and loads the result,
@@ -33,6 +34,11 @@ __all__ = ["Error", "Model", "compile", "from_gpt2", "from_torch", "load", "to_g
 
 class Error(Exception):
     """An error reported by the tsrc runtime (its message), or a misuse of a model."""
+
+
+# A tensor's element type, from the manifest's "dtype" (NumPy's name; the language's word is
+# accepted too, and a manifest without the key, from an older tsrc, means float32).
+_DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32}
 
 
 class _State(ctypes.Structure):
@@ -190,8 +196,16 @@ class Model:
             raise KeyError(f"{self.name} has no tensor {name!r}")
         return self.tensors[name]
 
+    def dtype(self, name):
+        """The NumPy dtype of tensor `name`'s cells: float32, or int32 for an i32 tensor."""
+        word = self._tensor(name).get("dtype", "float32")
+        if word not in _DTYPES:
+            raise Error(f"tensor {name!r} has element type {word!r}, which this version of tsr does not know")
+        return np.dtype(_DTYPES[word])
+
     def __getitem__(self, name):
-        """Tensor `name` as a float32 NumPy array over the state's buffer (no copy)."""
+        """Tensor `name` as a NumPy array over the state's buffer (no copy): float32, or int32 for
+        an i32 tensor."""
         t = self._tensor(name)
         shape = self.shape(name)
         if not self._state:
@@ -205,13 +219,15 @@ class Model:
                 raise Error(self._last_error())
             raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
         count = int(np.prod(shape, dtype=np.int64))
-        array = np.ctypeslib.as_array((ctypes.c_float * count).from_address(pointer)).reshape(shape)
-        return array
+        cell = ctypes.c_int32 if self.dtype(name) == np.int32 else ctypes.c_float
+        return np.ctypeslib.as_array((cell * count).from_address(pointer)).reshape(shape)
 
     def __setitem__(self, name, value):
-        """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it)."""
+        """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it).
+        An i32 tensor takes integers: floats with a fraction, NaN or values beyond int32 raise
+        tsr.Error rather than being rounded or wrapped."""
         target = self[name]
-        value = np.asarray(value, dtype=np.float32)
+        value = _integers(name, value) if target.dtype == np.int32 else np.asarray(value, dtype=np.float32)
         try:
             np.copyto(target, np.broadcast_to(value, target.shape))
         except ValueError:
@@ -230,6 +246,23 @@ class Model:
     def __repr__(self):
         return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
                 f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
+
+
+def _integers(name, value):
+    """`value` as int32 for i32 tensor `name`, or tsr.Error when a number is not an int32."""
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf":
+        raise Error(f"tensor {name!r} is i32; a value of dtype {value.dtype} is not a number")
+    if value.dtype.kind == "f" and value.size:
+        bad = ~np.isfinite(value) | (value != np.trunc(value))
+        if bad.any():
+            raise Error(f"tensor {name!r} is i32, but the value holds {value[bad].flat[0]}, which is not an integer")
+    if value.size and value.dtype.kind in "iuf":
+        lo, hi, limits = value.min(), value.max(), np.iinfo(np.int32)
+        if lo < limits.min or hi > limits.max:
+            raise Error(f"tensor {name!r} is i32, but the value holds {lo if lo < limits.min else hi}, "
+                        "which does not fit int32")
+    return value.astype(np.int32)
 
 
 def load(library, manifest=None, seed=0):
