@@ -2,7 +2,7 @@
  *
  * What it does: cuts the bytes of one spec (the text between the quotes of a string literal)
  * into SPEC_TK_* tokens for grammar/spec_parser.y.  The mode is chosen once for the whole text
- * by spec_lex_is_multichar(): MULTICHAR when the text has any of , * + ^ & < ( ) or an '=' that
+ * by spec_lex_is_multichar(): MULTICHAR when the text has any of , * + ^ & < ( ) [ ] or an '=' that
  * is not part of "=>", SINGLE-CHAR otherwise (each letter and each digit is its own token there,
  * and row variable names are one letter).  Lexical errors (stray bytes, '&', unclosed "..v..",
  * numbers over int32) are reported here through diag_error at the exact byte, and
@@ -18,7 +18,7 @@
 bool spec_lex_is_multichar(const char *text, size_t len) {
     for (size_t i = 0; i < len; i++) {
         switch (text[i]) {
-        case ',': case '*': case '+': case '^': case '&': case '<': case '(': case ')':
+        case ',': case '*': case '+': case '^': case '&': case '<': case '(': case ')': case '[': case ']':
             return true;
         case '=':
             if (i + 1 >= len || text[i + 1] != '>') return true;
@@ -155,6 +155,8 @@ next:
         "<"          { kind = SPEC_TK_LT; goto done; }
         "("          { kind = SPEC_TK_LPAREN; goto done; }
         ")"          { kind = SPEC_TK_RPAREN; goto done; }
+        "["          { kind = SPEC_TK_LBRACKET; goto done; }
+        "]"          { kind = SPEC_TK_RBRACKET; goto done; }
         "&" {
             diag_error(span_of(lexer, start, cur), "'&' is reserved");
             return fail(lexer);

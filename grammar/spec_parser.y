@@ -37,7 +37,7 @@
     spec_stack_overflow(ps);
 }
 
-%token IDENT INT UNDERSCORE ELLIPSIS ROWVAR COMMA BAR ARROW SEMI FATARROW PLUS STAR CARET EQ LT LPAREN RPAREN.
+%token IDENT INT UNDERSCORE ELLIPSIS ROWVAR COMMA BAR ARROW SEMI FATARROW PLUS STAR CARET EQ LT LPAREN RPAREN LBRACKET RBRACKET.
 
 %type operands {SpecSlotList *}
 %type slot {SpecSlot *}
@@ -84,6 +84,7 @@ axis(A) ::= INT(T).                             { A = spec_build_fixed(ps, T); }
 axis(A) ::= UNDERSCORE(T).                      { A = spec_build_placeholder(ps, T); }
 axis(A) ::= pieces(P).                          { A = spec_build_concat(ps, P); }
 axis(A) ::= LPAREN(L) IDENT(O) COMMA IDENT(I) RPAREN(R). { A = spec_build_merged(ps, L, O, I, R); }
+axis(A) ::= LBRACKET(L) INT(N) RBRACKET(R).     { A = spec_build_gather(ps, L, N, R); }
 axis(A) ::= over(O) pad(P) PLUS kernel(K).      { A = spec_build_affine(ps, O, P, NULL, &K); }
 axis(A) ::= over(O) pad(P) PLUS INT(N) PLUS kernel(K). { A = spec_build_affine(ps, O, P, &N, &K); }
 axis(A) ::= over(O) pad(P) PLUS INT(N).         { A = spec_build_affine(ps, O, P, &N, NULL); }

@@ -171,6 +171,18 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef x[3] = {a, b, c};
         return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
+    case SOP_TO_F32: { /* the i32 carried in a's bits, converted (rounded to nearest even) */
+        LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+        return LLVMBuildSIToFP(B, LLVMBuildBitCast(B, a, ints, ""), LLVMTypeOf(a), "");
+    }
+    case SOP_TO_I32: { /* toward zero, saturating, NaN to 0 (ir.c ir_f32_to_i32), carried in a float */
+        LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+        LLVMTypeRef overload[2] = {ints, LLVMTypeOf(a)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, overload, 2);
+        LLVMTypeRef type = LLVMIntrinsicGetType(g->ctx, id, overload, 2);
+        return LLVMBuildBitCast(B, LLVMBuildCall2(B, type, fn, &a, 1, ""), LLVMTypeOf(a), "");
+    }
     case SOP_COUNT: break;
     }
     return zero;
@@ -180,10 +192,28 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
 
 /* The flat offset of buffer[index…] (row-major over the buffer's memory-order dims), with every
  * iterator at its current value (the lane iterator, if any, at 0). */
+static LLVMValueRef expr(CgLlvm *g, const IrExpr *e);
+
+/* A gathered axis's position: its expression's value (an i32 carried in a float, the same in
+ * every lane: the schedule leaves gathering nests unvectorised), clamped to [0, length). */
+static LLVMValueRef gathered_position(CgLlvm *g, const IrExpr *gather, uint64_t length) {
+    LLVMValueRef v = expr(g, gather);
+    if (is_vector(v)) v = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMValueRef i = LLVMBuildSExt(g->b, LLVMBuildBitCast(g->b, v, g->i32, ""), g->i64, "");
+    LLVMValueRef lo = cgl_iconst(g, 0), hi = cgl_iconst(g, (int64_t)length - 1);
+    i = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, lo, ""), lo, i, "");
+    return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, i, hi, ""), hi, i, "");
+}
+
 static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     const IrBuffer *buf = &g->ir->buffers[buffer];
     LLVMValueRef flat = cgl_iconst(g, 0);
     for (uint32_t a = 0; a < buf->rank; a++) {
+        if (index[a].gather) { /* (a run-time size is never gathered: its length is not known here) */
+            LLVMValueRef i = gathered_position(g, index[a].gather, buf->dims[a]);
+            flat = a == 0 ? i : LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, (int64_t)buf->dims[a]), ""), i, "");
+            continue;
+        }
         LLVMValueRef i = cgl_iconst(g, index[a].offset);
         for (uint32_t t = 0; t < index[a].term_count; t++) {
             uint32_t it = index[a].terms[t].iter;

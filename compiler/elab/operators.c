@@ -78,6 +78,7 @@ typedef struct SpecVars {
     Scope *scope;
     const Node *captures;
     bool result; /* the result slot is being built */
+    uint32_t slot, operand_count; /* the slot being built (0: the result) and the spec's operands */
 } SpecVars;
 
 static bool is_captured(const Node *captures, const char *label) {
@@ -145,6 +146,21 @@ static bool spec_axis(Elab *e, SpecVars *sv, const SpecAxis *ax, Dim *out) {
     case SPEC_AXIS_LABEL: *out = spec_label(e, sv, ax->as.label, ax->span); return true;
     case SPEC_AXIS_PLACEHOLDER:
         *out = shape_fresh_dim(e->solver, origin(e, ax->span, "placeholder '_' of the spec"));
+        return true;
+    case SPEC_AXIS_GATHER: /* an axis of its own, as '_'; the operand it reads is checked here */
+        if (sv->result) {
+            diag_error(ax->span, "a gathered axis '[%u]' reads an operand at positions that data chooses; it belongs "
+                       "in an operand slot, not the result", ax->as.gather);
+            return false;
+        }
+        if (ax->as.gather > sv->operand_count || ax->as.gather == sv->slot) {
+            diag_error(ax->span, ax->as.gather == sv->slot
+                           ? "a gathered axis '[%u]' of operand %u reads its positions from another operand"
+                           : "a gathered axis '[%u]' names an operand the spec does not have (it has %u)",
+                       ax->as.gather, ax->as.gather == sv->slot ? sv->slot : sv->operand_count);
+            return false;
+        }
+        *out = shape_fresh_dim(e->solver, origin(e, ax->span, "gathered axis '[%u]' of the spec", ax->as.gather));
         return true;
     case SPEC_AXIS_FIXED: {
         OriginId o = origin(e, ax->span, "fixed index %d of the spec", ax->as.fixed);
@@ -372,6 +388,8 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
         if (s) snprintf(what, sizeof what, "operand %u", s);
         else snprintf(what, sizeof what, "the result");
         sv.result = s == 0;
+        sv.slot = s;
+        sv.operand_count = n;
         if (!spec_slot(e, &sv, template, &slot, what)) return;
         if (s) shape_eq(e->solver, &ops[s - 1]->shape, &slot,
                         origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, s));

@@ -46,6 +46,9 @@ typedef enum Stage {
     ST_MERGE_COMMA, /* '(' IDENT ',' */
     ST_MERGE_INNER, /* '(' IDENT ',' IDENT */
     ST_MERGED,      /* the whole merged axis */
+    ST_LBRACKET,    /* '[' starting a gathered axis */
+    ST_GATHER_INT,  /* '[' INT */
+    ST_GATHERED,    /* the whole gathered axis */
 } Stage;
 
 typedef struct NameEntry {
@@ -272,6 +275,14 @@ SpecAxis *spec_build_affine(SpecParseState *ps, SpecTerm over, SpecPadMark pad,
     return axis;
 }
 
+SpecAxis *spec_build_gather(SpecParseState *ps, SpecToken lbracket, SpecToken operand, SpecToken rbracket) {
+    SpecAxis *axis = new_axis(ps, SPEC_AXIS_GATHER, span_join(lbracket.span, rbracket.span));
+    axis->as.gather = operand.value > 0 ? (uint32_t)operand.value : 0;
+    if (operand.value < 1 && first_error(ps))
+        diag_error(operand.span, "a gathered axis names an operand by its number, from 1: '[2]' is read at operand 2's values");
+    return axis;
+}
+
 SpecAxis *spec_build_merged(SpecParseState *ps, SpecToken lparen, SpecToken outer, SpecToken inner,
                             SpecToken rparen) {
     SpecAxis *axis = new_axis(ps, SPEC_AXIS_AFFINE, span_join(lparen.span, rparen.span));
@@ -424,13 +435,13 @@ void spec_stack_overflow(SpecParseState *ps) {
 
 static bool starts_element(int kind) {
     return kind == SPEC_TK_IDENT || kind == SPEC_TK_INT || kind == SPEC_TK_UNDERSCORE ||
-           kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR || kind == SPEC_TK_LPAREN;
+           kind == SPEC_TK_ELLIPSIS || kind == SPEC_TK_ROWVAR || kind == SPEC_TK_LPAREN || kind == SPEC_TK_LBRACKET;
 }
 
 static bool is_complete(Stage stage) {
     switch (stage) {
     case ST_LABEL: case ST_FIXED: case ST_ATOM: case ST_PIECE: case ST_OVER:
-    case ST_PLUS1_INT: case ST_PLUS1_IDENT: case ST_PLUS2_IDENT: case ST_KERNEL: case ST_MERGED:
+    case ST_PLUS1_INT: case ST_PLUS1_IDENT: case ST_PLUS2_IDENT: case ST_KERNEL: case ST_MERGED: case ST_GATHERED:
         return true;
     default:
         return false;
@@ -495,6 +506,11 @@ static void unexpected_in_axis(SpecParseState *ps, int kind, const SpecToken *to
                        "a concatenation component must be a label or a number, not %s", p);
         else
             diag_error(token->span, "unexpected %s after %s", t, p);
+        return;
+    case ST_GATHERED:
+        if (kind == SPEC_TK_CARET) diag_error(token->span, "a concatenation component cannot be a gathered axis");
+        else diag_error(token->span, "unexpected %s after the gathered axis %s", t,
+                        quote_range(ps, ps->axis_start, ps->prev.span.end));
         return;
     default: { /* an affine or a merged axis */
         bool merged = ps->stage == ST_MERGED;
@@ -620,6 +636,12 @@ static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
         if (kind == SPEC_TK_COMMA) diag_error(tok->span, "a merged axis joins exactly two labels: '(outer, inner)'");
         else expected(ps, kind, tok, "')' closing the merged axis", arena_printf(ps->arena, "the label %s", p));
         return;
+    case ST_LBRACKET:
+        expected(ps, kind, tok, "the number of the operand whose values give the position, as in '[2]'", "'['");
+        return;
+    case ST_GATHER_INT:
+        expected(ps, kind, tok, "']' closing the gathered axis", arena_printf(ps->arena, "the operand %s", p));
+        return;
     default:
         break;
     }
@@ -717,6 +739,12 @@ static void track(SpecParseState *ps, int kind, const SpecToken *token) {
     case SPEC_TK_RPAREN:
         s = ST_MERGED;
         break;
+    case SPEC_TK_LBRACKET:
+        s = ST_LBRACKET;
+        break;
+    case SPEC_TK_RBRACKET:
+        s = ST_GATHERED;
+        break;
     case SPEC_TK_BAR:
         s = ST_ROW;
         ps->has_bar = true;
@@ -742,7 +770,7 @@ static void track(SpecParseState *ps, int kind, const SpecToken *token) {
         break;
     case SPEC_TK_INT:
         s = s == ST_ROW ? ST_FIXED : s == ST_CARET ? ST_PIECE : s == ST_PLUS1 ? ST_PLUS1_INT
-            : ST_DIL_INT;
+            : s == ST_LBRACKET ? ST_GATHER_INT : ST_DIL_INT;
         break;
     case SPEC_TK_UNDERSCORE: case SPEC_TK_ELLIPSIS: case SPEC_TK_ROWVAR:
         s = ST_ATOM;
@@ -926,6 +954,9 @@ static void dump_axis(FILE *out, const SpecAxis *axis) {
         break;
     case SPEC_AXIS_PLACEHOLDER:
         fprintf(out, "_%u", (unsigned)axis->as.placeholder);
+        break;
+    case SPEC_AXIS_GATHER:
+        fprintf(out, "[%u]", (unsigned)axis->as.gather);
         break;
     case SPEC_AXIS_CONCAT:
         for (uint32_t i = 0; i < axis->as.concat.count; i++) {

@@ -35,13 +35,15 @@
  *           | '(' label ',' label ')'            merged axis: the two labels' axes as one, the
  *                                                first the outer (slower) one, the second the
  *                                                inner: index outer*size(inner) + inner
+ *           | '[' INT ']'                        gathered axis: read at the position operand INT's
+ *                                                value gives (an operand's axis only)
  *   coeff  := INT | IDENT                        an IDENT is a compile-time value spliced later
  *   An omitted stride or dilation is 1.  The offset must satisfy 0 <= offset < stride when the
  *   stride is a number; strides, dilations and concatenated sizes must be at least 1; a padding
  *   marker needs a kernel.  Integers must fit in int32.  A name may not be both an axis label and
  *   a row variable in one spec (coefficient names are a separate namespace).
  *   Lexing modes, chosen once for the whole string: MULTICHAR iff the text contains any of
- *   ',' '*' '+' '^' '&' '<' '(' ')' or a '=' not immediately followed by '>'; otherwise
+ *   ',' '*' '+' '^' '&' '<' '(' ')' '[' ']' or a '=' not immediately followed by '>'; otherwise
  *   SINGLE-CHAR.
  *   Multichar: identifiers [A-Za-z][A-Za-z0-9_]*, integers [0-9]+, whitespace separates, two
  *   adjacent axes without ',' are an error, '&' is reserved.  Single-char: each letter is one
@@ -135,6 +137,9 @@ typedef enum SpecAxisKind {
     SPEC_AXIS_PLACEHOLDER, /* as.placeholder: its number in the spec (0, 1, ... in text order) */
     SPEC_AXIS_AFFINE,      /* as.affine */
     SPEC_AXIS_CONCAT,      /* as.concat: two or more pieces */
+    SPEC_AXIS_GATHER,      /* as.gather: `[n]`, an operand's axis read at the position that operand
+                              n's value gives at each point (an embedding's table read at the
+                              ids); for shapes, an axis of its own, as a placeholder */
 } SpecAxisKind;
 
 typedef struct SpecAxis {
@@ -149,6 +154,7 @@ typedef struct SpecAxis {
             SpecPiece *pieces;
             uint32_t count;
         } concat;
+        uint32_t gather; /* the operand, from 1 */
     } as;
 } SpecAxis;
 
@@ -267,6 +273,7 @@ SpecCoeff spec_build_coeff(SpecParseState *ps, SpecToken token, bool is_name);
 SpecTerm spec_build_term(SpecParseState *ps, const SpecCoeff *coeff, SpecToken label);
 SpecAxis *spec_build_affine(SpecParseState *ps, SpecTerm over, SpecPadMark pad,
                             const SpecToken *offset, const SpecTerm *kernel);
+SpecAxis *spec_build_gather(SpecParseState *ps, SpecToken lbracket, SpecToken operand, SpecToken rbracket);
 SpecAxis *spec_build_merged(SpecParseState *ps, SpecToken lparen, SpecToken outer, SpecToken inner,
                             SpecToken rparen);
 SpecElem spec_build_axis_elem(SpecAxis *axis);

@@ -102,6 +102,7 @@ typedef struct Deriver {
     } *concat_defs;
     uint32_t concat_def_count, concat_def_cap;
     int32_t *concat_of; /* per id: its entry in concat_defs, or -1 */
+    int32_t *gather_of; /* per id: the slot whose values a gathered axis reads at, or -1 */
 } Deriver;
 
 static Term proj_term(uint32_t id) { return (Term){.id = id}; }
@@ -202,6 +203,7 @@ static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
         eq(d, proj_term(id), fixed_term(ax->as.fixed));
         break;
     case SPEC_AXIS_PLACEHOLDER: break; /* its own axis: iterated by rule 6 */
+    case SPEC_AXIS_GATHER: d->gather_of[id] = (int32_t)ax->as.gather; break; /* read where the data says */
     case SPEC_AXIS_AFFINE: {
         /* The axis is not a loop of its own: its index is derived from the two labels, which
          * get ids of their own (sized by shape inference) and bind like any label. */
@@ -505,7 +507,8 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
     d.unit = arena_alloc(arena, (d.id_count + 1) * sizeof *d.unit);
     d.affine_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.affine_of);
     d.concat_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.concat_of);
-    for (uint32_t i = 0; i < d.id_count; i++) d.affine_of[i] = d.concat_of[i] = -1;
+    d.gather_of = arena_alloc(arena, (d.id_count + 1) * sizeof *d.gather_of);
+    for (uint32_t i = 0; i < d.id_count; i++) d.affine_of[i] = d.concat_of[i] = d.gather_of[i] = -1;
     for (uint32_t s = 0; s < p->slot_count; s++) {
         uint32_t n = d.base[s];
         for (int k = 0; k < ROW_KINDS; k++) {
@@ -563,6 +566,7 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
             out->axis_size[slot][a] = d.size[id];
             out->maps[slot][a] = d.affine_of[id] >= 0   ? label_affine(&lab, &d.affines[d.affine_of[id]])
                                  : d.concat_of[id] >= 0 ? label_concat(&lab, &d.concat_defs[d.concat_of[id]])
+                                 : d.gather_of[id] >= 0 ? (ProjIndex){.kind = PIDX_GATHER, .gather = (uint32_t)d.gather_of[id]}
                                                         : label(&lab, id);
         }
     }
@@ -576,8 +580,16 @@ Projections *proj_infer(Arena *arena, const ProjProblem *p) {
  * its cells one to one and counts as its iterators. */
 static bool has_affine(const Projections *p, uint32_t slot) {
     for (uint32_t a = 0; a < p->rank[slot]; a++)
-        if ((p->maps[slot][a].kind == PIDX_AFFINE && !p->maps[slot][a].dense) || p->maps[slot][a].kind == PIDX_CONCAT)
+        if ((p->maps[slot][a].kind == PIDX_AFFINE && !p->maps[slot][a].dense) || p->maps[slot][a].kind == PIDX_CONCAT ||
+            p->maps[slot][a].kind == PIDX_GATHER)
             return true;
+    return false;
+}
+
+bool proj_gathers(const Projections *p) {
+    for (uint32_t s = 0; s < p->slot_count; s++)
+        for (uint32_t a = 0; a < p->rank[s]; a++)
+            if (p->maps[s][a].kind == PIDX_GATHER) return true;
     return false;
 }
 

@@ -22,6 +22,8 @@ typedef enum ProjIndexKind {
     PIDX_SYMBOL, /* the run-time value of index symbol `symbol` (a `@|` slice) */
     PIDX_AFFINE, /* fixed + Σ coef[t]·iterator terms[t] (an affine or strided axis of a spec) */
     PIDX_CONCAT, /* a concatenated axis of a spec: `concat` */
+    PIDX_GATHER, /* a gathered axis of a spec (`[n]`): at the value of slot `gather` (operand n)
+                  * at the point, read at that slot's own map; no iterator of its own */
 } ProjIndexKind;
 
 /* A concatenated axis `a^b^…`: its index space is the disjoint union of its parts', one after
@@ -49,6 +51,7 @@ typedef struct ProjIndex {
     bool dense;         /* PIDX_AFFINE of a merged axis (g, c): its terms number the axis's
                          * cells one to one, so the map is as its iterators alone would be */
     const ProjConcat *concat; /* PIDX_CONCAT */
+    uint32_t gather;    /* PIDX_GATHER: the slot whose value gives the position */
 } ProjIndex;
 
 /* One record per operation: the product space and one index map per slot (slot 0 is the
@@ -83,6 +86,9 @@ Projections *proj_infer(Arena *arena, const ProjProblem *problem);
 /* Memory-order axis count and sizes of a ground shape (batch, output, input). */
 uint32_t proj_shape_rank(const Shape *shape);
 void proj_shape_dims(const Shape *shape, uint64_t *dims);
+
+/* Whether some map of the record has a gathered axis (PIDX_GATHER). */
+bool proj_gathers(const Projections *p);
 
 /* Is the map of `slot` injective / surjective onto that slot's cells? */
 bool proj_injective(const Projections *p, uint32_t slot);

@@ -452,6 +452,11 @@ void block_statement(BlockContext *c, const Node *n) {
     a->proj = c->proj ? c->proj : own_projections(c, a, n);
     c->own_read_count = 0;
     if (!a->proj) return;
+    if (proj_gathers(a->proj)) {
+        a->slot_values = arena_alloc(c->b->ir->arena, c->slot_count * sizeof *a->slot_values);
+        for (uint32_t s = 0; s < c->slot_count; s++)
+            a->slot_values[s] = (Access){.node = {c->slots[s], false}, .slot = s};
+    }
     a->span = c->span;
     a->what = c->what;
     ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);

@@ -61,6 +61,9 @@ typedef struct Assignment {
     Access *reads;
     uint32_t read_count;
     const Projections *proj;
+    Access *slot_values;  /* when proj gathers (proj_gathers): every slot's tensor value, by slot, so
+                           * that a gathered axis can read its positions from a slot that the
+                           * assignment itself does not read (`v =: v1` of an embedding's take) */
     Span span;            /* the application (or definition) it came from */
     const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
 } Assignment;

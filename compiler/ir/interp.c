@@ -92,11 +92,19 @@ static uint64_t size_value(const Interp *in, uint64_t n) {
     return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
 }
 
-/* The flat offset of an access, or -1 after reporting an error. */
+static float eval(Interp *in, const IrExpr *e);
+
+/* The flat offset of an access, or -1 after reporting an error.  A gathered axis is read at its
+ * expression's value, an i32, clamped to the axis (docs/ir.md §2.8). */
 static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
     const IrBuffer *b = &in->ir->buffers[buffer];
     int64_t flat = 0;
     for (uint32_t a = 0; a < b->rank; a++) {
+        if (index[a].gather) {
+            int64_t at = ir_i32_of_bits(eval(in, index[a].gather)), length = (int64_t)size_value(in, b->dims[a]);
+            flat = flat * length + (at < 0 ? 0 : at >= length ? length - 1 : at);
+            continue;
+        }
         int64_t i = index[a].offset;
         for (uint32_t t = 0; t < index[a].term_count; t++) i += index[a].terms[t].coef * in->iters[index[a].terms[t].iter];
         if (index[a].symbol) {

@@ -88,9 +88,30 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_NOT: return a == 0.0f ? 1.0f : 0.0f; /* NaN counts as true, as in where */
     case SOP_WHERE: return a != 0.0f ? b : c;
     case SOP_FMA: return fmaf(a, b, c);
+    case SOP_TO_F32: return (float)ir_i32_of_bits(a);
+    case SOP_TO_I32: return ir_bits_of_i32(ir_f32_to_i32(a));
     case SOP_COUNT: break;
     }
     return NAN;
+}
+
+int32_t ir_i32_of_bits(float bits) {
+    int32_t v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+float ir_bits_of_i32(int32_t v) {
+    float bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+int32_t ir_f32_to_i32(float x) {
+    if (x != x) return 0;
+    if (x >= 2147483648.0f) return INT32_MAX;
+    if (x <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)x;
 }
 
 /* ---- Accumulators ---------------------------------------------------------------------------- */
@@ -167,7 +188,14 @@ static void print_number(FILE *out, double v) {
     else fprintf(out, "%.9g", v);
 }
 
-static void print_index(FILE *out, const IrIndex *ix) {
+static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e);
+
+static void print_index(FILE *out, const IrProgram *ir, const IrIndex *ix) {
+    if (ix->gather) { /* a gathered axis: at the value of its expression */
+        fputs("gather ", out);
+        print_expr(out, ir, ix->gather);
+        return;
+    }
     bool any = false;
     for (uint32_t t = 0; t < ix->term_count; t++) {
         int64_t c = ix->terms[t].coef;
@@ -194,7 +222,7 @@ static void print_access(FILE *out, const IrProgram *ir, uint32_t buffer, const 
     fputc('[', out);
     for (uint32_t a = 0; a < b->rank; a++) {
         if (a) fputs(", ", out);
-        print_index(out, &index[a]);
+        print_index(out, ir, &index[a]);
     }
     fputc(']', out);
 }
@@ -342,6 +370,8 @@ static void problem(Verifier *v, const char *what) {
     fprintf(v->out, "ir verifier: function %s: %s\n", v->fn->name, what);
 }
 
+static void verify_expr(Verifier *v, const IrExpr *e);
+
 static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
     if (buffer >= v->ir->buffer_count) {
         problem(v, "access to a buffer that does not exist");
@@ -361,6 +391,13 @@ static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
             int64_t span = ix->terms[t].coef * (int64_t)(v->extent[it] - 1);
             if (span < 0) lo += span;
             else hi += span;
+        }
+        if (ix->gather) { /* clamped to the axis where it is read (docs/ir.md §2.8) */
+            if (ix->term_count || ix->symbol || ix->offset) problem(v, "a gathered axis has terms of its own");
+            if (ix->gather->kind != IR_LOAD && !(ix->gather->kind == IR_OP && ix->gather->op == SOP_TO_I32))
+                problem(v, "a gathered axis reads an expression that is not a load or a conversion to i32");
+            verify_expr(v, ix->gather);
+            continue;
         }
         if (ix->symbol) continue; /* checked at run time against the symbol's range */
         if (lo < 0 || hi >= (int64_t)b->dims[a]) problem(v, "an index can leave its axis");
@@ -476,11 +513,44 @@ unsigned ir_verify(const IrProgram *ir, FILE *out) {
     return v.problems;
 }
 
-bool ir_expr_loads(const IrExpr *e, uint32_t buffer) {
-    if (e->kind == IR_LOAD) return e->buffer == buffer;
+bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index, uint32_t buffer) {
+    for (uint32_t a = 0; a < ir->buffers[indexed].rank; a++)
+        if (index[a].gather && ir_expr_loads(ir, index[a].gather, buffer)) return true;
+    return false;
+}
+
+bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer) {
+    if (e->kind == IR_LOAD) return e->buffer == buffer || ir_index_loads(ir, e->buffer, e->index, buffer);
     if (e->kind != IR_OP) return false;
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-        if (ir_expr_loads(e->args[i], buffer)) return true;
+        if (ir_expr_loads(ir, e->args[i], buffer)) return true;
+    return false;
+}
+
+static bool index_gathers(const IrProgram *ir, uint32_t buffer, const IrIndex *index) {
+    for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
+        if (index[a].gather) return true;
+    return false;
+}
+
+bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e) {
+    if (e->kind == IR_LOAD) return index_gathers(ir, e->buffer, e->index);
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_gathers(ir, e->args[i])) return true;
+    return false;
+}
+
+bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (ir_stmt_gathers(ir, s->body.items[i])) return true;
+        return false;
+    case IR_STORE: return index_gathers(ir, s->buffer, s->index) || ir_expr_gathers(ir, s->value);
+    case IR_SET_LOCAL: return ir_expr_gathers(ir, s->value);
+    case IR_BARRIER: return false;
+    }
     return false;
 }
 
@@ -501,6 +571,7 @@ uint32_t ir_random_site(const IrBuffer *buffer) {
 bool ir_same_index(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
     for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
         if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
+        if (a[k].gather || b[k].gather) return false; /* the same only where the data says so */
         for (uint32_t t = 0; t < a[k].term_count; t++)
             if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
     }
@@ -519,7 +590,11 @@ static void mark_buffer(const IrProgram *ir, bool *need, uint32_t buffer) {
 }
 
 static void sizes_of_expr(const IrProgram *ir, bool *need, const IrExpr *e) {
-    if (e->kind == IR_LOAD) mark_buffer(ir, need, e->buffer);
+    if (e->kind == IR_LOAD) {
+        mark_buffer(ir, need, e->buffer);
+        for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
+            if (e->index[a].gather) sizes_of_expr(ir, need, e->index[a].gather);
+    }
     if (e->kind == IR_SYMBOL) { /* `dim b` of a run-time size */
         uint32_t s = ir_symbol(ir, e->symbol);
         if (s != UINT32_MAX && ir->symbols[s].size) need[s] = true;
@@ -538,6 +613,8 @@ static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block
             break;
         case IR_STORE:
             mark_buffer(ir, need, s->buffer);
+            for (uint32_t a = 0; a < ir->buffers[s->buffer].rank; a++)
+                if (s->index[a].gather) sizes_of_expr(ir, need, s->index[a].gather);
             sizes_of_expr(ir, need, s->value);
             break;
         case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;

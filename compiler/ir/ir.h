@@ -64,7 +64,9 @@
     X(SOP_SIGN,           "sign",   1)    \
     X(SOP_NOT,            "not",    1)    \
     X(SOP_WHERE,          "where",  3)    \
-    X(SOP_FMA,            "fma",    3)
+    X(SOP_FMA,            "fma",    3)    \
+    X(SOP_TO_F32,         "to_f32", 1)    \
+    X(SOP_TO_I32,         "to_i32", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -84,8 +86,16 @@ int scalar_op_code(const char *name, bool binary, bool *swapped);
 /* The primitive of %cd code (infix when `binary`) whose name is closest to `name` by edit
  * distance, when one is close enough to suggest ("did you mean 'relu'?"), else NULL. */
 const char *scalar_op_closest(const char *name, bool binary);
-/* Evaluate in single precision, as generated code does. */
+/* Evaluate in single precision, as generated code does.  Values are f32 except where an i32
+ * travels as its bit pattern in a float (ir_i32_bits): the result of SOP_TO_I32 and the operand of
+ * SOP_TO_F32 (docs/ir.md §2.8). */
 float scalar_op_eval(ScalarOp op, float a, float b, float c);
+/* An i32 carried in a float's 4 bytes, and back: how i32 cells travel through f32 values. */
+int32_t ir_i32_of_bits(float bits);
+float ir_bits_of_i32(int32_t v);
+/* f32 to i32 as SOP_TO_I32 converts: toward zero, saturating at the i32 limits, NaN to 0 (as
+ * PTX's cvt.rzi.s32.f32 and LLVM's fptosi.sat). */
+int32_t ir_f32_to_i32(float x);
 
 /* Accumulators of assignment operators (docs/language.md §2.9). */
 typedef enum AccumOp {
@@ -160,12 +170,16 @@ typedef struct IrTerm {
     int64_t coef;
 } IrTerm;
 
-/* offset + Σ coef·iter (+ the value of `symbol`). */
+/* offset + Σ coef·iter (+ the value of `symbol`), or, with `gather` set, the value of that
+ * expression (an i32, read as the position on this axis, clamped to the axis: a gathered axis,
+ * docs/ir.md §2.8), and nothing else. */
+typedef struct IrExpr IrExpr;
 typedef struct IrIndex {
     int64_t offset;
     IrTerm *terms;
     uint32_t term_count;
     const char *symbol;
+    IrExpr *gather;
 } IrIndex;
 
 typedef enum IrExprKind {
@@ -181,7 +195,6 @@ typedef enum IrExprKind {
                 * is the tensor being computed, never virtual (opt.c keeps such stores). */
 } IrExprKind;
 
-typedef struct IrExpr IrExpr;
 struct IrExpr {
     IrExprKind kind;
     ScalarOp op;
@@ -407,8 +420,14 @@ void ir_dump(const IrProgram *ir, FILE *out);
 /* Checks the invariants of docs/ir.md; returns the number of problems (printed to `out`). */
 unsigned ir_verify(const IrProgram *ir, FILE *out);
 void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
-/* Whether e loads `buffer` anywhere. */
-bool ir_expr_loads(const IrExpr *e, uint32_t buffer);
+/* Whether e loads `buffer` anywhere (gathered axes' expressions included). */
+bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer);
+/* Whether the gathered axes of `index` (an index of buffer `indexed`) load `buffer`. */
+bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index, uint32_t buffer);
+/* Whether e, or the statement or nest s, accesses a buffer through a gathered axis (IrIndex.gather):
+ * the rewrites that reason about indices by their terms leave such code as it is. */
+bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e);
+bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third

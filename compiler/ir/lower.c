@@ -40,6 +40,7 @@
 
 typedef struct Lowerer {
     IrProgram *ir;
+    const Assignment *a;
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
     int64_t *lo;   /* per product iterator: where the current region starts */
@@ -71,6 +72,22 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
             }
             ix[a].term_count = pi->term_count;
             break;
+        case PIDX_GATHER: { /* the gathering slot's value at this point, as an i32 (ir.h) */
+            const Access *from = &l->a->slot_values[pi->gather];
+            IrExpr *at = arena_alloc(l->ir->arena, sizeof *at);
+            at->kind = IR_LOAD;
+            at->buffer = from->buffer;
+            at->index = access_index(l, p, pi->gather);
+            if (l->ir->buffers[from->buffer].dtype == DTYPE_I32) {
+                ix[a].gather = at;
+            } else { /* f32 positions: converted toward zero, as to_i32 does */
+                ix[a].gather = arena_alloc(l->ir->arena, sizeof *ix[a].gather);
+                ix[a].gather->kind = IR_OP;
+                ix[a].gather->op = SOP_TO_I32;
+                ix[a].gather->args[0] = at;
+            }
+            break;
+        }
         case PIDX_CONCAT: { /* the active part (an access in this region reads no gap) */
             uint32_t j = l->choice[pi->concat->id], it = pi->concat->iter[j];
             ix[a].terms = arena_alloc(l->ir->arena, sizeof *ix[a].terms);
@@ -389,7 +406,7 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
-    Lowerer l = {ir, fn, fn->iter_count, NULL, NULL, NULL};
+    Lowerer l = {ir, a, fn, fn->iter_count, NULL, NULL, NULL};
     l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
     l.inactive = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.inactive);
     l.choice = arena_alloc(ir->arena, (p->concat_count ? p->concat_count : 1) * sizeof *l.choice);
@@ -406,7 +423,8 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const ProjIndex *map = p->maps[a->lhs.slot];
     bool lhs_affine = false;
     for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++) {
-        lhs_affine |= map[ax].kind == PIDX_AFFINE && !map[ax].dense;
+        /* (a gathered axis too: the data may send two points to one cell, a scatter) */
+        lhs_affine |= (map[ax].kind == PIDX_AFFINE && !map[ax].dense) || map[ax].kind == PIDX_GATHER;
         if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
             used[map[ax].iter] = true;
             order[parallel++] = map[ax].iter;

@@ -39,19 +39,31 @@
 /* Per buffer: how many stores and loads the program has, and where the last of each is (the
  * function and its top-level statement), which is where the only one is when there is one. */
 typedef struct Counts {
+    const IrProgram *ir;
     uint32_t *stores, *loads;
     uint32_t *store_fn, *store_top, *load_fn, *load_top;
+    uint32_t *gathered; /* a buffer read to gather, stored through a gathered axis, or stored
+                         * from a gathering read: never virtualised (subst_index keeps to terms) */
     uint32_t fn, top; /* the statement being counted */
 } Counts;
 
-static void count_expr(Counts *c, const IrExpr *e) {
+static void count_expr(Counts *c, const IrExpr *e, bool in_gather);
+
+static void count_gathers(Counts *c, uint32_t indexed, const IrIndex *index) {
+    for (uint32_t a = 0; a < c->ir->buffers[indexed].rank; a++)
+        if (index[a].gather) count_expr(c, index[a].gather, true);
+}
+
+static void count_expr(Counts *c, const IrExpr *e, bool in_gather) {
     if (e->kind == IR_LOAD) {
         c->loads[e->buffer]++;
         c->load_fn[e->buffer] = c->fn;
         c->load_top[e->buffer] = c->top;
+        if (in_gather) c->gathered[e->buffer] = 1;
+        count_gathers(c, e->buffer, e->index);
     }
     if (e->kind == IR_OP)
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i]);
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i], in_gather);
 }
 
 static void count_block(Counts *c, const IrBlock *b) {
@@ -59,11 +71,13 @@ static void count_block(Counts *c, const IrBlock *b) {
         const IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) count_block(c, &s->body);
         else {
-            count_expr(c, s->value);
+            count_expr(c, s->value, false);
             if (s->kind == IR_STORE) {
                 c->stores[s->buffer]++;
                 c->store_fn[s->buffer] = c->fn;
                 c->store_top[s->buffer] = c->top;
+                count_gathers(c, s->buffer, s->index);
+                if (ir_stmt_gathers(c->ir, s)) c->gathered[s->buffer] = 1;
             }
         }
     }
@@ -72,6 +86,8 @@ static void count_block(Counts *c, const IrBlock *b) {
 static void count_all(const IrProgram *ir, Counts *c) {
     memset(c->stores, 0, ir->buffer_count * sizeof *c->stores);
     memset(c->loads, 0, ir->buffer_count * sizeof *c->loads);
+    memset(c->gathered, 0, ir->buffer_count * sizeof *c->gathered);
+    c->ir = ir;
     for (c->fn = 0; c->fn < ir->function_count; c->fn++) {
         const IrBlock *body = &ir->functions[c->fn].body;
         for (c->top = 0; c->top < body->count; c->top++) {
@@ -405,7 +421,7 @@ static bool every_cell_once(const IrProgram *ir, const IrStmt *const *loops, uin
     uint32_t used = 0;
     for (uint32_t a = 0; a < b->rank; a++) {
         const IrIndex *x = &index[a];
-        if (x->symbol || x->offset) return false;
+        if (x->symbol || x->offset || x->gather) return false;
         if (x->term_count == 0 && b->dims[a] == 1) continue;
         if (x->term_count != 1 || x->terms[0].coef != 1) return false;
         bool found = false;
@@ -433,14 +449,14 @@ static bool replace_cell_loads(const IrProgram *ir, IrExpr **slot, uint32_t buff
     return true;
 }
 
-static bool touches(const IrStmt *s, uint32_t buffer) {
+static bool touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     switch (s->kind) {
     case IR_LOOP:
         for (uint32_t i = 0; i < s->body.count; i++)
-            if (touches(s->body.items[i], buffer)) return true;
+            if (touches(ir, s->body.items[i], buffer)) return true;
         return false;
-    case IR_STORE: return s->buffer == buffer || ir_expr_loads(s->value, buffer);
-    case IR_SET_LOCAL: return ir_expr_loads(s->value, buffer);
+    case IR_STORE: return s->buffer == buffer || ir_expr_loads(ir, s->value, buffer) || ir_index_loads(ir, s->buffer, s->index, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(ir, s->value, buffer);
     case IR_BARRIER: return false;
     }
     return false;
@@ -465,7 +481,7 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
         uint32_t g = fill->buffer;
         if (!every_cell_once(ir, loops, nloops, g, fill->index)) continue;
         uint32_t w = z + 1;
-        while (w < fn->body.count && !touches(fn->body.items[w], g)) w++;
+        while (w < fn->body.count && !touches(ir, fn->body.items[w], g)) w++;
         if (w == fn->body.count) continue;
         const IrBlock *wc = nest_cells(fn->body.items[w], wloops, &nw);
         if (!wc) continue;
@@ -477,7 +493,7 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
         } else if (wc->count == 3 && wc->items[0]->kind == IR_SET_LOCAL && wc->items[2]->kind == IR_STORE) {
             /* l = g[cell]; reduction loops (not reading g); g[cell] = l */
             IrStmt *init = wc->items[0], *st = wc->items[2];
-            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index) || touches(wc->items[1], g)) continue;
+            if (st->buffer != g || !every_cell_once(ir, wloops, nw, g, st->index) || touches(ir, wc->items[1], g)) continue;
             if (!replace_cell_loads(ir, &init->value, g, st->index, constant)) continue;
         } else {
             continue;
@@ -517,7 +533,7 @@ static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
     for (uint32_t b = 0; touched && b < ir->buffer_count; b++) {
         IrBuffer *buf = &ir->buffers[b];
         if (buf->keep || buf->persistent || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 ||
-            c->loads[b] != 1)
+            c->loads[b] != 1 || c->gathered[b])
             continue;
         uint32_t f = c->store_fn[b], i = c->store_top[b], j = c->load_top[b];
         if (c->load_fn[b] != f || touched[base[f] + i] || touched[base[f] + j]) continue;
@@ -542,15 +558,15 @@ static bool overwritten_first(const IrProgram *ir, const IrFunction *fn, uint32_
     uint32_t nloops;
     for (uint32_t i = 0; i < fn->body.count; i++) {
         const IrStmt *top = fn->body.items[i];
-        if (!touches(top, buffer)) continue;
+        if (!touches(ir, top, buffer)) continue;
         const IrBlock *cells = nest_cells(top, loops, &nloops);
         if (!cells) return false;
         const IrStmt *st = cells->items[cells->count - 1];
         if (st->kind != IR_STORE || st->buffer != buffer || !every_cell_once(ir, loops, nloops, buffer, st->index))
             return false;
-        if (cells->count == 1) return !ir_expr_loads(st->value, buffer);
-        return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(cells->items[0], buffer) &&
-               !touches(cells->items[1], buffer) && !ir_expr_loads(st->value, buffer);
+        if (cells->count == 1) return !ir_expr_loads(ir, st->value, buffer);
+        return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(ir, cells->items[0], buffer) &&
+               !touches(ir, cells->items[1], buffer) && !ir_expr_loads(ir, st->value, buffer);
     }
     return true;
 }
@@ -590,10 +606,10 @@ static void rounds(IrProgram *ir, Counts *c) {
 void optimise(IrProgram *ir) {
     Counts c;
     size_t n = ir->buffer_count + 1;
-    uint32_t *all = calloc(6 * n, sizeof *all);
+    uint32_t *all = calloc(7 * n, sizeof *all);
     if (!all) return; /* optimisation is optional */
     c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
-    c.load_fn = all + 4 * n, c.load_top = all + 5 * n;
+    c.load_fn = all + 4 * n, c.load_top = all + 5 * n, c.gathered = all + 6 * n;
     rounds(ir, &c);
     for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
     if (release_overwritten_state(ir)) rounds(ir, &c);

@@ -64,6 +64,7 @@ static void resolve_list(Builder *b, AssignList *list) {
         Assignment *a = list->items[i];
         resolve_access(b, &a->lhs);
         for (uint32_t r = 0; r < a->read_count; r++) resolve_access(b, &a->reads[r]);
+        for (uint32_t s = 0; a->slot_values && s < a->proj->slot_count; s++) resolve_access(b, &a->slot_values[s]);
     }
 }
 

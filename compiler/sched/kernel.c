@@ -23,6 +23,7 @@
 /* What statements touch: a flag per buffer and per local, and the list of those flagged, so
  * that clearing costs what was touched (a kernel is outlined in time linear in its size). */
 typedef struct Uses {
+    const IrProgram *ir;
     bool *buffer;       /* per buffer */
     bool *local;        /* per local */
     uint32_t *buffers;  /* the flagged buffers, in the order met */
@@ -46,13 +47,24 @@ static void uses_clear(Uses *u) {
     u->buffer_count = u->local_count = 0;
 }
 
+static void uses_expr(Uses *u, const IrExpr *e);
+
+/* The loads of a gathered axis's expression (IrIndex.gather). */
+static void uses_index(Uses *u, uint32_t buffer, const IrIndex *index) {
+    for (uint32_t a = 0; a < u->ir->buffers[buffer].rank; a++)
+        if (index[a].gather) uses_expr(u, index[a].gather);
+}
+
 static void uses_expr(Uses *u, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST:
     case IR_SYMBOL:
     case IR_RANDOM: break; /* no memory: the run's key comes with the symbols */
     case IR_LOCAL: use_local(u, e->local); break;
-    case IR_LOAD: use_buffer(u, e->buffer); break;
+    case IR_LOAD:
+        use_buffer(u, e->buffer);
+        uses_index(u, e->buffer, e->index);
+        break;
     case IR_OP:
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) uses_expr(u, e->args[i]);
         break;
@@ -66,6 +78,7 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         break;
     case IR_STORE:
         use_buffer(u, s->buffer);
+        uses_index(u, s->buffer, s->index);
         uses_expr(u, s->value);
         break;
     case IR_SET_LOCAL:
@@ -154,9 +167,9 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     for (uint32_t i = 0; i < fn->body.count; i++)
         if (is_blocks(fn->body.items[i])) statements += fn->body.items[i]->body.count;
     list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
-    Uses u = {calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
+    Uses u = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
               calloc(locals, sizeof *u.locals), 0, 0};
-    Uses held = {NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
+    Uses held = {ir, NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
     if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.local || !held.locals) diag_fatal_oom();
     /* The runs of statements between loops of blocks, and each loop's body. */
     uint32_t start = 0;

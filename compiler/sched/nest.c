@@ -83,6 +83,7 @@ IrIndex *clone_index(Sched *s, const IrIndex *index, uint32_t rank) {
     for (uint32_t a = 0; a < rank; a++) {
         ix[a].offset = index[a].offset;
         ix[a].symbol = index[a].symbol;
+        ix[a].gather = index[a].gather ? clone_expr(s, index[a].gather, NULL) : NULL;
         uint32_t n = 0;
         for (uint32_t t = 0; t < index[a].term_count; t++) {
             uint32_t it = index[a].terms[t].iter;
@@ -288,6 +289,7 @@ void fuse_pointwise(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *top = fn->body.items[i];
         IrStmt *st = pointwise_store(top, loops, &n);
+        if (st && ir_stmt_gathers(s->ir, top)) st = NULL; /* indices that data chooses stay apart */
         bool same = group && st && n == group_n && group->count < MAX_FUSED;
         for (uint32_t k = 0; same && k < n; k++)
             same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;

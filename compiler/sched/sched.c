@@ -151,7 +151,7 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     bool cell_first = !is_fma && v->args[0]->kind == IR_LOAD && v->args[0]->buffer == c;
     const IrExpr *cell = is_fma ? v->args[2] : v->args[cell_first ? 0 : 1], *e = v->args[cell_first ? 1 : 0];
     if (cell->kind != IR_LOAD || cell->buffer != c || !ir_same_index(ir, c, cell->index, store->index) ||
-        ir_expr_loads(e, c) || (is_fma && ir_expr_loads(v->args[1], c)))
+        ir_expr_loads(ir, e, c) || (is_fma && ir_expr_loads(ir, v->args[1], c)))
         return false;
     /* role per loop: 0 not in X's index (R), 1 alone in an axis (a cell), 2 p, 3 w */
     int role[MAX_LOOPS] = {0};
@@ -538,11 +538,16 @@ static void schedule_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
+        if (ir_stmt_gathers(s->ir, st)) { /* indices that data chooses: plain loops, as lowered */
+            ir_block_push(s->ir->arena, &body, st);
+            continue;
+        }
         if (runtime_loops(st, &run)) {
             if (!strip_mine(s, st, &body)) ir_block_push(s->ir->arena, &body, st);
             continue;
         }
         IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
+        if (next && ir_stmt_gathers(s->ir, next)) next = NULL; /* never an epilogue */
         if (schedule_stmt(s, st, next, &body)) i++;
     }
     fn->body = body;

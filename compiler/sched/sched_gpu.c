@@ -571,6 +571,10 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
+        if (ir_stmt_gathers(s->ir, st)) { /* indices that data chooses: as lowered (sched.c) */
+            ir_block_push(s->ir->arena, &body, st);
+            continue;
+        }
         if (st->kind == IR_LOOP && match_reduction(st, &r) &&
             (gpu_block_tiles(s, &r, &body) || gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
             continue;

@@ -103,15 +103,15 @@ typedef struct Epilogue {
     bool keep_c;                  /* C is stored too */
 } Epilogue;
 
-static unsigned stmt_reads(const IrStmt *st, uint32_t buffer) {
+static unsigned stmt_reads(const IrProgram *ir, const IrStmt *st, uint32_t buffer) {
     switch (st->kind) {
     case IR_LOOP: {
         unsigned n = 0;
-        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_reads(st->body.items[i], buffer);
+        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_reads(ir, st->body.items[i], buffer);
         return n;
     }
-    case IR_STORE: return ir_expr_loads(st->value, buffer);
-    case IR_SET_LOCAL: return ir_expr_loads(st->value, buffer);
+    case IR_STORE: return ir_expr_loads(ir, st->value, buffer);
+    case IR_SET_LOCAL: return ir_expr_loads(ir, st->value, buffer);
     case IR_BARRIER: return 0;
     }
     return 0;
@@ -217,7 +217,7 @@ static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epil
     unsigned readers = 0, writers = 0;
     for (uint32_t f = 0; f < ir->function_count; f++)
         for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
-            readers += stmt_reads(ir->functions[f].body.items[i], c) ? 1 : 0;
+            readers += stmt_reads(ir, ir->functions[f].body.items[i], c) ? 1 : 0;
             writers += stmt_stores(ir->functions[f].body.items[i], c) ? 1 : 0;
         }
     ep->keep_c = cb->keep || cb->persistent || readers != 1 || writers != 1;
