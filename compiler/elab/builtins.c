@@ -221,9 +221,9 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
             if (x->kind == V_RUNTIME_SIZE) { /* a .npy file's length: named after the item later */
-                if (strcmp(fn, "npy") != 0) {
-                    diag_error(a->span, "~%s of '%s' cannot be a run-time size '?': only a .npy file gives its length "
-                               "when the program runs", labels[k], fn);
+                if (strcmp(fn, "npy") != 0 && strcmp(fn, "tokens") != 0) {
+                    diag_error(a->span, "~%s of '%s' cannot be a run-time size '?': only a .npy file or a token file "
+                               "gives its length when the program runs", labels[k], fn);
                     return false;
                 }
                 dims[i] = runtime_size_dim(e, a->span, fn, labels[k][0], i, n, false);
@@ -256,13 +256,33 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
     return true;
 }
 
-/* npy "file.npy" / csv "file.csv" / range / uniform ~seed, each with ~b ~i ~o: one tensor. */
+/* npy "file.npy" / csv "file.csv" / range / uniform ~seed, each with ~b ~i ~o (and ~dtype but for
+ * uniform): one tensor.  tokens "file.bin" ~b ~o (~windows ~seed): an i32 tensor of windows of a
+ * token file (docs/language.md §3.2.6). */
 static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
-    bool file = strcmp(fn, "npy") == 0 || strcmp(fn, "csv") == 0;
+    bool tokens = strcmp(fn, "tokens") == 0;
+    bool file = strcmp(fn, "npy") == 0 || strcmp(fn, "csv") == 0 || tokens;
     bool seeded = strcmp(fn, "uniform") == 0;
-    if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o" : "~b ~i ~o", file))
+    if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o" : tokens ? "~b ~o ~windows ~seed" : "~b ~i ~o ~dtype", file))
         return &error_value;
     DataSource *d = new_source(e, fn, span);
+    uint8_t dtype = tokens ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
+    const Arg *typed = find_arg(args, count, "dtype");
+    if (typed && !dtype_of_value(typed->value, typed->span, arena_printf(e->arena, "'%s'", fn), &dtype))
+        return &error_value;
+    if (tokens) {
+        const Arg *w = find_arg(args, count, "windows");
+        bool random = w && w->value->kind == V_STRING && strcmp(w->value->as.str.text, "random") == 0;
+        if (w && !random && (w->value->kind != V_STRING || strcmp(w->value->as.str.text, "sequential") != 0))
+            return fail(w->span, "~windows of 'tokens' is \"sequential\" (the file's windows in order, each starting "
+                        "where the last one's targets end) or \"random\" (windows starting anywhere, drawn anew by "
+                        "each shuffle)");
+        d->count = random;
+        if (!int_arg(args, count, "seed", span, fn, 0, false, &d->seed)) return &error_value;
+        if (find_arg(args, count, "seed") && !random)
+            return fail(find_arg(args, count, "seed")->span, "~seed of 'tokens' draws random windows: it needs "
+                        "~windows:\"random\"");
+    }
     if (file) {
         if (count == 0 || args[0].label || args[0].value->kind != V_STRING)
             return fail(count ? args[0].span : span, "'%s' takes the file's path first, as a string: %s \"data.%s\" ~b:[…]",
@@ -276,6 +296,7 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
     if (!source_shape(e, fn, args, count, span, &shape)) return &error_value;
     Tensor *t = data_tensor(e, d, 0, span);
     t->shape = shape;
+    t->dtype = dtype;
     Value *v = new_value(e, V_DATASET);
     v->as.dataset.source = d;
     v->as.dataset.count = 1;
@@ -285,6 +306,9 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
 }
 
 static Value *builtin_npy(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "npy", args, count, span); }
+static Value *builtin_tokens(Elab *e, Arg *args, uint32_t count, Span span) {
+    return single_source(e, "tokens", args, count, span);
+}
 static Value *builtin_csv(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "csv", args, count, span); }
 static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
     return single_source(e, "range", args, count, span);
@@ -495,6 +519,7 @@ static const BuiltinEntry builtins[] = {
     {"circles", builtin_circles},
     {"spirals", builtin_spirals},
     {"npy", builtin_npy},
+    {"tokens", builtin_tokens},
     {"csv", builtin_csv},
     {"range", builtin_range},
     {"uniform", builtin_uniform},

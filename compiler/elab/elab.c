@@ -233,6 +233,13 @@ static void elab_item(Elab *e, const Node *item) {
         bool given[ROW_KINDS];
         if (!record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given)) break;
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
+        for (uint32_t i = 1; i < rec->list.count; i++) {
+            const Node *f = rec->list.items[i];
+            if (strcmp(f->name, "dtype") != 0) continue;
+            Value *v = f->a ? eval(e, f->a, e->globals, MODE_VALUE) : NULL;
+            if (!v) diag_error(f->span, "field 'dtype' needs an element type, e.g. dtype = \"i32\"");
+            else dtype_of_value(v, f->a->span, arena_printf(e->arena, "input '%s'", first->name), &t->dtype);
+        }
         Shape none = closed_shape(e, rec->span, arena_printf(e->arena, "input '%s'", first->name));
         for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : none.rows[k];
         add_named(e, t, first->name);

@@ -20,6 +20,7 @@
 #include "infer/logic.h"
 #include "infer/shape.h"
 #include "front/spec.h"
+#include "runtime/image_format.h"
 
 typedef enum TensorKind {
     TENSOR_LITERAL,  /* numbers written in the program: exact shape */
@@ -81,14 +82,17 @@ struct Tensor {
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
     uint32_t field;
+    uint8_t dtype;      /* its element type, TSR_DTYPE_* (docs/language.md §3.9): declared on an input
+                         * or data item, inferred for an operation from its forward code (assign.c),
+                         * f32 for everything else */
 };
 
 /* A `data` item: a generator or a file, and the tensors it fills (docs/language.md §3.2.6). */
 struct DataSource {
     const char *name;      /* the item's name */
-    const char *generator; /* half_moons circles spirals range uniform npy csv */
+    const char *generator; /* half_moons circles spirals range uniform npy csv tokens */
     const char *path;      /* npy, csv: the file, read at run time relative to the working directory */
-    int64_t count, seed;
+    int64_t count, seed;   /* tokens: count 1 for random windows, 0 for sequential ones */
     double noise, factor;
     Tensor *fields[2];
     uint32_t field_count;

@@ -290,6 +290,9 @@ Value *lookup(Elab *e, Env *env, const char *name);
 const char *closest_in_scope(Elab *e, Env *env, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);
+/* An element type written in the program ("f32", "i32": a string, docs/language.md §3.9) into
+ * *out (TSR_DTYPE_*); false after a located error. */
+bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out);
 OriginId origin(Elab *e, Span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 Shape closed_shape(Elab *e, Span span, const char *what);
 Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis);

@@ -901,6 +901,12 @@ bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Runtim
         const Node *f = rec->list.items[i];
         int k = strcmp(f->name, "b") == 0 ? ROW_BATCH : strcmp(f->name, "i") == 0 ? ROW_INPUT
               : strcmp(f->name, "o") == 0 ? ROW_OUTPUT : -1;
+        if (strcmp(f->name, "dtype") == 0) { /* an input's element type: the caller reads it */
+            if (runtime == SIZES_DECLARE) continue;
+            diag_error(f->span, "'%s' is f32: in this version an element type is declared on an input or a data item, "
+                       "and computed tensors take theirs from their operands (docs/language.md §3.9)", tensor);
+            return false;
+        }
         if (k < 0) {
             diag_error(f->span, "unknown field '%s' in the definition of '%s': the sizes are given by "
                        "'b' (batch), 'i' (input) and 'o' (output)", f->name, tensor);

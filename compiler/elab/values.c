@@ -151,6 +151,21 @@ Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
     return t;
 }
 
+bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out) {
+#define DTYPE_WORD(name, word, numpy, ctype) word,
+    static const char *const words[] = {TSR_DTYPE_KINDS(DTYPE_WORD)};
+#undef DTYPE_WORD
+    if (v->kind == V_STRING)
+        for (uint8_t i = 0; i < TSR_DTYPE_COUNT; i++)
+            if (strcmp(v->as.str.text, words[i]) == 0) {
+                *out = i;
+                return true;
+            }
+    diag_error(span, "the element type of %s is \"f32\" or \"i32\"%s", what,
+               v->kind == V_STRING ? " (the others, f64, f16, bf16 and i64, are not there yet)" : ", a string");
+    return false;
+}
+
 OriginId origin(Elab *e, Span span, const char *fmt, ...) {
     char buf[512];
     va_list ap;

@@ -85,6 +85,7 @@ uint32_t node_buffer(Builder *bld, TNode node) {
     b.shape_text = shape_to_string(bld->program->solver, shape);
     b.keep = t->shown != NULL;
     b.persistent = node.grad && !b.keep;
+    b.dtype = node.grad ? DTYPE_F32 : (DType)t->dtype; /* (an operation's is settled in build_operator) */
     if (node.grad) {
         b.kind = BUF_COMPUTED;
     } else {
@@ -200,7 +201,79 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
                             const char *what) {
     Assignment *a = new_assignment(b, (Access){.node = {dst, false}, .slot = 0}, AE_READ, proj, span, what);
     a->rhs->read = add_read(b->ir->arena, a, (Access){.node = {src, false}, .slot = 1});
+    a->rhs_dtype = src->dtype;
+    dst->dtype = src->dtype; /* a slice or a stack holds its operands' values (one type: stack_dtype) */
     return a;
+}
+
+/* ---- Element types (docs/language.md §3.9) ------------------------------------------------------
+ *
+ * A second, simpler inference beside the shapes': inputs and data items declare their element
+ * type, literals and parameters are f32, and an operation's result takes the type of what its
+ * forward code stores.  An i32 value may only be copied (a slice, a stack, `v =: v1`), converted
+ * (`to_f32`, `to_i32`) or used as positions (a gathered axis, docs/language.md §5.11): arithmetic
+ * on it, accumulating it, or storing it where an f32 is kept is an error that names the cast. */
+
+static const char *dtype_word(uint8_t dtype) { return dtype == TSR_DTYPE_I32 ? "i32" : dtype == DTYPE_ANY ? "number" : "f32"; }
+
+static const char *node_text(Builder *b, TNode node) {
+    const Tensor *t = node.tensor;
+    const char *name = t->shown ? t->shown : t->name ? t->name : NULL;
+    if (name) return arena_printf(b->ir->arena, "'%s%s'", name, node.grad ? ".grad" : "");
+    return arena_printf(b->ir->arena, "the result of '%s'%s", t->kind == TENSOR_OP ? t->op_name : "?", node.grad ? " (its gradient)" : "");
+}
+
+static uint8_t expr_dtype(Builder *b, const Assignment *a, const AExpr *e) {
+    switch (e->kind) {
+    case AE_CONST: return DTYPE_ANY;
+    case AE_RANDOM: return TSR_DTYPE_F32;
+    case AE_READ: {
+        const Access *r = &a->reads[e->read];
+        return r->node.grad || r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : r->node.tensor->dtype;
+    }
+    case AE_OP:
+        if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32) {
+            uint8_t from = expr_dtype(b, a, e->args[0]);
+            if (b->failed) return TSR_DTYPE_F32;
+            if (e->op == SOP_TO_I32) return TSR_DTYPE_I32;
+            /* to_f32 of an f32 (or a constant) is the value itself: no i32 to convert */
+            return from == TSR_DTYPE_I32 ? TSR_DTYPE_F32 : from;
+        }
+        for (unsigned i = 0; i < scalar_op_arity(e->op) && !b->failed; i++) {
+            if (expr_dtype(b, a, e->args[i]) != TSR_DTYPE_I32) continue;
+            const AExpr *x = e->args[i];
+            diag_error(a->span, "%s does arithmetic on i32 values%s%s%s: integers are copied, converted or used as "
+                       "positions in this version", a->what, x->kind == AE_READ ? " (" : "",
+                       x->kind == AE_READ ? node_text(b, a->reads[x->read].node) : "", x->kind == AE_READ ? ")" : "");
+            diag_note(a->span, "convert with to_f32 first (exact below 2^24), e.g. to_f32 x (docs/language.md §3.9)");
+            b->failed = true;
+        }
+        return TSR_DTYPE_F32;
+    }
+    return TSR_DTYPE_F32;
+}
+
+/* The type of a's right side into a->rhs_dtype; false after an error.  `lhs_dtype` is the type
+ * the left side keeps (DTYPE_ANY: the left side takes the right side's, an operation's result). */
+static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
+    a->rhs_dtype = expr_dtype(b, a, a->rhs);
+    if (b->failed) return false;
+    bool lhs_i32 = lhs_dtype == TSR_DTYPE_I32, rhs_i32 = a->rhs_dtype == TSR_DTYPE_I32;
+    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE) {
+        diag_error(a->span, "%s accumulates i32 values into %s ('%s'); integers are copied, converted or used as "
+                   "positions in this version", a->what, node_text(b, a->lhs.node), accum_text(a->accum, a->reset));
+        diag_note(a->span, "convert with to_f32 to accumulate numbers");
+        b->failed = true;
+        return false;
+    }
+    if (lhs_dtype != DTYPE_ANY && a->rhs_dtype != DTYPE_ANY && lhs_i32 != rhs_i32) {
+        diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
+                   node_text(b, a->lhs.node), dtype_word(lhs_dtype));
+        diag_note(a->span, "convert with %s", lhs_i32 ? "to_i32 (toward zero)" : "to_f32");
+        b->failed = true;
+        return false;
+    }
+    return true;
 }
 
 static bool is_rest_name(const char *name) {
@@ -459,6 +532,9 @@ void block_statement(BlockContext *c, const Node *n) {
     }
     a->span = c->span;
     a->what = c->what;
+    bool result = !a->lhs.node.grad && a->lhs.slot == 0; /* a forward block's: it takes the stored type */
+    if (!check_rhs_dtype(c->b, a, result ? DTYPE_ANY : a->lhs.node.grad ? TSR_DTYPE_F32 : a->lhs.node.tensor->dtype))
+        return;
     ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
 }
 
@@ -482,14 +558,24 @@ static void build_operator(Builder *b, Tensor *t) {
     BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span,
                       .rest = operator_rest(t->op)};
     block_statement(&c, t->op->a);
+    uint8_t stored = DTYPE_ANY;
     for (uint32_t i = 0; i < c.out_count; i++) {
         if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
             diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
             b->failed = true;
             return;
         }
+        uint8_t d = c.out[i]->rhs_dtype;
+        if (d != DTYPE_ANY && stored != DTYPE_ANY && d != stored) {
+            diag_error(t->span, "%s stores both i32 and f32 values into its result", what);
+            diag_note(t->span, "convert the i32 ones with to_f32");
+            b->failed = true;
+            return;
+        }
+        if (d != DTYPE_ANY) stored = d;
         add_forward(b, c.out[i]);
     }
+    t->dtype = stored == TSR_DTYPE_I32 ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
 }
 
 
@@ -687,6 +773,9 @@ Assignment *standalone(Builder *b, const CodeStep *step) {
     for (uint32_t i = 0; i < step->slot_count; i++) build_tensor(b, slots[i]);
     a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
     if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
+    a->span = step->span;
+    a->what = "this assignment";
+    if (!check_rhs_dtype(b, a, step->grad ? TSR_DTYPE_F32 : step->tensor->dtype)) return NULL;
     Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);
     for (uint32_t i = 0; i < step->slot_count; i++) shapes[i] = b->shapes[slots[i]->id];
     ProjProblem p = {.logic = step->logic, .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,

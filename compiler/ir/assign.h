@@ -58,6 +58,8 @@ typedef struct Assignment {
     AccumOp accum;
     bool reset;           /* the `:` */
     AExpr *rhs;
+    uint8_t rhs_dtype;    /* the element type of rhs (TSR_DTYPE_*, or DTYPE_ANY for a constant):
+                           * check_rhs_dtype() */
     Access *reads;
     uint32_t read_count;
     const Projections *proj;
@@ -67,6 +69,9 @@ typedef struct Assignment {
     Span span;            /* the application (or definition) it came from */
     const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
 } Assignment;
+
+/* The element type of an expression of constants alone: it takes the other side's. */
+enum { DTYPE_ANY = 255 };
 
 typedef struct AssignOptions {
     uint64_t seed; /* parameter initialisation */

@@ -107,6 +107,8 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
     if (out->routine_count == 0) resolve_list(&b, &out->forward);
     for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
+    for (uint32_t t = 0; t < program->tensor_count; t++) /* element types, as elaboration and build_operator settled them */
+        if (out->value_buffer[t] != UINT32_MAX) ir->buffers[out->value_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
     out->ir = ir;
     return true;
 }
