@@ -613,6 +613,19 @@ bool proj_injective(const Projections *p, uint32_t slot) {
     return true;
 }
 
+bool proj_writes_once(const Projections *p, uint32_t slot) {
+    if (has_affine(p, slot)) return false;
+    for (uint32_t it = 0; it < p->iter_count; it++) {
+        if (uses_of(p, slot, p->rank[slot], it)) continue;
+        bool piece = false; /* a concatenation's part: its points lie in regions of their own */
+        for (uint32_t c = 0; c < p->concat_count && !piece; c++)
+            for (uint32_t j = 0; j < p->concats[c]->count && !piece; j++)
+                piece = !p->concats[c]->gap[j] && p->concats[c]->iter[j] == it;
+        if (!piece) return false;
+    }
+    return true;
+}
+
 bool proj_surjective(const Projections *p, uint32_t slot) {
     if (has_affine(p, slot)) return false;
     for (uint32_t a = 0; a < p->rank[slot]; a++) {

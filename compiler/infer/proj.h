@@ -92,6 +92,10 @@ bool proj_gathers(const Projections *p);
 
 /* Is the map of `slot` injective / surjective onto that slot's cells? */
 bool proj_injective(const Projections *p, uint32_t slot);
+/* Whether no cell of `slot` is reached by two points of one region: every iterator is in its map,
+ * or is a concatenation part's (whose points, where that part is active, are a region of their
+ * own).  An accumulation written so only adds each value once (a slice through a spec). */
+bool proj_writes_once(const Projections *p, uint32_t slot);
 bool proj_surjective(const Projections *p, uint32_t slot);
 
 #endif

@@ -223,7 +223,9 @@ static const char *node_text(Builder *b, TNode node) {
     return arena_printf(b->ir->arena, "the result of '%s'%s", t->kind == TENSOR_OP ? t->op_name : "?", node.grad ? " (its gradient)" : "");
 }
 
-static uint8_t expr_dtype(Builder *b, const Assignment *a, const AExpr *e) {
+/* The element type of e.  A conversion to the type its operand already has is the operand
+ * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read). */
+static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     switch (e->kind) {
     case AE_CONST: return DTYPE_ANY;
     case AE_RANDOM: return TSR_DTYPE_F32;
@@ -235,9 +237,12 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, const AExpr *e) {
         if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
-            if (e->op == SOP_TO_I32) return TSR_DTYPE_I32;
-            /* to_f32 of an f32 (or a constant) is the value itself: no i32 to convert */
-            return from == TSR_DTYPE_I32 ? TSR_DTYPE_F32 : from;
+            uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
+            if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */
+                *e = *e->args[0];
+                return from;
+            }
+            return to;
         }
         for (unsigned i = 0; i < scalar_op_arity(e->op) && !b->failed; i++) {
             if (expr_dtype(b, a, e->args[i]) != TSR_DTYPE_I32) continue;
@@ -259,13 +264,19 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     a->rhs_dtype = expr_dtype(b, a, a->rhs);
     if (b->failed) return false;
     bool lhs_i32 = lhs_dtype == TSR_DTYPE_I32, rhs_i32 = a->rhs_dtype == TSR_DTYPE_I32;
-    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE) {
+    /* `=:+` of one read that reaches each cell once adds each value to the neutral 0: a copy (the
+     * i32 0 is the f32 0's bits, and lowering stores the value itself), as a slice through a spec
+     * (`x ++ "a^q => a"`) is. */
+    bool copy = a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj &&
+                proj_writes_once(a->proj, a->lhs.slot);
+    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !copy) {
         diag_error(a->span, "%s accumulates i32 values into %s ('%s'); integers are copied, converted or used as "
                    "positions in this version", a->what, node_text(b, a->lhs.node), accum_text(a->accum, a->reset));
         diag_note(a->span, "convert with to_f32 to accumulate numbers");
         b->failed = true;
         return false;
     }
+    if (copy && rhs_i32) a->accum = ACC_NONE; /* stored as it is: an f32 addition would not keep every bit pattern */
     if (lhs_dtype != DTYPE_ANY && a->rhs_dtype != DTYPE_ANY && lhs_i32 != rhs_i32) {
         diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
                    node_text(b, a->lhs.node), dtype_word(lhs_dtype));
@@ -773,9 +784,6 @@ Assignment *standalone(Builder *b, const CodeStep *step) {
     for (uint32_t i = 0; i < step->slot_count; i++) build_tensor(b, slots[i]);
     a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
     if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
-    a->span = step->span;
-    a->what = "this assignment";
-    if (!check_rhs_dtype(b, a, step->grad ? TSR_DTYPE_F32 : step->tensor->dtype)) return NULL;
     Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);
     for (uint32_t i = 0; i < step->slot_count; i++) shapes[i] = b->shapes[slots[i]->id];
     ProjProblem p = {.logic = step->logic, .spec = step->spec, .slot_count = step->slot_count, .shapes = shapes,
@@ -785,6 +793,8 @@ Assignment *standalone(Builder *b, const CodeStep *step) {
         return NULL;
     }
     a->span = step->span;
+    a->what = "this assignment";
+    if (!check_rhs_dtype(b, a, step->grad ? TSR_DTYPE_F32 : step->tensor->dtype)) return NULL;
     a->what = "assignment";
     return a;
 }

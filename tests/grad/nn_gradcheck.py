@@ -117,6 +117,17 @@ def nn_cases(rng):
                   lambda a: mean(np.maximum(a, 0) - a * tb + np.log1p(np.exp(-np.abs(a)))),
                   [(away(rng, s, -3, 3, [0], 0.1), k)], [], "o"))
 
+    # cross-entropy against class ids (a gather of the logits), and the gather itself.
+    n_ce, c_ce = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+    cls = rng.integers(0, c_ce, size=n_ce).astype(np.float64)
+    picked = cls.astype(int)
+    cases.append(("Nn.cross_entropy_ids", "cross_entropy_ids p0 %s" % literal(cls, "b"),
+                  lambda a: mean(np.log(np.exp(a - a.max(axis=-1, keepdims=True)).sum(axis=-1)) +
+                                 a.max(axis=-1) - a[np.arange(n_ce), picked]),
+                  [(u((n_ce, c_ce)), "bo")], [], "o"))
+    cases.append(("Nn.pick_last", "pick_last p0 %s" % literal(cls, "b"), lambda a: a[np.arange(n_ce), picked],
+                  [(u((n_ce, c_ce)), "bo")], [], "b"))
+
     # one_hot of fixed ids scales a parameter; embedding reads its table.
     n, classes = int(rng.integers(2, 5)), int(rng.integers(2, 6))
     ids = rng.integers(0, classes, size=n).astype(np.float64)
