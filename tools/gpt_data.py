@@ -5,15 +5,14 @@ Usage: python3 tools/gpt_data.py DIR      (NumPy only; the same bytes every time
 The text is /usr/share/common-licenses/GPL-3 followed by Apache-2.0 (present on every Debian
 system: base-files installs them).  Characters become tokens 0-95: a newline is 0, the printable
 ASCII characters 32-126 are 1-95, anything else (a tab, a form feed) is a space.  The token
-stream is cut into windows of T + 1 = 65 tokens that overlap by one (window k is tokens
-64k … 64k + 64), so a window's first 64 tokens are the inputs and its last 64 the targets, and
-every pair of neighbouring characters of the text is a target once.  The first 512 windows
-are for training, the next 64 for validation:
+stream is written as two token files in the format llm.c and nanoGPT use (a header of 256
+little-endian int32: 20240520, version 1, the token count; then the tokens as uint16):
 
-  gpt_train.npy  int64 (64, 8, 65)   64 batches of 8 windows
-  gpt_val.npy    int64 (64, 65)      the held-out windows
+  gpt_train.bin  the first 64 * 512 + 1 tokens (the example draws random windows of 65 from it)
+  gpt_val.bin    the next 64 * 64 + 1 tokens: 64 windows of 65 that overlap by one token, so a
+                 window's first 64 tokens are the inputs and its last 64 the targets
 
-The example reads them with `npy` (integers become the float ids the one-hot embedding takes).
+The example reads them with `tokens` (docs/language.md §3.2.6) as i32 token ids.
 """
 import os
 import sys
@@ -45,9 +44,13 @@ def text_tokens():
     return np.array([token(c) for c in text], dtype=np.int64)
 
 
-def windows(tokens, first, count):
-    starts = (first + np.arange(count)) * T
-    return np.stack([tokens[s:s + T + 1] for s in starts])
+def write_tokens(path, tokens):
+    """A token file as llm.c writes it: 256 int32 of header, then uint16 tokens."""
+    header = np.zeros(256, dtype="<i4")
+    header[0], header[1], header[2] = 20240520, 1, len(tokens)
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(tokens.astype("<u2").tobytes())
 
 
 def main():
@@ -55,15 +58,16 @@ def main():
         sys.exit("usage: python3 tools/gpt_data.py DIR")
     out = sys.argv[1]
     tokens = text_tokens()
-    train_count = TRAIN_BATCHES * BATCH
-    if (train_count + VAL_WINDOWS) * T + 1 > len(tokens):
+    train_tokens = TRAIN_BATCHES * BATCH * T
+    val_tokens = VAL_WINDOWS * T
+    if train_tokens + val_tokens + 1 > len(tokens):
         sys.exit("gpt_data.py: the licence texts are shorter than expected (%d characters)" % len(tokens))
     assert tokens.max() < VOCAB
     os.makedirs(out, exist_ok=True)
-    np.save(os.path.join(out, "gpt_train.npy"), windows(tokens, 0, train_count).reshape(TRAIN_BATCHES, BATCH, T + 1))
-    np.save(os.path.join(out, "gpt_val.npy"), windows(tokens, train_count, VAL_WINDOWS))
-    print("gpt_data.py: %d training windows, %d validation windows of %d tokens in %s"
-          % (train_count, VAL_WINDOWS, T + 1, out))
+    write_tokens(os.path.join(out, "gpt_train.bin"), tokens[:train_tokens + 1])
+    write_tokens(os.path.join(out, "gpt_val.bin"), tokens[train_tokens:train_tokens + val_tokens + 1])
+    print("gpt_data.py: %d training tokens, %d validation windows of %d tokens in %s"
+          % (train_tokens + 1, VAL_WINDOWS, T + 1, out))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/bin/sh
 # gpt_example.sh — docs/examples/gpt.tsr (run by tests/run.sh): tools/gpt_data.py writes its
-# token files from Debian's licence texts; the example compiles as shipped; then the same
-# program at a small size (32 features, 2 heads, 4 batches: the constants rewritten, the files
-# cut to match) is built natively and trained: the training loss falls from epoch 1 to epoch 2,
+# token files (llm.c's format) from Debian's licence texts; the example compiles as shipped; then
+# the same program at a small size (32 features, 2 heads, 4 batches of random windows: the
+# constants rewritten) is built natively and trained: the training loss falls from epoch 1 to epoch 2,
 # 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, and an
 # evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was.
 # Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
@@ -16,14 +16,18 @@ harness_start gpt
 "$PYTHON" "$TOOL" "$T" >"$T/log" 2>&1 &&
     "$PYTHON" -c "
 import sys, numpy as np
-a, v = np.load(sys.argv[1] + '/gpt_train.npy'), np.load(sys.argv[1] + '/gpt_val.npy')
-assert a.shape == (64, 8, 65) and v.shape == (64, 65) and a.max() < 96 and a.min() >= 0
-assert (a.reshape(-1, 65)[1:, 0] == a.reshape(-1, 65)[:-1, 64]).all()   # windows overlap by one
-np.save(sys.argv[1] + '/small_train.npy', a[:4])" "$T" >>"$T/log" 2>&1
-check "tools/gpt_data.py writes the token windows" $?
+def tokens(path):
+    raw = open(path, 'rb').read()
+    head = np.frombuffer(raw[:1024], '<i4')
+    assert head[0] == 20240520 and head[1] == 1 and len(raw) == 1024 + 2 * head[2], head[:3]
+    return np.frombuffer(raw[1024:], '<u2')
+t, v = tokens(sys.argv[1] + '/gpt_train.bin'), tokens(sys.argv[1] + '/gpt_val.bin')
+assert len(t) == 64 * 8 * 64 + 1 and len(v) == 64 * 64 + 1 and t.max() < 96 and v.max() < 96
+assert t[-1] == v[0]   # the validation text starts where the training text ends" "$T" >>"$T/log" 2>&1
+check "tools/gpt_data.py writes the token files" $?
 timeout 60 "$TSRC" --check "$EX" >"$T/log" 2>&1; check "docs/examples/gpt.tsr compiles as shipped" $?
 sed -e 's/^let dim = 256/let dim = 32/' -e 's/^let heads = 4/let heads = 2/' -e 's/^let n_batches = 64/let n_batches = 4/' \
-    -e 's/"gpt_train.npy"/"small_train.npy"/' "$EX" >"$T/small.tsr"
+    "$EX" >"$T/small.tsr"
 (cd "$T" && timeout 120 "$TSRC" small.tsr -o small) >"$T/log" 2>&1; check "the example at a small size builds natively" $?
 (cd "$T" && timeout 60 ./small --epochs 2) >"$T/whole.out" 2>"$T/log"
 awk '{ loss[NR] = $5 } END { exit !(NR == 2 && loss[2] < loss[1]) }' "$T/whole.out"
