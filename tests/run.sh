@@ -23,7 +23,8 @@
 # Every docs/examples/*.tsr and stdlib/*.tsr must pass --parse-only too.  Then come the
 # robustness checks (inputs generated here), the C unit tests in $UNIT_DIR, the fuzz targets
 # replayed over their seeds and past findings ($FUZZ_REPLAY_DIR, tests/fuzz/), the einsum
-# differential test against NumPy, the convolution and pooling test against NumPy
+# differential test against NumPy, the gathered-axes test against NumPy (tests/einsum/gather_diff.py),
+# the convolution and pooling test against NumPy
 # (tests/conv/conv_diff.py), the gradient checks against finite differences
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
@@ -450,6 +451,12 @@ else fail "make install" "" "$TMP/install.log"; fi
 # `make check-einsum` runs a longer sweep).
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
+
+# Gathered axes (`[n]`, an embedding's read) and their scatter-add gradients against NumPy's
+# indexing and np.add.at, i32 and f32 ids, ids out of range clamped; interpreted and natively
+# (tests/einsum/gather_diff.py).
+"$PYTHON" tests/einsum/gather_diff.py --tsrc "$TSRC" --count "${GATHER_COUNT:-60}" --seed 1 >"$TMP/gather.out" 2>&1
+add_summary "gathered axes vs NumPy" $? "$TMP/gather.out"
 
 # Affine and strided axes -- convolution, max-plus pooling, padding, strides, and inputs sized
 # from outputs -- against NumPy loops over the windows, interpreted and natively, with the
