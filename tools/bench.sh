@@ -30,9 +30,10 @@
 #            driver moons_tsrc.c) against the same in PyTorch
 #   python   the nn_mlp step from a Python loop through runtime/python/tsr (tools/bench/py_loop.py):
 #            the step alone and with a NumPy batch copied in each step, against the C driver
-#   gpt      one AdamW step (clipped) of docs/examples/gpt.tsr's GPT: L=4, C=256, NH=4, T=64, B=8,
-#            vocabulary 96 (tools/bench/gpt.tsr, driver gpt_tsrc.c) against the same model in
-#            PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
+#   gpt      one AdamW step (clipped) of docs/examples/gpt.tsr's GPT (L=4, C=256, NH=4, T=64, B=8,
+#            vocabulary 96) and of GPT-2 124M's (L=12, C=768, NH=12, vocabulary 50 304; T=64, B=4)
+#            (tools/bench/gpt.tsr.in, driver gpt_tsrc.c; BENCH_GPT chooses) against the same model
+#            in PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
 #            steps on the same windows, whose losses must agree, then the step timed
 #   conv     the two 5x5 convolutions of LeNet-5, batch 64 (28x28x1 -> 6 channels, 12x12x6 -> 16),
 #            Nn.conv2d channels last (tools/bench/conv.tsr, driver conv_tsrc.c), forward alone and
@@ -391,24 +392,37 @@ fi
 
 # ---- the GPT step -------------------------------------------------------------------------------
 # The tsrc driver saves the parameters it starts from; PyTorch's side (py_gpt.py) loads them.
+# BENCH_GPT: the configurations, KIND:VOCAB:C:NH:T:B:L (default docs/examples/gpt.tsr's and GPT-2
+# 124M's at T=64, B=4).
+gpt_program() { # DIR KIND VOCAB C NH T B L: DIR/gpt.tsr from the template
+    sed -e "s/@VOCAB@/$3/; s/@DIM@/$4/; s/@HEADS@/$5/; s/@CTX@/$6/; s/@BATCH@/$7/; s/@LAYERS@/$8/" \
+        "$BENCH/gpt.tsr.in" >"$1/gpt.tsr"
+}
 if want gpt; then
-echo "bench: GPT training step (L=4, C=256, NH=4, T=64, B=8, AdamW); threads $THREADS"
-dir=$WORK/gpt
-mkdir -p "$dir"
-build_tsrc "$dir" gpt "$BENCH/gpt.tsr" gpt_tsrc.c gpt 8 -ffp-contract=off || dir=
-for t in $THREADS; do
-    [ -n "$dir" ] && run "tsrc gpt threads=$t" \
-        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS" "$dir/gpt_init.npz"
-    [ -n "$dir" ] && [ $have_torch = yes ] && run "PyTorch gpt threads=$t" \
-        env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
-        "$PY" "$BENCH/py_gpt.py" "$t" "$dir/gpt_init.npz"
+for config in ${BENCH_GPT:-gpt:96:256:4:64:8:4 gpt124m:50304:768:12:64:4:12}; do
+    IFS=: read -r kind vocab c nh tt bb ll <<CONFIG
+$config
+CONFIG
+    echo "bench: GPT training step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW); threads $THREADS"
+    dir=$WORK/$kind
+    mkdir -p "$dir"
+    gpt_program "$dir" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+    build_tsrc "$dir" gpt "$dir/gpt.tsr" gpt_tsrc.c "$kind" "$bb" "-ffp-contract=off -DVOCAB=$vocab -DKIND=\"$kind\"" || dir=
+    for t in $THREADS; do
+        [ -n "$dir" ] && run "tsrc $kind threads=$t" \
+            env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS" "$dir/gpt_init.npz"
+        [ -n "$dir" ] && [ $have_torch = yes ] && run "PyTorch $kind threads=$t" \
+            env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+            "$PY" "$BENCH/py_gpt.py" "$t" "$dir/gpt_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+    done
 done
 [ $have_torch = yes ] || info "PyTorch: not available; the GPT table has no PyTorch column"
 # BENCH_PROFILE=1: the step compiled with --profile, its kernels by time (docs/runtime.md §17).
 if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     pdir=$WORK/gpt_profile
     mkdir -p "$pdir"
-    if "$TSRC" --profile -c --name=gpt "$BENCH/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
+    gpt_program "$pdir" gpt 96 256 4 64 8 4
+    if "$TSRC" --profile -c --name=gpt "$pdir/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
        $CC -O2 -DGPT_PROFILE -I"$pdir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/gpt_tsrc.c" "$pdir/gpt.o" \
            "$BUILD/libtsr.a" -lm -lpthread -o "$pdir/driver" 2>"$pdir/cc.log"; then
         for t in $THREADS; do

@@ -1,6 +1,8 @@
-/* gpt_tsrc.c — times the routine `step` of tools/bench/gpt.tsr (compiled by `tsrc -c
- * --name=gpt`): one AdamW training step of docs/examples/gpt.tsr's GPT (L=4, C=256, NH=4,
- * T=64, B=8, vocabulary 96).
+/* gpt_tsrc.c — times the routine `step` of a GPT written from tools/bench/gpt.tsr.in (compiled by
+ * `tsrc -c --name=gpt`): one AdamW training step of a GPT-2 at the configuration tools/bench.sh
+ * chose (docs/examples/gpt.tsr's L=4, C=256, NH=4, T=64, B=8, vocabulary 96; GPT-2 124M's L=12,
+ * C=768, NH=12 at T=64, B=4, vocabulary 50 304).  KIND (the RESULT line's kind) and VOCAB come
+ * from -D; the rest from the generated header.
  *
  * Before the first step it saves the parameters tsrc initialised to INIT (a checkpoint, .npz),
  * from which tools/bench/py_gpt.py builds the same model in PyTorch; then it runs STEPS steps on
@@ -16,12 +18,18 @@
 #include "common.h"
 #include "gpt.h"
 
-enum { VOCAB = 96, WINDOW = 65, STEPS = 10 };
+#ifndef VOCAB
+#define VOCAB 96
+#endif
+#ifndef KIND
+#define KIND "gpt"
+#endif
+enum { STEPS = 10 };
 
-/* Window row r of step s: token ids from bench_mix, as py_gpt.py's window(). */
-static void gpt_window(float *tokens, int s) {
+/* The i32 token ids of step s: from bench_mix, as py_gpt.py's window(). */
+static void gpt_window(int32_t *tokens, int s) {
     for (uint64_t i = 0; i < GPT_TOKENS_SIZE; i++)
-        tokens[i] = (float)(bench_mix((uint64_t)(31 + s) * 0x9E3779B97F4A7C15ull + i + 1) % VOCAB);
+        tokens[i] = (int32_t)(bench_mix((uint64_t)(31 + s) * 0x9E3779B97F4A7C15ull + i + 1) % VOCAB);
 }
 
 static int run(void *s) { return gpt_step(s); }
@@ -52,8 +60,8 @@ int main(int argc, char **argv) {
     int reps;
     double best, median;
     bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);
-    printf("RESULT kind=gpt impl=tsrc n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g check=%s maxrel=0 losses=",
-           (int)(GPT_TOKENS_SIZE / WINDOW), tsr_num_threads(), reps, best, median, ok ? "ok" : "FAIL");
+    printf("RESULT kind=%s impl=tsrc n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g check=%s maxrel=0 losses=",
+           KIND, (int)GPT_TOKENS_DIM0, tsr_num_threads(), reps, best, median, ok ? "ok" : "FAIL");
     for (int step = 0; step < STEPS; step++) printf("%s%.8g", step ? "," : "", losses[step]);
     printf("\n");
 #ifdef GPT_PROFILE /* tsrc --profile (BENCH_PROFILE=1): the table of kernels by time, to stderr */

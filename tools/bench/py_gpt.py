@@ -1,9 +1,9 @@
 """py_gpt.py — the PyTorch side of the GPT training-step benchmark of `make bench`
-(tools/bench.sh, section train): the model of tools/bench/gpt.tsr written as a PyTorch user
+(tools/bench.sh, section gpt): the model of tools/bench/gpt.tsr.in written as a PyTorch user
 writes GPT-2 (one c_attn projection for q, k and v, F.scaled_dot_product_attention's math with a
 causal mask, GELU's tanh form, tied token table), eager, float32.
 
-Usage: py_gpt.py THREADS INIT.npz
+Usage: py_gpt.py THREADS INIT.npz [KIND VOCAB C NH T B LAYERS]   (default: gpt 96 256 4 64 8 4)
 
 INIT.npz is the checkpoint tools/bench/gpt_tsrc.c saved before its first step: the parameters
 tsrc initialised, under tsrc's names (`attn#2.wq`, `ln_f.gain`, …) and layouts (memory order
@@ -19,6 +19,8 @@ import os
 import sys
 
 threads, init = int(sys.argv[1]), sys.argv[2]
+KIND = sys.argv[3] if len(sys.argv) > 3 else "gpt"
+VOCAB, C, NH, T, B, LAYERS = (int(v) for v in sys.argv[4:10]) if len(sys.argv) > 9 else (96, 256, 4, 64, 8, 4)
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(threads)
 
@@ -29,7 +31,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(threads)
-VOCAB, C, NH, T, B, LAYERS, STEPS = 96, 256, 4, 64, 8, 4, 10
+STEPS = 10
 
 
 def window(step):
@@ -118,5 +120,5 @@ if not ok:
     print(f"INFO gpt torch: the losses are not finite or did not decrease: {losses}")
 last = window(STEPS - 1)
 _, reps, best, med = timed(lambda: step(last))
-print(f"RESULT kind=gpt impl=torch n={B} threads={threads} reps={reps} best_s={best:.6g} median_s={med:.6g} "
+print(f"RESULT kind={KIND} impl=torch n={B} threads={threads} reps={reps} best_s={best:.6g} median_s={med:.6g} "
       f"check={'ok' if ok else 'FAIL'} maxrel=0 losses={','.join(f'{v:.8g}' for v in losses)}")

@@ -52,7 +52,7 @@ def cell(kind, impl, n, t):
     if f["check"] != "ok":
         return None, "WRONG"
     r = rate(kind, f)
-    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "nn_mlp_py", "moons", "gpt"):  # time per step: ms, µs for moons
+    if kind in ("mlp", "nn_mlp", "nn_mlp_dyn", "nn_mlp_py", "moons", "gpt", "gpt124m"):  # time per step: ms, µs for moons
         shown = fmt(float(f["best_s"]) * (1e6 if kind == "moons" else 1e3))
     else:
         shown = fmt(r)
@@ -174,28 +174,43 @@ pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "nn_mlp_py"}, key=lambd
            "feed also copies a NumPy batch (128×784 and 128×10 floats) into the model every step",
            ["batch", "threads", "C", "Python", "Python + feed", "Python/C", "feed/C"], py_row)
 
-# The GPT step: time, GFLOP/s and the losses side by side.
-GPT_FLOP = 3 * (4 * (2 * 512 * 256 * 768 + 2 * 2 * 8 * 4 * 64 * 64 * 64 + 2 * 512 * 256 * 256
-                     + 2 * 2 * 512 * 256 * 1024) + 2 * 512 * 256 * 96)
+# The GPT steps: time, GFLOP/s and the losses side by side.  Per configuration (tools/bench.sh
+# BENCH_GPT): L, C, NH, T, B, V.
+GPT_CONFIGS = {"gpt": (4, 256, 4, 64, 8, 96), "gpt124m": (12, 768, 12, 64, 4, 50304)}
 
 
-def gpt_row(n, t):
-    tr, ts = cell("gpt", "tsrc", n, t)
-    pr, ps = cell("gpt", "torch", n, t)
-    gflops = [fmt(GPT_FLOP * r / 1e9) if r else "–" for r in (tr, pr)]
-    own = ratio(tr, cell("gpt", "tsrc", n, 1)[0]) if t > 1 else "–"
-    return [ts, ps, gflops[0], gflops[1], ratio(tr, pr), own]
+def gpt_flop(kind):
+    """Forward and backward (3x the forward) of every contraction, attention unmasked."""
+    layers, c, _, t, b, v = GPT_CONFIGS[kind]
+    bt = b * t
+    block = 2 * bt * c * 3 * c + 2 * 2 * b * t * t * c + 2 * bt * c * c + 2 * 2 * bt * c * 4 * c
+    return 3 * (layers * block + 2 * bt * c * v)
 
 
-pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "gpt"}, key=lambda p: (int(p[0]), p[1])),
-           "GPT training step (tools/bench/gpt.tsr: docs/examples/gpt.tsr's model, L=4, C=256, NH=4, "
-           "T=64, B=8, vocabulary 96, tied head, clipped AdamW; PyTorch: py_gpt.py, eager float32, "
-           "from the same parameters): milliseconds per step (lower is better); GFLOP/s = "
-           f"{GPT_FLOP / 1e9:.2f} GFLOP (forward and backward of every contraction, attention "
-           "unmasked) / best time; tsrc/PyTorch = PyTorch's time / tsrc's; own speed-up = tsrc's "
-           "one-thread time / this one",
-           ["batch", "threads", "tsrc", "PyTorch", "tsrc GFLOP/s", "PyTorch GFLOP/s", "tsrc/PyTorch",
-            "own speed-up"], gpt_row)
+def gpt_table(kind, title):
+    flop = gpt_flop(kind)
+
+    def row(n, t):
+        tr, ts = cell(kind, "tsrc", n, t)
+        pr, ps = cell(kind, "torch", n, t)
+        gflops = [fmt(flop * r / 1e9) if r else "–" for r in (tr, pr)]
+        own = ratio(tr, cell(kind, "tsrc", n, 1)[0]) if t > 1 else "–"
+        return [ts, ps, gflops[0], gflops[1], ratio(tr, pr), own]
+
+    pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == kind}, key=lambda p: (int(p[0]), p[1])),
+               title + " (tools/bench/gpt.tsr.in; PyTorch: py_gpt.py, eager float32, from the same "
+               "parameters): milliseconds per step (lower is better); GFLOP/s = "
+               f"{flop / 1e9:.2f} GFLOP (forward and backward of every contraction, attention "
+               "unmasked) / best time; tsrc/PyTorch = PyTorch's time / tsrc's; own speed-up = tsrc's "
+               "one-thread time / this one",
+               ["batch", "threads", "tsrc", "PyTorch", "tsrc GFLOP/s", "PyTorch GFLOP/s", "tsrc/PyTorch",
+                "own speed-up"], row)
+
+
+gpt_table("gpt", "GPT training step: docs/examples/gpt.tsr's model, L=4, C=256, NH=4, T=64, B=8, vocabulary 96, "
+          "tied head, clipped AdamW")
+gpt_table("gpt124m", "GPT training step: GPT-2 124M's model, L=12, C=768, NH=12, vocabulary 50 304, at T=64, B=4, "
+          "tied head, clipped AdamW")
 
 # The convolutions: per layer and thread count, forward and forward+backward side by side.
 conv = sorted({(k[2], k[3]) for k in rows if k[0] in ("conv_fwd", "conv_bwd")} |
@@ -250,12 +265,12 @@ for (kind, impl, n, t), f in sorted(rows.items()):
               f"parameters): {'agree' if agree else 'DISAGREE'}")
         if not agree:
             status = 1
-    if kind == "gpt" and impl == "tsrc" and ("gpt", "torch", n, t) in rows:
+    if kind in GPT_CONFIGS and impl == "tsrc" and (kind, "torch", n, t) in rows:
         a = [float(v) for v in f["losses"].split(",")]
-        b = [float(v) for v in rows[("gpt", "torch", n, t)]["losses"].split(",")]
+        b = [float(v) for v in rows[(kind, "torch", n, t)]["losses"].split(",")]
         agree = abs(a[0] - b[0]) <= 1e-5 * abs(b[0])
         drift = max(abs(x - y) / abs(y) for x, y in zip(a, b))
-        print(f"GPT at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a[0]:.7g}, PyTorch {b[0]:.7g} "
+        print(f"{kind} at {t} thread{'s' if t > 1 else ''}: first-step loss tsrc {a[0]:.7g}, PyTorch {b[0]:.7g} "
               f"(same parameters and windows): {'agree' if agree else 'DISAGREE'}; over {len(a)} steps the "
               f"losses differ by at most {drift:.1e} relative")
         if not agree:
