@@ -414,6 +414,12 @@ add_summary "native: exp, log, tanh and sigmoid, bit for bit" $? "$TMP/transcend
 sh tests/native/runtime_sizes.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/sizes.out" 2>&1
 add_summary "native: run-time sizes, object and executables" $? "$TMP/sizes.out"
 
+# i32 data (.npy of integers, checked to fit) and token files (sequential and random windows, bad
+# files), printed by both executors; the header's int32_t accessor, the manifest, Python's int32
+# views (tests/native/dtype_data.sh).
+sh tests/native/dtype_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype.out" 2>&1
+add_summary "native: i32 data and token files" $? "$TMP/dtype.out"
+
 # docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
 sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1
 add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/excp.out"
