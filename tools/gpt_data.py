@@ -1,6 +1,7 @@
 """gpt_data.py — writes the token files of docs/examples/gpt.tsr from licence texts Debian ships.
 
 Usage: python3 tools/gpt_data.py DIR      (NumPy only; the same bytes every time, no download)
+       python3 tools/gpt_data.py --decode   (stdin: the example's printed samples; stdout: their text)
 
 The text is /usr/share/common-licenses/GPL-3 followed by Apache-2.0 (present on every Debian
 system: base-files installs them).  Characters become tokens 0-95: a newline is 0, the printable
@@ -12,7 +13,9 @@ little-endian int32: 20240520, version 1, the token count; then the tokens as ui
   gpt_val.bin    the next 64 * 64 + 1 tokens: 64 windows of 65 that overlap by one token, so a
                  window's first 64 tokens are the inputs and its last 64 the targets
 
-The example reads them with `tokens` (docs/language.md §3.2.6) as i32 token ids.
+The example reads them with `tokens` (docs/language.md §3.2.6) as i32 token ids.  With
+--decode, each `text : 64` grid the example prints (its samples: character numbers) becomes a
+line of text, tokens turned back into characters (0 a newline, shown as ⏎).
 """
 import os
 import sys
@@ -53,9 +56,34 @@ def write_tokens(path, tokens):
         f.write(tokens.astype("<u2").tobytes())
 
 
+def character(tok):
+    tok = int(round(tok))
+    if not 0 <= tok < VOCAB:
+        return "?"
+    return "\u23ce" if tok == 0 else chr(tok + 31)
+
+
+def decode(lines):
+    """The text of every `text : N` grid in the printed lines (one line of numbers each)."""
+    out, grid = [], None
+    for line in lines:
+        if line.startswith("text : "):
+            grid = []
+            out.append(grid)
+        elif grid is not None and line.startswith("    "):
+            grid.extend(float(v) for v in line.split())
+        else:
+            grid = None
+    return ["".join(character(t) for t in g) for g in out]
+
+
 def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--decode":
+        for text in decode(sys.stdin.read().splitlines()):
+            print(text)
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: python3 tools/gpt_data.py DIR")
+        sys.exit("usage: python3 tools/gpt_data.py DIR  |  python3 tools/gpt_data.py --decode")
     out = sys.argv[1]
     tokens = text_tokens()
     train_tokens = TRAIN_BATCHES * BATCH * T

@@ -394,8 +394,9 @@ static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
         }
         if (ix->gather) { /* clamped to the axis where it is read (docs/ir.md §2.8) */
             if (ix->term_count || ix->symbol || ix->offset) problem(v, "a gathered axis has terms of its own");
-            if (ix->gather->kind != IR_LOAD && !(ix->gather->kind == IR_OP && ix->gather->op == SOP_TO_I32))
-                problem(v, "a gathered axis reads an expression that is not a load or a conversion to i32");
+            if (ix->gather->kind != IR_LOAD && !(ix->gather->kind == IR_OP && ix->gather->op == SOP_TO_I32 &&
+                                                  (ix->gather->args[0]->kind == IR_LOAD || ix->gather->args[0]->kind == IR_SYMBOL)))
+                problem(v, "a gathered axis reads an expression that is not an i32 load or a conversion of a load or a symbol");
             verify_expr(v, ix->gather);
             continue;
         }

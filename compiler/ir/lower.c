@@ -75,10 +75,15 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
         case PIDX_GATHER: { /* the gathering slot's value at this point, as an i32 (ir.h) */
             const Access *from = &l->a->slot_values[pi->gather];
             IrExpr *at = arena_alloc(l->ir->arena, sizeof *at);
-            at->kind = IR_LOAD;
-            at->buffer = from->buffer;
-            at->index = access_index(l, p, pi->gather);
-            if (l->ir->buffers[from->buffer].dtype == DTYPE_I32) {
+            if (from->symbol) { /* `!@i`: the index symbol's value */
+                at->kind = IR_SYMBOL;
+                at->symbol = from->symbol;
+            } else {
+                at->kind = IR_LOAD;
+                at->buffer = from->buffer;
+                at->index = access_index(l, p, pi->gather);
+            }
+            if (!from->symbol && l->ir->buffers[from->buffer].dtype == DTYPE_I32) {
                 ix[a].gather = at;
             } else { /* f32 positions: converted toward zero, as to_i32 does */
                 ix[a].gather = arena_alloc(l->ir->arena, sizeof *ix[a].gather);

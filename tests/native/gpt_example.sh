@@ -2,13 +2,17 @@
 # gpt_example.sh — docs/examples/gpt.tsr (run by tests/run.sh): tools/gpt_data.py writes its
 # token files (llm.c's format) from Debian's licence texts; the example compiles as shipped; then
 # the same program at a small size (32 features, 2 heads, 4 batches of random windows: the
-# constants rewritten) is built natively and trained: the training loss falls from epoch 1 to epoch 2,
-# 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, and an
-# evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was.
+# constants rewritten) is built natively and trained: the training loss falls from epoch 1 to
+# epoch 2, 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, an
+# evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was, and --generate
+# draws samples from their prompts, the same for one seed in the executable, the reference
+# executor and a C driver of the object, other ones for another seed.
 # Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 PYTHON=${2:-/usr/bin/python3}
+LIB=$(dirname "$TSRC")/libtsr.a
+RUNTIME=$(pwd)/runtime
 EX=$(pwd)/docs/examples/gpt.tsr
 TOOL=$(pwd)/tools/gpt_data.py
 . "$(dirname "$0")/harness.sh"
@@ -38,4 +42,63 @@ cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + --save + --load --start 
 cp "$T/gpt.npz" "$T/before.npz"
 (cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
 check "an evaluation run without --save leaves the checkpoint alone" $?
+
+# Samples (--generate): each starts with its validation window's first 16 characters and goes on
+# with characters of the vocabulary; the same seed gives the same samples, in the executable, in
+# the reference executor and from the C API (a driver that loads the checkpoint and runs the
+# routines begin_sample and grow as main does); another seed other ones.
+(cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --generate 2) >"$T/gen.out" 2>"$T/log"
+(cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --generate 2) >"$T/gen2.out" 2>>"$T/log"
+"$PYTHON" - "$T" "$(dirname "$TOOL")" >>"$T/log" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import gpt_data
+d = sys.argv[1]
+val = np.frombuffer(open(d + "/gpt_val.bin", "rb").read()[1024:], "<u2")
+grids = []
+for line in open(d + "/gen.out"):
+    if line.startswith("text : "):
+        grids.append([])
+    elif line.startswith("    "):
+        grids[-1].extend(float(v) for v in line.split())
+assert len(grids) == 2 and all(len(g) == 64 for g in grids), [len(g) for g in grids]
+for w, g in enumerate(grids):
+    assert g[:16] == [float(t) for t in val[w * 64:w * 64 + 16]], (w, g[:16])
+    assert all(v == int(v) and 0 <= v < 96 for v in g), g
+texts = gpt_data.decode(open(d + "/gen.out").read().splitlines())
+assert len(texts) == 2 and all(len(t) == 64 for t in texts), texts
+EOF
+check "--generate 2: two samples, each from its prompt, characters of the vocabulary" $?
+cmp -s "$T/gen.out" "$T/gen2.out"; check "the same seed, the same samples" $?
+(cd "$T" && timeout 120 "$TSRC" --run --interp small.tsr -- --load gpt.npz --epochs 0 --generate 2) \
+    >"$T/gen_interp.out" 2>"$T/log"
+cmp -s "$T/gen.out" "$T/gen_interp.out"; check "the reference executor draws the same samples" $?
+(cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --generate 2 --seed 7) >"$T/gen7.out" 2>"$T/log"
+! cmp -s "$T/gen.out" "$T/gen7.out"; check "another seed, other samples" $?
+cat >"$T/sample.c" <<'EOF'
+#include <stdio.h>
+#include "gpt.h"
+/* The first sample as the executable's main draws it: window 0's prompt, then grow at 15 … 62. */
+int main(void) {
+    gpt_state *s = gpt_create(0);
+    if (!s || gpt_load(s, "gpt.npz") != TSR_OK || gpt_set_w(s, 0) != TSR_OK || gpt_begin_sample(s) != TSR_OK) {
+        fprintf(stderr, "%s\n", gpt_last_error());
+        return 1;
+    }
+    for (int p = 15; p <= 62; p++)
+        if (gpt_set_p(s, p) != TSR_OK || gpt_grow(s) != TSR_OK) {
+            fprintf(stderr, "%s\n", gpt_last_error());
+            return 1;
+        }
+    printf("text : 64\n   ");
+    for (int i = 0; i < 64; i++) printf(" %g", gpt_text(s)[i]);
+    printf("\n");
+    gpt_destroy(s);
+    return 0;
+}
+EOF
+(cd "$T" && timeout 120 "$TSRC" -c --name=gpt small.tsr -o gpt.o &&
+    cc -I. -I"$RUNTIME" sample.c gpt.o "$LIB" -lm -lpthread -o sample && ./sample) >"$T/capi.out" 2>"$T/log"
+head -n 2 "$T/gen.out" | cmp -s - "$T/capi.out"; check "the C API draws the executable's first sample" $?
 finish
