@@ -188,6 +188,49 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     return zero;
 }
 
+/* An operation on i32 values carried in floats' bits (IrExpr.i32, docs/ir.md §2.8): the operands
+ * as integers (vectors of them in a vector loop), + - * wrapping, a comparison or a logical
+ * operation 1 or 0, the result's bits as a float again, as ir.c's ir_i32_op_eval computes. */
+static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMBuilderRef B = g->b;
+    unsigned arity = scalar_op_arity(op);
+    bool vec = is_vector(a) || (arity > 1 && is_vector(b)) || (arity > 2 && is_vector(c));
+    LLVMValueRef x[3] = {a, b, c};
+    LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    for (unsigned i = 0; i < arity; i++) x[i] = LLVMBuildBitCast(B, vec ? cgl_widen(g, x[i]) : x[i], ints, "");
+    LLVMValueRef zero = LLVMConstNull(ints);
+    LLVMValueRef r;
+#define FLAG(cond) LLVMBuildZExt(B, (cond), ints, "")
+    switch (op) {
+    case SOP_ADD: r = LLVMBuildAdd(B, x[0], x[1], ""); break;
+    case SOP_SUB: r = LLVMBuildSub(B, x[0], x[1], ""); break;
+    case SOP_MUL: r = LLVMBuildMul(B, x[0], x[1], ""); break;
+    case SOP_NEG: r = LLVMBuildSub(B, zero, x[0], ""); break;
+    case SOP_ABS: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x[0], zero, ""), LLVMBuildSub(B, zero, x[0], ""), x[0], ""); break;
+    case SOP_SIGN:
+        r = LLVMBuildSub(B, FLAG(LLVMBuildICmp(B, LLVMIntSGT, x[0], zero, "")), FLAG(LLVMBuildICmp(B, LLVMIntSLT, x[0], zero, "")), "");
+        break;
+    case SOP_MAX: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, x[0], x[1], ""), x[0], x[1], ""); break;
+    case SOP_MIN: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x[0], x[1], ""), x[0], x[1], ""); break;
+    case SOP_RELU: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, x[0], zero, ""), x[0], zero, ""); break;
+    case SOP_LT: r = FLAG(LLVMBuildICmp(B, LLVMIntSLT, x[0], x[1], "")); break;
+    case SOP_LE: r = FLAG(LLVMBuildICmp(B, LLVMIntSLE, x[0], x[1], "")); break;
+    case SOP_EQ: r = FLAG(LLVMBuildICmp(B, LLVMIntEQ, x[0], x[1], "")); break;
+    case SOP_NE: r = FLAG(LLVMBuildICmp(B, LLVMIntNE, x[0], x[1], "")); break;
+    case SOP_NOT: r = FLAG(LLVMBuildICmp(B, LLVMIntEQ, x[0], zero, "")); break;
+    case SOP_OR:
+        r = FLAG(LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntNE, x[0], zero, ""), LLVMBuildICmp(B, LLVMIntNE, x[1], zero, ""), ""));
+        break;
+    case SOP_AND:
+        r = FLAG(LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, x[0], zero, ""), LLVMBuildICmp(B, LLVMIntNE, x[1], zero, ""), ""));
+        break;
+    case SOP_WHERE: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntNE, x[0], zero, ""), x[1], x[2], ""); break;
+    default: r = zero; break; /* elaboration allows no other (scalar_op_integer) */
+    }
+#undef FLAG
+    return LLVMBuildBitCast(B, r, vec ? LLVMVectorType(g->f32, g->lanes) : g->f32, "");
+}
+
 /* ---- Addresses, loads, stores ---------------------------------------------------------------------- */
 
 /* The flat offset of buffer[index…] (row-major over the buffer's memory-order dims), with every
@@ -412,7 +455,9 @@ LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name) {
 
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: return literal(g, (float)e->value);
+    case IR_CONST: /* an i32's bits as a float, never lifted into the literal table (whose floats it is not) */
+        return e->i32 ? LLVMConstBitCast(LLVMConstInt(g->i32, (unsigned long long)(int64_t)e->value, 1), g->f32)
+                      : literal(g, (float)e->value);
     case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
     case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
     case IR_LOAD: return load(g, e->buffer, e->index);
@@ -420,7 +465,7 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     case IR_OP: {
         LLVMValueRef x[3] = {NULL, NULL, NULL};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
-        return scalar_op(g, e->op, x[0], x[1], x[2]);
+        return e->i32 ? integer_op(g, e->op, x[0], x[1], x[2]) : scalar_op(g, e->op, x[0], x[1], x[2]);
     }
     }
     return LLVMConstReal(g->f32, 0);

@@ -223,17 +223,65 @@ static const char *node_text(Builder *b, TNode node) {
     return arena_printf(b->ir->arena, "the result of '%s'%s", t->kind == TENSOR_OP ? t->op_name : "?", node.grad ? " (its gradient)" : "");
 }
 
+/* Constants (and operations on constants alone) met by i32 arithmetic become i32s: whole
+ * numbers that fit.  False after an error. */
+/* A number written in a tensor expression (`ids + 1`: a one-cell literal, or a constant such as
+ * `ones ()`) read by e: its value, which takes the other operands' type. */
+static bool read_number(const Assignment *a, const AExpr *e, double *value) {
+    if (e->kind != AE_READ || a->reads[e->read].node.grad) return false;
+    const Tensor *t = a->reads[e->read].node.tensor;
+    if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || t->value_count != 1 || t->iota || !t->values)
+        return false;
+    *value = t->values[0];
+    return true;
+}
+
+static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
+    double number;
+    if (read_number(a, e, &number)) { /* read as the i32 constant it is */
+        e->kind = AE_CONST;
+        e->value = number;
+    }
+    if (e->kind == AE_CONST) {
+        if (e->value != floor(e->value) || e->value < -2147483648.0 || e->value > 2147483647.0) {
+            diag_error(a->span, "%s computes on i32 values with the number %g, which is not an i32", a->what, e->value);
+            diag_note(a->span, "convert the i32 values with to_f32 first to compute with fractions");
+            b->failed = true;
+            return false;
+        }
+        e->i32 = true;
+        return true;
+    }
+    if (e->kind != AE_OP) return true;
+    if (!scalar_op_integer(e->op)) {
+        diag_error(a->span, "%s computes '%s' on i32 values, which has no i32 form (+ - * neg abs sign max min relu, "
+                   "comparisons, logical operations and where do)", a->what, scalar_op_name(e->op));
+        diag_note(a->span, "convert with to_f32 first (exact below 2^24), e.g. to_f32 x (docs/language.md §3.9)");
+        b->failed = true;
+        return false;
+    }
+    e->i32 = true;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (!constants_to_i32(b, a, e->args[i])) return false;
+    return true;
+}
+
 /* The element type of e.  A conversion to the type its operand already has is the operand
- * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read). */
+ * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
+ * operation on i32 values (and constants) is computed on i32s (e->i32): + - * wrap, comparisons
+ * give 1 or 0; an operation without an i32 form, or one that mixes i32 and f32 values, is an
+ * error that names the cast. */
 static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     switch (e->kind) {
     case AE_CONST: return DTYPE_ANY;
     case AE_RANDOM: return TSR_DTYPE_F32;
     case AE_READ: {
         const Access *r = &a->reads[e->read];
+        double number;
+        if (read_number(a, e, &number)) return DTYPE_ANY;
         return r->node.grad || r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : r->node.tensor->dtype;
     }
-    case AE_OP:
+    case AE_OP: {
         if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
@@ -244,16 +292,29 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
             }
             return to;
         }
-        for (unsigned i = 0; i < scalar_op_arity(e->op) && !b->failed; i++) {
-            if (expr_dtype(b, a, e->args[i]) != TSR_DTYPE_I32) continue;
-            const AExpr *x = e->args[i];
-            diag_error(a->span, "%s does arithmetic on i32 values%s%s%s: integers are copied, converted or used as "
-                       "positions in this version", a->what, x->kind == AE_READ ? " (" : "",
-                       x->kind == AE_READ ? node_text(b, a->reads[x->read].node) : "", x->kind == AE_READ ? ")" : "");
-            diag_note(a->span, "convert with to_f32 first (exact below 2^24), e.g. to_f32 x (docs/language.md §3.9)");
-            b->failed = true;
+        bool any_i32 = false, any_f32 = false, all_constant = true;
+        const AExpr *integer = NULL;
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
+            uint8_t t = expr_dtype(b, a, e->args[i]);
+            if (b->failed) return TSR_DTYPE_F32;
+            if (t == TSR_DTYPE_I32 && !integer) integer = e->args[i];
+            any_i32 |= t == TSR_DTYPE_I32;
+            any_f32 |= t == TSR_DTYPE_F32;
+            all_constant &= t == DTYPE_ANY;
         }
-        return TSR_DTYPE_F32;
+        if (all_constant) return DTYPE_ANY;
+        if (!any_i32) return TSR_DTYPE_F32;
+        const char *name = integer->kind == AE_READ ? node_text(b, a->reads[integer->read].node) : "an i32 value";
+        if (any_f32) {
+            diag_error(a->span, "%s computes '%s' of i32 and f32 values (%s is i32)", a->what, scalar_op_name(e->op), name);
+            diag_note(a->span, "convert one side: to_f32 x for numbers (exact below 2^24), to_i32 x for integers "
+                      "(docs/language.md §3.9)");
+            b->failed = true;
+            return TSR_DTYPE_F32;
+        }
+        if (!constants_to_i32(b, a, e)) return TSR_DTYPE_F32;
+        return TSR_DTYPE_I32;
+    }
     }
     return TSR_DTYPE_F32;
 }
@@ -269,13 +330,16 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
      * (`x ++ "a^q => a"`) is. */
     bool copy = a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj &&
                 proj_writes_once(a->proj, a->lhs.slot);
-    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !copy) {
-        diag_error(a->span, "%s accumulates i32 values into %s ('%s'); integers are copied, converted or used as "
-                   "positions in this version", a->what, node_text(b, a->lhs.node), accum_text(a->accum, a->reset));
+    bool integer_accum = a->accum == ACC_ADD || a->accum == ACC_SUB || a->accum == ACC_MUL || a->accum == ACC_MAX ||
+                         a->accum == ACC_MIN;
+    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !copy && !integer_accum) {
+        diag_error(a->span, "%s accumulates i32 values into %s with '%s', which has no i32 form (=+ =- =* and the "
+                   "max and min accumulations do)", a->what, node_text(b, a->lhs.node), accum_text(a->accum, a->reset));
         diag_note(a->span, "convert with to_f32 to accumulate numbers");
         b->failed = true;
         return false;
     }
+    if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_i32(b, a, a->rhs)) return false;
     if (copy && rhs_i32) a->accum = ACC_NONE; /* stored as it is: an f32 addition would not keep every bit pattern */
     if (lhs_dtype != DTYPE_ANY && a->rhs_dtype != DTYPE_ANY && lhs_i32 != rhs_i32) {
         diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),

@@ -48,6 +48,7 @@ typedef struct AExpr AExpr;
 struct AExpr {
     AExprKind kind;
     ScalarOp op;
+    bool i32;     /* AE_OP: computed on i32 values; AE_CONST: an i32 (assign.c expr_dtype) */
     double value;
     uint32_t read;
     AExpr *args[3];

@@ -127,7 +127,7 @@ static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
 
 static float eval(Interp *in, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: return (float)e->value;
+    case IR_CONST: return e->i32 ? ir_bits_of_i32((int32_t)e->value) : (float)e->value;
     case IR_LOCAL: return in->locals[e->local];
     case IR_SYMBOL: {
         int64_t v;
@@ -147,6 +147,8 @@ static float eval(Interp *in, const IrExpr *e) {
     case IR_OP: {
         float x[3] = {0, 0, 0};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = eval(in, e->args[i]);
+        if (e->i32) /* on i32s carried in the floats' bits (docs/ir.md §2.8) */
+            return ir_bits_of_i32(ir_i32_op_eval(e->op, ir_i32_of_bits(x[0]), ir_i32_of_bits(x[1]), ir_i32_of_bits(x[2])));
         return scalar_op_eval(e->op, x[0], x[1], x[2]);
     }
     }

@@ -95,6 +95,40 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     return NAN;
 }
 
+bool scalar_op_integer(ScalarOp op) {
+    switch (op) {
+    case SOP_ADD: case SOP_SUB: case SOP_MUL: case SOP_NEG: case SOP_ABS: case SOP_SIGN: case SOP_MAX: case SOP_MIN:
+    case SOP_RELU: case SOP_LT: case SOP_LE: case SOP_EQ: case SOP_NE: case SOP_OR: case SOP_AND: case SOP_NOT:
+    case SOP_WHERE:
+        return true;
+    default: return false;
+    }
+}
+
+int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c) {
+    uint32_t ua = (uint32_t)a, ub = (uint32_t)b; /* wrapping arithmetic, without signed overflow */
+    switch (op) {
+    case SOP_ADD: return (int32_t)(ua + ub);
+    case SOP_SUB: return (int32_t)(ua - ub);
+    case SOP_MUL: return (int32_t)(ua * ub);
+    case SOP_NEG: return (int32_t)(0u - ua);
+    case SOP_ABS: return a < 0 ? (int32_t)(0u - ua) : a;
+    case SOP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
+    case SOP_MAX: return a > b ? a : b;
+    case SOP_MIN: return a < b ? a : b;
+    case SOP_RELU: return a > 0 ? a : 0;
+    case SOP_LT: return a < b;
+    case SOP_LE: return a <= b;
+    case SOP_EQ: return a == b;
+    case SOP_NE: return a != b;
+    case SOP_OR: return a != 0 || b != 0;
+    case SOP_AND: return a != 0 && b != 0;
+    case SOP_NOT: return a == 0;
+    case SOP_WHERE: return a != 0 ? b : c;
+    default: return 0;
+    }
+}
+
 int32_t ir_i32_of_bits(float bits) {
     int32_t v;
     memcpy(&v, &bits, sizeof v);
@@ -229,7 +263,10 @@ static void print_access(FILE *out, const IrProgram *ir, uint32_t buffer, const 
 
 static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: print_number(out, e->value); break;
+    case IR_CONST:
+        print_number(out, e->value);
+        if (e->i32) fputc('i', out); /* an i32 constant */
+        break;
     case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
     case IR_LOCAL: fprintf(out, "l%u", e->local); break;
     case IR_SYMBOL: fprintf(out, "(index %s)", e->symbol); break;
@@ -242,14 +279,15 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
         unsigned n = scalar_op_arity(e->op);
         const char *name = scalar_op_name(e->op);
         bool infix = scalar_op_infix(e->op);
+        const char *i32 = e->i32 ? "i" : ""; /* on i32 values: `+i`, `maxi(…)` */
         if (infix) {
             fputc('(', out);
             print_expr(out, ir, e->args[0]);
-            fprintf(out, " %s ", name);
+            fprintf(out, " %s%s ", name, i32);
             print_expr(out, ir, e->args[1]);
             fputc(')', out);
         } else {
-            fprintf(out, "%s(", name);
+            fprintf(out, "%s%s(", name, i32);
             for (unsigned i = 0; i < n; i++) {
                 if (i) fputs(", ", out);
                 print_expr(out, ir, e->args[i]);
@@ -540,6 +578,23 @@ bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e) {
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
         if (ir_expr_gathers(ir, e->args[i])) return true;
     return false;
+}
+
+static bool expr_integer(const IrExpr *e) {
+    if (e->kind != IR_OP) return false;
+    if (e->i32) return true;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (expr_integer(e->args[i])) return true;
+    return false;
+}
+
+bool ir_stmt_integer(const IrStmt *s) {
+    if (s->kind == IR_LOOP) {
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (ir_stmt_integer(s->body.items[i])) return true;
+        return false;
+    }
+    return s->kind != IR_BARRIER && expr_integer(s->value);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

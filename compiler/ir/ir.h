@@ -96,6 +96,12 @@ float ir_bits_of_i32(int32_t v);
 /* f32 to i32 as SOP_TO_I32 converts: toward zero, saturating at the i32 limits, NaN to 0 (as
  * PTX's cvt.rzi.s32.f32 and LLVM's fptosi.sat). */
 int32_t ir_f32_to_i32(float x);
+/* Whether `op` has an i32 form (IrExpr.i32): + - * neg abs sign max min relu, the comparisons,
+ * the logical operations and where. */
+bool scalar_op_integer(ScalarOp op);
+/* op on i32 values, as generated code computes it: + - * wrap (two's complement), a comparison
+ * or a logical operation gives 1 or 0, where picks b when a is not 0. */
+int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c);
 
 /* Accumulators of assignment operators (docs/language.md §2.9). */
 typedef enum AccumOp {
@@ -198,6 +204,9 @@ typedef enum IrExprKind {
 struct IrExpr {
     IrExprKind kind;
     ScalarOp op;
+    bool i32;        /* IR_OP: an operation on i32 values (its operands' bits and its result's are
+                      * i32s; a comparison gives 1 or 0), wrapping as two's complement; IR_CONST:
+                      * the integer `value` as an i32 (docs/ir.md §2.8) */
     double value;
     uint32_t buffer;
     IrIndex *index; /* one per buffer axis */
@@ -428,6 +437,9 @@ bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
  * the rewrites that reason about indices by their terms leave such code as it is. */
 bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e);
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
+/* Whether the statement or nest s computes on i32 values (an IR_OP with i32 set): the schedule
+ * leaves such nests as lowered too. */
+bool ir_stmt_integer(const IrStmt *s);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third

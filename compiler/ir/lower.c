@@ -41,6 +41,7 @@
 typedef struct Lowerer {
     IrProgram *ir;
     const Assignment *a;
+    bool lhs_i32; /* the left side's buffer holds i32s: its accumulation steps and neutral values are i32 */
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
     int64_t *lo;   /* per product iterator: where the current region starts */
@@ -153,13 +154,25 @@ static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
     e->op = op;
     e->args[0] = a;
     e->args[1] = b;
+    e->i32 = l->lhs_i32; /* an accumulation into an i32 buffer is on i32s */
+    return e;
+}
+
+/* An accumulator's neutral value for the left side: the i32 limits for max and min of i32s. */
+static IrExpr *neutral(Lowerer *l, AccumOp accum) {
+    IrExpr *e = constant(l, accum_neutral(accum));
+    if (l->lhs_i32) {
+        e->i32 = true;
+        if (accum == ACC_MAX) e->value = INT32_MIN;
+        if (accum == ACC_MIN) e->value = INT32_MAX;
+    }
     return e;
 }
 
 /* One step of a reduction: acc ⊕ rhs; a sum of products (`=+`/`=:+` of x * y) by fused
- * multiply-add, fma(x, y, acc), one rounding (docs/ir.md, "FMA"). */
+ * multiply-add, fma(x, y, acc), one rounding (docs/ir.md, "FMA"); of i32 products, an add. */
 static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rhs) {
-    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL) {
+    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL && !l->lhs_i32) {
         IrExpr *e = new_expr(l, IR_OP);
         e->op = SOP_FMA;
         e->args[0] = rhs->args[0];
@@ -172,7 +185,11 @@ static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rh
 
 static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     switch (x->kind) {
-    case AE_CONST: return constant(l, x->value);
+    case AE_CONST: {
+        IrExpr *e = constant(l, x->value);
+        e->i32 = x->i32;
+        return e;
+    }
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
         if (acc->symbol) { /* `!@i`: the symbol's value */
@@ -188,6 +205,7 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     case AE_OP: {
         IrExpr *e = new_expr(l, IR_OP);
         e->op = x->op;
+        e->i32 = x->i32;
         for (unsigned i = 0; i < scalar_op_arity(x->op); i++) e->args[i] = lower_expr(l, a, x->args[i]);
         return e;
     }
@@ -233,7 +251,7 @@ static IrStmt *store(Lowerer *l, uint32_t buffer, IrIndex *index, IrExpr *value)
 }
 
 /* Set every cell of `buffer` to `value`: one parallel loop per axis larger than one. */
-static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, double value) {
+static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, IrExpr *value) {
     const IrBuffer *b = &l->ir->buffers[buffer];
     IrIndex *ix = arena_alloc(l->ir->arena, (b->rank ? b->rank : 1) * sizeof *ix);
     IrStmt *outer = NULL, *inner = NULL;
@@ -248,7 +266,7 @@ static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, double value) {
         else outer = lp;
         inner = lp;
     }
-    IrStmt *st = store(l, buffer, ix, constant(l, value));
+    IrStmt *st = store(l, buffer, ix, value);
     if (!inner) return st;
     ir_block_push(l->ir->arena, &inner->body, st);
     return outer;
@@ -411,7 +429,7 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
-    Lowerer l = {ir, a, fn, fn->iter_count, NULL, NULL, NULL};
+    Lowerer l = {ir, a, ir->buffers[a->lhs.buffer].dtype == DTYPE_I32, fn, fn->iter_count, NULL, NULL, NULL};
     l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
     l.inactive = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.inactive);
     l.choice = arena_alloc(ir->arena, (p->concat_count ? p->concat_count : 1) * sizeof *l.choice);
@@ -490,7 +508,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     bool reset = a->reset;
     if (reset && (!surjective || (skips_cells && a->accum != ACC_NONE) ||
                   (p->concat_count && a->accum != ACC_NONE))) {
-        IrStmt *fill = fill_nest(&l, lhs, accum_neutral(a->accum));
+        IrStmt *fill = fill_nest(&l, lhs, neutral(&l, a->accum));
         fill->comment = comment;
         comment = NULL;
         ir_block_push(ir->arena, &fn->body, fill);
@@ -554,7 +572,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             if (a->accum == ACC_NONE) value = rhs;
             else if (reset && injective) {
                 bool identity = a->accum == ACC_ADD || a->accum == ACC_MUL || a->accum == ACC_MAX || a->accum == ACC_MIN;
-                value = identity ? rhs : binary(&l, acc_op, constant(&l, accum_neutral(a->accum)), rhs);
+                value = identity ? rhs : binary(&l, acc_op, neutral(&l, a->accum), rhs);
             } else {
                 value = binary(&l, acc_op, current, rhs);
             }
@@ -565,7 +583,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             IrStmt *init = arena_alloc(ir->arena, sizeof *init);
             init->kind = IR_SET_LOCAL;
             init->local = local;
-            init->value = a->accum == ACC_NONE || !reset ? current : constant(&l, accum_neutral(a->accum));
+            init->value = a->accum == ACC_NONE || !reset ? current : neutral(&l, a->accum);
             ir_block_push(ir->arena, into, init);
             if (!region_first) region_first = init;
             IrExpr *acc = new_expr(&l, IR_LOCAL);

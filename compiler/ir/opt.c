@@ -105,7 +105,7 @@ static bool is_const(const IrExpr *e, double v) { return e->kind == IR_CONST && 
 static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed) {
     if (e->kind == IR_LOAD) {
         const IrBuffer *b = &ir->buffers[e->buffer];
-        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0) {
+        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && b->dtype == DTYPE_F32) {
             IrExpr *k = arena_alloc(ir->arena, sizeof *k);
             k->kind = IR_CONST;
             k->value = (double)(float)b->fill;
@@ -121,15 +121,31 @@ static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed
         e->args[i] = simplify(ir, c, e->args[i], changed);
         if (e->args[i]->kind != IR_CONST) all_const = false;
     }
-    if (all_const) {
-        float x[3] = {0, 0, 0};
-        for (unsigned i = 0; i < n; i++) x[i] = (float)e->args[i]->value;
+    bool integer_args = false; /* an i32 constant is its integer in `value`, not a float's bits */
+    for (unsigned i = 0; i < n; i++) integer_args |= e->args[i]->kind == IR_CONST && e->args[i]->i32;
+    if (all_const && (e->i32 || e->op == SOP_TO_F32 || e->op == SOP_TO_I32 || !integer_args)) {
         IrExpr *k = arena_alloc(ir->arena, sizeof *k);
         k->kind = IR_CONST;
-        k->value = scalar_op_eval(e->op, x[0], x[1], x[2]);
+        if (e->i32) {
+            int32_t x[3] = {0, 0, 0};
+            for (unsigned i = 0; i < n; i++) x[i] = (int32_t)e->args[i]->value;
+            k->value = ir_i32_op_eval(e->op, x[0], x[1], x[2]);
+            k->i32 = true;
+        } else if (e->op == SOP_TO_I32) { /* the i32 itself, not its bits as a float */
+            k->value = ir_f32_to_i32((float)e->args[0]->value);
+            k->i32 = true;
+        } else if (e->op == SOP_TO_F32) {
+            if (!e->args[0]->i32) return e; /* (an i32's bits in a float constant: not folded) */
+            k->value = (float)(int32_t)e->args[0]->value;
+        } else {
+            float x[3] = {0, 0, 0};
+            for (unsigned i = 0; i < n; i++) x[i] = (float)e->args[i]->value;
+            k->value = scalar_op_eval(e->op, x[0], x[1], x[2]);
+        }
         *changed = true;
         return k;
     }
+    if (integer_args && !e->i32) return e;
     IrExpr *a = e->args[0], *b = e->args[1];
     if ((e->op == SOP_MUL && is_const(b, 1)) || (e->op == SOP_DIV && is_const(b, 1)) ||
         (e->op == SOP_SUB && is_const(b, 0))) {
