@@ -76,7 +76,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags; u8 dtype;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
- *                        u32 field_count; u32 buffer[field_count] }
+ *                        i64 bound; u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
  *   u32 option_count   { str name; u8 is_float; f64 default }
@@ -115,9 +115,12 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * added the CPU: the extensions the object's native code may use, which the reader checks
  * against the running CPU (cpu.c) before anything runs; none for the reference executor.
  * Version 10 put the buffer's flags in the byte after is_virtual (TSR_BUFFER_FLAG_STATE).
- * Version 11 added each buffer's element type after its flags (TSR_DTYPE_*). */
+ * Version 11 added each buffer's element type after its flags (TSR_DTYPE_*).  Version 12 added a
+ * data set's `bound`: when positive, its values are positions of a gathered axis of that many
+ * cells (an embedding's rows), each of which must be a whole number in 0 … bound-1; the runtime
+ * checks them when it produces the set (and the token file of random windows). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 11u
+#define TSR_IMAGE_VERSION 12u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u

@@ -302,6 +302,8 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         d->seed = i64(&r);
         d->noise = f64(&r);
         d->factor = f64(&r);
+        d->bound = i64(&r);
+        if (d->bound < 0) r.bad = true;
         d->field_count = count(&r, 4);
         d->fields = calloc(d->field_count + 1, sizeof *d->fields);
         if (!d->fields) r.bad = true;

@@ -27,6 +27,7 @@ typedef struct DataSet {
     char *generator, *path, *name;
     int64_t count, seed;
     double noise, factor;
+    int64_t bound;      /* > 0: every value a whole number in 0 … bound-1 (image_format.h, version 12) */
     uint32_t field_count;
     uint32_t *fields;
     tsr_tokens tokens;

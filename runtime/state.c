@@ -16,6 +16,7 @@
  *
  * Requires an image from the same version of tsrc (checked: magic, version and checksum). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,41 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 
+/* A data set whose values are the positions of a gathered axis (DataSet.bound: an embedding's
+ * rows, docs/language.md §5.11): every value must be a whole number in 0 … bound-1, or the
+ * program would read the clamped row without a word.  The cells of its fields, and for random
+ * windows every token of the file (later draws take windows anywhere in it). */
+static int check_positions(const tsr_state *s, const DataSet *d) {
+    if (d->bound <= 0) return TSR_OK;
+    for (int64_t i = 0; i < d->tokens.count; i++)
+        if (d->tokens.tokens[i] < 0 || d->tokens.tokens[i] >= d->bound)
+            return tsr_error(TSR_ERR_DATA, "data '%s': '%s': token %" PRId32 " (the file's token %" PRId64 ", from 0) is "
+                             "not below %" PRId64 ": the ids are positions of a gathered axis of %" PRId64 " cells (an "
+                             "embedding's rows)", d->name, d->path, d->tokens.tokens[i], i, d->bound, d->bound);
+    for (uint32_t f = 0; f < d->field_count; f++) {
+        const Buffer *b = &s->model->buffers[d->fields[f]];
+        const float *cells = s->buffers[d->fields[f]];
+        for (int64_t c = 0; cells && c < b->size; c++) {
+            double v = tsr_cell_value(cells, b->dtype, c);
+            if (v >= 0 && v < (double)d->bound && v == floor(v)) continue;
+            char at[160];
+            size_t n = 0;
+            int64_t rest = c, stride = b->size;
+            for (uint32_t a = 0; a < b->rank && n + 24 < sizeof at; a++) { /* the cell's position, row-major */
+                stride = b->dims[a] ? stride / b->dims[a] : 1;
+                n += (size_t)snprintf(at + n, sizeof at - n, "%s%" PRId64, a ? ", " : "(", stride ? rest / stride : 0);
+                rest = stride ? rest % stride : 0;
+            }
+            snprintf(at + n, sizeof at - n, ")");
+            return tsr_error(TSR_ERR_DATA, "data '%s'%s%s%s: cell %s holds %g, which is not a whole number below %" PRId64
+                             ": the values are positions of a gathered axis of %" PRId64 " cells (an embedding's rows)",
+                             d->name, d->path && *d->path ? ": '" : "", d->path && *d->path ? d->path : "",
+                             d->path && *d->path ? "'" : "", at, v, d->bound, d->bound);
+        }
+    }
+    return TSR_OK;
+}
+
 /* Give buffer i storage of its current size (freeing what it had) and its initial values: an
  * input's the caller has not given yet (noise, so that reading it unfilled shows), a fill, the
  * literal's values, a parameter's seeded numbers. */
@@ -253,7 +289,8 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             return NULL;
         }
     for (uint32_t i = 0; i < m->data_count; i++)
-        if (produce_data(s, &m->data[i], args) != TSR_OK) { /* the loader recorded the error */
+        if (produce_data(s, &m->data[i], args) != TSR_OK || check_positions(s, &m->data[i]) != TSR_OK) {
+            /* the loader or the check recorded the error */
             tsr_state_destroy(s);
             return NULL;
         }

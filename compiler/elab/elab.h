@@ -94,6 +94,9 @@ struct DataSource {
     const char *path;      /* npy, csv: the file, read at run time relative to the working directory */
     int64_t count, seed;   /* tokens: count 1 for random windows, 0 for sequential ones */
     double noise, factor;
+    int64_t bound;         /* > 0: its values are positions of a gathered axis of this many cells
+                            * (an embedding's rows), so each must be a whole number in 0 … bound-1;
+                            * the runtime checks them when they are read (assign.c sets it) */
     Tensor *fields[2];
     uint32_t field_count;
     Span span;

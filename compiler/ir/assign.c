@@ -618,6 +618,45 @@ const char *operation_what(Builder *b, const Tensor *t) {
                                   : arena_printf(b->ir->arena, "'%s'", t->op_name);
 }
 
+/* The data item whose values reach t unchanged — through slices and operations whose forward
+ * code only copies one tensor (a spec's slice, a transpose) — or NULL. */
+static DataSource *copied_from(Builder *b, Tensor *t) {
+    for (int depth = 0; t && depth < 256; depth++) {
+        if (t->kind == TENSOR_DATA) return t->source;
+        if (t->kind == TENSOR_SLICE) {
+            t = t->operands[0];
+            continue;
+        }
+        if (t->kind != TENSOR_OP || b->info[t->id].forward.count == 0) return NULL;
+        Tensor *from = NULL;
+        const AssignList *fwd = &b->info[t->id].forward;
+        for (uint32_t i = 0; i < fwd->count; i++) {
+            const Assignment *a = fwd->items[i];
+            bool copy = a->rhs->kind == AE_READ && !a->reads[a->rhs->read].node.grad &&
+                        (a->accum == ACC_NONE || (a->accum == ACC_ADD && a->reset && proj_writes_once(a->proj, a->lhs.slot)));
+            Tensor *read = copy ? a->reads[a->rhs->read].node.tensor : NULL;
+            if (!read || (from && read != from)) return NULL;
+            from = read;
+        }
+        t = from;
+    }
+    return NULL;
+}
+
+/* A gathered axis of this operation whose positions come, unchanged, from a data item: that
+ * item's values must be whole numbers below the axis's size, which the runtime checks when it
+ * reads them (DataSource.bound), so that an id past an embedding's rows is an error, not a row
+ * read at the clamp. */
+static void bound_gathered_data(Builder *b, const Projections *p, Tensor **slots) {
+    for (uint32_t s = 0; s < p->slot_count; s++)
+        for (uint32_t a = 0; a < p->rank[s]; a++) {
+            if (p->maps[s][a].kind != PIDX_GATHER) continue;
+            DataSource *d = copied_from(b, slots[p->maps[s][a].gather]);
+            int64_t size = (int64_t)p->axis_size[s][a];
+            if (d && !size_is_runtime((uint64_t)size) && (d->bound == 0 || size < d->bound)) d->bound = size;
+        }
+}
+
 static void build_operator(Builder *b, Tensor *t) {
     uint32_t n = t->operand_count + 1;
     Tensor **slots = arena_alloc(b->ir->arena, n * sizeof *slots);
@@ -651,6 +690,7 @@ static void build_operator(Builder *b, Tensor *t) {
         add_forward(b, c.out[i]);
     }
     t->dtype = stored == TSR_DTYPE_I32 ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
+    if (proj && proj_gathers(proj)) bound_gathered_data(b, proj, slots);
 }
 
 

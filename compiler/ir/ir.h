@@ -382,6 +382,7 @@ typedef struct IrDataSet {
     const char *path;      /* npy, csv */
     int64_t count, seed;
     double noise, factor;
+    int64_t bound;         /* > 0: every value must be a whole number below it (DataSource.bound) */
     uint32_t fields[2];    /* buffers */
     uint32_t field_count;
 } IrDataSet;
