@@ -4,7 +4,8 @@
 Random cases, each a table (a parameter of one to three output axes, sizes 1..5) read through a
 spec in which one of its axes is written `[2]`: operand 2 gives the positions, ids of one or two
 axes (sizes 1..4) holding values from -2 to the axis's size + 1, so that some fall outside the
-axis and are clamped; as i32 (a .npy data item of int32) or f32 (a literal, some of its values
+axis and are clamped: as i32 (to_i32 of a literal; or a .npy data item of int32, whose values
+are in range, since ids read from data are checked) or f32 (a literal, some of its values
 fractions, converted toward zero).  The result's axes are the ids' axes, then the table's other
 axes in a random order.  NumPy computes the result with fancy indexing after clipping, and the
 table's gradient of sum(result * w) (w a random literal of the result's shape) with np.add.at,
@@ -45,12 +46,16 @@ class Case:
         self.axis = int(rng.integers(0, rank))
         n = self.table.shape[self.axis]
         id_shape = tuple(int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 3))))
-        self.i32 = bool(rng.integers(0, 2))
-        ids = rng.integers(-2, n + 2, size=id_shape)
+        # ids: "data" an i32 .npy item (in range: ids from data are checked, language.md §5.11),
+        # "cast" to_i32 of a literal (out of range too: clamped), "f32" a literal with fractions
+        self.mode = ("data", "cast", "f32")[int(rng.integers(0, 3))]
+        self.i32 = self.mode != "f32"
+        ids = rng.integers(0, n, size=id_shape) if self.mode == "data" else rng.integers(-2, n + 2, size=id_shape)
         if self.i32:
             self.ids = ids.astype(np.int32)
             self.ids_file = os.path.join(workdir, "ids%d.npy" % index)
-            np.save(self.ids_file, self.ids)
+            if self.mode == "data":
+                np.save(self.ids_file, self.ids)
         else:  # some fractions: converted toward zero
             frac = np.where(rng.uniform(size=id_shape) < 0.3, 0.7, 0.0) * np.sign(ids + 0.5)
             self.ids = (ids + frac).astype(np.float32)
@@ -78,10 +83,13 @@ class Case:
 
     def program(self):
         k = self.index
-        if self.i32:
+        if self.mode == "data":
             ids = "ids%d" % k
             head = 'data ids%d = npy "%s" ~o:[%s] ~dtype:"i32"\n' % (
                 k, self.ids_file, "; ".join(str(d) for d in self.ids.shape))
+        elif self.mode == "cast":
+            ids = "(to_i32 %s)" % literal(self.ids.astype(np.float64))
+            head = ""
         else:
             ids = "(%s)" % literal(self.ids)
             head = ""
@@ -141,7 +149,8 @@ def main():
                 tensors = parse(p.stdout) if p.returncode == 0 else {}
                 for c in batch:
                     problem = check(c, tensors) if p.returncode == 0 else "tsrc failed: " + p.stderr.strip()[:400]
-                    what = "case %d (%s, %s ids, %s)" % (c.index, c.spec(), "i32" if c.i32 else "f32", " ".join(mode))
+                    what = "case %d (%s, %s ids, %s)" % (c.index, c.spec(), {"data": "i32 data", "cast": "to_i32",
+                                                                             "f32": "f32"}[c.mode], " ".join(mode))
                     if problem:
                         failed += 1
                         print("FAIL %s: %s" % (what, problem))
