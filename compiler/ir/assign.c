@@ -319,20 +319,21 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     return TSR_DTYPE_F32;
 }
 
+/* Whether a is `=:+` of one read that reaches each cell once: it adds each value to the neutral
+ * 0 once, a copy (as a slice through a spec, `x ++ "a^q => a"`, is). */
+static bool adds_once(const Assignment *a) {
+    return a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj && proj_writes_once(a->proj, a->lhs.slot);
+}
+
 /* The type of a's right side into a->rhs_dtype; false after an error.  `lhs_dtype` is the type
  * the left side keeps (DTYPE_ANY: the left side takes the right side's, an operation's result). */
 static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     a->rhs_dtype = expr_dtype(b, a, a->rhs);
     if (b->failed) return false;
     bool lhs_i32 = lhs_dtype == TSR_DTYPE_I32, rhs_i32 = a->rhs_dtype == TSR_DTYPE_I32;
-    /* `=:+` of one read that reaches each cell once adds each value to the neutral 0: a copy (the
-     * i32 0 is the f32 0's bits, and lowering stores the value itself), as a slice through a spec
-     * (`x ++ "a^q => a"`) is. */
-    bool copy = a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj &&
-                proj_writes_once(a->proj, a->lhs.slot);
     bool integer_accum = a->accum == ACC_ADD || a->accum == ACC_SUB || a->accum == ACC_MUL || a->accum == ACC_MAX ||
                          a->accum == ACC_MIN;
-    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !copy && !integer_accum) {
+    if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !integer_accum) {
         diag_error(a->span, "%s accumulates i32 values into %s with '%s', which has no i32 form (=+ =- =* and the "
                    "max and min accumulations do)", a->what, node_text(b, a->lhs.node), accum_text(a->accum, a->reset));
         diag_note(a->span, "convert with to_f32 to accumulate numbers");
@@ -340,7 +341,7 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
         return false;
     }
     if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_i32(b, a, a->rhs)) return false;
-    if (copy && rhs_i32) a->accum = ACC_NONE; /* stored as it is: an f32 addition would not keep every bit pattern */
+    if (rhs_i32 && adds_once(a)) a->accum = ACC_NONE; /* a copy, stored as it is (lowering would add to 0) */
     if (lhs_dtype != DTYPE_ANY && a->rhs_dtype != DTYPE_ANY && lhs_i32 != rhs_i32) {
         diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
                    node_text(b, a->lhs.node), dtype_word(lhs_dtype));
@@ -632,8 +633,7 @@ static DataSource *copied_from(Builder *b, Tensor *t) {
         const AssignList *fwd = &b->info[t->id].forward;
         for (uint32_t i = 0; i < fwd->count; i++) {
             const Assignment *a = fwd->items[i];
-            bool copy = a->rhs->kind == AE_READ && !a->reads[a->rhs->read].node.grad &&
-                        (a->accum == ACC_NONE || (a->accum == ACC_ADD && a->reset && proj_writes_once(a->proj, a->lhs.slot)));
+            bool copy = a->rhs->kind == AE_READ && !a->reads[a->rhs->read].node.grad && (a->accum == ACC_NONE || adds_once(a));
             Tensor *read = copy ? a->reads[a->rhs->read].node.tensor : NULL;
             if (!read || (from && read != from)) return NULL;
             from = read;

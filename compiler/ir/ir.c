@@ -597,6 +597,8 @@ bool ir_stmt_integer(const IrStmt *s) {
     return s->kind != IR_BARRIER && expr_integer(s->value);
 }
 
+bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) { return ir_stmt_gathers(ir, s) || ir_stmt_integer(s); }
+
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP:

@@ -438,9 +438,11 @@ bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
  * the rewrites that reason about indices by their terms leave such code as it is. */
 bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e);
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
-/* Whether the statement or nest s computes on i32 values (an IR_OP with i32 set): the schedule
- * leaves such nests as lowered too. */
+/* Whether the statement or nest s computes on i32 values (an IR_OP with i32 set). */
 bool ir_stmt_integer(const IrStmt *s);
+/* Whether the schedule leaves s as lowered: it gathers or computes on i32s (its rewrites reason
+ * about indices by their terms and rebuild f32 steps). */
+bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third

@@ -289,7 +289,7 @@ void fuse_pointwise(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *top = fn->body.items[i];
         IrStmt *st = pointwise_store(top, loops, &n);
-        if (st && (ir_stmt_gathers(s->ir, top) || ir_stmt_integer(top))) st = NULL; /* as lowered stay apart */
+        if (st && ir_stmt_as_lowered(s->ir, top)) st = NULL; /* as lowered stay apart */
         bool same = group && st && n == group_n && group->count < MAX_FUSED;
         for (uint32_t k = 0; same && k < n; k++)
             same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;

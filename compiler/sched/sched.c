@@ -538,7 +538,7 @@ static void schedule_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
-        if (ir_stmt_gathers(s->ir, st) || ir_stmt_integer(st)) { /* indices that data chooses, i32 arithmetic:
+        if (ir_stmt_as_lowered(s->ir, st)) { /* indices that data chooses, i32 arithmetic:
                                                                    * plain loops, as lowered */
             ir_block_push(s->ir->arena, &body, st);
             continue;
@@ -548,7 +548,7 @@ static void schedule_function(Sched *s) {
             continue;
         }
         IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
-        if (next && (ir_stmt_gathers(s->ir, next) || ir_stmt_integer(next))) next = NULL; /* never an epilogue */
+        if (next && ir_stmt_as_lowered(s->ir, next)) next = NULL; /* never an epilogue */
         if (schedule_stmt(s, st, next, &body)) i++;
     }
     fn->body = body;

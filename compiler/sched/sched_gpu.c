@@ -571,7 +571,7 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
-        if (ir_stmt_gathers(s->ir, st) || ir_stmt_integer(st)) { /* as lowered (sched.c) */
+        if (ir_stmt_as_lowered(s->ir, st)) { /* as lowered (sched.c) */
             ir_block_push(s->ir->arena, &body, st);
             continue;
         }
