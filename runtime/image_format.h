@@ -31,8 +31,9 @@
 #define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
 
 /* The statements of `main` that the runtime carries out (besides print): checkpoints, shuffles,
- * recorded series and their plots, and the progress bar of a loop. */
-#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS)
+ * recorded series and their plots, and the progress bar of a loop; and REDUCE, which a routine's
+ * code calls (version 13): the mean of buffers across the processes of a distributed run. */
+#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS) X(REDUCE)
 
 /* A buffer's element type (version 11), with its name in the language, NumPy's dtype string and
  * the C type of its cells.  Every type so far has 4-byte cells, so a state's buffers are arrays
@@ -76,7 +77,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags; u8 dtype;
  *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
- *                        i64 bound; u32 field_count; u32 buffer[field_count] }
+ *                        i64 bound; u8 sharded; u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
  *   u32 option_count   { str name; u8 is_float; f64 default }
@@ -118,9 +119,16 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * Version 11 added each buffer's element type after its flags (TSR_DTYPE_*).  Version 12 added a
  * data set's `bound`: when positive, its values are positions of a gathered axis of that many
  * cells (an embedding's rows), each of which must be a whole number in 0 … bound-1; the runtime
- * checks them when it produces the set (and the token file of random windows). */
+ * checks them when it produces the set (and the token file of random windows).  Version 13 added
+ * REDUCE, an action that a routine's code runs (tsr_state_action from inside the routine, between
+ * two of its kernels) rather than main: every buffer in `ref` becomes the mean over the processes
+ * of a distributed run of its cells (the sum over the ranks divided by their number; nothing in
+ * a run of one process), and a data set's `sharded` byte: when 1, a distributed run of N
+ * processes splits the set's rows among them (docs/runtime.md, "Training on several
+ * processes"): rank r holds the rows r, r + N, r + 2N, … of the set that one process would read
+ * with N times the rows. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 12u
+#define TSR_IMAGE_VERSION 13u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u

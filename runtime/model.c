@@ -304,6 +304,8 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         d->factor = f64(&r);
         d->bound = i64(&r);
         if (d->bound < 0) r.bad = true;
+        d->sharded = u8(&r);
+        if (d->sharded > 1) r.bad = true;
         d->field_count = count(&r, 4);
         d->fields = calloc(d->field_count + 1, sizeof *d->fields);
         if (!d->fields) r.bad = true;

@@ -383,6 +383,8 @@ typedef struct IrDataSet {
     int64_t count, seed;
     double noise, factor;
     int64_t bound;         /* > 0: every value must be a whole number below it (DataSource.bound) */
+    bool sharded;          /* read by a routine that averages across processes (a REDUCE call):
+                            * split among the processes of a distributed run */
     uint32_t fields[2];    /* buffers */
     uint32_t field_count;
 } IrDataSet;

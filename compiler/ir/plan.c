@@ -206,8 +206,9 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
     for (uint32_t i = 0; i < p->source_count; i++) {
         const DataSource *d = p->sources[i];
         IrDataSet *set = &ir->datasets[i];
-        *set = (IrDataSet){d->name, d->generator, d->path, d->count, d->seed, d->noise, d->factor, d->bound, {0, 0},
-                           d->field_count};
+        *set = (IrDataSet){.name = d->name, .generator = d->generator, .path = d->path, .count = d->count,
+                           .seed = d->seed, .noise = d->noise, .factor = d->factor, .bound = d->bound,
+                           .field_count = d->field_count};
         for (uint32_t f = 0; f < d->field_count; f++) {
             set->fields[f] = ar->value_buffer[d->fields[f]->id];
             if (set->fields[f] == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
