@@ -429,6 +429,10 @@ add_summary "docs/examples/checkpoint.tsr: the checkpoint round trip" $? "$TMP/e
 # Training that resumes: N epochs = K epochs, save, a fresh process with --load, N - K epochs.
 sh tests/native/resume.sh "$TSRC" "$PYTHON" >"$TMP/resume.out" 2>&1
 add_summary "native: a resumed run continues the run it resumes" $? "$TMP/resume.out"
+# Data-parallel training on two processes under Open MPI: the MLP and LeNet examples against one
+# process, a killed rank (tests/native/data_parallel.sh).
+sh tests/native/data_parallel.sh "$TSRC" "$PYTHON" >"$TMP/dp.out" 2>&1
+add_summary "native: data-parallel training on two processes (mpirun)" $? "$TMP/dp.out"
 # docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
 # and resumes (tests/native/gpt_example.sh).
 sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1

@@ -47,6 +47,8 @@ typedef struct Cpu {
     const char **profile_labels;
     uint32_t profile_count, profile_cap;
     uint32_t profile_base; /* the slot of the routine being emitted's kernel 0 */
+    LLVMValueRef routine, routine_state; /* the routine being emitted and its state, for calls of
+                                          * the runtime (kernel.h: a call kernel) */
 } Cpu;
 
 /* ---- Kernels --------------------------------------------------------------------------------------- */
@@ -158,7 +160,7 @@ static uint64_t expr_size(const IrExpr *e) {
 }
 
 static uint64_t stmt_size(const IrStmt *s) {
-    if (s->kind == IR_BARRIER) return 1;
+    if (s->kind == IR_BARRIER || s->kind == IR_CALL) return 1;
     if (s->kind != IR_LOOP) return 1 + expr_size(s->value);
     uint64_t body = 1;
     for (uint32_t i = 0; i < s->body.count && body < PART_BUDGET; i++) body += stmt_size(s->body.items[i]);
@@ -196,7 +198,9 @@ static void profile_launch(Cpu *c, uint32_t slot, LLVMValueRef t0) {
 static void profile_label(Cpu *c, const IrFunction *fn, const Kernel *k, uint32_t number, bool *written) {
     const IrProgram *ir = c->g.ir;
     for (uint32_t i = 0; i < k->count; i++) kernel_note_stores(k->stmts[i], written);
-    char *label = arena_printf(ir->arena, "%s #%u  writes", fn->name, number);
+    if (k->call) /* the runtime writes them all */
+        for (uint32_t i = 0; i < k->buffer_count; i++) written[k->buffers[i]] = true;
+    char *label = arena_printf(ir->arena, k->call ? "%s #%u  means across processes of" : "%s #%u  writes", fn->name, number);
     bool first = true;
     for (uint32_t i = 0; i < k->buffer_count; i++) {
         uint32_t b = k->buffers[i];
@@ -272,6 +276,16 @@ static uint32_t blocks_end(const KernelList *kl, uint32_t i, uint32_t last) {
 static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_t last, const LLVMValueRef *bodies,
                            const LLVMValueRef *literals, const LLVMValueRef *ranges, LLVMValueRef bufs,
                            LLVMValueRef syms, LLVMValueRef ctx, bool in_blocks);
+static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status);
+
+/* A call of the runtime (kernel.h): tsr_state_action(state, action), the routine returning its
+ * status when it fails. */
+static void call_runtime(Cpu *c, const Kernel *k) {
+    CgLlvm *g = &c->g;
+    LLVMTypeRef p[2] = {g->ptr, g->i32};
+    LLVMValueRef a[2] = {c->routine_state, LLVMConstInt(g->i32, k->stmts[0]->action, 0)};
+    return_on_error(c, c->routine, cgl_call(g, "tsr_state_action", g->i32, p, 2, a));
+}
 
 /* The kernels [first, last) of one loop of blocks (docs/ir.md §5.2), run for each block: its
  * first row S, stored in the state's symbols (the kernels read it there), is ⌊n/A⌋·A (0 without
@@ -317,7 +331,9 @@ static void launch_kernels(Cpu *c, const KernelList *kl, uint32_t first, uint32_
             continue;
         }
         LLVMValueRef t0 = c->opt->profile ? profile_clock(c) : NULL;
-        if (k->threaded) {
+        if (k->call) {
+            call_runtime(c, k);
+        } else if (k->threaded) {
             LLVMTypeRef pp[4] = {g->ptr, g->ptr, g->i64, g->i64};
             LLVMValueRef a[4] = {ranges[i], ctx, cgl_size(g, k->extent, syms), cgl_iconst(g, k->grain)};
             cgl_call(g, "tsr_parallel_for", g->void_t, pp, 4, a);
@@ -370,11 +386,22 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     if (!ir->exported[f]) LLVMSetLinkage(r, LLVMInternalLinkage);
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, r, "entry"));
     LLVMValueRef state = LLVMGetParam(r, 0);
+    c->routine = r;
+    c->routine_state = state;
     return_on_error(c, r, cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state));
-    for (uint32_t k = c->opt->gpu_first[f]; k < c->opt->gpu_first[f + 1]; k++) {
-        LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, k, 0)};
+    /* The function's kernels in order: the GPU's (cg_ptx.c numbers them, calls of the runtime
+     * skipped) and the calls, which the host makes between them. */
+    KernelList kl = kernel_outline(ir, &ir->functions[f], c->opt->target);
+    uint32_t next = c->opt->gpu_first[f];
+    for (uint32_t k = 0; k < kl.count; k++) {
+        if (kl.kernels[k].call) {
+            call_runtime(c, &kl.kernels[k]);
+            continue;
+        }
+        LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, next++, 0)};
         return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));
     }
+    if (next != c->opt->gpu_first[f + 1]) diag_error_noloc("internal error: the GPU kernels of a routine are miscounted");
     LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));
     return r;
 }
@@ -434,19 +461,20 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     for (uint32_t k = 0; k < kl.count; k++) {
         const Kernel *kn = &kl.kernels[k];
         bool lift = split && !kn->threaded;
+        if (kn->call) continue; /* the routine calls the runtime there */
         bodies[k] = emit_kernel(c, fn, kn, arena_printf(ir->arena, "%s.kernel%u", name, k), lift ? &literals[k] : NULL);
         if (kn->threaded) ranges[k] = emit_range(c, kn, bodies[k], arena_printf(ir->arena, "%s.range%u", name, k));
     }
     uint32_t parts = 0;
     if (split) {
         for (uint32_t k = 0; k < kl.count;) {
-            if (kl.kernels[k].threaded || kl.kernels[k].blocks) { /* launched by the routine itself */
+            if (kl.kernels[k].threaded || kl.kernels[k].blocks || kl.kernels[k].call) { /* launched by the routine itself */
                 k++;
                 continue;
             }
             uint32_t end = k;
             uint64_t size = 0;
-            while (end < kl.count && !kl.kernels[end].threaded && !kl.kernels[end].blocks &&
+            while (end < kl.count && !kl.kernels[end].threaded && !kl.kernels[end].blocks && !kl.kernels[end].call &&
                    (end == k || size + kernel_size(fn, &kl.kernels[end]) <= PART_BUDGET))
                 size += kernel_size(fn, &kl.kernels[end++]);
             part_end[k] = end;
@@ -463,6 +491,8 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     if (!exported) LLVMSetLinkage(r, LLVMInternalLinkage);
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, r, "entry"));
     LLVMValueRef state = LLVMGetParam(r, 0);
+    c->routine = r;
+    c->routine_state = state;
     LLVMValueRef sizes = check_sizes(c, fn, state, name); /* first: a run they refuse is not counted */
     if (sizes) return_on_error(c, r, sizes);
     return_on_error(c, r, cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state));
@@ -479,7 +509,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
                 LLVMValueRef a[2] = {bufs, syms};
                 LLVMBuildCall2(g->b, LLVMFunctionType(g->void_t, pp, 2, 0), part_fn[k], a, 2, "");
                 k = part_end[k];
-            } else { /* a threaded kernel, or a loop of blocks with its kernels */
+            } else { /* a threaded kernel, a call of the runtime, or a loop of blocks with its kernels */
                 uint32_t end = kl.kernels[k].blocks ? blocks_end(&kl, k, kl.count) : k + 1;
                 launch_kernels(c, &kl, k, end, bodies, literals, ranges, bufs, syms, NULL, false);
                 k = end;

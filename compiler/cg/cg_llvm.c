@@ -664,6 +664,7 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         break;
     }
     case IR_BARRIER: cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL); break;
+    case IR_CALL: diag_error_noloc("internal error: a call of the runtime inside a kernel"); break;
     }
 }
 

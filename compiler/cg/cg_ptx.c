@@ -176,7 +176,7 @@ bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char 
     if (!lists || !written) diag_fatal_oom();
     for (uint32_t f = 0; f < ir->function_count; f++) {
         lists[f] = kernel_outline(ir, &ir->functions[f], target);
-        total += lists[f].count;
+        total += lists[f].count; /* at most: calls of the runtime are made by the host */
     }
     GpuKernelInfo *infos = arena_alloc(ir->arena, (total + 1) * sizeof *infos);
     out->function_first = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *out->function_first);
@@ -185,9 +185,12 @@ bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char 
         const IrFunction *fn = &ir->functions[f];
         out->function_first[f] = n;
         const char *fname = abi_c_name(ir->arena, fn->name);
-        for (uint32_t k = 0; k < lists[f].count; k++, n++)
+        for (uint32_t k = 0; k < lists[f].count; k++) {
+            if (lists[f].kernels[k].call) continue; /* the routine calls the runtime there (cg_cpu.c) */
             emit_kernel(&g, fn, &lists[f].kernels[k], arena_printf(ir->arena, "%s_%s_k%u", module, fname, k), written,
                         &infos[n]);
+            n++;
+        }
     }
     out->function_first[ir->function_count] = n;
     free(lists);

@@ -270,9 +270,38 @@ static Env *elab_assignment(Elab *e, Routine *r, const Node *n, Env *env) {
     return env;
 }
 
+/* `all_reduce_mean t` or `all_reduce_mean t.grad`, the primitive of code that averages across
+ * processes, when n is one (its name not bound by the program): true when handled. */
+static bool elab_all_reduce(Elab *e, Routine *r, const Node *n, Env *env) {
+    if (n->kind != NODE_APP || n->a->kind != NODE_VAR || strcmp(n->a->name, "all_reduce_mean") != 0 ||
+        lookup(e, env, n->a->name))
+        return false;
+    const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
+    if (!arg || arg->kind == NODE_ARG) {
+        diag_error(n->span, "all_reduce_mean takes one tensor or gradient: all_reduce_mean t, all_reduce_mean t.grad");
+        return true;
+    }
+    bool grad = arg->kind == NODE_FIELD && strcmp(arg->name, "grad") == 0;
+    Value *v = eval(e, grad ? arg->a : arg, env, MODE_TENSOR);
+    if (v->kind == V_ERROR) return true;
+    if (v->kind != V_TENSOR) {
+        diag_error(arg->span, "all_reduce_mean takes a tensor or a gradient, but this is %s", kind_noun(v));
+        return true;
+    }
+    Tensor *t = v->as.tensor;
+    if (!grad && t->kind != TENSOR_PARAM && t->kind != TENSOR_OP && t->kind != TENSOR_STATE) {
+        diag_error(arg->span, "all_reduce_mean changes the tensor's cells, so it takes a parameter, a state tensor, "
+                   "a tensor an operation computes or a gradient; an input, data, a literal or a constant is only read");
+        return true;
+    }
+    add_step(e, r, (CodeStep){.kind = STEP_ALL_REDUCE, .tensor = t, .grad = grad, .span = n->span});
+    return true;
+}
+
 /* Code that is a value: a `let%cd` definition, a code function applied (`Train.sgd ~lr p`), or
  * a name bound to one; its body is elaborated in its own environment. */
 static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
+    if (elab_all_reduce(e, r, n, env)) return;
     Value *v = eval(e, n, env, MODE_VALUE);
     if (v->kind == V_ERROR) return;
     if (v->kind != V_CODE || !v->as.closure) {

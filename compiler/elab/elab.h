@@ -127,6 +127,8 @@ typedef enum CodeStepKind {
     STEP_ASSIGN,     /* a standalone assignment, under its logic (docs/language.md §3.7.2) */
     STEP_COMPUTE,    /* compute t from the current values of the tensors made before it (ids below
                         `fresh_from`): what `print` does with an expression of `main` */
+    STEP_ALL_REDUCE, /* all_reduce_mean t (or t.grad, with `grad`): t's cells become their mean
+                        across the processes of a distributed run (docs/language.md §3.7.5) */
 } CodeStepKind;
 
 typedef enum CodeExprKind { CEXPR_CONST, CEXPR_TENSOR, CEXPR_OP } CodeExprKind;
@@ -148,8 +150,8 @@ struct CodeExpr {
 
 typedef struct CodeStep {
     CodeStepKind kind;
-    Tensor *tensor;          /* FORWARD/BACKPROP/ZERO_GRADS; ASSIGN: the left side */
-    bool grad;               /* ASSIGN: the left side is the gradient */
+    Tensor *tensor;          /* FORWARD/BACKPROP/ZERO_GRADS/ALL_REDUCE; ASSIGN: the left side */
+    bool grad;               /* ASSIGN: the left side is the gradient; ALL_REDUCE: t.grad */
     const char *op;          /* ASSIGN: the assignment operator ("=:", "=+") */
     CodeExpr *rhs;           /* ASSIGN */
     Logic logic;             /* ASSIGN: LOGIC_POINTWISE without ~logic: */

@@ -69,6 +69,9 @@ typedef struct Assignment {
                            * assignment itself does not read (`v =: v1` of an embedding's take) */
     Span span;            /* the application (or definition) it came from */
     const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
+    bool collective;      /* not an assignment but `all_reduce_mean` of the nodes in `reads`
+                           * (consecutive ones of a routine fused): every cell of each becomes
+                           * its mean across processes; lowered to a call of the runtime */
 } Assignment;
 
 /* The element type of an expression of constants alone: it takes the other side's. */

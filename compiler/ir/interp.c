@@ -192,6 +192,12 @@ static void run_block(Interp *in, const IrBlock *block) {
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;
         case IR_BARRIER: break; /* each phase has already run for every thread */
+        case IR_CALL: /* as a generated routine calls it */
+            if (tsr_state_action(in->state, s->action) != TSR_OK) {
+                diag_error_noloc("run time: %s", tsr_last_error());
+                in->failed = true;
+            }
+            break;
         }
     }
 }

@@ -344,6 +344,14 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fputc('\n', out);
             break;
         case IR_BARRIER: fputs("barrier\n", out); break;
+        case IR_CALL: {
+            const IrAction *a = &ir->actions[s->action];
+            fprintf(out, "call %s (", a->kind == IRA_REDUCE ? "mean_across_processes" : "action");
+            for (uint32_t k = 0; k < a->buffer_count; k++)
+                fprintf(out, "%s%s", k ? ", " : "", ir->buffers[a->buffers[k]].name);
+            fputs(")\n", out);
+            break;
+        }
         }
     }
 }
@@ -530,6 +538,16 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
                 problem(v, "a barrier outside the phases of a block's kernel");
             break;
+        case IR_CALL:
+            if (block != &v->fn->body) problem(v, "a call of the runtime inside a loop");
+            else if (s->action >= v->ir->action_count || v->ir->actions[s->action].kind != IRA_REDUCE)
+                problem(v, "a call of an action that is not a routine's");
+            else
+                for (uint32_t k = 0; k < v->ir->actions[s->action].buffer_count; k++)
+                    if (v->ir->actions[s->action].buffers[k] >= v->ir->buffer_count ||
+                        v->ir->buffers[v->ir->actions[s->action].buffers[k]].is_virtual)
+                        problem(v, "a call of the runtime on a buffer without storage");
+            break;
         }
     }
 }
@@ -594,10 +612,19 @@ bool ir_stmt_integer(const IrStmt *s) {
             if (ir_stmt_integer(s->body.items[i])) return true;
         return false;
     }
-    return s->kind != IR_BARRIER && expr_integer(s->value);
+    return s->kind != IR_BARRIER && s->kind != IR_CALL && expr_integer(s->value);
 }
 
-bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) { return ir_stmt_gathers(ir, s) || ir_stmt_integer(s); }
+bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
+    if (s->kind != IR_CALL) return false;
+    for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++)
+        if (ir->actions[s->action].buffers[k] == buffer) return true;
+    return false;
+}
+
+bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s);
+}
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
     switch (s->kind) {
@@ -607,7 +634,8 @@ bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
         return false;
     case IR_STORE: return index_gathers(ir, s->buffer, s->index) || ir_expr_gathers(ir, s->value);
     case IR_SET_LOCAL: return ir_expr_gathers(ir, s->value);
-    case IR_BARRIER: return false;
+    case IR_BARRIER:
+    case IR_CALL: return false;
     }
     return false;
 }
@@ -677,6 +705,10 @@ static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block
             break;
         case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
         case IR_BARRIER: break;
+        case IR_CALL:
+            for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++)
+                mark_buffer(ir, need, ir->actions[s->action].buffers[k]);
+            break;
         }
     }
 }

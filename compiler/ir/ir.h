@@ -262,6 +262,9 @@ typedef enum IrStmtKind {
     IR_SET_LOCAL, /* local = value */
     IR_BARRIER,   /* every thread of the block waits here (between the phases of a block's
                    * kernel, ir.h LOOP_BLOCK_X); nothing for the reference executor */
+    IR_CALL,      /* the runtime carries out action `action` (IrProgram.actions) here: a
+                   * top-level statement of a function, between two of its kernels, that reads
+                   * and writes the action's buffers (REDUCE: their mean across processes) */
 } IrStmtKind;
 
 typedef struct IrStmt IrStmt;
@@ -289,6 +292,8 @@ struct IrStmt {
     IrExpr *value;     /* STORE, SET_LOCAL */
     bool nontemporal;  /* STORE in a vector loop, aligned to the vector (the schedule's): written
                         * around the caches, for a large buffer the nest does not read */
+    /* IR_CALL */
+    uint32_t action;
     const char *comment; /* optional, printed before the statement */
 };
 
@@ -341,7 +346,9 @@ typedef enum IrActionKind { TSR_ACTION_KINDS(IR_KIND_ACTION) } IrActionKind;
 /* A statement of main that the runtime carries out (runtime/steps.c): a checkpoint (`text` the
  * file, `buffers` what it holds, none: every parameter), a shuffle (`buffers` the fields of
  * data set `value`, each of `rows` rows), a record (buffers[0] onto series `value`), a plot of
- * series `value` (titled `text`), or a loop's progress bar (titled `text`). */
+ * series `value` (titled `text`), or a loop's progress bar (titled `text`).  Or one that a
+ * routine's code calls (IR_CALL): REDUCE, every buffer in `buffers` made the mean of its cells
+ * across the processes of a distributed run (`text` says what for, in dumps). */
 typedef struct IrAction {
     IrActionKind kind;
     const char *text;
@@ -442,9 +449,11 @@ bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e);
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
 /* Whether the statement or nest s computes on i32 values (an IR_OP with i32 set). */
 bool ir_stmt_integer(const IrStmt *s);
-/* Whether the schedule leaves s as lowered: it gathers or computes on i32s (its rewrites reason
- * about indices by their terms and rebuild f32 steps). */
+/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers or
+ * computes on i32s (the rewrites reason about indices by their terms and rebuild f32 steps). */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
+/* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */
+bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third

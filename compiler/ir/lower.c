@@ -611,10 +611,25 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     if (first && comment) first->comment = comment;
 }
 
+/* `all_reduce_mean` (assign.h: a collective): a REDUCE action of the buffers it averages, called
+ * by the runtime at this point of the function. */
+static void lower_collective(IrProgram *ir, IrFunction *fn, const Assignment *a) {
+    IrAction action = {.kind = IRA_REDUCE, .text = "all_reduce_mean"};
+    action.buffers = arena_alloc(ir->arena, (a->read_count + 1) * sizeof *action.buffers);
+    for (uint32_t i = 0; i < a->read_count; i++) action.buffers[action.buffer_count++] = a->reads[i].buffer;
+    ARENA_PUSH(ir->arena, ir->actions, ir->action_count, ir->action_cap, action);
+    IrStmt *call = arena_alloc(ir->arena, sizeof *call);
+    *call = (IrStmt){.kind = IR_CALL, .action = ir->action_count - 1, .comment = "the mean across processes"};
+    ir_block_push(ir->arena, &fn->body, call);
+}
+
 IrFunction *lower_function(IrProgram *ir, const char *name, Assignment *const *assignments, uint32_t count) {
     IrFunction f = {.name = name};
     ARENA_PUSH(ir->arena, ir->functions, ir->function_count, ir->function_cap, f);
     IrFunction *fn = &ir->functions[ir->function_count - 1];
-    for (uint32_t i = 0; i < count; i++) lower_assignment(ir, fn, assignments[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        if (assignments[i]->collective) lower_collective(ir, fn, assignments[i]);
+        else lower_assignment(ir, fn, assignments[i]);
+    }
     return fn;
 }

@@ -70,7 +70,17 @@ static void count_block(Counts *c, const IrBlock *b) {
     for (uint32_t i = 0; i < b->count; i++) {
         const IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) count_block(c, &s->body);
-        else {
+        else if (s->kind == IR_CALL) { /* the runtime reads and writes them: kept as they are */
+            const IrAction *a = &c->ir->actions[s->action];
+            for (uint32_t k = 0; k < a->buffer_count; k++) {
+                uint32_t buf = a->buffers[k];
+                c->loads[buf]++;
+                c->stores[buf]++;
+                c->load_fn[buf] = c->store_fn[buf] = c->fn;
+                c->load_top[buf] = c->store_top[buf] = c->top;
+                c->gathered[buf] = 1;
+            }
+        } else {
             count_expr(c, s->value, false);
             if (s->kind == IR_STORE) {
                 c->stores[s->buffer]++;
@@ -163,7 +173,7 @@ static void simplify_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *cha
     for (uint32_t i = 0; i < b->count; i++) {
         IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) simplify_block(ir, c, &s->body, changed);
-        else s->value = simplify(ir, c, s->value, changed);
+        else if (s->kind != IR_CALL) s->value = simplify(ir, c, s->value, changed);
     }
 }
 
@@ -236,7 +246,7 @@ static bool find_load(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t dep
             if (depth >= 64) return false;
             loops[depth] = s->iter;
             if (find_load(&s->body, buffer, loops, depth + 1, f)) return true;
-        } else if (find_load_expr(&s->value, buffer, f)) {
+        } else if (s->kind != IR_CALL && find_load_expr(&s->value, buffer, f)) {
             memcpy(f->loops, loops, depth * sizeof *loops);
             f->depth = depth;
             return true;
@@ -257,6 +267,7 @@ static bool expr_has_local(const IrExpr *e) {
  * (function, top-level statement) in program order.  Built once per round of optimise(); a
  * store removed during the round stays listed (a false hazard, retried in the next round). */
 typedef struct StoreSites {
+    const IrProgram *ir;
     uint32_t *first;
     uint64_t *at; /* function << 32 | statement */
 } StoreSites;
@@ -266,10 +277,16 @@ static void list_store_sites(const IrBlock *b, uint64_t site, StoreSites *ss, ui
         const IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) list_store_sites(&s->body, site, ss, fill);
         else if (s->kind == IR_STORE) ss->at[ss->first[s->buffer] + fill[s->buffer]++] = site;
+        else if (s->kind == IR_CALL)
+            for (uint32_t k = 0; k < ss->ir->actions[s->action].buffer_count; k++) {
+                uint32_t buf = ss->ir->actions[s->action].buffers[k];
+                ss->at[ss->first[buf] + fill[buf]++] = site;
+            }
     }
 }
 
 static bool store_sites_build(const IrProgram *ir, const Counts *c, StoreSites *ss) {
+    ss->ir = ir;
     ss->first = calloc(ir->buffer_count + 1, sizeof *ss->first);
     uint32_t *fill = calloc(ir->buffer_count + 1, sizeof *fill);
     uint32_t total = 0;
@@ -474,6 +491,7 @@ static bool touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     case IR_STORE: return s->buffer == buffer || ir_expr_loads(ir, s->value, buffer) || ir_index_loads(ir, s->buffer, s->index, buffer);
     case IR_SET_LOCAL: return ir_expr_loads(ir, s->value, buffer);
     case IR_BARRIER: return false;
+    case IR_CALL: return ir_call_touches(ir, s, buffer);
     }
     return false;
 }

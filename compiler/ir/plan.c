@@ -14,6 +14,7 @@
  * optimisation, so that the buffers it prints are kept. */
 #include "ir/plan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -216,6 +217,52 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
     }
 }
 
+/* ---- Data sets split among processes -------------------------------------------------------------- */
+
+static void note_loads_block(const IrProgram *ir, const IrBlock *b, bool *read);
+
+static void note_loads_expr(const IrProgram *ir, const IrExpr *e, bool *read) {
+    if (e->kind == IR_LOAD) {
+        read[e->buffer] = true;
+        for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
+            if (e->index[a].gather) note_loads_expr(ir, e->index[a].gather, read);
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) note_loads_expr(ir, e->args[i], read);
+}
+
+static void note_loads_block(const IrProgram *ir, const IrBlock *b, bool *read) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) note_loads_block(ir, &s->body, read);
+        else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
+            note_loads_expr(ir, s->value, read);
+            for (uint32_t a = 0; s->kind == IR_STORE && a < ir->buffers[s->buffer].rank; a++)
+                if (s->index[a].gather) note_loads_expr(ir, s->index[a].gather, read);
+        }
+    }
+}
+
+/* A data set that a routine averaging across processes reads (an IR_CALL of REDUCE: Train.step's
+ * gradients) is split among the processes of a distributed run: each computes the gradient of its
+ * share of the batch, and the mean of those is the gradient of the whole (docs/runtime.md,
+ * "Training on several processes").  The other sets (a test set an evaluation reads) are read
+ * whole by every process. */
+static void mark_sharded_data(IrProgram *ir) {
+    bool *read = calloc(ir->buffer_count + 1, sizeof *read);
+    if (!read) diag_fatal_oom();
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrBlock *body = &ir->functions[f].body;
+        bool averages = false;
+        for (uint32_t i = 0; i < body->count && !averages; i++) averages = body->items[i]->kind == IR_CALL;
+        if (averages) note_loads_block(ir, body, read);
+    }
+    for (uint32_t d = 0; d < ir->dataset_count; d++)
+        for (uint32_t k = 0; k < ir->datasets[d].field_count; k++)
+            if (read[ir->datasets[d].fields[k]]) ir->datasets[d].sharded = true;
+    free(read);
+}
+
 /* The first axis in memory order (batch, output, input) of a shape as written, or NULL. */
 static const Dim *first_memory_axis(const Shape *sh) {
     static const RowKind order[ROW_KINDS] = {ROW_BATCH, ROW_OUTPUT, ROW_INPUT};
@@ -268,6 +315,7 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
     ir->symbols = arena_alloc(ir->arena, (p->index_count + shape_runtime_decl_count(p->solver) + 1) * sizeof *ir->symbols);
     for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){.name = p->indexes[i].name, .range = p->indexes[i].range, .settable = !p->indexes[i].counter};
     runtime_sizes(ir, ar);
+    mark_sharded_data(ir);
     StmtList out = {0};
     if (p->has_main) {
         if (!main_stmts(ir, ar, p->main, p->main_count, &out)) return false;

@@ -15,11 +15,35 @@
 
 #include "ir/grad.h"
 
+/* `all_reduce_mean` of a node: joins the collective that ends `out` (consecutive ones are one
+ * call, one message), or starts one. */
+static void add_collective(Builder *b, const CodeStep *step, AssignList *out) {
+    Arena *arena = b->ir->arena;
+    build_tensor(b, step->tensor);
+    TNode node = {step->tensor, step->grad};
+    Assignment *last = out->count ? out->items[out->count - 1] : NULL;
+    if (!last || !last->collective) {
+        last = arena_alloc(arena, sizeof *last);
+        *last = (Assignment){.lhs = {.node = node}, .collective = true, .span = step->span, .what = "all_reduce_mean"};
+        push_assignment(arena, out, last);
+    }
+    for (uint32_t i = 0; i < last->read_count; i++)
+        if (last->reads[i].node.tensor == node.tensor && last->reads[i].node.grad == node.grad) return;
+    Access *grown = arena_alloc(arena, (last->read_count + 1) * sizeof *grown);
+    if (last->read_count) memcpy(grown, last->reads, last->read_count * sizeof *grown);
+    grown[last->read_count++] = (Access){.node = node};
+    last->reads = grown;
+}
+
 static void build_routine(Builder *b, const Routine *r, AssignList *out) {
     Arena *arena = b->ir->arena;
     out->name = r->name;
     for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
         const CodeStep *step = &r->steps[s];
+        if (step->kind == STEP_ALL_REDUCE) {
+            add_collective(b, step, out);
+            continue;
+        }
         if (step->kind == STEP_ASSIGN) {
             Assignment *a = standalone(b, step);
             if (!a) return;

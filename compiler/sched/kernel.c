@@ -86,6 +86,9 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         uses_expr(u, s->value);
         break;
     case IR_BARRIER: break;
+    case IR_CALL:
+        for (uint32_t k = 0; k < u->ir->actions[s->action].buffer_count; k++) use_buffer(u, u->ir->actions[s->action].buffers[k]);
+        break;
     }
 }
 
@@ -149,7 +152,7 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
     uint32_t start = list->count;
     for (uint32_t i = 0; i < n; i++) {
         uses_stmt(u, items[i]);
-        bool shared = false;
+        bool shared = false; /* a call uses no locals: a kernel of its own */
         for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
         if (!shared) {
             list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
@@ -194,6 +197,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
         uses_clear(&u);
         const IrStmt *s = kn->stmts[0];
         kn->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
+        kn->call = s->kind == IR_CALL;
         double w = work(s);
         kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&
                        s->extent >= 2 && w >= target->parallel_work;

@@ -14,7 +14,9 @@
  * kernel-local buffers (tiles) live in each run.  When `threaded`, its outer loop (the launch
  * domain, 0 ≤ i < extent) is split over the thread pool in chunks of at least `grain`;
  * otherwise the host calls it once over the whole domain.  A GPU kernel is launched on the
- * grid of blocks its gpu.x/y/z loops give (one thread when it has none). */
+ * grid of blocks its gpu.x/y/z loops give (one thread when it has none).  A call of the runtime
+ * (IR_CALL, `call`) is a kernel of its own that the host carries out itself, between the
+ * kernels before and after it; its buffers are the action's. */
 typedef struct Kernel {
     IrStmt *const *stmts;
     uint32_t count;
@@ -24,6 +26,7 @@ typedef struct Kernel {
     uint32_t *locals;        /* kernel-local buffers */
     uint32_t local_count;
     bool threaded;
+    bool call;               /* stmts[0] is an IR_CALL: the host calls the runtime, no kernel */
     int64_t extent, grain;
     /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch. */
     uint32_t grid[3], block[3];

@@ -432,6 +432,7 @@ static bool stmt_blockable(const IrProgram *ir, const IrStmt *st, uint32_t it) {
         return index_blockable(st->index, ir->buffers[st->buffer].rank, it) && expr_blockable(ir, st->value, it);
     case IR_SET_LOCAL: return expr_blockable(ir, st->value, it);
     case IR_BARRIER: return true;
+    case IR_CALL: return false; /* top-level only */
     }
     return false;
 }
@@ -481,7 +482,8 @@ static IrStmt *blocked_stmt(Sched *s, const IrStmt *st, uint32_t it, const char 
                                                                              it, symbol))
                                    : blocked_expr(s, st->value, it, symbol);
         break;
-    case IR_BARRIER: break;
+    case IR_BARRIER:
+    case IR_CALL: break;
     }
     return c;
 }

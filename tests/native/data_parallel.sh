@@ -1,0 +1,121 @@
+#!/bin/sh
+# data_parallel.sh — data-parallel training on two processes under Open MPI (run by tests/run.sh;
+# docs/runtime.md, "Training on several processes").
+#
+# The MLP of docs/examples/digits.tsr and the LeNet of docs/examples/lenet.tsr, each compiled
+# twice from its own text: once as shipped (batches of 30, one process) and once with batches of
+# 15, run by `mpirun -np 2`.  The two-process run reads files of the same bytes with twice the
+# batches of half the size, so that rank 0's batch i and rank 1's batch i (its rows 2i and
+# 2i + 1: the split rule) are the halves of the one-process batch i.  Train.step averages the
+# gradients and the loss across the ranks, so:
+#   - the two ranks hold the same parameters, bit for bit (--check-replicas), after every epoch;
+#   - the losses printed (by rank 0 alone, once) equal the one-process losses to 1e-6 relative,
+#     the test accuracies are the same, and rank 0's checkpoint holds the one-process parameters
+#     to 1e-5;
+#   - the reference executor under mpirun prints what the native executable prints, bit for bit;
+#   - with --reduce=ordered, two runs print the same bytes;
+#   - killing one rank mid-run ends the other, and mpirun, with a non-zero status within 30 s.
+# Usage: data_parallel.sh TSRC [PYTHON].  Last line: "N passed, N failed".
+set -u
+TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PYTHON=${2:-/usr/bin/python3}
+ROOT=$(pwd)
+. "$(dirname "$0")/harness.sh"
+harness_start data_parallel
+if ! command -v mpirun >/dev/null 2>&1; then
+    fail "mpirun is missing (tools/bootstrap.sh installs Debian's openmpi-bin)"
+    finish
+    exit
+fi
+# Open MPI refuses root unless told, and wants slots for two processes on a small machine.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN="mpirun --oversubscribe -np 2"
+
+"$PYTHON" tools/digits.py "$T" >"$T/log" 2>&1; check "tools/digits.py writes the digits" $?
+mkdir "$T/one" "$T/two"
+cp "$T"/digits_*.npy "$T/one/"
+cp "$T"/digits_test_*.npy "$T/two/"
+"$PYTHON" -c "
+import sys, numpy as np
+src, dst = sys.argv[1], sys.argv[2]
+for name in ['digits_train_x', 'digits_train_img', 'digits_train_y']:
+    a = np.load(f'{src}/{name}.npy')
+    np.save(f'{dst}/{name}.npy', a.reshape((a.shape[0] * 2, a.shape[1] // 2) + a.shape[2:]))
+" "$T/one" "$T/two" 2>"$T/log"
+check "the two-process files: the same bytes in twice the batches of half the size" $?
+
+# The losses and accuracies of two outputs: the same count of lines, losses within 1e-6
+# relative, accuracies equal.
+same_losses() {
+    "$PYTHON" -c "
+import re, sys
+a, b = (open(f).read().split('\n') for f in sys.argv[1:3])
+assert len(a) == len(b) and len(a) > 2, (len(a), len(b))
+for x, y in zip(a, b):
+    if not x: continue
+    la, lb = (float(re.search(r'loss (\S+)', l).group(1)) for l in (x, y))
+    assert abs(la - lb) <= 1e-6 * abs(la), (x, y)
+    assert x.split('test')[1] == y.split('test')[1], (x, y)
+" "$1" "$2" 2>"$T/log"
+}
+
+for example in digits lenet; do
+    # Nine digits of the loss, and the two-process copy's batches of 15.
+    sed -e 's/loss %\.4f/loss %.9g/' "$ROOT/docs/examples/$example.tsr" >"$T/$example.tsr"
+    sed -e 's/^let batch = 30$/let batch = 15/' "$T/$example.tsr" >"$T/${example}2.tsr"
+    grep -q '^let batch = 15$' "$T/${example}2.tsr"; check "$example: the copy of batches of 15" $?
+    "$TSRC" "$T/$example.tsr" -o "$T/one/$example" 2>"$T/log" && "$TSRC" "$T/${example}2.tsr" -o "$T/two/$example" 2>"$T/log"
+    check "$example: both programs compile" $?
+    (cd "$T/one" && timeout 120 "./$example" --save one.npz) >"$T/$example.one" 2>"$T/log"
+    check "$example: one process, batches of 30" $?
+    (cd "$T/two" && timeout 120 $MPIRUN "./$example" --save two.npz --check-replicas) >"$T/$example.two" 2>"$T/log"
+    check "$example: two processes, batches of 15: the ranks agree bit for bit (--check-replicas)" $?
+    same_losses "$T/$example.one" "$T/$example.two"
+    check "$example: rank 0 alone prints, the losses of one process to 1e-6, the same accuracies" $?
+    "$PYTHON" -c "
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert sorted(a.files) == sorted(b.files)
+for k in a.files:
+    if a[k].dtype.kind == 'f':
+        assert np.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), (k, np.abs(a[k] - b[k]).max())
+" "$T/one/one.npz" "$T/two/two.npz" 2>"$T/log"
+    check "$example: rank 0's checkpoint holds the one-process parameters (1e-5)" $?
+done
+
+# The reference executor takes part in a distributed run as a generated executable does.
+(cd "$T/two" && timeout 300 $MPIRUN "$TSRC" --run --interp "$T/digits2.tsr") >"$T/digits.interp" 2>"$T/log"
+check "digits: the reference executor on two processes" $?
+cmp -s "$T/digits.two" "$T/digits.interp"; check "digits: it prints what the executable prints, bit for bit" $?
+
+# The ordered reduction: the same bytes in two runs.
+(cd "$T/two" && timeout 120 $MPIRUN ./lenet --reduce=ordered) >"$T/ordered1" 2>"$T/log" &&
+    (cd "$T/two" && timeout 120 $MPIRUN ./lenet --reduce=ordered) >"$T/ordered2" 2>>"$T/log" &&
+    cmp -s "$T/ordered1" "$T/ordered2" && same_losses "$T/lenet.one" "$T/ordered1"
+check "lenet: --reduce=ordered prints the same bytes twice, the losses of one process" $?
+
+# A rank killed mid-run: the other stops, mpirun ends non-zero, within 30 s.
+sed -e 's/^let epochs = 4$/let epochs = 1000000/' "$T/lenet2.tsr" >"$T/forever.tsr"
+"$TSRC" "$T/forever.tsr" -o "$T/two/forever" 2>"$T/log"; check "a program of a million epochs compiles" $?
+(cd "$T/two" && exec $MPIRUN ./forever) >"$T/forever.out" 2>"$T/forever.err" &
+launcher=$!
+sleep 3
+victim=$(pgrep -f "^./forever" | head -n 1)
+[ -n "$victim" ] && kill -9 "$victim"
+start=$(date +%s)
+status=0
+waited=0
+while kill -0 "$launcher" 2>/dev/null && [ "$waited" -lt 40 ]; do sleep 1; waited=$((waited + 1)); done
+if kill -0 "$launcher" 2>/dev/null; then
+    status=hung
+    pkill -9 -f "^./forever" 2>/dev/null
+    kill -9 "$launcher" 2>/dev/null
+fi
+wait "$launcher" 2>/dev/null
+rc=$?
+elapsed=$(($(date +%s) - start))
+cp "$T/forever.err" "$T/log"
+[ -n "$victim" ] && [ "$status" = 0 ] && [ "$rc" != 0 ] && [ "$elapsed" -le 30 ] && [ -z "$(pgrep -f '^./forever')" ]
+check "a rank killed mid-run: mpirun ends with status $rc after ${elapsed}s, no process left" $?
+
+finish
