@@ -179,6 +179,7 @@ static void model_free(tsr_model *m) {
     for (uint32_t i = 0; i < m->action_count; i++) {
         free(m->actions[i].text);
         free(m->actions[i].refs);
+        free(m->actions[i].fused);
     }
     free(m->actions);
     for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);

@@ -299,6 +299,10 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             tsr_state_destroy(s);
             return NULL;
         }
+    if (args) {
+        m->reduce_ordered = args->reduce_ordered;
+        m->check_replicas = args->check_replicas;
+    }
     if (args && args->save && !(m->save_path = strdup(args->save))) {
         tsr_state_destroy(s);
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
@@ -549,6 +553,7 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
 int tsr_state_print(tsr_state *s, uint32_t print) {
     if (!s) return null_state();
     if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
+    if (tsr_dist_rank() != 0) return TSR_OK; /* process 0 prints for the run */
     const Print *p = &s->model->prints[print];
     for (uint32_t a = 0; a < p->arg_count; a++) { /* the host copies of the buffers it shows */
         int status = p->args[a].kind == TSR_ARG_BUFFER ? tsr_buffer_to_host(s, p->args[a].ref, false) : TSR_OK;
@@ -565,9 +570,116 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     return TSR_OK;
 }
 
+/* ---- Several processes ------------------------------------------------------------------------- */
+
+bool tsr_state_reduce_ordered(const tsr_state *s) { return s && s->model && s->model->reduce_ordered; }
+
+/* A value of the agreement check, for its message. */
+static void describe_value(const tsr_state *s, int64_t index, int64_t value, char *out, size_t size) {
+    const tsr_model *m = s->model;
+    if (index >= 1 && index <= (int64_t)m->option_count && m->options[index - 1].is_float) {
+        double v;
+        memcpy(&v, &value, sizeof v);
+        snprintf(out, size, "%.17g", v);
+    } else {
+        snprintf(out, size, "%" PRId64, value);
+    }
+}
+
+int tsr_state_check_agreement(tsr_state *s) {
+    if (!s) return null_state();
+    if (!tsr_dist_active()) return TSR_OK;
+    const tsr_model *m = s->model;
+    uint32_t count = 1 + m->option_count + m->symbol_count;
+    int64_t *values = malloc(count * sizeof *values);
+    if (!values) return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
+    uint32_t n = 0;
+    values[n++] = (int64_t)s->seed;
+    for (uint32_t i = 0; i < m->option_count; i++) {
+        double v = m->options[i].value;
+        memcpy(&values[n++], &v, sizeof v); /* the bits: -0.0 and 0.0 differ, as they may in a run */
+    }
+    uint32_t first_size = n;
+    for (uint32_t i = 0; i < m->symbol_count; i++)
+        if (m->symbol_sizes[i]) values[n++] = s->symbols[i];
+    tsr_dist_difference d;
+    int status = tsr_dist_compare(values, n, &d);
+    free(values);
+    if (status != TSR_OK || d.index == -1) return status;
+    tsr_dist_set_collective_failure();
+    if (d.index == -2)
+        return tsr_error(TSR_ERR_DIST, "the processes run different programs: process 0 has %" PRId64 " options and "
+                         "sizes, process %d has %" PRId64 "; every process of a distributed run runs the same program",
+                         d.value0, d.other_rank, d.value_other);
+    char what[256], mine[64], theirs[64];
+    if (d.index == 0) snprintf(what, sizeof what, "--seed");
+    else if (d.index < first_size) snprintf(what, sizeof what, "option '--%s'", m->options[d.index - 1].name);
+    else {
+        uint32_t k = (uint32_t)(d.index - first_size), symbol = 0;
+        for (uint32_t i = 0; i < m->symbol_count; i++)
+            if (m->symbol_sizes[i] && k-- == 0) {
+                symbol = i;
+                break;
+            }
+        snprintf(what, sizeof what, "run-time size '%s'", m->symbol_names[symbol]);
+    }
+    describe_value(s, d.index, d.value0, mine, sizeof mine);
+    describe_value(s, d.index, d.value_other, theirs, sizeof theirs);
+    return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process 0 has %s, process %d has %s; every process of a "
+                     "distributed run needs the same seed, options and data sizes", what, mine, d.other_rank, theirs);
+}
+
+/* FNV-1a (64 bits) of `bytes` bytes. */
+static uint64_t fnv1a(const void *bytes, size_t size) {
+    const unsigned char *p = bytes;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/* --check-replicas: every parameter and state tensor must have the same bytes on every process. */
+static int check_replicas(tsr_state *s) {
+    const tsr_model *m = s->model;
+    int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
+    uint32_t *which = calloc(m->buffer_count + 1, sizeof *which);
+    if (!hashes || !which) {
+        free(hashes);
+        free(which);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory checking the replicas");
+    }
+    uint32_t n = 0;
+    int status = TSR_OK;
+    for (uint32_t b = 0; b < m->buffer_count && status == TSR_OK; b++) {
+        const Buffer *buffer = &m->buffers[b];
+        if (buffer->is_virtual || !(buffer->kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(m, b))) continue;
+        status = tsr_buffer_to_host(s, b, false);
+        which[n] = b;
+        hashes[n++] = s->buffers[b] ? (int64_t)fnv1a(s->buffers[b], (size_t)buffer->size * 4) : 0;
+    }
+    tsr_dist_difference d = {.index = -1};
+    if (status == TSR_OK) status = tsr_dist_compare(hashes, n, &d);
+    if (status == TSR_OK && d.index != -1) {
+        tsr_dist_set_collective_failure();
+        status = d.index == -2 ? tsr_error(TSR_ERR_DIST, "--check-replicas: the processes hold different numbers of "
+                                           "parameters (%" PRId64 " and %" PRId64 ")", d.value0, d.value_other)
+                               : tsr_error(TSR_ERR_DIST, "--check-replicas: tensor '%s' differs between process 0 and "
+                                           "process %d (FNV-1a hashes %016" PRIx64 " and %016" PRIx64 "): the replicas "
+                                           "have drifted apart", m->buffers[which[d.index]].name, d.other_rank,
+                                           (uint64_t)d.value0, (uint64_t)d.value_other);
+    }
+    free(hashes);
+    free(which);
+    return status;
+}
+
 int tsr_main_save(tsr_state *s) {
-    if (!s || !s->model || !s->model->save_path) return TSR_OK;
-    return tsr_checkpoint_save(s, s->model->save_path, NULL, 0);
+    if (!s || !s->model) return TSR_OK;
+    if (s->model->check_replicas) {
+        int status = check_replicas(s);
+        if (status != TSR_OK) return status;
+    }
+    if (!s->model->save_path) return TSR_OK;
+    return tsr_checkpoint_save_once(s, s->model->save_path, NULL, 0);
 }
 
 int tsr_main_end(tsr_state *s, const char *program) {
@@ -578,12 +690,21 @@ int tsr_main_end(tsr_state *s, const char *program) {
         tsr_error(TSR_ERR_IO, "cannot write to the standard output");
         return tsr_main_fail(NULL, program);
     }
+    if (tsr_dist_finalize() != TSR_OK) return tsr_main_fail(NULL, program);
     return 0;
 }
 
 int tsr_main_fail(tsr_state *s, const char *program) {
     fflush(stdout);
-    fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    if (tsr_dist_size() > 1)
+        fprintf(stderr, "%s: error: process %d of %d: %s\n", program ? program : "tsr", tsr_dist_rank(), tsr_dist_size(),
+                tsr_last_error());
+    else fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    fflush(stderr);
     tsr_state_destroy(s);
+    /* An error of this process alone: the others may wait for it in a collective call forever,
+     * so the run ends (MPI_Abort).  One that every process found: each ends by itself. */
+    if (tsr_dist_active() && !tsr_dist_collective_failure()) tsr_dist_abort(1);
+    tsr_dist_finalize();
     return 1;
 }
