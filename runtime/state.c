@@ -577,10 +577,11 @@ bool tsr_state_reduce_ordered(const tsr_state *s) { return s && s->model && s->m
 /* A value of the agreement check, for its message. */
 static void describe_value(const tsr_state *s, int64_t index, int64_t value, char *out, size_t size) {
     const tsr_model *m = s->model;
-    if (index >= 1 && index <= (int64_t)m->option_count && m->options[index - 1].is_float) {
+    if (index >= 1 && index <= (int64_t)m->option_count) { /* an option's value: the bits of a double */
         double v;
         memcpy(&v, &value, sizeof v);
-        snprintf(out, size, "%.17g", v);
+        if (m->options[index - 1].is_float) snprintf(out, size, "%.17g", v);
+        else snprintf(out, size, "%" PRId64, (int64_t)v);
     } else {
         snprintf(out, size, "%" PRId64, value);
     }
