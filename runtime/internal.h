@@ -180,6 +180,14 @@ int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank
                        const char *what);
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what);
+/* The rows of process `shard` of `shards` (docs/runtime.md §17): `dims` is this process's shape;
+ * the file holds dims[0]·shards rows (else TSR_ERR_DATA naming the item, the file, both counts
+ * and the number of processes) and process r gets rows r, r+shards, …  The .npy reader reads
+ * those rows alone (a seek per row); CSV is scanned whole, keeping them. */
+int tsr_load_npy_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards);
+int tsr_load_csv_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards);
 /* Open the regular file at `path` for data item `what`, as the loaders do (anything else is
  * refused before a byte is read), with its size in *size. */
 int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size);
@@ -236,12 +244,20 @@ int tsr_tokens_sequential(const tsr_tokens *tokens, float *out, int64_t rows, in
                           const char *path);
 int tsr_tokens_random(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
                       uint64_t draw, const char *what, const char *path);
+/* The same for process `shard` of `shards` of a distributed run whose item is sharded: row k is
+ * global row k·shards + shard of the item `shards` times as long (its sequential window, or its
+ * random draw); tsr_tokens_sequential and tsr_tokens_random are shard 0 of 1. */
+int tsr_tokens_sequential_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, int shard, int shards,
+                                const char *what, const char *path);
+int tsr_tokens_random_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
+                            uint64_t draw, int shard, int shards, const char *what, const char *path);
 /* The data set whose random windows fill buffer `buffer` (a `tokens ~windows:"random"` item),
  * with its tokens, or NULL: SHUFFLE draws new windows for it instead of permuting its rows. */
 typedef struct tsr_token_windows {
     const tsr_tokens *tokens;
     const char *name, *path;
     uint64_t seed;
+    int shard, shards; /* this process's rows of a sharded item (0 and 1 otherwise) */
 } tsr_token_windows;
 bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_windows *windows);
 

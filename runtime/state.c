@@ -56,18 +56,39 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
 
 /* Read a file into buffer `buffer` for data item `what`: CSV or .npy, of the buffer's element
  * type.  A buffer of run-time length takes the length of the .npy file's first axis. */
-static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv) {
+static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv, bool sharded) {
     const Buffer *b = &s->model->buffers[buffer];
+    int shard = sharded ? tsr_dist_rank() : 0, shards = sharded ? tsr_dist_size() : 1;
     if (b->size_symbol >= 0) {
         int64_t length = 0;
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
                                                    "version (use a .npy file)", what, path)
                          : tsr_npy_length(path, what, b->dtype, &length);
+        if (status == TSR_OK && shards > 1) { /* whole rows for every process; the last length % N rows unused */
+            if (length < shards)
+                status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %d rows in %s or more (one for "
+                                   "each), it has %" PRId64, what, shards, shards, path, length);
+            length /= shards;
+        }
         if (status == TSR_OK) status = give_length(s, buffer, length, what, path);
         if (status != TSR_OK) return status;
     }
+    if (shards > 1 && b->rank > 0) {
+        if (csv) return tsr_load_csv_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
+        return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
+    }
     if (csv) return tsr_load_csv_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
+}
+
+/* Whether data set `d` is split among the processes of this run (docs/runtime.md §17). */
+static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; }
+
+/* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */
+static void keep_rows(const float *global, float *local, int64_t rows, int64_t row_cells) {
+    int shard = tsr_dist_rank(), shards = tsr_dist_size();
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(local + i * row_cells, global + (i * shards + shard) * row_cells, (size_t)row_cells * sizeof *local);
 }
 
 /* A `tokens` item: the token file (or the --data file replacing it) cut into windows, one per
@@ -75,6 +96,7 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
  * axis takes as many indices as the file holds sequential windows for (whole ones: (count-1) /
  * (W-1) windows, divided by the windows one index holds).  Sequential windows are filled and the
  * tokens dropped; random ones are drawn (draw 0) and the tokens kept for SHUFFLE's draws. */
+static bool split(const DataSet *d);
 static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
     uint32_t buffer = d->fields[0];
     const Buffer *b = &s->model->buffers[buffer];
@@ -98,23 +120,30 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
             status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64
                                ", fewer than the %" PRId64 " that one index of the run-time size needs", d->name, d->path,
                                tokens.count, windows, windows == 1 ? "" : "s", width, per_index);
+        else if (split(d) && windows / per_index < tsr_dist_size())
+            status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %" PRId64 " windows in %s or more "
+                               "(%" PRId64 " for each), it has %" PRId64, d->name, tsr_dist_size(),
+                               per_index * tsr_dist_size(), d->path, per_index, windows);
         else
-            status = give_length(s, buffer, windows / per_index, d->name, d->path);
+            status = give_length(s, buffer, windows / per_index / (split(d) ? tsr_dist_size() : 1), d->name, d->path);
     }
     int64_t rows = width > 0 ? b->size / width : 0;
+    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
     if (status == TSR_OK && d->count == 0)
-        status = tsr_tokens_sequential(&tokens, s->buffers[buffer], rows, width, d->name, d->path);
+        status = tsr_tokens_sequential_shard(&tokens, s->buffers[buffer], rows, width, shard, shards, d->name, d->path);
     else if (status == TSR_OK)
-        status = tsr_tokens_random(&tokens, s->buffers[buffer], rows, width, (uint64_t)d->seed, 0, d->name, d->path);
+        status = tsr_tokens_random_shard(&tokens, s->buffers[buffer], rows, width, (uint64_t)d->seed, 0, shard, shards,
+                                         d->name, d->path);
     if (status == TSR_OK && d->count == 1) d->tokens = tokens; /* the state's now */
     else tsr_tokens_free(&tokens);
     return status;
 }
 
 /* A file `--data` names: CSV when the name ends in ".csv", otherwise .npy. */
-static int load_override(tsr_state *s, uint32_t buffer, const char *path) {
+static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
-    return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0);
+    return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
+                     split(d));
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -136,7 +165,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     for (uint32_t f = 0; f < d->field_count; f++) replaced = replaced && data_override(s, d->fields[f], args);
     if (replaced && strcmp(d->generator, "option") != 0) {
         for (uint32_t f = 0; f < d->field_count; f++) {
-            int status = load_override(s, d->fields[f], data_override(s, d->fields[f], args));
+            int status = load_override(s, d, d->fields[f], data_override(s, d->fields[f], args));
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -153,13 +182,34 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
                              d->count);
         float *labels = s->buffers[d->fields[1]];
-        if (!strcmp(d->generator, "half_moons")) tsr_half_moons(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+        int shards = split(d) ? tsr_dist_size() : 1;
+        int64_t count = d->count;
+        float *all_points = f0, *all_labels = labels; /* a sharded set: the points of N processes, then this one's */
+        if (shards > 1) {
+            if (count > INT64_MAX / 2 / shards) return tsr_error(TSR_ERR_DATA, "data '%s': too many points for %d "
+                                                                 "processes", d->name, shards);
+            count *= shards;
+            all_points = tsr_alloc_floats(2 * count);
+            all_labels = tsr_alloc_floats(count);
+            if (!all_points || !all_labels) {
+                tsr_free(all_points);
+                tsr_free(all_labels);
+                return tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s' for %d processes", d->name, shards);
+            }
+        }
+        if (!strcmp(d->generator, "half_moons")) tsr_half_moons(all_points, all_labels, count, d->noise, (uint64_t)d->seed);
         else if (!strcmp(d->generator, "circles"))
-            tsr_circles(f0, labels, d->count, d->noise, d->factor, (uint64_t)d->seed);
-        else tsr_spirals(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+            tsr_circles(all_points, all_labels, count, d->noise, d->factor, (uint64_t)d->seed);
+        else tsr_spirals(all_points, all_labels, count, d->noise, (uint64_t)d->seed);
+        if (shards > 1) {
+            keep_rows(all_points, f0, d->count, 2);
+            keep_rows(all_labels, labels, d->count, 1);
+            tsr_free(all_points);
+            tsr_free(all_labels);
+        }
         for (uint32_t f = 0; f < 2; f++) { /* a field that --data replaces */
             const char *path = data_override(s, d->fields[f], args);
-            int status = path ? load_override(s, d->fields[f], path) : TSR_OK;
+            int status = path ? load_override(s, d, d->fields[f], path) : TSR_OK;
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -173,16 +223,21 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             }
         return tsr_error(TSR_ERR_IMAGE, "data '%s': no option '%s'", d->name, d->path);
     }
+    /* range and uniform of a sharded set: cell c of row i is the global cell of row i·N + r. */
+    int64_t rows = b0->rank && b0->dims[0] ? b0->dims[0] : 1, row_cells = b0->size / rows;
+    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
     if (!strcmp(d->generator, "range")) {
-        for (int64_t c = 0; c < b0->size; c++) tsr_cell_store(f0, b0->dtype, c, (double)c);
+        for (int64_t c = 0; c < b0->size; c++)
+            tsr_cell_store(f0, b0->dtype, c, (double)((c / row_cells * shards + shard) * row_cells + c % row_cells));
         return TSR_OK;
     }
     if (!strcmp(d->generator, "uniform")) {
-        for (int64_t c = 0; c < b0->size; c++) f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)c);
+        for (int64_t c = 0; c < b0->size; c++)
+            f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)((c / row_cells * shards + shard) * row_cells + c % row_cells));
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"));
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split(d));
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 

@@ -7,7 +7,13 @@
  * (fast, and ordered over arrays larger than one collective piece) is the mean of what the
  * processes held, the ordered mean has exactly the bits of a sum in rank order on every process,
  * and the agreement check says yes for equal values and no (on every process) for different
- * ones.  Under mpirun every process prints its failures; process 0 prints the run's total. */
+ * ones.  Under mpirun every process prints its failures; process 0 prints the run's total.
+ *
+ * Alone, it also checks the readers of sharded data sets for process r of N (they take the shard
+ * as arguments, so one process can play every rank): a .npy and a CSV file of N·D0 rows give
+ * rows r, r+N, …; a file of other length is an error naming the item, the file, both counts and
+ * the number of processes; sequential token windows are the file's windows k·N + r, random ones
+ * are the rows k·N + r of one process's draw of N times the rows. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,7 +25,93 @@
 /* Process r's cell i, a number every process can compute for every other. */
 static float cell_of(int r, int64_t i) { return (float)r * 1000.0f + (float)(i % 1000) * 0.1f + 1.0f / 3.0f; }
 
+/* A .npy file of `rows`×2 float32, cell (i, j) = 10·i + j. */
+static void write_npy(const char *path, int rows) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    char dict[128];
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 2), }", rows);
+    while ((10 + n + 1) % 64) dict[n++] = ' ';
+    dict[n++] = '\n';
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    unsigned char len[2] = {(unsigned char)(n & 255), (unsigned char)(n >> 8)};
+    fwrite(len, 1, 2, f);
+    fwrite(dict, 1, (size_t)n, f);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < 2; j++) {
+            float v = (float)(10 * i + j);
+            fwrite(&v, 4, 1, f);
+        }
+    fclose(f);
+}
+
+static void sharded_readers(void) {
+    char dir[] = "/tmp/dist_test.XXXXXX", npy[64], small[64], csv[64];
+    if (!mkdtemp(dir)) {
+        check(false, "a temporary directory", NULL);
+        return;
+    }
+    snprintf(npy, sizeof npy, "%s/six.npy", dir);
+    snprintf(small, sizeof small, "%s/three.npy", dir);
+    snprintf(csv, sizeof csv, "%s/six.csv", dir);
+    write_npy(npy, 6);
+    write_npy(small, 3);
+    FILE *f = fopen(csv, "w");
+    for (int i = 0; f && i < 6; i++) fprintf(f, "%d,%d\n", 10 * i, 10 * i + 1);
+    if (f) fclose(f);
+    int64_t dims[2] = {3, 2};
+    for (int shards = 1; shards <= 3; shards++)
+        for (int r = 0; r < shards; r++) {
+            int64_t local[2] = {6 / shards, 2};
+            float cells[12], from_csv[12];
+            int a = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 2, local, "x", r, shards);
+            int b = tsr_load_csv_shard(csv, from_csv, TSR_DTYPE_F32, 2, local, "x", r, shards);
+            bool right = a == TSR_OK && b == TSR_OK;
+            for (int64_t i = 0; right && i < local[0]; i++)
+                for (int j = 0; j < 2; j++)
+                    right = cells[i * 2 + j] == (float)(10 * (i * shards + r) + j) && from_csv[i * 2 + j] == cells[i * 2 + j];
+            char what[64];
+            snprintf(what, sizeof what, "npy and CSV rows of process %d of %d", r, shards);
+            check(right, what, tsr_last_error());
+        }
+    float cells[6];
+    int status = tsr_load_npy_shard(small, cells, TSR_DTYPE_F32, 2, dims, "train_x", 0, 2);
+    char want[256];
+    snprintf(want, sizeof want, "data 'train_x': a run of 2 processes needs 6 rows in %s (3 for each), it has 3", small);
+    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few .npy rows for 2 processes", tsr_last_error());
+    status = tsr_load_csv_shard(csv, cells, TSR_DTYPE_F32, 2, dims, "train_x", 1, 3);
+    snprintf(want, sizeof want, "data 'train_x': a run of 3 processes needs 9 rows in %s (3 for each), it has 6", csv);
+    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few CSV rows for 3 processes", tsr_last_error());
+    remove(npy);
+    remove(small);
+    remove(csv);
+    remove(dir);
+
+    /* Tokens 0, 1, …, 40: windows of 4 share one token; 13 windows. */
+    int32_t ids[41];
+    for (int i = 0; i < 41; i++) ids[i] = i;
+    tsr_tokens tokens = {ids, 41};
+    float one[6 * 4], part[3 * 4];
+    bool same = tsr_tokens_random(&tokens, one, 6, 4, 7, 2, "t", "t.bin") == TSR_OK;
+    for (int r = 0; r < 2 && same; r++) {
+        same = tsr_tokens_random_shard(&tokens, part, 3, 4, 7, 2, r, 2, "t", "t.bin") == TSR_OK;
+        for (int k = 0; k < 3 && same; k++) same = memcmp(part + k * 4, one + (k * 2 + r) * 4, 4 * sizeof *part) == 0;
+    }
+    check(same, "random windows: the processes' rows are one process's draw of all of them", tsr_last_error());
+    bool sequential = tsr_tokens_sequential_shard(&tokens, part, 3, 4, 1, 4, "t", "t.bin") == TSR_OK;
+    for (int k = 0; k < 3 && sequential; k++) {
+        int32_t first;
+        memcpy(&first, part + k * 4, sizeof first);
+        sequential = first == (k * 4 + 1) * 3;
+    }
+    check(sequential, "sequential windows of process 1 of 4: windows 1, 5, 9", tsr_last_error());
+    status = tsr_tokens_sequential_shard(&tokens, part, 3, 4, 0, 5, "t", "t.bin");
+    check(status == TSR_ERR_DATA && strstr(tsr_last_error(), "a run of 5 processes needs 15 windows") &&
+              strstr(tsr_last_error(), "it has 13"), "too few windows for 5 processes", tsr_last_error());
+}
+
 static void alone(void) {
+    sharded_readers();
     check(tsr_dist_rank() == 0 && tsr_dist_size() == 1, "before start: rank 0 of 1", NULL);
     check(tsr_dist_start("bogus") == TSR_ERR_ARGUMENT, "an unknown engine is refused", tsr_last_error());
     setenv("TSR_MPI_LIBRARY", "/nonexistent/libmpi.so", 1);
