@@ -1,5 +1,5 @@
 /* dist.c — the processes of a data-parallel run: which one this is, how many there are, and the
- * few collective operations training needs (docs/runtime.md §17 "Training on several processes").
+ * few collective operations training needs (docs/runtime.md §19 "Training on several processes").
  *
  * One communicator per process.  tsr_dist_start() chooses the engine: "none" is one process;
  * "mpi" opens an MPI library; "auto" opens one only when a launcher started this process as one of

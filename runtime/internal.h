@@ -180,7 +180,7 @@ int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank
                        const char *what);
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what);
-/* The rows of process `shard` of `shards` (docs/runtime.md §17): `dims` is this process's shape;
+/* The rows of process `shard` of `shards` (docs/runtime.md §19): `dims` is this process's shape;
  * the file holds dims[0]·shards rows (else TSR_ERR_DATA naming the item, the file, both counts
  * and the number of processes) and process r gets rows r, r+shards, …  The .npy reader reads
  * those rows alone (a seek per row); CSV is scanned whole, keeping them. */

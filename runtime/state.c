@@ -81,7 +81,7 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
 }
 
-/* Whether data set `d` is split among the processes of this run (docs/runtime.md §17). */
+/* Whether data set `d` is split among the processes of this run (docs/runtime.md §19). */
 static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; }
 
 /* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */

@@ -15,7 +15,7 @@
  * the item's seed, the draw's number and k — reproducible, independent of threads, and new for
  * each draw (the SHUFFLE statement draws again, shuffle.c).
  *
- * A sharded item of a run of N processes (docs/runtime.md §17): process r's row k is the file's
+ * A sharded item of a run of N processes (docs/runtime.md §19): process r's row k is the file's
  * sequential window k·N + r, or the random window that row k·N + r of one process's draw of N
  * times the rows would get.
  *

@@ -265,7 +265,7 @@ typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1 } tsr_dtype;
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
 
-/* ---- Several processes (data-parallel training; docs/runtime.md §17) ---------------------------
+/* ---- Several processes (data-parallel training; docs/runtime.md §19) ---------------------------
  *
  * One communicator per process.  tsr_dist_start(engine) chooses it: "none" (one process), "mpi"
  * (Open MPI, loaded at run time: TSR_MPI_LIBRARY, else libmpi.so.40, else libmpi.so), or "auto"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # distributed.sh — runs of several processes under Open MPI's mpirun (run by tests/run.sh;
-# docs/runtime.md §17).
+# docs/runtime.md §19).
 #
 # tests/native/checkpoint_train.tsr (it trains, saves two checkpoints and prints) is compiled
 # once.  Under `mpirun --oversubscribe -np 2` it must print once (process 0) and write its
