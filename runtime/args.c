@@ -3,11 +3,15 @@
  * A generated `main` hands its argc/argv to tsr_main_start() with the model image; the
  * reference executor (`tsrc --run --interp prog.tsr -- ARGS`) does the same, so both accept the
  * same options and answer them with the same words.  The options come from a table, not from
- * generated code: the built-in ones (--help, --seed, --threads, --data, --load, --size) and the
+ * generated code: the built-in ones (--help, --seed, --threads, --data, --load, --save, --size,
+ * --distributed, --reduce, --check-replicas) and the
  * program's `option` items, which the image lists with their kinds and defaults.  A bad command
  * line is a one-line message "PROGRAM: error: …" on stderr and exit status 2; --help prints
  * every option with its default to stdout and exit status 0.  The state is then created with
- * the seed, the option values and the data files the command line chose.
+ * the seed, the option values and the data files the command line chose, after the processes
+ * of a distributed run are started (dist.c: the data sets are split among them); then the
+ * processes check that they agree on the seed, the options and the run-time sizes
+ * (tsr_state_check_agreement).
  *
  * Requires: an image from the same version of tsrc (model.c checks it). */
 #include <errno.h>
@@ -25,6 +29,7 @@ typedef struct Parser {
     tsr_model *model;
     tsr_run_args args;
     uint64_t seed;
+    const char *distributed; /* --distributed: "auto", "mpi" or "none" */
 } Parser;
 
 static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -59,6 +64,11 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
     printf("  %-22s %s\n", "--load PATH", "read the parameters and training state from checkpoint PATH (.npz) before main runs");
     printf("  %-22s %s\n", "--save PATH", "write the parameters and training state to checkpoint PATH when main has run");
+    printf("  %-22s %s\n", "--distributed ENGINE",
+           "auto (default: MPI when a launcher such as mpirun started several processes), mpi, or none");
+    printf("  %-22s %s\n", "--reduce MODE",
+           "fast (default), or ordered: the mean of several processes' gradients in rank order, the same bits each run");
+    printf("  %-22s %s\n", "--check-replicas", "at the end, check that every process holds the same parameters");
     if (tsr_model_data_field(m, 0)) {
         printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy, or .csv), of the same shape;");
         printf("  %-22s NAME is one of:", "");
@@ -170,8 +180,14 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
+        if (n == strlen("check-replicas") && memcmp(name, "check-replicas", n) == 0) { /* a flag, without value */
+            if (value) return usage_error(p, "'--check-replicas' takes no value");
+            p->args.check_replicas = true;
+            continue;
+        }
         bool known = false;
-        static const char *const builtin[] = {"seed", "threads", "data", "load", "save", "size"};
+        static const char *const builtin[] = {"seed", "threads", "data", "load", "save", "size", "distributed", "reduce",
+                                              "check-replicas"};
         for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
             known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
         tsr_option *o = NULL;
@@ -207,6 +223,14 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         } else if (strncmp(name, "save", n) == 0) {
             if (!value[0]) return usage_error(p, "'--save' needs the path of a checkpoint");
             p->args.save = value;
+        } else if (strncmp(name, "distributed", n) == 0) {
+            if (strcmp(value, "auto") && strcmp(value, "mpi") && strcmp(value, "none"))
+                return usage_error(p, "'--distributed' takes auto, mpi or none, not '%s'", value);
+            p->distributed = value;
+        } else if (strncmp(name, "reduce", n) == 0) {
+            if (strcmp(value, "fast") && strcmp(value, "ordered"))
+                return usage_error(p, "'--reduce' takes fast or ordered, not '%s'", value);
+            p->args.reduce_ordered = !strcmp(value, "ordered");
         } else if (strncmp(name, "size", n) == 0) {
             status = add_size(p, value);
         } else {
@@ -229,8 +253,14 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};
     int parsed = parse(&p, argc, argv, seed);
     tsr_state *s = NULL;
-    if (parsed == 0) {
+    if (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK) { /* before the data sets, which it splits */
+        tsr_model_free(m);
+    } else if (parsed == 0) {
         s = tsr_state_create_model(m, p.seed, &p.args);
+        if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */
+            tsr_state_destroy(s);
+            s = NULL;
+        }
         if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
             tsr_state_destroy(s);
             s = NULL;

@@ -163,6 +163,7 @@ typedef struct Target {
     uint32_t rank;
     const int64_t *dims;
     int64_t cells;
+    int shard, shards; /* process `shard` of `shards` keeps rows shard, shard+shards, … (0 of 1: all) */
 } Target;
 
 /* Checks the caller's arguments and counts the target's cells. */
@@ -575,6 +576,58 @@ static int npy_read_data(const Source *src, FILE *file, const NpyType *type, con
     return TSR_OK;
 }
 
+/* A sharded target (t->shards > 1): the file holds t->dims[0]·shards rows of the target's other
+ * axes, and rows shard, shard+shards, … are read, one seek each; the file's size must be what
+ * its header declares. */
+static int npy_read_shard(const Source *src, FILE *file, const NpyType *type, const NpyHeader *header, const Target *t) {
+    int64_t rows = t->rank ? t->dims[0] : 0, want_rows = rows <= INT64_MAX / t->shards ? rows * t->shards : INT64_MAX;
+    bool same = t->rank > 0 && header->rank == t->rank;
+    for (uint32_t a = 1; same && a < t->rank; a++) same = header->dims[a] == t->dims[a];
+    if (!same || header->dims[0] != want_rows) {
+        char expected[256], found[256];
+        int64_t global[NPY_MAX_AXES] = {0};
+        for (uint32_t a = 0; a < t->rank && a < NPY_MAX_AXES; a++) global[a] = a ? t->dims[a] : want_rows;
+        format_shape(expected, sizeof expected, t->rank < NPY_MAX_AXES ? t->rank : NPY_MAX_AXES, global);
+        format_shape(found, sizeof found, header->rank, header->dims);
+        if (same)
+            return tsr_data_error("data '%s': a run of %d processes needs %lld rows in %s (%lld for each), it has %lld",
+                                  src->what, t->shards, (long long)want_rows, src->path, (long long)rows,
+                                  (long long)header->dims[0]);
+        return fail_at(src, 0, 0, "expected shape %s (%d processes' rows), found %s", expected, t->shards, found);
+    }
+    int64_t item_size = type->size, row_cells = rows ? t->cells / rows : 0;
+    if (row_cells > INT64_MAX / item_size / (want_rows ? want_rows : 1))
+        return fail_at(src, 0, 0, "declares more data than can be addressed");
+    int64_t row_bytes = row_cells * item_size, data_start = (int64_t)ftello(file), want = row_bytes * want_rows;
+    if (src->size - data_start < want)
+        return fail_at(src, 0, 0, "is truncated: %lld of %lld data bytes", (long long)(src->size - data_start),
+                       (long long)want);
+    if (src->size - data_start > want) {
+        int64_t extra = src->size - data_start - want;
+        return fail_at(src, 0, 0, "has %lld byte%s after its %lld data bytes", (long long)extra, plural(extra),
+                       (long long)want);
+    }
+    unsigned char chunk[READ_CHUNK];
+    for (int64_t i = 0; i < rows; i++) {
+        if (fseeko(file, (off_t)(data_start + (i * t->shards + t->shard) * row_bytes), SEEK_SET) != 0)
+            return fail_at(src, 0, 0, "cannot seek: %s", read_error_text(errno));
+        for (int64_t have = 0; have < row_bytes;) {
+            size_t ask = row_bytes - have < READ_CHUNK ? (size_t)(row_bytes - have) : READ_CHUNK;
+            ask -= ask % (size_t)item_size;
+            errno = 0;
+            size_t got = fread(chunk, 1, ask, file);
+            if (got < ask) {
+                if (ferror(file)) return fail_at(src, 0, 0, "cannot read: %s", read_error_text(errno));
+                return fail_at(src, 0, 0, "is truncated (it changed while read)");
+            }
+            int status = npy_convert(src, type, chunk, (int64_t)got / item_size, t, i * row_cells + have / item_size);
+            if (status != TSR_OK) return status;
+            have += (int64_t)got;
+        }
+    }
+    return TSR_OK;
+}
+
 static int npy_load(const Source *src, FILE *file, const Target *t) {
     char *text = NULL;
     size_t len = 0;
@@ -592,6 +645,7 @@ static int npy_load(const Source *src, FILE *file, const Target *t) {
     status = npy_type(src, header.descr, t->dtype, &type);
     if (status != TSR_OK) return status;
     if (header.fortran_order) return fail_at(src, 0, 0, "Fortran order is not supported (save a C-ordered array)");
+    if (t->shards > 1) return npy_read_shard(src, file, type, &header, t);
     bool same = header.rank == t->rank;
     for (uint32_t a = 0; same && a < t->rank; a++) same = header.dims[a] == t->dims[a];
     if (!same) {
@@ -681,6 +735,7 @@ typedef struct CsvLoad {
     int64_t line_limit;    /* bytes a line may hold */
     int64_t count;         /* numbers read */
     int64_t rows;          /* lines with numbers */
+    int64_t global_cells;  /* the numbers the file holds: the target's cells times its shards */
     int64_t header_line;   /* the line skipped as a header, or 0 */
     bool seen_fields;      /* a line with fields has been seen */
     /* The current line. */
@@ -698,8 +753,14 @@ typedef struct CsvLoad {
  * for an I32 target, as int32 when the field is an integer that fits. */
 static int csv_store(CsvLoad *load, double value) {
     const Target *t = load->target;
+    int64_t cell = load->count;
+    if (t->shards > 1) { /* a sharded target: this process's rows alone */
+        int64_t row_cells = t->rank && t->dims[0] ? t->cells / t->dims[0] : 1, row = row_cells ? cell / row_cells : 0;
+        if (row % t->shards != t->shard) return TSR_OK;
+        cell = row / t->shards * row_cells + cell % row_cells;
+    }
     if (t->dtype == TSR_DTYPE_F32) {
-        ((float *)t->out)[load->count] = (float)value;
+        ((float *)t->out)[cell] = (float)value;
         return TSR_OK;
     }
     char shown[64];
@@ -707,7 +768,7 @@ static int csv_store(CsvLoad *load, double value) {
     int64_t integer;
     if (!parse_integer(load->field, (size_t)load->field_len, &integer))
         return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is i32)", shown);
-    return store_int32(load->src, load->line, load->field_col, t, load->count, integer, shown);
+    return store_int32(load->src, load->line, load->field_col, t, cell, integer, shown);
 }
 
 /* The field that just ended: a number is stored, anything else is an error unless the line is
@@ -719,7 +780,7 @@ static int csv_field(CsvLoad *load) {
     }
     double value;
     if (load->field_len <= MAX_NUMBER_TEXT && parse_number(load->field, (size_t)load->field_len, &value)) {
-        int status = load->count < load->target->cells ? csv_store(load, value) : TSR_OK;
+        int status = load->count < load->global_cells ? csv_store(load, value) : TSR_OK;
         load->count++;
         return status;
     }
@@ -824,13 +885,22 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
     int64_t line_limit = on_one_line < (INT64_MAX - CSV_LINE_SLACK) / CSV_BYTES_PER_FIELD
                              ? CSV_LINE_SLACK + on_one_line * CSV_BYTES_PER_FIELD
                              : INT64_MAX;
-    CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1};
+    int64_t global_cells = t->cells <= INT64_MAX / t->shards ? t->cells * t->shards : INT64_MAX;
+    CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1,
+                    .global_cells = global_cells};
     ByteReader *reader = malloc(sizeof *reader);
     if (!reader) return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", src->what, src->path);
     *reader = (ByteReader){.file = file};
     int status = csv_scan(&load, reader, rank, dims);
     free(reader);
-    if (status != TSR_OK || load.count == t->cells) return status;
+    if (status != TSR_OK || load.count == global_cells) return status;
+    if (t->shards > 1) {
+        int64_t rows = t->rank ? t->dims[0] : 1, row_cells = rows ? t->cells / rows : 1;
+        return tsr_data_error("data '%s': a run of %d processes needs %lld rows in %s (%lld for each), it has %lld%s",
+                              src->what, t->shards, (long long)(rows * t->shards), src->path, (long long)rows,
+                              (long long)(row_cells ? load.count / row_cells : 0),
+                              load.count % (row_cells ? row_cells : 1) ? " and a part" : "");
+    }
 
     char shape[256], header[64] = "";
     format_shape(shape, sizeof shape, rank, dims);
@@ -870,12 +940,28 @@ int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dim
 
 int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what) {
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0}, npy_load);
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0, 0, 1}, npy_load);
+}
+
+int tsr_load_npy_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards) {
+    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && rank == 0))
+        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without rows", what ? what : "?",
+                         shard, shards);
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0, shard, shards}, npy_load);
+}
+
+int tsr_load_csv_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards) {
+    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && rank == 0))
+        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without rows", what ? what : "?",
+                         shard, shards);
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0, shard, shards}, csv_file);
 }
 
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what) {
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0}, csv_file);
+    return load_file(path, what, (Target){out, dtype, rank, dims, 0, 0, 1}, csv_file);
 }
 
 int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size) {
@@ -928,7 +1014,7 @@ int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *l
 
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array) {
-    Target target = {out, dtype, rank, dims, 0};
+    Target target = {out, dtype, rank, dims, 0, 0, 1};
     int status = check_arguments(archive, array, &target);
     if (status != TSR_OK) return status;
     Source src = {archive, array, (int64_t)size, true};

@@ -22,6 +22,7 @@ const char *tsr_status_text(int status) {
     case TSR_ERR_IO: return "output error";
     case TSR_ERR_GPU: return "GPU error";
     case TSR_ERR_CPU: return "CPU lacks instructions";
+    case TSR_ERR_DIST: return "distributed run failed";
     default: return "unknown status";
     }
 }

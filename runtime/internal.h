@@ -38,6 +38,8 @@ typedef struct tsr_run_args {
     const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
     const char *load;                      /* --load PATH, or NULL */
     const char *save;                      /* --save PATH, or NULL */
+    bool reduce_ordered;                   /* --reduce=ordered: REDUCE with tsr_dist_mean_ordered */
+    bool check_replicas;                   /* --check-replicas: compare the parameters at the end */
     uint32_t size_count;
     uint32_t *size_symbols;                /* --size NAME=N: the size symbols, in order */
     int64_t *size_values;
@@ -58,6 +60,8 @@ typedef struct tsr_action {
     uint32_t *refs;
     uint64_t runs;          /* SHUFFLE: how many times it has run (the permutation's counter) */
     double started, drawn;  /* PROGRESS: when the loop started, when the bar was last drawn */
+    float *fused;           /* REDUCE: its buffers' cells side by side (malloc'd on first use) */
+    int64_t fused_cells;
 } tsr_action;
 
 /* A series of numbers that RECORD appends to. */
@@ -90,6 +94,16 @@ int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
  * its run number a->runs, then count the run. */
 int tsr_shuffle(tsr_state *state, tsr_action *a);
+/* SAVE in a distributed run (steps.c): process 0 writes the checkpoint, and every process learns
+ * whether it could (a failure is then an error on every process); in a run of one, a plain
+ * tsr_checkpoint_save. */
+int tsr_checkpoint_save_once(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
+/* Whether --reduce=ordered / --check-replicas was given to the state (state.c). */
+bool tsr_state_reduce_ordered(const tsr_state *state);
+/* After the state is made: the processes of a distributed run must agree on the seed, every
+ * option's value and every run-time size; TSR_ERR_DIST naming the first value that differs and
+ * two processes' values otherwise, on every process (state.c). */
+int tsr_state_check_agreement(tsr_state *state);
 /* Take a progress bar off the terminal before something else is printed (steps.c). */
 void tsr_progress_hide(void);
 
@@ -166,9 +180,39 @@ int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank
                        const char *what);
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what);
+/* The rows of process `shard` of `shards` (docs/runtime.md §19): `dims` is this process's shape;
+ * the file holds dims[0]·shards rows (else TSR_ERR_DATA naming the item, the file, both counts
+ * and the number of processes) and process r gets rows r, r+shards, …  The .npy reader reads
+ * those rows alone (a seek per row); CSV is scanned whole, keeping them. */
+int tsr_load_npy_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards);
+int tsr_load_csv_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
+                       int shard, int shards);
 /* Open the regular file at `path` for data item `what`, as the loaders do (anything else is
  * refused before a byte is read), with its size in *size. */
 int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size);
+
+/* ---- Several processes (dist.c) -----------------------------------------------------------------
+ *
+ * Beyond tsr.h's tsr_dist_*: what the state and main's steps need. */
+
+/* Whether this run has several processes that MPI connects (started, not finalized). */
+bool tsr_dist_active(void);
+/* Where the processes' values differ: index -1 when all agree; -2 when they do not even hold as
+ * many values (value0 and value_other are then the counts); else the first differing value's
+ * index, with rank 0's value and that of the first rank `other_rank` that holds another. */
+typedef struct tsr_dist_difference {
+    int64_t index;
+    int other_rank;
+    int64_t value0, value_other;
+} tsr_dist_difference;
+int tsr_dist_compare(const int64_t *values, uint32_t count, tsr_dist_difference *difference);
+/* Rank 0's *value on every process. */
+int tsr_dist_broadcast(int64_t *value);
+/* An error that every process found at once (they compared values): tsr_main_fail then ends
+ * each process normally instead of aborting the run, so that every one prints its message. */
+void tsr_dist_set_collective_failure(void);
+bool tsr_dist_collective_failure(void);
 
 /* ---- Token files (tokens.c) ----------------------------------------------------------------------
  *
@@ -200,12 +244,20 @@ int tsr_tokens_sequential(const tsr_tokens *tokens, float *out, int64_t rows, in
                           const char *path);
 int tsr_tokens_random(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
                       uint64_t draw, const char *what, const char *path);
+/* The same for process `shard` of `shards` of a distributed run whose item is sharded: row k is
+ * global row k·shards + shard of the item `shards` times as long (its sequential window, or its
+ * random draw); tsr_tokens_sequential and tsr_tokens_random are shard 0 of 1. */
+int tsr_tokens_sequential_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, int shard, int shards,
+                                const char *what, const char *path);
+int tsr_tokens_random_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
+                            uint64_t draw, int shard, int shards, const char *what, const char *path);
 /* The data set whose random windows fill buffer `buffer` (a `tokens ~windows:"random"` item),
  * with its tokens, or NULL: SHUFFLE draws new windows for it instead of permuting its rows. */
 typedef struct tsr_token_windows {
     const tsr_tokens *tokens;
     const char *name, *path;
     uint64_t seed;
+    int shard, shards; /* this process's rows of a sharded item (0 and 1 otherwise) */
 } tsr_token_windows;
 bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_windows *windows);
 

@@ -179,6 +179,7 @@ static void model_free(tsr_model *m) {
     for (uint32_t i = 0; i < m->action_count; i++) {
         free(m->actions[i].text);
         free(m->actions[i].refs);
+        free(m->actions[i].fused);
     }
     free(m->actions);
     for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);
@@ -442,7 +443,9 @@ bool tsr_model_token_windows(const tsr_model *m, uint32_t buffer, tsr_token_wind
     for (uint32_t i = 0; m && i < m->data_count; i++) {
         const DataSet *d = &m->data[i];
         if (d->fields[0] == buffer && d->tokens.tokens && !strcmp(d->generator, "tokens")) {
-            *windows = (tsr_token_windows){&d->tokens, d->name, d->path, (uint64_t)d->seed};
+            bool split = d->sharded && tsr_dist_size() > 1;
+            *windows = (tsr_token_windows){&d->tokens, d->name, d->path, (uint64_t)d->seed, split ? tsr_dist_rank() : 0,
+                                           split ? tsr_dist_size() : 1};
             return true;
         }
     }

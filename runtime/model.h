@@ -72,6 +72,8 @@ struct tsr_model {
     tsr_gpu_section *gpu; /* the GPU section, or NULL (a CPU program) */
     tsr_gpu *device;      /* the state's device side (cuda.c), or NULL */
     char *save_path;      /* an executable's --save PATH: tsr_main_end saves there, or NULL */
+    bool reduce_ordered;  /* --reduce=ordered: REDUCE takes the mean in rank order */
+    bool check_replicas;  /* --check-replicas: tsr_main_save compares the parameters first */
 };
 
 #endif

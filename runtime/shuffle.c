@@ -73,8 +73,8 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
         uint8_t kind;
         tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
         int64_t width = rank ? dims[rank - 1] : 0;
-        int status = tsr_tokens_random(w.tokens, s->buffers[a->refs[f]], width ? cells / width : 0, width, w.seed,
-                                       a->runs, w.name, w.path);
+        int status = tsr_tokens_random_shard(w.tokens, s->buffers[a->refs[f]], width ? cells / width : 0, width, w.seed,
+                                             a->runs, w.shard, w.shards, w.name, w.path);
         if (status != TSR_OK) {
             free(redrawn);
             tsr_free(row);

@@ -56,18 +56,39 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
 
 /* Read a file into buffer `buffer` for data item `what`: CSV or .npy, of the buffer's element
  * type.  A buffer of run-time length takes the length of the .npy file's first axis. */
-static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv) {
+static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv, bool sharded) {
     const Buffer *b = &s->model->buffers[buffer];
+    int shard = sharded ? tsr_dist_rank() : 0, shards = sharded ? tsr_dist_size() : 1;
     if (b->size_symbol >= 0) {
         int64_t length = 0;
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
                                                    "version (use a .npy file)", what, path)
                          : tsr_npy_length(path, what, b->dtype, &length);
+        if (status == TSR_OK && shards > 1) { /* whole rows for every process; the last length % N rows unused */
+            if (length < shards)
+                status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %d rows in %s or more (one for "
+                                   "each), it has %" PRId64, what, shards, shards, path, length);
+            length /= shards;
+        }
         if (status == TSR_OK) status = give_length(s, buffer, length, what, path);
         if (status != TSR_OK) return status;
     }
+    if (shards > 1 && b->rank > 0) {
+        if (csv) return tsr_load_csv_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
+        return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
+    }
     if (csv) return tsr_load_csv_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
+}
+
+/* Whether data set `d` is split among the processes of this run (docs/runtime.md §19). */
+static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; }
+
+/* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */
+static void keep_rows(const float *global, float *local, int64_t rows, int64_t row_cells) {
+    int shard = tsr_dist_rank(), shards = tsr_dist_size();
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(local + i * row_cells, global + (i * shards + shard) * row_cells, (size_t)row_cells * sizeof *local);
 }
 
 /* A `tokens` item: the token file (or the --data file replacing it) cut into windows, one per
@@ -75,6 +96,7 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
  * axis takes as many indices as the file holds sequential windows for (whole ones: (count-1) /
  * (W-1) windows, divided by the windows one index holds).  Sequential windows are filled and the
  * tokens dropped; random ones are drawn (draw 0) and the tokens kept for SHUFFLE's draws. */
+static bool split(const DataSet *d);
 static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
     uint32_t buffer = d->fields[0];
     const Buffer *b = &s->model->buffers[buffer];
@@ -98,23 +120,30 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
             status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64
                                ", fewer than the %" PRId64 " that one index of the run-time size needs", d->name, d->path,
                                tokens.count, windows, windows == 1 ? "" : "s", width, per_index);
+        else if (split(d) && windows / per_index < tsr_dist_size())
+            status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %" PRId64 " windows in %s or more "
+                               "(%" PRId64 " for each), it has %" PRId64, d->name, tsr_dist_size(),
+                               per_index * tsr_dist_size(), d->path, per_index, windows);
         else
-            status = give_length(s, buffer, windows / per_index, d->name, d->path);
+            status = give_length(s, buffer, windows / per_index / (split(d) ? tsr_dist_size() : 1), d->name, d->path);
     }
     int64_t rows = width > 0 ? b->size / width : 0;
+    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
     if (status == TSR_OK && d->count == 0)
-        status = tsr_tokens_sequential(&tokens, s->buffers[buffer], rows, width, d->name, d->path);
+        status = tsr_tokens_sequential_shard(&tokens, s->buffers[buffer], rows, width, shard, shards, d->name, d->path);
     else if (status == TSR_OK)
-        status = tsr_tokens_random(&tokens, s->buffers[buffer], rows, width, (uint64_t)d->seed, 0, d->name, d->path);
+        status = tsr_tokens_random_shard(&tokens, s->buffers[buffer], rows, width, (uint64_t)d->seed, 0, shard, shards,
+                                         d->name, d->path);
     if (status == TSR_OK && d->count == 1) d->tokens = tokens; /* the state's now */
     else tsr_tokens_free(&tokens);
     return status;
 }
 
 /* A file `--data` names: CSV when the name ends in ".csv", otherwise .npy. */
-static int load_override(tsr_state *s, uint32_t buffer, const char *path) {
+static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
-    return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0);
+    return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
+                     split(d));
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -136,7 +165,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     for (uint32_t f = 0; f < d->field_count; f++) replaced = replaced && data_override(s, d->fields[f], args);
     if (replaced && strcmp(d->generator, "option") != 0) {
         for (uint32_t f = 0; f < d->field_count; f++) {
-            int status = load_override(s, d->fields[f], data_override(s, d->fields[f], args));
+            int status = load_override(s, d, d->fields[f], data_override(s, d->fields[f], args));
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -153,13 +182,34 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
                              d->count);
         float *labels = s->buffers[d->fields[1]];
-        if (!strcmp(d->generator, "half_moons")) tsr_half_moons(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+        int shards = split(d) ? tsr_dist_size() : 1;
+        int64_t count = d->count;
+        float *all_points = f0, *all_labels = labels; /* a sharded set: the points of N processes, then this one's */
+        if (shards > 1) {
+            if (count > INT64_MAX / 2 / shards) return tsr_error(TSR_ERR_DATA, "data '%s': too many points for %d "
+                                                                 "processes", d->name, shards);
+            count *= shards;
+            all_points = tsr_alloc_floats(2 * count);
+            all_labels = tsr_alloc_floats(count);
+            if (!all_points || !all_labels) {
+                tsr_free(all_points);
+                tsr_free(all_labels);
+                return tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s' for %d processes", d->name, shards);
+            }
+        }
+        if (!strcmp(d->generator, "half_moons")) tsr_half_moons(all_points, all_labels, count, d->noise, (uint64_t)d->seed);
         else if (!strcmp(d->generator, "circles"))
-            tsr_circles(f0, labels, d->count, d->noise, d->factor, (uint64_t)d->seed);
-        else tsr_spirals(f0, labels, d->count, d->noise, (uint64_t)d->seed);
+            tsr_circles(all_points, all_labels, count, d->noise, d->factor, (uint64_t)d->seed);
+        else tsr_spirals(all_points, all_labels, count, d->noise, (uint64_t)d->seed);
+        if (shards > 1) {
+            keep_rows(all_points, f0, d->count, 2);
+            keep_rows(all_labels, labels, d->count, 1);
+            tsr_free(all_points);
+            tsr_free(all_labels);
+        }
         for (uint32_t f = 0; f < 2; f++) { /* a field that --data replaces */
             const char *path = data_override(s, d->fields[f], args);
-            int status = path ? load_override(s, d->fields[f], path) : TSR_OK;
+            int status = path ? load_override(s, d, d->fields[f], path) : TSR_OK;
             if (status != TSR_OK) return status;
         }
         return TSR_OK;
@@ -173,16 +223,21 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             }
         return tsr_error(TSR_ERR_IMAGE, "data '%s': no option '%s'", d->name, d->path);
     }
+    /* range and uniform of a sharded set: cell c of row i is the global cell of row i·N + r. */
+    int64_t rows = b0->rank && b0->dims[0] ? b0->dims[0] : 1, row_cells = b0->size / rows;
+    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
     if (!strcmp(d->generator, "range")) {
-        for (int64_t c = 0; c < b0->size; c++) tsr_cell_store(f0, b0->dtype, c, (double)c);
+        for (int64_t c = 0; c < b0->size; c++)
+            tsr_cell_store(f0, b0->dtype, c, (double)((c / row_cells * shards + shard) * row_cells + c % row_cells));
         return TSR_OK;
     }
     if (!strcmp(d->generator, "uniform")) {
-        for (int64_t c = 0; c < b0->size; c++) f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)c);
+        for (int64_t c = 0; c < b0->size; c++)
+            f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)((c / row_cells * shards + shard) * row_cells + c % row_cells));
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"));
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split(d));
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 
@@ -299,6 +354,10 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             tsr_state_destroy(s);
             return NULL;
         }
+    if (args) {
+        m->reduce_ordered = args->reduce_ordered;
+        m->check_replicas = args->check_replicas;
+    }
     if (args && args->save && !(m->save_path = strdup(args->save))) {
         tsr_state_destroy(s);
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
@@ -549,6 +608,7 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
 int tsr_state_print(tsr_state *s, uint32_t print) {
     if (!s) return null_state();
     if (print >= s->model->print_count) return tsr_error(TSR_ERR_ARGUMENT, "no print statement %u", print);
+    if (tsr_dist_rank() != 0) return TSR_OK; /* process 0 prints for the run */
     const Print *p = &s->model->prints[print];
     for (uint32_t a = 0; a < p->arg_count; a++) { /* the host copies of the buffers it shows */
         int status = p->args[a].kind == TSR_ARG_BUFFER ? tsr_buffer_to_host(s, p->args[a].ref, false) : TSR_OK;
@@ -565,9 +625,117 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
     return TSR_OK;
 }
 
+/* ---- Several processes ------------------------------------------------------------------------- */
+
+bool tsr_state_reduce_ordered(const tsr_state *s) { return s && s->model && s->model->reduce_ordered; }
+
+/* A value of the agreement check, for its message. */
+static void describe_value(const tsr_state *s, int64_t index, int64_t value, char *out, size_t size) {
+    const tsr_model *m = s->model;
+    if (index >= 1 && index <= (int64_t)m->option_count) { /* an option's value: the bits of a double */
+        double v;
+        memcpy(&v, &value, sizeof v);
+        if (m->options[index - 1].is_float) snprintf(out, size, "%.17g", v);
+        else snprintf(out, size, "%" PRId64, (int64_t)v);
+    } else {
+        snprintf(out, size, "%" PRId64, value);
+    }
+}
+
+int tsr_state_check_agreement(tsr_state *s) {
+    if (!s) return null_state();
+    if (!tsr_dist_active()) return TSR_OK;
+    const tsr_model *m = s->model;
+    uint32_t count = 1 + m->option_count + m->symbol_count;
+    int64_t *values = malloc(count * sizeof *values);
+    if (!values) return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
+    uint32_t n = 0;
+    values[n++] = (int64_t)s->seed;
+    for (uint32_t i = 0; i < m->option_count; i++) {
+        double v = m->options[i].value;
+        memcpy(&values[n++], &v, sizeof v); /* the bits: -0.0 and 0.0 differ, as they may in a run */
+    }
+    uint32_t first_size = n;
+    for (uint32_t i = 0; i < m->symbol_count; i++)
+        if (m->symbol_sizes[i]) values[n++] = s->symbols[i];
+    tsr_dist_difference d;
+    int status = tsr_dist_compare(values, n, &d);
+    free(values);
+    if (status != TSR_OK || d.index == -1) return status;
+    tsr_dist_set_collective_failure();
+    if (d.index == -2)
+        return tsr_error(TSR_ERR_DIST, "the processes run different programs: process 0 has %" PRId64 " options and "
+                         "sizes, process %d has %" PRId64 "; every process of a distributed run runs the same program",
+                         d.value0, d.other_rank, d.value_other);
+    char what[256], mine[64], theirs[64];
+    if (d.index == 0) snprintf(what, sizeof what, "--seed");
+    else if (d.index < first_size) snprintf(what, sizeof what, "option '--%s'", m->options[d.index - 1].name);
+    else {
+        uint32_t k = (uint32_t)(d.index - first_size), symbol = 0;
+        for (uint32_t i = 0; i < m->symbol_count; i++)
+            if (m->symbol_sizes[i] && k-- == 0) {
+                symbol = i;
+                break;
+            }
+        snprintf(what, sizeof what, "run-time size '%s'", m->symbol_names[symbol]);
+    }
+    describe_value(s, d.index, d.value0, mine, sizeof mine);
+    describe_value(s, d.index, d.value_other, theirs, sizeof theirs);
+    return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process 0 has %s, process %d has %s; every process of a "
+                     "distributed run needs the same seed, options and data sizes", what, mine, d.other_rank, theirs);
+}
+
+/* FNV-1a (64 bits) of `bytes` bytes. */
+static uint64_t fnv1a(const void *bytes, size_t size) {
+    const unsigned char *p = bytes;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/* --check-replicas: every parameter and state tensor must have the same bytes on every process. */
+static int check_replicas(tsr_state *s) {
+    const tsr_model *m = s->model;
+    int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
+    uint32_t *which = calloc(m->buffer_count + 1, sizeof *which);
+    if (!hashes || !which) {
+        free(hashes);
+        free(which);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory checking the replicas");
+    }
+    uint32_t n = 0;
+    int status = TSR_OK;
+    for (uint32_t b = 0; b < m->buffer_count && status == TSR_OK; b++) {
+        const Buffer *buffer = &m->buffers[b];
+        if (buffer->is_virtual || !(buffer->kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(m, b))) continue;
+        status = tsr_buffer_to_host(s, b, false);
+        which[n] = b;
+        hashes[n++] = s->buffers[b] ? (int64_t)fnv1a(s->buffers[b], (size_t)buffer->size * 4) : 0;
+    }
+    tsr_dist_difference d = {.index = -1};
+    if (status == TSR_OK) status = tsr_dist_compare(hashes, n, &d);
+    if (status == TSR_OK && d.index != -1) {
+        tsr_dist_set_collective_failure();
+        status = d.index == -2 ? tsr_error(TSR_ERR_DIST, "--check-replicas: the processes hold different numbers of "
+                                           "parameters (%" PRId64 " and %" PRId64 ")", d.value0, d.value_other)
+                               : tsr_error(TSR_ERR_DIST, "--check-replicas: tensor '%s' differs between process 0 and "
+                                           "process %d (FNV-1a hashes %016" PRIx64 " and %016" PRIx64 "): the replicas "
+                                           "have drifted apart", m->buffers[which[d.index]].name, d.other_rank,
+                                           (uint64_t)d.value0, (uint64_t)d.value_other);
+    }
+    free(hashes);
+    free(which);
+    return status;
+}
+
 int tsr_main_save(tsr_state *s) {
-    if (!s || !s->model || !s->model->save_path) return TSR_OK;
-    return tsr_checkpoint_save(s, s->model->save_path, NULL, 0);
+    if (!s || !s->model) return TSR_OK;
+    if (s->model->check_replicas) {
+        int status = check_replicas(s);
+        if (status != TSR_OK) return status;
+    }
+    if (!s->model->save_path) return TSR_OK;
+    return tsr_checkpoint_save_once(s, s->model->save_path, NULL, 0);
 }
 
 int tsr_main_end(tsr_state *s, const char *program) {
@@ -578,12 +746,21 @@ int tsr_main_end(tsr_state *s, const char *program) {
         tsr_error(TSR_ERR_IO, "cannot write to the standard output");
         return tsr_main_fail(NULL, program);
     }
+    if (tsr_dist_finalize() != TSR_OK) return tsr_main_fail(NULL, program);
     return 0;
 }
 
 int tsr_main_fail(tsr_state *s, const char *program) {
     fflush(stdout);
-    fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    if (tsr_dist_size() > 1)
+        fprintf(stderr, "%s: error: process %d of %d: %s\n", program ? program : "tsr", tsr_dist_rank(), tsr_dist_size(),
+                tsr_last_error());
+    else fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    fflush(stderr);
     tsr_state_destroy(s);
+    /* An error of this process alone: the others may wait for it in a collective call forever,
+     * so the run ends (MPI_Abort).  One that every process found: each ends by itself. */
+    if (tsr_dist_active() && !tsr_dist_collective_failure()) tsr_dist_abort(1);
+    tsr_dist_finalize();
     return 1;
 }

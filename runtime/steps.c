@@ -16,6 +16,12 @@
  *                plain line at every tenth of the loop, with no times, so logs are
  *                reproducible.  Standard output is never touched.
  *
+ *   REDUCE       called by a routine's code between two kernels: the mean over the processes of a
+ *                distributed run (dist.c) of its buffers, fused into one collective call.
+ *
+ * In a distributed run process 0 alone prints, plots, draws bars and writes checkpoints (every
+ * process learns whether the write worked); every process loads, shuffles and records.
+ *
  * A GPU state's buffers are read and written through the coherence of cuda.c
  * (tsr_buffer_to_host): SHUFFLE and RECORD see what the kernels last computed.
  *
@@ -163,6 +169,7 @@ int tsr_state_progress(tsr_state *s, uint32_t action, int64_t done, int64_t tota
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     tsr_action *a = tsr_model_action(s->model, action);
     if (!a || a->kind != TSR_ACTION_PROGRESS) return tsr_error(TSR_ERR_ARGUMENT, "no progress bar %u", action);
+    if (tsr_dist_rank() != 0) return TSR_OK; /* process 0 draws the run's bar */
     double now = now_seconds();
     if (done == 0) a->started = a->drawn = now;
     if (isatty(STDERR_FILENO)) {
@@ -184,6 +191,70 @@ int tsr_state_progress(tsr_state *s, uint32_t action, int64_t done, int64_t tota
     return TSR_OK;
 }
 
+/* ---- Several processes: checkpoints written once, the mean of gradients ------------------------------- */
+
+int tsr_checkpoint_save_once(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!tsr_dist_active()) return tsr_checkpoint_save(s, path, buffers, count);
+    /* The replicas hold the same parameters: process 0 writes them, then tells the others how it
+     * went, so that a later LOAD on any process finds the file complete. */
+    int64_t written = tsr_dist_rank() == 0 ? tsr_checkpoint_save(s, path, buffers, count) : TSR_OK;
+    int status = tsr_dist_broadcast(&written);
+    if (status != TSR_OK) return status;
+    if (written == TSR_OK) return TSR_OK;
+    tsr_dist_set_collective_failure();
+    if (tsr_dist_rank() == 0) return (int)written; /* its own message */
+    return tsr_error((int)written, "process 0 could not write checkpoint '%s' (it says why)", path);
+}
+
+/* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
+ * call over their cells side by side (the action keeps that fused array from call to call). */
+static int reduce(tsr_state *s, tsr_action *a) {
+    if (!tsr_dist_active()) return TSR_OK;
+    int64_t cells = 0;
+    for (uint32_t k = 0; k < a->ref_count; k++) {
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t size;
+        uint8_t kind;
+        if (!tsr_model_buffer_shape(s->model, a->refs[k], &rank, &dims, &size, &kind) ||
+            tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32)
+            return tsr_error(TSR_ERR_IMAGE, "reduce '%s': buffer %u is not an f32 tensor", a->text, a->refs[k]);
+        cells += size;
+    }
+    if (cells != a->fused_cells || !a->fused) { /* sizes change only with a run-time size */
+        free(a->fused);
+        a->fused_cells = 0;
+        if (!(a->fused = malloc((size_t)(cells ? cells : 1) * sizeof *a->fused)))
+            return tsr_error(TSR_ERR_NOMEM, "reduce '%s': out of memory for %" PRId64 " cells", a->text, cells);
+        a->fused_cells = cells;
+    }
+    int64_t at = 0;
+    for (uint32_t k = 0; k < a->ref_count; k++) {
+        uint32_t b = a->refs[k], rank;
+        const int64_t *dims;
+        int64_t size;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind);
+        int status = tsr_buffer_to_host(s, b, true);
+        if (status != TSR_OK) return status;
+        if (size > 0 && s->buffers[b]) memcpy(a->fused + at, s->buffers[b], (size_t)size * sizeof *a->fused);
+        at += size;
+    }
+    int status = tsr_state_reduce_ordered(s) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
+    if (status != TSR_OK) return status;
+    at = 0;
+    for (uint32_t k = 0; k < a->ref_count; k++) {
+        uint32_t b = a->refs[k], rank;
+        const int64_t *dims;
+        int64_t size;
+        uint8_t kind;
+        tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind);
+        if (size > 0 && s->buffers[b]) memcpy(s->buffers[b], a->fused + at, (size_t)size * sizeof *a->fused);
+        at += size;
+    }
+    return TSR_OK;
+}
+
 /* ---- The dispatcher ---------------------------------------------------------------------------------- */
 
 int tsr_state_action(tsr_state *s, uint32_t action) {
@@ -191,13 +262,15 @@ int tsr_state_action(tsr_state *s, uint32_t action) {
     tsr_action *a = tsr_model_action(s->model, action);
     if (!a) return tsr_error(TSR_ERR_ARGUMENT, "no statement %u of main", action);
     switch (a->kind) {
-    case TSR_ACTION_SAVE: return tsr_checkpoint_save(s, a->text, a->refs, a->ref_count);
+    case TSR_ACTION_SAVE: return tsr_checkpoint_save_once(s, a->text, a->refs, a->ref_count);
     case TSR_ACTION_LOAD: return tsr_checkpoint_load(s, a->text, a->refs, a->ref_count);
     case TSR_ACTION_SHUFFLE: return tsr_shuffle(s, a);
     case TSR_ACTION_RECORD: return record(s, a);
     case TSR_ACTION_PLOT:
+        if (tsr_dist_rank() != 0) return TSR_OK; /* process 0 draws for the run */
         tsr_progress_hide();
         return plot(s, a);
+    case TSR_ACTION_REDUCE: return reduce(s, a);
     default: return tsr_error(TSR_ERR_ARGUMENT, "statement %u of main is a progress bar", action);
     }
 }

@@ -15,6 +15,10 @@
  * the item's seed, the draw's number and k — reproducible, independent of threads, and new for
  * each draw (the SHUFFLE statement draws again, shuffle.c).
  *
+ * A sharded item of a run of N processes (docs/runtime.md §19): process r's row k is the file's
+ * sequential window k·N + r, or the random window that row k·N + r of one process's draw of N
+ * times the rows would get.
+ *
  * Requires data.c (tsr_data_open) and rng.c; nothing else of the runtime. */
 #include <errno.h>
 #include <inttypes.h>
@@ -143,20 +147,34 @@ static int check_width(int64_t width, const char *what) {
 
 int tsr_tokens_sequential(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, const char *what,
                           const char *path) {
+    return tsr_tokens_sequential_shard(tokens, out, rows, width, 0, 1, what, path);
+}
+
+int tsr_tokens_sequential_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, int shard, int shards,
+                                const char *what, const char *path) {
     int status = check_width(width, what);
     if (status != TSR_OK) return status;
     int64_t have = tsr_tokens_window_count(tokens, width);
+    if (shards > 1 && (rows > INT64_MAX / shards || have < rows * shards))
+        return tsr_data_error("data '%s': a run of %d processes needs %" PRId64 " windows of %" PRId64 " tokens in '%s' (%"
+                              PRId64 " for each), it has %" PRId64, what, shards, rows <= INT64_MAX / shards ? rows * shards
+                              : INT64_MAX, width, path, rows, have);
     if (have < rows)
         return tsr_data_error("data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64 "; the tensor "
                               "has %" PRId64 " rows, which need %" PRId64 " tokens or more", what, path, tokens->count,
                               have, have == 1 ? "" : "s", width, rows,
                               rows <= (INT64_MAX - 1) / (width - 1) ? rows * (width - 1) + 1 : INT64_MAX);
-    for (int64_t k = 0; k < rows; k++) put_window(tokens, out, k, width, k * (width - 1));
+    for (int64_t k = 0; k < rows; k++) put_window(tokens, out, k, width, (k * shards + shard) * (width - 1));
     return TSR_OK;
 }
 
 int tsr_tokens_random(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed, uint64_t draw,
                       const char *what, const char *path) {
+    return tsr_tokens_random_shard(tokens, out, rows, width, seed, draw, 0, 1, what, path);
+}
+
+int tsr_tokens_random_shard(const tsr_tokens *tokens, float *out, int64_t rows, int64_t width, uint64_t seed,
+                            uint64_t draw, int shard, int shards, const char *what, const char *path) {
     int status = check_width(width, what);
     if (status != TSR_OK) return status;
     if (tokens->count < width)
@@ -164,7 +182,10 @@ int tsr_tokens_random(const tsr_tokens *tokens, float *out, int64_t rows, int64_
                               tokens->count, tokens->count == 1 ? "" : "s", width);
     int64_t starts = tokens->count - width + 1;
     for (int64_t k = 0; k < rows; k++) {
-        double u = tsr_rng_unit(seed, WINDOWS_STREAM, draw * (uint64_t)rows + (uint64_t)k);
+        /* Global row k·shards + shard of the draw of shards·rows rows: the union of the processes'
+         * rows is what one process with all of them draws. */
+        uint64_t global_rows = (uint64_t)rows * (uint64_t)shards, global_row = (uint64_t)k * (uint64_t)shards + (uint64_t)shard;
+        double u = tsr_rng_unit(seed, WINDOWS_STREAM, draw * global_rows + global_row);
         int64_t start = (int64_t)(u * (double)starts);
         put_window(tokens, out, k, width, start < starts ? start : starts - 1);
     }

@@ -38,6 +38,7 @@ typedef enum tsr_status {
     TSR_ERR_IO = 6,       /* writing output failed */
     TSR_ERR_GPU = 7,      /* no GPU or driver, or the GPU failed (--target=cuda programs) */
     TSR_ERR_CPU = 8,      /* the object's code uses instructions this CPU lacks (--cpu=x86-64-v4 on AVX2) */
+    TSR_ERR_DIST = 9,     /* a distributed run: no MPI library, processes that disagree, a failed collective */
 } tsr_status;
 
 /* A short description of a status code ("data error"). */
@@ -263,6 +264,32 @@ typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1 } tsr_dtype;
 /* The element type of buffer `buffer` of the state (TSR_F32 or TSR_I32), or -1 for a NULL state
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
+
+/* ---- Several processes (data-parallel training; docs/runtime.md §19) ---------------------------
+ *
+ * One communicator per process.  tsr_dist_start(engine) chooses it: "none" (one process), "mpi"
+ * (Open MPI, loaded at run time: TSR_MPI_LIBRARY, else libmpi.so.40, else libmpi.so), or "auto"
+ * (NULL too: MPI when a launcher such as mpirun or srun started several processes, else one).
+ * Generated executables call it from tsr_main_start (--distributed=…); a C driver calls it before
+ * tsr_state_create when it wants its data sets split among the processes.  Until then, and in a
+ * run of one process, the rank is 0, the size 1, the means do nothing and values agree.  Every
+ * process must make the same collective calls in the same order.  TSR_OK, or TSR_ERR_DIST /
+ * TSR_ERR_ARGUMENT with a message. */
+int tsr_dist_start(const char *engine);
+int tsr_dist_rank(void);
+int tsr_dist_size(void);
+/* In place: every cell becomes the mean over the processes of that cell (the library's
+ * allreduce, then a division by the number of processes). */
+int tsr_dist_mean(float *cells, int64_t count);
+/* The same mean, the sum taken in rank order 0, 1, …, N-1 on every process: the same bits on
+ * every process and in every run, whatever the library's algorithm (slower: an allgather). */
+int tsr_dist_mean_ordered(float *cells, int64_t count);
+/* *agree = 1 on every process when all hold the same `count` values, else 0 on every process. */
+int tsr_dist_agree(const int64_t *values, int64_t count, int *agree);
+/* End every process of the run with exit status `status` (MPI_Abort; exit() in a run of one). */
+void tsr_dist_abort(int status);
+/* MPI_Finalize, once (also at exit when the runtime started MPI); TSR_OK at once without MPI. */
+int tsr_dist_finalize(void);
 
 #ifdef __cplusplus
 }

@@ -521,6 +521,11 @@ add_summary "native: executables' command line" $? "$TMP/exe_options.out"
 sh tests/native/checkpoint.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/checkpoint.out" 2>&1
 add_summary "native: checkpoints" $? "$TMP/checkpoint.out"
 
+# Several processes under mpirun: process 0 alone prints and saves, the agreement check, no MPI
+# library, --check-replicas, the communicator's unit test (tests/native/distributed.sh).
+sh tests/native/distributed.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/distributed.out" 2>&1
+add_summary "native: several processes (MPI)" $? "$TMP/distributed.out"
+
 # shuffle under --seed, progress bars on and off a terminal (tests/native/main_steps.sh).
 sh tests/native/main_steps.sh "$TSRC" >"$TMP/main_steps.out" 2>&1
 add_summary "native: shuffle seeds, progress bars" $? "$TMP/main_steps.out"

@@ -1,0 +1,114 @@
+#!/bin/sh
+# distributed.sh — runs of several processes under Open MPI's mpirun (run by tests/run.sh;
+# docs/runtime.md §19).
+#
+# tests/native/checkpoint_train.tsr (it trains, saves two checkpoints and prints) is compiled
+# once.  Under `mpirun --oversubscribe -np 2` it must print once (process 0) and write its
+# checkpoints once (process 1, started in another directory, writes nothing); with
+# --distributed=none both processes run alone and print; processes started with different seeds
+# (MPMD) both stop with the agreement message and status 1, not a hang; --check-replicas passes
+# where the processes agree; --reduce=ordered is accepted; TSR_MPI_LIBRARY naming no library
+# makes --distributed=mpi a clear error with status 1; the reference executor prints once too.
+# build/unit/dist_test runs under mpirun (its mean, ordered mean and agreement check).
+# Every run has a time limit, so a hang fails.  Open MPI's own banners on stderr ("Primary job
+# terminated normally, but 1 process returned a non-zero exit code") are tolerated: the checks
+# look for the runtime's lines.
+# Usage: distributed.sh TSRC BUILD_DIR.  Last line: "N passed, N failed".  Without mpirun every
+# case fails (tools/bootstrap.sh installs openmpi-bin).
+set -u
+TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+BUILD=$(cd "$2" && pwd)
+T=$(mktemp -d /tmp/tsrc-distributed.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/err" "$T/out"; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No network interfaces but loopback in some sandboxes: keep Open MPI on this machine.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN="timeout 60 mpirun --oversubscribe"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "FAIL mpirun is not installed (tools/bootstrap.sh installs openmpi-bin)"; echo "0 passed, 1 failed"; exit 1
+fi
+cp tests/native/checkpoint_train.tsr "$T/p.tsr"
+if ! "$TSRC" "$T/p.tsr" -o "$T/p" >"$T/log" 2>&1; then
+    echo "FAIL checkpoint_train.tsr does not compile"; sed -n '1,10s/^/    /p' "$T/log"; echo "0 passed, 1 failed"; exit 1
+fi
+mkdir "$T/a" "$T/b"
+
+# Two processes: one print of each tensor, the run's status 0.
+(cd "$T/a" && $MPIRUN -np 2 ../p) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(grep -c '^w2 :' "$T/out")" = 1 ] && [ "$(grep -c '^predictions :' "$T/out")" = 1 ]; then ok
+else bad "two processes print once (status $st)"; fi
+# The same numbers as one process (the replicas run the same program on the same data).
+(cd "$T/a" && timeout 60 ../p) >"$T/one" 2>>"$T/err"
+if cmp -s "$T/out" "$T/one"; then ok; else bad "two processes print what one prints"; fi
+
+# Checkpoints: process 0 (in a/) writes them, process 1 (in b/) writes nothing.
+rm -f "$T"/a/*.npz "$T"/b/*.npz
+$MPIRUN -np 1 --wdir "$T/a" "$T/p" --save all.npz : -np 1 --wdir "$T/b" "$T/p" --save all.npz >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ -s "$T/a/model.npz" ] && [ -s "$T/a/head.npz" ] && [ -s "$T/a/all.npz" ] && [ -z "$(ls "$T/b")" ]; then ok
+else bad "process 0 alone writes the checkpoints (status $st; b/ holds: $(ls "$T/b"))"; fi
+
+# --distributed=none: every process is a run of its own and prints.
+(cd "$T/a" && $MPIRUN -np 2 ../p --distributed=none) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(grep -c '^w2 :' "$T/out")" = 2 ]; then ok; else bad "--distributed=none prints twice (status $st)"; fi
+
+# Different seeds: the agreement check stops both processes, each with the message, status 1.
+(cd "$T/a" && $MPIRUN -np 1 ../p --seed 1 : -np 1 ../p --seed 2) >"$T/out" 2>"$T/err"
+st=$?
+msg="the processes disagree on --seed: process 0 has 1, process 1 has 2; every process of a distributed run needs the same seed, options and data sizes"
+if [ $st = 1 ] && grep -qxF "../p: error: process 0 of 2: $msg" "$T/err" && grep -qxF "../p: error: process 1 of 2: $msg" "$T/err" &&
+   ! grep -q '^w2' "$T/out"; then ok
+else bad "different seeds: both processes stop with the agreement message (status $st)"; fi
+# An option's value.
+(cd "$T/a" && $MPIRUN -np 1 ../p --steps 2 : -np 1 ../p --steps 3) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && [ "$(grep -c "disagree on option '--steps': process 0 has 2, process 1 has 3" "$T/err")" = 2 ]; then ok
+else bad "different option values: both processes stop (status $st)"; fi
+
+# --check-replicas where the replicas agree; --reduce=ordered.
+(cd "$T/a" && $MPIRUN -np 2 ../p --check-replicas --reduce=ordered) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(grep -c '^w2 :' "$T/out")" = 1 ]; then ok; else bad "--check-replicas --reduce=ordered pass (status $st)"; fi
+(cd "$T/a" && timeout 60 ../p --check-replicas --reduce=fast --distributed=auto) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ]; then ok; else bad "--check-replicas alone (status $st)"; fi
+(cd "$T/a" && timeout 60 ../p --reduce=sum) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 2 ] && grep -qF "'--reduce' takes fast or ordered, not 'sum'" "$T/err"; then ok; else bad "--reduce=sum is refused (status $st)"; fi
+
+# No MPI library: a clear message, status 1.
+(cd "$T/a" && TSR_MPI_LIBRARY=/nonexistent timeout 60 ../p --distributed=mpi) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && grep -qF "../p: error: a distributed run needs an MPI library" "$T/err" && grep -qF "/nonexistent" "$T/err" &&
+   [ ! -s "$T/out" ]; then ok
+else bad "TSR_MPI_LIBRARY=/nonexistent --distributed=mpi (status $st)"; fi
+# A library that is not Open MPI (libm has no ompi_mpi_comm_world).
+(cd "$T/a" && TSR_MPI_LIBRARY=libm.so.6 timeout 60 ../p --distributed=mpi) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && grep -qF "supports only Open MPI's ABI" "$T/err"; then ok; else bad "a library that is not Open MPI (status $st)"; fi
+# --distributed=mpi without a launcher: one process of MPI.
+(cd "$T/a" && timeout 60 ../p --distributed=mpi) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && cmp -s "$T/out" "$T/one"; then ok; else bad "--distributed=mpi without mpirun (status $st)"; fi
+
+# The reference executor goes through the same start: it prints once too.
+(cd "$T/a" && $MPIRUN -np 2 "$TSRC" --run --interp ../p.tsr) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(grep -c '^w2 :' "$T/out")" = 1 ]; then ok; else bad "the reference executor prints once (status $st)"; fi
+
+# The communicator's operations (tests/unit/dist_test.c) under two and three processes.
+for n in 2 3; do
+    $MPIRUN -np $n "$BUILD/unit/dist_test" >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 0 ] && grep -q '^[1-9][0-9]* passed, 0 failed$' "$T/out"; then ok; else bad "dist_test under $n processes (status $st)"; fi
+done
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
