@@ -189,7 +189,7 @@ static bool finish_code(Elab *e, Closure *c, Span span) {
                        p->name ? p->name : "()");
             return false;
         }
-        c->env = bind(e, c->env, p->name, param_default(e, c, p));
+        c->env = env_bind(e, c->env, p->name, param_default(e, c, p));
     }
     return true;
 }
@@ -241,7 +241,7 @@ static Env *elab_assignment(Elab *e, Routine *r, const Node *n, Env *env) {
     if (n->c && !code_logic(n->c, &step.logic, &spec)) return env;
     if (n->a->kind == NODE_RECORD) {
         if (!(step.tensor = state_tensor(e, n->a, env))) return env;
-        env = bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
+        env = env_bind(e, env, n->a->list.items[0]->name, tensor_value(e, step.tensor));
     } else {
         if (!code_tensor(e, n->a, env, &step.tensor, &step.grad)) return env;
         if (!step.grad && !check_assignable(step.tensor, n->a->span)) return env;
@@ -374,7 +374,7 @@ Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
         }
         int64_t step = n->flag ? -1 : 1;
         for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step)
-            elab_code(e, r, n->c, bind(e, env, n->name, int_value(e, i)));
+            elab_code(e, r, n->c, env_bind(e, env, n->name, int_value(e, i)));
         return env;
     }
     case NODE_APP:

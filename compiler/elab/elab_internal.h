@@ -283,7 +283,7 @@ Value *tensor_value(Elab *e, Tensor *t);
 const char *kind_noun(const Value *v);
 bool is_number(const Value *v);
 double number_of(const Value *v);
-Env *bind(Elab *e, Env *env, const char *name, Value *value);
+Env *env_bind(Elab *e, Env *env, const char *name, Value *value);
 uint32_t name_hash(const char *name);
 Value *lookup_global(Elab *e, const char *name, uint32_t gen);
 Value *lookup(Elab *e, Env *env, const char *name);

@@ -144,7 +144,7 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             if (strcmp(p->name, args[a].label) != 0) continue;
             found = true;
             c->bound[i] = true;
-            c->env = bind(e, c->env, p->name, args[a].value);
+            c->env = env_bind(e, c->env, p->name, args[a].value);
         }
         if (!found)
             return fail(args[a].span, "%s has no parameter %c%s%s", c->fn_name ? c->fn_name : "this function",
@@ -191,12 +191,12 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             return closure_value(e, c);
         case PARAM_OPTIONAL:
             if (!have) return closure_value(e, c);
-            c->env = bind(e, c->env, p->name, param_default(e, c, p));
+            c->env = env_bind(e, c->env, p->name, param_default(e, c, p));
             c->next++;
             break;
         default:
             if (!have) return closure_value(e, c);
-            if (p->flag == PARAM_POSITIONAL) c->env = bind(e, c->env, p->name, args[pos].value);
+            if (p->flag == PARAM_POSITIONAL) c->env = env_bind(e, c->env, p->name, args[pos].value);
             else if (p->flag == PARAM_UNIT && args[pos].value->kind != V_UNIT &&
                      args[pos].value->kind != V_ERROR)
                 return fail(args[pos].span, "%s expects () here, but this is %s",
@@ -721,7 +721,7 @@ Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node 
         }
         v = closure_value(e, c);
         if (rec) {
-            env = global ? bind_global(e, name, v) : bind(e, env, name, v);
+            env = global ? bind_global(e, name, v) : env_bind(e, env, name, v);
             c->env = env;
         }
     } else {
@@ -738,7 +738,7 @@ Env *eval_binding(Elab *e, const char *name, const NodeList *params, const Node 
         v->as.closure->scope->binding = name;
     if (out) *out = v;
     if (strcmp(name, "_") == 0 || (rec && (params->count > 0 || code))) return env;
-    return global ? bind_global(e, name, v) : bind(e, env, name, v);
+    return global ? bind_global(e, name, v) : env_bind(e, env, name, v);
 }
 
 Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
@@ -841,7 +841,7 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             return fail(n->span, "the bounds of 'for' must be integers");
         int64_t step = n->flag ? -1 : 1;
         for (int64_t i = from->as.i; n->flag ? i >= to->as.i : i <= to->as.i; i += step) {
-            Value *v = eval(e, n->c, bind(e, env, n->name, int_value(e, i)), mode);
+            Value *v = eval(e, n->c, env_bind(e, env, n->name, int_value(e, i)), mode);
             if (v->kind == V_ERROR) return v;
         }
         return &unit_value;

@@ -213,7 +213,7 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out, bool progr
     }
     step.index = sym->as.index.id;
     MainList body = {0};
-    elab_main(e, n->c, bind(e, env, n->name, sym), &body);
+    elab_main(e, n->c, env_bind(e, env, n->name, sym), &body);
     step.body = body.items;
     step.body_count = body.count;
     ARENA_PUSH(e->arena, out->items, out->count, out->cap, step);

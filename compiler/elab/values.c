@@ -75,7 +75,7 @@ const char *kind_noun(const Value *v) {
 bool is_number(const Value *v) { return v->kind == V_INT || v->kind == V_FLOAT; }
 double number_of(const Value *v) { return v->kind == V_INT ? (double)v->as.i : v->as.f; }
 
-Env *bind(Elab *e, Env *env, const char *name, Value *value) {
+Env *env_bind(Elab *e, Env *env, const char *name, Value *value) {
     Env *b = arena_alloc(e->arena, sizeof *b);
     b->name = name;
     b->value = value;

@@ -176,7 +176,7 @@ static void row_le(Deriver *d, uint32_t s_sub, RowKind k_sub, uint32_t s_super, 
 /* ---- Einsum specs: the local re-solve ---------------------------------------------------------- */
 
 /* A label or row variable meets `count` axes: the first time it binds them, later it equates. */
-static void bind(Deriver *d, const char *name, const uint32_t *ids, uint32_t count) {
+static void env_bind(Deriver *d, const char *name, const uint32_t *ids, uint32_t count) {
     for (uint32_t i = 0; i < d->binding_count; i++) {
         const struct Binding *b = &d->bindings[i];
         if (strcmp(b->name, name) != 0) continue;
@@ -195,7 +195,7 @@ static void bind(Deriver *d, const char *name, const uint32_t *ids, uint32_t cou
 
 static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
     switch (ax->kind) {
-    case SPEC_AXIS_LABEL: bind(d, ax->as.label, &id, 1); break;
+    case SPEC_AXIS_LABEL: env_bind(d, ax->as.label, &id, 1); break;
     case SPEC_AXIS_FIXED:
         if ((uint64_t)ax->as.fixed >= d->size[id])
             fail(d, "fixed index %d is out of range for an axis of size %llu", ax->as.fixed,
@@ -214,8 +214,8 @@ static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
         d->size[def.kernel] = a->kernel_size;
         d->affine_of[id] = (int32_t)d->affine_count;
         ARENA_PUSH(d->arena, d->affines, d->affine_count, d->affine_cap, def);
-        bind(d, a->over.name, &def.over, 1);
-        if (a->has_kernel) bind(d, a->kernel.name, &def.kernel, 1);
+        env_bind(d, a->over.name, &def.over, 1);
+        if (a->has_kernel) env_bind(d, a->kernel.name, &def.kernel, 1);
         break;
     }
     case SPEC_AXIS_CONCAT: {
@@ -230,7 +230,7 @@ static void spec_axis(Deriver *d, const SpecAxis *ax, uint32_t id) {
             if (piece->kind != SPEC_PIECE_LABEL) continue;
             def.ids[j] = d->next_extra++;
             d->size[def.ids[j]] = piece->inferred_size;
-            bind(d, piece->as.label, &def.ids[j], 1);
+            env_bind(d, piece->as.label, &def.ids[j], 1);
         }
         if (total != d->size[id])
             fail(d, "the pieces of a concatenated axis add up to %llu, not its size %llu", (unsigned long long)total,
@@ -262,7 +262,7 @@ static void spec_row(Deriver *d, const SpecRow *row, uint32_t slot, RowKind k) {
         const char *key = row->row_var.kind == SPEC_ROWVAR_NAMED
                               ? arena_printf(d->arena, "..%s..", row->row_var.name)
                               : arena_printf(d->arena, "... of the %s rows", logic_row_names[k]);
-        bind(d, key, ids, middle);
+        env_bind(d, key, ids, middle);
     }
 }
 
