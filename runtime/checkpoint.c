@@ -571,3 +571,18 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
 }
 
 int tsr_state_load(tsr_state *s, const char *path) { return tsr_checkpoint_load(s, path, NULL, 0); }
+
+/* ---- Several processes: a checkpoint written once ------------------------------------------------ */
+
+int tsr_checkpoint_save_once(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!tsr_dist_active()) return tsr_checkpoint_save(s, path, buffers, count);
+    /* The replicas hold the same parameters: process 0 writes them, then tells the others how it
+     * went, so that a later LOAD on any process finds the file complete. */
+    int64_t written = tsr_dist_rank() == 0 ? tsr_checkpoint_save(s, path, buffers, count) : TSR_OK;
+    int status = tsr_dist_broadcast(&written);
+    if (status != TSR_OK) return status;
+    if (written == TSR_OK) return TSR_OK;
+    tsr_dist_set_collective_failure();
+    if (tsr_dist_rank() == 0) return (int)written; /* its own message */
+    return tsr_error((int)written, "process 0 could not write checkpoint '%s' (it says why)", path);
+}

@@ -94,12 +94,12 @@ int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
  * its run number a->runs, then count the run. */
 int tsr_shuffle(tsr_state *state, tsr_action *a);
-/* SAVE in a distributed run (steps.c): process 0 writes the checkpoint, and every process learns
+/* SAVE in a distributed run (checkpoint.c): process 0 writes the checkpoint, and every process learns
  * whether it could (a failure is then an error on every process); in a run of one, a plain
  * tsr_checkpoint_save. */
 int tsr_checkpoint_save_once(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
-/* Whether --reduce=ordered / --check-replicas was given to the state (state.c). */
-bool tsr_state_reduce_ordered(const tsr_state *state);
+/* Whether --reduce=ordered was given to the state's run (model.c). */
+bool tsr_model_reduce_ordered(const tsr_model *model);
 /* After the state is made: the processes of a distributed run must agree on the seed, every
  * option's value and every run-time size; TSR_ERR_DIST naming the first value that differs and
  * two processes' values otherwise, on every process (state.c). */

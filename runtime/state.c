@@ -627,8 +627,6 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
 
 /* ---- Several processes ------------------------------------------------------------------------- */
 
-bool tsr_state_reduce_ordered(const tsr_state *s) { return s && s->model && s->model->reduce_ordered; }
-
 /* A value of the agreement check, for its message. */
 static void describe_value(const tsr_state *s, int64_t index, int64_t value, char *out, size_t size) {
     const tsr_model *m = s->model;

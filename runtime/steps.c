@@ -193,19 +193,6 @@ int tsr_state_progress(tsr_state *s, uint32_t action, int64_t done, int64_t tota
 
 /* ---- Several processes: checkpoints written once, the mean of gradients ------------------------------- */
 
-int tsr_checkpoint_save_once(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
-    if (!tsr_dist_active()) return tsr_checkpoint_save(s, path, buffers, count);
-    /* The replicas hold the same parameters: process 0 writes them, then tells the others how it
-     * went, so that a later LOAD on any process finds the file complete. */
-    int64_t written = tsr_dist_rank() == 0 ? tsr_checkpoint_save(s, path, buffers, count) : TSR_OK;
-    int status = tsr_dist_broadcast(&written);
-    if (status != TSR_OK) return status;
-    if (written == TSR_OK) return TSR_OK;
-    tsr_dist_set_collective_failure();
-    if (tsr_dist_rank() == 0) return (int)written; /* its own message */
-    return tsr_error((int)written, "process 0 could not write checkpoint '%s' (it says why)", path);
-}
-
 /* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
  * call over their cells side by side (the action keeps that fused array from call to call). */
 static int reduce(tsr_state *s, tsr_action *a) {
@@ -240,7 +227,7 @@ static int reduce(tsr_state *s, tsr_action *a) {
         if (size > 0 && s->buffers[b]) memcpy(a->fused + at, s->buffers[b], (size_t)size * sizeof *a->fused);
         at += size;
     }
-    int status = tsr_state_reduce_ordered(s) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
+    int status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
     if (status != TSR_OK) return status;
     at = 0;
     for (uint32_t k = 0; k < a->ref_count; k++) {

@@ -35,6 +35,10 @@
 #            (tools/bench/gpt.tsr.in, driver gpt_tsrc.c; BENCH_GPT chooses) against the same model
 #            in PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
 #            steps on the same windows, whose losses must agree, then the step timed
+#   dp       data-parallel training: the nn_mlp step (global batch 128) and the example's GPT step
+#            (global batch 8) on one process of 1 and 2 threads and on two processes of one thread
+#            each under mpirun, each with half the batch (tools/bench/dp_tsrc.c, docs/runtime.md
+#            §19); steps per second and the share of the gradients' mean in the step
 #   conv     the two 5x5 convolutions of LeNet-5, batch 64 (28x28x1 -> 6 channels, 12x12x6 -> 16),
 #            Nn.conv2d channels last (tools/bench/conv.tsr, driver conv_tsrc.c), forward alone and
 #            forward + backward (gradients of the kernel and the input) against
@@ -56,7 +60,7 @@
 # "n/s" in the table) and skipped.
 #
 # Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
-# BENCH_ONLY (sections: matmul bmm ew train python gpt conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# BENCH_ONLY (sections: matmul bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
@@ -262,8 +266,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul bmm ew train python gpt conv).
-want() { case " ${BENCH_ONLY:-matmul bmm ew train python gpt conv} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul bmm ew train python gpt dp conv).
+want() { case " ${BENCH_ONLY:-matmul bmm ew train python gpt dp conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -434,6 +438,47 @@ if [ "${BENCH_PROFILE:-0}" = 1 ]; then
         echo "bench: building the profiled GPT step failed:"; cat "$pdir/tsrc.log" "$pdir/cc.log" | head -n 20
         failed=1
     fi
+fi
+fi
+
+# ---- data-parallel training: processes against threads ----------------------------------------
+# One step of nn_mlp (global batch 128) and of the example's GPT (global batch 8), on one process
+# of 1 and 2 threads (the program with the whole batch) and on two processes of one thread each
+# under mpirun (the program with half the batch each; docs/runtime.md §19), a fixed step count
+# (tools/bench/dp_tsrc.c), compiled with --profile: process 0's profile says how much of the
+# step the gradients' mean takes (it is not overlapped with the backward pass in this version).
+dp_case() { # KIND PROGRAM-1 PROGRAM-2 VOCAB
+    d1=$WORK/dp_$1_1 d2=$WORK/dp_$1_2
+    mkdir -p "$d1" "$d2"
+    for d in "$d1:$2" "$d2:$3"; do
+        dir=${d%%:*} prog=${d#*:}
+        if ! "$TSRC" --profile -c --name=dp "$prog" -o "$dir/dp.o" 2>"$dir/tsrc.log" ||
+           ! $CC -O2 -DVOCAB="$4" -I"$dir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/dp_tsrc.c" "$dir/dp.o"                "$BUILD/libtsr.a" -lm -lpthread -ldl -o "$dir/driver" 2>"$dir/cc.log"; then
+            echo "bench: building the $1 step for dp failed:"; cat "$dir/tsrc.log" "$dir/cc.log" | head -n 20
+            failed=1; return
+        fi
+    done
+    for t in 1 2; do
+        env TSR_NUM_THREADS=$t "$d1/driver" "$DP_STEPS" "$1" 2>"$WORK/dp.prof" | grep '^DP ' | tee -a "$RESULTS"
+    done
+    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun --oversubscribe -np 2 -x TSR_NUM_THREADS=1 "$d2/driver" "$DP_STEPS" "$1" 2>"$WORK/dp.prof" |
+        grep '^DP ' | tee -a "$RESULTS"
+    grep 'means across processes' "$WORK/dp.prof" | head -n 1 | sed "s/^ */INFO dp $1 process 0's profile: /" |
+        tee -a "$RESULTS"
+}
+if want dp; then
+if command -v mpirun >/dev/null 2>&1; then
+    DP_STEPS=${BENCH_DP_STEPS:-30}
+    echo "bench: data-parallel steps: 1 process of 1 and 2 threads against 2 processes of 1 thread (mpirun), same global batch"
+    sed -e 's/^let batch = 128$/let batch = 64/' "$BENCH/nn_mlp.tsr" >"$WORK/nn_mlp_half.tsr"
+    dp_case nn_mlp "$BENCH/nn_mlp.tsr" "$WORK/nn_mlp_half.tsr" 10
+    mkdir -p "$WORK/dp_gpt"
+    gpt_program "$WORK/dp_gpt" gpt 96 256 4 64 8 4 && mv "$WORK/dp_gpt/gpt.tsr" "$WORK/dp_gpt/whole.tsr"
+    gpt_program "$WORK/dp_gpt" gpt 96 256 4 64 4 4 && mv "$WORK/dp_gpt/gpt.tsr" "$WORK/dp_gpt/half.tsr"
+    dp_case gpt "$WORK/dp_gpt/whole.tsr" "$WORK/dp_gpt/half.tsr" 96
+else
+    info "dp: mpirun is missing (Debian's openmpi-bin); no data-parallel figures"
 fi
 fi
 

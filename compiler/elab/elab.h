@@ -128,7 +128,7 @@ typedef enum CodeStepKind {
     STEP_COMPUTE,    /* compute t from the current values of the tensors made before it (ids below
                         `fresh_from`): what `print` does with an expression of `main` */
     STEP_ALL_REDUCE, /* all_reduce_mean t (or t.grad, with `grad`): t's cells become their mean
-                        across the processes of a distributed run (docs/language.md §3.7.5) */
+                        across the processes of a distributed run (docs/language.md §3.2.8) */
 } CodeStepKind;
 
 typedef enum CodeExprKind { CEXPR_CONST, CEXPR_TENSOR, CEXPR_OP } CodeExprKind;

@@ -275,6 +275,23 @@ for (kind, impl, n, t), f in sorted(rows.items()):
               f"losses differ by at most {drift:.1e} relative")
         if not agree:
             status = 1
+# Data-parallel training (the dp section): one process of 1 and 2 threads against two processes of
+# one thread each, the same global batch; DP lines, process 0's.
+dp = {}
+for line in open(sys.argv[1]):
+    if line.startswith("DP "):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+        dp[(f["kind"], int(f["procs"]), int(f["threads"]))] = float(f["step_s"])
+if dp:
+    print()
+    print("| data-parallel step | 1 process, 1 thread | 1 process, 2 threads | 2 processes, 1 thread each | 2 processes / 2 threads | 2 processes / 1 thread |")
+    print("|---|---|---|---|---|---|")
+    for kind in sorted({k for k, _, _ in dp}):
+        one, two, procs = dp.get((kind, 1, 1)), dp.get((kind, 1, 2)), dp.get((kind, 2, 1))
+        ms = lambda v: f"{v * 1e3:.2f} ms" if v else "-"
+        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"
+        print(f"| {kind} | {ms(one)} | {ms(two)} | {ms(procs)} | {ratio(two, procs)} | {ratio(one, procs)} |")
+    print("(speed: steps per second of two processes over those of one process; >1: the processes are faster)")
 if any(f["reps"] == "1" for f in rows.values()):
     print("¹ one run only: the warm-up run took over 10 time budgets, so it is the figure.")
 if unsupported:
