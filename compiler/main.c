@@ -46,6 +46,7 @@
 #include "ir/opt.h"
 #include "front/parse.h"
 #include "ir/plan.h"
+#include "runtime/tsr.h"
 #include "sched/sched.h"
 #include "sched/target.h"
 
@@ -710,8 +711,15 @@ static int run_program(IrProgram *ir, const Options *opt) {
     char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
     Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
     if (!in) return status;
-    status = interp_run_main(in) && interp_finish(in) ? 0 : 1;
+    bool ran = interp_run_main(in);
+    status = ran && interp_finish(in) ? 0 : 1;
     if (fflush(stdout) != 0) status = 1;
+    /* One process of a distributed run that failed on its own (its message is out) ends the
+     * others, which would wait for it in their next mean, as a generated main does. */
+    if (!ran && tsr_dist_size() > 1) {
+        fflush(stderr);
+        tsr_dist_abort(1);
+    }
     interp_free(in);
     return status;
 }

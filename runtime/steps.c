@@ -191,7 +191,30 @@ int tsr_state_progress(tsr_state *s, uint32_t action, int64_t done, int64_t tota
     return TSR_OK;
 }
 
-/* ---- Several processes: checkpoints written once, the mean of gradients ------------------------------- */
+/* ---- Several processes: the mean of gradients ------------------------------------------------------- */
+
+/* The cells of buffer b, or -1 past the model's buffers. */
+static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t size;
+    uint8_t kind;
+    return tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind) ? size : -1;
+}
+
+/* Copy REDUCE's buffers into its fused array side by side (`gather`), or back out of it. */
+static void move_fused(tsr_state *s, tsr_action *a, bool gather) {
+    int64_t at = 0;
+    for (uint32_t k = 0; k < a->ref_count; k++) {
+        uint32_t b = a->refs[k];
+        int64_t size = buffer_cells(s, b);
+        if (size > 0 && s->buffers[b]) {
+            if (gather) memcpy(a->fused + at, s->buffers[b], (size_t)size * sizeof *a->fused);
+            else memcpy(s->buffers[b], a->fused + at, (size_t)size * sizeof *a->fused);
+        }
+        at += size;
+    }
+}
 
 /* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
  * call over their cells side by side (the action keeps that fused array from call to call). */
@@ -199,12 +222,8 @@ static int reduce(tsr_state *s, tsr_action *a) {
     if (!tsr_dist_active()) return TSR_OK;
     int64_t cells = 0;
     for (uint32_t k = 0; k < a->ref_count; k++) {
-        uint32_t rank;
-        const int64_t *dims;
-        int64_t size;
-        uint8_t kind;
-        if (!tsr_model_buffer_shape(s->model, a->refs[k], &rank, &dims, &size, &kind) ||
-            tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32)
+        int64_t size = buffer_cells(s, a->refs[k]);
+        if (size < 0 || tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32)
             return tsr_error(TSR_ERR_IMAGE, "reduce '%s': buffer %u is not an f32 tensor", a->text, a->refs[k]);
         cells += size;
     }
@@ -215,30 +234,14 @@ static int reduce(tsr_state *s, tsr_action *a) {
             return tsr_error(TSR_ERR_NOMEM, "reduce '%s': out of memory for %" PRId64 " cells", a->text, cells);
         a->fused_cells = cells;
     }
-    int64_t at = 0;
-    for (uint32_t k = 0; k < a->ref_count; k++) {
-        uint32_t b = a->refs[k], rank;
-        const int64_t *dims;
-        int64_t size;
-        uint8_t kind;
-        tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind);
-        int status = tsr_buffer_to_host(s, b, true);
+    for (uint32_t k = 0; k < a->ref_count; k++) { /* the kernels' results, for a GPU state */
+        int status = tsr_buffer_to_host(s, a->refs[k], true);
         if (status != TSR_OK) return status;
-        if (size > 0 && s->buffers[b]) memcpy(a->fused + at, s->buffers[b], (size_t)size * sizeof *a->fused);
-        at += size;
     }
+    move_fused(s, a, true);
     int status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
     if (status != TSR_OK) return status;
-    at = 0;
-    for (uint32_t k = 0; k < a->ref_count; k++) {
-        uint32_t b = a->refs[k], rank;
-        const int64_t *dims;
-        int64_t size;
-        uint8_t kind;
-        tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind);
-        if (size > 0 && s->buffers[b]) memcpy(s->buffers[b], a->fused + at, (size_t)size * sizeof *a->fused);
-        at += size;
-    }
+    move_fused(s, a, false);
     return TSR_OK;
 }
 

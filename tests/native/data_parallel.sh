@@ -2,7 +2,8 @@
 # data_parallel.sh — data-parallel training on two processes under Open MPI (run by tests/run.sh;
 # docs/runtime.md, "Training on several processes").
 #
-# The MLP of docs/examples/digits.tsr and the LeNet of docs/examples/lenet.tsr, each compiled
+# The MLP of docs/examples/digits.tsr and the LeNet of docs/examples/lenet.tsr (and the GPT of
+# docs/examples/gpt.tsr at a small size, on token files, below), each compiled
 # twice from its own text: once as shipped (batches of 30, one process) and once with batches of
 # 15, run by `mpirun -np 2`.  The two-process run reads files of the same bytes with twice the
 # batches of half the size, so that rank 0's batch i and rank 1's batch i (its rows 2i and
@@ -82,6 +83,35 @@ for k in a.files:
 " "$T/one/one.npz" "$T/two/two.npz" 2>"$T/log"
     check "$example: rank 0's checkpoint holds the one-process parameters (1e-5)" $?
 done
+
+# The GPT example at a small size, whose training data are random windows of a token file:
+# batches of 8 windows on one process, of 4 on each of two.  Process r's window k is window
+# 2k + r of one process's draw, so each step sees the same 8 windows (interleaved) and prints the
+# same losses; the validation set is read whole by both.
+mkdir "$T/gpt1" "$T/gpt2"
+"$PYTHON" tools/gpt_data.py "$T/gpt1" >"$T/log" 2>&1 && cp "$T"/gpt1/gpt_*.bin "$T/gpt2/"
+check "tools/gpt_data.py writes the token files" $?
+sed -e 's/^let dim = 256/let dim = 32/' -e 's/^let heads = 4/let heads = 2/' -e 's/^let n_batches = 64/let n_batches = 4/' \
+    -e 's/train loss %\.4f  validation loss %\.4f/train loss %.9g  validation loss %.9g/' \
+    "$ROOT/docs/examples/gpt.tsr" >"$T/gpt8.tsr"
+sed -e 's/^let batch = 8$/let batch = 4/' "$T/gpt8.tsr" >"$T/gpt4.tsr"
+grep -q '^let batch = 4$' "$T/gpt4.tsr" && "$TSRC" "$T/gpt8.tsr" -o "$T/gpt1/gpt" 2>"$T/log" &&
+    "$TSRC" "$T/gpt4.tsr" -o "$T/gpt2/gpt" 2>"$T/log"
+check "gpt: the small example compiles with batches of 8 and of 4" $?
+(cd "$T/gpt1" && timeout 120 ./gpt --epochs 2) >"$T/gpt.one" 2>"$T/log" &&
+    (cd "$T/gpt2" && timeout 120 $MPIRUN ./gpt --epochs 2 --check-replicas) >"$T/gpt.two" 2>"$T/log"
+check "gpt: one process and two (--check-replicas) train 2 epochs" $?
+"$PYTHON" -c "
+import re, sys
+a, b = (open(f).read().split() for f in sys.argv[1:3])
+assert len(a) == len(b) and len(a) > 8, (a, b)
+for x, y in zip(a, b):
+    if re.fullmatch(r'[0-9.e+-]+', x) and '.' in x:
+        assert abs(float(x) - float(y)) <= 1e-6 * abs(float(x)), (x, y)
+    else:
+        assert x == y, (x, y)
+" "$T/gpt.one" "$T/gpt.two" 2>"$T/log"
+check "gpt: the training and validation losses of one process to 1e-6" $?
 
 # The reference executor takes part in a distributed run as a generated executable does.
 (cd "$T/two" && timeout 300 $MPIRUN "$TSRC" --run --interp "$T/digits2.tsr") >"$T/digits.interp" 2>"$T/log"
