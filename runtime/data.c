@@ -163,7 +163,10 @@ typedef struct Target {
     uint32_t rank;
     const int64_t *dims;
     int64_t cells;
-    int shard, shards; /* process `shard` of `shards` keeps rows shard, shard+shards, … (0 of 1: all) */
+    int shard, shards; /* process `shard` of `shards` keeps samples shard, shard+shards, … (0 of 1: all) */
+    uint32_t sample_axes; /* sharded: the leading axes whose indices number the samples */
+    int64_t samples;      /* sharded: this process's samples (the product of those axes) */
+    bool spare;           /* sharded, of run-time length: the file may hold more samples, unused */
 } Target;
 
 /* Checks the caller's arguments and counts the target's cells. */
@@ -576,29 +579,33 @@ static int npy_read_data(const Source *src, FILE *file, const NpyType *type, con
     return TSR_OK;
 }
 
-/* A sharded target (t->shards > 1): the file holds t->dims[0]·shards rows of the target's other
- * axes, and rows shard, shard+shards, … are read, one seek each; the file's size must be what
- * its header declares. */
+/* A sharded target (t->shards > 1): the file holds t->samples·shards samples, each of the shape of
+ * the target's axes after its sample axes (the file's leading axes, whatever they are, numbering
+ * the samples), and samples shard, shard+shards, … are read, one seek each; the file's size must
+ * be what its header declares. */
 static int npy_read_shard(const Source *src, FILE *file, const NpyType *type, const NpyHeader *header, const Target *t) {
-    int64_t rows = t->rank ? t->dims[0] : 0, want_rows = rows <= INT64_MAX / t->shards ? rows * t->shards : INT64_MAX;
-    bool same = t->rank > 0 && header->rank == t->rank;
-    for (uint32_t a = 1; same && a < t->rank; a++) same = header->dims[a] == t->dims[a];
-    if (!same || header->dims[0] != want_rows) {
-        char expected[256], found[256];
-        int64_t global[NPY_MAX_AXES] = {0};
-        for (uint32_t a = 0; a < t->rank && a < NPY_MAX_AXES; a++) global[a] = a ? t->dims[a] : want_rows;
-        format_shape(expected, sizeof expected, t->rank < NPY_MAX_AXES ? t->rank : NPY_MAX_AXES, global);
+    int64_t rows = t->samples, want_rows = rows <= INT64_MAX / t->shards ? rows * t->shards : INT64_MAX;
+    uint32_t tail = t->rank - t->sample_axes; /* the axes of one sample */
+    bool same = header->rank > tail;
+    for (uint32_t a = 0; same && a < tail; a++) same = header->dims[header->rank - tail + a] == t->dims[t->sample_axes + a];
+    int64_t file_rows = 1;
+    for (uint32_t a = 0; same && a < header->rank - tail; a++)
+        file_rows = header->dims[a] && file_rows > INT64_MAX / header->dims[a] ? INT64_MAX : file_rows * header->dims[a];
+    if (!same || (t->spare ? file_rows < want_rows : file_rows != want_rows)) {
+        char sample[256], found[256];
+        format_shape(sample, sizeof sample, tail, t->dims + t->sample_axes);
         format_shape(found, sizeof found, header->rank, header->dims);
         if (same)
-            return tsr_data_error("data '%s': a run of %d processes needs %lld rows in %s (%lld for each), it has %lld",
-                                  src->what, t->shards, (long long)want_rows, src->path, (long long)rows,
-                                  (long long)header->dims[0]);
-        return fail_at(src, 0, 0, "expected shape %s (%d processes' rows), found %s", expected, t->shards, found);
+            return tsr_data_error("data '%s': a run of %d processes needs %lld samples in %s (%lld for each), it has "
+                                  "%lld (its shape is %s)", src->what, t->shards, (long long)want_rows, src->path, (long long)rows,
+                                  (long long)file_rows, found);
+        return fail_at(src, 0, 0, "expected %lld samples of shape %s (%lld for each of %d processes), found shape %s",
+                       (long long)want_rows, sample, (long long)rows, t->shards, found);
     }
     int64_t item_size = type->size, row_cells = rows ? t->cells / rows : 0;
-    if (row_cells > INT64_MAX / item_size / (want_rows ? want_rows : 1))
+    if (row_cells > INT64_MAX / item_size / (file_rows ? file_rows : 1))
         return fail_at(src, 0, 0, "declares more data than can be addressed");
-    int64_t row_bytes = row_cells * item_size, data_start = (int64_t)ftello(file), want = row_bytes * want_rows;
+    int64_t row_bytes = row_cells * item_size, data_start = (int64_t)ftello(file), want = row_bytes * file_rows;
     if (src->size - data_start < want)
         return fail_at(src, 0, 0, "is truncated: %lld of %lld data bytes", (long long)(src->size - data_start),
                        (long long)want);
@@ -754,8 +761,8 @@ typedef struct CsvLoad {
 static int csv_store(CsvLoad *load, double value) {
     const Target *t = load->target;
     int64_t cell = load->count;
-    if (t->shards > 1) { /* a sharded target: this process's rows alone */
-        int64_t row_cells = t->rank && t->dims[0] ? t->cells / t->dims[0] : 1, row = row_cells ? cell / row_cells : 0;
+    if (t->shards > 1) { /* a sharded target: this process's samples alone */
+        int64_t row_cells = t->samples ? t->cells / t->samples : 1, row = row_cells ? cell / row_cells : 0;
         if (row % t->shards != t->shard) return TSR_OK;
         cell = row / t->shards * row_cells + cell % row_cells;
     }
@@ -895,8 +902,8 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
     free(reader);
     if (status != TSR_OK || load.count == global_cells) return status;
     if (t->shards > 1) {
-        int64_t rows = t->rank ? t->dims[0] : 1, row_cells = rows ? t->cells / rows : 1;
-        return tsr_data_error("data '%s': a run of %d processes needs %lld rows in %s (%lld for each), it has %lld%s",
+        int64_t rows = t->samples, row_cells = rows ? t->cells / rows : 1;
+        return tsr_data_error("data '%s': a run of %d processes needs %lld samples in %s (%lld for each), it has %lld%s",
                               src->what, t->shards, (long long)(rows * t->shards), src->path, (long long)rows,
                               (long long)(row_cells ? load.count / row_cells : 0),
                               load.count % (row_cells ? row_cells : 1) ? " and a part" : "");
@@ -940,28 +947,41 @@ int tsr_load_csv(const char *path, float *out, uint32_t rank, const int64_t *dim
 
 int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what) {
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0, 0, 1}, npy_load);
+    return load_file(path, what, (Target){.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shards = 1}, npy_load);
+}
+
+/* The target of process `shard` of `shards` with `sample_axes` sample axes (a negative count: and
+ * a run-time length, whose file may hold spare samples), or an error. */
+static int shard_target(const char *what, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, int shard,
+                        int shards, int sample_axes_signed, Target *t) {
+    bool spare = sample_axes_signed < 0;
+    uint32_t sample_axes = (uint32_t)(spare ? -sample_axes_signed : sample_axes_signed);
+    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && (sample_axes < 1 || sample_axes > rank)))
+        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without samples", what ? what : "?",
+                         shard, shards);
+    *t = (Target){.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shard = shard, .shards = shards,
+                  .sample_axes = sample_axes, .samples = 1, .spare = spare};
+    for (uint32_t a = 0; a < sample_axes && dims; a++) t->samples *= dims[a];
+    return TSR_OK;
 }
 
 int tsr_load_npy_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
-                       int shard, int shards) {
-    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && rank == 0))
-        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without rows", what ? what : "?",
-                         shard, shards);
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0, shard, shards}, npy_load);
+                       int shard, int shards, int sample_axes) {
+    Target t;
+    int status = shard_target(what, out, dtype, rank, dims, shard, shards, sample_axes, &t);
+    return status != TSR_OK ? status : load_file(path, what, t, npy_load);
 }
 
 int tsr_load_csv_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
-                       int shard, int shards) {
-    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && rank == 0))
-        return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without rows", what ? what : "?",
-                         shard, shards);
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0, shard, shards}, csv_file);
+                       int shard, int shards, int sample_axes) {
+    Target t;
+    int status = shard_target(what, out, dtype, rank, dims, shard, shards, sample_axes, &t);
+    return status != TSR_OK ? status : load_file(path, what, t, csv_file);
 }
 
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what) {
-    return load_file(path, what, (Target){out, dtype, rank, dims, 0, 0, 1}, csv_file);
+    return load_file(path, what, (Target){.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shards = 1}, csv_file);
 }
 
 int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size) {
@@ -1014,7 +1034,7 @@ int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *l
 
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array) {
-    Target target = {out, dtype, rank, dims, 0, 0, 1};
+    Target target = {.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shards = 1};
     int status = check_arguments(archive, array, &target);
     if (status != TSR_OK) return status;
     Source src = {archive, array, (int64_t)size, true};

@@ -123,10 +123,11 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * REDUCE, an action that a routine's code runs (tsr_state_action from inside the routine, between
  * two of its kernels) rather than main: every buffer in `ref` becomes the mean over the processes
  * of a distributed run of its cells (the sum over the ranks divided by their number; nothing in
- * a run of one process), and a data set's `sharded` byte: when 1, a distributed run of N
- * processes splits the set's rows among them (docs/runtime.md, "Training on several
- * processes"): rank r holds the rows r, r + N, r + 2N, … of the set that one process would read
- * with N times the rows. */
+ * a run of one process), and a data set's `sharded` byte: when k > 0, a distributed run of N
+ * processes splits the set's samples among them (docs/runtime.md, "Training on several
+ * processes"): a sample is one index of the fields' first k axes together (their batch axes),
+ * and rank r holds the samples r, r + N, r + 2N, … of the set that one process would read with
+ * N times the samples. */
 #define TSR_IMAGE_MAGIC "TSRI"
 #define TSR_IMAGE_VERSION 13u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),

@@ -180,14 +180,17 @@ int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank
                        const char *what);
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what);
-/* The rows of process `shard` of `shards` (docs/runtime.md §19): `dims` is this process's shape;
- * the file holds dims[0]·shards rows (else TSR_ERR_DATA naming the item, the file, both counts
- * and the number of processes) and process r gets rows r, r+shards, …  The .npy reader reads
- * those rows alone (a seek per row); CSV is scanned whole, keeping them. */
+/* The samples of process `shard` of `shards` (docs/runtime.md §19): `dims` is this process's
+ * shape, whose first `sample_axes` axes number its samples (negative: -sample_axes, and the first
+ * is a run-time length, so the file may hold more samples than the processes use); the file holds
+ * shards times as many samples of the same shape, under any leading axes (else TSR_ERR_DATA naming
+ * the item, the file, both counts and the number of processes), and process r gets samples r,
+ * r+shards, …  The .npy reader reads those samples alone (a seek each); CSV is scanned whole,
+ * keeping them. */
 int tsr_load_npy_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
-                       int shard, int shards);
+                       int shard, int shards, int sample_axes);
 int tsr_load_csv_shard(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims, const char *what,
-                       int shard, int shards);
+                       int shard, int shards, int sample_axes);
 /* Open the regular file at `path` for data item `what`, as the loaders do (anything else is
  * refused before a byte is read), with its size in *size. */
 int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size);

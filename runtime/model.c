@@ -306,7 +306,6 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         d->bound = i64(&r);
         if (d->bound < 0) r.bad = true;
         d->sharded = u8(&r);
-        if (d->sharded > 1) r.bad = true;
         d->field_count = count(&r, 4);
         d->fields = calloc(d->field_count + 1, sizeof *d->fields);
         if (!d->fields) r.bad = true;
@@ -314,6 +313,8 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         for (uint32_t f = 0; f < d->field_count && !r.bad; f++) {
             d->fields[f] = u32(&r);
             if (!stored_buffer(m, d->fields[f])) r.bad = true;
+            /* the sample axes of a split set are leading axes of every field */
+            else if (d->sharded > m->buffers[d->fields[f]].rank) r.bad = true;
         }
     }
     m->print_count = count(&r, 13);

@@ -28,7 +28,8 @@ typedef struct DataSet {
     int64_t count, seed;
     double noise, factor;
     int64_t bound;      /* > 0: every value a whole number in 0 … bound-1 (image_format.h, version 12) */
-    uint8_t sharded;    /* split among the processes of a distributed run (version 13) */
+    uint8_t sharded;    /* split among the processes of a distributed run by samples: the number
+                         * of leading axes that number them (0: not split; version 13) */
     uint32_t field_count;
     uint32_t *fields;
     tsr_tokens tokens;

@@ -55,10 +55,12 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
 }
 
 /* Read a file into buffer `buffer` for data item `what`: CSV or .npy, of the buffer's element
- * type.  A buffer of run-time length takes the length of the .npy file's first axis. */
-static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv, bool sharded) {
+ * type.  A buffer of run-time length takes the length of the .npy file's first axis.  With
+ * `sample_axes` (a set split among processes: its leading axes that number the samples), this
+ * process's samples (docs/runtime.md §19). */
+static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv, int sample_axes) {
     const Buffer *b = &s->model->buffers[buffer];
-    int shard = sharded ? tsr_dist_rank() : 0, shards = sharded ? tsr_dist_size() : 1;
+    int shard = sample_axes ? tsr_dist_rank() : 0, shards = sample_axes ? tsr_dist_size() : 1;
     if (b->size_symbol >= 0) {
         int64_t length = 0;
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
@@ -74,8 +76,9 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
         if (status != TSR_OK) return status;
     }
     if (shards > 1 && b->rank > 0) {
-        if (csv) return tsr_load_csv_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
-        return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards);
+        int axes = b->size_symbol >= 0 ? -sample_axes : sample_axes; /* a run-time length: spare samples */
+        if (csv) return tsr_load_csv_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards, axes);
+        return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards, axes);
     }
     if (csv) return tsr_load_csv_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
@@ -143,7 +146,7 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
 static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
     return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
-                     split(d));
+                     split(d) ? d->sharded : 0);
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -223,8 +226,10 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             }
         return tsr_error(TSR_ERR_IMAGE, "data '%s': no option '%s'", d->name, d->path);
     }
-    /* range and uniform of a sharded set: cell c of row i is the global cell of row i·N + r. */
-    int64_t rows = b0->rank && b0->dims[0] ? b0->dims[0] : 1, row_cells = b0->size / rows;
+    /* range and uniform of a sharded set: cell c of sample i is that cell of the global sample i·N + r. */
+    int64_t rows = 1;
+    for (uint32_t a = 0; a < (split(d) ? d->sharded : 1) && a < b0->rank; a++) rows *= b0->dims[a] ? b0->dims[a] : 1;
+    int64_t row_cells = b0->size / rows;
     int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
     if (!strcmp(d->generator, "range")) {
         for (int64_t c = 0; c < b0->size; c++)
@@ -237,7 +242,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split(d));
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split(d) ? d->sharded : 0);
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 

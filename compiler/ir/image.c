@@ -100,7 +100,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
         f64(&b, d->noise);
         f64(&b, d->factor);
         u64(&b, (uint64_t)d->bound);
-        u8(&b, d->sharded);
+        u8(&b, d->sharded ? (uint8_t)(d->sample_axes < 255 ? d->sample_axes : 255) : 0);
         u32(&b, d->field_count);
         for (uint32_t f = 0; f < d->field_count; f++) u32(&b, d->fields[f]);
     }

@@ -391,7 +391,9 @@ typedef struct IrDataSet {
     double noise, factor;
     int64_t bound;         /* > 0: every value must be a whole number below it (DataSource.bound) */
     bool sharded;          /* read by a routine that averages across processes (a REDUCE call):
-                            * split among the processes of a distributed run */
+                            * split among the processes of a distributed run, by samples */
+    uint32_t sample_axes;  /* its tensors' batch axes (at least 1: the first axis without any),
+                            * whose indices together number its samples (an image, a window) */
     uint32_t fields[2];    /* buffers */
     uint32_t field_count;
 } IrDataSet;

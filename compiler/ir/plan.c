@@ -210,6 +210,8 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
         *set = (IrDataSet){.name = d->name, .generator = d->generator, .path = d->path, .count = d->count,
                            .seed = d->seed, .noise = d->noise, .factor = d->factor, .bound = d->bound,
                            .field_count = d->field_count};
+        Shape shape = shape_resolve(p->solver, &d->fields[0]->shape);
+        set->sample_axes = shape.rows[ROW_BATCH].count ? shape.rows[ROW_BATCH].count : 1;
         for (uint32_t f = 0; f < d->field_count; f++) {
             set->fields[f] = ar->value_buffer[d->fields[f]->id];
             if (set->fields[f] == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");

@@ -64,8 +64,8 @@ static void sharded_readers(void) {
         for (int r = 0; r < shards; r++) {
             int64_t local[2] = {6 / shards, 2};
             float cells[12], from_csv[12];
-            int a = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 2, local, "x", r, shards);
-            int b = tsr_load_csv_shard(csv, from_csv, TSR_DTYPE_F32, 2, local, "x", r, shards);
+            int a = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 2, local, "x", r, shards, 1);
+            int b = tsr_load_csv_shard(csv, from_csv, TSR_DTYPE_F32, 2, local, "x", r, shards, 1);
             bool right = a == TSR_OK && b == TSR_OK;
             for (int64_t i = 0; right && i < local[0]; i++)
                 for (int j = 0; j < 2; j++)
@@ -74,14 +74,37 @@ static void sharded_readers(void) {
             snprintf(what, sizeof what, "npy and CSV rows of process %d of %d", r, shards);
             check(right, what, tsr_last_error());
         }
+    /* Samples under two batch axes: the one-process file of 6 samples (a [3, 2] of samples of 1
+     * cell... here [6, 2] read as batches [3, 1] of samples of shape [2]) serves two processes
+     * with batches of half the size, process r taking samples r, r + 2, …; and a file whose
+     * leading axes differ from the target's ([6, 2] against [3, 1, 2]) is the same samples. */
+    int64_t batches[3] = {3, 1, 2};
+    for (int r = 0; r < 2; r++) {
+        float cells[6];
+        int a = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 3, batches, "x", r, 2, 2);
+        bool right = a == TSR_OK;
+        for (int64_t i = 0; right && i < 3; i++)
+            for (int j = 0; j < 2; j++) right = cells[i * 2 + j] == (float)(10 * (i * 2 + r) + j);
+        char what[64];
+        snprintf(what, sizeof what, "npy samples under two batch axes, process %d of 2", r);
+        check(right, what, tsr_last_error());
+    }
     float cells[6];
-    int status = tsr_load_npy_shard(small, cells, TSR_DTYPE_F32, 2, dims, "train_x", 0, 2);
+    int status = tsr_load_npy_shard(small, cells, TSR_DTYPE_F32, 2, dims, "train_x", 0, 2, 1);
     char want[256];
-    snprintf(want, sizeof want, "data 'train_x': a run of 2 processes needs 6 rows in %s (3 for each), it has 3", small);
-    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few .npy rows for 2 processes", tsr_last_error());
-    status = tsr_load_csv_shard(csv, cells, TSR_DTYPE_F32, 2, dims, "train_x", 1, 3);
-    snprintf(want, sizeof want, "data 'train_x': a run of 3 processes needs 9 rows in %s (3 for each), it has 6", csv);
-    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few CSV rows for 3 processes", tsr_last_error());
+    snprintf(want, sizeof want, "data 'train_x': a run of 2 processes needs 6 samples in %s (3 for each), it has 3 "
+             "(its shape is (3, 2))", small);
+    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few .npy samples for 2 processes", tsr_last_error());
+    /* A run-time length (a negative count of sample axes): spare samples are left unused. */
+    int64_t two[2] = {2, 2};
+    status = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 2, two, "x", 1, 2, -1);
+    check(status == TSR_OK && cells[0] == 10 && cells[2] == 30, "a run-time length: samples 1 and 3 of 6 for process 1 of 2",
+          tsr_last_error());
+    status = tsr_load_npy_shard(npy, cells, TSR_DTYPE_F32, 2, two, "x", 1, 2, 1);
+    check(status == TSR_ERR_DATA, "a fixed length: 6 samples are not 2 for each of 2 processes", tsr_last_error());
+    status = tsr_load_csv_shard(csv, cells, TSR_DTYPE_F32, 2, dims, "train_x", 1, 3, 1);
+    snprintf(want, sizeof want, "data 'train_x': a run of 3 processes needs 9 samples in %s (3 for each), it has 6", csv);
+    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "too few CSV samples for 3 processes", tsr_last_error());
     remove(npy);
     remove(small);
     remove(csv);
