@@ -34,6 +34,7 @@
 #include "front/ast.h"
 #include "base/diag.h"
 #include "ir/assign.h"
+#include "ir/buckets.h"
 #include "cg/cg_cpu.h"
 #include "cg/cg_ptx.h"
 #include "cg/header.h"
@@ -85,6 +86,7 @@ typedef struct Options {
     const char *triple;
     const char *name;
     uint64_t seed;
+    uint64_t bucket_cells; /* --bucket-cells: the buckets of a mean across processes (buckets.c) */
     const char *input;
     const char *output;
     const char **include_dirs;
@@ -135,6 +137,10 @@ static void usage(FILE *out) {
           "                   table of kernels by time when main ends (stderr), an object\n"
           "                   exports MODEL_profile_report() (CPU code only)\n"
           "  --seed N         seed of parameter initialisation (default 0)\n"
+          "  --bucket-cells N the mean of gradients across processes begins in buckets of at\n"
+          "                   least N cells as the backward pass readies them (262144: 1 MB);\n"
+          "                   0, the default: one message after the backward pass (§19 of\n"
+          "                   docs/runtime.md)\n"
           "  -o FILE          write the output to FILE\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
           "  --help           show this help and exit\n"
@@ -174,7 +180,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
     "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--time-stages",
-    "--profile", "--shared", "--seed", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
+    "--profile", "--shared", "--seed", "--bucket-cells", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
  * option written with a space (--explain l2.w).  The join lives as long as the process. */
@@ -195,7 +201,7 @@ static const char *joined_option(int argc, char **argv, int *i) {
 }
 
 static Options parse_options(int argc, char **argv) {
-    Options opt = {0};
+    Options opt = {.bucket_cells = BUCKET_CELLS_DEFAULT};
     opt.opt_level = 3;
     opt.include_dirs = include_dirs = calloc(2 * (size_t)argc, sizeof *opt.include_dirs);
     opt.explain = opt.include_dirs + argc; /* the second half: --explain names */
@@ -275,6 +281,15 @@ static Options parse_options(int argc, char **argv) {
             opt.time_stages = true;
         } else if (strcmp(a, "--profile") == 0) {
             opt.profile = true;
+        } else if (strcmp(a, "--bucket-cells") == 0 || strncmp(a, "--bucket-cells=", 15) == 0) {
+            if (!a[14] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
+            const char *value = a[14] ? a + 15 : argv[++i];
+            char *end;
+            errno = 0;
+            unsigned long long cells = strtoull(value, &end, 10);
+            if (errno || *end || !value[0] || value[0] == '-' || cells > (1ull << 40))
+                bad_usage("'--bucket-cells' needs a number of cells from 0 to 2^40, not '%s'", value);
+            opt.bucket_cells = cells;
         } else if (strcmp(a, "--seed") == 0 || strncmp(a, "--seed=", 7) == 0) {
             if (!a[6] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
             const char *value = a[6] ? a + 7 : argv[++i];
@@ -686,6 +701,7 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
     stage_done("assignments, lowering");
     if (!opt->no_opt) {
         optimise(ar.ir);
+        bucket_collectives(ar.ir, opt->bucket_cells);
         if (ir_verify(ar.ir, stderr)) {
             diag_error_noloc("internal error: the loop IR is malformed after optimisation");
             return ar.ir;

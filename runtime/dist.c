@@ -51,6 +51,10 @@ static struct {
     int (*Comm_size)(MpiHandle comm, int *size);
     int (*Comm_set_errhandler)(MpiHandle comm, MpiHandle handler);
     int (*Allreduce)(const void *send, void *receive, int count, MpiHandle type, MpiHandle op, MpiHandle comm);
+    int (*Iallreduce)(const void *send, void *receive, int count, MpiHandle type, MpiHandle op, MpiHandle comm,
+                      MpiHandle *request);
+    int (*Waitall)(int count, MpiHandle *requests, void *statuses);
+    int (*Testall)(int count, MpiHandle *requests, int *done, void *statuses);
     int (*Allgather)(const void *send, int send_count, MpiHandle send_type, void *receive, int receive_count,
                      MpiHandle receive_type, MpiHandle comm);
     int (*Bcast)(void *cells, int count, MpiHandle type, int root, MpiHandle comm);
@@ -71,6 +75,9 @@ static const struct {
     {"MPI_Comm_size", (void **)&mpi.Comm_size},
     {"MPI_Comm_set_errhandler", (void **)&mpi.Comm_set_errhandler},
     {"MPI_Allreduce", (void **)&mpi.Allreduce},
+    {"MPI_Iallreduce", (void **)&mpi.Iallreduce},
+    {"MPI_Waitall", (void **)&mpi.Waitall},
+    {"MPI_Testall", (void **)&mpi.Testall},
     {"MPI_Allgather", (void **)&mpi.Allgather},
     {"MPI_Bcast", (void **)&mpi.Bcast},
     {"MPI_Abort", (void **)&mpi.Abort},
@@ -210,6 +217,45 @@ int tsr_dist_mean(float *cells, int64_t count) {
     float processes = (float)comm.size;
     for (int64_t c = 0; c < count; c++) cells[c] /= processes;
     return TSR_OK;
+}
+
+/* A mean begun (tsr_dist_mean_begin): MPI's requests, one per piece of PIECE_CELLS cells. */
+int tsr_dist_mean_begin(float *cells, int64_t count, tsr_dist_pending *pending) {
+    if (count < 0 || (count > 0 && !cells) || !pending) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean_begin: bad array");
+    free(pending->requests);
+    *pending = (tsr_dist_pending){.cells = cells, .count = count};
+    if (!tsr_dist_active()) return TSR_OK;
+    int pieces = (int)((count + PIECE_CELLS - 1) / PIECE_CELLS);
+    if (!(pending->requests = calloc((size_t)(pieces ? pieces : 1), sizeof(MpiHandle))))
+        return tsr_error(TSR_ERR_NOMEM, "out of memory beginning a mean of %" PRId64 " cells", count);
+    for (int64_t at = 0; at < count; at += PIECE_CELLS) {
+        int n = (int)(count - at < PIECE_CELLS ? count - at : PIECE_CELLS);
+        int code = mpi.Iallreduce(MPI_IN_PLACE_OMPI, cells + at, n, mpi.float_type, mpi.sum, mpi.world,
+                                  (MpiHandle *)pending->requests + pending->request_count);
+        if (code != MPI_SUCCESS_CODE) return mpi_error(code, "beginning the sum over the processes (MPI_Iallreduce) failed");
+        pending->request_count++;
+    }
+    return TSR_OK;
+}
+
+int tsr_dist_mean_progress(tsr_dist_pending *pending) {
+    if (!tsr_dist_active() || !pending || !pending->request_count) return TSR_OK;
+    int done = 0, code = mpi.Testall(pending->request_count, (MpiHandle *)pending->requests, &done, NULL);
+    return code == MPI_SUCCESS_CODE ? TSR_OK : mpi_error(code, "the sum over the processes (MPI_Testall) failed");
+}
+
+int tsr_dist_mean_end(tsr_dist_pending *pending) {
+    if (!pending) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean_end: no mean");
+    int status = TSR_OK;
+    if (tsr_dist_active() && pending->request_count) {
+        int code = mpi.Waitall(pending->request_count, (MpiHandle *)pending->requests, NULL);
+        if (code != MPI_SUCCESS_CODE) status = mpi_error(code, "the sum over the processes (MPI_Waitall) failed");
+        float processes = (float)comm.size;
+        for (int64_t c = 0; status == TSR_OK && c < pending->count; c++) pending->cells[c] /= processes;
+    }
+    free(pending->requests);
+    *pending = (tsr_dist_pending){0};
+    return status;
 }
 
 int tsr_dist_mean_ordered(float *cells, int64_t count) {

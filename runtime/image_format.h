@@ -33,7 +33,7 @@
 /* The statements of `main` that the runtime carries out (besides print): checkpoints, shuffles,
  * recorded series and their plots, and the progress bar of a loop; and REDUCE, which a routine's
  * code calls (version 13): the mean of buffers across the processes of a distributed run. */
-#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS) X(REDUCE)
+#define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS) X(REDUCE) X(REDUCE_BEGIN) X(REDUCE_END)
 
 /* A buffer's element type (version 11), with its name in the language, NumPy's dtype string and
  * the C type of its cells.  Every type so far has 4-byte cells, so a state's buffers are arrays
@@ -123,7 +123,10 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * REDUCE, an action that a routine's code runs (tsr_state_action from inside the routine, between
  * two of its kernels) rather than main: every buffer in `ref` becomes the mean over the processes
  * of a distributed run of its cells (the sum over the ranks divided by their number; nothing in
- * a run of one process), and a data set's `sharded` byte: when k > 0, a distributed run of N
+ * a run of one process); the same mean in buckets that overlap the code between them:
+ * REDUCE_BEGIN begins the mean of its buffers `ref` (a bucket, ready: nothing writes them before
+ * the end), `value` the number of the REDUCE_END that ends it, which lists every buffer of its
+ * buckets in `ref` and leaves them averaged; and a data set's `sharded` byte: when k > 0, a distributed run of N
  * processes splits the set's samples among them (docs/runtime.md, "Training on several
  * processes"): a sample is one index of the fields' first k axes together (their batch axes),
  * and rank r holds the samples r, r + N, r + 2N, … of the set that one process would read with

@@ -50,6 +50,14 @@ typedef struct tsr_run_args {
 int64_t tsr_model_size_symbol(const tsr_model *model, const char *name, size_t len);
 int64_t tsr_model_size_at(const tsr_model *model, uint32_t k);
 
+/* A mean across processes under way (dist.c, tsr_dist_mean_begin below). */
+typedef struct tsr_dist_pending {
+    float *cells;
+    int64_t count;
+    void *requests; /* MPI's, one per piece */
+    int request_count;
+} tsr_dist_pending;
+
 /* An action of main (the image's action table, read by model.c, run by steps.c), with what
  * the run has done with it so far. */
 typedef struct tsr_action {
@@ -60,8 +68,9 @@ typedef struct tsr_action {
     uint32_t *refs;
     uint64_t runs;          /* SHUFFLE: how many times it has run (the permutation's counter) */
     double started, drawn;  /* PROGRESS: when the loop started, when the bar was last drawn */
-    float *fused;           /* REDUCE: its buffers' cells side by side (malloc'd on first use) */
+    float *fused;           /* REDUCE, REDUCE_BEGIN: its buffers' cells side by side (malloc'd on first use) */
     int64_t fused_cells;
+    tsr_dist_pending pending; /* REDUCE_BEGIN: the mean under way */
 } tsr_action;
 
 /* A series of numbers that RECORD appends to. */
@@ -201,6 +210,13 @@ int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size
 
 /* Whether this run has several processes that MPI connects (started, not finalized). */
 bool tsr_dist_active(void);
+/* A mean across processes that runs while the caller goes on (REDUCE_BEGIN, REDUCE_END): begun
+ * on `cells` (MPI_Iallreduce; nothing in a run of one process), moved on by progress (the
+ * library advances it only inside its calls), ended by end (the wait, then the division by the
+ * number of processes).  The cells must not be read or written in between. */
+int tsr_dist_mean_begin(float *cells, int64_t count, tsr_dist_pending *pending);
+int tsr_dist_mean_progress(tsr_dist_pending *pending);
+int tsr_dist_mean_end(tsr_dist_pending *pending);
 /* Where the processes' values differ: index -1 when all agree; -2 when they do not even hold as
  * many values (value0 and value_other are then the counts); else the first differing value's
  * index, with rank 0's value and that of the first rank `other_rank` that holds another. */

@@ -180,6 +180,7 @@ static void model_free(tsr_model *m) {
         free(m->actions[i].text);
         free(m->actions[i].refs);
         free(m->actions[i].fused);
+        free(m->actions[i].pending.requests);
     }
     free(m->actions);
     for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);
@@ -369,6 +370,11 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
         if (a->kind == TSR_ACTION_SHUFFLE && (a->rows == 0 || a->ref_count == 0)) r.bad = true; /* < 0: times a run-time length */
     }
+    for (uint32_t i = 0; i < m->action_count && !r.bad; i++) /* a bucket names the end that finishes it */
+        if (m->actions[i].kind == TSR_ACTION_REDUCE_BEGIN &&
+            (m->actions[i].value < 0 || m->actions[i].value >= (int64_t)m->action_count ||
+             m->actions[m->actions[i].value].kind != TSR_ACTION_REDUCE_END))
+            r.bad = true;
     uint8_t has_gpu = u8(&r);
     if (has_gpu > 1) r.bad = true;
     if (has_gpu == 1 && !r.bad) m->gpu = gpu_section_read(&r, m);

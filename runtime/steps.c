@@ -216,10 +216,9 @@ static void move_fused(tsr_state *s, tsr_action *a, bool gather) {
     }
 }
 
-/* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
- * call over their cells side by side (the action keeps that fused array from call to call). */
-static int reduce(tsr_state *s, tsr_action *a) {
-    if (!tsr_dist_active()) return TSR_OK;
+/* The cells of the buffers of REDUCE or REDUCE_BEGIN `a` side by side in its fused array (kept
+ * from call to call), their count in *cells. */
+static int fuse(tsr_state *s, tsr_action *a, int64_t *fused_cells) {
     int64_t cells = 0;
     for (uint32_t k = 0; k < a->ref_count; k++) {
         int64_t size = buffer_cells(s, a->refs[k]);
@@ -239,10 +238,63 @@ static int reduce(tsr_state *s, tsr_action *a) {
         if (status != TSR_OK) return status;
     }
     move_fused(s, a, true);
-    int status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
+    *fused_cells = cells;
+    return TSR_OK;
+}
+
+/* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
+ * call over their cells side by side. */
+static int reduce(tsr_state *s, tsr_action *a) {
+    if (!tsr_dist_active()) return TSR_OK;
+    int64_t cells;
+    int status = fuse(s, a, &cells);
+    if (status != TSR_OK) return status;
+    status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
     if (status != TSR_OK) return status;
     move_fused(s, a, false);
     return TSR_OK;
+}
+
+/* The REDUCE_BEGIN actions of REDUCE_END number `end`, in order: fn on each, stopping at an error. */
+static int each_bucket(tsr_state *s, uint32_t end, int (*fn)(tsr_state *, tsr_action *)) {
+    tsr_action *b;
+    for (uint32_t k = 0; (b = tsr_model_action(s->model, k)) != NULL; k++)
+        if (b->kind == TSR_ACTION_REDUCE_BEGIN && b->value == (int64_t)end) {
+            int status = fn(s, b);
+            if (status != TSR_OK) return status;
+        }
+    return TSR_OK;
+}
+
+static int bucket_progress(tsr_state *s, tsr_action *b) {
+    (void)s;
+    return tsr_dist_mean_progress(&b->pending);
+}
+
+/* REDUCE_BEGIN: a bucket's buffers, ready, packed and their mean begun (with --reduce=ordered it
+ * waits for the end); the buckets begun before it are moved on, since MPI advances them only
+ * inside its calls. */
+static int reduce_begin(tsr_state *s, tsr_action *a) {
+    if (!tsr_dist_active()) return TSR_OK;
+    int status = each_bucket(s, (uint32_t)a->value, bucket_progress);
+    int64_t cells;
+    if (status == TSR_OK) status = fuse(s, a, &cells);
+    if (status == TSR_OK && !tsr_model_reduce_ordered(s->model)) status = tsr_dist_mean_begin(a->fused, cells, &a->pending);
+    return status;
+}
+
+/* A bucket's mean finished and its cells put back into its buffers. */
+static int bucket_end(tsr_state *s, tsr_action *b) {
+    int status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(b->fused, b->fused_cells)
+                                                    : tsr_dist_mean_end(&b->pending);
+    for (uint32_t k = 0; status == TSR_OK && k < b->ref_count; k++) status = tsr_buffer_to_host(s, b->refs[k], true);
+    if (status == TSR_OK) move_fused(s, b, false);
+    return status;
+}
+
+/* REDUCE_END number `number`: every bucket of it finished, in the order they began. */
+static int reduce_end(tsr_state *s, uint32_t number) {
+    return tsr_dist_active() ? each_bucket(s, number, bucket_end) : TSR_OK;
 }
 
 /* ---- The dispatcher ---------------------------------------------------------------------------------- */
@@ -261,6 +313,8 @@ int tsr_state_action(tsr_state *s, uint32_t action) {
         tsr_progress_hide();
         return plot(s, a);
     case TSR_ACTION_REDUCE: return reduce(s, a);
+    case TSR_ACTION_REDUCE_BEGIN: return reduce_begin(s, a);
+    case TSR_ACTION_REDUCE_END: return reduce_end(s, action);
     default: return tsr_error(TSR_ERR_ARGUMENT, "statement %u of main is a progress bar", action);
     }
 }

@@ -346,7 +346,10 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_BARRIER: fputs("barrier\n", out); break;
         case IR_CALL: {
             const IrAction *a = &ir->actions[s->action];
-            fprintf(out, "call %s (", a->kind == IRA_REDUCE ? "mean_across_processes" : "action");
+            fprintf(out, "call %s (", a->kind == IRA_REDUCE         ? "mean_across_processes"
+                                      : a->kind == IRA_REDUCE_BEGIN ? "mean_across_processes_begin"
+                                      : a->kind == IRA_REDUCE_END   ? "mean_across_processes_end"
+                                                                    : "action");
             for (uint32_t k = 0; k < a->buffer_count; k++)
                 fprintf(out, "%s%s", k ? ", " : "", ir->buffers[a->buffers[k]].name);
             fputs(")\n", out);
@@ -540,7 +543,9 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             break;
         case IR_CALL:
             if (block != &v->fn->body) problem(v, "a call of the runtime inside a loop");
-            else if (s->action >= v->ir->action_count || v->ir->actions[s->action].kind != IRA_REDUCE)
+            else if (s->action >= v->ir->action_count || (v->ir->actions[s->action].kind != IRA_REDUCE &&
+                                                          v->ir->actions[s->action].kind != IRA_REDUCE_BEGIN &&
+                                                          v->ir->actions[s->action].kind != IRA_REDUCE_END))
                 problem(v, "a call of an action that is not a routine's");
             else
                 for (uint32_t k = 0; k < v->ir->actions[s->action].buffer_count; k++)

@@ -105,6 +105,21 @@ for x, y in zip(a, b):
 " "$T/gpt.one" "$T/gpt.two" 2>"$T/log"
 check "gpt: the training and validation losses of one process to 1e-6" $?
 
+# The mean in buckets that begin during the backward pass (--bucket-cells 100: the MLP's 12 731
+# cells in two messages, the output layer's as soon as the backward pass has made it) computes
+# what one message computes, bit for bit.
+"$TSRC" --bucket-cells 100 --emit=sched-ir "$T/digits2.tsr" -o "$T/buckets.ir" 2>"$T/log" &&
+    [ "$(grep -c 'call mean_across_processes_begin' "$T/buckets.ir")" -ge 2 ] &&
+    grep -q 'call mean_across_processes_end' "$T/buckets.ir" &&
+    "$TSRC" --bucket-cells 100 "$T/digits2.tsr" -o "$T/two/buckets" 2>"$T/log"
+check "digits: --bucket-cells 100 cuts the mean into buckets that begin before its end" $?
+(cd "$T/two" && timeout 120 $MPIRUN ./buckets --check-replicas) >"$T/digits.buckets" 2>"$T/log" &&
+    cmp -s "$T/digits.two" "$T/digits.buckets"
+check "digits: the mean in buckets prints what one message prints, bit for bit" $?
+(cd "$T/two" && timeout 120 $MPIRUN ./buckets --reduce=ordered) >"$T/digits.bo" 2>"$T/log" &&
+    (cd "$T/two" && timeout 120 $MPIRUN ./digits --reduce=ordered) >"$T/digits.o" 2>>"$T/log" && cmp -s "$T/digits.o" "$T/digits.bo"
+check "digits: the same with --reduce=ordered" $?
+
 # The reference executor takes part in a distributed run as a generated executable does.
 (cd "$T/two" && timeout 300 $MPIRUN "$TSRC" --run --interp "$T/digits2.tsr") >"$T/digits.interp" 2>"$T/log"
 check "digits: the reference executor on two processes" $?
