@@ -84,8 +84,13 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
 }
 
-/* Whether data set `d` is split among the processes of this run (docs/runtime.md §19). */
+/* How data set `d` is split among the processes of this run (docs/runtime.md §19): into
+ * shards_of(d) shares (1: not split), this process's share_of(d), by samples of its first
+ * split_axes(d) axes (0: not split). */
 static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; }
+static int shards_of(const DataSet *d) { return split(d) ? tsr_dist_size() : 1; }
+static int share_of(const DataSet *d) { return split(d) ? tsr_dist_rank() : 0; }
+static int split_axes(const DataSet *d) { return split(d) ? d->sharded : 0; }
 
 /* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */
 static void keep_rows(const float *global, float *local, int64_t rows, int64_t row_cells) {
@@ -99,7 +104,6 @@ static void keep_rows(const float *global, float *local, int64_t rows, int64_t r
  * axis takes as many indices as the file holds sequential windows for (whole ones: (count-1) /
  * (W-1) windows, divided by the windows one index holds).  Sequential windows are filled and the
  * tokens dropped; random ones are drawn (draw 0) and the tokens kept for SHUFFLE's draws. */
-static bool split(const DataSet *d);
 static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
     uint32_t buffer = d->fields[0];
     const Buffer *b = &s->model->buffers[buffer];
@@ -123,15 +127,15 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
             status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64
                                ", fewer than the %" PRId64 " that one index of the run-time size needs", d->name, d->path,
                                tokens.count, windows, windows == 1 ? "" : "s", width, per_index);
-        else if (split(d) && windows / per_index < tsr_dist_size())
+        else if (windows / per_index < shards_of(d))
             status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %" PRId64 " windows in %s or more "
-                               "(%" PRId64 " for each), it has %" PRId64, d->name, tsr_dist_size(),
-                               per_index * tsr_dist_size(), d->path, per_index, windows);
+                               "(%" PRId64 " for each), it has %" PRId64, d->name, shards_of(d),
+                               per_index * shards_of(d), d->path, per_index, windows);
         else
-            status = give_length(s, buffer, windows / per_index / (split(d) ? tsr_dist_size() : 1), d->name, d->path);
+            status = give_length(s, buffer, windows / per_index / shards_of(d), d->name, d->path);
     }
     int64_t rows = width > 0 ? b->size / width : 0;
-    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
+    int shard = share_of(d), shards = shards_of(d);
     if (status == TSR_OK && d->count == 0)
         status = tsr_tokens_sequential_shard(&tokens, s->buffers[buffer], rows, width, shard, shards, d->name, d->path);
     else if (status == TSR_OK)
@@ -146,7 +150,7 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
 static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
     return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
-                     split(d) ? d->sharded : 0);
+                     split_axes(d));
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -185,7 +189,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
                              d->count);
         float *labels = s->buffers[d->fields[1]];
-        int shards = split(d) ? tsr_dist_size() : 1;
+        int shards = shards_of(d);
         int64_t count = d->count;
         float *all_points = f0, *all_labels = labels; /* a sharded set: the points of N processes, then this one's */
         if (shards > 1) {
@@ -228,9 +232,9 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     }
     /* range and uniform of a sharded set: cell c of sample i is that cell of the global sample i·N + r. */
     int64_t rows = 1;
-    for (uint32_t a = 0; a < (split(d) ? d->sharded : 1) && a < b0->rank; a++) rows *= b0->dims[a] ? b0->dims[a] : 1;
+    for (uint32_t a = 0; a < (split(d) ? d->sharded : 1u) && a < b0->rank; a++) rows *= b0->dims[a] ? b0->dims[a] : 1;
     int64_t row_cells = b0->size / rows;
-    int shard = split(d) ? tsr_dist_rank() : 0, shards = split(d) ? tsr_dist_size() : 1;
+    int shard = share_of(d), shards = shards_of(d);
     if (!strcmp(d->generator, "range")) {
         for (int64_t c = 0; c < b0->size; c++)
             tsr_cell_store(f0, b0->dtype, c, (double)((c / row_cells * shards + shard) * row_cells + c % row_cells));
@@ -242,7 +246,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split(d) ? d->sharded : 0);
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split_axes(d));
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 
@@ -688,15 +692,8 @@ int tsr_state_check_agreement(tsr_state *s) {
                      "distributed run needs the same seed, options and data sizes", what, mine, d.other_rank, theirs);
 }
 
-/* FNV-1a (64 bits) of `bytes` bytes. */
-static uint64_t fnv1a(const void *bytes, size_t size) {
-    const unsigned char *p = bytes;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
-/* --check-replicas: every parameter and state tensor must have the same bytes on every process. */
+/* --check-replicas: every parameter and state tensor must have the same bytes on every process
+ * (compared by their 64-bit FNV-1a, the image's checksum function). */
 static int check_replicas(tsr_state *s) {
     const tsr_model *m = s->model;
     int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
@@ -713,7 +710,7 @@ static int check_replicas(tsr_state *s) {
         if (buffer->is_virtual || !(buffer->kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(m, b))) continue;
         status = tsr_buffer_to_host(s, b, false);
         which[n] = b;
-        hashes[n++] = s->buffers[b] ? (int64_t)fnv1a(s->buffers[b], (size_t)buffer->size * 4) : 0;
+        hashes[n++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * 4) : 0;
     }
     tsr_dist_difference d = {.index = -1};
     if (status == TSR_OK) status = tsr_dist_compare(hashes, n, &d);

@@ -18,23 +18,22 @@
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 BUILD=$(cd "$2" && pwd)
-T=$(mktemp -d /tmp/tsrc-distributed.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; sed -n '1,12s/^/    /p' "$T/err" "$T/out"; }
+. "$(dirname "$0")/harness.sh"
+harness_start distributed
+# A case's outcome: fail shows the head of $T/log, here the run's stderr and stdout.
+ok() { pass; }
+bad() { cat "$T/err" "$T/out" >"$T/log" 2>/dev/null; fail "$1"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No network interfaces but loopback in some sandboxes: keep Open MPI on this machine.
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 MPIRUN="timeout 60 mpirun --oversubscribe"
 
 if ! command -v mpirun >/dev/null 2>&1; then
-    echo "FAIL mpirun is not installed (tools/bootstrap.sh installs openmpi-bin)"; echo "0 passed, 1 failed"; exit 1
+    fail "mpirun is not installed (tools/bootstrap.sh installs openmpi-bin)"; finish; exit
 fi
 cp tests/native/checkpoint_train.tsr "$T/p.tsr"
 if ! "$TSRC" "$T/p.tsr" -o "$T/p" >"$T/log" 2>&1; then
-    echo "FAIL checkpoint_train.tsr does not compile"; sed -n '1,10s/^/    /p' "$T/log"; echo "0 passed, 1 failed"; exit 1
+    fail "checkpoint_train.tsr does not compile"; finish; exit
 fi
 mkdir "$T/a" "$T/b"
 
@@ -110,5 +109,4 @@ for n in 2 3; do
     if [ $st = 0 ] && grep -q '^[1-9][0-9]* passed, 0 failed$' "$T/out"; then ok; else bad "dist_test under $n processes (status $st)"; fi
 done
 
-echo "$passed passed, $failed failed"
-[ $failed = 0 ]
+finish
