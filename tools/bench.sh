@@ -60,7 +60,9 @@
 # "n/s" in the table) and skipped.
 #
 # Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
-# BENCH_ONLY (sections: matmul bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"), BENCH_BUDGET,
+# BENCH_ONLY (sections: matmul bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
+# BENCH_ROUNDS (default 2: the matmul section runs twice, every implementation in each round, and
+# each figure is the best of its rounds, so a slow spell of a VM does not decide one point), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
@@ -84,6 +86,7 @@ THREADS=${BENCH_THREADS:-1 2}
 INSTALL=${BENCH_INSTALL:-yes}
 BUDGET=${BENCH_BUDGET:-1}
 MAX_REPS=${BENCH_MAX_REPS:-200}
+ROUNDS=${BENCH_ROUNDS:-2}
 export BENCH_BUDGET="$BUDGET" BENCH_MAX_REPS="$MAX_REPS"
 
 started=$(date +%s)
@@ -278,14 +281,18 @@ mm_form() {
         tn) tin=matmul_tn.tsr.in def=-DMM_FORM_TN kind=matmul_tn ;;
     esac
 }
-want matmul && echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS"
-want matmul && for n in $SIZES; do
+want matmul && echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS; $ROUNDS rounds"
+want matmul && for round in $(seq "$ROUNDS"); do for n in $SIZES; do
     for form in nn nt tn; do
         mm_form $form
         dir=$WORK/${kind}_$n
         mkdir -p "$dir"
-        sed "s/@N@/$n/" "$BENCH/$tin" >"$dir/$kind.tsr"
-        build_tsrc "$dir" mm "$dir/$kind.tsr" mm_tsrc.c "$kind" "$n" "$def" || dir=
+        if [ "$round" = 1 ]; then
+            sed "s/@N@/$n/" "$BENCH/$tin" >"$dir/$kind.tsr"
+            build_tsrc "$dir" mm "$dir/$kind.tsr" mm_tsrc.c "$kind" "$n" "$def" || dir=
+        elif [ ! -x "$dir/driver" ]; then
+            dir=
+        fi
         pyform=$form
         [ $form = nn ] && pyform=
         for t in $THREADS; do
@@ -302,7 +309,7 @@ want matmul && for n in $SIZES; do
                 "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
         done
     done
-done
+done; done
 
 # ---- batched matmul ----------------------------------------------------------------------------
 want bmm && echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"

@@ -1,7 +1,8 @@
 """bench_timing.py: the timing policy the Python sides of `make bench` share with the C drivers
-(tools/bench/common.h, bench_measure): one warm-up run, then about BENCH_BUDGET seconds of
-repetitions, at least 5 and at most BENCH_MAX_REPS, capped near 10 budgets; a warm-up over 10
-budgets is the figure."""
+(tools/bench/common.h, bench_measure): one warm-up run, untimed runs for a tenth of
+BENCH_BUDGET (at most 0.2 s) so that a CPU the previous process left idle is up to speed, then
+about BENCH_BUDGET seconds of repetitions, at least 5 and at most BENCH_MAX_REPS, capped near 10
+budgets; a warm-up over 10 budgets is the figure."""
 import os
 import time
 
@@ -19,6 +20,10 @@ def timed(fn):
     reps = min(MAX_REPS, max(5, int(BUDGET / warm) if warm > 0 else MAX_REPS))
     if reps * warm > 10 * BUDGET:
         reps = max(1, int(10 * BUDGET / warm))
+    settle = min(BUDGET / 10, 0.2)
+    s0 = time.perf_counter()
+    while time.perf_counter() - s0 < settle:
+        fn()
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()

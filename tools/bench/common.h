@@ -34,7 +34,9 @@ static int bench_cmp(const void *a, const void *b) {
 }
 
 /* Times run(ctx) after a warm-up run that took `warm` seconds, and writes the number of timed
- * runs, the best and the median seconds.  The policy: repetitions for about `budget` seconds, at
+ * runs, the best and the median seconds.  The policy: untimed runs for a tenth of `budget` (at
+ * most 0.2 s: the second CPU of a VM that the previous process left idle runs slowly for a while
+ * once woken), then repetitions for about `budget` seconds, at
  * least 5 and at most `max_reps`; when 5 would take over 10·budget, fewer (at least 1) to stay
  * near 10·budget; when the warm-up alone took over 10·budget, no more runs: the warm-up is the
  * figure (*reps = 1, reported as "one run only"). */
@@ -73,6 +75,10 @@ static inline void bench_measure(int (*run)(void *), void *ctx, double warm, dou
     if (r < 1) r = 1;
     double *t = malloc(sizeof *t * (size_t)r);
     if (!t) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+    /* settle */
+    double settle = budget / 10 < 0.2 ? budget / 10 : 0.2;
+    for (double s0 = bench_now(); bench_now() - s0 < settle;)
+        if (run(ctx) != 0) { fprintf(stderr, "bench: run failed\n"); exit(1); }
     for (int i = 0; i < r; i++) {
         double t0 = bench_now();
         if (run(ctx) != 0) { fprintf(stderr, "bench: run failed\n"); exit(1); }

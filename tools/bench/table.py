@@ -1,7 +1,8 @@
 """table.py — turns the RESULT lines of tools/bench.sh into the Markdown tables of `make bench`.
 
 Usage: table.py RESULTS_FILE.  Standard library only (runs on any python3).
-Figures come from the best time of each measurement; the median is in the results file.
+Figures come from the best time of each measurement (of every round, when a section ran several:
+BENCH_ROUNDS); the median is in the results file.
 Lines `UNSUPPORTED kind=… impl=tsrc n=… — message` (a program tsrc could not compile) show as
 "n/s" in the tsrc column.  Exit status 1 when the MLP's first-step losses of tsrc and PyTorch
 (same data, same initial parameters) disagree, or the sums of a convolution's output and
@@ -16,7 +17,9 @@ for line in open(sys.argv[1]):
         if line.startswith("UNSUPPORTED "):
             unsupported.add((f["kind"], f["n"]))
             continue
-        rows[(f["kind"], f["impl"], f["n"], int(f["threads"]))] = f
+        key = (f["kind"], f["impl"], f["n"], int(f["threads"]))
+        if key not in rows or float(f["best_s"]) < float(rows[key]["best_s"]):  # best of the rounds
+            rows[key] = f
 
 EW_BYTES_PER_ELEMENT = 16     # ideal fused kernel: read a, b, c, write y (4 bytes each)
 TRIAD_BYTES_PER_ELEMENT = 12  # STREAM's count: read b, c, write a
