@@ -128,7 +128,7 @@ static const char *libdevice_path(Arena *arena) {
 static bool link_libdevice(CgLlvm *g) {
     const char *path = libdevice_path(g->ir->arena);
     if (!path) {
-        diag_error_noloc("this program uses transcendental functions (exp, log, tanh, …), which the GPU target "
+        diag_error_noloc("this program uses functions (sin, cos, log2, exp2, **, mod of numbers) that the GPU target "
                          "takes from CUDA's libdevice, and none was found (looked in $CUDA_HOME/nvvm/libdevice and "
                          "/usr/local/cuda/nvvm/libdevice; set TSR_LIBDEVICE to libdevice.10.bc)");
         return false;
