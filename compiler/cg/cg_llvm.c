@@ -7,8 +7,8 @@
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
  * executor, and results match it bit for bit.  exp, log, tanh and sigmoid are tsrc's own
  * approximations, emitted inline as vector code (cg_approx.c, the sequence ir/approx.c runs);
- * the other transcendental functions call libm (powf, sinf, cosf, log2f, exp2f) lane by lane;
- * sqrt is the correctly rounded instruction
+ * the other transcendental functions call libm (powf, sinf, cosf, log2f, exp2f) lane by lane,
+ * as mod calls fmodf (exact); sqrt is the correctly rounded instruction
  * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
  *
  * Loop modes (the schedule's, compiler/sched/): a LOOP_UNROLL loop is emitted once per iteration with
@@ -62,6 +62,12 @@ LLVMValueRef cgl_size(CgLlvm *g, uint64_t n, LLVMValueRef symbols) {
 static bool is_vector(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
 
 static LLVMTypeRef vec_type(CgLlvm *g) { return LLVMVectorType(g->f32, g->lanes); }
+
+/* An integer constant of `like`'s shape (scalar or vector) and element type. */
+static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element, uint64_t v) {
+    LLVMValueRef c = LLVMConstInt(element, v, 0);
+    return is_vector(like) ? cgl_widen(g, c) : c;
+}
 
 /* A libm function, applied lane by lane to vectors. */
 /* A call of libm's `name`, declared as a pure function (no memory touched, no unwinding): its
@@ -129,6 +135,13 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_NE: return flag(g, LLVMBuildFCmp(B, LLVMRealUNE, a, b, ""), a);
     case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
     case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
+    case SOP_MOD: { /* ir.c's floor_mod: fmodf's exact remainder, b added where the signs differ, 0 with b's sign */
+        LLVMValueRef x[2] = {a, b}, zero_b[2] = {zero, b};
+        LLVMValueRef r = libm(g, "fmodf", x, 2);
+        LLVMValueRef flip = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, r, zero, ""), LLVMBuildFCmp(B, LLVMRealOLT, b, zero, ""), "");
+        LLVMValueRef moved = LLVMBuildSelect(B, flip, LLVMBuildFAdd(B, r, b, ""), r, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, r, zero, ""), cgl_intrinsic(g, "llvm.copysign", zero_b, 2), moved, "");
+    }
     case SOP_RELU_GATE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), b, zero, "");
     case SOP_SAT01_GATE: {
         LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""),
@@ -165,6 +178,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, zero, ""), cgl_fconst_like(g, a, -1), a, "");
         return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, zero, ""), cgl_fconst_like(g, a, 1), neg, "");
     }
+    case SOP_FLOOR: return cgl_intrinsic(g, "llvm.floor", &a, 1);
     case SOP_NOT: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, zero, ""), a);
     case SOP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), b, c, "");
     case SOP_FMA: {
@@ -188,9 +202,31 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     return zero;
 }
 
+/* Floor division (or, `modulo`, floor modulo) of i32s, as ir.c's floor_div_i32: sdiv and srem
+ * round toward zero, so the quotient is one less and the remainder b more where the remainder is
+ * not 0 and its sign differs from b's.  A divisor of 0 or -1 is replaced by 1 before the
+ * division, which then never traps (x86's idiv faults on both, 0 and INT32_MIN / -1) and gives
+ * the remainder 0 they need; the quotient is then made 0 for b = 0 and the wrapping negation of
+ * a for b = -1. */
+static LLVMValueRef floor_div(CgLlvm *g, LLVMValueRef a, LLVMValueRef b, bool modulo) {
+    LLVMBuilderRef B = g->b;
+    LLVMTypeRef ints = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstNull(ints), one = iconst_like(g, a, g->i32, 1), minus_one = LLVMConstAllOnes(ints);
+    LLVMValueRef is_zero = LLVMBuildICmp(B, LLVMIntEQ, b, zero, ""), is_minus_one = LLVMBuildICmp(B, LLVMIntEQ, b, minus_one, "");
+    LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, is_zero, is_minus_one, ""), one, b, "");
+    LLVMValueRef r = LLVMBuildSRem(B, a, safe, "");
+    LLVMValueRef adjust = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+                                       LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), zero, ""), "");
+    if (modulo) return LLVMBuildSelect(B, adjust, LLVMBuildAdd(B, r, b, ""), r, "");
+    LLVMValueRef q = LLVMBuildSub(B, LLVMBuildSDiv(B, a, safe, ""), LLVMBuildZExt(B, adjust, ints, ""), "");
+    q = LLVMBuildSelect(B, is_minus_one, LLVMBuildSub(B, zero, a, ""), q, "");
+    return LLVMBuildSelect(B, is_zero, zero, q, "");
+}
+
 /* An operation on i32 values carried in floats' bits (IrExpr.i32, docs/ir.md §2.8): the operands
- * as integers (vectors of them in a vector loop), + - * wrapping, a comparison or a logical
- * operation 1 or 0, the result's bits as a float again, as ir.c's ir_i32_op_eval computes. */
+ * as integers (vectors of them in a vector loop), + - * wrapping, / and mod flooring, a
+ * comparison or a logical operation 1 or 0, the result's bits as a float again, as ir.c's
+ * ir_i32_op_eval computes. */
 static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     LLVMBuilderRef B = g->b;
     unsigned arity = scalar_op_arity(op);
@@ -205,6 +241,9 @@ static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValue
     case SOP_ADD: r = LLVMBuildAdd(B, x[0], x[1], ""); break;
     case SOP_SUB: r = LLVMBuildSub(B, x[0], x[1], ""); break;
     case SOP_MUL: r = LLVMBuildMul(B, x[0], x[1], ""); break;
+    case SOP_DIV: r = floor_div(g, x[0], x[1], false); break;
+    case SOP_MOD: r = floor_div(g, x[0], x[1], true); break;
+    case SOP_FLOOR: r = x[0]; break;
     case SOP_NEG: r = LLVMBuildSub(B, zero, x[0], ""); break;
     case SOP_ABS: r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x[0], zero, ""), LLVMBuildSub(B, zero, x[0], ""), x[0], ""); break;
     case SOP_SIGN:
@@ -361,12 +400,6 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
 }
 
 /* ---- Random numbers ------------------------------------------------------------------------------------ */
-
-/* An integer constant of `like`'s shape (scalar or vector) and element type. */
-static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element, uint64_t v) {
-    LLVMValueRef c = LLVMConstInt(element, v, 0);
-    return is_vector(like) ? cgl_widen(g, c) : c;
-}
 
 /* The high and low 32 bits of the 64-bit product a·m (Philox's mulhilo; NVPTX makes it mul.hi). */
 static void mulhilo(CgLlvm *g, LLVMValueRef a, uint32_t m, LLVMValueRef *hi, LLVMValueRef *lo) {

@@ -13,11 +13,12 @@
  * add.rn), which ptxas never contracts into an fma: arithmetic, sqrt (sqrt.rn) and division
  * (div.rn) give the reference executor's results bit for bit.  exp, log, tanh and sigmoid are
  * tsrc's own sequences of those operations and fma.rn (cg_approx.c), so they agree bit for bit
- * too; the other transcendental functions (pow, sin, cos, log2, exp2) are CUDA's libdevice
- * (__nv_powf …), linked into the module from the toolkit's
+ * too; the other transcendental functions (pow, sin, cos, log2, exp2) and mod's fmodf are CUDA's
+ * libdevice (__nv_powf …), linked into the module from the toolkit's
  * nvvm/libdevice/libdevice.10.bc ($TSR_LIBDEVICE, else $CUDA_HOME/nvvm/libdevice, else
- * /usr/local/cuda/nvvm/libdevice); they may differ from glibc's in the last bits.  A program
- * that needs them where no libdevice is found is refused with a message saying so.
+ * /usr/local/cuda/nvvm/libdevice); they may differ from glibc's in the last bits (fmodf, exact,
+ * does not).  A program that needs them where no libdevice is found is refused with a message
+ * saying so.
  *
  * The result is the PTX text and, for the image (image.c) and the manifest (header.c), every
  * kernel's launch (grid, block) and parameters with the buffers it writes.
@@ -127,7 +128,7 @@ static const char *libdevice_path(Arena *arena) {
 static bool link_libdevice(CgLlvm *g) {
     const char *path = libdevice_path(g->ir->arena);
     if (!path) {
-        diag_error_noloc("this program uses transcendental functions (exp, log, tanh, …), which the GPU target "
+        diag_error_noloc("this program uses functions (sin, cos, log2, exp2, **, mod of numbers) that the GPU target "
                          "takes from CUDA's libdevice, and none was found (looked in $CUDA_HOME/nvvm/libdevice and "
                          "/usr/local/cuda/nvvm/libdevice; set TSR_LIBDEVICE to libdevice.10.bc)");
         return false;

@@ -210,9 +210,11 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
  *
  * A second, simpler inference beside the shapes': inputs and data items declare their element
  * type, literals and parameters are f32, and an operation's result takes the type of what its
- * forward code stores.  An i32 value may only be copied (a slice, a stack, `v =: v1`), converted
- * (`to_f32`, `to_i32`) or used as positions (a gathered axis, docs/language.md §5.11): arithmetic
- * on it, accumulating it, or storing it where an f32 is kept is an error that names the cast. */
+ * forward code stores.  An i32 value may be copied (a slice, a stack, `v =: v1`), converted
+ * (`to_f32`, `to_i32`), used as positions (a gathered axis, docs/language.md §5.11), computed on
+ * by the operations that have an i32 form (scalar_op_integer: + - * / mod …, with whole numbers)
+ * and accumulated with =+ =- =* and the max and min accumulations; any other arithmetic on it,
+ * mixing it with f32 values, or storing it where an f32 is kept is an error that names the cast. */
 
 static const char *dtype_word(uint8_t dtype) { return dtype == TSR_DTYPE_I32 ? "i32" : dtype == DTYPE_ANY ? "number" : "f32"; }
 
@@ -254,8 +256,8 @@ static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
     }
     if (e->kind != AE_OP) return true;
     if (!scalar_op_integer(e->op)) {
-        diag_error(a->span, "%s computes '%s' on i32 values, which has no i32 form (+ - * neg abs sign max min relu, "
-                   "comparisons, logical operations and where do)", a->what, scalar_op_name(e->op));
+        diag_error(a->span, "%s computes '%s' on i32 values, which has no i32 form (+ - * / mod neg abs sign floor max "
+                   "min relu, comparisons, logical operations and where do)", a->what, scalar_op_name(e->op));
         diag_note(a->span, "convert with to_f32 first (exact below 2^24), e.g. to_f32 x (docs/language.md §3.9)");
         b->failed = true;
         return false;
@@ -268,9 +270,9 @@ static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
 
 /* The element type of e.  A conversion to the type its operand already has is the operand
  * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
- * operation on i32 values (and constants) is computed on i32s (e->i32): + - * wrap, comparisons
- * give 1 or 0; an operation without an i32 form, or one that mixes i32 and f32 values, is an
- * error that names the cast. */
+ * operation on i32 values (and constants) is computed on i32s (e->i32): + - * wrap, / and mod
+ * floor, comparisons give 1 or 0; an operation without an i32 form, or one that mixes i32 and f32
+ * values, is an error that names the cast. */
 static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     switch (e->kind) {
     case AE_CONST: return DTYPE_ANY;

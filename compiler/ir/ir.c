@@ -52,6 +52,15 @@ const char *scalar_op_closest(const char *name, bool binary) {
     return diag_closest_name(name, names, count);
 }
 
+/* The floor modulo of f32s, as NumPy's remainder computes it: fmodf's remainder (exact, with a's
+ * sign) moved to b's sign by adding b once where the signs differ, a zero remainder given b's
+ * sign; NaN where b is 0 or a infinite. */
+static float floor_mod(float a, float b) {
+    float r = fmodf(a, b);
+    if (r == 0.0f) return copysignf(0.0f, b);
+    return (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+
 float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     switch (op) {
     case SOP_ADD: return a + b;
@@ -65,6 +74,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_NE: return a != b ? 1.0f : 0.0f; /* true when either is NaN (IEEE) */
     case SOP_MAX: return a > b ? a : b;
     case SOP_MIN: return a < b ? a : b;
+    case SOP_MOD: return floor_mod(a, b);
     case SOP_RELU_GATE: return a > 0.0f ? b : 0.0f;
     case SOP_SAT01_GATE: return a > 0.0f && a < 1.0f ? b : 0.0f;
     case SOP_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
@@ -85,6 +95,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_SAT01: return a <= 0.0f ? 0.0f : a >= 1.0f ? 1.0f : a; /* NaN stays NaN, as relu */
     case SOP_ABS: return fabsf(a);
     case SOP_SIGN: return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a; /* ±0 and NaN are kept */
+    case SOP_FLOOR: return floorf(a);
     case SOP_NOT: return a == 0.0f ? 1.0f : 0.0f; /* NaN counts as true, as in where */
     case SOP_WHERE: return a != 0.0f ? b : c;
     case SOP_FMA: return fmaf(a, b, c);
@@ -97,12 +108,25 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
 
 bool scalar_op_integer(ScalarOp op) {
     switch (op) {
-    case SOP_ADD: case SOP_SUB: case SOP_MUL: case SOP_NEG: case SOP_ABS: case SOP_SIGN: case SOP_MAX: case SOP_MIN:
-    case SOP_RELU: case SOP_LT: case SOP_LE: case SOP_EQ: case SOP_NE: case SOP_OR: case SOP_AND: case SOP_NOT:
-    case SOP_WHERE:
+    case SOP_ADD: case SOP_SUB: case SOP_MUL: case SOP_DIV: case SOP_MOD: case SOP_NEG: case SOP_ABS: case SOP_SIGN:
+    case SOP_FLOOR: case SOP_MAX: case SOP_MIN: case SOP_RELU: case SOP_LT: case SOP_LE: case SOP_EQ: case SOP_NE:
+    case SOP_OR: case SOP_AND: case SOP_NOT: case SOP_WHERE:
         return true;
     default: return false;
     }
+}
+
+/* Floor division and floor modulo of i32s (NumPy's // and % on int32): C's quotient and
+ * remainder round toward zero, so where the remainder is not 0 and its sign differs from b's the
+ * quotient is one less and the remainder b more.  b = 0 gives 0 and 0, and b = -1 the negation
+ * (wrapping: INT32_MIN / -1 is INT32_MIN) and 0, without the C division, which is undefined
+ * there (and traps on x86). */
+static int32_t floor_div_i32(int32_t a, int32_t b, bool modulo) {
+    if (b == 0) return 0;
+    if (b == -1) return modulo ? 0 : (int32_t)(0u - (uint32_t)a);
+    int32_t q = a / b, r = a % b;
+    bool adjust = r != 0 && (r < 0) != (b < 0);
+    return modulo ? (adjust ? r + b : r) : (adjust ? q - 1 : q);
 }
 
 int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c) {
@@ -111,6 +135,9 @@ int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c) {
     case SOP_ADD: return (int32_t)(ua + ub);
     case SOP_SUB: return (int32_t)(ua - ub);
     case SOP_MUL: return (int32_t)(ua * ub);
+    case SOP_DIV: return floor_div_i32(a, b, false);
+    case SOP_MOD: return floor_div_i32(a, b, true);
+    case SOP_FLOOR: return a;
     case SOP_NEG: return (int32_t)(0u - ua);
     case SOP_ABS: return a < 0 ? (int32_t)(0u - ua) : a;
     case SOP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;

@@ -42,6 +42,7 @@
     X(SOP_NE,             "ne",     2)    \
     X(SOP_MAX,            "max",    2)    \
     X(SOP_MIN,            "min",    2)    \
+    X(SOP_MOD,            "mod",    2)    \
     X(SOP_RELU_GATE,      "-?/",    2)    \
     X(SOP_SAT01_GATE,     "-?^",    2)    \
     X(SOP_OR,             "||",     2)    \
@@ -62,6 +63,7 @@
     X(SOP_SAT01,          "sat01",  1)    \
     X(SOP_ABS,            "abs",    1)    \
     X(SOP_SIGN,           "sign",   1)    \
+    X(SOP_FLOOR,          "floor",  1)    \
     X(SOP_NOT,            "not",    1)    \
     X(SOP_WHERE,          "where",  3)    \
     X(SOP_FMA,            "fma",    3)    \
@@ -96,11 +98,13 @@ float ir_bits_of_i32(int32_t v);
 /* f32 to i32 as SOP_TO_I32 converts: toward zero, saturating at the i32 limits, NaN to 0 (as
  * PTX's cvt.rzi.s32.f32 and LLVM's fptosi.sat). */
 int32_t ir_f32_to_i32(float x);
-/* Whether `op` has an i32 form (IrExpr.i32): + - * neg abs sign max min relu, the comparisons,
- * the logical operations and where. */
+/* Whether `op` has an i32 form (IrExpr.i32): + - * / mod neg abs sign floor max min relu, the
+ * comparisons, the logical operations and where. */
 bool scalar_op_integer(ScalarOp op);
-/* op on i32 values, as generated code computes it: + - * wrap (two's complement), a comparison
- * or a logical operation gives 1 or 0, where picks b when a is not 0. */
+/* op on i32 values, as generated code computes it: + - * wrap (two's complement), / and mod are
+ * floor division and floor modulo (0 for a divisor 0; INT32_MIN / -1 wraps to INT32_MIN), floor
+ * is the value itself, a comparison or a logical operation gives 1 or 0, where picks b when a is
+ * not 0 (docs/ir.md §2.8). */
 int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c);
 
 /* Accumulators of assignment operators (docs/language.md §2.9). */

@@ -15,7 +15,8 @@ of the same formula computed by NumPy in float64 (step 1e-5):
 
 The data avoid non-differentiable points: relu, abs and sat01 inputs stay 0.1 away from their
 kinks, binary max/min operands 0.1 apart, the cells of each max reduction 0.05 apart, and
-logarithms, roots, quotients and powers see bases in [0.5, 2].  `--native N` also compiles the
+logarithms, roots, quotients and powers see bases in [0.5, 2], and `mod`'s quotients stay 0.1
+away from whole numbers.  `--native N` also compiles the
 first N programs to executables and requires them to print exactly what the reference executor
 printed.  The last line is "N passed, N failed".
 """
@@ -130,6 +131,10 @@ def pointwise_cases(rng):
                   [(a, o), (b, o)]))
     t = s[int(rng.integers(0, len(s))):]
     cases.append(("fma", "fma p0 p1 p2", lambda x, y, z: x * y + z, [(u(s), o), (u(t), "o" * len(t)), (u(s), o)]))
+    # mod: a = b·(k + f) with k whole and f in [0.1, 0.9], so a / b stays away from the jumps.
+    d = signed(s)
+    n = d * (rng.integers(-2, 3, size=s) + rng.uniform(0.1, 0.9, size=s))
+    cases.append(("mod", "mod p0 p1", np.mod, [(n, o), (d, o)]))
     return cases
 
 
