@@ -21,16 +21,6 @@
 
 #include "base/diag.h"
 
-/* Whether top-level statement s writes buffer b. */
-static bool writes(const IrProgram *ir, const IrStmt *s, uint32_t b) {
-    if (s->kind == IR_STORE) return s->buffer == b;
-    if (s->kind == IR_CALL) return ir_call_touches(ir, s, b);
-    if (s->kind != IR_LOOP) return false;
-    for (uint32_t i = 0; i < s->body.count; i++)
-        if (writes(ir, s->body.items[i], b)) return true;
-    return false;
-}
-
 typedef struct Ready {
     uint32_t buffer;
     uint32_t at; /* the top-level position after which it is ready */
@@ -52,7 +42,7 @@ static bool cut(IrProgram *ir, IrFunction *fn, uint32_t call, uint64_t bucket_ce
     for (uint32_t k = 0; k < n; k++) {
         ready[k].buffer = reduce->buffers[k];
         for (uint32_t j = 0; j < call; j++)
-            if (writes(ir, fn->body.items[j], ready[k].buffer)) ready[k].at = j + 1;
+            if (ir_stmt_writes(ir, fn->body.items[j], ready[k].buffer)) ready[k].at = j + 1;
     }
     qsort(ready, n, sizeof *ready, by_position);
     /* The buckets: [first[q], first[q + 1]) of `ready`, each begun after its last buffer's `at`. */

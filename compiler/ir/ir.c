@@ -654,6 +654,18 @@ bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     return false;
 }
 
+bool ir_stmt_writes(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
+    switch (s->kind) {
+    case IR_STORE: return s->buffer == buffer;
+    case IR_CALL: return ir_call_touches(ir, s, buffer);
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (ir_stmt_writes(ir, s->body.items[i], buffer)) return true;
+        return false;
+    default: return false;
+    }
+}
+
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
     return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s);
 }

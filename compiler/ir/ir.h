@@ -460,6 +460,8 @@ bool ir_stmt_integer(const IrStmt *s);
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */
 bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer);
+/* Whether s writes `buffer` anywhere: a store into it, or a call of the runtime that touches it. */
+bool ir_stmt_writes(const IrProgram *ir, const IrStmt *s, uint32_t buffer);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third

@@ -118,15 +118,6 @@ static unsigned stmt_reads(const IrProgram *ir, const IrStmt *st, uint32_t buffe
     return 0;
 }
 
-/* The stores into `buffer` in st. */
-static unsigned stmt_stores(const IrStmt *st, uint32_t buffer) {
-    if (st->kind == IR_STORE) return st->buffer == buffer;
-    unsigned n = 0;
-    if (st->kind == IR_LOOP)
-        for (uint32_t i = 0; i < st->body.count; i++) n += stmt_stores(st->body.items[i], buffer);
-    return n;
-}
-
 /* Every load of `buffer` in e walks its axes with the iterators `axis_iter` (first use fills
  * them in); false for any other index. */
 static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer, uint32_t *axis_iter, bool *seen) {
@@ -219,7 +210,7 @@ static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epil
     for (uint32_t f = 0; f < ir->function_count; f++)
         for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
             readers += stmt_reads(ir, ir->functions[f].body.items[i], c) ? 1 : 0;
-            writers += stmt_stores(ir->functions[f].body.items[i], c) ? 1 : 0;
+            writers += ir_stmt_writes(ir, ir->functions[f].body.items[i], c);
         }
     ep->keep_c = cb->keep || cb->persistent || readers != 1 || writers != 1;
     return true;
