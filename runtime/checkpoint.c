@@ -162,20 +162,20 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
                      const int64_t *dims, int64_t cells, Member *members, uint32_t *member_count) {
     char header[512];
     size_t header_len = npy_header(header, sizeof header, dtype, rank, dims);
-    uint64_t size = header_len + (uint64_t)cells * 4;
+    size_t bytes = (size_t)cells * tsr_dtype_cell_bytes(dtype);
+    uint64_t size = header_len + (uint64_t)bytes;
     if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
         return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
                          path, name);
     Member *m = &members[(*member_count)++];
     if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
     sprintf(m->name, "%s.npy", name);
-    m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len), (const unsigned char *)values,
-                          (size_t)cells * 4);
+    m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len), (const unsigned char *)values, bytes);
     m->size = (uint32_t)size;
     m->offset = (uint32_t)w->offset;
     put_entry(w, m, false);
     put(w, header, header_len);
-    put(w, values, (size_t)cells * 4);
+    put(w, values, bytes);
     return TSR_OK;
 }
 
@@ -536,9 +536,10 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
          * or an older tsrc): that state starts where it is. */
         bool optional = count == 0 && tsr_model_buffer_is_state(s->model, b);
         status = read_member(&archive, name, member_limit(cells), optional, &data, &len);
-        if (status == TSR_OK && data && !(fresh[b] = tsr_alloc_floats(cells))) status = TSR_ERR_NOMEM;
-        if (status == TSR_OK && data)
-            status = tsr_load_npy_member(data, len, fresh[b], tsr_model_buffer_dtype(s->model, b), rank, dims, path, name);
+        uint8_t dtype = tsr_model_buffer_dtype(s->model, b);
+        if (status == TSR_OK && data && !(fresh[b] = tsr_alloc_cells(cells, tsr_dtype_cell_bytes(dtype))))
+            status = TSR_ERR_NOMEM;
+        if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, fresh[b], dtype, rank, dims, path, name);
         free(data);
     }
     uint64_t runs = s->runs;
@@ -561,7 +562,7 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
             int64_t cells;
             uint8_t kind;
             tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
-            memcpy(s->buffers[b], fresh[b], (size_t)cells * sizeof(float));
+            memcpy(s->buffers[b], fresh[b], (size_t)cells * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b)));
         }
         tsr_free(fresh[b]);
     }

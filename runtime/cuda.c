@@ -260,13 +260,15 @@ static int open_memory(tsr_gpu *g) {
             int64_t cells;
             uint8_t kind;
             tsr_model_buffer_shape(g->state->model, b, &rank, &dims, &cells, &kind);
-            g->bytes[b] = (size_t)cells * sizeof(float);
-            CUresult r = cells > (int64_t)(SIZE_MAX / sizeof(float)) ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
-                         : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : sizeof(float));
+            uint8_t dtype = tsr_model_buffer_dtype(g->state->model, b);
+            size_t cell_bytes = tsr_dtype_cell_bytes(dtype);
+            g->bytes[b] = (size_t)cells * cell_bytes;
+            CUresult r = cells > (int64_t)(SIZE_MAX / cell_bytes) ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
+                         : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : cell_bytes);
             if (r != CUDA_SUCCESS) {
                 g->memory[b] = 0;
-                return cu_error(r, "cannot allocate tensor '%s' (%" PRId64 " floats) on the GPU",
-                                tsr_model_buffer_name(g->state->model, b), cells);
+                return cu_error(r, "cannot allocate tensor '%s' (%" PRId64 " %s cells) on the GPU",
+                                tsr_model_buffer_name(g->state->model, b), cells, tsr_dtype_word(dtype));
             }
         }
     return TSR_OK;

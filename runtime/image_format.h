@@ -36,9 +36,10 @@
 #define TSR_ACTION_KINDS(X) X(SAVE) X(LOAD) X(SHUFFLE) X(RECORD) X(PLOT) X(PROGRESS) X(REDUCE) X(REDUCE_BEGIN) X(REDUCE_END)
 
 /* A buffer's element type (version 11), with its name in the language, NumPy's dtype string and
- * the C type of its cells.  Every type so far has 4-byte cells, so a state's buffers are arrays
- * of 4-byte cells whatever their type: an I32 buffer holds int32 values, which code copies as
- * bits and converts only where the program says so (docs/language.md §3.9).  Append only. */
+ * the C type of its cells, whose size is the buffer's cell size: the runtime allocates, copies,
+ * saves and compares a buffer as cells × sizeof(C type) bytes (tsr_dtype_cell_bytes()).  An I32
+ * buffer holds int32 values, which code copies as bits and converts only where the program says
+ * so (docs/language.md §3.9).  Append only. */
 #define TSR_DTYPE_KINDS(X) X(F32, "f32", "<f4", float) X(I32, "i32", "<i4", int32_t)
 
 /* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for

@@ -282,8 +282,9 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
 
 /* ---- Element types ------------------------------------------------------------------------------
  *
- * Every buffer is an array of 4-byte cells (tsr_state.buffers are float *); an I32 buffer's cells
- * hold int32 bit patterns, read and written by memcpy, never by float conversion. */
+ * A buffer is an array of cells of its type's size (tsr_dtype_cell_bytes(); tsr_state.buffers
+ * are float * whatever the type); an I32 buffer's cells hold int32 bit patterns, read and written
+ * by memcpy, never by float conversion. */
 
 /* tsr.h's public names of the element types are the image's numbers. */
 _Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 && TSR_DTYPE_COUNT == 2,
@@ -291,6 +292,18 @@ _Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DT
 
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
 uint8_t tsr_model_buffer_dtype(const tsr_model *model, uint32_t buffer);
+
+/* The bytes of one cell of type `dtype` (its C type's size; 4 past the last). */
+static inline size_t tsr_dtype_cell_bytes(uint8_t dtype) {
+#define TSR_DTYPE_SIZE(name, word, numpy, ctype) sizeof(ctype),
+    static const size_t sizes[] = {TSR_DTYPE_KINDS(TSR_DTYPE_SIZE)};
+#undef TSR_DTYPE_SIZE
+    return dtype < TSR_DTYPE_COUNT ? sizes[dtype] : sizeof(float);
+}
+
+/* `cells` cells of `cell_bytes` each, 64-byte aligned and zeroed; NULL (with an error recorded)
+ * when it fails.  tsr_alloc_floats() is this for 4-byte cells. */
+void *tsr_alloc_cells(int64_t cells, size_t cell_bytes);
 
 /* A type's name in the language ("f32", "i32") and NumPy's descr of it ("<f4", "<i4"). */
 static inline const char *tsr_dtype_word(uint8_t dtype) {

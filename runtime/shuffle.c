@@ -34,8 +34,14 @@ static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
     return tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) ? cells : 0;
 }
 
+/* The bytes of one row of buffer `b`, a field of `rows` rows. */
+static size_t row_bytes(const tsr_state *s, uint32_t b, int64_t rows) {
+    return (size_t)(buffer_cells(s, b) / rows) * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b));
+}
+
 int tsr_shuffle(tsr_state *s, tsr_action *a) {
-    int64_t rows = a->rows, widest = 0;
+    int64_t rows = a->rows;
+    size_t widest = 0; /* bytes */
     if (rows < 0) { /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
         uint32_t rank;
         const int64_t *dims;
@@ -52,11 +58,11 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
         int64_t cells = buffer_cells(s, a->refs[f]);
         if (!s->buffers[a->refs[f]] || cells % rows != 0)
             return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's fields do not have %" PRId64 " rows", a->text, rows);
-        if (cells / rows > widest) widest = cells / rows;
+        if (row_bytes(s, a->refs[f], rows) > widest) widest = row_bytes(s, a->refs[f], rows);
         int status = tsr_buffer_to_host(s, a->refs[f], true); /* a GPU state: rows move on the host */
         if (status != TSR_OK) return status;
     }
-    float *row = tsr_alloc_floats(widest ? widest : 1);
+    unsigned char *row = tsr_alloc_cells((int64_t)(widest ? widest : 1), 1);
     if (!row) return TSR_ERR_NOMEM;
     uint64_t base = a->runs++ * (uint64_t)rows;
     bool *redrawn = calloc(a->ref_count, sizeof *redrawn); /* fields of random windows: drawn, not permuted */
@@ -88,12 +94,11 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
         if (j == i) continue;
         for (uint32_t f = 0; f < a->ref_count; f++) {
             if (redrawn[f]) continue;
-            int64_t cells = buffer_cells(s, a->refs[f]);
-            size_t width = (size_t)(cells / rows) * sizeof(float);
-            float *data = s->buffers[a->refs[f]];
-            memcpy(row, data + i * (cells / rows), width);
-            memcpy(data + i * (cells / rows), data + j * (cells / rows), width);
-            memcpy(data + j * (cells / rows), row, width);
+            size_t width = row_bytes(s, a->refs[f], rows);
+            unsigned char *data = (unsigned char *)s->buffers[a->refs[f]];
+            memcpy(row, data + (size_t)i * width, width);
+            memcpy(data + (size_t)i * width, data + (size_t)j * width, width);
+            memcpy(data + (size_t)j * width, row, width);
         }
     }
     free(redrawn);

@@ -294,10 +294,10 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
     tsr_free(s->buffers[i]);
     s->buffers[i] = NULL;
     if (b->size == 0) return TSR_OK; /* a run-time size not set yet */
-    float *d = s->buffers[i] = tsr_alloc_floats(b->size);
+    float *d = s->buffers[i] = tsr_alloc_cells(b->size, tsr_dtype_cell_bytes(b->dtype));
     if (!d)
-        return tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " floats)", b->name, b->shape_text,
-                         b->size);
+        return tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " %s cells)", b->name, b->shape_text,
+                         b->size, tsr_dtype_word(b->dtype));
     uint64_t seed = s->seed;
     uint8_t dtype = b->dtype;
     if (b->kind == TSR_BUF_INPUT && dtype == TSR_DTYPE_F32) /* until the caller fills it (an I32 input: zeros) */
@@ -710,7 +710,7 @@ static int check_replicas(tsr_state *s) {
         if (buffer->is_virtual || !(buffer->kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(m, b))) continue;
         status = tsr_buffer_to_host(s, b, false);
         which[n] = b;
-        hashes[n++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * 4) : 0;
+        hashes[n++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * tsr_dtype_cell_bytes(buffer->dtype)) : 0;
     }
     tsr_dist_difference d = {.index = -1};
     if (status == TSR_OK) status = tsr_dist_compare(hashes, n, &d);
