@@ -319,23 +319,35 @@ static inline const char *tsr_dtype_numpy(uint8_t dtype) {
     return dtype < TSR_DTYPE_COUNT ? descrs[dtype] : "?";
 }
 
+/* The address of cell `cell` of a buffer of type `dtype` (cells of tsr_dtype_cell_bytes()). */
+static inline void *tsr_cell_address(const void *buffer, uint8_t dtype, int64_t cell) {
+    return (unsigned char *)buffer + (size_t)cell * tsr_dtype_cell_bytes(dtype);
+}
+
 /* Cell `cell` of a buffer of type `dtype` as a number (an I32 cell's integer, exactly). */
-static inline double tsr_cell_value(const float *buffer, uint8_t dtype, int64_t cell) {
-    if (dtype != TSR_DTYPE_I32) return buffer[cell];
-    int32_t v;
-    memcpy(&v, buffer + cell, sizeof v);
+static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t cell) {
+    const void *at = tsr_cell_address(buffer, dtype, cell);
+    if (dtype == TSR_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    float v;
+    memcpy(&v, at, sizeof v);
     return v;
 }
 
 /* Store `value` in cell `cell`: rounded to float32, or for I32 truncated toward zero and held to
  * int32's range (NaN stores 0). */
-static inline void tsr_cell_store(float *buffer, uint8_t dtype, int64_t cell, double value) {
-    if (dtype != TSR_DTYPE_I32) {
-        buffer[cell] = (float)value;
+static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, double value) {
+    void *at = tsr_cell_address(buffer, dtype, cell);
+    if (dtype == TSR_DTYPE_I32) {
+        int32_t v = value != value ? 0 : value <= -2147483648.0 ? INT32_MIN : value >= 2147483647.0 ? INT32_MAX : (int32_t)value;
+        memcpy(at, &v, sizeof v);
         return;
     }
-    int32_t v = value != value ? 0 : value <= -2147483648.0 ? INT32_MIN : value >= 2147483647.0 ? INT32_MAX : (int32_t)value;
-    memcpy(buffer + cell, &v, sizeof v);
+    float v = (float)value;
+    memcpy(at, &v, sizeof v);
 }
 
 /* The printed form of a grid: tsr_print_tensor() for a buffer of type `dtype` (I32 cells as

@@ -24,12 +24,10 @@ void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const
 /* One cell, preceded by a space. */
 static void print_cell(FILE *out, const float *data, uint8_t dtype, int64_t cell, bool all_digits) {
     if (dtype == TSR_DTYPE_I32) {
-        int32_t v;
-        memcpy(&v, data + cell, sizeof v);
-        fprintf(out, " %" PRId32, v);
+        fprintf(out, " %" PRId32, (int32_t)tsr_cell_value(data, dtype, cell));
         return;
     }
-    double v = tsr_print_canonical((double)data[cell]);
+    double v = tsr_print_canonical(tsr_cell_value(data, dtype, cell));
     if (all_digits) fprintf(out, " %.9g", v);
     else fprintf(out, " %g", v);
 }
