@@ -6,7 +6,9 @@
 # epoch 2, 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, an
 # evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was, and --generate
 # draws samples from their prompts, the same for one seed in the executable, the reference
-# executor and a C driver of the object, other ones for another seed.
+# executor and a C driver of the object, other ones for another seed; the logits of the cached
+# step (a key/value cache, one position a run) and of the whole window's forward agree to 1e-6 at
+# every position of a window, natively and in the reference executor, which print the same.
 # Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -43,10 +45,20 @@ cp "$T/gpt.npz" "$T/before.npz"
 (cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
 check "an evaluation run without --save leaves the checkpoint alone" $?
 
+# The key/value cache: --cross_checks 1 runs window 0 position by position through the cached
+# step and compares its logits with the whole window's forward at each position.
+(cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --cross_checks 1) >"$T/cache.out" 2>"$T/log"
+awk '$NF + 0 <= 1e-6 && $NF + 0 >= 0 { n++ } END { exit !(n == 64 && NR == 64) }' "$T/cache.out"
+check "with the key/value cache and without it the logits agree to 1e-6 at all 64 positions" $?
+(cd "$T" && timeout 120 "$TSRC" --run --interp small.tsr -- --load gpt.npz --epochs 0 --cross_checks 1) \
+    >"$T/cache_interp.out" 2>"$T/log"
+cmp -s "$T/cache.out" "$T/cache_interp.out"; check "the reference executor: the same comparison, the same figures" $?
+
 # Samples (--generate): each starts with its validation window's first 16 characters and goes on
 # with characters of the vocabulary; the same seed gives the same samples, in the executable, in
 # the reference executor and from the C API (a driver that loads the checkpoint and runs the
-# routines begin_sample and grow as main does); another seed other ones.
+# routines begin_sample, feed (the prompt into the caches) and grow as main does); another seed
+# other ones.
 (cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --generate 2) >"$T/gen.out" 2>"$T/log"
 (cd "$T" && timeout 60 ./small --load gpt.npz --epochs 0 --generate 2) >"$T/gen2.out" 2>>"$T/log"
 "$PYTHON" - "$T" "$(dirname "$TOOL")" >>"$T/log" 2>&1 <<'EOF'
@@ -79,13 +91,19 @@ cmp -s "$T/gen.out" "$T/gen_interp.out"; check "the reference executor draws the
 cat >"$T/sample.c" <<'EOF'
 #include <stdio.h>
 #include "gpt.h"
-/* The first sample as the executable's main draws it: window 0's prompt, then grow at 15 … 62. */
+/* The first sample as the executable's main draws it: window 0's prompt, fed into the caches at
+   0 … 14, then grow at 15 … 62. */
 int main(void) {
     gpt_state *s = gpt_create(0);
     if (!s || gpt_load(s, "gpt.npz") != TSR_OK || gpt_set_w(s, 0) != TSR_OK || gpt_begin_sample(s) != TSR_OK) {
         fprintf(stderr, "%s\n", gpt_last_error());
         return 1;
     }
+    for (int p = 0; p <= 14; p++)
+        if (gpt_set_p(s, p) != TSR_OK || gpt_feed(s) != TSR_OK) {
+            fprintf(stderr, "%s\n", gpt_last_error());
+            return 1;
+        }
     for (int p = 15; p <= 62; p++)
         if (gpt_set_p(s, p) != TSR_OK || gpt_grow(s) != TSR_OK) {
             fprintf(stderr, "%s\n", gpt_last_error());
