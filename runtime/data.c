@@ -9,7 +9,7 @@
  *
  * Loaders read a whole file into a caller-allocated tensor whose shape and element type the
  * compiler already knows: an F32 tensor takes float32, float64, int32 and int64 files (converted
- * to float32), an I32 one integers only (any integer .npy dtype, decimal CSV integers), each
+ * to float32), an F64 tensor the same files (converted to double), an I32 one integers only (any integer .npy dtype, decimal CSV integers), each
  * checked to fit int32 and stored as int32 bits; a value that does not fit is an error naming its
  * cell.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
  * data its header states, and every CSV line ends with a newline (a last line without one is a
@@ -156,7 +156,8 @@ static void format_shape(char *text, size_t size, uint32_t rank, const int64_t *
 }
 
 /* Where a loader puts what it reads: the `cells` cells of shape `dims` at `out`, of element type
- * `dtype` (TSR_DTYPE_*: 4-byte cells either way; an I32 tensor's cells hold int32 values). */
+ * `dtype` (TSR_DTYPE_*: cells of tsr_dtype_cell_bytes(); an I32 tensor's cells hold int32 values,
+ * an F64 tensor's doubles). */
 typedef struct Target {
     void *out;
     uint8_t dtype;
@@ -420,8 +421,9 @@ static bool host_is_little_endian(void) {
 }
 
 /* The element types a .npy file may hold: floats, signed and unsigned integers.  An F32 tensor
- * reads the four types it always has (`into_f32`), converted to float32; an I32 tensor reads
- * every integer type, each value checked to fit int32. */
+ * reads the four types it always has (`into_f32`), converted to float32; an F64 tensor reads the
+ * same four, converted to double (exact for the floats and for integers below 2^53); an I32
+ * tensor reads every integer type, each value checked to fit int32. */
 typedef enum NpyKind { NPY_FLOAT, NPY_SIGNED, NPY_UNSIGNED } NpyKind;
 typedef struct NpyType {
     const char *code, *name; /* "f4", "float32" */
@@ -441,7 +443,7 @@ static const NpyType NPY_TYPES[] = {
 /* The element type of a descr such as "<f4" for a tensor of type `dtype`: little-endian ('<',
  * or '=' / '|' / none on a little-endian host; any order for one-byte types), of a type that
  * tensor reads.  A checkpoint's array (src->archive) must hold numbers of the tensor's kind: an
- * integer array for an I32 tensor, a float array for an F32 one. */
+ * integer array for an I32 tensor, a float array for an F32 or F64 one. */
 static int npy_type(const Source *src, const char *descr, uint8_t dtype, const NpyType **type) {
     bool has_order = descr[0] != '\0' && strchr("<>=|", descr[0]) != NULL;
     const char *code = has_order ? descr + 1 : descr;
@@ -458,10 +460,11 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
         if (dtype == TSR_DTYPE_I32 && is_float)
             return fail_at(src, 0, 0, "the tensor is i32 but %s holds %s numbers: convert it with numpy's "
                            "astype(numpy.int32)", holder, t->name);
-        if (dtype == TSR_DTYPE_F32 && src->archive && !is_float)
-            return fail_at(src, 0, 0, "the tensor is f32 but %s holds %s numbers: convert it with numpy's "
-                           "astype(numpy.float32)", holder, t->name);
-        if (dtype == TSR_DTYPE_F32 && !t->into_f32) break;
+        if (dtype != TSR_DTYPE_I32 && src->archive && !is_float)
+            return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
+                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name,
+                           dtype == TSR_DTYPE_F64 ? "float64" : "float32");
+        if (dtype != TSR_DTYPE_I32 && !t->into_f32) break;
         *type = t;
         return TSR_OK;
     }
@@ -484,15 +487,28 @@ static int64_t sign_extend(uint64_t raw, int size) {
 }
 
 /* Converts `n` little-endian elements of `type` into the target's cells from cell `first`: to
- * float32, or (an I32 target) to int32, where a value that does not fit is an error naming its
- * cell. */
+ * float32, to double (an F64 target), or (an I32 target) to int32, where a value that does not
+ * fit is an error naming its cell. */
 static int npy_convert(const Source *src, const NpyType *type, const unsigned char *bytes, int64_t n,
                        const Target *t, int64_t first) {
     float *floats = t->out;
     for (int64_t i = 0; i < n; i++) {
         uint64_t raw = load_le(bytes + (int64_t)type->size * i, type->size);
         int64_t cell = first + i;
-        if (type->kind == NPY_FLOAT) { /* only into F32 targets (npy_type) */
+        if (t->dtype == TSR_DTYPE_F64) { /* floats widen exactly; integers below 2^53 are exact */
+            double d;
+            if (type->kind == NPY_FLOAT && type->size == 4) {
+                float f;
+                uint32_t bits = (uint32_t)raw;
+                memcpy(&f, &bits, sizeof f);
+                d = f;
+            } else if (type->kind == NPY_FLOAT) {
+                memcpy(&d, &raw, sizeof d);
+            } else {
+                d = type->kind == NPY_SIGNED ? (double)sign_extend(raw, type->size) : (double)raw;
+            }
+            memcpy((char *)t->out + cell * (int64_t)sizeof d, &d, sizeof d);
+        } else if (type->kind == NPY_FLOAT) { /* only into F32 targets (npy_type) */
             if (type->size == 4) {
                 uint32_t bits = (uint32_t)raw;
                 memcpy(&floats[cell], &bits, sizeof bits);
@@ -756,8 +772,9 @@ typedef struct CsvLoad {
     int64_t field_len, field_col;
 } CsvLoad;
 
-/* Stores the number just read (its text in load->field) into cell load->count: as float32, or,
- * for an I32 target, as int32 when the field is an integer that fits. */
+/* Stores the number just read (its text in load->field) into cell load->count: as float32, as
+ * the double strtod read (an F64 target), or, for an I32 target, as int32 when the field is an
+ * integer that fits. */
 static int csv_store(CsvLoad *load, double value) {
     const Target *t = load->target;
     int64_t cell = load->count;
@@ -766,8 +783,8 @@ static int csv_store(CsvLoad *load, double value) {
         if (row % t->shards != t->shard) return TSR_OK;
         cell = row / t->shards * row_cells + cell % row_cells;
     }
-    if (t->dtype == TSR_DTYPE_F32) {
-        ((float *)t->out)[cell] = (float)value;
+    if (t->dtype != TSR_DTYPE_I32) {
+        tsr_cell_store(t->out, t->dtype, cell, value);
         return TSR_OK;
     }
     char shown[64];

@@ -283,11 +283,12 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
 /* ---- Element types ------------------------------------------------------------------------------
  *
  * A buffer is an array of cells of its type's size (tsr_dtype_cell_bytes(); tsr_state.buffers
- * are float * whatever the type); an I32 buffer's cells hold int32 bit patterns, read and written
- * by memcpy, never by float conversion. */
+ * are float * whatever the type); an I32 buffer's cells hold int32 bit patterns, an F64 buffer's
+ * doubles, read and written by memcpy, never by float conversion. */
 
 /* tsr.h's public names of the element types are the image's numbers. */
-_Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 && TSR_DTYPE_COUNT == 2,
+_Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 &&
+                   (int)TSR_F64 == (int)TSR_DTYPE_F64 && TSR_DTYPE_COUNT == 3,
                "tsr.h's tsr_dtype lists the image's TSR_DTYPE_KINDS");
 
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
@@ -332,18 +333,27 @@ static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t c
         memcpy(&v, at, sizeof v);
         return v;
     }
+    if (dtype == TSR_DTYPE_F64) {
+        double v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
     float v;
     memcpy(&v, at, sizeof v);
     return v;
 }
 
-/* Store `value` in cell `cell`: rounded to float32, or for I32 truncated toward zero and held to
- * int32's range (NaN stores 0). */
+/* Store `value` in cell `cell`: rounded to float32, as it is in an F64 cell, or for I32 truncated
+ * toward zero and held to int32's range (NaN stores 0). */
 static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, double value) {
     void *at = tsr_cell_address(buffer, dtype, cell);
     if (dtype == TSR_DTYPE_I32) {
         int32_t v = value != value ? 0 : value <= -2147483648.0 ? INT32_MIN : value >= 2147483647.0 ? INT32_MAX : (int32_t)value;
         memcpy(at, &v, sizeof v);
+        return;
+    }
+    if (dtype == TSR_DTYPE_F64) {
+        memcpy(at, &value, sizeof value);
         return;
     }
     float v = (float)value;

@@ -6,7 +6,8 @@
  * differential tests compare executors bit for bit that way).  Every NaN prints as "nan": its
  * sign bit and payload are not part of what a program computes (x86 makes 0/0 negative, and
  * LLVM and the reference executor negate NaNs differently), so they are dropped.  An I32
- * buffer's cells are int32 values and print as integers (%d), whatever the environment says. */
+ * buffer's cells are int32 values and print as integers (%d), whatever the environment says; an F64
+ * buffer's print with %g, or %.17g (every double told apart) under TSR_PRINT_EXACT=1. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static void print_cell(FILE *out, const float *data, uint8_t dtype, int64_t cell
         return;
     }
     double v = tsr_print_canonical(tsr_cell_value(data, dtype, cell));
-    if (all_digits) fprintf(out, " %.9g", v);
+    if (all_digits) fprintf(out, dtype == TSR_DTYPE_F64 ? " %.17g" : " %.9g", v);
     else fprintf(out, " %g", v);
 }
 

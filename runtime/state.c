@@ -300,8 +300,8 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
                          b->size, tsr_dtype_word(b->dtype));
     uint64_t seed = s->seed;
     uint8_t dtype = b->dtype;
-    if (b->kind == TSR_BUF_INPUT && dtype == TSR_DTYPE_F32) /* until the caller fills it (an I32 input: zeros) */
-        for (int64_t c = 0; c < b->size; c++) d[c] = tsr_uniform(seed, b->name, (uint64_t)c);
+    if (b->kind == TSR_BUF_INPUT && dtype != TSR_DTYPE_I32) /* until the caller fills it (an I32 input: zeros) */
+        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, tsr_uniform(seed, b->name, (uint64_t)c));
     switch (b->init) {
     case TSR_INIT_FILL:
         for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, b->fill);

@@ -222,8 +222,11 @@ static int fuse(tsr_state *s, tsr_action *a, int64_t *fused_cells) {
     int64_t cells = 0;
     for (uint32_t k = 0; k < a->ref_count; k++) {
         int64_t size = buffer_cells(s, a->refs[k]);
-        if (size < 0 || tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32)
-            return tsr_error(TSR_ERR_IMAGE, "reduce '%s': buffer %u is not an f32 tensor", a->text, a->refs[k]);
+        if (size < 0) return tsr_error(TSR_ERR_IMAGE, "reduce '%s': buffer %u has no cells", a->text, a->refs[k]);
+        if (tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32) /* (one process never gets here) */
+            return tsr_error(TSR_ERR_DIST, "the mean across processes of '%s' (%s): this version averages f32 "
+                             "tensors only", tsr_model_buffer_name(s->model, a->refs[k]),
+                             tsr_dtype_word(tsr_model_buffer_dtype(s->model, a->refs[k])));
         cells += size;
     }
     if (cells != a->fused_cells || !a->fused) { /* sizes change only with a run-time size */

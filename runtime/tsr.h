@@ -257,11 +257,12 @@ const char *tsr_model_buffer_name(const tsr_model *model, uint32_t buffer);
 uint32_t tsr_model_symbol_count(const tsr_model *model);
 const char *tsr_model_symbol_name(const tsr_model *model, uint32_t symbol);
 
-/* A buffer's element type.  Every cell is 4 bytes, and `buffers` holds float pointers whatever
- * the type: an I32 buffer's cells are int32 values, to be read and written through an int32_t
- * pointer (the generated accessor of an i32 tensor returns one), never converted as floats. */
-typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1 } tsr_dtype;
-/* The element type of buffer `buffer` of the state (TSR_F32 or TSR_I32), or -1 for a NULL state
+/* A buffer's element type.  `buffers` holds float pointers whatever the type: an I32 buffer's
+ * cells are 4-byte int32 values, an F64 buffer's 8-byte doubles, to be read and written through
+ * an int32_t or double pointer (the generated accessor of the tensor returns one), never
+ * converted as floats. */
+typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2 } tsr_dtype;
+/* The element type of buffer `buffer` of the state (TSR_F32, TSR_I32 or TSR_F64), or -1 for a NULL state
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
 

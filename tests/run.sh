@@ -422,6 +422,11 @@ add_summary "native: run-time sizes, object and executables" $? "$TMP/sizes.out"
 # views (tests/native/dtype_data.sh).
 sh tests/native/dtype_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype.out" 2>&1
 add_summary "native: i32 data and token files" $? "$TMP/dtype.out"
+# f64 data (.npy of every float and integer kind, CSV), an f64 parameter trained and saved as
+# float64, NumPy's float64 checkpoint loaded, the header's double * accessor
+# (tests/native/dtype_f64_data.sh).
+sh tests/native/dtype_f64_data.sh "$TSRC" "$PYTHON" >"$TMP/dtype_f64.out" 2>&1
+add_summary "native: f64 data, parameters and checkpoints" $? "$TMP/dtype_f64.out"
 
 # docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
 sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1
@@ -484,6 +489,10 @@ add_summary "convolution, pooling, concatenation and merged axes vs NumPy" $? "$
 # programs also natively, bit for bit.
 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
 add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
+# The same with f64 parameters: computed in double precision, checked to 1e-8 (two programs, one
+# also natively).
+"$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs 2 --native 1 --seed 2 --dtype f64 >"$TMP/gradcheck_f64.out" 2>&1
+add_summary "f64 gradients vs finite differences" $? "$TMP/gradcheck_f64.out"
 # The same for the layers, activations and losses of stdlib/nn.tsr (tests/grad/nn_gradcheck.py),
 # one program also natively.
 "$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1 >"$TMP/nn_gradcheck.out" 2>&1

@@ -76,7 +76,7 @@ static LLVMValueRef iconst_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef elemen
  * cell of a parameter) or merge two equal calls; it still calls the same function, so results
  * do not change. */
 static LLVMValueRef pure_call(CgLlvm *g, const char *name, LLVMTypeRef *params, unsigned n, LLVMValueRef *args) {
-    LLVMValueRef call = cgl_call(g, name, g->f32, params, n, args);
+    LLVMValueRef call = cgl_call(g, name, params[0], params, n, args);
     LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
     if (fn && !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMGetEnumAttributeKindForName("memory", 6))) {
         static const char *const attrs[] = {"memory", "nounwind", "willreturn"};
@@ -87,15 +87,17 @@ static LLVMValueRef pure_call(CgLlvm *g, const char *name, LLVMTypeRef *params, 
     return call;
 }
 
-static LLVMValueRef libm(CgLlvm *g, const char *name, LLVMValueRef *args, unsigned n) {
-    LLVMTypeRef params[2] = {g->f32, g->f32};
-    char device_name[32];
-    if (g->libdevice) { /* CUDA's libdevice: __nv_expf … (cg_ptx.c links it) */
-        snprintf(device_name, sizeof device_name, "__nv_%s", name);
-        name = device_name;
-    }
+/* libm's function `base` of floats (`base` + "f": powf) or, for f64 values, of doubles (pow). */
+static LLVMValueRef libm(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef element = LLVMTypeOf(args[0]);
+    if (is_vector(args[0])) element = LLVMGetElementType(element);
+    bool f64 = element == g->f64;
+    LLVMTypeRef params[2] = {element, element};
+    char name[32];
+    /* CUDA's libdevice: __nv_expf … (cg_ptx.c links it) */
+    snprintf(name, sizeof name, "%s%s%s", g->libdevice ? "__nv_" : "", base, f64 ? "" : "f");
     if (!is_vector(args[0])) return pure_call(g, name, params, n, args);
-    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    LLVMValueRef out = LLVMGetUndef(LLVMVectorType(element, g->lanes));
     for (unsigned lane = 0; lane < g->lanes; lane++) {
         LLVMValueRef at = LLVMConstInt(g->i32, lane, 0), x[2];
         for (unsigned i = 0; i < n; i++) x[i] = LLVMBuildExtractElement(g->b, args[i], at, "");
@@ -120,6 +122,9 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         if (arity > 2) c = cgl_widen(g, c);
     }
     LLVMValueRef zero = cgl_fconst_like(g, a, 0);
+    LLVMTypeRef element = LLVMTypeOf(a);
+    if (is_vector(a)) element = LLVMGetElementType(element);
+    bool f64 = element == g->f64; /* an operation on f64 values: libm's functions of doubles (ir.c ir_f64_op_eval) */
     switch (op) {
     case SOP_ADD: return LLVMBuildFAdd(B, a, b, "");
     case SOP_SUB: return LLVMBuildFSub(B, a, b, "");
@@ -127,7 +132,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_DIV: return LLVMBuildFDiv(B, a, b, "");
     case SOP_POW: {
         LLVMValueRef x[2] = {a, b};
-        return libm(g, "powf", x, 2);
+        return libm(g, "pow", x, 2);
     }
     case SOP_LT: return flag(g, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a);
     case SOP_LE: return flag(g, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a);
@@ -137,7 +142,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
     case SOP_MOD: { /* ir.c's floor_mod: fmodf's exact remainder, b added where the signs differ, 0 with b's sign */
         LLVMValueRef x[2] = {a, b}, zero_b[2] = {zero, b};
-        LLVMValueRef r = libm(g, "fmodf", x, 2);
+        LLVMValueRef r = libm(g, "fmod", x, 2);
         LLVMValueRef flip = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, r, zero, ""), LLVMBuildFCmp(B, LLVMRealOLT, b, zero, ""), "");
         LLVMValueRef moved = LLVMBuildSelect(B, flip, LLVMBuildFAdd(B, r, b, ""), r, "");
         return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, r, zero, ""), cgl_intrinsic(g, "llvm.copysign", zero_b, 2), moved, "");
@@ -154,18 +159,19 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return flag(g, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, a, zero, ""), LLVMBuildFCmp(B, LLVMRealUNE, b, zero, ""), ""), a);
     case SOP_NEG: return LLVMBuildFNeg(B, a, "");
     case SOP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUGT, a, zero, ""), a, zero, ""); /* NaN stays NaN */
-    case SOP_EXP: return cga_exp(g, a);
-    case SOP_LOG: return cga_log(g, a);
+    case SOP_EXP: return f64 ? libm(g, "exp", &a, 1) : cga_exp(g, a);
+    case SOP_LOG: return f64 ? libm(g, "log", &a, 1) : cga_log(g, a);
     case SOP_SQRT: return cgl_intrinsic(g, "llvm.sqrt", &a, 1);
-    case SOP_TANH: return cga_tanh(g, a);
+    case SOP_TANH: return f64 ? libm(g, "tanh", &a, 1) : cga_tanh(g, a);
     case SOP_SIGMOID: {
-        LLVMValueRef e = cga_exp(g, LLVMBuildFNeg(B, a, ""));
+        LLVMValueRef minus = LLVMBuildFNeg(B, a, "");
+        LLVMValueRef e = f64 ? libm(g, "exp", &minus, 1) : cga_exp(g, minus);
         return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), LLVMBuildFAdd(B, cgl_fconst_like(g, a, 1), e, ""), "");
     }
-    case SOP_SIN: return libm(g, "sinf", &a, 1);
-    case SOP_COS: return libm(g, "cosf", &a, 1);
-    case SOP_LOG2: return libm(g, "log2f", &a, 1);
-    case SOP_EXP2: return libm(g, "exp2f", &a, 1);
+    case SOP_SIN: return libm(g, "sin", &a, 1);
+    case SOP_COS: return libm(g, "cos", &a, 1);
+    case SOP_LOG2: return libm(g, "log2", &a, 1);
+    case SOP_EXP2: return libm(g, "exp2", &a, 1);
     case SOP_RECIP: return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), a, "");
     case SOP_RSQRT: return LLVMBuildFDiv(B, cgl_fconst_like(g, a, 1), cgl_intrinsic(g, "llvm.sqrt", &a, 1), "");
     case SOP_SAT01: { /* a <= 0 ? 0 : a >= 1 ? 1 : a (ordered compares: NaN stays NaN) */
@@ -185,21 +191,32 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef x[3] = {a, b, c};
         return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
-    case SOP_TO_F32: { /* the i32 carried in a's bits, converted (rounded to nearest even) */
-        LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
-        return LLVMBuildSIToFP(B, LLVMBuildBitCast(B, a, ints, ""), LLVMTypeOf(a), "");
+    case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
+    case SOP_COUNT: break;
     }
-    case SOP_TO_I32: { /* toward zero, saturating, NaN to 0 (ir.c ir_f32_to_i32), carried in a float */
-        LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    return zero;
+}
+
+/* a, a value of type `from`, as type `to` (ir.c convert_value): an i32 (its bits carried in a
+ * float) to a number rounded to nearest even, a number to an i32 toward zero, saturating, NaN
+ * to 0 (llvm.fptosi.sat), f64 to f32 rounded to nearest, f32 to f64 exactly. */
+static LLVMValueRef conversion(CgLlvm *g, LLVMValueRef a, DType from, DType to) {
+    LLVMBuilderRef B = g->b;
+    if (from == to) return a;
+    bool vec = is_vector(a);
+    LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    LLVMTypeRef floats = vec ? LLVMVectorType(g->f32, g->lanes) : g->f32;
+    LLVMTypeRef doubles = vec ? LLVMVectorType(g->f64, g->lanes) : g->f64;
+    if (to == DTYPE_I32) {
         LLVMTypeRef overload[2] = {ints, LLVMTypeOf(a)};
         unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
         LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, overload, 2);
         LLVMTypeRef type = LLVMIntrinsicGetType(g->ctx, id, overload, 2);
-        return LLVMBuildBitCast(B, LLVMBuildCall2(B, type, fn, &a, 1, ""), LLVMTypeOf(a), "");
+        return LLVMBuildBitCast(B, LLVMBuildCall2(B, type, fn, &a, 1, ""), floats, "");
     }
-    case SOP_COUNT: break;
-    }
-    return zero;
+    LLVMTypeRef target = to == DTYPE_F64 ? doubles : floats;
+    if (from == DTYPE_I32) return LLVMBuildSIToFP(B, LLVMBuildBitCast(B, a, ints, ""), target, "");
+    return to == DTYPE_F64 ? LLVMBuildFPExt(B, a, target, "") : LLVMBuildFPTrunc(B, a, target, "");
 }
 
 /* Floor division (or, `modulo`, floor modulo) of i32s, as ir.c's floor_div_i32: sdiv and srem
@@ -323,9 +340,17 @@ static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *inde
     return coef;
 }
 
+/* The LLVM type of a cell of `buffer`: double for an f64 buffer, float for the others (an i32's
+ * bits travel in a float, docs/ir.md §2.8). */
+static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
+    return g->ir->buffers[buffer].dtype == DTYPE_F64 ? g->f64 : g->f32;
+}
+
+static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return g->ir->buffers[buffer].dtype == DTYPE_F64 ? 8 : 4; }
+
 static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
     LLVMValueRef idx[1] = {flat};
-    return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
+    return LLVMBuildInBoundsGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, "");
 }
 
 /* A read of a buffer that is one forward stream (IrBuffer.prefetch_cells): a prefetch that
@@ -344,7 +369,7 @@ static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLV
     LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), "");
     LLVMValueRef idx[1] = {at};
     /* read, locality 3 (keep in all caches), data */
-    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
+    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
                             LLVMConstInt(g->i32, 3, 0), LLVMConstInt(g->i32, 1, 0)};
     cgl_call(g, "llvm.prefetch.p0", LLVMVoidTypeInContext(g->ctx), params, 4, args);
 }
@@ -353,21 +378,23 @@ static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
     if (stride == 0 && g->ir->buffers[buffer].prefetch_cells) prefetch_ahead(g, buffer, index, base);
+    LLVMTypeRef cell = cell_type(g, buffer);
+    unsigned align = cell_align(g, buffer);
     if (stride == 0) {
-        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, base), "");
-        LLVMSetAlignment(v, 4);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, cell, element(g, buffer, base), "");
+        LLVMSetAlignment(v, align);
         return v;
     }
     if (stride == 1) {
-        LLVMValueRef v = LLVMBuildLoad2(g->b, vec_type(g), element(g, buffer, base), "");
-        LLVMSetAlignment(v, 4);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(cell, g->lanes), element(g, buffer, base), "");
+        LLVMSetAlignment(v, align);
         return v;
     }
-    LLVMValueRef out = LLVMGetUndef(vec_type(g));
+    LLVMValueRef out = LLVMGetUndef(LLVMVectorType(cell, g->lanes));
     for (unsigned lane = 0; lane < g->lanes; lane++) {
         LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
-        LLVMValueRef v = LLVMBuildLoad2(g->b, g->f32, element(g, buffer, at), "");
-        LLVMSetAlignment(v, 4);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, cell, element(g, buffer, at), "");
+        LLVMSetAlignment(v, align);
         out = LLVMBuildInsertElement(g->b, out, v, LLVMConstInt(g->i32, lane, 0), "");
     }
     return out;
@@ -378,7 +405,7 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
     int64_t stride = lane_stride(g, buffer, index);
     if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
         LLVMValueRef st = LLVMBuildStore(g->b, cgl_widen(g, v), element(g, buffer, base));
-        LLVMSetAlignment(st, g->lanes * 4);
+        LLVMSetAlignment(st, g->lanes * cell_align(g, buffer));
         LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
         LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1)));
         g->nontemporal = true;
@@ -386,7 +413,7 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
     }
     if (g->lane_iter == UINT32_MAX || stride == 1 || (stride == 0 && !is_vector(v))) {
         LLVMValueRef st = LLVMBuildStore(g->b, stride == 1 ? cgl_widen(g, v) : v, element(g, buffer, base));
-        LLVMSetAlignment(st, 4);
+        LLVMSetAlignment(st, cell_align(g, buffer));
         return;
     }
     /* Lane by lane, in lane order (a store that does not move keeps the last lane's value). */
@@ -395,7 +422,7 @@ static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef
         LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, stride * lane), "");
         LLVMValueRef x = LLVMBuildExtractElement(g->b, v, LLVMConstInt(g->i32, lane, 0), "");
         LLVMValueRef st = LLVMBuildStore(g->b, x, element(g, buffer, at));
-        LLVMSetAlignment(st, 4);
+        LLVMSetAlignment(st, cell_align(g, buffer));
     }
 }
 
@@ -488,17 +515,19 @@ LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name) {
 
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: /* an i32's bits as a float, never lifted into the literal table (whose floats it is not) */
-        return e->i32 ? LLVMConstBitCast(LLVMConstInt(g->i32, (unsigned long long)(int64_t)e->value, 1), g->f32)
-                      : literal(g, (float)e->value);
-    case IR_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->local], "");
+    case IR_CONST: /* an i32's bits as a float, an f64 as a double, neither lifted into the literal table (of floats) */
+        if (e->type == DTYPE_F64) return LLVMConstReal(g->f64, e->value);
+        return e->type == DTYPE_I32 ? LLVMConstBitCast(LLVMConstInt(g->i32, (unsigned long long)(int64_t)e->value, 1), g->f32)
+                                    : literal(g, (float)e->value);
+    case IR_LOCAL: return LLVMBuildLoad2(g->b, LLVMGetAllocatedType(g->local[e->local]), g->local[e->local], "");
     case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
     case IR_LOAD: return load(g, e->buffer, e->index);
     case IR_RANDOM: return random_cell(g, e->buffer, e->index);
     case IR_OP: {
         LLVMValueRef x[3] = {NULL, NULL, NULL};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
-        return e->i32 ? integer_op(g, e->op, x[0], x[1], x[2]) : scalar_op(g, e->op, x[0], x[1], x[2]);
+        if (scalar_op_conversion(e->op)) return conversion(g, x[0], ir_expr_type(g->ir, e->args[0]), e->type);
+        return e->type == DTYPE_I32 ? integer_op(g, e->op, x[0], x[1], x[2]) : scalar_op(g, e->op, x[0], x[1], x[2]);
     }
     }
     return LLVMConstReal(g->f32, 0);
@@ -712,7 +741,7 @@ static void allocate_locals(CgLlvm *g, const IrStmt *s) {
     if (s->kind == IR_LOOP)
         for (uint32_t i = 0; i < s->body.count; i++) allocate_locals(g, s->body.items[i]);
     else if (s->kind == IR_SET_LOCAL && !g->local[s->local])
-        g->local[s->local] = LLVMBuildAlloca(g->b, g->f32, "acc");
+        g->local[s->local] = LLVMBuildAlloca(g->b, ir_expr_type(g->ir, s->value) == DTYPE_F64 ? g->f64 : g->f32, "acc");
 }
 
 static void forget_locals(CgLlvm *g, const IrStmt *s) {
@@ -772,6 +801,7 @@ void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMach
     g->i32 = LLVMInt32TypeInContext(g->ctx);
     g->i64 = LLVMInt64TypeInContext(g->ctx);
     g->f32 = LLVMFloatTypeInContext(g->ctx);
+    g->f64 = LLVMDoubleTypeInContext(g->ctx);
     g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
     g->void_t = LLVMVoidTypeInContext(g->ctx);
     char *triple = LLVMGetTargetMachineTriple(tm);

@@ -25,7 +25,7 @@ typedef struct CgLlvm {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef i32, i64, f32, ptr, void_t;
+    LLVMTypeRef i32, i64, f32, f64, ptr, void_t;
     /* The kernel being emitted. */
     LLVMValueRef fn;
     LLVMValueRef *buffer;   /* per buffer: its pointer in this kernel, or NULL */

@@ -47,19 +47,27 @@ LLVMValueRef cgl_widen(CgLlvm *g, LLVMValueRef v) {
     return LLVMBuildShuffleVector(g->b, one, LLVMGetUndef(type), mask, "");
 }
 
-/* A float constant of v's shape (scalar or vector). */
+/* Whether v is a double or a vector of doubles (an f64 value; every other value is float). */
+static bool is_double(LLVMValueRef v) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
+    return LLVMGetTypeKind(t) == LLVMDoubleTypeKind;
+}
+
+/* A float constant of v's shape (scalar or vector) and type (double for an f64 value). */
 LLVMValueRef cgl_fconst_like(CgLlvm *g, LLVMValueRef like, double v) {
-    LLVMValueRef c = LLVMConstReal(g->f32, (float)v);
+    LLVMValueRef c = like && is_double(like) ? LLVMConstReal(g->f64, v) : LLVMConstReal(g->f32, (float)v);
     return like && is_vector(like) ? cgl_widen(g, c) : c;
 }
 
-/* An LLVM intrinsic overloaded on float and vectors of float ("llvm.fma" → llvm.fma.f32 or
- * llvm.fma.v16f32). */
+/* An LLVM intrinsic overloaded on float, double and vectors of them ("llvm.fma" → llvm.fma.f32,
+ * llvm.fma.v16f32 or llvm.fma.f64). */
 LLVMValueRef cgl_intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsigned n) {
     LLVMTypeRef t = LLVMTypeOf(args[0]);
     LLVMTypeRef params[3] = {t, t, t};
+    const char *element = is_double(args[0]) ? "f64" : "f32";
     char name[64];
-    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%uf32", base, g->lanes);
-    else snprintf(name, sizeof name, "%s.f32", base);
+    if (is_vector(args[0])) snprintf(name, sizeof name, "%s.v%u%s", base, g->lanes, element);
+    else snprintf(name, sizeof name, "%s.%s", base, element);
     return cgl_call(g, name, t, params, n, args);
 }

@@ -168,10 +168,12 @@ static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
     }
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return NULL;
+    uint8_t dtype = e->code_subject ? e->code_subject->dtype : TSR_DTYPE_F32; /* an optimiser's: its parameter's */
+    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given, &dtype)) return NULL;
     Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
     t->name = first->name;
     t->subject = e->code_subject;
+    t->dtype = dtype;
     OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
     for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_fresh_row(e->solver, o);
     return t;

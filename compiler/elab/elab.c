@@ -231,7 +231,7 @@ static void elab_item(Elab *e, const Node *item) {
         }
         Row rows[ROW_KINDS];
         bool given[ROW_KINDS];
-        if (!record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given)) break;
+        if (!record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given, NULL)) break;
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
         for (uint32_t i = 1; i < rec->list.count; i++) {
             const Node *f = rec->list.items[i];

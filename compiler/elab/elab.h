@@ -82,9 +82,10 @@ struct Tensor {
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
     uint32_t field;
-    uint8_t dtype;      /* its element type, TSR_DTYPE_* (docs/language.md §3.9): declared on an input
-                         * or data item, inferred for an operation from its forward code (assign.c),
-                         * f32 for everything else */
+    uint8_t dtype;      /* its element type, TSR_DTYPE_* (docs/language.md §3.9): declared on an input,
+                         * a data item, a parameter or a state tensor (an optimiser's state: its
+                         * parameter's), inferred for an operation from its forward code
+                         * (assign.c), f32 for everything else */
 };
 
 /* A `data` item: a generator or a file, and the tensors it fills (docs/language.md §3.2.6). */

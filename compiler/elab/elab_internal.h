@@ -330,8 +330,10 @@ bool is_claim_free_annot(const Node *n);
 Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis);
 Dim runtime_size_dim(Elab *e, Span span, const char *tensor, char row, uint32_t axis, uint32_t count, bool follow);
 void name_runtime_sizes(Elab *e, const Tensor *t, const char *item);
+/* The size fields of a record (b, i, o) into rows/given; with `dtype` (a parameter's or a state
+ * tensor's record), its `dtype` field too, f32 or f64 (left as it is when not written). */
 bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
-                  bool given[ROW_KINDS]);
+                  bool given[ROW_KINDS], uint8_t *dtype);
 
 /* ---- builtins.c: the built-in functions ------------------------------------------------------------- */
 

@@ -19,8 +19,10 @@ static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
     const Node *first = rec->list.items[0];
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
-    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given)) return &error_value;
+    uint8_t dtype = TSR_DTYPE_F32;
+    if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given, &dtype)) return &error_value;
     Tensor *t = new_tensor(e, TENSOR_PARAM, rec->span);
+    t->dtype = dtype;
     t->name = first->name;
     OriginId o = origin(e, rec->span, "parameter '%s'", first->name);
     for (int k = 0; k < ROW_KINDS; k++) {

@@ -895,7 +895,7 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
 
 /* Parse the size fields of a record (first field excluded).  given[k] says which rows. */
 bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, RuntimeSizes runtime, Row rows[ROW_KINDS],
-                  bool given[ROW_KINDS]) {
+                  bool given[ROW_KINDS], uint8_t *dtype) {
     for (int k = 0; k < ROW_KINDS; k++) given[k] = false;
     for (uint32_t i = 1; i < rec->list.count; i++) {
         const Node *f = rec->list.items[i];
@@ -903,9 +903,22 @@ bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Runtim
               : strcmp(f->name, "o") == 0 ? ROW_OUTPUT : -1;
         if (strcmp(f->name, "dtype") == 0) { /* an input's element type: the caller reads it */
             if (runtime == SIZES_DECLARE) continue;
-            diag_error(f->span, "'%s' is f32: in this version an element type is declared on an input or a data item, "
-                       "and computed tensors take theirs from their operands (docs/language.md §3.9)", tensor);
-            return false;
+            Value *v = f->a && dtype ? eval(e, f->a, env, MODE_VALUE) : NULL;
+            uint8_t written = TSR_DTYPE_F32;
+            if (!dtype || !v) {
+                diag_error(f->span, "'%s' takes no element type: an element type is declared on an input, a data "
+                           "item, a parameter or a state tensor, and computed tensors take theirs from their "
+                           "operands (docs/language.md §3.9)", tensor);
+                return false;
+            }
+            if (!dtype_of_value(v, f->a->span, arena_printf(e->arena, "'%s'", tensor), &written)) return false;
+            if (written == TSR_DTYPE_I32) {
+                diag_error(f->a->span, "'%s' cannot be i32: a parameter or state of code is a number (\"f32\" or "
+                           "\"f64\"), differentiated or updated with numbers", tensor);
+                return false;
+            }
+            *dtype = written;
+            continue;
         }
         if (k < 0) {
             diag_error(f->span, "unknown field '%s' in the definition of '%s': the sizes are given by "

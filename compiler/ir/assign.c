@@ -85,7 +85,7 @@ uint32_t node_buffer(Builder *bld, TNode node) {
     b.shape_text = shape_to_string(bld->program->solver, shape);
     b.keep = t->shown != NULL;
     b.persistent = node.grad && !b.keep;
-    b.dtype = node.grad ? DTYPE_F32 : (DType)t->dtype; /* (an operation's is settled in build_operator) */
+    b.dtype = (DType)t->dtype; /* a gradient's is its tensor's (an operation's is settled in build_operator) */
     if (node.grad) {
         b.kind = BUF_COMPUTED;
     } else {
@@ -208,15 +208,22 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
 
 /* ---- Element types (docs/language.md §3.9) ------------------------------------------------------
  *
- * A second, simpler inference beside the shapes': inputs and data items declare their element
- * type, literals and parameters are f32, and an operation's result takes the type of what its
- * forward code stores.  An i32 value may be copied (a slice, a stack, `v =: v1`), converted
- * (`to_f32`, `to_i32`), used as positions (a gathered axis, docs/language.md §5.11), computed on
- * by the operations that have an i32 form (scalar_op_integer: + - * / mod …, with whole numbers)
- * and accumulated with =+ =- =* and the max and min accumulations; any other arithmetic on it,
- * mixing it with f32 values, or storing it where an f32 is kept is an error that names the cast. */
+ * A second, simpler inference beside the shapes': inputs, data items and parameters declare their
+ * element type (f32 unless written), literals are f32, and an operation's result takes the type
+ * of what its forward code stores.  Numbers: an operation of f32 and f64 values computes in f64
+ * (the f32 ones widened, exactly), and storing an f64 value where an f32 is kept is an error
+ * that names the cast, except into a gradient, which keeps its tensor's type (the gradient that
+ * an f64 use of an f32 tensor sends back is rounded there, as PyTorch's `.double()` does).  A
+ * number written among values takes their type.  An i32 value may be copied (a slice, a stack,
+ * `v =: v1`), converted (`to_f32`, `to_f64`, `to_i32`), used as positions (a gathered axis,
+ * docs/language.md §5.11), computed on by the operations that have an i32 form
+ * (scalar_op_integer: + - * / mod …, with whole numbers) and accumulated with =+ =- =* and the
+ * max and min accumulations; any other arithmetic on it, mixing it with numbers, or storing it
+ * where a number is kept is an error that names the cast. */
 
-static const char *dtype_word(uint8_t dtype) { return dtype == TSR_DTYPE_I32 ? "i32" : dtype == DTYPE_ANY ? "number" : "f32"; }
+static const char *dtype_word(uint8_t dtype) { return dtype == DTYPE_ANY ? "number" : ir_dtype_word(dtype); }
+
+static bool is_float_dtype(uint8_t dtype) { return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_F64; }
 
 static const char *node_text(Builder *b, TNode node) {
     const Tensor *t = node.tensor;
@@ -225,8 +232,9 @@ static const char *node_text(Builder *b, TNode node) {
     return arena_printf(b->ir->arena, "the result of '%s'%s", t->kind == TENSOR_OP ? t->op_name : "?", node.grad ? " (its gradient)" : "");
 }
 
-/* Constants (and operations on constants alone) met by i32 arithmetic become i32s: whole
- * numbers that fit.  False after an error. */
+/* The element type of a tensor node: a gradient's is its tensor's. */
+static uint8_t node_dtype(TNode node) { return node.tensor->dtype; }
+
 /* A number written in a tensor expression (`ids + 1`: a one-cell literal, or a constant such as
  * `ones ()`) read by e: its value, which takes the other operands' type. */
 static bool read_number(const Assignment *a, const AExpr *e, double *value) {
@@ -238,6 +246,8 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     return true;
 }
 
+/* Constants (and operations on constants alone) met by i32 arithmetic become i32s: whole
+ * numbers that fit.  False after an error. */
 static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
     double number;
     if (read_number(a, e, &number)) { /* read as the i32 constant it is */
@@ -251,7 +261,7 @@ static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
             b->failed = true;
             return false;
         }
-        e->i32 = true;
+        e->type = TSR_DTYPE_I32;
         return true;
     }
     if (e->kind != AE_OP) return true;
@@ -262,17 +272,51 @@ static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
         b->failed = true;
         return false;
     }
-    e->i32 = true;
+    e->type = TSR_DTYPE_I32;
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
         if (!constants_to_i32(b, a, e->args[i])) return false;
     return true;
 }
 
+/* Constants (and operations on constants alone) met by f64 arithmetic become f64s: the number as
+ * written, a double, not its nearest f32. */
+static void constants_to_f64(const Assignment *a, AExpr *e) {
+    double number;
+    if (read_number(a, e, &number)) {
+        e->kind = AE_CONST;
+        e->value = number;
+    }
+    if (e->kind == AE_CONST || e->kind == AE_OP) e->type = TSR_DTYPE_F64;
+    if (e->kind == AE_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) constants_to_f64(a, e->args[i]);
+}
+
+/* e, of element type `from`, converted to `to` in place (a conversion wrapped around it). */
+static void convert_in_place(Builder *b, AExpr *e, uint8_t to) {
+    AExpr *inner = arena_alloc(b->ir->arena, sizeof *inner);
+    *inner = *e;
+    memset(e, 0, sizeof *e);
+    e->kind = AE_OP;
+    e->op = to == TSR_DTYPE_F64 ? SOP_TO_F64 : to == TSR_DTYPE_I32 ? SOP_TO_I32 : SOP_TO_F32;
+    e->type = to;
+    e->args[0] = inner;
+}
+
+/* e, an expression of numbers of type `from` (or constants: DTYPE_ANY), as type `to` (f32 or
+ * f64): f32 values widened, constants typed. */
+static void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, uint8_t to) {
+    if (from == DTYPE_ANY) {
+        if (to == TSR_DTYPE_F64) constants_to_f64(a, e);
+    } else if (from != to) {
+        convert_in_place(b, e, to);
+    }
+}
+
 /* The element type of e.  A conversion to the type its operand already has is the operand
  * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
- * operation on i32 values (and constants) is computed on i32s (e->i32): + - * wrap, / and mod
- * floor, comparisons give 1 or 0; an operation without an i32 form, or one that mixes i32 and f32
- * values, is an error that names the cast. */
+ * operation on i32 values (and constants) is computed on i32s: + - * wrap, / and mod floor,
+ * comparisons give 1 or 0; one on f32 and f64 values in f64; an operation without an i32 form,
+ * or one that mixes i32 values and numbers, is an error that names the cast. */
 static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     switch (e->kind) {
     case AE_CONST: return DTYPE_ANY;
@@ -281,36 +325,51 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         const Access *r = &a->reads[e->read];
         double number;
         if (read_number(a, e, &number)) return DTYPE_ANY;
-        return r->node.grad || r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : r->node.tensor->dtype;
+        return r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : node_dtype(r->node);
     }
     case AE_OP: {
-        if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32) {
+        if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32 || e->op == SOP_TO_F64) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
-            uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
+            uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32;
             if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */
                 *e = *e->args[0];
                 return from;
             }
+            if (from == DTYPE_ANY && to == TSR_DTYPE_F64) { /* a number as a double */
+                *e = *e->args[0];
+                constants_to_f64(a, e);
+                return TSR_DTYPE_F64;
+            }
+            e->type = to;
             return to;
         }
-        bool any_i32 = false, any_f32 = false, all_constant = true;
-        const AExpr *integer = NULL;
+        uint8_t types[3] = {DTYPE_ANY, DTYPE_ANY, DTYPE_ANY};
+        bool any_i32 = false, any_float = false, any_f64 = false;
+        const AExpr *integer = NULL, *number = NULL;
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
-            uint8_t t = expr_dtype(b, a, e->args[i]);
+            uint8_t t = types[i] = expr_dtype(b, a, e->args[i]);
             if (b->failed) return TSR_DTYPE_F32;
             if (t == TSR_DTYPE_I32 && !integer) integer = e->args[i];
+            if (is_float_dtype(t) && !number) number = e->args[i];
             any_i32 |= t == TSR_DTYPE_I32;
-            any_f32 |= t == TSR_DTYPE_F32;
-            all_constant &= t == DTYPE_ANY;
+            any_float |= is_float_dtype(t);
+            any_f64 |= t == TSR_DTYPE_F64;
         }
-        if (all_constant) return DTYPE_ANY;
-        if (!any_i32) return TSR_DTYPE_F32;
+        if (!any_i32 && !any_float) return DTYPE_ANY; /* constants alone */
+        if (!any_i32) {
+            uint8_t type = any_f64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32;
+            e->type = type;
+            for (unsigned i = 0; i < scalar_op_arity(e->op); i++) numbers_as(b, a, e->args[i], types[i], type);
+            return type;
+        }
         const char *name = integer->kind == AE_READ ? node_text(b, a->reads[integer->read].node) : "an i32 value";
-        if (any_f32) {
-            diag_error(a->span, "%s computes '%s' of i32 and f32 values (%s is i32)", a->what, scalar_op_name(e->op), name);
-            diag_note(a->span, "convert one side: to_f32 x for numbers (exact below 2^24), to_i32 x for integers "
-                      "(docs/language.md §3.9)");
+        if (any_float) {
+            uint8_t other = expr_dtype(b, a, (AExpr *)number);
+            diag_error(a->span, "%s computes '%s' of i32 and %s values (%s is i32)", a->what, scalar_op_name(e->op),
+                       dtype_word(other), name);
+            diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_i32 x for integers "
+                      "(docs/language.md §3.9)", dtype_word(other), other == TSR_DTYPE_F64 ? 53 : 24);
             b->failed = true;
             return TSR_DTYPE_F32;
         }
@@ -327,8 +386,9 @@ static bool adds_once(const Assignment *a) {
     return a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj && proj_writes_once(a->proj, a->lhs.slot);
 }
 
-/* The type of a's right side into a->rhs_dtype; false after an error.  `lhs_dtype` is the type
- * the left side keeps (DTYPE_ANY: the left side takes the right side's, an operation's result). */
+/* The type of a's right side into a->rhs_dtype, converted to what the left side keeps where
+ * that is allowed; false after an error.  `lhs_dtype` is the type the left side keeps
+ * (DTYPE_ANY: the left side takes the right side's, an operation's result). */
 static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     a->rhs_dtype = expr_dtype(b, a, a->rhs);
     if (b->failed) return false;
@@ -344,14 +404,27 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     }
     if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_i32(b, a, a->rhs)) return false;
     if (rhs_i32 && adds_once(a)) a->accum = ACC_NONE; /* a copy, stored as it is (lowering would add to 0) */
-    if (lhs_dtype != DTYPE_ANY && a->rhs_dtype != DTYPE_ANY && lhs_i32 != rhs_i32) {
-        diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
-                   node_text(b, a->lhs.node), dtype_word(lhs_dtype));
-        diag_note(a->span, "convert with %s", lhs_i32 ? "to_i32 (toward zero)" : "to_f32");
-        b->failed = true;
-        return false;
+    if (lhs_dtype == DTYPE_ANY || a->rhs_dtype == lhs_dtype) return true;
+    if (a->rhs_dtype == DTYPE_ANY) { /* constants take the left side's type */
+        numbers_as(b, a, a->rhs, DTYPE_ANY, lhs_dtype);
+        return true;
     }
-    return true;
+    bool widening = a->rhs_dtype == TSR_DTYPE_F32 && lhs_dtype == TSR_DTYPE_F64;
+    bool into_gradient = a->lhs.node.grad && is_float_dtype(a->rhs_dtype) && is_float_dtype(lhs_dtype);
+    if (widening || into_gradient) {
+        convert_in_place(b, a->rhs, lhs_dtype);
+        a->rhs_dtype = lhs_dtype;
+        return true;
+    }
+    diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
+               node_text(b, a->lhs.node), dtype_word(lhs_dtype));
+    if (lhs_dtype == TSR_DTYPE_F32 && a->rhs_dtype == TSR_DTYPE_F64)
+        diag_note(a->span, "round with to_f32 (to the nearest f32), or declare %s f64 (dtype = \"f64\", docs/language.md §3.9)",
+                  node_text(b, a->lhs.node));
+    else
+        diag_note(a->span, "convert with %s", lhs_i32 ? "to_i32 (toward zero)" : lhs_dtype == TSR_DTYPE_F64 ? "to_f64" : "to_f32");
+    b->failed = true;
+    return false;
 }
 
 static bool is_rest_name(const char *name) {
@@ -611,7 +684,7 @@ void block_statement(BlockContext *c, const Node *n) {
     a->span = c->span;
     a->what = c->what;
     bool result = !a->lhs.node.grad && a->lhs.slot == 0; /* a forward block's: it takes the stored type */
-    if (!check_rhs_dtype(c->b, a, result ? DTYPE_ANY : a->lhs.node.grad ? TSR_DTYPE_F32 : a->lhs.node.tensor->dtype))
+    if (!check_rhs_dtype(c->b, a, result ? DTYPE_ANY : node_dtype(a->lhs.node)))
         return;
     ARENA_PUSH(c->b->ir->arena, c->out, c->out_count, c->out_cap, a);
 }
@@ -674,7 +747,7 @@ static void build_operator(Builder *b, Tensor *t) {
     BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span,
                       .rest = operator_rest(t->op)};
     block_statement(&c, t->op->a);
-    uint8_t stored = DTYPE_ANY;
+    uint8_t stored = DTYPE_ANY; /* the join of the types stored: f64 over f32 */
     for (uint32_t i = 0; i < c.out_count; i++) {
         if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
             diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
@@ -682,16 +755,24 @@ static void build_operator(Builder *b, Tensor *t) {
             return;
         }
         uint8_t d = c.out[i]->rhs_dtype;
-        if (d != DTYPE_ANY && stored != DTYPE_ANY && d != stored) {
-            diag_error(t->span, "%s stores both i32 and f32 values into its result", what);
-            diag_note(t->span, "convert the i32 ones with to_f32");
+        if (d != DTYPE_ANY && stored != DTYPE_ANY && d != stored && (d == TSR_DTYPE_I32 || stored == TSR_DTYPE_I32)) {
+            uint8_t number = d == TSR_DTYPE_I32 ? stored : d;
+            diag_error(t->span, "%s stores both i32 and %s values into its result", what, dtype_word(number));
+            diag_note(t->span, "convert the i32 ones with to_%s", dtype_word(number));
             b->failed = true;
             return;
         }
-        if (d != DTYPE_ANY) stored = d;
-        add_forward(b, c.out[i]);
+        if (d != DTYPE_ANY && (stored == DTYPE_ANY || d == TSR_DTYPE_F64)) stored = d;
     }
-    t->dtype = stored == TSR_DTYPE_I32 ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
+    for (uint32_t i = 0; i < c.out_count; i++) { /* every store in the result's type */
+        Assignment *a = c.out[i];
+        if (stored != DTYPE_ANY && a->rhs_dtype != stored) {
+            numbers_as(b, a, a->rhs, a->rhs_dtype, stored);
+            a->rhs_dtype = stored;
+        }
+        add_forward(b, a);
+    }
+    t->dtype = stored == DTYPE_ANY ? TSR_DTYPE_F32 : stored;
     if (proj && proj_gathers(proj)) bound_gathered_data(b, proj, slots);
 }
 
@@ -900,7 +981,7 @@ Assignment *standalone(Builder *b, const CodeStep *step) {
     }
     a->span = step->span;
     a->what = "this assignment";
-    if (!check_rhs_dtype(b, a, step->grad ? TSR_DTYPE_F32 : step->tensor->dtype)) return NULL;
+    if (!check_rhs_dtype(b, a, node_dtype(a->lhs.node))) return NULL;
     a->what = "assignment";
     return a;
 }

@@ -48,7 +48,8 @@ typedef struct AExpr AExpr;
 struct AExpr {
     AExprKind kind;
     ScalarOp op;
-    bool i32;     /* AE_OP: computed on i32 values; AE_CONST: an i32 (assign.c expr_dtype) */
+    uint8_t type; /* TSR_DTYPE_*: AE_OP, the type it computes in (a conversion's: its result's);
+                   * AE_CONST, the type of the number (assign.c expr_dtype; ir.h IrExpr.type) */
     double value;
     uint32_t read;
     AExpr *args[3];

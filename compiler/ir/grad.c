@@ -111,7 +111,7 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
     }
 }
 
-/* `t.grad =: value` over every cell (one slot, pointwise). */
+/* `t.grad =: value` over every cell (one slot, pointwise), the number in the gradient's type. */
 static Assignment *fill_assignment(Builder *b, Tensor *t, double value, Span span, const char *what) {
     Shape shape = b->shapes[t->id];
     ProjProblem p = {.logic = LOGIC_POINTWISE, .slot_count = 1, .shapes = &shape, .span = span, .what = what};
@@ -122,6 +122,8 @@ static Assignment *fill_assignment(Builder *b, Tensor *t, double value, Span spa
     }
     Assignment *a = new_assignment(b, (Access){.node = {t, true}, .slot = 0}, AE_CONST, proj, span, what);
     a->rhs->value = value;
+    a->rhs->type = t->dtype;
+    a->rhs_dtype = t->dtype;
     return a;
 }
 

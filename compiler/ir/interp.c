@@ -4,7 +4,8 @@
  * allocates and initialises every buffer: literal values, fills, parameters' seeded uniform
  * numbers, data sets) and runs a function by walking
  * its statements: loops bind iterators, stores and locals evaluate scalar expressions with
- * ir.c's single-precision operations.  Every index is checked against its axis; an index
+ * ir.c's operations in each expression's type (ir_op_eval: single precision for f32, two's
+ * complement for i32, double precision for f64), cells addressed by their buffer's cell size.  Every index is checked against its axis; an index
  * symbol out of its range is a run-time error, not a crash.  GPU-scheduled code (--target=cuda)
  * runs as the GPU would run it: a gpu.x/y/z loop block by block and thread by thread with its
  * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
@@ -25,10 +26,10 @@
 struct Interp {
     const IrProgram *ir;
     tsr_state *state;
-    float **data;          /* state->buffers */
+    float **data;          /* state->buffers (cells of each buffer's type: cell_address) */
     int64_t *iters;
     uint32_t iter_cap;
-    float *locals;
+    IrValue *locals;
     uint32_t local_cap;
     bool failed;
 };
@@ -92,7 +93,13 @@ static uint64_t size_value(const Interp *in, uint64_t n) {
     return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
 }
 
-static float eval(Interp *in, const IrExpr *e);
+static IrValue eval(Interp *in, const IrExpr *e);
+
+/* Where cell `at` of buffer `buffer` is: 4 bytes a cell, or 8 for an f64 buffer. */
+static void *cell_address(Interp *in, uint32_t buffer, int64_t at) {
+    size_t bytes = in->ir->buffers[buffer].dtype == DTYPE_F64 ? sizeof(double) : sizeof(float);
+    return (unsigned char *)in->data[buffer] + (size_t)at * bytes;
+}
 
 /* The flat offset of an access, or -1 after reporting an error.  A gathered axis is read at its
  * expression's value, an i32, clamped to the axis (docs/ir.md §2.8). */
@@ -101,7 +108,7 @@ static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
     int64_t flat = 0;
     for (uint32_t a = 0; a < b->rank; a++) {
         if (index[a].gather) {
-            int64_t at = ir_i32_of_bits(eval(in, index[a].gather)), length = (int64_t)size_value(in, b->dims[a]);
+            int64_t at = ir_i32_of_bits(eval(in, index[a].gather).f), length = (int64_t)size_value(in, b->dims[a]);
             flat = flat * length + (at < 0 ? 0 : at >= length ? length - 1 : at);
             continue;
         }
@@ -125,34 +132,38 @@ static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
     return flat;
 }
 
-static float eval(Interp *in, const IrExpr *e) {
+static IrValue eval(Interp *in, const IrExpr *e) {
+    IrValue v = {0};
     switch (e->kind) {
-    case IR_CONST: return e->i32 ? ir_bits_of_i32((int32_t)e->value) : (float)e->value;
+    case IR_CONST: return ir_const_value(e->type, e->value);
     case IR_LOCAL: return in->locals[e->local];
     case IR_SYMBOL: {
-        int64_t v;
-        return symbol_value(in, e->symbol, &v) ? (float)v : 0.0f;
+        int64_t s;
+        v.f = symbol_value(in, e->symbol, &s) ? (float)s : 0.0f;
+        return v;
     }
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
-        return at < 0 ? 0.0f : in->data[e->buffer][at];
+        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), in->ir->buffers[e->buffer].dtype == DTYPE_F64 ? 8 : 4);
+        return v;
     }
     case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
         int64_t at = offset(in, e->buffer, e->index);
         const int64_t *key = in->state->symbols + in->ir->symbol_count;
-        return at < 0 ? 0.0f
-                      : tsr_random_cell((uint64_t)key[TSR_SYMBOL_SEED], (uint64_t)key[TSR_SYMBOL_RUN],
-                                        ir_random_site(&in->ir->buffers[e->buffer]), (uint64_t)at);
+        v.f = at < 0 ? 0.0f
+                     : tsr_random_cell((uint64_t)key[TSR_SYMBOL_SEED], (uint64_t)key[TSR_SYMBOL_RUN],
+                                       ir_random_site(&in->ir->buffers[e->buffer]), (uint64_t)at);
+        return v;
     }
     case IR_OP: {
-        float x[3] = {0, 0, 0};
+        IrValue x[3] = {{0}, {0}, {0}};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = eval(in, e->args[i]);
-        if (e->i32) /* on i32s carried in the floats' bits (docs/ir.md §2.8) */
-            return ir_bits_of_i32(ir_i32_op_eval(e->op, ir_i32_of_bits(x[0]), ir_i32_of_bits(x[1]), ir_i32_of_bits(x[2])));
-        return scalar_op_eval(e->op, x[0], x[1], x[2]);
+        unsigned operands = scalar_op_conversion(e->op) ? ir_expr_type(in->ir, e->args[0]) : e->type;
+        return ir_op_eval(e->op, e->type, operands, x);
     }
     }
-    return NAN;
+    v.f = NAN;
+    return v;
 }
 
 static void run_block(Interp *in, const IrBlock *block) {
@@ -185,9 +196,9 @@ static void run_block(Interp *in, const IrBlock *block) {
             }
             break;
         case IR_STORE: {
-            float value = eval(in, s->value);
+            IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0) in->data[s->buffer][at] = value;
+            if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, in->ir->buffers[s->buffer].dtype == DTYPE_F64 ? 8 : 4);
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;

@@ -26,6 +26,13 @@ static const struct {
 };
 
 const char *scalar_op_name(ScalarOp op) { return scalar_ops[op].name; }
+
+const char *ir_dtype_word(unsigned dtype) {
+#define DTYPE_WORD(name, word, numpy, ctype) word,
+    static const char *const words[] = {TSR_DTYPE_KINDS(DTYPE_WORD)};
+#undef DTYPE_WORD
+    return dtype < sizeof words / sizeof words[0] ? words[dtype] : "?";
+}
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
 bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
 
@@ -101,9 +108,101 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_FMA: return fmaf(a, b, c);
     case SOP_TO_F32: return (float)ir_i32_of_bits(a);
     case SOP_TO_I32: return ir_bits_of_i32(ir_f32_to_i32(a));
+    case SOP_TO_F64:
     case SOP_COUNT: break;
     }
     return NAN;
+}
+
+/* The floor modulo of f64s, as floor_mod of f32s (fmod's remainder is exact). */
+static double floor_mod_f64(double a, double b) {
+    double r = fmod(a, b);
+    if (r == 0.0) return copysign(0.0, b);
+    return (r < 0.0) != (b < 0.0) ? r + b : r;
+}
+
+double ir_f64_op_eval(ScalarOp op, double a, double b, double c) {
+    switch (op) {
+    case SOP_ADD: return a + b;
+    case SOP_SUB: return a - b;
+    case SOP_MUL: return a * b;
+    case SOP_DIV: return a / b;
+    case SOP_POW: return pow(a, b);
+    case SOP_LT: return a < b ? 1.0 : 0.0;
+    case SOP_LE: return a <= b ? 1.0 : 0.0;
+    case SOP_EQ: return a == b ? 1.0 : 0.0;
+    case SOP_NE: return a != b ? 1.0 : 0.0;
+    case SOP_MAX: return a > b ? a : b;
+    case SOP_MIN: return a < b ? a : b;
+    case SOP_MOD: return floor_mod_f64(a, b);
+    case SOP_RELU_GATE: return a > 0.0 ? b : 0.0;
+    case SOP_SAT01_GATE: return a > 0.0 && a < 1.0 ? b : 0.0;
+    case SOP_OR: return a != 0.0 || b != 0.0 ? 1.0 : 0.0;
+    case SOP_AND: return a != 0.0 && b != 0.0 ? 1.0 : 0.0;
+    case SOP_NEG: return -a;
+    case SOP_RELU: return a <= 0.0 ? 0.0 : a;
+    case SOP_EXP: return exp(a);
+    case SOP_LOG: return log(a);
+    case SOP_SQRT: return sqrt(a);
+    case SOP_TANH: return tanh(a);
+    case SOP_SIGMOID: return 1.0 / (1.0 + exp(-a));
+    case SOP_SIN: return sin(a);
+    case SOP_COS: return cos(a);
+    case SOP_LOG2: return log2(a);
+    case SOP_EXP2: return exp2(a);
+    case SOP_RECIP: return 1.0 / a;
+    case SOP_RSQRT: return 1.0 / sqrt(a);
+    case SOP_SAT01: return a <= 0.0 ? 0.0 : a >= 1.0 ? 1.0 : a;
+    case SOP_ABS: return fabs(a);
+    case SOP_SIGN: return a > 0.0 ? 1.0 : a < 0.0 ? -1.0 : a;
+    case SOP_FLOOR: return floor(a);
+    case SOP_NOT: return a == 0.0 ? 1.0 : 0.0;
+    case SOP_WHERE: return a != 0.0 ? b : c;
+    case SOP_FMA: return fma(a, b, c);
+    default: break; /* the conversions: ir_op_eval */
+    }
+    return NAN;
+}
+
+int32_t ir_f64_to_i32(double x) {
+    if (x != x) return 0;
+    if (x >= 2147483648.0) return INT32_MAX;
+    if (x <= -2147483648.0) return INT32_MIN;
+    return (int32_t)x;
+}
+
+bool scalar_op_conversion(ScalarOp op) { return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64; }
+
+/* A value of type `from` as type `to` (SOP_TO_*): integers to numbers rounded to nearest, numbers
+ * to integers toward zero and saturating, f64 to f32 rounded to nearest, f32 to f64 exactly. */
+static IrValue convert_value(unsigned from, unsigned to, IrValue v) {
+    IrValue r = v;
+    if (from == to) return r;
+    if (to == DTYPE_I32) r.f = ir_bits_of_i32(from == DTYPE_F64 ? ir_f64_to_i32(v.d) : ir_f32_to_i32(v.f));
+    else if (to == DTYPE_F64) r.d = from == DTYPE_I32 ? (double)ir_i32_of_bits(v.f) : (double)v.f;
+    else r.f = from == DTYPE_I32 ? (float)ir_i32_of_bits(v.f) : (float)v.d;
+    return r;
+}
+
+IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue x[3]) {
+    IrValue r = {0};
+    if (scalar_op_conversion(op)) return convert_value(operands, type, x[0]);
+    if (type == DTYPE_I32) r.f = ir_bits_of_i32(ir_i32_op_eval(op, ir_i32_of_bits(x[0].f), ir_i32_of_bits(x[1].f), ir_i32_of_bits(x[2].f)));
+    else if (type == DTYPE_F64) r.d = ir_f64_op_eval(op, x[0].d, x[1].d, x[2].d);
+    else r.f = scalar_op_eval(op, x[0].f, x[1].f, x[2].f);
+    return r;
+}
+
+IrValue ir_const_value(unsigned type, double value) {
+    IrValue v = {0};
+    if (type == DTYPE_F64) v.d = value;
+    else if (type == DTYPE_I32) v.f = ir_bits_of_i32((int32_t)value);
+    else v.f = (float)value;
+    return v;
+}
+
+double ir_value_number(unsigned type, IrValue v) {
+    return type == DTYPE_F64 ? v.d : type == DTYPE_I32 ? (double)ir_i32_of_bits(v.f) : (double)v.f;
 }
 
 bool scalar_op_integer(ScalarOp op) {
@@ -291,8 +390,10 @@ static void print_access(FILE *out, const IrProgram *ir, uint32_t buffer, const 
 static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
     switch (e->kind) {
     case IR_CONST:
-        print_number(out, e->value);
-        if (e->i32) fputc('i', out); /* an i32 constant */
+        if (e->type == DTYPE_F64 && e->value != (double)(int64_t)e->value && isfinite(e->value)) fprintf(out, "%.17g", e->value);
+        else print_number(out, e->value);
+        if (e->type == DTYPE_I32) fputc('i', out); /* an i32 constant */
+        if (e->type == DTYPE_F64) fputc('d', out); /* an f64 constant */
         break;
     case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
     case IR_LOCAL: fprintf(out, "l%u", e->local); break;
@@ -306,7 +407,8 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
         unsigned n = scalar_op_arity(e->op);
         const char *name = scalar_op_name(e->op);
         bool infix = scalar_op_infix(e->op);
-        const char *i32 = e->i32 ? "i" : ""; /* on i32 values: `+i`, `maxi(…)` */
+        /* on i32 values: `+i`, `maxi(…)`; on f64 values: `+d`, `expd(…)` */
+        const char *i32 = scalar_op_conversion(e->op) ? "" : e->type == DTYPE_I32 ? "i" : e->type == DTYPE_F64 ? "d" : "";
         if (infix) {
             fputc('(', out);
             print_expr(out, ir, e->args[0]);
@@ -392,6 +494,7 @@ void ir_dump(const IrProgram *ir, FILE *out) {
         const IrBuffer *b = &ir->buffers[i];
         if (b->is_virtual) continue;
         fprintf(out, "  %s : %s  %s%s", b->name, b->shape_text, buffer_kinds[b->kind], b->kernel_local ? " local" : "");
+        if (b->dtype != DTYPE_F32) fprintf(out, " %s", ir_dtype_word(b->dtype));
         if (b->prefetch_cells) fprintf(out, " prefetch %u", b->prefetch_cells);
         fprintf(out, " [");
         for (uint32_t a = 0; a < b->rank; a++) {
@@ -497,6 +600,8 @@ static void verify_expr(Verifier *v, const IrExpr *e) {
                 return;
             }
             verify_expr(v, e->args[i]);
+            if (!scalar_op_conversion(e->op) && (ir_expr_type(v->ir, e->args[i]) == DTYPE_F64) != (e->type == DTYPE_F64))
+                problem(v, "an operation mixes f64 and other values without a conversion");
         }
         break;
     }
@@ -553,6 +658,13 @@ static void verify_block(Verifier *v, const IrBlock *block) {
         case IR_STORE:
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
+            if (s->buffer < v->ir->buffer_count &&
+                (v->ir->buffers[s->buffer].dtype == DTYPE_F64) != (ir_expr_type(v->ir, s->value) == DTYPE_F64)) {
+                char what[256];
+                snprintf(what, sizeof what, "a store into %s (%s) of a value of type %s", v->ir->buffers[s->buffer].name,
+                         ir_dtype_word(v->ir->buffers[s->buffer].dtype), ir_dtype_word(ir_expr_type(v->ir, s->value)));
+                problem(v, what);
+            }
             if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].thread_cells && !v->in_thread[0])
                 problem(v, "a per-thread buffer stored outside the thread loops");
             if (s->buffer < v->ir->buffer_count && v->ir->buffers[s->buffer].kind != BUF_COMPUTED &&
@@ -632,7 +744,7 @@ bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e) {
 
 static bool expr_integer(const IrExpr *e) {
     if (e->kind != IR_OP) return false;
-    if (e->i32) return true;
+    if (e->type == DTYPE_I32 && !scalar_op_conversion(e->op)) return true;
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
         if (expr_integer(e->args[i])) return true;
     return false;
@@ -666,8 +778,43 @@ bool ir_stmt_writes(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     }
 }
 
+DType ir_expr_type(const IrProgram *ir, const IrExpr *e) { return e->kind == IR_LOAD ? ir->buffers[e->buffer].dtype : e->type; }
+
+static bool index_f64(const IrProgram *ir, const IrIndex *index, uint32_t rank);
+
+static bool expr_f64(const IrProgram *ir, const IrExpr *e) {
+    if (ir_expr_type(ir, e) == DTYPE_F64) return true;
+    if (e->kind == IR_LOAD) return index_f64(ir, e->index, ir->buffers[e->buffer].rank);
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (expr_f64(ir, e->args[i])) return true;
+    return false;
+}
+
+static bool index_f64(const IrProgram *ir, const IrIndex *index, uint32_t rank) {
+    for (uint32_t a = 0; a < rank; a++)
+        if (index[a].gather && expr_f64(ir, index[a].gather)) return true;
+    return false;
+}
+
+bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (ir_stmt_f64(ir, s->body.items[i])) return true;
+        return false;
+    case IR_STORE:
+        return ir->buffers[s->buffer].dtype == DTYPE_F64 || expr_f64(ir, s->value) ||
+               index_f64(ir, s->index, ir->buffers[s->buffer].rank);
+    case IR_SET_LOCAL: return expr_f64(ir, s->value);
+    case IR_BARRIER:
+    case IR_CALL: return false;
+    }
+    return false;
+}
+
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
-    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s);
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_f64(ir, s);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

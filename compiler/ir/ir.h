@@ -68,7 +68,8 @@
     X(SOP_WHERE,          "where",  3)    \
     X(SOP_FMA,            "fma",    3)    \
     X(SOP_TO_F32,         "to_f32", 1)    \
-    X(SOP_TO_I32,         "to_i32", 1)
+    X(SOP_TO_I32,         "to_i32", 1)    \
+    X(SOP_TO_F64,         "to_f64", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -92,6 +93,27 @@ const char *scalar_op_closest(const char *name, bool binary);
  * travels as its bit pattern in a float (ir_i32_bits): the result of SOP_TO_I32 and the operand of
  * SOP_TO_F32 (docs/ir.md §2.8). */
 float scalar_op_eval(ScalarOp op, float a, float b, float c);
+/* op (not a conversion) on f64 values, in double precision, as generated code computes it: the
+ * same definitions as scalar_op_eval's, with libm's functions of doubles (exp, log, tanh, pow …)
+ * where the f32 forms use tsrc's approximations or libm's float functions (docs/ir.md §2.9). */
+double ir_f64_op_eval(ScalarOp op, double a, double b, double c);
+/* f64 to i32 as SOP_TO_I32 converts: toward zero, saturating, NaN to 0 (as ir_f32_to_i32). */
+int32_t ir_f64_to_i32(double x);
+
+/* A value of any element type, as the reference executor and the constant folder carry it: an
+ * f32 in `f`, an i32 as its bit pattern in `f` (ir_i32_of_bits), an f64 in `d`. */
+typedef union IrValue {
+    float f;
+    double d;
+} IrValue;
+/* op of values of type `operands` giving a value of type `type` (the two differ only for a
+ * conversion, SOP_TO_*), as generated code computes it. */
+IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue x[3]);
+/* The value of a constant (IrExpr.value read as its type), and a value as IrExpr.value holds it. */
+IrValue ir_const_value(unsigned type, double value);
+double ir_value_number(unsigned type, IrValue v);
+/* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64). */
+bool scalar_op_conversion(ScalarOp op);
 /* An i32 carried in a float's 4 bytes, and back: how i32 cells travel through f32 values. */
 int32_t ir_i32_of_bits(float bits);
 float ir_bits_of_i32(int32_t v);
@@ -133,6 +155,8 @@ typedef enum InitKind { TSR_INIT_KINDS(IR_KIND_INIT) } InitKind;
 #define IR_KIND_DTYPE(name, word, numpy, ctype) DTYPE_##name,
 typedef enum DType { TSR_DTYPE_KINDS(IR_KIND_DTYPE) } DType;
 #undef IR_KIND_DTYPE
+/* The type's name in the language ("f32", "i32", "f64"); "?" past the last. */
+const char *ir_dtype_word(unsigned dtype);
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 
@@ -208,9 +232,15 @@ typedef enum IrExprKind {
 struct IrExpr {
     IrExprKind kind;
     ScalarOp op;
-    bool i32;        /* IR_OP: an operation on i32 values (its operands' bits and its result's are
-                      * i32s; a comparison gives 1 or 0), wrapping as two's complement; IR_CONST:
-                      * the integer `value` as an i32 (docs/ir.md §2.8) */
+    DType type;      /* the element type of the value (ir_expr_type; an IR_LOAD's is its buffer's,
+                      * whatever this says).  IR_OP: also the type its operands have and it
+                      * computes in, except for a conversion (SOP_TO_*: the result's type, the
+                      * operand's is its own): on i32 values (their bits in 4-byte cells), +, -
+                      * and * wrap as two's complement and a comparison gives 1 or 0 (docs/ir.md
+                      * §2.8); on f64 values every operation is done in double precision (libm's
+                      * functions of doubles, §2.9).  IR_CONST: `value` as that type (an i32's
+                      * integer, an f64's double, an f32's value rounded to float).  IR_LOCAL:
+                      * the local's type, that of every value set into it. */
     double value;
     uint32_t buffer;
     IrIndex *index; /* one per buffer axis */
@@ -453,10 +483,16 @@ bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
  * the rewrites that reason about indices by their terms leave such code as it is. */
 bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e);
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
-/* Whether the statement or nest s computes on i32 values (an IR_OP with i32 set). */
+/* Whether the statement or nest s computes on i32 values (an IR_OP of type i32, not a
+ * conversion). */
 bool ir_stmt_integer(const IrStmt *s);
-/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers or
- * computes on i32s (the rewrites reason about indices by their terms and rebuild f32 steps). */
+/* Whether s touches f64 values: an expression of type f64, or a load or store of an f64 buffer. */
+bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s);
+/* The element type of e's value (IrExpr.type; an IR_LOAD's is its buffer's). */
+DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
+/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers,
+ * computes on i32s or touches f64s (the rewrites reason about indices by their terms and
+ * rebuild f32 steps in 4-byte cells). */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */
 bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer);

@@ -41,7 +41,7 @@
 typedef struct Lowerer {
     IrProgram *ir;
     const Assignment *a;
-    bool lhs_i32; /* the left side's buffer holds i32s: its accumulation steps and neutral values are i32 */
+    DType lhs_type; /* the left side's buffer's: the type of its accumulation steps and neutral values */
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
     int64_t *lo;   /* per product iterator: where the current region starts */
@@ -86,10 +86,11 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
             }
             if (!from->symbol && l->ir->buffers[from->buffer].dtype == DTYPE_I32) {
                 ix[a].gather = at;
-            } else { /* f32 positions: converted toward zero, as to_i32 does */
+            } else { /* f32 (or f64) positions: converted toward zero, as to_i32 does */
                 ix[a].gather = arena_alloc(l->ir->arena, sizeof *ix[a].gather);
                 ix[a].gather->kind = IR_OP;
                 ix[a].gather->op = SOP_TO_I32;
+                ix[a].gather->type = DTYPE_I32;
                 ix[a].gather->args[0] = at;
             }
             break;
@@ -154,15 +155,15 @@ static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
     e->op = op;
     e->args[0] = a;
     e->args[1] = b;
-    e->i32 = l->lhs_i32; /* an accumulation into an i32 buffer is on i32s */
+    e->type = l->lhs_type; /* an accumulation into an i32 buffer is on i32s, into an f64 one on f64s */
     return e;
 }
 
 /* An accumulator's neutral value for the left side: the i32 limits for max and min of i32s. */
 static IrExpr *neutral(Lowerer *l, AccumOp accum) {
     IrExpr *e = constant(l, accum_neutral(accum));
-    if (l->lhs_i32) {
-        e->i32 = true;
+    e->type = l->lhs_type;
+    if (l->lhs_type == DTYPE_I32) {
         if (accum == ACC_MAX) e->value = INT32_MIN;
         if (accum == ACC_MIN) e->value = INT32_MAX;
     }
@@ -172,9 +173,10 @@ static IrExpr *neutral(Lowerer *l, AccumOp accum) {
 /* One step of a reduction: acc ⊕ rhs; a sum of products (`=+`/`=:+` of x * y) by fused
  * multiply-add, fma(x, y, acc), one rounding (docs/ir.md, "FMA"); of i32 products, an add. */
 static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rhs) {
-    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL && !l->lhs_i32) {
+    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL && l->lhs_type != DTYPE_I32) {
         IrExpr *e = new_expr(l, IR_OP);
         e->op = SOP_FMA;
+        e->type = l->lhs_type;
         e->args[0] = rhs->args[0];
         e->args[1] = rhs->args[1];
         e->args[2] = acc;
@@ -187,7 +189,7 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     switch (x->kind) {
     case AE_CONST: {
         IrExpr *e = constant(l, x->value);
-        e->i32 = x->i32;
+        e->type = (DType)x->type;
         return e;
     }
     case AE_READ: {
@@ -205,7 +207,7 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
     case AE_OP: {
         IrExpr *e = new_expr(l, IR_OP);
         e->op = x->op;
-        e->i32 = x->i32;
+        e->type = (DType)x->type;
         for (unsigned i = 0; i < scalar_op_arity(x->op); i++) e->args[i] = lower_expr(l, a, x->args[i]);
         return e;
     }
@@ -429,7 +431,7 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
-    Lowerer l = {ir, a, ir->buffers[a->lhs.buffer].dtype == DTYPE_I32, fn, fn->iter_count, NULL, NULL, NULL};
+    Lowerer l = {ir, a, ir->buffers[a->lhs.buffer].dtype, fn, fn->iter_count, NULL, NULL, NULL};
     l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
     l.inactive = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.inactive);
     l.choice = arena_alloc(ir->arena, (p->concat_count ? p->concat_count : 1) * sizeof *l.choice);
@@ -588,6 +590,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             if (!region_first) region_first = init;
             IrExpr *acc = new_expr(&l, IR_LOCAL);
             acc->local = local;
+            acc->type = l.lhs_type;
             if (!empty_reduction) {
                 IrBlock *inner = into;
                 for (uint32_t i = parallel; i < n; i++) {

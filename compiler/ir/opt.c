@@ -115,10 +115,11 @@ static bool is_const(const IrExpr *e, double v) { return e->kind == IR_CONST && 
 static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed) {
     if (e->kind == IR_LOAD) {
         const IrBuffer *b = &ir->buffers[e->buffer];
-        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && b->dtype == DTYPE_F32) {
+        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && b->dtype != DTYPE_I32) {
             IrExpr *k = arena_alloc(ir->arena, sizeof *k);
             k->kind = IR_CONST;
-            k->value = (double)(float)b->fill;
+            k->type = b->dtype;
+            k->value = ir_value_number(b->dtype, ir_const_value(b->dtype, b->fill));
             *changed = true;
             return k;
         }
@@ -131,31 +132,17 @@ static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed
         e->args[i] = simplify(ir, c, e->args[i], changed);
         if (e->args[i]->kind != IR_CONST) all_const = false;
     }
-    bool integer_args = false; /* an i32 constant is its integer in `value`, not a float's bits */
-    for (unsigned i = 0; i < n; i++) integer_args |= e->args[i]->kind == IR_CONST && e->args[i]->i32;
-    if (all_const && (e->i32 || e->op == SOP_TO_F32 || e->op == SOP_TO_I32 || !integer_args)) {
+    if (all_const) { /* computed as the executors compute it, in the operation's types */
+        unsigned operands = scalar_op_conversion(e->op) ? e->args[0]->type : e->type;
+        IrValue x[3] = {{0}, {0}, {0}};
+        for (unsigned i = 0; i < n; i++) x[i] = ir_const_value(e->args[i]->type, e->args[i]->value);
         IrExpr *k = arena_alloc(ir->arena, sizeof *k);
         k->kind = IR_CONST;
-        if (e->i32) {
-            int32_t x[3] = {0, 0, 0};
-            for (unsigned i = 0; i < n; i++) x[i] = (int32_t)e->args[i]->value;
-            k->value = ir_i32_op_eval(e->op, x[0], x[1], x[2]);
-            k->i32 = true;
-        } else if (e->op == SOP_TO_I32) { /* the i32 itself, not its bits as a float */
-            k->value = ir_f32_to_i32((float)e->args[0]->value);
-            k->i32 = true;
-        } else if (e->op == SOP_TO_F32) {
-            if (!e->args[0]->i32) return e; /* (an i32's bits in a float constant: not folded) */
-            k->value = (float)(int32_t)e->args[0]->value;
-        } else {
-            float x[3] = {0, 0, 0};
-            for (unsigned i = 0; i < n; i++) x[i] = (float)e->args[i]->value;
-            k->value = scalar_op_eval(e->op, x[0], x[1], x[2]);
-        }
+        k->type = e->type;
+        k->value = ir_value_number(e->type, ir_op_eval(e->op, e->type, operands, x));
         *changed = true;
         return k;
     }
-    if (integer_args && !e->i32) return e;
     IrExpr *a = e->args[0], *b = e->args[1];
     if ((e->op == SOP_MUL && is_const(b, 1)) || (e->op == SOP_DIV && is_const(b, 1)) ||
         (e->op == SOP_SUB && is_const(b, 0))) {

@@ -131,8 +131,11 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     /* In the order lowering takes them: the routines, or (without any) the implicit forward. */
     if (out->routine_count == 0) resolve_list(&b, &out->forward);
     for (uint32_t i = 0; i < out->routine_count; i++) resolve_list(&b, &out->routines[i]);
-    for (uint32_t t = 0; t < program->tensor_count; t++) /* element types, as elaboration and build_operator settled them */
+    for (uint32_t t = 0; t < program->tensor_count; t++) { /* element types, as elaboration and build_operator
+                                                            * settled them; a gradient's is its tensor's */
         if (out->value_buffer[t] != UINT32_MAX) ir->buffers[out->value_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
+        if (out->grad_buffer[t] != UINT32_MAX) ir->buffers[out->grad_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
+    }
     out->ir = ir;
     return true;
 }

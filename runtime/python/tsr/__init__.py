@@ -10,7 +10,7 @@
 The library holds the model's code, its image and the tsrc runtime; this module reads the
 manifest beside it (libmlp.json) and calls the runtime's C functions with ctypes, so nothing is
 compiled at install time.  A model object owns one state (tsr_state): its tensors are views of
-the state's buffers, without a copy (float32, or int32 for the program's i32 tensors, as the
+the state's buffers, without a copy (float32, float64 or int32 for the program's f64 and i32 tensors, as the
 manifest's "dtype" says), valid until the model is closed or a run-time size that
 shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
 runtime's message.  Libraries compiled from different programs, or the same library loaded
@@ -38,7 +38,9 @@ class Error(Exception):
 
 # A tensor's element type, from the manifest's "dtype" (NumPy's name; the language's word is
 # accepted too, and a manifest without the key, from an older tsrc, means float32).
-_DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32}
+_DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32,
+           "float64": np.float64, "f64": np.float64}
+_CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int32, np.dtype(np.float64): ctypes.c_double}
 
 
 class _State(ctypes.Structure):
@@ -197,15 +199,16 @@ class Model:
         return self.tensors[name]
 
     def dtype(self, name):
-        """The NumPy dtype of tensor `name`'s cells: float32, or int32 for an i32 tensor."""
+        """The NumPy dtype of tensor `name`'s cells: float32, float64 for an f64 tensor, or int32
+        for an i32 tensor."""
         word = self._tensor(name).get("dtype", "float32")
         if word not in _DTYPES:
             raise Error(f"tensor {name!r} has element type {word!r}, which this version of tsr does not know")
         return np.dtype(_DTYPES[word])
 
     def __getitem__(self, name):
-        """Tensor `name` as a NumPy array over the state's buffer (no copy): float32, or int32 for
-        an i32 tensor."""
+        """Tensor `name` as a NumPy array over the state's buffer (no copy): float32, float64 for
+        an f64 tensor, or int32 for an i32 tensor."""
         t = self._tensor(name)
         shape = self.shape(name)
         if not self._state:
@@ -219,7 +222,7 @@ class Model:
                 raise Error(self._last_error())
             raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
         count = int(np.prod(shape, dtype=np.int64))
-        cell = ctypes.c_int32 if self.dtype(name) == np.int32 else ctypes.c_float
+        cell = _CELLS[self.dtype(name)]
         return np.ctypeslib.as_array((cell * count).from_address(pointer)).reshape(shape)
 
     def __setitem__(self, name, value):
@@ -227,7 +230,7 @@ class Model:
         An i32 tensor takes integers: floats with a fraction, NaN or values beyond int32 raise
         tsr.Error rather than being rounded or wrapped."""
         target = self[name]
-        value = _integers(name, value) if target.dtype == np.int32 else np.asarray(value, dtype=np.float32)
+        value = _integers(name, value) if target.dtype == np.int32 else np.asarray(value, dtype=target.dtype)
         try:
             np.copyto(target, np.broadcast_to(value, target.shape))
         except ValueError:
