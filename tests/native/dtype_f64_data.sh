@@ -8,7 +8,8 @@
 #   - an f64 parameter trained two steps by Train.adamw: both executors print the same bits, and
 #     its `save` is a float64 array (with float64 moments) that numpy.load reads; a float64 array
 #     written by NumPy loads into it exactly (`--load`);
-#   - the header's accessor of an f64 tensor returns double *, and the manifest says "float64".
+#   - the header's accessor of an f64 tensor returns double *, and the manifest says "float64";
+#   - Python: the tensor is a float64 view, and a double assigned keeps its bits.
 # Usage: dtype_f64_data.sh TSRC PYTHON.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")    # absolute: the programs run in a scratch directory
@@ -92,4 +93,14 @@ else cat "$T/show.native" >>"$T/log"; fail "a float64 array written by NumPy loa
 (cd "$T" && "$TSRC" -c "$T/show.tsr" -o "$T/show.o") >"$T/log" 2>&1
 if grep -q 'static inline double \*show_w(show_state \*s)' "$T/show.h" && grep -q '"dtype": "float64"' "$T/show.json"; then pass
 else cat "$T/show.h" >>"$T/log" 2>&1; fail "the header's accessor of an f64 tensor returns double *, the manifest says float64"; fi
+
+# Python: a float64 view; a value assigned keeps every bit of its double.
+if "$TSRC" --shared "$T/show.tsr" -o "$T/libshow.so" >"$T/log" 2>&1 &&
+   PYTHONPATH=runtime/python "$PYTHON" -c 'import sys, numpy as np, tsr
+m = tsr.load(sys.argv[1] + "/libshow.so")
+w = m["w"]
+assert w.dtype == np.float64 and m.dtype("w") == np.float64 and (w == 0.25).all(), w
+m["w"] = [1 / 3, 1e-300, np.pi]
+assert m["w"].tolist() == [1 / 3, 1e-300, np.pi], m["w"]' "$T" >>"$T/log" 2>&1; then pass
+else fail "Python: a float64 view; a double assigned keeps its bits"; fi
 finish
