@@ -64,18 +64,6 @@ for p in ids seq random3 random4; do
     "$TSRC" "$T/$p.tsr" -o "$T/$p" >"$T/log" 2>&1 || fail "$p.tsr compiles"
 done
 
-# run_both NAME ARGS…: the executable and the reference executor in $T/run (the checkpoint's
-# directory), their stdout in $T/NAME.native and $T/NAME.interp, their status in $native, $interp.
-run_both() {
-    name=$1
-    shift
-    mkdir -p "$T/run"
-    (cd "$T/run" && "$T/$name" "$@") >"$T/$name.native" 2>"$T/$name.native.err"
-    native=$?
-    (cd "$T/run" && "$TSRC" --run --interp "$T/$name.tsr" -- "$@") >"$T/$name.interp" 2>"$T/$name.interp.err"
-    interp=$?
-}
-
 run_both ids
 { echo "ids : 4|8"; cat "$T/ids.want"; } >"$T/ids.grid"
 for mode in native interp; do

@@ -48,21 +48,12 @@ TSR
 printf 'let%%op w = { w = 0.25; o = [3]; dtype = "f64" }\nmain = print w\n' >"$T/show.tsr"
 for p in read csv train show; do "$TSRC" "$T/$p.tsr" -o "$T/$p" >"$T/log" 2>&1 || fail "$p.tsr compiles"; done
 
-# run_both NAME ARGS…: both executors in $T/run, stdout in $T/NAME.native and $T/NAME.interp.
-run_both() {
-    name=$1
-    shift
-    mkdir -p "$T/run"
-    (cd "$T/run" && "$T/$name" "$@") >"$T/$name.native" 2>"$T/log"
-    native=$?
-    (cd "$T/run" && "$TSRC" --run --interp "$T/$name.tsr" -- "$@") >"$T/$name.interp" 2>>"$T/log"
-    interp=$?
-}
 # expect_grid NAME WANT WHAT ARGS…: both executors print `x : 2|3` and the grid WANT.
 expect_grid() {
     name=$1 want=$2 what=$3
     shift 3
     run_both "$name" "$@"
+    cat "$T/$name.native.err" "$T/$name.interp.err" >"$T/log"
     { echo "x : 2|3"; cat "$T/$want"; } >"$T/grid"
     if [ $native = 0 ] && [ $interp = 0 ] && cmp -s "$T/$name.native" "$T/grid" && cmp -s "$T/$name.interp" "$T/grid"; then pass
     else { cat "$T/$name.native"; cat "$T/grid"; } >>"$T/log"; fail "$what"; fi
@@ -73,6 +64,7 @@ expect_grid read xi.want "an int64 file converts into an f64 item (2^53 - 1 exac
 expect_grid csv x.want "a CSV of 17-digit numbers reads the doubles strtod reads"
 
 run_both train
+cat "$T/train.native.err" "$T/train.interp.err" >"$T/log"
 if [ $native = 0 ] && [ $interp = 0 ] && cmp -s "$T/train.native" "$T/train.interp"; then pass
 else cat "$T/train.native" "$T/train.interp" >>"$T/log"; fail "an f64 parameter trained by Train.adamw: both executors print the same bits"; fi
 "$PYTHON" - "$T" >"$T/log" 2>&1 <<'PY' && pass || fail "the checkpoint holds float64 arrays: w as printed, its moments"
@@ -86,6 +78,7 @@ moments = [k for k in ck.files if k != "w" and ck[k].dtype == np.float64 and ck[
 assert len(moments) >= 2, ck.files
 PY
 run_both show --load "$T/third.npz"
+cat "$T/show.native.err" "$T/show.interp.err" >"$T/log"
 want=$("$PYTHON" -c 'print("w : 3\n    " + " ".join(["%.17g" % (1 / 3)] * 3))')
 if [ $native = 0 ] && [ $interp = 0 ] && [ "$(cat "$T/show.native")" = "$want" ] && [ "$(cat "$T/show.interp")" = "$want" ]; then pass
 else cat "$T/show.native" >>"$T/log"; fail "a float64 array written by NumPy loads into an f64 parameter exactly"; fi

@@ -9,7 +9,11 @@
 #   check WHAT STATUS    pass when STATUS is 0 (printing "PASS WHAT"), else fail WHAT;
 #   tsrc_run MODE        the command that runs a program natively (native) or with the
 #                        reference executor (interp), from $TSRC;
-#   finish               summary, then the script's status: 0 when nothing failed.
+#   finish               summary, then the script's status: 0 when nothing failed;
+#   run_both NAME ARGS…  the executable $T/NAME and the reference executor on $T/NAME.tsr, both
+#                        with ARGS in $T/run (a checkpoint's directory): their stdout in
+#                        $T/NAME.native and $T/NAME.interp, stderr in $T/NAME.native.err and
+#                        $T/NAME.interp.err, status in $native and $interp.
 harness_start() {
     T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-$1.XXXXXX")
     trap 'rm -rf "$T"' EXIT
@@ -28,4 +32,13 @@ tsrc_run() {
 finish() {
     summary
     [ "$failed" = 0 ]
+}
+run_both() {
+    name=$1
+    shift
+    mkdir -p "$T/run"
+    (cd "$T/run" && "$T/$name" "$@") >"$T/$name.native" 2>"$T/$name.native.err"
+    native=$?
+    (cd "$T/run" && "$TSRC" --run --interp "$T/$name.tsr" -- "$@") >"$T/$name.interp" 2>"$T/$name.interp.err"
+    interp=$?
 }
