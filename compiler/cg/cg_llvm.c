@@ -9,7 +9,10 @@
  * approximations, emitted inline as vector code (cg_approx.c, the sequence ir/approx.c runs);
  * the other transcendental functions call libm (powf, sinf, cosf, log2f, exp2f) lane by lane,
  * as mod calls fmodf (exact); sqrt is the correctly rounded instruction
- * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.
+ * (rsqrt is 1 / sqrt, two roundings, as ir.c computes it), abs is llvm.fabs.  An f64 value
+ * (docs/ir.md §2.9) is a double, its cells 8 bytes: the same operations in double precision,
+ * with libm's functions of doubles (exp, log, tanh, pow, sin … — never the f32 approximations),
+ * as ir.c's ir_f64_op_eval computes them; conversions between types are explicit (conversion()).
  *
  * Loop modes (the schedule's, compiler/sched/): a LOOP_UNROLL loop is emitted once per iteration with
  * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
