@@ -205,6 +205,7 @@ CONTRACTION_LONG_COUNT ?= 3000
 check-native: $(BUILD)/tsrc
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_COUNT) --seed $(NATIVE_SEED)
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
+	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED) --dtype f64
 
 # Every float through tsrc's own exp, log and tanh against libm in double precision: the error
 # bounds compiler/ir/approx.h states (make check samples every 1021st float; this takes minutes).

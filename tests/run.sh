@@ -520,6 +520,10 @@ add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
     >"$TMP/contractions.out" 2>&1
 add_summary "contractions: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions.out"
+# The same in f64: tiles, panels and vectors of doubles (--dtype f64).
+"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_F64_COUNT:-100}" --seed 2 --dtype f64 \
+    >"$TMP/contractions_f64.out" 2>&1
+add_summary "contractions in f64: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions_f64.out"
 
 # The command line of executables: --help, options, --data, --seed (tests/native/exe_options.sh).
 sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1

@@ -12,6 +12,8 @@
 #                      (OPENBLAS_NUM_THREADS)
 #            NumPy:    a @ b, x @ w.T, a.T @ b, tools/bench/py_bench.py under /usr/bin/python3
 #            PyTorch:  torch.mm, same script, for the spec form
+#   f64      the same three forms with f64 matrices (`dtype = "f64"` on the inputs), at the same
+#            sizes, against OpenBLAS's cblas_dgemm (mm_tsrc.c and mm_blas.c built with -DBENCH_F64)
 #   bmm      batch × (n×n)·(n×n), each of $BENCH_BMM (default "64x128 32x256"):
 #            c = a +* "b, i, j; b, j, k => b, i, k" b (bmm.tsr.in) against np.matmul and a loop
 #            of cblas_sgemm
@@ -60,7 +62,7 @@
 # "n/s" in the table) and skipped.
 #
 # Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
-# BENCH_ONLY (sections: matmul bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
+# BENCH_ONLY (sections: matmul f64 bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
 # BENCH_ROUNDS (default 2: the matmul section runs twice, every implementation in each round, and
 # each figure is the best of its rounds, so a slow spell of a VM does not decide one point), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
@@ -195,7 +197,9 @@ else
 fi
 if [ $have_blas = yes ]; then
     if ! $CC -O2 $BLAS_CFLAGS -I"$BENCH" "$BENCH/mm_blas.c" -o "$WORK/mm_blas" $BLAS_LIBS -lm \
-        2>"$WORK/mm_blas.log"; then
+        2>"$WORK/mm_blas.log" ||
+        ! $CC -O2 -DBENCH_F64 $BLAS_CFLAGS -I"$BENCH" "$BENCH/mm_blas.c" -o "$WORK/mm_blas_f64" $BLAS_LIBS -lm \
+            2>>"$WORK/mm_blas.log"; then
         info "OpenBLAS: the driver does not build (see $WORK/mm_blas.log); skipped"
         have_blas=no
     fi
@@ -269,8 +273,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul bmm ew train python gpt dp conv).
-want() { case " ${BENCH_ONLY:-matmul bmm ew train python gpt dp conv} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul f64 bmm ew train python gpt dp conv).
+want() { case " ${BENCH_ONLY:-matmul f64 bmm ew train python gpt dp conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -281,35 +285,46 @@ mm_form() {
         tn) tin=matmul_tn.tsr.in def=-DMM_FORM_TN kind=matmul_tn ;;
     esac
 }
-want matmul && echo "bench: matmul (spec, compose and transposed forms), n = $SIZES; threads $THREADS; $ROUNDS rounds"
-want matmul && for round in $(seq "$ROUNDS"); do for n in $SIZES; do
-    for form in nn nt tn; do
-        mm_form $form
-        dir=$WORK/${kind}_$n
-        mkdir -p "$dir"
-        if [ "$round" = 1 ]; then
-            sed "s/@N@/$n/" "$BENCH/$tin" >"$dir/$kind.tsr"
-            build_tsrc "$dir" mm "$dir/$kind.tsr" mm_tsrc.c "$kind" "$n" "$def" || dir=
-        elif [ ! -x "$dir/driver" ]; then
-            dir=
-        fi
-        pyform=$form
-        [ $form = nn ] && pyform=
-        for t in $THREADS; do
-            [ -n "$dir" ] && run "tsrc $kind n=$n threads=$t" \
-                env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
-            [ $have_blas = yes ] && run "OpenBLAS $kind n=$n threads=$t" \
-                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
-                "$WORK/mm_blas" "$n" "$BUDGET" "$MAX_REPS" "$t" "$form"
-            [ $have_numpy = yes ] && run "NumPy $kind n=$n threads=$t" \
-                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
-                "$PY" "$BENCH/py_bench.py" numpy "$t" $pyform "$n"
-            [ $have_torch = yes ] && [ $form = nn ] && run "PyTorch matmul n=$n threads=$t" \
-                env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
-                "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
+# mm_section SECTION TYPE: the three forms at every size, f32 (TYPE empty) or f64 (TYPE f64: the
+# programs' matrices f64, the drivers built with -DBENCH_F64, OpenBLAS's cblas_dgemm, no Python).
+mm_section() {
+    section=$1 type=$2 suffix= dtype= tdef=
+    [ -n "$type" ] && suffix=_$type dtype="; dtype = \"$type\"" tdef=-DBENCH_F64
+    want "$section" || return 0
+    echo "bench: $section (spec, compose and transposed forms${type:+, $type}), n = $SIZES; threads $THREADS; $ROUNDS rounds"
+    for round in $(seq "$ROUNDS"); do for n in $SIZES; do
+        for form in nn nt tn; do
+            mm_form $form
+            kind=$kind$suffix
+            dir=$WORK/${kind}_$n
+            mkdir -p "$dir"
+            if [ "$round" = 1 ]; then
+                sed -e "s/@N@/$n/" -e "s/@DTYPE@/$dtype/" "$BENCH/$tin" >"$dir/$kind.tsr"
+                build_tsrc "$dir" mm "$dir/$kind.tsr" mm_tsrc.c "$kind" "$n" "$def $tdef" || dir=
+            elif [ ! -x "$dir/driver" ]; then
+                dir=
+            fi
+            pyform=$form
+            [ $form = nn ] && pyform=
+            for t in $THREADS; do
+                [ -n "$dir" ] && run "tsrc $kind n=$n threads=$t" \
+                    env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+                [ $have_blas = yes ] && run "OpenBLAS $kind n=$n threads=$t" \
+                    env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+                    "$WORK/mm_blas$suffix" "$n" "$BUDGET" "$MAX_REPS" "$t" "$form"
+                [ -n "$type" ] && continue
+                [ $have_numpy = yes ] && run "NumPy $kind n=$n threads=$t" \
+                    env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+                    "$PY" "$BENCH/py_bench.py" numpy "$t" $pyform "$n"
+                [ $have_torch = yes ] && [ $form = nn ] && run "PyTorch matmul n=$n threads=$t" \
+                    env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $(torch_wait "$t") \
+                    "$PY" "$BENCH/py_bench.py" torch "$t" "$n"
+            done
         done
-    done
-done; done
+    done; done
+}
+mm_section matmul ""
+mm_section f64 f64
 
 # ---- batched matmul ----------------------------------------------------------------------------
 want bmm && echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"

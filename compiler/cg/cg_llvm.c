@@ -349,7 +349,7 @@ static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
     return g->ir->buffers[buffer].dtype == DTYPE_F64 ? g->f64 : g->f32;
 }
 
-static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return g->ir->buffers[buffer].dtype == DTYPE_F64 ? 8 : 4; }
+static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return ir_dtype_bytes(g->ir->buffers[buffer].dtype); }
 
 static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
     LLVMValueRef idx[1] = {flat};
@@ -614,7 +614,8 @@ static void transpose_loop(CgLlvm *g, const IrStmt *s) {
     g->iter[vl->iter] = cgl_iconst(g, 0);
     for (unsigned u = 0; u < v_count; u++) {
         g->iter[s->iter] = cgl_iconst(g, u);
-        rows[u] = u < u_count ? cgl_widen(g, load(g, st->value->buffer, st->value->index)) : LLVMGetUndef(vec_type(g));
+        rows[u] = u < u_count ? cgl_widen(g, load(g, st->value->buffer, st->value->index))
+                              : LLVMGetUndef(LLVMVectorType(cell_type(g, st->value->buffer), v_count));
     }
     transpose_rows(g, rows, v_count);
     LLVMValueRef *first = calloc(u_count, sizeof *first);
@@ -762,7 +763,7 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (b->gpu_shared) continue; /* the caller's (cg_ptx.c: shared memory) */
         uint64_t cells = b->thread_cells ? b->thread_cells : b->size;
-        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(g->f32, (unsigned)cells), b->name);
+        LLVMValueRef a = LLVMBuildAlloca(g->b, LLVMArrayType(cell_type(g, k->locals[i]), (unsigned)cells), b->name);
         LLVMSetAlignment(a, 64);
         g->buffer[k->locals[i]] = a;
     }

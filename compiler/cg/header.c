@@ -421,7 +421,7 @@ void ptx_manifest_write(const IrProgram *ir, const char *module, const PtxModule
         json_string(out, buf->name);
         fputs(", \"shape\": ", out);
         json_string(out, buf->shape_text ? buf->shape_text : "");
-        fprintf(out, ", \"cells\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", buf->size, buf->size * 4);
+        fprintf(out, ", \"cells\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", buf->size, buf->size * ir_dtype_bytes(buf->dtype));
         first = false;
     }
     free(used);

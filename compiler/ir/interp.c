@@ -144,7 +144,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     }
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
-        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), in->ir->buffers[e->buffer].dtype == DTYPE_F64 ? 8 : 4);
+        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(in->ir->buffers[e->buffer].dtype));
         return v;
     }
     case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
@@ -198,7 +198,7 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, in->ir->buffers[s->buffer].dtype == DTYPE_F64 ? 8 : 4);
+            if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, ir_dtype_bytes(in->ir->buffers[s->buffer].dtype));
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;

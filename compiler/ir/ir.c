@@ -33,6 +33,13 @@ const char *ir_dtype_word(unsigned dtype) {
 #undef DTYPE_WORD
     return dtype < sizeof words / sizeof words[0] ? words[dtype] : "?";
 }
+
+unsigned ir_dtype_bytes(unsigned dtype) {
+#define DTYPE_BYTES(name, word, numpy, ctype) sizeof(ctype),
+    static const unsigned char bytes[] = {TSR_DTYPE_KINDS(DTYPE_BYTES)};
+#undef DTYPE_BYTES
+    return dtype < sizeof bytes ? bytes[dtype] : 4;
+}
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
 bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
 
@@ -814,7 +821,7 @@ bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) {
 }
 
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
-    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_f64(ir, s);
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

@@ -157,6 +157,8 @@ typedef enum DType { TSR_DTYPE_KINDS(IR_KIND_DTYPE) } DType;
 #undef IR_KIND_DTYPE
 /* The type's name in the language ("f32", "i32", "f64"); "?" past the last. */
 const char *ir_dtype_word(unsigned dtype);
+/* The bytes of one cell of the type (4 for f32 and i32, 8 for f64). */
+unsigned ir_dtype_bytes(unsigned dtype);
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 
@@ -490,9 +492,9 @@ bool ir_stmt_integer(const IrStmt *s);
 bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s);
 /* The element type of e's value (IrExpr.type; an IR_LOAD's is its buffer's). */
 DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
-/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers,
- * computes on i32s or touches f64s (the rewrites reason about indices by their terms and
- * rebuild f32 steps in 4-byte cells). */
+/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers or
+ * computes on i32s (the rewrites reason about indices by their terms).  The GPU's schedule also
+ * leaves nests that touch f64s (ir_stmt_f64) as lowered; the CPU's tiles them in 8-byte cells. */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */
 bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer);

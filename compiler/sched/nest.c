@@ -32,16 +32,16 @@ IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index) {
     return e;
 }
 
-IrExpr *new_const(Sched *s, double v) {
+IrExpr *new_const(Sched *s, double v, DType type) {
     IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
-    *e = (IrExpr){.kind = IR_CONST, .value = v};
+    *e = (IrExpr){.kind = IR_CONST, .value = v, .type = type};
     return e;
 }
 
 /* op(a, b, c), c NULL for a binary operation. */
 IrExpr *new_op(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b, IrExpr *c) {
     IrExpr *e = arena_alloc(s->ir->arena, sizeof *e);
-    *e = (IrExpr){.kind = IR_OP, .op = op, .args = {a, b, c}};
+    *e = (IrExpr){.kind = IR_OP, .op = op, .args = {a, b, c}, .type = ir_expr_type(s->ir, a)};
     return e;
 }
 
@@ -128,12 +128,16 @@ IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl) {
     return c;
 }
 
+bool sched_keeps_lowered(const Sched *s, const IrStmt *st) {
+    return ir_stmt_as_lowered(s->ir, st) || (s->target->kind == TARGET_CUDA && ir_stmt_f64(s->ir, st));
+}
+
 void reset_subst(Sched *s) {
     memset(s->mapped, 0, s->old_iters * sizeof *s->mapped);
 }
 
-uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local) {
-    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .rank = 1, .size = size, .init = INIT_NONE,
+uint32_t new_scratch(Sched *s, const char *what, uint64_t size, DType dtype, bool kernel_local) {
+    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .rank = 1, .size = size, .init = INIT_NONE, .dtype = dtype,
                   .kernel_local = kernel_local || s->local_scratch};
     b.dims = arena_alloc(s->ir->arena, sizeof *b.dims);
     b.dims[0] = size;
@@ -289,7 +293,7 @@ void fuse_pointwise(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *top = fn->body.items[i];
         IrStmt *st = pointwise_store(top, loops, &n);
-        if (st && ir_stmt_as_lowered(s->ir, top)) st = NULL; /* as lowered stay apart */
+        if (st && sched_keeps_lowered(s, top)) st = NULL; /* as lowered stay apart */
         bool same = group && st && n == group_n && group->count < MAX_FUSED;
         for (uint32_t k = 0; same && k < n; k++)
             same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;

@@ -48,8 +48,10 @@
  *   7. For the GPU, before 5: a reduction with few cells and many steps reduces each cell
  *      across a block of threads (gpu_block_reduction).
  *
- * The tile sizes come from the Target (target.c).  Packed panels and tiles are BUF_SCRATCH
- * buffers; a tile is kernel_local (each run of a kernel has its own).
+ * The tile sizes come from the Target (target.c), counted in the cells of the nest's element
+ * type: a nest that touches f64 values has half as many lanes to a vector (Sched.lanes, set
+ * per nest by schedule_stmt).  Packed panels and tiles are BUF_SCRATCH buffers of their
+ * operand's (accumulator's) type; a tile is kernel_local (each run of a kernel has its own).
  *
  * Where each part lives (sched_internal.h): this file has the entry schedule(), rewrites 0, 2
  * and 3 and the strip-mining; rewrite 1 is sched_tile.c; rewrite 4 and the tools every rewrite
@@ -316,10 +318,10 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
         inner = st;
         st = st->body.items[0];
     }
-    uint64_t w = s->target->vector_floats;
+    uint64_t w = s->lanes;
     if (!inner || st->kind != IR_STORE) return false;
     const IrBuffer *b = &ir->buffers[st->buffer];
-    if ((double)b->size * 4.0 < (double)s->target->nontemporal_bytes || inner->extent % w || inner->extent < w) return false;
+    if ((double)b->size * ir_dtype_bytes(b->dtype) < (double)s->target->nontemporal_bytes || inner->extent % w || inner->extent < w) return false;
     uint32_t it = inner->iter;
     for (uint32_t a = 0; a < b->rank; a++)
         if (st->index[a].symbol) return false;
@@ -352,6 +354,9 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
  * may become a contraction's epilogue.  Returns whether it did. */
 static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
     Reduction r;
+    s->cell_bytes = ir_stmt_f64(s->ir, st) ? 8 : 4;
+    s->lanes = s->target->vector_floats * 4 / s->cell_bytes;
+    s->min_lanes = 16 / s->cell_bytes;
     if (st->kind == IR_LOOP && match_reduction(st, &r)) {
         IrBlock tiled = {0};
         bool fused;
@@ -540,8 +545,8 @@ static void schedule_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
-        if (ir_stmt_as_lowered(s->ir, st)) { /* indices that data chooses, i32 arithmetic:
-                                                                   * plain loops, as lowered */
+        if (sched_keeps_lowered(s, st)) { /* indices that data chooses, i32 arithmetic:
+                                            * plain loops, as lowered */
             ir_block_push(s->ir->arena, &body, st);
             continue;
         }
@@ -550,7 +555,7 @@ static void schedule_function(Sched *s) {
             continue;
         }
         IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
-        if (next && ir_stmt_as_lowered(s->ir, next)) next = NULL; /* never an epilogue */
+        if (next && sched_keeps_lowered(s, next)) next = NULL; /* never an epilogue */
         if (schedule_stmt(s, st, next, &body)) i++;
     }
     fn->body = body;

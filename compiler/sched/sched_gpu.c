@@ -159,7 +159,7 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
     if (most < 2) return false;
     t.io = new_iter(s);
     t.jo = new_iter(s);
-    t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, true);
+    t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, DTYPE_F32, true);
     IrStmt *over_i = new_loop(s, t.io, t.i->extent / t.tm, true, LOOP_PLAIN);
     IrStmt *over_j = new_loop(s, t.jo, t.j->extent / t.tn, true, LOOP_PLAIN);
     /* sched_gpu.c gives over_j a row of threads and over_i one per block: a block's threads
@@ -353,9 +353,9 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
     *p = (Panel){.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
     p->k_along_x = flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
                    flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
-    p->shared = new_scratch(s, name, BLOCK_K * (bt->tile + PANEL_PAD), true);
+    p->shared = new_scratch(s, name, BLOCK_K * (bt->tile + PANEL_PAD), DTYPE_F32, true);
     s->ir->buffers[p->shared].gpu_shared = true;
-    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt->side, true);
+    p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt->side, DTYPE_F32, true);
     s->ir->buffers[p->regs].thread_cells = bt->side;
 }
 
@@ -375,7 +375,7 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
                     .bj = new_iter(s)};
     panel_init(s, &bt, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
     panel_init(s, &bt, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
-    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt.side * bt.side, true);
+    bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt.side * bt.side, DTYPE_F32, true);
     s->ir->buffers[bt.cells].thread_cells = bt.side * bt.side;
 
     IrStmt *over_i = new_loop(s, bt.bi, m / bt.tile, true, LOOP_BLOCK_Y);
@@ -497,7 +497,7 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     const IrStmt *inner = r->red[r->nred - 1];
     uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
     if (cells >= TREE_MAX_CELLS || steps < TREE_MIN_STEPS || threads < TREE_MIN_THREADS) return false;
-    uint32_t part = new_scratch(s, "partials", threads, true);
+    uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
     s->ir->buffers[part].gpu_shared = true;
     /* The block loops: the cells' own loops (innermost on x), or one block for a single cell. */
     static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
@@ -519,7 +519,7 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     ir_block_push(s->ir->arena, blk, lt);
     ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0),
                                                      new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1
-                                                                  : op == SOP_MAX ? -INFINITY : INFINITY)));
+                                                                  : op == SOP_MAX ? -INFINITY : INFINITY, DTYPE_F32)));
     IrBlock *into = &lt->body;
     for (uint32_t k = 0; k + 1 < r->nred; k++) {
         IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
@@ -571,7 +571,7 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
-        if (ir_stmt_as_lowered(s->ir, st)) { /* as lowered (sched.c) */
+        if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
             ir_block_push(s->ir->arena, &body, st);
             continue;
         }

@@ -39,6 +39,10 @@ typedef struct Sched {
     const uint32_t *outer_batch; /* while a contraction runs inside its batch loops: their iterators */
     bool local_scratch;   /* new scratch buffers are kernel_local (a nest inside a parallel loop) */
     double outer_cells;   /* iterations of the parallel loops around the nest being scheduled */
+    /* The nest being scheduled computes on cells of `cell_bytes` (8 where it touches an f64
+     * value, else 4): `lanes` of them fill a vector register (target->vector_floats · 4 /
+     * cell_bytes), `min_lanes` a 128-bit one. */
+    unsigned cell_bytes, lanes, min_lanes;
 } Sched;
 
 typedef struct LocalRepl {
@@ -81,9 +85,9 @@ IrStmt *new_store(Sched *s, uint32_t buffer, IrIndex *index, IrExpr *value);
 
 IrExpr *new_load(Sched *s, uint32_t buffer, IrIndex *index);
 
-IrExpr *new_const(Sched *s, double v);
+IrExpr *new_const(Sched *s, double v, DType type);
 
-/* op(a, b, c), c NULL for a binary operation. */
+/* op(a, b, c), c NULL for a binary operation: an arithmetic one, whose value has a's type. */
 IrExpr *new_op(Sched *s, ScalarOp op, IrExpr *a, IrExpr *b, IrExpr *c);
 
 /* fma(a, b, acc) of a contraction's step, its operands in the order the step had them. */
@@ -108,7 +112,13 @@ IrExpr *clone_expr(Sched *s, const IrExpr *e, const LocalRepl *repl);
 
 void reset_subst(Sched *s);
 
-uint32_t new_scratch(Sched *s, const char *what, uint64_t size, bool kernel_local);
+/* Whether the schedule leaves `st` as lowered (ir_stmt_as_lowered; on the GPU, also a nest
+ * that touches f64 values: its tiles are of 4-byte cells). */
+bool sched_keeps_lowered(const Sched *s, const IrStmt *st);
+
+/* A scratch buffer of `size` cells of `dtype` (a packed operand's type is its operand's, a tile's
+ * the type its reduction accumulates in). */
+uint32_t new_scratch(Sched *s, const char *what, uint64_t size, DType dtype, bool kernel_local);
 
 /* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's
  * cell, into r (its parallel loops aside). */

@@ -319,7 +319,7 @@ static void batch_loops(Sched *s, const Contraction *ct, const bool *only, uint3
 static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t lanes) {
     const Reduction *r = ct->r;
     const IrExpr *e = pk->operand;
-    uint64_t w = s->target->vector_floats;
+    uint64_t w = s->lanes;
     if (w < 2 || r->red[r->nred - 1]->extent < w || lanes < 2) return false;
     if (flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
     int64_t along = flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
@@ -346,7 +346,7 @@ static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *
     uint64_t group = 1;
     if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
         flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
-        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) * 4 >= 4096)
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) * s->cell_bytes >= 4096)
         for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
             if (blocks % g == 0) group = g;
     return group;
@@ -382,7 +382,7 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     int64_t lane0 = (int64_t)(first * pk->width);
     uint64_t red_cells = r->red[last]->extent, plain_from = 0;
     if (transpose) {
-        uint64_t w = s->target->vector_floats, lane_block = lanes < w ? lanes : w;
+        uint64_t w = s->lanes, lane_block = lanes < w ? lanes : w;
         uint32_t rb = new_iter(s), lb = new_iter(s), u = new_iter(s), v = new_iter(s);
         IrStmt *rb_loop = new_loop(s, rb, red_cells / w, true, LOOP_PLAIN);
         IrStmt *lb_loop = new_loop(s, lb, lanes / lane_block, true, LOOP_PLAIN);
@@ -441,7 +441,7 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
         Terms tp = t;
         tp.offset += (int64_t)lanes;
         panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
-        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0)));
+        ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0, s->ir->buffers[pk->buffer].dtype)));
         ir_block_push(arena, pad_into, pad);
     }
     return top;
@@ -472,7 +472,8 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
      * shares (C = Aᵀ·B at n = 256 on a Zen 3: 70 GFLOP/s in place, 93 packed). */
     if (broadcast) return false;
     const IrBuffer *b = &ir->buffers[operand->buffer];
-    return along_lane == 1 && (along_red * 4) % 4096 != 0 && (double)b->size * 4.0 <= (double)s->target->l2_bytes / 2;
+    double bytes = (double)b->size * ir_dtype_bytes(b->dtype);
+    return along_lane == 1 && (along_red * ir_dtype_bytes(b->dtype)) % 4096 != 0 && bytes <= (double)s->target->l2_bytes / 2;
 }
 
 /* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
@@ -490,7 +491,8 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
     uint64_t cells = (pk->full + (pk->rem != 0) - pk->first_packed) * ct->k * width;
     for (uint32_t k = 0; k < ct->nbatch; k++)
         if (pk->batch[k]) cells *= ct->batch[k]->extent;
-    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells, false);
+    pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells,
+                             s->ir->buffers[operand->buffer].dtype, false);
     const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
                                        s->ir->buffers[operand->buffer].name, (unsigned long long)width);
     if (pk->full && !pk->in_place) {
@@ -574,7 +576,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         IrExpr *init = clone_expr(s, r->init->value, NULL);
         TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), init), body);
     } else {
-        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), new_const(s, 0)), body);
+        TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), new_const(s, 0, s->ir->buffers[tl->tile].dtype)), body);
         uint32_t jr = new_iter(s);
         map_iter(s, ct->j_loop->iter, (Affine){.terms = {{jr, 1}}, .count = 1 + (jo != UINT32_MAX),
                                                 .offset = (int64_t)(col0 * nr)});
@@ -650,14 +652,14 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
 bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
     Contraction ct;
     *fused = false;
-    if (!find_contraction(s->ir, r, &ct, true, s->target->vector_floats)) return false;
+    if (!find_contraction(s->ir, r, &ct, true, s->lanes)) return false;
     /* The target's tile, narrowed to the result when it has fewer rows or vector columns: the
      * narrowest vector (of at least 4 floats) that holds half the columns or more (6 columns take
      * one vector of 8, 10 columns one vector of 16 on AVX-512: one operation where two narrower
      * ones would cover the same lanes). */
     const Target *tg = s->target;
-    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = tg->vector_floats;
-    while (w > 4 && 2 * nj <= w) w /= 2;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = s->lanes;
+    while (w > s->min_lanes && 2 * nj <= w) w /= 2;
     uint64_t vectors = (nj + w - 1) / w;
     uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
     /* A tile of fewer vectors than the target's takes more rows, up to as many accumulators (at
@@ -713,7 +715,8 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
      * too late: prefetched ahead, a transposed product at n = 2048 ran 12 % faster. */
     if (!pa.in_place && pa.full) s->ir->buffers[pa.buffer].prefetch_cells = s->target->prefetch_cells;
     Tiling tl = {&ct, *fused ? &ep : NULL, &pa, &pb, w, nv, mr, nr,
-                 new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr, true)};
+                 new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr,
+                             ir_expr_type(s->ir, r->step->value), true)};
 
     /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
      * their corner: every cell of C once. */

@@ -27,12 +27,16 @@ are too small to be tiled.  Every fourth case is the compose form `w * x` of a l
 them with a bias and a relu that the schedule fuses into the tiles (an epilogue).  Every
 program also differentiates its first two contractions (parameters, `backprop`), so the
 backward contractions — the transposed products of the gradients — are compared too.
+With --dtype f64 every operand, parameter and gradient is f64 (the uniform data widened by
+to_f64, the parameters declared `dtype = "f64"`): the tiles, panels and vectors then hold
+doubles (4 to a vector on AVX2, 8 on AVX-512), and the same ways of running must print the same
+bits.
 
 Cases are batched, BATCH per program; when a program's outputs differ, the tensors that differ
 are named.  Usage:
     python3 tests/native/contractions.py --tsrc build/tsrc [--count 300] [--seed 1]
                                          [--batch 25] [--jobs 2] [--keep DIR]
-                                         [--cpus "native x86-64-v4 x86-64-v3"]
+                                         [--cpus "native x86-64-v4 x86-64-v3"] [--dtype f64]
 The last line of stdout is `N passed, N failed` (cases); exit status 1 if any case failed.
 """
 
@@ -40,6 +44,7 @@ import argparse
 import concurrent.futures
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -143,7 +148,21 @@ def grad_case(rng, name, seed):
     return lines, "grad " + spec + " %dx%dx%d" % (m, k, n), routine
 
 
-def make_program(rng, first, count, seed):
+def as_f64(lines):
+    """The case's lines with f64 tensors: `data X = uniform …` becomes an f32 `X_f32` widened by
+    `to_f64`, and a parameter record `{ X; … }` gets `dtype = "f64"`."""
+    out = []
+    for line in lines:
+        m = re.match(r"data (\S+) = (uniform .*)$", line)
+        if m:
+            out += ["data %s_f32 = %s" % (m.group(1), m.group(2)),
+                    "let%%op %s = to_f64 %s_f32" % (m.group(1), m.group(1))]
+        else:
+            out.append(re.sub(r"\{ (\S+); o = \[([^]]*)\] \}", r'{ \1; o = [\2]; dtype = "f64" }', line))
+    return out
+
+
+def make_program(rng, first, count, seed, dtype="f32"):
     lines, descr, routines = [], [], []
     for c in range(count):
         name = "c%d" % (first + c)
@@ -157,7 +176,7 @@ def make_program(rng, first, count, seed):
         else:
             l, d = spec_case(rng, name, s)
             routines.append("%s.forward" % name)
-        lines += l
+        lines += as_f64(l) if dtype == "f64" else l
         descr.append((name, d))
     lines.append("routine run_all = " + "; ".join(routines))
     return "\n".join(lines) + "\n", descr
@@ -189,6 +208,7 @@ def main():
     ap.add_argument("--keep")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cpus", default="native x86-64-v4 x86-64-v3")
+    ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     env = dict(os.environ, TSR_PRINT_EXACT="1")
@@ -208,7 +228,7 @@ def main():
     programs, first = [], 0
     while first < args.count:
         count = min(args.batch, args.count - first)
-        text, descr = make_program(rng, first, count, args.seed)
+        text, descr = make_program(rng, first, count, args.seed, args.dtype)
         path = os.path.join(work, "contractions_%d.tsr" % first)
         with open(path, "w") as f:
             f.write(text)

@@ -12,6 +12,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* The element type of the matrices the fills and checks below take: float, or double where a
+ * driver is compiled with -DBENCH_F64 (the f64 matmul section); BENCH_EPS is its unit roundoff. */
+#ifdef BENCH_F64
+typedef double bench_real;
+#define BENCH_EPS 1.11e-16
+#else
+typedef float bench_real;
+#define BENCH_EPS 5.96e-8
+#endif
+
 static inline double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -20,11 +30,11 @@ static inline double bench_now(void) {
 
 /* Deterministic values in [-1, 1), the same for the C drivers (py_bench.py draws its own: the
  * values do not change the timing). */
-static inline void bench_fill(float *x, uint64_t count, uint64_t seed) {
+static inline void bench_fill(bench_real *x, uint64_t count, uint64_t seed) {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     for (uint64_t i = 0; i < count; i++) {
         s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        x[i] = (float)((double)(s >> 40) / (double)(1ull << 23) - 1.0);
+        x[i] = (bench_real)((double)(s >> 40) / (double)(1ull << 23) - 1.0);
     }
 }
 
@@ -112,7 +122,7 @@ static inline void bench_uniform(float *x, uint64_t count, uint64_t seed, double
  * a[k·n + i] then) on `cells` cells spread over the matrix (always including the four corners)
  * against a double-precision dot product.  Returns the largest error relative to
  * sum |A_ik B_kj| and sets *ok when it is within float rounding of an n-term sum. */
-static inline double bench_check_gemm(const float *a, const float *b, const float *c, int64_t n,
+static inline double bench_check_gemm(const bench_real *a, const bench_real *b, const bench_real *c, int64_t n,
                                       int ta, int tb, int cells, int *ok) {
     double worst = 0;
     uint64_t s = 12345;
@@ -133,21 +143,22 @@ static inline double bench_check_gemm(const float *a, const float *b, const floa
         if (isnan(err)) err = INFINITY;
         if (err > worst) worst = err;
     }
-    /* a float sum of n terms in any order is within n·2^-24 of the exact value, relative to the
-     * sum of magnitudes; allow that plus slack. */
-    *ok = worst <= 2.0 * (double)n * 5.96e-8 + 1e-6;
+    /* a sum of n terms in any order is within n·eps of the exact value, relative to the sum of
+     * magnitudes; allow twice that plus slack (a double-precision reference's own rounding when
+     * the cells are doubles). */
+    *ok = worst <= 2.0 * (double)n * BENCH_EPS + (sizeof(bench_real) == 8 ? 1e-13 : 1e-6);
     return worst;
 }
 
 /* C = A·B, neither transposed. */
-static inline double bench_check_matmul(const float *a, const float *b, const float *c, int64_t n,
+static inline double bench_check_matmul(const bench_real *a, const bench_real *b, const bench_real *c, int64_t n,
                                         int cells, int *ok) {
     return bench_check_gemm(a, b, c, n, 0, 0, cells, ok);
 }
 
 /* A batch of `batch` products C[q] = A[q]·B[q], n×n each, stored one after the other: checks
  * the first and the last product and two between them, `cells` cells each. */
-static inline double bench_check_bmm(const float *a, const float *b, const float *c,
+static inline double bench_check_bmm(const bench_real *a, const bench_real *b, const bench_real *c,
                                      int64_t batch, int64_t n, int cells, int *ok) {
     int64_t qs[4] = {0, batch / 3, (2 * batch) / 3, batch - 1};
     double worst = 0;

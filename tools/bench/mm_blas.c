@@ -1,4 +1,4 @@
-/* mm_blas.c — times cblas_sgemm (OpenBLAS) on the same data as the tsrc driver (mm_tsrc.c),
+/* mm_blas.c — times cblas_sgemm (cblas_dgemm with -DBENCH_F64, its kinds ending in "_f64") (OpenBLAS) on the same data as the tsrc driver (mm_tsrc.c),
  * n×n, row-major, for each form of the matmul benchmark:
  *   nn   C = A·B      (CblasNoTrans, CblasNoTrans)   the spec form "i, k; k, j => i, j"
  *   nt   C = A·Bᵀ     (CblasNoTrans, CblasTrans)     the compose form y = w * x (A = x, B = w)
@@ -11,14 +11,22 @@
 
 #include "common.h"
 
-typedef struct { int n, batch; enum CBLAS_TRANSPOSE ta, tb; float *a, *b, *c; } Job;
+#ifdef BENCH_F64
+#define GEMM cblas_dgemm
+#define KIND_TYPE "_f64"
+#else
+#define GEMM cblas_sgemm
+#define KIND_TYPE ""
+#endif
+
+typedef struct { int n, batch; enum CBLAS_TRANSPOSE ta, tb; bench_real *a, *b, *c; } Job;
 
 static int run(void *p) {
     Job *j = p;
     size_t step = (size_t)j->n * (size_t)j->n;
     for (int q = 0; q < j->batch; q++)
-        cblas_sgemm(CblasRowMajor, j->ta, j->tb, j->n, j->n, j->n, 1.0f, j->a + q * step, j->n,
-                    j->b + q * step, j->n, 0.0f, j->c + q * step, j->n);
+        GEMM(CblasRowMajor, j->ta, j->tb, j->n, j->n, j->n, 1.0, j->a + q * step, j->n, j->b + q * step, j->n, 0.0,
+             j->c + q * step, j->n);
     return 0;
 }
 
@@ -37,9 +45,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(form, "bmm") && argc > 6) kind = "bmm", j.batch = atoi(argv[6]);
     else { fprintf(stderr, "mm_blas: unknown form %s (or bmm without BATCH)\n", form); return 2; }
     size_t cells = (size_t)j.batch * (size_t)j.n * (size_t)j.n;
-    j.a = aligned_alloc(64, cells * sizeof(float));
-    j.b = aligned_alloc(64, cells * sizeof(float));
-    j.c = aligned_alloc(64, cells * sizeof(float));
+    j.a = aligned_alloc(64, cells * sizeof(bench_real));
+    j.b = aligned_alloc(64, cells * sizeof(bench_real));
+    j.c = aligned_alloc(64, cells * sizeof(bench_real));
     if (!j.a || !j.b || !j.c) { fprintf(stderr, "mm_blas: out of memory\n"); return 1; }
     printf("INFO OpenBLAS: %s; kernels %s\n", openblas_get_config(), openblas_get_corename());
     if (openblas_get_num_threads() != threads)
@@ -59,11 +67,11 @@ int main(int argc, char **argv) {
     double best, median;
     bench_measure(run, &j, warm, budget, max_reps, &reps, &best, &median);
     if (!strcmp(form, "bmm"))
-        printf("RESULT kind=%s impl=openblas n=%dx%d threads=%d reps=%d best_s=%.6g "
+        printf("RESULT kind=%s" KIND_TYPE " impl=openblas n=%dx%d threads=%d reps=%d best_s=%.6g "
                "median_s=%.6g check=%s maxrel=%.3g\n", kind, j.batch, j.n, threads, reps, best,
                median, ok ? "ok" : "FAIL", maxrel);
     else
-        printf("RESULT kind=%s impl=openblas n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
+        printf("RESULT kind=%s" KIND_TYPE " impl=openblas n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
                "check=%s maxrel=%.3g\n", kind, j.n, threads, reps, best, median,
                ok ? "ok" : "FAIL", maxrel);
     return ok ? 0 : 3;

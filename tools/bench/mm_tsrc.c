@@ -5,13 +5,20 @@
  *   -DMM_FORM_COMPOSE   matmul_compose.tsr.in  y = w * x, w : n->n, x : n|n      Y = X·Wᵀ
  *   -DMM_FORM_TN        matmul_tn.tsr.in       c = a +* "k, i; k, j => i, j" b    C = Aᵀ·B
  *   -DMM_FORM_BMM       bmm.tsr.in             c = a +* "b, i, j; b, j, k => b, i, k" b
+ * With -DBENCH_F64 the program's matrices are f64 (double *) and the kinds end in "_f64".
  * Usage: mm_tsrc BUDGET_SECONDS MAX_REPS.  Threads: TSR_NUM_THREADS. */
 #include "common.h"
 #include "mm.h"
 
+#ifdef BENCH_F64
+#define KIND_TYPE "_f64"
+#else
+#define KIND_TYPE ""
+#endif
+
 #if defined(MM_FORM_COMPOSE)
 /* A = x [batch, in], B = w [out, in] read transposed, C = y [batch, out]. */
-#define KIND "matmul_compose"
+#define KIND "matmul_compose" KIND_TYPE
 #define N_ MM_X_DIM0
 #define A_ mm_x
 #define B_ mm_w
@@ -19,7 +26,7 @@
 #define TA 0
 #define TB 1
 #elif defined(MM_FORM_TN)
-#define KIND "matmul_tn"
+#define KIND "matmul_tn" KIND_TYPE
 #define N_ MM_A_DIM0
 #define A_ mm_a
 #define B_ mm_b
@@ -27,13 +34,13 @@
 #define TA 1
 #define TB 0
 #elif defined(MM_FORM_BMM)
-#define KIND "bmm"
+#define KIND "bmm" KIND_TYPE
 #define N_ MM_A_DIM1
 #define A_ mm_a
 #define B_ mm_b
 #define C_ mm_c
 #else
-#define KIND "matmul"
+#define KIND "matmul" KIND_TYPE
 #define N_ MM_A_DIM0
 #define A_ mm_a
 #define B_ mm_b

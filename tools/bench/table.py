@@ -104,6 +104,12 @@ table("matmul_compose", "matmul, compose form `w * x` (w : n->n stored [o, i], x
 table("matmul_tn", "matmul, transposed operand `a +* \"k, i; k, j => i, j\" b`, C = Aᵀ·B "
       "(cblas_sgemm Trans/NoTrans, NumPy `a.T @ b`): GFLOP/s = 2n³ / best time",
       BLAS, REFS)
+F64 = [("tsrc", "tsrc"), ("openblas", "OpenBLAS")]
+for kind, form, blas in (("matmul_f64", "spec form `a +* \"i, k; k, j => i, j\" b`, C = A·B", "NoTrans/NoTrans"),
+                         ("matmul_compose_f64", "compose form `w * x`, Y = X·Wᵀ", "NoTrans/Trans"),
+                         ("matmul_tn_f64", "transposed operand `a +* \"k, i; k, j => i, j\" b`, C = Aᵀ·B",
+                          "Trans/NoTrans")):
+    table(kind, f"matmul in f64, {form} (cblas_dgemm {blas}): GFLOP/s = 2n³ / best time", F64, {"openblas"})
 table("bmm", "batched matmul `a +* \"b, i, j; b, j, k => b, i, k\" b`, batch × n×n "
       "(OpenBLAS: one cblas_sgemm per product; NumPy `np.matmul`): GFLOP/s = 2·batch·n³ / best time",
       BLAS, REFS, first="batch×n")

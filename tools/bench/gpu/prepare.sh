@@ -62,7 +62,7 @@ tsrc_case() {
 for n in $SIZES; do
     dir=$OUT/obj/mm_$n
     mkdir -p "$dir"
-    sed "s/@N@/$n/" "$BENCH/matmul.tsr.in" >"$dir/matmul.tsr"
+    sed -e "s/@N@/$n/" -e "s/@DTYPE@//" "$BENCH/matmul.tsr.in" >"$dir/matmul.tsr"
     tsrc_case "$dir" mm "$dir/matmul.tsr" mm_gpu_tsrc.c "mm_tsrc_$n" && echo "$n" >>"$OUT/sizes.txt"
 done
 tsrc_case "$OUT/obj/mlp" mlp "$BENCH/mlp.tsr" mlp_gpu_tsrc.c mlp_tsrc
