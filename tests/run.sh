@@ -346,6 +346,15 @@ run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 if [ "$(status)" = 0 ] && grep -q 'prefetcht0' "$TMP/out"; then pass "native code prefetches a packed operand's stream"
 else fail "native code prefetches a packed operand's stream" "exit $(status)" "$TMP/out"; fi
 
+# A contraction whose broadcast operand (an f64 A of 17 MB) is more than the cache can be counted
+# on to hold has its reduction split into blocks (sched.c split_reduction; the .out golden of
+# tests/native/split_reduction.tsr checks the values in every executor).
+run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/split_reduction.tsr
+if [ "$(status)" = 0 ] && grep -q 'schedule: the reduction in 2 blocks of 1050 steps' "$TMP/out" &&
+   grep -q 'reduction blocks of 1050, setting block#' "$TMP/out" && grep -q 'register tile 6x8 of c over 1050 reduction cells' "$TMP/out"
+then pass "schedule: a long reduction over a large operand split into blocks"
+else fail "schedule: a long reduction over a large operand split into blocks" "exit $(status)" "$TMP/out"; fi
+
 # A sub-suite that prints its own "N passed, N failed" as its last such line: its counts join
 # ours.  add_summary LABEL STATUS OUTPUT-FILE
 add_summary() {

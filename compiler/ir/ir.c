@@ -627,8 +627,8 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             bool blocks = s->mode == LOOP_BLOCKS;
             if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
                 problem(v, "a loop of run-time extent is not a plain loop");
-            if (blocks && (!size_is_runtime(s->extent) || s->block < 1 || s->block_symbol >= v->ir->symbol_count))
-                problem(v, "a loop of blocks has no run-time extent, no block or no symbol");
+            if (blocks && (s->block < 1 || s->block_symbol >= v->ir->symbol_count))
+                problem(v, "a loop of blocks has no block or no symbol");
             if (ir_mode_thread(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");

@@ -261,8 +261,9 @@ typedef enum IrLoopMode {
                      * loop and P by one cell per iteration of this loop (extent ≤ the vector
                      * loop's, a power of two); the backend loads rows of S, transposes them and
                      * stores rows of P */
-    /* A strip-mined run-time loop (sched.c, docs/ir.md §5.2): the loop's extent is a run-time
-     * size n; S = ⌊n / after⌋·after (0 when `block_after` is 0), then S + block, … while
+    /* A strip-mined loop (sched.c, docs/ir.md §5.2, §5.3): the loop's extent is a run-time
+     * size n (or a compile-time one: a reduction split into blocks that fit the cache); S =
+     * ⌊n / after⌋·after (0 when `block_after` is 0), then S + block, … while
      * S + block ≤ n: the whole blocks of `block` rows that the blocks of `block_after` rows
      * before it left.  Each iteration sets symbol `block_symbol` to S, which the body's indices
      * add to the axis they walk; `iter` is unused.  The body is nests of compile-time sizes,

@@ -350,6 +350,8 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
 
 /* ---- Driver ------------------------------------------------------------------------------------------ */
 
+static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *out);
+
 /* Schedule top-level statement `st` into `body` (rewrites 1-3); `next`, the statement after it,
  * may become a contraction's epilogue.  Returns whether it did. */
 static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
@@ -358,6 +360,7 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
     s->lanes = s->target->vector_floats * 4 / s->cell_bytes;
     s->min_lanes = 16 / s->cell_bytes;
     if (st->kind == IR_LOOP && match_reduction(st, &r)) {
+        if (split_reduction(s, st, &r, body)) return false;
         IrBlock tiled = {0};
         bool fused;
         if (tile_contraction(s, &r, next, &tiled, &fused)) {
@@ -503,6 +506,22 @@ static uint32_t new_block_symbol(Sched *s) {
     return ir->symbol_count++;
 }
 
+/* A reduction nest `st` about to be run in blocks of its reduction: when its cells start from
+ * a constant, a nest of its own stores that first (the blocks then start from the cell). */
+static void store_initial_values(Sched *s, const IrStmt *st, const Reduction *r, IrBlock *out) {
+    if (r->init->value->kind != IR_CONST) return;
+    IrStmt *top = NULL, *into = NULL;
+    for (uint32_t k = 0; k < r->npar; k++) {
+        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, LOOP_PLAIN);
+        if (into) ir_block_push(s->ir->arena, &into->body, l);
+        else top = l;
+        into = l;
+    }
+    ir_block_push(s->ir->arena, &into->body, new_store(s, r->store->buffer, r->store->index, r->init->value));
+    top->comment = st->comment;
+    schedule_stmt(s, top, NULL, out);
+}
+
 static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
     const IrProgram *ir = s->ir;
     IrStmt *run = NULL;
@@ -511,18 +530,7 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
     bool reduction = !run->parallel && match_reduction(st, &r) && init_is_plain(ir, &r);
     for (uint32_t k = 0; reduction && k < r.npar; k++) reduction = r.par[k] != run;
     if (!(run == st && st->parallel) && !reduction) return false;
-    if (reduction && r.init->value->kind == IR_CONST) { /* the cells' initial value, stored first */
-        IrStmt *top = NULL, *into = NULL;
-        for (uint32_t k = 0; k < r.npar; k++) {
-            IrStmt *l = new_loop(s, r.par[k]->iter, r.par[k]->extent, true, LOOP_PLAIN);
-            if (into) ir_block_push(s->ir->arena, &into->body, l);
-            else top = l;
-            into = l;
-        }
-        ir_block_push(s->ir->arena, &into->body, new_store(s, r.store->buffer, r.store->index, r.init->value));
-        top->comment = st->comment;
-        schedule_stmt(s, top, NULL, out);
-    }
+    if (reduction) store_initial_values(s, st, &r, out);
     for (uint32_t level = 0; level < sizeof runtime_blocks / sizeof *runtime_blocks; level++) {
         uint32_t symbol = new_block_symbol(s);
         IrStmt *blocks = new_loop(s, new_iter(s), run->extent, run->parallel, LOOP_BLOCKS);
@@ -536,6 +544,51 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
         schedule_stmt(s, nest, NULL, &blocks->body);
         ir_block_push(s->ir->arena, out, blocks);
     }
+    return true;
+}
+
+/* ---- Splitting a long reduction (docs/ir.md §5.3) ----------------------------------------------------
+ *
+ * A register-tiled contraction reads its whole broadcast operand A once per panel of B (rewrite
+ * 1: the panel stays in L2, the rows of A stream past it).  When the part of A that the nest
+ * reads is larger than the cache can be counted on to hold (Target.stream_bytes: an f64 matmul
+ * at n = 2048 reads 32 MiB of A per panel), each panel's pass comes from memory, and the tiles
+ * wait on it.  The outermost reduction loop is then split into m blocks of K/m steps (the
+ * smallest m that divides its K and brings the rows read under the budget, blocks of at least
+ * 128 steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
+ * axes that loop walks, as strip-mining does (§5.2), around the nest over one block, which
+ * rewrite 1 tiles as any.  The cells' initial value, when a constant, is stored first by a
+ * nest of its own, and each block goes on from the cells the blocks before it left: every cell
+ * takes the same steps in the same order, rounded to its own type in between as its tile is, so
+ * the result is the same bits.  The block's nest takes no epilogue (the next nest reads C). */
+static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    Contraction ct;
+    if (!find_contraction(ir, r, &ct, true, s->lanes)) return false;
+    IrStmt *red = r->red[0];
+    double a_cells = (double)ct.i_loop->extent * (double)ct.k;
+    for (uint32_t k = 0; k < ct.nbatch; k++)
+        if (mentions(ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter)) a_cells *= (double)ct.batch[k]->extent;
+    double a_bytes = a_cells * ir_dtype_bytes(ir->buffers[ct.a->buffer].dtype);
+    if (a_bytes <= (double)s->target->stream_bytes || size_is_runtime(red->extent) ||
+        !stmt_blockable(ir, st, red->iter))
+        return false;
+    uint64_t blocks = 2;
+    while (blocks <= red->extent / 128 && (red->extent % blocks || a_bytes / (double)blocks > (double)s->target->stream_bytes))
+        blocks++;
+    if (blocks > red->extent / 128) return false;
+    store_initial_values(s, st, r, out);
+    uint32_t symbol = new_block_symbol(s);
+    IrStmt *loop = new_loop(s, new_iter(s), red->extent, false, LOOP_BLOCKS);
+    loop->block = (uint32_t)(red->extent / blocks);
+    loop->block_symbol = symbol;
+    IrStmt *nest = blocked_stmt(s, st, red->iter, ir->symbols[symbol].name, loop->block, r->init, r->store);
+    loop->comment = arena_printf(s->ir->arena, "%s%sschedule: the reduction in %llu blocks of %u steps, each block's "
+                                 "rows of %s kept in cache", st->comment ? st->comment : "", st->comment ? "; " : "",
+                                 (unsigned long long)blocks, loop->block, ir->buffers[ct.a->buffer].name);
+    nest->comment = NULL;
+    schedule_stmt(s, nest, NULL, &loop->body);
+    ir_block_push(s->ir->arena, out, loop);
     return true;
 }
 

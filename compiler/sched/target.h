@@ -23,6 +23,10 @@ typedef struct Target {
     unsigned tile_rows;        /* register tile of a contraction: rows (broadcast operand) … */
     unsigned tile_vectors;     /* … by vectors of the other operand: tile_rows·tile_vectors accumulators */
     uint64_t l1_bytes, l2_bytes;
+    uint64_t stream_bytes;     /* a contraction whose tiles read more than this of their broadcast
+                                * operand once per panel is split along its reduction into
+                                * blocks that read less (sched.c split_reduction): the share of
+                                * the last-level cache such a stream may count on */
     double parallel_work;      /* a nest with at least this many cell-iterations runs on the thread pool */
     double grain_work;         /* in chunks of at least this much work */
     uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
