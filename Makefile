@@ -192,18 +192,26 @@ check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
 	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay OBJ_DIR=$(BUILD)/obj SAN=$(SAN) PYTHON=$(PYTHON) \
 	    TEST_TIMEOUT=$(TEST_TIMEOUT) sh tests/run.sh
 
-# The long differential sweep of the reference executor against NumPy's einsum.
+# The long differential sweep of the reference executor against NumPy's einsum: f32 tensors
+# (tolerance 1e-4), then every tensor f64 (--dtype f64: against NumPy's float64 within the error
+# bound of double-precision sums of products, tests/einsum/einsum_diff.py's header; about a minute).
 EINSUM_COUNT ?= 20000
+EINSUM_F64_COUNT ?= 20000
 EINSUM_SEED ?= 2
 check-einsum: $(BUILD)/tsrc
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_COUNT) --seed $(EINSUM_SEED)
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_F64_COUNT) --seed $(EINSUM_SEED) --dtype f64
 
-# The long differential sweeps of native code against the reference executor.
+# The long differential sweeps of native code against the reference executor: random einsums
+# of f32 tensors, the same of f64 tensors (--dtype f64, every value printed in full; sweep_gen.py's
+# header says what they hold), and random contractions.
 NATIVE_COUNT ?= 20000
+NATIVE_F64_COUNT ?= 5000
 NATIVE_SEED ?= 2
 CONTRACTION_LONG_COUNT ?= 3000
 check-native: $(BUILD)/tsrc
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_COUNT) --seed $(NATIVE_SEED)
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_F64_COUNT) --seed $(NATIVE_SEED) --dtype f64
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED) --dtype f64
 

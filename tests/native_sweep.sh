@@ -18,8 +18,15 @@
 # vectorizer bug of tests/native/avx512_slp_repro.ll (docs/notes/llvm19-slp-miscompile.md),
 # which cg_llvm.c works around.
 #
+# --dtype f64 makes every tensor of the generated programs f64 (docs/language.md §3.9; how, and
+# with what numbers, in sweep_gen.py's header), and every tsrc run prints each value in full
+# (TSR_PRINT_EXACT=1: %.17g for an f64, so the comparison is of the doubles' bits); the f32
+# tests/native/sweep_regress.tsr is left out.  tests/run.sh runs 300 such cases (--count 300,
+# about 30 s on 2 cores), `make check-native` 5000 (--count 5000).
+#
 # Usage: tests/native_sweep.sh [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J]
 #                              [--cpus "native x86-64-v4 …"] [--keep DIR] [--no-regress]
+#                              [--dtype f32|f64]
 # Environment: PYTHON (default /usr/bin/python3, which has NumPy).
 set -u
 
@@ -33,8 +40,9 @@ KEEP=
 REGRESS=tests/native/sweep_regress.tsr
 PY=${PYTHON:-/usr/bin/python3}
 LIMIT=300      # seconds per tsrc run
+DTYPE=f32
 
-usage() { echo "usage: $0 [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J] [--cpus LIST] [--keep DIR] [--no-regress]" >&2; exit 2; }
+usage() { echo "usage: $0 [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J] [--cpus LIST] [--keep DIR] [--no-regress] [--dtype f32|f64]" >&2; exit 2; }
 
 # ---- one program (run by xargs below): PROGRAM.tsr -> PROGRAM.report, PROGRAM.detail --------
 # The report has one line "BAD CASE CPU" per failing case and CPU ("interp" when the reference
@@ -107,11 +115,18 @@ while [ $# -gt 0 ]; do
         --cpus) CPUS=${2:?}; shift ;;
         --keep) KEEP=${2:?}; shift ;;
         --no-regress) REGRESS= ;;
+        --dtype) DTYPE=${2:?}; shift ;;
         *) usage ;;
     esac
     shift
 done
 case $COUNT$SEED$BATCH$JOBS in *[!0-9]*|'') usage ;; esac
+case $DTYPE in
+    f32) ;;
+    # f64 values in full (%.17g), in every run of tsrc and of the executables it builds.
+    f64) REGRESS= TSR_PRINT_EXACT=1; export TSR_PRINT_EXACT ;;
+    *) usage ;;
+esac
 [ -x "$TSRC" ] || { echo "native_sweep.sh: $TSRC is not an executable" >&2; exit 2; }
 # Paths from here on are the repository's; make the caller's absolute first.
 case $TSRC in /*) ;; */*) TSRC=$(pwd)/$TSRC ;; esac
@@ -128,7 +143,7 @@ for cpu in $CPUS; do
     echo " $RUNNABLE " | grep -q " $cpu " || echo "INFO this machine cannot run --cpu=$cpu code: compiled, not run"
 done
 
-"$PY" tests/native/sweep_gen.py gen --count "$COUNT" --seed "$SEED" --batch "$BATCH" --out "$W" || exit 2
+"$PY" tests/native/sweep_gen.py gen --count "$COUNT" --seed "$SEED" --batch "$BATCH" --dtype "$DTYPE" --out "$W" || exit 2
 [ -n "$REGRESS" ] && cp "$REGRESS" "$W/regress.tsr"
 
 SWEEP_TSRC=$TSRC SWEEP_CPUS=$CPUS SWEEP_RUNNABLE=$RUNNABLE SWEEP_PY=$PY

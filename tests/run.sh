@@ -27,7 +27,9 @@
 # the convolution and pooling test against NumPy
 # (tests/conv/conv_diff.py), the gradient checks against finite differences
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
-# (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500) and the compile-time and
+# (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), both differential tests again
+# with every tensor f64 (--dtype f64; EINSUM_F64_COUNT cases, default 600, and
+# NATIVE_SWEEP_F64_COUNT, default 300), the compile-time and
 # memory test (tests/scale/compile_scale.py), the README's shell lines (tests/readme_lines.py),
 # the layout of the source tree (tests/layout.py: file sizes, include and call cycles),
 # whose own closing "N passed, N failed" lines are
@@ -478,6 +480,11 @@ else fail "make install" "" "$TMP/install.log"; fi
 # `make check-einsum` runs a longer sweep).
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
 add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
+# The same with every tensor f64, against NumPy in float64 within the error bound of double
+# precision (einsum_diff.py's header; a few seconds).
+"$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_F64_COUNT:-600}" --seed 1 --dtype f64 \
+    >"$TMP/einsum_f64.out" 2>&1
+add_summary "f64 einsum vs NumPy" $? "$TMP/einsum_f64.out"
 
 # Gathered axes (`[n]`, an embedding's read) and their scatter-add gradients against NumPy's
 # indexing and np.add.at, i32 and f32 ids, ids out of range clamped; interpreted and natively
@@ -581,6 +588,10 @@ add_summary "compile time and memory" $? "$TMP/scale.out"
 PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1 \
     >"$TMP/native_sweep.out" 2>&1
 add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
+# The same with every tensor f64, every value printed in full (--dtype f64; about 30 s).
+PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_F64_COUNT:-300}" --seed 1 \
+    --dtype f64 >"$TMP/native_sweep_f64.out" 2>&1
+add_summary "f64 native sweep vs reference executor" $? "$TMP/native_sweep_f64.out"
 
 # The house (tests/layout.py): no file of compiler/ or runtime/ over 1500 lines, no cycle of
 # includes or of calls between files (read from this build's objects), and the compiler reaches

@@ -23,13 +23,32 @@ Every tensor is laid out in tsrc's memory order (batch axes, then output, then i
 case the printed shape of the result (`batch|input->output`) and all its values (tolerance 1e-4
 relative to max(1, max|expected|)) are compared.
 
+With `--dtype f64` every tensor is f64 (docs/language.md section 3.9): each operand is an f64
+parameter whose initial value is its literal (`let%op c0_a = { c0_a = [...]; b = [..]; dtype =
+"f64" }`), so the einsum and its result are f64 too, and tsrc prints every value in full
+(TSR_PRINT_EXACT=1, %.17g). The values are then random floats of [-2, 2] with full 24-bit
+significands (a literal is read as f32, so its values are float32's, each written as the shortest
+decimal of that double) rather than quarters: products of two of them need 48 bits, so arithmetic
+done in f32 anywhere (a narrowed operand, product or sum) is off by about 1e-7 relative, where
+double precision is off by about 1e-16. NumPy computes in float64, and every value must lie within
+the error bound of double-precision sums of products (Higham, Accuracy and Stability of Numerical
+Algorithms, 2nd ed., section 3.1): a result cell is a sum of n products of m factors (n the sizes
+of its summed axes multiplied, m the operand count), and any order of evaluation in double
+precision is within gamma(n + m - 2) * sum|terms| of the exact value, gamma(k) = k*u / (1 - k*u),
+u = 2^-53; tsrc and NumPy each are, so they must agree within
+
+    |tsrc - numpy| <= 2 * gamma(n + m) * sum|terms|      (sum|terms|: the einsum of |operands|)
+
+per cell: at most about 1e-16 * n of the magnitudes (4e-12 at the largest n of 20000), where an
+f32 result would be about 6e-8 of them away; a cell that nothing is summed into must be exactly 0.
+
 Cases are batched, BATCH per .tsr file, and the files are run in parallel. When a file fails
 as a whole (tsrc exits with an error or prints something unexpected), each of its cases is run
 alone so that the failing case(s) can be named.
 
 Usage:
     python3 tests/einsum/einsum_diff.py --tsrc build/tsrc --count 600 --seed 1 [--keep DIR]
-                                        [--verbose] [--jobs N] [--batch N]
+                                        [--verbose] [--jobs N] [--batch N] [--dtype f32|f64]
                                         [--emit-cases DIR [--target cuda|native] [--arch sm_NN]]
 
 With --emit-cases DIR (tests/gpu/prepare.sh, for `make check-gpu`), the cases are checked against
@@ -74,7 +93,12 @@ MULTI_RVARS = ["grp", "rv2", "spatial"]
 
 MAX_CELLS = 400        # cells per operand or result
 MAX_LOOP = 20000       # product of the sizes of all distinct axes of a case
-TOLERANCE = 1e-4
+TOLERANCE = 1e-4       # f32: relative to max(1, max|expected|)
+# The element type of every tensor (--dtype). f64 is checked against the per-cell bound of the
+# header, 2 * gamma(n + m) * sum|terms| with gamma(k) = k*u / (1 - k*u): U64 is the unit
+# roundoff of double precision.
+DTYPE = "f32"
+U64 = 2.0 ** -53
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +355,18 @@ def render_spec(rng, case):
 
 
 def compute_expected(case):
-    """The NumPy reference: contract into the result's distinct axes, then scatter."""
+    """The NumPy reference: the expected result and, for f64, each cell's error bound."""
+    case.expected, terms = contract(case, case.values)
+    case.expected_shape = shape_text(expand_slot(case, case.result, operand=False))
+    if DTYPE == "f64":
+        magnitude, _ = contract(case, [np.abs(v) for v in case.values])
+        k = terms + len(case.ops)
+        case.bound = 2 * (k * U64 / (1 - k * U64)) * magnitude
+
+
+def contract(case, values):
+    """Contract `values` (the operands, memory order) into the result's distinct axes, then
+    scatter into the result; returns it and the number of terms summed into each cell."""
     letters = {}
 
     def letter(axis_id):
@@ -340,7 +375,8 @@ def compute_expected(case):
         return letters[axis_id]
 
     arrays, subs = [], []
-    for arr, layout in zip(case.values, case.op_layout):
+    kept_sizes = {}
+    for arr, layout in zip(values, case.op_layout):
         a = arr
         keep = []
         # Fixed indices read one slice; take them from the last axis back so positions hold.
@@ -350,6 +386,7 @@ def compute_expected(case):
                 a = np.take(a, e[1], axis=pos)
             else:
                 keep.append(aid)
+                kept_sizes[aid] = size
         keep.reverse()
         arrays.append(a)
         subs.append("".join(letter(aid) for aid in keep))
@@ -374,14 +411,24 @@ def compute_expected(case):
                 seen[aid] = x
         if ok:
             full[idx] = contracted[tuple(seen[a] for a in distinct)]
-    case.expected = full
-    case.expected_shape = shape_text(res_axes)
+    terms = 1
+    for aid, size in kept_sizes.items():
+        if aid not in distinct:
+            terms *= size
+    return full, terms
+
+
+def number_text(x):
+    """A number of a literal: quarters as %.2f, other values as the shortest decimal of the
+    double (a float32's value, for f64 cases, which the literal reads back exactly)."""
+    x = float(x)
+    return "%.2f" % x if x * 4 == int(x * 4) and abs(x) < 1e6 else repr(x)
 
 
 def literal_text(arr, kinds):
     """A tensor literal for `arr` whose axes (memory order) have the given kinds."""
     if not kinds:
-        return "%.2f" % float(arr)
+        return number_text(arr)
     inner = [literal_text(arr[t], kinds[1:]) for t in range(arr.shape[0])]
     if kinds[0] == "b":
         return "[| " + "; ".join(inner) + " |]"
@@ -465,18 +512,33 @@ def gen_case(rng, index):
         case.values = []
         for lay in layouts:
             shape = [a[3] for a in lay]
-            vals = [rng.randint(-8, 8) / 4.0 for _ in range(cells(lay))]
+            if DTYPE == "f64":    # float32's (what a literal holds) of 24 significant bits
+                vals = [float(np.float32(rng.uniform(-2.0, 2.0))) for _ in range(cells(lay))]
+            else:
+                vals = [rng.randint(-8, 8) / 4.0 for _ in range(cells(lay))]
             case.values.append(np.array(vals, dtype=np.float64).reshape(shape))
         compute_expected(case)
         collect_features(case)
         return case
 
 
+def f64_param(name, text, layout):
+    """An f64 parameter `{ NAME = TEXT; b = [...]; dtype = "f64" }` with the batch sizes of
+    `layout` (a parameter has batch axes only when given; its other rows come from TEXT)."""
+    batch = [str(a[3]) for a in layout if a[0] == "b"]
+    sizes = "; b = [%s]" % "; ".join(batch) if batch else ""
+    return '{ %s = %s%s; dtype = "f64" }' % (name, text, sizes)
+
+
 def case_program(case):
-    """The .tsr lines of one case: its operand literals and the einsum."""
+    """The .tsr lines of one case: its operand literals (f64 parameters with --dtype f64) and
+    the einsum."""
     lines = []
     for j, (arr, lay) in enumerate(zip(case.values, case.op_layout)):
-        lines.append("let%%op %s = %s" % (case.op_name(j), literal_text(arr, [a[0] for a in lay])))
+        text = literal_text(arr, [a[0] for a in lay])
+        if DTYPE == "f64":
+            text = f64_param(case.op_name(j), text, lay)
+        lines.append("let%%op %s = %s" % (case.op_name(j), text))
     lines.append(einsum_line(case))
     return "\n".join(lines) + "\n"
 
@@ -548,23 +610,33 @@ def check_case(case, tensors):
         problems.append("tsrc printed %d values, expected %d" % (len(vals), exp.size))
         return "; ".join(problems)
     got = np.array(vals)
-    tol = TOLERANCE * max(1.0, float(np.max(np.abs(exp))) if exp.size else 1.0)
+    if DTYPE == "f64":
+        tol = case.bound.reshape(-1)
+    else:
+        tol = TOLERANCE * max(1.0, float(np.max(np.abs(exp))) if exp.size else 1.0)
     bad = np.nonzero(~(np.abs(got - exp) <= tol))[0]
     if bad.size:
         dims = case.expected.shape
         shown = []
         for flat in bad[:8]:
             idx = np.unravel_index(flat, dims) if dims else ()
-            shown.append("%s: tsrc %g, expected %g" % (list(map(int, idx)), got[flat], exp[flat]))
+            if DTYPE == "f64":
+                shown.append("%s: tsrc %r, expected %r (bound %.3g)" % (
+                    list(map(int, idx)), float(got[flat]), float(exp[flat]), float(tol[flat])))
+            else:
+                shown.append("%s: tsrc %g, expected %g" % (list(map(int, idx)), got[flat],
+                                                          exp[flat]))
         problems.append("%d of %d values differ (memory order): %s%s" % (
             bad.size, exp.size, "; ".join(shown), " ..." if bad.size > 8 else ""))
     return "; ".join(problems) or None
 
 
 def run_tsrc(tsrc, path):
+    # f64 values are compared to within a few units in the last place: print all 17 digits.
+    env = dict(os.environ, TSR_PRINT_EXACT="1") if DTYPE == "f64" else None
     try:
         p = subprocess.run([tsrc, "--run", "--interp", path], capture_output=True, text=True,
-                           timeout=120)
+                           timeout=120, env=env)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return -1, "", "timed out after 120 s"
@@ -646,7 +718,11 @@ def main():
     ap.add_argument("--target", choices=("native", "cuda"), default="native",
                     help="with --emit-cases: build for the host CPU or for the GPU")
     ap.add_argument("--arch", default="sm_80", help="with --emit-cases --target cuda: --arch")
+    ap.add_argument("--dtype", choices=("f32", "f64"), default="f32",
+                    help="the element type of every tensor (f64: checked to double precision)")
     args = ap.parse_args()
+    global DTYPE
+    DTYPE = args.dtype
     if not args.emit_cases and (args.target != "native" or args.arch != "sm_80"):
         sys.stderr.write("einsum_diff.py: --target and --arch go with --emit-cases\n")
         return 2

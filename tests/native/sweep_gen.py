@@ -24,11 +24,23 @@ Operands of up to 24 cells are tensor literals of quarter numbers (products and 
 exact); bigger ones are `data … = uniform`, whose numbers are all distinct, so a lane read from
 the wrong place shows.
 
+With `--dtype f64` every tensor is f64 (docs/language.md section 3.9), and no operand's values
+are exact in f32 arithmetic: an operand of up to 24 cells is, half of the time each, an f64
+parameter whose initial value is its literal (`{ cN_a = [...]; b = [..]; dtype = "f64" }`) or
+`to_f64` of the literal (a conversion nest before the einsum), its numbers float32's of [-2, 2]
+with full 24-bit significands (products of two need 48 bits); a bigger one is an f64 parameter
+drawn from `normal ()` with every row given (`{ cN_a = normal (); b = [..]; i = [..]; o = [..];
+dtype = "f64" }`), whose numbers use all 53 bits.  Sums of such products round differently in
+another order or in f32, so native code must compute as the reference executor does, in
+double precision and in its order, to print the same 17 digits (native_sweep.sh runs both with
+TSR_PRINT_EXACT=1).
+
 A case N is the tensors cN_a, cN_b, cN_c (operands) and cN_r (the einsum); a program holds
 BATCH cases. Every case's spec and shapes are listed in BATCH.cases, one line per case.
 
 Usage:
-    sweep_gen.py gen --count N --seed S --batch B --out DIR    writes DIR/bNNN.tsr, bNNN.cases
+    sweep_gen.py gen --count N --seed S --batch B --out DIR [--dtype f32|f64]
+                        writes DIR/bNNN.tsr, bNNN.cases
     sweep_gen.py diff PROGRAM.tsr EXPECTED ACTUAL    names the cases whose printed tensors
                         differ (described from PROGRAM.cases, or else from the program's einsum
                         lines); exit 1 if any differ, 0 if none
@@ -52,6 +64,7 @@ MAX_LOOP = 120000      # product of the sizes of all distinct axes of a case
 # likely: LLVM 19's SLP vectorizer went wrong on such fully unrolled nests (sweep_regress.tsr).
 REGIME_WEIGHTS = [6, 10, 3, 1]
 DENSE_WEIGHTS = [1, 1, 4, 2, 3, 1, 2, 1]
+DTYPE = "f32"          # the element type of every tensor (gen --dtype)
 
 
 def choose_sizes(rng, case, regime):
@@ -168,10 +181,18 @@ def gen_case(rng, index):
         case.regime = regime
         ed.render_spec(rng, case)
         case.values = []
+        case.convert = []      # f64: per operand, True for `to_f64 LITERAL`, False for `{ … }`
         for lay in layouts:
             n = cells(lay)
-            case.values.append([rng.randint(-8, 8) / 4.0 for _ in range(n)]
-                               if n <= LITERAL_CELLS else None)
+            if n > LITERAL_CELLS:
+                case.values.append(None)
+            elif DTYPE == "f64":    # float32's (what a literal holds) of 24 significant bits
+                case.values.append([float(ed.np.float32(rng.uniform(-2.0, 2.0)))
+                                    for _ in range(n)])
+            else:
+                case.values.append([rng.randint(-8, 8) / 4.0 for _ in range(n)])
+            if DTYPE == "f64":
+                case.convert.append(rng.random() < 0.5)
         case.seed = rng.randint(0, 999)
         return case
 
@@ -186,10 +207,20 @@ def case_program(case):
     lines = []
     for j, lay in enumerate(case.op_layout):
         name = case.op_name(j)
-        if case.values[j] is not None:
+        rows = {k: [str(a[3]) for a in lay if a[0] == k] for k in ed.KINDS}
+        if DTYPE == "f64" and case.values[j] is None:
+            # A parameter's rows other than the batch one are inferred unless given: give all.
+            sizes = "".join("; %s = [%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS
+                            if rows[k] or k != "b")
+            lines.append('let%%op %s = { %s = normal ()%s; dtype = "f64" }' % (name, name, sizes))
+        elif DTYPE == "f64" and case.convert[j]:
+            lines.append("let%%op %s = to_f64 %s" % (name, literal(case.values[j], lay)))
+        elif DTYPE == "f64":
+            lines.append("let%%op %s = %s" % (name, ed.f64_param(name, literal(case.values[j], lay),
+                                                               lay)))
+        elif case.values[j] is not None:
             lines.append("let%%op %s = %s" % (name, literal(case.values[j], lay)))
         else:
-            rows = {k: [str(a[3]) for a in lay if a[0] == k] for k in ed.KINDS}
             args = "".join(" ~%s:[%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS if rows[k])
             lines.append("data %s = uniform ~seed:%d%s" % (name, case.seed + j, args))
     lines.append(ed.einsum_line(case))
@@ -210,15 +241,20 @@ def cmd_gen(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", choices=("f32", "f64"), default="f32",
+                    help="the element type of every tensor")
     a = ap.parse_args(argv)
+    global DTYPE
+    DTYPE = a.dtype
     rng = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
     for b, first in enumerate(range(0, a.count, a.batch)):
         cases = [gen_case(rng, i) for i in range(first, min(a.count, first + a.batch))]
         base = os.path.join(a.out, "b%03d" % b)
         with open(base + ".tsr", "w") as fh:
-            fh.write("(* native sweep, seed %d, cases %d-%d (tests/native/sweep_gen.py) *)\n"
-                     % (a.seed, cases[0].index, cases[-1].index))
+            fh.write("(* native sweep, seed %d, cases %d-%d%s (tests/native/sweep_gen.py) *)\n"
+                     % (a.seed, cases[0].index, cases[-1].index,
+                        ", f64" if DTYPE == "f64" else ""))
             fh.write("".join(case_program(c) for c in cases))
         with open(base + ".cases", "w") as fh:
             fh.write("".join(case_line(c) + "\n" for c in cases))
