@@ -358,7 +358,6 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
     Reduction r;
     s->cell_bytes = ir_stmt_f64(s->ir, st) ? 8 : 4;
     s->lanes = s->target->vector_floats * 4 / s->cell_bytes;
-    s->min_lanes = 16 / s->cell_bytes;
     if (st->kind == IR_LOOP && match_reduction(st, &r)) {
         if (split_reduction(s, st, &r, body)) return false;
         IrBlock tiled = {0};

@@ -41,8 +41,8 @@ typedef struct Sched {
     double outer_cells;   /* iterations of the parallel loops around the nest being scheduled */
     /* The nest being scheduled computes on cells of `cell_bytes` (8 where it touches an f64
      * value, else 4): `lanes` of them fill a vector register (target->vector_floats · 4 /
-     * cell_bytes), `min_lanes` a 128-bit one. */
-    unsigned cell_bytes, lanes, min_lanes;
+     * cell_bytes). */
+    unsigned cell_bytes, lanes;
 } Sched;
 
 typedef struct LocalRepl {

@@ -346,7 +346,8 @@ static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *
     uint64_t group = 1;
     if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
         flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
-        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) * s->cell_bytes >= 4096)
+        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) *
+                ir_dtype_bytes(s->ir->buffers[pk->operand->buffer].dtype) >= 4096)
         for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
             if (blocks % g == 0) group = g;
     return group;
@@ -658,12 +659,12 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
     *fused = false;
     if (!find_contraction(s->ir, r, &ct, true, s->lanes)) return false;
     /* The target's tile, narrowed to the result when it has fewer rows or vector columns: the
-     * narrowest vector (of at least 4 floats) that holds half the columns or more (6 columns take
-     * one vector of 8, 10 columns one vector of 16 on AVX-512: one operation where two narrower
-     * ones would cover the same lanes). */
+     * narrowest vector (of at least 128 bits: 4 floats, 2 doubles) that holds half the columns
+     * or more (6 columns take one vector of 8, 10 columns one vector of 16 on AVX-512: one
+     * operation where two narrower ones would cover the same lanes). */
     const Target *tg = s->target;
     uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = s->lanes;
-    while (w > s->min_lanes && 2 * nj <= w) w /= 2;
+    while (w > 16 / s->cell_bytes && 2 * nj <= w) w /= 2;
     uint64_t vectors = (nj + w - 1) / w;
     uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
     /* A tile of fewer vectors than the target's takes more rows, up to as many accumulators (at

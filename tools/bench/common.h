@@ -17,9 +17,11 @@
 #ifdef BENCH_F64
 typedef double bench_real;
 #define BENCH_EPS 1.11e-16
+#define BENCH_KIND_TYPE "_f64" /* what the kinds of RESULT lines end in */
 #else
 typedef float bench_real;
 #define BENCH_EPS 5.96e-8
+#define BENCH_KIND_TYPE ""
 #endif
 
 static inline double bench_now(void) {

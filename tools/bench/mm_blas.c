@@ -13,10 +13,8 @@
 
 #ifdef BENCH_F64
 #define GEMM cblas_dgemm
-#define KIND_TYPE "_f64"
 #else
 #define GEMM cblas_sgemm
-#define KIND_TYPE ""
 #endif
 
 typedef struct { int n, batch; enum CBLAS_TRANSPOSE ta, tb; bench_real *a, *b, *c; } Job;
@@ -67,11 +65,11 @@ int main(int argc, char **argv) {
     double best, median;
     bench_measure(run, &j, warm, budget, max_reps, &reps, &best, &median);
     if (!strcmp(form, "bmm"))
-        printf("RESULT kind=%s" KIND_TYPE " impl=openblas n=%dx%d threads=%d reps=%d best_s=%.6g "
+        printf("RESULT kind=%s" BENCH_KIND_TYPE " impl=openblas n=%dx%d threads=%d reps=%d best_s=%.6g "
                "median_s=%.6g check=%s maxrel=%.3g\n", kind, j.batch, j.n, threads, reps, best,
                median, ok ? "ok" : "FAIL", maxrel);
     else
-        printf("RESULT kind=%s" KIND_TYPE " impl=openblas n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
+        printf("RESULT kind=%s" BENCH_KIND_TYPE " impl=openblas n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g "
                "check=%s maxrel=%.3g\n", kind, j.n, threads, reps, best, median,
                ok ? "ok" : "FAIL", maxrel);
     return ok ? 0 : 3;

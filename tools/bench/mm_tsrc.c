@@ -10,15 +10,9 @@
 #include "common.h"
 #include "mm.h"
 
-#ifdef BENCH_F64
-#define KIND_TYPE "_f64"
-#else
-#define KIND_TYPE ""
-#endif
-
 #if defined(MM_FORM_COMPOSE)
 /* A = x [batch, in], B = w [out, in] read transposed, C = y [batch, out]. */
-#define KIND "matmul_compose" KIND_TYPE
+#define KIND "matmul_compose" BENCH_KIND_TYPE
 #define N_ MM_X_DIM0
 #define A_ mm_x
 #define B_ mm_w
@@ -26,7 +20,7 @@
 #define TA 0
 #define TB 1
 #elif defined(MM_FORM_TN)
-#define KIND "matmul_tn" KIND_TYPE
+#define KIND "matmul_tn" BENCH_KIND_TYPE
 #define N_ MM_A_DIM0
 #define A_ mm_a
 #define B_ mm_b
@@ -34,13 +28,13 @@
 #define TA 1
 #define TB 0
 #elif defined(MM_FORM_BMM)
-#define KIND "bmm" KIND_TYPE
+#define KIND "bmm" BENCH_KIND_TYPE
 #define N_ MM_A_DIM1
 #define A_ mm_a
 #define B_ mm_b
 #define C_ mm_c
 #else
-#define KIND "matmul" KIND_TYPE
+#define KIND "matmul" BENCH_KIND_TYPE
 #define N_ MM_A_DIM0
 #define A_ mm_a
 #define B_ mm_b
