@@ -39,9 +39,11 @@
  * the C type of its cells, whose size is the buffer's cell size: the runtime allocates, copies,
  * saves and compares a buffer as cells × sizeof(C type) bytes (tsr_dtype_cell_bytes()).  An I32
  * buffer holds int32 values, which code copies as bits and converts only where the program says
- * so (docs/language.md §3.9); an F64 buffer holds doubles.  Append only. */
+ * so (docs/language.md §3.9); an F64 buffer holds doubles; a BF16 or F16 buffer 2-byte bit
+ * patterns (tsr.h's tsr_bf16_to_f32 …).  NumPy has no bfloat16: a BF16 buffer is saved as
+ * float32 (exact) and read from any float or integer array, rounded.  Append only. */
 #define TSR_DTYPE_KINDS(X) X(F32, "f32", "<f4", float) X(I32, "i32", "<i4", int32_t) \
-    X(F64, "f64", "<f8", double)
+    X(F64, "f64", "<f8", double) X(BF16, "bf16", "<f4", uint16_t) X(F16, "f16", "<f2", uint16_t)
 
 /* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
  * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
@@ -132,9 +134,10 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * processes splits the set's samples among them (docs/runtime.md, "Training on several
  * processes"): a sample is one index of the fields' first k axes together (their batch axes),
  * and rank r holds the samples r, r + N, r + 2N, … of the set that one process would read with
- * N times the samples.  Version 14 added the element type F64 (8-byte cells). */
+ * N times the samples.  Version 14 added the element type F64 (8-byte cells), version 15 BF16 and
+ * F16 (2-byte cells). */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 14u
+#define TSR_IMAGE_VERSION 15u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u

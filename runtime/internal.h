@@ -284,11 +284,13 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
  *
  * A buffer is an array of cells of its type's size (tsr_dtype_cell_bytes(); tsr_state.buffers
  * are float * whatever the type); an I32 buffer's cells hold int32 bit patterns, an F64 buffer's
- * doubles, read and written by memcpy, never by float conversion. */
+ * doubles, a BF16 or F16 buffer's 2-byte patterns (tsr.h's conversions), read and written by
+ * memcpy, never by float conversion. */
 
 /* tsr.h's public names of the element types are the image's numbers. */
 _Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 &&
-                   (int)TSR_F64 == (int)TSR_DTYPE_F64 && TSR_DTYPE_COUNT == 3,
+                   (int)TSR_F64 == (int)TSR_DTYPE_F64 && (int)TSR_BF16 == (int)TSR_DTYPE_BF16 &&
+                   (int)TSR_F16 == (int)TSR_DTYPE_F16 && TSR_DTYPE_COUNT == 5,
                "tsr.h's tsr_dtype lists the image's TSR_DTYPE_KINDS");
 
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
@@ -338,13 +340,19 @@ static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t c
         memcpy(&v, at, sizeof v);
         return v;
     }
+    if (dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16) {
+        uint16_t h;
+        memcpy(&h, at, sizeof h);
+        return dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(h) : tsr_f16_to_f32(h);
+    }
     float v;
     memcpy(&v, at, sizeof v);
     return v;
 }
 
-/* Store `value` in cell `cell`: rounded to float32, as it is in an F64 cell, or for I32 truncated
- * toward zero and held to int32's range (NaN stores 0). */
+/* Store `value` in cell `cell`: rounded to float32, as it is in an F64 cell, rounded once to the
+ * nearest BF16 or F16 (tsr_f64_to_bf16), or for I32 truncated toward zero and held to int32's
+ * range (NaN stores 0). */
 static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, double value) {
     void *at = tsr_cell_address(buffer, dtype, cell);
     if (dtype == TSR_DTYPE_I32) {
@@ -354,6 +362,11 @@ static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, dou
     }
     if (dtype == TSR_DTYPE_F64) {
         memcpy(at, &value, sizeof value);
+        return;
+    }
+    if (dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16) { /* one rounding from the double */
+        uint16_t h = dtype == TSR_DTYPE_BF16 ? tsr_f64_to_bf16(value) : tsr_f64_to_f16(value);
+        memcpy(at, &h, sizeof h);
         return;
     }
     float v = (float)value;

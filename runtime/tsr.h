@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -261,10 +262,59 @@ const char *tsr_model_symbol_name(const tsr_model *model, uint32_t symbol);
  * cells are 4-byte int32 values, an F64 buffer's 8-byte doubles, to be read and written through
  * an int32_t or double pointer (the generated accessor of the tensor returns one), never
  * converted as floats. */
-typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2 } tsr_dtype;
-/* The element type of buffer `buffer` of the state (TSR_F32, TSR_I32 or TSR_F64), or -1 for a NULL state
+typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2, TSR_BF16 = 3, TSR_F16 = 4 } tsr_dtype;
+/* The element type of buffer `buffer` of the state (TSR_F32 … TSR_F16), or -1 for a NULL state
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
+
+/* BF16 and F16 cells are 2-byte bit patterns (uint16_t from the generated accessor).  These are
+ * the conversions every executor uses (the compiler's reference executor, generated CPU and GPU
+ * code, the loaders): to f32 exactly; from f32 or f64 to the nearest value of the type, ties to
+ * even, overflowing to infinity, keeping subnormals; a NaN becomes the quiet NaN of its sign
+ * (0x7fc0 / 0x7e00).  From f64 the value is first rounded to f32 toward zero with the last bit
+ * set when inexact ("round to odd"), which makes the two roundings one (docs/language.md §3.9). */
+static inline float tsr_f32_of_bits(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+static inline uint32_t tsr_bits_of_f32(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+static inline float tsr_bf16_to_f32(uint16_t h) { return tsr_f32_of_bits((uint32_t)h << 16); }
+static inline uint16_t tsr_f32_to_bf16(float f) {
+    uint32_t b = tsr_bits_of_f32(f);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((b >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+static inline float tsr_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, rest = h & 0x7fffu;
+    if (rest >= 0x7c00u) return tsr_f32_of_bits(sign | 0x7f800000u | (rest & 0x3ffu) << 13); /* inf, NaN */
+    if (rest >= 0x0400u) return tsr_f32_of_bits(sign | ((rest << 13) + 0x38000000u));     /* normal */
+    return tsr_f32_of_bits(sign | tsr_bits_of_f32((float)rest * 0x1p-24f));                /* subnormal, 0 */
+}
+static inline uint16_t tsr_f32_to_f16(float f) {
+    uint32_t b = tsr_bits_of_f32(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u); /* NaN */
+    if (a >= 0x47800000u) return (uint16_t)(sign | 0x7c00u); /* 65536 and beyond: inf */
+    if (a >= 0x38800000u) { /* normal (a carry past 65504 gives inf) */
+        a -= 0x38000000u;
+        return (uint16_t)(sign | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
+    }
+    /* below 2^-14: a multiple of 2^-24, rounded to nearest even by one f32 addition */
+    return (uint16_t)(sign | (tsr_bits_of_f32(tsr_f32_of_bits(a) + 0.5f) - 0x3f000000u));
+}
+static inline float tsr_f64_to_f32_odd(double d) {
+    float r = (float)d;
+    if (r != r || (double)r == d) return r;
+    uint32_t b = tsr_bits_of_f32(r);
+    if (((double)r < 0 ? -(double)r : (double)r) > (d < 0 ? -d : d)) b -= 1; /* toward zero */
+    return tsr_f32_of_bits(b | 1u);
+}
+static inline uint16_t tsr_f64_to_bf16(double d) { return tsr_f32_to_bf16(tsr_f64_to_f32_odd(d)); }
+static inline uint16_t tsr_f64_to_f16(double d) { return tsr_f32_to_f16(tsr_f64_to_f32_odd(d)); }
 
 /* ---- Several processes (data-parallel training; docs/runtime.md §19) ---------------------------
  *
