@@ -438,6 +438,11 @@ add_summary "native: i32 data and token files" $? "$TMP/dtype.out"
 # (tests/native/dtype_f64_data.sh).
 sh tests/native/dtype_f64_data.sh "$TSRC" "$PYTHON" >"$TMP/dtype_f64.out" 2>&1
 add_summary "native: f64 data, parameters and checkpoints" $? "$TMP/dtype_f64.out"
+# bf16 and f16 values (tests/native/dtype_half.tsr, whose golden the loop above checks in every
+# executor) against NumPy's float16 and a bf16 rounding of float32 (tests/native/dtype_half.py).
+{ TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/dtype_half.tsr >"$TMP/half.out" &&
+    "$PYTHON" tests/native/dtype_half.py "$TMP/half.out"; } >"$TMP/half_check.out" 2>&1
+add_summary "native: bf16 and f16 values against NumPy" $? "$TMP/half_check.out"
 
 # docs/examples/checkpoint.tsr: train, save, load in a fresh run, the same predictions.
 sh tests/native/example_checkpoint.sh "$TSRC" >"$TMP/excp.out" 2>&1

@@ -13,6 +13,8 @@
  * (docs/ir.md §2.9) is a double, its cells 8 bytes: the same operations in double precision,
  * with libm's functions of doubles (exp, log, tanh, pow, sin … — never the f32 approximations),
  * as ir.c's ir_f64_op_eval computes them; conversions between types are explicit (conversion()).
+ * A bf16 or f16 cell is an i16, widened to f32 where it is loaded and rounded where it is stored
+ * by integer code that repeats tsr.h's conversions (widen_half, narrow_half).
  *
  * Loop modes (the schedule's, compiler/sched/): a LOOP_UNROLL loop is emitted once per iteration with
  * its iterator a constant; a LOOP_VECTOR loop of n iterations is emitted once, its iterator
@@ -195,6 +197,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
     case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
+    case SOP_TO_BF16: case SOP_TO_F16:
     case SOP_COUNT: break;
     }
     return zero;
@@ -220,6 +223,83 @@ static LLVMValueRef conversion(CgLlvm *g, LLVMValueRef a, DType from, DType to) 
     LLVMTypeRef target = to == DTYPE_F64 ? doubles : floats;
     if (from == DTYPE_I32) return LLVMBuildSIToFP(B, LLVMBuildBitCast(B, a, ints, ""), target, "");
     return to == DTYPE_F64 ? LLVMBuildFPExt(B, a, target, "") : LLVMBuildFPTrunc(B, a, target, "");
+}
+
+/* ---- bf16 and f16 cells (docs/ir.md §2.10): 2-byte patterns, converted in registers by integer
+ * arithmetic that repeats tsr.h's conversions step for step, so every target (x86 at any level,
+ * NVPTX) rounds as the reference executor does; a vector of cells converts lane by lane. */
+
+static LLVMTypeRef type_like(CgLlvm *g, LLVMValueRef like, LLVMTypeRef element) {
+    return is_vector(like) ? LLVMVectorType(element, g->lanes) : element;
+}
+
+/* Cells (i16) of a bf16 or f16 buffer as the f32 values they hold, exactly. */
+static LLVMValueRef widen_half(CgLlvm *g, DType dtype, LLVMValueRef h) {
+    LLVMBuilderRef B = g->b;
+    LLVMValueRef like = h, x = LLVMBuildZExt(B, h, type_like(g, h, g->i32), "");
+    LLVMTypeRef floats = type_like(g, h, g->f32);
+#define K(v) iconst_like(g, like, g->i32, (v))
+    if (dtype == DTYPE_BF16) return LLVMBuildBitCast(B, LLVMBuildShl(B, x, K(16), ""), floats, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, x, K(0x8000), ""), K(16), "");
+    LLVMValueRef rest = LLVMBuildAnd(B, x, K(0x7fff), "");
+    LLVMValueRef special = LLVMBuildOr(B, K(0x7f800000), LLVMBuildShl(B, LLVMBuildAnd(B, rest, K(0x3ff), ""), K(13), ""), "");
+    LLVMValueRef normal = LLVMBuildAdd(B, LLVMBuildShl(B, rest, K(13), ""), K(0x38000000), "");
+    LLVMValueRef tiny = LLVMBuildFMul(B, LLVMBuildUIToFP(B, rest, floats, ""), cgl_fconst_like(g, h, 0x1p-24), "");
+    LLVMValueRef bits = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, rest, K(0x7c00), ""), special,
+                                        LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, rest, K(0x400), ""), normal,
+                                                        LLVMBuildBitCast(B, tiny, LLVMTypeOf(x), ""), ""), "");
+    return LLVMBuildBitCast(B, LLVMBuildOr(B, sign, bits, ""), floats, "");
+}
+
+/* f32 values rounded to the nearest bf16 or f16, ties to even, as their cells (i16). */
+static LLVMValueRef narrow_half(CgLlvm *g, DType dtype, LLVMValueRef f) {
+    LLVMBuilderRef B = g->b;
+    LLVMValueRef like = f, b = LLVMBuildBitCast(B, f, type_like(g, f, g->i32), "");
+    LLVMValueRef a = LLVMBuildAnd(B, b, K(0x7fffffff), "");
+    LLVMValueRef nan = LLVMBuildICmp(B, LLVMIntUGT, a, K(0x7f800000), "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, b, K(16), ""), K(0x8000), "");
+    LLVMValueRef bits;
+    if (dtype == DTYPE_BF16) {
+        LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, b, K(16), ""), K(1), "");
+        LLVMValueRef rounded = LLVMBuildLShr(B, LLVMBuildAdd(B, LLVMBuildAdd(B, b, K(0x7fff), ""), odd, ""), K(16), "");
+        bits = LLVMBuildSelect(B, nan, LLVMBuildOr(B, sign, K(0x7fc0), ""), rounded, "");
+    } else {
+        LLVMValueRef t = LLVMBuildSub(B, a, K(0x38000000), "");
+        LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, t, K(13), ""), K(1), "");
+        LLVMValueRef normal = LLVMBuildLShr(B, LLVMBuildAdd(B, LLVMBuildAdd(B, t, K(0xfff), ""), odd, ""), K(13), "");
+        LLVMValueRef half = LLVMBuildFAdd(B, LLVMBuildBitCast(B, a, LLVMTypeOf(f), ""), cgl_fconst_like(g, f, 0.5), "");
+        LLVMValueRef tiny = LLVMBuildSub(B, LLVMBuildBitCast(B, half, LLVMTypeOf(b), ""), K(0x3f000000), "");
+        LLVMValueRef magnitude =
+            LLVMBuildSelect(B, nan, K(0x7e00),
+                            LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, K(0x47800000), ""), K(0x7c00),
+                                            LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, K(0x38800000), ""), normal, tiny, ""), ""), "");
+        bits = LLVMBuildOr(B, sign, magnitude, "");
+    }
+    return LLVMBuildTrunc(B, bits, type_like(g, f, LLVMInt16TypeInContext(g->ctx)), "");
+}
+
+/* f64 values as f32 rounded toward zero with the last bit set where inexact (round to odd, tsr.h
+ * tsr_f64_to_f32_odd): rounding that to bf16 or f16 rounds the double once. */
+static LLVMValueRef f32_round_to_odd(CgLlvm *g, LLVMValueRef d) {
+    LLVMBuilderRef B = g->b;
+    LLVMValueRef r = LLVMBuildFPTrunc(B, d, type_like(g, d, g->f32), "");
+    LLVMValueRef back = LLVMBuildFPExt(B, r, LLVMTypeOf(d), "");
+    LLVMValueRef keep = LLVMBuildFCmp(B, LLVMRealUEQ, back, d, ""); /* exact, or NaN */
+    LLVMValueRef bits = LLVMBuildBitCast(B, r, type_like(g, d, g->i32), "");
+    LLVMValueRef outward = LLVMBuildFCmp(B, LLVMRealOGT, cgl_intrinsic(g, "llvm.fabs", &back, 1), cgl_intrinsic(g, "llvm.fabs", &d, 1), "");
+    bits = LLVMBuildSelect(B, outward, LLVMBuildSub(B, bits, iconst_like(g, d, g->i32, 1), ""), bits, "");
+    bits = LLVMBuildOr(B, bits, iconst_like(g, d, g->i32, 1), "");
+    return LLVMBuildSelect(B, keep, r, LLVMBuildBitCast(B, bits, LLVMTypeOf(r), ""), "");
+}
+#undef K
+
+/* to_bf16 / to_f16 of a value of type `from`: the nearest value of the type, as an f32. */
+static LLVMValueRef round_to_half(CgLlvm *g, ScalarOp op, LLVMValueRef a, DType from) {
+    DType dtype = op == SOP_TO_BF16 ? DTYPE_BF16 : DTYPE_F16;
+    if (from == DTYPE_I32) /* exact as a double */
+        a = LLVMBuildSIToFP(g->b, LLVMBuildBitCast(g->b, a, type_like(g, a, g->i32), ""), type_like(g, a, g->f64), "");
+    if (from != DTYPE_F32) a = f32_round_to_odd(g, a);
+    return widen_half(g, dtype, narrow_half(g, dtype, a));
 }
 
 /* Floor division (or, `modulo`, floor modulo) of i32s, as ir.c's floor_div_i32: sdiv and srem
@@ -343,10 +423,12 @@ static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *inde
     return coef;
 }
 
-/* The LLVM type of a cell of `buffer`: double for an f64 buffer, float for the others (an i32's
- * bits travel in a float, docs/ir.md §2.8). */
+/* The LLVM type of a cell of `buffer`: double for an f64 buffer, i16 for bf16 and f16 (converted
+ * where loaded and stored), float for the others (an i32's bits travel in a float, docs/ir.md
+ * §2.8). */
 static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
-    return g->ir->buffers[buffer].dtype == DTYPE_F64 ? g->f64 : g->f32;
+    DType dtype = g->ir->buffers[buffer].dtype;
+    return dtype == DTYPE_F64 ? g->f64 : ir_dtype_half(dtype) ? LLVMInt16TypeInContext(g->ctx) : g->f32;
 }
 
 static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return ir_dtype_bytes(g->ir->buffers[buffer].dtype); }
@@ -524,11 +606,16 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
                                     : literal(g, (float)e->value);
     case IR_LOCAL: return LLVMBuildLoad2(g->b, LLVMGetAllocatedType(g->local[e->local]), g->local[e->local], "");
     case IR_SYMBOL: return LLVMBuildSIToFP(g->b, g->symbol[ir_symbol(g->ir, e->symbol)], g->f32, "");
-    case IR_LOAD: return load(g, e->buffer, e->index);
+    case IR_LOAD: {
+        DType dtype = g->ir->buffers[e->buffer].dtype;
+        LLVMValueRef v = load(g, e->buffer, e->index);
+        return ir_dtype_half(dtype) ? widen_half(g, dtype, v) : v;
+    }
     case IR_RANDOM: return random_cell(g, e->buffer, e->index);
     case IR_OP: {
         LLVMValueRef x[3] = {NULL, NULL, NULL};
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
+        if (e->op == SOP_TO_BF16 || e->op == SOP_TO_F16) return round_to_half(g, e->op, x[0], ir_expr_type(g->ir, e->args[0]));
         if (scalar_op_conversion(e->op)) return conversion(g, x[0], ir_expr_type(g->ir, e->args[0]), e->type);
         return e->type == DTYPE_I32 ? integer_op(g, e->op, x[0], x[1], x[2]) : scalar_op(g, e->op, x[0], x[1], x[2]);
     }
@@ -721,7 +808,12 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
-    case IR_STORE: store(g, s->buffer, s->index, expr(g, s->value), s->nontemporal); break;
+    case IR_STORE: {
+        DType dtype = g->ir->buffers[s->buffer].dtype;
+        LLVMValueRef v = expr(g, s->value);
+        store(g, s->buffer, s->index, ir_dtype_half(dtype) ? narrow_half(g, dtype, v) : v, s->nontemporal);
+        break;
+    }
     case IR_SET_LOCAL: {
         LLVMValueRef v = expr(g, s->value);
         if (is_vector(v)) /* a local set in a vector loop keeps the last lane's value */

@@ -914,7 +914,7 @@ bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Runtim
             if (!dtype_of_value(v, f->a->span, arena_printf(e->arena, "'%s'", tensor), &written)) return false;
             if (written == TSR_DTYPE_I32) {
                 diag_error(f->a->span, "'%s' cannot be i32: a parameter or state of code is a number (\"f32\" or "
-                           "\"f64\"), differentiated or updated with numbers", tensor);
+                           "\"f64\", \"bf16\", \"f16\"), differentiated or updated with numbers", tensor);
                 return false;
             }
             *dtype = written;

@@ -223,7 +223,33 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
 
 static const char *dtype_word(uint8_t dtype) { return dtype == DTYPE_ANY ? "number" : ir_dtype_word(dtype); }
 
-static bool is_float_dtype(uint8_t dtype) { return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_F64; }
+static bool is_float_dtype(uint8_t dtype) {
+    return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_F64 || dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16;
+}
+
+static bool is_half_dtype(uint8_t dtype) { return dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16; }
+
+/* The type an operation on values of number types a and b gives (DTYPE_ANY: a constant, which
+ * takes the other's type): f64 over everything, a type with itself, f32 otherwise (bf16 with
+ * f32, and bf16 with f16, whose ranges and precisions neither holds of the other). */
+static uint8_t float_join(uint8_t a, uint8_t b) {
+    if (a == DTYPE_ANY || a == b) return b;
+    if (b == DTYPE_ANY) return a;
+    if (a == TSR_DTYPE_F64 || b == TSR_DTYPE_F64) return TSR_DTYPE_F64;
+    return TSR_DTYPE_F32;
+}
+
+/* Whether a value of type `from` is exactly a value of type `to` (a widening): f32 and the half
+ * types into f64, the half types into f32. */
+static bool widens(uint8_t from, uint8_t to) {
+    return (to == TSR_DTYPE_F64 && (from == TSR_DTYPE_F32 || is_half_dtype(from))) || (to == TSR_DTYPE_F32 && is_half_dtype(from));
+}
+
+/* The conversion operation to `to` (TSR_DTYPE_*). */
+static ScalarOp conversion_to(uint8_t to) {
+    return to == TSR_DTYPE_F64 ? SOP_TO_F64 : to == TSR_DTYPE_I32 ? SOP_TO_I32 : to == TSR_DTYPE_BF16 ? SOP_TO_BF16
+         : to == TSR_DTYPE_F16 ? SOP_TO_F16 : SOP_TO_F32;
+}
 
 static const char *node_text(Builder *b, TNode node) {
     const Tensor *t = node.tensor;
@@ -291,24 +317,25 @@ static void constants_to_f64(const Assignment *a, AExpr *e) {
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) constants_to_f64(a, e->args[i]);
 }
 
-/* e, of element type `from`, converted to `to` in place (a conversion wrapped around it). */
+/* e, of element type `from`, converted to `to` in place (a conversion wrapped around it).  An
+ * expression's `type` is the type it computes in (ir.h IrExpr.type): f32 for bf16 and f16. */
 static void convert_in_place(Builder *b, AExpr *e, uint8_t to) {
     AExpr *inner = arena_alloc(b->ir->arena, sizeof *inner);
     *inner = *e;
     memset(e, 0, sizeof *e);
     e->kind = AE_OP;
-    e->op = to == TSR_DTYPE_F64 ? SOP_TO_F64 : to == TSR_DTYPE_I32 ? SOP_TO_I32 : SOP_TO_F32;
-    e->type = to;
+    e->op = conversion_to(to);
+    e->type = (uint8_t)ir_dtype_compute(to);
     e->args[0] = inner;
 }
 
-/* e, an expression of numbers of type `from` (or constants: DTYPE_ANY), as type `to` (f32 or
- * f64): f32 values widened, constants typed. */
+/* e, an expression of numbers of type `from` (or constants: DTYPE_ANY), as type `to`: values
+ * widened (bf16 and f16 are computed as f32 already), constants typed. */
 static void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, uint8_t to) {
     if (from == DTYPE_ANY) {
         if (to == TSR_DTYPE_F64) constants_to_f64(a, e);
-    } else if (from != to) {
-        convert_in_place(b, e, to);
+    } else if (ir_dtype_compute(from) != ir_dtype_compute(to)) {
+        convert_in_place(b, e, (uint8_t)ir_dtype_compute(to));
     }
 }
 
@@ -328,13 +355,24 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         return r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : node_dtype(r->node);
     }
     case AE_OP: {
-        if (e->op == SOP_TO_F32 || e->op == SOP_TO_I32 || e->op == SOP_TO_F64) {
+        if (scalar_op_conversion(e->op)) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
-            uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32;
+            uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64
+                       : e->op == SOP_TO_BF16 ? TSR_DTYPE_BF16 : e->op == SOP_TO_F16 ? TSR_DTYPE_F16 : TSR_DTYPE_F32;
             if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */
                 *e = *e->args[0];
                 return from;
+            }
+            if (is_half_dtype(from) && (to == TSR_DTYPE_F32 || to == TSR_DTYPE_F64)) { /* a widening */
+                *e = to == TSR_DTYPE_F32 ? *e->args[0] : *e;
+                e->type = (uint8_t)to;
+                return to;
+            }
+            if (is_half_dtype(to)) { /* a rounding, computed on f32 values (a number: its double) */
+                if (from == DTYPE_ANY) constants_to_f64(a, e->args[0]);
+                e->type = TSR_DTYPE_F32;
+                return to;
             }
             if (from == DTYPE_ANY && to == TSR_DTYPE_F64) { /* a number as a double */
                 *e = *e->args[0];
@@ -345,7 +383,8 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
             return to;
         }
         uint8_t types[3] = {DTYPE_ANY, DTYPE_ANY, DTYPE_ANY};
-        bool any_i32 = false, any_float = false, any_f64 = false;
+        bool any_i32 = false, any_float = false;
+        uint8_t joined = DTYPE_ANY;
         const AExpr *integer = NULL, *number = NULL;
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
             uint8_t t = types[i] = expr_dtype(b, a, e->args[i]);
@@ -354,14 +393,13 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
             if (is_float_dtype(t) && !number) number = e->args[i];
             any_i32 |= t == TSR_DTYPE_I32;
             any_float |= is_float_dtype(t);
-            any_f64 |= t == TSR_DTYPE_F64;
+            if (is_float_dtype(t)) joined = float_join(joined, t);
         }
         if (!any_i32 && !any_float) return DTYPE_ANY; /* constants alone */
-        if (!any_i32) {
-            uint8_t type = any_f64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32;
-            e->type = type;
-            for (unsigned i = 0; i < scalar_op_arity(e->op); i++) numbers_as(b, a, e->args[i], types[i], type);
-            return type;
+        if (!any_i32) { /* computed in f64 or f32 (bf16 and f16 values are f32 ones, exactly) */
+            e->type = (uint8_t)ir_dtype_compute(joined);
+            for (unsigned i = 0; i < scalar_op_arity(e->op); i++) numbers_as(b, a, e->args[i], types[i], joined);
+            return joined;
         }
         const char *name = integer->kind == AE_READ ? node_text(b, a->reads[integer->read].node) : "an i32 value";
         if (any_float) {
@@ -369,7 +407,8 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
             diag_error(a->span, "%s computes '%s' of i32 and %s values (%s is i32)", a->what, scalar_op_name(e->op),
                        dtype_word(other), name);
             diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_i32 x for integers "
-                      "(docs/language.md §3.9)", dtype_word(other), other == TSR_DTYPE_F64 ? 53 : 24);
+                      "(docs/language.md §3.9)", dtype_word(other), other == TSR_DTYPE_F64 ? 53 : other == TSR_DTYPE_BF16 ? 8
+                      : other == TSR_DTYPE_F16 ? 11 : 24);
             b->failed = true;
             return TSR_DTYPE_F32;
         }
@@ -409,18 +448,23 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
         numbers_as(b, a, a->rhs, DTYPE_ANY, lhs_dtype);
         return true;
     }
-    bool widening = a->rhs_dtype == TSR_DTYPE_F32 && lhs_dtype == TSR_DTYPE_F64;
+    bool widening = widens(a->rhs_dtype, lhs_dtype);
     bool into_gradient = a->lhs.node.grad && is_float_dtype(a->rhs_dtype) && is_float_dtype(lhs_dtype);
     if (widening || into_gradient) {
-        convert_in_place(b, a->rhs, lhs_dtype);
+        /* f32 values into a bf16 or f16 gradient: the store rounds them; f64 values: one rounding */
+        if (is_half_dtype(lhs_dtype) && a->rhs_dtype != TSR_DTYPE_F64) {
+        } else if (ir_dtype_compute(a->rhs_dtype) != ir_dtype_compute(lhs_dtype)) {
+            convert_in_place(b, a->rhs, lhs_dtype);
+        }
         a->rhs_dtype = lhs_dtype;
         return true;
     }
     diag_error(a->span, "%s stores %s values into %s, which is %s", a->what, dtype_word(a->rhs_dtype),
                node_text(b, a->lhs.node), dtype_word(lhs_dtype));
-    if (lhs_dtype == TSR_DTYPE_F32 && a->rhs_dtype == TSR_DTYPE_F64)
-        diag_note(a->span, "round with to_f32 (to the nearest f32), or declare %s f64 (dtype = \"f64\", docs/language.md §3.9)",
-                  node_text(b, a->lhs.node));
+    if (is_float_dtype(lhs_dtype) && is_float_dtype(a->rhs_dtype))
+        diag_note(a->span, "round with to_%s (to the nearest %s), or declare %s %s (dtype = \"%s\", docs/language.md §3.9)",
+                  dtype_word(lhs_dtype), dtype_word(lhs_dtype), node_text(b, a->lhs.node), dtype_word(float_join(lhs_dtype, a->rhs_dtype)),
+                  dtype_word(float_join(lhs_dtype, a->rhs_dtype)));
     else
         diag_note(a->span, "convert with %s", lhs_i32 ? "to_i32 (toward zero)" : lhs_dtype == TSR_DTYPE_F64 ? "to_f64" : "to_f32");
     b->failed = true;
@@ -747,7 +791,7 @@ static void build_operator(Builder *b, Tensor *t) {
     BlockContext c = {.b = b, .slots = slots, .slot_count = n, .proj = proj, .what = what, .span = t->span,
                       .rest = operator_rest(t->op)};
     block_statement(&c, t->op->a);
-    uint8_t stored = DTYPE_ANY; /* the join of the types stored: f64 over f32 */
+    uint8_t stored = DTYPE_ANY; /* the join of the types stored (float_join) */
     for (uint32_t i = 0; i < c.out_count; i++) {
         if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
             diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
@@ -762,7 +806,7 @@ static void build_operator(Builder *b, Tensor *t) {
             b->failed = true;
             return;
         }
-        if (d != DTYPE_ANY && (stored == DTYPE_ANY || d == TSR_DTYPE_F64)) stored = d;
+        if (d != DTYPE_ANY) stored = float_join(stored, d);
     }
     for (uint32_t i = 0; i < c.out_count; i++) { /* every store in the result's type */
         Assignment *a = c.out[i];

@@ -5,7 +5,8 @@
  * numbers, data sets) and runs a function by walking
  * its statements: loops bind iterators, stores and locals evaluate scalar expressions with
  * ir.c's operations in each expression's type (ir_op_eval: single precision for f32, two's
- * complement for i32, double precision for f64), cells addressed by their buffer's cell size.  Every index is checked against its axis; an index
+ * complement for i32, double precision for f64), cells addressed by their buffer's cell size
+ * (bf16 and f16 cells widened to f32 where loaded and rounded to nearest even where stored).  Every index is checked against its axis; an index
  * symbol out of its range is a run-time error, not a crash.  GPU-scheduled code (--target=cuda)
  * runs as the GPU would run it: a gpu.x/y/z loop block by block and thread by thread with its
  * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
@@ -95,10 +96,21 @@ static uint64_t size_value(const Interp *in, uint64_t n) {
 
 static IrValue eval(Interp *in, const IrExpr *e);
 
-/* Where cell `at` of buffer `buffer` is: 4 bytes a cell, or 8 for an f64 buffer. */
+/* Where cell `at` of buffer `buffer` is: cells of its type's size (ir_dtype_bytes). */
 static void *cell_address(Interp *in, uint32_t buffer, int64_t at) {
-    size_t bytes = in->ir->buffers[buffer].dtype == DTYPE_F64 ? sizeof(double) : sizeof(float);
-    return (unsigned char *)in->data[buffer] + (size_t)at * bytes;
+    return (unsigned char *)in->data[buffer] + (size_t)at * ir_dtype_bytes(in->ir->buffers[buffer].dtype);
+}
+
+/* A bf16 or f16 cell, widened to the f32 it holds (exactly), or rounded from an f32 value to
+ * nearest even: tsr.h's conversions, which generated code repeats (docs/ir.md §2.10). */
+static IrValue load_half(DType dtype, const void *cell) {
+    uint16_t h;
+    memcpy(&h, cell, sizeof h);
+    return (IrValue){.f = dtype == DTYPE_BF16 ? tsr_bf16_to_f32(h) : tsr_f16_to_f32(h)};
+}
+static void store_half(DType dtype, void *cell, IrValue value) {
+    uint16_t h = dtype == DTYPE_BF16 ? tsr_f32_to_bf16(value.f) : tsr_f32_to_f16(value.f);
+    memcpy(cell, &h, sizeof h);
 }
 
 /* The flat offset of an access, or -1 after reporting an error.  A gathered axis is read at its
@@ -144,7 +156,9 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     }
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
-        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(in->ir->buffers[e->buffer].dtype));
+        DType dtype = in->ir->buffers[e->buffer].dtype;
+        if (at >= 0 && ir_dtype_half(dtype)) return load_half(dtype, cell_address(in, e->buffer, at));
+        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(dtype));
         return v;
     }
     case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
@@ -198,7 +212,9 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, ir_dtype_bytes(in->ir->buffers[s->buffer].dtype));
+            DType dtype = in->ir->buffers[s->buffer].dtype;
+            if (at >= 0 && ir_dtype_half(dtype)) store_half(dtype, cell_address(in, s->buffer, at), value);
+            else if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, ir_dtype_bytes(dtype));
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;

@@ -13,6 +13,7 @@
 
 #include "base/diag.h"
 #include "ir/approx.h"
+#include "runtime/tsr.h"
 
 /* ---- Scalar operations ----------------------------------------------------------------------- */
 
@@ -40,6 +41,8 @@ unsigned ir_dtype_bytes(unsigned dtype) {
 #undef DTYPE_BYTES
     return dtype < sizeof bytes ? bytes[dtype] : 4;
 }
+unsigned ir_dtype_compute(unsigned dtype) { return ir_dtype_half(dtype) ? DTYPE_F32 : dtype; }
+
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
 bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
 
@@ -116,6 +119,8 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_TO_F32: return (float)ir_i32_of_bits(a);
     case SOP_TO_I32: return ir_bits_of_i32(ir_f32_to_i32(a));
     case SOP_TO_F64:
+    case SOP_TO_BF16: /* (ir_op_eval: they need the operand's type) */
+    case SOP_TO_F16:
     case SOP_COUNT: break;
     }
     return NAN;
@@ -178,7 +183,18 @@ int32_t ir_f64_to_i32(double x) {
     return (int32_t)x;
 }
 
-bool scalar_op_conversion(ScalarOp op) { return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64; }
+bool scalar_op_conversion(ScalarOp op) {
+    return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64 || op == SOP_TO_BF16 || op == SOP_TO_F16;
+}
+
+/* A value of type `from` (f32, f64 or i32) rounded once to the nearest bf16 (or f16) value, as an
+ * f32: tsr.h's conversions, from f64 through round-to-odd (an i32 is exact as an f64). */
+static float round_to_half(ScalarOp op, unsigned from, IrValue v) {
+    bool bf16 = op == SOP_TO_BF16;
+    if (from == DTYPE_F32) return bf16 ? tsr_bf16_to_f32(tsr_f32_to_bf16(v.f)) : tsr_f16_to_f32(tsr_f32_to_f16(v.f));
+    double d = from == DTYPE_F64 ? v.d : (double)ir_i32_of_bits(v.f);
+    return bf16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(d)) : tsr_f16_to_f32(tsr_f64_to_f16(d));
+}
 
 /* A value of type `from` as type `to` (SOP_TO_*): integers to numbers rounded to nearest, numbers
  * to integers toward zero and saturating, f64 to f32 rounded to nearest, f32 to f64 exactly. */
@@ -193,6 +209,10 @@ static IrValue convert_value(unsigned from, unsigned to, IrValue v) {
 
 IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue x[3]) {
     IrValue r = {0};
+    if (op == SOP_TO_BF16 || op == SOP_TO_F16) {
+        r.f = round_to_half(op, operands, x[0]);
+        return r;
+    }
     if (scalar_op_conversion(op)) return convert_value(operands, type, x[0]);
     if (type == DTYPE_I32) r.f = ir_bits_of_i32(ir_i32_op_eval(op, ir_i32_of_bits(x[0].f), ir_i32_of_bits(x[1].f), ir_i32_of_bits(x[2].f)));
     else if (type == DTYPE_F64) r.d = ir_f64_op_eval(op, x[0].d, x[1].d, x[2].d);
@@ -666,6 +686,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
             if (s->buffer < v->ir->buffer_count &&
+                ir_dtype_compute(v->ir->buffers[s->buffer].dtype) != ir_expr_type(v->ir, s->value) &&
                 (v->ir->buffers[s->buffer].dtype == DTYPE_F64) != (ir_expr_type(v->ir, s->value) == DTYPE_F64)) {
                 char what[256];
                 snprintf(what, sizeof what, "a store into %s (%s) of a value of type %s", v->ir->buffers[s->buffer].name,
@@ -785,7 +806,41 @@ bool ir_stmt_writes(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     }
 }
 
-DType ir_expr_type(const IrProgram *ir, const IrExpr *e) { return e->kind == IR_LOAD ? ir->buffers[e->buffer].dtype : e->type; }
+DType ir_expr_type(const IrProgram *ir, const IrExpr *e) {
+    return e->kind == IR_LOAD ? (DType)ir_dtype_compute(ir->buffers[e->buffer].dtype) : e->type;
+}
+
+static bool expr_half(const IrProgram *ir, const IrExpr *e);
+
+static bool index_half(const IrProgram *ir, const IrIndex *index, uint32_t rank) {
+    for (uint32_t a = 0; a < rank; a++)
+        if (index[a].gather && expr_half(ir, index[a].gather)) return true;
+    return false;
+}
+
+static bool expr_half(const IrProgram *ir, const IrExpr *e) {
+    if (e->kind == IR_LOAD) return ir_dtype_half(ir->buffers[e->buffer].dtype) || index_half(ir, e->index, ir->buffers[e->buffer].rank);
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (expr_half(ir, e->args[i])) return true;
+    return false;
+}
+
+bool ir_stmt_half(const IrProgram *ir, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (ir_stmt_half(ir, s->body.items[i])) return true;
+        return false;
+    case IR_STORE:
+        return ir_dtype_half(ir->buffers[s->buffer].dtype) || expr_half(ir, s->value) ||
+               index_half(ir, s->index, ir->buffers[s->buffer].rank);
+    case IR_SET_LOCAL: return expr_half(ir, s->value);
+    case IR_BARRIER:
+    case IR_CALL: return false;
+    }
+    return false;
+}
 
 static bool index_f64(const IrProgram *ir, const IrIndex *index, uint32_t rank);
 
@@ -821,7 +876,7 @@ bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) {
 }
 
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
-    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s);
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

@@ -69,7 +69,9 @@
     X(SOP_FMA,            "fma",    3)    \
     X(SOP_TO_F32,         "to_f32", 1)    \
     X(SOP_TO_I32,         "to_i32", 1)    \
-    X(SOP_TO_F64,         "to_f64", 1)
+    X(SOP_TO_F64,         "to_f64", 1)    \
+    X(SOP_TO_BF16,        "to_bf16", 1)   \
+    X(SOP_TO_F16,         "to_f16", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -112,7 +114,8 @@ IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue 
 /* The value of a constant (IrExpr.value read as its type), and a value as IrExpr.value holds it. */
 IrValue ir_const_value(unsigned type, double value);
 double ir_value_number(unsigned type, IrValue v);
-/* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64). */
+/* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64, SOP_TO_BF16, SOP_TO_F16; the
+ * last two give an f32, the nearest bf16 or f16 value of the operand, docs/ir.md §2.10). */
 bool scalar_op_conversion(ScalarOp op);
 /* An i32 carried in a float's 4 bytes, and back: how i32 cells travel through f32 values. */
 int32_t ir_i32_of_bits(float bits);
@@ -157,8 +160,13 @@ typedef enum DType { TSR_DTYPE_KINDS(IR_KIND_DTYPE) } DType;
 #undef IR_KIND_DTYPE
 /* The type's name in the language ("f32", "i32", "f64"); "?" past the last. */
 const char *ir_dtype_word(unsigned dtype);
-/* The bytes of one cell of the type (4 for f32 and i32, 8 for f64). */
+/* The bytes of one cell of the type (4 for f32 and i32, 8 for f64, 2 for bf16 and f16). */
 unsigned ir_dtype_bytes(unsigned dtype);
+/* The type a cell of `dtype` is computed in: f32 for bf16 and f16 (storage types: a load widens
+ * exactly, a store rounds to nearest even, docs/ir.md §2.10), else the type itself. */
+unsigned ir_dtype_compute(unsigned dtype);
+/* Whether `dtype` is a 2-byte storage type (bf16, f16). */
+static inline bool ir_dtype_half(unsigned dtype) { return dtype == DTYPE_BF16 || dtype == DTYPE_F16; }
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 
@@ -234,8 +242,10 @@ typedef enum IrExprKind {
 struct IrExpr {
     IrExprKind kind;
     ScalarOp op;
-    DType type;      /* the element type of the value (ir_expr_type; an IR_LOAD's is its buffer's,
-                      * whatever this says).  IR_OP: also the type its operands have and it
+    DType type;      /* the element type of the value (ir_expr_type; an IR_LOAD's is its buffer's
+                      * compute type, ir_dtype_compute, whatever this says: f32 for a bf16 or f16
+                      * buffer).  Never bf16 or f16: those are storage types (§2.10); SOP_TO_BF16
+                      * and SOP_TO_F16 give the f32 nearest on their grid.  IR_OP: also the type its operands have and it
                       * computes in, except for a conversion (SOP_TO_*: the result's type, the
                       * operand's is its own): on i32 values (their bits in 4-byte cells), +, -
                       * and * wrap as two's complement and a comparison gives 1 or 0 (docs/ir.md
@@ -491,10 +501,13 @@ bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s);
 bool ir_stmt_integer(const IrStmt *s);
 /* Whether s touches f64 values: an expression of type f64, or a load or store of an f64 buffer. */
 bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s);
-/* The element type of e's value (IrExpr.type; an IR_LOAD's is its buffer's). */
+/* The element type of e's value (IrExpr.type; an IR_LOAD's is its buffer's compute type). */
 DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
-/* Whether the schedule leaves s as lowered: a call of the runtime, or a nest that gathers or
- * computes on i32s (the rewrites reason about indices by their terms).  The GPU's schedule also
+/* Whether s loads or stores a cell of a bf16 or f16 buffer. */
+bool ir_stmt_half(const IrProgram *ir, const IrStmt *s);
+/* Whether the schedule leaves s as lowered: a call of the runtime, a nest that gathers or
+ * computes on i32s (the rewrites reason about indices by their terms), or one that touches bf16
+ * or f16 cells (ir_stmt_half: the tiles are of 4- and 8-byte cells in this version).  The GPU's schedule also
  * leaves nests that touch f64s (ir_stmt_f64) as lowered; the CPU's tiles them in 8-byte cells. */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */

@@ -27,7 +27,9 @@
  * a local first and storing at the end is the read-modify-write of the seed, reassociated
  * nowhere: accumulation runs in the reduction loops' order.  A reduction `=+` of a product
  * `x * y` accumulates by fused multiply-add, `l = fma(x, y, l)` (one rounding per step; every
- * target and the reference executor compute it so).  The loop order and everything else about
+ * target and the reference executor compute it so).  Into a bf16 or f16 buffer the accumulator
+ * is an f32 local and its one store rounds (docs/ir.md §2.10): a reduction accumulates in f32.
+ * The loop order and everything else about
  * speed is the schedule's (sched.c): lowering states what is computed, not how fast.
  *
  * Requires: assignments from assign.c (each with its projections), buffers for every access. */
@@ -41,7 +43,9 @@
 typedef struct Lowerer {
     IrProgram *ir;
     const Assignment *a;
-    DType lhs_type; /* the left side's buffer's: the type of its accumulation steps and neutral values */
+    DType lhs_type; /* the left side's buffer's compute type (f32 for bf16 and f16: a reduction
+                     * into them accumulates in an f32 local and rounds once, at its store):
+                     * the type of its accumulation steps and neutral values */
     IrFunction *fn;
     uint32_t base; /* the function's iterator for product iterator 0 of this assignment */
     int64_t *lo;   /* per product iterator: where the current region starts */
@@ -431,7 +435,7 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
-    Lowerer l = {ir, a, ir->buffers[a->lhs.buffer].dtype, fn, fn->iter_count, NULL, NULL, NULL};
+    Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
     l.lo = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.lo);
     l.inactive = arena_alloc(ir->arena, (p->iter_count ? p->iter_count : 1) * sizeof *l.inactive);
     l.choice = arena_alloc(ir->arena, (p->concat_count ? p->concat_count : 1) * sizeof *l.choice);

@@ -11,7 +11,8 @@
  *      all its iterators — and read by exactly one load whose loops all appear in its index
  *      (so each cell is computed once, where it is used), is inlined: the load becomes the
  *      stored expression with the producer's iterators replaced by the load's indices, and the
- *      producer's loop nest disappears.  Nothing it reads may be stored in between.  A
+ *      producer's loop nest disappears (a bf16 or f16 buffer's value is rounded there as its
+ *      store would have rounded it: to_bf16, to_f16).  Nothing it reads may be stored in between.  A
  *      buffer whose store draws random numbers (IR_RANDOM) is never inlined: it is materialised
  *      once per run, so every reader, in any routine, sees the same mask.
  *   4. Dead stores: stores to buffers that nothing reads and nobody observes are removed,
@@ -33,6 +34,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/tsr.h"
 
 /* ---- Walking -------------------------------------------------------------------------------- */
 
@@ -118,8 +121,11 @@ static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed
         if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && b->dtype != DTYPE_I32) {
             IrExpr *k = arena_alloc(ir->arena, sizeof *k);
             k->kind = IR_CONST;
-            k->type = b->dtype;
-            k->value = ir_value_number(b->dtype, ir_const_value(b->dtype, b->fill));
+            k->type = (DType)ir_dtype_compute(b->dtype);
+            if (ir_dtype_half(b->dtype)) /* the cell the runtime fills: the double rounded once */
+                k->value = b->dtype == DTYPE_BF16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(b->fill)) : tsr_f16_to_f32(tsr_f64_to_f16(b->fill));
+            else
+                k->value = ir_value_number(b->dtype, ir_const_value(b->dtype, b->fill));
             *changed = true;
             return k;
         }
@@ -410,6 +416,12 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
     if (reads_stored_between(prod.store->value, sites, buffer, f, top_store, top_load)) return false;
     Subst s = {n, iters, by};
     *cons.load = subst_expr(ir, prod.store->value, &s);
+    if (ir_dtype_half(b->dtype)) { /* the value the cell would have held: rounded as a store rounds */
+        IrExpr *round = arena_alloc(ir->arena, sizeof *round);
+        *round = (IrExpr){.kind = IR_OP, .op = b->dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16, .type = DTYPE_F32,
+                          .args = {*cons.load}};
+        *cons.load = round;
+    }
     /* Remove the producer store; pruning drops its loops. */
     prod.store->kind = IR_LOOP;
     prod.store->body = (IrBlock){0};
