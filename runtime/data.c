@@ -8,10 +8,14 @@
  * the output is a pure function of (count, noise, seed, …).
  *
  * Loaders read a whole file into a caller-allocated tensor whose shape and element type the
- * compiler already knows: an F32 tensor takes float32, float64, int32 and int64 files (converted
- * to float32), an F64 tensor the same files (converted to double), an I32 one integers only (any integer .npy dtype, decimal CSV integers), each
- * checked to fit int32 and stored as int32 bits; a value that does not fit is an error naming its
- * cell.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
+ * compiler already knows: an F32 tensor takes float16, float32, float64, int32 and int64 files
+ * (converted to float32), an F64 tensor the same files (converted to double), a BF16 or F16
+ * tensor the same files too, each value rounded once to the type (to nearest, ties to even:
+ * tsr.h's conversions; a value the type holds exactly keeps its bits, NaN payloads included), an
+ * I32 one integers only (any integer .npy dtype, decimal CSV integers), each checked to fit int32
+ * and stored as int32 bits; a value that does not fit is an error naming its cell.  Cells are of
+ * the target type's size (tsr_dtype_cell_bytes: 2, 4 or 8 bytes), whatever the file's element
+ * size.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
  * data its header states, and every CSV line ends with a newline (a last line without one is a
  * cut file).  Only regular files are read (a FIFO or a device may never end), with open/fstat
  * and then stdio; what they read is bounded by the stated shape and the file's size, memory by
@@ -157,7 +161,7 @@ static void format_shape(char *text, size_t size, uint32_t rank, const int64_t *
 
 /* Where a loader puts what it reads: the `cells` cells of shape `dims` at `out`, of element type
  * `dtype` (TSR_DTYPE_*: cells of tsr_dtype_cell_bytes(); an I32 tensor's cells hold int32 values,
- * an F64 tensor's doubles). */
+ * an F64 tensor's doubles, a BF16 or F16 tensor's 2-byte bit patterns). */
 typedef struct Target {
     void *out;
     uint8_t dtype;
@@ -421,9 +425,10 @@ static bool host_is_little_endian(void) {
 }
 
 /* The element types a .npy file may hold: floats, signed and unsigned integers.  An F32 tensor
- * reads the four types it always has (`into_f32`), converted to float32; an F64 tensor reads the
- * same four, converted to double (exact for the floats and for integers below 2^53); an I32
- * tensor reads every integer type, each value checked to fit int32. */
+ * reads the five types marked `into_f32`, converted to float32 (float16 exactly); an F64 tensor
+ * reads the same five, converted to double (exact for the floats and for integers below 2^53); a
+ * BF16 or F16 tensor the same five, each value rounded once to the type; an I32 tensor reads every
+ * integer type, each value checked to fit int32. */
 typedef enum NpyKind { NPY_FLOAT, NPY_SIGNED, NPY_UNSIGNED } NpyKind;
 typedef struct NpyType {
     const char *code, *name; /* "f4", "float32" */
@@ -434,16 +439,23 @@ typedef struct NpyType {
 
 static const NpyType NPY_TYPES[] = {
     {"f4", "float32", NPY_FLOAT, 4, true},   {"f8", "float64", NPY_FLOAT, 8, true},
+    {"f2", "float16", NPY_FLOAT, 2, true},
     {"i4", "int32", NPY_SIGNED, 4, true},    {"i8", "int64", NPY_SIGNED, 8, true},
     {"i1", "int8", NPY_SIGNED, 1, false},    {"i2", "int16", NPY_SIGNED, 2, false},
     {"u1", "uint8", NPY_UNSIGNED, 1, false}, {"u2", "uint16", NPY_UNSIGNED, 2, false},
     {"u4", "uint32", NPY_UNSIGNED, 4, false}, {"u8", "uint64", NPY_UNSIGNED, 8, false},
 };
 
+/* The NumPy type an array for a float tensor of type `dtype` is best converted to (messages):
+ * NumPy has no bfloat16, and a BF16 tensor is saved as float32. */
+static const char *numpy_float_name(uint8_t dtype) {
+    return dtype == TSR_DTYPE_F64 ? "float64" : dtype == TSR_DTYPE_F16 ? "float16" : "float32";
+}
+
 /* The element type of a descr such as "<f4" for a tensor of type `dtype`: little-endian ('<',
  * or '=' / '|' / none on a little-endian host; any order for one-byte types), of a type that
  * tensor reads.  A checkpoint's array (src->archive) must hold numbers of the tensor's kind: an
- * integer array for an I32 tensor, a float array for an F32 or F64 one. */
+ * integer array for an I32 tensor, a float array for an F32, F64, BF16 or F16 one. */
 static int npy_type(const Source *src, const char *descr, uint8_t dtype, const NpyType **type) {
     bool has_order = descr[0] != '\0' && strchr("<>=|", descr[0]) != NULL;
     const char *code = has_order ? descr + 1 : descr;
@@ -462,8 +474,7 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
                            "astype(numpy.int32)", holder, t->name);
         if (dtype != TSR_DTYPE_I32 && src->archive && !is_float)
             return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
-                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name,
-                           dtype == TSR_DTYPE_F64 ? "float64" : "float32");
+                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_float_name(dtype));
         if (dtype != TSR_DTYPE_I32 && !t->into_f32) break;
         *type = t;
         return TSR_OK;
@@ -471,7 +482,7 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
     if (dtype == TSR_DTYPE_I32)
         return fail_at(src, 0, 0, "dtype '%s' is not supported for an i32 tensor (int8, int16, int32, int64, uint8, "
                        "uint16, uint32, uint64)", shown);
-    return fail_at(src, 0, 0, "dtype '%s' is not supported (float32, float64, int32, int64)", shown);
+    return fail_at(src, 0, 0, "dtype '%s' is not supported (float16, float32, float64, int32, int64)", shown);
 }
 
 static uint64_t load_le(const unsigned char *bytes, int size) {
@@ -486,22 +497,64 @@ static int64_t sign_extend(uint64_t raw, int size) {
     return raw & sign ? -(int64_t)(~raw & mask) - 1 : (int64_t)raw;
 }
 
+/* An integer as a double rounded to odd: exact below 2^53, else truncated to 53 significant bits
+ * with the last one set when bits were dropped, so that a later rounding to nearest to a type of
+ * at most 51 bits (tsr_f64_to_bf16, tsr_f64_to_f16) rounds the integer once. */
+static double integer_odd(uint64_t magnitude, bool negative) {
+    int shift = 0;
+    while (magnitude >> shift >= (uint64_t)1 << 53) shift++;
+    uint64_t kept = magnitude >> shift;
+    if (shift && (magnitude & (((uint64_t)1 << shift) - 1))) kept |= 1;
+    double d = ldexp((double)kept, shift);
+    return negative ? -d : d;
+}
+
+/* Stores element `raw` (little-endian bits of a float or integer `type`) into BF16 or F16 cell
+ * `cell`, rounded once to nearest even: a float16 element into F16, or a float32 one that BF16
+ * holds exactly (its low 16 bits zero: a BF16 tensor saved as float32), keeps its bits; other
+ * floats round from their value (float64 through round-to-odd, tsr_f64_to_bf16), integers from
+ * integer_odd. */
+static void store_half(const NpyType *type, uint64_t raw, const Target *t, int64_t cell) {
+    bool bf16 = t->dtype == TSR_DTYPE_BF16;
+    uint16_t h;
+    if (type->kind == NPY_FLOAT && type->size == 2) {
+        h = bf16 ? tsr_f32_to_bf16(tsr_f16_to_f32((uint16_t)raw)) : (uint16_t)raw;
+    } else if (type->kind == NPY_FLOAT && type->size == 4) {
+        uint32_t bits = (uint32_t)raw;
+        float f = tsr_f32_of_bits(bits);
+        h = bf16 ? ((bits & 0xffffu) == 0 ? (uint16_t)(bits >> 16) : tsr_f32_to_bf16(f)) : tsr_f32_to_f16(f);
+    } else {
+        double d;
+        if (type->kind == NPY_FLOAT) {
+            memcpy(&d, &raw, sizeof d);
+        } else if (type->kind == NPY_SIGNED) {
+            int64_t v = sign_extend(raw, type->size);
+            d = integer_odd(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+        } else {
+            d = integer_odd(raw, false);
+        }
+        h = bf16 ? tsr_f64_to_bf16(d) : tsr_f64_to_f16(d);
+    }
+    memcpy((char *)t->out + cell * (int64_t)sizeof h, &h, sizeof h);
+}
+
 /* Converts `n` little-endian elements of `type` into the target's cells from cell `first`: to
- * float32, to double (an F64 target), or (an I32 target) to int32, where a value that does not
- * fit is an error naming its cell. */
+ * float32, to double (an F64 target), rounded once to BF16 or F16 (store_half), or (an I32
+ * target) to int32, where a value that does not fit is an error naming its cell. */
 static int npy_convert(const Source *src, const NpyType *type, const unsigned char *bytes, int64_t n,
                        const Target *t, int64_t first) {
     float *floats = t->out;
     for (int64_t i = 0; i < n; i++) {
         uint64_t raw = load_le(bytes + (int64_t)type->size * i, type->size);
         int64_t cell = first + i;
-        if (t->dtype == TSR_DTYPE_F64) { /* floats widen exactly; integers below 2^53 are exact */
+        if (t->dtype == TSR_DTYPE_BF16 || t->dtype == TSR_DTYPE_F16) {
+            store_half(type, raw, t, cell);
+        } else if (t->dtype == TSR_DTYPE_F64) { /* floats widen exactly; integers below 2^53 are exact */
             double d;
-            if (type->kind == NPY_FLOAT && type->size == 4) {
-                float f;
-                uint32_t bits = (uint32_t)raw;
-                memcpy(&f, &bits, sizeof f);
-                d = f;
+            if (type->kind == NPY_FLOAT && type->size == 2) {
+                d = tsr_f16_to_f32((uint16_t)raw);
+            } else if (type->kind == NPY_FLOAT && type->size == 4) {
+                d = tsr_f32_of_bits((uint32_t)raw);
             } else if (type->kind == NPY_FLOAT) {
                 memcpy(&d, &raw, sizeof d);
             } else {
@@ -509,7 +562,9 @@ static int npy_convert(const Source *src, const NpyType *type, const unsigned ch
             }
             memcpy((char *)t->out + cell * (int64_t)sizeof d, &d, sizeof d);
         } else if (type->kind == NPY_FLOAT) { /* only into F32 targets (npy_type) */
-            if (type->size == 4) {
+            if (type->size == 2) {
+                floats[cell] = tsr_f16_to_f32((uint16_t)raw);
+            } else if (type->size == 4) {
                 uint32_t bits = (uint32_t)raw;
                 memcpy(&floats[cell], &bits, sizeof bits);
             } else {
@@ -773,8 +828,8 @@ typedef struct CsvLoad {
 } CsvLoad;
 
 /* Stores the number just read (its text in load->field) into cell load->count: as float32, as
- * the double strtod read (an F64 target), or, for an I32 target, as int32 when the field is an
- * integer that fits. */
+ * the double strtod read (an F64 target), that double rounded once to a BF16 or F16 target
+ * (tsr_cell_store), or, for an I32 target, as int32 when the field is an integer that fits. */
 static int csv_store(CsvLoad *load, double value) {
     const Target *t = load->target;
     int64_t cell = load->count;

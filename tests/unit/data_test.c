@@ -283,7 +283,7 @@ static void npy_errors(void) {
                  ": dtype '>f4' is big-endian; only little-endian data is supported");
     write_npy("i2.npy", "{'descr': '<i2', 'fortran_order': False, 'shape': (4, 3), }", 24);
     expect_error("npy <i2", tsr_load_npy, "i2.npy", 2, d43,
-                 ": dtype '<i2' is not supported (float32, float64, int32, int64)");
+                 ": dtype '<i2' is not supported (float16, float32, float64, int32, int64)");
     write_npy("struct.npy", "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4, 3), }", 48);
     expect_error("npy structured dtype", tsr_load_npy, "struct.npy", 2, d43,
                  ": has a malformed header: expected a string for 'descr' (structured dtypes are not supported)");
