@@ -7,9 +7,12 @@
  * forward, and the shuffles are replayed (shuffle.c) to put the data in the saved run's order.
  *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
- * member NAME.npy of a zip archive: .npy format 1.0, little-endian float32 — int32 ('<i4') for
- * an I32 buffer —, C order, the shape the buffer has in memory (the dims of the generated header); members are stored without
- * compression, with their CRC-32s, so numpy.load reads the file.  The archive is written to a
+ * member NAME.npy of a zip archive: .npy format 1.0, little-endian, of the buffer's type's NumPy
+ * descr (tsr_dtype_numpy: float32 '<f4', int32 '<i4' for an I32 buffer, float64 '<f8' for F64,
+ * float16 '<f2' for F16; NumPy has no bfloat16, so a BF16 buffer is widened, exactly, to float32
+ * '<f4', in pieces), C order, the shape the buffer has in memory (the dims of the generated
+ * header); members are stored without compression, with their CRC-32s, so numpy.load reads the
+ * file.  The archive is written to a
  * new file of a random name beside PATH (O_EXCL, no link followed) and renamed over PATH only
  * when every byte is written, so a failed save never leaves a cut checkpoint behind and nothing
  * planted in the directory is written through; a PATH that exists and is not a regular file (a
@@ -18,9 +21,10 @@
  * Loading reads the zip's central directory from the end of the file and, for each chosen
  * buffer, member NAME.npy (with pread: memory is bounded by what the model's arrays need,
  * whatever sizes the file claims), checks every offset and size against the file, checks the
- * CRC-32, and parses the .npy through data.c (shape and dtype checked: a float dtype the data
- * loader takes for an F32 buffer, an integer one for an I32 buffer; the other kind is an error
- * naming both types).  Archives written by numpy.savez (zip64 local headers included) load too;
+ * CRC-32, and parses the .npy through data.c (shape and dtype checked: a float dtype — float16,
+ * float32 or float64 — for an F32, F64, BF16 or F16 buffer, converted to its type (widened
+ * exactly, or rounded once to nearest even; a BF16 buffer saved as float32 loads back bit for
+ * bit), an integer one for an I32 buffer; the other kind is an error naming both types).  Archives written by numpy.savez (zip64 local headers included) load too;
  * compressed members (numpy.savez_compressed) are refused by name.  Every problem — a missing
  * or unreadable file, a missing array, a wrong shape, a damaged or truncated archive — is a
  * TSR_ERR_DATA error naming the file and the array, and the state is changed only when every
@@ -156,13 +160,32 @@ static void put_entry(Writer *w, const Member *m, bool central) {
     put(w, m->name, name_len);
 }
 
-/* One member NAME.npy: an array of element type `dtype` (its cells' bits as they are) and shape
- * `dims` holding `values`; TSR_OK or an error. */
+/* The bytes of one element of a saved array of a buffer of type `dtype`: its cell size, but 4 for
+ * BF16 (saved as float32). */
+static size_t saved_bytes(uint8_t dtype) { return dtype == TSR_DTYPE_BF16 ? 4 : tsr_dtype_cell_bytes(dtype); }
+
+/* BF16 cells widened to float32, WIDEN_CELLS at a time: the CRC over them, or (with `w`) them
+ * written. */
+enum { WIDEN_CELLS = 4096 };
+static uint32_t put_widened(Writer *w, const uint16_t *cells, int64_t count, uint32_t crc) {
+    float wide[WIDEN_CELLS];
+    for (int64_t at = 0; at < count; at += WIDEN_CELLS) {
+        int64_t n = count - at < WIDEN_CELLS ? count - at : WIDEN_CELLS;
+        for (int64_t i = 0; i < n; i++) wide[i] = tsr_bf16_to_f32(cells[at + i]);
+        if (w) put(w, wide, (size_t)n * sizeof *wide);
+        else crc = crc32_update(crc, (const unsigned char *)wide, (size_t)n * sizeof *wide);
+    }
+    return crc;
+}
+
+/* One member NAME.npy: an array of element type `dtype` (its cells' bits as they are; BF16 cells
+ * widened to float32) and shape `dims` holding `values`; TSR_OK or an error. */
 static int put_array(Writer *w, const char *path, const char *name, const float *values, uint8_t dtype, uint32_t rank,
                      const int64_t *dims, int64_t cells, Member *members, uint32_t *member_count) {
     char header[512];
     size_t header_len = npy_header(header, sizeof header, dtype, rank, dims);
-    size_t bytes = (size_t)cells * tsr_dtype_cell_bytes(dtype);
+    size_t bytes = (size_t)cells * saved_bytes(dtype);
+    bool widen = saved_bytes(dtype) != tsr_dtype_cell_bytes(dtype);
     uint64_t size = header_len + (uint64_t)bytes;
     if (header_len == 0 || size > UINT32_MAX || w->offset + size > UINT32_MAX / 2 || *member_count >= 0xffff)
         return tsr_error(TSR_ERR_IO, "checkpoint '%s': array '%s' does not fit a zip file without zip64 extensions",
@@ -170,12 +193,15 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
     Member *m = &members[(*member_count)++];
     if (!(m->name = malloc(strlen(name) + 5))) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
     sprintf(m->name, "%s.npy", name);
-    m->crc = crc32_update(crc32_update(0, (const unsigned char *)header, header_len), (const unsigned char *)values, bytes);
+    uint32_t crc = crc32_update(0, (const unsigned char *)header, header_len);
+    m->crc = widen ? put_widened(NULL, (const uint16_t *)(const void *)values, cells, crc)
+                   : crc32_update(crc, (const unsigned char *)values, bytes);
     m->size = (uint32_t)size;
     m->offset = (uint32_t)w->offset;
     put_entry(w, m, false);
     put(w, header, header_len);
-    put(w, values, bytes);
+    if (widen) put_widened(w, (const uint16_t *)(const void *)values, cells, 0);
+    else put(w, values, bytes);
     return TSR_OK;
 }
 

@@ -7,7 +7,8 @@
  * sign bit and payload are not part of what a program computes (x86 makes 0/0 negative, and
  * LLVM and the reference executor negate NaNs differently), so they are dropped.  An I32
  * buffer's cells are int32 values and print as integers (%d), whatever the environment says; an F64
- * buffer's print with %g, or %.17g (every double told apart) under TSR_PRINT_EXACT=1. */
+ * buffer's print with %g, or %.17g (every double told apart) under TSR_PRINT_EXACT=1; a BF16 or
+ * F16 buffer's cells print as the float values they hold (widened exactly), as F32 cells do. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
