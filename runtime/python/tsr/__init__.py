@@ -10,9 +10,10 @@
 The library holds the model's code, its image and the tsrc runtime; this module reads the
 manifest beside it (libmlp.json) and calls the runtime's C functions with ctypes, so nothing is
 compiled at install time.  A model object owns one state (tsr_state): its tensors are views of
-the state's buffers, without a copy (float32, float64 or int32 for the program's f64 and i32 tensors, as the
-manifest's "dtype" says), valid until the model is closed or a run-time size that
-shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
+the state's buffers, without a copy (float32; float64, int32 and float16 for the program's f64,
+i32 and f16 tensors; uint16 bit patterns for its bf16 tensors, which NumPy cannot hold otherwise
+— tsr.bf16_to_float32 and tsr.float32_to_bf16 convert them; as the manifest's "dtype" says),
+valid until the model is closed or a run-time size that shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
 runtime's message.  Libraries compiled from different programs, or the same library loaded
 twice, are independent.  tsr.compile("mlp.tsr") runs the installed tsrc and loads the result,
 reusing an earlier library when the source, the options and tsrc are the same.
@@ -27,9 +28,11 @@ import tempfile
 
 import numpy as np
 
+from .bf16 import bf16_to_float32, float32_to_bf16  # noqa: E402,F401
 from .weights import from_gpt2, from_torch, to_gpt2, to_torch  # noqa: E402,F401
 
-__all__ = ["Error", "Model", "compile", "from_gpt2", "from_torch", "load", "to_gpt2", "to_torch"]
+__all__ = ["Error", "Model", "bf16_to_float32", "compile", "float32_to_bf16", "from_gpt2", "from_torch", "load",
+           "to_gpt2", "to_torch"]
 
 
 class Error(Exception):
@@ -37,10 +40,14 @@ class Error(Exception):
 
 
 # A tensor's element type, from the manifest's "dtype" (NumPy's name; the language's word is
-# accepted too, and a manifest without the key, from an older tsrc, means float32).
+# accepted too, and a manifest without the key, from an older tsrc, means float32).  A bf16
+# tensor's cells are uint16 bit patterns (NumPy has no bfloat16).
 _DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32,
-           "float64": np.float64, "f64": np.float64}
-_CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int32, np.dtype(np.float64): ctypes.c_double}
+           "float64": np.float64, "f64": np.float64, "float16": np.float16, "f16": np.float16,
+           "bfloat16": np.uint16, "bf16": np.uint16}
+_BF16 = ("bfloat16", "bf16")
+_CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int32, np.dtype(np.float64): ctypes.c_double,
+          np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.uint16): ctypes.c_uint16}
 
 
 class _State(ctypes.Structure):
@@ -199,16 +206,21 @@ class Model:
         return self.tensors[name]
 
     def dtype(self, name):
-        """The NumPy dtype of tensor `name`'s cells: float32, float64 for an f64 tensor, or int32
-        for an i32 tensor."""
+        """The NumPy dtype of tensor `name`'s cells: float32, float64 for an f64 tensor, int32 for
+        an i32 tensor, float16 for an f16 tensor, uint16 (bit patterns) for a bf16 tensor."""
         word = self._tensor(name).get("dtype", "float32")
         if word not in _DTYPES:
             raise Error(f"tensor {name!r} has element type {word!r}, which this version of tsr does not know")
         return np.dtype(_DTYPES[word])
 
+    def is_bf16(self, name):
+        """Whether tensor `name` is bf16: its view holds uint16 bit patterns (tsr.bf16_to_float32)."""
+        return self._tensor(name).get("dtype") in _BF16
+
     def __getitem__(self, name):
         """Tensor `name` as a NumPy array over the state's buffer (no copy): float32, float64 for
-        an f64 tensor, or int32 for an i32 tensor."""
+        an f64 tensor, int32 for an i32 tensor, float16 for an f16 tensor, or the uint16 bit
+        patterns of a bf16 tensor."""
         t = self._tensor(name)
         shape = self.shape(name)
         if not self._state:
@@ -222,15 +234,25 @@ class Model:
                 raise Error(self._last_error())
             raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
         count = int(np.prod(shape, dtype=np.int64))
-        cell = _CELLS[self.dtype(name)]
-        return np.ctypeslib.as_array((cell * count).from_address(pointer)).reshape(shape)
+        dtype = self.dtype(name)
+        cells = np.ctypeslib.as_array((_CELLS[dtype] * count).from_address(pointer))
+        return cells.view(dtype).reshape(shape)
 
     def __setitem__(self, name, value):
         """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it).
         An i32 tensor takes integers: floats with a fraction, NaN or values beyond int32 raise
-        tsr.Error rather than being rounded or wrapped."""
+        tsr.Error rather than being rounded or wrapped.  An f16 tensor's values are rounded to
+        float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
+        (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
-        value = _integers(name, value) if target.dtype == np.int32 else np.asarray(value, dtype=target.dtype)
+        if target.dtype == np.int32:
+            value = _integers(name, value)
+        elif self.is_bf16(name):
+            value = np.asarray(value)
+            value = value if value.dtype == np.uint16 else float32_to_bf16(value)
+        else:
+            with np.errstate(over="ignore"):  # beyond float16's range: infinity, as rounding says
+                value = np.asarray(value, dtype=target.dtype)
         try:
             np.copyto(target, np.broadcast_to(value, target.shape))
         except ValueError:

@@ -21,10 +21,16 @@ Layouts (tsrc stores a weight in memory order output, input; convolutions channe
     nn.LayerNorm  weight, bias               -> gain, bias
 Every array's shape is checked after its conversion; one that does not fit raises ValueError
 naming both sides, before anything is written.  GPT-2's fused attention (c_attn) is
-from_gpt2/to_gpt2's: tools/gpt2_weights.py."""
+from_gpt2/to_gpt2's: tools/gpt2_weights.py.
+
+Element types: values are written as float32 arrays, which the model converts to each
+parameter's type (rounded to nearest even for bf16 and f16); they are read as the parameter's
+values — a bf16 parameter's bit patterns converted to float32 (tsr.bf16_to_float32)."""
 import re
 
 import numpy as np
+
+from .bf16 import bf16_to_float32
 
 KINDS = {frozenset(("w", "b")): "linear", frozenset(("w",)): "linear", frozenset(("kernel", "bias")): "conv",
          frozenset(("kernel",)): "conv", frozenset(("gain", "bias")): "norm", frozenset(("table",)): "embedding"}
@@ -34,6 +40,11 @@ def _numpy(value):
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
     return np.asarray(value, dtype=np.float32)
+
+
+def _values(m, name):
+    """Parameter `name` of m as numbers (a copy): float32 for a bf16 parameter, its dtype else."""
+    return bf16_to_float32(m[name]) if m.is_bf16(name) else np.array(m[name])
 
 
 def tsrc_layers(m):
@@ -156,7 +167,7 @@ def to_torch(m, like, mapping=None):
     out = {}
     for ours, key, kind in _plan(m, like, mapping):
         target = _numpy(like[key])
-        v = _from_tsrc(kind, np.array(m[ours]), target)
+        v = _from_tsrc(kind, _values(m, ours), target)
         if v.shape != target.shape:
             raise ValueError(f"{ours!r}, {list(m.shape(ours))} in the tsrc model, does not fit {key!r}, "
                              f"{list(target.shape)} in PyTorch")
@@ -287,7 +298,7 @@ def to_gpt2(m, like=None):
     current = {k: _numpy(v) for k, v in like.items()}
     for ours, key, _, backward in rows:
         full = prefix + key
-        current[full] = np.ascontiguousarray(backward(np.array(m[ours]), current[full]), dtype=np.float32)
+        current[full] = np.ascontiguousarray(backward(_values(m, ours), current[full]), dtype=np.float32)
     if "lm_head.weight" in current:
         current["lm_head.weight"] = current[prefix + "wte.weight"]
     return current
