@@ -438,6 +438,11 @@ add_summary "native: i32 data and token files" $? "$TMP/dtype.out"
 # (tests/native/dtype_f64_data.sh).
 sh tests/native/dtype_f64_data.sh "$TSRC" "$PYTHON" >"$TMP/dtype_f64.out" 2>&1
 add_summary "native: f64 data, parameters and checkpoints" $? "$TMP/dtype_f64.out"
+# bf16 and f16 data (.npy of float16/32/64 and int32, CSV, each value rounded once), bf16 and f16
+# parameters trained, saved (float32 and float16 arrays), resumed and loaded from NumPy, the
+# header's uint16_t * accessors, the manifest, Python's views (tests/native/dtype_half_data.sh).
+sh tests/native/dtype_half_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype_half.out" 2>&1
+add_summary "native: bf16 and f16 data, parameters and checkpoints" $? "$TMP/dtype_half.out"
 # bf16 and f16 values (tests/native/dtype_half.tsr, whose golden the loop above checks in every
 # executor) against NumPy's float16 and a bf16 rounding of float32 (tests/native/dtype_half.py).
 { TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/dtype_half.tsr >"$TMP/half.out" &&
