@@ -96,8 +96,8 @@ int tsr_checkpoint_save(tsr_state *state, const char *path, const uint32_t *buff
 int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 /* Read the .npy file held in `size` bytes (a member of checkpoint `archive`, array `array`)
  * into `out` of shape `dims` and element type `dtype`, as tsr_load_npy_typed() does a file,
- * except that the array must hold numbers of the tensor's kind (floats for F32, integers for
- * I32); messages name the archive and the array. */
+ * except that the array must hold numbers of the tensor's kind (floats for F32, F64, BF16 and
+ * F16, integers for I32); messages name the archive and the array. */
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array);
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
@@ -182,9 +182,10 @@ double tsr_print_canonical(double v);
 int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *length);
 
 /* tsr_load_npy() and tsr_load_csv() into a tensor of element type `dtype` (TSR_DTYPE_*): F32 as
- * they do; I32 takes integers only (any integer dtype of .npy, decimal integers in CSV), each
- * value checked to fit int32 (a message names the cell), and a float .npy file is an error that
- * names both types. */
+ * they do; F64, BF16 and F16 read the same files, converted to double or rounded once to the
+ * half type (data.c); I32 takes integers only (any integer dtype of .npy, decimal integers in
+ * CSV), each value checked to fit int32 (a message names the cell), and a float .npy file is an
+ * error that names both types. */
 int tsr_load_npy_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,
                        const char *what);
 int tsr_load_csv_typed(const char *path, void *out, uint8_t dtype, uint32_t rank, const int64_t *dims,

@@ -90,8 +90,8 @@ void tsr_circles(float *points, float *labels, int64_t count, double noise, doub
 /* Two interleaved spirals. */
 void tsr_spirals(float *points, float *labels, int64_t count, double noise, uint64_t seed);
 
-/* Read a .npy file (format versions 1–3; little-endian float32, float64, int32 or int64; C
- * order) into `out`, whose shape is `dims` (rank `rank`): the file's shape must equal it.
+/* Read a .npy file (format versions 1–3; little-endian float16, float32, float64, int32 or
+ * int64; C order) into `out`, whose shape is `dims` (rank `rank`): the file's shape must equal it.
  * `what` names the tensor in messages.  TSR_OK, or TSR_ERR_DATA with a message saying what is
  * wrong (missing, not a .npy file, wrong dtype, wrong shape, truncated). */
 int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what);
