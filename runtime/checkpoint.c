@@ -12,23 +12,23 @@
  * float16 '<f2' for F16; NumPy has no bfloat16, so a BF16 buffer is widened, exactly, to float32
  * '<f4', in pieces), C order, the shape the buffer has in memory (the dims of the generated
  * header); members are stored without compression, with their CRC-32s, so numpy.load reads the
- * file.  The archive is written to a
- * new file of a random name beside PATH (O_EXCL, no link followed) and renamed over PATH only
- * when every byte is written, so a failed save never leaves a cut checkpoint behind and nothing
- * planted in the directory is written through; a PATH that exists and is not a regular file (a
- * device, a FIFO, a directory) is refused rather than replaced.
+ * file.  The archive is written to a new file of a random name beside PATH (O_EXCL, no link
+ * followed) and renamed over PATH only when every byte is written, so a failed save never leaves a
+ * cut checkpoint behind and nothing planted in the directory is written through; a PATH that
+ * exists and is not a regular file (a device, a FIFO, a directory) is refused rather than
+ * replaced.
  *
- * Loading reads the zip's central directory from the end of the file and, for each chosen
- * buffer, member NAME.npy (with pread: memory is bounded by what the model's arrays need,
- * whatever sizes the file claims), checks every offset and size against the file, checks the
- * CRC-32, and parses the .npy through data.c (shape and dtype checked: a float dtype — float16,
- * float32 or float64 — for an F32, F64, BF16 or F16 buffer, converted to its type (widened
- * exactly, or rounded once to nearest even; a BF16 buffer saved as float32 loads back bit for
- * bit), an integer one for an I32 buffer; the other kind is an error naming both types).  Archives written by numpy.savez (zip64 local headers included) load too;
- * compressed members (numpy.savez_compressed) are refused by name.  Every problem — a missing
- * or unreadable file, a missing array, a wrong shape, a damaged or truncated archive — is a
- * TSR_ERR_DATA error naming the file and the array, and the state is changed only when every
- * array has been read.
+ * Loading reads the zip's central directory from the end of the file and, for each chosen buffer,
+ * member NAME.npy (with pread: memory is bounded by what the model's arrays need, whatever sizes
+ * the file claims), checks every offset and size against the file, checks the CRC-32, and parses
+ * the .npy through data.c (shape and dtype checked: a float dtype — float16, float32 or float64 —
+ * for an F32, F64, BF16 or F16 buffer, converted to its type (widened exactly, or rounded once to
+ * nearest even; a BF16 buffer saved as float32 loads back bit for bit), an integer one for an I32
+ * buffer; the other kind is an error naming both types).  Archives written by numpy.savez (zip64
+ * local headers included) load too; compressed members (numpy.savez_compressed) are refused by
+ * name.  Every problem — a missing or unreadable file, a missing array, a wrong shape, a damaged or
+ * truncated archive — is a TSR_ERR_DATA error naming the file and the array, and the state is
+ * changed only when every array has been read.
  *
  * For a GPU state, saving reads and loading writes the host copies through the coherence of
  * cuda.c (tsr_buffer_to_host), so a checkpoint holds what the kernels last computed.
