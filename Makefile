@@ -194,24 +194,33 @@ check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
 
 # The long differential sweep of the reference executor against NumPy's einsum: f32 tensors
 # (tolerance 1e-4), then every tensor f64 (--dtype f64: against NumPy's float64 within the error
-# bound of double-precision sums of products, tests/einsum/einsum_diff.py's header; about a minute).
+# bound of double-precision sums of products, tests/einsum/einsum_diff.py's header; about a minute),
+# then every tensor bf16 and every tensor f16 (--dtype bf16, f16: exactly, NumPy's result rounded
+# once to the type; about a minute each).
 EINSUM_COUNT ?= 20000
 EINSUM_F64_COUNT ?= 20000
+EINSUM_HALF_COUNT ?= 20000
 EINSUM_SEED ?= 2
 check-einsum: $(BUILD)/tsrc
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_COUNT) --seed $(EINSUM_SEED)
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_F64_COUNT) --seed $(EINSUM_SEED) --dtype f64
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_HALF_COUNT) --seed $(EINSUM_SEED) --dtype bf16
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_HALF_COUNT) --seed $(EINSUM_SEED) --dtype f16
 
 # The long differential sweeps of native code against the reference executor: random einsums
-# of f32 tensors, the same of f64 tensors (--dtype f64, every value printed in full; sweep_gen.py's
-# header says what they hold), and random contractions.
+# of f32 tensors, the same of f64 tensors, of bf16 tensors and of f16 tensors (--dtype f64,
+# bf16, f16, every value printed in full; sweep_gen.py's header says what they hold), and
+# random contractions.
 NATIVE_COUNT ?= 20000
 NATIVE_F64_COUNT ?= 5000
+NATIVE_HALF_COUNT ?= 3000
 NATIVE_SEED ?= 2
 CONTRACTION_LONG_COUNT ?= 3000
 check-native: $(BUILD)/tsrc
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_COUNT) --seed $(NATIVE_SEED)
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_F64_COUNT) --seed $(NATIVE_SEED) --dtype f64
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_HALF_COUNT) --seed $(NATIVE_SEED) --dtype bf16
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_HALF_COUNT) --seed $(NATIVE_SEED) --dtype f16
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED) --dtype f64
 

@@ -24,9 +24,15 @@
 # tests/native/sweep_regress.tsr is left out.  tests/run.sh runs 300 such cases (--count 300,
 # about 30 s on 2 cores), `make check-native` 5000 (--count 5000).
 #
+# --dtype bf16 and --dtype f16 do the same with every tensor of that storage type (computed in
+# f32, rounded to nearest even where stored; sweep_gen.py's header), each value printed as its
+# f32 widening in full (%.9g), so native code must accumulate in f32 in the reference
+# executor's order and round as it does.  tests/run.sh runs 150 cases of each (about 20 s
+# each on 2 cores), `make check-native` 3000 of each (4-5 minutes each).
+#
 # Usage: tests/native_sweep.sh [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J]
 #                              [--cpus "native x86-64-v4 …"] [--keep DIR] [--no-regress]
-#                              [--dtype f32|f64]
+#                              [--dtype f32|f64|bf16|f16]
 # Environment: PYTHON (default /usr/bin/python3, which has NumPy).
 set -u
 
@@ -42,7 +48,7 @@ PY=${PYTHON:-/usr/bin/python3}
 LIMIT=300      # seconds per tsrc run
 DTYPE=f32
 
-usage() { echo "usage: $0 [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J] [--cpus LIST] [--keep DIR] [--no-regress] [--dtype f32|f64]" >&2; exit 2; }
+usage() { echo "usage: $0 [--tsrc PATH] [--count N] [--seed S] [--batch B] [--jobs J] [--cpus LIST] [--keep DIR] [--no-regress] [--dtype f32|f64|bf16|f16]" >&2; exit 2; }
 
 # ---- one program (run by xargs below): PROGRAM.tsr -> PROGRAM.report, PROGRAM.detail --------
 # The report has one line "BAD CASE CPU" per failing case and CPU ("interp" when the reference
@@ -123,8 +129,9 @@ done
 case $COUNT$SEED$BATCH$JOBS in *[!0-9]*|'') usage ;; esac
 case $DTYPE in
     f32) ;;
-    # f64 values in full (%.17g), in every run of tsrc and of the executables it builds.
-    f64) REGRESS= TSR_PRINT_EXACT=1; export TSR_PRINT_EXACT ;;
+    # f64 values in full (%.17g), bf16 and f16 ones as their f32 widening (%.9g), in every run
+    # of tsrc and of the executables it builds.
+    f64|bf16|f16) REGRESS= TSR_PRINT_EXACT=1; export TSR_PRINT_EXACT ;;
     *) usage ;;
 esac
 [ -x "$TSRC" ] || { echo "native_sweep.sh: $TSRC is not an executable" >&2; exit 2; }

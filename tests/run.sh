@@ -29,7 +29,9 @@
 # (tests/grad/gradcheck.py, nn_gradcheck.py), the native sweep against the reference executor
 # (tests/native_sweep.sh; NATIVE_SWEEP_COUNT cases, default 1500), both differential tests again
 # with every tensor f64 (--dtype f64; EINSUM_F64_COUNT cases, default 600, and
-# NATIVE_SWEEP_F64_COUNT, default 300), the compile-time and
+# NATIVE_SWEEP_F64_COUNT, default 300) and with every tensor bf16, then f16 (--dtype bf16,
+# --dtype f16; EINSUM_HALF_COUNT cases of each, default 300, and NATIVE_SWEEP_HALF_COUNT,
+# default 150), the compile-time and
 # memory test (tests/scale/compile_scale.py), the README's shell lines (tests/readme_lines.py),
 # the layout of the source tree (tests/layout.py: file sizes, include and call cycles),
 # whose own closing "N passed, N failed" lines are
@@ -495,6 +497,13 @@ add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_F64_COUNT:-600}" --seed 1 --dtype f64 \
     >"$TMP/einsum_f64.out" 2>&1
 add_summary "f64 einsum vs NumPy" $? "$TMP/einsum_f64.out"
+# The same with every tensor bf16, then f16, exactly: values and sums exact in f32, NumPy's
+# result rounded once to the type (einsum_diff.py's header; a few seconds).
+for half in bf16 f16; do
+    "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_HALF_COUNT:-300}" --seed 1 \
+        --dtype $half >"$TMP/einsum_$half.out" 2>&1
+    add_summary "$half einsum vs NumPy" $? "$TMP/einsum_$half.out"
+done
 
 # Gathered axes (`[n]`, an embedding's read) and their scatter-add gradients against NumPy's
 # indexing and np.add.at, i32 and f32 ids, ids out of range clamped; interpreted and natively
@@ -602,6 +611,13 @@ add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
 PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_F64_COUNT:-300}" --seed 1 \
     --dtype f64 >"$TMP/native_sweep_f64.out" 2>&1
 add_summary "f64 native sweep vs reference executor" $? "$TMP/native_sweep_f64.out"
+# The same with every tensor bf16, then f16, every value printed in full (--dtype bf16,
+# --dtype f16; about 20 s each).
+for half in bf16 f16; do
+    PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_HALF_COUNT:-150}" --seed 1 \
+        --dtype $half >"$TMP/native_sweep_$half.out" 2>&1
+    add_summary "$half native sweep vs reference executor" $? "$TMP/native_sweep_$half.out"
+done
 
 # The house (tests/layout.py): no file of compiler/ or runtime/ over 1500 lines, no cycle of
 # includes or of calls between files (read from this build's objects), and the compiler reaches

@@ -42,13 +42,30 @@ u = 2^-53; tsrc and NumPy each are, so they must agree within
 per cell: at most about 1e-16 * n of the magnitudes (4e-12 at the largest n of 20000), where an
 f32 result would be about 6e-8 of them away; a cell that nothing is summed into must be exactly 0.
 
+With `--dtype bf16` or `--dtype f16` every tensor is of that storage type (docs/language.md
+section 3.9: computed in f32, a contraction into it accumulating in f32 and rounding each result
+cell once, to nearest even): each operand is, half of the time each, a parameter of the type
+whose initial value is its literal (`{ c0_a = [...]; dtype = "bf16" }`) or `to_bf16`/`to_f16` of
+the literal, and the comparison is exact (TSR_PRINT_EXACT=1 prints a half value as %.9g of its
+f32 value, read back as that float32). For that, every value is exact in the type and every sum
+exact in f32, in any order: a case whose cells sum n products of m factors has values k * 2^e
+with integers |k| < 2^b, b the most bits (at most the type's 8 or 11 significant bits) with
+n * 2^(m*b) <= 2^24, so every partial sum is an integer below 2^24 in units of the last place
+of its terms (b is 3 or more for every case). The common e puts them in (-4, 4); a quarter of
+the operands are scaled by a power of 2 besides (f16: down until the values are multiples of
+2^-24, its least subnormal, so results fall among the subnormals or round to 0, or up so that
+products pass 65504 and round to infinity; bf16: 2^-20 to 2^20). The reference is NumPy's exact
+float64 result rounded once to the type: np.float16 for f16, float32's bit pattern rounded to
+nearest even in its top 16 bits for bf16. About half of the result cells are not values of the
+type, so the rounding itself is checked, to the bit.
+
 Cases are batched, BATCH per .tsr file, and the files are run in parallel. When a file fails
 as a whole (tsrc exits with an error or prints something unexpected), each of its cases is run
 alone so that the failing case(s) can be named.
 
 Usage:
     python3 tests/einsum/einsum_diff.py --tsrc build/tsrc --count 600 --seed 1 [--keep DIR]
-                                        [--verbose] [--jobs N] [--batch N] [--dtype f32|f64]
+                                        [--verbose] [--jobs N] [--batch N] [--dtype f32|f64|bf16|f16]
                                         [--emit-cases DIR [--target cuda|native] [--arch sm_NN]]
 
 With --emit-cases DIR (tests/gpu/prepare.sh, for `make check-gpu`), the cases are checked against
@@ -99,6 +116,9 @@ TOLERANCE = 1e-4       # f32: relative to max(1, max|expected|)
 # roundoff of double precision.
 DTYPE = "f32"
 U64 = 2.0 ** -53
+# The significant bits of the half types (--dtype bf16, f16): operand values have at most this
+# many, so that they are exact in the type (gen_case).
+HALF_BITS = {"bf16": 8, "f16": 11}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,10 +378,60 @@ def compute_expected(case):
     """The NumPy reference: the expected result and, for f64, each cell's error bound."""
     case.expected, terms = contract(case, case.values)
     case.expected_shape = shape_text(expand_slot(case, case.result, operand=False))
+    if DTYPE in HALF_BITS:
+        # The sums are exact in f32 (gen_case's values), so the one rounding of each cell to
+        # the type is all that happens: NumPy's exact double, rounded once.
+        case.expected = round_half(case.expected, DTYPE)
     if DTYPE == "f64":
         magnitude, _ = contract(case, [np.abs(v) for v in case.values])
         k = terms + len(case.ops)
         case.bound = 2 * (k * U64 / (1 - k * U64)) * magnitude
+
+
+def round_half(values, dtype):
+    """Exact doubles (f32 values: gen_case keeps them so) rounded to nearest even into bf16 or
+    f16, as doubles: f16 through np.float16 (past 65504 infinity, subnormals below 2^-14), bf16
+    by rounding float32's bit pattern to its top 16 bits (f32's range, so no new overflow)."""
+    a = np.asarray(values, dtype=np.float64)
+    f = a.astype(np.float32)
+    assert np.array_equal(f.astype(np.float64), a, equal_nan=True), "not an f32 value"
+    if dtype == "f16":
+        with np.errstate(over="ignore"):
+            return f.astype(np.float16).astype(np.float64)
+    u = f.view(np.uint32).astype(np.uint64)
+    sh = np.uint64(16)
+    u = (u + np.uint64(0x7FFF) + ((u >> sh) & np.uint64(1))) >> sh << sh
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def half_value_bits(case, dtype):
+    """The significant bits an operand value of a half-type case may have: at most the type's,
+    and few enough that every sum is exact in f32, where tsrc accumulates (docs/language.md
+    section 3.9): a cell sums `terms` products of m factors, each factor an integer below 2^b
+    in magnitude times a power of 2, so every partial sum is one below terms * 2^(m*b) <= 2^24
+    in units of its last place."""
+    shapes = [[a[3] for a in lay] for lay in case.op_layout]
+    _, terms = contract(case, [np.zeros(s) for s in shapes])
+    m = len(case.ops)
+    b = HALF_BITS[dtype]
+    while b > 2 and terms << (m * b) > 1 << 24:
+        b -= 1
+    return b
+
+
+def half_exponent(rng, bits):
+    """A power of 2 for a half-type operand's values (integers below 2^bits over 2^(bits-2)),
+    usually 0: sometimes smaller, down to where each value is still a multiple of the type's
+    least subnormal (f16: 2^-24, so results fall among f16's subnormals or round to 0), and
+    sometimes larger, up to where |value| < 2^15 < 65504 (f16: products round to infinity).
+    bf16 has f32's exponents and goes 20 either way. Powers of 2 keep every sum exact in f32:
+    nothing of three factors is near f32's least normal 2^-126 or its largest finite."""
+    r = rng.random()
+    if r < 0.75:
+        return 0
+    if DTYPE == "f16":
+        return -rng.randint(1, 26 - bits) if r < 0.9 else rng.randint(1, 13)
+    return -rng.randint(1, 20) if r < 0.9 else rng.randint(1, 20)
 
 
 def contract(case, values):
@@ -510,10 +580,17 @@ def gen_case(rng, index):
         case.op_layout = layouts
         render_spec(rng, case)
         case.values = []
+        case.convert = []    # bf16, f16: per operand, True for `to_bf16 LITERAL`, False for `{ … }`
+        bits = half_value_bits(case, DTYPE) if DTYPE in HALF_BITS else 0
         for lay in layouts:
             shape = [a[3] for a in lay]
             if DTYPE == "f64":    # float32's (what a literal holds) of 24 significant bits
                 vals = [float(np.float32(rng.uniform(-2.0, 2.0))) for _ in range(cells(lay))]
+            elif bits:            # integers of up to `bits` bits over 2^(bits-2): in (-4, 4)
+                top = (1 << bits) - 1
+                scale = 2.0 ** (half_exponent(rng, bits) - (bits - 2))
+                vals = [rng.randint(-top, top) * scale for _ in range(cells(lay))]
+                case.convert.append(rng.random() < 0.5)
             else:
                 vals = [rng.randint(-8, 8) / 4.0 for _ in range(cells(lay))]
             case.values.append(np.array(vals, dtype=np.float64).reshape(shape))
@@ -522,22 +599,27 @@ def gen_case(rng, index):
         return case
 
 
-def f64_param(name, text, layout):
+def f64_param(name, text, layout, dtype="f64"):
     """An f64 parameter `{ NAME = TEXT; b = [...]; dtype = "f64" }` with the batch sizes of
-    `layout` (a parameter has batch axes only when given; its other rows come from TEXT)."""
+    `layout` (a parameter has batch axes only when given; its other rows come from TEXT); with
+    `dtype`, a parameter of that type."""
     batch = [str(a[3]) for a in layout if a[0] == "b"]
     sizes = "; b = [%s]" % "; ".join(batch) if batch else ""
-    return '{ %s = %s%s; dtype = "f64" }' % (name, text, sizes)
+    return '{ %s = %s%s; dtype = "%s" }' % (name, text, sizes, dtype)
 
 
 def case_program(case):
-    """The .tsr lines of one case: its operand literals (f64 parameters with --dtype f64) and
-    the einsum."""
+    """The .tsr lines of one case: its operand literals (f64 parameters with --dtype f64; with
+    bf16 or f16, such parameters or `to_bf16`/`to_f16` of the literal) and the einsum."""
     lines = []
     for j, (arr, lay) in enumerate(zip(case.values, case.op_layout)):
         text = literal_text(arr, [a[0] for a in lay])
         if DTYPE == "f64":
             text = f64_param(case.op_name(j), text, lay)
+        elif DTYPE in HALF_BITS and case.convert[j]:
+            text = "to_%s %s" % (DTYPE, text)
+        elif DTYPE in HALF_BITS:
+            text = f64_param(case.op_name(j), text, lay, DTYPE)
         lines.append("let%%op %s = %s" % (case.op_name(j), text))
     lines.append(einsum_line(case))
     return "\n".join(lines) + "\n"
@@ -610,17 +692,25 @@ def check_case(case, tensors):
         problems.append("tsrc printed %d values, expected %d" % (len(vals), exp.size))
         return "; ".join(problems)
     got = np.array(vals)
+    if DTYPE in HALF_BITS:   # printed as %.9g of its f32 value, which reads back as that f32
+        got = got.astype(np.float32).astype(np.float64)
     if DTYPE == "f64":
         tol = case.bound.reshape(-1)
+    elif DTYPE in HALF_BITS:
+        tol = 0.0      # exact: the same rounding of the same exact sums (an infinity included)
     else:
         tol = TOLERANCE * max(1.0, float(np.max(np.abs(exp))) if exp.size else 1.0)
-    bad = np.nonzero(~(np.abs(got - exp) <= tol))[0]
+    with np.errstate(invalid="ignore"):
+        bad = np.nonzero(~((got == exp) | (np.abs(got - exp) <= tol)))[0]
     if bad.size:
         dims = case.expected.shape
         shown = []
         for flat in bad[:8]:
             idx = np.unravel_index(flat, dims) if dims else ()
-            if DTYPE == "f64":
+            if DTYPE in HALF_BITS:
+                shown.append("%s: tsrc %r, expected %r" % (
+                    list(map(int, idx)), float(got[flat]), float(exp[flat])))
+            elif DTYPE == "f64":
                 shown.append("%s: tsrc %r, expected %r (bound %.3g)" % (
                     list(map(int, idx)), float(got[flat]), float(exp[flat]), float(tol[flat])))
             else:
@@ -632,8 +722,9 @@ def check_case(case, tensors):
 
 
 def run_tsrc(tsrc, path):
-    # f64 values are compared to within a few units in the last place: print all 17 digits.
-    env = dict(os.environ, TSR_PRINT_EXACT="1") if DTYPE == "f64" else None
+    # f64 values are compared to within a few units in the last place, bf16 and f16 ones
+    # exactly: print every value in full (%.17g; a half type's f32 value as %.9g).
+    env = dict(os.environ, TSR_PRINT_EXACT="1") if DTYPE != "f32" else None
     try:
         p = subprocess.run([tsrc, "--run", "--interp", path], capture_output=True, text=True,
                            timeout=120, env=env)
@@ -718,8 +809,9 @@ def main():
     ap.add_argument("--target", choices=("native", "cuda"), default="native",
                     help="with --emit-cases: build for the host CPU or for the GPU")
     ap.add_argument("--arch", default="sm_80", help="with --emit-cases --target cuda: --arch")
-    ap.add_argument("--dtype", choices=("f32", "f64"), default="f32",
-                    help="the element type of every tensor (f64: checked to double precision)")
+    ap.add_argument("--dtype", choices=("f32", "f64", "bf16", "f16"), default="f32",
+                    help="the element type of every tensor (f64: checked to double precision; "
+                    "bf16, f16: exactly)")
     args = ap.parse_args()
     global DTYPE
     DTYPE = args.dtype

@@ -35,11 +35,23 @@ another order or in f32, so native code must compute as the reference executor d
 double precision and in its order, to print the same 17 digits (native_sweep.sh runs both with
 TSR_PRINT_EXACT=1).
 
+With `--dtype bf16` or `--dtype f16` every tensor is of that storage type (docs/language.md
+section 3.9: computed in f32 and rounded to nearest even where stored, a contraction
+accumulating in f32 and rounding each cell once), made as the f64 ones are: an operand of up to
+24 cells is a parameter of the type whose initial value is its literal, or `to_bf16`/`to_f16` of
+the literal, half of the time each, the same float32's of 24 significant bits, which both round
+to the type; a bigger one is a parameter drawn from `normal ()` with every row given, or
+`to_bf16`/`to_f16` of `uniform` data of its own (`data cN_ad = uniform …`; `uniform` has no
+dtype), half of the time each. Their products need more than f32's 24 bits, so sums round
+differently in another order: native code must accumulate in f32 in the reference executor's
+order, and round as it does, to print the same bits (TSR_PRINT_EXACT=1: %.9g of each value's
+f32 widening).
+
 A case N is the tensors cN_a, cN_b, cN_c (operands) and cN_r (the einsum); a program holds
 BATCH cases. Every case's spec and shapes are listed in BATCH.cases, one line per case.
 
 Usage:
-    sweep_gen.py gen --count N --seed S --batch B --out DIR [--dtype f32|f64]
+    sweep_gen.py gen --count N --seed S --batch B --out DIR [--dtype f32|f64|bf16|f16]
                         writes DIR/bNNN.tsr, bNNN.cases
     sweep_gen.py diff PROGRAM.tsr EXPECTED ACTUAL    names the cases whose printed tensors
                         differ (described from PROGRAM.cases, or else from the program's einsum
@@ -65,6 +77,7 @@ MAX_LOOP = 120000      # product of the sizes of all distinct axes of a case
 REGIME_WEIGHTS = [6, 10, 3, 1]
 DENSE_WEIGHTS = [1, 1, 4, 2, 3, 1, 2, 1]
 DTYPE = "f32"          # the element type of every tensor (gen --dtype)
+HALF = ("bf16", "f16")
 
 
 def choose_sizes(rng, case, regime):
@@ -181,17 +194,19 @@ def gen_case(rng, index):
         case.regime = regime
         ed.render_spec(rng, case)
         case.values = []
-        case.convert = []      # f64: per operand, True for `to_f64 LITERAL`, False for `{ … }`
+        # f64, bf16, f16: per operand, True for `to_f64 LITERAL` (or `to_bf16 …` of the literal
+        # or, for a big operand, of `uniform` data), False for a parameter `{ … }`.
+        case.convert = []
         for lay in layouts:
             n = cells(lay)
             if n > LITERAL_CELLS:
                 case.values.append(None)
-            elif DTYPE == "f64":    # float32's (what a literal holds) of 24 significant bits
+            elif DTYPE != "f32":    # float32's (what a literal holds) of 24 significant bits
                 case.values.append([float(ed.np.float32(rng.uniform(-2.0, 2.0)))
                                     for _ in range(n)])
             else:
                 case.values.append([rng.randint(-8, 8) / 4.0 for _ in range(n)])
-            if DTYPE == "f64":
+            if DTYPE != "f32":
                 case.convert.append(rng.random() < 0.5)
         case.seed = rng.randint(0, 999)
         return case
@@ -208,16 +223,22 @@ def case_program(case):
     for j, lay in enumerate(case.op_layout):
         name = case.op_name(j)
         rows = {k: [str(a[3]) for a in lay if a[0] == k] for k in ed.KINDS}
-        if DTYPE == "f64" and case.values[j] is None:
+        if DTYPE in HALF and case.values[j] is None and case.convert[j]:
+            # `uniform` data (f32, no dtype of its own) rounded to the type: cN_ad, then cN_a.
+            args = "".join(" ~%s:[%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS if rows[k])
+            lines.append("data %sd = uniform ~seed:%d%s" % (name, case.seed + j, args))
+            lines.append("let%%op %s = to_%s %sd" % (name, DTYPE, name))
+        elif DTYPE != "f32" and case.values[j] is None:
             # A parameter's rows other than the batch one are inferred unless given: give all.
             sizes = "".join("; %s = [%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS
                             if rows[k] or k != "b")
-            lines.append('let%%op %s = { %s = normal ()%s; dtype = "f64" }' % (name, name, sizes))
-        elif DTYPE == "f64" and case.convert[j]:
-            lines.append("let%%op %s = to_f64 %s" % (name, literal(case.values[j], lay)))
-        elif DTYPE == "f64":
+            lines.append('let%%op %s = { %s = normal ()%s; dtype = "%s" }' % (name, name, sizes,
+                                                                              DTYPE))
+        elif DTYPE != "f32" and case.convert[j]:
+            lines.append("let%%op %s = to_%s %s" % (name, DTYPE, literal(case.values[j], lay)))
+        elif DTYPE != "f32":
             lines.append("let%%op %s = %s" % (name, ed.f64_param(name, literal(case.values[j], lay),
-                                                               lay)))
+                                                               lay, DTYPE)))
         elif case.values[j] is not None:
             lines.append("let%%op %s = %s" % (name, literal(case.values[j], lay)))
         else:
@@ -241,7 +262,7 @@ def cmd_gen(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--dtype", choices=("f32", "f64"), default="f32",
+    ap.add_argument("--dtype", choices=("f32", "f64") + HALF, default="f32",
                     help="the element type of every tensor")
     a = ap.parse_args(argv)
     global DTYPE
@@ -254,7 +275,7 @@ def cmd_gen(argv):
         with open(base + ".tsr", "w") as fh:
             fh.write("(* native sweep, seed %d, cases %d-%d%s (tests/native/sweep_gen.py) *)\n"
                      % (a.seed, cases[0].index, cases[-1].index,
-                        ", f64" if DTYPE == "f64" else ""))
+                        "" if DTYPE == "f32" else ", " + DTYPE))
             fh.write("".join(case_program(c) for c in cases))
         with open(base + ".cases", "w") as fh:
             fh.write("".join(case_line(c) + "\n" for c in cases))
