@@ -5,7 +5,8 @@
 # BATCH to a program; tests/native/sweep_regress.tsr adds einsums that once went wrong.  Every
 # program is run by the reference executor (tsrc --run --interp) and compiled natively at -O3
 # for each CPU of CPUS (default: this machine's, x86-64-v4 and x86-64-v3) and run (tsrc --run);
-# what the executable prints must equal what the reference executor prints, byte for byte.
+# what the executable prints must equal what the reference executor prints, byte for byte, with
+# every value printed in full (TSR_PRINT_EXACT=1: an f32's nine digits tell its bits apart).
 # When a program's outputs differ, the einsums whose printed tensors differ are named, with
 # their spec, their shapes, the first differing line and their program text; when an executable
 # fails, each case of the program is compiled alone to find the one(s) responsible.  A CPU whose
@@ -19,8 +20,8 @@
 # which cg_llvm.c works around.
 #
 # --dtype f64 makes every tensor of the generated programs f64 (docs/language.md §3.9; how, and
-# with what numbers, in sweep_gen.py's header), and every tsrc run prints each value in full
-# (TSR_PRINT_EXACT=1: %.17g for an f64, so the comparison is of the doubles' bits); the f32
+# with what numbers, in sweep_gen.py's header), each value printed in full (%.17g for an f64,
+# so the comparison is of the doubles' bits); the f32
 # tests/native/sweep_regress.tsr is left out.  tests/run.sh runs 300 such cases (--count 300,
 # about 30 s on 2 cores), `make check-native` 5000 (--count 5000).
 #
@@ -127,11 +128,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 case $COUNT$SEED$BATCH$JOBS in *[!0-9]*|'') usage ;; esac
+# Every value in full -- f32 (and bf16 and f16 as their f32 widening) with %.9g, f64 with %.17g
+# -- in every run of tsrc and of the executables it builds, so the comparison is of the bits,
+# not of six printed digits.
+TSR_PRINT_EXACT=1; export TSR_PRINT_EXACT
 case $DTYPE in
     f32) ;;
-    # f64 values in full (%.17g), bf16 and f16 ones as their f32 widening (%.9g), in every run
-    # of tsrc and of the executables it builds.
-    f64|bf16|f16) REGRESS= TSR_PRINT_EXACT=1; export TSR_PRINT_EXACT ;;
+    f64|bf16|f16) REGRESS= ;;
     *) usage ;;
 esac
 [ -x "$TSRC" ] || { echo "native_sweep.sh: $TSRC is not an executable" >&2; exit 2; }
