@@ -810,70 +810,52 @@ DType ir_expr_type(const IrProgram *ir, const IrExpr *e) {
     return e->kind == IR_LOAD ? (DType)ir_dtype_compute(ir->buffers[e->buffer].dtype) : e->type;
 }
 
-static bool expr_half(const IrProgram *ir, const IrExpr *e);
+/* Whether a statement touches element types of a set: a buffer whose type is in `cells` (bits
+ * 1 << DTYPE_*) loaded or stored, or a value whose type is in `values`, anywhere in it (gathered
+ * indices included).  ir_stmt_f64 and ir_stmt_half ask it. */
+typedef struct TypeSet {
+    unsigned cells, values;
+} TypeSet;
 
-static bool index_half(const IrProgram *ir, const IrIndex *index, uint32_t rank) {
-    for (uint32_t a = 0; a < rank; a++)
-        if (index[a].gather && expr_half(ir, index[a].gather)) return true;
+static bool index_touches(const IrProgram *ir, TypeSet set, const IrIndex *index, uint32_t rank);
+
+static bool expr_touches(const IrProgram *ir, TypeSet set, const IrExpr *e) {
+    if (set.values & 1u << ir_expr_type(ir, e)) return true;
+    if (e->kind == IR_LOAD)
+        return (set.cells & 1u << ir->buffers[e->buffer].dtype) || index_touches(ir, set, e->index, ir->buffers[e->buffer].rank);
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (expr_touches(ir, set, e->args[i])) return true;
     return false;
 }
 
-static bool expr_half(const IrProgram *ir, const IrExpr *e) {
-    if (e->kind == IR_LOAD) return ir_dtype_half(ir->buffers[e->buffer].dtype) || index_half(ir, e->index, ir->buffers[e->buffer].rank);
-    if (e->kind != IR_OP) return false;
-    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-        if (expr_half(ir, e->args[i])) return true;
+static bool index_touches(const IrProgram *ir, TypeSet set, const IrIndex *index, uint32_t rank) {
+    for (uint32_t a = 0; a < rank; a++)
+        if (index[a].gather && expr_touches(ir, set, index[a].gather)) return true;
+    return false;
+}
+
+static bool stmt_touches(const IrProgram *ir, TypeSet set, const IrStmt *s) {
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (stmt_touches(ir, set, s->body.items[i])) return true;
+        return false;
+    case IR_STORE:
+        return (set.cells & 1u << ir->buffers[s->buffer].dtype) || expr_touches(ir, set, s->value) ||
+               index_touches(ir, set, s->index, ir->buffers[s->buffer].rank);
+    case IR_SET_LOCAL: return expr_touches(ir, set, s->value);
+    case IR_BARRIER:
+    case IR_CALL: return false;
+    }
     return false;
 }
 
 bool ir_stmt_half(const IrProgram *ir, const IrStmt *s) {
-    switch (s->kind) {
-    case IR_LOOP:
-        for (uint32_t i = 0; i < s->body.count; i++)
-            if (ir_stmt_half(ir, s->body.items[i])) return true;
-        return false;
-    case IR_STORE:
-        return ir_dtype_half(ir->buffers[s->buffer].dtype) || expr_half(ir, s->value) ||
-               index_half(ir, s->index, ir->buffers[s->buffer].rank);
-    case IR_SET_LOCAL: return expr_half(ir, s->value);
-    case IR_BARRIER:
-    case IR_CALL: return false;
-    }
-    return false;
+    return stmt_touches(ir, (TypeSet){1u << DTYPE_BF16 | 1u << DTYPE_F16, 0}, s);
 }
 
-static bool index_f64(const IrProgram *ir, const IrIndex *index, uint32_t rank);
-
-static bool expr_f64(const IrProgram *ir, const IrExpr *e) {
-    if (ir_expr_type(ir, e) == DTYPE_F64) return true;
-    if (e->kind == IR_LOAD) return index_f64(ir, e->index, ir->buffers[e->buffer].rank);
-    if (e->kind != IR_OP) return false;
-    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-        if (expr_f64(ir, e->args[i])) return true;
-    return false;
-}
-
-static bool index_f64(const IrProgram *ir, const IrIndex *index, uint32_t rank) {
-    for (uint32_t a = 0; a < rank; a++)
-        if (index[a].gather && expr_f64(ir, index[a].gather)) return true;
-    return false;
-}
-
-bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) {
-    switch (s->kind) {
-    case IR_LOOP:
-        for (uint32_t i = 0; i < s->body.count; i++)
-            if (ir_stmt_f64(ir, s->body.items[i])) return true;
-        return false;
-    case IR_STORE:
-        return ir->buffers[s->buffer].dtype == DTYPE_F64 || expr_f64(ir, s->value) ||
-               index_f64(ir, s->index, ir->buffers[s->buffer].rank);
-    case IR_SET_LOCAL: return expr_f64(ir, s->value);
-    case IR_BARRIER:
-    case IR_CALL: return false;
-    }
-    return false;
-}
+bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) { return stmt_touches(ir, (TypeSet){1u << DTYPE_F64, 1u << DTYPE_F64}, s); }
 
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
     return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s);
