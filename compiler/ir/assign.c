@@ -364,8 +364,9 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
                 *e = *e->args[0];
                 return from;
             }
+            if (is_half_dtype(from) && to == TSR_DTYPE_F32) /* a half value is an f32 already */
+                *e = *e->args[0];
             if (is_half_dtype(from) && (to == TSR_DTYPE_F32 || to == TSR_DTYPE_F64)) { /* a widening */
-                *e = to == TSR_DTYPE_F32 ? *e->args[0] : *e;
                 e->type = (uint8_t)to;
                 return to;
             }
@@ -452,10 +453,8 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     bool into_gradient = a->lhs.node.grad && is_float_dtype(a->rhs_dtype) && is_float_dtype(lhs_dtype);
     if (widening || into_gradient) {
         /* f32 values into a bf16 or f16 gradient: the store rounds them; f64 values: one rounding */
-        if (is_half_dtype(lhs_dtype) && a->rhs_dtype != TSR_DTYPE_F64) {
-        } else if (ir_dtype_compute(a->rhs_dtype) != ir_dtype_compute(lhs_dtype)) {
-            convert_in_place(b, a->rhs, lhs_dtype);
-        }
+        bool store_rounds = is_half_dtype(lhs_dtype) && a->rhs_dtype != TSR_DTYPE_F64;
+        if (!store_rounds && ir_dtype_compute(a->rhs_dtype) != ir_dtype_compute(lhs_dtype)) convert_in_place(b, a->rhs, lhs_dtype);
         a->rhs_dtype = lhs_dtype;
         return true;
     }

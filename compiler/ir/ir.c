@@ -686,7 +686,6 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
             if (s->buffer < v->ir->buffer_count &&
-                ir_dtype_compute(v->ir->buffers[s->buffer].dtype) != ir_expr_type(v->ir, s->value) &&
                 (v->ir->buffers[s->buffer].dtype == DTYPE_F64) != (ir_expr_type(v->ir, s->value) == DTYPE_F64)) {
                 char what[256];
                 snprintf(what, sizeof what, "a store into %s (%s) of a value of type %s", v->ir->buffers[s->buffer].name,

@@ -167,6 +167,8 @@ unsigned ir_dtype_bytes(unsigned dtype);
 unsigned ir_dtype_compute(unsigned dtype);
 /* Whether `dtype` is a 2-byte storage type (bf16, f16). */
 static inline bool ir_dtype_half(unsigned dtype) { return dtype == DTYPE_BF16 || dtype == DTYPE_F16; }
+/* The operation that rounds a value to a bf16 or f16 cell's grid (SOP_TO_BF16, SOP_TO_F16). */
+static inline ScalarOp ir_dtype_rounding(unsigned dtype) { return dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16; }
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 

@@ -35,8 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/tsr.h"
-
 /* ---- Walking -------------------------------------------------------------------------------- */
 
 /* Per buffer: how many stores and loads the program has, and where the last of each is (the
@@ -122,10 +120,12 @@ static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed
             IrExpr *k = arena_alloc(ir->arena, sizeof *k);
             k->kind = IR_CONST;
             k->type = (DType)ir_dtype_compute(b->dtype);
-            if (ir_dtype_half(b->dtype)) /* the cell the runtime fills: the double rounded once */
-                k->value = b->dtype == DTYPE_BF16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(b->fill)) : tsr_f16_to_f32(tsr_f64_to_f16(b->fill));
-            else
+            if (ir_dtype_half(b->dtype)) { /* the cell the runtime fills: the double rounded once */
+                IrValue fill[3] = {ir_const_value(DTYPE_F64, b->fill)};
+                k->value = ir_op_eval(ir_dtype_rounding(b->dtype), DTYPE_F32, DTYPE_F64, fill).f;
+            } else {
                 k->value = ir_value_number(b->dtype, ir_const_value(b->dtype, b->fill));
+            }
             *changed = true;
             return k;
         }
@@ -418,7 +418,7 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
     *cons.load = subst_expr(ir, prod.store->value, &s);
     if (ir_dtype_half(b->dtype)) { /* the value the cell would have held: rounded as a store rounds */
         IrExpr *round = arena_alloc(ir->arena, sizeof *round);
-        *round = (IrExpr){.kind = IR_OP, .op = b->dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16, .type = DTYPE_F32,
+        *round = (IrExpr){.kind = IR_OP, .op = ir_dtype_rounding(b->dtype), .type = DTYPE_F32,
                           .args = {*cons.load}};
         *cons.load = round;
     }
