@@ -537,6 +537,11 @@ add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
 # with the reference executor (scheduled and unscheduled) and natively, and gradient clipping.
 "$PYTHON" tests/train/optimisers.py --tsrc "$TSRC" --native >"$TMP/optimisers.out" 2>&1
 add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
+# f32 master weights of bf16 and f16 parameters, dynamic loss scaling that skips an overflowing
+# f16 step, and a bf16/f16 MLP that trains to within 1 % of its f32 loss
+# (tests/train/mixed_precision.py).
+"$PYTHON" tests/train/mixed_precision.py --tsrc "$TSRC" --native >"$TMP/mixed_precision.out" 2>&1
+add_summary "mixed precision vs NumPy" $? "$TMP/mixed_precision.out"
 # Every ```tsr block of README.md and docs/*.md compiles with `tsrc --check` (a fragment with the
 # context an HTML comment above it gives), and every block marked ```tsr error fails with a
 # located error (tests/docs_blocks.py), so the docs show only forms that compile.

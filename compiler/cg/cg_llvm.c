@@ -197,7 +197,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
     case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
-    case SOP_TO_BF16: case SOP_TO_F16:
+    case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN:
     case SOP_COUNT: break;
     }
     return zero;

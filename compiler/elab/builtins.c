@@ -343,6 +343,30 @@ static Value *builtin_is_tensor(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_TENSOR);
 }
 
+/* dtype_of t: the element type declared for t, "f32", "f64", "bf16", "f16" or "i32" — a
+ * parameter's, an input's, a data item's or a state tensor's (written, or f32), and f32 for a
+ * number or a constant.  An operation's type is inferred from its forward code after the
+ * program is read (assign.c), so asking for it here is an error.  Train's optimisers keep f32
+ * master weights for a parameter of a half type (stdlib/train.tsr). */
+static Value *builtin_dtype_of(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label || args[0].value->kind != V_TENSOR)
+        return fail(span, "'dtype_of' takes one tensor: dtype_of p");
+    const Tensor *t = args[0].value->as.tensor;
+    switch (t->kind) {
+    case TENSOR_PARAM: case TENSOR_INPUT: case TENSOR_DATA: case TENSOR_STATE:
+    case TENSOR_LITERAL: case TENSOR_CONSTANT: case TENSOR_INDEX: break;
+    default:
+        return fail(span, "'dtype_of' asks a parameter, an input, a data item or a state tensor: the element "
+                    "type of %s is inferred from its code after the program is read (docs/language.md §3.9)",
+                    t->kind == TENSOR_OP ? "an operation's result" : "this tensor");
+    }
+    const char *word = ir_dtype_word(t->dtype);
+    Value *v = new_value(e, V_STRING);
+    v->as.str.text = word;
+    v->as.str.len = strlen(word);
+    return v;
+}
+
 static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label || (args[0].value->kind != V_LIST && args[0].value->kind != V_ARRAY))
         return fail(span, "'length' takes one list or array: length xs");
@@ -527,6 +551,7 @@ static const BuiltinEntry builtins[] = {
     {"params", builtin_params},
     {"length", builtin_length},
     {"is_tensor", builtin_is_tensor},
+    {"dtype_of", builtin_dtype_of},
     {"nth", builtin_nth},
     {"init", builtin_init},
     {"iota", builtin_iota},

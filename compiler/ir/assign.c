@@ -358,6 +358,10 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         if (scalar_op_conversion(e->op)) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
+            if (e->op == SOP_WIDEN) { /* a half value as the f32 it is, anything else itself */
+                *e = *e->args[0];
+                return is_half_dtype(from) ? TSR_DTYPE_F32 : from;
+            }
             uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64
                        : e->op == SOP_TO_BF16 ? TSR_DTYPE_BF16 : e->op == SOP_TO_F16 ? TSR_DTYPE_F16 : TSR_DTYPE_F32;
             if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */

@@ -121,6 +121,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_TO_F64:
     case SOP_TO_BF16: /* (ir_op_eval: they need the operand's type) */
     case SOP_TO_F16:
+    case SOP_WIDEN: /* (assign.c replaces it by its operand or a widening) */
     case SOP_COUNT: break;
     }
     return NAN;
@@ -184,7 +185,8 @@ int32_t ir_f64_to_i32(double x) {
 }
 
 bool scalar_op_conversion(ScalarOp op) {
-    return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64 || op == SOP_TO_BF16 || op == SOP_TO_F16;
+    return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64 || op == SOP_TO_BF16 || op == SOP_TO_F16 ||
+           op == SOP_WIDEN;
 }
 
 /* A value of type `from` (f32, f64 or i32) rounded once to the nearest bf16 (or f16) value, as an

@@ -71,7 +71,8 @@
     X(SOP_TO_I32,         "to_i32", 1)    \
     X(SOP_TO_F64,         "to_f64", 1)    \
     X(SOP_TO_BF16,        "to_bf16", 1)   \
-    X(SOP_TO_F16,         "to_f16", 1)
+    X(SOP_TO_F16,         "to_f16", 1)    \
+    X(SOP_WIDEN,          "widen",  1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -115,7 +116,9 @@ IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue 
 IrValue ir_const_value(unsigned type, double value);
 double ir_value_number(unsigned type, IrValue v);
 /* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64, SOP_TO_BF16, SOP_TO_F16; the
- * last two give an f32, the nearest bf16 or f16 value of the operand, docs/ir.md §2.10). */
+ * last two give an f32, the nearest bf16 or f16 value of the operand, docs/ir.md §2.10; and
+ * SOP_WIDEN, a half value as f32 and any other as itself, which assign.c resolves into one of
+ * those or nothing, so that no later stage meets it). */
 bool scalar_op_conversion(ScalarOp op);
 /* An i32 carried in a float's 4 bytes, and back: how i32 cells travel through f32 values. */
 int32_t ir_i32_of_bits(float bits);

@@ -5,7 +5,9 @@
  *      values change (training, or the caller through an accessor).
  *   2. Constant folding and simplification, NaN-safe: an operation on constants is evaluated
  *      in single precision as the executor would; `x * 1`, `1 * x`, `x / 1` and `x - 0` become
- *      `x` (exact for every x, NaN and ±0 included); nothing like `x * 0 → 0` is done.
+ *      `x` (exact for every x, NaN and ±0 included), `where c a b` of a known c becomes a or b
+ *      (Train's optimisers write `where apply new old` with apply 1 unless a step may be
+ *      skipped); nothing like `x * 0 → 0` is done.
  *   3. Virtualisation: a buffer that is not observable (not named, not a parameter or
  *      gradient…), written by exactly one plain store — every cell once, by loops that are
  *      all its iterators — and read by exactly one load whose loops all appear in its index
@@ -150,6 +152,10 @@ static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed
         return k;
     }
     IrExpr *a = e->args[0], *b = e->args[1];
+    if (e->op == SOP_WHERE && a->kind == IR_CONST) { /* a known condition (NaN counts as true) */
+        *changed = true;
+        return a->value != 0.0 ? b : e->args[2];
+    }
     if ((e->op == SOP_MUL && is_const(b, 1)) || (e->op == SOP_DIV && is_const(b, 1)) ||
         (e->op == SOP_SUB && is_const(b, 0))) {
         *changed = true;
