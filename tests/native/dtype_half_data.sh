@@ -9,8 +9,8 @@
 #     an exact rational rounding for bf16 (so 1 + 2^-8 + 2^-30 from float64 is the bf16
 #     1.0078125, not the 1 a rounding through float32 gives);
 #   - a bf16 and an f16 parameter trained two steps by Train.adamw: both executors print the same
-#     bits; the checkpoint holds w (bf16) and its moments as float32 arrays, v (f16) and its
-#     moments as float16 arrays, each the printed values; a run of 2 epochs, saved, loaded by a
+#     bits; the checkpoint holds w (bf16) as a float32 array, v (f16) as a float16 one, each the
+#     printed values, and their f32 master copies (v's rounding to v) and f32 moments; a run of 2 epochs, saved, loaded by a
 #     fresh process that runs 2 more, prints what a run of 4 prints, bit for bit;
 #   - a float64 array written by NumPy loads into the parameters rounded once; under mpirun (when
 #     installed) two processes stop at the mean of the bf16 gradient, with a message;
@@ -135,9 +135,12 @@ printed = {n: [float(v) for v in out.split(f"{n} : 3\n")[1].split("\n")[0].split
 # %.9g tells every float32 apart: the printed text read back to the type is the value
 assert ck["w"].dtype == np.float32 and (ck["w"] == np.float32(printed["w"])).all(), (ck["w"], printed["w"])
 assert ck["v"].dtype == np.float16 and (ck["v"] == np.float16(printed["v"])).all(), (ck["v"], printed["v"])
-for p, dtype in (("w", np.float32), ("v", np.float16)):
+# mixed precision: each parameter's f32 master copy (its value, rounded, is the parameter's) and
+# its f32 moments
+for p in ("w", "v"):
     moments = [k for k in ck.files if k.startswith(p + ".") and ck[k].shape == (3,)]
-    assert len(moments) >= 2 and all(ck[k].dtype == dtype for k in moments), (p, {k: ck[k].dtype for k in ck.files})
+    assert len(moments) >= 3 and all(ck[k].dtype == np.float32 for k in moments), (p, {k: ck[k].dtype for k in ck.files})
+assert (ck["v.master"].astype(np.float16) == ck["v"]).all(), (ck["v.master"], ck["v"])
 bits = ck["w"].view(np.uint32)
 assert (bits & 0xFFFF == 0).all(), "a bf16 value saved as float32 has low bits"
 PY
