@@ -350,6 +350,18 @@ run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 if [ "$(status)" = 0 ] && grep -q 'prefetcht0' "$TMP/out"; then pass "native code prefetches a packed operand's stream"
 else fail "native code prefetches a packed operand's stream" "exit $(status)" "$TMP/out"; fi
 
+# bf16 and f16 contractions run as register-tiled f32 ones: their half operands widened into f32
+# copies, the result rounded from one (sched.c contract_in_f32; the .out golden of
+# tests/native/half_tiles.tsr checks the bits in every executor).
+run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/half_tiles.tsr
+if [ "$(status)" = 0 ] && grep -q 'schedule: widen w into f32 for the contraction' "$TMP/out" &&
+   grep -q 'schedule: widen w.grad into f32 for the contraction' "$TMP/out" &&
+   grep -q 'register tile 6x16 of y.f32#s[0-9]* over 40 reduction cells' "$TMP/out" &&
+   grep -q 'register tile 6x16 of gram.f32#s[0-9]* over 24 reduction cells' "$TMP/out" &&
+   grep -q "schedule: round the contraction's f32 cells into w.grad" "$TMP/out"
+then pass "schedule: bf16 and f16 contractions tiled in f32"
+else fail "schedule: bf16 and f16 contractions tiled in f32" "exit $(status)" "$TMP/out"; fi
+
 # A contraction whose broadcast operand (an f64 A of 17 MB) is more than the cache can be counted
 # on to hold has its reduction split into blocks (sched.c split_reduction; the .out golden of
 # tests/native/split_reduction.tsr checks the values in every executor).

@@ -512,7 +512,8 @@ DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
 bool ir_stmt_half(const IrProgram *ir, const IrStmt *s);
 /* Whether the schedule leaves s as lowered: a call of the runtime, a nest that gathers or
  * computes on i32s (the rewrites reason about indices by their terms), or one that touches bf16
- * or f16 cells (ir_stmt_half: the tiles are of 4- and 8-byte cells in this version).  The GPU's schedule also
+ * or f16 cells (ir_stmt_half: the tiles are of 4- and 8-byte cells; the CPU's schedule first
+ * makes a half contraction an f32 one over widened copies, sched.c contract_in_f32).  The GPU's schedule also
  * leaves nests that touch f64s (ir_stmt_f64) as lowered; the CPU's tiles them in 8-byte cells. */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */

@@ -7,7 +7,8 @@
  *      in single precision as the executor would; `x * 1`, `1 * x`, `x / 1` and `x - 0` become
  *      `x` (exact for every x, NaN and ±0 included), `where c a b` of a known c becomes a or b
  *      (Train's optimisers write `where apply new old` with apply 1 unless a step may be
- *      skipped); nothing like `x * 0 → 0` is done.
+ *      skipped); a bf16 (f16) store of `to_bf16 x` (`to_f16 x`) of an f32 x stores x, which it
+ *      rounds the same; nothing like `x * 0 → 0` is done.
  *   3. Virtualisation: a buffer that is not observable (not named, not a parameter or
  *      gradient…), written by exactly one plain store — every cell once, by loops that are
  *      all its iterators — and read by exactly one load whose loops all appear in its index
@@ -173,6 +174,14 @@ static void simplify_block(IrProgram *ir, const Counts *c, IrBlock *b, bool *cha
         IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) simplify_block(ir, c, &s->body, changed);
         else if (s->kind != IR_CALL) s->value = simplify(ir, c, s->value, changed);
+        /* A bf16 or f16 store rounds what it stores: rounding an f32 value to the type first
+         * changes nothing (the rounding is idempotent), so the store takes the value itself. */
+        if (s->kind == IR_STORE && ir_dtype_half(ir->buffers[s->buffer].dtype) && s->value->kind == IR_OP &&
+            s->value->op == ir_dtype_rounding(ir->buffers[s->buffer].dtype) &&
+            ir_expr_type(ir, s->value->args[0]) == DTYPE_F32) {
+            s->value = s->value->args[0];
+            *changed = true;
+        }
     }
 }
 

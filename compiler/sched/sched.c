@@ -7,7 +7,9 @@
  * compile-time sizes inside loops of blocks ("Strip-mining run-time loops" below, docs/ir.md
  * §5.2).  A scatter through a window (a convolution's input gradient) is first untangled into
  * canonical nests, one per window position, inside a parallel loop over its batch (rewrite 0,
- * untangle_scatter).  Three rewrites, tried on every top-level nest, then a fourth:
+ * untangle_scatter).  A contraction of bf16 or f16 cells is first made an f32 one over widened
+ * copies of its operands (contract_in_f32, docs/ir.md §5.4).  Three rewrites, tried on every
+ * top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
  *      walks C with stride 1 and only one operand (B), another, I, walks C and the other
@@ -37,7 +39,8 @@
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
  *      again takes the same steps in the same order.
  *   3. A large pointwise nest that writes a buffer it does not read, by whole aligned vectors,
- *      stores around the caches (`nontemporal`).
+ *      stores around the caches (`nontemporal`); also one that touches bf16 or f16 cells, which
+ *      the schedule otherwise leaves as lowered.
  *   4. Consecutive pointwise nests over loops of the same extents become one nest running their
  *      stores in order, when every buffer any of them stores is accessed by all of them at one
  *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.
@@ -591,14 +594,127 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
     return true;
 }
 
+/* ---- Half-type contractions through f32 copies (CPU) --------------------------------------------
+ *
+ * A contraction that reads or writes bf16 or f16 cells (docs/ir.md §2.10) runs as the f32
+ * contraction it is: each half buffer it reads is first widened into an f32 copy of the same
+ * shape (a plain nest, exact), the contraction reads the copies and stores into an f32 copy of
+ * its result, which a plain nest then rounds into the result.  The contraction itself touches
+ * f32 cells only, so rewrite 1 tiles it; its cells start from the same values, take the same
+ * steps in f32 and are rounded once when stored, as the canonical nest rounds them, so the bits
+ * are the same.  The copies cost a pass over each operand, against a contraction's product of
+ * sizes.  Nests of run-time size, gathers and i32 arithmetic are left as they are. */
+
+/* An f32 buffer of the shape of half buffer `of`, private to the schedule. */
+static uint32_t f32_twin(Sched *s, uint32_t of) {
+    IrBuffer b = s->ir->buffers[of];
+    b.id = s->ir->buffer_count;
+    b.kind = BUF_SCRATCH;
+    b.dtype = DTYPE_F32;
+    b.grad = b.keep = b.persistent = b.is_virtual = b.training_state = b.kernel_local = b.gpu_shared = false;
+    b.init = INIT_NONE;
+    b.values = NULL;
+    b.prefetch_cells = 0;
+    b.name = arena_printf(s->ir->arena, "%s.f32#s%u", s->ir->buffers[of].name, s->scratch++);
+    ARENA_PUSH(s->ir->arena, s->ir->buffers, s->ir->buffer_count, s->ir->buffer_cap, b);
+    return b.id;
+}
+
+/* The nest `to[i…] = from[i…]` over every cell of two buffers of one shape. */
+static IrStmt *copy_nest(Sched *s, uint32_t to, uint32_t from) {
+    const IrBuffer *b = &s->ir->buffers[from];
+    uint32_t rank = b->rank;
+    IrIndex *index = arena_alloc(s->ir->arena, rank * sizeof *index);
+    IrStmt *outer = NULL, *inner = NULL;
+    for (uint32_t d = 0; d < rank; d++) {
+        IrStmt *loop = new_loop(s, new_iter(s), s->ir->buffers[from].dims[d], true, LOOP_PLAIN);
+        IrTerm term = {loop->iter, 1};
+        index[d] = *flat_index(s, &term, 1);
+        if (inner) ir_block_push(s->ir->arena, &inner->body, loop);
+        else outer = loop;
+        inner = loop;
+    }
+    ir_block_push(s->ir->arena, &inner->body, new_store(s, to, index, new_load(s, from, index)));
+    return outer;
+}
+
+/* Loads of half buffers in e read their f32 twins (twin[buffer], made and filled before the
+ * nest on first meeting: `before`). */
+static void read_twins(Sched *s, IrExpr *e, uint32_t *twin, IrBlock *before) {
+    if (e->kind == IR_LOAD && ir_dtype_half(s->ir->buffers[e->buffer].dtype)) {
+        if (twin[e->buffer] == UINT32_MAX) {
+            twin[e->buffer] = f32_twin(s, e->buffer);
+            IrStmt *copy = copy_nest(s, twin[e->buffer], e->buffer);
+            copy->comment = arena_printf(s->ir->arena, "schedule: widen %s into f32 for the contraction",
+                                         s->ir->buffers[e->buffer].name);
+            ir_block_push(s->ir->arena, before, copy);
+        }
+        e->buffer = twin[e->buffer];
+    }
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) read_twins(s, e->args[i], twin, before);
+}
+
+/* Whether e loads a buffer of run-time size. */
+static bool reads_dynamic(const IrProgram *ir, const IrExpr *e) {
+    if (e->kind == IR_LOAD && ir_buffer_dynamic(&ir->buffers[e->buffer])) return true;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_dynamic(ir, e->args[i])) return true;
+    return false;
+}
+
+/* Rewrites contraction `st` (a canonical reduction nest) to read and write f32 twins of its
+ * half buffers when it touches any: the copies in go to `before`, the rounding of the result
+ * to `after`.  Returns whether it did. */
+static bool contract_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after) {
+    const IrProgram *ir = s->ir;
+    Reduction r;
+    Contraction ct;
+    IrStmt *run = NULL;
+    if (st->kind != IR_LOOP || !ir_stmt_half(ir, st) || ir_stmt_gathers(ir, st) || ir_stmt_integer(st) ||
+        runtime_loops(st, &run) || !match_reduction(st, &r) || !find_contraction(ir, &r, &ct, true, 0))
+        return false;
+    uint32_t c = r.store->buffer;
+    if (ir_buffer_dynamic(&ir->buffers[c]) || reads_dynamic(ir, r.init->value) || reads_dynamic(ir, r.step->value))
+        return false;
+    uint32_t *twin = arena_alloc(s->ir->arena, (s->ir->buffer_count + 1) * sizeof *twin);
+    for (uint32_t b = 0; b < s->ir->buffer_count; b++) twin[b] = UINT32_MAX;
+    read_twins(s, r.init->value, twin, before);
+    read_twins(s, r.step->value, twin, before);
+    if (ir_dtype_half(ir->buffers[c].dtype)) {
+        uint32_t result = twin[c] != UINT32_MAX ? twin[c] : f32_twin(s, c);
+        r.store->buffer = result;
+        IrStmt *round = copy_nest(s, c, result);
+        round->comment = arena_printf(s->ir->arena, "schedule: round the contraction's f32 cells into %s",
+                                      ir->buffers[c].name);
+        ir_block_push(s->ir->arena, after, round);
+    }
+    return true;
+}
+
 static void schedule_function(Sched *s) {
     IrFunction *fn = s->fn;
     IrBlock body = {0};
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
+        IrBlock rounding = {0};
+        if (contract_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
+            schedule_stmt(s, st, NULL, &body);
+            for (uint32_t k = 0; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
+            continue;
+        }
         if (sched_keeps_lowered(s, st)) { /* indices that data chooses, i32 arithmetic:
                                             * plain loops, as lowered */
+            /* but a large bf16 or f16 result written by whole vectors still streams around the
+             * caches (rewrite 3: its cells converted in registers, cg_llvm.c) */
+            if (s->target->kind != TARGET_CUDA && st->kind == IR_LOOP && ir_stmt_half(s->ir, st) &&
+                !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) && !runtime_loops(st, &run)) {
+                s->cell_bytes = 4;
+                s->lanes = s->target->vector_floats;
+                stream_pointwise(s, st);
+            }
             ir_block_push(s->ir->arena, &body, st);
             continue;
         }
