@@ -8,7 +8,8 @@
 # draws samples from their prompts, the same for one seed in the executable, the reference
 # executor and a C driver of the object, other ones for another seed; the logits of the cached
 # step (a key/value cache, one position a run) and of the whole window's forward agree to 1e-6 at
-# every position of a window, natively and in the reference executor, which print the same.
+# every position of a window, natively and in the reference executor, which print the same; and
+# the model in bf16 (`let dtype = "bf16"`) ends within 1 % of the f32 loss.
 # Usage: gpt_example.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -44,6 +45,17 @@ cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + --save + --load --start 
 cp "$T/gpt.npz" "$T/before.npz"
 (cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
 check "an evaluation run without --save leaves the checkpoint alone" $?
+
+# Mixed precision: the same small model with `let dtype = "bf16"` (bf16 parameters and
+# activations, f32 master weights) ends its two epochs with a validation loss within 1 % of f32's.
+sed 's/^let dtype = "f32"/let dtype = "bf16"/' "$T/small.tsr" >"$T/small_bf16.tsr"
+grep -q '^let dtype = "bf16"' "$T/small_bf16.tsr" &&
+    (cd "$T" && timeout 120 "$TSRC" small_bf16.tsr -o small_bf16 && timeout 120 ./small_bf16 --epochs 2) \
+    >"$T/bf16.out" 2>"$T/log"
+awk 'NR == FNR { f32 = $8; next } { bf16 = $8 } END {
+       d = bf16 - f32; if (d < 0) d = -d; print "f32", f32, "bf16", bf16; exit !(FNR == 2 && f32 > 0 && d <= 0.01 * f32) }' \
+    "$T/whole.out" "$T/bf16.out" >>"$T/log"
+check "bf16 with f32 master weights: the validation loss after 2 epochs within 1 % of f32's" $?
 
 # The key/value cache: --cross_checks 1 runs window 0 position by position through the cached
 # step and compares its logits with the whole window's forward at each position.
