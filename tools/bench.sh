@@ -14,6 +14,10 @@
 #            PyTorch:  torch.mm, same script, for the spec form
 #   f64      the same three forms with f64 matrices (`dtype = "f64"` on the inputs), at the same
 #            sizes, against OpenBLAS's cblas_dgemm (mm_tsrc.c and mm_blas.c built with -DBENCH_F64)
+#   half     the matmul's three forms with bf16 matrices (the schedule tiles them in f32 over
+#            widened copies, docs/ir.md §5.4) against tsrc's f32 matmul of the same run, and the
+#            elementwise chain below with bf16 storage (tools/bench/elementwise_bf16.tsr: read as
+#            f32, computed in f32, rounded once into y) against the f32 chain: values per second
 #   bmm      batch × (n×n)·(n×n), each of $BENCH_BMM (default "64x128 32x256"):
 #            c = a +* "b, i, j; b, j, k => b, i, k" b (bmm.tsr.in) against np.matmul and a loop
 #            of cblas_sgemm
@@ -62,7 +66,7 @@
 # "n/s" in the table) and skipped.
 #
 # Environment: BENCH_PROFILE=1 (also the GPT step's kernels by time, tsrc --profile),
-# BENCH_ONLY (sections: matmul f64 bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
+# BENCH_ONLY (sections: matmul f64 half bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
 # BENCH_ROUNDS (default 2: the matmul section runs twice, every implementation in each round, and
 # each figure is the best of its rounds, so a slow spell of a VM does not decide one point), BENCH_BUDGET,
 # BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
@@ -273,8 +277,8 @@ build_tsrc() {
 # between parallel regions instead of spinning (OMP_WAIT_POLICY=PASSIVE); nothing for one.
 torch_wait() { if [ "$1" -gt 1 ]; then echo OMP_WAIT_POLICY=PASSIVE; fi; }
 
-# BENCH_ONLY: the sections to run (default all: matmul f64 bmm ew train python gpt dp conv).
-want() { case " ${BENCH_ONLY:-matmul f64 bmm ew train python gpt dp conv} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_ONLY: the sections to run (default all: matmul f64 half bmm ew train python gpt dp conv).
+want() { case " ${BENCH_ONLY:-matmul f64 half bmm ew train python gpt dp conv} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- matmul: three forms ---------------------------------------------------------------------
 # form: the .tsr.in, the driver's -D, the kind of its RESULT lines, mm_blas's and py_bench's form
@@ -289,7 +293,9 @@ mm_form() {
 # programs' matrices f64, the drivers built with -DBENCH_F64, OpenBLAS's cblas_dgemm, no Python).
 mm_section() {
     section=$1 type=$2 suffix= dtype= tdef=
-    [ -n "$type" ] && suffix=_$type dtype="; dtype = \"$type\"" tdef=-DBENCH_F64
+    [ -n "$type" ] && suffix=_$type dtype="; dtype = \"$type\""
+    [ "$type" = f64 ] && tdef=-DBENCH_F64
+    [ "$type" = bf16 ] && tdef=-DBENCH_BF16
     want "$section" || return 0
     echo "bench: $section (spec, compose and transposed forms${type:+, $type}), n = $SIZES; threads $THREADS; $ROUNDS rounds"
     for round in $(seq "$ROUNDS"); do for n in $SIZES; do
@@ -309,7 +315,7 @@ mm_section() {
             for t in $THREADS; do
                 [ -n "$dir" ] && run "tsrc $kind n=$n threads=$t" \
                     env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
-                [ $have_blas = yes ] && run "OpenBLAS $kind n=$n threads=$t" \
+                [ $have_blas = yes ] && [ "$type" != bf16 ] && run "OpenBLAS $kind n=$n threads=$t" \
                     env OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
                     "$WORK/mm_blas$suffix" "$n" "$BUDGET" "$MAX_REPS" "$t" "$form"
                 [ -n "$type" ] && continue
@@ -325,6 +331,7 @@ mm_section() {
 }
 mm_section matmul ""
 mm_section f64 f64
+mm_section half bf16
 
 # ---- batched matmul ----------------------------------------------------------------------------
 want bmm && echo "bench: batched matmul, batch x n = $BMM; threads $THREADS"
@@ -371,6 +378,18 @@ for t in $THREADS; do
         "$PY" "$BENCH/py_bench.py" torch "$t" ew "$count"
 done
 info "OpenBLAS has no elementwise-chain equivalent; the elementwise table has no OpenBLAS column"
+fi
+# The same chain with bf16 storage (tools/bench/elementwise_bf16.tsr): half the bytes.
+if want half; then
+count=$(sed -n 's/^let n = \([0-9_]*\).*/\1/p' "$BENCH/elementwise_bf16.tsr" | tr -d _)
+echo "bench: elementwise chain, bf16 storage, $count values; threads $THREADS"
+dir=$WORK/elementwise_bf16
+mkdir -p "$dir"
+build_tsrc "$dir" ew "$BENCH/elementwise_bf16.tsr" ew_tsrc.c ew_bf16 "$count" "-ffp-contract=off -DBENCH_BF16" || dir=
+for t in $THREADS; do
+    [ -n "$dir" ] && run "tsrc elementwise bf16 threads=$t" \
+        env TSR_NUM_THREADS="$t" "$dir/driver" "$BUDGET" "$MAX_REPS"
+done
 fi
 
 # ---- training steps ---------------------------------------------------------------------------

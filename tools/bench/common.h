@@ -21,7 +21,17 @@ typedef double bench_real;
 #else
 typedef float bench_real;
 #define BENCH_EPS 5.96e-8
+#ifdef BENCH_BF16 /* the matrices are bf16, checked as the floats they hold (tools/bench/mm_tsrc.c) */
+#define BENCH_KIND_TYPE "_bf16"
+#else
 #define BENCH_KIND_TYPE ""
+#endif
+#endif
+/* The rounding of a result cell into its type, relative to the cell (bf16: half of 2^-7). */
+#ifdef BENCH_BF16
+#define BENCH_RESULT_ROUNDING (1.0 / 256)
+#else
+#define BENCH_RESULT_ROUNDING 0.0
 #endif
 
 static inline double bench_now(void) {
@@ -147,8 +157,8 @@ static inline double bench_check_gemm(const bench_real *a, const bench_real *b, 
     }
     /* a sum of n terms in any order is within n·eps of the exact value, relative to the sum of
      * magnitudes; allow twice that plus slack (a double-precision reference's own rounding when
-     * the cells are doubles). */
-    *ok = worst <= 2.0 * (double)n * BENCH_EPS + (sizeof(bench_real) == 8 ? 1e-13 : 1e-6);
+     * the cells are doubles), plus the rounding of a bf16 result. */
+    *ok = worst <= 2.0 * (double)n * BENCH_EPS + (sizeof(bench_real) == 8 ? 1e-13 : 1e-6) + BENCH_RESULT_ROUNDING;
     return worst;
 }
 

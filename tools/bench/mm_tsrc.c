@@ -5,7 +5,9 @@
  *   -DMM_FORM_COMPOSE   matmul_compose.tsr.in  y = w * x, w : n->n, x : n|n      Y = X·Wᵀ
  *   -DMM_FORM_TN        matmul_tn.tsr.in       c = a +* "k, i; k, j => i, j" b    C = Aᵀ·B
  *   -DMM_FORM_BMM       bmm.tsr.in             c = a +* "b, i, j; b, j, k => b, i, k" b
- * With -DBENCH_F64 the program's matrices are f64 (double *) and the kinds end in "_f64".
+ * With -DBENCH_F64 the program's matrices are f64 (double *) and the kinds end in "_f64"; with
+ * -DBENCH_BF16 they are bf16 (uint16_t *, filled with bench_fill's values rounded, checked as the
+ * floats they hold) and the kinds end in "_bf16".
  * Usage: mm_tsrc BUDGET_SECONDS MAX_REPS.  Threads: TSR_NUM_THREADS. */
 #include "common.h"
 #include "mm.h"
@@ -45,6 +47,42 @@
 
 static int run(void *s) { return mm_matmul(s); }
 
+#ifdef BENCH_BF16
+typedef uint16_t mm_cell;
+#else
+typedef bench_real mm_cell;
+#endif
+
+/* count values of bench_fill's stream `seed`, as cells. */
+static void fill(mm_cell *x, uint64_t count, uint64_t seed) {
+#ifdef BENCH_BF16
+    float *f = malloc(count * sizeof *f);
+    if (!f) { fprintf(stderr, "out of memory\n"); exit(1); }
+    bench_fill(f, count, seed);
+    for (uint64_t i = 0; i < count; i++) x[i] = tsr_f32_to_bf16(f[i]);
+    free(f);
+#else
+    bench_fill(x, count, seed);
+#endif
+}
+
+/* The cells as bench_reals for the checks (a copy for bf16, freed by the caller). */
+static const bench_real *values(const mm_cell *x, uint64_t count) {
+#ifdef BENCH_BF16
+    float *f = malloc(count * sizeof *f);
+    if (!f) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (uint64_t i = 0; i < count; i++) f[i] = tsr_bf16_to_f32(x[i]);
+    return f;
+#else
+    (void)count;
+    return x;
+#endif
+}
+
+static void done_with(const bench_real *v, const mm_cell *x) {
+    if ((const void *)v != (const void *)x) free((void *)v);
+}
+
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 2.0;
     int max_reps = argc > 2 ? atoi(argv[2]) : 200;
@@ -54,21 +92,25 @@ int main(int argc, char **argv) {
     /* the same values as mm_blas.c: operand A from stream 1, B from stream 2 */
 #if defined(MM_FORM_BMM)
     int64_t batch = (int64_t)MM_A_DIM0;
-    bench_fill(A_(s), (uint64_t)(batch * n * n), 1);
-    bench_fill(B_(s), (uint64_t)(batch * n * n), 2);
 #else
-    bench_fill(A_(s), (uint64_t)(n * n), 1);
-    bench_fill(B_(s), (uint64_t)(n * n), 2);
+    int64_t batch = 1;
 #endif
+    uint64_t cells = (uint64_t)(batch * n * n);
+    fill(A_(s), cells, 1);
+    fill(B_(s), cells, 2);
     double t0 = bench_now();
     if (mm_matmul(s) != 0) { fprintf(stderr, "mm_matmul: %s\n", mm_last_error()); return 1; }
     double warm = bench_now() - t0;
     int ok;
+    const bench_real *a = values(A_(s), cells), *b = values(B_(s), cells), *c = values(C_(s), cells);
 #if defined(MM_FORM_BMM)
-    double maxrel = bench_check_bmm(A_(s), B_(s), C_(s), batch, n, 64, &ok);
+    double maxrel = bench_check_bmm(a, b, c, batch, n, 64, &ok);
 #else
-    double maxrel = bench_check_gemm(A_(s), B_(s), C_(s), n, TA, TB, 256, &ok);
+    double maxrel = bench_check_gemm(a, b, c, n, TA, TB, 256, &ok);
 #endif
+    done_with(a, A_(s));
+    done_with(b, B_(s));
+    done_with(c, C_(s));
     int reps;
     double best, median;
     bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);

@@ -39,6 +39,8 @@ def rate(kind, f):
         return 2.0 * dims[0] * dims[1] ** 3 / best / 1e9
     if kind == "ew":
         return EW_BYTES_PER_ELEMENT * dims[0] / best / 1e9
+    if kind == "ew_bf16":  # values per second, as the f32 chain's figure counts them: 16 bytes each
+        return EW_BYTES_PER_ELEMENT * dims[0] / best / 1e9
     if kind == "triad":
         return TRIAD_BYTES_PER_ELEMENT * dims[0] / best / 1e9
     return 1.0 / best
@@ -145,6 +147,26 @@ pair_table(sorted({(k[2], k[3]) for k in rows if k[0] == "triad"}, key=lambda p:
            "elementwise chain against the STREAM triad a = b + s·c (C, same run): triad GB/s = 12 "
            "bytes per element / best time; chain GB/s as above",
            ["floats", "threads", "triad", "tsrc chain", "chain/triad"], triad_row)
+
+# bf16 against f32, tsrc's own figures of the same run.
+def half_row(f32_kind, bf16_kind):
+    def row(n, t):
+        fr, frs = cell(f32_kind, "tsrc", n, t)
+        hr, hrs = cell(bf16_kind, "tsrc", n, t)
+        return [frs, hrs, ratio(hr, fr)]
+    return row
+
+
+for form, what in (("matmul", "spec form"), ("matmul_compose", "compose form"), ("matmul_tn", "transposed operand")):
+    pair_table(keys(form + "_bf16"),
+               f"matmul in bf16, {what} (bf16 operands and result, f32 accumulation: the schedule tiles "
+               "it in f32 over widened copies, docs/ir.md §5.4) against tsrc's f32 matmul: GFLOP/s",
+               ["n", "threads", "f32", "bf16", "bf16/f32"], half_row(form, form + "_bf16"))
+pair_table(keys("ew_bf16"),
+           "elementwise chain with bf16 storage (tools/bench/elementwise_bf16.tsr: half the bytes of the "
+           "f32 chain) against the f32 chain: useful GB/s = 16 bytes per value, as the f32 chain's figure, "
+           "/ best time",
+           ["values", "threads", "f32 chain", "bf16 chain", "bf16/f32"], half_row("ew", "ew_bf16"))
 
 table("mlp", "MLP 784-256-256-10 training step (relu, biases, softmax cross-entropy, SGD lr 0.05), "
       "batch 128: milliseconds per step (lower is better); tsrc/PyTorch = PyTorch's time / tsrc's",
