@@ -20,8 +20,9 @@ end within 1 % of the same network's f32 final loss over all the points (nativel
 
 Each program runs on the reference executor (scheduled and unscheduled) and, with --native,
 natively.  Prints one PASS/FAIL line per case and run, then "N passed, N failed"."""
-import argparse, os, subprocess, sys, tempfile
+import os, subprocess, sys, tempfile
 import numpy as np
+from optimisers import command_line, parse  # this directory's: the same options, the same printed grids
 
 f = np.float32
 X = np.array([[1, 2], [3, -1], [.5, .25]], f)
@@ -141,14 +142,6 @@ main = for e = 1 to 30 do for b = 0 to 39 do run train done done; run evaluate; 
 """
 
 
-def parse(text):
-    out = []
-    for line in text.splitlines():
-        if line.startswith("    ") and out: out[-1].append(line.split())
-        elif not line.startswith("    "): out.append([])
-    return [np.array(rows, dtype=np.float64) for rows in out]
-
-
 def close(got, want, dtype):
     """Within one unit in the last place of the type (relative), for every cell."""
     ulp = ULP_AT_1[dtype] * np.maximum(np.abs(want), 2.0 ** -14)
@@ -156,11 +149,7 @@ def close(got, want, dtype):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tsrc", default="build/tsrc")
-    ap.add_argument("--native", action="store_true", help="also run each program natively")
-    a = ap.parse_args()
-    a.tsrc = os.path.abspath(a.tsrc)
+    a = command_line()
     passed = failed = 0
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     modes = [["--run", "--interp"], ["--run", "--interp", "--no-sched"]] + ([["--run"]] if a.native else [])

@@ -103,12 +103,17 @@ def parse(text):
         elif not line.startswith("    "): out.append([])
     return [np.array(rows, dtype=np.float64) for rows in out]
 
-def main():
+def command_line():
+    """--tsrc (made absolute) and --native, as this script and mixed_precision.py take them."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--tsrc", default="build/tsrc")
     ap.add_argument("--native", action="store_true", help="also run each program natively")
     a = ap.parse_args()
     a.tsrc = os.path.abspath(a.tsrc)
+    return a
+
+def main():
+    a = command_line()
     passed = failed = 0
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     with tempfile.TemporaryDirectory() as tmp:
