@@ -13,7 +13,9 @@ f32 sums may be added in another order before the rounding) and w must have move
 Loss scaling.  An f16 w trains with ~loss_scale:1024 ~scale_window:2, and step 3 of 6 reads its
 input multiplied by 1000, so that its scaled gradient overflows f16: that step must leave w as it
 was, the scale must halve there and double after every two good steps, and the checkpoint written
-at the end must hold the scale NumPy's emulation ends with.
+at the end must hold the scale NumPy's emulation ends with.  The same with Train.accumulate and
+Train.apply over two micro-batches a batch, the scale a one-cell tensor of the program's that
+both routines are given, the second micro-batch of batch 3 of 4 overflowing.
 
 Training.  Nn.mlp ~dtype:"bf16" (and "f16") trained with Train.adamw on noisy half moons must
 end within 1 % of the same network's f32 final loss over all the points (natively, --native).
@@ -142,6 +144,44 @@ main = for e = 1 to 30 do for b = 0 to 39 do run train done done; run evaluate; 
 """
 
 
+ACCUMULATED_PROGRAM = """index i : 4
+index m : 2
+let%op x = [| [1.; 2.]; [3.; -1.]; [0.5; 0.25] |]
+let%op w = { w = [ (0.5, -0.25); (0.125, 1.) ]; dtype = "f16" }
+let%op scale = { scale = 1024.; o = [1] }
+let%op k = where (eq !@i 2.) (where (eq !@m 1.) 1000. 1.) 1.
+let%op loss = ((w * (x *. k)) *. (w * (x *. k))) ++ "... | ... => 0"
+routine micro = Train.accumulate ~loss_scale:scale loss
+routine update = Train.apply ~micro:2 ~loss_scale:scale ~scale_window:2 ~update:(Train.sgd ~lr:0.001) loss
+main = for i = 0 to 3 do for m = 0 to 1 do run micro done; run update; print w; print scale done
+"""
+
+
+def accumulated_emulation():
+    """Two micro-batches a batch, the second of batch 2 overflowing: the scale a tensor of the
+    program's that Train.accumulate seeds with and Train.apply adjusts."""
+    scale, good, master, w, out = f(1024), 0, W0.copy(), W0.copy(), []
+    for i in range(4):
+        g16 = np.zeros_like(W0)
+        for m in range(2):
+            k = f(1000) if (i, m) == (2, 1) else f(1)
+            xk = X * k
+            with np.errstate(over="ignore", invalid="ignore"):
+                g16 = round_f16(g16 + f(2) * scale * (w @ xk.T) @ xk)
+        with np.errstate(invalid="ignore"):
+            g16 = round_f16(g16 * f(0.5))  # the mean of the two passes
+        if np.all(np.isfinite(g16)):
+            master = master - f(0.001) * (g16 * (f(1) / scale))
+            w = round_f16(master)
+            good += 1
+            if good >= 2:
+                scale, good = scale * f(2), 0
+        else:
+            scale, good = scale * f(0.5), 0
+        out += [w, np.array([[scale]], f)]
+    return out
+
+
 def close(got, want, dtype):
     """Within one unit in the last place of the type (relative), for every cell."""
     ulp = ULP_AT_1[dtype] * np.maximum(np.abs(want), 2.0 ** -14)
@@ -200,6 +240,18 @@ def main():
             report(ok, f"f16 loss scaling, skipped overflow ({' '.join(mode)})",
                    f"{r.stderr.strip()[:400]} scale {scale} want {final_scale}" +
                    "".join(f"\n  got {g.tolist()} want {w.tolist()}" for g, w in zip(got, want)))
+        want = accumulated_emulation()
+        path = os.path.join(tmp, "accumulated.tsr")
+        with open(path, "w") as fh:
+            fh.write(ACCUMULATED_PROGRAM)
+        for mode in modes:
+            r = subprocess.run([a.tsrc, *mode, path], capture_output=True, text=True, env=env, cwd=tmp)
+            got = parse(r.stdout) if r.returncode == 0 else []
+            ok = len(got) == len(want) and all(close(g, w, "f16") for g, w in zip(got, want))
+            ok = ok and np.array_equal(got[4], got[2]) and got[5].item() == 1024.  # batch 2 skipped, scale halved
+            report(ok, f"f16 loss scaling with gradient accumulation, a skipped batch ({' '.join(mode)})",
+                   r.stderr.strip()[:400] + "".join(f"\n  got {g.tolist()} want {w.tolist()}" for g, w in zip(got, want)))
+
         if a.native:
             losses = {}
             for dtype in ["f32", "bf16", "f16"]:
