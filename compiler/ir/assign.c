@@ -31,6 +31,7 @@
 
 #include "base/diag.h"
 #include "infer/proj.h"
+#include "ir/attention.h"
 
 /* ---- Buffers ---------------------------------------------------------------------------------- */
 
@@ -348,6 +349,7 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     switch (e->kind) {
     case AE_CONST: return DTYPE_ANY;
     case AE_RANDOM: return TSR_DTYPE_F32;
+    case AE_KERNEL: return a->rhs_dtype; /* kernel_statement settled it */
     case AE_READ: {
         const Access *r = &a->reads[e->read];
         double number;
@@ -666,6 +668,159 @@ static bool mentions_rest(const BlockContext *c, const Node *n, uint32_t limit) 
     return false;
 }
 
+/* ---- Kernels (assign.h KernelKind) ----------------------------------------------------------------- */
+
+typedef struct KernelForm {
+    const char *name;
+    KernelKind kind;
+    bool causal;
+    const char *written; /* the one way an operator's block writes it */
+} KernelForm;
+
+static const KernelForm KERNEL_FORMS[] = {
+    {"attention", KERNEL_ATTENTION, false, "v =: attention v1 v2 v3"},
+    {"causal_attention", KERNEL_ATTENTION, true, "v =: causal_attention v1 v2 v3"},
+    {"attention_dq", KERNEL_ATTENTION_DQ, false, "g1 =+ attention_dq v1 v2 v3 v g"},
+    {"attention_dk", KERNEL_ATTENTION_DK, false, "g2 =+ attention_dk v1 v2 v3 v g"},
+    {"attention_dv", KERNEL_ATTENTION_DV, false, "g3 =+ attention_dv v1 v2 v3 v g"},
+};
+
+static const KernelForm *kernel_form(const Node *rhs) {
+    if (rhs->kind != NODE_APP || rhs->a->kind != NODE_VAR) return NULL;
+    for (size_t i = 0; i < sizeof KERNEL_FORMS / sizeof KERNEL_FORMS[0]; i++)
+        if (strcmp(rhs->a->name, KERNEL_FORMS[i].name) == 0) return &KERNEL_FORMS[i];
+    return NULL;
+}
+
+/* A buffer of the kernel's own (not a tensor's): the result's shape without its VALUE axes. */
+static uint32_t row_buffer(Builder *b, const Tensor *result, const Assignment *a, const uint8_t *roles,
+                           BufferKind kind, DType dtype, const char *what) {
+    IrProgram *ir = b->ir;
+    const Projections *p = a->proj;
+    IrBuffer buf = {.id = ir->buffer_count, .kind = kind, .dtype = dtype, .size = 1, .init = INIT_NONE};
+    buf.dims = arena_alloc(ir->arena, (p->rank[0] ? p->rank[0] : 1) * sizeof *buf.dims);
+    char *shape = "";
+    for (uint32_t ax = 0; ax < p->rank[0]; ax++) {
+        const ProjIndex *pi = &p->maps[0][ax];
+        if (pi->kind == PIDX_ITER && roles[pi->iter] == ROLE_VALUE) continue;
+        buf.dims[buf.rank++] = p->axis_size[0][ax];
+        buf.size *= p->axis_size[0][ax];
+        shape = arena_printf(ir->arena, "%s%s%llu", shape, buf.rank > 1 ? "," : "", (unsigned long long)p->axis_size[0][ax]);
+    }
+    buf.shape_text = shape;
+    buf.name = arena_printf(ir->arena, "%s#%s", tensor_label(ir, result), what);
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, buf);
+    return buf.id;
+}
+
+/* Causal attention's positions 0 … n-1, n the longer of the query and key axes. */
+static uint32_t positions_buffer(Builder *b, const Projections *p, uint32_t query, uint32_t key, DType dtype) {
+    IrProgram *ir = b->ir;
+    uint64_t n = 1;
+    if (query != UINT32_MAX && p->iter_size[query] > n) n = p->iter_size[query];
+    if (key != UINT32_MAX && p->iter_size[key] > n) n = p->iter_size[key];
+    double *values = arena_alloc(ir->arena, n * sizeof *values);
+    for (uint64_t i = 0; i < n; i++) values[i] = (double)i;
+    IrBuffer buf = {.id = ir->buffer_count, .kind = BUF_LITERAL, .dtype = dtype, .rank = 1, .size = n,
+                    .init = INIT_VALUES, .values = values};
+    buf.dims = arena_alloc(ir->arena, sizeof *buf.dims);
+    buf.dims[0] = n;
+    buf.shape_text = arena_printf(ir->arena, "%llu", (unsigned long long)n);
+    buf.name = arena_printf(ir->arena, "#positions%u", ir->buffer_count);
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, buf);
+    return buf.id;
+}
+
+static bool kernel_misused(BlockContext *c, const Node *n, const KernelForm *form) {
+    diag_error(n->span, "'%s' is a kernel, written as the whole statement '%s'", form->name, form->written);
+    c->b->failed = true;
+    return true;
+}
+
+/* `lhs op name args…` where `name` is a kernel: fills a (its left side parsed) and adds it to
+ * c->out.  False when the statement is not a kernel's; true otherwise, also after an error. */
+static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
+    const KernelForm *form = kernel_form(n->b);
+    if (!form) return false;
+    Builder *b = c->b;
+    bool forward = form->kind == KERNEL_ATTENTION;
+    uint32_t want_lhs = forward ? 0 : form->kind == KERNEL_ATTENTION_DQ ? 1 : form->kind == KERNEL_ATTENTION_DK ? 2 : 3;
+    if (!c->proj || c->proj->slot_count != 4 || a->lhs.slot != want_lhs || a->lhs.node.grad == forward ||
+        a->accum != (forward ? ACC_NONE : ACC_ADD) || a->reset || n->b->list.count != (forward ? 3u : 5u))
+        return kernel_misused(c, n, form);
+    for (uint32_t i = 0; i < n->b->list.count; i++) {
+        Access acc;
+        const Node *arg = n->b->list.items[i];
+        if (arg->kind != NODE_VAR || !block_access(c, arg, &acc)) return kernel_misused(c, n, form);
+        uint32_t slot = i < 3 ? i + 1 : 0;
+        if (acc.slot != slot || acc.node.grad != (i == 4)) return kernel_misused(c, n, form);
+        acc.buffer = UINT32_MAX;
+        Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
+        if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
+        grown[a->read_count++] = acc;
+        a->reads = grown;
+    }
+    a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
+    a->rhs->kind = AE_KERNEL;
+    a->kernel = form->kind;
+    a->proj = c->proj;
+    a->span = c->span;
+    a->what = c->what;
+
+    uint8_t dtype = node_dtype(a->reads[0].node);
+    for (uint32_t i = 0; i < 3; i++) {
+        uint8_t d = node_dtype(a->reads[i].node);
+        if (d != TSR_DTYPE_F32 && d != TSR_DTYPE_F64) {
+            diag_error(c->span, "%s computes in f32 or f64, but %s is %s", c->what, node_text(b, a->reads[i].node),
+                       dtype_word(d));
+            diag_note(c->span, is_half_dtype(d) ? "widen it first (widen x), and round the result back with to_%s"
+                                                : "convert it first (to_f32 x)", dtype_word(d));
+            b->failed = true;
+            return true;
+        }
+        if (d != dtype) {
+            diag_error(c->span, "%s takes q, k and v of one element type, but %s is %s and %s is %s", c->what,
+                       node_text(b, a->reads[0].node), dtype_word(dtype), node_text(b, a->reads[i].node), dtype_word(d));
+            diag_note(c->span, "convert one of them with to_f64 or to_f32");
+            b->failed = true;
+            return true;
+        }
+    }
+    a->rhs_dtype = dtype;
+
+    const Projections *p = c->proj;
+    uint8_t *roles = arena_alloc(b->ir->arena, p->iter_count ? p->iter_count : 1);
+    const char *why = NULL;
+    if (forward) {
+        a->causal = form->causal;
+        if (!attention_roles(b->ir->arena, p, a->causal, roles, &why)) {
+            diag_error(c->span, "%s: %s", c->what, why);
+            b->failed = true;
+            return true;
+        }
+    } else { /* the forward's choices and row statistics */
+        const AssignList *fwd = &b->info[c->slots[0]->id].forward;
+        const Assignment *f = fwd->count ? fwd->items[0] : NULL;
+        if (!f || f->kernel != KERNEL_ATTENTION) return kernel_misused(c, n, form);
+        a->causal = f->causal;
+        a->stats = f->stats;
+        a->positions = f->positions;
+        attention_roles(b->ir->arena, p, a->causal, roles, &why);
+    }
+    DType compute = (DType)dtype;
+    if (forward) {
+        a->stats = row_buffer(b, c->slots[0], a, roles, BUF_COMPUTED, compute, "lse");
+        b->ir->buffers[a->stats].persistent = true; /* the gradients read what the forward left */
+        uint32_t query, key;
+        attention_positions(p, roles, &query, &key);
+        if (a->causal) a->positions = positions_buffer(b, p, query, key, compute);
+    } else if (form->kind == KERNEL_ATTENTION_DK) {
+        a->scratch = row_buffer(b, c->slots[0], a, roles, BUF_SCRATCH, compute, "delta");
+    }
+    ARENA_PUSH(b->ir->arena, c->out, c->out_count, c->out_cap, a);
+    return true;
+}
+
 void block_statement(BlockContext *c, const Node *n) {
     if (c->b->failed) return;
     if (n->kind == NODE_ASSIGN && n->a->kind != NODE_RECORD && c->rest && !c->rest_slot &&
@@ -718,6 +873,7 @@ void block_statement(BlockContext *c, const Node *n) {
         uint32_t cap = 0;
         ast_code_reads(c->b->ir->arena, n->b, &c->own_reads, &c->own_read_count, &cap);
     }
+    if (kernel_statement(c, a, n)) return;
     a->rhs = block_expr(c, a, n->b);
     if (!a->rhs) return;
     a->proj = c->proj ? c->proj : own_projections(c, a, n);

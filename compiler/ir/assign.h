@@ -42,7 +42,19 @@ typedef enum AExprKind {
     AE_OP,     /* op(args) */
     AE_RANDOM, /* `random ()`: a uniform number in [0, 1) for the left side's cell in this
                 * routine run (lowered to IR_RANDOM at the left side's index) */
+    AE_KERNEL, /* the whole right side is a library kernel (Assignment.kernel) of the reads */
 } AExprKind;
+
+/* Kernels: operations that no per-cell expression states, whose nests lowering builds by hand
+ * (lower_attention.c).  Each is written in an operator's block as an application of its name to
+ * slot names, the whole right side of the assignment (`v =: attention v1 v2 v3`). */
+typedef enum KernelKind {
+    KERNEL_NONE,
+    KERNEL_ATTENTION,    /* v =: attention v1 v2 v3 (or causal_attention): softmax attention */
+    KERNEL_ATTENTION_DQ, /* g1 =+ attention_dq v1 v2 v3 v g: its gradients, from the */
+    KERNEL_ATTENTION_DK, /*   forward's row statistics (Assignment.stats), the scores */
+    KERNEL_ATTENTION_DV, /*   recomputed */
+} KernelKind;
 
 typedef struct AExpr AExpr;
 struct AExpr {
@@ -73,6 +85,13 @@ typedef struct Assignment {
     bool collective;      /* not an assignment but `all_reduce_mean` of the nodes in `reads`
                            * (consecutive ones of a routine fused): every cell of each becomes
                            * its mean across processes; lowered to a call of the runtime */
+    /* A kernel (rhs->kind AE_KERNEL): `reads` are its operands in the order written. */
+    KernelKind kernel;
+    bool causal;          /* attention: query position t sees key positions s <= t only */
+    uint32_t stats;       /* attention: the buffer of each query row's log-sum-exp of its scores,
+                           * which the forward writes and the gradients read */
+    uint32_t positions;   /* causal attention: a literal buffer 0, 1, … (the positions compared) */
+    uint32_t scratch;     /* attention_dk, attention_dv: a buffer of one number per query row */
 } Assignment;
 
 /* The element type of an expression of constants alone: it takes the other side's. */

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "ir/assign.h"
+#include "ir/attention.h"
 #include "infer/proj.h"
 
 typedef struct Lowerer {
@@ -221,6 +222,7 @@ static IrExpr *lower_expr(Lowerer *l, const Assignment *a, const AExpr *x) {
         e->index = access_index(l, a->proj, a->lhs.slot);
         return e;
     }
+    case AE_KERNEL: break; /* lower_attention.c builds a kernel's nests */
     }
     return NULL;
 }
@@ -285,6 +287,7 @@ static void print_aexpr(Lowerer *l, const Assignment *a, const AExpr *x, bool to
     switch (x->kind) {
     case AE_CONST: *out = arena_printf(arena, "%s%g", *out, x->value); break;
     case AE_RANDOM: *out = arena_printf(arena, "%srandom ()", *out); break;
+    case AE_KERNEL: break;
     case AE_READ: {
         const Access *acc = &a->reads[x->read];
         const char *name = acc->symbol ? arena_printf(arena, "!@%s", acc->symbol) : l->ir->buffers[acc->buffer].name;
@@ -636,6 +639,7 @@ IrFunction *lower_function(IrProgram *ir, const char *name, Assignment *const *a
     IrFunction *fn = &ir->functions[ir->function_count - 1];
     for (uint32_t i = 0; i < count; i++) {
         if (assignments[i]->collective) lower_collective(ir, fn, assignments[i]);
+        else if (assignments[i]->kernel != KERNEL_NONE) lower_attention(ir, fn, assignments[i]);
         else lower_assignment(ir, fn, assignments[i]);
     }
     return fn;

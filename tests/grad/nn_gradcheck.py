@@ -4,7 +4,7 @@
 The harness of gradcheck.py (same tolerance, |grad - fd| <= 1e-3 * max(|fd|, 0.1), same
 options) over programs that `open Nn`: activations, softmax and log-softmax, every loss, one-hot
 and embedding, linear and mlp (also over the last axis of a sequence), layer norm, attention
-(plain and causal, with its biases), a GPT-2 block, conv2d and conv1d (random stride,
+(plain and causal, with its biases; also fused), a GPT-2 block, conv2d and conv1d (random stride,
 dilation and padding; plain, and grouped with random groups), the two pools, concat, split,
 pad, interleave, deinterleave and rope, at random shapes with random batch axes.  The forward
 value of each case is compared with NumPy's as well (gradcheck.py).
@@ -171,6 +171,15 @@ def nn_cases(rng):
     cases.append(("Nn.attention (causal)", "attention ~heads:%d ~head_dim:%d ~causal:true () p0" % (heads, hd),
                   lambda *a: attention(*a, causal=True), [(u((n, t + 1, f)) * 0.5, "boo")],
                   [(name.replace("attention.", "attention#2."), shape) for name, shape in attention_params], "boo"))
+    # the same two through the fused kernel (core.tsr attend: an online softmax, the weights
+    # recomputed by the gradients), which stores no t x t scores.
+    cases.append(("Nn.attention (fused)", "attention ~heads:%d ~head_dim:%d ~fused:true () p0" % (heads, hd),
+                  attention, [(u((n, t, f)) * 0.5, "boo")],
+                  [(name.replace("attention.", "attention#3."), shape) for name, shape in attention_params], "boo"))
+    cases.append(("Nn.attention (fused, causal)",
+                  "attention ~heads:%d ~head_dim:%d ~causal:true ~fused:true () p0" % (heads, hd),
+                  lambda *a: attention(*a, causal=True), [(u((n, t + 1, f)) * 0.5, "boo")],
+                  [(name.replace("attention.", "attention#4."), shape) for name, shape in attention_params], "boo"))
     # linear and mlp over the last axis of a sequence n | t, f (the others kept).
     cases.append(("Nn.linear (over last)", 'linear ~out:%d ~over:"last" () p0' % o, lambda x, w, b: x @ w.T + b,
                   [(u((n, t, f)), "boo")], [("linear#2.w", (o, f)), ("linear#2.b", (o,))], "boo"))
