@@ -120,6 +120,12 @@ typedef struct Attn {
     uint32_t query, key; /* causal: the position iterators (attention_positions) */
 } Attn;
 
+/* A list of product iterators: those of one role, in the order of one slot's axes. */
+typedef struct Iters {
+    uint32_t it[16];
+    uint32_t n;
+} Iters;
+
 static IrExpr *expr(Attn *A, IrExprKind kind) {
     IrExpr *e = arena_alloc(A->ir->arena, sizeof *e);
     e->kind = kind;
@@ -148,6 +154,13 @@ static IrExpr *local(Attn *A, uint32_t l) {
     return e;
 }
 
+static IrIndex *iterator_index(Attn *A, IrIndex *ix, uint32_t it) {
+    ix->terms = arena_alloc(A->ir->arena, sizeof *ix->terms);
+    ix->terms[0] = (IrTerm){A->base + it, 1};
+    ix->term_count = 1;
+    return ix;
+}
+
 /* The index of a buffer addressed through slot `slot`'s map, leaving out the axes of the VALUE
  * iterators when `rows_only` (the row statistics: one number per row). */
 static IrIndex *slot_index(Attn *A, uint32_t slot, bool rows_only) {
@@ -157,13 +170,8 @@ static IrIndex *slot_index(Attn *A, uint32_t slot, bool rows_only) {
     for (uint32_t ax = 0; ax < p->rank[slot]; ax++) {
         const ProjIndex *pi = &p->maps[slot][ax];
         if (pi->kind == PIDX_ITER && rows_only && A->roles[pi->iter] == ROLE_VALUE) continue;
-        if (pi->kind == PIDX_ITER) {
-            ix[n].terms = arena_alloc(A->ir->arena, sizeof *ix[n].terms);
-            ix[n].terms[0] = (IrTerm){A->base + pi->iter, 1};
-            ix[n].term_count = 1;
-        } else {
-            ix[n].offset = pi->fixed;
-        }
+        if (pi->kind == PIDX_ITER) iterator_index(A, &ix[n], pi->iter);
+        else ix[n].offset = pi->fixed;
         n++;
     }
     return ix;
@@ -182,7 +190,7 @@ static IrExpr *operand(Attn *A, uint32_t read) {
     return load(A, acc->buffer, slot_index(A, acc->slot, false));
 }
 
-static IrExpr *stat(Attn *A, uint32_t buffer) { return load(A, buffer, slot_index(A, 0, true)); }
+static IrExpr *row_stat(Attn *A, uint32_t buffer) { return load(A, buffer, slot_index(A, 0, true)); }
 
 static IrStmt *statement(Attn *A, IrStmtKind kind) {
     IrStmt *s = arena_alloc(A->ir->arena, sizeof *s);
@@ -222,147 +230,254 @@ static bool mentions(const Projections *p, uint32_t slot, uint32_t it) {
     return false;
 }
 
-/* Loops, one inside the other, over the iterators of role `role` (in the order of slot `order`'s
- * axes, then any others), keeping (`in_slot` true) or leaving out those `in_slot_of`'s map
- * mentions when in_slot_of < 4; returns the innermost body (`into` when there are none). */
-static IrBlock *loops(Attn *A, IrBlock *into, AttentionRole role, uint32_t order, uint32_t in_slot_of, bool in_slot,
-                      bool parallel, IrStmt **first) {
+/* The iterators of role `role`, in the order of slot `order`'s axes (then any others); with
+ * `slot` < 4, only those slot `slot`'s map mentions (`mentioned`) or does not. */
+static Iters role_iters(Attn *A, AttentionRole role, uint32_t order, uint32_t slot, bool mentioned) {
     const Projections *p = A->p;
-    bool *done = arena_alloc(A->ir->arena, p->iter_count ? p->iter_count : 1);
+    Iters out = {0};
     for (uint32_t pass = 0; pass < 2; pass++)
         for (uint32_t k = 0; k < (pass == 0 ? p->rank[order] : p->iter_count); k++) {
-            uint32_t it;
+            uint32_t it = k;
             if (pass == 0) {
                 if (p->maps[order][k].kind != PIDX_ITER) continue;
                 it = p->maps[order][k].iter;
-            } else {
-                it = k;
             }
-            if (done[it] || A->roles[it] != role) continue;
-            if (in_slot_of < 4 && mentions(p, in_slot_of, it) != in_slot) continue;
-            done[it] = true;
-            IrStmt *lp = statement(A, IR_LOOP);
-            lp->iter = A->base + it;
-            lp->extent = p->iter_size[it];
-            lp->parallel = parallel;
-            push(A, into, lp);
-            if (first && !*first) *first = lp;
-            into = &lp->body;
+            bool seen = false;
+            for (uint32_t i = 0; i < out.n; i++) seen |= out.it[i] == it;
+            if (seen || A->roles[it] != role || (slot < 4 && mentions(p, slot, it) != mentioned)) continue;
+            if (out.n < 16) out.it[out.n++] = it;
         }
+    return out;
+}
+
+/* Loops over `its`, one inside the other, into `into`; returns the innermost body.  The first
+ * loop made, if any, goes to *first when that is still NULL (the nest's comment). */
+static IrBlock *open_loops(Attn *A, IrBlock *into, Iters its, bool parallel, IrStmt **first) {
+    for (uint32_t i = 0; i < its.n; i++) {
+        IrStmt *lp = statement(A, IR_LOOP);
+        lp->iter = A->base + its.it[i];
+        lp->extent = A->p->iter_size[its.it[i]];
+        lp->parallel = parallel;
+        push(A, into, lp);
+        if (first && !*first) *first = lp;
+        into = &lp->body;
+    }
     return into;
 }
+
+static void comment(IrStmt *first, const char *text) {
+    if (first) first->comment = text;
+}
+
+/* The kernel's main nest, built apart so that the packing nests it asks for go before it. */
+static void append(Attn *A, IrBlock *nest) {
+    for (uint32_t i = 0; i < nest->count; i++) push(A, &A->fn->body, nest->items[i]);
+}
+
+/* A row tile: one number per point of `its` (a row of scores, one per key, or a column, one per
+ * query row), private to each run of the kernel, so that the dot products of a row run side by
+ * side instead of one long chain after another. */
+typedef struct Tile {
+    uint32_t buffer;
+    Iters its;
+} Tile;
+
+static Tile new_tile(Attn *A, Iters its, const char *what) {
+    IrProgram *ir = A->ir;
+    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n, .size = 1,
+                  .init = INIT_NONE, .kernel_local = true};
+    b.dims = arena_alloc(ir->arena, (its.n ? its.n : 1) * sizeof *b.dims);
+    char *shape = "";
+    for (uint32_t i = 0; i < its.n; i++) {
+        b.dims[i] = A->p->iter_size[its.it[i]];
+        b.size *= b.dims[i];
+        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)b.dims[i]);
+    }
+    b.shape_text = shape;
+    b.name = arena_printf(ir->arena, "%s#%s%u", ir->buffers[A->a->lhs.buffer].name, what, ir->buffer_count);
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
+    return (Tile){b.id, its};
+}
+
+static IrIndex *tile_index(Attn *A, Tile t) {
+    IrIndex *ix = arena_alloc(A->ir->arena, (t.its.n ? t.its.n : 1) * sizeof *ix);
+    for (uint32_t i = 0; i < t.its.n; i++) iterator_index(A, &ix[i], t.its.it[i]);
+    return ix;
+}
+
+static IrExpr *tile_cell(Attn *A, Tile t) { return load(A, t.buffer, tile_index(A, t)); }
 
 /* The position of iterator `it` as a number (a causal mask's operand): positions[it], or 0. */
 static IrExpr *position(Attn *A, uint32_t it) {
     if (it == UINT32_MAX) return number(A, 0);
-    IrIndex *ix = arena_alloc(A->ir->arena, sizeof *ix);
-    ix->terms = arena_alloc(A->ir->arena, sizeof *ix->terms);
-    ix->terms[0] = (IrTerm){A->base + it, 1};
-    ix->term_count = 1;
-    return load(A, A->a->positions, ix);
+    return load(A, A->a->positions, iterator_index(A, arena_alloc(A->ir->arena, sizeof(IrIndex)), it));
 }
 
-/* A local holding the score of the current row and key: Σ_SCORE fma(q, k) / √d, masked. */
-static uint32_t score(Attn *A, IrBlock *into) {
-    uint32_t dot = set_new(A, into, number(A, 0));
-    IrBlock *inner = loops(A, into, ROLE_SCORE, 1, 4, false, false, NULL);
-    set(A, inner, dot, op(A, SOP_FMA, operand(A, 0), operand(A, 1), local(A, dot)));
-    IrExpr *scaled = op(A, SOP_DIV, local(A, dot), number(A, A->divisor), NULL);
+/* Operand `read` copied so that the tile's iterators are its innermost axes (stride 1): a
+ * scratch buffer over the other iterators of its map (in its axis order) and then the tile's,
+ * filled by a nest of its own before the kernel's; its index, at the iterators in scope where it
+ * is read, goes to *index.  So the tile's dot products load whole vectors of it. */
+static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
+    IrProgram *ir = A->ir;
+    const Access *acc = &A->a->reads[read];
+    Iters its = {0};
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        const Iters *from = pass == 0 ? NULL : &t.its;
+        uint32_t n = pass == 0 ? A->p->rank[acc->slot] : t.its.n;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t it;
+            if (pass == 0) {
+                const ProjIndex *pi = &A->p->maps[acc->slot][k];
+                if (pi->kind != PIDX_ITER) continue;
+                it = pi->iter;
+                bool in_tile = false;
+                for (uint32_t i = 0; i < t.its.n; i++) in_tile |= t.its.it[i] == it;
+                if (in_tile) continue;
+            } else {
+                it = from->it[k];
+            }
+            if (its.n < 16) its.it[its.n++] = it;
+        }
+    }
+    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n, .size = 1,
+                  .init = INIT_NONE};
+    b.dims = arena_alloc(ir->arena, (its.n ? its.n : 1) * sizeof *b.dims);
+    char *shape = "";
+    for (uint32_t i = 0; i < its.n; i++) {
+        b.dims[i] = A->p->iter_size[its.it[i]];
+        b.size *= b.dims[i];
+        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)b.dims[i]);
+    }
+    b.shape_text = shape;
+    b.name = arena_printf(ir->arena, "%s#packed%u", ir->buffers[acc->buffer].name, ir->buffer_count);
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
+    Tile packed = {b.id, its};
+    IrStmt *first = NULL;
+    IrBlock *cells = open_loops(A, &A->fn->body, its, true, &first);
+    store(A, cells, packed.buffer, tile_index(A, packed), operand(A, read));
+    comment(first, "attention: an operand copied with the tile's axes innermost");
+    *index = tile_index(A, packed);
+    return packed.buffer;
+}
+
+/* tile = Σ fma(x, y) over `sum` for every point of the tile, y read from its packed copy: the
+ * tile's loops innermost, each cell's sum in the order of `sum`'s loops. */
+static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uint32_t y) {
+    IrIndex *packed_at;
+    uint32_t packed = pack_operand(A, y, t, &packed_at);
+    store(A, open_loops(A, into, t.its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
+    IrBlock *inner = open_loops(A, open_loops(A, into, sum, false, NULL), t.its, false, NULL);
+    store(A, inner, t.buffer, tile_index(A, t), op(A, SOP_FMA, operand(A, x), load(A, packed, packed_at), tile_cell(A, t)));
+}
+
+/* The scores of the tile's points, Σ_SCORE fma(q, k) / √d (causal: -1e30 past the query
+ * position), then, when `lse` is a buffer, the weights exp(score − lse[row]) in their place. */
+static Tile score_tile(Attn *A, IrBlock *into, Iters its, uint32_t lse) {
+    Tile t = new_tile(A, its, "scores");
+    bool over_keys = its.n && A->roles[its.it[0]] == ROLE_KEY;
+    tile_dots(A, into, t, role_iters(A, ROLE_SCORE, 1, 4, false), over_keys ? 0 : 1, over_keys ? 1 : 0);
+    IrExpr *scaled = op(A, SOP_DIV, tile_cell(A, t), number(A, A->divisor), NULL);
     if (A->a->causal)
         scaled = op(A, SOP_WHERE, op(A, SOP_LE, position(A, A->key), position(A, A->query), NULL), scaled,
                     number(A, -1e30));
-    return set_new(A, into, scaled);
+    if (lse != UINT32_MAX) scaled = op(A, SOP_EXP, op(A, SOP_SUB, scaled, row_stat(A, lse), NULL), NULL, NULL);
+    store(A, open_loops(A, into, its, false, NULL), t.buffer, tile_index(A, t), scaled);
+    return t;
 }
 
-/* A local holding Σ_VALUE fma(x, y) of two operands read per row and value feature. */
-static uint32_t value_dot(Attn *A, IrBlock *into, uint32_t x, uint32_t y) {
+/* A local holding Σ_VALUE fma(dO, o) of the current row. */
+static uint32_t row_delta(Attn *A, IrBlock *into) {
     uint32_t sum = set_new(A, into, number(A, 0));
-    IrBlock *inner = loops(A, into, ROLE_VALUE, 0, 4, false, false, NULL);
-    set(A, inner, sum, op(A, SOP_FMA, operand(A, x), operand(A, y), local(A, sum)));
+    IrBlock *inner = open_loops(A, into, role_iters(A, ROLE_VALUE, 0, 4, false), false, NULL);
+    set(A, inner, sum, op(A, SOP_FMA, operand(A, 4), operand(A, 3), local(A, sum)));
     return sum;
 }
 
-/* The gradient of the scores at this row and key: p · (dp − D) / √d, with p = exp(sc − lse). */
-static IrExpr *score_gradient(Attn *A, uint32_t p, uint32_t dp, IrExpr *delta) {
-    IrExpr *diff = op(A, SOP_SUB, local(A, dp), delta, NULL);
-    return op(A, SOP_DIV, op(A, SOP_MUL, local(A, p), diff, NULL), number(A, A->divisor), NULL);
-}
-
-static uint32_t weight(Attn *A, IrBlock *into, uint32_t sc) {
-    return set_new(A, into, op(A, SOP_EXP, op(A, SOP_SUB, local(A, sc), stat(A, A->a->stats), NULL), NULL, NULL));
+/* The gradient of a score from its weight p, dp = Σ dO·v and the row's D: p · (dp − D) / √d. */
+static IrExpr *score_gradient(Attn *A, IrExpr *p, IrExpr *dp, IrExpr *delta) {
+    return op(A, SOP_DIV, op(A, SOP_MUL, p, op(A, SOP_SUB, dp, delta, NULL), NULL), number(A, A->divisor), NULL);
 }
 
 static void forward(Attn *A) {
     const Assignment *a = A->a;
     uint32_t o = a->lhs.buffer;
+    Iters keys = role_iters(A, ROLE_KEY, 2, 4, false), values = role_iters(A, ROLE_VALUE, 0, 4, false);
     IrStmt *first = NULL;
-    IrBlock *row = loops(A, &A->fn->body, ROLE_ROW, 0, 4, false, true, &first);
+    IrBlock nest = {0};
+    IrBlock *row = open_loops(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), true, &first);
+    Tile sc = score_tile(A, row, keys, UINT32_MAX);
     uint32_t m = set_new(A, row, number(A, -INFINITY));
+    IrBlock *each = open_loops(A, row, keys, false, NULL);
+    set(A, each, m, op(A, SOP_MAX, local(A, m), tile_cell(A, sc), NULL));
     uint32_t l = set_new(A, row, number(A, 0));
-    IrBlock *cells = loops(A, row, ROLE_VALUE, 0, 4, false, false, NULL);
-    store(A, cells, o, slot_index(A, 0, false), number(A, 0));
-    IrBlock *keys = loops(A, row, ROLE_KEY, 2, 4, false, false, NULL);
-    uint32_t sc = score(A, keys);
-    uint32_t next = set_new(A, keys, op(A, SOP_MAX, local(A, m), local(A, sc), NULL));
-    uint32_t c = set_new(A, keys, op(A, SOP_EXP, op(A, SOP_SUB, local(A, m), local(A, next), NULL), NULL, NULL));
-    uint32_t p = set_new(A, keys, op(A, SOP_EXP, op(A, SOP_SUB, local(A, sc), local(A, next), NULL), NULL, NULL));
-    set(A, keys, l, op(A, SOP_FMA, local(A, l), local(A, c), local(A, p)));
-    cells = loops(A, keys, ROLE_VALUE, 0, 4, false, false, NULL);
-    IrExpr *kept = op(A, SOP_MUL, load(A, o, slot_index(A, 0, false)), local(A, c), NULL);
-    store(A, cells, o, slot_index(A, 0, false), op(A, SOP_FMA, local(A, p), operand(A, 2), kept));
-    set(A, keys, m, local(A, next));
-    cells = loops(A, row, ROLE_VALUE, 0, 4, false, false, NULL);
-    store(A, cells, o, slot_index(A, 0, false), op(A, SOP_DIV, load(A, o, slot_index(A, 0, false)), local(A, l), NULL));
+    store(A, open_loops(A, row, values, false, NULL), o, slot_index(A, 0, false), number(A, 0));
+    each = open_loops(A, row, keys, false, NULL);
+    uint32_t p = set_new(A, each, op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, sc), local(A, m), NULL), NULL, NULL));
+    set(A, each, l, op(A, SOP_ADD, local(A, l), local(A, p), NULL));
+    IrBlock *cells = open_loops(A, each, values, false, NULL);
+    IrIndex *at = slot_index(A, 0, false);
+    store(A, cells, o, at, op(A, SOP_FMA, local(A, p), operand(A, 2), load(A, o, at)));
+    cells = open_loops(A, row, values, false, NULL);
+    store(A, cells, o, at, op(A, SOP_DIV, load(A, o, at), local(A, l), NULL));
     store(A, row, a->stats, slot_index(A, 0, true),
           op(A, SOP_ADD, local(A, m), op(A, SOP_LOG, local(A, l), NULL, NULL), NULL));
-    if (first) first->comment = "attention (online softmax over the keys)";
+    comment(first, "attention: each row's scores, their softmax and the weighted sum of v");
+    append(A, &nest);
 }
 
-/* gradient of q: per row (those q's map mentions in parallel), over the keys. */
+/* The gradient of q: per row (those q's map mentions in parallel), over the keys. */
 static void gradient_q(Attn *A) {
     const Assignment *a = A->a;
+    Iters keys = role_iters(A, ROLE_KEY, 2, 4, false);
     IrStmt *first = NULL;
-    IrBlock *row = loops(A, &A->fn->body, ROLE_ROW, 1, 1, true, true, &first);
-    row = loops(A, row, ROLE_ROW, 0, 1, false, false, &first);
-    uint32_t delta = value_dot(A, row, 4, 3);
-    IrBlock *keys = loops(A, row, ROLE_KEY, 2, 4, false, false, NULL);
-    uint32_t p = weight(A, keys, score(A, keys));
-    uint32_t dp = value_dot(A, keys, 4, 2);
-    uint32_t ds = set_new(A, keys, score_gradient(A, p, dp, local(A, delta)));
-    IrBlock *cells = loops(A, keys, ROLE_SCORE, 1, 4, false, false, NULL);
+    IrBlock nest = {0};
+    IrBlock *row = open_loops(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), true, &first);
+    row = open_loops(A, row, role_iters(A, ROLE_ROW, 0, 1, false), false, &first);
+    uint32_t delta = row_delta(A, row);
+    Tile p = score_tile(A, row, keys, a->stats);
+    Tile dp = new_tile(A, keys, "dp");
+    tile_dots(A, row, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 4, 2);
+    IrBlock *each = open_loops(A, row, keys, false, NULL);
+    uint32_t ds = set_new(A, each, score_gradient(A, tile_cell(A, p), tile_cell(A, dp), local(A, delta)));
+    IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_SCORE, 1, 4, false), false, NULL);
     IrIndex *at = slot_index(A, a->lhs.slot, false);
     store(A, cells, a->lhs.buffer, at, op(A, SOP_FMA, local(A, ds), operand(A, 1), load(A, a->lhs.buffer, at)));
-    if (first) first->comment = "attention's gradient of q (the weights recomputed)";
+    comment(first, "attention's gradient of q (each row's weights recomputed)");
+    append(A, &nest);
 }
 
-/* gradient of k or v: per key and row of theirs (in parallel), over the other rows. */
+/* The gradient of k or v: per key and row of theirs (in parallel), over the other rows. */
 static void gradient_kv(Attn *A, bool of_k) {
     const Assignment *a = A->a;
     uint32_t slot = a->lhs.slot;
     if (of_k) { /* D = Σ_j dO·o per row, once */
         IrStmt *first = NULL;
-        IrBlock *row = loops(A, &A->fn->body, ROLE_ROW, 0, 4, false, true, &first);
-        uint32_t delta = value_dot(A, row, 4, 3);
-        store(A, row, a->scratch, slot_index(A, 0, true), local(A, delta));
-        if (first) first->comment = "attention's gradient: Σ dO·o per row";
+        IrBlock *row = open_loops(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), true, &first);
+        store(A, row, a->scratch, slot_index(A, 0, true), local(A, row_delta(A, row)));
+        comment(first, "attention's gradient: Σ dO·o per row");
     }
     IrStmt *first = NULL;
-    IrBlock *at = loops(A, &A->fn->body, ROLE_ROW, slot, slot, true, true, &first);
-    at = loops(A, at, ROLE_KEY, slot, 4, false, true, &first);
-    IrBlock *rows = loops(A, at, ROLE_ROW, 0, slot, false, false, &first);
-    uint32_t p = weight(A, rows, score(A, rows));
+    IrBlock nest = {0};
+    IrBlock *at = open_loops(A, &nest, role_iters(A, ROLE_ROW, slot, slot, true), true, &first);
+    at = open_loops(A, at, role_iters(A, ROLE_KEY, slot, 4, false), true, &first);
+    Iters rows = role_iters(A, ROLE_ROW, 0, slot, false);
+    Tile p = score_tile(A, at, rows, a->stats);
     IrIndex *cell = slot_index(A, slot, false);
     if (of_k) {
-        uint32_t dp = value_dot(A, rows, 4, 2);
-        uint32_t ds = set_new(A, rows, score_gradient(A, p, dp, stat(A, a->scratch)));
-        IrBlock *cells = loops(A, rows, ROLE_SCORE, slot, 4, false, false, NULL);
+        Tile dp = new_tile(A, rows, "dp");
+        tile_dots(A, at, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 2, 4);
+        IrBlock *each = open_loops(A, at, rows, false, NULL);
+        uint32_t ds = set_new(A, each, score_gradient(A, tile_cell(A, p), tile_cell(A, dp), row_stat(A, a->scratch)));
+        IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_SCORE, slot, 4, false), false, NULL);
         store(A, cells, a->lhs.buffer, cell, op(A, SOP_FMA, local(A, ds), operand(A, 0), load(A, a->lhs.buffer, cell)));
     } else {
-        IrBlock *cells = loops(A, rows, ROLE_VALUE, slot, 4, false, false, NULL);
-        store(A, cells, a->lhs.buffer, cell, op(A, SOP_FMA, local(A, p), operand(A, 4), load(A, a->lhs.buffer, cell)));
+        IrBlock *each = open_loops(A, at, rows, false, NULL);
+        IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_VALUE, slot, 4, false), false, NULL);
+        store(A, cells, a->lhs.buffer, cell, op(A, SOP_FMA, tile_cell(A, p), operand(A, 4), load(A, a->lhs.buffer, cell)));
     }
-    if (first) first->comment = of_k ? "attention's gradient of k (the weights recomputed)"
-                                     : "attention's gradient of v (the weights recomputed)";
+    comment(first, of_k ? "attention's gradient of k (each key's weights recomputed)"
+                        : "attention's gradient of v (each key's weights recomputed)");
+    append(A, &nest);
 }
 
 void lower_attention(IrProgram *ir, IrFunction *fn, const Assignment *a) {

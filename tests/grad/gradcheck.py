@@ -165,6 +165,26 @@ def reduction_cases(rng):
         ("@^^ (row variable)", 'p0 @^^ "..., j => ..."', lambda a: a.max(axis=-1),
          [(spaced(rng, (x, m, k), 2, 0.05), "ooo")]),
     ]
+    # attend (the fused softmax attention kernel): batch and head rows, keys with a length of
+    # their own (s != t), value features of their own (e != d); the causal kernel over t = s;
+    # and multi-query attention, k and v shared by the heads (h only in q and the result).
+    def attend_ref(q, k, v, causal=False, spec="btd,bsd->bts", out="bts,bse->bte"):
+        sc = np.einsum(spec, q, k) / np.sqrt(q.shape[-1])
+        if causal:
+            t, s = sc.shape[-2], sc.shape[-1]
+            sc = np.where(np.arange(s)[None, :] <= np.arange(t)[:, None], sc, -1e30)
+        w = np.exp(sc - sc.max(axis=-1, keepdims=True))
+        return np.einsum(out, w / w.sum(axis=-1, keepdims=True), v)
+    ht, hs, hd, he = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    cases.append(("attend", 'attend ~spec:"b, t, h, d; b, s, h, d; b, s, h, e => b, t, h, e" p0 p1 p2',
+                  lambda q, k, v: attend_ref(q, k, v, spec="bthd,bshd->bhts", out="bhts,bshe->bthe"),
+                  [(u((x, ht, 2, hd)), "oooo"), (u((x, hs, 2, hd)), "oooo"), (u((x, hs, 2, he)), "oooo")]))
+    cases.append(("attend_causal", 'attend_causal ~spec:"t, d; s, d; s, e => t, e" p0 p1 p2',
+                  lambda q, k, v: attend_ref(q, k, v, causal=True, spec="td,sd->ts", out="ts,se->te"),
+                  [(u((hs, hd)), "oo"), (u((hs, hd)), "oo"), (u((hs, he)), "oo")]))
+    cases.append(("attend (multi-query)", 'attend ~spec:"t, h, d; s, d; s, e => t, h, e" p0 p1 p2',
+                  lambda q, k, v: attend_ref(q, k, v, spec="thd,sd->hts", out="hts,se->the"),
+                  [(u((ht, 2, hd)), "ooo"), (u((hs, hd)), "oo"), (u((hs, he)), "oo")]))
     # @^+ (max-plus): redraw until the best pair of every output cell wins by at least 0.05.
     while True:
         a, b = u((m, k)), u((k, n))
