@@ -473,6 +473,11 @@ add_summary "native: a resumed run continues the run it resumes" $? "$TMP/resume
 # process, a killed rank (tests/native/data_parallel.sh).
 sh tests/native/data_parallel.sh "$TSRC" "$PYTHON" >"$TMP/dp.out" 2>&1
 add_summary "native: data-parallel training on two processes (mpirun)" $? "$TMP/dp.out"
+
+# Fused attention at 256 positions stores no positions x positions buffer and agrees with the
+# materialised form (tests/native/attention_memory.sh).
+sh tests/native/attention_memory.sh "$TSRC" >"$TMP/attention_memory.out" 2>&1
+add_summary "native: fused attention's memory, against the materialised form" $? "$TMP/attention_memory.out"
 # docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
 # and resumes (tests/native/gpt_example.sh).
 sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1

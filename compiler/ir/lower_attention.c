@@ -65,14 +65,15 @@ bool attention_roles(Arena *arena, const Projections *p, bool causal, uint8_t *r
         else if (m == (IN_Q | IN_K)) roles[i] = ROLE_SCORE;
         else if (m == (IN_K | IN_V)) roles[i] = ROLE_KEY;
         else {
-            *why = arena_printf(arena, "an axis of %llu positions %s: attention's spec gives each label one "
-                                "role — in the result and q (a row: batch, head, query position), in q and k "
-                                "only (summed into the scores), in k and v only (the keys the softmax runs "
+            static const char *const names[4] = {"the result", "q", "k", "v"};
+            const char *where = "";
+            for (uint32_t s = 0, n = 0; s < 4; s++)
+                if (m & (1u << s)) where = arena_printf(arena, "%s%s%s", where, n++ ? " and " : "", names[s]);
+            *why = arena_printf(arena, "an axis of %llu positions is in %s only, which gives it no role: each label "
+                                "of attention's spec is in the result and q (a row: batch, head, query position), in "
+                                "q and k only (summed into the scores), in k and v only (the keys the softmax runs "
                                 "over), or in the result and v only (the value features)",
-                                (unsigned long long)p->iter_size[i],
-                                m == IN_RESULT ? "is in the result alone"
-                                : !(m & IN_RESULT) && (m & IN_Q) && (m & IN_V) ? "is in q and v but not the result"
-                                : "is in one operand alone");
+                                (unsigned long long)p->iter_size[i], where);
             return false;
         }
     }

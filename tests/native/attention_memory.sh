@@ -1,0 +1,44 @@
+#!/bin/sh
+# attention_memory.sh TSRC — Nn.attention ~fused:true at 256 positions stores no buffer of
+# positions × positions cells (core.tsr attend, docs/ir.md §3.4), where the materialised form
+# (~fused:false) does; both train a step natively and print the same loss and input gradient to
+# 1e-5 (relative to the largest value).  Last line: "N passed, N failed".
+set -u
+TSRC=${1:-build/tsrc}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "PASS $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+T=256
+for fused in true false; do
+    cat >"$TMP/a_$fused.tsr" <<TSR
+open Nn
+let%op x = { x = uniform (); b = [2]; o = [$T; 32] }
+let%op y = attention ~heads:2 ~head_dim:16 ~causal:true ~fused:$fused () x
+let%op loss = (y *. y) ++ "b | t, d => "
+routine step = loss.forward; loss.zero_grads; loss.backprop
+main = run step; print loss; print x.grad
+TSR
+    "$TSRC" --emit=sched-ir -o "$TMP/ir_$fused" "$TMP/a_$fused.tsr" || { bad "fused:$fused compiles"; continue; }
+    # The largest buffer, in cells: the product of the dimensions a buffer line ends with.
+    largest=$(sed -n 's/^  [^ ].* : .*\[\([0-9, ]*\)\].*$/\1/p' "$TMP/ir_$fused" |
+              awk -F', *' '{ c = 1; for (i = 1; i <= NF; i++) c *= $i; if (c > m) m = c } END { print m + 0 }')
+    if [ $fused = true ] && [ "$largest" -lt $((T * T)) ]; then ok "fused: largest buffer $largest cells < $T x $T"
+    elif [ $fused = false ] && [ "$largest" -ge $((T * T)) ]; then ok "materialised: largest buffer $largest cells >= $T x $T"
+    else bad "fused:$fused: largest buffer $largest cells"; fi
+    if TSR_PRINT_EXACT=1 "$TSRC" --run "$TMP/a_$fused.tsr" >"$TMP/out_$fused" 2>"$TMP/err"; then ok "fused:$fused runs natively"
+    else bad "fused:$fused runs natively"; sed 's/^/    /' "$TMP/err"; fi
+done
+# The numbers of both outputs, side by side: within 1e-5 of the largest magnitude.
+tr -s ' ' '\n' <"$TMP/out_true" | grep -E '^-?[0-9.]+(e[-+]?[0-9]+)?$' >"$TMP/n_true"
+tr -s ' ' '\n' <"$TMP/out_false" | grep -E '^-?[0-9.]+(e[-+]?[0-9]+)?$' >"$TMP/n_false"
+if [ -s "$TMP/n_true" ] && paste "$TMP/n_true" "$TMP/n_false" | awk '
+    { a[NR] = $1; b[NR] = $2; m = ($1 < 0 ? -$1 : $1) > m ? ($1 < 0 ? -$1 : $1) : m }
+    END { for (i = 1; i <= NR; i++) { d = a[i] - b[i]; if (d < 0) d = -d; if (d > 1e-5 * m) exit 1 } exit NR == 0 }'; then
+    ok "fused and materialised agree to 1e-5 ($(wc -l <"$TMP/n_true") numbers)"
+else
+    bad "fused and materialised differ"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
