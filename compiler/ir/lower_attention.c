@@ -399,6 +399,22 @@ static IrExpr *score_gradient(Attn *A, IrExpr *p, IrExpr *dp, IrExpr *delta) {
     return op(A, SOP_DIV, op(A, SOP_MUL, p, op(A, SOP_SUB, dp, delta, NULL), NULL), number(A, A->divisor), NULL);
 }
 
+/* An accumulator over `its` (a row of the result or of a gradient), zeroed in `into`: the sums
+ * of a row stay in it (in registers, where the backend can) until they are stored once. */
+static Tile accumulator(Attn *A, IrBlock *into, Iters its) {
+    Tile t = new_tile(A, its, "acc");
+    store(A, open_loops(A, into, its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
+    return t;
+}
+
+/* Adds the accumulator into the left side's cells (a gradient's `=+`), in `into`. */
+static void add_accumulator(Attn *A, IrBlock *into, Tile acc) {
+    const Assignment *a = A->a;
+    IrIndex *at = slot_index(A, a->lhs.slot, false);
+    store(A, open_loops(A, into, acc.its, false, NULL), a->lhs.buffer, at,
+          op(A, SOP_ADD, load(A, a->lhs.buffer, at), tile_cell(A, acc), NULL));
+}
+
 static void forward(Attn *A) {
     const Assignment *a = A->a;
     uint32_t o = a->lhs.buffer;
@@ -406,20 +422,18 @@ static void forward(Attn *A) {
     IrStmt *first = NULL;
     IrBlock nest = {0};
     IrBlock *row = open_loops(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), true, &first);
-    Tile sc = score_tile(A, row, keys, UINT32_MAX);
+    Tile w = score_tile(A, row, keys, UINT32_MAX);
     uint32_t m = set_new(A, row, number(A, -INFINITY));
-    IrBlock *each = open_loops(A, row, keys, false, NULL);
-    set(A, each, m, op(A, SOP_MAX, local(A, m), tile_cell(A, sc), NULL));
+    set(A, open_loops(A, row, keys, false, NULL), m, op(A, SOP_MAX, local(A, m), tile_cell(A, w), NULL));
+    store(A, open_loops(A, row, keys, false, NULL), w.buffer, tile_index(A, w),
+          op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), local(A, m), NULL), NULL, NULL));
     uint32_t l = set_new(A, row, number(A, 0));
-    store(A, open_loops(A, row, values, false, NULL), o, slot_index(A, 0, false), number(A, 0));
-    each = open_loops(A, row, keys, false, NULL);
-    uint32_t p = set_new(A, each, op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, sc), local(A, m), NULL), NULL, NULL));
-    set(A, each, l, op(A, SOP_ADD, local(A, l), local(A, p), NULL));
-    IrBlock *cells = open_loops(A, each, values, false, NULL);
-    IrIndex *at = slot_index(A, 0, false);
-    store(A, cells, o, at, op(A, SOP_FMA, local(A, p), operand(A, 2), load(A, o, at)));
-    cells = open_loops(A, row, values, false, NULL);
-    store(A, cells, o, at, op(A, SOP_DIV, load(A, o, at), local(A, l), NULL));
+    set(A, open_loops(A, row, keys, false, NULL), l, op(A, SOP_ADD, local(A, l), tile_cell(A, w), NULL));
+    Tile acc = accumulator(A, row, values);
+    IrBlock *cells = open_loops(A, open_loops(A, row, keys, false, NULL), values, false, NULL);
+    store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
+    store(A, open_loops(A, row, values, false, NULL), o, slot_index(A, 0, false),
+          op(A, SOP_DIV, tile_cell(A, acc), local(A, l), NULL));
     store(A, row, a->stats, slot_index(A, 0, true),
           op(A, SOP_ADD, local(A, m), op(A, SOP_LOG, local(A, l), NULL, NULL), NULL));
     comment(first, "attention: each row's scores, their softmax and the weighted sum of v");
@@ -428,21 +442,22 @@ static void forward(Attn *A) {
 
 /* The gradient of q: per row (those q's map mentions in parallel), over the keys. */
 static void gradient_q(Attn *A) {
-    const Assignment *a = A->a;
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
-    IrBlock *row = open_loops(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), true, &first);
-    row = open_loops(A, row, role_iters(A, ROLE_ROW, 0, 1, false), false, &first);
+    IrBlock *cell = open_loops(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), true, &first);
+    Tile acc = accumulator(A, cell, role_iters(A, ROLE_SCORE, 1, 4, false));
+    IrBlock *row = open_loops(A, cell, role_iters(A, ROLE_ROW, 0, 1, false), false, NULL);
     uint32_t delta = row_delta(A, row);
-    Tile p = score_tile(A, row, keys, a->stats);
+    Tile p = score_tile(A, row, keys, A->a->stats);
     Tile dp = new_tile(A, keys, "dp");
     tile_dots(A, row, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 4, 2);
+    store(A, open_loops(A, row, keys, false, NULL), dp.buffer, tile_index(A, dp), /* ds, in dp's place */
+          score_gradient(A, tile_cell(A, p), tile_cell(A, dp), local(A, delta)));
     IrBlock *each = open_loops(A, row, keys, false, NULL);
-    uint32_t ds = set_new(A, each, score_gradient(A, tile_cell(A, p), tile_cell(A, dp), local(A, delta)));
-    IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_SCORE, 1, 4, false), false, NULL);
-    IrIndex *at = slot_index(A, a->lhs.slot, false);
-    store(A, cells, a->lhs.buffer, at, op(A, SOP_FMA, local(A, ds), operand(A, 1), load(A, a->lhs.buffer, at)));
+    store(A, open_loops(A, each, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
+          op(A, SOP_FMA, tile_cell(A, dp), operand(A, 1), tile_cell(A, acc)));
+    add_accumulator(A, cell, acc);
     comment(first, "attention's gradient of q (each row's weights recomputed)");
     append(A, &nest);
 }
@@ -463,19 +478,19 @@ static void gradient_kv(Attn *A, bool of_k) {
     at = open_loops(A, at, role_iters(A, ROLE_KEY, slot, 4, false), true, &first);
     Iters rows = role_iters(A, ROLE_ROW, 0, slot, false);
     Tile p = score_tile(A, at, rows, a->stats);
-    IrIndex *cell = slot_index(A, slot, false);
+    Tile weight = p; /* dv: the weights; dk: the scores' gradients, in a tile of their own */
     if (of_k) {
-        Tile dp = new_tile(A, rows, "dp");
-        tile_dots(A, at, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 2, 4);
-        IrBlock *each = open_loops(A, at, rows, false, NULL);
-        uint32_t ds = set_new(A, each, score_gradient(A, tile_cell(A, p), tile_cell(A, dp), row_stat(A, a->scratch)));
-        IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_SCORE, slot, 4, false), false, NULL);
-        store(A, cells, a->lhs.buffer, cell, op(A, SOP_FMA, local(A, ds), operand(A, 0), load(A, a->lhs.buffer, cell)));
-    } else {
-        IrBlock *each = open_loops(A, at, rows, false, NULL);
-        IrBlock *cells = open_loops(A, each, role_iters(A, ROLE_VALUE, slot, 4, false), false, NULL);
-        store(A, cells, a->lhs.buffer, cell, op(A, SOP_FMA, tile_cell(A, p), operand(A, 4), load(A, a->lhs.buffer, cell)));
+        weight = new_tile(A, rows, "ds");
+        tile_dots(A, at, weight, role_iters(A, ROLE_VALUE, 0, 4, false), 2, 4);
+        store(A, open_loops(A, at, rows, false, NULL), weight.buffer, tile_index(A, weight),
+              score_gradient(A, tile_cell(A, p), tile_cell(A, weight), row_stat(A, a->scratch)));
     }
+    Tile acc = accumulator(A, at, role_iters(A, of_k ? ROLE_SCORE : ROLE_VALUE, slot, 4, false));
+    IrBlock *each = open_loops(A, at, rows, false, NULL);
+    IrExpr *other = operand(A, of_k ? 0 : 4);
+    store(A, open_loops(A, each, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
+          op(A, SOP_FMA, tile_cell(A, weight), other, tile_cell(A, acc)));
+    add_accumulator(A, at, acc);
     comment(first, of_k ? "attention's gradient of k (each key's weights recomputed)"
                         : "attention's gradient of v (each key's weights recomputed)");
     append(A, &nest);
