@@ -37,7 +37,8 @@
 #   python   the nn_mlp step from a Python loop through runtime/python/tsr (tools/bench/py_loop.py):
 #            the step alone and with a NumPy batch copied in each step, against the C driver
 #   gpt      one AdamW step (clipped) of docs/examples/gpt.tsr's GPT (L=4, C=256, NH=4, T=64, B=8,
-#            vocabulary 96) and of GPT-2 124M's (L=12, C=768, NH=12, vocabulary 50 304; T=64, B=4)
+#            vocabulary 96) and of GPT-2 124M's (L=12, C=768, NH=12, vocabulary 50 304; T=64, B=4),
+#            and the example's at T=512, B=1 with attention materialised and fused
 #            (tools/bench/gpt.tsr.in, driver gpt_tsrc.c; BENCH_GPT chooses) against the same model
 #            in PyTorch (tools/bench/py_gpt.py), which loads the parameters tsrc started from; ten
 #            steps on the same windows, whose losses must agree, then the step timed
@@ -437,21 +438,23 @@ fi
 
 # ---- the GPT step -------------------------------------------------------------------------------
 # The tsrc driver saves the parameters it starts from; PyTorch's side (py_gpt.py) loads them.
-# BENCH_GPT: the configurations, KIND:VOCAB:C:NH:T:B:L (default docs/examples/gpt.tsr's and GPT-2
-# 124M's at T=64, B=4).
-gpt_program() { # DIR KIND VOCAB C NH T B L: DIR/gpt.tsr from the template
+# BENCH_GPT: the configurations, KIND:VOCAB:C:NH:T:B:L[:fused] (default docs/examples/gpt.tsr's and
+# GPT-2 124M's at T=64, B=4, then the example's blocks at T=512, B=1 with attention materialised
+# and fused: Nn.gpt_block ~fused:true, core.tsr attend).
+gpt_program() { # DIR KIND VOCAB C NH T B L [FUSED]: DIR/gpt.tsr from the template
     sed -e "s/@VOCAB@/$3/; s/@DIM@/$4/; s/@HEADS@/$5/; s/@CTX@/$6/; s/@BATCH@/$7/; s/@LAYERS@/$8/" \
-        "$BENCH/gpt.tsr.in" >"$1/gpt.tsr"
+        -e "s/@FUSED@/${9:-false}/" "$BENCH/gpt.tsr.in" >"$1/gpt.tsr"
 }
 if want gpt; then
-for config in ${BENCH_GPT:-gpt:96:256:4:64:8:4 gpt124m:50304:768:12:64:4:12}; do
-    IFS=: read -r kind vocab c nh tt bb ll <<CONFIG
+for config in ${BENCH_GPT:-gpt:96:256:4:64:8:4 gpt124m:50304:768:12:64:4:12 gpt512:96:256:4:512:1:4 gpt512f:96:256:4:512:1:4:fused}; do
+    IFS=: read -r kind vocab c nh tt bb ll fused <<CONFIG
 $config
 CONFIG
-    echo "bench: GPT training step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW); threads $THREADS"
+    fused=$([ "$fused" = fused ] && echo true || echo false)
+    echo "bench: GPT training step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW, attention fused: $fused); threads $THREADS"
     dir=$WORK/$kind
     mkdir -p "$dir"
-    gpt_program "$dir" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+    gpt_program "$dir" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll" "$fused"
     build_tsrc "$dir" gpt "$dir/gpt.tsr" gpt_tsrc.c "$kind" "$bb" "-ffp-contract=off -DVOCAB=$vocab -DKIND=\"$kind\"" || dir=
     for t in $THREADS; do
         [ -n "$dir" ] && run "tsrc $kind threads=$t" \
