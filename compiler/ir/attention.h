@@ -1,4 +1,4 @@
-/* attention.h — softmax attention as kernels of its own (lower_attention.c, docs/ir.md §3.4).
+/* attention.h — softmax attention as kernels of its own (lower_attention.c, docs/ir.md §3.1).
  *
  * `attend ~spec q k v` (stdlib/core.tsr) is the operation o = softmax(q·k / √d) v over an einsum
  * spec of three operands: each iterator of its record (slot 0 the result, 1 q, 2 k, 3 v) plays
@@ -8,9 +8,8 @@
  *   SCORE  q's and k's only (d, the features of a head): summed into each score;
  *   KEY    k's and v's only (s, the key position): the axis the softmax runs over;
  *   VALUE  the result's and v's only (the value features): summed with the weights.
- * Lowering builds the nests of the forward (an online softmax: one pass over the keys per row,
- * no row × key scores stored) and of each operand's gradient (the scores recomputed from the
- * forward's per-row log-sum-exp). */
+ * Lowering builds the nests of the forward (a row of scores at a time: no rows × keys buffer) and
+ * of each operand's gradient (the weights recomputed from the forward's per-row log-sum-exp). */
 #ifndef TSR_ATTENTION_H
 #define TSR_ATTENTION_H
 

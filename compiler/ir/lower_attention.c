@@ -1,25 +1,28 @@
-/* lower_attention.c — the nests of softmax attention (attention.h, docs/ir.md §3.4).
+/* lower_attention.c — the nests of softmax attention (attention.h, docs/ir.md §3.1).
  *
  * What it does: for `o =: attention q k v` (an operator's forward block, stdlib/core.tsr
- * `attend`) emits one nest whose parallel loops are the ROW iterators; each row keeps a running
- * maximum m and sum l of its weights in locals, and walks the KEY iterators once, in order:
- *     sc = (Σ_SCORE fma(q, k)) / √d     (causal: -1e30 where the key position s > t)
- *     m' = max(m, sc);  c = exp(m − m');  p = exp(sc − m');  l = fma(l, c, p)
- *     o[row, j] = fma(p, v[s, j], o[row, j] · c)   for each VALUE j;  m = m'
- * then divides the row by l and stores m + log l into the row statistics buffer (stats).  So
- * no buffer of rows × keys exists, whatever the sequence's length.  The gradients (each operand
- * its own kernel, `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as
- * p = exp(sc − stats[row]), and with D[row] = Σ_j dO·o and dp = Σ_j dO·v[s, j]:
- *     dq[row, k] += (p·(dp − D) / √d) · k[s, k]     (per row, over the keys)
- *     dk[s, k]   += (p·(dp − D) / √d) · q[row, k]   (per key, over the rows; D first, one nest)
- *     dv[s, j]   += p · dO[row, j]                   (per key, over the rows)
- * A gradient adds into what its buffer holds (`=+`); its parallel loops are the iterators its
- * own index mentions, the others run in order inside them.  Every sum runs in the order of its
- * loops, so the reference executor and native code agree bit for bit; the schedule leaves these
- * nests as they are (they are not of its canonical forms).
+ * `attend`) emits one nest whose parallel loops are the ROW iterators.  For each row it fills a
+ * kernel-local tile with the row's scores, one per key — sc = (Σ_SCORE fma(q, k)) / √d, causal:
+ * -1e30 where the key position s > t — with the SCORE loops outside the key loops, over a copy of
+ * k whose keys are innermost (pack_operand), so that the keys' sums run side by side in vector
+ * lanes while each keeps d's order; then the maximum m, the weights exp(sc − m) in the tile, their
+ * sum l in key order, and a tile of the row's output Σ_s w_s·v[s, e], divided by l when stored.
+ * It stores m + log l per row (the row statistics, `stats`).  So no buffer of rows × keys exists,
+ * whatever the sequence's length.  The gradients (each operand its own kernel,
+ * `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as p = exp(sc − stats[row]), and
+ * with D[row] = Σ_e dO·o and dp = Σ_e dO·v[s, e] (a tile, as the scores):
+ *     dq[row, d] += Σ_s (p·(dp − D) / √d) · k[s, d]     (per row, a tile over the keys)
+ *     dk[s, d]   += Σ_t (p·(dp − D) / √d) · q[t, d]     (per key, a tile over the query rows; D
+ *                                                          first, in a nest of its own)
+ *     dv[s, e]   += Σ_t p · dO[t, e]                     (per key, the same)
+ * each gradient's row summed in a tile and added to its cells once (`=+`); its parallel loops are
+ * the iterators its own index mentions, the other rows run in order inside them.  Every sum runs
+ * in the order of its loops, so the reference executor and native code agree bit for bit; the
+ * schedule leaves these nests as they are (they are none of its canonical forms).
  *
  * Requires: an assignment built by assign.c (kernel, stats, positions, scratch set; operands in
- * `reads` as written: q, k, v, and for a gradient o and dO), roles that attention_roles accepts. */
+ * `reads` as written: q, k, v, and for a gradient o and dO), roles that attention_roles accepts,
+ * compile-time sizes. */
 #include "ir/attention.h"
 
 #include <math.h>
