@@ -286,10 +286,11 @@ typedef struct Tile {
     Iters its;
 } Tile;
 
-static Tile new_tile(Attn *A, Iters its, const char *what) {
+/* A scratch buffer with one axis per iterator of `its` (their extents), named `name` and a number. */
+static Tile scratch_over(Attn *A, Iters its, bool kernel_local, const char *name) {
     IrProgram *ir = A->ir;
     IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n, .size = 1,
-                  .init = INIT_NONE, .kernel_local = true};
+                  .init = INIT_NONE, .kernel_local = kernel_local};
     b.dims = arena_alloc(ir->arena, (its.n ? its.n : 1) * sizeof *b.dims);
     char *shape = "";
     for (uint32_t i = 0; i < its.n; i++) {
@@ -298,9 +299,13 @@ static Tile new_tile(Attn *A, Iters its, const char *what) {
         shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)b.dims[i]);
     }
     b.shape_text = shape;
-    b.name = arena_printf(ir->arena, "%s#%s%u", ir->buffers[A->a->lhs.buffer].name, what, ir->buffer_count);
+    b.name = arena_printf(ir->arena, "%s%u", name, ir->buffer_count);
     ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
     return (Tile){b.id, its};
+}
+
+static Tile new_tile(Attn *A, Iters its, const char *what) {
+    return scratch_over(A, its, true, arena_printf(A->ir->arena, "%s#%s", A->ir->buffers[A->a->lhs.buffer].name, what));
 }
 
 static IrIndex *tile_index(Attn *A, Tile t) {
@@ -343,19 +348,7 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
             if (its.n < 16) its.it[its.n++] = it;
         }
     }
-    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n, .size = 1,
-                  .init = INIT_NONE};
-    b.dims = arena_alloc(ir->arena, (its.n ? its.n : 1) * sizeof *b.dims);
-    char *shape = "";
-    for (uint32_t i = 0; i < its.n; i++) {
-        b.dims[i] = A->p->iter_size[its.it[i]];
-        b.size *= b.dims[i];
-        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)b.dims[i]);
-    }
-    b.shape_text = shape;
-    b.name = arena_printf(ir->arena, "%s#packed%u", ir->buffers[acc->buffer].name, ir->buffer_count);
-    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
-    Tile packed = {b.id, its};
+    Tile packed = scratch_over(A, its, false, arena_printf(ir->arena, "%s#packed", ir->buffers[acc->buffer].name));
     IrStmt *first = NULL;
     IrBlock *cells = open_loops(A, &A->fn->body, its, true, &first);
     store(A, cells, packed.buffer, tile_index(A, packed), operand(A, read));
