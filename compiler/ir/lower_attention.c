@@ -278,6 +278,25 @@ static void append(Attn *A, IrBlock *nest) {
     for (uint32_t i = 0; i < nest->count; i++) push(A, &A->fn->body, nest->items[i]);
 }
 
+/* The parallel loops of a kernel's nest over `its`; with none (every row axis of one position),
+ * one loop of one iteration over an iterator of its own, so that the nest is one kernel whose
+ * tiles and locals are its own (kernel.h). */
+static IrBlock *open_nest(Attn *A, IrBlock *into, Iters its, IrStmt **first) {
+    if (its.n) return open_loops(A, into, its, true, first);
+    IrStmt *lp = statement(A, IR_LOOP);
+    lp->iter = A->fn->iter_count++;
+    lp->extent = 1;
+    lp->parallel = true;
+    push(A, into, lp);
+    if (first && !*first) *first = lp;
+    return &lp->body;
+}
+
+static Iters joined(Iters a, Iters b) {
+    for (uint32_t i = 0; i < b.n && a.n < 16; i++) a.it[a.n++] = b.it[i];
+    return a;
+}
+
 /* A row tile: one number per point of `its` (a row of scores, one per key, or a column, one per
  * query row), private to each run of the kernel, so that the dot products of a row run side by
  * side instead of one long chain after another. */
@@ -350,7 +369,7 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     }
     Tile packed = scratch_over(A, its, false, arena_printf(ir->arena, "%s#packed", ir->buffers[acc->buffer].name));
     IrStmt *first = NULL;
-    IrBlock *cells = open_loops(A, &A->fn->body, its, true, &first);
+    IrBlock *cells = open_nest(A, &A->fn->body, its, &first);
     store(A, cells, packed.buffer, tile_index(A, packed), operand(A, read));
     comment(first, "attention: an operand copied with the tile's axes innermost");
     *index = tile_index(A, packed);
@@ -417,7 +436,7 @@ static void forward(Attn *A) {
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false), values = role_iters(A, ROLE_VALUE, 0, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
-    IrBlock *row = open_loops(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), true, &first);
+    IrBlock *row = open_nest(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), &first);
     Tile w = score_tile(A, row, keys, UINT32_MAX);
     uint32_t m = set_new(A, row, number(A, -INFINITY));
     set(A, open_loops(A, row, keys, false, NULL), m, op(A, SOP_MAX, local(A, m), tile_cell(A, w), NULL));
@@ -441,7 +460,7 @@ static void gradient_q(Attn *A) {
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
-    IrBlock *cell = open_loops(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), true, &first);
+    IrBlock *cell = open_nest(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), &first);
     Tile acc = accumulator(A, cell, role_iters(A, ROLE_SCORE, 1, 4, false));
     IrBlock *row = open_loops(A, cell, role_iters(A, ROLE_ROW, 0, 1, false), false, NULL);
     uint32_t delta = row_delta(A, row);
@@ -464,14 +483,14 @@ static void gradient_kv(Attn *A, bool of_k) {
     uint32_t slot = a->lhs.slot;
     if (of_k) { /* D = Σ_j dO·o per row, once */
         IrStmt *first = NULL;
-        IrBlock *row = open_loops(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), true, &first);
+        IrBlock *row = open_nest(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), &first);
         store(A, row, a->scratch, slot_index(A, 0, true), local(A, row_delta(A, row)));
         comment(first, "attention's gradient: Σ dO·o per row");
     }
     IrStmt *first = NULL;
     IrBlock nest = {0};
-    IrBlock *at = open_loops(A, &nest, role_iters(A, ROLE_ROW, slot, slot, true), true, &first);
-    at = open_loops(A, at, role_iters(A, ROLE_KEY, slot, 4, false), true, &first);
+    IrBlock *at = open_nest(A, &nest, joined(role_iters(A, ROLE_ROW, slot, slot, true),
+                                             role_iters(A, ROLE_KEY, slot, 4, false)), &first);
     Iters rows = role_iters(A, ROLE_ROW, 0, slot, false);
     Tile p = score_tile(A, at, rows, a->stats);
     Tile weight = p; /* dv: the weights; dk: the scores' gradients, in a tile of their own */
