@@ -278,11 +278,20 @@ static void append(Attn *A, IrBlock *nest) {
     for (uint32_t i = 0; i < nest->count; i++) push(A, &A->fn->body, nest->items[i]);
 }
 
-/* The parallel loops of a kernel's nest over `its`; with none (every row axis of one position),
+/* The parallel loops of a kernel's nest over `its`, the longest outermost; with none (every row
+ * axis of one position),
  * one loop of one iteration over an iterator of its own, so that the nest is one kernel whose
  * tiles and locals are its own (kernel.h). */
 static IrBlock *open_nest(Attn *A, IrBlock *into, Iters its, IrStmt **first) {
-    if (its.n) return open_loops(A, into, its, true, first);
+    if (its.n) { /* the longest outermost: the thread pool splits the outermost loop (kernel.h) */
+        uint32_t longest = 0;
+        for (uint32_t i = 1; i < its.n; i++)
+            if (A->p->iter_size[its.it[i]] > A->p->iter_size[its.it[longest]]) longest = i;
+        uint32_t it = its.it[longest];
+        memmove(&its.it[1], &its.it[0], longest * sizeof its.it[0]);
+        its.it[0] = it;
+        return open_loops(A, into, its, true, first);
+    }
     IrStmt *lp = statement(A, IR_LOOP);
     lp->iter = A->fn->iter_count++;
     lp->extent = 1;
