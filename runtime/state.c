@@ -180,9 +180,11 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     bool points = !strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
                   !strcmp(d->generator, "spirals");
     for (uint32_t f = 0; f < d->field_count; f++) /* the generators that make numbers, not integers */
-        if ((points || !strcmp(d->generator, "uniform")) && m->buffers[d->fields[f]].dtype != TSR_DTYPE_F32)
-            return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes f32 numbers, but the tensor is %s", d->name,
-                             d->generator, tsr_dtype_word(m->buffers[d->fields[f]].dtype));
+        if ((points && m->buffers[d->fields[f]].dtype != TSR_DTYPE_F32) ||
+            (!strcmp(d->generator, "uniform") && m->buffers[d->fields[f]].dtype == TSR_DTYPE_I32))
+            return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes %s numbers, but the tensor is %s", d->name,
+                             d->generator, points ? "f32" : "floating-point",
+                             tsr_dtype_word(m->buffers[d->fields[f]].dtype));
     if (points) {
         if (d->field_count != 2 || d->count < 0 || d->count > INT64_MAX / 2 || b0->size != 2 * d->count ||
             m->buffers[d->fields[1]].size != d->count)
@@ -240,9 +242,10 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             tsr_cell_store(f0, b0->dtype, c, (double)((c / row_cells * shards + shard) * row_cells + c % row_cells));
         return TSR_OK;
     }
-    if (!strcmp(d->generator, "uniform")) {
+    if (!strcmp(d->generator, "uniform")) { /* the f32 draws, widened to f64 or rounded to bf16 or f16 */
         for (int64_t c = 0; c < b0->size; c++)
-            f0[c] = tsr_uniform((uint64_t)d->seed, d->name, (uint64_t)((c / row_cells * shards + shard) * row_cells + c % row_cells));
+            tsr_cell_store(f0, b0->dtype, c, tsr_uniform((uint64_t)d->seed, d->name,
+                                                         (uint64_t)((c / row_cells * shards + shard) * row_cells + c % row_cells)));
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))

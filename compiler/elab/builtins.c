@@ -263,13 +263,16 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
     bool tokens = strcmp(fn, "tokens") == 0;
     bool file = strcmp(fn, "npy") == 0 || strcmp(fn, "csv") == 0 || tokens;
     bool seeded = strcmp(fn, "uniform") == 0;
-    if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o" : tokens ? "~b ~o ~windows ~seed" : "~b ~i ~o ~dtype", file))
+    if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o ~dtype" : tokens ? "~b ~o ~windows ~seed" : "~b ~i ~o ~dtype", file))
         return &error_value;
     DataSource *d = new_source(e, fn, span);
     uint8_t dtype = tokens ? TSR_DTYPE_I32 : TSR_DTYPE_F32;
     const Arg *typed = find_arg(args, count, "dtype");
     if (typed && !dtype_of_value(typed->value, typed->span, arena_printf(e->arena, "'%s'", fn), &dtype))
         return &error_value;
+    if (seeded && dtype == TSR_DTYPE_I32) /* its numbers are fractions */
+        return fail(typed->span, "'uniform' draws numbers in [-1, 1), which i32 cannot hold: ~dtype is \"f32\", "
+                    "\"f64\", \"bf16\" or \"f16\" (for integers, convert with to_i32 or use range)");
     if (tokens) {
         const Arg *w = find_arg(args, count, "windows");
         bool random = w && w->value->kind == V_STRING && strcmp(w->value->as.str.text, "random") == 0;
