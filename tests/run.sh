@@ -478,6 +478,10 @@ add_summary "native: data-parallel training on two processes (mpirun)" $? "$TMP/
 # materialised form (tests/native/attention_memory.sh).
 sh tests/native/attention_memory.sh "$TSRC" >"$TMP/attention_memory.out" 2>&1
 add_summary "native: fused attention's memory, against the materialised form" $? "$TMP/attention_memory.out"
+# The GPU schedule's tensor cores: which products take them, for which GPUs, and their PTX
+# (tests/native/tensor_cores.sh; the program's outputs are checked by the loop above).
+sh tests/native/tensor_cores.sh "$TSRC" >"$TMP/tensor_cores.out" 2>&1
+add_summary "GPU schedule: bf16 and f16 products on the tensor cores" $? "$TMP/tensor_cores.out"
 # docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
 # and resumes (tests/native/gpt_example.sh).
 sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1

@@ -805,6 +805,41 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     }
 }
 
+/* A thread's register `at` of per-thread buffer `buffer`. */
+static LLVMValueRef thread_register(CgLlvm *g, uint32_t buffer, uint32_t at) {
+    LLVMValueRef idx[1] = {cgl_iconst(g, at)};
+    return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
+}
+
+/* Registers at, at+1 of `buffer` as the pair of bf16 or f16 values that one 32-bit operand
+ * register of mma.sync holds (the first in the low half; exact: the schedule loaded them from
+ * buffers of that type). */
+static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at) {
+    LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
+    LLVMValueRef pair = LLVMGetUndef(v2f);
+    for (unsigned k = 0; k < 2; k++)
+        pair = LLVMBuildInsertElement(g->b, pair, LLVMBuildLoad2(g->b, g->f32, thread_register(g, buffer, at + k), ""),
+                                      LLVMConstInt(g->i32, k, 0), "");
+    LLVMTypeRef half = in == DTYPE_BF16 ? LLVMBFloatTypeInContext(g->ctx) : LLVMHalfTypeInContext(g->ctx);
+    LLVMValueRef narrow = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(half, 2), "");
+    return in == DTYPE_BF16 ? LLVMBuildBitCast(g->b, narrow, g->i32, "") : narrow;
+}
+
+/* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16, on its registers. */
+static void tensor_core_product(CgLlvm *g, const IrMma *m) {
+    LLVMValueRef args[10];
+    LLVMTypeRef params[10];
+    for (unsigned r = 0; r < 4; r++) args[r] = half_pair(g, m->in, m->a, m->a_at + 2 * r);
+    for (unsigned r = 0; r < 2; r++) args[4 + r] = half_pair(g, m->in, m->b, m->b_at + 2 * r);
+    for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->c, m->c_at + r), "");
+    for (unsigned r = 0; r < 10; r++) params[r] = LLVMTypeOf(args[r]);
+    LLVMTypeRef four[4] = {g->f32, g->f32, g->f32, g->f32};
+    LLVMTypeRef result = LLVMStructTypeInContext(g->ctx, four, 4, 0);
+    LLVMValueRef d = cgl_call(g, m->in == DTYPE_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                              result, params, 10, args);
+    for (unsigned r = 0; r < 4; r++) LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, m->c, m->c_at + r));
+}
+
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
@@ -822,6 +857,7 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         break;
     }
     case IR_BARRIER: cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL); break;
+    case IR_MMA: tensor_core_product(g, &s->mma); break;
     case IR_CALL: diag_error_noloc("internal error: a call of the runtime inside a kernel"); break;
     }
 }

@@ -502,6 +502,13 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fputc('\n', out);
             break;
         case IR_BARRIER: fputs("barrier\n", out); break;
+        case IR_MMA: {
+            const IrMma *m = &s->mma;
+            fprintf(out, "mma.m16n8k16.%s %s[%u..%u] = %s[%u..] * %s[%u..] + %s[%u..%u]  (each of %u warps)\n",
+                    ir_dtype_word(m->in), ir->buffers[m->c].name, m->c_at, m->c_at + 3, ir->buffers[m->a].name, m->a_at,
+                    ir->buffers[m->b].name, m->b_at, ir->buffers[m->c].name, m->c_at, m->c_at + 3, m->warps);
+            break;
+        }
         case IR_CALL: {
             const IrAction *a = &ir->actions[s->action];
             fprintf(out, "call %s (", a->kind == IRA_REDUCE         ? "mean_across_processes"
@@ -709,6 +716,20 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
                 problem(v, "a barrier outside the phases of a block's kernel");
             break;
+        case IR_MMA: {
+            const IrMma *m = &s->mma;
+            if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
+                problem(v, "a tensor-core product outside the phases of a block's kernel");
+            if (!ir_dtype_half(m->in) || m->warps < 1 || m->warps > 32) problem(v, "a tensor-core product of another type or block");
+            const uint32_t regs[3][3] = {{m->a, m->a_at, 8}, {m->b, m->b_at, 4}, {m->c, m->c_at, 4}};
+            for (int k = 0; k < 3; k++) {
+                const IrBuffer *b = regs[k][0] < v->ir->buffer_count ? &v->ir->buffers[regs[k][0]] : NULL;
+                if (!b || !b->thread_cells || b->dtype != DTYPE_F32 || regs[k][1] + regs[k][2] > b->thread_cells ||
+                    b->size < (uint64_t)32 * m->warps * b->thread_cells)
+                    problem(v, "a tensor-core product's registers are not a thread's f32 registers");
+            }
+            break;
+        }
         case IR_CALL:
             if (block != &v->fn->body) problem(v, "a call of the runtime inside a loop");
             else if (s->action >= v->ir->action_count || (v->ir->actions[s->action].kind != IRA_REDUCE &&
@@ -847,6 +868,7 @@ static bool stmt_touches(const IrProgram *ir, TypeSet set, const IrStmt *s) {
                index_touches(ir, set, s->index, ir->buffers[s->buffer].rank);
     case IR_SET_LOCAL: return expr_touches(ir, set, s->value);
     case IR_BARRIER:
+    case IR_MMA: /* f32 registers */
     case IR_CALL: return false;
     }
     return false;
@@ -871,6 +893,7 @@ bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
     case IR_STORE: return index_gathers(ir, s->buffer, s->index) || ir_expr_gathers(ir, s->value);
     case IR_SET_LOCAL: return ir_expr_gathers(ir, s->value);
     case IR_BARRIER:
+    case IR_MMA:
     case IR_CALL: return false;
     }
     return false;
@@ -940,7 +963,8 @@ static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block
             sizes_of_expr(ir, need, s->value);
             break;
         case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
-        case IR_BARRIER: break;
+        case IR_BARRIER:
+        case IR_MMA: break;
         case IR_CALL:
             for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++)
                 mark_buffer(ir, need, ir->actions[s->action].buffers[k]);

@@ -317,7 +317,29 @@ typedef enum IrStmtKind {
     IR_CALL,      /* the runtime carries out action `action` (IrProgram.actions) here: a
                    * top-level statement of a function, between two of its kernels, that reads
                    * and writes the action's buffers (REDUCE: their mean across processes) */
+    IR_MMA,       /* every warp of the block multiplies on the tensor cores (IrMma below): a
+                   * statement of a block's kernel between its thread loops, like a barrier */
 } IrStmtKind;
+
+/* IR_MMA: D = A·B + C for one 16×8 tile of C per warp, over 16 steps of the reduction
+ * (PTX's mma.sync.m16n8k16.row.col.f32.{bf16,f16}), the warps of a block each doing their own.
+ * The operands are held by the warp's 32 threads in per-thread registers (buffers with
+ * thread_cells, indexed by the thread's number t = threadIdx.x + 4·threadIdx.y + 32·threadIdx.z
+ * times thread_cells plus the register): with lane l = t mod 32, g = l / 4 and q = l mod 4,
+ *   A (16 × 16): register a_at + r, r < 8, holds A[g + 8·(r/2 mod 2)][2q + r mod 2 + 8·(r/4)]
+ *   B (16 × 8):  register b_at + r, r < 4, holds B[2q + r mod 2 + 8·(r/2)][g]
+ *   C (16 × 8):  register c_at + r, r < 4, holds C[g + 8·(r/2)][2q + r mod 2]
+ * (the fragment layouts of the PTX ISA, §9.7.14.5.8).  A and B registers are f32 values that
+ * `in` represents exactly (the schedule widened them from `in` buffers); D replaces C.  The
+ * reference executor takes the sixteen steps of each cell in order as fused multiply-adds,
+ * which is what the canonical nest computes; the tensor cores add the products in an order and
+ * precision of their own (docs/gpu.md). */
+typedef struct IrMma {
+    DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
+    uint32_t warps;                /* the block's warps: 32·warps threads */
+    uint32_t a, b, c;              /* the per-thread register buffers */
+    uint32_t a_at, b_at, c_at;     /* the first register of each in a thread's */
+} IrMma;
 
 typedef struct IrStmt IrStmt;
 typedef struct IrBlock {
@@ -346,6 +368,8 @@ struct IrStmt {
                         * around the caches, for a large buffer the nest does not read */
     /* IR_CALL */
     uint32_t action;
+    /* IR_MMA */
+    IrMma mma;
     const char *comment; /* optional, printed before the statement */
 };
 

@@ -86,6 +86,11 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         uses_expr(u, s->value);
         break;
     case IR_BARRIER: break;
+    case IR_MMA:
+        use_buffer(u, s->mma.a);
+        use_buffer(u, s->mma.b);
+        use_buffer(u, s->mma.c);
+        break;
     case IR_CALL:
         for (uint32_t k = 0; k < u->ir->actions[s->action].buffer_count; k++) use_buffer(u, u->ir->actions[s->action].buffers[k]);
         break;
@@ -215,6 +220,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
 
 void kernel_note_stores(const IrStmt *s, bool *written) {
     if (s->kind == IR_STORE) written[s->buffer] = true;
+    if (s->kind == IR_MMA) written[s->mma.c] = true;
     if (s->kind == IR_LOOP)
         for (uint32_t i = 0; i < s->body.count; i++) kernel_note_stores(s->body.items[i], written);
 }

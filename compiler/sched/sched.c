@@ -442,6 +442,7 @@ static bool stmt_blockable(const IrProgram *ir, const IrStmt *st, uint32_t it) {
         return index_blockable(st->index, ir->buffers[st->buffer].rank, it) && expr_blockable(ir, st->value, it);
     case IR_SET_LOCAL: return expr_blockable(ir, st->value, it);
     case IR_BARRIER: return true;
+    case IR_MMA: /* the GPU's */
     case IR_CALL: return false; /* top-level only */
     }
     return false;
@@ -493,6 +494,7 @@ static IrStmt *blocked_stmt(Sched *s, const IrStmt *st, uint32_t it, const char 
                                    : blocked_expr(s, st->value, it, symbol);
         break;
     case IR_BARRIER:
+    case IR_MMA:
     case IR_CALL: break;
     }
     return c;

@@ -39,6 +39,7 @@
 #include "sched/sched_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Mapping loops onto the grid --------------------------------------------------------------------- */
@@ -359,17 +360,38 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
     s->ir->buffers[p->regs].thread_cells = bt->side;
 }
 
+/* The block tile for I and J extents m and n over `batch` blocks of them: the largest of
+ * block_tiles dividing both that makes MIN_BLOCKS blocks, or 0. */
+static uint32_t choose_block_tile(uint64_t m, uint64_t n, uint64_t batch) {
+    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles; t++) {
+        uint32_t b = block_tiles[t];
+        if (m % b == 0 && n % b == 0 && m / b <= 65535 && batch * (m / b) * (n / b) >= MIN_BLOCKS) return b;
+    }
+    return 0;
+}
+
+/* A block's kernel over_i (its batch loop, if any, put around it) into `out`, its comment
+ * the nest's followed by "; schedule: " and `schedule`. */
+static void push_block_kernel(Sched *s, const Reduction *r, const Contraction *ct, IrStmt *over_i, uint64_t batch,
+                              const char *schedule, IrBlock *out) {
+    IrStmt *top = over_i;
+    if (ct->nbatch) {
+        IrStmt *over_b = new_loop(s, ct->batch[0]->iter, batch, true, LOOP_BLOCK_Z);
+        ir_block_push(s->ir->arena, &over_b->body, over_i);
+        top = over_b;
+    }
+    const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: %s", what, schedule);
+    ir_block_push(s->ir->arena, out, top);
+}
+
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const IrProgram *ir = s->ir;
     Contraction ct;
     if (!find_contraction(ir, r, &ct, false, 0) || r->nred != 1 || ct.nbatch > 1) return false;
     uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
     uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
-    uint32_t tile = 0;
-    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles && !tile; t++) {
-        uint32_t b = block_tiles[t];
-        if (m % b == 0 && n % b == 0 && m / b <= 65535 && batch * (m / b) * (n / b) >= MIN_BLOCKS) tile = b;
-    }
+    uint32_t tile = choose_block_tile(m, n, batch);
     if (!tile || k % BLOCK_K || batch > 65535) return false;
     BlockTile bt = {.ct = &ct, .tile = tile, .side = tile / THREADS_SIDE, .k_iter = r->red[0]->iter, .bi = new_iter(s),
                     .bj = new_iter(s)};
@@ -418,16 +440,275 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, ir->buffers[ct.c].rank),
                                                   new_load(s, bt.cells, cell)));
 
-    IrStmt *top = over_i;
-    if (ct.nbatch) {
-        IrStmt *over_b = new_loop(s, ct.batch[0]->iter, batch, true, LOOP_BLOCK_Z);
-        ir_block_push(s->ir->arena, &over_b->body, over_i);
-        top = over_b;
+    push_block_kernel(s, r, &ct, over_i, batch,
+                      arena_printf(s->ir->arena, "%ux%u cells a GPU block through shared memory, %ux%u a thread", bt.tile,
+                                   bt.tile, bt.side, bt.side),
+                      out);
+    return true;
+}
+
+/* ---- Rewrite 6t, the GPU's: tensor cores ------------------------------------------------------------- *
+ *
+ * A contraction of two bf16 operands or two f16 operands, accumulated in f32 (the canonical
+ * half nest: its cells rounded once when stored), of the shape rewrite 6 takes, on sm_80 or
+ * later, becomes a block's kernel whose products run on the tensor cores (ir.h IR_MMA:
+ * mma.sync.m16n8k16).  A block of MMA_WARPS warps computes tile² cells of C: the warps stand
+ * side by side along J, each over all tile rows and tile/MMA_WARPS columns, that is mt × nt
+ * tiles of 16 × 8 cells (mt = tile/16, nt = tile/64), their accumulators in the threads'
+ * registers as the fragment layout places them.  The threads are numbered t = x + 4y + 32z:
+ * z is the warp, y the lane's group g and x its place q in the group, so that every index of
+ * the fragment layout is affine in the thread loops.  The panels go through shared memory as in
+ * rewrite 6 (fetched into registers a step of 16 ahead, stored [k][i] and [k][j] with padded
+ * rows); each step then loads a warp's A and B fragments from the panels into registers and
+ * takes mt·nt products:
+ *     C registers ← C's initial value;  fetch panels 0
+ *     for kt < K/16 − 1:  registers → shared panels;  barrier;
+ *                         fetch panels kt + 1;  fragments from the panels;  mt·nt products;  barrier
+ *     registers → shared panels;  barrier;  fragments;  mt·nt products;  C ← C registers
+ * The fragment reads conflict on no bank: rows tile + 4 apart put the four q of a group eight
+ * banks apart and the eight g on neighbouring banks.  The reference executor takes each
+ * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
+ * bits; the tensor cores add in an order of their own (docs/gpu.md). */
+
+enum { MMA_WARPS = 8, MMA_K = 16, MMA_MIN_ARCH = 80 };
+
+typedef struct MmaTile {
+    const Contraction *ct;
+    DType in;                   /* the operands' type */
+    uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
+    uint32_t fetches;           /* cells of a panel a thread fetches: tile/16 */
+    uint32_t k_iter, bi, bj;
+    uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
+    Panel a, b;
+} MmaTile;
+
+/* The block's threads, z (warp) > y (g) > x (q); returns the innermost loop. */
+static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[3]) {
+    static const uint64_t extent[3] = {4, 8, MMA_WARPS};
+    static const IrLoopMode mode[3] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z};
+    IrBlock *at = into;
+    IrStmt *l = NULL;
+    for (int d = 2; d >= 0; d--) {
+        th[d] = new_iter(s);
+        l = new_loop(s, th[d], extent[d], true, mode[d]);
+        ir_block_push(s->ir->arena, at, l);
+        at = &l->body;
     }
-    const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
-    top->comment = arena_printf(s->ir->arena, "%s; schedule: %ux%u cells a GPU block through shared memory, %ux%u a thread",
-                                what, bt.tile, bt.tile, bt.side, bt.side);
-    ir_block_push(s->ir->arena, out, top);
+    return l;
+}
+
+/* Register `first` + Σ terms of a thread's `per_thread` registers of `buffer`: the index of
+ * thread t = x + 4y + 32z's copy. */
+static IrIndex *register_index(Sched *s, const uint32_t th[3], uint64_t per_thread, const IrTerm *more, uint32_t count,
+                               int64_t first) {
+    IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread}};
+    for (uint32_t k = 0; k < count; k++) terms[3 + k] = more[k];
+    IrIndex *ix = flat_index(s, terms, 3 + count);
+    ix->offset = first;
+    return ix;
+}
+
+/* Where a thread's fetch register p0 + 2·p1 + 4·p2 goes in a panel: its step kk and its place
+ * m along the tile (terms of the thread and fetch iterators).  The operand's contiguous axis
+ * runs along the lanes: k (kk = p0 + 2x + 8·p1, m = y + 8z + 64·p2) or the tile (m = p0 + 2x +
+ * 8y + 64·p2, kk = z + 8·p1), so a warp reads whole lines. */
+static void fetch_place(const Panel *p, const uint32_t th[3], const uint32_t f[3], Affine *kk, Affine *m) {
+    if (p->k_along_x) {
+        *kk = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {f[1], 8}}, .count = 3};
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {f[2], 64}}, .count = 3};
+    } else {
+        *m = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {th[1], 8}, {f[2], 64}}, .count = 4};
+        *kk = (Affine){.terms = {{th[2], 1}, {f[1], 8}}, .count = 2};
+    }
+}
+
+/* The fetch iterators p0 < 2, p1 < 2, p2 < tile/64, unrolled in `into`; returns the body. */
+static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t f[3]) {
+    IrStmt *l = unrolled(s, into, &f[2], mt->tile / 64, true);
+    l = unrolled(s, &l->body, &f[1], 2, true);
+    l = unrolled(s, &l->body, &f[0], 2, true);
+    return &l->body;
+}
+
+static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const uint32_t th[3], const uint32_t f[3]) {
+    IrTerm more[3] = {{f[0], 1}, {f[1], 2}, {f[2], 4}};
+    return register_index(s, th, mt->fetches, more, 3, 0);
+}
+
+/* In a thread's body: its fetch registers ← the operand's cells of step kt (UINT32_MAX: the first). */
+static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[3], uint32_t kt, int64_t k_offset) {
+    uint32_t f[3];
+    IrBlock *body = fetch_loops(s, into, mt, f);
+    Affine kk, m;
+    fetch_place(p, th, f, &kk, &m);
+    reset_subst(s);
+    Affine tiled = {.terms = {{p->base_iter, mt->tile}}, .count = 1};
+    for (uint32_t k = 0; k < m.count; k++) tiled.terms[tiled.count++] = m.terms[k];
+    map_iter(s, p->tiled_iter, tiled);
+    Affine step = kk;
+    step.offset = k_offset;
+    if (kt != UINT32_MAX) step.terms[step.count++] = (IrTerm){kt, MMA_K};
+    map_iter(s, mt->k_iter, step);
+    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, th, f), clone_expr(s, p->operand, NULL)));
+}
+
+/* In a thread's body: shared[kk·(tile + PAD) + m] ← its fetch registers. */
+static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[3]) {
+    uint32_t f[3];
+    IrBlock *body = fetch_loops(s, into, mt, f);
+    Affine kk, m;
+    fetch_place(p, th, f, &kk, &m);
+    IrTerm at[8];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * (mt->tile + PANEL_PAD)};
+    for (uint32_t k = 0; k < m.count; k++) at[n++] = m.terms[k];
+    ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, th, f))));
+}
+
+/* In a thread's body: its A and B fragments of this step from the shared panels.
+ *   A register 8i + r0 + 2r1 + 4r2 ← A[16i + g + 8r1][2q + r0 + 8r2]
+ *   B register 4j + r0 + 2r1       ← B[2q + r0 + 8r1][z·tile/8 + 8j + g] */
+static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
+    int64_t row = mt->tile + PANEL_PAD;
+    uint32_t i, r0, r1, r2;
+    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
+    l = unrolled(s, &l->body, &r2, 2, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    IrTerm a_reg[4] = {{i, 8}, {r0, 1}, {r1, 2}, {r2, 4}};
+    IrTerm a_at[6] = {{th[0], 2 * row}, {r0, row}, {r2, 8 * row}, {i, 16}, {th[1], 1}, {r1, 8}};
+    ir_block_push(s->ir->arena, &l->body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4, 0),
+                                                    new_load(s, mt->a.shared, flat_index(s, a_at, 6))));
+    uint32_t j;
+    l = unrolled(s, into, &j, mt->nt, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    IrTerm b_reg[3] = {{j, 4}, {r0, 1}, {r1, 2}};
+    IrTerm b_at[6] = {{th[0], 2 * row}, {r0, row}, {r1, 8 * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
+    ir_block_push(s->ir->arena, &l->body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3, 0),
+                                                    new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
+}
+
+/* At the block's level: every warp's mt·nt products of this step. */
+static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
+    for (uint32_t i = 0; i < mt->mt; i++)
+        for (uint32_t j = 0; j < mt->nt; j++) {
+            IrStmt *p = arena_alloc(s->ir->arena, sizeof *p);
+            *p = (IrStmt){.kind = IR_MMA,
+                          .mma = {.in = mt->in, .warps = MMA_WARPS, .a = mt->afrag, .b = mt->bfrag, .c = mt->cells,
+                                  .a_at = 8 * i, .b_at = 4 * j, .c_at = 4 * (i * mt->nt + j)}};
+            ir_block_push(s->ir->arena, into, p);
+        }
+}
+
+/* Loops over a thread's cells of C in `into`, with I and J mapped onto them; returns the body
+ * and the cell's register: C register 4(i·nt + j) + r0 + 2r1 holds
+ * C[bi·tile + 16i + g + 8r1][bj·tile + z·tile/8 + 8j + 2q + r0]. */
+static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3], IrIndex **cell) {
+    uint32_t i, j, r0, r1;
+    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
+    l = unrolled(s, &l->body, &j, mt->nt, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    reset_subst(s);
+    map_iter(s, mt->ct->i_loop->iter, (Affine){.terms = {{mt->bi, mt->tile}, {i, 16}, {th[1], 1}, {r1, 8}}, .count = 4});
+    map_iter(s, mt->ct->j_loop->iter,
+             (Affine){.terms = {{mt->bj, mt->tile}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 5});
+    IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
+    *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4, 0);
+    return &l->body;
+}
+
+/* The operands' common half type when the contraction can run on the tensor cores, else DTYPE_F32. */
+static DType mma_type(const Sched *s, const Contraction *ct, const Reduction *r) {
+    const IrProgram *ir = s->ir;
+    const char *arch = s->target->cpu;
+    if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < MMA_MIN_ARCH) return DTYPE_F32;
+    DType a = ir->buffers[ct->a->buffer].dtype, b = ir->buffers[ct->b->buffer].dtype;
+    if (!ir_dtype_half(a) || a != b || ct->add || r->nred != 1 || ct->nbatch > 1) return DTYPE_F32;
+    if (r->step->value->type != DTYPE_F32) return DTYPE_F32; /* the accumulator */
+    return a;
+}
+
+static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, const char *name) {
+    const IrProgram *ir = s->ir;
+    Panel p = {.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    p.k_along_x = flat_coef(ir, operand->buffer, operand->index, mt->k_iter) == 1 &&
+                  flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
+    p.shared = new_scratch(s, name, MMA_K * (mt->tile + PANEL_PAD), DTYPE_F32, true);
+    s->ir->buffers[p.shared].gpu_shared = true;
+    p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, DTYPE_F32, true);
+    s->ir->buffers[p.regs].thread_cells = mt->fetches;
+    return p;
+}
+
+static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread) {
+    uint32_t b = new_scratch(s, name, (uint64_t)32 * MMA_WARPS * per_thread, DTYPE_F32, true);
+    s->ir->buffers[b].thread_cells = per_thread;
+    return b;
+}
+
+static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    Contraction ct;
+    if (!find_contraction(s->ir, r, &ct, false, 0)) return false;
+    DType in = mma_type(s, &ct, r);
+    if (in == DTYPE_F32) return false;
+    uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
+    uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
+    uint32_t tile = choose_block_tile(m, n, batch);
+    if (!tile || k % MMA_K || batch > 65535) return false;
+    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / 16, .nt = tile / 8 / MMA_WARPS, .fetches = tile / 16,
+                  .k_iter = r->red[0]->iter, .bi = new_iter(s), .bj = new_iter(s)};
+    mt.a = mma_panel(s, &mt, ct.a, ct.i_loop->iter, mt.bi, "a_panel");
+    mt.b = mma_panel(s, &mt, ct.b, ct.j_loop->iter, mt.bj, "b_panel");
+    mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt);
+    mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt);
+    mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt);
+
+    IrStmt *over_i = new_loop(s, mt.bi, m / tile, true, LOOP_BLOCK_Y);
+    IrStmt *over_j = new_loop(s, mt.bj, n / tile, true, LOOP_BLOCK_X);
+    ir_block_push(s->ir->arena, &over_i->body, over_j);
+    IrBlock *blk = &over_j->body;
+    uint32_t th[3];
+    IrIndex *cell;
+    /* Every cell's initial value, and the first panels fetched. */
+    IrStmt *lx = warp_loops(s, blk, th);
+    IrBlock *body = mma_cells(s, &lx->body, &mt, th, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, clone_expr(s, r->init->value, NULL)));
+    mma_fetch(s, &lx->body, &mt, &mt.a, th, UINT32_MAX, 0);
+    mma_fetch(s, &lx->body, &mt, &mt.b, th, UINT32_MAX, 0);
+    if (k > MMA_K) {
+        uint32_t kt = new_iter(s);
+        IrStmt *over_k = new_loop(s, kt, k / MMA_K - 1, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, over_k);
+        lx = warp_loops(s, &over_k->body, th);
+        mma_spill(s, &lx->body, &mt, &mt.a, th);
+        mma_spill(s, &lx->body, &mt, &mt.b, th);
+        push_barrier(s, &over_k->body);
+        lx = warp_loops(s, &over_k->body, th);
+        mma_fetch(s, &lx->body, &mt, &mt.a, th, kt, MMA_K);
+        mma_fetch(s, &lx->body, &mt, &mt.b, th, kt, MMA_K);
+        mma_fragments(s, &lx->body, &mt, th);
+        mma_products(s, &over_k->body, &mt);
+        push_barrier(s, &over_k->body);
+    }
+    /* The last step, and the cells stored. */
+    lx = warp_loops(s, blk, th);
+    mma_spill(s, &lx->body, &mt, &mt.a, th);
+    mma_spill(s, &lx->body, &mt, &mt.b, th);
+    push_barrier(s, blk);
+    lx = warp_loops(s, blk, th);
+    mma_fragments(s, &lx->body, &mt, th);
+    mma_products(s, blk, &mt);
+    lx = warp_loops(s, blk, th);
+    body = mma_cells(s, &lx->body, &mt, th, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, s->ir->buffers[ct.c].rank),
+                                                  new_load(s, mt.cells, cell)));
+
+    push_block_kernel(s, r, &ct, over_i, batch,
+                      arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k16.%s), %u warps of %ux%u",
+                                   tile, tile, ir_dtype_word(in), MMA_WARPS, tile, tile / MMA_WARPS),
+                      out);
     return true;
 }
 
@@ -571,6 +852,9 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
+        if (st->kind == IR_LOOP && ir_stmt_half(s->ir, st) && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
+            match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
+            continue;
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
             ir_block_push(s->ir->arena, &body, st);
             continue;

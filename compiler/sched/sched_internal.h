@@ -23,7 +23,7 @@ enum { MAX_LOOPS = 32, MAX_TERMS = 40, MAX_FUSED = 16 };
 
 /* The replacement of an iterator by an affine expression of new iterators. */
 typedef struct Affine {
-    IrTerm terms[4];
+    IrTerm terms[6];
     uint32_t count;
     int64_t offset;
 } Affine;
