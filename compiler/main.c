@@ -79,6 +79,7 @@ typedef struct Options {
     bool sched_ir;      /* --emit=sched-ir */
     bool emit_ptx;      /* --emit=ptx */
     bool reassociate;   /* --reassociate */
+    bool tf32;          /* --tf32 */
     const char *arch;   /* --arch=sm_NN (--target=cuda) */
     CgFormat emit_format;
     int opt_level;
@@ -132,6 +133,9 @@ static void usage(FILE *out) {
           "  --reassociate    let sums and products be reduced in another order where that\n"
           "                   runs faster (the GPU's block reductions); results then round\n"
           "                   differently from the reference executor's\n"
+          "  --tf32           round both factors of every f32 product that a contraction\n"
+          "                   sums to tf32 (10 bits after the point), in every executor;\n"
+          "                   on --target=cuda those contractions run on the tensor cores\n"
           "  --time-stages    print each stage's time and the peak memory so far (stderr)\n"
           "  --profile        native code times each kernel launch; an executable prints the\n"
           "                   table of kernels by time when main ends (stderr), an object\n"
@@ -179,7 +183,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 /* Every option, for "did you mean" after an unknown one. */
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
-    "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--time-stages",
+    "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--tf32", "--time-stages",
     "--profile", "--shared", "--seed", "--bucket-cells", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
@@ -277,6 +281,8 @@ static Options parse_options(int argc, char **argv) {
             opt.no_sched = true;
         } else if (strcmp(a, "--reassociate") == 0) {
             opt.reassociate = true;
+        } else if (strcmp(a, "--tf32") == 0) {
+            opt.tf32 = true;
         } else if (strcmp(a, "--time-stages") == 0) {
             opt.time_stages = true;
         } else if (strcmp(a, "--profile") == 0) {
@@ -687,6 +693,7 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
     }
     /* The routines are the program's functions; without any, one function computes every
      * named tensor. */
+    ar.ir->tf32_products = opt->tf32;
     if (ar.routine_count == 0) lower_function(ar.ir, ar.forward.name, ar.forward.items, ar.forward.count);
     for (uint32_t i = 0; i < ar.routine_count; i++)
         lower_function(ar.ir, ar.routines[i].name, ar.routines[i].items, ar.routines[i].count);

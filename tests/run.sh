@@ -481,7 +481,7 @@ add_summary "native: fused attention's memory, against the materialised form" $?
 # The GPU schedule's tensor cores: which products take them, for which GPUs, and their PTX
 # (tests/native/tensor_cores.sh; the program's outputs are checked by the loop above).
 sh tests/native/tensor_cores.sh "$TSRC" >"$TMP/tensor_cores.out" 2>&1
-add_summary "GPU schedule: bf16 and f16 products on the tensor cores" $? "$TMP/tensor_cores.out"
+add_summary "GPU schedule: bf16, f16 and --tf32 products on the tensor cores" $? "$TMP/tensor_cores.out"
 # docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
 # and resumes (tests/native/gpt_example.sh).
 sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1

@@ -196,6 +196,15 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         LLVMValueRef x[3] = {a, b, c};
         return cgl_intrinsic(g, "llvm.fma", x, 3);
     }
+    case SOP_TO_TF32: { /* ir.c ir_f32_to_tf32: the magnitude rounded at bit 13, unless infinite or NaN */
+        LLVMTypeRef ints = is_vector(a) ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+        LLVMValueRef bits = LLVMBuildBitCast(B, a, ints, "");
+        LLVMValueRef exponent = iconst_like(g, a, g->i32, 0x7f800000u);
+        LLVMValueRef finite = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, bits, exponent, ""), exponent, "");
+        LLVMValueRef rounded = LLVMBuildAnd(B, LLVMBuildAdd(B, bits, iconst_like(g, a, g->i32, 0x1000u), ""),
+                                            iconst_like(g, a, g->i32, ~0x1fffu & 0xffffffffu), "");
+        return LLVMBuildBitCast(B, LLVMBuildSelect(B, finite, rounded, bits, ""), LLVMTypeOf(a), "");
+    }
     case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
     case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN:
     case SOP_COUNT: break;
@@ -825,18 +834,25 @@ static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at)
     return in == DTYPE_BF16 ? LLVMBuildBitCast(g->b, narrow, g->i32, "") : narrow;
 }
 
-/* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16, on its registers. */
+/* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16 (tf32: m16n8k8), on its
+ * registers.  tf32 operands travel as the f32 bits (rounded already: their low 13 bits are 0). */
 static void tensor_core_product(CgLlvm *g, const IrMma *m) {
     LLVMValueRef args[10];
     LLVMTypeRef params[10];
-    for (unsigned r = 0; r < 4; r++) args[r] = half_pair(g, m->in, m->a, m->a_at + 2 * r);
-    for (unsigned r = 0; r < 2; r++) args[4 + r] = half_pair(g, m->in, m->b, m->b_at + 2 * r);
+    bool tf32 = m->in == DTYPE_F32;
+    for (unsigned r = 0; r < 4; r++)
+        args[r] = tf32 ? LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->a, m->a_at + r), ""), g->i32, "")
+                       : half_pair(g, m->in, m->a, m->a_at + 2 * r);
+    for (unsigned r = 0; r < 2; r++)
+        args[4 + r] = tf32 ? LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->b, m->b_at + r), ""), g->i32, "")
+                           : half_pair(g, m->in, m->b, m->b_at + 2 * r);
     for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->c, m->c_at + r), "");
     for (unsigned r = 0; r < 10; r++) params[r] = LLVMTypeOf(args[r]);
     LLVMTypeRef four[4] = {g->f32, g->f32, g->f32, g->f32};
     LLVMTypeRef result = LLVMStructTypeInContext(g->ctx, four, 4, 0);
-    LLVMValueRef d = cgl_call(g, m->in == DTYPE_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                              result, params, 10, args);
+    const char *name = tf32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32"
+                       : m->in == DTYPE_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
+    LLVMValueRef d = cgl_call(g, name, result, params, 10, args);
     for (unsigned r = 0; r < 4; r++) LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, m->c, m->c_at + r));
 }
 

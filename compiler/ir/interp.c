@@ -181,24 +181,31 @@ static IrValue eval(Interp *in, const IrExpr *e) {
 }
 
 /* IR_MMA as the warps carry it out (ir.h IrMma): each warp's A, B and C gathered from its 32
- * threads' registers by the fragment layouts, each cell of C then takes the 16 steps in order
+ * threads' registers by the fragment layouts, each cell of C then takes the 16 (tf32: 8) steps in order
  * as fused multiply-adds (the canonical nest's order), and D scattered back into C's registers. */
 static void run_mma(Interp *in, const IrMma *m) {
     const IrBuffer *bufs = in->ir->buffers;
     float *a = in->data[m->a], *b = in->data[m->b], *c = in->data[m->c];
     uint64_t ac = bufs[m->a].thread_cells, bc = bufs[m->b].thread_cells, cc = bufs[m->c].thread_cells;
+    bool tf32 = m->in == DTYPE_F32;
+    unsigned steps = ir_mma_k(m->in);
     for (uint32_t w = 0; w < m->warps; w++) {
         float A[16][16], B[16][8], C[16][8];
         for (uint32_t lane = 0; lane < 32; lane++) {
             uint64_t t = (uint64_t)w * 32 + lane;
             uint32_t g = lane / 4, q = lane % 4;
-            for (uint32_t r = 0; r < 8; r++) A[g + 8 * (r / 2 % 2)][2 * q + r % 2 + 8 * (r / 4)] = a[t * ac + m->a_at + r];
-            for (uint32_t r = 0; r < 4; r++) B[2 * q + r % 2 + 8 * (r / 2)][g] = b[t * bc + m->b_at + r];
+            if (tf32) {
+                for (uint32_t r = 0; r < 4; r++) A[g + 8 * (r % 2)][q + 4 * (r / 2)] = a[t * ac + m->a_at + r];
+                for (uint32_t r = 0; r < 2; r++) B[q + 4 * r][g] = b[t * bc + m->b_at + r];
+            } else {
+                for (uint32_t r = 0; r < 8; r++) A[g + 8 * (r / 2 % 2)][2 * q + r % 2 + 8 * (r / 4)] = a[t * ac + m->a_at + r];
+                for (uint32_t r = 0; r < 4; r++) B[2 * q + r % 2 + 8 * (r / 2)][g] = b[t * bc + m->b_at + r];
+            }
             for (uint32_t r = 0; r < 4; r++) C[g + 8 * (r / 2)][2 * q + r % 2] = c[t * cc + m->c_at + r];
         }
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 8; j++)
-                for (int k = 0; k < 16; k++) C[i][j] = fmaf(A[i][k], B[k][j], C[i][j]);
+                for (unsigned k = 0; k < steps; k++) C[i][j] = fmaf(A[i][k], B[k][j], C[i][j]);
         for (uint32_t lane = 0; lane < 32; lane++) {
             uint64_t t = (uint64_t)w * 32 + lane;
             uint32_t g = lane / 4, q = lane % 4;

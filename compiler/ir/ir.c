@@ -46,9 +46,20 @@ unsigned ir_dtype_compute(unsigned dtype) { return ir_dtype_half(dtype) ? DTYPE_
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
 bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
 
+/* SOP_TO_TF32 is the compiler's (--tf32), not a primitive of %cd code. */
+static bool in_language(int op) { return op != SOP_TO_TF32; }
+
+float ir_f32_to_tf32(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu; /* the magnitude's carry may reach the exponent */
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 int scalar_op_lookup(const char *name, bool binary) {
     for (int op = 0; op < SOP_COUNT; op++)
-        if (scalar_op_infix((ScalarOp)op) == binary && strcmp(scalar_ops[op].name, name) == 0) return op;
+        if (in_language(op) && scalar_op_infix((ScalarOp)op) == binary && strcmp(scalar_ops[op].name, name) == 0) return op;
     return -1;
 }
 
@@ -65,7 +76,7 @@ const char *scalar_op_closest(const char *name, bool binary) {
     const char *names[SOP_COUNT];
     size_t count = 0;
     for (int op = 0; op < SOP_COUNT; op++)
-        if (scalar_op_infix((ScalarOp)op) == binary) names[count++] = scalar_ops[op].name;
+        if (in_language(op) && scalar_op_infix((ScalarOp)op) == binary) names[count++] = scalar_ops[op].name;
     return diag_closest_name(name, names, count);
 }
 
@@ -116,6 +127,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_NOT: return a == 0.0f ? 1.0f : 0.0f; /* NaN counts as true, as in where */
     case SOP_WHERE: return a != 0.0f ? b : c;
     case SOP_FMA: return fmaf(a, b, c);
+    case SOP_TO_TF32: return ir_f32_to_tf32(a);
     case SOP_TO_F32: return (float)ir_i32_of_bits(a);
     case SOP_TO_I32: return ir_bits_of_i32(ir_f32_to_i32(a));
     case SOP_TO_F64:
@@ -504,8 +516,8 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_BARRIER: fputs("barrier\n", out); break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
-            fprintf(out, "mma.m16n8k16.%s %s[%u..%u] = %s[%u..] * %s[%u..] + %s[%u..%u]  (each of %u warps)\n",
-                    ir_dtype_word(m->in), ir->buffers[m->c].name, m->c_at, m->c_at + 3, ir->buffers[m->a].name, m->a_at,
+            fprintf(out, "mma.m16n8k%u.%s %s[%u..%u] = %s[%u..] * %s[%u..] + %s[%u..%u]  (each of %u warps)\n",
+                    ir_mma_k(m->in), m->in == DTYPE_F32 ? "tf32" : ir_dtype_word(m->in), ir->buffers[m->c].name, m->c_at, m->c_at + 3, ir->buffers[m->a].name, m->a_at,
                     ir->buffers[m->b].name, m->b_at, ir->buffers[m->c].name, m->c_at, m->c_at + 3, m->warps);
             break;
         }
@@ -720,8 +732,10 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             const IrMma *m = &s->mma;
             if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
                 problem(v, "a tensor-core product outside the phases of a block's kernel");
-            if (!ir_dtype_half(m->in) || m->warps < 1 || m->warps > 32) problem(v, "a tensor-core product of another type or block");
-            const uint32_t regs[3][3] = {{m->a, m->a_at, 8}, {m->b, m->b_at, 4}, {m->c, m->c_at, 4}};
+            if ((!ir_dtype_half(m->in) && m->in != DTYPE_F32) || m->warps < 1 || m->warps > 32)
+                problem(v, "a tensor-core product of another type or block");
+            const uint32_t regs[3][3] = {
+                {m->a, m->a_at, ir_mma_a_registers(m->in)}, {m->b, m->b_at, ir_mma_b_registers(m->in)}, {m->c, m->c_at, 4}};
             for (int k = 0; k < 3; k++) {
                 const IrBuffer *b = regs[k][0] < v->ir->buffer_count ? &v->ir->buffers[regs[k][0]] : NULL;
                 if (!b || !b->thread_cells || b->dtype != DTYPE_F32 || regs[k][1] + regs[k][2] > b->thread_cells ||

@@ -72,7 +72,8 @@
     X(SOP_TO_F64,         "to_f64", 1)    \
     X(SOP_TO_BF16,        "to_bf16", 1)   \
     X(SOP_TO_F16,         "to_f16", 1)    \
-    X(SOP_WIDEN,          "widen",  1)
+    X(SOP_WIDEN,          "widen",  1)    \
+    X(SOP_TO_TF32,        "to_tf32", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -96,6 +97,11 @@ const char *scalar_op_closest(const char *name, bool binary);
  * travels as its bit pattern in a float (ir_i32_bits): the result of SOP_TO_I32 and the operand of
  * SOP_TO_F32 (docs/ir.md §2.8). */
 float scalar_op_eval(ScalarOp op, float a, float b, float c);
+/* An f32 rounded to tf32's precision (10 bits after the point), to nearest with ties away from
+ * zero, as PTX's cvt.rna.tf32.f32 rounds: SOP_TO_TF32, which --tf32 puts around the operands of
+ * every f32 contraction step (lower.c lower_tf32_products; not an operation of the language).
+ * Infinities and NaN are kept; a value past tf32's largest rounds to infinity. */
+float ir_f32_to_tf32(float x);
 /* op (not a conversion) on f64 values, in double precision, as generated code computes it: the
  * same definitions as scalar_op_eval's, with libm's functions of doubles (exp, log, tanh, pow …)
  * where the f32 forms use tsrc's approximations or libm's float functions (docs/ir.md §2.9). */
@@ -172,6 +178,10 @@ unsigned ir_dtype_compute(unsigned dtype);
 static inline bool ir_dtype_half(unsigned dtype) { return dtype == DTYPE_BF16 || dtype == DTYPE_F16; }
 /* The operation that rounds a value to a bf16 or f16 cell's grid (SOP_TO_BF16, SOP_TO_F16). */
 static inline ScalarOp ir_dtype_rounding(unsigned dtype) { return dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16; }
+/* An IR_MMA's reduction steps and its A and B registers a thread (ir.h IrMma; `in` DTYPE_F32: tf32). */
+static inline unsigned ir_mma_k(unsigned in) { return in == DTYPE_F32 ? 8 : 16; }
+static inline unsigned ir_mma_a_registers(unsigned in) { return in == DTYPE_F32 ? 4 : 8; }
+static inline unsigned ir_mma_b_registers(unsigned in) { return in == DTYPE_F32 ? 2 : 4; }
 #undef IR_KIND_BUF
 #undef IR_KIND_INIT
 
@@ -321,21 +331,27 @@ typedef enum IrStmtKind {
                    * statement of a block's kernel between its thread loops, like a barrier */
 } IrStmtKind;
 
-/* IR_MMA: D = A·B + C for one 16×8 tile of C per warp, over 16 steps of the reduction
- * (PTX's mma.sync.m16n8k16.row.col.f32.{bf16,f16}), the warps of a block each doing their own.
- * The operands are held by the warp's 32 threads in per-thread registers (buffers with
- * thread_cells, indexed by the thread's number t = threadIdx.x + 4·threadIdx.y + 32·threadIdx.z
- * times thread_cells plus the register): with lane l = t mod 32, g = l / 4 and q = l mod 4,
+/* IR_MMA: D = A·B + C for one 16×8 tile of C per warp, over K = 16 steps of the reduction
+ * (PTX's mma.sync.m16n8k16.row.col.f32.{bf16,f16}) or, for tf32, K = 8 (mma.sync.m16n8k8.row.col
+ * .f32.tf32), the warps of a block each doing their own.  The operands are held by the warp's 32
+ * threads in per-thread registers (buffers with thread_cells, indexed by the thread's number
+ * t = threadIdx.x + 4·threadIdx.y + 32·threadIdx.z times thread_cells plus the register): with
+ * lane l = t mod 32, g = l / 4 and q = l mod 4,
+ *   bf16, f16:
  *   A (16 × 16): register a_at + r, r < 8, holds A[g + 8·(r/2 mod 2)][2q + r mod 2 + 8·(r/4)]
  *   B (16 × 8):  register b_at + r, r < 4, holds B[2q + r mod 2 + 8·(r/2)][g]
+ *   tf32:
+ *   A (16 × 8):  register a_at + r, r < 4, holds A[g + 8·(r mod 2)][q + 4·(r/2)]
+ *   B (8 × 8):   register b_at + r, r < 2, holds B[q + 4r][g]
+ *   both:
  *   C (16 × 8):  register c_at + r, r < 4, holds C[g + 8·(r/2)][2q + r mod 2]
- * (the fragment layouts of the PTX ISA, §9.7.14.5.8).  A and B registers are f32 values that
- * `in` represents exactly (the schedule widened them from `in` buffers); D replaces C.  The
- * reference executor takes the sixteen steps of each cell in order as fused multiply-adds,
- * which is what the canonical nest computes; the tensor cores add the products in an order and
- * precision of their own (docs/gpu.md). */
+ * (the fragment layouts of the PTX ISA, §9.7.14.5.7–8).  A and B registers are f32 values that
+ * `in` represents exactly (the schedule widened them from `in` buffers, or rounded them to tf32);
+ * D replaces C.  The reference executor takes the K steps of each cell in order as fused
+ * multiply-adds, which is what the canonical nest computes; the tensor cores add the products
+ * in an order and precision of their own (docs/gpu.md). */
 typedef struct IrMma {
-    DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
+    DType in;                      /* DTYPE_BF16 or DTYPE_F16; DTYPE_F32: tf32 */
     uint32_t warps;                /* the block's warps: 32·warps threads */
     uint32_t a, b, c;              /* the per-thread register buffers */
     uint32_t a_at, b_at, c_at;     /* the first register of each in a thread's */
@@ -507,6 +523,8 @@ typedef struct IrProgram {
     uint32_t option_count;
     IrAction *actions;        /* the statements of main the runtime carries out */
     uint32_t action_count, action_cap;
+    bool tf32_products;       /* --tf32: lowering rounds both factors of every f32 product that a
+                               * reduction accumulates to tf32 (SOP_TO_TF32, lower.c) */
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

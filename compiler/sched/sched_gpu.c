@@ -3,6 +3,8 @@
  *
  * The rewrites, tried in this order on every reduction nest of a function
  * (schedule_gpu_function, which sched.c's schedule() calls for the GPU target):
+ *   6t. a large contraction of bf16 or f16 operands, or of f32 ones rounded to tf32 (--tf32),
+ *      becomes a block's kernel on the tensor cores (gpu_mma_tiles), for sm_80 and later;
  *   6. a large contraction becomes a block's kernel staging its operands through shared memory
  *      (gpu_block_tiles);
  *   7. a reduction with few cells and many steps reduces each cell across a block of threads
@@ -450,9 +452,10 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
 /* ---- Rewrite 6t, the GPU's: tensor cores ------------------------------------------------------------- *
  *
  * A contraction of two bf16 operands or two f16 operands, accumulated in f32 (the canonical
- * half nest: its cells rounded once when stored), of the shape rewrite 6 takes, on sm_80 or
- * later, becomes a block's kernel whose products run on the tensor cores (ir.h IR_MMA:
- * mma.sync.m16n8k16).  A block of MMA_WARPS warps computes tile² cells of C: the warps stand
+ * half nest: its cells rounded once when stored), or of two f32 operands that its step rounds
+ * to tf32 (--tf32: fma(to_tf32(x), to_tf32(y), l), lower.c), of the shape rewrite 6 takes, on
+ * sm_80 or later, becomes a block's kernel whose products run on the tensor cores (ir.h IR_MMA:
+ * mma.sync.m16n8k16, or m16n8k8 twice a step for tf32, whose panels hold the rounded values).  A block of MMA_WARPS warps computes tile² cells of C: the warps stand
  * side by side along J, each over all tile rows and tile/MMA_WARPS columns, that is mt × nt
  * tiles of 16 × 8 cells (mt = tile/16, nt = tile/64), their accumulators in the threads'
  * registers as the fragment layout places them.  The threads are numbered t = x + 4y + 32z:
@@ -565,10 +568,43 @@ static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, th, f))));
 }
 
+/* In a fragment loop's body: fragment register Σ reg of this thread ← panel[Σ at]. */
+static void fragment_load(Sched *s, IrBlock *into, uint32_t fragment, const uint32_t th[3], uint64_t per_thread, const IrTerm *reg,
+                          uint32_t reg_count, uint32_t panel, const IrTerm at[6]) {
+    ir_block_push(s->ir->arena, into,
+                  new_store(s, fragment, register_index(s, th, per_thread, reg, reg_count, 0), new_load(s, panel, flat_index(s, at, 6))));
+}
+
+/* tf32's fragments (two halves h of the step of 16, each one m16n8k8 product):
+ *   A register 8i + 4h + r0 + 2r1 ← A[16i + g + 8r0][8h + q + 4r1]
+ *   B register 4j + 2h + r        ← B[8h + q + 4r][z·tile/8 + 8j + g] */
+static void tf32_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
+    int64_t row = mt->tile + PANEL_PAD;
+    uint32_t i, h, r0, r1;
+    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
+    l = unrolled(s, &l->body, &h, 2, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    IrTerm a_reg[4] = {{i, 8}, {h, 4}, {r0, 1}, {r1, 2}};
+    IrTerm a_at[6] = {{h, 8 * row}, {th[0], row}, {r1, 4 * row}, {i, 16}, {th[1], 1}, {r0, 8}};
+    fragment_load(s, &l->body, mt->afrag, th, 8 * mt->mt, a_reg, 4, mt->a.shared, a_at);
+    uint32_t j, r;
+    l = unrolled(s, into, &j, mt->nt, true);
+    l = unrolled(s, &l->body, &h, 2, true);
+    l = unrolled(s, &l->body, &r, 2, true);
+    IrTerm b_reg[3] = {{j, 4}, {h, 2}, {r, 1}};
+    IrTerm b_at[6] = {{h, 8 * row}, {th[0], row}, {r, 4 * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
+    fragment_load(s, &l->body, mt->bfrag, th, 4 * mt->nt, b_reg, 3, mt->b.shared, b_at);
+}
+
 /* In a thread's body: its A and B fragments of this step from the shared panels.
  *   A register 8i + r0 + 2r1 + 4r2 ← A[16i + g + 8r1][2q + r0 + 8r2]
  *   B register 4j + r0 + 2r1       ← B[2q + r0 + 8r1][z·tile/8 + 8j + g] */
 static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
+    if (mt->in == DTYPE_F32) {
+        tf32_fragments(s, into, mt, th);
+        return;
+    }
     int64_t row = mt->tile + PANEL_PAD;
     uint32_t i, r0, r1, r2;
     IrStmt *l = unrolled(s, into, &i, mt->mt, true);
@@ -577,28 +613,29 @@ static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     l = unrolled(s, &l->body, &r0, 2, true);
     IrTerm a_reg[4] = {{i, 8}, {r0, 1}, {r1, 2}, {r2, 4}};
     IrTerm a_at[6] = {{th[0], 2 * row}, {r0, row}, {r2, 8 * row}, {i, 16}, {th[1], 1}, {r1, 8}};
-    ir_block_push(s->ir->arena, &l->body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4, 0),
-                                                    new_load(s, mt->a.shared, flat_index(s, a_at, 6))));
+    fragment_load(s, &l->body, mt->afrag, th, 8 * mt->mt, a_reg, 4, mt->a.shared, a_at);
     uint32_t j;
     l = unrolled(s, into, &j, mt->nt, true);
     l = unrolled(s, &l->body, &r1, 2, true);
     l = unrolled(s, &l->body, &r0, 2, true);
     IrTerm b_reg[3] = {{j, 4}, {r0, 1}, {r1, 2}};
     IrTerm b_at[6] = {{th[0], 2 * row}, {r0, row}, {r1, 8 * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
-    ir_block_push(s->ir->arena, &l->body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3, 0),
-                                                    new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
+    fragment_load(s, &l->body, mt->bfrag, th, 4 * mt->nt, b_reg, 3, mt->b.shared, b_at);
 }
 
-/* At the block's level: every warp's mt·nt products of this step. */
+/* At the block's level: every warp's mt·nt products of this step (tf32: two each, the halves
+ * of the step in order). */
 static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
+    uint32_t halves = MMA_K / ir_mma_k(mt->in);
     for (uint32_t i = 0; i < mt->mt; i++)
-        for (uint32_t j = 0; j < mt->nt; j++) {
-            IrStmt *p = arena_alloc(s->ir->arena, sizeof *p);
-            *p = (IrStmt){.kind = IR_MMA,
-                          .mma = {.in = mt->in, .warps = MMA_WARPS, .a = mt->afrag, .b = mt->bfrag, .c = mt->cells,
-                                  .a_at = 8 * i, .b_at = 4 * j, .c_at = 4 * (i * mt->nt + j)}};
-            ir_block_push(s->ir->arena, into, p);
-        }
+        for (uint32_t j = 0; j < mt->nt; j++)
+            for (uint32_t h = 0; h < halves; h++) {
+                IrStmt *p = arena_alloc(s->ir->arena, sizeof *p);
+                *p = (IrStmt){.kind = IR_MMA,
+                              .mma = {.in = mt->in, .warps = MMA_WARPS, .a = mt->afrag, .b = mt->bfrag, .c = mt->cells,
+                                      .a_at = 8 * i + 4 * h, .b_at = 4 * j + 2 * h, .c_at = 4 * (i * mt->nt + j)}};
+                ir_block_push(s->ir->arena, into, p);
+            }
 }
 
 /* Loops over a thread's cells of C in `into`, with I and J mapped onto them; returns the body
@@ -619,22 +656,46 @@ static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     return &l->body;
 }
 
-/* The operands' common half type when the contraction can run on the tensor cores, else DTYPE_F32. */
-static DType mma_type(const Sched *s, const Contraction *ct, const Reduction *r) {
-    const IrProgram *ir = s->ir;
-    const char *arch = s->target->cpu;
-    if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < MMA_MIN_ARCH) return DTYPE_F32;
-    DType a = ir->buffers[ct->a->buffer].dtype, b = ir->buffers[ct->b->buffer].dtype;
-    if (!ir_dtype_half(a) || a != b || ct->add || r->nred != 1 || ct->nbatch > 1) return DTYPE_F32;
-    if (r->step->value->type != DTYPE_F32) return DTYPE_F32; /* the accumulator */
-    return a;
+/* The reduction r with its step's tf32 roundings taken off (the factors' loads themselves), in
+ * *bare (whose step is *step, its value *value), when its step is fma(to_tf32(load of f32),
+ * to_tf32(load of f32), l): --tf32's contraction (lower.c). */
+static bool tf32_step(const IrProgram *ir, const Reduction *r, Reduction *bare, IrStmt *step, IrExpr *value) {
+    const IrExpr *v = r->step->value;
+    if (v->kind != IR_OP || v->op != SOP_FMA) return false;
+    *value = *v;
+    for (int k = 0; k < 2; k++) {
+        const IrExpr *f = v->args[k];
+        if (f->kind != IR_OP || f->op != SOP_TO_TF32 || f->args[0]->kind != IR_LOAD ||
+            ir->buffers[f->args[0]->buffer].dtype != DTYPE_F32)
+            return false;
+        value->args[k] = f->args[0];
+    }
+    *step = *r->step;
+    step->value = value;
+    *bare = *r;
+    bare->step = step;
+    return true;
 }
 
-static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, const char *name) {
+/* Whether contraction ct of reduction r can run on the tensor cores, and in which type: the
+ * operands' common half type, or DTYPE_F32 for tf32 (`tf32`: the step rounds both to tf32). */
+static bool mma_type(const Sched *s, const Contraction *ct, const Reduction *r, bool tf32, DType *in) {
     const IrProgram *ir = s->ir;
-    Panel p = {.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
-    p.k_along_x = flat_coef(ir, operand->buffer, operand->index, mt->k_iter) == 1 &&
-                  flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
+    const char *arch = s->target->cpu;
+    if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < MMA_MIN_ARCH) return false;
+    DType a = ir->buffers[ct->a->buffer].dtype, b = ir->buffers[ct->b->buffer].dtype;
+    if (a != b || (tf32 ? a != DTYPE_F32 : !ir_dtype_half(a)) || ct->add || r->nred != 1 || ct->nbatch > 1) return false;
+    if (r->step->value->type != DTYPE_F32) return false; /* the accumulator */
+    *in = a;
+    return true;
+}
+
+/* The panel of the operand that loads `load`: `value` is what it holds (the load, or its tf32 rounding). */
+static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const IrExpr *value, uint32_t tiled_iter,
+                       uint32_t base_iter, const char *name) {
+    const IrProgram *ir = s->ir;
+    Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    p.k_along_x = flat_coef(ir, load->buffer, load->index, mt->k_iter) == 1 && flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
     p.shared = new_scratch(s, name, MMA_K * (mt->tile + PANEL_PAD), DTYPE_F32, true);
     s->ir->buffers[p.shared].gpu_shared = true;
     p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, DTYPE_F32, true);
@@ -648,19 +709,29 @@ static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread
     return b;
 }
 
+/* What a panel of `load` holds: the load, or the step's tf32 rounding of it. */
+static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf32) {
+    if (!tf32) return load;
+    const IrExpr *v = r->step->value;
+    return v->args[0]->args[0] == load ? v->args[0] : v->args[1];
+}
+
 static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     Contraction ct;
-    if (!find_contraction(s->ir, r, &ct, false, 0)) return false;
-    DType in = mma_type(s, &ct, r);
-    if (in == DTYPE_F32) return false;
+    Reduction bare;
+    IrStmt bare_step;
+    IrExpr bare_value;
+    bool tf32 = tf32_step(s->ir, r, &bare, &bare_step, &bare_value);
+    DType in;
+    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
     uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
     uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
     uint32_t tile = choose_block_tile(m, n, batch);
     if (!tile || k % MMA_K || batch > 65535) return false;
     MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / 16, .nt = tile / 8 / MMA_WARPS, .fetches = tile / 16,
                   .k_iter = r->red[0]->iter, .bi = new_iter(s), .bj = new_iter(s)};
-    mt.a = mma_panel(s, &mt, ct.a, ct.i_loop->iter, mt.bi, "a_panel");
-    mt.b = mma_panel(s, &mt, ct.b, ct.j_loop->iter, mt.bj, "b_panel");
+    mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
+    mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
     mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt);
     mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt);
     mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt);
@@ -706,8 +777,9 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
                                                   new_load(s, mt.cells, cell)));
 
     push_block_kernel(s, r, &ct, over_i, batch,
-                      arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k16.%s), %u warps of %ux%u",
-                                   tile, tile, ir_dtype_word(in), MMA_WARPS, tile, tile / MMA_WARPS),
+                      arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u",
+                                   tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile,
+                                   tile / MMA_WARPS),
                       out);
     return true;
 }
@@ -852,7 +924,7 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
-        if (st->kind == IR_LOOP && ir_stmt_half(s->ir, st) && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
+        if (st->kind == IR_LOOP && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
             match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
             continue;
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */

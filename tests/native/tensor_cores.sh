@@ -1,8 +1,9 @@
 #!/bin/sh
 # tensor_cores.sh TSRC — the GPU schedule runs tests/native/tensor_cores.tsr's bf16 and f16
-# contractions on the tensor cores (sched_gpu.c rewrite 6t) for sm_80 and later, and not for
-# earlier GPUs; the PTX holds mma.sync of both types and ptxas accepts it for sm_80 and sm_90
-# (where ptxas is installed).  tests/run.sh runs the program itself on every executor,
+# contractions, and with --tf32 tests/native/tensor_cores_tf32.tsr's f32 ones, on the tensor
+# cores (sched_gpu.c rewrite 6t) for sm_80 and later, and neither for earlier GPUs nor f32
+# without --tf32; the PTX holds mma.sync of each type and ptxas accepts it for sm_80 and sm_90
+# (where ptxas is installed).  tests/run.sh runs the programs themselves on every executor,
 # the GPU schedule's emulation included.  Last line: "N passed, N failed".
 set -u
 TSRC=${1:-build/tsrc}
@@ -15,23 +16,46 @@ bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
 
 count() { grep -c "$1" "$2" || true; }
+# sched_ir NAME ARGS…: the GPU schedule of ARGS into $TMP/NAME.ir; a failure counted and shown.
+sched_ir() {
+    name=$1
+    shift
+    if "$TSRC" --target=cuda --emit=sched-ir -o "$TMP/$name.ir" "$@" 2>"$TMP/err"; then return 0; fi
+    bad "$name: sched-ir"; sed -n '1,5p' "$TMP/err"
+    return 1
+}
 # sm_80: the four products (c, d, e and the accumulation into acc) on the tensor cores.
-if "$TSRC" --target=cuda --emit=sched-ir -o "$TMP/sm80.ir" "$PROGRAM" 2>"$TMP/err"; then
+if sched_ir sm80 "$PROGRAM"; then
     bf16=$(count "on the tensor cores (mma.m16n8k16.bf16)" "$TMP/sm80.ir")
     f16=$(count "on the tensor cores (mma.m16n8k16.f16)" "$TMP/sm80.ir")
     big=$(count "128x128 cells a GPU block on the tensor cores" "$TMP/sm80.ir")
     if [ "$bf16" = 3 ] && [ "$f16" = 1 ] && [ "$big" = 1 ]; then ok "sm_80: 3 bf16 and 1 f16 products on the tensor cores, one of 128 x 128 blocks"
     else bad "sm_80: $bf16 bf16, $f16 f16, $big of 128 x 128 on the tensor cores (expected 3, 1, 1)"; fi
-else
-    bad "sm_80: sched-ir"; sed -n '1,5p' "$TMP/err"
 fi
 # sm_75 has no bf16 mma.sync: the same products as lowered, no IR_MMA.
-if "$TSRC" --target=cuda --arch=sm_75 --emit=sched-ir -o "$TMP/sm75.ir" "$PROGRAM" 2>"$TMP/err"; then
+if sched_ir sm75 --arch=sm_75 "$PROGRAM"; then
     n=$(count "mma\." "$TMP/sm75.ir")
     if [ "$n" = 0 ]; then ok "sm_75: no tensor-core products"; else bad "sm_75: $n tensor-core lines"; fi
-else
-    bad "sm_75: sched-ir"; sed -n '1,5p' "$TMP/err"
 fi
+# tf32: the four f32 products with --tf32, none without it.
+TF32=tests/native/tensor_cores_tf32.tsr
+if sched_ir tf32 --tf32 "$TF32" && sched_ir f32 "$TF32"; then
+    n=$(count "on the tensor cores (mma.m16n8k8.tf32)" "$TMP/tf32.ir")
+    big=$(count "128x128 cells a GPU block on the tensor cores" "$TMP/tf32.ir")
+    plain=$(count "mma\." "$TMP/f32.ir")
+    if [ "$n" = 4 ] && [ "$big" = 1 ] && [ "$plain" = 0 ]; then ok "--tf32: 4 f32 products on the tensor cores, one of 128 x 128 blocks; none without --tf32"
+    else bad "--tf32: $n tf32 products ($big of 128 x 128), $plain tensor-core lines without --tf32 (expected 4, 1, 0)"; fi
+fi
+for arch in sm_80 sm_90; do
+    if ! "$TSRC" --tf32 --emit=ptx --arch=$arch -o "$TMP/tf32_$arch.ptx" "$TF32" 2>"$TMP/err"; then
+        bad "$arch: --tf32 --emit=ptx"; sed -n '1,5p' "$TMP/err"; continue
+    fi
+    t=$(count "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" "$TMP/tf32_$arch.ptx")
+    if [ "$t" -gt 0 ]; then ok "$arch: the PTX has mma.sync for tf32 ($t)"; else bad "$arch: no tf32 mma.sync"; fi
+    if [ -z "$PTXAS" ]; then echo "SKIP $arch: no ptxas"; continue; fi
+    if "$PTXAS" -arch=$arch "$TMP/tf32_$arch.ptx" -o "$TMP/$arch.cubin" >"$TMP/err" 2>&1; then ok "$arch: ptxas accepts the tf32 PTX"
+    else bad "$arch: ptxas (tf32)"; sed -n '1,5p' "$TMP/err"; fi
+done
 for arch in sm_80 sm_90; do
     if ! "$TSRC" --emit=ptx --arch=$arch -o "$TMP/$arch.ptx" "$PROGRAM" 2>"$TMP/err"; then
         bad "$arch: --emit=ptx"; sed -n '1,5p' "$TMP/err"; continue

@@ -10,7 +10,8 @@
  * (docs/ir.md §2.8) on every pair of edge values and a million pseudo-random pairs, against what
  * defines them, computed in 64 bits: the remainder is 0 or has the divisor's sign and is smaller
  * in magnitude, a - remainder is the divisor times an integer, and that integer wrapped to 32
- * bits is the quotient; a divisor 0 gives 0 and 0.  Requires build/libtsrc.a.  Produces one line per failing case and
+ * bits is the quotient; a divisor 0 gives 0 and 0.  And --tf32's rounding (ir_f32_to_tf32): ties
+ * away from zero, the carry into the exponent, subnormals, infinities, NaN.  Requires build/libtsrc.a.  Produces one line per failing case and
  * a last line "N passed, N failed"; exits 1 on any failure. */
 #include <math.h>
 #include <stdbool.h>
@@ -103,6 +104,17 @@ int main(void) {
     expect(SOP_ABS, -0.0f, 0.0f, 0.0f, "abs(-0) = +0");
     expect(SOP_RECIP, -0.0f, 0.0f, -INFINITY, "recip(-0) = -inf");
     expect(SOP_RSQRT, 4.0f, 0.0f, 0.5f, "rsqrt(4) = 0.5");
+    /* --tf32's rounding (PTX cvt.rna.tf32.f32): 10 bits after the point, ties away from zero. */
+    expect(SOP_TO_TF32, 1.0f + 0x1p-10f, 0.0f, 1.0f + 0x1p-10f, "tf32(1 + 2^-10) is exact");
+    expect(SOP_TO_TF32, 1.0f + 0x1p-11f, 0.0f, 1.0f + 0x1p-10f, "tf32(1 + 2^-11): a tie, away from zero");
+    expect(SOP_TO_TF32, -(1.0f + 0x1p-11f), 0.0f, -(1.0f + 0x1p-10f), "tf32(-(1 + 2^-11)) = -(1 + 2^-10)");
+    expect(SOP_TO_TF32, 1.0f + 0x1p-11f - 0x1p-23f, 0.0f, 1.0f, "tf32 below the tie rounds down");
+    expect(SOP_TO_TF32, 2.0f - 0x1p-23f, 0.0f, 2.0f, "tf32 carries into the exponent");
+    expect(SOP_TO_TF32, 0x1p-130f + 0x1p-149f, 0.0f, 0x1p-130f, "tf32 of a subnormal keeps its 10 bits");
+    expect(SOP_TO_TF32, 0x1p-137f, 0.0f, 0x1p-136f, "tf32(2^-137), half its smallest subnormal: a tie, away from zero");
+    expect(SOP_TO_TF32, 0x1.fffffep127f, 0.0f, INFINITY, "tf32 of f32's largest value is infinite");
+    expect(SOP_TO_TF32, -INFINITY, 0.0f, -INFINITY, "tf32(-inf) = -inf");
+    expect(SOP_TO_TF32, NAN, 0.0f, NAN, "tf32(NaN) = NaN");
     expect(SOP_MOD, -1.0f, 3.0f, 2.0f, "mod(-1, 3) = 2");
     expect(SOP_MOD, 1.0f, -3.0f, -2.0f, "mod(1, -3) = -2");
     expect(SOP_MOD, -4.0f, 2.0f, 0.0f, "mod(-4, 2) = +0");
