@@ -478,6 +478,10 @@ add_summary "native: data-parallel training on two processes (mpirun)" $? "$TMP/
 # materialised form (tests/native/attention_memory.sh).
 sh tests/native/attention_memory.sh "$TSRC" >"$TMP/attention_memory.out" 2>&1
 add_summary "native: fused attention's memory, against the materialised form" $? "$TMP/attention_memory.out"
+# make check-gpu's comparison rules (tests/gpu/compare.py --self-test: integers exact, 1e-5
+# relative, --rel-tol for programs on the tensor cores).
+"$PYTHON" tests/gpu/compare.py --self-test >"$TMP/compare_self.out" 2>&1
+add_summary "GPU runs' comparison rules (tests/gpu/compare.py --self-test)" $? "$TMP/compare_self.out"
 # The GPU schedule's tensor cores: which products take them, for which GPUs, and their PTX
 # (tests/native/tensor_cores.sh; the program's outputs are checked by the loop above).
 sh tests/native/tensor_cores.sh "$TSRC" >"$TMP/tensor_cores.out" 2>&1

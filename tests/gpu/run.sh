@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh — the second half of `make check-gpu`: runs the cases that tests/gpu/prepare.sh built
 # and compares each one's output with the reference executor's (tests/gpu/compare.py: text
-# equal, integers exact, other numbers within 1e-5 relative).  Needs only sh, coreutils'
+# equal, integers exact, other numbers within 1e-5 relative, or
+# prepare.sh's tolerances.txt for programs on the tensor cores).  Needs only sh, coreutils'
 # timeout, python3 and the CUDA driver: no tsrc, no compiler.
 #
 # Usage: sh tests/gpu/run.sh OUTDIR      (run from anywhere; it runs the cases from the
@@ -36,6 +37,11 @@ first=1
 TAB=$(printf '\t')
 
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
+# The relative tolerance of case $1: prepare.sh's tolerances.txt (tensor-core programs), else 1e-5.
+tolerance() {
+    t=$(awk -F'\t' -v n="$1" '$1 == n { print $2 }' "$OUT/tolerances.txt" 2>/dev/null)
+    echo "${t:-1e-5}"
+}
 fail() {
     failed=$((failed + 1))
     echo "FAIL $1${2:+ ($2)}"
@@ -65,7 +71,7 @@ while IFS="$TAB" read -r name exe expected args; do
         fail "$name" "timed out after $TIMEOUT s" "$err"
     elif [ $rc -ne 0 ]; then
         fail "$name" "exit $rc, expected 0" "$err"
-    elif "$PY" "$COMPARE" "$OUT/$expected" "$actual" 2>"$OUT/actual/$name.diff"; then
+    elif "$PY" "$COMPARE" --rel-tol "$(tolerance "$name")" "$OUT/$expected" "$actual" 2>"$OUT/actual/$name.diff"; then
         pass "$name"
     else
         fail "$name" "output differs from the reference executor's ($expected)" "$OUT/actual/$name.diff"
