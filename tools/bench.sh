@@ -70,7 +70,9 @@
 # BENCH_ONLY (sections: matmul f64 half bmm ew train python gpt dp conv), BENCH_SIZES, BENCH_BMM, BENCH_THREADS (default "1 2"),
 # BENCH_ROUNDS (default 2: the matmul section runs twice, every implementation in each round, and
 # each figure is the best of its rounds, so a slow spell of a VM does not decide one point), BENCH_BUDGET,
-# BENCH_MAX_REPS, BENCH_INSTALL, BENCH_PYTHON (default /usr/bin/python3, which has Debian's
+# BENCH_MAX_REPS, BENCH_INSTALL, BENCH_CPU (tsrc's --cpu for the programs it compiles, default
+# the host's: BENCH_CPU=x86-64-v3 with OPENBLAS_CORETYPE=Haswell measures the AVX2 schedule
+# against OpenBLAS's AVX2 kernels on an AVX-512 machine), BENCH_PYTHON (default /usr/bin/python3, which has Debian's
 # python3-numpy and python3-torch; the python3 first on PATH may lack them), CC.  Writes
 # BUILD/bench/: the generated programs and drivers, results.txt (the RESULT, UNSUPPORTED and
 # INFO lines) and table.md (the tables printed at the end).
@@ -115,6 +117,8 @@ grep -q '^flags.* avx512f' /proc/cpuinfo 2>/dev/null && avx512=yes
 info "date $(date -u '+%Y-%m-%d %H:%M UTC')"
 info "cpu ${cpu:-unknown} (family ${fam:-?} model ${model:-?}), $(nproc) online CPUs," \
     "avx512f $avx512"
+CPU_OPT=${BENCH_CPU:+--cpu=$BENCH_CPU}
+[ -n "$CPU_OPT" ] && info "tsrc compiles the programs with $CPU_OPT (BENCH_CPU)"
 info "tsrc $("$TSRC" --version 2>&1 | head -n 1);" \
     "driver compiler $($CC --version 2>/dev/null | head -n 1)"
 if rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
@@ -261,7 +265,7 @@ run() {
 # header.  When tsrc cannot compile the program, the case is "not supported": said on the
 # terminal and in an UNSUPPORTED line (kind KIND, size N), and skipped.
 build_tsrc() {
-    if ! "$TSRC" -c --name="$2" "$3" -o "$1/$2.o" 2>"$1/tsrc.log"; then
+    if ! "$TSRC" -c $CPU_OPT --name="$2" "$3" -o "$1/$2.o" 2>"$1/tsrc.log"; then
         echo "bench: $5 n=$6: not supported by tsrc: \`tsrc -c --name=$2 $3\` failed:"
         sed 's/^/    /' "$1/tsrc.log" | head -n 20
         say "UNSUPPORTED kind=$5 impl=tsrc n=$6 — $(grep -m 1 'error' "$1/tsrc.log")"
@@ -470,7 +474,7 @@ if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     pdir=$WORK/gpt_profile
     mkdir -p "$pdir"
     gpt_program "$pdir" gpt 96 256 4 64 8 4
-    if "$TSRC" --profile -c --name=gpt "$pdir/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
+    if "$TSRC" --profile -c $CPU_OPT --name=gpt "$pdir/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
        $CC -O2 -DGPT_PROFILE -I"$pdir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/gpt_tsrc.c" "$pdir/gpt.o" \
            "$BUILD/libtsr.a" -lm -lpthread -o "$pdir/driver" 2>"$pdir/cc.log"; then
         for t in $THREADS; do
@@ -496,7 +500,7 @@ dp_case() { # KIND PROGRAM-1 PROGRAM-2 VOCAB
     mkdir -p "$d1" "$d2"
     for d in "$d1:$2" "$d2:$3"; do
         dir=${d%%:*} prog=${d#*:}
-        if ! "$TSRC" --profile -c --name=dp "$prog" -o "$dir/dp.o" 2>"$dir/tsrc.log" ||
+        if ! "$TSRC" --profile -c $CPU_OPT --name=dp "$prog" -o "$dir/dp.o" 2>"$dir/tsrc.log" ||
            ! $CC -O2 -DVOCAB="$4" -I"$dir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/dp_tsrc.c" "$dir/dp.o"                "$BUILD/libtsr.a" -lm -lpthread -ldl -o "$dir/driver" 2>"$dir/cc.log"; then
             echo "bench: building the $1 step for dp failed:"; cat "$dir/tsrc.log" "$dir/cc.log" | head -n 20
             failed=1; return
