@@ -834,18 +834,21 @@ static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at)
     return in == DTYPE_BF16 ? LLVMBuildBitCast(g->b, narrow, g->i32, "") : narrow;
 }
 
+/* Operand register r of mma.sync from `buffer`'s registers starting at `first`: a pair of bf16
+ * or f16 values, or for tf32 one value as its f32 bits (rounded already: the low 13 bits are 0). */
+static LLVMValueRef operand_register(CgLlvm *g, DType in, uint32_t buffer, uint32_t first, unsigned r) {
+    if (in != DTYPE_F32) return half_pair(g, in, buffer, first + 2 * r);
+    return LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, buffer, first + r), ""), g->i32, "");
+}
+
 /* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16 (tf32: m16n8k8), on its
- * registers.  tf32 operands travel as the f32 bits (rounded already: their low 13 bits are 0). */
+ * registers. */
 static void tensor_core_product(CgLlvm *g, const IrMma *m) {
     LLVMValueRef args[10];
     LLVMTypeRef params[10];
     bool tf32 = m->in == DTYPE_F32;
-    for (unsigned r = 0; r < 4; r++)
-        args[r] = tf32 ? LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->a, m->a_at + r), ""), g->i32, "")
-                       : half_pair(g, m->in, m->a, m->a_at + 2 * r);
-    for (unsigned r = 0; r < 2; r++)
-        args[4 + r] = tf32 ? LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->b, m->b_at + r), ""), g->i32, "")
-                           : half_pair(g, m->in, m->b, m->b_at + 2 * r);
+    for (unsigned r = 0; r < 4; r++) args[r] = operand_register(g, m->in, m->a, m->a_at, r);
+    for (unsigned r = 0; r < 2; r++) args[4 + r] = operand_register(g, m->in, m->b, m->b_at, r);
     for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->c, m->c_at + r), "");
     for (unsigned r = 0; r < 10; r++) params[r] = LLVMTypeOf(args[r]);
     LLVMTypeRef four[4] = {g->f32, g->f32, g->f32, g->f32};

@@ -516,9 +516,10 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_BARRIER: fputs("barrier\n", out); break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
+            const char *c = ir->buffers[m->c].name;
             fprintf(out, "mma.m16n8k%u.%s %s[%u..%u] = %s[%u..] * %s[%u..] + %s[%u..%u]  (each of %u warps)\n",
-                    ir_mma_k(m->in), m->in == DTYPE_F32 ? "tf32" : ir_dtype_word(m->in), ir->buffers[m->c].name, m->c_at, m->c_at + 3, ir->buffers[m->a].name, m->a_at,
-                    ir->buffers[m->b].name, m->b_at, ir->buffers[m->c].name, m->c_at, m->c_at + 3, m->warps);
+                    ir_mma_k(m->in), m->in == DTYPE_F32 ? "tf32" : ir_dtype_word(m->in), c, m->c_at, m->c_at + 3,
+                    ir->buffers[m->a].name, m->a_at, ir->buffers[m->b].name, m->b_at, c, m->c_at, m->c_at + 3, m->warps);
             break;
         }
         case IR_CALL: {

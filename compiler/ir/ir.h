@@ -99,7 +99,7 @@ const char *scalar_op_closest(const char *name, bool binary);
 float scalar_op_eval(ScalarOp op, float a, float b, float c);
 /* An f32 rounded to tf32's precision (10 bits after the point), to nearest with ties away from
  * zero, as PTX's cvt.rna.tf32.f32 rounds: SOP_TO_TF32, which --tf32 puts around the operands of
- * every f32 contraction step (lower.c lower_tf32_products; not an operation of the language).
+ * every f32 contraction step (lower.c tf32_factor; not an operation of the language).
  * Infinities and NaN are kept; a value past tf32's largest rounds to infinity. */
 float ir_f32_to_tf32(float x);
 /* op (not a conversion) on f64 values, in double precision, as generated code computes it: the

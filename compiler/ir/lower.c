@@ -175,10 +175,11 @@ static IrExpr *neutral(Lowerer *l, AccumOp accum) {
     return e;
 }
 
-/* A factor of an f32 product that --tf32 rounds: itself, or SOP_TO_TF32 of it (a load of a bf16
- * or f16 buffer is exact in tf32 already, and stays a load for the GPU's tensor cores). */
+/* A factor of a product that a reduction sums: itself, or with --tf32 and an f32 accumulator
+ * SOP_TO_TF32 of it (a load of a bf16 or f16 buffer is exact in tf32 already, and stays a load
+ * for the GPU's tensor cores). */
 static IrExpr *tf32_factor(Lowerer *l, IrExpr *x) {
-    if (!l->ir->tf32_products || ir_expr_type(l->ir, x) != DTYPE_F32 ||
+    if (!l->ir->tf32_products || l->lhs_type != DTYPE_F32 || ir_expr_type(l->ir, x) != DTYPE_F32 ||
         (x->kind == IR_LOAD && ir_dtype_half(l->ir->buffers[x->buffer].dtype)))
         return x;
     IrExpr *e = new_expr(l, IR_OP);
@@ -196,9 +197,8 @@ static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rh
         IrExpr *e = new_expr(l, IR_OP);
         e->op = SOP_FMA;
         e->type = l->lhs_type;
-        bool tf32 = l->lhs_type == DTYPE_F32;
-        e->args[0] = tf32 ? tf32_factor(l, rhs->args[0]) : rhs->args[0];
-        e->args[1] = tf32 ? tf32_factor(l, rhs->args[1]) : rhs->args[1];
+        e->args[0] = tf32_factor(l, rhs->args[0]);
+        e->args[1] = tf32_factor(l, rhs->args[1]);
         e->args[2] = acc;
         return e;
     }

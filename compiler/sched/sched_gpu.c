@@ -500,15 +500,12 @@ static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[3]) {
     return l;
 }
 
-/* Register `first` + Σ terms of a thread's `per_thread` registers of `buffer`: the index of
- * thread t = x + 4y + 32z's copy. */
-static IrIndex *register_index(Sched *s, const uint32_t th[3], uint64_t per_thread, const IrTerm *more, uint32_t count,
-                               int64_t first) {
+/* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
+ * registers of every thread, thread t = x + 4y + 32z's copy at t·per_thread. */
+static IrIndex *register_index(Sched *s, const uint32_t th[3], uint64_t per_thread, const IrTerm *more, uint32_t count) {
     IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread}};
     for (uint32_t k = 0; k < count; k++) terms[3 + k] = more[k];
-    IrIndex *ix = flat_index(s, terms, 3 + count);
-    ix->offset = first;
-    return ix;
+    return flat_index(s, terms, 3 + count);
 }
 
 /* Where a thread's fetch register p0 + 2·p1 + 4·p2 goes in a panel: its step kk and its place
@@ -535,7 +532,7 @@ static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t
 
 static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const uint32_t th[3], const uint32_t f[3]) {
     IrTerm more[3] = {{f[0], 1}, {f[1], 2}, {f[2], 4}};
-    return register_index(s, th, mt->fetches, more, 3, 0);
+    return register_index(s, th, mt->fetches, more, 3);
 }
 
 /* In a thread's body: its fetch registers ← the operand's cells of step kt (UINT32_MAX: the first). */
@@ -568,59 +565,46 @@ static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, th, f))));
 }
 
-/* In a fragment loop's body: fragment register Σ reg of this thread ← panel[Σ at]. */
-static void fragment_load(Sched *s, IrBlock *into, uint32_t fragment, const uint32_t th[3], uint64_t per_thread, const IrTerm *reg,
-                          uint32_t reg_count, uint32_t panel, const IrTerm at[6]) {
-    ir_block_push(s->ir->arena, into,
-                  new_store(s, fragment, register_index(s, th, per_thread, reg, reg_count, 0), new_load(s, panel, flat_index(s, at, 6))));
+/* A type's fragment layouts (ir.h IrMma), as what each bit of a register number adds to the
+ * step kk and the place m of the panel cell it holds.  For a warp's 16-row tile i and a lane
+ * (g, q), A register 8i + r holds the panel cell kk = kk_per_q·q + Σ a_kk[b], m = 16i + g +
+ * Σ a_m[b] over the bits b set in r < 8; B register 4j + r the cell kk = kk_per_q·q + Σ b_kk[b]
+ * over the bits of r < 4, m = z·tile/8 + 8j + g.  (tf32's registers 8i + 4h + r cover the two
+ * halves h of the step of 16, each one m16n8k8 product: its bit 2 of A and bit 1 of B are h.) */
+typedef struct FragmentLayout {
+    int64_t kk_per_q;
+    int64_t a_kk[3], a_m[3];
+    int64_t b_kk[2];
+} FragmentLayout;
+
+static const FragmentLayout half_layout = {.kk_per_q = 2, .a_kk = {1, 0, 8}, .a_m = {0, 8, 0}, .b_kk = {1, 8}};
+static const FragmentLayout tf32_layout = {.kk_per_q = 1, .a_kk = {0, 4, 8}, .a_m = {8, 0, 0}, .b_kk = {4, 8}};
+
+/* `bits` unrolled loops of two iterations each, in `into`, their iterators in bit[] (the highest
+ * bit outermost, so registers are filled in order); returns the innermost body. */
+static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits) {
+    for (unsigned b = bits; b-- > 0;) into = &unrolled(s, into, &bit[b], 2, true)->body;
+    return into;
 }
 
-/* tf32's fragments (two halves h of the step of 16, each one m16n8k8 product):
- *   A register 8i + 4h + r0 + 2r1 ← A[16i + g + 8r0][8h + q + 4r1]
- *   B register 4j + 2h + r        ← B[8h + q + 4r][z·tile/8 + 8j + g] */
-static void tf32_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
-    int64_t row = mt->tile + PANEL_PAD;
-    uint32_t i, h, r0, r1;
-    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
-    l = unrolled(s, &l->body, &h, 2, true);
-    l = unrolled(s, &l->body, &r1, 2, true);
-    l = unrolled(s, &l->body, &r0, 2, true);
-    IrTerm a_reg[4] = {{i, 8}, {h, 4}, {r0, 1}, {r1, 2}};
-    IrTerm a_at[6] = {{h, 8 * row}, {th[0], row}, {r1, 4 * row}, {i, 16}, {th[1], 1}, {r0, 8}};
-    fragment_load(s, &l->body, mt->afrag, th, 8 * mt->mt, a_reg, 4, mt->a.shared, a_at);
-    uint32_t j, r;
-    l = unrolled(s, into, &j, mt->nt, true);
-    l = unrolled(s, &l->body, &h, 2, true);
-    l = unrolled(s, &l->body, &r, 2, true);
-    IrTerm b_reg[3] = {{j, 4}, {h, 2}, {r, 1}};
-    IrTerm b_at[6] = {{h, 8 * row}, {th[0], row}, {r, 4 * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
-    fragment_load(s, &l->body, mt->bfrag, th, 4 * mt->nt, b_reg, 3, mt->b.shared, b_at);
-}
-
-/* In a thread's body: its A and B fragments of this step from the shared panels.
- *   A register 8i + r0 + 2r1 + 4r2 ← A[16i + g + 8r1][2q + r0 + 8r2]
- *   B register 4j + r0 + 2r1       ← B[2q + r0 + 8r1][z·tile/8 + 8j + g] */
+/* In a thread's body: its A and B fragments of this step from the shared panels (rows tile + PAD
+ * apart), by the layout of the tile's type. */
 static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
-    if (mt->in == DTYPE_F32) {
-        tf32_fragments(s, into, mt, th);
-        return;
-    }
+    const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
     int64_t row = mt->tile + PANEL_PAD;
-    uint32_t i, r0, r1, r2;
-    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
-    l = unrolled(s, &l->body, &r2, 2, true);
-    l = unrolled(s, &l->body, &r1, 2, true);
-    l = unrolled(s, &l->body, &r0, 2, true);
-    IrTerm a_reg[4] = {{i, 8}, {r0, 1}, {r1, 2}, {r2, 4}};
-    IrTerm a_at[6] = {{th[0], 2 * row}, {r0, row}, {r2, 8 * row}, {i, 16}, {th[1], 1}, {r1, 8}};
-    fragment_load(s, &l->body, mt->afrag, th, 8 * mt->mt, a_reg, 4, mt->a.shared, a_at);
-    uint32_t j;
-    l = unrolled(s, into, &j, mt->nt, true);
-    l = unrolled(s, &l->body, &r1, 2, true);
-    l = unrolled(s, &l->body, &r0, 2, true);
-    IrTerm b_reg[3] = {{j, 4}, {r0, 1}, {r1, 2}};
-    IrTerm b_at[6] = {{th[0], 2 * row}, {r0, row}, {r1, 8 * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
-    fragment_load(s, &l->body, mt->bfrag, th, 4 * mt->nt, b_reg, 3, mt->b.shared, b_at);
+    uint32_t i, j, bit[3];
+    IrBlock *body = bit_loops(s, &unrolled(s, into, &i, mt->mt, true)->body, bit, 3);
+    IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
+    IrTerm a_at[6] = {{th[0], lay->kk_per_q * row}, {i, 16}, {th[1], 1}};
+    for (unsigned b = 0; b < 3; b++) a_at[3 + b] = (IrTerm){bit[b], lay->a_kk[b] * row + lay->a_m[b]};
+    ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
+                                                new_load(s, mt->a.shared, flat_index(s, a_at, 6))));
+    body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
+    IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
+    IrTerm b_at[6] = {{th[0], lay->kk_per_q * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
+    for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * row};
+    ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
+                                                new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
 }
 
 /* At the block's level: every warp's mt·nt products of this step (tf32: two each, the halves
@@ -652,7 +636,7 @@ static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     map_iter(s, mt->ct->j_loop->iter,
              (Affine){.terms = {{mt->bj, mt->tile}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 5});
     IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
-    *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4, 0);
+    *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4);
     return &l->body;
 }
 
