@@ -349,6 +349,17 @@ else fail "schedule: a transposed operand packed a group of row blocks per pass,
 run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 if [ "$(status)" = 0 ] && grep -q 'prefetcht0' "$TMP/out"; then pass "native code prefetches a packed operand's stream"
 else fail "native code prefetches a packed operand's stream" "exit $(status)" "$TMP/out"; fi
+# A streamed bf16/f16 result (tests/native/stream_half.tsr, whose .out golden checks its values)
+# leaves through non-temporal stores at both vector widths: on AVX-512 by the vmovntdq that
+# cg_llvm.c writes out, never by vpmovdw's truncating store to memory, which goes through the
+# caches (LLVM folds a plain non-temporal store of the narrowed cells into it).
+run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/stream_half.tsr
+v4_nt=$(grep -c 'vmovntdq[[:space:]]*%ymm' "$TMP/out"); v4_trunc=$(grep -c 'vpmovdw[[:space:]]*%zmm[0-9]*, [^%]' "$TMP/out")
+run_tsrc --emit=asm --cpu=x86-64-v3 -o - tests/native/stream_half.tsr
+v3_nt=$(grep -c 'vmovntdq[[:space:]]*%xmm' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$v4_nt" -ge 2 ] && [ "$v4_trunc" = 0 ] && [ "$v3_nt" -ge 2 ]
+then pass "native code streams bf16 and f16 results around the caches (AVX-512 and AVX2)"
+else fail "native code streams bf16 and f16 results around the caches (AVX-512 and AVX2)" "v4 vmovntdq $v4_nt, v4 vpmovdw to memory $v4_trunc, v3 vmovntdq $v3_nt" "$TMP/out"; fi
 
 # bf16 and f16 contractions run as register-tiled f32 ones: their half operands widened into f32
 # copies, the result rounded from one (sched.c contract_in_f32; the .out golden of

@@ -494,11 +494,34 @@ static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     return out;
 }
 
+/* 16 half cells (i16, AVX-512's 16 lanes) stored around the caches at an address aligned to 32
+ * bytes.  Not a plain store with !nontemporal: LLVM folds the truncation from i32 that
+ * narrow_half ends with into AVX-512's truncating store (vpmovdw to memory), which goes through
+ * the caches, and the hint is lost (LLVM 19, with or without bitcasts or freezes between them);
+ * the bf16 elementwise chain then reads each cell of its result before writing it.  So the
+ * vector is stored by `vmovntdq` written out. */
+static void stream_half_cells(CgLlvm *g, LLVMValueRef cells, LLVMValueRef at) {
+    LLVMTypeRef params[2] = {LLVMTypeOf(at), LLVMTypeOf(cells)};
+    LLVMTypeRef fn = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 2, 0);
+    static const char text[] = "vmovntdq $1, ($0)", constraints[] = "r,x,~{memory}";
+    LLVMValueRef movnt = LLVMGetInlineAsm(fn, (char *)text, sizeof text - 1, (char *)constraints,
+                                          sizeof constraints - 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef args[2] = {at, cells};
+    LLVMBuildCall2(g->b, fn, movnt, args, 2, "");
+    g->nontemporal = true;
+}
+
 static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v, bool nontemporal) {
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
     if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
-        LLVMValueRef st = LLVMBuildStore(g->b, cgl_widen(g, v), element(g, buffer, base));
+        v = cgl_widen(g, v);
+        LLVMTypeRef cell = LLVMGetElementType(LLVMTypeOf(v));
+        if (LLVMGetTypeKind(cell) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(cell) == 16 && g->lanes == 16) {
+            stream_half_cells(g, v, element(g, buffer, base));
+            return;
+        }
+        LLVMValueRef st = LLVMBuildStore(g->b, v, element(g, buffer, base));
         LLVMSetAlignment(st, g->lanes * cell_align(g, buffer));
         LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0));
         LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->ctx, "nontemporal", 11), LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, &one, 1)));
