@@ -74,7 +74,7 @@ void target_select(const char *triple, const char *cpu, Target *out) {
     bool native = !cpu || strcmp(cpu, "native") == 0;
     *out = (Target){.kind = TARGET_CPU, .name = "x86-64", .triple = triple, .cpu = cpu,
                     .l1_bytes = 32u << 10, .l2_bytes = 1u << 20, .stream_bytes = 16u << 20,
-                    .parallel_work = 1 << 17, .grain_work = 1 << 15, .nontemporal_bytes = 16u << 20,
+                    .parallel_work = 1 << 14, .grain_work = 1 << 13, .nontemporal_bytes = 16u << 20,
                     .prefetch_cells = 512};
     if (native && !triple) {
         char *host = LLVMGetHostCPUName();
