@@ -424,26 +424,25 @@ static bool host_is_little_endian(void) {
     return first == 1;
 }
 
-/* The element types a .npy file may hold: floats, signed and unsigned integers.  An F32 tensor
- * reads the five types marked `into_f32`, converted to float32 (float16 exactly); an F64 tensor
- * reads the same five, converted to double (exact for the floats and for integers below 2^53); a
- * BF16 or F16 tensor the same five, each value rounded once to the type; an I32 tensor reads every
- * integer type, each value checked to fit int32. */
-typedef enum NpyKind { NPY_FLOAT, NPY_SIGNED, NPY_UNSIGNED } NpyKind;
+/* The element types a .npy file may hold: floats, booleans, signed and unsigned integers.  An
+ * F32 tensor reads every one, converted to float32 (rounded to nearest where the value has more
+ * than 24 significant bits; float16, bool and the integers of up to 16 bits exactly); an F64
+ * tensor the same, converted to double (exact for the floats and for integers below 2^53); a
+ * BF16 or F16 tensor the same, each value rounded once to the type; an I32 tensor reads every
+ * integer type and bool, each value checked to fit int32.  A bool element is 0 or 1 (a byte
+ * other than 0 reads as 1, as NumPy's bool does). */
+typedef enum NpyKind { NPY_FLOAT, NPY_SIGNED, NPY_UNSIGNED, NPY_BOOL } NpyKind;
 typedef struct NpyType {
     const char *code, *name; /* "f4", "float32" */
     NpyKind kind;
     int size;
-    bool into_f32;
 } NpyType;
 
 static const NpyType NPY_TYPES[] = {
-    {"f4", "float32", NPY_FLOAT, 4, true},   {"f8", "float64", NPY_FLOAT, 8, true},
-    {"f2", "float16", NPY_FLOAT, 2, true},
-    {"i4", "int32", NPY_SIGNED, 4, true},    {"i8", "int64", NPY_SIGNED, 8, true},
-    {"i1", "int8", NPY_SIGNED, 1, false},    {"i2", "int16", NPY_SIGNED, 2, false},
-    {"u1", "uint8", NPY_UNSIGNED, 1, false}, {"u2", "uint16", NPY_UNSIGNED, 2, false},
-    {"u4", "uint32", NPY_UNSIGNED, 4, false}, {"u8", "uint64", NPY_UNSIGNED, 8, false},
+    {"f4", "float32", NPY_FLOAT, 4},   {"f8", "float64", NPY_FLOAT, 8},   {"f2", "float16", NPY_FLOAT, 2},
+    {"i4", "int32", NPY_SIGNED, 4},    {"i8", "int64", NPY_SIGNED, 8},    {"i1", "int8", NPY_SIGNED, 1},
+    {"i2", "int16", NPY_SIGNED, 2},    {"u1", "uint8", NPY_UNSIGNED, 1},  {"u2", "uint16", NPY_UNSIGNED, 2},
+    {"u4", "uint32", NPY_UNSIGNED, 4}, {"u8", "uint64", NPY_UNSIGNED, 8}, {"b1", "bool", NPY_BOOL, 1},
 };
 
 /* The NumPy type an array for a float tensor of type `dtype` is best converted to (messages):
@@ -475,14 +474,14 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
         if (dtype != TSR_DTYPE_I32 && src->archive && !is_float)
             return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
                            "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_float_name(dtype));
-        if (dtype != TSR_DTYPE_I32 && !t->into_f32) break;
         *type = t;
         return TSR_OK;
     }
     if (dtype == TSR_DTYPE_I32)
-        return fail_at(src, 0, 0, "dtype '%s' is not supported for an i32 tensor (int8, int16, int32, int64, uint8, "
-                       "uint16, uint32, uint64)", shown);
-    return fail_at(src, 0, 0, "dtype '%s' is not supported (float16, float32, float64, int32, int64)", shown);
+        return fail_at(src, 0, 0, "dtype '%s' is not supported for an i32 tensor (bool, int8, int16, int32, int64, "
+                       "uint8, uint16, uint32, uint64)", shown);
+    return fail_at(src, 0, 0, "dtype '%s' is not supported (float16, float32, float64, bool, int8, int16, int32, "
+                   "int64, uint8, uint16, uint32, uint64)", shown);
 }
 
 static uint64_t load_le(const unsigned char *bytes, int size) {
@@ -546,6 +545,7 @@ static int npy_convert(const Source *src, const NpyType *type, const unsigned ch
     float *floats = t->out;
     for (int64_t i = 0; i < n; i++) {
         uint64_t raw = load_le(bytes + (int64_t)type->size * i, type->size);
+        if (type->kind == NPY_BOOL) raw = raw != 0; /* then an unsigned integer, 0 or 1 */
         int64_t cell = first + i;
         if (t->dtype == TSR_DTYPE_BF16 || t->dtype == TSR_DTYPE_F16) {
             store_half(type, raw, t, cell);

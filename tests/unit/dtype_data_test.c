@@ -151,13 +151,36 @@ static void npy_integers(void) {
     status = tsr_load_npy_typed(path_of("beu1.npy"), out, TSR_DTYPE_I32, 2, d23, "x");
     check(status == TSR_OK && cell_int(out, 5) == 255, "npy '>u1': one byte has no order", tsr_last_error());
 
-    /* F32 tensors: integers converted, as always; small integer types still refused. */
+    /* F32 tensors: every integer type and bool converted (an image of uint8 pixels, a mask). */
     int64_t i8[6] = {1, -2, 3, 4, 5, 6};
     write_bytes("i8.npy", "<i8", "(2, 3)", i8, sizeof i8);
     status = tsr_load_npy_typed(path_of("i8.npy"), out, TSR_DTYPE_F32, 2, d23, "x");
     check(status == TSR_OK && out[1] == -2.0f && out[5] == 6.0f, "npy int64 into f32, converted", tsr_last_error());
-    expect_tail("npy uint8 into f32", tsr_load_npy_typed(path_of("beu1.npy"), out, TSR_DTYPE_F32, 2, d23, "x"),
-                "beu1.npy", ": dtype '>u1' is not supported (float16, float32, float64, int32, int64)");
+    status = tsr_load_npy_typed(path_of("beu1.npy"), out, TSR_DTYPE_F32, 2, d23, "x");
+    check(status == TSR_OK && out[0] == 1.0f && out[4] == 5.0f && out[5] == 255.0f, "npy uint8 into f32, converted",
+          tsr_last_error());
+    int16_t i2[6] = {-32768, -1, 0, 1, 2, 32767};
+    write_bytes("i2.npy", "<i2", "(2, 3)", i2, sizeof i2);
+    status = tsr_load_npy_typed(path_of("i2.npy"), out, TSR_DTYPE_F32, 2, d23, "x");
+    check(status == TSR_OK && out[0] == -32768.0f && out[1] == -1.0f && out[5] == 32767.0f, "npy int16 into f32",
+          tsr_last_error());
+    uint64_t u8[6] = {0, 16777217u /* 2^24 + 1: to nearest even, 2^24 */, UINT64_MAX, 3, 4, 5};
+    write_bytes("u8.npy", "<u8", "(2, 3)", u8, sizeof u8);
+    status = tsr_load_npy_typed(path_of("u8.npy"), out, TSR_DTYPE_F32, 2, d23, "x");
+    check(status == TSR_OK && out[1] == 16777216.0f && out[2] == 0x1p64f && out[5] == 5.0f,
+          "npy uint64 into f32, rounded to nearest", tsr_last_error());
+    unsigned char mask[6] = {0, 1, 1, 0, 2 /* any byte but 0 is true */, 1};
+    write_bytes("b1.npy", "|b1", "(2, 3)", mask, sizeof mask);
+    status = tsr_load_npy_typed(path_of("b1.npy"), out, TSR_DTYPE_F32, 2, d23, "x");
+    check(status == TSR_OK && out[0] == 0.0f && out[1] == 1.0f && out[3] == 0.0f && out[4] == 1.0f,
+          "npy bool into f32: 0 and 1", tsr_last_error());
+    status = tsr_load_npy_typed(path_of("b1.npy"), out, TSR_DTYPE_I32, 2, d23, "x");
+    check(status == TSR_OK && cell_int(out, 0) == 0 && cell_int(out, 4) == 1, "npy bool into i32: 0 and 1",
+          tsr_last_error());
+    write_bytes("c8.npy", "<c8", "(2, 3)", i8, 48);
+    expect_tail("npy complex64 into f32", tsr_load_npy_typed(path_of("c8.npy"), out, TSR_DTYPE_F32, 2, d23, "x"),
+                "c8.npy", ": dtype '<c8' is not supported (float16, float32, float64, bool, int8, int16, int32, int64, "
+                "uint8, uint16, uint32, uint64)");
 }
 
 static void write_text(const char *name, const char *text) { write_bytes(name, NULL, NULL, text, strlen(text)); }

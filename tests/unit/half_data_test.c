@@ -153,15 +153,24 @@ static void from_integers(void) {
     expect_cells("npy int64 into f16", "i8.npy", false, F16,
                  (const uint16_t[]){0x7c00, 0xfc00, 0xfc00, 0x7c00, 0x6800, 0xe802});
 
-    unsigned char u1[6] = {1, 2, 3, 4, 5, 6};
+    unsigned char u1[6] = {1, 2, 3, 4, 5, 255};
     write_npy("u1.npy", "|u1", "(6,)", u1, sizeof u1);
+    expect_cells("npy uint8 into bf16", "u1.npy", false, BF16, (const uint16_t[]){0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x437f});
+    uint16_t u2[6] = {0, 257 /* bf16: a tie, to even 256 */, 259, 2049 /* f16: a tie, to even 2048 */, 65535, 7};
+    write_npy("u2.npy", "<u2", "(6,)", u2, sizeof u2);
+    expect_cells("npy uint16 into bf16, rounded once", "u2.npy", false, BF16,
+                 (const uint16_t[]){0x0000, 0x4380, 0x4382, 0x4500, 0x4780, 0x40e0});
+    expect_cells("npy uint16 into f16, rounded once", "u2.npy", false, F16,
+                 (const uint16_t[]){0x0000, 0x5c04, 0x5c0c, 0x6800, 0x7c00, 0x4700});
+    unsigned char complex64[48] = {0};
+    write_npy("c8.npy", "<c8", "(6,)", complex64, sizeof complex64);
     static const int64_t d6[] = {6};
     uint16_t cells[6];
-    int status = tsr_load_npy_typed(path_of("u1.npy"), cells, BF16, 1, d6, "x");
+    int status = tsr_load_npy_typed(path_of("c8.npy"), cells, BF16, 1, d6, "x");
     char want[400];
-    snprintf(want, sizeof want, "data 'x': '%s': dtype '|u1' is not supported (float16, float32, float64, int32, int64)",
-             path_of("u1.npy"));
-    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "npy uint8 into bf16: the dtypes it reads",
+    snprintf(want, sizeof want, "data 'x': '%s': dtype '<c8' is not supported (float16, float32, float64, bool, int8, "
+             "int16, int32, int64, uint8, uint16, uint32, uint64)", path_of("c8.npy"));
+    check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "npy complex64 into bf16: the dtypes it reads",
           tsr_last_error());
 }
 
