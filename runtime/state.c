@@ -180,30 +180,47 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     bool points = !strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
                   !strcmp(d->generator, "spirals");
     for (uint32_t f = 0; f < d->field_count; f++) /* the generators that make numbers, not integers */
-        if ((points && m->buffers[d->fields[f]].dtype != TSR_DTYPE_F32) ||
-            (!strcmp(d->generator, "uniform") && m->buffers[d->fields[f]].dtype == TSR_DTYPE_I32))
-            return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes %s numbers, but the tensor is %s", d->name,
-                             d->generator, points ? "f32" : "floating-point",
-                             tsr_dtype_word(m->buffers[d->fields[f]].dtype));
+        if ((points || !strcmp(d->generator, "uniform")) && m->buffers[d->fields[f]].dtype == TSR_DTYPE_I32)
+            return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes floating-point numbers, but the tensor is %s",
+                             d->name, d->generator, tsr_dtype_word(m->buffers[d->fields[f]].dtype));
     if (points) {
         if (d->field_count != 2 || d->count < 0 || d->count > INT64_MAX / 2 || b0->size != 2 * d->count ||
-            m->buffers[d->fields[1]].size != d->count)
+            m->buffers[d->fields[1]].size != d->count || m->buffers[d->fields[1]].dtype != b0->dtype)
             return tsr_error(TSR_ERR_IMAGE, "data '%s': the image's fields do not fit %" PRId64 " points", d->name,
                              d->count);
-        float *labels = s->buffers[d->fields[1]];
+        /* The generators make f32 points; a field of another type gets them widened to f64 or
+         * rounded once to bf16 or f16, from f32 copies. */
+        bool in_f32 = b0->dtype == TSR_DTYPE_F32;
+        void *points_out = f0, *labels_out = s->buffers[d->fields[1]];
+        if (!in_f32) {
+            f0 = tsr_alloc_floats(2 * d->count);
+            if (!f0) return tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s'", d->name);
+        }
+        float *labels = in_f32 ? labels_out : tsr_alloc_floats(d->count);
+        if (!labels) {
+            tsr_free(f0);
+            return tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s'", d->name);
+        }
         int shards = shards_of(d);
         int64_t count = d->count;
         float *all_points = f0, *all_labels = labels; /* a sharded set: the points of N processes, then this one's */
         if (shards > 1) {
-            if (count > INT64_MAX / 2 / shards) return tsr_error(TSR_ERR_DATA, "data '%s': too many points for %d "
-                                                                 "processes", d->name, shards);
+            int status = TSR_OK;
+            if (count > INT64_MAX / 2 / shards)
+                status = tsr_error(TSR_ERR_DATA, "data '%s': too many points for %d processes", d->name, shards);
             count *= shards;
-            all_points = tsr_alloc_floats(2 * count);
-            all_labels = tsr_alloc_floats(count);
-            if (!all_points || !all_labels) {
+            all_points = status == TSR_OK ? tsr_alloc_floats(2 * count) : NULL;
+            all_labels = status == TSR_OK ? tsr_alloc_floats(count) : NULL;
+            if (status == TSR_OK && (!all_points || !all_labels))
+                status = tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s' for %d processes", d->name, shards);
+            if (status != TSR_OK) {
                 tsr_free(all_points);
                 tsr_free(all_labels);
-                return tsr_error(TSR_ERR_NOMEM, "out of memory making data '%s' for %d processes", d->name, shards);
+                if (!in_f32) {
+                    tsr_free(f0);
+                    tsr_free(labels);
+                }
+                return status;
             }
         }
         if (!strcmp(d->generator, "half_moons")) tsr_half_moons(all_points, all_labels, count, d->noise, (uint64_t)d->seed);
@@ -215,6 +232,12 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
             keep_rows(all_labels, labels, d->count, 1);
             tsr_free(all_points);
             tsr_free(all_labels);
+        }
+        if (!in_f32) {
+            for (int64_t c = 0; c < 2 * d->count; c++) tsr_cell_store(points_out, b0->dtype, c, f0[c]);
+            for (int64_t c = 0; c < d->count; c++) tsr_cell_store(labels_out, b0->dtype, c, labels[c]);
+            tsr_free(f0);
+            tsr_free(labels);
         }
         for (uint32_t f = 0; f < 2; f++) { /* a field that --data replaces */
             const char *path = data_override(s, d->fields[f], args);

@@ -145,13 +145,21 @@ Tensor *option_tensor(Elab *e, const Value *v, Span span) {
     return o->tensor = t;
 }
 
-/* half_moons / circles / spirals ~count ~noise ~seed ~batches (~factor): two classes of 2-D
- * points, fields `points` (batches, count/batches | 2) and `labels` (… | 1, values ±1). */
+/* half_moons / circles / spirals ~count ~noise ~seed ~batches (~factor) (~dtype): two classes of
+ * 2-D points, fields `points` (batches, count/batches | 2) and `labels` (… | 1, values ±1), both
+ * of ~dtype (f32 by default; the runtime's f32 points widened to f64 or rounded to bf16 or f16). */
 static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
     bool circles = strcmp(fn, "circles") == 0;
-    if (!check_labels(args, count, fn, circles ? "~count ~noise ~seed ~batches ~factor" : "~count ~noise ~seed ~batches",
-                      false))
+    if (!check_labels(args, count, fn,
+                      circles ? "~count ~noise ~seed ~batches ~factor ~dtype" : "~count ~noise ~seed ~batches ~dtype", false))
         return &error_value;
+    uint8_t dtype = TSR_DTYPE_F32;
+    const Arg *typed = find_arg(args, count, "dtype");
+    if (typed && !dtype_of_value(typed->value, typed->span, arena_printf(e->arena, "'%s'", fn), &dtype))
+        return &error_value;
+    if (dtype == TSR_DTYPE_I32) /* the points are fractions */
+        return fail(typed->span, "'%s' makes points with fractional coordinates, which i32 cannot hold: ~dtype is "
+                    "\"f32\", \"f64\", \"bf16\" or \"f16\" (convert the labels with to_i32 where integers are needed)", fn);
     int64_t n, batches, seed;
     double noise, factor;
     if (!int_arg(args, count, "count", span, fn, 0, true, &n) ||
@@ -177,6 +185,7 @@ static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span
     const char *names[2] = {"points", "labels"};
     for (uint32_t f = 0; f < 2; f++) {
         Tensor *t = data_tensor(e, d, f, span);
+        t->dtype = dtype;
         OriginId o = origin(e, span, "the %s of '%s'", names[f], fn);
         t->shape = closed_shape(e, span, names[f]);
         Dim b[2];
