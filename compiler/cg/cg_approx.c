@@ -54,7 +54,8 @@ LLVMValueRef cga_exp(CgLlvm *g, LLVMValueRef x) {
     LLVMBuilderRef B = g->b;
     LLVMValueRef hi = cgl_fconst_like(g, x, APPROX_EXP_MAX), lo = cgl_fconst_like(g, x, APPROX_EXP_MIN);
     LLVMValueRef clamped = pick(g, LLVMRealOGT, x, hi, hi, x);
-    clamped = pick(g, LLVMRealOLT, clamped, lo, lo, clamped);
+    LLVMValueRef zero = cgl_fconst_like(g, x, 0.0), underflows = LLVMBuildFCmp(B, LLVMRealOLT, clamped, lo, "");
+    clamped = LLVMBuildSelect(B, underflows, zero, clamped, ""); /* +0 below APPROX_EXP_MIN (approx.h) */
     LLVMValueRef magic = cgl_fconst_like(g, x, APPROX_ROUND_MAGIC);
     LLVMValueRef shifted = fma3(g, clamped, cgl_fconst_like(g, x, APPROX_LOG2E), magic);
     LLVMValueRef n = LLVMBuildFSub(B, shifted, magic, "");
@@ -68,7 +69,7 @@ LLVMValueRef cga_exp(CgLlvm *g, LLVMValueRef x) {
     LLVMValueRef scale1 = from_bits(g, LLVMBuildShl(B, LLVMBuildAdd(B, half, bias, ""), shift, ""));
     LLVMValueRef scale2 =
         from_bits(g, LLVMBuildShl(B, LLVMBuildAdd(B, LLVMBuildSub(B, n_bits, half, ""), bias, ""), shift, ""));
-    return LLVMBuildFMul(B, LLVMBuildFMul(B, er, scale1, ""), scale2, "");
+    return LLVMBuildSelect(B, underflows, zero, LLVMBuildFMul(B, LLVMBuildFMul(B, er, scale1, ""), scale2, ""), "");
 }
 
 LLVMValueRef cga_log(CgLlvm *g, LLVMValueRef x) {

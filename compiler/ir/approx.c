@@ -34,7 +34,8 @@ static float horner(const float *c, unsigned degree, float x) {
 
 float approx_exp(float x) {
     float clamped = x > APPROX_EXP_MAX ? APPROX_EXP_MAX : x; /* ordered compares: NaN passes */
-    clamped = clamped < APPROX_EXP_MIN ? APPROX_EXP_MIN : clamped;
+    int underflows = clamped < APPROX_EXP_MIN;                /* the result is +0 (approx.h) */
+    clamped = underflows ? 0.0f : clamped;
     float shifted = fmaf(clamped, APPROX_LOG2E, APPROX_ROUND_MAGIC);
     float n = shifted - APPROX_ROUND_MAGIC;
     float r = fmaf(n, -APPROX_LN2_HI, clamped);
@@ -45,7 +46,7 @@ float approx_exp(float x) {
     uint32_t half = (uint32_t)((int32_t)n_bits >> 1);                /* ⌊n/2⌋ */
     float scale1 = approx_float((half + 127u) << 23);
     float scale2 = approx_float((n_bits - half + 127u) << 23);
-    return er * scale1 * scale2;
+    return underflows ? 0.0f : er * scale1 * scale2;
 }
 
 float approx_log(float x) {
