@@ -5,10 +5,13 @@
  * threaded kernel's time is its whole parallel loop, seen from the thread that launches it);
  * tsr_profile_report() prints them as a table sorted by time, with each kernel's label — its
  * routine, its number there and the tensors it writes — so that the time of a training step can
- * be traced to the layer and pass it belongs to.
+ * be traced to the layer and pass it belongs to.  Kernels under 0.1 % of the total are summed on
+ * one line, unless the environment sets TSR_PROFILE_ALL (to anything but "" or "0"): then every
+ * kernel gets its line (tools/bench/profile_parts.py adds them up by the model's parts).
  *
  * Requires: nothing but the C library; it keeps no state of its own. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tsr.h"
@@ -50,12 +53,14 @@ void tsr_profile_report(FILE *out, const char *module, uint32_t count, const cha
     fprintf(out, "profile of %s: %.3f ms in %lld launches of %u kernels (of %u)\n", module ? module : "?",
             (double)total / 1e6, (long long)launches, launched, count);
     fprintf(out, "%10s %6s %9s %10s  %s\n", "ms", "%", "launches", "us/launch", "kernel");
+    const char *all = getenv("TSR_PROFILE_ALL");
+    double cut_off = all && *all && strcmp(all, "0") != 0 ? -1.0 : 0.1; /* percent of the total */
     int64_t rest_ns = 0, rest_calls = 0;
     uint32_t rest = 0;
     for (uint32_t i = 0; i < launched; i++) {
         uint32_t k = rows[i].kernel;
         double share = total > 0 ? 100.0 * (double)ns[k] / (double)total : 0.0;
-        if (share < 0.1) {
+        if (share < cut_off) {
             rest++;
             rest_ns += ns[k];
             rest_calls += calls[k];

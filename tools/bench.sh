@@ -477,11 +477,20 @@ if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     if "$TSRC" --profile -c $CPU_OPT --name=gpt "$pdir/gpt.tsr" -o "$pdir/gpt.o" 2>"$pdir/tsrc.log" &&
        $CC -O2 -DGPT_PROFILE -I"$pdir" -I"$ROOT/runtime" -I"$BENCH" "$BENCH/gpt_tsrc.c" "$pdir/gpt.o" \
            "$BUILD/libtsr.a" -lm -lpthread -o "$pdir/driver" 2>"$pdir/cc.log"; then
+        parts=
         for t in $THREADS; do
             echo "bench: the GPT step's kernels by time at $t thread(s) (tsrc --profile; the whole run):"
-            env TSR_NUM_THREADS="$t" "$pdir/driver" "$BUDGET" "$MAX_REPS" "$pdir/gpt_init.npz" 2>&1 >/dev/null |
-                head -n 42 | sed 's/^/    /'
+            env TSR_NUM_THREADS="$t" TSR_PROFILE_ALL=1 "$pdir/driver" "$BUDGET" "$MAX_REPS" "$pdir/gpt_init.npz" \
+                2>"$pdir/profile_$t.txt" >/dev/null
+            head -n 42 "$pdir/profile_$t.txt" | sed 's/^/    /'
+            parts="$parts $t-thread=$pdir/profile_$t.txt"
         done
+        # The same runs added up by the part of the model each kernel comes from.
+        if "$TSRC" --emit=sched-ir $CPU_OPT "$pdir/gpt.tsr" -o "$pdir/gpt.sched" 2>>"$pdir/tsrc.log"; then
+            echo "bench: the GPT step's time by part of the model (ms a step, the run's mean; tools/bench/profile_parts.py):"
+            "$PY" "$BENCH/profile_parts.py" "$pdir/gpt.sched" "$ROOT/stdlib" step $parts | sed 's/^/    /' ||
+                failed=1
+        fi
     else
         echo "bench: building the profiled GPT step failed:"; cat "$pdir/tsrc.log" "$pdir/cc.log" | head -n 20
         failed=1

@@ -5,6 +5,7 @@
 #     program's: every kernel of `train` launched once per step (40 epochs x 20 batches of
 #     docs/examples/train_moons.tsr), every kernel of `evaluate` once per epoch; labels name the
 #     routine, the kernel's number and the tensors it writes;
+#   - with TSR_PROFILE_ALL=1 every kernel has its line, none summed;
 #   - -c --profile: the header declares MODEL_profile_report(), a C driver calls it and gets
 #     the table; without --profile the header has no such function;
 #   - --profile with --interp, with --target=cuda or with --check is a usage error (exit 2).
@@ -31,6 +32,13 @@ awk 'NR > 2 && $5 == "train" { if ($3 != 800) bad = 1; n++ }
 check "each kernel's launches are its routine's runs (train 800, evaluate 40)" $?
 grep -Eq '^ +[0-9.]+ +[0-9.]+% +800 +[0-9.]+  train #[0-9]+  writes .*w1\.grad' "$T/prof.err"
 check "a kernel's label names its routine, its number and the tensors it writes" $?
+# TSR_PROFILE_ALL=1: every kernel has its line (the header's "of N" of them), none summed.
+TSR_PROFILE_ALL=1 "$T/prof" >/dev/null 2>"$T/all.err"
+kernels=$(sed -n '1s/.* launches of \([0-9]*\) kernels.*/\1/p' "$T/all.err")
+listed=$(awk 'NR > 2' "$T/all.err" | wc -l)
+[ -n "$kernels" ] && [ "$listed" -eq "$kernels" ] && ! grep -q 'kernels under 0.1 %' "$T/all.err" &&
+    grep -q 'kernels under 0.1 %' "$T/prof.err"
+check "TSR_PROFILE_ALL=1 lists every kernel ($listed of ${kernels:-?}); without it the small ones are summed" $?
 
 "$TSRC" -c --profile tests/native/affine.tsr -o "$T/affine.o" >"$T/log" 2>&1 &&
     grep -q '^void affine_profile_report(void);' "$T/affine.h"

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""profile_parts.py -- a GPT step's kernel profile added up by the part of the model each kernel
+comes from (make bench, BENCH_PROFILE=1; docs/performance.md, "Where the time goes").
+
+    profile_parts.py SCHED_IR STDLIB_DIR ROUTINE [LABEL=]PROFILE [[LABEL=]PROFILE ...]
+
+SCHED_IR is `tsrc --emit=sched-ir` of the program, STDLIB_DIR the stdlib/ whose files its
+comments name, ROUTINE the profiled routine ("step"), and each PROFILE the standard error of a
+run compiled with --profile and run with TSR_PROFILE_ALL=1 (every kernel listed; one file per
+thread count, in the order of the table's columns; LABEL heads its column).
+
+A kernel is found in the dump as kernel.c makes it: each top-level statement of the routine is
+one, except that a statement touching a local started by the statement before joins it (a full
+reduction's `l = ...; for ...; store`).  Its part is where its nest's description comment points
+(the last comment of the routine with a FILE:LINE, so a schedule's packing or tile nest goes
+with the product it serves), mapped to the stdlib function that line is in; packed copies
+(`.panels#`, `.rows#` in the kernel's label) are a part of their own.  The script stops with a
+message when the dump's kernel count is not the profile's.
+"""
+import collections
+import re
+import sys
+
+PARTS = {
+    "linear": "MLP products (linear: up- and down-projection, forward and gradients)",
+    "gelu": "GELU (forward and gradient)",
+    "mlp_layers": "GELU (forward and gradient)",
+    "attention": "attention (q/k/v/output projections, per-head scores and values, mask)",
+    "layer_norm": "layer norms",
+    "softmax": "softmax (exp, sum)",
+    "sum_last": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "minus_last": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "times_last": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "max_last": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "embedding": "embedding gather and tied head",
+    "unembed": "embedding gather and tied head",
+}
+
+
+def kernel_comments(dump, routine):
+    lines = dump.splitlines()
+    try:
+        start = lines.index("function %s:" % routine)
+    except ValueError:
+        sys.exit("profile_parts: the dump has no function %s" % routine)
+    kernels, comment, local = [], None, None
+    for line in lines[start + 1:]:
+        if line.startswith("function "):
+            break
+        if not line.startswith("  ") or line.startswith("   "):
+            continue
+        text = line[2:]
+        if text.startswith("#"):
+            if re.search(r"at [\w.-]+\.tsr:\d+", text):
+                comment = text
+            continue
+        started = re.match(r"(l\d+) = ", text)
+        if started:
+            if local != started.group(1):
+                local = started.group(1)
+                kernels.append(comment)
+            continue
+        if text.startswith("for ") and local:
+            continue
+        if local and re.search(r"\b%s\b" % local, text):
+            local = None
+            continue
+        local = None
+        kernels.append(comment)
+    return kernels
+
+
+def definitions(path):
+    """Line number -> the top-level definition it is in."""
+    names, current = {}, "?"
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            m = re.match(r"(?:let%op|let%cd|let rec|let|operator)\s+(?:\(\s*)?([A-Za-z_][A-Za-z0-9_]*)", line)
+            if m:
+                current = m.group(1)
+            names[number] = current
+    return names
+
+
+def part(comment, label, stdlib):
+    if ".panels#" in label or ".rows#" in label:
+        return "packing operands for the register tiles"
+    m = re.search(r"at ([\w.-]+)\.tsr:(\d+)", comment or "")
+    if not m:
+        return "other"
+    source, line = m.group(1), int(m.group(2))
+    if source == "train":
+        return "optimiser and gradient clipping (Train)"
+    if source not in stdlib:
+        return "the program itself (%s.tsr: residual adds, positions)" % source
+    name = stdlib[source].get(line, "?")
+    return PARTS.get(name, "the rest (%s.tsr: %s)" % (source, name))
+
+
+def read_profile(path, routine):
+    rows, total_kernels = {}, None
+    with open(path) as f:
+        for line in f:
+            head = re.match(r"profile of \S+: .* of (\d+) kernels", line)
+            if head:
+                total_kernels = int(head.group(1))
+            m = re.match(r"\s*([\d.]+)\s+([\d.]+)%\s+(\d+)\s+([\d.]+)\s+" + re.escape(routine) + r" #(\d+)\s+(.*)", line)
+            if m:
+                rows[int(m.group(5))] = (float(m.group(4)), m.group(6))
+    return rows, total_kernels
+
+
+def main():
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    dump_path, stdlib_dir, routine, profiles = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    with open(dump_path) as f:
+        comments = kernel_comments(f.read(), routine)
+    stdlib = {name: definitions("%s/%s.tsr" % (stdlib_dir, name)) for name in ("nn", "core", "train")}
+    columns, labels = [], []
+    for arg in profiles:
+        label, _, path = arg.rpartition("=")
+        labels.append(label or "column %d" % (len(labels) + 1))
+        rows, total_kernels = read_profile(path, routine)
+        if total_kernels != len(comments):
+            sys.exit("profile_parts: %s lists %s kernels, the dump has %d in %s: not the same program"
+                     % (path, total_kernels, len(comments), routine))
+        times, counts = collections.Counter(), collections.Counter()
+        for kernel, (us_per_launch, label) in rows.items():
+            p = part(comments[kernel], label, stdlib)
+            times[p] += us_per_launch
+            counts[p] += 1
+        columns.append((times, counts))
+    first, counts = columns[0]
+    total = sum(first.values())
+    header = "| part of the step | kernels | " + " | ".join("%s ms" % label for label in labels)
+    print(header + " | share (%s) |" % labels[0])
+    print("|---|---:|" + "---:|" * len(columns) + "---:|")
+    for name, us in first.most_common():
+        cells = " | ".join("%.1f" % (c[0][name] / 1000) for c in columns)
+        print("| %s | %d | %s | %.0f %% |" % (name, counts[name], cells, 100 * us / total if total else 0))
+    cells = " | ".join("%.1f" % (sum(c[0].values()) / 1000) for c in columns)
+    print("| **the step** | %d | %s | |" % (sum(counts.values()), cells))
+
+
+if __name__ == "__main__":
+    main()
