@@ -385,12 +385,65 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     return packed.buffer;
 }
 
+/* The cells of a tile's last iterator that one block of tile_dots sums at a time. */
+enum { DOT_BLOCK = 64 };
+
+/* A loop over a fresh iterator of the function, into `into`; returns its body. */
+static IrBlock *fresh_loop(Attn *A, IrBlock *into, uint32_t iter, uint64_t extent) {
+    IrStmt *lp = statement(A, IR_LOOP);
+    lp->iter = iter;
+    lp->extent = extent;
+    push(A, into, lp);
+    return &lp->body;
+}
+
+/* `index` (over `rank` axes) with the function's iterator `from` replaced by
+ * DOT_BLOCK·block + cell. */
+static IrIndex *split_index(Attn *A, const IrIndex *index, uint32_t rank, uint32_t from, uint32_t block, uint32_t cell) {
+    IrIndex *out = arena_alloc(A->ir->arena, (rank ? rank : 1) * sizeof *out);
+    for (uint32_t a = 0; a < rank; a++) {
+        out[a] = index[a];
+        out[a].terms = arena_alloc(A->ir->arena, (2 * index[a].term_count + 1) * sizeof *out[a].terms);
+        out[a].term_count = 0;
+        for (uint32_t k = 0; k < index[a].term_count; k++) {
+            IrTerm term = index[a].terms[k];
+            if (term.iter != from) {
+                out[a].terms[out[a].term_count++] = term;
+                continue;
+            }
+            out[a].terms[out[a].term_count++] = (IrTerm){block, term.coef * DOT_BLOCK};
+            out[a].terms[out[a].term_count++] = (IrTerm){cell, term.coef};
+        }
+    }
+    return out;
+}
+
 /* tile = Σ fma(x, y) over `sum` for every point of the tile, y read from its packed copy: the
- * tile's loops innermost, each cell's sum in the order of `sum`'s loops. */
+ * tile's loops innermost, each cell's sum in the order of `sum`'s loops.  When the tile's last
+ * iterator has a multiple of DOT_BLOCK cells (more than one block), its cells are summed a block
+ * at a time: the block's loop outside `sum`'s, its DOT_BLOCK cells inside, so that a block's
+ * running sums can stay in registers across the whole sum instead of being loaded and stored at
+ * every step.  Each cell still adds the same products in the same order. */
 static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uint32_t y) {
     IrIndex *packed_at;
     uint32_t packed = pack_operand(A, y, t, &packed_at);
     store(A, open_loops(A, into, t.its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
+    uint32_t last = t.its.n ? t.its.it[t.its.n - 1] : UINT32_MAX;
+    uint64_t cells = last != UINT32_MAX ? A->p->iter_size[last] : 0;
+    if (cells > DOT_BLOCK && cells % DOT_BLOCK == 0) {
+        Iters outer = t.its;
+        outer.n--;
+        uint32_t block = A->fn->iter_count++, cell = A->fn->iter_count++, from = A->base + last;
+        IrBlock *inner = fresh_loop(A, open_loops(A, open_loops(A, into, outer, false, NULL), (Iters){{0}, 0}, false, NULL),
+                                    block, cells / DOT_BLOCK);
+        inner = fresh_loop(A, open_loops(A, inner, sum, false, NULL), cell, DOT_BLOCK);
+        IrIndex *at = split_index(A, tile_index(A, t), t.its.n, from, block, cell);
+        IrExpr *xv = operand(A, x);
+        xv->index = split_index(A, xv->index, A->ir->buffers[xv->buffer].rank, from, block, cell);
+        IrExpr *yv = load(A, packed, split_index(A, packed_at, A->ir->buffers[packed].rank, from, block, cell));
+        store(A, inner, t.buffer, at, op(A, SOP_FMA, xv, yv, load(A, t.buffer, at)));
+        return;
+    }
     IrBlock *inner = open_loops(A, open_loops(A, into, sum, false, NULL), t.its, false, NULL);
     store(A, inner, t.buffer, tile_index(A, t), op(A, SOP_FMA, operand(A, x), load(A, packed, packed_at), tile_cell(A, t)));
 }
