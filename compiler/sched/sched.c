@@ -37,7 +37,9 @@
  *   2. Any other reduction whose innermost parallel iterator walks C and every load with
  *      stride 1 (or not at all) accumulates in place: the reduction loops move outside that
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
- *      again takes the same steps in the same order.
+ *      again takes the same steps in the same order.  One whose loads walk that iterator with
+ *      another stride (a row's sum over its contiguous last axis) has that loop split into
+ *      blocks of 8 cells whose chains of steps interleave (rewrite 2b, interleave_rows).
  *   3. A large pointwise nest that writes a buffer it does not read, by whole aligned vectors,
  *      stores around the caches (`nontemporal`); also one that touches bf16 or f16 cells, which
  *      the schedule otherwise leaves as lowered.
@@ -109,6 +111,63 @@ static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
     IrStmt *last = r->red[r->nred - 1];
     last->body = (IrBlock){0};
     ir_block_push(s->ir->arena, &last->body, cells);
+    return true;
+}
+
+/* ---- Rewrite 2b: interleaving the rows' chains ------------------------------------------------------ */
+
+enum { INTERLEAVED_ROWS = 8 };
+
+/* A reduction that rewrite 2 cannot take — its loads walk the innermost parallel loop with a
+ * stride other than 0 or 1, as a sum over the contiguous last axis of each row does (a layer
+ * norm's statistics and their gradients) — is a chain of dependent steps per cell, each waiting
+ * for the one before (4 cycles an fma).  Here the innermost parallel loop is split into blocks
+ * of INTERLEAVED_ROWS cells, and inside a block the reduction loops run outside an unrolled loop
+ * over its cells, which accumulate in place (as in rewrite 2): the cells' chains interleave,
+ * INTERLEAVED_ROWS of them in flight.  Each cell takes the same steps in the same order, so the
+ * result is bit-identical.  The nest replacing it goes to `out`. */
+static bool interleave_rows(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (r->npar < 1 || r->nred == 0 || !init_is_plain(ir, r)) return false;
+    IrStmt *inner = r->par[r->npar - 1];
+    uint32_t c = r->store->buffer;
+    DType type = (DType)ir->buffers[c].dtype;
+    if (inner->iter >= s->old_iters || (type != DTYPE_F32 && type != DTYPE_F64) || inner->extent < 2 * INTERLEAVED_ROWS ||
+        inner->extent % INTERLEAVED_ROWS != 0 || !mentions(ir, c, r->store->index, inner->iter))
+        return false;
+    bool reads_cell = false; /* the step reads the cell only through the local */
+    if (!scan_expr(ir, r->step->value, r->local, c, UINT32_MAX, &reads_cell) || reads_cell) return false;
+
+    reset_subst(s);
+    uint32_t block = new_iter(s), row = new_iter(s);
+    map_iter(s, inner->iter, (Affine){.terms = {{block, INTERLEAVED_ROWS}, {row, 1}}, .count = 2, .offset = 0});
+    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
+    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
+    IrStmt *blocks = new_loop(s, block, inner->extent / INTERLEAVED_ROWS, true, LOOP_PLAIN);
+    if (r->init->value->kind == IR_CONST) { /* a reset; an update starts from the cell as it is */
+        IrStmt *init = new_loop(s, row, INTERLEAVED_ROWS, true, LOOP_UNROLL);
+        ir_block_push(s->ir->arena, &init->body, new_store(s, c, at, r->init->value));
+        ir_block_push(s->ir->arena, &blocks->body, init);
+    }
+    IrBlock *into = &blocks->body;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        IrStmt *lp = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, lp);
+        into = &lp->body;
+    }
+    IrStmt *cells = new_loop(s, row, INTERLEAVED_ROWS, true, LOOP_UNROLL);
+    ir_block_push(s->ir->arena, &cells->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
+    ir_block_push(s->ir->arena, into, cells);
+    reset_subst(s);
+    if (r->npar >= 2) {
+        IrStmt *outer = r->par[r->npar - 2];
+        outer->body = (IrBlock){0};
+        ir_block_push(s->ir->arena, &outer->body, blocks);
+        ir_block_push(s->ir->arena, out, r->par[0]);
+    } else {
+        blocks->comment = inner->comment;
+        ir_block_push(s->ir->arena, out, blocks);
+    }
     return true;
 }
 
@@ -370,7 +429,7 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
             return fused; /* the epilogue is in the tiles now */
         }
         IrBlock in_place = {0};
-        if (accumulate_in_place(s, &r, &in_place)) {
+        if (accumulate_in_place(s, &r, &in_place) || interleave_rows(s, &r, &in_place)) {
             for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, body, in_place.items[k]);
             return false;
         }
