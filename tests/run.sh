@@ -349,6 +349,14 @@ else fail "schedule: a transposed operand packed a group of row blocks per pass,
 run_tsrc --emit=asm --cpu=x86-64-v4 -o - tests/native/packed_groups.tsr
 if [ "$(status)" = 0 ] && grep -q 'prefetcht0' "$TMP/out"; then pass "native code prefetches a packed operand's stream"
 else fail "native code prefetches a packed operand's stream" "exit $(status)" "$TMP/out"; fi
+# Row sums over a contiguous axis (tests/native/row_sums.tsr, whose .out golden checks the bits in
+# every executor): the layer norm's reductions over 40 rows run as blocks of 8 rows whose chains
+# interleave (sched.c rewrite 2b), and the 3 rows of a sum per head stay one chain each.
+run_tsrc --emit=sched-ir -o - tests/native/row_sums.tsr
+blocks=$(grep -c 'for i[0-9]* < 8 parallel unroll:' "$TMP/out"); heads=$(grep -A3 "row_sums.tsr:12:16" "$TMP/out" | grep -c 'l[0-9]* = 0')
+if [ "$(status)" = 0 ] && [ "$blocks" -ge 4 ] && [ "$heads" = 1 ]
+then pass "schedule: row sums over a contiguous axis interleave 8 rows' chains"
+else fail "schedule: row sums over a contiguous axis interleave 8 rows' chains" "unrolled blocks $blocks, per-head chain $heads" "$TMP/out"; fi
 # A streamed bf16/f16 result (tests/native/stream_half.tsr, whose .out golden checks its values)
 # leaves through non-temporal stores at both vector widths: on AVX-512 by the vmovntdq that
 # cg_llvm.c writes out, never by vpmovdw's truncating store to memory, which goes through the
