@@ -434,8 +434,7 @@ static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uin
         Iters outer = t.its;
         outer.n--;
         uint32_t block = A->fn->iter_count++, cell = A->fn->iter_count++, from = A->base + last;
-        IrBlock *inner = fresh_loop(A, open_loops(A, open_loops(A, into, outer, false, NULL), (Iters){{0}, 0}, false, NULL),
-                                    block, cells / DOT_BLOCK);
+        IrBlock *inner = fresh_loop(A, open_loops(A, into, outer, false, NULL), block, cells / DOT_BLOCK);
         inner = fresh_loop(A, open_loops(A, inner, sum, false, NULL), cell, DOT_BLOCK);
         IrIndex *at = split_index(A, tile_index(A, t), t.its.n, from, block, cell);
         IrExpr *xv = operand(A, x);

@@ -72,6 +72,17 @@
 
 /* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
 
+/* Where the statements replacing the nest's innermost parallel loop go: the body of the parallel
+ * loop around it, emptied (the nest's outermost loop goes to `out`), or `out` itself when the
+ * innermost loop is the only one. */
+static IrBlock *innermost_place(Sched *s, Reduction *r, IrBlock *out) {
+    if (r->npar < 2) return out;
+    IrStmt *outer = r->par[r->npar - 2];
+    outer->body = (IrBlock){0};
+    ir_block_push(s->ir->arena, out, r->par[0]);
+    return &outer->body;
+}
+
 /* The statements that replace the nest go to `out` (the nest itself, rewritten, when it keeps
  * an outer parallel loop; else the cells' initial loop and the reduction loops). */
 static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
@@ -87,15 +98,8 @@ static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
     reset_subst(s);
     IrExpr *cell = new_load(s, c, r->store->index);
     LocalRepl repl = {r->local, cell, UINT32_MAX, NULL};
-    IrBlock *into = out;
-    if (r->npar >= 2) {
-        IrStmt *outer = r->par[r->npar - 2];
-        outer->body = (IrBlock){0};
-        into = &outer->body;
-        ir_block_push(s->ir->arena, out, r->par[0]);
-    } else if (r->par[0]->comment) {
-        r->red[0]->comment = r->par[0]->comment;
-    }
+    if (r->npar == 1 && r->par[0]->comment) r->red[0]->comment = r->par[0]->comment;
+    IrBlock *into = innermost_place(s, r, out);
     if (r->init->value->kind == IR_CONST) {
         IrStmt *init = new_loop(s, inner->iter, inner->extent, true, LOOP_PLAIN);
         ir_block_push(s->ir->arena, &init->body, new_store(s, c, r->store->index, r->init->value));
@@ -159,15 +163,8 @@ static bool interleave_rows(Sched *s, Reduction *r, IrBlock *out) {
     ir_block_push(s->ir->arena, &cells->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
     ir_block_push(s->ir->arena, into, cells);
     reset_subst(s);
-    if (r->npar >= 2) {
-        IrStmt *outer = r->par[r->npar - 2];
-        outer->body = (IrBlock){0};
-        ir_block_push(s->ir->arena, &outer->body, blocks);
-        ir_block_push(s->ir->arena, out, r->par[0]);
-    } else {
-        blocks->comment = inner->comment;
-        ir_block_push(s->ir->arena, out, blocks);
-    }
+    if (r->npar == 1) blocks->comment = inner->comment;
+    ir_block_push(s->ir->arena, innermost_place(s, r, out), blocks);
     return true;
 }
 
