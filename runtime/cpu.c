@@ -50,6 +50,8 @@ uint32_t tsr_cpu_features(void) {
             if (b & bit_AVX512CD) f |= TSR_CPU_FEATURE(AVX512CD);
             if (b & bit_AVX512DQ) f |= TSR_CPU_FEATURE(AVX512DQ);
             if (b & bit_AVX512VL) f |= TSR_CPU_FEATURE(AVX512VL);
+            if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5))) /* AVX512_BF16 */
+                f |= TSR_CPU_FEATURE(AVX512BF16);
         }
     }
     if (__get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_LZCNT)) f |= TSR_CPU_FEATURE(LZCNT);

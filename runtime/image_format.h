@@ -53,7 +53,7 @@
     X(SSE4_2, "sse4.2") X(POPCNT, "popcnt") X(AVX, "avx") X(AVX2, "avx2") X(FMA, "fma")          \
     X(BMI1, "bmi") X(BMI2, "bmi2") X(F16C, "f16c") X(MOVBE, "movbe") X(LZCNT, "lzcnt")           \
     X(AVX512F, "avx512f") X(AVX512BW, "avx512bw") X(AVX512CD, "avx512cd") X(AVX512DQ, "avx512dq") \
-    X(AVX512VL, "avx512vl")
+    X(AVX512VL, "avx512vl") X(AVX512BF16, "avx512bf16")
 
 #define TSR_CPU_BIT(name, llvm_name) TSR_CPU_BIT_##name,
 enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };

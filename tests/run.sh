@@ -381,6 +381,42 @@ if [ "$(status)" = 0 ] && grep -q 'schedule: widen w into f32 for the contractio
 then pass "schedule: bf16 and f16 contractions tiled in f32"
 else fail "schedule: bf16 and f16 contractions tiled in f32" "exit $(status)" "$TMP/out"; fi
 
+# bf16 pairs (tests/native/bf16_pairs.tsr; sched_tile.c tile_pairs, docs/ir.md §5.4): for AMD's
+# Zen 4 the schedule packs bf16 × bf16 contractions in pairs of steps (LOOP_DOT_PAIRS) and native
+# code runs them on VDPBF16PS where no operand is tiny; Sapphire Rapids (the instruction at half
+# the f32 rate there) and x86-64-v4 (no AVX-512 BF16) keep the f32 tiles.  The reference executor
+# runs the znver4 schedule to the unscheduled program's bits on every machine; native code for
+# znver4 runs where this machine has AVX-512 BF16, and is only compiled elsewhere.
+run_tsrc --emit=sched-ir --cpu=znver4 -o - tests/native/bf16_pairs.tsr
+paired=$(grep -c 'register tile [0-9x]* of [a-z.#0-9]* over [0-9]* reduction cells in bf16 pairs' "$TMP/out")
+loops=$(grep -c 'reduction dot_pairs unless l[0-9]*:' "$TMP/out")
+run_tsrc --emit=sched-ir --cpu=sapphirerapids -o - tests/native/bf16_pairs.tsr
+spr=$(grep -c 'dot_pairs' "$TMP/out")
+run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/bf16_pairs.tsr
+v4=$(grep -c 'dot_pairs' "$TMP/out")
+run_tsrc --emit=asm --cpu=znver4 -o - tests/native/bf16_pairs.tsr
+instructions=$(grep -c 'vdpbf16ps' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$paired" -ge 4 ] && [ "$loops" -ge 4 ] && [ "$spr" = 0 ] && [ "$v4" = 0 ] && [ "$instructions" -ge 1 ]
+then pass "schedule: bf16 contractions in pairs for znver4 (VDPBF16PS), not for sapphirerapids or x86-64-v4"
+else fail "schedule: bf16 contractions in pairs for znver4" "znver4 tiles $paired, loops $loops, vdpbf16ps $instructions; sapphirerapids $spr, v4 $v4" "$TMP/out"; fi
+TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched tests/native/bf16_pairs.tsr
+cp "$TMP/out" "$TMP/pairs_ref.out"
+TSR_PRINT_EXACT=1 run_tsrc --run --interp --cpu=znver4 tests/native/bf16_pairs.tsr
+if [ "$(status)" = 0 ] && diff -u "$TMP/pairs_ref.out" "$TMP/out" >"$TMP/diff" 2>&1
+then pass "tests/native/bf16_pairs.tsr (the znver4 schedule on the reference executor = unscheduled)"
+else fail "tests/native/bf16_pairs.tsr (the znver4 schedule on the reference executor)" "exit $(status)" "$TMP/diff"; fi
+if [ -n "$(sh tests/host_cpus.sh znver4)" ]; then
+    TSR_PRINT_EXACT=1 run_tsrc --run -O3 --cpu=znver4 tests/native/bf16_pairs.tsr
+    if [ "$(status)" = 0 ] && diff -u "$TMP/pairs_ref.out" "$TMP/out" >"$TMP/diff" 2>&1
+    then pass "tests/native/bf16_pairs.tsr (native --cpu=znver4, VDPBF16PS = reference executor)"
+    else fail "tests/native/bf16_pairs.tsr (native --cpu=znver4)" "exit $(status)" "$TMP/diff"; fi
+else
+    echo "INFO this machine has no AVX-512 BF16: tests/native/bf16_pairs.tsr's znver4 code is compiled, not run"
+    run_tsrc --emit=obj -O3 --cpu=znver4 -o "$TMP/pairs.o" tests/native/bf16_pairs.tsr
+    if [ "$(status)" = 0 ] && [ -s "$TMP/pairs.o" ]; then pass "tests/native/bf16_pairs.tsr (compiled for znver4)"
+    else fail "tests/native/bf16_pairs.tsr (compiled for znver4)" "exit $(status)" "$TMP/err"; fi
+fi
+
 # A contraction whose broadcast operand (an f64 A of 17 MB) is more than the cache can be counted
 # on to hold has its reduction split into blocks (sched.c split_reduction; the .out golden of
 # tests/native/split_reduction.tsr checks the values in every executor).
@@ -608,6 +644,11 @@ add_summary "contractions: scheduled = lowered = native (host, v4, v3 where this
 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_F64_COUNT:-100}" --seed 2 --dtype f64 \
     >"$TMP/contractions_f64.out" 2>&1
 add_summary "contractions in f64: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions_f64.out"
+# The same in bf16, with the znver4 schedule's pairs run by the reference executor and natively
+# where this machine has AVX-512 BF16 (--dtype bf16).
+"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_BF16_COUNT:-50}" --seed 3 --dtype bf16 \
+    --cpus "native x86-64-v4 x86-64-v3 znver4" >"$TMP/contractions_bf16.out" 2>&1
+add_summary "contractions in bf16: scheduled (and in pairs for znver4) = lowered = native" $? "$TMP/contractions_bf16.out"
 
 # The command line of executables: --help, options, --data, --seed (tests/native/exe_options.sh).
 sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1

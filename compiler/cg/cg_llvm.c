@@ -22,7 +22,9 @@
  * lane is a vector load, one that does not move is a scalar (used as a broadcast), any other a
  * gather of scalar loads; stores likewise.  Kernel-local buffers (register tiles) are stack
  * arrays of the kernel, which LLVM's SROA turns into vector registers once the unrolled loops
- * address them at constant offsets.  A store marked non-temporal (always a whole vector at an
+ * address them at constant offsets.  A LOOP_TRANSPOSE loop is a transposition in registers (of
+ * cells, or of pairs of bf16 cells as 32-bit lanes); a LOOP_DOT_PAIRS loop runs VDPBF16PS where
+ * its guard allows, the plain loop otherwise (dot_pairs_loop).  A store marked non-temporal (always a whole vector at an
  * aligned address, sched.c) carries LLVM's !nontemporal, and its kernel ends with a fence.
  *
  * GPU loops (gpu.x/y/z, sched_gpu.c; gpu.block and gpu.thread loops of a block's kernel,
@@ -711,13 +713,78 @@ static void transpose_rows(CgLlvm *g, LLVMValueRef *rows, unsigned n) {
     free(mask_hi);
 }
 
+/* A LOOP_TRANSPOSE loop whose vector loop holds, instead of one copy, a loop e < 2 copying a
+ * pair of bf16 or f16 cells (sched_tile.c pack_pairs_nest): the V pairs of each of the U rows are
+ * adjacent in the source, so they load as V 32-bit lanes (from e = 0), each rotated by 16 bits
+ * (the destination holds step 2p + 1 in the low half, e = 1), transposed as in transpose_loop,
+ * and stored as V rows of U 32-bit cells (from e = 1).  False, emitting nothing, for any other
+ * body or layout. */
+static bool transpose_pairs(CgLlvm *g, const IrStmt *s, const IrStmt *vl) {
+    const IrStmt *el = vl->body.count == 1 ? vl->body.items[0] : NULL;
+    if (!el || el->kind != IR_LOOP || el->mode != LOOP_UNROLL || el->extent != 2 || el->body.count != 1) return false;
+    const IrStmt *st = el->body.items[0];
+    if (st->kind != IR_STORE || st->value->kind != IR_LOAD || !ir_dtype_half(g->ir->buffers[st->buffer].dtype) ||
+        g->ir->buffers[st->value->buffer].dtype != g->ir->buffers[st->buffer].dtype)
+        return false;
+    unsigned u_count = (unsigned)s->extent, v_count = (unsigned)vl->extent;
+    if (u_count > v_count || (v_count & (v_count - 1)) || g->lane_iter != UINT32_MAX) return false;
+    const IrExpr *src = st->value;
+    for (unsigned k = 0; k < 2; k++) g->iter[k ? el->iter : vl->iter] = cgl_iconst(g, 0);
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    g->lane_iter = vl->iter;
+    int64_t src_stride = lane_stride(g, src->buffer, src->index);
+    g->lane_iter = s->iter;
+    int64_t dst_stride = lane_stride(g, st->buffer, st->index);
+    g->lane_iter = UINT32_MAX;
+    if (src_stride != 2 || dst_stride != 2) return false;
+    LLVMTypeRef rows_t = LLVMVectorType(g->i32, v_count);
+    LLVMValueRef *rows = calloc(v_count, sizeof *rows);
+    LLVMValueRef *first = calloc(u_count, sizeof *first);
+    if (!rows || !first) diag_fatal_oom();
+    LLVMValueRef sixteen = LLVMConstVector((LLVMValueRef[]){LLVMConstInt(g->i32, 16, 0)}, 1);
+    LLVMValueRef by16 = LLVMConstShuffleVector(sixteen, LLVMGetUndef(LLVMTypeOf(sixteen)),
+                                               LLVMConstNull(LLVMVectorType(g->i32, v_count)));
+    g->iter[el->iter] = cgl_iconst(g, 0);
+    for (unsigned u = 0; u < v_count; u++) {
+        if (u >= u_count) {
+            rows[u] = LLVMGetUndef(rows_t);
+            continue;
+        }
+        g->iter[s->iter] = cgl_iconst(g, u);
+        LLVMValueRef at = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
+        LLVMValueRef row = LLVMBuildLoad2(g->b, rows_t, at, "");
+        LLVMSetAlignment(row, 2);
+        LLVMTypeRef params[3] = {rows_t, rows_t, rows_t};
+        LLVMValueRef args[3] = {row, row, by16};
+        char name[40];
+        snprintf(name, sizeof name, "llvm.fshl.v%ui32", v_count);
+        rows[u] = cgl_call(g, name, rows_t, params, 3, args);
+    }
+    transpose_rows(g, rows, v_count);
+    for (unsigned u = 0; u < u_count; u++) first[u] = LLVMConstInt(g->i32, u, 0);
+    LLVMValueRef keep = LLVMConstVector(first, u_count);
+    g->iter[el->iter] = cgl_iconst(g, 1);
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    for (unsigned v = 0; v < v_count; v++) {
+        g->iter[vl->iter] = cgl_iconst(g, v);
+        LLVMValueRef row = u_count == v_count ? rows[v] : LLVMBuildShuffleVector(g->b, rows[v], rows[v], keep, "");
+        LLVMValueRef out = LLVMBuildStore(g->b, row, element(g, st->buffer, flat_offset(g, st->buffer, st->index)));
+        LLVMSetAlignment(out, 2);
+    }
+    free(first);
+    free(rows);
+    return true;
+}
+
 /* A LOOP_TRANSPOSE loop (ir.h): U rows of V lanes loaded along the vector loop, transposed, and
- * stored as V rows of U lanes along this loop.  Any other body is emitted as an unrolled loop. */
+ * stored as V rows of U lanes along this loop (or pairs of cells: transpose_pairs).  Any other
+ * body is emitted as an unrolled loop. */
 static void transpose_loop(CgLlvm *g, const IrStmt *s) {
     const IrStmt *vl = s->body.count == 1 ? s->body.items[0] : NULL;
     const IrStmt *st = vl && vl->kind == IR_LOOP && vl->mode == LOOP_VECTOR && vl->body.count == 1
                            ? vl->body.items[0] : NULL;
     unsigned u_count = (unsigned)s->extent, v_count = vl ? (unsigned)vl->extent : 0;
+    if (vl && vl->kind == IR_LOOP && vl->mode == LOOP_VECTOR && transpose_pairs(g, s, vl)) return;
     if (!st || st->kind != IR_STORE || st->value->kind != IR_LOAD || u_count > v_count ||
         (v_count & (v_count - 1)) || g->lane_iter != UINT32_MAX) {
         for (uint64_t u = 0; u < s->extent; u++) {
@@ -753,6 +820,111 @@ static void transpose_loop(CgLlvm *g, const IrStmt *s) {
     g->lanes = 1;
     free(first);
     free(rows);
+}
+
+/* The tile step inside a LOOP_DOT_PAIRS loop (ir.h): for e < 2 unroll, ii unroll, jv unroll,
+ * jl vector of 16: T[…] = fma(x, y, T[…]) with x and y bf16 loads; NULL for any other body. */
+static const IrStmt *pairs_step(const CgLlvm *g, const IrStmt *s, const IrStmt **loops) {
+    static const IrLoopMode modes[4] = {LOOP_UNROLL, LOOP_UNROLL, LOOP_UNROLL, LOOP_VECTOR};
+    const IrStmt *at = s;
+    for (unsigned k = 0; k < 4; k++) {
+        if (at->body.count != 1) return NULL;
+        at = loops[k] = at->body.items[0];
+        if (at->kind != IR_LOOP || at->mode != modes[k]) return NULL;
+    }
+    if (loops[0]->extent != 2 || loops[3]->extent != 16 || at->body.count != 1) return NULL;
+    const IrStmt *st = at->body.items[0];
+    const IrExpr *v = st->kind == IR_STORE ? st->value : NULL;
+    if (!v || v->kind != IR_OP || v->op != SOP_FMA || v->args[2]->kind != IR_LOAD || v->args[2]->buffer != st->buffer)
+        return NULL;
+    for (unsigned k = 0; k < 2; k++)
+        if (v->args[k]->kind != IR_LOAD || g->ir->buffers[v->args[k]->buffer].dtype != DTYPE_BF16) return NULL;
+    return st;
+}
+
+/* A cell of the tile may start a VDPBF16PS chain: 0, or at least 2^-103 in magnitude (a multiple
+ * of 2^-126, as every product and partial sum then is; ir.h LOOP_DOT_PAIRS). */
+static LLVMValueRef pairs_start_ok(CgLlvm *g, LLVMValueRef v) {
+    LLVMValueRef zero = LLVMBuildFCmp(g->b, LLVMRealOEQ, v, cgl_fconst_like(g, v, 0), "");
+    LLVMValueRef big = LLVMBuildFCmp(g->b, LLVMRealOGE, cgl_intrinsic(g, "llvm.fabs", &v, 1), cgl_fconst_like(g, v, 0x1p-103), "");
+    return LLVMBuildOr(g->b, zero, big, "");
+}
+
+/* A LOOP_DOT_PAIRS loop (ir.h): where its guard local is 0 and every cell of the tile starts
+ * well (pairs_start_ok), the pairs run on VDPBF16PS: per pair, each row's 32-bit cell of A
+ * broadcast, each vector of B's 16 cells loaded whole, one instruction per row and vector;
+ * otherwise (and for any other body) the plain loop. */
+static void dot_pairs_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
+    const IrStmt *loops[4];
+    const IrStmt *st = g->lane_iter == UINT32_MAX ? pairs_step(g, s, loops) : NULL;
+    if (!st) {
+        plain_loop(g, s, lo, hi);
+        return;
+    }
+    const IrStmt *e_loop = loops[0], *ii_loop = loops[1], *jv_loop = loops[2], *jl_loop = loops[3];
+    const IrExpr *x = st->value->args[0], *y = st->value->args[1];
+    g->lane_iter = jl_loop->iter;
+    g->lanes = 16;
+    g->iter[jl_loop->iter] = cgl_iconst(g, 0);
+    bool x_broadcast = lane_stride(g, x->buffer, x->index) == 0;
+    const IrExpr *a = x_broadcast ? x : y, *b = x_broadcast ? y : x;
+    LLVMTypeRef v16f = LLVMVectorType(g->f32, 16), v16i = LLVMVectorType(g->i32, 16);
+    LLVMTypeRef v32bf = LLVMVectorType(LLVMBFloatTypeInContext(g->ctx), 32);
+    /* The guard: no tiny operand, and a tile that starts well. */
+    LLVMValueRef guard = LLVMBuildLoad2(g->b, LLVMGetAllocatedType(g->local[s->local]), g->local[s->local], "");
+    LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildBitCast(g->b, guard, g->i32, ""), LLVMConstInt(g->i32, 0, 0), "");
+    for (uint64_t ii = 0; ii < ii_loop->extent; ii++)
+        for (uint64_t jv = 0; jv < jv_loop->extent; jv++) {
+            g->iter[ii_loop->iter] = cgl_iconst(g, (int64_t)ii);
+            g->iter[jv_loop->iter] = cgl_iconst(g, (int64_t)jv);
+            LLVMValueRef start = load(g, st->buffer, st->index);
+            LLVMValueRef every[1] = {pairs_start_ok(g, start)};
+            LLVMTypeRef v16b = LLVMVectorType(LLVMInt1TypeInContext(g->ctx), 16);
+            LLVMValueRef cells_ok = cgl_call(g, "llvm.vector.reduce.and.v16i1", LLVMInt1TypeInContext(g->ctx), &v16b, 1, every);
+            ok = LLVMBuildAnd(g->b, ok, cells_ok, "");
+        }
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "dot_pairs");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "fma_steps");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "pairs_done");
+    LLVMBuildCondBr(g->b, ok, fast, slow);
+    LLVMPositionBuilderAtEnd(g->b, fast);
+    CglLoop l;
+    g->iter[s->iter] = cgl_loop_open(g, &l, lo, hi);
+    g->iter[e_loop->iter] = cgl_iconst(g, 1); /* the pair's cell starts at step 2p + 1's half */
+    LLVMValueRef *rows = calloc(ii_loop->extent, sizeof *rows);
+    if (!rows) diag_fatal_oom();
+    g->iter[jv_loop->iter] = cgl_iconst(g, 0);
+    for (uint64_t ii = 0; ii < ii_loop->extent; ii++) {
+        g->iter[ii_loop->iter] = cgl_iconst(g, (int64_t)ii);
+        LLVMValueRef at = element(g, a->buffer, flat_offset(g, a->buffer, a->index));
+        LLVMValueRef pair = LLVMBuildLoad2(g->b, g->i32, at, "");
+        LLVMSetAlignment(pair, 4);
+        LLVMValueRef splat = cgl_widen(g, pair);
+        rows[ii] = LLVMBuildBitCast(g->b, splat, v32bf, "");
+    }
+    for (uint64_t jv = 0; jv < jv_loop->extent; jv++) {
+        g->iter[jv_loop->iter] = cgl_iconst(g, (int64_t)jv);
+        g->iter[ii_loop->iter] = cgl_iconst(g, 0);
+        LLVMValueRef bl = LLVMBuildLoad2(g->b, v16i, element(g, b->buffer, flat_offset(g, b->buffer, b->index)), "");
+        LLVMSetAlignment(bl, 4);
+        LLVMValueRef bv = LLVMBuildBitCast(g->b, bl, v32bf, "");
+        for (uint64_t ii = 0; ii < ii_loop->extent; ii++) {
+            g->iter[ii_loop->iter] = cgl_iconst(g, (int64_t)ii);
+            LLVMValueRef acc = load(g, st->buffer, st->index);
+            LLVMTypeRef params[3] = {v16f, v32bf, v32bf};
+            LLVMValueRef args[3] = {acc, rows[ii], bv};
+            store(g, st->buffer, st->index, cgl_call(g, "llvm.x86.avx512bf16.dpbf16ps.512", v16f, params, 3, args), false);
+        }
+    }
+    free(rows);
+    cgl_loop_close(g, &l, 1);
+    LLVMBuildBr(g->b, done);
+    g->lane_iter = UINT32_MAX;
+    g->lanes = 1;
+    LLVMPositionBuilderAtEnd(g->b, slow);
+    plain_loop(g, s, lo, hi);
+    LLVMBuildBr(g->b, done);
+    LLVMPositionBuilderAtEnd(g->b, done);
 }
 
 /* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME), as i64. */
@@ -814,6 +986,7 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     case LOOP_GPU_Z: gpu_loop(g, s); return;
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
     case LOOP_TRANSPOSE: transpose_loop(g, s); return;
+    case LOOP_DOT_PAIRS: dot_pairs_loop(g, s, lo, hi); return;
     case LOOP_BLOCKS: /* the host runs these around their body's kernels (kernel.h) */
         diag_error_noloc("internal error: a loop of blocks inside a kernel");
         return;
@@ -887,6 +1060,12 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
     case IR_STORE: {
         DType dtype = g->ir->buffers[s->buffer].dtype;
+        if (ir_dtype_half(dtype) && g->ir->buffers[s->buffer].kind == BUF_SCRATCH && s->value->kind == IR_LOAD &&
+            g->ir->buffers[s->value->buffer].dtype == dtype) { /* a copy into a panel: the cells' bits (the
+                                                              * round trip through f32 is exact) */
+            store(g, s->buffer, s->index, load(g, s->value->buffer, s->value->index), s->nontemporal);
+            break;
+        }
         LLVMValueRef v = expr(g, s->value);
         store(g, s->buffer, s->index, ir_dtype_half(dtype) ? narrow_half(g, dtype, v) : v, s->nontemporal);
         break;

@@ -489,6 +489,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+            if (s->mode == LOOP_DOT_PAIRS) fprintf(out, " dot_pairs unless l%u", s->local);
             if (s->mode == LOOP_BLOCKS) {
                 fprintf(out, " blocks of %u", s->block);
                 if (s->block_after) fprintf(out, " after blocks of %u", s->block_after);
@@ -669,6 +670,8 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             bool blocks = s->mode == LOOP_BLOCKS;
             if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
                 problem(v, "a loop of run-time extent is not a plain loop");
+            if (s->mode == LOOP_DOT_PAIRS && (s->local >= v->fn->local_count || !v->local_set[s->local]))
+                problem(v, "a dot_pairs loop's guard local is not set before it");
             if (blocks && (s->block < 1 || s->block_symbol >= v->ir->symbol_count))
                 problem(v, "a loop of blocks has no block or no symbol");
             if (ir_mode_thread(s->mode)) {

@@ -8,7 +8,8 @@
  * §5.2).  A scatter through a window (a convolution's input gradient) is first untangled into
  * canonical nests, one per window position, inside a parallel loop over its batch (rewrite 0,
  * untangle_scatter).  A contraction of bf16 or f16 cells is first made an f32 one over widened
- * copies of its operands (contract_in_f32, docs/ir.md §5.4).  Three rewrites, tried on every
+ * copies of its operands (contract_in_f32, docs/ir.md §5.4; two bf16 operands stay bf16 where
+ * the tiles take them in pairs, sched_tile.c tile_pairs).  Three rewrites, tried on every
  * top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
@@ -739,7 +740,7 @@ static bool contract_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *afte
     uint32_t *twin = arena_alloc(s->ir->arena, (s->ir->buffer_count + 1) * sizeof *twin);
     for (uint32_t b = 0; b < s->ir->buffer_count; b++) twin[b] = UINT32_MAX;
     read_twins(s, r.init->value, twin, before);
-    read_twins(s, r.step->value, twin, before);
+    if (!tile_pairs(s, &ct)) read_twins(s, r.step->value, twin, before); /* pairs read bf16 panels */
     if (ir_dtype_half(ir->buffers[c].dtype)) {
         uint32_t result = twin[c] != UINT32_MAX ? twin[c] : f32_twin(s, c);
         r.store->buffer = result;

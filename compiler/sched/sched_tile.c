@@ -5,7 +5,9 @@
  * in registers, grouped, or read in place when the layout already suits); tile_contraction()
  * builds the MR×NR register tiles over them, with the fused epilogue of the pointwise nest after
  * it when that nest is C's only reader.  Every cell takes the same steps in the same order as in
- * the canonical nest, so results are bit-identical.
+ * the canonical nest, so results are bit-identical.  Two bf16 operands on a Target with
+ * bf16_pairs (tile_pairs) are packed in pairs of reduction steps, with a count of tiny values
+ * per block, for LOOP_DOT_PAIRS tiles that native code runs on VDPBF16PS (docs/ir.md §5.4).
  *
  * Requires: nest.c's tools; the tile sizes of the Target (target.c). */
 #include "sched/sched_internal.h"
@@ -264,25 +266,48 @@ typedef struct Packed {
     bool in_place;             /* the full blocks are read where the operand is (read_in_place);
                                 * only a last partial block is packed */
     uint64_t first_packed;     /* the first block the buffer holds (pk->full when in_place) */
+    /* Pairs of bf16 steps (tile_pairs): a block's reduction steps 2p and 2p+1 of each lane share
+     * a 32-bit cell, step 2p in its high half, and `tiny` (an i32 cell per block) counts the
+     * block's values that are nonzero and below 2^-56 in magnitude (LOOP_DOT_PAIRS, ir.h). */
+    bool pairs;
+    uint32_t tiny;
 } Packed;
 
-/* Σ batch·stride + (panel + first)·(K·width) + (row-major reduction position)·width, added to
- * `t` (which holds the lane terms). */
-static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
-                        uint64_t first, const uint32_t *red_iter, Terms *t) {
-    const Reduction *r = ct->r;
+/* Σ batch·stride + (block + first)·cells, added to `t`: the first cell of a block of `cells`. */
+static void block_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t block_iter,
+                        uint64_t first, uint64_t cells, Terms *t) {
     uint64_t blocks = pk->full + (pk->rem != 0) - pk->first_packed;
-    int64_t stride = (int64_t)(blocks * ct->k * pk->width);
+    int64_t stride = (int64_t)(blocks * cells);
     for (uint32_t k = ct->nbatch; k-- > 0;) {
         if (!pk->batch[k]) continue;
         add_term(t, batch_iter[k], stride);
         stride *= (int64_t)ct->batch[k]->extent;
     }
-    if (panel_iter != UINT32_MAX) add_term(t, panel_iter, (int64_t)(ct->k * pk->width));
-    t->offset += (int64_t)((first - pk->first_packed) * ct->k * pk->width);
+    if (block_iter != UINT32_MAX) add_term(t, block_iter, (int64_t)cells);
+    t->offset += (int64_t)((first - pk->first_packed) * cells);
+}
+
+/* Σ batch·stride + (panel + first)·(K·width) + (row-major reduction position)·width, added to
+ * `t` (which holds the lane terms).  With pairs (Packed.pairs), red_iter's innermost counts
+ * pairs and `pair_iter` (e < 2) the step in the pair, 2p + e: the lanes are 2 cells apart and
+ * step 2p + e lies at 1 − e. */
+static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t *batch_iter, uint32_t panel_iter,
+                        uint64_t first, const uint32_t *red_iter, uint32_t pair_iter, Terms *t) {
+    const Reduction *r = ct->r;
+    if (pk->pairs) {
+        for (uint32_t i = 0; i < t->count; i++) t->items[i].coef *= 2;
+        t->offset *= 2;
+    }
+    block_terms(ct, pk, batch_iter, panel_iter, first, ct->k * pk->width, t);
     int64_t rs = (int64_t)pk->width;
     for (uint32_t k = r->nred; k-- > 0;) {
-        add_term(t, red_iter[k], rs);
+        if (pk->pairs && k == r->nred - 1) {
+            add_term(t, red_iter[k], 2 * rs);
+            add_term(t, pair_iter, -1);
+            t->offset += 1;
+        } else {
+            add_term(t, red_iter[k], rs);
+        }
         rs *= (int64_t)r->red[k]->extent;
     }
 }
@@ -332,7 +357,7 @@ static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed 
  * already holds its terms). */
 static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, const uint32_t *batch_iter,
                           uint32_t panel, uint64_t first, const uint32_t *red_iter, Terms t) {
-    panel_terms(ct, pk, batch_iter, panel, first, red_iter, &t);
+    panel_terms(ct, pk, batch_iter, panel, first, red_iter, UINT32_MAX, &t);
     return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
 }
 
@@ -442,10 +467,135 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
         IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
         Terms tp = t;
         tp.offset += (int64_t)lanes;
-        panel_terms(ct, pk, batch_iter, panel, first, red_iter, &tp);
+        panel_terms(ct, pk, batch_iter, panel, first, red_iter, UINT32_MAX, &tp);
         ir_block_push(arena, &pad->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0, s->ir->buffers[pk->buffer].dtype)));
         ir_block_push(arena, pad_into, pad);
     }
+    return top;
+}
+
+/* 1 (an i32) where `operand` is tiny for VDPBF16PS: nonzero and below 2^-56 in magnitude (a
+ * product of two values from 2^-56 up is a multiple of 2^-126, and so is every sum of such
+ * products rounded to f32: none is subnormal, so none is flushed; LOOP_DOT_PAIRS, ir.h). */
+static IrExpr *tiny_for_pairs(Sched *s, const IrExpr *operand) {
+    IrExpr *above_zero = new_op(s, SOP_LT, new_const(s, 0, DTYPE_F32),
+                                new_op(s, SOP_ABS, clone_expr(s, operand, NULL), NULL, NULL), NULL);
+    IrExpr *below = new_op(s, SOP_LT, new_op(s, SOP_ABS, clone_expr(s, operand, NULL), NULL, NULL),
+                           new_const(s, 0x1p-56, DTYPE_F32), NULL);
+    IrExpr *tiny = new_op(s, SOP_WHERE, new_op(s, SOP_AND, above_zero, below, NULL), new_const(s, 1, DTYPE_I32),
+                          new_const(s, 0, DTYPE_I32));
+    tiny->type = DTYPE_I32;
+    return tiny;
+}
+
+/* One packing nest of pairs (Packed.pairs): for batch…, block < blocks (from block `first`): for
+ * the reduction's pairs (the outer reduction loops, p < half the innermost) and lanes < `lanes`,
+ * steps 2p and 2p+1 into one 32-bit cell, swapped (panel_terms), the operand's contiguous axis
+ * innermost (the lanes of B in a row-major product, the reduction along the rows of A); the
+ * padding lanes [lanes, width) get zeros.  Then tiny[block] counts the block's tiny values, in
+ * one pass along the block just written. */
+static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
+                               uint64_t lanes) {
+    Arena *arena = s->ir->arena;
+    const Reduction *r = ct->r;
+    uint32_t last = r->nred - 1;
+    reset_subst(s);
+    uint32_t batch_iter[MAX_LOOPS], red_iter[MAX_LOOPS];
+    IrStmt *top = NULL;
+    IrBlock *into = NULL;
+    batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
+    uint32_t block = new_iter(s), lane = new_iter(s), e = new_iter(s);
+    nest_push(s, &top, &into, new_loop(s, block, blocks, true, LOOP_PLAIN));
+    IrBlock *block_body = into;
+    bool reduction_inside = flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[last]->iter) == 1;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        red_iter[k] = new_iter(s);
+        if (k < last) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
+    }
+    map_iter(s, r->red[last]->iter, (Affine){.terms = {{red_iter[last], 2}, {e, 1}}, .count = 2});
+    map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lane, 1}}, .count = 2,
+                                              .offset = (int64_t)(first * pk->width)});
+    for (uint32_t k = 0; k < last; k++) nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
+    IrStmt *pair_loop = new_loop(s, red_iter[last], r->red[last]->extent / 2, true, LOOP_PLAIN);
+    IrStmt *lane_loop = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+    IrStmt *e_loop = new_loop(s, e, 2, true, LOOP_UNROLL);
+    Terms t = {0};
+    add_term(&t, lane, 1);
+    panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &t);
+    ir_block_push(arena, &e_loop->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
+    uint64_t pairs = r->red[last]->extent / 2, w = s->lanes, lane_block = lanes < w ? lanes : w;
+    if (reduction_inside && w >= 2 && pairs >= w && lanes % lane_block == 0) {
+        /* Blocks of W pairs by up to W lanes transposed in registers (LOOP_TRANSPOSE of pairs,
+         * cg_llvm.c): the pairs of a lane are adjacent in the operand, one 32-bit cell each. */
+        uint32_t pb = new_iter(s), lb = new_iter(s), u = new_iter(s), v = new_iter(s);
+        IrStmt *pb_loop = new_loop(s, pb, pairs / w, true, LOOP_PLAIN);
+        IrStmt *lb_loop = new_loop(s, lb, lanes / lane_block, true, LOOP_PLAIN);
+        IrStmt *u_loop = new_loop(s, u, lane_block, true, LOOP_TRANSPOSE);
+        IrStmt *v_loop = new_loop(s, v, w, true, LOOP_VECTOR);
+        IrStmt *ve_loop = new_loop(s, e, 2, true, LOOP_UNROLL);
+        map_iter(s, r->red[last]->iter, (Affine){.terms = {{pb, (int64_t)(2 * w)}, {v, 2}, {e, 1}}, .count = 3});
+        map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lb, (int64_t)lane_block}, {u, 1}},
+                                                  .count = 3, .offset = (int64_t)(first * pk->width)});
+        uint32_t red_at[MAX_LOOPS];
+        memcpy(red_at, red_iter, sizeof red_at);
+        red_at[last] = v;
+        Terms tb = {0};
+        add_term(&tb, u, 1);
+        add_term(&tb, lb, (int64_t)lane_block);
+        add_term(&tb, pb, (int64_t)(w * pk->width)); /* (2·W·pb pairs' steps)·width, halved by the pairs' doubling */
+        panel_terms(ct, pk, batch_iter, block, first, red_at, e, &tb);
+        ir_block_push(arena, &ve_loop->body, new_store(s, pk->buffer, terms_index(s, &tb), clone_expr(s, pk->operand, NULL)));
+        ir_block_push(arena, &v_loop->body, ve_loop);
+        ir_block_push(arena, &u_loop->body, v_loop);
+        ir_block_push(arena, &lb_loop->body, u_loop);
+        ir_block_push(arena, &pb_loop->body, lb_loop);
+        ir_block_push(arena, into, pb_loop);
+        if (pairs % w == 0) e_loop = NULL;
+        else { /* the last pairs, lane by lane */
+            map_iter(s, r->red[last]->iter, (Affine){.terms = {{red_iter[last], 2}, {e, 1}}, .count = 2,
+                                                     .offset = (int64_t)(2 * (pairs / w * w))});
+            map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lane, 1}}, .count = 2,
+                                                      .offset = (int64_t)(first * pk->width)});
+            pair_loop->extent = pairs % w;
+            Terms tr = {0};
+            add_term(&tr, lane, 1);
+            tr.offset = (int64_t)(pairs / w * w * pk->width); /* doubled by panel_terms: 2·(pairs done)·width */
+            panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &tr);
+            e_loop->body.count = 0;
+            ir_block_push(arena, &e_loop->body, new_store(s, pk->buffer, terms_index(s, &tr), clone_expr(s, pk->operand, NULL)));
+        }
+    }
+    if (e_loop) {
+        IrStmt *outer = reduction_inside ? lane_loop : pair_loop, *inner = reduction_inside ? pair_loop : lane_loop;
+        ir_block_push(arena, &inner->body, e_loop);
+        ir_block_push(arena, &outer->body, inner);
+        ir_block_push(arena, into, outer);
+    }
+    if (lanes < pk->width) { /* the padding: zeros, at every pair */
+        IrStmt *pad_pairs = new_loop(s, red_iter[last], r->red[last]->extent / 2, true, LOOP_PLAIN);
+        IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
+        IrStmt *pad_e = new_loop(s, e, 2, true, LOOP_UNROLL);
+        Terms tp = {0};
+        add_term(&tp, lane, 1);
+        tp.offset = (int64_t)lanes;
+        panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &tp);
+        ir_block_push(arena, &pad_e->body, new_store(s, pk->buffer, terms_index(s, &tp), new_const(s, 0, DTYPE_F32)));
+        ir_block_push(arena, &pad->body, pad_e);
+        ir_block_push(arena, &pad_pairs->body, pad);
+        ir_block_push(arena, into, pad_pairs);
+    }
+    /* tiny[block] = 0; for c < K·width: tiny[block] += tiny(P[block's cell c]) */
+    Terms tt = {0}, tc = {0};
+    block_terms(ct, pk, batch_iter, block, first, 1, &tt);
+    uint32_t cell = new_iter(s);
+    add_term(&tc, cell, 1);
+    block_terms(ct, pk, batch_iter, block, first, ct->k * pk->width, &tc);
+    ir_block_push(arena, block_body, new_store(s, pk->tiny, terms_index(s, &tt), new_const(s, 0, DTYPE_I32)));
+    IrStmt *count_loop = new_loop(s, cell, ct->k * pk->width, false, LOOP_PLAIN);
+    IrExpr *count = new_op(s, SOP_ADD, new_load(s, pk->tiny, terms_index(s, &tt)),
+                           tiny_for_pairs(s, new_load(s, pk->buffer, terms_index(s, &tc))), NULL);
+    ir_block_push(arena, &count_loop->body, new_store(s, pk->tiny, terms_index(s, &tt), count));
+    ir_block_push(arena, block_body, count_loop);
     return top;
 }
 
@@ -485,11 +635,11 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
 /* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
  * nests appended to `out`. */
 static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
-                         uint64_t width, const char *what, bool in_place, Packed *pk, IrBlock *out) {
+                         uint64_t width, const char *what, bool in_place, bool pairs, Packed *pk, IrBlock *out) {
     Arena *arena = s->ir->arena;
     *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .full = lane_loop->extent / width,
-                   .rem = lane_loop->extent % width};
-    pk->in_place = in_place && pk->full;
+                   .rem = lane_loop->extent % width, .pairs = pairs, .tiny = UINT32_MAX};
+    pk->in_place = in_place && pk->full && !pairs;
     pk->first_packed = pk->in_place ? pk->full : 0;
     for (uint32_t k = 0; k < ct->nbatch; k++)
         pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter);
@@ -501,6 +651,24 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
                              s->ir->buffers[operand->buffer].dtype, false);
     const char *comment = arena_printf(arena, "schedule: pack %s into panels of %llu for the register tile",
                                        s->ir->buffers[operand->buffer].name, (unsigned long long)width);
+    if (pairs) {
+        uint64_t blocks = pk->full + (pk->rem != 0);
+        for (uint32_t k = 0; k < ct->nbatch; k++)
+            if (pk->batch[k]) blocks *= ct->batch[k]->extent;
+        pk->tiny = new_scratch(s, arena_printf(arena, "%s.tiny", s->ir->buffers[operand->buffer].name), blocks, DTYPE_I32, false);
+        comment = arena_printf(arena, "%s, in pairs of steps, counting tiny values", comment);
+        if (pk->full) {
+            IrStmt *nest = pack_pairs_nest(s, ct, pk, 0, pk->full, width);
+            nest->comment = comment;
+            ir_block_push(arena, out, nest);
+        }
+        if (pk->rem) {
+            IrStmt *nest = pack_pairs_nest(s, ct, pk, pk->full, 1, pk->rem);
+            nest->comment = pk->full ? "schedule: the last panel in pairs, padded with zeros" : comment;
+            ir_block_push(arena, out, nest);
+        }
+        return;
+    }
     if (pk->full && !pk->in_place) {
         uint64_t group = pack_group(s, ct, pk, pk->full, width);
         IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width, group);
@@ -595,20 +763,43 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         ir_block_push(arena, body, l_ii);
         map_iter(s, ct->j_loop->iter, aj);
     }
+    /* With pairs, the guard: the tiny values of the tile's row block and panel. */
+    bool pairs = tl->pb->pairs;
+    uint32_t guard = UINT32_MAX, pair_iter = UINT32_MAX;
+    if (pairs) {
+        guard = s->fn->local_count++;
+        Terms ta = {0}, tb = {0};
+        block_terms(ct, tl->pa, batch_iter, io, row0, 1, &ta);
+        block_terms(ct, tl->pb, batch_iter, jo, col0, 1, &tb);
+        IrStmt *set = arena_alloc(arena, sizeof *set);
+        *set = (IrStmt){.kind = IR_SET_LOCAL, .local = guard,
+                        .value = new_op(s, SOP_ADD, new_load(s, tl->pa->tiny, terms_index(s, &ta)),
+                                        new_load(s, tl->pb->tiny, terms_index(s, &tb)), NULL)};
+        ir_block_push(arena, body, set);
+        pair_iter = new_iter(s);
+    }
     IrBlock *red_into = body;
     uint32_t red_iter[MAX_LOOPS] = {0};
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
-        IrStmt *l = new_loop(s, red_iter[k], r->red[k]->extent, false, LOOP_PLAIN);
+        bool pair_loop = pairs && k == r->nred - 1;
+        IrStmt *l = new_loop(s, red_iter[k], pair_loop ? r->red[k]->extent / 2 : r->red[k]->extent, false,
+                             pair_loop ? LOOP_DOT_PAIRS : LOOP_PLAIN);
         ir_block_push(arena, red_into, l);
         red_into = &l->body;
+        if (pair_loop) { /* for e < 2 unroll: step 2p + e */
+            l->local = guard;
+            IrStmt *pl = new_loop(s, pair_iter, 2, false, LOOP_UNROLL);
+            ir_block_push(arena, red_into, pl);
+            red_into = &pl->body;
+        }
     }
     Terms at = {0}, bt = {0};
     add_term(&at, ii, 1);
-    panel_terms(ct, tl->pa, batch_iter, io, row0, red_iter, &at);
+    panel_terms(ct, tl->pa, batch_iter, io, row0, red_iter, pair_iter, &at);
     add_term(&bt, jv, (int64_t)w);
     add_term(&bt, jl, 1);
-    panel_terms(ct, tl->pb, batch_iter, jo, col0, red_iter, &bt);
+    panel_terms(ct, tl->pb, batch_iter, jo, col0, red_iter, pair_iter, &bt);
     /* Full blocks of an operand read in place: the operand itself at i (j) = the tile's row
      * (column) and the reduction at its iterators. */
     for (uint32_t k = 0; k < r->nred; k++) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
@@ -639,9 +830,10 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         ir_block_push(arena, body, l_ii);
     }
 #undef TILE_WIDE
-    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s%s",
+    top->comment = arena_printf(arena, "schedule: register tile %llux%llu of %s over %llu reduction cells%s%s%s%s%s",
                                 (unsigned long long)mr, (unsigned long long)nr, s->ir->buffers[c].name,
-                                (unsigned long long)ct->k, ct->strided_lanes ? ", lanes strided in the result" : "",
+                                (unsigned long long)ct->k, pairs ? " in bf16 pairs" : "",
+                                ct->strided_lanes ? ", lanes strided in the result" : "",
                                 !tl->epilogue           ? ""
                                 : tl->epilogue->keep_c ? ", stored, and through the epilogue into "
                                                        : ", stored through the epilogue into ",
@@ -651,6 +843,23 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
                                 : store_cols < nr                  ? " (the last columns)"
                                                                    : "");
     ir_block_push(arena, out, top);
+}
+
+/* Worth tiling: 16384 multiply-adds in all, and 512 per batch cell. */
+static bool tile_worth_it(const Sched *s, const Contraction *ct) {
+    double batch_cells = 1;
+    for (uint32_t k = 0; k < ct->nbatch; k++) batch_cells *= (double)ct->batch[k]->extent;
+    double cell_work = (double)ct->i_loop->extent * (double)ct->j_loop->extent * (double)ct->k;
+    return cell_work * batch_cells * s->outer_cells >= 16384.0 && cell_work >= 512.0 && ct->r->nred <= MAX_LOOPS - 8;
+}
+
+bool tile_pairs(const Sched *s, const Contraction *ct) {
+    const IrProgram *ir = s->ir;
+    const Reduction *r = ct->r;
+    return s->target->kind == TARGET_CPU && s->target->bf16_pairs && s->target->vector_floats == 16 && !ct->add &&
+           !ct->strided_lanes && ir->buffers[ct->a->buffer].dtype == DTYPE_BF16 &&
+           ir->buffers[ct->b->buffer].dtype == DTYPE_BF16 && r->red[r->nred - 1]->extent % 2 == 0 &&
+           ct->j_loop->extent >= 16 && tile_worth_it(s, ct);
 }
 
 /* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
@@ -664,6 +873,7 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
      * or more (6 columns take one vector of 8, 10 columns one vector of 16 on AVX-512: one
      * operation where two narrower ones would cover the same lanes). */
     const Target *tg = s->target;
+    bool pairs = tile_pairs(s, &ct);
     uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = s->lanes;
     while (w > 16 / s->cell_bytes && 2 * nj <= w) w /= 2;
     uint64_t vectors = (nj + w - 1) / w;
@@ -689,10 +899,7 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
         per_batch &= mentions(s->ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter) &&
                      mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
     }
-    /* Worth it: 16384 multiply-adds in all, and 512 per batch cell. */
-    double cell_work = (double)ni * (double)nj * (double)ct.k;
-    if (cell_work * batch_cells * s->outer_cells < 16384.0 || cell_work < 512.0 || r->nred > MAX_LOOPS - 8)
-        return false;
+    if (!tile_worth_it(s, &ct)) return false;
     Arena *arena = s->ir->arena;
     per_batch &= batch_cells >= 4;
     IrBlock *final_out = out, batch_body = {0};
@@ -714,12 +921,12 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
     Epilogue ep;
     *fused = !ct.strided_lanes && find_epilogue(s, r, next, &ep);
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, *fused ? &ep : NULL),
-                 &pb, out);
+                 pairs, &pb, out);
     pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, *fused ? &ep : NULL),
-                 &pa, out);
+                 pairs, &pa, out);
     /* A packed A is one stream read a value at a time, which the hardware prefetcher follows
      * too late: prefetched ahead, a transposed product at n = 2048 ran 12 % faster. */
-    if (!pa.in_place && pa.full) s->ir->buffers[pa.buffer].prefetch_cells = s->target->prefetch_cells;
+    if (!pa.in_place && pa.full && !pairs) s->ir->buffers[pa.buffer].prefetch_cells = s->target->prefetch_cells;
     Tiling tl = {&ct, *fused ? &ep : NULL, &pa, &pb, w, nv, mr, nr,
                  new_scratch(s, arena_printf(arena, "%s.tile", s->ir->buffers[ct.c].name), mr * nr,
                              ir_expr_type(s->ir, r->step->value), true)};

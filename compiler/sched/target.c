@@ -31,6 +31,10 @@ static const char *const avx2_cpus[] = {"x86-64-v3", "haswell", "broadwell", "sk
                                         "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2",
                                         "znver3", "bdver4"};
 
+/* Those of them with AVX-512 BF16 (VDPBF16PS). */
+static const char *const avx512_bf16_cpus[] = {"znver4", "znver5", "cooperlake", "sapphirerapids", "emeraldrapids",
+                                               "graniterapids"};
+
 static bool named_in(const char *cpu, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (strncmp(cpu, list[i], strlen(list[i])) == 0) return true;
@@ -65,6 +69,8 @@ static uint32_t named_cpu_features(const char *name) {
     if (strcmp(name, "x86-64-v2") == 0) return TSR_CPU_LEVEL_V2;
     if (strncmp(name, "knl", 3) == 0 || strncmp(name, "knm", 3) == 0)
         return TSR_CPU_LEVEL_V3 | TSR_CPU_FEATURE(AVX512F) | TSR_CPU_FEATURE(AVX512CD);
+    if (named_in(name, avx512_bf16_cpus, sizeof avx512_bf16_cpus / sizeof *avx512_bf16_cpus))
+        return TSR_CPU_LEVEL_V4 | TSR_CPU_FEATURE(AVX512BF16);
     if (named_in(name, avx512_cpus, sizeof avx512_cpus / sizeof *avx512_cpus)) return TSR_CPU_LEVEL_V4;
     if (named_in(name, avx2_cpus, sizeof avx2_cpus / sizeof *avx2_cpus)) return TSR_CPU_LEVEL_V3;
     return 0;
@@ -89,6 +95,10 @@ void target_select(const char *triple, const char *cpu, Target *out) {
     out->vector_floats = out->cpu_features & TSR_CPU_FEATURE(AVX512F) ? 16
                        : out->cpu_features & TSR_CPU_FEATURE(AVX2)    ? 8
                                                                       : 4;
+    /* VDPBF16PS does 32 multiply-adds where an f32 FMA does 16: on AMD's Zen 4 one of either a
+     * cycle, so twice the f32 rate (tools/probes/bf16_throughput.c); on Sapphire Rapids one every
+     * two cycles against two FMAs a cycle, half the rate.  So only AMD's CPUs use it. */
+    out->bf16_pairs = (out->cpu_features & TSR_CPU_FEATURE(AVX512BF16)) && strncmp(out->cpu_shown, "znver", 5) == 0;
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
 }

@@ -31,12 +31,18 @@ With --dtype f64 every operand, parameter and gradient is f64 (the uniform data 
 to_f64, the parameters declared `dtype = "f64"`): the tiles, panels and vectors then hold
 doubles (4 to a vector on AVX2, 8 on AVX-512), and the same ways of running must print the same
 bits.
+With --dtype bf16 every operand, parameter and gradient is bf16 (the data rounded by to_bf16):
+the schedule widens them into f32 copies on most CPUs, and for --cpu=znver4 (AMD's Zen 4, AVX-512
+BF16) packs them in pairs of steps for VDPBF16PS (LOOP_DOT_PAIRS, docs/ir.md §5.4).  That
+schedule is then run too, by the reference executor everywhere (`--run --interp --cpu=znver4`)
+and natively where this machine can run it (pass znver4 in --cpus), and at least a tenth of
+the contractions must be paired in it.
 
 Cases are batched, BATCH per program; when a program's outputs differ, the tensors that differ
 are named.  Usage:
     python3 tests/native/contractions.py --tsrc build/tsrc [--count 300] [--seed 1]
                                          [--batch 25] [--jobs 2] [--keep DIR]
-                                         [--cpus "native x86-64-v4 x86-64-v3"] [--dtype f64]
+                                         [--cpus "native x86-64-v4 x86-64-v3"] [--dtype f64|bf16]
 The last line of stdout is `N passed, N failed` (cases); exit status 1 if any case failed.
 """
 
@@ -148,17 +154,18 @@ def grad_case(rng, name, seed):
     return lines, "grad " + spec + " %dx%dx%d" % (m, k, n), routine
 
 
-def as_f64(lines):
-    """The case's lines with f64 tensors: `data X = uniform …` becomes an f32 `X_f32` widened by
-    `to_f64`, and a parameter record `{ X; … }` gets `dtype = "f64"`."""
+def as_dtype(lines, dtype):
+    """The case's lines with tensors of `dtype` (f64, bf16): `data X = uniform …` becomes an f32
+    `X_f32` converted by `to_f64` / `to_bf16`, and a parameter record `{ X; … }` gets
+    `dtype = "…"`."""
     out = []
     for line in lines:
         m = re.match(r"data (\S+) = (uniform .*)$", line)
         if m:
             out += ["data %s_f32 = %s" % (m.group(1), m.group(2)),
-                    "let%%op %s = to_f64 %s_f32" % (m.group(1), m.group(1))]
+                    "let%%op %s = to_%s %s_f32" % (m.group(1), dtype, m.group(1))]
         else:
-            out.append(re.sub(r"\{ (\S+); o = \[([^]]*)\] \}", r'{ \1; o = [\2]; dtype = "f64" }', line))
+            out.append(re.sub(r"\{ (\S+); o = \[([^]]*)\] \}", r'{ \1; o = [\2]; dtype = "%s" }' % dtype, line))
     return out
 
 
@@ -176,7 +183,7 @@ def make_program(rng, first, count, seed, dtype="f32"):
         else:
             l, d = spec_case(rng, name, s)
             routines.append("%s.forward" % name)
-        lines += as_f64(l) if dtype == "f64" else l
+        lines += as_dtype(l, dtype) if dtype != "f32" else l
         descr.append((name, d))
     lines.append("routine run_all = " + "; ".join(routines))
     return "\n".join(lines) + "\n", descr
@@ -208,15 +215,17 @@ def main():
     ap.add_argument("--keep")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cpus", default="native x86-64-v4 x86-64-v3")
-    ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
+    ap.add_argument("--dtype", choices=["f32", "f64", "bf16"], default="f32")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     env = dict(os.environ, TSR_PRINT_EXACT="1")
     work = args.keep or tempfile.mkdtemp(prefix="tsrc-contractions.")
     os.makedirs(work, exist_ok=True)
-    passed = failed = tiled = transposing = 0
+    passed = failed = tiled = transposing = paired = 0
     ways = [("scheduled IR, reference executor", ["--run", "--interp"]),
             ("lowered IR, reference executor", ["--run", "--interp", "--no-sched"])]
+    if args.dtype == "bf16":
+        ways.append(("scheduled IR for znver4 (bf16 pairs), reference executor", ["--run", "--interp", "--cpu=znver4"]))
     # Levels this machine cannot run (tests/host_cpus.sh) are compiled to objects, not run.
     here = os.path.dirname(os.path.abspath(__file__))
     runnable = subprocess.run(["sh", os.path.join(here, "..", "host_cpus.sh")] + args.cpus.split(),
@@ -236,24 +245,29 @@ def main():
         first += count
 
     def check(program):
-        """(lines to print, passed, failed, tiled, transposing) for one program."""
+        """(lines to print, passed, failed, tiled, transposing, paired) for one program."""
         path, count, descr = program
         code, out, err = run([args.tsrc, "--emit=sched-ir", path], env)
         # One register-tile scratch buffer per tiled contraction, in the buffer list.
         tiled = sum(1 for line in out.splitlines() if line.startswith("  ") and ".tile#s" in line and " scratch " in line)
         transposing = 1 if " transpose:" in out else 0
+        paired = 0
+        if args.dtype == "bf16":
+            code, out, err = run([args.tsrc, "--emit=sched-ir", "--cpu=znver4", path], env)
+            paired = sum(1 for line in out.splitlines() if "register tile" in line and " in bf16 pairs" in line
+                         and "(the last" not in line)
         for cpu in compile_only:
             obj = path + "." + cpu + ".o"
             code, out, err = run([args.tsrc, "--emit=obj", "-O3", "--cpu=" + cpu, path, "-o", obj], env)
             if os.path.exists(obj):
                 os.remove(obj)
             if code != 0:
-                return ["FAIL %s (--emit=obj -O3 --cpu=%s: exit %d: %s)" % (path, cpu, code, err.strip()[:400])], 0, count, tiled, transposing
+                return ["FAIL %s (--emit=obj -O3 --cpu=%s: exit %d: %s)" % (path, cpu, code, err.strip()[:400])], 0, count, tiled, transposing, paired
         outputs = []
         for what, flags in ways:
             code, out, err = run([args.tsrc] + flags + [path], env)
             if code != 0:
-                return ["FAIL %s (%s: exit %d: %s)" % (path, what, code, err.strip()[:400])], 0, count, tiled, transposing
+                return ["FAIL %s (%s: exit %d: %s)" % (path, what, code, err.strip()[:400])], 0, count, tiled, transposing, paired
             outputs.append((what, tensors(out)))
         ref, lines, ok = outputs[0][1], [], 0
         for name, d in descr:
@@ -263,13 +277,14 @@ def main():
                 lines.append("FAIL %s %s (%s) differs: %s" % (path, name, d, "; ".join(differs)))
             else:
                 ok += 1
-        return lines, ok, count - ok, tiled, transposing
+        return lines, ok, count - ok, tiled, transposing, paired
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for lines, ok, bad, t, tr in pool.map(check, programs):
+        for lines, ok, bad, t, tr, pr in pool.map(check, programs):
             for line in lines:
                 print(line)
             passed, failed, tiled, transposing = passed + ok, failed + bad, tiled + t, transposing + tr
+            paired += pr
     if not args.keep and failed == 0:
         for f in os.listdir(work):
             os.remove(os.path.join(work, f))
@@ -283,6 +298,11 @@ def main():
     if transposing * 10 < len(programs):
         print("FAIL fewer than a tenth of the programs packed by transposing")
         failed += 1
+    if args.dtype == "bf16":
+        print("%d of %d contractions were tiled in bf16 pairs for --cpu=znver4" % (paired, args.count))
+        if paired * 10 < args.count:
+            print("FAIL fewer than a tenth of the contractions were tiled in bf16 pairs for znver4")
+            failed += 1
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
