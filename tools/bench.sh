@@ -15,7 +15,8 @@
 #   f64      the same three forms with f64 matrices (`dtype = "f64"` on the inputs), at the same
 #            sizes, against OpenBLAS's cblas_dgemm (mm_tsrc.c and mm_blas.c built with -DBENCH_F64)
 #   half     the matmul's three forms with bf16 matrices (the schedule tiles them in f32 over
-#            widened copies, docs/ir.md §5.4) against tsrc's f32 matmul of the same run, and the
+#            widened copies, or on AMD's Zen 4/5 in pairs of steps on VDPBF16PS, docs/ir.md §5.4)
+#            against tsrc's f32 matmul of the same run, and the
 #            elementwise chain below with bf16 storage (tools/bench/elementwise_bf16.tsr: read as
 #            f32, computed in f32, rounded once into y) against the f32 chain: values per second
 #   bmm      batch × (n×n)·(n×n), each of $BENCH_BMM (default "64x128 32x256"):

@@ -160,7 +160,8 @@ def half_row(f32_kind, bf16_kind):
 for form, what in (("matmul", "spec form"), ("matmul_compose", "compose form"), ("matmul_tn", "transposed operand")):
     pair_table(keys(form + "_bf16"),
                f"matmul in bf16, {what} (bf16 operands and result, f32 accumulation: the schedule tiles "
-               "it in f32 over widened copies, docs/ir.md §5.4) against tsrc's f32 matmul: GFLOP/s",
+               "it in f32 over widened copies, or in pairs on VDPBF16PS on AMD's Zen 4/5, docs/ir.md §5.4) "
+               "against tsrc's f32 matmul: GFLOP/s",
                ["n", "threads", "f32", "bf16", "bf16/f32"], half_row(form, form + "_bf16"))
 pair_table(keys("ew_bf16"),
            "elementwise chain with bf16 storage (tools/bench/elementwise_bf16.tsr: half the bytes of the "
