@@ -373,13 +373,25 @@ else fail "native code streams bf16 and f16 results around the caches (AVX-512 a
 # copies, the result rounded from one (sched.c contract_in_f32; the .out golden of
 # tests/native/half_tiles.tsr checks the bits in every executor).
 run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/half_tiles.tsr
-if [ "$(status)" = 0 ] && grep -q 'schedule: widen w into f32 for the contraction' "$TMP/out" &&
-   grep -q 'schedule: widen w.grad into f32 for the contraction' "$TMP/out" &&
+if [ "$(status)" = 0 ] && grep -q 'schedule: widen w into f32 for the reduction' "$TMP/out" &&
+   grep -q 'schedule: widen w.grad into f32 for the reduction' "$TMP/out" &&
    grep -q 'register tile 6x16 of y.f32#s[0-9]* over 40 reduction cells' "$TMP/out" &&
    grep -q 'register tile 6x16 of gram.f32#s[0-9]* over 24 reduction cells' "$TMP/out" &&
-   grep -q "schedule: round the contraction's f32 cells into w.grad" "$TMP/out"
+   grep -q "schedule: round the reduction's f32 cells into w.grad" "$TMP/out"
 then pass "schedule: bf16 and f16 contractions tiled in f32"
 else fail "schedule: bf16 and f16 contractions tiled in f32" "exit $(status)" "$TMP/out"; fi
+
+# Other reductions of half cells accumulate in an f32 copy of their result (sched.c
+# reduce_in_f32; tests/native/half_reductions.tsr, whose .out golden checks the bits in every
+# executor): a bf16 column sum in place, a vector of cells at a time (rewrite 2), an f16 row sum
+# along the contiguous axis in blocks of 8 rows (rewrite 2b), each rounded into its result after.
+run_tsrc --emit=sched-ir -o - tests/native/half_reductions.tsr
+if [ "$(status)" = 0 ] && grep -q "schedule: round the reduction's f32 cells into col" "$TMP/out" &&
+   grep -q 'col.f32#s[0-9]*\[i[0-9]*\] = (col.f32#s[0-9]*\[i[0-9]*\] + g\[' "$TMP/out" &&
+   grep -q 'schedule: widen col into f32 for the reduction' "$TMP/out" &&
+   grep -A3 "half_reductions.tsr:17:57" "$TMP/out" | grep -q 'for i[0-9]* < 8 parallel unroll:'
+then pass "schedule: bf16 and f16 sums accumulate in f32 copies (rewrites 2 and 2b)"
+else fail "schedule: bf16 and f16 sums accumulate in f32 copies" "exit $(status)" "$TMP/out"; fi
 
 # bf16 pairs (tests/native/bf16_pairs.tsr; sched_tile.c tile_pairs, docs/ir.md §5.4): for AMD's
 # Zen 4 the schedule packs bf16 × bf16 contractions in pairs of steps (LOOP_DOT_PAIRS) and native

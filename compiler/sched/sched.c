@@ -8,8 +8,9 @@
  * §5.2).  A scatter through a window (a convolution's input gradient) is first untangled into
  * canonical nests, one per window position, inside a parallel loop over its batch (rewrite 0,
  * untangle_scatter).  A contraction of bf16 or f16 cells is first made an f32 one over widened
- * copies of its operands (contract_in_f32, docs/ir.md §5.4; two bf16 operands stay bf16 where
- * the tiles take them in pairs, sched_tile.c tile_pairs).  Three rewrites, tried on every
+ * copies of its operands (reduce_in_f32, docs/ir.md §5.4; two bf16 operands stay bf16 where
+ * the tiles take them in pairs, sched_tile.c tile_pairs), and any other reduction of half cells
+ * accumulates in an f32 twin of its result.  Three rewrites, tried on every
  * top-level nest, then a fourth:
  *
  *   1. A contraction — the step is `l = fma(x, y, l)` with x and y loads, and an iterator J
@@ -704,7 +705,7 @@ static void read_twins(Sched *s, IrExpr *e, uint32_t *twin, IrBlock *before) {
         if (twin[e->buffer] == UINT32_MAX) {
             twin[e->buffer] = f32_twin(s, e->buffer);
             IrStmt *copy = copy_nest(s, twin[e->buffer], e->buffer);
-            copy->comment = arena_printf(s->ir->arena, "schedule: widen %s into f32 for the contraction",
+            copy->comment = arena_printf(s->ir->arena, "schedule: widen %s into f32 for the reduction",
                                          s->ir->buffers[e->buffer].name);
             ir_block_push(s->ir->arena, before, copy);
         }
@@ -723,29 +724,35 @@ static bool reads_dynamic(const IrProgram *ir, const IrExpr *e) {
     return false;
 }
 
-/* Rewrites contraction `st` (a canonical reduction nest) to read and write f32 twins of its
- * half buffers when it touches any: the copies in go to `before`, the rounding of the result
- * to `after`.  Returns whether it did. */
-static bool contract_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after) {
+/* Rewrites reduction `st` (a canonical reduction nest) that touches half cells to accumulate
+ * in f32: a half result gets an f32 twin (widened from it first when the initial value reads
+ * it), rounded into the result by a nest after it; a contraction also reads f32 twins of its
+ * half operands (rewrite 1's tiles and panels are of f32 cells), unless its tiles take bf16
+ * pairs (tile_pairs), while any other reduction (a bias gradient's sum over rows, a layer norm's
+ * statistics) reads its half operands as they are, for rewrites 2 and 2b to accumulate in the
+ * twin.  The copies in go to `before`, the rounding to `after`.  Returns whether it did. */
+static bool reduce_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after) {
     const IrProgram *ir = s->ir;
     Reduction r;
     Contraction ct;
     IrStmt *run = NULL;
     if (st->kind != IR_LOOP || !ir_stmt_half(ir, st) || ir_stmt_gathers(ir, st) || ir_stmt_integer(st) ||
-        runtime_loops(st, &run) || !match_reduction(st, &r) || !find_contraction(ir, &r, &ct, true, 0))
+        runtime_loops(st, &run) || !match_reduction(st, &r))
         return false;
+    bool contraction = find_contraction(ir, &r, &ct, true, 0);
     uint32_t c = r.store->buffer;
     if (ir_buffer_dynamic(&ir->buffers[c]) || reads_dynamic(ir, r.init->value) || reads_dynamic(ir, r.step->value))
         return false;
+    if (!contraction && ir_expr_loads(ir, r.step->value, c)) return false; /* the step reads the result */
     uint32_t *twin = arena_alloc(s->ir->arena, (s->ir->buffer_count + 1) * sizeof *twin);
     for (uint32_t b = 0; b < s->ir->buffer_count; b++) twin[b] = UINT32_MAX;
     read_twins(s, r.init->value, twin, before);
-    if (!tile_pairs(s, &ct)) read_twins(s, r.step->value, twin, before); /* pairs read bf16 panels */
+    if (contraction && !tile_pairs(s, &ct)) read_twins(s, r.step->value, twin, before); /* pairs read bf16 panels */
     if (ir_dtype_half(ir->buffers[c].dtype)) {
         uint32_t result = twin[c] != UINT32_MAX ? twin[c] : f32_twin(s, c);
         r.store->buffer = result;
         IrStmt *round = copy_nest(s, c, result);
-        round->comment = arena_printf(s->ir->arena, "schedule: round the contraction's f32 cells into %s",
+        round->comment = arena_printf(s->ir->arena, "schedule: round the reduction's f32 cells into %s",
                                       ir->buffers[c].name);
         ir_block_push(s->ir->arena, after, round);
     }
@@ -759,7 +766,7 @@ static void schedule_function(Sched *s) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
         IrBlock rounding = {0};
-        if (contract_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
+        if (reduce_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
             schedule_stmt(s, st, NULL, &body);
             for (uint32_t k = 0; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
             continue;

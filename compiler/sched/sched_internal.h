@@ -165,7 +165,7 @@ void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop);
 bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused);
 /* Whether tile_contraction() runs `ct` on bf16 pairs (VDPBF16PS, LOOP_DOT_PAIRS): the target
  * has bf16_pairs, both operands are bf16 cells, an fma step, an even innermost reduction and
- * at least 16 lanes.  contract_in_f32 (sched.c) then leaves the operands unwidened. */
+ * at least 16 lanes.  reduce_in_f32 (sched.c) then leaves the operands unwidened. */
 bool tile_pairs(const Sched *s, const Contraction *ct);
 
 /* ---- sched_gpu.c: the GPU's rewrites 5-7 ------------------------------------------------------------ */
