@@ -39,6 +39,8 @@ typedef struct CgLlvm {
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */
     unsigned lanes;
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */
+    bool bf16_convert;      /* the CPU has AVX-512 BF16: vectors of 16 round to bf16 by VCVTNEPS2BF16
+                             * where that gives narrow_half's bits (narrow_bf16_vector) */
     bool libdevice;         /* transcendentals call CUDA's libdevice (__nv_expf), not libm */
     /* Lifted literals (cgl_lift_literals; cg_cpu.c, long programs): with `literals` set (a pointer to floats, a
      * parameter of the kernel), each literal the kernel's code holds is read from that table,

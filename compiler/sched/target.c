@@ -98,6 +98,7 @@ void target_select(const char *triple, const char *cpu, Target *out) {
     /* VDPBF16PS does 32 multiply-adds where an f32 FMA does 16: on AMD's Zen 4 one of either a
      * cycle, so twice the f32 rate (tools/probes/bf16_throughput.c); on Sapphire Rapids one every
      * two cycles against two FMAs a cycle, half the rate.  So only AMD's CPUs use it. */
+    out->bf16_convert = (out->cpu_features & TSR_CPU_FEATURE(AVX512BF16)) && out->vector_floats == 16;
     out->bf16_pairs = (out->cpu_features & TSR_CPU_FEATURE(AVX512BF16)) && strncmp(out->cpu_shown, "znver", 5) == 0;
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;

@@ -31,6 +31,7 @@ typedef struct Target {
     double grain_work;         /* in chunks of at least this much work */
     uint64_t nontemporal_bytes; /* a pointwise nest writing at least this much, and not reading
                                  * it, stores around the caches */
+    bool bf16_convert;         /* AVX-512 BF16's VCVTNEPS2BF16 may round a vector to bf16 (cg_llvm.c) */
     bool bf16_pairs;           /* contractions of two bf16 operands may run on VDPBF16PS, pairs of
                                 * reduction steps at once (sched_tile.c, LOOP_DOT_PAIRS) */
     uint32_t prefetch_cells;   /* a packed operand that tiles read as one forward stream is
