@@ -289,8 +289,6 @@ static LLVMValueRef narrow_half(CgLlvm *g, DType dtype, LLVMValueRef f) {
     return LLVMBuildTrunc(B, bits, type_like(g, f, LLVMInt16TypeInContext(g->ctx)), "");
 }
 
-/* f64 values as f32 rounded toward zero with the last bit set where inexact (round to odd, tsr.h
- * tsr_f64_to_f32_odd): rounding that to bf16 or f16 rounds the double once. */
 /* 16 f32 lanes rounded to bf16 cells (i16): by VCVTNEPS2BF16 when no lane is a NaN or subnormal,
  * else by narrow_half's integer steps.  The instruction rounds to nearest even as those steps do
  * but reads a subnormal as zero and keeps a NaN's payload where tsr_f32_to_bf16 makes the quiet
@@ -326,6 +324,8 @@ static LLVMValueRef narrow_bf16_vector(CgLlvm *g, LLVMValueRef f) {
     return phi;
 }
 
+/* f64 values as f32 rounded toward zero with the last bit set where inexact (round to odd, tsr.h
+ * tsr_f64_to_f32_odd): rounding that to bf16 or f16 rounds the double once. */
 static LLVMValueRef f32_round_to_odd(CgLlvm *g, LLVMValueRef d) {
     LLVMBuilderRef B = g->b;
     LLVMValueRef r = LLVMBuildFPTrunc(B, d, type_like(g, d, g->f32), "");
@@ -908,14 +908,13 @@ static void dot_pairs_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValu
     /* The guard: no tiny operand, and a tile that starts well. */
     LLVMValueRef guard = LLVMBuildLoad2(g->b, LLVMGetAllocatedType(g->local[s->local]), g->local[s->local], "");
     LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildBitCast(g->b, guard, g->i32, ""), LLVMConstInt(g->i32, 0, 0), "");
+    LLVMTypeRef v16b = LLVMVectorType(LLVMInt1TypeInContext(g->ctx), 16);
     for (uint64_t ii = 0; ii < ii_loop->extent; ii++)
         for (uint64_t jv = 0; jv < jv_loop->extent; jv++) {
             g->iter[ii_loop->iter] = cgl_iconst(g, (int64_t)ii);
             g->iter[jv_loop->iter] = cgl_iconst(g, (int64_t)jv);
-            LLVMValueRef start = load(g, st->buffer, st->index);
-            LLVMValueRef every[1] = {pairs_start_ok(g, start)};
-            LLVMTypeRef v16b = LLVMVectorType(LLVMInt1TypeInContext(g->ctx), 16);
-            LLVMValueRef cells_ok = cgl_call(g, "llvm.vector.reduce.and.v16i1", LLVMInt1TypeInContext(g->ctx), &v16b, 1, every);
+            LLVMValueRef start_ok = pairs_start_ok(g, load(g, st->buffer, st->index));
+            LLVMValueRef cells_ok = cgl_call(g, "llvm.vector.reduce.and.v16i1", LLVMInt1TypeInContext(g->ctx), &v16b, 1, &start_ok);
             ok = LLVMBuildAnd(g->b, ok, cells_ok, "");
         }
     LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "dot_pairs");

@@ -287,9 +287,9 @@ typedef enum IrLoopMode {
                      * loop's, a power of two); the backend loads rows of S, transposes them and
                      * stores rows of P */
     /* A register tile's loop over pairs of reduction steps, p < K/2 (sched_tile.c, docs/ir.md
-     * §5.4; CPUs with AVX-512 BF16 whose Target has bf16_pairs).  Its body: the i32 local
-     * `local` set by an earlier statement (0 when no operand cell of the tile is tiny: nonzero
-     * and below 2^-56 in magnitude), then one unroll loop e < 2 around the tile's unroll, unroll,
+     * §5.4; CPUs with AVX-512 BF16 whose Target has bf16_pairs).  Its guard is the i32 local
+     * `local`, set before the loop (0 when no operand cell of the tile is tiny: nonzero and below
+     * 2^-56 in magnitude); its body is one unroll loop e < 2 around the tile's unroll, unroll,
      * vector loops of 16 lanes holding T[cell] = fma(A[…], B[…], T[cell]): A and B bf16 panels
      * with the two steps of a pair in one 32-bit cell, step 2p in its high half (e = 0 at
      * offset +1), B's lanes a pair apart.  Where the local is 0 and T's cells are 0 or at

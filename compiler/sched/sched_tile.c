@@ -512,18 +512,8 @@ static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk
         red_iter[k] = new_iter(s);
         if (k < last) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
     }
-    map_iter(s, r->red[last]->iter, (Affine){.terms = {{red_iter[last], 2}, {e, 1}}, .count = 2});
-    map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lane, 1}}, .count = 2,
-                                              .offset = (int64_t)(first * pk->width)});
     for (uint32_t k = 0; k < last; k++) nest_push(s, &top, &into, new_loop(s, red_iter[k], r->red[k]->extent, true, LOOP_PLAIN));
-    IrStmt *pair_loop = new_loop(s, red_iter[last], r->red[last]->extent / 2, true, LOOP_PLAIN);
-    IrStmt *lane_loop = new_loop(s, lane, lanes, true, LOOP_PLAIN);
-    IrStmt *e_loop = new_loop(s, e, 2, true, LOOP_UNROLL);
-    Terms t = {0};
-    add_term(&t, lane, 1);
-    panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &t);
-    ir_block_push(arena, &e_loop->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
-    uint64_t pairs = r->red[last]->extent / 2, w = s->lanes, lane_block = lanes < w ? lanes : w;
+    uint64_t pairs = r->red[last]->extent / 2, w = s->lanes, lane_block = lanes < w ? lanes : w, plain_from = 0;
     if (reduction_inside && w >= 2 && pairs >= w && lanes % lane_block == 0) {
         /* Blocks of W pairs by up to W lanes transposed in registers (LOOP_TRANSPOSE of pairs,
          * cg_llvm.c): the pairs of a lane are adjacent in the operand, one 32-bit cell each. */
@@ -550,29 +540,28 @@ static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk
         ir_block_push(arena, &lb_loop->body, u_loop);
         ir_block_push(arena, &pb_loop->body, lb_loop);
         ir_block_push(arena, into, pb_loop);
-        if (pairs % w == 0) e_loop = NULL;
-        else { /* the last pairs, lane by lane */
-            map_iter(s, r->red[last]->iter, (Affine){.terms = {{red_iter[last], 2}, {e, 1}}, .count = 2,
-                                                     .offset = (int64_t)(2 * (pairs / w * w))});
-            map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lane, 1}}, .count = 2,
-                                                      .offset = (int64_t)(first * pk->width)});
-            pair_loop->extent = pairs % w;
-            Terms tr = {0};
-            add_term(&tr, lane, 1);
-            tr.offset = (int64_t)(pairs / w * w * pk->width); /* doubled by panel_terms: 2·(pairs done)·width */
-            panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &tr);
-            e_loop->body.count = 0;
-            ir_block_push(arena, &e_loop->body, new_store(s, pk->buffer, terms_index(s, &tr), clone_expr(s, pk->operand, NULL)));
-        }
+        plain_from = pairs / w * w;
     }
-    if (e_loop) {
+    if (plain_from < pairs) { /* the pairs not transposed, lane by lane */
+        map_iter(s, r->red[last]->iter, (Affine){.terms = {{red_iter[last], 2}, {e, 1}}, .count = 2,
+                                                 .offset = (int64_t)(2 * plain_from)});
+        map_iter(s, pk->lane_loop->iter, (Affine){.terms = {{block, (int64_t)pk->width}, {lane, 1}}, .count = 2,
+                                                  .offset = (int64_t)(first * pk->width)});
+        IrStmt *pair_loop = new_loop(s, red_iter[last], pairs - plain_from, true, LOOP_PLAIN);
+        IrStmt *lane_loop = new_loop(s, lane, lanes, true, LOOP_PLAIN);
+        IrStmt *e_loop = new_loop(s, e, 2, true, LOOP_UNROLL);
+        Terms t = {0};
+        add_term(&t, lane, 1);
+        t.offset = (int64_t)(plain_from * pk->width); /* doubled by panel_terms: 2·plain_from·width */
+        panel_terms(ct, pk, batch_iter, block, first, red_iter, e, &t);
+        ir_block_push(arena, &e_loop->body, new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL)));
         IrStmt *outer = reduction_inside ? lane_loop : pair_loop, *inner = reduction_inside ? pair_loop : lane_loop;
         ir_block_push(arena, &inner->body, e_loop);
         ir_block_push(arena, &outer->body, inner);
         ir_block_push(arena, into, outer);
     }
     if (lanes < pk->width) { /* the padding: zeros, at every pair */
-        IrStmt *pad_pairs = new_loop(s, red_iter[last], r->red[last]->extent / 2, true, LOOP_PLAIN);
+        IrStmt *pad_pairs = new_loop(s, red_iter[last], pairs, true, LOOP_PLAIN);
         IrStmt *pad = new_loop(s, lane, pk->width - lanes, true, LOOP_PLAIN);
         IrStmt *pad_e = new_loop(s, e, 2, true, LOOP_UNROLL);
         Terms tp = {0};
