@@ -12,9 +12,10 @@
  * (converted to float32), an F64 tensor the same files (converted to double), a BF16 or F16
  * tensor the same files too, each value rounded once to the type (to nearest, ties to even:
  * tsr.h's conversions; a value the type holds exactly keeps its bits, NaN payloads included), an
- * I32 one integers only (any integer .npy dtype, decimal CSV integers), each checked to fit int32
- * and stored as int32 bits; a value that does not fit is an error naming its cell.  Cells are of
- * the target type's size (tsr_dtype_cell_bytes: 2, 4 or 8 bytes), whatever the file's element
+ * I32, U8 or BOOL one integers only (any integer .npy dtype, decimal CSV integers), each checked
+ * to fit the type (int32; 0 to 255; 0 or 1) and stored as its cell; a value that does not fit is
+ * an error naming its cell.  Cells are of the target type's size (tsr_dtype_cell_bytes: 1, 2, 4
+ * or 8 bytes), whatever the file's element
  * size.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
  * data its header states, and every CSV line ends with a newline (a last line without one is a
  * cut file).  Only regular files are read (a FIFO or a device may never end), with open/fstat
@@ -206,19 +207,21 @@ static void format_position(char *text, size_t size, uint32_t rank, const int64_
     format_shape(text, size, shown, index);
 }
 
-/* Stores integer `value` of a file into I32 cell `cell`, or reports that it does not fit int32:
- * "cell (2, 5) holds 4294967296, which does not fit int32 (-2147483648 to 2147483647)".  `text`
- * is the value as the file writes it (for messages). */
-static int store_int32(const Source *src, int64_t line, int64_t col, const Target *t, int64_t cell, int64_t value,
-                       const char *text) {
-    if (value < INT32_MIN || value > INT32_MAX) {
+/* Stores integer `value` of a file into cell `cell` of an integer target (I32, U8, BOOL), or
+ * reports that it does not fit the type: "cell (2, 5) holds 4294967296, which does not fit i32
+ * (-2147483648 to 2147483647)".  `text` is the value as the file writes it (for messages). */
+static int store_integer(const Source *src, int64_t line, int64_t col, const Target *t, int64_t cell, int64_t value,
+                         const char *text) {
+    int64_t low = t->dtype == TSR_DTYPE_I32 ? INT32_MIN : 0;
+    int64_t high = t->dtype == TSR_DTYPE_I32 ? INT32_MAX : t->dtype == TSR_DTYPE_U8 ? 255 : 1;
+    if (value < low || value > high) {
         char position[160];
         format_position(position, sizeof position, t->rank, t->dims, cell);
-        return fail_at(src, line, col, "cell %s holds %s, which does not fit int32 (%d to %d)", position, text,
-                       INT32_MIN, INT32_MAX);
+        return fail_at(src, line, col, "cell %s holds %s, which does not fit %s (%lld to %lld)", position, text,
+                       t->dtype == TSR_DTYPE_I32 ? "int32" : t->dtype == TSR_DTYPE_U8 ? "uint8" : "bool", (long long)low,
+                       (long long)high);
     }
-    int32_t cell_value = (int32_t)value;
-    memcpy((char *)t->out + cell * 4, &cell_value, sizeof cell_value);
+    tsr_cell_store(t->out, t->dtype, cell, (double)value);
     return TSR_OK;
 }
 
@@ -451,10 +454,15 @@ static const char *numpy_float_name(uint8_t dtype) {
     return dtype == TSR_DTYPE_F64 ? "float64" : dtype == TSR_DTYPE_F16 ? "float16" : "float32";
 }
 
+/* NumPy's name of the type of an integer tensor of type `dtype` (messages). */
+static const char *numpy_integer_name(uint8_t dtype) {
+    return dtype == TSR_DTYPE_U8 ? "uint8" : dtype == TSR_DTYPE_BOOL ? "bool_" : "int32";
+}
+
 /* The element type of a descr such as "<f4" for a tensor of type `dtype`: little-endian ('<',
  * or '=' / '|' / none on a little-endian host; any order for one-byte types), of a type that
  * tensor reads.  A checkpoint's array (src->archive) must hold numbers of the tensor's kind: an
- * integer array for an I32 tensor, a float array for an F32, F64, BF16 or F16 one. */
+ * integer (or bool) array for an I32, U8 or BOOL tensor, a float array for an F32, F64, BF16 or F16 one. */
 static int npy_type(const Source *src, const char *descr, uint8_t dtype, const NpyType **type) {
     bool has_order = descr[0] != '\0' && strchr("<>=|", descr[0]) != NULL;
     const char *code = has_order ? descr + 1 : descr;
@@ -468,18 +476,18 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
         if (!little && t->size > 1)
             return fail_at(src, 0, 0, "dtype '%s' is big-endian; only little-endian data is supported", shown);
         bool is_float = t->kind == NPY_FLOAT;
-        if (dtype == TSR_DTYPE_I32 && is_float)
-            return fail_at(src, 0, 0, "the tensor is i32 but %s holds %s numbers: convert it with numpy's "
-                           "astype(numpy.int32)", holder, t->name);
-        if (dtype != TSR_DTYPE_I32 && src->archive && !is_float)
+        if (tsr_dtype_integer(dtype) && is_float)
+            return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
+                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_integer_name(dtype));
+        if (!tsr_dtype_integer(dtype) && src->archive && !is_float)
             return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
                            "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_float_name(dtype));
         *type = t;
         return TSR_OK;
     }
-    if (dtype == TSR_DTYPE_I32)
-        return fail_at(src, 0, 0, "dtype '%s' is not supported for an i32 tensor (bool, int8, int16, int32, int64, "
-                       "uint8, uint16, uint32, uint64)", shown);
+    if (tsr_dtype_integer(dtype))
+        return fail_at(src, 0, 0, "dtype '%s' is not supported for an %s tensor (bool, int8, int16, int32, int64, "
+                       "uint8, uint16, uint32, uint64)", shown, tsr_dtype_word(dtype));
     return fail_at(src, 0, 0, "dtype '%s' is not supported (float16, float32, float64, bool, int8, int16, int32, "
                    "int64, uint8, uint16, uint32, uint64)", shown);
 }
@@ -577,12 +585,10 @@ static int npy_convert(const Source *src, const NpyType *type, const unsigned ch
         } else {
             bool is_signed = type->kind == NPY_SIGNED;
             int64_t value = is_signed ? sign_extend(raw, type->size) : raw > INT32_MAX ? INT64_MAX : (int64_t)raw;
-            char text[32] = ""; /* the value as written, for the message when it does not fit */
-            if (value < INT32_MIN || value > INT32_MAX) {
-                if (is_signed) snprintf(text, sizeof text, "%lld", (long long)value);
-                else snprintf(text, sizeof text, "%llu", (unsigned long long)raw);
-            }
-            int status = store_int32(src, 0, 0, t, cell, value, text);
+            char text[32]; /* the value as written, for the message when it does not fit */
+            if (is_signed) snprintf(text, sizeof text, "%lld", (long long)value);
+            else snprintf(text, sizeof text, "%llu", (unsigned long long)raw);
+            int status = store_integer(src, 0, 0, t, cell, value, text);
             if (status != TSR_OK) return status;
         }
     }
@@ -838,7 +844,7 @@ static int csv_store(CsvLoad *load, double value) {
         if (row % t->shards != t->shard) return TSR_OK;
         cell = row / t->shards * row_cells + cell % row_cells;
     }
-    if (t->dtype != TSR_DTYPE_I32) {
+    if (!tsr_dtype_integer(t->dtype)) {
         tsr_cell_store(t->out, t->dtype, cell, value);
         return TSR_OK;
     }
@@ -846,8 +852,9 @@ static int csv_store(CsvLoad *load, double value) {
     printable(shown, sizeof shown, load->field, (size_t)load->field_len);
     int64_t integer;
     if (!parse_integer(load->field, (size_t)load->field_len, &integer))
-        return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is i32)", shown);
-    return store_int32(load->src, load->line, load->field_col, t, cell, integer, shown);
+        return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is %s)", shown,
+                       tsr_dtype_word(t->dtype));
+    return store_integer(load->src, load->line, load->field_col, t, cell, integer, shown);
 }
 
 /* The field that just ended: a number is stored, anything else is an error unless the line is

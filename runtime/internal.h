@@ -291,7 +291,8 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
 /* tsr.h's public names of the element types are the image's numbers. */
 _Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 &&
                    (int)TSR_F64 == (int)TSR_DTYPE_F64 && (int)TSR_BF16 == (int)TSR_DTYPE_BF16 &&
-                   (int)TSR_F16 == (int)TSR_DTYPE_F16 && TSR_DTYPE_COUNT == 5,
+                   (int)TSR_F16 == (int)TSR_DTYPE_F16 && (int)TSR_U8 == (int)TSR_DTYPE_U8 &&
+                   (int)TSR_BOOL == (int)TSR_DTYPE_BOOL && TSR_DTYPE_COUNT == 7,
                "tsr.h's tsr_dtype lists the image's TSR_DTYPE_KINDS");
 
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
@@ -346,19 +347,26 @@ static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t c
         memcpy(&h, at, sizeof h);
         return dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(h) : tsr_f16_to_f32(h);
     }
+    if (tsr_dtype_byte(dtype)) return *(const uint8_t *)at;
     float v;
     memcpy(&v, at, sizeof v);
     return v;
 }
 
 /* Store `value` in cell `cell`: rounded to float32, as it is in an F64 cell, rounded once to the
- * nearest BF16 or F16 (tsr_f64_to_bf16), or for I32 truncated toward zero and held to int32's
- * range (NaN stores 0). */
+ * nearest BF16 or F16 (tsr_f64_to_bf16), for I32 truncated toward zero and held to int32's
+ * range (NaN stores 0), for U8 that int32's low 8 bits (to_u8), for BOOL whether it is not 0
+ * (to_bool; NaN stores 1). */
 static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, double value) {
     void *at = tsr_cell_address(buffer, dtype, cell);
-    if (dtype == TSR_DTYPE_I32) {
+    if (dtype == TSR_DTYPE_BOOL) {
+        *(uint8_t *)at = value != 0;
+        return;
+    }
+    if (dtype == TSR_DTYPE_I32 || dtype == TSR_DTYPE_U8) {
         int32_t v = value != value ? 0 : value <= -2147483648.0 ? INT32_MIN : value >= 2147483647.0 ? INT32_MAX : (int32_t)value;
-        memcpy(at, &v, sizeof v);
+        if (dtype == TSR_DTYPE_U8) *(uint8_t *)at = (uint8_t)(v & 255);
+        else memcpy(at, &v, sizeof v);
         return;
     }
     if (dtype == TSR_DTYPE_F64) {

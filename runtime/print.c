@@ -5,7 +5,7 @@
  * TSR_PRINT_EXACT=1 in the environment, with %.9g, which tells every float apart (the
  * differential tests compare executors bit for bit that way).  Every NaN prints as "nan": its
  * sign bit and payload are not part of what a program computes (x86 makes 0/0 negative, and
- * LLVM and the reference executor negate NaNs differently), so they are dropped.  An I32
+ * LLVM and the reference executor negate NaNs differently), so they are dropped.  An I32, U8 or BOOL
  * buffer's cells are int32 values and print as integers (%d), whatever the environment says; an F64
  * buffer's print with %g, or %.17g (every double told apart) under TSR_PRINT_EXACT=1; a BF16 or
  * F16 buffer's cells print as the float values they hold (widened exactly), as F32 cells do. */
@@ -25,7 +25,7 @@ void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const
 
 /* One cell, preceded by a space. */
 static void print_cell(FILE *out, const float *data, uint8_t dtype, int64_t cell, bool all_digits) {
-    if (dtype == TSR_DTYPE_I32) {
+    if (tsr_dtype_integer(dtype)) {
         fprintf(out, " %" PRId32, (int32_t)tsr_cell_value(data, dtype, cell));
         return;
     }

@@ -180,7 +180,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     bool points = !strcmp(d->generator, "half_moons") || !strcmp(d->generator, "circles") ||
                   !strcmp(d->generator, "spirals");
     for (uint32_t f = 0; f < d->field_count; f++) /* the generators that make numbers, not integers */
-        if ((points || !strcmp(d->generator, "uniform")) && m->buffers[d->fields[f]].dtype == TSR_DTYPE_I32)
+        if ((points || !strcmp(d->generator, "uniform")) && tsr_dtype_integer(m->buffers[d->fields[f]].dtype))
             return tsr_error(TSR_ERR_IMAGE, "data '%s': generator '%s' makes floating-point numbers, but the tensor is %s",
                              d->name, d->generator, tsr_dtype_word(m->buffers[d->fields[f]].dtype));
     if (points) {
@@ -326,7 +326,7 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
                          b->size, tsr_dtype_word(b->dtype));
     uint64_t seed = s->seed;
     uint8_t dtype = b->dtype;
-    if (b->kind == TSR_BUF_INPUT && dtype != TSR_DTYPE_I32) /* until the caller fills it (an I32 input: zeros) */
+    if (b->kind == TSR_BUF_INPUT && !tsr_dtype_integer(dtype)) /* until the caller fills it (an integer input: zeros) */
         for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, tsr_uniform(seed, b->name, (uint64_t)c));
     switch (b->init) {
     case TSR_INIT_FILL:

@@ -259,11 +259,13 @@ uint32_t tsr_model_symbol_count(const tsr_model *model);
 const char *tsr_model_symbol_name(const tsr_model *model, uint32_t symbol);
 
 /* A buffer's element type.  `buffers` holds float pointers whatever the type: an I32 buffer's
- * cells are 4-byte int32 values, an F64 buffer's 8-byte doubles, to be read and written through
- * an int32_t or double pointer (the generated accessor of the tensor returns one), never
- * converted as floats. */
-typedef enum tsr_dtype { TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2, TSR_BF16 = 3, TSR_F16 = 4 } tsr_dtype;
-/* The element type of buffer `buffer` of the state (TSR_F32 … TSR_F16), or -1 for a NULL state
+ * cells are 4-byte int32 values, an F64 buffer's 8-byte doubles, a U8 buffer's bytes 0..255 and
+ * a BOOL buffer's bytes 0 or 1, to be read and written through an int32_t, double or uint8_t
+ * pointer (the generated accessor of the tensor returns one), never converted as floats. */
+typedef enum tsr_dtype {
+    TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2, TSR_BF16 = 3, TSR_F16 = 4, TSR_U8 = 5, TSR_BOOL = 6
+} tsr_dtype;
+/* The element type of buffer `buffer` of the state (TSR_F32 … TSR_BOOL), or -1 for a NULL state
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
 

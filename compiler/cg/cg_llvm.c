@@ -208,7 +208,7 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return LLVMBuildBitCast(B, LLVMBuildSelect(B, finite, rounded, bits, ""), LLVMTypeOf(a), "");
     }
     case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
-    case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN:
+    case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN: case SOP_TO_U8: case SOP_TO_BOOL:
     case SOP_COUNT: break;
     }
     return zero;
@@ -287,6 +287,23 @@ static LLVMValueRef narrow_half(CgLlvm *g, DType dtype, LLVMValueRef f) {
         bits = LLVMBuildOr(B, sign, magnitude, "");
     }
     return LLVMBuildTrunc(B, bits, type_like(g, f, LLVMInt16TypeInContext(g->ctx)), "");
+}
+
+/* ---- u8 and bool cells (docs/ir.md §2.8): bytes, computed as i32s (whose bits travel in floats). */
+
+/* Cells (i8) of a u8 or bool buffer as the i32 values they hold (zero-extended). */
+static LLVMValueRef widen_byte(CgLlvm *g, LLVMValueRef cells) {
+    LLVMValueRef ints = LLVMBuildZExt(g->b, cells, type_like(g, cells, g->i32), "");
+    return LLVMBuildBitCast(g->b, ints, type_like(g, cells, g->f32), "");
+}
+
+/* i32 values as the cells (i8) of a u8 buffer (their low 8 bits) or a bool one (1 where not 0). */
+static LLVMValueRef narrow_byte(CgLlvm *g, DType dtype, LLVMValueRef values) {
+    LLVMTypeRef bytes = type_like(g, values, LLVMInt8TypeInContext(g->ctx));
+    LLVMValueRef ints = LLVMBuildBitCast(g->b, values, type_like(g, values, g->i32), "");
+    if (dtype == DTYPE_BOOL)
+        return LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntNE, ints, LLVMConstNull(LLVMTypeOf(ints)), ""), bytes, "");
+    return LLVMBuildTrunc(g->b, ints, bytes, "");
 }
 
 /* 16 f32 lanes rounded to bf16 cells (i16): by VCVTNEPS2BF16 when no lane is a NaN or subnormal,
@@ -469,12 +486,13 @@ static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *inde
     return coef;
 }
 
-/* The LLVM type of a cell of `buffer`: double for an f64 buffer, i16 for bf16 and f16 (converted
- * where loaded and stored), float for the others (an i32's bits travel in a float, docs/ir.md
- * §2.8). */
+/* The LLVM type of a cell of `buffer`: double for an f64 buffer, i16 for bf16 and f16 and i8 for
+ * u8 and bool (converted where loaded and stored), float for the others (an i32's bits travel in
+ * a float, docs/ir.md §2.8). */
 static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
     DType dtype = g->ir->buffers[buffer].dtype;
-    return dtype == DTYPE_F64 ? g->f64 : ir_dtype_half(dtype) ? LLVMInt16TypeInContext(g->ctx) : g->f32;
+    return dtype == DTYPE_F64 ? g->f64 : ir_dtype_half(dtype) ? LLVMInt16TypeInContext(g->ctx)
+         : ir_dtype_byte(dtype) ? LLVMInt8TypeInContext(g->ctx) : g->f32;
 }
 
 static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return ir_dtype_bytes(g->ir->buffers[buffer].dtype); }
@@ -678,7 +696,7 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     case IR_LOAD: {
         DType dtype = g->ir->buffers[e->buffer].dtype;
         LLVMValueRef v = load(g, e->buffer, e->index);
-        return ir_dtype_half(dtype) ? widen_half(g, dtype, v) : v;
+        return ir_dtype_half(dtype) ? widen_half(g, dtype, v) : ir_dtype_byte(dtype) ? widen_byte(g, v) : v;
     }
     case IR_RANDOM: return random_cell(g, e->buffer, e->index);
     case IR_OP: {
@@ -1105,6 +1123,8 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
             v = narrow_bf16_vector(g, v);
         else if (ir_dtype_half(dtype))
             v = narrow_half(g, dtype, v);
+        else if (ir_dtype_byte(dtype))
+            v = narrow_byte(g, dtype, v);
         store(g, s->buffer, s->index, v, s->nontemporal);
         break;
     }

@@ -164,6 +164,7 @@ static ElementType element_type(DType dtype) {
     const char *descr = rows[t].descr; /* "<f4": order, kind, bytes */
     const char *kind = descr[1] == 'f' ? "float" : descr[1] == 'u' ? "uint" : "int";
     if (dtype == DTYPE_BF16) snprintf(e.numpy_name, sizeof e.numpy_name, "bfloat16");
+    else if (dtype == DTYPE_BOOL) snprintf(e.numpy_name, sizeof e.numpy_name, "bool");
     else snprintf(e.numpy_name, sizeof e.numpy_name, "%s%d", kind, 8 * atoi(descr + 2));
     return e;
 }
@@ -177,20 +178,22 @@ static const char *upper(const IrProgram *ir, const char *module, const char *na
 void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, bool profile, FILE *out) {
     Exports x = exports_of(ir);
     const char *guard = upper(ir, module, "H");
-    bool any_i32 = false, any_f64 = false, any_half = false;
+    bool any_i32 = false, any_f64 = false, any_half = false, any_byte = false;
     for (uint32_t i = 0; i < x.count; i++) {
         DType t = ir->buffers[x.items[i].buffer].dtype;
         any_i32 |= t == DTYPE_I32;
         any_f64 |= t == DTYPE_F64;
         any_half |= ir_dtype_half(t);
+        any_byte |= ir_dtype_byte(t);
     }
     /* What the buffers that are not float32 hold, for the header's first comment:
      * " (int32 where an accessor returns int32_t *, float64 where it returns double *)". */
-    const char *others[3][2];
+    const char *others[4][2];
     size_t other_count = 0;
     if (any_i32) others[other_count][0] = "int32", others[other_count++][1] = "int32_t";
     if (any_f64) others[other_count][0] = "float64", others[other_count++][1] = "double";
     if (any_half) others[other_count][0] = "bfloat16 or float16 bit patterns", others[other_count++][1] = "uint16_t";
+    if (any_byte) others[other_count][0] = "uint8 or bool (0 or 1) bytes", others[other_count++][1] = "uint8_t";
     char buffers_note[256] = "";
     for (size_t k = 0, n = 0; k < other_count && n < sizeof buffers_note; k++)
         n += (size_t)snprintf(buffers_note + n, sizeof buffers_note - n, "%s%s where %s returns %s *%s", k ? ", " : " (",

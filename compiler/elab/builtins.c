@@ -157,9 +157,10 @@ static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span
     const Arg *typed = find_arg(args, count, "dtype");
     if (typed && !dtype_of_value(typed->value, typed->span, arena_printf(e->arena, "'%s'", fn), &dtype))
         return &error_value;
-    if (dtype == TSR_DTYPE_I32) /* the points are fractions */
-        return fail(typed->span, "'%s' makes points with fractional coordinates, which i32 cannot hold: ~dtype is "
-                    "\"f32\", \"f64\", \"bf16\" or \"f16\" (convert the labels with to_i32 where integers are needed)", fn);
+    if (tsr_dtype_integer(dtype)) /* the points are fractions */
+        return fail(typed->span, "'%s' makes points with fractional coordinates, which %s cannot hold: ~dtype is "
+                    "\"f32\", \"f64\", \"bf16\" or \"f16\" (convert the labels with to_i32 where integers are needed)", fn,
+                    ir_dtype_word(dtype));
     int64_t n, batches, seed;
     double noise, factor;
     if (!int_arg(args, count, "count", span, fn, 0, true, &n) ||
@@ -279,9 +280,9 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
     const Arg *typed = find_arg(args, count, "dtype");
     if (typed && !dtype_of_value(typed->value, typed->span, arena_printf(e->arena, "'%s'", fn), &dtype))
         return &error_value;
-    if (seeded && dtype == TSR_DTYPE_I32) /* its numbers are fractions */
-        return fail(typed->span, "'uniform' draws numbers in [-1, 1), which i32 cannot hold: ~dtype is \"f32\", "
-                    "\"f64\", \"bf16\" or \"f16\" (for integers, convert with to_i32 or use range)");
+    if (seeded && tsr_dtype_integer(dtype)) /* its numbers are fractions */
+        return fail(typed->span, "'uniform' draws numbers in [-1, 1), which %s cannot hold: ~dtype is \"f32\", "
+                    "\"f64\", \"bf16\" or \"f16\" (for integers, convert with to_i32 or use range)", ir_dtype_word(dtype));
     if (tokens) {
         const Arg *w = find_arg(args, count, "windows");
         bool random = w && w->value->kind == V_STRING && strcmp(w->value->as.str.text, "random") == 0;

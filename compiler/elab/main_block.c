@@ -76,7 +76,7 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         if (used < count) {
             args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
             bool integer_tensor = args[used].kind == PARG_TENSOR && args[used].tensor && !args[used].grad &&
-                                  args[used].tensor->dtype == TSR_DTYPE_I32; /* a declared i32 (an input, a data item) */
+                                  tsr_dtype_integer(args[used].tensor->dtype); /* a declared integer (an input, a data item) */
             if (!args[used].wants_float && ((args[used].kind == PARG_TENSOR && !integer_tensor) || args[used].kind == PARG_FLOAT ||
                                             (args[used].kind == PARG_OPTION && args[used].float_option))) {
                 diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "

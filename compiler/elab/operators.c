@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "ir/ir.h"
+
 /* ---- Shape logics -------------------------------------------------------------------------- */
 
 /* The relations of a fixed logic (logic.c's table) between the shapes of an operation's `n`
@@ -912,9 +914,9 @@ bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Runtim
                 return false;
             }
             if (!dtype_of_value(v, f->a->span, arena_printf(e->arena, "'%s'", tensor), &written)) return false;
-            if (written == TSR_DTYPE_I32) {
-                diag_error(f->a->span, "'%s' cannot be i32: a parameter or state of code is a number (\"f32\" or "
-                           "\"f64\", \"bf16\", \"f16\"), differentiated or updated with numbers", tensor);
+            if (tsr_dtype_integer(written)) {
+                diag_error(f->a->span, "'%s' cannot be %s: a parameter or state of code is a number (\"f32\" or "
+                           "\"f64\", \"bf16\", \"f16\"), differentiated or updated with numbers", tensor, ir_dtype_word(written));
                 return false;
             }
             *dtype = written;

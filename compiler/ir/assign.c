@@ -220,7 +220,12 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
  * docs/language.md §5.11), computed on by the operations that have an i32 form
  * (scalar_op_integer: + - * / mod …, with whole numbers) and accumulated with =+ =- =* and the
  * max and min accumulations; any other arithmetic on it, mixing it with numbers, or storing it
- * where a number is kept is an error that names the cast. */
+ * where a number is kept is an error that names the cast.  u8 and bool are integer storage types
+ * computed as i32 (C's integer promotion): a read of one is an i32 value in 0..255 (0 or 1), any
+ * arithmetic on it gives i32, bool widens into u8 and both into i32 implicitly, and storing
+ * wider integers into them needs to_u8 (the low 8 bits) or to_bool (not 0), which become i32
+ * operations here.  `where` with an integer condition and number branches (or the reverse) tests
+ * the condition against 0 in its own type. */
 
 static const char *dtype_word(uint8_t dtype) { return dtype == DTYPE_ANY ? "number" : ir_dtype_word(dtype); }
 
@@ -229,6 +234,17 @@ static bool is_float_dtype(uint8_t dtype) {
 }
 
 static bool is_half_dtype(uint8_t dtype) { return dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16; }
+
+static bool is_int_dtype(uint8_t dtype) { return dtype != DTYPE_ANY && tsr_dtype_integer(dtype); }
+
+/* The wider of two integer types (bool within u8 within i32), or the other where one is a
+ * constant (DTYPE_ANY). */
+static uint8_t int_join(uint8_t a, uint8_t b) {
+    if (a == DTYPE_ANY || a == b) return b;
+    if (b == DTYPE_ANY) return a;
+    if (a == TSR_DTYPE_I32 || b == TSR_DTYPE_I32) return TSR_DTYPE_I32;
+    return TSR_DTYPE_U8;
+}
 
 /* The type an operation on values of number types a and b gives (DTYPE_ANY: a constant, which
  * takes the other's type): f64 over everything, a type with itself, f32 otherwise (bf16 with
@@ -241,8 +257,9 @@ static uint8_t float_join(uint8_t a, uint8_t b) {
 }
 
 /* Whether a value of type `from` is exactly a value of type `to` (a widening): f32 and the half
- * types into f64, the half types into f32. */
+ * types into f64, the half types into f32, bool into u8, both into i32. */
 static bool widens(uint8_t from, uint8_t to) {
+    if (is_int_dtype(from) && is_int_dtype(to)) return int_join(from, to) == to;
     return (to == TSR_DTYPE_F64 && (from == TSR_DTYPE_F32 || is_half_dtype(from))) || (to == TSR_DTYPE_F32 && is_half_dtype(from));
 }
 
@@ -291,7 +308,7 @@ static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
         e->type = TSR_DTYPE_I32;
         return true;
     }
-    if (e->kind != AE_OP) return true;
+    if (e->kind != AE_OP || scalar_op_conversion(e->op)) return true; /* a conversion's operand is its own */
     if (!scalar_op_integer(e->op)) {
         diag_error(a->span, "%s computes '%s' on i32 values, which has no i32 form (+ - * / mod neg abs sign floor max "
                    "min relu, comparisons, logical operations and where do)", a->what, scalar_op_name(e->op));
@@ -340,6 +357,39 @@ static void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, 
     }
 }
 
+static AExpr *new_aexpr(Builder *b, AExprKind kind, ScalarOp op, uint8_t type, double value, AExpr *x, AExpr *y) {
+    AExpr *e = arena_alloc(b->ir->arena, sizeof *e);
+    *e = (AExpr){.kind = kind, .op = op, .type = type, .value = value, .args = {x, y}};
+    return e;
+}
+
+/* e, `to_u8 x` or `to_bool x` of an x of type `from` (DTYPE_ANY: constants), rewritten into the
+ * i32 operations that compute it: `mod (to_i32 x) 256` (the low 8 bits; the floor modulo is the
+ * two's complement's low bits) and `to_i32 (ne x 0)` in x's own type (a NaN is not 0), or x
+ * itself where it is of the type (or bool, for to_u8) already.  Returns the type e has. */
+static uint8_t byte_conversion(Builder *b, AExpr *e, uint8_t from) {
+    bool to_bool = e->op == SOP_TO_BOOL;
+    uint8_t to = to_bool ? TSR_DTYPE_BOOL : TSR_DTYPE_U8;
+    AExpr *x = e->args[0];
+    if (from == TSR_DTYPE_BOOL || from == to) {
+        *e = *x;
+        return to;
+    }
+    AExpr *computed;
+    if (to_bool && is_int_dtype(from)) {
+        computed = new_aexpr(b, AE_OP, SOP_NE, TSR_DTYPE_I32, 0, x, new_aexpr(b, AE_CONST, 0, TSR_DTYPE_I32, 0, NULL, NULL));
+    } else if (to_bool) {
+        uint8_t type = from == DTYPE_ANY ? TSR_DTYPE_F32 : (uint8_t)ir_dtype_compute(from);
+        AExpr *test = new_aexpr(b, AE_OP, SOP_NE, type, 0, x, new_aexpr(b, AE_CONST, 0, type, 0, NULL, NULL));
+        computed = new_aexpr(b, AE_OP, SOP_TO_I32, TSR_DTYPE_I32, 0, test, NULL);
+    } else {
+        if (!is_int_dtype(from)) x = new_aexpr(b, AE_OP, SOP_TO_I32, TSR_DTYPE_I32, 0, x, NULL);
+        computed = new_aexpr(b, AE_OP, SOP_MOD, TSR_DTYPE_I32, 0, x, new_aexpr(b, AE_CONST, 0, TSR_DTYPE_I32, 256, NULL, NULL));
+    }
+    *e = *computed;
+    return to;
+}
+
 /* The element type of e.  A conversion to the type its operand already has is the operand
  * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
  * operation on i32 values (and constants) is computed on i32s: + - * wrap, / and mod floor,
@@ -364,6 +414,8 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
                 *e = *e->args[0];
                 return is_half_dtype(from) ? TSR_DTYPE_F32 : from;
             }
+            if (e->op == SOP_TO_U8 || e->op == SOP_TO_BOOL) return byte_conversion(b, e, from);
+            if (is_int_dtype(from)) from = TSR_DTYPE_I32; /* u8 and bool values are i32s */
             uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64
                        : e->op == SOP_TO_BF16 ? TSR_DTYPE_BF16 : e->op == SOP_TO_F16 ? TSR_DTYPE_F16 : TSR_DTYPE_F32;
             if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */
@@ -393,12 +445,32 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         bool any_i32 = false, any_float = false;
         uint8_t joined = DTYPE_ANY;
         const AExpr *integer = NULL, *number = NULL;
+        uint8_t integer_type = TSR_DTYPE_I32;
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) {
-            uint8_t t = types[i] = expr_dtype(b, a, e->args[i]);
+            types[i] = expr_dtype(b, a, e->args[i]);
             if (b->failed) return TSR_DTYPE_F32;
-            if (t == TSR_DTYPE_I32 && !integer) integer = e->args[i];
+        }
+        /* `where c x y` whose condition is an integer and branches numbers (or the reverse): the
+         * condition is tested against 0 in its own type, and the branches alone give the type
+         * (an integer condition is converted to the branches' number type below, which keeps
+         * whether it is 0; a number one becomes the i32 `to_i32 (ne c 0)`). */
+        unsigned first = 0;
+        if (e->op == SOP_WHERE) {
+            bool int_branches = is_int_dtype(types[1]) || is_int_dtype(types[2]);
+            bool float_branches = is_float_dtype(types[1]) || is_float_dtype(types[2]);
+            if (is_int_dtype(types[0]) && float_branches && !int_branches) {
+                first = 1;
+            } else if (is_float_dtype(types[0]) && int_branches && !float_branches) {
+                AExpr *c = new_aexpr(b, AE_OP, SOP_TO_BOOL, 0, 0, e->args[0], NULL);
+                types[0] = byte_conversion(b, c, types[0]);
+                e->args[0] = c;
+            }
+        }
+        for (unsigned i = first; i < scalar_op_arity(e->op); i++) {
+            uint8_t t = types[i];
+            if (is_int_dtype(t) && !integer) integer = e->args[i], integer_type = t;
             if (is_float_dtype(t) && !number) number = e->args[i];
-            any_i32 |= t == TSR_DTYPE_I32;
+            any_i32 |= is_int_dtype(t);
             any_float |= is_float_dtype(t);
             if (is_float_dtype(t)) joined = float_join(joined, t);
         }
@@ -411,8 +483,8 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         const char *name = integer->kind == AE_READ ? node_text(b, a->reads[integer->read].node) : "an i32 value";
         if (any_float) {
             uint8_t other = expr_dtype(b, a, (AExpr *)number);
-            diag_error(a->span, "%s computes '%s' of i32 and %s values (%s is i32)", a->what, scalar_op_name(e->op),
-                       dtype_word(other), name);
+            diag_error(a->span, "%s computes '%s' of %s and %s values (%s is %s)", a->what, scalar_op_name(e->op),
+                       dtype_word(integer_type), dtype_word(other), name, dtype_word(integer_type));
             diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_i32 x for integers "
                       "(docs/language.md §3.9)", dtype_word(other), other == TSR_DTYPE_F64 ? 53 : other == TSR_DTYPE_BF16 ? 8
                       : other == TSR_DTYPE_F16 ? 11 : 24);
@@ -438,7 +510,7 @@ static bool adds_once(const Assignment *a) {
 static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     a->rhs_dtype = expr_dtype(b, a, a->rhs);
     if (b->failed) return false;
-    bool lhs_i32 = lhs_dtype == TSR_DTYPE_I32, rhs_i32 = a->rhs_dtype == TSR_DTYPE_I32;
+    bool lhs_i32 = is_int_dtype(lhs_dtype), rhs_i32 = is_int_dtype(a->rhs_dtype);
     bool integer_accum = a->accum == ACC_ADD || a->accum == ACC_SUB || a->accum == ACC_MUL || a->accum == ACC_MAX ||
                          a->accum == ACC_MIN;
     if ((lhs_i32 || rhs_i32) && a->accum != ACC_NONE && !integer_accum) {
@@ -450,6 +522,9 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     }
     if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_i32(b, a, a->rhs)) return false;
     if (rhs_i32 && adds_once(a)) a->accum = ACC_NONE; /* a copy, stored as it is (lowering would add to 0) */
+    bool arithmetic = a->accum == ACC_ADD || a->accum == ACC_SUB || a->accum == ACC_MUL;
+    if (lhs_dtype == DTYPE_ANY && arithmetic && is_int_dtype(a->rhs_dtype))
+        a->rhs_dtype = TSR_DTYPE_I32; /* sums and products of u8 or bool values count in i32 (NumPy's sum) */
     if (lhs_dtype == DTYPE_ANY || a->rhs_dtype == lhs_dtype) return true;
     if (a->rhs_dtype == DTYPE_ANY) { /* constants take the left side's type */
         numbers_as(b, a, a->rhs, DTYPE_ANY, lhs_dtype);
@@ -471,7 +546,9 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
                   dtype_word(lhs_dtype), dtype_word(lhs_dtype), node_text(b, a->lhs.node), dtype_word(float_join(lhs_dtype, a->rhs_dtype)),
                   dtype_word(float_join(lhs_dtype, a->rhs_dtype)));
     else
-        diag_note(a->span, "convert with %s", lhs_i32 ? "to_i32 (toward zero)" : lhs_dtype == TSR_DTYPE_F64 ? "to_f64" : "to_f32");
+        diag_note(a->span, "convert with to_%s (%s)", dtype_word(lhs_dtype),
+                  lhs_dtype == TSR_DTYPE_I32 ? "toward zero" : lhs_dtype == TSR_DTYPE_U8 ? "the low 8 bits"
+                  : lhs_dtype == TSR_DTYPE_BOOL ? "not 0" : "the nearest value");
     b->failed = true;
     return false;
 }
@@ -958,14 +1035,15 @@ static void build_operator(Builder *b, Tensor *t) {
             return;
         }
         uint8_t d = c.out[i]->rhs_dtype;
-        if (d != DTYPE_ANY && stored != DTYPE_ANY && d != stored && (d == TSR_DTYPE_I32 || stored == TSR_DTYPE_I32)) {
-            uint8_t number = d == TSR_DTYPE_I32 ? stored : d;
-            diag_error(t->span, "%s stores both i32 and %s values into its result", what, dtype_word(number));
-            diag_note(t->span, "convert the i32 ones with to_%s", dtype_word(number));
+        if (d != DTYPE_ANY && stored != DTYPE_ANY && is_int_dtype(d) != is_int_dtype(stored)) {
+            uint8_t number = is_int_dtype(d) ? stored : d, integer = is_int_dtype(d) ? d : stored;
+            diag_error(t->span, "%s stores both %s and %s values into its result", what, dtype_word(integer),
+                       dtype_word(number));
+            diag_note(t->span, "convert the %s ones with to_%s", dtype_word(integer), dtype_word(number));
             b->failed = true;
             return;
         }
-        if (d != DTYPE_ANY) stored = float_join(stored, d);
+        if (d != DTYPE_ANY) stored = is_int_dtype(d) ? int_join(stored, d) : float_join(stored, d);
     }
     for (uint32_t i = 0; i < c.out_count; i++) { /* every store in the result's type */
         Assignment *a = c.out[i];

@@ -56,7 +56,7 @@ static Tensor **graph_of(Builder *b, Tensor *t, uint32_t *count) {
 }
 
 static bool needs_grad(Builder *b, Tensor *t) {
-    if (t->dtype == TSR_DTYPE_I32) return false; /* integers are not differentiated */
+    if (tsr_dtype_integer(t->dtype)) return false; /* integers (i32, u8, bool) are not differentiated */
     TensorInfo *info = &b->info[t->id];
     if (!info->needs_grad) {
         bool yes = t->kind == TENSOR_PARAM;

@@ -113,6 +113,14 @@ static void store_half(DType dtype, void *cell, IrValue value) {
     memcpy(cell, &h, sizeof h);
 }
 
+/* A u8 or bool cell as the i32 it holds (zero-extended), or an i32 value stored in one: a u8
+ * keeps the low 8 bits, a bool whether the value is not 0 (docs/ir.md §2.8). */
+static IrValue load_byte(const void *cell) { return (IrValue){.f = ir_bits_of_i32(*(const uint8_t *)cell)}; }
+static void store_byte(DType dtype, void *cell, IrValue value) {
+    int32_t v = ir_i32_of_bits(value.f);
+    *(uint8_t *)cell = dtype == DTYPE_BOOL ? v != 0 : (uint8_t)(v & 255);
+}
+
 /* The flat offset of an access, or -1 after reporting an error.  A gathered axis is read at its
  * expression's value, an i32, clamped to the axis (docs/ir.md §2.8). */
 static int64_t offset(Interp *in, uint32_t buffer, const IrIndex *index) {
@@ -158,6 +166,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
         int64_t at = offset(in, e->buffer, e->index);
         DType dtype = in->ir->buffers[e->buffer].dtype;
         if (at >= 0 && ir_dtype_half(dtype)) return load_half(dtype, cell_address(in, e->buffer, at));
+        if (at >= 0 && ir_dtype_byte(dtype)) return load_byte(cell_address(in, e->buffer, at));
         if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(dtype));
         return v;
     }
@@ -248,6 +257,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             int64_t at = offset(in, s->buffer, s->index);
             DType dtype = in->ir->buffers[s->buffer].dtype;
             if (at >= 0 && ir_dtype_half(dtype)) store_half(dtype, cell_address(in, s->buffer, at), value);
+            else if (at >= 0 && ir_dtype_byte(dtype)) store_byte(dtype, cell_address(in, s->buffer, at), value);
             else if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, ir_dtype_bytes(dtype));
             break;
         }

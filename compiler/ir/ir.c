@@ -41,7 +41,7 @@ unsigned ir_dtype_bytes(unsigned dtype) {
 #undef DTYPE_BYTES
     return dtype < sizeof bytes ? bytes[dtype] : 4;
 }
-unsigned ir_dtype_compute(unsigned dtype) { return ir_dtype_half(dtype) ? DTYPE_F32 : dtype; }
+unsigned ir_dtype_compute(unsigned dtype) { return ir_dtype_half(dtype) ? DTYPE_F32 : ir_dtype_byte(dtype) ? DTYPE_I32 : dtype; }
 
 unsigned scalar_op_arity(ScalarOp op) { return scalar_ops[op].arity; }
 bool scalar_op_infix(ScalarOp op) { return !(scalar_ops[op].name[0] >= 'a' && scalar_ops[op].name[0] <= 'z'); }
@@ -133,7 +133,9 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_TO_F64:
     case SOP_TO_BF16: /* (ir_op_eval: they need the operand's type) */
     case SOP_TO_F16:
-    case SOP_WIDEN: /* (assign.c replaces it by its operand or a widening) */
+    case SOP_WIDEN: /* (assign.c replaces these by their operand, a widening or i32 operations) */
+    case SOP_TO_U8:
+    case SOP_TO_BOOL:
     case SOP_COUNT: break;
     }
     return NAN;
@@ -198,7 +200,7 @@ int32_t ir_f64_to_i32(double x) {
 
 bool scalar_op_conversion(ScalarOp op) {
     return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64 || op == SOP_TO_BF16 || op == SOP_TO_F16 ||
-           op == SOP_WIDEN;
+           op == SOP_WIDEN || op == SOP_TO_U8 || op == SOP_TO_BOOL;
 }
 
 /* A value of type `from` (f32, f64 or i32) rounded once to the nearest bf16 (or f16) value, as an
@@ -898,8 +900,12 @@ bool ir_stmt_half(const IrProgram *ir, const IrStmt *s) {
 
 bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) { return stmt_touches(ir, (TypeSet){1u << DTYPE_F64, 1u << DTYPE_F64}, s); }
 
+bool ir_stmt_bytes(const IrProgram *ir, const IrStmt *s) {
+    return stmt_touches(ir, (TypeSet){1u << DTYPE_U8 | 1u << DTYPE_BOOL, 0}, s);
+}
+
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
-    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s);
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s) || ir_stmt_bytes(ir, s);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

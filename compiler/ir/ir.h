@@ -73,7 +73,9 @@
     X(SOP_TO_BF16,        "to_bf16", 1)   \
     X(SOP_TO_F16,         "to_f16", 1)    \
     X(SOP_WIDEN,          "widen",  1)    \
-    X(SOP_TO_TF32,        "to_tf32", 1)
+    X(SOP_TO_TF32,        "to_tf32", 1)  \
+    X(SOP_TO_U8,          "to_u8",  1)    \
+    X(SOP_TO_BOOL,        "to_bool", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -123,8 +125,9 @@ IrValue ir_const_value(unsigned type, double value);
 double ir_value_number(unsigned type, IrValue v);
 /* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64, SOP_TO_BF16, SOP_TO_F16; the
  * last two give an f32, the nearest bf16 or f16 value of the operand, docs/ir.md §2.10; and
- * SOP_WIDEN, a half value as f32 and any other as itself, which assign.c resolves into one of
- * those or nothing, so that no later stage meets it). */
+ * SOP_WIDEN, a half value as f32 and any other as itself, SOP_TO_U8 and SOP_TO_BOOL, which
+ * assign.c resolves into one of those, i32 operations or nothing, so that no later stage meets
+ * them). */
 bool scalar_op_conversion(ScalarOp op);
 /* An i32 carried in a float's 4 bytes, and back: how i32 cells travel through f32 values. */
 int32_t ir_i32_of_bits(float bits);
@@ -169,13 +172,19 @@ typedef enum DType { TSR_DTYPE_KINDS(IR_KIND_DTYPE) } DType;
 #undef IR_KIND_DTYPE
 /* The type's name in the language ("f32", "i32", "f64"); "?" past the last. */
 const char *ir_dtype_word(unsigned dtype);
-/* The bytes of one cell of the type (4 for f32 and i32, 8 for f64, 2 for bf16 and f16). */
+/* The bytes of one cell of the type (4 for f32 and i32, 8 for f64, 2 for bf16 and f16, 1 for
+ * u8 and bool). */
 unsigned ir_dtype_bytes(unsigned dtype);
 /* The type a cell of `dtype` is computed in: f32 for bf16 and f16 (storage types: a load widens
- * exactly, a store rounds to nearest even, docs/ir.md §2.10), else the type itself. */
+ * exactly, a store rounds to nearest even, docs/ir.md §2.10), i32 for u8 and bool (a load
+ * zero-extends, a store keeps a u8's low 8 bits and a bool's value ≠ 0, docs/ir.md §2.8), else
+ * the type itself. */
 unsigned ir_dtype_compute(unsigned dtype);
-/* Whether `dtype` is a 2-byte storage type (bf16, f16). */
+/* Whether `dtype` is a 2-byte storage type (bf16, f16), a 1-byte one (u8, bool), an integer
+ * type (i32, u8, bool: computed as i32). */
 static inline bool ir_dtype_half(unsigned dtype) { return dtype == DTYPE_BF16 || dtype == DTYPE_F16; }
+static inline bool ir_dtype_byte(unsigned dtype) { return tsr_dtype_byte(dtype); }
+static inline bool ir_dtype_integer(unsigned dtype) { return tsr_dtype_integer(dtype); }
 /* The operation that rounds a value to a bf16 or f16 cell's grid (SOP_TO_BF16, SOP_TO_F16). */
 static inline ScalarOp ir_dtype_rounding(unsigned dtype) { return dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16; }
 /* An IR_MMA's reduction steps and its A and B registers a thread (ir.h IrMma; `in` DTYPE_F32: tf32). */
@@ -564,10 +573,13 @@ bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s);
 DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
 /* Whether s loads or stores a cell of a bf16 or f16 buffer. */
 bool ir_stmt_half(const IrProgram *ir, const IrStmt *s);
+/* Whether s loads or stores a cell of a u8 or bool buffer. */
+bool ir_stmt_bytes(const IrProgram *ir, const IrStmt *s);
 /* Whether the schedule leaves s as lowered: a call of the runtime, a nest that gathers or
- * computes on i32s (the rewrites reason about indices by their terms), or one that touches bf16
- * or f16 cells (ir_stmt_half: the tiles are of 4- and 8-byte cells; the CPU's schedule first
- * makes a half contraction an f32 one over widened copies, sched.c contract_in_f32).  The GPU's schedule also
+ * computes on i32s (the rewrites reason about indices by their terms), or one that touches bf16,
+ * f16, u8 or bool cells (ir_stmt_half, ir_stmt_bytes: the tiles are of 4- and 8-byte cells; the
+ * CPU's schedule first makes a half contraction an f32 one over widened copies, sched.c
+ * contract_in_f32).  The GPU's schedule also
  * leaves nests that touch f64s (ir_stmt_f64) as lowered; the CPU's tiles them in 8-byte cells. */
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s);
 /* Whether s is a call of the runtime (IR_CALL) whose action reads and writes `buffer`. */

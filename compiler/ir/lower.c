@@ -89,7 +89,7 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
                 at->buffer = from->buffer;
                 at->index = access_index(l, p, pi->gather);
             }
-            if (!from->symbol && l->ir->buffers[from->buffer].dtype == DTYPE_I32) {
+            if (!from->symbol && ir_dtype_integer(l->ir->buffers[from->buffer].dtype)) {
                 ix[a].gather = at;
             } else { /* f32 (or f64) positions: converted toward zero, as to_i32 does */
                 ix[a].gather = arena_alloc(l->ir->arena, sizeof *ix[a].gather);

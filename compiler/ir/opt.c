@@ -119,7 +119,7 @@ static bool is_const(const IrExpr *e, double v) { return e->kind == IR_CONST && 
 static IrExpr *simplify(IrProgram *ir, const Counts *c, IrExpr *e, bool *changed) {
     if (e->kind == IR_LOAD) {
         const IrBuffer *b = &ir->buffers[e->buffer];
-        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && b->dtype != DTYPE_I32) {
+        if (b->kind == BUF_CONSTANT && b->init == INIT_FILL && c->stores[e->buffer] == 0 && !ir_dtype_integer(b->dtype)) {
             IrExpr *k = arena_alloc(ir->arena, sizeof *k);
             k->kind = IR_CONST;
             k->type = (DType)ir_dtype_compute(b->dtype);

@@ -72,18 +72,6 @@ for mode in native interp; do
     if cmp -s "$T/got" "$T/ids.grid" && [ "$(sed -n 6p "$T/ids.$mode")" = "one -123456789 -123456789.0" ]; then pass
     else fail "$mode: an i32 .npy item prints its integers, %d and %f of its first cell"; fi
 done
-# expect_error NAME MESSAGE ARGS…: both executors stop with status 1 and MESSAGE.
-expect_error() {
-    name=$1 message=$2
-    shift 2
-    run_both "$name" "$@"
-    if [ $native = 1 ] && [ "$(cat "$T/$name.native.err")" = "$T/$name: error: $message" ] &&
-       [ $interp = 1 ] && [ "$(cat "$T/$name.interp.err")" = "tsrc: error: run time: $message" ]; then pass
-    else
-        cat "$T/$name.native.err" "$T/$name.interp.err" >"$T/log"
-        fail "both executors: $message"
-    fi
-}
 expect_error ids "data 'ids': '$T/big.npy': cell (2, 5) holds 4294967296, which does not fit int32 (-2147483648 to 2147483647)" \
     --data "ids=$T/big.npy"
 expect_error ids "data 'ids': '$T/float.npy': the tensor is i32 but the file holds float32 numbers: convert it with numpy's astype(numpy.int32)" \

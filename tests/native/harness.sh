@@ -1,7 +1,7 @@
 # harness.sh — what the native test scripts share (sourced by drivers.sh, runtime_sizes.sh,
 # checkpoint.sh, main_steps.sh, example_checkpoint.sh, resume.sh, gpt_example.sh, distributed.sh,
-# data_parallel.sh, dtype_data.sh, dtype_f64_data.sh and dtype_half_data.sh, which tests/run.sh
-# runs from the repository's root):
+# data_parallel.sh, dtype_data.sh, dtype_f64_data.sh, dtype_half_data.sh and dtype_bytes_data.sh,
+# which tests/run.sh runs from the repository's root):
 #   harness_start NAME   a scratch directory $T (tsrc-NAME.XXXXXX under $TMPDIR or /tmp),
 #                        removed when the script exits, and counters at zero;
 #   pass, fail WHAT      count a check; fail also prints WHAT and the head of $T/log;
@@ -13,7 +13,8 @@
 #   run_both NAME ARGS…  the executable $T/NAME and the reference executor on $T/NAME.tsr, both
 #                        with ARGS in $T/run (a checkpoint's directory): their stdout in
 #                        $T/NAME.native and $T/NAME.interp, stderr in $T/NAME.native.err and
-#                        $T/NAME.interp.err, status in $native and $interp.
+#                        $T/NAME.interp.err, status in $native and $interp;
+#   expect_error NAME MESSAGE ARGS…  run_both, and both executors stop with status 1 and MESSAGE.
 harness_start() {
     T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-$1.XXXXXX")
     trap 'rm -rf "$T"' EXIT
@@ -41,4 +42,15 @@ run_both() {
     native=$?
     (cd "$T/run" && "$TSRC" --run --interp "$T/$name.tsr" -- "$@") >"$T/$name.interp" 2>"$T/$name.interp.err"
     interp=$?
+}
+expect_error() {
+    name=$1 message=$2
+    shift 2
+    run_both "$name" "$@"
+    if [ $native = 1 ] && [ "$(cat "$T/$name.native.err")" = "$T/$name: error: $message" ] &&
+       [ $interp = 1 ] && [ "$(cat "$T/$name.interp.err")" = "tsrc: error: run time: $message" ]; then pass
+    else
+        cat "$T/$name.native.err" "$T/$name.interp.err" >"$T/log"
+        fail "both executors: $message"
+    fi
 }

@@ -10,8 +10,8 @@
 The library holds the model's code, its image and the tsrc runtime; this module reads the
 manifest beside it (libmlp.json) and calls the runtime's C functions with ctypes, so nothing is
 compiled at install time.  A model object owns one state (tsr_state): its tensors are views of
-the state's buffers, without a copy (float32; float64, int32 and float16 for the program's f64,
-i32 and f16 tensors; uint16 bit patterns for its bf16 tensors, which NumPy cannot hold otherwise
+the state's buffers, without a copy (float32; float64, int32, float16, uint8 and bool for the
+program's f64, i32, f16, u8 and bool tensors; uint16 bit patterns for its bf16 tensors, which NumPy cannot hold otherwise
 — tsr.bf16_to_float32 and tsr.float32_to_bf16 convert them; as the manifest's "dtype" says),
 valid until the model is closed or a run-time size that shapes them changes (then ask again).  Errors of the runtime are raised as tsr.Error with the
 runtime's message.  Libraries compiled from different programs, or the same library loaded
@@ -44,10 +44,11 @@ class Error(Exception):
 # tensor's cells are uint16 bit patterns (NumPy has no bfloat16).
 _DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32,
            "float64": np.float64, "f64": np.float64, "float16": np.float16, "f16": np.float16,
-           "bfloat16": np.uint16, "bf16": np.uint16}
+           "bfloat16": np.uint16, "bf16": np.uint16, "uint8": np.uint8, "u8": np.uint8, "bool": np.bool_}
 _BF16 = ("bfloat16", "bf16")
 _CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int32, np.dtype(np.float64): ctypes.c_double,
-          np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.uint16): ctypes.c_uint16}
+          np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.uint16): ctypes.c_uint16,
+          np.dtype(np.uint8): ctypes.c_uint8, np.dtype(np.bool_): ctypes.c_uint8}
 
 
 class _State(ctypes.Structure):
@@ -207,7 +208,8 @@ class Model:
 
     def dtype(self, name):
         """The NumPy dtype of tensor `name`'s cells: float32, float64 for an f64 tensor, int32 for
-        an i32 tensor, float16 for an f16 tensor, uint16 (bit patterns) for a bf16 tensor."""
+        an i32 tensor, float16 for an f16 tensor, uint16 (bit patterns) for a bf16 tensor, uint8
+        for a u8 tensor, bool for a bool tensor."""
         word = self._tensor(name).get("dtype", "float32")
         if word not in _DTYPES:
             raise Error(f"tensor {name!r} has element type {word!r}, which this version of tsr does not know")
@@ -219,8 +221,8 @@ class Model:
 
     def __getitem__(self, name):
         """Tensor `name` as a NumPy array over the state's buffer (no copy): float32, float64 for
-        an f64 tensor, int32 for an i32 tensor, float16 for an f16 tensor, or the uint16 bit
-        patterns of a bf16 tensor."""
+        an f64 tensor, int32 for an i32 tensor, float16 for an f16 tensor, the uint16 bit
+        patterns of a bf16 tensor, uint8 for a u8 tensor, bool for a bool tensor."""
         t = self._tensor(name)
         shape = self.shape(name)
         if not self._state:
@@ -240,13 +242,16 @@ class Model:
 
     def __setitem__(self, name, value):
         """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it).
-        An i32 tensor takes integers: floats with a fraction, NaN or values beyond int32 raise
-        tsr.Error rather than being rounded or wrapped.  An f16 tensor's values are rounded to
+        An i32 (u8) tensor takes integers: floats with a fraction, NaN or values beyond int32
+        (0..255) raise tsr.Error rather than being rounded or wrapped; a bool tensor takes
+        anything NumPy's astype(bool) does (non-zero is True).  An f16 tensor's values are rounded to
         float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
         (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
-        if target.dtype == np.int32:
-            value = _integers(name, value)
+        if target.dtype in (np.int32, np.uint8):
+            value = _integers(name, value, target.dtype)
+        elif target.dtype == np.bool_:
+            value = np.asarray(value).astype(np.bool_)
         elif self.is_bf16(name):
             value = np.asarray(value)
             value = value if value.dtype == np.uint16 else float32_to_bf16(value)
@@ -273,21 +278,22 @@ class Model:
                 f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
 
 
-def _integers(name, value):
-    """`value` as int32 for i32 tensor `name`, or tsr.Error when a number is not an int32."""
-    value = np.asarray(value)
+def _integers(name, value, dtype=np.int32):
+    """`value` as `dtype` (int32 or uint8) for integer tensor `name`, or tsr.Error when a number is
+    not an integer of that type."""
+    value, word, limits = np.asarray(value), "i32" if dtype == np.int32 else "u8", np.iinfo(dtype)
     if value.dtype.kind not in "biuf":
-        raise Error(f"tensor {name!r} is i32; a value of dtype {value.dtype} is not a number")
+        raise Error(f"tensor {name!r} is {word}; a value of dtype {value.dtype} is not a number")
     if value.dtype.kind == "f" and value.size:
         bad = ~np.isfinite(value) | (value != np.trunc(value))
         if bad.any():
-            raise Error(f"tensor {name!r} is i32, but the value holds {value[bad].flat[0]}, which is not an integer")
+            raise Error(f"tensor {name!r} is {word}, but the value holds {value[bad].flat[0]}, which is not an integer")
     if value.size and value.dtype.kind in "iuf":
-        lo, hi, limits = value.min(), value.max(), np.iinfo(np.int32)
+        lo, hi = value.min(), value.max()
         if lo < limits.min or hi > limits.max:
-            raise Error(f"tensor {name!r} is i32, but the value holds {lo if lo < limits.min else hi}, "
-                        "which does not fit int32")
-    return value.astype(np.int32)
+            raise Error(f"tensor {name!r} is {word}, but the value holds {lo if lo < limits.min else hi}, "
+                        f"which does not fit {np.dtype(dtype).name}")
+    return value.astype(dtype)
 
 
 def load(library, manifest=None, seed=0):
