@@ -12,8 +12,8 @@
  * (converted to float32), an F64 tensor the same files (converted to double), a BF16 or F16
  * tensor the same files too, each value rounded once to the type (to nearest, ties to even:
  * tsr.h's conversions; a value the type holds exactly keeps its bits, NaN payloads included), an
- * I32, U8 or BOOL one integers only (any integer .npy dtype, decimal CSV integers), each checked
- * to fit the type (int32; 0 to 255; 0 or 1) and stored as its cell; a value that does not fit is
+ * I32, I64, U8 or BOOL one integers only (any integer .npy dtype, decimal CSV integers), each
+ * checked to fit the type (int32; int64; 0 to 255; 0 or 1) and stored as its cell, exactly; a value that does not fit is
  * an error naming its cell.  Cells are of the target type's size (tsr_dtype_cell_bytes: 1, 2, 4
  * or 8 bytes), whatever the file's element
  * size.  The file must match the shape exactly, and be complete: a .npy file holds exactly the
@@ -207,21 +207,28 @@ static void format_position(char *text, size_t size, uint32_t rank, const int64_
     format_shape(text, size, shown, index);
 }
 
-/* Stores integer `value` of a file into cell `cell` of an integer target (I32, U8, BOOL), or
- * reports that it does not fit the type: "cell (2, 5) holds 4294967296, which does not fit i32
- * (-2147483648 to 2147483647)".  `text` is the value as the file writes it (for messages). */
+/* NumPy's name of the type of an integer tensor of type `dtype` (messages). */
+static const char *numpy_integer_name(uint8_t dtype) {
+    return dtype == TSR_DTYPE_U8 ? "uint8" : dtype == TSR_DTYPE_BOOL ? "bool" : dtype == TSR_DTYPE_I64 ? "int64" : "int32";
+}
+
+/* Stores integer `value` of a file into cell `cell` of an integer target (I32, U8, BOOL, I64), or
+ * reports that it does not fit the type (nor does any value beyond int64, `beyond`): "cell (2, 5)
+ * holds 4294967296, which does not fit int32 (-2147483648 to 2147483647)".  `text` is the value
+ * as the file writes it (for messages). */
 static int store_integer(const Source *src, int64_t line, int64_t col, const Target *t, int64_t cell, int64_t value,
-                         const char *text) {
-    int64_t low = t->dtype == TSR_DTYPE_I32 ? INT32_MIN : 0;
-    int64_t high = t->dtype == TSR_DTYPE_I32 ? INT32_MAX : t->dtype == TSR_DTYPE_U8 ? 255 : 1;
-    if (value < low || value > high) {
+                         bool beyond, const char *text) {
+    int64_t low = t->dtype == TSR_DTYPE_I64 ? INT64_MIN : t->dtype == TSR_DTYPE_I32 ? INT32_MIN : 0;
+    int64_t high = t->dtype == TSR_DTYPE_I64 ? INT64_MAX : t->dtype == TSR_DTYPE_I32 ? INT32_MAX
+                 : t->dtype == TSR_DTYPE_U8 ? 255 : 1;
+    if (beyond || value < low || value > high) {
         char position[160];
         format_position(position, sizeof position, t->rank, t->dims, cell);
         return fail_at(src, line, col, "cell %s holds %s, which does not fit %s (%lld to %lld)", position, text,
-                       t->dtype == TSR_DTYPE_I32 ? "int32" : t->dtype == TSR_DTYPE_U8 ? "uint8" : "bool", (long long)low,
-                       (long long)high);
+                       numpy_integer_name(t->dtype), (long long)low, (long long)high);
     }
-    tsr_cell_store(t->out, t->dtype, cell, (double)value);
+    if (t->dtype == TSR_DTYPE_I64) memcpy((char *)t->out + cell * (int64_t)sizeof value, &value, sizeof value);
+    else tsr_cell_store(t->out, t->dtype, cell, (double)value);
     return TSR_OK;
 }
 
@@ -454,11 +461,6 @@ static const char *numpy_float_name(uint8_t dtype) {
     return dtype == TSR_DTYPE_F64 ? "float64" : dtype == TSR_DTYPE_F16 ? "float16" : "float32";
 }
 
-/* NumPy's name of the type of an integer tensor of type `dtype` (messages). */
-static const char *numpy_integer_name(uint8_t dtype) {
-    return dtype == TSR_DTYPE_U8 ? "uint8" : dtype == TSR_DTYPE_BOOL ? "bool_" : "int32";
-}
-
 /* The element type of a descr such as "<f4" for a tensor of type `dtype`: little-endian ('<',
  * or '=' / '|' / none on a little-endian host; any order for one-byte types), of a type that
  * tensor reads.  A checkpoint's array (src->archive) must hold numbers of the tensor's kind: an
@@ -478,7 +480,8 @@ static int npy_type(const Source *src, const char *descr, uint8_t dtype, const N
         bool is_float = t->kind == NPY_FLOAT;
         if (tsr_dtype_integer(dtype) && is_float)
             return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
-                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_integer_name(dtype));
+                           "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name,
+                           dtype == TSR_DTYPE_BOOL ? "bool_" : numpy_integer_name(dtype));
         if (!tsr_dtype_integer(dtype) && src->archive && !is_float)
             return fail_at(src, 0, 0, "the tensor is %s but %s holds %s numbers: convert it with numpy's "
                            "astype(numpy.%s)", tsr_dtype_word(dtype), holder, t->name, numpy_float_name(dtype));
@@ -584,11 +587,12 @@ static int npy_convert(const Source *src, const NpyType *type, const unsigned ch
             floats[cell] = type->kind == NPY_SIGNED ? (float)sign_extend(raw, type->size) : (float)raw;
         } else {
             bool is_signed = type->kind == NPY_SIGNED;
-            int64_t value = is_signed ? sign_extend(raw, type->size) : raw > INT32_MAX ? INT64_MAX : (int64_t)raw;
+            bool beyond = !is_signed && raw > INT64_MAX;
+            int64_t value = is_signed ? sign_extend(raw, type->size) : beyond ? INT64_MAX : (int64_t)raw;
             char text[32]; /* the value as written, for the message when it does not fit */
             if (is_signed) snprintf(text, sizeof text, "%lld", (long long)value);
             else snprintf(text, sizeof text, "%llu", (unsigned long long)raw);
-            int status = store_integer(src, 0, 0, t, cell, value, text);
+            int status = store_integer(src, 0, 0, t, cell, value, beyond, text);
             if (status != TSR_OK) return status;
         }
     }
@@ -794,15 +798,16 @@ static bool parse_number(char *text, size_t len, double *value) {
     return end == text + len;
 }
 
-/* Parses a whole field as a decimal integer (strtoll: a value beyond int64_t saturates, which
- * no int32 cell takes); false if anything is left over. */
-static bool parse_integer(char *text, size_t len, int64_t *value) {
+/* Parses a whole field as a decimal integer (strtoll; *beyond says whether it lies beyond
+ * int64_t, which no cell takes); false if anything is left over. */
+static bool parse_integer(char *text, size_t len, int64_t *value, bool *beyond) {
     if (len == 0) return false;
     char saved = text[len];
     text[len] = '\0';
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
+    *beyond = errno == ERANGE; /* past int64: v is held at its ends */
     text[len] = saved;
     *value = v;
     return end == text + len;
@@ -851,10 +856,11 @@ static int csv_store(CsvLoad *load, double value) {
     char shown[64];
     printable(shown, sizeof shown, load->field, (size_t)load->field_len);
     int64_t integer;
-    if (!parse_integer(load->field, (size_t)load->field_len, &integer))
+    bool beyond;
+    if (!parse_integer(load->field, (size_t)load->field_len, &integer, &beyond))
         return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is %s)", shown,
                        tsr_dtype_word(t->dtype));
-    return store_integer(load->src, load->line, load->field_col, t, cell, integer, shown);
+    return store_integer(load->src, load->line, load->field_col, t, cell, integer, beyond, shown);
 }
 
 /* The field that just ended: a number is stored, anything else is an error unless the line is

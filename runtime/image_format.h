@@ -43,10 +43,10 @@
  * patterns (tsr.h's tsr_bf16_to_f32 …).  NumPy has no bfloat16: a BF16 buffer is saved as
  * float32 (exact) and read from any float or integer array, rounded.  A U8 buffer holds bytes
  * 0..255 and a BOOL buffer bytes 0 or 1 (version 16): storage types of integers, computed as I32
- * (tsr_dtype_integer).  Append only. */
+ * (tsr_dtype_integer); an I64 buffer int64 values.  Append only. */
 #define TSR_DTYPE_KINDS(X) X(F32, "f32", "<f4", float) X(I32, "i32", "<i4", int32_t) \
     X(F64, "f64", "<f8", double) X(BF16, "bf16", "<f4", uint16_t) X(F16, "f16", "<f2", uint16_t) \
-    X(U8, "u8", "|u1", uint8_t) X(BOOL, "bool", "|b1", uint8_t)
+    X(U8, "u8", "|u1", uint8_t) X(BOOL, "bool", "|b1", uint8_t) X(I64, "i64", "<i8", int64_t)
 
 /* The x86-64 instruction-set extensions a model's native code may use, with LLVM's name for
  * each: the image's `cpu_features` are bits in this order (TSR_CPU_<NAME>), which the compiler
@@ -138,7 +138,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * processes"): a sample is one index of the fields' first k axes together (their batch axes),
  * and rank r holds the samples r, r + N, r + 2N, … of the set that one process would read with
  * N times the samples.  Version 14 added the element type F64 (8-byte cells), version 15 BF16 and
- * F16 (2-byte cells), version 16 U8 and BOOL (1-byte cells). */
+ * F16 (2-byte cells), version 16 U8 and BOOL (1-byte cells) and I64. */
 #define TSR_IMAGE_MAGIC "TSRI"
 #define TSR_IMAGE_VERSION 16u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
@@ -162,10 +162,10 @@ enum { TSR_DTYPE_KINDS(TSR_KIND_DTYPE) TSR_DTYPE_COUNT };
 #undef TSR_KIND_ACTION
 #undef TSR_KIND_DTYPE
 
-/* Whether a buffer of type `dtype` holds integers (I32, and the byte types U8 and BOOL, whose
- * values are computed as I32s), and whether its cells are single bytes (U8, BOOL). */
+/* Whether a buffer of type `dtype` holds integers (I32, I64, and the byte types U8 and BOOL,
+ * whose values are computed as I32s), and whether its cells are single bytes (U8, BOOL). */
 static inline int tsr_dtype_integer(unsigned dtype) {
-    return dtype == TSR_DTYPE_I32 || dtype == TSR_DTYPE_U8 || dtype == TSR_DTYPE_BOOL;
+    return dtype == TSR_DTYPE_I32 || dtype == TSR_DTYPE_U8 || dtype == TSR_DTYPE_BOOL || dtype == TSR_DTYPE_I64;
 }
 static inline int tsr_dtype_byte(unsigned dtype) { return dtype == TSR_DTYPE_U8 || dtype == TSR_DTYPE_BOOL; }
 

@@ -292,7 +292,8 @@ bool tsr_model_token_windows(const tsr_model *model, uint32_t buffer, tsr_token_
 _Static_assert((int)TSR_F32 == (int)TSR_DTYPE_F32 && (int)TSR_I32 == (int)TSR_DTYPE_I32 &&
                    (int)TSR_F64 == (int)TSR_DTYPE_F64 && (int)TSR_BF16 == (int)TSR_DTYPE_BF16 &&
                    (int)TSR_F16 == (int)TSR_DTYPE_F16 && (int)TSR_U8 == (int)TSR_DTYPE_U8 &&
-                   (int)TSR_BOOL == (int)TSR_DTYPE_BOOL && TSR_DTYPE_COUNT == 7,
+                   (int)TSR_BOOL == (int)TSR_DTYPE_BOOL && (int)TSR_I64 == (int)TSR_DTYPE_I64 &&
+                   TSR_DTYPE_COUNT == 8,
                "tsr.h's tsr_dtype lists the image's TSR_DTYPE_KINDS");
 
 /* The element type of buffer `buffer` (TSR_DTYPE_*; F32 past the last). */
@@ -329,14 +330,27 @@ static inline void *tsr_cell_address(const void *buffer, uint8_t dtype, int64_t 
     return (unsigned char *)buffer + (size_t)cell * tsr_dtype_cell_bytes(dtype);
 }
 
-/* Cell `cell` of a buffer of type `dtype` as a number (an I32 cell's integer, exactly). */
-static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t cell) {
+/* Cell `cell` of an integer buffer (I32, U8, BOOL, I64) as its integer, exactly. */
+static inline int64_t tsr_cell_integer(const void *buffer, uint8_t dtype, int64_t cell) {
     const void *at = tsr_cell_address(buffer, dtype, cell);
+    if (dtype == TSR_DTYPE_I64) {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
     if (dtype == TSR_DTYPE_I32) {
         int32_t v;
         memcpy(&v, at, sizeof v);
         return v;
     }
+    return *(const uint8_t *)at;
+}
+
+/* Cell `cell` of a buffer of type `dtype` as a number (an integer cell's integer, exactly for
+ * I32, U8 and BOOL, to nearest for an I64 beyond 2^53). */
+static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t cell) {
+    if (tsr_dtype_integer(dtype)) return (double)tsr_cell_integer(buffer, dtype, cell);
+    const void *at = tsr_cell_address(buffer, dtype, cell);
     if (dtype == TSR_DTYPE_F64) {
         double v;
         memcpy(&v, at, sizeof v);
@@ -347,7 +361,6 @@ static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t c
         memcpy(&h, at, sizeof h);
         return dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(h) : tsr_f16_to_f32(h);
     }
-    if (tsr_dtype_byte(dtype)) return *(const uint8_t *)at;
     float v;
     memcpy(&v, at, sizeof v);
     return v;
@@ -356,11 +369,16 @@ static inline double tsr_cell_value(const void *buffer, uint8_t dtype, int64_t c
 /* Store `value` in cell `cell`: rounded to float32, as it is in an F64 cell, rounded once to the
  * nearest BF16 or F16 (tsr_f64_to_bf16), for I32 truncated toward zero and held to int32's
  * range (NaN stores 0), for U8 that int32's low 8 bits (to_u8), for BOOL whether it is not 0
- * (to_bool; NaN stores 1). */
+ * (to_bool; NaN stores 1), for I64 truncated toward zero and held to int64's range. */
 static inline void tsr_cell_store(void *buffer, uint8_t dtype, int64_t cell, double value) {
     void *at = tsr_cell_address(buffer, dtype, cell);
     if (dtype == TSR_DTYPE_BOOL) {
         *(uint8_t *)at = value != 0;
+        return;
+    }
+    if (dtype == TSR_DTYPE_I64) {
+        int64_t v = value != value ? 0 : value < -0x1p63 ? INT64_MIN : value >= 0x1p63 ? INT64_MAX : (int64_t)value;
+        memcpy(at, &v, sizeof v);
         return;
     }
     if (dtype == TSR_DTYPE_I32 || dtype == TSR_DTYPE_U8) {

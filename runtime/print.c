@@ -26,7 +26,7 @@ void tsr_print_tensor(FILE *out, const char *name, const char *shape_text, const
 /* One cell, preceded by a space. */
 static void print_cell(FILE *out, const float *data, uint8_t dtype, int64_t cell, bool all_digits) {
     if (tsr_dtype_integer(dtype)) {
-        fprintf(out, " %" PRId32, (int32_t)tsr_cell_value(data, dtype, cell));
+        fprintf(out, " %" PRId64, tsr_cell_integer(data, dtype, cell));
         return;
     }
     double v = tsr_print_canonical(tsr_cell_value(data, dtype, cell));

@@ -302,10 +302,13 @@ static int check_positions(const tsr_state *s, const DataSet *d) {
                 rest = stride ? rest % stride : 0;
             }
             snprintf(at + n, sizeof at - n, ")");
-            return tsr_error(TSR_ERR_DATA, "data '%s'%s%s%s: cell %s holds %g, which is not a whole number below %" PRId64
+            char value[48]; /* an integer exactly, an i64 beyond 2^53 too */
+            if (tsr_dtype_integer(b->dtype)) snprintf(value, sizeof value, "%" PRId64, tsr_cell_integer(cells, b->dtype, c));
+            else snprintf(value, sizeof value, "%g", v);
+            return tsr_error(TSR_ERR_DATA, "data '%s'%s%s%s: cell %s holds %s, which is not a whole number below %" PRId64
                              ": the values are positions of a gathered axis of %" PRId64 " cells (an embedding's rows)",
                              d->name, d->path && *d->path ? ": '" : "", d->path && *d->path ? d->path : "",
-                             d->path && *d->path ? "'" : "", at, v, d->bound, d->bound);
+                             d->path && *d->path ? "'" : "", at, value, d->bound, d->bound);
         }
     }
     return TSR_OK;
@@ -584,7 +587,11 @@ static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return s->symbols[a->ref];
     case TSR_ARG_OPTION: return to_int64(s->model->options[a->ref].value) + a->i;
-    default: return s->buffers[a->ref] ? to_int64(buffer_cell0(s, a->ref)) : 0;
+    default:
+        if (!s->buffers[a->ref]) return 0;
+        if (tsr_dtype_integer(s->model->buffers[a->ref].dtype)) /* exactly, an i64 beyond 2^53 too */
+            return tsr_cell_integer(s->buffers[a->ref], s->model->buffers[a->ref].dtype, 0);
+        return to_int64(buffer_cell0(s, a->ref));
     }
 }
 

@@ -260,12 +260,13 @@ const char *tsr_model_symbol_name(const tsr_model *model, uint32_t symbol);
 
 /* A buffer's element type.  `buffers` holds float pointers whatever the type: an I32 buffer's
  * cells are 4-byte int32 values, an F64 buffer's 8-byte doubles, a U8 buffer's bytes 0..255 and
- * a BOOL buffer's bytes 0 or 1, to be read and written through an int32_t, double or uint8_t
- * pointer (the generated accessor of the tensor returns one), never converted as floats. */
+ * a BOOL buffer's bytes 0 or 1, an I64 buffer's 8-byte int64 values, to be read and written
+ * through an int32_t, double, uint8_t or int64_t pointer (the generated accessor of the tensor
+ * returns one), never converted as floats. */
 typedef enum tsr_dtype {
-    TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2, TSR_BF16 = 3, TSR_F16 = 4, TSR_U8 = 5, TSR_BOOL = 6
+    TSR_F32 = 0, TSR_I32 = 1, TSR_F64 = 2, TSR_BF16 = 3, TSR_F16 = 4, TSR_U8 = 5, TSR_BOOL = 6, TSR_I64 = 7
 } tsr_dtype;
-/* The element type of buffer `buffer` of the state (TSR_F32 … TSR_BOOL), or -1 for a NULL state
+/* The element type of buffer `buffer` of the state (TSR_F32 … TSR_I64), or -1 for a NULL state
  * or a buffer the model does not have. */
 int tsr_state_buffer_dtype(const tsr_state *state, uint32_t buffer);
 

@@ -524,11 +524,12 @@ add_summary "native: f64 data, parameters and checkpoints" $? "$TMP/dtype_f64.ou
 # header's uint16_t * accessors, the manifest, Python's views (tests/native/dtype_half_data.sh).
 sh tests/native/dtype_half_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype_half.out" 2>&1
 add_summary "native: bf16 and f16 data, parameters and checkpoints" $? "$TMP/dtype_half.out"
-# u8 and bool data (.npy of uint8, int64 and bool, CSV of 0 and 1, checked to fit) computed on
-# and printed by both executors as NumPy computes, bad files, the header's uint8_t * accessors,
-# the manifest, Python's uint8 and bool views (tests/native/dtype_bytes_data.sh).
-sh tests/native/dtype_bytes_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype_bytes.out" 2>&1
-add_summary "native: u8 and bool data, header, manifest and Python" $? "$TMP/dtype_bytes.out"
+# u8, bool and i64 data (.npy of uint8, int64 and bool, CSV of 0 and 1 and of int64's ends,
+# checked to fit) computed on and printed by both executors as NumPy computes, bad files, the
+# header's uint8_t * and int64_t * accessors, the manifest, Python's uint8, bool and int64 views
+# (tests/native/dtype_int_data.sh).
+sh tests/native/dtype_int_data.sh "$TSRC" "$(dirname "$TSRC")" "$PYTHON" >"$TMP/dtype_int.out" 2>&1
+add_summary "native: u8, bool and i64 data, header, manifest and Python" $? "$TMP/dtype_int.out"
 # bf16 and f16 values (tests/native/dtype_half.tsr, whose golden the loop above checks in every
 # executor) against NumPy's float16 and a bf16 rounding of float32 (tests/native/dtype_half.py).
 { TSR_PRINT_EXACT=1 "$TSRC" --run --interp tests/native/dtype_half.tsr >"$TMP/half.out" &&

@@ -208,28 +208,38 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
         return LLVMBuildBitCast(B, LLVMBuildSelect(B, finite, rounded, bits, ""), LLVMTypeOf(a), "");
     }
     case SOP_TO_F32: case SOP_TO_I32: case SOP_TO_F64: /* (conversion(): they need the operand's type) */
-    case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN: case SOP_TO_U8: case SOP_TO_BOOL:
+    case SOP_TO_BF16: case SOP_TO_F16: case SOP_WIDEN: case SOP_TO_U8: case SOP_TO_BOOL: case SOP_TO_I64:
     case SOP_COUNT: break;
     }
     return zero;
 }
 
 /* a, a value of type `from`, as type `to` (ir.c convert_value): an i32 (its bits carried in a
- * float) to a number rounded to nearest even, a number to an i32 toward zero, saturating, NaN
- * to 0 (llvm.fptosi.sat), f64 to f32 rounded to nearest, f32 to f64 exactly. */
+ * float) or an i64 (in a double) to a number rounded to nearest even, a number to an integer
+ * toward zero, saturating, NaN to 0 (llvm.fptosi.sat), an i32 to an i64 exactly, an i64 to an
+ * i32 by its low bits, f64 to f32 rounded to nearest, f32 to f64 exactly. */
 static LLVMValueRef conversion(CgLlvm *g, LLVMValueRef a, DType from, DType to) {
     LLVMBuilderRef B = g->b;
     if (from == to) return a;
     bool vec = is_vector(a);
     LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    LLVMTypeRef longs = vec ? LLVMVectorType(g->i64, g->lanes) : g->i64;
     LLVMTypeRef floats = vec ? LLVMVectorType(g->f32, g->lanes) : g->f32;
     LLVMTypeRef doubles = vec ? LLVMVectorType(g->f64, g->lanes) : g->f64;
-    if (to == DTYPE_I32) {
-        LLVMTypeRef overload[2] = {ints, LLVMTypeOf(a)};
+    if (from == DTYPE_I64) {
+        LLVMValueRef i = LLVMBuildBitCast(B, a, longs, "");
+        if (to == DTYPE_I32) return LLVMBuildBitCast(B, LLVMBuildTrunc(B, i, ints, ""), floats, "");
+        return LLVMBuildSIToFP(B, i, to == DTYPE_F64 ? doubles : floats, "");
+    }
+    if (to == DTYPE_I64 && from == DTYPE_I32)
+        return LLVMBuildBitCast(B, LLVMBuildSExt(B, LLVMBuildBitCast(B, a, ints, ""), longs, ""), doubles, "");
+    if (to == DTYPE_I32 || to == DTYPE_I64) {
+        bool wide = to == DTYPE_I64;
+        LLVMTypeRef overload[2] = {wide ? longs : ints, LLVMTypeOf(a)};
         unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
         LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, overload, 2);
         LLVMTypeRef type = LLVMIntrinsicGetType(g->ctx, id, overload, 2);
-        return LLVMBuildBitCast(B, LLVMBuildCall2(B, type, fn, &a, 1, ""), floats, "");
+        return LLVMBuildBitCast(B, LLVMBuildCall2(B, type, fn, &a, 1, ""), wide ? doubles : floats, "");
     }
     LLVMTypeRef target = to == DTYPE_F64 ? doubles : floats;
     if (from == DTYPE_I32) return LLVMBuildSIToFP(B, LLVMBuildBitCast(B, a, ints, ""), target, "");
@@ -374,7 +384,8 @@ static LLVMValueRef round_to_half(CgLlvm *g, ScalarOp op, LLVMValueRef a, DType 
 static LLVMValueRef floor_div(CgLlvm *g, LLVMValueRef a, LLVMValueRef b, bool modulo) {
     LLVMBuilderRef B = g->b;
     LLVMTypeRef ints = LLVMTypeOf(a);
-    LLVMValueRef zero = LLVMConstNull(ints), one = iconst_like(g, a, g->i32, 1), minus_one = LLVMConstAllOnes(ints);
+    LLVMTypeRef element = is_vector(a) ? LLVMGetElementType(ints) : ints;
+    LLVMValueRef zero = LLVMConstNull(ints), one = iconst_like(g, a, element, 1), minus_one = LLVMConstAllOnes(ints);
     LLVMValueRef is_zero = LLVMBuildICmp(B, LLVMIntEQ, b, zero, ""), is_minus_one = LLVMBuildICmp(B, LLVMIntEQ, b, minus_one, "");
     LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, is_zero, is_minus_one, ""), one, b, "");
     LLVMValueRef r = LLVMBuildSRem(B, a, safe, "");
@@ -386,16 +397,17 @@ static LLVMValueRef floor_div(CgLlvm *g, LLVMValueRef a, LLVMValueRef b, bool mo
     return LLVMBuildSelect(B, is_zero, zero, q, "");
 }
 
-/* An operation on i32 values carried in floats' bits (IrExpr.i32, docs/ir.md §2.8): the operands
- * as integers (vectors of them in a vector loop), + - * wrapping, / and mod flooring, a
- * comparison or a logical operation 1 or 0, the result's bits as a float again, as ir.c's
- * ir_i32_op_eval computes. */
-static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+/* An operation on i32 values carried in floats' bits, or i64 values in doubles' (`wide`; IrExpr.i32,
+ * docs/ir.md §2.8): the operands as integers (vectors of them in a vector loop), + - * wrapping,
+ * / and mod flooring, a comparison or a logical operation 1 or 0, the result's bits as a float
+ * (a double) again, as ir.c's ir_i32_op_eval and ir_i64_op_eval compute. */
+static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, bool wide, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     LLVMBuilderRef B = g->b;
     unsigned arity = scalar_op_arity(op);
     bool vec = is_vector(a) || (arity > 1 && is_vector(b)) || (arity > 2 && is_vector(c));
     LLVMValueRef x[3] = {a, b, c};
-    LLVMTypeRef ints = vec ? LLVMVectorType(g->i32, g->lanes) : g->i32;
+    LLVMTypeRef element = wide ? g->i64 : g->i32, carrier = wide ? g->f64 : g->f32;
+    LLVMTypeRef ints = vec ? LLVMVectorType(element, g->lanes) : element;
     for (unsigned i = 0; i < arity; i++) x[i] = LLVMBuildBitCast(B, vec ? cgl_widen(g, x[i]) : x[i], ints, "");
     LLVMValueRef zero = LLVMConstNull(ints);
     LLVMValueRef r;
@@ -430,7 +442,7 @@ static LLVMValueRef integer_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValue
     default: r = zero; break; /* elaboration allows no other (scalar_op_integer) */
     }
 #undef FLAG
-    return LLVMBuildBitCast(B, r, vec ? LLVMVectorType(g->f32, g->lanes) : g->f32, "");
+    return LLVMBuildBitCast(B, r, vec ? LLVMVectorType(carrier, g->lanes) : carrier, "");
 }
 
 /* ---- Addresses, loads, stores ---------------------------------------------------------------------- */
@@ -486,12 +498,12 @@ static int64_t lane_stride(const CgLlvm *g, uint32_t buffer, const IrIndex *inde
     return coef;
 }
 
-/* The LLVM type of a cell of `buffer`: double for an f64 buffer, i16 for bf16 and f16 and i8 for
- * u8 and bool (converted where loaded and stored), float for the others (an i32's bits travel in
- * a float, docs/ir.md §2.8). */
+/* The LLVM type of a cell of `buffer`: double for an f64 buffer (and an i64 one, whose bits travel
+ * in a double), i16 for bf16 and f16 and i8 for u8 and bool (converted where loaded and stored),
+ * float for the others (an i32's bits travel in a float, docs/ir.md §2.8). */
 static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
     DType dtype = g->ir->buffers[buffer].dtype;
-    return dtype == DTYPE_F64 ? g->f64 : ir_dtype_half(dtype) ? LLVMInt16TypeInContext(g->ctx)
+    return ir_dtype_wide(dtype) ? g->f64 : ir_dtype_half(dtype) ? LLVMInt16TypeInContext(g->ctx)
          : ir_dtype_byte(dtype) ? LLVMInt8TypeInContext(g->ctx) : g->f32;
 }
 
@@ -687,8 +699,11 @@ LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name) {
 
 static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
     switch (e->kind) {
-    case IR_CONST: /* an i32's bits as a float, an f64 as a double, neither lifted into the literal table (of floats) */
+    case IR_CONST: /* an i32's bits as a float, an f64 as a double and an i64's bits in one, none lifted into the
+                    * literal table (of floats) */
         if (e->type == DTYPE_F64) return LLVMConstReal(g->f64, e->value);
+        if (e->type == DTYPE_I64)
+            return LLVMConstBitCast(LLVMConstInt(g->i64, (unsigned long long)ir_const_value(DTYPE_I64, e->value).i, 1), g->f64);
         return e->type == DTYPE_I32 ? LLVMConstBitCast(LLVMConstInt(g->i32, (unsigned long long)(int64_t)e->value, 1), g->f32)
                                     : literal(g, (float)e->value);
     case IR_LOCAL: return LLVMBuildLoad2(g->b, LLVMGetAllocatedType(g->local[e->local]), g->local[e->local], "");
@@ -704,7 +719,8 @@ static LLVMValueRef expr(CgLlvm *g, const IrExpr *e) {
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = expr(g, e->args[i]);
         if (e->op == SOP_TO_BF16 || e->op == SOP_TO_F16) return round_to_half(g, e->op, x[0], ir_expr_type(g->ir, e->args[0]));
         if (scalar_op_conversion(e->op)) return conversion(g, x[0], ir_expr_type(g->ir, e->args[0]), e->type);
-        return e->type == DTYPE_I32 ? integer_op(g, e->op, x[0], x[1], x[2]) : scalar_op(g, e->op, x[0], x[1], x[2]);
+        if (e->type == DTYPE_I32 || e->type == DTYPE_I64) return integer_op(g, e->op, e->type == DTYPE_I64, x[0], x[1], x[2]);
+        return scalar_op(g, e->op, x[0], x[1], x[2]);
     }
     }
     return LLVMConstReal(g->f32, 0);
@@ -1152,7 +1168,7 @@ static void allocate_locals(CgLlvm *g, const IrStmt *s) {
     if (s->kind == IR_LOOP)
         for (uint32_t i = 0; i < s->body.count; i++) allocate_locals(g, s->body.items[i]);
     else if (s->kind == IR_SET_LOCAL && !g->local[s->local])
-        g->local[s->local] = LLVMBuildAlloca(g->b, ir_expr_type(g->ir, s->value) == DTYPE_F64 ? g->f64 : g->f32, "acc");
+        g->local[s->local] = LLVMBuildAlloca(g->b, ir_dtype_wide(ir_expr_type(g->ir, s->value)) ? g->f64 : g->f32, "acc");
 }
 
 static void forget_locals(CgLlvm *g, const IrStmt *s) {

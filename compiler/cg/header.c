@@ -178,19 +178,21 @@ static const char *upper(const IrProgram *ir, const char *module, const char *na
 void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, bool profile, FILE *out) {
     Exports x = exports_of(ir);
     const char *guard = upper(ir, module, "H");
-    bool any_i32 = false, any_f64 = false, any_half = false, any_byte = false;
+    bool any_i32 = false, any_i64 = false, any_f64 = false, any_half = false, any_byte = false;
     for (uint32_t i = 0; i < x.count; i++) {
         DType t = ir->buffers[x.items[i].buffer].dtype;
         any_i32 |= t == DTYPE_I32;
+        any_i64 |= t == DTYPE_I64;
         any_f64 |= t == DTYPE_F64;
         any_half |= ir_dtype_half(t);
         any_byte |= ir_dtype_byte(t);
     }
     /* What the buffers that are not float32 hold, for the header's first comment:
      * " (int32 where an accessor returns int32_t *, float64 where it returns double *)". */
-    const char *others[4][2];
+    const char *others[5][2];
     size_t other_count = 0;
     if (any_i32) others[other_count][0] = "int32", others[other_count++][1] = "int32_t";
+    if (any_i64) others[other_count][0] = "int64", others[other_count++][1] = "int64_t";
     if (any_f64) others[other_count][0] = "float64", others[other_count++][1] = "double";
     if (any_half) others[other_count][0] = "bfloat16 or float16 bit patterns", others[other_count++][1] = "uint16_t";
     if (any_byte) others[other_count][0] = "uint8 or bool (0 or 1) bytes", others[other_count++][1] = "uint8_t";

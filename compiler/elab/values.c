@@ -161,8 +161,8 @@ bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out) {
                 *out = i;
                 return true;
             }
-    diag_error(span, "the element type of %s is \"f32\", \"f64\", \"bf16\", \"f16\", \"i32\", \"u8\" or \"bool\"%s", what,
-               v->kind == V_STRING ? " (i64 is not there yet)" : ", a string");
+    diag_error(span, "the element type of %s is \"f32\", \"f64\", \"bf16\", \"f16\", \"i32\", \"i64\", \"u8\" or \"bool\"%s",
+               what, v->kind == V_STRING ? "" : ", a string");
     return false;
 }
 

@@ -237,11 +237,12 @@ static bool is_half_dtype(uint8_t dtype) { return dtype == TSR_DTYPE_BF16 || dty
 
 static bool is_int_dtype(uint8_t dtype) { return dtype != DTYPE_ANY && tsr_dtype_integer(dtype); }
 
-/* The wider of two integer types (bool within u8 within i32), or the other where one is a
- * constant (DTYPE_ANY). */
+/* The wider of two integer types (bool within u8 within i32 within i64), or the other where one
+ * is a constant (DTYPE_ANY). */
 static uint8_t int_join(uint8_t a, uint8_t b) {
     if (a == DTYPE_ANY || a == b) return b;
     if (b == DTYPE_ANY) return a;
+    if (a == TSR_DTYPE_I64 || b == TSR_DTYPE_I64) return TSR_DTYPE_I64;
     if (a == TSR_DTYPE_I32 || b == TSR_DTYPE_I32) return TSR_DTYPE_I32;
     return TSR_DTYPE_U8;
 }
@@ -257,7 +258,7 @@ static uint8_t float_join(uint8_t a, uint8_t b) {
 }
 
 /* Whether a value of type `from` is exactly a value of type `to` (a widening): f32 and the half
- * types into f64, the half types into f32, bool into u8, both into i32. */
+ * types into f64, the half types into f32, bool into u8, both into i32, all three into i64. */
 static bool widens(uint8_t from, uint8_t to) {
     if (is_int_dtype(from) && is_int_dtype(to)) return int_join(from, to) == to;
     return (to == TSR_DTYPE_F64 && (from == TSR_DTYPE_F32 || is_half_dtype(from))) || (to == TSR_DTYPE_F32 && is_half_dtype(from));
@@ -266,7 +267,7 @@ static bool widens(uint8_t from, uint8_t to) {
 /* The conversion operation to `to` (TSR_DTYPE_*). */
 static ScalarOp conversion_to(uint8_t to) {
     return to == TSR_DTYPE_F64 ? SOP_TO_F64 : to == TSR_DTYPE_I32 ? SOP_TO_I32 : to == TSR_DTYPE_BF16 ? SOP_TO_BF16
-         : to == TSR_DTYPE_F16 ? SOP_TO_F16 : SOP_TO_F32;
+         : to == TSR_DTYPE_F16 ? SOP_TO_F16 : to == TSR_DTYPE_I64 ? SOP_TO_I64 : SOP_TO_F32;
 }
 
 static const char *node_text(Builder *b, TNode node) {
@@ -290,35 +291,40 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     return true;
 }
 
-/* Constants (and operations on constants alone) met by i32 arithmetic become i32s: whole
- * numbers that fit.  False after an error. */
-static bool constants_to_i32(Builder *b, const Assignment *a, AExpr *e) {
+/* Constants (and operations on constants alone) met by integer arithmetic of type `type` (i32
+ * or i64) become integers of it: whole numbers that fit.  False after an error. */
+static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
     double number;
-    if (read_number(a, e, &number)) { /* read as the i32 constant it is */
+    if (read_number(a, e, &number)) { /* read as the integer constant it is */
         e->kind = AE_CONST;
         e->value = number;
     }
+    const char *word = ir_dtype_word(type);
     if (e->kind == AE_CONST) {
-        if (e->value != floor(e->value) || e->value < -2147483648.0 || e->value > 2147483647.0) {
-            diag_error(a->span, "%s computes on i32 values with the number %g, which is not an i32", a->what, e->value);
-            diag_note(a->span, "convert the i32 values with to_f32 first to compute with fractions");
+        double limit = type == TSR_DTYPE_I64 ? 0x1p63 : 0x1p31;
+        if (e->value != floor(e->value) || e->value < -limit || e->value >= limit) {
+            diag_error(a->span, "%s computes on %s values with the number %g, which is not an %s", a->what, word,
+                       e->value, word);
+            diag_note(a->span, "convert the %s values with to_f%s first to compute with fractions", word,
+                      type == TSR_DTYPE_I64 ? "64" : "32");
             b->failed = true;
             return false;
         }
-        e->type = TSR_DTYPE_I32;
+        e->type = type;
         return true;
     }
     if (e->kind != AE_OP || scalar_op_conversion(e->op)) return true; /* a conversion's operand is its own */
     if (!scalar_op_integer(e->op)) {
-        diag_error(a->span, "%s computes '%s' on i32 values, which has no i32 form (+ - * / mod neg abs sign floor max "
-                   "min relu, comparisons, logical operations and where do)", a->what, scalar_op_name(e->op));
-        diag_note(a->span, "convert with to_f32 first (exact below 2^24), e.g. to_f32 x (docs/language.md §3.9)");
+        diag_error(a->span, "%s computes '%s' on %s values, which has no %s form (+ - * / mod neg abs sign floor max "
+                   "min relu, comparisons, logical operations and where do)", a->what, scalar_op_name(e->op), word, word);
+        diag_note(a->span, "convert with to_f%s first (exact below 2^%s), e.g. to_f%s x (docs/language.md §3.9)",
+                  type == TSR_DTYPE_I64 ? "64" : "32", type == TSR_DTYPE_I64 ? "53" : "24", type == TSR_DTYPE_I64 ? "64" : "32");
         b->failed = true;
         return false;
     }
-    e->type = TSR_DTYPE_I32;
+    e->type = type;
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-        if (!constants_to_i32(b, a, e->args[i])) return false;
+        if (!constants_to_int(b, a, e->args[i], type)) return false;
     return true;
 }
 
@@ -352,6 +358,7 @@ static void convert_in_place(Builder *b, AExpr *e, uint8_t to) {
 static void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, uint8_t to) {
     if (from == DTYPE_ANY) {
         if (to == TSR_DTYPE_F64) constants_to_f64(a, e);
+        if (is_int_dtype(to)) constants_to_int(b, a, e, (uint8_t)ir_dtype_compute(to));
     } else if (ir_dtype_compute(from) != ir_dtype_compute(to)) {
         convert_in_place(b, e, (uint8_t)ir_dtype_compute(to));
     }
@@ -365,8 +372,9 @@ static AExpr *new_aexpr(Builder *b, AExprKind kind, ScalarOp op, uint8_t type, d
 
 /* e, `to_u8 x` or `to_bool x` of an x of type `from` (DTYPE_ANY: constants), rewritten into the
  * i32 operations that compute it: `mod (to_i32 x) 256` (the low 8 bits; the floor modulo is the
- * two's complement's low bits) and `to_i32 (ne x 0)` in x's own type (a NaN is not 0), or x
- * itself where it is of the type (or bool, for to_u8) already.  Returns the type e has. */
+ * two's complement's low bits, and an i64's to_i32 keeps its low 32) and `to_i32 (ne x 0)` in x's
+ * own type (a NaN is not 0), or x itself where it is of the type (or bool, for to_u8) already.
+ * Returns the type e has. */
 static uint8_t byte_conversion(Builder *b, AExpr *e, uint8_t from) {
     bool to_bool = e->op == SOP_TO_BOOL;
     uint8_t to = to_bool ? TSR_DTYPE_BOOL : TSR_DTYPE_U8;
@@ -376,14 +384,14 @@ static uint8_t byte_conversion(Builder *b, AExpr *e, uint8_t from) {
         return to;
     }
     AExpr *computed;
-    if (to_bool && is_int_dtype(from)) {
+    if (to_bool && is_int_dtype(from) && from != TSR_DTYPE_I64) {
         computed = new_aexpr(b, AE_OP, SOP_NE, TSR_DTYPE_I32, 0, x, new_aexpr(b, AE_CONST, 0, TSR_DTYPE_I32, 0, NULL, NULL));
     } else if (to_bool) {
         uint8_t type = from == DTYPE_ANY ? TSR_DTYPE_F32 : (uint8_t)ir_dtype_compute(from);
         AExpr *test = new_aexpr(b, AE_OP, SOP_NE, type, 0, x, new_aexpr(b, AE_CONST, 0, type, 0, NULL, NULL));
         computed = new_aexpr(b, AE_OP, SOP_TO_I32, TSR_DTYPE_I32, 0, test, NULL);
     } else {
-        if (!is_int_dtype(from)) x = new_aexpr(b, AE_OP, SOP_TO_I32, TSR_DTYPE_I32, 0, x, NULL);
+        if (!is_int_dtype(from) || from == TSR_DTYPE_I64) x = new_aexpr(b, AE_OP, SOP_TO_I32, TSR_DTYPE_I32, 0, x, NULL);
         computed = new_aexpr(b, AE_OP, SOP_MOD, TSR_DTYPE_I32, 0, x, new_aexpr(b, AE_CONST, 0, TSR_DTYPE_I32, 256, NULL, NULL));
     }
     *e = *computed;
@@ -415,9 +423,14 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
                 return is_half_dtype(from) ? TSR_DTYPE_F32 : from;
             }
             if (e->op == SOP_TO_U8 || e->op == SOP_TO_BOOL) return byte_conversion(b, e, from);
-            if (is_int_dtype(from)) from = TSR_DTYPE_I32; /* u8 and bool values are i32s */
+            if (tsr_dtype_byte(from)) from = TSR_DTYPE_I32; /* u8 and bool values are i32s */
             uint8_t to = e->op == SOP_TO_I32 ? TSR_DTYPE_I32 : e->op == SOP_TO_F64 ? TSR_DTYPE_F64
-                       : e->op == SOP_TO_BF16 ? TSR_DTYPE_BF16 : e->op == SOP_TO_F16 ? TSR_DTYPE_F16 : TSR_DTYPE_F32;
+                       : e->op == SOP_TO_BF16 ? TSR_DTYPE_BF16 : e->op == SOP_TO_F16 ? TSR_DTYPE_F16
+                       : e->op == SOP_TO_I64 ? TSR_DTYPE_I64 : TSR_DTYPE_F32;
+            if (from == TSR_DTYPE_I64 && is_half_dtype(to)) { /* through its double (exact below 2^53) */
+                e->args[0] = new_aexpr(b, AE_OP, SOP_TO_F64, TSR_DTYPE_F64, 0, e->args[0], NULL);
+                from = TSR_DTYPE_F64;
+            }
             if (from == to || (from == DTYPE_ANY && to == TSR_DTYPE_F32)) { /* nothing to convert */
                 *e = *e->args[0];
                 return from;
@@ -485,14 +498,21 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
             uint8_t other = expr_dtype(b, a, (AExpr *)number);
             diag_error(a->span, "%s computes '%s' of %s and %s values (%s is %s)", a->what, scalar_op_name(e->op),
                        dtype_word(integer_type), dtype_word(other), name, dtype_word(integer_type));
-            diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_i32 x for integers "
+            diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_%s x for integers "
                       "(docs/language.md §3.9)", dtype_word(other), other == TSR_DTYPE_F64 ? 53 : other == TSR_DTYPE_BF16 ? 8
-                      : other == TSR_DTYPE_F16 ? 11 : 24);
+                      : other == TSR_DTYPE_F16 ? 11 : 24, integer_type == TSR_DTYPE_I64 ? "i64" : "i32");
             b->failed = true;
             return TSR_DTYPE_F32;
         }
-        if (!constants_to_i32(b, a, e)) return TSR_DTYPE_F32;
-        return TSR_DTYPE_I32;
+        /* on i32s, or on i64s where one is an i64: the narrower integers widened (exactly) */
+        uint8_t ijoined = DTYPE_ANY;
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (is_int_dtype(types[i])) ijoined = int_join(ijoined, types[i]);
+        uint8_t result = (uint8_t)ir_dtype_compute(ijoined);
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (is_int_dtype(types[i]) && ir_dtype_compute(types[i]) != result) convert_in_place(b, e->args[i], result);
+        if (!constants_to_int(b, a, e, result)) return TSR_DTYPE_F32;
+        return result;
     }
     }
     return TSR_DTYPE_F32;
@@ -520,10 +540,11 @@ static bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
         b->failed = true;
         return false;
     }
-    if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_i32(b, a, a->rhs)) return false;
+    if (lhs_i32 && a->rhs_dtype == DTYPE_ANY && !constants_to_int(b, a, a->rhs, (uint8_t)ir_dtype_compute(lhs_dtype)))
+        return false;
     if (rhs_i32 && adds_once(a)) a->accum = ACC_NONE; /* a copy, stored as it is (lowering would add to 0) */
     bool arithmetic = a->accum == ACC_ADD || a->accum == ACC_SUB || a->accum == ACC_MUL;
-    if (lhs_dtype == DTYPE_ANY && arithmetic && is_int_dtype(a->rhs_dtype))
+    if (lhs_dtype == DTYPE_ANY && arithmetic && tsr_dtype_byte(a->rhs_dtype))
         a->rhs_dtype = TSR_DTYPE_I32; /* sums and products of u8 or bool values count in i32 (NumPy's sum) */
     if (lhs_dtype == DTYPE_ANY || a->rhs_dtype == lhs_dtype) return true;
     if (a->rhs_dtype == DTYPE_ANY) { /* constants take the left side's type */

@@ -136,6 +136,7 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_WIDEN: /* (assign.c replaces these by their operand, a widening or i32 operations) */
     case SOP_TO_U8:
     case SOP_TO_BOOL:
+    case SOP_TO_I64: /* (ir_op_eval: it needs the operand's type) */
     case SOP_COUNT: break;
     }
     return NAN;
@@ -200,11 +201,12 @@ int32_t ir_f64_to_i32(double x) {
 
 bool scalar_op_conversion(ScalarOp op) {
     return op == SOP_TO_F32 || op == SOP_TO_I32 || op == SOP_TO_F64 || op == SOP_TO_BF16 || op == SOP_TO_F16 ||
-           op == SOP_WIDEN || op == SOP_TO_U8 || op == SOP_TO_BOOL;
+           op == SOP_WIDEN || op == SOP_TO_U8 || op == SOP_TO_BOOL || op == SOP_TO_I64;
 }
 
 /* A value of type `from` (f32, f64 or i32) rounded once to the nearest bf16 (or f16) value, as an
- * f32: tsr.h's conversions, from f64 through round-to-odd (an i32 is exact as an f64). */
+ * f32: tsr.h's conversions, from f64 through round-to-odd (an i32 is exact as an f64; element
+ * types give an i64 to_f64 first). */
 static float round_to_half(ScalarOp op, unsigned from, IrValue v) {
     bool bf16 = op == SOP_TO_BF16;
     if (from == DTYPE_F32) return bf16 ? tsr_bf16_to_f32(tsr_f32_to_bf16(v.f)) : tsr_f16_to_f32(tsr_f32_to_f16(v.f));
@@ -213,10 +215,21 @@ static float round_to_half(ScalarOp op, unsigned from, IrValue v) {
 }
 
 /* A value of type `from` as type `to` (SOP_TO_*): integers to numbers rounded to nearest, numbers
- * to integers toward zero and saturating, f64 to f32 rounded to nearest, f32 to f64 exactly. */
+ * to integers toward zero and saturating, f64 to f32 rounded to nearest, f32 to f64 exactly; an
+ * i32 to an i64 exactly, an i64 to an i32 by its low 32 bits (wrapping, as NumPy's astype). */
 static IrValue convert_value(unsigned from, unsigned to, IrValue v) {
     IrValue r = v;
     if (from == to) return r;
+    if (to == DTYPE_I64) {
+        r.i = from == DTYPE_I32 ? ir_i32_of_bits(v.f) : ir_f64_to_i64(from == DTYPE_F64 ? v.d : (double)v.f);
+        return r;
+    }
+    if (from == DTYPE_I64) {
+        if (to == DTYPE_I32) r.f = ir_bits_of_i32((int32_t)(uint32_t)(uint64_t)v.i);
+        else if (to == DTYPE_F64) r.d = (double)v.i;
+        else r.f = (float)v.i;
+        return r;
+    }
     if (to == DTYPE_I32) r.f = ir_bits_of_i32(from == DTYPE_F64 ? ir_f64_to_i32(v.d) : ir_f32_to_i32(v.f));
     else if (to == DTYPE_F64) r.d = from == DTYPE_I32 ? (double)ir_i32_of_bits(v.f) : (double)v.f;
     else r.f = from == DTYPE_I32 ? (float)ir_i32_of_bits(v.f) : (float)v.d;
@@ -231,6 +244,7 @@ IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue 
     }
     if (scalar_op_conversion(op)) return convert_value(operands, type, x[0]);
     if (type == DTYPE_I32) r.f = ir_bits_of_i32(ir_i32_op_eval(op, ir_i32_of_bits(x[0].f), ir_i32_of_bits(x[1].f), ir_i32_of_bits(x[2].f)));
+    else if (type == DTYPE_I64) r.i = ir_i64_op_eval(op, x[0].i, x[1].i, x[2].i);
     else if (type == DTYPE_F64) r.d = ir_f64_op_eval(op, x[0].d, x[1].d, x[2].d);
     else r.f = scalar_op_eval(op, x[0].f, x[1].f, x[2].f);
     return r;
@@ -239,13 +253,14 @@ IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue 
 IrValue ir_const_value(unsigned type, double value) {
     IrValue v = {0};
     if (type == DTYPE_F64) v.d = value;
+    else if (type == DTYPE_I64) v.i = ir_f64_to_i64(value); /* the limits held (2^63 is INT64_MAX's double) */
     else if (type == DTYPE_I32) v.f = ir_bits_of_i32((int32_t)value);
     else v.f = (float)value;
     return v;
 }
 
 double ir_value_number(unsigned type, IrValue v) {
-    return type == DTYPE_F64 ? v.d : type == DTYPE_I32 ? (double)ir_i32_of_bits(v.f) : (double)v.f;
+    return type == DTYPE_F64 ? v.d : type == DTYPE_I64 ? (double)v.i : type == DTYPE_I32 ? (double)ir_i32_of_bits(v.f) : (double)v.f;
 }
 
 bool scalar_op_integer(ScalarOp op) {
@@ -258,30 +273,37 @@ bool scalar_op_integer(ScalarOp op) {
     }
 }
 
-/* Floor division and floor modulo of i32s (NumPy's // and % on int32): C's quotient and
+/* Floor division and floor modulo of i64s (NumPy's // and % on int64): C's quotient and
  * remainder round toward zero, so where the remainder is not 0 and its sign differs from b's the
  * quotient is one less and the remainder b more.  b = 0 gives 0 and 0, and b = -1 the negation
- * (wrapping: INT32_MIN / -1 is INT32_MIN) and 0, without the C division, which is undefined
+ * (wrapping: INT64_MIN / -1 is INT64_MIN) and 0, without the C division, which is undefined
  * there (and traps on x86). */
-static int32_t floor_div_i32(int32_t a, int32_t b, bool modulo) {
+static int64_t floor_div_i64(int64_t a, int64_t b, bool modulo) {
     if (b == 0) return 0;
-    if (b == -1) return modulo ? 0 : (int32_t)(0u - (uint32_t)a);
-    int32_t q = a / b, r = a % b;
+    if (b == -1) return modulo ? 0 : (int64_t)(0u - (uint64_t)a);
+    int64_t q = a / b, r = a % b;
     bool adjust = r != 0 && (r < 0) != (b < 0);
     return modulo ? (adjust ? r + b : r) : (adjust ? q - 1 : q);
 }
 
+/* The i32 results are the low 32 bits of the i64 ones on the same values (two's complement:
+ * sums, differences, products and negations wrap alike, INT32_MIN / -1 is 2^31, whose low bits
+ * are INT32_MIN; the rest fit). */
 int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c) {
-    uint32_t ua = (uint32_t)a, ub = (uint32_t)b; /* wrapping arithmetic, without signed overflow */
+    return (int32_t)(uint32_t)(uint64_t)ir_i64_op_eval(op, a, b, c);
+}
+
+int64_t ir_i64_op_eval(ScalarOp op, int64_t a, int64_t b, int64_t c) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b; /* wrapping arithmetic, without signed overflow */
     switch (op) {
-    case SOP_ADD: return (int32_t)(ua + ub);
-    case SOP_SUB: return (int32_t)(ua - ub);
-    case SOP_MUL: return (int32_t)(ua * ub);
-    case SOP_DIV: return floor_div_i32(a, b, false);
-    case SOP_MOD: return floor_div_i32(a, b, true);
+    case SOP_ADD: return (int64_t)(ua + ub);
+    case SOP_SUB: return (int64_t)(ua - ub);
+    case SOP_MUL: return (int64_t)(ua * ub);
+    case SOP_DIV: return floor_div_i64(a, b, false);
+    case SOP_MOD: return floor_div_i64(a, b, true);
     case SOP_FLOOR: return a;
-    case SOP_NEG: return (int32_t)(0u - ua);
-    case SOP_ABS: return a < 0 ? (int32_t)(0u - ua) : a;
+    case SOP_NEG: return (int64_t)(0u - ua);
+    case SOP_ABS: return a < 0 ? (int64_t)(0u - ua) : a;
     case SOP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
     case SOP_MAX: return a > b ? a : b;
     case SOP_MIN: return a < b ? a : b;
@@ -308,6 +330,13 @@ float ir_bits_of_i32(int32_t v) {
     float bits;
     memcpy(&bits, &v, sizeof bits);
     return bits;
+}
+
+int64_t ir_f64_to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 0x1p63) return INT64_MAX;
+    if (x <= -0x1p63) return INT64_MIN;
+    return (int64_t)x;
 }
 
 int32_t ir_f32_to_i32(float x) {
@@ -436,6 +465,7 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
         if (e->type == DTYPE_F64 && e->value != (double)(int64_t)e->value && isfinite(e->value)) fprintf(out, "%.17g", e->value);
         else print_number(out, e->value);
         if (e->type == DTYPE_I32) fputc('i', out); /* an i32 constant */
+        if (e->type == DTYPE_I64) fputc('L', out); /* an i64 constant */
         if (e->type == DTYPE_F64) fputc('d', out); /* an f64 constant */
         break;
     case IR_LOAD: print_access(out, ir, e->buffer, e->index); break;
@@ -451,7 +481,8 @@ static void print_expr(FILE *out, const IrProgram *ir, const IrExpr *e) {
         const char *name = scalar_op_name(e->op);
         bool infix = scalar_op_infix(e->op);
         /* on i32 values: `+i`, `maxi(…)`; on f64 values: `+d`, `expd(…)` */
-        const char *i32 = scalar_op_conversion(e->op) ? "" : e->type == DTYPE_I32 ? "i" : e->type == DTYPE_F64 ? "d" : "";
+        const char *i32 = scalar_op_conversion(e->op) ? "" : e->type == DTYPE_I32 ? "i" : e->type == DTYPE_F64 ? "d"
+                        : e->type == DTYPE_I64 ? "L" : "";
         if (infix) {
             fputc('(', out);
             print_expr(out, ir, e->args[0]);
@@ -603,6 +634,18 @@ static void problem(Verifier *v, const char *what) {
 
 static void verify_expr(Verifier *v, const IrExpr *e);
 
+/* Whether e is what lowering makes a gathered axis's position (lower.c access_index): a load of
+ * an i32 (or u8, bool) buffer, or to_i32 of a load of numbers, of a symbol, or of an i64 load held
+ * to i32's range (max (min x hi) lo). */
+static bool gathered_source(const IrExpr *e) {
+    if (e->kind == IR_LOAD) return true;
+    if (e->kind != IR_OP || e->op != SOP_TO_I32) return false;
+    const IrExpr *x = e->args[0];
+    if (x->kind == IR_OP && x->op == SOP_MAX && x->args[0]->kind == IR_OP && x->args[0]->op == SOP_MIN)
+        x = x->args[0]->args[0];
+    return x->kind == IR_LOAD || x->kind == IR_SYMBOL;
+}
+
 static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
     if (buffer >= v->ir->buffer_count) {
         problem(v, "access to a buffer that does not exist");
@@ -625,9 +668,9 @@ static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
         }
         if (ix->gather) { /* clamped to the axis where it is read (docs/ir.md §2.8) */
             if (ix->term_count || ix->symbol || ix->offset) problem(v, "a gathered axis has terms of its own");
-            if (ix->gather->kind != IR_LOAD && !(ix->gather->kind == IR_OP && ix->gather->op == SOP_TO_I32 &&
-                                                  (ix->gather->args[0]->kind == IR_LOAD || ix->gather->args[0]->kind == IR_SYMBOL)))
-                problem(v, "a gathered axis reads an expression that is not an i32 load or a conversion of a load or a symbol");
+            if (!gathered_source(ix->gather))
+                problem(v, "a gathered axis reads an expression that is not an i32 load or a conversion of a load, a "
+                        "symbol or a clamped i64 load");
             verify_expr(v, ix->gather);
             continue;
         }
@@ -635,6 +678,10 @@ static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
         if (lo < 0 || hi >= (int64_t)b->dims[a]) problem(v, "an index can leave its axis");
     }
 }
+
+/* Whether values of types a and b may meet without a conversion: the 8-byte types (f64, i64)
+ * only with themselves, the 4-byte ones with each other (an i32's bits travel in a float). */
+static bool same_width(DType a, DType b) { return ir_dtype_wide(a) || ir_dtype_wide(b) ? a == b : true; }
 
 static void verify_expr(Verifier *v, const IrExpr *e) {
     switch (e->kind) {
@@ -652,8 +699,8 @@ static void verify_expr(Verifier *v, const IrExpr *e) {
                 return;
             }
             verify_expr(v, e->args[i]);
-            if (!scalar_op_conversion(e->op) && (ir_expr_type(v->ir, e->args[i]) == DTYPE_F64) != (e->type == DTYPE_F64))
-                problem(v, "an operation mixes f64 and other values without a conversion");
+            if (!scalar_op_conversion(e->op) && !same_width(ir_expr_type(v->ir, e->args[i]), e->type))
+                problem(v, "an operation mixes f64 or i64 and other values without a conversion");
         }
         break;
     }
@@ -713,7 +760,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             verify_expr(v, s->value);
             verify_index(v, s->buffer, s->index);
             if (s->buffer < v->ir->buffer_count &&
-                (v->ir->buffers[s->buffer].dtype == DTYPE_F64) != (ir_expr_type(v->ir, s->value) == DTYPE_F64)) {
+                !same_width(ir_dtype_compute(v->ir->buffers[s->buffer].dtype), ir_expr_type(v->ir, s->value))) {
                 char what[256];
                 snprintf(what, sizeof what, "a store into %s (%s) of a value of type %s", v->ir->buffers[s->buffer].name,
                          ir_dtype_word(v->ir->buffers[s->buffer].dtype), ir_dtype_word(ir_expr_type(v->ir, s->value)));
@@ -814,7 +861,7 @@ bool ir_expr_gathers(const IrProgram *ir, const IrExpr *e) {
 
 static bool expr_integer(const IrExpr *e) {
     if (e->kind != IR_OP) return false;
-    if (e->type == DTYPE_I32 && !scalar_op_conversion(e->op)) return true;
+    if ((e->type == DTYPE_I32 || e->type == DTYPE_I64) && !scalar_op_conversion(e->op)) return true;
     for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
         if (expr_integer(e->args[i])) return true;
     return false;
@@ -900,12 +947,13 @@ bool ir_stmt_half(const IrProgram *ir, const IrStmt *s) {
 
 bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s) { return stmt_touches(ir, (TypeSet){1u << DTYPE_F64, 1u << DTYPE_F64}, s); }
 
-bool ir_stmt_bytes(const IrProgram *ir, const IrStmt *s) {
-    return stmt_touches(ir, (TypeSet){1u << DTYPE_U8 | 1u << DTYPE_BOOL, 0}, s);
+bool ir_stmt_untiled_types(const IrProgram *ir, const IrStmt *s) {
+    return stmt_touches(ir, (TypeSet){1u << DTYPE_U8 | 1u << DTYPE_BOOL | 1u << DTYPE_I64, 1u << DTYPE_I64}, s);
 }
 
 bool ir_stmt_as_lowered(const IrProgram *ir, const IrStmt *s) {
-    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s) || ir_stmt_bytes(ir, s);
+    return s->kind == IR_CALL || ir_stmt_gathers(ir, s) || ir_stmt_integer(s) || ir_stmt_half(ir, s) ||
+           ir_stmt_untiled_types(ir, s);
 }
 
 bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {

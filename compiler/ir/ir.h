@@ -75,7 +75,8 @@
     X(SOP_WIDEN,          "widen",  1)    \
     X(SOP_TO_TF32,        "to_tf32", 1)  \
     X(SOP_TO_U8,          "to_u8",  1)    \
-    X(SOP_TO_BOOL,        "to_bool", 1)
+    X(SOP_TO_BOOL,        "to_bool", 1)   \
+    X(SOP_TO_I64,         "to_i64", 1)
 
 typedef enum ScalarOp {
 #define SOP_ENUM(op, name, arity) op,
@@ -112,10 +113,12 @@ double ir_f64_op_eval(ScalarOp op, double a, double b, double c);
 int32_t ir_f64_to_i32(double x);
 
 /* A value of any element type, as the reference executor and the constant folder carry it: an
- * f32 in `f`, an i32 as its bit pattern in `f` (ir_i32_of_bits), an f64 in `d`. */
+ * f32 in `f`, an i32 as its bit pattern in `f` (ir_i32_of_bits), an f64 in `d`, an i64 in `i`
+ * (the same 8 bytes: generated code carries an i64's bits in a double). */
 typedef union IrValue {
     float f;
     double d;
+    int64_t i;
 } IrValue;
 /* op of values of type `operands` giving a value of type `type` (the two differ only for a
  * conversion, SOP_TO_*), as generated code computes it. */
@@ -123,7 +126,7 @@ IrValue ir_op_eval(ScalarOp op, unsigned type, unsigned operands, const IrValue 
 /* The value of a constant (IrExpr.value read as its type), and a value as IrExpr.value holds it. */
 IrValue ir_const_value(unsigned type, double value);
 double ir_value_number(unsigned type, IrValue v);
-/* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_F64, SOP_TO_BF16, SOP_TO_F16; the
+/* Whether op is a conversion (SOP_TO_F32, SOP_TO_I32, SOP_TO_I64, SOP_TO_F64, SOP_TO_BF16, SOP_TO_F16; the
  * last two give an f32, the nearest bf16 or f16 value of the operand, docs/ir.md §2.10; and
  * SOP_WIDEN, a half value as f32 and any other as itself, SOP_TO_U8 and SOP_TO_BOOL, which
  * assign.c resolves into one of those, i32 operations or nothing, so that no later stage meets
@@ -143,6 +146,11 @@ bool scalar_op_integer(ScalarOp op);
  * is the value itself, a comparison or a logical operation gives 1 or 0, where picks b when a is
  * not 0 (docs/ir.md §2.8). */
 int32_t ir_i32_op_eval(ScalarOp op, int32_t a, int32_t b, int32_t c);
+/* The same on i64 values (INT64_MIN / -1 wraps to INT64_MIN); ir_i32_op_eval is its low 32 bits
+ * on the i32 values widened. */
+int64_t ir_i64_op_eval(ScalarOp op, int64_t a, int64_t b, int64_t c);
+/* A number as SOP_TO_I64 converts it: toward zero, saturating at the i64 limits, NaN to 0. */
+int64_t ir_f64_to_i64(double x);
 
 /* Accumulators of assignment operators (docs/language.md §2.9). */
 typedef enum AccumOp {
@@ -185,6 +193,8 @@ unsigned ir_dtype_compute(unsigned dtype);
 static inline bool ir_dtype_half(unsigned dtype) { return dtype == DTYPE_BF16 || dtype == DTYPE_F16; }
 static inline bool ir_dtype_byte(unsigned dtype) { return tsr_dtype_byte(dtype); }
 static inline bool ir_dtype_integer(unsigned dtype) { return tsr_dtype_integer(dtype); }
+/* Whether values of `dtype` are 8 bytes (f64, and i64, whose bits travel in a double). */
+static inline bool ir_dtype_wide(unsigned dtype) { return dtype == DTYPE_F64 || dtype == DTYPE_I64; }
 /* The operation that rounds a value to a bf16 or f16 cell's grid (SOP_TO_BF16, SOP_TO_F16). */
 static inline ScalarOp ir_dtype_rounding(unsigned dtype) { return dtype == DTYPE_BF16 ? SOP_TO_BF16 : SOP_TO_F16; }
 /* An IR_MMA's reduction steps and its A and B registers a thread (ir.h IrMma; `in` DTYPE_F32: tf32). */
@@ -573,11 +583,11 @@ bool ir_stmt_f64(const IrProgram *ir, const IrStmt *s);
 DType ir_expr_type(const IrProgram *ir, const IrExpr *e);
 /* Whether s loads or stores a cell of a bf16 or f16 buffer. */
 bool ir_stmt_half(const IrProgram *ir, const IrStmt *s);
-/* Whether s loads or stores a cell of a u8 or bool buffer. */
-bool ir_stmt_bytes(const IrProgram *ir, const IrStmt *s);
+/* Whether s loads or stores a cell of a u8, bool or i64 buffer, or computes on i64 values. */
+bool ir_stmt_untiled_types(const IrProgram *ir, const IrStmt *s);
 /* Whether the schedule leaves s as lowered: a call of the runtime, a nest that gathers or
  * computes on i32s (the rewrites reason about indices by their terms), or one that touches bf16,
- * f16, u8 or bool cells (ir_stmt_half, ir_stmt_bytes: the tiles are of 4- and 8-byte cells; the
+ * f16, u8, bool or i64 cells (ir_stmt_half, ir_stmt_untiled_types: the tiles are of f32 and f64 cells; the
  * CPU's schedule first makes a half contraction an f32 one over widened copies, sched.c
  * contract_in_f32).  The GPU's schedule also
  * leaves nests that touch f64s (ir_stmt_f64) as lowered; the CPU's tiles them in 8-byte cells. */

@@ -54,6 +54,18 @@ typedef struct Lowerer {
     bool *inactive;   /* per product iterator: a concatenation part not active in the region */
 } Lowerer;
 
+/* An operation of type `type` on a and b (b NULL for one operand), and a constant of a type. */
+static IrExpr *typed_op(Lowerer *l, ScalarOp op, DType type, IrExpr *a, IrExpr *b) {
+    IrExpr *e = arena_alloc(l->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_OP, .op = op, .type = type, .args = {a, b}};
+    return e;
+}
+static IrExpr *typed_const(Lowerer *l, double value, DType type) {
+    IrExpr *e = arena_alloc(l->ir->arena, sizeof *e);
+    *e = (IrExpr){.kind = IR_CONST, .type = type, .value = value};
+    return e;
+}
+
 /* The index of `slot`'s map, each iterator starting at lo[iterator] (its region's first value). */
 static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
     uint32_t rank = p->rank[slot];
@@ -89,15 +101,12 @@ static IrIndex *access_index(Lowerer *l, const Projections *p, uint32_t slot) {
                 at->buffer = from->buffer;
                 at->index = access_index(l, p, pi->gather);
             }
-            if (!from->symbol && ir_dtype_integer(l->ir->buffers[from->buffer].dtype)) {
-                ix[a].gather = at;
-            } else { /* f32 (or f64) positions: converted toward zero, as to_i32 does */
-                ix[a].gather = arena_alloc(l->ir->arena, sizeof *ix[a].gather);
-                ix[a].gather->kind = IR_OP;
-                ix[a].gather->op = SOP_TO_I32;
-                ix[a].gather->type = DTYPE_I32;
-                ix[a].gather->args[0] = at;
-            }
+            DType type = from->symbol ? DTYPE_F32 : (DType)ir_dtype_compute(l->ir->buffers[from->buffer].dtype);
+            if (type == DTYPE_I64) /* held to i32's range first (the axis clamps them further) */
+                at = typed_op(l, SOP_MAX, DTYPE_I64, typed_op(l, SOP_MIN, DTYPE_I64, at, typed_const(l, INT32_MAX, DTYPE_I64)),
+                              typed_const(l, INT32_MIN, DTYPE_I64));
+            /* number positions converted toward zero, as to_i32 does; i64 ones by their low bits */
+            ix[a].gather = type == DTYPE_I32 ? at : typed_op(l, SOP_TO_I32, DTYPE_I32, at, NULL);
             break;
         }
         case PIDX_CONCAT: { /* the active part (an access in this region reads no gap) */
@@ -164,13 +173,15 @@ static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
     return e;
 }
 
-/* An accumulator's neutral value for the left side: the i32 limits for max and min of i32s. */
+/* An accumulator's neutral value for the left side: the integer limits for max and min of i32s
+ * and i64s. */
 static IrExpr *neutral(Lowerer *l, AccumOp accum) {
     IrExpr *e = constant(l, accum_neutral(accum));
     e->type = l->lhs_type;
-    if (l->lhs_type == DTYPE_I32) {
-        if (accum == ACC_MAX) e->value = INT32_MIN;
-        if (accum == ACC_MIN) e->value = INT32_MAX;
+    if (l->lhs_type == DTYPE_I32 || l->lhs_type == DTYPE_I64) {
+        bool wide = l->lhs_type == DTYPE_I64; /* INT64_MAX's double is 2^63, which the constant holds to INT64_MAX */
+        if (accum == ACC_MAX) e->value = wide ? -0x1p63 : INT32_MIN;
+        if (accum == ACC_MIN) e->value = wide ? 0x1p63 : INT32_MAX;
     }
     return e;
 }
@@ -193,7 +204,7 @@ static IrExpr *tf32_factor(Lowerer *l, IrExpr *x) {
  * multiply-add, fma(x, y, acc), one rounding (docs/ir.md, "FMA"), its factors rounded to tf32
  * first with --tf32 when it accumulates in f32; of i32 products, an add. */
 static IrExpr *reduction_step(Lowerer *l, AccumOp accum, IrExpr *acc, IrExpr *rhs) {
-    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL && l->lhs_type != DTYPE_I32) {
+    if (accum == ACC_ADD && rhs->kind == IR_OP && rhs->op == SOP_MUL && !ir_dtype_integer(l->lhs_type)) {
         IrExpr *e = new_expr(l, IR_OP);
         e->op = SOP_FMA;
         e->type = l->lhs_type;

@@ -737,7 +737,7 @@ static bool reduce_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after)
     Contraction ct;
     IrStmt *run = NULL;
     if (st->kind != IR_LOOP || !ir_stmt_half(ir, st) || ir_stmt_gathers(ir, st) || ir_stmt_integer(st) ||
-        ir_stmt_bytes(ir, st) || runtime_loops(st, &run) || !match_reduction(st, &r))
+        ir_stmt_untiled_types(ir, st) || runtime_loops(st, &run) || !match_reduction(st, &r))
         return false;
     bool contraction = find_contraction(ir, &r, &ct, true, 0);
     uint32_t c = r.store->buffer;
@@ -776,7 +776,7 @@ static void schedule_function(Sched *s) {
             /* but a large bf16 or f16 result written by whole vectors still streams around the
              * caches (rewrite 3: its cells converted in registers, cg_llvm.c) */
             if (s->target->kind != TARGET_CUDA && st->kind == IR_LOOP && ir_stmt_half(s->ir, st) &&
-                !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) && !ir_stmt_bytes(s->ir, st) &&
+                !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) && !ir_stmt_untiled_types(s->ir, st) &&
                 !runtime_loops(st, &run)) {
                 s->cell_bytes = 4;
                 s->lanes = s->target->vector_floats;

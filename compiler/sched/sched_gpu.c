@@ -908,7 +908,8 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
-        if (st->kind == IR_LOOP && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) && !ir_stmt_bytes(s->ir, st) &&
+        if (st->kind == IR_LOOP && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
+            !ir_stmt_untiled_types(s->ir, st) &&
             match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
             continue;
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */

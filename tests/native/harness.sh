@@ -1,6 +1,6 @@
 # harness.sh — what the native test scripts share (sourced by drivers.sh, runtime_sizes.sh,
 # checkpoint.sh, main_steps.sh, example_checkpoint.sh, resume.sh, gpt_example.sh, distributed.sh,
-# data_parallel.sh, dtype_data.sh, dtype_f64_data.sh, dtype_half_data.sh and dtype_bytes_data.sh,
+# data_parallel.sh, dtype_data.sh, dtype_f64_data.sh, dtype_half_data.sh and dtype_int_data.sh,
 # which tests/run.sh runs from the repository's root):
 #   harness_start NAME   a scratch directory $T (tsrc-NAME.XXXXXX under $TMPDIR or /tmp),
 #                        removed when the script exits, and counters at zero;

@@ -44,11 +44,12 @@ class Error(Exception):
 # tensor's cells are uint16 bit patterns (NumPy has no bfloat16).
 _DTYPES = {"float32": np.float32, "f32": np.float32, "int32": np.int32, "i32": np.int32,
            "float64": np.float64, "f64": np.float64, "float16": np.float16, "f16": np.float16,
-           "bfloat16": np.uint16, "bf16": np.uint16, "uint8": np.uint8, "u8": np.uint8, "bool": np.bool_}
+           "bfloat16": np.uint16, "bf16": np.uint16, "uint8": np.uint8, "u8": np.uint8, "bool": np.bool_,
+           "int64": np.int64, "i64": np.int64}
 _BF16 = ("bfloat16", "bf16")
 _CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int32, np.dtype(np.float64): ctypes.c_double,
           np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.uint16): ctypes.c_uint16,
-          np.dtype(np.uint8): ctypes.c_uint8, np.dtype(np.bool_): ctypes.c_uint8}
+          np.dtype(np.uint8): ctypes.c_uint8, np.dtype(np.bool_): ctypes.c_uint8, np.dtype(np.int64): ctypes.c_int64}
 
 
 class _State(ctypes.Structure):
@@ -248,7 +249,7 @@ class Model:
         float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
         (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
-        if target.dtype in (np.int32, np.uint8):
+        if target.dtype in (np.int32, np.uint8, np.int64):
             value = _integers(name, value, target.dtype)
         elif target.dtype == np.bool_:
             value = np.asarray(value).astype(np.bool_)
@@ -279,9 +280,10 @@ class Model:
 
 
 def _integers(name, value, dtype=np.int32):
-    """`value` as `dtype` (int32 or uint8) for integer tensor `name`, or tsr.Error when a number is
-    not an integer of that type."""
-    value, word, limits = np.asarray(value), "i32" if dtype == np.int32 else "u8", np.iinfo(dtype)
+    """`value` as `dtype` (int32, int64 or uint8) for integer tensor `name`, or tsr.Error when a
+    number is not an integer of that type."""
+    value, limits = np.asarray(value), np.iinfo(dtype)
+    word = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8"}[np.dtype(dtype)]
     if value.dtype.kind not in "biuf":
         raise Error(f"tensor {name!r} is {word}; a value of dtype {value.dtype} is not a number")
     if value.dtype.kind == "f" and value.size:
@@ -289,7 +291,7 @@ def _integers(name, value, dtype=np.int32):
         if bad.any():
             raise Error(f"tensor {name!r} is {word}, but the value holds {value[bad].flat[0]}, which is not an integer")
     if value.size and value.dtype.kind in "iuf":
-        lo, hi = value.min(), value.max()
+        lo, hi = value.min().item(), value.max().item()  # Python's numbers compare exactly (2^63 > int64's top)
         if lo < limits.min or hi > limits.max:
             raise Error(f"tensor {name!r} is {word}, but the value holds {lo if lo < limits.min else hi}, "
                         f"which does not fit {np.dtype(dtype).name}")
