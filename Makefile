@@ -196,8 +196,10 @@ check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
 # (tolerance 1e-4), then every tensor f64 (--dtype f64: against NumPy's float64 within the error
 # bound of double-precision sums of products, tests/einsum/einsum_diff.py's header; about a minute),
 # then every tensor bf16 and every tensor f16 (--dtype bf16, f16: exactly, NumPy's result rounded
-# once to the type; about a minute each).
+# once to the type; about a minute each), then every tensor i32 and every tensor i64 (--dtype
+# i32, i64: exactly, NumPy's wrapping integer einsum).
 EINSUM_COUNT ?= 20000
+EINSUM_INT_COUNT ?= 10000
 EINSUM_F64_COUNT ?= 20000
 EINSUM_HALF_COUNT ?= 20000
 EINSUM_SEED ?= 2
@@ -206,14 +208,17 @@ check-einsum: $(BUILD)/tsrc
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_F64_COUNT) --seed $(EINSUM_SEED) --dtype f64
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_HALF_COUNT) --seed $(EINSUM_SEED) --dtype bf16
 	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_HALF_COUNT) --seed $(EINSUM_SEED) --dtype f16
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_INT_COUNT) --seed $(EINSUM_SEED) --dtype i32
+	$(Q)$(PYTHON) tests/einsum/einsum_diff.py --tsrc $(BUILD)/tsrc --count $(EINSUM_INT_COUNT) --seed $(EINSUM_SEED) --dtype i64
 
 # The long differential sweeps of native code against the reference executor: random einsums
 # of f32 tensors, the same of f64 tensors, of bf16 tensors and of f16 tensors (--dtype f64,
-# bf16, f16, every value printed in full; sweep_gen.py's header says what they hold), and
-# random contractions.
+# bf16, f16, every value printed in full; sweep_gen.py's header says what they hold), of i32
+# and of i64 tensors (--dtype i32, i64), and random contractions.
 NATIVE_COUNT ?= 20000
 NATIVE_F64_COUNT ?= 5000
 NATIVE_HALF_COUNT ?= 3000
+NATIVE_INT_COUNT ?= 2000
 NATIVE_SEED ?= 2
 CONTRACTION_LONG_COUNT ?= 3000
 check-native: $(BUILD)/tsrc
@@ -221,6 +226,8 @@ check-native: $(BUILD)/tsrc
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_F64_COUNT) --seed $(NATIVE_SEED) --dtype f64
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_HALF_COUNT) --seed $(NATIVE_SEED) --dtype bf16
 	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_HALF_COUNT) --seed $(NATIVE_SEED) --dtype f16
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_INT_COUNT) --seed $(NATIVE_SEED) --dtype i32
+	$(Q)PYTHON=$(PYTHON) sh tests/native_sweep.sh --tsrc $(BUILD)/tsrc --count $(NATIVE_INT_COUNT) --seed $(NATIVE_SEED) --dtype i64
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED)
 	$(Q)$(PYTHON) tests/native/contractions.py --tsrc $(BUILD)/tsrc --count $(CONTRACTION_LONG_COUNT) --seed $(NATIVE_SEED) --dtype f64
 

@@ -31,7 +31,8 @@
 # with every tensor f64 (--dtype f64; EINSUM_F64_COUNT cases, default 600, and
 # NATIVE_SWEEP_F64_COUNT, default 300) and with every tensor bf16, then f16 (--dtype bf16,
 # --dtype f16; EINSUM_HALF_COUNT cases of each, default 300, and NATIVE_SWEEP_HALF_COUNT,
-# default 150), the compile-time and
+# default 150), and with every tensor i32, then i64 (--dtype i32, --dtype i64; EINSUM_INT_COUNT
+# cases of each, default 300, and NATIVE_SWEEP_INT_COUNT, default 100), the compile-time and
 # memory test (tests/scale/compile_scale.py), the README's shell lines (tests/readme_lines.py),
 # the layout of the source tree (tests/layout.py: file sizes, include and call cycles),
 # whose own closing "N passed, N failed" lines are
@@ -602,6 +603,13 @@ for half in bf16 f16; do
         --dtype $half >"$TMP/einsum_$half.out" 2>&1
     add_summary "$half einsum vs NumPy" $? "$TMP/einsum_$half.out"
 done
+# The same with every tensor i32, then i64, exactly: NumPy's wrapping int32 and int64 einsum
+# (einsum_diff.py's header; a few seconds).
+for int in i32 i64; do
+    "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_INT_COUNT:-300}" --seed 1 \
+        --dtype $int >"$TMP/einsum_$int.out" 2>&1
+    add_summary "$int einsum vs NumPy" $? "$TMP/einsum_$int.out"
+done
 
 # Gathered axes (`[n]`, an embedding's read) and their scatter-add gradients against NumPy's
 # indexing and np.add.at, i32 and f32 ids, ids out of range clamped; interpreted and natively
@@ -725,6 +733,13 @@ for half in bf16 f16; do
     PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_HALF_COUNT:-150}" --seed 1 \
         --dtype $half >"$TMP/native_sweep_$half.out" 2>&1
     add_summary "$half native sweep vs reference executor" $? "$TMP/native_sweep_$half.out"
+done
+# The same with every tensor i32, then i64: integers whose products overflow an i32, printed
+# exactly (--dtype i32, --dtype i64; a few seconds each).
+for int in i32 i64; do
+    PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_INT_COUNT:-100}" --seed 1 \
+        --dtype $int >"$TMP/native_sweep_$int.out" 2>&1
+    add_summary "$int native sweep vs reference executor" $? "$TMP/native_sweep_$int.out"
 done
 
 # The house (tests/layout.py): no file of compiler/ or runtime/ over 1500 lines, no cycle of

@@ -59,13 +59,20 @@ float64 result rounded once to the type: np.float16 for f16, float32's bit patte
 nearest even in its top 16 bits for bf16. About half of the result cells are not values of the
 type, so the rounding itself is checked, to the bit.
 
+With `--dtype i32` or `--dtype i64` every tensor is that integer type: each operand is `to_i32`
+(`to_i64`) of a literal of whole numbers of up to 24 bits (exact in the literal's f32), so the
+products of two already overflow an i32 and those of three an i64. tsrc's arithmetic wraps
+(two's complement, docs/language.md section 3.9), as NumPy's einsum does on int32 and int64
+arrays, and a wrapped sum is the same in every order, so the comparison is exact: tsrc prints
+integers in full, and they must equal NumPy's.
+
 Cases are batched, BATCH per .tsr file, and the files are run in parallel. When a file fails
 as a whole (tsrc exits with an error or prints something unexpected), each of its cases is run
 alone so that the failing case(s) can be named.
 
 Usage:
     python3 tests/einsum/einsum_diff.py --tsrc build/tsrc --count 600 --seed 1 [--keep DIR]
-                                        [--verbose] [--jobs N] [--batch N] [--dtype f32|f64|bf16|f16]
+                                        [--verbose] [--jobs N] [--batch N] [--dtype f32|f64|bf16|f16|i32|i64]
                                         [--emit-cases DIR [--target cuda|native] [--arch sm_NN]]
 
 With --emit-cases DIR (tests/gpu/prepare.sh, for `make check-gpu`), the cases are checked against
@@ -119,6 +126,8 @@ U64 = 2.0 ** -53
 # The significant bits of the half types (--dtype bf16, f16): operand values have at most this
 # many, so that they are exact in the type (gen_case).
 HALF_BITS = {"bf16": 8, "f16": 11}
+# The integer types (--dtype i32, i64) and NumPy's type of each.
+INT_TYPES = {"i32": "int32", "i64": "int64"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,7 +385,10 @@ def render_spec(rng, case):
 
 def compute_expected(case):
     """The NumPy reference: the expected result and, for f64, each cell's error bound."""
-    case.expected, terms = contract(case, case.values)
+    values = case.values
+    if DTYPE in INT_TYPES:   # NumPy's wrapping integer arithmetic (the values are whole numbers)
+        values = [v.astype(INT_TYPES[DTYPE]) for v in values]
+    case.expected, terms = contract(case, values)
     case.expected_shape = shape_text(expand_slot(case, case.result, operand=False))
     if DTYPE in HALF_BITS:
         # The sums are exact in f32 (gen_case's values), so the one rounding of each cell to
@@ -468,7 +480,7 @@ def contract(case, values):
             distinct.append(aid)
     contracted = np.einsum(",".join(subs) + "->" + "".join(letter(a) for a in distinct),
                            *arrays)
-    full = np.zeros([a[3] for a in res_axes], dtype=np.float64)
+    full = np.zeros([a[3] for a in res_axes], dtype=contracted.dtype if DTYPE in INT_TYPES else np.float64)
     for idx in np.ndindex(*full.shape):
         seen = {}
         ok = True
@@ -586,6 +598,8 @@ def gen_case(rng, index):
             shape = [a[3] for a in lay]
             if DTYPE == "f64":    # float32's (what a literal holds) of 24 significant bits
                 vals = [float(np.float32(rng.uniform(-2.0, 2.0))) for _ in range(cells(lay))]
+            elif DTYPE in INT_TYPES:  # whole numbers of up to 24 bits (exact in f32)
+                vals = [float(rng.randint(-2**23, 2**23)) for _ in range(cells(lay))]
             elif bits:            # integers of up to `bits` bits over 2^(bits-2): in (-4, 4)
                 top = (1 << bits) - 1
                 scale = 2.0 ** (half_exponent(rng, bits) - (bits - 2))
@@ -616,7 +630,7 @@ def case_program(case):
         text = literal_text(arr, [a[0] for a in lay])
         if DTYPE == "f64":
             text = f64_param(case.op_name(j), text, lay)
-        elif DTYPE in HALF_BITS and case.convert[j]:
+        elif (DTYPE in HALF_BITS and case.convert[j]) or DTYPE in INT_TYPES:
             text = "to_%s %s" % (DTYPE, text)
         elif DTYPE in HALF_BITS:
             text = f64_param(case.op_name(j), text, lay, DTYPE)
@@ -667,7 +681,7 @@ def parse_output(text):
         elif current is None:
             raise ValueError("value line before any header: %r" % line)
         else:
-            tensors[current][1].extend(float(x) for x in line.split())
+            tensors[current][1].extend((int(x) if DTYPE in INT_TYPES else float(x)) for x in line.split())
     return tensors
 
 
@@ -696,7 +710,7 @@ def check_case(case, tensors):
         got = got.astype(np.float32).astype(np.float64)
     if DTYPE == "f64":
         tol = case.bound.reshape(-1)
-    elif DTYPE in HALF_BITS:
+    elif DTYPE in HALF_BITS or DTYPE in INT_TYPES:
         tol = 0.0      # exact: the same rounding of the same exact sums (an infinity included)
     else:
         tol = TOLERANCE * max(1.0, float(np.max(np.abs(exp))) if exp.size else 1.0)
@@ -707,7 +721,9 @@ def check_case(case, tensors):
         shown = []
         for flat in bad[:8]:
             idx = np.unravel_index(flat, dims) if dims else ()
-            if DTYPE in HALF_BITS:
+            if DTYPE in INT_TYPES:
+                shown.append("%s: tsrc %d, expected %d" % (list(map(int, idx)), int(got[flat]), int(exp[flat])))
+            elif DTYPE in HALF_BITS:
                 shown.append("%s: tsrc %r, expected %r" % (
                     list(map(int, idx)), float(got[flat]), float(exp[flat])))
             elif DTYPE == "f64":
@@ -809,7 +825,7 @@ def main():
     ap.add_argument("--target", choices=("native", "cuda"), default="native",
                     help="with --emit-cases: build for the host CPU or for the GPU")
     ap.add_argument("--arch", default="sm_80", help="with --emit-cases --target cuda: --arch")
-    ap.add_argument("--dtype", choices=("f32", "f64", "bf16", "f16"), default="f32",
+    ap.add_argument("--dtype", choices=("f32", "f64", "bf16", "f16") + tuple(INT_TYPES), default="f32",
                     help="the element type of every tensor (f64: checked to double precision; "
                     "bf16, f16: exactly)")
     args = ap.parse_args()

@@ -47,11 +47,17 @@ differently in another order: native code must accumulate in f32 in the referenc
 order, and round as it does, to print the same bits (TSR_PRINT_EXACT=1: %.9g of each value's
 f32 widening).
 
+With `--dtype i32` or `--dtype i64` every tensor is that integer type (docs/language.md section
+3.9): an operand of up to 24 cells is `to_i32`/`to_i64` of a literal of whole numbers of up to
+24 bits (an i32's products overflow it, and its sums wrap, two's complement), a bigger one is
+`range` data of the type (every cell a different number, so a lane read from the wrong place
+shows); native code must print the reference executor's integers exactly.
+
 A case N is the tensors cN_a, cN_b, cN_c (operands) and cN_r (the einsum); a program holds
 BATCH cases. Every case's spec and shapes are listed in BATCH.cases, one line per case.
 
 Usage:
-    sweep_gen.py gen --count N --seed S --batch B --out DIR [--dtype f32|f64|bf16|f16]
+    sweep_gen.py gen --count N --seed S --batch B --out DIR [--dtype f32|f64|bf16|f16|i32|i64]
                         writes DIR/bNNN.tsr, bNNN.cases
     sweep_gen.py diff PROGRAM.tsr EXPECTED ACTUAL    names the cases whose printed tensors
                         differ (described from PROGRAM.cases, or else from the program's einsum
@@ -78,6 +84,7 @@ REGIME_WEIGHTS = [6, 10, 3, 1]
 DENSE_WEIGHTS = [1, 1, 4, 2, 3, 1, 2, 1]
 DTYPE = "f32"          # the element type of every tensor (gen --dtype)
 HALF = ("bf16", "f16")
+INTS = ("i32", "i64")
 
 
 def choose_sizes(rng, case, regime):
@@ -201,6 +208,8 @@ def gen_case(rng, index):
             n = cells(lay)
             if n > LITERAL_CELLS:
                 case.values.append(None)
+            elif DTYPE in INTS:     # whole numbers of up to 24 bits (exact in a literal's f32)
+                case.values.append([float(rng.randint(-2**23, 2**23)) for _ in range(n)])
             elif DTYPE != "f32":    # float32's (what a literal holds) of 24 significant bits
                 case.values.append([float(ed.np.float32(rng.uniform(-2.0, 2.0)))
                                     for _ in range(n)])
@@ -223,7 +232,12 @@ def case_program(case):
     for j, lay in enumerate(case.op_layout):
         name = case.op_name(j)
         rows = {k: [str(a[3]) for a in lay if a[0] == k] for k in ed.KINDS}
-        if DTYPE in HALF and case.values[j] is None and case.convert[j]:
+        if DTYPE in INTS and case.values[j] is None:
+            args = "".join(" ~%s:[%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS if rows[k])
+            lines.append('data %s = range%s ~dtype:"%s"' % (name, args, DTYPE))
+        elif DTYPE in INTS:
+            lines.append("let%%op %s = to_%s %s" % (name, DTYPE, literal(case.values[j], lay)))
+        elif DTYPE in HALF and case.values[j] is None and case.convert[j]:
             # `uniform` data (f32, no dtype of its own) rounded to the type: cN_ad, then cN_a.
             args = "".join(" ~%s:[%s]" % (k, "; ".join(rows[k])) for k in ed.KINDS if rows[k])
             lines.append("data %sd = uniform ~seed:%d%s" % (name, case.seed + j, args))
@@ -262,7 +276,7 @@ def cmd_gen(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--dtype", choices=("f32", "f64") + HALF, default="f32",
+    ap.add_argument("--dtype", choices=("f32", "f64") + HALF + INTS, default="f32",
                     help="the element type of every tensor")
     a = ap.parse_args(argv)
     global DTYPE
