@@ -224,8 +224,8 @@ Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projecti
  * computed as i32 (C's integer promotion): a read of one is an i32 value in 0..255 (0 or 1), any
  * arithmetic on it gives i32, bool widens into u8 and both into i32 implicitly, and storing
  * wider integers into them needs to_u8 (the low 8 bits) or to_bool (not 0), which become i32
- * operations here.  `where` with an integer condition and number branches (or the reverse) tests
- * the condition against 0 in its own type. */
+ * operations here.  `where` with an integer condition and number branches (or the reverse, or
+ * two numbers written, one with a fraction) tests the condition against 0 in its own type. */
 
 static const char *dtype_word(uint8_t dtype) { return dtype == DTYPE_ANY ? "number" : ir_dtype_word(dtype); }
 
@@ -398,6 +398,13 @@ static uint8_t byte_conversion(Builder *b, AExpr *e, uint8_t from) {
     return to;
 }
 
+/* Whether e is a number written with a fraction (`0.5`). */
+static bool fractional(const Assignment *a, const AExpr *e) {
+    double number;
+    if (read_number(a, e, &number)) return number != floor(number);
+    return e->kind == AE_CONST && e->value != floor(e->value);
+}
+
 /* The element type of e.  A conversion to the type its operand already has is the operand
  * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
  * operation on i32 values (and constants) is computed on i32s: + - * wrap, / and mod floor,
@@ -471,6 +478,10 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         if (e->op == SOP_WHERE) {
             bool int_branches = is_int_dtype(types[1]) || is_int_dtype(types[2]);
             bool float_branches = is_float_dtype(types[1]) || is_float_dtype(types[2]);
+            if (types[1] == DTYPE_ANY && types[2] == DTYPE_ANY && (fractional(a, e->args[1]) || fractional(a, e->args[2]))) {
+                types[1] = TSR_DTYPE_F32; /* two numbers written, one with a fraction (`where mask 0.5 0.`): f32 */
+                float_branches = true;
+            }
             if (is_int_dtype(types[0]) && float_branches && !int_branches) {
                 first = 1;
             } else if (is_float_dtype(types[0]) && int_branches && !float_branches) {
