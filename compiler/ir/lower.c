@@ -164,14 +164,8 @@ static IrExpr *constant(Lowerer *l, double v) {
     return e;
 }
 
-static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) {
-    IrExpr *e = new_expr(l, IR_OP);
-    e->op = op;
-    e->args[0] = a;
-    e->args[1] = b;
-    e->type = l->lhs_type; /* an accumulation into an i32 buffer is on i32s, into an f64 one on f64s */
-    return e;
-}
+/* an accumulation into an i32 buffer is on i32s, into an f64 one on f64s */
+static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) { return typed_op(l, op, l->lhs_type, a, b); }
 
 /* An accumulator's neutral value for the left side: the integer limits for max and min of i32s
  * and i64s. */
