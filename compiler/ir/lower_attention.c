@@ -8,7 +8,9 @@
  * lanes while each keeps d's order; then the maximum m, the weights exp(sc − m) in the tile, their
  * sum l in key order, and a tile of the row's output Σ_s w_s·v[s, e], divided by l when stored.
  * It stores m + log l per row (the row statistics, `stats`).  So no buffer of rows × keys exists,
- * whatever the sequence's length.  The gradients (each operand its own kernel,
+ * whatever the sequence's length.  Each run of a nest handles ROW_BLOCK rows (block_rows: query
+ * positions in the forward and dq, keys in dk and dv), its tiles one per row, so that each load
+ * of k, v, q or dO serves them all.  The gradients (each operand its own kernel,
  * `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as p = exp(sc − stats[row]), and
  * with D[row] = Σ_e dO·o and dp = Σ_e dO·v[s, e] (a tile, as the scores):
  *     dq[row, d] += Σ_s (p·(dp − D) / √d) · k[s, d]     (per row, a tile over the keys)
@@ -122,6 +124,10 @@ typedef struct Attn {
     DType type;        /* the compute type (f32 or f64) */
     double divisor;    /* √ of the cells the scores sum over */
     uint32_t query, key; /* causal: the position iterators (attention_positions) */
+    /* Row blocking (block_rows): the nest being built handles `lanes` consecutive points of the
+     * product iterator `blocked` in each run, the function's iterator `outer` counting blocks and
+     * `lane` the point within one; every tile gets a leading axis of `lanes` cells. */
+    uint32_t blocked, lanes, outer, lane;
 } Attn;
 
 /* A list of product iterators: those of one role, in the order of one slot's axes. */
@@ -158,10 +164,18 @@ static IrExpr *local(Attn *A, uint32_t l) {
     return e;
 }
 
+/* The position of product iterator `it`: its function iterator, or lanes·outer + lane for the
+ * blocked one. */
 static IrIndex *iterator_index(Attn *A, IrIndex *ix, uint32_t it) {
-    ix->terms = arena_alloc(A->ir->arena, sizeof *ix->terms);
+    bool blocked = it == A->blocked && A->lanes > 1;
+    ix->terms = arena_alloc(A->ir->arena, (blocked ? 2 : 1) * sizeof *ix->terms);
     ix->terms[0] = (IrTerm){A->base + it, 1};
     ix->term_count = 1;
+    if (blocked) {
+        ix->terms[0] = (IrTerm){A->outer, A->lanes};
+        ix->terms[1] = (IrTerm){A->lane, 1};
+        ix->term_count = 2;
+    }
     return ix;
 }
 
@@ -261,6 +275,10 @@ static IrBlock *open_loops(Attn *A, IrBlock *into, Iters its, bool parallel, IrS
         IrStmt *lp = statement(A, IR_LOOP);
         lp->iter = A->base + its.it[i];
         lp->extent = A->p->iter_size[its.it[i]];
+        if (its.it[i] == A->blocked && A->lanes > 1) { /* the blocks; the lanes are loops of their own */
+            lp->iter = A->outer;
+            lp->extent /= A->lanes;
+        }
         lp->parallel = parallel;
         push(A, into, lp);
         if (first && !*first) *first = lp;
@@ -282,11 +300,15 @@ static void append(Attn *A, IrBlock *nest) {
  * axis of one position),
  * one loop of one iteration over an iterator of its own, so that the nest is one kernel whose
  * tiles and locals are its own (kernel.h). */
+static uint64_t loop_extent(Attn *A, uint32_t it) {
+    return A->p->iter_size[it] / (it == A->blocked && A->lanes > 1 ? A->lanes : 1);
+}
+
 static IrBlock *open_nest(Attn *A, IrBlock *into, Iters its, IrStmt **first) {
     if (its.n) { /* the longest outermost: the thread pool splits the outermost loop (kernel.h) */
         uint32_t longest = 0;
         for (uint32_t i = 1; i < its.n; i++)
-            if (A->p->iter_size[its.it[i]] > A->p->iter_size[its.it[longest]]) longest = i;
+            if (loop_extent(A, its.it[i]) > loop_extent(A, its.it[longest])) longest = i;
         uint32_t it = its.it[longest];
         memmove(&its.it[1], &its.it[0], longest * sizeof its.it[0]);
         its.it[0] = it;
@@ -312,34 +334,52 @@ static Iters joined(Iters a, Iters b) {
 typedef struct Tile {
     uint32_t buffer;
     Iters its;
+    bool laned; /* a leading axis of A->lanes cells, indexed by A->lane (row blocking) */
 } Tile;
 
 /* A scratch buffer with one axis per iterator of `its` (their extents), named `name` and a number. */
-static Tile scratch_over(Attn *A, Iters its, bool kernel_local, const char *name) {
+static Tile scratch_over(Attn *A, Iters its, bool laned, bool kernel_local, const char *name) {
     IrProgram *ir = A->ir;
-    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n, .size = 1,
+    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = A->type, .rank = its.n + laned, .size = 1,
                   .init = INIT_NONE, .kernel_local = kernel_local};
-    b.dims = arena_alloc(ir->arena, (its.n ? its.n : 1) * sizeof *b.dims);
+    b.dims = arena_alloc(ir->arena, (b.rank ? b.rank : 1) * sizeof *b.dims);
     char *shape = "";
-    for (uint32_t i = 0; i < its.n; i++) {
-        b.dims[i] = A->p->iter_size[its.it[i]];
+    for (uint32_t i = 0; i < b.rank; i++) {
+        b.dims[i] = laned && i == 0 ? A->lanes : A->p->iter_size[its.it[i - laned]];
         b.size *= b.dims[i];
         shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)b.dims[i]);
     }
     b.shape_text = shape;
     b.name = arena_printf(ir->arena, "%s%u", name, ir->buffer_count);
     ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
-    return (Tile){b.id, its};
+    return (Tile){b.id, its, laned};
 }
 
 static Tile new_tile(Attn *A, Iters its, const char *what) {
-    return scratch_over(A, its, true, arena_printf(A->ir->arena, "%s#%s", A->ir->buffers[A->a->lhs.buffer].name, what));
+    return scratch_over(A, its, A->lanes > 1, true,
+                        arena_printf(A->ir->arena, "%s#%s", A->ir->buffers[A->a->lhs.buffer].name, what));
 }
 
 static IrIndex *tile_index(Attn *A, Tile t) {
-    IrIndex *ix = arena_alloc(A->ir->arena, (t.its.n ? t.its.n : 1) * sizeof *ix);
-    for (uint32_t i = 0; i < t.its.n; i++) iterator_index(A, &ix[i], t.its.it[i]);
+    IrIndex *ix = arena_alloc(A->ir->arena, (t.its.n + t.laned ? t.its.n + t.laned : 1) * sizeof *ix);
+    if (t.laned) {
+        ix[0].terms = arena_alloc(A->ir->arena, sizeof *ix[0].terms);
+        ix[0].terms[0] = (IrTerm){A->lane, 1};
+        ix[0].term_count = 1;
+    }
+    for (uint32_t i = 0; i < t.its.n; i++) iterator_index(A, &ix[t.laned + i], t.its.it[i]);
     return ix;
+}
+
+/* A loop over the lanes of a blocked nest, into `into`; returns its body (`into` itself when the
+ * nest is not blocked). */
+static IrBlock *lanes_loop(Attn *A, IrBlock *into) {
+    if (A->lanes <= 1) return into;
+    IrStmt *lp = statement(A, IR_LOOP);
+    lp->iter = A->lane;
+    lp->extent = A->lanes;
+    push(A, into, lp);
+    return &lp->body;
 }
 
 static IrExpr *tile_cell(Attn *A, Tile t) { return load(A, t.buffer, tile_index(A, t)); }
@@ -349,6 +389,9 @@ static IrExpr *position(Attn *A, uint32_t it) {
     if (it == UINT32_MAX) return number(A, 0);
     return load(A, A->a->positions, iterator_index(A, arena_alloc(A->ir->arena, sizeof(IrIndex)), it));
 }
+
+/* The cells of the packed copy's last axis that one step of its copy writes (a cache line). */
+enum { PACK_BLOCK = 16 };
 
 /* Operand `read` copied so that the tile's iterators are its innermost axes (stride 1): a
  * scratch buffer over the other iterators of its map (in its axis order) and then the tile's,
@@ -376,10 +419,31 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
             if (its.n < 16) its.it[its.n++] = it;
         }
     }
-    Tile packed = scratch_over(A, its, false, arena_printf(ir->arena, "%s#packed", ir->buffers[acc->buffer].name));
+    Tile packed = scratch_over(A, its, false, false, arena_printf(ir->arena, "%s#packed", ir->buffers[acc->buffer].name));
     IrStmt *first = NULL;
-    IrBlock *cells = open_nest(A, &A->fn->body, its, &first);
+    Attn kernel = *A; /* the copy is a nest of its own, blocked for itself only */
+    A->lanes = 1;
+    /* A transposition, when the operand's innermost axis is another iterator than the packed
+     * copy's: PACK_BLOCK cells of the copy's last axis at a time, that axis's block parallel with
+     * the other iterators and the operand's innermost axis in a loop inside, so that the copy
+     * writes whole cache lines and reads PACK_BLOCK short runs of the operand's rows instead of a
+     * cell of a different line (a few cache sets) at each step. */
+    uint32_t rank = A->p->rank[acc->slot], last = its.n ? its.it[its.n - 1] : UINT32_MAX, inner = UINT32_MAX;
+    if (rank && A->p->maps[acc->slot][rank - 1].kind == PIDX_ITER) inner = A->p->maps[acc->slot][rank - 1].iter;
+    Iters outside = its, inside = {0};
+    if (inner != UINT32_MAX && last != UINT32_MAX && inner != last && A->p->iter_size[last] % PACK_BLOCK == 0) {
+        outside.n = 0;
+        for (uint32_t i = 0; i < its.n; i++)
+            if (its.it[i] != inner) outside.it[outside.n++] = its.it[i];
+        inside.it[inside.n++] = inner;
+        A->blocked = last;
+        A->lanes = PACK_BLOCK;
+        A->outer = A->fn->iter_count++;
+        A->lane = A->fn->iter_count++;
+    }
+    IrBlock *cells = lanes_loop(A, open_loops(A, open_nest(A, &A->fn->body, outside, &first), inside, false, NULL));
     store(A, cells, packed.buffer, tile_index(A, packed), operand(A, read));
+    *A = kernel;
     comment(first, "attention: an operand copied with the tile's axes innermost");
     *index = tile_index(A, packed);
     return packed.buffer;
@@ -427,7 +491,7 @@ static IrIndex *split_index(Attn *A, const IrIndex *index, uint32_t rank, uint32
 static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uint32_t y) {
     IrIndex *packed_at;
     uint32_t packed = pack_operand(A, y, t, &packed_at);
-    store(A, open_loops(A, into, t.its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
+    store(A, open_loops(A, lanes_loop(A, into), t.its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
     uint32_t last = t.its.n ? t.its.it[t.its.n - 1] : UINT32_MAX;
     uint64_t cells = last != UINT32_MAX ? A->p->iter_size[last] : 0;
     if (cells > DOT_BLOCK && cells % DOT_BLOCK == 0) {
@@ -435,15 +499,15 @@ static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uin
         outer.n--;
         uint32_t block = A->fn->iter_count++, cell = A->fn->iter_count++, from = A->base + last;
         IrBlock *inner = fresh_loop(A, open_loops(A, into, outer, false, NULL), block, cells / DOT_BLOCK);
-        inner = fresh_loop(A, open_loops(A, inner, sum, false, NULL), cell, DOT_BLOCK);
-        IrIndex *at = split_index(A, tile_index(A, t), t.its.n, from, block, cell);
+        inner = fresh_loop(A, lanes_loop(A, open_loops(A, inner, sum, false, NULL)), cell, DOT_BLOCK);
+        IrIndex *at = split_index(A, tile_index(A, t), t.its.n + t.laned, from, block, cell);
         IrExpr *xv = operand(A, x);
         xv->index = split_index(A, xv->index, A->ir->buffers[xv->buffer].rank, from, block, cell);
         IrExpr *yv = load(A, packed, split_index(A, packed_at, A->ir->buffers[packed].rank, from, block, cell));
         store(A, inner, t.buffer, at, op(A, SOP_FMA, xv, yv, load(A, t.buffer, at)));
         return;
     }
-    IrBlock *inner = open_loops(A, open_loops(A, into, sum, false, NULL), t.its, false, NULL);
+    IrBlock *inner = open_loops(A, lanes_loop(A, open_loops(A, into, sum, false, NULL)), t.its, false, NULL);
     store(A, inner, t.buffer, tile_index(A, t), op(A, SOP_FMA, operand(A, x), load(A, packed, packed_at), tile_cell(A, t)));
 }
 
@@ -458,7 +522,7 @@ static Tile score_tile(Attn *A, IrBlock *into, Iters its, uint32_t lse) {
         scaled = op(A, SOP_WHERE, op(A, SOP_LE, position(A, A->key), position(A, A->query), NULL), scaled,
                     number(A, -1e30));
     if (lse != UINT32_MAX) scaled = op(A, SOP_EXP, op(A, SOP_SUB, scaled, row_stat(A, lse), NULL), NULL, NULL);
-    store(A, open_loops(A, into, its, false, NULL), t.buffer, tile_index(A, t), scaled);
+    store(A, open_loops(A, lanes_loop(A, into), its, false, NULL), t.buffer, tile_index(A, t), scaled);
     return t;
 }
 
@@ -470,6 +534,16 @@ static uint32_t row_delta(Attn *A, IrBlock *into) {
     return sum;
 }
 
+/* A number per lane of the nest, computed in a lanes loop of `into` as the local `l`, read back
+ * later in another: the local itself when the nest is not blocked, else a tile of one cell a lane
+ * that `l` is stored into (at the end of `per_lane`, the lanes loop's body). */
+static IrExpr *per_lane(Attn *A, IrBlock *per_lane, uint32_t l, const char *what) {
+    if (A->lanes <= 1) return local(A, l);
+    Tile t = new_tile(A, (Iters){0}, what);
+    store(A, per_lane, t.buffer, tile_index(A, t), local(A, l));
+    return tile_cell(A, t);
+}
+
 /* The gradient of a score from its weight p, dp = Σ dO·v and the row's D: p · (dp − D) / √d. */
 static IrExpr *score_gradient(Attn *A, IrExpr *p, IrExpr *dp, IrExpr *delta) {
     return op(A, SOP_DIV, op(A, SOP_MUL, p, op(A, SOP_SUB, dp, delta, NULL), NULL), number(A, A->divisor), NULL);
@@ -479,7 +553,7 @@ static IrExpr *score_gradient(Attn *A, IrExpr *p, IrExpr *dp, IrExpr *delta) {
  * of a row stay in it (in registers, where the backend can) until they are stored once. */
 static Tile accumulator(Attn *A, IrBlock *into, Iters its) {
     Tile t = new_tile(A, its, "acc");
-    store(A, open_loops(A, into, its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
+    store(A, open_loops(A, lanes_loop(A, into), its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
     return t;
 }
 
@@ -487,8 +561,28 @@ static Tile accumulator(Attn *A, IrBlock *into, Iters its) {
 static void add_accumulator(Attn *A, IrBlock *into, Tile acc) {
     const Assignment *a = A->a;
     IrIndex *at = slot_index(A, a->lhs.slot, false);
-    store(A, open_loops(A, into, acc.its, false, NULL), a->lhs.buffer, at,
+    store(A, open_loops(A, lanes_loop(A, into), acc.its, false, NULL), a->lhs.buffer, at,
           op(A, SOP_ADD, load(A, a->lhs.buffer, at), tile_cell(A, acc), NULL));
+}
+
+/* Row blocking: the kernel's nest handles ROW_BLOCK consecutive points of product iterator `it`
+ * (a query position, or a key position for dk and dv) in each run (fewer where ROW_BLOCK does not
+ * divide its extent: 2, or none), so that each load of a packed operand in a dot product, and each
+ * row of v, k or q in a weighted sum, serves every lane: a matrix-vector product becomes a
+ * matrix-matrix one.  The lanes loop goes inside the sum's loops and outside the tile's, so every
+ * cell adds the same products in the same order as unblocked. */
+enum { ROW_BLOCK = 4 };
+
+static void block_rows(Attn *A, uint32_t it) {
+    A->blocked = it;
+    A->lanes = 1;
+    if (it == UINT32_MAX) return;
+    uint64_t n = A->p->iter_size[it];
+    A->lanes = n % ROW_BLOCK == 0 ? ROW_BLOCK : n % 2 == 0 ? 2 : 1;
+    if (A->lanes > 1) {
+        A->outer = A->fn->iter_count++;
+        A->lane = A->fn->iter_count++;
+    }
 }
 
 static void forward(Attn *A) {
@@ -497,21 +591,24 @@ static void forward(Attn *A) {
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false), values = role_iters(A, ROLE_VALUE, 0, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
+    block_rows(A, A->query);
     IrBlock *row = open_nest(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), &first);
     Tile w = score_tile(A, row, keys, UINT32_MAX);
-    uint32_t m = set_new(A, row, number(A, -INFINITY));
-    set(A, open_loops(A, row, keys, false, NULL), m, op(A, SOP_MAX, local(A, m), tile_cell(A, w), NULL));
-    store(A, open_loops(A, row, keys, false, NULL), w.buffer, tile_index(A, w),
+    IrBlock *each = lanes_loop(A, row);
+    uint32_t m = set_new(A, each, number(A, -INFINITY));
+    set(A, open_loops(A, each, keys, false, NULL), m, op(A, SOP_MAX, local(A, m), tile_cell(A, w), NULL));
+    store(A, open_loops(A, each, keys, false, NULL), w.buffer, tile_index(A, w),
           op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), local(A, m), NULL), NULL, NULL));
-    uint32_t l = set_new(A, row, number(A, 0));
-    set(A, open_loops(A, row, keys, false, NULL), l, op(A, SOP_ADD, local(A, l), tile_cell(A, w), NULL));
-    Tile acc = accumulator(A, row, values);
-    IrBlock *cells = open_loops(A, open_loops(A, row, keys, false, NULL), values, false, NULL);
-    store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
-    store(A, open_loops(A, row, values, false, NULL), o, slot_index(A, 0, false),
-          op(A, SOP_DIV, tile_cell(A, acc), local(A, l), NULL));
-    store(A, row, a->stats, slot_index(A, 0, true),
+    uint32_t l = set_new(A, each, number(A, 0));
+    set(A, open_loops(A, each, keys, false, NULL), l, op(A, SOP_ADD, local(A, l), tile_cell(A, w), NULL));
+    store(A, each, a->stats, slot_index(A, 0, true),
           op(A, SOP_ADD, local(A, m), op(A, SOP_LOG, local(A, l), NULL, NULL), NULL));
+    IrExpr *sum = per_lane(A, each, l, "sum");
+    Tile acc = accumulator(A, row, values);
+    IrBlock *cells = open_loops(A, lanes_loop(A, open_loops(A, row, keys, false, NULL)), values, false, NULL);
+    store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
+    store(A, open_loops(A, lanes_loop(A, row), values, false, NULL), o, slot_index(A, 0, false),
+          op(A, SOP_DIV, tile_cell(A, acc), sum, NULL));
     comment(first, "attention: each row's scores, their softmax and the weighted sum of v");
     append(A, &nest);
 }
@@ -521,17 +618,19 @@ static void gradient_q(Attn *A) {
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
+    block_rows(A, A->query);
     IrBlock *cell = open_nest(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), &first);
     Tile acc = accumulator(A, cell, role_iters(A, ROLE_SCORE, 1, 4, false));
     IrBlock *row = open_loops(A, cell, role_iters(A, ROLE_ROW, 0, 1, false), false, NULL);
-    uint32_t delta = row_delta(A, row);
+    IrBlock *each = lanes_loop(A, row);
+    IrExpr *delta = per_lane(A, each, row_delta(A, each), "delta");
     Tile p = score_tile(A, row, keys, A->a->stats);
     Tile dp = new_tile(A, keys, "dp");
     tile_dots(A, row, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 4, 2);
-    store(A, open_loops(A, row, keys, false, NULL), dp.buffer, tile_index(A, dp), /* ds, in dp's place */
-          score_gradient(A, tile_cell(A, p), tile_cell(A, dp), local(A, delta)));
-    IrBlock *each = open_loops(A, row, keys, false, NULL);
-    store(A, open_loops(A, each, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
+    store(A, open_loops(A, lanes_loop(A, row), keys, false, NULL), dp.buffer, tile_index(A, dp), /* ds, in dp's place */
+          score_gradient(A, tile_cell(A, p), tile_cell(A, dp), delta));
+    IrBlock *each_key = lanes_loop(A, open_loops(A, row, keys, false, NULL));
+    store(A, open_loops(A, each_key, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
           op(A, SOP_FMA, tile_cell(A, dp), operand(A, 1), tile_cell(A, acc)));
     add_accumulator(A, cell, acc);
     comment(first, "attention's gradient of q (each row's weights recomputed)");
@@ -550,6 +649,7 @@ static void gradient_kv(Attn *A, bool of_k) {
     }
     IrStmt *first = NULL;
     IrBlock nest = {0};
+    block_rows(A, A->key);
     IrBlock *at = open_nest(A, &nest, joined(role_iters(A, ROLE_ROW, slot, slot, true),
                                              role_iters(A, ROLE_KEY, slot, 4, false)), &first);
     Iters rows = role_iters(A, ROLE_ROW, 0, slot, false);
@@ -558,11 +658,11 @@ static void gradient_kv(Attn *A, bool of_k) {
     if (of_k) {
         weight = new_tile(A, rows, "ds");
         tile_dots(A, at, weight, role_iters(A, ROLE_VALUE, 0, 4, false), 2, 4);
-        store(A, open_loops(A, at, rows, false, NULL), weight.buffer, tile_index(A, weight),
+        store(A, open_loops(A, lanes_loop(A, at), rows, false, NULL), weight.buffer, tile_index(A, weight),
               score_gradient(A, tile_cell(A, p), tile_cell(A, weight), row_stat(A, a->scratch)));
     }
     Tile acc = accumulator(A, at, role_iters(A, of_k ? ROLE_SCORE : ROLE_VALUE, slot, 4, false));
-    IrBlock *each = open_loops(A, at, rows, false, NULL);
+    IrBlock *each = lanes_loop(A, open_loops(A, at, rows, false, NULL));
     IrExpr *other = operand(A, of_k ? 0 : 4);
     store(A, open_loops(A, each, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
           op(A, SOP_FMA, tile_cell(A, weight), other, tile_cell(A, acc)));
@@ -577,7 +677,8 @@ void lower_attention(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     uint8_t *roles = arena_alloc(ir->arena, p->iter_count ? p->iter_count : 1);
     const char *why;
     if (!attention_roles(ir->arena, p, a->causal, roles, &why)) return; /* assign.c reported it */
-    Attn A = {ir, fn, a, p, roles, fn->iter_count, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), 1, 0, 0};
+    Attn A = {ir, fn, a, p, roles, fn->iter_count, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), 1, 0, 0,
+              UINT32_MAX, 1, 0, 0};
     fn->iter_count += p->iter_count;
     double cells = 1;
     for (uint32_t i = 0; i < p->iter_count; i++)
