@@ -694,6 +694,7 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
     /* The routines are the program's functions; without any, one function computes every
      * named tensor. */
     ar.ir->tf32_products = opt->tf32;
+    ar.ir->attention_row_each = target->kind == TARGET_CUDA;
     if (ar.routine_count == 0) lower_function(ar.ir, ar.forward.name, ar.forward.items, ar.forward.count);
     for (uint32_t i = 0; i < ar.routine_count; i++)
         lower_function(ar.ir, ar.routines[i].name, ar.routines[i].items, ar.routines[i].count);

@@ -556,6 +556,8 @@ typedef struct IrProgram {
     uint32_t action_count, action_cap;
     bool tf32_products;       /* --tf32: lowering rounds both factors of every f32 product that a
                                * reduction accumulates to tf32 (SOP_TO_TF32, lower.c) */
+    bool attention_row_each;  /* --target=cuda: each run of a fused attention nest handles one
+                               * row (one GPU thread a row), not lower_attention.c's ROW_BLOCK */
 } IrProgram;
 
 /* The index of the symbol named `name`, or UINT32_MAX. */

@@ -431,7 +431,8 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     uint32_t rank = A->p->rank[acc->slot], last = its.n ? its.it[its.n - 1] : UINT32_MAX, inner = UINT32_MAX;
     if (rank && A->p->maps[acc->slot][rank - 1].kind == PIDX_ITER) inner = A->p->maps[acc->slot][rank - 1].iter;
     Iters outside = its, inside = {0};
-    if (inner != UINT32_MAX && last != UINT32_MAX && inner != last && A->p->iter_size[last] % PACK_BLOCK == 0) {
+    if (inner != UINT32_MAX && last != UINT32_MAX && inner != last && A->p->iter_size[last] % PACK_BLOCK == 0 &&
+        !A->ir->attention_row_each) { /* (a GPU thread a cell instead) */
         outside.n = 0;
         for (uint32_t i = 0; i < its.n; i++)
             if (its.it[i] != inner) outside.it[outside.n++] = its.it[i];
@@ -570,13 +571,15 @@ static void add_accumulator(Attn *A, IrBlock *into, Tile acc) {
  * divide its extent: 2, or none), so that each load of a packed operand in a dot product, and each
  * row of v, k or q in a weighted sum, serves every lane: a matrix-vector product becomes a
  * matrix-matrix one.  The lanes loop goes inside the sum's loops and outside the tile's, so every
- * cell adds the same products in the same order as unblocked. */
+ * cell adds the same products in the same order as unblocked.  Not for the GPU
+ * (IrProgram.attention_row_each): there each row is a thread of its own, and four rows a thread
+ * would leave a quarter of the threads and four times the per-thread tiles. */
 enum { ROW_BLOCK = 4 };
 
 static void block_rows(Attn *A, uint32_t it) {
     A->blocked = it;
     A->lanes = 1;
-    if (it == UINT32_MAX) return;
+    if (it == UINT32_MAX || A->ir->attention_row_each) return;
     uint64_t n = A->p->iter_size[it];
     A->lanes = n % ROW_BLOCK == 0 ? ROW_BLOCK : n % 2 == 0 ? 2 : 1;
     if (A->lanes > 1) {
@@ -601,14 +604,13 @@ static void forward(Attn *A) {
           op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), local(A, m), NULL), NULL, NULL));
     uint32_t l = set_new(A, each, number(A, 0));
     set(A, open_loops(A, each, keys, false, NULL), l, op(A, SOP_ADD, local(A, l), tile_cell(A, w), NULL));
-    store(A, each, a->stats, slot_index(A, 0, true),
-          op(A, SOP_ADD, local(A, m), op(A, SOP_LOG, local(A, l), NULL, NULL), NULL));
-    IrExpr *sum = per_lane(A, each, l, "sum");
+    IrExpr *max = per_lane(A, each, m, "max"), *sum = per_lane(A, each, l, "sum");
     Tile acc = accumulator(A, row, values);
     IrBlock *cells = open_loops(A, lanes_loop(A, open_loops(A, row, keys, false, NULL)), values, false, NULL);
     store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
     store(A, open_loops(A, lanes_loop(A, row), values, false, NULL), o, slot_index(A, 0, false),
           op(A, SOP_DIV, tile_cell(A, acc), sum, NULL));
+    store(A, lanes_loop(A, row), a->stats, slot_index(A, 0, true), op(A, SOP_ADD, max, op(A, SOP_LOG, sum, NULL, NULL), NULL));
     comment(first, "attention: each row's scores, their softmax and the weighted sum of v");
     append(A, &nest);
 }
