@@ -2,7 +2,8 @@
 # attention_memory.sh TSRC — Nn.attention ~fused:true at 256 positions stores no buffer of
 # positions × positions cells (core.tsr attend, docs/ir.md §3.4), where the materialised form
 # (~fused:false) does; both train a step natively and print the same loss and input gradient to
-# 1e-5 (relative to the largest value).  Last line: "N passed, N failed".
+# 1e-5 (relative to the largest value); the fused kernels' tiles are four rows on the CPU, one
+# for --target=cuda.  Last line: "N passed, N failed".
 set -u
 TSRC=${1:-build/tsrc}
 TMP=$(mktemp -d)
@@ -30,6 +31,15 @@ TSR
     if TSR_PRINT_EXACT=1 "$TSRC" --run "$TMP/a_$fused.tsr" >"$TMP/out_$fused" 2>"$TMP/err"; then ok "fused:$fused runs natively"
     else bad "fused:$fused runs natively"; sed 's/^/    /' "$TMP/err"; fi
 done
+# On the CPU each run of the fused kernels handles four rows (docs/ir.md §3.1): their tiles of
+# scores have 4 x T cells; for the GPU one row a thread, T cells.
+if grep -q "#scores[0-9]* : 4,$T  scratch local" "$TMP/ir_true" &&
+   ! grep -q "#scores[0-9]* : $T  scratch" "$TMP/ir_true"; then ok "fused, CPU: tiles of scores of four rows (4,$T)"
+else bad "fused, CPU: tiles of scores of four rows"; grep "#scores" "$TMP/ir_true" | sed 's/^/    /'; fi
+if "$TSRC" --emit=sched-ir --target=cuda -o "$TMP/ir_cuda" "$TMP/a_true.tsr" &&
+   grep -q "#scores[0-9]* : $T  scratch local" "$TMP/ir_cuda" && ! grep -q "#scores[0-9]* : 4,$T" "$TMP/ir_cuda"; then
+    ok "fused, GPU: tiles of scores of one row ($T)"
+else bad "fused, GPU: tiles of scores of one row"; fi
 # The numbers of both outputs, side by side: within 1e-5 of the largest magnitude.
 tr -s ' ' '\n' <"$TMP/out_true" | grep -E '^-?[0-9.]+(e[-+]?[0-9]+)?$' >"$TMP/n_true"
 tr -s ' ' '\n' <"$TMP/out_false" | grep -E '^-?[0-9.]+(e[-+]?[0-9]+)?$' >"$TMP/n_false"
