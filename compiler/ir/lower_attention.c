@@ -10,7 +10,8 @@
  * It stores m + log l per row (the row statistics, `stats`).  So no buffer of rows × keys exists,
  * whatever the sequence's length.  Each run of a nest handles ROW_BLOCK rows (block_rows: query
  * positions in the forward and dq, keys in dk and dv), its tiles one per row, so that each load
- * of k, v, q or dO serves them all.  The gradients (each operand its own kernel,
+ * of k, v, q or dO serves them all; causal attention's nests come in chunks of positions that
+ * skip the products of masked pairs (causal_parts).  Both on the CPU only.  The gradients (each operand its own kernel,
  * `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as p = exp(sc − stats[row]), and
  * with D[row] = Σ_e dO·o and dp = Σ_e dO·v[s, e] (a tile, as the scores):
  *     dq[row, d] += Σ_s (p·(dp − D) / √d) · k[s, d]     (per row, a tile over the keys)
@@ -114,6 +115,21 @@ void attention_positions(const Projections *p, const uint8_t *roles, uint32_t *q
 
 /* ---- Building the nests -------------------------------------------------------------------------- */
 
+/* A list of product iterators: those of one role, in the order of one slot's axes. */
+typedef struct Iters {
+    uint32_t it[16];
+    uint32_t n;
+} Iters;
+
+/* A row tile: one number per point of `its` (a row of scores, one per key, or a column, one per
+ * query row), private to each run of the kernel, so that the dot products of a row run side by
+ * side instead of one long chain after another. */
+typedef struct Tile {
+    uint32_t buffer;
+    Iters its;
+    bool laned; /* a leading axis of A->lanes cells, indexed by A->lane (row blocking) */
+} Tile;
+
 typedef struct Attn {
     IrProgram *ir;
     IrFunction *fn;
@@ -128,13 +144,15 @@ typedef struct Attn {
      * product iterator `blocked` in each run, the function's iterator `outer` counting blocks and
      * `lane` the point within one; every tile gets a leading axis of `lanes` cells. */
     uint32_t blocked, lanes, outer, lane;
+    /* The positions of each product iterator that the nest being built covers: from[it] to
+     * from[it] + count[it] (causal_parts narrows them; `whole` is every position of every axis,
+     * for the nests that are not split). */
+    uint64_t *from, *count, *whole_from, *whole_count;
+    /* Each operand's copy with a tile's axes innermost (pack_operand), made once per kernel. */
+    Tile packed[5];
+    bool is_packed[5];
 } Attn;
 
-/* A list of product iterators: those of one role, in the order of one slot's axes. */
-typedef struct Iters {
-    uint32_t it[16];
-    uint32_t n;
-} Iters;
 
 static IrExpr *expr(Attn *A, IrExprKind kind) {
     IrExpr *e = arena_alloc(A->ir->arena, sizeof *e);
@@ -165,12 +183,13 @@ static IrExpr *local(Attn *A, uint32_t l) {
 }
 
 /* The position of product iterator `it`: its function iterator, or lanes·outer + lane for the
- * blocked one. */
+ * blocked one, plus the first position the nest covers. */
 static IrIndex *iterator_index(Attn *A, IrIndex *ix, uint32_t it) {
     bool blocked = it == A->blocked && A->lanes > 1;
     ix->terms = arena_alloc(A->ir->arena, (blocked ? 2 : 1) * sizeof *ix->terms);
     ix->terms[0] = (IrTerm){A->base + it, 1};
     ix->term_count = 1;
+    ix->offset = (int64_t)A->from[it];
     if (blocked) {
         ix->terms[0] = (IrTerm){A->outer, A->lanes};
         ix->terms[1] = (IrTerm){A->lane, 1};
@@ -274,7 +293,7 @@ static IrBlock *open_loops(Attn *A, IrBlock *into, Iters its, bool parallel, IrS
     for (uint32_t i = 0; i < its.n; i++) {
         IrStmt *lp = statement(A, IR_LOOP);
         lp->iter = A->base + its.it[i];
-        lp->extent = A->p->iter_size[its.it[i]];
+        lp->extent = A->count[its.it[i]];
         if (its.it[i] == A->blocked && A->lanes > 1) { /* the blocks; the lanes are loops of their own */
             lp->iter = A->outer;
             lp->extent /= A->lanes;
@@ -301,7 +320,7 @@ static void append(Attn *A, IrBlock *nest) {
  * one loop of one iteration over an iterator of its own, so that the nest is one kernel whose
  * tiles and locals are its own (kernel.h). */
 static uint64_t loop_extent(Attn *A, uint32_t it) {
-    return A->p->iter_size[it] / (it == A->blocked && A->lanes > 1 ? A->lanes : 1);
+    return A->count[it] / (it == A->blocked && A->lanes > 1 ? A->lanes : 1);
 }
 
 static IrBlock *open_nest(Attn *A, IrBlock *into, Iters its, IrStmt **first) {
@@ -328,14 +347,6 @@ static Iters joined(Iters a, Iters b) {
     return a;
 }
 
-/* A row tile: one number per point of `its` (a row of scores, one per key, or a column, one per
- * query row), private to each run of the kernel, so that the dot products of a row run side by
- * side instead of one long chain after another. */
-typedef struct Tile {
-    uint32_t buffer;
-    Iters its;
-    bool laned; /* a leading axis of A->lanes cells, indexed by A->lane (row blocking) */
-} Tile;
 
 /* A scratch buffer with one axis per iterator of `its` (their extents), named `name` and a number. */
 static Tile scratch_over(Attn *A, Iters its, bool laned, bool kernel_local, const char *name) {
@@ -400,6 +411,10 @@ enum { PACK_BLOCK = 16 };
 static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     IrProgram *ir = A->ir;
     const Access *acc = &A->a->reads[read];
+    if (A->is_packed[read]) { /* an earlier part of the kernel made it */
+        *index = tile_index(A, A->packed[read]);
+        return A->packed[read].buffer;
+    }
     Iters its = {0};
     for (uint32_t pass = 0; pass < 2; pass++) {
         const Iters *from = pass == 0 ? NULL : &t.its;
@@ -421,8 +436,10 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     }
     Tile packed = scratch_over(A, its, false, false, arena_printf(ir->arena, "%s#packed", ir->buffers[acc->buffer].name));
     IrStmt *first = NULL;
-    Attn kernel = *A; /* the copy is a nest of its own, blocked for itself only */
+    Attn kernel = *A; /* the copy is a nest of its own, of every position, blocked for itself only */
     A->lanes = 1;
+    A->from = A->whole_from;
+    A->count = A->whole_count;
     /* A transposition, when the operand's innermost axis is another iterator than the packed
      * copy's: PACK_BLOCK cells of the copy's last axis at a time, that axis's block parallel with
      * the other iterators and the operand's innermost axis in a loop inside, so that the copy
@@ -446,6 +463,8 @@ static uint32_t pack_operand(Attn *A, uint32_t read, Tile t, IrIndex **index) {
     store(A, cells, packed.buffer, tile_index(A, packed), operand(A, read));
     *A = kernel;
     comment(first, "attention: an operand copied with the tile's axes innermost");
+    A->packed[read] = packed;
+    A->is_packed[read] = true;
     *index = tile_index(A, packed);
     return packed.buffer;
 }
@@ -494,7 +513,7 @@ static void tile_dots(Attn *A, IrBlock *into, Tile t, Iters sum, uint32_t x, uin
     uint32_t packed = pack_operand(A, y, t, &packed_at);
     store(A, open_loops(A, lanes_loop(A, into), t.its, false, NULL), t.buffer, tile_index(A, t), number(A, 0));
     uint32_t last = t.its.n ? t.its.it[t.its.n - 1] : UINT32_MAX;
-    uint64_t cells = last != UINT32_MAX ? A->p->iter_size[last] : 0;
+    uint64_t cells = last != UINT32_MAX ? A->count[last] : 0;
     if (cells > DOT_BLOCK && cells % DOT_BLOCK == 0) {
         Iters outer = t.its;
         outer.n--;
@@ -580,7 +599,7 @@ static void block_rows(Attn *A, uint32_t it) {
     A->blocked = it;
     A->lanes = 1;
     if (it == UINT32_MAX || A->ir->attention_row_each) return;
-    uint64_t n = A->p->iter_size[it];
+    uint64_t n = A->count[it];
     A->lanes = n % ROW_BLOCK == 0 ? ROW_BLOCK : n % 2 == 0 ? 2 : 1;
     if (A->lanes > 1) {
         A->outer = A->fn->iter_count++;
@@ -588,7 +607,53 @@ static void block_rows(Attn *A, uint32_t it) {
     }
 }
 
-static void forward(Attn *A) {
+/* Causal attention split by position (the CPU's nests): the query positions in `parts` chunks
+ * of `chunk` each, a nest for each, where the rows of chunk g see only the keys before the end of
+ * their chunk — the keys past it are masked for every one of them, so their weights are 0 — and
+ * the keys of chunk g (dk, dv) only the query rows from its start.  The nests skip those
+ * products, about half of all at CAUSAL_PARTS = 8 (9/16 of them are computed).  Every cell's
+ * result is the same: a masked weight is exactly 0, so its score, its term of the sum l (an
+ * exact + 0) and its products (exact ±0, added to sums that are never −0) change nothing —
+ * unless an operand is infinite or NaN at a masked position, which the skipped products would
+ * have spread into the row.  The chunk is a multiple of DOT_BLOCK (the blocks of the dot
+ * products stay whole) with at least two chunks, the query and key axes of one length; else
+ * one part, every position. */
+enum { CAUSAL_PARTS = 8 };
+
+static uint32_t causal_parts(Attn *A, uint64_t *chunk) {
+    if (!A->a->causal || A->ir->attention_row_each || A->query == UINT32_MAX || A->key == UINT32_MAX) return 1;
+    uint64_t n = A->p->iter_size[A->query], c = DOT_BLOCK;
+    if (n != A->p->iter_size[A->key]) return 1;
+    while (c * CAUSAL_PARTS < n) c += DOT_BLOCK;
+    if (n % c || n / c < 2) return 1;
+    *chunk = c;
+    return (uint32_t)(n / c);
+}
+
+/* The nest being built covers positions from … from + count of product iterator `it`. */
+static void narrow(Attn *A, uint32_t it, uint64_t from, uint64_t count) {
+    A->from[it] = from;
+    A->count[it] = count;
+}
+
+/* Part g of `parts` (causal_parts): the ranges of its nest, and the words its comment adds. */
+static const char *part(Attn *A, uint32_t g, uint32_t parts, uint64_t chunk, bool by_key) {
+    memcpy(A->from, A->whole_from, A->p->iter_count * sizeof *A->from);
+    memcpy(A->count, A->whole_count, A->p->iter_count * sizeof *A->count);
+    if (parts <= 1) return "";
+    uint64_t n = A->p->iter_size[A->query], first = g * chunk;
+    if (by_key) {
+        narrow(A, A->key, first, chunk);
+        narrow(A, A->query, first, n - first);
+    } else {
+        narrow(A, A->query, first, chunk);
+        narrow(A, A->key, 0, first + chunk);
+    }
+    return arena_printf(A->ir->arena, " (%s positions %llu to %llu)", by_key ? "key" : "query",
+                        (unsigned long long)first, (unsigned long long)(first + chunk - 1));
+}
+
+static void forward_part(Attn *A, const char *which) {
     const Assignment *a = A->a;
     uint32_t o = a->lhs.buffer;
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false), values = role_iters(A, ROLE_VALUE, 0, 4, false);
@@ -611,12 +676,18 @@ static void forward(Attn *A) {
     store(A, open_loops(A, lanes_loop(A, row), values, false, NULL), o, slot_index(A, 0, false),
           op(A, SOP_DIV, tile_cell(A, acc), sum, NULL));
     store(A, lanes_loop(A, row), a->stats, slot_index(A, 0, true), op(A, SOP_ADD, max, op(A, SOP_LOG, sum, NULL, NULL), NULL));
-    comment(first, "attention: each row's scores, their softmax and the weighted sum of v");
+    comment(first, arena_printf(A->ir->arena, "attention: each row's scores, their softmax and the weighted sum of v%s", which));
     append(A, &nest);
 }
 
+static void forward(Attn *A) {
+    uint64_t chunk = 0;
+    uint32_t parts = causal_parts(A, &chunk);
+    for (uint32_t g = 0; g < parts; g++) forward_part(A, part(A, g, parts, chunk, false));
+}
+
 /* The gradient of q: per row (those q's map mentions in parallel), over the keys. */
-static void gradient_q(Attn *A) {
+static void gradient_q_part(Attn *A, const char *which) {
     Iters keys = role_iters(A, ROLE_KEY, 2, 4, false);
     IrStmt *first = NULL;
     IrBlock nest = {0};
@@ -635,20 +706,20 @@ static void gradient_q(Attn *A) {
     store(A, open_loops(A, each_key, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
           op(A, SOP_FMA, tile_cell(A, dp), operand(A, 1), tile_cell(A, acc)));
     add_accumulator(A, cell, acc);
-    comment(first, "attention's gradient of q (each row's weights recomputed)");
+    comment(first, arena_printf(A->ir->arena, "attention's gradient of q (each row's weights recomputed)%s", which));
     append(A, &nest);
 }
 
+static void gradient_q(Attn *A) {
+    uint64_t chunk = 0;
+    uint32_t parts = causal_parts(A, &chunk);
+    for (uint32_t g = 0; g < parts; g++) gradient_q_part(A, part(A, g, parts, chunk, false));
+}
+
 /* The gradient of k or v: per key and row of theirs (in parallel), over the other rows. */
-static void gradient_kv(Attn *A, bool of_k) {
+static void gradient_kv_part(Attn *A, bool of_k, const char *which) {
     const Assignment *a = A->a;
     uint32_t slot = a->lhs.slot;
-    if (of_k) { /* D = Σ_j dO·o per row, once */
-        IrStmt *first = NULL;
-        IrBlock *row = open_nest(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), &first);
-        store(A, row, a->scratch, slot_index(A, 0, true), local(A, row_delta(A, row)));
-        comment(first, "attention's gradient: Σ dO·o per row");
-    }
     IrStmt *first = NULL;
     IrBlock nest = {0};
     block_rows(A, A->key);
@@ -669,9 +740,22 @@ static void gradient_kv(Attn *A, bool of_k) {
     store(A, open_loops(A, each, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
           op(A, SOP_FMA, tile_cell(A, weight), other, tile_cell(A, acc)));
     add_accumulator(A, at, acc);
-    comment(first, of_k ? "attention's gradient of k (each key's weights recomputed)"
-                        : "attention's gradient of v (each key's weights recomputed)");
+    comment(first, arena_printf(A->ir->arena, "attention's gradient of %s (each key's weights recomputed)%s",
+                                of_k ? "k" : "v", which));
     append(A, &nest);
+}
+
+static void gradient_kv(Attn *A, bool of_k) {
+    const Assignment *a = A->a;
+    if (of_k) { /* D = Σ_j dO·o per row, once */
+        IrStmt *first = NULL;
+        IrBlock *row = open_nest(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), &first);
+        store(A, row, a->scratch, slot_index(A, 0, true), local(A, row_delta(A, row)));
+        comment(first, "attention's gradient: Σ dO·o per row");
+    }
+    uint64_t chunk = 0;
+    uint32_t parts = causal_parts(A, &chunk);
+    for (uint32_t g = 0; g < parts; g++) gradient_kv_part(A, of_k, part(A, g, parts, chunk, true));
 }
 
 void lower_attention(IrProgram *ir, IrFunction *fn, const Assignment *a) {
@@ -679,9 +763,16 @@ void lower_attention(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     uint8_t *roles = arena_alloc(ir->arena, p->iter_count ? p->iter_count : 1);
     const char *why;
     if (!attention_roles(ir->arena, p, a->causal, roles, &why)) return; /* assign.c reported it */
-    Attn A = {ir, fn, a, p, roles, fn->iter_count, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), 1, 0, 0,
-              UINT32_MAX, 1, 0, 0};
+    Attn A = {.ir = ir, .fn = fn, .a = a, .p = p, .roles = roles, .base = fn->iter_count,
+              .type = (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), .divisor = 1,
+              .blocked = UINT32_MAX, .lanes = 1};
     fn->iter_count += p->iter_count;
+    uint32_t n = p->iter_count ? p->iter_count : 1;
+    A.whole_from = arena_alloc(ir->arena, n * sizeof *A.whole_from);
+    A.whole_count = arena_alloc(ir->arena, n * sizeof *A.whole_count);
+    A.from = arena_alloc(ir->arena, n * sizeof *A.from);
+    A.count = arena_alloc(ir->arena, n * sizeof *A.count);
+    for (uint32_t i = 0; i < p->iter_count; i++) A.whole_count[i] = A.count[i] = p->iter_size[i];
     double cells = 1;
     for (uint32_t i = 0; i < p->iter_count; i++)
         if (roles[i] == ROLE_SCORE) cells *= (double)p->iter_size[i];
