@@ -546,22 +546,36 @@ static Tile score_tile(Attn *A, IrBlock *into, Iters its, uint32_t lse) {
     return t;
 }
 
-/* A local holding Σ_VALUE fma(dO, o) of the current row. */
-static uint32_t row_delta(Attn *A, IrBlock *into) {
-    uint32_t sum = set_new(A, into, number(A, 0));
-    IrBlock *inner = open_loops(A, into, role_iters(A, ROLE_VALUE, 0, 4, false), false, NULL);
-    set(A, inner, sum, op(A, SOP_FMA, operand(A, 4), operand(A, 3), local(A, sum)));
-    return sum;
+/* A row's running value over the points of `over`, in their order: the maximum of a tile's
+ * cells, their sum, or Σ fma(dO, o) (D, the gradients' row term). */
+typedef enum { RUN_MAX, RUN_SUM, RUN_DOT } RunKind;
+
+static IrExpr *run_step(Attn *A, RunKind kind, IrExpr *acc, Tile t) {
+    switch (kind) {
+    case RUN_MAX: return op(A, SOP_MAX, acc, tile_cell(A, t), NULL);
+    case RUN_SUM: return op(A, SOP_ADD, acc, tile_cell(A, t), NULL);
+    case RUN_DOT: break;
+    }
+    return op(A, SOP_FMA, operand(A, 4), operand(A, 3), acc);
 }
 
-/* A number per lane of the nest, computed in a lanes loop of `into` as the local `l`, read back
- * later in another: the local itself when the nest is not blocked, else a tile of one cell a lane
- * that `l` is stored into (at the end of `per_lane`, the lanes loop's body). */
-static IrExpr *per_lane(Attn *A, IrBlock *per_lane, uint32_t l, const char *what) {
-    if (A->lanes <= 1) return local(A, l);
-    Tile t = new_tile(A, (Iters){0}, what);
-    store(A, per_lane, t.buffer, tile_index(A, t), local(A, l));
-    return tile_cell(A, t);
+/* The running value `kind` of each row of the nest, built in `into`; returns it as read inside a
+ * lanes loop.  Unblocked, a local: `acc = init; for over: acc = step(acc)`.  Blocked, a tile of
+ * a cell a lane with the loops of `over` outside the lanes', so that the rows' chains of
+ * dependent steps (one addition after another, in order) run side by side instead of one row's
+ * after the other's; each row's steps are the same, in the same order. */
+static IrExpr *running(Attn *A, IrBlock *into, Iters over, RunKind kind, Tile t, const char *what) {
+    IrExpr *init = number(A, kind == RUN_MAX ? -INFINITY : 0);
+    if (A->lanes <= 1) {
+        uint32_t acc = set_new(A, into, init);
+        set(A, open_loops(A, into, over, false, NULL), acc, run_step(A, kind, local(A, acc), t));
+        return local(A, acc);
+    }
+    Tile acc = new_tile(A, (Iters){0}, what);
+    store(A, lanes_loop(A, into), acc.buffer, tile_index(A, acc), init);
+    store(A, lanes_loop(A, open_loops(A, into, over, false, NULL)), acc.buffer, tile_index(A, acc),
+          run_step(A, kind, tile_cell(A, acc), t));
+    return tile_cell(A, acc);
 }
 
 /* The gradient of a score from its weight p, dp = Σ dO·v and the row's D: p · (dp − D) / √d. */
@@ -662,14 +676,10 @@ static void forward_part(Attn *A, const char *which) {
     block_rows(A, A->query);
     IrBlock *row = open_nest(A, &nest, role_iters(A, ROLE_ROW, 0, 4, false), &first);
     Tile w = score_tile(A, row, keys, UINT32_MAX);
-    IrBlock *each = lanes_loop(A, row);
-    uint32_t m = set_new(A, each, number(A, -INFINITY));
-    set(A, open_loops(A, each, keys, false, NULL), m, op(A, SOP_MAX, local(A, m), tile_cell(A, w), NULL));
-    store(A, open_loops(A, each, keys, false, NULL), w.buffer, tile_index(A, w),
-          op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), local(A, m), NULL), NULL, NULL));
-    uint32_t l = set_new(A, each, number(A, 0));
-    set(A, open_loops(A, each, keys, false, NULL), l, op(A, SOP_ADD, local(A, l), tile_cell(A, w), NULL));
-    IrExpr *max = per_lane(A, each, m, "max"), *sum = per_lane(A, each, l, "sum");
+    IrExpr *max = running(A, row, keys, RUN_MAX, w, "max");
+    store(A, open_loops(A, lanes_loop(A, row), keys, false, NULL), w.buffer, tile_index(A, w),
+          op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), max, NULL), NULL, NULL));
+    IrExpr *sum = running(A, row, keys, RUN_SUM, w, "sum");
     Tile acc = accumulator(A, row, values);
     IrBlock *cells = open_loops(A, lanes_loop(A, open_loops(A, row, keys, false, NULL)), values, false, NULL);
     store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
@@ -695,8 +705,7 @@ static void gradient_q_part(Attn *A, const char *which) {
     IrBlock *cell = open_nest(A, &nest, role_iters(A, ROLE_ROW, 1, 1, true), &first);
     Tile acc = accumulator(A, cell, role_iters(A, ROLE_SCORE, 1, 4, false));
     IrBlock *row = open_loops(A, cell, role_iters(A, ROLE_ROW, 0, 1, false), false, NULL);
-    IrBlock *each = lanes_loop(A, row);
-    IrExpr *delta = per_lane(A, each, row_delta(A, each), "delta");
+    IrExpr *delta = running(A, row, role_iters(A, ROLE_VALUE, 0, 4, false), RUN_DOT, (Tile){0}, "delta");
     Tile p = score_tile(A, row, keys, A->a->stats);
     Tile dp = new_tile(A, keys, "dp");
     tile_dots(A, row, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 4, 2);
@@ -750,7 +759,8 @@ static void gradient_kv(Attn *A, bool of_k) {
     if (of_k) { /* D = Σ_j dO·o per row, once */
         IrStmt *first = NULL;
         IrBlock *row = open_nest(A, &A->fn->body, role_iters(A, ROLE_ROW, 0, 4, false), &first);
-        store(A, row, a->scratch, slot_index(A, 0, true), local(A, row_delta(A, row)));
+        store(A, row, a->scratch, slot_index(A, 0, true),
+              running(A, row, role_iters(A, ROLE_VALUE, 0, 4, false), RUN_DOT, (Tile){0}, "delta"));
         comment(first, "attention's gradient: Σ dO·o per row");
     }
     uint64_t chunk = 0;
