@@ -262,6 +262,8 @@ typedef struct Packed {
     const IrExpr *operand;
     const IrStmt *lane_loop;
     uint64_t width, full, rem; /* full blocks, and the lanes of a last partial one (0: none) */
+    uint64_t stride;           /* cells from one block to the next: K·width, and a cache line more
+                                * where that is a multiple of 4 KiB (panel_stride) */
     bool batch[MAX_LOOPS];     /* which of ct->batch index the operand (and so the panels) */
     bool in_place;             /* the full blocks are read where the operand is (read_in_place);
                                 * only a last partial block is packed */
@@ -298,7 +300,7 @@ static void panel_terms(const Contraction *ct, const Packed *pk, const uint32_t 
         for (uint32_t i = 0; i < t->count; i++) t->items[i].coef *= 2;
         t->offset *= 2;
     }
-    block_terms(ct, pk, batch_iter, panel_iter, first, ct->k * pk->width, t);
+    block_terms(ct, pk, batch_iter, panel_iter, first, pk->stride, t);
     int64_t rs = (int64_t)pk->width;
     for (uint32_t k = r->nred; k-- > 0;) {
         if (pk->pairs && k == r->nred - 1) {
@@ -448,7 +450,7 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     if (group > 1) { /* block = group_iter·group + panel */
         Affine *a = &s->subst[pk->lane_loop->iter];
         a->terms[a->count++] = (IrTerm){group_iter, (int64_t)(group * pk->width)};
-        add_term(&t, group_iter, (int64_t)(group * ct->k * pk->width));
+        add_term(&t, group_iter, (int64_t)(group * pk->stride));
     }
     if (copy_into) {
         Terms tc = t;
@@ -578,7 +580,7 @@ static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk
     block_terms(ct, pk, batch_iter, block, first, 1, &tt);
     uint32_t cell = new_iter(s);
     add_term(&tc, cell, 1);
-    block_terms(ct, pk, batch_iter, block, first, ct->k * pk->width, &tc);
+    block_terms(ct, pk, batch_iter, block, first, pk->stride, &tc);
     ir_block_push(arena, block_body, new_store(s, pk->tiny, terms_index(s, &tt), new_const(s, 0, DTYPE_I32)));
     IrStmt *count_loop = new_loop(s, cell, ct->k * pk->width, false, LOOP_PLAIN);
     IrExpr *count = new_op(s, SOP_ADD, new_load(s, pk->tiny, terms_index(s, &tt)),
@@ -621,6 +623,16 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
     return along_lane == 1 && (along_red * ir_dtype_bytes(b->dtype)) % 4096 != 0 && bytes <= (double)s->target->l2_bytes / 2;
 }
 
+/* The cells from one block of panels to the next, for blocks of `cells` cells of `bytes` each:
+ * `cells`, and a cache line more when the blocks would be a multiple of 4 KiB apart.  A copy
+ * writes the panels of a group side by side (pack_group: up to 21 of them a step); at such a
+ * stride all their lines fall into the same cache sets, more streams than the sets have ways,
+ * so each line is evicted before it is whole (the panels of 6 of an MLP's 1024-feature gradient,
+ * 12 KiB apart).  The tiles read a block's cells in order, wherever it starts. */
+static uint64_t panel_stride(uint64_t cells, unsigned bytes) {
+    return (cells * bytes) % 4096 == 0 ? cells + 64 / bytes : cells;
+}
+
 /* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
  * nests appended to `out`. */
 static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
@@ -633,7 +645,8 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
     for (uint32_t k = 0; k < ct->nbatch; k++)
         pk->batch[k] = mentions(s->ir, operand->buffer, operand->index, ct->batch[k]->iter);
     if (pk->in_place && !pk->rem) return;
-    uint64_t cells = (pk->full + (pk->rem != 0) - pk->first_packed) * ct->k * width;
+    pk->stride = panel_stride(ct->k * width, ir_dtype_bytes(s->ir->buffers[operand->buffer].dtype));
+    uint64_t cells = (pk->full + (pk->rem != 0) - pk->first_packed) * pk->stride;
     for (uint32_t k = 0; k < ct->nbatch; k++)
         if (pk->batch[k]) cells *= ct->batch[k]->extent;
     pk->buffer = new_scratch(s, arena_printf(arena, "%s.%s", s->ir->buffers[operand->buffer].name, what), cells,
