@@ -41,7 +41,10 @@
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
  *      again takes the same steps in the same order.  One whose loads walk that iterator with
  *      another stride (a row's sum over its contiguous last axis) has that loop split into
- *      blocks of 8 cells whose chains of steps interleave (rewrite 2b, interleave_rows).
+ *      blocks of 8 cells whose chains of steps interleave (rewrite 2b, interleave_rows).  One
+ *      whose only parallel loop is that iterator's (a column sum) has its cells split into
+ *      chunks, a parallel loop over them outermost, so that it runs on the thread pool
+ *      (rewrite 2c, column_chunks).
  *   3. A large pointwise nest that writes a buffer it does not read, by whole aligned vectors,
  *      stores around the caches (`nontemporal`); also one that touches bf16 or f16 cells, which
  *      the schedule otherwise leaves as lowered.
@@ -85,16 +88,24 @@ static IrBlock *innermost_place(Sched *s, Reduction *r, IrBlock *out) {
     return &outer->body;
 }
 
-/* The statements that replace the nest go to `out` (the nest itself, rewritten, when it keeps
- * an outer parallel loop; else the cells' initial loop and the reduction loops). */
-static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
+/* Whether rewrite 2 takes the reduction: its innermost parallel iterator walks C with stride 1
+ * and every load with stride 0 or 1. */
+static bool in_place_ok(const Sched *s, const Reduction *r) {
     const IrProgram *ir = s->ir;
     if (r->npar < 1 || r->nred == 0 || !init_is_plain(ir, r)) return false;
     IrStmt *inner = r->par[r->npar - 1];
     uint32_t c = r->store->buffer;
     if (flat_coef(ir, c, r->store->index, inner->iter) != 1) return false;
     bool bad = false;
-    if (!scan_expr(ir, r->step->value, r->local, c, inner->iter, &bad) || bad) return false;
+    return scan_expr(ir, r->step->value, r->local, c, inner->iter, &bad) && !bad;
+}
+
+/* The statements that replace the nest go to `out` (the nest itself, rewritten, when it keeps
+ * an outer parallel loop; else the cells' initial loop and the reduction loops). */
+static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
+    if (!in_place_ok(s, r)) return false;
+    IrStmt *inner = r->par[r->npar - 1];
+    uint32_t c = r->store->buffer;
 
     /* l is the cell itself from here on. */
     reset_subst(s);
@@ -117,6 +128,57 @@ static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
     IrStmt *last = r->red[r->nred - 1];
     last->body = (IrBlock){0};
     ir_block_push(s->ir->arena, &last->body, cells);
+    return true;
+}
+
+/* ---- Rewrite 2c: column sums in chunks --------------------------------------------------------------- */
+
+enum { COLUMN_CHUNK = 128 };
+
+/* A reduction that rewrite 2 takes whose only parallel loop is the one it puts innermost — a
+ * sum over the rows of a matrix into one cell per column: a bias's gradient, the squares of a
+ * weight's gradient that gradient clipping adds up — would become a nest whose outer loops are
+ * the reduction's, which runs on one thread.  At a top-level nest of enough work (the target's
+ * parallel_work) whose cells make at least two chunks of COLUMN_CHUNK, the cells are split
+ * instead into those chunks, a parallel loop over the chunks outermost; inside, a chunk's cells
+ * are initialised, then accumulate in place over the reduction loops, the cells of the chunk
+ * innermost (vectorised).  Each cell takes the same steps in the same order, so the result is
+ * bit-identical; the thread pool splits the chunks.  The nest goes to `out`. */
+static bool column_chunks(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (r->npar != 1 || !in_place_ok(s, r)) return false;
+    IrStmt *inner = r->par[0];
+    uint32_t c = r->store->buffer;
+    double work = (double)inner->extent;
+    for (uint32_t k = 0; k < r->nred; k++) work *= (double)r->red[k]->extent;
+    if (inner->iter >= s->old_iters || inner->extent % COLUMN_CHUNK != 0 || inner->extent < 2 * COLUMN_CHUNK ||
+        work < s->target->parallel_work)
+        return false;
+
+    reset_subst(s);
+    uint32_t chunk = new_iter(s), cell = new_iter(s);
+    map_iter(s, inner->iter, (Affine){.terms = {{chunk, COLUMN_CHUNK}, {cell, 1}}, .count = 2, .offset = 0});
+    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
+    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
+    IrStmt *chunks = new_loop(s, chunk, inner->extent / COLUMN_CHUNK, true, LOOP_PLAIN);
+    if (r->init->value->kind == IR_CONST) { /* a reset; an update starts from the cell as it is */
+        IrStmt *init = new_loop(s, cell, COLUMN_CHUNK, true, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, &init->body, new_store(s, c, at, r->init->value));
+        ir_block_push(s->ir->arena, &chunks->body, init);
+    }
+    IrBlock *into = &chunks->body;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        IrStmt *lp = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, lp);
+        into = &lp->body;
+    }
+    IrStmt *cells = new_loop(s, cell, COLUMN_CHUNK, true, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, &cells->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
+    ir_block_push(s->ir->arena, into, cells);
+    reset_subst(s);
+    chunks->comment = arena_printf(s->ir->arena, "%s%sschedule: columns in chunks of %u", inner->comment ? inner->comment : "",
+                                   inner->comment ? "; " : "", (unsigned)COLUMN_CHUNK);
+    ir_block_push(s->ir->arena, out, chunks);
     return true;
 }
 
@@ -428,7 +490,8 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
             return fused; /* the epilogue is in the tiles now */
         }
         IrBlock in_place = {0};
-        if (accumulate_in_place(s, &r, &in_place) || interleave_rows(s, &r, &in_place)) {
+        if (column_chunks(s, &r, &in_place) || accumulate_in_place(s, &r, &in_place) ||
+            interleave_rows(s, &r, &in_place)) {
             for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, body, in_place.items[k]);
             return false;
         }
