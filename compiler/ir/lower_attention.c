@@ -1,19 +1,20 @@
 /* lower_attention.c — the nests of softmax attention (attention.h, docs/ir.md §3.1).
  *
  * What it does: for `o =: attention q k v` (an operator's forward block, stdlib/core.tsr
- * `attend`) emits one nest whose parallel loops are the ROW iterators.  For each row it fills a
+ * `attend`) emits a nest whose parallel loops are the ROW iterators.  For each row it fills a
  * kernel-local tile with the row's scores, one per key — sc = (Σ_SCORE fma(q, k)) / √d, causal:
  * -1e30 where the key position s > t — with the SCORE loops outside the key loops, over a copy of
  * k whose keys are innermost (pack_operand), so that the keys' sums run side by side in vector
  * lanes while each keeps d's order; then the maximum m, the weights exp(sc − m) in the tile, their
  * sum l in key order, and a tile of the row's output Σ_s w_s·v[s, e], divided by l when stored.
  * It stores m + log l per row (the row statistics, `stats`).  So no buffer of rows × keys exists,
- * whatever the sequence's length.  Each run of a nest handles ROW_BLOCK rows (block_rows: query
- * positions in the forward and dq, keys in dk and dv), its tiles one per row, so that each load
- * of k, v, q or dO serves them all; causal attention's nests come in chunks of positions that
- * skip the products of masked pairs (causal_parts).  Both on the CPU only.  The gradients (each operand its own kernel,
- * `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as p = exp(sc − stats[row]), and
- * with D[row] = Σ_e dO·o and dp = Σ_e dO·v[s, e] (a tile, as the scores):
+ * whatever the sequence's length.  On the CPU, each run of a nest handles ROW_BLOCK rows
+ * (block_rows: query positions in the forward and dq, keys in dk and dv), its tiles one per row,
+ * so that each load of k, v, q or dO serves them all, and causal attention's kernels are a nest
+ * per chunk of positions that skips the products of masked pairs (causal_parts).  The gradients
+ * (each operand its own kernel, `g1 =+ attention_dq v1 v2 v3 v g` …) recompute each weight as
+ * p = exp(sc − stats[row]), and with D[row] = Σ_e dO·o and dp = Σ_e dO·v[s, e] (a tile, as the
+ * scores):
  *     dq[row, d] += Σ_s (p·(dp − D) / √d) · k[s, d]     (per row, a tile over the keys)
  *     dk[s, d]   += Σ_t (p·(dp − D) / √d) · q[t, d]     (per key, a tile over the query rows; D
  *                                                          first, in a nest of its own)
