@@ -131,6 +131,39 @@ static bool accumulate_in_place(Sched *s, Reduction *r, IrBlock *out) {
     return true;
 }
 
+/* Reduction `r`'s innermost parallel loop split into blocks of `cells` cells (`cells` divides
+ * its extent): a parallel loop over the blocks, and in it the block's cells set to `init` (when
+ * the accumulation resets; an update starts from the cell as it is), then the reduction loops
+ * around a loop over the block's cells (of mode `mode`), each of which accumulates in place.
+ * Each cell takes the canonical nest's steps in the same order.  Returns the blocks' loop. */
+static IrStmt *blocks_in_place(Sched *s, Reduction *r, uint64_t cells, IrLoopMode mode) {
+    const IrProgram *ir = s->ir;
+    IrStmt *inner = r->par[r->npar - 1];
+    uint32_t c = r->store->buffer;
+    reset_subst(s);
+    uint32_t block = new_iter(s), cell = new_iter(s);
+    map_iter(s, inner->iter, (Affine){.terms = {{block, (int64_t)cells}, {cell, 1}}, .count = 2, .offset = 0});
+    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
+    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
+    IrStmt *blocks = new_loop(s, block, inner->extent / cells, true, LOOP_PLAIN);
+    if (r->init->value->kind == IR_CONST) {
+        IrStmt *init = new_loop(s, cell, cells, true, mode);
+        ir_block_push(s->ir->arena, &init->body, new_store(s, c, at, r->init->value));
+        ir_block_push(s->ir->arena, &blocks->body, init);
+    }
+    IrBlock *into = &blocks->body;
+    for (uint32_t k = 0; k < r->nred; k++) {
+        IrStmt *lp = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, lp);
+        into = &lp->body;
+    }
+    IrStmt *each = new_loop(s, cell, cells, true, mode);
+    ir_block_push(s->ir->arena, &each->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
+    ir_block_push(s->ir->arena, into, each);
+    reset_subst(s);
+    return blocks;
+}
+
 /* ---- Rewrite 2c: column sums in chunks --------------------------------------------------------------- */
 
 enum { COLUMN_CHUNK = 128 };
@@ -145,37 +178,15 @@ enum { COLUMN_CHUNK = 128 };
  * innermost (vectorised).  Each cell takes the same steps in the same order, so the result is
  * bit-identical; the thread pool splits the chunks.  The nest goes to `out`. */
 static bool column_chunks(Sched *s, Reduction *r, IrBlock *out) {
-    const IrProgram *ir = s->ir;
     if (r->npar != 1 || !in_place_ok(s, r)) return false;
     IrStmt *inner = r->par[0];
-    uint32_t c = r->store->buffer;
     double work = (double)inner->extent;
     for (uint32_t k = 0; k < r->nred; k++) work *= (double)r->red[k]->extent;
     if (inner->iter >= s->old_iters || inner->extent % COLUMN_CHUNK != 0 || inner->extent < 2 * COLUMN_CHUNK ||
         work < s->target->parallel_work)
         return false;
 
-    reset_subst(s);
-    uint32_t chunk = new_iter(s), cell = new_iter(s);
-    map_iter(s, inner->iter, (Affine){.terms = {{chunk, COLUMN_CHUNK}, {cell, 1}}, .count = 2, .offset = 0});
-    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
-    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
-    IrStmt *chunks = new_loop(s, chunk, inner->extent / COLUMN_CHUNK, true, LOOP_PLAIN);
-    if (r->init->value->kind == IR_CONST) { /* a reset; an update starts from the cell as it is */
-        IrStmt *init = new_loop(s, cell, COLUMN_CHUNK, true, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, &init->body, new_store(s, c, at, r->init->value));
-        ir_block_push(s->ir->arena, &chunks->body, init);
-    }
-    IrBlock *into = &chunks->body;
-    for (uint32_t k = 0; k < r->nred; k++) {
-        IrStmt *lp = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, into, lp);
-        into = &lp->body;
-    }
-    IrStmt *cells = new_loop(s, cell, COLUMN_CHUNK, true, LOOP_PLAIN);
-    ir_block_push(s->ir->arena, &cells->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
-    ir_block_push(s->ir->arena, into, cells);
-    reset_subst(s);
+    IrStmt *chunks = blocks_in_place(s, r, COLUMN_CHUNK, LOOP_PLAIN);
     chunks->comment = arena_printf(s->ir->arena, "%s%sschedule: columns in chunks of %u", inner->comment ? inner->comment : "",
                                    inner->comment ? "; " : "", (unsigned)COLUMN_CHUNK);
     ir_block_push(s->ir->arena, out, chunks);
@@ -206,27 +217,7 @@ static bool interleave_rows(Sched *s, Reduction *r, IrBlock *out) {
     bool reads_cell = false; /* the step reads the cell only through the local */
     if (!scan_expr(ir, r->step->value, r->local, c, UINT32_MAX, &reads_cell) || reads_cell) return false;
 
-    reset_subst(s);
-    uint32_t block = new_iter(s), row = new_iter(s);
-    map_iter(s, inner->iter, (Affine){.terms = {{block, INTERLEAVED_ROWS}, {row, 1}}, .count = 2, .offset = 0});
-    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
-    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
-    IrStmt *blocks = new_loop(s, block, inner->extent / INTERLEAVED_ROWS, true, LOOP_PLAIN);
-    if (r->init->value->kind == IR_CONST) { /* a reset; an update starts from the cell as it is */
-        IrStmt *init = new_loop(s, row, INTERLEAVED_ROWS, true, LOOP_UNROLL);
-        ir_block_push(s->ir->arena, &init->body, new_store(s, c, at, r->init->value));
-        ir_block_push(s->ir->arena, &blocks->body, init);
-    }
-    IrBlock *into = &blocks->body;
-    for (uint32_t k = 0; k < r->nred; k++) {
-        IrStmt *lp = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, into, lp);
-        into = &lp->body;
-    }
-    IrStmt *cells = new_loop(s, row, INTERLEAVED_ROWS, true, LOOP_UNROLL);
-    ir_block_push(s->ir->arena, &cells->body, new_store(s, c, at, clone_expr(s, r->step->value, &repl)));
-    ir_block_push(s->ir->arena, into, cells);
-    reset_subst(s);
+    IrStmt *blocks = blocks_in_place(s, r, INTERLEAVED_ROWS, LOOP_UNROLL);
     if (r->npar == 1) blocks->comment = inner->comment;
     ir_block_push(s->ir->arena, innermost_place(s, r, out), blocks);
     return true;
