@@ -17,11 +17,10 @@
 #     FIFO at the checkpoint's name is refused, not replaced.
 # Usage: checkpoint.sh TSRC LIBDIR.  Last line: "N passed, N failed".
 set -u
-TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-LIB=$(cd "$2" && pwd)/libtsr.a
 INC=$(pwd)/runtime
 PY=${PYTHON:-/usr/bin/python3}
 . "$(dirname "$0")/harness.sh"
+harness_tools "$1" "$2"
 harness_start ckpt
 
 mkdir "$T/native" "$T/interp"

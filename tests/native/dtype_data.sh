@@ -15,10 +15,9 @@
 #   - Python: the tensor is an int32 view; assigning 2.5 raises tsr.Error.
 # Usage: dtype_data.sh TSRC LIBDIR PYTHON.  Last line: "N passed, N failed".
 set -u
-TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")    # absolute: the programs run in a scratch directory
-LIB=$(cd "$2" && pwd)/libtsr.a
 PYTHON=${3:-/usr/bin/python3}
 . "$(dirname "$0")/harness.sh"
+harness_tools "$1" "$2"
 harness_start dtype
 
 # The files, and what NumPy says the programs print.

@@ -12,9 +12,9 @@
 #   - Python: the tensor is a float64 view, and a double assigned keeps its bits.
 # Usage: dtype_f64_data.sh TSRC PYTHON.  Last line: "N passed, N failed".
 set -u
-TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")    # absolute: the programs run in a scratch directory
 PYTHON=${2:-/usr/bin/python3}
 . "$(dirname "$0")/harness.sh"
+harness_tools "$1"
 harness_start f64data
 export TSR_PRINT_EXACT=1
 

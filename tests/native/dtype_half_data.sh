@@ -22,10 +22,9 @@
 #     a load.
 # Usage: dtype_half_data.sh TSRC BUILD_DIR PYTHON.  Last line: "N passed, N failed".
 set -u
-TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")    # absolute: the programs run in a scratch directory
-LIB=$(cd "$2" && pwd)/libtsr.a
 PYTHON=${3:-/usr/bin/python3}
 . "$(dirname "$0")/harness.sh"
+harness_tools "$1" "$2"
 harness_start halfdata
 export TSR_PRINT_EXACT=1
 

@@ -16,10 +16,9 @@
 #     raise tsr.Error, numbers assigned to the bool tensor become whether they are not 0.
 # Usage: dtype_int_data.sh TSRC LIBDIR PYTHON.  Last line: "N passed, N failed".
 set -u
-TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")    # absolute: the programs run in a scratch directory
-LIB=$(cd "$2" && pwd)/libtsr.a
 PYTHON=${3:-/usr/bin/python3}
 . "$(dirname "$0")/harness.sh"
+harness_tools "$1" "$2"
 harness_start dtype_int
 
 # The files, and what NumPy says the program prints.

@@ -2,6 +2,8 @@
 # checkpoint.sh, main_steps.sh, example_checkpoint.sh, resume.sh, gpt_example.sh, distributed.sh,
 # data_parallel.sh, dtype_data.sh, dtype_f64_data.sh, dtype_half_data.sh and dtype_int_data.sh,
 # which tests/run.sh runs from the repository's root):
+#   harness_tools TSRC [LIBDIR]  $TSRC, the compiler's path made absolute (the programs run in
+#                        the scratch directory), and $LIB, LIBDIR's libtsr.a, absolute too;
 #   harness_start NAME   a scratch directory $T (tsrc-NAME.XXXXXX under $TMPDIR or /tmp),
 #                        removed when the script exits, and counters at zero;
 #   pass, fail WHAT      count a check; fail also prints WHAT and the head of $T/log;
@@ -15,6 +17,10 @@
 #                        $T/NAME.native and $T/NAME.interp, stderr in $T/NAME.native.err and
 #                        $T/NAME.interp.err, status in $native and $interp;
 #   expect_error NAME MESSAGE ARGS…  run_both, and both executors stop with status 1 and MESSAGE.
+harness_tools() {
+    TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+    if [ $# -ge 2 ]; then LIB=$(cd "$2" && pwd)/libtsr.a; fi
+}
 harness_start() {
     T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-$1.XXXXXX")
     trap 'rm -rf "$T"' EXIT
