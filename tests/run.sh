@@ -638,6 +638,10 @@ add_summary "f64 gradients vs finite differences" $? "$TMP/gradcheck_f64.out"
 # one program also natively.
 "$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1 >"$TMP/nn_gradcheck.out" 2>&1
 add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
+# Dropout inside the fused attention kernel against NumPy, its random numbers recomputed by the
+# definition of docs/ir.md §2.5 (tests/grad/attention_dropout.py): forward and gradients, f64.
+"$PYTHON" tests/grad/attention_dropout.py --tsrc "$TSRC" --programs 6 --seed 1 >"$TMP/attention_dropout.out" 2>&1
+add_summary "attention dropout vs NumPy" $? "$TMP/attention_dropout.out"
 
 # The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
 # with the reference executor (scheduled and unscheduled) and natively, and gradient clipping.

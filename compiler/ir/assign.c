@@ -783,15 +783,18 @@ typedef struct KernelForm {
     const char *name;
     KernelKind kind;
     bool causal;
+    bool dropout;        /* a fourth operand, the rate */
     const char *written; /* the one way an operator's block writes it */
 } KernelForm;
 
 static const KernelForm KERNEL_FORMS[] = {
-    {"attention", KERNEL_ATTENTION, false, "v =: attention v1 v2 v3"},
-    {"causal_attention", KERNEL_ATTENTION, true, "v =: causal_attention v1 v2 v3"},
-    {"attention_dq", KERNEL_ATTENTION_DQ, false, "g1 =+ attention_dq v1 v2 v3 v g"},
-    {"attention_dk", KERNEL_ATTENTION_DK, false, "g2 =+ attention_dk v1 v2 v3 v g"},
-    {"attention_dv", KERNEL_ATTENTION_DV, false, "g3 =+ attention_dv v1 v2 v3 v g"},
+    {"attention", KERNEL_ATTENTION, false, false, "v =: attention v1 v2 v3"},
+    {"causal_attention", KERNEL_ATTENTION, true, false, "v =: causal_attention v1 v2 v3"},
+    {"dropout_attention", KERNEL_ATTENTION, false, true, "v =: dropout_attention v1 v2 v3 v4"},
+    {"causal_dropout_attention", KERNEL_ATTENTION, true, true, "v =: causal_dropout_attention v1 v2 v3 v4"},
+    {"attention_dq", KERNEL_ATTENTION_DQ, false, false, "g1 =+ attention_dq v1 v2 v3 v g"},
+    {"attention_dk", KERNEL_ATTENTION_DK, false, false, "g2 =+ attention_dk v1 v2 v3 v g"},
+    {"attention_dv", KERNEL_ATTENTION_DV, false, false, "g3 =+ attention_dv v1 v2 v3 v g"},
 };
 
 static const KernelForm *kernel_form(const Node *rhs) {
@@ -840,6 +843,27 @@ static uint32_t positions_buffer(Builder *b, const Projections *p, uint32_t quer
     return buf.id;
 }
 
+/* Attention's dropout draws: a buffer over the rows and the keys (attention_drop_iters) that
+ * only numbers the random draws (IR_RANDOM reads no memory), so it has no storage. */
+static uint32_t drop_cells_buffer(Builder *b, const Tensor *result, const Projections *p, const uint8_t *roles) {
+    IrProgram *ir = b->ir;
+    uint32_t its[16];
+    IrBuffer buf = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .size = 1,
+                    .init = INIT_NONE, .is_virtual = true};
+    buf.rank = attention_drop_iters(p, roles, its);
+    buf.dims = arena_alloc(ir->arena, (buf.rank ? buf.rank : 1) * sizeof *buf.dims);
+    char *shape = "";
+    for (uint32_t i = 0; i < buf.rank; i++) {
+        buf.dims[i] = p->iter_size[its[i]];
+        buf.size *= buf.dims[i];
+        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)buf.dims[i]);
+    }
+    buf.shape_text = shape;
+    buf.name = arena_printf(ir->arena, "%s#dropout", tensor_label(ir, result));
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, buf);
+    return buf.id;
+}
+
 static bool kernel_misused(BlockContext *c, const Node *n, const KernelForm *form) {
     diag_error(n->span, "'%s' is a kernel, written as the whole statement '%s'", form->name, form->written);
     c->b->failed = true;
@@ -854,14 +878,17 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
     Builder *b = c->b;
     bool forward = form->kind == KERNEL_ATTENTION;
     uint32_t want_lhs = forward ? 0 : form->kind == KERNEL_ATTENTION_DQ ? 1 : form->kind == KERNEL_ATTENTION_DK ? 2 : 3;
-    if (!c->proj || c->proj->slot_count != 4 || a->lhs.slot != want_lhs || a->lhs.node.grad == forward ||
-        a->accum != (forward ? ACC_NONE : ACC_ADD) || a->reset || n->b->list.count != (forward ? 3u : 5u))
+    /* the forward's slots: the result, q, k, v and with dropout the rate; the gradients' the same */
+    bool slots_fit = c->proj && (forward ? c->proj->slot_count == 4u + form->dropout
+                                         : c->proj->slot_count == 4 || c->proj->slot_count == 5);
+    if (!slots_fit || a->lhs.slot != want_lhs || a->lhs.node.grad == forward || a->accum != (forward ? ACC_NONE : ACC_ADD) ||
+        a->reset || n->b->list.count != (forward ? 3u + form->dropout : 5u))
         return kernel_misused(c, n, form);
     for (uint32_t i = 0; i < n->b->list.count; i++) {
         Access acc;
         const Node *arg = n->b->list.items[i];
         if (arg->kind != NODE_VAR || !block_access(c, arg, &acc)) return kernel_misused(c, n, form);
-        uint32_t slot = i < 3 ? i + 1 : 0;
+        uint32_t slot = i < 3 ? i + 1 : forward ? 4 : 0;
         if (acc.slot != slot || acc.node.grad != (i == 4)) return kernel_misused(c, n, form);
         acc.buffer = UINT32_MAX;
         Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
@@ -895,6 +922,15 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
             return true;
         }
     }
+    if (forward && form->dropout) {
+        uint8_t d = node_dtype(a->reads[3].node);
+        if (d != TSR_DTYPE_F32 && d != TSR_DTYPE_F64) {
+            diag_error(c->span, "%s takes its dropout rate in f32 or f64, but %s is %s", c->what,
+                       node_text(b, a->reads[3].node), dtype_word(d));
+            b->failed = true;
+            return true;
+        }
+    }
     a->rhs_dtype = dtype;
 
     const Projections *p = c->proj;
@@ -902,6 +938,7 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
     const char *why = NULL;
     if (forward) {
         a->causal = form->causal;
+        a->dropout = form->dropout;
         if (!attention_roles(b->ir->arena, p, a->causal, roles, &why)) {
             diag_error(c->span, "%s: %s", c->what, why);
             b->failed = true;
@@ -910,10 +947,21 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
     } else { /* the forward's choices and row statistics */
         const AssignList *fwd = &b->info[c->slots[0]->id].forward;
         const Assignment *f = fwd->count ? fwd->items[0] : NULL;
-        if (!f || f->kernel != KERNEL_ATTENTION) return kernel_misused(c, n, form);
+        if (!f || f->kernel != KERNEL_ATTENTION || f->dropout != (c->proj->slot_count == 5))
+            return kernel_misused(c, n, form);
         a->causal = f->causal;
         a->stats = f->stats;
         a->positions = f->positions;
+        a->dropout = f->dropout;
+        a->drop_cells = f->drop_cells;
+        if (a->dropout) { /* the forward's rate, the last read */
+            Access rate = f->reads[f->read_count - 1];
+            rate.buffer = UINT32_MAX;
+            Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
+            memcpy(grown, a->reads, a->read_count * sizeof *grown);
+            grown[a->read_count++] = rate;
+            a->reads = grown;
+        }
         attention_roles(b->ir->arena, p, a->causal, roles, &why);
     }
     DType compute = (DType)dtype;
@@ -923,6 +971,7 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
         uint32_t query, key;
         attention_positions(p, roles, &query, &key);
         if (a->causal) a->positions = positions_buffer(b, p, query, key, compute);
+        if (a->dropout) a->drop_cells = drop_cells_buffer(b, c->slots[0], p, roles);
     } else if (form->kind == KERNEL_ATTENTION_DK) {
         a->scratch = row_buffer(b, c->slots[0], a, roles, BUF_SCRATCH, compute, "delta");
     }

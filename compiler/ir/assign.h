@@ -50,7 +50,8 @@ typedef enum AExprKind {
  * slot names, the whole right side of the assignment (`v =: attention v1 v2 v3`). */
 typedef enum KernelKind {
     KERNEL_NONE,
-    KERNEL_ATTENTION,    /* v =: attention v1 v2 v3 (or causal_attention): softmax attention */
+    KERNEL_ATTENTION,    /* v =: attention v1 v2 v3 (or causal_attention, dropout_attention v1 v2 v3 v4,
+                          * causal_dropout_attention): softmax attention */
     KERNEL_ATTENTION_DQ, /* g1 =+ attention_dq v1 v2 v3 v g: its gradients, from the */
     KERNEL_ATTENTION_DK, /*   forward's row statistics (Assignment.stats), the scores */
     KERNEL_ATTENTION_DV, /*   recomputed */
@@ -92,6 +93,10 @@ typedef struct Assignment {
                            * which the forward writes and the gradients read */
     uint32_t positions;   /* causal attention: a literal buffer 0, 1, … (the positions compared) */
     uint32_t scratch;     /* attention_dk, attention_dv: a buffer of one number per query row */
+    bool dropout;         /* attention: the weights go through inverted dropout, the rate (one cell)
+                           * being the last of `reads` */
+    uint32_t drop_cells;  /* dropout: a buffer without storage over the rows and the keys
+                           * (attention_drop_iters), whose cells number the random draws */
 } Assignment;
 
 /* The element type of an expression of constants alone: it takes the other side's. */

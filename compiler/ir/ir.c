@@ -646,13 +646,14 @@ static bool gathered_source(const IrExpr *e) {
     return x->kind == IR_LOAD || x->kind == IR_SYMBOL;
 }
 
-static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index) {
+/* `numbering`: a random draw's index (IR_RANDOM reads no memory, so its buffer may be virtual). */
+static void verify_index(Verifier *v, uint32_t buffer, const IrIndex *index, bool numbering) {
     if (buffer >= v->ir->buffer_count) {
         problem(v, "access to a buffer that does not exist");
         return;
     }
     const IrBuffer *b = &v->ir->buffers[buffer];
-    if (b->is_virtual) problem(v, "access to a virtual buffer");
+    if (b->is_virtual && !numbering) problem(v, "access to a virtual buffer");
     for (uint32_t a = 0; a < b->rank; a++) {
         const IrIndex *ix = &index[a];
         int64_t lo = ix->offset, hi = ix->offset;
@@ -688,7 +689,7 @@ static void verify_expr(Verifier *v, const IrExpr *e) {
     case IR_CONST:
     case IR_SYMBOL: break;
     case IR_LOAD:
-    case IR_RANDOM: verify_index(v, e->buffer, e->index); break;
+    case IR_RANDOM: verify_index(v, e->buffer, e->index, e->kind == IR_RANDOM); break;
     case IR_LOCAL:
         if (e->local >= v->fn->local_count || !v->local_set[e->local]) problem(v, "a local is read before it is set");
         break;
@@ -758,7 +759,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             break;
         case IR_STORE:
             verify_expr(v, s->value);
-            verify_index(v, s->buffer, s->index);
+            verify_index(v, s->buffer, s->index, false);
             if (s->buffer < v->ir->buffer_count &&
                 !same_width(ir_dtype_compute(v->ir->buffers[s->buffer].dtype), ir_expr_type(v->ir, s->value))) {
                 char what[256];

@@ -22,7 +22,10 @@
  * each gradient's row summed in a tile and added to its cells once (`=+`); its parallel loops are
  * the iterators its own index mentions, the other rows run in order inside them.  Every sum runs
  * in the order of its loops, so the reference executor and native code agree bit for bit; the
- * schedule leaves these nests as they are (they are none of its canonical forms).
+ * schedule leaves these nests as they are (they are none of its canonical forms).  With dropout
+ * (Assignment.dropout) the weights that weigh v in the forward, dp in dq and dk, and p in dv pass
+ * through where(u < rate, 0, x / (1 − rate)), u the random number of the (row, key) cell of the
+ * virtual buffer `drop_cells`, drawn again by each kernel (dropped).
  *
  * Requires: an assignment built by assign.c (kernel, stats, positions, scratch set; operands in
  * `reads` as written: q, k, v, and for a gradient o and dO), roles that attention_roles accepts,
@@ -52,10 +55,15 @@ static bool slot_masks(const Projections *p, uint8_t *mask) {
 }
 
 bool attention_roles(Arena *arena, const Projections *p, bool causal, uint8_t *roles, const char **why) {
-    if (p->slot_count != 4) {
-        *why = "attention takes three operands: q, k and v";
+    if (p->slot_count != 4 && p->slot_count != 5) {
+        *why = "attention takes three operands, q, k and v (and with dropout the rate)";
         return false;
     }
+    for (uint32_t ax = 0; p->slot_count == 5 && ax < p->rank[4]; ax++)
+        if (p->maps[4][ax].kind != PIDX_FIXED) {
+            *why = "dropout's rate is one number: its part of the spec holds fixed positions only (`0`)";
+            return false;
+        }
     uint8_t *mask = arena_alloc(arena, p->iter_count ? p->iter_count : 1);
     if (!slot_masks(p, mask)) {
         *why = "attention's spec labels plain axes (no strides, windows, concatenations or gathers)";
@@ -112,6 +120,22 @@ void attention_positions(const Projections *p, const uint8_t *roles, uint32_t *q
             if (s == 1 && roles[pi->iter] == ROLE_ROW && !in_k && !in_v) *query = pi->iter;
             if (roles[pi->iter] == ROLE_KEY) *key = pi->iter;
         }
+}
+
+static uint32_t add_iters(const Projections *p, const uint8_t *roles, uint32_t slot, AttentionRole role,
+                          uint32_t its[16], uint32_t n) {
+    for (uint32_t ax = 0; ax < p->rank[slot]; ax++) {
+        const ProjIndex *pi = &p->maps[slot][ax];
+        if (pi->kind != PIDX_ITER || roles[pi->iter] != role) continue;
+        bool seen = false;
+        for (uint32_t i = 0; i < n; i++) seen |= its[i] == pi->iter;
+        if (!seen && n < 16) its[n++] = pi->iter;
+    }
+    return n;
+}
+
+uint32_t attention_drop_iters(const Projections *p, const uint8_t *roles, uint32_t its[16]) {
+    return add_iters(p, roles, 2, ROLE_KEY, its, add_iters(p, roles, 0, ROLE_ROW, its, 0));
 }
 
 /* ---- Building the nests -------------------------------------------------------------------------- */
@@ -579,6 +603,33 @@ static IrExpr *running(Attn *A, IrBlock *into, Iters over, RunKind kind, Tile t,
     return tile_cell(A, acc);
 }
 
+/* e in the kernel's compute type (a conversion where its type is another: an f32 random number
+ * or rate in an f64 kernel). */
+static IrExpr *in_compute_type(Attn *A, IrExpr *e) {
+    if (ir_expr_type(A->ir, e) == A->type) return e;
+    return op(A, A->type == DTYPE_F64 ? SOP_TO_F64 : SOP_TO_F32, e, NULL, NULL);
+}
+
+/* Dropout of x, a weight or a weight's gradient, at the (row, key) cell in scope: inverted
+ * dropout as Nn.dropout computes it, where(u < rate, 0, x / (1 − rate)), u the cell's random
+ * number in this routine run (docs/ir.md §2.5: a pure function of the cell of `drop_cells`, so
+ * the forward and each gradient draw the same one, in any order, on any thread).  x itself
+ * without dropout. */
+static IrExpr *dropped(Attn *A, IrExpr *x) {
+    const Assignment *a = A->a;
+    if (!a->dropout) return x;
+    uint32_t its[16], n = attention_drop_iters(A->p, A->roles, its);
+    IrIndex *ix = arena_alloc(A->ir->arena, (n ? n : 1) * sizeof *ix);
+    for (uint32_t i = 0; i < n; i++) iterator_index(A, &ix[i], its[i]);
+    IrExpr *u = expr(A, IR_RANDOM);
+    u->type = DTYPE_F32;
+    u->buffer = a->drop_cells;
+    u->index = ix;
+    IrExpr *rate = in_compute_type(A, operand(A, a->read_count - 1));
+    return op(A, SOP_WHERE, op(A, SOP_LT, in_compute_type(A, u), rate, NULL), number(A, 0),
+              op(A, SOP_DIV, x, op(A, SOP_SUB, number(A, 1), in_compute_type(A, operand(A, a->read_count - 1)), NULL), NULL));
+}
+
 /* The gradient of a score from its weight p, dp = Σ dO·v and the row's D: p · (dp − D) / √d. */
 static IrExpr *score_gradient(Attn *A, IrExpr *p, IrExpr *dp, IrExpr *delta) {
     return op(A, SOP_DIV, op(A, SOP_MUL, p, op(A, SOP_SUB, dp, delta, NULL), NULL), number(A, A->divisor), NULL);
@@ -681,6 +732,9 @@ static void forward_part(Attn *A, const char *which) {
     store(A, open_loops(A, lanes_loop(A, row), keys, false, NULL), w.buffer, tile_index(A, w),
           op(A, SOP_EXP, op(A, SOP_SUB, tile_cell(A, w), max, NULL), NULL, NULL));
     IrExpr *sum = running(A, row, keys, RUN_SUM, w, "sum");
+    if (a->dropout) /* the weights summed into l are kept; those that weigh v are dropped */
+        store(A, open_loops(A, lanes_loop(A, row), keys, false, NULL), w.buffer, tile_index(A, w),
+              dropped(A, tile_cell(A, w)));
     Tile acc = accumulator(A, row, values);
     IrBlock *cells = open_loops(A, lanes_loop(A, open_loops(A, row, keys, false, NULL)), values, false, NULL);
     store(A, cells, acc.buffer, tile_index(A, acc), op(A, SOP_FMA, tile_cell(A, w), operand(A, 2), tile_cell(A, acc)));
@@ -711,7 +765,7 @@ static void gradient_q_part(Attn *A, const char *which) {
     Tile dp = new_tile(A, keys, "dp");
     tile_dots(A, row, dp, role_iters(A, ROLE_VALUE, 0, 4, false), 4, 2);
     store(A, open_loops(A, lanes_loop(A, row), keys, false, NULL), dp.buffer, tile_index(A, dp), /* ds, in dp's place */
-          score_gradient(A, tile_cell(A, p), tile_cell(A, dp), delta));
+          score_gradient(A, tile_cell(A, p), dropped(A, tile_cell(A, dp)), delta));
     IrBlock *each_key = lanes_loop(A, open_loops(A, row, keys, false, NULL));
     store(A, open_loops(A, each_key, acc.its, false, NULL), acc.buffer, tile_index(A, acc),
           op(A, SOP_FMA, tile_cell(A, dp), operand(A, 1), tile_cell(A, acc)));
@@ -742,7 +796,10 @@ static void gradient_kv_part(Attn *A, bool of_k, const char *which) {
         weight = new_tile(A, rows, "ds");
         tile_dots(A, at, weight, role_iters(A, ROLE_VALUE, 0, 4, false), 2, 4);
         store(A, open_loops(A, lanes_loop(A, at), rows, false, NULL), weight.buffer, tile_index(A, weight),
-              score_gradient(A, tile_cell(A, p), tile_cell(A, weight), row_stat(A, a->scratch)));
+              score_gradient(A, tile_cell(A, p), dropped(A, tile_cell(A, weight)), row_stat(A, a->scratch)));
+    } else if (a->dropout) { /* dv: the dropped weights */
+        store(A, open_loops(A, lanes_loop(A, at), rows, false, NULL), p.buffer, tile_index(A, p),
+              dropped(A, tile_cell(A, p)));
     }
     Tile acc = accumulator(A, at, role_iters(A, of_k ? ROLE_SCORE : ROLE_VALUE, slot, 4, false));
     IrBlock *each = lanes_loop(A, open_loops(A, at, rows, false, NULL));

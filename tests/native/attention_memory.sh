@@ -2,8 +2,8 @@
 # attention_memory.sh TSRC — Nn.attention ~fused:true at 256 positions stores no buffer of
 # positions × positions cells (core.tsr attend, docs/ir.md §3.4), where the materialised form
 # (~fused:false) does; both train a step natively and print the same loss and input gradient to
-# 1e-5 (relative to the largest value); the fused kernels' tiles are four rows on the CPU, one
-# for --target=cuda.  Last line: "N passed, N failed".
+# 1e-5 (relative to the largest value); with dropout the fused form stores none either; the
+# fused kernels' tiles are four rows on the CPU, one for --target=cuda.  Last line: "N passed, N failed".
 set -u
 TSRC=${1:-build/tsrc}
 TMP=$(mktemp -d)
@@ -31,6 +31,24 @@ TSR
     if TSR_PRINT_EXACT=1 "$TSRC" --run "$TMP/a_$fused.tsr" >"$TMP/out_$fused" 2>"$TMP/err"; then ok "fused:$fused runs natively"
     else bad "fused:$fused runs natively"; sed 's/^/    /' "$TMP/err"; fi
 done
+# With dropout (applied with ~train:true) the fused kernels draw each weight's random number where
+# they use it: still no buffer of T x T cells (the draws' numbering buffer has no storage).
+cat >"$TMP/a_dropout.tsr" <<TSR
+open Nn
+let%op x = { x = uniform (); b = [2]; o = [$T; 32] }
+let attn = attention ~heads:2 ~head_dim:16 ~causal:true ~dropout:0.1 ~fused:true ()
+let%op y = attn ~train:true x
+let%op loss = (y *. y) ++ "b | t, d => "
+routine step = loss.forward; loss.zero_grads; loss.backprop
+main = run step; print loss
+TSR
+if "$TSRC" --emit=sched-ir -o "$TMP/ir_dropout" "$TMP/a_dropout.tsr" && grep -q 'random(' "$TMP/ir_dropout"; then
+    largest=$(sed -n 's/^  [^ ].* : .*\[\([0-9, ]*\)\].*$/\1/p' "$TMP/ir_dropout" |
+              awk -F', *' '{ c = 1; for (i = 1; i <= NF; i++) c *= $i; if (c > m) m = c } END { print m + 0 }')
+    if [ "$largest" -lt $((T * T)) ] && "$TSRC" --run "$TMP/a_dropout.tsr" >/dev/null 2>"$TMP/err"; then
+        ok "fused with dropout: largest buffer $largest cells < $T x $T, runs natively"
+    else bad "fused with dropout: largest buffer $largest cells, or it does not run"; fi
+else bad "fused with dropout compiles and draws in the kernel"; fi
 # On the CPU each run of the fused kernels handles four rows (docs/ir.md §3.1): their tiles of
 # scores have 4 x T cells; for the GPU one row a thread, T cells.
 if grep -q "#scores[0-9]* : 4,$T  scratch local" "$TMP/ir_true" &&
