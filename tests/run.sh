@@ -324,6 +324,13 @@ if [ "$(status)" = 0 ] && [ "$(grep -c 'fused with the next nest' "$TMP/out")" =
    [ "$(grep -o 'fused with the next nest' "$TMP/out" | wc -l)" = 2 ] && grep -q '^  # assignment at fused_updates.tsr:12' "$TMP/out"
 then pass "schedule: neighbouring pointwise nests fuse, a transposed read stays apart"
 else fail "schedule: neighbouring pointwise nests fuse" "exit $(status)" "$TMP/out"; fi
+# A clipped Adam step (tests/native/sink_updates.tsr, whose golden checks the values): each
+# gradient's scaling moves down to its own parameter's Adam passes and fuses with them
+# (nest.c sink_pointwise), one nest for each of the four parameters.
+run_tsrc --emit=sched-ir -o - tests/native/sink_updates.tsr
+if [ "$(status)" = 0 ] && [ "$(grep -c 'grad =\* scale[^;]*; lhs map injective, surjective; schedule: fused with the next nest' "$TMP/out")" = 4 ]
+then pass "schedule: clipping's scaling of each gradient joins its Adam pass"
+else fail "schedule: clipping's scaling of each gradient joins its Adam pass" "exit $(status)" "$TMP/out"; fi
 
 # A convolution's backward pass (tests/native/conv_schedule.tsr, whose .out golden checks the
 # values natively): at x86-64-v4 the forward's one-vector tile takes 8 rows, the input gradient

@@ -4,12 +4,15 @@
  * expressions of new ones (map_iter, Affine); scratch buffers (packed panels, tiles); recognising
  * the canonical reduction nest `for p…: l = init; for r…: l = step(l); C[p…] = l` (Reduction) and
  * what an index or expression does with an iterator; and rewrite 4, which both targets run last:
- * neighbouring pointwise nests over loops of the same extents fused into one (fuse_pointwise).
+ * a pointwise nest moved down to the next pointwise nest over the same extents that uses what it
+ * touches, past independent statements (sink_pointwise), then neighbouring pointwise nests over
+ * loops of the same extents fused into one (fuse_pointwise).
  *
  * Requires: a verified, optimised IrProgram; a Sched whose substitution table covers the
  * function's iterators from before scheduling (sched.c's schedule()). */
 #include "sched/sched_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Building and cloning IR ------------------------------------------------------------------- */
@@ -279,12 +282,109 @@ static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
     return true;
 }
 
+/* The buffers a top-level statement loads and stores, as bit sets over the program's buffers;
+ * `everything` for a call of the runtime, a barrier or a tensor-core step. */
+typedef struct Touched {
+    uint64_t *loads, *stores;
+    bool everything;
+} Touched;
+
+static void mark(uint64_t *set, uint32_t buffer) { set[buffer / 64] |= 1ull << (buffer % 64); }
+
+static void expr_loads(const IrProgram *ir, const IrExpr *e, Touched *t);
+
+static void index_loads(const IrProgram *ir, uint32_t buffer, const IrIndex *index, Touched *t) {
+    for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
+        if (index[a].gather) expr_loads(ir, index[a].gather, t);
+}
+
+static void expr_loads(const IrProgram *ir, const IrExpr *e, Touched *t) {
+    if (e->kind == IR_LOAD) {
+        mark(t->loads, e->buffer);
+        index_loads(ir, e->buffer, e->index, t);
+    } else if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_loads(ir, e->args[i], t);
+    }
+}
+
+static void stmt_accesses(const IrProgram *ir, const IrStmt *st, Touched *t) {
+    switch (st->kind) {
+    case IR_STORE:
+        mark(t->stores, st->buffer);
+        index_loads(ir, st->buffer, st->index, t);
+        expr_loads(ir, st->value, t);
+        break;
+    case IR_SET_LOCAL: expr_loads(ir, st->value, t); break;
+    case IR_LOOP:
+        for (uint32_t i = 0; i < st->body.count; i++) stmt_accesses(ir, st->body.items[i], t);
+        break;
+    default: t->everything = true; break;
+    }
+}
+
+/* Whether b must stay after a: one stores what the other loads or stores. */
+static bool depends(const Touched *a, const Touched *b, uint32_t words) {
+    if (a->everything || b->everything) return true;
+    for (uint32_t w = 0; w < words; w++)
+        if ((a->stores[w] & (b->loads[w] | b->stores[w])) | (a->loads[w] & b->stores[w])) return true;
+    return false;
+}
+
+/* How far down sink_pointwise looks for a nest's next user (statements). */
+enum { SINK_REACH = 1024 };
+
+/* Before the fusion: a pointwise nest moves down, past statements that neither access what it
+ * stores nor store what it reads, to just before the next statement that does when that one is
+ * a pointwise nest over loops of the same extents: gradient clipping's scaling of each gradient,
+ * which runs for every parameter before the first update, then sits right before its own
+ * optimiser's passes over the same cells and fuses with them (one pass over the gradient fewer).
+ * The statements moved past are independent of it, so every buffer is read after the same
+ * writes as before and each cell's values are the same. */
+static void sink_pointwise(Sched *s) {
+    IrBlock *body = &s->fn->body;
+    uint32_t count = body->count, words = (s->ir->buffer_count + 63) / 64;
+    if (count < 3) return;
+    Touched *touched = calloc(count, sizeof *touched);
+    uint64_t *sets = calloc((size_t)count * 2 * (words ? words : 1), sizeof *sets);
+    if (!touched || !sets) { /* the move is an optimisation: without memory, none */
+        free(touched);
+        free(sets);
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        touched[i].loads = sets + (size_t)i * 2 * words;
+        touched[i].stores = touched[i].loads + words;
+        stmt_accesses(s->ir, body->items[i], &touched[i]);
+    }
+    IrStmt *loops[MAX_LOOPS], *next_loops[MAX_LOOPS];
+    uint32_t n, next_n;
+    for (uint32_t i = count - 1; i-- > 0;) { /* from the bottom: each statement considered once */
+        IrStmt *top = body->items[i], *st = pointwise_store(top, loops, &n);
+        if (!st || sched_keeps_lowered(s, top)) continue;
+        uint32_t j = i + 1, end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
+        while (j < end && !depends(&touched[i], &touched[j], words)) j++;
+        if (j == i + 1 || j == end) continue;
+        IrStmt *user = body->items[j], *user_store = pointwise_store(user, next_loops, &next_n);
+        bool same = user_store && !sched_keeps_lowered(s, user) && next_n == n;
+        for (uint32_t k = 0; same && k < n; k++) same = next_loops[k]->extent == loops[k]->extent;
+        if (!same) continue;
+        Touched moved = touched[i];
+        memmove(&body->items[i], &body->items[i + 1], (j - 1 - i) * sizeof *body->items);
+        memmove(&touched[i], &touched[i + 1], (j - 1 - i) * sizeof *touched);
+        body->items[j - 1] = top;
+        touched[j - 1] = moved;
+    }
+    free(sets);
+    free(touched);
+}
+
 /* Consecutive pointwise nests over loops of the same extents — an optimiser's updates of its
  * state and of the parameter, a forward chain with several outputs — become one nest whose body
  * runs their stores in order, one pass over memory instead of one per nest (joins() keeps each
  * cell's values).  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
  * kernel of thousands of statements would be more than LLVM should see at once. */
 void fuse_pointwise(Sched *s) {
+    sink_pointwise(s);
     IrFunction *fn = s->fn;
     IrBlock body = {0};
     IrStmt *group_loops[MAX_LOOPS], *loops[MAX_LOOPS];

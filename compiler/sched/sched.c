@@ -50,7 +50,10 @@
  *      the schedule otherwise leaves as lowered.
  *   4. Consecutive pointwise nests over loops of the same extents become one nest running their
  *      stores in order, when every buffer any of them stores is accessed by all of them at one
- *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.
+ *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.  Before
+ *      that, a pointwise nest moves down past independent statements to the next pointwise nest
+ *      of the same extents that uses what it touches (sink_pointwise): clipping's scaling of a
+ *      gradient joins that parameter's optimiser pass.
  *   5. For the GPU only (instead of 1–3): a reduction nest computes a tile of cells per thread
  *      (gpu_thread_tiles); then sched_gpu.c maps the outer parallel loops onto the grid.
  *   6. For the GPU, before 5: a large contraction becomes a block's kernel staging its operands

@@ -141,7 +141,9 @@ bool init_is_plain(const IrProgram *ir, const Reduction *r);
 /* Consecutive pointwise nests over loops of the same extents — an optimiser's updates of its
  * state and of the parameter, a forward chain with several outputs — become one nest whose body
  * runs their stores in order, one pass over memory instead of one per nest (joins() keeps each
- * cell's values).  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
+ * cell's values).  First each pointwise nest moves down past the statements independent of it
+ * to the next such nest that uses what it touches (sink_pointwise), so that those become
+ * neighbours.  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
  * kernel of thousands of statements would be more than LLVM should see at once. */
 void fuse_pointwise(Sched *s);
 
