@@ -19,6 +19,8 @@
  * and no local accumulator: every point does its own read-modify-write (of a product added:
  * X = fma(x, y, X), as a reduction's step) -- except a merged
  * axis's index (g, o), which numbers the cells one to one: its iterators are parallel loops.
+ * Through a gathered index (a scatter) the same read-modify-write, with parallel loops over the
+ * iterators that index an LHS axis on their own.
  * Concatenated indices: one region per choice of an active piece of every concatenated axis;
  * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
  * one (or would reach a fixed-size gap) is left out.  Regions may add into one cell, so an
@@ -473,9 +475,10 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     uint32_t *order = arena_alloc(ir->arena, (n ? n : 1) * sizeof *order);
     bool *used = arena_alloc(ir->arena, (n ? n : 1) * sizeof *used);
     const ProjIndex *map = p->maps[a->lhs.slot];
-    bool lhs_affine = false;
+    bool lhs_affine = false, lhs_window = false;
     for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++) {
         /* (a gathered axis too: the data may send two points to one cell, a scatter) */
+        lhs_window |= map[ax].kind == PIDX_AFFINE && !map[ax].dense;
         lhs_affine |= (map[ax].kind == PIDX_AFFINE && !map[ax].dense) || map[ax].kind == PIDX_GATHER;
         if (map[ax].kind == PIDX_ITER && !used[map[ax].iter]) {
             used[map[ax].iter] = true;
@@ -546,8 +549,13 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
 
     /* A loop is parallel when its iterator addresses the stored cell — unless the assignment
      * reads its own left side through another index map, so that one iteration may read what
-     * another writes: then every loop runs in order. */
-    bool aliased = lhs_affine;
+     * another writes: then every loop runs in order.  Through a gathered LHS (an embedding's
+     * gradient, a scatter) two points may reach one cell, but only points with the same values
+     * of the iterators that index an axis on their own (the prefix of `order`): those loops are
+     * parallel, outermost, and each cell's steps stay in one iteration of them, in order.  A
+     * window's scatter (an affine LHS) keeps every loop in order, for the schedule's rewrite 0
+     * (sched.c untangle_scatter), which makes its parallel loops itself. */
+    bool aliased = lhs_window;
     for (uint32_t i = 0; i < a->read_count; i++)
         if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot &&
             !same_cells(p, a->reads[i].slot, a->lhs.slot))
