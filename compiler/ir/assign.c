@@ -804,25 +804,35 @@ static const KernelForm *kernel_form(const Node *rhs) {
     return NULL;
 }
 
-/* A buffer of the kernel's own (not a tensor's): the result's shape without its VALUE axes. */
-static uint32_t row_buffer(Builder *b, const Tensor *result, const Assignment *a, const uint8_t *roles,
-                           BufferKind kind, DType dtype, const char *what) {
+/* Appends a buffer of a kernel's own (not a tensor's) over buf.dims[0 … buf.rank), named after
+ * the kernel's result and `what`: its size and shape text from the dims.  Returns its id. */
+static uint32_t push_kernel_buffer(Builder *b, IrBuffer buf, const Tensor *result, const char *what) {
     IrProgram *ir = b->ir;
-    const Projections *p = a->proj;
-    IrBuffer buf = {.id = ir->buffer_count, .kind = kind, .dtype = dtype, .size = 1, .init = INIT_NONE};
-    buf.dims = arena_alloc(ir->arena, (p->rank[0] ? p->rank[0] : 1) * sizeof *buf.dims);
     char *shape = "";
-    for (uint32_t ax = 0; ax < p->rank[0]; ax++) {
-        const ProjIndex *pi = &p->maps[0][ax];
-        if (pi->kind == PIDX_ITER && roles[pi->iter] == ROLE_VALUE) continue;
-        buf.dims[buf.rank++] = p->axis_size[0][ax];
-        buf.size *= p->axis_size[0][ax];
-        shape = arena_printf(ir->arena, "%s%s%llu", shape, buf.rank > 1 ? "," : "", (unsigned long long)p->axis_size[0][ax]);
+    buf.id = ir->buffer_count;
+    buf.size = 1;
+    for (uint32_t i = 0; i < buf.rank; i++) {
+        buf.size *= buf.dims[i];
+        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)buf.dims[i]);
     }
     buf.shape_text = shape;
     buf.name = arena_printf(ir->arena, "%s#%s", tensor_label(ir, result), what);
     ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, buf);
     return buf.id;
+}
+
+/* A buffer of the kernel's own: the result's shape without its VALUE axes. */
+static uint32_t row_buffer(Builder *b, const Tensor *result, const Assignment *a, const uint8_t *roles,
+                           BufferKind kind, DType dtype, const char *what) {
+    const Projections *p = a->proj;
+    IrBuffer buf = {.kind = kind, .dtype = dtype, .init = INIT_NONE};
+    buf.dims = arena_alloc(b->ir->arena, (p->rank[0] ? p->rank[0] : 1) * sizeof *buf.dims);
+    for (uint32_t ax = 0; ax < p->rank[0]; ax++) {
+        const ProjIndex *pi = &p->maps[0][ax];
+        if (pi->kind == PIDX_ITER && roles[pi->iter] == ROLE_VALUE) continue;
+        buf.dims[buf.rank++] = p->axis_size[0][ax];
+    }
+    return push_kernel_buffer(b, buf, result, what);
 }
 
 /* Causal attention's positions 0 … n-1, n the longer of the query and key axes. */
@@ -846,22 +856,21 @@ static uint32_t positions_buffer(Builder *b, const Projections *p, uint32_t quer
 /* Attention's dropout draws: a buffer over the rows and the keys (attention_drop_iters) that
  * only numbers the random draws (IR_RANDOM reads no memory), so it has no storage. */
 static uint32_t drop_cells_buffer(Builder *b, const Tensor *result, const Projections *p, const uint8_t *roles) {
-    IrProgram *ir = b->ir;
     uint32_t its[16];
-    IrBuffer buf = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .size = 1,
-                    .init = INIT_NONE, .is_virtual = true};
+    IrBuffer buf = {.kind = BUF_SCRATCH, .dtype = DTYPE_F32, .init = INIT_NONE, .is_virtual = true};
     buf.rank = attention_drop_iters(p, roles, its);
-    buf.dims = arena_alloc(ir->arena, (buf.rank ? buf.rank : 1) * sizeof *buf.dims);
-    char *shape = "";
-    for (uint32_t i = 0; i < buf.rank; i++) {
-        buf.dims[i] = p->iter_size[its[i]];
-        buf.size *= buf.dims[i];
-        shape = arena_printf(ir->arena, "%s%s%llu", shape, i ? "," : "", (unsigned long long)buf.dims[i]);
-    }
-    buf.shape_text = shape;
-    buf.name = arena_printf(ir->arena, "%s#dropout", tensor_label(ir, result));
-    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, buf);
-    return buf.id;
+    buf.dims = arena_alloc(b->ir->arena, (buf.rank ? buf.rank : 1) * sizeof *buf.dims);
+    for (uint32_t i = 0; i < buf.rank; i++) buf.dims[i] = p->iter_size[its[i]];
+    return push_kernel_buffer(b, buf, result, "dropout");
+}
+
+/* Appends `acc` to a's reads (its buffer resolved later, with the others'). */
+static void push_read(Builder *b, Assignment *a, Access acc) {
+    acc.buffer = UINT32_MAX;
+    Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
+    if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
+    grown[a->read_count++] = acc;
+    a->reads = grown;
 }
 
 static bool kernel_misused(BlockContext *c, const Node *n, const KernelForm *form) {
@@ -890,11 +899,7 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
         if (arg->kind != NODE_VAR || !block_access(c, arg, &acc)) return kernel_misused(c, n, form);
         uint32_t slot = i < 3 ? i + 1 : forward ? 4 : 0;
         if (acc.slot != slot || acc.node.grad != (i == 4)) return kernel_misused(c, n, form);
-        acc.buffer = UINT32_MAX;
-        Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
-        if (a->read_count) memcpy(grown, a->reads, a->read_count * sizeof *grown);
-        grown[a->read_count++] = acc;
-        a->reads = grown;
+        push_read(b, a, acc);
     }
     a->rhs = arena_alloc(b->ir->arena, sizeof *a->rhs);
     a->rhs->kind = AE_KERNEL;
@@ -954,14 +959,7 @@ static bool kernel_statement(BlockContext *c, Assignment *a, const Node *n) {
         a->positions = f->positions;
         a->dropout = f->dropout;
         a->drop_cells = f->drop_cells;
-        if (a->dropout) { /* the forward's rate, the last read */
-            Access rate = f->reads[f->read_count - 1];
-            rate.buffer = UINT32_MAX;
-            Access *grown = arena_alloc(b->ir->arena, (a->read_count + 1) * sizeof *grown);
-            memcpy(grown, a->reads, a->read_count * sizeof *grown);
-            grown[a->read_count++] = rate;
-            a->reads = grown;
-        }
+        if (a->dropout) push_read(b, a, f->reads[f->read_count - 1]); /* the forward's rate, the last read */
         attention_roles(b->ir->arena, p, a->causal, roles, &why);
     }
     DType compute = (DType)dtype;

@@ -282,6 +282,14 @@ static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
     return true;
 }
 
+/* Whether two nests' loops (pointwise_store's) have the same extents, outermost first. */
+static bool same_extents(IrStmt *const *a, uint32_t na, IrStmt *const *b, uint32_t nb) {
+    if (na != nb) return false;
+    for (uint32_t k = 0; k < na; k++)
+        if (a[k]->extent != b[k]->extent) return false;
+    return true;
+}
+
 /* The buffers a top-level statement loads and stores, as bit sets over the program's buffers;
  * `everything` for a call of the runtime, a barrier or a tensor-core step. */
 typedef struct Touched {
@@ -364,10 +372,10 @@ static void sink_pointwise(Sched *s) {
         uint32_t j = i + 1, end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
         while (j < end && !depends(&touched[i], &touched[j], words)) j++;
         if (j == i + 1 || j == end) continue;
-        IrStmt *user = body->items[j], *user_store = pointwise_store(user, next_loops, &next_n);
-        bool same = user_store && !sched_keeps_lowered(s, user) && next_n == n;
-        for (uint32_t k = 0; same && k < n; k++) same = next_loops[k]->extent == loops[k]->extent;
-        if (!same) continue;
+        IrStmt *user = body->items[j];
+        if (!pointwise_store(user, next_loops, &next_n) || sched_keeps_lowered(s, user) ||
+            !same_extents(next_loops, next_n, loops, n))
+            continue;
         Touched moved = touched[i];
         memmove(&body->items[i], &body->items[i + 1], (j - 1 - i) * sizeof *body->items);
         memmove(&touched[i], &touched[i + 1], (j - 1 - i) * sizeof *touched);
@@ -394,9 +402,8 @@ void fuse_pointwise(Sched *s) {
         IrStmt *top = fn->body.items[i];
         IrStmt *st = pointwise_store(top, loops, &n);
         if (st && sched_keeps_lowered(s, top)) st = NULL; /* as lowered stay apart */
-        bool same = group && st && n == group_n && group->count < MAX_FUSED;
-        for (uint32_t k = 0; same && k < n; k++)
-            same = loops[k]->extent == group_loops[k]->extent && loops[k]->iter < s->old_iters;
+        bool same = group && st && group->count < MAX_FUSED && same_extents(loops, n, group_loops, group_n);
+        for (uint32_t k = 0; same && k < n; k++) same = loops[k]->iter < s->old_iters;
         if (same) {
             reset_subst(s);
             for (uint32_t k = 0; k < n; k++) map_iter(s, loops[k]->iter, affine1(group_loops[k]->iter, 1, 0));
