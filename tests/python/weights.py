@@ -13,8 +13,10 @@ with real torch.nn models and GPT-2 written with torch's ops, all float32: PyTor
 PyTorch, outputs within 1e-6 of the largest (MLP 7.5e-7, LeNet 2.1e-7) and 1e-5 for GPT-2
 (2.7e-6: two blocks of large random weights; 2.4e-7, within 1e-6, at GPT-2's initial scale), and
 the GPT example's model itself (4 blocks of 256 channels) with its initial weights, PyTorch ->
-tsrc -> PyTorch, logits equal to 1e-6 by numpy.allclose (rtol = atol = 1e-6; 1.0e-6 of the
-largest logit), and the GPT example's own initial weights through
+tsrc -> PyTorch, logits equal to 1e-5 by numpy.allclose (rtol = atol = 1e-5, issue 27's bound
+for imported weights; 1.0e-6 of the largest logit on an AVX2 VM and on an AVX-512 Intel VM, where
+an element just missed rtol = atol = 1e-6: PyTorch's float32 sums differ in order per CPU), and
+the GPT example's own initial weights through
 torch and back (tsrc -> PyTorch -> tsrc: 3.8e-7, within 1e-6), the weights returned exactly (a
 SKIP line otherwise).  A state dict that does not fit is a ValueError naming
 both sides, and changes nothing.  Prints PASS/FAIL/SKIP lines and "N passed, N failed"."""
@@ -221,9 +223,9 @@ def main():
             theirs = torch_gpt2(weights, tokens, heads=4)
             diff = largest_difference(second["logits"], theirs)
             print(f"    the GPT example's model: largest difference {diff:.1e} of the largest logit, {np.abs(second['logits']).max():.3g}")
-            check(np.allclose(second["logits"], theirs, rtol=1e-6, atol=1e-6) and same_dicts(tsr.to_gpt2(second), weights),
-                  "the GPT example's model and weights: PyTorch -> tsrc -> PyTorch, logits equal to 1e-6 "
-                  "(numpy.allclose, rtol = atol = 1e-6), the weights back exactly", diff)
+            check(np.allclose(second["logits"], theirs, rtol=1e-5, atol=1e-5) and same_dicts(tsr.to_gpt2(second), weights),
+                  "the GPT example's model and weights: PyTorch -> tsrc -> PyTorch, logits equal to 1e-5 "
+                  "(numpy.allclose, rtol = atol = 1e-5), the weights back exactly", diff)
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     return 1 if counts["failed"] else 0
 
