@@ -23,6 +23,8 @@ typedef struct Target {
     unsigned tile_rows;        /* register tile of a contraction: rows (broadcast operand) … */
     unsigned tile_vectors;     /* … by vectors of the other operand: tile_rows·tile_vectors accumulators */
     uint64_t l1_bytes, l2_bytes;
+    unsigned l1_ways;          /* the L1 data cache's associativity: 12 on CPUs with a 48 KiB L1d
+                                * (Intel since Ice Lake, Zen 5), else 8 */
     uint64_t stream_bytes;     /* a contraction whose tiles read more than this of their broadcast
                                 * operand once per panel is split along its reduction into
                                 * blocks that read less (sched.c split_reduction): the share of
