@@ -11,7 +11,7 @@
  *     rounded to f16), against the exact sum in double: how many results differ, and the error.
  * AVX-512 FP16 has no multiply-add that widens f16 products into an f32 accumulator (AVX10.2's
  * VDPPHPS and AMX-FP16's TDPFP16PS do; neither is on the CPUs of 2026-11-25 here).
- *     cc -O2 -mavx512f -mavx512fp16 tools/probes/fp16_fma.c -o /tmp/fp16_fma && /tmp/fp16_fma */
+ *     cc -O2 -mavx512f -mavx512fp16 tools/probes/fp16_fma.c -o /tmp/fp16_fma -lm && /tmp/fp16_fma */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
