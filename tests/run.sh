@@ -332,6 +332,19 @@ if [ "$(status)" = 0 ] && [ "$(grep -c 'grad =\* scale[^;]*; lhs map injective, 
 then pass "schedule: clipping's scaling of each gradient joins its Adam pass"
 else fail "schedule: clipping's scaling of each gradient joins its Adam pass" "exit $(status)" "$TMP/out"; fi
 
+# Row reductions (tests/native/row_reductions.tsr, whose golden checks the values): sums and
+# maxima over each row's contiguous cells run W rows a vector over W×W blocks transposed in
+# registers (sched.c rewrite 2d) wherever the rows come in multiples of W: at x86-64-v4 the f32
+# rows of 16 and the f64 rows of 40 (12 nests; the f32 rows of 40 keep rewrite 2b), at
+# x86-64-v3 (8 floats, 4 doubles a vector) all three (18).
+run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/row_reductions.tsr
+v4=$(grep -c 'rows 16 at a time\|rows 8 at a time' "$TMP/out")
+run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/row_reductions.tsr
+v3=$(grep -c 'rows 8 at a time\|rows 4 at a time' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$v4" = 12 ] && [ "$v3" = 18 ]
+then pass "schedule: row reductions transpose W rows at a time (x86-64-v4 12 nests, v3 18)"
+else fail "schedule: row reductions transpose W rows at a time" "x86-64-v4: $v4 nests (12 expected), x86-64-v3: $v3 (18)" "$TMP/out"; fi
+
 # A convolution's backward pass (tests/native/conv_schedule.tsr, whose .out golden checks the
 # values natively): at x86-64-v4 the forward's one-vector tile takes 8 rows, the input gradient
 # is untangled inside a parallel loop over the batch, and the kernel gradient over 6 input

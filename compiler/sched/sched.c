@@ -40,7 +40,9 @@
  *      stride 1 (or not at all) accumulates in place: the reduction loops move outside that
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
  *      again takes the same steps in the same order.  One whose loads walk that iterator with
- *      another stride (a row's sum over its contiguous last axis) has that loop split into
+ *      another stride (a row's sum over its contiguous last axis) runs W rows a vector over W×W
+ *      blocks of its operands transposed in registers (rewrite 2d, transpose_rows) when the
+ *      extents allow, else has that loop split into
  *      blocks of 8 cells whose chains of steps interleave (rewrite 2b, interleave_rows).  One
  *      whose only parallel loop is that iterator's (a column sum) has its cells split into
  *      chunks, a parallel loop over them outermost, so that it runs on the thread pool
@@ -223,6 +225,114 @@ static bool interleave_rows(Sched *s, Reduction *r, IrBlock *out) {
     IrStmt *blocks = blocks_in_place(s, r, INTERLEAVED_ROWS, LOOP_UNROLL);
     if (r->npar == 1) blocks->comment = inner->comment;
     ir_block_push(s->ir->arena, innermost_place(s, r, out), blocks);
+    return true;
+}
+
+/* ---- Rewrite 2d: rows transposed in registers ---------------------------------------------------- */
+
+enum { MAX_TRANSPOSED = 4 };
+
+/* The loads of a row reduction's step that rewrite 2d transposes: those that move by one cell
+ * along the reduction loop `k` and by some other nonzero stride along the rows `i` (a row's
+ * contiguous cells).  Every other load must be a broadcast (moving along neither) or a vector
+ * along the rows (stride 1 along i, none along k).  Returns false for any other load, a load of
+ * another type than `type`, or more than MAX_TRANSPOSED distinct such loads. */
+static bool row_operands(const IrProgram *ir, const IrExpr *e, uint32_t i, uint32_t k, DType type,
+                         const IrExpr **found, uint32_t *n) {
+    switch (e->kind) {
+    case IR_LOAD: {
+        int64_t along_i = flat_coef(ir, e->buffer, e->index, i), along_k = flat_coef(ir, e->buffer, e->index, k);
+        if (along_k == 0) return along_i == 0 || along_i == 1;
+        if (along_k != 1 || along_i == 0 || along_i == 1 || ir->buffers[e->buffer].dtype != type) return false;
+        for (uint32_t t = 0; t < *n; t++)
+            if (found[t]->buffer == e->buffer && ir_same_index(ir, e->buffer, found[t]->index, e->index)) return true;
+        if (*n == MAX_TRANSPOSED) return false;
+        found[(*n)++] = e;
+        return true;
+    }
+    case IR_OP:
+        for (unsigned a = 0; a < scalar_op_arity(e->op); a++)
+            if (!row_operands(ir, e->args[a], i, k, type, found, n)) return false;
+        return true;
+    case IR_RANDOM: return false;
+    default: return true;
+    }
+}
+
+/* The step at the current substitution, its local the cell `cell` and each load of found[t]
+ * the transposed copy `copies[t]`. */
+static IrExpr *transposed_step(Sched *s, const IrExpr *e, const LocalRepl *cell, const IrExpr *const *found,
+                               IrExpr *const *copies, uint32_t n) {
+    if (e->kind == IR_LOAD)
+        for (uint32_t t = 0; t < n; t++)
+            if (found[t]->buffer == e->buffer && ir_same_index(s->ir, e->buffer, found[t]->index, e->index)) return copies[t];
+    if (e->kind != IR_OP) return clone_expr(s, e, cell);
+    IrExpr *c = clone_expr(s, e, cell);
+    for (unsigned a = 0; a < scalar_op_arity(e->op); a++) c->args[a] = transposed_step(s, e->args[a], cell, found, copies, n);
+    return c;
+}
+
+/* A reduction over one loop k of each row's contiguous cells (a layer norm's statistics and
+ * their gradients, a softmax's sums), whose result is contiguous along its rows i: rewrite 2b
+ * would run it as interleaved scalar chains, one load of each operand and one step per cell.
+ * Here the rows go W (a vector's lanes) at a time and the reduction W steps at a time: each
+ * operand's W×W block — W rows, W steps each, read as W vectors along its rows — is transposed
+ * in registers into a kernel-local copy (LOOP_TRANSPOSE), and then each of the W steps, in order,
+ * is one vector operation on the W rows' cells, accumulated in place.  Each cell takes the
+ * canonical nest's steps in the same order, so the result is bit-identical.  Needs both extents
+ * a multiple of W, C and the transposed operands of the nest's type (f32 or f64). */
+static bool transpose_rows(Sched *s, Reduction *r, IrBlock *out) {
+    const IrProgram *ir = s->ir;
+    if (s->target->kind != TARGET_CPU || r->npar < 1 || r->nred != 1 || !init_is_plain(ir, r)) return false;
+    IrStmt *inner = r->par[r->npar - 1], *kl = r->red[0];
+    uint32_t c = r->store->buffer;
+    DType type = (DType)ir->buffers[c].dtype;
+    uint64_t w = s->lanes;
+    if (inner->iter >= s->old_iters || kl->iter >= s->old_iters || (type != DTYPE_F32 && type != DTYPE_F64) || w < 4 ||
+        inner->extent % w != 0 || kl->extent % w != 0 || flat_coef(ir, c, r->store->index, inner->iter) != 1 ||
+        mentions(ir, c, r->store->index, kl->iter))
+        return false;
+    bool reads_cell = false; /* the step reads the cell only through the local */
+    if (!scan_expr(ir, r->step->value, r->local, c, UINT32_MAX, &reads_cell) || reads_cell) return false;
+    const IrExpr *found[MAX_TRANSPOSED];
+    uint32_t n = 0;
+    if (!row_operands(ir, r->step->value, inner->iter, kl->iter, type, found, &n) || n == 0) return false;
+
+    Arena *arena = s->ir->arena;
+    reset_subst(s);
+    uint32_t block = new_iter(s), cell = new_iter(s), kb = new_iter(s), kk = new_iter(s);
+    map_iter(s, inner->iter, (Affine){.terms = {{block, (int64_t)w}, {cell, 1}}, .count = 2, .offset = 0});
+    map_iter(s, kl->iter, (Affine){.terms = {{kb, (int64_t)w}, {kk, 1}}, .count = 2, .offset = 0});
+    IrIndex *at = clone_index(s, r->store->index, ir->buffers[c].rank);
+    LocalRepl repl = {r->local, new_load(s, c, at), UINT32_MAX, NULL};
+    IrStmt *blocks = new_loop(s, block, inner->extent / w, true, LOOP_PLAIN);
+    if (r->npar == 1) blocks->comment = inner->comment;
+    if (r->init->value->kind == IR_CONST) {
+        IrStmt *init = new_loop(s, cell, w, true, LOOP_VECTOR);
+        ir_block_push(arena, &init->body, new_store(s, c, at, r->init->value));
+        ir_block_push(arena, &blocks->body, init);
+    }
+    IrStmt *steps = new_loop(s, kb, kl->extent / w, false, LOOP_PLAIN);
+    steps->comment = arena_printf(arena, "schedule: rows %llu at a time, each operand's %llux%llu blocks transposed in registers",
+                                  (unsigned long long)w, (unsigned long long)w, (unsigned long long)w);
+    ir_block_push(arena, &blocks->body, steps);
+    /* copy[kk·W + cell] = operand at (row block·W + cell, kb·W + kk) */
+    const IrTerm terms[2] = {{kk, (int64_t)w}, {cell, 1}};
+    IrExpr *copies[MAX_TRANSPOSED];
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t copy = new_scratch(s, arena_printf(arena, "%s.rows", ir->buffers[found[t]->buffer].name), w * w, type, true);
+        copies[t] = new_load(s, copy, flat_index(s, terms, 2));
+        IrStmt *u_loop = new_loop(s, cell, w, true, LOOP_TRANSPOSE), *v_loop = new_loop(s, kk, w, true, LOOP_VECTOR);
+        ir_block_push(arena, &v_loop->body, new_store(s, copy, flat_index(s, terms, 2), clone_expr(s, found[t], NULL)));
+        ir_block_push(arena, &u_loop->body, v_loop);
+        ir_block_push(arena, &steps->body, u_loop);
+    }
+    IrStmt *each_step = new_loop(s, kk, w, false, LOOP_UNROLL), *cells = new_loop(s, cell, w, true, LOOP_VECTOR);
+    ir_block_push(arena, &cells->body, new_store(s, c, at, transposed_step(s, r->step->value, &repl, found, copies, n)));
+    ir_block_push(arena, &each_step->body, cells);
+    ir_block_push(arena, &steps->body, each_step);
+    reset_subst(s);
+    ir_block_push(arena, innermost_place(s, r, out), blocks);
     return true;
 }
 
@@ -485,7 +595,7 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
         }
         IrBlock in_place = {0};
         if (column_chunks(s, &r, &in_place) || accumulate_in_place(s, &r, &in_place) ||
-            interleave_rows(s, &r, &in_place)) {
+            transpose_rows(s, &r, &in_place) || interleave_rows(s, &r, &in_place)) {
             for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, body, in_place.items[k]);
             return false;
         }
