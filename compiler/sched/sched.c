@@ -232,6 +232,13 @@ static bool interleave_rows(Sched *s, Reduction *r, IrBlock *out) {
 
 enum { MAX_TRANSPOSED = 4 };
 
+/* Which of found[0 … n) load `e` is (the same buffer at the same index), or n. */
+static uint32_t transposed_operand(const IrProgram *ir, const IrExpr *const *found, uint32_t n, const IrExpr *e) {
+    uint32_t t = 0;
+    while (t < n && !(found[t]->buffer == e->buffer && ir_same_index(ir, e->buffer, found[t]->index, e->index))) t++;
+    return t;
+}
+
 /* The loads of a row reduction's step that rewrite 2d transposes: those that move by one cell
  * along the reduction loop `k` and by some other nonzero stride along the rows `i` (a row's
  * contiguous cells).  Every other load must be a broadcast (moving along neither) or a vector
@@ -244,8 +251,7 @@ static bool row_operands(const IrProgram *ir, const IrExpr *e, uint32_t i, uint3
         int64_t along_i = flat_coef(ir, e->buffer, e->index, i), along_k = flat_coef(ir, e->buffer, e->index, k);
         if (along_k == 0) return along_i == 0 || along_i == 1;
         if (along_k != 1 || along_i == 0 || along_i == 1 || ir->buffers[e->buffer].dtype != type) return false;
-        for (uint32_t t = 0; t < *n; t++)
-            if (found[t]->buffer == e->buffer && ir_same_index(ir, e->buffer, found[t]->index, e->index)) return true;
+        if (transposed_operand(ir, found, *n, e) < *n) return true;
         if (*n == MAX_TRANSPOSED) return false;
         found[(*n)++] = e;
         return true;
@@ -263,11 +269,11 @@ static bool row_operands(const IrProgram *ir, const IrExpr *e, uint32_t i, uint3
  * the transposed copy `copies[t]`. */
 static IrExpr *transposed_step(Sched *s, const IrExpr *e, const LocalRepl *cell, const IrExpr *const *found,
                                IrExpr *const *copies, uint32_t n) {
-    if (e->kind == IR_LOAD)
-        for (uint32_t t = 0; t < n; t++)
-            if (found[t]->buffer == e->buffer && ir_same_index(s->ir, e->buffer, found[t]->index, e->index)) return copies[t];
+    uint32_t t = e->kind == IR_LOAD ? transposed_operand(s->ir, found, n, e) : n;
+    if (t < n) return copies[t];
     if (e->kind != IR_OP) return clone_expr(s, e, cell);
-    IrExpr *c = clone_expr(s, e, cell);
+    IrExpr *c = arena_alloc(s->ir->arena, sizeof *c);
+    *c = *e;
     for (unsigned a = 0; a < scalar_op_arity(e->op); a++) c->args[a] = transposed_step(s, e->args[a], cell, found, copies, n);
     return c;
 }
