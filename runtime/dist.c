@@ -17,6 +17,7 @@
  * Errors of MPI calls return (MPI_ERRORS_RETURN on the world communicator) and become
  * TSR_ERR_DIST with MPI's text.  The operations:
  *   mean          in place, over the processes: an allreduce of the sum, then a division by N;
+ *                 of float or double cells, computed in their type;
  *   ordered mean  the same numbers, but every process gathers every process's cells and adds
  *                 them in rank order 0, 1, …, N-1, so every process gets the same bits whatever
  *                 algorithm the library's allreduce uses (memory: N times a piece of the array);
@@ -61,7 +62,7 @@ static struct {
     int (*Abort)(MpiHandle comm, int code);
     int (*Finalize)(void);
     int (*Error_string)(int code, char *text, int *length);
-    MpiHandle world, float_type, int64_type, sum, errors_return;
+    MpiHandle world, float_type, double_type, int64_type, sum, errors_return;
 } mpi;
 
 static const struct {
@@ -84,6 +85,7 @@ static const struct {
     {"MPI_Finalize", (void **)&mpi.Finalize},
     {"MPI_Error_string", (void **)&mpi.Error_string},
     {"ompi_mpi_float", &mpi.float_type},
+    {"ompi_mpi_double", &mpi.double_type},
     {"ompi_mpi_int64_t", &mpi.int64_type},
     {"ompi_mpi_op_sum", &mpi.sum},
     {"ompi_mpi_errors_return", &mpi.errors_return},
@@ -206,32 +208,96 @@ int tsr_dist_rank(void) { return comm.rank; }
 int tsr_dist_size(void) { return comm.size; }
 bool tsr_dist_active(void) { return comm.uses_mpi && !comm.finalized && comm.size > 1; }
 
-int tsr_dist_mean(float *cells, int64_t count) {
-    if (count < 0 || (count > 0 && !cells)) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean: bad array");
-    if (!tsr_dist_active()) return TSR_OK;
+/* The MPI datatype of cells of `dtype` (TSR_DTYPE_F32 or TSR_DTYPE_F64), and their size. */
+static MpiHandle mpi_type_of(uint8_t dtype) { return dtype == TSR_DTYPE_F64 ? mpi.double_type : mpi.float_type; }
+static size_t bytes_of(uint8_t dtype) { return dtype == TSR_DTYPE_F64 ? sizeof(double) : sizeof(float); }
+
+/* Every cell divided by the number of processes, in the cells' type. */
+static void divide_by_processes(void *cells, int64_t count, uint8_t dtype) {
+    if (dtype == TSR_DTYPE_F64) {
+        double *c = cells, processes = (double)comm.size;
+        for (int64_t i = 0; i < count; i++) c[i] /= processes;
+    } else {
+        float *c = cells, processes = (float)comm.size;
+        for (int64_t i = 0; i < count; i++) c[i] /= processes;
+    }
+}
+
+/* cells[at …] = the mean of n cells of each process, gathered side by side (process r's n
+ * cells from gathered + r·n), added in rank order in the cells' type. */
+#define ADD_IN_RANK_ORDER(type)                                                                     \
+    do {                                                                                            \
+        const type *g = gathered;                                                                   \
+        type *c = (type *)cells + at, processes = (type)comm.size;                                  \
+        for (size_t i = 0; i < (size_t)n; i++) {                                                    \
+            type sum = g[i];                                                                        \
+            for (int r = 1; r < comm.size; r++) sum += g[(size_t)r * (size_t)n + i];                \
+            c[i] = sum / processes;                                                                 \
+        }                                                                                           \
+    } while (0)
+static void add_in_rank_order(void *cells, int64_t at, const void *gathered, int n, uint8_t dtype) {
+    if (dtype == TSR_DTYPE_F64) ADD_IN_RANK_ORDER(double);
+    else ADD_IN_RANK_ORDER(float);
+}
+#undef ADD_IN_RANK_ORDER
+
+static int fast_mean(void *cells, int64_t count, uint8_t dtype) {
     for (int64_t at = 0; at < count; at += PIECE_CELLS) {
         int n = (int)(count - at < PIECE_CELLS ? count - at : PIECE_CELLS);
-        int code = mpi.Allreduce(MPI_IN_PLACE_OMPI, cells + at, n, mpi.float_type, mpi.sum, mpi.world);
+        int code = mpi.Allreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * bytes_of(dtype), n, mpi_type_of(dtype),
+                                 mpi.sum, mpi.world);
         if (code != MPI_SUCCESS_CODE) return mpi_error(code, "the sum over the processes (MPI_Allreduce) failed");
     }
-    float processes = (float)comm.size;
-    for (int64_t c = 0; c < count; c++) cells[c] /= processes;
+    divide_by_processes(cells, count, dtype);
     return TSR_OK;
 }
 
+static int ordered_mean(void *cells, int64_t count, uint8_t dtype) {
+    int64_t piece = count < PIECE_CELLS / comm.size ? count : PIECE_CELLS / comm.size;
+    if (piece < 1) piece = 1;
+    size_t bytes = bytes_of(dtype);
+    void *gathered = malloc((size_t)piece * (size_t)comm.size * bytes);
+    if (!gathered) return tsr_error(TSR_ERR_NOMEM, "out of memory gathering %" PRId64 " cells of %d processes", piece, comm.size);
+    for (int64_t at = 0; at < count; at += piece) {
+        int n = (int)(count - at < piece ? count - at : piece);
+        int code = mpi.Allgather((char *)cells + (size_t)at * bytes, n, mpi_type_of(dtype), gathered, n, mpi_type_of(dtype),
+                                 mpi.world);
+        if (code != MPI_SUCCESS_CODE) {
+            free(gathered);
+            return mpi_error(code, "gathering the processes' cells (MPI_Allgather) failed");
+        }
+        add_in_rank_order(cells, at, gathered, n, dtype);
+    }
+    free(gathered);
+    return TSR_OK;
+}
+
+int tsr_dist_mean_cells(void *cells, int64_t count, uint8_t dtype, bool ordered) {
+    if (count < 0 || (count > 0 && !cells) || (dtype != TSR_DTYPE_F32 && dtype != TSR_DTYPE_F64))
+        return tsr_error(TSR_ERR_ARGUMENT, "%s: bad array", ordered ? "tsr_dist_mean_ordered" : "tsr_dist_mean");
+    if (!tsr_dist_active()) return TSR_OK;
+    return ordered ? ordered_mean(cells, count, dtype) : fast_mean(cells, count, dtype);
+}
+
+int tsr_dist_mean(float *cells, int64_t count) { return tsr_dist_mean_cells(cells, count, TSR_DTYPE_F32, false); }
+int tsr_dist_mean_ordered(float *cells, int64_t count) { return tsr_dist_mean_cells(cells, count, TSR_DTYPE_F32, true); }
+int tsr_dist_mean_f64(double *cells, int64_t count) { return tsr_dist_mean_cells(cells, count, TSR_DTYPE_F64, false); }
+int tsr_dist_mean_ordered_f64(double *cells, int64_t count) { return tsr_dist_mean_cells(cells, count, TSR_DTYPE_F64, true); }
+
 /* A mean begun (tsr_dist_mean_begin): MPI's requests, one per piece of PIECE_CELLS cells. */
-int tsr_dist_mean_begin(float *cells, int64_t count, tsr_dist_pending *pending) {
-    if (count < 0 || (count > 0 && !cells) || !pending) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean_begin: bad array");
+int tsr_dist_mean_begin(void *cells, int64_t count, uint8_t dtype, tsr_dist_pending *pending) {
+    if (count < 0 || (count > 0 && !cells) || !pending || (dtype != TSR_DTYPE_F32 && dtype != TSR_DTYPE_F64))
+        return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean_begin: bad array");
     free(pending->requests);
-    *pending = (tsr_dist_pending){.cells = cells, .count = count};
+    *pending = (tsr_dist_pending){.cells = cells, .count = count, .dtype = dtype};
     if (!tsr_dist_active()) return TSR_OK;
     int pieces = (int)((count + PIECE_CELLS - 1) / PIECE_CELLS);
     if (!(pending->requests = calloc((size_t)(pieces ? pieces : 1), sizeof(MpiHandle))))
         return tsr_error(TSR_ERR_NOMEM, "out of memory beginning a mean of %" PRId64 " cells", count);
     for (int64_t at = 0; at < count; at += PIECE_CELLS) {
         int n = (int)(count - at < PIECE_CELLS ? count - at : PIECE_CELLS);
-        int code = mpi.Iallreduce(MPI_IN_PLACE_OMPI, cells + at, n, mpi.float_type, mpi.sum, mpi.world,
-                                  (MpiHandle *)pending->requests + pending->request_count);
+        int code = mpi.Iallreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * bytes_of(dtype), n, mpi_type_of(dtype),
+                                  mpi.sum, mpi.world, (MpiHandle *)pending->requests + pending->request_count);
         if (code != MPI_SUCCESS_CODE) return mpi_error(code, "beginning the sum over the processes (MPI_Iallreduce) failed");
         pending->request_count++;
     }
@@ -250,37 +316,11 @@ int tsr_dist_mean_end(tsr_dist_pending *pending) {
     if (tsr_dist_active() && pending->request_count) {
         int code = mpi.Waitall(pending->request_count, (MpiHandle *)pending->requests, NULL);
         if (code != MPI_SUCCESS_CODE) status = mpi_error(code, "the sum over the processes (MPI_Waitall) failed");
-        float processes = (float)comm.size;
-        for (int64_t c = 0; status == TSR_OK && c < pending->count; c++) pending->cells[c] /= processes;
+        else divide_by_processes(pending->cells, pending->count, pending->dtype);
     }
     free(pending->requests);
     *pending = (tsr_dist_pending){0};
     return status;
-}
-
-int tsr_dist_mean_ordered(float *cells, int64_t count) {
-    if (count < 0 || (count > 0 && !cells)) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_mean_ordered: bad array");
-    if (!tsr_dist_active()) return TSR_OK;
-    int64_t piece = count < PIECE_CELLS / comm.size ? count : PIECE_CELLS / comm.size;
-    if (piece < 1) piece = 1;
-    float *gathered = malloc((size_t)piece * (size_t)comm.size * sizeof *gathered);
-    if (!gathered) return tsr_error(TSR_ERR_NOMEM, "out of memory gathering %" PRId64 " cells of %d processes", piece, comm.size);
-    float processes = (float)comm.size;
-    for (int64_t at = 0; at < count; at += piece) {
-        int n = (int)(count - at < piece ? count - at : piece);
-        int code = mpi.Allgather(cells + at, n, mpi.float_type, gathered, n, mpi.float_type, mpi.world);
-        if (code != MPI_SUCCESS_CODE) {
-            free(gathered);
-            return mpi_error(code, "gathering the processes' cells (MPI_Allgather) failed");
-        }
-        for (int c = 0; c < n; c++) {
-            float sum = gathered[c];
-            for (int r = 1; r < comm.size; r++) sum += gathered[(size_t)r * (size_t)n + (size_t)c];
-            cells[at + c] = sum / processes;
-        }
-    }
-    free(gathered);
-    return TSR_OK;
 }
 
 int tsr_dist_compare(const int64_t *values, uint32_t count, tsr_dist_difference *difference) {

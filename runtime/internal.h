@@ -52,11 +52,21 @@ int64_t tsr_model_size_at(const tsr_model *model, uint32_t k);
 
 /* A mean across processes under way (dist.c, tsr_dist_mean_begin below). */
 typedef struct tsr_dist_pending {
-    float *cells;
+    void *cells;
     int64_t count;
+    uint8_t dtype;  /* the cells': TSR_DTYPE_F32 or TSR_DTYPE_F64 */
     void *requests; /* MPI's, one per piece */
     int request_count;
 } tsr_dist_pending;
+
+/* The cells of a REDUCE's buffers side by side, in the type their mean is computed in: f32 for
+ * f32 buffers and for bf16 and f16 ones widened (MEAN_F32), f64 for f64 ones (MEAN_F64). */
+enum { MEAN_F32, MEAN_F64, MEAN_ARRAYS };
+typedef struct tsr_mean_array {
+    void *cells; /* malloc'd on first use, kept from call to call */
+    int64_t count;
+    tsr_dist_pending pending; /* REDUCE_BEGIN: the mean under way */
+} tsr_mean_array;
 
 /* An action of main (the image's action table, read by model.c, run by steps.c), with what
  * the run has done with it so far. */
@@ -68,9 +78,7 @@ typedef struct tsr_action {
     uint32_t *refs;
     uint64_t runs;          /* SHUFFLE: how many times it has run (the permutation's counter) */
     double started, drawn;  /* PROGRESS: when the loop started, when the bar was last drawn */
-    float *fused;           /* REDUCE, REDUCE_BEGIN: its buffers' cells side by side (malloc'd on first use) */
-    int64_t fused_cells;
-    tsr_dist_pending pending; /* REDUCE_BEGIN: the mean under way */
+    tsr_mean_array means[MEAN_ARRAYS]; /* REDUCE, REDUCE_BEGIN: its buffers' cells, by the type of their mean */
 } tsr_action;
 
 /* A series of numbers that RECORD appends to. */
@@ -211,11 +219,14 @@ int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size
 
 /* Whether this run has several processes that MPI connects (started, not finalized). */
 bool tsr_dist_active(void);
+/* tsr_dist_mean or tsr_dist_mean_ordered (`ordered`) of cells of `dtype`, TSR_DTYPE_F32 (float)
+ * or TSR_DTYPE_F64 (double). */
+int tsr_dist_mean_cells(void *cells, int64_t count, uint8_t dtype, bool ordered);
 /* A mean across processes that runs while the caller goes on (REDUCE_BEGIN, REDUCE_END): begun
  * on `cells` (MPI_Iallreduce; nothing in a run of one process), moved on by progress (the
  * library advances it only inside its calls), ended by end (the wait, then the division by the
  * number of processes).  The cells must not be read or written in between. */
-int tsr_dist_mean_begin(float *cells, int64_t count, tsr_dist_pending *pending);
+int tsr_dist_mean_begin(void *cells, int64_t count, uint8_t dtype, tsr_dist_pending *pending);
 int tsr_dist_mean_progress(tsr_dist_pending *pending);
 int tsr_dist_mean_end(tsr_dist_pending *pending);
 /* Where the processes' values differ: index -1 when all agree; -2 when they do not even hold as

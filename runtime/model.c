@@ -179,8 +179,10 @@ static void model_free(tsr_model *m) {
     for (uint32_t i = 0; i < m->action_count; i++) {
         free(m->actions[i].text);
         free(m->actions[i].refs);
-        free(m->actions[i].fused);
-        free(m->actions[i].pending.requests);
+        for (int t = 0; t < MEAN_ARRAYS; t++) {
+            free(m->actions[i].means[t].cells);
+            free(m->actions[i].means[t].pending.requests);
+        }
     }
     free(m->actions);
     for (uint32_t i = 0; i < m->series_count; i++) free(m->series[i].values);

@@ -17,7 +17,9 @@
  *                reproducible.  Standard output is never touched.
  *
  *   REDUCE       called by a routine's code between two kernels: the mean over the processes of a
- *                distributed run (dist.c) of its buffers, fused into one collective call.
+ *                distributed run (dist.c) of its buffers, fused into one collective call per
+ *                type of mean: f32 (f32 buffers, and bf16 and f16 ones widened, their mean
+ *                rounded back once) and f64.
  *
  * In a distributed run process 0 alone prints, plots, draws bars and writes checkpoints (every
  * process learns whether the write worked); every process loads, shuffles and records.
@@ -202,60 +204,93 @@ static int64_t buffer_cells(const tsr_state *s, uint32_t b) {
     return tsr_model_buffer_shape(s->model, b, &rank, &dims, &size, &kind) ? size : -1;
 }
 
-/* Copy REDUCE's buffers into its fused array side by side (`gather`), or back out of it. */
-static void move_fused(tsr_state *s, tsr_action *a, bool gather) {
-    int64_t at = 0;
-    for (uint32_t k = 0; k < a->ref_count; k++) {
-        uint32_t b = a->refs[k];
-        int64_t size = buffer_cells(s, b);
-        if (size > 0 && s->buffers[b]) {
-            if (gather) memcpy(a->fused + at, s->buffers[b], (size_t)size * sizeof *a->fused);
-            else memcpy(s->buffers[b], a->fused + at, (size_t)size * sizeof *a->fused);
-        }
-        at += size;
+/* The array of REDUCE whose type a buffer of `dtype` is averaged in, or -1 for a type that has
+ * no mean (integers). */
+static int mean_array_of(uint8_t dtype) {
+    switch (dtype) {
+    case TSR_DTYPE_F32: case TSR_DTYPE_BF16: case TSR_DTYPE_F16: return MEAN_F32;
+    case TSR_DTYPE_F64: return MEAN_F64;
+    default: return -1;
     }
 }
 
-/* The cells of the buffers of REDUCE or REDUCE_BEGIN `a` side by side in its fused array (kept
- * from call to call), their count in *cells. */
-static int fuse(tsr_state *s, tsr_action *a, int64_t *fused_cells) {
-    int64_t cells = 0;
+/* `size` cells of a buffer of `dtype` into (gather) or out of the mean's array `array` from
+ * cell `at`: f32 and f64 cells as they are; bf16 and f16 cells widened into f32 (exact), and
+ * the mean rounded back to the nearest, once. */
+static void move_cells(void *buffer, void *array, int64_t at, int64_t size, uint8_t dtype, bool gather) {
+    if (dtype == TSR_DTYPE_BF16 || dtype == TSR_DTYPE_F16) {
+        uint16_t *half = buffer;
+        float *wide = (float *)array + at;
+        bool bf16 = dtype == TSR_DTYPE_BF16;
+        for (int64_t i = 0; i < size; i++) {
+            if (gather) wide[i] = bf16 ? tsr_bf16_to_f32(half[i]) : tsr_f16_to_f32(half[i]);
+            else half[i] = bf16 ? tsr_f32_to_bf16(wide[i]) : tsr_f32_to_f16(wide[i]);
+        }
+        return;
+    }
+    size_t bytes = tsr_dtype_cell_bytes(dtype);
+    char *cells = (char *)array + (size_t)at * bytes;
+    if (gather) memcpy(cells, buffer, (size_t)size * bytes);
+    else memcpy(buffer, cells, (size_t)size * bytes);
+}
+
+/* Copy REDUCE's buffers into its arrays side by side (`gather`), or back out of them. */
+static void move_fused(tsr_state *s, tsr_action *a, bool gather) {
+    int64_t at[MEAN_ARRAYS] = {0};
+    for (uint32_t k = 0; k < a->ref_count; k++) {
+        uint32_t b = a->refs[k];
+        uint8_t dtype = tsr_model_buffer_dtype(s->model, b);
+        int t = mean_array_of(dtype);
+        int64_t size = buffer_cells(s, b);
+        if (size > 0 && s->buffers[b]) move_cells(s->buffers[b], a->means[t].cells, at[t], size, dtype, gather);
+        at[t] += size;
+    }
+}
+
+/* The cells of the buffers of REDUCE or REDUCE_BEGIN `a` side by side in its arrays (kept from
+ * call to call), one for each type a mean is computed in. */
+static int fuse(tsr_state *s, tsr_action *a) {
+    int64_t cells[MEAN_ARRAYS] = {0};
     for (uint32_t k = 0; k < a->ref_count; k++) {
         int64_t size = buffer_cells(s, a->refs[k]);
         if (size < 0) return tsr_error(TSR_ERR_IMAGE, "reduce '%s': buffer %u has no cells", a->text, a->refs[k]);
-        if (tsr_model_buffer_dtype(s->model, a->refs[k]) != TSR_DTYPE_F32) /* (one process never gets here) */
-            return tsr_error(TSR_ERR_DIST, "the mean across processes of '%s' (%s): this version averages f32 "
-                             "tensors only", tsr_model_buffer_name(s->model, a->refs[k]),
-                             tsr_dtype_word(tsr_model_buffer_dtype(s->model, a->refs[k])));
-        cells += size;
+        uint8_t dtype = tsr_model_buffer_dtype(s->model, a->refs[k]);
+        int t = mean_array_of(dtype); /* the compiler refuses the others (one process never gets here) */
+        if (t < 0)
+            return tsr_error(TSR_ERR_IMAGE, "the mean across processes of '%s': %s cells have no mean",
+                             tsr_model_buffer_name(s->model, a->refs[k]), tsr_dtype_word(dtype));
+        cells[t] += size;
     }
-    if (cells != a->fused_cells || !a->fused) { /* sizes change only with a run-time size */
-        free(a->fused);
-        a->fused_cells = 0;
-        if (!(a->fused = malloc((size_t)(cells ? cells : 1) * sizeof *a->fused)))
-            return tsr_error(TSR_ERR_NOMEM, "reduce '%s': out of memory for %" PRId64 " cells", a->text, cells);
-        a->fused_cells = cells;
+    for (int t = 0; t < MEAN_ARRAYS; t++) {
+        tsr_mean_array *m = &a->means[t];
+        if (cells[t] == m->count && (m->cells || !cells[t])) continue; /* sizes change only with a run-time size */
+        free(m->cells);
+        m->count = 0;
+        size_t bytes = t == MEAN_F64 ? sizeof(double) : sizeof(float);
+        if (!(m->cells = malloc((size_t)(cells[t] ? cells[t] : 1) * bytes)))
+            return tsr_error(TSR_ERR_NOMEM, "reduce '%s': out of memory for %" PRId64 " cells", a->text, cells[t]);
+        m->count = cells[t];
     }
     for (uint32_t k = 0; k < a->ref_count; k++) { /* the kernels' results, for a GPU state */
         int status = tsr_buffer_to_host(s, a->refs[k], true);
         if (status != TSR_OK) return status;
     }
     move_fused(s, a, true);
-    *fused_cells = cells;
     return TSR_OK;
 }
 
+static uint8_t mean_dtype(int array) { return array == MEAN_F64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32; }
+
 /* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
- * call over their cells side by side. */
+ * call over their cells side by side (one for f32 and half-type cells, one for f64 cells). */
 static int reduce(tsr_state *s, tsr_action *a) {
     if (!tsr_dist_active()) return TSR_OK;
-    int64_t cells;
-    int status = fuse(s, a, &cells);
-    if (status != TSR_OK) return status;
-    status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(a->fused, cells) : tsr_dist_mean(a->fused, cells);
-    if (status != TSR_OK) return status;
-    move_fused(s, a, false);
-    return TSR_OK;
+    int status = fuse(s, a);
+    for (int t = 0; status == TSR_OK && t < MEAN_ARRAYS; t++)
+        if (a->means[t].count)
+            status = tsr_dist_mean_cells(a->means[t].cells, a->means[t].count, mean_dtype(t), tsr_model_reduce_ordered(s->model));
+    if (status == TSR_OK) move_fused(s, a, false);
+    return status;
 }
 
 /* The REDUCE_BEGIN actions of REDUCE_END number `end`, in order: fn on each, stopping at an error. */
@@ -271,25 +306,33 @@ static int each_bucket(tsr_state *s, uint32_t end, int (*fn)(tsr_state *, tsr_ac
 
 static int bucket_progress(tsr_state *s, tsr_action *b) {
     (void)s;
-    return tsr_dist_mean_progress(&b->pending);
+    int status = TSR_OK;
+    for (int t = 0; status == TSR_OK && t < MEAN_ARRAYS; t++) status = tsr_dist_mean_progress(&b->means[t].pending);
+    return status;
 }
 
-/* REDUCE_BEGIN: a bucket's buffers, ready, packed and their mean begun (with --reduce=ordered it
- * waits for the end); the buckets begun before it are moved on, since MPI advances them only
+/* REDUCE_BEGIN: a bucket's buffers, ready, packed and their means begun (with --reduce=ordered
+ * it waits for the end); the buckets begun before it are moved on, since MPI advances them only
  * inside its calls. */
 static int reduce_begin(tsr_state *s, tsr_action *a) {
     if (!tsr_dist_active()) return TSR_OK;
     int status = each_bucket(s, (uint32_t)a->value, bucket_progress);
-    int64_t cells;
-    if (status == TSR_OK) status = fuse(s, a, &cells);
-    if (status == TSR_OK && !tsr_model_reduce_ordered(s->model)) status = tsr_dist_mean_begin(a->fused, cells, &a->pending);
+    if (status == TSR_OK) status = fuse(s, a);
+    for (int t = 0; status == TSR_OK && t < MEAN_ARRAYS && !tsr_model_reduce_ordered(s->model); t++)
+        if (a->means[t].count)
+            status = tsr_dist_mean_begin(a->means[t].cells, a->means[t].count, mean_dtype(t), &a->means[t].pending);
     return status;
 }
 
-/* A bucket's mean finished and its cells put back into its buffers. */
+/* A bucket's means finished and its cells put back into its buffers. */
 static int bucket_end(tsr_state *s, tsr_action *b) {
-    int status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_ordered(b->fused, b->fused_cells)
-                                                    : tsr_dist_mean_end(&b->pending);
+    int status = TSR_OK;
+    for (int t = 0; status == TSR_OK && t < MEAN_ARRAYS; t++) {
+        tsr_mean_array *m = &b->means[t];
+        if (!m->count) continue;
+        status = tsr_model_reduce_ordered(s->model) ? tsr_dist_mean_cells(m->cells, m->count, mean_dtype(t), true)
+                                                    : tsr_dist_mean_end(&m->pending);
+    }
     for (uint32_t k = 0; status == TSR_OK && k < b->ref_count; k++) status = tsr_buffer_to_host(s, b->refs[k], true);
     if (status == TSR_OK) move_fused(s, b, false);
     return status;

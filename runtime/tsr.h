@@ -338,6 +338,9 @@ int tsr_dist_mean(float *cells, int64_t count);
 /* The same mean, the sum taken in rank order 0, 1, …, N-1 on every process: the same bits on
  * every process and in every run, whatever the library's algorithm (slower: an allgather). */
 int tsr_dist_mean_ordered(float *cells, int64_t count);
+/* The same two of double cells, summed in double. */
+int tsr_dist_mean_f64(double *cells, int64_t count);
+int tsr_dist_mean_ordered_f64(double *cells, int64_t count);
 /* *agree = 1 on every process when all hold the same `count` values, else 0 on every process. */
 int tsr_dist_agree(const int64_t *values, int64_t count, int *agree);
 /* End every process of the run with exit status `status` (MPI_Abort; exit() in a run of one). */

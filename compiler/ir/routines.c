@@ -20,6 +20,15 @@
 static void add_collective(Builder *b, const CodeStep *step, AssignList *out) {
     Arena *arena = b->ir->arena;
     build_tensor(b, step->tensor);
+    if (ir_dtype_integer(step->tensor->dtype)) { /* integers have no mean; the float types do */
+        const char *name = step->tensor->shown ? step->tensor->shown : step->tensor->name;
+        diag_error(step->span, "all_reduce_mean averages tensors of f32, f64, bf16 or f16 cells, but %s%s%s is %s: "
+                   "the mean of integers is not an integer", name ? "'" : "", name ? name : "this tensor", name ? "'" : "",
+                   ir_dtype_word(step->tensor->dtype));
+        diag_note(step->span, "average a copy in f32 (to_f32) or f64 (to_f64) instead");
+        b->failed = true;
+        return;
+    }
     TNode node = {step->tensor, step->grad};
     Assignment *last = out->count ? out->items[out->count - 1] : NULL;
     if (!last || !last->collective) {

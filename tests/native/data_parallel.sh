@@ -2,10 +2,10 @@
 # data_parallel.sh — data-parallel training on two processes under Open MPI (run by tests/run.sh;
 # docs/runtime.md, "Training on several processes").
 #
-# The MLP of docs/examples/digits.tsr and the LeNet of docs/examples/lenet.tsr (and the GPT of
-# docs/examples/gpt.tsr at a small size, on token files, below), each compiled
-# twice from its own text: once as shipped (batches of 30, one process) and once with batches of
-# 15, run by `mpirun -np 2` on the same files.  The split rule gives process r the samples r,
+# The MLP of docs/examples/digits.tsr and the LeNet of docs/examples/lenet.tsr (and, below, the
+# MLP with f64 and bf16 parameters and the GPT of docs/examples/gpt.tsr at a small size, on
+# token files), each compiled twice from its own text: once as shipped (batches of 30, one
+# process) and once with batches of 15, run by `mpirun -np 2` on the same files.  The split rule gives process r the samples r,
 # r + 2, … of the file (a sample is one index of the batch axes: an image), so process 0's batch
 # i and process 1's batch i are the even and the odd images of the one-process batch i.
 # Train.step averages the gradients and the loss across the ranks, so:
@@ -74,6 +74,48 @@ for k in a.files:
         assert np.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), (k, np.abs(a[k] - b[k]).max())
 " "$T/one/one.npz" "$T/two/two.npz" 2>"$T/log"
     check "$example: rank 0's checkpoint holds the one-process parameters (1e-5)" $?
+done
+
+# The MLP with f64 and with bf16 parameters (mlp ~dtype; the loss summed in a state tensor of the
+# network's type for f64), one process against two.  An f64 gradient's mean is taken in f64, so
+# the losses and rank 0's checkpoint are one process's to 1e-12 (a mean in f32 would be 1e-7 off);
+# a bf16 one in f32 and rounded once, and each process rounded its half of the batch's gradient
+# to bf16 before the mean, so the losses are one process's to 1 % and the test accuracies to one
+# image in a hundred; both keep the ranks' replicas equal, and --reduce=ordered prints the same
+# bytes twice.
+for dtype in f64 bf16; do
+    sed -e "s/mlp ~hidden/mlp ~dtype:\"$dtype\" ~hidden/" -e 's/loss %\.4f/loss %.17g/' "$ROOT/docs/examples/digits.tsr" >"$T/d_$dtype.tsr"
+    [ $dtype = f64 ] && sed -i -e 's/{ epoch_loss = 0\.; o = \[1\] }/{ epoch_loss = 0.; o = [1]; dtype = "f64" }/' "$T/d_$dtype.tsr"
+    sed -e 's/^let batch = 30$/let batch = 15/' "$T/d_$dtype.tsr" >"$T/d2_$dtype.tsr"
+    grep -q "dtype:\"$dtype\"" "$T/d_$dtype.tsr" && "$TSRC" "$T/d_$dtype.tsr" -o "$T/one/d_$dtype" 2>"$T/log" &&
+        "$TSRC" "$T/d2_$dtype.tsr" -o "$T/two/d_$dtype" 2>"$T/log"
+    check "digits in $dtype: both programs compile" $?
+    (cd "$T/one" && timeout 120 "./d_$dtype" --save "one_$dtype.npz") >"$T/d_$dtype.one" 2>"$T/log" &&
+        (cd "$T/two" && timeout 120 $MPIRUN "./d_$dtype" --save "two_$dtype.npz" --check-replicas) >"$T/d_$dtype.two" 2>"$T/log" &&
+        (cd "$T/two" && timeout 120 $MPIRUN "./d_$dtype" --reduce=ordered) >"$T/d_$dtype.o1" 2>"$T/log" &&
+        (cd "$T/two" && timeout 120 $MPIRUN "./d_$dtype" --reduce=ordered) >"$T/d_$dtype.o2" 2>"$T/log" &&
+        cmp -s "$T/d_$dtype.o1" "$T/d_$dtype.o2"
+    check "digits in $dtype: one process, two (--check-replicas), and --reduce=ordered twice the same" $?
+    "$PYTHON" -c "
+import re, sys
+import numpy as np
+dtype = sys.argv[1]
+loss_tol, accuracy_tol, param_tol = (1e-12, 0, 1e-12) if dtype == 'f64' else (0.01, 1.0, None)
+a, b = (open(f).read().split('\n') for f in sys.argv[2:4])
+assert len(a) == len(b) and len(a) > 2, (len(a), len(b))
+for x, y in zip(a, b):
+    if not x: continue
+    la, lb = (float(re.search(r'loss (\S+)', l).group(1)) for l in (x, y))
+    aa, ab = (float(re.search(r'accuracy (\S+)%', l).group(1)) for l in (x, y))
+    assert abs(la - lb) <= loss_tol * abs(la) and abs(aa - ab) <= accuracy_tol, (x, y)
+one, two = np.load(sys.argv[4]), np.load(sys.argv[5])
+if param_tol:
+    assert one['layer.w'].dtype == np.float64, one['layer.w'].dtype
+    for k in one.files:
+        if one[k].dtype == np.float64:
+            assert np.allclose(one[k], two[k], rtol=param_tol, atol=param_tol), (k, np.abs(one[k] - two[k]).max())
+" $dtype "$T/d_$dtype.one" "$T/d_$dtype.two" "$T/one/one_$dtype.npz" "$T/two/two_$dtype.npz" 2>"$T/log"
+    check "digits in $dtype: the losses and test accuracies of one process (f64: 1e-12, and the checkpoint)" $?
 done
 
 # The GPT example at a small size, whose training data are random windows of a token file:

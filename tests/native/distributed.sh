@@ -9,6 +9,7 @@
 # (MPMD) both stop with the agreement message and status 1, not a hang; --check-replicas passes
 # where the processes agree; --reduce=ordered is accepted; TSR_MPI_LIBRARY naming no library
 # makes --distributed=mpi a clear error with status 1; the reference executor prints once too.
+# tests/native/means_by_type.tsr averages gradients of each float type (bf16, f16, f64, f32).
 # build/unit/dist_test runs under mpirun (its mean, ordered mean and agreement check).
 # Every run has a time limit, so a hang fails.  Open MPI's own banners on stderr ("Primary job
 # terminated normally, but 1 process returned a non-zero exit code") are tolerated: the checks
@@ -101,6 +102,22 @@ if [ $st = 0 ] && cmp -s "$T/out" "$T/one"; then ok; else bad "--distributed=mpi
 (cd "$T/a" && $MPIRUN -np 2 "$TSRC" --run --interp ../p.tsr) >"$T/out" 2>"$T/err"
 st=$?
 if [ $st = 0 ] && [ "$(grep -c '^w2 :' "$T/out")" = 1 ]; then ok; else bad "the reference executor prints once (status $st)"; fi
+
+# Means of every float type (tests/native/means_by_type.tsr, its golden means_by_type.np2): bf16
+# and f16 gradients averaged in f32 and rounded once to nearest even, f64 ones in f64, f32 ones in
+# f32; the same bits with --reduce=ordered, in buckets that mix the types (--bucket-cells 6: the
+# loss, ws.grad and wd.grad in one, wh.grad and wb.grad in another), and in the reference executor.
+mkdir "$T/m"
+src=$(pwd)/tests/native/means_by_type
+if "${PYTHON:-/usr/bin/python3}" "$src.py" "$T/m" >"$T/log" 2>&1 && "$TSRC" "$src.tsr" -o "$T/m/means" >>"$T/log" 2>&1 &&
+   "$TSRC" --bucket-cells 6 "$src.tsr" -o "$T/m/buckets" >>"$T/log" 2>&1; then
+    for run in "./means" "./means --reduce=ordered" "./buckets" "./buckets --reduce=ordered" "$TSRC --run --interp $src.tsr"; do
+        (cd "$T/m" && TSR_PRINT_EXACT=1 $MPIRUN -np 2 $run) >"$T/out" 2>"$T/err"
+        st=$?
+        if [ $st = 0 ] && cmp -s "$T/out" "$src.np2"; then ok
+        else diff "$src.np2" "$T/out" >>"$T/err" 2>&1; bad "means of bf16, f16, f64 and f32 gradients: $run (status $st)"; fi
+    done
+else fail "means_by_type: its data or its executables"; fi
 
 # The communicator's operations (tests/unit/dist_test.c) under two and three processes.
 for n in 2 3; do

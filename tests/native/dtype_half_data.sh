@@ -13,7 +13,7 @@
 #     printed values, and their f32 master copies (v's rounding to v) and f32 moments; a run of 2 epochs, saved, loaded by a
 #     fresh process that runs 2 more, prints what a run of 4 prints, bit for bit;
 #   - a float64 array written by NumPy loads into the parameters rounded once; under mpirun (when
-#     installed) two processes stop at the mean of the bf16 gradient, with a message;
+#     installed) two processes average the bf16 and f16 gradients and keep equal replicas;
 #   - the header's accessors of bf16 and f16 tensors return uint16_t * (a C driver reads the bits
 #     through them and tsr.h's conversions), the manifest says "bfloat16" and "float16";
 #   - Python: an f16 tensor is a float16 view, a bf16 tensor a uint16 view of its bits;
@@ -158,14 +158,20 @@ cat "$T/show.native.err" "$T/show.interp.err" >"$T/log"
 if [ $native = 0 ] && [ $interp = 0 ] && cmp -s "$T/show.native" "$T/third.want" && cmp -s "$T/show.interp" "$T/third.want"; then pass
 else cat "$T/show.native" "$T/third.want" >>"$T/log"; fail "a float64 array written by NumPy loads into bf16 and f16 parameters, rounded once"; fi
 
-# Two processes: the mean across them refuses a bf16 gradient with a message (one process trains).
+# Two processes: the bf16 and f16 gradients are averaged (in f32, rounded once; the exact cases
+# are tests/native/means_by_type.tsr): the run prints once, its replicas agree bit for bit, and
+# the library's sum and the ordered one print the same (two terms add in either order alike).
 if command -v mpirun >/dev/null 2>&1; then
     mkdir -p "$T/mpi"
-    (cd "$T/mpi" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
-        OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 60 mpirun --oversubscribe -np 2 "$T/train") \
-        >"$T/mpi.out" 2>"$T/log"
-    if [ $? != 0 ] && grep -q "the mean across processes of 'w.grad' (bf16): this version averages f32 tensors only" "$T/log"
-    then pass; else fail "two processes: the mean of a bf16 gradient stops with a message"; fi
+    for reduce in fast ordered; do
+        (cd "$T/mpi" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
+            OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 60 mpirun --oversubscribe -np 2 "$T/train" \
+            --check-replicas --reduce=$reduce) >"$T/mpi.$reduce" 2>"$T/log"
+        echo $? >"$T/mpi.$reduce.status"
+    done
+    if [ "$(cat "$T/mpi.fast.status")" = 0 ] && [ "$(cat "$T/mpi.ordered.status")" = 0 ] &&
+       [ "$(grep -c '^w :' "$T/mpi.fast")" = 1 ] && cmp -s "$T/mpi.fast" "$T/mpi.ordered"
+    then pass; else fail "two processes: bf16 and f16 gradients averaged, replicas equal, fast = ordered"; fi
 fi
 
 # The header, a C driver and the manifest.

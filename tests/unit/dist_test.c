@@ -7,7 +7,8 @@
  * (fast, and ordered over arrays larger than one collective piece) is the mean of what the
  * processes held, the ordered mean has exactly the bits of a sum in rank order on every process,
  * and the agreement check says yes for equal values and no (on every process) for different
- * ones.  Under mpirun every process prints its failures; process 0 prints the run's total.
+ * ones; the f64 means add in f64.  Under mpirun every process prints its failures; process 0
+ * prints the run's total.
  *
  * Alone, it also checks the readers of sharded data sets for process r of N (they take the shard
  * as arguments, so one process can play every rank): a .npy and a CSV file of N·D0 rows give
@@ -152,11 +153,49 @@ static void alone(void) {
           NULL);
     check(tsr_dist_mean_ordered(cells, 5) == TSR_OK && memcmp(cells, before, sizeof cells) == 0,
           "the ordered mean of one is the identity", NULL);
+    double wide[3] = {1 + 0x1p-40, -0.0, 1e300}, wide_before[3];
+    memcpy(wide_before, wide, sizeof wide);
+    check(tsr_dist_mean_f64(wide, 3) == TSR_OK && tsr_dist_mean_ordered_f64(wide, 3) == TSR_OK &&
+              memcmp(wide, wide_before, sizeof wide) == 0, "the f64 means of one are the identity", NULL);
     int64_t values[3] = {1, 2, 3};
     int agree = 0;
     check(tsr_dist_agree(values, 3, &agree) == TSR_OK && agree == 1, "one process agrees with itself", NULL);
     check(tsr_dist_finalize() == TSR_OK, "finalize without MPI", NULL);
     printf("%u passed, %u failed\n", passed, failed);
+}
+
+/* Process r's f64 cell i: differences of 2^-40 that an f32 sum would lose. */
+static double wide_cell_of(int r, int64_t i) { return 1.0 + (double)(r + 1) * 0x1p-40 + (double)(i % 1000) * 1e-3; }
+
+/* The f64 means: summed in f64 (the fast one to 1e-15, the ordered one bit for bit in rank
+ * order), an f32 sum would miss the 2^-40 steps. */
+static void f64_means(int rank, int size) {
+    int64_t count = 1000 * 1000 + 3;
+    double *fast = malloc((size_t)count * sizeof *fast), *ordered = malloc((size_t)count * sizeof *ordered);
+    if (!fast || !ordered) {
+        check(false, "memory", NULL);
+        free(fast);
+        free(ordered);
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) fast[i] = ordered[i] = wide_cell_of(rank, i);
+    check(tsr_dist_mean_f64(fast, count) == TSR_OK, "fast f64 mean", tsr_last_error());
+    check(tsr_dist_mean_ordered_f64(ordered, count) == TSR_OK, "ordered f64 mean", tsr_last_error());
+    int64_t wrong_fast = -1, wrong_ordered = -1;
+    for (int64_t i = 0; i < count; i++) {
+        double sum = wide_cell_of(0, i);
+        for (int r = 1; r < size; r++) sum += wide_cell_of(r, i);
+        double want = sum / size;
+        if (wrong_ordered < 0 && memcmp(&want, &ordered[i], sizeof want) != 0) wrong_ordered = i;
+        if (wrong_fast < 0 && fabs(fast[i] - want) > 1e-15 * fabs(want)) wrong_fast = i;
+    }
+    char detail[128];
+    snprintf(detail, sizeof detail, "cell %lld", (long long)wrong_fast);
+    check(wrong_fast < 0, "the fast f64 mean is the mean to 1e-15", detail);
+    snprintf(detail, sizeof detail, "cell %lld", (long long)wrong_ordered);
+    check(wrong_ordered < 0, "the ordered f64 mean is the f64 sum in rank order, bit for bit", detail);
+    free(fast);
+    free(ordered);
 }
 
 static void several(void) {
@@ -206,6 +245,8 @@ static void several(void) {
     check(tsr_dist_agree(hash, 2, &agree) == TSR_OK && agree == 1, "the ordered mean: the same bits on every process", NULL);
     free(fast);
     free(ordered);
+
+    f64_means(rank, size);
 
     int64_t same[3] = {7, -1, INT64_MAX}, mine[3] = {7, rank, 9};
     check(tsr_dist_agree(same, 3, &agree) == TSR_OK && agree == 1, "equal values agree", NULL);
