@@ -184,27 +184,34 @@ static int gpu_current(const tsr_gpu *g) {
     return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "cannot use the GPU's context");
 }
 
-/* The device number TSR_CUDA_DEVICE names (default 0), or -1 with an error recorded. */
-static int device_number(int count) {
-    const char *text = getenv("TSR_CUDA_DEVICE");
-    if (!text || !text[0]) return 0;
+/* A process's GPU (internal.h).  Without TSR_CUDA_DEVICE, the processes of a distributed run on
+ * one machine take one GPU each in rank order where there are as many; where a launcher shows
+ * each process only its own (Slurm's --gpus-per-task, a CUDA_VISIBLE_DEVICES a process), count
+ * is 1 and that one is taken; where there are fewer GPUs than processes, they are shared in
+ * turn.  A run of one process has local rank 0: GPU 0. */
+int tsr_gpu_device_for(int count, const char *chosen, int local_rank) {
+    if (count <= 0) {
+        tsr_error(TSR_ERR_GPU, "the CUDA driver found no GPU");
+        return -1;
+    }
+    if (!chosen || !chosen[0]) return local_rank >= 0 ? local_rank % count : 0;
     char *end;
-    long n = strtol(text, &end, 10);
-    if (*end || n < 0 || n >= count) {
-        tsr_error(TSR_ERR_GPU, "TSR_CUDA_DEVICE=%s: there is no such GPU (the driver found %d: 0..%d)", text, count,
+    long n = strtol(chosen, &end, 10);
+    if (*end || end == chosen || n < 0 || n >= count) {
+        tsr_error(TSR_ERR_GPU, "TSR_CUDA_DEVICE=%s: there is no such GPU (the driver found %d: 0..%d)", chosen, count,
                   count - 1);
         return -1;
     }
     return (int)n;
 }
 
-/* Device 0 (or TSR_CUDA_DEVICE's) and its primary context, current on this thread. */
+/* This process's GPU (tsr_gpu_device_for) and its primary context, current on this thread. */
 static int open_context(tsr_gpu *g) {
     int count = 0;
     CUresult r = cu.DeviceGetCount(&count);
     if (r != CUDA_SUCCESS) return cu_error(r, "the CUDA driver cannot count the GPUs; %s", needs_gpu);
     if (count <= 0) return tsr_error(TSR_ERR_GPU, "the CUDA driver found no GPU; %s", needs_gpu);
-    int ordinal = device_number(count);
+    int ordinal = tsr_gpu_device_for(count, getenv("TSR_CUDA_DEVICE"), tsr_dist_local_rank());
     if (ordinal < 0) return TSR_ERR_GPU;
     if ((r = cu.DeviceGet(&g->device, ordinal)) != CUDA_SUCCESS) return cu_error(r, "cannot open GPU %d", ordinal);
     if ((r = cu.DevicePrimaryCtxRetain(&g->context, g->device)) != CUDA_SUCCESS) {

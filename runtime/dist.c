@@ -21,6 +21,8 @@
  *   ordered mean  the same numbers, but every process gathers every process's cells and adds
  *                 them in rank order 0, 1, …, N-1, so every process gets the same bits whatever
  *                 algorithm the library's allreduce uses (memory: N times a piece of the array);
+ *   machine       at the start, this process's rank among the processes of its machine (the
+ *                 processes that share memory, MPI_Comm_split_type) and their count;
  *   agreement     every process learns whether all hold the same int64 values, and where not, the
  *                 first value that differs with two processes' values, for a message;
  *   broadcast     an int64 from rank 0 (a checkpoint's status);
@@ -43,6 +45,7 @@
 typedef void *MpiHandle;
 #define MPI_IN_PLACE_OMPI ((void *)1)
 enum { MPI_SUCCESS_CODE = 0, MPI_ERROR_TEXT_BYTES = 256 };
+enum { MPI_COMM_TYPE_SHARED_OMPI = 0 }; /* Open MPI's MPI_COMM_TYPE_SHARED: the processes of one machine */
 
 static struct {
     int (*Initialized)(int *flag);
@@ -51,6 +54,8 @@ static struct {
     int (*Comm_rank)(MpiHandle comm, int *rank);
     int (*Comm_size)(MpiHandle comm, int *size);
     int (*Comm_set_errhandler)(MpiHandle comm, MpiHandle handler);
+    int (*Comm_split_type)(MpiHandle comm, int split_type, int key, MpiHandle info, MpiHandle *part);
+    int (*Comm_free)(MpiHandle *comm);
     int (*Allreduce)(const void *send, void *receive, int count, MpiHandle type, MpiHandle op, MpiHandle comm);
     int (*Iallreduce)(const void *send, void *receive, int count, MpiHandle type, MpiHandle op, MpiHandle comm,
                       MpiHandle *request);
@@ -62,7 +67,7 @@ static struct {
     int (*Abort)(MpiHandle comm, int code);
     int (*Finalize)(void);
     int (*Error_string)(int code, char *text, int *length);
-    MpiHandle world, float_type, double_type, int64_type, sum, errors_return;
+    MpiHandle world, float_type, double_type, int64_type, sum, errors_return, info_null;
 } mpi;
 
 static const struct {
@@ -75,6 +80,8 @@ static const struct {
     {"MPI_Comm_rank", (void **)&mpi.Comm_rank},
     {"MPI_Comm_size", (void **)&mpi.Comm_size},
     {"MPI_Comm_set_errhandler", (void **)&mpi.Comm_set_errhandler},
+    {"MPI_Comm_split_type", (void **)&mpi.Comm_split_type},
+    {"MPI_Comm_free", (void **)&mpi.Comm_free},
     {"MPI_Allreduce", (void **)&mpi.Allreduce},
     {"MPI_Iallreduce", (void **)&mpi.Iallreduce},
     {"MPI_Waitall", (void **)&mpi.Waitall},
@@ -89,15 +96,17 @@ static const struct {
     {"ompi_mpi_int64_t", &mpi.int64_type},
     {"ompi_mpi_op_sum", &mpi.sum},
     {"ompi_mpi_errors_return", &mpi.errors_return},
+    {"ompi_mpi_info_null", &mpi.info_null},
 };
 
 /* The communicator of this process. */
 static struct {
     bool started, uses_mpi, finalized, collective_failure;
     int rank, size;
+    int local_rank, local_size; /* among the processes on this machine (that share memory) */
     void *library;
     const char *library_name;
-} comm = {.rank = 0, .size = 1};
+} comm = {.rank = 0, .size = 1, .local_rank = 0, .local_size = 1};
 
 /* Collective calls move at most this many cells at once (MPI counts are int). */
 enum { PIECE_CELLS = 1 << 22 };
@@ -199,6 +208,13 @@ int tsr_dist_start(const char *engine) {
     if (code == MPI_SUCCESS_CODE) code = mpi.Comm_rank(mpi.world, &comm.rank);
     if (code == MPI_SUCCESS_CODE) code = mpi.Comm_size(mpi.world, &comm.size);
     if (code != MPI_SUCCESS_CODE) return mpi_error(code, "cannot learn the processes of the run");
+    /* This machine's processes, ordered by rank: which GPU a process takes (cuda.c). */
+    MpiHandle machine = NULL;
+    code = mpi.Comm_split_type(mpi.world, MPI_COMM_TYPE_SHARED_OMPI, comm.rank, mpi.info_null, &machine);
+    if (code == MPI_SUCCESS_CODE) code = mpi.Comm_rank(machine, &comm.local_rank);
+    if (code == MPI_SUCCESS_CODE) code = mpi.Comm_size(machine, &comm.local_size);
+    if (machine && code == MPI_SUCCESS_CODE) code = mpi.Comm_free(&machine);
+    if (code != MPI_SUCCESS_CODE) return mpi_error(code, "cannot learn the processes on this machine (MPI_Comm_split_type)");
     comm.started = comm.uses_mpi = true;
     if (!initialized) atexit(finalize_at_exit); /* ours to finalize */
     return TSR_OK;
@@ -206,6 +222,8 @@ int tsr_dist_start(const char *engine) {
 
 int tsr_dist_rank(void) { return comm.rank; }
 int tsr_dist_size(void) { return comm.size; }
+int tsr_dist_local_rank(void) { return comm.local_rank; }
+int tsr_dist_local_size(void) { return comm.local_size; }
 bool tsr_dist_active(void) { return comm.uses_mpi && !comm.finalized && comm.size > 1; }
 
 /* The MPI datatype of cells of `dtype` (TSR_DTYPE_F32 or TSR_DTYPE_F64), and their size. */

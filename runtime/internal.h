@@ -170,6 +170,11 @@ tsr_gpu *tsr_state_gpu(const tsr_state *state);
 tsr_gpu *tsr_gpu_open(tsr_state *state, const tsr_gpu_section *section);
 /* Wait for the GPU, free device memory, unload the module, release the context (NULL: nothing). */
 void tsr_gpu_close(tsr_gpu *gpu);
+/* The GPU that a state of this process opens among the `count` the driver sees: the number
+ * `chosen` gives (TSR_CUDA_DEVICE's text; NULL or "" when unset), the same for every process;
+ * else `local_rank` (tsr_dist_local_rank()) modulo count.  -1 with a TSR_ERR_GPU error when
+ * chosen is not a number of a GPU the driver has. */
+int tsr_gpu_device_for(int count, const char *chosen, int local_rank);
 /* Coherence for the runtime's own reads and writes of s->buffers[b]: bring the host copy up to
  * date (device→host when the device's is newer); with `write`, mark it newer than the device's
  * afterwards (the caller is about to change it).  TSR_OK at once for CPU states and for buffers

@@ -332,6 +332,11 @@ static inline uint16_t tsr_f64_to_f16(double d) { return tsr_f32_to_f16(tsr_f64_
 int tsr_dist_start(const char *engine);
 int tsr_dist_rank(void);
 int tsr_dist_size(void);
+/* This process's number among the processes on its machine (in rank order), and their count:
+ * 0 and 1 until started and without MPI.  A --target=cuda state opens GPU local_rank modulo the
+ * GPUs the process sees (docs/runtime.md §19). */
+int tsr_dist_local_rank(void);
+int tsr_dist_local_size(void);
 /* In place: every cell becomes the mean over the processes of that cell (the library's
  * allreduce, then a division by the number of processes). */
 int tsr_dist_mean(float *cells, int64_t count);

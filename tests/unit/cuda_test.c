@@ -7,7 +7,8 @@
  * range, too many threads a block, a zero grid, no kernels, has_gpu 2, every truncation of the
  * section) give TSR_ERR_IMAGE "the model image is malformed"; (c) for an image without a GPU
  * section, tsr_state_host_buffer returns s->buffers[b], the sync calls return TSR_OK and a launch
- * is refused.  When the real driver (libcuda.so.1) loads and finds a GPU, it also runs the kernel:
+ * is refused; (d) the GPU a process opens (TSR_CUDA_DEVICE, else its rank on its machine modulo
+ * the GPUs it sees).  When the real driver (libcuda.so.1) loads and finds a GPU, it also runs the kernel:
  * values cross both ways only as the coherence says (launch, host writes, checkpoint save and
  * load of device-newer buffers, more than 48 KiB of dynamic shared memory), a PTX that does not
  * assemble names the arch and the JIT's log, and a kernel that traps fails at the next
@@ -173,6 +174,26 @@ static void test_no_driver(void) {
     check(strcmp(tsr_status_text(TSR_ERR_GPU), "GPU error") == 0, "status text", tsr_status_text(TSR_ERR_GPU));
 }
 
+/* Which GPU a process opens (no GPU needed): TSR_CUDA_DEVICE's number for every process;
+ * else its rank among its machine's processes, modulo the GPUs it sees. */
+static void test_device_choice(void) {
+    check(tsr_gpu_device_for(8, NULL, 0) == 0 && tsr_gpu_device_for(8, "", 0) == 0, "one process: GPU 0", NULL);
+    bool each_own = true;
+    for (int local = 0; local < 8; local++) each_own = each_own && tsr_gpu_device_for(8, NULL, local) == local;
+    check(each_own, "eight processes on a machine of eight GPUs: one each, in rank order", NULL);
+    check(tsr_gpu_device_for(1, NULL, 5) == 0, "a process that sees only its own GPU (--gpus-per-task) takes it", NULL);
+    check(tsr_gpu_device_for(2, NULL, 2) == 0 && tsr_gpu_device_for(2, NULL, 3) == 1,
+          "four processes on two GPUs share them in turn", NULL);
+    check(tsr_gpu_device_for(8, "3", 5) == 3, "TSR_CUDA_DEVICE wins over the local rank", NULL);
+    last_status = TSR_OK;
+    check(tsr_gpu_device_for(2, "2", 0) == -1 && last_status == TSR_ERR_GPU &&
+              strcmp(tsr_last_error(), "TSR_CUDA_DEVICE=2: there is no such GPU (the driver found 2: 0..1)") == 0,
+          "TSR_CUDA_DEVICE past the last GPU is an error naming the range", tsr_last_error());
+    check(tsr_gpu_device_for(2, "one", 0) == -1 && tsr_gpu_device_for(2, "-1", 0) == -1 &&
+              tsr_gpu_device_for(2, "1x", 0) == -1, "TSR_CUDA_DEVICE that is not a GPU's number is an error", NULL);
+    check(tsr_gpu_device_for(0, NULL, 0) == -1, "no GPU at all is an error", NULL);
+}
+
 static void test_malformed(void) {
     static const struct {
         const char *what;
@@ -297,6 +318,7 @@ static void test_gpu(void) {
 int main(void) {
     tsr_set_error_hook(hook, NULL);
     test_no_driver();
+    test_device_choice();
     test_malformed();
     test_cpu_state();
     test_gpu();

@@ -3,7 +3,8 @@
  * Run alone (as tests/run.sh runs every unit test): a run of one process, without MPI — rank 0,
  * size 1, the means leave every bit as it was, values agree; an unknown engine and an MPI library
  * that cannot be loaded are errors with a message.  Run under `mpirun -np N` (N > 1;
- * tests/native/distributed.sh does): "auto" finds MPI, the rank and size are right, the mean
+ * tests/native/distributed.sh does): "auto" finds MPI, the rank and size are right (and the
+ * rank and count among the processes on this machine, against Open MPI's variables), the mean
  * (fast, and ordered over arrays larger than one collective piece) is the mean of what the
  * processes held, the ordered mean has exactly the bits of a sum in rank order on every process,
  * and the agreement check says yes for equal values and no (on every process) for different
@@ -147,6 +148,7 @@ static void alone(void) {
     unsetenv("TSR_MPI_LIBRARY");
     check(tsr_dist_start("auto") == TSR_OK, "auto alone starts", tsr_last_error());
     check(tsr_dist_rank() == 0 && tsr_dist_size() == 1 && !tsr_dist_active(), "auto alone: one process", NULL);
+    check(tsr_dist_local_rank() == 0 && tsr_dist_local_size() == 1, "alone: process 0 of 1 on this machine", NULL);
     float cells[5] = {1.5f, -0.0f, NAN, 3e38f, 1e-45f}, before[5];
     memcpy(before, cells, sizeof cells);
     check(tsr_dist_mean(cells, 5) == TSR_OK && memcmp(cells, before, sizeof cells) == 0, "the mean of one is the identity",
@@ -205,6 +207,9 @@ static void several(void) {
     check(tsr_dist_active() && size > 1 && launched && size == atoi(launched), "the size is the launcher's", NULL);
     check(rank >= 0 && rank < size && getenv("OMPI_COMM_WORLD_RANK") && rank == atoi(getenv("OMPI_COMM_WORLD_RANK")),
           "the rank is the launcher's", NULL);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    check(local && local_size && tsr_dist_local_rank() == atoi(local) && tsr_dist_local_size() == atoi(local_size),
+          "the rank and count on this machine are the launcher's", NULL);
 
     /* Larger than one collective piece (4M cells), so that the pieces are tested too. */
     int64_t count = 5 * 1000 * 1000 + 7;
