@@ -345,6 +345,19 @@ if [ "$(status)" = 0 ] && [ "$v4" = 12 ] && [ "$v3" = 18 ]
 then pass "schedule: row reductions transpose W rows at a time (x86-64-v4 12 nests, v3 18)"
 else fail "schedule: row reductions transpose W rows at a time" "x86-64-v4: $v4 nests (12 expected), x86-64-v3: $v3 (18)" "$TMP/out"; fi
 
+# Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
+# golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
+# norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the
+# named h keeps its gradient's buffer.
+run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/local_cells.tsr
+v4=$(grep -o "schedule: [^;]*never stored" "$TMP/out" | grep -c '^schedule: _')
+h4=$(grep -c "h.grad's cells kept" "$TMP/out")
+run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/local_cells.tsr
+v3=$(grep -o "schedule: [^;]*never stored" "$TMP/out" | grep -c '^schedule: _')
+if [ "$(status)" = 0 ] && [ "$v4" = 6 ] && [ "$v3" = 6 ] && [ "$h4" = 0 ]
+then pass "schedule: gradients inside one fused nest are locals (6 at x86-64-v4 and v3; not the named h's)"
+else fail "schedule: gradients inside one fused nest are locals" "x86-64-v4: $v4 (6 expected), x86-64-v3: $v3 (6), h: $h4 (0)" "$TMP/out"; fi
+
 # A convolution's backward pass (tests/native/conv_schedule.tsr, whose .out golden checks the
 # values natively): at x86-64-v4 the forward's one-vector tile takes 8 rows, the input gradient
 # is untangled inside a parallel loop over the batch, and the kernel gradient over 6 input

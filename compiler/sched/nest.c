@@ -425,3 +425,122 @@ void fuse_pointwise(Sched *s) {
     }
     fn->body = body;
 }
+
+/* ---- Rewrite 4b: cells that never leave their nest ------------------------------------------------ */
+
+/* The innermost loop of a fused pointwise nest (fuse_pointwise's: parallel plain loops, one
+ * inside the other, around two or more stores), or NULL for any other statement. */
+static IrStmt *fused_stores(IrStmt *top) {
+    IrStmt *st = top;
+    uint32_t depth = 0;
+    while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && depth < MAX_LOOPS) {
+        depth++;
+        if (st->body.count != 1 || st->body.items[0]->kind != IR_LOOP) break;
+        st = st->body.items[0];
+    }
+    if (st->kind != IR_LOOP || !st->parallel || st->mode != LOOP_PLAIN || st->body.count < 2) return NULL;
+    for (uint32_t i = 0; i < st->body.count; i++)
+        if (st->body.items[i]->kind != IR_STORE) return NULL;
+    return st;
+}
+
+/* In e, every load of `buffer` becomes a read of local `local` (of `type`).  The caller made sure
+ * that no other statement holds these nodes: nothing outside the nest loads the buffer. */
+static void loads_to_local(IrExpr *e, uint32_t buffer, uint32_t local, DType type) {
+    if (e->kind == IR_LOAD && e->buffer == buffer) {
+        *e = (IrExpr){.kind = IR_LOCAL, .type = type, .local = local};
+    } else if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) loads_to_local(e->args[i], buffer, local, type);
+    }
+}
+
+/* Whether buffer b of the fused stores `body` can live in a local: its first access there is a
+ * store whose value does not read it, so every cell it reads in an iteration was written
+ * earlier in the same iteration (fuse_pointwise joined the stores only where every buffer they
+ * store is accessed at one index). */
+static bool written_first(const IrProgram *ir, const IrBlock *body, uint32_t b) {
+    for (uint32_t i = 0; i < body->count; i++) {
+        const IrStmt *st = body->items[i];
+        if (ir_expr_loads(ir, st->value, b)) return false;
+        if (st->buffer == b) return true;
+    }
+    return false;
+}
+
+/* Buffers that something other than the loop IR sees: kept (named, parameters, inputs),
+ * training state (checkpoints), data sets' fields, prints, exports and the runtime's actions. */
+static void mark_seen_outside(const IrProgram *ir, bool *seen) {
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        const IrBuffer *buf = &ir->buffers[b];
+        seen[b] = buf->keep || buf->training_state || buf->is_virtual || buf->kernel_local ||
+                  (buf->dtype != DTYPE_F32 && buf->dtype != DTYPE_F64);
+    }
+    for (uint32_t d = 0; d < ir->dataset_count; d++)
+        for (uint32_t f = 0; f < ir->datasets[d].field_count; f++) seen[ir->datasets[d].fields[f]] = true;
+    for (uint32_t p = 0; p < ir->print_count; p++)
+        for (uint32_t a = 0; a < ir->prints[p].arg_count; a++)
+            if (ir->prints[p].args[a].kind == IRP_BUFFER) seen[ir->prints[p].args[a].ref] = true;
+    for (uint32_t e = 0; e < ir->export_count; e++) seen[ir->exports[e].buffer] = true;
+    for (uint32_t a = 0; a < ir->action_count; a++)
+        for (uint32_t k = 0; k < ir->actions[a].buffer_count; k++) seen[ir->actions[a].buffers[k]] = true;
+}
+
+/* How many top-level statements of the whole program touch each buffer, into `touching`; false
+ * (nothing counted) when a statement other than a call of the runtime touches what it cannot
+ * name (a tensor-core step, a barrier: the GPU's). */
+static bool count_touching(const IrProgram *ir, uint32_t *touching) {
+    uint32_t words = (ir->buffer_count + 63) / 64;
+    uint64_t *sets = calloc(2 * (size_t)(words ? words : 1), sizeof *sets);
+    if (!sets) return false;
+    bool ok = true;
+    for (uint32_t f = 0; f < ir->function_count && ok; f++)
+        for (uint32_t i = 0; i < ir->functions[f].body.count && ok; i++) {
+            const IrStmt *top = ir->functions[f].body.items[i];
+            memset(sets, 0, 2 * (size_t)words * sizeof *sets);
+            Touched t = {sets, sets + words, false};
+            stmt_accesses(ir, top, &t);
+            if (t.everything && top->kind != IR_CALL) ok = false;
+            for (uint32_t b = 0; b < ir->buffer_count; b++)
+                if (((t.loads[b / 64] | t.stores[b / 64]) >> (b % 64)) & 1) touching[b]++;
+        }
+    free(sets);
+    return ok;
+}
+
+void local_cells(IrProgram *ir) {
+    uint32_t *touching = calloc(ir->buffer_count + 1, sizeof *touching);
+    bool *seen = calloc(ir->buffer_count + 1, sizeof *seen);
+    if (!touching || !seen || !count_touching(ir, touching)) { /* an optimisation: without it, none */
+        free(touching);
+        free(seen);
+        return;
+    }
+    mark_seen_outside(ir, seen);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        IrFunction *fn = &ir->functions[f];
+        for (uint32_t i = 0; i < fn->body.count; i++) {
+            IrStmt *top = fn->body.items[i], *inner = fused_stores(top);
+            if (!inner || ir_stmt_gathers(ir, top)) continue;
+            IrBlock *body = &inner->body;
+            for (uint32_t k = 0; k < body->count; k++) {
+                IrStmt *st = body->items[k];
+                uint32_t b = st->kind == IR_STORE ? st->buffer : UINT32_MAX;
+                if (b == UINT32_MAX || touching[b] != 1 || seen[b] || !written_first(ir, body, b)) continue;
+                uint32_t local = fn->local_count++;
+                DType type = ir->buffers[b].dtype;
+                for (uint32_t j = 0; j < body->count; j++) {
+                    IrStmt *other = body->items[j];
+                    if (other->kind == IR_STORE || other->kind == IR_SET_LOCAL) loads_to_local(other->value, b, local, type);
+                    if (other->kind == IR_STORE && other->buffer == b)
+                        *other = (IrStmt){.kind = IR_SET_LOCAL, .local = local, .value = other->value,
+                                          .comment = other->comment};
+                }
+                touching[b] = 0;
+                top->comment = arena_printf(ir->arena, "%s; schedule: %s's cells kept in l%u, never stored",
+                                            top->comment ? top->comment : "a pointwise nest", ir->buffers[b].name, local);
+            }
+        }
+    }
+    free(touching);
+    free(seen);
+}

@@ -984,4 +984,5 @@ void schedule(IrProgram *ir, const Target *target) {
         free(s.mapped);
     }
     if (target->kind == TARGET_CUDA) schedule_gpu(ir, target);
+    else local_cells(ir);
 }

@@ -146,6 +146,12 @@ bool init_is_plain(const IrProgram *ir, const Reduction *r);
  * neighbours.  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
  * kernel of thousands of statements would be more than LLVM should see at once. */
 void fuse_pointwise(Sched *s);
+/* Rewrite 4b, for the CPU after every function's fusion: a buffer that one fused pointwise nest
+ * alone touches in the whole program, nothing outside the loop IR sees (sched/nest.c:
+ * mark_seen_outside) and every iteration writes before reading (an f32 or f64 gradient passed
+ * along inside a fused backward chain) becomes a local of the nest: its cells are never stored.
+ * The same values in the same order. */
+void local_cells(IrProgram *ir);
 
 /* ---- sched_tile.c: rewrite 1, register-tiled contractions ------------------------------------------- */
 
