@@ -345,6 +345,18 @@ if [ "$(status)" = 0 ] && [ "$v4" = 12 ] && [ "$v3" = 18 ]
 then pass "schedule: row reductions transpose W rows at a time (x86-64-v4 12 nests, v3 18)"
 else fail "schedule: row reductions transpose W rows at a time" "x86-64-v4: $v4 nests (12 expected), x86-64-v3: $v3 (18)" "$TMP/out"; fi
 
+# One packed copy for two products (tests/native/shared_packing.tsr, whose golden checks the
+# values; sched/nest.c rewrite 1c): routine `both` packs a once for its two products, routine
+# `apart`, which halves a between them, twice — at x86-64-v4 and at x86-64-v3.
+for cpu in x86-64-v4 x86-64-v3; do
+    run_tsrc --emit=sched-ir --cpu=$cpu -o - tests/native/shared_packing.tsr
+    shared=$(grep -c 'also read in place of a.rows' "$TMP/out")
+    packs=$(grep -c 'schedule: pack a into' "$TMP/out")
+    if [ "$(status)" = 0 ] && [ "$shared" = 1 ] && [ "$packs" = 3 ]
+    then pass "schedule: two products share one packed copy of a, not across a change of it ($cpu)"
+    else fail "schedule: two products share one packed copy ($cpu)" "$shared shared (1 expected), $packs packings (3)" "$TMP/out"; fi
+done
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

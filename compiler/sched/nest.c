@@ -6,7 +6,9 @@
  * what an index or expression does with an iterator; and rewrite 4, which both targets run last:
  * a pointwise nest moved down to the next pointwise nest over the same extents that uses what it
  * touches, past independent statements (sink_pointwise), then neighbouring pointwise nests over
- * loops of the same extents fused into one (fuse_pointwise).
+ * loops of the same extents fused into one (fuse_pointwise).  Also the CPU's rewrite 1c, one
+ * packed copy read by every product that would pack the same cells alike (share_packing), and
+ * rewrite 4b, a buffer that lives only inside one fused nest kept in a local (local_cells).
  *
  * Requires: a verified, optimised IrProgram; a Sched whose substitution table covers the
  * function's iterators from before scheduling (sched.c's schedule()). */
@@ -543,4 +545,177 @@ void local_cells(IrProgram *ir) {
     }
     free(touching);
     free(seen);
+}
+
+/* ---- Rewrite 1c: one packed copy of an operand for several products ------------------------------ */
+
+/* The one buffer that top-level statement `st` stores, when it is a scratch copy the schedule
+ * made (a packing nest: a loop that stores only into one BUF_SCRATCH buffer of the state and
+ * does not read it); else UINT32_MAX. */
+static uint32_t packed_copy(const IrProgram *ir, const IrStmt *st, const Touched *t) {
+    if (st->kind != IR_LOOP || t->everything) return UINT32_MAX;
+    uint32_t words = (ir->buffer_count + 63) / 64, found = UINT32_MAX;
+    for (uint32_t w = 0; w < words; w++) {
+        if (!t->stores[w]) continue;
+        if (found != UINT32_MAX || (t->stores[w] & (t->stores[w] - 1))) return UINT32_MAX; /* two buffers */
+        found = w * 64 + (uint32_t)__builtin_ctzll(t->stores[w]);
+    }
+    if (found == UINT32_MAX) return UINT32_MAX;
+    const IrBuffer *b = &ir->buffers[found];
+    if (b->kind != BUF_SCRATCH || b->kernel_local || ((t->loads[found / 64] >> (found % 64)) & 1)) return UINT32_MAX;
+    return found;
+}
+
+/* Whether two statements are the same up to a renaming of their loops' iterators (`map`, from
+ * b's to a's, filled as their loops pair up) and of buffer `from` in b to `to` in a. */
+typedef struct SameNest {
+    const IrProgram *ir;
+    uint32_t *map; /* per iterator of b: a's, or UINT32_MAX */
+    uint32_t from, to;
+} SameNest;
+
+static bool same_expr(SameNest *m, const IrExpr *a, const IrExpr *b);
+
+static bool same_indices(SameNest *m, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
+    for (uint32_t k = 0; k < m->ir->buffers[buffer].rank; k++) {
+        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol ||
+            !a[k].gather != !b[k].gather || (a[k].gather && !same_expr(m, a[k].gather, b[k].gather)))
+            return false;
+        for (uint32_t t = 0; t < a[k].term_count; t++)
+            if (a[k].terms[t].coef != b[k].terms[t].coef || m->map[b[k].terms[t].iter] != a[k].terms[t].iter) return false;
+    }
+    return true;
+}
+
+static bool same_buffer(const SameNest *m, uint32_t a, uint32_t b) { return a == (b == m->from ? m->to : b); }
+
+static bool same_expr(SameNest *m, const IrExpr *a, const IrExpr *b) {
+    if (a->kind != b->kind || a->type != b->type) return false;
+    switch (a->kind) {
+    case IR_CONST: return a->value == b->value || (a->value != a->value && b->value != b->value);
+    case IR_LOAD:
+    case IR_RANDOM: return same_buffer(m, a->buffer, b->buffer) && same_indices(m, a->buffer, a->index, b->index);
+    case IR_LOCAL: return a->local == b->local;
+    case IR_SYMBOL: return a->symbol == b->symbol;
+    case IR_OP:
+        if (a->op != b->op) return false;
+        for (unsigned i = 0; i < scalar_op_arity(a->op); i++)
+            if (!same_expr(m, a->args[i], b->args[i])) return false;
+        return true;
+    }
+    return false;
+}
+
+static bool same_stmt(SameNest *m, const IrStmt *a, const IrStmt *b) {
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case IR_LOOP:
+        if (a->extent != b->extent || a->parallel != b->parallel || a->mode != b->mode || a->block != b->block ||
+            a->block_after != b->block_after || a->block_symbol != b->block_symbol || a->local != b->local ||
+            a->body.count != b->body.count || m->map[b->iter] != UINT32_MAX)
+            return false;
+        m->map[b->iter] = a->iter;
+        for (uint32_t i = 0; i < a->body.count; i++)
+            if (!same_stmt(m, a->body.items[i], b->body.items[i])) return false;
+        return true;
+    case IR_STORE:
+        return same_buffer(m, a->buffer, b->buffer) && a->nontemporal == b->nontemporal &&
+               same_indices(m, a->buffer, a->index, b->index) && same_expr(m, a->value, b->value);
+    case IR_SET_LOCAL: return a->local == b->local && same_expr(m, a->value, b->value);
+    default: return false;
+    }
+}
+
+/* In e, loads of `from` read `to`. */
+static void rename_loads(IrExpr *e, uint32_t from, uint32_t to) {
+    if (e->kind == IR_LOAD && e->buffer == from) e->buffer = to;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) rename_loads(e->args[i], from, to);
+}
+
+static void rename_stmt_loads(IrStmt *st, uint32_t from, uint32_t to) {
+    if (st->kind == IR_LOOP)
+        for (uint32_t i = 0; i < st->body.count; i++) rename_stmt_loads(st->body.items[i], from, to);
+    else if (st->kind == IR_STORE || st->kind == IR_SET_LOCAL)
+        rename_loads(st->value, from, to);
+}
+
+/* Whether a statement before a packing changes what it reads (so an earlier copy of the same
+ * cells is not this one's). */
+static bool disturbs(const Touched *between, const Touched *second, uint32_t words) {
+    if (between->everything) return true;
+    for (uint32_t w = 0; w < words; w++)
+        if (between->stores[w] & second->loads[w]) return true;
+    return false;
+}
+
+/* How far back share_packing looks for an equal copy (statements). */
+enum { SHARE_REACH = 256 };
+
+void share_packing(Sched *s) {
+    const IrProgram *ir = s->ir;
+    IrBlock *body = &s->fn->body;
+    uint32_t count = body->count, words = (ir->buffer_count + 63) / 64;
+    if (count < 2 || !words) return;
+    Touched *touched = calloc(count, sizeof *touched);
+    uint64_t *sets = calloc((size_t)count * 2 * words, sizeof *sets);
+    uint32_t *copy = calloc(count, sizeof *copy), *map = malloc((s->fn->iter_count + 1) * sizeof *map);
+    bool *removed = calloc(count, sizeof *removed);
+    if (!touched || !sets || !copy || !map || !removed) { /* an optimisation: without memory, none */
+        free(touched), free(sets), free(copy), free(map), free(removed);
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        touched[i].loads = sets + (size_t)i * 2 * words;
+        touched[i].stores = touched[i].loads + words;
+        stmt_accesses(ir, body->items[i], &touched[i]);
+        copy[i] = packed_copy(ir, body->items[i], &touched[i]);
+    }
+    /* Only a copy that nothing else writes (not an f32 twin a reduction then accumulates in). */
+    for (uint32_t i = 0; i < count; i++)
+        if (copy[i] != UINT32_MAX)
+            for (uint32_t k = 0; k < count; k++)
+                if (copy[k] != copy[i] && ((touched[k].stores[copy[i] / 64] >> (copy[i] % 64)) & 1)) {
+                    copy[i] = UINT32_MAX;
+                    break;
+                }
+    for (uint32_t j = 0; j < count; j++) {
+        if (copy[j] == UINT32_MAX) continue;
+        /* A copy is one or two statements (full panels, then the padded last one). */
+        uint32_t nj = j + 1 < count && copy[j + 1] == copy[j] ? 2 : 1;
+        for (uint32_t i = j, steps = 0; i-- > 0 && steps < SHARE_REACH; steps++) {
+            if (removed[i]) continue;
+            if (disturbs(&touched[i], &touched[j], words) || (nj == 2 && disturbs(&touched[i], &touched[j + 1], words)))
+                break;
+            if (copy[i] == UINT32_MAX) continue;
+            uint32_t first = i; /* the start of copy i's statements */
+            if (first > 0 && copy[first - 1] == copy[i]) first--;
+            uint32_t ni = i - first + 1;
+            const IrBuffer *a = &ir->buffers[copy[i]], *b = &ir->buffers[copy[j]];
+            bool same = ni == nj && a->size == b->size && a->dtype == b->dtype;
+            for (uint32_t k = 0; same && k < nj; k++) {
+                for (uint32_t it = 0; it <= s->fn->iter_count; it++) map[it] = UINT32_MAX;
+                SameNest m = {ir, map, copy[j], copy[i]};
+                same = same_stmt(&m, body->items[first + k], body->items[j + k]);
+            }
+            if (same) {
+                uint32_t from = copy[j], to = copy[i];
+                for (uint32_t k = 0; k < nj; k++) removed[j + k] = true;
+                for (uint32_t k = j + nj; k < count; k++) rename_stmt_loads(body->items[k], from, to);
+                IrBuffer *kept = &s->ir->buffers[to];
+                if (s->ir->buffers[from].prefetch_cells > kept->prefetch_cells)
+                    kept->prefetch_cells = s->ir->buffers[from].prefetch_cells;
+                IrStmt *head = body->items[first];
+                head->comment = arena_printf(s->ir->arena, "%s; schedule: also read in place of %s, a copy of the same cells",
+                                             head->comment ? head->comment : "a packing nest", s->ir->buffers[from].name);
+                break;
+            }
+        }
+        j += nj - 1;
+    }
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!removed[i]) body->items[kept++] = body->items[i];
+    body->count = kept;
+    free(touched), free(sets), free(copy), free(map), free(removed);
 }

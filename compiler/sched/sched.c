@@ -35,7 +35,10 @@
  *          is fused as the tiles' epilogue, and C gets no storage;
  *        - with enough batch cells, one nest over the batch packs and tiles a cell at a time.
  *      Every cell still starts from the same value and takes the same fma steps in the same
- *      reduction order, so the result is bit-identical to the canonical nest.
+ *      reduction order, so the result is bit-identical to the canonical nest.  After a
+ *      function's rewrites, a packing that copies the same cells into the same layout as an
+ *      earlier one, with nothing in between writing what it reads, is dropped and its readers
+ *      read the earlier copy (rewrite 1c, share_packing: the q, k and v projections' input).
  *   2. Any other reduction whose innermost parallel iterator walks C and every load with
  *      stride 1 (or not at all) accumulates in place: the reduction loops move outside that
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
@@ -55,7 +58,10 @@
  *      index (fuse_pointwise): an optimiser's state and parameter updates in one pass.  Before
  *      that, a pointwise nest moves down past independent statements to the next pointwise nest
  *      of the same extents that uses what it touches (sink_pointwise): clipping's scaling of a
- *      gradient joins that parameter's optimiser pass.
+ *      gradient joins that parameter's optimiser pass.  Last, once every function is scheduled,
+ *      a buffer that one fused nest alone touches and writes before it reads in each iteration
+ *      becomes a local of that nest (rewrite 4b, local_cells: gradients passed along a layer
+ *      norm's backward chain).
  *   5. For the GPU only (instead of 1–3): a reduction nest computes a tile of cells per thread
  *      (gpu_thread_tiles); then sched_gpu.c maps the outer parallel loops onto the grid.
  *   6. For the GPU, before 5: a large contraction becomes a block's kernel staging its operands
@@ -69,8 +75,8 @@
  * operand's (accumulator's) type; a tile is kernel_local (each run of a kernel has its own).
  *
  * Where each part lives (sched_internal.h): this file has the entry schedule(), rewrites 0, 2
- * and 3 and the strip-mining; rewrite 1 is sched_tile.c; rewrite 4 and the tools every rewrite
- * uses (building and cloning IR, recognising the reduction nest) are nest.c; rewrites 5–7 and the
+ * and 3 and the strip-mining; rewrite 1 is sched_tile.c; rewrites 1c, 4 and 4b and the tools
+ * every rewrite uses (building and cloning IR, recognising the reduction nest) are nest.c; rewrites 5–7 and the
  * mapping onto the GPU's grid are sched_gpu.c.
  *
  * Requires: a verified, optimised IrProgram (lower.c, opt.c); runs before image_build() so
@@ -967,6 +973,7 @@ static void schedule_function(Sched *s) {
         if (schedule_stmt(s, st, next, &body)) i++;
     }
     fn->body = body;
+    share_packing(s);
     fuse_pointwise(s);
 }
 

@@ -146,6 +146,11 @@ bool init_is_plain(const IrProgram *ir, const Reduction *r);
  * neighbours.  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
  * kernel of thousands of statements would be more than LLVM should see at once. */
 void fuse_pointwise(Sched *s);
+/* Rewrite 1c, for the CPU before the fusion: a packing nest (or a widened twin's) that copies
+ * the same cells as an earlier one of the function into the same layout, with nothing in
+ * between that writes what it reads, is dropped, and what read its copy reads the earlier one:
+ * the LN output that the q, k and v projections each packed is packed once. */
+void share_packing(Sched *s);
 /* Rewrite 4b, for the CPU after every function's fusion: a buffer that one fused pointwise nest
  * alone touches in the whole program, nothing outside the loop IR sees (sched/nest.c:
  * mark_seen_outside) and every iteration writes before reading (an f32 or f64 gradient passed
