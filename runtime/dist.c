@@ -226,9 +226,8 @@ int tsr_dist_local_rank(void) { return comm.local_rank; }
 int tsr_dist_local_size(void) { return comm.local_size; }
 bool tsr_dist_active(void) { return comm.uses_mpi && !comm.finalized && comm.size > 1; }
 
-/* The MPI datatype of cells of `dtype` (TSR_DTYPE_F32 or TSR_DTYPE_F64), and their size. */
+/* The MPI datatype of cells of `dtype` (TSR_DTYPE_F32 or TSR_DTYPE_F64). */
 static MpiHandle mpi_type_of(uint8_t dtype) { return dtype == TSR_DTYPE_F64 ? mpi.double_type : mpi.float_type; }
-static size_t bytes_of(uint8_t dtype) { return dtype == TSR_DTYPE_F64 ? sizeof(double) : sizeof(float); }
 
 /* Every cell divided by the number of processes, in the cells' type. */
 static void divide_by_processes(void *cells, int64_t count, uint8_t dtype) {
@@ -262,7 +261,7 @@ static void add_in_rank_order(void *cells, int64_t at, const void *gathered, int
 static int fast_mean(void *cells, int64_t count, uint8_t dtype) {
     for (int64_t at = 0; at < count; at += PIECE_CELLS) {
         int n = (int)(count - at < PIECE_CELLS ? count - at : PIECE_CELLS);
-        int code = mpi.Allreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * bytes_of(dtype), n, mpi_type_of(dtype),
+        int code = mpi.Allreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * tsr_dtype_cell_bytes(dtype), n, mpi_type_of(dtype),
                                  mpi.sum, mpi.world);
         if (code != MPI_SUCCESS_CODE) return mpi_error(code, "the sum over the processes (MPI_Allreduce) failed");
     }
@@ -273,7 +272,7 @@ static int fast_mean(void *cells, int64_t count, uint8_t dtype) {
 static int ordered_mean(void *cells, int64_t count, uint8_t dtype) {
     int64_t piece = count < PIECE_CELLS / comm.size ? count : PIECE_CELLS / comm.size;
     if (piece < 1) piece = 1;
-    size_t bytes = bytes_of(dtype);
+    size_t bytes = tsr_dtype_cell_bytes(dtype);
     void *gathered = malloc((size_t)piece * (size_t)comm.size * bytes);
     if (!gathered) return tsr_error(TSR_ERR_NOMEM, "out of memory gathering %" PRId64 " cells of %d processes", piece, comm.size);
     for (int64_t at = 0; at < count; at += piece) {
@@ -314,7 +313,7 @@ int tsr_dist_mean_begin(void *cells, int64_t count, uint8_t dtype, tsr_dist_pend
         return tsr_error(TSR_ERR_NOMEM, "out of memory beginning a mean of %" PRId64 " cells", count);
     for (int64_t at = 0; at < count; at += PIECE_CELLS) {
         int n = (int)(count - at < PIECE_CELLS ? count - at : PIECE_CELLS);
-        int code = mpi.Iallreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * bytes_of(dtype), n, mpi_type_of(dtype),
+        int code = mpi.Iallreduce(MPI_IN_PLACE_OMPI, (char *)cells + (size_t)at * tsr_dtype_cell_bytes(dtype), n, mpi_type_of(dtype),
                                   mpi.sum, mpi.world, (MpiHandle *)pending->requests + pending->request_count);
         if (code != MPI_SUCCESS_CODE) return mpi_error(code, "beginning the sum over the processes (MPI_Iallreduce) failed");
         pending->request_count++;

@@ -214,6 +214,9 @@ static int mean_array_of(uint8_t dtype) {
     }
 }
 
+/* The element type of the mean's array `array`. */
+static uint8_t mean_dtype(int array) { return array == MEAN_F64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32; }
+
 /* `size` cells of a buffer of `dtype` into (gather) or out of the mean's array `array` from
  * cell `at`: f32 and f64 cells as they are; bf16 and f16 cells widened into f32 (exact), and
  * the mean rounded back to the nearest, once. */
@@ -266,8 +269,7 @@ static int fuse(tsr_state *s, tsr_action *a) {
         if (cells[t] == m->count && (m->cells || !cells[t])) continue; /* sizes change only with a run-time size */
         free(m->cells);
         m->count = 0;
-        size_t bytes = t == MEAN_F64 ? sizeof(double) : sizeof(float);
-        if (!(m->cells = malloc((size_t)(cells[t] ? cells[t] : 1) * bytes)))
+        if (!(m->cells = malloc((size_t)(cells[t] ? cells[t] : 1) * tsr_dtype_cell_bytes(mean_dtype(t)))))
             return tsr_error(TSR_ERR_NOMEM, "reduce '%s': out of memory for %" PRId64 " cells", a->text, cells[t]);
         m->count = cells[t];
     }
@@ -278,8 +280,6 @@ static int fuse(tsr_state *s, tsr_action *a) {
     move_fused(s, a, true);
     return TSR_OK;
 }
-
-static uint8_t mean_dtype(int array) { return array == MEAN_F64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32; }
 
 /* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
  * call over their cells side by side (one for f32 and half-type cells, one for f64 cells). */

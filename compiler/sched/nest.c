@@ -626,6 +626,13 @@ static bool same_stmt(SameNest *m, const IrStmt *a, const IrStmt *b) {
     }
 }
 
+/* Every iterator of st's loops unpaired in `map` (same_stmt pairs them). */
+static void unpair_loops(const IrStmt *st, uint32_t *map) {
+    if (st->kind != IR_LOOP) return;
+    map[st->iter] = UINT32_MAX;
+    for (uint32_t i = 0; i < st->body.count; i++) unpair_loops(st->body.items[i], map);
+}
+
 /* In e, loads of `from` read `to`. */
 static void rename_loads(IrExpr *e, uint32_t from, uint32_t to) {
     if (e->kind == IR_LOAD && e->buffer == from) e->buffer = to;
@@ -660,6 +667,8 @@ void share_packing(Sched *s) {
     Touched *touched = calloc(count, sizeof *touched);
     uint64_t *sets = calloc((size_t)count * 2 * words, sizeof *sets);
     uint32_t *copy = calloc(count, sizeof *copy), *map = malloc((s->fn->iter_count + 1) * sizeof *map);
+    if (map)
+        for (uint32_t it = 0; it <= s->fn->iter_count; it++) map[it] = UINT32_MAX;
     bool *removed = calloc(count, sizeof *removed);
     if (!touched || !sets || !copy || !map || !removed) { /* an optimisation: without memory, none */
         free(touched), free(sets), free(copy), free(map), free(removed);
@@ -694,9 +703,9 @@ void share_packing(Sched *s) {
             const IrBuffer *a = &ir->buffers[copy[i]], *b = &ir->buffers[copy[j]];
             bool same = ni == nj && a->size == b->size && a->dtype == b->dtype;
             for (uint32_t k = 0; same && k < nj; k++) {
-                for (uint32_t it = 0; it <= s->fn->iter_count; it++) map[it] = UINT32_MAX;
                 SameNest m = {ir, map, copy[j], copy[i]};
                 same = same_stmt(&m, body->items[first + k], body->items[j + k]);
+                unpair_loops(body->items[j + k], map); /* ready for the next comparison */
             }
             if (same) {
                 uint32_t from = copy[j], to = copy[i];
