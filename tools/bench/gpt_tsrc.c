@@ -10,7 +10,9 @@
  * tools/bench/table.py compares with PyTorch's; then it times the step (on the last window).
  * The check: every loss finite and the last below the first.  FLOP/s are counted by table.py.
  * Built with -DGPT_PROFILE against the program compiled with --profile, it ends by printing
- * the kernels by time (stderr).
+ * the kernels by time (stderr).  Built with -DGPT_GPU against the program compiled with
+ * --target=cuda (make bench-gpu, tools/bench/gpu/), a timed step is the step and the read of its
+ * loss, which waits for the GPU (as PyTorch's float(loss) in py_gpt.py does).
  * Usage: gpt_tsrc BUDGET_SECONDS MAX_REPS INIT.npz.  Threads: TSR_NUM_THREADS. */
 #include <math.h>
 #include <string.h>
@@ -32,7 +34,11 @@ static void gpt_window(int32_t *tokens, int s) {
         tokens[i] = (int32_t)(bench_mix((uint64_t)(31 + s) * 0x9E3779B97F4A7C15ull + i + 1) % VOCAB);
 }
 
+#ifdef GPT_GPU
+static int run(void *s) { return gpt_step(s) != TSR_OK || !gpt_loss(s); }
+#else
 static int run(void *s) { return gpt_step(s); }
+#endif
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 2.0;

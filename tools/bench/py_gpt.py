@@ -13,7 +13,8 @@ output, input: a linear weight is [out, in] like torch.nn.Linear's; the token ta
 is gpt_tsrc.c's gpt_window) with torch.optim.AdamW (lr 1e-3, weight decay 0.01 on every
 parameter, as Train.adamw) after torch.nn.utils.clip_grad_norm_(1.0), and prints their losses in
 its RESULT line; tools/bench/table.py compares them with tsrc's.  Then one step is timed.
-Threads: torch.set_num_threads(THREADS)."""
+Threads: torch.set_num_threads(THREADS).  BENCH_GPT_DEVICE=cuda runs it on the GPU (make bench-gpu,
+tools/bench/gpu/run.sh): eager, float32 without TF32, float(loss) waiting for each step."""
 import math
 import os
 import sys
@@ -31,13 +32,16 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(threads)
+DEVICE = os.environ.get("BENCH_GPT_DEVICE", "cpu")
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
 STEPS = 10
 
 
 def window(step):
     """gpt_tsrc.c's gpt_window: B windows of T + 1 token ids."""
     ids = stream(31 + step, B * (T + 1)) % np.uint64(VOCAB)
-    return torch.from_numpy(ids.astype(np.int64).reshape(B, T + 1))
+    return torch.from_numpy(ids.astype(np.int64).reshape(B, T + 1)).to(DEVICE)
 
 
 class Block(torch.nn.Module):
@@ -51,7 +55,7 @@ class Block(torch.nn.Module):
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (z.view(B, T, NH, C // NH).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(C // NH)
-        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).tril().logical_not(), float("-inf"))
+        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).tril().logical_not(), float("-inf"))
         y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
         x = x + self.c_proj(y)
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
@@ -102,6 +106,7 @@ def load(model, path):
 
 model = GPT()
 load(model, init)
+model.to(DEVICE)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
 

@@ -8,9 +8,15 @@
 #                                               root)
 #
 # Cases: fp32 C = A·B at each size of OUTDIR/sizes.txt, tsrc (bin/mm_tsrc_N) against cuBLAS
-# (bin/mm_cublas N, plain FP32 without TF32), in GFLOP/s; the MLP training step (784-256-256-10,
-# batch 128, SGD), tsrc (bin/mlp_tsrc) against PyTorch on the GPU (py_train_gpu.py), in ms per
-# step.  ratio = tsrc's speed / the reference's (above 1: tsrc is faster).  Each program checks
+# (bin/mm_cublas N, plain FP32 without TF32), in GFLOP/s; the same in tf32, bf16 and f16 at each
+# size of half_sizes.txt (bin/mm_tsrc_T_N against mm_cublas N … T, tensor cores on both sides);
+# the MLP training step (784-256-256-10, batch 128, SGD), tsrc (bin/mlp_tsrc) against PyTorch on
+# the GPU (py_train_gpu.py), in ms per step; Nn.mlp's Adam step at each batch and width of
+# mlps.txt in bf16 against the same step in f32 (both tsrc); the GPT steps of gpts.txt
+# (bin/gpu_gpt…, gpt_tsrc.c) against PyTorch eager fp32 on the GPU (py_gpt.py from the same
+# initial parameters, the same windows), in ms per step, their ten losses compared on an INFO
+# line.
+# ratio = tsrc's speed / the reference's (above 1: tsrc is faster).  Each program checks
 # its own result (check=FAIL: a wrong result, which fails the line).  The RESULT and INFO lines go
 # to OUTDIR/raw.txt, the table to OUTDIR/results.txt and stdout.  BENCH_GPU_BUDGET: about how
 # many seconds each measurement takes (default 3).  Exit status 0, 1 when something failed or
@@ -68,39 +74,89 @@ for n in $(cat "$OUT/sizes.txt"); do
         measure "cuBLAS matmul n=$n" "$OUT/bin/mm_cublas" "$n" "$BUDGET"
     fi
 done
+for n in $(cat "$OUT/half_sizes.txt" 2>/dev/null); do
+    for type in tf32 bf16 f16; do
+        echo "bench-gpu: $type matmul n=$n"
+        [ -x "$OUT/bin/mm_tsrc_${type}_$n" ] && measure "tsrc $type matmul n=$n" "$OUT/bin/mm_tsrc_${type}_$n" "$BUDGET"
+        [ -x "$OUT/bin/mm_cublas" ] && measure "cuBLAS $type matmul n=$n" "$OUT/bin/mm_cublas" "$n" "$BUDGET" 1000 "$type"
+    done
+done
+have_torch=no
+"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && have_torch=yes
 echo "bench-gpu: MLP training step"
 [ -x "$OUT/bin/mlp_tsrc" ] && measure "tsrc MLP step" "$OUT/bin/mlp_tsrc" "$BUDGET"
-if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ $have_torch = yes ]; then
     measure "PyTorch MLP step" "$PY" tools/bench/gpu/py_train_gpu.py "$BUDGET"
 else
-    echo "bench-gpu: no PyTorch with CUDA under $PY: the MLP has no reference"
+    echo "bench-gpu: no PyTorch with CUDA under $PY: the MLP and the GPT have no reference"
 fi
+while read -r batch hidden; do
+    for type in f32 bf16; do
+        echo "bench-gpu: Nn.mlp Adam step, batch $batch, width $hidden, $type"
+        exe=$OUT/bin/nn_mlp_${batch}_${hidden}_$type
+        [ -x "$exe" ] && measure "tsrc Nn.mlp $batch $hidden $type" "$exe" "$BUDGET"
+    done
+done <"$OUT/mlps.txt"
+while read -r kind vocab c nh tt bb ll; do
+    echo "bench-gpu: GPT step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW)"
+    measure "tsrc $kind" "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
+    [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
+        measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
+            "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+done <"$OUT/gpts.txt"
 rm -f "$OUT/out.txt" "$OUT/err.txt"
 
-# The table: one row per case, a FAIL where a check failed.
+# The GPT losses: tsrc's ten against PyTorch's, the largest relative difference.
+awk '/^RESULT / && / losses=/ {
+    kind = ""; impl = ""; losses = ""
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "kind") kind = kv[2]; if (kv[1] == "impl") impl = kv[2]
+                                if (kv[1] == "losses") losses = kv[2] }
+    l[kind, impl] = losses; kinds[kind] = 1
+}
+END {
+    for (k in kinds) if ((k, "tsrc") in l && (k, "torch") in l) {
+        na = split(l[k, "tsrc"], a, ","); split(l[k, "torch"], b, ","); worst = 0
+        for (i = 1; i <= na; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (b[i] < 0 ? -b[i] : b[i]); if (d > worst) worst = d }
+        printf "INFO %s: tsrc losses %s, PyTorch %s: they differ by at most %.2g relative\n", k, a[1] "…" a[na], b[1] "…" b[na], worst
+    }
+}' "$RAW" >>"$RAW"
+
+# The table: one row per case, a FAIL where a check failed.  A matmul's figure is GFLOP/s against
+# cuBLAS's; a step's is ms against PyTorch's, except a bf16 Nn.mlp step's, which is set against
+# the f32 step of the same size (both tsrc).
 awk -v device="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" '
 function field(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
+function matmul(kind) { return kind ~ /^gpu_matmul/ }
 /^RESULT / {
     kind = field("kind"); impl = field("impl"); n = field("n")
     key = kind " " n
     if (!(key in seen)) { seen[key] = 1; order[++count] = key }
-    v = kind == "gpu_matmul" ? field("gflops") : field("ms")
+    v = matmul(kind) ? field("gflops") : field("ms") != "" ? field("ms") : sprintf("%.4f", field("best_s") * 1e3)
     if (field("check") != "ok") v = v " (FAIL)"
     val[key, impl] = v; num[key, impl] = (field("check") == "ok") ? v + 0 : 0
 }
 END {
-    printf "| case | tsrc | %s | ratio |\n|---|---|---|---|\n", "cuBLAS / PyTorch"
+    printf "| case | tsrc | reference | ratio |\n|---|---|---|---|\n"
     for (c = 1; c <= count; c++) {
         split(order[c], p, " ")
-        ref = p[1] == "gpu_matmul" ? "cublas" : "torch"
-        t = ((order[c], "tsrc") in val) ? val[order[c], "tsrc"] : "-"
-        r = ((order[c], ref) in val) ? val[order[c], ref] : "-"
+        kind = p[1]; n = p[2]; t = ((order[c], "tsrc") in val) ? val[order[c], "tsrc"] : "-"
+        if (kind ~ /^gpu_nn_mlp_.*_f32$/) continue
+        if (kind ~ /^gpu_nn_mlp_.*_bf16$/) {
+            ref_key = substr(kind, 1, length(kind) - 4) "f32 " n; ref_impl = "tsrc"
+            width = kind; sub(/^gpu_nn_mlp_/, "", width); sub(/_bf16$/, "", width)
+            label = sprintf("Nn.mlp 784-%s-%s-10 Adam step, batch %s: bf16 against f32 (ms)", width, width, n)
+        } else {
+            ref_key = order[c]; ref_impl = matmul(kind) ? "cublas" : "torch"
+            if (matmul(kind)) { type = kind; sub(/^gpu_matmul_?/, "", type); label = sprintf("%s matmul n=%s (GFLOP/s)", type == "" ? "fp32" : type, n) }
+            else if (kind == "gpu_mlp") label = sprintf("MLP 784-256-256-10 SGD step, batch %s (ms)", n)
+            else label = sprintf("%s step, batch %s, against PyTorch eager fp32 (ms)", kind, n)
+        }
+        r = ((ref_key, ref_impl) in val) ? val[ref_key, ref_impl] : "-"
         ratio = "-"
-        if (num[order[c], "tsrc"] > 0 && num[order[c], ref] > 0)
-            ratio = sprintf("%.2f", p[1] == "gpu_matmul" ? num[order[c], "tsrc"] / num[order[c], ref] \
-                                                         : num[order[c], ref] / num[order[c], "tsrc"])
-        if (p[1] == "gpu_matmul") printf "| fp32 matmul n=%s (GFLOP/s) | %s | %s | %s |\n", p[2], t, r, ratio
-        else printf "| MLP 784-256-256-10 SGD step, batch %s (ms) | %s | %s | %s |\n", p[2], t, r, ratio
+        if (num[order[c], "tsrc"] > 0 && num[ref_key, ref_impl] > 0)
+            ratio = sprintf("%.2f", matmul(kind) ? num[order[c], "tsrc"] / num[ref_key, ref_impl] \
+                                                 : num[ref_key, ref_impl] / num[order[c], "tsrc"])
+        printf "| %s | %s | %s | %s |\n", label, t, r, ratio
     }
     if (device != "") printf "\nGPU: %s\n", device
 }' "$RAW" >"$OUT/results.txt"
