@@ -255,7 +255,15 @@ static int open_module(tsr_gpu *g) {
     return TSR_OK;
 }
 
-/* Device memory for every buffer a kernel lists (at least 4 bytes: the driver refuses 0). */
+/* The bytes of a buffer of `cells` cells of `cell_bytes` each, in *bytes; false when they do not
+ * fit a size_t (every count of cells and every cell size, 1-byte cells included). */
+bool tsr_gpu_buffer_bytes(int64_t cells, size_t cell_bytes, size_t *bytes) {
+    if (cells < 0 || cell_bytes == 0 || (uint64_t)cells > SIZE_MAX / cell_bytes) return false;
+    *bytes = (size_t)cells * cell_bytes;
+    return true;
+}
+
+/* Device memory for every buffer a kernel lists (at least one cell: the driver refuses 0 bytes). */
 static int open_memory(tsr_gpu *g) {
     const tsr_gpu_section *sec = g->section;
     for (uint32_t k = 0; k < sec->kernel_count; k++)
@@ -269,9 +277,9 @@ static int open_memory(tsr_gpu *g) {
             tsr_model_buffer_shape(g->state->model, b, &rank, &dims, &cells, &kind);
             uint8_t dtype = tsr_model_buffer_dtype(g->state->model, b);
             size_t cell_bytes = tsr_dtype_cell_bytes(dtype);
-            g->bytes[b] = (size_t)cells * cell_bytes;
-            CUresult r = cells > (int64_t)(SIZE_MAX / cell_bytes) ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
-                         : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : cell_bytes);
+            CUresult r = !tsr_gpu_buffer_bytes(cells, cell_bytes, &g->bytes[b])
+                             ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
+                             : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : cell_bytes);
             if (r != CUDA_SUCCESS) {
                 g->memory[b] = 0;
                 return cu_error(r, "cannot allocate tensor '%s' (%" PRId64 " %s cells) on the GPU",
@@ -396,6 +404,14 @@ int tsr_state_sync_device(tsr_state *s) {
     int status = gpu_current(g);
     for (uint32_t b = 0; b < g->buffer_count && status == TSR_OK; b++)
         if (g->memory[b]) status = to_device(g, b);
+    return status == TSR_OK ? gpu_wait() : status;
+}
+
+int tsr_gpu_profile_wait(tsr_state *s) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g) return TSR_OK;
+    int status = gpu_current(g);
     return status == TSR_OK ? gpu_wait() : status;
 }
 

@@ -175,6 +175,8 @@ void tsr_gpu_close(tsr_gpu *gpu);
  * else `local_rank` (tsr_dist_local_rank()) modulo count.  -1 with a TSR_ERR_GPU error when
  * chosen is not a number of a GPU the driver has. */
 int tsr_gpu_device_for(int count, const char *chosen, int local_rank);
+/* cuda.c: a GPU buffer's bytes, false when cells × cell_bytes does not fit a size_t. */
+bool tsr_gpu_buffer_bytes(int64_t cells, size_t cell_bytes, size_t *bytes);
 /* Coherence for the runtime's own reads and writes of s->buffers[b]: bring the host copy up to
  * date (device→host when the device's is newer); with `write`, mark it newer than the device's
  * afterwards (the caller is about to change it).  TSR_OK at once for CPU states and for buffers

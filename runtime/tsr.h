@@ -242,6 +242,10 @@ int tsr_main_save(tsr_state *state);
  * TSR_ERR_ARGUMENT with a message naming the kernel.  A kernel's own failure shows at the next
  * call that waits for the GPU (a copy to the host, tsr_state_sync_host). */
 int tsr_gpu_launch(tsr_state *state, uint32_t kernel);
+/* Wait until the state's launched kernels have finished: code compiled with --profile
+ * --target=cuda calls it after each launch, so that the time it records is the kernel's.
+ * TSR_OK (also for a state without a GPU section), or TSR_ERR_GPU with the CUDA error. */
+int tsr_gpu_profile_wait(tsr_state *state);
 /* Buffer `buffer`'s host copy, brought up to date (device→host when the device's is newer)
  * and marked newer than the device's, since the caller may write through the pointer: read
  * or write it, then call no routine until done.  NULL (with an error recorded) for a bad

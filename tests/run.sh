@@ -357,6 +357,16 @@ for cpu in x86-64-v4 x86-64-v3; do
     else fail "schedule: two products share one packed copy ($cpu)" "$shared shared (1 expected), $packs packings (3)" "$TMP/out"; fi
 done
 
+# bf16 and f16 nests on the GPU (tests/native/half_gpu_tiles.tsr, whose golden the GPU schedule
+# prints exactly under the reference executor): the product y (forward and, fused, its uses),
+# the f16 product z in thread tiles, the f16 maximum reduced across a block.
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/half_gpu_tiles.tsr
+tiles=$(grep -c '^  # .*schedule: a 2x2 tile of cells per GPU thread' "$TMP/out")
+blocks=$(grep -c "^  # einsum '@^^'.*reduced across a block" "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$tiles" = 4 ] && [ "$blocks" = 1 ]
+then pass "GPU schedule: bf16/f16 nests take thread tiles (4) and block reductions (1)"
+else fail "GPU schedule: bf16/f16 nests take thread tiles and block reductions" "$tiles tiled nests (4 expected), $blocks block reductions (1)" "$TMP/out"; fi
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

@@ -405,14 +405,25 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     /* The function's kernels in order: the GPU's (cg_ptx.c numbers them, calls of the runtime
      * skipped) and the calls, which the host makes between them. */
     KernelList kl = kernel_outline(ir, &ir->functions[f], c->opt->target);
+    c->profile_base = c->profile_count;
+    if (c->opt->profile) {
+        bool *written = calloc(ir->buffer_count + 1, sizeof *written);
+        if (!written) diag_fatal_oom();
+        for (uint32_t k = 0; k < kl.count; k++) profile_label(c, &ir->functions[f], &kl.kernels[k], k, written);
+        free(written);
+    }
     uint32_t next = c->opt->gpu_first[f];
     for (uint32_t k = 0; k < kl.count; k++) {
+        /* --profile: each launch waits for its kernel (tsr_gpu_profile_wait), so its time is the kernel's */
+        LLVMValueRef t0 = c->opt->profile ? profile_clock(c) : NULL;
         if (kl.kernels[k].call) {
             call_runtime(c, &kl.kernels[k]);
-            continue;
+        } else {
+            LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, next++, 0)};
+            return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));
+            if (t0) return_on_error(c, r, cgl_call(g, "tsr_gpu_profile_wait", g->i32, p, 1, &state));
         }
-        LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, next++, 0)};
-        return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));
+        if (t0) profile_launch(c, c->profile_base + k, t0);
     }
     if (next != c->opt->gpu_first[f + 1]) diag_error_noloc("internal error: the GPU kernels of a routine are miscounted");
     LLVMBuildRet(g->b, LLVMConstInt(g->i32, 0, 0));

@@ -22,8 +22,11 @@ The rules (`make check-gpu`, tests/gpu/run.sh):
     fraction (or a fraction alone) and an optional exponent, neither preceded nor followed by a
     letter, digit, underscore or dot (so `x1`, `c12_r` and `1e5abc` are text).  `nan`, `inf`,
     `-inf` are text: they must be printed the same.
-  * Text must be equal.  A number whose expected value is an integer (3, -2, 1.000, 2e3) must be
-    equal in value.  Any other expected number e admits an actual a with
+  * Text must be equal.  A number written as an integer (3, -2, 9007199254740993: digits alone)
+    must be the same integer, compared exactly at any size (i64 values past 2^53 too).  A number
+    whose expected value is an integer below 2^53 in magnitude (1.000, 2e3) must be equal in
+    value.  Any other expected number e (beyond 2^53 every float is an integer in value, so
+    4.3018481341670615e+49 is such a number) admits an actual a with
         |a - e| <= 1e-5 * max(1, |e|) + u
     where u is one unit in the last digit printed in the expected token (0.0716 -> 1e-4,
     1.2345678e-03 -> 1e-10): the printed value is rounded, and a difference far below 1e-5 can
@@ -62,11 +65,17 @@ def last_digit_unit(text):
     return 10.0 ** (exp - len(frac))
 
 
+INTEGER = re.compile(r"^[-+]?\d+$")
+EXACT_FLOAT_LIMIT = 2.0 ** 53  # past this every double is an integer in value
+
+
 def number_ok(exp_text, act_text, rel_tol=REL_TOL):
+    if INTEGER.match(exp_text) and INTEGER.match(act_text):
+        return int(exp_text) == int(act_text)
     e, a = float(exp_text), float(act_text)
     if math.isinf(e) or math.isinf(a):        # out of float range as text: compare as text
         return exp_text == act_text
-    if e.is_integer():
+    if e.is_integer() and abs(e) < EXACT_FLOAT_LIMIT:
         return a == e
     return abs(a - e) <= rel_tol * max(1.0, abs(e)) + last_digit_unit(exp_text)
 
@@ -116,6 +125,10 @@ def self_test():
     check("integer off by one", "epoch 3\n", "epoch 4\n", False)
     check("integer-valued float must be exact", "    2 1.000\n", "    2 1.0000001\n", False)
     check("integer-valued float equal in value", "    1.000 2e3\n", "    1 2000\n", True)
+    check("integers exact past 2^53", "    9007199254740993\n", "    9007199254740992\n", False)
+    check("integers equal past 2^53", "    -9223372036854775808\n", "    -9223372036854775808\n", True)
+    check("a double past 2^53 within tolerance", "    4.3018481341670615e+49\n", "    4.301848134167062e+49\n", True)
+    check("a double past 2^53 off by 1e-4", "    4.3018481341670615e+49\n", "    4.3022e+49\n", False)
     check("float within 1e-5", "    0.123456789\n", "    0.123457\n", True)
     check("float within 1e-5 relative", "    12345.6789\n", "    12345.7\n", True)
     check("float beyond 1e-5", "    0.123456789\n", "    0.1235\n", False)

@@ -157,6 +157,15 @@ for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
     printf '%s\t%s\t%s\t%s\n' "$name" "$exe" "expected/$name.out" "$pargs" >>"$CASES"
 done
 
+# --profile on the GPU (each launch waits for its kernel): train_moons built with it must print
+# what the reference executor prints (its table of kernels goes to stderr).
+if [ -f "$OUT/expected/examples__train_moons.out" ] && [ -n "$TARGET" ]; then
+    name=examples__train_moons_profile
+    cp "$OUT/expected/examples__train_moons.out" "$OUT/expected/$name.out"
+    exe=$(build "$name" docs/examples/train_moons.tsr --profile)
+    printf '%s\t%s\t%s\t%s\n' "$name" "$exe" "expected/$name.out" "" >>"$CASES"
+fi
+
 # The einsum differential: checked against NumPy here, then built; appends to cases.txt.
 etarget=cuda
 [ -z "$TARGET" ] && etarget=native

@@ -8,7 +8,11 @@
 #   - with TSR_PROFILE_ALL=1 every kernel has its line, none summed;
 #   - -c --profile: the header declares MODEL_profile_report(), a C driver calls it and gets
 #     the table; without --profile the header has no such function;
-#   - --profile with --interp, with --target=cuda or with --check is a usage error (exit 2).
+#   - --target=cuda --profile: the object's routines wait for each launch
+#     (tsr_gpu_profile_wait) and it exports MODEL_profile_report(); without --profile neither;
+#     the executable without a driver exits 1 with the driver's message (the timings themselves
+#     are checked on a GPU by make check-gpu's examples__train_moons_profile);
+#   - --profile with --interp, with --emit=ptx or with --check is a usage error (exit 2).
 # Usage: profile.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -62,7 +66,20 @@ check "a C driver's call of affine_profile_report() prints the table (3 runs, 3 
 "$TSRC" -c tests/native/affine.tsr -o "$T/plain_affine.o" >"$T/log" 2>&1 && ! grep -q 'profile_report' "$T/plain_affine.h"
 check "without --profile the header has no profile_report" $?
 
-for bad in "--run --interp" "--target=cuda" "--check"; do
+mkdir -p "$T/gpu"
+"$TSRC" -c --target=cuda --profile tests/native/affine.tsr -o "$T/gpu/affine.o" >"$T/log" 2>&1 &&
+    nm "$T/gpu/affine.o" | grep -q ' U tsr_gpu_profile_wait$' && nm "$T/gpu/affine.o" | grep -q ' T affine_profile_report$' &&
+    grep -q '^void affine_profile_report(void);' "$T/gpu/affine.h"
+check "-c --target=cuda --profile: the routines wait for each launch, affine_profile_report() exported" $?
+"$TSRC" -c --target=cuda tests/native/affine.tsr -o "$T/gpu_plain.o" >"$T/log" 2>&1 &&
+    ! nm "$T/gpu_plain.o" | grep -q 'tsr_gpu_profile_wait\|profile_report'
+check "-c --target=cuda without --profile: no waits, no profile_report" $?
+"$TSRC" --target=cuda --profile "$moons" -o "$T/gpu_prof" >"$T/log" 2>&1 &&
+    { TSR_CUDA_DRIVER="$T/none/libcuda.so.1" "$T/gpu_prof" >"$T/gpu.out" 2>"$T/gpu.err"; [ $? = 1 ]; } &&
+    grep -q "no CUDA driver: cannot load $T/none/libcuda.so.1" "$T/gpu.err" && [ ! -s "$T/gpu.out" ]
+check "--target=cuda --profile builds an executable; without a driver it exits 1 with the message" $?
+
+for bad in "--run --interp" "--emit=ptx" "--check"; do
     # shellcheck disable=SC2086
     "$TSRC" --profile $bad "$moons" -o "$T/x" >"$T/log" 2>&1
     st=$?

@@ -174,6 +174,21 @@ static void test_no_driver(void) {
     check(strcmp(tsr_status_text(TSR_ERR_GPU), "GPU error") == 0, "status text", tsr_status_text(TSR_ERR_GPU));
 }
 
+/* A GPU buffer's bytes (no GPU needed): every cell size, 1-byte cells (u8, bool) included, which
+ * an earlier bound check cast to -1 and refused as out of memory; sizes past a size_t refused. */
+static void test_buffer_bytes(void) {
+    size_t bytes = 0;
+    check(tsr_gpu_buffer_bytes(6, 1, &bytes) && bytes == 6, "6 u8 cells are 6 bytes", NULL);
+    check(tsr_gpu_buffer_bytes(0, 1, &bytes) && bytes == 0, "no cells, no bytes", NULL);
+    check(tsr_gpu_buffer_bytes(5, 2, &bytes) && bytes == 10, "5 bf16 cells are 10 bytes", NULL);
+    check(tsr_gpu_buffer_bytes(1 << 20, 4, &bytes) && bytes == 4u << 20, "2^20 f32 cells are 4 MiB", NULL);
+    check(tsr_gpu_buffer_bytes(3, 8, &bytes) && bytes == 24, "3 f64 cells are 24 bytes", NULL);
+    check(tsr_gpu_buffer_bytes(INT64_MAX, 1, &bytes) && bytes == (size_t)INT64_MAX, "the largest count of bytes", NULL);
+    check(!tsr_gpu_buffer_bytes(INT64_MAX, 4, &bytes), "2^63 - 1 f32 cells do not fit", NULL);
+    check(!tsr_gpu_buffer_bytes((int64_t)(SIZE_MAX / 8) + 1, 8, &bytes), "past SIZE_MAX in f64 cells", NULL);
+    check(!tsr_gpu_buffer_bytes(-1, 4, &bytes), "a negative count", NULL);
+}
+
 /* Which GPU a process opens (no GPU needed): TSR_CUDA_DEVICE's number for every process;
  * else its rank among its machine's processes, modulo the GPUs it sees. */
 static void test_device_choice(void) {
@@ -319,6 +334,7 @@ int main(void) {
     tsr_set_error_hook(hook, NULL);
     test_no_driver();
     test_device_choice();
+    test_buffer_bytes();
     test_malformed();
     test_cpu_state();
     test_gpu();

@@ -22,6 +22,8 @@
 #                BENCH_GPU_GPT (tools/bench.sh's format), compiled with --reassociate (block
 #                reductions for its sums), driven by gpt_tsrc.c -DGPT_GPU; PyTorch's side is
 #                tools/bench/py_gpt.py with BENCH_GPT_DEVICE=cuda; gpts.txt lists the configs
+#   gpt_K_profile the same compiled with --profile (each launch waits for its kernel), driven
+#                by gpt_tsrc.c -DGPT_PROFILE: its table of kernels by time
 #   mm_cublas    mm_cublas.c: cuBLAS (cublasSgemm in plain FP32, cublasGemmEx for tf32, bf16 and
 #                f16), linked against the toolkit's cuBLAS (dynamically: run.sh puts
 #                /usr/local/cuda/lib64 on LD_LIBRARY_PATH) and its CUDA runtime (statically)
@@ -123,6 +125,8 @@ CONFIG
     tsrc_case "$dir" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "$kind" --reassociate \
         "-DGPT_GPU -DVOCAB=$vocab -DKIND=\"$kind\"" &&
         echo "$kind $vocab $c $nh $tt $bb $ll" >>"$OUT/gpts.txt"
+    tsrc_case "$OUT/obj/${kind}_profile" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "${kind}_profile" "--reassociate --profile" \
+        "-DGPT_GPU -DGPT_PROFILE -DVOCAB=$vocab -DKIND=\"${kind}_profile\""
 done
 
 if [ -f "$CUDA/include/cublas_v2.h" ]; then

@@ -15,7 +15,8 @@
 # mlps.txt in bf16 against the same step in f32 (both tsrc); the GPT steps of gpts.txt
 # (bin/gpu_gpt…, gpt_tsrc.c) against PyTorch eager fp32 on the GPU (py_gpt.py from the same
 # initial parameters, the same windows), in ms per step, their ten losses compared on an INFO
-# line.
+# line, and each GPT step's kernels by time (bin/gpu_gpt…_profile, tsrc --profile: a launch
+# waits for its kernel) in OUTDIR/KIND_profile.txt, its first lines printed.
 # ratio = tsrc's speed / the reference's (above 1: tsrc is faster).  Each program checks
 # its own result (check=FAIL: a wrong result, which fails the line).  The RESULT and INFO lines go
 # to OUTDIR/raw.txt, the table to OUTDIR/results.txt and stdout.  BENCH_GPU_BUDGET: about how
@@ -103,6 +104,14 @@ while read -r kind vocab c nh tt bb ll; do
     [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
         measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
             "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+done <"$OUT/gpts.txt"
+# The GPT steps' kernels by time (--profile: each launch waits for its kernel), a file each.
+while read -r kind rest; do
+    [ -x "$OUT/bin/${kind}_profile" ] || continue
+    echo "bench-gpu: $kind's kernels by time (tsrc --profile, the whole run: ten steps and the timed ones)"
+    TSR_PROFILE_ALL=1 "$OUT/bin/${kind}_profile" 1 20 "$OUT/${kind}_profile_init.npz" >/dev/null \
+        2>"$OUT/${kind}_profile.txt" || { echo "bench-gpu: the profiled $kind failed"; failed=1; }
+    head -n 25 "$OUT/${kind}_profile.txt" | sed 's/^/    /'
 done <"$OUT/gpts.txt"
 rm -f "$OUT/out.txt" "$OUT/err.txt"
 
