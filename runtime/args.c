@@ -29,7 +29,7 @@ typedef struct Parser {
     tsr_model *model;
     tsr_run_args args;
     uint64_t seed;
-    const char *distributed; /* --distributed: "auto", "mpi" or "none" */
+    const char *distributed; /* --distributed: "auto", "mpi", "nccl" or "none" */
 } Parser;
 
 static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -65,7 +65,8 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     printf("  %-22s %s\n", "--load PATH", "read the parameters and training state from checkpoint PATH (.npz) before main runs");
     printf("  %-22s %s\n", "--save PATH", "write the parameters and training state to checkpoint PATH when main has run");
     printf("  %-22s %s\n", "--distributed ENGINE",
-           "auto (default: MPI when a launcher such as mpirun started several processes), mpi, or none");
+           "auto (default: MPI when a launcher such as mpirun started several processes), mpi, nccl (GPU "
+           "programs: the means on the GPUs), or none");
     printf("  %-22s %s\n", "--reduce MODE",
            "fast (default), or ordered: the mean of several processes' gradients in rank order, the same bits each run");
     printf("  %-22s %s\n", "--check-replicas", "at the end, check that every process holds the same parameters");
@@ -224,8 +225,8 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             if (!value[0]) return usage_error(p, "'--save' needs the path of a checkpoint");
             p->args.save = value;
         } else if (strncmp(name, "distributed", n) == 0) {
-            if (strcmp(value, "auto") && strcmp(value, "mpi") && strcmp(value, "none"))
-                return usage_error(p, "'--distributed' takes auto, mpi or none, not '%s'", value);
+            if (strcmp(value, "auto") && strcmp(value, "mpi") && strcmp(value, "nccl") && strcmp(value, "none"))
+                return usage_error(p, "'--distributed' takes auto, mpi, nccl or none, not '%s'", value);
             p->distributed = value;
         } else if (strncmp(name, "reduce", n) == 0) {
             if (strcmp(value, "fast") && strcmp(value, "ordered"))
@@ -253,7 +254,9 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};
     int parsed = parse(&p, argc, argv, seed);
     tsr_state *s = NULL;
-    if (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK) { /* before the data sets, which it splits */
+    bool nccl_without_gpu = parsed == 0 && p.distributed && !strcmp(p.distributed, "nccl") && !tsr_model_gpu(m);
+    if (nccl_without_gpu || (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK)) { /* before the data sets, which it splits */
+        if (nccl_without_gpu) tsr_nccl_refuse_cpu_program(); /* said before the library is looked for */
         tsr_model_free(m);
     } else if (parsed == 0) {
         s = tsr_state_create_model(m, p.seed, &p.args);

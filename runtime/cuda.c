@@ -18,6 +18,12 @@
  * kernel launched before it.  Every driver call makes the state's context current first, so a
  * state may be used from any thread (one thread at a time, as every state).
  *
+ * With the NCCL engine (--distributed=nccl, nccl.c) a REDUCE averages the state's device copies
+ * in place on the same stream (tsr_gpu_mean), and every wait for the GPU — a synchronize, and the
+ * synchronous copies, which wait for the stream too — first polls the stream (cuStreamQuery),
+ * asking NCCL for asynchronous errors and giving up after TSR_NCCL_TIMEOUT seconds
+ * (tsr_nccl_watch), so a peer that died is a message, not a hang.
+ *
  * Requires: glibc's dlopen (libc itself since 2.34); the driver API of CUDA 11 or later. */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -42,6 +49,7 @@ typedef unsigned long long CUdeviceptr;
 
 enum {
     CUDA_SUCCESS = 0,
+    CUDA_ERROR_NOT_READY = 600,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
@@ -60,6 +68,7 @@ static struct {
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
+    CUresult (*StreamQuery)(CUstream);
     CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*ModuleUnload)(CUmodule);
@@ -86,6 +95,7 @@ static const struct {
     CU_ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
     CU_ENTRY(CtxSetCurrent, "cuCtxSetCurrent", NULL),
     CU_ENTRY(CtxSynchronize, "cuCtxSynchronize", NULL),
+    CU_ENTRY(StreamQuery, "cuStreamQuery", NULL),
     CU_ENTRY(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
     CU_ENTRY(ModuleGetFunction, "cuModuleGetFunction", NULL),
     CU_ENTRY(ModuleUnload, "cuModuleUnload", NULL),
@@ -289,6 +299,35 @@ static int open_memory(tsr_gpu *g) {
     return TSR_OK;
 }
 
+/* ---- Waits ------------------------------------------------------------------------------------------ */
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Wait for every launched kernel (and collective); a kernel's failure shows here.  With the NCCL
+ * engine the wait polls the stream, NCCL's errors and the timeout between looks (tsr_nccl_watch). */
+static int gpu_wait(void) {
+    if (!tsr_dist_uses_nccl()) {
+        CUresult r = cu.CtxSynchronize();
+        return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "the GPU failed running this program's kernels");
+    }
+    double started = seconds_now();
+    for (unsigned looks = 0;; looks++) {
+        CUresult r = cu.StreamQuery(NULL);
+        if (r == CUDA_SUCCESS) return TSR_OK;
+        if (r != CUDA_ERROR_NOT_READY) return cu_error(r, "the GPU failed running this program's kernels or means");
+        int status = tsr_nccl_watch(seconds_now() - started);
+        if (status != TSR_OK) return status;
+        if (looks > 100) nanosleep(&(struct timespec){.tv_nsec = 50000}, NULL); /* past a short spin, 50 µs naps */
+    }
+}
+
+/* Before a synchronous copy, which waits for the stream: the NCCL engine's polled wait. */
+static int wait_before_copy(void) { return tsr_dist_uses_nccl() ? gpu_wait() : TSR_OK; }
+
 tsr_gpu *tsr_gpu_open(tsr_state *s, const tsr_gpu_section *section) {
     if (driver_load() != TSR_OK) return NULL;
     tsr_gpu *g = calloc(1, sizeof *g);
@@ -317,8 +356,13 @@ tsr_gpu *tsr_gpu_open(tsr_state *s, const tsr_gpu_section *section) {
 
 void tsr_gpu_close(tsr_gpu *g) {
     if (!g) return;
+    if (g->context && tsr_nccl_failed()) { /* NCCL's kernels may never end: leave the GPU to the process's exit */
+        tsr_nccl_close(g);
+        g->context = NULL;
+    }
     if (g->context && gpu_current(g) == TSR_OK) {
-        cu.CtxSynchronize(); /* a kernel still running may use the memory; its error no longer matters */
+        gpu_wait(); /* a kernel still running may use the memory; its error no longer matters */
+        tsr_nccl_close(g);
         for (uint32_t b = 0; g->memory && b < g->buffer_count; b++)
             if (g->memory[b]) cu.MemFree(g->memory[b]);
         if (g->module) cu.ModuleUnload(g->module);
@@ -339,6 +383,8 @@ void tsr_gpu_close(tsr_gpu *g) {
 static int to_device(tsr_gpu *g, uint32_t b) {
     float *host = g->state->buffers[b];
     if (g->where[b] != HOST_NEWER || !host || !g->bytes[b]) return TSR_OK;
+    int status = wait_before_copy();
+    if (status != TSR_OK) return status;
     CUresult r = cu.MemcpyHtoD(g->memory[b], host, g->bytes[b]);
     if (r != CUDA_SUCCESS)
         return cu_error(r, "cannot copy tensor '%s' to the GPU (a kernel launched before may have failed)",
@@ -351,6 +397,8 @@ static int to_device(tsr_gpu *g, uint32_t b) {
 static int to_host(tsr_gpu *g, uint32_t b) {
     float *host = g->state->buffers[b];
     if (g->where[b] != DEVICE_NEWER || !host || !g->bytes[b]) return TSR_OK;
+    int status = wait_before_copy();
+    if (status != TSR_OK) return status;
     CUresult r = cu.MemcpyDtoH(host, g->memory[b], g->bytes[b]);
     if (r != CUDA_SUCCESS)
         return cu_error(r, "cannot copy tensor '%s' from the GPU (a kernel launched before may have failed)",
@@ -378,12 +426,6 @@ float *tsr_state_host_buffer(tsr_state *s, uint32_t buffer) {
         return NULL;
     }
     return tsr_buffer_to_host(s, buffer, true) == TSR_OK ? s->buffers[buffer] : NULL;
-}
-
-/* Wait for every launched kernel; a kernel's failure shows here. */
-static int gpu_wait(void) {
-    CUresult r = cu.CtxSynchronize();
-    return r == CUDA_SUCCESS ? TSR_OK : cu_error(r, "the GPU failed running this program's kernels");
 }
 
 int tsr_state_sync_host(tsr_state *s) {
@@ -434,4 +476,37 @@ int tsr_gpu_launch(tsr_state *s, uint32_t kernel) {
     for (uint32_t i = 0; i < kn->param_count; i++)
         if (kn->writes[i]) g->where[kn->buffers[i]] = DEVICE_NEWER;
     return TSR_OK;
+}
+
+/* ---- Means with NCCL ------------------------------------------------------------------------------ */
+
+bool tsr_gpu_has_copy(const tsr_state *s, uint32_t b) {
+    const tsr_gpu *g = tsr_state_gpu(s);
+    return g && b < g->buffer_count && g->memory[b];
+}
+
+int tsr_gpu_mean(tsr_state *s, const uint32_t *buffers, uint32_t count) {
+    tsr_gpu *g = tsr_state_gpu(s);
+    if (!g) return tsr_nccl_refuse_cpu_program();
+    tsr_nccl_cells *cells = calloc((size_t)count + 1, sizeof *cells);
+    if (!cells) return tsr_error(TSR_ERR_NOMEM, "out of memory averaging %u tensors with NCCL", count);
+    int status = gpu_current(g);
+    if (status == TSR_OK) status = tsr_nccl_open(g, (int)g->device);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < count && status == TSR_OK; k++) {
+        uint32_t b = buffers[k];
+        if (!tsr_gpu_has_copy(s, b)) continue;
+        uint8_t dtype = tsr_model_buffer_dtype(s->model, b);
+        if (tsr_nccl_type_of(dtype) < 0)
+            status = tsr_error(TSR_ERR_IMAGE, "the mean across processes of '%s': %s cells have no mean",
+                               tsr_model_buffer_name(s->model, b), tsr_dtype_word(dtype));
+        else status = to_device(g, b);
+        cells[n++] = (tsr_nccl_cells){(void *)(uintptr_t)g->memory[b], (int64_t)(g->bytes[b] / tsr_dtype_cell_bytes(dtype)),
+                                      dtype};
+    }
+    if (status == TSR_OK) status = tsr_nccl_mean(cells, n);
+    free(cells);
+    for (uint32_t k = 0; k < count && status == TSR_OK; k++)
+        if (tsr_gpu_has_copy(s, buffers[k])) g->where[buffers[k]] = DEVICE_NEWER;
+    return status;
 }

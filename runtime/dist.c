@@ -4,7 +4,9 @@
  * One communicator per process.  tsr_dist_start() chooses the engine: "none" is one process;
  * "mpi" opens an MPI library; "auto" opens one only when a launcher started this process as one of
  * several (Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE, MPICH-style launchers and Slurm PMI_SIZE or
- * PMIX_SIZE), and is one process otherwise, without touching MPI at all.  The library is loaded at
+ * PMIX_SIZE), and is one process otherwise, without touching MPI at all; "nccl" loads NCCL
+ * (nccl.c: GPU states then average on their GPUs) and takes the processes from MPI as "auto" does
+ * (a process started alone is rank 0 of 1 without MPI); MPI then also carries NCCL's unique id.  The library is loaded at
  * run time, as cuda.c loads the CUDA driver: dlopen of TSR_MPI_LIBRARY (a path or a soname) if set,
  * else libmpi.so.40 (Open MPI), else libmpi.so; the entry points are resolved with dlsym and
  * declared here with Open MPI's ABI, in which a communicator, a datatype, an operation and an
@@ -101,7 +103,7 @@ static const struct {
 
 /* The communicator of this process. */
 static struct {
-    bool started, uses_mpi, finalized, collective_failure;
+    bool started, uses_mpi, uses_nccl, finalized, collective_failure;
     int rank, size;
     int local_rank, local_size; /* among the processes on this machine (that share memory) */
     void *library;
@@ -186,20 +188,23 @@ static void finalize_at_exit(void) { tsr_dist_finalize(); }
 
 int tsr_dist_start(const char *engine) {
     if (!engine || !engine[0]) engine = "auto";
-    bool use_mpi;
+    bool use_mpi, use_nccl = !strcmp(engine, "nccl");
     if (!strcmp(engine, "none")) use_mpi = false;
     else if (!strcmp(engine, "mpi")) use_mpi = true;
-    else if (!strcmp(engine, "auto")) use_mpi = launched_as_one_of_several();
-    else return tsr_error(TSR_ERR_ARGUMENT, "unknown distributed engine '%s' (auto, mpi or none)", engine);
+    else if (!strcmp(engine, "auto") || use_nccl) use_mpi = launched_as_one_of_several();
+    else return tsr_error(TSR_ERR_ARGUMENT, "unknown distributed engine '%s' (auto, mpi, nccl or none)", engine);
     if (comm.started) {
-        if (use_mpi == comm.uses_mpi || (!use_mpi && comm.size == 1)) return TSR_OK;
+        if (use_nccl == comm.uses_nccl && (use_mpi == comm.uses_mpi || (!use_mpi && comm.size == 1))) return TSR_OK;
         return tsr_error(TSR_ERR_ARGUMENT, "the processes were already started with another engine than '%s'", engine);
     }
+    int status = use_nccl ? tsr_nccl_load() : TSR_OK; /* a missing library is said before MPI starts */
+    if (status != TSR_OK) return status;
+    comm.uses_nccl = use_nccl;
     if (!use_mpi) {
         comm.started = true;
         return TSR_OK;
     }
-    int status = open_library();
+    status = open_library();
     if (status != TSR_OK) return status;
     int initialized = 0, code = mpi.Initialized(&initialized);
     if (code == MPI_SUCCESS_CODE && !initialized) code = mpi.Init(NULL, NULL);
@@ -225,6 +230,7 @@ int tsr_dist_size(void) { return comm.size; }
 int tsr_dist_local_rank(void) { return comm.local_rank; }
 int tsr_dist_local_size(void) { return comm.local_size; }
 bool tsr_dist_active(void) { return comm.uses_mpi && !comm.finalized && comm.size > 1; }
+bool tsr_dist_uses_nccl(void) { return comm.uses_nccl; }
 
 /* The MPI datatype of cells of `dtype` (TSR_DTYPE_F32 or TSR_DTYPE_F64). */
 static MpiHandle mpi_type_of(uint8_t dtype) { return dtype == TSR_DTYPE_F64 ? mpi.double_type : mpi.float_type; }
@@ -396,6 +402,13 @@ int tsr_dist_broadcast(int64_t *value) {
     if (!value) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_broadcast: the value pointer is NULL");
     if (!tsr_dist_active()) return TSR_OK;
     int code = mpi.Bcast(value, 1, mpi.int64_type, 0, mpi.world);
+    return code == MPI_SUCCESS_CODE ? TSR_OK : mpi_error(code, "the broadcast from process 0 (MPI_Bcast) failed");
+}
+
+int tsr_dist_broadcast_bytes(void *bytes, int count) {
+    if (!bytes || count < 0 || count % 8) return tsr_error(TSR_ERR_ARGUMENT, "tsr_dist_broadcast_bytes: bad arguments");
+    if (!tsr_dist_active()) return TSR_OK;
+    int code = mpi.Bcast(bytes, count / 8, mpi.int64_type, 0, mpi.world);
     return code == MPI_SUCCESS_CODE ? TSR_OK : mpi_error(code, "the broadcast from process 0 (MPI_Bcast) failed");
 }
 

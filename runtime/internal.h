@@ -252,6 +252,61 @@ int tsr_dist_broadcast(int64_t *value);
 void tsr_dist_set_collective_failure(void);
 bool tsr_dist_collective_failure(void);
 
+/* dist.c: whether tsr_dist_start chose the NCCL engine ("nccl": GPU states average on their GPUs,
+ * nccl.c); `count` bytes of process 0 on every process (a multiple of 8; nothing in a run of one). */
+bool tsr_dist_uses_nccl(void);
+int tsr_dist_broadcast_bytes(void *bytes, int count);
+
+/* ---- The NCCL engine (nccl.c) --------------------------------------------------------------------
+ *
+ * NCCL's numbers this version uses (nccl.h's ncclDataType_t), the size of its unique id, and the
+ * default of TSR_NCCL_TIMEOUT. */
+enum {
+    TSR_NCCL_FLOAT16 = 6,
+    TSR_NCCL_FLOAT32 = 7,
+    TSR_NCCL_FLOAT64 = 8,
+    TSR_NCCL_BFLOAT16 = 9,
+    TSR_NCCL_UNIQUE_ID_BYTES = 128,
+    TSR_NCCL_DEFAULT_TIMEOUT = 60,
+};
+/* NCCL's data type of cells of `dtype` (TSR_DTYPE_*), or -1 for a type without a mean (integers). */
+int tsr_nccl_type_of(uint8_t dtype);
+/* TSR_NCCL_TIMEOUT's text (NULL or "": the default) as seconds > 0; TSR_ERR_DIST naming it otherwise. */
+int tsr_nccl_parse_timeout(const char *text, double *seconds);
+/* "2.21.5" from ncclGetVersion's code (both of NCCL's schemes). */
+void tsr_nccl_version_text(int code, char *out, size_t size);
+/* The k-th entry point resolved from the library, NULL past the last. */
+const char *tsr_nccl_entry_name(size_t k);
+/* Load the library and resolve its entry points (tsr_dist_start("nccl")); TSR_OK or TSR_ERR_DIST. */
+int tsr_nccl_load(void);
+/* TSR_ERR_DIST: --distributed=nccl given to a program without a GPU section. */
+int tsr_nccl_refuse_cpu_program(void);
+/* The communicator for GPU state `owner` on CUDA device `device` (its context current): made on
+ * first use, collectively (process 0's unique id broadcast through MPI). */
+int tsr_nccl_open(const void *owner, int device);
+/* One buffer of a mean: its device memory, cells and element type. */
+typedef struct tsr_nccl_cells {
+    void *device;
+    int64_t count;
+    uint8_t dtype;
+} tsr_nccl_cells;
+/* Enqueue, on the legacy default stream, the in-place mean (ncclAvg) of each of `count` device
+ * arrays, as one group; errors of NCCL surface here (TSR_ERR_DIST). */
+int tsr_nccl_mean(const tsr_nccl_cells *cells, uint32_t count);
+/* Called while a wait for the GPU has lasted `waited_seconds`: TSR_OK to go on waiting, or
+ * TSR_ERR_DIST after NCCL reported an error or the wait passed TSR_NCCL_TIMEOUT (the
+ * communicator then aborted).  TSR_OK without a communicator. */
+int tsr_nccl_watch(double waited_seconds);
+/* Whether the communicator was aborted after a fault (the GPU may still hold its kernels). */
+bool tsr_nccl_failed(void);
+/* Destroy the communicator if GPU state `owner` holds it (aborted if NCCL reported an error). */
+void tsr_nccl_close(const void *owner);
+/* cuda.c: the in-place mean with NCCL of the listed buffers of a GPU state that have a device
+ * copy (a host-newer one is uploaded first; all are device-newer afterwards); the others are
+ * left for the caller, which learns of them from tsr_gpu_has_copy. */
+int tsr_gpu_mean(tsr_state *state, const uint32_t *buffers, uint32_t count);
+bool tsr_gpu_has_copy(const tsr_state *state, uint32_t b);
+
 /* ---- Token files (tokens.c) ----------------------------------------------------------------------
  *
  * The token files llm.c and nanoGPT's data scripts write: a header of 256 little-endian int32

@@ -372,6 +372,11 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a model state");
         return NULL;
     }
+    if (!m->gpu && tsr_dist_uses_nccl()) { /* a C driver's tsr_dist_start("nccl") */
+        tsr_nccl_refuse_cpu_program();
+        tsr_state_destroy(s);
+        return NULL;
+    }
     if (m->gpu && !(m->device = tsr_gpu_open(s, m->gpu))) { /* before the work of filling buffers */
         tsr_state_destroy(s);
         return NULL;

@@ -19,7 +19,10 @@
  *   REDUCE       called by a routine's code between two kernels: the mean over the processes of a
  *                distributed run (dist.c) of its buffers, fused into one collective call per
  *                type of mean: f32 (f32 buffers, and bf16 and f16 ones widened, their mean
- *                rounded back once) and f64.
+ *                rounded back once) and f64.  With the NCCL engine (--distributed=nccl) a GPU
+ *                state's buffers are averaged in place on the GPU instead (cuda.c, nccl.c), each
+ *                in its own type, with no copy through the host; --reduce=ordered keeps the host
+ *                path through MPI (NCCL has no sum in a fixed order).
  *
  * In a distributed run process 0 alone prints, plots, draws bars and writes checkpoints (every
  * process learns whether the write worked); every process loads, shuffles and records.
@@ -281,9 +284,44 @@ static int fuse(tsr_state *s, tsr_action *a) {
     return TSR_OK;
 }
 
+/* Whether the means of REDUCE and its buckets are NCCL's on the GPU: the NCCL engine, a GPU state,
+ * and not --reduce=ordered (which takes the host path through MPI, the same bits as there). */
+static bool means_on_gpu(const tsr_state *s) {
+    return tsr_dist_uses_nccl() && tsr_state_gpu(s) && !tsr_model_reduce_ordered(s->model);
+}
+
+/* The host mean (through MPI) of one buffer of a GPU state that has no device copy. */
+static int host_mean_of(tsr_state *s, uint32_t b) {
+    int64_t size = buffer_cells(s, b);
+    uint8_t dtype = tsr_model_buffer_dtype(s->model, b);
+    int t = mean_array_of(dtype);
+    if (!tsr_dist_active() || size <= 0 || !s->buffers[b]) return TSR_OK;
+    if (t < 0)
+        return tsr_error(TSR_ERR_IMAGE, "the mean across processes of '%s': %s cells have no mean",
+                         tsr_model_buffer_name(s->model, b), tsr_dtype_word(dtype));
+    void *cells = malloc((size_t)size * tsr_dtype_cell_bytes(mean_dtype(t)));
+    if (!cells) return tsr_error(TSR_ERR_NOMEM, "out of memory averaging '%s'", tsr_model_buffer_name(s->model, b));
+    move_cells(s->buffers[b], cells, 0, size, dtype, true);
+    int status = tsr_dist_mean_cells(cells, size, mean_dtype(t), false);
+    if (status == TSR_OK) move_cells(s->buffers[b], cells, 0, size, dtype, false);
+    free(cells);
+    return status;
+}
+
+/* REDUCE or REDUCE_BEGIN on the GPU: NCCL's means of the buffers, enqueued on the kernels' stream
+ * (the next launches and copies come after them in stream order); a buffer no kernel uses has no
+ * device copy and is averaged on the host. */
+static int reduce_on_gpu(tsr_state *s, tsr_action *a) {
+    int status = tsr_gpu_mean(s, a->refs, a->ref_count);
+    for (uint32_t k = 0; status == TSR_OK && k < a->ref_count; k++)
+        if (!tsr_gpu_has_copy(s, a->refs[k])) status = host_mean_of(s, a->refs[k]);
+    return status;
+}
+
 /* REDUCE: every listed buffer becomes the mean over the processes of its cells, in one collective
  * call over their cells side by side (one for f32 and half-type cells, one for f64 cells). */
 static int reduce(tsr_state *s, tsr_action *a) {
+    if (means_on_gpu(s)) return reduce_on_gpu(s, a);
     if (!tsr_dist_active()) return TSR_OK;
     int status = fuse(s, a);
     for (int t = 0; status == TSR_OK && t < MEAN_ARRAYS; t++)
@@ -315,6 +353,7 @@ static int bucket_progress(tsr_state *s, tsr_action *b) {
  * it waits for the end); the buckets begun before it are moved on, since MPI advances them only
  * inside its calls. */
 static int reduce_begin(tsr_state *s, tsr_action *a) {
+    if (means_on_gpu(s)) return reduce_on_gpu(s, a);
     if (!tsr_dist_active()) return TSR_OK;
     int status = each_bucket(s, (uint32_t)a->value, bucket_progress);
     if (status == TSR_OK) status = fuse(s, a);
@@ -338,8 +377,10 @@ static int bucket_end(tsr_state *s, tsr_action *b) {
     return status;
 }
 
-/* REDUCE_END number `number`: every bucket of it finished, in the order they began. */
+/* REDUCE_END number `number`: every bucket of it finished, in the order they began.  On the GPU
+ * stream order finishes them; NCCL's errors so far surface here. */
 static int reduce_end(tsr_state *s, uint32_t number) {
+    if (means_on_gpu(s)) return tsr_nccl_watch(0);
     return tsr_dist_active() ? each_bucket(s, number, bucket_end) : TSR_OK;
 }
 
