@@ -8,7 +8,8 @@
 # --distributed=none both processes run alone and print; processes started with different seeds
 # (MPMD) both stop with the agreement message and status 1, not a hang; --check-replicas passes
 # where the processes agree; --reduce=ordered is accepted; TSR_MPI_LIBRARY naming no library
-# makes --distributed=mpi a clear error with status 1; the reference executor prints once too.
+# makes --distributed=mpi a clear error with status 1; the reference executor prints once too;
+# --distributed=nccl where no GPU is needed (a CPU program, a missing NCCL, a bad timeout).
 # tests/native/means_by_type.tsr averages gradients of each float type (bf16, f16, f64, f32).
 # build/unit/dist_test runs under mpirun (its mean, ordered mean and agreement check).
 # Every run has a time limit, so a hang fails.  Open MPI's own banners on stderr ("Primary job
@@ -125,5 +126,43 @@ for n in 2 3; do
     st=$?
     if [ $st = 0 ] && grep -q '^[1-9][0-9]* passed, 0 failed$' "$T/out"; then ok; else bad "dist_test under $n processes (status $st)"; fi
 done
+
+# The NCCL engine (--distributed=nccl) where no GPU is needed: a CPU program is refused naming
+# its target (alone, under mpirun, and in the reference executor), before NCCL is looked for;
+# a --target=cuda program with TSR_NCCL_LIBRARY naming no library is the library's message,
+# status 1 (alone and on both processes of mpirun); a misspelt engine is a usage error.  The
+# means themselves need a GPU: tests/gpu/nccl.sh.
+cpu_msg="--distributed=nccl averages gradients between NVIDIA GPUs, and this program was compiled for the CPU (its target is not cuda)"
+(cd "$T/a" && TSR_NCCL_LIBRARY=/nonexistent timeout 60 ../p --distributed=nccl) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && grep -qxF "../p: error: $cpu_msg: compile it with --target=cuda, or run it with --distributed=mpi (or auto)" "$T/err" &&
+   [ ! -s "$T/out" ]; then ok
+else bad "a CPU program with --distributed=nccl is refused (status $st)"; fi
+(cd "$T/a" && $MPIRUN -np 2 ../p --distributed=nccl) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st != 0 ] && [ "$(grep -cF "../p: error: $cpu_msg" "$T/err")" = 2 ] && ! grep -q '^w2' "$T/out"; then ok
+else bad "a CPU program with --distributed=nccl under mpirun: both processes refuse (status $st)"; fi
+(cd "$T/a" && timeout 60 "$TSRC" --run --interp ../p.tsr -- --distributed=nccl) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && grep -qxF "tsrc: error: run time: $cpu_msg: compile it with --target=cuda, or run it with --distributed=mpi (or auto)" "$T/err"; then ok; else bad "the reference executor refuses --distributed=nccl (status $st)"; fi
+(cd "$T/a" && timeout 60 ../p --distributed=ncl) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 2 ] && grep -qF "'--distributed' takes auto, mpi, nccl or none, not 'ncl'" "$T/err"; then ok
+else bad "--distributed=ncl is a usage error (status $st)"; fi
+if "$TSRC" --target=cuda "$T/p.tsr" -o "$T/g" >"$T/log" 2>&1; then
+    lib_msg="../g: error: the NCCL engine (--distributed=nccl) needs NCCL's library (libnccl.so.2: NVIDIA's libnccl2 package, or lib/ of the Python package nvidia-nccl-cu12 or -cu13), and /nonexistent/libnccl.so.2 cannot be loaded (/nonexistent/libnccl.so.2: cannot open shared object file: No such file or directory); set TSR_NCCL_LIBRARY to its path, or use --distributed=mpi"
+    (cd "$T/a" && TSR_NCCL_LIBRARY=/nonexistent/libnccl.so.2 timeout 60 ../g --distributed=nccl) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && grep -qxF "$lib_msg" "$T/err" && [ ! -s "$T/out" ]; then ok
+    else bad "TSR_NCCL_LIBRARY=/nonexistent/libnccl.so.2 --distributed=nccl (status $st)"; fi
+    (cd "$T/a" && TSR_NCCL_LIBRARY=/nonexistent/libnccl.so.2 $MPIRUN -x TSR_NCCL_LIBRARY -np 2 ../g --distributed=nccl) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st != 0 ] && [ "$(grep -cxF "$lib_msg" "$T/err")" = 2 ]; then ok
+    else bad "a missing NCCL under mpirun: both processes say so (status $st)"; fi
+    (cd "$T/a" && TSR_NCCL_TIMEOUT=0 timeout 60 ../g --distributed=nccl) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && grep -qF "../g: error: TSR_NCCL_TIMEOUT=0: it must be a number of seconds greater than 0" "$T/err"; then ok
+    else bad "TSR_NCCL_TIMEOUT=0 is refused at the start (status $st)"; fi
+else fail "checkpoint_train.tsr does not compile with --target=cuda"; fi
 
 finish
