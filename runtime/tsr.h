@@ -326,8 +326,10 @@ static inline uint16_t tsr_f64_to_f16(double d) { return tsr_f32_to_f16(tsr_f64_
 /* ---- Several processes (data-parallel training; docs/runtime.md §19) ---------------------------
  *
  * One communicator per process.  tsr_dist_start(engine) chooses it: "none" (one process), "mpi"
- * (Open MPI, loaded at run time: TSR_MPI_LIBRARY, else libmpi.so.40, else libmpi.so), or "auto"
- * (NULL too: MPI when a launcher such as mpirun or srun started several processes, else one).
+ * (Open MPI, loaded at run time: TSR_MPI_LIBRARY, else libmpi.so.40, else libmpi.so), "auto"
+ * (NULL too: MPI when a launcher such as mpirun or srun started several processes, else one), or
+ * "nccl" (the processes as "auto"; GPU states average their gradients on the GPUs with NCCL,
+ * loaded at run time: TSR_NCCL_LIBRARY, else libnccl.so.2; CPU states are then refused).
  * Generated executables call it from tsr_main_start (--distributed=…); a C driver calls it before
  * tsr_state_create when it wants its data sets split among the processes.  Until then, and in a
  * run of one process, the rank is 0, the size 1, the means do nothing and values agree.  Every
