@@ -491,7 +491,7 @@ int tsr_gpu_mean(tsr_state *s, const uint32_t *buffers, uint32_t count) {
     tsr_nccl_cells *cells = calloc((size_t)count + 1, sizeof *cells);
     if (!cells) return tsr_error(TSR_ERR_NOMEM, "out of memory averaging %u tensors with NCCL", count);
     int status = gpu_current(g);
-    if (status == TSR_OK) status = tsr_nccl_open(g, (int)g->device);
+    if (status == TSR_OK) status = tsr_dist_nccl_open(g, (int)g->device);
     uint32_t n = 0;
     for (uint32_t k = 0; k < count && status == TSR_OK; k++) {
         uint32_t b = buffers[k];

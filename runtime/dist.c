@@ -412,6 +412,16 @@ int tsr_dist_broadcast_bytes(void *bytes, int count) {
     return code == MPI_SUCCESS_CODE ? TSR_OK : mpi_error(code, "the broadcast from process 0 (MPI_Bcast) failed");
 }
 
+int tsr_dist_nccl_open(const void *owner, int device) {
+    bool needed;
+    int status = tsr_nccl_needs_open(owner, &needed);
+    if (status != TSR_OK || !needed) return status;
+    unsigned char id[TSR_NCCL_UNIQUE_ID_BYTES] = {0};
+    if (comm.rank == 0) status = tsr_nccl_unique_id(id);
+    if (status == TSR_OK) status = tsr_dist_broadcast_bytes(id, sizeof id); /* one process: nothing to send */
+    return status == TSR_OK ? tsr_nccl_open(owner, device, comm.rank, comm.size, id) : status;
+}
+
 void tsr_dist_set_collective_failure(void) { comm.collective_failure = true; }
 bool tsr_dist_collective_failure(void) { return comm.collective_failure; }
 

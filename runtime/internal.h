@@ -256,6 +256,10 @@ bool tsr_dist_collective_failure(void);
  * nccl.c); `count` bytes of process 0 on every process (a multiple of 8; nothing in a run of one). */
 bool tsr_dist_uses_nccl(void);
 int tsr_dist_broadcast_bytes(void *bytes, int count);
+/* dist.c: the NCCL communicator for GPU state `owner` on CUDA device `device` (its context
+ * current), made on first use, collectively: process 0's unique id broadcast through MPI, then
+ * tsr_nccl_open on every process. */
+int tsr_dist_nccl_open(const void *owner, int device);
 
 /* ---- The NCCL engine (nccl.c) --------------------------------------------------------------------
  *
@@ -281,9 +285,14 @@ const char *tsr_nccl_entry_name(size_t k);
 int tsr_nccl_load(void);
 /* TSR_ERR_DIST: --distributed=nccl given to a program without a GPU section. */
 int tsr_nccl_refuse_cpu_program(void);
-/* The communicator for GPU state `owner` on CUDA device `device` (its context current): made on
- * first use, collectively (process 0's unique id broadcast through MPI). */
-int tsr_nccl_open(const void *owner, int device);
+/* For tsr_dist_nccl_open: *needed when GPU state `owner` has no communicator yet; TSR_ERR_DIST
+ * when it cannot have one (another state holds it, an earlier fault aborted it, no library). */
+int tsr_nccl_needs_open(const void *owner, bool *needed);
+/* A new unique id (process 0 draws it): TSR_NCCL_UNIQUE_ID_BYTES bytes into `id`. */
+int tsr_nccl_unique_id(void *id);
+/* The communicator of `size` processes with `unique_id`, this one `rank`, for GPU state `owner`
+ * on CUDA device `device` (ncclCommInitRank: every process calls it together). */
+int tsr_nccl_open(const void *owner, int device, int rank, int size, const void *unique_id);
 /* One buffer of a mean: its device memory, cells and element type. */
 typedef struct tsr_nccl_cells {
     void *device;

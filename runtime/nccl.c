@@ -9,10 +9,11 @@
  * build): a communicator is a pointer, a unique id 128 bytes passed by value, data types, the
  * operation and results are ints.  ncclAvg needs NCCL 2.10 or later; an older one is refused.
  *
- * The communicator is made when the first GPU state needs it (tsr_nccl_open, from cuda.c, with
- * that state's context current, so NCCL takes its device): process 0 draws the unique id
- * (ncclGetUniqueId) and MPI broadcasts its 128 bytes (dist.c); a process started alone is rank 0
- * of 1 and needs no MPI.  It belongs to that state and is destroyed when the state closes; a
+ * The communicator is made when the first GPU state needs it (cuda.c calls dist.c's
+ * tsr_dist_nccl_open with that state's context current, so NCCL takes its device): process 0
+ * draws the unique id (tsr_nccl_unique_id), MPI broadcasts its 128 bytes, and every process
+ * calls tsr_nccl_open with it; a process started alone is rank 0 of 1 and needs no MPI.  This
+ * file calls nothing of dist.c: the ranks come as arguments.  It belongs to that state and is destroyed when the state closes; a
  * later state makes a new one.  Means are ncclAllReduce calls with ncclAvg in place, in the
  * buffer's own element type, grouped (ncclGroupStart/End) per REDUCE, enqueued on the stream the
  * kernels run on (the legacy default stream): nothing waits for them but the next copy to the
@@ -88,8 +89,9 @@ static struct {
     NcclComm comm;
     const void *owner; /* the GPU state the communicator was made for */
     int device;        /* its CUDA device ordinal */
+    int rank, size;    /* this process's rank among `size`, for messages */
     bool failed;       /* aborted after a fault: the GPU may still hold NCCL's kernels */
-} engine = {.timeout_seconds = TSR_NCCL_DEFAULT_TIMEOUT};
+} engine = {.timeout_seconds = TSR_NCCL_DEFAULT_TIMEOUT, .size = 1};
 
 const char *tsr_nccl_entry_name(size_t k) { return k < sizeof nccl_entries / sizeof *nccl_entries ? nccl_entries[k].name : NULL; }
 
@@ -133,7 +135,7 @@ static int nccl_error(int result, const char *fmt, ...) {
     vsnprintf(context, sizeof context, fmt, ap);
     va_end(ap);
     const char *text = nccl.GetErrorString ? nccl.GetErrorString(result) : NULL;
-    return tsr_error(TSR_ERR_DIST, "%s (process %d of %d): NCCL error %d%s%s%s", context, tsr_dist_rank(), tsr_dist_size(),
+    return tsr_error(TSR_ERR_DIST, "%s (process %d of %d): NCCL error %d%s%s%s", context, engine.rank, engine.size,
                      result, text ? " (" : "", text ? text : "", text ? ")" : "");
 }
 
@@ -186,21 +188,31 @@ int tsr_nccl_refuse_cpu_program(void) {
                      "--distributed=mpi (or auto)");
 }
 
-int tsr_nccl_open(const void *owner, int device) {
+int tsr_nccl_needs_open(const void *owner, bool *needed) {
+    *needed = false;
     if (engine.failed) return tsr_error(TSR_ERR_DIST, "the NCCL communicator was aborted after an earlier fault");
     if (engine.comm && engine.owner == owner) return TSR_OK;
     if (engine.comm)
         return tsr_error(TSR_ERR_DIST, "the NCCL engine has one communicator per process, and another GPU state (GPU %d) "
                          "holds it: average the gradients of one state at a time", engine.device);
     if (!engine.library) return tsr_error(TSR_ERR_DIST, "the NCCL engine was not started (tsr_dist_start(\"nccl\"))");
+    *needed = true;
+    return TSR_OK;
+}
+
+int tsr_nccl_unique_id(void *id) {
+    memset(id, 0, sizeof(NcclUniqueId));
+    int result = nccl.GetUniqueId((NcclUniqueId *)id);
+    return result == NCCL_SUCCESS ? TSR_OK : nccl_error(result, "NCCL cannot make a unique id (ncclGetUniqueId)");
+}
+
+int tsr_nccl_open(const void *owner, int device, int rank, int size, const void *unique_id) {
+    engine.rank = rank;
+    engine.size = size;
     NcclUniqueId id;
-    memset(&id, 0, sizeof id);
-    int result = tsr_dist_rank() == 0 ? nccl.GetUniqueId(&id) : NCCL_SUCCESS;
-    if (result != NCCL_SUCCESS) return nccl_error(result, "NCCL cannot make a unique id (ncclGetUniqueId)");
-    int status = tsr_dist_broadcast_bytes(&id, sizeof id); /* one process: nothing to send */
-    if (status != TSR_OK) return status;
+    memcpy(&id, unique_id, sizeof id);
     NcclComm comm = NULL;
-    result = nccl.CommInitRank(&comm, tsr_dist_size(), id, tsr_dist_rank());
+    int result = nccl.CommInitRank(&comm, size, id, rank);
     if (result != NCCL_SUCCESS && result != NCCL_IN_PROGRESS)
         return nccl_error(result, "NCCL cannot make the communicator of GPU %d (ncclCommInitRank)", device);
     engine.comm = comm;
@@ -229,7 +241,7 @@ int tsr_nccl_watch(double waited_seconds) {
         abort_comm();
         return tsr_error(TSR_ERR_DIST, "process %d of %d waited %.0f s for the GPU, past TSR_NCCL_TIMEOUT=%g s: another "
                          "process of the run has stopped or hangs (or a step takes longer: raise TSR_NCCL_TIMEOUT); the "
-                         "NCCL communicator was aborted", tsr_dist_rank(), tsr_dist_size(), waited_seconds,
+                         "NCCL communicator was aborted", engine.rank, engine.size, waited_seconds,
                          engine.timeout_seconds);
     }
     return TSR_OK;
