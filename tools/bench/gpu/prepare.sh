@@ -31,7 +31,8 @@
 # (py_train_gpu.py) runs from the working tree.
 # Environment: BENCH_GPU_SIZES (default "1024 2048 4096 8192"), BENCH_GPU_HALF_SIZES (default
 # "4096 8192"), BENCH_GPU_MLPS (default "128:256 8192:4096"), BENCH_GPU_GPT (default
-# "gpu_gpt:96:256:4:64:8:4 gpu_gpt124m:50304:768:12:64:4:12"), BENCH_GPU_ARCH (default sm_90),
+# "gpu_gpt:96:256:4:64:8:4 gpu_gpt124m:50304:768:12:64:4:12"): each set to "" leaves its cases
+# out (unset: the default); BENCH_GPU_ARCH (default sm_90),
 # CUDA_HOME (default /usr/local/cuda), CC (default cc), TSR_RUNTIME (the runtime library to
 # link instead of BUILD/libtsr.a, as for tsrc).  A program tsrc cannot compile is reported and
 # left out; a driver that does not build makes prepare.sh exit 1 (after building the rest).
@@ -44,10 +45,10 @@ fi
 TSRC=$1 BUILD=$2 OUT=$3
 HERE=tools/bench/gpu
 BENCH=tools/bench
-SIZES=${BENCH_GPU_SIZES:-1024 2048 4096 8192}
-HALF_SIZES=${BENCH_GPU_HALF_SIZES:-4096 8192}
-MLPS=${BENCH_GPU_MLPS:-128:256 8192:4096}
-GPTS=${BENCH_GPU_GPT:-gpu_gpt:96:256:4:64:8:4 gpu_gpt124m:50304:768:12:64:4:12}
+SIZES=${BENCH_GPU_SIZES-1024 2048 4096 8192}
+HALF_SIZES=${BENCH_GPU_HALF_SIZES-4096 8192}
+MLPS=${BENCH_GPU_MLPS-128:256 8192:4096}
+GPTS=${BENCH_GPU_GPT-gpu_gpt:96:256:4:64:8:4 gpu_gpt124m:50304:768:12:64:4:12}
 ARCH=${BENCH_GPU_ARCH:-sm_90}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 CC=${CC:-cc}
