@@ -98,20 +98,21 @@ while read -r batch hidden; do
         [ -x "$exe" ] && measure "tsrc Nn.mlp $batch $hidden $type" "$exe" "$BUDGET"
     done
 done <"$OUT/mlps.txt"
-while read -r kind vocab c nh tt bb ll; do
-    echo "bench-gpu: GPT step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW)"
-    measure "tsrc $kind" "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
-    [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
-        measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
-            "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
-done <"$OUT/gpts.txt"
-# The GPT steps' kernels by time (--profile: each launch waits for its kernel), a file each.
+# The GPT steps' kernels by time (--profile: each launch waits for its kernel), a file each,
+# before the GPT timings: on a GPU lent for minutes, the tables are what tell where time goes.
 while read -r kind rest; do
     [ -x "$OUT/bin/${kind}_profile" ] || continue
     echo "bench-gpu: $kind's kernels by time (tsrc --profile, the whole run: ten steps and the timed ones)"
     TSR_PROFILE_ALL=1 "$OUT/bin/${kind}_profile" 1 20 "$OUT/${kind}_profile_init.npz" >/dev/null \
         2>"$OUT/${kind}_profile.txt" || { echo "bench-gpu: the profiled $kind failed"; failed=1; }
     head -n 25 "$OUT/${kind}_profile.txt" | sed 's/^/    /'
+done <"$OUT/gpts.txt"
+while read -r kind vocab c nh tt bb ll; do
+    echo "bench-gpu: GPT step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW)"
+    measure "tsrc $kind" "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
+    [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
+        measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
+            "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
 done <"$OUT/gpts.txt"
 rm -f "$OUT/out.txt" "$OUT/err.txt"
 
