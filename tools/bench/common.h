@@ -50,6 +50,27 @@ static inline void bench_fill(bench_real *x, uint64_t count, uint64_t seed) {
     }
 }
 
+#ifndef BENCH_F64
+/* bench_fill's values as half-type cells (bf16 or f16, uint16_t), each rounded by `to_half`
+ * (tsr.h's tsr_f32_to_bf16 or tsr_f32_to_f16). */
+static inline void bench_fill_half(uint16_t *x, uint64_t count, uint64_t seed, uint16_t (*to_half)(float)) {
+    float *f = malloc(count * sizeof *f);
+    if (!f) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+    bench_fill(f, count, seed);
+    for (uint64_t i = 0; i < count; i++) x[i] = to_half(f[i]);
+    free(f);
+}
+
+/* The floats that half-type cells hold (`to_float`: tsr_bf16_to_f32 or tsr_f16_to_f32), in a
+ * copy the caller frees. */
+static inline float *bench_half_values(const uint16_t *x, uint64_t count, float (*to_float)(uint16_t)) {
+    float *f = malloc(count * sizeof *f);
+    if (!f) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+    for (uint64_t i = 0; i < count; i++) f[i] = to_float(x[i]);
+    return f;
+}
+#endif
+
 static int bench_cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

@@ -56,11 +56,7 @@ typedef bench_real mm_cell;
 /* count values of bench_fill's stream `seed`, as cells. */
 static void fill(mm_cell *x, uint64_t count, uint64_t seed) {
 #ifdef BENCH_BF16
-    float *f = malloc(count * sizeof *f);
-    if (!f) { fprintf(stderr, "out of memory\n"); exit(1); }
-    bench_fill(f, count, seed);
-    for (uint64_t i = 0; i < count; i++) x[i] = tsr_f32_to_bf16(f[i]);
-    free(f);
+    bench_fill_half(x, count, seed, tsr_f32_to_bf16);
 #else
     bench_fill(x, count, seed);
 #endif
@@ -69,10 +65,7 @@ static void fill(mm_cell *x, uint64_t count, uint64_t seed) {
 /* The cells as bench_reals for the checks (a copy for bf16, freed by the caller). */
 static const bench_real *values(const mm_cell *x, uint64_t count) {
 #ifdef BENCH_BF16
-    float *f = malloc(count * sizeof *f);
-    if (!f) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (uint64_t i = 0; i < count; i++) f[i] = tsr_bf16_to_f32(x[i]);
-    return f;
+    return bench_half_values(x, count, tsr_bf16_to_f32);
 #else
     (void)count;
     return x;

@@ -51,11 +51,7 @@ static int wait_host(void *s) { return mm_sync_host(s); }
 /* count values of bench_fill's stream `seed` into x, rounded to the cell type. */
 static void fill(mm_cell *x, uint64_t count, uint64_t seed) {
 #ifdef TO_CELL
-    float *f = malloc(count * sizeof *f);
-    if (!f) { fprintf(stderr, "mm_gpu_tsrc: out of memory\n"); exit(1); }
-    bench_fill(f, count, seed);
-    for (uint64_t i = 0; i < count; i++) x[i] = TO_CELL(f[i]);
-    free(f);
+    bench_fill_half(x, count, seed, TO_CELL);
 #else
     bench_fill(x, count, seed);
 #endif
@@ -63,15 +59,14 @@ static void fill(mm_cell *x, uint64_t count, uint64_t seed) {
 
 /* The floats the cells hold (a copy, freed by the caller). */
 static float *values(const mm_cell *x, uint64_t count) {
+#ifdef TO_FLOAT
+    return bench_half_values(x, count, TO_FLOAT);
+#else
     float *f = malloc(count * sizeof *f);
     if (!f) { fprintf(stderr, "mm_gpu_tsrc: out of memory\n"); exit(1); }
-    for (uint64_t i = 0; i < count; i++)
-#ifdef TO_FLOAT
-        f[i] = TO_FLOAT(x[i]);
-#else
-        f[i] = x[i];
-#endif
+    for (uint64_t i = 0; i < count; i++) f[i] = x[i];
     return f;
+#endif
 }
 
 int main(int argc, char **argv) {
