@@ -500,9 +500,9 @@ int tsr_gpu_mean(tsr_state *s, const uint32_t *buffers, uint32_t count) {
         if (tsr_nccl_type_of(dtype) < 0)
             status = tsr_error(TSR_ERR_IMAGE, "the mean across processes of '%s': %s cells have no mean",
                                tsr_model_buffer_name(s->model, b), tsr_dtype_word(dtype));
-        else status = to_device(g, b);
-        cells[n++] = (tsr_nccl_cells){(void *)(uintptr_t)g->memory[b], (int64_t)(g->bytes[b] / tsr_dtype_cell_bytes(dtype)),
-                                      dtype};
+        else if ((status = to_device(g, b)) == TSR_OK)
+            cells[n++] = (tsr_nccl_cells){(void *)(uintptr_t)g->memory[b],
+                                          (int64_t)(g->bytes[b] / tsr_dtype_cell_bytes(dtype)), dtype};
     }
     if (status == TSR_OK) status = tsr_nccl_mean(cells, n);
     free(cells);

@@ -143,6 +143,12 @@ static inline uint64_t bench_mix(uint64_t z) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+/* The class label of example n (0 … classes-1) that the MLP drivers and py_train.py give their
+ * one-hot targets: stream 12 of bench_mix. */
+static inline int bench_label(uint64_t n, int classes) {
+    return (int)(bench_mix(12 * 0x9E3779B97F4A7C15ull + n + 1) % (uint64_t)classes);
+}
+
 static inline void bench_uniform(float *x, uint64_t count, uint64_t seed, double lo, double hi) {
     for (uint64_t i = 0; i < count; i++) {
         double u = (double)(bench_mix(seed * 0x9E3779B97F4A7C15ull + i + 1) >> 40) *

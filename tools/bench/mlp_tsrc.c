@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     float *y = mlp_y(s);
     memset(y, 0, sizeof(float) * MLP_Y_SIZE);
     for (int n = 0; n < B; n++) {
-        label[n] = (int)(bench_mix(12 * 0x9E3779B97F4A7C15ull + (uint64_t)n + 1) % D3);
+        label[n] = bench_label((uint64_t)n, D3);
         y[n * D3 + label[n]] = 1.0f;
     }
     float *params[6] = {mlp_w1(s), mlp_b1(s), mlp_w2(s), mlp_b2(s), mlp_w3(s), mlp_b3(s)};
