@@ -81,6 +81,7 @@ typedef struct Options {
     bool reassociate;   /* --reassociate */
     bool tf32;          /* --tf32 */
     const char *arch;   /* --arch=sm_NN (--target=cuda) */
+    unsigned gpu_blocks; /* --gpu-blocks=N (--target=cuda; 0: the default) */
     CgFormat emit_format;
     int opt_level;
     const char *cpu;
@@ -127,6 +128,8 @@ static void usage(FILE *out) {
           "  --target=TRIPLE  generate code for TRIPLE (default: this machine's); 'cuda':\n"
           "                   for NVIDIA GPUs (executables and -c objects run on the GPU)\n"
           "  --arch=sm_NN     the GPU architecture for --target=cuda (default sm_80)\n"
+          "  --gpu-blocks=N   the blocks a GPU kernel needs to fill the GPU, about its\n"
+          "                   multiprocessors (default 128, for an H100's 132)\n"
           "  --name=NAME      prefix of the exported symbols (default: the output's base name)\n"
           "  --no-opt         skip the loop IR optimisations (virtualisation, folding)\n"
           "  --no-sched       with --run --interp: run the loop IR as lowered, unscheduled\n"
@@ -184,7 +187,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 /* Every option, for "did you mean" after an unknown one. */
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
-    "--cpu", "--target", "--arch", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--tf32", "--time-stages",
+    "--cpu", "--target", "--arch", "--gpu-blocks", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--tf32", "--time-stages",
     "--profile", "--shared", "--seed", "--bucket-cells", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
@@ -269,6 +272,13 @@ static Options parse_options(int argc, char **argv) {
             opt.triple = a + 9;
         } else if (strncmp(a, "--arch=", 7) == 0 && a[7]) {
             opt.arch = a + 7;
+        } else if (strncmp(a, "--gpu-blocks=", 13) == 0) {
+            char *end;
+            errno = 0;
+            unsigned long blocks = strtoul(a + 13, &end, 10);
+            if (errno || *end || !isdigit((unsigned char)a[13]) || blocks < 1 || blocks > 65535)
+                bad_usage("'--gpu-blocks' needs a number of blocks from 1 to 65535, not '%s'", a + 13);
+            opt.gpu_blocks = (unsigned)blocks;
         } else if (strncmp(a, "--name=", 7) == 0) {
             opt.name = a + 7;
             bool ok = (isalpha((unsigned char)opt.name[0]) || opt.name[0] == '_');
@@ -341,6 +351,7 @@ static Options parse_options(int argc, char **argv) {
     if (opt.mode == MODE_EMIT_CODE && !opt.emit_ptx && target_is_cuda(opt.triple))
         bad_usage("%s", "'--target=cuda' writes --emit=ptx, -c objects and executables, not --emit=llvm, asm or obj");
     if (opt.arch && !target_is_cuda(opt.triple)) bad_usage("%s", "'--arch' goes with '--target=cuda'");
+    if (opt.gpu_blocks && !target_is_cuda(opt.triple)) bad_usage("%s", "'--gpu-blocks' goes with '--target=cuda'");
     if (opt.output && strcmp(opt.output, "-") == 0 &&
         (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT || opt.mode == MODE_SHARED))
         bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
@@ -1293,6 +1304,7 @@ static int compile(Options opt) {
             if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
             else target_select(opt.triple, opt.cpu, &target);
             target.reassociate = opt.reassociate;
+            if (opt.gpu_blocks) target.gpu_blocks = opt.gpu_blocks;
             if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;

@@ -93,7 +93,7 @@ gpu_checks() { # gpu_checks TEST EXPECTED [TSRC ARGS…]
         return
     fi
     reordered=no
-    grep -q "reduced across a block" "$TMP/out" && reordered=yes
+    grep -qE "reduced across a block|reduction split in" "$TMP/out" && reordered=yes
     TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
     if [ "$(status)" != 0 ]; then fail "$gt (GPU schedule)" "exit $(status), expected 0" "$TMP/err"
     elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt (GPU schedule = interp)"
@@ -120,6 +120,7 @@ check_golden() { # check_golden TEST ACTUAL GOLDEN
 for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     base=${t%.tsr}
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
+    gpu_args=$(sed -n '1,2s/^(\* gpu-args: \(.*\) \*)$/\1/p' "$t") # for the GPU leg only
     if [ -f "$base.ir" ] || [ -f "$base.out" ]; then
         for kind in ir out; do
             [ -f "$base.$kind" ] || continue
@@ -141,7 +142,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
-            gpu_checks "$t" "$TMP/interp.out" $args
+            gpu_checks "$t" "$TMP/interp.out" $gpu_args $args
         done
         continue
     fi
@@ -366,6 +367,21 @@ blocks=$(grep -c "^  # einsum '@^^'.*reduced across a block" "$TMP/out")
 if [ "$(status)" = 0 ] && [ "$tiles" = 4 ] && [ "$blocks" = 1 ]
 then pass "GPU schedule: bf16/f16 nests take thread tiles (4) and block reductions (1)"
 else fail "GPU schedule: bf16/f16 nests take thread tiles and block reductions" "$tiles tiled nests (4 expected), $blocks block reductions (1)" "$TMP/out"; fi
+
+# Block tiles on a GPU of 8 blocks (tests/native/gpu_split.tsr, whose golden the GPU leg checks):
+# with --reassociate the reductions of 6 products too small to fill it are split across blocks
+# (y twice, heads, long, y16 on the tensor cores, acc's product), each followed by the nest
+# adding its parts; wg, summed over two loops, takes block tiles unsplit.  Without
+# --reassociate nothing is split, and wg still takes block tiles.
+run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 --reassociate -o - tests/native/gpu_split.tsr
+split=$(grep -c '^  # .*GPU block.*the reduction split in' "$TMP/out")
+added=$(grep -c '^  # .*parts of the split reduction added' "$TMP/out")
+run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 -o - tests/native/gpu_split.tsr
+exact=$(grep -c '^  # .*GPU block' "$TMP/out")
+exact_split=$(grep -c 'split in' "$TMP/out")
+if [ "$split" = 6 ] && [ "$added" = 6 ] && [ "$exact" = 1 ] && [ "$exact_split" = 0 ]
+then pass "GPU schedule: 6 reductions split across blocks with --reassociate, none without; wg in block tiles"
+else fail "GPU schedule: split reductions" "$split split, $added adding nests (6 each expected); without --reassociate $exact block kernels (1), $exact_split split (0)" "$TMP/out"; fi
 
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer

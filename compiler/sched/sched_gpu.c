@@ -6,7 +6,9 @@
  *   6t. a large contraction of bf16 or f16 operands, or of f32 ones rounded to tf32 (--tf32),
  *      becomes a block's kernel on the tensor cores (gpu_mma_tiles), for sm_80 and later;
  *   6. a large contraction becomes a block's kernel staging its operands through shared memory
- *      (gpu_block_tiles);
+ *      (gpu_block_tiles), a sum over several loops walking the outer ones around its panels;
+ *   6s. with --reassociate, one too small to fill the GPU (Target.gpu_blocks) has its
+ *      reduction split across blocks, the parts added by a nest after it (plan_blocks);
  *   7. a reduction with few cells and many steps reduces each cell across a block of threads
  *      (gpu_block_reduction), as does a full reduction to one cell;
  *   5. any other reduction nest computes a tile of cells per thread (gpu_thread_tiles).
@@ -218,30 +220,49 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
 
 /* ---- Rewrite 6, the GPU's: block tiles through shared memory ----------------------------------------- *
  *
- * A contraction C[i, j] (+)= Σ_k A[i, k]·B[k, j] (find_contraction: one reduction loop, at most one
- * batch loop) whose I and J extents are multiples of a block tile (128, else 64, as long as
- * that makes MIN_BLOCKS blocks) and whose K is a multiple of BLOCK_K becomes a block's kernel
- * (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE² threads computes tile² cells of C, each
- * thread side² of them (side = tile / THREADS_SIDE: 8 or 4) in registers (a per-thread
- * buffer), and the block stages the operands through shared memory, BLOCK_K steps
- * of the reduction at a time.  The panels of the next steps are fetched into registers while
- * the block computes on the current ones:
- *     fetch panels 0 into registers
- *     for kt < K/BLOCK_K − 1:  registers → shared panels;  barrier;
- *                              fetch panels kt + 1;  BLOCK_K steps on every cell;  barrier
- *     registers → shared panels;  barrier;  BLOCK_K steps on every cell
+ * A contraction C[i, j] (+)= Σ_k A[i, k]·B[k, j] (find_contraction; at most two batch loops)
+ * whose I and J extents are multiples of a block tile (128, else 64, as long as that makes
+ * Target.gpu_blocks blocks: plan_blocks below) and whose innermost reduction loop's extent is a
+ * multiple of BLOCK_K becomes a block's kernel (ir.h LOOP_BLOCK_X): each block of THREADS_SIDE²
+ * threads computes tile² cells of C, each thread side² of them (side = tile / THREADS_SIDE: 8
+ * or 4) in registers (a per-thread buffer), and the block stages the operands through shared
+ * memory, BLOCK_K steps of the reduction at a time, the next steps' panels fetched into
+ * registers while the block computes on the current ones (k_loop below, which also walks the
+ * outer reduction loops of a sum over several axes).
  * The fetches follow each operand's layout so that neighbouring threads read neighbouring
  * cells (the reduction axis along threadIdx.x when it is the operand's contiguous one, else the
  * other axis, `side` cells a thread); the panels are stored [k][i] and [k][j], rows padded
  * by PANEL_PAD cells against bank conflicts, and a step reads a thread's cells of each as two
  * vectors (thread_cells).  Every cell takes its fma steps in the reduction's order: the reference's
- * result bit for bit.  Grids of fewer than MIN_BLOCKS blocks keep rewrite 5 (an H100 has 132
- * multiprocessors: 64 blocks of 128² for a 1024² matmul ran at 0.75 of rewrite 5's speed). */
+ * result bit for bit.  Grids of fewer than Target.gpu_blocks blocks (128 unless --gpu-blocks
+ * says otherwise: an H100 has 132 multiprocessors, and 64 blocks of 128² for a 1024² matmul
+ * ran at 0.75 of rewrite 5's speed) keep rewrite 5, unless rewrite 6s splits their reduction. */
 
-enum { BLOCK_K = 16, THREADS_SIDE = 16, PANEL_PAD = 4, MIN_BLOCKS = 128 };
+enum { BLOCK_K = 16, THREADS_SIDE = 16, PANEL_PAD = 4 };
 
 /* The block tiles tried, largest first: cells a block along I and J (a thread: a sixteenth). */
 static const uint32_t block_tiles[] = {128, 64};
+
+/* A block kernel's share of a split reduction (rewrite 6s below): the block loop `iter` over
+ * the parts, each of `steps` steps of the innermost reduction loop (iter UINT32_MAX: no split). */
+typedef struct Split {
+    uint32_t iter, parts;
+    uint64_t steps;
+} Split;
+
+/* Appends iter·coef to a (nothing for UINT32_MAX). */
+static void add_term(Affine *a, uint32_t iter, int64_t coef) {
+    if (iter != UINT32_MAX) a->terms[a->count++] = (IrTerm){iter, coef};
+}
+
+/* The place along the reduction of step kk + k_offset of panel kt (UINT32_MAX: the first) of
+ * `step` steps, in a block's part of a split reduction. */
+static Affine k_place(Affine kk, uint32_t kt, uint64_t step, int64_t k_offset, const Split *split) {
+    kk.offset += k_offset;
+    add_term(&kk, kt, (int64_t)step);
+    add_term(&kk, split->iter, (int64_t)split->steps);
+    return kk;
+}
 
 /* One operand's panel: where it comes from and goes. */
 typedef struct Panel {
@@ -260,8 +281,10 @@ typedef struct CellIters {
 typedef struct BlockTile {
     const Contraction *ct;
     uint32_t tile, side;   /* cells a block and a thread along I and J (side = tile / THREADS_SIDE) */
-    uint32_t k_iter, bi, bj, cells;
+    uint32_t k_iter, bi, bj, cells; /* bi, bj: UINT32_MAX where one block covers I, J */
     Panel a, b;
+    uint32_t ty, tx;       /* the thread loops last opened (block_threads) */
+    Split split;
 } BlockTile;
 
 static IrStmt *thread_loops(Sched *s, IrBlock *into, uint32_t *ty, uint32_t *tx) {
@@ -300,9 +323,10 @@ static void fetch(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, 
     IrStmt *lq = unrolled(s, into, &q, bt->side, true);
     uint32_t kk = p->k_along_x ? tx : ty, m = p->k_along_x ? ty : tx;
     reset_subst(s);
-    map_iter(s, p->tiled_iter, (Affine){.terms = {{p->base_iter, bt->tile}, {m, bt->side}, {q, 1}}, .count = 3});
-    map_iter(s, bt->k_iter, kt == UINT32_MAX ? (Affine){.terms = {{kk, 1}}, .count = 1, .offset = k_offset}
-                                             : (Affine){.terms = {{kt, BLOCK_K}, {kk, 1}}, .count = 2, .offset = k_offset});
+    Affine tiled = {.terms = {{m, bt->side}, {q, 1}}, .count = 2};
+    add_term(&tiled, p->base_iter, bt->tile);
+    map_iter(s, p->tiled_iter, tiled);
+    map_iter(s, bt->k_iter, k_place(affine1(kk, 1, 0), kt, BLOCK_K, k_offset, &bt->split));
     ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, bt, ty, tx, q), clone_expr(s, p->operand, NULL)));
 }
 
@@ -328,8 +352,12 @@ static IrBlock *thread_cells(Sched *s, IrBlock *into, const BlockTile *bt, uint3
     l = unrolled(s, &l->body, &it->c1, 2, true);
     l = unrolled(s, &l->body, &it->c0, half, true);
     reset_subst(s);
-    map_iter(s, bt->ct->i_loop->iter, (Affine){.terms = {{bt->bi, bt->tile}, {it->r1, half_tile}, {ty, half}, {it->r0, 1}}, .count = 4});
-    map_iter(s, bt->ct->j_loop->iter, (Affine){.terms = {{bt->bj, bt->tile}, {it->c1, half_tile}, {tx, half}, {it->c0, 1}}, .count = 4});
+    Affine i = {.terms = {{it->r1, half_tile}, {ty, half}, {it->r0, 1}}, .count = 3};
+    add_term(&i, bt->bi, bt->tile);
+    map_iter(s, bt->ct->i_loop->iter, i);
+    Affine j = {.terms = {{it->c1, half_tile}, {tx, half}, {it->c0, 1}}, .count = 3};
+    add_term(&j, bt->bj, bt->tile);
+    map_iter(s, bt->ct->j_loop->iter, j);
     IrTerm terms[6] = {{ty, THREADS_SIDE * bt->side * bt->side}, {tx, bt->side * bt->side},
                        {it->r1, half * bt->side}, {it->r0, bt->side}, {it->c1, half}, {it->c0, 1}};
     *cell = flat_index(s, terms, 6);
@@ -350,6 +378,83 @@ static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uin
     ir_block_push(s->ir->arena, body, new_store(s, bt->cells, cell, new_step_fma(s, bt->ct->b_first, a, b, new_load(s, bt->cells, cell))));
 }
 
+/* ---- The reduction loop of a block's kernel (rewrites 6 and 6t) ----------------------------------------- *
+ *
+ * Both block kernels take the reduction `step` steps at a time (BLOCK_K, MMA_K) through shared
+ * panels, the next steps' panels fetched into registers while the block computes on the
+ * current ones:
+ *     for the outer reduction loops (if any), in order:
+ *         fetch panels 0 into registers
+ *         for kt < K/step − 1:  registers → shared panels;  barrier;
+ *                               fetch panels kt + 1;  `step` steps on every cell;  barrier
+ *         registers → shared panels;  barrier;  `step` steps on every cell
+ *         barrier (when there are outer loops: their next turn overwrites the panels)
+ * where K is the innermost reduction loop's extent (or a block's part of it, rewrite 6s), a
+ * multiple of `step`.  A reduction over
+ * several loops — a weight's gradient summed over a batch's sequences and their positions —
+ * so takes its steps in the order of the loops, the reference's.  The kernels differ in how a
+ * block's threads are numbered and what a fetch, a spill and a step are: a KLoop's hooks. */
+typedef struct KLoop {
+    const Reduction *r;
+    uint64_t step;
+    uint64_t steps;     /* of the innermost reduction loop, a block's (rewrite 6s); 0: all of them */
+    void *tile;
+    IrBlock *(*threads)(Sched *s, IrBlock *into, void *tile); /* a block's threads in `into`: their body */
+    void (*fetch)(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset); /* steps kt (UINT32_MAX: the first) */
+    void (*spill)(Sched *s, IrBlock *into, void *tile);
+    void (*compute)(Sched *s, IrBlock *thread, IrBlock *block, void *tile); /* a thread body after a fetch; the block's */
+} KLoop;
+
+static void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
+    const Reduction *r = kl->r;
+    for (uint32_t q = 0; q + 1 < r->nred; q++) {
+        IrStmt *l = new_loop(s, r->red[q]->iter, r->red[q]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, l);
+        blk = &l->body;
+    }
+    uint64_t k = kl->steps ? kl->steps : r->red[r->nred - 1]->extent;
+    kl->fetch(s, kl->threads(s, blk, kl->tile), kl->tile, UINT32_MAX, 0);
+    if (k > kl->step) {
+        uint32_t kt = new_iter(s);
+        IrStmt *over_k = new_loop(s, kt, k / kl->step - 1, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, over_k);
+        kl->spill(s, kl->threads(s, &over_k->body, kl->tile), kl->tile);
+        push_barrier(s, &over_k->body);
+        IrBlock *thread = kl->threads(s, &over_k->body, kl->tile);
+        kl->fetch(s, thread, kl->tile, kt, (int64_t)kl->step);
+        kl->compute(s, thread, &over_k->body, kl->tile);
+        push_barrier(s, &over_k->body);
+    }
+    kl->spill(s, kl->threads(s, blk, kl->tile), kl->tile);
+    push_barrier(s, blk);
+    kl->compute(s, kl->threads(s, blk, kl->tile), blk, kl->tile);
+    if (r->nred > 1) push_barrier(s, blk);
+}
+
+/* Rewrite 6's hooks. */
+static IrBlock *block_threads(Sched *s, IrBlock *into, void *tile) {
+    BlockTile *bt = tile;
+    return &thread_loops(s, into, &bt->ty, &bt->tx)->body;
+}
+
+static void block_fetch(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {
+    BlockTile *bt = tile;
+    fetch(s, into, bt, &bt->a, bt->ty, bt->tx, kt, k_offset);
+    fetch(s, into, bt, &bt->b, bt->ty, bt->tx, kt, k_offset);
+}
+
+static void block_spill(Sched *s, IrBlock *into, void *tile) {
+    BlockTile *bt = tile;
+    spill(s, into, bt, &bt->a, bt->ty, bt->tx);
+    spill(s, into, bt, &bt->b, bt->ty, bt->tx);
+}
+
+static void block_steps(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
+    (void)block;
+    BlockTile *bt = tile;
+    steps(s, thread, bt, bt->ty, bt->tx);
+}
+
 static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *operand, uint32_t tiled_iter, uint32_t base_iter, uint32_t k_iter,
                        const char *name) {
     const IrProgram *ir = s->ir;
@@ -362,87 +467,208 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
     s->ir->buffers[p->regs].thread_cells = bt->side;
 }
 
-/* The block tile for I and J extents m and n over `batch` blocks of them: the largest of
- * block_tiles dividing both that makes MIN_BLOCKS blocks, or 0. */
-static uint32_t choose_block_tile(uint64_t m, uint64_t n, uint64_t batch) {
-    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles; t++) {
-        uint32_t b = block_tiles[t];
-        if (m % b == 0 && n % b == 0 && m / b <= 65535 && batch * (m / b) * (n / b) >= MIN_BLOCKS) return b;
-    }
-    return 0;
+/* ---- How a block kernel covers its contraction; rewrite 6s, split reductions --------------------------- *
+ *
+ * The tile is the largest of block_tiles dividing I's and J's extents that makes
+ * Target.gpu_blocks blocks.  The grid's axes, x first, walk the tiles along J and along I (each
+ * only where there is more than one), the batch loops and a split's parts: at most three.
+ *
+ * Rewrite 6s.  A contraction that no tile makes enough blocks of — GPT-2's projections over
+ * 4 sequences of 64 positions: 48 blocks of 64² cells for an H100's 132 multiprocessors — would
+ * leave most of the GPU idle while each block takes every step of a long reduction.  With
+ * --reassociate (Target.reassociate), its innermost reduction loop is split into `parts` (a
+ * power of two: the fewest that make Target.gpu_blocks blocks, more while a part is longer than
+ * SPLIT_LONG_STEPS steps; each part at least SPLIT_MIN_STEPS steps and a whole number of
+ * panels), each a block of its own along the grid's last axis.  Each block stores its cells'
+ * partial results, each started from 0, into the function's buffer of partial results (one
+ * buffer, as large as the largest split: the kernels run one after the other), part p's at
+ * p·|C| + the cell's flat offset in C; a pointwise nest after the kernel then makes each cell
+ * init + part 0 + part 1 + … in that order.  The sums are added in another order than the
+ * reference's, so this is --reassociate's, as block reductions (rewrite 7) are. */
+
+enum { SPLIT_MIN_STEPS = 128, SPLIT_LONG_STEPS = 4096 };
+
+/* A grid's block loops, x first. */
+typedef struct Grid {
+    uint32_t iter[3];
+    uint64_t extent[3];
+    unsigned count;
+} Grid;
+
+static void grid_add(Grid *g, uint32_t iter, uint64_t extent) {
+    g->iter[g->count] = iter;
+    g->extent[g->count++] = extent;
 }
 
-/* A block's kernel over_i (its batch loop, if any, put around it) into `out`, its comment
- * the nest's followed by "; schedule: " and `schedule`. */
-static void push_block_kernel(Sched *s, const Reduction *r, const Contraction *ct, IrStmt *over_i, uint64_t batch,
-                              const char *schedule, IrBlock *out) {
-    IrStmt *top = over_i;
-    if (ct->nbatch) {
-        IrStmt *over_b = new_loop(s, ct->batch[0]->iter, batch, true, LOOP_BLOCK_Z);
-        ir_block_push(s->ir->arena, &over_b->body, over_i);
-        top = over_b;
+typedef struct BlockPlan {
+    uint32_t tile, bi, bj;  /* UINT32_MAX where one tile covers I (J) */
+    Grid grid;
+    Split split;
+} BlockPlan;
+
+/* The parts of rewrite 6s for a grid of `blocks` blocks over `dims` axes, steps a panel. */
+static uint32_t split_parts(const Sched *s, const Reduction *r, uint64_t blocks, unsigned dims, uint64_t step) {
+    if (!s->target->reassociate || s->local_scratch || dims >= 3) return 1;
+    uint64_t k = r->red[r->nred - 1]->extent;
+    uint32_t parts = 1;
+    while ((blocks * parts < s->target->gpu_blocks || k / parts > SPLIT_LONG_STEPS) && 2 * parts <= MAX_GRID_YZ &&
+           k % (2 * parts) == 0 && k / (2 * parts) % step == 0 && k / (2 * parts) >= SPLIT_MIN_STEPS)
+        parts *= 2;
+    return parts;
+}
+
+/* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel;
+ * false where none fits.  The grid's axes are those of more than one block: along J, along I,
+ * the batch loops (innermost first), the split's parts — at most three. */
+static bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, BlockPlan *plan) {
+    uint64_t m = ct->i_loop->extent, n = ct->j_loop->extent, batch = 1;
+    for (uint32_t k = 0; k < ct->nbatch; k++) {
+        if (ct->batch[k]->extent > MAX_GRID_YZ) return false;
+        batch *= ct->batch[k]->extent;
     }
+    if (ct->nbatch > 2 || r->red[r->nred - 1]->extent % step) return false;
+    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles; t++) {
+        uint32_t tile = block_tiles[t];
+        if (m % tile || n % tile || m / tile > MAX_GRID_YZ) continue;
+        uint64_t blocks = batch * (m / tile) * (n / tile);
+        unsigned dims = (n > tile) + (m > tile) + ct->nbatch;
+        if (dims > 3) continue;
+        uint32_t parts = blocks >= s->target->gpu_blocks ? 1 : split_parts(s, r, blocks, dims, step);
+        if (blocks * parts < s->target->gpu_blocks) continue;
+        *plan = (BlockPlan){.tile = tile, .bi = m > tile ? new_iter(s) : UINT32_MAX, .bj = n > tile ? new_iter(s) : UINT32_MAX,
+                            .split = {.iter = UINT32_MAX, .parts = parts}};
+        if (plan->bj != UINT32_MAX) grid_add(&plan->grid, plan->bj, n / tile);
+        if (plan->bi != UINT32_MAX) grid_add(&plan->grid, plan->bi, m / tile);
+        for (uint32_t k = ct->nbatch; k-- > 0;) grid_add(&plan->grid, ct->batch[k]->iter, ct->batch[k]->extent);
+        if (parts > 1) {
+            plan->split.iter = new_iter(s);
+            plan->split.steps = r->red[r->nred - 1]->extent / parts;
+            grid_add(&plan->grid, plan->split.iter, parts);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* The grid's block loops; returns the outermost, *body the innermost's body. */
+static IrStmt *grid_loops(Sched *s, const Grid *g, IrBlock **body) {
+    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
+    IrStmt *top = NULL;
+    for (unsigned d = g->count; d-- > 0;) {
+        IrStmt *l = new_loop(s, g->iter[d], g->extent[d], true, modes[d]);
+        if (top) ir_block_push(s->ir->arena, *body, l);
+        else top = l;
+        *body = &l->body;
+    }
+    return top;
+}
+
+/* The flat index into the partial results of C's cell at `index` (C's own, mapped): part
+ * `part` of it, or the part of the split's block loop. */
+static IrIndex *partial_index(Sched *s, uint32_t c, const IrIndex *index, const Split *split, int64_t part) {
+    const IrBuffer *b = &s->ir->buffers[c];
+    IrTerm terms[MAX_LOOPS * 4 + 1];
+    uint32_t count = 0;
+    int64_t stride = 1, offset = 0;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            uint32_t at = 0;
+            while (at < count && terms[at].iter != index[a].terms[t].iter) at++;
+            if (at == count) terms[count++] = (IrTerm){index[a].terms[t].iter, 0};
+            terms[at].coef += index[a].terms[t].coef * stride;
+        }
+        offset += index[a].offset * stride;
+        stride *= (int64_t)b->dims[a];
+    }
+    if (split->iter != UINT32_MAX && part < 0) terms[count++] = (IrTerm){split->iter, (int64_t)b->size};
+    IrIndex *ix = flat_index(s, terms, count);
+    ix->offset = offset + (part < 0 ? 0 : part * (int64_t)b->size);
+    return ix;
+}
+
+/* The function's buffer of partial results, at least `cells` cells. */
+static uint32_t split_partials(Sched *s, uint64_t cells) {
+    if (s->split_partials == UINT32_MAX) {
+        s->split_partials = new_scratch(s, "partials", cells, DTYPE_F32, false);
+    } else {
+        IrBuffer *b = &s->ir->buffers[s->split_partials];
+        if (b->size < cells) {
+            b->size = b->dims[0] = cells;
+            b->shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)cells);
+        }
+    }
+    return s->split_partials;
+}
+
+/* The store of a block kernel's cell (C's index mapped onto the thread's cell): into C, or into
+ * the partial results of the block's part. */
+static IrStmt *cell_store(Sched *s, const Reduction *r, const Split *split, IrExpr *value) {
+    uint32_t c = r->store->buffer;
+    IrIndex *index = clone_index(s, r->store->index, s->ir->buffers[c].rank);
+    if (split->iter == UINT32_MAX) return new_store(s, c, index, value);
+    uint32_t partials = split_partials(s, (uint64_t)split->parts * s->ir->buffers[c].size);
+    return new_store(s, partials, partial_index(s, c, index, split, -1), value);
+}
+
+/* A cell's value where a kernel starts: its initial value, or 0 for a part of a split. */
+static IrExpr *cell_start(Sched *s, const Reduction *r, const Split *split) {
+    return split->iter == UINT32_MAX ? clone_expr(s, r->init->value, NULL) : new_const(s, 0, DTYPE_F32);
+}
+
+/* A block kernel (its grid's loops, `top`) into `out`, its comment the nest's followed by
+ * "; schedule: " and `schedule`; for a split, the nest that adds the parts after it. */
+static void push_block_kernel(Sched *s, const Reduction *r, IrStmt *top, const Split *split, const char *schedule,
+                              IrBlock *out) {
     const char *what = r->par[0]->comment ? r->par[0]->comment : "a contraction";
+    if (split->iter != UINT32_MAX)
+        schedule = arena_printf(s->ir->arena, "%s, the reduction split in %u parts", schedule, split->parts);
     top->comment = arena_printf(s->ir->arena, "%s; schedule: %s", what, schedule);
     ir_block_push(s->ir->arena, out, top);
+    if (split->iter == UINT32_MAX) return;
+    /* C = init + part 0 + part 1 + …, over C's cells in the nest's parallel loops. */
+    reset_subst(s);
+    IrBlock *at = out;
+    IrStmt *outer = NULL;
+    for (uint32_t k = 0; k < r->npar; k++) {
+        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, at, l);
+        if (!outer) outer = l;
+        at = &l->body;
+    }
+    uint32_t c = r->store->buffer;
+    IrExpr *value = clone_expr(s, r->init->value, NULL);
+    for (uint32_t p = 0; p < split->parts; p++)
+        value = new_op(s, SOP_ADD, value, new_load(s, s->split_partials, partial_index(s, c, r->store->index, split, p)), NULL);
+    ir_block_push(s->ir->arena, at, new_store(s, c, clone_index(s, r->store->index, s->ir->buffers[c].rank), value));
+    outer->comment = arena_printf(s->ir->arena, "%s; schedule: the %u parts of the split reduction added", what, split->parts);
 }
 
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
-    const IrProgram *ir = s->ir;
     Contraction ct;
-    if (!find_contraction(ir, r, &ct, false, 0) || r->nred != 1 || ct.nbatch > 1) return false;
-    uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
-    uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
-    uint32_t tile = choose_block_tile(m, n, batch);
-    if (!tile || k % BLOCK_K || batch > 65535) return false;
-    BlockTile bt = {.ct = &ct, .tile = tile, .side = tile / THREADS_SIDE, .k_iter = r->red[0]->iter, .bi = new_iter(s),
-                    .bj = new_iter(s)};
+    BlockPlan plan;
+    if (!find_contraction(s->ir, r, &ct, false, 0) || !plan_blocks(s, r, &ct, BLOCK_K, &plan)) return false;
+    BlockTile bt = {.ct = &ct, .tile = plan.tile, .side = plan.tile / THREADS_SIDE, .k_iter = r->red[r->nred - 1]->iter,
+                    .bi = plan.bi, .bj = plan.bj, .split = plan.split};
     panel_init(s, &bt, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");
     panel_init(s, &bt, &bt.b, ct.b, ct.j_loop->iter, bt.bj, bt.k_iter, "b_panel");
     bt.cells = new_scratch(s, "cells", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt.side * bt.side, DTYPE_F32, true);
     s->ir->buffers[bt.cells].thread_cells = bt.side * bt.side;
 
-    IrStmt *over_i = new_loop(s, bt.bi, m / bt.tile, true, LOOP_BLOCK_Y);
-    IrStmt *over_j = new_loop(s, bt.bj, n / bt.tile, true, LOOP_BLOCK_X);
-    ir_block_push(s->ir->arena, &over_i->body, over_j);
-    IrBlock *blk = &over_j->body;
-    uint32_t ty, tx;
+    IrBlock *blk = NULL;
+    IrStmt *top = grid_loops(s, &plan.grid, &blk);
     CellIters it;
     IrIndex *cell;
-    /* Every cell's initial value, and the first panels fetched. */
-    IrStmt *lx = thread_loops(s, blk, &ty, &tx);
-    IrBlock *body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
-    ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, clone_expr(s, r->init->value, NULL)));
-    fetch(s, &lx->body, &bt, &bt.a, ty, tx, UINT32_MAX, 0);
-    fetch(s, &lx->body, &bt, &bt.b, ty, tx, UINT32_MAX, 0);
-    /* All but the last BLOCK_K steps: store the fetched panels, fetch the next, compute. */
-    if (k > BLOCK_K) {
-        uint32_t kt = new_iter(s);
-        IrStmt *over_k = new_loop(s, kt, k / BLOCK_K - 1, false, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, blk, over_k);
-        lx = thread_loops(s, &over_k->body, &ty, &tx);
-        spill(s, &lx->body, &bt, &bt.a, ty, tx);
-        spill(s, &lx->body, &bt, &bt.b, ty, tx);
-        push_barrier(s, &over_k->body);
-        lx = thread_loops(s, &over_k->body, &ty, &tx);
-        fetch(s, &lx->body, &bt, &bt.a, ty, tx, kt, BLOCK_K);
-        fetch(s, &lx->body, &bt, &bt.b, ty, tx, kt, BLOCK_K);
-        steps(s, &lx->body, &bt, ty, tx);
-        push_barrier(s, &over_k->body);
-    }
-    /* The last steps. */
-    lx = thread_loops(s, blk, &ty, &tx);
-    spill(s, &lx->body, &bt, &bt.a, ty, tx);
-    spill(s, &lx->body, &bt, &bt.b, ty, tx);
-    push_barrier(s, blk);
-    lx = thread_loops(s, blk, &ty, &tx);
-    steps(s, &lx->body, &bt, ty, tx);
-    /* The cells stored. */
-    body = thread_cells(s, &lx->body, &bt, ty, tx, &cell, &it);
-    ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, ir->buffers[ct.c].rank),
-                                                  new_load(s, bt.cells, cell)));
+    /* Every cell's initial value, the reduction, the cells stored. */
+    IrBlock *threads = block_threads(s, blk, &bt);
+    IrBlock *body = thread_cells(s, threads, &bt, bt.ty, bt.tx, &cell, &it);
+    ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, cell_start(s, r, &bt.split)));
+    k_loop(s, blk, &(KLoop){.r = r, .step = BLOCK_K, .steps = bt.split.parts > 1 ? bt.split.steps : 0, .tile = &bt,
+                            .threads = block_threads, .fetch = block_fetch, .spill = block_spill, .compute = block_steps});
+    threads = block_threads(s, blk, &bt);
+    body = thread_cells(s, threads, &bt, bt.ty, bt.tx, &cell, &it);
+    ir_block_push(s->ir->arena, body, cell_store(s, r, &bt.split, new_load(s, bt.cells, cell)));
 
-    push_block_kernel(s, r, &ct, over_i, batch,
+    push_block_kernel(s, r, top, &bt.split,
                       arena_printf(s->ir->arena, "%ux%u cells a GPU block through shared memory, %ux%u a thread", bt.tile,
                                    bt.tile, bt.side, bt.side),
                       out);
@@ -483,6 +709,8 @@ typedef struct MmaTile {
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
     Panel a, b;
+    uint32_t th[3];             /* the thread loops last opened (mma_threads) */
+    Split split;
 } MmaTile;
 
 /* The block's threads, z (warp) > y (g) > x (q); returns the innermost loop. */
@@ -542,13 +770,9 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     Affine kk, m;
     fetch_place(p, th, f, &kk, &m);
     reset_subst(s);
-    Affine tiled = {.terms = {{p->base_iter, mt->tile}}, .count = 1};
-    for (uint32_t k = 0; k < m.count; k++) tiled.terms[tiled.count++] = m.terms[k];
-    map_iter(s, p->tiled_iter, tiled);
-    Affine step = kk;
-    step.offset = k_offset;
-    if (kt != UINT32_MAX) step.terms[step.count++] = (IrTerm){kt, MMA_K};
-    map_iter(s, mt->k_iter, step);
+    add_term(&m, p->base_iter, mt->tile);
+    map_iter(s, p->tiled_iter, m);
+    map_iter(s, mt->k_iter, k_place(kk, kt, MMA_K, k_offset, &mt->split));
     ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, th, f), clone_expr(s, p->operand, NULL)));
 }
 
@@ -632,9 +856,12 @@ static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     l = unrolled(s, &l->body, &r1, 2, true);
     l = unrolled(s, &l->body, &r0, 2, true);
     reset_subst(s);
-    map_iter(s, mt->ct->i_loop->iter, (Affine){.terms = {{mt->bi, mt->tile}, {i, 16}, {th[1], 1}, {r1, 8}}, .count = 4});
-    map_iter(s, mt->ct->j_loop->iter,
-             (Affine){.terms = {{mt->bj, mt->tile}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 5});
+    Affine rows = {.terms = {{i, 16}, {th[1], 1}, {r1, 8}}, .count = 3};
+    add_term(&rows, mt->bi, mt->tile);
+    map_iter(s, mt->ct->i_loop->iter, rows);
+    Affine cols = {.terms = {{th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 4};
+    add_term(&cols, mt->bj, mt->tile);
+    map_iter(s, mt->ct->j_loop->iter, cols);
     IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
     *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4);
     return &l->body;
@@ -668,7 +895,7 @@ static bool mma_type(const Sched *s, const Contraction *ct, const Reduction *r, 
     const char *arch = s->target->cpu;
     if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < MMA_MIN_ARCH) return false;
     DType a = ir->buffers[ct->a->buffer].dtype, b = ir->buffers[ct->b->buffer].dtype;
-    if (a != b || (tf32 ? a != DTYPE_F32 : !ir_dtype_half(a)) || ct->add || r->nred != 1 || ct->nbatch > 1) return false;
+    if (a != b || (tf32 ? a != DTYPE_F32 : !ir_dtype_half(a)) || ct->add) return false;
     if (r->step->value->type != DTYPE_F32) return false; /* the accumulator */
     *in = a;
     return true;
@@ -700,6 +927,30 @@ static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf
     return v->args[0]->args[0] == load ? v->args[0] : v->args[1];
 }
 
+/* Rewrite 6t's hooks (k_loop). */
+static IrBlock *mma_threads(Sched *s, IrBlock *into, void *tile) {
+    MmaTile *mt = tile;
+    return &warp_loops(s, into, mt->th)->body;
+}
+
+static void mma_fetch_panels(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {
+    MmaTile *mt = tile;
+    mma_fetch(s, into, mt, &mt->a, mt->th, kt, k_offset);
+    mma_fetch(s, into, mt, &mt->b, mt->th, kt, k_offset);
+}
+
+static void mma_spill_panels(Sched *s, IrBlock *into, void *tile) {
+    MmaTile *mt = tile;
+    mma_spill(s, into, mt, &mt->a, mt->th);
+    mma_spill(s, into, mt, &mt->b, mt->th);
+}
+
+static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
+    MmaTile *mt = tile;
+    mma_fragments(s, thread, mt, mt->th);
+    mma_products(s, block, mt);
+}
+
 static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     Contraction ct;
     Reduction bare;
@@ -707,60 +958,33 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrExpr bare_value;
     bool tf32 = tf32_step(s->ir, r, &bare, &bare_step, &bare_value);
     DType in;
-    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
-    uint64_t m = ct.i_loop->extent, n = ct.j_loop->extent, k = ct.k;
-    uint64_t batch = ct.nbatch ? ct.batch[0]->extent : 1;
-    uint32_t tile = choose_block_tile(m, n, batch);
-    if (!tile || k % MMA_K || batch > 65535) return false;
+    BlockPlan plan;
+    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in) ||
+        !plan_blocks(s, r, &ct, MMA_K, &plan))
+        return false;
+    uint32_t tile = plan.tile;
     MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / 16, .nt = tile / 8 / MMA_WARPS, .fetches = tile / 16,
-                  .k_iter = r->red[0]->iter, .bi = new_iter(s), .bj = new_iter(s)};
+                  .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj, .split = plan.split};
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
     mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt);
     mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt);
     mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt);
 
-    IrStmt *over_i = new_loop(s, mt.bi, m / tile, true, LOOP_BLOCK_Y);
-    IrStmt *over_j = new_loop(s, mt.bj, n / tile, true, LOOP_BLOCK_X);
-    ir_block_push(s->ir->arena, &over_i->body, over_j);
-    IrBlock *blk = &over_j->body;
-    uint32_t th[3];
+    IrBlock *blk = NULL;
+    IrStmt *top = grid_loops(s, &plan.grid, &blk);
     IrIndex *cell;
-    /* Every cell's initial value, and the first panels fetched. */
-    IrStmt *lx = warp_loops(s, blk, th);
-    IrBlock *body = mma_cells(s, &lx->body, &mt, th, &cell);
-    ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, clone_expr(s, r->init->value, NULL)));
-    mma_fetch(s, &lx->body, &mt, &mt.a, th, UINT32_MAX, 0);
-    mma_fetch(s, &lx->body, &mt, &mt.b, th, UINT32_MAX, 0);
-    if (k > MMA_K) {
-        uint32_t kt = new_iter(s);
-        IrStmt *over_k = new_loop(s, kt, k / MMA_K - 1, false, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, blk, over_k);
-        lx = warp_loops(s, &over_k->body, th);
-        mma_spill(s, &lx->body, &mt, &mt.a, th);
-        mma_spill(s, &lx->body, &mt, &mt.b, th);
-        push_barrier(s, &over_k->body);
-        lx = warp_loops(s, &over_k->body, th);
-        mma_fetch(s, &lx->body, &mt, &mt.a, th, kt, MMA_K);
-        mma_fetch(s, &lx->body, &mt, &mt.b, th, kt, MMA_K);
-        mma_fragments(s, &lx->body, &mt, th);
-        mma_products(s, &over_k->body, &mt);
-        push_barrier(s, &over_k->body);
-    }
-    /* The last step, and the cells stored. */
-    lx = warp_loops(s, blk, th);
-    mma_spill(s, &lx->body, &mt, &mt.a, th);
-    mma_spill(s, &lx->body, &mt, &mt.b, th);
-    push_barrier(s, blk);
-    lx = warp_loops(s, blk, th);
-    mma_fragments(s, &lx->body, &mt, th);
-    mma_products(s, blk, &mt);
-    lx = warp_loops(s, blk, th);
-    body = mma_cells(s, &lx->body, &mt, th, &cell);
-    ir_block_push(s->ir->arena, body, new_store(s, ct.c, clone_index(s, r->store->index, s->ir->buffers[ct.c].rank),
-                                                  new_load(s, mt.cells, cell)));
+    /* Every cell's initial value, the reduction, the cells stored. */
+    IrBlock *threads = mma_threads(s, blk, &mt);
+    IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, cell_start(s, r, &mt.split)));
+    k_loop(s, blk, &(KLoop){.r = r, .step = MMA_K, .steps = mt.split.parts > 1 ? mt.split.steps : 0, .tile = &mt,
+                            .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
+    threads = mma_threads(s, blk, &mt);
+    body = mma_cells(s, threads, &mt, mt.th, &cell);
+    ir_block_push(s->ir->arena, body, cell_store(s, r, &mt.split, new_load(s, mt.cells, cell)));
 
-    push_block_kernel(s, r, &ct, over_i, batch,
+    push_block_kernel(s, r, top, &mt.split,
                       arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u",
                                    tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile,
                                    tile / MMA_WARPS),
@@ -783,9 +1007,11 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * order, so they round differently, as any parallel reduction does: only with --reassociate
  * (Target.reassociate); without it they keep the reference's order, one thread a cell, and the
  * GPU prints what the reference executor prints (a 16M-cell sum in float32 moved by 0.15 % on
- * an H100: tests/native/stream.tsr). */
+ * an H100: tests/native/stream.tsr).  From TREE_MIN_STEPS steps on: a layer norm's statistics
+ * over GPT-2's 768 channels at 256 positions ran one thread a row, 256 threads on the whole GPU,
+ * each waiting on 768 loads in turn; a block a row takes 3 steps a thread and 8 halvings. */
 
-enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 2048 };
+enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 256 };
 
 static bool reads_this_local(const IrExpr *e, uint32_t local) {
     if (e->kind == IR_LOCAL) return e->local == local;

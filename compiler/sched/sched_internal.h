@@ -43,6 +43,7 @@ typedef struct Sched {
      * value, else 4): `lanes` of them fill a vector register (target->vector_floats · 4 /
      * cell_bytes). */
     unsigned cell_bytes, lanes;
+    uint32_t split_partials; /* the GPU's partial results of split reductions (sched_gpu.c, rewrite 6s); UINT32_MAX: none yet */
 } Sched;
 
 typedef struct LocalRepl {

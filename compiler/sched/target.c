@@ -124,7 +124,7 @@ bool target_select_cuda(const char *arch, Target *out) {
         return false;
     }
     *out = (Target){.kind = TARGET_CUDA, .name = "cuda", .triple = "nvptx64-nvidia-cuda", .cpu = arch,
-                    .gpu_arch = arch, .gpu_threads = 256, .vector_floats = 1};
+                    .gpu_arch = arch, .gpu_threads = 256, .gpu_blocks = 128, .vector_floats = 1};
     snprintf(out->cpu_shown, sizeof out->cpu_shown, "%s", arch);
     return true;
 }

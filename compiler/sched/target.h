@@ -42,6 +42,8 @@ typedef struct Target {
      * kernel's innermost parallel loop. */
     const char *gpu_arch;      /* "sm_80", "sm_90" */
     unsigned gpu_threads;
+    unsigned gpu_blocks;       /* the blocks a kernel needs to fill the GPU (--gpu-blocks): block
+                                * tiles make at least this many, splitting a reduction if they must */
     bool reassociate;          /* --reassociate: sums and products may be reduced in another order
                                 * (the GPU's block reductions, sched_gpu.c rewrite 7) */
 } Target;

@@ -130,6 +130,12 @@ bad "--emit=llvm with --target=cuda is a command-line error" 2 "not --emit=llvm"
     --emit=llvm --target=cuda tests/proj/matmul.tsr -o "$T/bad.ptx"
 bad "--arch without --target=cuda is a command-line error" 2 "'--arch' goes with" \
     --arch=sm_90 tests/proj/matmul.tsr -o "$T/bad"
+bad "--gpu-blocks without --target=cuda is a command-line error" 2 "'--gpu-blocks' goes with" \
+    --gpu-blocks=8 tests/proj/matmul.tsr -o "$T/bad"
+for n in 0 65536 -3 8x ""; do
+    bad "--gpu-blocks=$n is a command-line error" 2 "'--gpu-blocks' needs a number of blocks from 1 to 65535, not '$n'" \
+        --emit=ptx --gpu-blocks=$n tests/proj/matmul.tsr -o "$T/bad.ptx"
+done
 bad "an unknown GPU architecture is an error" 1 "unknown GPU architecture 'sm_x'" \
     --emit=ptx --arch=sm_x tests/proj/matmul.tsr -o "$T/bad.ptx"
 export TSR_LIBDEVICE="$T/no-libdevice.bc"

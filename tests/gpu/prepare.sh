@@ -8,7 +8,8 @@
 # The cases, each a `tsrc --target=cuda` executable and the reference executor's output:
 #   * every tests/**/NAME.tsr with a NAME.out golden, found and given its `(* args: … *)` as
 #     tests/run.sh does: the options before `--` go to tsrc (-I DIR, --no-opt…), the rest to
-#     the program;
+#     the program; a `(* gpu-args: … *)` line (first or second) adds tsrc options for the GPU
+#     build only (--gpu-blocks=N);
 #   * every docs/examples/NAME.tsr with a tests/native/examples/NAME.out, its arguments from
 #     NAME.args (@DATA@: tools/digits.py's files, written to OUTDIR/data);
 #   * the einsum differential: EINSUM_GPU_COUNT (default 200) random einsums of
@@ -114,6 +115,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     [ -f "$base.out" ] || continue
     name=$(echo "$base" | sed 's|^tests/||; s|/|__|g')
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
+    gpu_args=$(sed -n '1,2s/^(\* gpu-args: \(.*\) \*)$/\1/p' "$t")
     # split at "--": tsrc's options, then the program's
     topts='' pargs='' seen=''
     for a in $args; do
@@ -124,10 +126,10 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     # shellcheck disable=SC2086
     expect "$name" "$t" $args || continue
     # shellcheck disable=SC2086
-    exe=$(build "$name" "$t" $topts)
+    exe=$(build "$name" "$t" $gpu_args $topts)
     [ "$exe" = unsupported ] && { unsupported=$((unsupported + 1)); continue; }
     # shellcheck disable=SC2086
-    loosen_if_tensor_cores "$name" "$t" $topts
+    loosen_if_tensor_cores "$name" "$t" $gpu_args $topts
     printf '%s\t%s\t%s\t%s\n' "$name" "$exe" "expected/$name.out" "$pargs" >>"$CASES"
 done
 
