@@ -383,6 +383,15 @@ if [ "$split" = 6 ] && [ "$added" = 6 ] && [ "$exact" = 1 ] && [ "$exact_split" 
 then pass "GPU schedule: 6 reductions split across blocks with --reassociate, none without; wg in block tiles"
 else fail "GPU schedule: split reductions" "$split split, $added adding nests (6 each expected); without --reassociate $exact block kernels (1), $exact_split split (0)" "$TMP/out"; fi
 
+# Consecutive scalar statements make one kernel (sched/kernel.c): AdamW's step counts and bias
+# corrections of 4 parameters (tests/native/adamw_decay.tsr) were 24 launches of one thread on a
+# GPU, 18 of them right after another; now 8, only 2 of them after another (a loss's serial sum,
+# then the gradient's seed, which shares no local with it).
+run_tsrc --emit=ptx -o "$TMP/adamw.ptx" tests/native/adamw_decay.tsr
+single=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/adamw.json")
+if [ "$single" = "8 2" ]; then pass "kernels: consecutive scalar statements are one launch (8 one-thread launches, 2 adjacent)"
+else fail "kernels: consecutive scalar statements" "one-thread launches, adjacent: '$single' ('8 2' expected)" "$TMP/err"; fi
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

@@ -2,7 +2,7 @@
  *
  * What it does: groups the top-level statements of a function into kernels (a statement that
  * touches a local of the kernel being built joins it, so a full reduction's `l = init; loop;
- * store` stays together), lists the buffers each touches — state buffers become the kernel's
+ * store` stays together, and consecutive scalar statements make one kernel), lists the buffers each touches — state buffers become the kernel's
  * parameters, kernel-local ones (register tiles) its own storage — and decides the launch: a
  * kernel whose one statement is a parallel loop with at least two iterations and at least
  * target->parallel_work cell-iterations runs on the thread pool, its outer range split into
@@ -150,15 +150,24 @@ static bool is_blocks(const IrStmt *s) {
     return s->kind == IR_LOOP && s->mode == LOOP_BLOCKS;
 }
 
+/* A statement outside any loop that computes one value: a store or a local's value. */
+static bool is_scalar(const IrStmt *s) {
+    return s->kind == IR_STORE || s->kind == IR_SET_LOCAL;
+}
+
 /* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
- * local of the kernel being built joins it. */
+ * local of the kernel being built joins it, and so does a scalar statement after a kernel of
+ * scalar statements (an optimiser's step count and bias corrections: one launch of one thread
+ * on a GPU, which runs them in order, instead of one each). */
 static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, Uses *u, Uses *held) {
     uses_clear(held);
     uint32_t start = list->count;
+    bool scalars = false; /* the kernel being built holds only scalar statements */
     for (uint32_t i = 0; i < n; i++) {
         uses_stmt(u, items[i]);
-        bool shared = false; /* a call uses no locals: a kernel of its own */
+        bool shared = scalars && is_scalar(items[i]); /* a call uses no locals: a kernel of its own */
         for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
+        scalars = (shared ? scalars : true) && is_scalar(items[i]);
         if (!shared) {
             list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
             uses_clear(held);

@@ -11,7 +11,8 @@ thread count, in the order of the table's columns; LABEL heads its column).
 
 A kernel is found in the dump as kernel.c makes it: each top-level statement of the routine is
 one, except that a statement touching a local started by the statement before joins it (a full
-reduction's `l = ...; for ...; store`).  Its part is where its nest's description comment points
+reduction's `l = ...; for ...; store`), and so does a scalar statement after a kernel of scalar
+statements.  Its part is where its nest's description comment points
 (the last comment of the routine with a FILE:LINE, so a schedule's packing or tile nest goes
 with the product it serves), mapped to the stdlib function that line is in; packed copies
 (`.panels#`, `.rows#` in the kernel's label) are a part of their own.  The script stops with a
@@ -43,7 +44,7 @@ def kernel_comments(dump, routine):
         start = lines.index("function %s:" % routine)
     except ValueError:
         sys.exit("profile_parts: the dump has no function %s" % routine)
-    kernels, comment, local = [], None, None
+    kernels, comment, local, scalars = [], None, None, False
     for line in lines[start + 1:]:
         if line.startswith("function "):
             break
@@ -54,16 +55,24 @@ def kernel_comments(dump, routine):
             if re.search(r"at [\w.-]+\.tsr:\d+", text):
                 comment = text
             continue
+        loop = text.startswith("for ") or text.startswith("call ")  # neither is a scalar statement
         started = re.match(r"(l\d+) = ", text)
+        if scalars and not loop:  # a scalar statement after a kernel of scalar statements
+            if started:
+                local = started.group(1)
+            continue
+        scalars = not loop
         if started:
             if local != started.group(1):
                 local = started.group(1)
                 kernels.append(comment)
             continue
         if text.startswith("for ") and local:
+            scalars = False
             continue
         if local and re.search(r"\b%s\b" % local, text):
             local = None
+            scalars = False
             continue
         local = None
         kernels.append(comment)
