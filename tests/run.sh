@@ -371,17 +371,17 @@ else fail "GPU schedule: bf16/f16 nests take thread tiles and block reductions" 
 # Block tiles on a GPU of 8 blocks (tests/native/gpu_split.tsr, whose golden the GPU leg checks):
 # with --reassociate the reductions of 6 products too small to fill it are split across blocks
 # (y twice, heads, long, y16 on the tensor cores, acc's product), each followed by the nest
-# adding its parts; wg, summed over two loops, takes block tiles unsplit.  Without
-# --reassociate nothing is split, and wg still takes block tiles.
+# adding its parts; wg and wg16, summed over two loops, take block tiles and the tensor cores
+# unsplit.  Without --reassociate nothing is split, and wg and wg16 still take them.
 run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 --reassociate -o - tests/native/gpu_split.tsr
 split=$(grep -c '^  # .*GPU block.*the reduction split in' "$TMP/out")
 added=$(grep -c '^  # .*parts of the split reduction added' "$TMP/out")
 run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 -o - tests/native/gpu_split.tsr
 exact=$(grep -c '^  # .*GPU block' "$TMP/out")
 exact_split=$(grep -c 'split in' "$TMP/out")
-if [ "$split" = 6 ] && [ "$added" = 6 ] && [ "$exact" = 1 ] && [ "$exact_split" = 0 ]
-then pass "GPU schedule: 6 reductions split across blocks with --reassociate, none without; wg in block tiles"
-else fail "GPU schedule: split reductions" "$split split, $added adding nests (6 each expected); without --reassociate $exact block kernels (1), $exact_split split (0)" "$TMP/out"; fi
+if [ "$split" = 6 ] && [ "$added" = 6 ] && [ "$exact" = 2 ] && [ "$exact_split" = 0 ]
+then pass "GPU schedule: 6 reductions split across blocks with --reassociate, none without; wg and wg16 in block kernels"
+else fail "GPU schedule: split reductions" "$split split, $added adding nests (6 each expected); without --reassociate $exact block kernels (2), $exact_split split (0)" "$TMP/out"; fi
 
 # Consecutive scalar statements make one kernel (sched/kernel.c): AdamW's step counts and bias
 # corrections of 4 parameters (tests/native/adamw_decay.tsr) were 24 launches of one thread on a

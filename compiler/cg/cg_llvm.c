@@ -1078,31 +1078,30 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     }
 }
 
-/* A thread's register `at` of per-thread buffer `buffer`. */
-static LLVMValueRef thread_register(CgLlvm *g, uint32_t buffer, uint32_t at) {
+/* A thread's register `at` of per-thread buffer `buffer`, whose cells are of `type`. */
+static LLVMValueRef thread_register(CgLlvm *g, LLVMTypeRef type, uint32_t buffer, uint32_t at) {
     LLVMValueRef idx[1] = {cgl_iconst(g, at)};
-    return LLVMBuildInBoundsGEP2(g->b, g->f32, g->buffer[buffer], idx, 1, "");
+    return LLVMBuildInBoundsGEP2(g->b, type, g->buffer[buffer], idx, 1, "");
 }
 
 /* Registers at, at+1 of `buffer` as the pair of bf16 or f16 values that one 32-bit operand
- * register of mma.sync holds (the first in the low half; exact: the schedule loaded them from
- * buffers of that type). */
+ * register of mma.sync holds (the first in the low half).  The registers are of that type (the
+ * schedule copied them from its panels' bits; sched_gpu.c rewrite 6t). */
 static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at) {
-    LLVMTypeRef v2f = LLVMVectorType(g->f32, 2);
-    LLVMValueRef pair = LLVMGetUndef(v2f);
+    LLVMTypeRef bits = LLVMInt16TypeInContext(g->ctx), v2 = LLVMVectorType(bits, 2);
+    LLVMValueRef pair = LLVMGetUndef(v2);
     for (unsigned k = 0; k < 2; k++)
-        pair = LLVMBuildInsertElement(g->b, pair, LLVMBuildLoad2(g->b, g->f32, thread_register(g, buffer, at + k), ""),
+        pair = LLVMBuildInsertElement(g->b, pair, LLVMBuildLoad2(g->b, bits, thread_register(g, bits, buffer, at + k), ""),
                                       LLVMConstInt(g->i32, k, 0), "");
-    LLVMTypeRef half = in == DTYPE_BF16 ? LLVMBFloatTypeInContext(g->ctx) : LLVMHalfTypeInContext(g->ctx);
-    LLVMValueRef narrow = LLVMBuildFPTrunc(g->b, pair, LLVMVectorType(half, 2), "");
-    return in == DTYPE_BF16 ? LLVMBuildBitCast(g->b, narrow, g->i32, "") : narrow;
+    if (in == DTYPE_BF16) return LLVMBuildBitCast(g->b, pair, g->i32, "");
+    return LLVMBuildBitCast(g->b, pair, LLVMVectorType(LLVMHalfTypeInContext(g->ctx), 2), "");
 }
 
 /* Operand register r of mma.sync from `buffer`'s registers starting at `first`: a pair of bf16
  * or f16 values, or for tf32 one value as its f32 bits (rounded already: the low 13 bits are 0). */
 static LLVMValueRef operand_register(CgLlvm *g, DType in, uint32_t buffer, uint32_t first, unsigned r) {
     if (in != DTYPE_F32) return half_pair(g, in, buffer, first + 2 * r);
-    return LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, buffer, first + r), ""), g->i32, "");
+    return LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, g->f32, buffer, first + r), ""), g->i32, "");
 }
 
 /* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16 (tf32: m16n8k8), on its
@@ -1113,14 +1112,15 @@ static void tensor_core_product(CgLlvm *g, const IrMma *m) {
     bool tf32 = m->in == DTYPE_F32;
     for (unsigned r = 0; r < 4; r++) args[r] = operand_register(g, m->in, m->a, m->a_at, r);
     for (unsigned r = 0; r < 2; r++) args[4 + r] = operand_register(g, m->in, m->b, m->b_at, r);
-    for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, m->c, m->c_at + r), "");
+    for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, g->f32, m->c, m->c_at + r), "");
     for (unsigned r = 0; r < 10; r++) params[r] = LLVMTypeOf(args[r]);
     LLVMTypeRef four[4] = {g->f32, g->f32, g->f32, g->f32};
     LLVMTypeRef result = LLVMStructTypeInContext(g->ctx, four, 4, 0);
     const char *name = tf32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32"
                        : m->in == DTYPE_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
     LLVMValueRef d = cgl_call(g, name, result, params, 10, args);
-    for (unsigned r = 0; r < 4; r++) LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, m->c, m->c_at + r));
+    for (unsigned r = 0; r < 4; r++)
+        LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, g->f32, m->c, m->c_at + r));
 }
 
 static void stmt(CgLlvm *g, const IrStmt *s) {

@@ -192,9 +192,15 @@ static IrValue eval(Interp *in, const IrExpr *e) {
 /* IR_MMA as the warps carry it out (ir.h IrMma): each warp's A, B and C gathered from its 32
  * threads' registers by the fragment layouts, each cell of C then takes the 16 (tf32: 8) steps in order
  * as fused multiply-adds (the canonical nest's order), and D scattered back into C's registers. */
+/* Register `at` of an IR_MMA's A or B registers: f32 (tf32) or the operands' half type. */
+static float mma_operand(Interp *in, uint32_t buffer, uint64_t at) {
+    DType dtype = in->ir->buffers[buffer].dtype;
+    return ir_dtype_half(dtype) ? load_half(dtype, cell_address(in, buffer, (int64_t)at)).f : in->data[buffer][at];
+}
+
 static void run_mma(Interp *in, const IrMma *m) {
     const IrBuffer *bufs = in->ir->buffers;
-    float *a = in->data[m->a], *b = in->data[m->b], *c = in->data[m->c];
+    float *c = in->data[m->c];
     uint64_t ac = bufs[m->a].thread_cells, bc = bufs[m->b].thread_cells, cc = bufs[m->c].thread_cells;
     bool tf32 = m->in == DTYPE_F32;
     unsigned steps = ir_mma_k(m->in);
@@ -204,11 +210,12 @@ static void run_mma(Interp *in, const IrMma *m) {
             uint64_t t = (uint64_t)w * 32 + lane;
             uint32_t g = lane / 4, q = lane % 4;
             if (tf32) {
-                for (uint32_t r = 0; r < 4; r++) A[g + 8 * (r % 2)][q + 4 * (r / 2)] = a[t * ac + m->a_at + r];
-                for (uint32_t r = 0; r < 2; r++) B[q + 4 * r][g] = b[t * bc + m->b_at + r];
+                for (uint32_t r = 0; r < 4; r++) A[g + 8 * (r % 2)][q + 4 * (r / 2)] = mma_operand(in, m->a, t * ac + m->a_at + r);
+                for (uint32_t r = 0; r < 2; r++) B[q + 4 * r][g] = mma_operand(in, m->b, t * bc + m->b_at + r);
             } else {
-                for (uint32_t r = 0; r < 8; r++) A[g + 8 * (r / 2 % 2)][2 * q + r % 2 + 8 * (r / 4)] = a[t * ac + m->a_at + r];
-                for (uint32_t r = 0; r < 4; r++) B[2 * q + r % 2 + 8 * (r / 2)][g] = b[t * bc + m->b_at + r];
+                for (uint32_t r = 0; r < 8; r++)
+                    A[g + 8 * (r / 2 % 2)][2 * q + r % 2 + 8 * (r / 4)] = mma_operand(in, m->a, t * ac + m->a_at + r);
+                for (uint32_t r = 0; r < 4; r++) B[2 * q + r % 2 + 8 * (r / 2)][g] = mma_operand(in, m->b, t * bc + m->b_at + r);
             }
             for (uint32_t r = 0; r < 4; r++) C[g + 8 * (r / 2)][2 * q + r % 2] = c[t * cc + m->c_at + r];
         }

@@ -790,11 +790,12 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 problem(v, "a tensor-core product of another type or block");
             const uint32_t regs[3][3] = {
                 {m->a, m->a_at, ir_mma_a_registers(m->in)}, {m->b, m->b_at, ir_mma_b_registers(m->in)}, {m->c, m->c_at, 4}};
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < 3; k++) { /* A and B of the operands' type (f32 for tf32), C f32 */
                 const IrBuffer *b = regs[k][0] < v->ir->buffer_count ? &v->ir->buffers[regs[k][0]] : NULL;
-                if (!b || !b->thread_cells || b->dtype != DTYPE_F32 || regs[k][1] + regs[k][2] > b->thread_cells ||
+                DType want = k < 2 ? m->in : DTYPE_F32;
+                if (!b || !b->thread_cells || b->dtype != want || regs[k][1] + regs[k][2] > b->thread_cells ||
                     b->size < (uint64_t)32 * m->warps * b->thread_cells)
-                    problem(v, "a tensor-core product's registers are not a thread's f32 registers");
+                    problem(v, "a tensor-core product's registers are not a thread's registers of its types");
             }
             break;
         }

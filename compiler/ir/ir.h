@@ -376,9 +376,9 @@ typedef enum IrStmtKind {
  *   B (8 × 8):   register b_at + r, r < 2, holds B[q + 4r][g]
  *   both:
  *   C (16 × 8):  register c_at + r, r < 4, holds C[g + 8·(r/2)][2q + r mod 2]
- * (the fragment layouts of the PTX ISA, §9.7.14.5.7–8).  A and B registers are f32 values that
- * `in` represents exactly (the schedule widened them from `in` buffers, or rounded them to tf32);
- * D replaces C.  The reference executor takes the K steps of each cell in order as fused
+ * (the fragment layouts of the PTX ISA, §9.7.14.5.7–8).  A and B registers are cells of type
+ * `in` (bf16, f16: two of them make one 32-bit register of the instruction), or for tf32 f32
+ * values the schedule rounded to tf32; C's are f32.  D replaces C.  The reference executor takes the K steps of each cell in order as fused
  * multiply-adds, which is what the canonical nest computes; the tensor cores add the products
  * in an order and precision of their own (docs/gpu.md). */
 typedef struct IrMma {

@@ -271,6 +271,7 @@ typedef struct Panel {
     uint32_t base_iter;    /* the block loop along it */
     uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
     bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
+    int64_t k_stride, m_stride; /* the panel's cell for step kk and place m: kk·k_stride + m·m_stride (rewrite 6t) */
 } Panel;
 
 /* A thread's cell: its halves and places along I (r1, r0) and J (c1, c0). */
@@ -687,19 +688,24 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * registers as the fragment layout places them.  The threads are numbered t = x + 4y + 32z:
  * z is the warp, y the lane's group g and x its place q in the group, so that every index of
  * the fragment layout is affine in the thread loops.  The panels go through shared memory as in
- * rewrite 6 (fetched into registers a step of 16 ahead, stored [k][i] and [k][j] with padded
- * rows); each step then loads a warp's A and B fragments from the panels into registers and
- * takes mt·nt products:
+ * rewrite 6, fetched into registers a step of 16 ahead; bf16 and f16 panels hold the operands'
+ * own cells, stored [i][k] and [j][k] in rows of HALF_PANEL_ROW (16 steps and 8 of padding), so
+ * that the two cells of each 32-bit operand register of the instruction (neighbouring steps)
+ * are one 32-bit load and the fragment registers are copies of their bits; tf32 panels hold
+ * f32 cells, stored [k][i] and [k][j] in rows of tile + PANEL_PAD.  Each step then loads a
+ * warp's A and B fragments from the panels into registers and takes mt·nt products:
  *     C registers ← C's initial value;  fetch panels 0
  *     for kt < K/16 − 1:  registers → shared panels;  barrier;
  *                         fetch panels kt + 1;  fragments from the panels;  mt·nt products;  barrier
  *     registers → shared panels;  barrier;  fragments;  mt·nt products;  C ← C registers
- * The fragment reads conflict on no bank: rows tile + 4 apart put the four q of a group eight
- * banks apart and the eight g on neighbouring banks.  The reference executor takes each
+ * The fragment reads conflict on no bank: in a half panel, rows of 12 words put the eight g of a
+ * warp 12 banks apart and the four q of a group on neighbouring banks; in a tf32 panel, rows
+ * tile + 4 apart put the four q eight banks apart and the eight g on neighbouring banks.  The
+ * reference executor takes each
  * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
  * bits; the tensor cores add in an order of their own (docs/gpu.md). */
 
-enum { MMA_WARPS = 8, MMA_K = 16, MMA_MIN_ARCH = 80 };
+enum { MMA_WARPS = 8, MMA_K = 16, MMA_MIN_ARCH = 80, HALF_PANEL_ROW = MMA_K + 8 };
 
 typedef struct MmaTile {
     const Contraction *ct;
@@ -776,7 +782,7 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, th, f), clone_expr(s, p->operand, NULL)));
 }
 
-/* In a thread's body: shared[kk·(tile + PAD) + m] ← its fetch registers. */
+/* In a thread's body: shared[kk·k_stride + m·m_stride] ← its fetch registers. */
 static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[3]) {
     uint32_t f[3];
     IrBlock *body = fetch_loops(s, into, mt, f);
@@ -784,8 +790,8 @@ static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     fetch_place(p, th, f, &kk, &m);
     IrTerm at[8];
     uint32_t n = 0;
-    for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * (mt->tile + PANEL_PAD)};
-    for (uint32_t k = 0; k < m.count; k++) at[n++] = m.terms[k];
+    for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
+    for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
     ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, th, f))));
 }
 
@@ -811,22 +817,22 @@ static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits)
     return into;
 }
 
-/* In a thread's body: its A and B fragments of this step from the shared panels (rows tile + PAD
- * apart), by the layout of the tile's type. */
+/* In a thread's body: its A and B fragments of this step from the shared panels, by the layout
+ * of the tile's type. */
 static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
     const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
-    int64_t row = mt->tile + PANEL_PAD;
+    int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
     uint32_t i, j, bit[3];
     IrBlock *body = bit_loops(s, &unrolled(s, into, &i, mt->mt, true)->body, bit, 3);
     IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
-    IrTerm a_at[6] = {{th[0], lay->kk_per_q * row}, {i, 16}, {th[1], 1}};
-    for (unsigned b = 0; b < 3; b++) a_at[3 + b] = (IrTerm){bit[b], lay->a_kk[b] * row + lay->a_m[b]};
+    IrTerm a_at[6] = {{th[0], lay->kk_per_q * ak}, {i, 16 * am}, {th[1], am}};
+    for (unsigned b = 0; b < 3; b++) a_at[3 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
     ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
                                                 new_load(s, mt->a.shared, flat_index(s, a_at, 6))));
     body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
     IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
-    IrTerm b_at[6] = {{th[0], lay->kk_per_q * row}, {th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[1], 1}};
-    for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * row};
+    IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS * bm}, {j, 8 * bm}, {th[1], bm}};
+    for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
     ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
                                                 new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
 }
@@ -907,15 +913,19 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     const IrProgram *ir = s->ir;
     Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
     p.k_along_x = flat_coef(ir, load->buffer, load->index, mt->k_iter) == 1 && flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
-    p.shared = new_scratch(s, name, MMA_K * (mt->tile + PANEL_PAD), DTYPE_F32, true);
+    /* tf32: f32 cells, rows of a step; bf16, f16: the operand's cells, rows of a place */
+    DType type = mt->in == DTYPE_F32 ? DTYPE_F32 : mt->in;
+    if (type == DTYPE_F32) p.k_stride = mt->tile + PANEL_PAD, p.m_stride = 1;
+    else p.k_stride = 1, p.m_stride = HALF_PANEL_ROW;
+    p.shared = new_scratch(s, name, type == DTYPE_F32 ? MMA_K * (mt->tile + PANEL_PAD) : mt->tile * HALF_PANEL_ROW, type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
-    p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, DTYPE_F32, true);
+    p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
     s->ir->buffers[p.regs].thread_cells = mt->fetches;
     return p;
 }
 
-static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread) {
-    uint32_t b = new_scratch(s, name, (uint64_t)32 * MMA_WARPS * per_thread, DTYPE_F32, true);
+static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread, DType type) {
+    uint32_t b = new_scratch(s, name, (uint64_t)32 * MMA_WARPS * per_thread, type, true);
     s->ir->buffers[b].thread_cells = per_thread;
     return b;
 }
@@ -967,9 +977,9 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
                   .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj, .split = plan.split};
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
-    mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt);
-    mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt);
-    mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt);
+    mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
+    mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt, in);
+    mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt, DTYPE_F32);
 
     IrBlock *blk = NULL;
     IrStmt *top = grid_loops(s, &plan.grid, &blk);
