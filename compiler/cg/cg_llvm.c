@@ -1031,14 +1031,25 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
 }
 
 /* A block or thread loop of a block's kernel (ir.h): the body once, with the iterator this
- * block's or this thread's index; a thread loop shorter than the block is guarded. */
+ * block's or this thread's index; a thread loop shorter than the block is guarded.  A thread
+ * loop that splits its dimension takes threadIdx / thread_stride, the loop inside it of that
+ * dimension threadIdx mod its extent (neither guarded: together they cover the block). */
 static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
+    LLVMValueRef i = special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    bool guard = false, *split = thread ? &g->thread_split[s->mode - LOOP_THREAD_X] : NULL, outer_split = split && *split;
+    if (thread) {
+        uint64_t stride = s->thread_stride > 1 ? s->thread_stride : 1;
+        if (outer_split) i = LLVMBuildURem(g->b, i, cgl_iconst(g, (int64_t)s->extent), "");
+        else guard = s->extent * stride < g->block_dim[s->mode - LOOP_THREAD_X];
+        if (stride > 1) i = LLVMBuildUDiv(g->b, i, cgl_iconst(g, (int64_t)stride), "");
+        *split = stride > 1;
+    }
     g->thread_iter[s->iter] = thread;
-    gpu_body(g, s, special_register(g, names[s->mode - LOOP_BLOCK_X]),
-             thread && s->extent < g->block_dim[s->mode - LOOP_THREAD_X]);
+    gpu_body(g, s, i, guard);
     g->thread_iter[s->iter] = false;
+    if (split) *split = outer_split;
 }
 
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {

@@ -34,6 +34,7 @@ typedef struct CgLlvm {
     LLVMValueRef *iter;     /* per iterator: its current value (i64) */
     LLVMValueRef *local;    /* per local: an alloca */
     bool *thread_iter;      /* per iterator: a GPU thread loop's (per-thread buffers drop it) */
+    bool thread_split[3];   /* inside a thread loop that splits that dimension (ir.h LOOP_THREAD_X) */
     uint32_t block_dim[3];  /* the GPU kernel being emitted: its block (thread loops shorter than
                              * it are guarded) */
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */

@@ -532,6 +532,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
                                                     "gpu.block.z", "gpu.thread.x", "gpu.thread.y", "gpu.thread.z"};
             if (ir_mode_gpu(s->mode)) fprintf(out, " %s", gpu_modes[s->mode - LOOP_GPU_X]);
             if (ir_mode_flat_gpu(s->mode)) fprintf(out, "(%u thread%s)", s->threads, s->threads == 1 ? "" : "s");
+            if (ir_mode_thread(s->mode) && s->thread_stride > 1) fprintf(out, " / %u", s->thread_stride);
             fputs(":\n", out);
             print_block(out, ir, &s->body, depth + 1);
             break;
@@ -625,6 +626,7 @@ typedef struct Verifier {
     bool gpu_allowed;    /* a GPU loop may stand here: at a function's top level, in a GPU loop */
     bool in_block;       /* inside the block loops of a block's kernel */
     bool in_thread[3];   /* inside a thread loop of that dimension */
+    uint32_t split[3];   /* the thread_stride of that loop (an inner one must cover it exactly) */
 } Verifier;
 
 static void problem(Verifier *v, const char *what) {
@@ -727,8 +729,11 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (ir_mode_thread(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->in_block) problem(v, "a thread loop outside the block loops of a kernel");
-                if (v->in_thread[s->mode - LOOP_THREAD_X]) problem(v, "a thread loop inside one of its dimension");
-                if (s->extent > 1024) problem(v, "a thread loop of more than 1024 threads");
+                unsigned d = s->mode - LOOP_THREAD_X;
+                uint64_t stride = s->thread_stride > 1 ? s->thread_stride : 1;
+                if (v->in_thread[d] && (v->split[d] != s->extent || stride != 1))
+                    problem(v, "a thread loop inside one of its dimension that does not split it");
+                if (s->extent * stride > 1024) problem(v, "a thread loop of more than 1024 threads");
             } else if (ir_mode_block(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");
                 if (!v->gpu_allowed) problem(v, "a GPU loop inside a loop that is not one");
@@ -745,9 +750,12 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (ir_mode_block(s->mode)) {
                 v->in_block = true;
             }
+            uint32_t outer_split = 0;
             if (ir_mode_thread(s->mode)) {
                 outer_thread = v->in_thread[s->mode - LOOP_THREAD_X];
+                outer_split = v->split[s->mode - LOOP_THREAD_X];
                 v->in_thread[s->mode - LOOP_THREAD_X] = true;
+                v->split[s->mode - LOOP_THREAD_X] = s->thread_stride > 1 ? s->thread_stride : 0;
             }
             v->in_scope[s->iter] = true;
             v->extent[s->iter] = s->extent;
@@ -755,7 +763,10 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             v->in_scope[s->iter] = false;
             v->gpu_allowed = outer_allowed;
             v->in_block = outer_block;
-            if (ir_mode_thread(s->mode)) v->in_thread[s->mode - LOOP_THREAD_X] = outer_thread;
+            if (ir_mode_thread(s->mode)) {
+                v->in_thread[s->mode - LOOP_THREAD_X] = outer_thread;
+                v->split[s->mode - LOOP_THREAD_X] = outer_split;
+            }
             break;
         case IR_STORE:
             verify_expr(v, s->value);

@@ -338,7 +338,10 @@ typedef enum IrLoopMode {
      * nest of thread loops is one phase for all threads of the block, and an IR_BARRIER
      * separates phases that share a gpu_shared buffer.  Run as plain loops (the reference
      * executor), each phase runs every thread before the next phase starts, which is what the
-     * barriers guarantee on the GPU. */
+     * barriers guarantee on the GPU.  A thread loop may split its dimension with one loop of
+     * that dimension inside it: the outer's thread_stride is the inner's extent, its iteration
+     * threadIdx.d / thread_stride, the inner's threadIdx.d mod its extent (a block's warps as a
+     * grid of rows and columns of warps, sched_gpu.c rewrite 6t). */
     LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z,
     LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z,
 } IrLoopMode;
@@ -402,6 +405,7 @@ struct IrStmt {
     bool parallel;
     IrLoopMode mode;
     uint32_t threads;  /* GPU loops: the block's threads along the loop's dimension */
+    uint32_t thread_stride; /* thread loops: the threads of one iteration (0 or 1: one); see LOOP_THREAD_X */
     uint32_t block, block_after; /* LOOP_BLOCKS: the rows of a block, of the blocks before */
     uint32_t block_symbol; /* LOOP_BLOCKS: the symbol S */
     IrBlock body;

@@ -122,7 +122,8 @@ static double work(const IrStmt *s) {
 static void thread_extents(Kernel *kn, const IrStmt *s) {
     if (s->kind != IR_LOOP) return;
     uint32_t *dim = ir_mode_thread(s->mode) ? &kn->block[s->mode - LOOP_THREAD_X] : NULL;
-    if (dim && s->extent > *dim) *dim = (uint32_t)s->extent;
+    uint64_t threads = s->extent * (s->thread_stride > 1 ? s->thread_stride : 1);
+    if (dim && threads > *dim) *dim = (uint32_t)threads;
     for (uint32_t i = 0; i < s->body.count; i++) thread_extents(kn, s->body.items[i]);
 }
 

@@ -682,12 +682,16 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * half nest: its cells rounded once when stored), or of two f32 operands that its step rounds
  * to tf32 (--tf32: fma(to_tf32(x), to_tf32(y), l), lower.c), of the shape rewrite 6 takes, on
  * sm_80 or later, becomes a block's kernel whose products run on the tensor cores (ir.h IR_MMA:
- * mma.sync.m16n8k16, or m16n8k8 twice a step for tf32, whose panels hold the rounded values).  A block of MMA_WARPS warps computes tile² cells of C: the warps stand
- * side by side along J, each over all tile rows and tile/MMA_WARPS columns, that is mt × nt
- * tiles of 16 × 8 cells (mt = tile/16, nt = tile/64), their accumulators in the threads'
- * registers as the fragment layout places them.  The threads are numbered t = x + 4y + 32z:
- * z is the warp, y the lane's group g and x its place q in the group, so that every index of
- * the fragment layout is affine in the thread loops.  The panels go through shared memory as in
+ * mma.sync.m16n8k16, or m16n8k8 twice a step for tf32, whose panels hold the rounded values).
+ * A block of MMA_WARPS warps computes tile² cells of C: the warps stand in MMA_WARPS_I rows of
+ * MMA_WARPS_J, each over tile/MMA_WARPS_I rows and tile/MMA_WARPS_J columns, that is mt × nt
+ * tiles of 16 × 8 cells (mt = tile/32, nt = tile/32), their accumulators in the threads'
+ * registers as the fragment layout places them (a 128-wide tile: each warp's 64 × 32 cells
+ * take 16 shared loads of A and 8 of B a step of 16, where warps side by side along J, each
+ * over all 128 rows, took 32 and 4).  The threads are numbered t = x + 4y + 32z: z = 4·zi + zj
+ * is the warp (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the
+ * lane's group g and x its place q in the group, so that every index of the fragment layout is
+ * affine in the thread loops.  The panels go through shared memory as in
  * rewrite 6, fetched into registers a step of 16 ahead; bf16 and f16 panels hold the operands'
  * own cells, stored [i][k] and [j][k] in rows of HALF_PANEL_ROW (16 steps and 8 of padding), so
  * that the two cells of each 32-bit operand register of the instruction (neighbouring steps)
@@ -705,7 +709,8 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
  * bits; the tensor cores add in an order of their own (docs/gpu.md). */
 
-enum { MMA_WARPS = 8, MMA_K = 16, MMA_MIN_ARCH = 80, HALF_PANEL_ROW = MMA_K + 8 };
+enum { MMA_WARPS_I = 2, MMA_WARPS_J = 4, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, MMA_K = 16, MMA_MIN_ARCH = 80,
+       HALF_PANEL_ROW = MMA_K + 8 };
 
 typedef struct MmaTile {
     const Contraction *ct;
@@ -715,19 +720,21 @@ typedef struct MmaTile {
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
     Panel a, b;
-    uint32_t th[3];             /* the thread loops last opened (mma_threads) */
+    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi */
     Split split;
 } MmaTile;
 
-/* The block's threads, z (warp) > y (g) > x (q); returns the innermost loop. */
-static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[3]) {
-    static const uint64_t extent[3] = {4, 8, MMA_WARPS};
-    static const IrLoopMode mode[3] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z};
+/* The block's threads, zi > zj (the warp z = MMA_WARPS_J·zi + zj: its row and column of the
+ * block's grid of warps; ir.h: zi splits threadIdx.z) > y (g) > x (q); returns the innermost loop. */
+static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
+    static const uint64_t extent[4] = {4, 8, MMA_WARPS_J, MMA_WARPS_I};
+    static const IrLoopMode mode[4] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
     IrBlock *at = into;
     IrStmt *l = NULL;
-    for (int d = 2; d >= 0; d--) {
+    for (int d = 3; d >= 0; d--) {
         th[d] = new_iter(s);
         l = new_loop(s, th[d], extent[d], true, mode[d]);
+        if (d == 3) l->thread_stride = MMA_WARPS_J;
         ir_block_push(s->ir->arena, at, l);
         at = &l->body;
     }
@@ -736,23 +743,24 @@ static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[3]) {
 
 /* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
  * registers of every thread, thread t = x + 4y + 32z's copy at t·per_thread. */
-static IrIndex *register_index(Sched *s, const uint32_t th[3], uint64_t per_thread, const IrTerm *more, uint32_t count) {
-    IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread}};
-    for (uint32_t k = 0; k < count; k++) terms[3 + k] = more[k];
-    return flat_index(s, terms, 3 + count);
+static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thread, const IrTerm *more, uint32_t count) {
+    IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread},
+                       {th[3], 32 * MMA_WARPS_J * (int64_t)per_thread}};
+    for (uint32_t k = 0; k < count; k++) terms[4 + k] = more[k];
+    return flat_index(s, terms, 4 + count);
 }
 
 /* Where a thread's fetch register p0 + 2·p1 + 4·p2 goes in a panel: its step kk and its place
- * m along the tile (terms of the thread and fetch iterators).  The operand's contiguous axis
- * runs along the lanes: k (kk = p0 + 2x + 8·p1, m = y + 8z + 64·p2) or the tile (m = p0 + 2x +
- * 8y + 64·p2, kk = z + 8·p1), so a warp reads whole lines. */
-static void fetch_place(const Panel *p, const uint32_t th[3], const uint32_t f[3], Affine *kk, Affine *m) {
+ * m along the tile (terms of the thread and fetch iterators; z the warp).  The operand's
+ * contiguous axis runs along the lanes: k (kk = p0 + 2x + 8·p1, m = y + 8z + 64·p2) or the tile
+ * (m = p0 + 2x + 8y + 64·p2, kk = z + 8·p1), so a warp reads whole lines. */
+static void fetch_place(const Panel *p, const uint32_t th[4], const uint32_t f[3], Affine *kk, Affine *m) {
     if (p->k_along_x) {
         *kk = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {f[1], 8}}, .count = 3};
-        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {f[2], 64}}, .count = 3};
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {th[3], 8 * MMA_WARPS_J}, {f[2], 64}}, .count = 4};
     } else {
         *m = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {th[1], 8}, {f[2], 64}}, .count = 4};
-        *kk = (Affine){.terms = {{th[2], 1}, {f[1], 8}}, .count = 2};
+        *kk = (Affine){.terms = {{th[2], 1}, {th[3], MMA_WARPS_J}, {f[1], 8}}, .count = 3};
     }
 }
 
@@ -764,13 +772,13 @@ static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t
     return &l->body;
 }
 
-static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const uint32_t th[3], const uint32_t f[3]) {
+static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const uint32_t th[4], const uint32_t f[3]) {
     IrTerm more[3] = {{f[0], 1}, {f[1], 2}, {f[2], 4}};
     return register_index(s, th, mt->fetches, more, 3);
 }
 
 /* In a thread's body: its fetch registers ← the operand's cells of step kt (UINT32_MAX: the first). */
-static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[3], uint32_t kt, int64_t k_offset) {
+static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t kt, int64_t k_offset) {
     uint32_t f[3];
     IrBlock *body = fetch_loops(s, into, mt, f);
     Affine kk, m;
@@ -783,7 +791,7 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
 }
 
 /* In a thread's body: shared[kk·k_stride + m·m_stride] ← its fetch registers. */
-static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[3]) {
+static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4]) {
     uint32_t f[3];
     IrBlock *body = fetch_loops(s, into, mt, f);
     Affine kk, m;
@@ -819,19 +827,19 @@ static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits)
 
 /* In a thread's body: its A and B fragments of this step from the shared panels, by the layout
  * of the tile's type. */
-static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3]) {
+static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4]) {
     const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
     int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
     uint32_t i, j, bit[3];
     IrBlock *body = bit_loops(s, &unrolled(s, into, &i, mt->mt, true)->body, bit, 3);
     IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
-    IrTerm a_at[6] = {{th[0], lay->kk_per_q * ak}, {i, 16 * am}, {th[1], am}};
-    for (unsigned b = 0; b < 3; b++) a_at[3 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
+    IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
+    for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
     ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
-                                                new_load(s, mt->a.shared, flat_index(s, a_at, 6))));
+                                                new_load(s, mt->a.shared, flat_index(s, a_at, 7))));
     body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
     IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
-    IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS * bm}, {j, 8 * bm}, {th[1], bm}};
+    IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
     for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
     ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
                                                 new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
@@ -854,18 +862,18 @@ static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
 
 /* Loops over a thread's cells of C in `into`, with I and J mapped onto them; returns the body
  * and the cell's register: C register 4(i·nt + j) + r0 + 2r1 holds
- * C[bi·tile + 16i + g + 8r1][bj·tile + z·tile/8 + 8j + 2q + r0]. */
-static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[3], IrIndex **cell) {
+ * C[bi·tile + zi·tile/MMA_WARPS_I + 16i + g + 8r1][bj·tile + zj·tile/MMA_WARPS_J + 8j + 2q + r0]. */
+static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], IrIndex **cell) {
     uint32_t i, j, r0, r1;
     IrStmt *l = unrolled(s, into, &i, mt->mt, true);
     l = unrolled(s, &l->body, &j, mt->nt, true);
     l = unrolled(s, &l->body, &r1, 2, true);
     l = unrolled(s, &l->body, &r0, 2, true);
     reset_subst(s);
-    Affine rows = {.terms = {{i, 16}, {th[1], 1}, {r1, 8}}, .count = 3};
+    Affine rows = {.terms = {{th[3], mt->tile / MMA_WARPS_I}, {i, 16}, {th[1], 1}, {r1, 8}}, .count = 4};
     add_term(&rows, mt->bi, mt->tile);
     map_iter(s, mt->ct->i_loop->iter, rows);
-    Affine cols = {.terms = {{th[2], mt->tile / MMA_WARPS}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 4};
+    Affine cols = {.terms = {{th[2], mt->tile / MMA_WARPS_J}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 4};
     add_term(&cols, mt->bj, mt->tile);
     map_iter(s, mt->ct->j_loop->iter, cols);
     IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
@@ -973,7 +981,7 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         !plan_blocks(s, r, &ct, MMA_K, &plan))
         return false;
     uint32_t tile = plan.tile;
-    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / 16, .nt = tile / 8 / MMA_WARPS, .fetches = tile / 16,
+    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / MMA_WARPS_I / 16, .nt = tile / MMA_WARPS_J / 8, .fetches = tile / 16,
                   .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj, .split = plan.split};
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
@@ -996,8 +1004,8 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
 
     push_block_kernel(s, r, top, &mt.split,
                       arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u",
-                                   tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile,
-                                   tile / MMA_WARPS),
+                                   tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
+                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J),
                       out);
     return true;
 }
