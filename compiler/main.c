@@ -183,7 +183,7 @@ static void free_include_dirs(void) {
 }
 
 /* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */
-static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--name"};
+static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--gpu-blocks", "--name"};
 /* Every option, for "did you mean" after an unknown one. */
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",

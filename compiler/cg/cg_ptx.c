@@ -72,7 +72,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;
-        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)b->size);
+        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)((b->size * ir_dtype_bytes(b->dtype) + 3) / 4)); /* 4-byte words */
         LLVMValueRef shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared%u", name, i),
                                                           SHARED_ADDRESS_SPACE);
         LLVMSetLinkage(shared, LLVMInternalLinkage);

@@ -733,6 +733,9 @@ static void verify_block(Verifier *v, const IrBlock *block) {
                 uint64_t stride = s->thread_stride > 1 ? s->thread_stride : 1;
                 if (v->in_thread[d] && (v->split[d] != s->extent || stride != 1))
                     problem(v, "a thread loop inside one of its dimension that does not split it");
+                if (stride > 1 && (s->body.count != 1 || s->body.items[0]->kind != IR_LOOP ||
+                                   s->body.items[0]->mode != s->mode || s->body.items[0]->extent != stride))
+                    problem(v, "a thread loop that splits its dimension holds more than the loop inside it");
                 if (s->extent * stride > 1024) problem(v, "a thread loop of more than 1024 threads");
             } else if (ir_mode_block(s->mode)) {
                 if (!s->parallel) problem(v, "a GPU loop is a reduction");

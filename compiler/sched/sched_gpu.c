@@ -546,6 +546,7 @@ static bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uin
             plan->split.steps = r->red[r->nred - 1]->extent / parts;
             grid_add(&plan->grid, plan->split.iter, parts);
         }
+        if (!plan->grid.count) grid_add(&plan->grid, new_iter(s), 1); /* one block (--gpu-blocks=1) */
         return true;
     }
     return false;
@@ -1025,11 +1026,16 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * order, so they round differently, as any parallel reduction does: only with --reassociate
  * (Target.reassociate); without it they keep the reference's order, one thread a cell, and the
  * GPU prints what the reference executor prints (a 16M-cell sum in float32 moved by 0.15 % on
- * an H100: tests/native/stream.tsr).  From TREE_MIN_STEPS steps on: a layer norm's statistics
- * over GPT-2's 768 channels at 256 positions ran one thread a row, 256 threads on the whole GPU,
- * each waiting on 768 loads in turn; a block a row takes 3 steps a thread and 8 halvings. */
+ * an H100: tests/native/stream.tsr).  From TREE_MIN_STEPS steps on with --reassociate: a layer
+ * norm's statistics over GPT-2's 768 channels at 256 positions ran one thread a row, 256
+ * threads on the whole GPU, each waiting on 768 loads in turn; a block a row takes 3 steps a
+ * thread and 8 halvings.  Without it, a maximum or minimum is reduced across a block from
+ * TREE_MIN_STEPS_EXACT steps on, as before: the same value in any order, except where NaNs or
+ * zeros of both signs meet (the reference's max is `a > b ? a : b`, which depends on the order
+ * there). */
 
-enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 256 };
+enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 256,
+       TREE_MIN_STEPS_EXACT = 2048 };
 
 static bool reads_this_local(const IrExpr *e, uint32_t local) {
     if (e->kind == IR_LOCAL) return e->local == local;
@@ -1077,7 +1083,8 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
         if (r->par[k]->extent > 65535) return false;
     const IrStmt *inner = r->red[r->nred - 1];
     uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
-    if (cells >= TREE_MAX_CELLS || steps < TREE_MIN_STEPS || threads < TREE_MIN_THREADS) return false;
+    uint64_t min_steps = s->target->reassociate ? TREE_MIN_STEPS : TREE_MIN_STEPS_EXACT;
+    if (cells >= TREE_MAX_CELLS || steps < min_steps || threads < TREE_MIN_THREADS) return false;
     uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
     s->ir->buffers[part].gpu_shared = true;
     /* The block loops: the cells' own loops (innermost on x), or one block for a single cell. */

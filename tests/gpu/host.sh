@@ -130,6 +130,10 @@ bad "--emit=llvm with --target=cuda is a command-line error" 2 "not --emit=llvm"
     --emit=llvm --target=cuda tests/proj/matmul.tsr -o "$T/bad.ptx"
 bad "--arch without --target=cuda is a command-line error" 2 "'--arch' goes with" \
     --arch=sm_90 tests/proj/matmul.tsr -o "$T/bad"
+# --gpu-blocks N (a space) as --gpu-blocks=N; one block (nothing to fill) schedules products of one tile.
+if "$TSRC" --emit=sched-ir --target=cuda --gpu-blocks 1 --reassociate tests/native/gpu_split.tsr -o "$T/one.ir" 2>"$T/log" &&
+    grep -q "GPU block through shared memory" "$T/one.ir"; then pass "--gpu-blocks 1: block kernels of one block"
+else fail "--gpu-blocks 1 (exit or schedule)"; fi
 bad "--gpu-blocks without --target=cuda is a command-line error" 2 "'--gpu-blocks' goes with" \
     --gpu-blocks=8 tests/proj/matmul.tsr -o "$T/bad"
 for n in 0 65536 -3 8x ""; do
