@@ -379,6 +379,14 @@ added=$(grep -c '^  # .*parts of the split reduction added' "$TMP/out")
 run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 -o - tests/native/gpu_split.tsr
 exact=$(grep -c '^  # .*GPU block' "$TMP/out")
 exact_split=$(grep -c 'split in' "$TMP/out")
+# The nest adding heads' parts walks 4 loops (sequences, heads, positions, features): the grid
+# takes the features (contiguous) on x and the two longest of the others, the 2 sequences run
+# inside each thread (sched_gpu.c map_nest).
+run_tsrc --emit=sched-ir --target=cuda --gpu-blocks=8 --reassociate -o - tests/native/gpu_split.tsr
+deep=$(grep -A4 "heads =:+ x \* h.*parts of the split reduction added" "$TMP/out" | tail -2 |
+       sed -n 's/^ *for i[0-9]* < \([0-9]*\) parallel\(.*\):$/\1\2/p' | tr '\n' ' ')
+if [ "$deep" = "64 gpu.x(64 threads) 2 " ]; then pass "GPU schedule: a nest of 4 parallel loops maps its innermost one on x and runs its shortest inside each thread"
+else fail "GPU schedule: a nest of 4 parallel loops" "its last two loops: '$deep' ('64 gpu.x(64 threads) 2 ' expected)" "$TMP/out"; fi
 if [ "$split" = 6 ] && [ "$added" = 6 ] && [ "$exact" = 2 ] && [ "$exact_split" = 0 ]
 then pass "GPU schedule: 6 reductions split across blocks with --reassociate, none without; wg and wg16 in block kernels"
 else fail "GPU schedule: split reductions" "$split split, $added adding nests (6 each expected); without --reassociate $exact block kernels (2), $exact_split split (0)" "$TMP/out"; fi

@@ -20,7 +20,12 @@
  *
  *   - the chain of perfectly nested parallel loops at the top of a nest (each the only
  *     statement of its parent's body) is found; at most three of them are mapped, always a
- *     prefix of the chain, so that every thread runs the same code below them;
+ *     prefix of the chain, so that every thread runs the same code below them.  A chain of
+ *     more than three is first reordered (its iterations are independent, so any order
+ *     computes the same cells): the innermost loop and the two longest of the others, in
+ *     their order, become its top, the rest run inside each thread (attention's scores over
+ *     sequences, heads and two position tiles: 12 288 threads of 4 tiles each, where
+ *     sequences, heads and row tiles mapped left 1 536 threads of 32 tiles each);
  *   - the innermost mapped loop becomes `gpu.x`: iteration blockIdx.x · T + threadIdx.x with T
  *     threads a block (the target's gpu_threads, fewer for a short loop: a multiple of the warp
  *     size of 32), and a guard for the threads past the extent in the last block.  It is the
@@ -56,16 +61,39 @@ static uint32_t x_threads(const IrStmt *l, const Target *target) {
     return t < target->gpu_threads ? (uint32_t)t : target->gpu_threads;
 }
 
+/* A chain of more than three perfectly nested parallel loops reordered so that its innermost
+ * loop and the two longest of the others, in their order, are its top three (the loops' headers
+ * move; the nodes, the top's comment and the innermost body stay). */
+static void longest_first(IrStmt **chain, unsigned n) {
+    bool mapped[MAX_LOOPS] = {false};
+    mapped[n - 1] = true;
+    for (int pick = 0; pick < 2; pick++) {
+        unsigned best = n - 1;
+        for (unsigned i = n - 1; i-- > 0;)
+            if (!mapped[i] && (best == n - 1 || chain[i]->extent > chain[best]->extent)) best = i;
+        mapped[best] = true;
+    }
+    uint32_t iter[MAX_LOOPS];
+    uint64_t extent[MAX_LOOPS];
+    unsigned order = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (unsigned i = 0; i < n; i++)
+            if (mapped[i] == (pass == 0)) iter[order] = chain[i]->iter, extent[order++] = chain[i]->extent;
+    for (unsigned i = 0; i < n; i++) chain[i]->iter = iter[i], chain[i]->extent = extent[i];
+}
+
 /* Map the top of one top-level nest onto the grid. */
 static void map_nest(IrStmt *top, const Target *target) {
-    IrStmt *chain[3];
+    IrStmt *chain[MAX_LOOPS];
     unsigned n = 0;
-    for (IrStmt *s = top; n < 3 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN;) {
+    for (IrStmt *s = top; n < MAX_LOOPS && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN;) {
         chain[n++] = s;
         if (s->body.count != 1 || s->body.items[0]->kind != IR_LOOP) break;
         s = s->body.items[0];
     }
     if (n == 0) return;
+    if (n > 3) longest_first(chain, n);
+    n = n < 3 ? n : 3;
     /* The block: the threads a loop asks for (thread tiles, rewrite 5 below), else T along x and one
      * along y and z. */
     uint32_t threads[3];
