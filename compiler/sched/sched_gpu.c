@@ -276,6 +276,11 @@ static const uint32_t block_tiles[] = {128, 64};
 typedef struct Split {
     uint32_t iter, parts;
     uint64_t steps;
+    /* outer: the loop split is the outermost reduction loop (the innermost too short to split),
+     * its steps `steps` iterations of it: the block's part loop `part_iter` replaces it, and its
+     * own iterator `outer_iter` is iter·steps + part_iter */
+    bool outer;
+    uint32_t outer_iter, part_iter;
 } Split;
 
 /* Appends iter·coef to a (nothing for UINT32_MAX). */
@@ -288,8 +293,15 @@ static void add_term(Affine *a, uint32_t iter, int64_t coef) {
 static Affine k_place(Affine kk, uint32_t kt, uint64_t step, int64_t k_offset, const Split *split) {
     kk.offset += k_offset;
     add_term(&kk, kt, (int64_t)step);
-    add_term(&kk, split->iter, (int64_t)split->steps);
+    if (!split->outer) add_term(&kk, split->iter, (int64_t)split->steps);
     return kk;
+}
+
+/* For a split of the outermost reduction loop, its iterator in the block's part (after the
+ * fetch's other mappings). */
+static void map_outer_part(Sched *s, const Split *split) {
+    if (split->outer)
+        map_iter(s, split->outer_iter, (Affine){.terms = {{split->iter, (int64_t)split->steps}, {split->part_iter, 1}}, .count = 2});
 }
 
 /* One operand's panel: where it comes from and goes. */
@@ -356,6 +368,7 @@ static void fetch(Sched *s, IrBlock *into, const BlockTile *bt, const Panel *p, 
     add_term(&tiled, p->base_iter, bt->tile);
     map_iter(s, p->tiled_iter, tiled);
     map_iter(s, bt->k_iter, k_place(affine1(kk, 1, 0), kt, BLOCK_K, k_offset, &bt->split));
+    map_outer_part(s, &bt->split);
     ir_block_push(s->ir->arena, &lq->body, new_store(s, p->regs, fetch_index(s, bt, ty, tx, q), clone_expr(s, p->operand, NULL)));
 }
 
@@ -426,7 +439,7 @@ static void steps(Sched *s, IrBlock *into, const BlockTile *bt, uint32_t ty, uin
 typedef struct KLoop {
     const Reduction *r;
     uint64_t step;
-    uint64_t steps;     /* of the innermost reduction loop, a block's (rewrite 6s); 0: all of them */
+    const Split *split; /* a block's part of the reduction (rewrite 6s) */
     void *tile;
     IrBlock *(*threads)(Sched *s, IrBlock *into, void *tile); /* a block's threads in `into`: their body */
     void (*fetch)(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset); /* steps kt (UINT32_MAX: the first) */
@@ -436,12 +449,16 @@ typedef struct KLoop {
 
 static void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
     const Reduction *r = kl->r;
+    const Split *split = kl->split;
+    bool split_inner = split->iter != UINT32_MAX && !split->outer;
     for (uint32_t q = 0; q + 1 < r->nred; q++) {
-        IrStmt *l = new_loop(s, r->red[q]->iter, r->red[q]->extent, false, LOOP_PLAIN);
+        bool part = q == 0 && split->iter != UINT32_MAX && split->outer;
+        IrStmt *l = new_loop(s, part ? split->part_iter : r->red[q]->iter, part ? split->steps : r->red[q]->extent, false,
+                             LOOP_PLAIN);
         ir_block_push(s->ir->arena, blk, l);
         blk = &l->body;
     }
-    uint64_t k = kl->steps ? kl->steps : r->red[r->nred - 1]->extent;
+    uint64_t k = split_inner ? split->steps : r->red[r->nred - 1]->extent;
     kl->fetch(s, kl->threads(s, blk, kl->tile), kl->tile, UINT32_MAX, 0);
     if (k > kl->step) {
         uint32_t kt = new_iter(s);
@@ -508,14 +525,16 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
  * --reassociate (Target.reassociate), its innermost reduction loop is split into `parts` (a
  * power of two: the fewest that make Target.gpu_blocks blocks, more while a part is longer than
  * SPLIT_LONG_STEPS steps; each part at least SPLIT_MIN_STEPS steps and a whole number of
- * panels), each a block of its own along the grid's last axis.  Each block stores its cells'
+ * panels), each a block of its own along the grid's last axis.  Where the innermost loop is
+ * too short for that (a weight's gradient over 8 sequences of 64 positions), the outermost
+ * reduction loop is split instead, each part taking every step of the loops inside it.  Each block stores its cells'
  * partial results, each started from 0, into the function's buffer of partial results (one
  * buffer, as large as the largest split: the kernels run one after the other), part p's at
  * p·|C| + the cell's flat offset in C; a pointwise nest after the kernel then makes each cell
  * init + part 0 + part 1 + … in that order.  The sums are added in another order than the
  * reference's, so this is --reassociate's, as block reductions (rewrite 7) are. */
 
-enum { SPLIT_MIN_STEPS = 128, SPLIT_LONG_STEPS = 4096 };
+enum { SPLIT_MIN_STEPS = 64, SPLIT_LONG_STEPS = 4096 };
 
 /* A grid's block loops, x first. */
 typedef struct Grid {
@@ -535,15 +554,29 @@ typedef struct BlockPlan {
     Split split;
 } BlockPlan;
 
-/* The parts of rewrite 6s for a grid of `blocks` blocks over `dims` axes, steps a panel. */
-static uint32_t split_parts(const Sched *s, const Reduction *r, uint64_t blocks, unsigned dims, uint64_t step) {
+/* The parts of rewrite 6s for a grid of `blocks` blocks over `dims` axes, steps a panel:
+ * of the innermost reduction loop, or where that cannot make enough blocks (a weight's gradient
+ * over 8 sequences of 64 positions), of the outermost (*outer), each part every step of the
+ * loops inside it. */
+static uint32_t split_parts(const Sched *s, const Reduction *r, uint64_t blocks, unsigned dims, uint64_t step,
+                            bool *outer) {
+    *outer = false;
     if (!s->target->reassociate || s->local_scratch || dims >= 3) return 1;
     uint64_t k = r->red[r->nred - 1]->extent;
     uint32_t parts = 1;
     while ((blocks * parts < s->target->gpu_blocks || k / parts > SPLIT_LONG_STEPS) && 2 * parts <= MAX_GRID_YZ &&
            k % (2 * parts) == 0 && k / (2 * parts) % step == 0 && k / (2 * parts) >= SPLIT_MIN_STEPS)
         parts *= 2;
-    return parts;
+    if (blocks * parts >= s->target->gpu_blocks || r->nred < 2) return parts;
+    uint64_t e = r->red[0]->extent, inside = 1;
+    for (uint32_t q = 1; q < r->nred; q++) inside *= r->red[q]->extent;
+    uint32_t outer_parts = 1;
+    while (blocks * outer_parts < s->target->gpu_blocks && 2 * outer_parts <= MAX_GRID_YZ && e % (2 * outer_parts) == 0 &&
+           e / (2 * outer_parts) * inside >= SPLIT_MIN_STEPS)
+        outer_parts *= 2;
+    if (blocks * outer_parts < s->target->gpu_blocks) return parts;
+    *outer = true;
+    return outer_parts;
 }
 
 /* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel;
@@ -562,7 +595,8 @@ static bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uin
         uint64_t blocks = batch * (m / tile) * (n / tile);
         unsigned dims = (n > tile) + (m > tile) + ct->nbatch;
         if (dims > 3) continue;
-        uint32_t parts = blocks >= s->target->gpu_blocks ? 1 : split_parts(s, r, blocks, dims, step);
+        bool outer = false;
+        uint32_t parts = blocks >= s->target->gpu_blocks ? 1 : split_parts(s, r, blocks, dims, step, &outer);
         if (blocks * parts < s->target->gpu_blocks) continue;
         *plan = (BlockPlan){.tile = tile, .bi = m > tile ? new_iter(s) : UINT32_MAX, .bj = n > tile ? new_iter(s) : UINT32_MAX,
                             .split = {.iter = UINT32_MAX, .parts = parts}};
@@ -571,7 +605,9 @@ static bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uin
         for (uint32_t k = ct->nbatch; k-- > 0;) grid_add(&plan->grid, ct->batch[k]->iter, ct->batch[k]->extent);
         if (parts > 1) {
             plan->split.iter = new_iter(s);
-            plan->split.steps = r->red[r->nred - 1]->extent / parts;
+            plan->split.outer = outer;
+            plan->split.steps = r->red[outer ? 0 : r->nred - 1]->extent / parts;
+            if (outer) plan->split.outer_iter = r->red[0]->iter, plan->split.part_iter = new_iter(s);
             grid_add(&plan->grid, plan->split.iter, parts);
         }
         if (!plan->grid.count) grid_add(&plan->grid, new_iter(s), 1); /* one block (--gpu-blocks=1) */
@@ -692,7 +728,7 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrBlock *threads = block_threads(s, blk, &bt);
     IrBlock *body = thread_cells(s, threads, &bt, bt.ty, bt.tx, &cell, &it);
     ir_block_push(s->ir->arena, body, new_store(s, bt.cells, cell, cell_start(s, r, &bt.split)));
-    k_loop(s, blk, &(KLoop){.r = r, .step = BLOCK_K, .steps = bt.split.parts > 1 ? bt.split.steps : 0, .tile = &bt,
+    k_loop(s, blk, &(KLoop){.r = r, .step = BLOCK_K, .split = &bt.split, .tile = &bt,
                             .threads = block_threads, .fetch = block_fetch, .spill = block_spill, .compute = block_steps});
     threads = block_threads(s, blk, &bt);
     body = thread_cells(s, threads, &bt, bt.ty, bt.tx, &cell, &it);
@@ -816,6 +852,7 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     add_term(&m, p->base_iter, mt->tile);
     map_iter(s, p->tiled_iter, m);
     map_iter(s, mt->k_iter, k_place(kk, kt, MMA_K, k_offset, &mt->split));
+    map_outer_part(s, &mt->split);
     ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, th, f), clone_expr(s, p->operand, NULL)));
 }
 
@@ -1025,7 +1062,7 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrBlock *threads = mma_threads(s, blk, &mt);
     IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, cell_start(s, r, &mt.split)));
-    k_loop(s, blk, &(KLoop){.r = r, .step = MMA_K, .steps = mt.split.parts > 1 ? mt.split.steps : 0, .tile = &mt,
+    k_loop(s, blk, &(KLoop){.r = r, .step = MMA_K, .split = &mt.split, .tile = &mt,
                             .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
     threads = mma_threads(s, blk, &mt);
     body = mma_cells(s, threads, &mt, mt.th, &cell);
