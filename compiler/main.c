@@ -182,6 +182,14 @@ static void free_include_dirs(void) {
     joined_count = 0;
 }
 
+/* Whether `value` is a whole number at least 0 that fits 64 bits, into *out. */
+static bool unsigned_number(const char *value, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    *out = strtoull(value, &end, 10);
+    return !errno && !*end && value[0] && value[0] != '-';
+}
+
 /* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */
 static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--gpu-blocks", "--name"};
 /* Every option, for "did you mean" after an unknown one. */
@@ -273,10 +281,8 @@ static Options parse_options(int argc, char **argv) {
         } else if (strncmp(a, "--arch=", 7) == 0 && a[7]) {
             opt.arch = a + 7;
         } else if (strncmp(a, "--gpu-blocks=", 13) == 0) {
-            char *end;
-            errno = 0;
-            unsigned long blocks = strtoul(a + 13, &end, 10);
-            if (errno || *end || !isdigit((unsigned char)a[13]) || blocks < 1 || blocks > 65535)
+            unsigned long long blocks;
+            if (!unsigned_number(a + 13, &blocks) || blocks < 1 || blocks > 65535)
                 bad_usage("'--gpu-blocks' needs a number of blocks from 1 to 65535, not '%s'", a + 13);
             opt.gpu_blocks = (unsigned)blocks;
         } else if (strncmp(a, "--name=", 7) == 0) {
@@ -301,19 +307,16 @@ static Options parse_options(int argc, char **argv) {
         } else if (strcmp(a, "--bucket-cells") == 0 || strncmp(a, "--bucket-cells=", 15) == 0) {
             if (!a[14] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
             const char *value = a[14] ? a + 15 : argv[++i];
-            char *end;
-            errno = 0;
-            unsigned long long cells = strtoull(value, &end, 10);
-            if (errno || *end || !value[0] || value[0] == '-' || cells > (1ull << 40))
+            unsigned long long cells;
+            if (!unsigned_number(value, &cells) || cells > (1ull << 40))
                 bad_usage("'--bucket-cells' needs a number of cells from 0 to 2^40, not '%s'", value);
             opt.bucket_cells = cells;
         } else if (strcmp(a, "--seed") == 0 || strncmp(a, "--seed=", 7) == 0) {
             if (!a[6] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
             const char *value = a[6] ? a + 7 : argv[++i];
-            char *end;
-            errno = 0;
-            opt.seed = strtoull(value, &end, 10);
-            if (errno || *end || !value[0] || value[0] == '-') bad_usage("'--seed' needs a non-negative integer, not '%s'", value);
+            unsigned long long seed;
+            if (!unsigned_number(value, &seed)) bad_usage("'--seed' needs a non-negative integer, not '%s'", value);
+            opt.seed = seed;
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
             opt.output = argv[++i];

@@ -1038,7 +1038,8 @@ static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
     LLVMValueRef i = special_register(g, names[s->mode - LOOP_BLOCK_X]);
-    bool guard = false, *split = thread ? &g->thread_split[s->mode - LOOP_THREAD_X] : NULL, outer_split = split && *split;
+    bool *split = thread ? &g->thread_split[s->mode - LOOP_THREAD_X] : NULL; /* inside a splitting loop of this dimension */
+    bool outer_split = split && *split, guard = false;
     if (thread) {
         uint64_t stride = s->thread_stride > 1 ? s->thread_stride : 1;
         if (outer_split) i = LLVMBuildURem(g->b, i, cgl_iconst(g, (int64_t)s->extent), "");

@@ -189,15 +189,15 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     return v;
 }
 
-/* IR_MMA as the warps carry it out (ir.h IrMma): each warp's A, B and C gathered from its 32
- * threads' registers by the fragment layouts, each cell of C then takes the 16 (tf32: 8) steps in order
- * as fused multiply-adds (the canonical nest's order), and D scattered back into C's registers. */
 /* Register `at` of an IR_MMA's A or B registers: f32 (tf32) or the operands' half type. */
 static float mma_operand(Interp *in, uint32_t buffer, uint64_t at) {
     DType dtype = in->ir->buffers[buffer].dtype;
     return ir_dtype_half(dtype) ? load_half(dtype, cell_address(in, buffer, (int64_t)at)).f : in->data[buffer][at];
 }
 
+/* IR_MMA as the warps carry it out (ir.h IrMma): each warp's A, B and C gathered from its 32
+ * threads' registers by the fragment layouts, each cell of C then takes the 16 (tf32: 8) steps in order
+ * as fused multiply-adds (the canonical nest's order), and D scattered back into C's registers. */
 static void run_mma(Interp *in, const IrMma *m) {
     const IrBuffer *bufs = in->ir->buffers;
     float *c = in->data[m->c];

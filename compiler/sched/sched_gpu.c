@@ -694,11 +694,11 @@ static void push_block_kernel(Sched *s, const Reduction *r, IrStmt *top, const S
     /* C = init + part 0 + part 1 + …, over C's cells in the nest's parallel loops. */
     reset_subst(s);
     IrBlock *at = out;
-    IrStmt *outer = NULL;
+    IrStmt *first = NULL;
     for (uint32_t k = 0; k < r->npar; k++) {
         IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, LOOP_PLAIN);
         ir_block_push(s->ir->arena, at, l);
-        if (!outer) outer = l;
+        if (!first) first = l;
         at = &l->body;
     }
     uint32_t c = r->store->buffer;
@@ -706,7 +706,7 @@ static void push_block_kernel(Sched *s, const Reduction *r, IrStmt *top, const S
     for (uint32_t p = 0; p < split->parts; p++)
         value = new_op(s, SOP_ADD, value, new_load(s, s->split_partials, partial_index(s, c, r->store->index, split, p)), NULL);
     ir_block_push(s->ir->arena, at, new_store(s, c, clone_index(s, r->store->index, s->ir->buffers[c].rank), value));
-    outer->comment = arena_printf(s->ir->arena, "%s; schedule: the %u parts of the split reduction added", what, split->parts);
+    first->comment = arena_printf(s->ir->arena, "%s; schedule: the %u parts of the split reduction added", what, split->parts);
 }
 
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
