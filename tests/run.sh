@@ -391,6 +391,20 @@ if [ "$split" = 7 ] && [ "$added" = 7 ] && [ "$exact" = 2 ] && [ "$exact_split" 
 then pass "GPU schedule: 7 reductions split across blocks with --reassociate, none without; wg and wg16 in block kernels"
 else fail "GPU schedule: split reductions" "$split split, $added adding nests (7 each expected); without --reassociate $exact block kernels (2), $exact_split split (0)" "$TMP/out"; fi
 
+# Pointwise nests of at least 65 536 cells whose stores walk their innermost loop with stride 1
+# give each GPU thread 4 adjacent cells (tests/native/gpu_vector.tsr, whose golden the GPU leg
+# checks; sched_gpu.c rewrite 4v): prepare's x and k, update's four fused statements, the
+# dropout mask; not q (257 cells a row) nor s (32 768 cells).  In the PTX, update's kernel loads
+# its four tensors and stores its three 16 bytes at a time.
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_vector.tsr
+vector=$(grep -c '^  # .*schedule: 4 adjacent cells a GPU thread' "$TMP/out")
+run_tsrc --emit=ptx -o "$TMP/vector.ptx" tests/native/gpu_vector.tsr
+update=$(awk '/\.entry vector_update_k0\(/,/^}/' "$TMP/vector.ptx")
+v4=$(printf '%s\n' "$update" | grep -cE 'ld\.global(\.nc)?\.v4\.f32')/$(printf '%s\n' "$update" | grep -c 'st\.global\.v4\.f32')
+if [ "$vector" = 3 ] && [ "$v4" = 4/3 ]
+then pass "GPU schedule: 3 pointwise nests take 4 adjacent cells a thread; their PTX moves 16 bytes at a time"
+else fail "GPU schedule: 4 adjacent cells a thread" "$vector nests (3 expected); update's 16-byte loads/stores $v4 (4/3 expected)" "$TMP/out"; fi
+
 # Consecutive scalar statements make one kernel (sched/kernel.c): AdamW's step counts and bias
 # corrections of 4 parameters (tests/native/adamw_decay.tsr) were 24 launches of one thread on a
 # GPU, 18 of them right after another; now 8, only 2 of them after another (a loss's serial sum,

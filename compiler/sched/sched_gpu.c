@@ -1225,6 +1225,70 @@ static bool half_only(const Sched *s, const IrStmt *st) {
 
 /* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
  * sched_gpu.c then maps loops onto the grid. */
+/* ---- Rewrite 4v, the GPU's: adjacent cells a thread ------------------------------------------------- *
+ *
+ * A pointwise nest that maps one cell to a thread keeps one 4-byte load of each operand in flight
+ * per thread: too few bytes on their way for the memory system to stream (the GPU needs
+ * megabytes in flight; a thread waits out each load's latency before the next statement's), so
+ * a large copy or an optimiser's update ran at a sixth of the memory's bandwidth.  Here the
+ * innermost loop of such a nest (plain parallel loops, one inside the other, around stores
+ * only), when every store walks it with stride 1, its extent is a multiple of VECTOR_CELLS and
+ * the nest has at least VECTOR_MIN_CELLS cells, gives each thread VECTOR_CELLS adjacent cells: the
+ * loop i becomes i = VECTOR_CELLS·o + u over an unrolled loop u inside the body.  The cells'
+ * loads and stores along the loop are then adjacent in each thread, and LLVM's NVPTX back end
+ * merges them into vector loads and stores (16 bytes each for 4-byte cells; the buffers are
+ * aligned to 256 bytes, and a row's first cell to a multiple of VECTOR_CELLS). Each cell takes
+ * the same operations as before (the iterations are independent), so the result is the same. */
+
+enum { VECTOR_CELLS = 4, VECTOR_MIN_CELLS = 1 << 16 };
+
+/* The innermost loop of a pointwise nest whose stores all walk it with stride 1, or NULL;
+ * *cells: the nest's cells. */
+static IrStmt *vector_loop(const IrProgram *ir, IrStmt *top, double *cells) {
+    IrStmt *l = top;
+    *cells = 1;
+    for (;;) {
+        if (l->kind != IR_LOOP || !l->parallel || l->mode != LOOP_PLAIN || l->threads) return NULL;
+        *cells *= (double)l->extent;
+        if (l->body.count != 1 || l->body.items[0]->kind != IR_LOOP) break;
+        l = l->body.items[0];
+    }
+    for (uint32_t i = 0; i < l->body.count; i++) {
+        const IrStmt *st = l->body.items[i];
+        if (st->kind != IR_STORE || st->nontemporal || flat_coef(ir, st->buffer, st->index, l->iter) != 1) return NULL;
+        for (uint32_t a = 0; a < ir->buffers[st->buffer].rank; a++)
+            if (st->index[a].gather) return NULL;
+    }
+    return l;
+}
+
+static void gpu_vector_cells(Sched *s) {
+    IrFunction *fn = s->fn;
+    for (uint32_t i = 0; i < fn->body.count; i++) {
+        double cells;
+        IrStmt *l = vector_loop(s->ir, fn->body.items[i], &cells);
+        if (!l || l->iter >= s->old_iters || l->extent % VECTOR_CELLS != 0 || cells < VECTOR_MIN_CELLS) continue;
+        uint32_t outer = new_iter(s), lane = new_iter(s);
+        reset_subst(s);
+        map_iter(s, l->iter, (Affine){.terms = {{outer, VECTOR_CELLS}, {lane, 1}}, .count = 2});
+        IrStmt *lanes = new_loop(s, lane, VECTOR_CELLS, true, LOOP_UNROLL);
+        for (uint32_t k = 0; k < l->body.count; k++) {
+            const IrStmt *st = l->body.items[k];
+            IrStmt *moved = new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
+                                      clone_expr(s, st->value, NULL));
+            moved->comment = st->comment;
+            ir_block_push(s->ir->arena, &lanes->body, moved);
+        }
+        l->iter = outer;
+        l->extent /= VECTOR_CELLS;
+        l->body = (IrBlock){0};
+        ir_block_push(s->ir->arena, &l->body, lanes);
+        IrStmt *top = fn->body.items[i];
+        top->comment = arena_printf(s->ir->arena, "%s%sschedule: %u adjacent cells a GPU thread", top->comment ? top->comment : "",
+                                    top->comment ? "; " : "", (unsigned)VECTOR_CELLS);
+    }
+}
+
 void schedule_gpu_function(Sched *s) {
     IrFunction *fn = s->fn;
     IrBlock body = {0};
@@ -1255,4 +1319,5 @@ void schedule_gpu_function(Sched *s) {
     }
     fn->body = body;
     fuse_pointwise(s);
+    gpu_vector_cells(s);
 }
