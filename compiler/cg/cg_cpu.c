@@ -241,8 +241,8 @@ static LLVMValueRef const_string(CgLlvm *g, const char *text) {
     return str;
 }
 
-/* The arrays, now that every kernel has its slot, in place of the placeholders, and the body of
- * MODULE_profile_report(): tsr_profile_report(stderr, …). */
+/* The arrays, now that every kernel has its slot, in place of the placeholders, the body of
+ * MODULE_profile_report() (tsr_profile_report(stderr, …)) and MODULE_profile_reset(). */
 static void profile_finish(Cpu *c) {
     CgLlvm *g = &c->g;
     uint32_t n = c->profile_count ? c->profile_count : 1;
@@ -276,6 +276,12 @@ static void profile_finish(Cpu *c) {
     LLVMValueRef a[6] = {LLVMBuildLoad2(g->b, g->ptr, err, "stderr"), name, LLVMConstInt(g->i32, c->profile_count, 0),
                          table, arrays[0], arrays[1]};
     cgl_call(g, "tsr_profile_report", g->void_t, p, 6, a);
+    LLVMBuildRetVoid(g->b);
+    /* MODULE_profile_reset(): every counter back to 0 (a benchmark's warm-up steps left out). */
+    LLVMValueRef reset = LLVMAddFunction(g->mod, arena_printf(g->ir->arena, "%s_profile_reset", module),
+                                         LLVMFunctionType(g->void_t, NULL, 0, 0));
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, reset, "entry"));
+    for (int k = 0; k < 2; k++) LLVMBuildStore(g->b, LLVMConstNull(counters), arrays[k]);
     LLVMBuildRetVoid(g->b);
     free(c->profile_labels);
 }

@@ -255,9 +255,11 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
     if (profile)
         fprintf(out,
                 "\n/* Compiled with --profile: every kernel launch is timed (for every state of this model in\n"
-                " * the process); this prints the kernels by time to stderr (docs/runtime.md §17). */\n"
-                "void %s_profile_report(void);\n",
-                module);
+                " * the process); this prints the kernels by time to stderr (docs/runtime.md §17), and the\n"
+                " * reset sets every kernel's time and launches back to 0. */\n"
+                "void %s_profile_report(void);\n"
+                "void %s_profile_reset(void);\n",
+                module, module);
     bool any_index = false, any_size = false;
     for (uint32_t i = 0; i < ir->symbol_count; i++) {
         any_index |= ir->symbols[i].settable && !ir->symbols[i].size;

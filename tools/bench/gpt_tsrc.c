@@ -10,7 +10,7 @@
  * tools/bench/table.py compares with PyTorch's; then it times the step (on the last window).
  * The check: every loss finite and the last below the first.  FLOP/s are counted by table.py.
  * Built with -DGPT_PROFILE against the program compiled with --profile, it ends by printing
- * the kernels by time (stderr).  Built with -DGPT_GPU against the program compiled with
+ * the kernels by time (stderr) of the timed steps (the counters reset after the ten first).  Built with -DGPT_GPU against the program compiled with
  * --target=cuda (make bench-gpu, tools/bench/gpu/), a timed step is the step and the read of its
  * loss, which waits for the GPU (as PyTorch's float(loss) in py_gpt.py does).
  * Usage: gpt_tsrc BUDGET_SECONDS MAX_REPS INIT.npz.  Threads: TSR_NUM_THREADS. */
@@ -65,6 +65,9 @@ int main(int argc, char **argv) {
     }
     int reps;
     double best, median;
+#ifdef GPT_PROFILE
+    gpt_profile_reset(); /* the table: the timed steps alone, not the first ones (module loads, first touches) */
+#endif
     bench_measure(run, s, warm, budget, max_reps, &reps, &best, &median);
     printf("RESULT kind=%s impl=tsrc n=%d threads=%d reps=%d best_s=%.6g median_s=%.6g check=%s maxrel=0 losses=",
            KIND, (int)GPT_TOKENS_DIM0, tsr_num_threads(), reps, best, median, ok ? "ok" : "FAIL");

@@ -102,7 +102,7 @@ done <"$OUT/mlps.txt"
 # before the GPT timings: on a GPU lent for minutes, the tables are what tell where time goes.
 while read -r kind rest; do
     [ -x "$OUT/bin/${kind}_profile" ] || continue
-    echo "bench-gpu: $kind's kernels by time (tsrc --profile, the whole run: ten steps and the timed ones)"
+    echo "bench-gpu: $kind's kernels by time (tsrc --profile, the timed steps after ten first ones)"
     TSR_PROFILE_ALL=1 "$OUT/bin/${kind}_profile" 1 20 "$OUT/${kind}_profile_init.npz" >/dev/null \
         2>"$OUT/${kind}_profile.txt" || { echo "bench-gpu: the profiled $kind failed"; failed=1; }
     head -n 25 "$OUT/${kind}_profile.txt" | sed 's/^/    /'
