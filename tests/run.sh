@@ -405,6 +405,13 @@ if [ "$vector" = 3 ] && [ "$v4" = 4/3 ]
 then pass "GPU schedule: 3 pointwise nests take 4 adjacent cells a thread; their PTX moves 16 bytes at a time"
 else fail "GPU schedule: 4 adjacent cells a thread" "$vector nests (3 expected); update's 16-byte loads/stores $v4 (4/3 expected)" "$TMP/out"; fi
 
+# Products with two batch loops (tests/native/gpu_jam.tsr, whose golden the GPU leg checks): the
+# 4 sequences join each thread's tile, first batch loop (s) or second (t), each computed twice.
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_jam.tsr
+jammed=$(grep -c '^  # .*schedule: a 4x1x1 tile of cells per GPU thread' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$jammed" = 4 ]; then pass "GPU schedule: the shorter of two batch loops joins the thread tile (4 nests)"
+else fail "GPU schedule: a batch loop jammed into the thread tile" "$jammed nests with a 4x1x1 tile (4 expected)" "$TMP/out"; fi
+
 # Consecutive scalar statements make one kernel (sched/kernel.c): AdamW's step counts and bias
 # corrections of 4 parameters (tests/native/adamw_decay.tsr) were 24 launches of one thread on a
 # GPU, 18 of them right after another; now 8, only 2 of them after another (a loss's serial sum,

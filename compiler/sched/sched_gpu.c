@@ -133,9 +133,15 @@ void schedule_gpu(IrProgram *ir, const Target *target) {
  * reduction become vector loads too.  Each cell still starts from its own initial value and takes its
  * steps in the order of the reduction loops: bit for bit the reference's result.  The tile is
  * as large as 8×8 while the nest keeps at least GPU_MIN_THREADS threads, and each side divides
- * its loop's extent (no ragged tiles); otherwise the nest is left for sched_gpu.c as it is. */
+ * its loop's extent (no ragged tiles); otherwise the nest is left for sched_gpu.c as it is.
+ * A nest of two batch loops (attention's gradients over sequences and heads) would leave one of
+ * its four parallel loops to run serially in each thread (the grid has three axes): the
+ * shorter batch loop, of at most GPU_MAX_JAM iterations, joins the tile instead, its cells
+ * accumulated side by side with the others' in every reduction step (tb × tm × tn cells, at
+ * most GPU_MAX_TILE² of them): as many chains of loads in flight a thread as cells, where the
+ * serial loop waited out each chain in turn. */
 
-enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8, REDUCTION_UNROLL = 4 };
+enum { GPU_MIN_THREADS = 1 << 15, GPU_MAX_TILE = 8, GPU_MAX_JAM = 8, REDUCTION_UNROLL = 4 };
 
 /* The largest power of two at most `most` that divides `extent`. */
 static uint32_t tile_side(uint64_t extent, uint32_t most) {
@@ -146,31 +152,42 @@ static uint32_t tile_side(uint64_t extent, uint32_t most) {
 
 typedef struct ThreadTile {
     IrStmt *i, *j;      /* the loops tiled */
+    IrStmt *jam;        /* a batch loop jammed into the tile, or NULL */
     uint32_t io, jo;    /* the loops over tiles */
-    uint32_t tm, tn;
-    uint32_t tile;      /* the kernel-local accumulators, tm·tn cells */
+    uint32_t tb, tm, tn; /* the tile's sides: tb along `jam` (1 without), tm along i, tn along j */
+    uint32_t tile;      /* the kernel-local accumulators, tb·tm·tn cells */
     uint32_t k, ko, ku, unroll; /* the innermost reduction loop split: k = ko·unroll + ku (unroll > 1) */
 } ThreadTile;
 
-/* Unrolled loops over a tile's rows r and columns c in `into`, with i and j mapped onto them;
- * returns the body to fill and the iterators. */
-static IrBlock *tile_cells(Sched *s, const ThreadTile *t, IrBlock *into, uint32_t *r, uint32_t *c) {
+/* Unrolled loops over a tile's planes b (along the jammed loop), rows r and columns c in `into`,
+ * with the jammed loop, i and j mapped onto them; returns the body to fill and the iterators
+ * (*b unused without a jammed loop). */
+static IrBlock *tile_cells(Sched *s, const ThreadTile *t, IrBlock *into, uint32_t *b, uint32_t *r, uint32_t *c) {
     *r = new_iter(s);
     *c = new_iter(s);
     IrStmt *rows = new_loop(s, *r, t->tm, true, LOOP_UNROLL), *cols = new_loop(s, *c, t->tn, true, LOOP_UNROLL);
     ir_block_push(s->ir->arena, &rows->body, cols);
-    ir_block_push(s->ir->arena, into, rows);
     reset_subst(s);
+    if (t->jam) {
+        *b = new_iter(s);
+        IrStmt *planes = new_loop(s, *b, t->tb, true, LOOP_UNROLL);
+        ir_block_push(s->ir->arena, &planes->body, rows);
+        ir_block_push(s->ir->arena, into, planes);
+        map_iter(s, t->jam->iter, affine1(*b, 1, 0));
+    } else {
+        *b = UINT32_MAX;
+        ir_block_push(s->ir->arena, into, rows);
+    }
     map_iter(s, t->i->iter, (Affine){.terms = {{t->io, t->tm}, {*r, 1}}, .count = 2});
     map_iter(s, t->j->iter, (Affine){.terms = {{t->jo, t->tn}, {*c, 1}}, .count = 2});
     if (t->unroll > 1) map_iter(s, t->k, (Affine){.terms = {{t->ko, t->unroll}, {t->ku, 1}}, .count = 2});
     return &cols->body;
 }
 
-/* The tile's cell (r, c). */
-static IrIndex *tile_index(Sched *s, const ThreadTile *t, uint32_t r, uint32_t c) {
-    IrTerm terms[2] = {{r, t->tn}, {c, 1}};
-    return flat_index(s, terms, 2);
+/* The tile's cell (b, r, c). */
+static IrIndex *tile_index(Sched *s, const ThreadTile *t, uint32_t b, uint32_t r, uint32_t c) {
+    IrTerm terms[3] = {{r, t->tn}, {c, 1}, {b, (int64_t)t->tm * t->tn}};
+    return flat_index(s, terms, t->jam ? 3 : 2);
 }
 
 static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -179,20 +196,34 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
     uint32_t c = r->store->buffer;
     if (!loads_only_at(ir, r->init->value, c, r->store->index) || !loads_only_at(ir, r->step->value, c, r->store->index))
         return false;
-    ThreadTile t = {.i = r->par[r->npar - 2], .j = r->par[r->npar - 1]};
+    ThreadTile t = {.i = r->par[r->npar - 2], .j = r->par[r->npar - 1], .tb = 1};
+    /* Two batch loops: the shorter one, when short enough, joins the tile. */
+    if (r->npar == 4) {
+        IrStmt *shorter = r->par[0]->extent <= r->par[1]->extent ? r->par[0] : r->par[1];
+        if (shorter->extent <= GPU_MAX_JAM && shorter->iter < s->old_iters) t.jam = shorter, t.tb = (uint32_t)shorter->extent;
+    }
     double batch = 1;
     for (uint32_t k = 0; k + 2 < r->npar; k++) batch *= (double)r->par[k]->extent;
+    batch /= t.tb;
     uint32_t most = GPU_MAX_TILE;
     for (; most >= 2; most /= 2) {
         t.tm = tile_side(t.i->extent, most);
         t.tn = tile_side(t.j->extent, most);
-        if (t.tm * t.tn >= 4 && batch * (double)(t.i->extent / t.tm) * (double)(t.j->extent / t.tn) >= GPU_MIN_THREADS)
+        while (t.tb * t.tm * t.tn > GPU_MAX_TILE * GPU_MAX_TILE) {
+            if (t.tm >= t.tn) t.tm /= 2;
+            else t.tn /= 2;
+        }
+        if (t.tb * t.tm * t.tn >= 4 && batch * (double)(t.i->extent / t.tm) * (double)(t.j->extent / t.tn) >= GPU_MIN_THREADS)
             break;
     }
-    if (most < 2) return false;
+    if (most < 2 && !t.jam) return false;
+    if (most < 2) { /* the jammed loop alone: one cell along i and j a thread */
+        t.tm = t.tn = 1;
+        if (t.tb < 4 || batch * (double)t.i->extent * (double)t.j->extent < GPU_MIN_THREADS) return false;
+    }
     t.io = new_iter(s);
     t.jo = new_iter(s);
-    t.tile = new_scratch(s, "tile", (uint64_t)t.tm * t.tn, DTYPE_F32, true);
+    t.tile = new_scratch(s, "tile", (uint64_t)t.tb * t.tm * t.tn, DTYPE_F32, true);
     IrStmt *over_i = new_loop(s, t.io, t.i->extent / t.tm, true, LOOP_PLAIN);
     IrStmt *over_j = new_loop(s, t.jo, t.j->extent / t.tn, true, LOOP_PLAIN);
     /* sched_gpu.c gives over_j a row of threads and over_i one per block: a block's threads
@@ -201,10 +232,10 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
      * docs/performance.md). */
     ir_block_push(s->ir->arena, &over_i->body, over_j);
     const char *what = r->par[0]->comment ? r->par[0]->comment : "a reduction";
-    uint32_t rr, cc;
+    uint32_t bb, rr, cc;
     /* Every cell's initial value. */
-    IrBlock *body = tile_cells(s, &t, &over_j->body, &rr, &cc);
-    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->init->value, NULL)));
+    IrBlock *body = tile_cells(s, &t, &over_j->body, &bb, &rr, &cc);
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, bb, rr, cc), clone_expr(s, r->init->value, NULL)));
     /* The reduction loops, each step applied to every cell; the innermost split into steps of
      * REDUCTION_UNROLL, unrolled (k = ko·U + ku: the same order). */
     IrBlock *into = &over_j->body;
@@ -226,14 +257,19 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
             t.unroll = (uint32_t)unroll;
         }
     }
-    body = tile_cells(s, &t, into, &rr, &cc);
-    LocalRepl repl = {r->local, new_load(s, t.tile, tile_index(s, &t, rr, cc)), UINT32_MAX, NULL};
-    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, rr, cc), clone_expr(s, r->step->value, &repl)));
+    body = tile_cells(s, &t, into, &bb, &rr, &cc);
+    LocalRepl repl = {r->local, new_load(s, t.tile, tile_index(s, &t, bb, rr, cc)), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, body, new_store(s, t.tile, tile_index(s, &t, bb, rr, cc), clone_expr(s, r->step->value, &repl)));
     /* The cells stored. */
-    body = tile_cells(s, &t, &over_j->body, &rr, &cc);
+    body = tile_cells(s, &t, &over_j->body, &bb, &rr, &cc);
     ir_block_push(s->ir->arena, body, new_store(s, c, clone_index(s, r->store->index, ir->buffers[c].rank),
-                                                  new_load(s, t.tile, tile_index(s, &t, rr, cc))));
-    if (r->npar > 2) {
+                                                  new_load(s, t.tile, tile_index(s, &t, bb, rr, cc))));
+    if (t.jam) { /* the other batch loop alone around the tiles */
+        IrStmt *kept = t.jam == r->par[0] ? r->par[1] : r->par[0];
+        IrStmt *outer = new_loop(s, kept->iter, kept->extent, true, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, &outer->body, over_i);
+        ir_block_push(s->ir->arena, out, outer);
+    } else if (r->npar > 2) {
         r->par[r->npar - 3]->body = (IrBlock){0};
         ir_block_push(s->ir->arena, &r->par[r->npar - 3]->body, over_i);
         ir_block_push(s->ir->arena, out, r->par[0]);
@@ -242,7 +278,8 @@ static bool gpu_thread_tiles(Sched *s, Reduction *r, IrBlock *out) {
     }
     r->par[0]->comment = NULL;
     IrStmt *top = out->items[out->count - 1];
-    top->comment = arena_printf(s->ir->arena, "%s; schedule: a %ux%u tile of cells per GPU thread", what, t.tm, t.tn);
+    top->comment = t.jam ? arena_printf(s->ir->arena, "%s; schedule: a %ux%ux%u tile of cells per GPU thread", what, t.tb, t.tm, t.tn)
+                         : arena_printf(s->ir->arena, "%s; schedule: a %ux%u tile of cells per GPU thread", what, t.tm, t.tn);
     return true;
 }
 
@@ -1232,8 +1269,8 @@ static bool half_only(const Sched *s, const IrStmt *st) {
  * megabytes in flight; a thread waits out each load's latency before the next statement's), so
  * a large copy or an optimiser's update ran at a sixth of the memory's bandwidth.  Here the
  * innermost loop of such a nest (plain parallel loops, one inside the other, around stores
- * only), when every store walks it with stride 1, its extent is a multiple of VECTOR_CELLS and
- * the nest has at least VECTOR_MIN_CELLS cells, gives each thread VECTOR_CELLS adjacent cells: the
+ * only), when every store walks it with stride 1, its extent is a multiple of VECTOR_CELLS (and
+ * makes a warp's worth of threads) and the nest has at least VECTOR_MIN_CELLS cells, gives each thread VECTOR_CELLS adjacent cells: the
  * loop i becomes i = VECTOR_CELLS·o + u over an unrolled loop u inside the body.  The cells'
  * loads and stores along the loop are then adjacent in each thread, and LLVM's NVPTX back end
  * merges them into vector loads and stores (16 bytes each for 4-byte cells; the buffers are
@@ -1267,7 +1304,9 @@ static void gpu_vector_cells(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         double cells;
         IrStmt *l = vector_loop(s->ir, fn->body.items[i], &cells);
-        if (!l || l->iter >= s->old_iters || l->extent % VECTOR_CELLS != 0 || cells < VECTOR_MIN_CELLS) continue;
+        if (!l || l->iter >= s->old_iters || l->extent % VECTOR_CELLS != 0 || l->extent < VECTOR_CELLS * WARP ||
+            cells < VECTOR_MIN_CELLS)
+            continue;
         uint32_t outer = new_iter(s), lane = new_iter(s);
         reset_subst(s);
         map_iter(s, l->iter, (Affine){.terms = {{outer, VECTOR_CELLS}, {lane, 1}}, .count = 2});
