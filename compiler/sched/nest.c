@@ -293,7 +293,7 @@ static bool same_extents(IrStmt *const *a, uint32_t na, IrStmt *const *b, uint32
 }
 
 /* The buffers a top-level statement loads and stores, as bit sets over the program's buffers;
- * `everything` for a call of the runtime, a barrier or a tensor-core step. */
+ * `everything` for a call of the runtime. */
 typedef struct Touched {
     uint64_t *loads, *stores;
     bool everything;
@@ -328,7 +328,14 @@ static void stmt_accesses(const IrProgram *ir, const IrStmt *st, Touched *t) {
     case IR_LOOP:
         for (uint32_t i = 0; i < st->body.count; i++) stmt_accesses(ir, st->body.items[i], t);
         break;
-    default: t->everything = true; break;
+    case IR_BARRIER: break; /* inside a block's kernel: its threads wait for each other, nothing more */
+    case IR_MMA: /* inside a block's kernel: its registers */
+        mark(t->loads, st->mma.a);
+        mark(t->loads, st->mma.b);
+        mark(t->loads, st->mma.c);
+        mark(t->stores, st->mma.c);
+        break;
+    case IR_CALL: t->everything = true; break;
     }
 }
 
@@ -350,22 +357,47 @@ enum { SINK_REACH = 1024 };
  * optimiser's passes over the same cells and fuses with them (one pass over the gradient fewer).
  * The statements moved past are independent of it, so every buffer is read after the same
  * writes as before and each cell's values are the same. */
+/* What each statement of `body` touches (sets[] holds the bit sets; free both), or NULL without
+ * memory. */
+static Touched *touched_by(const IrProgram *ir, const IrBlock *body, uint32_t words, uint64_t **sets) {
+    Touched *touched = calloc(body->count + 1, sizeof *touched);
+    *sets = calloc((size_t)(body->count + 1) * 2 * (words ? words : 1), sizeof **sets);
+    if (!touched || !*sets) {
+        free(touched);
+        free(*sets);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < body->count; i++) {
+        touched[i].loads = *sets + (size_t)i * 2 * words;
+        touched[i].stores = touched[i].loads + words;
+        stmt_accesses(ir, body->items[i], &touched[i]);
+    }
+    return touched;
+}
+
+/* Statement `from` of `body` moved to place `to`, the ones between shifted by one (their
+ * Touched with them). */
+static void move_stmt(IrBlock *body, Touched *touched, uint32_t from, uint32_t to) {
+    IrStmt *st = body->items[from];
+    Touched t = touched[from];
+    if (from < to) {
+        memmove(&body->items[from], &body->items[from + 1], (to - from) * sizeof *body->items);
+        memmove(&touched[from], &touched[from + 1], (to - from) * sizeof *touched);
+    } else {
+        memmove(&body->items[to + 1], &body->items[to], (from - to) * sizeof *body->items);
+        memmove(&touched[to + 1], &touched[to], (from - to) * sizeof *touched);
+    }
+    body->items[to] = st;
+    touched[to] = t;
+}
+
 static void sink_pointwise(Sched *s) {
     IrBlock *body = &s->fn->body;
     uint32_t count = body->count, words = (s->ir->buffer_count + 63) / 64;
     if (count < 3) return;
-    Touched *touched = calloc(count, sizeof *touched);
-    uint64_t *sets = calloc((size_t)count * 2 * (words ? words : 1), sizeof *sets);
-    if (!touched || !sets) { /* the move is an optimisation: without memory, none */
-        free(touched);
-        free(sets);
-        return;
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        touched[i].loads = sets + (size_t)i * 2 * words;
-        touched[i].stores = touched[i].loads + words;
-        stmt_accesses(s->ir, body->items[i], &touched[i]);
-    }
+    uint64_t *sets;
+    Touched *touched = touched_by(s->ir, body, words, &sets);
+    if (!touched) return; /* the move is an optimisation: without memory, none */
     IrStmt *loops[MAX_LOOPS], *next_loops[MAX_LOOPS];
     uint32_t n, next_n;
     for (uint32_t i = count - 1; i-- > 0;) { /* from the bottom: each statement considered once */
@@ -378,11 +410,49 @@ static void sink_pointwise(Sched *s) {
         if (!pointwise_store(user, next_loops, &next_n) || sched_keeps_lowered(s, user) ||
             !same_extents(next_loops, next_n, loops, n))
             continue;
-        Touched moved = touched[i];
-        memmove(&body->items[i], &body->items[i + 1], (j - 1 - i) * sizeof *body->items);
-        memmove(&touched[i], &touched[i + 1], (j - 1 - i) * sizeof *touched);
-        body->items[j - 1] = top;
-        touched[j - 1] = moved;
+        move_stmt(body, touched, i, j - 1);
+    }
+    free(sets);
+    free(touched);
+}
+
+/* A store of one cell outside any loop that reads no local: it may run anywhere between the
+ * statements it depends on (kernel.c makes a run of them one launch of one thread). */
+static bool scalar_store(const IrStmt *st) { return st->kind == IR_STORE && !reads_local(st->value); }
+
+void group_scalar_stores(Sched *s) {
+    IrBlock *body = &s->fn->body;
+    uint32_t count = body->count, words = (s->ir->buffer_count + 63) / 64;
+    if (count < 3) return;
+    uint64_t *sets;
+    Touched *touched = touched_by(s->ir, body, words, &sets);
+    if (!touched) return; /* an optimisation: without memory, none */
+    /* Down, from the bottom: each scalar store to just before the next scalar store below it,
+     * past statements independent of it. */
+    for (uint32_t i = count - 1; i-- > 0;) {
+        if (!scalar_store(body->items[i])) continue;
+        uint32_t end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
+        for (uint32_t j = i + 1; j < end; j++) {
+            bool dependent = depends(&touched[i], &touched[j], words);
+            if (scalar_store(body->items[j])) {
+                if (j > i + 1) move_stmt(body, touched, i, j - 1);
+                break;
+            }
+            if (dependent) break;
+        }
+    }
+    /* Up, from the top: each scalar store to just after the nearest scalar store above it. */
+    for (uint32_t i = 1; i < count; i++) {
+        if (!scalar_store(body->items[i])) continue;
+        uint32_t stop = i > SINK_REACH ? i - SINK_REACH : 0;
+        for (uint32_t j = i; j-- > stop;) {
+            bool dependent = depends(&touched[j], &touched[i], words);
+            if (scalar_store(body->items[j])) {
+                if (j + 1 < i) move_stmt(body, touched, i, j + 1);
+                break;
+            }
+            if (dependent) break;
+        }
     }
     free(sets);
     free(touched);

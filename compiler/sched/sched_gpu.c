@@ -1359,4 +1359,5 @@ void schedule_gpu_function(Sched *s) {
     fn->body = body;
     fuse_pointwise(s);
     gpu_vector_cells(s);
+    group_scalar_stores(s);
 }

@@ -147,6 +147,14 @@ bool init_is_plain(const IrProgram *ir, const Reduction *r);
  * neighbours.  At most MAX_FUSED stores a nest: the check is quadratic in them, and one
  * kernel of thousands of statements would be more than LLVM should see at once. */
 void fuse_pointwise(Sched *s);
+/* Rewrite 4s, for the GPU after the fusion: a store of one cell outside any loop (an
+ * optimiser's step count and bias corrections, gradient clipping's running total of the squares)
+ * moves down past the statements independent of it to just before the next such store, then up
+ * to just after the one before, so that these make runs that kernel.c launches as one kernel of
+ * one thread: AdamW's per-parameter scalars and the clipping's totals of a GPT-2 were one
+ * launch each, about 300 launches of a few microseconds.  Only statements independent of it
+ * are passed, so every buffer is read after the same writes as before. */
+void group_scalar_stores(Sched *s);
 /* Rewrite 1c, for the CPU before the fusion: a packing nest (or a widened twin's) that copies
  * the same cells as an earlier one of the function into the same layout, with nothing in
  * between that writes what it reads, is dropped, and what read its copy reads the earlier one:
