@@ -425,6 +425,19 @@ single=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/ada
 if [ "$single" = "6 2" ]; then pass "kernels: scalar statements grouped into one launch (6 one-thread launches, 2 adjacent)"
 else fail "kernels: scalar statements grouped" "one-thread launches, adjacent: '$single' ('6 2' expected)" "$TMP/err"; fi
 
+# AdamW over 70 parameters (tests/native/gpu_many_params.tsr, whose golden the GPU leg checks):
+# their 280 scalar tensors make 2 one-thread kernels of at most 256 buffers (sched/kernel.c), not
+# one whose parameters would pass the 4 KiB a GPU kernel takes (runtime/model.c refuses it), and
+# the loss's serial sum and the gradient's seed 2 more: 4 one-thread launches (72 before the
+# scalar stores were grouped), 2 after another.
+run_tsrc --emit=ptx -o "$TMP/many.ptx" tests/native/gpu_many_params.tsr
+many=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/many.json")
+most=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(max(sum("buffer" in p for p in k["params"]) for k in m["kernels"]))' "$TMP/many.json")
+if [ "$many" = "4 2" ] && [ "$most" = 256 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers"
+else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('4 2' expected); most buffers a kernel: $most (256)" "$TMP/err"; fi
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

@@ -20,7 +20,8 @@ typedef struct CgOptions {
                            * _host_buffer, _sync_host, _sync_device), the only symbols a shared
                            * library exports besides the routines and the image */
     bool profile;         /* --profile: time every kernel launch; define MODULE_profile_report(),
-                           * which `main` calls when it ends (docs/runtime.md §17) */
+                           * which `main` calls when it ends, and MODULE_profile_reset()
+                           * (docs/runtime.md §17) */
     const uint32_t *gpu_first; /* a --target=cuda program (cg_ptx.c): function f's kernels are GPU
                                 * kernels gpu_first[f] … gpu_first[f + 1] - 1, which its routine
                                 * launches through tsr_gpu_launch(); NULL: CPU kernels */
@@ -29,7 +30,7 @@ typedef struct CgOptions {
 /* Generate the module as `format` into *out (malloc'd; the driver writes it).  The object
  * defines `MODULE__image` / `MODULE__image_size` (the model image), one function
  * `int MODULE_ROUTINE(tsr_state *)` per exported routine, with profile
- * `void MODULE_profile_report(void)` and, with_main, `main`.  False after
+ * `void MODULE_profile_report(void)` and `MODULE_profile_reset(void)` and, with_main, `main`.  False after
  * reporting an error (an unknown target or CPU). */
 bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_size, const CgOptions *options,
                  CgFormat format, CgBytes *out);

@@ -156,25 +156,44 @@ static bool is_scalar(const IrStmt *s) {
     return s->kind == IR_STORE || s->kind == IR_SET_LOCAL;
 }
 
+/* The buffers a kernel of scalar statements takes at most: each is a parameter of 8 bytes of a
+ * GPU kernel, whose parameters (with the symbols and the run's key) must fit in 4 KiB
+ * (runtime/model.c); AdamW's scalars of GPT-2's 148 parameters grouped by sched/nest.c's
+ * rewrite 4s touch 790 buffers. */
+enum { SCALAR_KERNEL_BUFFERS = 256 };
+
+/* Whether the statement whose uses are `u` keeps the kernel `held` within
+ * SCALAR_KERNEL_BUFFERS buffers; always where the kernel has locals (a later statement may read
+ * them: the kernel is never cut there). */
+static bool buffers_fit(const Uses *u, const Uses *held) {
+    if (held->local_count) return true;
+    uint32_t count = held->buffer_count;
+    for (uint32_t i = 0; i < u->buffer_count; i++) count += !held->buffer[u->buffers[i]];
+    return count <= SCALAR_KERNEL_BUFFERS;
+}
+
 /* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
  * local of the kernel being built joins it, and so does a scalar statement after a kernel of
  * scalar statements (an optimiser's step count and bias corrections: one launch of one thread
- * on a GPU, which runs them in order, instead of one each). */
+ * on a GPU, which runs them in order, instead of one each) while the kernel's buffers stay
+ * within SCALAR_KERNEL_BUFFERS. */
 static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, Uses *u, Uses *held) {
     uses_clear(held);
     uint32_t start = list->count;
     bool scalars = false; /* the kernel being built holds only scalar statements */
     for (uint32_t i = 0; i < n; i++) {
         uses_stmt(u, items[i]);
-        bool shared = scalars && is_scalar(items[i]); /* a call uses no locals: a kernel of its own */
+        bool shared = false; /* a call uses no locals: a kernel of its own */
         for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
-        scalars = (shared ? scalars : true) && is_scalar(items[i]);
-        if (!shared) {
+        bool joins = shared || (scalars && is_scalar(items[i]) && buffers_fit(u, held));
+        scalars = (joins ? scalars : true) && is_scalar(items[i]);
+        if (!joins) {
             list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
             uses_clear(held);
         }
         list->kernels[list->count - 1].count++;
         for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
+        for (uint32_t b = 0; b < u->buffer_count; b++) use_buffer(held, u->buffers[b]);
         uses_clear(u);
     }
 }
@@ -187,8 +206,10 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
     Uses u = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
               calloc(locals, sizeof *u.locals), 0, 0};
-    Uses held = {ir, NULL, calloc(locals, 1), NULL, calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's locals */
-    if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.local || !held.locals) diag_fatal_oom();
+    Uses held = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *held.buffers),
+                 calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's buffers and locals */
+    if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.buffer || !held.local || !held.buffers || !held.locals)
+        diag_fatal_oom();
     /* The runs of statements between loops of blocks, and each loop's body. */
     uint32_t start = 0;
     for (uint32_t i = 0; i <= fn->body.count; i++) {
@@ -223,7 +244,9 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     free(u.local);
     free(u.buffers);
     free(u.locals);
+    free(held.buffer);
     free(held.local);
+    free(held.buffers);
     free(held.locals);
     return list;
 }

@@ -350,13 +350,6 @@ static bool depends(const Touched *a, const Touched *b, uint32_t words) {
 /* How far down sink_pointwise looks for a nest's next user (statements). */
 enum { SINK_REACH = 1024 };
 
-/* Before the fusion: a pointwise nest moves down, past statements that neither access what it
- * stores nor store what it reads, to just before the next statement that does when that one is
- * a pointwise nest over loops of the same extents: gradient clipping's scaling of each gradient,
- * which runs for every parameter before the first update, then sits right before its own
- * optimiser's passes over the same cells and fuses with them (one pass over the gradient fewer).
- * The statements moved past are independent of it, so every buffer is read after the same
- * writes as before and each cell's values are the same. */
 /* What each statement of `body` touches (sets[] holds the bit sets; free both), or NULL without
  * memory. */
 static Touched *touched_by(const IrProgram *ir, const IrBlock *body, uint32_t words, uint64_t **sets) {
@@ -391,6 +384,13 @@ static void move_stmt(IrBlock *body, Touched *touched, uint32_t from, uint32_t t
     touched[to] = t;
 }
 
+/* Before the fusion: a pointwise nest moves down, past statements that neither access what it
+ * stores nor store what it reads, to just before the next statement that does when that one is
+ * a pointwise nest over loops of the same extents: gradient clipping's scaling of each gradient,
+ * which runs for every parameter before the first update, then sits right before its own
+ * optimiser's passes over the same cells and fuses with them (one pass over the gradient fewer).
+ * The statements moved past are independent of it, so every buffer is read after the same
+ * writes as before and each cell's values are the same. */
 static void sink_pointwise(Sched *s) {
     IrBlock *body = &s->fn->body;
     uint32_t count = body->count, words = (s->ir->buffer_count + 63) / 64;
@@ -418,7 +418,12 @@ static void sink_pointwise(Sched *s) {
 
 /* A store of one cell outside any loop that reads no local: it may run anywhere between the
  * statements it depends on (kernel.c makes a run of them one launch of one thread). */
-static bool scalar_store(const IrStmt *st) { return st->kind == IR_STORE && !reads_local(st->value); }
+static bool scalar_store(const IrProgram *ir, const IrStmt *st) {
+    if (st->kind != IR_STORE || reads_local(st->value)) return false;
+    for (uint32_t a = 0; a < ir->buffers[st->buffer].rank; a++)
+        if (st->index[a].gather && reads_local(st->index[a].gather)) return false;
+    return true;
+}
 
 void group_scalar_stores(Sched *s) {
     IrBlock *body = &s->fn->body;
@@ -430,11 +435,11 @@ void group_scalar_stores(Sched *s) {
     /* Down, from the bottom: each scalar store to just before the next scalar store below it,
      * past statements independent of it. */
     for (uint32_t i = count - 1; i-- > 0;) {
-        if (!scalar_store(body->items[i])) continue;
+        if (!scalar_store(s->ir, body->items[i])) continue;
         uint32_t end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
         for (uint32_t j = i + 1; j < end; j++) {
             bool dependent = depends(&touched[i], &touched[j], words);
-            if (scalar_store(body->items[j])) {
+            if (scalar_store(s->ir, body->items[j])) {
                 if (j > i + 1) move_stmt(body, touched, i, j - 1);
                 break;
             }
@@ -443,11 +448,11 @@ void group_scalar_stores(Sched *s) {
     }
     /* Up, from the top: each scalar store to just after the nearest scalar store above it. */
     for (uint32_t i = 1; i < count; i++) {
-        if (!scalar_store(body->items[i])) continue;
+        if (!scalar_store(s->ir, body->items[i])) continue;
         uint32_t stop = i > SINK_REACH ? i - SINK_REACH : 0;
         for (uint32_t j = i; j-- > stop;) {
             bool dependent = depends(&touched[j], &touched[i], words);
-            if (scalar_store(body->items[j])) {
+            if (scalar_store(s->ir, body->items[j])) {
                 if (j + 1 < i) move_stmt(body, touched, i, j + 1);
                 break;
             }
@@ -559,7 +564,7 @@ static void mark_seen_outside(const IrProgram *ir, bool *seen) {
 
 /* How many top-level statements of the whole program touch each buffer, into `touching`; false
  * (nothing counted) when a statement other than a call of the runtime touches what it cannot
- * name (a tensor-core step, a barrier: the GPU's). */
+ * name. */
 static bool count_touching(const IrProgram *ir, uint32_t *touching) {
     uint32_t words = (ir->buffer_count + 63) / 64;
     uint64_t *sets = calloc(2 * (size_t)(words ? words : 1), sizeof *sets);

@@ -1260,8 +1260,6 @@ static bool half_only(const Sched *s, const IrStmt *st) {
            !ir_stmt_untiled_types(s->ir, st) && !ir_stmt_f64(s->ir, st);
 }
 
-/* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
- * sched_gpu.c then maps loops onto the grid. */
 /* ---- Rewrite 4v, the GPU's: adjacent cells a thread ------------------------------------------------- *
  *
  * A pointwise nest that maps one cell to a thread keeps one 4-byte load of each operand in flight
@@ -1269,12 +1267,12 @@ static bool half_only(const Sched *s, const IrStmt *st) {
  * megabytes in flight; a thread waits out each load's latency before the next statement's), so
  * a large copy or an optimiser's update ran at a sixth of the memory's bandwidth.  Here the
  * innermost loop of such a nest (plain parallel loops, one inside the other, around stores
- * only), when every store walks it with stride 1, its extent is a multiple of VECTOR_CELLS (and
- * makes a warp's worth of threads) and the nest has at least VECTOR_MIN_CELLS cells, gives each thread VECTOR_CELLS adjacent cells: the
- * loop i becomes i = VECTOR_CELLS·o + u over an unrolled loop u inside the body.  The cells'
+ * only, none at a gathered index), when every store walks it with stride 1, its extent is a
+ * multiple of VECTOR_CELLS (and makes a warp's worth of threads) and the nest has at least
+ * VECTOR_MIN_CELLS cells, gives each thread VECTOR_CELLS adjacent cells: the loop i becomes i = VECTOR_CELLS·o + u over an unrolled loop u inside the body.  The cells'
  * loads and stores along the loop are then adjacent in each thread, and LLVM's NVPTX back end
- * merges them into vector loads and stores (16 bytes each for 4-byte cells; the buffers are
- * aligned to 256 bytes, and a row's first cell to a multiple of VECTOR_CELLS). Each cell takes
+ * merges them into vector loads and stores where it can prove them aligned (16 bytes each for
+ * 4-byte cells; the buffers are aligned to 256 bytes). Each cell takes
  * the same operations as before (the iterations are independent), so the result is the same. */
 
 enum { VECTOR_CELLS = 4, VECTOR_MIN_CELLS = 1 << 16 };
@@ -1328,6 +1326,9 @@ static void gpu_vector_cells(Sched *s) {
     }
 }
 
+/* The GPU's rewrites of one function: tensor-core, block and thread tiles, block reductions
+ * (rewrites 6t, 6, 6s, 7, 5), then fused pointwise nests (rewrite 4), adjacent cells a thread
+ * (4v) and grouped scalar stores (4s); schedule_gpu() then maps loops onto the grid. */
 void schedule_gpu_function(Sched *s) {
     IrFunction *fn = s->fn;
     IrBlock body = {0};

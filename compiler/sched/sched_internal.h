@@ -192,8 +192,8 @@ bool tile_pairs(const Sched *s, const Contraction *ct);
 
 /* ---- sched_gpu.c: the GPU's rewrites 5-7 ------------------------------------------------------------ */
 
-/* The GPU's rewrites here: thread tiles (rewrite 5) and fused pointwise nests (rewrite 4);
- * sched_gpu.c then maps loops onto the grid. */
+/* The GPU's rewrites of one function (tiles, block reductions, rewrites 4, 4v, 4s);
+ * schedule_gpu() then maps loops onto the grid. */
 void schedule_gpu_function(Sched *s);
 
 #endif
