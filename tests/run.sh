@@ -406,11 +406,12 @@ then pass "GPU schedule: 3 pointwise nests take 4 adjacent cells a thread; their
 else fail "GPU schedule: 4 adjacent cells a thread" "$vector nests (3 expected); update's 16-byte loads/stores $v4 (4/3 expected)" "$TMP/out"; fi
 
 # Products with two batch loops (tests/native/gpu_jam.tsr, whose golden the GPU leg checks): the
-# 4 sequences join each thread's tile, first batch loop (s) or second (t), each computed twice.
+# 4 sequences join each thread's tile, first batch loop (s) or second (t), each computed twice,
+# alone (4x1x1) or, with threads enough, beside a 2x2 tile of positions (u: 4x2x2).
 run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_jam.tsr
-jammed=$(grep -c '^  # .*schedule: a 4x1x1 tile of cells per GPU thread' "$TMP/out")
-if [ "$(status)" = 0 ] && [ "$jammed" = 4 ]; then pass "GPU schedule: the shorter of two batch loops joins the thread tile (4 nests)"
-else fail "GPU schedule: a batch loop jammed into the thread tile" "$jammed nests with a 4x1x1 tile (4 expected)" "$TMP/out"; fi
+jammed=$(grep -c '^  # .*schedule: a 4x1x1 tile of cells per GPU thread' "$TMP/out")/$(grep -c '^  # .*schedule: a 4x2x2 tile of cells per GPU thread' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$jammed" = 4/2 ]; then pass "GPU schedule: the shorter of two batch loops joins the thread tile (4 nests alone, 2 beside a 2x2 tile)"
+else fail "GPU schedule: a batch loop jammed into the thread tile" "nests with a 4x1x1/4x2x2 tile: $jammed (4/2 expected)" "$TMP/out"; fi
 
 # Consecutive scalar statements make one kernel (sched/kernel.c), and on the GPU the scalar
 # stores move together past the statements independent of them (sched/nest.c rewrite 4s): AdamW's
