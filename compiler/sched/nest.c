@@ -425,6 +425,19 @@ static bool scalar_store(const IrProgram *ir, const IrStmt *st) {
     return true;
 }
 
+/* The nearest scalar store to statement i of `body` in direction `dir` (1: below, -1: above),
+ * at most SINK_REACH statements away and reached past statements independent of i only;
+ * UINT32_MAX where there is none. */
+static uint32_t nearest_scalar_store(const IrProgram *ir, const IrBlock *body, const Touched *touched, uint32_t words,
+                                     uint32_t i, int dir) {
+    for (uint32_t step = 1; step <= SINK_REACH && (dir < 0 ? step <= i : i + step < body->count); step++) {
+        uint32_t j = dir < 0 ? i - step : i + step;
+        if (scalar_store(ir, body->items[j])) return j;
+        if (depends(&touched[i], &touched[j], words)) break;
+    }
+    return UINT32_MAX;
+}
+
 void group_scalar_stores(Sched *s) {
     IrBlock *body = &s->fn->body;
     uint32_t count = body->count, words = (s->ir->buffer_count + 63) / 64;
@@ -432,32 +445,15 @@ void group_scalar_stores(Sched *s) {
     uint64_t *sets;
     Touched *touched = touched_by(s->ir, body, words, &sets);
     if (!touched) return; /* an optimisation: without memory, none */
-    /* Down, from the bottom: each scalar store to just before the next scalar store below it,
-     * past statements independent of it. */
+    /* Down, from the bottom: each scalar store to just before the next one below it. */
     for (uint32_t i = count - 1; i-- > 0;) {
-        if (!scalar_store(s->ir, body->items[i])) continue;
-        uint32_t end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
-        for (uint32_t j = i + 1; j < end; j++) {
-            bool dependent = depends(&touched[i], &touched[j], words);
-            if (scalar_store(s->ir, body->items[j])) {
-                if (j > i + 1) move_stmt(body, touched, i, j - 1);
-                break;
-            }
-            if (dependent) break;
-        }
+        uint32_t j = scalar_store(s->ir, body->items[i]) ? nearest_scalar_store(s->ir, body, touched, words, i, 1) : UINT32_MAX;
+        if (j != UINT32_MAX && j > i + 1) move_stmt(body, touched, i, j - 1);
     }
-    /* Up, from the top: each scalar store to just after the nearest scalar store above it. */
+    /* Up, from the top: each scalar store to just after the nearest one above it. */
     for (uint32_t i = 1; i < count; i++) {
-        if (!scalar_store(s->ir, body->items[i])) continue;
-        uint32_t stop = i > SINK_REACH ? i - SINK_REACH : 0;
-        for (uint32_t j = i; j-- > stop;) {
-            bool dependent = depends(&touched[j], &touched[i], words);
-            if (scalar_store(s->ir, body->items[j])) {
-                if (j + 1 < i) move_stmt(body, touched, i, j + 1);
-                break;
-            }
-            if (dependent) break;
-        }
+        uint32_t j = scalar_store(s->ir, body->items[i]) ? nearest_scalar_store(s->ir, body, touched, words, i, -1) : UINT32_MAX;
+        if (j != UINT32_MAX && j + 1 < i) move_stmt(body, touched, i, j + 1);
     }
     free(sets);
     free(touched);
