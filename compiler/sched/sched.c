@@ -84,6 +84,7 @@
 #include "sched/sched_internal.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
@@ -794,9 +795,11 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
  * 1: the panel stays in L2, the rows of A stream past it).  When the part of A that the nest
  * reads is larger than the cache can be counted on to hold (Target.stream_bytes: an f64 matmul
  * at n = 2048 reads 32 MiB of A per panel), each panel's pass comes from memory, and the tiles
- * wait on it.  The outermost reduction loop is then split into m blocks of K/m steps (the
- * smallest m that divides its K and brings the rows read under the budget, blocks of at least
- * 128 steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
+ * wait on it.  So do they when one panel (NR lanes over the whole reduction) is more than half of
+ * L2 and more than one row block reads it (GPT-2's output head's input gradient, reduced over
+ * 50 304 tokens: panels of 3.2 MB).  The outermost reduction loop is then split into m blocks of
+ * K/m steps (the smallest m that divides its K and brings the rows and the panel under their
+ * budgets, blocks of at least 128 steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
  * axes that loop walks, as strip-mining does (§5.2), around the nest over one block, which
  * rewrite 1 tiles as any.  The cells' initial value, when a constant, is stored first by a
  * nest of its own, and each block goes on from the cells the blocks before it left: every cell
@@ -811,11 +814,16 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
     for (uint32_t k = 0; k < ct.nbatch; k++)
         if (mentions(ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter)) a_cells *= (double)ct.batch[k]->extent;
     double a_bytes = a_cells * ir_dtype_bytes(ir->buffers[ct.a->buffer].dtype);
-    if (a_bytes <= (double)s->target->stream_bytes || size_is_runtime(red->extent) ||
+    uint64_t lanes = (uint64_t)s->lanes * s->target->tile_vectors;
+    if (ct.j_loop->extent < lanes) lanes = ct.j_loop->extent;
+    double panel_bytes = (double)lanes * (double)ct.k * ir_dtype_bytes(ir->buffers[ct.b->buffer].dtype);
+    double panel_budget = ct.i_loop->extent > s->target->tile_rows ? (double)s->target->l2_bytes / 2 : INFINITY;
+    if ((a_bytes <= (double)s->target->stream_bytes && panel_bytes <= panel_budget) || size_is_runtime(red->extent) ||
         !stmt_blockable(ir, st, red->iter))
         return false;
     uint64_t blocks = 2;
-    while (blocks <= red->extent / 128 && (red->extent % blocks || a_bytes / (double)blocks > (double)s->target->stream_bytes))
+    while (blocks <= red->extent / 128 && (red->extent % blocks || a_bytes / (double)blocks > (double)s->target->stream_bytes ||
+                                           panel_bytes / (double)blocks > panel_budget))
         blocks++;
     if (blocks > red->extent / 128) return false;
     store_initial_values(s, st, r, out);
@@ -824,9 +832,12 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
     loop->block = (uint32_t)(red->extent / blocks);
     loop->block_symbol = symbol;
     IrStmt *nest = blocked_stmt(s, st, red->iter, ir->symbols[symbol].name, loop->block, r->init, r->store);
+    bool rows = a_bytes > (double)s->target->stream_bytes, panels = panel_bytes > panel_budget;
     loop->comment = arena_printf(s->ir->arena, "%s%sschedule: the reduction in %llu blocks of %u steps, each block's "
-                                 "rows of %s kept in cache", st->comment ? st->comment : "", st->comment ? "; " : "",
-                                 (unsigned long long)blocks, loop->block, ir->buffers[ct.a->buffer].name);
+                                 "%s%s%s%s%s kept in cache", st->comment ? st->comment : "", st->comment ? "; " : "",
+                                 (unsigned long long)blocks, loop->block, rows ? "rows of " : "",
+                                 rows ? ir->buffers[ct.a->buffer].name : "", rows && panels ? " and " : "",
+                                 panels ? "panels of " : "", panels ? ir->buffers[ct.b->buffer].name : "");
     nest->comment = NULL;
     schedule_stmt(s, nest, NULL, &loop->body);
     ir_block_push(s->ir->arena, out, loop);

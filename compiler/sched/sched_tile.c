@@ -706,9 +706,11 @@ typedef struct Tiling {
 
 /* One tile nest over row blocks [row0, row0+rows) and panels [col0, col0+cols), appended to
  * `out`: for batch, the two block loops: T = init; for r: T = fma(A, B, T); then the first
- * `store_rows` rows and `store_cols` columns of T go to C. */
+ * `store_rows` rows and `store_cols` columns of T go to C.  `col_iter` (UINT32_MAX: none) is
+ * the iterator of the caller's loop over the `cols` panels, which `out` is inside: the nest
+ * then runs the batch and row blocks of that panel. */
 static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols,
-                      uint64_t store_rows, uint64_t store_cols, IrBlock *out) {
+                      uint32_t col_iter, uint64_t store_rows, uint64_t store_cols, IrBlock *out) {
     const Contraction *ct = tl->ct;
     const Reduction *r = ct->r;
     Arena *arena = s->ir->arena;
@@ -720,8 +722,9 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     batch_loops(s, ct, NULL, batch_iter, &top, &into);
     /* The block loops, the longer outside (the one the thread pool splits when no batch loop
      * is); a single block is no loop. */
-    uint32_t jo = cols > 1 ? new_iter(s) : UINT32_MAX, io = rows > 1 ? new_iter(s) : UINT32_MAX;
-    IrStmt *jl_ = jo != UINT32_MAX ? new_loop(s, jo, cols, true, LOOP_PLAIN) : NULL;
+    uint32_t jo = col_iter != UINT32_MAX ? col_iter : cols > 1 ? new_iter(s) : UINT32_MAX;
+    uint32_t io = rows > 1 ? new_iter(s) : UINT32_MAX;
+    IrStmt *jl_ = jo != UINT32_MAX && col_iter == UINT32_MAX ? new_loop(s, jo, cols, true, LOOP_PLAIN) : NULL;
     IrStmt *il_ = io != UINT32_MAX ? new_loop(s, io, rows, true, LOOP_PLAIN) : NULL;
     bool cols_outside = cols >= 8 || cols >= rows;
     if (cols_outside && jl_) nest_push(s, &top, &into, jl_);
@@ -943,11 +946,30 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
                              ir_expr_type(s->ir, r->step->value), true)};
 
     /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
-     * their corner: every cell of C once. */
-    if (pa.full && pb.full) tile_nest(s, &tl, 0, pa.full, 0, pb.full, mr, nr, out);
-    if (pa.full && pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, mr, pb.rem, out);
-    if (pa.rem && pb.full) tile_nest(s, &tl, pa.full, 1, 0, pb.full, pa.rem, nr, out);
-    if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, pa.rem, pb.rem, out);
+     * their corner: every cell of C once.  When every batch cell reads the same panels of B (B
+     * walks no batch loop: a sequence's positions against one weight) and they are more than L2
+     * holds, a loop over the panels is outermost and each panel serves every batch cell's full
+     * and last rows while it is in cache; batch cells first, each panel would come from memory
+     * once per batch cell and again for the last rows (GPT-2's output head: 154 MB of panels
+     * read 8 times a step). */
+    bool b_batched = false;
+    for (uint32_t k = 0; k < ct.nbatch; k++) b_batched |= pb.batch[k];
+    double panels_bytes = (double)pb.full * (double)ct.k * (double)nr * s->cell_bytes;
+    if (!per_batch && ct.nbatch > 0 && !b_batched && pb.full > 1 && pa.full &&
+        panels_bytes > (double)s->target->l2_bytes) {
+        IrStmt *panels = new_loop(s, new_iter(s), pb.full, true, LOOP_PLAIN);
+        tile_nest(s, &tl, 0, pa.full, 0, pb.full, panels->iter, mr, nr, &panels->body);
+        if (pa.rem) tile_nest(s, &tl, pa.full, 1, 0, pb.full, panels->iter, pa.rem, nr, &panels->body);
+        panels->comment = arena_printf(arena, "schedule: each panel of %s for every row of every batch cell",
+                                       s->ir->buffers[ct.b->buffer].name);
+        ir_block_push(arena, out, panels);
+        if (pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, UINT32_MAX, mr, pb.rem, out);
+    } else {
+        if (pa.full && pb.full) tile_nest(s, &tl, 0, pa.full, 0, pb.full, UINT32_MAX, mr, nr, out);
+        if (pa.full && pb.rem) tile_nest(s, &tl, 0, pa.full, pb.full, 1, UINT32_MAX, mr, pb.rem, out);
+        if (pa.rem && pb.full) tile_nest(s, &tl, pa.full, 1, 0, pb.full, UINT32_MAX, pa.rem, nr, out);
+    }
+    if (pa.rem && pb.rem) tile_nest(s, &tl, pa.full, 1, pb.full, 1, UINT32_MAX, pa.rem, pb.rem, out);
     if (per_batch) { /* the innermost batch loop (the one still empty) holds the nests */
         IrStmt *inner = batch_top;
         while (inner->body.count) inner = inner->body.items[0];

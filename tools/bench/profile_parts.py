@@ -12,7 +12,10 @@ thread count, in the order of the table's columns; LABEL heads its column).
 A kernel is found in the dump as kernel.c makes it: each top-level statement of the routine is
 one, except that a statement touching a local started by the statement before joins it (a full
 reduction's `l = ...; for ...; store`), and so does a scalar statement after a kernel of scalar
-statements.  Its part is where its nest's description comment points
+statements while the kernel touches at most 256 buffers; each statement in the body of a loop of
+blocks (a reduction split into blocks) is grouped the same way, apart from the statements
+around the loop, and runs once a block.  A kernel's time a step is its total time over the
+run's steps, the fewest launches of any kernel.  Its part is where its nest's description comment points
 (the last comment of the routine with a FILE:LINE, so a schedule's packing or tile nest goes
 with the product it serves), mapped to the stdlib function that line is in; packed copies
 (`.panels#`, `.rows#` in the kernel's label) are a part of their own.  The script stops with a
@@ -38,29 +41,44 @@ PARTS = {
 }
 
 
-def kernel_comments(dump, routine):
-    lines = dump.splitlines()
-    try:
-        start = lines.index("function %s:" % routine)
-    except ValueError:
-        sys.exit("profile_parts: the dump has no function %s" % routine)
-    kernels, comment, local, scalars = [], None, None, False
-    for line in lines[start + 1:]:
-        if line.startswith("function "):
-            break
-        if not line.startswith("  ") or line.startswith("   "):
+def statements(lines, indent):
+    """The statements of a block at `indent` spaces: (last comment with a FILE:LINE, first line,
+    the lines of the statement's body)."""
+    out, comment, body = [], None, None
+    pad = " " * indent
+    for line in lines:
+        if not line.startswith(pad):
             continue
-        text = line[2:]
+        if line.startswith(pad + " "):
+            if body is not None:
+                body.append(line)
+            continue
+        text = line[indent:]
         if text.startswith("#"):
             if re.search(r"at [\w.-]+\.tsr:\d+", text):
                 comment = text
             continue
+        body = []
+        out.append((comment, text, body))
+    return out
+
+
+def group(items, kernels):
+    """kernel.c's group(): a statement that touches a local the kernel being built started
+    joins it, and so does a scalar statement after a kernel of scalar statements while the
+    kernel touches at most SCALAR_KERNEL_BUFFERS (256) buffers or has a local."""
+    local, scalars, held, held_local = None, False, set(), False
+    for comment, text, _ in items:
         loop = text.startswith("for ") or text.startswith("call ")  # neither is a scalar statement
         started = re.match(r"(l\d+) = ", text)
-        if scalars and not loop:  # a scalar statement after a kernel of scalar statements
+        buffers = set(re.findall(r"([^\s(),\[\]]+)\[", text))
+        if scalars and not loop and (held_local or len(held | buffers) <= 256):
             if started:
                 local = started.group(1)
+            held |= buffers
+            held_local |= bool(started)
             continue
+        held, held_local = buffers, bool(started)
         scalars = not loop
         if started:
             if local != started.group(1):
@@ -76,6 +94,26 @@ def kernel_comments(dump, routine):
             continue
         local = None
         kernels.append(comment)
+
+
+def kernel_comments(dump, routine):
+    """The comment of each kernel of `routine`, in kernel.c's order: the runs of top-level
+    statements between loops of blocks grouped, and each loop of blocks' body grouped alone."""
+    lines = dump.splitlines()
+    try:
+        start = lines.index("function %s:" % routine)
+    except ValueError:
+        sys.exit("profile_parts: the dump has no function %s" % routine)
+    end = next((k for k in range(start + 1, len(lines)) if lines[k].startswith("function ")), len(lines))
+    kernels, run = [], []
+    for comment, text, body in statements(lines[start + 1:end], 2):
+        if re.match(r"for \S+ < .* blocks of \d+", text):
+            group(run, kernels)
+            run = []
+            group([(c or comment, t, b) for c, t, b in statements(body, 4)], kernels)
+        else:
+            run.append((comment, text, body))
+    group(run, kernels)
     return kernels
 
 
@@ -107,6 +145,9 @@ def part(comment, label, stdlib):
 
 
 def read_profile(path, routine):
+    """Each kernel's microseconds a step and label, and the kernel count.  A step runs every
+    kernel at least once, those inside a loop of blocks once a block: the steps are the fewest
+    launches of any kernel."""
     rows, total_kernels = {}, None
     with open(path) as f:
         for line in f:
@@ -115,8 +156,9 @@ def read_profile(path, routine):
                 total_kernels = int(head.group(1))
             m = re.match(r"\s*([\d.]+)\s+([\d.]+)%\s+(\d+)\s+([\d.]+)\s+" + re.escape(routine) + r" #(\d+)\s+(.*)", line)
             if m:
-                rows[int(m.group(5))] = (float(m.group(4)), m.group(6))
-    return rows, total_kernels
+                rows[int(m.group(5))] = (float(m.group(1)), int(m.group(3)), m.group(6))
+    steps = min((launches for _, launches, _ in rows.values()), default=1)
+    return {k: (1000 * ms / steps, label) for k, (ms, _, label) in rows.items()}, total_kernels
 
 
 def main():
@@ -135,9 +177,9 @@ def main():
             sys.exit("profile_parts: %s lists %s kernels, the dump has %d in %s: not the same program"
                      % (path, total_kernels, len(comments), routine))
         times, counts = collections.Counter(), collections.Counter()
-        for kernel, (us_per_launch, label) in rows.items():
+        for kernel, (us_per_step, label) in rows.items():
             p = part(comments[kernel], label, stdlib)
-            times[p] += us_per_launch
+            times[p] += us_per_step
             counts[p] += 1
         columns.append((times, counts))
     first, counts = columns[0]
