@@ -568,11 +568,12 @@ else fail "schedule: a long reduction over a large operand split into blocks" "e
 
 # Panels of B that outgrow the cache (tests/native/panels_in_cache.tsr, whose .out golden checks
 # the values in every executor): a weight's 17 panels shared by 3 sequences are the outermost loop,
-# each serving every sequence's full and last rows (sched_tile.c); one panel over a reduction of
+# each packed there and serving every sequence's full and last rows (sched_tile.c); one panel over a reduction of
 # 4224 steps (1.1 MB) has the reduction split into blocks (sched.c split_reduction).
 run_tsrc --emit=sched-ir --cpu=x86-64-v4 -o - tests/native/panels_in_cache.tsr
 outside=$(awk '/each panel of w for every row of every batch cell/ { getline; print; exit }' "$TMP/out")
 if [ "$(status)" = 0 ] && echo "$outside" | grep -q '^  for i[0-9]* < 17 parallel:$' &&
+   grep -A 2 'each panel of w for every row' "$TMP/out" | grep -q '# schedule: pack this panel of w' &&
    grep -A 30 'each panel of w for every row' "$TMP/out" | grep -q 'register tile 6x64 of c over 256 reduction cells (the last rows)' &&
    grep -q "the reduction in 3 blocks of 1408 steps, each block's panels of h kept in cache" "$TMP/out" &&
    grep -q 'register tile 6x64 of e over 1408 reduction cells' "$TMP/out"

@@ -797,7 +797,7 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
  * at n = 2048 reads 32 MiB of A per panel), each panel's pass comes from memory, and the tiles
  * wait on it.  So do they when one panel (NR lanes over the whole reduction) is more than half of
  * L2 and more than one row block reads it (GPT-2's output head's input gradient, reduced over
- * 50 304 tokens: panels of 3.2 MB).  The outermost reduction loop is then split into m blocks of
+ * 50 304 tokens: a panel of 12.9 MB, 3.2 MB in the 4 blocks the rows alone asked for).  The outermost reduction loop is then split into m blocks of
  * K/m steps (the smallest m that divides its K and brings the rows and the panel under their
  * budgets, blocks of at least 128 steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
  * axes that loop walks, as strip-mining does (§5.2), around the nest over one block, which

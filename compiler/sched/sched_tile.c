@@ -383,12 +383,14 @@ static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *
 
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
  * P[…] = operand at lane loop = block·width + lane (or 0 for the padding lanes [lanes, width)),
- * `group` blocks a pass (pack_group; 1: a pass per block).
+ * `group` blocks a pass (pack_group; 1: a pass per block).  With `panel_iter` (UINT32_MAX:
+ * none), the one block at that iterator of the caller's loop over blocks, inside it (a loop of
+ * one holds the copy; `blocks` is 1 and `group` 1).
  * A transposing pack (pack_transposes) splits the innermost reduction loop into blocks of W (the
  * vector width) and the lanes into blocks of at most W, and copies each W×W block with one
  * LOOP_TRANSPOSE; the reduction cells past the last whole block are copied plainly. */
 static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
-                         uint64_t lanes, uint64_t group) {
+                         uint64_t lanes, uint64_t group, uint32_t panel_iter) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
     bool transpose = pack_transposes(s, ct, pk, lanes);
@@ -398,9 +400,10 @@ static IrStmt *pack_nest(Sched *s, const Contraction *ct, const Packed *pk, uint
     IrStmt *top = NULL;
     IrBlock *into = NULL;
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
-    uint32_t panel = new_iter(s), lane = new_iter(s);
+    uint32_t panel = panel_iter != UINT32_MAX ? panel_iter : new_iter(s), lane = new_iter(s);
     uint32_t group_iter = group > 1 ? new_iter(s) : UINT32_MAX;
     if (group > 1) nest_push(s, &top, &into, new_loop(s, group_iter, blocks / group, true, LOOP_PLAIN));
+    else if (panel_iter != UINT32_MAX) nest_push(s, &top, &into, new_loop(s, new_iter(s), 1, true, LOOP_PLAIN));
     else nest_push(s, &top, &into, new_loop(s, panel, blocks, true, LOOP_PLAIN));
     for (uint32_t k = 0; k < outer_red; k++) {
         red_iter[k] = new_iter(s);
@@ -642,10 +645,12 @@ static uint64_t panel_stride(uint64_t cells, unsigned bytes) {
     return (cells * bytes) % 4096 == 0 ? cells + 64 / bytes : cells;
 }
 
-/* Pack `operand` (its full blocks unless they are read in place, then a padded last block) into
- * nests appended to `out`. */
+/* Pack `operand` (its full blocks unless they are read in place or `per_block`, then a padded
+ * last block) into nests appended to `out`.  `per_block`: the caller packs each full block inside
+ * its loop over them, just before the tiles read it (pack_nest's panel_iter). */
 static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand, const IrStmt *lane_loop,
-                         uint64_t width, const char *what, bool in_place, bool pairs, Packed *pk, IrBlock *out) {
+                         uint64_t width, const char *what, bool in_place, bool pairs, bool per_block, Packed *pk,
+                         IrBlock *out) {
     Arena *arena = s->ir->arena;
     *pk = (Packed){.operand = operand, .lane_loop = lane_loop, .width = width, .full = lane_loop->extent / width,
                    .rem = lane_loop->extent % width, .pairs = pairs, .tiny = UINT32_MAX};
@@ -680,17 +685,17 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
         }
         return;
     }
-    if (pk->full && !pk->in_place) {
+    if (pk->full && !pk->in_place && !per_block) {
         uint64_t group = pack_group(s, ct, pk, pk->full, width);
-        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width, group);
+        IrStmt *nest = pack_nest(s, ct, pk, 0, pk->full, width, group, UINT32_MAX);
         if (group > 1) comment = arena_printf(arena, "%s, %llu panels a pass", comment, (unsigned long long)group);
         nest->comment = comment;
         comment = NULL;
         ir_block_push(arena, out, nest);
     }
     if (pk->rem) {
-        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem, 1);
-        nest->comment = comment ? comment : "schedule: the last panel, padded with zeros";
+        IrStmt *nest = pack_nest(s, ct, pk, pk->full, 1, pk->rem, 1, UINT32_MAX);
+        nest->comment = comment && !per_block ? comment : "schedule: the last panel, padded with zeros";
         ir_block_push(arena, out, nest);
     }
 }
@@ -934,10 +939,24 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
     Packed pa, pb;
     Epilogue ep;
     *fused = !ct.strided_lanes && find_epilogue(s, r, next, &ep);
+    /* When every batch cell reads the same panels of B (B walks no batch loop: a sequence's
+     * positions against one weight) and they are more than L2 holds, a loop over the panels is
+     * outermost and each panel serves every batch cell's full and last rows while it is in
+     * cache; batch cells first, each panel would come from memory once per batch cell and again
+     * for the last rows (GPT-2's output head: 154 MB of panels read 8 times a step).  Each full
+     * panel is then copied inside that loop, just before its tiles read it from cache (into its
+     * place in the buffer of all panels, whose lines still go back to memory: what is saved is
+     * reading them back), unless B is read in place or packed in bf16 pairs (before the loop). */
+    bool b_batched = false;
+    for (uint32_t k = 0; k < ct.nbatch; k++) b_batched |= mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
+    uint64_t b_panels = nj / nr, a_rows = ni / mr;
+    double panels_bytes = (double)b_panels * (double)ct.k * (double)nr * ir_dtype_bytes(s->ir->buffers[ct.b->buffer].dtype);
+    bool panels_outside = !per_batch && ct.nbatch > 0 && !b_batched && b_panels > 1 && a_rows &&
+                          panels_bytes > (double)s->target->l2_bytes;
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, mr, *fused ? &ep : NULL),
-                 pairs, &pb, out);
+                 pairs, panels_outside && !pairs, &pb, out);
     pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, mr, *fused ? &ep : NULL),
-                 pairs, &pa, out);
+                 pairs, false, &pa, out);
     /* A packed A is one stream read a value at a time, which the hardware prefetcher follows
      * too late: prefetched ahead, a transposed product at n = 2048 ran 12 % faster. */
     if (!pa.in_place && pa.full && !pairs) s->ir->buffers[pa.buffer].prefetch_cells = s->target->prefetch_cells;
@@ -946,18 +965,15 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
                              ir_expr_type(s->ir, r->step->value), true)};
 
     /* Full tiles, then the last panel (partial columns), the last row block (partial rows), and
-     * their corner: every cell of C once.  When every batch cell reads the same panels of B (B
-     * walks no batch loop: a sequence's positions against one weight) and they are more than L2
-     * holds, a loop over the panels is outermost and each panel serves every batch cell's full
-     * and last rows while it is in cache; batch cells first, each panel would come from memory
-     * once per batch cell and again for the last rows (GPT-2's output head: 154 MB of panels
-     * read 8 times a step). */
-    bool b_batched = false;
-    for (uint32_t k = 0; k < ct.nbatch; k++) b_batched |= pb.batch[k];
-    double panels_bytes = (double)pb.full * (double)ct.k * (double)nr * s->cell_bytes;
-    if (!per_batch && ct.nbatch > 0 && !b_batched && pb.full > 1 && pa.full &&
-        panels_bytes > (double)s->target->l2_bytes) {
+     * their corner: every cell of C once; with the panels outermost, each full panel copied
+     * first in its iteration (the last, partial one was packed before the loop). */
+    if (panels_outside) {
         IrStmt *panels = new_loop(s, new_iter(s), pb.full, true, LOOP_PLAIN);
+        if (!pb.in_place && !pairs) {
+            IrStmt *pack = pack_nest(s, &ct, &pb, 0, 1, nr, 1, panels->iter);
+            pack->comment = arena_printf(arena, "schedule: pack this panel of %s", s->ir->buffers[ct.b->buffer].name);
+            ir_block_push(arena, &panels->body, pack);
+        }
         tile_nest(s, &tl, 0, pa.full, 0, pb.full, panels->iter, mr, nr, &panels->body);
         if (pa.rem) tile_nest(s, &tl, pa.full, 1, 0, pb.full, panels->iter, pa.rem, nr, &panels->body);
         panels->comment = arena_printf(arena, "schedule: each panel of %s for every row of every batch cell",

@@ -17,8 +17,9 @@ blocks (a reduction split into blocks) is grouped the same way, apart from the s
 around the loop, and runs once a block.  A kernel's time a step is its total time over the
 run's steps, the fewest launches of any kernel.  Its part is where its nest's description comment points
 (the last comment of the routine with a FILE:LINE, so a schedule's packing or tile nest goes
-with the product it serves), mapped to the stdlib function that line is in; packed copies
-(`.panels#`, `.rows#` in the kernel's label) are a part of their own.  The script stops with a
+with the product it serves), mapped to the stdlib function that line is in; a kernel that only
+packs copies (every buffer in its label a `.panels#` or `.rows#`, or the `.tiny#` counts of bf16
+pairs) is a part of its own.  The script stops with a
 message when the dump's kernel count is not the profile's.
 """
 import collections
@@ -130,7 +131,7 @@ def definitions(path):
 
 
 def part(comment, label, stdlib):
-    if ".panels#" in label or ".rows#" in label:
+    if all(re.search(r"\.(panels|rows|tiny)#", b) for b in label.split(", ")):  # copies only, no tiles
         return "packing operands for the register tiles"
     m = re.search(r"at ([\w.-]+)\.tsr:(\d+)", comment or "")
     if not m:
