@@ -951,7 +951,10 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
     for (uint32_t k = 0; k < ct.nbatch; k++) b_batched |= mentions(s->ir, ct.b->buffer, ct.b->index, ct.batch[k]->iter);
     uint64_t b_panels = nj / nr, a_rows = ni / mr;
     double panels_bytes = (double)b_panels * (double)ct.k * (double)nr * ir_dtype_bytes(s->ir->buffers[ct.b->buffer].dtype);
-    bool panels_outside = !per_batch && ct.nbatch > 0 && !b_batched && b_panels > 1 && a_rows &&
+    /* At least 8 panels, as for the panel loop outside the row blocks (tile_nest): the loop
+     * outermost is what the thread pool splits, and 3 panels on 2 threads would leave one idle
+     * a third of the time where the batch loop split evenly. */
+    bool panels_outside = !per_batch && ct.nbatch > 0 && !b_batched && b_panels >= 8 && a_rows &&
                           panels_bytes > (double)s->target->l2_bytes;
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, mr, *fused ? &ep : NULL),
                  pairs, panels_outside && !pairs, &pb, out);
