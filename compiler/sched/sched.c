@@ -795,11 +795,12 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
  * 1: the panel stays in L2, the rows of A stream past it).  When the part of A that the nest
  * reads is larger than the cache can be counted on to hold (Target.stream_bytes: an f64 matmul
  * at n = 2048 reads 32 MiB of A per panel), each panel's pass comes from memory, and the tiles
- * wait on it.  So do they when one panel (NR lanes over the whole reduction) is more than half of
- * L2 and more than one row block reads it (GPT-2's output head's input gradient, reduced over
- * 50 304 tokens: a panel of 12.9 MB, 3.2 MB in the 4 blocks the rows alone asked for).  The outermost reduction loop is then split into m blocks of
- * K/m steps (the smallest m that divides its K and brings the rows and the panel under their
- * budgets, blocks of at least 128 steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
+ * wait on it.  So do they when one panel (NR lanes over the whole reduction) is more than half
+ * of L2 and more than one row block reads it (GPT-2's output head's input gradient, reduced
+ * over 50 304 tokens: a panel of 12.9 MB, 3.2 MB in the 4 blocks the rows alone asked for).
+ * The outermost reduction loop is then split into m blocks of K/m steps (the smallest m that
+ * divides its K and brings the rows and the panel under their budgets, blocks of at least 128
+ * steps): a LOOP_BLOCKS loop over blocks of compile-time extent whose symbol S adds to the
  * axes that loop walks, as strip-mining does (§5.2), around the nest over one block, which
  * rewrite 1 tiles as any.  The cells' initial value, when a constant, is stored first by a
  * nest of its own, and each block goes on from the cells the blocks before it left: every cell
@@ -814,9 +815,9 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
     for (uint32_t k = 0; k < ct.nbatch; k++)
         if (mentions(ir, ct.a->buffer, ct.a->index, ct.batch[k]->iter)) a_cells *= (double)ct.batch[k]->extent;
     double a_bytes = a_cells * ir_dtype_bytes(ir->buffers[ct.a->buffer].dtype);
-    uint64_t lanes = (uint64_t)s->lanes * s->target->tile_vectors;
-    if (ct.j_loop->extent < lanes) lanes = ct.j_loop->extent;
-    double panel_bytes = (double)lanes * (double)ct.k * ir_dtype_bytes(ir->buffers[ct.b->buffer].dtype);
+    uint64_t w, nv;
+    tile_columns(s, ct.j_loop->extent, &w, &nv);
+    double panel_bytes = (double)(w * nv) * (double)ct.k * ir_dtype_bytes(ir->buffers[ct.b->buffer].dtype);
     double panel_budget = ct.i_loop->extent > s->target->tile_rows ? (double)s->target->l2_bytes / 2 : INFINITY;
     if ((a_bytes <= (double)s->target->stream_bytes && panel_bytes <= panel_budget) || size_is_runtime(red->extent) ||
         !stmt_blockable(ir, st, red->iter))

@@ -182,6 +182,8 @@ bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, 
  * loops go in). */
 void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop);
 
+/* The columns of a register tile over `nj` lanes: *w lanes to a vector, *nv vectors. */
+void tile_columns(const Sched *s, uint64_t nj, uint64_t *w, uint64_t *nv);
 /* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
  * one (*fused says so). */
 bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused);

@@ -881,22 +881,28 @@ bool tile_pairs(const Sched *s, const Contraction *ct) {
            ct->j_loop->extent >= 16 && tile_worth_it(s, ct);
 }
 
+/* The columns of the tile over `nj` lanes: *w lanes to a vector, *nv vectors.  The target's
+ * tile, narrowed to the result when it has fewer vector columns: the narrowest vector (of at
+ * least 128 bits: 4 floats, 2 doubles) that holds half the columns or more (6 columns take one
+ * vector of 8, 10 columns one vector of 16 on AVX-512: one operation where two narrower ones
+ * would cover the same lanes). */
+void tile_columns(const Sched *s, uint64_t nj, uint64_t *w, uint64_t *nv) {
+    *w = s->lanes;
+    while (*w > 16 / s->cell_bytes && 2 * nj <= *w) *w /= 2;
+    uint64_t vectors = (nj + *w - 1) / *w;
+    *nv = vectors < s->target->tile_vectors ? vectors : s->target->tile_vectors;
+}
+
 /* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
  * one (*fused says so). */
 bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
     Contraction ct;
     *fused = false;
     if (!find_contraction(s->ir, r, &ct, true, s->lanes)) return false;
-    /* The target's tile, narrowed to the result when it has fewer rows or vector columns: the
-     * narrowest vector (of at least 128 bits: 4 floats, 2 doubles) that holds half the columns
-     * or more (6 columns take one vector of 8, 10 columns one vector of 16 on AVX-512: one
-     * operation where two narrower ones would cover the same lanes). */
     const Target *tg = s->target;
     bool pairs = tile_pairs(s, &ct);
-    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w = s->lanes;
-    while (w > 16 / s->cell_bytes && 2 * nj <= w) w /= 2;
-    uint64_t vectors = (nj + w - 1) / w;
-    uint64_t nv = vectors < tg->tile_vectors ? vectors : tg->tile_vectors;
+    uint64_t ni = ct.i_loop->extent, nj = ct.j_loop->extent, w, nv;
+    tile_columns(s, nj, &w, &nv);
     /* A tile of fewer vectors than the target's takes more rows, up to as many accumulators (at
      * most twice the rows): a one-vector tile of 6 rows leaves the FMA units waiting on their
      * latency.  The rows are then balanced over the blocks (16 rows: two blocks of 8, not 12 + 4). */
@@ -956,8 +962,9 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
      * a third of the time where the batch loop split evenly. */
     bool panels_outside = !per_batch && ct.nbatch > 0 && !b_batched && b_panels >= 8 && a_rows &&
                           panels_bytes > (double)s->target->l2_bytes;
+    bool copy_in_loop = panels_outside && !pairs; /* each full panel copied in its iteration */
     pack_operand(s, &ct, ct.b, ct.j_loop, nr, "panels", read_in_place(s, &ct, ct.b, ct.j_loop, false, mr, *fused ? &ep : NULL),
-                 pairs, panels_outside && !pairs, &pb, out);
+                 pairs, copy_in_loop, &pb, out);
     pack_operand(s, &ct, ct.a, ct.i_loop, mr, "rows", read_in_place(s, &ct, ct.a, ct.i_loop, true, mr, *fused ? &ep : NULL),
                  pairs, false, &pa, out);
     /* A packed A is one stream read a value at a time, which the hardware prefetcher follows
@@ -972,7 +979,7 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
      * first in its iteration (the last, partial one was packed before the loop). */
     if (panels_outside) {
         IrStmt *panels = new_loop(s, new_iter(s), pb.full, true, LOOP_PLAIN);
-        if (!pb.in_place && !pairs) {
+        if (copy_in_loop && !pb.in_place) {
             IrStmt *pack = pack_nest(s, &ct, &pb, 0, 1, nr, 1, panels->iter);
             pack->comment = arena_printf(arena, "schedule: pack this panel of %s", s->ir->buffers[ct.b->buffer].name);
             ir_block_push(arena, &panels->body, pack);
