@@ -787,38 +787,45 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * mma.sync.m16n8k16, or m16n8k8 twice a step for tf32, whose panels hold the rounded values).
  * A block of MMA_WARPS warps computes tile² cells of C: the warps stand in MMA_WARPS_I rows of
  * MMA_WARPS_J, each over tile/MMA_WARPS_I rows and tile/MMA_WARPS_J columns, that is mt × nt
- * tiles of 16 × 8 cells (mt = tile/32, nt = tile/32), their accumulators in the threads'
- * registers as the fragment layout places them (a 128-wide tile: each warp's 64 × 32 cells
- * take 16 shared loads of A and 8 of B a step of 16, where warps side by side along J, each
- * over all 128 rows, took 32 and 4).  The threads are numbered t = x + 4y + 32z: z = 4·zi + zj
- * is the warp (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the
- * lane's group g and x its place q in the group, so that every index of the fragment layout is
- * affine in the thread loops.  The panels go through shared memory as in
- * rewrite 6, fetched into registers a step of 16 ahead; bf16 and f16 panels hold the operands'
- * own cells, stored [i][k] and [j][k] in rows of HALF_PANEL_ROW (16 steps and 8 of padding), so
- * that the two cells of each 32-bit operand register of the instruction (neighbouring steps)
- * are one 32-bit load and the fragment registers are copies of their bits; tf32 panels hold
- * f32 cells, stored [k][i] and [k][j] in rows of tile + PANEL_PAD.  Each step then loads a
- * warp's A and B fragments from the panels into registers and takes mt·nt products:
+ * tiles of 16 × 8 cells (mt = tile/32, nt = tile/16), their accumulators in the threads'
+ * registers as the fragment layout places them (a 128-wide tile: each warp's 64 × 64 cells
+ * take 16 shared loads of A's pairs a step of 16 and 32 of B's cells or 16 of its pairs, for 32
+ * products).  The threads are numbered t = x + 4y + 32z: z = MMA_WARPS_J·zi + zj is the warp
+ * (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the lane's
+ * group g and x its place q in the group, so that every index of the fragment layout is affine
+ * in the thread loops.  The panels go through shared memory as in rewrite 6, fetched into
+ * registers a panel ahead, a panel `step` steps: MMA_PANEL_BYTES of an operand's row (64
+ * bf16 or f16 steps, 32 of tf32's f32 cells), or half or a quarter of that where the reduction
+ * (or a part of a split one) is not a whole number of panels.  A panel holds the operand's own
+ * cells (tf32: the rounded f32 values), laid out as the operand is, so that a thread fetches a
+ * run of neighbouring cells along the contiguous axis with one load and spills it with one
+ * store (fetch_place): an operand along k is stored [m][k] in rows of step + HALF_ROW_PAD
+ * (tf32: F32_ROW_PAD) cells, each 32-bit operand register's two neighbouring steps one 32-bit
+ * load; one along the tile [k][m] in rows of tile + HALF_ROW_PAD cells, the register's two
+ * cells a row apart.  Each panel is then step/16 steps of 16, each loading a warp's A and B
+ * fragments from the panels into registers and taking mt·nt products:
  *     C registers ← C's initial value;  fetch panels 0
- *     for kt < K/16 − 1:  registers → shared panels;  barrier;
- *                         fetch panels kt + 1;  fragments from the panels;  mt·nt products;  barrier
- *     registers → shared panels;  barrier;  fragments;  mt·nt products;  C ← C registers
- * The fragment reads conflict on no bank: in a half panel, rows of 12 words put the eight g of a
- * warp 12 banks apart and the four q of a group on neighbouring banks; in a tf32 panel, rows
- * tile + 4 apart put the four q eight banks apart and the eight g on neighbouring banks.  The
- * reference executor takes each
+ *     for kt < K/step − 1:  registers → shared panels;  barrier;  fetch panels kt + 1;
+ *                           step/16 × (fragments;  mt·nt products);  barrier
+ *     registers → shared panels;  barrier;  step/16 × (fragments;  mt·nt products);  C ← C registers
+ * The fragment reads conflict on no bank: along k, rows of step + 8 halves (12, 20 or 36 words)
+ * put the eight g of a warp on different groups of four banks and the four q of a group on
+ * neighbouring banks (tf32: rows of step + 4 words, the same); along the tile, two rows of
+ * tile + 8 halves (tile + 8 words; tf32: one row) put the four q eight banks apart and the
+ * eight g on four neighbouring banks (tf32: eight).  The reference executor takes each
  * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
  * bits; the tensor cores add in an order of their own (docs/gpu.md). */
 
-enum { MMA_WARPS_I = 2, MMA_WARPS_J = 4, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, MMA_K = 16, MMA_MIN_ARCH = 80,
-       HALF_PANEL_ROW = MMA_K + 8 };
+enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, MMA_K = 16, MMA_MIN_ARCH = 80,
+       MMA_PANEL_BYTES = 128, /* a panel's steps, where the reduction allows: 128 bytes of an operand's row */
+       HALF_ROW_PAD = 8, F32_ROW_PAD = 4 };
 
 typedef struct MmaTile {
     const Contraction *ct;
     DType in;                   /* the operands' type */
     uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
-    uint32_t fetches;           /* cells of a panel a thread fetches: tile/16 */
+    uint32_t step;              /* the steps of a panel: MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
+    uint32_t fetches;           /* cells of a panel a thread fetches: tile·step / (32·MMA_WARPS) */
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
     Panel a, b;
@@ -852,58 +859,65 @@ static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thre
     return flat_index(s, terms, 4 + count);
 }
 
-/* Where a thread's fetch register p0 + 2·p1 + 4·p2 goes in a panel: its step kk and its place
- * m along the tile (terms of the thread and fetch iterators; z the warp).  The operand's
- * contiguous axis runs along the lanes: k (kk = p0 + 2x + 8·p1, m = y + 8z + 64·p2) or the tile
- * (m = p0 + 2x + 8y + 64·p2, kk = z + 8·p1), so a warp reads whole lines. */
-static void fetch_place(const Panel *p, const uint32_t th[4], const uint32_t f[3], Affine *kk, Affine *m) {
+/* Cells a thread fetches together along the operand's contiguous axis (one load of 8 or 16
+ * bytes for halves, 16 or 32 for f32): a quarter of a panel's steps when that axis is the
+ * reduction's, a 32nd of the tile's row otherwise. */
+static uint32_t fetch_run(const MmaTile *mt, const Panel *p) { return p->k_along_x ? mt->step / 4 : mt->tile / 32; }
+
+/* Where a thread's fetch register pass·run + c goes in a panel: its step kk and its place m
+ * along the tile (terms of the thread and fetch iterators; z = zj + MMA_WARPS_J·zi the warp).
+ * The operand's contiguous axis runs along the lanes, `run` cells a lane: along k, the four
+ * x of a group cover a row's steps and the lanes' groups and the warps the rows (kk = run·x + c,
+ * m = y + 8z + 8·MMA_WARPS·pass); along the tile, a warp's 32 lanes cover a row of the panel
+ * and the warps the steps (m = run·(x + 4y) + c, kk = z + MMA_WARPS·pass). */
+static void fetch_place(const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c, Affine *kk, Affine *m) {
+    int64_t run = fetch_run(mt, p);
     if (p->k_along_x) {
-        *kk = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {f[1], 8}}, .count = 3};
-        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {th[3], 8 * MMA_WARPS_J}, {f[2], 64}}, .count = 4};
+        *kk = (Affine){.terms = {{c, 1}, {th[0], run}}, .count = 2};
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {th[3], 8 * MMA_WARPS_J}, {pass, 8 * MMA_WARPS}}, .count = 4};
     } else {
-        *m = (Affine){.terms = {{f[0], 1}, {th[0], 2}, {th[1], 8}, {f[2], 64}}, .count = 4};
-        *kk = (Affine){.terms = {{th[2], 1}, {th[3], MMA_WARPS_J}, {f[1], 8}}, .count = 3};
+        *m = (Affine){.terms = {{c, 1}, {th[0], run}, {th[1], 4 * run}}, .count = 3};
+        *kk = (Affine){.terms = {{th[2], 1}, {th[3], MMA_WARPS_J}, {pass, MMA_WARPS}}, .count = 3};
     }
 }
 
-/* The fetch iterators p0 < 2, p1 < 2, p2 < tile/64, unrolled in `into`; returns the body. */
-static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t f[3]) {
-    IrStmt *l = unrolled(s, into, &f[2], mt->tile / 64, true);
-    l = unrolled(s, &l->body, &f[1], 2, true);
-    l = unrolled(s, &l->body, &f[0], 2, true);
-    return &l->body;
+/* The fetch iterators pass < fetches/run and c < run, unrolled in `into`; returns the body. */
+static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, uint32_t *pass, uint32_t *c) {
+    uint32_t run = fetch_run(mt, p);
+    IrStmt *l = unrolled(s, into, pass, mt->fetches / run, true);
+    return &unrolled(s, &l->body, c, run, true)->body;
 }
 
-static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const uint32_t th[4], const uint32_t f[3]) {
-    IrTerm more[3] = {{f[0], 1}, {f[1], 2}, {f[2], 4}};
-    return register_index(s, th, mt->fetches, more, 3);
+static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c) {
+    IrTerm more[2] = {{c, 1}, {pass, fetch_run(mt, p)}};
+    return register_index(s, th, mt->fetches, more, 2);
 }
 
-/* In a thread's body: its fetch registers ← the operand's cells of step kt (UINT32_MAX: the first). */
+/* In a thread's body: its fetch registers ← the operand's cells of panel kt (UINT32_MAX: the first). */
 static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t kt, int64_t k_offset) {
-    uint32_t f[3];
-    IrBlock *body = fetch_loops(s, into, mt, f);
+    uint32_t pass, c;
+    IrBlock *body = fetch_loops(s, into, mt, p, &pass, &c);
     Affine kk, m;
-    fetch_place(p, th, f, &kk, &m);
+    fetch_place(mt, p, th, pass, c, &kk, &m);
     reset_subst(s);
     add_term(&m, p->base_iter, mt->tile);
     map_iter(s, p->tiled_iter, m);
-    map_iter(s, mt->k_iter, k_place(kk, kt, MMA_K, k_offset, &mt->split));
+    map_iter(s, mt->k_iter, k_place(kk, kt, mt->step, k_offset, &mt->split));
     map_outer_part(s, &mt->split);
-    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, th, f), clone_expr(s, p->operand, NULL)));
+    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, p, th, pass, c), clone_expr(s, p->operand, NULL)));
 }
 
 /* In a thread's body: shared[kk·k_stride + m·m_stride] ← its fetch registers. */
 static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4]) {
-    uint32_t f[3];
-    IrBlock *body = fetch_loops(s, into, mt, f);
+    uint32_t pass, c;
+    IrBlock *body = fetch_loops(s, into, mt, p, &pass, &c);
     Affine kk, m;
-    fetch_place(p, th, f, &kk, &m);
+    fetch_place(mt, p, th, pass, c, &kk, &m);
     IrTerm at[8];
     uint32_t n = 0;
     for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
     for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
-    ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, th, f))));
+    ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, p, th, pass, c))));
 }
 
 /* A type's fragment layouts (ir.h IrMma), as what each bit of a register number adds to the
@@ -928,9 +942,9 @@ static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits)
     return into;
 }
 
-/* In a thread's body: its A and B fragments of this step from the shared panels, by the layout
- * of the tile's type. */
-static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4]) {
+/* In a thread's body: its A and B fragments of steps 16·sub … 16·sub + 15 of the panels, by
+ * the layout of the tile's type. */
+static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], uint32_t sub) {
     const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
     int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
     uint32_t i, j, bit[3];
@@ -938,18 +952,22 @@ static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
     IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
     for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
+    IrIndex *a_cell = flat_index(s, a_at, 7);
+    a_cell->offset = (int64_t)MMA_K * sub * ak;
     ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
-                                                new_load(s, mt->a.shared, flat_index(s, a_at, 7))));
+                                                new_load(s, mt->a.shared, a_cell)));
     body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
     IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
     IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
     for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
+    IrIndex *b_cell = flat_index(s, b_at, 6);
+    b_cell->offset = (int64_t)MMA_K * sub * bk;
     ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
-                                                new_load(s, mt->b.shared, flat_index(s, b_at, 6))));
+                                                new_load(s, mt->b.shared, b_cell)));
 }
 
-/* At the block's level: every warp's mt·nt products of this step (tf32: two each, the halves
- * of the step in order). */
+/* At the block's level: every warp's mt·nt products of 16 steps (tf32: two each, the halves
+ * of the 16 in order). */
 static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
     uint32_t halves = MMA_K / ir_mma_k(mt->in);
     for (uint32_t i = 0; i < mt->mt; i++)
@@ -1018,17 +1036,19 @@ static bool mma_type(const Sched *s, const Contraction *ct, const Reduction *r, 
     return true;
 }
 
-/* The panel of the operand that loads `load`: `value` is what it holds (the load, or its tf32 rounding). */
+/* The panel of the operand that loads `load`: `value` is what it holds (the load, or its tf32
+ * rounding).  Its layout follows the operand's: [m][k] in rows of step + HALF_ROW_PAD (bf16,
+ * f16) or step + F32_ROW_PAD (tf32) cells when the reduction axis is the contiguous one, [k][m]
+ * in rows of tile + HALF_ROW_PAD cells otherwise, so that a fetch's run of cells is one store. */
 static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const IrExpr *value, uint32_t tiled_iter,
                        uint32_t base_iter, const char *name) {
     const IrProgram *ir = s->ir;
     Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
     p.k_along_x = flat_coef(ir, load->buffer, load->index, mt->k_iter) == 1 && flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
-    /* tf32: f32 cells, rows of a step; bf16, f16: the operand's cells, rows of a place */
-    DType type = mt->in == DTYPE_F32 ? DTYPE_F32 : mt->in;
-    if (type == DTYPE_F32) p.k_stride = mt->tile + PANEL_PAD, p.m_stride = 1;
-    else p.k_stride = 1, p.m_stride = HALF_PANEL_ROW;
-    p.shared = new_scratch(s, name, type == DTYPE_F32 ? MMA_K * (mt->tile + PANEL_PAD) : mt->tile * HALF_PANEL_ROW, type, true);
+    DType type = mt->in; /* tf32: f32 cells */
+    if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
+    else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
+    p.shared = new_scratch(s, name, p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride, type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
     p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
     s->ir->buffers[p.regs].thread_cells = mt->fetches;
@@ -1066,10 +1086,13 @@ static void mma_spill_panels(Sched *s, IrBlock *into, void *tile) {
     mma_spill(s, into, mt, &mt->b, mt->th);
 }
 
+/* A panel's steps, 16 at a time: fragments (the first in the fetch's thread body), products. */
 static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
     MmaTile *mt = tile;
-    mma_fragments(s, thread, mt, mt->th);
-    mma_products(s, block, mt);
+    for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
+        mma_fragments(s, sub ? mma_threads(s, block, mt) : thread, mt, mt->th, sub);
+        mma_products(s, block, mt);
+    }
 }
 
 static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -1080,12 +1103,14 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     bool tf32 = tf32_step(s->ir, r, &bare, &bare_step, &bare_value);
     DType in;
     BlockPlan plan;
-    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in) ||
-        !plan_blocks(s, r, &ct, MMA_K, &plan))
-        return false;
+    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
+    uint32_t step = MMA_PANEL_BYTES / ir_dtype_bytes(in);
+    while (!plan_blocks(s, r, &ct, step, &plan))
+        if ((step /= 2) < MMA_K) return false;
     uint32_t tile = plan.tile;
-    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / MMA_WARPS_I / 16, .nt = tile / MMA_WARPS_J / 8, .fetches = tile / 16,
-                  .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj, .split = plan.split};
+    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / MMA_WARPS_I / 16, .nt = tile / MMA_WARPS_J / 8, .step = step,
+                  .fetches = tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj,
+                  .split = plan.split};
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
     mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
@@ -1099,16 +1124,17 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrBlock *threads = mma_threads(s, blk, &mt);
     IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, cell_start(s, r, &mt.split)));
-    k_loop(s, blk, &(KLoop){.r = r, .step = MMA_K, .split = &mt.split, .tile = &mt,
+    k_loop(s, blk, &(KLoop){.r = r, .step = step, .split = &mt.split, .tile = &mt,
                             .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
     threads = mma_threads(s, blk, &mt);
     body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, cell_store(s, r, &mt.split, new_load(s, mt.cells, cell)));
 
     push_block_kernel(s, r, top, &mt.split,
-                      arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u",
+                      arena_printf(s->ir->arena,
+                                   "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps",
                                    tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
-                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J),
+                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J, step),
                       out);
     return true;
 }

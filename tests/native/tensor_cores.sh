@@ -32,6 +32,16 @@ if sched_ir sm80 "$PROGRAM"; then
     if [ "$bf16" = 3 ] && [ "$f16" = 1 ] && [ "$big" = 1 ]; then ok "sm_80: 3 bf16 and 1 f16 products on the tensor cores, one of 128 x 128 blocks"
     else bad "sm_80: $bf16 bf16, $f16 f16, $big of 128 x 128 on the tensor cores (expected 3, 1, 1)"; fi
 fi
+# Panels of 128 bytes of a row where the reduction allows (tensor_cores_panels*.tsr): bf16 and
+# f16 take 64 steps a panel (two of them, one), or 32 where 64 does not divide the reduction
+# (96); tf32 takes 32 (two, one, three).
+if sched_ir panels tests/native/tensor_cores_panels.tsr && sched_ir panels_tf32 --tf32 tests/native/tensor_cores_panels_tf32.tsr; then
+    p64=$(count "on the tensor cores (mma.m16n8k16.*panels of 64 steps" "$TMP/panels.ir")
+    p32=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps" "$TMP/panels.ir")
+    t32=$(count "on the tensor cores (mma.m16n8k8.tf32).*panels of 32 steps" "$TMP/panels_tf32.ir")
+    if [ "$p64" = 2 ] && [ "$p32" = 1 ] && [ "$t32" = 3 ]; then ok "panels of 128 bytes: bf16/f16 of 64 steps (2) and 32 (1), tf32 of 32 (3)"
+    else bad "panels: bf16/f16 $p64 of 64 steps and $p32 of 32, tf32 $t32 of 32 (expected 2, 1, 3)"; fi
+fi
 # sm_75 has no bf16 mma.sync: the same products as lowered, no IR_MMA.
 if sched_ir sm75 --arch=sm_75 "$PROGRAM"; then
     n=$(count "mma\." "$TMP/sm75.ir")
@@ -64,17 +74,20 @@ for arch in sm_80 sm_90; do
     h=$(count "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" "$TMP/$arch.ptx")
     if [ "$b" -gt 0 ] && [ "$h" -gt 0 ]; then ok "$arch: the PTX has mma.sync for bf16 ($b) and f16 ($h)"
     else bad "$arch: mma.sync for bf16 $b, f16 $h"; fi
-    # The bf16 and f16 kernels read their fragments as 32-bit pairs of cells from panels of the
-    # operands' type, each warp its part of a 2 x 4 grid of warps (sched_gpu.c rewrite 6t):
-    # every shared load 32 bits wide, at most 3 of them per mma.sync (a 128-wide tile: 24 per
-    # 16 products; a 64-wide one: 12 per 4).  With f32 panels and warps side by side along J
-    # they were 72 and 36 scalar loads, each converted; with 32-bit loads alone, 36 and 18.
-    loads=$(awk 'function done() { if (km) { m += km; n += kn; w += kw } km = kn = kw = 0 }
-                 /\.entry / { done() } /mma\.sync/ { km++ } /ld\.shared/ { kn++; if ($1 !~ /\.(u|b)32$/) kw++ }
-                 END { done(); printf "%d %d %d", m, n, w }' "$TMP/$arch.ptx")
-    set -- $loads
-    if [ "$1" -gt 0 ] && [ "$3" = 0 ] && [ "$2" -le $(($1 * 3)) ]; then ok "$arch: fragments are 32-bit shared loads ($2 for $1 mma.sync)"
-    else bad "$arch: $2 shared loads ($3 not 32-bit) for $1 mma.sync (expected all 32-bit, at most 3 a product)"; fi
+    # The tensor-core kernels move runs of cells (sched_gpu.c rewrite 6t): each fetch is one
+    # load of 2 to 8 neighbouring cells of the operand's contiguous axis, each spill one store
+    # of them into a panel laid out along that axis, so no 16-bit global load and no 16-bit
+    # shared store is left (a panel stored [j][k] from an operand along j took one 16-bit
+    # store a cell, eight lanes on one bank); fragments from a panel along k are 32-bit pairs.
+    moves=$(awk 'function done() { if (km) { m += km; g += kg; s += ks; w += kw } km = kg = ks = kw = 0 }
+                 /\.entry / { done() } /mma\.sync/ { km++ }
+                 $1 ~ /^ld\.global/ && $1 ~ /\.(u|b)16$/ && $1 !~ /\.v[24]\./ { kg++ }
+                 $1 ~ /^st\.shared/ && $1 ~ /\.(u|b)16$/ && $1 !~ /\.v[24]\./ { ks++ }
+                 $1 ~ /^ld\.shared\.(u|b)32$/ { kw++ }
+                 END { done(); printf "%d %d %d %d", m, g, s, w }' "$TMP/$arch.ptx")
+    set -- $moves
+    if [ "$1" -gt 0 ] && [ "$2" = 0 ] && [ "$3" = 0 ] && [ "$4" -gt 0 ]; then ok "$arch: fetches and spills move runs of cells, fragments along k are 32-bit ($4 loads for $1 mma.sync)"
+    else bad "$arch: $2 16-bit global loads, $3 16-bit shared stores, $4 32-bit fragment loads in the kernels of $1 mma.sync (expected 0, 0, some)"; fi
     if [ -z "$PTXAS" ]; then echo "SKIP $arch: no ptxas"; continue; fi
     if "$PTXAS" -arch=$arch "$TMP/$arch.ptx" -o "$TMP/$arch.cubin" >"$TMP/err" 2>&1; then ok "$arch: ptxas accepts it"
     else bad "$arch: ptxas"; sed -n '1,5p' "$TMP/err"; fi
