@@ -1048,9 +1048,41 @@ static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
         *split = stride > 1;
     }
     g->thread_iter[s->iter] = thread;
+    bool phase = thread && !g->in_thread_loops; /* the outermost thread loop of a phase */
+    if (phase) g->in_thread_loops = true;
     gpu_body(g, s, i, guard);
     g->thread_iter[s->iter] = false;
     if (split) *split = outer_split;
+    if (phase) {
+        g->in_thread_loops = false;
+        if (g->copies_issued) /* the phase's copies are one group (ir.h LOOP_ASYNC_COPY) */
+            cgl_call(g, "llvm.nvvm.cp.async.commit.group", g->void_t, NULL, 0, NULL);
+        g->copies_issued = false;
+    }
+}
+
+/* A LOOP_ASYNC_COPY loop (ir.h): its run of cells copied from the device buffer into shared
+ * memory by cp.async, 16 bytes at a time (cp.async.cg, around L1), or 8 or 4 at once (.ca). */
+static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
+    const IrStmt *st = s->body.items[0];
+    const IrExpr *src = st->value;
+    g->iter[s->iter] = cgl_iconst(g, 0);
+    LLVMValueRef to = element(g, st->buffer, flat_offset(g, st->buffer, st->index));
+    LLVMValueRef from = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
+    LLVMTypeRef shared = LLVMPointerTypeInContext(g->ctx, 3), global = LLVMPointerTypeInContext(g->ctx, 1);
+    from = LLVMBuildAddrSpaceCast(g->b, from, global, "");
+    uint64_t bytes = s->extent * ir_dtype_bytes(g->ir->buffers[st->buffer].dtype);
+    for (uint64_t at = 0; at < bytes; at += 16) {
+        uint64_t n = bytes - at < 16 ? bytes - at : 16;
+        LLVMValueRef idx[1] = {cgl_iconst(g, (int64_t)at)};
+        LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
+        LLVMValueRef args[2] = {LLVMBuildGEP2(g->b, i8, to, idx, 1, ""), LLVMBuildGEP2(g->b, i8, from, idx, 1, "")};
+        LLVMTypeRef params[2] = {shared, global};
+        cgl_call(g, n == 16 ? "llvm.nvvm.cp.async.cg.shared.global.16" : n == 8 ? "llvm.nvvm.cp.async.ca.shared.global.8"
+                                                                                : "llvm.nvvm.cp.async.ca.shared.global.4",
+                 g->void_t, params, 2, args);
+    }
+    g->copies_issued = true;
 }
 
 static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
@@ -1067,6 +1099,7 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     case LOOP_PLAIN: plain_loop(g, s, lo, hi); return;
     case LOOP_TRANSPOSE: transpose_loop(g, s); return;
     case LOOP_DOT_PAIRS: dot_pairs_loop(g, s, lo, hi); return;
+    case LOOP_ASYNC_COPY: async_copy_loop(g, s); return;
     case LOOP_BLOCKS: /* the host runs these around their body's kernels (kernel.h) */
         diag_error_noloc("internal error: a loop of blocks inside a kernel");
         return;
@@ -1163,7 +1196,14 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         LLVMBuildStore(g->b, v, g->local[s->local]);
         break;
     }
-    case IR_BARRIER: cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL); break;
+    case IR_BARRIER:
+        if (s->await_copies) {
+            LLVMTypeRef i32 = g->i32;
+            LLVMValueRef n = LLVMConstInt(g->i32, s->copies_in_flight, 0);
+            cgl_call(g, "llvm.nvvm.cp.async.wait.group", g->void_t, &i32, 1, &n);
+        }
+        cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL);
+        break;
     case IR_MMA: tensor_core_product(g, &s->mma); break;
     case IR_CALL: diag_error_noloc("internal error: a call of the runtime inside a kernel"); break;
     }

@@ -38,7 +38,8 @@
 #include "sched/kernel.h"
 
 enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
-       SHARED_ADDRESS_SPACE = 3 };
+       SHARED_ADDRESS_SPACE = 3,
+       STATIC_SHARED_BYTES = 48 << 10 /* the most a kernel's static shared arrays may take */ };
 
 /* One entry point; fills `info` (its launch and parameters). */
 static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
@@ -68,11 +69,33 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         LLVMBuildStore(g->b, LLVMGetParam(f, s), LLVMBuildInBoundsGEP2(g->b, g->i64, symbols, idx, 1, ""));
     }
     for (uint32_t i = 0; i < k->buffer_count; i++) buffers[i] = LLVMGetParam(f, nsym + i);
-    /* Shared-memory panels (sched_gpu.c rewrite 6): arrays in address space 3, one per kernel. */
+    /* Shared-memory panels (sched_gpu.c rewrites 6 and 6t): arrays in address space 3, one per
+     * kernel, each 16-byte aligned; where they are more than STATIC_SHARED_BYTES together, parts
+     * of the kernel's dynamic shared memory instead (asked for at launch: shared_bytes). */
+    uint64_t shared_bytes = 0;
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
+        if (b->gpu_shared) shared_bytes += (b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16;
+    }
+    bool dynamic = shared_bytes > STATIC_SHARED_BYTES;
+    LLVMValueRef dynamic_shared = NULL;
+    if (dynamic) {
+        dynamic_shared = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType(g->f32, 0), arena_printf(ir->arena, "%s_shared", name),
+                                                     SHARED_ADDRESS_SPACE);
+        LLVMSetLinkage(dynamic_shared, LLVMExternalLinkage);
+        LLVMSetAlignment(dynamic_shared, 16);
+    }
+    for (uint32_t i = 0, at = 0; i < k->local_count; i++) {
+        const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;
-        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)((b->size * ir_dtype_bytes(b->dtype) + 3) / 4)); /* 4-byte words */
+        uint32_t bytes = (uint32_t)((b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16);
+        if (dynamic) {
+            LLVMValueRef idx[1] = {cgl_iconst(g, at)};
+            g->buffer[k->locals[i]] = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), dynamic_shared, idx, 1, "");
+            at += bytes;
+            continue;
+        }
+        LLVMTypeRef type = LLVMArrayType(g->f32, bytes / 4); /* 4-byte words */
         LLVMValueRef shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared%u", name, i),
                                                           SHARED_ADDRESS_SPACE);
         LLVMSetLinkage(shared, LLVMInternalLinkage);
@@ -95,7 +118,8 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         written[k->buffers[i]] = false;
     }
     for (uint32_t i = 0; i < k->local_count; i++) written[k->locals[i]] = false;
-    *info = (GpuKernelInfo){.name = name, .param_count = k->buffer_count, .params = ids, .writes = writes};
+    *info = (GpuKernelInfo){.name = name, .shared_bytes = dynamic ? (uint32_t)shared_bytes : 0, .param_count = k->buffer_count,
+                            .params = ids, .writes = writes};
     memcpy(info->grid, k->grid, sizeof k->grid);
     memcpy(info->block, k->block, sizeof k->block);
     free(params);

@@ -10,7 +10,8 @@
  * symbol out of its range is a run-time error, not a crash.  GPU-scheduled code (--target=cuda)
  * runs as the GPU would run it: a gpu.x/y/z loop block by block and thread by thread with its
  * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
- * next; barriers then do nothing).  interp_run_main() follows the
+ * next; barriers then do nothing but land asynchronous copies, at once or as late as the
+ * GPU may: struct Interp).  interp_run_main() follows the
  * program plan (plan.c) and prints through the runtime, as compiled programs do.
  *
  * Requires: an IrProgram that ir_verify() accepts. */
@@ -24,6 +25,14 @@
 #include "runtime/tsr.h"
 #include "base/diag.h"
 
+/* An asynchronous copy not landed yet (late landing, below): a cell's value and its group. */
+typedef struct PendingCopy {
+    uint32_t buffer;
+    int64_t at;
+    IrValue value;
+    uint64_t group;
+} PendingCopy;
+
 struct Interp {
     const IrProgram *ir;
     tsr_state *state;
@@ -33,6 +42,22 @@ struct Interp {
     IrValue *locals;
     uint32_t local_cap;
     bool failed;
+    /* Asynchronous copies (ir.h LOOP_ASYNC_COPY).  By default each lands at once, the earliest
+     * the GPU may land it; with TSR_INTERP_LATE_COPIES=1 in the environment each lands as late
+     * as it may: at the barrier after copies that waits for its group.  A schedule whose waits
+     * or stages are wrong then reads a stage too early (late) or overwrites it while it is
+     * still read (at once), and prints other numbers in one of the two. */
+    bool late_copies;
+    PendingCopy *pending;
+    size_t pending_count, pending_cap;
+    uint64_t groups;       /* groups committed: the copies of a phase are the group `groups` */
+    /* With late landing, also: per gpu_shared buffer (NULL until read), the barrier epoch in
+     * which each cell was last read; a copy into a cell read since the last barrier is a race
+     * (another thread may still be reading it when the copy lands), reported as an error. */
+    uint64_t epoch;
+    uint64_t **read_epoch;
+    unsigned thread_depth; /* thread loops open: 0 outside a phase */
+    bool phase_copied;     /* the open phase issued copies */
 };
 
 /* ---- Set-up ---------------------------------------------------------------------------------- */
@@ -56,6 +81,8 @@ Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image
     in->ir = ir;
     in->state = state;
     in->data = state->buffers;
+    const char *late = getenv("TSR_INTERP_LATE_COPIES");
+    in->late_copies = late && strcmp(late, "1") == 0;
     return in;
 }
 
@@ -64,6 +91,10 @@ void interp_free(Interp *in) {
     tsr_state_destroy(in->state);
     free(in->iters);
     free(in->locals);
+    free(in->pending);
+    if (in->read_epoch)
+        for (uint32_t b = 0; b < in->ir->buffer_count; b++) free(in->read_epoch[b]);
+    free(in->read_epoch);
     free(in);
 }
 
@@ -93,6 +124,15 @@ static bool symbol_value(Interp *in, const char *name, int64_t *out) {
 static uint64_t size_value(const Interp *in, uint64_t n) {
     return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
 }
+
+static uint64_t *read_epochs(Interp *in, uint32_t buffer) {
+    if (!in->read_epoch && !(in->read_epoch = calloc(in->ir->buffer_count + 1, sizeof *in->read_epoch))) diag_fatal_oom();
+    if (!in->read_epoch[buffer] && !(in->read_epoch[buffer] = calloc(in->ir->buffers[buffer].size + 1, sizeof **in->read_epoch)))
+        diag_fatal_oom();
+    return in->read_epoch[buffer];
+}
+
+static void note_shared_read(Interp *in, uint32_t buffer, int64_t at) { read_epochs(in, buffer)[at] = in->epoch + 1; }
 
 static IrValue eval(Interp *in, const IrExpr *e);
 
@@ -165,6 +205,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
         DType dtype = in->ir->buffers[e->buffer].dtype;
+        if (in->late_copies && at >= 0 && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
         if (at >= 0 && ir_dtype_half(dtype)) return load_half(dtype, cell_address(in, e->buffer, at));
         if (at >= 0 && ir_dtype_byte(dtype)) return load_byte(cell_address(in, e->buffer, at));
         if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(dtype));
@@ -187,6 +228,52 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     }
     v.f = NAN;
     return v;
+}
+
+static void store_cell(Interp *in, uint32_t buffer, int64_t at, IrValue value) {
+    DType dtype = in->ir->buffers[buffer].dtype;
+    if (ir_dtype_half(dtype)) store_half(dtype, cell_address(in, buffer, at), value);
+    else if (ir_dtype_byte(dtype)) store_byte(dtype, cell_address(in, buffer, at), value);
+    else memcpy(cell_address(in, buffer, at), &value, ir_dtype_bytes(dtype));
+}
+
+/* Late landing: the copies of the groups before `before` land, in the order they were issued. */
+static void land_copies(Interp *in, uint64_t before) {
+    size_t kept = 0;
+    for (size_t i = 0; i < in->pending_count; i++) {
+        PendingCopy *c = &in->pending[i];
+        if (c->group < before) store_cell(in, c->buffer, c->at, c->value);
+        else in->pending[kept++] = *c;
+    }
+    in->pending_count = kept;
+}
+
+/* A LOOP_ASYNC_COPY loop: each cell copied at once, or held until its group may land. */
+static void async_copy(Interp *in, const IrStmt *l) {
+    const IrStmt *st = l->body.items[0];
+    for (uint64_t v = 0; v < l->extent && !in->failed; v++) {
+        in->iters[l->iter] = (int64_t)v;
+        IrValue value = eval(in, st->value);
+        int64_t at = offset(in, st->buffer, st->index);
+        if (at < 0) continue;
+        if (!in->late_copies) {
+            store_cell(in, st->buffer, at, value);
+            continue;
+        }
+        if (read_epochs(in, st->buffer)[at] == in->epoch + 1) {
+            diag_error_noloc("run time: an asynchronous copy into %s[%" PRId64 "] with no barrier since the block read it",
+                             in->ir->buffers[st->buffer].name, at);
+            in->failed = true;
+            return;
+        }
+        if (in->pending_count == in->pending_cap) {
+            in->pending_cap = in->pending_cap ? 2 * in->pending_cap : 1024;
+            in->pending = realloc(in->pending, in->pending_cap * sizeof *in->pending);
+            if (!in->pending) diag_fatal_oom();
+        }
+        in->pending[in->pending_count++] = (PendingCopy){st->buffer, at, value, in->groups};
+    }
+    in->phase_copied = true;
 }
 
 /* Register `at` of an IR_MMA's A or B registers: f32 (tf32) or the operands' half type. */
@@ -254,22 +341,35 @@ static void run_block(Interp *in, const IrBlock *block) {
                 }
                 break;
             }
+            if (s->mode == LOOP_ASYNC_COPY) {
+                async_copy(in, s);
+                break;
+            }
+            if (ir_mode_thread(s->mode)) in->thread_depth++;
             for (uint64_t v = 0, n = size_value(in, s->extent); v < n && !in->failed; v++) {
                 in->iters[s->iter] = (int64_t)v;
                 run_block(in, &s->body);
+                if (ir_mode_block(s->mode)) { /* a block's copies land before it ends; the next block reads afresh */
+                    land_copies(in, UINT64_MAX);
+                    in->epoch++;
+                }
+            }
+            if (ir_mode_thread(s->mode) && --in->thread_depth == 0 && in->phase_copied) { /* the phase's group */
+                in->groups++;
+                in->phase_copied = false;
             }
             break;
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            DType dtype = in->ir->buffers[s->buffer].dtype;
-            if (at >= 0 && ir_dtype_half(dtype)) store_half(dtype, cell_address(in, s->buffer, at), value);
-            else if (at >= 0 && ir_dtype_byte(dtype)) store_byte(dtype, cell_address(in, s->buffer, at), value);
-            else if (at >= 0) memcpy(cell_address(in, s->buffer, at), &value, ir_dtype_bytes(dtype));
+            if (at >= 0) store_cell(in, s->buffer, at, value);
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;
-        case IR_BARRIER: break; /* each phase has already run for every thread */
+        case IR_BARRIER: /* each phase has already run for every thread */
+            if (s->await_copies && in->groups >= s->copies_in_flight) land_copies(in, in->groups - s->copies_in_flight);
+            in->epoch++;
+            break;
         case IR_MMA: run_mma(in, &s->mma); break;
         case IR_CALL: /* as a generated routine calls it */
             if (tsr_state_action(in->state, s->action) != TSR_OK) {

@@ -521,7 +521,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             print_size(out, ir, s->extent);
             fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
-                    : s->mode == LOOP_TRANSPOSE ? " transpose" : "");
+                    : s->mode == LOOP_TRANSPOSE ? " transpose" : s->mode == LOOP_ASYNC_COPY ? " async_copy" : "");
             if (s->mode == LOOP_DOT_PAIRS) fprintf(out, " dot_pairs unless l%u", s->local);
             if (s->mode == LOOP_BLOCKS) {
                 fprintf(out, " blocks of %u", s->block);
@@ -548,7 +548,11 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             print_expr(out, ir, s->value);
             fputc('\n', out);
             break;
-        case IR_BARRIER: fputs("barrier\n", out); break;
+        case IR_BARRIER:
+            if (s->await_copies) fprintf(out, "barrier after copies, %u group%s in flight\n", s->copies_in_flight,
+                                         s->copies_in_flight == 1 ? "" : "s");
+            else fputs("barrier\n", out);
+            break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
             const char *c = ir->buffers[m->c].name;
@@ -709,6 +713,35 @@ static void verify_expr(Verifier *v, const IrExpr *e) {
     }
 }
 
+int64_t ir_flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    int64_t coef = 0, stride = 1;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        for (uint32_t t = 0; t < index[a].term_count; t++)
+            if (index[a].terms[t].iter == iter) coef += index[a].terms[t].coef * stride;
+        stride *= (int64_t)b->dims[a];
+    }
+    return coef;
+}
+
+/* LOOP_ASYNC_COPY (ir.h): one store into a shared buffer of a load of a device buffer of
+ * its type, inside a thread loop, a run of neighbouring cells that cp.async can copy. */
+static void verify_async_copy(Verifier *v, const IrStmt *s) {
+    const IrStmt *st = s->body.count == 1 ? s->body.items[0] : NULL;
+    const IrExpr *src = st && st->kind == IR_STORE ? st->value : NULL;
+    const IrBuffer *to = st && st->kind == IR_STORE ? &v->ir->buffers[st->buffer] : NULL;
+    if (!src || src->kind != IR_LOAD || !to->gpu_shared || v->ir->buffers[src->buffer].gpu_shared ||
+        v->ir->buffers[src->buffer].kernel_local || v->ir->buffers[src->buffer].dtype != to->dtype) {
+        problem(v, "an async_copy loop holds more than a copy from a device buffer into a shared one");
+        return;
+    }
+    uint64_t bytes = s->extent * ir_dtype_bytes(to->dtype);
+    if (ir_flat_coef(v->ir, st->buffer, st->index, s->iter) != 1 || ir_flat_coef(v->ir, src->buffer, src->index, s->iter) != 1 ||
+        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
+        problem(v, "an async_copy loop's run is not 4, 8 or a multiple of 16 bytes of neighbouring cells");
+    if (!v->in_thread[0] && !v->in_thread[1] && !v->in_thread[2]) problem(v, "an async_copy loop outside the thread loops");
+}
+
 static void verify_block(Verifier *v, const IrBlock *block) {
     for (uint32_t i = 0; i < block->count; i++) {
         const IrStmt *s = block->items[i];
@@ -722,6 +755,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             bool blocks = s->mode == LOOP_BLOCKS;
             if (size_is_runtime(s->extent) && s->mode != LOOP_PLAIN && !blocks)
                 problem(v, "a loop of run-time extent is not a plain loop");
+            if (s->mode == LOOP_ASYNC_COPY) verify_async_copy(v, s);
             if (s->mode == LOOP_DOT_PAIRS && (s->local >= v->fn->local_count || !v->local_set[s->local]))
                 problem(v, "a dot_pairs loop's guard local is not set before it");
             if (blocks && (s->block < 1 || s->block_symbol >= v->ir->symbol_count))

@@ -317,6 +317,14 @@ typedef enum IrLoopMode {
      * subnormal then, so it rounds exactly as the two fmas do.  Otherwise it runs the plain
      * loop. */
     LOOP_DOT_PAIRS,
+    /* An asynchronous copy into shared memory (sched_gpu.c rewrite 6t; sm_80 and later): the
+     * loop's one statement is `P[…] = S[…]`, P a gpu_shared buffer and S a device buffer of
+     * the same type, both moving by one cell per iteration, each run of `extent` cells aligned
+     * to its bytes (4, 8, 16 or a multiple of 16).  Each thread issues it as cp.async copies of
+     * at most 16 bytes and goes on; the copies that one phase of a block's kernel (a nest of
+     * thread loops) issues form one group, which lands in P by an IR_BARRIER whose
+     * await_copies says so (below).  The reference executor copies at once. */
+    LOOP_ASYNC_COPY,
     /* A strip-mined loop (sched.c, docs/ir.md §5.2, §5.3): the loop's extent is a run-time
      * size n (or a compile-time one: a reduction split into blocks that fit the cache); S =
      * ⌊n / after⌋·after (0 when `block_after` is 0), then S + block, … while
@@ -417,6 +425,10 @@ struct IrStmt {
     IrExpr *value;     /* STORE, SET_LOCAL */
     bool nontemporal;  /* STORE in a vector loop, aligned to the vector (the schedule's): written
                         * around the caches, for a large buffer the nest does not read */
+    /* IR_BARRIER: with await_copies, each thread first waits until at most copies_in_flight of
+     * the groups of asynchronous copies it issued (LOOP_ASYNC_COPY) have not landed */
+    bool await_copies;
+    uint32_t copies_in_flight;
     /* IR_CALL */
     uint32_t action;
     /* IR_MMA */
@@ -573,6 +585,9 @@ void ir_dump(const IrProgram *ir, FILE *out);
 unsigned ir_verify(const IrProgram *ir, FILE *out);
 void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
 /* Whether e loads `buffer` anywhere (gathered axes' expressions included). */
+/* The coefficient of iterator `iter` in the flat (row-major) offset of `index` into `buffer`:
+ * how many cells one step of it moves the access. */
+int64_t ir_flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
 bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer);
 /* Whether the gathered axes of `index` (an index of buffer `indexed`) load `buffer`. */
 bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index, uint32_t buffer);

@@ -190,17 +190,6 @@ bool match_reduction(IrStmt *top, Reduction *r) {
 }
 
 /* The coefficient of `iter` in the flat (row-major) offset of an access. */
-int64_t flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
-    const IrBuffer *b = &ir->buffers[buffer];
-    int64_t coef = 0, stride = 1;
-    for (uint32_t a = b->rank; a-- > 0;) {
-        for (uint32_t t = 0; t < index[a].term_count; t++)
-            if (index[a].terms[t].iter == iter) coef += index[a].terms[t].coef * stride;
-        stride *= (int64_t)b->dims[a];
-    }
-    return coef;
-}
-
 bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter) {
     for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
         for (uint32_t t = 0; t < index[a].term_count; t++)
@@ -214,7 +203,7 @@ bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t av
     switch (e->kind) {
     case IR_LOCAL: return e->local == local;
     case IR_LOAD: {
-        int64_t c = flat_coef(ir, e->buffer, e->index, iter);
+        int64_t c = ir_flat_coef(ir, e->buffer, e->index, iter);
         if (e->buffer == avoid || (c != 0 && c != 1)) *bad = true;
         return false;
     }

@@ -107,7 +107,7 @@ static bool in_place_ok(const Sched *s, const Reduction *r) {
     if (r->npar < 1 || r->nred == 0 || !init_is_plain(ir, r)) return false;
     IrStmt *inner = r->par[r->npar - 1];
     uint32_t c = r->store->buffer;
-    if (flat_coef(ir, c, r->store->index, inner->iter) != 1) return false;
+    if (ir_flat_coef(ir, c, r->store->index, inner->iter) != 1) return false;
     bool bad = false;
     return scan_expr(ir, r->step->value, r->local, c, inner->iter, &bad) && !bad;
 }
@@ -255,7 +255,7 @@ static bool row_operands(const IrProgram *ir, const IrExpr *e, uint32_t i, uint3
                          const IrExpr **found, uint32_t *n) {
     switch (e->kind) {
     case IR_LOAD: {
-        int64_t along_i = flat_coef(ir, e->buffer, e->index, i), along_k = flat_coef(ir, e->buffer, e->index, k);
+        int64_t along_i = ir_flat_coef(ir, e->buffer, e->index, i), along_k = ir_flat_coef(ir, e->buffer, e->index, k);
         if (along_k == 0) return along_i == 0 || along_i == 1;
         if (along_k != 1 || along_i == 0 || along_i == 1 || ir->buffers[e->buffer].dtype != type) return false;
         if (transposed_operand(ir, found, *n, e) < *n) return true;
@@ -302,7 +302,7 @@ static bool transpose_rows(Sched *s, Reduction *r, IrBlock *out) {
     DType type = (DType)ir->buffers[c].dtype;
     uint64_t w = s->lanes;
     if (inner->iter >= s->old_iters || kl->iter >= s->old_iters || (type != DTYPE_F32 && type != DTYPE_F64) || w < 4 ||
-        inner->extent % w != 0 || kl->extent % w != 0 || flat_coef(ir, c, r->store->index, inner->iter) != 1 ||
+        inner->extent % w != 0 || kl->extent % w != 0 || ir_flat_coef(ir, c, r->store->index, inner->iter) != 1 ||
         mentions(ir, c, r->store->index, kl->iter))
         return false;
     bool reads_cell = false; /* the step reads the cell only through the local */
@@ -533,7 +533,7 @@ static bool lanes_contiguous(const IrProgram *ir, const IrExpr *e, uint32_t iter
     switch (e->kind) {
     case IR_LOCAL: return false;
     case IR_LOAD: {
-        int64_t c = flat_coef(ir, e->buffer, e->index, iter);
+        int64_t c = ir_flat_coef(ir, e->buffer, e->index, iter);
         return e->buffer != avoid && (c == 0 || c == 1);
     }
     case IR_OP:
@@ -565,11 +565,11 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
     uint32_t it = inner->iter;
     for (uint32_t a = 0; a < b->rank; a++)
         if (st->index[a].symbol) return false;
-    if (flat_coef(ir, st->buffer, st->index, it) != 1 || flat_offset_const(ir, st->buffer, st->index) % (int64_t)w)
+    if (ir_flat_coef(ir, st->buffer, st->index, it) != 1 || flat_offset_const(ir, st->buffer, st->index) % (int64_t)w)
         return false;
     /* Every other iterator moves the store by whole vectors, so each vector starts aligned. */
     for (IrStmt *l = top; l != inner; l = l->body.items[0])
-        if (flat_coef(ir, st->buffer, st->index, l->iter) % (int64_t)w) return false;
+        if (ir_flat_coef(ir, st->buffer, st->index, l->iter) % (int64_t)w) return false;
     if (!lanes_contiguous(ir, st->value, it, st->buffer)) return false;
     reset_subst(s);
     uint32_t lo = new_iter(s), lane = new_iter(s);

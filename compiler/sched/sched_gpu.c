@@ -484,10 +484,9 @@ typedef struct KLoop {
     void (*compute)(Sched *s, IrBlock *thread, IrBlock *block, void *tile); /* a thread body after a fetch; the block's */
 } KLoop;
 
-static void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
-    const Reduction *r = kl->r;
-    const Split *split = kl->split;
-    bool split_inner = split->iter != UINT32_MAX && !split->outer;
+/* The loops over r's outer reduction loops (a split's part loop for the outermost where the
+ * split is of it), in `blk`; returns the innermost body (blk where there are none). */
+static IrBlock *outer_reduction_loops(Sched *s, IrBlock *blk, const Reduction *r, const Split *split) {
     for (uint32_t q = 0; q + 1 < r->nred; q++) {
         bool part = q == 0 && split->iter != UINT32_MAX && split->outer;
         IrStmt *l = new_loop(s, part ? split->part_iter : r->red[q]->iter, part ? split->steps : r->red[q]->extent, false,
@@ -495,7 +494,18 @@ static void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
         ir_block_push(s->ir->arena, blk, l);
         blk = &l->body;
     }
-    uint64_t k = split_inner ? split->steps : r->red[r->nred - 1]->extent;
+    return blk;
+}
+
+/* The steps of r's innermost reduction loop that one block takes (its part, for a split of it). */
+static uint64_t part_steps(const Reduction *r, const Split *split) {
+    return split->iter != UINT32_MAX && !split->outer ? split->steps : r->red[r->nred - 1]->extent;
+}
+
+static void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
+    const Reduction *r = kl->r;
+    blk = outer_reduction_loops(s, blk, r, kl->split);
+    uint64_t k = part_steps(r, kl->split);
     kl->fetch(s, kl->threads(s, blk, kl->tile), kl->tile, UINT32_MAX, 0);
     if (k > kl->step) {
         uint32_t kt = new_iter(s);
@@ -542,8 +552,8 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
                        const char *name) {
     const IrProgram *ir = s->ir;
     *p = (Panel){.operand = operand, .tiled_iter = tiled_iter, .base_iter = base_iter};
-    p->k_along_x = flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
-                   flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
+    p->k_along_x = ir_flat_coef(ir, operand->buffer, operand->index, k_iter) == 1 &&
+                   ir_flat_coef(ir, operand->buffer, operand->index, tiled_iter) != 1;
     p->shared = new_scratch(s, name, BLOCK_K * (bt->tile + PANEL_PAD), DTYPE_F32, true);
     s->ir->buffers[p->shared].gpu_shared = true;
     p->regs = new_scratch(s, "fetch", (uint64_t)THREADS_SIDE * THREADS_SIDE * bt->side, DTYPE_F32, true);
@@ -793,17 +803,19 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * products).  The threads are numbered t = x + 4y + 32z: z = MMA_WARPS_J·zi + zj is the warp
  * (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the lane's
  * group g and x its place q in the group, so that every index of the fragment layout is affine
- * in the thread loops.  The panels go through shared memory as in rewrite 6, fetched into
- * registers a panel ahead, a panel `step` steps: MMA_PANEL_BYTES of an operand's row (64
- * bf16 or f16 steps, 32 of tf32's f32 cells), or half or a quarter of that where the reduction
- * (or a part of a split one) is not a whole number of panels.  A panel holds the operand's own
+ * in the thread loops.  The panels go through shared memory: bf16 and f16 ones copied there
+ * asynchronously, several panels ahead (the pipeline below), where the operands' runs of cells
+ * are aligned, MMA_ASYNC_STEPS steps a panel; the others as in rewrite 6, fetched into
+ * registers a panel ahead, MMA_PANEL_BYTES of an operand's row a panel (64 bf16 or f16 steps,
+ * 32 of tf32's f32 cells); either size halved, down to 16, where the reduction (or a part of a
+ * split one) is not a whole number of panels.  A panel holds the operand's own
  * cells (tf32: the rounded f32 values), laid out as the operand is, so that a thread fetches a
  * run of neighbouring cells along the contiguous axis with one load and spills it with one
  * store (fetch_place): an operand along k is stored [m][k] in rows of step + HALF_ROW_PAD
  * (tf32: F32_ROW_PAD) cells, each 32-bit operand register's two neighbouring steps one 32-bit
  * load; one along the tile [k][m] in rows of tile + HALF_ROW_PAD cells, the register's two
  * cells a row apart.  Each panel is then step/16 steps of 16, each loading a warp's A and B
- * fragments from the panels into registers and taking mt·nt products:
+ * fragments from the panels into registers and taking mt·nt products (through registers):
  *     C registers ← C's initial value;  fetch panels 0
  *     for kt < K/step − 1:  registers → shared panels;  barrier;  fetch panels kt + 1;
  *                           step/16 × (fragments;  mt·nt products);  barrier
@@ -817,14 +829,17 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * bits; the tensor cores add in an order of their own (docs/gpu.md). */
 
 enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, MMA_K = 16, MMA_MIN_ARCH = 80,
-       MMA_PANEL_BYTES = 128, /* a panel's steps, where the reduction allows: 128 bytes of an operand's row */
+       MMA_PANEL_BYTES = 128, /* a panel's steps through registers, where the reduction allows: 128 bytes of a row */
+       MMA_ASYNC_STEPS = 32,  /* a panel's steps copied asynchronously, where the reduction allows */
+       MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4 };
 
 typedef struct MmaTile {
     const Contraction *ct;
     DType in;                   /* the operands' type */
     uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
-    uint32_t step;              /* the steps of a panel: MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
+    uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
+    uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
     uint32_t fetches;           /* cells of a panel a thread fetches: tile·step / (32·MMA_WARPS) */
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
@@ -859,9 +874,10 @@ static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thre
     return flat_index(s, terms, 4 + count);
 }
 
-/* Cells a thread fetches together along the operand's contiguous axis (one load of 8 or 16
- * bytes for halves, 16 or 32 for f32): a quarter of a panel's steps when that axis is the
- * reduction's, a 32nd of the tile's row otherwise. */
+/* Cells a thread fetches together along the operand's contiguous axis: a quarter of a panel's
+ * steps when that axis is the reduction's (8 bytes of halves for 16 steps, 16 for 32, 32 for 64;
+ * twice that of f32), a 32nd of the tile's row otherwise (4 or 8 bytes of halves for a 64- or
+ * 128-wide tile, 8 or 16 of f32). */
 static uint32_t fetch_run(const MmaTile *mt, const Panel *p) { return p->k_along_x ? mt->step / 4 : mt->tile / 32; }
 
 /* Where a thread's fetch register pass·run + c goes in a panel: its step kk and its place m
@@ -891,6 +907,11 @@ static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, const Pa
 static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c) {
     IrTerm more[2] = {{c, 1}, {pass, fetch_run(mt, p)}};
     return register_index(s, th, mt->fetches, more, 2);
+}
+
+/* The cells of one of p's panels in shared memory (the buffer holds mt->stages of them, or one). */
+static int64_t panel_cells(const MmaTile *mt, const Panel *p) {
+    return p->k_along_x ? (int64_t)mt->tile * p->m_stride : (int64_t)mt->step * p->k_stride;
 }
 
 /* In a thread's body: its fetch registers ← the operand's cells of panel kt (UINT32_MAX: the first). */
@@ -944,7 +965,7 @@ static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits)
 
 /* In a thread's body: its A and B fragments of steps 16·sub … 16·sub + 15 of the panels, by
  * the layout of the tile's type. */
-static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], uint32_t sub) {
+static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], uint32_t sub, uint32_t stage) {
     const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
     int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
     uint32_t i, j, bit[3];
@@ -953,7 +974,7 @@ static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
     for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
     IrIndex *a_cell = flat_index(s, a_at, 7);
-    a_cell->offset = (int64_t)MMA_K * sub * ak;
+    a_cell->offset = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
     ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
                                                 new_load(s, mt->a.shared, a_cell)));
     body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
@@ -961,7 +982,7 @@ static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
     for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
     IrIndex *b_cell = flat_index(s, b_at, 6);
-    b_cell->offset = (int64_t)MMA_K * sub * bk;
+    b_cell->offset = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
     ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
                                                 new_load(s, mt->b.shared, b_cell)));
 }
@@ -1036,6 +1057,11 @@ static bool mma_type(const Sched *s, const Contraction *ct, const Reduction *r, 
     return true;
 }
 
+/* Whether the operand that loads `load` has the reduction's axis as its contiguous one. */
+static bool mma_k_along(const IrProgram *ir, const IrExpr *load, uint32_t k_iter, uint32_t tiled_iter) {
+    return ir_flat_coef(ir, load->buffer, load->index, k_iter) == 1 && ir_flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
+}
+
 /* The panel of the operand that loads `load`: `value` is what it holds (the load, or its tf32
  * rounding).  Its layout follows the operand's: [m][k] in rows of step + HALF_ROW_PAD (bf16,
  * f16) or step + F32_ROW_PAD (tf32) cells when the reduction axis is the contiguous one, [k][m]
@@ -1044,14 +1070,17 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
                        uint32_t base_iter, const char *name) {
     const IrProgram *ir = s->ir;
     Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
-    p.k_along_x = flat_coef(ir, load->buffer, load->index, mt->k_iter) == 1 && flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
+    p.k_along_x = mma_k_along(ir, load, mt->k_iter, tiled_iter);
     DType type = mt->in; /* tf32: f32 cells */
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
-    p.shared = new_scratch(s, name, p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride, type, true);
+    uint64_t stages = mt->stages ? mt->stages : 1;
+    p.shared = new_scratch(s, name, stages * (p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
-    p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
-    s->ir->buffers[p.regs].thread_cells = mt->fetches;
+    if (!mt->stages) {
+        p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
+        s->ir->buffers[p.regs].thread_cells = mt->fetches;
+    }
     return p;
 }
 
@@ -1090,9 +1119,107 @@ static void mma_spill_panels(Sched *s, IrBlock *into, void *tile) {
 static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
     MmaTile *mt = tile;
     for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
-        mma_fragments(s, sub ? mma_threads(s, block, mt) : thread, mt, mt->th, sub);
+        mma_fragments(s, sub ? mma_threads(s, block, mt) : thread, mt, mt->th, sub, 0);
         mma_products(s, block, mt);
     }
+}
+
+/* ---- Rewrite 6t's asynchronous panels ---------------------------------------------------------------- *
+ *
+ * Where the operands are bf16 or f16 cells of device buffers whose runs (fetch_run) start at
+ * addresses aligned to their bytes, the panels skip the registers: each thread copies its runs
+ * straight into shared memory with cp.async (ir.h LOOP_ASYNC_COPY), MMA_STAGES panels at a
+ * time, each copy landing while the block computes on the panels before it.  Panel p goes to
+ * stage p mod S of each shared buffer (S = MMA_STAGES, or 2 for fewer panels); the copies of
+ * one phase are one group, and a barrier after copies waits until only the groups of later
+ * panels are in flight:
+ *     copy panel 0;  …;  copy panel S − 2                      (S − 1 phases, S − 1 groups)
+ *     for kt < P:  barrier after copies (min(kt + S − 1, P) − kt − 1 groups in flight);
+ *                  copy panel kt + S − 1 into stage (kt + S − 1) mod S, if there is one;
+ *                  step/16 × (fragments from stage kt mod S;  mt·nt products)
+ * The barrier also tells every thread that the block has finished with panel kt − 1, whose
+ * stage the copy after it overwrites.  The turns whose copies keep S − 2 groups in flight are
+ * a loop over rounds of S turns (each turn's stages constant in the IR), the others unrolled. */
+
+/* Whether every flat coefficient of the load's index but its contiguous axis's, and its
+ * offset, are multiples of `run` cells (so that each run of cells is aligned to its bytes). */
+static bool runs_aligned(const IrProgram *ir, const IrExpr *load, uint32_t contiguous, uint32_t run) {
+    const IrBuffer *b = &ir->buffers[load->buffer];
+    if (b->kernel_local || b->gpu_shared || run * ir_dtype_bytes(b->dtype) < 4) return false;
+    int64_t stride = 1, offset = 0;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        const IrIndex *ix = &load->index[a];
+        if (ix->symbol || ix->gather) return false;
+        offset += ix->offset * stride;
+        for (uint32_t t = 0; t < ix->term_count; t++)
+            if (ix->terms[t].iter != contiguous && ix->terms[t].coef * stride % run) return false;
+        stride *= (int64_t)b->dims[a];
+    }
+    return offset % run == 0 && ir_flat_coef(ir, load->buffer, load->index, contiguous) == 1;
+}
+
+/* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
+ * panel alone) of the A and B operands into stage `stage`. */
+static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, int64_t coef, int64_t panel, uint32_t stage) {
+    IrBlock *thread = mma_threads(s, into, mt);
+    for (int op = 0; op < 2; op++) {
+        const Panel *p = op ? &mt->b : &mt->a;
+        uint32_t run = fetch_run(mt, p), pass, c = new_iter(s);
+        IrStmt *lp = unrolled(s, thread, &pass, mt->fetches / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
+        ir_block_push(s->ir->arena, &lp->body, lc);
+        Affine kk, m;
+        fetch_place(mt, p, mt->th, pass, c, &kk, &m);
+        IrTerm at[8];
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
+        for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
+        IrIndex *to = flat_index(s, at, n);
+        to->offset = stage * panel_cells(mt, p);
+        reset_subst(s);
+        add_term(&m, p->base_iter, mt->tile);
+        map_iter(s, p->tiled_iter, m);
+        kk.offset += panel * mt->step;
+        add_term(&kk, ko, coef * mt->step);
+        map_iter(s, mt->k_iter, k_place(kk, UINT32_MAX, 0, 0, &mt->split));
+        map_outer_part(s, &mt->split);
+        ir_block_push(s->ir->arena, &lc->body, new_store(s, p->shared, to, clone_expr(s, p->operand, NULL)));
+    }
+}
+
+static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
+    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
+    *b = (IrStmt){.kind = IR_BARRIER, .await_copies = true, .copies_in_flight = in_flight};
+    ir_block_push(s->ir->arena, into, b);
+}
+
+/* One turn of the pipeline in `into`: the barrier, the copy of panel ko·S + `copy` (if `copy`
+ * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`. */
+static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage) {
+    push_copy_barrier(s, into, in_flight);
+    if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
+    for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
+        mma_fragments(s, mma_threads(s, into, mt), mt, mt->th, sub, stage);
+        mma_products(s, into, mt);
+    }
+}
+
+static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r) {
+    blk = outer_reduction_loops(s, blk, r, &mt->split);
+    int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step), stages = mt->stages;
+    for (int64_t p = 0; p + 1 < stages && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
+    int64_t steady = panels - stages + 1, rounds = steady > 0 ? steady / stages : 0;
+    if (rounds) {
+        uint32_t ko = new_iter(s);
+        IrStmt *l = new_loop(s, ko, (uint64_t)rounds, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, l);
+        for (int64_t u = 0; u < stages; u++) mma_turn(s, &l->body, mt, ko, (uint32_t)stages - 2, u + stages - 1, (uint32_t)u);
+    }
+    for (int64_t kt = rounds * stages; kt < panels; kt++) {
+        int64_t issued = kt + stages - 1 < panels ? kt + stages - 1 : panels;
+        mma_turn(s, blk, mt, UINT32_MAX, (uint32_t)(issued - kt - 1), kt + stages - 1 < panels ? kt + stages - 1 : -1,
+                 (uint32_t)(kt % stages));
+    }
+    if (r->nred > 1) push_barrier(s, blk);
 }
 
 static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -1104,13 +1231,26 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     DType in;
     BlockPlan plan;
     if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
-    uint32_t step = MMA_PANEL_BYTES / ir_dtype_bytes(in);
-    while (!plan_blocks(s, r, &ct, step, &plan))
-        if ((step /= 2) < MMA_K) return false;
-    uint32_t tile = plan.tile;
-    MmaTile mt = {.ct = &ct, .in = in, .tile = tile, .mt = tile / MMA_WARPS_I / 16, .nt = tile / MMA_WARPS_J / 8, .step = step,
-                  .fetches = tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi, .bj = plan.bj,
-                  .split = plan.split};
+    /* Asynchronous panels of MMA_ASYNC_STEPS steps where both operands' runs are aligned (half
+     * types: tf32's panels hold roundings), else panels through registers of MMA_PANEL_BYTES. */
+    MmaTile mt;
+    for (int async = !tf32; async >= 0; async--) {
+        uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
+        while (step >= MMA_K && !plan_blocks(s, r, &ct, step, &plan)) step /= 2;
+        if (step < MMA_K) return false;
+        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8,
+                       .step = step, .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter,
+                       .bi = plan.bi, .bj = plan.bj, .split = plan.split};
+        if (!async) break;
+        Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter)};
+        Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter)};
+        if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
+            runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
+            mt.stages = part_steps(r, &plan.split) / step < MMA_STAGES ? 2 : MMA_STAGES;
+            break;
+        }
+    }
+    uint32_t tile = mt.tile, step = mt.step;
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
     mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
@@ -1124,17 +1264,20 @@ static bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrBlock *threads = mma_threads(s, blk, &mt);
     IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, cell_start(s, r, &mt.split)));
-    k_loop(s, blk, &(KLoop){.r = r, .step = step, .split = &mt.split, .tile = &mt,
-                            .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
+    if (mt.stages) mma_pipeline(s, blk, &mt, r);
+    else
+        k_loop(s, blk, &(KLoop){.r = r, .step = step, .split = &mt.split, .tile = &mt,
+                                .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
     threads = mma_threads(s, blk, &mt);
     body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, cell_store(s, r, &mt.split, new_load(s, mt.cells, cell)));
 
     push_block_kernel(s, r, top, &mt.split,
                       arena_printf(s->ir->arena,
-                                   "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps",
+                                   "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
                                    tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
-                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J, step),
+                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J, step,
+                                   mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.stages) : ""),
                       out);
     return true;
 }
@@ -1316,7 +1459,7 @@ static IrStmt *vector_loop(const IrProgram *ir, IrStmt *top, double *cells) {
     }
     for (uint32_t i = 0; i < l->body.count; i++) {
         const IrStmt *st = l->body.items[i];
-        if (st->kind != IR_STORE || st->nontemporal || flat_coef(ir, st->buffer, st->index, l->iter) != 1) return NULL;
+        if (st->kind != IR_STORE || st->nontemporal || ir_flat_coef(ir, st->buffer, st->index, l->iter) != 1) return NULL;
         for (uint32_t a = 0; a < ir->buffers[st->buffer].rank; a++)
             if (st->index[a].gather) return NULL;
     }

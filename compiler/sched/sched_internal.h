@@ -127,9 +127,6 @@ bool match_steps(IrStmt *init, IrStmt *loop, IrStmt *store, Reduction *r);
 
 bool match_reduction(IrStmt *top, Reduction *r);
 
-/* The coefficient of `iter` in the flat (row-major) offset of an access. */
-int64_t flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
-
 bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
 
 /* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride

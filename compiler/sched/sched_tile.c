@@ -21,7 +21,7 @@ static IrStmt *find_rows(const IrProgram *ir, const Reduction *r, const Contract
     for (uint32_t in = r->npar; in-- > 0;) {
         uint32_t i = r->par[in]->iter;
         if (r->par[in] == ct->j_loop) continue;
-        if (flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
+        if (ir_flat_coef(ir, ct->c, r->store->index, i) != 0 && mentions(ir, ct->a->buffer, ct->a->index, i) &&
             !mentions(ir, ct->b->buffer, ct->b->index, i))
             return r->par[in];
     }
@@ -56,7 +56,7 @@ bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, 
     if (x->kind != IR_LOAD || y->kind != IR_LOAD || x->buffer == ct->c || y->buffer == ct->c) return false;
     for (uint32_t jn = r->npar; jn-- > 0 && !ct->j_loop;) {
         uint32_t j = r->par[jn]->iter;
-        if (flat_coef(ir, ct->c, r->store->index, j) != 1) continue;
+        if (ir_flat_coef(ir, ct->c, r->store->index, j) != 1) continue;
         bool in_x = mentions(ir, x->buffer, x->index, j), in_y = mentions(ir, y->buffer, y->index, j);
         if (in_x == in_y) continue;
         ct->j_loop = r->par[jn];
@@ -73,10 +73,10 @@ bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, 
         for (uint32_t jn = r->npar; jn-- > 0;) {
             IrStmt *lj = r->par[jn];
             if (lj == ct->j_loop || lj->extent < 2 * ct->j_loop->extent ||
-                flat_coef(ir, ct->c, r->store->index, lj->iter) == 0)
+                ir_flat_coef(ir, ct->c, r->store->index, lj->iter) == 0)
                 continue;
-            bool in_x = flat_coef(ir, x->buffer, x->index, lj->iter) == 1 && !mentions(ir, y->buffer, y->index, lj->iter);
-            bool in_y = flat_coef(ir, y->buffer, y->index, lj->iter) == 1 && !mentions(ir, x->buffer, x->index, lj->iter);
+            bool in_x = ir_flat_coef(ir, x->buffer, x->index, lj->iter) == 1 && !mentions(ir, y->buffer, y->index, lj->iter);
+            bool in_y = ir_flat_coef(ir, y->buffer, y->index, lj->iter) == 1 && !mentions(ir, x->buffer, x->index, lj->iter);
             if (!in_x && !in_y) continue;
             alt.j_loop = lj, alt.b = in_x ? x : y, alt.a = in_x ? y : x, alt.b_first = in_x;
             if ((alt.i_loop = find_rows(ir, r, &alt))) {
@@ -349,8 +349,8 @@ static bool pack_transposes(const Sched *s, const Contraction *ct, const Packed 
     const IrExpr *e = pk->operand;
     uint64_t w = s->lanes;
     if (w < 2 || r->red[r->nred - 1]->extent < w || lanes < 2) return false;
-    if (flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
-    int64_t along = flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
+    if (ir_flat_coef(s->ir, e->buffer, e->index, r->red[r->nred - 1]->iter) != 1) return false;
+    int64_t along = ir_flat_coef(s->ir, e->buffer, e->index, pk->lane_loop->iter);
     return along != 0 && along != 1 && (lanes <= w || lanes % w == 0);
 }
 
@@ -373,8 +373,8 @@ static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *
     const Reduction *r = ct->r;
     uint64_t group = 1;
     if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
-        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
-        flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) *
+        ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
+        ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) *
                 ir_dtype_bytes(s->ir->buffers[pk->operand->buffer].dtype) >= 4096)
         for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
             if (blocks % g == 0) group = g;
@@ -512,7 +512,7 @@ static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk
     uint32_t block = new_iter(s), lane = new_iter(s), e = new_iter(s);
     nest_push(s, &top, &into, new_loop(s, block, blocks, true, LOOP_PLAIN));
     IrBlock *block_body = into;
-    bool reduction_inside = flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[last]->iter) == 1;
+    bool reduction_inside = ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[last]->iter) == 1;
     for (uint32_t k = 0; k < r->nred; k++) {
         red_iter[k] = new_iter(s);
         if (k < last) map_iter(s, r->red[k]->iter, affine1(red_iter[k], 1, 0));
@@ -608,8 +608,8 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
     const IrProgram *ir = s->ir;
     const Reduction *r = ct->r;
     if (ep && ep->store->buffer == operand->buffer) return false;
-    int64_t along_lane = flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
-    int64_t along_red = flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
+    int64_t along_lane = ir_flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
+    int64_t along_red = ir_flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
     /* A broadcast operand is read one value at a time, so in place whenever each step's values
      * lie together: along the reduction (A's rows), or a block of adjacent rows that moves by at
      * most a cache line per step (a window of channels).  But rows a multiple of 4 KiB apart fall

@@ -32,16 +32,63 @@ if sched_ir sm80 "$PROGRAM"; then
     if [ "$bf16" = 3 ] && [ "$f16" = 1 ] && [ "$big" = 1 ]; then ok "sm_80: 3 bf16 and 1 f16 products on the tensor cores, one of 128 x 128 blocks"
     else bad "sm_80: $bf16 bf16, $f16 f16, $big of 128 x 128 on the tensor cores (expected 3, 1, 1)"; fi
 fi
-# Panels of 128 bytes of a row where the reduction allows (tensor_cores_panels*.tsr): bf16 and
-# f16 take 64 steps a panel (two of them, one), or 32 where 64 does not divide the reduction
-# (96); tf32 takes 32 (two, one, three).
+# Panel sizes (tensor_cores_panels*.tsr): bf16 and f16 products copy panels of 32 steps
+# asynchronously, 3 in shared memory (2 for a reduction of fewer than 3 panels); tf32's go
+# through registers, 32 steps (128 bytes of a row) each.
 if sched_ir panels tests/native/tensor_cores_panels.tsr && sched_ir panels_tf32 --tf32 tests/native/tensor_cores_panels_tf32.tsr; then
-    p64=$(count "on the tensor cores (mma.m16n8k16.*panels of 64 steps" "$TMP/panels.ir")
-    p32=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps" "$TMP/panels.ir")
-    t32=$(count "on the tensor cores (mma.m16n8k8.tf32).*panels of 32 steps" "$TMP/panels_tf32.ir")
-    if [ "$p64" = 2 ] && [ "$p32" = 1 ] && [ "$t32" = 3 ]; then ok "panels of 128 bytes: bf16/f16 of 64 steps (2) and 32 (1), tf32 of 32 (3)"
-    else bad "panels: bf16/f16 $p64 of 64 steps and $p32 of 32, tf32 $t32 of 32 (expected 2, 1, 3)"; fi
+    p3=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps copied asynchronously, 3 in shared memory" "$TMP/panels.ir")
+    p2=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps copied asynchronously, 2 in shared memory" "$TMP/panels.ir")
+    t32=$(count "on the tensor cores (mma.m16n8k8.tf32).*panels of 32 steps$" "$TMP/panels_tf32.ir")
+    if [ "$p3" = 1 ] && [ "$p2" = 2 ] && [ "$t32" = 3 ]; then ok "panels: bf16/f16 of 32 steps copied asynchronously (3 stages 1, 2 stages 2), tf32 of 32 through registers (3)"
+    else bad "panels: bf16/f16 $p3 with 3 stages and $p2 with 2, tf32 $t32 of 32 steps (expected 1, 2, 3)"; fi
 fi
+# Asynchronous copies (tensor_cores_pipeline.tsr, small products on few blocks): the GPU
+# schedule, run by the reference executor, prints the reference's bits, with each copy landing
+# at once and with each landing as late as the GPU may (TSR_INTERP_LATE_COPIES=1: at the
+# barrier that waits for it; a wait for too few groups then reads a stage before its copy
+# lands, and a copy with no barrier after the block's last read of its stage is reported);
+# split across blocks (--reassociate) it adds the parts in another order, so its bf16 cells
+# may differ by one unit of their last place (1/128 relative).  The IR holds the copies and the
+# barriers that wait for them: one group in flight while the pipeline runs, none for the last
+# panel of each product.
+PIPE=tests/native/tensor_cores_pipeline.tsr
+PYTHON=${PYTHON:-python3}
+if TSR_PRINT_EXACT=1 "$TSRC" --run --interp "$PIPE" >"$TMP/pipe_ref.out" 2>"$TMP/err"; then
+    for mode in "--gpu-blocks=1" "--reassociate --gpu-blocks=8"; do
+        sched_ir pipe $mode "$PIPE" || continue
+        copies=$(count "async_copy" "$TMP/pipe.ir")
+        waits=$(count "barrier after copies, 1 group in flight" "$TMP/pipe.ir")
+        last=$(count "barrier after copies, 0 groups in flight" "$TMP/pipe.ir")
+        if [ "$copies" -gt 0 ] && [ "$waits" -gt 0 ] && [ "$last" -ge 3 ]; then ok "$mode: panels copied asynchronously ($copies copy loops, $waits barriers with one group in flight, $last with none)"
+        else bad "$mode: $copies copy loops, $waits barriers with one group in flight, $last with none"; fi
+        for late in 0 1; do
+            how=$([ $late = 1 ] && echo "copies landing late" || echo "copies landing at once")
+            if ! TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda $mode "$PIPE" >"$TMP/pipe_gpu.out" 2>"$TMP/err"; then
+                bad "$mode, $how: the GPU schedule does not run"; sed -n '1,5p' "$TMP/err"
+            elif [ "$mode" = --gpu-blocks=1 ] && cmp -s "$TMP/pipe_ref.out" "$TMP/pipe_gpu.out"; then ok "$mode, $how: the GPU schedule prints the reference's bits"
+            elif [ "$mode" != --gpu-blocks=1 ] && grep -q "reduction split in 8 parts" "$TMP/pipe.ir" &&
+                 "$PYTHON" tests/gpu/compare.py --rel-tol 0.008 "$TMP/pipe_ref.out" "$TMP/pipe_gpu.out" >"$TMP/diff" 2>&1; then
+                ok "$mode, $how: h split in 8 parts, within a bf16 unit of the reference"
+            else bad "$mode, $how: the GPU schedule prints differently"; sed -n '1,5p' "$TMP/diff" 2>/dev/null; fi
+        done
+    done
+    for arch in sm_80 sm_90; do
+        [ -n "$PTXAS" ] || { echo "SKIP pipeline PTX: no ptxas"; break; }
+        if "$TSRC" --emit=ptx --arch=$arch --gpu-blocks=1 -o "$TMP/pipe.ptx" "$PIPE" 2>"$TMP/err" &&
+           "$PTXAS" -arch=$arch "$TMP/pipe.ptx" -o "$TMP/pipe.cubin" >"$TMP/err" 2>&1 &&
+           [ "$(count "cp.async.commit_group" "$TMP/pipe.ptx")" -gt 0 ] && [ "$(count "cp.async.wait_group" "$TMP/pipe.ptx")" -gt 0 ]; then
+            ok "$arch: the pipeline's PTX has cp.async, its groups and waits, and ptxas accepts it"
+        else bad "$arch: the pipeline's PTX"; sed -n '1,5p' "$TMP/err"; fi
+    done
+else
+    bad "tensor_cores_pipeline.tsr: the reference executor"; sed -n '1,5p' "$TMP/err"
+fi
+# tensor_cores_panels.tsr's GPU schedule with copies landing late prints what it prints with
+# copies landing at once (tests/run.sh compares that with the golden).
+if TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_cores_panels.tsr >"$TMP/panels_now.out" 2>"$TMP/err" &&
+   TSR_INTERP_LATE_COPIES=1 TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_cores_panels.tsr >"$TMP/panels_late.out" 2>>"$TMP/err" &&
+   cmp -s "$TMP/panels_now.out" "$TMP/panels_late.out"; then ok "tensor_cores_panels.tsr: the same bits with copies landing late"
+else bad "tensor_cores_panels.tsr with copies landing late"; sed -n '1,5p' "$TMP/err"; fi
 # sm_75 has no bf16 mma.sync: the same products as lowered, no IR_MMA.
 if sched_ir sm75 --arch=sm_75 "$PROGRAM"; then
     n=$(count "mma\." "$TMP/sm75.ir")
