@@ -1131,7 +1131,7 @@ static LLVMValueRef thread_register(CgLlvm *g, LLVMTypeRef type, uint32_t buffer
 
 /* Registers at, at+1 of `buffer` as the pair of bf16 or f16 values that one 32-bit operand
  * register of mma.sync holds (the first in the low half).  The registers are of that type (the
- * schedule copied them from its panels' bits; sched_gpu.c rewrite 6t). */
+ * schedule copied them from its panels' bits; sched_mma.c, rewrite 6t). */
 static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at) {
     LLVMTypeRef bits = LLVMInt16TypeInContext(g->ctx), v2 = LLVMVectorType(bits, 2);
     LLVMValueRef pair = LLVMGetUndef(v2);

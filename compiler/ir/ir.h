@@ -317,7 +317,7 @@ typedef enum IrLoopMode {
      * subnormal then, so it rounds exactly as the two fmas do.  Otherwise it runs the plain
      * loop. */
     LOOP_DOT_PAIRS,
-    /* An asynchronous copy into shared memory (sched_gpu.c rewrite 6t; sm_80 and later): the
+    /* An asynchronous copy into shared memory (sched_mma.c, rewrite 6t; sm_80 and later): the
      * loop's one statement is `P[…] = S[…]`, P a gpu_shared buffer and S a device buffer of
      * the same type, both moving by one cell per iteration, each run of `extent` cells aligned
      * to its bytes (4, 8, 16 or a multiple of 16).  Each thread issues it as cp.async copies of
@@ -349,7 +349,7 @@ typedef enum IrLoopMode {
      * barriers guarantee on the GPU.  A thread loop may split its dimension with one loop of
      * that dimension inside it: the outer's thread_stride is the inner's extent, its iteration
      * threadIdx.d / thread_stride, the inner's threadIdx.d mod its extent (a block's warps as a
-     * grid of rows and columns of warps, sched_gpu.c rewrite 6t). */
+     * grid of rows and columns of warps, sched_mma.c, rewrite 6t). */
     LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z,
     LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z,
 } IrLoopMode;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tensor_cores.sh TSRC — the GPU schedule runs tests/native/tensor_cores.tsr's bf16 and f16
 # contractions, and with --tf32 tests/native/tensor_cores_tf32.tsr's f32 ones, on the tensor
-# cores (sched_gpu.c rewrite 6t) for sm_80 and later, and neither for earlier GPUs nor f32
+# cores (sched_mma.c, rewrite 6t) for sm_80 and later, and neither for earlier GPUs nor f32
 # without --tf32; the PTX holds mma.sync of each type and ptxas accepts it for sm_80 and sm_90
 # (where ptxas is installed).  tests/run.sh runs the programs themselves on every executor,
 # the GPU schedule's emulation included.  Last line: "N passed, N failed".
@@ -121,7 +121,7 @@ for arch in sm_80 sm_90; do
     h=$(count "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" "$TMP/$arch.ptx")
     if [ "$b" -gt 0 ] && [ "$h" -gt 0 ]; then ok "$arch: the PTX has mma.sync for bf16 ($b) and f16 ($h)"
     else bad "$arch: mma.sync for bf16 $b, f16 $h"; fi
-    # The tensor-core kernels move runs of cells (sched_gpu.c rewrite 6t): each fetch is one
+    # The tensor-core kernels move runs of cells (sched_mma.c, rewrite 6t): each fetch is one
     # load of 2 to 8 neighbouring cells of the operand's contiguous axis, each spill one store
     # of them into a panel laid out along that axis, so no 16-bit global load and no 16-bit
     # shared store is left (a panel stored [j][k] from an operand along j took one 16-bit

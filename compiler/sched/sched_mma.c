@@ -1,0 +1,505 @@
+/* sched_mma.c — rewrite 6t of the GPU schedule: contractions of bf16 or f16 operands (or of
+ * f32 ones rounded to tf32, --tf32) as block kernels whose products run on the tensor cores
+ * (mma.sync, sm_80 and later), their panels copied into shared memory asynchronously where
+ * their runs of cells are aligned (sched_block.h).  The comment below says how.
+ *
+ * Requires: a Sched over a function scheduled for a GPU target of sm_80 or later (sched_gpu.c
+ * calls gpu_mma_tiles before its other rewrites). */
+#include "sched/sched_block.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Rewrite 6t, the GPU's: tensor cores ------------------------------------------------------------- *
+ *
+ * A contraction of two bf16 operands or two f16 operands, accumulated in f32 (the canonical
+ * half nest: its cells rounded once when stored), or of two f32 operands that its step rounds
+ * to tf32 (--tf32: fma(to_tf32(x), to_tf32(y), l), lower.c), of the shape rewrite 6 takes, on
+ * sm_80 or later, becomes a block's kernel whose products run on the tensor cores (ir.h IR_MMA:
+ * mma.sync.m16n8k16, or m16n8k8 twice a step for tf32, whose panels hold the rounded values).
+ * A block of MMA_WARPS warps computes tile² cells of C: the warps stand in MMA_WARPS_I rows of
+ * MMA_WARPS_J, each over tile/MMA_WARPS_I rows and tile/MMA_WARPS_J columns, that is mt × nt
+ * tiles of 16 × 8 cells (mt = tile/32, nt = tile/16), their accumulators in the threads'
+ * registers as the fragment layout places them (a 128-wide tile: each warp's 64 × 64 cells
+ * take 16 shared loads of A's pairs a step of 16 and 32 of B's cells or 16 of its pairs, for 32
+ * products).  The threads are numbered t = x + 4y + 32z: z = MMA_WARPS_J·zi + zj is the warp
+ * (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the lane's
+ * group g and x its place q in the group, so that every index of the fragment layout is affine
+ * in the thread loops.  The panels go through shared memory: bf16 and f16 ones copied there
+ * asynchronously, several panels ahead (the pipeline below), where the operands' runs of cells
+ * are aligned, MMA_ASYNC_STEPS steps a panel; the others as in rewrite 6, fetched into
+ * registers a panel ahead, MMA_PANEL_BYTES of an operand's row a panel (64 bf16 or f16 steps,
+ * 32 of tf32's f32 cells); either size halved, down to 16, where the reduction (or a part of a
+ * split one) is not a whole number of panels.  A panel holds the operand's own
+ * cells (tf32: the rounded f32 values), laid out as the operand is, so that a thread fetches a
+ * run of neighbouring cells along the contiguous axis with one load and spills it with one
+ * store (fetch_place): an operand along k is stored [m][k] in rows of step + HALF_ROW_PAD
+ * (tf32: F32_ROW_PAD) cells, each 32-bit operand register's two neighbouring steps one 32-bit
+ * load; one along the tile [k][m] in rows of tile + HALF_ROW_PAD cells, the register's two
+ * cells a row apart.  Each panel is then step/16 steps of 16, each loading a warp's A and B
+ * fragments from the panels into registers and taking mt·nt products (through registers):
+ *     C registers ← C's initial value;  fetch panels 0
+ *     for kt < K/step − 1:  registers → shared panels;  barrier;  fetch panels kt + 1;
+ *                           step/16 × (fragments;  mt·nt products);  barrier
+ *     registers → shared panels;  barrier;  step/16 × (fragments;  mt·nt products);  C ← C registers
+ * The fragment reads conflict on no bank: along k, rows of step + 8 halves (12, 20 or 36 words)
+ * put the eight g of a warp on different groups of four banks and the four q of a group on
+ * neighbouring banks (tf32: rows of step + 4 words, the same); along the tile, two rows of
+ * tile + 8 halves (tile + 8 words; tf32: one row) put the four q eight banks apart and the
+ * eight g on four neighbouring banks (tf32: eight).  The reference executor takes each
+ * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
+ * bits; the tensor cores add in an order of their own (docs/gpu.md). */
+
+enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, MMA_K = 16, MMA_MIN_ARCH = 80,
+       MMA_PANEL_BYTES = 128, /* a panel's steps through registers, where the reduction allows: 128 bytes of a row */
+       MMA_ASYNC_STEPS = 32,  /* a panel's steps copied asynchronously, where the reduction allows */
+       MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
+       HALF_ROW_PAD = 8, F32_ROW_PAD = 4 };
+
+typedef struct MmaTile {
+    const Contraction *ct;
+    DType in;                   /* the operands' type */
+    uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
+    uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
+    uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
+    uint32_t fetches;           /* cells of a panel a thread fetches: tile·step / (32·MMA_WARPS) */
+    uint32_t k_iter, bi, bj;
+    uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
+    Panel a, b;
+    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi */
+    Split split;
+} MmaTile;
+
+/* The block's threads, zi > zj (the warp z = MMA_WARPS_J·zi + zj: its row and column of the
+ * block's grid of warps; ir.h: zi splits threadIdx.z) > y (g) > x (q); returns the innermost loop. */
+static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
+    static const uint64_t extent[4] = {4, 8, MMA_WARPS_J, MMA_WARPS_I};
+    static const IrLoopMode mode[4] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
+    IrBlock *at = into;
+    IrStmt *l = NULL;
+    for (int d = 3; d >= 0; d--) {
+        th[d] = new_iter(s);
+        l = new_loop(s, th[d], extent[d], true, mode[d]);
+        if (d == 3) l->thread_stride = MMA_WARPS_J;
+        ir_block_push(s->ir->arena, at, l);
+        at = &l->body;
+    }
+    return l;
+}
+
+/* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
+ * registers of every thread, thread t = x + 4y + 32z's copy at t·per_thread. */
+static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thread, const IrTerm *more, uint32_t count) {
+    IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread},
+                       {th[3], 32 * MMA_WARPS_J * (int64_t)per_thread}};
+    for (uint32_t k = 0; k < count; k++) terms[4 + k] = more[k];
+    return flat_index(s, terms, 4 + count);
+}
+
+/* Cells a thread fetches together along the operand's contiguous axis: a quarter of a panel's
+ * steps when that axis is the reduction's (8 bytes of halves for 16 steps, 16 for 32, 32 for 64;
+ * twice that of f32), a 32nd of the tile's row otherwise (4 or 8 bytes of halves for a 64- or
+ * 128-wide tile, 8 or 16 of f32). */
+static uint32_t fetch_run(const MmaTile *mt, const Panel *p) { return p->k_along_x ? mt->step / 4 : mt->tile / 32; }
+
+/* Where a thread's fetch register pass·run + c goes in a panel: its step kk and its place m
+ * along the tile (terms of the thread and fetch iterators; z = zj + MMA_WARPS_J·zi the warp).
+ * The operand's contiguous axis runs along the lanes, `run` cells a lane: along k, the four
+ * x of a group cover a row's steps and the lanes' groups and the warps the rows (kk = run·x + c,
+ * m = y + 8z + 8·MMA_WARPS·pass); along the tile, a warp's 32 lanes cover a row of the panel
+ * and the warps the steps (m = run·(x + 4y) + c, kk = z + MMA_WARPS·pass). */
+static void fetch_place(const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c, Affine *kk, Affine *m) {
+    int64_t run = fetch_run(mt, p);
+    if (p->k_along_x) {
+        *kk = (Affine){.terms = {{c, 1}, {th[0], run}}, .count = 2};
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], 8}, {th[3], 8 * MMA_WARPS_J}, {pass, 8 * MMA_WARPS}}, .count = 4};
+    } else {
+        *m = (Affine){.terms = {{c, 1}, {th[0], run}, {th[1], 4 * run}}, .count = 3};
+        *kk = (Affine){.terms = {{th[2], 1}, {th[3], MMA_WARPS_J}, {pass, MMA_WARPS}}, .count = 3};
+    }
+}
+
+/* The fetch iterators pass < fetches/run and c < run, unrolled in `into`; returns the body. */
+static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, uint32_t *pass, uint32_t *c) {
+    uint32_t run = fetch_run(mt, p);
+    IrStmt *l = unrolled(s, into, pass, mt->fetches / run, true);
+    return &unrolled(s, &l->body, c, run, true)->body;
+}
+
+static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c) {
+    IrTerm more[2] = {{c, 1}, {pass, fetch_run(mt, p)}};
+    return register_index(s, th, mt->fetches, more, 2);
+}
+
+/* The cells of one of p's panels in shared memory (the buffer holds mt->stages of them, or one). */
+static int64_t panel_cells(const MmaTile *mt, const Panel *p) {
+    return p->k_along_x ? (int64_t)mt->tile * p->m_stride : (int64_t)mt->step * p->k_stride;
+}
+
+/* In a thread's body: its fetch registers ← the operand's cells of panel kt (UINT32_MAX: the first). */
+static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t kt, int64_t k_offset) {
+    uint32_t pass, c;
+    IrBlock *body = fetch_loops(s, into, mt, p, &pass, &c);
+    Affine kk, m;
+    fetch_place(mt, p, th, pass, c, &kk, &m);
+    reset_subst(s);
+    affine_add(&m, p->base_iter, mt->tile);
+    map_iter(s, p->tiled_iter, m);
+    map_iter(s, mt->k_iter, k_place(kk, kt, mt->step, k_offset, &mt->split));
+    map_outer_part(s, &mt->split);
+    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, p, th, pass, c), clone_expr(s, p->operand, NULL)));
+}
+
+/* In a thread's body: shared[kk·k_stride + m·m_stride] ← its fetch registers. */
+static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4]) {
+    uint32_t pass, c;
+    IrBlock *body = fetch_loops(s, into, mt, p, &pass, &c);
+    Affine kk, m;
+    fetch_place(mt, p, th, pass, c, &kk, &m);
+    IrTerm at[8];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
+    for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
+    ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, p, th, pass, c))));
+}
+
+/* A type's fragment layouts (ir.h IrMma), as what each bit of a register number adds to the
+ * step kk and the place m of the panel cell it holds.  For a warp's 16-row tile i and a lane
+ * (g, q), A register 8i + r holds the panel cell kk = kk_per_q·q + Σ a_kk[b], m = 16i + g +
+ * Σ a_m[b] over the bits b set in r < 8; B register 4j + r the cell kk = kk_per_q·q + Σ b_kk[b]
+ * over the bits of r < 4, m = z·tile/8 + 8j + g.  (tf32's registers 8i + 4h + r cover the two
+ * halves h of the step of 16, each one m16n8k8 product: its bit 2 of A and bit 1 of B are h.) */
+typedef struct FragmentLayout {
+    int64_t kk_per_q;
+    int64_t a_kk[3], a_m[3];
+    int64_t b_kk[2];
+} FragmentLayout;
+
+static const FragmentLayout half_layout = {.kk_per_q = 2, .a_kk = {1, 0, 8}, .a_m = {0, 8, 0}, .b_kk = {1, 8}};
+static const FragmentLayout tf32_layout = {.kk_per_q = 1, .a_kk = {0, 4, 8}, .a_m = {8, 0, 0}, .b_kk = {4, 8}};
+
+/* `bits` unrolled loops of two iterations each, in `into`, their iterators in bit[] (the highest
+ * bit outermost, so registers are filled in order); returns the innermost body. */
+static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits) {
+    for (unsigned b = bits; b-- > 0;) into = &unrolled(s, into, &bit[b], 2, true)->body;
+    return into;
+}
+
+/* In a thread's body: its A and B fragments of steps 16·sub … 16·sub + 15 of the panels, by
+ * the layout of the tile's type. */
+static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], uint32_t sub, uint32_t stage) {
+    const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
+    int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
+    uint32_t i, j, bit[3];
+    IrBlock *body = bit_loops(s, &unrolled(s, into, &i, mt->mt, true)->body, bit, 3);
+    IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
+    IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
+    for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
+    IrIndex *a_cell = flat_index(s, a_at, 7);
+    a_cell->offset = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
+    ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
+                                                new_load(s, mt->a.shared, a_cell)));
+    body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
+    IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
+    IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
+    for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
+    IrIndex *b_cell = flat_index(s, b_at, 6);
+    b_cell->offset = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
+    ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
+                                                new_load(s, mt->b.shared, b_cell)));
+}
+
+/* At the block's level: every warp's mt·nt products of 16 steps (tf32: two each, the halves
+ * of the 16 in order). */
+static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
+    uint32_t halves = MMA_K / ir_mma_k(mt->in);
+    for (uint32_t i = 0; i < mt->mt; i++)
+        for (uint32_t j = 0; j < mt->nt; j++)
+            for (uint32_t h = 0; h < halves; h++) {
+                IrStmt *p = arena_alloc(s->ir->arena, sizeof *p);
+                *p = (IrStmt){.kind = IR_MMA,
+                              .mma = {.in = mt->in, .warps = MMA_WARPS, .a = mt->afrag, .b = mt->bfrag, .c = mt->cells,
+                                      .a_at = 8 * i + 4 * h, .b_at = 4 * j + 2 * h, .c_at = 4 * (i * mt->nt + j)}};
+                ir_block_push(s->ir->arena, into, p);
+            }
+}
+
+/* Loops over a thread's cells of C in `into`, with I and J mapped onto them; returns the body
+ * and the cell's register: C register 4(i·nt + j) + r0 + 2r1 holds
+ * C[bi·tile + zi·tile/MMA_WARPS_I + 16i + g + 8r1][bj·tile + zj·tile/MMA_WARPS_J + 8j + 2q + r0]. */
+static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], IrIndex **cell) {
+    uint32_t i, j, r0, r1;
+    IrStmt *l = unrolled(s, into, &i, mt->mt, true);
+    l = unrolled(s, &l->body, &j, mt->nt, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    reset_subst(s);
+    Affine rows = {.terms = {{th[3], mt->tile / MMA_WARPS_I}, {i, 16}, {th[1], 1}, {r1, 8}}, .count = 4};
+    affine_add(&rows, mt->bi, mt->tile);
+    map_iter(s, mt->ct->i_loop->iter, rows);
+    Affine cols = {.terms = {{th[2], mt->tile / MMA_WARPS_J}, {j, 8}, {th[0], 2}, {r0, 1}}, .count = 4};
+    affine_add(&cols, mt->bj, mt->tile);
+    map_iter(s, mt->ct->j_loop->iter, cols);
+    IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
+    *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4);
+    return &l->body;
+}
+
+/* The reduction r with its step's tf32 roundings taken off (the factors' loads themselves), in
+ * *bare (whose step is *step, its value *value), when its step is fma(to_tf32(load of f32),
+ * to_tf32(load of f32), l): --tf32's contraction (lower.c). */
+static bool tf32_step(const IrProgram *ir, const Reduction *r, Reduction *bare, IrStmt *step, IrExpr *value) {
+    const IrExpr *v = r->step->value;
+    if (v->kind != IR_OP || v->op != SOP_FMA) return false;
+    *value = *v;
+    for (int k = 0; k < 2; k++) {
+        const IrExpr *f = v->args[k];
+        if (f->kind != IR_OP || f->op != SOP_TO_TF32 || f->args[0]->kind != IR_LOAD ||
+            ir->buffers[f->args[0]->buffer].dtype != DTYPE_F32)
+            return false;
+        value->args[k] = f->args[0];
+    }
+    *step = *r->step;
+    step->value = value;
+    *bare = *r;
+    bare->step = step;
+    return true;
+}
+
+/* Whether contraction ct of reduction r can run on the tensor cores, and in which type: the
+ * operands' common half type, or DTYPE_F32 for tf32 (`tf32`: the step rounds both to tf32). */
+static bool mma_type(const Sched *s, const Contraction *ct, const Reduction *r, bool tf32, DType *in) {
+    const IrProgram *ir = s->ir;
+    const char *arch = s->target->cpu;
+    if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < MMA_MIN_ARCH) return false;
+    DType a = ir->buffers[ct->a->buffer].dtype, b = ir->buffers[ct->b->buffer].dtype;
+    if (a != b || (tf32 ? a != DTYPE_F32 : !ir_dtype_half(a)) || ct->add) return false;
+    if (r->step->value->type != DTYPE_F32) return false; /* the accumulator */
+    *in = a;
+    return true;
+}
+
+/* Whether the operand that loads `load` has the reduction's axis as its contiguous one. */
+static bool mma_k_along(const IrProgram *ir, const IrExpr *load, uint32_t k_iter, uint32_t tiled_iter) {
+    return ir_flat_coef(ir, load->buffer, load->index, k_iter) == 1 && ir_flat_coef(ir, load->buffer, load->index, tiled_iter) != 1;
+}
+
+/* The panel of the operand that loads `load`: `value` is what it holds (the load, or its tf32
+ * rounding).  Its layout follows the operand's: [m][k] in rows of step + HALF_ROW_PAD (bf16,
+ * f16) or step + F32_ROW_PAD (tf32) cells when the reduction axis is the contiguous one, [k][m]
+ * in rows of tile + HALF_ROW_PAD cells otherwise, so that a fetch's run of cells is one store. */
+static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const IrExpr *value, uint32_t tiled_iter,
+                       uint32_t base_iter, const char *name) {
+    const IrProgram *ir = s->ir;
+    Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    p.k_along_x = mma_k_along(ir, load, mt->k_iter, tiled_iter);
+    DType type = mt->in; /* tf32: f32 cells */
+    if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
+    else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
+    uint64_t stages = mt->stages ? mt->stages : 1;
+    p.shared = new_scratch(s, name, stages * (p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride), type, true);
+    s->ir->buffers[p.shared].gpu_shared = true;
+    if (!mt->stages) {
+        p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
+        s->ir->buffers[p.regs].thread_cells = mt->fetches;
+    }
+    return p;
+}
+
+static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread, DType type) {
+    uint32_t b = new_scratch(s, name, (uint64_t)32 * MMA_WARPS * per_thread, type, true);
+    s->ir->buffers[b].thread_cells = per_thread;
+    return b;
+}
+
+/* What a panel of `load` holds: the load, or the step's tf32 rounding of it. */
+static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf32) {
+    if (!tf32) return load;
+    const IrExpr *v = r->step->value;
+    return v->args[0]->args[0] == load ? v->args[0] : v->args[1];
+}
+
+/* Rewrite 6t's hooks (k_loop). */
+static IrBlock *mma_threads(Sched *s, IrBlock *into, void *tile) {
+    MmaTile *mt = tile;
+    return &warp_loops(s, into, mt->th)->body;
+}
+
+static void mma_fetch_panels(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {
+    MmaTile *mt = tile;
+    mma_fetch(s, into, mt, &mt->a, mt->th, kt, k_offset);
+    mma_fetch(s, into, mt, &mt->b, mt->th, kt, k_offset);
+}
+
+static void mma_spill_panels(Sched *s, IrBlock *into, void *tile) {
+    MmaTile *mt = tile;
+    mma_spill(s, into, mt, &mt->a, mt->th);
+    mma_spill(s, into, mt, &mt->b, mt->th);
+}
+
+/* A panel's steps, 16 at a time: fragments (the first in the fetch's thread body), products. */
+static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
+    MmaTile *mt = tile;
+    for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
+        mma_fragments(s, sub ? mma_threads(s, block, mt) : thread, mt, mt->th, sub, 0);
+        mma_products(s, block, mt);
+    }
+}
+
+/* ---- Rewrite 6t's asynchronous panels ---------------------------------------------------------------- *
+ *
+ * Where the operands are bf16 or f16 cells of device buffers whose runs (fetch_run) start at
+ * addresses aligned to their bytes, the panels skip the registers: each thread copies its runs
+ * straight into shared memory with cp.async (ir.h LOOP_ASYNC_COPY), MMA_STAGES panels at a
+ * time, each copy landing while the block computes on the panels before it.  Panel p goes to
+ * stage p mod S of each shared buffer (S = MMA_STAGES, or 2 for fewer panels); the copies of
+ * one phase are one group, and a barrier after copies waits until only the groups of later
+ * panels are in flight:
+ *     copy panel 0;  …;  copy panel S − 2                      (S − 1 phases, S − 1 groups)
+ *     for kt < P:  barrier after copies (min(kt + S − 1, P) − kt − 1 groups in flight);
+ *                  copy panel kt + S − 1 into stage (kt + S − 1) mod S, if there is one;
+ *                  step/16 × (fragments from stage kt mod S;  mt·nt products)
+ * The barrier also tells every thread that the block has finished with panel kt − 1, whose
+ * stage the copy after it overwrites.  The turns whose copies keep S − 2 groups in flight are
+ * a loop over rounds of S turns (each turn's stages constant in the IR), the others unrolled. */
+
+/* Whether every flat coefficient of the load's index but its contiguous axis's, and its
+ * offset, are multiples of `run` cells (so that each run of cells is aligned to its bytes). */
+static bool runs_aligned(const IrProgram *ir, const IrExpr *load, uint32_t contiguous, uint32_t run) {
+    const IrBuffer *b = &ir->buffers[load->buffer];
+    if (b->kernel_local || b->gpu_shared || run * ir_dtype_bytes(b->dtype) < 4) return false;
+    int64_t stride = 1, offset = 0;
+    for (uint32_t a = b->rank; a-- > 0;) {
+        const IrIndex *ix = &load->index[a];
+        if (ix->symbol || ix->gather) return false;
+        offset += ix->offset * stride;
+        for (uint32_t t = 0; t < ix->term_count; t++)
+            if (ix->terms[t].iter != contiguous && ix->terms[t].coef * stride % run) return false;
+        stride *= (int64_t)b->dims[a];
+    }
+    return offset % run == 0 && ir_flat_coef(ir, load->buffer, load->index, contiguous) == 1;
+}
+
+/* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
+ * panel alone) of the A and B operands into stage `stage`. */
+static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, int64_t coef, int64_t panel, uint32_t stage) {
+    IrBlock *thread = mma_threads(s, into, mt);
+    for (int op = 0; op < 2; op++) {
+        const Panel *p = op ? &mt->b : &mt->a;
+        uint32_t run = fetch_run(mt, p), pass, c = new_iter(s);
+        IrStmt *lp = unrolled(s, thread, &pass, mt->fetches / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
+        ir_block_push(s->ir->arena, &lp->body, lc);
+        Affine kk, m;
+        fetch_place(mt, p, mt->th, pass, c, &kk, &m);
+        IrTerm at[8];
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
+        for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
+        IrIndex *to = flat_index(s, at, n);
+        to->offset = stage * panel_cells(mt, p);
+        reset_subst(s);
+        affine_add(&m, p->base_iter, mt->tile);
+        map_iter(s, p->tiled_iter, m);
+        kk.offset += panel * mt->step;
+        affine_add(&kk, ko, coef * mt->step);
+        map_iter(s, mt->k_iter, k_place(kk, UINT32_MAX, 0, 0, &mt->split));
+        map_outer_part(s, &mt->split);
+        ir_block_push(s->ir->arena, &lc->body, new_store(s, p->shared, to, clone_expr(s, p->operand, NULL)));
+    }
+}
+
+static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
+    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
+    *b = (IrStmt){.kind = IR_BARRIER, .await_copies = true, .copies_in_flight = in_flight};
+    ir_block_push(s->ir->arena, into, b);
+}
+
+/* One turn of the pipeline in `into`: the barrier, the copy of panel ko·S + `copy` (if `copy`
+ * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`. */
+static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage) {
+    push_copy_barrier(s, into, in_flight);
+    if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
+    for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
+        mma_fragments(s, mma_threads(s, into, mt), mt, mt->th, sub, stage);
+        mma_products(s, into, mt);
+    }
+}
+
+static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r) {
+    blk = outer_reduction_loops(s, blk, r, &mt->split);
+    int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step), stages = mt->stages;
+    for (int64_t p = 0; p + 1 < stages && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
+    int64_t steady = panels - stages + 1, rounds = steady > 0 ? steady / stages : 0;
+    if (rounds) {
+        uint32_t ko = new_iter(s);
+        IrStmt *l = new_loop(s, ko, (uint64_t)rounds, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, blk, l);
+        for (int64_t u = 0; u < stages; u++) mma_turn(s, &l->body, mt, ko, (uint32_t)stages - 2, u + stages - 1, (uint32_t)u);
+    }
+    for (int64_t kt = rounds * stages; kt < panels; kt++) {
+        int64_t issued = kt + stages - 1 < panels ? kt + stages - 1 : panels;
+        mma_turn(s, blk, mt, UINT32_MAX, (uint32_t)(issued - kt - 1), kt + stages - 1 < panels ? kt + stages - 1 : -1,
+                 (uint32_t)(kt % stages));
+    }
+    if (r->nred > 1) push_barrier(s, blk);
+}
+
+bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
+    Contraction ct;
+    Reduction bare;
+    IrStmt bare_step;
+    IrExpr bare_value;
+    bool tf32 = tf32_step(s->ir, r, &bare, &bare_step, &bare_value);
+    DType in;
+    BlockPlan plan;
+    if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
+    /* Asynchronous panels of MMA_ASYNC_STEPS steps where both operands' runs are aligned (half
+     * types: tf32's panels hold roundings), else panels through registers of MMA_PANEL_BYTES. */
+    MmaTile mt;
+    for (int async = !tf32; async >= 0; async--) {
+        uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
+        while (step >= MMA_K && !plan_blocks(s, r, &ct, step, &plan)) step /= 2;
+        if (step < MMA_K) return false;
+        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8,
+                       .step = step, .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter,
+                       .bi = plan.bi, .bj = plan.bj, .split = plan.split};
+        if (!async) break;
+        Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter)};
+        Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter)};
+        if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
+            runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
+            mt.stages = part_steps(r, &plan.split) / step < MMA_STAGES ? 2 : MMA_STAGES;
+            break;
+        }
+    }
+    uint32_t tile = mt.tile, step = mt.step;
+    mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
+    mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
+    mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
+    mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt, in);
+    mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt, DTYPE_F32);
+
+    IrBlock *blk = NULL;
+    IrStmt *top = grid_loops(s, &plan.grid, &blk);
+    IrIndex *cell;
+    /* Every cell's initial value, the reduction, the cells stored. */
+    IrBlock *threads = mma_threads(s, blk, &mt);
+    IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
+    ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, block_cell_start(s, r, &mt.split)));
+    if (mt.stages) mma_pipeline(s, blk, &mt, r);
+    else
+        k_loop(s, blk, &(KLoop){.r = r, .step = step, .split = &mt.split, .tile = &mt,
+                                .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
+    threads = mma_threads(s, blk, &mt);
+    body = mma_cells(s, threads, &mt, mt.th, &cell);
+    ir_block_push(s->ir->arena, body, block_cell_store(s, r, &mt.split, new_load(s, mt.cells, cell)));
+
+    push_block_kernel(s, r, top, &mt.split,
+                      arena_printf(s->ir->arena,
+                                   "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
+                                   tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
+                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J, step,
+                                   mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.stages) : ""),
+                      out);
+    return true;
+}
