@@ -62,6 +62,7 @@ typedef struct MmaTile {
     uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
     uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
     uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
+    uint64_t panels;            /* with stages: the panels of a block's reduction (its part of a split one) */
     uint32_t fetches;           /* cells of a panel a thread fetches: tile·step / (32·MMA_WARPS) */
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
@@ -296,7 +297,7 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     DType type = mt->in; /* tf32: f32 cells */
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
-    uint64_t stages = mt->stages ? mt->stages : 1;
+    uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
     p.shared = new_scratch(s, name, stages * (p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
     if (!mt->stages) {
@@ -352,9 +353,9 @@ static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
  * addresses aligned to their bytes, the panels skip the registers: each thread copies its runs
  * straight into shared memory with cp.async (ir.h LOOP_ASYNC_COPY), MMA_STAGES panels at a
  * time, each copy landing while the block computes on the panels before it.  Panel p goes to
- * stage p mod S of each shared buffer (S = MMA_STAGES, or 2 for fewer panels); the copies of
- * one phase are one group, and a barrier after copies waits until only the groups of later
- * panels are in flight:
+ * stage p mod S of each shared buffer (S = MMA_STAGES, or 2 for fewer panels, of which a
+ * single panel uses one); the copies of one phase are one group, and a barrier after copies
+ * waits until only the groups of later panels are in flight:
  *     copy panel 0;  …;  copy panel S − 2                      (S − 1 phases, S − 1 groups)
  *     for kt < P:  barrier after copies (min(kt + S − 1, P) − kt − 1 groups in flight);
  *                  copy panel kt + S − 1 into stage (kt + S − 1) mod S, if there is one;
@@ -468,7 +469,8 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter)};
         if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
             runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
-            mt.stages = part_steps(r, &plan.split) / step < MMA_STAGES ? 2 : MMA_STAGES;
+            mt.panels = part_steps(r, &plan.split) / step;
+            mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;
             break;
         }
     }
@@ -499,7 +501,9 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
                                    "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
                                    tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
                                    tile / MMA_WARPS_I, tile / MMA_WARPS_J, step,
-                                   mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.stages) : ""),
+                                   mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory",
+                                                            mt.panels > 1 ? mt.stages : 1)
+                                             : ""),
                       out);
     return true;
 }
