@@ -41,6 +41,9 @@ enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
        SHARED_ADDRESS_SPACE = 3,
        STATIC_SHARED_BYTES = 48 << 10 /* the most a kernel's static shared arrays may take */ };
 
+/* A shared buffer's bytes, rounded up to the 16 that align the next one. */
+static uint32_t shared_buffer_bytes(const IrBuffer *b) { return (uint32_t)((b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16); }
+
 /* One entry point; fills `info` (its launch and parameters). */
 static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
                         GpuKernelInfo *info) {
@@ -75,7 +78,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     uint64_t shared_bytes = 0;
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
-        if (b->gpu_shared) shared_bytes += (b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16;
+        if (b->gpu_shared) shared_bytes += shared_buffer_bytes(b);
     }
     bool dynamic = shared_bytes > STATIC_SHARED_BYTES;
     LLVMValueRef dynamic_shared = NULL;
@@ -88,7 +91,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     for (uint32_t i = 0, at = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;
-        uint32_t bytes = (uint32_t)((b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16);
+        uint32_t bytes = shared_buffer_bytes(b);
         if (dynamic) {
             LLVMValueRef idx[1] = {cgl_iconst(g, at)};
             g->buffer[k->locals[i]] = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), dynamic_shared, idx, 1, "");

@@ -151,17 +151,26 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, p, th, pass, c), clone_expr(s, p->operand, NULL)));
 }
 
+/* The cell of p's panel in stage `stage` for step kk and place m: stage·panel_cells +
+ * kk·k_stride + m·m_stride. */
+static IrIndex *panel_cell(Sched *s, const MmaTile *mt, const Panel *p, const Affine *kk, const Affine *m, uint32_t stage) {
+    IrTerm at[8];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kk->count; k++) at[n++] = (IrTerm){kk->terms[k].iter, kk->terms[k].coef * p->k_stride};
+    for (uint32_t k = 0; k < m->count; k++) at[n++] = (IrTerm){m->terms[k].iter, m->terms[k].coef * p->m_stride};
+    IrIndex *cell = flat_index(s, at, n);
+    cell->offset = stage * panel_cells(mt, p);
+    return cell;
+}
+
 /* In a thread's body: shared[kk·k_stride + m·m_stride] ← its fetch registers. */
 static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, const uint32_t th[4]) {
     uint32_t pass, c;
     IrBlock *body = fetch_loops(s, into, mt, p, &pass, &c);
     Affine kk, m;
     fetch_place(mt, p, th, pass, c, &kk, &m);
-    IrTerm at[8];
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
-    for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
-    ir_block_push(s->ir->arena, body, new_store(s, p->shared, flat_index(s, at, n), new_load(s, p->regs, fetch_register(s, mt, p, th, pass, c))));
+    ir_block_push(s->ir->arena, body,
+                  new_store(s, p->shared, panel_cell(s, mt, p, &kk, &m, 0), new_load(s, p->regs, fetch_register(s, mt, p, th, pass, c))));
 }
 
 /* A type's fragment layouts (ir.h IrMma), as what each bit of a register number adds to the
@@ -298,7 +307,7 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
     uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
-    p.shared = new_scratch(s, name, stages * (p.k_along_x ? mt->tile * p.m_stride : mt->step * p.k_stride), type, true);
+    p.shared = new_scratch(s, name, stages * (uint64_t)panel_cells(mt, &p), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
     if (!mt->stages) {
         p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
@@ -392,12 +401,7 @@ static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, i
         ir_block_push(s->ir->arena, &lp->body, lc);
         Affine kk, m;
         fetch_place(mt, p, mt->th, pass, c, &kk, &m);
-        IrTerm at[8];
-        uint32_t n = 0;
-        for (uint32_t k = 0; k < kk.count; k++) at[n++] = (IrTerm){kk.terms[k].iter, kk.terms[k].coef * p->k_stride};
-        for (uint32_t k = 0; k < m.count; k++) at[n++] = (IrTerm){m.terms[k].iter, m.terms[k].coef * p->m_stride};
-        IrIndex *to = flat_index(s, at, n);
-        to->offset = stage * panel_cells(mt, p);
+        IrIndex *to = panel_cell(s, mt, p, &kk, &m, stage);
         reset_subst(s);
         affine_add(&m, p->base_iter, mt->tile);
         map_iter(s, p->tiled_iter, m);
