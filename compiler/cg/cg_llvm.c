@@ -1168,6 +1168,38 @@ static void tensor_core_product(CgLlvm *g, const IrMma *m) {
         LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, g->f32, m->c, m->c_at + r));
 }
 
+/* IR_LDMATRIX (ir.h): this thread names its lane's row of a matrix, and receives its 4 bytes of
+ * each matrix into its registers.  Its lane and warp come from its linear thread index, as the
+ * GPU forms warps. */
+static void load_matrices(CgLlvm *g, const IrLdmatrix *l) {
+    LLVMValueRef t = special_register(g, "tid.z");
+    t = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, t, cgl_iconst(g, g->block_dim[1]), ""), special_register(g, "tid.y"), "");
+    t = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, t, cgl_iconst(g, g->block_dim[0]), ""), special_register(g, "tid.x"), "");
+    LLVMValueRef lane = LLVMBuildURem(g->b, t, cgl_iconst(g, 32), ""), warp = LLVMBuildUDiv(g->b, t, cgl_iconst(g, 32), "");
+    LLVMValueRef matrix = LLVMBuildUDiv(g->b, lane, cgl_iconst(g, 8), "");
+    const LLVMValueRef factor[5] = {
+        LLVMBuildUDiv(g->b, warp, cgl_iconst(g, l->warps_j), ""), LLVMBuildURem(g->b, warp, cgl_iconst(g, l->warps_j), ""),
+        LLVMBuildURem(g->b, lane, cgl_iconst(g, 8), ""), LLVMBuildAnd(g->b, matrix, cgl_iconst(g, 1), ""),
+        LLVMBuildLShr(g->b, matrix, cgl_iconst(g, 1), "")};
+    const int64_t coef[5] = {l->warp_row, l->warp_col, l->row, l->matrix[0], l->matrix[1]};
+    LLVMValueRef at = cgl_iconst(g, l->at);
+    for (int k = 0; k < 5; k++)
+        if (coef[k]) at = LLVMBuildNSWAdd(g->b, at, LLVMBuildNSWMul(g->b, factor[k], cgl_iconst(g, coef[k]), ""), "");
+    LLVMValueRef address = element(g, l->panel, at);
+    LLVMTypeRef params[1] = {LLVMTypeOf(address)}, words[4] = {g->i32, g->i32, g->i32, g->i32};
+    LLVMValueRef args[1] = {address};
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%u%s.b16.p3", l->matrices, l->trans ? ".trans" : "");
+    LLVMValueRef got = cgl_call(g, name, l->matrices == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, words, l->matrices, 0), params, 1, args);
+    /* Each 32-bit word is a register's bits, or two 16-bit registers', the first in the low half. */
+    bool half = ir_dtype_bytes(g->ir->buffers[l->panel].dtype) == 2;
+    for (unsigned i = 0; i < l->matrices; i++) {
+        LLVMValueRef word = l->matrices == 1 ? got : LLVMBuildExtractValue(g->b, got, i, "");
+        LLVMValueRef to = thread_register(g, half ? LLVMInt16TypeInContext(g->ctx) : g->f32, l->regs, l->regs_at + (half ? 2 : 1) * i);
+        LLVMBuildStore(g->b, word, to);
+    }
+}
+
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
@@ -1205,6 +1237,7 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL);
         break;
     case IR_MMA: tensor_core_product(g, &s->mma); break;
+    case IR_LDMATRIX: load_matrices(g, &s->ldmatrix); break;
     case IR_CALL: diag_error_noloc("internal error: a call of the runtime inside a kernel"); break;
     }
 }

@@ -317,6 +317,36 @@ static void run_mma(Interp *in, const IrMma *m) {
     }
 }
 
+/* IR_LDMATRIX as the warps carry it out (ir.h IrLdmatrix): each lane of a warp names a row of a
+ * matrix, and each thread receives its bytes of every matrix from the rows its warp's lanes
+ * named. */
+static void run_ldmatrix(Interp *in, const IrLdmatrix *l) {
+    const IrBuffer *panel = &in->ir->buffers[l->panel];
+    unsigned cell = ir_dtype_bytes(panel->dtype), per = 4 / cell;
+    uint64_t cells = in->ir->buffers[l->regs].thread_cells;
+    for (uint32_t w = 0; w < l->warps; w++) {
+        int64_t row_at[32]; /* the first cell of each lane's row */
+        for (uint32_t lane = 0; lane < 8 * l->matrices; lane++) {
+            uint32_t i = lane / 8;
+            row_at[lane] = l->at + (int64_t)(w / l->warps_j) * l->warp_row + (int64_t)(w % l->warps_j) * l->warp_col +
+                           (int64_t)(lane % 8) * l->row + (int64_t)(i & 1) * l->matrix[0] + (int64_t)(i >> 1) * l->matrix[1];
+        }
+        for (uint32_t lane = 0; lane < 32; lane++) {
+            uint32_t g = lane / 4, q = lane % 4;
+            uint64_t t = (uint64_t)w * 32 + lane;
+            for (uint32_t i = 0; i < l->matrices; i++)
+                for (uint32_t c = 0; c < per; c++) {
+                    /* The cell's matrix row and its place in the row, in cells. */
+                    uint32_t row = l->trans ? 2 * q + c : g, at = l->trans ? g : q * per + c;
+                    int64_t from = row_at[8 * i + row] + at;
+                    if (in->late_copies) note_shared_read(in, l->panel, from);
+                    memcpy(cell_address(in, l->regs, (int64_t)(t * cells + l->regs_at + per * i + c)), cell_address(in, l->panel, from),
+                           cell);
+                }
+        }
+    }
+}
+
 static void run_block(Interp *in, const IrBlock *block) {
     for (uint32_t i = 0; i < block->count && !in->failed; i++) {
         const IrStmt *s = block->items[i];
@@ -371,6 +401,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             in->epoch++;
             break;
         case IR_MMA: run_mma(in, &s->mma); break;
+        case IR_LDMATRIX: run_ldmatrix(in, &s->ldmatrix); break;
         case IR_CALL: /* as a generated routine calls it */
             if (tsr_state_action(in->state, s->action) != TSR_OK) {
                 diag_error_noloc("run time: %s", tsr_last_error());

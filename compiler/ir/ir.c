@@ -561,6 +561,16 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
                     ir->buffers[m->a].name, m->a_at, ir->buffers[m->b].name, m->b_at, c, m->c_at, m->c_at + 3, m->warps);
             break;
         }
+        case IR_LDMATRIX: {
+            const IrLdmatrix *l = &s->ldmatrix;
+            unsigned per = 4 / ir_dtype_bytes(ir->buffers[l->panel].dtype);
+            fprintf(out, "ldmatrix.x%u%s %s[%u..%u] = %s[%" PRId64 " + %" PRId64 "·zi + %" PRId64 "·zj + %" PRId64
+                         "·row + %" PRId64 "·m0 + %" PRId64 "·m1]  (each of %u warps, %u a row)\n",
+                    l->matrices, l->trans ? ".trans" : "", ir->buffers[l->regs].name, l->regs_at, l->regs_at + per * l->matrices - 1,
+                    ir->buffers[l->panel].name, l->at, l->warp_row, l->warp_col, l->row, l->matrix[0], l->matrix[1], l->warps,
+                    l->warps_j);
+            break;
+        }
         case IR_CALL: {
             const IrAction *a = &ir->actions[s->action];
             fprintf(out, "call %s (", a->kind == IRA_REDUCE         ? "mean_across_processes"
@@ -742,6 +752,43 @@ static void verify_async_copy(Verifier *v, const IrStmt *s) {
     if (!v->in_thread[0] && !v->in_thread[1] && !v->in_thread[2]) problem(v, "an async_copy loop outside the thread loops");
 }
 
+/* Whether the verifier stands between the phases of a block's kernel (where a barrier, a
+ * tensor-core product and an ldmatrix stand). */
+static bool between_phases(const Verifier *v) {
+    return v->in_block && !v->in_thread[0] && !v->in_thread[1] && !v->in_thread[2];
+}
+
+/* IR_LDMATRIX (ir.h): every lane's row within the panel and 16-byte aligned, the registers a
+ * thread's of the panel's type. */
+static void verify_ldmatrix(Verifier *v, const IrLdmatrix *l) {
+    if (!between_phases(v)) problem(v, "an ldmatrix outside the phases of a block's kernel");
+    const IrBuffer *p = l->panel < v->ir->buffer_count ? &v->ir->buffers[l->panel] : NULL;
+    const IrBuffer *r = l->regs < v->ir->buffer_count ? &v->ir->buffers[l->regs] : NULL;
+    if (!p || !p->gpu_shared || !r || !r->thread_cells || r->dtype != p->dtype || ir_dtype_bytes(p->dtype) > 4 ||
+        ir_dtype_bytes(p->dtype) < 2 || (l->trans && ir_dtype_bytes(p->dtype) != 2)) {
+        problem(v, "an ldmatrix's panel is not a shared buffer of 2- or 4-byte cells (2 with trans) or its registers not a thread's of its type");
+        return;
+    }
+    int64_t cell = ir_dtype_bytes(p->dtype), run = 16 / cell, per = 4 / cell;
+    if ((l->matrices != 1 && l->matrices != 2 && l->matrices != 4) || l->warps < 1 || l->warps > 32 || !l->warps_j ||
+        l->warps % l->warps_j || l->regs_at + (uint64_t)per * l->matrices > r->thread_cells ||
+        r->size < (uint64_t)32 * l->warps * r->thread_cells) {
+        problem(v, "an ldmatrix of another number of matrices, warps or registers");
+        return;
+    }
+    /* Each coefficient scales a number from 0 up; the lowest and highest cells named. */
+    const int64_t coef[5] = {l->warp_row, l->warp_col, l->row, l->matrix[0], l->matrix[1]};
+    const int64_t most[5] = {l->warps / l->warps_j - 1, l->warps_j - 1, 7, l->matrices > 1, l->matrices > 2};
+    int64_t lo = l->at, hi = l->at, aligned = l->at % run;
+    for (int k = 0; k < 5; k++) {
+        if (coef[k] < 0) lo += coef[k] * most[k];
+        else hi += coef[k] * most[k];
+        if (most[k]) aligned |= coef[k] % run;
+    }
+    if (lo < 0 || (uint64_t)(hi + run) > p->size || aligned)
+        problem(v, "an ldmatrix's rows are not 16-byte aligned runs inside its panel");
+}
+
 static void verify_block(Verifier *v, const IrBlock *block) {
     for (uint32_t i = 0; i < block->count; i++) {
         const IrStmt *s = block->items[i];
@@ -827,13 +874,12 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             else v->local_set[s->local] = true;
             break;
         case IR_BARRIER:
-            if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
-                problem(v, "a barrier outside the phases of a block's kernel");
+            if (!between_phases(v)) problem(v, "a barrier outside the phases of a block's kernel");
             break;
+        case IR_LDMATRIX: verify_ldmatrix(v, &s->ldmatrix); break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
-            if (!v->in_block || v->in_thread[0] || v->in_thread[1] || v->in_thread[2])
-                problem(v, "a tensor-core product outside the phases of a block's kernel");
+            if (!between_phases(v)) problem(v, "a tensor-core product outside the phases of a block's kernel");
             if ((!ir_dtype_half(m->in) && m->in != DTYPE_F32) || m->warps < 1 || m->warps > 32)
                 problem(v, "a tensor-core product of another type or block");
             const uint32_t regs[3][3] = {
@@ -985,7 +1031,8 @@ static bool stmt_touches(const IrProgram *ir, TypeSet set, const IrStmt *s) {
                index_touches(ir, set, s->index, ir->buffers[s->buffer].rank);
     case IR_SET_LOCAL: return expr_touches(ir, set, s->value);
     case IR_BARRIER:
-    case IR_MMA: /* f32 registers */
+    case IR_MMA: /* a block kernel's registers */
+    case IR_LDMATRIX:
     case IR_CALL: return false;
     }
     return false;
@@ -1016,6 +1063,7 @@ bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
     case IR_SET_LOCAL: return ir_expr_gathers(ir, s->value);
     case IR_BARRIER:
     case IR_MMA:
+    case IR_LDMATRIX:
     case IR_CALL: return false;
     }
     return false;
@@ -1086,7 +1134,8 @@ static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block
             break;
         case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
         case IR_BARRIER:
-        case IR_MMA: break;
+        case IR_MMA:
+        case IR_LDMATRIX: break;
         case IR_CALL:
             for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++)
                 mark_buffer(ir, need, ir->actions[s->action].buffers[k]);

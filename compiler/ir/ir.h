@@ -371,6 +371,8 @@ typedef enum IrStmtKind {
                    * and writes the action's buffers (REDUCE: their mean across processes) */
     IR_MMA,       /* every warp of the block multiplies on the tensor cores (IrMma below): a
                    * statement of a block's kernel between its thread loops, like a barrier */
+    IR_LDMATRIX,  /* every warp of the block loads 8×8 matrices from shared memory into its
+                   * threads' registers (IrLdmatrix below): placed as IR_MMA is */
 } IrStmtKind;
 
 /* IR_MMA: D = A·B + C for one 16×8 tile of C per warp, over K = 16 steps of the reduction
@@ -398,6 +400,28 @@ typedef struct IrMma {
     uint32_t a, b, c;              /* the per-thread register buffers */
     uint32_t a_at, b_at, c_at;     /* the first register of each in a thread's */
 } IrMma;
+
+/* IR_LDMATRIX: each warp of the block loads `matrices` (1, 2 or 4) matrices of 8 rows of 16
+ * bytes from gpu_shared buffer `panel` into its threads' registers (PTX's ldmatrix.sync.aligned
+ * .m8n8.x{1,2,4}[.trans].shared.b16).  The warps stand in rows of warps_j (warp z = warps_j·zi +
+ * zj, as IR_MMA's threads number them); lane L < 8·matrices of warp (zi, zj) names row L mod 8
+ * of matrix i = L / 8, the run of 16 bytes starting at the panel's cell
+ *     at + zi·warp_row + zj·warp_col + (L mod 8)·row + bit₀(i)·matrix[0] + bit₁(i)·matrix[1]
+ * (every such cell 16-byte aligned, the run inside the panel).  Lane l = 4g + q of the warp then
+ * receives 4 bytes of each matrix i: those at bytes 4q … 4q + 3 of row g, or with `trans`
+ * (2-byte cells only) cell g of row 2q and cell g of row 2q + 1; they become its registers
+ * regs_at + n·i … regs_at + n·i + n − 1, n = 4 / the cell's bytes (2 for bf16 and f16, the
+ * first cell first; 1 for f32), in `regs`, a per-thread buffer (thread_cells) of the panel's
+ * type.  The cells are copied bit for bit.  A warp's tile of A or B fragments for IR_MMA is one
+ * or a few of these (sched_mma.c). */
+typedef struct IrLdmatrix {
+    uint32_t warps, warps_j;       /* the block's warps, in rows of warps_j */
+    uint32_t matrices;             /* 1, 2 or 4 */
+    bool trans;
+    uint32_t panel, regs, regs_at;
+    int64_t at, warp_row, warp_col, row;
+    int64_t matrix[2];
+} IrLdmatrix;
 
 typedef struct IrStmt IrStmt;
 typedef struct IrBlock {
@@ -433,6 +457,8 @@ struct IrStmt {
     uint32_t action;
     /* IR_MMA */
     IrMma mma;
+    /* IR_LDMATRIX */
+    IrLdmatrix ldmatrix;
     const char *comment; /* optional, printed before the statement */
 };
 

@@ -91,6 +91,10 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         use_buffer(u, s->mma.b);
         use_buffer(u, s->mma.c);
         break;
+    case IR_LDMATRIX:
+        use_buffer(u, s->ldmatrix.panel);
+        use_buffer(u, s->ldmatrix.regs);
+        break;
     case IR_CALL:
         for (uint32_t k = 0; k < u->ir->actions[s->action].buffer_count; k++) use_buffer(u, u->ir->actions[s->action].buffers[k]);
         break;
@@ -254,6 +258,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
 void kernel_note_stores(const IrStmt *s, bool *written) {
     if (s->kind == IR_STORE) written[s->buffer] = true;
     if (s->kind == IR_MMA) written[s->mma.c] = true;
+    if (s->kind == IR_LDMATRIX) written[s->ldmatrix.regs] = true;
     if (s->kind == IR_LOOP)
         for (uint32_t i = 0; i < s->body.count; i++) kernel_note_stores(s->body.items[i], written);
 }

@@ -324,6 +324,10 @@ static void stmt_accesses(const IrProgram *ir, const IrStmt *st, Touched *t) {
         mark(t->loads, st->mma.c);
         mark(t->stores, st->mma.c);
         break;
+    case IR_LDMATRIX: /* inside a block's kernel: its panel into its registers */
+        mark(t->loads, st->ldmatrix.panel);
+        mark(t->stores, st->ldmatrix.regs);
+        break;
     case IR_CALL: t->everything = true; break;
     }
 }

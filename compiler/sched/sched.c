@@ -681,6 +681,7 @@ static bool stmt_blockable(const IrProgram *ir, const IrStmt *st, uint32_t it) {
     case IR_SET_LOCAL: return expr_blockable(ir, st->value, it);
     case IR_BARRIER: return true;
     case IR_MMA: /* the GPU's */
+    case IR_LDMATRIX:
     case IR_CALL: return false; /* top-level only */
     }
     return false;
@@ -733,6 +734,7 @@ static IrStmt *blocked_stmt(Sched *s, const IrStmt *st, uint32_t it, const char 
         break;
     case IR_BARRIER:
     case IR_MMA:
+    case IR_LDMATRIX:
     case IR_CALL: break;
     }
     return c;

@@ -21,8 +21,8 @@
  * MMA_WARPS_J, each over tile/MMA_WARPS_I rows and tile/MMA_WARPS_J columns, that is mt × nt
  * tiles of 16 × 8 cells (mt = tile/32, nt = tile/16), their accumulators in the threads'
  * registers as the fragment layout places them (a 128-wide tile: each warp's 64 × 64 cells
- * take 16 shared loads of A's pairs a step of 16 and 32 of B's cells or 16 of its pairs, for 32
- * products).  The threads are numbered t = x + 4y + 32z: z = MMA_WARPS_J·zi + zj is the warp
+ * take 4 ldmatrix.x4 loads of A's fragments a step of 16 and 4 of B's, for 32 products;
+ * mma_fragments).  The threads are numbered t = x + 4y + 32z: z = MMA_WARPS_J·zi + zj is the warp
  * (zi its row, zj its column: two thread loops that split threadIdx.z, ir.h), y the lane's
  * group g and x its place q in the group, so that every index of the fragment layout is affine
  * in the thread loops.  The panels go through shared memory: bf16 and f16 ones copied there
@@ -34,19 +34,20 @@
  * cells (tf32: the rounded f32 values), laid out as the operand is, so that a thread fetches a
  * run of neighbouring cells along the contiguous axis with one load and spills it with one
  * store (fetch_place): an operand along k is stored [m][k] in rows of step + HALF_ROW_PAD
- * (tf32: F32_ROW_PAD) cells, each 32-bit operand register's two neighbouring steps one 32-bit
- * load; one along the tile [k][m] in rows of tile + HALF_ROW_PAD cells, the register's two
- * cells a row apart.  Each panel is then step/16 steps of 16, each loading a warp's A and B
+ * (tf32: F32_ROW_PAD) cells, whose 8 × 8 blocks ldmatrix loads as the fragments hold them; one
+ * along the tile [k][m] in rows of tile + HALF_ROW_PAD cells, whose blocks ldmatrix.trans
+ * turns (tf32's f32 cells, which it cannot turn, a cell a thread).  Each panel is then step/16 steps of 16, each loading a warp's A and B
  * fragments from the panels into registers and taking mt·nt products (through registers):
  *     C registers ← C's initial value;  fetch panels 0
  *     for kt < K/step − 1:  registers → shared panels;  barrier;  fetch panels kt + 1;
  *                           step/16 × (fragments;  mt·nt products);  barrier
  *     registers → shared panels;  barrier;  step/16 × (fragments;  mt·nt products);  C ← C registers
- * The fragment reads conflict on no bank: along k, rows of step + 8 halves (12, 20 or 36 words)
- * put the eight g of a warp on different groups of four banks and the four q of a group on
- * neighbouring banks (tf32: rows of step + 4 words, the same); along the tile, two rows of
- * tile + 8 halves (tile + 8 words; tf32: one row) put the four q eight banks apart and the
- * eight g on four neighbouring banks (tf32: eight).  The reference executor takes each
+ * The fragment reads conflict on no bank.  An ldmatrix reads each matrix as 8 rows of 16 bytes
+ * at once: along k, rows of step + 8 halves (12, 20 or 36 words; tf32: step + 4 words, 20 or
+ * 36) start the 8 rows on 8 different groups of four banks, and along the tile rows of tile +
+ * 8 halves (36 or 68 words) do the same.  tf32's panels along the tile, loaded a cell a
+ * thread, put the four q of a warp eight banks apart in rows of tile + 8 words and its eight g
+ * on neighbouring banks.  The reference executor takes each
  * product's sixteen steps in order (interp.c), so the schedule prints the canonical nest's
  * bits; the tensor cores add in an order of their own (docs/gpu.md). */
 
@@ -195,28 +196,73 @@ static IrBlock *bit_loops(Sched *s, IrBlock *into, uint32_t *bit, unsigned bits)
     return into;
 }
 
-/* In a thread's body: its A and B fragments of steps 16·sub … 16·sub + 15 of the panels, by
- * the layout of the tile's type. */
-static void mma_fragments(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], uint32_t sub, uint32_t stage) {
+/* Whether a warp's fragments of p load as whole matrices (IR_LDMATRIX): always for bf16 and
+ * f16 (a transposed load where the panel runs along the tile), for tf32's f32 cells where the
+ * panel runs along k (a transposed load would split them). */
+static bool ldmatrix_fits(const MmaTile *mt, const Panel *p) { return mt->in != DTYPE_F32 || p->k_along_x; }
+
+/* At the block's level: each warp's `matrices` matrices of p's panel into registers regs_at …
+ * of `regs`, lane L naming row L mod 8 of matrix L/8 at cell at + row·(L mod 8) + m0·bit₀ +
+ * m1·bit₁ of its matrix number, moved by a warp's rows and columns of the block's tile. */
+static void push_ldmatrix(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p, uint32_t regs, uint32_t regs_at,
+                          uint32_t matrices, int64_t at, int64_t row, int64_t m0, int64_t m1, bool a) {
+    IrStmt *l = arena_alloc(s->ir->arena, sizeof *l);
+    int64_t warp_tile = (int64_t)mt->tile / (a ? MMA_WARPS_I : MMA_WARPS_J) * p->m_stride;
+    *l = (IrStmt){.kind = IR_LDMATRIX,
+                  .ldmatrix = {.warps = MMA_WARPS, .warps_j = MMA_WARPS_J, .matrices = matrices, .trans = !p->k_along_x,
+                               .panel = p->shared, .regs = regs, .regs_at = regs_at, .at = at, .warp_row = a ? warp_tile : 0,
+                               .warp_col = a ? 0 : warp_tile, .row = row, .matrix = {m0, matrices > 2 ? m1 : 0}}};
+    ir_block_push(s->ir->arena, into, l);
+}
+
+/* A warp's A and B fragments of steps 16·sub … 16·sub + 15 of the panels in stage `stage`, by
+ * the layout of the tile's type (ir.h IrMma).  As whole matrices where ldmatrix_fits, at the
+ * block's level: for A, each 16-row tile i one x4 load (tf32: one for each half of the 16
+ * steps), its matrices the rows +8 and the steps +8 (tf32: +4); for B, two 8-column tiles j
+ * one x4 load, its matrices the steps +8 and the next tile (tf32: one tile, the steps +4 and
+ * +8); the matrix rows are the panel's rows (the tile's places along k, the steps along the
+ * tile, which the transposed load turns).  Otherwise each thread loads its cells, in `thread`
+ * (a phase's thread body; NULL: a phase of their own in `block`), after which the matrices. */
+static void mma_fragments(Sched *s, IrBlock *block, IrBlock *thread, MmaTile *mt, uint32_t sub, uint32_t stage) {
     const FragmentLayout *lay = mt->in == DTYPE_F32 ? &tf32_layout : &half_layout;
+    bool tf32 = mt->in == DTYPE_F32, a_whole = ldmatrix_fits(mt, &mt->a), b_whole = ldmatrix_fits(mt, &mt->b);
     int64_t ak = mt->a.k_stride, am = mt->a.m_stride, bk = mt->b.k_stride, bm = mt->b.m_stride;
+    int64_t a_first = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
+    int64_t b_first = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
     uint32_t i, j, bit[3];
-    IrBlock *body = bit_loops(s, &unrolled(s, into, &i, mt->mt, true)->body, bit, 3);
-    IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
-    IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
-    for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
-    IrIndex *a_cell = flat_index(s, a_at, 7);
-    a_cell->offset = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
-    ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
-                                                new_load(s, mt->a.shared, a_cell)));
-    body = bit_loops(s, &unrolled(s, into, &j, mt->nt, true)->body, bit, 2);
-    IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
-    IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
-    for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
-    IrIndex *b_cell = flat_index(s, b_at, 6);
-    b_cell->offset = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
-    ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
-                                                new_load(s, mt->b.shared, b_cell)));
+    if ((!a_whole || !b_whole) && !thread) thread = &warp_loops(s, block, mt->th)->body;
+    const uint32_t *th = mt->th;
+    if (!a_whole) {
+        IrBlock *body = bit_loops(s, &unrolled(s, thread, &i, mt->mt, true)->body, bit, 3);
+        IrTerm a_reg[4] = {{i, 8}, {bit[0], 1}, {bit[1], 2}, {bit[2], 4}};
+        IrTerm a_at[7] = {{th[0], lay->kk_per_q * ak}, {th[3], mt->tile / MMA_WARPS_I * am}, {i, 16 * am}, {th[1], am}};
+        for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
+        IrIndex *a_cell = flat_index(s, a_at, 7);
+        a_cell->offset = a_first;
+        ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
+                                                    new_load(s, mt->a.shared, a_cell)));
+    }
+    if (!b_whole) {
+        IrBlock *body = bit_loops(s, &unrolled(s, thread, &j, mt->nt, true)->body, bit, 2);
+        IrTerm b_reg[3] = {{j, 4}, {bit[0], 1}, {bit[1], 2}};
+        IrTerm b_at[6] = {{th[0], lay->kk_per_q * bk}, {th[2], mt->tile / MMA_WARPS_J * bm}, {j, 8 * bm}, {th[1], bm}};
+        for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
+        IrIndex *b_cell = flat_index(s, b_at, 6);
+        b_cell->offset = b_first;
+        ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
+                                                    new_load(s, mt->b.shared, b_cell)));
+    }
+    if (a_whole)
+        for (uint32_t ti = 0; ti < mt->mt; ti++)
+            for (uint32_t h = 0; h < (tf32 ? 2u : 1u); h++)
+                push_ldmatrix(s, block, mt, &mt->a, mt->afrag, 8 * ti + 4 * h, 4, a_first + 16 * ti * am + 8 * h * ak,
+                              mt->a.k_along_x ? am : ak, 8 * am, (tf32 ? 4 : 8) * ak, true);
+    if (b_whole)
+        for (uint32_t tj = 0; tj < mt->nt; tj += tf32 ? 1 : 2) {
+            uint32_t matrices = tf32 || tj + 1 < mt->nt ? 4 : 2;
+            push_ldmatrix(s, block, mt, &mt->b, mt->bfrag, 4 * tj, matrices, b_first + 8 * tj * bm, mt->b.k_along_x ? bm : bk,
+                          (tf32 ? 4 : 8) * bk, tf32 ? 8 * bk : 8 * bm, false);
+        }
 }
 
 /* At the block's level: every warp's mt·nt products of 16 steps (tf32: two each, the halves
@@ -351,7 +397,7 @@ static void mma_spill_panels(Sched *s, IrBlock *into, void *tile) {
 static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
     MmaTile *mt = tile;
     for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
-        mma_fragments(s, sub ? mma_threads(s, block, mt) : thread, mt, mt->th, sub, 0);
+        mma_fragments(s, block, sub ? NULL : thread, mt, sub, 0);
         mma_products(s, block, mt);
     }
 }
@@ -425,7 +471,7 @@ static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t
     push_copy_barrier(s, into, in_flight);
     if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
     for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
-        mma_fragments(s, mma_threads(s, into, mt), mt, mt->th, sub, stage);
+        mma_fragments(s, into, NULL, mt, sub, stage);
         mma_products(s, into, mt);
     }
 }

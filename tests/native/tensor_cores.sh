@@ -3,7 +3,7 @@
 # contractions, and with --tf32 tests/native/tensor_cores_tf32.tsr's f32 ones, on the tensor
 # cores (sched_mma.c, rewrite 6t) for sm_80 and later, and neither for earlier GPUs nor f32
 # without --tf32; the PTX holds mma.sync of each type and ptxas accepts it for sm_80 and sm_90
-# (where ptxas is installed).  tests/run.sh runs the programs themselves on every executor,
+# (where ptxas is installed), its fragments loaded with ldmatrix.  tests/run.sh runs the programs themselves on every executor,
 # the GPU schedule's emulation included.  Last line: "N passed, N failed".
 set -u
 TSRC=${1:-build/tsrc}
@@ -111,7 +111,12 @@ for arch in sm_80 sm_90; do
         bad "$arch: --tf32 --emit=ptx"; sed -n '1,5p' "$TMP/err"; continue
     fi
     t=$(count "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" "$TMP/tf32_$arch.ptx")
-    if [ "$t" -gt 0 ]; then ok "$arch: the PTX has mma.sync for tf32 ($t)"; else bad "$arch: no tf32 mma.sync"; fi
+    # tf32's panels laid out along k load their f32 fragments with ldmatrix (no .trans: it
+    # would split the cells).
+    l=$(count "ldmatrix.sync.aligned.m8n8.x4.shared.b16" "$TMP/tf32_$arch.ptx")
+    lt=$(count "ldmatrix.*trans" "$TMP/tf32_$arch.ptx")
+    if [ "$t" -gt 0 ] && [ "$l" -gt 0 ] && [ "$lt" = 0 ]; then ok "$arch: the PTX has mma.sync for tf32 ($t), ldmatrix.x4 ($l) and no .trans"
+    else bad "$arch: tf32 mma.sync $t, ldmatrix.x4 $l, .trans $lt (expected some, some, 0)"; fi
     if [ -z "$PTXAS" ]; then echo "SKIP $arch: no ptxas"; continue; fi
     if "$PTXAS" -arch=$arch "$TMP/tf32_$arch.ptx" -o "$TMP/$arch.cubin" >"$TMP/err" 2>&1; then ok "$arch: ptxas accepts the tf32 PTX"
     else bad "$arch: ptxas (tf32)"; sed -n '1,5p' "$TMP/err"; fi
@@ -128,16 +133,19 @@ for arch in sm_80 sm_90; do
     # load of 2 to 8 neighbouring cells of the operand's contiguous axis, each spill one store
     # of them into a panel laid out along that axis, so no 16-bit global load and no 16-bit
     # shared store is left (a panel stored [j][k] from an operand along j took one 16-bit
-    # store a cell, eight lanes on one bank); fragments from a panel along k are 32-bit pairs.
-    moves=$(awk 'function done() { if (km) { m += km; g += kg; s += ks; w += kw } km = kg = ks = kw = 0 }
+    # store a cell, eight lanes on one bank); every fragment comes from ldmatrix (x4, and
+    # x4.trans for a panel laid out along the tile), no other shared load.
+    moves=$(awk 'function done() { if (km) { m += km; g += kg; s += ks; l += kl; t += kt; r += kr } km = kg = ks = kl = kt = kr = 0 }
                  /\.entry / { done() } /mma\.sync/ { km++ }
                  $1 ~ /^ld\.global/ && $1 ~ /\.(u|b)16$/ && $1 !~ /\.v[24]\./ { kg++ }
                  $1 ~ /^st\.shared/ && $1 ~ /\.(u|b)16$/ && $1 !~ /\.v[24]\./ { ks++ }
-                 $1 ~ /^ld\.shared\.(u|b)32$/ { kw++ }
-                 END { done(); printf "%d %d %d %d", m, g, s, w }' "$TMP/$arch.ptx")
+                 $1 == "ldmatrix.sync.aligned.m8n8.x4.shared.b16" { kl++ }
+                 $1 == "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" { kt++ }
+                 $1 ~ /^ld\.shared/ { kr++ }
+                 END { done(); printf "%d %d %d %d %d %d", m, g, s, l, t, r }' "$TMP/$arch.ptx")
     set -- $moves
-    if [ "$1" -gt 0 ] && [ "$2" = 0 ] && [ "$3" = 0 ] && [ "$4" -gt 0 ]; then ok "$arch: fetches and spills move runs of cells, fragments along k are 32-bit ($4 loads for $1 mma.sync)"
-    else bad "$arch: $2 16-bit global loads, $3 16-bit shared stores, $4 32-bit fragment loads in the kernels of $1 mma.sync (expected 0, 0, some)"; fi
+    if [ "$1" -gt 0 ] && [ "$2" = 0 ] && [ "$3" = 0 ] && [ "$4" -gt 0 ] && [ "$5" -gt 0 ] && [ "$6" = 0 ]; then ok "$arch: fetches and spills move runs of cells, fragments come from ldmatrix ($4 x4, $5 x4.trans for $1 mma.sync)"
+    else bad "$arch: $2 16-bit global loads, $3 16-bit shared stores, $4 ldmatrix.x4, $5 ldmatrix.x4.trans, $6 other shared loads in the kernels of $1 mma.sync (expected 0, 0, some, some, 0)"; fi
     if [ -z "$PTXAS" ]; then echo "SKIP $arch: no ptxas"; continue; fi
     if "$PTXAS" -arch=$arch "$TMP/$arch.ptx" -o "$TMP/$arch.cubin" >"$TMP/err" 2>&1; then ok "$arch: ptxas accepts it"
     else bad "$arch: ptxas"; sed -n '1,5p' "$TMP/err"; fi
