@@ -173,7 +173,9 @@ static uint64_t expr_size(const IrExpr *e) {
 }
 
 static uint64_t stmt_size(const IrStmt *s) {
-    if (s->kind == IR_BARRIER || s->kind == IR_CALL || s->kind == IR_MMA || s->kind == IR_LDMATRIX) return 1;
+    if (s->kind == IR_BARRIER || s->kind == IR_CALL || s->kind == IR_MMA || s->kind == IR_LDMATRIX ||
+        s->kind == IR_WGMMA)
+        return 1;
     if (s->kind != IR_LOOP) return 1 + expr_size(s->value);
     uint64_t body = 1;
     for (uint32_t i = 0; i < s->body.count && body < PART_BUDGET; i++) body += stmt_size(s->body.items[i]);

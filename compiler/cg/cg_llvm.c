@@ -31,7 +31,7 @@
  * sched.c) read the thread's block and thread index from the NVPTX special registers and emit
  * their body once; a barrier is llvm.nvvm.barrier0; a per-thread buffer is a stack array of
  * its thread_cells, indexed without its thread-loop terms; shared buffers are the caller's
- * (cg_ptx.c).  On a GPU the libm functions are libdevice's (__nv_powf …).
+ * (cg_ptx.c); the tensor cores' statements are cg_tensor.c's.  On a GPU the libm functions are libdevice's (__nv_powf …).
  *
  * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
  * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).  For a long program (cg_cpu.c, "Splitting")
@@ -995,12 +995,6 @@ static void dot_pairs_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValu
     LLVMPositionBuilderAtEnd(g->b, done);
 }
 
-/* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME), as i64. */
-static LLVMValueRef special_register(CgLlvm *g, const char *name) {
-    char full[64];
-    snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
-    return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
-}
 
 /* The body of a GPU loop whose iteration in this thread is `i`; with `guard`, only where
  * i < extent (the threads past the loop's end skip it). */
@@ -1024,9 +1018,9 @@ static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
 static void gpu_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
     unsigned d = s->mode - LOOP_GPU_X;
-    LLVMValueRef i = special_register(g, block_index[d]);
+    LLVMValueRef i = cgl_special_register(g, block_index[d]);
     if (s->threads > 1)
-        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), special_register(g, thread_index[d]), "i");
+        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), cgl_special_register(g, thread_index[d]), "i");
     gpu_body(g, s, i, s->extent % s->threads != 0);
 }
 
@@ -1037,7 +1031,7 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
 static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
-    LLVMValueRef i = special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    LLVMValueRef i = cgl_special_register(g, names[s->mode - LOOP_BLOCK_X]);
     bool *split = thread ? &g->thread_split[s->mode - LOOP_THREAD_X] : NULL; /* inside a splitting loop of this dimension */
     bool outer_split = split && *split, guard = false;
     if (thread) {
@@ -1123,83 +1117,6 @@ static void loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValueRef hi) {
     }
 }
 
-/* A thread's register `at` of per-thread buffer `buffer`, whose cells are of `type`. */
-static LLVMValueRef thread_register(CgLlvm *g, LLVMTypeRef type, uint32_t buffer, uint32_t at) {
-    LLVMValueRef idx[1] = {cgl_iconst(g, at)};
-    return LLVMBuildInBoundsGEP2(g->b, type, g->buffer[buffer], idx, 1, "");
-}
-
-/* Registers at, at+1 of `buffer` as the pair of bf16 or f16 values that one 32-bit operand
- * register of mma.sync holds (the first in the low half).  The registers are of that type (the
- * schedule copied them from its panels' bits; sched_mma.c, rewrite 6t). */
-static LLVMValueRef half_pair(CgLlvm *g, DType in, uint32_t buffer, uint32_t at) {
-    LLVMTypeRef bits = LLVMInt16TypeInContext(g->ctx), v2 = LLVMVectorType(bits, 2);
-    LLVMValueRef pair = LLVMGetUndef(v2);
-    for (unsigned k = 0; k < 2; k++)
-        pair = LLVMBuildInsertElement(g->b, pair, LLVMBuildLoad2(g->b, bits, thread_register(g, bits, buffer, at + k), ""),
-                                      LLVMConstInt(g->i32, k, 0), "");
-    if (in == DTYPE_BF16) return LLVMBuildBitCast(g->b, pair, g->i32, "");
-    return LLVMBuildBitCast(g->b, pair, LLVMVectorType(LLVMHalfTypeInContext(g->ctx), 2), "");
-}
-
-/* Operand register r of mma.sync from `buffer`'s registers starting at `first`: a pair of bf16
- * or f16 values, or for tf32 one value as its f32 bits (rounded already: the low 13 bits are 0). */
-static LLVMValueRef operand_register(CgLlvm *g, DType in, uint32_t buffer, uint32_t first, unsigned r) {
-    if (in != DTYPE_F32) return half_pair(g, in, buffer, first + 2 * r);
-    return LLVMBuildBitCast(g->b, LLVMBuildLoad2(g->b, g->f32, thread_register(g, g->f32, buffer, first + r), ""), g->i32, "");
-}
-
-/* IR_MMA (ir.h): this thread's part of its warp's mma.sync.m16n8k16 (tf32: m16n8k8), on its
- * registers. */
-static void tensor_core_product(CgLlvm *g, const IrMma *m) {
-    LLVMValueRef args[10];
-    LLVMTypeRef params[10];
-    bool tf32 = m->in == DTYPE_F32;
-    for (unsigned r = 0; r < 4; r++) args[r] = operand_register(g, m->in, m->a, m->a_at, r);
-    for (unsigned r = 0; r < 2; r++) args[4 + r] = operand_register(g, m->in, m->b, m->b_at, r);
-    for (unsigned r = 0; r < 4; r++) args[6 + r] = LLVMBuildLoad2(g->b, g->f32, thread_register(g, g->f32, m->c, m->c_at + r), "");
-    for (unsigned r = 0; r < 10; r++) params[r] = LLVMTypeOf(args[r]);
-    LLVMTypeRef four[4] = {g->f32, g->f32, g->f32, g->f32};
-    LLVMTypeRef result = LLVMStructTypeInContext(g->ctx, four, 4, 0);
-    const char *name = tf32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32"
-                       : m->in == DTYPE_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
-    LLVMValueRef d = cgl_call(g, name, result, params, 10, args);
-    for (unsigned r = 0; r < 4; r++)
-        LLVMBuildStore(g->b, LLVMBuildExtractValue(g->b, d, r, ""), thread_register(g, g->f32, m->c, m->c_at + r));
-}
-
-/* IR_LDMATRIX (ir.h): this thread names its lane's row of a matrix, and receives its 4 bytes of
- * each matrix into its registers.  Its lane and warp come from its linear thread index, as the
- * GPU forms warps. */
-static void load_matrices(CgLlvm *g, const IrLdmatrix *l) {
-    LLVMValueRef t = special_register(g, "tid.z");
-    t = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, t, cgl_iconst(g, g->block_dim[1]), ""), special_register(g, "tid.y"), "");
-    t = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, t, cgl_iconst(g, g->block_dim[0]), ""), special_register(g, "tid.x"), "");
-    LLVMValueRef lane = LLVMBuildURem(g->b, t, cgl_iconst(g, 32), ""), warp = LLVMBuildUDiv(g->b, t, cgl_iconst(g, 32), "");
-    LLVMValueRef matrix = LLVMBuildUDiv(g->b, lane, cgl_iconst(g, 8), "");
-    const LLVMValueRef factor[5] = {
-        LLVMBuildUDiv(g->b, warp, cgl_iconst(g, l->warps_j), ""), LLVMBuildURem(g->b, warp, cgl_iconst(g, l->warps_j), ""),
-        LLVMBuildURem(g->b, lane, cgl_iconst(g, 8), ""), LLVMBuildAnd(g->b, matrix, cgl_iconst(g, 1), ""),
-        LLVMBuildLShr(g->b, matrix, cgl_iconst(g, 1), "")};
-    const int64_t coef[5] = {l->warp_row, l->warp_col, l->row, l->matrix[0], l->matrix[1]};
-    LLVMValueRef at = cgl_iconst(g, l->at);
-    for (int k = 0; k < 5; k++)
-        if (coef[k]) at = LLVMBuildNSWAdd(g->b, at, LLVMBuildNSWMul(g->b, factor[k], cgl_iconst(g, coef[k]), ""), "");
-    LLVMValueRef address = element(g, l->panel, at);
-    LLVMTypeRef params[1] = {LLVMTypeOf(address)}, words[4] = {g->i32, g->i32, g->i32, g->i32};
-    LLVMValueRef args[1] = {address};
-    char name[64];
-    snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%u%s.b16.p3", l->matrices, l->trans ? ".trans" : "");
-    LLVMValueRef got = cgl_call(g, name, l->matrices == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, words, l->matrices, 0), params, 1, args);
-    /* Each 32-bit word is a register's bits, or two 16-bit registers', the first in the low half. */
-    bool half = ir_dtype_bytes(g->ir->buffers[l->panel].dtype) == 2;
-    for (unsigned i = 0; i < l->matrices; i++) {
-        LLVMValueRef word = l->matrices == 1 ? got : LLVMBuildExtractValue(g->b, got, i, "");
-        LLVMValueRef to = thread_register(g, half ? LLVMInt16TypeInContext(g->ctx) : g->f32, l->regs, l->regs_at + (half ? 2 : 1) * i);
-        LLVMBuildStore(g->b, word, to);
-    }
-}
-
 static void stmt(CgLlvm *g, const IrStmt *s) {
     switch (s->kind) {
     case IR_LOOP: loop(g, s, cgl_iconst(g, 0), cgl_size(g, s->extent, NULL)); break;
@@ -1236,8 +1153,9 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         }
         cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL);
         break;
-    case IR_MMA: tensor_core_product(g, &s->mma); break;
-    case IR_LDMATRIX: load_matrices(g, &s->ldmatrix); break;
+    case IR_MMA: cgl_tensor_product(g, &s->mma); break;
+    case IR_LDMATRIX: cgl_load_matrices(g, &s->ldmatrix); break;
+    case IR_WGMMA: cgl_warpgroup_product(g, &s->wgmma); break;
     case IR_CALL: diag_error_noloc("internal error: a call of the runtime inside a kernel"); break;
     }
 }

@@ -87,6 +87,17 @@ void cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step);
 /* A call of an external function `name` (declared on first use). */
 LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);
+/* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME: "tid.x", "ctaid.y", …), as i64. */
+LLVMValueRef cgl_special_register(CgLlvm *g, const char *name);
+/* A thread's register `at` of per-thread buffer `buffer` (a stack array of its thread_cells),
+ * whose cells are of `type`. */
+LLVMValueRef cgl_thread_register(CgLlvm *g, LLVMTypeRef type, uint32_t buffer, uint32_t at);
+
+/* The tensor cores' statements of a block's kernel, as this thread carries them out
+ * (cg_tensor.c): IR_MMA (mma.sync), IR_LDMATRIX (ldmatrix), IR_WGMMA (wgmma.mma_async). */
+void cgl_tensor_product(CgLlvm *g, const IrMma *m);
+void cgl_load_matrices(CgLlvm *g, const IrLdmatrix *l);
+void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w);
 
 /* Emit kernel `k` of `fn` into the current function g->fn at the builder's position: binds
  * the given buffer pointers (one per k->buffers) and symbol array (the index symbols, then the

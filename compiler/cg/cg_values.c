@@ -71,3 +71,16 @@ LLVMValueRef cgl_intrinsic(CgLlvm *g, const char *base, LLVMValueRef *args, unsi
     else snprintf(name, sizeof name, "%s.%s", base, element);
     return cgl_call(g, name, t, params, n, args);
 }
+
+/* A GPU special register (llvm.nvvm.read.ptx.sreg.NAME), as i64. */
+LLVMValueRef cgl_special_register(CgLlvm *g, const char *name) {
+    char full[64];
+    snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
+    return LLVMBuildZExt(g->b, cgl_call(g, full, g->i32, NULL, 0, NULL), g->i64, "");
+}
+
+/* A thread's register `at` of per-thread buffer `buffer`, whose cells are of `type`. */
+LLVMValueRef cgl_thread_register(CgLlvm *g, LLVMTypeRef type, uint32_t buffer, uint32_t at) {
+    LLVMValueRef idx[1] = {cgl_iconst(g, at)};
+    return LLVMBuildInBoundsGEP2(g->b, type, g->buffer[buffer], idx, 1, "");
+}

@@ -347,6 +347,38 @@ static void run_ldmatrix(Interp *in, const IrLdmatrix *l) {
     }
 }
 
+/* A cell of an IR_WGMMA operand panel, widened to f32. */
+static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int64_t r, int64_t k) {
+    int64_t at = ir_core_cell(l, r, k);
+    if (in->late_copies) note_shared_read(in, panel, at);
+    return load_half(in->ir->buffers[panel].dtype, cell_address(in, panel, at)).f;
+}
+
+/* IR_WGMMA as the warpgroup carries it out (ir.h IrWgmma): A and B read from their panels by
+ * their core-matrix layouts, C gathered from the 128 threads' registers by the accumulator
+ * layout, each cell's steps taken in order as fused multiply-adds, C scattered back. */
+static void run_wgmma(Interp *in, const IrWgmma *w) {
+    float *c = in->data[w->c];
+    uint64_t cells = in->ir->buffers[w->c].thread_cells;
+    float a[16], b[16];
+    for (uint32_t h = 0; h < w->rows / 64; h++)
+        for (uint32_t t = 0; t < 128; t++) {
+            uint32_t warp = t / 32, g = t % 32 / 4, q = t % 4;
+            for (uint32_t reg = 0; reg < w->n / 2; reg++) {
+                uint32_t i = reg / 4, r1 = reg / 2 % 2, r0 = reg % 2;
+                int64_t row = 64 * h + 16 * warp + g + 8 * r1, col = 8 * i + 2 * q + r0;
+                float *d = &c[t * cells + w->c_at + h * w->n / 2 + reg];
+                for (uint32_t s = 0; s < w->steps; s += 16) {
+                    for (uint32_t k = 0; k < 16; k++) {
+                        a[k] = core_operand(in, w->a, &w->a_layout, row, s + k);
+                        b[k] = core_operand(in, w->b, &w->b_layout, col, s + k);
+                    }
+                    for (uint32_t k = 0; k < 16; k++) *d = fmaf(a[k], b[k], *d);
+                }
+            }
+        }
+}
+
 static void run_block(Interp *in, const IrBlock *block) {
     for (uint32_t i = 0; i < block->count && !in->failed; i++) {
         const IrStmt *s = block->items[i];
@@ -402,6 +434,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             break;
         case IR_MMA: run_mma(in, &s->mma); break;
         case IR_LDMATRIX: run_ldmatrix(in, &s->ldmatrix); break;
+        case IR_WGMMA: run_wgmma(in, &s->wgmma); break;
         case IR_CALL: /* as a generated routine calls it */
             if (tsr_state_action(in->state, s->action) != TSR_OK) {
                 diag_error_noloc("run time: %s", tsr_last_error());

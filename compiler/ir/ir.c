@@ -571,6 +571,16 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
                     l->warps_j);
             break;
         }
+        case IR_WGMMA: {
+            const IrWgmma *w = &s->wgmma;
+            const IrCoreLayout *la = &w->a_layout, *lb = &w->b_layout;
+            fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8] * %s[%" PRId64
+                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (one warpgroup)\n",
+                    w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at, w->c_at + w->rows * w->n / 128 - 1,
+                    ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", la->leading, la->stride,
+                    ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major", lb->leading, lb->stride);
+            break;
+        }
         case IR_CALL: {
             const IrAction *a = &ir->actions[s->action];
             fprintf(out, "call %s (", a->kind == IRA_REDUCE         ? "mean_across_processes"
@@ -789,6 +799,33 @@ static void verify_ldmatrix(Verifier *v, const IrLdmatrix *l) {
         problem(v, "an ldmatrix's rows are not 16-byte aligned runs inside its panel");
 }
 
+/* The cells an IR_WGMMA operand reads lie inside its panel, 16-byte aligned core matrices. */
+static bool core_panel_fits(const IrBuffer *p, const IrCoreLayout *l, uint32_t rows, uint32_t steps) {
+    if (!p->gpu_shared || l->at < 0 || l->leading < 0 || l->stride < 0 || l->at % 8 || l->leading % 8 || l->stride % 8)
+        return false;
+    /* (rows and steps are whole core matrices: the last cell of the last one is the furthest) */
+    return (uint64_t)(l->at + (int64_t)(rows - 1) / 8 * l->stride + (int64_t)(steps - 1) / 8 * l->leading + 63) < p->size;
+}
+
+/* IR_WGMMA (ir.h): one warpgroup's registers, panels that hold what the layouts name. */
+static void verify_wgmma(Verifier *v, const IrWgmma *w) {
+    if (!between_phases(v)) problem(v, "a warpgroup product outside the phases of a block's kernel");
+    const IrBuffer *bufs = v->ir->buffers;
+    uint32_t count = v->ir->buffer_count;
+    if (!ir_dtype_half(w->in) || (w->rows != 64 && w->rows != 128) || !w->n || w->n % 8 || w->n > 256 || !w->steps ||
+        w->steps % 16 || w->a >= count || w->b >= count || w->c >= count) {
+        problem(v, "a warpgroup product of another type or shape");
+        return;
+    }
+    if (bufs[w->a].dtype != w->in || bufs[w->b].dtype != w->in || !core_panel_fits(&bufs[w->a], &w->a_layout, w->rows, w->steps) ||
+        !core_panel_fits(&bufs[w->b], &w->b_layout, w->n, w->steps))
+        problem(v, "a warpgroup product's panels are not shared buffers of its type holding its core matrices");
+    const IrBuffer *c = &bufs[w->c];
+    if (!c->thread_cells || c->dtype != DTYPE_F32 || w->c_at + (uint64_t)w->rows * w->n / 128 > c->thread_cells ||
+        c->size < (uint64_t)128 * c->thread_cells)
+        problem(v, "a warpgroup product's registers are not a thread's f32 registers");
+}
+
 static void verify_block(Verifier *v, const IrBlock *block) {
     for (uint32_t i = 0; i < block->count; i++) {
         const IrStmt *s = block->items[i];
@@ -877,6 +914,7 @@ static void verify_block(Verifier *v, const IrBlock *block) {
             if (!between_phases(v)) problem(v, "a barrier outside the phases of a block's kernel");
             break;
         case IR_LDMATRIX: verify_ldmatrix(v, &s->ldmatrix); break;
+        case IR_WGMMA: verify_wgmma(v, &s->wgmma); break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
             if (!between_phases(v)) problem(v, "a tensor-core product outside the phases of a block's kernel");
@@ -1033,6 +1071,7 @@ static bool stmt_touches(const IrProgram *ir, TypeSet set, const IrStmt *s) {
     case IR_BARRIER:
     case IR_MMA: /* a block kernel's registers */
     case IR_LDMATRIX:
+    case IR_WGMMA:
     case IR_CALL: return false;
     }
     return false;
@@ -1064,6 +1103,7 @@ bool ir_stmt_gathers(const IrProgram *ir, const IrStmt *s) {
     case IR_BARRIER:
     case IR_MMA:
     case IR_LDMATRIX:
+    case IR_WGMMA:
     case IR_CALL: return false;
     }
     return false;
@@ -1135,7 +1175,8 @@ static void sizes_of_block(const IrProgram *ir, bool *need, const IrBlock *block
         case IR_SET_LOCAL: sizes_of_expr(ir, need, s->value); break;
         case IR_BARRIER:
         case IR_MMA:
-        case IR_LDMATRIX: break;
+        case IR_LDMATRIX:
+        case IR_WGMMA: break;
         case IR_CALL:
             for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++)
                 mark_buffer(ir, need, ir->actions[s->action].buffers[k]);

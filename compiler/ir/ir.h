@@ -373,6 +373,8 @@ typedef enum IrStmtKind {
                    * statement of a block's kernel between its thread loops, like a barrier */
     IR_LDMATRIX,  /* every warp of the block loads 8×8 matrices from shared memory into its
                    * threads' registers (IrLdmatrix below): placed as IR_MMA is */
+    IR_WGMMA,     /* the block, one warpgroup, multiplies panels in shared memory on the
+                   * tensor cores (IrWgmma below, sm_90a): placed as IR_MMA is */
 } IrStmtKind;
 
 /* IR_MMA: D = A·B + C for one 16×8 tile of C per warp, over K = 16 steps of the reduction
@@ -423,6 +425,42 @@ typedef struct IrLdmatrix {
     int64_t matrix[2];
 } IrLdmatrix;
 
+/* An operand panel of IR_WGMMA in shared memory, in the tensor cores' core matrices (8 rows of
+ * 16 bytes, 128 bytes in a row): cell (r, k) — r its place along the block's tile (A's row, B's
+ * column), k its reduction step — is at
+ *     at + (r / 8)·stride + (k / 8)·leading + (r mod 8)·8 + k mod 8      (K-major: k contiguous)
+ *     at + (r / 8)·stride + (k / 8)·leading + (k mod 8)·8 + r mod 8      (mn_major: r contiguous)
+ * in 2-byte cells (PTX's canonical layouts without swizzling: `leading` the distance between
+ * core matrices along k, `stride` along the tile, each a multiple of 8 cells). */
+typedef struct IrCoreLayout {
+    int64_t at, leading, stride;
+    bool mn_major;
+} IrCoreLayout;
+
+/* The cell of (r, k) in a core-matrix layout. */
+static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) {
+    return l->at + r / 8 * l->stride + k / 8 * l->leading + (l->mn_major ? k % 8 * 8 + r % 8 : r % 8 * 8 + k % 8);
+}
+
+/* IR_WGMMA: the block's 128 threads, one warpgroup, add A·B to C over `steps` reduction steps
+ * (a multiple of 16), A the rows × steps cells of panel `a`, B the steps × n cells of panel `b`
+ * (bf16 or f16, `in`), by the layouts above, C rows × n f32 cells (rows 64 or 128, n a multiple
+ * of 8 up to 256) in the threads' registers: for each 64-row half h, thread t = 32w + 4g + q
+ * holds in register c_at + h·n/2 + 4i + 2r₁ + r₀ (i < n/8) the cell
+ *     C[64h + 16w + g + 8r₁][8i + 2q + r₀]
+ * (PTX's wgmma.mma_async.m64nNk16 accumulator layout).  The backend issues, for each half and
+ * each 16 steps in order, one wgmma.mma_async reading both panels through their descriptors,
+ * fenced before the first and committed and awaited after the last, so that the statement is
+ * done when it ends.  The reference executor takes each cell's steps in order as fused
+ * multiply-adds, as IR_MMA does. */
+typedef struct IrWgmma {
+    DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
+    uint32_t rows, n, steps;
+    uint32_t a, b;                 /* the gpu_shared panels */
+    IrCoreLayout a_layout, b_layout;
+    uint32_t c, c_at;              /* the per-thread f32 registers */
+} IrWgmma;
+
 typedef struct IrStmt IrStmt;
 typedef struct IrBlock {
     IrStmt **items;
@@ -459,6 +497,8 @@ struct IrStmt {
     IrMma mma;
     /* IR_LDMATRIX */
     IrLdmatrix ldmatrix;
+    /* IR_WGMMA */
+    IrWgmma wgmma;
     const char *comment; /* optional, printed before the statement */
 };
 

@@ -507,6 +507,7 @@ static bool touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
     case IR_BARRIER: return false;
     case IR_MMA: return s->mma.a == buffer || s->mma.b == buffer || s->mma.c == buffer;
     case IR_LDMATRIX: return s->ldmatrix.panel == buffer || s->ldmatrix.regs == buffer;
+    case IR_WGMMA: return s->wgmma.a == buffer || s->wgmma.b == buffer || s->wgmma.c == buffer;
     case IR_CALL: return ir_call_touches(ir, s, buffer);
     }
     return false;

@@ -95,6 +95,11 @@ static void uses_stmt(Uses *u, const IrStmt *s) {
         use_buffer(u, s->ldmatrix.panel);
         use_buffer(u, s->ldmatrix.regs);
         break;
+    case IR_WGMMA:
+        use_buffer(u, s->wgmma.a);
+        use_buffer(u, s->wgmma.b);
+        use_buffer(u, s->wgmma.c);
+        break;
     case IR_CALL:
         for (uint32_t k = 0; k < u->ir->actions[s->action].buffer_count; k++) use_buffer(u, u->ir->actions[s->action].buffers[k]);
         break;
@@ -259,6 +264,7 @@ void kernel_note_stores(const IrStmt *s, bool *written) {
     if (s->kind == IR_STORE) written[s->buffer] = true;
     if (s->kind == IR_MMA) written[s->mma.c] = true;
     if (s->kind == IR_LDMATRIX) written[s->ldmatrix.regs] = true;
+    if (s->kind == IR_WGMMA) written[s->wgmma.c] = true;
     if (s->kind == IR_LOOP)
         for (uint32_t i = 0; i < s->body.count; i++) kernel_note_stores(s->body.items[i], written);
 }

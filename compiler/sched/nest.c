@@ -328,6 +328,12 @@ static void stmt_accesses(const IrProgram *ir, const IrStmt *st, Touched *t) {
         mark(t->loads, st->ldmatrix.panel);
         mark(t->stores, st->ldmatrix.regs);
         break;
+    case IR_WGMMA: /* inside a block's kernel: its panels and registers */
+        mark(t->loads, st->wgmma.a);
+        mark(t->loads, st->wgmma.b);
+        mark(t->loads, st->wgmma.c);
+        mark(t->stores, st->wgmma.c);
+        break;
     case IR_CALL: t->everything = true; break;
     }
 }

@@ -682,6 +682,7 @@ static bool stmt_blockable(const IrProgram *ir, const IrStmt *st, uint32_t it) {
     case IR_BARRIER: return true;
     case IR_MMA: /* the GPU's */
     case IR_LDMATRIX:
+    case IR_WGMMA:
     case IR_CALL: return false; /* top-level only */
     }
     return false;
@@ -735,6 +736,7 @@ static IrStmt *blocked_stmt(Sched *s, const IrStmt *st, uint32_t it, const char 
     case IR_BARRIER:
     case IR_MMA:
     case IR_LDMATRIX:
+    case IR_WGMMA:
     case IR_CALL: break;
     }
     return c;

@@ -31,6 +31,7 @@ typedef struct Panel {
     uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
     bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
     int64_t k_stride, m_stride; /* the panel's cell for step kk and place m: kk·k_stride + m·m_stride (rewrite 6t) */
+    IrCoreLayout core;     /* rewrite 6t on sm_90a: a stage's core matrices (ir.h, at 0) */
 } Panel;
 
 /* ---- The reduction loop of a block's kernel (rewrites 6 and 6t) ----------------------------------------- *

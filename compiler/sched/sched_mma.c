@@ -1,7 +1,8 @@
 /* sched_mma.c — rewrite 6t of the GPU schedule: contractions of bf16 or f16 operands (or of
  * f32 ones rounded to tf32, --tf32) as block kernels whose products run on the tensor cores
- * (mma.sync, sm_80 and later), their panels copied into shared memory asynchronously where
- * their runs of cells are aligned (sched_block.h).  The comment below says how.
+ * (mma.sync, sm_80 and later; on sm_90a one warpgroup's wgmma), their panels copied into
+ * shared memory asynchronously where their runs of cells are aligned (sched_block.h).  The
+ * comments below say how.
  *
  * Requires: a Sched over a function scheduled for a GPU target of sm_80 or later (sched_gpu.c
  * calls gpu_mma_tiles before its other rewrites). */
@@ -55,7 +56,8 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        MMA_PANEL_BYTES = 128, /* a panel's steps through registers, where the reduction allows: 128 bytes of a row */
        MMA_ASYNC_STEPS = 32,  /* a panel's steps copied asynchronously, where the reduction allows */
        MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
-       HALF_ROW_PAD = 8, F32_ROW_PAD = 4 };
+       HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
+       CORE_ROW = 8, CORE_CELLS = 64 /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */ };
 
 typedef struct MmaTile {
     const Contraction *ct;
@@ -68,8 +70,9 @@ typedef struct MmaTile {
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
     Panel a, b;
-    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi */
+    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi (a warpgroup's: x, y, z) */
     Split split;
+    bool warpgroup;             /* one warpgroup's wgmma on core-matrix panels (sm_90a, below) */
 } MmaTile;
 
 /* The block's threads, zi > zj (the warp z = MMA_WARPS_J·zi + zj: its row and column of the
@@ -89,20 +92,38 @@ static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
     return l;
 }
 
+/* A warpgroup's threads z (its warp) > y (g) > x (q), t = x + 4y + 32z; returns the innermost body. */
+static IrBlock *warpgroup_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
+    static const uint64_t extent[3] = {4, 8, MMA_WARPS};
+    static const IrLoopMode mode[3] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z};
+    for (int d = 2; d >= 0; d--) {
+        th[d] = new_iter(s);
+        IrStmt *l = new_loop(s, th[d], extent[d], true, mode[d]);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    th[3] = UINT32_MAX;
+    return into;
+}
+
 /* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
  * registers of every thread, thread t = x + 4y + 32z's copy at t·per_thread. */
 static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thread, const IrTerm *more, uint32_t count) {
     IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread},
                        {th[3], 32 * MMA_WARPS_J * (int64_t)per_thread}};
-    for (uint32_t k = 0; k < count; k++) terms[4 + k] = more[k];
-    return flat_index(s, terms, 4 + count);
+    uint32_t n = th[3] == UINT32_MAX ? 3 : 4; /* a warpgroup's: z the warp */
+    for (uint32_t k = 0; k < count; k++) terms[n + k] = more[k];
+    return flat_index(s, terms, n + count);
 }
 
 /* Cells a thread fetches together along the operand's contiguous axis: a quarter of a panel's
  * steps when that axis is the reduction's (8 bytes of halves for 16 steps, 16 for 32, 32 for 64;
  * twice that of f32), a 32nd of the tile's row otherwise (4 or 8 bytes of halves for a 64- or
  * 128-wide tile, 8 or 16 of f32). */
-static uint32_t fetch_run(const MmaTile *mt, const Panel *p) { return p->k_along_x ? mt->step / 4 : mt->tile / 32; }
+static uint32_t fetch_run(const MmaTile *mt, const Panel *p) {
+    if (mt->warpgroup) return CORE_ROW; /* a core matrix's row */
+    return p->k_along_x ? mt->step / 4 : mt->tile / 32;
+}
 
 /* Where a thread's fetch register pass·run + c goes in a panel: its step kk and its place m
  * along the tile (terms of the thread and fetch iterators; z = zj + MMA_WARPS_J·zi the warp).
@@ -135,6 +156,7 @@ static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, cons
 
 /* The cells of one of p's panels in shared memory (the buffer holds mt->stages of them, or one). */
 static int64_t panel_cells(const MmaTile *mt, const Panel *p) {
+    if (mt->warpgroup) return (int64_t)mt->tile * mt->step;
     return p->k_along_x ? (int64_t)mt->tile * p->m_stride : (int64_t)mt->step * p->k_stride;
 }
 
@@ -280,10 +302,31 @@ static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
             }
 }
 
+/* mma_cells for a warpgroup (ir.h IrWgmma): C register 64h + 4i + 2r1 + r0 holds
+ * C[bi·tile + 64h + 16z + g + 8r1][bj·tile + 8i + 2q + r0]. */
+static IrBlock *warpgroup_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], IrIndex **cell) {
+    uint32_t h, i, r0, r1, half = mt->tile / 64;
+    IrStmt *l = unrolled(s, into, &h, half, true);
+    l = unrolled(s, &l->body, &i, mt->tile / 8, true);
+    l = unrolled(s, &l->body, &r1, 2, true);
+    l = unrolled(s, &l->body, &r0, 2, true);
+    reset_subst(s);
+    Affine rows = {.terms = {{h, 64}, {th[2], 16}, {th[1], 1}, {r1, 8}}, .count = 4};
+    affine_add(&rows, mt->bi, mt->tile);
+    map_iter(s, mt->ct->i_loop->iter, rows);
+    Affine cols = {.terms = {{i, 8}, {th[0], 2}, {r0, 1}}, .count = 3};
+    affine_add(&cols, mt->bj, mt->tile);
+    map_iter(s, mt->ct->j_loop->iter, cols);
+    IrTerm reg[4] = {{h, (int64_t)mt->tile / 2}, {i, 4}, {r0, 1}, {r1, 2}};
+    *cell = register_index(s, th, (uint64_t)mt->tile * mt->tile / 128, reg, 4);
+    return &l->body;
+}
+
 /* Loops over a thread's cells of C in `into`, with I and J mapped onto them; returns the body
  * and the cell's register: C register 4(i·nt + j) + r0 + 2r1 holds
  * C[bi·tile + zi·tile/MMA_WARPS_I + 16i + g + 8r1][bj·tile + zj·tile/MMA_WARPS_J + 8j + 2q + r0]. */
 static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], IrIndex **cell) {
+    if (mt->warpgroup) return warpgroup_cells(s, into, mt, th, cell);
     uint32_t i, j, r0, r1;
     IrStmt *l = unrolled(s, into, &i, mt->mt, true);
     l = unrolled(s, &l->body, &j, mt->nt, true);
@@ -352,6 +395,11 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     DType type = mt->in; /* tf32: f32 cells */
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
+    /* A warpgroup's: core matrices side by side along the contiguous axis (along k: the step's
+     * 4 core matrices of each 8 rows; along the tile: the tile's 16 of each 8 steps). */
+    if (mt->warpgroup && p.k_along_x) p.core = (IrCoreLayout){.leading = CORE_CELLS, .stride = (int64_t)mt->step / CORE_ROW * CORE_CELLS};
+    if (mt->warpgroup && !p.k_along_x)
+        p.core = (IrCoreLayout){.leading = (int64_t)mt->tile / CORE_ROW * CORE_CELLS, .stride = CORE_CELLS, .mn_major = true};
     uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
     p.shared = new_scratch(s, name, stages * (uint64_t)panel_cells(mt, &p), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
@@ -378,7 +426,7 @@ static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf
 /* Rewrite 6t's hooks (k_loop). */
 static IrBlock *mma_threads(Sched *s, IrBlock *into, void *tile) {
     MmaTile *mt = tile;
-    return &warp_loops(s, into, mt->th)->body;
+    return mt->warpgroup ? warpgroup_loops(s, into, mt->th) : &warp_loops(s, into, mt->th)->body;
 }
 
 static void mma_fetch_panels(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {
@@ -436,6 +484,36 @@ static bool runs_aligned(const IrProgram *ir, const IrExpr *load, uint32_t conti
     return offset % run == 0 && ir_flat_coef(ir, load->buffer, load->index, contiguous) == 1;
 }
 
+/* Where a thread's copy pass·run + c of p's panel goes: its step kk and place m (fetch_place),
+ * and its cell in stage `stage`.  A warpgroup's panels are core matrices (ir.h IrCoreLayout),
+ * each run a row of one: along k, kk = 8x + c and m = y + 8z + 32·pass, so that a warp's 32
+ * runs fill 4 core matrices side by side along k; along the tile, m = 8x + 32·pass + c and
+ * kk = y + 8z, a warp's runs 4 core matrices side by side along the tile: each warp writes
+ * 512 neighbouring bytes, on no bank twice over. */
+static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t pass, uint32_t c, uint32_t stage, Affine *kk,
+                           Affine *m) {
+    if (!mt->warpgroup) {
+        fetch_place(mt, p, mt->th, pass, c, kk, m);
+        return panel_cell(s, mt, p, kk, m, stage);
+    }
+    const uint32_t *th = mt->th;
+    const IrCoreLayout *l = &p->core;
+    IrIndex *cell;
+    if (p->k_along_x) {
+        *kk = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}}, .count = 2};
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}, {pass, 4 * CORE_ROW}}, .count = 3};
+        IrTerm at[5] = {{c, 1}, {th[0], l->leading}, {th[1], CORE_ROW}, {th[2], l->stride}, {pass, 4 * l->stride}};
+        cell = flat_index(s, at, 5);
+    } else {
+        *m = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}, {pass, 4 * CORE_ROW}}, .count = 3};
+        *kk = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}}, .count = 2};
+        IrTerm at[5] = {{c, 1}, {th[0], l->stride}, {pass, 4 * l->stride}, {th[1], CORE_ROW}, {th[2], l->leading}};
+        cell = flat_index(s, at, 5);
+    }
+    cell->offset = stage * panel_cells(mt, p);
+    return cell;
+}
+
 /* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
  * panel alone) of the A and B operands into stage `stage`. */
 static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, int64_t coef, int64_t panel, uint32_t stage) {
@@ -446,8 +524,7 @@ static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, i
         IrStmt *lp = unrolled(s, thread, &pass, mt->fetches / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
         ir_block_push(s->ir->arena, &lp->body, lc);
         Affine kk, m;
-        fetch_place(mt, p, mt->th, pass, c, &kk, &m);
-        IrIndex *to = panel_cell(s, mt, p, &kk, &m, stage);
+        IrIndex *to = copy_place(s, mt, p, pass, c, stage, &kk, &m);
         reset_subst(s);
         affine_add(&m, p->base_iter, mt->tile);
         map_iter(s, p->tiled_iter, m);
@@ -465,11 +542,26 @@ static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
     ir_block_push(s->ir->arena, into, b);
 }
 
+/* At the block's level: the warpgroup's product of the panels in stage `stage`. */
+static void warpgroup_product(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t stage) {
+    IrStmt *w = arena_alloc(s->ir->arena, sizeof *w);
+    IrCoreLayout a = mt->a.core, b = mt->b.core;
+    a.at = b.at = stage * panel_cells(mt, &mt->a);
+    *w = (IrStmt){.kind = IR_WGMMA,
+                  .wgmma = {.in = mt->in, .rows = mt->tile, .n = mt->tile, .steps = mt->step, .a = mt->a.shared, .b = mt->b.shared,
+                            .a_layout = a, .b_layout = b, .c = mt->cells}};
+    ir_block_push(s->ir->arena, into, w);
+}
+
 /* One turn of the pipeline in `into`: the barrier, the copy of panel ko·S + `copy` (if `copy`
  * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`. */
 static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage) {
     push_copy_barrier(s, into, in_flight);
     if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
+    if (mt->warpgroup) {
+        warpgroup_product(s, into, mt, stage);
+        return;
+    }
     for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
         mma_fragments(s, into, NULL, mt, sub, stage);
         mma_products(s, into, mt);
@@ -493,6 +585,30 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
                  (uint32_t)(kt % stages));
     }
     if (r->nred > 1) push_barrier(s, blk);
+}
+
+/* ---- Rewrite 6t on sm_90a: one warpgroup's wgmma ---------------------------------------------------- *
+ *
+ * For --arch=sm_90a (wgmma exists on sm_90a alone), a bf16 or f16 contraction whose panels are
+ * copied asynchronously in panels of 32 steps runs on Hopper's warpgroup products instead: the
+ * block's 4 warps are one warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile
+ * f32 accumulators in the threads' registers by wgmma's layout (ir.h IrWgmma: 128 a thread
+ * for a 128-wide tile, 32 for a 64-wide one), and each panel, in shared memory as core matrices of 8 rows of 16
+ * bytes (PTX's canonical layouts without swizzling; copy_place), is multiplied by one
+ * IR_WGMMA: for a 128-wide tile, 2 halves of 64 rows × 2 steps of 16, 4 wgmma.mma_async
+ * .m64n128k16 reading A and B from shared memory, where mma.sync took 128 products and 32
+ * ldmatrix.  An operand along k
+ * is K-major (A's usual, trans 0), one along the tile MN-major (trans 1).  The pipeline of
+ * copies is the same (mma_pipeline); each turn's products are done before the barrier of the
+ * next, so the stage the next copy overwrites is free. */
+static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction *ct) {
+    if (strcmp(s->target->cpu, "sm_90a") != 0 || mt->in == DTYPE_F32 || !mt->stages || (mt->tile != 128 && mt->tile != 64) ||
+        mt->step != MMA_ASYNC_STEPS)
+        return false;
+    /* Runs of a core matrix's row (8 cells) aligned along the tile as well (fetch_run's are 4). */
+    bool a_k = mma_k_along(s->ir, ct->a, mt->k_iter, ct->i_loop->iter), b_k = mma_k_along(s->ir, ct->b, mt->k_iter, ct->j_loop->iter);
+    return runs_aligned(s->ir, ct->a, a_k ? mt->k_iter : ct->i_loop->iter, CORE_ROW) &&
+           runs_aligned(s->ir, ct->b, b_k ? mt->k_iter : ct->j_loop->iter, CORE_ROW);
 }
 
 bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -524,11 +640,14 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
             break;
         }
     }
+    mt.warpgroup = warpgroup_fits(s, &mt, &ct);
     uint32_t tile = mt.tile, step = mt.step;
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
-    mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
-    mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt, in);
+    if (!mt.warpgroup) {
+        mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
+        mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt, in);
+    }
     mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt, DTYPE_F32);
 
     IrBlock *blk = NULL;
@@ -546,14 +665,14 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, block_cell_store(s, r, &mt.split, new_load(s, mt.cells, cell)));
 
-    push_block_kernel(s, r, top, &mt.split,
-                      arena_printf(s->ir->arena,
-                                   "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
-                                   tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS,
-                                   tile / MMA_WARPS_I, tile / MMA_WARPS_J, step,
-                                   mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory",
-                                                            mt.panels > 1 ? mt.stages : 1)
-                                             : ""),
-                      out);
+    const char *pipeline = mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.panels > 1 ? mt.stages : 1) : "";
+    const char *schedule =
+        mt.warpgroup
+            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), one warpgroup, panels of %u steps%s",
+                           tile, tile, tile, ir_dtype_word(in), step, pipeline)
+            : arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
+                           tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile / MMA_WARPS_I,
+                           tile / MMA_WARPS_J, step, pipeline);
+    push_block_kernel(s, r, top, &mt.split, schedule, out);
     return true;
 }

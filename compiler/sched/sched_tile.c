@@ -117,6 +117,7 @@ static unsigned stmt_reads(const IrProgram *ir, const IrStmt *st, uint32_t buffe
     case IR_BARRIER: return 0;
     case IR_MMA: return st->mma.a == buffer || st->mma.b == buffer || st->mma.c == buffer;
     case IR_LDMATRIX: return st->ldmatrix.panel == buffer;
+    case IR_WGMMA: return st->wgmma.a == buffer || st->wgmma.b == buffer || st->wgmma.c == buffer;
     case IR_CALL: return ir_call_touches(ir, st, buffer); /* the runtime reads it */
     }
     return 0;

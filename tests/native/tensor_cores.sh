@@ -92,6 +92,45 @@ if TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_co
    TSR_INTERP_LATE_COPIES=1 TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_cores_panels.tsr >"$TMP/panels_late.out" 2>>"$TMP/err" &&
    cmp -s "$TMP/panels_now.out" "$TMP/panels_late.out"; then ok "tensor_cores_panels.tsr: the same bits with copies landing late"
 else bad "tensor_cores_panels.tsr with copies landing late"; sed -n '1,5p' "$TMP/err"; fi
+# sm_90a (tests/native/tensor_cores_wgmma.tsr, tensor_cores_panels.tsr): products whose panels
+# of 32 steps are copied asynchronously run on one warpgroup's wgmma (sched_mma.c), 128- and
+# 64-wide tiles, operands along k and along the tile; their GPU schedule, run by the reference
+# executor (which reads each panel by its core-matrix layout and places each accumulator by
+# wgmma's), prints the reference's bits with copies landing at once and late; the PTX has
+# wgmma.mma_async with its fence, commit and wait, and ptxas accepts it for sm_90a.  sm_90
+# (no "a") keeps mma.sync.
+WG=tests/native/tensor_cores_wgmma.tsr
+if sched_ir wg90a --arch=sm_90a --gpu-blocks=1 "$WG" && sched_ir wg90 --arch=sm_90 --gpu-blocks=1 "$WG" &&
+   sched_ir panels90a --arch=sm_90a tests/native/tensor_cores_panels.tsr; then
+    w128=$(count "128x128 cells a GPU block on the tensor cores (wgmma.m64n128k16.*one warpgroup" "$TMP/wg90a.ir")
+    w64=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k16.*one warpgroup" "$TMP/wg90a.ir")
+    wp=$(count "(wgmma.m64n64k16" "$TMP/panels90a.ir")
+    plain=$(count "wgmma\.m64" "$TMP/wg90.ir")
+    if [ "$w128" = 2 ] && [ "$w64" = 1 ] && [ "$wp" = 3 ] && [ "$plain" = 0 ]; then ok "sm_90a: wgmma for 2 products of 128-wide tiles and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90"
+    else bad "sm_90a: wgmma for $w128 128-wide and $w64 64-wide products, $wp in tensor_cores_panels.tsr, $plain wgmma lines for sm_90 (expected 2, 1, 3, 0)"; fi
+fi
+for prog in "$WG" tests/native/tensor_cores_panels.tsr; do
+    if ! TSR_PRINT_EXACT=1 "$TSRC" --run --interp "$prog" >"$TMP/wg_ref.out" 2>"$TMP/err"; then
+        bad "$prog: the reference executor"; sed -n '1,5p' "$TMP/err"; continue
+    fi
+    for late in 0 1; do
+        if TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda --arch=sm_90a --gpu-blocks=1 "$prog" \
+               >"$TMP/wg_gpu.out" 2>"$TMP/err" && cmp -s "$TMP/wg_ref.out" "$TMP/wg_gpu.out"; then
+            ok "sm_90a $(basename "$prog") (copies landing $([ $late = 1 ] && echo late || echo at once)): the warpgroup schedule prints the reference's bits"
+        else bad "sm_90a $(basename "$prog"), TSR_INTERP_LATE_COPIES=$late: the warpgroup schedule prints differently"; sed -n '1,5p' "$TMP/err"; fi
+    done
+done
+if "$TSRC" --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wg.ptx" "$WG" 2>"$TMP/err"; then
+    m=$(count "wgmma.mma_async.sync.aligned.m64n128k16.f32" "$TMP/wg.ptx")
+    f=$(count "wgmma.fence.sync.aligned" "$TMP/wg.ptx")
+    w=$(count "wgmma.wait_group.sync.aligned 0" "$TMP/wg.ptx")
+    old=$(count "mma.sync\|ldmatrix" "$TMP/wg.ptx")
+    if [ "$m" -gt 0 ] && [ "$f" -gt 0 ] && [ "$w" = "$f" ] && [ "$old" = 0 ]; then ok "sm_90a: the PTX has wgmma.mma_async m64n128k16 ($m), each statement fenced and awaited ($f), no mma.sync"
+    else bad "sm_90a: $m wgmma m64n128k16, $f fences, $w waits, $old mma.sync/ldmatrix"; fi
+    if [ -z "$PTXAS" ]; then echo "SKIP sm_90a: no ptxas"
+    elif "$PTXAS" -arch=sm_90a "$TMP/wg.ptx" -o "$TMP/wg.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a: ptxas accepts the warpgroup kernels (no serialized wgmma)"
+    else bad "sm_90a: ptxas"; sed -n '1,5p' "$TMP/err"; fi
+else bad "sm_90a: --emit=ptx"; sed -n '1,5p' "$TMP/err"; fi
 # sm_75 has no bf16 mma.sync: the same products as lowered, no IR_MMA.
 if sched_ir sm75 --arch=sm_75 "$PROGRAM"; then
     n=$(count "mma\." "$TMP/sm75.ir")
