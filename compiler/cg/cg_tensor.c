@@ -106,7 +106,9 @@ static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayou
 
 /* IR_WGMMA (ir.h): for each 64-row half and each 16 steps, one wgmma.mma_async on this
  * thread's accumulators (inline PTX: LLVM has no intrinsic for it), the first fenced, the last
- * committed and awaited. */
+ * committed and awaited.  Before the first, a proxy fence: the panels were written by cp.async
+ * (the generic proxy, landed by the barrier before), and wgmma reads them through the async
+ * proxy. */
 void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
     unsigned regs = w->n / 2, halves = w->rows / 64, chunks = w->steps / 16;
     const char *type = ir_dtype_word(w->in);
@@ -125,7 +127,7 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
         for (unsigned k = 0; k < chunks; k++) {
             bool first = h == 0 && k == 0, last = h + 1 == halves && k + 1 == chunks;
             n = (size_t)sprintf(text, "%s{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%uk16.f32.%s.%s {",
-                                first ? "wgmma.fence.sync.aligned;\n" : "", w->n, type, type);
+                                first ? "fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;\n" : "", w->n, type, type);
             for (unsigned r = 0; r < regs; r++) n += (size_t)sprintf(text + n, "%s$%u", r ? "," : "", r);
             n += (size_t)sprintf(text + n, "}, $%u, $%u, p, 1, 1, %d, %d;\n}%s", 2 * regs, 2 * regs + 1, w->a_layout.mn_major,
                                  w->b_layout.mn_major,
