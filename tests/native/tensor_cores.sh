@@ -131,6 +131,16 @@ if "$TSRC" --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wg.ptx" "$WG" 2>"$TM
     elif "$PTXAS" -arch=sm_90a "$TMP/wg.ptx" -o "$TMP/wg.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a: ptxas accepts the warpgroup kernels (no serialized wgmma)"
     else bad "sm_90a: ptxas"; sed -n '1,5p' "$TMP/err"; fi
 else bad "sm_90a: --emit=ptx"; sed -n '1,5p' "$TMP/err"; fi
+# tensor_cores_strided.tsr: operands read along strided axes, whose runs no copy can prove
+# aligned, take the panels through registers, and their fragments still come from ldmatrix,
+# .trans for both (each laid out along the tile).
+if sched_ir strided --gpu-blocks=1 tests/native/tensor_cores_strided.tsr &&
+   "$TSRC" --emit=ptx --gpu-blocks=1 -o "$TMP/strided.ptx" tests/native/tensor_cores_strided.tsr 2>"$TMP/err"; then
+    through=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps$" "$TMP/strided.ir")
+    turned=$(count "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" "$TMP/strided.ptx")
+    if [ "$through" = 2 ] && [ "$turned" -gt 0 ]; then ok "strided operands: both products' panels through registers, fragments by ldmatrix.trans ($turned)"
+    else bad "strided operands: $through products through registers, $turned ldmatrix.trans (expected 2, some)"; fi
+else bad "tensor_cores_strided.tsr: its schedule or PTX"; sed -n '1,5p' "$TMP/err"; fi
 # sm_75 has no bf16 mma.sync: the same products as lowered, no IR_MMA.
 if sched_ir sm75 --arch=sm_75 "$PROGRAM"; then
     n=$(count "mma\." "$TMP/sm75.ir")
