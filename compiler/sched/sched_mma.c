@@ -459,7 +459,9 @@ static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
  * stage p mod S of each shared buffer (S = MMA_STAGES, or 2 for fewer panels, of which a
  * single panel uses one); the copies of one phase are one group, and a barrier after copies
  * waits until only the groups of later panels are in flight:
- *     copy panel 0;  …;  copy panel S − 2                      (S − 1 phases, S − 1 groups)
+ *     copy panel 0;  …;  copy panel S − 2                      (S − 1 phases, S − 1 groups; before
+ *                                                                the cells' initial values where
+ *                                                                no outer reduction loop holds them)
  *     for kt < P:  barrier after copies (min(kt + S − 1, P) − kt − 1 groups in flight);
  *                  copy panel kt + S − 1 into stage (kt + S − 1) mod S, if there is one;
  *                  step/16 × (fragments from stage kt mod S;  mt·nt products)
@@ -568,10 +570,18 @@ static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t
     }
 }
 
-static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r) {
+/* The pipeline's first copies: panels 0 … S − 2 into their stages, one phase each. */
+static void mma_prologue(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r) {
+    int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step);
+    for (int64_t p = 0; p + 1 < mt->stages && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
+}
+
+/* The pipeline after its first copies (`copied`: issued already, before the cells' initial
+ * values, which a reduction of one loop allows: its panels do not depend on an outer loop). */
+static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r, bool copied) {
     blk = outer_reduction_loops(s, blk, r, &mt->split);
     int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step), stages = mt->stages;
-    for (int64_t p = 0; p + 1 < stages && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
+    if (!copied) mma_prologue(s, blk, mt, r);
     int64_t steady = panels - stages + 1, rounds = steady > 0 ? steady / stages : 0;
     if (rounds) {
         uint32_t ko = new_iter(s);
@@ -653,11 +663,14 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     IrBlock *blk = NULL;
     IrStmt *top = grid_loops(s, &plan.grid, &blk);
     IrIndex *cell;
-    /* Every cell's initial value, the reduction, the cells stored. */
+    /* The first copies (where they may go first: they land while the threads set their cells'
+     * initial values), every cell's initial value, the reduction, the cells stored. */
+    bool copied_first = mt.stages && r->nred == 1;
+    if (copied_first) mma_prologue(s, blk, &mt, r);
     IrBlock *threads = mma_threads(s, blk, &mt);
     IrBlock *body = mma_cells(s, threads, &mt, mt.th, &cell);
     ir_block_push(s->ir->arena, body, new_store(s, mt.cells, cell, block_cell_start(s, r, &mt.split)));
-    if (mt.stages) mma_pipeline(s, blk, &mt, r);
+    if (mt.stages) mma_pipeline(s, blk, &mt, r, copied_first);
     else
         k_loop(s, blk, &(KLoop){.r = r, .step = step, .split = &mt.split, .tile = &mt,
                                 .threads = mma_threads, .fetch = mma_fetch_panels, .spill = mma_spill_panels, .compute = mma_step});
