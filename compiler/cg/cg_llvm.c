@@ -1018,7 +1018,8 @@ static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
 static void gpu_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const block_index[] = {"ctaid.x", "ctaid.y", "ctaid.z"}, *const thread_index[] = {"tid.x", "tid.y", "tid.z"};
     unsigned d = s->mode - LOOP_GPU_X;
-    LLVMValueRef i = cgl_special_register(g, block_index[d]);
+    /* (in a segment, its block's place in its own grid: gpu_segments) */
+    LLVMValueRef i = g->segment_block[d] ? g->segment_block[d] : cgl_special_register(g, block_index[d]);
     if (s->threads > 1)
         i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), cgl_special_register(g, thread_index[d]), "i");
     gpu_body(g, s, i, s->extent % s->threads != 0);
@@ -1164,6 +1165,37 @@ static void block(CgLlvm *g, const IrBlock *blk) {
     for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
 }
 
+/* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks
+ * and on as many of each block's threads as its own block has; its gpu.x/y/z loops take its
+ * block's place in its own grid (x fastest) instead of the block's index. */
+static void gpu_segments(CgLlvm *g, const Kernel *k) {
+    LLVMValueRef block = cgl_special_register(g, "ctaid.x"), thread = cgl_special_register(g, "tid.x");
+    uint64_t start = 0;
+    for (uint32_t i = 0; i < k->count; i++) {
+        const IrStmt *s = k->stmts[i];
+        Kernel part = {0};
+        kernel_gpu_launch(&part, s);
+        uint64_t blocks = (uint64_t)part.grid[0] * part.grid[1] * part.grid[2];
+        LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segment");
+        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "next_segment");
+        LLVMValueRef relative = LLVMBuildSub(g->b, block, cgl_iconst(g, (int64_t)start), "");
+        LLVMValueRef mine = LLVMBuildICmp(g->b, LLVMIntULT, relative, cgl_iconst(g, (int64_t)blocks), "");
+        if (part.block[0] < k->block[0])
+            mine = LLVMBuildAnd(g->b, mine, LLVMBuildICmp(g->b, LLVMIntULT, thread, cgl_iconst(g, part.block[0]), ""), "");
+        LLVMBuildCondBr(g->b, mine, in, next);
+        LLVMPositionBuilderAtEnd(g->b, in);
+        g->segment_block[0] = LLVMBuildURem(g->b, relative, cgl_iconst(g, part.grid[0]), "");
+        LLVMValueRef rest = LLVMBuildUDiv(g->b, relative, cgl_iconst(g, part.grid[0]), "");
+        g->segment_block[1] = LLVMBuildURem(g->b, rest, cgl_iconst(g, part.grid[1]), "");
+        g->segment_block[2] = LLVMBuildUDiv(g->b, rest, cgl_iconst(g, part.grid[1]), "");
+        stmt(g, s);
+        for (int d = 0; d < 3; d++) g->segment_block[d] = NULL;
+        LLVMBuildBr(g->b, next);
+        LLVMPositionBuilderAtEnd(g->b, next);
+        start += blocks;
+    }
+}
+
 /* The locals that statement s sets get their stack slot (kernel.c keeps every local within one
  * kernel, set before it is read); only those, so a kernel costs what it holds, not what its
  * function holds. */
@@ -1208,6 +1240,8 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     const IrStmt *first = k->stmts[0];
     if (k->count == 1 && first->kind == IR_LOOP && first->mode == LOOP_PLAIN) {
         plain_loop(g, first, lo, hi);
+    } else if (k->segments) {
+        gpu_segments(g, k);
     } else {
         for (uint32_t i = 0; i < k->count; i++) stmt(g, k->stmts[i]);
     }

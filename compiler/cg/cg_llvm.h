@@ -37,6 +37,8 @@ typedef struct CgLlvm {
     bool thread_split[3];   /* inside a thread loop that splits that dimension (ir.h LOOP_THREAD_X) */
     bool in_thread_loops;   /* inside a nest of thread loops (one phase of a block's kernel) */
     bool copies_issued;     /* this phase issued asynchronous copies (LOOP_ASYNC_COPY), not yet committed */
+    LLVMValueRef segment_block[3]; /* in a segment of a GPU kernel of segments (kernel.h): the
+                                    * block's place in the segment's own grid, else NULL */
     uint32_t block_dim[3];  /* the GPU kernel being emitted: its block (thread loops shorter than
                              * it are guarded) */
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */

@@ -41,6 +41,20 @@ static void use_local(Uses *u, uint32_t l) {
     u->local[l] = true;
 }
 
+static Uses uses_new(const IrProgram *ir, uint32_t locals) {
+    Uses u = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
+              calloc(locals, sizeof *u.locals), 0, 0};
+    if (!u.buffer || !u.local || !u.buffers || !u.locals) diag_fatal_oom();
+    return u;
+}
+
+static void uses_free(Uses *u) {
+    free(u->buffer);
+    free(u->local);
+    free(u->buffers);
+    free(u->locals);
+}
+
 static void uses_clear(Uses *u) {
     for (uint32_t i = 0; i < u->buffer_count; i++) u->buffer[u->buffers[i]] = false;
     for (uint32_t i = 0; i < u->local_count; i++) u->local[u->locals[i]] = false;
@@ -136,7 +150,7 @@ static void thread_extents(Kernel *kn, const IrStmt *s) {
     for (uint32_t i = 0; i < s->body.count; i++) thread_extents(kn, s->body.items[i]);
 }
 
-static void gpu_launch(Kernel *kn, const IrStmt *s) {
+void kernel_gpu_launch(Kernel *kn, const IrStmt *s) {
     for (int d = 0; d < 3; d++) kn->grid[d] = kn->block[d] = 1;
     const IrStmt *top = s;
     while (s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode)) {
@@ -154,6 +168,22 @@ static void gpu_launch(Kernel *kn, const IrStmt *s) {
         s = s->body.items[0];
     }
     if (blocks) thread_extents(kn, top);
+}
+
+/* A kernel of segments (group): every segment's blocks in a row along x, as many threads a
+ * block as the widest segment's. */
+static void segment_launch(Kernel *kn) {
+    uint64_t blocks = 0;
+    uint32_t threads = 1;
+    for (uint32_t i = 0; i < kn->count; i++) {
+        Kernel part = {0};
+        kernel_gpu_launch(&part, kn->stmts[i]);
+        blocks += (uint64_t)part.grid[0] * part.grid[1] * part.grid[2];
+        if (part.block[0] > threads) threads = part.block[0];
+    }
+    kn->segments = true;
+    kn->grid[0] = (uint32_t)blocks, kn->grid[1] = kn->grid[2] = 1;
+    kn->block[0] = threads, kn->block[1] = kn->block[2] = 1;
 }
 
 static bool is_blocks(const IrStmt *s) {
@@ -181,29 +211,66 @@ static bool buffers_fit(const Uses *u, const Uses *held) {
     return count <= SCALAR_KERNEL_BUFFERS;
 }
 
+static void each_store(const IrStmt *s, void (*note)(void *, uint32_t), void *ctx);
+static void note_use(void *u, uint32_t b) { use_buffer(u, b); }
+
+/* Whether s may be a segment of a GPU launch (Kernel.segments): a nest of gpu.x/y/z loops
+ * whose threads lie along x alone and whose uses `u` hold no local and no kernel-local buffer. */
+static bool segment(const IrStmt *s, const Uses *u) {
+    if (s->kind != IR_LOOP || !ir_mode_flat_gpu(s->mode) || u->local_count) return false;
+    for (uint32_t i = 0; i < u->buffer_count; i++)
+        if (u->ir->buffers[u->buffers[i]].kernel_local) return false;
+    Kernel k = {0};
+    kernel_gpu_launch(&k, s);
+    return k.block[1] == 1 && k.block[2] == 1;
+}
+
+/* Whether a statement that touches `u` and writes `w` runs beside a kernel that touches `held`
+ * and writes `held_w` without either reading or writing what the other writes. */
+static bool independent(const Uses *u, const Uses *w, const Uses *held, const Uses *held_w) {
+    for (uint32_t i = 0; i < w->buffer_count; i++)
+        if (held->buffer[w->buffers[i]]) return false;
+    for (uint32_t i = 0; i < u->buffer_count; i++)
+        if (held_w->buffer[u->buffers[i]]) return false;
+    return true;
+}
+
 /* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
  * local of the kernel being built joins it, and so does a scalar statement after a kernel of
  * scalar statements (an optimiser's step count and bias corrections: one launch of one thread
  * on a GPU, which runs them in order, instead of one each) while the kernel's buffers stay
- * within SCALAR_KERNEL_BUFFERS. */
-static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, Uses *u, Uses *held) {
+ * within SCALAR_KERNEL_BUFFERS.  On a GPU (`gpu`), a nest of GPU loops also joins a kernel of
+ * such nests when neither touches what the other writes (an optimiser's updates of every
+ * parameter, each a nest of its own: one launch, their blocks side by side), within the same
+ * count of buffers.  `w` and `held_w` hold what the statement and the kernel write. */
+static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, bool gpu, Uses *u, Uses *held,
+                  Uses *w, Uses *held_w) {
     uses_clear(held);
+    uses_clear(held_w);
     uint32_t start = list->count;
-    bool scalars = false; /* the kernel being built holds only scalar statements */
+    bool scalars = false;  /* the kernel being built holds only scalar statements */
+    bool segments = false; /* … or only segments */
     for (uint32_t i = 0; i < n; i++) {
         uses_stmt(u, items[i]);
+        each_store(items[i], note_use, w);
         bool shared = false; /* a call uses no locals: a kernel of its own */
         for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
-        bool joins = shared || (scalars && is_scalar(items[i]) && buffers_fit(u, held));
+        bool is_segment = gpu && !blocks && segment(items[i], u);
+        bool joins = shared || (scalars && is_scalar(items[i]) && buffers_fit(u, held)) ||
+                     (segments && is_segment && buffers_fit(u, held) && independent(u, w, held, held_w));
         scalars = (joins ? scalars : true) && is_scalar(items[i]);
+        segments = (joins ? segments : true) && is_segment;
         if (!joins) {
             list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
             uses_clear(held);
+            uses_clear(held_w);
         }
         list->kernels[list->count - 1].count++;
         for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
         for (uint32_t b = 0; b < u->buffer_count; b++) use_buffer(held, u->buffers[b]);
+        for (uint32_t b = 0; b < w->buffer_count; b++) use_buffer(held_w, w->buffers[b]);
         uses_clear(u);
+        uses_clear(w);
     }
 }
 
@@ -213,19 +280,16 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     for (uint32_t i = 0; i < fn->body.count; i++)
         if (is_blocks(fn->body.items[i])) statements += fn->body.items[i]->body.count;
     list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
-    Uses u = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *u.buffers),
-              calloc(locals, sizeof *u.locals), 0, 0};
-    Uses held = {ir, calloc(ir->buffer_count + 1, 1), calloc(locals, 1), calloc(ir->buffer_count + 1, sizeof *held.buffers),
-                 calloc(locals, sizeof *held.locals), 0, 0}; /* the kernel's buffers and locals */
-    if (!u.buffer || !u.local || !u.buffers || !u.locals || !held.buffer || !held.local || !held.buffers || !held.locals)
-        diag_fatal_oom();
+    Uses u = uses_new(ir, locals), held = uses_new(ir, locals); /* a statement's buffers and locals, the kernel's */
+    Uses written = uses_new(ir, locals), held_w = uses_new(ir, locals); /* what the statement, the kernel write */
+    bool gpu = target->kind == TARGET_CUDA;
     /* The runs of statements between loops of blocks, and each loop's body. */
     uint32_t start = 0;
     for (uint32_t i = 0; i <= fn->body.count; i++) {
         IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
         if (st && !is_blocks(st)) continue;
-        if (i > start) group(&list, fn->body.items + start, i - start, NULL, &u, &held);
-        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, &u, &held);
+        if (i > start) group(&list, fn->body.items + start, i - start, NULL, gpu, &u, &held, &written, &held_w);
+        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, gpu, &u, &held, &written, &held_w);
         start = i + 1;
     }
     for (uint32_t k = 0; k < list.count; k++) {
@@ -247,24 +311,26 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
         kn->threaded = kn->count == 1 && s->kind == IR_LOOP && s->parallel && s->mode == LOOP_PLAIN &&
                        s->extent >= 2 && w >= target->parallel_work;
         if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / iterations(s->extent))) + 1;
-        gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
+        kernel_gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
+        if (kn->count > 1 && s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode)) segment_launch(kn);
     }
-    free(u.buffer);
-    free(u.local);
-    free(u.buffers);
-    free(u.locals);
-    free(held.buffer);
-    free(held.local);
-    free(held.buffers);
-    free(held.locals);
+    uses_free(&u);
+    uses_free(&held);
+    uses_free(&written);
+    uses_free(&held_w);
     return list;
 }
 
-void kernel_note_stores(const IrStmt *s, bool *written) {
-    if (s->kind == IR_STORE) written[s->buffer] = true;
-    if (s->kind == IR_MMA) written[s->mma.c] = true;
-    if (s->kind == IR_LDMATRIX) written[s->ldmatrix.regs] = true;
-    if (s->kind == IR_WGMMA) written[s->wgmma.c] = true;
+/* Calls note(ctx, b) for every buffer b that statement s (and the statements inside it) stores to. */
+static void each_store(const IrStmt *s, void (*note)(void *, uint32_t), void *ctx) {
+    if (s->kind == IR_STORE) note(ctx, s->buffer);
+    if (s->kind == IR_MMA) note(ctx, s->mma.c);
+    if (s->kind == IR_LDMATRIX) note(ctx, s->ldmatrix.regs);
+    if (s->kind == IR_WGMMA) note(ctx, s->wgmma.c);
     if (s->kind == IR_LOOP)
-        for (uint32_t i = 0; i < s->body.count; i++) kernel_note_stores(s->body.items[i], written);
+        for (uint32_t i = 0; i < s->body.count; i++) each_store(s->body.items[i], note, ctx);
 }
+
+static void note_written(void *written, uint32_t b) { ((bool *)written)[b] = true; }
+
+void kernel_note_stores(const IrStmt *s, bool *written) { each_store(s, note_written, written); }

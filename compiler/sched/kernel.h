@@ -28,8 +28,13 @@ typedef struct Kernel {
     bool threaded;
     bool call;               /* stmts[0] is an IR_CALL: the host calls the runtime, no kernel */
     int64_t extent, grain;
-    /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch. */
+    /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch.  With
+     * `segments`, its statements are independent nests of gpu.x/y/z loops (threads along x
+     * alone) run side by side in one launch: statement i takes the next blocks of the grid along
+     * x, as many as its own grid has (x fastest), and of each block's threads as many as its
+     * own block has. */
     uint32_t grid[3], block[3];
+    bool segments;
 } Kernel;
 
 /* The host side of a function: its kernels, launched in order. */
@@ -42,6 +47,10 @@ typedef struct KernelList {
 /* Outline `fn` into kernels (in ir's arena), choosing which run on the thread pool from the
  * target's thresholds. */
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target);
+
+/* The launch (grid, block) of a kernel whose first statement is `s`: its gpu.x/y/z loops, or
+ * its block loops and the longest of its thread loops (sched_gpu.c puts them at the top). */
+void kernel_gpu_launch(Kernel *kn, const IrStmt *s);
 
 /* Set written[b] for every buffer b that statement s (and the statements inside it) stores to. */
 void kernel_note_stores(const IrStmt *s, bool *written);
