@@ -438,6 +438,15 @@ m = json.load(open(sys.argv[1]))
 print(max(sum("buffer" in p for p in k["params"]) for k in m["kernels"]))' "$TMP/many.json")
 if [ "$many" = "4 2" ] && [ "$most" = 256 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers"
 else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('4 2' expected); most buffers a kernel: $most (256)" "$TMP/err"; fi
+# The same 70 parameters' AdamW updates, 70 independent nests of gpu loops, run as segments of
+# 2 launches (sched/kernel.c; 70 launches before), each within the 256 buffers above; the
+# golden's GPU leg checks their values on the reference executor, make check-gpu on a GPU.
+updates=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+names = {b["id"]: b["name"] for b in m["buffers"]}
+print(sum(any(names[p["buffer"]].endswith(".m") for p in k["params"] if p.get("writes")) for k in m["kernels"]))' "$TMP/many.json")
+if [ "$updates" = 2 ]; then pass "kernels: 70 parameters' updates as segments of 2 launches"
+else fail "kernels: independent GPU nests as segments" "launches that update moments: '$updates' (2 expected)" "$TMP/err"; fi
 
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
