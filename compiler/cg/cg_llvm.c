@@ -996,10 +996,22 @@ static void dot_pairs_loop(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMValu
 }
 
 
+/* v through an empty inline PTX move: the same value, of which LLVM knows nothing. */
+static LLVMValueRef opaque(CgLlvm *g, LLVMValueRef v) {
+    LLVMTypeRef type = LLVMFunctionType(g->i64, &g->i64, 1, 0);
+    static const char text[] = "mov.b64 $0, $1;", constraints[] = "=l,l";
+    LLVMValueRef move = LLVMGetInlineAsm(type, (char *)text, sizeof text - 1, (char *)constraints, sizeof constraints - 1, 0, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(g->b, type, move, &v, 1, "");
+}
+
 /* The body of a GPU loop whose iteration in this thread is `i`; with `guard`, only where
  * i < extent (the threads past the loop's end skip it). */
 static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
-    g->iter[s->iter] = i;
+    /* In a segment (gpu_segments), the iteration through an opaque copy: from the guards on it
+     * and on the block LLVM would learn ranges that turn the index's adds into ors, which its
+     * vectorizer cannot follow (a thread's 4 adjacent cells would not be one 16-byte access). */
+    g->iter[s->iter] = g->segment_threads && !guard ? opaque(g, i) : i;
     if (!guard) {
         block(g, &s->body);
         return;
@@ -1008,6 +1020,7 @@ static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "past_end");
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
     LLVMPositionBuilderAtEnd(g->b, body);
+    if (g->segment_threads) g->iter[s->iter] = opaque(g, i); /* (after the guard: see above) */
     block(g, &s->body);
     LLVMBuildBr(g->b, done);
     LLVMPositionBuilderAtEnd(g->b, done);
@@ -1020,9 +1033,10 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
     unsigned d = s->mode - LOOP_GPU_X;
     /* (in a segment, its block's place in its own grid: gpu_segments) */
     LLVMValueRef i = g->segment_block[d] ? g->segment_block[d] : cgl_special_register(g, block_index[d]);
-    if (s->threads > 1)
-        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, s->threads), ""), cgl_special_register(g, thread_index[d]), "i");
-    gpu_body(g, s, i, s->extent % s->threads != 0);
+    uint32_t threads = g->segment_threads && d == 0 ? g->segment_threads : s->threads; /* a segment's x: the kernel's */
+    if (threads > 1)
+        i = LLVMBuildNUWAdd(g->b, LLVMBuildNUWMul(g->b, i, cgl_iconst(g, threads), ""), cgl_special_register(g, thread_index[d]), "i");
+    gpu_body(g, s, i, s->extent % threads != 0);
 }
 
 /* A block or thread loop of a block's kernel (ir.h): the body once, with the iterator this
@@ -1165,35 +1179,34 @@ static void block(CgLlvm *g, const IrBlock *blk) {
     for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
 }
 
-/* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks
- * and on as many of each block's threads as its own block has; its gpu.x/y/z loops take its
- * block's place in its own grid (x fastest) instead of the block's index. */
+/* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks,
+ * its gpu.x loop with the kernel's threads a block; its gpu.x/y/z loops take its block's place
+ * in its own grid (x fastest) instead of the block's index. */
 static void gpu_segments(CgLlvm *g, const Kernel *k) {
-    LLVMValueRef block = cgl_special_register(g, "ctaid.x"), thread = cgl_special_register(g, "tid.x");
+    LLVMValueRef block = cgl_special_register(g, "ctaid.x");
     uint64_t start = 0;
+    g->segment_threads = k->block[0];
     for (uint32_t i = 0; i < k->count; i++) {
         const IrStmt *s = k->stmts[i];
-        Kernel part = {0};
-        kernel_gpu_launch(&part, s);
-        uint64_t blocks = (uint64_t)part.grid[0] * part.grid[1] * part.grid[2];
+        uint32_t grid[3];
+        uint64_t blocks = kernel_segment_grid(s, k->block[0], grid);
         LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segment");
         LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "next_segment");
         LLVMValueRef relative = LLVMBuildSub(g->b, block, cgl_iconst(g, (int64_t)start), "");
-        LLVMValueRef mine = LLVMBuildICmp(g->b, LLVMIntULT, relative, cgl_iconst(g, (int64_t)blocks), "");
-        if (part.block[0] < k->block[0])
-            mine = LLVMBuildAnd(g->b, mine, LLVMBuildICmp(g->b, LLVMIntULT, thread, cgl_iconst(g, part.block[0]), ""), "");
-        LLVMBuildCondBr(g->b, mine, in, next);
+        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, relative, cgl_iconst(g, (int64_t)blocks), ""), in, next);
         LLVMPositionBuilderAtEnd(g->b, in);
-        g->segment_block[0] = LLVMBuildURem(g->b, relative, cgl_iconst(g, part.grid[0]), "");
-        LLVMValueRef rest = LLVMBuildUDiv(g->b, relative, cgl_iconst(g, part.grid[0]), "");
-        g->segment_block[1] = LLVMBuildURem(g->b, rest, cgl_iconst(g, part.grid[1]), "");
-        g->segment_block[2] = LLVMBuildUDiv(g->b, rest, cgl_iconst(g, part.grid[1]), "");
+        /* (a one-dimensional grid's place is the relative block itself) */
+        LLVMValueRef rest = grid[1] * grid[2] > 1 ? LLVMBuildUDiv(g->b, relative, cgl_iconst(g, grid[0]), "") : NULL;
+        g->segment_block[0] = rest ? LLVMBuildURem(g->b, relative, cgl_iconst(g, grid[0]), "") : relative;
+        g->segment_block[1] = rest ? LLVMBuildURem(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
+        g->segment_block[2] = rest ? LLVMBuildUDiv(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
         stmt(g, s);
         for (int d = 0; d < 3; d++) g->segment_block[d] = NULL;
         LLVMBuildBr(g->b, next);
         LLVMPositionBuilderAtEnd(g->b, next);
         start += blocks;
     }
+    g->segment_threads = 0;
 }
 
 /* The locals that statement s sets get their stack slot (kernel.c keeps every local within one

@@ -39,6 +39,7 @@ typedef struct CgLlvm {
     bool copies_issued;     /* this phase issued asynchronous copies (LOOP_ASYNC_COPY), not yet committed */
     LLVMValueRef segment_block[3]; /* in a segment of a GPU kernel of segments (kernel.h): the
                                     * block's place in the segment's own grid, else NULL */
+    uint32_t segment_threads;      /* … and the kernel's threads a block, which its gpu.x loop takes */
     uint32_t block_dim[3];  /* the GPU kernel being emitted: its block (thread loops shorter than
                              * it are guarded) */
     uint32_t lane_iter;     /* inside a vector loop: its iterator (lane l of each value), else UINT32_MAX */

@@ -170,17 +170,27 @@ void kernel_gpu_launch(Kernel *kn, const IrStmt *s) {
     if (blocks) thread_extents(kn, top);
 }
 
-/* A kernel of segments (group): every segment's blocks in a row along x, as many threads a
- * block as the widest segment's. */
+uint64_t kernel_segment_grid(const IrStmt *s, uint32_t threads, uint32_t grid[3]) {
+    grid[0] = grid[1] = grid[2] = 1;
+    for (; s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode); s = s->body.items[0]) {
+        uint32_t t = s->mode == LOOP_GPU_X ? threads : s->threads;
+        grid[s->mode - LOOP_GPU_X] = (uint32_t)((s->extent + t - 1) / t);
+        if (s->body.count != 1) break;
+    }
+    return (uint64_t)grid[0] * grid[1] * grid[2];
+}
+
+/* A kernel of segments (group): as many threads a block as the widest segment's, every
+ * segment's grid for that many in a row along x. */
 static void segment_launch(Kernel *kn) {
-    uint64_t blocks = 0;
-    uint32_t threads = 1;
+    uint32_t threads = 1, grid[3];
     for (uint32_t i = 0; i < kn->count; i++) {
         Kernel part = {0};
         kernel_gpu_launch(&part, kn->stmts[i]);
-        blocks += (uint64_t)part.grid[0] * part.grid[1] * part.grid[2];
         if (part.block[0] > threads) threads = part.block[0];
     }
+    uint64_t blocks = 0;
+    for (uint32_t i = 0; i < kn->count; i++) blocks += kernel_segment_grid(kn->stmts[i], threads, grid);
     kn->segments = true;
     kn->grid[0] = (uint32_t)blocks, kn->grid[1] = kn->grid[2] = 1;
     kn->block[0] = threads, kn->block[1] = kn->block[2] = 1;

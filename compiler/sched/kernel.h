@@ -30,9 +30,9 @@ typedef struct Kernel {
     int64_t extent, grain;
     /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch.  With
      * `segments`, its statements are independent nests of gpu.x/y/z loops (threads along x
-     * alone) run side by side in one launch: statement i takes the next blocks of the grid along
-     * x, as many as its own grid has (x fastest), and of each block's threads as many as its
-     * own block has. */
+     * alone) run side by side in one launch, every block of the widest one's threads: statement
+     * i takes the next blocks of the grid along x, as many as its own grid has with that many
+     * threads along x (kernel_segment_grid; x fastest). */
     uint32_t grid[3], block[3];
     bool segments;
 } Kernel;
@@ -51,6 +51,10 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
 /* The launch (grid, block) of a kernel whose first statement is `s`: its gpu.x/y/z loops, or
  * its block loops and the longest of its thread loops (sched_gpu.c puts them at the top). */
 void kernel_gpu_launch(Kernel *kn, const IrStmt *s);
+
+/* The grid of segment `s` of a kernel of segments whose blocks have `threads` threads (its
+ * gpu.x loop takes that many a block, its gpu.y and gpu.z loops theirs); returns its blocks. */
+uint64_t kernel_segment_grid(const IrStmt *s, uint32_t threads, uint32_t grid[3]);
 
 /* Set written[b] for every buffer b that statement s (and the statements inside it) stores to. */
 void kernel_note_stores(const IrStmt *s, bool *written);
