@@ -75,34 +75,21 @@ typedef struct MmaTile {
     bool warpgroup;             /* one warpgroup's wgmma on core-matrix panels (sm_90a, below) */
 } MmaTile;
 
-/* The block's threads, zi > zj (the warp z = MMA_WARPS_J·zi + zj: its row and column of the
- * block's grid of warps; ir.h: zi splits threadIdx.z) > y (g) > x (q); returns the innermost loop. */
-static IrStmt *warp_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
-    static const uint64_t extent[4] = {4, 8, MMA_WARPS_J, MMA_WARPS_I};
+/* The block's threads in `into`, their iterators in th[]: x (q, th[0]) innermost, y (g, th[1]),
+ * then the warp z: for warps of mma.sync its row zi (th[3], splitting threadIdx.z: ir.h) and
+ * its column zj (th[2]), z = MMA_WARPS_J·zi + zj; for a warpgroup one loop (th[2]; th[3]
+ * UINT32_MAX).  Returns the innermost body. */
+static IrBlock *thread_loops(Sched *s, IrBlock *into, bool warpgroup, uint32_t th[4]) {
+    static const uint64_t extent[4] = {4, 8, MMA_WARPS_J, MMA_WARPS_I}, group_extent[3] = {4, 8, MMA_WARPS};
     static const IrLoopMode mode[4] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
-    IrBlock *at = into;
-    IrStmt *l = NULL;
-    for (int d = 3; d >= 0; d--) {
+    th[3] = UINT32_MAX;
+    for (int d = warpgroup ? 2 : 3; d >= 0; d--) {
         th[d] = new_iter(s);
-        l = new_loop(s, th[d], extent[d], true, mode[d]);
+        IrStmt *l = new_loop(s, th[d], warpgroup ? group_extent[d] : extent[d], true, mode[d]);
         if (d == 3) l->thread_stride = MMA_WARPS_J;
-        ir_block_push(s->ir->arena, at, l);
-        at = &l->body;
-    }
-    return l;
-}
-
-/* A warpgroup's threads z (its warp) > y (g) > x (q), t = x + 4y + 32z; returns the innermost body. */
-static IrBlock *warpgroup_loops(Sched *s, IrBlock *into, uint32_t th[4]) {
-    static const uint64_t extent[3] = {4, 8, MMA_WARPS};
-    static const IrLoopMode mode[3] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z};
-    for (int d = 2; d >= 0; d--) {
-        th[d] = new_iter(s);
-        IrStmt *l = new_loop(s, th[d], extent[d], true, mode[d]);
         ir_block_push(s->ir->arena, into, l);
         into = &l->body;
     }
-    th[3] = UINT32_MAX;
     return into;
 }
 
@@ -252,7 +239,7 @@ static void mma_fragments(Sched *s, IrBlock *block, IrBlock *thread, MmaTile *mt
     int64_t a_first = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
     int64_t b_first = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
     uint32_t i, j, bit[3];
-    if ((!a_whole || !b_whole) && !thread) thread = &warp_loops(s, block, mt->th)->body;
+    if ((!a_whole || !b_whole) && !thread) thread = thread_loops(s, block, mt->warpgroup, mt->th);
     const uint32_t *th = mt->th;
     if (!a_whole) {
         IrBlock *body = bit_loops(s, &unrolled(s, thread, &i, mt->mt, true)->body, bit, 3);
@@ -426,7 +413,7 @@ static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf
 /* Rewrite 6t's hooks (k_loop). */
 static IrBlock *mma_threads(Sched *s, IrBlock *into, void *tile) {
     MmaTile *mt = tile;
-    return mt->warpgroup ? warpgroup_loops(s, into, mt->th) : &warp_loops(s, into, mt->th)->body;
+    return thread_loops(s, into, mt->warpgroup, mt->th);
 }
 
 static void mma_fetch_panels(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {

@@ -16,6 +16,9 @@ bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
 
 count() { grep -c "$1" "$2" || true; }
+# expect WANT GOT PASSING WHAT: PASS PASSING where the counts GOT (a list) are WANT, else FAIL
+# saying WHAT and the counts.
+expect() { if [ "$2" = "$1" ]; then ok "$3"; else bad "$4: $2 (expected $1)"; fi; }
 # sched_ir NAME ARGS…: the GPU schedule of ARGS into $TMP/NAME.ir; a failure counted and shown.
 sched_ir() {
     name=$1
@@ -42,8 +45,8 @@ if sched_ir panels tests/native/tensor_cores_panels.tsr && sched_ir panels_tf32 
     p1=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps copied asynchronously, 1 in shared memory" "$TMP/panels.ir")
     p3=$(count "on the tensor cores (mma.m16n8k16.*panels of 32 steps copied asynchronously, 3 in shared memory" "$TMP/pipe_panels.ir")
     t32=$(count "on the tensor cores (mma.m16n8k8.tf32).*panels of 32 steps$" "$TMP/panels_tf32.ir")
-    if [ "$p2" = 1 ] && [ "$p1" = 2 ] && [ "$p3" = 3 ] && [ "$t32" = 3 ]; then ok "panels: bf16/f16 of 32 steps copied asynchronously (2 in shared memory 1, 1 in shared memory 2, 3 in shared memory 3), tf32 of 32 through registers (3)"
-    else bad "panels: bf16/f16 with 2 panels in shared memory $p2, with 1 $p1, with 3 $p3; tf32 $t32 of 32 steps (expected 1, 2, 3, 3)"; fi
+    expect "1 2 3 3" "$p2 $p1 $p3 $t32" "panels: bf16/f16 of 32 steps copied asynchronously (2 in shared memory 1, 1 in shared memory 2, 3 in shared memory 3), tf32 of 32 through registers (3)" \
+        "panels: bf16/f16 with 2, 1 and 3 panels in shared memory, tf32 of 32 steps"
 fi
 # Asynchronous copies (tensor_cores_pipeline.tsr, small products on few blocks): the GPU
 # schedule, run by the reference executor, prints the reference's bits, with each copy landing
@@ -106,8 +109,8 @@ if sched_ir wg90a --arch=sm_90a --gpu-blocks=1 "$WG" && sched_ir wg90 --arch=sm_
     w64=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k16.*one warpgroup" "$TMP/wg90a.ir")
     wp=$(count "(wgmma.m64n64k16" "$TMP/panels90a.ir")
     plain=$(count "wgmma\.m64" "$TMP/wg90.ir")
-    if [ "$w128" = 2 ] && [ "$w64" = 1 ] && [ "$wp" = 3 ] && [ "$plain" = 0 ]; then ok "sm_90a: wgmma for 2 products of 128-wide tiles and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90"
-    else bad "sm_90a: wgmma for $w128 128-wide and $w64 64-wide products, $wp in tensor_cores_panels.tsr, $plain wgmma lines for sm_90 (expected 2, 1, 3, 0)"; fi
+    expect "2 1 3 0" "$w128 $w64 $wp $plain" "sm_90a: wgmma for 2 products of 128-wide tiles and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90" \
+        "sm_90a: wgmma for 128-wide and 64-wide products, in tensor_cores_panels.tsr, wgmma lines for sm_90"
 fi
 for prog in "$WG" tests/native/tensor_cores_panels.tsr; do
     if ! TSR_PRINT_EXACT=1 "$TSRC" --run --interp "$prog" >"$TMP/wg_ref.out" 2>"$TMP/err"; then
