@@ -106,15 +106,18 @@ static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayou
 
 /* IR_WGMMA (ir.h): for each 64-row half and each 16 steps, one wgmma.mma_async on this
  * thread's accumulators (inline PTX: LLVM has no intrinsic for it), the first fenced, the last
- * committed and awaited.  Before the first, a proxy fence: the panels were written by cp.async
- * (the generic proxy, landed by the barrier before), and wgmma reads them through the async
- * proxy. */
+ * committed and awaited down to the statement's groups in flight.  Before the first, a proxy
+ * fence: the panels were written by cp.async (the generic proxy, landed by the barrier
+ * before), and wgmma reads them through the async proxy.  A group left in flight keeps its
+ * accumulators: the next statement's instructions take the same registers, untouched between
+ * (ptxas serialises the products, and says so, where anything else touches them). */
 void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
     unsigned regs = w->n / 2, halves = w->rows / 64, chunks = w->steps / 16;
     const char *type = ir_dtype_word(w->in);
     LLVMTypeRef *fields = malloc(regs * sizeof *fields), *params = malloc((regs + 2) * sizeof *params);
     LLVMValueRef *args = malloc((regs + 2) * sizeof *args);
-    char *text = malloc(64 * (size_t)regs + 512), *constraints = malloc(8 * (size_t)regs + 16);
+    char *text = malloc(64 * (size_t)regs + 512), *constraints = malloc(8 * (size_t)regs + 16), wait[96];
+    sprintf(wait, "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned %u;", w->in_flight);
     if (!fields || !params || !args || !text || !constraints) diag_fatal_oom();
     for (unsigned r = 0; r < regs; r++) fields[r] = params[r] = g->f32;
     params[regs] = params[regs + 1] = g->i64;
@@ -131,7 +134,7 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
             for (unsigned r = 0; r < regs; r++) n += (size_t)sprintf(text + n, "%s$%u", r ? "," : "", r);
             n += (size_t)sprintf(text + n, "}, $%u, $%u, p, 1, 1, %d, %d;\n}%s", 2 * regs, 2 * regs + 1, w->a_layout.mn_major,
                                  w->b_layout.mn_major,
-                                 last ? "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;" : "");
+                                 last ? wait : "");
             unsigned first_reg = w->c_at + h * regs;
             for (unsigned r = 0; r < regs; r++)
                 args[r] = LLVMBuildLoad2(g->b, g->f32, cgl_thread_register(g, g->f32, w->c, first_reg + r), "");

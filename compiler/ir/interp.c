@@ -58,6 +58,16 @@ struct Interp {
     uint64_t **read_epoch;
     unsigned thread_depth; /* thread loops open: 0 outside a phase */
     bool phase_copied;     /* the open phase issued copies */
+    /* Warpgroup products left running (ir.h IrWgmma's in_flight): each is carried out when it
+     * is issued, but the GPU may go on reading its panels and adding into its registers until
+     * a later statement's wait retires it.  `wgmma_issued` and `wgmma_retired` count them;
+     * running_read[b][at] is one more than the number of the last product left running that
+     * read cell `at` of panel b; running_c is their registers.  Writing a cell that a running
+     * product reads, or reading its registers, is a race, reported as an error, as is a block
+     * that ends with products running. */
+    uint64_t wgmma_issued, wgmma_retired;
+    uint64_t **running_read;
+    uint32_t running_c;
 };
 
 /* ---- Set-up ---------------------------------------------------------------------------------- */
@@ -92,9 +102,12 @@ void interp_free(Interp *in) {
     free(in->iters);
     free(in->locals);
     free(in->pending);
-    if (in->read_epoch)
-        for (uint32_t b = 0; b < in->ir->buffer_count; b++) free(in->read_epoch[b]);
+    for (uint32_t b = 0; b < in->ir->buffer_count; b++) {
+        if (in->read_epoch) free(in->read_epoch[b]);
+        if (in->running_read) free(in->running_read[b]);
+    }
     free(in->read_epoch);
+    free(in->running_read);
     free(in);
 }
 
@@ -125,14 +138,28 @@ static uint64_t size_value(const Interp *in, uint64_t n) {
     return size_is_runtime(n) ? (uint64_t)in->state->symbols[in->ir->class_symbol[size_class(n)]] : n;
 }
 
-static uint64_t *read_epochs(Interp *in, uint32_t buffer) {
-    if (!in->read_epoch && !(in->read_epoch = calloc(in->ir->buffer_count + 1, sizeof *in->read_epoch))) diag_fatal_oom();
-    if (!in->read_epoch[buffer] && !(in->read_epoch[buffer] = calloc(in->ir->buffers[buffer].size + 1, sizeof **in->read_epoch)))
-        diag_fatal_oom();
-    return in->read_epoch[buffer];
+/* A per-cell mark of a shared buffer (read_epoch, running_read), allocated when first used. */
+static uint64_t *cell_marks(Interp *in, uint64_t ***marks, uint32_t buffer) {
+    if (!*marks && !(*marks = calloc(in->ir->buffer_count + 1, sizeof **marks))) diag_fatal_oom();
+    if (!(*marks)[buffer] && !((*marks)[buffer] = calloc(in->ir->buffers[buffer].size + 1, sizeof ***marks))) diag_fatal_oom();
+    return (*marks)[buffer];
 }
 
+static uint64_t *read_epochs(Interp *in, uint32_t buffer) { return cell_marks(in, &in->read_epoch, buffer); }
+
 static void note_shared_read(Interp *in, uint32_t buffer, int64_t at) { read_epochs(in, buffer)[at] = in->epoch + 1; }
+
+/* Whether a write of cell `at` of a shared buffer races with a warpgroup product still running
+ * (reported). */
+static bool races_running_product(Interp *in, uint32_t buffer, int64_t at) {
+    if (in->wgmma_issued == in->wgmma_retired || !in->running_read || !in->running_read[buffer] ||
+        in->running_read[buffer][at] <= in->wgmma_retired)
+        return false;
+    diag_error_noloc("run time: a write of %s[%" PRId64 "] while a warpgroup product that reads it is still running",
+                     in->ir->buffers[buffer].name, at);
+    in->failed = true;
+    return true;
+}
 
 static IrValue eval(Interp *in, const IrExpr *e);
 
@@ -206,6 +233,11 @@ static IrValue eval(Interp *in, const IrExpr *e) {
         int64_t at = offset(in, e->buffer, e->index);
         DType dtype = in->ir->buffers[e->buffer].dtype;
         if (in->late_copies && at >= 0 && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
+        if (e->buffer == in->running_c && in->wgmma_issued > in->wgmma_retired && !in->failed) {
+            diag_error_noloc("run time: a read of %s while the warpgroup products that add into it are still running",
+                             in->ir->buffers[e->buffer].name);
+            in->failed = true;
+        }
         if (at >= 0 && ir_dtype_half(dtype)) return load_half(dtype, cell_address(in, e->buffer, at));
         if (at >= 0 && ir_dtype_byte(dtype)) return load_byte(cell_address(in, e->buffer, at));
         if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(dtype));
@@ -256,6 +288,7 @@ static void async_copy(Interp *in, const IrStmt *l) {
         IrValue value = eval(in, st->value);
         int64_t at = offset(in, st->buffer, st->index);
         if (at < 0) continue;
+        if (races_running_product(in, st->buffer, at)) return;
         if (!in->late_copies) {
             store_cell(in, st->buffer, at, value);
             continue;
@@ -347,17 +380,21 @@ static void run_ldmatrix(Interp *in, const IrLdmatrix *l) {
     }
 }
 
-/* A cell of an IR_WGMMA operand panel, widened to f32. */
-static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int64_t r, int64_t k) {
+/* A cell of an IR_WGMMA operand panel, widened to f32; `running`: the product is left
+ * running, and marks the cell read. */
+static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int64_t r, int64_t k, bool running) {
     int64_t at = ir_core_cell(l, r, k);
     if (in->late_copies) note_shared_read(in, panel, at);
+    if (running) cell_marks(in, &in->running_read, panel)[at] = in->wgmma_issued + 1;
     return load_half(in->ir->buffers[panel].dtype, cell_address(in, panel, at)).f;
 }
 
 /* IR_WGMMA as the warpgroup carries it out (ir.h IrWgmma): A and B read from their panels by
  * their core-matrix layouts, C gathered from the 128 threads' registers by the accumulator
- * layout, each cell's steps taken in order as fused multiply-adds, C scattered back. */
+ * layout, each cell's steps taken in order as fused multiply-adds, C scattered back; then the
+ * products before the last `in_flight` retire. */
 static void run_wgmma(Interp *in, const IrWgmma *w) {
+    bool running = w->in_flight > 0;
     float *c = in->data[w->c];
     uint64_t cells = in->ir->buffers[w->c].thread_cells;
     float a[16], b[16];
@@ -370,13 +407,16 @@ static void run_wgmma(Interp *in, const IrWgmma *w) {
                 float *d = &c[t * cells + w->c_at + h * w->n / 2 + reg];
                 for (uint32_t s = 0; s < w->steps; s += 16) {
                     for (uint32_t k = 0; k < 16; k++) {
-                        a[k] = core_operand(in, w->a, &w->a_layout, row, s + k);
-                        b[k] = core_operand(in, w->b, &w->b_layout, col, s + k);
+                        a[k] = core_operand(in, w->a, &w->a_layout, row, s + k, running);
+                        b[k] = core_operand(in, w->b, &w->b_layout, col, s + k, running);
                     }
                     for (uint32_t k = 0; k < 16; k++) *d = fmaf(a[k], b[k], *d);
                 }
             }
         }
+    in->wgmma_issued++;
+    if (in->wgmma_issued - in->wgmma_retired > w->in_flight) in->wgmma_retired = in->wgmma_issued - w->in_flight;
+    in->running_c = w->c;
 }
 
 static void run_block(Interp *in, const IrBlock *block) {
@@ -414,6 +454,10 @@ static void run_block(Interp *in, const IrBlock *block) {
                 if (ir_mode_block(s->mode)) { /* a block's copies land before it ends; the next block reads afresh */
                     land_copies(in, UINT64_MAX);
                     in->epoch++;
+                    if (in->wgmma_issued > in->wgmma_retired && !in->failed) {
+                        diag_error_noloc("run time: a GPU block ends with warpgroup products still running");
+                        in->failed = true;
+                    }
                 }
             }
             if (ir_mode_thread(s->mode) && --in->thread_depth == 0 && in->phase_copied) { /* the phase's group */
@@ -424,7 +468,7 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0) store_cell(in, s->buffer, at, value);
+            if (at >= 0 && !races_running_product(in, s->buffer, at)) store_cell(in, s->buffer, at, value);
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;

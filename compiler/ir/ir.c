@@ -575,10 +575,11 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             const IrWgmma *w = &s->wgmma;
             const IrCoreLayout *la = &w->a_layout, *lb = &w->b_layout;
             fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8] * %s[%" PRId64
-                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (one warpgroup)\n",
+                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (one warpgroup%s)\n",
                     w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at, w->c_at + w->rows * w->n / 128 - 1,
                     ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", la->leading, la->stride,
-                    ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major", lb->leading, lb->stride);
+                    ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major", lb->leading, lb->stride,
+                    w->in_flight ? ", left running" : "");
             break;
         }
         case IR_CALL: {
@@ -813,7 +814,7 @@ static void verify_wgmma(Verifier *v, const IrWgmma *w) {
     const IrBuffer *bufs = v->ir->buffers;
     uint32_t count = v->ir->buffer_count;
     if (!ir_dtype_half(w->in) || (w->rows != 64 && w->rows != 128) || !w->n || w->n % 8 || w->n > 256 || !w->steps ||
-        w->steps % 16 || w->a >= count || w->b >= count || w->c >= count) {
+        w->steps % 16 || w->in_flight > 1 || w->a >= count || w->b >= count || w->c >= count) {
         problem(v, "a warpgroup product of another type or shape");
         return;
     }

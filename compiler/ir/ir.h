@@ -450,15 +450,20 @@ static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) 
  *     C[64h + 16w + g + 8r₁][8i + 2q + r₀]
  * (PTX's wgmma.mma_async.m64nNk16 accumulator layout).  The backend issues, for each half and
  * each 16 steps in order, one wgmma.mma_async reading both panels through their descriptors,
- * fenced before the first and committed and awaited after the last, so that the statement is
- * done when it ends.  The reference executor takes each cell's steps in order as fused
- * multiply-adds, as IR_MMA does. */
+ * fenced before the first, the statement's instructions one group, committed after the last
+ * and awaited until at most `in_flight` groups of the warpgroup are still running: 0, the
+ * statement is done when it ends; 1, it may still read its panels and add into C while the
+ * block goes on, and is done when the next statement's wait ends (the schedule then reads
+ * neither C nor overwrites these panels before that: the reference executor checks both).
+ * The reference executor takes each cell's steps in order as fused multiply-adds, as IR_MMA
+ * does. */
 typedef struct IrWgmma {
     DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
     uint32_t rows, n, steps;
     uint32_t a, b;                 /* the gpu_shared panels */
     IrCoreLayout a_layout, b_layout;
     uint32_t c, c_at;              /* the per-thread f32 registers */
+    uint32_t in_flight;            /* the warpgroup's groups left running when it ends: 0 or 1 */
 } IrWgmma;
 
 typedef struct IrStmt IrStmt;

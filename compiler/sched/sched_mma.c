@@ -56,6 +56,7 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        MMA_PANEL_BYTES = 128, /* a panel's steps through registers, where the reduction allows: 128 bytes of a row */
        MMA_ASYNC_STEPS = 32,  /* a panel's steps copied asynchronously, where the reduction allows */
        MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
+       WARPGROUP_STAGES = 4,  /* the same for a warpgroup whose products run on into the next turn */
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
        CORE_ROW = 8, CORE_CELLS = 64 /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */ };
 
@@ -73,6 +74,7 @@ typedef struct MmaTile {
     uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi (a warpgroup's: x, y, z) */
     Split split;
     bool warpgroup;             /* one warpgroup's wgmma on core-matrix panels (sm_90a, below) */
+    uint32_t left_running;      /* a warpgroup's: the groups of products a turn leaves running (0 or 1) */
 } MmaTile;
 
 /* The block's threads in `into`, their iterators in th[]: x (q, th[0]) innermost, y (g, th[1]),
@@ -454,7 +456,11 @@ static void mma_step(Sched *s, IrBlock *thread, IrBlock *block, void *tile) {
  *                  step/16 × (fragments from stage kt mod S;  mt·nt products)
  * The barrier also tells every thread that the block has finished with panel kt − 1, whose
  * stage the copy after it overwrites.  The turns whose copies keep S − 2 groups in flight are
- * a loop over rounds of S turns (each turn's stages constant in the IR), the others unrolled. */
+ * a loop over rounds of S turns (each turn's stages constant in the IR), the others unrolled.
+ * A warpgroup's products may run on past their turn (below): then the copies run A = S − 2
+ * panels ahead instead of S − 1 (the barrier of turn kt tells that the products of panel
+ * kt − 2 are done, not those of kt − 1), and every turn but the last leaves its products
+ * running. */
 
 /* Whether every flat coefficient of the load's index but its contiguous axis's, and its
  * offset, are multiples of `run` cells (so that each run of cells is aligned to its bytes). */
@@ -531,24 +537,29 @@ static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
     ir_block_push(s->ir->arena, into, b);
 }
 
-/* At the block's level: the warpgroup's product of the panels in stage `stage`. */
-static void warpgroup_product(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t stage) {
+/* At the block's level: the warpgroup's product of the panels in stage `stage`, `in_flight`
+ * groups of products left running when it ends. */
+static void warpgroup_product(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t stage, uint32_t in_flight) {
     IrStmt *w = arena_alloc(s->ir->arena, sizeof *w);
     IrCoreLayout a = mt->a.core, b = mt->b.core;
     a.at = b.at = stage * panel_cells(mt, &mt->a);
     *w = (IrStmt){.kind = IR_WGMMA,
                   .wgmma = {.in = mt->in, .rows = mt->tile, .n = mt->tile, .steps = mt->step, .a = mt->a.shared, .b = mt->b.shared,
-                            .a_layout = a, .b_layout = b, .c = mt->cells}};
+                            .a_layout = a, .b_layout = b, .c = mt->cells, .in_flight = in_flight}};
     ir_block_push(s->ir->arena, into, w);
 }
 
+/* Panels copied ahead of the one in use: S − 1, one fewer where products run on (above). */
+static int64_t copies_ahead(const MmaTile *mt) { return (int64_t)mt->stages - 1 - mt->left_running; }
+
 /* One turn of the pipeline in `into`: the barrier, the copy of panel ko·S + `copy` (if `copy`
- * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`. */
-static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage) {
+ * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`
+ * (a warpgroup's left running but in the `last` turn). */
+static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage, bool last) {
     push_copy_barrier(s, into, in_flight);
     if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
     if (mt->warpgroup) {
-        warpgroup_product(s, into, mt, stage);
+        warpgroup_product(s, into, mt, stage, last ? 0 : mt->left_running);
         return;
     }
     for (uint32_t sub = 0; sub < mt->step / MMA_K; sub++) {
@@ -557,29 +568,29 @@ static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t
     }
 }
 
-/* The pipeline's first copies: panels 0 … S − 2 into their stages, one phase each. */
+/* The pipeline's first copies: panels 0 … A − 1 into their stages, one phase each. */
 static void mma_prologue(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r) {
     int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step);
-    for (int64_t p = 0; p + 1 < mt->stages && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
+    for (int64_t p = 0; p < copies_ahead(mt) && p < panels; p++) mma_copy_panels(s, blk, mt, UINT32_MAX, 0, p, (uint32_t)p);
 }
 
 /* The pipeline after its first copies (`copied`: issued already, before the cells' initial
  * values, which a reduction of one loop allows: its panels do not depend on an outer loop). */
 static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r, bool copied) {
     blk = outer_reduction_loops(s, blk, r, &mt->split);
-    int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step), stages = mt->stages;
+    int64_t panels = (int64_t)(part_steps(r, &mt->split) / mt->step), stages = mt->stages, ahead = copies_ahead(mt);
     if (!copied) mma_prologue(s, blk, mt, r);
-    int64_t steady = panels - stages + 1, rounds = steady > 0 ? steady / stages : 0;
+    int64_t steady = panels - ahead, rounds = steady > 0 ? steady / stages : 0;
     if (rounds) {
         uint32_t ko = new_iter(s);
         IrStmt *l = new_loop(s, ko, (uint64_t)rounds, false, LOOP_PLAIN);
         ir_block_push(s->ir->arena, blk, l);
-        for (int64_t u = 0; u < stages; u++) mma_turn(s, &l->body, mt, ko, (uint32_t)stages - 2, u + stages - 1, (uint32_t)u);
+        for (int64_t u = 0; u < stages; u++) mma_turn(s, &l->body, mt, ko, (uint32_t)ahead - 1, u + ahead, (uint32_t)u, false);
     }
     for (int64_t kt = rounds * stages; kt < panels; kt++) {
-        int64_t issued = kt + stages - 1 < panels ? kt + stages - 1 : panels;
-        mma_turn(s, blk, mt, UINT32_MAX, (uint32_t)(issued - kt - 1), kt + stages - 1 < panels ? kt + stages - 1 : -1,
-                 (uint32_t)(kt % stages));
+        int64_t issued = kt + ahead < panels ? kt + ahead : panels;
+        mma_turn(s, blk, mt, UINT32_MAX, (uint32_t)(issued - kt - 1), kt + ahead < panels ? kt + ahead : -1, (uint32_t)(kt % stages),
+                 kt + 1 == panels);
     }
     if (r->nred > 1) push_barrier(s, blk);
 }
@@ -596,8 +607,11 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
  * .m64n128k16 reading A and B from shared memory, where mma.sync took 128 products and 32
  * ldmatrix.  An operand along k
  * is K-major (A's usual, trans 0), one along the tile MN-major (trans 1).  The pipeline of
- * copies is the same (mma_pipeline); each turn's products are done before the barrier of the
- * next, so the stage the next copy overwrites is free. */
+ * copies is the same (mma_pipeline), but over more than 2 panels each turn's products run on
+ * while the next turn's barrier, copies and products are issued (wgmma.wait_group 1: the
+ * tensor cores never wait for the threads), with WARPGROUP_STAGES stages and copies two
+ * panels ahead so that the stage a copy overwrites was read by products already done; the
+ * last turn awaits them all before the cells are stored. */
 static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction *ct) {
     if (strcmp(s->target->cpu, "sm_90a") != 0 || mt->in == DTYPE_F32 || !mt->stages || (mt->tile != 128 && mt->tile != 64) ||
         mt->step != MMA_ASYNC_STEPS)
@@ -638,6 +652,7 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         }
     }
     mt.warpgroup = warpgroup_fits(s, &mt, &ct);
+    if (mt.warpgroup && mt.panels > 2) mt.stages = WARPGROUP_STAGES, mt.left_running = 1;
     uint32_t tile = mt.tile, step = mt.step;
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
@@ -668,8 +683,9 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const char *pipeline = mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.panels > 1 ? mt.stages : 1) : "";
     const char *schedule =
         mt.warpgroup
-            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), one warpgroup, panels of %u steps%s",
-                           tile, tile, tile, ir_dtype_word(in), step, pipeline)
+            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), one warpgroup, panels of %u steps%s%s",
+                           tile, tile, tile, ir_dtype_word(in), step, pipeline,
+                           mt.left_running ? ", each panel's products running on into the next turn" : "")
             : arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
                            tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile / MMA_WARPS_I,
                            tile / MMA_WARPS_J, step, pipeline);
