@@ -95,24 +95,32 @@ void cgl_load_matrices(CgLlvm *g, const IrLdmatrix *l) {
 }
 
 /* The 64-bit shared-memory descriptor of a wgmma operand whose core matrices start at cell `at`
- * of panel `panel` (PTX: the start address, `leading` and `stride` in bytes, each shifted right
- * by 4, at bits 0, 16 and 32; no swizzling). */
-static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayout *l, int64_t at) {
-    LLVMValueRef address = LLVMBuildPtrToInt(g->b, panel_cell(g, panel, cgl_iconst(g, at)), g->i64, "");
+ * (plus `more`, a value, unless NULL) of panel `panel` (PTX: the start address, `leading` and
+ * `stride` in bytes, each shifted right by 4, at bits 0, 16 and 32; no swizzling). */
+static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayout *l, int64_t at, LLVMValueRef more) {
+    LLVMValueRef cell = cgl_iconst(g, at);
+    if (more) cell = LLVMBuildNSWAdd(g->b, cell, more, "");
+    LLVMValueRef address = LLVMBuildPtrToInt(g->b, panel_cell(g, panel, cell), g->i64, "");
     LLVMValueRef d = LLVMBuildLShr(g->b, LLVMBuildAnd(g->b, address, cgl_iconst(g, 0x3ffff), ""), cgl_iconst(g, 4), "");
     int64_t fields = (2 * l->leading >> 4 & 0x3fff) << 16 | (2 * l->stride >> 4 & 0x3fff) << 32;
     return LLVMBuildOr(g->b, d, cgl_iconst(g, fields), "desc");
 }
 
-/* IR_WGMMA (ir.h): for each 64-row half and each 16 steps, one wgmma.mma_async on this
- * thread's accumulators (inline PTX: LLVM has no intrinsic for it), the first fenced, the last
- * committed and awaited down to the statement's groups in flight.  Before the first, a proxy
+/* IR_WGMMA (ir.h): for each 64 rows of the thread's warpgroup and each 16 steps, one
+ * wgmma.mma_async on this thread's accumulators (inline PTX: LLVM has no intrinsic for it), the
+ * first fenced, the last committed and awaited down to the statement's groups in flight; of
+ * two warpgroups, the second's A descriptors start R = rows/2 rows further (its number is
+ * threadIdx.z / 4, the block's warps numbered t = x + 4y + 32z).  Before the first, a proxy
  * fence: the panels were written by cp.async (the generic proxy, landed by the barrier
  * before), and wgmma reads them through the async proxy.  A group left in flight keeps its
  * accumulators: the next statement's instructions take the same registers, untouched between
  * (ptxas serialises the products, and says so, where anything else touches them). */
 void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
-    unsigned regs = w->n / 2, halves = w->rows / 64, chunks = w->steps / 16;
+    unsigned regs = w->n / 2, group_rows = w->rows / w->warpgroups, halves = group_rows / 64, chunks = w->steps / 16;
+    LLVMValueRef group_at = NULL; /* the warpgroup's first row of A, in cells of its panel */
+    if (w->warpgroups > 1)
+        group_at = LLVMBuildNUWMul(g->b, LLVMBuildUDiv(g->b, cgl_special_register(g, "tid.z"), cgl_iconst(g, 4), ""),
+                                   cgl_iconst(g, group_rows / 8 * w->a_layout.stride), "");
     const char *type = ir_dtype_word(w->in);
     LLVMTypeRef *fields = malloc(regs * sizeof *fields), *params = malloc((regs + 2) * sizeof *params);
     LLVMValueRef *args = malloc((regs + 2) * sizeof *args);
@@ -141,8 +149,8 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
             /* Steps 16k … 16k + 15 are core matrices 2k and 2k + 1 along k; half h's rows start 8h
              * core matrices along A's tile. */
             IrCoreLayout a = w->a_layout, b = w->b_layout;
-            args[regs] = core_descriptor(g, w->a, &a, a.at + 2 * (int64_t)k * a.leading + 8 * (int64_t)h * a.stride);
-            args[regs + 1] = core_descriptor(g, w->b, &b, b.at + 2 * (int64_t)k * b.leading);
+            args[regs] = core_descriptor(g, w->a, &a, a.at + 2 * (int64_t)k * a.leading + 8 * (int64_t)h * a.stride, group_at);
+            args[regs + 1] = core_descriptor(g, w->b, &b, b.at + 2 * (int64_t)k * b.leading, NULL);
             LLVMValueRef asm_fn = LLVMGetInlineAsm(fn, text, strlen(text), constraints, strlen(constraints), 1, 0,
                                                    LLVMInlineAsmDialectATT, 0);
             LLVMValueRef d = LLVMBuildCall2(g->b, fn, asm_fn, args, regs + 2, "");

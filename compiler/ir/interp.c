@@ -397,13 +397,14 @@ static void run_wgmma(Interp *in, const IrWgmma *w) {
     bool running = w->in_flight > 0;
     float *c = in->data[w->c];
     uint64_t cells = in->ir->buffers[w->c].thread_cells;
+    uint32_t group_rows = w->rows / w->warpgroups;
     float a[16], b[16];
-    for (uint32_t h = 0; h < w->rows / 64; h++)
-        for (uint32_t t = 0; t < 128; t++) {
-            uint32_t warp = t / 32, g = t % 32 / 4, q = t % 4;
+    for (uint32_t h = 0; h < group_rows / 64; h++)
+        for (uint32_t t = 0; t < 128 * w->warpgroups; t++) {
+            uint32_t group = t / 128, warp = t / 32 % 4, g = t % 32 / 4, q = t % 4;
             for (uint32_t reg = 0; reg < w->n / 2; reg++) {
                 uint32_t i = reg / 4, r1 = reg / 2 % 2, r0 = reg % 2;
-                int64_t row = 64 * h + 16 * warp + g + 8 * r1, col = 8 * i + 2 * q + r0;
+                int64_t row = (int64_t)group_rows * group + 64 * h + 16 * warp + g + 8 * r1, col = 8 * i + 2 * q + r0;
                 float *d = &c[t * cells + w->c_at + h * w->n / 2 + reg];
                 for (uint32_t s = 0; s < w->steps; s += 16) {
                     for (uint32_t k = 0; k < 16; k++) {

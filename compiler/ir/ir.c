@@ -575,11 +575,12 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             const IrWgmma *w = &s->wgmma;
             const IrCoreLayout *la = &w->a_layout, *lb = &w->b_layout;
             fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8] * %s[%" PRId64
-                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (one warpgroup%s)\n",
-                    w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at, w->c_at + w->rows * w->n / 128 - 1,
+                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (%s%s)\n",
+                    w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at,
+                    w->c_at + w->rows * w->n / (128 * (w->warpgroups ? w->warpgroups : 1)) - 1,
                     ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", la->leading, la->stride,
                     ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major", lb->leading, lb->stride,
-                    w->in_flight ? ", left running" : "");
+                    w->warpgroups > 1 ? "2 warpgroups" : "one warpgroup", w->in_flight ? ", left running" : "");
             break;
         }
         case IR_CALL: {
@@ -813,7 +814,8 @@ static void verify_wgmma(Verifier *v, const IrWgmma *w) {
     if (!between_phases(v)) problem(v, "a warpgroup product outside the phases of a block's kernel");
     const IrBuffer *bufs = v->ir->buffers;
     uint32_t count = v->ir->buffer_count;
-    if (!ir_dtype_half(w->in) || (w->rows != 64 && w->rows != 128) || !w->n || w->n % 8 || w->n > 256 || !w->steps ||
+    if (!ir_dtype_half(w->in) || (w->rows != 64 && w->rows != 128) || (w->warpgroups != 1 && w->warpgroups != 2) ||
+        w->rows / w->warpgroups < 64 || !w->n || w->n % 8 || w->n > 256 || !w->steps ||
         w->steps % 16 || w->in_flight > 1 || w->a >= count || w->b >= count || w->c >= count) {
         problem(v, "a warpgroup product of another type or shape");
         return;
@@ -822,8 +824,8 @@ static void verify_wgmma(Verifier *v, const IrWgmma *w) {
         !core_panel_fits(&bufs[w->b], &w->b_layout, w->n, w->steps))
         problem(v, "a warpgroup product's panels are not shared buffers of its type holding its core matrices");
     const IrBuffer *c = &bufs[w->c];
-    if (!c->thread_cells || c->dtype != DTYPE_F32 || w->c_at + (uint64_t)w->rows * w->n / 128 > c->thread_cells ||
-        c->size < (uint64_t)128 * c->thread_cells)
+    if (!c->thread_cells || c->dtype != DTYPE_F32 || w->c_at + (uint64_t)w->rows * w->n / (128 * w->warpgroups) > c->thread_cells ||
+        c->size < (uint64_t)128 * w->warpgroups * c->thread_cells)
         problem(v, "a warpgroup product's registers are not a thread's f32 registers");
 }
 

@@ -442,15 +442,16 @@ static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) 
     return l->at + r / 8 * l->stride + k / 8 * l->leading + (l->mn_major ? k % 8 * 8 + r % 8 : r % 8 * 8 + k % 8);
 }
 
-/* IR_WGMMA: the block's 128 threads, one warpgroup, add A·B to C over `steps` reduction steps
- * (a multiple of 16), A the rows × steps cells of panel `a`, B the steps × n cells of panel `b`
- * (bf16 or f16, `in`), by the layouts above, C rows × n f32 cells (rows 64 or 128, n a multiple
- * of 8 up to 256) in the threads' registers: for each 64-row half h, thread t = 32w + 4g + q
- * holds in register c_at + h·n/2 + 4i + 2r₁ + r₀ (i < n/8) the cell
- *     C[64h + 16w + g + 8r₁][8i + 2q + r₀]
- * (PTX's wgmma.mma_async.m64nNk16 accumulator layout).  The backend issues, for each half and
- * each 16 steps in order, one wgmma.mma_async reading both panels through their descriptors,
- * fenced before the first, the statement's instructions one group, committed after the last
+/* IR_WGMMA: the block's threads, `warpgroups` warpgroups of 128 (1 or 2), add A·B to C over
+ * `steps` reduction steps (a multiple of 16), A the rows × steps cells of panel `a`, B the
+ * steps × n cells of panel `b` (bf16 or f16, `in`), by the layouts above, C rows × n f32 cells
+ * (rows 64 or 128, n a multiple of 8 up to 256) in the threads' registers.  Warpgroup v takes
+ * R = rows/warpgroups rows (64 or 128) from row R·v: for each 64 of them, h, its thread
+ * t = 128v + 32w + 4g + q holds in register c_at + h·n/2 + 4i + 2r₁ + r₀ (i < n/8) the cell
+ *     C[R·v + 64h + 16w + g + 8r₁][8i + 2q + r₀]
+ * (PTX's wgmma.mma_async.m64nNk16 accumulator layout).  Each warpgroup issues, for each of its
+ * halves and each 16 steps in order, one wgmma.mma_async reading both panels through their
+ * descriptors, fenced before the first, the statement's instructions one group, committed after the last
  * and awaited until at most `in_flight` groups of the warpgroup are still running: 0, the
  * statement is done when it ends; 1, it may still read its panels and add into C while the
  * block goes on, and is done when the next statement's wait ends (the schedule then reads
@@ -459,6 +460,7 @@ static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) 
  * does. */
 typedef struct IrWgmma {
     DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
+    uint32_t warpgroups;           /* 1 or 2 */
     uint32_t rows, n, steps;
     uint32_t a, b;                 /* the gpu_shared panels */
     IrCoreLayout a_layout, b_layout;

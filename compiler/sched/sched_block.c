@@ -138,27 +138,29 @@ static uint32_t split_parts(const Sched *s, const Reduction *r, uint64_t blocks,
 }
 
 /* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel;
- * false where none fits.  The grid's axes are those of more than one block: along J, along I,
- * the batch loops (innermost first), the split's parts — at most three. */
-bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, BlockPlan *plan) {
+ * false where none fits.  The tiles are square, the largest that fits first, or (`wide`, for
+ * sm_90a's two warpgroups: sched_mma.c) 128 cells along I and 256 along J.  The grid's axes are
+ * those of more than one block: along J, along I, the batch loops (innermost first), the
+ * split's parts — at most three. */
+bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, bool wide, BlockPlan *plan) {
     uint64_t m = ct->i_loop->extent, n = ct->j_loop->extent, batch = 1;
     for (uint32_t k = 0; k < ct->nbatch; k++) {
         if (ct->batch[k]->extent > MAX_GRID_YZ) return false;
         batch *= ct->batch[k]->extent;
     }
     if (ct->nbatch > 2 || r->red[r->nred - 1]->extent % step) return false;
-    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles; t++) {
-        uint32_t tile = block_tiles[t];
-        if (m % tile || n % tile || m / tile > MAX_GRID_YZ) continue;
-        uint64_t blocks = batch * (m / tile) * (n / tile);
-        unsigned dims = (n > tile) + (m > tile) + ct->nbatch;
+    for (size_t t = 0; t < (wide ? 1 : sizeof block_tiles / sizeof *block_tiles); t++) {
+        uint32_t tile = block_tiles[t], tile_j = wide ? 2 * tile : tile;
+        if (m % tile || n % tile_j || m / tile > MAX_GRID_YZ) continue;
+        uint64_t blocks = batch * (m / tile) * (n / tile_j);
+        unsigned dims = (n > tile_j) + (m > tile) + ct->nbatch;
         if (dims > 3) continue;
         bool outer = false;
         uint32_t parts = blocks >= s->target->gpu_blocks ? 1 : split_parts(s, r, blocks, dims, step, &outer);
         if (blocks * parts < s->target->gpu_blocks) continue;
-        *plan = (BlockPlan){.tile = tile, .bi = m > tile ? new_iter(s) : UINT32_MAX, .bj = n > tile ? new_iter(s) : UINT32_MAX,
-                            .split = {.iter = UINT32_MAX, .parts = parts}};
-        if (plan->bj != UINT32_MAX) grid_add(&plan->grid, plan->bj, n / tile);
+        *plan = (BlockPlan){.tile = tile, .tile_j = tile_j, .bi = m > tile ? new_iter(s) : UINT32_MAX,
+                            .bj = n > tile_j ? new_iter(s) : UINT32_MAX, .split = {.iter = UINT32_MAX, .parts = parts}};
+        if (plan->bj != UINT32_MAX) grid_add(&plan->grid, plan->bj, n / tile_j);
         if (plan->bi != UINT32_MAX) grid_add(&plan->grid, plan->bi, m / tile);
         for (uint32_t k = ct->nbatch; k-- > 0;) grid_add(&plan->grid, ct->batch[k]->iter, ct->batch[k]->extent);
         if (parts > 1) {

@@ -28,6 +28,7 @@ typedef struct Panel {
     const IrExpr *operand;
     uint32_t tiled_iter;   /* its I (or J) iterator */
     uint32_t base_iter;    /* the block loop along it */
+    uint32_t tile;         /* rewrite 6t: the block's cells along its tiled axis */
     uint32_t shared, regs; /* the shared panel, the per-thread registers of a fetch */
     bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
     int64_t k_stride, m_stride; /* the panel's cell for step kk and place m: kk·k_stride + m·m_stride (rewrite 6t) */
@@ -70,7 +71,8 @@ typedef struct Grid {
 
 /* A block kernel's tile, grid and split (plan_blocks). */
 typedef struct BlockPlan {
-    uint32_t tile, bi, bj;  /* UINT32_MAX where one tile covers I (J) */
+    uint32_t tile, tile_j;  /* cells a block along I and along J */
+    uint32_t bi, bj;        /* UINT32_MAX where one tile covers I (J) */
     Grid grid;
     Split split;
 } BlockPlan;
@@ -91,9 +93,9 @@ IrBlock *outer_reduction_loops(Sched *s, IrBlock *blk, const Reduction *r, const
 uint64_t part_steps(const Reduction *r, const Split *split);
 /* The reduction loop of a block's kernel, panels through registers (above). */
 void k_loop(Sched *s, IrBlock *blk, const KLoop *kl);
-/* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel;
- * false where none fits. */
-bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, BlockPlan *plan);
+/* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel
+ * (`wide`: a tile of 128 × 256 alone); false where none fits. */
+bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, bool wide, BlockPlan *plan);
 /* The grid's block loops; returns the outermost, *body the innermost's body. */
 IrStmt *grid_loops(Sched *s, const Grid *g, IrBlock **body);
 /* The store of a block's cell of r (`value`, the reduction's, or the part's partial result). */

@@ -439,7 +439,7 @@ static void panel_init(Sched *s, const BlockTile *bt, Panel *p, const IrExpr *op
 static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     Contraction ct;
     BlockPlan plan;
-    if (!find_contraction(s->ir, r, &ct, false, 0) || !plan_blocks(s, r, &ct, BLOCK_K, &plan)) return false;
+    if (!find_contraction(s->ir, r, &ct, false, 0) || !plan_blocks(s, r, &ct, BLOCK_K, false, &plan)) return false;
     BlockTile bt = {.ct = &ct, .tile = plan.tile, .side = plan.tile / THREADS_SIDE, .k_iter = r->red[r->nred - 1]->iter,
                     .bi = plan.bi, .bj = plan.bj, .split = plan.split};
     panel_init(s, &bt, &bt.a, ct.a, ct.i_loop->iter, bt.bi, bt.k_iter, "a_panel");

@@ -58,12 +58,16 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
        WARPGROUP_STAGES = 4,  /* the same for a warpgroup whose products run on into the next turn */
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
-       CORE_ROW = 8, CORE_CELLS = 64 /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */ };
+       CORE_ROW = 8, CORE_CELLS = 64, /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */
+       WARPGROUP = 128,       /* a warpgroup's threads */
+       WIDE_WARPGROUPS = 2    /* warpgroups of a wide tile (128 × 256: each 64 rows) */ };
 
 typedef struct MmaTile {
     const Contraction *ct;
     DType in;                   /* the operands' type */
-    uint32_t tile, mt, nt;      /* cells a block along I and J; a warp's 16-row and 8-column tiles */
+    uint32_t tile, mt, nt;      /* cells a block along I (and J); a warp's 16-row and 8-column tiles */
+    uint32_t tile_j;            /* cells a block along J: tile, or twice that for a wide warpgroup tile */
+    uint32_t threads;           /* the block's threads: 32·MMA_WARPS, or WARPGROUP·warpgroups */
     uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
     uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
     uint64_t panels;            /* with stages: the panels of a block's reduction (its part of a split one) */
@@ -71,24 +75,32 @@ typedef struct MmaTile {
     uint32_t k_iter, bi, bj;
     uint32_t afrag, bfrag, cells; /* per-thread registers: 8·mt, 4·nt, 4·mt·nt */
     Panel a, b;
-    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi (a warpgroup's: x, y, z) */
+    uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi (warpgroups': x, y, the warp
+                                   in its group, the group) */
     Split split;
-    bool warpgroup;             /* one warpgroup's wgmma on core-matrix panels (sm_90a, below) */
+    bool warpgroup;             /* warpgroups' wgmma on core-matrix panels (sm_90a, below) */
+    uint32_t warpgroups;        /* with warpgroup: 1, or WIDE_WARPGROUPS for a wide tile */
     uint32_t left_running;      /* a warpgroup's: the groups of products a turn leaves running (0 or 1) */
 } MmaTile;
 
-/* The block's threads in `into`, their iterators in th[]: x (q, th[0]) innermost, y (g, th[1]),
- * then the warp z: for warps of mma.sync its row zi (th[3], splitting threadIdx.z: ir.h) and
- * its column zj (th[2]), z = MMA_WARPS_J·zi + zj; for a warpgroup one loop (th[2]; th[3]
- * UINT32_MAX).  Returns the innermost body. */
-static IrBlock *thread_loops(Sched *s, IrBlock *into, bool warpgroup, uint32_t th[4]) {
-    static const uint64_t extent[4] = {4, 8, MMA_WARPS_J, MMA_WARPS_I}, group_extent[3] = {4, 8, MMA_WARPS};
+/* The warps of one iteration of the outer warp loop th[3] (threadIdx.z's inner loop th[2]). */
+static uint32_t inner_warps(const MmaTile *mt) { return mt->warpgroup ? WARPGROUP / 32 : MMA_WARPS_J; }
+
+/* The block's threads in `into`, their iterators in mt->th[]: x (q, th[0]) innermost, y (g,
+ * th[1]), then the warp z, two loops that split threadIdx.z (ir.h): for warps of mma.sync its
+ * row zi (th[3]) and its column zj (th[2]), z = MMA_WARPS_J·zi + zj; for warpgroups the group
+ * (th[3]; UINT32_MAX for one) and the warp in it (th[2]), z = 4·group + warp.  Returns the
+ * innermost body. */
+static IrBlock *thread_loops(Sched *s, IrBlock *into, MmaTile *mt) {
+    uint64_t extent[4] = {4, 8, inner_warps(mt), mt->warpgroup ? mt->warpgroups : MMA_WARPS_I};
     static const IrLoopMode mode[4] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
+    uint32_t *th = mt->th;
     th[3] = UINT32_MAX;
-    for (int d = warpgroup ? 2 : 3; d >= 0; d--) {
+    for (int d = 3; d >= 0; d--) {
+        if (d == 3 && extent[3] == 1) continue;
         th[d] = new_iter(s);
-        IrStmt *l = new_loop(s, th[d], warpgroup ? group_extent[d] : extent[d], true, mode[d]);
-        if (d == 3) l->thread_stride = MMA_WARPS_J;
+        IrStmt *l = new_loop(s, th[d], extent[d], true, mode[d]);
+        if (d == 3) l->thread_stride = inner_warps(mt);
         ir_block_push(s->ir->arena, into, l);
         into = &l->body;
     }
@@ -97,10 +109,11 @@ static IrBlock *thread_loops(Sched *s, IrBlock *into, bool warpgroup, uint32_t t
 
 /* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
  * registers of every thread, thread t = x + 4y + 32z's copy at t·per_thread. */
-static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thread, const IrTerm *more, uint32_t count) {
+static IrIndex *register_index(Sched *s, const MmaTile *mt, uint64_t per_thread, const IrTerm *more, uint32_t count) {
+    const uint32_t *th = mt->th;
     IrTerm terms[8] = {{th[0], (int64_t)per_thread}, {th[1], 4 * (int64_t)per_thread}, {th[2], 32 * (int64_t)per_thread},
-                       {th[3], 32 * MMA_WARPS_J * (int64_t)per_thread}};
-    uint32_t n = th[3] == UINT32_MAX ? 3 : 4; /* a warpgroup's: z the warp */
+                       {th[3], 32 * (int64_t)inner_warps(mt) * (int64_t)per_thread}};
+    uint32_t n = th[3] == UINT32_MAX ? 3 : 4; /* one warpgroup's: z the warp */
     for (uint32_t k = 0; k < count; k++) terms[n + k] = more[k];
     return flat_index(s, terms, n + count);
 }
@@ -111,7 +124,7 @@ static IrIndex *register_index(Sched *s, const uint32_t th[4], uint64_t per_thre
  * 128-wide tile, 8 or 16 of f32). */
 static uint32_t fetch_run(const MmaTile *mt, const Panel *p) {
     if (mt->warpgroup) return CORE_ROW; /* a core matrix's row */
-    return p->k_along_x ? mt->step / 4 : mt->tile / 32;
+    return p->k_along_x ? mt->step / 4 : p->tile / 32;
 }
 
 /* Where a thread's fetch register pass·run + c goes in a panel: its step kk and its place m
@@ -138,15 +151,15 @@ static IrBlock *fetch_loops(Sched *s, IrBlock *into, const MmaTile *mt, const Pa
     return &unrolled(s, &l->body, c, run, true)->body;
 }
 
-static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, const uint32_t th[4], uint32_t pass, uint32_t c) {
+static IrIndex *fetch_register(Sched *s, const MmaTile *mt, const Panel *p, uint32_t pass, uint32_t c) {
     IrTerm more[2] = {{c, 1}, {pass, fetch_run(mt, p)}};
-    return register_index(s, th, mt->fetches, more, 2);
+    return register_index(s, mt, mt->fetches, more, 2);
 }
 
 /* The cells of one of p's panels in shared memory (the buffer holds mt->stages of them, or one). */
 static int64_t panel_cells(const MmaTile *mt, const Panel *p) {
-    if (mt->warpgroup) return (int64_t)mt->tile * mt->step;
-    return p->k_along_x ? (int64_t)mt->tile * p->m_stride : (int64_t)mt->step * p->k_stride;
+    if (mt->warpgroup) return (int64_t)p->tile * mt->step;
+    return p->k_along_x ? (int64_t)p->tile * p->m_stride : (int64_t)mt->step * p->k_stride;
 }
 
 /* In a thread's body: its fetch registers ← the operand's cells of panel kt (UINT32_MAX: the first). */
@@ -156,11 +169,11 @@ static void mma_fetch(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     Affine kk, m;
     fetch_place(mt, p, th, pass, c, &kk, &m);
     reset_subst(s);
-    affine_add(&m, p->base_iter, mt->tile);
+    affine_add(&m, p->base_iter, p->tile);
     map_iter(s, p->tiled_iter, m);
     map_iter(s, mt->k_iter, k_place(kk, kt, mt->step, k_offset, &mt->split));
     map_outer_part(s, &mt->split);
-    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, p, th, pass, c), clone_expr(s, p->operand, NULL)));
+    ir_block_push(s->ir->arena, body, new_store(s, p->regs, fetch_register(s, mt, p, pass, c), clone_expr(s, p->operand, NULL)));
 }
 
 /* The cell of p's panel in stage `stage` for step kk and place m: stage·panel_cells +
@@ -182,7 +195,7 @@ static void mma_spill(Sched *s, IrBlock *into, const MmaTile *mt, const Panel *p
     Affine kk, m;
     fetch_place(mt, p, th, pass, c, &kk, &m);
     ir_block_push(s->ir->arena, body,
-                  new_store(s, p->shared, panel_cell(s, mt, p, &kk, &m, 0), new_load(s, p->regs, fetch_register(s, mt, p, th, pass, c))));
+                  new_store(s, p->shared, panel_cell(s, mt, p, &kk, &m, 0), new_load(s, p->regs, fetch_register(s, mt, p, pass, c))));
 }
 
 /* A type's fragment layouts (ir.h IrMma), as what each bit of a register number adds to the
@@ -241,7 +254,7 @@ static void mma_fragments(Sched *s, IrBlock *block, IrBlock *thread, MmaTile *mt
     int64_t a_first = (int64_t)MMA_K * sub * ak + stage * panel_cells(mt, &mt->a);
     int64_t b_first = (int64_t)MMA_K * sub * bk + stage * panel_cells(mt, &mt->b);
     uint32_t i, j, bit[3];
-    if ((!a_whole || !b_whole) && !thread) thread = thread_loops(s, block, mt->warpgroup, mt->th);
+    if ((!a_whole || !b_whole) && !thread) thread = thread_loops(s, block, mt);
     const uint32_t *th = mt->th;
     if (!a_whole) {
         IrBlock *body = bit_loops(s, &unrolled(s, thread, &i, mt->mt, true)->body, bit, 3);
@@ -250,7 +263,7 @@ static void mma_fragments(Sched *s, IrBlock *block, IrBlock *thread, MmaTile *mt
         for (unsigned b = 0; b < 3; b++) a_at[4 + b] = (IrTerm){bit[b], lay->a_kk[b] * ak + lay->a_m[b] * am};
         IrIndex *a_cell = flat_index(s, a_at, 7);
         a_cell->offset = a_first;
-        ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, th, 8 * mt->mt, a_reg, 4),
+        ir_block_push(s->ir->arena, body, new_store(s, mt->afrag, register_index(s, mt, 8 * mt->mt, a_reg, 4),
                                                     new_load(s, mt->a.shared, a_cell)));
     }
     if (!b_whole) {
@@ -260,7 +273,7 @@ static void mma_fragments(Sched *s, IrBlock *block, IrBlock *thread, MmaTile *mt
         for (unsigned b = 0; b < 2; b++) b_at[4 + b] = (IrTerm){bit[b], lay->b_kk[b] * bk};
         IrIndex *b_cell = flat_index(s, b_at, 6);
         b_cell->offset = b_first;
-        ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, th, 4 * mt->nt, b_reg, 3),
+        ir_block_push(s->ir->arena, body, new_store(s, mt->bfrag, register_index(s, mt, 4 * mt->nt, b_reg, 3),
                                                     new_load(s, mt->b.shared, b_cell)));
     }
     if (a_whole)
@@ -291,23 +304,25 @@ static void mma_products(Sched *s, IrBlock *into, const MmaTile *mt) {
             }
 }
 
-/* mma_cells for a warpgroup (ir.h IrWgmma): C register 64h + 4i + 2r1 + r0 holds
- * C[bi·tile + 64h + 16z + g + 8r1][bj·tile + 8i + 2q + r0]. */
+/* mma_cells for warpgroups (ir.h IrWgmma): with R = tile/warpgroups rows a group, C register
+ * (tile_j/2)h + 4i + 2r1 + r0 of group w's thread (z, g, q) holds
+ * C[bi·tile + R·w + 64h + 16z + g + 8r1][bj·tile_j + 8i + 2q + r0]. */
 static IrBlock *warpgroup_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint32_t th[4], IrIndex **cell) {
-    uint32_t h, i, r0, r1, half = mt->tile / 64;
-    IrStmt *l = unrolled(s, into, &h, half, true);
-    l = unrolled(s, &l->body, &i, mt->tile / 8, true);
+    uint32_t h, i, r0, r1, group_rows = mt->tile / mt->warpgroups;
+    IrStmt *l = unrolled(s, into, &h, group_rows / 64, true);
+    l = unrolled(s, &l->body, &i, mt->tile_j / 8, true);
     l = unrolled(s, &l->body, &r1, 2, true);
     l = unrolled(s, &l->body, &r0, 2, true);
     reset_subst(s);
     Affine rows = {.terms = {{h, 64}, {th[2], 16}, {th[1], 1}, {r1, 8}}, .count = 4};
+    affine_add(&rows, th[3], group_rows);
     affine_add(&rows, mt->bi, mt->tile);
     map_iter(s, mt->ct->i_loop->iter, rows);
     Affine cols = {.terms = {{i, 8}, {th[0], 2}, {r0, 1}}, .count = 3};
-    affine_add(&cols, mt->bj, mt->tile);
+    affine_add(&cols, mt->bj, mt->tile_j);
     map_iter(s, mt->ct->j_loop->iter, cols);
-    IrTerm reg[4] = {{h, (int64_t)mt->tile / 2}, {i, 4}, {r0, 1}, {r1, 2}};
-    *cell = register_index(s, th, (uint64_t)mt->tile * mt->tile / 128, reg, 4);
+    IrTerm reg[4] = {{h, (int64_t)mt->tile_j / 2}, {i, 4}, {r0, 1}, {r1, 2}};
+    *cell = register_index(s, mt, (uint64_t)group_rows * mt->tile_j / WARPGROUP, reg, 4);
     return &l->body;
 }
 
@@ -329,7 +344,7 @@ static IrBlock *mma_cells(Sched *s, IrBlock *into, const MmaTile *mt, const uint
     affine_add(&cols, mt->bj, mt->tile);
     map_iter(s, mt->ct->j_loop->iter, cols);
     IrTerm reg[4] = {{i, 4 * mt->nt}, {j, 4}, {r0, 1}, {r1, 2}};
-    *cell = register_index(s, th, 4 * mt->mt * mt->nt, reg, 4);
+    *cell = register_index(s, mt, 4 * mt->mt * mt->nt, reg, 4);
     return &l->body;
 }
 
@@ -377,18 +392,18 @@ static bool mma_k_along(const IrProgram *ir, const IrExpr *load, uint32_t k_iter
  * f16) or step + F32_ROW_PAD (tf32) cells when the reduction axis is the contiguous one, [k][m]
  * in rows of tile + HALF_ROW_PAD cells otherwise, so that a fetch's run of cells is one store. */
 static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const IrExpr *value, uint32_t tiled_iter,
-                       uint32_t base_iter, const char *name) {
+                       uint32_t base_iter, uint32_t tile, const char *name) {
     const IrProgram *ir = s->ir;
-    Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter};
+    Panel p = {.operand = value, .tiled_iter = tiled_iter, .base_iter = base_iter, .tile = tile};
     p.k_along_x = mma_k_along(ir, load, mt->k_iter, tiled_iter);
     DType type = mt->in; /* tf32: f32 cells */
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
-    else p.k_stride = mt->tile + HALF_ROW_PAD, p.m_stride = 1;
+    else p.k_stride = tile + HALF_ROW_PAD, p.m_stride = 1;
     /* A warpgroup's: core matrices side by side along the contiguous axis (along k: the step's
      * 4 core matrices of each 8 rows; along the tile: the tile's 16 of each 8 steps). */
     if (mt->warpgroup && p.k_along_x) p.core = (IrCoreLayout){.leading = CORE_CELLS, .stride = (int64_t)mt->step / CORE_ROW * CORE_CELLS};
     if (mt->warpgroup && !p.k_along_x)
-        p.core = (IrCoreLayout){.leading = (int64_t)mt->tile / CORE_ROW * CORE_CELLS, .stride = CORE_CELLS, .mn_major = true};
+        p.core = (IrCoreLayout){.leading = (int64_t)tile / CORE_ROW * CORE_CELLS, .stride = CORE_CELLS, .mn_major = true};
     uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
     p.shared = new_scratch(s, name, stages * (uint64_t)panel_cells(mt, &p), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
@@ -399,8 +414,8 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     return p;
 }
 
-static uint32_t thread_registers(Sched *s, const char *name, uint32_t per_thread, DType type) {
-    uint32_t b = new_scratch(s, name, (uint64_t)32 * MMA_WARPS * per_thread, type, true);
+static uint32_t thread_registers(Sched *s, const MmaTile *mt, const char *name, uint32_t per_thread, DType type) {
+    uint32_t b = new_scratch(s, name, (uint64_t)mt->threads * per_thread, type, true);
     s->ir->buffers[b].thread_cells = per_thread;
     return b;
 }
@@ -415,7 +430,7 @@ static const IrExpr *panel_value(const Reduction *r, const IrExpr *load, bool tf
 /* Rewrite 6t's hooks (k_loop). */
 static IrBlock *mma_threads(Sched *s, IrBlock *into, void *tile) {
     MmaTile *mt = tile;
-    return thread_loops(s, into, mt->warpgroup, mt->th);
+    return thread_loops(s, into, mt);
 }
 
 static void mma_fetch_panels(Sched *s, IrBlock *into, void *tile, uint32_t kt, int64_t k_offset) {
@@ -480,11 +495,12 @@ static bool runs_aligned(const IrProgram *ir, const IrExpr *load, uint32_t conti
 }
 
 /* Where a thread's copy pass·run + c of p's panel goes: its step kk and place m (fetch_place),
- * and its cell in stage `stage`.  A warpgroup's panels are core matrices (ir.h IrCoreLayout),
- * each run a row of one: along k, kk = 8x + c and m = y + 8z + 32·pass, so that a warp's 32
- * runs fill 4 core matrices side by side along k; along the tile, m = 8x + 32·pass + c and
- * kk = y + 8z, a warp's runs 4 core matrices side by side along the tile: each warp writes
- * 512 neighbouring bytes, on no bank twice over. */
+ * and its cell in stage `stage`.  Warpgroups' panels are core matrices (ir.h IrCoreLayout),
+ * each run a row of one; with G warpgroups, w the group and z the warp in it: along k,
+ * kk = 8x + c and m = y + 8z + 32w + 32G·pass, so that a warp's 32 runs fill 4 core matrices
+ * side by side along k; along the tile, m = 8x + 32w + 32G·pass + c and kk = y + 8z, a warp's
+ * runs 4 core matrices side by side along the tile: each warp writes 512 neighbouring bytes,
+ * on no bank twice over. */
 static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t pass, uint32_t c, uint32_t stage, Affine *kk,
                            Affine *m) {
     if (!mt->warpgroup) {
@@ -493,21 +509,32 @@ static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t
     }
     const uint32_t *th = mt->th;
     const IrCoreLayout *l = &p->core;
-    IrIndex *cell;
+    int64_t rows = 4 * CORE_ROW, pass_rows = rows * mt->warpgroups; /* a warpgroup's rows (a pass's) along the tile */
+    IrTerm at[6];
+    uint32_t n;
     if (p->k_along_x) {
         *kk = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}}, .count = 2};
-        *m = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}, {pass, 4 * CORE_ROW}}, .count = 3};
-        IrTerm at[5] = {{c, 1}, {th[0], l->leading}, {th[1], CORE_ROW}, {th[2], l->stride}, {pass, 4 * l->stride}};
-        cell = flat_index(s, at, 5);
+        *m = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}, {pass, pass_rows}}, .count = 3};
+        IrTerm k_major[5] = {{c, 1}, {th[0], l->leading}, {th[1], CORE_ROW}, {th[2], l->stride}, {pass, pass_rows / CORE_ROW * l->stride}};
+        memcpy(at, k_major, sizeof k_major);
     } else {
-        *m = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}, {pass, 4 * CORE_ROW}}, .count = 3};
+        *m = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}, {pass, pass_rows}}, .count = 3};
         *kk = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}}, .count = 2};
-        IrTerm at[5] = {{c, 1}, {th[0], l->stride}, {pass, 4 * l->stride}, {th[1], CORE_ROW}, {th[2], l->leading}};
-        cell = flat_index(s, at, 5);
+        IrTerm mn_major[5] = {{c, 1}, {th[0], l->stride}, {pass, pass_rows / CORE_ROW * l->stride}, {th[1], CORE_ROW}, {th[2], l->leading}};
+        memcpy(at, mn_major, sizeof mn_major);
     }
+    n = 5;
+    if (th[3] != UINT32_MAX) { /* the warpgroup's rows */
+        affine_add(m, th[3], rows);
+        at[n++] = (IrTerm){th[3], rows / CORE_ROW * l->stride};
+    }
+    IrIndex *cell = flat_index(s, at, n);
     cell->offset = stage * panel_cells(mt, p);
     return cell;
 }
+
+/* Cells of p's panel a thread copies (rewrite 6t's asynchronous copies). */
+static uint32_t copy_cells(const MmaTile *mt, const Panel *p) { return p->tile * mt->step / mt->threads; }
 
 /* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
  * panel alone) of the A and B operands into stage `stage`. */
@@ -516,12 +543,12 @@ static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, i
     for (int op = 0; op < 2; op++) {
         const Panel *p = op ? &mt->b : &mt->a;
         uint32_t run = fetch_run(mt, p), pass, c = new_iter(s);
-        IrStmt *lp = unrolled(s, thread, &pass, mt->fetches / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
+        IrStmt *lp = unrolled(s, thread, &pass, copy_cells(mt, p) / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
         ir_block_push(s->ir->arena, &lp->body, lc);
         Affine kk, m;
         IrIndex *to = copy_place(s, mt, p, pass, c, stage, &kk, &m);
         reset_subst(s);
-        affine_add(&m, p->base_iter, mt->tile);
+        affine_add(&m, p->base_iter, p->tile);
         map_iter(s, p->tiled_iter, m);
         kk.offset += panel * mt->step;
         affine_add(&kk, ko, coef * mt->step);
@@ -542,10 +569,11 @@ static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
 static void warpgroup_product(Sched *s, IrBlock *into, const MmaTile *mt, uint32_t stage, uint32_t in_flight) {
     IrStmt *w = arena_alloc(s->ir->arena, sizeof *w);
     IrCoreLayout a = mt->a.core, b = mt->b.core;
-    a.at = b.at = stage * panel_cells(mt, &mt->a);
+    a.at = stage * panel_cells(mt, &mt->a);
+    b.at = stage * panel_cells(mt, &mt->b);
     *w = (IrStmt){.kind = IR_WGMMA,
-                  .wgmma = {.in = mt->in, .rows = mt->tile, .n = mt->tile, .steps = mt->step, .a = mt->a.shared, .b = mt->b.shared,
-                            .a_layout = a, .b_layout = b, .c = mt->cells, .in_flight = in_flight}};
+                  .wgmma = {.in = mt->in, .warpgroups = mt->warpgroups, .rows = mt->tile, .n = mt->tile_j, .steps = mt->step,
+                            .a = mt->a.shared, .b = mt->b.shared, .a_layout = a, .b_layout = b, .c = mt->cells, .in_flight = in_flight}};
     ir_block_push(s->ir->arena, into, w);
 }
 
@@ -595,17 +623,22 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
     if (r->nred > 1) push_barrier(s, blk);
 }
 
-/* ---- Rewrite 6t on sm_90a: one warpgroup's wgmma ---------------------------------------------------- *
+/* ---- Rewrite 6t on sm_90a: warpgroups' wgmma ------------------------------------------------------- *
  *
  * For --arch=sm_90a (wgmma exists on sm_90a alone), a bf16 or f16 contraction whose panels are
  * copied asynchronously in panels of 32 steps runs on Hopper's warpgroup products instead: the
  * block's 4 warps are one warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile
  * f32 accumulators in the threads' registers by wgmma's layout (ir.h IrWgmma: 128 a thread
- * for a 128-wide tile, 32 for a 64-wide one), and each panel, in shared memory as core matrices of 8 rows of 16
- * bytes (PTX's canonical layouts without swizzling; copy_place), is multiplied by one
- * IR_WGMMA: for a 128-wide tile, 2 halves of 64 rows × 2 steps of 16, 4 wgmma.mma_async
- * .m64n128k16 reading A and B from shared memory, where mma.sync took 128 products and 32
- * ldmatrix.  An operand along k
+ * for a 128-wide tile, 32 for a 64-wide one), and each panel, in shared memory as core
+ * matrices of 8 rows of 16 bytes (PTX's canonical layouts without swizzling; copy_place), is
+ * multiplied by one IR_WGMMA: for a 128-wide tile, 2 halves of 64 rows × 2 steps of 16, 4
+ * wgmma.mma_async.m64n128k16 reading A and B from shared memory, where mma.sync took 128
+ * products and 32 ldmatrix.  Where J allows (plan_blocks' wide tiles, with no more parts of a
+ * split reduction), the tile is 128 × 256 on two warpgroups (8 warps, z = 4·group + warp),
+ * each its 64 rows by one wgmma.m64n256k16 a step of 16: per multiply-add the products read a
+ * sixth less of shared memory (each instruction reads its A rows and all of B's columns) and
+ * the copies move a quarter less from L2, and each thread still holds 128 accumulators (4
+ * stages of 24 KiB).  An operand along k
  * is K-major (A's usual, trans 0), one along the tile MN-major (trans 1).  The pipeline of
  * copies is the same (mma_pipeline), but over more than 2 panels each turn's products run on
  * while the next turn's barrier, copies and products are issued (wgmma.wait_group 1: the
@@ -636,14 +669,15 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     MmaTile mt;
     for (int async = !tf32; async >= 0; async--) {
         uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
-        while (step >= MMA_K && !plan_blocks(s, r, &ct, step, &plan)) step /= 2;
+        while (step >= MMA_K && !plan_blocks(s, r, &ct, step, false, &plan)) step /= 2;
         if (step < MMA_K) return false;
-        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8,
-                       .step = step, .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter,
-                       .bi = plan.bi, .bj = plan.bj, .split = plan.split};
+        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .tile_j = plan.tile, .threads = 32 * MMA_WARPS,
+                       .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8, .step = step,
+                       .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi,
+                       .bj = plan.bj, .split = plan.split};
         if (!async) break;
-        Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter)};
-        Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter)};
+        Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter), .tile = plan.tile};
+        Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter), .tile = plan.tile};
         if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
             runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
             mt.panels = part_steps(r, &plan.split) / step;
@@ -652,15 +686,27 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         }
     }
     mt.warpgroup = warpgroup_fits(s, &mt, &ct);
-    if (mt.warpgroup && mt.panels > 2) mt.stages = WARPGROUP_STAGES, mt.left_running = 1;
-    uint32_t tile = mt.tile, step = mt.step;
-    mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, "a_panel");
-    mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, "b_panel");
-    if (!mt.warpgroup) {
-        mt.afrag = thread_registers(s, "a_fragment", 8 * mt.mt, in);
-        mt.bfrag = thread_registers(s, "b_fragment", 4 * mt.nt, in);
+    if (mt.warpgroup) {
+        mt.warpgroups = 1;
+        /* A wide tile where J allows it and it needs no more parts of a split reduction. */
+        BlockPlan wide;
+        if (mt.tile == 128 && plan_blocks(s, r, &ct, mt.step, true, &wide) && wide.split.parts <= plan.split.parts) {
+            plan = wide;
+            mt.tile_j = wide.tile_j, mt.warpgroups = WIDE_WARPGROUPS, mt.threads = WARPGROUP * WIDE_WARPGROUPS;
+            mt.bi = wide.bi, mt.bj = wide.bj, mt.split = wide.split;
+            mt.panels = part_steps(r, &wide.split) / mt.step;
+            mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;
+        }
+        if (mt.panels > 2) mt.stages = WARPGROUP_STAGES, mt.left_running = 1;
     }
-    mt.cells = thread_registers(s, "c_fragment", 4 * mt.mt * mt.nt, DTYPE_F32);
+    uint32_t tile = mt.tile, step = mt.step;
+    mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, mt.tile, "a_panel");
+    mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, mt.tile_j, "b_panel");
+    if (!mt.warpgroup) {
+        mt.afrag = thread_registers(s, &mt, "a_fragment", 8 * mt.mt, in);
+        mt.bfrag = thread_registers(s, &mt, "b_fragment", 4 * mt.nt, in);
+    }
+    mt.cells = thread_registers(s, &mt, "c_fragment", mt.tile * mt.tile_j / mt.threads, DTYPE_F32);
 
     IrBlock *blk = NULL;
     IrStmt *top = grid_loops(s, &plan.grid, &blk);
@@ -683,9 +729,11 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const char *pipeline = mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.panels > 1 ? mt.stages : 1) : "";
     const char *schedule =
         mt.warpgroup
-            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), one warpgroup, panels of %u steps%s%s",
-                           tile, tile, tile, ir_dtype_word(in), step, pipeline,
-                           mt.left_running ? ", each panel's products running on into the next turn" : "")
+            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), %s, panels of %u steps%s%s",
+                           tile, mt.tile_j, mt.tile_j, ir_dtype_word(in),
+                           mt.warpgroups > 1 ? arena_printf(s->ir->arena, "%u warpgroups of %ux%u", mt.warpgroups, tile / mt.warpgroups, mt.tile_j)
+                                             : "one warpgroup",
+                           step, pipeline, mt.left_running ? ", each panel's products running on into the next turn" : "")
             : arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
                            tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile / MMA_WARPS_I,
                            tile / MMA_WARPS_J, step, pipeline);

@@ -96,8 +96,9 @@ if TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_co
    cmp -s "$TMP/panels_now.out" "$TMP/panels_late.out"; then ok "tensor_cores_panels.tsr: the same bits with copies landing late"
 else bad "tensor_cores_panels.tsr with copies landing late"; sed -n '1,5p' "$TMP/err"; fi
 # sm_90a (tests/native/tensor_cores_wgmma.tsr, tensor_cores_panels.tsr): products whose panels
-# of 32 steps are copied asynchronously run on one warpgroup's wgmma (sched_mma.c), 128- and
-# 64-wide tiles, operands along k and along the tile; their GPU schedule, run by the reference
+# of 32 steps are copied asynchronously run on wgmma (sched_mma.c): tiles of 128 x 256 on two
+# warpgroups where J allows, else 128- and 64-wide tiles on one, operands along k and along the
+# tile; their GPU schedule, run by the reference
 # executor (which reads each panel by its core-matrix layout and places each accumulator by
 # wgmma's), prints the reference's bits with copies landing at once and late; the PTX has
 # wgmma.mma_async with its fence, commit and wait, and ptxas accepts it for sm_90a.  sm_90
@@ -106,17 +107,18 @@ WG=tests/native/tensor_cores_wgmma.tsr
 if sched_ir wg90a --arch=sm_90a --gpu-blocks=1 "$WG" && sched_ir wg90 --arch=sm_90 --gpu-blocks=1 "$WG" &&
    sched_ir panels90a --arch=sm_90a tests/native/tensor_cores_panels.tsr; then
     w128=$(count "128x128 cells a GPU block on the tensor cores (wgmma.m64n128k16.*one warpgroup" "$TMP/wg90a.ir")
+    wide=$(count "128x256 cells a GPU block on the tensor cores (wgmma.m64n256k16.*2 warpgroups of 64x256" "$TMP/wg90a.ir")
     w64=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k16.*one warpgroup" "$TMP/wg90a.ir")
     wp=$(count "(wgmma.m64n64k16" "$TMP/panels90a.ir")
     plain=$(count "wgmma\.m64" "$TMP/wg90.ir")
-    expect "3 1 3 0" "$w128 $w64 $wp $plain" "sm_90a: wgmma for 3 products of 128-wide tiles and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90" \
-        "sm_90a: wgmma for 128-wide and 64-wide products, in tensor_cores_panels.tsr, wgmma lines for sm_90"
+    expect "2 1 1 3 0" "$wide $w128 $w64 $wp $plain" "sm_90a: wgmma for 2 products in wide tiles of 128 x 256 (two warpgroups), 1 of 128 x 128 and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90" \
+        "sm_90a: wgmma for wide, 128-wide and 64-wide products, in tensor_cores_panels.tsr, wgmma lines for sm_90"
     # Over more than 2 panels (c's 3, g's 10) each turn's products run on into the next: 4
     # stages, copies two ahead; g's 10 turns are a loop of 4 (2 rounds) and 2 more, 9 of the 12
     # statements left running.
     running=$(count "each panel's products running on into the next turn" "$TMP/wg90a.ir")
     stages=$(count "4 in shared memory, each panel's products running on" "$TMP/wg90a.ir")
-    left=$(awk '/g =:\+ gp/{p=1} /^$/{p=0} p' "$TMP/wg90a.ir" | grep -c "one warpgroup, left running")
+    left=$(awk '/g =:\+ gp/{p=1} /^$/{p=0} p' "$TMP/wg90a.ir" | grep -c "warpgroups*, left running")
     expect "2 2 5" "$running $stages $left" "sm_90a: products left running into the next turn in 2 kernels of 4 stages, 5 wgmma statements of g's left running (4 in its loop, 1 after)" \
         "sm_90a: products left running (kernels, stages, g's statements)"
 fi
@@ -133,13 +135,14 @@ for prog in "$WG" tests/native/tensor_cores_panels.tsr; do
 done
 if "$TSRC" --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wg.ptx" "$WG" 2>"$TMP/err"; then
     m=$(count "wgmma.mma_async.sync.aligned.m64n128k16.f32" "$TMP/wg.ptx")
+    m256=$(count "wgmma.mma_async.sync.aligned.m64n256k16.f32" "$TMP/wg.ptx")
     f=$(count "wgmma.fence.sync.aligned" "$TMP/wg.ptx")
     w=$(count "wgmma.wait_group.sync.aligned 0" "$TMP/wg.ptx")
     w1=$(count "wgmma.wait_group.sync.aligned 1" "$TMP/wg.ptx")
     old=$(count "mma.sync\|ldmatrix" "$TMP/wg.ptx")
-    if [ "$m" -gt 0 ] && [ "$f" -gt 0 ] && [ "$w1" -gt 0 ] && [ $((w + w1)) = "$f" ] && [ "$old" = 0 ]; then
-        ok "sm_90a: the PTX has wgmma.mma_async m64n128k16 ($m), each statement fenced and awaited ($f: $w1 leaving one group running), no mma.sync"
-    else bad "sm_90a: $m wgmma m64n128k16, $f fences, $w waits for all, $w1 for all but one, $old mma.sync/ldmatrix"; fi
+    if [ "$m" -gt 0 ] && [ "$m256" -gt 0 ] && [ "$f" -gt 0 ] && [ "$w1" -gt 0 ] && [ $((w + w1)) = "$f" ] && [ "$old" = 0 ]; then
+        ok "sm_90a: the PTX has wgmma.mma_async m64n128k16 ($m) and m64n256k16 ($m256), each statement fenced and awaited ($f: $w1 leaving one group running), no mma.sync"
+    else bad "sm_90a: $m wgmma m64n128k16, $m256 m64n256k16, $f fences, $w waits for all, $w1 for all but one, $old mma.sync/ldmatrix"; fi
     if [ -z "$PTXAS" ]; then echo "SKIP sm_90a: no ptxas"
     elif "$PTXAS" -arch=sm_90a "$TMP/wg.ptx" -o "$TMP/wg.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a: ptxas accepts the warpgroup kernels (no serialized wgmma)"
     else bad "sm_90a: ptxas"; sed -n '1,5p' "$TMP/err"; fi
