@@ -139,7 +139,7 @@ static uint32_t split_parts(const Sched *s, const Reduction *r, uint64_t blocks,
 
 /* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel;
  * false where none fits.  The tiles are square, the largest that fits first, or (`wide`, for
- * sm_90a's two warpgroups: sched_mma.c) 128 cells along I and 256 along J.  The grid's axes are
+ * sm_90a's warpgroups: sched_mma.c) 128 or 64 cells along I and 256 along J.  The grid's axes are
  * those of more than one block: along J, along I, the batch loops (innermost first), the
  * split's parts — at most three. */
 bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, bool wide, BlockPlan *plan) {
@@ -149,8 +149,8 @@ bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t s
         batch *= ct->batch[k]->extent;
     }
     if (ct->nbatch > 2 || r->red[r->nred - 1]->extent % step) return false;
-    for (size_t t = 0; t < (wide ? 1 : sizeof block_tiles / sizeof *block_tiles); t++) {
-        uint32_t tile = block_tiles[t], tile_j = wide ? 2 * tile : tile;
+    for (size_t t = 0; t < sizeof block_tiles / sizeof *block_tiles; t++) {
+        uint32_t tile = block_tiles[t], tile_j = wide ? WIDE_TILE_J : tile;
         if (m % tile || n % tile_j || m / tile > MAX_GRID_YZ) continue;
         uint64_t blocks = batch * (m / tile) * (n / tile_j);
         unsigned dims = (n > tile_j) + (m > tile) + ct->nbatch;

@@ -9,7 +9,8 @@
 
 #include "sched/sched_internal.h"
 
-enum { MAX_GRID_YZ = 65535 /* the most blocks of a grid along y or z */ };
+enum { MAX_GRID_YZ = 65535, /* the most blocks of a grid along y or z */
+       WIDE_TILE_J = 256    /* a wide tile's cells along J (plan_blocks) */ };
 
 /* A block kernel's share of a split reduction (rewrite 6s below): the block loop `iter` over
  * the parts, each of `steps` steps of the innermost reduction loop (iter UINT32_MAX: no split). */
@@ -94,7 +95,7 @@ uint64_t part_steps(const Reduction *r, const Split *split);
 /* The reduction loop of a block's kernel, panels through registers (above). */
 void k_loop(Sched *s, IrBlock *blk, const KLoop *kl);
 /* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel
- * (`wide`: a tile of 128 × 256 alone); false where none fits. */
+ * (`wide`: WIDE_TILE_J cells along J); false where none fits. */
 bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, bool wide, BlockPlan *plan);
 /* The grid's block loops; returns the outermost, *body the innermost's body. */
 IrStmt *grid_loops(Sched *s, const Grid *g, IrBlock **body);

@@ -60,13 +60,13 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
        CORE_ROW = 8, CORE_CELLS = 64, /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */
        WARPGROUP = 128,       /* a warpgroup's threads */
-       WIDE_WARPGROUPS = 2    /* warpgroups of a wide tile (128 × 256: each 64 rows) */ };
+       WARPGROUP_ROWS = 64    /* the rows of a warpgroup of a wide tile (128 × 256 on two, 64 × 256 on one) */ };
 
 typedef struct MmaTile {
     const Contraction *ct;
     DType in;                   /* the operands' type */
     uint32_t tile, mt, nt;      /* cells a block along I (and J); a warp's 16-row and 8-column tiles */
-    uint32_t tile_j;            /* cells a block along J: tile, or twice that for a wide warpgroup tile */
+    uint32_t tile_j;            /* cells a block along J: tile, or WIDE_TILE_J for a wide warpgroup tile */
     uint32_t threads;           /* the block's threads: 32·MMA_WARPS, or WARPGROUP·warpgroups */
     uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
     uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
@@ -79,7 +79,7 @@ typedef struct MmaTile {
                                    in its group, the group) */
     Split split;
     bool warpgroup;             /* warpgroups' wgmma on core-matrix panels (sm_90a, below) */
-    uint32_t warpgroups;        /* with warpgroup: 1, or WIDE_WARPGROUPS for a wide tile */
+    uint32_t warpgroups;        /* with warpgroup: 1, or 2 for a wide tile of 128 rows */
     uint32_t left_running;      /* a warpgroup's: the groups of products a turn leaves running (0 or 1) */
 } MmaTile;
 
@@ -638,7 +638,10 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
  * each its 64 rows by one wgmma.m64n256k16 a step of 16: per multiply-add the products read a
  * sixth less of shared memory (each instruction reads its A rows and all of B's columns) and
  * the copies move a quarter less from L2, and each thread still holds 128 accumulators (4
- * stages of 24 KiB).  An operand along k
+ * stages of 24 KiB).  A 64-row tile likewise widens to 64 × 256 on its one warpgroup (one
+ * wgmma.m64n256k16 a step, where 64 × 64 took a m64n64k16 for a quarter of the columns: per
+ * multiply-add 37 % less of shared memory read, and the same 128 accumulators a thread as
+ * 128 × 128).  An operand along k
  * is K-major (A's usual, trans 0), one along the tile MN-major (trans 1).  The pipeline of
  * copies is the same (mma_pipeline), but over more than 2 panels each turn's products run on
  * while the next turn's barrier, copies and products are issued (wgmma.wait_group 1: the
@@ -688,11 +691,12 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     mt.warpgroup = warpgroup_fits(s, &mt, &ct);
     if (mt.warpgroup) {
         mt.warpgroups = 1;
-        /* A wide tile where J allows it and it needs no more parts of a split reduction. */
+        /* A wide tile where J allows it, of the same rows, needing no more parts of a split
+         * reduction: a warpgroup for each 64 rows. */
         BlockPlan wide;
-        if (mt.tile == 128 && plan_blocks(s, r, &ct, mt.step, true, &wide) && wide.split.parts <= plan.split.parts) {
+        if (plan_blocks(s, r, &ct, mt.step, true, &wide) && wide.tile == mt.tile && wide.split.parts <= plan.split.parts) {
             plan = wide;
-            mt.tile_j = wide.tile_j, mt.warpgroups = WIDE_WARPGROUPS, mt.threads = WARPGROUP * WIDE_WARPGROUPS;
+            mt.tile_j = wide.tile_j, mt.warpgroups = wide.tile / WARPGROUP_ROWS, mt.threads = WARPGROUP * mt.warpgroups;
             mt.bi = wide.bi, mt.bj = wide.bj, mt.split = wide.split;
             mt.panels = part_steps(r, &wide.split) / mt.step;
             mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;

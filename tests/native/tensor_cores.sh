@@ -113,13 +113,14 @@ if sched_ir wg90a --arch=sm_90a --gpu-blocks=1 "$WG" && sched_ir wg90 --arch=sm_
     plain=$(count "wgmma\.m64" "$TMP/wg90.ir")
     expect "2 1 1 3 0" "$wide $w128 $w64 $wp $plain" "sm_90a: wgmma for 2 products in wide tiles of 128 x 256 (two warpgroups), 1 of 128 x 128 and 1 of 64 (tensor_cores_wgmma.tsr), 3 of 64 (tensor_cores_panels.tsr); none for sm_90" \
         "sm_90a: wgmma for wide, 128-wide and 64-wide products, in tensor_cores_panels.tsr, wgmma lines for sm_90"
-    # Over more than 2 panels (c's 3, g's 10) each turn's products run on into the next: 4
+    # Over more than 2 panels (c's 3, g's 10, e's 4) each turn's products run on into the next: 4
     # stages, copies two ahead; g's 10 turns are a loop of 4 (2 rounds) and 2 more, 9 of the 12
     # statements left running.
     running=$(count "each panel's products running on into the next turn" "$TMP/wg90a.ir")
     stages=$(count "4 in shared memory, each panel's products running on" "$TMP/wg90a.ir")
-    left=$(awk '/g =:\+ gp/{p=1} /^$/{p=0} p' "$TMP/wg90a.ir" | grep -c "warpgroups*, left running")
-    expect "2 2 5" "$running $stages $left" "sm_90a: products left running into the next turn in 2 kernels of 4 stages, 5 wgmma statements of g's left running (4 in its loop, 1 after)" \
+    left=$(awk '/# einsum/{p=0} /g =:\+ gp/{p=1} /^$/{p=0} p' "$TMP/wg90a.ir" | grep -c "warpgroups*, left running")
+    narrow=$(count "64x256 cells a GPU block on the tensor cores (wgmma.m64n256k16.f16), one warpgroup" "$TMP/wg90a.ir")
+    expect "3 3 5 1" "$running $stages $left $narrow" "sm_90a: products left running into the next turn in 3 kernels of 4 stages, 5 wgmma statements of g's left running (4 in its loop, 1 after); e in a wide tile of 64 x 256 on one warpgroup" \
         "sm_90a: products left running (kernels, stages, g's statements)"
 fi
 for prog in "$WG" tests/native/tensor_cores_panels.tsr; do
