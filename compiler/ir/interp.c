@@ -389,32 +389,33 @@ static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int
     return load_half(in->ir->buffers[panel].dtype, cell_address(in, panel, at)).f;
 }
 
-/* IR_WGMMA as the warpgroup carries it out (ir.h IrWgmma): A and B read from their panels by
- * their core-matrix layouts, C gathered from the 128 threads' registers by the accumulator
- * layout, each cell's steps taken in order as fused multiply-adds, C scattered back; then the
- * products before the last `in_flight` retire. */
+/* IR_WGMMA as the warpgroups carry it out (ir.h IrWgmma): A's rows and B's columns read once
+ * from their panels by their core-matrix layouts, C gathered from the threads' registers by
+ * the accumulator layout, each cell's steps taken in order as fused multiply-adds, C
+ * scattered back; then the products before the last `in_flight` retire. */
 static void run_wgmma(Interp *in, const IrWgmma *w) {
     bool running = w->in_flight > 0;
-    float *c = in->data[w->c];
+    float *c = in->data[w->c], *a = malloc(sizeof *a * ((size_t)w->rows + w->n) * w->steps), *b;
+    if (!a) diag_fatal_oom();
+    b = a + (size_t)w->rows * w->steps; /* a[row·steps + k], b[col·steps + k] */
+    for (uint32_t k = 0; k < w->steps; k++) {
+        for (uint32_t row = 0; row < w->rows; row++) a[(size_t)row * w->steps + k] = core_operand(in, w->a, &w->a_layout, row, k, running);
+        for (uint32_t col = 0; col < w->n; col++) b[(size_t)col * w->steps + k] = core_operand(in, w->b, &w->b_layout, col, k, running);
+    }
     uint64_t cells = in->ir->buffers[w->c].thread_cells;
     uint32_t group_rows = w->rows / w->warpgroups;
-    float a[16], b[16];
     for (uint32_t h = 0; h < group_rows / 64; h++)
         for (uint32_t t = 0; t < 128 * w->warpgroups; t++) {
             uint32_t group = t / 128, warp = t / 32 % 4, g = t % 32 / 4, q = t % 4;
             for (uint32_t reg = 0; reg < w->n / 2; reg++) {
                 uint32_t i = reg / 4, r1 = reg / 2 % 2, r0 = reg % 2;
-                int64_t row = (int64_t)group_rows * group + 64 * h + 16 * warp + g + 8 * r1, col = 8 * i + 2 * q + r0;
+                uint32_t row = group_rows * group + 64 * h + 16 * warp + g + 8 * r1, col = 8 * i + 2 * q + r0;
                 float *d = &c[t * cells + w->c_at + h * w->n / 2 + reg];
-                for (uint32_t s = 0; s < w->steps; s += 16) {
-                    for (uint32_t k = 0; k < 16; k++) {
-                        a[k] = core_operand(in, w->a, &w->a_layout, row, s + k, running);
-                        b[k] = core_operand(in, w->b, &w->b_layout, col, s + k, running);
-                    }
-                    for (uint32_t k = 0; k < 16; k++) *d = fmaf(a[k], b[k], *d);
-                }
+                const float *ar = a + (size_t)row * w->steps, *bc = b + (size_t)col * w->steps;
+                for (uint32_t k = 0; k < w->steps; k++) *d = fmaf(ar[k], bc[k], *d);
             }
         }
+    free(a);
     in->wgmma_issued++;
     if (in->wgmma_issued - in->wgmma_retired > w->in_flight) in->wgmma_retired = in->wgmma_issued - w->in_flight;
     in->running_c = w->c;
