@@ -81,6 +81,21 @@ status() { cat "$TMP/status"; }
 PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
 ptxas_skipped=0
 gpu_skipped=""
+# gpu_schedule_run LABEL LATE [TSRC ARGS…]: test $gt's GPU schedule run by the reference
+# executor (asynchronous copies landing late where LATE is 1) against $expected, exactly or,
+# where $reordered, within 1e-5.
+gpu_schedule_run() {
+    label=$1 late=$2
+    shift 2
+    suffix=$([ "$late" = 1 ] && echo ", copies landing late")
+    TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
+    if [ "$(status)" != 0 ]; then fail "$gt ($label$suffix)" "exit $(status), expected 0" "$TMP/err"
+    elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt ($label = interp$suffix)"
+    elif [ $reordered = yes ] && "$PYTHON" tests/gpu/compare.py "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then
+        pass "$gt ($label = interp, block reductions within 1e-5$suffix)"
+    else fail "$gt ($label$suffix)" "the $label, run by the reference executor, prints differently" "$TMP/diff"; fi
+}
+
 gpu_checks() { # gpu_checks TEST EXPECTED [TSRC ARGS…]
     gt=$1 expected=$2
     shift 2
@@ -94,27 +109,15 @@ gpu_checks() { # gpu_checks TEST EXPECTED [TSRC ARGS…]
     fi
     reordered=no
     grep -qE "reduced across a block|reduction split in" "$TMP/out" && reordered=yes
-    TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
-    if [ "$(status)" != 0 ]; then fail "$gt (GPU schedule)" "exit $(status), expected 0" "$TMP/err"
-    elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt (GPU schedule = interp)"
-    elif [ $reordered = yes ] && "$PYTHON" tests/gpu/compare.py "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then
-        pass "$gt (GPU schedule = interp, block reductions within 1e-5)"
-    else fail "$gt (GPU schedule)" "the GPU schedule, run by the reference executor, prints differently" "$TMP/diff"; fi
+    gpu_schedule_run "GPU schedule" 0 "$@"
     # Where sm_90a schedules warpgroup products (wgmma: sched_mma.c), that schedule too, with
     # asynchronous copies landing at once and as late as they may (the reference executor
     # reports a race on panels or accumulators), and its PTX through ptxas below.
     run_tsrc --emit=sched-ir --target=cuda --arch=sm_90a -o - "$gt" $compile_args
     archs="sm_80 sm_90"
-    if grep -q "one warpgroup" "$TMP/out"; then
+    if grep -q "on the tensor cores (wgmma\." "$TMP/out"; then
         archs="$archs sm_90a"
-        for late in 0 1; do
-            TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda --arch=sm_90a "$gt" "$@"
-            if [ "$(status)" != 0 ]; then fail "$gt (sm_90a schedule, late=$late)" "exit $(status), expected 0" "$TMP/err"
-            elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt (sm_90a schedule = interp, late=$late)"
-            elif [ $reordered = yes ] && "$PYTHON" tests/gpu/compare.py "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then
-                pass "$gt (sm_90a schedule = interp within 1e-5, late=$late)"
-            else fail "$gt (sm_90a schedule, late=$late)" "the warpgroup schedule, run by the reference executor, prints differently" "$TMP/diff"; fi
-        done
+        for late in 0 1; do gpu_schedule_run "sm_90a schedule" $late --arch=sm_90a "$@"; done
     fi
     if [ -z "$PTXAS" ]; then ptxas_skipped=$((ptxas_skipped + 1)); return; fi
     for arch in $archs; do

@@ -233,7 +233,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
         int64_t at = offset(in, e->buffer, e->index);
         DType dtype = in->ir->buffers[e->buffer].dtype;
         if (in->late_copies && at >= 0 && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
-        if (e->buffer == in->running_c && in->wgmma_issued > in->wgmma_retired && !in->failed) {
+        if (in->wgmma_issued > in->wgmma_retired && e->buffer == in->running_c && !in->failed) {
             diag_error_noloc("run time: a read of %s while the warpgroup products that add into it are still running",
                              in->ir->buffers[e->buffer].name);
             in->failed = true;

@@ -67,7 +67,6 @@ typedef struct MmaTile {
     DType in;                   /* the operands' type */
     uint32_t tile, mt, nt;      /* cells a block along I (and J); a warp's 16-row and 8-column tiles */
     uint32_t tile_j;            /* cells a block along J: tile, or WIDE_TILE_J for a wide warpgroup tile */
-    uint32_t threads;           /* the block's threads: 32·MMA_WARPS, or WARPGROUP·warpgroups */
     uint32_t step;              /* the steps of a panel: MMA_ASYNC_STEPS or MMA_PANEL_BYTES of a row, or fewer (at least MMA_K) */
     uint32_t stages;            /* panels in shared memory at once, copied asynchronously; 0: through registers */
     uint64_t panels;            /* with stages: the panels of a block's reduction (its part of a split one) */
@@ -82,6 +81,9 @@ typedef struct MmaTile {
     uint32_t warpgroups;        /* with warpgroup: 1, or 2 for a wide tile of 128 rows */
     uint32_t left_running;      /* a warpgroup's: the groups of products a turn leaves running (0 or 1) */
 } MmaTile;
+
+/* The block's threads: MMA_WARPS warps, or the warpgroups'. */
+static uint32_t block_threads(const MmaTile *mt) { return mt->warpgroup ? WARPGROUP * mt->warpgroups : 32 * MMA_WARPS; }
 
 /* The warps of one iteration of the outer warp loop th[3] (threadIdx.z's inner loop th[2]). */
 static uint32_t inner_warps(const MmaTile *mt) { return mt->warpgroup ? WARPGROUP / 32 : MMA_WARPS_J; }
@@ -415,7 +417,7 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
 }
 
 static uint32_t thread_registers(Sched *s, const MmaTile *mt, const char *name, uint32_t per_thread, DType type) {
-    uint32_t b = new_scratch(s, name, (uint64_t)mt->threads * per_thread, type, true);
+    uint32_t b = new_scratch(s, name, (uint64_t)block_threads(mt) * per_thread, type, true);
     s->ir->buffers[b].thread_cells = per_thread;
     return b;
 }
@@ -534,7 +536,7 @@ static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t
 }
 
 /* Cells of p's panel a thread copies (rewrite 6t's asynchronous copies). */
-static uint32_t copy_cells(const MmaTile *mt, const Panel *p) { return p->tile * mt->step / mt->threads; }
+static uint32_t copy_cells(const MmaTile *mt, const Panel *p) { return p->tile * mt->step / block_threads(mt); }
 
 /* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
  * panel alone) of the A and B operands into stage `stage`. */
@@ -658,6 +660,12 @@ static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction 
            runs_aligned(s->ir, ct->b, b_k ? mt->k_iter : ct->j_loop->iter, CORE_ROW);
 }
 
+/* The tile's J extent, block loops and split from `plan`, and the panels of a block's part of r. */
+static void take_plan(MmaTile *mt, const BlockPlan *plan, const Reduction *r) {
+    mt->tile_j = plan->tile_j, mt->bi = plan->bi, mt->bj = plan->bj, mt->split = plan->split;
+    mt->panels = part_steps(r, &plan->split) / mt->step;
+}
+
 bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     Contraction ct;
     Reduction bare;
@@ -674,16 +682,14 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
         while (step >= MMA_K && !plan_blocks(s, r, &ct, step, false, &plan)) step /= 2;
         if (step < MMA_K) return false;
-        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .tile_j = plan.tile, .threads = 32 * MMA_WARPS,
-                       .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8, .step = step,
-                       .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter, .bi = plan.bi,
-                       .bj = plan.bj, .split = plan.split};
+        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8,
+                       .step = step, .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter};
+        take_plan(&mt, &plan, r);
         if (!async) break;
         Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter), .tile = plan.tile};
         Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter), .tile = plan.tile};
         if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
             runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
-            mt.panels = part_steps(r, &plan.split) / step;
             mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;
             break;
         }
@@ -696,12 +702,11 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         BlockPlan wide;
         if (plan_blocks(s, r, &ct, mt.step, true, &wide) && wide.tile == mt.tile && wide.split.parts <= plan.split.parts) {
             plan = wide;
-            mt.tile_j = wide.tile_j, mt.warpgroups = wide.tile / WARPGROUP_ROWS, mt.threads = WARPGROUP * mt.warpgroups;
-            mt.bi = wide.bi, mt.bj = wide.bj, mt.split = wide.split;
-            mt.panels = part_steps(r, &wide.split) / mt.step;
-            mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;
+            take_plan(&mt, &plan, r);
+            mt.warpgroups = wide.tile / WARPGROUP_ROWS;
         }
-        if (mt.panels > 2) mt.stages = WARPGROUP_STAGES, mt.left_running = 1;
+        mt.left_running = mt.panels > 2;
+        mt.stages = mt.left_running ? WARPGROUP_STAGES : 2;
     }
     uint32_t tile = mt.tile, step = mt.step;
     mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, mt.tile, "a_panel");
@@ -710,7 +715,7 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         mt.afrag = thread_registers(s, &mt, "a_fragment", 8 * mt.mt, in);
         mt.bfrag = thread_registers(s, &mt, "b_fragment", 4 * mt.nt, in);
     }
-    mt.cells = thread_registers(s, &mt, "c_fragment", mt.tile * mt.tile_j / mt.threads, DTYPE_F32);
+    mt.cells = thread_registers(s, &mt, "c_fragment", mt.tile * mt.tile_j / block_threads(&mt), DTYPE_F32);
 
     IrBlock *blk = NULL;
     IrStmt *top = grid_loops(s, &plan.grid, &blk);
