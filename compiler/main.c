@@ -883,9 +883,11 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
      * side (routines launching them, main) for this machine. */
     PtxModule ptx = {0};
     Target host;
+    const Target *gpu_target = NULL;
     if (target->kind == TARGET_CUDA) {
         if (!cg_ptx_emit(ir, target, opt->opt_level, module, &ptx)) return false;
         stage_done("code generation (PTX)");
+        gpu_target = target;
         target_select(NULL, opt->cpu, &host);
         target = &host;
     }
@@ -894,7 +896,8 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     unsigned char *image = image_build(ir, module, (ImageCpu){target->cpu_features, target->cpu_shown},
                                        ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
-                    .shared_api = shared_api, .profile = opt->profile, .gpu_first = ptx.function_first};
+                    .shared_api = shared_api, .profile = opt->profile, .gpu_first = ptx.function_first,
+                    .gpu_target = gpu_target};
     CgBytes bytes;
     bool generated = cg_cpu_emit(ir, image, size, &co, format, &bytes);
     free(ptx.ptx.data);

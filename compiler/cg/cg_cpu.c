@@ -412,7 +412,7 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     return_on_error(c, r, cgl_call(g, "tsr_state_begin_run", g->i32, p, 1, &state));
     /* The function's kernels in order: the GPU's (cg_ptx.c numbers them, calls of the runtime
      * skipped) and the calls, which the host makes between them. */
-    KernelList kl = kernel_outline(ir, &ir->functions[f], c->opt->target);
+    KernelList kl = kernel_outline(ir, &ir->functions[f], c->opt->gpu_target);
     c->profile_base = c->profile_count;
     if (c->opt->profile) {
         bool *written = calloc(ir->buffer_count + 1, sizeof *written);
@@ -788,6 +788,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     if (!tm) return false;
     Cpu c = {.opt = o};
     CgLlvm *g = &c.g;
+    unsigned errors = diag_error_count(); /* an internal error below fails the module */
     cgl_init(g, ir, o->module, tm);
     g->bf16_convert = o->target->bf16_convert;
     LLVMTypeRef fields[ABI_STATE_FIELDS] = {g->ptr, g->ptr, g->ptr, g->i64, g->i64}; /* tsr_state (abi.h) */
@@ -819,7 +820,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     if (o->shared_api) emit_shared_api(&c);
     if (o->profile) profile_finish(&c);
     if (o->target->vector_floats == 16) use_whole_avx512(g);
-    bool ok = cgl_finish(g, tm, o->opt_level, c.split, format, out);
+    bool ok = diag_error_count() == errors && cgl_finish(g, tm, o->opt_level, c.split, format, out);
     free(routines);
     cgl_dispose(g);
     LLVMDisposeTargetMachine(tm);

@@ -25,6 +25,9 @@ typedef struct CgOptions {
     const uint32_t *gpu_first; /* a --target=cuda program (cg_ptx.c): function f's kernels are GPU
                                 * kernels gpu_first[f] … gpu_first[f + 1] - 1, which its routine
                                 * launches through tsr_gpu_launch(); NULL: CPU kernels */
+    const Target *gpu_target;  /* with gpu_first: the GPU target the kernels were outlined for
+                                * (kernel_outline groups a GPU's nests into segments), which the
+                                * host's launches must follow */
 } CgOptions;
 
 /* Generate the module as `format` into *out (malloc'd; the driver writes it).  The object

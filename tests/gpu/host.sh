@@ -2,6 +2,8 @@
 # host.sh — the GPU target on a machine without a GPU (run by tests/run.sh; docs/gpu.md):
 #   - a --target=cuda executable, run where the CUDA driver cannot be loaded, exits 1 with a
 #     message naming the missing driver, and prints nothing on stdout;
+#   - an executable whose updates run as segments of one launch (gpu_many_params.tsr) builds
+#     without a message and calls tsr_gpu_launch as often as its manifest lists launches;
 #   - a -c --target=cuda object's header has the CPU header's API plus sync_host/sync_device,
 #     its accessors go through tsr_state_host_buffer, it compiles and links with the runtime
 #     alone, and MODEL_create returns NULL with the same message;
@@ -35,6 +37,29 @@ if "$TSRC" --target=cuda tests/proj/matmul.tsr -o "$T/mm" >"$T/log" 2>&1; then
     fi
 else
     fail "--target=cuda builds an executable"
+fi
+
+# ---- Launches as the manifest numbers them ---------------------------------------------------------
+# gpu_many_params.tsr's AdamW updates run as segments of one launch (sched/kernel.c): the host's
+# routines must launch the kernels the PTX side numbered, no more (each tsr_gpu_launch call site
+# once: its routines are straight-line code), and the build must say nothing.
+if "$TSRC" --target=cuda tests/native/gpu_many_params.tsr -o "$T/many" >"$T/log" 2>&1 && [ ! -s "$T/log" ] &&
+    "$TSRC" --emit=ptx tests/native/gpu_many_params.tsr -o "$T/many.ptx" >>"$T/log" 2>&1; then
+    listed=$("${PYTHON:-python3}" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(sum(len(r["launches"]) for r in m["routines"]), len(m["kernels"]))' "$T/many.json")
+    if command -v objdump >/dev/null 2>&1; then
+        sites=$(objdump -d "$T/many" | grep -cE '(call|jmp) +[0-9a-f]+ <tsr_gpu_launch>')
+        if [ "$listed" = "$sites $sites" ]; then
+            pass "an executable's routines launch the manifest's kernels, segments included ($sites)"
+        else
+            fail "launches of segments: the manifest's launches and kernels '$listed', the executable's call sites $sites"
+        fi
+    else
+        pass "--target=cuda builds an executable with segments silently (no objdump to count its launches)"
+    fi
+else
+    fail "--target=cuda builds gpu_many_params.tsr's executable (segments) without a message"
 fi
 
 # ---- An object and its header ----------------------------------------------------------------------
