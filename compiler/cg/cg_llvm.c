@@ -1272,6 +1272,7 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
 void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMachineRef tm) {
     memset(g, 0, sizeof *g);
     g->ir = ir;
+    g->errors_before = diag_error_count();
     g->ctx = LLVMContextCreate();
     g->mod = LLVMModuleCreateWithNameInContext(module, g->ctx);
     g->b = LLVMCreateBuilderInContext(g->ctx);
@@ -1401,6 +1402,7 @@ bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_id
                 CgBytes *out) {
     out->data = NULL;
     out->size = 0;
+    if (diag_error_count() != g->errors_before) return false; /* an internal error, reported */
     char *err = NULL;
     if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
         diag_error_noloc("internal error: the generated LLVM module is malformed: %s", err);

@@ -22,6 +22,7 @@ typedef struct CgBytes {
 /* One module being built, and the kernel being emitted into it. */
 typedef struct CgLlvm {
     const IrProgram *ir;
+    unsigned errors_before; /* diag_error_count() at cgl_init: an error since fails cgl_finish */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
@@ -117,7 +118,8 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
 void cgl_lift_literals(CgLlvm *g, LLVMValueRef table);
 LLVMValueRef cgl_lifted_table(CgLlvm *g, const char *name);
 
-/* Verify the module, merge functions of identical code (with `merge_identical`: the copies'
+/* Refuse a module during whose generation an error was reported (an internal error: false), else
+ * verify the module, merge functions of identical code (with `merge_identical`: the copies'
  * callers call one function, which is then not inlined), run the `default<On>` pipeline for
  * `tm` and produce `format`; false after reporting an error. */
 bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_identical, CgFormat format, CgBytes *out);
