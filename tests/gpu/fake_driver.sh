@@ -1,0 +1,151 @@
+#!/bin/sh
+# fake_driver.sh — --target=cuda executables run end to end on a machine without a GPU, against
+# tests/gpu/fake_cuda.c (a stand-in CUDA driver loaded through TSR_CUDA_DRIVER; run by
+# tests/run.sh; docs/gpu.md).  The kernels do not run, so what is checked is the host side: each
+# program exits 0 with nothing from the fake driver on stderr (every kernel it asks for is an
+# .entry of its PTX, every launch names one with a grid, block, shared memory and parameters the
+# driver accepts, every copy stays within its allocation), and the kernels it launched, in order,
+# are whole calls of its routines as `--emit=ptx`'s manifest lists them (tests/gpu/launch_trace.py).
+# The programs: concat's pieces (one forward), AdamW over 70 parameters (segments of one launch),
+# AdamW's decay (one-thread scalar kernels), the split reductions of gpu_split.tsr (blocks and
+# their partial sums), and sm_90a's warpgroup products (more than 48 KiB of dynamic shared memory).
+# Then two checks that the checks can fail: a trace against another program's manifest, and a
+# kernel the module lacks (the fake driver told to hide one).
+# Usage: fake_driver.sh TSRC.  One PASS/FAIL line per check; the last line is "N passed, N failed".
+set -u
+TSRC=$1
+PY=${PYTHON:-python3}
+T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-fakecuda.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+FAKE=$T/libfakecuda.so
+
+if ! ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 -shared -fPIC tests/gpu/fake_cuda.c -o "$FAKE" >"$T/log" 2>&1; then
+    fail "the fake CUDA driver builds"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+# run_case NAME PROGRAM [TSRC OPTIONS…]: the executable and the manifest under one module name,
+# the executable run against the fake driver, its launches against the manifest.
+run_case() {
+    name=$1 program=$2
+    shift 2
+    rm -f "$T/trace" "$T/log"
+    if ! "$TSRC" --target=cuda "$@" "$program" -o "$T/$name" >"$T/log" 2>&1 ||
+        ! "$TSRC" --emit=ptx "$@" "$program" -o "$T/$name.ptx" >>"$T/log" 2>&1; then
+        fail "$program: --target=cuda builds an executable and a manifest"
+        return
+    fi
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$T/trace timeout 60 "$T/$name" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st != 0 ] || grep -q "fake CUDA driver" "$T/log"; then
+        fail "$program: runs against the fake CUDA driver (exit $st)"
+    elif ! [ -s "$T/trace" ]; then
+        fail "$program: launched no kernel"
+    elif ! "$PY" tests/gpu/launch_trace.py "$T/$name.json" "$T/trace" >"$T/log" 2>&1; then
+        fail "$program: its launches are whole calls of its routines"
+    else
+        pass "$program: the host side runs against the fake CUDA driver ($(cat "$T/log"))"
+    fi
+}
+
+run_case pieces tests/concat/pieces.tsr
+run_case many tests/native/gpu_many_params.tsr
+run_case decay tests/native/adamw_decay.tsr
+run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
+run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
+
+# The checks can fail: pieces's launches are no calls of AdamW's routines …
+rm -f "$T/log"
+if [ -f "$T/pieces.json" ] && [ -f "$T/many.json" ]; then
+    rm -f "$T/trace"
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$T/trace "$T/pieces" >/dev/null 2>&1
+    if "$PY" tests/gpu/launch_trace.py "$T/many.json" "$T/trace" >"$T/log" 2>&1; then
+        fail "a trace against another program's manifest is refused"
+    elif grep -q "stop matching the manifest's routines at launch 1 " "$T/log"; then
+        pass "a trace against another program's manifest is refused"
+    else
+        fail "a trace against another program's manifest: an unexpected message"
+    fi
+fi
+# … and a kernel the module lacks (TSR_FAKE_CUDA_HIDE) is an error the program reports.
+rm -f "$T/log"
+if [ -f "$T/pieces" ]; then
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_HIDE=pieces_forward_k3 "$T/pieces" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = 1 ] && grep -q "fake CUDA driver: no .entry in the module named: pieces_forward_k3" "$T/log" && [ ! -s "$T/out" ]; then
+        pass "a kernel missing from the module fails the program (exit 1, named, nothing printed)"
+    else
+        fail "a kernel missing from the module fails the program (exit $st)"
+    fi
+fi
+
+echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+# run_case NAME PROGRAM [TSRC OPTIONS…]: the executable and the manifest under one module name,
+# the executable run against the fake driver, its launches against the manifest.
+run_case() {
+    name=$1 program=$2
+    shift 2
+    rm -f "$T/trace" "$T/log"
+    if ! "$TSRC" --target=cuda "$@" "$program" -o "$T/$name" >"$T/log" 2>&1 ||
+        ! "$TSRC" --emit=ptx "$@" "$program" -o "$T/$name.ptx" >>"$T/log" 2>&1; then
+        fail "$program: --target=cuda builds an executable and a manifest"
+        return
+    fi
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$T/trace timeout 60 "$T/$name" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st != 0 ] || grep -q "fake CUDA driver" "$T/log"; then
+        fail "$program: runs against the fake CUDA driver (exit $st)"
+    elif ! [ -s "$T/trace" ]; then
+        fail "$program: launched no kernel"
+    elif ! "$PY" tests/gpu/launch_trace.py "$T/$name.json" "$T/trace" >"$T/log" 2>&1; then
+        fail "$program: its launches are whole calls of its routines"
+    else
+        pass "$program: the host side runs against the fake CUDA driver ($(cat "$T/log"))"
+    fi
+}
+
+run_case pieces tests/concat/pieces.tsr
+run_case many tests/native/gpu_many_params.tsr
+run_case decay tests/native/adamw_decay.tsr
+run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
+run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
+
+# The checks can fail: pieces's launches are no calls of AdamW's routines …
+rm -f "$T/log"
+if [ -f "$T/pieces.json" ] && [ -f "$T/many.json" ]; then
+    rm -f "$T/trace"
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$T/trace "$T/pieces" >/dev/null 2>&1
+    if "$PY" tests/gpu/launch_trace.py "$T/many.json" "$T/trace" >"$T/log" 2>&1; then
+        fail "a trace against another program's manifest is refused"
+    elif grep -q "stop matching the manifest's routines at launch 1 " "$T/log"; then
+        pass "a trace against another program's manifest is refused"
+    else
+        fail "a trace against another program's manifest: an unexpected message"
+    fi
+fi
+# … and a kernel the PTX lacks is an error the program reports: the image's PTX with one entry
+# renamed (same length, so the image's sizes still hold) is a function the driver cannot find.
+rm -f "$T/log"
+if [ -f "$T/pieces" ]; then
+    LC_ALL=C sed 's/\.entry pieces_forward_k0(/.entry pieces_forward_kX(/' "$T/pieces" >"$T/renamed" && chmod +x "$T/renamed"
+    TSR_CUDA_DRIVER=$FAKE "$T/renamed" >"$T/out" 2>"$T/log"
+    st=$?
+    if cmp -s "$T/pieces" "$T/renamed"; then
+        fail "a kernel missing from the PTX: the test could not rename the entry"
+    elif [ $st = 1 ] && grep -q "fake CUDA driver: no .entry in the module named: pieces_forward_k0" "$T/log"; then
+        pass "a kernel missing from the PTX fails the program (exit 1, named)"
+    else
+        fail "a kernel missing from the PTX fails the program (exit $st)"
+    fi
+fi
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
