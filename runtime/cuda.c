@@ -35,24 +35,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_abi.h"
 #include "internal.h"
 
-/* ---- The driver's ABI (cuda.h, declared here so that nothing needs the CUDA toolkit) ----------- */
-
-typedef int CUresult; /* CUDA_SUCCESS = 0 */
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef unsigned long long CUdeviceptr;
+/* ---- The driver's ABI: cuda_abi.h ---------------------------------------------------------------- */
 
 enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_NOT_READY = 600,
-    CU_JIT_ERROR_LOG_BUFFER = 5,
-    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     STATIC_SHARED_LIMIT = 48 << 10, /* more dynamic shared memory than this must be asked for */
     JIT_LOG_BYTES = 4096,
 };
@@ -288,7 +276,7 @@ static int open_memory(tsr_gpu *g) {
             uint8_t dtype = tsr_model_buffer_dtype(g->state->model, b);
             size_t cell_bytes = tsr_dtype_cell_bytes(dtype);
             CUresult r = !tsr_gpu_buffer_bytes(cells, cell_bytes, &g->bytes[b])
-                             ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */
+                             ? CUDA_ERROR_OUT_OF_MEMORY
                              : cu.MemAlloc(&g->memory[b], g->bytes[b] ? g->bytes[b] : cell_bytes);
             if (r != CUDA_SUCCESS) {
                 g->memory[b] = 0;

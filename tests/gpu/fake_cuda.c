@@ -17,30 +17,24 @@
  * appended to the file TSR_FAKE_CUDA_TRACE names (if set) as one line "NAME".  A function named
  * by TSR_FAKE_CUDA_HIDE counts as missing from the module (so a test sees the program fail).
  *
- * Requires: a C11 compiler; built as a shared object (cc -shared -fPIC). */
+ * Requires: runtime/cuda_abi.h (-Iruntime); built as a shared object (cc -shared -fPIC). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef unsigned long long CUdeviceptr;
+#include "cuda_abi.h"
 
 enum {
-    OK = 0,
-    ERROR_INVALID_VALUE = 1,
-    ERROR_OUT_OF_MEMORY = 2,
-    ERROR_INVALID_IMAGE = 200,
-    ERROR_INVALID_HANDLE = 400,
-    ERROR_NOT_FOUND = 500,
-    ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
-    MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    OK = CUDA_SUCCESS,
+    ERROR_INVALID_VALUE = CUDA_ERROR_INVALID_VALUE,
+    ERROR_OUT_OF_MEMORY = CUDA_ERROR_OUT_OF_MEMORY,
+    ERROR_INVALID_IMAGE = CUDA_ERROR_INVALID_IMAGE,
+    ERROR_INVALID_HANDLE = CUDA_ERROR_INVALID_HANDLE,
+    ERROR_NOT_FOUND = CUDA_ERROR_NOT_FOUND,
+    ERROR_LAUNCH_OUT_OF_RESOURCES = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    MAX_DYNAMIC_SHARED = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
     STATIC_SHARED_LIMIT = 48 << 10,
     OPT_IN_SHARED_LIMIT = 227 << 10,
     MAX_FUNCTIONS = 8192,
