@@ -18,7 +18,6 @@
  * by TSR_FAKE_CUDA_HIDE counts as missing from the module (so a test sees the program fail).
  *
  * Requires: runtime/cuda_abi.h (-Iruntime); built as a shared object (cc -shared -fPIC). */
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,11 +153,11 @@ CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
 
 /* The allocation holding [pointer, pointer + bytes), or NULL. */
 static struct Allocation *allocation_of(CUdeviceptr pointer, size_t bytes) {
-    char *at = (char *)(uintptr_t)pointer;
-    for (unsigned i = 0; i < allocation_count; i++)
-        if (at >= allocations[i].at && at - allocations[i].at <= (ptrdiff_t)allocations[i].bytes &&
-            bytes <= allocations[i].bytes - (size_t)(at - allocations[i].at))
+    for (unsigned i = 0; i < allocation_count; i++) {
+        uintptr_t start = (uintptr_t)allocations[i].at;
+        if (pointer >= start && pointer - start <= allocations[i].bytes && bytes <= allocations[i].bytes - (pointer - start))
             return &allocations[i];
+    }
     return NULL;
 }
 
