@@ -40,10 +40,7 @@
 
 /* ---- The driver's ABI: cuda_abi.h ---------------------------------------------------------------- */
 
-enum {
-    STATIC_SHARED_LIMIT = 48 << 10, /* more dynamic shared memory than this must be asked for */
-    JIT_LOG_BYTES = 4096,
-};
+enum { JIT_LOG_BYTES = 4096 };
 
 /* The entry points, resolved from the library: `names` lists the symbol to try first (the
  * _v2 one where the driver has it) and the older one. */
@@ -240,7 +237,7 @@ static int open_module(tsr_gpu *g) {
         const tsr_gpu_kernel *kn = &sec->kernels[k];
         if ((r = cu.ModuleGetFunction(&g->functions[k], g->module, kn->name)) != CUDA_SUCCESS)
             return cu_error(r, "the program's PTX has no kernel '%s'", kn->name);
-        if (kn->shared_bytes > STATIC_SHARED_LIMIT &&
+        if (kn->shared_bytes > CUDA_STATIC_SHARED_LIMIT &&
             (r = cu.FuncSetAttribute(g->functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      (int)kn->shared_bytes)) != CUDA_SUCCESS)
             return cu_error(r, "GPU kernel '%s' cannot have %" PRIu32 " bytes of shared memory on this GPU", kn->name,

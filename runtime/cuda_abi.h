@@ -26,6 +26,7 @@ enum {
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    CUDA_STATIC_SHARED_LIMIT = 48 << 10, /* a block's shared memory without asking for more */
 };
 
 #endif

@@ -26,16 +26,7 @@
 #include "cuda_abi.h"
 
 enum {
-    OK = CUDA_SUCCESS,
-    ERROR_INVALID_VALUE = CUDA_ERROR_INVALID_VALUE,
-    ERROR_OUT_OF_MEMORY = CUDA_ERROR_OUT_OF_MEMORY,
-    ERROR_INVALID_IMAGE = CUDA_ERROR_INVALID_IMAGE,
-    ERROR_INVALID_HANDLE = CUDA_ERROR_INVALID_HANDLE,
-    ERROR_NOT_FOUND = CUDA_ERROR_NOT_FOUND,
-    ERROR_LAUNCH_OUT_OF_RESOURCES = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
-    MAX_DYNAMIC_SHARED = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-    STATIC_SHARED_LIMIT = 48 << 10,
-    OPT_IN_SHARED_LIMIT = 227 << 10,
+    OPT_IN_SHARED_LIMIT = 227 << 10, /* a Hopper block's dynamic shared memory, asked for */
     MAX_FUNCTIONS = 8192,
     MAX_ALLOCATIONS = 65536,
 };
@@ -63,33 +54,33 @@ static CUresult complain(CUresult code, const char *what, const char *detail) {
     return code;
 }
 
-CUresult cuInit(unsigned flags) { return flags == 0 ? OK : complain(ERROR_INVALID_VALUE, "cuInit flags not 0", NULL); }
-CUresult cuDeviceGetCount(int *count) { *count = 1; return OK; }
+CUresult cuInit(unsigned flags) { return flags == 0 ? CUDA_SUCCESS : complain(CUDA_ERROR_INVALID_VALUE, "cuInit flags not 0", NULL); }
+CUresult cuDeviceGetCount(int *count) { *count = 1; return CUDA_SUCCESS; }
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
-    if (ordinal != 0) return complain(ERROR_INVALID_VALUE, "no such device (one pretend GPU, ordinal 0)", NULL);
+    if (ordinal != 0) return complain(CUDA_ERROR_INVALID_VALUE, "no such device (one pretend GPU, ordinal 0)", NULL);
     *device = 0;
-    return OK;
+    return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
     *context = (CUcontext)&context_token;
-    return device == 0 ? OK : ERROR_INVALID_VALUE;
+    return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) { return device == 0 ? OK : ERROR_INVALID_VALUE; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) { return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 CUresult cuCtxSetCurrent(CUcontext context) {
-    return context == (CUcontext)&context_token ? OK : complain(ERROR_INVALID_HANDLE, "an unknown context made current", NULL);
+    return context == (CUcontext)&context_token ? CUDA_SUCCESS : complain(CUDA_ERROR_INVALID_HANDLE, "an unknown context made current", NULL);
 }
-CUresult cuCtxSynchronize(void) { return OK; }
-CUresult cuStreamQuery(CUstream stream) { (void)stream; return OK; }
+CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+CUresult cuStreamQuery(CUstream stream) { (void)stream; return CUDA_SUCCESS; }
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned options, int *keys, void **values) {
     (void)options, (void)keys, (void)values;
     const char *text = image;
     if (!text || !strstr(text, ".version") || !strstr(text, ".entry"))
-        return complain(ERROR_INVALID_IMAGE, "the module is not PTX text with entries", NULL);
-    if (module_text) return complain(ERROR_INVALID_VALUE, "a second module loaded (one a program)", NULL);
+        return complain(CUDA_ERROR_INVALID_IMAGE, "the module is not PTX text with entries", NULL);
+    if (module_text) return complain(CUDA_ERROR_INVALID_VALUE, "a second module loaded (one a program)", NULL);
     module_text = strdup(text);
     *module = (CUmodule)&module_token;
-    return module_text ? OK : ERROR_OUT_OF_MEMORY;
+    return module_text ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* The .param count of entry `name` in the module, or -1 when it has no such entry. */
@@ -108,21 +99,21 @@ static int entry_params(const char *name) {
 }
 
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
-    if (module != (CUmodule)&module_token || !module_text) return complain(ERROR_INVALID_HANDLE, "no module loaded", NULL);
+    if (module != (CUmodule)&module_token || !module_text) return complain(CUDA_ERROR_INVALID_HANDLE, "no module loaded", NULL);
     const char *hidden = getenv("TSR_FAKE_CUDA_HIDE"); /* a test's: this entry counts as missing */
     int params = hidden && strcmp(hidden, name) == 0 ? -1 : entry_params(name);
-    if (params < 0) return complain(ERROR_NOT_FOUND, "no .entry in the module named", name);
-    if (function_count == MAX_FUNCTIONS) return complain(ERROR_OUT_OF_MEMORY, "too many functions", NULL);
-    functions[function_count] = (struct Function){strdup(name), (unsigned)params, STATIC_SHARED_LIMIT};
+    if (params < 0) return complain(CUDA_ERROR_NOT_FOUND, "no .entry in the module named", name);
+    if (function_count == MAX_FUNCTIONS) return complain(CUDA_ERROR_OUT_OF_MEMORY, "too many functions", NULL);
+    functions[function_count] = (struct Function){strdup(name), (unsigned)params, CUDA_STATIC_SHARED_LIMIT};
     *function = (CUfunction)&functions[function_count++];
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuModuleUnload(CUmodule module) {
-    if (module != (CUmodule)&module_token || !module_text) return complain(ERROR_INVALID_HANDLE, "unloading no module", NULL);
+    if (module != (CUmodule)&module_token || !module_text) return complain(CUDA_ERROR_INVALID_HANDLE, "unloading no module", NULL);
     free(module_text);
     module_text = NULL;
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 static struct Function *function_of(CUfunction f) {
@@ -132,23 +123,23 @@ static struct Function *function_of(CUfunction f) {
 
 CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value) {
     struct Function *fn = function_of(f);
-    if (!fn) return complain(ERROR_INVALID_HANDLE, "an attribute of an unknown function", NULL);
-    if (attribute == MAX_DYNAMIC_SHARED) {
+    if (!fn) return complain(CUDA_ERROR_INVALID_HANDLE, "an attribute of an unknown function", NULL);
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         if (value < 0 || value > OPT_IN_SHARED_LIMIT)
-            return complain(ERROR_INVALID_VALUE, "more dynamic shared memory than a Hopper GPU has, for", fn->name);
+            return complain(CUDA_ERROR_INVALID_VALUE, "more dynamic shared memory than a Hopper GPU has, for", fn->name);
         fn->shared_allowed = value;
     }
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
-    if (bytes == 0) return complain(ERROR_INVALID_VALUE, "an allocation of 0 bytes", NULL);
-    if (allocation_count == MAX_ALLOCATIONS) return complain(ERROR_OUT_OF_MEMORY, "too many allocations", NULL);
+    if (bytes == 0) return complain(CUDA_ERROR_INVALID_VALUE, "an allocation of 0 bytes", NULL);
+    if (allocation_count == MAX_ALLOCATIONS) return complain(CUDA_ERROR_OUT_OF_MEMORY, "too many allocations", NULL);
     char *at = malloc(bytes);
-    if (!at) return ERROR_OUT_OF_MEMORY;
+    if (!at) return CUDA_ERROR_OUT_OF_MEMORY;
     allocations[allocation_count++] = (struct Allocation){at, bytes};
     *pointer = (CUdeviceptr)(uintptr_t)at;
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 /* The allocation holding [pointer, pointer + bytes), or NULL. */
@@ -166,54 +157,54 @@ CUresult cuMemFree_v2(CUdeviceptr pointer) {
         if (allocations[i].at == (char *)(uintptr_t)pointer) {
             free(allocations[i].at);
             allocations[i] = allocations[--allocation_count];
-            return OK;
+            return CUDA_SUCCESS;
         }
-    return complain(ERROR_INVALID_VALUE, "freeing memory that is not a live allocation", NULL);
+    return complain(CUDA_ERROR_INVALID_VALUE, "freeing memory that is not a live allocation", NULL);
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, size_t bytes) {
-    if (!allocation_of(to, bytes)) return complain(ERROR_INVALID_VALUE, "a copy to the device past its allocation", NULL);
+    if (!allocation_of(to, bytes)) return complain(CUDA_ERROR_INVALID_VALUE, "a copy to the device past its allocation", NULL);
     memcpy((void *)(uintptr_t)to, from, bytes);
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
-    if (!allocation_of(from, bytes)) return complain(ERROR_INVALID_VALUE, "a copy from the device past its allocation", NULL);
+    if (!allocation_of(from, bytes)) return complain(CUDA_ERROR_INVALID_VALUE, "a copy from the device past its allocation", NULL);
     memcpy(to, (const void *)(uintptr_t)from, bytes);
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream stream, void **params, void **extra) {
     (void)stream;
     struct Function *fn = function_of(f);
-    if (!fn) return complain(ERROR_INVALID_HANDLE, "a launch of an unknown function", NULL);
+    if (!fn) return complain(CUDA_ERROR_INVALID_HANDLE, "a launch of an unknown function", NULL);
     if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 || gz > 65535)
-        return complain(ERROR_INVALID_VALUE, "a grid out of range, launching", fn->name);
+        return complain(CUDA_ERROR_INVALID_VALUE, "a grid out of range, launching", fn->name);
     if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 || bz > 64)
-        return complain(ERROR_INVALID_VALUE, "a block out of range, launching", fn->name);
+        return complain(CUDA_ERROR_INVALID_VALUE, "a block out of range, launching", fn->name);
     if (shared > (unsigned)fn->shared_allowed)
-        return complain(ERROR_LAUNCH_OUT_OF_RESOURCES, "more dynamic shared memory than allowed, launching", fn->name);
-    if (extra) return complain(ERROR_INVALID_VALUE, "parameters through `extra`, launching", fn->name);
-    if (fn->params && !params) return complain(ERROR_INVALID_VALUE, "no parameters, launching", fn->name);
+        return complain(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "more dynamic shared memory than allowed, launching", fn->name);
+    if (extra) return complain(CUDA_ERROR_INVALID_VALUE, "parameters through `extra`, launching", fn->name);
+    if (fn->params && !params) return complain(CUDA_ERROR_INVALID_VALUE, "no parameters, launching", fn->name);
     for (unsigned i = 0; i < fn->params; i++)
-        if (!params[i]) return complain(ERROR_INVALID_VALUE, "a NULL parameter pointer, launching", fn->name);
+        if (!params[i]) return complain(CUDA_ERROR_INVALID_VALUE, "a NULL parameter pointer, launching", fn->name);
     const char *trace = getenv("TSR_FAKE_CUDA_TRACE");
     if (trace && trace[0]) {
         FILE *out = fopen(trace, "a");
-        if (!out) return complain(ERROR_INVALID_VALUE, "cannot append to TSR_FAKE_CUDA_TRACE", trace);
+        if (!out) return complain(CUDA_ERROR_INVALID_VALUE, "cannot append to TSR_FAKE_CUDA_TRACE", trace);
         fprintf(out, "%s\n", fn->name);
         fclose(out);
     }
-    return OK;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorName(CUresult code, const char **name) {
-    *name = code == OK ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
-    return OK;
+    *name = code == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorString(CUresult code, const char **text) {
-    *text = code == OK ? "no error" : "refused by the fake CUDA driver (see its message above)";
-    return OK;
+    *text = code == CUDA_SUCCESS ? "no error" : "refused by the fake CUDA driver (see its message above)";
+    return CUDA_SUCCESS;
 }
