@@ -1179,34 +1179,60 @@ static void block(CgLlvm *g, const IrBlock *blk) {
     for (uint32_t i = 0; i < blk->count; i++) stmt(g, blk->items[i]);
 }
 
-/* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks,
- * its gpu.x loop with the kernel's threads a block; its gpu.x/y/z loops take its block's place
- * in its own grid (x fastest) instead of the block's index. */
+/* Segment i of a kernel of segments (gpu_segments), in this block: its gpu.x/y/z loops take the
+ * block's place in the segment's own grid (x fastest), `relative` blocks from its first. */
+static void run_segment(CgLlvm *g, const IrStmt *s, uint32_t threads, LLVMValueRef relative) {
+    uint32_t grid[3];
+    kernel_segment_grid(s, threads, grid);
+    /* (a one-dimensional grid's place is the relative block itself) */
+    LLVMValueRef rest = grid[1] * grid[2] > 1 ? LLVMBuildUDiv(g->b, relative, cgl_iconst(g, grid[0]), "") : NULL;
+    g->segment_block[0] = rest ? LLVMBuildURem(g->b, relative, cgl_iconst(g, grid[0]), "") : relative;
+    g->segment_block[1] = rest ? LLVMBuildURem(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
+    g->segment_block[2] = rest ? LLVMBuildUDiv(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
+    stmt(g, s);
+    for (int d = 0; d < 3; d++) g->segment_block[d] = NULL;
+}
+
+/* The segments lo … hi − 1 of kernel k, whose first blocks are first[lo … hi − 1] (the grid's
+ * blocks from first[lo] to first[hi] − 1, one range a segment, in order), for the block `block`:
+ * a balanced tree of compares against the middle segment's first block, so that a thread
+ * makes ⌈log₂ segments⌉ of them before it runs its own segment, then goes to `done`. */
+static void segment_tree(CgLlvm *g, const Kernel *k, LLVMValueRef block, const uint64_t *first, uint32_t lo, uint32_t hi,
+                         LLVMBasicBlockRef done) {
+    if (hi - lo == 1) {
+        run_segment(g, k->stmts[lo], k->block[0], LLVMBuildSub(g->b, block, cgl_iconst(g, (int64_t)first[lo]), ""));
+        LLVMBuildBr(g->b, done);
+        return;
+    }
+    uint32_t mid = lo + (hi - lo) / 2;
+    LLVMBasicBlockRef below = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segments_below");
+    LLVMBasicBlockRef from = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segments_from");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, block, cgl_iconst(g, (int64_t)first[mid]), ""), below, from);
+    LLVMPositionBuilderAtEnd(g->b, below);
+    segment_tree(g, k, block, first, lo, mid, done);
+    LLVMPositionBuilderAtEnd(g->b, from);
+    segment_tree(g, k, block, first, mid, hi, done);
+}
+
+/* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks
+ * (the grid holds exactly theirs, segment_launch), its gpu.x loop with the kernel's threads a
+ * block; its gpu.x/y/z loops take its block's place in its own grid (x fastest) instead of the
+ * block's index.  Which segment a block runs is found by a tree of compares (segment_tree): an
+ * optimiser's updates of a GPT are one launch of ~90 segments, where a chain of compares would
+ * cost each thread more instructions than its cells' update. */
 static void gpu_segments(CgLlvm *g, const Kernel *k) {
     LLVMValueRef block = cgl_special_register(g, "ctaid.x");
-    uint64_t start = 0;
+    uint64_t *first = malloc(((size_t)k->count + 1) * sizeof *first);
+    if (!first) diag_fatal_oom();
+    uint32_t grid[3];
+    first[0] = 0;
+    for (uint32_t i = 0; i < k->count; i++) first[i + 1] = first[i] + kernel_segment_grid(k->stmts[i], k->block[0], grid);
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segments_done");
     g->segment_threads = k->block[0];
-    for (uint32_t i = 0; i < k->count; i++) {
-        const IrStmt *s = k->stmts[i];
-        uint32_t grid[3];
-        uint64_t blocks = kernel_segment_grid(s, k->block[0], grid);
-        LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "segment");
-        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "next_segment");
-        LLVMValueRef relative = LLVMBuildSub(g->b, block, cgl_iconst(g, (int64_t)start), "");
-        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, relative, cgl_iconst(g, (int64_t)blocks), ""), in, next);
-        LLVMPositionBuilderAtEnd(g->b, in);
-        /* (a one-dimensional grid's place is the relative block itself) */
-        LLVMValueRef rest = grid[1] * grid[2] > 1 ? LLVMBuildUDiv(g->b, relative, cgl_iconst(g, grid[0]), "") : NULL;
-        g->segment_block[0] = rest ? LLVMBuildURem(g->b, relative, cgl_iconst(g, grid[0]), "") : relative;
-        g->segment_block[1] = rest ? LLVMBuildURem(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
-        g->segment_block[2] = rest ? LLVMBuildUDiv(g->b, rest, cgl_iconst(g, grid[1]), "") : cgl_iconst(g, 0);
-        stmt(g, s);
-        for (int d = 0; d < 3; d++) g->segment_block[d] = NULL;
-        LLVMBuildBr(g->b, next);
-        LLVMPositionBuilderAtEnd(g->b, next);
-        start += blocks;
-    }
+    segment_tree(g, k, block, first, 0, k->count, done);
     g->segment_threads = 0;
+    LLVMPositionBuilderAtEnd(g->b, done);
+    free(first);
 }
 
 /* The locals that statement s sets get their stack slot (kernel.c keeps every local within one
