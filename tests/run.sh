@@ -437,27 +437,29 @@ else fail "GPU schedule: a batch loop jammed into the thread tile" "nests with a
 # stores move together past the statements independent of them (sched/nest.c rewrite 4s): AdamW's
 # step counts and bias corrections of 4 parameters (tests/native/adamw_decay.tsr) were 24
 # launches of one thread on a GPU, 18 of them right after another; then 8 (each parameter's
-# scalars one launch, between the parameters' updates); now 6, one launch of the scalars of
-# both parameters of each routine, only 2 of them after another (a loss's serial sum, then the
-# gradient's seed, which shares no local with it).  The reference executor runs the moved
-# statements and prints the golden exactly (the GPU leg).
+# scalars one launch, between the parameters' updates); then 6, one launch of the scalars of
+# both parameters of each routine, 2 of them after another (a loss's serial sum, then the
+# gradient's seed, which shares no local with it); now 4, none after another: consecutive
+# kernels of one block make one launch, a chain (the loss's sum and the seed).  The reference
+# executor runs the moved statements and prints the golden exactly (the GPU leg).
 run_tsrc --emit=ptx -o "$TMP/adamw.ptx" tests/native/adamw_decay.tsr
 single=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/adamw.json")
-if [ "$single" = "6 2" ]; then pass "kernels: scalar statements grouped into one launch (6 one-thread launches, 2 adjacent)"
-else fail "kernels: scalar statements grouped" "one-thread launches, adjacent: '$single' ('6 2' expected)" "$TMP/err"; fi
+if [ "$single" = "4 0" ]; then pass "kernels: scalar statements grouped into one launch (4 one-thread launches, none adjacent)"
+else fail "kernels: scalar statements grouped" "one-thread launches, adjacent: '$single' ('4 0' expected)" "$TMP/err"; fi
 
 # AdamW over 70 parameters (tests/native/gpu_many_params.tsr, whose golden the GPU leg checks):
 # their 280 scalar tensors make 2 one-thread kernels of at most 256 buffers (sched/kernel.c), not
-# one whose parameters would pass the 4 KiB a GPU kernel takes (runtime/model.c refuses it), and
-# the loss's serial sum and the gradient's seed 2 more: 4 one-thread launches (72 before the
-# scalar stores were grouped), 2 after another.
+# one whose parameters would pass the 4 KiB a GPU kernel takes (runtime/model.c refuses it),
+# one after the other (a chain of both would pass 256 buffers), while the loss's serial sum and
+# the gradient's seed join the chain of one-block kernels around them: 2 one-thread launches
+# (72 before the scalar stores were grouped, 4 before chains), 1 after another.
 run_tsrc --emit=ptx -o "$TMP/many.ptx" tests/native/gpu_many_params.tsr
 many=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/many.json")
 most=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
 m = json.load(open(sys.argv[1]))
 print(max(sum("buffer" in p for p in k["params"]) for k in m["kernels"]))' "$TMP/many.json")
-if [ "$many" = "4 2" ] && [ "$most" = 256 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers"
-else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('4 2' expected); most buffers a kernel: $most (256)" "$TMP/err"; fi
+if [ "$many" = "2 1" ] && [ "$most" = 256 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers"
+else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('2 1' expected); most buffers a kernel: $most (256)" "$TMP/err"; fi
 # The same 70 parameters' AdamW updates, 70 independent nests of gpu loops, run as segments of
 # 2 launches (sched/kernel.c; 70 launches before), each within the 256 buffers above; the
 # golden's GPU leg checks their values on the reference executor, make check-gpu on a GPU.
@@ -467,6 +469,22 @@ names = {b["id"]: b["name"] for b in m["buffers"]}
 print(sum(any(names[p["buffer"]].endswith(".m") for p in k["params"] if p.get("writes")) for k in m["kernels"]))' "$TMP/many.json")
 if [ "$updates" = 2 ]; then pass "kernels: 70 parameters' updates as segments of 2 launches"
 else fail "kernels: independent GPU nests as segments" "launches that update moments: '$updates' (2 expected)" "$TMP/err"; fi
+# Gradient clipping's norm (tests/native/gpu_norm_segments.tsr, whose golden the GPU leg checks):
+# each parameter's squares, a nest of GPU loops or a block's kernel that reduces each cell across
+# a block, alternate with the sums into the one-cell total; outlining moves them past those sums
+# and runs all four side by side, one launch (sched/kernel.c; four before), a segment of blocks'
+# kernels with its shared memory from the same start as the others'.  The four sums into the
+# total, each a block's reduction or one thread's loop, then run as one chain of one block with
+# the scale after them: the total is written by 2 launches (its zero, the chain; 5 before).
+run_tsrc --emit=ptx --reassociate -o "$TMP/norm.ptx" tests/native/gpu_norm_segments.tsr
+norm=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+names = {b["id"]: b["name"] for b in m["buffers"]}
+writes = [[names[p["buffer"]] for p in k["params"] if p.get("writes")] for k in m["kernels"]]
+squares = [sum(w.endswith(".squares") for w in ws) for ws in writes]
+print(" ".join(str(n) for n in squares if n), sum(any(w.startswith("total#") for w in ws) for ws in writes))' "$TMP/norm.json")
+if [ "$norm" = "4 2" ]; then pass "kernels: 4 parameters' squares as segments of 1 launch, the sums into the total 1 chain"
+else fail "kernels: a norm's squares as segments, its sums as a chain" "squares written by each launch that writes any, then launches that write the total: '$norm' ('4 2' expected)" "$TMP/err"; fi
 
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer

@@ -1,7 +1,7 @@
 /* cg_llvm.c — the loop IR in LLVM IR: what every LLVM target shares (cg_llvm.h).
  *
- * What it does: scalar operations, addresses, loops and statements of a kernel, the target
- * machine, and the pass pipeline that turns a module into bytes.  Scalar operations are emitted
+ * What it does: scalar operations, addresses, loops and statements of a kernel (the module, the
+ * target machine and the pass pipeline that turns a module into bytes are cg_module.c's).  Scalar operations are emitted
  * exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
  * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
@@ -32,13 +32,6 @@
  * their body once; a barrier is llvm.nvvm.barrier0; a per-thread buffer is a stack array of
  * its thread_cells, indexed without its thread-loop terms; shared buffers are the caller's
  * (cg_ptx.c); the tensor cores' statements are cg_tensor.c's.  On a GPU the libm functions are libdevice's (__nv_powf …).
- *
- * The pipeline runs without LLVM's SLP vectorizer, which miscompiles some fully unrolled nests
- * in LLVM 19 (docs/notes/llvm19-slp-miscompile.md).  For a long program (cg_cpu.c, "Splitting")
- * it starts by merging functions of identical code: kernels whose literals the emitter lifted
- * into tables (CgLlvm.literals) then merge when they differ only in those values, and identical
- * tables are merged first, so a merged kernel whose callers all pass the same values still sees
- * them as constants.
  *
  * Requires: a verified, scheduled IrProgram; kernels from kernel.c. */
 #include "cg/cg_llvm.h"
@@ -1046,7 +1039,9 @@ static void gpu_loop(CgLlvm *g, const IrStmt *s) {
 static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     static const char *const names[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
     bool thread = ir_mode_thread(s->mode);
-    LLVMValueRef i = cgl_special_register(g, names[s->mode - LOOP_BLOCK_X]);
+    /* (a block loop of a segment: its block's place in its own grid, gpu_segments) */
+    LLVMValueRef i = !thread && g->segment_block[s->mode - LOOP_BLOCK_X] ? g->segment_block[s->mode - LOOP_BLOCK_X]
+                                                                          : cgl_special_register(g, names[s->mode - LOOP_BLOCK_X]);
     bool *split = thread ? &g->thread_split[s->mode - LOOP_THREAD_X] : NULL; /* inside a splitting loop of this dimension */
     bool outer_split = split && *split, guard = false;
     if (thread) {
@@ -1216,8 +1211,9 @@ static void segment_tree(CgLlvm *g, const Kernel *k, LLVMValueRef block, const u
 
 /* A kernel of segments (kernel.h): each statement runs on its own range of the grid's blocks
  * (the grid holds exactly theirs, segment_launch), its gpu.x loop with the kernel's threads a
- * block; its gpu.x/y/z loops take its block's place in its own grid (x fastest) instead of the
- * block's index.  Which segment a block runs is found by a tree of compares (segment_tree): an
+ * block; its gpu.x/y/z loops, or its block loops, take its block's place in its own grid (x
+ * fastest) instead of the block's index (a block's kernel's thread loops shorter than the
+ * kernel's block are guarded, as in any block's kernel; its shared buffers: cg_ptx.c).  Which segment a block runs is found by a tree of compares (segment_tree): an
  * optimiser's updates of a GPT are one launch of ~90 segments, where a chain of compares would
  * cost each thread more instructions than its cells' update. */
 static void gpu_segments(CgLlvm *g, const Kernel *k) {
@@ -1233,6 +1229,33 @@ static void gpu_segments(CgLlvm *g, const Kernel *k) {
     g->segment_threads = 0;
     LLVMPositionBuilderAtEnd(g->b, done);
     free(first);
+}
+
+/* A chain (kernel.h): its parts in order, a barrier between each and the next; a part of
+ * statements outside GPU loops on thread 0, a nest of gpu.x loops on the block's threads (its
+ * gpu.x loop takes the kernel's threads a block, as a segment's does, so that those past its
+ * extent skip it), a block's kernel on its thread loops (those shorter than the block guarded). */
+static void gpu_chain(CgLlvm *g, const Kernel *k) {
+    for (uint32_t p = 0; p < k->part_count; p++) {
+        if (p) cgl_call(g, "llvm.nvvm.barrier0", g->void_t, NULL, 0, NULL);
+        const IrStmt *first = k->stmts[k->part_first[p]];
+        LLVMBasicBlockRef done = NULL;
+        if (kernel_chain_thread0(k, p)) {
+            LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread0");
+            done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "thread0_done");
+            LLVMValueRef t = cgl_special_register(g, "tid.x");
+            LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, t, LLVMConstNull(LLVMTypeOf(t)), ""), body, done);
+            LLVMPositionBuilderAtEnd(g->b, body);
+        } else if (first->kind == IR_LOOP && ir_mode_flat_gpu(first->mode)) {
+            g->segment_threads = k->block[0];
+        }
+        for (uint32_t i = k->part_first[p]; i < k->part_first[p + 1]; i++) stmt(g, k->stmts[i]);
+        g->segment_threads = 0;
+        if (done) {
+            LLVMBuildBr(g->b, done);
+            LLVMPositionBuilderAtEnd(g->b, done);
+        }
+    }
 }
 
 /* The locals that statement s sets get their stack slot (kernel.c keeps every local within one
@@ -1281,6 +1304,8 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
         plain_loop(g, first, lo, hi);
     } else if (k->segments) {
         gpu_segments(g, k);
+    } else if (k->chain) {
+        gpu_chain(g, k);
     } else {
         for (uint32_t i = 0; i < k->count; i++) stmt(g, k->stmts[i]);
     }
@@ -1291,198 +1316,4 @@ void cgl_kernel_body(CgLlvm *g, const IrFunction *fn, const Kernel *k, LLVMValue
     for (uint32_t i = 0; i < k->buffer_count; i++) g->buffer[k->buffers[i]] = NULL;
     for (uint32_t i = 0; i < k->local_count; i++)
         if (!ir->buffers[k->locals[i]].gpu_shared) g->buffer[k->locals[i]] = NULL;
-}
-
-/* ---- Module, target machine, pipeline -------------------------------------------------------------- */
-
-void cgl_init(CgLlvm *g, const IrProgram *ir, const char *module, LLVMTargetMachineRef tm) {
-    memset(g, 0, sizeof *g);
-    g->ir = ir;
-    g->errors_before = diag_error_count();
-    g->ctx = LLVMContextCreate();
-    g->mod = LLVMModuleCreateWithNameInContext(module, g->ctx);
-    g->b = LLVMCreateBuilderInContext(g->ctx);
-    g->i32 = LLVMInt32TypeInContext(g->ctx);
-    g->i64 = LLVMInt64TypeInContext(g->ctx);
-    g->f32 = LLVMFloatTypeInContext(g->ctx);
-    g->f64 = LLVMDoubleTypeInContext(g->ctx);
-    g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
-    g->void_t = LLVMVoidTypeInContext(g->ctx);
-    char *triple = LLVMGetTargetMachineTriple(tm);
-    LLVMSetTarget(g->mod, triple);
-    LLVMDisposeMessage(triple);
-    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(g->mod, layout);
-    LLVMDisposeTargetData(layout);
-    uint32_t iters = 1, locals = 1;
-    for (uint32_t f = 0; f < ir->function_count; f++) {
-        if (ir->functions[f].iter_count > iters) iters = ir->functions[f].iter_count;
-        if (ir->functions[f].local_count > locals) locals = ir->functions[f].local_count;
-    }
-    g->buffer = calloc(ir->buffer_count + 1, sizeof *g->buffer);
-    g->symbol = calloc(ir->symbol_count + 1, sizeof *g->symbol);
-    g->iter = calloc(iters, sizeof *g->iter);
-    g->local = calloc(locals, sizeof *g->local);
-    g->thread_iter = calloc(iters, sizeof *g->thread_iter);
-    if (!g->buffer || !g->symbol || !g->iter || !g->local || !g->thread_iter) diag_fatal_oom();
-    g->lane_iter = UINT32_MAX;
-}
-
-void cgl_dispose(CgLlvm *g) {
-    free(g->buffer);
-    free(g->symbol);
-    free(g->iter);
-    free(g->local);
-    free(g->thread_iter);
-    free(g->lifted);
-    LLVMDisposeBuilder(g->b);
-    LLVMDisposeModule(g->mod);
-    LLVMContextDispose(g->ctx);
-}
-
-LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_opt, int opt_level) {
-    LLVMInitializeX86TargetInfo();
-    LLVMInitializeX86Target();
-    LLVMInitializeX86TargetMC();
-    LLVMInitializeX86AsmPrinter();
-    LLVMInitializeX86AsmParser();
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-    char *host_triple = LLVMGetDefaultTargetTriple();
-    const char *triple = triple_opt ? triple_opt : host_triple;
-    LLVMTargetRef target;
-    char *err = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-        diag_error_noloc("unknown target '%s': %s (this tsrc generates x86-64 code, --target=x86_64-pc-linux-gnu, "
-                         "and GPU code, --target=cuda)",
-                         triple, err ? err : "");
-        LLVMDisposeMessage(err);
-        LLVMDisposeMessage(host_triple);
-        return NULL;
-    }
-    char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
-    bool native = !cpu_opt || strcmp(cpu_opt, "native") == 0;
-    const char *cpu = native ? (triple_opt ? "x86-64" : host_cpu) : cpu_opt;
-    const char *features = native && !triple_opt ? host_features : "";
-    LLVMCodeGenOptLevel level = opt_level == 0 ? LLVMCodeGenLevelNone : opt_level == 1 ? LLVMCodeGenLevelLess
-                              : opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level, LLVMRelocPIC,
-                                                      LLVMCodeModelDefault);
-    if (!tm) diag_error_noloc("cannot create a target machine for '%s' (cpu '%s')", triple, cpu);
-    LLVMDisposeMessage(host_triple);
-    LLVMDisposeMessage(host_cpu);
-    LLVMDisposeMessage(host_features);
-    return tm;
-}
-
-/* The direct calls of `fn` (it is the callee of each). */
-static uint32_t direct_calls(LLVMValueRef fn) {
-    uint32_t n = 0;
-    for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u)) {
-        LLVMValueRef user = LLVMGetUser(u);
-        if (LLVMIsACallInst(user) && LLVMGetCalledValue(user) == fn) n++;
-    }
-    return n;
-}
-
-/* Merging functions of identical code (LLVM's ConstantMerge, then MergeFunctions).  In a long
- * program many kernels are the same code on other buffers (every layer of a deep network of
- * equal widths, every period of a repeated block) or with other literals (lifted into tables);
- * the pass keeps one copy and points the others' callers at it.  A function that gained callers so is marked noinline, or the inliner would copy it
- * back into every caller and the merging would save nothing.  Runs on the code as emitted,
- * before the optimisation pipeline. */
-static bool merge_identical_functions(CgLlvm *g, LLVMTargetMachineRef tm) {
-    uint32_t count = 0;
-    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) count++;
-    LLVMValueRef *fns = calloc(count + 1, sizeof *fns);
-    uint32_t *calls = calloc(count + 1, sizeof *calls);
-    if (!fns || !calls) diag_fatal_oom();
-    count = 0;
-    for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f), count++) {
-        fns[count] = f;
-        calls[count] = direct_calls(f);
-    }
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(g->mod, "constmerge,mergefunc", tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-        char *m = LLVMGetErrorMessage(e);
-        diag_error_noloc("internal error: LLVM's mergefunc pass failed: %s", m);
-        LLVMDisposeErrorMessage(m);
-    } else {
-        /* The survivors keep their order in the module's list, so one walk over both finds them. */
-        uint32_t i = 0;
-        for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f)) {
-            while (i < count && fns[i] != f) i++;
-            if (i < count && direct_calls(f) > calls[i]) cgl_set_attr(g, f, LLVMAttributeFunctionIndex, "noinline");
-        }
-    }
-    free(fns);
-    free(calls);
-    return !e;
-}
-
-bool cgl_finish(CgLlvm *g, LLVMTargetMachineRef tm, int opt_level, bool merge_identical, CgFormat format,
-                CgBytes *out) {
-    out->data = NULL;
-    out->size = 0;
-    if (diag_error_count() != g->errors_before) return false; /* an internal error, reported */
-    char *err = NULL;
-    if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
-        diag_error_noloc("internal error: the generated LLVM module is malformed: %s", err);
-        LLVMDisposeMessage(err);
-        return false;
-    }
-    LLVMDisposeMessage(err);
-    if (merge_identical && !merge_identical_functions(g, tm)) return false;
-    /* LLVM 19's SLP vectorizer gives wrong cells on some fully unrolled nests (a shuffle mask
-     * with poison lanes: docs/notes/llvm19-slp-miscompile.md, tests/native/avx512_slp_repro.ll).
-     * default<O2>/<O3> override the SLP setting of the options below, so the pass is switched
-     * off through its own LLVM option (process-wide, set once).  The schedule emits the vector
-     * code that matters (register tiles, streams) itself. */
-    static bool slp_off;
-    if (!slp_off) {
-        const char *args[] = {"tsrc", "-vectorize-slp=false"};
-        LLVMParseCommandLineOptions(2, args, "");
-        slp_off = true;
-    }
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, false);
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 2);
-    char pipeline[32];
-    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
-    LLVMErrorRef e = LLVMRunPasses(g->mod, pipeline, tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-        char *m = LLVMGetErrorMessage(e);
-        diag_error_noloc("internal error: LLVM's %s pipeline failed: %s", pipeline, m);
-        LLVMDisposeErrorMessage(m);
-        return false;
-    }
-    if (format == CG_LLVM) {
-        char *text = LLVMPrintModuleToString(g->mod);
-        out->size = strlen(text);
-        out->data = malloc(out->size + 1);
-        if (!out->data) diag_fatal_oom();
-        memcpy(out->data, text, out->size + 1);
-        LLVMDisposeMessage(text);
-        return true;
-    }
-    LLVMMemoryBufferRef mb = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, format == CG_ASM ? LLVMAssemblyFile : LLVMObjectFile, &err,
-                                            &mb)) {
-        diag_error_noloc("LLVM cannot generate this code: %s", err ? err : "");
-        LLVMDisposeMessage(err);
-        return false;
-    }
-    out->size = LLVMGetBufferSize(mb);
-    out->data = malloc(out->size ? out->size : 1);
-    if (!out->data) diag_fatal_oom();
-    memcpy(out->data, LLVMGetBufferStart(mb), out->size);
-    LLVMDisposeMemoryBuffer(mb);
-    return true;
 }

@@ -44,6 +44,26 @@ enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
 /* A shared buffer's bytes, rounded up to the 16 that align the next one. */
 static uint32_t shared_buffer_bytes(const IrBuffer *b) { return (uint32_t)((b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16); }
 
+/* Where kernel k's shared buffers lie (at[i], the first byte of locals[i]), one after another,
+ * each 16-byte aligned; in a kernel of segments or a chain, each part's from byte 0, since a
+ * block runs one segment alone and a chain's parts one after another.  Returns the bytes the
+ * kernel's shared memory takes. */
+static uint64_t shared_layout(const IrProgram *ir, const Kernel *k, uint32_t *at) {
+    uint64_t total = 0;
+    bool parts = k->segments || k->chain;
+    for (uint32_t p = 0; p < (parts ? k->part_count : 1); p++) {
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < k->local_count; i++) {
+            const IrBuffer *b = &ir->buffers[k->locals[i]];
+            if (!b->gpu_shared || (parts && k->local_part[i] != p)) continue;
+            at[i] = (uint32_t)bytes;
+            bytes += shared_buffer_bytes(b);
+        }
+        if (bytes > total) total = bytes;
+    }
+    return total;
+}
+
 /* One entry point; fills `info` (its launch and parameters). */
 static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const char *name, bool *written,
                         GpuKernelInfo *info) {
@@ -76,11 +96,19 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
      * kernel, each 16-byte aligned; where they are more than STATIC_SHARED_BYTES together, parts
      * of the kernel's dynamic shared memory instead (asked for at launch: shared_bytes). */
     uint64_t shared_bytes = 0;
-    for (uint32_t i = 0; i < k->local_count; i++) {
-        const IrBuffer *b = &ir->buffers[k->locals[i]];
-        if (b->gpu_shared) shared_bytes += shared_buffer_bytes(b);
-    }
+    uint32_t *at = calloc(k->local_count + 1, sizeof *at); /* each shared buffer's first byte */
+    if (!at) diag_fatal_oom();
+    shared_bytes = shared_layout(ir, k, at);
     bool dynamic = shared_bytes > STATIC_SHARED_BYTES;
+    /* A kernel of segments or a chain: one array, each part's buffers from its start (shared_layout). */
+    LLVMValueRef segments_shared = NULL;
+    if ((k->segments || k->chain) && shared_bytes && !dynamic) {
+        LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)(shared_bytes / 4));
+        segments_shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared", name), SHARED_ADDRESS_SPACE);
+        LLVMSetLinkage(segments_shared, LLVMInternalLinkage);
+        LLVMSetInitializer(segments_shared, LLVMGetUndef(type));
+        LLVMSetAlignment(segments_shared, 16);
+    }
     LLVMValueRef dynamic_shared = NULL;
     if (dynamic) {
         dynamic_shared = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType(g->f32, 0), arena_printf(ir->arena, "%s_shared", name),
@@ -88,14 +116,14 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         LLVMSetLinkage(dynamic_shared, LLVMExternalLinkage);
         LLVMSetAlignment(dynamic_shared, 16);
     }
-    for (uint32_t i = 0, at = 0; i < k->local_count; i++) {
+    for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;
         uint32_t bytes = shared_buffer_bytes(b);
-        if (dynamic) {
-            LLVMValueRef idx[1] = {cgl_iconst(g, at)};
-            g->buffer[k->locals[i]] = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), dynamic_shared, idx, 1, "");
-            at += bytes;
+        if (dynamic || segments_shared) {
+            LLVMValueRef idx[1] = {cgl_iconst(g, at[i])};
+            g->buffer[k->locals[i]] = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx),
+                                                            dynamic ? dynamic_shared : segments_shared, idx, 1, "");
             continue;
         }
         LLVMTypeRef type = LLVMArrayType(g->f32, bytes / 4); /* 4-byte words */
@@ -127,6 +155,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     memcpy(info->block, k->block, sizeof k->block);
     free(params);
     free(buffers);
+    free(at);
 }
 
 /* Whether the module calls a libdevice function. */

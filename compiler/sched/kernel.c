@@ -172,6 +172,10 @@ void kernel_gpu_launch(Kernel *kn, const IrStmt *s) {
 
 uint64_t kernel_segment_grid(const IrStmt *s, uint32_t threads, uint32_t grid[3]) {
     grid[0] = grid[1] = grid[2] = 1;
+    for (; s->kind == IR_LOOP && ir_mode_block(s->mode); s = s->body.items[0]) {
+        grid[s->mode - LOOP_BLOCK_X] = (uint32_t)s->extent;
+        if (s->body.count != 1) break;
+    }
     for (; s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode); s = s->body.items[0]) {
         uint32_t t = s->mode == LOOP_GPU_X ? threads : s->threads;
         grid[s->mode - LOOP_GPU_X] = (uint32_t)((s->extent + t - 1) / t);
@@ -224,12 +228,86 @@ static bool buffers_fit(const Uses *u, const Uses *held) {
 static void each_store(const IrStmt *s, void (*note)(void *, uint32_t), void *ctx);
 static void note_use(void *u, uint32_t b) { use_buffer(u, b); }
 
-/* Whether s may be a segment of a GPU launch (Kernel.segments): a nest of gpu.x/y/z loops
- * whose threads lie along x alone and whose uses `u` hold no local and no kernel-local buffer. */
-static bool segment(const IrStmt *s, const Uses *u) {
-    if (s->kind != IR_LOOP || !ir_mode_flat_gpu(s->mode) || u->local_count) return false;
-    for (uint32_t i = 0; i < u->buffer_count; i++)
-        if (u->ir->buffers[u->buffers[i]].kernel_local) return false;
+/* Whether statement s holds nothing but loops, stores, locals and barriers (no tensor-core
+ * product, no asynchronous copy, no call). */
+static bool plain_nest(const IrStmt *s) {
+    if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL || s->kind == IR_BARRIER) return true;
+    if (s->kind != IR_LOOP || s->mode == LOOP_ASYNC_COPY) return false;
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (!plain_nest(s->body.items[i])) return false;
+    return true;
+}
+
+/* Whether a block's kernel s runs all its work on threads: under its block loops, nothing but
+ * thread loops along x (none splitting the dimension) and barriers, so that the threads a wider
+ * block has past its own skip it all but the barriers. */
+static bool threads_along_x(const IrStmt *s) {
+    if (s->kind != IR_LOOP || !ir_mode_block(s->mode)) return false;
+    while (s->body.count == 1 && s->body.items[0]->kind == IR_LOOP && ir_mode_block(s->body.items[0]->mode)) s = s->body.items[0];
+    for (uint32_t i = 0; i < s->body.count; i++) {
+        const IrStmt *t = s->body.items[i];
+        bool thread = t->kind == IR_LOOP && t->mode == LOOP_THREAD_X && t->thread_stride <= 1;
+        if (!thread && t->kind != IR_BARRIER) return false;
+    }
+    return plain_nest(s);
+}
+
+/* Whether expression e reads a local that set[] does not mark. */
+static bool reads_unset_local(const IrProgram *ir, const IrExpr *e, const bool *set) {
+    switch (e->kind) {
+    case IR_LOCAL: return !set[e->local];
+    case IR_LOAD:
+        for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
+            if (e->index[a].gather && reads_unset_local(ir, e->index[a].gather, set)) return true;
+        return false;
+    case IR_OP:
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (reads_unset_local(ir, e->args[i], set)) return true;
+        return false;
+    default: return false;
+    }
+}
+
+/* Whether statement s, walked in order, sets each local before it reads it (marking those it
+ * sets in set[], listed in u): its locals then hold nothing from outside it. */
+static bool locals_set_first(const IrStmt *s, bool *set, Uses *u) {
+    const IrProgram *ir = u->ir;
+    switch (s->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < s->body.count; i++)
+            if (!locals_set_first(s->body.items[i], set, u)) return false;
+        return true;
+    case IR_SET_LOCAL:
+        if (reads_unset_local(ir, s->value, set)) return false;
+        set[s->local] = true;
+        use_local(u, s->local);
+        return true;
+    case IR_STORE:
+        for (uint32_t a = 0; a < ir->buffers[s->buffer].rank; a++)
+            if (s->index[a].gather && reads_unset_local(ir, s->index[a].gather, set)) return false;
+        return !reads_unset_local(ir, s->value, set);
+    default: return true;
+    }
+}
+
+/* Whether s may be a segment of a GPU launch (Kernel.segments), its uses `u`: a nest of
+ * gpu.x/y/z loops whose threads lie along x alone and that holds no kernel-local buffer; or a
+ * block's kernel (threads_along_x) that holds of kernel-local buffers only shared memory.
+ * Either sets each of its locals before reading it (a thread's accumulator, not a value another
+ * statement left: locals_set_first; `scratch` holds the marks, cleared again). */
+static bool segment(const IrStmt *s, const Uses *u, Uses *scratch) {
+    if (s->kind != IR_LOOP) return false;
+    if (u->local_count) {
+        bool confined = locals_set_first(s, scratch->local, scratch);
+        uses_clear(scratch);
+        if (!confined) return false;
+    }
+    bool flat = ir_mode_flat_gpu(s->mode);
+    if (!flat && !(ir_mode_block(s->mode) && threads_along_x(s))) return false;
+    for (uint32_t i = 0; i < u->buffer_count; i++) {
+        const IrBuffer *b = &u->ir->buffers[u->buffers[i]];
+        if (b->kernel_local && (flat || !b->gpu_shared)) return false;
+    }
     Kernel k = {0};
     kernel_gpu_launch(&k, s);
     return k.block[1] == 1 && k.block[2] == 1;
@@ -245,37 +323,95 @@ static bool independent(const Uses *u, const Uses *w, const Uses *held, const Us
     return true;
 }
 
+/* What outlining keeps while it groups: what a statement touches and writes (u, w), what the
+ * kernel being built does (held, held_w), and for the look-ahead (pull_segment) a candidate's
+ * (cand, cand_w) and the statements it would move before (skipped, skipped_w). */
+typedef struct Outline {
+    Uses u, w, held, held_w, cand, cand_w, skipped, skipped_w;
+    Uses scratch; /* locals marked while a statement is walked (segment) */
+} Outline;
+
+/* How far past a statement that cannot join a kernel of segments outlining looks for one that
+ * can (pull_segment): a clipping norm's squares alternate with their sums into the total. */
+enum { SEGMENT_LOOKAHEAD = 256 };
+
+/* With the kernel being built one of segments (o->held, o->held_w), and order[i] a
+ * statement that cannot join it: look among order[i+1 …] for one that can and that touches
+ * nothing that the statements it would pass write, nor writes anything they touch; move the
+ * first such one to order[i] (the others one place on, in their order) and say so.  The
+ * look-ahead stops at a call of the runtime (its effects are more than its buffers). */
+static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, Outline *o) {
+    uses_clear(&o->skipped);
+    uses_clear(&o->skipped_w);
+    bool found = false;
+    uint32_t j = i;
+    for (; j < n && j - i <= SEGMENT_LOOKAHEAD && order[j]->kind != IR_CALL && !found; j++) {
+        Uses *c = &o->cand, *cw = &o->cand_w;
+        uses_clear(c);
+        uses_clear(cw);
+        uses_stmt(c, order[j]);
+        each_store(order[j], note_use, cw);
+        found = j > i && segment(order[j], c, &o->scratch) && buffers_fit(c, &o->held) &&
+                independent(c, cw, &o->held, &o->held_w) && independent(c, cw, &o->skipped, &o->skipped_w);
+        if (found) break;
+        for (uint32_t b = 0; b < c->buffer_count; b++) use_buffer(&o->skipped, c->buffers[b]);
+        for (uint32_t b = 0; b < cw->buffer_count; b++) use_buffer(&o->skipped_w, cw->buffers[b]);
+    }
+    if (!found) return false;
+    IrStmt *pulled = order[j];
+    memmove(order + i + 1, order + i, (j - i) * sizeof *order);
+    order[i] = pulled;
+    return true;
+}
+
 /* Group statements items[0 … n) into kernels (appended to `list`): a statement that touches a
  * local of the kernel being built joins it, and so does a scalar statement after a kernel of
  * scalar statements (an optimiser's step count and bias corrections: one launch of one thread
  * on a GPU, which runs them in order, instead of one each) while the kernel's buffers stay
- * within SCALAR_KERNEL_BUFFERS.  On a GPU (`gpu`), a nest of GPU loops also joins a kernel of
- * such nests when neither touches what the other writes (an optimiser's updates of every
- * parameter, each a nest of its own: one launch, their blocks side by side), within the same
- * count of buffers.  `w` and `held_w` hold what the statement and the kernel write. */
-static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, bool gpu, Uses *u, Uses *held,
-                  Uses *w, Uses *held_w) {
+ * within SCALAR_KERNEL_BUFFERS.  On a GPU (`gpu`), a segment (a nest of GPU loops, or a block's
+ * kernel: `segment`) also joins a kernel of segments when neither touches what the other writes
+ * (an optimiser's updates of every parameter, each a nest of its own: one launch, their blocks
+ * side by side), within the same count of buffers; and where the next
+ * statement cannot, a later one that can is moved before it (pull_segment) — the statements
+ * then run in another order than the function's, each after every statement it depends on,
+ * so that what they compute is the same. */
+static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrStmt *blocks, bool gpu, Arena *arena,
+                  Outline *o) {
+    Uses *u = &o->u, *w = &o->w, *held = &o->held, *held_w = &o->held_w;
+    IrStmt **order = arena_alloc(arena, (n + 1) * sizeof *order);
+    memcpy(order, items, n * sizeof *order);
     uses_clear(held);
     uses_clear(held_w);
     uint32_t start = list->count;
     bool scalars = false;  /* the kernel being built holds only scalar statements */
     bool segments = false; /* … or only segments */
     for (uint32_t i = 0; i < n; i++) {
-        uses_stmt(u, items[i]);
-        each_store(items[i], note_use, w);
-        bool shared = false; /* a call uses no locals: a kernel of its own */
-        for (uint32_t l = 0; l < u->local_count && list->count > start && !shared; l++) shared = held->local[u->locals[l]];
-        bool is_segment = gpu && !blocks && segment(items[i], u);
-        bool joins = shared || (scalars && is_scalar(items[i]) && buffers_fit(u, held)) ||
-                     (segments && is_segment && buffers_fit(u, held) && independent(u, w, held, held_w));
-        scalars = (joins ? scalars : true) && is_scalar(items[i]);
+        uses_stmt(u, order[i]);
+        each_store(order[i], note_use, w);
+        /* (a call uses no locals: a kernel of its own; a kernel of segments holds locals that
+         * each sets before reading: none is shared) */
+        bool shared = false;
+        for (uint32_t l = 0; l < u->local_count && list->count > start && !segments && !shared; l++)
+            shared = held->local[u->locals[l]];
+        bool is_segment = gpu && !blocks && segment(order[i], u, &o->scratch);
+        bool joins_segments = segments && is_segment && buffers_fit(u, held) && independent(u, w, held, held_w);
+        if (segments && !shared && !joins_segments && pull_segment(order, i, n, o)) {
+            uses_clear(u); /* order[i] is now the pulled statement, which joins */
+            uses_clear(w);
+            uses_stmt(u, order[i]);
+            each_store(order[i], note_use, w);
+            is_segment = joins_segments = true;
+        }
+        bool joins = shared || (scalars && is_scalar(order[i]) && buffers_fit(u, held)) || joins_segments;
+        scalars = (joins ? scalars : true) && is_scalar(order[i]);
         segments = (joins ? segments : true) && is_segment;
         if (!joins) {
-            list->kernels[list->count++] = (Kernel){.stmts = items + i, .blocks = blocks};
+            list->kernels[list->count++] = (Kernel){.stmts = order + i, .blocks = blocks};
             uses_clear(held);
             uses_clear(held_w);
         }
         list->kernels[list->count - 1].count++;
+        if (joins_segments) list->kernels[list->count - 1].segments = true; /* segment_launch lays it out */
         for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
         for (uint32_t b = 0; b < u->buffer_count; b++) use_buffer(held, u->buffers[b]);
         for (uint32_t b = 0; b < w->buffer_count; b++) use_buffer(held_w, w->buffers[b]);
@@ -284,36 +420,144 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
     }
 }
 
+/* The parts of a kernel of segments or a chain (Kernel.part_first) known, which part uses each
+ * of its kernel-local buffers (Kernel.local_part; the buffers are sorted by id, and each is one
+ * part's: segments touch nothing another writes, and a chain's parts were kernels of their own,
+ * whose kernel-local buffers live in one run). */
+static void note_local_parts(IrProgram *ir, Kernel *kn, Uses *u) {
+    kn->local_part = arena_alloc(ir->arena, (kn->local_count + 1) * sizeof *kn->local_part);
+    for (uint32_t p = 0; p < kn->part_count; p++) {
+        for (uint32_t i = kn->part_first[p]; i < kn->part_first[p + 1]; i++) uses_stmt(u, kn->stmts[i]);
+        for (uint32_t b = 0; b < u->buffer_count; b++) {
+            uint32_t *at = bsearch(&u->buffers[b], kn->locals, kn->local_count, sizeof *kn->locals, compare_ids);
+            if (at) kn->local_part[at - kn->locals] = p;
+        }
+        uses_clear(u);
+    }
+}
+
+/* Kernel kn's state buffers (its parameters, in id order) and kernel-local buffers. */
+static void note_buffers(IrProgram *ir, Kernel *kn, Uses *u) {
+    for (uint32_t i = 0; i < kn->count; i++) uses_stmt(u, kn->stmts[i]);
+    qsort(u->buffers, u->buffer_count, sizeof *u->buffers, compare_ids); /* in id order */
+    kn->buffers = arena_alloc(ir->arena, (u->buffer_count + 1) * sizeof *kn->buffers);
+    kn->locals = arena_alloc(ir->arena, (u->buffer_count + 1) * sizeof *kn->locals);
+    kn->buffer_count = kn->local_count = 0;
+    for (uint32_t i = 0; i < u->buffer_count; i++) {
+        uint32_t b = u->buffers[i];
+        if (ir->buffers[b].kernel_local) kn->locals[kn->local_count++] = b;
+        else kn->buffers[kn->buffer_count++] = b;
+    }
+    uses_clear(u);
+}
+
+/* Whether statement s holds a loop of GPU threads or blocks. */
+static bool has_gpu_loop(const IrStmt *s) {
+    if (s->kind != IR_LOOP) return false;
+    if (ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode) || ir_mode_thread(s->mode)) return true;
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (has_gpu_loop(s->body.items[i])) return true;
+    return false;
+}
+
+bool kernel_chain_thread0(const Kernel *kn, uint32_t p) { return !has_gpu_loop(kn->stmts[kn->part_first[p]]); }
+
+/* Whether kernel kn may be a part of a chain (Kernel.chain): one block of threads along x alone,
+ * no call, no segments, outside any loop of blocks, no tensor-core product or asynchronous
+ * copy, and either statements outside GPU loops (one thread), or one nest of gpu.x loops, or one
+ * block's kernel that runs all its work on threads along x (threads_along_x). */
+static bool chain_part(const Kernel *kn) {
+    if (kn->call || kn->threaded || kn->blocks || kn->segments || kn->grid[0] * kn->grid[1] * kn->grid[2] != 1 ||
+        kn->block[1] != 1 || kn->block[2] != 1)
+        return false;
+    bool outside = true;
+    for (uint32_t i = 0; i < kn->count; i++) {
+        if (!plain_nest(kn->stmts[i])) return false;
+        outside = outside && !has_gpu_loop(kn->stmts[i]);
+    }
+    const IrStmt *s = kn->stmts[0];
+    return outside || (kn->count == 1 && (ir_mode_flat_gpu(s->mode) || threads_along_x(s)));
+}
+
+/* Adds kernel kn's state buffers to `held` and its kernel-local ones to `held_locals`. */
+static void hold_kernel(const Kernel *kn, Uses *held, Uses *held_locals) {
+    for (uint32_t b = 0; b < kn->buffer_count; b++) use_buffer(held, kn->buffers[b]);
+    for (uint32_t b = 0; b < kn->local_count; b++) use_buffer(held_locals, kn->locals[b]);
+}
+
+/* On a GPU: consecutive kernels of one block each (chain_part) become one launch, a chain
+ * (Kernel.chain), while their buffers stay within SCALAR_KERNEL_BUFFERS and no two of them use
+ * one kernel-local buffer (each part's shared buffers are laid out from the same start): a
+ * clipping norm's sums of each parameter's squares into its one-cell total, each a block's
+ * reduction or one thread's loop, were a launch each (196 for GPT-2 124M).  `held` and
+ * `held_locals` hold a chain's buffers. */
+static void join_chains(IrProgram *ir, KernelList *list, Uses *u, Uses *held, Uses *held_locals) {
+    uint32_t out = 0;
+    for (uint32_t k = 0; k < list->count;) {
+        uint32_t end = k + 1, threads = list->kernels[k].block[0];
+        if (chain_part(&list->kernels[k])) {
+            uses_clear(held);
+            uses_clear(held_locals);
+            hold_kernel(&list->kernels[k], held, held_locals);
+            for (; end < list->count && chain_part(&list->kernels[end]) &&
+                   list->kernels[end].stmts == list->kernels[end - 1].stmts + list->kernels[end - 1].count;
+                 end++) {
+                const Kernel *next = &list->kernels[end];
+                uint32_t more = 0;
+                bool local_reused = false;
+                for (uint32_t b = 0; b < next->buffer_count; b++) more += !held->buffer[next->buffers[b]];
+                for (uint32_t b = 0; b < next->local_count; b++) local_reused |= held_locals->buffer[next->locals[b]];
+                if (held->buffer_count + more > SCALAR_KERNEL_BUFFERS || local_reused) break;
+                hold_kernel(next, held, held_locals);
+                if (next->block[0] > threads) threads = next->block[0];
+            }
+            uses_clear(held);
+            uses_clear(held_locals);
+        }
+        Kernel joined = list->kernels[k];
+        if (end > k + 1) {
+            joined.chain = true;
+            joined.part_count = end - k;
+            joined.part_first = arena_alloc(ir->arena, (joined.part_count + 1) * sizeof *joined.part_first);
+            joined.count = 0;
+            for (uint32_t p = 0; p < joined.part_count; p++) {
+                joined.part_first[p] = joined.count;
+                joined.count += list->kernels[k + p].count;
+            }
+            joined.part_first[joined.part_count] = joined.count;
+            joined.block[0] = threads;
+            note_buffers(ir, &joined, u);
+            note_local_parts(ir, &joined, u);
+        }
+        list->kernels[out++] = joined;
+        k = end;
+    }
+    list->count = out;
+}
+
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target) {
     KernelList list = {.fn = fn};
     uint32_t locals = fn->local_count + 1, statements = fn->body.count;
     for (uint32_t i = 0; i < fn->body.count; i++)
         if (is_blocks(fn->body.items[i])) statements += fn->body.items[i]->body.count;
     list.kernels = arena_alloc(ir->arena, (statements + 1) * sizeof *list.kernels);
-    Uses u = uses_new(ir, locals), held = uses_new(ir, locals); /* a statement's buffers and locals, the kernel's */
-    Uses written = uses_new(ir, locals), held_w = uses_new(ir, locals); /* what the statement, the kernel write */
+    Outline o = {uses_new(ir, locals), uses_new(ir, locals), uses_new(ir, locals), uses_new(ir, locals),
+                 uses_new(ir, locals), uses_new(ir, locals), uses_new(ir, locals), uses_new(ir, locals),
+                 uses_new(ir, locals)};
+    Uses *u = &o.u;
     bool gpu = target->kind == TARGET_CUDA;
     /* The runs of statements between loops of blocks, and each loop's body. */
     uint32_t start = 0;
     for (uint32_t i = 0; i <= fn->body.count; i++) {
         IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
         if (st && !is_blocks(st)) continue;
-        if (i > start) group(&list, fn->body.items + start, i - start, NULL, gpu, &u, &held, &written, &held_w);
-        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, gpu, &u, &held, &written, &held_w);
+        if (i > start) group(&list, fn->body.items + start, i - start, NULL, gpu, ir->arena, &o);
+        if (st && st->body.count) group(&list, st->body.items, st->body.count, st, gpu, ir->arena, &o);
         start = i + 1;
     }
     for (uint32_t k = 0; k < list.count; k++) {
         Kernel *kn = &list.kernels[k];
-        for (uint32_t i = 0; i < kn->count; i++) uses_stmt(&u, kn->stmts[i]);
-        qsort(u.buffers, u.buffer_count, sizeof *u.buffers, compare_ids); /* in id order */
-        kn->buffers = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->buffers);
-        kn->locals = arena_alloc(ir->arena, (u.buffer_count + 1) * sizeof *kn->locals);
-        for (uint32_t i = 0; i < u.buffer_count; i++) {
-            uint32_t b = u.buffers[i];
-            if (ir->buffers[b].kernel_local) kn->locals[kn->local_count++] = b;
-            else kn->buffers[kn->buffer_count++] = b;
-        }
-        uses_clear(&u);
+        note_buffers(ir, kn, u);
         const IrStmt *s = kn->stmts[0];
         kn->extent = s->kind == IR_LOOP ? (int64_t)s->extent : 1;
         kn->call = s->kind == IR_CALL;
@@ -322,12 +566,19 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
                        s->extent >= 2 && w >= target->parallel_work;
         if (kn->threaded) kn->grain = (int64_t)(target->grain_work / (w / iterations(s->extent))) + 1;
         kernel_gpu_launch(kn, s); /* sched_gpu.c maps only nests that are kernels of one statement */
-        if (kn->count > 1 && s->kind == IR_LOOP && ir_mode_flat_gpu(s->mode)) segment_launch(kn);
+        if (kn->segments && kn->count > 1) {
+            segment_launch(kn);
+            kn->part_count = kn->count;
+            kn->part_first = arena_alloc(ir->arena, (kn->count + 1) * sizeof *kn->part_first);
+            for (uint32_t i = 0; i <= kn->count; i++) kn->part_first[i] = i;
+            note_local_parts(ir, kn, u);
+        } else {
+            kn->segments = false;
+        }
     }
-    uses_free(&u);
-    uses_free(&held);
-    uses_free(&written);
-    uses_free(&held_w);
+    if (gpu) join_chains(ir, &list, u, &o.held, &o.held_w);
+    Uses *all[] = {&o.u, &o.w, &o.held, &o.held_w, &o.cand, &o.cand_w, &o.skipped, &o.skipped_w, &o.scratch};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) uses_free(all[i]);
     return list;
 }
 

@@ -29,12 +29,25 @@ typedef struct Kernel {
     bool call;               /* stmts[0] is an IR_CALL: the host calls the runtime, no kernel */
     int64_t extent, grain;
     /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch.  With
-     * `segments`, its statements are independent nests of gpu.x/y/z loops (threads along x
-     * alone) run side by side in one launch, every block of the widest one's threads: statement
-     * i takes the next blocks of the grid along x, as many as its own grid has with that many
-     * threads along x (kernel_segment_grid; x fastest). */
+     * `segments`, its statements are independent nests run side by side in one launch, every
+     * block of the widest one's threads: nests of gpu.x/y/z loops (threads along x alone) and
+     * blocks' kernels whose threads lie along x alone (a reduction of each cell across a block);
+     * statement i takes the next blocks of the grid along x, as many as its own grid has
+     * (with that many threads along x, for gpu.x; kernel_segment_grid; x fastest).  With
+     * `chain`, its statements are kernels of one block each that came one after another (a
+     * clipping norm's sums into its total), run in order by one block of the widest one's
+     * threads, a barrier between each and the next: a kernel of statements outside GPU loops on
+     * thread 0 (kernel_chain_thread0), a nest of gpu.x loops on as many threads as its extent,
+     * a block's kernel on its thread loops. */
     uint32_t grid[3], block[3];
-    bool segments;
+    bool segments, chain;
+    /* A kernel of segments or a chain: its parts (segments; the chain's kernels), statements
+     * part_first[p] … part_first[p + 1] − 1 (p < part_count), and the part that uses each
+     * kernel-local buffer (local_part[i], of locals[i]).  A part has the kernel's shared memory
+     * to itself (a block runs one segment; a chain's parts run one after another, a barrier
+     * between): the backend lays out each part's shared buffers from the same start. */
+    uint32_t part_count;
+    uint32_t *part_first, *local_part;
 } Kernel;
 
 /* The host side of a function: its kernels, launched in order. */
@@ -53,8 +66,12 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
 void kernel_gpu_launch(Kernel *kn, const IrStmt *s);
 
 /* The grid of segment `s` of a kernel of segments whose blocks have `threads` threads (its
- * gpu.x loop takes that many a block, its gpu.y and gpu.z loops theirs); returns its blocks. */
+ * gpu.x loop takes that many a block, its gpu.y and gpu.z loops theirs; a block's kernel: its
+ * block loops); returns its blocks. */
 uint64_t kernel_segment_grid(const IrStmt *s, uint32_t threads, uint32_t grid[3]);
+
+/* Whether part p of a chain (Kernel.chain) is statements outside GPU loops, which thread 0 runs. */
+bool kernel_chain_thread0(const Kernel *kn, uint32_t p);
 
 /* Set written[b] for every buffer b that statement s (and the statements inside it) stores to. */
 void kernel_note_stores(const IrStmt *s, bool *written);

@@ -8,7 +8,8 @@
 # are whole calls of its routines as `--emit=ptx`'s manifest lists them (tests/gpu/launch_trace.py).
 # The programs: concat's pieces (one forward), AdamW over 70 parameters (segments of one launch),
 # AdamW's decay (one-thread scalar kernels), the split reductions of gpu_split.tsr (blocks and
-# their partial sums), and sm_90a's warpgroup products (more than 48 KiB of dynamic shared memory).
+# their partial sums), a clipping norm's squares (segments of blocks' reductions, their shared
+# memory from one start: gpu_norm_segments.tsr), and sm_90a's warpgroup products (more than 48 KiB of dynamic shared memory).
 # Then two checks that the checks can fail: a trace against another program's manifest, and a
 # kernel the module lacks (the fake driver told to hide one).
 # Usage: fake_driver.sh TSRC.  One PASS/FAIL line per check; the last line is "N passed, N failed".
@@ -57,6 +58,7 @@ run_case pieces tests/concat/pieces.tsr
 run_case many tests/native/gpu_many_params.tsr
 run_case decay tests/native/adamw_decay.tsr
 run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
+run_case norm tests/native/gpu_norm_segments.tsr --reassociate
 run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
 
 # The checks can fail: pieces's launches are no calls of AdamW's routines …
@@ -75,9 +77,9 @@ fi
 # … and a kernel the module lacks (TSR_FAKE_CUDA_HIDE) is an error the program reports.
 rm -f "$T/log"
 if [ -f "$T/pieces" ]; then
-    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_HIDE=pieces_forward_k3 "$T/pieces" >"$T/out" 2>"$T/log"
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_HIDE=pieces_forward_k1 "$T/pieces" >"$T/out" 2>"$T/log"
     st=$?
-    if [ $st = 1 ] && grep -q "fake CUDA driver: no .entry in the module named: pieces_forward_k3" "$T/log" && [ ! -s "$T/out" ]; then
+    if [ $st = 1 ] && grep -q "fake CUDA driver: no .entry in the module named: pieces_forward_k1" "$T/log" && [ ! -s "$T/out" ]; then
         pass "a kernel missing from the module fails the program (exit 1, named, nothing printed)"
     else
         fail "a kernel missing from the module fails the program (exit $st)"
