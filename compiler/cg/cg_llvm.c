@@ -1004,7 +1004,8 @@ static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
     /* In a segment (gpu_segments), the iteration through an opaque copy: from the guards on it
      * and on the block LLVM would learn ranges that turn the index's adds into ors, which its
      * vectorizer cannot follow (a thread's 4 adjacent cells would not be one 16-byte access). */
-    g->iter[s->iter] = g->segment_threads && !guard ? opaque(g, i) : i;
+    bool flat_segment = g->segment_threads && ir_mode_flat_gpu(s->mode);
+    g->iter[s->iter] = flat_segment && !guard ? opaque(g, i) : i;
     if (!guard) {
         block(g, &s->body);
         return;
@@ -1013,7 +1014,7 @@ static void gpu_body(CgLlvm *g, const IrStmt *s, LLVMValueRef i, bool guard) {
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "past_end");
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, i, cgl_iconst(g, (int64_t)s->extent), ""), body, done);
     LLVMPositionBuilderAtEnd(g->b, body);
-    if (g->segment_threads) g->iter[s->iter] = opaque(g, i); /* (after the guard: see above) */
+    if (flat_segment) g->iter[s->iter] = opaque(g, i); /* (after the guard: see above) */
     block(g, &s->body);
     LLVMBuildBr(g->b, done);
     LLVMPositionBuilderAtEnd(g->b, done);

@@ -184,20 +184,22 @@ uint64_t kernel_segment_grid(const IrStmt *s, uint32_t threads, uint32_t grid[3]
     return (uint64_t)grid[0] * grid[1] * grid[2];
 }
 
-/* A kernel of segments (group): as many threads a block as the widest segment's, every
- * segment's grid for that many in a row along x. */
+/* A kernel of segments (group): as many threads a block along each dimension as the widest
+ * segment's (where one needs its blocks exactly, all have the same: shape_fits), every
+ * segment's grid for that many along x in a row. */
 static void segment_launch(Kernel *kn) {
-    uint32_t threads = 1, grid[3];
+    uint32_t block[3] = {1, 1, 1}, grid[3];
     for (uint32_t i = 0; i < kn->count; i++) {
         Kernel part = {0};
         kernel_gpu_launch(&part, kn->stmts[i]);
-        if (part.block[0] > threads) threads = part.block[0];
+        for (int d = 0; d < 3; d++)
+            if (part.block[d] > block[d]) block[d] = part.block[d];
     }
     uint64_t blocks = 0;
-    for (uint32_t i = 0; i < kn->count; i++) blocks += kernel_segment_grid(kn->stmts[i], threads, grid);
+    for (uint32_t i = 0; i < kn->count; i++) blocks += kernel_segment_grid(kn->stmts[i], block[0], grid);
     kn->segments = true;
     kn->grid[0] = (uint32_t)blocks, kn->grid[1] = kn->grid[2] = 1;
-    kn->block[0] = threads, kn->block[1] = kn->block[2] = 1;
+    memcpy(kn->block, block, sizeof block);
 }
 
 static bool is_blocks(const IrStmt *s) {
@@ -238,18 +240,47 @@ static bool plain_nest(const IrStmt *s) {
     return true;
 }
 
-/* Whether a block's kernel s runs all its work on threads: under its block loops, nothing but
- * thread loops along x (none splitting the dimension) and barriers, so that the threads a wider
- * block has past its own skip it all but the barriers. */
-static bool threads_along_x(const IrStmt *s) {
+/* Whether every thread loop in s (s included) lies along x and none splits its dimension. */
+static bool thread_loops_along_x(const IrStmt *s) {
+    if (s->kind != IR_LOOP) return true;
+    if (ir_mode_thread(s->mode) && (s->mode != LOOP_THREAD_X || s->thread_stride > 1)) return false;
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (!thread_loops_along_x(s->body.items[i])) return false;
+    return true;
+}
+
+/* Whether statement s, run by every thread of a block, leaves all its work to thread loops: a
+ * barrier, a thread loop, or a loop the whole block runs (a block tile's panels) whose body does
+ * the same.  `x_only`: the thread loops lie along x and none splits its dimension. */
+static bool block_level(const IrStmt *s, bool *x_only) {
+    if (s->kind == IR_BARRIER) return true;
+    if (s->kind != IR_LOOP || ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode) || s->mode == LOOP_ASYNC_COPY)
+        return false;
+    if (ir_mode_thread(s->mode)) {
+        *x_only = *x_only && thread_loops_along_x(s);
+        return true;
+    }
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (!block_level(s->body.items[i], x_only)) return false;
+    return true;
+}
+
+/* Whether s is a block's kernel that runs all its work on threads (block_level under its block
+ * loops), so that where a launch's blocks have more threads along x than its thread loops, those
+ * past them skip it all but the barriers; `x_only` as block_level says. */
+static bool block_kernel(const IrStmt *s, bool *x_only) {
+    *x_only = true;
     if (s->kind != IR_LOOP || !ir_mode_block(s->mode)) return false;
     while (s->body.count == 1 && s->body.items[0]->kind == IR_LOOP && ir_mode_block(s->body.items[0]->mode)) s = s->body.items[0];
-    for (uint32_t i = 0; i < s->body.count; i++) {
-        const IrStmt *t = s->body.items[i];
-        bool thread = t->kind == IR_LOOP && t->mode == LOOP_THREAD_X && t->thread_stride <= 1;
-        if (!thread && t->kind != IR_BARRIER) return false;
-    }
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (!block_level(s->body.items[i], x_only)) return false;
     return plain_nest(s);
+}
+
+/* Whether s is a block's kernel whose threads lie along x alone, none splitting it. */
+static bool threads_along_x(const IrStmt *s) {
+    bool x_only;
+    return block_kernel(s, &x_only) && x_only;
 }
 
 /* Whether expression e reads a local that set[] does not mark. */
@@ -290,27 +321,55 @@ static bool locals_set_first(const IrStmt *s, bool *set, Uses *u) {
     }
 }
 
-/* Whether s may be a segment of a GPU launch (Kernel.segments), its uses `u`: a nest of
- * gpu.x/y/z loops whose threads lie along x alone and that holds no kernel-local buffer; or a
- * block's kernel (threads_along_x) that holds of kernel-local buffers only shared memory.
- * Either sets each of its locals before reading it (a thread's accumulator, not a value another
- * statement left: locals_set_first; `scratch` holds the marks, cleared again). */
-static bool segment(const IrStmt *s, const Uses *u, Uses *scratch) {
-    if (s->kind != IR_LOOP) return false;
+/* How a statement may be a segment of a GPU launch (Kernel.segments): not at all; on the first
+ * threads along x of the launch's blocks, which may have more (a nest of gpu.x/y/z loops, which
+ * takes the launch's threads along x, or a block's kernel whose threads lie along x); or only in
+ * blocks of exactly its own threads (a block's kernel with threads along y or z, or one whose
+ * thread loops split a dimension: a block tile of a product). */
+typedef enum SegmentKind { NOT_SEGMENT, SEGMENT_ALONG_X, SEGMENT_EXACT } SegmentKind;
+
+/* What kind of segment s may be (its block's threads in block[]), its uses `u`: a nest of
+ * gpu.x/y/z loops whose threads lie along x alone and that holds no kernel-local buffer, or a
+ * block's kernel (block_kernel).  Either sets each of its locals before reading it (a thread's
+ * accumulator, not a value another statement left: locals_set_first; `scratch` holds the marks,
+ * cleared again). */
+static SegmentKind segment(const IrStmt *s, const Uses *u, Uses *scratch, uint32_t block[3]) {
+    if (s->kind != IR_LOOP) return NOT_SEGMENT;
     if (u->local_count) {
         bool confined = locals_set_first(s, scratch->local, scratch);
         uses_clear(scratch);
-        if (!confined) return false;
+        if (!confined) return NOT_SEGMENT;
     }
-    bool flat = ir_mode_flat_gpu(s->mode);
-    if (!flat && !(ir_mode_block(s->mode) && threads_along_x(s))) return false;
-    for (uint32_t i = 0; i < u->buffer_count; i++) {
-        const IrBuffer *b = &u->ir->buffers[u->buffers[i]];
-        if (b->kernel_local && (flat || !b->gpu_shared)) return false;
-    }
+    bool flat = ir_mode_flat_gpu(s->mode), x_only = true;
+    if (!flat && !block_kernel(s, &x_only)) return NOT_SEGMENT;
+    for (uint32_t i = 0; i < u->buffer_count && flat; i++)
+        if (u->ir->buffers[u->buffers[i]].kernel_local) return NOT_SEGMENT;
     Kernel k = {0};
     kernel_gpu_launch(&k, s);
-    return k.block[1] == 1 && k.block[2] == 1;
+    memcpy(block, k.block, sizeof k.block);
+    if (flat) return k.block[1] == 1 && k.block[2] == 1 ? SEGMENT_ALONG_X : NOT_SEGMENT;
+    return x_only && k.block[1] == 1 && k.block[2] == 1 ? SEGMENT_ALONG_X : SEGMENT_EXACT;
+}
+
+/* The shape of the blocks of a kernel of segments being built: each dimension's most threads,
+ * and whether a segment needs exactly those (SEGMENT_EXACT). */
+typedef struct SegmentShape {
+    uint32_t block[3];
+    bool exact;
+} SegmentShape;
+
+/* Whether a segment of `kind` whose blocks have `block` threads may join a kernel of segments
+ * of `shape`: where either needs its own blocks exactly, the same threads along each dimension. */
+static bool shape_fits(SegmentKind kind, const uint32_t block[3], const SegmentShape *shape) {
+    if (kind == NOT_SEGMENT) return false;
+    if (kind == SEGMENT_ALONG_X && !shape->exact) return true;
+    return memcmp(block, shape->block, sizeof shape->block) == 0;
+}
+
+static void shape_add(SegmentShape *shape, SegmentKind kind, const uint32_t block[3]) {
+    for (int d = 0; d < 3; d++)
+        if (block[d] > shape->block[d]) shape->block[d] = block[d];
+    shape->exact |= kind == SEGMENT_EXACT;
 }
 
 /* Whether a statement that touches `u` and writes `w` runs beside a kernel that touches `held`
@@ -340,7 +399,7 @@ enum { SEGMENT_LOOKAHEAD = 256 };
  * nothing that the statements it would pass write, nor writes anything they touch; move the
  * first such one to order[i] (the others one place on, in their order) and say so.  The
  * look-ahead stops at a call of the runtime (its effects are more than its buffers). */
-static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, Outline *o) {
+static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, const SegmentShape *shape, Outline *o) {
     uses_clear(&o->skipped);
     uses_clear(&o->skipped_w);
     bool found = false;
@@ -351,7 +410,8 @@ static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, Outline *o) {
         uses_clear(cw);
         uses_stmt(c, order[j]);
         each_store(order[j], note_use, cw);
-        found = j > i && segment(order[j], c, &o->scratch) && buffers_fit(c, &o->held) &&
+        uint32_t block[3];
+        found = j > i && shape_fits(segment(order[j], c, &o->scratch, block), block, shape) && buffers_fit(c, &o->held) &&
                 independent(c, cw, &o->held, &o->held_w) && independent(c, cw, &o->skipped, &o->skipped_w);
         if (found) break;
         for (uint32_t b = 0; b < c->buffer_count; b++) use_buffer(&o->skipped, c->buffers[b]);
@@ -384,7 +444,8 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
     uses_clear(held_w);
     uint32_t start = list->count;
     bool scalars = false;  /* the kernel being built holds only scalar statements */
-    bool segments = false; /* … or only segments */
+    bool segments = false; /* … or only segments, of blocks of this shape: */
+    SegmentShape shape = {{0, 0, 0}, false};
     for (uint32_t i = 0; i < n; i++) {
         uses_stmt(u, order[i]);
         each_store(order[i], note_use, w);
@@ -393,13 +454,17 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
         bool shared = false;
         for (uint32_t l = 0; l < u->local_count && list->count > start && !segments && !shared; l++)
             shared = held->local[u->locals[l]];
-        bool is_segment = gpu && !blocks && segment(order[i], u, &o->scratch);
-        bool joins_segments = segments && is_segment && buffers_fit(u, held) && independent(u, w, held, held_w);
-        if (segments && !shared && !joins_segments && pull_segment(order, i, n, o)) {
+        uint32_t block[3];
+        SegmentKind kind = gpu && !blocks ? segment(order[i], u, &o->scratch, block) : NOT_SEGMENT;
+        bool is_segment = kind != NOT_SEGMENT;
+        bool joins_segments = segments && shape_fits(kind, block, &shape) && buffers_fit(u, held) &&
+                              independent(u, w, held, held_w);
+        if (segments && !shared && !joins_segments && pull_segment(order, i, n, &shape, o)) {
             uses_clear(u); /* order[i] is now the pulled statement, which joins */
             uses_clear(w);
             uses_stmt(u, order[i]);
             each_store(order[i], note_use, w);
+            kind = segment(order[i], u, &o->scratch, block);
             is_segment = joins_segments = true;
         }
         bool joins = shared || (scalars && is_scalar(order[i]) && buffers_fit(u, held)) || joins_segments;
@@ -409,7 +474,9 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
             list->kernels[list->count++] = (Kernel){.stmts = order + i, .blocks = blocks};
             uses_clear(held);
             uses_clear(held_w);
+            shape = (SegmentShape){{0, 0, 0}, false};
         }
+        if (is_segment) shape_add(&shape, kind, block);
         list->kernels[list->count - 1].count++;
         if (joins_segments) list->kernels[list->count - 1].segments = true; /* segment_launch lays it out */
         for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);

@@ -31,8 +31,9 @@ typedef struct Kernel {
     /* On a GPU (loops of modes gpu.x/y/z at its top, sched_gpu.c): the launch.  With
      * `segments`, its statements are independent nests run side by side in one launch, every
      * block of the widest one's threads: nests of gpu.x/y/z loops (threads along x alone) and
-     * blocks' kernels whose threads lie along x alone (a reduction of each cell across a block);
-     * statement i takes the next blocks of the grid along x, as many as its own grid has
+     * blocks' kernels (a reduction of each cell across a block; a product's block tiles, beside
+     * segments of exactly their threads only: kernel.c shape_fits); statement i takes the next
+     * blocks of the grid along x, as many as its own grid has
      * (with that many threads along x, for gpu.x; kernel_segment_grid; x fastest).  With
      * `chain`, its statements are kernels of one block each that came one after another (a
      * clipping norm's sums into its total), run in order by one block of the widest one's
