@@ -496,6 +496,16 @@ squares = [sum(w.endswith(".squares") for w in ws) for ws in writes]
 print(" ".join(str(n) for n in squares if n), sum(any(w.startswith("total#") for w in ws) for ws in writes))' "$TMP/norm.json")
 if [ "$norm" = "4 2" ]; then pass "kernels: 4 parameters' squares as segments of 1 launch, the sums into the total 1 chain"
 else fail "kernels: a norm's squares as segments, its sums as a chain" "squares written by each launch that writes any, then launches that write the total: '$norm' ('4 2' expected)" "$TMP/err"; fi
+# The GPU's scheduled IR holds its statements in launch order (kernel_order), the squares before
+# the sums, so that the golden's GPU leg runs them so; the CPU's keeps the program's alternation.
+order_of() { grep -o '^  # assignment at train.tsr:1[78]:' "$TMP/out" | cut -c29-30 | tr '\n' ' '; }
+run_tsrc --emit=sched-ir --target=cuda --reassociate -o - tests/native/gpu_norm_segments.tsr
+gpu_order=$(order_of)
+run_tsrc --emit=sched-ir --reassociate -o - tests/native/gpu_norm_segments.tsr
+cpu_order=$(order_of)
+if [ "$gpu_order" = "17 17 17 17 18 18 18 18 " ] && [ "$cpu_order" = "17 18 17 18 17 18 17 18 " ]
+then pass "kernels: the GPU's scheduled IR in launch order (a norm's squares moved before its sums), the CPU's as written"
+else fail "kernels: the GPU's scheduled IR in launch order" "squares (17) and sums (18): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
 
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer

@@ -649,6 +649,30 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
     return list;
 }
 
+void kernel_order(IrProgram *ir, IrFunction *fn, const Target *target) {
+    KernelList list = kernel_outline(ir, fn, target);
+    IrStmt **items = arena_alloc(ir->arena, (fn->body.count + 1) * sizeof *items);
+    uint32_t out = 0, k = 0, start = 0;
+    /* The runs of statements between loops of blocks as kernel_outline went through them: each
+     * run's kernels hold its statements in launch order; a loop of blocks stays where it is (its
+     * body's kernels, in its own order, are skipped). */
+    for (uint32_t i = 0; i <= fn->body.count; i++) {
+        IrStmt *st = i < fn->body.count ? fn->body.items[i] : NULL;
+        if (st && !is_blocks(st)) continue;
+        for (uint32_t taken = 0; taken < i - start; k++) {
+            memcpy(items + out, list.kernels[k].stmts, list.kernels[k].count * sizeof *items);
+            out += list.kernels[k].count;
+            taken += list.kernels[k].count;
+        }
+        if (st) {
+            items[out++] = st;
+            for (uint32_t taken = 0; taken < st->body.count; k++) taken += list.kernels[k].count;
+        }
+        start = i + 1;
+    }
+    memcpy(fn->body.items, items, fn->body.count * sizeof *items);
+}
+
 /* Calls note(ctx, b) for every buffer b that statement s (and the statements inside it) stores to. */
 static void each_store(const IrStmt *s, void (*note)(void *, uint32_t), void *ctx) {
     if (s->kind == IR_STORE) note(ctx, s->buffer);

@@ -62,6 +62,12 @@ typedef struct KernelList {
  * target's thresholds. */
 KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *target);
 
+/* For a GPU target: put fn's top-level statements in the order kernel_outline launches them
+ * (it moves segments up past statements they do not depend on, group), so that the function
+ * the reference executor runs — the GPU schedule's emulation — is the order the GPU runs; the
+ * outline of the reordered function is the same kernels. */
+void kernel_order(IrProgram *ir, IrFunction *fn, const Target *target);
+
 /* The launch (grid, block) of a kernel whose first statement is `s`: its gpu.x/y/z loops, or
  * its block loops and the longest of its thread loops (sched_gpu.c puts them at the top). */
 void kernel_gpu_launch(Kernel *kn, const IrStmt *s);

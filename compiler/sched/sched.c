@@ -87,6 +87,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "sched/kernel.h"
+
 /* ---- Rewrite 2: accumulating in place ------------------------------------------------------------- */
 
 /* Where the statements replacing the nest's innermost parallel loop go: the body of the parallel
@@ -1006,6 +1008,10 @@ void schedule(IrProgram *ir, const Target *target) {
         free(s.subst);
         free(s.mapped);
     }
-    if (target->kind == TARGET_CUDA) schedule_gpu(ir, target);
-    else local_cells(ir);
+    if (target->kind == TARGET_CUDA) {
+        schedule_gpu(ir, target);
+        for (uint32_t f = 0; f < ir->function_count; f++) kernel_order(ir, &ir->functions[f], target);
+    } else {
+        local_cells(ir);
+    }
 }
