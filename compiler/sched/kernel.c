@@ -2,15 +2,20 @@
  *
  * What it does: groups the top-level statements of a function into kernels (a statement that
  * touches a local of the kernel being built joins it, so a full reduction's `l = init; loop;
- * store` stays together, and consecutive scalar statements make one kernel), lists the buffers each touches — state buffers become the kernel's
- * parameters, kernel-local ones (register tiles) its own storage — and decides the launch: a
+ * store` stays together, and consecutive scalar statements make one kernel), lists the buffers
+ * each touches — state buffers become the kernel's parameters, kernel-local ones (register
+ * tiles) its own storage — and decides the launch: a
  * kernel whose one statement is a parallel loop with at least two iterations and at least
  * target->parallel_work cell-iterations runs on the thread pool, its outer range split into
  * chunks of at least target->grain_work; any other kernel is called once.  On a GPU the launch
- * is the grid of the nest's gpu.x/y/z loops (sched_gpu.c).  The host side of a
- * routine is then the list of launches in order.  A loop of blocks (docs/ir.md §5.2) is no
- * kernel: its body's nests are, marked with it, and the host loops over the blocks around their
- * launches.  Nothing here is specific to one backend.
+ * is the grid of the nest's gpu.x/y/z loops (sched_gpu.c), and fewer launches serve more
+ * nests: independent nests run side by side as segments of one launch (group, a later one
+ * moved up past statements it does not depend on: pull_segment), and consecutive kernels of
+ * one block each run one after another in one launch, a chain (join_chains); kernel_order puts
+ * a GPU function's statements in that order.  The host side of a routine is then the list of
+ * launches in order.  A loop of blocks (docs/ir.md §5.2) is no kernel: its body's nests are,
+ * marked with it, and the host loops over the blocks around their launches.  Nothing else here
+ * is specific to one backend.
  *
  * Requires: a verified (scheduled) IrProgram. */
 #include "sched/kernel.h"
