@@ -9,9 +9,12 @@
 # The programs: concat's pieces (one forward), AdamW over 70 parameters (segments of one launch),
 # AdamW's decay (one-thread scalar kernels), the split reductions of gpu_split.tsr (blocks and
 # their partial sums), a clipping norm's squares (segments of blocks' reductions, their shared
-# memory from one start: gpu_norm_segments.tsr), and sm_90a's warpgroup products (more than 48 KiB of dynamic shared memory).
-# Then two checks that the checks can fail: a trace against another program's manifest, and a
-# kernel the module lacks (the fake driver told to hide one).
+# memory from one start: gpu_norm_segments.tsr), and sm_90a's warpgroup products (more than 48
+# KiB of dynamic shared memory).
+# Then every golden program of tests/native the same way (tests/gpu/fake_golden.sh; those whose
+# sizes are known only at run time skipped, as the GPU leg skips them).  Then two checks that
+# the checks can fail: a trace against another program's manifest, and a kernel the module lacks
+# (the fake driver told to hide one).
 # Usage: fake_driver.sh TSRC.  One PASS/FAIL line per check; the last line is "N passed, N failed".
 set -u
 TSRC=$1
@@ -60,6 +63,18 @@ run_case decay tests/native/adamw_decay.tsr
 run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
 run_case norm tests/native/gpu_norm_segments.tsr --reassociate
 run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
+
+# Every golden program of tests/native, built for the GPU and run the same way (host side only:
+# tests/gpu/fake_golden.sh), two at a time.
+for out in tests/native/*.out; do [ -f "${out%.out}.tsr" ] && echo "${out%.out}.tsr"; done |
+    PYTHON=$PY xargs -P2 -n1 sh tests/gpu/fake_golden.sh "$TSRC" "$FAKE" "$T/goldens" >"$T/goldens.txt" 2>&1
+while read -r verdict program rest; do
+    case $verdict in
+    PASS) pass "$program: the host side runs against the fake CUDA driver" ;;
+    SKIP) echo "SKIP $program $rest" ;;
+    *) fail "$program: $rest" ;;
+    esac
+done <"$T/goldens.txt"
 
 # The checks can fail: pieces's launches are no calls of AdamW's routines …
 rm -f "$T/log"
