@@ -1,8 +1,8 @@
 /* cg_llvm.c — the loop IR in LLVM IR: what every LLVM target shares (cg_llvm.h).
  *
  * What it does: scalar operations, addresses, loops and statements of a kernel (the module, the
- * target machine and the pass pipeline that turns a module into bytes are cg_module.c's).  Scalar operations are emitted
- * exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
+ * target machine and the pass pipeline that turns a module into bytes are cg_module.c's).
+ * Scalar operations are emitted exactly as ir.c's scalar_op_eval() computes them — no fast-math flags, so no reassociation and
  * no contraction of a multiply and an add that the IR does not fuse itself (SOP_FMA is
  * llvm.fma, one rounding): a reduction adds in the order of its loop, like the reference
  * executor, and results match it bit for bit.  exp, log, tanh and sigmoid are tsrc's own
@@ -1214,9 +1214,10 @@ static void segment_tree(CgLlvm *g, const Kernel *k, LLVMValueRef block, const u
  * (the grid holds exactly theirs, segment_launch), its gpu.x loop with the kernel's threads a
  * block; its gpu.x/y/z loops, or its block loops, take its block's place in its own grid (x
  * fastest) instead of the block's index (a block's kernel's thread loops shorter than the
- * kernel's block are guarded, as in any block's kernel; its shared buffers: cg_ptx.c).  Which segment a block runs is found by a tree of compares (segment_tree): an
- * optimiser's updates of a GPT are one launch of ~90 segments, where a chain of compares would
- * cost each thread more instructions than its cells' update. */
+ * kernel's block are guarded, as in any block's kernel; its shared buffers: cg_ptx.c).  Which
+ * segment a block runs is found by a tree of compares (segment_tree): an optimiser's updates of
+ * a GPT are one launch of ~90 segments, where a chain of compares would cost each thread more
+ * instructions than its cells' update. */
 static void gpu_segments(CgLlvm *g, const Kernel *k) {
     LLVMValueRef block = cgl_special_register(g, "ctaid.x");
     uint64_t *first = malloc(((size_t)k->count + 1) * sizeof *first);

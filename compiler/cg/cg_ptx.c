@@ -95,19 +95,18 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     /* Shared-memory panels (sched_gpu.c rewrites 6 and 6t): arrays in address space 3, one per
      * kernel, each 16-byte aligned; where they are more than STATIC_SHARED_BYTES together, parts
      * of the kernel's dynamic shared memory instead (asked for at launch: shared_bytes). */
-    uint64_t shared_bytes = 0;
     uint32_t *at = calloc(k->local_count + 1, sizeof *at); /* each shared buffer's first byte */
     if (!at) diag_fatal_oom();
-    shared_bytes = shared_layout(ir, k, at);
+    uint64_t shared_bytes = shared_layout(ir, k, at);
     bool dynamic = shared_bytes > STATIC_SHARED_BYTES;
     /* A kernel of segments or a chain: one array, each part's buffers from its start (shared_layout). */
-    LLVMValueRef segments_shared = NULL;
+    LLVMValueRef parts_shared = NULL;
     if ((k->segments || k->chain) && shared_bytes && !dynamic) {
         LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)(shared_bytes / 4));
-        segments_shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared", name), SHARED_ADDRESS_SPACE);
-        LLVMSetLinkage(segments_shared, LLVMInternalLinkage);
-        LLVMSetInitializer(segments_shared, LLVMGetUndef(type));
-        LLVMSetAlignment(segments_shared, 16);
+        parts_shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared", name), SHARED_ADDRESS_SPACE);
+        LLVMSetLinkage(parts_shared, LLVMInternalLinkage);
+        LLVMSetInitializer(parts_shared, LLVMGetUndef(type));
+        LLVMSetAlignment(parts_shared, 16);
     }
     LLVMValueRef dynamic_shared = NULL;
     if (dynamic) {
@@ -120,10 +119,10 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
         const IrBuffer *b = &ir->buffers[k->locals[i]];
         if (!b->gpu_shared) continue;
         uint32_t bytes = shared_buffer_bytes(b);
-        if (dynamic || segments_shared) {
+        if (dynamic || parts_shared) {
             LLVMValueRef idx[1] = {cgl_iconst(g, at[i])};
             g->buffer[k->locals[i]] = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx),
-                                                            dynamic ? dynamic_shared : segments_shared, idx, 1, "");
+                                                            dynamic ? dynamic_shared : parts_shared, idx, 1, "");
             continue;
         }
         LLVMTypeRef type = LLVMArrayType(g->f32, bytes / 4); /* 4-byte words */

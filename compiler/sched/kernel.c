@@ -399,28 +399,46 @@ typedef struct Outline {
  * can (pull_segment): a clipping norm's squares alternate with their sums into the total. */
 enum { SEGMENT_LOOKAHEAD = 256 };
 
+/* What statement s touches into u (buffers and locals) and writes into w, both cleared first. */
+static void note_statement(Uses *u, Uses *w, const IrStmt *s) {
+    uses_clear(u);
+    uses_clear(w);
+    uses_stmt(u, s);
+    each_store(s, note_use, w);
+}
+
+/* Adds what `from` flags (buffers and locals) to `into`. */
+static void add_uses(Uses *into, const Uses *from) {
+    for (uint32_t l = 0; l < from->local_count; l++) use_local(into, from->locals[l]);
+    for (uint32_t b = 0; b < from->buffer_count; b++) use_buffer(into, from->buffers[b]);
+}
+
 /* With the kernel being built one of segments (o->held, o->held_w), and order[i] a
  * statement that cannot join it: look among order[i+1 …] for one that can and that touches
  * nothing that the statements it would pass write, nor writes anything they touch; move the
- * first such one to order[i] (the others one place on, in their order) and say so.  The
- * look-ahead stops at a call of the runtime (its effects are more than its buffers). */
-static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, const SegmentShape *shape, Outline *o) {
+ * first such one to order[i] (the others one place on, in their order), its kind of segment in
+ * *kind and its block's threads in block[], and say so.  The look-ahead stops at a call of the
+ * runtime (its effects are more than its buffers). */
+static bool pull_segment(IrStmt **order, uint32_t i, uint32_t n, const SegmentShape *shape, Outline *o, SegmentKind *kind,
+                         uint32_t block[3]) {
     uses_clear(&o->skipped);
     uses_clear(&o->skipped_w);
     bool found = false;
     uint32_t j = i;
-    for (; j < n && j - i <= SEGMENT_LOOKAHEAD && order[j]->kind != IR_CALL && !found; j++) {
+    for (; j < n && j - i <= SEGMENT_LOOKAHEAD && order[j]->kind != IR_CALL; j++) {
         Uses *c = &o->cand, *cw = &o->cand_w;
-        uses_clear(c);
-        uses_clear(cw);
-        uses_stmt(c, order[j]);
-        each_store(order[j], note_use, cw);
-        uint32_t block[3];
-        found = j > i && shape_fits(segment(order[j], c, &o->scratch, block), block, shape) && buffers_fit(c, &o->held) &&
-                independent(c, cw, &o->held, &o->held_w) && independent(c, cw, &o->skipped, &o->skipped_w);
-        if (found) break;
-        for (uint32_t b = 0; b < c->buffer_count; b++) use_buffer(&o->skipped, c->buffers[b]);
-        for (uint32_t b = 0; b < cw->buffer_count; b++) use_buffer(&o->skipped_w, cw->buffers[b]);
+        note_statement(c, cw, order[j]);
+        uint32_t threads[3];
+        SegmentKind k = j > i ? segment(order[j], c, &o->scratch, threads) : NOT_SEGMENT;
+        found = shape_fits(k, threads, shape) && buffers_fit(c, &o->held) && independent(c, cw, &o->held, &o->held_w) &&
+                independent(c, cw, &o->skipped, &o->skipped_w);
+        if (found) {
+            *kind = k;
+            memcpy(block, threads, sizeof threads);
+            break;
+        }
+        add_uses(&o->skipped, c);
+        add_uses(&o->skipped_w, cw);
     }
     if (!found) return false;
     IrStmt *pulled = order[j];
@@ -452,8 +470,7 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
     bool segments = false; /* … or only segments, of blocks of this shape: */
     SegmentShape shape = {{0, 0, 0}, false};
     for (uint32_t i = 0; i < n; i++) {
-        uses_stmt(u, order[i]);
-        each_store(order[i], note_use, w);
+        note_statement(u, w, order[i]);
         /* (a call uses no locals: a kernel of its own; a kernel of segments holds locals that
          * each sets before reading: none is shared) */
         bool shared = false;
@@ -464,12 +481,8 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
         bool is_segment = kind != NOT_SEGMENT;
         bool joins_segments = segments && shape_fits(kind, block, &shape) && buffers_fit(u, held) &&
                               independent(u, w, held, held_w);
-        if (segments && !shared && !joins_segments && pull_segment(order, i, n, &shape, o)) {
-            uses_clear(u); /* order[i] is now the pulled statement, which joins */
-            uses_clear(w);
-            uses_stmt(u, order[i]);
-            each_store(order[i], note_use, w);
-            kind = segment(order[i], u, &o->scratch, block);
+        if (segments && !shared && !joins_segments && pull_segment(order, i, n, &shape, o, &kind, block)) {
+            note_statement(u, w, order[i]); /* order[i] is now the pulled statement, which joins */
             is_segment = joins_segments = true;
         }
         bool joins = shared || (scalars && is_scalar(order[i]) && buffers_fit(u, held)) || joins_segments;
@@ -484,12 +497,11 @@ static void group(KernelList *list, IrStmt *const *items, uint32_t n, const IrSt
         if (is_segment) shape_add(&shape, kind, block);
         list->kernels[list->count - 1].count++;
         if (joins_segments) list->kernels[list->count - 1].segments = true; /* segment_launch lays it out */
-        for (uint32_t l = 0; l < u->local_count; l++) use_local(held, u->locals[l]);
-        for (uint32_t b = 0; b < u->buffer_count; b++) use_buffer(held, u->buffers[b]);
-        for (uint32_t b = 0; b < w->buffer_count; b++) use_buffer(held_w, w->buffers[b]);
-        uses_clear(u);
-        uses_clear(w);
+        add_uses(held, u);
+        add_uses(held_w, w);
     }
+    uses_clear(u); /* (empty again for the next user) */
+    uses_clear(w);
 }
 
 /* The parts of a kernel of segments or a chain (Kernel.part_first) known, which part uses each

@@ -19,18 +19,14 @@
 set -u
 TSRC=$1
 PY=${PYTHON:-python3}
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-fakecuda.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+. tests/native/harness.sh
+harness_start fakecuda
 FAKE=$T/libfakecuda.so
 
 if ! ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 -shared -fPIC -Iruntime tests/gpu/fake_cuda.c -o "$FAKE" >"$T/log" 2>&1; then
     fail "the fake CUDA driver builds"
-    echo "$passed passed, $failed failed"
-    exit 1
+    finish
+    exit
 fi
 
 # run_case NAME PROGRAM [TSRC OPTIONS…]: the executable and the manifest under one module name,
@@ -53,7 +49,7 @@ run_case() {
     elif ! "$PY" tests/gpu/launch_trace.py "$T/$name.json" "$T/trace" >"$T/log" 2>&1; then
         fail "$program: its launches are whole calls of its routines"
     else
-        pass "$program: the host side runs against the fake CUDA driver ($(cat "$T/log"))"
+        check "$program: the host side runs against the fake CUDA driver ($(cat "$T/log"))" 0
     fi
 }
 
@@ -70,7 +66,7 @@ for out in tests/native/*.out; do [ -f "${out%.out}.tsr" ] && echo "${out%.out}.
     PYTHON=$PY xargs -P2 -n1 sh tests/gpu/fake_golden.sh "$TSRC" "$FAKE" "$T/goldens" >"$T/goldens.txt" 2>&1
 while read -r verdict program rest; do
     case $verdict in
-    PASS) pass "$program: the host side runs against the fake CUDA driver" ;;
+    PASS) check "$program: the host side runs against the fake CUDA driver" 0 ;;
     SKIP) echo "SKIP $program $rest" ;;
     *) fail "$program: $rest" ;;
     esac
@@ -84,7 +80,7 @@ if [ -f "$T/pieces.json" ] && [ -f "$T/many.json" ]; then
     if "$PY" tests/gpu/launch_trace.py "$T/many.json" "$T/trace" >"$T/log" 2>&1; then
         fail "a trace against another program's manifest is refused"
     elif grep -q "stop matching the manifest's routines at launch 1 " "$T/log"; then
-        pass "a trace against another program's manifest is refused"
+        check "a trace against another program's manifest is refused" 0
     else
         fail "a trace against another program's manifest: an unexpected message"
     fi
@@ -95,11 +91,10 @@ if [ -f "$T/pieces" ]; then
     TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_HIDE=pieces_forward_k1 "$T/pieces" >"$T/out" 2>"$T/log"
     st=$?
     if [ $st = 1 ] && grep -q "fake CUDA driver: no .entry in the module named: pieces_forward_k1" "$T/log" && [ ! -s "$T/out" ]; then
-        pass "a kernel missing from the module fails the program (exit 1, named, nothing printed)"
+        check "a kernel missing from the module fails the program (exit 1, named, nothing printed)" 0
     else
         fail "a kernel missing from the module fails the program (exit $st)"
     fi
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed = 0 ]
+finish
