@@ -16,22 +16,18 @@
 set -u
 TSRC=$1
 BUILD=$2
-T=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-gpuhost.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }
+. tests/native/harness.sh
+harness_start gpuhost
 MISSING=$T/no-such-dir/libcuda.so.1
 
 # ---- An executable without a driver ----------------------------------------------------------------
 if "$TSRC" --target=cuda tests/proj/matmul.tsr -o "$T/mm" >"$T/log" 2>&1; then
-    pass "--target=cuda builds an executable"
+    check "--target=cuda builds an executable" 0
     TSR_CUDA_DRIVER=$MISSING "$T/mm" >"$T/out" 2>"$T/log"
     st=$?
     if [ $st = 1 ] && grep -q "mm: error: no CUDA driver: cannot load $MISSING" "$T/log" &&
         grep -q -- "--target=cuda and needs an NVIDIA GPU" "$T/log" && [ ! -s "$T/out" ]; then
-        pass "without a driver the executable exits 1, naming the driver it could not load"
+        check "without a driver the executable exits 1, naming the driver it could not load" 0
     else
         fail "without a driver the executable exits 1, naming the driver (exit $st)"
     fi
@@ -51,12 +47,12 @@ print(sum(len(r["launches"]) for r in m["routines"]), len(m["kernels"]))' "$T/ma
     if command -v objdump >/dev/null 2>&1; then
         sites=$(objdump -d "$T/many" | grep -cE '(call|jmp) +[0-9a-f]+ <tsr_gpu_launch>')
         if [ "$listed" = "$sites $sites" ]; then
-            pass "an executable's routines launch the manifest's kernels, segments included ($sites)"
+            check "an executable's routines launch the manifest's kernels, segments included ($sites)" 0
         else
             fail "launches of segments: the manifest's launches and kernels '$listed', the executable's call sites $sites"
         fi
     else
-        pass "--target=cuda builds an executable with segments silently (no objdump to count its launches)"
+        check "--target=cuda builds an executable with segments silently (no objdump to count its launches)" 0
     fi
 else
     fail "--target=cuda builds gpu_many_params.tsr's executable (segments) without a message"
@@ -64,10 +60,10 @@ fi
 
 # ---- An object and its header ----------------------------------------------------------------------
 if "$TSRC" -c --target=cuda tests/proj/matmul.tsr -o "$T/m.o" >"$T/log" 2>&1; then
-    pass "-c --target=cuda writes an object, a header and a manifest"
+    check "-c --target=cuda writes an object, a header and a manifest" 0
     if grep -q 'm_sync_host(m_state \*s)' "$T/m.h" && grep -q 'm_sync_device(m_state \*s)' "$T/m.h" &&
         grep -q 'tsr_state_host_buffer((tsr_state \*)s, ' "$T/m.h" && grep -q 'int m_forward(m_state \*s);' "$T/m.h"; then
-        pass "the GPU header has the routines, sync_host, sync_device and accessors through the runtime"
+        check "the GPU header has the routines, sync_host, sync_device and accessors through the runtime" 0
     else
         fail "the GPU header has the routines, sync_host, sync_device and accessors through the runtime"
     fi
@@ -84,9 +80,9 @@ int main(void) {
 EOF
     if ${CC:-cc} -Wall -Wextra -Werror -I runtime -I "$T" -o "$T/drv" "$T/drv.c" "$T/m.o" "$BUILD/libtsr.a" -lm -lpthread \
         >"$T/log" 2>&1; then
-        pass "a C program links the GPU object with libtsr.a alone (no CUDA library)"
+        check "a C program links the GPU object with libtsr.a alone (no CUDA library)" 0
         TSR_CUDA_DRIVER=$MISSING "$T/drv" >"$T/log" 2>&1
-        if [ $? = 3 ]; then pass "without a driver MODEL_create returns NULL and MODEL_last_error names the driver"
+        if [ $? = 3 ]; then check "without a driver MODEL_create returns NULL and MODEL_last_error names the driver" 0
         else fail "without a driver MODEL_create returns NULL and MODEL_last_error names the driver"; fi
     else
         fail "a C program links the GPU object with libtsr.a alone (no CUDA library)"
@@ -97,7 +93,7 @@ fi
 
 # ---- --emit=ptx and its manifest -------------------------------------------------------------------
 if "$TSRC" --emit=ptx docs/examples/mlp_lib.tsr -o "$T/mlp.ptx" >"$T/log" 2>&1 && [ -s "$T/mlp.ptx" ] && [ -s "$T/mlp.json" ]; then
-    pass "--emit=ptx writes MODEL.ptx and MODEL.json"
+    check "--emit=ptx writes MODEL.ptx and MODEL.json" 0
     if "${PYTHON:-python3}" - "$T/mlp.ptx" "$T/mlp.json" >"$T/log" 2>&1 <<'EOF'
 import json, re, sys
 ptx = open(sys.argv[1]).read()
@@ -121,13 +117,13 @@ routines = {r["name"]: r["launches"] for r in m["routines"]}
 assert routines.get("predict") and all(l in names for l in routines["predict"]), routines
 print("manifest ok: %d kernels" % len(names))
 EOF
-    then pass "the manifest's kernels are the PTX's entry points, with their parameters, launches and buffers"
+    then check "the manifest's kernels are the PTX's entry points, with their parameters, launches and buffers" 0
     else fail "the manifest's kernels are the PTX's entry points, with their parameters, launches and buffers"; fi
     PTXAS=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
     if [ -n "$PTXAS" ]; then
         "$TSRC" --emit=ptx --arch=sm_90 docs/examples/mlp_lib.tsr -o "$T/mlp90.ptx" >"$T/log" 2>&1 &&
             "$PTXAS" -arch=sm_90 "$T/mlp90.ptx" -o "$T/mlp90.cubin" >>"$T/log" 2>&1
-        if [ $? = 0 ]; then pass "ptxas -arch=sm_90 accepts docs/examples/mlp_lib.tsr's PTX"
+        if [ $? = 0 ]; then check "ptxas -arch=sm_90 accepts docs/examples/mlp_lib.tsr's PTX" 0
         else fail "ptxas -arch=sm_90 accepts docs/examples/mlp_lib.tsr's PTX"; fi
     else
         echo "SKIP ptxas -arch=sm_90 on docs/examples/mlp_lib.tsr: no ptxas"
@@ -144,7 +140,7 @@ bad() { # bad WHAT STATUS MESSAGE ARGS…
     "$TSRC" "$@" >"$T/out" 2>"$T/log"
     st=$?
     if [ $st = "$want" ] && grep -q -- "$msg" "$T/log" && [ ! -e "$T/bad.ptx" ] && [ ! -e "$T/bad.json" ] && [ ! -e "$T/bad" ]; then
-        pass "$what"
+        check "$what" 0
     else
         fail "$what (exit $st, expected $want)"
     fi
@@ -157,7 +153,7 @@ bad "--arch without --target=cuda is a command-line error" 2 "'--arch' goes with
     --arch=sm_90 tests/proj/matmul.tsr -o "$T/bad"
 # --gpu-blocks N (a space) as --gpu-blocks=N; one block (nothing to fill) schedules products of one tile.
 if "$TSRC" --emit=sched-ir --target=cuda --gpu-blocks 1 --reassociate tests/native/gpu_split.tsr -o "$T/one.ir" 2>"$T/log" &&
-    grep -q "GPU block through shared memory" "$T/one.ir"; then pass "--gpu-blocks 1: block kernels of one block"
+    grep -q "GPU block through shared memory" "$T/one.ir"; then check "--gpu-blocks 1: block kernels of one block" 0
 else fail "--gpu-blocks 1 (exit or schedule)"; fi
 bad "--gpu-blocks without --target=cuda is a command-line error" 2 "'--gpu-blocks' goes with" \
     --gpu-blocks=8 tests/proj/matmul.tsr -o "$T/bad"
@@ -172,5 +168,4 @@ bad "with TSR_LIBDEVICE naming a missing file, a program that needs exp is refus
     "cannot read libdevice '$T/no-libdevice.bc'" --emit=ptx tests/native/primitives_edge.tsr -o "$T/bad.ptx"
 unset TSR_LIBDEVICE
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

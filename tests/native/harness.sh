@@ -1,7 +1,7 @@
 # harness.sh — what the native test scripts share (sourced by drivers.sh, runtime_sizes.sh,
 # checkpoint.sh, main_steps.sh, example_checkpoint.sh, resume.sh, gpt_example.sh, distributed.sh,
 # data_parallel.sh, dtype_data.sh, dtype_f64_data.sh, dtype_half_data.sh and dtype_int_data.sh,
-# and by tests/gpu/fake_driver.sh, which tests/run.sh runs from the repository's root):
+# and by tests/gpu/host.sh and fake_driver.sh, which tests/run.sh runs from the repository's root):
 #   harness_tools TSRC [LIBDIR]  $TSRC, the compiler's path made absolute (the programs run in
 #                        the scratch directory), and $LIB, LIBDIR's libtsr.a, absolute too;
 #   harness_start NAME   a scratch directory $T (tsrc-NAME.XXXXXX under $TMPDIR or /tmp),
