@@ -503,6 +503,13 @@ static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
 static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return ir_dtype_bytes(g->ir->buffers[buffer].dtype); }
 
 static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
+    uint32_t swizzle = g->ir->buffers[buffer].swizzle;
+    if (swizzle) { /* the cell's bytes where the buffer's swizzle moves them (ir.h ir_swizzle_byte) */
+        LLVMValueRef byte = LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, cell_align(g, buffer)), "");
+        LLVMValueRef row = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, byte, cgl_iconst(g, 7), ""), cgl_iconst(g, swizzle / 16 - 1), "");
+        LLVMValueRef idx[1] = {LLVMBuildXor(g->b, byte, LLVMBuildShl(g->b, row, cgl_iconst(g, 4), ""), "swizzled")};
+        return LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->buffer[buffer], idx, 1, "");
+    }
     LLVMValueRef idx[1] = {flat};
     return LLVMBuildInBoundsGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, "");
 }
@@ -1072,16 +1079,21 @@ static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
     const IrStmt *st = s->body.items[0];
     const IrExpr *src = st->value;
     g->iter[s->iter] = cgl_iconst(g, 0);
-    LLVMValueRef to = element(g, st->buffer, flat_offset(g, st->buffer, st->index));
+    LLVMValueRef to_cell = flat_offset(g, st->buffer, st->index), to = element(g, st->buffer, to_cell);
     LLVMValueRef from = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
     LLVMTypeRef shared = LLVMPointerTypeInContext(g->ctx, 3), global = LLVMPointerTypeInContext(g->ctx, 1);
     from = LLVMBuildAddrSpaceCast(g->b, from, global, "");
-    uint64_t bytes = s->extent * ir_dtype_bytes(g->ir->buffers[st->buffer].dtype);
+    uint32_t cell_bytes = ir_dtype_bytes(g->ir->buffers[st->buffer].dtype);
+    uint64_t bytes = s->extent * cell_bytes;
     for (uint64_t at = 0; at < bytes; at += 16) {
         uint64_t n = bytes - at < 16 ? bytes - at : 16;
         LLVMValueRef idx[1] = {cgl_iconst(g, (int64_t)at)};
         LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
-        LLVMValueRef args[2] = {LLVMBuildGEP2(g->b, i8, to, idx, 1, ""), LLVMBuildGEP2(g->b, i8, from, idx, 1, "")};
+        /* A swizzled panel's 16 bytes each where the swizzle puts them (the run starts 16-byte aligned). */
+        LLVMValueRef into = g->ir->buffers[st->buffer].swizzle
+                                ? element(g, st->buffer, LLVMBuildNSWAdd(g->b, to_cell, cgl_iconst(g, (int64_t)(at / cell_bytes)), ""))
+                                : LLVMBuildGEP2(g->b, i8, to, idx, 1, "");
+        LLVMValueRef args[2] = {into, LLVMBuildGEP2(g->b, i8, from, idx, 1, "")};
         LLVMTypeRef params[2] = {shared, global};
         cgl_call(g, n == 16 ? "llvm.nvvm.cp.async.cg.shared.global.16" : n == 8 ? "llvm.nvvm.cp.async.ca.shared.global.8"
                                                                                 : "llvm.nvvm.cp.async.ca.shared.global.4",

@@ -45,23 +45,37 @@ enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
 static uint32_t shared_buffer_bytes(const IrBuffer *b) { return (uint32_t)((b->size * ir_dtype_bytes(b->dtype) + 15) / 16 * 16); }
 
 /* Where kernel k's shared buffers lie (at[i], the first byte of locals[i]), one after another,
- * each 16-byte aligned; in a kernel of segments or a chain, each part's from byte 0, since a
- * block runs one segment alone and a chain's parts one after another.  Returns the bytes the
- * kernel's shared memory takes. */
-static uint64_t shared_layout(const IrProgram *ir, const Kernel *k, uint32_t *at) {
+ * each 16-byte aligned, a swizzled one (ir.h IrBuffer.swizzle) on a multiple of 8·swizzle bytes,
+ * the most of which is *align (16 where none is swizzled); in a kernel of segments or a chain,
+ * each part's from byte 0, since a block runs one segment alone and a chain's parts one after
+ * another.  Returns the bytes the kernel's shared memory takes. */
+static uint64_t shared_layout(const IrProgram *ir, const Kernel *k, uint32_t *at, uint32_t *align) {
     uint64_t total = 0;
     bool parts = k->segments || k->chain;
+    *align = 16;
     for (uint32_t p = 0; p < (parts ? k->part_count : 1); p++) {
         uint64_t bytes = 0;
         for (uint32_t i = 0; i < k->local_count; i++) {
             const IrBuffer *b = &ir->buffers[k->locals[i]];
             if (!b->gpu_shared || (parts && k->local_part[i] != p)) continue;
+            if (b->swizzle) {
+                uint32_t period = 8 * b->swizzle;
+                bytes = (bytes + period - 1) / period * period;
+                if (period > *align) *align = period;
+            }
             at[i] = (uint32_t)bytes;
             bytes += shared_buffer_bytes(b);
         }
         if (bytes > total) total = bytes;
     }
     return total;
+}
+
+/* `base` (a shared pointer) moved up to the next multiple of `align` bytes, at run time. */
+static LLVMValueRef aligned_up(CgLlvm *g, LLVMValueRef base, uint32_t align) {
+    LLVMValueRef address = LLVMBuildPtrToInt(g->b, base, g->i64, "");
+    LLVMValueRef idx[1] = {LLVMBuildAnd(g->b, LLVMBuildNeg(g->b, address, ""), cgl_iconst(g, align - 1), "pad")};
+    return LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), base, idx, 1, "aligned");
 }
 
 /* One entry point; fills `info` (its launch and parameters). */
@@ -95,18 +109,21 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     /* Shared-memory panels (sched_gpu.c rewrites 6 and 6t): arrays in address space 3, one per
      * kernel, each 16-byte aligned; where they are more than STATIC_SHARED_BYTES together, parts
      * of the kernel's dynamic shared memory instead (asked for at launch: shared_bytes). */
-    uint32_t *at = calloc(k->local_count + 1, sizeof *at); /* each shared buffer's first byte */
+    uint32_t *at = calloc(k->local_count + 1, sizeof *at), shared_align; /* each shared buffer's first byte */
     if (!at) diag_fatal_oom();
-    uint64_t shared_bytes = shared_layout(ir, k, at);
+    uint64_t shared_bytes = shared_layout(ir, k, at, &shared_align);
     bool dynamic = shared_bytes > STATIC_SHARED_BYTES;
-    /* A kernel of segments or a chain: one array, each part's buffers from its start (shared_layout). */
+    /* Dynamic shared memory starts 16-byte aligned: room to move its start up to a swizzle's period. */
+    if (dynamic) shared_bytes += shared_align - 16;
+    /* A kernel of segments or a chain: one array, each part's buffers from its start (shared_layout);
+     * likewise a kernel with swizzled panels, the array aligned to their period. */
     LLVMValueRef parts_shared = NULL;
-    if ((k->segments || k->chain) && shared_bytes && !dynamic) {
+    if ((k->segments || k->chain || shared_align > 16) && shared_bytes && !dynamic) {
         LLVMTypeRef type = LLVMArrayType(g->f32, (unsigned)(shared_bytes / 4));
         parts_shared = LLVMAddGlobalInAddressSpace(g->mod, type, arena_printf(ir->arena, "%s_shared", name), SHARED_ADDRESS_SPACE);
         LLVMSetLinkage(parts_shared, LLVMInternalLinkage);
         LLVMSetInitializer(parts_shared, LLVMGetUndef(type));
-        LLVMSetAlignment(parts_shared, 16);
+        LLVMSetAlignment(parts_shared, shared_align);
     }
     LLVMValueRef dynamic_shared = NULL;
     if (dynamic) {
@@ -114,6 +131,7 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
                                                      SHARED_ADDRESS_SPACE);
         LLVMSetLinkage(dynamic_shared, LLVMExternalLinkage);
         LLVMSetAlignment(dynamic_shared, 16);
+        if (shared_align > 16) dynamic_shared = aligned_up(g, dynamic_shared, shared_align);
     }
     for (uint32_t i = 0; i < k->local_count; i++) {
         const IrBuffer *b = &ir->buffers[k->locals[i]];

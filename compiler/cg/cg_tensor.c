@@ -96,13 +96,19 @@ void cgl_load_matrices(CgLlvm *g, const IrLdmatrix *l) {
 
 /* The 64-bit shared-memory descriptor of a wgmma operand whose core matrices start at cell `at`
  * (plus `more`, a value, unless NULL) of panel `panel` (PTX: the start address, `leading` and
- * `stride` in bytes, each shifted right by 4, at bits 0, 16 and 32; no swizzling). */
+ * `stride` in bytes, each shifted right by 4, at bits 0, 16 and 32; the swizzling mode at bits
+ * 62 and 63: 1 for 128 bytes, 2 for 64, 3 for 32, 0 none).  The address is the cell's before
+ * the swizzle (ir.h IrCoreLayout): the tensor cores swizzle what they read as the stores did,
+ * the panel starting on the swizzle's period (cg_ptx.c), so the base offset at bits 49–51 is 0. */
 static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayout *l, int64_t at, LLVMValueRef more) {
     LLVMValueRef cell = cgl_iconst(g, at);
     if (more) cell = LLVMBuildNSWAdd(g->b, cell, more, "");
     LLVMValueRef address = LLVMBuildPtrToInt(g->b, panel_cell(g, panel, cell), g->i64, "");
     LLVMValueRef d = LLVMBuildLShr(g->b, LLVMBuildAnd(g->b, address, cgl_iconst(g, 0x3ffff), ""), cgl_iconst(g, 4), "");
-    int64_t fields = (2 * l->leading >> 4 & 0x3fff) << 16 | (2 * l->stride >> 4 & 0x3fff) << 32;
+    int64_t leading, stride;
+    int mode;
+    ir_core_descriptor(l, &leading, &stride, &mode);
+    int64_t fields = (leading >> 4 & 0x3fff) << 16 | (stride >> 4 & 0x3fff) << 32 | (int64_t)mode << 62;
     return LLVMBuildOr(g->b, d, cgl_iconst(g, fields), "desc");
 }
 
@@ -120,7 +126,7 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
     LLVMValueRef group_at = NULL; /* the warpgroup's first row of A, in cells of its panel */
     if (w->warpgroups > 1)
         group_at = LLVMBuildNUWMul(g->b, LLVMBuildUDiv(g->b, cgl_special_register(g, "tid.z"), cgl_iconst(g, 4), ""),
-                                   cgl_iconst(g, group_rows / 8 * w->a_layout.stride), "");
+                                   cgl_iconst(g, ir_core_cell(&w->a_layout, group_rows, 0) - w->a_layout.at), "");
     const char *type = ir_dtype_word(w->in);
     LLVMTypeRef *fields = malloc(regs * sizeof *fields), *params = malloc((regs + 2) * sizeof *params);
     LLVMValueRef *args = malloc((regs + 2) * sizeof *args);
@@ -146,11 +152,10 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
             unsigned first_reg = w->c_at + h * regs;
             for (unsigned r = 0; r < regs; r++)
                 args[r] = LLVMBuildLoad2(g->b, g->f32, cgl_thread_register(g, g->f32, w->c, first_reg + r), "");
-            /* Steps 16k … 16k + 15 are core matrices 2k and 2k + 1 along k; half h's rows start 8h
-             * core matrices along A's tile. */
-            IrCoreLayout a = w->a_layout, b = w->b_layout;
-            args[regs] = core_descriptor(g, w->a, &a, a.at + 2 * (int64_t)k * a.leading + 8 * (int64_t)h * a.stride, group_at);
-            args[regs + 1] = core_descriptor(g, w->b, &b, b.at + 2 * (int64_t)k * b.leading, NULL);
+            /* Steps 16k … 16k + 15 of half h's rows (from row 64h of A) start at their first cell. */
+            const IrCoreLayout *a = &w->a_layout, *b = &w->b_layout;
+            args[regs] = core_descriptor(g, w->a, a, ir_core_cell(a, 64 * (int64_t)h, 16 * (int64_t)k), group_at);
+            args[regs + 1] = core_descriptor(g, w->b, b, ir_core_cell(b, 0, 16 * (int64_t)k), NULL);
             LLVMValueRef asm_fn = LLVMGetInlineAsm(fn, text, strlen(text), constraints, strlen(constraints), 1, 0,
                                                    LLVMInlineAsmDialectATT, 0);
             LLVMValueRef d = LLVMBuildCall2(g->b, fn, asm_fn, args, regs + 2, "");

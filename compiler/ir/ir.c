@@ -510,6 +510,10 @@ static void print_size(FILE *out, const IrProgram *ir, uint64_t n) {
     else fprintf(out, "?%u", k);
 }
 
+static const char *swizzle_word(uint32_t swizzle) {
+    return swizzle == 128 ? " swizzled 128B" : swizzle == 64 ? " swizzled 64B" : swizzle == 32 ? " swizzled 32B" : "";
+}
+
 static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, int depth) {
     for (uint32_t i = 0; i < block->count; i++) {
         const IrStmt *s = block->items[i];
@@ -574,13 +578,14 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_WGMMA: {
             const IrWgmma *w = &s->wgmma;
             const IrCoreLayout *la = &w->a_layout, *lb = &w->b_layout;
-            fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8] * %s[%" PRId64
-                         ", %s, %" PRId64 "·k/8, %" PRId64 "·r/8]  (%s%s)\n",
+            fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s%s, leading %" PRId64 ", stride %" PRId64 "] * %s[%" PRId64
+                         ", %s%s, leading %" PRId64 ", stride %" PRId64 "]  (%s%s)\n",
                     w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at,
                     w->c_at + w->rows * w->n / (128 * (w->warpgroups ? w->warpgroups : 1)) - 1,
-                    ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", la->leading, la->stride,
-                    ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major", lb->leading, lb->stride,
-                    w->warpgroups > 1 ? "2 warpgroups" : "one warpgroup", w->in_flight ? ", left running" : "");
+                    ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", swizzle_word(la->swizzle),
+                    la->leading, la->stride, ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major",
+                    swizzle_word(lb->swizzle), lb->leading, lb->stride, w->warpgroups > 1 ? "2 warpgroups" : "one warpgroup",
+                    w->in_flight ? ", left running" : "");
             break;
         }
         case IR_CALL: {
@@ -759,8 +764,8 @@ static void verify_async_copy(Verifier *v, const IrStmt *s) {
     }
     uint64_t bytes = s->extent * ir_dtype_bytes(to->dtype);
     if (ir_flat_coef(v->ir, st->buffer, st->index, s->iter) != 1 || ir_flat_coef(v->ir, src->buffer, src->index, s->iter) != 1 ||
-        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
-        problem(v, "an async_copy loop's run is not 4, 8 or a multiple of 16 bytes of neighbouring cells");
+        !(bytes == 4 || bytes == 8 || bytes % 16 == 0) || (to->swizzle && bytes % 16))
+        problem(v, "an async_copy loop's run is not 4, 8 (into a swizzled panel: not) or a multiple of 16 bytes of neighbouring cells");
     if (!v->in_thread[0] && !v->in_thread[1] && !v->in_thread[2]) problem(v, "an async_copy loop outside the thread loops");
 }
 
@@ -776,9 +781,9 @@ static void verify_ldmatrix(Verifier *v, const IrLdmatrix *l) {
     if (!between_phases(v)) problem(v, "an ldmatrix outside the phases of a block's kernel");
     const IrBuffer *p = l->panel < v->ir->buffer_count ? &v->ir->buffers[l->panel] : NULL;
     const IrBuffer *r = l->regs < v->ir->buffer_count ? &v->ir->buffers[l->regs] : NULL;
-    if (!p || !p->gpu_shared || !r || !r->thread_cells || r->dtype != p->dtype || ir_dtype_bytes(p->dtype) > 4 ||
+    if (!p || !p->gpu_shared || p->swizzle || !r || !r->thread_cells || r->dtype != p->dtype || ir_dtype_bytes(p->dtype) > 4 ||
         ir_dtype_bytes(p->dtype) < 2 || (l->trans && ir_dtype_bytes(p->dtype) != 2)) {
-        problem(v, "an ldmatrix's panel is not a shared buffer of 2- or 4-byte cells (2 with trans) or its registers not a thread's of its type");
+        problem(v, "an ldmatrix's panel is not an unswizzled shared buffer of 2- or 4-byte cells (2 with trans) or its registers not a thread's of its type");
         return;
     }
     int64_t cell = ir_dtype_bytes(p->dtype), run = 16 / cell, per = 4 / cell;
@@ -801,12 +806,21 @@ static void verify_ldmatrix(Verifier *v, const IrLdmatrix *l) {
         problem(v, "an ldmatrix's rows are not 16-byte aligned runs inside its panel");
 }
 
-/* The cells an IR_WGMMA operand reads lie inside its panel, 16-byte aligned core matrices. */
+/* The cells an IR_WGMMA operand reads lie inside its panel, 16-byte aligned core matrices; a
+ * swizzled layout's in a panel of the same swizzle, its rows whole and each group of 8 on the
+ * swizzle's period (ir.h IrCoreLayout). */
 static bool core_panel_fits(const IrBuffer *p, const IrCoreLayout *l, uint32_t rows, uint32_t steps) {
-    if (!p->gpu_shared || l->at < 0 || l->leading < 0 || l->stride < 0 || l->at % 8 || l->leading % 8 || l->stride % 8)
+    if (!p->gpu_shared || p->swizzle != l->swizzle || l->at < 0 || l->leading < 0 || l->stride < 0 || l->at % 8 ||
+        l->leading % 8 || l->stride % 8)
         return false;
-    /* (rows and steps are whole core matrices: the last cell of the last one is the furthest) */
-    return (uint64_t)(l->at + (int64_t)(rows - 1) / 8 * l->stride + (int64_t)(steps - 1) / 8 * l->leading + 63) < p->size;
+    if (l->swizzle) {
+        int64_t cells = l->swizzle / 2, period = 4 * (int64_t)l->swizzle; /* a row's cells, 8 rows' */
+        if ((l->swizzle != 32 && l->swizzle != 64 && l->swizzle != 128) || p->size % (uint64_t)period || l->at % period ||
+            l->stride % period || (l->mn_major ? rows % cells || l->leading % period : steps > cells))
+            return false;
+    }
+    /* (rows and steps are whole core matrices or rows: the last row's last step is the furthest) */
+    return (uint64_t)ir_core_cell(l, rows - 1, steps - 1) < p->size;
 }
 
 /* IR_WGMMA (ir.h): one warpgroup's registers, panels that hold what the layouts name. */

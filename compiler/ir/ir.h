@@ -227,6 +227,10 @@ typedef struct IrBuffer {
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */
     bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */
+    uint32_t swizzle;     /* gpu_shared, when not 0: stored with the tensor cores' swizzle of that many
+                           * bytes (32, 64 or 128; ir_swizzle_byte), starting on a multiple of 8·swizzle
+                           * bytes of shared memory: what the IR says of its cells holds as written,
+                           * only where each cell's bytes lie moves (cg_ptx.c, cg_llvm.c) */
     uint32_t prefetch_cells; /* BUF_SCRATCH that tiles read as one forward stream, one value at a
                               * time (a packed operand's rows, sched_tile.c): native code prefetches
                               * this many cells ahead of each such read (0: no prefetch) */
@@ -426,20 +430,51 @@ typedef struct IrLdmatrix {
 } IrLdmatrix;
 
 /* An operand panel of IR_WGMMA in shared memory, in the tensor cores' core matrices (8 rows of
- * 16 bytes, 128 bytes in a row): cell (r, k) — r its place along the block's tile (A's row, B's
- * column), k its reduction step — is at
+ * 16 bytes): cell (r, k) — r its place along the block's tile (A's row, B's column), k its
+ * reduction step — is, without swizzling (swizzle 0), at
  *     at + (r / 8)·stride + (k / 8)·leading + (r mod 8)·8 + k mod 8      (K-major: k contiguous)
  *     at + (r / 8)·stride + (k / 8)·leading + (k mod 8)·8 + r mod 8      (mn_major: r contiguous)
  * in 2-byte cells (PTX's canonical layouts without swizzling: `leading` the distance between
- * core matrices along k, `stride` along the tile, each a multiple of 8 cells). */
+ * core matrices along k, `stride` along the tile, each a multiple of 8 cells).  With a swizzle
+ * of W = 32, 64 or 128 bytes (E = W/2 cells; the panel's buffer is stored with the same
+ * swizzle, IrBuffer.swizzle) the canonical layouts are rows of E cells:
+ *     at + (r / 8)·stride + (r mod 8)·E + k                              (K-major, k < E)
+ *     at + (r / E)·leading + (k / 8)·stride + (k mod 8)·E + r mod E      (mn_major)
+ * (PTX's swizzled layouts: `stride` its stride byte offset, `leading` its leading byte offset,
+ * unused along a K-major one's k, which a row holds whole).  These are the cells before the
+ * swizzle: the descriptors name them, and the tensor cores, like the buffer's stores, move
+ * each 16 bytes by ir_swizzle_byte. */
 typedef struct IrCoreLayout {
     int64_t at, leading, stride;
     bool mn_major;
+    uint32_t swizzle; /* 0, 32, 64 or 128: the bytes of a swizzled row */
 } IrCoreLayout;
 
 /* The cell of (r, k) in a core-matrix layout. */
 static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) {
+    if (l->swizzle) {
+        int64_t e = l->swizzle / 2;
+        if (l->mn_major) return l->at + r / e * l->leading + k / 8 * l->stride + k % 8 * e + r % e;
+        return l->at + r / 8 * l->stride + r % 8 * e + k;
+    }
     return l->at + r / 8 * l->stride + k / 8 * l->leading + (l->mn_major ? k % 8 * 8 + r % 8 : r % 8 * 8 + k % 8);
+}
+
+/* What a wgmma descriptor says of layout l besides its start (PTX's matrix descriptor): the
+ * leading and stride byte offsets and the swizzling mode (1: 128 bytes, 2: 64, 3: 32, 0: none). */
+static inline void ir_core_descriptor(const IrCoreLayout *l, int64_t *leading_bytes, int64_t *stride_bytes, int *mode) {
+    *leading_bytes = 2 * l->leading;
+    *stride_bytes = 2 * l->stride;
+    *mode = l->swizzle == 128 ? 1 : l->swizzle == 64 ? 2 : l->swizzle == 32 ? 3 : 0;
+}
+
+/* Where byte `byte` of a buffer stored with a swizzle of `width` bytes (0: none; IrBuffer.swizzle)
+ * lies: its 16-byte unit within 128 bytes exclusive-ored with the 128-byte row's number modulo
+ * width/16 (PTX's 32-, 64- and 128-byte swizzling modes, whose pattern repeats every 8·width
+ * bytes: the buffer starts on such a multiple).  A 16-byte aligned run of 16 bytes stays whole. */
+static inline int64_t ir_swizzle_byte(int64_t byte, uint32_t width) {
+    if (!width) return byte;
+    return byte ^ ((byte >> 7 & (int64_t)(width / 16 - 1)) << 4);
 }
 
 /* IR_WGMMA: the block's threads, `warpgroups` warpgroups of 128 (1 or 2), add A·B to C over

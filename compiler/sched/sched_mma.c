@@ -58,8 +58,10 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
        WARPGROUP_STAGES = 4,  /* the same for a warpgroup whose products run on into the next turn */
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
-       CORE_ROW = 8, CORE_CELLS = 64, /* a core matrix of wgmma (sm_90a): 8 rows of 8 halves */
+       CORE_ROW = 8,          /* a row of a core matrix of wgmma (sm_90a): 8 halves, 16 bytes */
        WARPGROUP = 128,       /* a warpgroup's threads */
+       WARPGROUP_STEPS = 64,  /* a warpgroup's panel's steps where the reduction allows: rows of 128 bytes */
+       SWIZZLE_LINE = 128,    /* the bytes of a swizzle's line: a swizzled panel's 16-byte unit u of each is u xor line mod W/16 */
        WARPGROUP_ROWS = 64    /* the rows of a warpgroup of a wide tile (128 × 256 on two, 64 × 256 on one) */ };
 
 typedef struct MmaTile {
@@ -77,7 +79,9 @@ typedef struct MmaTile {
     uint32_t th[4];             /* the thread loops last opened (mma_threads): x, y, zj, zi (warpgroups': x, y, the warp
                                    in its group, the group) */
     Split split;
-    bool warpgroup;             /* warpgroups' wgmma on core-matrix panels (sm_90a, below) */
+    uint32_t copy_th[5];        /* the copies' thread loops last opened (copy_threads): x, y mod 2, y / 2, the warp in its
+                                   group, the group (UINT32_MAX for one) */
+    bool warpgroup;             /* warpgroups' wgmma on swizzled core-matrix panels (sm_90a, below) */
     uint32_t warpgroups;        /* with warpgroup: 1, or 2 for a wide tile of 128 rows */
     uint32_t left_running;      /* a warpgroup's: the groups of products a turn leaves running (0 or 1) */
 } MmaTile;
@@ -88,25 +92,33 @@ static uint32_t block_threads(const MmaTile *mt) { return mt->warpgroup ? WARPGR
 /* The warps of one iteration of the outer warp loop th[3] (threadIdx.z's inner loop th[2]). */
 static uint32_t inner_warps(const MmaTile *mt) { return mt->warpgroup ? WARPGROUP / 32 : MMA_WARPS_J; }
 
+/* `count` thread loops in `into`, the last outermost, their iterators in th[] (the last
+ * UINT32_MAX, and no loop, where its extent is 1); a loop of stride[d] > 1 splits its
+ * dimension with the loop inside it (ir.h LOOP_THREAD_X).  Returns the innermost body. */
+static IrBlock *open_threads(Sched *s, IrBlock *into, const uint64_t *extent, const IrLoopMode *mode, const uint32_t *stride,
+                             int count, uint32_t *th) {
+    th[count - 1] = UINT32_MAX;
+    for (int d = count - 1; d >= 0; d--) {
+        if (d == count - 1 && extent[d] == 1) continue;
+        th[d] = new_iter(s);
+        IrStmt *l = new_loop(s, th[d], extent[d], true, mode[d]);
+        l->thread_stride = stride[d];
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    return into;
+}
+
 /* The block's threads in `into`, their iterators in mt->th[]: x (q, th[0]) innermost, y (g,
  * th[1]), then the warp z, two loops that split threadIdx.z (ir.h): for warps of mma.sync its
  * row zi (th[3]) and its column zj (th[2]), z = MMA_WARPS_J·zi + zj; for warpgroups the group
  * (th[3]; UINT32_MAX for one) and the warp in it (th[2]), z = 4·group + warp.  Returns the
  * innermost body. */
 static IrBlock *thread_loops(Sched *s, IrBlock *into, MmaTile *mt) {
-    uint64_t extent[4] = {4, 8, inner_warps(mt), mt->warpgroup ? mt->warpgroups : MMA_WARPS_I};
+    const uint64_t extent[4] = {4, 8, inner_warps(mt), mt->warpgroup ? mt->warpgroups : MMA_WARPS_I};
     static const IrLoopMode mode[4] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
-    uint32_t *th = mt->th;
-    th[3] = UINT32_MAX;
-    for (int d = 3; d >= 0; d--) {
-        if (d == 3 && extent[3] == 1) continue;
-        th[d] = new_iter(s);
-        IrStmt *l = new_loop(s, th[d], extent[d], true, mode[d]);
-        if (d == 3) l->thread_stride = inner_warps(mt);
-        ir_block_push(s->ir->arena, into, l);
-        into = &l->body;
-    }
-    return into;
+    const uint32_t stride[4] = {0, 0, 0, inner_warps(mt)};
+    return open_threads(s, into, extent, mode, stride, 4, mt->th);
 }
 
 /* Register Σ more of a thread's `per_thread` registers: its index in the buffer that holds the
@@ -401,14 +413,19 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     DType type = mt->in; /* tf32: f32 cells */
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = tile + HALF_ROW_PAD, p.m_stride = 1;
-    /* A warpgroup's: core matrices side by side along the contiguous axis (along k: the step's
-     * 4 core matrices of each 8 rows; along the tile: the tile's 16 of each 8 steps). */
-    if (mt->warpgroup && p.k_along_x) p.core = (IrCoreLayout){.leading = CORE_CELLS, .stride = (int64_t)mt->step / CORE_ROW * CORE_CELLS};
+    /* A warpgroup's: swizzled rows (ir.h IrCoreLayout).  Along k a row of the panel is one of
+     * the step's cells (W = 2·step bytes: 128 for 64 steps, 64 for 32), 8 rows a group: the
+     * panel is [m][k] as the operand is.  Along the tile, rows of 64 cells (128 bytes), one
+     * row a step: the panel is [m / 64][k][m mod 64]. */
+    if (mt->warpgroup && p.k_along_x)
+        p.core = (IrCoreLayout){.leading = CORE_ROW, .stride = CORE_ROW * (int64_t)mt->step, .swizzle = 2 * mt->step};
     if (mt->warpgroup && !p.k_along_x)
-        p.core = (IrCoreLayout){.leading = (int64_t)tile / CORE_ROW * CORE_CELLS, .stride = CORE_CELLS, .mn_major = true};
+        p.core = (IrCoreLayout){.leading = (int64_t)SWIZZLE_LINE / 2 * mt->step, .stride = CORE_ROW * SWIZZLE_LINE / 2, .mn_major = true,
+                                .swizzle = SWIZZLE_LINE};
     uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
     p.shared = new_scratch(s, name, stages * (uint64_t)panel_cells(mt, &p), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
+    s->ir->buffers[p.shared].swizzle = p.core.swizzle;
     if (!mt->stages) {
         p.regs = new_scratch(s, "fetch", (uint64_t)32 * MMA_WARPS * mt->fetches, type, true);
         s->ir->buffers[p.regs].thread_cells = mt->fetches;
@@ -496,39 +513,58 @@ static bool runs_aligned(const IrProgram *ir, const IrExpr *load, uint32_t conti
     return offset % run == 0 && ir_flat_coef(ir, load->buffer, load->index, contiguous) == 1;
 }
 
-/* Where a thread's copy pass·run + c of p's panel goes: its step kk and place m (fetch_place),
- * and its cell in stage `stage`.  Warpgroups' panels are core matrices (ir.h IrCoreLayout),
- * each run a row of one; with G warpgroups, w the group and z the warp in it: along k,
- * kk = 8x + c and m = y + 8z + 32w + 32G·pass, so that a warp's 32 runs fill 4 core matrices
- * side by side along k; along the tile, m = 8x + 32w + 32G·pass + c and kk = y + 8z, a warp's
- * runs 4 core matrices side by side along the tile: each warp writes 512 neighbouring bytes,
- * on no bank twice over. */
-static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t pass, uint32_t c, uint32_t stage, Affine *kk,
-                           Affine *m) {
-    if (!mt->warpgroup) {
-        fetch_place(mt, p, mt->th, pass, c, kk, m);
-        return panel_cell(s, mt, p, kk, m, stage);
-    }
-    const uint32_t *th = mt->th;
-    const IrCoreLayout *l = &p->core;
-    int64_t rows = 4 * CORE_ROW, pass_rows = rows * mt->warpgroups; /* a warpgroup's rows (a pass's) along the tile */
-    IrTerm at[6];
-    uint32_t n;
+/* The copies' threads of a warpgroup's kernel in `into`, their iterators in mt->copy_th[]:
+ * those of thread_loops, y split in two (y = 2·yh + yl), so that thread t's t mod 8 = x + 4·yl
+ * and t / 8 = yh + 4z + 16·group.  Returns the innermost body. */
+static IrBlock *copy_threads(Sched *s, IrBlock *into, MmaTile *mt) {
+    const uint64_t extent[5] = {4, 2, 4, WARPGROUP / 32, mt->warpgroups};
+    static const IrLoopMode mode[5] = {LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Y, LOOP_THREAD_Z, LOOP_THREAD_Z};
+    static const uint32_t stride[5] = {0, 0, 2, 0, WARPGROUP / 32};
+    return open_threads(s, into, extent, mode, stride, 5, mt->copy_th);
+}
+
+/* Where a thread's copy of panel p's run c (one of pass po, pi) goes in a warpgroup's swizzled
+ * panel (ir.h IrCoreLayout): its step kk and place m, and its cell in stage `stage`.  Each 8
+ * neighbouring threads (u = t mod 8 = x + 4·yl) copy one 128-byte line of the panel, 16 bytes
+ * each, from 128 neighbouring bytes of the operand where a line is one row (L = t / 8 its
+ * number in a pass), so that their stores, whatever the swizzle does within the line, fall on
+ * no bank twice:
+ *   along k, 64 steps (rows of 128 bytes):  kk = 8u + c,  m = L + T/8·pi
+ *   along k, 32 steps (two rows a line):     kk = 8x + c,  m = yl + 2L + T/4·pi
+ *   along the tile (a line: one step of 64 places m): m = 8u + c + 64·po,  kk = L + T/8·pi
+ * with T the block's threads. */
+static IrIndex *swizzled_copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t po, uint32_t pi, uint32_t c,
+                                    uint32_t stage, Affine *kk, Affine *m) {
+    const uint32_t *th = mt->copy_th;
+    int64_t lines = block_threads(mt) / 8; /* a pass's lines */
+    Affine line = {.terms = {{th[2], 1}, {th[3], 4}}, .count = 2};
+    if (th[4] != UINT32_MAX) affine_add(&line, th[4], 16);
+    IrTerm at[8];
+    uint32_t n = 0;
     if (p->k_along_x) {
-        *kk = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}}, .count = 2};
-        *m = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}, {pass, pass_rows}}, .count = 3};
-        IrTerm k_major[5] = {{c, 1}, {th[0], l->leading}, {th[1], CORE_ROW}, {th[2], l->stride}, {pass, pass_rows / CORE_ROW * l->stride}};
-        memcpy(at, k_major, sizeof k_major);
+        if (mt->step == WARPGROUP_STEPS) {
+            *kk = (Affine){.terms = {{c, 1}, {th[0], 8}, {th[1], 32}}, .count = 3};
+            *m = line;
+            affine_add(m, pi, lines);
+        } else {
+            *kk = (Affine){.terms = {{c, 1}, {th[0], 8}}, .count = 2};
+            *m = (Affine){.terms = {{th[1], 1}}, .count = 1};
+            for (uint32_t k = 0; k < line.count; k++) affine_add(m, line.terms[k].iter, 2 * line.terms[k].coef);
+            affine_add(m, pi, 2 * lines);
+        }
+        /* [m][k]: m·step + kk */
+        for (uint32_t k = 0; k < m->count; k++) at[n++] = (IrTerm){m->terms[k].iter, m->terms[k].coef * (int64_t)mt->step};
+        for (uint32_t k = 0; k < kk->count; k++) at[n++] = kk->terms[k];
     } else {
-        *m = (Affine){.terms = {{c, 1}, {th[0], CORE_ROW}, {pass, pass_rows}}, .count = 3};
-        *kk = (Affine){.terms = {{th[1], 1}, {th[2], CORE_ROW}}, .count = 2};
-        IrTerm mn_major[5] = {{c, 1}, {th[0], l->stride}, {pass, pass_rows / CORE_ROW * l->stride}, {th[1], CORE_ROW}, {th[2], l->leading}};
-        memcpy(at, mn_major, sizeof mn_major);
-    }
-    n = 5;
-    if (th[3] != UINT32_MAX) { /* the warpgroup's rows */
-        affine_add(m, th[3], rows);
-        at[n++] = (IrTerm){th[3], rows / CORE_ROW * l->stride};
+        int64_t row = SWIZZLE_LINE / 2;
+        *m = (Affine){.terms = {{c, 1}, {th[0], 8}, {th[1], 32}}, .count = 3}; /* m mod 64 */
+        *kk = line;
+        affine_add(kk, pi, lines);
+        /* [m / 64][k][m mod 64] */
+        for (uint32_t k = 0; k < 3; k++) at[n++] = m->terms[k];
+        if (po != UINT32_MAX) at[n++] = (IrTerm){po, p->core.leading};
+        affine_add(m, po, row);
+        for (uint32_t k = 0; k < kk->count; k++) at[n++] = (IrTerm){kk->terms[k].iter, kk->terms[k].coef * row};
     }
     IrIndex *cell = flat_index(s, at, n);
     cell->offset = stage * panel_cells(mt, p);
@@ -539,16 +575,26 @@ static IrIndex *copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t
 static uint32_t copy_cells(const MmaTile *mt, const Panel *p) { return p->tile * mt->step / block_threads(mt); }
 
 /* In `into` (a phase of its own): the block's copies of panel ko·coef + panel (ko UINT32_MAX:
- * panel alone) of the A and B operands into stage `stage`. */
+ * panel alone) of the A and B operands into stage `stage`.  A run of fetch_run cells a copy;
+ * mma.sync's placed as its fetches are (fetch_place), a warpgroup's by swizzled_copy_place, in
+ * passes po (a warpgroup's panel along the tile: its 64-wide blocks) and pi. */
 static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, int64_t coef, int64_t panel, uint32_t stage) {
-    IrBlock *thread = mma_threads(s, into, mt);
+    IrBlock *thread = mt->warpgroup ? copy_threads(s, into, mt) : mma_threads(s, into, mt);
     for (int op = 0; op < 2; op++) {
         const Panel *p = op ? &mt->b : &mt->a;
-        uint32_t run = fetch_run(mt, p), pass, c = new_iter(s);
-        IrStmt *lp = unrolled(s, thread, &pass, copy_cells(mt, p) / run, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
+        uint32_t run = fetch_run(mt, p), po = UINT32_MAX, pi, c = new_iter(s);
+        uint32_t outer = mt->warpgroup && !p->k_along_x ? p->tile / (SWIZZLE_LINE / 2) : 1;
+        IrBlock *passes = thread;
+        if (outer > 1) passes = &unrolled(s, passes, &po, outer, true)->body;
+        IrStmt *lp = unrolled(s, passes, &pi, copy_cells(mt, p) / run / outer, true), *lc = new_loop(s, c, run, true, LOOP_ASYNC_COPY);
         ir_block_push(s->ir->arena, &lp->body, lc);
         Affine kk, m;
-        IrIndex *to = copy_place(s, mt, p, pass, c, stage, &kk, &m);
+        IrIndex *to;
+        if (mt->warpgroup) to = swizzled_copy_place(s, mt, p, po, pi, c, stage, &kk, &m);
+        else {
+            fetch_place(mt, p, mt->th, pi, c, &kk, &m);
+            to = panel_cell(s, mt, p, &kk, &m, stage);
+        }
         reset_subst(s);
         affine_add(&m, p->base_iter, p->tile);
         map_iter(s, p->tiled_iter, m);
@@ -628,19 +674,21 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
 /* ---- Rewrite 6t on sm_90a: warpgroups' wgmma ------------------------------------------------------- *
  *
  * For --arch=sm_90a (wgmma exists on sm_90a alone), a bf16 or f16 contraction whose panels are
- * copied asynchronously in panels of 32 steps runs on Hopper's warpgroup products instead: the
- * block's 4 warps are one warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile
- * f32 accumulators in the threads' registers by wgmma's layout (ir.h IrWgmma: 128 a thread
- * for a 128-wide tile, 32 for a 64-wide one), and each panel, in shared memory as core
- * matrices of 8 rows of 16 bytes (PTX's canonical layouts without swizzling; copy_place), is
- * multiplied by one IR_WGMMA: for a 128-wide tile, 2 halves of 64 rows × 2 steps of 16, 4
- * wgmma.mma_async.m64n128k16 reading A and B from shared memory, where mma.sync took 128
- * products and 32 ldmatrix.  Where J allows (plan_blocks' wide tiles, with no more parts of a
+ * copied asynchronously in panels of 32 steps runs on Hopper's warpgroup products instead,
+ * in panels of WARPGROUP_STEPS where the reduction allows: the block's 4 warps are one
+ * warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile f32 accumulators in the
+ * threads' registers by wgmma's layout (ir.h IrWgmma: 128 a thread for a 128-wide tile, 32
+ * for a 64-wide one), and each panel, in shared memory in PTX's swizzled layouts (mma_panel,
+ * swizzled_copy_place: rows of 128 bytes, or along k of 64 for panels of 32 steps, whose
+ * 16-byte units the swizzle moves so that the 8 rows a product reads at once lie on 8 groups
+ * of banks), is multiplied by one IR_WGMMA: for a 128-wide tile and 64 steps, 2 halves of 64
+ * rows × 4 steps of 16, 8 wgmma.mma_async.m64n128k16 reading A and B from shared memory,
+ * where mma.sync would take 256 products and 64 ldmatrix.  Where J allows (plan_blocks' wide tiles, with no more parts of a
  * split reduction), the tile is 128 × 256 on two warpgroups (8 warps, z = 4·group + warp),
  * each its 64 rows by one wgmma.m64n256k16 a step of 16: per multiply-add the products read a
  * sixth less of shared memory (each instruction reads its A rows and all of B's columns) and
  * the copies move a quarter less from L2, and each thread still holds 128 accumulators (4
- * stages of 24 KiB).  A 64-row tile likewise widens to 64 × 256 on its one warpgroup (one
+ * stages of 48 KiB for 64 steps).  A 64-row tile likewise widens to 64 × 256 on its one warpgroup (one
  * wgmma.m64n256k16 a step, where 64 × 64 took a m64n64k16 for a quarter of the columns: per
  * multiply-add 37 % less of shared memory read, and the same 128 accumulators a thread as
  * 128 × 128).  An operand along k
@@ -696,15 +744,23 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     }
     mt.warpgroup = warpgroup_fits(s, &mt, &ct);
     if (mt.warpgroup) {
-        mt.warpgroups = 1;
-        /* A wide tile where J allows it, of the same rows, needing no more parts of a split
-         * reduction: a warpgroup for each 64 rows. */
-        BlockPlan wide;
-        if (plan_blocks(s, r, &ct, mt.step, true, &wide) && wide.tile == mt.tile && wide.split.parts <= plan.split.parts) {
-            plan = wide;
-            take_plan(&mt, &plan, r);
-            mt.warpgroups = wide.tile / WARPGROUP_ROWS;
-        }
+        /* A wide tile where J allows it (a warpgroup for each 64 rows), else the tile above, of
+         * the same rows and needing no more parts of a split reduction; panels of
+         * WARPGROUP_STEPS where the reduction allows (rows of 128 bytes along k), else of the
+         * steps above (which the tile above takes). */
+        const BlockPlan narrow = plan;
+        const uint32_t steps[2] = {WARPGROUP_STEPS, mt.step};
+        bool found = false;
+        for (int wide = 1; wide >= 0 && !found; wide--)
+            for (int k = 0; k < 2 && !found; k++) {
+                BlockPlan p;
+                if (!plan_blocks(s, r, &ct, steps[k], wide, &p) || p.tile != mt.tile || p.split.parts > narrow.split.parts) continue;
+                found = true;
+                plan = p;
+                mt.step = steps[k];
+                mt.warpgroups = wide ? p.tile / WARPGROUP_ROWS : 1;
+            }
+        take_plan(&mt, &plan, r);
         mt.left_running = mt.panels > 2;
         mt.stages = mt.left_running ? WARPGROUP_STAGES : 2;
     }

@@ -96,9 +96,10 @@ if TSR_PRINT_EXACT=1 "$TSRC" --run --interp --target=cuda tests/native/tensor_co
    cmp -s "$TMP/panels_now.out" "$TMP/panels_late.out"; then ok "tensor_cores_panels.tsr: the same bits with copies landing late"
 else bad "tensor_cores_panels.tsr with copies landing late"; sed -n '1,5p' "$TMP/err"; fi
 # sm_90a (tests/native/tensor_cores_wgmma.tsr, tensor_cores_panels.tsr): products whose panels
-# of 32 steps are copied asynchronously run on wgmma (sched_mma.c): tiles of 128 x 256 on two
+# are copied asynchronously run on wgmma (sched_mma.c): tiles of 128 x 256 on two
 # warpgroups where J allows, else 128- and 64-wide tiles on one, operands along k and along the
-# tile; their GPU schedule, run by the reference
+# tile, every panel swizzled (64 steps a panel where the reduction allows: 128-byte rows along
+# k; else 32: 64-byte rows); their GPU schedule, run by the reference
 # executor (which reads each panel by its core-matrix layout and places each accumulator by
 # wgmma's), prints the reference's bits with copies landing at once and late; the PTX has
 # wgmma.mma_async with its fence, commit and wait, and ptxas accepts it for sm_90a.  sm_90
@@ -122,6 +123,18 @@ if sched_ir wg90a --arch=sm_90a --gpu-blocks=1 "$WG" && sched_ir wg90 --arch=sm_
     narrow=$(count "64x256 cells a GPU block on the tensor cores (wgmma.m64n256k16.f16), one warpgroup" "$TMP/wg90a.ir")
     expect "3 3 5 1" "$running $stages $left $narrow" "sm_90a: products left running into the next turn in 3 kernels of 4 stages, 5 wgmma statements of g's left running (4 in its loop, 1 after); e in a wide tile of 64 x 256 on one warpgroup" \
         "sm_90a: products left running (kernels, stages, g's statements)"
+    # Panels of 64 steps for d, g and e (reductions of 64, 640 and 256), 32 for c (96) and f
+    # (32); every operand swizzled: along k by its rows' bytes (c's and f's A 64, d's and g's B
+    # 128), along the tile by 128.
+    p64=$(count "(wgmma.*panels of 64 steps" "$TMP/wg90a.ir")
+    p32=$(count "(wgmma.*panels of 32 steps" "$TMP/wg90a.ir")
+    k64=$(grep -o "k-major swizzled 64B" "$TMP/wg90a.ir" | wc -l)
+    k128=$(grep -o "k-major swizzled 128B" "$TMP/wg90a.ir" | wc -l)
+    wgs=$(grep -c "^ *wgmma\.m.* += " "$TMP/wg90a.ir")
+    both=$(grep "^ *wgmma\.m.* += " "$TMP/wg90a.ir" | grep -c "swizzled.*swizzled")
+    expect "3 2 4 7 15 15" "$p64 $p32 $k64 $k128 $wgs $both" \
+        "sm_90a: panels of 64 steps for 3 products and of 32 for 2; both operands of all 15 wgmma statements swizzled (K-major ones by their rows' 64 or 128 bytes: 4 and 7)" \
+        "sm_90a: products in panels of 64 and 32 steps, K-major operands swizzled by 64 and 128 bytes, wgmma statements, of them with both operands swizzled"
 fi
 for prog in "$WG" tests/native/tensor_cores_panels.tsr; do
     if ! TSR_PRINT_EXACT=1 "$TSRC" --run --interp "$prog" >"$TMP/wg_ref.out" 2>"$TMP/err"; then
