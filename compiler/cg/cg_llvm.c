@@ -502,14 +502,19 @@ static LLVMTypeRef cell_type(CgLlvm *g, uint32_t buffer) {
 
 static unsigned cell_align(CgLlvm *g, uint32_t buffer) { return ir_dtype_bytes(g->ir->buffers[buffer].dtype); }
 
-static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
+/* The address of byte `byte` of swizzled `buffer` plus `aligned` bytes (a multiple of the
+ * swizzle's period, which the swizzle leaves alone: ir.h ir_swizzle_byte). */
+static LLVMValueRef swizzled_byte(CgLlvm *g, uint32_t buffer, LLVMValueRef byte, int64_t aligned) {
     uint32_t swizzle = g->ir->buffers[buffer].swizzle;
-    if (swizzle) { /* the cell's bytes where the buffer's swizzle moves them (ir.h ir_swizzle_byte) */
-        LLVMValueRef byte = LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, cell_align(g, buffer)), "");
-        LLVMValueRef row = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, byte, cgl_iconst(g, 7), ""), cgl_iconst(g, swizzle / 16 - 1), "");
-        LLVMValueRef idx[1] = {LLVMBuildXor(g->b, byte, LLVMBuildShl(g->b, row, cgl_iconst(g, 4), ""), "swizzled")};
-        return LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->buffer[buffer], idx, 1, "");
-    }
+    LLVMValueRef row = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, byte, cgl_iconst(g, 7), ""), cgl_iconst(g, swizzle / 16 - 1), "");
+    LLVMValueRef at = LLVMBuildXor(g->b, byte, LLVMBuildShl(g->b, row, cgl_iconst(g, 4), ""), "swizzled");
+    LLVMValueRef idx[1] = {aligned ? LLVMBuildNSWAdd(g->b, at, cgl_iconst(g, aligned), "") : at};
+    return LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->buffer[buffer], idx, 1, "");
+}
+
+static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
+    if (g->ir->buffers[buffer].swizzle) /* the cell's bytes where the buffer's swizzle moves them */
+        return swizzled_byte(g, buffer, LLVMBuildNSWMul(g->b, flat, cgl_iconst(g, cell_align(g, buffer)), ""), 0);
     LLVMValueRef idx[1] = {flat};
     return LLVMBuildInBoundsGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, "");
 }
@@ -1073,13 +1078,33 @@ static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
     }
 }
 
+/* The address of cell `index` + `extra` of a swizzled panel (one axis, no gather or symbol):
+ * the terms and the part of the offset that move it by whole periods of the swizzle are added
+ * after it, so that what the swizzle depends on is the thread's alone (the passes of a copy and
+ * the stages of a pipeline then differ by constants, not by registers of their own). */
+static LLVMValueRef swizzled_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index, int64_t extra) {
+    int64_t bytes = cell_align(g, buffer), period = 8 * (int64_t)g->ir->buffers[buffer].swizzle / bytes; /* in cells */
+    int64_t offset = index->offset + extra, aligned = offset - offset % period;
+    LLVMValueRef rest = cgl_iconst(g, offset % period), moved = cgl_iconst(g, 0);
+    for (uint32_t t = 0; t < index->term_count; t++) {
+        const IrTerm *term = &index->terms[t];
+        LLVMValueRef part = LLVMBuildNSWMul(g->b, cgl_iconst(g, term->coef), g->iter[term->iter], "");
+        if (term->coef % period) rest = LLVMBuildNSWAdd(g->b, rest, part, "");
+        else moved = LLVMBuildNSWAdd(g->b, moved, part, "");
+    }
+    LLVMValueRef at = swizzled_byte(g, buffer, LLVMBuildNSWMul(g->b, rest, cgl_iconst(g, bytes), ""), aligned * bytes);
+    LLVMValueRef idx[1] = {LLVMBuildNSWMul(g->b, moved, cgl_iconst(g, bytes), "")};
+    return LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), at, idx, 1, "");
+}
+
 /* A LOOP_ASYNC_COPY loop (ir.h): its run of cells copied from the device buffer into shared
  * memory by cp.async, 16 bytes at a time (cp.async.cg, around L1), or 8 or 4 at once (.ca). */
 static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
     const IrStmt *st = s->body.items[0];
     const IrExpr *src = st->value;
     g->iter[s->iter] = cgl_iconst(g, 0);
-    LLVMValueRef to_cell = flat_offset(g, st->buffer, st->index), to = element(g, st->buffer, to_cell);
+    bool swizzled = g->ir->buffers[st->buffer].swizzle != 0; /* (one axis, no gather or symbol: ir.c) */
+    LLVMValueRef to = swizzled ? NULL : element(g, st->buffer, flat_offset(g, st->buffer, st->index));
     LLVMValueRef from = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
     LLVMTypeRef shared = LLVMPointerTypeInContext(g->ctx, 3), global = LLVMPointerTypeInContext(g->ctx, 1);
     from = LLVMBuildAddrSpaceCast(g->b, from, global, "");
@@ -1090,9 +1115,8 @@ static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
         LLVMValueRef idx[1] = {cgl_iconst(g, (int64_t)at)};
         LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
         /* A swizzled panel's 16 bytes each where the swizzle puts them (the run starts 16-byte aligned). */
-        LLVMValueRef into = g->ir->buffers[st->buffer].swizzle
-                                ? element(g, st->buffer, LLVMBuildNSWAdd(g->b, to_cell, cgl_iconst(g, (int64_t)(at / cell_bytes)), ""))
-                                : LLVMBuildGEP2(g->b, i8, to, idx, 1, "");
+        LLVMValueRef into = !swizzled ? LLVMBuildGEP2(g->b, i8, to, idx, 1, "")
+                            : swizzled_cell(g, st->buffer, st->index, (int64_t)(at / cell_bytes));
         LLVMValueRef args[2] = {into, LLVMBuildGEP2(g->b, i8, from, idx, 1, "")};
         LLVMTypeRef params[2] = {shared, global};
         cgl_call(g, n == 16 ? "llvm.nvvm.cp.async.cg.shared.global.16" : n == 8 ? "llvm.nvvm.cp.async.ca.shared.global.8"

@@ -101,15 +101,18 @@ void cgl_load_matrices(CgLlvm *g, const IrLdmatrix *l) {
  * the swizzle (ir.h IrCoreLayout): the tensor cores swizzle what they read as the stores did,
  * the panel starting on the swizzle's period (cg_ptx.c), so the base offset at bits 49–51 is 0. */
 static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayout *l, int64_t at, LLVMValueRef more) {
-    LLVMValueRef cell = cgl_iconst(g, at);
-    if (more) cell = LLVMBuildNSWAdd(g->b, cell, more, "");
-    LLVMValueRef address = LLVMBuildPtrToInt(g->b, panel_cell(g, panel, cell), g->i64, "");
-    LLVMValueRef d = LLVMBuildLShr(g->b, LLVMBuildAnd(g->b, address, cgl_iconst(g, 0x3ffff), ""), cgl_iconst(g, 4), "");
-    int64_t leading, stride;
+    /* The panel's start (16-byte aligned, in the 228 KiB of a block's shared memory) in the
+     * descriptor, the cell's 16-byte units added to it: the panel's own descriptor is then one
+     * value for the kernel, each instruction's that value plus a constant. */
+    LLVMValueRef start = LLVMBuildPtrToInt(g->b, panel_cell(g, panel, cgl_iconst(g, 0)), g->i64, "");
+    LLVMValueRef d = LLVMBuildLShr(g->b, LLVMBuildAnd(g->b, start, cgl_iconst(g, 0x3ffff), ""), cgl_iconst(g, 4), "");
+    int64_t leading, stride, cell = ir_dtype_bytes(g->ir->buffers[panel].dtype);
     int mode;
     ir_core_descriptor(l, &leading, &stride, &mode);
     int64_t fields = (leading >> 4 & 0x3fff) << 16 | (stride >> 4 & 0x3fff) << 32 | (int64_t)mode << 62;
-    return LLVMBuildOr(g->b, d, cgl_iconst(g, fields), "desc");
+    d = LLVMBuildOr(g->b, d, cgl_iconst(g, fields), "");
+    if (more) d = LLVMBuildNUWAdd(g->b, d, LLVMBuildLShr(g->b, LLVMBuildNUWMul(g->b, more, cgl_iconst(g, cell), ""), cgl_iconst(g, 4), ""), "");
+    return LLVMBuildNUWAdd(g->b, d, cgl_iconst(g, at * cell >> 4), "desc");
 }
 
 /* IR_WGMMA (ir.h): for each 64 rows of the thread's warpgroup and each 16 steps, one

@@ -764,8 +764,10 @@ static void verify_async_copy(Verifier *v, const IrStmt *s) {
     }
     uint64_t bytes = s->extent * ir_dtype_bytes(to->dtype);
     if (ir_flat_coef(v->ir, st->buffer, st->index, s->iter) != 1 || ir_flat_coef(v->ir, src->buffer, src->index, s->iter) != 1 ||
-        !(bytes == 4 || bytes == 8 || bytes % 16 == 0) || (to->swizzle && bytes % 16))
-        problem(v, "an async_copy loop's run is not 4, 8 (into a swizzled panel: not) or a multiple of 16 bytes of neighbouring cells");
+        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
+        problem(v, "an async_copy loop's run is not 4, 8 or a multiple of 16 bytes of neighbouring cells");
+    if (to->swizzle && (bytes % 16 || to->rank != 1 || st->index->gather || st->index->symbol))
+        problem(v, "an async_copy loop into a swizzled panel copies other than whole 16-byte units along its one axis");
     if (!v->in_thread[0] && !v->in_thread[1] && !v->in_thread[2]) problem(v, "an async_copy loop outside the thread loops");
 }
 
