@@ -38,6 +38,8 @@
 # whose own closing "N passed, N failed" lines are
 # added in.
 #
+# The differential sweeps run in the background from the start (below: sweeps), beside the
+# golden tests; their summaries print where they stand in this list.
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
 # from the current output instead of comparing (review the diff before committing).
 set -u
@@ -54,6 +56,67 @@ failed=0
 # one there: tests write under build/ or a temporary directory.
 source_files() { find . \( -path ./build -o -path ./.git \) -prune -o -type f -print | LC_ALL=C sort; }
 source_files >"$TMP/tree.before"
+
+# The differential sweeps -- against NumPy, finite differences and the reference executor, each
+# described where its summary stands below -- take about three minutes of one core and read
+# nothing the tests before them write: they start here, in the background, one after another,
+# beside the golden tests (a second core's work), and their summaries are added where they stand
+# below, in that order (sweep_summary).  SWEEPS_IN_BACKGROUND=0 runs them at the first summary
+# instead.  sweep NAME COMMAND…: its output in $TMP/NAME.out, its exit status in $TMP/NAME.status.
+sweep() {
+    name=$1
+    shift
+    "$@" >"$TMP/$name.out" 2>&1
+    echo $? >"$TMP/$name.status"
+}
+sweeps() {
+    sweep einsum "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1
+    sweep einsum_f64 "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_F64_COUNT:-600}" --seed 1 --dtype f64
+    for type in bf16 f16; do
+        sweep einsum_$type "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_HALF_COUNT:-300}" --seed 1 --dtype $type
+    done
+    for type in i32 i64; do
+        sweep einsum_$type "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_INT_COUNT:-300}" --seed 1 --dtype $type
+    done
+    sweep gather "$PYTHON" tests/einsum/gather_diff.py --tsrc "$TSRC" --count "${GATHER_COUNT:-60}" --seed 1
+    sweep conv "$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --concat-count "${CONCAT_COUNT:-200}" \
+        --group-count "${GROUP_COUNT:-140}" --seed 1
+    sweep gradcheck "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1
+    sweep gradcheck_f64 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs 2 --native 1 --seed 2 --dtype f64
+    sweep nn_gradcheck "$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1
+    sweep attention_dropout "$PYTHON" tests/grad/attention_dropout.py --tsrc "$TSRC" --programs 6 --seed 1
+    sweep contractions "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1
+    sweep contractions_f64 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_F64_COUNT:-100}" --seed 2 \
+        --dtype f64
+    sweep contractions_bf16 "$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_BF16_COUNT:-50}" --seed 3 \
+        --dtype bf16 --cpus "native x86-64-v4 x86-64-v3 znver4"
+    sweep native_sweep env PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1
+    sweep native_sweep_f64 env PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_F64_COUNT:-300}" \
+        --seed 1 --dtype f64
+    for type in bf16 f16; do
+        sweep native_sweep_$type env PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" \
+            --count "${NATIVE_SWEEP_HALF_COUNT:-150}" --seed 1 --dtype $type
+    done
+    for type in i32 i64; do
+        sweep native_sweep_$type env PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" \
+            --count "${NATIVE_SWEEP_INT_COUNT:-100}" --seed 1 --dtype $type
+    done
+}
+sweeps_pid=
+sweeps_done=no
+if [ "${SWEEPS_IN_BACKGROUND:-1}" = 1 ]; then
+    sweeps &
+    sweeps_pid=$!
+    trap 'if [ -n "$sweeps_pid" ]; then kill "$sweeps_pid" 2>/dev/null; fi; rm -rf "$TMP"' EXIT INT TERM
+fi
+# sweep_summary NAME LABEL: the summary of sweep NAME (the first call waits for them all).
+sweep_summary() {
+    if [ $sweeps_done = no ]; then
+        if [ -n "$sweeps_pid" ]; then wait "$sweeps_pid"; else sweeps; fi
+        sweeps_done=yes sweeps_pid=
+    fi
+    add_summary "$2" "$(cat "$TMP/$1.status" 2>/dev/null || echo missing)" "$TMP/$1.out"
+}
 
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() {
@@ -800,59 +863,41 @@ else fail "make install" "" "$TMP/install.log"; fi
 
 # The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;
 # `make check-einsum` runs a longer sweep).
-"$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1 >"$TMP/einsum.out" 2>&1
-add_summary "einsum vs NumPy" $? "$TMP/einsum.out"
+sweep_summary einsum "einsum vs NumPy"
 # The same with every tensor f64, against NumPy in float64 within the error bound of double
 # precision (einsum_diff.py's header; a few seconds).
-"$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_F64_COUNT:-600}" --seed 1 --dtype f64 \
-    >"$TMP/einsum_f64.out" 2>&1
-add_summary "f64 einsum vs NumPy" $? "$TMP/einsum_f64.out"
+sweep_summary einsum_f64 "f64 einsum vs NumPy"
 # The same with every tensor bf16, then f16, exactly: values and sums exact in f32, NumPy's
 # result rounded once to the type (einsum_diff.py's header; a few seconds).
-for half in bf16 f16; do
-    "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_HALF_COUNT:-300}" --seed 1 \
-        --dtype $half >"$TMP/einsum_$half.out" 2>&1
-    add_summary "$half einsum vs NumPy" $? "$TMP/einsum_$half.out"
-done
+for half in bf16 f16; do sweep_summary einsum_$half "$half einsum vs NumPy"; done
 # The same with every tensor i32, then i64, exactly: NumPy's wrapping int32 and int64 einsum
 # (einsum_diff.py's header; a few seconds).
-for int in i32 i64; do
-    "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_INT_COUNT:-300}" --seed 1 \
-        --dtype $int >"$TMP/einsum_$int.out" 2>&1
-    add_summary "$int einsum vs NumPy" $? "$TMP/einsum_$int.out"
-done
+for int in i32 i64; do sweep_summary einsum_$int "$int einsum vs NumPy"; done
 
 # Gathered axes (`[n]`, an embedding's read) and their scatter-add gradients against NumPy's
 # indexing and np.add.at, i32 and f32 ids, ids out of range clamped; interpreted and natively
 # (tests/einsum/gather_diff.py).
-"$PYTHON" tests/einsum/gather_diff.py --tsrc "$TSRC" --count "${GATHER_COUNT:-60}" --seed 1 >"$TMP/gather.out" 2>&1
-add_summary "gathered axes vs NumPy" $? "$TMP/gather.out"
+sweep_summary gather "gathered axes vs NumPy"
 
 # Affine and strided axes -- convolution, max-plus pooling, padding, strides, and inputs sized
 # from outputs -- against NumPy loops over the windows, interpreted and natively, with the
 # inferred sizes checked against docs/inference.md's closed forms; concatenations; merged axes
 # (grouped convolutions, axes split and joined) (tests/conv/conv_diff.py).
-"$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --concat-count "${CONCAT_COUNT:-200}" \
-    --group-count "${GROUP_COUNT:-140}" --seed 1 >"$TMP/conv.out" 2>&1
-add_summary "convolution, pooling, concatenation and merged axes vs NumPy" $? "$TMP/conv.out"
+sweep_summary conv "convolution, pooling, concatenation and merged axes vs NumPy"
 
 # Every differentiable prelude operation's gradient against central finite differences in
 # float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the
 # programs also natively, bit for bit.
-"$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1 >"$TMP/gradcheck.out" 2>&1
-add_summary "gradients vs finite differences" $? "$TMP/gradcheck.out"
+sweep_summary gradcheck "gradients vs finite differences"
 # The same with f64 parameters: computed in double precision, checked to 1e-8 (two programs, one
 # also natively).
-"$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs 2 --native 1 --seed 2 --dtype f64 >"$TMP/gradcheck_f64.out" 2>&1
-add_summary "f64 gradients vs finite differences" $? "$TMP/gradcheck_f64.out"
+sweep_summary gradcheck_f64 "f64 gradients vs finite differences"
 # The same for the layers, activations and losses of stdlib/nn.tsr (tests/grad/nn_gradcheck.py),
 # one program also natively.
-"$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1 >"$TMP/nn_gradcheck.out" 2>&1
-add_summary "Nn gradients vs finite differences" $? "$TMP/nn_gradcheck.out"
+sweep_summary nn_gradcheck "Nn gradients vs finite differences"
 # Dropout inside the fused attention kernel against NumPy, its random numbers recomputed by the
 # definition of docs/ir.md §2.5 (tests/grad/attention_dropout.py): forward and gradients, f64.
-"$PYTHON" tests/grad/attention_dropout.py --tsrc "$TSRC" --programs 6 --seed 1 >"$TMP/attention_dropout.out" 2>&1
-add_summary "attention dropout vs NumPy" $? "$TMP/attention_dropout.out"
+sweep_summary attention_dropout "attention dropout vs NumPy"
 
 # The optimisers of stdlib/train.tsr against the same steps in NumPy (tests/train/optimisers.py),
 # with the reference executor (scheduled and unscheduled) and natively, and gradient clipping.
@@ -878,18 +923,12 @@ add_summary "learning-rate schedules vs NumPy" $? "$TMP/schedules.out"
 # Random contractions (plain, transposed, batched, compose, and their gradients), register-tiled
 # by the schedule: the reference executor on the scheduled and the lowered IR and native code at
 # -O3 for the host, x86-64-v4 and x86-64-v3 all print the same bits (tests/native/contractions.py).
-"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_COUNT:-300}" --seed 1 \
-    >"$TMP/contractions.out" 2>&1
-add_summary "contractions: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions.out"
+sweep_summary contractions "contractions: scheduled = lowered = native (host, v4, v3 where this machine runs them)"
 # The same in f64: tiles, panels and vectors of doubles (--dtype f64).
-"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_F64_COUNT:-100}" --seed 2 --dtype f64 \
-    >"$TMP/contractions_f64.out" 2>&1
-add_summary "contractions in f64: scheduled = lowered = native (host, v4, v3 where this machine runs them)" $? "$TMP/contractions_f64.out"
+sweep_summary contractions_f64 "contractions in f64: scheduled = lowered = native (host, v4, v3 where this machine runs them)"
 # The same in bf16, with the znver4 schedule's pairs run by the reference executor and natively
 # where this machine has AVX-512 BF16 (--dtype bf16).
-"$PYTHON" tests/native/contractions.py --tsrc "$TSRC" --count "${CONTRACTION_BF16_COUNT:-50}" --seed 3 --dtype bf16 \
-    --cpus "native x86-64-v4 x86-64-v3 znver4" >"$TMP/contractions_bf16.out" 2>&1
-add_summary "contractions in bf16: scheduled (and in pairs for znver4) = lowered = native" $? "$TMP/contractions_bf16.out"
+sweep_summary contractions_bf16 "contractions in bf16: scheduled (and in pairs for znver4) = lowered = native"
 
 # The command line of executables: --help, options, --data, --seed (tests/native/exe_options.sh).
 sh tests/native/exe_options.sh "$TSRC" >"$TMP/exe_options.out" 2>&1
@@ -942,27 +981,15 @@ add_summary "compile time and memory" $? "$TMP/scale.out"
 # Native code (-O3, for this machine's CPU, x86-64-v4 and x86-64-v3) against the reference
 # executor over random einsums and tests/native/sweep_regress.tsr (tests/native_sweep.sh;
 # `make check-native` runs a longer sweep).
-PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_COUNT:-1500}" --seed 1 \
-    >"$TMP/native_sweep.out" 2>&1
-add_summary "native sweep vs reference executor" $? "$TMP/native_sweep.out"
+sweep_summary native_sweep "native sweep vs reference executor"
 # The same with every tensor f64, every value printed in full (--dtype f64; about 30 s).
-PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_F64_COUNT:-300}" --seed 1 \
-    --dtype f64 >"$TMP/native_sweep_f64.out" 2>&1
-add_summary "f64 native sweep vs reference executor" $? "$TMP/native_sweep_f64.out"
+sweep_summary native_sweep_f64 "f64 native sweep vs reference executor"
 # The same with every tensor bf16, then f16, every value printed in full (--dtype bf16,
 # --dtype f16; about 20 s each).
-for half in bf16 f16; do
-    PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_HALF_COUNT:-150}" --seed 1 \
-        --dtype $half >"$TMP/native_sweep_$half.out" 2>&1
-    add_summary "$half native sweep vs reference executor" $? "$TMP/native_sweep_$half.out"
-done
+for half in bf16 f16; do sweep_summary native_sweep_$half "$half native sweep vs reference executor"; done
 # The same with every tensor i32, then i64: integers whose products overflow an i32, printed
 # exactly (--dtype i32, --dtype i64; a few seconds each).
-for int in i32 i64; do
-    PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" --count "${NATIVE_SWEEP_INT_COUNT:-100}" --seed 1 \
-        --dtype $int >"$TMP/native_sweep_$int.out" 2>&1
-    add_summary "$int native sweep vs reference executor" $? "$TMP/native_sweep_$int.out"
-done
+for int in i32 i64; do sweep_summary native_sweep_$int "$int native sweep vs reference executor"; done
 
 # The house (tests/layout.py): no file of compiler/ or runtime/ over 1500 lines, no cycle of
 # includes or of calls between files (read from this build's objects), and the compiler reaches
