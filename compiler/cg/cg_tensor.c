@@ -109,8 +109,8 @@ static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayou
     int64_t leading, stride, cell = ir_dtype_bytes(g->ir->buffers[panel].dtype);
     int mode;
     ir_core_descriptor(l, &leading, &stride, &mode);
-    int64_t fields = (leading >> 4 & 0x3fff) << 16 | (stride >> 4 & 0x3fff) << 32 | (int64_t)mode << 62;
-    d = LLVMBuildOr(g->b, d, cgl_iconst(g, fields), "");
+    uint64_t fields = (uint64_t)(leading >> 4 & 0x3fff) << 16 | (uint64_t)(stride >> 4 & 0x3fff) << 32 | (uint64_t)mode << 62;
+    d = LLVMBuildOr(g->b, d, LLVMConstInt(g->i64, fields, 0), "");
     if (more) d = LLVMBuildNUWAdd(g->b, d, LLVMBuildLShr(g->b, LLVMBuildNUWMul(g->b, more, cgl_iconst(g, cell), ""), cgl_iconst(g, 4), ""), "");
     return LLVMBuildNUWAdd(g->b, d, cgl_iconst(g, at * cell >> 4), "desc");
 }
