@@ -724,7 +724,7 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
     }
     stage_done("assignments, lowering");
     if (!opt->no_opt) {
-        optimise(ar.ir);
+        optimise(ar.ir, target->kind == TARGET_CUDA);
         bucket_collectives(ar.ir, opt->bucket_cells);
         if (ir_verify(ar.ir, stderr)) {
             diag_error_noloc("internal error: the loop IR is malformed after optimisation");

@@ -29,6 +29,14 @@
  *      folded the zeros in — holds nothing between runs, and becomes an ordinary computed
  *      buffer that rules 3 and 4 (and the schedule's epilogues) may then remove
  *      (release_overwritten_state); the rounds run again.
+ *   7. Small nests recomputed where they are read (only where each nest costs a launch: the
+ *      GPU; optimise's `launches`): a buffer of at most SMALL_CELLS cells that rule 3 leaves
+ *      (read more than once, or by loops its index does not all name: a row's statistic read
+ *      by every cell of the row), under the same conditions otherwise, whose value is a few
+ *      operations (at most SMALL_OPS: a layer norm's rsqrt(var/n + eps), a softmax's
+ *      reciprocal, a negated maximum), is inlined into every load of it: each reader computes
+ *      it again (the same operations on the same cells, so the same bits), and the nest that
+ *      stored it, a launch of a few hundred threads, goes.
  * Buffers left with no access and no observer are marked virtual (no storage).
  *
  * Requires: a verified IrProgram (ir_verify). */
@@ -445,6 +453,122 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
     return true;
 }
 
+/* ---- 7: small nests recomputed where they are read ------------------------------------------ */
+
+enum { SMALL_CELLS = 1 << 16, SMALL_OPS = 3 };
+
+/* The operations in e (a load or a constant: none), or more than `most` once past it. */
+static unsigned expr_ops(const IrExpr *e, unsigned most) {
+    if (e->kind != IR_OP) return e->kind == IR_LOAD || e->kind == IR_CONST ? 0 : most + 1;
+    unsigned n = 1;
+    for (unsigned i = 0; i < scalar_op_arity(e->op) && n <= most; i++) n += expr_ops(e->args[i], most);
+    return n;
+}
+
+/* The loads of `buffer` in *slot (and below): counted in *loads where `value` is NULL, each
+ * replaced by `value` with the producer's iterators `iters` as the load's indices otherwise.
+ * False where a load's index has a symbol (never replaced then: the caller counts first). */
+static bool recompute_loads(IrProgram *ir, IrExpr **slot, uint32_t buffer, const IrExpr *value, uint32_t n,
+                            const uint32_t *iters, const uint32_t *axis, uint32_t *loads) {
+    IrExpr *e = *slot;
+    if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!recompute_loads(ir, &e->args[i], buffer, value, n, iters, axis, loads)) return false;
+        return true;
+    }
+    if (e->kind != IR_LOAD || e->buffer != buffer) return true;
+    const IrIndex *by[64];
+    for (uint32_t k = 0; k < n; k++) {
+        by[k] = &e->index[axis[k]];
+        if (by[k]->symbol || by[k]->gather) return false;
+    }
+    (*loads)++;
+    if (value) {
+        Subst sub = {n, iters, by};
+        *slot = subst_expr(ir, value, &sub);
+    }
+    return true;
+}
+
+static bool recompute_block(IrProgram *ir, IrBlock *b, uint32_t buffer, const IrExpr *value, uint32_t n, const uint32_t *iters,
+                            const uint32_t *axis, uint32_t *loads) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        IrStmt *s = b->items[i];
+        if (s->kind == IR_LOOP) {
+            if (!recompute_block(ir, &s->body, buffer, value, n, iters, axis, loads)) return false;
+        } else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
+            if (!recompute_loads(ir, &s->value, buffer, value, n, iters, axis, loads)) return false;
+        }
+    }
+    return true;
+}
+
+/* Rule 7 for `buffer`, stored once by top-level statement top_store of function f. */
+static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t buffer, uint32_t top_store, const StoreSites *sites) {
+    IrFunction *fn = &ir->functions[f];
+    IrBuffer *b = &ir->buffers[buffer];
+    uint32_t loops[64];
+    Found prod = {0};
+    IrBlock producer = {&fn->body.items[top_store], 1, 1};
+    if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || expr_has_local(prod.store->value) ||
+        ir_expr_random(prod.store->value) || expr_ops(prod.store->value, SMALL_OPS) > SMALL_OPS)
+        return false;
+    /* The store writes every cell once: each axis one distinct loop iterator (or size one). */
+    uint32_t iters[64], axis[64], n = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &prod.store->index[a];
+        if (ix->symbol || ix->offset || ix->gather) return false;
+        if (ix->term_count == 0) {
+            if (b->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1 || n >= 64) return false;
+        for (uint32_t k = 0; k < n; k++)
+            if (iters[k] == ix->terms[0].iter) return false;
+        iters[n] = ix->terms[0].iter;
+        axis[n++] = a;
+    }
+    if (n != prod.depth) return false;
+    /* Every load in the statements after the store (all of the program's: none elsewhere), none
+     * with a symbol in its index; nothing the value reads stored before the last of them. */
+    uint32_t loads = 0, last = top_store;
+    for (uint32_t i = top_store + 1; i < fn->body.count; i++) {
+        uint32_t before = loads;
+        IrBlock one = {&fn->body.items[i], 1, 1};
+        if (!recompute_block(ir, &one, buffer, NULL, n, iters, axis, &loads)) return false;
+        if (loads > before) last = i;
+    }
+    if (loads != c->loads[buffer] || !loads || reads_stored_between(prod.store->value, sites, buffer, f, top_store, last))
+        return false;
+    for (uint32_t i = top_store + 1; i <= last; i++) {
+        IrBlock one = {&fn->body.items[i], 1, 1};
+        recompute_block(ir, &one, buffer, prod.store->value, n, iters, axis, &loads);
+    }
+    prod.store->kind = IR_LOOP; /* the producer's store goes; pruning drops its loops */
+    prod.store->body = (IrBlock){0};
+    prod.store->iter = 0;
+    b->is_virtual = true;
+    return true;
+}
+
+static bool recompute_round(IrProgram *ir, Counts *c, bool *changed) {
+    StoreSites sites;
+    if (!store_sites_build(ir, c, &sites)) return false;
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        IrBuffer *buf = &ir->buffers[b];
+        if (buf->keep || buf->persistent || buf->is_virtual || buf->kind != BUF_COMPUTED || buf->dtype != DTYPE_F32 ||
+            buf->size > SMALL_CELLS || c->stores[b] != 1 || c->loads[b] == 0 || c->gathered[b])
+            continue;
+        if (try_recompute(ir, c, c->store_fn[b], b, c->store_top[b], &sites)) {
+            *changed = true;
+            break; /* the counts and the store sites are stale now: the next round */
+        }
+    }
+    free(sites.first);
+    free(sites.at);
+    return true;
+}
+
 /* ---- Fills that the next access overwrites ----------------------------------------------------- */
 
 /* The statement inside a nest's chain of parallel loops (each with a one-statement body, or the
@@ -640,8 +764,8 @@ static bool release_overwritten_state(IrProgram *ir) {
     return released;
 }
 
-/* Rules 1 to 4 to a fixpoint. */
-static void rounds(IrProgram *ir, Counts *c) {
+/* Rules 1 to 4 (and 7 where `launches`) to a fixpoint. */
+static void rounds(IrProgram *ir, Counts *c, bool launches) {
     bool changed = true;
     for (int round = 0; changed && round < 1000; round++) {
         changed = false;
@@ -650,20 +774,22 @@ static void rounds(IrProgram *ir, Counts *c) {
         count_all(ir, c);
         if (!virtualise_round(ir, c, &changed)) break;
         count_all(ir, c);
+        if (launches && !changed && !recompute_round(ir, c, &changed)) break;
+        count_all(ir, c);
         for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, c, &ir->functions[f].body, &changed);
     }
 }
 
-void optimise(IrProgram *ir) {
+void optimise(IrProgram *ir, bool launches) {
     Counts c;
     size_t n = ir->buffer_count + 1;
     uint32_t *all = calloc(7 * n, sizeof *all);
     if (!all) return; /* optimisation is optional */
     c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
     c.load_fn = all + 4 * n, c.load_top = all + 5 * n, c.gathered = all + 6 * n;
-    rounds(ir, &c);
+    rounds(ir, &c, launches);
     for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
-    if (release_overwritten_state(ir)) rounds(ir, &c);
+    if (release_overwritten_state(ir)) rounds(ir, &c, launches);
     count_all(ir, &c);
     for (uint32_t b = 0; b < ir->buffer_count; b++)
         if (!ir->buffers[b].keep && c.loads[b] == 0 && c.stores[b] == 0) ir->buffers[b].is_virtual = true;

@@ -119,7 +119,7 @@ static void *back_half(void *arg) {
             } else if (too_large(ir)) {
                 job->skipped = true;
             } else {
-                optimise(ir);
+                optimise(ir, false);
                 verify(ir);
                 if (job->stage == FUZZ_NATIVE) native(job, ir);
                 else job->compiled = !diag_error_count();
