@@ -511,7 +511,7 @@ static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t b
     Found prod = {0};
     IrBlock producer = {&fn->body.items[top_store], 1, 1};
     if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || expr_has_local(prod.store->value) ||
-        ir_expr_random(prod.store->value) || expr_ops(prod.store->value, SMALL_OPS) > SMALL_OPS)
+        ir_expr_random(prod.store->value) || prod.store->value->type != DTYPE_F32 || expr_ops(prod.store->value, SMALL_OPS) > SMALL_OPS)
         return false;
     /* The store writes every cell once: each axis one distinct loop iterator (or size one). */
     uint32_t iters[64], axis[64], n = 0;
