@@ -396,6 +396,27 @@ static bool index_mentions(const IrIndex *ix, uint32_t rank, uint32_t iter) {
     return false;
 }
 
+/* Whether the store found in `prod` writes every cell of b once: each axis one distinct loop
+ * iterator with coefficient 1 and no offset (or, on a size-one axis, 0), every loop of the
+ * producer used so; iters[k] the k-th such iterator, axis[k] its axis, *n how many. */
+static bool plain_write(const IrBuffer *b, const Found *prod, uint32_t *iters, uint32_t *axis, uint32_t *n) {
+    *n = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &prod->store->index[a];
+        if (ix->symbol || ix->offset || ix->gather) return false;
+        if (ix->term_count == 0) {
+            if (b->dims[a] != 1) return false;
+            continue;
+        }
+        if (ix->term_count != 1 || ix->terms[0].coef != 1 || *n >= 64) return false;
+        for (uint32_t k = 0; k < *n; k++)
+            if (iters[k] == ix->terms[0].iter) return false;
+        iters[*n] = ix->terms[0].iter;
+        axis[(*n)++] = a;
+    }
+    return *n == prod->depth;
+}
+
 /* Inline `buffer`, stored once by top-level statement top_store of function f and loaded once
  * by top_load (Counts), when the conditions of 3 hold. */
 static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t top_store, uint32_t top_load,
@@ -412,26 +433,14 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
      * its numbers belong to the routine run that stores them, and a reader in another function
      * (the backward pass of a later run) must see those, not draw again. */
     if (!prod.all_parallel || expr_has_local(prod.store->value) || ir_expr_random(prod.store->value)) return false;
-    /* The store writes every cell once: each axis is one distinct loop iterator (or size one). */
-    uint32_t iters[64];
+    uint32_t iters[64], axis[64], n;
     const IrIndex *by[64];
-    uint32_t n = 0;
     const IrIndex *load_index = (*cons.load)->index;
-    for (uint32_t a = 0; a < b->rank; a++) {
-        const IrIndex *ix = &prod.store->index[a];
-        if (ix->symbol || ix->offset) return false;
-        if (ix->term_count == 0) {
-            if (b->dims[a] != 1) return false;
-            continue;
-        }
-        if (ix->term_count != 1 || ix->terms[0].coef != 1 || n >= 64) return false;
-        for (uint32_t k = 0; k < n; k++)
-            if (iters[k] == ix->terms[0].iter) return false;
-        if (load_index[a].symbol) return false;
-        iters[n] = ix->terms[0].iter;
-        by[n++] = &load_index[a];
+    if (!plain_write(b, &prod, iters, axis, &n)) return false;
+    for (uint32_t k = 0; k < n; k++) {
+        if (load_index[axis[k]].symbol) return false;
+        by[k] = &load_index[axis[k]];
     }
-    if (n != prod.depth) return false; /* every loop of the producer addresses the cell */
     /* The consumer reads each cell once: all of its loops appear in the load's index. */
     for (uint32_t d = 0; d < cons.depth; d++)
         if (!index_mentions(load_index, b->rank, cons.loops[d])) return false;
@@ -513,22 +522,8 @@ static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t b
     if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || expr_has_local(prod.store->value) ||
         ir_expr_random(prod.store->value) || prod.store->value->type != DTYPE_F32 || expr_ops(prod.store->value, SMALL_OPS) > SMALL_OPS)
         return false;
-    /* The store writes every cell once: each axis one distinct loop iterator (or size one). */
-    uint32_t iters[64], axis[64], n = 0;
-    for (uint32_t a = 0; a < b->rank; a++) {
-        const IrIndex *ix = &prod.store->index[a];
-        if (ix->symbol || ix->offset || ix->gather) return false;
-        if (ix->term_count == 0) {
-            if (b->dims[a] != 1) return false;
-            continue;
-        }
-        if (ix->term_count != 1 || ix->terms[0].coef != 1 || n >= 64) return false;
-        for (uint32_t k = 0; k < n; k++)
-            if (iters[k] == ix->terms[0].iter) return false;
-        iters[n] = ix->terms[0].iter;
-        axis[n++] = a;
-    }
-    if (n != prod.depth) return false;
+    uint32_t iters[64], axis[64], n;
+    if (!plain_write(b, &prod, iters, axis, &n)) return false;
     /* Every load in the statements after the store (all of the program's: none elsewhere), none
      * with a symbol in its index; nothing the value reads stored before the last of them. */
     uint32_t loads = 0, last = top_store;
