@@ -524,16 +524,19 @@ else fail "kernels: scalar statements grouped" "one-thread launches, adjacent: '
 # AdamW over 70 parameters (tests/native/gpu_many_params.tsr, whose golden the GPU leg checks):
 # their 280 scalar tensors make 2 one-thread kernels of at most 256 buffers (sched/kernel.c), not
 # one whose parameters would pass the 4 KiB a GPU kernel takes (runtime/model.c refuses it),
-# one after the other (a chain of both would pass 256 buffers), while the loss's serial sum and
-# the gradient's seed join the chain of one-block kernels around them: 2 one-thread launches
-# (72 before the scalar stores were grouped, 4 before chains), 1 after another.
+# one after the other (a chain of both would pass 256 buffers), and the loss's serial sum with
+# the gradient's seed, which read the 70 parameters themselves since their differences from the
+# targets are recomputed where read (docs/ir.md §4, step 5; before, a launch of their own), one
+# more before the gradients: 3 one-thread launches (72 before the scalar stores were grouped, 4
+# before chains), 1 after another, 6 launches in all (7 before step 5).
 run_tsrc --emit=ptx -o "$TMP/many.ptx" tests/native/gpu_many_params.tsr
 many=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/single_launches.py "$TMP/many.json")
 most=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
 m = json.load(open(sys.argv[1]))
 print(max(sum("buffer" in p for p in k["params"]) for k in m["kernels"]))' "$TMP/many.json")
-if [ "$many" = "2 1" ] && [ "$most" = 256 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers"
-else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('2 1' expected); most buffers a kernel: $most (256)" "$TMP/err"; fi
+launches=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["kernels"]))' "$TMP/many.json")
+if [ "$many" = "3 1" ] && [ "$most" = 256 ] && [ "$launches" = 6 ]; then pass "kernels: 280 scalar tensors grouped into one-thread kernels of at most 256 buffers (6 launches)"
+else fail "kernels: scalar runs within the GPU's parameter space" "one-thread launches, adjacent: '$many' ('3 1' expected); most buffers a kernel: $most (256); launches: $launches (6)" "$TMP/err"; fi
 # The same 70 parameters' AdamW updates, 70 independent nests of gpu loops, run as segments of
 # 2 launches (sched/kernel.c; 70 launches before), each within the 256 buffers above; the
 # golden's GPU leg checks their values on the reference executor, make check-gpu on a GPU.
