@@ -769,8 +769,10 @@ static void rounds(IrProgram *ir, Counts *c, bool launches) {
         count_all(ir, c);
         if (!virtualise_round(ir, c, &changed)) break;
         count_all(ir, c);
-        if (launches && !changed && !recompute_round(ir, c, &changed)) break;
-        count_all(ir, c);
+        if (launches && !changed) { /* rule 7 where nothing else changed; recounted where it did */
+            if (!recompute_round(ir, c, &changed)) break;
+            if (changed) count_all(ir, c);
+        }
         for (uint32_t f = 0; f < ir->function_count; f++) prune_block(ir, c, &ir->functions[f].body, &changed);
     }
 }
