@@ -24,6 +24,10 @@
  * asking NCCL for asynchronous errors and giving up after TSR_NCCL_TIMEOUT seconds
  * (tsr_nccl_watch), so a peer that died is a message, not a hang.
  *
+ * A routine's kernels between two calls of the runtime run as one CUDA graph, made at their
+ * first launch and replayed after (tsr_gpu_launch_run, "Runs of kernels as CUDA graphs" below;
+ * TSR_CUDA_GRAPHS=0 launches them one at a time).
+ *
  * Requires: glibc's dlopen (libc itself since 2.34); the driver API of CUDA 11 or later. */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -66,6 +70,15 @@ static struct {
                              CUstream, void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* CUDA graphs (optional: without them, every launch is one cuLaunchKernel) */
+    bool graphs;
+    CUresult (*GraphCreate)(CUgraph *, unsigned);
+    CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CuKernelNodeParams *);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const CuKernelNodeParams *);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } cu;
 
 #define CU_ENTRY(field, first, second) {(void **)&cu.field, first, second}
@@ -92,6 +105,21 @@ static const struct {
     CU_ENTRY(LaunchKernel, "cuLaunchKernel", NULL),
     CU_ENTRY(GetErrorName, "cuGetErrorName", NULL),
     CU_ENTRY(GetErrorString, "cuGetErrorString", NULL),
+};
+/* CUDA graphs' entry points (CUDA 11.4 and later; the kernel-node calls' _v2 where the driver has
+ * them, CUDA 12's, else CUDA 11's, which read the same struct's first fields): where one is
+ * missing, routines launch their kernels one at a time. */
+static const struct {
+    void **slot;
+    const char *first, *second;
+} cu_graph_entries[] = {
+    CU_ENTRY(GraphCreate, "cuGraphCreate", NULL),
+    CU_ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"),
+    CU_ENTRY(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", NULL),
+    CU_ENTRY(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"),
+    CU_ENTRY(GraphLaunch, "cuGraphLaunch", NULL),
+    CU_ENTRY(GraphExecDestroy, "cuGraphExecDestroy", NULL),
+    CU_ENTRY(GraphDestroy, "cuGraphDestroy", NULL),
 };
 #undef CU_ENTRY
 
@@ -137,6 +165,13 @@ static int driver_load_locked(void) {
         }
         *cu_entries[i].slot = f;
     }
+    cu.graphs = true;
+    for (size_t i = 0; i < sizeof cu_graph_entries / sizeof cu_graph_entries[0]; i++) {
+        void *f = dlsym(lib, cu_graph_entries[i].first);
+        if (!f && cu_graph_entries[i].second) f = dlsym(lib, cu_graph_entries[i].second);
+        *cu_graph_entries[i].slot = f;
+        cu.graphs = cu.graphs && f;
+    }
     CUresult r = cu.Init(0);
     if (r != CUDA_SUCCESS) {
         cu_error(r, "the CUDA driver cannot start (no usable GPU?); %s", needs_gpu);
@@ -159,6 +194,24 @@ static int driver_load(void) {
 
 enum { HOST_NEWER, DEVICE_NEWER, BOTH_CURRENT };
 
+/* TSR_CUDA_GRAPHS: unset, graphs where the driver makes them (else launches one at a time);
+ * 0, never; 1, always (a graph the driver refuses is an error). */
+enum { GRAPHS_WHERE_POSSIBLE, GRAPHS_OFF, GRAPHS_REQUIRED };
+
+/* A run of a routine's consecutive kernels, launched as one CUDA graph (tsr_gpu_launch_run): a
+ * chain of kernel nodes, each after the one before.  The driver copied the by-value parameters
+ * (the index symbols and the run's key) into the nodes when it made or last refreshed them:
+ * `scalars` holds those values, and a replay first refreshes the nodes of the kernels that read
+ * one that changed since (tsr_gpu_kernel.scalars). */
+typedef struct GpuGraph {
+    uint32_t count;    /* kernels first … first + count - 1 */
+    CUgraph graph;     /* kept: its nodes name the replay's kernels when they are refreshed */
+    CUgraphExec exec;
+    CUgraphNode *nodes; /* per kernel of the run */
+    int64_t *scalars;   /* symbol_count + TSR_SYMBOL_KEY_WORDS values */
+    bool refused;       /* the driver could not make it (GRAPHS_WHERE_POSSIBLE): one at a time */
+} GpuGraph;
+
 struct tsr_gpu {
     tsr_state *state;
     const tsr_gpu_section *section;
@@ -172,6 +225,8 @@ struct tsr_gpu {
     CUdeviceptr *memory;   /* per buffer: its device copy, or 0 (no kernel uses it) */
     size_t *bytes;         /* per buffer: the size of both copies */
     uint8_t *where;        /* per buffer: HOST_NEWER, DEVICE_NEWER or BOTH_CURRENT */
+    int graph_mode;        /* GRAPHS_* (TSR_CUDA_GRAPHS) */
+    GpuGraph **graphs;     /* per kernel: the graph of the run that starts there, or NULL */
 };
 
 static int gpu_current(const tsr_gpu *g) {
@@ -313,6 +368,14 @@ static int gpu_wait(void) {
 /* Before a synchronous copy, which waits for the stream: the NCCL engine's polled wait. */
 static int wait_before_copy(void) { return tsr_dist_uses_nccl() ? gpu_wait() : TSR_OK; }
 
+/* The host's memory of a graph (the driver's objects are tsr_gpu_close's). */
+static void graph_free(GpuGraph *gr) {
+    if (!gr) return;
+    free(gr->nodes);
+    free(gr->scalars);
+    free(gr);
+}
+
 tsr_gpu *tsr_gpu_open(tsr_state *s, const tsr_gpu_section *section) {
     if (driver_load() != TSR_OK) return NULL;
     tsr_gpu *g = calloc(1, sizeof *g);
@@ -326,12 +389,21 @@ tsr_gpu *tsr_gpu_open(tsr_state *s, const tsr_gpu_section *section) {
         g->memory = calloc((size_t)n + 1, sizeof *g->memory);
         g->bytes = calloc((size_t)n + 1, sizeof *g->bytes);
         g->where = calloc((size_t)n + 1, sizeof *g->where); /* HOST_NEWER: creation fills the host copies */
+        g->graphs = calloc(section->kernel_count + 1, sizeof *g->graphs);
     }
-    if (!g || !g->functions || !g->params || !g->memory || !g->bytes || !g->where) {
+    if (!g || !g->functions || !g->params || !g->memory || !g->bytes || !g->where || !g->graphs) {
         tsr_gpu_close(g);
         tsr_error(TSR_ERR_NOMEM, "out of memory creating a GPU state");
         return NULL;
     }
+    const char *graphs = getenv("TSR_CUDA_GRAPHS");
+    if (graphs && graphs[0] && strcmp(graphs, "0") && strcmp(graphs, "1")) {
+        tsr_gpu_close(g);
+        tsr_error(TSR_ERR_ARGUMENT, "TSR_CUDA_GRAPHS=%s: expected 0 (launch kernels one at a time) or 1 (as graphs)",
+                  graphs);
+        return NULL;
+    }
+    g->graph_mode = !graphs || !graphs[0] ? GRAPHS_WHERE_POSSIBLE : graphs[0] == '0' ? GRAPHS_OFF : GRAPHS_REQUIRED;
     if (open_context(g) != TSR_OK || open_memory(g) != TSR_OK || open_module(g) != TSR_OK) {
         tsr_gpu_close(g);
         return NULL;
@@ -348,12 +420,19 @@ void tsr_gpu_close(tsr_gpu *g) {
     if (g->context && gpu_current(g) == TSR_OK) {
         gpu_wait(); /* a kernel still running may use the memory; its error no longer matters */
         tsr_nccl_close(g);
+        for (uint32_t k = 0; g->graphs && k < g->section->kernel_count; k++) {
+            GpuGraph *gr = g->graphs[k];
+            if (gr && gr->exec) cu.GraphExecDestroy(gr->exec);
+            if (gr && gr->graph) cu.GraphDestroy(gr->graph);
+        }
         for (uint32_t b = 0; g->memory && b < g->buffer_count; b++)
             if (g->memory[b]) cu.MemFree(g->memory[b]);
         if (g->module) cu.ModuleUnload(g->module);
     }
     if (g->context) cu.DevicePrimaryCtxRelease(g->device);
     for (uint32_t k = 0; g->params && k < g->section->kernel_count; k++) free(g->params[k]);
+    for (uint32_t k = 0; g->graphs && k < g->section->kernel_count; k++) graph_free(g->graphs[k]);
+    free(g->graphs);
     free(g->params);
     free(g->functions);
     free(g->memory);
@@ -444,22 +523,162 @@ int tsr_gpu_profile_wait(tsr_state *s) {
 
 /* ---- Launches -------------------------------------------------------------------------------------- */
 
-int tsr_gpu_launch(tsr_state *s, uint32_t kernel) {
-    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+/* The state's device side for a launch of kernels first … first + count - 1, its context current. */
+static tsr_gpu *launch_gpu(tsr_state *s, uint32_t first, uint32_t count, int *status) {
+    *status = TSR_OK;
+    if (!s) {
+        *status = tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+        return NULL;
+    }
     tsr_gpu *g = tsr_state_gpu(s);
-    if (!g) return tsr_error(TSR_ERR_ARGUMENT, "GPU kernel %u: this state has no GPU section", kernel);
-    if (kernel >= g->section->kernel_count)
-        return tsr_error(TSR_ERR_ARGUMENT, "no GPU kernel number %u (the program has %u)", kernel,
-                         g->section->kernel_count);
-    const tsr_gpu_kernel *kn = &g->section->kernels[kernel];
-    int status = gpu_current(g);
+    if (!g)
+        *status = tsr_error(TSR_ERR_ARGUMENT, "GPU kernel %u: this state has no GPU section", first);
+    else if (count == 0 || first >= g->section->kernel_count || count > g->section->kernel_count - first)
+        *status = tsr_error(TSR_ERR_ARGUMENT, "no GPU kernel number %u (the program has %u)",
+                            count && first < g->section->kernel_count ? first + count - 1 : first,
+                            g->section->kernel_count);
+    else
+        *status = gpu_current(g);
+    return *status == TSR_OK ? g : NULL;
+}
+
+/* Kernel k's buffers current on the device (the host-newer ones copied). */
+static int buffers_to_device(tsr_gpu *g, uint32_t k) {
+    const tsr_gpu_kernel *kn = &g->section->kernels[k];
+    int status = TSR_OK;
     for (uint32_t i = 0; i < kn->param_count && status == TSR_OK; i++) status = to_device(g, kn->buffers[i]);
-    if (status != TSR_OK) return status;
-    CUresult r = cu.LaunchKernel(g->functions[kernel], kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
-                                 kn->block[1], kn->block[2], kn->shared_bytes, NULL, g->params[kernel], NULL);
-    if (r != CUDA_SUCCESS) return cu_error(r, "cannot launch GPU kernel %u '%s'", kernel, kn->name);
+    return status;
+}
+
+/* After kernel k is launched: the buffers it writes are newer on the device. */
+static void mark_written(tsr_gpu *g, uint32_t k) {
+    const tsr_gpu_kernel *kn = &g->section->kernels[k];
     for (uint32_t i = 0; i < kn->param_count; i++)
         if (kn->writes[i]) g->where[kn->buffers[i]] = DEVICE_NEWER;
+}
+
+static int launch_one(tsr_gpu *g, uint32_t k) {
+    const tsr_gpu_kernel *kn = &g->section->kernels[k];
+    int status = buffers_to_device(g, k);
+    if (status != TSR_OK) return status;
+    CUresult r = cu.LaunchKernel(g->functions[k], kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0], kn->block[1],
+                                 kn->block[2], kn->shared_bytes, NULL, g->params[k], NULL);
+    if (r != CUDA_SUCCESS) return cu_error(r, "cannot launch GPU kernel %u '%s'", k, kn->name);
+    mark_written(g, k);
+    return TSR_OK;
+}
+
+int tsr_gpu_launch(tsr_state *s, uint32_t kernel) {
+    int status;
+    tsr_gpu *g = launch_gpu(s, kernel, 1, &status);
+    return g ? launch_one(g, kernel) : status;
+}
+
+/* ---- Runs of kernels as CUDA graphs ---------------------------------------------------------------- *
+ *
+ * A routine's kernels between two calls of the runtime (a REDUCE, nothing else touches the
+ * host's copies there) are one run, and the generated code launches each run with
+ * tsr_gpu_launch_run.  Its first launch makes a graph of the run's kernels, each node after the
+ * one before (the order and the dependences of launches on one stream), and every launch of
+ * the run replays it: one call of the driver instead of one a kernel, and less time between
+ * kernels on the GPU.  The parameters' values are the nodes': a replay first gives the kernels
+ * that read an index symbol or the run's key (the compiler's tsr_gpu_kernel.scalars) the
+ * current values where they changed.  The buffers that any kernel of the run lists are made
+ * current on the device before it, which is what the launches one at a time would have done:
+ * nothing on the host runs between them. */
+
+static CuKernelNodeParams node_params(const tsr_gpu *g, uint32_t k) {
+    const tsr_gpu_kernel *kn = &g->section->kernels[k];
+    return (CuKernelNodeParams){.func = g->functions[k], .gridDimX = kn->grid[0], .gridDimY = kn->grid[1],
+                                .gridDimZ = kn->grid[2], .blockDimX = kn->block[0], .blockDimY = kn->block[1],
+                                .blockDimZ = kn->block[2], .sharedMemBytes = kn->shared_bytes,
+                                .kernelParams = g->params[k]};
+}
+
+/* The graph of kernels first … first + count - 1 in *out, or an error (the graph then freed). */
+static int graph_make(tsr_gpu *g, uint32_t first, uint32_t count, GpuGraph **out) {
+    uint32_t scalars = tsr_model_symbol_count(g->state->model) + TSR_SYMBOL_KEY_WORDS;
+    GpuGraph *gr = calloc(1, sizeof *gr);
+    if (gr) {
+        gr->count = count;
+        gr->nodes = calloc(count, sizeof *gr->nodes);
+        gr->scalars = calloc(scalars + 1, sizeof *gr->scalars);
+    }
+    if (!gr || !gr->nodes || !gr->scalars) {
+        graph_free(gr);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory making a CUDA graph of GPU kernels %u to %u", first,
+                         first + count - 1);
+    }
+    memcpy(gr->scalars, g->state->symbols, scalars * sizeof *gr->scalars);
+    CUresult r = cu.GraphCreate(&gr->graph, 0);
+    for (uint32_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        CuKernelNodeParams p = node_params(g, first + i);
+        r = cu.GraphAddKernelNode(&gr->nodes[i], gr->graph, i ? &gr->nodes[i - 1] : NULL, i ? 1 : 0, &p);
+    }
+    if (r == CUDA_SUCCESS) r = cu.GraphInstantiateWithFlags(&gr->exec, gr->graph, 0);
+    if (r != CUDA_SUCCESS) {
+        if (gr->graph) cu.GraphDestroy(gr->graph);
+        graph_free(gr);
+        return cu_error(r, "cannot make a CUDA graph of GPU kernels %u to %u", first, first + count - 1);
+    }
+    *out = gr;
+    return TSR_OK;
+}
+
+/* The nodes whose kernels read a value that changed since the graph's nodes got theirs, given
+ * the current ones. */
+static int graph_refresh(tsr_gpu *g, GpuGraph *gr, uint32_t first) {
+    uint32_t symbols = tsr_model_symbol_count(g->state->model), scalars = symbols + TSR_SYMBOL_KEY_WORDS;
+    const int64_t *now = g->state->symbols;
+    uint8_t changed = 0;
+    if (memcmp(gr->scalars, now, symbols * sizeof *now)) changed |= TSR_GPU_READS_SYMBOLS;
+    if (memcmp(gr->scalars + symbols, now + symbols, TSR_SYMBOL_KEY_WORDS * sizeof *now)) changed |= TSR_GPU_READS_KEY;
+    for (uint32_t i = 0; changed && i < gr->count; i++) {
+        if (!(g->section->kernels[first + i].scalars & changed)) continue;
+        CuKernelNodeParams p = node_params(g, first + i);
+        CUresult r = cu.GraphExecKernelNodeSetParams(gr->exec, gr->nodes[i], &p);
+        if (r != CUDA_SUCCESS)
+            return cu_error(r, "cannot give GPU kernel %u '%s' of a CUDA graph its parameters", first + i,
+                            g->section->kernels[first + i].name);
+    }
+    memcpy(gr->scalars, now, scalars * sizeof *now);
+    return TSR_OK;
+}
+
+int tsr_gpu_launch_run(tsr_state *s, uint32_t first, uint32_t count) {
+    int status;
+    tsr_gpu *g = launch_gpu(s, first, count, &status);
+    if (!g) return status;
+    GpuGraph *gr = g->graphs[first];
+    bool graph = count > 1 && g->graph_mode != GRAPHS_OFF && (!gr || (!gr->refused && gr->count == count));
+    if (graph && !cu.graphs) {
+        if (g->graph_mode == GRAPHS_REQUIRED)
+            return tsr_error(TSR_ERR_GPU, "TSR_CUDA_GRAPHS=1, but the CUDA driver has no graphs (CUDA 11.4 or later)");
+        graph = false;
+    }
+    for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = buffers_to_device(g, k);
+    if (status != TSR_OK) return status;
+    if (graph && !gr) {
+        status = graph_make(g, first, count, &gr);
+        if (status != TSR_OK && g->graph_mode == GRAPHS_REQUIRED) return status;
+        if (status != TSR_OK) gr = calloc(1, sizeof *gr); /* refused: launched one at a time from now on */
+        if (!gr) return tsr_error(TSR_ERR_NOMEM, "out of memory launching GPU kernels %u to %u", first, first + count - 1);
+        if (status != TSR_OK) gr->refused = true;
+        g->graphs[first] = gr;
+        graph = !gr->refused;
+        status = TSR_OK;
+    } else if (graph) {
+        status = graph_refresh(g, gr, first);
+    }
+    if (!graph) {
+        for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = launch_one(g, k);
+        return status;
+    }
+    if (status != TSR_OK) return status;
+    CUresult r = cu.GraphLaunch(gr->exec, NULL);
+    if (r != CUDA_SUCCESS)
+        return cu_error(r, "cannot launch the CUDA graph of GPU kernels %u to %u", first, first + count - 1);
+    for (uint32_t k = first; k < first + count; k++) mark_written(g, k);
     return TSR_OK;
 }
 

@@ -13,6 +13,24 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+
+/* A kernel node's launch (CUDA_KERNEL_NODE_PARAMS_v2): the fields up to `extra` are v1's, so
+ * the driver's v1 entry points (CUDA 11) read this struct too.  `kern` and `ctx` stay NULL: the
+ * node launches `func` in the current context.  The driver copies the parameters' values when
+ * the node is made or its parameters set. */
+typedef struct CuKernelNodeParams {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    void *kern;
+    CUcontext ctx;
+} CuKernelNodeParams;
 
 enum {
     CUDA_SUCCESS = 0,

@@ -91,7 +91,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
  *   u8 has_gpu         and, when 1 (a --target=cuda program):
  *     str ptx; str arch; u32 kernel_count
- *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes;
+ *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes; u8 scalars;
  *                        u32 param_count; { u32 buffer; u8 writes } [param_count] }
  *
  * Buffer kinds, initialisations and print arguments are the TSR_BUF_*, TSR_INIT_* and TSR_ARG_*
@@ -138,9 +138,15 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * processes"): a sample is one index of the fields' first k axes together (their batch axes),
  * and rank r holds the samples r, r + N, r + 2N, … of the set that one process would read with
  * N times the samples.  Version 14 added the element type F64 (8-byte cells), version 15 BF16 and
- * F16 (2-byte cells), version 16 U8 and BOOL (1-byte cells) and I64. */
+ * F16 (2-byte cells), version 16 U8 and BOOL (1-byte cells) and I64.  Version 17 added a GPU
+ * kernel's `scalars`: which of its by-value parameters its code reads (TSR_GPU_READS_*: an index
+ * symbol, the run's random key), so that a replayed CUDA graph (runtime/cuda.c) refreshes the
+ * parameters of those kernels alone when the values change. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 16u
+#define TSR_IMAGE_VERSION 17u
+/* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
+#define TSR_GPU_READS_SYMBOLS 1u
+#define TSR_GPU_READS_KEY 2u
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u

@@ -145,6 +145,7 @@ tsr_state *tsr_state_create_model(tsr_model *model, uint64_t seed, const tsr_run
 typedef struct tsr_gpu_kernel {
     char *name;
     uint32_t grid[3], block[3], shared_bytes;
+    uint8_t scalars; /* TSR_GPU_READS_*: the by-value parameters its code reads */
     uint32_t param_count;
     uint32_t *buffers;
     uint8_t *writes;

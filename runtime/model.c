@@ -112,7 +112,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
     g->ptx = str(r);
     g->arch = str(r);
     if (!g->ptx || !g->arch || !g->ptx[0] || !g->arch[0]) r->bad = true;
-    g->kernel_count = count(r, 36);
+    g->kernel_count = count(r, 37);
     g->kernels = calloc(g->kernel_count + 1, sizeof *g->kernels);
     if (!g->kernels || (!r->bad && g->kernel_count == 0)) r->bad = true;
     for (uint32_t k = 0; k < g->kernel_count && !r->bad; k++) {
@@ -122,6 +122,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
         for (int d = 0; d < 3; d++) kn->grid[d] = u32(r);
         for (int d = 0; d < 3; d++) threads *= (kn->block[d] = u32(r));
         kn->shared_bytes = u32(r);
+        kn->scalars = u8(r);
         kn->param_count = count(r, 5);
         kn->buffers = calloc(kn->param_count + 1, sizeof *kn->buffers);
         kn->writes = calloc(kn->param_count + 1, sizeof *kn->writes);
@@ -131,6 +132,7 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
                 kn->grid[d] > INT32_MAX)
                 r->bad = true;
         if (threads > GPU_BLOCK_THREADS || kn->block[2] > GPU_BLOCK_Z || kn->shared_bytes > GPU_SHARED_BYTES ||
+            (kn->scalars & ~(TSR_GPU_READS_SYMBOLS | TSR_GPU_READS_KEY)) ||
             ((uint64_t)m->symbol_count + TSR_SYMBOL_KEY_WORDS + kn->param_count) * 8 > GPU_PARAM_BYTES)
             r->bad = true;
         for (uint32_t p = 0; p < kn->param_count && !r->bad; p++) {

@@ -242,6 +242,13 @@ int tsr_main_save(tsr_state *state);
  * TSR_ERR_ARGUMENT with a message naming the kernel.  A kernel's own failure shows at the next
  * call that waits for the GPU (a copy to the host, tsr_state_sync_host). */
 int tsr_gpu_launch(tsr_state *state, uint32_t kernel);
+/* Launch kernels first … first + count - 1 as tsr_gpu_launch would, one after another, with
+ * nothing on the host between them: the generated code calls it for each run of a routine's
+ * kernels between two calls of the runtime.  The first launch of a run makes a CUDA graph of
+ * its kernels and every launch replays it (refreshing the index symbols and the run's key of the
+ * kernels that read them); with TSR_CUDA_GRAPHS=0, or a driver without graphs, the kernels are
+ * launched one at a time.  TSR_OK, or TSR_ERR_GPU / TSR_ERR_ARGUMENT as tsr_gpu_launch. */
+int tsr_gpu_launch_run(tsr_state *state, uint32_t first, uint32_t count);
 /* Wait until the state's launched kernels have finished: code compiled with --profile
  * --target=cuda calls it after each launch, so that the time it records is the kernel's.
  * TSR_OK (also for a state without a GPU section), or TSR_ERR_GPU with the CUDA error. */

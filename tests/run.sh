@@ -965,9 +965,10 @@ sh tests/gpu/host.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/gpuhost.out" 2>&1
 add_summary "GPU target on the host: no driver, objects, --emit=ptx" $? "$TMP/gpuhost.out"
 
 # The GPU target's host side end to end without a GPU: executables against a stand-in CUDA
-# driver that checks modules, launches and copies, their launches against their manifests —
-# six chosen programs, then every golden of tests/native (tests/gpu/fake_driver.sh,
-# fake_golden.sh, fake_cuda.c).
+# driver that checks modules, launches, CUDA graphs and copies, their launches against their
+# manifests — six chosen programs, three whose runs of kernels are replayed graphs against the
+# same launched one at a time, then every golden of tests/native with graphs and without
+# (tests/gpu/fake_driver.sh, fake_golden.sh, fake_cuda.c).
 PYTHON=$PYTHON sh tests/gpu/fake_driver.sh "$TSRC" >"$TMP/fakecuda.out" 2>&1
 add_summary "GPU target's host side against a fake CUDA driver" $? "$TMP/fakecuda.out"
 

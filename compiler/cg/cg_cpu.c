@@ -14,7 +14,9 @@
  * there against tsr.h).
  *
  * A --target=cuda program's routines instead launch its GPU kernels (cg_ptx.c, whose PTX the
- * image carries) one after another through the runtime's tsr_gpu_launch(); `main` is the same.
+ * image carries) one after another through the runtime: each run of kernels between two calls of
+ * the runtime with tsr_gpu_launch_run() (a CUDA graph), a lone one with tsr_gpu_launch(); `main`
+ * is the same.
  *
  * The model image (image.c) is a constant array `MODULE__image`; generated headers and `main`
  * pass it to tsr_state_create().  `main`, for executables, reads its command line and makes
@@ -396,7 +398,9 @@ static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status) {
 
 /* int NAME(tsr_state *s) of a --target=cuda program: begin the run (check symbols, number the
  * run: tsr_state_begin_run), then launch the function's
- * GPU kernels in order through the runtime (runtime/cuda.c), stopping at the first error. */
+ * GPU kernels in order through the runtime (runtime/cuda.c), stopping at the first error: each
+ * run of kernels between two calls of the runtime with one tsr_gpu_launch_run (a CUDA graph),
+ * or, with --profile, each kernel alone and waited for. */
 static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
     IrProgram *ir = (IrProgram *)g->ir;
@@ -424,8 +428,16 @@ static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     for (uint32_t k = 0; k < kl.count; k++) {
         /* --profile: each launch waits for its kernel (tsr_gpu_profile_wait), so its time is the kernel's */
         LLVMValueRef t0 = c->opt->profile ? profile_clock(c) : NULL;
+        uint32_t run = 1; /* without --profile, the kernels up to the next call of the runtime: one graph */
+        while (!t0 && !kl.kernels[k].call && k + run < kl.count && !kl.kernels[k + run].call) run++;
         if (kl.kernels[k].call) {
             call_runtime(c, &kl.kernels[k]);
+        } else if (run > 1) {
+            LLVMTypeRef pr[3] = {g->ptr, g->i32, g->i32};
+            LLVMValueRef a[3] = {state, LLVMConstInt(g->i32, next, 0), LLVMConstInt(g->i32, run, 0)};
+            return_on_error(c, r, cgl_call(g, "tsr_gpu_launch_run", g->i32, pr, 3, a));
+            next += run;
+            k += run - 1;
         } else {
             LLVMValueRef a[2] = {state, LLVMConstInt(g->i32, next++, 0)};
             return_on_error(c, r, cgl_call(g, "tsr_gpu_launch", g->i32, p, 2, a));

@@ -35,6 +35,7 @@
 
 #include "cg/abi.h"
 #include "base/diag.h"
+#include "runtime/image_format.h"
 #include "sched/kernel.h"
 
 enum { PTX_KERNEL_CALL_CONV = 71, /* LLVM's CallingConv::PTX_Kernel */
@@ -175,6 +176,43 @@ static void emit_kernel(CgLlvm *g, const IrFunction *fn, const Kernel *k, const 
     free(at);
 }
 
+/* Which of each kernel's by-value parameters (the first symbol_count index symbols, then the
+ * run's key) its code reads, as TSR_GPU_READS_* bits in info->scalars: those the PTX's text
+ * names from the kernel's body (LLVM's NVPTX back end reads a parameter `NAME_param_I` by that
+ * name, and leaves out the reads whose values nothing uses, the key of a kernel without random
+ * numbers).  A replayed CUDA graph refreshes the parameters of the kernels that read a value
+ * that changed since (runtime/cuda.c).  Kernels appear in the text in the order they were
+ * emitted; `from` keeps the scan linear. */
+static void note_scalars_read(const char *ptx, GpuKernelInfo *infos, uint32_t count, uint32_t symbol_count) {
+    const char *from = ptx;
+    for (uint32_t k = 0; k < count; k++) {
+        GpuKernelInfo *info = &infos[k];
+        size_t len = strlen(info->name);
+        const char *entry = NULL;
+        for (const char *at = from; (at = strstr(at, ".entry ")) != NULL; at += 7)
+            if (!strncmp(at + 7, info->name, len) && at[7 + len] == '(') {
+                entry = at;
+                break;
+            }
+        if (!entry) { /* not where the order says: every entry reads every value, to be safe */
+            info->scalars = TSR_GPU_READS_SYMBOLS | TSR_GPU_READS_KEY;
+            continue;
+        }
+        const char *body = strchr(entry, '{'), *end = body ? strstr(body, "\n.visible .entry ") : NULL;
+        if (!end) end = body ? strstr(body, "\n.entry ") : NULL;
+        if (!end) end = body ? body + strlen(body) : entry;
+        for (const char *at = body; at && at < end && (at = strstr(at, "_param_")) != NULL && at < end; at += 7) {
+            if ((size_t)(at - body) < len || strncmp(at - len, info->name, len)) continue;
+            char *digits_end;
+            unsigned long i = strtoul(at + 7, &digits_end, 10);
+            if (digits_end == at + 7) continue;
+            if (i < symbol_count) info->scalars |= TSR_GPU_READS_SYMBOLS;
+            else if (i < symbol_count + ABI_SYMBOL_KEY_WORDS) info->scalars |= TSR_GPU_READS_KEY;
+        }
+        from = end;
+    }
+}
+
 /* Whether the module calls a libdevice function. */
 static bool needs_libdevice(LLVMModuleRef mod) {
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
@@ -279,6 +317,7 @@ bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char 
     if (!text) diag_fatal_oom();
     text[out->ptx.size] = 0;
     out->ptx.data = text;
+    note_scalars_read((const char *)text, infos, n, ir->symbol_count);
     out->gpu = (GpuImage){.ptx = (const char *)text, .arch = target->gpu_arch, .kernels = infos, .kernel_count = n};
     return true;
 }

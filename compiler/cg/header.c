@@ -37,6 +37,7 @@
 #include "cg/abi.h"
 #include "cg/cg_ptx.h"
 #include "base/diag.h"
+#include "runtime/image_format.h"
 
 typedef struct Export {
     const char *shown;   /* the tensor's name in the program ("l1.w", "x.grad") */
@@ -450,9 +451,10 @@ void ptx_manifest_write(const IrProgram *ir, const char *module, const PtxModule
     for (uint32_t k = 0; k < g->kernel_count; k++) {
         const GpuKernelInfo *kn = &g->kernels[k];
         fprintf(out, "%s\n    {\"name\": \"%s\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
-                     "\"shared_bytes\": %u,\n     \"params\": [",
+                     "\"shared_bytes\": %u, \"reads_symbols\": %s, \"reads_key\": %s,\n     \"params\": [",
                 k ? "," : "", kn->name, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0], kn->block[1], kn->block[2],
-                kn->shared_bytes);
+                kn->shared_bytes, kn->scalars & TSR_GPU_READS_SYMBOLS ? "true" : "false",
+                kn->scalars & TSR_GPU_READS_KEY ? "true" : "false");
         for (uint32_t i = 0; i < ir->symbol_count; i++) {
             fprintf(out, "%s{\"symbol\": ", i ? ", " : "");
             json_string(out, ir->symbols[i].name);

@@ -146,6 +146,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
             for (int d = 0; d < 3; d++) u32(&b, kn->grid[d]);
             for (int d = 0; d < 3; d++) u32(&b, kn->block[d]);
             u32(&b, kn->shared_bytes);
+            u8(&b, kn->scalars);
             u32(&b, kn->param_count);
             for (uint32_t p = 0; p < kn->param_count; p++) {
                 u32(&b, kn->params[p]);

@@ -9,12 +9,14 @@
 #include "ir/ir.h"
 
 /* One GPU kernel of a --target=cuda program, as the runtime launches it (runtime/cuda.c): its
- * entry in the PTX, the launch domain, and its buffer parameters (after one i64 per index
- * symbol), each marked when the kernel stores into it. */
+ * entry in the PTX, the launch domain, which of its by-value parameters (one i64 per index
+ * symbol, then the run's random key) its code reads, and its buffer parameters, each marked
+ * when the kernel stores into it. */
 typedef struct GpuKernelInfo {
     const char *name;
     uint32_t grid[3], block[3];
     uint32_t shared_bytes;
+    uint8_t scalars; /* TSR_GPU_READS_* (runtime/image_format.h) */
     uint32_t param_count;
     const uint32_t *params; /* buffers */
     const bool *writes;     /* per param */

@@ -14,7 +14,10 @@
  *   - copies stay within one allocation, and frees name a live one.
  * A violation is printed on stderr ("fake CUDA driver: …") and the call fails with an error code,
  * which the runtime turns into the program's error, so the program exits 1.  Each launch is
- * appended to the file TSR_FAKE_CUDA_TRACE names (if set) as one line "NAME".  A function named
+ * appended to the file TSR_FAKE_CUDA_TRACE names (if set) as one line "NAME", and to the file
+ * TSR_FAKE_CUDA_VALUES names as "NAME" and its parameters' values.  CUDA graphs (chains of kernel
+ * nodes, the runtime's runs of kernels) are made, checked and replayed in order: each node's
+ * replay is a launch of its kernel with the values the node holds ("Graphs" below).  A function named
  * by TSR_FAKE_CUDA_HIDE counts as missing from the module (so a test sees the program fail).
  *
  * Requires: runtime/cuda_abi.h (-Iruntime); built as a shared object (cc -shared -fPIC). */
@@ -38,6 +41,7 @@ static char *module_text;
 static struct Function {
     char *name;
     unsigned params;
+    unsigned char *read; /* per .param: whether the entry's body names it (the others' values cannot matter) */
     int shared_allowed;
 } functions[MAX_FUNCTIONS];
 static unsigned function_count;
@@ -98,13 +102,35 @@ static int entry_params(const char *name) {
     return -1;
 }
 
+/* Which of entry `name`'s `count` parameters its body names (`NAME_param_I`, from its `{` to the
+ * next entry): an array of `count` flags. */
+static unsigned char *entry_reads(const char *name, unsigned count) {
+    unsigned char *read = calloc(count + 1, 1);
+    size_t n = strlen(name);
+    const char *at = strstr(module_text, ".entry "), *body = NULL;
+    for (; at && !body; at = strstr(at + 1, ".entry ")) {
+        const char *p = at + 7;
+        while (*p == ' ') p++;
+        if (strncmp(p, name, n) == 0 && (p[n] == '(' || p[n] == ' ' || p[n] == '\n')) body = strchr(p, '{');
+    }
+    const char *end = body ? strstr(body, ".entry ") : NULL;
+    if (!end && body) end = body + strlen(body);
+    for (const char *q = body; read && q && (q = strstr(q, "_param_")) != NULL && q < end; q += 7) {
+        char *digits_end;
+        unsigned long i = strtoul(q + 7, &digits_end, 10);
+        if (digits_end != q + 7 && i < count && (size_t)(q - body) >= n && strncmp(q - n, name, n) == 0) read[i] = 1;
+    }
+    return read;
+}
+
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
     if (module != (CUmodule)&module_token || !module_text) return complain(CUDA_ERROR_INVALID_HANDLE, "no module loaded", NULL);
     const char *hidden = getenv("TSR_FAKE_CUDA_HIDE"); /* a test's: this entry counts as missing */
     int params = hidden && strcmp(hidden, name) == 0 ? -1 : entry_params(name);
     if (params < 0) return complain(CUDA_ERROR_NOT_FOUND, "no .entry in the module named", name);
     if (function_count == MAX_FUNCTIONS) return complain(CUDA_ERROR_OUT_OF_MEMORY, "too many functions", NULL);
-    functions[function_count] = (struct Function){strdup(name), (unsigned)params, CUDA_STATIC_SHARED_LIMIT};
+    functions[function_count] = (struct Function){strdup(name), (unsigned)params, entry_reads(name, (unsigned)params),
+                                                  CUDA_STATIC_SHARED_LIMIT};
     *function = (CUfunction)&functions[function_count++];
     return CUDA_SUCCESS;
 }
@@ -174,11 +200,10 @@ CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
     return CUDA_SUCCESS;
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, CUstream stream, void **params, void **extra) {
-    (void)stream;
-    struct Function *fn = function_of(f);
-    if (!fn) return complain(CUDA_ERROR_INVALID_HANDLE, "a launch of an unknown function", NULL);
+/* Whether a launch of fn with this grid, block, shared memory and parameters is one the driver
+ * takes; complains (and returns the error) when not. */
+static CUresult check_launch(const struct Function *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared, void **params, void **extra) {
     if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 || gz > 65535)
         return complain(CUDA_ERROR_INVALID_VALUE, "a grid out of range, launching", fn->name);
     if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 || bz > 64)
@@ -189,15 +214,174 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
     if (fn->params && !params) return complain(CUDA_ERROR_INVALID_VALUE, "no parameters, launching", fn->name);
     for (unsigned i = 0; i < fn->params; i++)
         if (!params[i]) return complain(CUDA_ERROR_INVALID_VALUE, "a NULL parameter pointer, launching", fn->name);
-    const char *trace = getenv("TSR_FAKE_CUDA_TRACE");
-    if (trace && trace[0]) {
-        FILE *out = fopen(trace, "a");
-        if (!out) return complain(CUDA_ERROR_INVALID_VALUE, "cannot append to TSR_FAKE_CUDA_TRACE", trace);
-        fprintf(out, "%s\n", fn->name);
-        fclose(out);
-    }
     return CUDA_SUCCESS;
 }
+
+/* Appends `line` to the file that environment variable `variable` names, if set. */
+static CUresult append_to(const char *variable, const char *line) {
+    const char *path = getenv(variable);
+    if (!path || !path[0]) return CUDA_SUCCESS;
+    FILE *out = fopen(path, "a");
+    if (!out) return complain(CUDA_ERROR_INVALID_VALUE, "cannot append to the file of", variable);
+    fprintf(out, "%s\n", line);
+    fclose(out);
+    return CUDA_SUCCESS;
+}
+
+/* A kernel ran: its name into TSR_FAKE_CUDA_TRACE, and into TSR_FAKE_CUDA_VALUES its name and
+ * the values of the parameters its code reads (every parameter is 8 bytes: an index symbol, a
+ * word of the run's key, or a device pointer, written `*` since allocations differ from run to
+ * run; a parameter the code never reads is `-`). */
+static CUresult record_launch(const struct Function *fn, const int64_t *values) {
+    CUresult r = append_to("TSR_FAKE_CUDA_TRACE", fn->name);
+    const char *path = getenv("TSR_FAKE_CUDA_VALUES");
+    if (r != CUDA_SUCCESS || !path || !path[0]) return r;
+    size_t cap = strlen(fn->name) + 24 * (size_t)fn->params + 2, used;
+    char *line = malloc(cap);
+    if (!line) return CUDA_ERROR_OUT_OF_MEMORY;
+    used = (size_t)snprintf(line, cap, "%s", fn->name);
+    for (unsigned i = 0; i < fn->params; i++)
+        used += (size_t)(!fn->read[i]                              ? snprintf(line + used, cap - used, " -")
+                         : allocation_of((CUdeviceptr)values[i], 0) ? snprintf(line + used, cap - used, " *")
+                                                                   : snprintf(line + used, cap - used, " %lld", (long long)values[i]));
+    r = append_to("TSR_FAKE_CUDA_VALUES", line);
+    free(line);
+    return r;
+}
+
+/* The parameters' values at this moment (the driver copies them when a launch or a node is made). */
+static int64_t *values_of(const struct Function *fn, void **params) {
+    int64_t *values = calloc(fn->params + 1, sizeof *values);
+    for (unsigned i = 0; values && i < fn->params; i++) memcpy(&values[i], params[i], sizeof *values);
+    return values;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream stream, void **params, void **extra) {
+    (void)stream;
+    struct Function *fn = function_of(f);
+    if (!fn) return complain(CUDA_ERROR_INVALID_HANDLE, "a launch of an unknown function", NULL);
+    CUresult r = check_launch(fn, gx, gy, gz, bx, by, bz, shared, params, extra);
+    int64_t *values = r == CUDA_SUCCESS ? values_of(fn, params) : NULL;
+    if (r == CUDA_SUCCESS && !values) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) r = record_launch(fn, values);
+    free(values);
+    return r;
+}
+
+#ifndef FAKE_NO_GRAPHS /* -DFAKE_NO_GRAPHS: a driver older than CUDA 11.4, without them */
+/* ---- Graphs: a chain of kernel nodes, replayed in order -------------------------------------------- *
+ *
+ * A node keeps its function and its parameters' values as they were when it was made (or, in an
+ * instantiated graph, last set), as the driver does.  The runtime makes each graph a chain, every
+ * node after the one made before it: anything else is refused, since replaying in the order of
+ * making is right only for a chain.  TSR_FAKE_CUDA_VALUES gets a line "instantiate N" for each
+ * instantiated graph of N nodes and "graph N" for each launch of one, before its kernels' lines;
+ * TSR_FAKE_CUDA_REFUSE_GRAPHS=1 makes every instantiation fail. */
+
+struct CUgraphNode_st {
+    struct CUgraph_st *graph;
+    unsigned index;
+    const struct Function *fn;
+    int64_t *values;
+};
+struct CUgraph_st {
+    struct CUgraphNode_st **nodes;
+    unsigned count;
+};
+struct CUgraphExec_st {
+    struct CUgraph_st *from;
+    int64_t **values; /* per node: the exec's own copy */
+    unsigned count;
+};
+
+CUresult cuGraphCreate(CUgraph *graph, unsigned flags) {
+    if (flags) return complain(CUDA_ERROR_INVALID_VALUE, "cuGraphCreate flags not 0", NULL);
+    *graph = calloc(1, sizeof **graph);
+    return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *after, size_t after_count,
+                                 const CuKernelNodeParams *p) {
+    struct Function *fn = p ? function_of(p->func) : NULL;
+    if (!graph || !fn) return complain(CUDA_ERROR_INVALID_HANDLE, "a kernel node of an unknown graph or function", NULL);
+    CUresult r = check_launch(fn, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                              p->sharedMemBytes, p->kernelParams, p->extra);
+    if (r != CUDA_SUCCESS) return r;
+    if (after_count != (graph->count ? 1u : 0u) || (graph->count && after[0] != graph->nodes[graph->count - 1]))
+        return complain(CUDA_ERROR_INVALID_VALUE, "a kernel node not after the one made before it (not a chain)", fn->name);
+    struct CUgraphNode_st **grown = realloc(graph->nodes, (graph->count + 1) * sizeof *grown);
+    struct CUgraphNode_st *n = calloc(1, sizeof *n);
+    if (grown) graph->nodes = grown;
+    if (!grown || !n || !(n->values = values_of(fn, p->kernelParams))) return CUDA_ERROR_OUT_OF_MEMORY;
+    *n = (struct CUgraphNode_st){graph, graph->count, fn, n->values};
+    graph->nodes[graph->count++] = n;
+    *node = n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+    const char *refuse = getenv("TSR_FAKE_CUDA_REFUSE_GRAPHS");
+    if (refuse && strcmp(refuse, "1") == 0) return complain(CUDA_ERROR_INVALID_VALUE, "graphs refused (TSR_FAKE_CUDA_REFUSE_GRAPHS)", NULL);
+    if (!graph || flags) return complain(CUDA_ERROR_INVALID_VALUE, "instantiating no graph, or with flags", NULL);
+    struct CUgraphExec_st *e = calloc(1, sizeof *e);
+    if (!e || !(e->values = calloc(graph->count + 1, sizeof *e->values))) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->from = graph;
+    e->count = graph->count;
+    for (unsigned i = 0; i < graph->count; i++) {
+        const struct CUgraphNode_st *n = graph->nodes[i];
+        if (!(e->values[i] = malloc((n->fn->params + 1) * sizeof **e->values))) return CUDA_ERROR_OUT_OF_MEMORY;
+        memcpy(e->values[i], n->values, n->fn->params * sizeof **e->values);
+    }
+    char line[64];
+    snprintf(line, sizeof line, "instantiate %u", e->count);
+    *exec = e;
+    return append_to("TSR_FAKE_CUDA_VALUES", line);
+}
+
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const CuKernelNodeParams *p) {
+    if (!exec || !node || node->graph != exec->from || node->index >= exec->count)
+        return complain(CUDA_ERROR_INVALID_HANDLE, "setting the parameters of a node not in the graph", NULL);
+    if (!p || function_of(p->func) != node->fn)
+        return complain(CUDA_ERROR_INVALID_VALUE, "a node's parameters set with another function", node->fn->name);
+    CUresult r = check_launch(node->fn, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                              p->sharedMemBytes, p->kernelParams, p->extra);
+    int64_t *values = r == CUDA_SUCCESS ? values_of(node->fn, p->kernelParams) : NULL;
+    if (r != CUDA_SUCCESS || !values) return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
+    free(exec->values[node->index]);
+    exec->values[node->index] = values;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+    if (!exec) return complain(CUDA_ERROR_INVALID_HANDLE, "launching no graph", NULL);
+    if (stream) return complain(CUDA_ERROR_INVALID_HANDLE, "a graph launched on a stream the runtime never made", NULL);
+    char line[64];
+    snprintf(line, sizeof line, "graph %u", exec->count);
+    CUresult r = append_to("TSR_FAKE_CUDA_VALUES", line);
+    for (unsigned i = 0; i < exec->count && r == CUDA_SUCCESS; i++) r = record_launch(exec->from->nodes[i]->fn, exec->values[i]);
+    return r;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+    if (!exec) return complain(CUDA_ERROR_INVALID_HANDLE, "destroying no graph", NULL);
+    for (unsigned i = 0; i < exec->count; i++) free(exec->values[i]);
+    free(exec->values);
+    free(exec);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+    if (!graph) return complain(CUDA_ERROR_INVALID_HANDLE, "destroying no graph", NULL);
+    for (unsigned i = 0; i < graph->count; i++) {
+        free(graph->nodes[i]->values);
+        free(graph->nodes[i]);
+    }
+    free(graph->nodes);
+    free(graph);
+    return CUDA_SUCCESS;
+}
+#endif
 
 CUresult cuGetErrorName(CUresult code, const char **name) {
     *name = code == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";

@@ -11,8 +11,10 @@
 # their partial sums), a clipping norm's squares (segments of blocks' reductions, their shared
 # memory from one start: gpu_norm_segments.tsr), and sm_90a's warpgroup products (more than 48
 # KiB of dynamic shared memory).
-# Then every golden program of tests/native the same way (tests/gpu/fake_golden.sh; those whose
-# sizes are known only at run time skipped, as the GPU leg skips them).  Then two checks that
+# Then CUDA graphs: replays launch what launches one at a time launch, with the same parameter
+# values (the run's key, index symbols), and the fallbacks where a driver refuses or lacks them.
+# Then every golden program of tests/native the same way, with graphs and without (tests/gpu/
+# fake_golden.sh; those whose sizes are known only at run time skipped, as the GPU leg skips them).  Then two checks that
 # the checks can fail: a trace against another program's manifest, and a kernel the module lacks
 # (the fake driver told to hide one).
 # Usage: fake_driver.sh TSRC.  One PASS/FAIL line per check; the last line is "N passed, N failed".
@@ -59,6 +61,80 @@ run_case decay tests/native/adamw_decay.tsr
 run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
 run_case norm tests/native/gpu_norm_segments.tsr --reassociate
 run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
+
+# CUDA graphs (runtime/cuda.c, tsr_gpu_launch_run): a routine's run of kernels is made a graph
+# once and replayed at every later call, and the kernels that read the run's key (dropout's
+# masks), an index symbol (kv_cache's position p) or neither (AdamW's) launch with the values
+# they get one at a time (TSR_CUDA_GRAPHS=0): the fake driver writes the values of the
+# parameters each kernel's code reads.  graph_case NAME PROGRAM GRAPHS INSTANTIATED.
+graph_case() {
+    name=$1 program=$2 graphs=$3 made=$4
+    rm -f "$T/values" "$T/values0"
+    if ! "$TSRC" --target=cuda "$program" -o "$T/$name" >"$T/log" 2>&1; then
+        fail "$program: --target=cuda builds"
+        return
+    fi
+    TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/$name" >"$T/out" 2>"$T/log" &&
+        TSR_CUDA_GRAPHS=0 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values0 "$T/$name" >"$T/out0" 2>>"$T/log"
+    st=$?
+    got=$(grep -c '^graph ' "$T/values") got_made=$(grep -c '^instantiate ' "$T/values")
+    if [ $st != 0 ] || [ -s "$T/log" ]; then
+        fail "$program: runs with and without graphs (exit $st: $(head -1 "$T/log"))"
+    elif [ "$got" != "$graphs" ] || [ "$got_made" != "$made" ]; then
+        fail "$program: $graphs graph launches of $made graphs (got $got of $got_made)"
+    elif ! grep -v '^graph \|^instantiate ' "$T/values" | cmp -s - "$T/values0" || ! cmp -s "$T/out" "$T/out0"; then
+        fail "$program: graphs launch its kernels with the values of TSR_CUDA_GRAPHS=0"
+    else
+        check "$program: $graphs replays of $made CUDA graphs launch what TSR_CUDA_GRAPHS=0 launches, with the same values" 0
+    fi
+    cp "$T/values0" "$T/$name.values0" 2>/dev/null
+    cp "$T/out0" "$T/$name.out0" 2>/dev/null
+}
+graph_case many_graphs tests/native/gpu_many_params.tsr 8 2
+graph_case dropout tests/native/dropout_masks.tsr 3 1
+graph_case kv tests/native/kv_cache.tsr 5 1
+
+# A driver that refuses the graphs: launched one at a time, unless TSR_CUDA_GRAPHS=1 asks for them.
+if [ -f "$T/dropout" ]; then
+    rm -f "$T/values"
+    TSR_FAKE_CUDA_REFUSE_GRAPHS=1 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
+    st=$?
+    if [ $st = 0 ] && cmp -s "$T/values" "$T/dropout.values0" && cmp -s "$T/out" "$T/dropout.out0"; then
+        check "graphs the driver refuses: the kernels launched one at a time" 0
+    else
+        fail "graphs the driver refuses: the kernels launched one at a time (exit $st)"
+    fi
+    TSR_CUDA_GRAPHS=1 TSR_FAKE_CUDA_REFUSE_GRAPHS=1 TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot make a CUDA graph of GPU kernels 0 to 1" "$T/log" && [ ! -s "$T/out" ]; then
+        check "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels" 0
+    else
+        fail "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels (exit $st: $(head -1 "$T/log"))"
+    fi
+    TSR_CUDA_GRAPHS=yes TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = 1 ] && grep -q "TSR_CUDA_GRAPHS=yes: expected 0" "$T/log" && [ ! -s "$T/out" ]; then
+        check "TSR_CUDA_GRAPHS=yes: refused, naming the values it takes" 0
+    else
+        fail "TSR_CUDA_GRAPHS=yes: refused (exit $st: $(head -1 "$T/log"))"
+    fi
+fi
+# A driver without graphs (before CUDA 11.4): the same, one at a time.
+if ${CC:-cc} -std=c11 -D_GNU_SOURCE -DFAKE_NO_GRAPHS -O1 -shared -fPIC -Iruntime tests/gpu/fake_cuda.c \
+    -o "$T/libfakecuda_old.so" >"$T/log" 2>&1 && [ -f "$T/dropout" ]; then
+    rm -f "$T/values"
+    TSR_CUDA_DRIVER=$T/libfakecuda_old.so TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
+    st=$?
+    TSR_CUDA_GRAPHS=1 TSR_CUDA_DRIVER=$T/libfakecuda_old.so "$T/dropout" >/dev/null 2>"$T/log"
+    st1=$?
+    if [ $st = 0 ] && cmp -s "$T/values" "$T/dropout.values0" && [ $st1 = 1 ] && grep -q "the CUDA driver has no graphs" "$T/log"; then
+        check "a driver without graphs: one at a time; with TSR_CUDA_GRAPHS=1 an error" 0
+    else
+        fail "a driver without graphs (exit $st, $st1: $(head -1 "$T/log"))"
+    fi
+else
+    fail "the fake CUDA driver without graphs builds"
+fi
 
 # Every golden program of tests/native, built for the GPU and run the same way (host side only:
 # tests/gpu/fake_golden.sh), two at a time.

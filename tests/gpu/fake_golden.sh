@@ -7,7 +7,10 @@
 # complaint from the fake driver (kernels that are .entries of the PTX, launches a GPU would
 # take, copies within their allocations), exit status 0 (no error from the runtime's host side,
 # no crash), and launches that are whole calls of the manifest's routines
-# (tests/gpu/launch_trace.py).  One line: PASS, FAIL or SKIP and the program.
+# (tests/gpu/launch_trace.py).  Then the same executable with TSR_CUDA_GRAPHS=0 (each kernel
+# launched alone, where the first run replayed CUDA graphs): the same output, and the same
+# kernels launched with the same values of the parameters their code reads.  One line: PASS,
+# FAIL or SKIP and the program.
 # Usage: fake_golden.sh TSRC LIBFAKECUDA.so SCRATCH_DIR PROGRAM.tsr
 set -u
 TSRC=$1 FAKE=$2 T=$3 t=$4
@@ -30,10 +33,19 @@ if ! "$TSRC" --target=cuda $compile_args $gpu_args "$t" -o "$d/exe" >"$d/log" 2>
     exit 0
 fi
 # shellcheck disable=SC2086
-TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$d/trace timeout 60 "$d/exe" $program_args >"$d/out" 2>"$d/err"
+rm -f "$d/trace" "$d/values" "$d/values0"
+TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_TRACE=$d/trace TSR_FAKE_CUDA_VALUES=$d/values timeout 60 "$d/exe" $program_args \
+    >"$d/out" 2>"$d/err"
 st=$?
-if grep -q "fake CUDA driver" "$d/err"; then echo "FAIL $t: $(grep -m1 'fake CUDA driver' "$d/err")"
-elif [ $st != 0 ]; then echo "FAIL $t: exit $st ($(head -c 200 "$d/err" | head -1))"
+# shellcheck disable=SC2086
+TSR_CUDA_GRAPHS=0 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$d/values0 timeout 60 "$d/exe" $program_args \
+    >"$d/out0" 2>"$d/err0"
+st0=$?
+if grep -q "fake CUDA driver" "$d/err" "$d/err0"; then echo "FAIL $t: $(grep -h -m1 'fake CUDA driver' "$d/err" "$d/err0" | head -1)"
+elif [ $st != 0 ] || [ $st0 != 0 ]; then echo "FAIL $t: exit $st, $st0 without graphs ($(head -c 200 "$d/err" | head -1))"
 elif [ -s "$d/trace" ] && ! "$PY" tests/gpu/launch_trace.py "$d/exe.json" "$d/trace" >"$d/lt" 2>&1; then
     echo "FAIL $t: $(head -1 "$d/lt")"
+elif ! cmp -s "$d/out" "$d/out0"; then echo "FAIL $t: prints otherwise with TSR_CUDA_GRAPHS=0"
+elif touch "$d/values" "$d/values0" && ! grep -v '^graph \|^instantiate ' "$d/values" | cmp -s - "$d/values0"; then
+    echo "FAIL $t: its kernels' parameters differ from TSR_CUDA_GRAPHS=0's"
 else echo "PASS $t"; fi

@@ -9,7 +9,9 @@
 #                                         repository root, where their data paths point)
 #
 # Each case runs as TSR_PRINT_EXACT=1 OUTDIR/bin/NAME ARGS (GPU_TEST_TIMEOUT seconds, default
-# 120); its stdout goes to OUTDIR/actual/NAME.out.  One line per case, PASS or FAIL (with the
+# 120), with TSR_CUDA_GRAPHS=1 (its routines' runs of kernels as CUDA graphs, which the driver
+# must make; TSR_CUDA_GRAPHS=0 in the environment checks the kernels launched one at a time);
+# its stdout goes to OUTDIR/actual/NAME.out.  One line per case, PASS or FAIL (with the
 # first differences or the program's messages), then "N passed, N failed"; exit status 1 when a
 # case failed, 0 when all passed.  When the first case to run fails with a message about the
 # CUDA driver or a missing GPU (libcuda.so.1 not found, no CUDA device…), the machine has no
@@ -25,6 +27,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 COMPARE=$ROOT/tests/gpu/compare.py
 PY=${PYTHON:-python3}
 TIMEOUT=${GPU_TEST_TIMEOUT:-120}
+GRAPHS=${TSR_CUDA_GRAPHS:-1}
 if [ ! -f "$OUT/cases.txt" ]; then
     echo "run.sh: no $OUT/cases.txt: run tests/gpu/prepare.sh first" >&2
     exit 2
@@ -58,7 +61,7 @@ while IFS="$TAB" read -r name exe expected args; do
     err=$OUT/actual/$name.err
     args=$(printf '%s' "$args" | sed "s|@OUT@|$OUT|g")
     # shellcheck disable=SC2086
-    TSR_PRINT_EXACT=1 timeout "$TIMEOUT" "$OUT/$exe" $args >"$actual" 2>"$err" </dev/null
+    TSR_CUDA_GRAPHS=$GRAPHS TSR_PRINT_EXACT=1 timeout "$TIMEOUT" "$OUT/$exe" $args >"$actual" 2>"$err" </dev/null
     rc=$?
     if [ $first = 1 ] && [ $rc -ne 0 ] &&
         grep -qiE 'libcuda|cuda driver|no cuda|cuda device|no gpu|CUDA_ERROR_NO_DEVICE|cuInit' "$err" "$actual"; then

@@ -12,7 +12,9 @@
  * values cross both ways only as the coherence says (launch, host writes, checkpoint save and
  * load of device-newer buffers, more than 48 KiB of dynamic shared memory), a PTX that does not
  * assemble names the arch and the JIT's log, and a kernel that traps fails at the next
- * synchronising call with TSR_ERR_GPU.  Without a GPU that part is skipped (and says so).
+ * synchronising call with TSR_ERR_GPU; two kernels launched as a run (tsr_gpu_launch_run: a CUDA
+ * graph, replayed) read the index symbol's value of each replay.  Without a GPU that part is
+ * skipped (and says so).
  * Requires libtsr (-Iruntime: internal.h for the image format).  Writes and removes one file
  * in /tmp.  One line per failure; last line "N passed, N failed"; exits 1 on any failure. */
 #include <math.h>
@@ -111,14 +113,15 @@ typedef struct Kernel {
     const char *name;
     uint32_t grid[3], block[3], shared, param_count, buffers[2];
     uint8_t writes[2];
+    uint8_t scalars; /* TSR_GPU_READS_* */
 } Kernel;
 
 /* axpy over x and y in one block of 256 threads; then the same with 64 KiB of dynamic shared
  * memory; then the kernel that traps. */
 static const Kernel good_kernels[] = {
-    {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}},
-    {"axpy", {2, 1, 1}, {128, 1, 1}, 64 << 10, 2, {0, 1}, {0, 1}},
-    {"boom", {1, 1, 1}, {1, 1, 1}, 0, 0, {0, 0}, {0, 0}},
+    {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}, TSR_GPU_READS_SYMBOLS},
+    {"axpy", {2, 1, 1}, {128, 1, 1}, 64 << 10, 2, {0, 1}, {0, 1}, TSR_GPU_READS_SYMBOLS},
+    {"boom", {1, 1, 1}, {1, 1, 1}, 0, 0, {0, 0}, {0, 0}, 0},
 };
 
 static void gpu_section(Image *im, const char *ptx, const Kernel *kernels, uint32_t count) {
@@ -132,6 +135,7 @@ static void gpu_section(Image *im, const char *ptx, const Kernel *kernels, uint3
         for (int d = 0; d < 3; d++) u32(im, kn->grid[d]);
         for (int d = 0; d < 3; d++) u32(im, kn->block[d]);
         u32(im, kn->shared);
+        u8(im, kn->scalars);
         u32(im, kn->param_count);
         for (uint32_t p = 0; p < kn->param_count; p++) {
             u32(im, kn->buffers[p]);
@@ -214,15 +218,16 @@ static void test_malformed(void) {
         const char *what;
         Kernel kernel;
     } bad[] = {
-        {"buffer out of range", {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 2}, {0, 1}}},
-        {"too many threads a block", {"axpy", {1, 1, 1}, {32, 32, 2}, 0, 2, {0, 1}, {0, 1}}},
-        {"block z over 64", {"axpy", {1, 1, 1}, {1, 1, 128}, 0, 2, {0, 1}, {0, 1}}},
-        {"zero grid", {"axpy", {1, 0, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}}},
-        {"zero block", {"axpy", {1, 1, 1}, {0, 1, 1}, 0, 2, {0, 1}, {0, 1}}},
-        {"grid y over 65535", {"axpy", {1, 70000, 1}, {1, 1, 1}, 0, 2, {0, 1}, {0, 1}}},
-        {"writes not 0 or 1", {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 7}}},
-        {"no name", {"", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}}},
-        {"huge shared memory", {"axpy", {1, 1, 1}, {256, 1, 1}, 64u << 20, 2, {0, 1}, {0, 1}}},
+        {"buffer out of range", {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 2}, {0, 1}, 0}},
+        {"too many threads a block", {"axpy", {1, 1, 1}, {32, 32, 2}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"block z over 64", {"axpy", {1, 1, 1}, {1, 1, 128}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"zero grid", {"axpy", {1, 0, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"zero block", {"axpy", {1, 1, 1}, {0, 1, 1}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"grid y over 65535", {"axpy", {1, 70000, 1}, {1, 1, 1}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"writes not 0 or 1", {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 7}, 0}},
+        {"no name", {"", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}, 0}},
+        {"huge shared memory", {"axpy", {1, 1, 1}, {256, 1, 1}, 64u << 20, 2, {0, 1}, {0, 1}, 0}},
+        {"scalars with an unknown bit", {"axpy", {1, 1, 1}, {256, 1, 1}, 0, 2, {0, 1}, {0, 1}, 4}},
     };
     Image im;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -269,6 +274,8 @@ static void test_cpu_state(void) {
     check(tsr_state_sync_host(s) == TSR_OK && tsr_state_sync_device(s) == TSR_OK, "CPU state: syncs are no-ops",
           NULL);
     check(tsr_gpu_launch(s, 0) == TSR_ERR_ARGUMENT, "CPU state: a launch is refused", tsr_last_error());
+    check(tsr_gpu_launch_run(s, 0, 2) == TSR_ERR_ARGUMENT && tsr_gpu_launch_run(NULL, 0, 2) == TSR_ERR_ARGUMENT,
+          "CPU state: a run of launches is refused", tsr_last_error());
     check(tsr_gpu_launch(NULL, 0) == TSR_ERR_ARGUMENT && tsr_state_sync_host(NULL) == TSR_ERR_ARGUMENT &&
               tsr_state_sync_device(NULL) == TSR_ERR_ARGUMENT && tsr_state_host_buffer(NULL, 0) == NULL,
           "NULL state", NULL);
@@ -318,6 +325,21 @@ static void test_gpu(void) {
           tsr_last_error());
     unlink(path);
     check(tsr_gpu_launch(s, 3) == TSR_ERR_ARGUMENT, "kernel number out of range", tsr_last_error());
+    check(tsr_gpu_launch_run(s, 1, 3) == TSR_ERR_ARGUMENT && tsr_gpu_launch_run(s, 0, 0) == TSR_ERR_ARGUMENT,
+          "a run of kernels out of range", tsr_last_error());
+    /* Kernels 0 and 1 as one CUDA graph (made at the first launch, then replayed): each replay
+     * gives the kernels, which read k, its value then; a host write between replays reaches the
+     * device. */
+    bool graphs_ok = true;
+    for (int k = 2; k <= 6 && graphs_ok; k += 2) {
+        tsr_state_set_symbol(s, 0, k);
+        graphs_ok = tsr_gpu_launch_run(s, 0, 2) == TSR_OK && y_is(s, 4, (float)k);
+    }
+    check(graphs_ok, "a run of kernels as a CUDA graph, replayed with the index symbol's new values", tsr_last_error());
+    x = tsr_state_host_buffer(s, 0);
+    for (int i = 0; x && i < CELLS; i++) x[i] = 0.5f;
+    check(tsr_gpu_launch_run(s, 0, 2) == TSR_OK && y_is(s, 0.5f, 6), "a replay after a host write reads it",
+          tsr_last_error());
     Image bad;
     build(&bad, "this is not PTX", good_kernels, 1);
     expect_failure(&bad, TSR_ERR_GPU, "cannot load this program's PTX (arch sm_52)", "bad PTX");

@@ -14,7 +14,8 @@
 # the GPU (py_train_gpu.py), in ms per step; Nn.mlp's Adam step at each batch and width of
 # mlps.txt in bf16 against the same step in f32 (both tsrc); the GPT steps of gpts.txt
 # (bin/gpu_gpt…, gpt_tsrc.c) against PyTorch eager fp32 on the GPU (py_gpt.py from the same
-# initial parameters, the same windows), in ms per step, their ten losses compared on an INFO
+# initial parameters, the same windows), in ms per step, and against themselves with their
+# kernels launched one at a time (TSR_CUDA_GRAPHS=0) rather than as CUDA graphs, their ten losses compared on an INFO
 # line, and each GPT step's kernels by time (bin/gpu_gpt…_profile, tsrc --profile: a launch
 # waits for its kernel) in OUTDIR/KIND_profile.txt, its first lines printed.
 # ratio = tsrc's speed / the reference's (above 1: tsrc is faster).  Each program checks
@@ -55,7 +56,7 @@ measure() {
         exit 2
     fi
     first=0
-    grep -E '^(RESULT|INFO) ' "$OUT/out.txt" >>"$RAW"
+    grep -E '^(RESULT|INFO) ' "$OUT/out.txt" | sed "s/ impl=tsrc / impl=${impl_as:-tsrc} /" >>"$RAW"
     if [ $rc -ne 0 ]; then
         failed=1
         if grep -q 'check=FAIL' "$OUT/out.txt"; then
@@ -110,6 +111,8 @@ done <"$OUT/gpts.txt"
 while read -r kind vocab c nh tt bb ll; do
     echo "bench-gpu: GPT step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW)"
     measure "tsrc $kind" "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
+    impl_as=tsrc_one_at_a_time measure "tsrc $kind, kernels launched one at a time" \
+        env TSR_CUDA_GRAPHS=0 "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
     [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
         measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
             "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
@@ -160,6 +163,12 @@ END {
             if (matmul(kind)) { type = kind; sub(/^gpu_matmul_?/, "", type); label = sprintf("%s matmul n=%s (GFLOP/s)", type == "" ? "fp32" : type, n) }
             else if (kind == "gpu_mlp") label = sprintf("MLP 784-256-256-10 SGD step, batch %s (ms)", n)
             else label = sprintf("%s step, batch %s, against PyTorch eager fp32 (ms)", kind, n)
+        }
+        if ((order[c], "tsrc_one_at_a_time") in val) { # the same step without CUDA graphs
+            r = val[order[c], "tsrc_one_at_a_time"]; ratio = "-"
+            if (num[order[c], "tsrc"] > 0 && num[order[c], "tsrc_one_at_a_time"] > 0)
+                ratio = sprintf("%.2f", num[order[c], "tsrc_one_at_a_time"] / num[order[c], "tsrc"])
+            printf "| %s step, batch %s: CUDA graphs against kernels launched one at a time (ms) | %s | %s | %s |\n", kind, n, t, r, ratio
         }
         r = ((ref_key, ref_impl) in val) ? val[ref_key, ref_impl] : "-"
         ratio = "-"
