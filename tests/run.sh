@@ -546,6 +546,15 @@ names = {b["id"]: b["name"] for b in m["buffers"]}
 print(sum(any(names[p["buffer"]].endswith(".m") for p in k["params"] if p.get("writes")) for k in m["kernels"]))' "$TMP/many.json")
 if [ "$updates" = 2 ]; then pass "kernels: 70 parameters' updates as segments of 2 launches"
 else fail "kernels: independent GPU nests as segments" "launches that update moments: '$updates' (2 expected)" "$TMP/err"; fi
+# Mixed precision (tests/native/gpu_mixed_updates.tsr, whose golden the GPU leg checks): AdamW's
+# per-cell passes over a bf16 and an f16 parameter — the f32 master's start, the moments read
+# from the half gradient, the master's step, the master rounded into the parameter — fuse into
+# one nest each, as the f32 parameter's do (docs/gpu.md, rewrite 4): one launch writes each
+# parameter, its master and its moments (three each before), 10 launches in all (12 before).
+run_tsrc --emit=ptx -o "$TMP/mixed.ptx" tests/native/gpu_mixed_updates.tsr
+mixed=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/update_passes.py "$TMP/mixed.json" w v u)
+if [ "$mixed" = "w:1:one v:1:one u:1:one 10" ]; then pass "kernels: a bf16 and an f16 parameter's AdamW passes in one launch each, as an f32 one's"
+else fail "kernels: mixed-precision updates fused" "launches writing each parameter's state: '$mixed' ('w:1:one v:1:one u:1:one 10' expected)" "$TMP/err"; fi
 # Gradient clipping's norm (tests/native/gpu_norm_segments.tsr, whose golden the GPU leg checks):
 # each parameter's squares, a nest of GPU loops or a block's kernel that reduces each cell across
 # a block, alternate with the sums into the one-cell total; outlining moves them past those sums

@@ -137,6 +137,11 @@ bool sched_keeps_lowered(const Sched *s, const IrStmt *st) {
     return ir_stmt_as_lowered(s->ir, st) || (s->target->kind == TARGET_CUDA && ir_stmt_f64(s->ir, st));
 }
 
+bool sched_half_only(const Sched *s, const IrStmt *st) {
+    return st->kind == IR_LOOP && ir_stmt_half(s->ir, st) && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
+           !ir_stmt_untiled_types(s->ir, st) && !ir_stmt_f64(s->ir, st);
+}
+
 void reset_subst(Sched *s) {
     memset(s->mapped, 0, s->old_iters * sizeof *s->mapped);
 }
@@ -273,6 +278,16 @@ static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
     return true;
 }
 
+/* Whether a pointwise nest stays out of rewrite 4 (sinking and fusing): one kept as lowered,
+ * except, on the GPU, one kept only for its bf16 or f16 cells, which is a plain pointwise nest
+ * there, each store rounding to its buffer's type wherever it runs: Train's mixed-precision
+ * updates of a parameter (its f32 master's start from the parameter, the moments read from the
+ * bf16 gradient, the master's step, the master rounded into the parameter) and a forward
+ * chain's f32 result with its bf16 copy then take one pass over the cells, as in f32. */
+static bool fusion_keeps_apart(const Sched *s, const IrStmt *top) {
+    return sched_keeps_lowered(s, top) && !(s->target->kind == TARGET_CUDA && sched_half_only(s, top));
+}
+
 /* Whether two nests' loops (pointwise_store's) have the same extents, outermost first. */
 static bool same_extents(IrStmt *const *a, uint32_t na, IrStmt *const *b, uint32_t nb) {
     if (na != nb) return false;
@@ -401,12 +416,12 @@ static void sink_pointwise(Sched *s) {
     uint32_t n, next_n;
     for (uint32_t i = count - 1; i-- > 0;) { /* from the bottom: each statement considered once */
         IrStmt *top = body->items[i], *st = pointwise_store(top, loops, &n);
-        if (!st || sched_keeps_lowered(s, top)) continue;
+        if (!st || fusion_keeps_apart(s, top)) continue;
         uint32_t j = i + 1, end = count - i - 1 > SINK_REACH ? i + 1 + SINK_REACH : count;
         while (j < end && !depends(&touched[i], &touched[j], words)) j++;
         if (j == i + 1 || j == end) continue;
         IrStmt *user = body->items[j];
-        if (!pointwise_store(user, next_loops, &next_n) || sched_keeps_lowered(s, user) ||
+        if (!pointwise_store(user, next_loops, &next_n) || fusion_keeps_apart(s, user) ||
             !same_extents(next_loops, next_n, loops, n))
             continue;
         move_stmt(body, touched, i, j - 1);
@@ -473,7 +488,7 @@ void fuse_pointwise(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *top = fn->body.items[i];
         IrStmt *st = pointwise_store(top, loops, &n);
-        if (st && sched_keeps_lowered(s, top)) st = NULL; /* as lowered stay apart */
+        if (st && fusion_keeps_apart(s, top)) st = NULL; /* as lowered stay apart */
         bool same = group && st && group->count < MAX_FUSED && same_extents(loops, n, group_loops, group_n);
         for (uint32_t k = 0; same && k < n; k++) same = loops[k]->iter < s->old_iters;
         if (same) {

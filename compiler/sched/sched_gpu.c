@@ -608,13 +608,6 @@ static bool match_full_reduction(const IrFunction *fn, uint32_t i, Reduction *r)
     return i + 2 < fn->body.count && match_steps(fn->body.items[i], fn->body.items[i + 1], fn->body.items[i + 2], r);
 }
 
-/* Whether st stays as lowered only because it computes bf16 or f16 cells: a loop nest without
- * gathered indices, integer arithmetic, f64 or the types the tiles leave alone. */
-static bool half_only(const Sched *s, const IrStmt *st) {
-    return st->kind == IR_LOOP && ir_stmt_half(s->ir, st) && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
-           !ir_stmt_untiled_types(s->ir, st) && !ir_stmt_f64(s->ir, st);
-}
-
 /* ---- Rewrite 4v, the GPU's: adjacent cells a thread ------------------------------------------------- *
  *
  * A pointwise nest that maps one cell to a thread keeps one 4-byte load of each operand in flight
@@ -697,7 +690,7 @@ void schedule_gpu_function(Sched *s) {
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
             /* except a nest kept only for its bf16/f16 cells: they are computed in f32 and
              * rounded once where stored, in thread tiles and block reductions as as lowered */
-            if (half_only(s, st) && match_reduction(st, &r) &&
+            if (sched_half_only(s, st) && match_reduction(st, &r) &&
                 (gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
                 continue;
             ir_block_push(s->ir->arena, &body, st);

@@ -117,6 +117,10 @@ void reset_subst(Sched *s);
  * that touches f64 values: its tiles are of 4-byte cells). */
 bool sched_keeps_lowered(const Sched *s, const IrStmt *st);
 
+/* Whether st is kept as lowered only because it computes bf16 or f16 cells: a loop nest without
+ * gathered indices, integer arithmetic, f64 or the types the tiles leave alone. */
+bool sched_half_only(const Sched *s, const IrStmt *st);
+
 /* A scratch buffer of `size` cells of `dtype` (a packed operand's type is its operand's, a tile's
  * the type its reduction accumulates in). */
 uint32_t new_scratch(Sched *s, const char *what, uint64_t size, DType dtype, bool kernel_local);
