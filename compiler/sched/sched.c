@@ -997,7 +997,7 @@ static void schedule_function(Sched *s) {
 
 void schedule(IrProgram *ir, const Target *target) {
     for (uint32_t f = 0; f < ir->function_count; f++) {
-        Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target, .outer_cells = 1, .split_partials = UINT32_MAX};
+        Sched s = {.ir = ir, .fn = &ir->functions[f], .target = target, .outer_cells = 1};
         /* The substitution tables cover the iterators the function had before scheduling. */
         s.old_iters = s.fn->iter_count;
         s.subst = calloc(s.old_iters + 1, sizeof *s.subst);

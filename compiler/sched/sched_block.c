@@ -99,9 +99,12 @@ void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
  * panels), each a block of its own along the grid's last axis.  Where the innermost loop is
  * too short for that (a weight's gradient over 8 sequences of 64 positions), the outermost
  * reduction loop is split instead, each part taking every step of the loops inside it.  Each block stores its cells'
- * partial results, each started from 0, into the function's buffer of partial results (one
- * buffer, as large as the largest split: the kernels run one after the other), part p's at
- * p·|C| + the cell's flat offset in C; a pointwise nest after the kernel then makes each cell
+ * partial results, each started from 0, into a buffer of partial results, part p's at
+ * p·|C| + the cell's flat offset in C.  A function's splits take SPLIT_PARTIAL_BUFFERS buffers in
+ * turn (each as large as the largest split that takes it): neighbouring split products — a
+ * transformer's q, k and v projections of one input — write different buffers, so nothing
+ * orders them but their data, and the kernels' outlining runs them side by side (kernel.c);
+ * with one buffer each waited for the previous one's sums.  A pointwise nest after the kernel then makes each cell
  * init + part 0 + part 1 + … in that order.  The sums are added in another order than the
  * reference's, so this is --reassociate's, as block reductions (rewrite 7) are. */
 
@@ -159,7 +162,7 @@ bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t s
         uint32_t parts = blocks >= s->target->gpu_blocks ? 1 : split_parts(s, r, blocks, dims, step, &outer);
         if (blocks * parts < s->target->gpu_blocks) continue;
         *plan = (BlockPlan){.tile = tile, .tile_j = tile_j, .bi = m > tile ? new_iter(s) : UINT32_MAX,
-                            .bj = n > tile_j ? new_iter(s) : UINT32_MAX, .split = {.iter = UINT32_MAX, .parts = parts}};
+                            .bj = n > tile_j ? new_iter(s) : UINT32_MAX, .split = {.iter = UINT32_MAX, .parts = parts, .partials = UINT32_MAX}};
         if (plan->bj != UINT32_MAX) grid_add(&plan->grid, plan->bj, n / tile_j);
         if (plan->bi != UINT32_MAX) grid_add(&plan->grid, plan->bi, m / tile);
         for (uint32_t k = ct->nbatch; k-- > 0;) grid_add(&plan->grid, ct->batch[k]->iter, ct->batch[k]->extent);
@@ -212,28 +215,30 @@ static IrIndex *partial_index(Sched *s, uint32_t c, const IrIndex *index, const 
     return ix;
 }
 
-/* The function's buffer of partial results, at least `cells` cells. */
-static uint32_t split_partials(Sched *s, uint64_t cells) {
-    if (s->split_partials == UINT32_MAX) {
-        s->split_partials = new_scratch(s, "partials", cells, DTYPE_F32, false);
+/* The function's next buffer of partial results (SPLIT_PARTIAL_BUFFERS of them, taken in turn),
+ * made at least `cells` cells. */
+static uint32_t take_partials(Sched *s, uint64_t cells) {
+    uint32_t k = s->split_next++ % SPLIT_PARTIAL_BUFFERS;
+    if (k == s->split_made) {
+        s->split_partials[s->split_made++] = new_scratch(s, "partials", cells, DTYPE_F32, false);
     } else {
-        IrBuffer *b = &s->ir->buffers[s->split_partials];
+        IrBuffer *b = &s->ir->buffers[s->split_partials[k]];
         if (b->size < cells) {
             b->size = b->dims[0] = cells;
             b->shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)cells);
         }
     }
-    return s->split_partials;
+    return s->split_partials[k];
 }
 
 /* The store of a block kernel's cell (C's index mapped onto the thread's cell): into C, or into
- * the partial results of the block's part. */
-IrStmt *block_cell_store(Sched *s, const Reduction *r, const Split *split, IrExpr *value) {
+ * the partial results of the block's part (the split's buffer, taken here). */
+IrStmt *block_cell_store(Sched *s, const Reduction *r, Split *split, IrExpr *value) {
     uint32_t c = r->store->buffer;
     IrIndex *index = clone_index(s, r->store->index, s->ir->buffers[c].rank);
     if (split->iter == UINT32_MAX) return new_store(s, c, index, value);
-    uint32_t partials = split_partials(s, (uint64_t)split->parts * s->ir->buffers[c].size);
-    return new_store(s, partials, partial_index(s, c, index, split, -1), value);
+    if (split->partials == UINT32_MAX) split->partials = take_partials(s, (uint64_t)split->parts * s->ir->buffers[c].size);
+    return new_store(s, split->partials, partial_index(s, c, index, split, -1), value);
 }
 
 /* A cell's value where a kernel starts: its initial value, or 0 for a part of a split. */
@@ -264,7 +269,7 @@ void push_block_kernel(Sched *s, const Reduction *r, IrStmt *top, const Split *s
     uint32_t c = r->store->buffer;
     IrExpr *value = clone_expr(s, r->init->value, NULL);
     for (uint32_t p = 0; p < split->parts; p++)
-        value = new_op(s, SOP_ADD, value, new_load(s, s->split_partials, partial_index(s, c, r->store->index, split, p)), NULL);
+        value = new_op(s, SOP_ADD, value, new_load(s, split->partials, partial_index(s, c, r->store->index, split, p)), NULL);
     ir_block_push(s->ir->arena, at, new_store(s, c, clone_index(s, r->store->index, s->ir->buffers[c].rank), value));
     first->comment = arena_printf(s->ir->arena, "%s; schedule: the %u parts of the split reduction added", what, split->parts);
 }

@@ -22,6 +22,7 @@ typedef struct Split {
      * own iterator `outer_iter` is iter·steps + part_iter */
     bool outer;
     uint32_t outer_iter, part_iter;
+    uint32_t partials; /* the buffer of its partial results (block_cell_store takes one); UINT32_MAX: none yet */
 } Split;
 
 /* One operand's panel: where it comes from and goes. */
@@ -100,7 +101,7 @@ bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t s
 /* The grid's block loops; returns the outermost, *body the innermost's body. */
 IrStmt *grid_loops(Sched *s, const Grid *g, IrBlock **body);
 /* The store of a block's cell of r (`value`, the reduction's, or the part's partial result). */
-IrStmt *block_cell_store(Sched *s, const Reduction *r, const Split *split, IrExpr *value);
+IrStmt *block_cell_store(Sched *s, const Reduction *r, Split *split, IrExpr *value);
 /* A block's cell's initial value: r's, or 0 for a part of a split reduction. */
 IrExpr *block_cell_start(Sched *s, const Reduction *r, const Split *split);
 /* The block kernel `top` (and, for a split, the nest adding the parts) into `out`, described

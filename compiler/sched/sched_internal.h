@@ -28,6 +28,10 @@ typedef struct Affine {
     int64_t offset;
 } Affine;
 
+/* How many buffers of partial results the split reductions of a function take in turn (rewrite
+ * 6s, sched_block.c). */
+enum { SPLIT_PARTIAL_BUFFERS = 4 };
+
 typedef struct Sched {
     IrProgram *ir;
     IrFunction *fn;
@@ -43,7 +47,10 @@ typedef struct Sched {
      * value, else 4): `lanes` of them fill a vector register (target->vector_floats · 4 /
      * cell_bytes). */
     unsigned cell_bytes, lanes;
-    uint32_t split_partials; /* the GPU's partial results of split reductions (sched_gpu.c, rewrite 6s); UINT32_MAX: none yet */
+    /* The GPU's buffers of partial results of split reductions (sched_block.c, rewrite 6s),
+     * taken in turn: split_made of them made so far, the next to take split_next. */
+    uint32_t split_partials[SPLIT_PARTIAL_BUFFERS];
+    uint32_t split_made, split_next;
 } Sched;
 
 typedef struct LocalRepl {
