@@ -559,6 +559,20 @@ run_tsrc --emit=ptx -o "$TMP/mixed.ptx" tests/native/gpu_mixed_updates.tsr
 mixed=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/update_passes.py "$TMP/mixed.json" w v u)
 if [ "$mixed" = "w:1:one v:1:one u:1:one 10" ]; then pass "kernels: a bf16 and an f16 parameter's AdamW passes in one launch each, as an f32 one's"
 else fail "kernels: mixed-precision updates fused" "launches writing each parameter's state: '$mixed' ('w:1:one v:1:one u:1:one 10' expected)" "$TMP/err"; fi
+# Small nests recomputed where they are read (opt.c rule 7, docs/ir.md §4 step 5;
+# tests/native/local_cells.tsr, whose golden the GPU leg checks): the softmax's gradient of its
+# sums, more than 3 operations a row and read by one statement, is no launch of its own: 19 launches
+# (20 when only values of at most 3 operations were recomputed); the layer norm's gradient of its
+# variance, read by two statements, stays one.
+run_tsrc --emit=ptx -o "$TMP/cells.ptx" tests/native/local_cells.tsr
+cells=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+names = {b["id"]: b["name"] for b in m["buffers"]}
+alone = [w for w in ([names[p["buffer"]] for p in k["params"] if p.get("writes")] for k in m["kernels"])
+         if len(w) == 1 and w[0].startswith("_++#") and w[0].endswith(".grad")]
+print(len(m["kernels"]), len(alone))' "$TMP/cells.json")
+if [ "$cells" = "19 1" ]; then pass "kernels: a softmax's gradient of its sums recomputed where read (19 launches)"
+else fail "kernels: larger small nests recomputed by their one reader" "launches, and launches writing a row sum's gradient alone: '$cells' ('19 1' expected)" "$TMP/err"; fi
 # Gradient clipping's norm (tests/native/gpu_norm_segments.tsr, whose golden the GPU leg checks):
 # each parameter's squares, a nest of GPU loops or a block's kernel that reduces each cell across
 # a block, alternate with the sums into the one-cell total; outlining moves them past those sums

@@ -34,7 +34,10 @@
  *      (read more than once, or by loops its index does not all name: a row's statistic read
  *      by every cell of the row), under the same conditions otherwise, whose value is a few
  *      operations (at most SMALL_OPS: a layer norm's rsqrt(var/n + eps), a softmax's
- *      reciprocal, a negated maximum), is inlined into every load of it: each reader computes
+ *      reciprocal, a negated maximum; up to SMALL_OPS_MOST for one reading statement whose
+ *      iterations times the operations stay within RECOMPUTE_WORK: a layer norm's gradient of
+ *      its variance), is
+ *      inlined into every load of it: each reader computes
  *      it again (the same operations on the same cells, so the same bits), and the nest that
  *      stored it, a launch of a few hundred threads, goes.
  * Buffers left with no access and no observer are marked virtual (no storage).
@@ -464,7 +467,14 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
 
 /* ---- 7: small nests recomputed where they are read ------------------------------------------ */
 
-enum { SMALL_CELLS = 1 << 16, SMALL_OPS = 3 };
+/* A nest of at most SMALL_OPS operations is recomputed by any readers; one of up to
+ * SMALL_OPS_MOST by a single reading statement whose iterations times those operations are at
+ * most RECOMPUTE_WORK — a few microseconds of a GPU, about a launch's cost: a layer norm's
+ * gradient of its variance (about 18 operations on 256 rows, read by each of the rows' 768
+ * cells).  (Recomputed by two readers, a larger value can leave its launch's other work where
+ * it was and split the readers' launches: more launches, not fewer.) */
+enum { SMALL_CELLS = 1 << 16, SMALL_OPS = 3, SMALL_OPS_MOST = 24 };
+#define RECOMPUTE_WORK ((double)(1 << 24))
 
 /* The operations in e (a load or a constant: none), or more than `most` once past it. */
 static unsigned expr_ops(const IrExpr *e, unsigned most) {
@@ -474,15 +484,23 @@ static unsigned expr_ops(const IrExpr *e, unsigned most) {
     return n;
 }
 
-/* The loads of `buffer` in *slot (and below): counted in *loads where `value` is NULL, each
+/* Where rule 7 looks for the loads of a buffer: counting them (and the iterations that run them,
+ * `work`, with `trips` the iterations of the loops around the statement at hand), or replacing
+ * each with `value`. */
+typedef struct LoadScan {
+    uint32_t loads;
+    double work, trips;
+} LoadScan;
+
+/* The loads of `buffer` in *slot (and below): counted in *scan where `value` is NULL, each
  * replaced by `value` with the producer's iterators `iters` as the load's indices otherwise.
  * False where a load's index has a symbol (never replaced then: the caller counts first). */
 static bool recompute_loads(IrProgram *ir, IrExpr **slot, uint32_t buffer, const IrExpr *value, uint32_t n,
-                            const uint32_t *iters, const uint32_t *axis, uint32_t *loads) {
+                            const uint32_t *iters, const uint32_t *axis, LoadScan *scan) {
     IrExpr *e = *slot;
     if (e->kind == IR_OP) {
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-            if (!recompute_loads(ir, &e->args[i], buffer, value, n, iters, axis, loads)) return false;
+            if (!recompute_loads(ir, &e->args[i], buffer, value, n, iters, axis, scan)) return false;
         return true;
     }
     if (e->kind != IR_LOAD || e->buffer != buffer) return true;
@@ -491,7 +509,8 @@ static bool recompute_loads(IrProgram *ir, IrExpr **slot, uint32_t buffer, const
         by[k] = &e->index[axis[k]];
         if (by[k]->symbol || by[k]->gather) return false;
     }
-    (*loads)++;
+    scan->loads++;
+    scan->work += scan->trips;
     if (value) {
         Subst sub = {n, iters, by};
         *slot = subst_expr(ir, value, &sub);
@@ -500,13 +519,17 @@ static bool recompute_loads(IrProgram *ir, IrExpr **slot, uint32_t buffer, const
 }
 
 static bool recompute_block(IrProgram *ir, IrBlock *b, uint32_t buffer, const IrExpr *value, uint32_t n, const uint32_t *iters,
-                            const uint32_t *axis, uint32_t *loads) {
+                            const uint32_t *axis, LoadScan *scan) {
     for (uint32_t i = 0; i < b->count; i++) {
         IrStmt *s = b->items[i];
         if (s->kind == IR_LOOP) {
-            if (!recompute_block(ir, &s->body, buffer, value, n, iters, axis, loads)) return false;
+            double trips = scan->trips;
+            scan->trips *= (double)s->extent; /* a run-time extent (2^40 and up) is past any budget */
+            bool ok = recompute_block(ir, &s->body, buffer, value, n, iters, axis, scan);
+            scan->trips = trips;
+            if (!ok) return false;
         } else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
-            if (!recompute_loads(ir, &s->value, buffer, value, n, iters, axis, loads)) return false;
+            if (!recompute_loads(ir, &s->value, buffer, value, n, iters, axis, scan)) return false;
         }
     }
     return true;
@@ -519,25 +542,32 @@ static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t b
     uint32_t loops[64];
     Found prod = {0};
     IrBlock producer = {&fn->body.items[top_store], 1, 1};
+    unsigned ops = 0;
     if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || expr_has_local(prod.store->value) ||
-        ir_expr_random(prod.store->value) || prod.store->value->type != DTYPE_F32 || expr_ops(prod.store->value, SMALL_OPS) > SMALL_OPS)
+        ir_expr_random(prod.store->value) || prod.store->value->type != DTYPE_F32 ||
+        (ops = expr_ops(prod.store->value, SMALL_OPS_MOST)) > SMALL_OPS_MOST)
         return false;
     uint32_t iters[64], axis[64], n;
     if (!plain_write(b, &prod, iters, axis, &n)) return false;
     /* Every load in the statements after the store (all of the program's: none elsewhere), none
-     * with a symbol in its index; nothing the value reads stored before the last of them. */
-    uint32_t loads = 0, last = top_store;
+     * with a symbol in its index; nothing the value reads stored before the last of them; a
+     * value of more than SMALL_OPS operations only where its readers' work stays in budget. */
+    LoadScan scan = {.trips = 1};
+    uint32_t last = top_store, readers = 0;
     for (uint32_t i = top_store + 1; i < fn->body.count; i++) {
-        uint32_t before = loads;
+        uint32_t before = scan.loads;
         IrBlock one = {&fn->body.items[i], 1, 1};
-        if (!recompute_block(ir, &one, buffer, NULL, n, iters, axis, &loads)) return false;
-        if (loads > before) last = i;
+        if (!recompute_block(ir, &one, buffer, NULL, n, iters, axis, &scan)) return false;
+        if (scan.loads > before) last = i, readers++;
     }
-    if (loads != c->loads[buffer] || !loads || reads_stored_between(prod.store->value, sites, buffer, f, top_store, last))
+    bool small = ops <= SMALL_OPS || (readers == 1 && ops * scan.work <= RECOMPUTE_WORK);
+    if (scan.loads != c->loads[buffer] || !scan.loads || !small ||
+        reads_stored_between(prod.store->value, sites, buffer, f, top_store, last))
         return false;
     for (uint32_t i = top_store + 1; i <= last; i++) {
         IrBlock one = {&fn->body.items[i], 1, 1};
-        recompute_block(ir, &one, buffer, prod.store->value, n, iters, axis, &loads);
+        scan.trips = 1;
+        recompute_block(ir, &one, buffer, prod.store->value, n, iters, axis, &scan);
     }
     prod.store->kind = IR_LOOP; /* the producer's store goes; pruning drops its loops */
     prod.store->body = (IrBlock){0};
