@@ -585,7 +585,8 @@ int tsr_gpu_launch(tsr_state *s, uint32_t kernel) {
  * that read an index symbol or the run's key (the compiler's tsr_gpu_kernel.scalars) the
  * current values where they changed.  The buffers that any kernel of the run lists are made
  * current on the device before it, which is what the launches one at a time would have done:
- * nothing on the host runs between them. */
+ * nothing on the host runs between them.  A graph the driver refuses to make or to launch
+ * leaves its run launched one kernel at a time (an error with TSR_CUDA_GRAPHS=1). */
 
 static CuKernelNodeParams node_params(const tsr_gpu *g, uint32_t k) {
     const tsr_gpu_kernel *kn = &g->section->kernels[k];
@@ -676,8 +677,13 @@ int tsr_gpu_launch_run(tsr_state *s, uint32_t first, uint32_t count) {
     }
     if (status != TSR_OK) return status;
     CUresult r = cu.GraphLaunch(gr->exec, NULL);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS && g->graph_mode == GRAPHS_REQUIRED)
         return cu_error(r, "cannot launch the CUDA graph of GPU kernels %u to %u", first, first + count - 1);
+    if (r != CUDA_SUCCESS) { /* refused: this run's kernels one at a time from now on (an error of */
+        gr->refused = true;  /* the GPU's own shows at their launches or the next wait) */
+        for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = launch_one(g, k);
+        return status;
+    }
     for (uint32_t k = first; k < first + count; k++) mark_written(g, k);
     return TSR_OK;
 }

@@ -277,7 +277,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
  * node after the one made before it: anything else is refused, since replaying in the order of
  * making is right only for a chain.  TSR_FAKE_CUDA_VALUES gets a line "instantiate N" for each
  * instantiated graph of N nodes and "graph N" for each launch of one, before its kernels' lines;
- * TSR_FAKE_CUDA_REFUSE_GRAPHS=1 makes every instantiation fail. */
+ * TSR_FAKE_CUDA_REFUSE_GRAPHS=1 makes every instantiation fail, TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES=1
+ * every launch of a graph. */
 
 struct CUgraphNode_st {
     struct CUgraph_st *graph;
@@ -354,6 +355,8 @@ CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, c
 }
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+    const char *refuse = getenv("TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES");
+    if (refuse && strcmp(refuse, "1") == 0) return complain(CUDA_ERROR_INVALID_VALUE, "graph launches refused (TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES)", NULL);
     if (!exec) return complain(CUDA_ERROR_INVALID_HANDLE, "launching no graph", NULL);
     if (stream) return complain(CUDA_ERROR_INVALID_HANDLE, "a graph launched on a stream the runtime never made", NULL);
     char line[64];

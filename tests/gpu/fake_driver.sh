@@ -94,7 +94,8 @@ graph_case many_graphs tests/native/gpu_many_params.tsr 8 2
 graph_case dropout tests/native/dropout_masks.tsr 3 1
 graph_case kv tests/native/kv_cache.tsr 5 1
 
-# A driver that refuses the graphs: launched one at a time, unless TSR_CUDA_GRAPHS=1 asks for them.
+# A driver that refuses the graphs, or their launches: launched one at a time, unless
+# TSR_CUDA_GRAPHS=1 asks for them.
 if [ -f "$T/dropout" ]; then
     rm -f "$T/values"
     TSR_FAKE_CUDA_REFUSE_GRAPHS=1 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
@@ -110,6 +111,22 @@ if [ -f "$T/dropout" ]; then
         check "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels" 0
     else
         fail "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels (exit $st: $(head -1 "$T/log"))"
+    fi
+    # … and one that makes them but refuses to launch them: the same, the kernels one at a time.
+    rm -f "$T/values"
+    TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES=1 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
+    st=$?
+    if [ $st = 0 ] && grep -v '^instantiate ' "$T/values" | cmp -s - "$T/dropout.values0" && cmp -s "$T/out" "$T/dropout.out0"; then
+        check "graph launches the driver refuses: the kernels launched one at a time" 0
+    else
+        fail "graph launches the driver refuses: the kernels launched one at a time (exit $st)"
+    fi
+    TSR_CUDA_GRAPHS=1 TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES=1 TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot launch the CUDA graph of GPU kernels 0 to 1" "$T/log" && [ ! -s "$T/out" ]; then
+        check "TSR_CUDA_GRAPHS=1 and graph launches refused: an error naming the kernels" 0
+    else
+        fail "TSR_CUDA_GRAPHS=1 and graph launches refused (exit $st: $(head -1 "$T/log"))"
     fi
     TSR_CUDA_GRAPHS=yes TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
     st=$?
