@@ -95,39 +95,31 @@ graph_case dropout tests/native/dropout_masks.tsr 3 1
 graph_case kv tests/native/kv_cache.tsr 5 1
 
 # A driver that refuses the graphs, or their launches: launched one at a time, unless
-# TSR_CUDA_GRAPHS=1 asks for them.
-if [ -f "$T/dropout" ]; then
+# TSR_CUDA_GRAPHS=1 asks for them.  refused_case VARIABLE WHAT MESSAGE: the fake driver told to
+# refuse (VARIABLE=1) runs dropout as launched one at a time (instantiations aside), and with
+# TSR_CUDA_GRAPHS=1 fails with MESSAGE.
+refused_case() {
+    variable=$1 what=$2 message=$3
     rm -f "$T/values"
-    TSR_FAKE_CUDA_REFUSE_GRAPHS=1 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
+    env "$variable=1" TSR_CUDA_DRIVER="$FAKE" TSR_FAKE_CUDA_VALUES="$T/values" "$T/dropout" >"$T/out" 2>/dev/null
     st=$?
-    if [ $st = 0 ] && cmp -s "$T/values" "$T/dropout.values0" && cmp -s "$T/out" "$T/dropout.out0"; then
-        check "graphs the driver refuses: the kernels launched one at a time" 0
-    else
-        fail "graphs the driver refuses: the kernels launched one at a time (exit $st)"
-    fi
-    TSR_CUDA_GRAPHS=1 TSR_FAKE_CUDA_REFUSE_GRAPHS=1 TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
-    st=$?
-    if [ $st = 1 ] && grep -q "cannot make a CUDA graph of GPU kernels 0 to 1" "$T/log" && [ ! -s "$T/out" ]; then
-        check "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels" 0
-    else
-        fail "TSR_CUDA_GRAPHS=1 and graphs refused: an error naming the kernels (exit $st: $(head -1 "$T/log"))"
-    fi
-    # … and one that makes them but refuses to launch them: the same, the kernels one at a time.
-    rm -f "$T/values"
-    TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES=1 TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_VALUES=$T/values "$T/dropout" >"$T/out" 2>/dev/null
-    st=$?
+    touch "$T/values"
     if [ $st = 0 ] && grep -v '^instantiate ' "$T/values" | cmp -s - "$T/dropout.values0" && cmp -s "$T/out" "$T/dropout.out0"; then
-        check "graph launches the driver refuses: the kernels launched one at a time" 0
+        check "$what the driver refuses: the kernels launched one at a time" 0
     else
-        fail "graph launches the driver refuses: the kernels launched one at a time (exit $st)"
+        fail "$what the driver refuses: the kernels launched one at a time (exit $st)"
     fi
-    TSR_CUDA_GRAPHS=1 TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES=1 TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
+    env "$variable=1" TSR_CUDA_GRAPHS=1 TSR_CUDA_DRIVER="$FAKE" "$T/dropout" >"$T/out" 2>"$T/log"
     st=$?
-    if [ $st = 1 ] && grep -q "cannot launch the CUDA graph of GPU kernels 0 to 1" "$T/log" && [ ! -s "$T/out" ]; then
-        check "TSR_CUDA_GRAPHS=1 and graph launches refused: an error naming the kernels" 0
+    if [ $st = 1 ] && grep -q "$message" "$T/log" && [ ! -s "$T/out" ]; then
+        check "TSR_CUDA_GRAPHS=1 and $what refused: an error naming the kernels" 0
     else
-        fail "TSR_CUDA_GRAPHS=1 and graph launches refused (exit $st: $(head -1 "$T/log"))"
+        fail "TSR_CUDA_GRAPHS=1 and $what refused: an error naming the kernels (exit $st: $(head -1 "$T/log"))"
     fi
+}
+if [ -f "$T/dropout" ]; then
+    refused_case TSR_FAKE_CUDA_REFUSE_GRAPHS graphs "cannot make a CUDA graph of GPU kernels 0 to 1"
+    refused_case TSR_FAKE_CUDA_REFUSE_GRAPH_LAUNCHES "graph launches" "cannot launch the CUDA graph of GPU kernels 0 to 1"
     TSR_CUDA_GRAPHS=yes TSR_CUDA_DRIVER=$FAKE "$T/dropout" >"$T/out" 2>"$T/log"
     st=$?
     if [ $st = 1 ] && grep -q "TSR_CUDA_GRAPHS=yes: expected 0" "$T/log" && [ ! -s "$T/out" ]; then
