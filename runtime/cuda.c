@@ -646,46 +646,47 @@ static int graph_refresh(tsr_gpu *g, GpuGraph *gr, uint32_t first) {
     return TSR_OK;
 }
 
+/* The graph to replay for kernels first … first + count - 1, made at the run's first launch;
+ * NULL where they are launched one at a time (TSR_CUDA_GRAPHS=0, a lone kernel, a driver
+ * without graphs, or one that refused this run's graph), *status an error where
+ * TSR_CUDA_GRAPHS=1 makes that one. */
+static GpuGraph *graph_of(tsr_gpu *g, uint32_t first, uint32_t count, int *status) {
+    *status = TSR_OK;
+    GpuGraph *gr = g->graphs[first];
+    if (count < 2 || g->graph_mode == GRAPHS_OFF || (gr && (gr->refused || gr->count != count))) return NULL;
+    if (gr) return gr;
+    if (!cu.graphs) {
+        if (g->graph_mode == GRAPHS_REQUIRED)
+            *status = tsr_error(TSR_ERR_GPU, "TSR_CUDA_GRAPHS=1, but the CUDA driver has no graphs (CUDA 11.4 or later)");
+        return NULL;
+    }
+    int made = graph_make(g, first, count, &gr);
+    if (made == TSR_OK) return g->graphs[first] = gr;
+    if (g->graph_mode == GRAPHS_REQUIRED) *status = made;
+    else if ((gr = calloc(1, sizeof *gr)) != NULL) /* refused: launched one at a time from now on */
+        gr->refused = true, g->graphs[first] = gr;
+    return NULL;
+}
+
 int tsr_gpu_launch_run(tsr_state *s, uint32_t first, uint32_t count) {
     int status;
     tsr_gpu *g = launch_gpu(s, first, count, &status);
     if (!g) return status;
-    GpuGraph *gr = g->graphs[first];
-    bool graph = count > 1 && g->graph_mode != GRAPHS_OFF && (!gr || (!gr->refused && gr->count == count));
-    if (graph && !cu.graphs) {
-        if (g->graph_mode == GRAPHS_REQUIRED)
-            return tsr_error(TSR_ERR_GPU, "TSR_CUDA_GRAPHS=1, but the CUDA driver has no graphs (CUDA 11.4 or later)");
-        graph = false;
-    }
+    GpuGraph *gr = graph_of(g, first, count, &status);
     for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = buffers_to_device(g, k);
-    if (status != TSR_OK) return status;
-    if (graph && !gr) {
-        status = graph_make(g, first, count, &gr);
-        if (status != TSR_OK && g->graph_mode == GRAPHS_REQUIRED) return status;
-        if (status != TSR_OK) gr = calloc(1, sizeof *gr); /* refused: launched one at a time from now on */
-        if (!gr) return tsr_error(TSR_ERR_NOMEM, "out of memory launching GPU kernels %u to %u", first, first + count - 1);
-        if (status != TSR_OK) gr->refused = true;
-        g->graphs[first] = gr;
-        graph = !gr->refused;
-        status = TSR_OK;
-    } else if (graph) {
-        status = graph_refresh(g, gr, first);
+    if (gr && status == TSR_OK && (status = graph_refresh(g, gr, first)) == TSR_OK) {
+        CUresult r = cu.GraphLaunch(gr->exec, NULL);
+        if (r == CUDA_SUCCESS) {
+            for (uint32_t k = first; k < first + count; k++) mark_written(g, k);
+            return TSR_OK;
+        }
+        if (g->graph_mode == GRAPHS_REQUIRED)
+            return cu_error(r, "cannot launch the CUDA graph of GPU kernels %u to %u", first, first + count - 1);
+        gr->refused = true; /* refused: launched one at a time from now on (an error of the GPU's own
+                             * shows at their launches or the next wait) */
     }
-    if (!graph) {
-        for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = launch_one(g, k);
-        return status;
-    }
-    if (status != TSR_OK) return status;
-    CUresult r = cu.GraphLaunch(gr->exec, NULL);
-    if (r != CUDA_SUCCESS && g->graph_mode == GRAPHS_REQUIRED)
-        return cu_error(r, "cannot launch the CUDA graph of GPU kernels %u to %u", first, first + count - 1);
-    if (r != CUDA_SUCCESS) { /* refused: this run's kernels one at a time from now on (an error of */
-        gr->refused = true;  /* the GPU's own shows at their launches or the next wait) */
-        for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = launch_one(g, k);
-        return status;
-    }
-    for (uint32_t k = first; k < first + count; k++) mark_written(g, k);
-    return TSR_OK;
+    for (uint32_t k = first; k < first + count && status == TSR_OK; k++) status = launch_one(g, k);
+    return status;
 }
 
 /* ---- Means with NCCL ------------------------------------------------------------------------------ */

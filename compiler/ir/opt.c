@@ -36,10 +36,9 @@
  *      operations (at most SMALL_OPS: a layer norm's rsqrt(var/n + eps), a softmax's
  *      reciprocal, a negated maximum; up to SMALL_OPS_MOST for one reading statement whose
  *      iterations times the operations stay within RECOMPUTE_WORK: a layer norm's gradient of
- *      its variance), is
- *      inlined into every load of it: each reader computes
- *      it again (the same operations on the same cells, so the same bits), and the nest that
- *      stored it, a launch of a few hundred threads, goes.
+ *      its variance), is inlined into every load of it: each reader computes it again (the same
+ *      operations on the same cells, so the same bits), and the nest that stored it, a launch
+ *      of a few hundred threads, goes.
  * Buffers left with no access and no observer are marked virtual (no storage).
  *
  * Requires: a verified IrProgram (ir_verify). */
@@ -566,7 +565,6 @@ static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t b
         return false;
     for (uint32_t i = top_store + 1; i <= last; i++) {
         IrBlock one = {&fn->body.items[i], 1, 1};
-        scan.trips = 1;
         recompute_block(ir, &one, buffer, prod.store->value, n, iters, axis, &scan);
     }
     prod.store->kind = IR_LOOP; /* the producer's store goes; pruning drops its loops */
