@@ -146,12 +146,13 @@ ptxas_skipped=0
 gpu_skipped=""
 # gpu_schedule_run LABEL LATE [TSRC ARGS…]: test $gt's GPU schedule run by the reference
 # executor (asynchronous copies landing late where LATE is 1) against $expected, exactly or,
-# where $reordered, within 1e-5.
+# where $reordered, within 1e-5; with TSR_INTERP_RACES=1, so that a cell two threads of a block
+# touch between two barriers, or two blocks of a kernel, one of them writing it, fails the run.
 gpu_schedule_run() {
     label=$1 late=$2
     shift 2
     suffix=$([ "$late" = 1 ] && echo ", copies landing late")
-    TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
+    TSR_INTERP_RACES=1 TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
     if [ "$(status)" != 0 ]; then fail "$gt ($label$suffix)" "exit $(status), expected 0" "$TMP/err"
     elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt ($label = interp$suffix)"
     elif [ $reordered = yes ] && "$PYTHON" tests/gpu/compare.py "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then
@@ -573,6 +574,20 @@ alone = [w for w in ([names[p["buffer"]] for p in k["params"] if p.get("writes")
 print(len(m["kernels"]), len(alone))' "$TMP/cells.json")
 if [ "$cells" = "19 1" ]; then pass "kernels: a softmax's gradient of its sums recomputed where read (19 launches)"
 else fail "kernels: larger small nests recomputed by their one reader" "launches, and launches writing a row sum's gradient alone: '$cells' ('19 1' expected)" "$TMP/err"; fi
+# A row's nests in one block (tests/native/gpu_rows.tsr, whose golden the GPU leg checks, with
+# races reported; sched_gpu.c rewrite 7r): with --reassociate two layer norms' forward passes —
+# each row's statistics reduced across a block of threads, the pointwise nests between and
+# after them — are one launch that writes h and y (13 before): the step 6 launches, the probe 3
+# (its sums over a nest whose loops have the rows' extents but not their axes: a launch each),
+# 9 in all (36 before).
+run_tsrc --emit=ptx --reassociate -o "$TMP/rows.ptx" tests/native/gpu_rows.tsr
+rows=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+names = {b["id"]: b["name"] for b in m["buffers"]}
+writes = [{names[p["buffer"]] for p in k["params"] if p.get("writes")} for k in m["kernels"]]
+print(len(writes), sum({"h", "y"} <= w for w in writes))' "$TMP/rows.json")
+if [ "$rows" = "9 2" ]; then pass "kernels: two layer norms forward in one launch, one block a row (9 launches)"
+else fail "kernels: a row's reductions and pointwise nests in one block" "launches, and launches writing both norms' outputs: '$rows' ('9 2' expected)" "$TMP/err"; fi
 # Gradient clipping's norm (tests/native/gpu_norm_segments.tsr, whose golden the GPU leg checks):
 # each parameter's squares, a nest of GPU loops or a block's kernel that reduces each cell across
 # a block, alternate with the sums into the one-cell total; outlining moves them past those sums

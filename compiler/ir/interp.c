@@ -25,6 +25,17 @@
 #include "runtime/tsr.h"
 #include "base/diag.h"
 
+/* The last write and reads of a cell inside a block's kernel (race checks, struct Interp): the
+ * barrier epoch, the top-level nest and the block of each, plus one (0: none), and the thread
+ * (RACE_MANY: more than one read it). */
+typedef struct CellAccess {
+    uint64_t write_epoch, write_nest, write_block, read_epoch, read_nest, read_block;
+    uint32_t write_thread, read_thread;
+} CellAccess;
+
+enum { RACE_MANY = UINT32_MAX };
+#define RACE_MANY_BLOCKS UINT64_MAX
+
 /* An asynchronous copy not landed yet (late landing, below): a cell's value and its group. */
 typedef struct PendingCopy {
     uint32_t buffer;
@@ -68,6 +79,17 @@ struct Interp {
     uint64_t wgmma_issued, wgmma_retired;
     uint64_t **running_read;
     uint32_t running_c;
+    /* With TSR_INTERP_RACES=1 in the environment, every load and store that a thread of a
+     * block's kernel makes is checked against the cell's last write and reads (races): a cell
+     * that one thread writes and another reads or writes with no barrier between, or that two
+     * blocks of one top-level nest touch, one of them writing it, is a race on the GPU, whatever
+     * order the reference executor's phases happen to give it; reported as an error.  (The
+     * warps' products and fragment loads, and asynchronous copies, have their own checks.) */
+    bool races;
+    CellAccess **access;   /* per buffer (NULL until touched), per cell */
+    uint64_t nest, block;  /* top-level statements and blocks begun */
+    unsigned depth, block_depth;
+    uint32_t thread[3];    /* threadIdx.x, y, z inside a phase */
 };
 
 /* ---- Set-up ---------------------------------------------------------------------------------- */
@@ -93,6 +115,8 @@ Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image
     in->data = state->buffers;
     const char *late = getenv("TSR_INTERP_LATE_COPIES");
     in->late_copies = late && strcmp(late, "1") == 0;
+    const char *races = getenv("TSR_INTERP_RACES");
+    in->races = races && strcmp(races, "1") == 0;
     return in;
 }
 
@@ -105,7 +129,9 @@ void interp_free(Interp *in) {
     for (uint32_t b = 0; b < in->ir->buffer_count; b++) {
         if (in->read_epoch) free(in->read_epoch[b]);
         if (in->running_read) free(in->running_read[b]);
+        if (in->access) free(in->access[b]);
     }
+    free(in->access);
     free(in->read_epoch);
     free(in->running_read);
     free(in);
@@ -159,6 +185,48 @@ static bool races_running_product(Interp *in, uint32_t buffer, int64_t at) {
                      in->ir->buffers[buffer].name, at);
     in->failed = true;
     return true;
+}
+
+/* ---- Races inside a block's kernel (TSR_INTERP_RACES=1) ----------------------------------------- */
+
+static CellAccess *cell_access(Interp *in, uint32_t buffer, int64_t at) {
+    if (!in->access && !(in->access = calloc(in->ir->buffer_count + 1, sizeof *in->access))) diag_fatal_oom();
+    if (!in->access[buffer] && !(in->access[buffer] = calloc(in->ir->buffers[buffer].size + 1, sizeof **in->access)))
+        diag_fatal_oom();
+    return &in->access[buffer][at];
+}
+
+static bool race(Interp *in, uint32_t buffer, int64_t at, const char *what) {
+    diag_error_noloc("run time: a race on the GPU: %s[%" PRId64 "] %s", in->ir->buffers[buffer].name, at, what);
+    in->failed = true;
+    return true;
+}
+
+/* Whether this access of cell `at` by the current thread races with an earlier one (reported). */
+static bool races_access(Interp *in, uint32_t buffer, int64_t at, bool write) {
+    if (!in->races || !in->block_depth || !in->thread_depth || in->failed) return false;
+    CellAccess *c = cell_access(in, buffer, at);
+    uint64_t epoch = in->epoch + 1, nest = in->nest + 1, block = in->block + 1;
+    uint32_t thread = in->thread[0] + 1024 * (in->thread[1] + 1024 * in->thread[2]);
+    const IrBuffer *b = &in->ir->buffers[buffer];
+    if (b->gpu_shared || b->kernel_local) nest = 0; /* each block's own: no race between blocks */
+    if (nest && c->write_nest == nest && c->write_block != block)
+        return race(in, buffer, at, "is written by one block and touched by another in the same kernel");
+    if (c->write_epoch == epoch && c->write_thread != thread)
+        return race(in, buffer, at, write ? "is written by two threads with no barrier between"
+                                          : "is written by one thread and read by another with no barrier between");
+    if (write) {
+        if (nest && c->read_nest == nest && c->read_block != block)
+            return race(in, buffer, at, "is read by one block and written by another in the same kernel");
+        if (c->read_epoch == epoch && c->read_thread != thread)
+            return race(in, buffer, at, "is read by one thread and written by another with no barrier between");
+        c->write_epoch = epoch, c->write_nest = nest, c->write_block = block, c->write_thread = thread;
+        return false;
+    }
+    c->read_thread = c->read_epoch == epoch && c->read_thread != thread ? RACE_MANY : thread;
+    c->read_block = c->read_nest == nest && c->read_block != block ? RACE_MANY_BLOCKS : block;
+    c->read_epoch = epoch, c->read_nest = nest;
+    return false;
 }
 
 static IrValue eval(Interp *in, const IrExpr *e);
@@ -233,6 +301,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
         int64_t at = offset(in, e->buffer, e->index);
         DType dtype = in->ir->buffers[e->buffer].dtype;
         if (in->late_copies && at >= 0 && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
+        if (at >= 0 && races_access(in, e->buffer, at, false)) return v;
         if (in->wgmma_issued > in->wgmma_retired && e->buffer == in->running_c && !in->failed) {
             diag_error_noloc("run time: a read of %s while the warpgroup products that add into it are still running",
                              in->ir->buffers[e->buffer].name);
@@ -422,8 +491,10 @@ static void run_wgmma(Interp *in, const IrWgmma *w) {
 }
 
 static void run_block(Interp *in, const IrBlock *block) {
+    in->depth++;
     for (uint32_t i = 0; i < block->count && !in->failed; i++) {
         const IrStmt *s = block->items[i];
+        if (in->depth == 1) in->nest++; /* a top-level statement: a kernel of its own, or a segment */
         switch (s->kind) {
         case IR_LOOP:
             if (ir_mode_flat_gpu(s->mode)) { /* as the GPU runs it: blocks of threads, the guard */
@@ -449,9 +520,15 @@ static void run_block(Interp *in, const IrBlock *block) {
                 async_copy(in, s);
                 break;
             }
+            unsigned dim = s->mode - LOOP_THREAD_X;
+            uint32_t thread_base = ir_mode_thread(s->mode) ? in->thread[dim] : 0;
             if (ir_mode_thread(s->mode)) in->thread_depth++;
+            if (ir_mode_block(s->mode)) in->block_depth++;
             for (uint64_t v = 0, n = size_value(in, s->extent); v < n && !in->failed; v++) {
                 in->iters[s->iter] = (int64_t)v;
+                if (ir_mode_thread(s->mode)) /* an outer loop that splits its dimension: threadIdx / thread_stride */
+                    in->thread[dim] = thread_base + (uint32_t)v * (s->thread_stride > 1 ? s->thread_stride : 1);
+                if (ir_mode_block(s->mode)) in->block++;
                 run_block(in, &s->body);
                 if (ir_mode_block(s->mode)) { /* a block's copies land before it ends; the next block reads afresh */
                     land_copies(in, UINT64_MAX);
@@ -462,6 +539,8 @@ static void run_block(Interp *in, const IrBlock *block) {
                     }
                 }
             }
+            if (ir_mode_block(s->mode)) in->block_depth--;
+            if (ir_mode_thread(s->mode)) in->thread[dim] = thread_base;
             if (ir_mode_thread(s->mode) && --in->thread_depth == 0 && in->phase_copied) { /* the phase's group */
                 in->groups++;
                 in->phase_copied = false;
@@ -470,7 +549,8 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0 && !races_running_product(in, s->buffer, at)) store_cell(in, s->buffer, at, value);
+            if (at >= 0 && !races_running_product(in, s->buffer, at) && !races_access(in, s->buffer, at, true))
+                store_cell(in, s->buffer, at, value);
             break;
         }
         case IR_SET_LOCAL: in->locals[s->local] = eval(in, s->value); break;
@@ -489,6 +569,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             break;
         }
     }
+    in->depth--;
 }
 
 bool interp_run(Interp *in, const IrFunction *fn) {

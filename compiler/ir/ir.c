@@ -1136,6 +1136,14 @@ bool ir_expr_random(const IrExpr *e) {
     return false;
 }
 
+bool ir_expr_reads_local(const IrExpr *e) {
+    if (e->kind == IR_LOCAL) return true;
+    if (e->kind != IR_OP) return false;
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (ir_expr_reads_local(e->args[i])) return true;
+    return false;
+}
+
 uint32_t ir_random_site(const IrBuffer *buffer) {
     uint32_t h = 2166136261u;
     for (const char *s = buffer->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;

@@ -727,6 +727,8 @@ bool ir_call_touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer);
 bool ir_stmt_writes(const IrProgram *ir, const IrStmt *s, uint32_t buffer);
 /* Whether e draws a random number (IR_RANDOM) anywhere. */
 bool ir_expr_random(const IrExpr *e);
+/* Whether e reads a local (IR_LOCAL) anywhere. */
+bool ir_expr_reads_local(const IrExpr *e);
 /* The site of a buffer's random numbers: 32-bit FNV-1a of its name (the Philox counter's third
  * word, runtime/rng.c tsr_random_cell), so two tensors draw different numbers. */
 uint32_t ir_random_site(const IrBuffer *buffer);

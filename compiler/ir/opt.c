@@ -273,14 +273,6 @@ static bool find_load(IrBlock *b, uint32_t buffer, uint32_t *loops, uint32_t dep
     return false;
 }
 
-static bool expr_has_local(const IrExpr *e) {
-    if (e->kind == IR_LOCAL) return true;
-    if (e->kind == IR_OP)
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
-            if (expr_has_local(e->args[i])) return true;
-    return false;
-}
-
 /* Where every buffer is stored: for buffer b, entries first[b] … first[b+1]-1 of `at`, each a
  * (function, top-level statement) in program order.  Built once per round of optimise(); a
  * store removed during the round stays listed (a false hazard, retried in the next round). */
@@ -434,7 +426,7 @@ static bool try_virtualise(IrProgram *ir, uint32_t f, uint32_t buffer, uint32_t 
     /* A random tensor (a dropout mask) is computed where the program computes it and stored:
      * its numbers belong to the routine run that stores them, and a reader in another function
      * (the backward pass of a later run) must see those, not draw again. */
-    if (!prod.all_parallel || expr_has_local(prod.store->value) || ir_expr_random(prod.store->value)) return false;
+    if (!prod.all_parallel || ir_expr_reads_local(prod.store->value) || ir_expr_random(prod.store->value)) return false;
     uint32_t iters[64], axis[64], n;
     const IrIndex *by[64];
     const IrIndex *load_index = (*cons.load)->index;
@@ -542,7 +534,7 @@ static bool try_recompute(IrProgram *ir, const Counts *c, uint32_t f, uint32_t b
     Found prod = {0};
     IrBlock producer = {&fn->body.items[top_store], 1, 1};
     unsigned ops = 0;
-    if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || expr_has_local(prod.store->value) ||
+    if (!find_store(&producer, buffer, loops, 0, true, &prod) || !prod.all_parallel || ir_expr_reads_local(prod.store->value) ||
         ir_expr_random(prod.store->value) || prod.store->value->type != DTYPE_F32 ||
         (ops = expr_ops(prod.store->value, SMALL_OPS_MOST)) > SMALL_OPS_MOST)
         return false;

@@ -3,6 +3,9 @@
  *
  * The rewrites, tried in this order on every reduction nest of a function
  * (schedule_gpu_function, which sched.c's schedule() calls for the GPU target):
+ *   7r. first, where a reduction that 7 below takes runs over rows that pointwise nests and
+ *      further such reductions right before and after it share (a layer norm), all of them
+ *      become one kernel, a block a row (gpu_row_kernel);
  *   6t. a large contraction of bf16 or f16 operands, or of f32 ones rounded to tf32 (--tf32),
  *      becomes a block's kernel on the tensor cores (gpu_mma_tiles, sched_mma.c), for sm_80
  *      and later;
@@ -528,36 +531,43 @@ static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
     return new_load(s, part, part_index(s, t, offset));
 }
 
-static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
-    const IrProgram *ir = s->ir;
-    if (r->nred == 0 || r->npar > 3) return false;
-    ScalarOp op = step_combine(r->step->value, r->local);
-    if (op == SOP_COUNT || ((op == SOP_ADD || op == SOP_MUL) && !s->target->reassociate)) return false;
+/* The threads a block of rewrite 7 gives each cell of `r` (0: not for a block), and the step's
+ * combining operation in *op. */
+static uint32_t tree_threads(const Sched *s, const Reduction *r, ScalarOp *op) {
+    if (r->nred == 0 || r->npar > 3) return 0;
+    *op = step_combine(r->step->value, r->local);
+    if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return 0;
     double cells = 1, steps = 1;
     for (uint32_t k = 0; k < r->npar; k++) cells *= (double)r->par[k]->extent;
     for (uint32_t k = 0; k < r->nred; k++) steps *= (double)r->red[k]->extent;
     for (uint32_t k = 0; k + 1 < r->npar; k++)
-        if (r->par[k]->extent > 65535) return false;
+        if (r->par[k]->extent > 65535) return 0;
     const IrStmt *inner = r->red[r->nred - 1];
     uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
     uint64_t min_steps = s->target->reassociate ? TREE_MIN_STEPS : TREE_MIN_STEPS_EXACT;
-    if (cells >= TREE_MAX_CELLS || steps < min_steps || threads < TREE_MIN_THREADS) return false;
+    return cells >= TREE_MAX_CELLS || steps < min_steps || threads < TREE_MIN_THREADS ? 0 : threads;
+}
+
+/* The iterators a reduction's cell loops are renamed to where it runs inside a row kernel
+ * (rewrite 7r): rows[k] for its k-th parallel loop; count 0 leaves them as they are. */
+typedef struct RowIters {
+    uint32_t iters[3];
+    uint32_t count;
+} RowIters;
+
+static void reset_to_rows(Sched *s, IrStmt *const *par, const RowIters *rows) {
+    reset_subst(s);
+    for (uint32_t k = 0; k < rows->count; k++) map_iter(s, par[k]->iter, affine1(rows->iters[k], 1, 0));
+}
+
+/* The phases of rewrite 7 for the cell that the block loops around `blk` name: the threads'
+ * partial results, the halvings, the cell. */
+static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t threads, IrBlock *blk,
+                        const RowIters *rows) {
+    const IrProgram *ir = s->ir;
+    const IrStmt *inner = r->red[r->nred - 1];
     uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
     s->ir->buffers[part].gpu_shared = true;
-    /* The block loops: the cells' own loops (innermost on x), or one block for a single cell. */
-    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
-    IrStmt *top = NULL;
-    IrBlock *blk = out;
-    if (r->npar == 0) {
-        top = new_loop(s, new_iter(s), 1, true, LOOP_BLOCK_X);
-        blk = &top->body;
-    }
-    for (uint32_t k = 0; k < r->npar; k++) {
-        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, modes[r->npar - 1 - k]);
-        if (!top) top = l;
-        else ir_block_push(s->ir->arena, blk, l);
-        blk = &l->body;
-    }
     /* Each thread's partial result. */
     uint32_t t = new_iter(s);
     IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
@@ -574,7 +584,7 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     uint32_t kq = new_iter(s);
     IrStmt *lq = new_loop(s, kq, inner->extent / threads, false, LOOP_PLAIN);
     ir_block_push(s->ir->arena, into, lq);
-    reset_subst(s);
+    reset_to_rows(s, r->par, rows);
     map_iter(s, inner->iter, (Affine){.terms = {{kq, threads}, {t, 1}}, .count = 2});
     LocalRepl repl = {r->local, part_at(s, part, t, 0), UINT32_MAX, NULL};
     ir_block_push(s->ir->arena, &lq->body, new_store(s, part, part_index(s, t, 0), clone_expr(s, r->step->value, &repl)));
@@ -592,13 +602,363 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     uint32_t t0 = new_iter(s);
     IrStmt *l0 = new_loop(s, t0, 1, true, LOOP_THREAD_X);
     ir_block_push(s->ir->arena, blk, l0);
-    reset_subst(s);
+    reset_to_rows(s, r->par, rows);
     IrExpr *total = new_op(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t0, 0), NULL);
     ir_block_push(s->ir->arena, &l0->body, new_store(s, r->store->buffer, clone_index(s, r->store->index, ir->buffers[r->store->buffer].rank), total));
+}
+
+/* The block loops of a block a cell (a row): the cells' own loops, innermost on x, or one block
+ * for a single cell; *blk the innermost's body. */
+static IrStmt *cell_blocks(Sched *s, const Reduction *r, IrBlock **blk) {
+    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
+    IrStmt *top = NULL;
+    if (r->npar == 0) {
+        top = new_loop(s, new_iter(s), 1, true, LOOP_BLOCK_X);
+        *blk = &top->body;
+    }
+    for (uint32_t k = 0; k < r->npar; k++) {
+        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, modes[r->npar - 1 - k]);
+        if (!top) top = l;
+        else ir_block_push(s->ir->arena, *blk, l);
+        *blk = &l->body;
+    }
+    return top;
+}
+
+static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
+    ScalarOp op;
+    uint32_t threads = tree_threads(s, r, &op);
+    if (!threads) return false;
+    IrBlock *blk = out;
+    IrStmt *top = cell_blocks(s, r, &blk);
+    tree_phases(s, r, op, threads, blk, &(RowIters){.count = 0});
     const char *what = r->par[0] && r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
     top->comment = arena_printf(s->ir->arena, "%s; schedule: each cell reduced across a block of %u GPU threads", what, threads);
     ir_block_push(s->ir->arena, out, top);
     return true;
+}
+
+/* ---- Rewrite 7r, the GPU's: a row's reductions and pointwise nests in one block ----------------- *
+ *
+ * A layer norm over rows of C channels is two reductions of each row (its sum, then the sum of
+ * the squares of its deviations) and pointwise nests over its cells (the deviations, the
+ * normalised cells), each a launch of its own: the reductions a block a row (rewrite 7), the
+ * pointwise nests a thread a cell.  Where a reduction that rewrite 7 takes is followed by nests
+ * over the same rows — pointwise nests whose outer parallel loops are the reduction's cell
+ * loops, further reductions that rewrite 7 takes over the same rows with as many threads — and
+ * every cell that one of them writes is read and written by the others only in its own row,
+ * they become one kernel: a block a row, the nests' phases in their order with barriers between
+ * them (a block's writes to device memory are visible to its threads past a barrier).  Each
+ * reduction's phases are rewrite 7's; a pointwise nest's cells are spread over the same T
+ * threads along its innermost loop (cell T·q + t on thread t, neighbouring threads on
+ * neighbouring cells), whose extent T must divide.  Every cell is computed with the same
+ * operations in the same order as in the nests apart, so the same bits: GPT-2's layer norm
+ * forward is one launch where it was four. */
+
+/* At most ROW_MEMBERS_MOST nests a kernel; a pointwise nest joins where each thread takes at most
+ * ROW_THREAD_CELLS_MOST cells of a row: over longer rows (a language model's head over 50 304
+ * logits a row) one block a row would leave the whole pass to a few hundred blocks, each thread
+ * walking hundreds of cells one after another, where a kernel of its own streams them from
+ * every multiprocessor.  ROW_ACCESS_MOST: the loads and stores a phase keeps track of. */
+enum { ROW_MEMBERS_MOST = 32, ROW_BEFORE_MOST = 4, ROW_THREAD_CELLS_MOST = 16, ROW_ACCESS_MOST = 32 };
+
+typedef struct RowMember {
+    IrStmt *st;
+    bool reduction;
+    Reduction r;                  /* a reduction's */
+    ScalarOp op;
+    IrStmt *chain[MAX_LOOPS];     /* a pointwise nest's loops, outermost first */
+    uint32_t nchain;
+} RowMember;
+
+/* The cell loops of the member: a reduction's parallel loops, a pointwise nest's outer ones. */
+static IrStmt *const *row_loops(const RowMember *m) { return m->reduction ? m->r.par : m->chain; }
+
+/* A nest of parallel loops, each the only statement of its parent, around stores alone (no
+ * local, no random number, no gathered index): its loops into m. */
+static bool pointwise_chain(const Sched *s, IrStmt *st, RowMember *m) {
+    m->nchain = 0;
+    for (IrStmt *l = st;;) {
+        if (l->kind != IR_LOOP || !l->parallel || l->mode != LOOP_PLAIN || size_is_runtime(l->extent) ||
+            m->nchain == MAX_LOOPS)
+            return false;
+        m->chain[m->nchain++] = l;
+        if (l->body.count == 1 && l->body.items[0]->kind == IR_LOOP) {
+            l = l->body.items[0];
+            continue;
+        }
+        for (uint32_t i = 0; i < l->body.count; i++) {
+            const IrStmt *x = l->body.items[i];
+            if (x->kind != IR_STORE || ir_expr_reads_local(x->value) || ir_expr_random(x->value)) return false;
+        }
+        return l->body.count > 0 && !ir_stmt_gathers(s->ir, st);
+    }
+}
+
+/* Whether st can join a row kernel whose first member is `first`, with `threads` threads a
+ * block: into m. */
+static bool row_member(Sched *s, IrStmt *st, const RowMember *first, uint32_t threads, RowMember *m) {
+    memset(m, 0, sizeof *m);
+    m->st = st;
+    if (st->kind != IR_LOOP || sched_keeps_lowered(s, st) || ir_stmt_gathers(s->ir, st) || ir_stmt_integer(st) ||
+        ir_stmt_untiled_types(s->ir, st))
+        return false;
+    uint32_t rows = first->r.npar;
+    if (match_reduction(st, &m->r)) {
+        m->reduction = true;
+        if (m->r.npar != rows || tree_threads(s, &m->r, &m->op) != threads) return false;
+    } else {
+        if (!pointwise_chain(s, st, m) || m->nchain < rows ||
+            (m->nchain > rows && m->chain[m->nchain - 1]->extent % threads))
+            return false;
+        double cells = 1; /* a thread's share of a row */
+        for (uint32_t k = rows; k < m->nchain; k++) cells *= (double)m->chain[k]->extent;
+        if (cells > (double)threads * ROW_THREAD_CELLS_MOST) return false;
+    }
+    for (uint32_t k = 0; k < rows; k++)
+        if (row_loops(m)[k]->extent != first->r.par[k]->extent) return false;
+    return true;
+}
+
+/* What the members write (writes[b]), and along which axis of each such buffer each of the
+ * row's loops goes (row_axis[b][k], ROW_AXIS_UNSET until an access says). */
+enum { ROW_AXIS_UNSET = 0xFF };
+
+typedef struct RowCheck {
+    const IrProgram *ir;
+    const bool *writes;
+    uint8_t (*row_axis)[3];
+    IrStmt *const *loops;
+    uint32_t rows;
+} RowCheck;
+
+/* Whether an access of `buffer` at `index` reaches the row that the member's loops name alone:
+ * each of those loops' iterators is the whole index of one axis — the same axis in every access
+ * of the buffer — and no other axis mentions them. */
+static bool row_access(const RowCheck *c, uint32_t buffer, const IrIndex *index) {
+    uint8_t axis[3] = {ROW_AXIS_UNSET, ROW_AXIS_UNSET, ROW_AXIS_UNSET};
+    for (uint32_t a = 0; a < c->ir->buffers[buffer].rank; a++) {
+        const IrIndex *x = &index[a];
+        for (uint32_t t = 0; t < x->term_count; t++)
+            for (uint32_t k = 0; k < c->rows; k++)
+                if (x->terms[t].iter == c->loops[k]->iter) {
+                    if (x->term_count != 1 || x->terms[0].coef != 1 || x->offset || x->symbol || x->gather ||
+                        axis[k] != ROW_AXIS_UNSET)
+                        return false;
+                    axis[k] = (uint8_t)a;
+                }
+    }
+    for (uint32_t k = 0; k < c->rows; k++) {
+        if (axis[k] == ROW_AXIS_UNSET) return false;
+        if (c->row_axis[buffer][k] == ROW_AXIS_UNSET) c->row_axis[buffer][k] = axis[k];
+        else if (c->row_axis[buffer][k] != axis[k]) return false;
+    }
+    return true;
+}
+
+static bool row_expr(const RowCheck *c, const IrExpr *e) {
+    if (e->kind == IR_LOAD && c->writes[e->buffer] && !row_access(c, e->buffer, e->index)) return false;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!row_expr(c, e->args[i])) return false;
+    return true;
+}
+
+static bool row_stmt(const RowCheck *c, const IrStmt *st) {
+    switch (st->kind) {
+    case IR_LOOP:
+        for (uint32_t i = 0; i < st->body.count; i++)
+            if (!row_stmt(c, st->body.items[i])) return false;
+        return true;
+    case IR_STORE: return (!c->writes[st->buffer] || row_access(c, st->buffer, st->index)) && row_expr(c, st->value);
+    case IR_SET_LOCAL: return row_expr(c, st->value);
+    default: return false;
+    }
+}
+
+static void mark_writes(const IrStmt *st, bool *writes) {
+    if (st->kind == IR_STORE) writes[st->buffer] = true;
+    if (st->kind == IR_LOOP)
+        for (uint32_t i = 0; i < st->body.count; i++) mark_writes(st->body.items[i], writes);
+}
+
+static bool rows_independent(const IrProgram *ir, const RowMember *m, uint32_t count, uint32_t rows) {
+    bool *writes = calloc(ir->buffer_count + 1, 1);
+    uint8_t (*row_axis)[3] = malloc((ir->buffer_count + 1) * sizeof *row_axis);
+    if (!writes || !row_axis) diag_fatal_oom();
+    memset(row_axis, ROW_AXIS_UNSET, (ir->buffer_count + 1) * sizeof *row_axis);
+    for (uint32_t i = 0; i < count; i++) mark_writes(m[i].st, writes);
+    bool ok = true;
+    for (uint32_t i = 0; i < count && ok; i++) {
+        RowCheck c = {ir, writes, row_axis, row_loops(&m[i]), rows};
+        ok = row_stmt(&c, m[i].st);
+    }
+    free(writes);
+    free(row_axis);
+    return ok;
+}
+
+/* A phase of pointwise members: their cells spread over the block's threads along the innermost
+ * loop (cell T·q + t on thread t), the row's loops the kernel's, the loops between them new ones;
+ * and what the members in it so far store and load there (in the phase's iterators). */
+typedef struct Phase {
+    IrBlock *cells;              /* the body of the loop over q */
+    const RowMember *shape;      /* the member that made it: its loops' extents */
+    uint32_t inner[MAX_LOOPS];   /* the iterators of the loops below the row's, q last */
+    uint32_t t;
+    uint32_t stores, loads;      /* entries of `access`: the stores first */
+    struct { uint32_t buffer; const IrIndex *index; } access[2 * ROW_ACCESS_MOST];
+} Phase;
+
+static void map_to_phase(Sched *s, const RowMember *m, const Phase *p, uint32_t threads, const RowIters *rows) {
+    reset_to_rows(s, m->chain, rows);
+    if (m->nchain == rows->count) return; /* a cell a row */
+    for (uint32_t k = rows->count; k + 1 < m->nchain; k++) map_iter(s, m->chain[k]->iter, affine1(p->inner[k - rows->count], 1, 0));
+    uint32_t q = p->inner[m->nchain - 1 - rows->count];
+    map_iter(s, m->chain[m->nchain - 1]->iter, (Affine){.terms = {{q, threads}, {p->t, 1}}, .count = 2});
+}
+
+static void phase_new(Sched *s, Phase *p, const RowMember *m, uint32_t threads, IrBlock *blk, const RowIters *rows) {
+    p->shape = m;
+    p->stores = p->loads = 0;
+    p->t = new_iter(s);
+    IrStmt *lt = new_loop(s, p->t, m->nchain == rows->count ? 1 : threads, true, LOOP_THREAD_X); /* a cell a row: one thread */
+    lt->comment = m->st->comment;
+    ir_block_push(s->ir->arena, blk, lt);
+    IrBlock *into = &lt->body;
+    for (uint32_t k = rows->count; k < m->nchain; k++) {
+        uint64_t extent = m->chain[k]->extent / (k + 1 == m->nchain ? threads : 1);
+        IrStmt *l = new_loop(s, p->inner[k - rows->count] = new_iter(s), extent, true, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    p->cells = into;
+}
+
+static bool phase_note(Phase *p, uint32_t buffer, const IrIndex *index, bool store) {
+    if (p->stores + p->loads == 2 * ROW_ACCESS_MOST) return false;
+    if (store) { /* the stores before the loads */
+        p->access[p->stores + p->loads] = p->access[p->stores];
+        p->access[p->stores].buffer = buffer, p->access[p->stores++].index = index;
+    } else {
+        p->access[p->stores + p->loads].buffer = buffer, p->access[p->stores + p->loads++].index = index;
+    }
+    return true;
+}
+
+/* Whether a load in e of what the phase stores reads the cell its thread stored (the same index),
+ * noting e's loads. */
+static bool phase_loads(const IrProgram *ir, Phase *p, const IrExpr *e) {
+    if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!phase_loads(ir, p, e->args[i])) return false;
+        return true;
+    }
+    if (e->kind != IR_LOAD) return true;
+    for (uint32_t i = 0; i < p->stores; i++)
+        if (p->access[i].buffer == e->buffer && !ir_same_index(ir, e->buffer, p->access[i].index, e->index)) return false;
+    return phase_note(p, e->buffer, e->index, false);
+}
+
+/* A pointwise member into the phase *p (a new one after a barrier where it cannot share *p: its
+ * loops differ, it reads another thread's cell of what the phase stores, or it stores what the
+ * phase already touches). */
+static const RowMember no_member; /* a phase no later member shares */
+
+static void pointwise_phase(Sched *s, const RowMember *m, uint32_t threads, IrBlock *blk, const RowIters *rows, Phase *p,
+                            bool fresh) {
+    const IrStmt *inner = m->chain[m->nchain - 1];
+    IrStmt *st[ROW_ACCESS_MOST];
+    bool shared = !fresh && p->shape->nchain == m->nchain && inner->body.count <= ROW_ACCESS_MOST;
+    for (uint32_t k = rows->count; shared && k < m->nchain; k++) shared = p->shape->chain[k]->extent == m->chain[k]->extent;
+    if (shared) {
+        Phase trial = *p;
+        map_to_phase(s, m, &trial, threads, rows);
+        for (uint32_t i = 0; shared && i < inner->body.count; i++) {
+            const IrStmt *x = inner->body.items[i];
+            st[i] = new_store(s, x->buffer, clone_index(s, x->index, s->ir->buffers[x->buffer].rank), clone_expr(s, x->value, NULL));
+            shared = phase_loads(s->ir, &trial, st[i]->value);
+            for (uint32_t j = 0; shared && j < trial.stores + trial.loads; j++) shared = trial.access[j].buffer != x->buffer;
+            shared = shared && phase_note(&trial, x->buffer, st[i]->index, true);
+        }
+        if (shared) {
+            *p = trial;
+            for (uint32_t i = 0; i < inner->body.count; i++) ir_block_push(s->ir->arena, p->cells, st[i]);
+            return;
+        }
+    }
+    if (blk->count) push_barrier(s, blk);
+    phase_new(s, p, m, threads, blk, rows);
+    map_to_phase(s, m, p, threads, rows);
+    for (uint32_t i = 0; i < inner->body.count; i++) {
+        const IrStmt *x = inner->body.items[i];
+        IrStmt *c = new_store(s, x->buffer, clone_index(s, x->index, s->ir->buffers[x->buffer].rank), clone_expr(s, x->value, NULL));
+        ir_block_push(s->ir->arena, p->cells, c);
+        /* (the notes only decide whether a later member shares the phase: a full list shares nothing) */
+        if (!phase_loads(s->ir, p, c->value) || !phase_note(p, x->buffer, c->index, true)) p->shape = &no_member;
+    }
+}
+
+/* Rewrite 7r from statement i of the function: the statements it takes into one kernel (0
+ * where fewer than two would join) — pointwise nests, then the reduction that decides the rows
+ * and the threads, then the nests after it. */
+static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
+    const IrFunction *fn = s->fn;
+    RowMember m[ROW_MEMBERS_MOST], first;
+    memset(&first, 0, sizeof first);
+    uint32_t j = i;
+    for (; j < fn->body.count && j - i + 1 < ROW_MEMBERS_MOST; j++) {
+        IrStmt *st = fn->body.items[j];
+        if (st->kind != IR_LOOP) return 0;
+        if (match_reduction(st, &first.r)) break;
+        if (!pointwise_chain(s, st, &m[0])) return 0;
+    }
+    if (j == fn->body.count || j - i + 1 == ROW_MEMBERS_MOST) return 0;
+    const Reduction *r = &first.r;
+    first.reduction = true;
+    uint32_t threads = tree_threads(s, r, &first.op);
+    if (!threads || r->npar == 0) return 0;
+    /* Before them, the pointwise nests that the schedule has just put out (the sums of a split
+     * product's parts, sched_block.c), as many of the last ones as join with the rest. */
+    uint32_t before = 0, count = 0;
+    while (before < ROW_BEFORE_MOST && before < out->count &&
+           row_member(s, out->items[out->count - 1 - before], &first, threads, &m[0]))
+        before++;
+    for (;; before--) {
+        count = 0;
+        for (uint32_t k = 0; k < before + (j - i + 1); k++, count++) {
+            IrStmt *st = k < before ? out->items[out->count - before + k] : fn->body.items[i + k - before];
+            if (!row_member(s, st, &first, threads, &m[count]) || !rows_independent(s->ir, m, count + 1, r->npar)) break;
+        }
+        if (count == before + (j - i + 1)) break;
+        if (before == 0) return 0;
+    }
+    while (count < ROW_MEMBERS_MOST && i + count - before < fn->body.count &&
+           row_member(s, fn->body.items[i + count - before], &first, threads, &m[count]) &&
+           rows_independent(s->ir, m, count + 1, r->npar))
+        count++;
+    if (count < 2) return 0;
+    out->count -= before;
+    RowIters rows = {.count = r->npar};
+    for (uint32_t k = 0; k < r->npar; k++) rows.iters[k] = r->par[k]->iter;
+    IrBlock *blk = out;
+    IrStmt *top = cell_blocks(s, r, &blk);
+    Phase phase;
+    for (uint32_t k = 0; k < count; k++) {
+        if (!m[k].reduction) {
+            pointwise_phase(s, &m[k], threads, blk, &rows, &phase, k == 0 || m[k - 1].reduction);
+            continue;
+        }
+        if (blk->count) push_barrier(s, blk);
+        uint32_t at = blk->count;
+        tree_phases(s, &m[k].r, m[k].op, threads, blk, &rows);
+        blk->items[at]->comment = m[k].r.par[0]->comment;
+    }
+    const char *what = m[0].st->comment ? m[0].st->comment : "a row's nests";
+    top->comment = arena_printf(s->ir->arena, "%s; schedule: one block a row of %u GPU threads, with the %u nests after it",
+                                what, threads, count - 1);
+    ir_block_push(s->ir->arena, out, top);
+    return count - before;
 }
 
 /* A reduction to one cell at a function's top level: `l = init; for r…: l = step; C[…] = l`
@@ -683,6 +1043,11 @@ void schedule_gpu_function(Sched *s) {
     for (uint32_t i = 0; i < fn->body.count; i++) {
         IrStmt *st = fn->body.items[i];
         Reduction r;
+        uint32_t joined = gpu_row_kernel(s, i, &body); /* (its reduction has too few cells for 6t and 6) */
+        if (joined) {
+            i += joined - 1;
+            continue;
+        }
         if (st->kind == IR_LOOP && !ir_stmt_gathers(s->ir, st) && !ir_stmt_integer(st) &&
             !ir_stmt_untiled_types(s->ir, st) &&
             match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
