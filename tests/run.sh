@@ -577,17 +577,19 @@ else fail "kernels: larger small nests recomputed by their one reader" "launches
 # A row's nests in one block (tests/native/gpu_rows.tsr, whose golden the GPU leg checks, with
 # races reported; sched_gpu.c rewrite 7r): with --reassociate two layer norms' forward passes —
 # each row's statistics reduced across a block of threads, the pointwise nests between and
-# after them — are one launch that writes h and y (13 before): the step 6 launches, the probe 3
-# (its sums over a nest whose loops have the rows' extents but not their axes: a launch each),
-# 9 in all (36 before).
+# after them — are one launch that writes h and y (13 before), and a softmax's over rows of 64
+# (its maximum, exponentials, sum and normalised cells: 4 before) one that writes att and the
+# maxima; the program's routines 14 launches (48 before), the probe's sums over a nest whose
+# loops have the rows' extents but not their axes each a launch of their own.
 run_tsrc --emit=ptx --reassociate -o "$TMP/rows.ptx" tests/native/gpu_rows.tsr
 rows=$([ "$(status)" = 0 ] && "$PYTHON" -c 'import json, sys
 m = json.load(open(sys.argv[1]))
 names = {b["id"]: b["name"] for b in m["buffers"]}
 writes = [{names[p["buffer"]] for p in k["params"] if p.get("writes")} for k in m["kernels"]]
-print(len(writes), sum({"h", "y"} <= w for w in writes))' "$TMP/rows.json")
-if [ "$rows" = "9 2" ]; then pass "kernels: two layer norms forward in one launch, one block a row (9 launches)"
-else fail "kernels: a row's reductions and pointwise nests in one block" "launches, and launches writing both norms' outputs: '$rows' ('9 2' expected)" "$TMP/err"; fi
+softmax = sum("att" in w and any(n.startswith("_@^^#") for n in w) for w in writes)
+print(len(writes), sum({"h", "y"} <= w for w in writes), softmax)' "$TMP/rows.json")
+if [ "$rows" = "14 2 1" ]; then pass "kernels: layer norms and a softmax forward in one launch each, one block a row (14 launches)"
+else fail "kernels: a row's reductions and pointwise nests in one block" "launches, those writing both norms' outputs, those writing the softmax and its maxima: '$rows' ('14 2 1' expected)" "$TMP/err"; fi
 # Gradient clipping's norm (tests/native/gpu_norm_segments.tsr, whose golden the GPU leg checks):
 # each parameter's squares, a nest of GPU loops or a block's kernel that reduces each cell across
 # a block, alternate with the sums into the one-cell total; outlining moves them past those sums

@@ -495,7 +495,7 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
  * there). */
 
 enum { TREE_MAX_THREADS = 256, TREE_MIN_THREADS = 32, TREE_MAX_CELLS = 4096, TREE_MIN_STEPS = 256,
-       TREE_MIN_STEPS_EXACT = 2048 };
+       TREE_MIN_STEPS_EXACT = 2048, ROW_CELLS_MOST = 1 << 16 };
 
 static bool reads_this_local(const IrExpr *e, uint32_t local) {
     if (e->kind == IR_LOCAL) return e->local == local;
@@ -532,8 +532,10 @@ static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
 }
 
 /* The threads a block of rewrite 7 gives each cell of `r` (0: not for a block), and the step's
- * combining operation in *op. */
-static uint32_t tree_threads(const Sched *s, const Reduction *r, ScalarOp *op) {
+ * combining operation in *op.  In a row kernel (`row`, rewrite 7r) with --reassociate, from
+ * TREE_MIN_THREADS steps and up to ROW_CELLS_MOST rows: with the nests around it in the same
+ * launch, a row of 64 steps (a softmax over 64 positions) pays for its block. */
+static uint32_t tree_threads(const Sched *s, const Reduction *r, bool row, ScalarOp *op) {
     if (r->nred == 0 || r->npar > 3) return 0;
     *op = step_combine(r->step->value, r->local);
     if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return 0;
@@ -544,8 +546,9 @@ static uint32_t tree_threads(const Sched *s, const Reduction *r, ScalarOp *op) {
         if (r->par[k]->extent > 65535) return 0;
     const IrStmt *inner = r->red[r->nred - 1];
     uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
-    uint64_t min_steps = s->target->reassociate ? TREE_MIN_STEPS : TREE_MIN_STEPS_EXACT;
-    return cells >= TREE_MAX_CELLS || steps < min_steps || threads < TREE_MIN_THREADS ? 0 : threads;
+    bool rows = row && s->target->reassociate;
+    uint64_t min_steps = rows ? TREE_MIN_THREADS : s->target->reassociate ? TREE_MIN_STEPS : TREE_MIN_STEPS_EXACT;
+    return cells >= (rows ? ROW_CELLS_MOST : TREE_MAX_CELLS) || steps < min_steps || threads < TREE_MIN_THREADS ? 0 : threads;
 }
 
 /* The iterators a reduction's cell loops are renamed to where it runs inside a row kernel
@@ -627,7 +630,7 @@ static IrStmt *cell_blocks(Sched *s, const Reduction *r, IrBlock **blk) {
 
 static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     ScalarOp op;
-    uint32_t threads = tree_threads(s, r, &op);
+    uint32_t threads = tree_threads(s, r, false, &op);
     if (!threads) return false;
     IrBlock *blk = out;
     IrStmt *top = cell_blocks(s, r, &blk);
@@ -643,17 +646,22 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
  * A layer norm over rows of C channels is two reductions of each row (its sum, then the sum of
  * the squares of its deviations) and pointwise nests over its cells (the deviations, the
  * normalised cells), each a launch of its own: the reductions a block a row (rewrite 7), the
- * pointwise nests a thread a cell.  Where a reduction that rewrite 7 takes is followed by nests
- * over the same rows — pointwise nests whose outer parallel loops are the reduction's cell
- * loops, further reductions that rewrite 7 takes over the same rows with as many threads — and
- * every cell that one of them writes is read and written by the others only in its own row,
- * they become one kernel: a block a row, the nests' phases in their order with barriers between
- * them (a block's writes to device memory are visible to its threads past a barrier).  Each
- * reduction's phases are rewrite 7's; a pointwise nest's cells are spread over the same T
- * threads along its innermost loop (cell T·q + t on thread t, neighbouring threads on
- * neighbouring cells), whose extent T must divide.  Every cell is computed with the same
- * operations in the same order as in the nests apart, so the same bits: GPT-2's layer norm
- * forward is one launch where it was four. */
+ * pointwise nests a thread a cell; a softmax likewise (the maximum, the exponentials, their sum,
+ * the normalised cells).  Where a reduction that rewrite 7 takes (with --reassociate, also one
+ * of fewer steps or more rows: tree_threads) has nests over the same rows right before or after
+ * it — pointwise nests whose outer parallel loops are the reduction's cell loops (a nest with no
+ * loop below them: one thread's), further such reductions with as many threads — and every cell
+ * that one of them writes is read and written by all of them only in its own row (the row
+ * loops the whole index of the same axes in every access), they become one kernel: a block a
+ * row, the nests' phases in their order with barriers between them (a block's writes to device
+ * memory are visible to its threads past a barrier).  Each reduction's phases are rewrite 7's;
+ * a pointwise nest's cells are spread over the same T threads along its innermost loop (cell
+ * T·q + t on thread t, neighbouring threads on neighbouring cells), whose extent T must divide,
+ * and consecutive ones over the same loops share a phase where each reads of the others' cells
+ * only those its thread stored.  Every cell is computed with the same operations in the same
+ * order as in the nests apart (a short reduction that a thread took alone apart: a tree now,
+ * which --reassociate allows), so a layer norm's forward pass, five launches of GPT-2 with the
+ * residual sum and a split product's sums before it, is one. */
 
 /* At most ROW_MEMBERS_MOST nests a kernel; a pointwise nest joins where each thread takes at most
  * ROW_THREAD_CELLS_MOST cells of a row: over longer rows (a language model's head over 50 304
@@ -706,7 +714,7 @@ static bool row_member(Sched *s, IrStmt *st, const RowMember *first, uint32_t th
     uint32_t rows = first->r.npar;
     if (match_reduction(st, &m->r)) {
         m->reduction = true;
-        if (m->r.npar != rows || tree_threads(s, &m->r, &m->op) != threads) return false;
+        if (m->r.npar != rows || tree_threads(s, &m->r, true, &m->op) != threads) return false;
     } else {
         if (!pointwise_chain(s, st, m) || m->nchain < rows ||
             (m->nchain > rows && m->chain[m->nchain - 1]->extent % threads))
@@ -916,12 +924,13 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
     if (j == fn->body.count || j - i + 1 == ROW_MEMBERS_MOST) return 0;
     const Reduction *r = &first.r;
     first.reduction = true;
-    uint32_t threads = tree_threads(s, r, &first.op);
+    uint32_t threads = tree_threads(s, r, true, &first.op);
     if (!threads || r->npar == 0) return 0;
     /* Before them, the pointwise nests that the schedule has just put out (the sums of a split
      * product's parts, sched_block.c), as many of the last ones as join with the rest. */
     uint32_t before = 0, count = 0;
-    while (before < ROW_BEFORE_MOST && before < out->count &&
+    while (before < ROW_BEFORE_MOST && before < out->count && /* (plain nests: none the schedule has rewritten) */
+           pointwise_chain(s, out->items[out->count - 1 - before], &m[0]) &&
            row_member(s, out->items[out->count - 1 - before], &first, threads, &m[0]))
         before++;
     for (;; before--) {
