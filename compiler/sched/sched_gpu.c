@@ -964,7 +964,9 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
         blk->items[at]->comment = m[k].r.par[0]->comment;
     }
     const char *what = m[0].st->comment ? m[0].st->comment : "a row's nests";
-    top->comment = arena_printf(s->ir->arena, "%s; schedule: one block a row of %u GPU threads, with the %u nests after it",
+    top->comment = arena_printf(s->ir->arena,
+                                "%s; schedule: each row reduced across a block of %u GPU threads, with the %u nests after it "
+                                "in the same kernel",
                                 what, threads, count - 1);
     ir_block_push(s->ir->arena, out, top);
     return count - before;
