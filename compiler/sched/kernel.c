@@ -667,6 +667,7 @@ KernelList kernel_outline(IrProgram *ir, const IrFunction *fn, const Target *tar
 }
 
 void kernel_order(IrProgram *ir, IrFunction *fn, const Target *target) {
+    if (fn->body.count == 0) return; /* (an empty routine: nothing to order, and no items to copy) */
     KernelList list = kernel_outline(ir, fn, target);
     IrStmt **items = arena_alloc(ir->arena, (fn->body.count + 1) * sizeof *items);
     uint32_t out = 0, k = 0, start = 0;
