@@ -808,14 +808,22 @@ static bool rows_independent(const IrProgram *ir, const RowMember *m, uint32_t c
 
 /* A phase of pointwise members: their cells spread over the block's threads along the innermost
  * loop (cell T·q + t on thread t), the row's loops the kernel's, the loops between them new ones;
- * and what the members in it so far store and load there (in the phase's iterators). */
+ * and what the members in it so far store and load there (in the phase's iterators).  A closed
+ * phase takes no further member (there is none yet, a reduction came after it, or its lists are
+ * full). */
+typedef struct CellAccess {
+    uint32_t buffer;
+    const IrIndex *index;
+} CellAccess;
+
 typedef struct Phase {
+    bool closed;
     IrBlock *cells;              /* the body of the loop over q */
     const RowMember *shape;      /* the member that made it: its loops' extents */
     uint32_t inner[MAX_LOOPS];   /* the iterators of the loops below the row's, q last */
     uint32_t t;
-    uint32_t stores, loads;      /* entries of `access`: the stores first */
-    struct { uint32_t buffer; const IrIndex *index; } access[2 * ROW_ACCESS_MOST];
+    CellAccess stored[ROW_ACCESS_MOST], loaded[ROW_ACCESS_MOST];
+    uint32_t stores, loads;
 } Phase;
 
 static void map_to_phase(Sched *s, const RowMember *m, const Phase *p, uint32_t threads, const RowIters *rows) {
@@ -827,9 +835,7 @@ static void map_to_phase(Sched *s, const RowMember *m, const Phase *p, uint32_t 
 }
 
 static void phase_new(Sched *s, Phase *p, const RowMember *m, uint32_t threads, IrBlock *blk, const RowIters *rows) {
-    p->shape = m;
-    p->stores = p->loads = 0;
-    p->t = new_iter(s);
+    *p = (Phase){.shape = m, .t = new_iter(s)};
     IrStmt *lt = new_loop(s, p->t, m->nchain == rows->count ? 1 : threads, true, LOOP_THREAD_X); /* a cell a row: one thread */
     lt->comment = m->st->comment;
     ir_block_push(s->ir->arena, blk, lt);
@@ -843,19 +849,16 @@ static void phase_new(Sched *s, Phase *p, const RowMember *m, uint32_t threads, 
     p->cells = into;
 }
 
-static bool phase_note(Phase *p, uint32_t buffer, const IrIndex *index, bool store) {
-    if (p->stores + p->loads == 2 * ROW_ACCESS_MOST) return false;
-    if (store) { /* the stores before the loads */
-        p->access[p->stores + p->loads] = p->access[p->stores];
-        p->access[p->stores].buffer = buffer, p->access[p->stores++].index = index;
-    } else {
-        p->access[p->stores + p->loads].buffer = buffer, p->access[p->stores + p->loads++].index = index;
-    }
-    return true;
+static bool phase_touches(const Phase *p, uint32_t buffer) {
+    for (uint32_t i = 0; i < p->stores; i++)
+        if (p->stored[i].buffer == buffer) return true;
+    for (uint32_t i = 0; i < p->loads; i++)
+        if (p->loaded[i].buffer == buffer) return true;
+    return false;
 }
 
 /* Whether a load in e of what the phase stores reads the cell its thread stored (the same index),
- * noting e's loads. */
+ * noting e's loads (false where the list is full). */
 static bool phase_loads(const IrProgram *ir, Phase *p, const IrExpr *e) {
     if (e->kind == IR_OP) {
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
@@ -864,31 +867,38 @@ static bool phase_loads(const IrProgram *ir, Phase *p, const IrExpr *e) {
     }
     if (e->kind != IR_LOAD) return true;
     for (uint32_t i = 0; i < p->stores; i++)
-        if (p->access[i].buffer == e->buffer && !ir_same_index(ir, e->buffer, p->access[i].index, e->index)) return false;
-    return phase_note(p, e->buffer, e->index, false);
+        if (p->stored[i].buffer == e->buffer && !ir_same_index(ir, e->buffer, p->stored[i].index, e->index)) return false;
+    if (p->loads == ROW_ACCESS_MOST) return false;
+    p->loaded[p->loads++] = (CellAccess){e->buffer, e->index};
+    return true;
 }
 
-/* A pointwise member into the phase *p (a new one after a barrier where it cannot share *p: its
- * loops differ, it reads another thread's cell of what the phase stores, or it stores what the
- * phase already touches). */
-static const RowMember no_member; /* a phase no later member shares */
+/* A pointwise member's store x, cloned at the current substitution. */
+static IrStmt *cell_clone(Sched *s, const IrStmt *x) {
+    return new_store(s, x->buffer, clone_index(s, x->index, s->ir->buffers[x->buffer].rank), clone_expr(s, x->value, NULL));
+}
 
-static void pointwise_phase(Sched *s, const RowMember *m, uint32_t threads, IrBlock *blk, const RowIters *rows, Phase *p,
-                            bool fresh) {
+/* The store c noted in *p, its loads first; false where a load reads another thread's cell of
+ * what the phase stores, where `sharing` and c stores what the phase already touches, or where
+ * the lists are full. */
+static bool phase_note_store(const IrProgram *ir, Phase *p, IrStmt *c, bool sharing) {
+    if (!phase_loads(ir, p, c->value) || (sharing && phase_touches(p, c->buffer)) || p->stores == ROW_ACCESS_MOST) return false;
+    p->stored[p->stores++] = (CellAccess){c->buffer, c->index};
+    return true;
+}
+
+/* A pointwise member into the phase *p where it can share it (its loops the same, each store
+ * sharable), else into a new phase after a barrier. */
+static void pointwise_phase(Sched *s, const RowMember *m, uint32_t threads, IrBlock *blk, const RowIters *rows, Phase *p) {
     const IrStmt *inner = m->chain[m->nchain - 1];
     IrStmt *st[ROW_ACCESS_MOST];
-    bool shared = !fresh && p->shape->nchain == m->nchain && inner->body.count <= ROW_ACCESS_MOST;
+    bool shared = !p->closed && p->shape->nchain == m->nchain && inner->body.count <= ROW_ACCESS_MOST;
     for (uint32_t k = rows->count; shared && k < m->nchain; k++) shared = p->shape->chain[k]->extent == m->chain[k]->extent;
     if (shared) {
         Phase trial = *p;
         map_to_phase(s, m, &trial, threads, rows);
-        for (uint32_t i = 0; shared && i < inner->body.count; i++) {
-            const IrStmt *x = inner->body.items[i];
-            st[i] = new_store(s, x->buffer, clone_index(s, x->index, s->ir->buffers[x->buffer].rank), clone_expr(s, x->value, NULL));
-            shared = phase_loads(s->ir, &trial, st[i]->value);
-            for (uint32_t j = 0; shared && j < trial.stores + trial.loads; j++) shared = trial.access[j].buffer != x->buffer;
-            shared = shared && phase_note(&trial, x->buffer, st[i]->index, true);
-        }
+        for (uint32_t i = 0; shared && i < inner->body.count; i++)
+            shared = phase_note_store(s->ir, &trial, st[i] = cell_clone(s, inner->body.items[i]), true);
         if (shared) {
             *p = trial;
             for (uint32_t i = 0; i < inner->body.count; i++) ir_block_push(s->ir->arena, p->cells, st[i]);
@@ -899,11 +909,9 @@ static void pointwise_phase(Sched *s, const RowMember *m, uint32_t threads, IrBl
     phase_new(s, p, m, threads, blk, rows);
     map_to_phase(s, m, p, threads, rows);
     for (uint32_t i = 0; i < inner->body.count; i++) {
-        const IrStmt *x = inner->body.items[i];
-        IrStmt *c = new_store(s, x->buffer, clone_index(s, x->index, s->ir->buffers[x->buffer].rank), clone_expr(s, x->value, NULL));
+        IrStmt *c = cell_clone(s, inner->body.items[i]);
         ir_block_push(s->ir->arena, p->cells, c);
-        /* (the notes only decide whether a later member shares the phase: a full list shares nothing) */
-        if (!phase_loads(s->ir, p, c->value) || !phase_note(p, x->buffer, c->index, true)) p->shape = &no_member;
+        if (!phase_note_store(s->ir, p, c, false)) p->closed = true; /* (a full list: no later member shares) */
     }
 }
 
@@ -952,12 +960,13 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
     for (uint32_t k = 0; k < r->npar; k++) rows.iters[k] = r->par[k]->iter;
     IrBlock *blk = out;
     IrStmt *top = cell_blocks(s, r, &blk);
-    Phase phase;
+    Phase phase = {.closed = true};
     for (uint32_t k = 0; k < count; k++) {
         if (!m[k].reduction) {
-            pointwise_phase(s, &m[k], threads, blk, &rows, &phase, k == 0 || m[k - 1].reduction);
+            pointwise_phase(s, &m[k], threads, blk, &rows, &phase);
             continue;
         }
+        phase.closed = true;
         if (blk->count) push_barrier(s, blk);
         uint32_t at = blk->count;
         tree_phases(s, &m[k].r, m[k].op, threads, blk, &rows);
