@@ -618,6 +618,18 @@ if [ "$gpu_order" = "17 17 17 17 18 18 18 18 " ] && [ "$cpu_order" = "17 18 17 1
 then pass "kernels: the GPU's scheduled IR in launch order (a norm's squares moved before its sums), the CPU's as written"
 else fail "kernels: the GPU's scheduled IR in launch order" "squares (17) and sums (18): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
 
+# Reductions down columns (tests/native/gpu_columns.tsr, whose golden the GPU leg checks, with
+# races reported; sched_gpu.c rewrite 7c): with --reassociate the four column reductions and
+# clipping's squares of the weight's gradient each take 32 cells a block, the rows in slices of
+# a warp (5); without it only the maximum, whose value no order changes (1).
+run_tsrc --emit=sched-ir --target=cuda --reassociate -o - tests/native/gpu_columns.tsr
+columns=$(grep -c "each run of 32 cells reduced across a block of [0-9]* GPU threads, [0-9] slices of the steps" "$TMP/out")
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_columns.tsr
+exact_columns=$(grep -c "slices of the steps" "$TMP/out")
+if [ "$columns" = 5 ] && [ "$exact_columns" = 1 ]
+then pass "GPU schedule: 5 reductions down columns, 32 cells a block, with --reassociate; the maximum alone without"
+else fail "GPU schedule: reductions down columns" "$columns column kernels with --reassociate (5 expected), $exact_columns without (1)" "$TMP/out"; fi
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

@@ -245,10 +245,13 @@ static bool plain_nest(const IrStmt *s) {
     return true;
 }
 
-/* Whether every thread loop in s (s included) lies along x and none splits its dimension. */
+/* Whether every thread loop in s (s included) lies along x.  A loop that splits x (a column
+ * reduction's slices of a warp, sched_gpu.c's rewrite 7c) runs on the first extent ·
+ * thread_stride threads, guarded as a shorter loop is (cg_llvm.c), so it may run in larger
+ * blocks too. */
 static bool thread_loops_along_x(const IrStmt *s) {
     if (s->kind != IR_LOOP) return true;
-    if (ir_mode_thread(s->mode) && (s->mode != LOOP_THREAD_X || s->thread_stride > 1)) return false;
+    if (ir_mode_thread(s->mode) && s->mode != LOOP_THREAD_X) return false;
     for (uint32_t i = 0; i < s->body.count; i++)
         if (!thread_loops_along_x(s->body.items[i])) return false;
     return true;
@@ -256,7 +259,7 @@ static bool thread_loops_along_x(const IrStmt *s) {
 
 /* Whether statement s, run by every thread of a block, leaves all its work to thread loops: a
  * barrier, a thread loop, or a loop the whole block runs (a block tile's panels) whose body does
- * the same.  `x_only`: the thread loops lie along x and none splits its dimension. */
+ * the same.  `x_only`: the thread loops lie along x (thread_loops_along_x). */
 static bool block_level(const IrStmt *s, bool *x_only) {
     if (s->kind == IR_BARRIER) return true;
     if (s->kind != IR_LOOP || ir_mode_flat_gpu(s->mode) || ir_mode_block(s->mode) || s->mode == LOOP_ASYNC_COPY)
@@ -282,7 +285,7 @@ static bool block_kernel(const IrStmt *s, bool *x_only) {
     return plain_nest(s);
 }
 
-/* Whether s is a block's kernel whose threads lie along x alone, none splitting it. */
+/* Whether s is a block's kernel whose threads lie along x alone. */
 static bool threads_along_x(const IrStmt *s) {
     bool x_only;
     return block_kernel(s, &x_only) && x_only;
@@ -329,8 +332,8 @@ static bool locals_set_first(const IrStmt *s, bool *set, Uses *u) {
 /* How a statement may be a segment of a GPU launch (Kernel.segments): not at all; on the first
  * threads along x of the launch's blocks, which may have more (a nest of gpu.x/y/z loops, which
  * takes the launch's threads along x, or a block's kernel whose threads lie along x); or only in
- * blocks of exactly its own threads (a block's kernel with threads along y or z, or one whose
- * thread loops split a dimension: a block tile of a product). */
+ * blocks of exactly its own threads (a block's kernel with threads along y or z: a block tile
+ * of a product). */
 typedef enum SegmentKind { NOT_SEGMENT, SEGMENT_ALONG_X, SEGMENT_EXACT } SegmentKind;
 
 /* What kind of segment s may be (its block's threads in block[]), its uses `u`: a nest of

@@ -563,36 +563,15 @@ static void reset_to_rows(Sched *s, IrStmt *const *par, const RowIters *rows) {
     for (uint32_t k = 0; k < rows->count; k++) map_iter(s, par[k]->iter, affine1(rows->iters[k], 1, 0));
 }
 
-/* The phases of rewrite 7 for the cell that the block loops around `blk` name: the threads'
- * partial results, the halvings, the cell. */
-static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t threads, IrBlock *blk,
-                        const RowIters *rows) {
-    const IrProgram *ir = s->ir;
-    const IrStmt *inner = r->red[r->nred - 1];
-    uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
-    s->ir->buffers[part].gpu_shared = true;
-    /* Each thread's partial result. */
-    uint32_t t = new_iter(s);
-    IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
-    ir_block_push(s->ir->arena, blk, lt);
-    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0),
-                                                     new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1
-                                                                  : op == SOP_MAX ? -INFINITY : INFINITY, DTYPE_F32)));
-    IrBlock *into = &lt->body;
-    for (uint32_t k = 0; k + 1 < r->nred; k++) {
-        IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
-        ir_block_push(s->ir->arena, into, l);
-        into = &l->body;
-    }
-    uint32_t kq = new_iter(s);
-    IrStmt *lq = new_loop(s, kq, inner->extent / threads, false, LOOP_PLAIN);
-    ir_block_push(s->ir->arena, into, lq);
-    reset_to_rows(s, r->par, rows);
-    map_iter(s, inner->iter, (Affine){.terms = {{kq, threads}, {t, 1}}, .count = 2});
-    LocalRepl repl = {r->local, part_at(s, part, t, 0), UINT32_MAX, NULL};
-    ir_block_push(s->ir->arena, &lq->body, new_store(s, part, part_index(s, t, 0), clone_expr(s, r->step->value, &repl)));
-    /* Halving the partials. */
-    for (uint32_t half = threads / 2; half >= 1; half /= 2) {
+/* The neutral element of a step's combining operation: the partials' start. */
+static IrExpr *neutral(Sched *s, ScalarOp op) {
+    return new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1 : op == SOP_MAX ? -INFINITY : INFINITY, DTYPE_F32);
+}
+
+/* The halvings of `width` partials in part[] down to `lanes` of them: part[t] = part[t] ⊕
+ * part[t + h] for the threads t < h, h = width/2 … lanes, each after a barrier; then a barrier. */
+static void halve_partials(Sched *s, IrBlock *blk, uint32_t part, ScalarOp op, uint32_t width, uint32_t lanes) {
+    for (uint32_t half = width / 2; half >= lanes; half /= 2) {
         push_barrier(s, blk);
         uint32_t th = new_iter(s);
         IrStmt *lh = new_loop(s, th, half, true, LOOP_THREAD_X);
@@ -600,14 +579,57 @@ static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t thre
         ir_block_push(s->ir->arena, &lh->body, new_store(s, part, part_index(s, th, 0),
                                                          new_op(s, op, part_at(s, part, th, 0), part_at(s, part, th, half), NULL)));
     }
-    /* The cell: its initial value folded with the total (by the thread that made part[0]). */
     push_barrier(s, blk);
+}
+
+/* The cell's store on thread t of the thread loop l, its initial value folded with part[t] (the
+ * caller has mapped the cell's iterators onto t). */
+static void store_cell(Sched *s, const Reduction *r, ScalarOp op, IrStmt *l, uint32_t part, uint32_t t) {
+    const IrProgram *ir = s->ir;
+    IrExpr *total = new_op(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t, 0), NULL);
+    ir_block_push(s->ir->arena, &l->body, new_store(s, r->store->buffer, clone_index(s, r->store->index, ir->buffers[r->store->buffer].rank), total));
+}
+
+/* A thread's loops over its steps of r under `into`: the outer reduction loops as they are, then
+ * every `stride`-th step of the innermost (a loop of extent / stride over a new iterator, *kq,
+ * which the caller maps with the thread's own); the innermost loop's body. */
+static IrBlock *step_loops(Sched *s, const Reduction *r, IrBlock *into, uint32_t stride, uint32_t *kq) {
+    for (uint32_t k = 0; k + 1 < r->nred; k++) {
+        IrStmt *l = new_loop(s, r->red[k]->iter, r->red[k]->extent, false, LOOP_PLAIN);
+        ir_block_push(s->ir->arena, into, l);
+        into = &l->body;
+    }
+    *kq = new_iter(s);
+    IrStmt *lq = new_loop(s, *kq, r->red[r->nred - 1]->extent / stride, false, LOOP_PLAIN);
+    ir_block_push(s->ir->arena, into, lq);
+    return &lq->body;
+}
+
+/* The phases of rewrite 7 for the cell that the block loops around `blk` name: the threads'
+ * partial results, the halvings, the cell. */
+static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t threads, IrBlock *blk,
+                        const RowIters *rows) {
+    const IrStmt *inner = r->red[r->nred - 1];
+    uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
+    s->ir->buffers[part].gpu_shared = true;
+    /* Each thread's partial result. */
+    uint32_t t = new_iter(s);
+    IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, blk, lt);
+    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0), neutral(s, op)));
+    uint32_t kq;
+    IrBlock *steps = step_loops(s, r, &lt->body, threads, &kq);
+    reset_to_rows(s, r->par, rows);
+    map_iter(s, inner->iter, (Affine){.terms = {{kq, threads}, {t, 1}}, .count = 2});
+    LocalRepl repl = {r->local, part_at(s, part, t, 0), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, steps, new_store(s, part, part_index(s, t, 0), clone_expr(s, r->step->value, &repl)));
+    halve_partials(s, blk, part, op, threads, 1);
+    /* The cell: its initial value folded with the total (by the thread that made part[0]). */
     uint32_t t0 = new_iter(s);
     IrStmt *l0 = new_loop(s, t0, 1, true, LOOP_THREAD_X);
     ir_block_push(s->ir->arena, blk, l0);
     reset_to_rows(s, r->par, rows);
-    IrExpr *total = new_op(s, op, clone_expr(s, r->init->value, NULL), part_at(s, part, t0, 0), NULL);
-    ir_block_push(s->ir->arena, &l0->body, new_store(s, r->store->buffer, clone_index(s, r->store->index, ir->buffers[r->store->buffer].rank), total));
+    store_cell(s, r, op, l0, part, t0);
 }
 
 /* The block loops of a block a cell (a row): the cells' own loops, innermost on x, or one block
@@ -637,6 +659,123 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     tree_phases(s, r, op, threads, blk, &(RowIters){.count = 0});
     const char *what = r->par[0] && r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
     top->comment = arena_printf(s->ir->arena, "%s; schedule: each cell reduced across a block of %u GPU threads", what, threads);
+    ir_block_push(s->ir->arena, out, top);
+    return true;
+}
+
+/* ---- Rewrite 7c, the GPU's: columns reduced across a block -------------------------------------------- *
+ *
+ * Rewrite 7 puts a block's threads along the innermost reduction loop, so that neighbouring
+ * threads read neighbouring cells where that loop walks its operands with stride 1 (a row's
+ * sum).  A reduction down the columns of a matrix — a weight's squares summed over its output
+ * axes for each input cell (gradient clipping), a bias's gradient summed over the rows of a
+ * batch — walks its operands with stride 1 along its cells instead: there rewrite 7's threads
+ * each read a cache line of their own for 4 bytes of it (the clipping norm's squares of GPT-2
+ * 124M's weights, a block a cell, read their 0.5 GB at 0.7 TB/s), and one thread a cell (the
+ * token table's 50 304 columns of 768 steps) leaves a few hundred threads a multiprocessor, each
+ * waiting on a long chain of loads.  Here, with the step's combining operation as rewrite 7 takes
+ * it, where every load walks the innermost cell loop with a stride of 0 or 1, one walks it with
+ * stride 1 and the innermost reduction loop with another stride, and the nest has
+ * COLUMN_MIN_STEPS steps a cell, at most COLUMN_MAX_CELLS cells and COLUMN_MIN_WORK steps in
+ * all (a bias's gradient over 256 rows is a few microseconds either way, and as rewrite 7 has
+ * it, it shares a launch with its neighbours' smaller blocks): a block takes
+ * COLUMN_LANES neighbouring cells (the innermost cell loop, whose extent that divides; the outer
+ * cell loops are the grid's y and z), and its COLUMN_LANES × S threads (S: the largest of
+ * COLUMN_SLICES, 4, 2 dividing the innermost reduction loop's extent) run as S slices of a warp:
+ * lane l of slice j takes the steps k ≡ j (mod S) of the innermost reduction loop, and every step
+ * of the loops around it, for cell l, into part[32·j + l] — a warp's loads are 32 neighbouring
+ * cells, one 128-byte line.  Then the halvings of rewrite 7 fold the slices, part[t] ⊕=
+ * part[t + 32·h], down to the first warp's, whose lanes store their cells.  Sums and products
+ * are reordered (with --reassociate only), maxima and minima are not changed. */
+
+enum { COLUMN_LANES = WARP, COLUMN_SLICES = 8, COLUMN_MIN_STEPS = 64, COLUMN_MAX_CELLS = 1 << 18, COLUMN_MIN_WORK = 1 << 19 };
+
+/* Whether the loads of e leave rewrite 7c's warps reading whole lines: none at a gathered index,
+ * each walking the cell loop `cell` with a stride of 0 or 1; *across set where one walks it with
+ * stride 1 and the reduction loop `step` with a stride other than 0 or 1. */
+static bool column_loads(const IrProgram *ir, const IrExpr *e, uint32_t cell, uint32_t step, bool *across) {
+    if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+            if (!column_loads(ir, e->args[i], cell, step, across)) return false;
+        return true;
+    }
+    if (e->kind != IR_LOAD) return true;
+    for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
+        if (e->index[a].gather) return false;
+    int64_t c = ir_flat_coef(ir, e->buffer, e->index, cell), k = ir_flat_coef(ir, e->buffer, e->index, step);
+    if (c != 0 && c != 1) return false;
+    if (c == 1 && k != 0 && k != 1) *across = true;
+    return true;
+}
+
+/* The slices of a block of rewrite 7c for r (0: not for it), the step's combining operation in *op. */
+static uint32_t column_slices(const Sched *s, const Reduction *r, ScalarOp *op) {
+    if (r->npar == 0 || r->npar > 3 || r->nred == 0) return 0;
+    *op = step_combine(r->step->value, r->local);
+    if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return 0;
+    const IrStmt *cell = r->par[r->npar - 1], *inner = r->red[r->nred - 1];
+    double cells = 1, steps = 1;
+    for (uint32_t k = 0; k < r->npar; k++) cells *= (double)r->par[k]->extent;
+    for (uint32_t k = 0; k < r->nred; k++) steps *= (double)r->red[k]->extent;
+    for (uint32_t k = 0; k + 1 < r->npar; k++)
+        if (r->par[k]->extent > MAX_GRID_YZ) return 0;
+    bool across = false;
+    if (cell->extent % COLUMN_LANES || cells > COLUMN_MAX_CELLS || steps < COLUMN_MIN_STEPS || cells * steps < COLUMN_MIN_WORK ||
+        !column_loads(s->ir, r->step->value, cell->iter, inner->iter, &across) || !across)
+        return 0;
+    for (uint32_t slices = COLUMN_SLICES; slices >= 2; slices /= 2)
+        if (inner->extent % slices == 0) return slices;
+    return 0;
+}
+
+static bool gpu_column_reduction(Sched *s, const Reduction *r, IrBlock *out) {
+    ScalarOp op;
+    uint32_t slices = column_slices(s, r, &op);
+    if (!slices) return false;
+    const IrStmt *cell = r->par[r->npar - 1], *inner = r->red[r->nred - 1];
+    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
+    /* The block loops: a run of COLUMN_LANES cells along x, the outer cell loops as they are. */
+    IrStmt *top = NULL;
+    IrBlock *blk = NULL;
+    uint32_t bx = new_iter(s);
+    for (uint32_t k = 0; k < r->npar; k++) {
+        bool x = k + 1 == r->npar;
+        IrStmt *l = new_loop(s, x ? bx : r->par[k]->iter, x ? cell->extent / COLUMN_LANES : r->par[k]->extent, true,
+                             modes[r->npar - 1 - k]);
+        if (!top) top = l;
+        else ir_block_push(s->ir->arena, blk, l);
+        blk = &l->body;
+    }
+    uint32_t width = COLUMN_LANES * slices;
+    uint32_t part = new_scratch(s, "partials", width, DTYPE_F32, true);
+    s->ir->buffers[part].gpu_shared = true;
+    /* Each thread's partial result: slice j, lane l (threadIdx.x = 32·j + l). */
+    uint32_t j = new_iter(s), lane = new_iter(s);
+    IrStmt *lj = new_loop(s, j, slices, true, LOOP_THREAD_X), *ll = new_loop(s, lane, COLUMN_LANES, true, LOOP_THREAD_X);
+    lj->thread_stride = COLUMN_LANES;
+    ir_block_push(s->ir->arena, blk, lj);
+    ir_block_push(s->ir->arena, &lj->body, ll);
+    IrTerm at[2] = {{j, COLUMN_LANES}, {lane, 1}};
+    ir_block_push(s->ir->arena, &ll->body, new_store(s, part, flat_index(s, at, 2), neutral(s, op)));
+    uint32_t kq;
+    IrBlock *steps = step_loops(s, r, &ll->body, slices, &kq);
+    reset_subst(s);
+    map_iter(s, cell->iter, (Affine){.terms = {{bx, COLUMN_LANES}, {lane, 1}}, .count = 2});
+    map_iter(s, inner->iter, (Affine){.terms = {{kq, slices}, {j, 1}}, .count = 2});
+    LocalRepl repl = {r->local, new_load(s, part, flat_index(s, at, 2)), UINT32_MAX, NULL};
+    ir_block_push(s->ir->arena, steps, new_store(s, part, flat_index(s, at, 2), clone_expr(s, r->step->value, &repl)));
+    halve_partials(s, blk, part, op, width, COLUMN_LANES);
+    /* The cells: each lane of the first warp folds its cell's initial value with its column. */
+    uint32_t t0 = new_iter(s);
+    IrStmt *l0 = new_loop(s, t0, COLUMN_LANES, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, blk, l0);
+    reset_subst(s);
+    map_iter(s, cell->iter, (Affine){.terms = {{bx, COLUMN_LANES}, {t0, 1}}, .count = 2});
+    store_cell(s, r, op, l0, part, t0);
+    const char *what = r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
+    top->comment = arena_printf(s->ir->arena,
+                                "%s; schedule: each run of %u cells reduced across a block of %u GPU threads, %u slices of the steps",
+                                what, (unsigned)COLUMN_LANES, width, slices);
     ir_block_push(s->ir->arena, out, top);
     return true;
 }
@@ -714,7 +853,9 @@ static bool row_member(Sched *s, IrStmt *st, const RowMember *first, uint32_t th
     uint32_t rows = first->r.npar;
     if (match_reduction(st, &m->r)) {
         m->reduction = true;
-        if (m->r.npar != rows || tree_threads(s, &m->r, true, &m->op) != threads) return false;
+        ScalarOp column_op;
+        if (m->r.npar != rows || tree_threads(s, &m->r, true, &m->op) != threads || column_slices(s, &m->r, &column_op))
+            return false;
     } else {
         if (!pointwise_chain(s, st, m) || m->nchain < rows ||
             (m->nchain > rows && m->chain[m->nchain - 1]->extent % threads))
@@ -933,7 +1074,8 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
     const Reduction *r = &first.r;
     first.reduction = true;
     uint32_t threads = tree_threads(s, r, true, &first.op);
-    if (!threads || r->npar == 0) return 0;
+    ScalarOp column_op;
+    if (!threads || r->npar == 0 || column_slices(s, r, &column_op)) return 0; /* (down columns: rewrite 7c) */
     /* Before them, the pointwise nests that the schedule has just put out (the sums of a split
      * product's parts, sched_block.c), as many of the last ones as join with the rest. */
     uint32_t before = 0, count = 0;
@@ -1082,7 +1224,8 @@ void schedule_gpu_function(Sched *s) {
             continue;
         }
         if (st->kind == IR_LOOP && match_reduction(st, &r) &&
-            (gpu_block_tiles(s, &r, &body) || gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
+            (gpu_block_tiles(s, &r, &body) || gpu_column_reduction(s, &r, &body) || gpu_block_reduction(s, &r, &body) ||
+             gpu_thread_tiles(s, &r, &body)))
             continue;
         if (match_full_reduction(fn, i, &r) && gpu_block_reduction(s, &r, &body)) {
             i += 2; /* the local's initial value, the loop, the store */
