@@ -188,8 +188,11 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_
 	    tests/fuzz/fuzz_common.c $(BUILD)/libtsrc.a $(HOST_RT) -o $@ $(LLVM_LIBS) $(LDLIBS)
 
 # The whole test suite: golden tests and the C unit tests, one summary line at the end.
+# (TSR_PTXAS=none: the hundreds of --target=cuda programs the tests build carry their PTX alone,
+# not a cubin that ptxas would take seconds to make; tests/gpu/fake_driver.sh sets it for its
+# own checks of the cubin)
 check: $(BUILD)/tsrc $(UNIT_BIN) $(FUZZ_REPLAY)
-	$(Q)TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay OBJ_DIR=$(BUILD)/obj SAN=$(SAN) PYTHON=$(PYTHON) \
+	$(Q)TSR_PTXAS=none TSRC=$(BUILD)/tsrc UNIT_DIR=$(BUILD)/unit FUZZ_REPLAY_DIR=$(BUILD)/fuzz-replay OBJ_DIR=$(BUILD)/obj SAN=$(SAN) PYTHON=$(PYTHON) \
 	    TEST_TIMEOUT=$(TEST_TIMEOUT) sh tests/run.sh
 
 # The long differential sweep of the reference executor against NumPy's einsum: f32 tensors

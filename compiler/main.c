@@ -874,6 +874,77 @@ static void llvm_fatal(const char *reason) {
     _exit(1);
 }
 
+/* ---- The GPU module compiled ahead of time -------------------------------------------------------- */
+
+/* ptxas: $TSR_PTXAS (empty or "none": none), else $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas
+ * or the first ptxas on PATH; NULL when there is none. */
+static const char *find_ptxas(Arena *arena) {
+    const char *env = getenv("TSR_PTXAS");
+    if (env) return *env && strcmp(env, "none") != 0 ? env : NULL;
+    const char *home = getenv("CUDA_HOME");
+    if (home && *home) {
+        const char *p = arena_printf(arena, "%s/bin/ptxas", home);
+        if (access(p, X_OK) == 0) return p;
+    }
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return "/usr/local/cuda/bin/ptxas";
+    const char *path = getenv("PATH");
+    for (const char *at = path; at && *at;) {
+        const char *colon = strchr(at, ':');
+        size_t n = colon ? (size_t)(colon - at) : strlen(at);
+        const char *p = arena_printf(arena, "%.*s/ptxas", (int)n, n ? at : ".");
+        if (access(p, X_OK) == 0) return p;
+        at = colon ? colon + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* Read all of file `path` into *out (malloc'd); false when it cannot. */
+static bool read_file(const char *path, CgBytes *out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool ok = fseek(f, 0, SEEK_END) == 0;
+    long n = ok ? ftell(f) : -1;
+    ok = ok && n > 0 && fseek(f, 0, SEEK_SET) == 0;
+    out->data = ok ? malloc((size_t)n) : NULL;
+    ok = ok && out->data && fread(out->data, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!ok) {
+        free(out->data);
+        *out = (CgBytes){0};
+        return false;
+    }
+    out->size = (size_t)n;
+    return true;
+}
+
+/* The module's PTX compiled by ptxas for its arch (the driver then loads it as it is, where it
+ * would otherwise compile the PTX when the program starts: over a minute for GPT-2 124M's 426
+ * kernels), into ptx->cubin and ptx->gpu, in a private directory in $TMPDIR.  Without ptxas,
+ * nothing; where ptxas fails, a warning, and the program carries its PTX alone.  False after an
+ * error (no private directory, a $TSR_PTXAS that cannot run). */
+static bool compile_cubin(Arena *arena, PtxModule *ptx) {
+    const char *ptxas = find_ptxas(arena);
+    if (!ptxas) return true;
+    int slot;
+    if (temp_create(arena_printf(arena, "%s/tsrc-ptxas", temp_directory()), true, &slot) < 0) return false;
+    const char *in = arena_printf(arena, "%s/module.ptx", temp_path[slot]), *out = arena_printf(arena, "%s/module.cubin", temp_path[slot]);
+    const char *arch = arena_printf(arena, "-arch=%s", ptx->gpu.arch);
+    FILE *f = fopen(in, "wx");
+    bool written = f && fwrite(ptx->ptx.data, 1, ptx->ptx.size, f) == ptx->ptx.size;
+    if (f && fclose(f) != 0) written = false;
+    char *argv[] = {(char *)ptxas, (char *)arch, "-o", (char *)out, (char *)in, NULL};
+    if (!written) diag_error_noloc("cannot write '%s': %s", in, strerror(errno));
+    int status = written ? run_command(argv, NULL) : -1;
+    if (status > 0 || (status == 0 && !read_file(out, &ptx->cubin)))
+        diag_warning((Span){0, 0, 0}, "%s could not compile the PTX for %s%s; the program carries its PTX alone, which "
+                     "the driver compiles when the program starts", ptxas, ptx->gpu.arch,
+                     status > 0 ? arena_printf(arena, " (exit status %d)", status) : "");
+    temp_remove(slot);
+    ptx->gpu.cubin = ptx->cubin.data;
+    ptx->gpu.cubin_size = ptx->cubin.size;
+    return status >= 0;
+}
+
 /* Generate code for the target and write it to `fd` (or, fd < 0, to the standard output);
  * errors name `shown`. */
 static bool emit_object(IrProgram *ir, const Options *opt, const Target *target, const char *module, CgFormat format,
@@ -887,6 +958,11 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     if (target->kind == TARGET_CUDA) {
         if (!cg_ptx_emit(ir, target, opt->opt_level, module, &ptx)) return false;
         stage_done("code generation (PTX)");
+        if (!compile_cubin(ir->arena, &ptx)) {
+            free(ptx.ptx.data);
+            return false;
+        }
+        stage_done("the PTX compiled ahead of time (ptxas)");
         gpu_target = target;
         target_select(NULL, opt->cpu, &host);
         target = &host;
@@ -901,6 +977,7 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     CgBytes bytes;
     bool generated = cg_cpu_emit(ir, image, size, &co, format, &bytes);
     free(ptx.ptx.data);
+    free(ptx.cubin.data);
     if (!generated) return false;
     stage_done("code generation (LLVM)");
     bool ok;

@@ -271,14 +271,18 @@ static int open_context(tsr_gpu *g) {
     return gpu_current(g);
 }
 
-/* The module from the section's PTX (the JIT's log in the message when it fails), and every
- * kernel's function and launch parameters. */
+/* The module from the section's cubin where the GPU runs it (compiled by ptxas when tsrc ran,
+ * for the section's arch), else from its PTX, which the driver compiles (the JIT's log in the
+ * message when that fails); and every kernel's function and launch parameters. */
 static int open_module(tsr_gpu *g) {
     const tsr_gpu_section *sec = g->section;
     char log[JIT_LOG_BYTES] = "";
     int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {log, (void *)(uintptr_t)sizeof log};
-    CUresult r = cu.ModuleLoadDataEx(&g->module, sec->ptx, 2, options, values);
+    /* (a cubin for another architecture than the GPU's: CUDA_ERROR_NO_BINARY_FOR_GPU; the PTX,
+     * compiled for this one, then runs on it) */
+    CUresult r = sec->cubin_size ? cu.ModuleLoadDataEx(&g->module, sec->cubin, 0, NULL, NULL) : CUDA_ERROR_INVALID_IMAGE;
+    if (r != CUDA_SUCCESS) r = cu.ModuleLoadDataEx(&g->module, sec->ptx, 2, options, values);
     if (r != CUDA_SUCCESS) {
         g->module = NULL;
         log[sizeof log - 1] = 0;

@@ -90,7 +90,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   u32 option_count   { str name; u8 is_float; f64 default }
  *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
  *   u8 has_gpu         and, when 1 (a --target=cuda program):
- *     str ptx; str arch; u32 kernel_count
+ *     str ptx; str arch; u64 cubin_size; u8 cubin[cubin_size]; u32 kernel_count
  *                      { str name; u32 grid[3]; u32 block[3]; u32 shared_bytes; u8 scalars;
  *                        u32 param_count; { u32 buffer; u8 writes } [param_count] }
  *
@@ -141,9 +141,11 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * F16 (2-byte cells), version 16 U8 and BOOL (1-byte cells) and I64.  Version 17 added a GPU
  * kernel's `scalars`: which of its by-value parameters its code reads (TSR_GPU_READS_*: an index
  * symbol, the run's random key), so that a replayed CUDA graph (runtime/cuda.c) refreshes the
- * parameters of those kernels alone when the values change. */
+ * parameters of those kernels alone when the values change.  Version 18 added the GPU section's
+ * cubin: the PTX compiled by ptxas for `arch` when tsrc ran (none: size 0), which the runtime
+ * loads first, the PTX where the GPU cannot run it. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 17u
+#define TSR_IMAGE_VERSION 18u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

@@ -154,6 +154,8 @@ typedef struct tsr_gpu_kernel {
 typedef struct tsr_gpu_section {
     char *ptx;  /* NUL-terminated, as cuModuleLoadDataEx needs it */
     char *arch; /* "sm_90" */
+    unsigned char *cubin; /* the PTX compiled for `arch` by ptxas when tsrc ran (cubin_size 0: none) */
+    size_t cubin_size;
     uint32_t kernel_count;
     tsr_gpu_kernel *kernels;
 } tsr_gpu_section;

@@ -68,6 +68,7 @@ static void gpu_section_free(tsr_gpu_section *g) {
     if (!g) return;
     free(g->ptx);
     free(g->arch);
+    free(g->cubin);
     for (uint32_t k = 0; g->kernels && k < g->kernel_count; k++) {
         free(g->kernels[k].name);
         free(g->kernels[k].buffers);
@@ -112,6 +113,13 @@ static tsr_gpu_section *gpu_section_read(Reader *r, const tsr_model *m) {
     g->ptx = str(r);
     g->arch = str(r);
     if (!g->ptx || !g->arch || !g->ptx[0] || !g->arch[0]) r->bad = true;
+    uint64_t cubin = u64(r);
+    if (cubin > (uint64_t)(r->end - r->p)) r->bad = true;
+    if (cubin && !r->bad) {
+        g->cubin = malloc(cubin);
+        if (!g->cubin || !take(r, g->cubin, cubin)) r->bad = true;
+        g->cubin_size = r->bad ? 0 : cubin;
+    }
     g->kernel_count = count(r, 37);
     g->kernels = calloc(g->kernel_count + 1, sizeof *g->kernels);
     if (!g->kernels || (!r->bad && g->kernel_count == 0)) r->bad = true;

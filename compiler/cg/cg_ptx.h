@@ -15,7 +15,8 @@
  * function_first[f + 1] - 1, in order). */
 struct PtxModule {
     CgBytes ptx;              /* NUL-terminated text (size excludes the NUL) */
-    GpuImage gpu;             /* gpu.ptx points into `ptx` */
+    CgBytes cubin;            /* the text compiled ahead of time by ptxas (main.c), or empty */
+    GpuImage gpu;             /* gpu.ptx points into `ptx`, gpu.cubin into `cubin` */
     uint32_t *function_first; /* function_count + 1 entries, in the IR's arena */
 };
 typedef struct PtxModule PtxModule;

@@ -139,6 +139,8 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
     if (gpu) {
         str(&b, gpu->ptx);
         str(&b, gpu->arch);
+        u64(&b, gpu->cubin_size);
+        put(&b, gpu->cubin, gpu->cubin_size);
         u32(&b, gpu->kernel_count);
         for (uint32_t k = 0; k < gpu->kernel_count; k++) {
             const GpuKernelInfo *kn = &gpu->kernels[k];

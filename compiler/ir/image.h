@@ -27,6 +27,8 @@ typedef struct GpuKernelInfo {
 typedef struct GpuImage {
     const char *ptx;
     const char *arch; /* "sm_80" */
+    const unsigned char *cubin; /* the PTX compiled by ptxas for `arch` (cubin_size 0: none) */
+    size_t cubin_size;
     const GpuKernelInfo *kernels;
     uint32_t kernel_count;
 } GpuImage;

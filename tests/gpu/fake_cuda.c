@@ -6,7 +6,9 @@
  * device whose memory is the host's.  Kernels are not run (a launch changes no memory), so a
  * program's printed values are not its results; what is checked is the host side around them:
  *   - a module is PTX text (".version", ".entry"), and every function asked for by name is an
- *     .entry of it;
+ *     .entry of it; a cubin (an ELF image, which tsrc makes with ptxas) is refused as a GPU of
+ *     another architecture refuses it (CUDA_ERROR_NO_BINARY_FOR_GPU), and each module offered is
+ *     a line "cubin" or "ptx" of the file TSR_FAKE_CUDA_MODULES names (if set);
  *   - a launch names a function of the loaded module, with a grid of at least one block a
  *     dimension (at most 2^31 - 1 along x, 65535 along y and z), at most 1024 threads a block,
  *     dynamic shared memory within 48 KiB or what cuFuncSetAttribute allowed that function (at
@@ -76,9 +78,19 @@ CUresult cuCtxSetCurrent(CUcontext context) {
 CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 CUresult cuStreamQuery(CUstream stream) { (void)stream; return CUDA_SUCCESS; }
 
+static CUresult append_to(const char *variable, const char *line);
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned options, int *keys, void **values) {
     (void)options, (void)keys, (void)values;
     const char *text = image;
+    /* A cubin (an ELF image: the pretend GPU runs none, as a GPU of another architecture than
+     * the cubin's would not): the runtime must then load the PTX. */
+    if (text && memcmp(text, "\x7f" "ELF", 4) == 0) {
+        CUresult r = append_to("TSR_FAKE_CUDA_MODULES", "cubin");
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    CUresult logged = append_to("TSR_FAKE_CUDA_MODULES", "ptx");
+    if (logged != CUDA_SUCCESS) return logged;
     if (!text || !strstr(text, ".version") || !strstr(text, ".entry"))
         return complain(CUDA_ERROR_INVALID_IMAGE, "the module is not PTX text with entries", NULL);
     if (module_text) return complain(CUDA_ERROR_INVALID_VALUE, "a second module loaded (one a program)", NULL);

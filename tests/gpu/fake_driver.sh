@@ -62,6 +62,38 @@ run_case split tests/native/gpu_split.tsr --reassociate --gpu-blocks=8
 run_case norm tests/native/gpu_norm_segments.tsr --reassociate
 run_case wgmma tests/native/tensor_cores_wgmma.tsr --arch=sm_90a --gpu-blocks=1
 
+# The module compiled ahead of time (tsrc runs ptxas, $TSR_PTXAS, when it builds; make check sets
+# it to none elsewhere): the executable carries a cubin for its --arch, which the runtime offers
+# the driver first, and the PTX where the GPU runs no such cubin (the fake driver's pretend GPU
+# runs none): "cubin" then "ptx", and the program runs.  Without ptxas, the PTX alone; where
+# ptxas fails, a warning, and the program carries and runs its PTX alone; where $TSR_PTXAS
+# cannot run, an error, exit status 1, and no executable.
+PTXAS_FOUND=$(command -v ptxas 2>/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
+modules_of() { # modules_of TSR_PTXAS: build tests/proj/matmul.tsr with it, run it, the modules offered
+    rm -f "$T/modules" "$T/aot"
+    TSR_PTXAS=$1 "$TSRC" --target=cuda --arch=sm_90 tests/proj/matmul.tsr -o "$T/aot" >"$T/aot.log" 2>&1 &&
+        TSR_CUDA_DRIVER=$FAKE TSR_FAKE_CUDA_MODULES=$T/modules timeout 60 "$T/aot" >"$T/out" 2>>"$T/aot.log" &&
+        ! grep -q "fake CUDA driver" "$T/aot.log" && tr '\n' ' ' <"$T/modules"
+}
+if [ -n "$PTXAS_FOUND" ]; then
+    got=$(modules_of "$PTXAS_FOUND")
+    check "a cubin compiled by ptxas is offered first, the PTX after it where the GPU refuses it ('$got')" \
+        "$([ "$got" = "cubin ptx " ] && echo 0 || echo 1)"
+else
+    echo "SKIP the module compiled ahead of time: no ptxas on PATH or in /usr/local/cuda/bin"
+fi
+got=$(modules_of none)
+check "without ptxas the PTX alone is offered ('$got')" "$([ "$got" = "ptx " ] && echo 0 || echo 1)"
+got=$(modules_of /bin/false)
+warned=$(grep -c "warning: /bin/false could not compile the PTX for sm_90 (exit status 1); the program carries its PTX alone" "$T/aot.log")
+check "a ptxas that fails: a warning, and the PTX alone ('$got', $warned warning)" \
+    "$([ "$got" = "ptx " ] && [ "$warned" = 1 ] && echo 0 || echo 1)"
+rm -f "$T/aot"
+TSR_PTXAS=$T/no-such-ptxas "$TSRC" --target=cuda tests/proj/matmul.tsr -o "$T/aot" >"$T/aot.log" 2>&1
+st=$?
+check "a \$TSR_PTXAS that cannot run: exit status 1, an error naming it, no executable" \
+    "$([ $st = 1 ] && grep -q "error: cannot run '$T/no-such-ptxas'" "$T/aot.log" && ! [ -e "$T/aot" ] && echo 0 || echo 1)"
+
 # CUDA graphs (runtime/cuda.c, tsr_gpu_launch_run): a routine's run of kernels is made a graph
 # once and replayed at every later call, and the kernels that read the run's key (dropout's
 # masks), an index symbol (kv_cache's position p) or neither (AdamW's) launch with the values

@@ -128,6 +128,10 @@ static void gpu_section(Image *im, const char *ptx, const Kernel *kernels, uint3
     u8(im, 1);
     str(im, ptx);
     str(im, "sm_52");
+    /* A cubin no GPU runs (not an ELF image): the runtime falls back to the PTX, as on a GPU of
+     * another architecture than the cubin's. */
+    u64(im, 8);
+    put(im, "notcubin", 8);
     u32(im, count);
     for (uint32_t k = 0; k < count; k++) {
         const Kernel *kn = &kernels[k];
