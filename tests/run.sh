@@ -630,6 +630,21 @@ if [ "$columns" = 5 ] && [ "$exact_columns" = 1 ]
 then pass "GPU schedule: 5 reductions down columns, 32 cells a block, with --reassociate; the maximum alone without"
 else fail "GPU schedule: reductions down columns" "$columns column kernels with --reassociate (5 expected), $exact_columns without (1)" "$TMP/out"; fi
 
+# A large grid's tiles in groups of rows (tests/native/gpu_tile_groups.tsr, whose golden the GPU
+# leg checks with its gpu-args, races reported; sched_block.c): with --gpu-blocks=4 the f32 block
+# tiles and the bf16 tensor-core tiles (sm_80's mma.sync, sm_90a's warpgroups) run in groups of
+# 4 rows; with the default 128 blocks, grids of 32 blocks keep their order.
+groups=0
+for arch in sm_80 sm_90a; do
+    run_tsrc --emit=sched-ir --target=cuda --arch=$arch --gpu-blocks=4 -o - tests/native/gpu_tile_groups.tsr
+    groups=$((groups + $(grep -c "tiles in groups of 4 rows" "$TMP/out")))
+done
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_tile_groups.tsr
+ungrouped=$(grep -c "tiles in groups" "$TMP/out")
+if [ "$groups" = 4 ] && [ "$ungrouped" = 0 ]
+then pass "GPU schedule: 4 grids of block tiles in groups of 4 rows with --gpu-blocks=4; none at 128 blocks"
+else fail "GPU schedule: block tiles in groups of rows" "$groups grouped grids with --gpu-blocks=4 (4 expected), $ungrouped at the default (0)" "$TMP/out"; fi
+
 # Gradients passed along inside one fused backward nest (tests/native/local_cells.tsr, whose
 # golden checks the values) live in locals of the nest (sched/nest.c rewrite 4b): the layer
 # norm's and the softmax's widening and scalings, 6 buffers at x86-64-v4 and at x86-64-v3; the

@@ -98,6 +98,10 @@ void k_loop(Sched *s, IrBlock *blk, const KLoop *kl);
 /* The tile, grid and split of a block kernel over contraction ct of r, `step` steps a panel
  * (`wide`: WIDE_TILE_J cells along J); false where none fits. */
 bool plan_blocks(Sched *s, const Reduction *r, const Contraction *ct, uint64_t step, bool wide, BlockPlan *plan);
+/* A large grid of row tiles × column tiles, built (top: its block loops, grid_loops), put in
+ * the order that shares panels in L2 (groups of GROUP_ROWS row tiles: sched_block.c); the words
+ * for the dump's schedule, "" where it keeps its order. */
+const char *group_tile_rows(Sched *s, const BlockPlan *plan, IrStmt *top);
 /* The grid's block loops; returns the outermost, *body the innermost's body. */
 IrStmt *grid_loops(Sched *s, const Grid *g, IrBlock **body);
 /* The store of a block's cell of r (`value`, the reduction's, or the part's partial result). */

@@ -464,9 +464,10 @@ static bool gpu_block_tiles(Sched *s, Reduction *r, IrBlock *out) {
     body = thread_cells(s, threads, &bt, bt.ty, bt.tx, &cell, &it);
     ir_block_push(s->ir->arena, body, block_cell_store(s, r, &bt.split, new_load(s, bt.cells, cell)));
 
+    const char *order = group_tile_rows(s, &plan, top);
     push_block_kernel(s, r, top, &bt.split,
-                      arena_printf(s->ir->arena, "%ux%u cells a GPU block through shared memory, %ux%u a thread", bt.tile,
-                                   bt.tile, bt.side, bt.side),
+                      arena_printf(s->ir->arena, "%ux%u cells a GPU block through shared memory, %ux%u a thread%s", bt.tile,
+                                   bt.tile, bt.side, bt.side, order),
                       out);
     return true;
 }

@@ -802,6 +802,6 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
             : arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (mma.m16n8k%u.%s), %u warps of %ux%u, panels of %u steps%s",
                            tile, tile, ir_mma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in), MMA_WARPS, tile / MMA_WARPS_I,
                            tile / MMA_WARPS_J, step, pipeline);
-    push_block_kernel(s, r, top, &mt.split, schedule, out);
+    push_block_kernel(s, r, top, &mt.split, arena_printf(s->ir->arena, "%s%s", schedule, group_tile_rows(s, &plan, top)), out);
     return true;
 }
