@@ -18,9 +18,10 @@
 #   nn_mlp_B_H_T tools/bench/nn_mlp.tsr (Nn.mlp 784-H-H-10, Train.adam) at batch B in type T
 #                (f32, or bf16: `mlp ~dtype:"bf16"`, f32 master weights), for each B:H of
 #                BENCH_GPU_MLPS, driven by nn_mlp_gpu_tsrc.c
-#   gpt_K        tools/bench/gpt.tsr.in at each configuration K:VOCAB:C:NH:T:B:L[:fused] of
-#                BENCH_GPU_GPT (tools/bench.sh's format: `fused` for attention in one kernel a
-#                direction, gpt_block ~fused:true), compiled with --reassociate (block
+#   gpt_K        tools/bench/gpt.tsr.in at each configuration K:VOCAB:C:NH:T:B:L[:fused[:OPTIONS]]
+#                of BENCH_GPU_GPT (tools/bench.sh's format: `fused` for attention in one kernel a
+#                direction, gpt_block ~fused:true; OPTIONS, tsrc's options for this variant
+#                separated by commas, `--gpu-blocks=256,--tf32`), compiled with --reassociate (block
 #                reductions for its sums), driven by gpt_tsrc.c -DGPT_GPU; PyTorch's side is
 #                tools/bench/py_gpt.py with BENCH_GPT_DEVICE=cuda; gpts.txt lists the configs
 #   gpt_K_profile the same compiled with --profile (each launch waits for its kernel), driven
@@ -117,18 +118,19 @@ for mlp in $MLPS; do
     echo "$batch $hidden" >>"$OUT/mlps.txt"
 done
 for config in $GPTS; do
-    IFS=: read -r kind vocab c nh tt bb ll fused <<CONFIG
+    IFS=: read -r kind vocab c nh tt bb ll fused options <<CONFIG
 $config
 CONFIG
     fused=$([ "$fused" = fused ] && echo true || echo false)
+    options=$(echo "$options" | tr , ' ')
     dir=$OUT/obj/$kind
     mkdir -p "$dir"
     sed -e "s/@VOCAB@/$vocab/; s/@DIM@/$c/; s/@HEADS@/$nh/; s/@CTX@/$tt/; s/@BATCH@/$bb/; s/@LAYERS@/$ll/" \
         -e "s/@FUSED@/$fused/" "$BENCH/gpt.tsr.in" >"$dir/gpt.tsr"
-    tsrc_case "$dir" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "$kind" --reassociate \
+    tsrc_case "$dir" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "$kind" "--reassociate $options" \
         "-DGPT_GPU -DVOCAB=$vocab -DKIND=\"$kind\"" &&
         echo "$kind $vocab $c $nh $tt $bb $ll" >>"$OUT/gpts.txt"
-    tsrc_case "$OUT/obj/${kind}_profile" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "${kind}_profile" "--reassociate --profile" \
+    tsrc_case "$OUT/obj/${kind}_profile" gpt "$dir/gpt.tsr" "$BENCH/gpt_tsrc.c" "${kind}_profile" "--reassociate --profile $options" \
         "-DGPT_GPU -DGPT_PROFILE -DVOCAB=$vocab -DKIND=\"${kind}_profile\""
 done
 

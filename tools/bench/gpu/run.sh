@@ -14,7 +14,8 @@
 # the GPU (py_train_gpu.py), in ms per step; Nn.mlp's Adam step at each batch and width of
 # mlps.txt in bf16 against the same step in f32 (both tsrc); the GPT steps of gpts.txt
 # (bin/gpu_gpt…, gpt_tsrc.c) against PyTorch eager fp32 on the GPU (py_gpt.py from the same
-# initial parameters, the same windows), in ms per step, and against themselves with their
+# initial parameters, the same windows; measured once a configuration: a variant built with
+# other tsrc options is set against the PyTorch step of the first), in ms per step, and against themselves with their
 # kernels launched one at a time (TSR_CUDA_GRAPHS=0) rather than as CUDA graphs, their ten losses compared on an INFO
 # line, and each GPT step's kernels by time (bin/gpu_gpt…_profile, tsrc --profile: a launch
 # waits for its kernel) in OUTDIR/KIND_profile.txt, its first lines printed.
@@ -108,14 +109,22 @@ while read -r kind rest; do
         2>"$OUT/${kind}_profile.txt" || { echo "bench-gpu: the profiled $kind failed"; failed=1; }
     head -n 25 "$OUT/${kind}_profile.txt" | sed 's/^/    /'
 done <"$OUT/gpts.txt"
+measured_configs=""   # "CONFIG=KIND …": PyTorch measured once a configuration, for its variants too
 while read -r kind vocab c nh tt bb ll; do
     echo "bench-gpu: GPT step $kind (L=$ll, C=$c, NH=$nh, T=$tt, B=$bb, V=$vocab, AdamW)"
     measure "tsrc $kind" "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
     impl_as=tsrc_one_at_a_time measure "tsrc $kind, kernels launched one at a time" \
         env TSR_CUDA_GRAPHS=0 "$OUT/bin/$kind" "$BUDGET" 200 "$OUT/${kind}_init.npz"
-    [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ] &&
+    config=$vocab-$c-$nh-$tt-$bb-$ll
+    earlier=$(printf '%s\n' $measured_configs | sed -n "s/^$config=//p" | head -n 1)
+    if [ -n "$earlier" ]; then # a variant of a configuration measured: the same PyTorch step
+        grep "^RESULT kind=$earlier impl=torch " "$RAW" | sed "s/^RESULT kind=$earlier /RESULT kind=$kind /" >>"$RAW.variant"
+        cat "$RAW.variant" >>"$RAW" && rm -f "$RAW.variant"
+    elif [ $have_torch = yes ] && [ -f "$OUT/${kind}_init.npz" ]; then
         measure "PyTorch $kind" env BENCH_GPT_DEVICE=cuda BENCH_BUDGET="$BUDGET" \
             "$PY" tools/bench/py_gpt.py 1 "$OUT/${kind}_init.npz" "$kind" "$vocab" "$c" "$nh" "$tt" "$bb" "$ll"
+        grep -q "^RESULT kind=$kind impl=torch " "$RAW" && measured_configs="$measured_configs $config=$kind"
+    fi
 done <"$OUT/gpts.txt"
 rm -f "$OUT/out.txt" "$OUT/err.txt"
 
