@@ -619,16 +619,17 @@ then pass "kernels: the GPU's scheduled IR in launch order (a norm's squares mov
 else fail "kernels: the GPU's scheduled IR in launch order" "squares (17) and sums (18): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
 
 # Reductions down columns (tests/native/gpu_columns.tsr, whose golden the GPU leg checks, with
-# races reported; sched_gpu.c rewrite 7c): with --reassociate the four column reductions and
-# clipping's squares of the weight's gradient each take 32 cells a block, the rows in slices of
-# a warp (5); without it only the maximum, whose value no order changes (1).
+# races reported; sched_gpu.c rewrite 7c): with --reassociate the four f32 column reductions,
+# the bf16 matrix's two and clipping's squares of the weight's gradient each take 32 cells a
+# block, the rows in slices of a warp (7); without it only the two maxima, whose values no
+# order changes (2).
 run_tsrc --emit=sched-ir --target=cuda --reassociate -o - tests/native/gpu_columns.tsr
 columns=$(grep -c "each run of 32 cells reduced across a block of [0-9]* GPU threads, [0-9] slices of the steps" "$TMP/out")
 run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_columns.tsr
 exact_columns=$(grep -c "slices of the steps" "$TMP/out")
-if [ "$columns" = 5 ] && [ "$exact_columns" = 1 ]
-then pass "GPU schedule: 5 reductions down columns, 32 cells a block, with --reassociate; the maximum alone without"
-else fail "GPU schedule: reductions down columns" "$columns column kernels with --reassociate (5 expected), $exact_columns without (1)" "$TMP/out"; fi
+if [ "$columns" = 7 ] && [ "$exact_columns" = 2 ]
+then pass "GPU schedule: 7 reductions down columns (2 of bf16 cells), 32 cells a block, with --reassociate; the maxima alone without"
+else fail "GPU schedule: reductions down columns" "$columns column kernels with --reassociate (7 expected), $exact_columns without (2)" "$TMP/out"; fi
 
 # A large grid's tiles in groups of rows (tests/native/gpu_tile_groups.tsr, whose golden the GPU
 # leg checks with its gpu-args, races reported; sched_block.c): with --gpu-blocks=4 the f32 block

@@ -1217,9 +1217,10 @@ void schedule_gpu_function(Sched *s) {
             continue;
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
             /* except a nest kept only for its bf16/f16 cells: they are computed in f32 and
-             * rounded once where stored, in thread tiles and block reductions as as lowered */
+             * rounded once where stored, in thread tiles and block reductions (down columns
+             * or not) as as lowered */
             if (sched_half_only(s, st) && match_reduction(st, &r) &&
-                (gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
+                (gpu_column_reduction(s, &r, &body) || gpu_block_reduction(s, &r, &body) || gpu_thread_tiles(s, &r, &body)))
                 continue;
             ir_block_push(s->ir->arena, &body, st);
             continue;
