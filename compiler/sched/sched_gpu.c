@@ -31,6 +31,9 @@
  *     their order, become its top, the rest run inside each thread (attention's scores over
  *     sequences, heads and two position tiles: 12 288 threads of 4 tiles each, where
  *     sequences, heads and row tiles mapped left 1 536 threads of 32 tiles each);
+ *   - a chain whose innermost loop is shorter than a warp takes its longest loop of a warp or
+ *     more as the innermost instead (full_warps: fused attention's 4 heads under 64 rows left
+ *     28 of a warp's 32 threads idle);
  *   - the innermost mapped loop becomes `gpu.x`: iteration blockIdx.x · T + threadIdx.x with T
  *     threads a block (the target's gpu_threads, fewer for a short loop: a multiple of the warp
  *     size of 32), and a guard for the threads past the extent in the last block.  It is the
@@ -87,6 +90,36 @@ static void longest_first(IrStmt **chain, unsigned n) {
     for (unsigned i = 0; i < n; i++) chain[i]->iter = iter[i], chain[i]->extent = extent[i];
 }
 
+/* Whether a loop runs in s (s included) that is not parallel: a thread's steps of a reduction. */
+static bool has_serial_loop(const IrStmt *s) {
+    if (s->kind != IR_LOOP) return false;
+    if (!s->parallel) return true;
+    for (uint32_t i = 0; i < s->body.count; i++)
+        if (has_serial_loop(s->body.items[i])) return true;
+    return false;
+}
+
+/* A chain of at most three loops whose innermost is shorter than a warp, asks for no threads
+ * and takes serial steps in each thread (fused attention's heads, 4 or 12, under its rows' 64
+ * and its sequences, each row thousands of steps: blocks of 32 threads with 4 or 12 at work)
+ * takes its longest loop, if it has a warp's worth of iterations, as the innermost instead:
+ * the two loops' headers swap (their iterations are independent).  A nest of pointwise cells
+ * keeps its order: its threads' few loads are better coalesced along the innermost loop. */
+static void full_warps(IrStmt **chain, unsigned n) {
+    IrStmt *inner = chain[n - 1];
+    bool serial = false;
+    for (uint32_t i = 0; i < inner->body.count && !serial; i++) serial = has_serial_loop(inner->body.items[i]);
+    if (inner->extent >= WARP || inner->threads || !serial) return;
+    unsigned longest = n - 1;
+    for (unsigned i = 0; i + 1 < n; i++)
+        if (!chain[i]->threads && chain[i]->extent >= WARP && chain[i]->extent > chain[longest]->extent) longest = i;
+    if (longest == n - 1) return;
+    uint32_t iter = inner->iter;
+    uint64_t extent = inner->extent;
+    inner->iter = chain[longest]->iter, inner->extent = chain[longest]->extent;
+    chain[longest]->iter = iter, chain[longest]->extent = extent;
+}
+
 /* Map the top of one top-level nest onto the grid. */
 static void map_nest(IrStmt *top, const Target *target) {
     IrStmt *chain[MAX_LOOPS];
@@ -99,6 +132,7 @@ static void map_nest(IrStmt *top, const Target *target) {
     if (n == 0) return;
     if (n > 3) longest_first(chain, n);
     n = n < 3 ? n : 3;
+    full_warps(chain, n);
     /* The block: the threads a loop asks for (thread tiles, rewrite 5 below), else T along x and one
      * along y and z. */
     uint32_t threads[3];
