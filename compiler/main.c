@@ -876,17 +876,13 @@ static void llvm_fatal(const char *reason) {
 
 /* ---- The GPU module compiled ahead of time -------------------------------------------------------- */
 
-/* ptxas: $TSR_PTXAS (empty or "none": none), else $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas
- * or the first ptxas on PATH; NULL when there is none. */
+/* ptxas: $TSR_PTXAS (empty or "none": none), else the toolkit's (cg_cuda_toolkit_file) or the
+ * first ptxas on PATH; NULL when there is none. */
 static const char *find_ptxas(Arena *arena) {
     const char *env = getenv("TSR_PTXAS");
     if (env) return *env && strcmp(env, "none") != 0 ? env : NULL;
-    const char *home = getenv("CUDA_HOME");
-    if (home && *home) {
-        const char *p = arena_printf(arena, "%s/bin/ptxas", home);
-        if (access(p, X_OK) == 0) return p;
-    }
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return "/usr/local/cuda/bin/ptxas";
+    const char *toolkit = cg_cuda_toolkit_file(arena, "bin/ptxas", X_OK);
+    if (toolkit) return toolkit;
     const char *path = getenv("PATH");
     for (const char *at = path; at && *at;) {
         const char *colon = strchr(at, ':');

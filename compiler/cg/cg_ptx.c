@@ -223,15 +223,19 @@ static bool needs_libdevice(LLVMModuleRef mod) {
     return false;
 }
 
+const char *cg_cuda_toolkit_file(Arena *arena, const char *relative, int mode) {
+    const char *home = getenv("CUDA_HOME");
+    const char *candidates[2] = {home && *home ? arena_printf(arena, "%s/%s", home, relative) : NULL,
+                                 arena_printf(arena, "/usr/local/cuda/%s", relative)};
+    for (int i = 0; i < 2; i++)
+        if (candidates[i] && access(candidates[i], mode) == 0) return candidates[i];
+    return NULL;
+}
+
 static const char *libdevice_path(Arena *arena) {
     const char *env = getenv("TSR_LIBDEVICE");
     if (env && *env) return env;
-    const char *home = getenv("CUDA_HOME");
-    const char *candidates[2] = {home && *home ? arena_printf(arena, "%s/nvvm/libdevice/libdevice.10.bc", home) : NULL,
-                                 "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"};
-    for (int i = 0; i < 2; i++)
-        if (candidates[i] && access(candidates[i], R_OK) == 0) return candidates[i];
-    return NULL;
+    return cg_cuda_toolkit_file(arena, "nvvm/libdevice/libdevice.10.bc", R_OK);
 }
 
 /* Link libdevice into the module; its functions become internal, so that the pipeline keeps

@@ -21,6 +21,10 @@ struct PtxModule {
 };
 typedef struct PtxModule PtxModule;
 
+/* A file of the CUDA toolkit, `relative` to its root: $CUDA_HOME/relative, else
+ * /usr/local/cuda/relative, where access(2) allows `mode` (R_OK, X_OK); NULL when neither does. */
+const char *cg_cuda_toolkit_file(Arena *arena, const char *relative, int mode);
+
 /* Emit every kernel of every function of `ir` (scheduled for `target`, a TARGET_CUDA one) as
  * PTX for target->gpu_arch; kernel names start with `module`.  False after reporting an error
  * (no libdevice for a program that needs it, LLVM refusing the code). */

@@ -106,10 +106,8 @@ static bool has_serial_loop(const IrStmt *s) {
  * the two loops' headers swap (their iterations are independent).  A nest of pointwise cells
  * keeps its order: its threads' few loads are better coalesced along the innermost loop. */
 static void full_warps(IrStmt **chain, unsigned n) {
-    IrStmt *inner = chain[n - 1];
-    bool serial = false;
-    for (uint32_t i = 0; i < inner->body.count && !serial; i++) serial = has_serial_loop(inner->body.items[i]);
-    if (inner->extent >= WARP || inner->threads || !serial) return;
+    IrStmt *inner = chain[n - 1]; /* (parallel: has_serial_loop looks below it) */
+    if (inner->extent >= WARP || inner->threads || !has_serial_loop(inner)) return;
     unsigned longest = n - 1;
     for (unsigned i = 0; i + 1 < n; i++)
         if (!chain[i]->threads && chain[i]->extent >= WARP && chain[i]->extent > chain[longest]->extent) longest = i;
@@ -566,19 +564,31 @@ static IrExpr *part_at(Sched *s, uint32_t part, uint32_t t, int64_t offset) {
     return new_load(s, part, part_index(s, t, offset));
 }
 
+/* Whether r folds its steps in an order a block's threads may change (rewrites 7, 7c, 7r): its
+ * step's combining operation in *op, max or min, or + and · with --reassociate; at most three
+ * cell loops, the outer ones within the grid's y and z; *cells and *steps its extents. */
+static bool foldable(const Sched *s, const Reduction *r, ScalarOp *op, double *cells, double *steps) {
+    if (r->nred == 0 || r->npar > 3) return false;
+    *op = step_combine(r->step->value, r->local);
+    if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return false;
+    *cells = *steps = 1;
+    for (uint32_t k = 0; k < r->npar; k++) *cells *= (double)r->par[k]->extent;
+    for (uint32_t k = 0; k < r->nred; k++) *steps *= (double)r->red[k]->extent;
+    for (uint32_t k = 0; k + 1 < r->npar; k++)
+        if (r->par[k]->extent > MAX_GRID_YZ) return false;
+    return true;
+}
+
+static bool down_columns(const Sched *s, const Reduction *r);
+
 /* The threads a block of rewrite 7 gives each cell of `r` (0: not for a block), and the step's
  * combining operation in *op.  In a row kernel (`row`, rewrite 7r) with --reassociate, from
  * TREE_MIN_THREADS steps and up to ROW_CELLS_MOST rows: with the nests around it in the same
- * launch, a row of 64 steps (a softmax over 64 positions) pays for its block. */
+ * launch, a row of 64 steps (a softmax over 64 positions) pays for its block.  A reduction down
+ * columns (rewrite 7c) is no row kernel's: its rows would be columns. */
 static uint32_t tree_threads(const Sched *s, const Reduction *r, bool row, ScalarOp *op) {
-    if (r->nred == 0 || r->npar > 3) return 0;
-    *op = step_combine(r->step->value, r->local);
-    if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return 0;
-    double cells = 1, steps = 1;
-    for (uint32_t k = 0; k < r->npar; k++) cells *= (double)r->par[k]->extent;
-    for (uint32_t k = 0; k < r->nred; k++) steps *= (double)r->red[k]->extent;
-    for (uint32_t k = 0; k + 1 < r->npar; k++)
-        if (r->par[k]->extent > 65535) return 0;
+    double cells, steps;
+    if (!foldable(s, r, op, &cells, &steps) || (row && down_columns(s, r))) return 0;
     const IrStmt *inner = r->red[r->nred - 1];
     uint32_t threads = (uint32_t)tile_side(inner->extent, TREE_MAX_THREADS);
     bool rows = row && s->target->reassociate;
@@ -668,8 +678,9 @@ static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t thre
 }
 
 /* The block loops of a block a cell (a row): the cells' own loops, innermost on x, or one block
- * for a single cell; *blk the innermost's body. */
-static IrStmt *cell_blocks(Sched *s, const Reduction *r, IrBlock **blk) {
+ * for a single cell; or, `lanes` > 1, a block a run of that many cells along the innermost cell
+ * loop (rewrite 7c), whose block loop takes iterator `run`.  *blk the innermost's body. */
+static IrStmt *cell_blocks(Sched *s, const Reduction *r, uint32_t lanes, uint32_t run, IrBlock **blk) {
     static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
     IrStmt *top = NULL;
     if (r->npar == 0) {
@@ -677,7 +688,9 @@ static IrStmt *cell_blocks(Sched *s, const Reduction *r, IrBlock **blk) {
         *blk = &top->body;
     }
     for (uint32_t k = 0; k < r->npar; k++) {
-        IrStmt *l = new_loop(s, r->par[k]->iter, r->par[k]->extent, true, modes[r->npar - 1 - k]);
+        bool runs = lanes > 1 && k + 1 == r->npar;
+        IrStmt *l = new_loop(s, runs ? run : r->par[k]->iter, r->par[k]->extent / (runs ? lanes : 1), true,
+                             modes[r->npar - 1 - k]);
         if (!top) top = l;
         else ir_block_push(s->ir->arena, *blk, l);
         *blk = &l->body;
@@ -690,7 +703,7 @@ static bool gpu_block_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     uint32_t threads = tree_threads(s, r, false, &op);
     if (!threads) return false;
     IrBlock *blk = out;
-    IrStmt *top = cell_blocks(s, r, &blk);
+    IrStmt *top = cell_blocks(s, r, 1, UINT32_MAX, &blk);
     tree_phases(s, r, op, threads, blk, &(RowIters){.count = 0});
     const char *what = r->par[0] && r->par[0]->comment ? r->par[0]->comment : r->init->comment ? r->init->comment : "a reduction";
     top->comment = arena_printf(s->ir->arena, "%s; schedule: each cell reduced across a block of %u GPU threads", what, threads);
@@ -745,15 +758,9 @@ static bool column_loads(const IrProgram *ir, const IrExpr *e, uint32_t cell, ui
 
 /* The slices of a block of rewrite 7c for r (0: not for it), the step's combining operation in *op. */
 static uint32_t column_slices(const Sched *s, const Reduction *r, ScalarOp *op) {
-    if (r->npar == 0 || r->npar > 3 || r->nred == 0) return 0;
-    *op = step_combine(r->step->value, r->local);
-    if (*op == SOP_COUNT || ((*op == SOP_ADD || *op == SOP_MUL) && !s->target->reassociate)) return 0;
+    double cells, steps;
+    if (r->npar == 0 || !foldable(s, r, op, &cells, &steps)) return 0;
     const IrStmt *cell = r->par[r->npar - 1], *inner = r->red[r->nred - 1];
-    double cells = 1, steps = 1;
-    for (uint32_t k = 0; k < r->npar; k++) cells *= (double)r->par[k]->extent;
-    for (uint32_t k = 0; k < r->nred; k++) steps *= (double)r->red[k]->extent;
-    for (uint32_t k = 0; k + 1 < r->npar; k++)
-        if (r->par[k]->extent > MAX_GRID_YZ) return 0;
     bool across = false;
     if (cell->extent % COLUMN_LANES || cells > COLUMN_MAX_CELLS || steps < COLUMN_MIN_STEPS || cells * steps < COLUMN_MIN_WORK ||
         !column_loads(s->ir, r->step->value, cell->iter, inner->iter, &across) || !across)
@@ -763,24 +770,20 @@ static uint32_t column_slices(const Sched *s, const Reduction *r, ScalarOp *op) 
     return 0;
 }
 
+static bool down_columns(const Sched *s, const Reduction *r) {
+    ScalarOp op;
+    return column_slices(s, r, &op) != 0;
+}
+
 static bool gpu_column_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     ScalarOp op;
     uint32_t slices = column_slices(s, r, &op);
     if (!slices) return false;
     const IrStmt *cell = r->par[r->npar - 1], *inner = r->red[r->nred - 1];
-    static const IrLoopMode modes[3] = {LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z};
     /* The block loops: a run of COLUMN_LANES cells along x, the outer cell loops as they are. */
-    IrStmt *top = NULL;
     IrBlock *blk = NULL;
     uint32_t bx = new_iter(s);
-    for (uint32_t k = 0; k < r->npar; k++) {
-        bool x = k + 1 == r->npar;
-        IrStmt *l = new_loop(s, x ? bx : r->par[k]->iter, x ? cell->extent / COLUMN_LANES : r->par[k]->extent, true,
-                             modes[r->npar - 1 - k]);
-        if (!top) top = l;
-        else ir_block_push(s->ir->arena, blk, l);
-        blk = &l->body;
-    }
+    IrStmt *top = cell_blocks(s, r, COLUMN_LANES, bx, &blk);
     uint32_t width = COLUMN_LANES * slices;
     uint32_t part = new_scratch(s, "partials", width, DTYPE_F32, true);
     s->ir->buffers[part].gpu_shared = true;
@@ -888,9 +891,7 @@ static bool row_member(Sched *s, IrStmt *st, const RowMember *first, uint32_t th
     uint32_t rows = first->r.npar;
     if (match_reduction(st, &m->r)) {
         m->reduction = true;
-        ScalarOp column_op;
-        if (m->r.npar != rows || tree_threads(s, &m->r, true, &m->op) != threads || column_slices(s, &m->r, &column_op))
-            return false;
+        if (m->r.npar != rows || tree_threads(s, &m->r, true, &m->op) != threads) return false;
     } else {
         if (!pointwise_chain(s, st, m) || m->nchain < rows ||
             (m->nchain > rows && m->chain[m->nchain - 1]->extent % threads))
@@ -1109,8 +1110,7 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
     const Reduction *r = &first.r;
     first.reduction = true;
     uint32_t threads = tree_threads(s, r, true, &first.op);
-    ScalarOp column_op;
-    if (!threads || r->npar == 0 || column_slices(s, r, &column_op)) return 0; /* (down columns: rewrite 7c) */
+    if (!threads || r->npar == 0) return 0;
     /* Before them, the pointwise nests that the schedule has just put out (the sums of a split
      * product's parts, sched_block.c), as many of the last ones as join with the rest. */
     uint32_t before = 0, count = 0;
@@ -1136,7 +1136,7 @@ static uint32_t gpu_row_kernel(Sched *s, uint32_t i, IrBlock *out) {
     RowIters rows = {.count = r->npar};
     for (uint32_t k = 0; k < r->npar; k++) rows.iters[k] = r->par[k]->iter;
     IrBlock *blk = out;
-    IrStmt *top = cell_blocks(s, r, &blk);
+    IrStmt *top = cell_blocks(s, r, 1, UINT32_MAX, &blk);
     Phase phase = {.closed = true};
     for (uint32_t k = 0; k < count; k++) {
         if (!m[k].reduction) {
