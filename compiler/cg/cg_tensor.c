@@ -115,7 +115,8 @@ static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayou
     return LLVMBuildNUWAdd(g->b, d, cgl_iconst(g, at * cell >> 4), "desc");
 }
 
-/* IR_WGMMA (ir.h): for each 64 rows of the thread's warpgroup and each 16 steps, one
+/* IR_WGMMA (ir.h): for each 64 rows of the thread's warpgroup and each 16 steps (8 of tf32, whose
+ * K-major operands take no transposition flags), one
  * wgmma.mma_async on this thread's accumulators (inline PTX: LLVM has no intrinsic for it), the
  * first fenced, the last committed and awaited down to the statement's groups in flight; of
  * two warpgroups, the second's A descriptors start R = rows/2 rows further (its number is
@@ -125,12 +126,14 @@ static LLVMValueRef core_descriptor(CgLlvm *g, uint32_t panel, const IrCoreLayou
  * accumulators: the next statement's instructions take the same registers, untouched between
  * (ptxas serialises the products, and says so, where anything else touches them). */
 void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
-    unsigned regs = w->n / 2, group_rows = w->rows / w->warpgroups, halves = group_rows / 64, chunks = w->steps / 16;
+    unsigned regs = w->n / 2, group_rows = w->rows / w->warpgroups, halves = group_rows / 64, kstep = ir_wgmma_k(w->in),
+             chunks = w->steps / kstep;
+    bool tf32 = w->in == DTYPE_F32; /* (K-major operands alone: no transposition flags) */
     LLVMValueRef group_at = NULL; /* the warpgroup's first row of A, in cells of its panel */
     if (w->warpgroups > 1)
         group_at = LLVMBuildNUWMul(g->b, LLVMBuildUDiv(g->b, cgl_special_register(g, "tid.z"), cgl_iconst(g, 4), ""),
                                    cgl_iconst(g, ir_core_cell(&w->a_layout, group_rows, 0) - w->a_layout.at), "");
-    const char *type = ir_dtype_word(w->in);
+    const char *type = tf32 ? "tf32" : ir_dtype_word(w->in);
     LLVMTypeRef *fields = malloc(regs * sizeof *fields), *params = malloc((regs + 2) * sizeof *params);
     LLVMValueRef *args = malloc((regs + 2) * sizeof *args);
     char *text = malloc(64 * (size_t)regs + 512), *constraints = malloc(8 * (size_t)regs + 16), wait[96];
@@ -146,19 +149,20 @@ void cgl_warpgroup_product(CgLlvm *g, const IrWgmma *w) {
     for (unsigned h = 0; h < halves; h++)
         for (unsigned k = 0; k < chunks; k++) {
             bool first = h == 0 && k == 0, last = h + 1 == halves && k + 1 == chunks;
-            n = (size_t)sprintf(text, "%s{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%uk16.f32.%s.%s {",
-                                first ? "fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;\n" : "", w->n, type, type);
+            n = (size_t)sprintf(text, "%s{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%uk%u.f32.%s.%s {",
+                                first ? "fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;\n" : "", w->n, kstep, type, type);
             for (unsigned r = 0; r < regs; r++) n += (size_t)sprintf(text + n, "%s$%u", r ? "," : "", r);
-            n += (size_t)sprintf(text + n, "}, $%u, $%u, p, 1, 1, %d, %d;\n}%s", 2 * regs, 2 * regs + 1, w->a_layout.mn_major,
-                                 w->b_layout.mn_major,
-                                 last ? wait : "");
+            n += (size_t)sprintf(text + n, "}, $%u, $%u, p, 1, 1", 2 * regs, 2 * regs + 1);
+            if (!tf32) n += (size_t)sprintf(text + n, ", %d, %d", w->a_layout.mn_major, w->b_layout.mn_major);
+            n += (size_t)sprintf(text + n, ";\n}%s", last ? wait : "");
             unsigned first_reg = w->c_at + h * regs;
             for (unsigned r = 0; r < regs; r++)
                 args[r] = LLVMBuildLoad2(g->b, g->f32, cgl_thread_register(g, g->f32, w->c, first_reg + r), "");
-            /* Steps 16k … 16k + 15 of half h's rows (from row 64h of A) start at their first cell. */
+            /* Steps K·k … K·k + K − 1 (K = kstep) of half h's rows (from row 64h of A) start at their first cell. */
             const IrCoreLayout *a = &w->a_layout, *b = &w->b_layout;
-            args[regs] = core_descriptor(g, w->a, a, ir_core_cell(a, 64 * (int64_t)h, 16 * (int64_t)k), group_at);
-            args[regs + 1] = core_descriptor(g, w->b, b, ir_core_cell(b, 0, 16 * (int64_t)k), NULL);
+            int64_t first_step = (int64_t)kstep * k;
+            args[regs] = core_descriptor(g, w->a, a, ir_core_cell(a, 64 * (int64_t)h, first_step), group_at);
+            args[regs + 1] = core_descriptor(g, w->b, b, ir_core_cell(b, 0, first_step), NULL);
             LLVMValueRef asm_fn = LLVMGetInlineAsm(fn, text, strlen(text), constraints, strlen(constraints), 1, 0,
                                                    LLVMInlineAsmDialectATT, 0);
             LLVMValueRef d = LLVMBuildCall2(g->b, fn, asm_fn, args, regs + 2, "");

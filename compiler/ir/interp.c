@@ -378,7 +378,8 @@ static void async_copy(Interp *in, const IrStmt *l) {
     in->phase_copied = true;
 }
 
-/* Register `at` of an IR_MMA's A or B registers: f32 (tf32) or the operands' half type. */
+/* Cell `at` of an IR_MMA's A or B registers or of an IR_WGMMA's panel: f32 (tf32) or the
+ * operands' half type, widened. */
 static float mma_operand(Interp *in, uint32_t buffer, uint64_t at) {
     DType dtype = in->ir->buffers[buffer].dtype;
     return ir_dtype_half(dtype) ? load_half(dtype, cell_address(in, buffer, (int64_t)at)).f : in->data[buffer][at];
@@ -455,7 +456,7 @@ static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int
     int64_t at = ir_core_cell(l, r, k);
     if (in->late_copies) note_shared_read(in, panel, at);
     if (running) cell_marks(in, &in->running_read, panel)[at] = in->wgmma_issued + 1;
-    return load_half(in->ir->buffers[panel].dtype, cell_address(in, panel, at)).f;
+    return mma_operand(in, panel, (uint64_t)at);
 }
 
 /* IR_WGMMA as the warpgroups carry it out (ir.h IrWgmma): A's rows and B's columns read once

@@ -580,7 +580,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             const IrCoreLayout *la = &w->a_layout, *lb = &w->b_layout;
             fprintf(out, "wgmma.m%un%uk%u.%s %s[%u..%u] += %s[%" PRId64 ", %s%s, leading %" PRId64 ", stride %" PRId64 "] * %s[%" PRId64
                          ", %s%s, leading %" PRId64 ", stride %" PRId64 "]  (%s%s)\n",
-                    w->rows, w->n, w->steps, ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at,
+                    w->rows, w->n, w->steps, w->in == DTYPE_F32 ? "tf32" : ir_dtype_word(w->in), ir->buffers[w->c].name, w->c_at,
                     w->c_at + w->rows * w->n / (128 * (w->warpgroups ? w->warpgroups : 1)) - 1,
                     ir->buffers[w->a].name, la->at, la->mn_major ? "m-major" : "k-major", swizzle_word(la->swizzle),
                     la->leading, la->stride, ir->buffers[w->b].name, lb->at, lb->mn_major ? "n-major" : "k-major",
@@ -812,11 +812,12 @@ static void verify_ldmatrix(Verifier *v, const IrLdmatrix *l) {
  * swizzled layout's in a panel of the same swizzle, its rows whole and each group of 8 on the
  * swizzle's period (ir.h IrCoreLayout). */
 static bool core_panel_fits(const IrBuffer *p, const IrCoreLayout *l, uint32_t rows, uint32_t steps) {
-    if (!p->gpu_shared || p->swizzle != l->swizzle || l->at < 0 || l->leading < 0 || l->stride < 0 || l->at % 8 ||
-        l->leading % 8 || l->stride % 8)
+    if (!p->gpu_shared || p->swizzle != l->swizzle || l->bytes != ir_dtype_bytes(p->dtype) || (l->bytes == 4 && l->mn_major))
         return false;
+    int64_t unit = 16 / l->bytes; /* a core matrix row's cells */
+    if (l->at < 0 || l->leading < 0 || l->stride < 0 || l->at % unit || l->leading % unit || l->stride % unit) return false;
     if (l->swizzle) {
-        int64_t cells = l->swizzle / 2, period = 4 * (int64_t)l->swizzle; /* a row's cells, 8 rows' */
+        int64_t cells = l->swizzle / l->bytes, period = 8 * cells; /* a row's cells, 8 rows' */
         if ((l->swizzle != 32 && l->swizzle != 64 && l->swizzle != 128) || p->size % (uint64_t)period || l->at % period ||
             l->stride % period || (l->mn_major ? rows % cells || l->leading % period : steps > cells))
             return false;
@@ -830,7 +831,7 @@ static void verify_wgmma(Verifier *v, const IrWgmma *w) {
     if (!between_phases(v)) problem(v, "a warpgroup product outside the phases of a block's kernel");
     const IrBuffer *bufs = v->ir->buffers;
     uint32_t count = v->ir->buffer_count;
-    if (!ir_dtype_half(w->in) || (w->rows != 64 && w->rows != 128) || (w->warpgroups != 1 && w->warpgroups != 2) ||
+    if ((!ir_dtype_half(w->in) && w->in != DTYPE_F32) || (w->rows != 64 && w->rows != 128) || (w->warpgroups != 1 && w->warpgroups != 2) ||
         w->rows / w->warpgroups < 64 || !w->n || w->n % 8 || w->n > 256 || !w->steps ||
         w->steps % 16 || w->in_flight > 1 || w->a >= count || w->b >= count || w->c >= count) {
         problem(v, "a warpgroup product of another type or shape");

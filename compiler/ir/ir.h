@@ -430,43 +430,52 @@ typedef struct IrLdmatrix {
 } IrLdmatrix;
 
 /* An operand panel of IR_WGMMA in shared memory, in the tensor cores' core matrices (8 rows of
- * 16 bytes): cell (r, k) — r its place along the block's tile (A's row, B's column), k its
- * reduction step — is, without swizzling (swizzle 0), at
- *     at + (r / 8)·stride + (k / 8)·leading + (r mod 8)·8 + k mod 8      (K-major: k contiguous)
- *     at + (r / 8)·stride + (k / 8)·leading + (k mod 8)·8 + r mod 8      (mn_major: r contiguous)
- * in 2-byte cells (PTX's canonical layouts without swizzling: `leading` the distance between
- * core matrices along k, `stride` along the tile, each a multiple of 8 cells).  With a swizzle
- * of W = 32, 64 or 128 bytes (E = W/2 cells; the panel's buffer is stored with the same
+ * 16 bytes, c = 16/`bytes` cells a row: 8 of bf16 or f16, 4 of tf32's f32 cells): cell (r, k) —
+ * r its place along the block's tile (A's row, B's column), k its reduction step — is, without
+ * swizzling (swizzle 0), at
+ *     at + (r / 8)·stride + (k / c)·leading + (r mod 8)·c + k mod c      (K-major: k contiguous)
+ *     at + (r / c)·stride + (k / 8)·leading + (k mod 8)·c + r mod c      (mn_major: r contiguous)
+ * in cells (PTX's canonical layouts without swizzling: `leading` the distance between core
+ * matrices along k, `stride` along the tile, each a multiple of c cells).  With a swizzle
+ * of W = 32, 64 or 128 bytes (E = W/`bytes` cells; the panel's buffer is stored with the same
  * swizzle, IrBuffer.swizzle) the canonical layouts are rows of E cells:
  *     at + (r / 8)·stride + (r mod 8)·E + k                              (K-major, k < E)
  *     at + (r / E)·leading + (k / 8)·stride + (k mod 8)·E + r mod E      (mn_major)
  * (PTX's swizzled layouts: `stride` its stride byte offset, `leading` its leading byte offset,
  * unused along a K-major one's k, which a row holds whole).  These are the cells before the
  * swizzle: the descriptors name them, and the tensor cores, like the buffer's stores, move
- * each 16 bytes by ir_swizzle_byte. */
+ * each 16 bytes by ir_swizzle_byte.  tf32 operands are K-major (wgmma transposes 16-bit cells
+ * alone). */
 typedef struct IrCoreLayout {
     int64_t at, leading, stride;
     bool mn_major;
     uint32_t swizzle; /* 0, 32, 64 or 128: the bytes of a swizzled row */
+    uint32_t bytes;   /* a cell's: 2 (bf16, f16) or 4 (tf32's f32 cells) */
 } IrCoreLayout;
 
 /* The cell of (r, k) in a core-matrix layout. */
 static inline int64_t ir_core_cell(const IrCoreLayout *l, int64_t r, int64_t k) {
+    int64_t c = 16 / l->bytes; /* a core matrix row's cells */
     if (l->swizzle) {
-        int64_t e = l->swizzle / 2;
+        int64_t e = l->swizzle / l->bytes;
         if (l->mn_major) return l->at + r / e * l->leading + k / 8 * l->stride + k % 8 * e + r % e;
         return l->at + r / 8 * l->stride + r % 8 * e + k;
     }
-    return l->at + r / 8 * l->stride + k / 8 * l->leading + (l->mn_major ? k % 8 * 8 + r % 8 : r % 8 * 8 + k % 8);
+    if (l->mn_major) return l->at + r / c * l->stride + k / 8 * l->leading + k % 8 * c + r % c;
+    return l->at + r / 8 * l->stride + k / c * l->leading + r % 8 * c + k % c;
 }
 
 /* What a wgmma descriptor says of layout l besides its start (PTX's matrix descriptor): the
  * leading and stride byte offsets and the swizzling mode (1: 128 bytes, 2: 64, 3: 32, 0: none). */
 static inline void ir_core_descriptor(const IrCoreLayout *l, int64_t *leading_bytes, int64_t *stride_bytes, int *mode) {
-    *leading_bytes = 2 * l->leading;
-    *stride_bytes = 2 * l->stride;
+    *leading_bytes = l->bytes * l->leading;
+    *stride_bytes = l->bytes * l->stride;
     *mode = l->swizzle == 128 ? 1 : l->swizzle == 64 ? 2 : l->swizzle == 32 ? 3 : 0;
 }
+
+/* The reduction steps of one wgmma.mma_async on cells of `in`: 32 bytes of each operand's rows
+ * (16 of bf16 or f16, 8 of tf32, DTYPE_F32). */
+static inline uint32_t ir_wgmma_k(DType in) { return in == DTYPE_F32 ? 8 : 16; }
 
 /* Where byte `byte` of a buffer stored with a swizzle of `width` bytes (0: none; IrBuffer.swizzle)
  * lies: its 16-byte unit within 128 bytes exclusive-ored with the 128-byte row's number modulo
@@ -479,13 +488,14 @@ static inline int64_t ir_swizzle_byte(int64_t byte, uint32_t width) {
 
 /* IR_WGMMA: the block's threads, `warpgroups` warpgroups of 128 (1 or 2), add A·B to C over
  * `steps` reduction steps (a multiple of 16), A the rows × steps cells of panel `a`, B the
- * steps × n cells of panel `b` (bf16 or f16, `in`), by the layouts above, C rows × n f32 cells
+ * steps × n cells of panel `b` (bf16 or f16, `in`; or f32 cells holding tf32 values, `in`
+ * DTYPE_F32, both panels K-major), by the layouts above, C rows × n f32 cells
  * (rows 64 or 128, n a multiple of 8 up to 256) in the threads' registers.  Warpgroup v takes
  * R = rows/warpgroups rows (64 or 128) from row R·v: for each 64 of them, h, its thread
  * t = 128v + 32w + 4g + q holds in register c_at + h·n/2 + 4i + 2r₁ + r₀ (i < n/8) the cell
  *     C[R·v + 64h + 16w + g + 8r₁][8i + 2q + r₀]
  * (PTX's wgmma.mma_async.m64nNk16 accumulator layout).  Each warpgroup issues, for each of its
- * halves and each 16 steps in order, one wgmma.mma_async reading both panels through their
+ * halves and each ir_wgmma_k steps in order, one wgmma.mma_async reading both panels through their
  * descriptors, fenced before the first, the statement's instructions one group, committed after the last
  * and awaited until at most `in_flight` groups of the warpgroup are still running: 0, the
  * statement is done when it ends; 1, it may still read its panels and add into C while the
@@ -494,7 +504,7 @@ static inline int64_t ir_swizzle_byte(int64_t byte, uint32_t width) {
  * The reference executor takes each cell's steps in order as fused multiply-adds, as IR_MMA
  * does. */
 typedef struct IrWgmma {
-    DType in;                      /* DTYPE_BF16 or DTYPE_F16 */
+    DType in;                      /* DTYPE_BF16, DTYPE_F16, or DTYPE_F32 for tf32 */
     uint32_t warpgroups;           /* 1 or 2 */
     uint32_t rows, n, steps;
     uint32_t a, b;                 /* the gpu_shared panels */

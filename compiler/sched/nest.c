@@ -157,6 +157,17 @@ uint32_t new_scratch(Sched *s, const char *what, uint64_t size, DType dtype, boo
     return b.id;
 }
 
+uint32_t pool_take(Sched *s, ScratchPool *pool, const char *what, uint64_t cells) {
+    uint32_t k = pool->next++ % POOL_TURNS;
+    if (k == pool->made) return pool->buffers[pool->made++] = new_scratch(s, what, cells, DTYPE_F32, false);
+    IrBuffer *b = &s->ir->buffers[pool->buffers[k]];
+    if (b->size < cells) {
+        b->size = b->dims[0] = cells;
+        b->shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)cells);
+    }
+    return pool->buffers[k];
+}
+
 /* ---- Recognising the canonical reduction nest ----------------------------------------------------- */
 
 /* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's

@@ -102,7 +102,7 @@ void k_loop(Sched *s, IrBlock *blk, const KLoop *kl) {
  * too short for that (a weight's gradient over 8 sequences of 64 positions), the outermost
  * reduction loop is split instead, each part taking every step of the loops inside it.  Each block stores its cells'
  * partial results, each started from 0, into a buffer of partial results, part p's at
- * p·|C| + the cell's flat offset in C.  A function's splits take SPLIT_PARTIAL_BUFFERS buffers in
+ * p·|C| + the cell's flat offset in C.  A function's splits take POOL_TURNS buffers in
  * turn (each as large as the largest split that takes it): neighbouring split products — a
  * transformer's q, k and v projections of one input — write different buffers, so nothing
  * orders them but their data, and the kernels' outlining runs them side by side (kernel.c);
@@ -299,29 +299,13 @@ static IrIndex *partial_index(Sched *s, uint32_t c, const IrIndex *index, const 
     return ix;
 }
 
-/* The function's next buffer of partial results (SPLIT_PARTIAL_BUFFERS of them, taken in turn),
- * made at least `cells` cells. */
-static uint32_t take_partials(Sched *s, uint64_t cells) {
-    uint32_t k = s->split_next++ % SPLIT_PARTIAL_BUFFERS;
-    if (k == s->split_made) {
-        s->split_partials[s->split_made++] = new_scratch(s, "partials", cells, DTYPE_F32, false);
-    } else {
-        IrBuffer *b = &s->ir->buffers[s->split_partials[k]];
-        if (b->size < cells) {
-            b->size = b->dims[0] = cells;
-            b->shape_text = arena_printf(s->ir->arena, "%llu", (unsigned long long)cells);
-        }
-    }
-    return s->split_partials[k];
-}
-
 /* The store of a block kernel's cell (C's index mapped onto the thread's cell): into C, or into
  * the partial results of the block's part (the split's buffer, taken here). */
 IrStmt *block_cell_store(Sched *s, const Reduction *r, Split *split, IrExpr *value) {
     uint32_t c = r->store->buffer;
     IrIndex *index = clone_index(s, r->store->index, s->ir->buffers[c].rank);
     if (split->iter == UINT32_MAX) return new_store(s, c, index, value);
-    if (split->partials == UINT32_MAX) split->partials = take_partials(s, (uint64_t)split->parts * s->ir->buffers[c].size);
+    if (split->partials == UINT32_MAX) split->partials = pool_take(s, &s->split_partials, "partials", (uint64_t)split->parts * s->ir->buffers[c].size);
     return new_store(s, split->partials, partial_index(s, c, index, split, -1), value);
 }
 

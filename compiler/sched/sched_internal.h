@@ -28,9 +28,15 @@ typedef struct Affine {
     int64_t offset;
 } Affine;
 
-/* How many buffers of partial results the split reductions of a function take in turn (rewrite
- * 6s, sched_block.c). */
-enum { SPLIT_PARTIAL_BUFFERS = 4 };
+/* A function's global scratch buffers of one kind, taken in turn (pool_take): the split
+ * reductions' partial results (rewrite 6s, sched_block.c), tf32's K-major copies of a
+ * contraction's operands (rewrite 6t, sched_mma.c).  POOL_TURNS of them, so that neighbouring
+ * kernels that take them are independent and may run side by side. */
+enum { POOL_TURNS = 4 };
+typedef struct ScratchPool {
+    uint32_t buffers[POOL_TURNS];
+    uint32_t made, next; /* made so far; the next to take */
+} ScratchPool;
 
 typedef struct Sched {
     IrProgram *ir;
@@ -47,10 +53,9 @@ typedef struct Sched {
      * value, else 4): `lanes` of them fill a vector register (target->vector_floats · 4 /
      * cell_bytes). */
     unsigned cell_bytes, lanes;
-    /* The GPU's buffers of partial results of split reductions (sched_block.c, rewrite 6s),
-     * taken in turn: split_made of them made so far, the next to take split_next. */
-    uint32_t split_partials[SPLIT_PARTIAL_BUFFERS];
-    uint32_t split_made, split_next;
+    /* The GPU's buffers of partial results of split reductions (sched_block.c, rewrite 6s), and
+     * of tf32 operands copied K-major (sched_mma.c). */
+    ScratchPool split_partials, tf32_copies;
 } Sched;
 
 typedef struct LocalRepl {
@@ -131,6 +136,9 @@ bool sched_half_only(const Sched *s, const IrStmt *st);
 /* A scratch buffer of `size` cells of `dtype` (a packed operand's type is its operand's, a tile's
  * the type its reduction accumulates in). */
 uint32_t new_scratch(Sched *s, const char *what, uint64_t size, DType dtype, bool kernel_local);
+
+/* The pool's next global f32 buffer, made (named `what`) or grown to at least `cells` cells. */
+uint32_t pool_take(Sched *s, ScratchPool *pool, const char *what, uint64_t cells);
 
 /* `l = init; for r… reduction: l = step; C[…] = l`: the three statements of a reduction's
  * cell, into r (its parallel loops aside). */

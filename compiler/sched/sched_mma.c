@@ -1,6 +1,7 @@
 /* sched_mma.c — rewrite 6t of the GPU schedule: contractions of bf16 or f16 operands (or of
  * f32 ones rounded to tf32, --tf32) as block kernels whose products run on the tensor cores
- * (mma.sync, sm_80 and later; on sm_90a one warpgroup's wgmma), their panels copied into
+ * (mma.sync, sm_80 and later; on sm_90a one or two warpgroups' wgmma, tf32's over K-major
+ * copies of its operands made by kernels before the product's), their panels copied into
  * shared memory asynchronously where their runs of cells are aligned (sched_block.h).  The
  * comments below say how.
  *
@@ -58,10 +59,10 @@ enum { MMA_WARPS_I = 2, MMA_WARPS_J = 2, MMA_WARPS = MMA_WARPS_I * MMA_WARPS_J, 
        MMA_STAGES = 3,        /* panels in flight or in use at once, copied asynchronously */
        WARPGROUP_STAGES = 4,  /* the same for a warpgroup whose products run on into the next turn */
        HALF_ROW_PAD = 8, F32_ROW_PAD = 4,
-       CORE_ROW = 8,          /* a row of a core matrix of wgmma (sm_90a): 8 halves, 16 bytes */
+       CORE_ROW_BYTES = 16,   /* a row of a core matrix of wgmma (sm_90a): 8 halves or 4 f32 cells */
        WARPGROUP = 128,       /* a warpgroup's threads */
-       WARPGROUP_STEPS = 64,  /* a warpgroup's panel's steps where the reduction allows: rows of 128 bytes */
-       SWIZZLE_LINE = 128,    /* the bytes of a swizzle's line: a swizzled panel's 16-byte unit u of each is u xor line mod W/16 */
+       SWIZZLE_LINE = 128,    /* the bytes of a swizzle's line: a swizzled panel's 16-byte unit u of each is u xor line mod W/16;
+                                 a warpgroup's panel's row along k where the reduction allows (64 halves, 32 f32 cells) */
        WARPGROUP_ROWS = 64    /* the rows of a warpgroup of a wide tile (128 × 256 on two, 64 × 256 on one) */ };
 
 typedef struct MmaTile {
@@ -132,12 +133,15 @@ static IrIndex *register_index(Sched *s, const MmaTile *mt, uint64_t per_thread,
     return flat_index(s, terms, n + count);
 }
 
+/* The cells of a core matrix's row (16 bytes) of the tile's type: 8 halves, 4 of tf32's f32 cells. */
+static uint32_t core_row(const MmaTile *mt) { return CORE_ROW_BYTES / ir_dtype_bytes(mt->in); }
+
 /* Cells a thread fetches together along the operand's contiguous axis: a quarter of a panel's
  * steps when that axis is the reduction's (8 bytes of halves for 16 steps, 16 for 32, 32 for 64;
  * twice that of f32), a 32nd of the tile's row otherwise (4 or 8 bytes of halves for a 64- or
  * 128-wide tile, 8 or 16 of f32). */
 static uint32_t fetch_run(const MmaTile *mt, const Panel *p) {
-    if (mt->warpgroup) return CORE_ROW; /* a core matrix's row */
+    if (mt->warpgroup) return core_row(mt); /* a core matrix's row */
     return p->k_along_x ? mt->step / 4 : p->tile / 32;
 }
 
@@ -414,14 +418,16 @@ static Panel mma_panel(Sched *s, const MmaTile *mt, const IrExpr *load, const Ir
     if (p.k_along_x) p.k_stride = 1, p.m_stride = mt->step + (type == DTYPE_F32 ? F32_ROW_PAD : HALF_ROW_PAD);
     else p.k_stride = tile + HALF_ROW_PAD, p.m_stride = 1;
     /* A warpgroup's: swizzled rows (ir.h IrCoreLayout).  Along k a row of the panel is one of
-     * the step's cells (W = 2·step bytes: 128 for 64 steps, 64 for 32), 8 rows a group: the
-     * panel is [m][k] as the operand is.  Along the tile, rows of 64 cells (128 bytes), one
-     * row a step: the panel is [m / 64][k][m mod 64]. */
+     * the step's cells (W = step·cell bytes: 128 for 64 steps of halves or 32 of f32, 64 for
+     * half that), 8 rows a group: the panel is [m][k] as the operand is.  Along the tile (bf16
+     * and f16 alone), rows of 64 cells (128 bytes), one row a step: the panel is
+     * [m / 64][k][m mod 64]. */
+    uint32_t bytes = ir_dtype_bytes(type), unit = core_row(mt);
     if (mt->warpgroup && p.k_along_x)
-        p.core = (IrCoreLayout){.leading = CORE_ROW, .stride = CORE_ROW * (int64_t)mt->step, .swizzle = 2 * mt->step};
+        p.core = (IrCoreLayout){.leading = unit, .stride = 8 * (int64_t)mt->step, .swizzle = bytes * mt->step, .bytes = bytes};
     if (mt->warpgroup && !p.k_along_x)
-        p.core = (IrCoreLayout){.leading = (int64_t)SWIZZLE_LINE / 2 * mt->step, .stride = CORE_ROW * SWIZZLE_LINE / 2, .mn_major = true,
-                                .swizzle = SWIZZLE_LINE};
+        p.core = (IrCoreLayout){.leading = (int64_t)SWIZZLE_LINE / bytes * mt->step, .stride = 8 * SWIZZLE_LINE / bytes, .mn_major = true,
+                                .swizzle = SWIZZLE_LINE, .bytes = bytes};
     uint64_t stages = mt->stages && mt->panels > 1 ? mt->stages : 1; /* a single panel uses stage 0 alone */
     p.shared = new_scratch(s, name, stages * (uint64_t)panel_cells(mt, &p), type, true);
     s->ir->buffers[p.shared].gpu_shared = true;
@@ -526,11 +532,11 @@ static IrBlock *copy_threads(Sched *s, IrBlock *into, MmaTile *mt) {
 /* Where a thread's copy of panel p's run c (one of pass po, pi) goes in a warpgroup's swizzled
  * panel (ir.h IrCoreLayout): its step kk and place m, and its cell in stage `stage`.  Each 8
  * neighbouring threads (u = t mod 8 = x + 4·yl) copy one 128-byte line of the panel, 16 bytes
- * each, from 128 neighbouring bytes of the operand where a line is one row (L = t / 8 its
- * number in a pass), so that their stores, whatever the swizzle does within the line, fall on
- * no bank twice:
- *   along k, 64 steps (rows of 128 bytes):  kk = 8u + c,  m = L + T/8·pi
- *   along k, 32 steps (two rows a line):     kk = 8x + c,  m = yl + 2L + T/4·pi
+ * (U cells: 8 halves, 4 f32) each, from 128 neighbouring bytes of the operand where a line is
+ * one row (L = t / 8 its number in a pass), so that their stores, whatever the swizzle does
+ * within the line, fall on no bank twice:
+ *   along k, rows of 128 bytes (64 steps of halves, 32 of f32):  kk = Uu + c,  m = L + T/8·pi
+ *   along k, rows of 64 bytes (two rows a line):                 kk = Ux + c,  m = yl + 2L + T/4·pi
  *   along the tile (a line: one step of 64 places m): m = 8u + c + 64·po,  kk = L + T/8·pi
  * with T the block's threads. */
 static IrIndex *swizzled_copy_place(Sched *s, const MmaTile *mt, const Panel *p, uint32_t po, uint32_t pi, uint32_t c,
@@ -541,13 +547,14 @@ static IrIndex *swizzled_copy_place(Sched *s, const MmaTile *mt, const Panel *p,
     if (th[4] != UINT32_MAX) affine_add(&line, th[4], 16);
     IrTerm at[8];
     uint32_t n = 0;
+    int64_t unit = core_row(mt);
     if (p->k_along_x) {
-        if (mt->step == WARPGROUP_STEPS) {
-            *kk = (Affine){.terms = {{c, 1}, {th[0], 8}, {th[1], 32}}, .count = 3};
+        if (mt->step * ir_dtype_bytes(mt->in) == SWIZZLE_LINE) {
+            *kk = (Affine){.terms = {{c, 1}, {th[0], unit}, {th[1], 4 * unit}}, .count = 3};
             *m = line;
             affine_add(m, pi, lines);
         } else {
-            *kk = (Affine){.terms = {{c, 1}, {th[0], 8}}, .count = 2};
+            *kk = (Affine){.terms = {{c, 1}, {th[0], unit}}, .count = 2};
             *m = (Affine){.terms = {{th[1], 1}}, .count = 1};
             for (uint32_t k = 0; k < line.count; k++) affine_add(m, line.terms[k].iter, 2 * line.terms[k].coef);
             affine_add(m, pi, 2 * lines);
@@ -556,7 +563,7 @@ static IrIndex *swizzled_copy_place(Sched *s, const MmaTile *mt, const Panel *p,
         for (uint32_t k = 0; k < m->count; k++) at[n++] = (IrTerm){m->terms[k].iter, m->terms[k].coef * (int64_t)mt->step};
         for (uint32_t k = 0; k < kk->count; k++) at[n++] = kk->terms[k];
     } else {
-        int64_t row = SWIZZLE_LINE / 2;
+        int64_t row = SWIZZLE_LINE / 2; /* (bf16 and f16 alone) */
         *m = (Affine){.terms = {{c, 1}, {th[0], 8}, {th[1], 32}}, .count = 3}; /* m mod 64 */
         *kk = line;
         affine_add(kk, pi, lines);
@@ -674,8 +681,9 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
 /* ---- Rewrite 6t on sm_90a: warpgroups' wgmma ------------------------------------------------------- *
  *
  * For --arch=sm_90a (wgmma exists on sm_90a alone), a bf16 or f16 contraction whose panels are
- * copied asynchronously in panels of 32 steps runs on Hopper's warpgroup products instead,
- * in panels of WARPGROUP_STEPS where the reduction allows: the block's 4 warps are one
+ * copied asynchronously in panels of 32 steps (or a tf32 one over K-major copies, below) runs
+ * on Hopper's warpgroup products instead, in panels of rows of 128 bytes along k (SWIZZLE_LINE:
+ * 64 steps of halves, 32 of f32) where the reduction allows: the block's 4 warps are one
  * warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile f32 accumulators in the
  * threads' registers by wgmma's layout (ir.h IrWgmma: 128 a thread for a 128-wide tile, 32
  * for a 64-wide one), and each panel, in shared memory in PTX's swizzled layouts (mma_panel,
@@ -698,20 +706,211 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
  * tensor cores never wait for the threads), with WARPGROUP_STAGES stages and copies two
  * panels ahead so that the stage a copy overwrites was read by products already done; the
  * last turn awaits them all before the cells are stored. */
-static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction *ct) {
-    if (strcmp(s->target->cpu, "sm_90a") != 0 || mt->in == DTYPE_F32 || !mt->stages || (mt->tile != 128 && mt->tile != 64) ||
+static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction *ct, bool staged) {
+    if (strcmp(s->target->cpu, "sm_90a") != 0 || (mt->in == DTYPE_F32 && !staged) || !mt->stages || (mt->tile != 128 && mt->tile != 64) ||
         mt->step != MMA_ASYNC_STEPS)
         return false;
+    if (staged) return true; /* K-major copies, aligned (below) */
     /* Runs of a core matrix's row (8 cells) aligned along the tile as well (fetch_run's are 4). */
     bool a_k = mma_k_along(s->ir, ct->a, mt->k_iter, ct->i_loop->iter), b_k = mma_k_along(s->ir, ct->b, mt->k_iter, ct->j_loop->iter);
-    return runs_aligned(s->ir, ct->a, a_k ? mt->k_iter : ct->i_loop->iter, CORE_ROW) &&
-           runs_aligned(s->ir, ct->b, b_k ? mt->k_iter : ct->j_loop->iter, CORE_ROW);
+    return runs_aligned(s->ir, ct->a, a_k ? mt->k_iter : ct->i_loop->iter, core_row(mt)) &&
+           runs_aligned(s->ir, ct->b, b_k ? mt->k_iter : ct->j_loop->iter, core_row(mt));
+}
+
+/* ---- Rewrite 6t on sm_90a: tf32's operands copied K-major ------------------------------------------ *
+ *
+ * wgmma takes tf32 operands K-major alone (it transposes 16-bit cells only), and reads each f32
+ * cell's bits as they are, so a panel must hold the rounded values.  On sm_90a each operand of
+ * a --tf32 contraction that the warpgroups take is therefore first copied, rounded to tf32, into
+ * a dense K-major f32 buffer by a pointwise nest of its own, a kernel before the product's:
+ *     copy[other loops it walks, in the nest's order][m][k] = to_tf32(operand)
+ * (m its place along the tile, k the innermost reduction step, contiguous).  The product then
+ * reads the copies: their runs are aligned and along k, so its panels are copied into shared
+ * memory asynchronously as bf16's are (a 16-byte run holding 4 cells), rows of 32 steps (128
+ * bytes) swizzled, and multiplied by wgmma.mma_async.m64nNk8.f32.tf32.tf32, 8 steps an
+ * instruction.  The copies cost a pass over each operand (8 bytes of memory traffic a cell;
+ * an operand laid out along the tile is transposed on the way); they come from the function's
+ * pool (ScratchPool, POOL_TURNS in turn, each as large as the largest copy that takes it).  The
+ * rounding is the step's own (SOP_TO_TF32), applied once where the copy is made and left as it
+ * is by the product (rounding a tf32 value again changes nothing), so the cells are the
+ * canonical nest's bits. */
+
+/* The loops of r's nest that `load` walks, in the order of its copy's axes (above): the others
+ * outermost first, then `m_loop`, then the innermost reduction loop; 0 where it is not to be
+ * copied so (a symbol or a gathered index, an iterator of no loop of the nest, a run-time
+ * extent). */
+static uint32_t copy_axes(const Sched *s, const Reduction *r, const IrExpr *load, const IrStmt *m_loop, const IrStmt **axes) {
+    const IrBuffer *b = &s->ir->buffers[load->buffer];
+    const IrStmt *k_loop = r->red[r->nred - 1];
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &load->index[a];
+        if (ix->symbol || ix->gather) return 0;
+        for (uint32_t t = 0; t < ix->term_count; t++) {
+            bool found = false;
+            for (uint32_t l = 0; l < r->npar && !found; l++) found = r->par[l]->iter == ix->terms[t].iter;
+            for (uint32_t l = 0; l < r->nred && !found; l++) found = r->red[l]->iter == ix->terms[t].iter;
+            if (!found) return 0;
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < r->npar + r->nred; l++) {
+        const IrStmt *loop = l < r->npar ? r->par[l] : r->red[l - r->npar];
+        if (loop != m_loop && loop != k_loop && mentions(s->ir, load->buffer, load->index, loop->iter)) axes[n++] = loop;
+    }
+    axes[n++] = m_loop;
+    axes[n++] = k_loop;
+    for (uint32_t d = 0; d < n; d++)
+        if (size_is_runtime(axes[d]->extent)) return 0;
+    return n;
+}
+
+/* A copy's block kernel for an operand laid out along the tile (its contiguous axis m's: B of
+ * `i, k; k, j`), where a nest over [m][k] would read a cell a row, each warp 32 rows: a block
+ * of TRANSPOSE_ROWS × TRANSPOSE_SIDE threads moves a TRANSPOSE_SIDE² tile through shared memory,
+ * reading it along m and writing it along k, each warp one 128-byte line a pass:
+ *     block (other axis o, m / 32, k / 32):
+ *         threads (y < 8, x < 32):  for p < 4:  tile[y + 8p][x] = to_tf32(operand at k = 32·kb + y + 8p, m = 32·mb + x)
+ *         barrier
+ *         threads (y < 8, x < 32):  for p < 4:  copy[o][32·mb + y + 8p][32·kb + x] = tile[x][y + 8p]
+ * The tile's rows of 33 cells put a warp's 32 reads of a column on 32 banks.  Needs m's and k's
+ * extents multiples of 32 and at most one other axis (copy_transposes). */
+enum { TRANSPOSE_SIDE = 32, TRANSPOSE_ROWS = 8, TRANSPOSE_PITCH = TRANSPOSE_SIDE + 1 };
+
+static bool copy_transposes(const Sched *s, const IrExpr *load, const IrStmt **axes, uint32_t count) {
+    const IrStmt *m = axes[count - 2], *k = axes[count - 1];
+    return ir_flat_coef(s->ir, load->buffer, load->index, m->iter) == 1 && count <= 3 && m->extent % TRANSPOSE_SIDE == 0 &&
+           k->extent % TRANSPOSE_SIDE == 0 && m->extent / TRANSPOSE_SIDE <= MAX_GRID_YZ && (count < 3 || axes[0]->extent <= MAX_GRID_YZ);
+}
+
+/* One phase of the transposing copy in `blk`: threads y < 8, x < 32 and passes p < 4; *at the
+ * tile's cell [y + 8p][x]. */
+static IrBlock *transpose_phase(Sched *s, IrBlock *blk, uint32_t *y, uint32_t *x, uint32_t *p) {
+    *y = new_iter(s);
+    *x = new_iter(s);
+    IrStmt *ly = new_loop(s, *y, TRANSPOSE_ROWS, true, LOOP_THREAD_Y), *lx = new_loop(s, *x, TRANSPOSE_SIDE, true, LOOP_THREAD_X);
+    ir_block_push(s->ir->arena, blk, ly);
+    ir_block_push(s->ir->arena, &ly->body, lx);
+    return &unrolled(s, &lx->body, p, TRANSPOSE_SIDE / TRANSPOSE_ROWS, true)->body;
+}
+
+static IrStmt *transposing_copy(Sched *s, const IrExpr *rounded, const IrStmt **axes, uint32_t count, const int64_t *stride, uint32_t copy) {
+    const IrStmt *m = axes[count - 2], *k = axes[count - 1];
+    Grid grid = {.count = count};
+    uint32_t block[3];
+    for (uint32_t d = 0; d < count; d++) { /* x: k's tiles, y: m's, z: the other axis */
+        block[d] = grid.iter[d] = new_iter(s);
+        grid.extent[d] = d == 0 ? k->extent / TRANSPOSE_SIDE : d == 1 ? m->extent / TRANSPOSE_SIDE : axes[0]->extent;
+    }
+    IrBlock *blk = NULL;
+    IrStmt *top = grid_loops(s, &grid, &blk);
+    uint32_t tile = new_scratch(s, "transpose", TRANSPOSE_SIDE * TRANSPOSE_PITCH, DTYPE_F32, true);
+    s->ir->buffers[tile].gpu_shared = true;
+    uint32_t y, x, p;
+    /* Phase 1: the operand's cells along m into the tile's rows, rounded. */
+    IrBlock *body = transpose_phase(s, blk, &y, &x, &p);
+    IrTerm row[3] = {{y, TRANSPOSE_PITCH}, {p, TRANSPOSE_ROWS * TRANSPOSE_PITCH}, {x, 1}};
+    reset_subst(s);
+    map_iter(s, k->iter, (Affine){.terms = {{block[0], TRANSPOSE_SIDE}, {y, 1}, {p, TRANSPOSE_ROWS}}, .count = 3});
+    map_iter(s, m->iter, (Affine){.terms = {{block[1], TRANSPOSE_SIDE}, {x, 1}}, .count = 2});
+    if (count == 3) map_iter(s, axes[0]->iter, affine1(block[2], 1, 0));
+    ir_block_push(s->ir->arena, body, new_store(s, tile, flat_index(s, row, 3), clone_expr(s, rounded, NULL)));
+    push_barrier(s, blk);
+    /* Phase 2: the tile's columns along k into the copy. */
+    body = transpose_phase(s, blk, &y, &x, &p);
+    IrTerm column[3] = {{x, TRANSPOSE_PITCH}, {y, 1}, {p, TRANSPOSE_ROWS}};
+    IrTerm at[6] = {{block[0], TRANSPOSE_SIDE}, {x, 1}, {block[1], TRANSPOSE_SIDE * stride[count - 2]}, {y, stride[count - 2]},
+                    {p, TRANSPOSE_ROWS * stride[count - 2]}, {count == 3 ? block[2] : y, count == 3 ? stride[0] : 0}};
+    ir_block_push(s->ir->arena, body, new_store(s, copy, flat_index(s, at, count == 3 ? 6 : 5), new_load(s, tile, flat_index(s, column, 3))));
+    return top;
+}
+
+/* Into `out`: the nest (or, for an operand along the tile, the block kernel above) that copies
+ * `rounded` (the step's tf32 rounding of operand `load`) into a dense buffer of the pool over
+ * `axes` (copy_axes), k contiguous.  Returns the load of the copy that replaces the operand's in
+ * the product (in the nest's own iterators). */
+static IrExpr *copy_k_major(Sched *s, const IrExpr *load, const IrExpr *rounded, const IrStmt **axes, uint32_t count, IrBlock *out) {
+    int64_t stride[MAX_LOOPS], cells = 1;
+    for (uint32_t d = count; d-- > 0;) {
+        stride[d] = cells;
+        cells *= (int64_t)axes[d]->extent;
+    }
+    uint32_t copy = pool_take(s, &s->tf32_copies, "tf32_k_major", (uint64_t)cells);
+    IrTerm old[MAX_LOOPS];
+    for (uint32_t d = 0; d < count; d++) old[d] = (IrTerm){axes[d]->iter, stride[d]};
+    const char *name = s->ir->buffers[load->buffer].name;
+    IrStmt *top = NULL;
+    if (copy_transposes(s, load, axes, count)) {
+        top = transposing_copy(s, rounded, axes, count, stride, copy);
+        top->comment = arena_printf(s->ir->arena, "schedule: %s rounded to tf32 and copied K-major for the warpgroups' products, "
+                                    "transposed through shared memory in tiles of %ux%u", name, (unsigned)TRANSPOSE_SIDE, (unsigned)TRANSPOSE_SIDE);
+    } else {
+        IrTerm at[MAX_LOOPS];
+        IrBlock *into = NULL;
+        reset_subst(s);
+        for (uint32_t d = 0; d < count; d++) {
+            uint32_t it = new_iter(s);
+            nest_push(s, &top, &into, new_loop(s, it, axes[d]->extent, true, LOOP_PLAIN));
+            map_iter(s, axes[d]->iter, affine1(it, 1, 0));
+            at[d] = (IrTerm){it, stride[d]};
+        }
+        ir_block_push(s->ir->arena, into, new_store(s, copy, flat_index(s, at, count), clone_expr(s, rounded, NULL)));
+        top->comment = arena_printf(s->ir->arena, "schedule: %s rounded to tf32 and copied K-major for the warpgroups' products", name);
+    }
+    ir_block_push(s->ir->arena, out, top);
+    return new_load(s, copy, flat_index(s, old, count));
 }
 
 /* The tile's J extent, block loops and split from `plan`, and the panels of a block's part of r. */
 static void take_plan(MmaTile *mt, const BlockPlan *plan, const Reduction *r) {
     mt->tile_j = plan->tile_j, mt->bi = plan->bi, mt->bj = plan->bj, mt->split = plan->split;
     mt->panels = part_steps(r, &plan->split) / mt->step;
+}
+
+/* The tile and plan of contraction ct on the tensor cores: asynchronous panels of MMA_ASYNC_STEPS
+ * steps where both operands' runs are aligned (`async`; `staged`: tf32's K-major copies, whose
+ * runs are) else panels through registers of MMA_PANEL_BYTES (tf32's that round their values);
+ * then warpgroups where they fit.  False where no plan fits. */
+static bool choose_tile(Sched *s, const Reduction *r, const Contraction *ct, DType in, bool async_first, bool staged, MmaTile *mt,
+                        BlockPlan *plan) {
+    for (int async = async_first; async >= 0; async--) {
+        uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
+        while (step >= MMA_K && !plan_blocks(s, r, ct, step, false, plan)) step /= 2;
+        if (step < MMA_K) return false;
+        *mt = (MmaTile){.ct = ct, .in = in, .tile = plan->tile, .mt = plan->tile / MMA_WARPS_I / 16, .nt = plan->tile / MMA_WARPS_J / 8,
+                        .step = step, .fetches = plan->tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter};
+        take_plan(mt, plan, r);
+        if (!async) break;
+        Panel pa = {.k_along_x = mma_k_along(s->ir, ct->a, mt->k_iter, ct->i_loop->iter), .tile = plan->tile};
+        Panel pb = {.k_along_x = mma_k_along(s->ir, ct->b, mt->k_iter, ct->j_loop->iter), .tile = plan->tile};
+        if (staged || (runs_aligned(s->ir, ct->a, pa.k_along_x ? mt->k_iter : ct->i_loop->iter, fetch_run(mt, &pa)) &&
+                       runs_aligned(s->ir, ct->b, pb.k_along_x ? mt->k_iter : ct->j_loop->iter, fetch_run(mt, &pb)))) {
+            mt->stages = mt->panels < MMA_STAGES ? 2 : MMA_STAGES;
+            break;
+        }
+    }
+    mt->warpgroup = warpgroup_fits(s, mt, ct, staged);
+    if (mt->warpgroup) {
+        /* A wide tile where J allows it (a warpgroup for each 64 rows), else the tile above, of
+         * the same rows and needing no more parts of a split reduction; panels of rows of 128
+         * bytes along k where the reduction allows (64 steps of halves, 32 of f32), else of
+         * the steps above (which the tile above takes). */
+        const BlockPlan narrow = *plan;
+        const uint32_t steps[2] = {SWIZZLE_LINE / ir_dtype_bytes(in), mt->step};
+        bool found = false;
+        for (int wide = 1; wide >= 0 && !found; wide--)
+            for (int k = 0; k < 2 && !found; k++) {
+                BlockPlan p;
+                if (!plan_blocks(s, r, ct, steps[k], wide, &p) || p.tile != mt->tile || p.split.parts > narrow.split.parts) continue;
+                found = true;
+                *plan = p;
+                mt->step = steps[k];
+                mt->warpgroups = wide ? p.tile / WARPGROUP_ROWS : 1;
+            }
+        take_plan(mt, plan, r);
+        mt->left_running = mt->panels > 2;
+        mt->stages = mt->left_running ? WARPGROUP_STAGES : 2;
+    }
+    return true;
 }
 
 bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
@@ -723,50 +922,26 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     DType in;
     BlockPlan plan;
     if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
-    /* Asynchronous panels of MMA_ASYNC_STEPS steps where both operands' runs are aligned (half
-     * types: tf32's panels hold roundings), else panels through registers of MMA_PANEL_BYTES. */
+    /* tf32 on sm_90a: the warpgroups over K-major copies where they fit (above), else mma.sync. */
+    const IrStmt *a_axes[MAX_LOOPS], *b_axes[MAX_LOOPS];
+    uint32_t a_count = 0, b_count = 0;
+    bool staged = tf32 && strcmp(s->target->cpu, "sm_90a") == 0 && r->npar + r->nred <= MAX_LOOPS &&
+                  (a_count = copy_axes(s, r, ct.a, ct.i_loop, a_axes)) && (b_count = copy_axes(s, r, ct.b, ct.j_loop, b_axes));
     MmaTile mt;
-    for (int async = !tf32; async >= 0; async--) {
-        uint32_t step = async ? MMA_ASYNC_STEPS : MMA_PANEL_BYTES / ir_dtype_bytes(in);
-        while (step >= MMA_K && !plan_blocks(s, r, &ct, step, false, &plan)) step /= 2;
-        if (step < MMA_K) return false;
-        mt = (MmaTile){.ct = &ct, .in = in, .tile = plan.tile, .mt = plan.tile / MMA_WARPS_I / 16, .nt = plan.tile / MMA_WARPS_J / 8,
-                       .step = step, .fetches = plan.tile * step / (32 * MMA_WARPS), .k_iter = r->red[r->nred - 1]->iter};
-        take_plan(&mt, &plan, r);
-        if (!async) break;
-        Panel pa = {.k_along_x = mma_k_along(s->ir, ct.a, mt.k_iter, ct.i_loop->iter), .tile = plan.tile};
-        Panel pb = {.k_along_x = mma_k_along(s->ir, ct.b, mt.k_iter, ct.j_loop->iter), .tile = plan.tile};
-        if (runs_aligned(s->ir, ct.a, pa.k_along_x ? mt.k_iter : ct.i_loop->iter, fetch_run(&mt, &pa)) &&
-            runs_aligned(s->ir, ct.b, pb.k_along_x ? mt.k_iter : ct.j_loop->iter, fetch_run(&mt, &pb))) {
-            mt.stages = mt.panels < MMA_STAGES ? 2 : MMA_STAGES;
-            break;
-        }
+    bool planned = choose_tile(s, r, &ct, in, !tf32 || staged, staged, &mt, &plan);
+    if (staged && (!planned || !mt.warpgroup)) {
+        staged = false;
+        planned = choose_tile(s, r, &ct, in, !tf32, false, &mt, &plan);
     }
-    mt.warpgroup = warpgroup_fits(s, &mt, &ct);
-    if (mt.warpgroup) {
-        /* A wide tile where J allows it (a warpgroup for each 64 rows), else the tile above, of
-         * the same rows and needing no more parts of a split reduction; panels of
-         * WARPGROUP_STEPS where the reduction allows (rows of 128 bytes along k), else of the
-         * steps above (which the tile above takes). */
-        const BlockPlan narrow = plan;
-        const uint32_t steps[2] = {WARPGROUP_STEPS, mt.step};
-        bool found = false;
-        for (int wide = 1; wide >= 0 && !found; wide--)
-            for (int k = 0; k < 2 && !found; k++) {
-                BlockPlan p;
-                if (!plan_blocks(s, r, &ct, steps[k], wide, &p) || p.tile != mt.tile || p.split.parts > narrow.split.parts) continue;
-                found = true;
-                plan = p;
-                mt.step = steps[k];
-                mt.warpgroups = wide ? p.tile / WARPGROUP_ROWS : 1;
-            }
-        take_plan(&mt, &plan, r);
-        mt.left_running = mt.panels > 2;
-        mt.stages = mt.left_running ? WARPGROUP_STAGES : 2;
+    if (!planned) return false;
+    const IrExpr *a_value = panel_value(r, ct.a, tf32), *b_value = panel_value(r, ct.b, tf32);
+    if (staged) {
+        a_value = ct.a = copy_k_major(s, ct.a, a_value, a_axes, a_count, out);
+        b_value = ct.b = copy_k_major(s, ct.b, b_value, b_axes, b_count, out);
     }
     uint32_t tile = mt.tile, step = mt.step;
-    mt.a = mma_panel(s, &mt, ct.a, panel_value(r, ct.a, tf32), ct.i_loop->iter, mt.bi, mt.tile, "a_panel");
-    mt.b = mma_panel(s, &mt, ct.b, panel_value(r, ct.b, tf32), ct.j_loop->iter, mt.bj, mt.tile_j, "b_panel");
+    mt.a = mma_panel(s, &mt, ct.a, a_value, ct.i_loop->iter, mt.bi, mt.tile, "a_panel");
+    mt.b = mma_panel(s, &mt, ct.b, b_value, ct.j_loop->iter, mt.bj, mt.tile_j, "b_panel");
     if (!mt.warpgroup) {
         mt.afrag = thread_registers(s, &mt, "a_fragment", 8 * mt.mt, in);
         mt.bfrag = thread_registers(s, &mt, "b_fragment", 4 * mt.nt, in);
@@ -794,8 +969,9 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     const char *pipeline = mt.stages ? arena_printf(s->ir->arena, " copied asynchronously, %u in shared memory", mt.panels > 1 ? mt.stages : 1) : "";
     const char *schedule =
         mt.warpgroup
-            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk16.%s), %s, panels of %u steps%s%s",
-                           tile, mt.tile_j, mt.tile_j, ir_dtype_word(in),
+            ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk%u.%s%s), %s, panels of %u steps%s%s",
+                           tile, mt.tile_j, mt.tile_j, ir_wgmma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in),
+                           staged ? ", its operands copied K-major" : "",
                            mt.warpgroups > 1 ? arena_printf(s->ir->arena, "%u warpgroups of %ux%u", mt.warpgroups, tile / mt.warpgroups, mt.tile_j)
                                              : "one warpgroup",
                            step, pipeline, mt.left_running ? ", each panel's products running on into the next turn" : "")

@@ -3,7 +3,8 @@
 # contractions, and with --tf32 tests/native/tensor_cores_tf32.tsr's f32 ones, on the tensor
 # cores (sched_mma.c, rewrite 6t) for sm_80 and later, and neither for earlier GPUs nor f32
 # without --tf32; the PTX holds mma.sync of each type and ptxas accepts it for sm_80 and sm_90
-# (where ptxas is installed), its fragments loaded with ldmatrix.  tests/run.sh runs the programs themselves on every executor,
+# (where ptxas is installed), its fragments loaded with ldmatrix; on sm_90a (below) bf16, f16 and
+# tf32 products run on warpgroups' wgmma.  tests/run.sh runs the programs themselves on every executor,
 # the GPU schedule's emulation included.  Last line: "N passed, N failed".
 set -u
 TSRC=${1:-build/tsrc}
@@ -200,6 +201,40 @@ for arch in sm_80 sm_90; do
     if "$PTXAS" -arch=$arch "$TMP/tf32_$arch.ptx" -o "$TMP/$arch.cubin" >"$TMP/err" 2>&1; then ok "$arch: ptxas accepts the tf32 PTX"
     else bad "$arch: ptxas (tf32)"; sed -n '1,5p' "$TMP/err"; fi
 done
+# tf32 on sm_90a (tests/native/tensor_cores_wgmma_tf32.tsr): products whose reductions take
+# panels of 32 steps copy each operand, rounded, into a K-major buffer first (wgmma reads tf32
+# K-major alone: an operand along k by a pointwise nest, one along the tile transposed through
+# shared memory in tiles of 32 x 32), then run on wgmma.m64nNk8.tf32 over panels of 32 steps
+# (rows of 128 bytes) copied asynchronously: c and acc in wide tiles of 128 x 256, their 3
+# panels' products left running into the next turn; d, e and f in tiles of 64.  sm_90 keeps
+# mma.sync and copies nothing.  The PTX has wgmma.mma_async.m64n256k8.f32.tf32.tf32 and
+# m64n64k8 (no transposition flags) and ptxas accepts it for sm_90a.  (tests/run.sh runs the
+# sm_90a schedule on the reference executor, copies landing at once and late.)
+WT=tests/native/tensor_cores_wgmma_tf32.tsr
+if sched_ir wt90a --tf32 --arch=sm_90a --gpu-blocks=1 "$WT" && sched_ir wt90 --tf32 --arch=sm_90 --gpu-blocks=1 "$WT"; then
+    wide=$(count "128x256 cells a GPU block on the tensor cores (wgmma.m64n256k8.tf32, its operands copied K-major), 2 warpgroups.*running on" "$TMP/wt90a.ir")
+    narrow=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k8.tf32, its operands copied K-major), one warpgroup" "$TMP/wt90a.ir")
+    copies=$(count "rounded to tf32 and copied K-major" "$TMP/wt90a.ir")
+    turned=$(count "rounded to tf32 and copied K-major.*transposed through shared memory" "$TMP/wt90a.ir")
+    k128=$(grep "^ *wgmma\.m.* += " "$TMP/wt90a.ir" | grep -c "k-major swizzled 128B.*k-major swizzled 128B")
+    plain=$(count "wgmma\.m64\|copied K-major" "$TMP/wt90.ir")
+    mma=$(count "on the tensor cores (mma.m16n8k8.tf32)" "$TMP/wt90.ir")
+    expect "2 3 10 6 0 5" "$wide $narrow $copies $turned $plain $mma" \
+        "sm_90a --tf32: 2 products in wide tiles (left running) and 3 of 64 on wgmma.tf32, over 10 K-major copies (6 transposed); sm_90: 5 on mma.sync, no copies" \
+        "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies; sm_90's wgmma lines and copies, mma.sync products"
+    if [ "$k128" -gt 0 ] && [ "$k128" = "$(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")" ]; then ok "sm_90a --tf32: every wgmma statement ($k128) reads both panels K-major in swizzled rows of 128 bytes"
+    else bad "sm_90a --tf32: $k128 wgmma statements with both panels K-major in rows of 128 bytes, of $(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")"; fi
+fi
+if "$TSRC" --tf32 --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wt.ptx" "$WT" 2>"$TMP/err"; then
+    m256=$(count "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {.*}, %rd[0-9]*, %rd[0-9]*, p, 1, 1;" "$TMP/wt.ptx")
+    m64=$(count "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {.*}, %rd[0-9]*, %rd[0-9]*, p, 1, 1;" "$TMP/wt.ptx")
+    old=$(count "mma.sync\|ldmatrix" "$TMP/wt.ptx")
+    if [ "$m256" -gt 0 ] && [ "$m64" -gt 0 ] && [ "$old" = 0 ]; then ok "sm_90a --tf32: the PTX has wgmma.mma_async m64n256k8 ($m256) and m64n64k8 ($m64) on tf32, no mma.sync"
+    else bad "sm_90a --tf32: $m256 wgmma m64n256k8.tf32, $m64 m64n64k8.tf32, $old mma.sync/ldmatrix"; fi
+    if [ -z "$PTXAS" ]; then echo "SKIP sm_90a --tf32: no ptxas"
+    elif "$PTXAS" -arch=sm_90a "$TMP/wt.ptx" -o "$TMP/wt.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a --tf32: ptxas accepts the warpgroup kernels and the copies"
+    else bad "sm_90a --tf32: ptxas"; sed -n '1,5p' "$TMP/err"; fi
+else bad "sm_90a --tf32: --emit=ptx"; sed -n '1,5p' "$TMP/err"; fi
 for arch in sm_80 sm_90; do
     if ! "$TSRC" --emit=ptx --arch=$arch -o "$TMP/$arch.ptx" "$PROGRAM" 2>"$TMP/err"; then
         bad "$arch: --emit=ptx"; sed -n '1,5p' "$TMP/err"; continue
