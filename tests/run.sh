@@ -39,7 +39,8 @@
 # added in.
 #
 # The differential sweeps run in the background from the start (below: sweeps), beside the
-# golden tests; their summaries print where they stand in this list.
+# golden tests; their summaries print where they stand in this list.  The golden tests and the
+# examples run in TEST_JOBS workers (default 2: in_parallel), their lines printed in order.
 # One line per test; the last line is "N passed, N failed".  UPDATE=1 rewrites the goldens
 # from the current output instead of comparing (review the diff before committing).
 set -u
@@ -58,7 +59,8 @@ source_files() { find . \( -path ./build -o -path ./.git \) -prune -o -type f -p
 source_files >"$TMP/tree.before"
 
 # The differential sweeps -- against NumPy, finite differences and the reference executor, each
-# described where its summary stands below -- take about three minutes of one core and read
+# described where its summary stands below -- and four sub-suites in temporary directories of
+# their own take about five minutes of one core and read
 # nothing the tests before them write: they start here, in the background, one after another,
 # beside the golden tests (a second core's work), and their summaries are added where they stand
 # below, in that order (sweep_summary).  SWEEPS_IN_BACKGROUND=0 runs them at the first summary
@@ -101,6 +103,11 @@ sweeps() {
         sweep native_sweep_$type env PYTHON="$PYTHON" sh tests/native_sweep.sh --tsrc "$TSRC" \
             --count "${NATIVE_SWEEP_INT_COUNT:-100}" --seed 1 --dtype $type
     done
+    # Sub-suites of their own temporary directories, summarised near the end (late_suites).
+    sweep tensor_cores sh tests/native/tensor_cores.sh "$TSRC"
+    sweep gpt_example sh tests/native/gpt_example.sh "$TSRC" "$PYTHON"
+    sweep fakecuda env PYTHON="$PYTHON" sh tests/gpu/fake_driver.sh "$TSRC"
+    sweep scale "$PYTHON" tests/scale/compile_scale.py --tsrc "$TSRC"
 }
 sweeps_pid=
 sweeps_done=no
@@ -201,7 +208,47 @@ check_golden() { # check_golden TEST ACTUAL GOLDEN
     return 1
 }
 
-for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
+# in_parallel FUNCTION ITEM…: FUNCTION ITEM for every item, in TEST_JOBS workers (default 2,
+# beside the sweeps: the golden tests are most of this script's time, and each is independent
+# of the others), worker w taking items w, w + TEST_JOBS, … in a temporary directory of its
+# own.  Each item's lines go to a file of their own, printed in the items' order once every
+# worker is done, and the workers' counts are added to this shell's.
+in_parallel() {
+    fn=$1
+    shift
+    jobs=${TEST_JOBS:-2} dir=$TMP/$fn pids=""
+    w=0
+    while [ $w -lt "$jobs" ]; do
+        (
+            TMP=$dir/w$w passed=0 failed=0 ptxas_skipped=0 gpu_skipped="" i=0
+            mkdir -p "$TMP"
+            for item in "$@"; do
+                if [ $((i % jobs)) = $w ]; then "$fn" "$item" >"$dir/$i.log" 2>&1; fi
+                i=$((i + 1))
+            done
+            echo "$passed $failed $ptxas_skipped" >"$TMP/counts"
+            echo "$gpu_skipped" >"$TMP/gpu_skipped"
+        ) &
+        pids="$pids $!"
+        w=$((w + 1))
+    done
+    wait $pids
+    i=0
+    for item in "$@"; do
+        cat "$dir/$i.log" 2>/dev/null || fail "$item" "its worker stopped before it"
+        i=$((i + 1))
+    done
+    w=0
+    while [ $w -lt "$jobs" ]; do
+        read -r p f x <"$dir/w$w/counts" || { p=0 f=1 x=0; echo "FAIL worker $w of $fn: no counts"; }
+        passed=$((passed + p)) failed=$((failed + f)) ptxas_skipped=$((ptxas_skipped + x))
+        gpu_skipped="$gpu_skipped$(cat "$dir/w$w/gpu_skipped")"
+        w=$((w + 1))
+    done
+}
+
+golden_test() { # golden_test TEST: the checks of one test (its golden files say which: above)
+    t=$1
     base=${t%.tsr}
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
     gpu_args=$(sed -n '1,2s/^(\* gpu-args: \(.*\) \*)$/\1/p' "$t") # for the GPU leg only
@@ -228,7 +275,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
             gpu_checks "$t" "$TMP/interp.out" $gpu_args $args
         done
-        continue
+        return
     fi
     if [ -f "$base.ast" ]; then
         run_tsrc ${args:---dump-ast} "$t"
@@ -257,7 +304,8 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
         if [ "$(status)" = 0 ] && [ ! -s "$TMP/err" ]; then pass "$t"
         else fail "$t" "exit $(status)" "$TMP/err"; fi
     fi
-done
+}
+in_parallel golden_test $(find tests -name '*.tsr' | LC_ALL=C sort)
 
 for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
     t=docs/examples/$(basename "$g" .shapes).tsr
@@ -274,7 +322,8 @@ done
 EXAMPLE_DATA=$(dirname "$TSRC")/example-data
 if "${PYTHON:-/usr/bin/python3}" tools/digits.py "$EXAMPLE_DATA" >"$TMP/err" 2>&1; then pass "tools/digits.py writes the digits data"
 else fail "tools/digits.py writes the digits data" "" "$TMP/err"; fi
-for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
+example_test() { # example_test GOLDEN
+    g=$1
     t=docs/examples/$(basename "$g" .out).tsr
     a=${g%.out}.args
     set --
@@ -290,12 +339,13 @@ for g in $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort); do
     TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t" "$@"
     cp "$TMP/out" "$TMP/interp.out"
     gpu_checks "$t" "$TMP/interp.out" "$@"
-done
+}
+in_parallel example_test $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort)
 # The examples without a golden output: their PTX passes ptxas too (a model the size of the GPT
 # example takes LLVM about 15 s for its kernels: a minute is allowed).
-for t in $(ls docs/examples/*.tsr | LC_ALL=C sort); do
-    [ -f "tests/native/examples/$(basename "$t" .tsr).out" ] && continue
-    [ -z "$PTXAS" ] && { ptxas_skipped=$((ptxas_skipped + 1)); continue; }
+example_ptx() { # example_ptx PROGRAM
+    t=$1
+    if [ -z "$PTXAS" ]; then ptxas_skipped=$((ptxas_skipped + 1)); return; fi
     for arch in sm_80 sm_90; do
         timeout $((${TEST_TIMEOUT:-20} * 3)) "$TSRC" --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t" \
             >"$TMP/out" 2>"$TMP/err"
@@ -304,7 +354,9 @@ for t in $(ls docs/examples/*.tsr | LC_ALL=C sort); do
         elif "$PTXAS" -arch=$arch "$TMP/kernels.ptx" -o "$TMP/kernels.cubin" >"$TMP/err" 2>&1; then pass "$t (ptxas $arch)"
         else fail "$t (ptxas $arch)" "ptxas rejects the PTX" "$TMP/err"; fi
     done
-done
+}
+in_parallel example_ptx $(for t in $(ls docs/examples/*.tsr | LC_ALL=C sort); do
+                              [ -f "tests/native/examples/$(basename "$t" .tsr).out" ] || echo "$t"; done)
 [ -n "$gpu_skipped" ] && echo "SKIP GPU schedule and PTX of programs with run-time sizes (CPU only):$gpu_skipped"
 [ "$ptxas_skipped" -gt 0 ] && echo "SKIP ptxas: no ptxas on PATH or in /usr/local/cuda/bin ($ptxas_skipped programs' PTX not assembled)"
 
@@ -906,14 +958,6 @@ add_summary "native: fused attention's memory, against the materialised form" $?
 # relative, --rel-tol for programs on the tensor cores).
 "$PYTHON" tests/gpu/compare.py --self-test >"$TMP/compare_self.out" 2>&1
 add_summary "GPU runs' comparison rules (tests/gpu/compare.py --self-test)" $? "$TMP/compare_self.out"
-# The GPU schedule's tensor cores: which products take them, for which GPUs, and their PTX
-# (tests/native/tensor_cores.sh; the program's outputs are checked by the loop above).
-sh tests/native/tensor_cores.sh "$TSRC" >"$TMP/tensor_cores.out" 2>&1
-add_summary "GPU schedule: bf16, f16 and --tf32 products on the tensor cores" $? "$TMP/tensor_cores.out"
-# docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
-# and resumes (tests/native/gpt_example.sh).
-sh tests/native/gpt_example.sh "$TSRC" "$PYTHON" >"$TMP/gpt.out" 2>&1
-add_summary "docs/examples/gpt.tsr: data, training, resuming" $? "$TMP/gpt.out"
 # GPT-2's weights in PyTorch's names and layouts, converted (tools/gpt2_weights.py) and loaded:
 # the loss and logits of GPT-2's definition computed in NumPy, in both executors.
 "$PYTHON" tests/native/gpt2_import.py --tsrc "$TSRC" >"$TMP/gpt2.out" 2>&1
@@ -1037,23 +1081,28 @@ add_summary "native: the C API under misuse" $? "$TMP/capi.out"
 sh tests/gpu/host.sh "$TSRC" "$(dirname "$TSRC")" >"$TMP/gpuhost.out" 2>&1
 add_summary "GPU target on the host: no driver, objects, --emit=ptx" $? "$TMP/gpuhost.out"
 
-# The GPU target's host side end to end without a GPU: executables against a stand-in CUDA
-# driver that checks modules, launches, CUDA graphs and copies, their launches against their
-# manifests — six chosen programs, three whose runs of kernels are replayed graphs against the
-# same launched one at a time, then every golden of tests/native with graphs and without
-# (tests/gpu/fake_driver.sh, fake_golden.sh, fake_cuda.c).
-PYTHON=$PYTHON sh tests/gpu/fake_driver.sh "$TSRC" >"$TMP/fakecuda.out" 2>&1
-add_summary "GPU target's host side against a fake CUDA driver" $? "$TMP/fakecuda.out"
 
 # Outputs under hostile conditions: odd names, planted links, -o naming the input, device
 # nodes, signals (tests/native/output_safety.sh).
 sh tests/native/output_safety.sh "$TSRC" >"$TMP/outsafe.out" 2>&1
 add_summary "native: output safety" $? "$TMP/outsafe.out"
+# The sub-suites that ran in the background with the sweeps (late suites):
+# The GPU schedule's tensor cores: which products take them, for which GPUs, and their PTX
+# (tests/native/tensor_cores.sh; the program's outputs are checked by the golden tests).
+sweep_summary tensor_cores "GPU schedule: bf16, f16 and --tf32 products on the tensor cores"
+# docs/examples/gpt.tsr: its data script, the shipped size compiles, a small size trains natively
+# and resumes (tests/native/gpt_example.sh).
+sweep_summary gpt_example "docs/examples/gpt.tsr: data, training, resuming"
+# The GPU target's host side end to end without a GPU: executables against a stand-in CUDA
+# driver that checks modules, launches, CUDA graphs and copies, their launches against their
+# manifests — six chosen programs, three whose runs of kernels are replayed graphs against the
+# same launched one at a time, then every golden of tests/native with graphs and without
+# (tests/gpu/fake_driver.sh, fake_golden.sh, fake_cuda.c).
+sweep_summary fakecuda "GPU target's host side against a fake CUDA driver"
 # Compile time and memory: generated 1 000- and 10 000-line programs (an elementwise chain with
 # sharing, a deep MLP, a long routine) compile within 60 s and 2 GB, and runaway compile-time
 # evaluation stops at its budget (tests/scale/compile_scale.py; docs/performance.md).
-"$PYTHON" tests/scale/compile_scale.py --tsrc "$TSRC" >"$TMP/scale.out" 2>&1
-add_summary "compile time and memory" $? "$TMP/scale.out"
+sweep_summary scale "compile time and memory"
 
 # Native code (-O3, for this machine's CPU, x86-64-v4 and x86-64-v3) against the reference
 # executor over random einsums and tests/native/sweep_regress.tsr (tests/native_sweep.sh;
