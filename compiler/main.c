@@ -894,25 +894,6 @@ static const char *find_ptxas(Arena *arena) {
     return NULL;
 }
 
-/* Read all of file `path` into *out (malloc'd); false when it cannot. */
-static bool read_file(const char *path, CgBytes *out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    bool ok = fseek(f, 0, SEEK_END) == 0;
-    long n = ok ? ftell(f) : -1;
-    ok = ok && n > 0 && fseek(f, 0, SEEK_SET) == 0;
-    out->data = ok ? malloc((size_t)n) : NULL;
-    ok = ok && out->data && fread(out->data, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
-    if (!ok) {
-        free(out->data);
-        *out = (CgBytes){0};
-        return false;
-    }
-    out->size = (size_t)n;
-    return true;
-}
-
 /* The module's PTX compiled by ptxas for its arch (the driver then loads it as it is, where it
  * would otherwise compile the PTX when the program starts: over a minute for GPT-2 124M's 426
  * kernels), into ptx->cubin and ptx->gpu, in a private directory in $TMPDIR.  Without ptxas,
@@ -931,7 +912,12 @@ static bool compile_cubin(Arena *arena, PtxModule *ptx) {
     char *argv[] = {(char *)ptxas, (char *)arch, "-o", (char *)out, (char *)in, NULL};
     if (!written) diag_error_noloc("cannot write '%s': %s", in, strerror(errno));
     int status = written ? run_command(argv, NULL) : -1;
-    if (status > 0 || (status == 0 && !read_file(out, &ptx->cubin)))
+    char *cubin = NULL;
+    size_t cubin_bytes = 0;
+    bool read = status == 0 && file_read_all(out, SIZE_MAX, &cubin, &cubin_bytes) == FILE_READ_OK && cubin_bytes;
+    if (read) ptx->cubin = (CgBytes){(unsigned char *)cubin, cubin_bytes};
+    else free(cubin);
+    if (status > 0 || (status == 0 && !read))
         diag_warning((Span){0, 0, 0}, "%s could not compile the PTX for %s%s; the program carries its PTX alone, which "
                      "the driver compiles when the program starts", ptxas, ptx->gpu.arch,
                      status > 0 ? arena_printf(arena, " (exit status %d)", status) : "");

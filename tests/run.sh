@@ -417,6 +417,22 @@ st=$?
 if [ $st = 1 ] && [ "$(cat "$TMP/err")" = "tsrc: error: '/dev/zero' is too large: a source file is at most 256 MiB" ]
 then pass "robustness: an endless input (/dev/zero)"
 else fail "robustness: an endless input (/dev/zero)" "exit $st" "$TMP/err"; fi
+# A module's file read the same way (elab.c, diag.c file_read_all): one that never ends (a link
+# to /dev/zero) stops at the cap, a directory of its name is no module; each a located error.
+mkdir -p "$TMP/mod"
+printf 'open Foo\nlet x = Foo.y\n' >"$TMP/mod/prog.tsr"
+ln -sf /dev/zero "$TMP/mod/foo.tsr"
+([ "${SAN:-}" = 1 ] || ulimit -v 1048576; exec timeout 20 "$TSRC" --check "$TMP/mod/prog.tsr") >"$TMP/out" 2>"$TMP/err"
+st=$?
+if [ $st = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/mod/prog.tsr:1:1: error: '$TMP/mod/foo.tsr' is too large: a source file is at most 256 MiB" ]
+then pass "robustness: a module's file that never ends (a link to /dev/zero)"
+else fail "robustness: a module's file that never ends (a link to /dev/zero)" "exit $st" "$TMP/err"; fi
+rm "$TMP/mod/foo.tsr"
+mkdir "$TMP/mod/foo.tsr"
+run_tsrc --check "$TMP/mod/prog.tsr"
+if [ "$(status)" = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/mod/prog.tsr:1:1: error: cannot read '$TMP/mod/foo.tsr': it is a directory" ]
+then pass "robustness: a directory where a module's file would be"
+else fail "robustness: a directory where a module's file would be" "exit $(status)" "$TMP/err"; fi
 
 # The command line.
 run_tsrc --no-such-flag x.tsr

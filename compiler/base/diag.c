@@ -60,45 +60,60 @@ uint32_t source_add(const char *path, const char *text, size_t len) {
     return source_count++;
 }
 
-uint32_t source_load(const char *path) {
+FileRead file_read_all(const char *path, size_t limit, char **text, size_t *len) {
+    *text = NULL, *len = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_error_noloc("cannot open '%s': %s", path, strerror(errno));
-        return 0;
-    }
+    if (!f) return FILE_CANNOT_OPEN;
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(f);
-        diag_error_noloc("cannot read '%s': it is a directory", path);
-        return 0;
+        return FILE_IS_DIRECTORY;
     }
-    /* Read at most MAX_SOURCE_BYTES + 1 bytes: a file past the cap (or a device that never ends,
-     * /dev/zero) stops there, with memory bounded by the cap, rather than at the end of input. */
-    size_t cap = 1 << 16, len = 0;
-    char *buf = xrealloc(NULL, cap);
+    size_t most = limit < SIZE_MAX ? limit + 1 : limit, cap = most < 1 << 16 ? most : 1 << 16, n = 0;
+    char *buf = xrealloc(NULL, cap + 1);
     for (;;) {
-        if (len == cap) {
-            cap = cap * 2 < (size_t)MAX_SOURCE_BYTES + 1 ? cap * 2 : (size_t)MAX_SOURCE_BYTES + 1;
-            buf = xrealloc(buf, cap);
+        if (n == cap) {
+            if (cap == most) break;
+            cap = cap <= most / 2 ? cap * 2 : most;
+            buf = xrealloc(buf, cap + 1);
         }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0 || len > MAX_SOURCE_BYTES) break;
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
     }
     bool failed = ferror(f);
     fclose(f);
-    if (failed) {
+    if (failed || n > limit) {
         free(buf);
-        diag_error_noloc("cannot read '%s'", path);
+        return failed ? FILE_READ_FAILED : FILE_TOO_LARGE;
+    }
+    buf[n] = '\0';
+    *text = buf, *len = n;
+    return FILE_READ_OK;
+}
+
+void diag_file_read(Span span, const char *path, FileRead r, int error) {
+    const char *why = r == FILE_CANNOT_OPEN    ? strerror(error)
+                      : r == FILE_IS_DIRECTORY ? "it is a directory"
+                      : r == FILE_TOO_LARGE    ? NULL
+                                               : "a read failed";
+    const char *verb = r == FILE_CANNOT_OPEN ? "open" : "read";
+    if (!why && span.file) diag_error(span, "'%s' is too large: a source file is at most %u MiB", path, MAX_SOURCE_BYTES >> 20);
+    else if (!why) diag_error_noloc("'%s' is too large: a source file is at most %u MiB", path, MAX_SOURCE_BYTES >> 20);
+    else if (span.file) diag_error(span, "cannot %s '%s': %s", verb, path, why);
+    else diag_error_noloc("cannot %s '%s': %s", verb, path, why);
+}
+
+uint32_t source_load(const char *path) {
+    char *text;
+    size_t len;
+    FileRead r = file_read_all(path, MAX_SOURCE_BYTES, &text, &len);
+    if (r != FILE_READ_OK) {
+        diag_file_read((Span){0, 0, 0}, path, r, errno);
         return 0;
     }
-    if (len > MAX_SOURCE_BYTES) {
-        free(buf);
-        diag_error_noloc("'%s' is too large: a source file is at most %u MiB", path, MAX_SOURCE_BYTES >> 20);
-        return 0;
-    }
-    uint32_t id = source_add(path, buf, len);
-    free(buf);
+    uint32_t id = source_add(path, text, len);
+    free(text);
     return id;
 }
 

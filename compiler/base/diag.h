@@ -38,6 +38,15 @@ uint32_t source_add(const char *path, const char *text, size_t len); /* copies t
  * that compiles in reasonable time or memory). */
 enum { MAX_SOURCE_BYTES = 256u << 20 };
 uint32_t source_load(const char *path);          /* 0 (and an error printed) when unreadable or over MAX_SOURCE_BYTES */
+/* What reading a whole file gave (file_read_all). */
+typedef enum FileRead { FILE_READ_OK, FILE_CANNOT_OPEN, FILE_IS_DIRECTORY, FILE_READ_FAILED, FILE_TOO_LARGE } FileRead;
+/* All of file `path` into *text (malloc'd, a NUL after its *len bytes), at most `limit` bytes:
+ * it reads at most limit + 1, so a file past the limit, or a device that never ends, stops
+ * there with memory bounded by it.  FILE_CANNOT_OPEN leaves fopen's errno. */
+FileRead file_read_all(const char *path, size_t limit, char **text, size_t *len);
+/* The error for a read of `path` that gave `r` (at `span`, or none for a span of file 0);
+ * `error` the errno of a FILE_CANNOT_OPEN. */
+void diag_file_read(Span span, const char *path, FileRead r, int error);
 const Source *source_get(uint32_t file);
 void source_free_all(void);                     /* forget every source (fuzzing, unit tests) */
 Span span_make(uint32_t file, uint32_t start, uint32_t end);

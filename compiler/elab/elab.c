@@ -21,6 +21,7 @@
 #include "elab/elab_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +49,6 @@ static void add_named(Elab *e, Tensor *t, const char *name) {
 
 static void elab_module(Elab *e, Module *m);
 
-static char *read_file_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            char *nb = realloc(buf, cap);
-            if (!nb) diag_fatal_oom();
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
  * elaborated as the program's own, and each top-level name is bound as `M.name` too. */
 static void load_module(Elab *e, const char *name, Span span) {
@@ -89,10 +69,15 @@ static void load_module(Elab *e, const char *name, Span span) {
         const char *dir = i < 0 ? e->main_dir : e->options->include_dirs[i];
         char *path = arena_printf(e->arena, "%s/%s", dir, file);
         size_t len;
-        char *text = read_file_text(path, &len);
-        if (text) {
+        char *text;
+        FileRead r = file_read_all(path, MAX_SOURCE_BYTES, &text, &len);
+        if (r == FILE_READ_OK) {
             src = source_add(path, text, len);
             free(text);
+        } else if (r != FILE_CANNOT_OPEN || (errno != ENOENT && errno != ENOTDIR)) {
+            /* there, but not to be read: a directory, too large, unreadable */
+            diag_file_read(span, path, r, errno);
+            return;
         }
     }
     if (!src) {
