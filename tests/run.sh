@@ -686,6 +686,17 @@ if [ "$gpu_order" = "17 17 17 17 18 18 18 18 " ] && [ "$cpu_order" = "17 18 17 1
 then pass "kernels: the GPU's scheduled IR in launch order (a norm's squares moved before its sums), the CPU's as written"
 else fail "kernels: the GPU's scheduled IR in launch order" "squares (17) and sums (18): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
 
+# Scatter-adds whose rows fit in shared memory (tests/native/gpu_scatter_rows.tsr, whose golden
+# the GPU leg checks, with races reported; sched_scatter.c rewrite 7s): the gradients of t's two
+# gathers (40 rows of 64 cells) and u's (24 rows of 2 x 32) add in shared memory, a block's
+# rows copied in and out (3 kernels); big's 600 rows of 32 cells keep a thread a cell.
+run_tsrc --emit=sched-ir --target=cuda -o - tests/native/gpu_scatter_rows.tsr
+scatters=$(grep -c "schedule: the rows of [0-9]* cells a GPU block ([0-9]* rows) added in shared memory" "$TMP/out")
+plain=$(grep -c "^  # einsum 'gather' (backward) at gpu_scatter_rows.tsr:26:16: big.grad =+ brows.grad; lhs map not injective, not surjective$" "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$scatters" = 3 ] && [ "$plain" = 1 ]
+then pass "GPU schedule: 3 gathers' gradients add their rows in shared memory; one of 600 rows keeps a thread a cell"
+else fail "GPU schedule: scatter-adds in shared memory" "$scatters in shared memory (3 expected), big's plain: $plain (1)" "$TMP/out"; fi
+
 # Reductions down columns (tests/native/gpu_columns.tsr, whose golden the GPU leg checks, with
 # races reported; sched_gpu.c rewrite 7c): with --reassociate the four f32 column reductions,
 # the bf16 matrix's two and clipping's squares of the weight's gradient each take 32 cells a

@@ -116,4 +116,8 @@ void push_block_kernel(Sched *s, const Reduction *r, IrStmt *top, const Split *s
  * not apply. */
 bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out);
 
+/* Rewrite 7s (sched_scatter.c): a scatter-add nest whose rows fit in shared memory, as blocks
+ * that add there, into `out`; false where it does not apply. */
+bool gpu_scatter_rows(Sched *s, IrStmt *top, IrBlock *out);
+
 #endif

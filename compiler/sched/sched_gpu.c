@@ -16,6 +16,8 @@
  *      sched_block.c, which holds what the block kernels of 6 and 6t share);
  *   7. a reduction with few cells and many steps reduces each cell across a block of threads
  *      (gpu_block_reduction), as does a full reduction to one cell;
+ *   7s. a scatter-add (a gather's gradient) whose rows fit in shared memory adds there, a block's
+ *      rows copied in and out (gpu_scatter_rows, sched_scatter.c);
  *   5. any other reduction nest computes a tile of cells per thread (gpu_thread_tiles).
  * Then neighbouring pointwise nests are fused (nest.c's rewrite 4), and schedule_gpu() maps the
  * loops onto the grid.
@@ -1250,6 +1252,7 @@ void schedule_gpu_function(Sched *s) {
             match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
             continue;
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
+            if (gpu_scatter_rows(s, st, &body)) continue; /* but a scatter-add's rows in shared memory */
             /* except a nest kept only for its bf16/f16 cells: they are computed in f32 and
              * rounded once where stored, in thread tiles and block reductions (down columns
              * or not) as as lowered */

@@ -8,7 +8,8 @@
  *                 reductions; rewrite 4 (fusing pointwise nests), which both targets run
  *   sched_tile.c  rewrite 1: register-tiled contractions over packed panels (CPU)
  *   sched_gpu.c   rewrites 5-7 (thread tiles, shared-memory block tiles, block reductions) and
- *                 the mapping of loops onto the GPU's grid
+ *                 the mapping of loops onto the GPU's grid; sched_block.c, sched_mma.c and
+ *                 sched_scatter.c the GPU's block kernels (sched_block.h)
  * Calls go from sched.c to the others and from sched_tile.c and sched_gpu.c to nest.c; the GPU's
  * block tiles also use sched_tile.c's recognition of a contraction. */
 #ifndef TSR_SCHED_INTERNAL_H
