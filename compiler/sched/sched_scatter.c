@@ -158,6 +158,8 @@ bool gpu_scatter_rows(Sched *s, IrStmt *top, IrBlock *out) {
     if (top->kind != IR_LOOP || !match_scatter(s->ir, top, &sc)) return false;
     uint32_t w = scatter_threads(s->ir, &sc);
     if (!w) return false;
+    for (uint32_t k = 0; k + 1 < sc.npar; k++) /* the outer cell loops: the grid's y and z */
+        if (sc.par[k]->extent > MAX_GRID_YZ) return false;
     const IrBuffer *g = &s->ir->buffers[sc.store->buffer];
     uint64_t rows = g->dims[sc.axis];
     /* The shared rows, [v][t]. */
@@ -175,7 +177,6 @@ bool gpu_scatter_rows(Sched *s, IrStmt *top, IrBlock *out) {
         bool inner = k + 1 == sc.npar;
         grid.iter[sc.npar - 1 - k] = inner ? run : sc.par[k]->iter;
         grid.extent[sc.npar - 1 - k] = inner ? sc.par[k]->extent / w : sc.par[k]->extent;
-        if (!inner && grid.extent[sc.npar - 1 - k] > MAX_GRID_YZ) return false;
     }
     IrBlock *blk = NULL;
     IrStmt *kernel = grid_loops(s, &grid, &blk);
