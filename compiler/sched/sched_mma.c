@@ -722,7 +722,8 @@ static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction 
  * wgmma takes tf32 operands K-major alone (it transposes 16-bit cells only), and reads each f32
  * cell's bits as they are, so a panel must hold the rounded values.  On sm_90a each operand of
  * a --tf32 contraction that the warpgroups take is therefore first copied, rounded to tf32, into
- * a dense K-major f32 buffer by a pointwise nest of its own, a kernel before the product's:
+ * a dense K-major f32 buffer by a kernel of its own before the product's (a pointwise nest; for
+ * an operand laid out along the tile, the transposing block kernel below):
  *     copy[other loops it walks, in the nest's order][m][k] = to_tf32(operand)
  * (m its place along the tile, k the innermost reduction step, contiguous).  The product then
  * reads the copies: their runs are aligned and along k, so its panels are copied into shared
