@@ -39,6 +39,14 @@ typedef struct ScratchPool {
     uint32_t made, next; /* made so far; the next to take */
 } ScratchPool;
 
+/* A tf32 copy made in the function (sched_mma.c), which a later product whose operand is the
+ * same cells in the same layout reads too, unless a statement between writes either buffer. */
+typedef struct Tf32Copy {
+    const char *key;   /* the operand's buffer and index in terms of the copy's axes, their extents */
+    uint32_t copy, source;
+    uint32_t at;       /* the copy's place in the function's body being built */
+} Tf32Copy;
+
 typedef struct Sched {
     IrProgram *ir;
     IrFunction *fn;
@@ -57,6 +65,8 @@ typedef struct Sched {
     /* The GPU's buffers of partial results of split reductions (sched_block.c, rewrite 6s), and
      * of tf32 operands copied K-major (sched_mma.c). */
     ScratchPool split_partials, tf32_copies;
+    Tf32Copy *tf32_made;
+    uint32_t tf32_made_count, tf32_made_cap;
 } Sched;
 
 typedef struct LocalRepl {

@@ -825,19 +825,55 @@ static IrStmt *transposing_copy(Sched *s, const IrExpr *rounded, const IrStmt **
     return top;
 }
 
+/* What a copy over `axes` of operand `load` holds, as text: the operand's buffer, each axis of
+ * its index with its terms named by their places among the axes, and the axes' extents (two
+ * products' copies with the same key hold the same cells while the operand is unchanged). */
+static const char *copy_key(Sched *s, const IrExpr *load, const IrStmt **axes, uint32_t count) {
+    Arena *arena = s->ir->arena;
+    const char *key = arena_printf(arena, "%u", load->buffer);
+    for (uint32_t d = 0; d < count; d++) key = arena_printf(arena, "%s,%llu", key, (unsigned long long)axes[d]->extent);
+    for (uint32_t a = 0; a < s->ir->buffers[load->buffer].rank; a++) {
+        const IrIndex *ix = &load->index[a];
+        key = arena_printf(arena, "%s|%lld", key, (long long)ix->offset);
+        for (uint32_t t = 0; t < ix->term_count; t++) {
+            uint32_t d = 0;
+            while (d < count && axes[d]->iter != ix->terms[t].iter) d++;
+            key = arena_printf(arena, "%s+%u*%lld", key, d, (long long)ix->terms[t].coef);
+        }
+    }
+    return key;
+}
+
+/* The copy with this key made earlier in the function whose operand and buffer nothing since
+ * has written (the last made with the key; an older one is older still); NULL if none. */
+static const Tf32Copy *copy_made(const Sched *s, const char *key, const IrBlock *out) {
+    for (uint32_t i = s->tf32_made_count; i-- > 0;) {
+        const Tf32Copy *c = &s->tf32_made[i];
+        if (strcmp(c->key, key) != 0) continue;
+        for (uint32_t j = c->at + 1; j < out->count; j++)
+            if (ir_stmt_writes(s->ir, out->items[j], c->source) || ir_stmt_writes(s->ir, out->items[j], c->copy)) return NULL;
+        return c;
+    }
+    return NULL;
+}
+
 /* Into `out`: the nest (or, for an operand along the tile, the block kernel above) that copies
  * `rounded` (the step's tf32 rounding of operand `load`) into a dense buffer of the pool over
- * `axes` (copy_axes), k contiguous.  Returns the load of the copy that replaces the operand's in
- * the product (in the nest's own iterators). */
+ * `axes` (copy_axes), k contiguous — or nothing, where an earlier product's copy holds the same
+ * cells still (copy_made: the q, k and v projections of one input read one copy).  Returns the
+ * load of the copy that replaces the operand's in the product (in the nest's own iterators). */
 static IrExpr *copy_k_major(Sched *s, const IrExpr *load, const IrExpr *rounded, const IrStmt **axes, uint32_t count, IrBlock *out) {
     int64_t stride[MAX_LOOPS], cells = 1;
     for (uint32_t d = count; d-- > 0;) {
         stride[d] = cells;
         cells *= (int64_t)axes[d]->extent;
     }
-    uint32_t copy = pool_take(s, &s->tf32_copies, "tf32_k_major", (uint64_t)cells);
     IrTerm old[MAX_LOOPS];
     for (uint32_t d = 0; d < count; d++) old[d] = (IrTerm){axes[d]->iter, stride[d]};
+    const char *key = copy_key(s, load, axes, count);
+    const Tf32Copy *made = copy_made(s, key, out);
+    if (made) return new_load(s, made->copy, flat_index(s, old, count));
+    uint32_t copy = pool_take(s, &s->tf32_copies, "tf32_k_major", (uint64_t)cells);
     const char *name = s->ir->buffers[load->buffer].name;
     IrStmt *top = NULL;
     if (copy_transposes(s, load, axes, count)) {
@@ -858,6 +894,8 @@ static IrExpr *copy_k_major(Sched *s, const IrExpr *load, const IrExpr *rounded,
         top->comment = arena_printf(s->ir->arena, "schedule: %s rounded to tf32 and copied K-major for the warpgroups' products", name);
     }
     ir_block_push(s->ir->arena, out, top);
+    Tf32Copy made_now = {.key = key, .copy = copy, .source = load->buffer, .at = out->count - 1};
+    ARENA_PUSH(s->ir->arena, s->tf32_made, s->tf32_made_count, s->tf32_made_cap, made_now);
     return new_load(s, copy, flat_index(s, old, count));
 }
 

@@ -205,8 +205,9 @@ done
 # panels of 32 steps copy each operand, rounded, into a K-major buffer first (wgmma reads tf32
 # K-major alone: an operand along k by a pointwise nest, one along the tile transposed through
 # shared memory in tiles of 32 x 32), then run on wgmma.m64nNk8.tf32 over panels of 32 steps
-# (rows of 128 bytes) copied asynchronously: c and acc in wide tiles of 128 x 256, their 3
-# panels' products left running into the next turn; d, e and f in tiles of 64.  sm_90 keeps
+# (rows of 128 bytes) copied asynchronously: c, acc and acc2 in wide tiles of 128 x 256, their 3
+# panels' products left running into the next turn; d, e and f in tiles of 64.  acc reads c's
+# copies, acc2 c's copy of b and a new one of a, halved since (9 copies, not 12).  sm_90 keeps
 # mma.sync and copies nothing.  The PTX has wgmma.mma_async.m64n256k8.f32.tf32.tf32 and
 # m64n64k8 (no transposition flags) and ptxas accepts it for sm_90a.  (tests/run.sh runs the
 # sm_90a schedule on the reference executor, copies landing at once and late.)
@@ -219,8 +220,8 @@ if sched_ir wt90a --tf32 --arch=sm_90a --gpu-blocks=1 "$WT" && sched_ir wt90 --t
     k128=$(grep "^ *wgmma\.m.* += " "$TMP/wt90a.ir" | grep -c "k-major swizzled 128B.*k-major swizzled 128B")
     plain=$(count "wgmma\.m64\|copied K-major" "$TMP/wt90.ir")
     mma=$(count "on the tensor cores (mma.m16n8k8.tf32)" "$TMP/wt90.ir")
-    expect "2 3 10 6 0 5" "$wide $narrow $copies $turned $plain $mma" \
-        "sm_90a --tf32: 2 products in wide tiles (left running) and 3 of 64 on wgmma.tf32, over 10 K-major copies (6 transposed); sm_90: 5 on mma.sync, no copies" \
+    expect "3 3 9 5 0 6" "$wide $narrow $copies $turned $plain $mma" \
+        "sm_90a --tf32: 3 products in wide tiles (left running) and 3 of 64 on wgmma.tf32, over 9 K-major copies (5 transposed; acc reads c's, acc2 c's of b); sm_90: 6 on mma.sync, no copies" \
         "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies; sm_90's wgmma lines and copies, mma.sync products"
     if [ "$k128" -gt 0 ] && [ "$k128" = "$(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")" ]; then ok "sm_90a --tf32: every wgmma statement ($k128) reads both panels K-major in swizzled rows of 128 bytes"
     else bad "sm_90a --tf32: $k128 wgmma statements with both panels K-major in rows of 128 bytes, of $(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")"; fi
