@@ -663,7 +663,8 @@ static uint32_t packed_copy(const IrProgram *ir, const IrStmt *st, const Touched
 }
 
 /* Whether two statements are the same up to a renaming of their loops' iterators (`map`, from
- * b's to a's, filled as their loops pair up) and of buffer `from` in b to `to` in a. */
+ * b's to a's, filled as their loops pair up; NULL: none renamed) and of buffer `from` in b to
+ * `to` in a. */
 typedef struct SameNest {
     const IrProgram *ir;
     uint32_t *map; /* per iterator of b: a's, or UINT32_MAX */
@@ -678,9 +679,16 @@ static bool same_indices(SameNest *m, uint32_t buffer, const IrIndex *a, const I
             !a[k].gather != !b[k].gather || (a[k].gather && !same_expr(m, a[k].gather, b[k].gather)))
             return false;
         for (uint32_t t = 0; t < a[k].term_count; t++)
-            if (a[k].terms[t].coef != b[k].terms[t].coef || m->map[b[k].terms[t].iter] != a[k].terms[t].iter) return false;
+            if (a[k].terms[t].coef != b[k].terms[t].coef ||
+                (m->map ? m->map[b[k].terms[t].iter] : b[k].terms[t].iter) != a[k].terms[t].iter)
+                return false;
     }
     return true;
+}
+
+bool same_cell(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
+    SameNest m = {.ir = ir, .map = NULL, .from = UINT32_MAX, .to = UINT32_MAX};
+    return same_indices(&m, buffer, a, b);
 }
 
 static bool same_buffer(const SameNest *m, uint32_t a, uint32_t b) { return a == (b == m->from ? m->to : b); }

@@ -159,6 +159,10 @@ bool match_reduction(IrStmt *top, Reduction *r);
 
 bool mentions(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
 
+/* Whether indices a and b of `buffer` name the same cell: ir_same_index, gathered axes included
+ * (the same where their expressions are the same). */
+bool same_cell(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
+
 /* Whether e reads local `local`; *bad when a load reads `avoid` or walks `iter` with a stride
  * other than 0 or 1. */
 bool scan_expr(const IrProgram *ir, const IrExpr *e, uint32_t local, uint32_t avoid, uint32_t iter, bool *bad);

@@ -41,36 +41,6 @@ typedef struct Scatter {
     bool load_first;
 } Scatter;
 
-static bool same_cell(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b);
-
-/* Whether a and b are the same expression (a gathered index's: equal where they are). */
-static bool same_expr(const IrProgram *ir, const IrExpr *a, const IrExpr *b) {
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case IR_CONST: return a->value == b->value && a->type == b->type;
-    case IR_LOAD: return a->buffer == b->buffer && same_cell(ir, a->buffer, a->index, b->index);
-    case IR_OP:
-        if (a->op != b->op) return false;
-        for (unsigned i = 0; i < scalar_op_arity(a->op); i++)
-            if (!same_expr(ir, a->args[i], b->args[i])) return false;
-        return true;
-    default: return false;
-    }
-}
-
-/* ir_same_index, gathered axes included: the same where their expressions are. */
-static bool same_cell(const IrProgram *ir, uint32_t buffer, const IrIndex *a, const IrIndex *b) {
-    for (uint32_t k = 0; k < ir->buffers[buffer].rank; k++) {
-        if (!a[k].gather != !b[k].gather) return false;
-        if (a[k].gather && !same_expr(ir, a[k].gather, b[k].gather)) return false;
-        if (a[k].gather) continue;
-        if (a[k].offset != b[k].offset || a[k].term_count != b[k].term_count || a[k].symbol != b[k].symbol) return false;
-        for (uint32_t t = 0; t < a[k].term_count; t++)
-            if (a[k].terms[t].iter != b[k].terms[t].iter || a[k].terms[t].coef != b[k].terms[t].coef) return false;
-    }
-    return true;
-}
-
 /* Whether `top` is such a nest (above), into *sc. */
 static bool match_scatter(const IrProgram *ir, IrStmt *top, Scatter *sc) {
     *sc = (Scatter){.axis = UINT32_MAX};
