@@ -83,8 +83,10 @@ struct Interp {
      * block's kernel makes is checked against the cell's last write and reads (races): a cell
      * that one thread writes and another reads or writes with no barrier between, or that two
      * blocks of one top-level nest touch, one of them writing it, is a race on the GPU, whatever
-     * order the reference executor's phases happen to give it; reported as an error.  (The
-     * warps' products and fragment loads, and asynchronous copies, have their own checks.) */
+     * order the reference executor's phases happen to give it; reported as an error.  A
+     * warpgroup product's reads of its panels count as reads by every thread of the block.  (The
+     * warps' mma.sync products and fragment loads, and asynchronous copies, have their own
+     * checks.) */
     bool races;
     CellAccess **access;   /* per buffer (NULL until touched), per cell */
     uint64_t nest, block;  /* top-level statements and blocks begun */
@@ -450,11 +452,24 @@ static void run_ldmatrix(Interp *in, const IrLdmatrix *l) {
     }
 }
 
+/* Whether a warpgroup product's read of cell `at` of a panel races with a thread's write since
+ * the last barrier (reported; TSR_INTERP_RACES=1).  The cell is then marked read by many
+ * threads, so that a thread's write of it before the next barrier is a race too. */
+static bool races_product_read(Interp *in, uint32_t panel, int64_t at) {
+    if (!in->races || !in->block_depth || in->failed) return false;
+    CellAccess *c = cell_access(in, panel, at);
+    uint64_t epoch = in->epoch + 1;
+    if (c->write_epoch == epoch) return race(in, panel, at, "is written by a thread and read by a warpgroup product with no barrier between");
+    c->read_epoch = epoch, c->read_thread = RACE_MANY;
+    return false;
+}
+
 /* A cell of an IR_WGMMA operand panel, widened to f32; `running`: the product is left
  * running, and marks the cell read. */
 static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int64_t r, int64_t k, bool running) {
     int64_t at = ir_core_cell(l, r, k);
     if (in->late_copies) note_shared_read(in, panel, at);
+    races_product_read(in, panel, at);
     if (running) cell_marks(in, &in->running_read, panel)[at] = in->wgmma_issued + 1;
     return mma_operand(in, panel, (uint64_t)at);
 }
