@@ -35,6 +35,8 @@ typedef struct Panel {
     bool k_along_x;        /* the reduction axis is its contiguous one: along threadIdx.x */
     int64_t k_stride, m_stride; /* the panel's cell for step kk and place m: kk·k_stride + m·m_stride (rewrite 6t) */
     IrCoreLayout core;     /* rewrite 6t on sm_90a: a stage's core matrices (ir.h, at 0) */
+    bool rounds_in_shared; /* rewrite 6t, tf32 on sm_90a: the panel is copied from the operand's own cells, rounded to
+                              tf32 in shared memory each turn (sched_mma.c) */
 } Panel;
 
 /* ---- The reduction loop of a block's kernel (rewrites 6 and 6t) ----------------------------------------- *

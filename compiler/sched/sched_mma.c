@@ -1,7 +1,8 @@
 /* sched_mma.c — rewrite 6t of the GPU schedule: contractions of bf16 or f16 operands (or of
  * f32 ones rounded to tf32, --tf32) as block kernels whose products run on the tensor cores
  * (mma.sync, sm_80 and later; on sm_90a one or two warpgroups' wgmma, tf32's over K-major
- * copies of its operands made by kernels before the product's), their panels copied into
+ * panels: an operand laid out along k rounded in shared memory, any other copied K-major by a
+ * kernel before the product's), their panels copied into
  * shared memory asynchronously where their runs of cells are aligned (sched_block.h).  The
  * comments below say how.
  *
@@ -635,13 +636,42 @@ static void warpgroup_product(Sched *s, IrBlock *into, const MmaTile *mt, uint32
 /* Panels copied ahead of the one in use: S − 1, one fewer where products run on (above). */
 static int64_t copies_ahead(const MmaTile *mt) { return (int64_t)mt->stages - 1 - mt->left_running; }
 
+/* In `into` (after the barrier that tells the panels in stage `stage` have landed): every cell
+ * of each panel that rounds in shared memory (tf32 read in place, below) rounded to tf32 where
+ * it lies, thread t of T taking cells t, t + T, … of the stage, so that a warp's 32 cells are
+ * 128 neighbouring bytes of one swizzled line, on 32 banks; then a barrier before the products
+ * read them.  False (nothing pushed) where no panel rounds. */
+static bool round_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t stage) {
+    bool any = false;
+    for (int op = 0; op < 2; op++) {
+        const Panel *p = op ? &mt->b : &mt->a;
+        if (!p->rounds_in_shared) continue;
+        any = true;
+        int64_t cells = panel_cells(mt, p), threads = block_threads(mt);
+        IrBlock *thread = thread_loops(s, into, mt);
+        uint32_t c;
+        IrStmt *l = unrolled(s, thread, &c, (uint64_t)(cells / threads), true);
+        const uint32_t *th = mt->th;
+        IrTerm at[5] = {{th[0], 1}, {th[1], 4}, {th[2], 32}, {c, threads}, {th[3], 32 * (int64_t)inner_warps(mt)}};
+        uint32_t n = th[3] == UINT32_MAX ? 4 : 5;
+        IrIndex *from = flat_index(s, at, n), *to = flat_index(s, at, n);
+        from->offset = to->offset = stage * cells;
+        IrExpr *rounded = new_op(s, SOP_TO_TF32, new_load(s, p->shared, from), NULL, NULL);
+        ir_block_push(s->ir->arena, &l->body, new_store(s, p->shared, to, rounded));
+    }
+    if (any) push_barrier(s, into);
+    return any;
+}
+
 /* One turn of the pipeline in `into`: the barrier, the copy of panel ko·S + `copy` (if `copy`
- * is not negative) into stage `copy` mod S, and the products of the panel in stage `stage`
- * (a warpgroup's left running but in the `last` turn). */
+ * is not negative) into stage `copy` mod S, the roundings of panels read in place (tf32 on
+ * warpgroups), and the products of the panel in stage `stage` (a warpgroup's left running but
+ * in the `last` turn). */
 static void mma_turn(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, uint32_t in_flight, int64_t copy, uint32_t stage, bool last) {
     push_copy_barrier(s, into, in_flight);
     if (copy >= 0) mma_copy_panels(s, into, mt, ko, mt->stages, copy, (uint32_t)(copy % mt->stages));
     if (mt->warpgroup) {
+        round_panels(s, into, mt, stage);
         warpgroup_product(s, into, mt, stage, last ? 0 : mt->left_running);
         return;
     }
@@ -681,7 +711,7 @@ static void mma_pipeline(Sched *s, IrBlock *blk, MmaTile *mt, const Reduction *r
 /* ---- Rewrite 6t on sm_90a: warpgroups' wgmma ------------------------------------------------------- *
  *
  * For --arch=sm_90a (wgmma exists on sm_90a alone), a bf16 or f16 contraction whose panels are
- * copied asynchronously in panels of 32 steps (or a tf32 one over K-major copies, below) runs
+ * copied asynchronously in panels of 32 steps (or a tf32 one over K-major panels, below) runs
  * on Hopper's warpgroup products instead, in panels of rows of 128 bytes along k (SWIZZLE_LINE:
  * 64 steps of halves, 32 of f32) where the reduction allows: the block's 4 warps are one
  * warpgroup (threads t = x + 4y + 32z, z the warp), its tile × tile f32 accumulators in the
@@ -717,24 +747,34 @@ static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction 
            runs_aligned(s->ir, ct->b, b_k ? mt->k_iter : ct->j_loop->iter, core_row(mt));
 }
 
-/* ---- Rewrite 6t on sm_90a: tf32's operands copied K-major ------------------------------------------ *
+/* ---- Rewrite 6t on sm_90a: tf32's operands K-major --------------------------------------------------- *
  *
  * wgmma takes tf32 operands K-major alone (it transposes 16-bit cells only), and reads each f32
- * cell's bits as they are, so a panel must hold the rounded values.  On sm_90a each operand of
- * a --tf32 contraction that the warpgroups take is therefore first copied, rounded to tf32, into
- * a dense K-major f32 buffer by a kernel of its own before the product's (a pointwise nest; for
- * an operand laid out along the tile, the transposing block kernel below):
+ * cell's bits as they are, so a panel must hold the rounded values.  On sm_90a an operand of a
+ * --tf32 contraction that the warpgroups take and that is laid out along k already, its runs
+ * of 4 cells aligned (reads_in_place: A of `i, k; k, j`, both of `i, k; j, k`), has its panels
+ * copied from its own cells asynchronously as bf16's are, and each turn of the pipeline rounds
+ * the stage's panel in shared memory once it has landed, before the products read it
+ * (round_panels: a pass over 16 or 32 cells a thread and a barrier, while the previous turn's
+ * products still run).  Any other operand is first copied, rounded to tf32, into a dense
+ * K-major f32 buffer by a kernel of its own before the product's (a pointwise nest; for an
+ * operand laid out along the tile, the transposing block kernel below):
  *     copy[other loops it walks, in the nest's order][m][k] = to_tf32(operand)
- * (m its place along the tile, k the innermost reduction step, contiguous).  The product then
- * reads the copies: their runs are aligned and along k, so its panels are copied into shared
- * memory asynchronously as bf16's are (a 16-byte run holding 4 cells), rows of 32 steps (128
- * bytes) swizzled, and multiplied by wgmma.mma_async.m64nNk8.f32.tf32.tf32, 8 steps an
- * instruction.  The copies cost a pass over each operand (8 bytes of memory traffic a cell;
- * an operand laid out along the tile is transposed on the way); they come from the function's
- * pool (ScratchPool, POOL_TURNS in turn, each as large as the largest copy that takes it).  The
- * rounding is the step's own (SOP_TO_TF32), applied once where the copy is made and left as it
- * is by the product (rounding a tf32 value again changes nothing), so the cells are the
- * canonical nest's bits. */
+ * (m its place along the tile, k the innermost reduction step, contiguous), and the product
+ * reads the copy: its runs are aligned and along k.  Either way the panels are rows of 32
+ * steps (128 bytes) swizzled, multiplied by wgmma.mma_async.m64nNk8.f32.tf32.tf32, 8 steps an
+ * instruction.  A copy costs a pass over its operand (8 bytes of memory traffic a cell; an
+ * operand laid out along the tile is transposed on the way); the copies come from the
+ * function's pool (ScratchPool, POOL_TURNS in turn, each as large as the largest copy that
+ * takes it).  The rounding is the step's own (SOP_TO_TF32), applied once, where the copy is
+ * made or in the panel, so the cells are the canonical nest's bits. */
+
+/* Whether tf32's operand `load` needs no copy: laid out along k already, its runs of a core
+ * matrix's row (4 cells, 16 bytes) aligned, so that its panels are copied from it
+ * asynchronously as bf16's are and rounded in shared memory (above). */
+static bool reads_in_place(const IrProgram *ir, const IrExpr *load, uint32_t k_iter, uint32_t tiled_iter) {
+    return mma_k_along(ir, load, k_iter, tiled_iter) && runs_aligned(ir, load, k_iter, CORE_ROW_BYTES / 4);
+}
 
 /* The loops of r's nest that `load` walks, in the order of its copy's axes (above): the others
  * outermost first, then `m_loop`, then the innermost reduction loop; 0 where it is not to be
@@ -961,11 +1001,14 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     DType in;
     BlockPlan plan;
     if (!find_contraction(s->ir, tf32 ? &bare : r, &ct, false, 0) || !mma_type(s, &ct, r, tf32, &in)) return false;
-    /* tf32 on sm_90a: the warpgroups over K-major copies where they fit (above), else mma.sync. */
+    /* tf32 on sm_90a: the warpgroups over K-major panels (its operands in place or copied) where they fit (above), else mma.sync. */
     const IrStmt *a_axes[MAX_LOOPS], *b_axes[MAX_LOOPS];
-    uint32_t a_count = 0, b_count = 0;
-    bool staged = tf32 && strcmp(s->target->cpu, "sm_90a") == 0 && r->npar + r->nred <= MAX_LOOPS &&
-                  (a_count = copy_axes(s, r, ct.a, ct.i_loop, a_axes)) && (b_count = copy_axes(s, r, ct.b, ct.j_loop, b_axes));
+    uint32_t a_count = 0, b_count = 0, k_iter = r->red[r->nred - 1]->iter;
+    bool sm_90a = tf32 && strcmp(s->target->cpu, "sm_90a") == 0;
+    bool a_in_place = sm_90a && reads_in_place(s->ir, ct.a, k_iter, ct.i_loop->iter),
+         b_in_place = sm_90a && reads_in_place(s->ir, ct.b, k_iter, ct.j_loop->iter);
+    bool staged = sm_90a && r->npar + r->nred <= MAX_LOOPS && (a_in_place || (a_count = copy_axes(s, r, ct.a, ct.i_loop, a_axes))) &&
+                  (b_in_place || (b_count = copy_axes(s, r, ct.b, ct.j_loop, b_axes)));
     MmaTile mt;
     bool planned = choose_tile(s, r, &ct, in, !tf32 || staged, staged, &mt, &plan);
     if (staged && (!planned || !mt.warpgroup)) {
@@ -974,13 +1017,15 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
     }
     if (!planned) return false;
     const IrExpr *a_value = panel_value(r, ct.a, tf32), *b_value = panel_value(r, ct.b, tf32);
-    if (staged) {
-        a_value = ct.a = copy_k_major(s, ct.a, a_value, a_axes, a_count, out);
-        b_value = ct.b = copy_k_major(s, ct.b, b_value, b_axes, b_count, out);
+    if (staged) { /* the panels copy the operands' own cells (rounded in shared memory) or their rounded K-major copies */
+        a_value = ct.a = a_in_place ? ct.a : copy_k_major(s, ct.a, a_value, a_axes, a_count, out);
+        b_value = ct.b = b_in_place ? ct.b : copy_k_major(s, ct.b, b_value, b_axes, b_count, out);
     }
     uint32_t tile = mt.tile, step = mt.step;
     mt.a = mma_panel(s, &mt, ct.a, a_value, ct.i_loop->iter, mt.bi, mt.tile, "a_panel");
     mt.b = mma_panel(s, &mt, ct.b, b_value, ct.j_loop->iter, mt.bj, mt.tile_j, "b_panel");
+    mt.a.rounds_in_shared = staged && a_in_place;
+    mt.b.rounds_in_shared = staged && b_in_place;
     if (!mt.warpgroup) {
         mt.afrag = thread_registers(s, &mt, "a_fragment", 8 * mt.mt, in);
         mt.bfrag = thread_registers(s, &mt, "b_fragment", 4 * mt.nt, in);
@@ -1010,7 +1055,9 @@ bool gpu_mma_tiles(Sched *s, Reduction *r, IrBlock *out) {
         mt.warpgroup
             ? arena_printf(s->ir->arena, "%ux%u cells a GPU block on the tensor cores (wgmma.m64n%uk%u.%s%s), %s, panels of %u steps%s%s",
                            tile, mt.tile_j, mt.tile_j, ir_wgmma_k(in), in == DTYPE_F32 ? "tf32" : ir_dtype_word(in),
-                           staged ? ", its operands copied K-major" : "",
+                           !staged ? ""
+                           : arena_printf(s->ir->arena, ", A %s, B %s", a_in_place ? "rounded in shared memory" : "copied K-major",
+                                          b_in_place ? "rounded in shared memory" : "copied K-major"),
                            mt.warpgroups > 1 ? arena_printf(s->ir->arena, "%u warpgroups of %ux%u", mt.warpgroups, tile / mt.warpgroups, mt.tile_j)
                                              : "one warpgroup",
                            step, pipeline, mt.left_running ? ", each panel's products running on into the next turn" : "")

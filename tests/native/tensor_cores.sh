@@ -202,27 +202,34 @@ for arch in sm_80 sm_90; do
     else bad "$arch: ptxas (tf32)"; sed -n '1,5p' "$TMP/err"; fi
 done
 # tf32 on sm_90a (tests/native/tensor_cores_wgmma_tf32.tsr): products whose reductions take
-# panels of 32 steps copy each operand, rounded, into a K-major buffer first (wgmma reads tf32
-# K-major alone: an operand along k by a pointwise nest, one along the tile transposed through
-# shared memory in tiles of 32 x 32), then run on wgmma.m64nNk8.tf32 over panels of 32 steps
-# (rows of 128 bytes) copied asynchronously: c, acc and acc2 in wide tiles of 128 x 256, their 3
-# panels' products left running into the next turn; d, e and f in tiles of 64.  acc reads c's
-# copies, acc2 c's copy of b and a new one of a, halved since (9 copies, not 12).  sm_90 keeps
-# mma.sync and copies nothing.  The PTX has wgmma.mma_async.m64n256k8.f32.tf32.tf32 and
-# m64n64k8 (no transposition flags) and ptxas accepts it for sm_90a.  (tests/run.sh runs the
-# sm_90a schedule on the reference executor, copies landing at once and late.)
+# panels of 32 steps run on wgmma.m64nNk8.tf32 over K-major panels of 32 steps (rows of 128
+# bytes) copied asynchronously (wgmma reads tf32 K-major alone): an operand laid out along k
+# has its panels copied from its own cells and rounded in shared memory each turn (a phase of
+# to_tf32 over the stage's cells, then a barrier), any other is copied, rounded, into a K-major
+# buffer first (transposed through shared memory in tiles of 32 x 32, or, past three axes, by
+# a pointwise nest).  c, acc and acc2 in wide tiles of 128 x 256, their 3 panels' products
+# left running into the next turn, A rounded in shared memory, B c's one transposed copy
+# (acc and acc2 read it: nothing between writes b); d, e, f, r and s in tiles of 64: r reads
+# both operands in place, f neither (6 copies, 5 transposed; 7 products round A or B in
+# shared memory, in 17 turns).  sm_90 keeps mma.sync and copies nothing.  The PTX has
+# wgmma.mma_async.m64n256k8.f32.tf32.tf32 and m64n64k8 (no transposition flags) and ptxas
+# accepts it for sm_90a.  (tests/run.sh runs the sm_90a schedule on the reference executor,
+# copies landing at once and late, races reported.)
 WT=tests/native/tensor_cores_wgmma_tf32.tsr
 if sched_ir wt90a --tf32 --arch=sm_90a --gpu-blocks=1 "$WT" && sched_ir wt90 --tf32 --arch=sm_90 --gpu-blocks=1 "$WT"; then
-    wide=$(count "128x256 cells a GPU block on the tensor cores (wgmma.m64n256k8.tf32, its operands copied K-major), 2 warpgroups.*running on" "$TMP/wt90a.ir")
-    narrow=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k8.tf32, its operands copied K-major), one warpgroup" "$TMP/wt90a.ir")
-    copies=$(count "rounded to tf32 and copied K-major" "$TMP/wt90a.ir")
-    turned=$(count "rounded to tf32 and copied K-major.*transposed through shared memory" "$TMP/wt90a.ir")
+    wide=$(count "128x256 cells a GPU block on the tensor cores (wgmma.m64n256k8.tf32, A rounded in shared memory, B copied K-major), 2 warpgroups.*running on" "$TMP/wt90a.ir")
+    narrow=$(count "64x64 cells a GPU block on the tensor cores (wgmma.m64n64k8.tf32, A [A-Za-z -]*, B [A-Za-z -]*), one warpgroup" "$TMP/wt90a.ir")
+    copies=$(count "rounded to tf32 and copied K-major for" "$TMP/wt90a.ir")
+    turned=$(count "rounded to tf32 and copied K-major for.*transposed through shared memory" "$TMP/wt90a.ir")
+    rounding=$(count "on the tensor cores (wgmma.*rounded in shared memory" "$TMP/wt90a.ir")
+    both=$(count "A rounded in shared memory, B rounded in shared memory" "$TMP/wt90a.ir")
+    turns=$(count "= to_tf32([ab]_panel" "$TMP/wt90a.ir")
     k128=$(grep "^ *wgmma\.m.* += " "$TMP/wt90a.ir" | grep -c "k-major swizzled 128B.*k-major swizzled 128B")
-    plain=$(count "wgmma\.m64\|copied K-major" "$TMP/wt90.ir")
+    plain=$(count "wgmma\.m64\|copied K-major\|rounded in shared" "$TMP/wt90.ir")
     mma=$(count "on the tensor cores (mma.m16n8k8.tf32)" "$TMP/wt90.ir")
-    expect "3 3 9 5 0 6" "$wide $narrow $copies $turned $plain $mma" \
-        "sm_90a --tf32: 3 products in wide tiles (left running) and 3 of 64 on wgmma.tf32, over 9 K-major copies (5 transposed; acc reads c's, acc2 c's of b); sm_90: 6 on mma.sync, no copies" \
-        "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies; sm_90's wgmma lines and copies, mma.sync products"
+    expect "3 5 6 5 7 1 17 0 8" "$wide $narrow $copies $turned $rounding $both $turns $plain $mma" \
+        "sm_90a --tf32: 3 products in wide tiles (left running) and 5 of 64 on wgmma.tf32, over 6 K-major copies (5 transposed), 7 rounding in shared memory (one both operands) in 17 turns; sm_90: 8 on mma.sync, no copies" \
+        "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies, products and turns rounding in shared memory; sm_90's wgmma lines and copies, mma.sync products"
     if [ "$k128" -gt 0 ] && [ "$k128" = "$(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")" ]; then ok "sm_90a --tf32: every wgmma statement ($k128) reads both panels K-major in swizzled rows of 128 bytes"
     else bad "sm_90a --tf32: $k128 wgmma statements with both panels K-major in rows of 128 bytes, of $(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")"; fi
 fi
