@@ -1193,6 +1193,13 @@ static void stmt(CgLlvm *g, const IrStmt *s) {
         break;
     }
     case IR_BARRIER:
+        if (s->fence_async) { /* the thread's stores into shared memory, before a warpgroup product reads them */
+            LLVMTypeRef fn = LLVMFunctionType(g->void_t, NULL, 0, 0);
+            static const char text[] = "fence.proxy.async.shared::cta;", constraints[] = "~{memory}";
+            LLVMValueRef fence = LLVMGetInlineAsm(fn, (char *)text, sizeof text - 1, (char *)constraints, sizeof constraints - 1, 1, 0,
+                                                  LLVMInlineAsmDialectATT, 0);
+            LLVMBuildCall2(g->b, fn, fence, NULL, 0, "");
+        }
         if (s->await_copies) {
             LLVMTypeRef i32 = g->i32;
             LLVMValueRef n = LLVMConstInt(g->i32, s->copies_in_flight, 0);

@@ -555,7 +555,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
         case IR_BARRIER:
             if (s->await_copies) fprintf(out, "barrier after copies, %u group%s in flight\n", s->copies_in_flight,
                                          s->copies_in_flight == 1 ? "" : "s");
-            else fputs("barrier\n", out);
+            else fputs(s->fence_async ? "barrier, shared stores fenced for the async proxy\n" : "barrier\n", out);
             break;
         case IR_MMA: {
             const IrMma *m = &s->mma;

@@ -540,8 +540,11 @@ struct IrStmt {
     bool nontemporal;  /* STORE in a vector loop, aligned to the vector (the schedule's): written
                         * around the caches, for a large buffer the nest does not read */
     /* IR_BARRIER: with await_copies, each thread first waits until at most copies_in_flight of
-     * the groups of asynchronous copies it issued (LOOP_ASYNC_COPY) have not landed */
-    bool await_copies;
+     * the groups of asynchronous copies it issued (LOOP_ASYNC_COPY) have not landed; with
+     * fence_async, each thread first orders its stores into shared memory before the async
+     * proxy's reads (fence.proxy.async: a warpgroup product after the barrier reads what the
+     * threads stored, sched_mma.c) */
+    bool await_copies, fence_async;
     uint32_t copies_in_flight;
     /* IR_CALL */
     uint32_t action;

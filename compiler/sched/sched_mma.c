@@ -639,8 +639,10 @@ static int64_t copies_ahead(const MmaTile *mt) { return (int64_t)mt->stages - 1 
 /* In `into` (after the barrier that tells the panels in stage `stage` have landed): every cell
  * of each panel that rounds in shared memory (tf32 read in place, below) rounded to tf32 where
  * it lies, thread t of T taking cells t, t + T, … of the stage, so that a warp's 32 cells are
- * 128 neighbouring bytes of one swizzled line, on 32 banks; then a barrier before the products
- * read them.  False (nothing pushed) where no panel rounds. */
+ * 128 neighbouring bytes of one swizzled line, on 32 banks; then, each thread's stores fenced
+ * for the async proxy through which the products read shared memory (fence.proxy.async, the
+ * writers' side), a barrier before the products read them.  False (nothing pushed) where no
+ * panel rounds. */
 static bool round_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t stage) {
     bool any = false;
     for (int op = 0; op < 2; op++) {
@@ -659,7 +661,11 @@ static bool round_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t stage) {
         IrExpr *rounded = new_op(s, SOP_TO_TF32, new_load(s, p->shared, from), NULL, NULL);
         ir_block_push(s->ir->arena, &l->body, new_store(s, p->shared, to, rounded));
     }
-    if (any) push_barrier(s, into);
+    if (any) { /* each thread's rounded stores fenced for the products' async proxy, then the barrier */
+        IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
+        *b = (IrStmt){.kind = IR_BARRIER, .fence_async = true};
+        ir_block_push(s->ir->arena, into, b);
+    }
     return any;
 }
 

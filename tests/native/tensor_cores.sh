@@ -224,12 +224,13 @@ if sched_ir wt90a --tf32 --arch=sm_90a --gpu-blocks=1 "$WT" && sched_ir wt90 --t
     rounding=$(count "on the tensor cores (wgmma.*rounded in shared memory" "$TMP/wt90a.ir")
     both=$(count "A rounded in shared memory, B rounded in shared memory" "$TMP/wt90a.ir")
     turns=$(count "= to_tf32([ab]_panel" "$TMP/wt90a.ir")
+    fenced=$(count "barrier, shared stores fenced for the async proxy" "$TMP/wt90a.ir")
     k128=$(grep "^ *wgmma\.m.* += " "$TMP/wt90a.ir" | grep -c "k-major swizzled 128B.*k-major swizzled 128B")
     plain=$(count "wgmma\.m64\|copied K-major\|rounded in shared" "$TMP/wt90.ir")
     mma=$(count "on the tensor cores (mma.m16n8k8.tf32)" "$TMP/wt90.ir")
-    expect "3 5 6 5 7 1 17 0 8" "$wide $narrow $copies $turned $rounding $both $turns $plain $mma" \
-        "sm_90a --tf32: 3 products in wide tiles (left running) and 5 of 64 on wgmma.tf32, over 6 K-major copies (5 transposed), 7 rounding in shared memory (one both operands) in 17 turns; sm_90: 8 on mma.sync, no copies" \
-        "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies, products and turns rounding in shared memory; sm_90's wgmma lines and copies, mma.sync products"
+    expect "3 5 6 5 7 1 17 15 0 8" "$wide $narrow $copies $turned $rounding $both $turns $fenced $plain $mma" \
+        "sm_90a --tf32: 3 products in wide tiles (left running) and 5 of 64 on wgmma.tf32, over 6 K-major copies (5 transposed), 7 rounding in shared memory (one both operands: 17 panels rounded in 15 turns, each turn's stores fenced for the async proxy before its barrier); sm_90: 8 on mma.sync, no copies" \
+        "sm_90a --tf32: wide and 64-wide wgmma products, copies, transposed copies, products, panels and fenced turns rounding in shared memory; sm_90's wgmma lines and copies, mma.sync products"
     if [ "$k128" -gt 0 ] && [ "$k128" = "$(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")" ]; then ok "sm_90a --tf32: every wgmma statement ($k128) reads both panels K-major in swizzled rows of 128 bytes"
     else bad "sm_90a --tf32: $k128 wgmma statements with both panels K-major in rows of 128 bytes, of $(grep -c "^ *wgmma\.m.* += " "$TMP/wt90a.ir")"; fi
 fi
@@ -239,6 +240,9 @@ if "$TSRC" --tf32 --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wt.ptx" "$WT"
     old=$(count "mma.sync\|ldmatrix" "$TMP/wt.ptx")
     if [ "$m256" -gt 0 ] && [ "$m64" -gt 0 ] && [ "$old" = 0 ]; then ok "sm_90a --tf32: the PTX has wgmma.mma_async m64n256k8 ($m256) and m64n64k8 ($m64) on tf32, no mma.sync"
     else bad "sm_90a --tf32: $m256 wgmma m64n256k8.tf32, $m64 m64n64k8.tf32, $old mma.sync/ldmatrix"; fi
+    # Each turn's rounded stores: fence.proxy.async (the writers' side) right before its bar.sync.
+    fences=$(awk '/^[ \t]*\/\//{next} /bar\.sync/{ if (prev ~ /fence\.proxy\.async\.shared::cta;/) n++ } {prev=$0} END{print n+0}' "$TMP/wt.ptx")
+    expect 15 "$fences" "sm_90a --tf32: the 15 rounding turns' barriers each follow a fence.proxy.async" "sm_90a --tf32: bar.sync right after fence.proxy.async"
     if [ -z "$PTXAS" ]; then echo "SKIP sm_90a --tf32: no ptxas"
     elif "$PTXAS" -arch=sm_90a "$TMP/wt.ptx" -o "$TMP/wt.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a --tf32: ptxas accepts the warpgroup kernels and the copies"
     else bad "sm_90a --tf32: ptxas"; sed -n '1,5p' "$TMP/err"; fi
