@@ -455,8 +455,36 @@ static LLVMValueRef gathered_position(CgLlvm *g, const IrExpr *gather, uint64_t 
     return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, i, hi, ""), hi, i, "");
 }
 
+/* Whether the term of iterator `it` leaves a flat offset of `buf`: the lane's (a vector's lanes
+ * add it), a GPU thread loop's in a per-thread buffer (the thread's own registers). */
+static bool term_dropped(const CgLlvm *g, const IrBuffer *buf, uint32_t it) {
+    return it == g->lane_iter || (buf->thread_cells && g->thread_iter[it]);
+}
+
+/* The flat offset of a plain index (no gather or symbol, static lengths past the first) as one
+ * sum, Σ coef·stride·iter + offset, each term's constant part apart from the iterators (with
+ * g->flat_sums, below); NULL for any other index. */
+static LLVMValueRef summed_offset(CgLlvm *g, const IrBuffer *buf, const IrIndex *index) {
+    for (uint32_t a = 0; a < buf->rank; a++)
+        if (index[a].gather || index[a].symbol || (a > 0 && size_is_runtime(buf->dims[a]))) return NULL;
+    int64_t stride = 1, offset = 0;
+    LLVMValueRef sum = NULL;
+    for (uint32_t a = buf->rank; a-- > 0;) {
+        offset += index[a].offset * stride;
+        for (uint32_t t = 0; t < index[a].term_count; t++) {
+            if (term_dropped(g, buf, index[a].terms[t].iter)) continue;
+            LLVMValueRef term = LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef * stride), g->iter[index[a].terms[t].iter], "");
+            sum = sum ? LLVMBuildNSWAdd(g->b, sum, term, "") : term;
+        }
+        if (a > 0) stride *= (int64_t)buf->dims[a];
+    }
+    return sum ? LLVMBuildNSWAdd(g->b, sum, cgl_iconst(g, offset), "") : cgl_iconst(g, offset);
+}
+
 static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     const IrBuffer *buf = &g->ir->buffers[buffer];
+    LLVMValueRef summed = g->flat_sums ? summed_offset(g, buf, index) : NULL;
+    if (summed) return summed;
     LLVMValueRef flat = cgl_iconst(g, 0);
     for (uint32_t a = 0; a < buf->rank; a++) {
         if (index[a].gather) { /* (a run-time size is never gathered: its length is not known here) */
@@ -467,8 +495,7 @@ static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index
         LLVMValueRef i = cgl_iconst(g, index[a].offset);
         for (uint32_t t = 0; t < index[a].term_count; t++) {
             uint32_t it = index[a].terms[t].iter;
-            if (it == g->lane_iter) continue;
-            if (buf->thread_cells && g->thread_iter[it]) continue; /* the thread's own registers */
+            if (term_dropped(g, buf, it)) continue;
             i = LLVMBuildNSWAdd(g->b, i, LLVMBuildNSWMul(g->b, cgl_iconst(g, index[a].terms[t].coef), g->iter[it], ""), "");
         }
         if (index[a].symbol) i = LLVMBuildNSWAdd(g->b, i, g->symbol[ir_symbol(g->ir, index[a].symbol)], "");
@@ -540,7 +567,14 @@ static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLV
     cgl_call(g, "llvm.prefetch.p0", LLVMVoidTypeInContext(g->ctx), params, 4, args);
 }
 
+static LLVMValueRef swizzled_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index, int64_t extra);
+
 static LLVMValueRef load(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
+    if (g->ir->buffers[buffer].swizzle) { /* a swizzled panel's cell (a GPU thread's, one at a time) */
+        LLVMValueRef v = LLVMBuildLoad2(g->b, cell_type(g, buffer), swizzled_cell(g, buffer, index, 0), "");
+        LLVMSetAlignment(v, cell_align(g, buffer));
+        return v;
+    }
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
     if (stride == 0 && g->ir->buffers[buffer].prefetch_cells) prefetch_ahead(g, buffer, index, base);
@@ -584,6 +618,11 @@ static void stream_half_cells(CgLlvm *g, LLVMValueRef cells, LLVMValueRef at) {
 }
 
 static void store(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef v, bool nontemporal) {
+    if (g->ir->buffers[buffer].swizzle) { /* as load() */
+        LLVMValueRef st = LLVMBuildStore(g->b, v, swizzled_cell(g, buffer, index, 0));
+        LLVMSetAlignment(st, cell_align(g, buffer));
+        return;
+    }
     LLVMValueRef base = flat_offset(g, buffer, index);
     int64_t stride = lane_stride(g, buffer, index);
     if (nontemporal && stride == 1) { /* whole, aligned vectors (sched.c proved the alignment) */
@@ -1080,8 +1119,10 @@ static void block_or_thread_loop(CgLlvm *g, const IrStmt *s) {
 
 /* The address of cell `index` + `extra` of a swizzled panel (one axis, no gather or symbol):
  * the terms and the part of the offset that move it by whole periods of the swizzle are added
- * after it, so that what the swizzle depends on is the thread's alone (the passes of a copy and
- * the stages of a pipeline then differ by constants, not by registers of their own). */
+ * after it, so that what the swizzle depends on is the thread's alone (the passes of a copy, the
+ * cells of a rounding pass and the stages of a pipeline then differ by constants, not by
+ * registers of their own: a pass over 16 cells that swizzled each whole address kept 64 of them
+ * live across the pipeline's loop, and its 128 × 256 product spilled). */
 static LLVMValueRef swizzled_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index, int64_t extra) {
     int64_t bytes = cell_align(g, buffer), period = 8 * (int64_t)g->ir->buffers[buffer].swizzle / bytes; /* in cells */
     int64_t offset = index->offset + extra, aligned = offset - offset % period;
@@ -1105,7 +1146,13 @@ static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
     g->iter[s->iter] = cgl_iconst(g, 0);
     bool swizzled = g->ir->buffers[st->buffer].swizzle != 0; /* (one axis, no gather or symbol: ir.c) */
     LLVMValueRef to = swizzled ? NULL : element(g, st->buffer, flat_offset(g, st->buffer, st->index));
+    /* The source's offset as one sum of terms (flat_offset): as the nested products of its axes, a
+     * copy from an operand of three axes (a weight's gradient over sequences and positions)
+     * kept each pass's address in registers of its own, and its 128 × 256 product spilled; a
+     * bf16 product of 8192² in tile groups took 244 registers, 200 so. */
+    g->flat_sums = true;
     LLVMValueRef from = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
+    g->flat_sums = false;
     LLVMTypeRef shared = LLVMPointerTypeInContext(g->ctx, 3), global = LLVMPointerTypeInContext(g->ctx, 1);
     from = LLVMBuildAddrSpaceCast(g->b, from, global, "");
     uint32_t cell_bytes = ir_dtype_bytes(g->ir->buffers[st->buffer].dtype);

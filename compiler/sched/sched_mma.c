@@ -638,24 +638,28 @@ static int64_t copies_ahead(const MmaTile *mt) { return (int64_t)mt->stages - 1 
 
 /* In `into` (after the barrier that tells the panels in stage `stage` have landed): every cell
  * of each panel that rounds in shared memory (tf32 read in place, below) rounded to tf32 where
- * it lies, thread t of T taking cells t, t + T, … of the stage, so that a warp's 32 cells are
- * 128 neighbouring bytes of one swizzled line, on 32 banks; then, each thread's stores fenced
- * for the async proxy through which the products read shared memory (fence.proxy.async, the
- * writers' side), a barrier before the products read them.  False (nothing pushed) where no
- * panel rounds. */
+ * it lies.  Thread t of T takes cells t + T·ci + P·co of the stage (ci < P/T, P the swizzle's
+ * period in cells: 256, 8 rows of 128 bytes), so that a warp's 32 cells are 128 neighbouring
+ * bytes of one swizzled line, on 32 banks, and a thread's cells lie P/T swizzles apart and
+ * otherwise whole periods (its addresses: P/T registers and constants; cg_llvm.c
+ * swizzled_cell).  Then each thread's stores are fenced for the async proxy through which the
+ * products read shared memory (fence.proxy.async, the writers' side) and a barrier comes
+ * before the products read them.  False (nothing pushed) where no panel rounds. */
 static bool round_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t stage) {
     bool any = false;
     for (int op = 0; op < 2; op++) {
         const Panel *p = op ? &mt->b : &mt->a;
         if (!p->rounds_in_shared) continue;
         any = true;
-        int64_t cells = panel_cells(mt, p), threads = block_threads(mt);
+        int64_t cells = panel_cells(mt, p), threads = block_threads(mt), period = 8 * (int64_t)p->core.swizzle / p->core.bytes;
+        int64_t inner = period % threads == 0 ? period / threads : 1; /* a thread's cells in one period */
         IrBlock *thread = thread_loops(s, into, mt);
-        uint32_t c;
-        IrStmt *l = unrolled(s, thread, &c, (uint64_t)(cells / threads), true);
+        uint32_t co, ci;
+        IrStmt *outer = unrolled(s, thread, &co, (uint64_t)(cells / (threads * inner)), true);
+        IrStmt *l = unrolled(s, &outer->body, &ci, (uint64_t)inner, true);
         const uint32_t *th = mt->th;
-        IrTerm at[5] = {{th[0], 1}, {th[1], 4}, {th[2], 32}, {c, threads}, {th[3], 32 * (int64_t)inner_warps(mt)}};
-        uint32_t n = th[3] == UINT32_MAX ? 4 : 5;
+        IrTerm at[6] = {{th[0], 1}, {th[1], 4}, {th[2], 32}, {ci, threads}, {co, threads * inner}, {th[3], 32 * (int64_t)inner_warps(mt)}};
+        uint32_t n = th[3] == UINT32_MAX ? 5 : 6;
         IrIndex *from = flat_index(s, at, n), *to = flat_index(s, at, n);
         from->offset = to->offset = stage * cells;
         IrExpr *rounded = new_op(s, SOP_TO_TF32, new_load(s, p->shared, from), NULL, NULL);
@@ -761,7 +765,7 @@ static bool warpgroup_fits(const Sched *s, const MmaTile *mt, const Contraction 
  * of 4 cells aligned (reads_in_place: A of `i, k; k, j`, both of `i, k; j, k`), has its panels
  * copied from its own cells asynchronously as bf16's are, and each turn of the pipeline rounds
  * the stage's panel in shared memory once it has landed, before the products read it
- * (round_panels: a pass over 16 or 32 cells a thread and a barrier, while the previous turn's
+ * (round_panels: a pass over 16 to 64 cells a thread and a barrier, while the previous turn's
  * products still run).  Any other operand is first copied, rounded to tf32, into a dense
  * K-major f32 buffer by a kernel of its own before the product's (a pointwise nest; for an
  * operand laid out along the tile, the transposing block kernel below):

@@ -247,6 +247,40 @@ if "$TSRC" --tf32 --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/wt.ptx" "$WT"
     elif "$PTXAS" -arch=sm_90a "$TMP/wt.ptx" -o "$TMP/wt.cubin" >"$TMP/err" 2>&1 && ! grep -qi "serialized" "$TMP/err"; then ok "sm_90a --tf32: ptxas accepts the warpgroup kernels and the copies"
     else bad "sm_90a --tf32: ptxas"; sed -n '1,5p' "$TMP/err"; fi
 else bad "sm_90a --tf32: --emit=ptx"; sed -n '1,5p' "$TMP/err"; fi
+# Long reductions rounded in shared memory keep within the registers: wide tiles of 128 x 256
+# whose operands are both read in place, over 1024 steps (z) and over 3 x 256 (f, an operand of
+# three axes whose copies' addresses are sums of terms, cg_llvm.c), and the bench's 4096²
+# product (A in place); ptxas spilled up to 1340 bytes in them before each rounded cell's
+# address took its whole periods after the swizzle and the copies' sources were one sum.
+if [ -n "$PTXAS" ]; then
+    cat >"$TMP/long.tsr" <<'TSR'
+data gs = range ~o:[3; 128; 256]
+data hs = range ~o:[3; 256; 256]
+data xs = range ~o:[128; 1024]
+data ys = range ~o:[256; 1024]
+data ps = range ~o:[4096; 4096]
+data qs = range ~o:[4096; 4096]
+let%op g = sin (gs *. 0.031)
+let%op h = cos (hs *. 0.017)
+let%op x = sin (xs *. 0.013)
+let%op y = cos (ys *. 0.007)
+let%op p = sin (ps *. 0.013)
+let%op q = cos (qs *. 0.007)
+let%op f = g +* "s, i, t; s, j, t => i, j" h
+let%op z = x +* "i, k; j, k => i, j" y
+let%op c = p +* "i, k; k, j => i, j" q
+routine products = g.forward; h.forward; x.forward; y.forward; p.forward; q.forward; f.forward; z.forward; c.forward
+main = run products; print f; print z
+TSR
+    if sched_ir long --tf32 --arch=sm_90a --gpu-blocks=1 "$TMP/long.tsr" &&
+       "$TSRC" --tf32 --emit=ptx --arch=sm_90a --gpu-blocks=1 -o "$TMP/long.ptx" "$TMP/long.tsr" 2>"$TMP/err" &&
+       "$PTXAS" -arch=sm_90a -v "$TMP/long.ptx" -o "$TMP/long.cubin" >"$TMP/ptxas.txt" 2>&1; then
+        wide=$(count "128x256 cells a GPU block on the tensor cores (wgmma.m64n256k8.tf32, A rounded in shared memory, B" "$TMP/long.ir")
+        spilled=$(grep -c "[1-9][0-9]* bytes spill stores" "$TMP/ptxas.txt" || true)
+        expect "3 0" "$wide $spilled" "sm_90a --tf32: 3 long products rounding in shared memory in wide tiles, no kernel spills" \
+            "sm_90a --tf32: wide tiles rounding in shared memory, kernels that spill"
+    else bad "sm_90a --tf32: the long products' PTX"; sed -n '1,5p' "$TMP/err"; fi
+fi
 for arch in sm_80 sm_90; do
     if ! "$TSRC" --emit=ptx --arch=$arch -o "$TMP/$arch.ptx" "$PROGRAM" 2>"$TMP/err"; then
         bad "$arch: --emit=ptx"; sed -n '1,5p' "$TMP/err"; continue
