@@ -553,9 +553,9 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fputc('\n', out);
             break;
         case IR_BARRIER:
-            if (s->await_copies) fprintf(out, "barrier after copies, %u group%s in flight\n", s->copies_in_flight,
-                                         s->copies_in_flight == 1 ? "" : "s");
-            else fputs(s->fence_async ? "barrier, shared stores fenced for the async proxy\n" : "barrier\n", out);
+            fputs("barrier", out);
+            if (s->await_copies) fprintf(out, " after copies, %u group%s in flight", s->copies_in_flight, s->copies_in_flight == 1 ? "" : "s");
+            fputs(s->fence_async ? ", shared stores fenced for the async proxy\n" : "\n", out);
             break;
         case IR_MMA: {
             const IrMma *m = &s->mma;
