@@ -462,8 +462,8 @@ static bool term_dropped(const CgLlvm *g, const IrBuffer *buf, uint32_t it) {
 }
 
 /* The flat offset of a plain index (no gather or symbol, static lengths past the first) as one
- * sum, Σ coef·stride·iter + offset, each term's constant part apart from the iterators (with
- * g->flat_sums, below); NULL for any other index. */
+ * sum, Σ coef·stride·iter + offset, each term's constant part apart from the iterators (an
+ * asynchronous copy's source, below); NULL for any other index. */
 static LLVMValueRef summed_offset(CgLlvm *g, const IrBuffer *buf, const IrIndex *index) {
     for (uint32_t a = 0; a < buf->rank; a++)
         if (index[a].gather || index[a].symbol || (a > 0 && size_is_runtime(buf->dims[a]))) return NULL;
@@ -483,8 +483,6 @@ static LLVMValueRef summed_offset(CgLlvm *g, const IrBuffer *buf, const IrIndex 
 
 static LLVMValueRef flat_offset(CgLlvm *g, uint32_t buffer, const IrIndex *index) {
     const IrBuffer *buf = &g->ir->buffers[buffer];
-    LLVMValueRef summed = g->flat_sums ? summed_offset(g, buf, index) : NULL;
-    if (summed) return summed;
     LLVMValueRef flat = cgl_iconst(g, 0);
     for (uint32_t a = 0; a < buf->rank; a++) {
         if (index[a].gather) { /* (a run-time size is never gathered: its length is not known here) */
@@ -1146,13 +1144,12 @@ static void async_copy_loop(CgLlvm *g, const IrStmt *s) {
     g->iter[s->iter] = cgl_iconst(g, 0);
     bool swizzled = g->ir->buffers[st->buffer].swizzle != 0; /* (one axis, no gather or symbol: ir.c) */
     LLVMValueRef to = swizzled ? NULL : element(g, st->buffer, flat_offset(g, st->buffer, st->index));
-    /* The source's offset as one sum of terms (flat_offset): as the nested products of its axes, a
+    /* The source's offset as one sum of terms (summed_offset): as the nested products of its axes, a
      * copy from an operand of three axes (a weight's gradient over sequences and positions)
      * kept each pass's address in registers of its own, and its 128 × 256 product spilled; a
      * bf16 product of 8192² in tile groups took 244 registers, 200 so. */
-    g->flat_sums = true;
-    LLVMValueRef from = element(g, src->buffer, flat_offset(g, src->buffer, src->index));
-    g->flat_sums = false;
+    LLVMValueRef from_offset = summed_offset(g, &g->ir->buffers[src->buffer], src->index);
+    LLVMValueRef from = element(g, src->buffer, from_offset ? from_offset : flat_offset(g, src->buffer, src->index));
     LLVMTypeRef shared = LLVMPointerTypeInContext(g->ctx, 3), global = LLVMPointerTypeInContext(g->ctx, 1);
     from = LLVMBuildAddrSpaceCast(g->b, from, global, "");
     uint32_t cell_bytes = ir_dtype_bytes(g->ir->buffers[st->buffer].dtype);

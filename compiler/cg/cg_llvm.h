@@ -37,7 +37,6 @@ typedef struct CgLlvm {
     bool *thread_iter;      /* per iterator: a GPU thread loop's (per-thread buffers drop it) */
     bool thread_split[3];   /* inside a thread loop that splits that dimension (ir.h LOOP_THREAD_X) */
     bool in_thread_loops;   /* inside a nest of thread loops (one phase of a block's kernel) */
-    bool flat_sums;         /* flat_offset sums each term's coefficient times its axis's stride (an asynchronous copy's source) */
     bool copies_issued;     /* this phase issued asynchronous copies (LOOP_ASYNC_COPY), not yet committed */
     LLVMValueRef segment_block[3]; /* in a segment of a GPU kernel of segments (kernel.h): the
                                     * block's place in the segment's own grid, else NULL */

@@ -452,16 +452,15 @@ static void run_ldmatrix(Interp *in, const IrLdmatrix *l) {
     }
 }
 
-/* Whether a warpgroup product's read of cell `at` of a panel races with a thread's write since
- * the last barrier (reported; TSR_INTERP_RACES=1).  The cell is then marked read by many
+/* A warpgroup product's read of cell `at` of a panel (TSR_INTERP_RACES=1): a race, reported,
+ * where a thread wrote the cell since the last barrier; else the cell is marked read by many
  * threads, so that a thread's write of it before the next barrier is a race too. */
-static bool races_product_read(Interp *in, uint32_t panel, int64_t at) {
-    if (!in->races || !in->block_depth || in->failed) return false;
+static void note_product_read(Interp *in, uint32_t panel, int64_t at) {
+    if (!in->races || !in->block_depth || in->failed) return;
     CellAccess *c = cell_access(in, panel, at);
     uint64_t epoch = in->epoch + 1;
-    if (c->write_epoch == epoch) return race(in, panel, at, "is written by a thread and read by a warpgroup product with no barrier between");
-    c->read_epoch = epoch, c->read_thread = RACE_MANY;
-    return false;
+    if (c->write_epoch == epoch) race(in, panel, at, "is written by a thread and read by a warpgroup product with no barrier between");
+    else c->read_epoch = epoch, c->read_thread = RACE_MANY;
 }
 
 /* A cell of an IR_WGMMA operand panel, widened to f32; `running`: the product is left
@@ -469,7 +468,7 @@ static bool races_product_read(Interp *in, uint32_t panel, int64_t at) {
 static float core_operand(Interp *in, uint32_t panel, const IrCoreLayout *l, int64_t r, int64_t k, bool running) {
     int64_t at = ir_core_cell(l, r, k);
     if (in->late_copies) note_shared_read(in, panel, at);
-    races_product_read(in, panel, at);
+    note_product_read(in, panel, at);
     if (running) cell_marks(in, &in->running_read, panel)[at] = in->wgmma_issued + 1;
     return mma_operand(in, panel, (uint64_t)at);
 }

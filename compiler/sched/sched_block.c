@@ -40,10 +40,11 @@ IrStmt *unrolled(Sched *s, IrBlock *into, uint32_t *iter, uint64_t extent, bool 
     return l;
 }
 
-void push_barrier(Sched *s, IrBlock *into) {
+IrStmt *push_barrier(Sched *s, IrBlock *into) {
     IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
     *b = (IrStmt){.kind = IR_BARRIER};
     ir_block_push(s->ir->arena, into, b);
+    return b;
 }
 
 /* The loops over r's outer reduction loops (a split's part loop for the outermost where the

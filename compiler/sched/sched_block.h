@@ -90,7 +90,7 @@ Affine k_place(Affine kk, uint32_t kt, uint64_t step, int64_t k_offset, const Sp
 void map_outer_part(Sched *s, const Split *split);
 /* A loop unrolled by the backend, in `into`; *iter its new iterator. */
 IrStmt *unrolled(Sched *s, IrBlock *into, uint32_t *iter, uint64_t extent, bool parallel);
-void push_barrier(Sched *s, IrBlock *into);
+IrStmt *push_barrier(Sched *s, IrBlock *into); /* returns the barrier, for its flags (ir.h) */
 /* The loops over r's outer reduction loops in `blk`; returns the innermost body. */
 IrBlock *outer_reduction_loops(Sched *s, IrBlock *blk, const Reduction *r, const Split *split);
 /* The steps of r's innermost reduction loop that one block takes. */

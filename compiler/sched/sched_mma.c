@@ -615,9 +615,9 @@ static void mma_copy_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t ko, i
 }
 
 static void push_copy_barrier(Sched *s, IrBlock *into, uint32_t in_flight) {
-    IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
-    *b = (IrStmt){.kind = IR_BARRIER, .await_copies = true, .copies_in_flight = in_flight};
-    ir_block_push(s->ir->arena, into, b);
+    IrStmt *b = push_barrier(s, into);
+    b->await_copies = true;
+    b->copies_in_flight = in_flight;
 }
 
 /* At the block's level: the warpgroup's product of the panels in stage `stage`, `in_flight`
@@ -657,19 +657,13 @@ static bool round_panels(Sched *s, IrBlock *into, MmaTile *mt, uint32_t stage) {
         uint32_t co, ci;
         IrStmt *outer = unrolled(s, thread, &co, (uint64_t)(cells / (threads * inner)), true);
         IrStmt *l = unrolled(s, &outer->body, &ci, (uint64_t)inner, true);
-        const uint32_t *th = mt->th;
-        IrTerm at[6] = {{th[0], 1}, {th[1], 4}, {th[2], 32}, {ci, threads}, {co, threads * inner}, {th[3], 32 * (int64_t)inner_warps(mt)}};
-        uint32_t n = th[3] == UINT32_MAX ? 5 : 6;
-        IrIndex *from = flat_index(s, at, n), *to = flat_index(s, at, n);
+        const IrTerm more[2] = {{ci, threads}, {co, threads * inner}}; /* past the thread's number t */
+        IrIndex *from = register_index(s, mt, 1, more, 2), *to = register_index(s, mt, 1, more, 2);
         from->offset = to->offset = stage * cells;
         IrExpr *rounded = new_op(s, SOP_TO_TF32, new_load(s, p->shared, from), NULL, NULL);
         ir_block_push(s->ir->arena, &l->body, new_store(s, p->shared, to, rounded));
     }
-    if (any) { /* each thread's rounded stores fenced for the products' async proxy, then the barrier */
-        IrStmt *b = arena_alloc(s->ir->arena, sizeof *b);
-        *b = (IrStmt){.kind = IR_BARRIER, .fence_async = true};
-        ir_block_push(s->ir->arena, into, b);
-    }
+    if (any) push_barrier(s, into)->fence_async = true; /* each thread's rounded stores fenced for the products' async proxy */
     return any;
 }
 
