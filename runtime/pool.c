@@ -51,19 +51,23 @@ static bool spin_expired(unsigned round, int64_t *deadline) {
     return t > *deadline;
 }
 
+/* The loop being run, written by the caller before it publishes the loop's generation and read
+ * by a worker only after it has seen that generation (release, then acquire: no lock between
+ * them).  The counters each have a cache line of their own, as the two threads write them. */
 typedef struct Pool {
-    pthread_mutex_t lock;      /* guards the fields below */
+    pthread_mutex_t lock;      /* guards sleeping and waking on the two conditions below */
     pthread_cond_t work_ready, work_done;
     pthread_mutex_t busy;      /* held by the thread whose loop runs on the pool */
-    bool started;
     int workers;               /* threads besides the caller */
-    atomic_uint_fast64_t generation; /* bumped for each loop (under lock) */
-    atomic_int active;         /* workers still inside the current loop */
     tsr_range_fn fn;
     void *ctx;
     int64_t n, chunk;          /* iterations, and iterations per chunk (the last may have fewer) */
     int64_t chunk_count;       /* ceil(n / chunk) */
-    atomic_int_fast64_t next;  /* index of the next chunk to take */
+    _Alignas(64) atomic_uint_fast64_t generation; /* bumped for each loop, once its fields are set */
+    atomic_int sleepers;       /* workers asleep on work_ready, or about to be */
+    _Alignas(64) atomic_int_fast64_t next; /* index of the next chunk to take */
+    _Alignas(64) atomic_int active;        /* workers still inside the current loop */
+    atomic_bool caller_asleep; /* the caller sleeps on work_done, or is about to */
 } Pool;
 
 static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -105,18 +109,40 @@ static void leave_cpu(int creator_cpu) {
 #endif
 }
 
+/* What a new worker is told: the CPU it was started from, and the generation of the last loop
+ * before it (the next one is its first). */
+typedef struct WorkerStart {
+    int creator_cpu;
+    uint64_t generation;
+} WorkerStart;
+
+/* Waking and finishing without a lock: the caller bumps the generation, then wakes the workers
+ * only if one is asleep; a worker counts itself asleep (under the lock) before it looks at the
+ * generation a last time.  Each side writes its own flag, then reads the other's, both
+ * sequentially consistent, so at least one of them sees the other: either the caller sees a
+ * sleeper and broadcasts (under the lock, which the sleeper holds until it waits), or the
+ * worker sees the new generation and does not sleep.  The end of a loop is the mirror image,
+ * with `active` and `caller_asleep`. */
 static void *worker(void *arg) {
-    leave_cpu((int)(intptr_t)arg);
-    uint64_t seen = 0;
+    WorkerStart start = *(WorkerStart *)arg;
+    free(arg);
+    leave_cpu(start.creator_cpu);
+    uint64_t seen = start.generation;
     for (;;) {
         int64_t deadline = 0;
-        for (unsigned i = 0; atomic_load(&pool.generation) == seen && !spin_expired(i, &deadline); i++) cpu_relax();
-        pthread_mutex_lock(&pool.lock);
-        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
-        seen = atomic_load(&pool.generation);
-        pthread_mutex_unlock(&pool.lock); /* the loop's fields were set under the lock */
+        uint64_t now = seen;
+        for (unsigned i = 0; (now = atomic_load(&pool.generation)) == seen && !spin_expired(i, &deadline); i++)
+            cpu_relax();
+        if (now == seen) {
+            pthread_mutex_lock(&pool.lock);
+            atomic_fetch_add(&pool.sleepers, 1);
+            while ((now = atomic_load(&pool.generation)) == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
+            atomic_fetch_sub(&pool.sleepers, 1);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        seen = now;
         take_chunks();
-        if (atomic_fetch_sub(&pool.active, 1) == 1) {
+        if (atomic_fetch_sub(&pool.active, 1) == 1 && atomic_load(&pool.caller_asleep)) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.work_done);
             pthread_mutex_unlock(&pool.lock);
@@ -144,21 +170,28 @@ void tsr_set_num_threads(int threads) {
     atomic_store(&requested_threads, threads < 0 ? 0 : threads > MAX_THREADS ? MAX_THREADS : threads);
 }
 
-/* Start workers so that the pool has `want` - 1 of them (never fewer than before). */
+/* Start workers so that the pool has `want` - 1 of them (never fewer than before).  Called by
+ * the thread that holds `busy`, between loops: no worker is inside one. */
 static void grow(int want) {
     while (pool.workers < want - 1) {
+        WorkerStart *start = malloc(sizeof *start);
+        if (!start) break; /* fewer threads: still correct */
+#if defined(__linux__)
+        start->creator_cpu = sched_getcpu();
+#else
+        start->creator_cpu = -1;
+#endif
+        start->generation = atomic_load(&pool.generation);
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-#if defined(__linux__)
-        int creator_cpu = sched_getcpu();
-#else
-        int creator_cpu = -1;
-#endif
-        int failed = pthread_create(&t, &attr, worker, (void *)(intptr_t)creator_cpu);
+        int failed = pthread_create(&t, &attr, worker, start);
         pthread_attr_destroy(&attr);
-        if (failed) break; /* fewer threads: still correct */
+        if (failed) {
+            free(start);
+            break;
+        }
         pool.workers++;
     }
 }
@@ -171,7 +204,6 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&pool.lock);
     grow(threads);
     int helpers = pool.workers < threads - 1 ? pool.workers : threads - 1;
     int64_t chunks = ceil_div(n, grain);
@@ -183,14 +215,21 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
     pool.chunk_count = ceil_div(n, pool.chunk);
     atomic_store(&pool.next, 0);
     atomic_store(&pool.active, pool.workers);
-    atomic_fetch_add(&pool.generation, 1);
-    pthread_cond_broadcast(&pool.work_ready);
-    pthread_mutex_unlock(&pool.lock);
+    atomic_fetch_add(&pool.generation, 1); /* publishes the fields above */
+    if (atomic_load(&pool.sleepers) > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_broadcast(&pool.work_ready);
+        pthread_mutex_unlock(&pool.lock);
+    }
     take_chunks();
     int64_t deadline = 0;
     for (unsigned i = 0; atomic_load(&pool.active) > 0 && !spin_expired(i, &deadline); i++) cpu_relax();
-    pthread_mutex_lock(&pool.lock);
-    while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
-    pthread_mutex_unlock(&pool.lock);
+    if (atomic_load(&pool.active) > 0) {
+        pthread_mutex_lock(&pool.lock);
+        atomic_store(&pool.caller_asleep, true);
+        while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
+        atomic_store(&pool.caller_asleep, false);
+        pthread_mutex_unlock(&pool.lock);
+    }
     pthread_mutex_unlock(&pool.busy);
 }

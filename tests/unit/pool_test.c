@@ -1,7 +1,9 @@
 /* pool_test.c — the runtime's thread pool (runtime/pool.c): every iteration of a parallel loop
  * runs exactly once, for many sizes, grains and thread counts; a loop started from inside a
  * chunk runs serially and completes; two threads starting loops at once both complete; a worker
- * that moved off its starter's CPU (pool.c, leave_cpu) is left with the process's CPU mask.
+ * that moved off its starter's CPU (pool.c, leave_cpu) is left with the process's CPU mask;
+ * loops far apart (the workers asleep between them) and chunks slower than the spin (the caller
+ * asleep until the last worker is done) complete, every iteration once.
  * Prints failures and "N passed, N failed". */
 #include <pthread.h>
 #include <sched.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tsr.h"
 
@@ -42,6 +45,31 @@ static void once_each(int64_t n, int64_t grain, int threads) {
     for (int64_t i = 0; i < n && ok; i++) ok = atomic_load(&c.hits[i]) == 1;
     check(ok, "every iteration runs exactly once", (long long)n, (long long)grain, threads);
     free(c.hits);
+}
+
+static void nap_ms(long ms) { nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}, NULL); }
+
+/* Counts like count_range, after a nap long enough that whoever waits for this chunk (the
+ * caller, or a worker waiting for work) stops spinning and sleeps. */
+static void slow_range(void *ctx, int64_t lo, int64_t hi) {
+    nap_ms(3);
+    count_range(ctx, lo, hi);
+}
+
+/* `loops` loops of n iterations on `threads` threads, with `gap_ms` of sleep between them, each
+ * chunk by `range`: true when every iteration of every loop ran exactly once. */
+static int loops_apart(tsr_range_fn range, int loops, int64_t n, int threads, long gap_ms) {
+    Counts c = {calloc((size_t)n + 1, sizeof(atomic_int)), 0};
+    tsr_set_num_threads(threads);
+    int ok = c.hits != NULL;
+    for (int l = 0; l < loops && ok; l++) {
+        if (gap_ms) nap_ms(gap_ms);
+        tsr_parallel_for(range, &c, n, 1);
+        ok = atomic_load(&c.bad_range) == 0;
+        for (int64_t i = 0; i < n && ok; i++) ok = atomic_load(&c.hits[i]) == l + 1;
+    }
+    free(c.hits);
+    return ok;
 }
 
 static void nested_chunk(void *ctx, int64_t lo, int64_t hi) {
@@ -82,6 +110,13 @@ int main(void) {
         for (size_t g = 0; g < sizeof grains / sizeof *grains; g++)
             for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) once_each(sizes[s], grains[g], threads[t]);
     for (int rep = 0; rep < 200; rep++) once_each(10000, 10, 2); /* many loops on a warm pool */
+
+    /* Workers that fell asleep between loops (the spin lasts 0.4 ms) are woken for the next. */
+    check(loops_apart(count_range, 20, 64, 2, 2), "loops 2 ms apart", 64, 1, 2);
+    check(loops_apart(count_range, 20, 64, 8, 2), "loops 2 ms apart", 64, 1, 8);
+    /* Chunks of 3 ms: the caller, done with its own, sleeps until the workers finish theirs. */
+    check(loops_apart(slow_range, 10, 2, 2, 0), "chunks slower than the spin", 2, 1, 2);
+    check(loops_apart(slow_range, 10, 16, 8, 1), "chunks slower than the spin, loops apart", 16, 1, 8);
 
     /* A chunk that starts a loop of its own: the inner loop runs on the chunk's thread. */
     tsr_set_num_threads(2);
