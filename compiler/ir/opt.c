@@ -39,6 +39,11 @@
  *      its variance), is inlined into every load of it: each reader computes it again (the same
  *      operations on the same cells, so the same bits), and the nest that stored it, a launch
  *      of a few hundred threads, goes.
+ *   8. Copies read from their source: a buffer nobody observes, stored once by a copy of another
+ *      of the same type and axes (`b = a`, or a gradient's first contribution `0 + a`), and
+ *      read only after it in the same function while the source is not stored again, is read
+ *      from the source; rule 4 removes the copy (forward_copies_round says why a gradient's
+ *      `0 +` may go).
  * Buffers left with no access and no observer are marked virtual (no storage).
  *
  * Requires: a verified IrProgram (ir_verify). */
@@ -56,6 +61,7 @@ typedef struct Counts {
     const IrProgram *ir;
     uint32_t *stores, *loads;
     uint32_t *store_fn, *store_top, *load_fn, *load_top;
+    uint32_t *first_load_fn, *first_load_top; /* where the first load is */
     uint32_t *gathered; /* a buffer read to gather, stored through a gathered axis, or stored
                          * from a gathering read: never virtualised (subst_index keeps to terms) */
     uint32_t fn, top; /* the statement being counted */
@@ -70,6 +76,7 @@ static void count_gathers(Counts *c, uint32_t indexed, const IrIndex *index) {
 
 static void count_expr(Counts *c, const IrExpr *e, bool in_gather) {
     if (e->kind == IR_LOAD) {
+        if (!c->loads[e->buffer]) c->first_load_fn[e->buffer] = c->fn, c->first_load_top[e->buffer] = c->top;
         c->loads[e->buffer]++;
         c->load_fn[e->buffer] = c->fn;
         c->load_top[e->buffer] = c->top;
@@ -88,6 +95,7 @@ static void count_block(Counts *c, const IrBlock *b) {
             const IrAction *a = &c->ir->actions[s->action];
             for (uint32_t k = 0; k < a->buffer_count; k++) {
                 uint32_t buf = a->buffers[k];
+                if (!c->loads[buf]) c->first_load_fn[buf] = c->fn, c->first_load_top[buf] = c->top;
                 c->loads[buf]++;
                 c->stores[buf]++;
                 c->load_fn[buf] = c->store_fn[buf] = c->fn;
@@ -779,13 +787,112 @@ static bool release_overwritten_state(IrProgram *ir) {
     return released;
 }
 
-/* Rules 1 to 4 (and 7 where `launches`) to a fixpoint. */
+/* ---- 8: copies read from their source ---------------------------------------------------------- */
+
+/* The buffer that the top-level nest `top` copies into `b`, every cell once from the same cell
+ * of a buffer of the same element type and axes (`b[cell] = a[cell]`, or `-0 + a[cell]`, exact;
+ * or, when b is a gradient, `0 + a[cell]`: a gradient's first contribution added to its zeros),
+ * or UINT32_MAX when `top` is not such a copy. */
+static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) {
+    const IrStmt *loops[64];
+    uint32_t nloops;
+    const IrBlock *cells = nest_cells(top, loops, &nloops);
+    if (!cells || cells->count != 1 || cells->items[0]->kind != IR_STORE) return UINT32_MAX;
+    const IrStmt *st = cells->items[0];
+    const IrBuffer *to = &ir->buffers[b];
+    if (st->buffer != b || !every_cell_once(ir, loops, nloops, b, st->index)) return UINT32_MAX;
+    const IrExpr *v = st->value;
+    if (v->kind == IR_OP && v->op == SOP_ADD) {
+        for (unsigned k = 0; k < 2; k++) {
+            const IrExpr *zero = v->args[k];
+            if (zero->kind == IR_CONST && zero->value == 0 && (to->grad || signbit(zero->value))) {
+                v = v->args[1 - k];
+                break;
+            }
+        }
+    }
+    if (v->kind != IR_LOAD || v->buffer == b) return UINT32_MAX;
+    const IrBuffer *from = &ir->buffers[v->buffer];
+    if (from->dtype != to->dtype || from->rank != to->rank || from->size_symbol != to->size_symbol ||
+        memcmp(from->dims, to->dims, to->rank * sizeof *to->dims) != 0 || !ir_same_index(ir, b, v->index, st->index))
+        return UINT32_MAX;
+    return v->buffer;
+}
+
+/* Loads of `from` in e (and in the indices it gathers by) become loads of `to`. */
+static void retarget_loads(const IrProgram *ir, IrExpr *e, uint32_t from, uint32_t to) {
+    if (e->kind == IR_LOAD) {
+        for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
+            if (e->index[a].gather) retarget_loads(ir, e->index[a].gather, from, to);
+        if (e->buffer == from) e->buffer = to;
+    } else if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) retarget_loads(ir, e->args[i], from, to);
+    }
+}
+
+static void retarget_block(const IrProgram *ir, IrBlock *blk, uint32_t from, uint32_t to) {
+    for (uint32_t i = 0; i < blk->count; i++) {
+        IrStmt *s = blk->items[i];
+        if (s->kind == IR_LOOP) {
+            retarget_block(ir, &s->body, from, to);
+        } else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
+            retarget_loads(ir, s->value, from, to);
+            if (s->kind == IR_STORE)
+                for (uint32_t a = 0; a < ir->buffers[s->buffer].rank; a++)
+                    if (s->index[a].gather) retarget_loads(ir, s->index[a].gather, from, to);
+        }
+    }
+}
+
+/* Rule 8: a buffer that nothing observes, stored once by a copy of another buffer (copy_source)
+ * and read only after it in the same function, while that buffer is not stored again, is read
+ * from that buffer instead; rule 4 then removes the copy.  Backprop makes such copies wherever a
+ * gradient passes through unchanged (the operands of a residual `+`, of a bias's add): each a
+ * pass over memory, and a buffer, for values another buffer holds.  Reading the source is exact
+ * for a plain copy.  For a gradient's `0 + a` it differs only where a cell of a is -0 (the copy
+ * held +0), and a gradient reaches what is observed only through products and selections, which
+ * keep a zero a zero, and sums that start from +0 (an observed gradient is accumulated onto its
+ * zeros, a contraction from a zero accumulator), which make every zero +0: what any executor
+ * prints, exports or carries to the next run is the same bits either way (docs/ir.md §4).  A
+ * buffer whose loads moved this round (the source of a copy forwarded) is tried in the next,
+ * once its reads are counted again. */
+static bool forward_copies_round(IrProgram *ir, const Counts *c, bool *changed) {
+    StoreSites sites;
+    if (!store_sites_build(ir, c, &sites)) return false;
+    bool *gained = calloc(ir->buffer_count + 1, sizeof *gained);
+    for (uint32_t b = 0; gained && b < ir->buffer_count; b++) {
+        const IrBuffer *buf = &ir->buffers[b];
+        if (buf->keep || buf->persistent || buf->is_virtual || buf->kind != BUF_COMPUTED || c->stores[b] != 1 ||
+            c->loads[b] == 0 || c->gathered[b] || gained[b])
+            continue;
+        uint32_t f = c->store_fn[b], i = c->store_top[b];
+        if (c->first_load_fn[b] != f || c->load_fn[b] != f || c->first_load_top[b] <= i) continue;
+        IrFunction *fn = &ir->functions[f];
+        uint32_t from = copy_source(ir, fn->body.items[i], b);
+        if (from == UINT32_MAX || stored_between(&sites, from, f, i, c->load_top[b])) continue;
+        for (uint32_t k = i + 1; k <= c->load_top[b]; k++) {
+            IrBlock one = {&fn->body.items[k], 1, 1};
+            retarget_block(ir, &one, b, from);
+        }
+        gained[from] = true;
+        *changed = true;
+    }
+    bool ok = gained != NULL;
+    free(gained);
+    free(sites.first);
+    free(sites.at);
+    return ok;
+}
+
+/* Rules 1 to 4 and 8 (and 7 where `launches`) to a fixpoint. */
 static void rounds(IrProgram *ir, Counts *c, bool launches) {
     bool changed = true;
     for (int round = 0; changed && round < 1000; round++) {
         changed = false;
         count_all(ir, c);
         for (uint32_t f = 0; f < ir->function_count; f++) simplify_block(ir, c, &ir->functions[f].body, &changed);
+        count_all(ir, c);
+        if (!forward_copies_round(ir, c, &changed)) break;
         count_all(ir, c);
         if (!virtualise_round(ir, c, &changed)) break;
         count_all(ir, c);
@@ -800,10 +907,11 @@ static void rounds(IrProgram *ir, Counts *c, bool launches) {
 void optimise(IrProgram *ir, bool launches) {
     Counts c;
     size_t n = ir->buffer_count + 1;
-    uint32_t *all = calloc(7 * n, sizeof *all);
+    uint32_t *all = calloc(9 * n, sizeof *all);
     if (!all) return; /* optimisation is optional */
     c.stores = all, c.loads = all + n, c.store_fn = all + 2 * n, c.store_top = all + 3 * n;
     c.load_fn = all + 4 * n, c.load_top = all + 5 * n, c.gathered = all + 6 * n;
+    c.first_load_fn = all + 7 * n, c.first_load_top = all + 8 * n;
     rounds(ir, &c, launches);
     for (uint32_t f = 0; f < ir->function_count; f++) drop_overwritten_fills(ir, &ir->functions[f]);
     if (release_overwritten_state(ir)) rounds(ir, &c, launches);

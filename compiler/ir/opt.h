@@ -1,6 +1,7 @@
 /* opt.h — loop IR optimisations (opt.c): constant buffers folded into their readers, NaN-safe
  * constant folding, virtualisation of tensors read once at the pattern they were written in,
- * dead-store elimination; for the GPU, small nests recomputed where read. */
+ * dead-store elimination, copies read from their source; for the GPU, small nests recomputed
+ * where read. */
 #ifndef TSR_OPT_H
 #define TSR_OPT_H
 
