@@ -15,7 +15,7 @@
 
 #include "tsr.h"
 
-static int passed, failed;
+static atomic_int passed, failed; /* check() runs on two threads at once (concurrent) */
 
 static void check(int ok, const char *what, long long n, long long grain, int threads) {
     if (ok) {
@@ -131,6 +131,6 @@ int main(void) {
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     check(tsr_num_threads() >= 1, "thread count", 0, 0, tsr_num_threads());
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    printf("%d passed, %d failed\n", atomic_load(&passed), atomic_load(&failed));
+    return atomic_load(&failed) != 0;
 }
