@@ -198,12 +198,17 @@ static uint32_t add_read(Arena *arena, Assignment *a, Access acc) {
     return a->read_count++;
 }
 
+static void convert_in_place(Builder *b, AExpr *e, uint8_t to);
+
+/* dst's cells from src's (a slice, one part of a stack, or the backward of either), where dst's
+ * element type is settled: src's values converted to it where the two compute differently (an
+ * i32 part of an i64 stack widened; an f64 stack's gradient rounded into an f32 part's). */
 Assignment *copy_assignment(Builder *b, Tensor *dst, Tensor *src, const Projections *proj, Span span,
                             const char *what) {
     Assignment *a = new_assignment(b, (Access){.node = {dst, false}, .slot = 0}, AE_READ, proj, span, what);
     a->rhs->read = add_read(b->ir->arena, a, (Access){.node = {src, false}, .slot = 1});
-    a->rhs_dtype = src->dtype;
-    dst->dtype = src->dtype; /* a slice or a stack holds its operands' values (one type: stack_dtype) */
+    a->rhs_dtype = dst->dtype;
+    if (ir_dtype_compute(src->dtype) != ir_dtype_compute(dst->dtype)) convert_in_place(b, a->rhs, dst->dtype);
     return a;
 }
 
@@ -1178,6 +1183,38 @@ static void build_param(Builder *b, Tensor *t) {
     b->failed = true;
 }
 
+/* A stack's element type, into t->dtype: its parts' joined (the wider integer type, bool within
+ * u8 within i32 within i64; f64 over the other number types, a type with itself, f32 for the
+ * other mixes), each part then widened into it (copy_assignment).  Integers and numbers in one
+ * stack are an error naming the first part of each kind and the casts; false after it. */
+static bool stack_dtype(Builder *b, Tensor *t) {
+    const Tensor *first_int = NULL, *first_float = NULL;
+    uint8_t ints = DTYPE_ANY, floats = DTYPE_ANY;
+    for (uint32_t k = 0; k < t->operand_count; k++) {
+        const Tensor *part = t->operands[k];
+        if (is_int_dtype(part->dtype)) {
+            if (!first_int) first_int = part;
+            ints = int_join(ints, part->dtype);
+        } else {
+            if (!first_float) first_float = part;
+            floats = float_join(floats, part->dtype);
+        }
+    }
+    if (first_int && first_float) {
+        const char *int_word = dtype_word(ints), *float_word = dtype_word(floats);
+        diag_error(t->span, "this stack holds %s and %s values: a stack has one element type", float_word, int_word);
+        diag_note(first_int->span, "%s is %s and %s %s; convert the %s parts with to_%s (exact below 2^%s), or the %s "
+                  "ones with to_%s (toward zero)", node_text(b, (TNode){(Tensor *)first_int, false}), int_word,
+                  node_text(b, (TNode){(Tensor *)first_float, false}), float_word, int_word,
+                  floats == TSR_DTYPE_F64 ? "f64" : "f32", floats == TSR_DTYPE_F64 ? "53" : "24", float_word,
+                  ints == TSR_DTYPE_I64 ? "i64" : "i32");
+        b->failed = true;
+        return false;
+    }
+    t->dtype = first_int ? ints : floats == DTYPE_ANY ? TSR_DTYPE_F32 : floats;
+    return true;
+}
+
 void build_tensor(Builder *b, Tensor *t) {
     if (b->visited[t->id] || b->failed) return;
     b->visited[t->id] = true;
@@ -1228,6 +1265,7 @@ void build_tensor(Builder *b, Tensor *t) {
     case TENSOR_INDEX: break; /* read as the symbol's value, no storage */
     case TENSOR_OP: build_operator(b, t); break;
     case TENSOR_SLICE: {
+        t->dtype = t->operands[0]->dtype; /* a slice holds its operand's values */
         Tensor *slots[2] = {t, t->operands[0]};
         Projections *proj = infer(b, LOGIC_SLICE, slots, 2, t, "'@|'");
         b->info[t->id].proj = proj;
@@ -1235,6 +1273,7 @@ void build_tensor(Builder *b, Tensor *t) {
         break;
     }
     case TENSOR_STACK: {
+        if (!stack_dtype(b, t)) break;
         const Shape *shape = &b->shapes[t->id];
         RowKind kind = ROW_OUTPUT;
         for (int k = 0; k < ROW_KINDS; k++)
