@@ -13,9 +13,10 @@
 #   NAME.ir    stdout of `tsrc --emit=ir NAME.tsr`         (exit status 0)
 #   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0); then, with every
 #              float printed in full (TSR_PRINT_EXACT=1), the reference executor on the
-#              unscheduled IR (`--no-sched`) and the program compiled to an executable
-#              (`tsrc --run`) must print exactly what the reference executor printed on the
-#              scheduled IR (a test may have both; `(* args: … *)` options are added to all,
+#              unscheduled IR (`--no-sched`), the program compiled to an executable
+#              (`tsrc --run`) and, for a program that differentiates, the reference executor
+#              on the IR without its optimisations (`--no-opt`) must print exactly what the
+#              reference executor printed on the scheduled IR (a test may have both; `(* args: … *)` options are added to all,
 #              after the file name, so `-- ARGS` gives ARGS to the program itself)
 #   (none)     `tsrc --parse-only NAME.tsr` must succeed silently
 # tests/shapes/examples/NAME.shapes is the golden of `tsrc --print-shapes docs/examples/NAME.tsr`.
@@ -269,6 +270,14 @@ golden_test() { # golden_test TEST: the checks of one test (its golden files say
             if [ "$(status)" != 0 ]; then fail "$t (unscheduled)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (scheduled = unscheduled)"
             else fail "$t (unscheduled)" "the scheduled and the unscheduled IR print differently" "$TMP/diff"; fi
+            # A program that differentiates, without the loop IR optimisations too: reading a
+            # gradient's copy from its source (opt.c rule 8) may only change unobserved zeros.
+            if grep -qE 'backprop|Train\.|\.grad' "$t"; then
+                TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-opt "$t" $args
+                if [ "$(status)" != 0 ]; then fail "$t (unoptimised)" "exit $(status), expected 0" "$TMP/err"
+                elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (optimised = unoptimised)"
+                else fail "$t (unoptimised)" "the IR with and without its optimisations print differently" "$TMP/diff"; fi
+            fi
             TSR_PRINT_EXACT=1 run_tsrc --run "$t" $args
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
