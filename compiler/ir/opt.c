@@ -819,29 +819,33 @@ static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) 
     return v->buffer;
 }
 
-/* Loads of `from` in e (and in the indices it gathers by) become loads of `to`. */
-static void retarget_loads(const IrProgram *ir, IrExpr *e, uint32_t from, uint32_t to) {
+/* Loads of `from` in e (and in the indices it gathers by) become loads of `to`; true if any did. */
+static bool retarget_loads(const IrProgram *ir, IrExpr *e, uint32_t from, uint32_t to) {
+    bool moved = false;
     if (e->kind == IR_LOAD) {
         for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
-            if (e->index[a].gather) retarget_loads(ir, e->index[a].gather, from, to);
-        if (e->buffer == from) e->buffer = to;
+            if (e->index[a].gather) moved |= retarget_loads(ir, e->index[a].gather, from, to);
+        if (e->buffer == from) e->buffer = to, moved = true;
     } else if (e->kind == IR_OP) {
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) retarget_loads(ir, e->args[i], from, to);
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) moved |= retarget_loads(ir, e->args[i], from, to);
     }
+    return moved;
 }
 
-static void retarget_block(const IrProgram *ir, IrBlock *blk, uint32_t from, uint32_t to) {
+static bool retarget_block(const IrProgram *ir, IrBlock *blk, uint32_t from, uint32_t to) {
+    bool moved = false;
     for (uint32_t i = 0; i < blk->count; i++) {
         IrStmt *s = blk->items[i];
         if (s->kind == IR_LOOP) {
-            retarget_block(ir, &s->body, from, to);
+            moved |= retarget_block(ir, &s->body, from, to);
         } else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
-            retarget_loads(ir, s->value, from, to);
+            moved |= retarget_loads(ir, s->value, from, to);
             if (s->kind == IR_STORE)
                 for (uint32_t a = 0; a < ir->buffers[s->buffer].rank; a++)
-                    if (s->index[a].gather) retarget_loads(ir, s->index[a].gather, from, to);
+                    if (s->index[a].gather) moved |= retarget_loads(ir, s->index[a].gather, from, to);
         }
     }
+    return moved;
 }
 
 /* Rule 8: a buffer that nothing observes, stored once by a copy of another buffer (copy_source)
@@ -871,8 +875,12 @@ static bool forward_copies_round(IrProgram *ir, const Counts *c, bool *changed) 
         uint32_t from = copy_source(ir, fn->body.items[i], b);
         if (from == UINT32_MAX || stored_between(&sites, from, f, i, c->load_top[b])) continue;
         for (uint32_t k = i + 1; k <= c->load_top[b]; k++) {
+            IrStmt *top = fn->body.items[k];
             IrBlock one = {&fn->body.items[k], 1, 1};
-            retarget_block(ir, &one, b, from);
+            if (retarget_block(ir, &one, b, from)) /* the dump says where the copy's reads went */
+                top->comment = arena_printf(ir->arena, "%s%s%s read from %s, of which it was a copy",
+                                            top->comment ? top->comment : "", top->comment ? "; " : "",
+                                            ir->buffers[b].name, ir->buffers[from].name);
         }
         gained[from] = true;
         *changed = true;
