@@ -10,10 +10,13 @@
  * Generated routines launch their loops back to back, and waking a thread that sleeps on a
  * condition variable costs tens of microseconds, so a worker spins for a short while (SPIN_NS
  * of wall time, measured rather than counted in pauses, whose cost differs tenfold between CPUs)
- * on the generation counter before it sleeps, and the caller spins likewise before it waits for
- * the workers.  A training step's serial stretches between two parallel loops (packing, small
+ * on the claim word before it sleeps, and the caller spins likewise before it waits for the
+ * loop's chunks.  A training step's serial stretches between two parallel loops (packing, small
  * nests) last up to a few hundred microseconds; a worker that slept through one would cost a
- * wake-up at the next loop. */
+ * wake-up at the next loop.  The caller waits for chunks, not for workers: on a machine busy
+ * with other processes a worker may not get a CPU for milliseconds, and the caller then runs the
+ * chunks left itself instead of waiting for it (a loop is never slower than on one thread by
+ * more than a hand-off). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -51,9 +54,19 @@ static bool spin_expired(unsigned round, int64_t *deadline) {
     return t > *deadline;
 }
 
-/* The loop being run, written by the caller before it publishes the loop's generation and read
- * by a worker only after it has seen that generation (release, then acquire: no lock between
- * them).  The counters each have a cache line of their own, as the two threads write them. */
+/* The loop being run, written by the caller before it publishes the loop and read by a thread
+ * only once it has claimed one of the loop's chunks (below).  The words the threads write each
+ * have a cache line of their own.
+ *
+ * Chunks are claimed through one word, `claim`: the loop's generation (32 bits), its chunk count
+ * and the index of the next chunk to take (16 bits each; a loop has at most MAX_THREADS chunks).
+ * A thread takes chunk k by moving the word from (g, count, k) to (g, count, k + 1); the word
+ * says by itself whether the chunk exists, so a worker that looks at it late (descheduled while
+ * the machine ran something else) either claims a chunk of the live loop or finds the word moved
+ * on and claims nothing.  The caller waits for its loop's chunks to be done (`done`), not for
+ * every worker to show up: a worker that never got a CPU does not hold the loop up, and the
+ * caller runs the chunks nobody took.  A chunk claimed is a chunk of the caller's live loop, so
+ * the fields below are that loop's while it runs. */
 typedef struct Pool {
     pthread_mutex_t lock;      /* guards sleeping and waking on the two conditions below */
     pthread_cond_t work_ready, work_done;
@@ -62,11 +75,9 @@ typedef struct Pool {
     tsr_range_fn fn;
     void *ctx;
     int64_t n, chunk;          /* iterations, and iterations per chunk (the last may have fewer) */
-    int64_t chunk_count;       /* ceil(n / chunk) */
-    _Alignas(64) atomic_uint_fast64_t generation; /* bumped for each loop, once its fields are set */
+    _Alignas(64) atomic_uint_fast64_t claim; /* generation << 32 | chunk count << 16 | next chunk */
     atomic_int sleepers;       /* workers asleep on work_ready, or about to be */
-    _Alignas(64) atomic_int_fast64_t next; /* index of the next chunk to take */
-    _Alignas(64) atomic_int active;        /* workers still inside the current loop */
+    _Alignas(64) atomic_int_fast64_t done; /* chunks of the current loop finished */
     atomic_bool caller_asleep; /* the caller sleeps on work_done, or is about to */
 } Pool;
 
@@ -76,17 +87,26 @@ static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
                     .busy = PTHREAD_MUTEX_INITIALIZER};
 static atomic_int requested_threads;
 
+static uint32_t claim_generation(uint64_t c) { return (uint32_t)(c >> 32); }
+
 /* ceil(a / b) for a >= 0, b >= 1, without computing a + b - 1. */
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
-static void take_chunks(void) {
+/* Runs chunks of the loop of `generation` until none is left to claim; returns how many it ran,
+ * and the loop's chunk count in *count when it ran any. */
+static int64_t take_chunks(uint32_t generation, int64_t *count) {
+    int64_t ran = 0;
+    uint64_t c = atomic_load(&pool.claim);
     for (;;) {
-        /* Each thread takes at most one index past the last chunk, so the counter stays small. */
-        int64_t index = atomic_fetch_add(&pool.next, 1);
-        if (index >= pool.chunk_count) return;
-        int64_t lo = index * pool.chunk; /* < n: index < ceil(n / chunk) */
+        uint64_t next = c & 0xffff;
+        *count = (int64_t)(c >> 16 & 0xffff);
+        if (claim_generation(c) != generation || (int64_t)next >= *count) return ran;
+        if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1)) continue; /* c reloaded */
+        int64_t lo = (int64_t)next * pool.chunk; /* < n: next < ceil(n / chunk) */
         int64_t hi = pool.n - lo > pool.chunk ? lo + pool.chunk : pool.n;
         pool.fn(pool.ctx, lo, hi);
+        ran++;
+        c = atomic_load(&pool.claim);
     }
 }
 
@@ -113,36 +133,38 @@ static void leave_cpu(int creator_cpu) {
  * before it (the next one is its first). */
 typedef struct WorkerStart {
     int creator_cpu;
-    uint64_t generation;
+    uint32_t generation;
 } WorkerStart;
 
-/* Waking and finishing without a lock: the caller bumps the generation, then wakes the workers
- * only if one is asleep; a worker counts itself asleep (under the lock) before it looks at the
- * generation a last time.  Each side writes its own flag, then reads the other's, both
- * sequentially consistent, so at least one of them sees the other: either the caller sees a
- * sleeper and broadcasts (under the lock, which the sleeper holds until it waits), or the
- * worker sees the new generation and does not sleep.  The end of a loop is the mirror image,
- * with `active` and `caller_asleep`. */
+/* Waking and finishing without a lock: the caller publishes a loop (the claim word), then wakes
+ * the workers only if one is asleep; a worker counts itself asleep (under the lock) before it
+ * looks at the claim word a last time.  Each side writes its own word, then reads the other's,
+ * both sequentially consistent, so at least one of them sees the other: either the caller sees
+ * a sleeper and broadcasts (under the lock, which the sleeper holds until it waits), or the
+ * worker sees the new loop and does not sleep.  The end of a loop is the mirror image, with
+ * `done` and `caller_asleep`. */
 static void *worker(void *arg) {
     WorkerStart start = *(WorkerStart *)arg;
     free(arg);
     leave_cpu(start.creator_cpu);
-    uint64_t seen = start.generation;
+    uint32_t seen = start.generation;
     for (;;) {
         int64_t deadline = 0;
-        uint64_t now = seen;
-        for (unsigned i = 0; (now = atomic_load(&pool.generation)) == seen && !spin_expired(i, &deadline); i++)
+        uint32_t now = seen;
+        for (unsigned i = 0; (now = claim_generation(atomic_load(&pool.claim))) == seen && !spin_expired(i, &deadline); i++)
             cpu_relax();
         if (now == seen) {
             pthread_mutex_lock(&pool.lock);
             atomic_fetch_add(&pool.sleepers, 1);
-            while ((now = atomic_load(&pool.generation)) == seen) pthread_cond_wait(&pool.work_ready, &pool.lock);
+            while ((now = claim_generation(atomic_load(&pool.claim))) == seen)
+                pthread_cond_wait(&pool.work_ready, &pool.lock);
             atomic_fetch_sub(&pool.sleepers, 1);
             pthread_mutex_unlock(&pool.lock);
         }
         seen = now;
-        take_chunks();
-        if (atomic_fetch_sub(&pool.active, 1) == 1 && atomic_load(&pool.caller_asleep)) {
+        int64_t count, ran = take_chunks(seen, &count);
+        /* The last chunk's end wakes a caller that went to sleep waiting for it. */
+        if (ran && atomic_fetch_add(&pool.done, ran) + ran == count && atomic_load(&pool.caller_asleep)) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.work_done);
             pthread_mutex_unlock(&pool.lock);
@@ -171,7 +193,7 @@ void tsr_set_num_threads(int threads) {
 }
 
 /* Start workers so that the pool has `want` - 1 of them (never fewer than before).  Called by
- * the thread that holds `busy`, between loops: no worker is inside one. */
+ * the thread that holds `busy`, between loops. */
 static void grow(int want) {
     while (pool.workers < want - 1) {
         WorkerStart *start = malloc(sizeof *start);
@@ -181,7 +203,7 @@ static void grow(int want) {
 #else
         start->creator_cpu = -1;
 #endif
-        start->generation = atomic_load(&pool.generation);
+        start->generation = claim_generation(atomic_load(&pool.claim));
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -207,27 +229,28 @@ void tsr_parallel_for(tsr_range_fn fn, void *ctx, int64_t n, int64_t grain) {
     grow(threads);
     int helpers = pool.workers < threads - 1 ? pool.workers : threads - 1;
     int64_t chunks = ceil_div(n, grain);
-    int64_t parts = chunks < helpers + 1 ? chunks : helpers + 1;
+    int64_t parts = chunks < helpers + 1 ? chunks : helpers + 1; /* at most MAX_THREADS */
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
     pool.chunk = ceil_div(n, parts);
-    pool.chunk_count = ceil_div(n, pool.chunk);
-    atomic_store(&pool.next, 0);
-    atomic_store(&pool.active, pool.workers);
-    atomic_fetch_add(&pool.generation, 1); /* publishes the fields above */
+    uint64_t count = (uint64_t)ceil_div(n, pool.chunk);
+    atomic_store(&pool.done, 0);
+    uint32_t generation = claim_generation(atomic_load(&pool.claim)) + 1;
+    atomic_store(&pool.claim, (uint64_t)generation << 32 | count << 16); /* publishes the loop */
     if (atomic_load(&pool.sleepers) > 0) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_broadcast(&pool.work_ready);
         pthread_mutex_unlock(&pool.lock);
     }
-    take_chunks();
+    int64_t claimed_count, ran = take_chunks(generation, &claimed_count);
+    if (ran) atomic_fetch_add(&pool.done, ran);
     int64_t deadline = 0;
-    for (unsigned i = 0; atomic_load(&pool.active) > 0 && !spin_expired(i, &deadline); i++) cpu_relax();
-    if (atomic_load(&pool.active) > 0) {
+    for (unsigned i = 0; atomic_load(&pool.done) < (int64_t)count && !spin_expired(i, &deadline); i++) cpu_relax();
+    if (atomic_load(&pool.done) < (int64_t)count) {
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_asleep, true);
-        while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.work_done, &pool.lock);
+        while (atomic_load(&pool.done) < (int64_t)count) pthread_cond_wait(&pool.work_done, &pool.lock);
         atomic_store(&pool.caller_asleep, false);
         pthread_mutex_unlock(&pool.lock);
     }

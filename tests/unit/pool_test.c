@@ -3,15 +3,19 @@
  * chunk runs serially and completes; two threads starting loops at once both complete; a worker
  * that moved off its starter's CPU (pool.c, leave_cpu) is left with the process's CPU mask;
  * loops far apart (the workers asleep between them) and chunks slower than the spin (the caller
- * asleep until the last worker is done) complete, every iteration once.
+ * asleep until the last worker is done) complete, every iteration once; so do thousands of short
+ * loops while other threads keep every CPU busy (workers that look at a loop late, after the
+ * caller ran their chunks and started the next: their claims must fail, not run a chunk twice).
  * Prints failures and "N passed, N failed". */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tsr.h"
 
@@ -72,6 +76,15 @@ static int loops_apart(tsr_range_fn range, int loops, int64_t n, int threads, lo
     return ok;
 }
 
+static atomic_bool hogs_stop;
+
+/* Keeps a CPU busy until hogs_stop. */
+static void *hog(void *arg) {
+    volatile unsigned long spins = 0;
+    while (!atomic_load(&hogs_stop)) spins++;
+    return arg;
+}
+
 static void nested_chunk(void *ctx, int64_t lo, int64_t hi) {
     Counts *c = ctx;
     for (int64_t i = lo; i < hi; i++) tsr_parallel_for(count_range, c, 2, 1); /* the pool is busy: serial */
@@ -117,6 +130,16 @@ int main(void) {
     /* Chunks of 3 ms: the caller, done with its own, sleeps until the workers finish theirs. */
     check(loops_apart(slow_range, 10, 2, 2, 0), "chunks slower than the spin", 2, 1, 2);
     check(loops_apart(slow_range, 10, 16, 8, 1), "chunks slower than the spin, loops apart", 16, 1, 8);
+
+    /* Every CPU busy with other threads: workers are descheduled mid-loop and come back late. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int hog_count = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
+    pthread_t hogs[8];
+    for (int i = 0; i < hog_count; i++) pthread_create(&hogs[i], NULL, hog, NULL);
+    check(loops_apart(count_range, 3000, 64, 2, 0), "short loops on busy CPUs", 64, 1, 2);
+    check(loops_apart(count_range, 1000, 1000, 8, 0), "short loops on busy CPUs", 1000, 1, 8);
+    atomic_store(&hogs_stop, true);
+    for (int i = 0; i < hog_count; i++) pthread_join(hogs[i], NULL);
 
     /* A chunk that starts a loop of its own: the inner loop runs on the chunk's thread. */
     tsr_set_num_threads(2);
