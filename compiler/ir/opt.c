@@ -790,9 +790,9 @@ static bool release_overwritten_state(IrProgram *ir) {
 /* ---- 8: copies read from their source ---------------------------------------------------------- */
 
 /* The buffer that the top-level nest `top` copies into `b`, every cell once from the same cell
- * of a buffer of the same element type and axes (`b[cell] = a[cell]`, or `-0 + a[cell]`, exact;
- * or, when b is a gradient, `0 + a[cell]`: a gradient's first contribution added to its zeros),
- * or UINT32_MAX when `top` is not such a copy. */
+ * of a buffer of the same element type and axes (`b[cell] = a[cell]`, or `-0 + a[cell]`, or
+ * `0 + a[cell]` of integers, exact; or, when b is a gradient, `0 + a[cell]`: a gradient's first
+ * contribution added to its zeros), or UINT32_MAX when `top` is not such a copy. */
 static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) {
     const IrStmt *loops[64];
     uint32_t nloops;
@@ -805,7 +805,8 @@ static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) 
     if (v->kind == IR_OP && v->op == SOP_ADD) {
         for (unsigned k = 0; k < 2; k++) {
             const IrExpr *zero = v->args[k];
-            if (zero->kind == IR_CONST && zero->value == 0 && (to->grad || signbit(zero->value))) {
+            if (zero->kind == IR_CONST && zero->value == 0 &&
+                (to->grad || signbit(zero->value) || ir_dtype_integer(to->dtype))) {
                 v = v->args[1 - k];
                 break;
             }
