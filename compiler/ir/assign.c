@@ -1188,10 +1188,10 @@ static void build_param(Builder *b, Tensor *t) {
  * other mixes), each part then widened into it (copy_assignment).  Integers and numbers in one
  * stack are an error naming the first part of each kind and the casts; false after it. */
 static bool stack_dtype(Builder *b, Tensor *t) {
-    const Tensor *first_int = NULL, *first_float = NULL;
+    Tensor *first_int = NULL, *first_float = NULL;
     uint8_t ints = DTYPE_ANY, floats = DTYPE_ANY;
     for (uint32_t k = 0; k < t->operand_count; k++) {
-        const Tensor *part = t->operands[k];
+        Tensor *part = t->operands[k];
         if (is_int_dtype(part->dtype)) {
             if (!first_int) first_int = part;
             ints = int_join(ints, part->dtype);
@@ -1204,8 +1204,8 @@ static bool stack_dtype(Builder *b, Tensor *t) {
         const char *int_word = dtype_word(ints), *float_word = dtype_word(floats);
         diag_error(t->span, "this stack holds %s and %s values: a stack has one element type", float_word, int_word);
         diag_note(first_int->span, "%s is %s and %s %s; convert the %s parts with to_%s (exact below 2^%s), or the %s "
-                  "ones with to_%s (toward zero)", node_text(b, (TNode){(Tensor *)first_int, false}), int_word,
-                  node_text(b, (TNode){(Tensor *)first_float, false}), float_word, int_word,
+                  "ones with to_%s (toward zero)", node_text(b, (TNode){first_int, false}), int_word,
+                  node_text(b, (TNode){first_float, false}), float_word, int_word,
                   floats == TSR_DTYPE_F64 ? "f64" : "f32", floats == TSR_DTYPE_F64 ? "53" : "24", float_word,
                   ints == TSR_DTYPE_I64 ? "i64" : "i32");
         b->failed = true;

@@ -999,6 +999,26 @@ bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer) {
     return false;
 }
 
+static bool rename_expr_loads(IrExpr *e, uint32_t from, uint32_t to) {
+    if (e->kind == IR_LOAD && e->buffer == from) {
+        e->buffer = to;
+        return true;
+    }
+    bool renamed = false;
+    if (e->kind == IR_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) renamed |= rename_expr_loads(e->args[i], from, to);
+    return renamed;
+}
+
+bool ir_rename_loads(IrStmt *st, uint32_t from, uint32_t to) {
+    bool renamed = false;
+    if (st->kind == IR_LOOP)
+        for (uint32_t i = 0; i < st->body.count; i++) renamed |= ir_rename_loads(st->body.items[i], from, to);
+    else if (st->kind == IR_STORE || st->kind == IR_SET_LOCAL)
+        renamed = rename_expr_loads(st->value, from, to);
+    return renamed;
+}
+
 static bool index_gathers(const IrProgram *ir, uint32_t buffer, const IrIndex *index) {
     for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
         if (index[a].gather) return true;

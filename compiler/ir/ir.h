@@ -710,6 +710,10 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
  * how many cells one step of it moves the access. */
 int64_t ir_flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
 bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer);
+/* In st (its loops' bodies included), the loads of buffer `from` in stored and set values read
+ * `to` instead (not loads inside a gathered axis's position: callers rename buffers that are
+ * never gathered by); true if any did. */
+bool ir_rename_loads(IrStmt *st, uint32_t from, uint32_t to);
 /* Whether the gathered axes of `index` (an index of buffer `indexed`) load `buffer`. */
 bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index, uint32_t buffer);
 /* Whether e, or the statement or nest s, accesses a buffer through a gathered axis (IrIndex.gather):

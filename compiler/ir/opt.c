@@ -805,8 +805,7 @@ static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) 
     if (v->kind == IR_OP && v->op == SOP_ADD) {
         for (unsigned k = 0; k < 2; k++) {
             const IrExpr *zero = v->args[k];
-            if (zero->kind == IR_CONST && zero->value == 0 &&
-                (to->grad || signbit(zero->value) || ir_dtype_integer(to->dtype))) {
+            if (is_const(zero, -0.0) || (is_const(zero, 0) && (to->grad || ir_dtype_integer(to->dtype)))) {
                 v = v->args[1 - k];
                 break;
             }
@@ -818,35 +817,6 @@ static uint32_t copy_source(const IrProgram *ir, const IrStmt *top, uint32_t b) 
         memcmp(from->dims, to->dims, to->rank * sizeof *to->dims) != 0 || !ir_same_index(ir, b, v->index, st->index))
         return UINT32_MAX;
     return v->buffer;
-}
-
-/* Loads of `from` in e (and in the indices it gathers by) become loads of `to`; true if any did. */
-static bool retarget_loads(const IrProgram *ir, IrExpr *e, uint32_t from, uint32_t to) {
-    bool moved = false;
-    if (e->kind == IR_LOAD) {
-        for (uint32_t a = 0; a < ir->buffers[e->buffer].rank; a++)
-            if (e->index[a].gather) moved |= retarget_loads(ir, e->index[a].gather, from, to);
-        if (e->buffer == from) e->buffer = to, moved = true;
-    } else if (e->kind == IR_OP) {
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) moved |= retarget_loads(ir, e->args[i], from, to);
-    }
-    return moved;
-}
-
-static bool retarget_block(const IrProgram *ir, IrBlock *blk, uint32_t from, uint32_t to) {
-    bool moved = false;
-    for (uint32_t i = 0; i < blk->count; i++) {
-        IrStmt *s = blk->items[i];
-        if (s->kind == IR_LOOP) {
-            moved |= retarget_block(ir, &s->body, from, to);
-        } else if (s->kind == IR_STORE || s->kind == IR_SET_LOCAL) {
-            moved |= retarget_loads(ir, s->value, from, to);
-            if (s->kind == IR_STORE)
-                for (uint32_t a = 0; a < ir->buffers[s->buffer].rank; a++)
-                    if (s->index[a].gather) moved |= retarget_loads(ir, s->index[a].gather, from, to);
-        }
-    }
-    return moved;
 }
 
 /* Rule 8: a buffer that nothing observes, stored once by a copy of another buffer (copy_source)
@@ -877,8 +847,7 @@ static bool forward_copies_round(IrProgram *ir, const Counts *c, bool *changed) 
         if (from == UINT32_MAX || stored_between(&sites, from, f, i, c->load_top[b])) continue;
         for (uint32_t k = i + 1; k <= c->load_top[b]; k++) {
             IrStmt *top = fn->body.items[k];
-            IrBlock one = {&fn->body.items[k], 1, 1};
-            if (retarget_block(ir, &one, b, from)) /* the dump says where the copy's reads went */
+            if (ir_rename_loads(top, b, from)) /* (b is not gathered by); the dump says where its reads went */
                 top->comment = arena_printf(ir->arena, "%s%s%s read from %s, of which it was a copy",
                                             top->comment ? top->comment : "", top->comment ? "; " : "",
                                             ir->buffers[b].name, ir->buffers[from].name);

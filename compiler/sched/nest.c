@@ -737,20 +737,6 @@ static void unpair_loops(const IrStmt *st, uint32_t *map) {
     for (uint32_t i = 0; i < st->body.count; i++) unpair_loops(st->body.items[i], map);
 }
 
-/* In e, loads of `from` read `to`. */
-static void rename_loads(IrExpr *e, uint32_t from, uint32_t to) {
-    if (e->kind == IR_LOAD && e->buffer == from) e->buffer = to;
-    if (e->kind == IR_OP)
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) rename_loads(e->args[i], from, to);
-}
-
-static void rename_stmt_loads(IrStmt *st, uint32_t from, uint32_t to) {
-    if (st->kind == IR_LOOP)
-        for (uint32_t i = 0; i < st->body.count; i++) rename_stmt_loads(st->body.items[i], from, to);
-    else if (st->kind == IR_STORE || st->kind == IR_SET_LOCAL)
-        rename_loads(st->value, from, to);
-}
-
 /* Whether a statement before a packing changes what it reads (so an earlier copy of the same
  * cells is not this one's). */
 static bool disturbs(const Touched *between, const Touched *second, uint32_t words) {
@@ -814,7 +800,7 @@ void share_packing(Sched *s) {
             if (same) {
                 uint32_t from = copy[j], to = copy[i];
                 for (uint32_t k = 0; k < nj; k++) removed[j + k] = true;
-                for (uint32_t k = j + nj; k < count; k++) rename_stmt_loads(body->items[k], from, to);
+                for (uint32_t k = j + nj; k < count; k++) (void)ir_rename_loads(body->items[k], from, to);
                 IrBuffer *kept = &s->ir->buffers[to];
                 if (s->ir->buffers[from].prefetch_cells > kept->prefetch_cells)
                     kept->prefetch_cells = s->ir->buffers[from].prefetch_cells;
