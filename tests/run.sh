@@ -519,6 +519,19 @@ for cpu in x86-64-v4 x86-64-v3; do
     else fail "schedule: two products share one packed copy ($cpu)" "$shared shared (1 expected), $packs packings (3)" "$TMP/out"; fi
 done
 
+# Epilogues of several stages (tests/native/epilogue_chain.tsr, whose golden checks the values;
+# sched_tile.c): each routine's product of h takes the bias and the GELU, y's the GELU, the relu
+# and the scaling, q's the bias and the relu but not the product that reads p again; z's bias
+# result gets no storage.
+run_tsrc --emit=sched-ir -o - tests/native/epilogue_chain.tsr
+h=$(grep -c 'register tile .*through the epilogue into _+#t[0-9]*, then h$' "$TMP/out")
+y=$(grep -c 'register tile .*through the epilogue into _gelu#t[0-9]*, then _relu#t[0-9]*, then y (the last columns)$' "$TMP/out")
+q=$(grep -c 'register tile .*through the epilogue into _+#t[0-9]*, then _relu#t[0-9]*$' "$TMP/out")
+z=$(grep -c 'register tile .*through the epilogue into _+#t[0-9]* (not stored), then z' "$TMP/out")
+if [ "$(status)" = 0 ] && [ "$h$y$q$z" = 2221 ] && ! grep -q 'then q' "$TMP/out"
+then pass "schedule: epilogues of several stages (bias then GELU, three activations, a buffer not stored)"
+else fail "schedule: epilogues of several stages" "h $h (2 expected), y $y (2), q $q (2), z $z (1)" "$TMP/out"; fi
+
 # bf16 and f16 nests on the GPU (tests/native/half_gpu_tiles.tsr, whose golden the GPU schedule
 # prints exactly under the reference executor): the product y (forward and, fused, its uses),
 # the f16 product z in thread tiles, the f16 maximum reduced across a block.

@@ -31,8 +31,10 @@
  *          vectors takes more rows (enough accumulators to cover the FMA latency); when the J
  *          of stride 1 is narrower than a vector and the reduction long, another iterator
  *          that walks its operand with stride 1 gives the lanes (strided_lanes);
- *        - the pointwise nest right after, when it is C's only reader (a bias, an activation),
- *          is fused as the tiles' epilogue, and C gets no storage;
+ *        - the pointwise nest right after, when it reads C cell by cell (a bias, an activation),
+ *          is fused as the tiles' epilogue, and so are the nests after it that each read the one
+ *          before's result cell by cell (stages: a bias, then its GELU); C, and a stage's result
+ *          that only the next stage reads, get no storage when nothing else observes them;
  *        - with enough batch cells, one nest over the batch packs and tiles a cell at a time.
  *      Every cell still starts from the same value and takes the same fma steps in the same
  *      reduction order, so the result is bit-identical to the canonical nest.  After a
@@ -506,10 +508,10 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     wtop->comment = comment;
     IrBlock *inner = into;
     IrBlock tiled = {0};
-    bool fused;
+    uint32_t fused;
     s->local_scratch = batch > 1;
     s->outer_cells = batch;
-    if (r.nred && tile_contraction(s, &r, NULL, &tiled, &fused)) {
+    if (r.nred && tile_contraction(s, &r, NULL, 0, &tiled, &fused)) {
         for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(arena, inner, tiled.items[k]);
     } else if (!(r.nred && accumulate_in_place(s, &r, inner))) {
         ir_block_push(arena, inner, r.par[0]);
@@ -594,17 +596,17 @@ static bool stream_pointwise(Sched *s, IrStmt *top) {
 
 static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *out);
 
-/* Schedule top-level statement `st` into `body` (rewrites 1-3); `next`, the statement after it,
- * may become a contraction's epilogue.  Returns whether it did. */
-static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
+/* Schedule top-level statement `st` into `body` (rewrites 1-3); the statements after it
+ * (`after`, `after_count` of them) may become a contraction's epilogue.  Returns how many did. */
+static uint32_t schedule_stmt(Sched *s, IrStmt *st, IrStmt *const *after, uint32_t after_count, IrBlock *body) {
     Reduction r;
     s->cell_bytes = ir_stmt_f64(s->ir, st) ? 8 : 4;
     s->lanes = s->target->vector_floats * 4 / s->cell_bytes;
     if (st->kind == IR_LOOP && match_reduction(st, &r)) {
-        if (split_reduction(s, st, &r, body)) return false;
+        if (split_reduction(s, st, &r, body)) return 0;
         IrBlock tiled = {0};
-        bool fused;
-        if (tile_contraction(s, &r, next, &tiled, &fused)) {
+        uint32_t fused;
+        if (tile_contraction(s, &r, after, after_count, &tiled, &fused)) {
             for (uint32_t k = 0; k < tiled.count; k++) ir_block_push(s->ir->arena, body, tiled.items[k]);
             return fused; /* the epilogue is in the tiles now */
         }
@@ -612,15 +614,15 @@ static bool schedule_stmt(Sched *s, IrStmt *st, IrStmt *next, IrBlock *body) {
         if (column_chunks(s, &r, &in_place) || accumulate_in_place(s, &r, &in_place) ||
             transpose_rows(s, &r, &in_place) || interleave_rows(s, &r, &in_place)) {
             for (uint32_t k = 0; k < in_place.count; k++) ir_block_push(s->ir->arena, body, in_place.items[k]);
-            return false;
+            return 0;
         }
     } else if (st->kind == IR_LOOP && !st->parallel && untangle_scatter(s, st, body)) {
-        return false;
+        return 0;
     } else if (st->kind == IR_LOOP) {
         stream_pointwise(s, st);
     }
     ir_block_push(s->ir->arena, body, st);
-    return false;
+    return 0;
 }
 
 /* ---- Strip-mining run-time loops --------------------------------------------------------------------
@@ -767,7 +769,7 @@ static void store_initial_values(Sched *s, const IrStmt *st, const Reduction *r,
     }
     ir_block_push(s->ir->arena, &into->body, new_store(s, r->store->buffer, r->store->index, r->init->value));
     top->comment = st->comment;
-    schedule_stmt(s, top, NULL, out);
+    schedule_stmt(s, top, NULL, 0, out);
 }
 
 static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
@@ -789,7 +791,7 @@ static bool strip_mine(Sched *s, IrStmt *st, IrBlock *out) {
                                     reduction ? r.init : NULL, reduction ? r.store : NULL);
         blocks->comment = level ? NULL : st->comment;
         nest->comment = NULL;
-        schedule_stmt(s, nest, NULL, &blocks->body);
+        schedule_stmt(s, nest, NULL, 0, &blocks->body);
         ir_block_push(s->ir->arena, out, blocks);
     }
     return true;
@@ -846,7 +848,7 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
                                  rows ? ir->buffers[ct.a->buffer].name : "", rows && panels ? " and " : "",
                                  panels ? "panels of " : "", panels ? ir->buffers[ct.b->buffer].name : "");
     nest->comment = NULL;
-    schedule_stmt(s, nest, NULL, &loop->body);
+    schedule_stmt(s, nest, NULL, 0, &loop->body);
     ir_block_push(s->ir->arena, out, loop);
     return true;
 }
@@ -964,7 +966,7 @@ static void schedule_function(Sched *s) {
         IrStmt *run = NULL;
         IrBlock rounding = {0};
         if (reduce_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
-            schedule_stmt(s, st, NULL, &body);
+            schedule_stmt(s, st, NULL, 0, &body);
             for (uint32_t k = 0; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
             continue;
         }
@@ -986,9 +988,7 @@ static void schedule_function(Sched *s) {
             if (!strip_mine(s, st, &body)) ir_block_push(s->ir->arena, &body, st);
             continue;
         }
-        IrStmt *next = i + 1 < fn->body.count ? fn->body.items[i + 1] : NULL;
-        if (next && sched_keeps_lowered(s, next)) next = NULL; /* never an epilogue */
-        if (schedule_stmt(s, st, next, &body)) i++;
+        i += schedule_stmt(s, st, fn->body.items + i + 1, fn->body.count - i - 1, &body);
     }
     fn->body = body;
     share_packing(s);

@@ -215,9 +215,10 @@ void nest_push(Sched *s, IrStmt **top, IrBlock **into, IrStmt *loop);
 
 /* The columns of a register tile over `nj` lanes: *w lanes to a vector, *nv vectors. */
 void tile_columns(const Sched *s, uint64_t nj, uint64_t *w, uint64_t *nv);
-/* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
- * one (*fused says so). */
-bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused);
+/* Tile the contraction `r`; the statements after it (`after`, `after_count` of them) that make
+ * its epilogue are fused into the tiles: *fused says how many. */
+bool tile_contraction(Sched *s, const Reduction *r, IrStmt *const *after, uint32_t after_count, IrBlock *out,
+                      uint32_t *fused);
 /* Whether tile_contraction() runs `ct` on bf16 pairs (VDPBF16PS, LOOP_DOT_PAIRS): the target
  * has bf16_pairs, both operands are bf16 cells, an fma step, an even innermost reduction and
  * at least 16 lanes.  reduce_in_f32 (sched.c) then leaves the operands unwidened. */

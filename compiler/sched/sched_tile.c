@@ -3,8 +3,8 @@
  * find_contraction() recognises the step `l = fma(x, y, l)` with its lanes J (stride 1 in C and
  * in B only) and rows I; the packing nests copy B into panels and A into row blocks (transposed
  * in registers, grouped, or read in place when the layout already suits); tile_contraction()
- * builds the MR×NR register tiles over them, with the fused epilogue of the pointwise nest after
- * it when that nest is C's only reader.  Every cell takes the same steps in the same order as in
+ * builds the MR×NR register tiles over them, with the fused epilogue of the pointwise nests after
+ * it that read C, and then each the one before's result, cell by cell (find_epilogue's stages).  Every cell takes the same steps in the same order as in
  * the canonical nest, so results are bit-identical.  Two bf16 operands on a Target with
  * bf16_pairs (tile_pairs) are packed in pairs of reduction steps, with a count of tiny values
  * per block, for LOOP_DOT_PAIRS tiles that native code runs on VDPBF16PS (docs/ir.md §5.4).
@@ -94,15 +94,27 @@ bool find_contraction(const IrProgram *ir, const Reduction *r, Contraction *ct, 
 
 /* ---- Epilogues ---------------------------------------------------------------------------------------- */
 
-/* A pointwise nest that reads a contraction's result C cell by cell, right after it — a bias, an
- * activation, `logits =: b + w * h`, an update `w =- lr * w.grad`.  When it is C's only reader
- * and C is not observable, the tile stores its value instead of C's, and C needs no storage;
- * otherwise (`keep_c`) the tile stores both, and the nest's pass over C is saved. */
-typedef struct Epilogue {
+/* The pointwise nests right after a contraction that read its result C cell by cell, in a chain
+ * (stages): a bias, an activation, `logits =: b + w * h`, an update `w =- lr * w.grad`; then an
+ * activation of that (`gelu (b + w * x)`: the bias's nest, then the GELU's).  Stage 0 reads C,
+ * stage k the buffer that stage k−1 stores, each at the cell it stores.  The tile computes each
+ * stage's cell from its own value, in order, instead of the stages' passes over memory.  A
+ * buffer (C, or a stage's but the last's) that its next stage alone reads, and that is not
+ * observable, needs no storage: the next stage reads the value itself; otherwise (`keep_c`,
+ * `keep`) the tile stores it too and the next stage reads it back. */
+#define MAX_EPILOGUE_STAGES 4
+
+typedef struct EpilogueStage {
     IrStmt *nest;
-    const IrStmt *store;          /* D[…] = f(…, C[cell], …) */
-    uint32_t axis_iter[MAX_LOOPS]; /* per axis of C: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
-    bool keep_c;                  /* C is stored too */
+    const IrStmt *store;           /* D[…] = f(…, S[cell], …), S: C or the stage before's D */
+    uint32_t axis_iter[MAX_LOOPS]; /* per axis of S: the nest's iterator that walks it (UINT32_MAX: a size-one axis) */
+    bool keep;                     /* D is stored (the last stage's always is) */
+} EpilogueStage;
+
+typedef struct Epilogue {
+    EpilogueStage stage[MAX_EPILOGUE_STAGES];
+    uint32_t count;
+    bool keep_c; /* C is stored too */
 } Epilogue;
 
 static unsigned stmt_reads(const IrProgram *ir, const IrStmt *st, uint32_t buffer) {
@@ -171,72 +183,166 @@ static bool stores_every_cell(const IrProgram *ir, const Reduction *r) {
     return true;
 }
 
-static bool find_epilogue(const Sched *s, const Reduction *r, IrStmt *next, Epilogue *ep) {
+/* Whether the buffer needs storage though the epilogue computes its cells: it is observable,
+ * or some statement of the program other than the one next stage reads it, or another writes
+ * it.  (Another routine that computes the same tensor, whose own tile was scheduled first and
+ * kept the buffer because this nest read it then, still stores it.) */
+static bool needs_storage(const IrProgram *ir, uint32_t buffer) {
+    const IrBuffer *b = &ir->buffers[buffer];
+    unsigned readers = 0, writers = 0;
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
+            readers += stmt_reads(ir, ir->functions[f].body.items[i], buffer) ? 1 : 0;
+            writers += ir_stmt_writes(ir, ir->functions[f].body.items[i], buffer);
+        }
+    return b->keep || b->persistent || readers != 1 || writers != 1;
+}
+
+/* Whether `nest` is a stage that reads `source` (C, or the stage before's buffer) cell by cell:
+ * perfectly nested parallel loops around one store, whose loops are the source's axes one for
+ * one with its sizes, and which reads its own buffer only at the cell it stores (an update in
+ * place: running it tile by tile reads what it would have read).  Fills in the stage. */
+static bool match_stage(const Sched *s, IrStmt *nest, uint32_t source, EpilogueStage *stage) {
     const IrProgram *ir = s->ir;
-    uint32_t c = r->store->buffer;
-    const IrBuffer *cb = &ir->buffers[c];
-    if (!next || next->kind != IR_LOOP || cb->kind != BUF_COMPUTED || cb->rank > MAX_LOOPS) return false;
-    if (!stores_every_cell(ir, r)) return false;
-    memset(ep, 0, sizeof *ep);
-    ep->nest = next;
-    const IrStmt *st = next;
+    const IrBuffer *sb = &ir->buffers[source];
+    if (!nest || nest->kind != IR_LOOP || sched_keeps_lowered(s, nest) || sb->rank > MAX_LOOPS) return false;
+    memset(stage, 0, sizeof *stage);
+    stage->nest = nest;
+    const IrStmt *st = nest;
     const IrStmt *loops[MAX_LOOPS];
     uint32_t nloops = 0;
     while (st->kind == IR_LOOP && st->parallel && st->mode == LOOP_PLAIN && st->body.count == 1 && nloops < MAX_LOOPS) {
         loops[nloops++] = st;
         st = st->body.items[0];
     }
-    if (st->kind != IR_STORE || st->buffer == c || nloops == 0) return false;
-    ep->store = st;
+    if (st->kind != IR_STORE || st->buffer == source || nloops == 0) return false;
+    stage->store = st;
     bool seen = false;
-    for (uint32_t a = 0; a < cb->rank; a++) ep->axis_iter[a] = UINT32_MAX;
-    if (!loads_cellwise(ir, st->value, c, ep->axis_iter, &seen) || !seen) return false;
-    /* The nest's loops are C's axes, one for one, with C's sizes. */
+    for (uint32_t a = 0; a < sb->rank; a++) stage->axis_iter[a] = UINT32_MAX;
+    if (!loads_cellwise(ir, st->value, source, stage->axis_iter, &seen) || !seen) return false;
     uint32_t covered = 0;
-    for (uint32_t a = 0; a < cb->rank; a++) {
-        if (ep->axis_iter[a] == UINT32_MAX) continue;
+    for (uint32_t a = 0; a < sb->rank; a++) {
+        if (stage->axis_iter[a] == UINT32_MAX) continue;
         bool found = false;
         for (uint32_t k = 0; k < nloops; k++)
-            if (loops[k]->iter == ep->axis_iter[a]) found = loops[k]->extent == cb->dims[a];
-        for (uint32_t b = 0; b < a; b++) found &= ep->axis_iter[b] != ep->axis_iter[a];
+            if (loops[k]->iter == stage->axis_iter[a]) found = loops[k]->extent == sb->dims[a];
+        for (uint32_t b = 0; b < a; b++) found &= stage->axis_iter[b] != stage->axis_iter[a];
         if (!found) return false;
         covered++;
     }
-    if (covered != nloops) return false;
-    for (uint32_t a = 0; a < cb->rank; a++) /* C's own size-one axes are stored at 0 too */
-        if (ep->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
-    /* The nest reads D only at the cell it stores (an update in place), so running it tile by
-     * tile reads what it would have read. */
-    if (!loads_only_at(ir, st->value, st->buffer, st->index)) return false;
-    /* Unless C is observable or has another reader or writer anywhere in the program, it needs
-     * no storage.  (Another routine that computes the same tensor, whose own tile was scheduled
-     * first and kept C because this nest read it then, still stores C.) */
-    unsigned readers = 0, writers = 0;
-    for (uint32_t f = 0; f < ir->function_count; f++)
-        for (uint32_t i = 0; i < ir->functions[f].body.count; i++) {
-            readers += stmt_reads(ir, ir->functions[f].body.items[i], c) ? 1 : 0;
-            writers += ir_stmt_writes(ir, ir->functions[f].body.items[i], c);
+    return covered == nloops && loads_only_at(ir, st->value, st->buffer, st->index);
+}
+
+/* Whether a stage's store walks every cell of its buffer once: each axis one of the nest's
+ * loops (a different one) with the buffer's size, or a size-one axis at 0, and every loop an
+ * axis.  The next stage then finds each cell it reads computed by the tile at that cell. */
+static bool stage_stores_every_cell(const IrProgram *ir, const EpilogueStage *stage) {
+    const IrStmt *st = stage->store;
+    const IrBuffer *b = &ir->buffers[st->buffer];
+    uint32_t walked = 0, loops = 0;
+    for (const IrStmt *l = stage->nest; l->kind == IR_LOOP; l = l->body.items[0]) loops++;
+    for (uint32_t a = 0; a < b->rank; a++) {
+        const IrIndex *ix = &st->index[a];
+        if (ix->symbol || ix->gather || ix->offset) return false;
+        if (ix->term_count == 0) {
+            if (b->dims[a] != 1) return false;
+            continue;
         }
-    ep->keep_c = cb->keep || cb->persistent || readers != 1 || writers != 1;
+        if (ix->term_count != 1 || ix->terms[0].coef != 1) return false;
+        bool full = false;
+        for (const IrStmt *l = stage->nest; l->kind == IR_LOOP; l = l->body.items[0])
+            if (l->iter == ix->terms[0].iter) full = l->extent == b->dims[a];
+        for (uint32_t c = 0; c < a; c++)
+            if (st->index[c].term_count == 1 && st->index[c].terms[0].iter == ix->terms[0].iter) full = false;
+        if (!full) return false;
+        walked++;
+    }
+    return walked == loops;
+}
+
+/* Whether the chain so far (the contraction and stages 0 … n−1) leaves stage n's buffer D alone
+ * and stage n reads nothing the chain writes but the stage before's buffer: then running stage n
+ * cell by cell inside the tiles reads and writes what its own pass would have.  The tiles read
+ * the operands A and B (in place or while packing panels), so D is neither. */
+static bool stage_independent(const IrProgram *ir, const Contraction *ct, const Epilogue *ep, const EpilogueStage *stage) {
+    uint32_t d = stage->store->buffer, n = ep->count;
+    if (d == ct->c || d == ct->a->buffer || d == ct->b->buffer) return false;
+    if (ir_expr_loads(ir, stage->store->value, ct->c)) return false;
+    for (uint32_t k = 0; k < n; k++) {
+        if (ep->stage[k].store->buffer == d || ir_expr_loads(ir, ep->stage[k].store->value, d)) return false;
+        if (k + 1 < n && ir_expr_loads(ir, stage->store->value, ep->stage[k].store->buffer)) return false;
+    }
     return true;
 }
 
-/* The store of one cell of the tile, at the current substitution: C[cell] = T, or with an
- * epilogue D[…] = f(…, T, …). */
-static IrStmt *cell_store(Sched *s, const Reduction *r, const Epilogue *ep, IrExpr *tile_value) {
+/* Stage 0 of the contraction's epilogue: `nest` reads C cell by cell, and the reduction stores
+ * every cell of C (C's own size-one axes at 0). */
+static bool first_stage(const Sched *s, const Reduction *r, IrStmt *nest, EpilogueStage *stage) {
+    const IrProgram *ir = s->ir;
+    uint32_t c = r->store->buffer;
+    const IrBuffer *cb = &ir->buffers[c];
+    if (cb->kind != BUF_COMPUTED || !stores_every_cell(ir, r) || !match_stage(s, nest, c, stage)) return false;
+    for (uint32_t a = 0; a < cb->rank; a++)
+        if (stage->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
+    return true;
+}
+
+/* The chain of stages after the contraction among the statements `after` (ep->count: how many;
+ * 0: none). */
+static uint32_t find_epilogue(const Sched *s, const Contraction *ct, IrStmt *const *after, uint32_t after_count,
+                              Epilogue *ep) {
+    const IrProgram *ir = s->ir;
+    memset(ep, 0, sizeof *ep);
+    if (!after_count || !first_stage(s, ct->r, after[0], &ep->stage[0])) return 0;
+    ep->keep_c = needs_storage(ir, ct->c);
+    ep->count = 1;
+    /* Further stages, while each reads the one before's buffer cell by cell (of the
+     * contraction's element width: the tile's vectors are sized for it). */
+    while (ep->count < MAX_EPILOGUE_STAGES && ep->count < after_count) {
+        const EpilogueStage *prev = &ep->stage[ep->count - 1];
+        EpilogueStage next;
+        if (!stage_stores_every_cell(ir, prev) || !match_stage(s, after[ep->count], prev->store->buffer, &next) ||
+            ir_stmt_f64(ir, next.nest) != (s->cell_bytes == 8) || !stage_independent(ir, ct, ep, &next))
+            break;
+        ep->stage[ep->count++] = next;
+    }
+    for (uint32_t k = 0; k + 1 < ep->count; k++) ep->stage[k].keep = needs_storage(ir, ep->stage[k].store->buffer);
+    ep->stage[ep->count - 1].keep = true;
+    return ep->count;
+}
+
+/* The stores of one cell of the tile, at the current substitution, into `into`: C[cell] = T,
+ * or with an epilogue each stage's D[…] = f(…, S[cell], …) in order, S's cell being T for
+ * stage 0 and the stage before's value (its store read back, when it has storage) after it;
+ * C, and each stage's buffer that needs no storage, are not stored. */
+static void cell_stores(Sched *s, const Reduction *r, const Epilogue *ep, IrExpr *tile_value, IrBlock *into) {
+    Arena *arena = s->ir->arena;
     uint32_t c = r->store->buffer, rank = s->ir->buffers[c].rank;
     IrIndex *cell = clone_index(s, r->store->index, rank);
-    if (!ep) return new_store(s, c, cell, tile_value);
-    for (uint32_t a = 0; a < rank; a++) {
-        if (ep->axis_iter[a] == UINT32_MAX) continue;
-        Affine af = {.offset = cell[a].offset};
-        for (uint32_t t = 0; t < cell[a].term_count && af.count < 4; t++) af.terms[af.count++] = cell[a].terms[t];
-        map_iter(s, ep->axis_iter[a], af);
+    if (!ep || ep->keep_c) ir_block_push(arena, into, new_store(s, c, cell, tile_value));
+    if (!ep) return;
+    IrExpr *source_value = tile_value; /* NULL: the source is read back */
+    for (uint32_t k = 0; k < ep->count; k++) {
+        const EpilogueStage *stage = &ep->stage[k];
+        const IrStmt *st = stage->store;
+        uint32_t source = k ? ep->stage[k - 1].store->buffer : c;
+        for (uint32_t a = 0; a < s->ir->buffers[source].rank; a++) {
+            if (stage->axis_iter[a] == UINT32_MAX) continue;
+            Affine af = {0};
+            if (k) { /* where the stage before stored this axis */
+                af = s->subst[ep->stage[k - 1].store->index[a].terms[0].iter];
+            } else {
+                af.offset = cell[a].offset;
+                for (uint32_t t = 0; t < cell[a].term_count && af.count < 4; t++) af.terms[af.count++] = cell[a].terms[t];
+            }
+            map_iter(s, stage->axis_iter[a], af);
+        }
+        LocalRepl repl = {UINT32_MAX, NULL, source_value ? source : UINT32_MAX, source_value};
+        IrExpr *value = clone_expr(s, st->value, &repl);
+        if (stage->keep)
+            ir_block_push(arena, into, new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank), value));
+        source_value = stage->keep ? NULL : value;
     }
-    LocalRepl repl = {UINT32_MAX, NULL, c, tile_value};
-    const IrStmt *st = ep->store;
-    return new_store(s, st->buffer, clone_index(s, st->index, s->ir->buffers[st->buffer].rank),
-                     clone_expr(s, st->value, &repl));
 }
 
 typedef struct Terms {
@@ -609,7 +715,7 @@ static bool read_in_place(const Sched *s, const Contraction *ct, const IrExpr *o
                           bool broadcast, uint64_t mr, const Epilogue *ep) {
     const IrProgram *ir = s->ir;
     const Reduction *r = ct->r;
-    if (ep && ep->store->buffer == operand->buffer) return false;
+    if (ep && ep->stage[0].store->buffer == operand->buffer) return false;
     int64_t along_lane = ir_flat_coef(ir, operand->buffer, operand->index, lane_loop->iter);
     int64_t along_red = ir_flat_coef(ir, operand->buffer, operand->index, r->red[r->nred - 1]->iter);
     /* A broadcast operand is read one value at a time, so in place whenever each step's values
@@ -711,6 +817,30 @@ typedef struct Tiling {
     uint32_t tile;             /* the kernel-local MR×NR tile */
 } Tiling;
 
+/* The buffers an epilogue's stages store, in order, for the tiles' comment: "D0, then D1"
+ * ("D0 (not stored), then D1" where D0 needs no storage). */
+static const char *epilogue_buffers(Sched *s, const Epilogue *ep) {
+    const char *text = "";
+    for (uint32_t k = 0; k < ep->count; k++)
+        text = arena_printf(s->ir->arena, "%s%s%s%s", text, k ? ", then " : "", s->ir->buffers[ep->stage[k].store->buffer].name,
+                            ep->stage[k].keep ? "" : " (not stored)");
+    return text;
+}
+
+/* The loops over every cell of a tile, appended to `block`: for ii < mr unroll, jv < nv unroll,
+ * jl < w vector; the innermost body returned, for the statements of one vector of cells. */
+static IrBlock *tile_wide(Sched *s, uint32_t ii, uint32_t jv, uint32_t jl, uint64_t mr, uint64_t nv, uint64_t w,
+                          IrBlock *block) {
+    Arena *arena = s->ir->arena;
+    IrStmt *l_ii = new_loop(s, ii, mr, true, LOOP_UNROLL);
+    IrStmt *l_jv = new_loop(s, jv, nv, true, LOOP_UNROLL);
+    IrStmt *l_jl = new_loop(s, jl, w, true, LOOP_VECTOR);
+    ir_block_push(arena, &l_jv->body, l_jl);
+    ir_block_push(arena, &l_ii->body, l_jv);
+    ir_block_push(arena, block, l_ii);
+    return &l_jl->body;
+}
+
 /* One tile nest over row blocks [row0, row0+rows) and panels [col0, col0+cols), appended to
  * `out`: for batch, the two block loops: T = init; for r: T = fma(A, B, T); then the first
  * `store_rows` rows and `store_cols` columns of T go to C.  `col_iter` (UINT32_MAX: none) is
@@ -754,16 +884,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     }
 
     /* A tile-wide statement: for ii unroll, jv unroll, jl vector: stmt. */
-#define TILE_WIDE(stmt_expr, block)                                                         \
-    do {                                                                                    \
-        IrStmt *l_ii = new_loop(s, ii, mr, true, LOOP_UNROLL);                              \
-        IrStmt *l_jv = new_loop(s, jv, nv, true, LOOP_UNROLL);                              \
-        IrStmt *l_jl = new_loop(s, jl, w, true, LOOP_VECTOR);                               \
-        ir_block_push(arena, &l_jl->body, (stmt_expr));                                     \
-        ir_block_push(arena, &l_jv->body, l_jl);                                            \
-        ir_block_push(arena, &l_ii->body, l_jv);                                            \
-        ir_block_push(arena, (block), l_ii);                                                \
-    } while (0)
+#define TILE_WIDE(stmt_expr, block) ir_block_push(arena, tile_wide(s, ii, jv, jl, mr, nv, w, (block)), (stmt_expr))
 
     /* The initial value: 0, or C's cell (read only where C has cells: a partial tile starts
      * its padding lanes at 0). */
@@ -833,9 +954,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
     TILE_WIDE(new_store(s, tl->tile, flat_index(s, cell, 3), fma), red_into);
     uint32_t c = ct->c;
     if (store_rows == mr && store_cols == nr) {
-        if (tl->epilogue && tl->epilogue->keep_c)
-            TILE_WIDE(cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
-        TILE_WIDE(cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3))), body);
+        cell_stores(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, cell, 3)), tile_wide(s, ii, jv, jl, mr, nv, w, body));
     } else { /* the cells C has: rows unrolled (the tile stays in registers), each a vector of its cells */
         uint32_t jr = new_iter(s);
         Affine aj2 = {.terms = {{jr, 1}}, .count = 1, .offset = (int64_t)(col0 * nr)};
@@ -844,9 +963,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
         IrTerm part[2] = {{ii, (int64_t)nr}, {jr, 1}};
         IrStmt *l_ii = new_loop(s, ii, store_rows, true, LOOP_UNROLL);
         IrStmt *l_jr = new_loop(s, jr, store_cols, true, store_cols > 1 ? LOOP_VECTOR : LOOP_UNROLL);
-        if (tl->epilogue && tl->epilogue->keep_c)
-            ir_block_push(arena, &l_jr->body, cell_store(s, r, NULL, new_load(s, tl->tile, flat_index(s, part, 2))));
-        ir_block_push(arena, &l_jr->body, cell_store(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2))));
+        cell_stores(s, r, tl->epilogue, new_load(s, tl->tile, flat_index(s, part, 2)), &l_jr->body);
         ir_block_push(arena, &l_ii->body, l_jr);
         ir_block_push(arena, body, l_ii);
     }
@@ -858,7 +975,7 @@ static void tile_nest(Sched *s, const Tiling *tl, uint64_t row0, uint64_t rows, 
                                 !tl->epilogue           ? ""
                                 : tl->epilogue->keep_c ? ", stored, and through the epilogue into "
                                                        : ", stored through the epilogue into ",
-                                tl->epilogue ? s->ir->buffers[tl->epilogue->store->buffer].name : "",
+                                tl->epilogue ? epilogue_buffers(s, tl->epilogue) : "",
                                 store_rows < mr && store_cols < nr ? " (the last rows and columns)"
                                 : store_rows < mr                  ? " (the last rows)"
                                 : store_cols < nr                  ? " (the last columns)"
@@ -895,11 +1012,12 @@ void tile_columns(const Sched *s, uint64_t nj, uint64_t *w, uint64_t *nv) {
     *nv = vectors < s->target->tile_vectors ? vectors : s->target->tile_vectors;
 }
 
-/* Tile the contraction `r`; `next` is the statement after it, fused as its epilogue when it is
- * one (*fused says so). */
-bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, bool *fused) {
+/* Tile the contraction `r`; the statements after it (`after`, `after_count` of them) that make
+ * its epilogue are fused into the tiles: *fused says how many. */
+bool tile_contraction(Sched *s, const Reduction *r, IrStmt *const *after, uint32_t after_count, IrBlock *out,
+                      uint32_t *fused) {
     Contraction ct;
-    *fused = false;
+    *fused = 0;
     if (!find_contraction(s->ir, r, &ct, true, s->lanes)) return false;
     const Target *tg = s->target;
     bool pairs = tile_pairs(s, &ct);
@@ -946,7 +1064,7 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
     /* Both operands in panels: B in columns of NR (vectors), A in rows of MR (broadcasts). */
     Packed pa, pb;
     Epilogue ep;
-    *fused = !ct.strided_lanes && find_epilogue(s, r, next, &ep);
+    *fused = ct.strided_lanes ? 0 : find_epilogue(s, &ct, after, after_count, &ep);
     /* When every batch cell reads the same panels of B (B walks no batch loop: a sequence's
      * positions against one weight) and they are more than L2 holds, a loop over the panels is
      * outermost and each panel serves every batch cell's full and last rows while it is in
@@ -1010,10 +1128,16 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *next, IrBlock *out, 
         out->items[0]->comment = arena_printf(arena, "%s; %s", r->par[0]->comment, out->items[0]->comment);
     if (*fused) {
         if (!ep.keep_c) s->ir->buffers[ct.c].is_virtual = true; /* stored nowhere any more */
-        if (next->comment)
+        for (uint32_t k = 0; k < ep.count; k++)
+            if (!ep.stage[k].keep) s->ir->buffers[ep.stage[k].store->buffer].is_virtual = true;
+        const char *said = "";
+        for (uint32_t k = 0; k < ep.count; k++)
+            if (ep.stage[k].nest->comment)
+                said = arena_printf(arena, "%s%s%s", said, *said ? "; then: " : "", ep.stage[k].nest->comment);
+        if (*said)
             for (uint32_t k = 0; k < out->count; k++)
                 if (strstr(out->items[k]->comment ? out->items[k]->comment : "", "register tile")) {
-                    out->items[k]->comment = arena_printf(arena, "%s; epilogue: %s", out->items[k]->comment, next->comment);
+                    out->items[k]->comment = arena_printf(arena, "%s; epilogue: %s", out->items[k]->comment, said);
                     break;
                 }
     }
