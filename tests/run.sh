@@ -133,10 +133,10 @@ fail() {
     if [ -n "${3:-}" ] && [ -f "$3" ]; then sed -n '1,20s/^/    /p' "$3"; fi
 }
 
-# Run tsrc with a time limit (TEST_TIMEOUT seconds: 20, or 120 under `make check SAN=1`);
+# Run tsrc with a time limit (TEST_TIMEOUT seconds: 60, or 120 under `make check SAN=1`);
 # stdout/stderr/status land in $TMP/out, $TMP/err, $TMP/status.
 run_tsrc() {
-    timeout "${TEST_TIMEOUT:-20}" "$TSRC" "$@" >"$TMP/out" 2>"$TMP/err"
+    timeout "${TEST_TIMEOUT:-60}" "$TSRC" "$@" >"$TMP/out" 2>"$TMP/err"
     echo $? >"$TMP/status"
 }
 
@@ -356,7 +356,7 @@ example_ptx() { # example_ptx PROGRAM
     t=$1
     if [ -z "$PTXAS" ]; then ptxas_skipped=$((ptxas_skipped + 1)); return; fi
     for arch in sm_80 sm_90; do
-        timeout $((${TEST_TIMEOUT:-20} * 3)) "$TSRC" --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t" \
+        timeout $((${TEST_TIMEOUT:-60} * 3)) "$TSRC" --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t" \
             >"$TMP/out" 2>"$TMP/err"
         echo $? >"$TMP/status"
         if [ "$(status)" != 0 ]; then fail "$t (PTX $arch)" "exit $(status), expected 0" "$TMP/err"
