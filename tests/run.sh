@@ -50,6 +50,7 @@ TSRC=${TSRC:-build/tsrc}
 UNIT_DIR=${UNIT_DIR:-build/unit}
 PYTHON=${PYTHON:-/usr/bin/python3}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tsrc-tests.XXXXXX")
+check_start=$(date +%s)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 passed=0
 failed=0
@@ -69,8 +70,10 @@ source_files >"$TMP/tree.before"
 sweep() {
     name=$1
     shift
+    start=$(date +%s)
     "$@" >"$TMP/$name.out" 2>&1
     echo $? >"$TMP/$name.status"
+    echo $(($(date +%s) - start)) >"$TMP/$name.seconds"
 }
 sweeps() {
     sweep einsum "$PYTHON" tests/einsum/einsum_diff.py --tsrc "$TSRC" --count "${EINSUM_COUNT:-600}" --seed 1
@@ -117,13 +120,14 @@ if [ "${SWEEPS_IN_BACKGROUND:-1}" = 1 ]; then
     sweeps_pid=$!
     trap 'if [ -n "$sweeps_pid" ]; then kill "$sweeps_pid" 2>/dev/null; fi; rm -rf "$TMP"' EXIT INT TERM
 fi
-# sweep_summary NAME LABEL: the summary of sweep NAME (the first call waits for them all).
+# sweep_summary NAME LABEL: the summary of sweep NAME, with the seconds it took (the first call
+# waits for them all).
 sweep_summary() {
     if [ $sweeps_done = no ]; then
         if [ -n "$sweeps_pid" ]; then wait "$sweeps_pid"; else sweeps; fi
         sweeps_done=yes sweeps_pid=
     fi
-    add_summary "$2" "$(cat "$TMP/$1.status" 2>/dev/null || echo missing)" "$TMP/$1.out"
+    add_summary "$2 [$(cat "$TMP/$1.seconds" 2>/dev/null || echo ?) s]" "$(cat "$TMP/$1.status" 2>/dev/null || echo missing)" "$TMP/$1.out"
 }
 
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
@@ -1190,5 +1194,6 @@ if [ ! -s "$TMP/tree.new" ]; then pass "the tests left no new file in the source
 else fail "the tests left new files in the source tree (tests write under build/ or a temporary directory)" \
     "" "$TMP/tree.new"; fi
 
+echo "INFO the tests took $(($(date +%s) - check_start)) s (the sweeps beside them: [N s] each, one after another)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
