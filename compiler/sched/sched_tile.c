@@ -4,8 +4,9 @@
  * in B only) and rows I; the packing nests copy B into panels and A into row blocks (transposed
  * in registers, grouped, or read in place when the layout already suits); tile_contraction()
  * builds the MR×NR register tiles over them, with the fused epilogue of the pointwise nests after
- * it that read C, and then each the one before's result, cell by cell (find_epilogue's stages).  Every cell takes the same steps in the same order as in
- * the canonical nest, so results are bit-identical.  Two bf16 operands on a Target with
+ * it that read C, and then each the one before's result, cell by cell (find_epilogue's stages).
+ * Every cell takes the same steps in the same order as in the canonical nest, so results are
+ * bit-identical.  Two bf16 operands on a Target with
  * bf16_pairs (tile_pairs) are packed in pairs of reduction steps, with a count of tiny values
  * per block, for LOOP_DOT_PAIRS tiles that native code runs on VDPBF16PS (docs/ir.md §5.4).
  *
@@ -158,29 +159,38 @@ static bool loads_cellwise(const IrProgram *ir, const IrExpr *e, uint32_t buffer
     return true;
 }
 
-/* Whether the reduction stores every cell of C: each axis of C is one of its parallel loops,
- * with C's size, from 0 (or a size-one axis at 0).  A padded window's nests each store a part of
- * C (the border positions apart from the interior), and none of them may take the epilogue:
- * it would compute the next nest's cells only where that part lies. */
-static bool stores_every_cell(const IrProgram *ir, const Reduction *r) {
-    const IrStmt *st = r->store;
-    const IrBuffer *cb = &ir->buffers[st->buffer];
-    for (uint32_t a = 0; a < cb->rank; a++) {
+/* Whether `st` stores every cell of its buffer once over the loops `loops`: each axis is one of
+ * them (a different one each), with the buffer's size, from 0, or a size-one axis at 0.
+ * *walked counts the axes that a loop walks. */
+static bool stores_each_cell(const IrProgram *ir, const IrStmt *st, IrStmt *const *loops, uint32_t nloops,
+                             uint32_t *walked) {
+    const IrBuffer *b = &ir->buffers[st->buffer];
+    *walked = 0;
+    for (uint32_t a = 0; a < b->rank; a++) {
         const IrIndex *ix = &st->index[a];
-        if (ix->symbol || ix->offset) return false;
+        if (ix->symbol || ix->gather || ix->offset) return false;
         if (ix->term_count == 0) {
-            if (cb->dims[a] != 1) return false;
+            if (b->dims[a] != 1) return false;
             continue;
         }
         if (ix->term_count != 1 || ix->terms[0].coef != 1) return false;
         bool full = false;
-        for (uint32_t k = 0; k < r->npar; k++)
-            if (r->par[k]->iter == ix->terms[0].iter) full = r->par[k]->extent == cb->dims[a];
-        for (uint32_t b = 0; b < a; b++)
-            if (st->index[b].term_count == 1 && st->index[b].terms[0].iter == ix->terms[0].iter) full = false;
+        for (uint32_t k = 0; k < nloops; k++)
+            if (loops[k]->iter == ix->terms[0].iter) full = loops[k]->extent == b->dims[a];
+        for (uint32_t c = 0; c < a; c++)
+            if (st->index[c].term_count == 1 && st->index[c].terms[0].iter == ix->terms[0].iter) full = false;
         if (!full) return false;
+        (*walked)++;
     }
     return true;
+}
+
+/* Whether the reduction stores every cell of C over its parallel loops.  A padded window's nests
+ * each store a part of C (the border positions apart from the interior), and none of them may
+ * take the epilogue: it would compute the next nest's cells only where that part lies. */
+static bool stores_every_cell(const IrProgram *ir, const Reduction *r) {
+    uint32_t walked;
+    return stores_each_cell(ir, r->store, r->par, r->npar, &walked);
 }
 
 /* Whether the buffer needs storage though the epilogue computes its cells: it is observable,
@@ -233,31 +243,14 @@ static bool match_stage(const Sched *s, IrStmt *nest, uint32_t source, EpilogueS
     return covered == nloops && loads_only_at(ir, st->value, st->buffer, st->index);
 }
 
-/* Whether a stage's store walks every cell of its buffer once: each axis one of the nest's
- * loops (a different one) with the buffer's size, or a size-one axis at 0, and every loop an
- * axis.  The next stage then finds each cell it reads computed by the tile at that cell. */
+/* Whether a stage's store walks every cell of its buffer once (stores_each_cell over the nest's
+ * loops), every loop an axis: the next stage then finds each cell it reads computed by the tile
+ * at that cell. */
 static bool stage_stores_every_cell(const IrProgram *ir, const EpilogueStage *stage) {
-    const IrStmt *st = stage->store;
-    const IrBuffer *b = &ir->buffers[st->buffer];
-    uint32_t walked = 0, loops = 0;
-    for (const IrStmt *l = stage->nest; l->kind == IR_LOOP; l = l->body.items[0]) loops++;
-    for (uint32_t a = 0; a < b->rank; a++) {
-        const IrIndex *ix = &st->index[a];
-        if (ix->symbol || ix->gather || ix->offset) return false;
-        if (ix->term_count == 0) {
-            if (b->dims[a] != 1) return false;
-            continue;
-        }
-        if (ix->term_count != 1 || ix->terms[0].coef != 1) return false;
-        bool full = false;
-        for (const IrStmt *l = stage->nest; l->kind == IR_LOOP; l = l->body.items[0])
-            if (l->iter == ix->terms[0].iter) full = l->extent == b->dims[a];
-        for (uint32_t c = 0; c < a; c++)
-            if (st->index[c].term_count == 1 && st->index[c].terms[0].iter == ix->terms[0].iter) full = false;
-        if (!full) return false;
-        walked++;
-    }
-    return walked == loops;
+    IrStmt *loops[MAX_LOOPS];
+    uint32_t nloops = 0, walked;
+    for (IrStmt *l = stage->nest; l->kind == IR_LOOP && nloops < MAX_LOOPS; l = l->body.items[0]) loops[nloops++] = l;
+    return stores_each_cell(ir, stage->store, loops, nloops, &walked) && walked == nloops;
 }
 
 /* Whether the chain so far (the contraction and stages 0 … n−1) leaves stage n's buffer D alone
