@@ -12,7 +12,10 @@
  * guard, a block's kernel phase by phase (each nest of thread loops for every thread before the
  * next; barriers then do nothing but land asynchronous copies, at once or as late as the
  * GPU may: struct Interp).  interp_run_main() follows the
- * program plan (plan.c) and prints through the runtime, as compiled programs do.
+ * program plan (plan.c) and prints through the runtime, as compiled programs do.  What is the
+ * same for every access is worked out once (each buffer's cell kind, each symbol's number, each
+ * operation's arity), and plain loops, f32 sums, products and fused multiply-adds skip the general
+ * paths: make check's time goes mostly to this walk.
  *
  * Requires: an IrProgram that ir_verify() accepts. */
 #include "ir/interp.h"
@@ -44,10 +47,27 @@ typedef struct PendingCopy {
     uint64_t group;
 } PendingCopy;
 
+/* How a buffer's cells are loaded and stored (cell_kind): copied as they are (4 or 8 bytes:
+ * f32, i32, f64, i64), widened from and rounded to a half type, or widened from and narrowed to a
+ * byte (u8, bool). */
+typedef enum CellKind { CELL_4, CELL_8, CELL_BF16, CELL_F16, CELL_U8, CELL_BOOL } CellKind;
+
+/* The index symbols that accesses name (IrIndex.symbol, IR_SYMBOL), each looked up once by name
+ * (ir_symbol) and then found by the name's address: SYMBOL_SLOTS slots, open addressing. */
+enum { SYMBOL_SLOTS = 64 };
+typedef struct SymbolSlot {
+    const char *name;
+    uint32_t symbol;
+} SymbolSlot;
+
 struct Interp {
     const IrProgram *ir;
     tsr_state *state;
     float **data;          /* state->buffers (cells of each buffer's type: cell_address) */
+    unsigned char *cell_bytes, *cell_kind; /* per buffer: ir_dtype_bytes, CellKind */
+    unsigned char op_arity[SOP_COUNT];     /* scalar_op_arity */
+    SymbolSlot symbol_slots[SYMBOL_SLOTS];
+    bool access_checks;    /* late_copies or races: a load or store has bookkeeping to do */
     int64_t *iters;
     uint32_t iter_cap;
     IrValue *locals;
@@ -119,6 +139,17 @@ Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image
     in->late_copies = late && strcmp(late, "1") == 0;
     const char *races = getenv("TSR_INTERP_RACES");
     in->races = races && strcmp(races, "1") == 0;
+    in->access_checks = in->late_copies || in->races;
+    for (int op = 0; op < SOP_COUNT; op++) in->op_arity[op] = (unsigned char)scalar_op_arity((ScalarOp)op);
+    in->cell_bytes = malloc(ir->buffer_count + 1);
+    in->cell_kind = malloc(ir->buffer_count + 1);
+    if (!in->cell_bytes || !in->cell_kind) diag_fatal_oom();
+    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+        DType dtype = ir->buffers[b].dtype;
+        in->cell_bytes[b] = (unsigned char)ir_dtype_bytes(dtype);
+        in->cell_kind[b] = dtype == DTYPE_BF16 ? CELL_BF16 : dtype == DTYPE_F16 ? CELL_F16 : dtype == DTYPE_BOOL ? CELL_BOOL
+                         : ir_dtype_byte(dtype) ? CELL_U8 : in->cell_bytes[b] == 8 ? CELL_8 : CELL_4;
+    }
     return in;
 }
 
@@ -128,6 +159,8 @@ void interp_free(Interp *in) {
     free(in->iters);
     free(in->locals);
     free(in->pending);
+    free(in->cell_bytes);
+    free(in->cell_kind);
     for (uint32_t b = 0; b < in->ir->buffer_count; b++) {
         if (in->read_epoch) free(in->read_epoch[b]);
         if (in->running_read) free(in->running_read[b]);
@@ -149,8 +182,23 @@ bool interp_finish(Interp *in) {
 
 /* ---- Running ------------------------------------------------------------------------------------ */
 
+/* The number of the index symbol `name` (ir_symbol), or UINT32_MAX. */
+static uint32_t symbol_number(Interp *in, const char *name) {
+    uint32_t h = (uint32_t)(((uintptr_t)name >> 3) * 2654435761u) % SYMBOL_SLOTS;
+    for (uint32_t probe = 0; probe < SYMBOL_SLOTS; probe++, h = (h + 1) % SYMBOL_SLOTS) {
+        SymbolSlot *slot = &in->symbol_slots[h];
+        if (slot->name == name) return slot->symbol;
+        if (!slot->name) {
+            uint32_t s = ir_symbol(in->ir, name);
+            if (s != UINT32_MAX) *slot = (SymbolSlot){name, s};
+            return s;
+        }
+    }
+    return ir_symbol(in->ir, name); /* the table is full */
+}
+
 static bool symbol_value(Interp *in, const char *name, int64_t *out) {
-    uint32_t s = ir_symbol(in->ir, name);
+    uint32_t s = symbol_number(in, name);
     if (s == UINT32_MAX) {
         if (!in->failed) diag_error_noloc("internal error: unknown index symbol '%s'", name);
         in->failed = true;
@@ -235,7 +283,7 @@ static IrValue eval(Interp *in, const IrExpr *e);
 
 /* Where cell `at` of buffer `buffer` is: cells of its type's size (ir_dtype_bytes). */
 static void *cell_address(Interp *in, uint32_t buffer, int64_t at) {
-    return (unsigned char *)in->data[buffer] + (size_t)at * ir_dtype_bytes(in->ir->buffers[buffer].dtype);
+    return (unsigned char *)in->data[buffer] + (size_t)at * in->cell_bytes[buffer];
 }
 
 /* A bf16 or f16 cell, widened to the f32 it holds (exactly), or rounded from an f32 value to
@@ -256,6 +304,32 @@ static IrValue load_byte(const void *cell) { return (IrValue){.f = ir_bits_of_i3
 static void store_byte(DType dtype, void *cell, IrValue value) {
     int32_t v = ir_i32_of_bits(value.f);
     *(uint8_t *)cell = dtype == DTYPE_BOOL ? v != 0 : (uint8_t)(v & 255);
+}
+
+/* Cell `at` of a buffer, as its compute type holds it, or a value stored in it (CellKind). */
+static IrValue load_cell(Interp *in, uint32_t buffer, int64_t at) {
+    const void *cell = cell_address(in, buffer, at);
+    IrValue v = {0};
+    switch ((CellKind)in->cell_kind[buffer]) {
+    case CELL_4: memcpy(&v, cell, 4); return v;
+    case CELL_8: memcpy(&v, cell, 8); return v;
+    case CELL_BF16: return load_half(DTYPE_BF16, cell);
+    case CELL_F16: return load_half(DTYPE_F16, cell);
+    case CELL_U8: case CELL_BOOL: return load_byte(cell);
+    }
+    return v;
+}
+
+static void store_cell(Interp *in, uint32_t buffer, int64_t at, IrValue value) {
+    void *cell = cell_address(in, buffer, at);
+    switch ((CellKind)in->cell_kind[buffer]) {
+    case CELL_4: memcpy(cell, &value, 4); break;
+    case CELL_8: memcpy(cell, &value, 8); break;
+    case CELL_BF16: store_half(DTYPE_BF16, cell, value); break;
+    case CELL_F16: store_half(DTYPE_F16, cell, value); break;
+    case CELL_U8: store_byte(DTYPE_U8, cell, value); break;
+    case CELL_BOOL: store_byte(DTYPE_BOOL, cell, value); break;
+    }
 }
 
 /* The flat offset of an access, or -1 after reporting an error.  A gathered axis is read at its
@@ -301,18 +375,17 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     }
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
-        DType dtype = in->ir->buffers[e->buffer].dtype;
-        if (in->late_copies && at >= 0 && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
-        if (at >= 0 && races_access(in, e->buffer, at, false)) return v;
+        if (at < 0) return v;
+        if (in->access_checks) {
+            if (in->late_copies && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
+            if (races_access(in, e->buffer, at, false)) return v;
+        }
         if (in->wgmma_issued > in->wgmma_retired && e->buffer == in->running_c && !in->failed) {
             diag_error_noloc("run time: a read of %s while the warpgroup products that add into it are still running",
                              in->ir->buffers[e->buffer].name);
             in->failed = true;
         }
-        if (at >= 0 && ir_dtype_half(dtype)) return load_half(dtype, cell_address(in, e->buffer, at));
-        if (at >= 0 && ir_dtype_byte(dtype)) return load_byte(cell_address(in, e->buffer, at));
-        if (at >= 0) memcpy(&v, cell_address(in, e->buffer, at), ir_dtype_bytes(dtype));
-        return v;
+        return load_cell(in, e->buffer, at);
     }
     case IR_RANDOM: { /* the run's key: what tsr_state_begin_run wrote past the symbols */
         int64_t at = offset(in, e->buffer, e->index);
@@ -324,20 +397,19 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     }
     case IR_OP: {
         IrValue x[3] = {{0}, {0}, {0}};
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) x[i] = eval(in, e->args[i]);
+        for (unsigned i = 0; i < in->op_arity[e->op]; i++) x[i] = eval(in, e->args[i]);
+        if (e->type == DTYPE_F32) switch (e->op) { /* the commonest, as ir_op_eval computes them */
+            case SOP_ADD: v.f = x[0].f + x[1].f; return v;
+            case SOP_MUL: v.f = x[0].f * x[1].f; return v;
+            case SOP_FMA: v.f = fmaf(x[0].f, x[1].f, x[2].f); return v;
+            default: break;
+            }
         unsigned operands = scalar_op_conversion(e->op) ? ir_expr_type(in->ir, e->args[0]) : e->type;
         return ir_op_eval(e->op, e->type, operands, x);
     }
     }
     v.f = NAN;
     return v;
-}
-
-static void store_cell(Interp *in, uint32_t buffer, int64_t at, IrValue value) {
-    DType dtype = in->ir->buffers[buffer].dtype;
-    if (ir_dtype_half(dtype)) store_half(dtype, cell_address(in, buffer, at), value);
-    else if (ir_dtype_byte(dtype)) store_byte(dtype, cell_address(in, buffer, at), value);
-    else memcpy(cell_address(in, buffer, at), &value, ir_dtype_bytes(dtype));
 }
 
 /* Late landing: the copies of the groups before `before` land, in the order they were issued. */
@@ -535,6 +607,15 @@ static void run_block(Interp *in, const IrBlock *block) {
                 async_copy(in, s);
                 break;
             }
+            if (!ir_mode_thread(s->mode) && !ir_mode_block(s->mode)) { /* a loop of this thread's */
+                uint64_t n = size_value(in, s->extent);
+                int64_t *iter = &in->iters[s->iter];
+                for (uint64_t v = 0; v < n && !in->failed; v++) {
+                    *iter = (int64_t)v;
+                    run_block(in, &s->body);
+                }
+                break;
+            }
             unsigned dim = s->mode - LOOP_THREAD_X;
             uint32_t thread_base = ir_mode_thread(s->mode) ? in->thread[dim] : 0;
             if (ir_mode_thread(s->mode)) in->thread_depth++;
@@ -564,7 +645,8 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_STORE: {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
-            if (at >= 0 && !races_running_product(in, s->buffer, at) && !races_access(in, s->buffer, at, true))
+            if (at >= 0 && (in->wgmma_issued == in->wgmma_retired || !races_running_product(in, s->buffer, at)) &&
+                (!in->access_checks || !races_access(in, s->buffer, at, true)))
                 store_cell(in, s->buffer, at, value);
             break;
         }
