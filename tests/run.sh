@@ -114,7 +114,7 @@ sweeps() {
     sweep scale "$PYTHON" tests/scale/compile_scale.py --tsrc "$TSRC"
 }
 sweeps_pid=
-sweeps_done=no
+sweeps_done=no sweeps_awaited=$check_start sweeps_waited=0
 if [ "${SWEEPS_IN_BACKGROUND:-1}" = 1 ]; then
     sweeps &
     sweeps_pid=$!
@@ -124,8 +124,9 @@ fi
 # waits for them all).
 sweep_summary() {
     if [ $sweeps_done = no ]; then
+        sweeps_awaited=$(date +%s)
         if [ -n "$sweeps_pid" ]; then wait "$sweeps_pid"; else sweeps; fi
-        sweeps_done=yes sweeps_pid=
+        sweeps_done=yes sweeps_pid= sweeps_waited=$(($(date +%s) - sweeps_awaited))
     fi
     add_summary "$2 [$(cat "$TMP/$1.seconds" 2>/dev/null || echo ?) s]" "$(cat "$TMP/$1.status" 2>/dev/null || echo missing)" "$TMP/$1.out"
 }
@@ -1194,6 +1195,7 @@ if [ ! -s "$TMP/tree.new" ]; then pass "the tests left no new file in the source
 else fail "the tests left new files in the source tree (tests write under build/ or a temporary directory)" \
     "" "$TMP/tree.new"; fi
 
-echo "INFO the tests took $(($(date +%s) - check_start)) s (the sweeps beside them: [N s] each, one after another)"
+echo "INFO the tests took $(($(date +%s) - check_start)) s; the sweeps beside them ([N s] each, one after another) were awaited" \
+    "from $((sweeps_awaited - check_start)) s for $sweeps_waited s"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
