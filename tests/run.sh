@@ -12,7 +12,8 @@
 #              `tsrc --run --interp NAME.tsr`
 #   NAME.ir    stdout of `tsrc --emit=ir NAME.tsr`         (exit status 0)
 #   NAME.out   stdout of `tsrc --run --interp NAME.tsr`    (exit status 0); then, with every
-#              float printed in full (TSR_PRINT_EXACT=1), the reference executor on the
+#              float printed in full too (TSR_PRINT_EXACT=2: `%g@%.9g`, so that the run
+#              that gives the golden's text gives the bits as well), the reference executor on the
 #              unscheduled IR (`--no-sched`), the program compiled to an executable
 #              (`tsrc --run`) and, for a program that differentiates, the reference executor
 #              on the IR without its optimisations (`--no-opt`) must print exactly what the
@@ -147,6 +148,10 @@ run_tsrc() {
 
 status() { cat "$TMP/status"; }
 
+# A TSR_PRINT_EXACT=2 output as it prints without it: each float's `@` and all its digits dropped
+# (runtime/print.c).
+short_digits() { sed 's/@[-+.0-9a-z]*//g'; }
+
 # The GPU leg on this machine (docs/gpu.md): the program scheduled for the GPU (--target=cuda),
 # run by the reference executor, which steps through its grids of blocks and threads with their
 # guards and its blocks' phases, must print EXPECTED (with every float in full) -- exactly, or,
@@ -165,7 +170,7 @@ gpu_schedule_run() {
     label=$1 late=$2
     shift 2
     suffix=$([ "$late" = 1 ] && echo ", copies landing late")
-    TSR_INTERP_RACES=1 TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=1 run_tsrc --run --interp --target=cuda "$gt" "$@"
+    TSR_INTERP_RACES=1 TSR_INTERP_LATE_COPIES=$late TSR_PRINT_EXACT=2 run_tsrc --run --interp --target=cuda "$gt" "$@"
     if [ "$(status)" != 0 ]; then fail "$gt ($label$suffix)" "exit $(status), expected 0" "$TMP/err"
     elif [ $reordered = no ] && diff -u "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$gt ($label = interp$suffix)"
     elif [ $reordered = yes ] && "$PYTHON" tests/gpu/compare.py "$expected" "$TMP/out" >"$TMP/diff" 2>&1; then
@@ -216,9 +221,10 @@ check_golden() { # check_golden TEST ACTUAL GOLDEN
 
 # in_parallel FUNCTION ITEM…: FUNCTION ITEM for every item, in TEST_JOBS workers (default 2,
 # beside the sweeps: the golden tests are most of this script's time, and each is independent
-# of the others), worker w taking items w, w + TEST_JOBS, … in a temporary directory of its
-# own.  Each item's lines go to a file of their own, printed in the items' order once every
-# worker is done, and the workers' counts are added to this shell's.
+# of the others), each in a temporary directory of its own, taking the next item that no worker
+# has taken yet (the one whose mkdir of the item's claim succeeds), so that no worker idles
+# while items are left.  Each item's lines go to a file of their own, printed in the items'
+# order once every worker is done, and the workers' counts are added to this shell's.
 in_parallel() {
     fn=$1
     shift
@@ -229,7 +235,7 @@ in_parallel() {
             TMP=$dir/w$w passed=0 failed=0 ptxas_skipped=0 gpu_skipped="" i=0
             mkdir -p "$TMP"
             for item in "$@"; do
-                if [ $((i % jobs)) = $w ]; then "$fn" "$item" >"$dir/$i.log" 2>&1; fi
+                if mkdir "$dir/claim.$i" 2>/dev/null; then "$fn" "$item" >"$dir/$i.log" 2>&1; fi
                 i=$((i + 1))
             done
             echo "$passed $failed $ptxas_skipped" >"$TMP/counts"
@@ -261,29 +267,32 @@ golden_test() { # golden_test TEST: the checks of one test (its golden files say
     if [ -f "$base.ir" ] || [ -f "$base.out" ]; then
         for kind in ir out; do
             [ -f "$base.$kind" ] || continue
-            if [ $kind = ir ]; then run_tsrc --emit=ir $args "$t"; else run_tsrc --run --interp "$t" $args; fi
+            if [ $kind = ir ]; then run_tsrc --emit=ir $args "$t"
+            else # one run for the golden (the %g part) and the bits (interp.out: below)
+                TSR_PRINT_EXACT=2 run_tsrc --run --interp "$t" $args
+                cp "$TMP/out" "$TMP/interp.out"
+                short_digits <"$TMP/interp.out" >"$TMP/out"
+            fi
             if [ "$(status)" != 0 ]; then fail "$t ($kind)" "exit $(status), expected 0" "$TMP/err"
             elif check_golden "$t" "$TMP/out" "$base.$kind"; then pass "$t ($kind)"
             else fail "$t ($kind)" "output differs from $base.$kind" "$TMP/diff"; fi
             [ $kind = out ] || continue
-            # Bit for bit (every float printed with all its digits): the reference executor on
-            # the scheduled IR (the default), on the IR as lowered, and the program compiled
-            # natively all print the same.
-            TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t" $args
-            cp "$TMP/out" "$TMP/interp.out"
-            TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched "$t" $args
+            # Bit for bit (every float printed with all its digits too): the reference executor
+            # on the scheduled IR (the default, above), on the IR as lowered, and the program
+            # compiled natively all print the same.
+            TSR_PRINT_EXACT=2 run_tsrc --run --interp --no-sched "$t" $args
             if [ "$(status)" != 0 ]; then fail "$t (unscheduled)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (scheduled = unscheduled)"
             else fail "$t (unscheduled)" "the scheduled and the unscheduled IR print differently" "$TMP/diff"; fi
             # A program that differentiates, without the loop IR optimisations too: reading a
             # gradient's copy from its source (opt.c rule 8) may only change unobserved zeros.
             if grep -qE 'backprop|Train\.|\.grad' "$t"; then
-                TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-opt "$t" $args
+                TSR_PRINT_EXACT=2 run_tsrc --run --interp --no-opt "$t" $args
                 if [ "$(status)" != 0 ]; then fail "$t (unoptimised)" "exit $(status), expected 0" "$TMP/err"
                 elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (optimised = unoptimised)"
                 else fail "$t (unoptimised)" "the IR with and without its optimisations print differently" "$TMP/diff"; fi
             fi
-            TSR_PRINT_EXACT=1 run_tsrc --run "$t" $args
+            TSR_PRINT_EXACT=2 run_tsrc --run "$t" $args
             if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
             elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
             else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
@@ -329,8 +338,8 @@ for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
     else fail "$t (shapes)" "shapes differ from $g" "$TMP/diff"; fi
 done
 
-# Example programs with a golden output: the reference executor prints it, and so does the
-# program compiled to an executable.  A NAME.args beside the golden holds the program's own
+# Example programs with a golden output: the reference executor prints it, and the program
+# compiled to an executable prints the same bits (TSR_PRINT_EXACT=2, as golden_test).  A NAME.args beside the golden holds the program's own
 # arguments, with @DATA@ standing for $EXAMPLE_DATA, where tools/digits.py writes the .npy
 # files of docs/examples/digits.tsr (generated here, not committed).
 EXAMPLE_DATA=$(dirname "$TSRC")/example-data
@@ -342,35 +351,34 @@ example_test() { # example_test GOLDEN
     a=${g%.out}.args
     set --
     if [ -f "$a" ]; then set -- -- $(sed "s|@DATA@|$EXAMPLE_DATA|g" "$a"); fi
-    run_tsrc --run --interp "$t" "$@"
+    TSR_PRINT_EXACT=2 run_tsrc --run --interp "$t" "$@"
+    cp "$TMP/out" "$TMP/interp.out"
+    short_digits <"$TMP/interp.out" >"$TMP/out"
     if [ "$(status)" != 0 ]; then fail "$t (out)" "exit $(status), expected 0" "$TMP/err"
     elif check_golden "$t" "$TMP/out" "$g"; then pass "$t (out)"
     else fail "$t (out)" "output differs from $g" "$TMP/diff"; fi
-    run_tsrc --run "$t" "$@"
+    TSR_PRINT_EXACT=2 run_tsrc --run "$t" "$@"
     if [ "$(status)" != 0 ]; then fail "$t (native)" "exit $(status), expected 0" "$TMP/err"
-    elif diff -u "$g" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
+    elif diff -u "$TMP/interp.out" "$TMP/out" >"$TMP/diff" 2>&1; then pass "$t (native = interp)"
     else fail "$t (native)" "the executable's output differs from the reference executor's" "$TMP/diff"; fi
-    TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t" "$@"
-    cp "$TMP/out" "$TMP/interp.out"
     gpu_checks "$t" "$TMP/interp.out" "$@"
 }
 in_parallel example_test $(ls tests/native/examples/*.out 2>/dev/null | LC_ALL=C sort)
 # The examples without a golden output: their PTX passes ptxas too (a model the size of the GPT
-# example takes LLVM about 15 s for its kernels: a minute is allowed).
-example_ptx() { # example_ptx PROGRAM
-    t=$1
-    if [ -z "$PTXAS" ]; then ptxas_skipped=$((ptxas_skipped + 1)); return; fi
-    for arch in sm_80 sm_90; do
-        timeout $((${TEST_TIMEOUT:-60} * 3)) "$TSRC" --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t" \
-            >"$TMP/out" 2>"$TMP/err"
-        echo $? >"$TMP/status"
-        if [ "$(status)" != 0 ]; then fail "$t (PTX $arch)" "exit $(status), expected 0" "$TMP/err"
-        elif "$PTXAS" -arch=$arch "$TMP/kernels.ptx" -o "$TMP/kernels.cubin" >"$TMP/err" 2>&1; then pass "$t (ptxas $arch)"
-        else fail "$t (ptxas $arch)" "ptxas rejects the PTX" "$TMP/err"; fi
-    done
+# example takes LLVM about 15 s for its kernels and ptxas as long: a minute is allowed for each).
+# An item is a program and an architecture, so that the GPT example's two go to two workers.
+example_ptx() { # example_ptx PROGRAM:ARCH
+    t=${1%:*} arch=${1##*:}
+    if [ -z "$PTXAS" ]; then [ $arch = sm_80 ] && ptxas_skipped=$((ptxas_skipped + 1)); return; fi
+    timeout $((${TEST_TIMEOUT:-60} * 3)) "$TSRC" --emit=ptx --arch=$arch -o "$TMP/kernels.ptx" -I docs/examples "$t" \
+        >"$TMP/out" 2>"$TMP/err"
+    echo $? >"$TMP/status"
+    if [ "$(status)" != 0 ]; then fail "$t (PTX $arch)" "exit $(status), expected 0" "$TMP/err"
+    elif "$PTXAS" -arch=$arch "$TMP/kernels.ptx" -o "$TMP/kernels.cubin" >"$TMP/err" 2>&1; then pass "$t (ptxas $arch)"
+    else fail "$t (ptxas $arch)" "ptxas rejects the PTX" "$TMP/err"; fi
 }
 in_parallel example_ptx $(for t in $(ls docs/examples/*.tsr | LC_ALL=C sort); do
-                              [ -f "tests/native/examples/$(basename "$t" .tsr).out" ] || echo "$t"; done)
+                              [ -f "tests/native/examples/$(basename "$t" .tsr).out" ] || echo "$t:sm_80 $t:sm_90"; done)
 [ -n "$gpu_skipped" ] && echo "SKIP GPU schedule and PTX of programs with run-time sizes (CPU only):$gpu_skipped"
 [ "$ptxas_skipped" -gt 0 ] && echo "SKIP ptxas: no ptxas on PATH or in /usr/local/cuda/bin ($ptxas_skipped programs' PTX not assembled)"
 
