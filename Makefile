@@ -60,7 +60,7 @@ HOST_RT    = $(BUILD)/libtsr.a
 
 # Seconds each test program may run (tests/run.sh): the limit catches a hang, not slowness.  The
 # slowest programs (the reference executor walking 16 MiB buffers, or a GPU schedule's grids)
-# take about 10 s alone on a 2.6 GHz Zen 4 core and up to twice that beside the second worker;
+# take 5-8 s alone on a 2.6 GHz Zen 4 core and up to twice that beside the second worker;
 # the sanitizers slow the reference executor several times more.
 TEST_TIMEOUT ?= 60
 
