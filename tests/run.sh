@@ -330,6 +330,21 @@ golden_test() { # golden_test TEST: the checks of one test (its golden files say
 }
 in_parallel golden_test $(find tests -name '*.tsr' | LC_ALL=C sort)
 
+# TSR_PRINT_EXACT=2, which the golden tests above read (runtime/print.c): each float as its %g
+# text, `@` and all its digits.  Dropping the `@…` parts gives the plain output, and dropping the
+# text before each `@` gives TSR_PRINT_EXACT=1's (tensors of f32, f64, bf16 and f16).
+for t in tests/native/dtype_f64.tsr tests/native/dtype_half.tsr; do
+    run_tsrc --run --interp "$t"
+    cp "$TMP/out" "$TMP/plain.out"
+    TSR_PRINT_EXACT=1 run_tsrc --run --interp "$t"
+    cp "$TMP/out" "$TMP/all.out"
+    TSR_PRINT_EXACT=2 run_tsrc --run --interp "$t"
+    if [ "$(status)" = 0 ] && grep -q '[0-9]@-\{0,1\}[0-9]' "$TMP/out" && short_digits <"$TMP/out" | cmp -s - "$TMP/plain.out" &&
+        sed 's/ [^ @]*@/ /g' "$TMP/out" | cmp -s - "$TMP/all.out"; then
+        pass "$t (TSR_PRINT_EXACT=2: the plain text and every digit)"
+    else fail "$t (TSR_PRINT_EXACT=2)" "its two parts are not the plain output and TSR_PRINT_EXACT=1's" "$TMP/out"; fi
+done
+
 for g in $(ls tests/shapes/examples/*.shapes 2>/dev/null | LC_ALL=C sort); do
     t=docs/examples/$(basename "$g" .shapes).tsr
     run_tsrc --print-shapes "$t"
