@@ -51,6 +51,7 @@ typedef struct PendingCopy {
  * f32, i32, f64, i64), widened from and rounded to a half type, or widened from and narrowed to a
  * byte (u8, bool). */
 typedef enum CellKind { CELL_4, CELL_8, CELL_BF16, CELL_F16, CELL_U8, CELL_BOOL } CellKind;
+static const unsigned char cell_kind_bytes[] = {4, 8, 2, 2, 1, 1};
 
 /* The index symbols that accesses name (IrIndex.symbol, IR_SYMBOL), each looked up once by name
  * (ir_symbol) and then found by the name's address: SYMBOL_SLOTS slots, open addressing. */
@@ -64,10 +65,9 @@ struct Interp {
     const IrProgram *ir;
     tsr_state *state;
     float **data;          /* state->buffers (cells of each buffer's type: cell_address) */
-    unsigned char *cell_bytes, *cell_kind; /* per buffer: ir_dtype_bytes, CellKind */
+    unsigned char *cell_kind;              /* per buffer: CellKind */
     unsigned char op_arity[SOP_COUNT];     /* scalar_op_arity */
     SymbolSlot symbol_slots[SYMBOL_SLOTS];
-    bool access_checks;    /* late_copies or races: a load or store has bookkeeping to do */
     int64_t *iters;
     uint32_t iter_cap;
     IrValue *locals;
@@ -139,16 +139,13 @@ Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image
     in->late_copies = late && strcmp(late, "1") == 0;
     const char *races = getenv("TSR_INTERP_RACES");
     in->races = races && strcmp(races, "1") == 0;
-    in->access_checks = in->late_copies || in->races;
     for (int op = 0; op < SOP_COUNT; op++) in->op_arity[op] = (unsigned char)scalar_op_arity((ScalarOp)op);
-    in->cell_bytes = malloc(ir->buffer_count + 1);
     in->cell_kind = malloc(ir->buffer_count + 1);
-    if (!in->cell_bytes || !in->cell_kind) diag_fatal_oom();
+    if (!in->cell_kind) diag_fatal_oom();
     for (uint32_t b = 0; b < ir->buffer_count; b++) {
         DType dtype = ir->buffers[b].dtype;
-        in->cell_bytes[b] = (unsigned char)ir_dtype_bytes(dtype);
         in->cell_kind[b] = dtype == DTYPE_BF16 ? CELL_BF16 : dtype == DTYPE_F16 ? CELL_F16 : dtype == DTYPE_BOOL ? CELL_BOOL
-                         : ir_dtype_byte(dtype) ? CELL_U8 : in->cell_bytes[b] == 8 ? CELL_8 : CELL_4;
+                         : ir_dtype_byte(dtype) ? CELL_U8 : ir_dtype_bytes(dtype) == 8 ? CELL_8 : CELL_4;
     }
     return in;
 }
@@ -159,7 +156,6 @@ void interp_free(Interp *in) {
     free(in->iters);
     free(in->locals);
     free(in->pending);
-    free(in->cell_bytes);
     free(in->cell_kind);
     for (uint32_t b = 0; b < in->ir->buffer_count; b++) {
         if (in->read_epoch) free(in->read_epoch[b]);
@@ -283,7 +279,7 @@ static IrValue eval(Interp *in, const IrExpr *e);
 
 /* Where cell `at` of buffer `buffer` is: cells of its type's size (ir_dtype_bytes). */
 static void *cell_address(Interp *in, uint32_t buffer, int64_t at) {
-    return (unsigned char *)in->data[buffer] + (size_t)at * in->cell_bytes[buffer];
+    return (unsigned char *)in->data[buffer] + (size_t)at * cell_kind_bytes[in->cell_kind[buffer]];
 }
 
 /* A bf16 or f16 cell, widened to the f32 it holds (exactly), or rounded from an f32 value to
@@ -376,7 +372,7 @@ static IrValue eval(Interp *in, const IrExpr *e) {
     case IR_LOAD: {
         int64_t at = offset(in, e->buffer, e->index);
         if (at < 0) return v;
-        if (in->access_checks) {
+        if (in->late_copies || in->races) { /* bookkeeping of a GPU schedule's run */
             if (in->late_copies && in->ir->buffers[e->buffer].gpu_shared) note_shared_read(in, e->buffer, at);
             if (races_access(in, e->buffer, at, false)) return v;
         }
@@ -646,7 +642,7 @@ static void run_block(Interp *in, const IrBlock *block) {
             IrValue value = eval(in, s->value);
             int64_t at = offset(in, s->buffer, s->index);
             if (at >= 0 && (in->wgmma_issued == in->wgmma_retired || !races_running_product(in, s->buffer, at)) &&
-                (!in->access_checks || !races_access(in, s->buffer, at, true)))
+                (!in->races || !races_access(in, s->buffer, at, true)))
                 store_cell(in, s->buffer, at, value);
             break;
         }
