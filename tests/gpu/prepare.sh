@@ -19,7 +19,8 @@
 # (TSR_PRINT_EXACT=1 tsrc --run --interp …), written here; run.sh runs the executables the
 # same way and compares with tests/gpu/compare.py (integers exact, 1e-5 relative otherwise).
 #
-# OUTDIR (emptied first) receives bin/ (the executables), expected/, data/, src/ (the einsum
+# OUTDIR (emptied first) receives bin.tar.xz (bin/, the executables, packed: tools/gpu_bin.sh; a
+# GPU machine's copy of the working tree is limited to 64 MiB, and run.sh unpacks it), expected/, data/, src/ (the einsum
 # programs) and cases.txt: one line per case, fields separated by tabs:
 #   NAME  EXECUTABLE  EXPECTED  ARGUMENTS
 # EXECUTABLE and EXPECTED relative to OUTDIR (EXECUTABLE is "-" when the build failed: run.sh
@@ -63,6 +64,7 @@ CASES=$OUT/cases.txt
 : >"$CASES"
 : >"$OUT/tolerances.txt"
 broken=0
+. tools/gpu_bin.sh
 unsupported=0
 TAB=$(printf '\t')
 
@@ -116,6 +118,7 @@ for t in $(find tests -name '*.tsr' | LC_ALL=C sort); do
     name=$(echo "$base" | sed 's|^tests/||; s|/|__|g')
     args=$(sed -n '1s/^(\* args: \(.*\) \*)$/\1/p' "$t")
     gpu_args=$(sed -n '1,2s/^(\* gpu-args: \(.*\) \*)$/\1/p' "$t")
+    [ -z "$TARGET" ] && gpu_args= # CPU executables (TSR_GPU_TARGET=native): no GPU options
     # split at "--": tsrc's options, then the program's
     topts='' pargs='' seen=''
     for a in $args; do
@@ -181,6 +184,7 @@ if [ $est -ne 0 ]; then
     broken=$((broken + 1))
 fi
 
+pack_bin "$OUT" || { echo "prepare.sh: FAIL: packing $OUT/bin into bin.tar.xz" >&2; broken=$((broken + 1)); }
 total=$(wc -l <"$CASES")
 unbuilt=$(grep -c "^[^$TAB]*$TAB-$TAB" "$CASES")
 echo "prepare.sh: $total cases in $CASES, $unbuilt of them not built; $unsupported programs left out (UNSUPPORTED" \

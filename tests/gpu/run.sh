@@ -33,6 +33,8 @@ if [ ! -f "$OUT/cases.txt" ]; then
     exit 2
 fi
 cd "$ROOT" || exit 2
+. tools/gpu_bin.sh
+unpack_bin "$OUT" "$PY" || { echo "run.sh: cannot unpack $OUT/bin.tar.xz" >&2; exit 2; }
 mkdir -p "$OUT/actual"
 passed=0
 failed=0

@@ -7,7 +7,8 @@
 # Usage: sh tools/bench/gpu/prepare.sh TSRC BUILD OUTDIR     (from the repository root; BUILD
 #        holds libtsr.a)
 #
-# OUTDIR (emptied first) receives bin/:
+# OUTDIR (emptied first) receives bin.tar.xz, bin/ packed (tools/gpu_bin.sh: a GPU machine's
+# copy of the working tree is limited to 64 MiB; run.sh unpacks it), bin/ holding:
 #   mm_tsrc_N    tools/bench/matmul.tsr.in at size N (C = A·B, n×n fp32), `tsrc -c
 #                --target=cuda --arch=ARCH --name=mm`, driven by mm_gpu_tsrc.c
 #   mm_tsrc_T_N  the same in another type T at each size of BENCH_GPU_HALF_SIZES: tf32 (the f32
@@ -57,6 +58,7 @@ CC=${CC:-cc}
 LIB=${TSR_RUNTIME:-$BUILD/libtsr.a}
 CFLAGS="-O2 -std=c11 -D_GNU_SOURCE"
 status=0
+. tools/gpu_bin.sh
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/obj" "$OUT/log" || exit 2
@@ -149,5 +151,6 @@ else
     status=1
 fi
 rm -f "$OUT"/obj/*/*.o
+pack_bin "$OUT" || { echo "bench-gpu: FAIL: packing $OUT/bin into bin.tar.xz"; status=1; }
 echo "bench-gpu: prepared in $OUT ($(du -sh "$OUT" | cut -f1)); run: sh $HERE/run.sh $OUT"
 exit $status

@@ -35,6 +35,8 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$ROOT" || exit 2
 PY=${PYTHON:-python3}
 BUDGET=${BENCH_GPU_BUDGET:-3}
+. tools/gpu_bin.sh
+unpack_bin "$OUT" "$PY" || { echo "run.sh: cannot unpack $OUT/bin.tar.xz" >&2; exit 2; }
 # cuBLAS: the toolkit's, else the one PyTorch brings (the nvidia-cublas wheel)
 torch_cublas=$("$PY" -c 'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
 LD_LIBRARY_PATH=/usr/local/cuda/lib64${torch_cublas:+:$torch_cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
