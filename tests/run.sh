@@ -560,6 +560,21 @@ if [ "$(status)" = 0 ] && [ "$h$y$q$z" = 2221 ] && ! grep -q 'then q' "$TMP/out"
 then pass "schedule: epilogues of several stages (bias then GELU, three activations, a buffer not stored)"
 else fail "schedule: epilogues of several stages" "h $h (2 expected), y $y (2), q $q (2), z $z (1)" "$TMP/out"; fi
 
+# A half result's rounding (tests/native/half_tiles.tsr, whose golden checks the values;
+# sched.c reduce_in_f32, docs/ir.md §5.4) is its tiles' epilogue: y's and gram's f32 copies
+# are never stored, w.grad's is (the gradient adds into it), and no rounding nest is left — at
+# x86-64-v4 (bf16 pairs or 16 lanes: 4 tile nests) and x86-64-v3 (8 lanes: 8).
+for cpu_tiles in x86-64-v4:4 x86-64-v3:8; do
+    cpu=${cpu_tiles%:*}
+    run_tsrc --emit=sched-ir --cpu=$cpu -o - tests/native/half_tiles.tsr
+    rounded=$(grep -c 'stored through the epilogue into \(y\|gram\)\( (the last columns)\)\{0,1\}$' "$TMP/out")
+    kept=$(grep -c 'stored, and through the epilogue into w.grad' "$TMP/out")
+    apart=$(grep -c '^  # schedule: round the reduction' "$TMP/out")
+    if [ "$(status)" = 0 ] && [ "$rounded" = "${cpu_tiles#*:}" ] && [ "$kept" = 2 ] && [ "$apart" = 0 ]
+    then pass "schedule: a half result is rounded in its tiles' epilogue ($cpu)"
+    else fail "schedule: a half result is rounded in its tiles' epilogue ($cpu)" "$rounded unstored f32 copies (${cpu_tiles#*:} expected), $kept kept (2), $apart rounding nests (0)" "$TMP/out"; fi
+done
+
 # bf16 and f16 nests on the GPU (tests/native/half_gpu_tiles.tsr, whose golden the GPU schedule
 # prints exactly under the reference executor): the product y (forward and, fused, its uses),
 # the f16 product z in thread tiles, the f16 maximum reduced across a block.

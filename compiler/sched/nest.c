@@ -74,6 +74,19 @@ IrIndex *flat_index(Sched *s, const IrTerm *terms, uint32_t count) {
     return ix;
 }
 
+void cover_new_iters(Sched *s) {
+    uint32_t count = s->fn->iter_count;
+    if (count <= s->old_iters) return;
+    Affine *subst = realloc(s->subst, (count + 1) * sizeof *subst);
+    bool *mapped = realloc(s->mapped, (count + 1) * sizeof *mapped);
+    if (!subst || !mapped) diag_fatal_oom();
+    memset(subst + s->old_iters, 0, (count + 1 - s->old_iters) * sizeof *subst);
+    memset(mapped + s->old_iters, 0, (count + 1 - s->old_iters) * sizeof *mapped);
+    s->subst = subst;
+    s->mapped = mapped;
+    s->old_iters = count;
+}
+
 void map_iter(Sched *s, uint32_t old, Affine a) {
     s->subst[old] = a;
     s->mapped[old] = true;

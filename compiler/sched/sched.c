@@ -966,8 +966,11 @@ static void schedule_function(Sched *s) {
         IrStmt *run = NULL;
         IrBlock rounding = {0};
         if (reduce_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
-            schedule_stmt(s, st, NULL, 0, &body);
-            for (uint32_t k = 0; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
+            /* the rounding into the half result becomes the tiles' epilogue where it can (its
+             * loops' iterators are new: the substitution table must cover them) */
+            cover_new_iters(s);
+            uint32_t fused = schedule_stmt(s, st, rounding.items, rounding.count, &body);
+            for (uint32_t k = fused; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
             continue;
         }
         if (sched_keeps_lowered(s, st)) { /* indices that data chooses, i32 arithmetic:

@@ -51,7 +51,8 @@ typedef struct Sched {
     IrProgram *ir;
     IrFunction *fn;
     const Target *target;
-    uint32_t old_iters;   /* iterators of the function before scheduling (the subst table's size) */
+    uint32_t old_iters;   /* iterators of the function before scheduling, and any cover_new_iters
+                           * added (the subst table's size) */
     Affine *subst;        /* per old iterator */
     bool *mapped;
     uint32_t scratch;     /* scratch buffers made so far (for names) */
@@ -127,6 +128,10 @@ uint32_t new_iter(Sched *s);
 IrIndex *flat_index(Sched *s, const IrTerm *terms, uint32_t count);
 
 void map_iter(Sched *s, uint32_t old, Affine a);
+/* The iterators made so far count as the function's own: the substitution table grows to cover
+ * them (a nest that the schedule made and then rewrites, as reduce_in_f32's rounding when it
+ * becomes a tile's epilogue). */
+void cover_new_iters(Sched *s);
 
 Affine affine1(uint32_t iter, int64_t coef, int64_t offset);
 

@@ -208,6 +208,17 @@ static bool needs_storage(const IrProgram *ir, uint32_t buffer) {
     return b->keep || b->persistent || readers != 1 || writers != 1;
 }
 
+/* Whether `nest` rounds the f32 cells of `source` into a bf16 or f16 buffer, D[…] = S[…]: the
+ * nest that reduce_in_f32 (sched.c) puts after a reduction of half cells accumulated in its f32
+ * twin.  As an epilogue stage it is the last one (find_epilogue): the value it stores is not
+ * the value it computes, so no stage may take that value on. */
+static bool rounds_into_half(const IrProgram *ir, const IrStmt *nest, uint32_t source) {
+    const IrStmt *st = nest;
+    while (st->kind == IR_LOOP && st->body.count == 1) st = st->body.items[0];
+    return st->kind == IR_STORE && st->value->kind == IR_LOAD && st->value->buffer == source &&
+           ir->buffers[source].dtype == DTYPE_F32 && ir_dtype_half(ir->buffers[st->buffer].dtype);
+}
+
 /* Whether `nest` is a stage that reads `source` (C, or the stage before's buffer) cell by cell:
  * perfectly nested parallel loops around one store, whose loops are the source's axes one for
  * one with its sizes, and which reads its own buffer only at the cell it stores (an update in
@@ -215,7 +226,9 @@ static bool needs_storage(const IrProgram *ir, uint32_t buffer) {
 static bool match_stage(const Sched *s, IrStmt *nest, uint32_t source, EpilogueStage *stage) {
     const IrProgram *ir = s->ir;
     const IrBuffer *sb = &ir->buffers[source];
-    if (!nest || nest->kind != IR_LOOP || sched_keeps_lowered(s, nest) || sb->rank > MAX_LOOPS) return false;
+    if (!nest || nest->kind != IR_LOOP || (sched_keeps_lowered(s, nest) && !rounds_into_half(ir, nest, source)) ||
+        sb->rank > MAX_LOOPS)
+        return false;
     memset(stage, 0, sizeof *stage);
     stage->nest = nest;
     const IrStmt *st = nest;
@@ -274,7 +287,9 @@ static bool first_stage(const Sched *s, const Reduction *r, IrStmt *nest, Epilog
     const IrProgram *ir = s->ir;
     uint32_t c = r->store->buffer;
     const IrBuffer *cb = &ir->buffers[c];
-    if (cb->kind != BUF_COMPUTED || !stores_every_cell(ir, r) || !match_stage(s, nest, c, stage)) return false;
+    if (!stores_every_cell(ir, r) || !match_stage(s, nest, c, stage)) return false;
+    /* C is a tensor of the program, or the f32 twin of a half one (sched.c reduce_in_f32) */
+    if (cb->kind != BUF_COMPUTED && !(cb->kind == BUF_SCRATCH && rounds_into_half(ir, nest, c))) return false;
     for (uint32_t a = 0; a < cb->rank; a++)
         if (stage->axis_iter[a] == UINT32_MAX && (r->store->index[a].term_count || r->store->index[a].offset)) return false;
     return true;
@@ -287,14 +302,18 @@ static uint32_t find_epilogue(const Sched *s, const Contraction *ct, IrStmt *con
     const IrProgram *ir = s->ir;
     memset(ep, 0, sizeof *ep);
     if (!after_count || !first_stage(s, ct->r, after[0], &ep->stage[0])) return 0;
-    ep->keep_c = needs_storage(ir, ct->c);
+    /* An f32 twin is read by its rounding alone, so it needs no storage, unless the reduction
+     * adds into the cells it holds (`=+`: a copy of the half result fills it first). */
+    ep->keep_c = ir->buffers[ct->c].kind == BUF_SCRATCH ? ir_expr_loads(ir, ct->r->init->value, ct->c)
+                                                      : needs_storage(ir, ct->c);
     ep->count = 1;
     /* Further stages, while each reads the one before's buffer cell by cell (of the
      * contraction's element width: the tile's vectors are sized for it). */
     while (ep->count < MAX_EPILOGUE_STAGES && ep->count < after_count) {
         const EpilogueStage *prev = &ep->stage[ep->count - 1];
         EpilogueStage next;
-        if (!stage_stores_every_cell(ir, prev) || !match_stage(s, after[ep->count], prev->store->buffer, &next) ||
+        if (ir_dtype_half(ir->buffers[prev->store->buffer].dtype) || !stage_stores_every_cell(ir, prev) ||
+            !match_stage(s, after[ep->count], prev->store->buffer, &next) ||
             ir_stmt_f64(ir, next.nest) != (s->cell_bytes == 8) || !stage_independent(ir, ct, ep, &next))
             break;
         ep->stage[ep->count++] = next;
