@@ -1144,8 +1144,11 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *const *after, uint32
             if (!ep.stage[k].keep) s->ir->buffers[ep.stage[k].store->buffer].is_virtual = true;
         const char *said = "";
         for (uint32_t k = 0; k < ep.count; k++)
-            if (ep.stage[k].nest->comment)
-                said = arena_printf(arena, "%s%s%s", said, *said ? "; then: " : "", ep.stage[k].nest->comment);
+            if (ep.stage[k].nest->comment) { /* a nest the schedule made (a half result's rounding) says so itself */
+                const char *what = ep.stage[k].nest->comment;
+                if (strncmp(what, "schedule: ", 10) == 0) what += 10;
+                said = arena_printf(arena, "%s%s%s", said, *said ? "; then: " : "", what);
+            }
         if (*said)
             for (uint32_t k = 0; k < out->count; k++)
                 if (strstr(out->items[k]->comment ? out->items[k]->comment : "", "register tile")) {
