@@ -850,14 +850,14 @@ then pass "native code streams bf16 and f16 results around the caches (AVX-512 a
 else fail "native code streams bf16 and f16 results around the caches (AVX-512 and AVX2)" "v4 vmovntdq $v4_nt, v4 vpmovdw to memory $v4_trunc, v3 vmovntdq $v3_nt" "$TMP/out"; fi
 
 # bf16 and f16 contractions run as register-tiled f32 ones: their half operands widened into f32
-# copies, the result rounded from one (sched.c contract_in_f32; the .out golden of
-# tests/native/half_tiles.tsr checks the bits in every executor).
+# copies, the result rounded from one in the tiles' epilogue (sched.c reduce_in_f32; the .out
+# golden of tests/native/half_tiles.tsr checks the bits in every executor).
 run_tsrc --emit=sched-ir --cpu=x86-64-v3 -o - tests/native/half_tiles.tsr
 if [ "$(status)" = 0 ] && grep -q 'schedule: widen w into f32 for the reduction' "$TMP/out" &&
    grep -q 'schedule: widen w.grad into f32 for the reduction' "$TMP/out" &&
    grep -q 'register tile 6x16 of y.f32#s[0-9]* over 40 reduction cells' "$TMP/out" &&
    grep -q 'register tile 6x16 of gram.f32#s[0-9]* over 24 reduction cells' "$TMP/out" &&
-   grep -q "schedule: round the reduction's f32 cells into w.grad" "$TMP/out"
+   grep -q "epilogue: round the reduction's f32 cells into w.grad" "$TMP/out"
 then pass "schedule: bf16 and f16 contractions tiled in f32"
 else fail "schedule: bf16 and f16 contractions tiled in f32" "exit $(status)" "$TMP/out"; fi
 
