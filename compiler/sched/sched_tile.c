@@ -1144,9 +1144,10 @@ bool tile_contraction(Sched *s, const Reduction *r, IrStmt *const *after, uint32
             if (!ep.stage[k].keep) s->ir->buffers[ep.stage[k].store->buffer].is_virtual = true;
         const char *said = "";
         for (uint32_t k = 0; k < ep.count; k++)
-            if (ep.stage[k].nest->comment) { /* a nest the schedule made (a half result's rounding) says so itself */
+            if (ep.stage[k].nest->comment) { /* a nest the schedule made says so: not again here */
+                static const char made[] = "schedule: ";
                 const char *what = ep.stage[k].nest->comment;
-                if (strncmp(what, "schedule: ", 10) == 0) what += 10;
+                if (strncmp(what, made, sizeof made - 1) == 0) what += sizeof made - 1;
                 said = arena_printf(arena, "%s%s%s", said, *said ? "; then: " : "", what);
             }
         if (*said)

@@ -20,8 +20,8 @@
 # same way and compares with tests/gpu/compare.py (integers exact, 1e-5 relative otherwise).
 #
 # OUTDIR (emptied first) receives bin.tar.xz (bin/, the executables, packed: tools/gpu_bin.sh; a
-# GPU machine's copy of the working tree is limited to 64 MiB, and run.sh unpacks it), expected/, data/, src/ (the einsum
-# programs) and cases.txt: one line per case, fields separated by tabs:
+# GPU machine's copy of the working tree is limited to 64 MiB, and run.sh unpacks it),
+# expected/, data/, src/ (the einsum programs) and cases.txt: one line per case, fields separated by tabs:
 #   NAME  EXECUTABLE  EXPECTED  ARGUMENTS
 # EXECUTABLE and EXPECTED relative to OUTDIR (EXECUTABLE is "-" when the build failed: run.sh
 # reports the case as failed), ARGUMENTS separated by spaces, @OUT@ standing for OUTDIR.  And
