@@ -694,6 +694,21 @@ run_tsrc --emit=ptx -o "$TMP/mixed.ptx" tests/native/gpu_mixed_updates.tsr
 mixed=$([ "$(status)" = 0 ] && "$PYTHON" tests/gpu/update_passes.py "$TMP/mixed.json" w v u)
 if [ "$mixed" = "w:1:one v:1:one u:1:one 10" ]; then pass "kernels: a bf16 and an f16 parameter's AdamW passes in one launch each, as an f32 one's"
 else fail "kernels: mixed-precision updates fused" "launches writing each parameter's state: '$mixed' ('w:1:one v:1:one u:1:one 10' expected)" "$TMP/err"; fi
+# The same on the CPU (nest.c fusion_keeps_apart): one nest stores each parameter, its f32
+# master and its moments (five nests for a half parameter before), at x86-64-v4 and x86-64-v3.
+mixed=
+for cpu in x86-64-v4 x86-64-v3; do
+    run_tsrc --emit=sched-ir --cpu=$cpu -o - tests/native/gpu_mixed_updates.tsr
+    for p in w v u; do
+        nests=$([ "$(status)" = 0 ] && awk -v p="$p" '/^  [^ #]/ { nest++ }
+            /^ +[^ ]+\[.*\] = / { b = $1; sub(/\[.*/, "", b); if (b == p || b == p ".m" || b == p ".v" || b == p ".master") seen[nest] = 1 }
+            END { for (k in seen) c++; print c + 0 }' "$TMP/out")
+        mixed="$mixed $cpu:$p:$nests"
+    done
+done
+if [ "$mixed" = " x86-64-v4:w:1 x86-64-v4:v:1 x86-64-v4:u:1 x86-64-v3:w:1 x86-64-v3:v:1 x86-64-v3:u:1" ]
+then pass "schedule: a bf16 and an f16 parameter's AdamW passes are one nest each on the CPU, as an f32 one's"
+else fail "schedule: mixed-precision updates fused on the CPU" "nests storing each parameter, its master and moments:$mixed (1 each expected)" "$TMP/out"; fi
 # Small nests recomputed where they are read (opt.c rule 7, docs/ir.md §4 step 5;
 # tests/native/local_cells.tsr, whose golden the GPU leg checks): the softmax's gradient of its
 # sums, more than 3 operations a row and read by one statement, is no launch of its own: 19 launches

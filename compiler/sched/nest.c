@@ -303,13 +303,14 @@ static bool joins(const IrProgram *ir, const IrBlock *group, const IrStmt *b) {
 }
 
 /* Whether a pointwise nest stays out of rewrite 4 (sinking and fusing): one kept as lowered,
- * except, on the GPU, one kept only for its bf16 or f16 cells, which is a plain pointwise nest
- * there, each store rounding to its buffer's type wherever it runs: Train's mixed-precision
+ * except one kept only for its bf16 or f16 cells, a plain pointwise nest whose stores each
+ * round to their buffer's type wherever they run (a later store of the iteration reads the
+ * rounded cell, as in a pass of its own): Train's mixed-precision
  * updates of a parameter (its f32 master's start from the parameter, the moments read from the
  * bf16 gradient, the master's step, the master rounded into the parameter) and a forward
  * chain's f32 result with its bf16 copy then take one pass over the cells, as in f32. */
 static bool fusion_keeps_apart(const Sched *s, const IrStmt *top) {
-    return sched_keeps_lowered(s, top) && !(s->target->kind == TARGET_CUDA && sched_half_only(s, top));
+    return sched_keeps_lowered(s, top) && !sched_half_only(s, top);
 }
 
 /* Whether two nests' loops (pointwise_store's) have the same extents, outermost first. */
