@@ -802,6 +802,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     CgLlvm *g = &c.g;
     cgl_init(g, ir, o->module, tm);
     g->bf16_convert = o->target->bf16_convert;
+    g->vector_floats = o->target->vector_floats;
     LLVMTypeRef fields[ABI_STATE_FIELDS] = {g->ptr, g->ptr, g->ptr, g->i64, g->i64}; /* tsr_state (abi.h) */
     c.state_t = LLVMStructTypeInContext(g->ctx, fields, ABI_STATE_FIELDS, 0);
 

@@ -48,6 +48,8 @@ typedef struct CgLlvm {
     bool nontemporal;       /* the kernel being emitted has non-temporal stores */
     bool bf16_convert;      /* the CPU has AVX-512 BF16: vectors of 16 round to bf16 by VCVTNEPS2BF16
                              * where that gives narrow_half's bits (narrow_bf16_vector) */
+    unsigned vector_floats; /* CPU code: floats to one vector register of the target (plain_loop's
+                             * interleaving hint); 0 for the GPU */
     bool libdevice;         /* transcendentals call CUDA's libdevice (__nv_expf), not libm */
     /* Lifted literals (cgl_lift_literals; cg_cpu.c, long programs): with `literals` set (a pointer to floats, a
      * parameter of the kernel), each literal the kernel's code holds is read from that table,
@@ -87,7 +89,8 @@ typedef struct CglLoop {
     LLVMValueRef i, lo, hi;
 } CglLoop;
 LLVMValueRef cgl_loop_open(CgLlvm *g, CglLoop *l, LLVMValueRef lo, LLVMValueRef hi);
-void cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step);
+/* Returns the branch back to the loop's start (where loop metadata goes). */
+LLVMValueRef cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step);
 /* A call of an external function `name` (declared on first use). */
 LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);

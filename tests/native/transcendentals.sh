@@ -6,7 +6,7 @@
 #     compares every lane against approx.c's functions on special values and 16.8 million bit
 #     patterns spread over all floats;
 #   - the vector code calls no libm function for them (the --emit=asm of a vector loop of exp
-#     has no call of expf, logf or tanhf).
+#     has no call of expf, logf or tanhf), and its loop takes four vectors an iteration.
 # Usage: transcendentals.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -33,4 +33,18 @@ else
     echo "(exit $st)" >>"$T/log"
     fail "the vector code computes exp, log and tanh inline (fused multiply-adds, no libm call)"
 fi
+# The four results are one fused loop over x's 4099 cells; its vector body takes four vectors of
+# cells an iteration (cg_llvm.c interleave_count: the chains of operations side by side), so
+# tanh's and sigmoid's divisions appear 8 times in one basic block (2 with one vector).
+for cpu in x86-64-v4 x86-64-v3; do
+    "$TSRC" --emit=asm --cpu=$cpu -o "$T/chains.s" tests/native/transcendentals.tsr >"$T/log" 2>&1
+    st=$?
+    most=$(awk '/^\.LBB/ { block = $1 } /vdivps/ { n[block]++ } END { m = 0; for (b in n) if (n[b] > m) m = n[b]; print m }' "$T/chains.s")
+    if [ $st = 0 ] && [ "$most" = 8 ]; then
+        pass; echo "PASS --cpu=$cpu: the loop of exp, log, tanh and sigmoid runs four vectors of cells an iteration"
+    else
+        echo "(exit $st; the most vdivps in one block: $most, 8 expected)" >>"$T/log"
+        fail "--cpu=$cpu: the loop of exp, log, tanh and sigmoid runs four vectors of cells an iteration"
+    fi
+done
 finish
