@@ -906,6 +906,16 @@ instructions=$(grep -c 'vdpbf16ps' "$TMP/out")
 if [ "$(status)" = 0 ] && [ "$paired" -ge 4 ] && [ "$loops" -ge 4 ] && [ "$spr" = 0 ] && [ "$v4" = 0 ] && [ "$instructions" -ge 1 ]
 then pass "schedule: bf16 contractions in pairs for znver4 (VDPBF16PS), not for sapphirerapids or x86-64-v4"
 else fail "schedule: bf16 contractions in pairs for znver4" "znver4 tiles $paired, loops $loops, vdpbf16ps $instructions; sapphirerapids $spr, v4 $v4" "$TMP/out"; fi
+# gw's A (a weight gradient's form, lanes adjacent): its 6 full panels packed 6 a pass, each
+# pair of rows' 6 lanes interleaved as one shuffle of vectors (sched_tile.c pairs_group, cg_llvm.c
+# interleave_pairs); with a pass per block or a copy per cell, neither.
+run_tsrc --emit=sched-ir --cpu=znver4 -o - tests/native/bf16_pairs.tsr
+grouped=$([ "$(status)" = 0 ] && grep -c 'pack gx into panels of 6 for the register tile, in pairs of steps, counting tiny values, 6 panels a pass' "$TMP/out")
+run_tsrc --emit=llvm --cpu=znver4 -o - tests/native/bf16_pairs.tsr
+interleaved=$([ "$(status)" = 0 ] && grep -c 'shufflevector <6 x i16>' "$TMP/out")
+if [ "$grouped" = 1 ] && [ "${interleaved:-0}" -ge 1 ]
+then pass "schedule: bf16 pairs of adjacent lanes packed a group of panels a pass, interleaved as vectors"
+else fail "schedule: bf16 pairs packed a group of panels a pass" "grouped packs: '$grouped' (1 expected), <6 x i16> shuffles: '$interleaved' (1 or more)" "$TMP/out"; fi
 TSR_PRINT_EXACT=1 run_tsrc --run --interp --no-sched tests/native/bf16_pairs.tsr
 cp "$TMP/out" "$TMP/pairs_ref.out"
 TSR_PRINT_EXACT=1 run_tsrc --run --interp --cpu=znver4 tests/native/bf16_pairs.tsr
