@@ -91,6 +91,11 @@ typedef struct CglLoop {
 LLVMValueRef cgl_loop_open(CgLlvm *g, CglLoop *l, LLVMValueRef lo, LLVMValueRef hi);
 /* Returns the branch back to the loop's start (where loop metadata goes). */
 LLVMValueRef cgl_loop_close(CgLlvm *g, CglLoop *l, int64_t step);
+/* Loop hints (cg_loop_hints.c): the interleave count to ask of LLVM's loop vectoriser for plain
+ * loop `s` (0: leave it to LLVM), and the metadata asking for it, on the loop's branch back to
+ * its start (cgl_loop_close's result). */
+unsigned cgl_interleave_count(const CgLlvm *g, const IrStmt *s);
+void cgl_hint_interleave(CgLlvm *g, LLVMValueRef back_branch, unsigned count);
 /* A call of an external function `name` (declared on first use). */
 LLVMValueRef cgl_call(CgLlvm *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
 void cgl_set_attr(CgLlvm *g, LLVMValueRef fn, unsigned index, const char *name);

@@ -34,7 +34,7 @@ else
     fail "the vector code computes exp, log and tanh inline (fused multiply-adds, no libm call)"
 fi
 # The four results are one fused loop over x's 4099 cells; its vector body takes four vectors of
-# cells an iteration (cg_llvm.c interleave_count: the chains of operations side by side), so
+# cells an iteration (cg_loop_hints.c: the chains of operations side by side), so
 # tanh's and sigmoid's divisions appear 8 times in one basic block (2 with one vector).
 for cpu in x86-64-v4 x86-64-v3; do
     "$TSRC" --emit=asm --cpu=$cpu -o "$T/chains.s" tests/native/transcendentals.tsr >"$T/log" 2>&1
