@@ -835,14 +835,12 @@ static bool interleave_pairs(CgLlvm *g, const IrStmt *s, LLVMValueRef lo, LLVMVa
     }
     /* D's cells from the lowest: lane by lane, the step stored there (e = 0 first when the store
      * moves up with e), each an index into the two rows side by side */
-    LLVMValueRef *mask = calloc(2 * lanes, sizeof *mask);
-    if (!mask) diag_fatal_oom();
+    LLVMValueRef mask[2 * 64];
     for (unsigned j = 0; j < 2 * lanes; j++) {
         unsigned e = dst_steps == 1 ? j % 2 : 1 - j % 2;
         mask[j] = LLVMConstInt(g->i32, e * lanes + j / 2, 0);
     }
     LLVMValueRef pairs = LLVMBuildShuffleVector(g->b, rows[0], rows[1], LLVMConstVector(mask, 2 * lanes), "");
-    free(mask);
     g->iter[el->iter] = cgl_iconst(g, dst_steps == 1 ? 0 : 1);
     LLVMValueRef out = LLVMBuildStore(g->b, pairs, element(g, st->buffer, flat_offset(g, st->buffer, st->index)));
     LLVMSetAlignment(out, 2);

@@ -483,22 +483,28 @@ static IrStmt *pack_store(Sched *s, const Contraction *ct, const Packed *pk, con
     return new_store(s, pk->buffer, terms_index(s, &t), clone_expr(s, pk->operand, NULL));
 }
 
+/* The largest divisor of `blocks` whose blocks of `width` lanes keep within 128 lanes (1 when
+ * none does): the blocks a packing pass takes together (pack_group, pairs_group). */
+static uint64_t blocks_within_128_lanes(uint64_t blocks, uint64_t width) {
+    uint64_t group = 1;
+    for (uint64_t g = 2; g <= blocks && g * width <= 128; g++)
+        if (blocks % g == 0) group = g;
+    return group;
+}
+
 /* Narrow blocks of an operand whose reduction steps are a page or more apart (A of a transposed
  * product, a[k, i], in rows of 6) are copied a group of blocks at a time, the group's loop
  * outside the reduction loops: one pass down the operand per group, reading up to 128 adjacent
  * values of each step, where a pass per block touches every page of the operand for 6 values (a
- * TLB miss per step).  The blocks of a group: the largest divisor of `blocks` that keeps it
- * within 128 values, or 1. */
+ * TLB miss per step).  The blocks of a group: blocks_within_128_lanes, or 1. */
 static uint64_t pack_group(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t blocks, uint64_t lanes) {
     const Reduction *r = ct->r;
-    uint64_t group = 1;
     if (!pack_transposes(s, ct, pk, lanes) && lanes == pk->width &&
         ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, pk->lane_loop->iter) == 1 &&
         ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[r->nred - 1]->iter) *
                 ir_dtype_bytes(s->ir->buffers[pk->operand->buffer].dtype) >= 4096)
-        for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
-            if (blocks % g == 0) group = g;
-    return group;
+        return blocks_within_128_lanes(blocks, pk->width);
+    return 1;
 }
 
 /* One packing nest: for batch…, block < blocks (from block `first`), reduction…, lane < lanes:
@@ -618,16 +624,15 @@ static IrExpr *tiny_for_pairs(Sched *s, const IrExpr *operand) {
  * loop, so that a pass reads the group's adjacent lanes of each row, where a pass per block read
  * 6 of them from every row: an MLP's 512 × 1024 bf16 gradient packed in panels of 6, 17 a pass,
  * with each pair of rows' lanes interleaved as vectors (cg_llvm.c interleave_pairs) took
- * 137–147 µs on a Zen 4, 226 a block a pass (either change alone: no gain).  Else 1. */
+ * 137–147 µs on a Zen 4, 226 a block a pass (either change alone: no gain); the group is
+ * blocks_within_128_lanes.  Else 1. */
 static uint64_t pairs_group(const Sched *s, const Contraction *ct, const Packed *pk, uint64_t blocks, uint64_t lanes) {
     const Reduction *r = ct->r;
     const IrExpr *op = pk->operand;
-    uint64_t group = 1;
     if (ir_flat_coef(s->ir, op->buffer, op->index, r->red[r->nred - 1]->iter) != 1 && lanes == pk->width &&
         ir_flat_coef(s->ir, op->buffer, op->index, pk->lane_loop->iter) == 1)
-        for (uint64_t g = 2; g <= blocks && g * pk->width <= 128; g++)
-            if (blocks % g == 0) group = g;
-    return group;
+        return blocks_within_128_lanes(blocks, pk->width);
+    return 1;
 }
 
 /* One packing nest of pairs (Packed.pairs): for batch…, block < blocks (from block `first`): for
@@ -635,10 +640,10 @@ static uint64_t pairs_group(const Sched *s, const Contraction *ct, const Packed 
  * steps 2p and 2p+1 into one 32-bit cell, swapped (panel_terms), the operand's contiguous axis
  * innermost (the lanes of B in a row-major product, the reduction along the rows of A); the
  * padding lanes [lanes, width) get zeros.  Then tiny[block] counts the block's tiny values, in
- * one pass along the block just written.  With a group of blocks a pass (pairs_group), the
- * group's blocks are copied inside the loop over pairs and counted after it. */
+ * one pass along the block just written.  With `group` blocks a pass (pairs_group; 1: a pass per
+ * block), the group's blocks are copied inside the loop over pairs and counted after it. */
 static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk, uint64_t first, uint64_t blocks,
-                               uint64_t lanes) {
+                               uint64_t lanes, uint64_t group) {
     Arena *arena = s->ir->arena;
     const Reduction *r = ct->r;
     uint32_t last = r->nred - 1;
@@ -649,7 +654,6 @@ static IrStmt *pack_pairs_nest(Sched *s, const Contraction *ct, const Packed *pk
     batch_loops(s, ct, pk->batch, batch_iter, &top, &into);
     uint32_t block = new_iter(s), lane = new_iter(s), e = new_iter(s);
     bool reduction_inside = ir_flat_coef(s->ir, pk->operand->buffer, pk->operand->index, r->red[last]->iter) == 1;
-    uint64_t group = pairs_group(s, ct, pk, blocks, lanes);
     uint32_t group_iter = group > 1 ? new_iter(s) : UINT32_MAX;
     nest_push(s, &top, &into, group > 1 ? new_loop(s, group_iter, blocks / group, true, LOOP_PLAIN)
                                         : new_loop(s, block, blocks, true, LOOP_PLAIN));
@@ -830,14 +834,14 @@ static void pack_operand(Sched *s, const Contraction *ct, const IrExpr *operand,
         pk->tiny = new_scratch(s, arena_printf(arena, "%s.tiny", s->ir->buffers[operand->buffer].name), blocks, DTYPE_I32, false);
         comment = arena_printf(arena, "%s, in pairs of steps, counting tiny values", comment);
         if (pk->full) {
-            IrStmt *nest = pack_pairs_nest(s, ct, pk, 0, pk->full, width);
             uint64_t group = pairs_group(s, ct, pk, pk->full, width);
+            IrStmt *nest = pack_pairs_nest(s, ct, pk, 0, pk->full, width, group);
             if (group > 1) comment = arena_printf(arena, "%s, %llu panels a pass", comment, (unsigned long long)group);
             nest->comment = comment;
             ir_block_push(arena, out, nest);
         }
         if (pk->rem) {
-            IrStmt *nest = pack_pairs_nest(s, ct, pk, pk->full, 1, pk->rem);
+            IrStmt *nest = pack_pairs_nest(s, ct, pk, pk->full, 1, pk->rem, 1);
             nest->comment = pk->full ? "schedule: the last panel in pairs, padded with zeros" : comment;
             ir_block_push(arena, out, nest);
         }
