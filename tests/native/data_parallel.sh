@@ -28,8 +28,8 @@ if ! command -v mpirun >/dev/null 2>&1; then
     finish
     exit
 fi
-# Open MPI refuses root unless told, and wants slots for two processes on a small machine.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI wants slots for two processes on a small machine (--oversubscribe).
+harness_mpi
 MPIRUN="mpirun --oversubscribe -np 2"
 
 "$PYTHON" tools/digits.py "$T" >"$T/log" 2>&1; check "tools/digits.py writes the digits" $?

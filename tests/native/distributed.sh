@@ -25,9 +25,7 @@ harness_start distributed
 # A case's outcome: fail shows the head of $T/log, here the run's stderr and stdout.
 ok() { pass; }
 bad() { cat "$T/err" "$T/out" >"$T/log" 2>/dev/null; fail "$1"; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# No network interfaces but loopback in some sandboxes: keep Open MPI on this machine.
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+harness_mpi
 MPIRUN="timeout 60 mpirun --oversubscribe"
 
 if ! command -v mpirun >/dev/null 2>&1; then

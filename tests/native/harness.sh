@@ -16,7 +16,13 @@
 #                        with ARGS in $T/run (a checkpoint's directory): their stdout in
 #                        $T/NAME.native and $T/NAME.interp, stderr in $T/NAME.native.err and
 #                        $T/NAME.interp.err, status in $native and $interp;
-#   expect_error NAME MESSAGE ARGS…  run_both, and both executors stop with status 1 and MESSAGE.
+#   expect_error NAME MESSAGE ARGS…  run_both, and both executors stop with status 1 and MESSAGE;
+#   harness_mpi          the environment of mpirun here (call it from the repository's root):
+#                        root allowed, processes on this machine only (no network interface but
+#                        loopback in some sandboxes), and for an instrumented tsrc (`make check
+#                        SAN=1`) Open MPI's own leaks suppressed (tests/native/open_mpi.supp), with
+#                        the full unwinder: Open MPI unloads its components before the leak
+#                        check, and fast unwinding stops at their frames.
 harness_tools() {
     TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
     if [ $# -ge 2 ]; then LIB=$(cd "$2" && pwd)/libtsr.a; fi
@@ -26,6 +32,12 @@ harness_start() {
     trap 'rm -rf "$T"' EXIT
     passed=0
     failed=0
+}
+harness_mpi() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+    export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(pwd)/tests/native/open_mpi.supp"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 }
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$T/log" ] && sed -n '1,15s/^/    /p' "$T/log"; }

@@ -240,12 +240,14 @@ static void several(void) {
     check(wrong_ordered < 0, "the ordered mean is the sum in rank order, bit for bit", detail);
 
     /* The ordered mean's bits are the same on every process. */
-    int64_t hash[2] = {0, 0};
+    uint64_t hash_bits[2] = {0, 0}; /* unsigned: the hash wraps, as a signed product must not */
     for (int64_t i = 0; i < count; i++) {
         uint32_t bits;
         memcpy(&bits, &ordered[i], sizeof bits);
-        hash[i & 1] = hash[i & 1] * 31 + bits;
+        hash_bits[i & 1] = hash_bits[i & 1] * 31 + bits;
     }
+    int64_t hash[2];
+    memcpy(hash, hash_bits, sizeof hash);
     int agree = 0;
     check(tsr_dist_agree(hash, 2, &agree) == TSR_OK && agree == 1, "the ordered mean: the same bits on every process", NULL);
     free(fast);
