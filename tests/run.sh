@@ -534,6 +534,16 @@ v3=$(grep -c 'rows 8 at a time\|rows 4 at a time' "$TMP/out")
 if [ "$(status)" = 0 ] && [ "$v4" = 12 ] && [ "$v3" = 18 ]
 then pass "schedule: row reductions transpose W rows at a time (x86-64-v4 12 nests, v3 18)"
 else fail "schedule: row reductions transpose W rows at a time" "x86-64-v4: $v4 nests (12 expected), x86-64-v3: $v3 (18)" "$TMP/out"; fi
+# Each of those transpositions (14 operands' at x86-64-v4, 21 at v3) prefetches the rows of the
+# next block (IrStmt.prefetch_rows), and the code holds the prefetches (prefetcht1: into L2).
+for cpu in x86-64-v4:14 x86-64-v3:21; do
+    run_tsrc --emit=sched-ir --cpu=${cpu%:*} -o - tests/native/row_reductions.tsr
+    ahead=$(grep -c 'parallel transpose prefetching [0-9]* rows ahead:' "$TMP/out")
+    run_tsrc --emit=asm --cpu=${cpu%:*} -o - tests/native/row_reductions.tsr
+    if [ "$(status)" = 0 ] && [ "$ahead" = "${cpu#*:}" ] && grep -q 'prefetcht1' "$TMP/out"
+    then pass "schedule: row reductions prefetch the next block's rows (${cpu%:*})"
+    else fail "schedule: row reductions prefetch the next block's rows (${cpu%:*})" "$ahead transpositions prefetch (${cpu#*:} expected)" "$TMP/out"; fi
+done
 
 # One packed copy for two products (tests/native/shared_packing.tsr, whose golden checks the
 # values; sched/nest.c rewrite 1c): routine `both` packs a once for its two products, routine

@@ -544,10 +544,20 @@ static LLVMValueRef element(CgLlvm *g, uint32_t buffer, LLVMValueRef flat) {
     return LLVMBuildInBoundsGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, "");
 }
 
+/* A prefetch of `buffer`'s cell `flat` for a read, into the caches that `locality` names (3: all
+ * of them, 2: L2 and beyond).  The address may lie past the buffer, which a prefetch may (it
+ * never faults), so the GEP is not inbounds. */
+static void prefetch(CgLlvm *g, uint32_t buffer, LLVMValueRef flat, int locality) {
+    LLVMTypeRef params[4] = {LLVMPointerTypeInContext(g->ctx, 0), g->i32, g->i32, g->i32};
+    LLVMValueRef idx[1] = {flat};
+    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
+                            LLVMConstInt(g->i32, (unsigned long long)locality, 0), LLVMConstInt(g->i32, 1, 0)};
+    cgl_call(g, "llvm.prefetch.p0", LLVMVoidTypeInContext(g->ctx), params, 4, args);
+}
+
 /* A read of a buffer that is one forward stream (IrBuffer.prefetch_cells): a prefetch that
  * many cells ahead, once per group of unrolled reads (where every unrolled iterator of the index
- * is 0).  The address may lie past the buffer, which a prefetch may (it never faults), so the
- * GEP is not inbounds. */
+ * is 0). */
 static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLVMValueRef base) {
     const IrBuffer *b = &g->ir->buffers[buffer];
     for (uint32_t a = 0; a < b->rank; a++)
@@ -555,14 +565,7 @@ static void prefetch_ahead(CgLlvm *g, uint32_t buffer, const IrIndex *index, LLV
             LLVMValueRef v = g->iter[index[a].terms[t].iter];
             if (v && LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) != 0) return;
         }
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
-    LLVMTypeRef params[4] = {ptr, g->i32, g->i32, g->i32};
-    LLVMValueRef at = LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), "");
-    LLVMValueRef idx[1] = {at};
-    /* read, locality 3 (keep in all caches), data */
-    LLVMValueRef args[4] = {LLVMBuildGEP2(g->b, cell_type(g, buffer), g->buffer[buffer], idx, 1, ""), LLVMConstInt(g->i32, 0, 0),
-                            LLVMConstInt(g->i32, 3, 0), LLVMConstInt(g->i32, 1, 0)};
-    cgl_call(g, "llvm.prefetch.p0", LLVMVoidTypeInContext(g->ctx), params, 4, args);
+    prefetch(g, buffer, LLVMBuildNSWAdd(g->b, base, cgl_iconst(g, b->prefetch_cells), ""), 3);
 }
 
 static LLVMValueRef swizzled_cell(CgLlvm *g, uint32_t buffer, const IrIndex *index, int64_t extra);
@@ -971,6 +974,10 @@ static void transpose_loop(CgLlvm *g, const IrStmt *s) {
         g->iter[s->iter] = cgl_iconst(g, u);
         rows[u] = u < u_count ? cgl_widen(g, load(g, st->value->buffer, st->value->index))
                               : LLVMGetUndef(LLVMVectorType(cell_type(g, st->value->buffer), v_count));
+        if (u < u_count && s->prefetch_rows && g->vector_floats) { /* (a CPU's) */
+            g->iter[s->iter] = cgl_iconst(g, u + s->prefetch_rows);
+            prefetch(g, st->value->buffer, flat_offset(g, st->value->buffer, st->value->index), 2);
+        }
     }
     transpose_rows(g, rows, v_count);
     LLVMValueRef *first = calloc(u_count, sizeof *first);

@@ -526,6 +526,7 @@ static void print_block(FILE *out, const IrProgram *ir, const IrBlock *block, in
             fprintf(out, " %s%s", s->parallel ? "parallel" : "reduction",
                     s->mode == LOOP_UNROLL ? " unroll" : s->mode == LOOP_VECTOR ? " vector"
                     : s->mode == LOOP_TRANSPOSE ? " transpose" : s->mode == LOOP_ASYNC_COPY ? " async_copy" : "");
+            if (s->mode == LOOP_TRANSPOSE && s->prefetch_rows) fprintf(out, " prefetching %u rows ahead", s->prefetch_rows);
             if (s->mode == LOOP_DOT_PAIRS) fprintf(out, " dot_pairs unless l%u", s->local);
             if (s->mode == LOOP_BLOCKS) {
                 fprintf(out, " blocks of %u", s->block);

@@ -530,6 +530,9 @@ struct IrStmt {
     uint32_t thread_stride; /* thread loops: the threads of one iteration (0 or 1: one); see LOOP_THREAD_X */
     uint32_t block, block_after; /* LOOP_BLOCKS: the rows of a block, of the blocks before */
     uint32_t block_symbol; /* LOOP_BLOCKS: the symbol S */
+    uint32_t prefetch_rows; /* LOOP_TRANSPOSE on the CPU, when not 0: each row it loads is also
+                             * prefetched (into L2) this many rows further along its iterator, the
+                             * rows a row reduction's next block reads (sched.c rewrite 2d) */
     IrBlock body;
     /* IR_STORE */
     uint32_t buffer;

@@ -46,8 +46,9 @@
  *      iterator's loop, which becomes the inner loop of the nest and vectorises; each cell
  *      again takes the same steps in the same order.  One whose loads walk that iterator with
  *      another stride (a row's sum over its contiguous last axis) runs W rows a vector over W×W
- *      blocks of its operands transposed in registers (rewrite 2d, transpose_rows) when the
- *      extents allow, else has that loop split into
+ *      blocks of its operands transposed in registers (rewrite 2d, transpose_rows; each
+ *      transposition prefetches the next block's rows) when the extents allow, else has that
+ *      loop split into
  *      blocks of 8 cells whose chains of steps interleave (rewrite 2b, interleave_rows).  One
  *      whose only parallel loop is that iterator's (a column sum) has its cells split into
  *      chunks, a parallel loop over them outermost, so that it runs on the thread pool
@@ -340,6 +341,7 @@ static bool transpose_rows(Sched *s, Reduction *r, IrBlock *out) {
         uint32_t copy = new_scratch(s, arena_printf(arena, "%s.rows", ir->buffers[found[t]->buffer].name), w * w, type, true);
         copies[t] = new_load(s, copy, flat_index(s, terms, 2));
         IrStmt *u_loop = new_loop(s, cell, w, true, LOOP_TRANSPOSE), *v_loop = new_loop(s, kk, w, true, LOOP_VECTOR);
+        u_loop->prefetch_rows = (uint32_t)w; /* the next block's rows, often far in memory */
         ir_block_push(arena, &v_loop->body, new_store(s, copy, flat_index(s, terms, 2), clone_expr(s, found[t], NULL)));
         ir_block_push(arena, &u_loop->body, v_loop);
         ir_block_push(arena, &steps->body, u_loop);
