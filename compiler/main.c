@@ -107,7 +107,8 @@ static void usage(FILE *out) {
           "options:\n"
           "  --parse-only     parse the program (and every spec string in it), report errors\n"
           "  --dump-ast       print the syntax tree (to -o FILE if given)\n"
-          "  --check          parse, elaborate and infer every shape; report all errors\n"
+          "  --check          parse, elaborate, infer every shape and element type and build\n"
+          "                   the loops (no code); report all errors\n"
           "  --print-shapes   like --check, then print 'NAME : SHAPE' for every named tensor\n"
           "  --explain=NAME   like --check, then explain tensor NAME (as --print-shapes names\n"
           "                   it; NAME.grad for its gradient): the constraints that decided\n"
@@ -723,6 +724,9 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         return ar.ir;
     }
     stage_done("assignments, lowering");
+    /* --check, --print-shapes and --explain stop here: every error a program can have is
+     * reported by now (element types, derivatives, lowering, main), and no code is wanted. */
+    if (opt->mode == MODE_CHECK || opt->mode == MODE_PRINT_SHAPES || opt->mode == MODE_EXPLAIN) return ar.ir;
     if (!opt->no_opt) {
         optimise(ar.ir, target->kind == TARGET_CUDA);
         bucket_collectives(ar.ir, opt->bucket_cells);
@@ -1364,14 +1368,15 @@ static int compile(Options opt) {
             ElabOptions eo = {.include_dirs = opt.include_dirs, .include_count = opt.include_count};
             Program *program = elaborate(module, &eo);
             stage_done("elaboration, shape inference");
-            bool needs_ir = opt.mode != MODE_CHECK && opt.mode != MODE_PRINT_SHAPES && opt.mode != MODE_EXPLAIN;
+            /* the checking modes build the assignments and loops too, for the errors found there */
+            bool checks_only = opt.mode == MODE_CHECK || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN;
             IrProgram *ir = NULL;
             Target target;
             if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
             else target_select(opt.triple, opt.cpu, &target);
             target.reassociate = opt.reassociate;
             if (opt.gpu_blocks) target.gpu_blocks = opt.gpu_blocks;
-            if (!diag_error_count() && needs_ir) ir = build_ir(program, &opt, &target);
+            if (!diag_error_count()) ir = build_ir(program, &opt, &target);
             if (diag_error_count()) {
                 status = 1;
             } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN) {
@@ -1384,7 +1389,7 @@ static int compile(Options opt) {
                     else if (!explain_tensors(program, out.file, opt.explain, opt.explain_count, opt.seed)) status = 1;
                     if (!output_commit(&out, status == 0)) status = 1;
                 }
-            } else if (needs_ir) {
+            } else if (!checks_only) {
                 status = generate(ir, &opt, &target);
             }
             ir_free(ir);

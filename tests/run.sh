@@ -493,6 +493,11 @@ else fail "cli: no input file" "exit $(status)" "$TMP/err"; fi
 run_tsrc --help
 if [ "$(status)" = 0 ] && grep -q "usage: tsrc" "$TMP/out"; then pass "cli: --help"
 else fail "cli: --help" "exit $(status)" "$TMP/err"; fi
+# docs/cli.md shows that summary as it is (the block after "`tsrc --help` prints this summary:").
+awk '/^`tsrc --help` prints this summary:$/ { f = 1; next } f && /^```text$/ { g = 1; next } g && /^```$/ { exit } g' \
+    docs/cli.md >"$TMP/help.md"
+if cmp -s "$TMP/out" "$TMP/help.md"; then pass "cli: docs/cli.md shows tsrc --help as it is"
+else fail "cli: docs/cli.md shows tsrc --help as it is" "differs" "$TMP/help.md"; fi
 run_tsrc --version
 if [ "$(status)" = 0 ] && grep -q "^tsrc [0-9]" "$TMP/out"; then pass "cli: --version"
 else fail "cli: --version" "exit $(status)" "$TMP/err"; fi
