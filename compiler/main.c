@@ -689,6 +689,12 @@ static void stage_done(const char *stage) {
 
 /* Shapes are closed: build the assignments, lower them to the loop IR, optimise, schedule for
  * the target (unless the IR is wanted as lowered), verify. */
+/* --check, --print-shapes and --explain: the program is built as far as its loops, for the
+ * errors found there, and no further. */
+static bool checks_only(const Options *opt) {
+    return opt->mode == MODE_CHECK || opt->mode == MODE_PRINT_SHAPES || opt->mode == MODE_EXPLAIN;
+}
+
 static IrProgram *build_ir(Program *program, const Options *opt, const Target *target) {
     /* The GPU schedule sizes grids from the extents: run-time sizes are for the CPU (and the
      * reference executor) in this version. */
@@ -724,9 +730,9 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         return ar.ir;
     }
     stage_done("assignments, lowering");
-    /* --check, --print-shapes and --explain stop here: every error a program can have is
-     * reported by now (element types, derivatives, lowering, main), and no code is wanted. */
-    if (opt->mode == MODE_CHECK || opt->mode == MODE_PRINT_SHAPES || opt->mode == MODE_EXPLAIN) return ar.ir;
+    /* The checking modes stop here: every error a program can have is reported by now
+     * (element types, derivatives, lowering, main), and no code is wanted. */
+    if (checks_only(opt)) return ar.ir;
     if (!opt->no_opt) {
         optimise(ar.ir, target->kind == TARGET_CUDA);
         bucket_collectives(ar.ir, opt->bucket_cells);
@@ -1368,8 +1374,6 @@ static int compile(Options opt) {
             ElabOptions eo = {.include_dirs = opt.include_dirs, .include_count = opt.include_count};
             Program *program = elaborate(module, &eo);
             stage_done("elaboration, shape inference");
-            /* the checking modes build the assignments and loops too, for the errors found there */
-            bool checks_only = opt.mode == MODE_CHECK || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN;
             IrProgram *ir = NULL;
             Target target;
             if (target_is_cuda(opt.triple)) target_select_cuda(opt.arch, &target);
@@ -1389,7 +1393,7 @@ static int compile(Options opt) {
                     else if (!explain_tensors(program, out.file, opt.explain, opt.explain_count, opt.seed)) status = 1;
                     if (!output_commit(&out, status == 0)) status = 1;
                 }
-            } else if (!checks_only) {
+            } else if (!checks_only(&opt)) {
                 status = generate(ir, &opt, &target);
             }
             ir_free(ir);

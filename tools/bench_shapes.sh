@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench_shapes.sh — `make bench-shapes`: time tsrc --check (shape inference, then the assignments
-# and loops) on generated MLPs of 10, 100, 1000 and 3000 layers and print the time per layer.  A benchmark, not a test:
-# it asserts nothing; docs/performance.md records its output.
+# and loops) on generated MLPs of 10, 100, 1000 and 3000 layers and print the time per layer.
+# A benchmark, not a test: it asserts nothing; docs/performance.md records its output.
 #   sh tools/bench_shapes.sh [TSRC]
 set -eu
 TSRC=${1:-build/tsrc}
