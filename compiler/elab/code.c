@@ -267,7 +267,9 @@ static Env *elab_assignment(Elab *e, Routine *r, const Node *n, Env *env) {
         return env;
     }
     if (step.logic == LOGIC_COMPOSE && !check_compose_products(n, "this assignment")) return env;
+    shape_code_constraints(e->solver, true);
     step.spec = emit_logic(e, env, step.logic, spec, step.tensor, ts, count, NULL, n->span, n->name);
+    shape_code_constraints(e->solver, false);
     add_step(e, r, step);
     return env;
 }

@@ -458,7 +458,12 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Origin
 
 /* ---- The queue ----------------------------------------------------------------------------- */
 
-void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on; }
+void shape_set_contracting(ShapeSolver *s, bool on) { s->contracting = on && !s->in_code; }
+
+void shape_code_constraints(ShapeSolver *s, bool on) {
+    s->in_code = on;
+    if (on) s->contracting = false;
+}
 
 static void enqueue(ShapeSolver *s, Constraint c) {
     c.closing = c.closing || s->committing;

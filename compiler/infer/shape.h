@@ -214,6 +214,11 @@ uint32_t shape_concat_part_size(ShapeSolver *solver, uint32_t handle, uint32_t p
  * dimension: at closing, a hole there is an error; a parameter row only ever broadcast
  * pointwise (a bias's input row) closes to empty (OCANNL's "safe to guess"). */
 void shape_set_contracting(ShapeSolver *solver, bool on);
+/* While on, shape_set_contracting marks nothing: the constraints of code's assignments
+ * (routines, let%cd) relate tensors the model already made, so their einsums and composes do
+ * not make a parameter's row a hidden dimension (Train.clip_grad_norm reads every gradient
+ * through a spec with row variables; a bias's input row stays a pointwise row). */
+void shape_code_constraints(ShapeSolver *solver, bool on);
 /* The three rows pairwise. */
 void shape_eq(ShapeSolver *solver, const Shape *a, const Shape *b, OriginId why);
 void shape_le(ShapeSolver *solver, const Shape *sub, const Shape *super, OriginId why);

@@ -228,6 +228,7 @@ struct ShapeSolver {
     const char *context_name;
     const CallFrame *calls;    /* shape_push_call */
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
+    bool in_code;      /* shape_code_constraints: mark none */
     bool committing;   /* mark constraints queued from now on as closing's choices */
     bool choosing;     /* the variables solved now are closing's choices (Binding.closed) */
     OriginId fallback; /* the origin of dims committed by closing's fallback */
