@@ -362,7 +362,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         m->options[i].is_float = u8(&r);
         m->options[i].value = f64(&r);
     }
-    m->action_count = count(&r, 29);
+    m->action_count = count(&r, 25); /* kind, an empty text, value, rows, no refs */
     m->actions = calloc(m->action_count + 1, sizeof *m->actions);
     if (!m->actions) r.bad = true;
     for (uint32_t i = 0; i < m->action_count && !r.bad; i++) {
