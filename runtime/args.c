@@ -187,8 +187,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             continue;
         }
         bool known = false;
-        static const char *const builtin[] = {"seed", "threads", "data", "load", "save", "size", "distributed", "reduce",
-                                              "check-replicas"};
+        static const char *const builtin[] = {TSR_BUILTIN_OPTIONS}; /* --help was handled above */
         for (size_t b = 0; b < sizeof builtin / sizeof *builtin; b++)
             known = known || (strlen(builtin[b]) == n && memcmp(builtin[b], name, n) == 0);
         tsr_option *o = NULL;

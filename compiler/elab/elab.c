@@ -19,6 +19,7 @@
  * made from the .tsr files of stdlib/ by tools/embed.sh), shape.h for the constraints and logic.h
  * for the relations they come from. */
 #include "elab/elab_internal.h"
+#include "runtime/image_format.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -111,13 +112,11 @@ Value *qualified_name(Elab *e, const Node *n) {
 }
 
 static void elab_option(Elab *e, const Node *item) {
-    static const char *const reserved[] = {"help", "seed", "threads", "data", "load", "save", "size"};
+    static const char *const reserved[] = {TSR_BUILTIN_OPTIONS};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-        if (strcmp(item->name, reserved[i]) == 0) {
+        if (strcmp(item->name, reserved[i]) == 0) /* still bound below: its uses are no errors of their own */
             diag_error(item->span, "'--%s' is an option of every executable; choose another name for this option",
                        item->name);
-            return;
-        }
     Program *p = e->program;
     for (uint32_t i = 0; i < p->option_count; i++)
         if (strcmp(p->options[i].name, item->name) == 0) {
