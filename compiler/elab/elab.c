@@ -139,8 +139,32 @@ static void elab_option(Elab *e, const Node *item) {
     bind_global(e, item->name, opt);
 }
 
+static const char *item_keyword(const Node *item) {
+    return item->kind == ITEM_INDEX ? "index" : item->kind == ITEM_DATA ? "data" : "input";
+}
+
+/* An index, data or input item names something of the run time (a symbol of the image, a
+ * --data NAME, an accessor of the header), so a second one of the same name is an error, not a
+ * shadowing: false (reported) when `name` was declared by such an item already. */
+static bool declared_once(Elab *e, const Node *item, const char *name) {
+    for (uint32_t i = 0; i < e->run_time_item_count; i++) {
+        const Node *first = e->run_time_items[i];
+        const char *first_name = first->kind == ITEM_INPUT ? first->a->list.items[0]->name : first->name;
+        if (strcmp(first_name, name) != 0) continue;
+        diag_error(item->span, "'%s' is declared twice", name);
+        diag_note(first->span, "the first declaration (%s '%s')", item_keyword(first), name);
+        return false;
+    }
+    ARENA_PUSH(e->arena, e->run_time_items, e->run_time_item_count, e->run_time_item_cap, item);
+    return true;
+}
+
 static void elab_item(Elab *e, const Node *item) {
     e->scope = NULL;
+    if ((item->kind == ITEM_INDEX || item->kind == ITEM_DATA) && !declared_once(e, item, item->name)) return;
+    if (item->kind == ITEM_INPUT && item->a->list.count > 0 &&
+        !declared_once(e, item, item->a->list.items[0]->name))
+        return;
     switch (item->kind) {
     case ITEM_LET: {
         Mode mode = (item->flag & LET_OP) ? MODE_TENSOR : MODE_VALUE;

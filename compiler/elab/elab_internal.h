@@ -233,6 +233,8 @@ struct Elab {
     const ElabOptions *options;
     const char **opened;
     uint32_t opened_count, opened_cap;
+    const Node **run_time_items; /* the index, data and input items so far (declared_once) */
+    uint32_t run_time_item_count, run_time_item_cap;
     const char *main_dir;
     uint32_t prelude_file; /* the source of core.tsr, whose operators named as primitives are them in code */
 };
