@@ -74,7 +74,24 @@ static void attach_spec(ParseState *ps, Node *str) {
 
 /* ------------------------------------------------------------------ items */
 
+/* A function's parameters bind distinct names (`_` and `()` bind none): `let f x x` or
+ * `fun ~a ?a ->` would leave one argument unreachable. */
+static void check_param_names(NodeList params) {
+    for (uint32_t i = 1; i < params.count; i++) {
+        const Node *p = params.items[i];
+        if (p->flag == PARAM_WILDCARD || p->flag == PARAM_UNIT) continue;
+        for (uint32_t j = 0; j < i; j++) {
+            const Node *q = params.items[j];
+            if (q->flag == PARAM_WILDCARD || q->flag == PARAM_UNIT || strcmp(p->name, q->name) != 0) continue;
+            diag_error(p->span, "'%s' is bound twice in this function's parameters", p->name);
+            diag_note(q->span, "the first '%s' is here; each parameter needs a name of its own", q->name);
+            break;
+        }
+    }
+}
+
 Node *parse_binding(ParseState *ps, const Token *name, NodeList params, Node *value, bool rec) {
+    check_param_names(params);
     Node *n = node(ps, NODE_LET, span_join(name->span, value->span));
     n->name = name->text;
     n->list = params;
@@ -238,6 +255,7 @@ Node *parse_fun(ParseState *ps, const Token *kw, NodeList params, Node *body) {
     n->list = params;
     n->a = body;
     if (params.count == 0) diag_error(kw->span, "'fun' needs at least one parameter before '->'");
+    check_param_names(params);
     return finish(ps, n);
 }
 
