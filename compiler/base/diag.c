@@ -337,9 +337,32 @@ static void emit(DiagLevel level, Span span, const char *fmt, va_list ap) {
     }
 }
 
+static Span user_call;
+static const char *user_call_name;
+
+void diag_set_user_call(Span call, const char *name) {
+    user_call = call;
+    user_call_name = name;
+}
+
+static void emit_formatted(DiagLevel level, Span span, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit(level, span, fmt, ap);
+    va_end(ap);
+}
+
 void diag_error(Span span, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
+    if (user_call.file && span_in_stdlib(span)) {
+        char message[1024];
+        vsnprintf(message, sizeof message, fmt, ap);
+        va_end(ap);
+        emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name, message);
+        emit_formatted(DIAG_NOTE, span, "where the standard library finds it");
+        return;
+    }
     emit(DIAG_ERROR, span, fmt, ap);
     va_end(ap);
 }

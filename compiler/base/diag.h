@@ -76,6 +76,11 @@ void diag_drop_next(void);
 
 /* Whether `span` lies in a source of the standard library ("<stdlib>/nn.tsr"). */
 bool span_in_stdlib(Span span);
+/* The application the user wrote that is being evaluated (a zero span: none).  While set, an
+ * error whose span lies in the standard library is reported at that call instead ("in this
+ * application of 'mlp': …"), with the library's line as a note: the mistake is the caller's
+ * (an argument of the wrong kind), and the library's line alone would not say which call. */
+void diag_set_user_call(Span call, const char *name);
 
 /* Of `count` candidate names, the one closest to `name` (a misspelling) by edit distance, for a
  * "did you mean …?" note: at most one edit (insertion, deletion, substitution or a swap of two

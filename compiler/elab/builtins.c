@@ -388,18 +388,14 @@ static Value *builtin_length(Elab *e, Arg *args, uint32_t count, Span span) {
 
 /* error "message": reject a program at compile time; a library function's check of its
  * arguments (Nn.linear's ~over).  Inside the standard library the error is put at the user's
- * call, with the library's line as a note; elsewhere at the `error` itself.  Its value is the
- * error value, which every later use passes on silently. */
+ * call, with the library's line as a note (as every error there: diag_set_user_call);
+ * elsewhere at the `error` itself.  Its value is the error value, which every later use passes
+ * on silently. */
 static Value *builtin_error(Elab *e, Arg *args, uint32_t count, Span span) {
+    (void)e;
     if (count != 1 || args[0].label || args[0].value->kind != V_STRING)
         return fail(span, "'error' takes one string: error \"what is wrong\"");
-    const char *message = args[0].value->as.str.text;
-    if (span_in_stdlib(span) && e->user_call.file) {
-        diag_error(e->user_call, "in this application of '%s': %s", e->user_call_name, message);
-        diag_note(span, "the check in the standard library that fails");
-        return &error_value;
-    }
-    return fail(span, "%s", message);
+    return fail(span, "%s", args[0].value->as.str.text);
 }
 
 /* iota n: the tensor literal [0.; 1.; …; n-1.], one output axis of size n (one-hot encodings

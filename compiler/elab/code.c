@@ -325,21 +325,15 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     /* Errors in the body lead with the user's application of the function (error "…"). */
     Span saved_call = e->user_call;
     const char *saved_call_name = e->user_call_name;
-    if (c->user_call.file) {
-        e->user_call = c->user_call;
-        e->user_call_name = c->user_call_name;
-    } else if (!span_in_stdlib(n->span)) {
-        e->user_call = n->span;
-        e->user_call_name = c->fn_name ? c->fn_name : "an anonymous function";
-    }
+    if (c->user_call.file) set_user_call(e, c->user_call, c->user_call_name);
+    else if (!span_in_stdlib(n->span)) set_user_call(e, n->span, c->fn_name ? c->fn_name : "an anonymous function");
     if (++e->depth > MAX_EVAL_DEPTH) {
         diag_error(n->span, "code is nested too deeply (more than %d calls)", MAX_EVAL_DEPTH);
     } else {
         elab_code(e, r, c->body, c->env);
     }
     e->depth--;
-    e->user_call = saved_call;
-    e->user_call_name = saved_call_name;
+    set_user_call(e, saved_call, saved_call_name);
     e->code_subject = saved_subject;
 }
 

@@ -300,6 +300,9 @@ Shape closed_shape(Elab *e, Span span, const char *what);
 Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis);
 Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what);
 Value *fail(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Make `call` (named `name`; a zero span: none) the application the user wrote that is being
+ * evaluated: Elab.user_call, and diag's, which puts the standard library's errors there. */
+void set_user_call(Elab *e, Span call, const char *name);
 Scope *new_scope(Elab *e, const char *fn_name, bool toplevel);
 ScopeDim *scope_dim(Elab *e, Scope *s, const char *name, Span span);
 Scope *current_scope(Elab *e);

@@ -116,13 +116,9 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     if (span.file) shape_push_call(e->solver, span, name);
     Span saved_call = e->user_call;
     const char *saved_call_name = e->user_call_name;
-    if (span.file && !span_in_stdlib(span)) {
-        e->user_call = span;
-        e->user_call_name = name;
-    }
+    if (span.file && !span_in_stdlib(span)) set_user_call(e, span, name);
     Value *v = eval(e, c->body, c->env, c->mode);
-    e->user_call = saved_call;
-    e->user_call_name = saved_call_name;
+    set_user_call(e, saved_call, saved_call_name);
     if (span.file) shape_pop_call(e->solver);
     if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     e->scope = saved;

@@ -223,6 +223,12 @@ Value *fail(Span span, const char *fmt, ...) {
     return &error_value;
 }
 
+void set_user_call(Elab *e, Span call, const char *name) {
+    e->user_call = call;
+    e->user_call_name = name;
+    diag_set_user_call(call, name);
+}
+
 /* ---- Scopes -------------------------------------------------------------------------------- */
 
 Scope *new_scope(Elab *e, const char *fn_name, bool toplevel) {
