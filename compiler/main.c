@@ -9,6 +9,7 @@
  * shapes (elab/ + infer/shape*.c) → assignments and projections (assign.c + proj.c) → loop IR
  * (lower.c, opt.c, verified by ir.c) → the reference executor (interp.c) [→ codegen: later]. */
 #include <ctype.h>
+#include <strings.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -193,6 +194,18 @@ static bool unsigned_number(const char *value, unsigned long long *out) {
 }
 
 /* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */
+/* Why `name` cannot be a module name, or NULL.  It prefixes the model's C symbols and macros:
+ * a C identifier starting with a letter (a leading underscore is the C implementation's), and
+ * not the runtime's own prefix (tsr_state_create, tsr.h's guard TSR_H: a model named tsr_model
+ * would define functions the runtime defines). */
+static const char *module_name_problem(const char *name) {
+    if (!isalpha((unsigned char)name[0])) return "does not start with a letter";
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_') return "is not a C identifier";
+    if (strncasecmp(name, "tsr", 3) == 0 && (name[3] == 0 || name[3] == '_')) return "is tsr or starts with tsr_ (the runtime's names)";
+    return NULL;
+}
+
 static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--gpu-blocks", "--name"};
 /* Every option, for "did you mean" after an unknown one. */
 static const char *const known_options[] = {
@@ -289,9 +302,9 @@ static Options parse_options(int argc, char **argv) {
             opt.gpu_blocks = (unsigned)blocks;
         } else if (strncmp(a, "--name=", 7) == 0) {
             opt.name = a + 7;
-            bool ok = (isalpha((unsigned char)opt.name[0]) || opt.name[0] == '_');
-            for (const char *c = opt.name; *c && ok; c++) ok = isalnum((unsigned char)*c) || *c == '_';
-            if (!ok) bad_usage("'--name' needs a C identifier, not '%s'", opt.name);
+            const char *problem = module_name_problem(opt.name);
+            if (problem) bad_usage("'--name' needs a C identifier that starts with a letter and is not the runtime's "
+                                   "(tsr, tsr_…); '%s' %s", opt.name, problem);
         } else if (strcmp(a, "--interp") == 0) {
             opt.interp = true;
         } else if (strcmp(a, "--no-opt") == 0) {
@@ -317,7 +330,8 @@ static Options parse_options(int argc, char **argv) {
             if (!a[6] && i + 1 >= argc) bad_usage("'%s' needs a number", a);
             const char *value = a[6] ? a + 7 : argv[++i];
             unsigned long long seed;
-            if (!unsigned_number(value, &seed)) bad_usage("'--seed' needs a non-negative integer, not '%s'", value);
+            if (!unsigned_number(value, &seed) || seed > INT64_MAX) /* an executable's --seed takes the same */
+                bad_usage("'--seed' needs an integer from 0 to 2^63-1, not '%s'", value);
             opt.seed = seed;
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
@@ -798,13 +812,34 @@ static char *default_output(Arena *arena, const char *input, const char *ext) {
     return arena_printf(arena, "%.*s%s", (int)n, base, ext);
 }
 
-/* The module name: --name, else the output's base name without extension, as a C identifier. */
-static const char *module_name(Arena *arena, const Options *opt, const char *output) {
-    if (opt->name) return opt->name;
+/* The module name the output's base name gives (without extension), made a C identifier. */
+static const char *output_module_name(Arena *arena, const char *output) {
     const char *base = strrchr(output, '/');
     base = base ? base + 1 : output;
     const char *dot = strrchr(base, '.');
     return abi_c_name(arena, arena_printf(arena, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base));
+}
+
+/* The module name: --name, else the output's.  Where the output's would not do
+ * (module_name_problem), an executable's internal symbols take it after "program_"; -c and
+ * --shared, which export them, refuse it first (check_exported_module_name). */
+static const char *module_name(Arena *arena, const Options *opt, const char *output) {
+    if (opt->name) return opt->name;
+    const char *name = output_module_name(arena, output);
+    return module_name_problem(name) ? arena_printf(arena, "program_%s", name) : name;
+}
+
+/* -c and --shared: the module name prefixes every exported symbol and the header's macros, so
+ * one the output's name gives that module_name_problem refuses is an error naming --name. */
+static bool check_exported_module_name(Arena *arena, const Options *opt, const char *output) {
+    if (opt->name) return true;
+    const char *name = output_module_name(arena, output);
+    const char *problem = module_name_problem(name);
+    if (!problem) return true;
+    diag_error_noloc("the output '%s' gives the module name '%s', which %s: the exported symbols and the header's "
+                     "macros start with it; name the module with --name=NAME (a C identifier that starts with a "
+                     "letter and is not tsr or tsr_…)", output, name, problem);
+    return false;
 }
 
 /* libtsr.a beside tsrc (the build tree) or in ../lib (an installation); $TSR_RUNTIME overrides. */
@@ -1091,7 +1126,9 @@ static bool check_routine_names(const IrProgram *ir, const char *module);
 
 /* --shared: the library at paths[0] and its manifest at paths[1], both or neither. */
 static bool build_shared(IrProgram *ir, const Options *opt, const Target *target, const char *const *paths) {
-    if (!check_routine_names(ir, module_name(ir->arena, opt, paths[0]))) return false;
+    if (!check_exported_module_name(ir->arena, opt, paths[0]) ||
+        !check_routine_names(ir, module_name(ir->arena, opt, paths[0])))
+        return false;
     Output manifest;
     if (!output_open(&manifest, paths[1], true)) return false;
     bool ok = build_linked(ir, opt, target, paths[0], NULL, true);
@@ -1207,6 +1244,7 @@ static bool emit_ptx(IrProgram *ir, const Options *opt, const Target *target, co
 /* -c: MODEL.o, MODEL.h and MODEL.json, all or none. */
 static bool build_object(IrProgram *ir, const Options *opt, const Target *target, const char *output) {
     Arena *arena = ir->arena;
+    if (!check_exported_module_name(arena, opt, output)) return false;
     const char *module = module_name(arena, opt, output);
     if (!check_routine_names(ir, module)) return false;
     const char *paths[3];

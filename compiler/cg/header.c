@@ -52,8 +52,16 @@ typedef struct Exports {
     const char **routines; /* per function: its C name, or NULL when not exported */
 } Exports;
 
-/* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case. */
-static bool taken(const Exports *x, const IrProgram *ir, const char *name) {
+/* Whether `name` is `base` followed by one of the suffixes a tensor of run-time size adds to
+ * its names (MODULE_base_dim0(), MODULE_BASE_ROW_SIZE), without case. */
+static bool run_time_size_name(const char *name, const char *base) {
+    size_t n = strlen(base);
+    return strncasecmp(name, base, n) == 0 && (strcasecmp(name + n, "_dim0") == 0 || strcasecmp(name + n, "_row") == 0);
+}
+
+/* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case.  `dynamic`: the
+ * candidate is a tensor of run-time size, whose names add _dim0 and _ROW_SIZE. */
+static bool taken(const Exports *x, const IrProgram *ir, const char *name, bool dynamic) {
     if (abi_reserved(name)) return true;
     size_t setter = strlen(ABI_SETTER_PREFIX);
     for (uint32_t i = 0; i < ir->symbol_count; i++)
@@ -62,8 +70,12 @@ static bool taken(const Exports *x, const IrProgram *ir, const char *name) {
             return true;
     for (uint32_t f = 0; f < ir->function_count; f++)
         if (x->routines[f] && strcasecmp(x->routines[f], name) == 0) return true;
-    for (uint32_t i = 0; i < x->count; i++)
-        if (strcasecmp(x->items[i].c_name, name) == 0) return true;
+    for (uint32_t i = 0; i < x->count; i++) {
+        const char *other = x->items[i].c_name;
+        if (strcasecmp(other, name) == 0) return true;
+        if (ir_buffer_dynamic(&ir->buffers[x->items[i].buffer]) && run_time_size_name(name, other)) return true;
+        if (dynamic && run_time_size_name(other, name)) return true;
+    }
     return false;
 }
 
@@ -86,7 +98,8 @@ static void add_export(Exports *x, const IrProgram *ir, const char *shown, uint3
     for (uint32_t i = 0; i < x->count; i++)
         if (x->items[i].buffer == buffer) return; /* one tensor under two names: the first */
     const char *base = abi_c_name(ir->arena, shown), *name = base;
-    for (unsigned k = 2; taken(x, ir, name); k++) name = arena_printf(ir->arena, "%s_%u", base, k);
+    bool dynamic = ir_buffer_dynamic(&ir->buffers[buffer]);
+    for (unsigned k = 2; taken(x, ir, name, dynamic); k++) name = arena_printf(ir->arena, "%s_%u", base, k);
     ARENA_PUSH(ir->arena, x->items, x->count, x->cap,
                ((Export){shown, name, buffer, role_of(&ir->buffers[buffer], grad)}));
 }

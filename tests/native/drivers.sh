@@ -5,7 +5,8 @@
 #   - the generated header compiles cleanly as C and C++; every global symbol of an object is
 #     prefixed by its module's name;
 #   - executables that read a bad data file exit with status 1 and the runtime's message;
-#   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says.
+#   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says;
+#   - names: header clashes get suffixes, module names that would meet the runtime's are refused.
 # Usage: drivers.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -26,11 +27,11 @@ assert t["w1"]["dims"]==[64,10] and t["w1"]["kind"]=="parameter" and t["features
 assert t["scores"]["shape"]=="32|3" and t["scores"]["dtype"]=="float32"' "$T/mlp.json" >"$T/log" 2>&1; then pass
 else fail "mlp.json lists the routine and the tensors with their shapes"; fi
 
-for lang in c c++; do
-    std=c11; [ $lang = c++ ] && std=c++17
+for std in c11 c++11 c++17; do
+    lang=c; [ $std != c11 ] && lang=c++
     printf '#include "mlp.h"\n#include "affine.h"\nint main(void) { return 0; }\n' >"$T/inc.$lang"
     if cc -x $lang -std=$std -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc.$lang" -o "$T/inc.o" >"$T/log" 2>&1
-    then pass; else fail "the generated headers compile cleanly as $lang"; fi
+    then pass; else fail "the generated headers compile cleanly as $std"; fi
 done
 
 bad_symbols=$(nm -g --defined-only "$T/mlp.o" "$T/affine.o" 2>"$T/log" | awk 'NF == 3 {print $3}' | grep -v -e '^mlp_' -e '^affine_')
@@ -94,6 +95,25 @@ if timeout 20 "$TSRC" -c "$T/names.tsr" -o "$T/names.o" >"$T/log" 2>&1 && grep -
 then pass; else fail "a tensor named set_x gets an accessor"; fi
 if "$TSRC" -c tests/native/loop.tsr -o "$T/loopm.o" >"$T/log" 2>&1 && grep -q "loopm_set_b(" "$T/loopm.h" &&
    ! grep -q "loopm_set_k" "$T/loopm.h"; then pass; else fail "setters for index items only, not for loop counters"; fi
+# A tensor of run-time size adds x_dim0() and X_ROW_SIZE to its names: tensors named x_dim0 and
+# x_row get a suffix instead of a header that does not compile.
+printf 'input { x; b = [?]; o = [3] }\ninput { x_row; b = [2]; o = [5] }\nlet%%op x_dim0 = { w; o = [4] } * x_row\nlet%%op y = { v; o = [4] } * x\nroutine fwd = x_dim0.forward; y.forward\n' >"$T/rowclash.tsr"
+printf '#include "rowclash.h"\nint main(void) { return rowclash_x_dim0(0) != 0 || ROWCLASH_X_ROW_SIZE != 3 || ROWCLASH_X_ROW_2_SIZE != 10; }\n' >"$T/rowclash.c"
+if "$TSRC" -c "$T/rowclash.tsr" -o "$T/rowclash.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/rowclash.c" "$T/rowclash.o" "$LIB" -lm -lpthread -ldl -o "$T/rowclash" >>"$T/log" 2>&1 &&
+   "$T/rowclash" && grep -q "rowclash_x_dim0_2(rowclash_state" "$T/rowclash.h"
+then pass; else fail "tensors named x_dim0 and x_row beside x of run-time size get suffixes"; fi
+# Module names: not the runtime's (tsr, tsr_...), starting with a letter.
+for out in tsr.o tsr_state.o 3d.o; do
+    "$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/$out" >"$T/log" 2>&1
+    if [ $? = 1 ] && grep -q "name the module with --name=NAME" "$T/log" && [ ! -e "$T/$out" ] &&
+       [ ! -e "$T/${out%.o}.h" ]; then pass; else fail "-c -o $out is an error asking for --name"; fi
+done
+"$TSRC" -c docs/examples/mlp_lib.tsr --name=TSR_model -o "$T/m.o" >"$T/log" 2>&1
+if [ $? = 2 ] && grep -q "'TSR_model' is tsr or starts with tsr_" "$T/log"; then pass; else fail "--name=TSR_model is refused"; fi
+if "$TSRC" tests/native/short_names.tsr -o "$T/tsr_model" >"$T/log" 2>&1 && "$T/tsr_model" >"$T/out" 2>"$T/log" &&
+   cmp -s "$T/out" tests/native/short_names.out; then pass
+else fail "an executable named tsr_model runs (its internal symbols are not the runtime's)"; fi
 # An executable whose output cannot be written fails.
 if "$TSRC" tests/native/loop.tsr -o "$T/loop" >"$T/log" 2>&1 && ! "$T/loop" >/dev/full 2>"$T/log" &&
    grep -q "cannot write to the standard output" "$T/log"; then pass; else fail "writing to a full device is an error"; fi
