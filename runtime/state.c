@@ -317,13 +317,13 @@ static int check_positions(const tsr_state *s, const DataSet *d) {
 /* Give buffer i storage of its current size (freeing what it had) and its initial values: an
  * input's the caller has not given yet (noise, so that reading it unfilled shows), a fill, the
  * literal's values, a parameter's seeded numbers. */
-static int allocate_buffer(tsr_state *s, uint32_t i) {
+/* New storage for buffer i at its current size, initialised as at creation, in *out (NULL for a
+ * virtual buffer or a run-time size not set yet); the state is not changed. */
+static int new_storage(tsr_state *s, uint32_t i, float **out) {
     const Buffer *b = &s->model->buffers[i];
-    if (b->is_virtual) return TSR_OK;
-    tsr_free(s->buffers[i]);
-    s->buffers[i] = NULL;
-    if (b->size == 0) return TSR_OK; /* a run-time size not set yet */
-    float *d = s->buffers[i] = tsr_alloc_cells(b->size, tsr_dtype_cell_bytes(b->dtype));
+    *out = NULL;
+    if (b->is_virtual || b->size == 0) return TSR_OK;
+    float *d = *out = tsr_alloc_cells(b->size, tsr_dtype_cell_bytes(b->dtype));
     if (!d)
         return tsr_error(TSR_ERR_NOMEM, "cannot allocate tensor '%s' (%s, %" PRId64 " %s cells)", b->name, b->shape_text,
                          b->size, tsr_dtype_word(b->dtype));
@@ -349,6 +349,13 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
     default: break;
     }
     return TSR_OK;
+}
+
+static int allocate_buffer(tsr_state *s, uint32_t i) {
+    if (s->model->buffers[i].is_virtual) return TSR_OK;
+    tsr_free(s->buffers[i]);
+    s->buffers[i] = NULL;
+    return new_storage(s, i, &s->buffers[i]);
 }
 
 tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed) {
@@ -444,20 +451,35 @@ static int set_size(tsr_state *s, uint32_t symbol, int64_t value) {
             return tsr_error(TSR_ERR_NOMEM, "run-time size '%s' = %" PRId64 " makes tensor '%s' too large",
                              m->symbol_names[symbol], value, b->name);
     }
-    s->symbols[symbol] = value;
+    /* All or nothing: every buffer's new storage is made before any old storage is freed, so a
+     * failure leaves the size, the tensors and the caller's data as they were. */
+    float **fresh = calloc(m->buffer_count + 1, sizeof *fresh);
+    if (!fresh) return tsr_error(TSR_ERR_NOMEM, "out of memory setting run-time size '%s'", m->symbol_names[symbol]);
+    int64_t previous = s->symbols[symbol];
+    int status = TSR_OK;
+    for (int pass = 0; pass < 2; pass++) { /* pass 0: the new length; pass 1, after a failure: the old */
+        int64_t length = pass == 0 ? value : previous;
+        for (uint32_t i = 0; i < m->buffer_count; i++) {
+            Buffer *b = &m->buffers[i];
+            if (b->size_symbol != (int64_t)symbol) continue;
+            b->dims[0] = length;
+            b->size = length * b->row_cells;
+            if (pass == 0 && status == TSR_OK) status = new_storage(s, i, &fresh[i]);
+        }
+        if (status == TSR_OK) break;
+    }
     for (uint32_t i = 0; i < m->buffer_count; i++) {
-        Buffer *b = &m->buffers[i];
-        if (b->size_symbol != (int64_t)symbol) continue;
-        b->dims[0] = value;
-        b->size = value * b->row_cells;
-        int status = allocate_buffer(s, i);
-        if (status != TSR_OK) { /* keep the state consistent: this length has no storage */
-            b->dims[0] = b->size = 0;
-            s->symbols[symbol] = 0;
-            return status;
+        if (m->buffers[i].size_symbol != (int64_t)symbol || m->buffers[i].is_virtual) continue;
+        if (status == TSR_OK) {
+            tsr_free(s->buffers[i]);
+            s->buffers[i] = fresh[i];
+        } else {
+            tsr_free(fresh[i]);
         }
     }
-    return TSR_OK;
+    free(fresh);
+    if (status == TSR_OK) s->symbols[symbol] = value;
+    return status;
 }
 
 int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {

@@ -5,7 +5,8 @@
  *     bit for bit, whatever the batch it is in (each cell takes the same steps in the same order).
  *   - A routine refuses to run before the size is set, and when the two inputs that share the
  *     size were given different sizes: a status and a message naming both, never a crash.
- *   - A size below 1 is refused by the setter.
+ *   - A size below 1 is refused by the setter, and so is one whose storage cannot be allocated,
+ *     which leaves every tensor and its data as they were.
  * Prints "ok" and exits 0, or says what failed and exits 1. */
 #include <math.h>
 #include <stdio.h>
@@ -88,6 +89,16 @@ int main(void) {
     CHECK(runtime_mlp_set_x_b(s, 0) == TSR_ERR_INDEX && strstr(runtime_mlp_last_error(), "at least 1"),
           "a size of 0: %s", runtime_mlp_last_error());
     CHECK(runtime_mlp_x_dim0(s) == 37, "a refused size changed x's length to %lld", (long long)runtime_mlp_x_dim0(s));
+    /* A size whose storage cannot be allocated is refused as a whole: the length, every tensor it
+     * sizes and the data in them stay as they were. */
+    float *x_before = runtime_mlp_x(s), *scores_before = runtime_mlp_scores(s);
+    float x5 = x_before[5];
+    status = runtime_mlp_set_x_b(s, (int64_t)1 << 40);
+    CHECK(status == TSR_ERR_NOMEM && strstr(runtime_mlp_last_error(), "cannot allocate"),
+          "a size too large to allocate: status %d, '%s'", status, runtime_mlp_last_error());
+    CHECK(runtime_mlp_x_dim0(s) == 37 && runtime_mlp_x(s) == x_before && runtime_mlp_x(s)[5] == x5 &&
+              runtime_mlp_scores(s) == scores_before && runtime_mlp_predict(s) == TSR_OK,
+          "a size that could not be allocated changed the state (x.b = %lld)", (long long)runtime_mlp_x_dim0(s));
     runtime_mlp_destroy(s);
     if (failures) return 1;
     puts("ok");
