@@ -307,7 +307,7 @@ static inline float tsr_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, rest = h & 0x7fffu;
     if (rest >= 0x7c00u) return tsr_f32_of_bits(sign | 0x7f800000u | (rest & 0x3ffu) << 13); /* inf, NaN */
     if (rest >= 0x0400u) return tsr_f32_of_bits(sign | ((rest << 13) + 0x38000000u));     /* normal */
-    return tsr_f32_of_bits(sign | tsr_bits_of_f32((float)rest * 0x1p-24f));                /* subnormal, 0 */
+    return tsr_f32_of_bits(sign | tsr_bits_of_f32((float)rest * 5.9604644775390625e-08f)); /* subnormal, 0: 2^-24 (C++11 has no hex floats) */
 }
 static inline uint16_t tsr_f32_to_f16(float f) {
     uint32_t b = tsr_bits_of_f32(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
