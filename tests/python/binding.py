@@ -130,6 +130,14 @@ def main():
         r.sizes["t.b"] = 5
         ok, why = raises(tsr.Error, r.check, "t.b")
         check(ok, "mismatched sizes are a tsr.Error with the runtime's message", why)
+        for bad, needle in ((2.9, "takes an integer"), ("1", "takes an integer"), (True, "takes an integer"),
+                            (2**64 + 3, "out of the range")):
+            ok, why = raises(tsr.Error, lambda: r.sizes.__setitem__("x.b", bad), needle)
+            check(ok and r.sizes["x.b"] == 37, f"a run-time size set to {bad!r} is a tsr.Error and changes nothing", why)
+        r.sizes["x.b"] = np.int64(37)
+        check(r.sizes["x.b"] == 37, "a NumPy integer sets a run-time size")
+        ok, why = raises(tsr.Error, lambda: tsr.load(rlib, seed=-1), "out of the range")
+        check(ok, "a negative seed is a tsr.Error, not one wrapped to 2^64 - 1", why)
         m.close()
         ok, why = raises(tsr.Error, m.predict, "closed")
         check(ok, "a closed model is an error, not a crash", why)

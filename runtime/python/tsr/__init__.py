@@ -21,6 +21,7 @@ reusing an earlier library when the source, the options and tsrc are the same.
 import ctypes
 import hashlib
 import json
+import operator
 import os
 import shutil
 import subprocess
@@ -101,8 +102,10 @@ class _Sizes:
         return int(self._model._symbols()[self._entry(name)["symbol"]])
 
     def __setitem__(self, name, value):
-        self._model._call(self._model._api.set_symbol, self._model._handle(),
-                          ctypes.c_uint32(self._entry(name)["symbol"]), ctypes.c_int64(int(value)))
+        symbol = self._entry(name)["symbol"]
+        value = _whole_number(f"{name!r}", value, -2**63, 2**63 - 1)
+        self._model._call(self._model._api.set_symbol, self._model._handle(), ctypes.c_uint32(symbol),
+                          ctypes.c_int64(value))
 
     def _entry(self, name):
         if name not in self._entries:
@@ -130,7 +133,7 @@ class Model:
         self.name = self.manifest["module"]
         self._lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
         self._api = _Api(self._lib, self.name)
-        self._state = self._api.create(seed)
+        self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
         if not self._state:
             raise Error(self._last_error())
         self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
@@ -279,6 +282,21 @@ class Model:
                 f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
 
 
+def _whole_number(what, value, lo, hi):
+    """`value` as a Python int in lo..hi, or tsr.Error: an int or a NumPy integer, not a float, a
+    bool or a string (the C setters take int64_t and check the value; a conversion here would
+    round 2.9 to 2 and wrap 2**64 + 3 to 3 before they could)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise Error(f"{what} takes an integer, not {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise Error(f"{what} takes an integer, not {value!r}") from None
+    if not lo <= number <= hi:
+        raise Error(f"{what} = {number} is out of the range {lo}..{hi}")
+    return number
+
+
 def _integers(name, value, dtype=np.int32):
     """`value` as `dtype` (int32, int64 or uint8) for integer tensor `name`, or tsr.Error when a
     number is not an integer of that type."""
@@ -321,6 +339,8 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     changed loads it without compiling.  (A file the source `open`s from -I directories is not
     part of the hash: pass cache=False to compile afresh.)  Compile errors raise tsr.Error
     with tsrc's messages."""
+    if tsrc and not os.path.exists(tsrc):
+        raise Error(f"tsrc={tsrc!r} does not exist")
     tsrc = tsrc or os.environ.get("TSRC") or shutil.which("tsrc")
     if not tsrc or not os.path.exists(tsrc):
         raise Error("cannot find tsrc (pass tsrc=..., set $TSRC or put it on PATH)")
@@ -334,8 +354,8 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         key.update(b"\0")
     stem = os.path.splitext(os.path.basename(source))[0]
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "model"
-    if name[0].isdigit():
-        name = "m_" + name
+    if name[0].isdigit() or name[0] == "_" or name.lower() == "tsr" or name.lower().startswith("tsr_"):
+        name = "m_" + name  # a C identifier outside the runtime's tsr_ names
     directory = _cache_dir() if cache in (None, True) else (cache or None)
     if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
         directory = tempfile.mkdtemp(prefix="tsr-")
