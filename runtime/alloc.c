@@ -9,7 +9,11 @@
 #include "internal.h"
 
 void *tsr_alloc_cells(int64_t cells, size_t cell_bytes) {
-    if (cells < 1) cells = 1;
+    if (cells < 0) {
+        tsr_error(TSR_ERR_ARGUMENT, "cannot allocate %" PRId64 " cells: a count is at least 0", cells);
+        return NULL;
+    }
+    if (cells == 0) cells = 1; /* a valid pointer, as malloc(0) may not give */
     if ((uint64_t)cells > (SIZE_MAX - 63) / cell_bytes) {
         tsr_error(TSR_ERR_NOMEM, "cannot allocate %" PRId64 " cells of %zu bytes: too large for this machine", cells,
                   cell_bytes);

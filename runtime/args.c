@@ -88,7 +88,14 @@ static void print_help(const Parser *p, uint64_t default_seed) {
     for (uint32_t i = 0; i < n; i++) {
         char left[256];
         snprintf(left, sizeof left, "--%s %s", o[i].name, o[i].is_float ? "X" : "N");
-        if (o[i].is_float) printf("  %-22s a number (default %.17g)\n", left, o[i].value);
+        if (o[i].is_float) {
+            char shortest[32]; /* the fewest digits that read back as the default: 0.1, not 0.10000000000000001 */
+            for (int digits = 1; digits <= 17; digits++) {
+                snprintf(shortest, sizeof shortest, "%.*g", digits, o[i].value);
+                if (strtod(shortest, NULL) == o[i].value) break;
+            }
+            printf("  %-22s a number (default %s)\n", left, shortest);
+        }
         else printf("  %-22s an integer (default %" PRId64 ")\n", left, (int64_t)o[i].value);
     }
 }

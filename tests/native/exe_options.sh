@@ -59,7 +59,7 @@ expect loop-negative 1 "the loop of 'step' would run from 0 to -2, a negative nu
 (cd "$T" && ./opts --help) >"$T/help" 2>"$T/err"
 st=$?
 if [ $st = 0 ] && [ ! -s "$T/err" ] && grep -q -- '--epochs N  *an integer (default 2)$' "$T/help" &&
-   grep -q -- '--lr X  *a number (default 0.5)$' "$T/help" && grep -q -- '--unused_default N  *an integer (default 7)$' "$T/help" &&
+   grep -q -- '--lr X  *a number (default 0.1)$' "$T/help" && grep -q -- '--unused_default N  *an integer (default 7)$' "$T/help" &&
    grep -q -- '--seed N .*(default 0)$' "$T/help" && grep -q -- '--threads N' "$T/help" &&
    grep -q -- 'NAME is one of: xs$' "$T/help"; then ok; else bad "--help (status $st)"; cat "$T/help"; fi
 (cd "$T" && "$TSRC" --run --interp opts.tsr -- --help) >"$T/help2" 2>&1
