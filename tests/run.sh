@@ -470,6 +470,22 @@ run_tsrc --check "$TMP/mod/prog.tsr"
 if [ "$(status)" = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/mod/prog.tsr:1:1: error: cannot read '$TMP/mod/foo.tsr': it is a directory" ]
 then pass "robustness: a directory where a module's file would be"
 else fail "robustness: a directory where a module's file would be" "exit $(status)" "$TMP/err"; fi
+# Opens that make a cycle (C opens D, D opens C), and a program that opens its own file: errors
+# at the open that closes the cycle, with the other open as a note.
+mkdir -p "$TMP/cyc"
+printf 'open D\nlet xc = 1\n' >"$TMP/cyc/c.tsr"
+printf 'open C\nlet xd = 2\n' >"$TMP/cyc/d.tsr"
+printf 'open C\nmain = print "%%d" xc\n' >"$TMP/cyc/main.tsr"
+run_tsrc --check "$TMP/cyc/main.tsr"
+if [ "$(status)" = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/cyc/d.tsr:1:1: error: the opens make a cycle: C -> D -> C (a module cannot use definitions that come after its own open)" ] &&
+   grep -q "^$TMP/cyc/c.tsr:1:1: note: module 'C' opens 'D' here" "$TMP/err"
+then pass "modules: opens that make a cycle are an error naming it"
+else fail "modules: opens that make a cycle are an error naming it" "exit $(status)" "$TMP/err"; fi
+printf 'open Self\nlet a = 1\n' >"$TMP/cyc/self.tsr"
+run_tsrc --check "$TMP/cyc/self.tsr"
+if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"
+then pass "modules: a program that opens its own file is an error"
+else fail "modules: a program that opens its own file is an error" "exit $(status)" "$TMP/err"; fi
 
 # The command line.
 run_tsrc --no-such-flag x.tsr

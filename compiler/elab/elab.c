@@ -22,6 +22,7 @@
 #include "runtime/image_format.h"
 
 #include <ctype.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -52,9 +53,37 @@ static void elab_module(Elab *e, Module *m);
 
 /* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
  * elaborated as the program's own, and each top-level name is bound as `M.name` too. */
+/* A module opened again while it is still being loaded (C opens D, D opens C) would see only
+ * the part of C before its open: an error naming the cycle.  True when reported. */
+static bool report_open_cycle(Elab *e, const char *name, Span span) {
+    uint32_t start = e->loading_count;
+    for (uint32_t k = 0; k < e->loading_count && start == e->loading_count; k++)
+        if (strcmp(e->loading[k], name) == 0) start = k;
+    if (start == e->loading_count) return false;
+    char chain[512] = "";
+    size_t used = 0;
+    for (uint32_t k = start; k < e->loading_count && used < sizeof chain; k++)
+        used += (size_t)snprintf(chain + used, sizeof chain - used, "%s -> ", e->loading[k]);
+    diag_error(span, "the opens make a cycle: %s%s (a module cannot use definitions that come after its own open)",
+               chain, name);
+    for (uint32_t k = start + 1; k < e->loading_count; k++)
+        diag_note(e->loading_at[k], "module '%s' opens '%s' here", e->loading[k - 1], e->loading[k]);
+    return true;
+}
+
+/* Whether `path` is the program's own file (a program that opens itself). */
+static bool is_main_file(const Elab *e, const char *path) {
+    struct stat a, b;
+    return e->main_path && stat(path, &a) == 0 && stat(e->main_path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
 static void load_module(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
-        if (strcmp(e->opened[i], name) == 0) return;
+        if (strcmp(e->opened[i], name) == 0) {
+            report_open_cycle(e, name, span);
+            return;
+        }
     ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
     char file[256];
     snprintf(file, sizeof file, "%s.tsr", name);
@@ -73,6 +102,12 @@ static void load_module(Elab *e, const char *name, Span span) {
         char *text;
         FileRead r = file_read_all(path, MAX_SOURCE_BYTES, &text, &len);
         if (r == FILE_READ_OK) {
+            if (is_main_file(e, path)) {
+                free(text);
+                diag_error(span, "module '%s' is this program's own file ('%s'): a program cannot open itself", name,
+                           path);
+                return;
+            }
             src = source_add(path, text, len);
             free(text);
         } else if (r != FILE_CANNOT_OPEN || (errno != ENOENT && errno != ENOTDIR)) {
@@ -90,7 +125,11 @@ static void load_module(Elab *e, const char *name, Span span) {
     Module *m = parse_module(src, e->arena);
     if (diag_error_count()) return;
     Scope *scope = e->scope; /* a qualified name may load a module in the middle of an item */
+    ARENA_PUSH(e->arena, e->loading, e->loading_count, e->loading_cap, name);
+    ARENA_PUSH(e->arena, e->loading_at, e->loading_at_count, e->loading_at_cap, span);
     elab_module(e, m);
+    e->loading_count--;
+    e->loading_at_count--;
     e->scope = scope;
     for (uint32_t i = 0; i < m->items.count; i++) {
         const Node *item = m->items.items[i];
@@ -480,6 +519,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     e.global_table = arena_alloc(arena, GLOBAL_BUCKETS * sizeof *e.global_table);
     e.globals = arena_alloc(arena, sizeof *e.globals); /* generation 0: no globals */
     e.main_dir = slash ? arena_strndup(arena, path, (size_t)(slash - path)) : ".";
+    e.main_path = path;
     bind_builtins(&e);
     /* The prelude. */
     for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {

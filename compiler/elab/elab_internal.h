@@ -233,6 +233,10 @@ struct Elab {
     const ElabOptions *options;
     const char **opened;
     uint32_t opened_count, opened_cap;
+    const char **loading; /* the modules being loaded, outermost first, and the opens that began them */
+    Span *loading_at;
+    uint32_t loading_count, loading_cap, loading_at_count, loading_at_cap;
+    const char *main_path; /* the program's own file: no module may be it */
     const Node **run_time_items; /* the index, data and input items so far (declared_once) */
     uint32_t run_time_item_count, run_time_item_cap;
     const char *main_dir;
