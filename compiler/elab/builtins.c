@@ -266,6 +266,30 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
     return true;
 }
 
+/* A tokens item's shape (written, so closed): rows of windows, the last axis a window's tokens,
+ * at least 2 (a window holds the inputs and, one on, their targets).  False when reported. */
+static bool check_token_windows(const Shape *shape, Arg *args, uint32_t count, Span span) {
+    uint32_t axes = 0;
+    Dim last = {0};
+    for (int k = 0; k < ROW_KINDS; k++) {
+        axes += shape->rows[k].count;
+        if (shape->rows[k].count) last = shape->rows[k].dims[shape->rows[k].count - 1];
+    }
+    const Arg *o = find_arg(args, count, "o");
+    Span at = o ? o->span : span;
+    if (axes < 2) {
+        diag_error(at, "'tokens' makes rows of windows: it needs a window's axis and at least one axis of windows "
+                   "(~b:[8] ~o:[65]: 8 windows of 65 tokens)");
+        return false;
+    }
+    if (!last.var && !last.runtime && last.size < 2) {
+        diag_error(at, "a window of %u token%s is too short: the last axis of 'tokens' holds a window's inputs and the "
+                   "next token, at least 2", last.size, last.size == 1 ? "" : "s");
+        return false;
+    }
+    return true;
+}
+
 /* npy "file.npy" / csv "file.csv" / range / uniform ~seed, each with ~b ~i ~o (and ~dtype but for
  * uniform): one tensor.  tokens "file.bin" ~b ~o (~windows ~seed): an i32 tensor of windows of a
  * token file (docs/language.md §3.2.6). */
@@ -307,6 +331,7 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
     if (seeded && !int_arg(args, count, "seed", span, fn, 0, false, &d->seed)) return &error_value;
     Shape shape;
     if (!source_shape(e, fn, args, count, span, &shape)) return &error_value;
+    if (tokens && !check_token_windows(&shape, args, count, span)) return &error_value;
     Tensor *t = data_tensor(e, d, 0, span);
     t->shape = shape;
     t->dtype = dtype;

@@ -242,7 +242,10 @@ static void elab_item(Elab *e, const Node *item) {
     }
     case ITEM_DATA: {
         Value *v = eval(e, item->a, e->globals, MODE_VALUE);
-        if (v->kind == V_ERROR) break;
+        if (v->kind == V_ERROR) { /* bound all the same: its uses are no errors of their own */
+            bind_global(e, item->name, v);
+            break;
+        }
         if (v->kind != V_DATASET) {
             diag_error(item->a->span, "'data' takes a data source such as half_moons or npy, but this is %s",
                        kind_noun(v));
