@@ -1270,7 +1270,8 @@ static int run_native(IrProgram *ir, const Options *opt, const Target *target) {
     int err = errno, slot = made ? temp_add(dir, TEMP_DIR) : -1;
     signals_restore(&old);
     if (!made) {
-        diag_error_noloc("cannot make a temporary directory: %s", strerror(err));
+        diag_error_noloc("cannot make a temporary directory in '%s': %s (set TMPDIR to a writable directory)",
+                         temp_directory(), strerror(err));
         return 1;
     }
     const char *name = default_output(ir->arena, opt->input, "");

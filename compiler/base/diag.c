@@ -38,6 +38,10 @@ uint32_t source_add(const char *path, const char *text, size_t len) {
         sources = xrealloc(sources, source_cap * sizeof *sources);
     }
     Source *s = &sources[source_count];
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte-order mark, as editors write one */
+        text += 3;
+        len -= 3;
+    }
     char *copy = xrealloc(NULL, len + 1);
     if (len) memcpy(copy, text, len);
     copy[len] = '\0';

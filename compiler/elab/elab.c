@@ -315,9 +315,11 @@ static void elab_item(Elab *e, const Node *item) {
         Program *p = e->program;
         if (p->has_main) {
             diag_error(item->span, "'main' is defined twice");
+            diag_note(p->main_span, "the first definition%s", p->main_span.file != item->span.file ? " (in an opened module)" : "");
             break;
         }
         p->has_main = true;
+        p->main_span = item->span;
         MainList steps = {0};
         elab_main(e, item->a, e->globals, &steps);
         p->main = steps.items;

@@ -241,6 +241,7 @@ typedef struct Program {
     Routine *routines;  /* in declaration order */
     uint32_t routine_count, routine_cap;
     bool has_main;
+    Span main_span; /* the `main` item, when has_main */
     MainStep *main;     /* the statements of `main` */
     uint32_t main_count;
     IndexSymbol *indexes; /* every index symbol, declared or a loop counter of main */

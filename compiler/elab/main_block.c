@@ -55,6 +55,10 @@ static bool format_field(const Node *fmt, size_t len, size_t *j, const char *wha
 static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
     const char *f = fmt->text;
     uint32_t used = 0;
+    if (memchr(f, 0, fmt->len)) { /* printf would stop there: the rest would silently not print */
+        diag_error(fmt->span, "the format of 'print' holds a NUL byte ('\\x00'), which would end it there");
+        return false;
+    }
     for (size_t i = 0; i < fmt->len; i++) {
         if (f[i] != '%') continue;
         if (i + 1 < fmt->len && f[i + 1] == '%') {
