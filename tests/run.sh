@@ -788,14 +788,16 @@ if [ "$norm" = "4 2" ]; then pass "kernels: 4 parameters' squares as segments of
 else fail "kernels: a norm's squares as segments, its sums as a chain" "squares written by each launch that writes any, then launches that write the total: '$norm' ('4 2' expected)" "$TMP/err"; fi
 # The GPU's scheduled IR holds its statements in launch order (kernel_order), the squares before
 # the sums, so that the golden's GPU leg runs them so; the CPU's keeps the program's alternation.
-order_of() { grep -o '^  # assignment at train.tsr:1[78]:' "$TMP/out" | cut -c29-30 | tr '\n' ' '; }
+sq=$(grep -n 'squares; dtype' stdlib/train.tsr | cut -d: -f1)   # add_squared_grad's two lines
+order_of() { sed -n "s/^  # assignment at train.tsr:\($sq\|$((sq + 1))\):.*/\1/p" "$TMP/out" | tr '\n' ' '; }
 run_tsrc --emit=sched-ir --target=cuda --reassociate -o - tests/native/gpu_norm_segments.tsr
 gpu_order=$(order_of)
 run_tsrc --emit=sched-ir --reassociate -o - tests/native/gpu_norm_segments.tsr
 cpu_order=$(order_of)
-if [ "$gpu_order" = "17 17 17 17 18 18 18 18 " ] && [ "$cpu_order" = "17 18 17 18 17 18 17 18 " ]
+s1=$((sq + 1))
+if [ "$gpu_order" = "$sq $sq $sq $sq $s1 $s1 $s1 $s1 " ] && [ "$cpu_order" = "$sq $s1 $sq $s1 $sq $s1 $sq $s1 " ]
 then pass "kernels: the GPU's scheduled IR in launch order (a norm's squares moved before its sums), the CPU's as written"
-else fail "kernels: the GPU's scheduled IR in launch order" "squares (17) and sums (18): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
+else fail "kernels: the GPU's scheduled IR in launch order" "squares ($sq) and sums ($s1): GPU '$gpu_order', CPU '$cpu_order'" "$TMP/out"; fi
 
 # Scatter-adds whose rows fit in shared memory (tests/native/gpu_scatter_rows.tsr, whose golden
 # the GPU leg checks, with races reported; sched_scatter.c rewrite 7s): the gradients of t's two

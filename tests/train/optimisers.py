@@ -9,7 +9,8 @@ train w and a bias b, loss = sum((w x + b)^2), with gradient clipping by global 
 the norm exceeds max_norm at every step and once where it never does.  The layer case clips the
 parameters of an `Nn.linear` trained on `Nn.mse` (a bias the library makes, whose input row is
 left to the closing policy: clipping's spec over every gradient must not make it a hidden
-dimension), starting from the weight the program prints before the first step.  Prints one PASS/FAIL
+dimension), starting from the weight the program prints before the first step; the f64 case
+clips an f64 parameter (its norm summed in f64).  Prints one PASS/FAIL
 line per case, then "N passed, N failed"; exit status 1 if any failed."""
 import argparse, os, subprocess, sys, tempfile
 import numpy as np
@@ -124,6 +125,23 @@ def clipped_layer(w, max_norm=0.5, lr=0.1):
         out += [w, b[None, :]]
     return out
 
+F64_PROGRAM = """let%op x = [| [1.; 2.]; [3.; -1.] |]
+let%op w = {{ w = [ (0.5, -0.25) ]; dtype = "f64" }}
+let%op loss = ((w * x) *. (w * x)) ++ "... | ... -> ... => 0"
+routine train = Train.step loss ~max_norm:1. ~update:(Train.sgd ~lr:0.01)
+main = for i = 1 to {steps} do run train; print w done
+"""
+
+def clipped_f64(max_norm=1., lr=0.01):
+    """An f64 parameter clipped (the norm summed in f64, as torch.nn.utils.clip_grad_norm_)."""
+    xs, w, out = np.array([[1, 2], [3, -1]], np.float64), np.array([[.5, -.25]]), []
+    for _ in range(STEPS):
+        g = 2 * (xs @ w.T).T @ xs
+        norm = np.sqrt(np.sum(g * g))
+        w = w - lr * g * min(1., max_norm / (norm + 1e-6))
+        out.append(w)
+    return out
+
 def parse(text):
     """Each printed tensor (a header line, then its rows indented) as an array."""
     out = []
@@ -150,6 +168,7 @@ def main():
         runs += [(name, CLIP_PROGRAM.format(max_norm=max_norm, update=update, steps=STEPS), want)
                  for name, max_norm, update, want in CLIP_CASES]
         runs.append(("Nn.linear clipped", LAYER_PROGRAM.format(steps=STEPS), None))
+        runs.append(("f64 clipped", F64_PROGRAM.format(steps=STEPS), clipped_f64()))
         for name, text, want in runs:
             path = os.path.join(tmp, "opt.tsr")
             with open(path, "w") as fh:
