@@ -577,9 +577,18 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
      * this state's).  The data sets' rows are put in the order the saved run had reached by
      * replaying its shuffles, which depend on the counts alone. */
     if (status == TSR_OK && runs > s->runs) s->runs = runs;
+    /* A group's count is kept by its first statement (the others' are 0; a checkpoint of a tsrc
+     * that counted each statement apart: their sum). */
     tsr_action *a;
+    for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++) {
+        if (a->counter == k - 1) continue;
+        uint32_t owner = 0; /* the ordinal of the group's first statement among the shuffles */
+        for (uint32_t m = 0; next_shuffle(s, &m) && m - 1 != a->counter;) owner++;
+        shuffles[owner] += shuffles[j];
+        shuffles[j] = 0;
+    }
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++)
-        while (status == TSR_OK && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
+        while (status == TSR_OK && a->counter == k - 1 && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
     free(shuffles);
     for (uint32_t b = 0; fresh && b < n; b++) {
         if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */

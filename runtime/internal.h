@@ -76,7 +76,10 @@ typedef struct tsr_action {
     int64_t value, rows;
     uint32_t ref_count;
     uint32_t *refs;
-    uint64_t runs;          /* SHUFFLE: how many times it has run (the permutation's counter) */
+    uint64_t runs;          /* SHUFFLE: how many times its group has been shuffled (the permutation's counter;
+                               kept by the group's first statement, `counter`) */
+    uint32_t counter;       /* SHUFFLE: the action that counts its group's shuffles: the first SHUFFLE
+                               with its value (the compiler gives a group's statements one value) */
     double started, drawn;  /* PROGRESS: when the loop started, when the bar was last drawn */
     tsr_mean_array means[MEAN_ARRAYS]; /* REDUCE, REDUCE_BEGIN: its buffers' cells, by the type of their mean */
 } tsr_action;

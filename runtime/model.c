@@ -382,6 +382,13 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         if (a->kind == TSR_ACTION_RECORD && a->ref_count != 1) r.bad = true;
         if (a->kind == TSR_ACTION_SHUFFLE && (a->rows == 0 || a->ref_count == 0)) r.bad = true; /* < 0: times a run-time length */
     }
+    for (uint32_t i = 0; i < m->action_count && !r.bad; i++) { /* a group of shuffles counts in its first */
+        tsr_action *a = &m->actions[i];
+        if (a->kind != TSR_ACTION_SHUFFLE) continue;
+        a->counter = i;
+        for (uint32_t j = 0; j < i && a->counter == i; j++)
+            if (m->actions[j].kind == TSR_ACTION_SHUFFLE && m->actions[j].value == a->value) a->counter = j;
+    }
     for (uint32_t i = 0; i < m->action_count && !r.bad; i++) /* a bucket names the end that finishes it */
         if (m->actions[i].kind == TSR_ACTION_REDUCE_BEGIN &&
             (m->actions[i].value < 0 || m->actions[i].value >= (int64_t)m->action_count ||

@@ -2,14 +2,16 @@
  * cells of its batch axes taken together (for `half_moons ~batches:n`, every example across every
  * batch), each field by the same permutation, as every field of every item of `shuffle (a, b)`.
  * The permutation is a Fisher–Yates shuffle drawn from the counter-based RNG: a function of the
- * seed, the (first) data item and how many times the statement has run (tsr_action.runs), so it
- * is the same in both executors and for any thread count, and each epoch gets a new one.  Since
- * the rows' order after k runs depends on nothing else, a checkpoint that records k lets a
- * resumed run replay the k shuffles on freshly read data and continue in the same order.
+ * seed, the group's data item and how many times the group has been shuffled (tsr_action.runs of
+ * the group's first statement, tsr_action.counter: `shuffle d` in two places of main takes the
+ * next permutation each time), so it is the same in both executors and for any thread count, and
+ * each epoch gets a new one.  Since the rows' order after k shuffles depends on nothing else, a
+ * checkpoint that records k lets a resumed run replay the k shuffles on freshly read data and
+ * continue in the same order.
  *
  * A field filled with random windows of a token file (`tokens ~windows:"random"`) is not
- * permuted: it gets a new set of windows, draw number tsr_action.runs after the run (tokens.c),
- * so a replay ends with the same windows too.
+ * permuted: it gets a new set of windows, draw number the group's count after the shuffle
+ * (tokens.c), so a replay ends with the same windows too.
  *
  * Called by steps.c (the statement) and checkpoint.c (the replay); calls down into the model,
  * tokens.c and the RNG only.  A GPU state's fields are moved on the host (tsr_buffer_to_host).
@@ -64,7 +66,9 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
     }
     unsigned char *row = tsr_alloc_cells((int64_t)(widest ? widest : 1), 1);
     if (!row) return TSR_ERR_NOMEM;
-    uint64_t base = a->runs++ * (uint64_t)rows;
+    tsr_action *count = tsr_model_action(s->model, a->counter);
+    if (!count) count = a;
+    uint64_t base = count->runs++ * (uint64_t)rows;
     bool *redrawn = calloc(a->ref_count, sizeof *redrawn); /* fields of random windows: drawn, not permuted */
     if (!redrawn) {
         tsr_free(row);
@@ -80,7 +84,7 @@ int tsr_shuffle(tsr_state *s, tsr_action *a) {
         tsr_model_buffer_shape(s->model, a->refs[f], &rank, &dims, &cells, &kind);
         int64_t width = rank ? dims[rank - 1] : 0;
         int status = tsr_tokens_random_shard(w.tokens, s->buffers[a->refs[f]], width ? cells / width : 0, width, w.seed,
-                                             a->runs, w.shard, w.shards, w.name, w.path);
+                                             count->runs, w.shard, w.shards, w.name, w.path);
         if (status != TSR_OK) {
             free(redrawn);
             tsr_free(row);

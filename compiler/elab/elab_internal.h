@@ -237,6 +237,8 @@ struct Elab {
     Span *loading_at;
     uint32_t loading_count, loading_cap, loading_at_count, loading_at_cap;
     const char *main_path; /* the program's own file: no module may be it */
+    struct ShuffleGroup *shuffle_groups; /* the sets of data items main shuffles (main_shuffle) */
+    uint32_t shuffle_group_count, shuffle_group_cap;
     const Node **run_time_items; /* the index, data and input items so far (declared_once) */
     uint32_t run_time_item_count, run_time_item_cap;
     const char *main_dir;

@@ -268,9 +268,52 @@ static uint32_t data_item_number(const Program *p, const char *name) {
     return UINT32_MAX;
 }
 
+/* The data items that shuffle statements permute together.  Every statement of a group draws
+ * from one counter of permutations (runtime/shuffle.c), keyed by the `source` of the group's
+ * first statement, so `shuffle d` in two places of main takes the next permutation each time and
+ * a resumed run replays the group's count in order.  An item belongs to one group. */
+typedef struct ShuffleGroup {
+    const uint32_t *items;
+    uint32_t count;
+    uint32_t source;
+    Span span; /* its first statement */
+} ShuffleGroup;
+
+static bool same_items(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb) {
+    if (na != nb) return false;
+    for (uint32_t i = 0; i < na; i++) {
+        bool found = false;
+        for (uint32_t j = 0; j < nb && !found; j++) found = a[i] == b[j];
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* The source that keys the permutations of the group of `items` (a new group's: items[0]), or
+ * UINT32_MAX (reported) when the items overlap another group without being it. */
+static uint32_t shuffle_group_source(Elab *e, const uint32_t *items, uint32_t count, Span span) {
+    const Program *p = e->program;
+    for (uint32_t g = 0; g < e->shuffle_group_count; g++) {
+        const ShuffleGroup *group = &e->shuffle_groups[g];
+        if (same_items(items, count, group->items, group->count)) return group->source;
+        for (uint32_t i = 0; i < count; i++)
+            for (uint32_t j = 0; j < group->count; j++)
+                if (items[i] == group->items[j]) {
+                    diag_error(span, "data item '%s' is shuffled here with other items than in an earlier shuffle: "
+                               "items shuffled together are always shuffled together, as one tuple (a resumed run "
+                               "replays each group's shuffles in order)", p->sources[items[i]]->name);
+                    diag_note(group->span, "the earlier shuffle of '%s'", p->sources[items[i]]->name);
+                    return UINT32_MAX;
+                }
+    }
+    ShuffleGroup group = {items, count, items[0], span};
+    ARENA_PUSH(e->arena, e->shuffle_groups, e->shuffle_group_count, e->shuffle_group_cap, group);
+    return items[0];
+}
+
 /* shuffle NAME, or shuffle (NAME, NAME, …): permute the rows of the data items, all by one
  * permutation (plan.c checks they have the same rows).  The step lists every field of every
- * item; `source` is the first item, whose number keys the permutation. */
+ * item; `source`, the group's key (shuffle_group_source), keys the permutation. */
 static void main_shuffle(Elab *e, const Node *n, MainList *out) {
     const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
     const Node *const *names = arg && arg->kind == NODE_TUPLE ? (const Node *const *)arg->list.items : &arg;
@@ -299,7 +342,7 @@ static void main_shuffle(Elab *e, const Node *n, MainList *out) {
             }
         field_count += p->sources[items[k]]->field_count;
     }
-    step.source = items[0];
+    if ((step.source = shuffle_group_source(e, items, name_count, n->span)) == UINT32_MAX) return;
     step.tensors = arena_alloc(e->arena, field_count * sizeof *step.tensors);
     for (uint32_t k = 0; k < name_count; k++) {
         const DataSource *d = p->sources[items[k]];

@@ -4,7 +4,8 @@
 # with `--load resume.npz --start 4` print together, bit for bit, with each executor and with
 # the checkpoint of either; a checkpoint stripped to the parameters alone (as numpy.savez of a
 # state_dict would hold) loads too but does not continue the run (so the optimiser's state and
-# the run counters are what make the runs equal).
+# the run counters are what make the runs equal); two shuffle statements of one item resume
+# too, and draw permutations (and token windows) of their own.
 # Usage: resume.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -44,4 +45,25 @@ status=$?
 cat "$T/native/first.out" "$T/rest.out" >"$T/joined.out"
 [ $status = 0 ] && ! cmp -s "$T/native/whole.out" "$T/joined.out"
 check "a checkpoint of the parameters alone loads, but does not continue the run" $?
+# Two shuffle statements of one data item, both in each epoch, and a token file's
+# random windows drawn by two statements: every shuffle takes the group's next permutation (or
+# windows), and 2 epochs + save + load + 2 epochs prints what 4 epochs print.
+printf 'option start = 1\noption epochs = 4\ndata d = range ~b:[8] ~dtype:"i32"\nlet%%op w = { w = 1.; o = [1] }\nmain =\n  for e = start to epochs do shuffle d; print d; shuffle d; print d done\n' >"$T/twice.tsr"
+(cd "$T" && timeout 60 $TSRC "$T/twice.tsr" -o twice) >"$T/log" 2>&1
+(cd "$T" && ./twice) >"$T/twice_whole.out" 2>"$T/log"
+(cd "$T" && ./twice --epochs 2 --save twice.npz) >"$T/twice_first.out" 2>"$T/log"
+(cd "$T" && ./twice --start 3 --load twice.npz) >"$T/twice_rest.out" 2>"$T/log"
+cat "$T/twice_first.out" "$T/twice_rest.out" | cmp -s "$T/twice_whole.out" -
+check "two shuffles of one item an epoch: 2 epochs + save + load + 2 epochs = 4 epochs" $?
+[ "$(sed -n 2p "$T/twice_whole.out")" != "$(sed -n 4p "$T/twice_whole.out")" ] &&
+   [ "$(grep -c . "$T/twice_whole.out")" = 16 ] && [ "$(sed -n '2~2p' "$T/twice_whole.out" | sort -u | wc -l)" = 8 ]
+check "each shuffle of the item takes a permutation of its own" $?
+"$PYTHON" -c "
+import sys, numpy as np
+h = np.zeros(256, np.int32); h[:3] = (20240520, 1, 60)
+open(sys.argv[1], 'wb').write(h.tobytes() + np.arange(60, dtype=np.uint16).tobytes())" "$T/t60.bin"
+printf 'data r = tokens "t60.bin" ~b:[4] ~o:[5] ~windows:"random" ~seed:3\nlet%%op w = { w = 1.; o = [1] }\nmain = shuffle r; print r; shuffle r; print r\n' >"$T/windows.tsr"
+(cd "$T" && timeout 60 $TSRC --run windows.tsr) >"$T/windows.out" 2>"$T/log"
+[ $? = 0 ] && [ "$(sed -n 2,5p "$T/windows.out")" != "$(sed -n 7,10p "$T/windows.out")" ]
+check "two statements drawing a token file's random windows draw different windows" $?
 finish
