@@ -195,8 +195,7 @@ static int check_arguments(const char *path, const char *what, Target *target) {
     return TSR_OK;
 }
 
-/* The position of cell `cell` of a tensor of shape `dims`, in the Python form "(2, 5)". */
-static void format_position(char *text, size_t size, uint32_t rank, const int64_t *dims, int64_t cell) {
+void tsr_format_position(char *text, size_t size, uint32_t rank, const int64_t *dims, int64_t cell) {
     int64_t index[NPY_MAX_AXES_FOR_POSITION];
     uint32_t shown = rank < NPY_MAX_AXES_FOR_POSITION ? rank : NPY_MAX_AXES_FOR_POSITION;
     for (uint32_t a = rank; a-- > 0;) {
@@ -223,7 +222,7 @@ static int store_integer(const Source *src, int64_t line, int64_t col, const Tar
                  : t->dtype == TSR_DTYPE_U8 ? 255 : 1;
     if (beyond || value < low || value > high) {
         char position[160];
-        format_position(position, sizeof position, t->rank, t->dims, cell);
+        tsr_format_position(position, sizeof position, t->rank, t->dims, cell);
         return fail_at(src, line, col, "cell %s holds %s, which does not fit %s (%lld to %lld)", position, text,
                        numpy_integer_name(t->dtype), (long long)low, (long long)high);
     }

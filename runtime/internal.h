@@ -109,6 +109,9 @@ int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buff
  * into `out` of shape `dims` and element type `dtype`, as tsr_load_npy_typed() does a file,
  * except that the array must hold numbers of the tensor's kind (floats for F32, F64, BF16 and
  * F16, integers for I32); messages name the archive and the array. */
+/* The position of cell `cell` of a tensor of shape `dims`, in NumPy's form "(2, 5)", "(3,)"
+ * (data.c; messages about a cell). */
+void tsr_format_position(char *text, size_t size, uint32_t rank, const int64_t *dims, int64_t cell);
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array);
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of

@@ -280,7 +280,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
  * rows, docs/language.md §5.11): every value must be a whole number in 0 … bound-1, or the
  * program would read the clamped row without a word.  The cells of its fields, and for random
  * windows every token of the file (later draws take windows anywhere in it). */
-static int check_positions(const tsr_state *s, const DataSet *d) {
+static int check_positions(const tsr_state *s, const DataSet *d, const tsr_run_args *args) {
     if (d->bound <= 0) return TSR_OK;
     for (int64_t i = 0; i < d->tokens.count; i++)
         if (d->tokens.tokens[i] < 0 || d->tokens.tokens[i] >= d->bound)
@@ -293,22 +293,17 @@ static int check_positions(const tsr_state *s, const DataSet *d) {
         for (int64_t c = 0; cells && c < b->size; c++) {
             double v = tsr_cell_value(cells, b->dtype, c);
             if (v >= 0 && v < (double)d->bound && v == floor(v)) continue;
-            char at[160];
-            size_t n = 0;
-            int64_t rest = c, stride = b->size;
-            for (uint32_t a = 0; a < b->rank && n + 24 < sizeof at; a++) { /* the cell's position, row-major */
-                stride = b->dims[a] ? stride / b->dims[a] : 1;
-                n += (size_t)snprintf(at + n, sizeof at - n, "%s%" PRId64, a ? ", " : "(", stride ? rest / stride : 0);
-                rest = stride ? rest % stride : 0;
-            }
-            snprintf(at + n, sizeof at - n, ")");
+            char at[1600];
+            tsr_format_position(at, sizeof at, b->rank, b->dims, c);
+            const char *path = data_override(s, d->fields[f], args); /* the file the field was read from */
+            if (!path) path = d->path;
             char value[48]; /* an integer exactly, an i64 beyond 2^53 too */
             if (tsr_dtype_integer(b->dtype)) snprintf(value, sizeof value, "%" PRId64, tsr_cell_integer(cells, b->dtype, c));
             else snprintf(value, sizeof value, "%g", v);
             return tsr_error(TSR_ERR_DATA, "data '%s'%s%s%s: cell %s holds %s, which is not a whole number below %" PRId64
                              ": the values are positions of a gathered axis of %" PRId64 " cells (an embedding's rows)",
-                             d->name, d->path && *d->path ? ": '" : "", d->path && *d->path ? d->path : "",
-                             d->path && *d->path ? "'" : "", at, value, d->bound, d->bound);
+                             d->name, path && *path ? ": '" : "", path && *path ? path : "", path && *path ? "'" : "",
+                             at, value, d->bound, d->bound);
         }
     }
     return TSR_OK;
@@ -394,7 +389,7 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             return NULL;
         }
     for (uint32_t i = 0; i < m->data_count; i++)
-        if (produce_data(s, &m->data[i], args) != TSR_OK || check_positions(s, &m->data[i]) != TSR_OK) {
+        if (produce_data(s, &m->data[i], args) != TSR_OK || check_positions(s, &m->data[i], args) != TSR_OK) {
             /* the loader or the check recorded the error */
             tsr_state_destroy(s);
             return NULL;

@@ -177,4 +177,12 @@ for bad in (2**63, 2.0**63):
         assert "does not fit int64" in str(e), e' "$T" >>"$T/log" 2>&1; then pass
 else fail "Python: uint8, bool and int64 views; 300 assigned to u8 and 2^63 to i64 are tsr.Errors, numbers to bool are tests against 0"; fi
 
+# Ids from a --data file that fall outside the gathered axis: the message names that file (the
+# program's own file holds valid ids) and the cell in NumPy's form.
+sed 's|badids.npy|ids.npy|' tests/native/bad_positions.tsr >"$T/positions.tsr"
+if "$TSRC" "$T/positions.tsr" -o "$T/positions" >"$T/log" 2>&1 && "$T/positions" >"$T/log" 2>&1 &&
+   ! "$T/positions" --data ids=tests/native/data/badids.npy >"$T/log" 2>&1 &&
+   grep -q "data 'ids': 'tests/native/data/badids.npy': cell (1, 2) holds 99" "$T/log"; then pass
+else fail "ids out of range in a --data file: the message names that file"; fi
+
 finish
