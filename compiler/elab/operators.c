@@ -570,9 +570,34 @@ static bool check_block_logics(const Node *op, Span keyword) {
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
  * beyond them.  Reports every problem; true when there is none. */
+/* A backward block adds into its operands' gradients (g1 =+ …): the operand's other uses add
+ * theirs into the same gradient, before or after, so an assignment that resets one (=:, =:+) or
+ * accumulates it otherwise would drop or change those.  True when every one adds. */
+static bool check_backward_accumulates(const Node *op) {
+    if (!op->b) return true;
+    Arena *scratch = arena_new();
+    const Node **as = NULL;
+    uint32_t count = 0, cap = 0;
+    block_assignments(scratch, op->b, &as, &count, &cap);
+    bool ok = true;
+    for (uint32_t i = 0; i < count; i++) {
+        const Node *a = as[i];
+        uint32_t slot;
+        bool grad;
+        if (a->a->kind != NODE_VAR) continue;
+        bool operand_grad = strcmp(a->a->name, "gn") == 0 || (ast_slot_name(a->a->name, &slot, &grad) && grad && slot > 0);
+        if (!operand_grad || strcmp(a->name, "=+") == 0 || strcmp(a->name, "=-") == 0) continue;
+        diag_error(a->span, "'%s %s' in a backward block: an operand's gradient is added into ('%s =+ …' or '%s =- …'), "
+                   "since the operand's other uses add theirs to it too", a->a->name, a->name, a->a->name, a->a->name);
+        ok = false;
+    }
+    arena_free(scratch);
+    return ok;
+}
+
 bool check_operator(const Node *op) {
     const char *name = op->name;
-    bool ok = true;
+    bool ok = check_backward_accumulates(op);
     for (uint32_t i = 0; i < op->list.count; i++) {
         const Node *p = op->list.items[i];
         if (p->flag != PARAM_POSITIONAL && p->flag != PARAM_LABELLED) {
