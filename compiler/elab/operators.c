@@ -364,8 +364,15 @@ void settle_paddings(Elab *e) {
 static const Spec *emit_spec(Elab *e, Env *env, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
                              const Node *captures, Span span, const char *op) {
     if (spec->rhs_count != n) {
-        diag_error(spec->span, "this spec has %u operand slot%s, but '%s' takes %u operand%s",
-                   spec->rhs_count, spec->rhs_count == 1 ? "" : "s", op, n, n == 1 ? "" : "s");
+        bool written_here = spec->span.file == span.file && spec->span.start >= span.start && spec->span.end <= span.end;
+        if (written_here) {
+            diag_error(spec->span, "this spec has %u operand slot%s, but '%s' takes %u operand%s",
+                       spec->rhs_count, spec->rhs_count == 1 ? "" : "s", op, n, n == 1 ? "" : "s");
+        } else { /* an operator's own spec (a rest operand: as many operands as the application gives) */
+            diag_error(span, "this application gives '%s' %u operand%s, but its spec has %u operand slot%s", op, n,
+                       n == 1 ? "" : "s", spec->rhs_count, spec->rhs_count == 1 ? "" : "s");
+            diag_note(spec->span, "the spec of '%s'", op);
+        }
         return spec;
     }
     const Spec *applied = spec_for_application(e, env, spec);
@@ -503,6 +510,16 @@ static void block_assignments(Arena *arena, const Node *n, const Node ***out, ui
 static bool check_block_logics(const Node *op, Span keyword) {
     const char *name = op->name;
     bool ok = true, any = false;
+    if (operator_rest(op)) {
+        const Node *tn = op->list.items[0];
+        for (uint32_t i = 0; i < op->list.count; i++)
+            if (strcmp(op->list.items[i]->name, "tn") == 0) tn = op->list.items[i];
+        diag_error(tn->span, "operator '%s' has a rest operand (tn) but no ~logic:: the rest's slots (vn, gn) are "
+                   "those of one logic over all the operands", name);
+        diag_note(keyword, "give the operator a logic: write ~logic: before '=' (an einsum spec with a slot for each "
+                  "operand, or \".\")");
+        return false;
+    }
     for (uint32_t i = 0; i < op->list.count; i++)
         if (op->list.items[i]->flag == PARAM_LABELLED) {
             diag_error(op->list.items[i]->span, "'~%s' would be a spec parameter, but operator '%s' has no ~logic: "
