@@ -73,6 +73,7 @@ Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool cou
     v->as.index.range = (uint32_t)range;
     v->as.index.span = span;
     v->as.index.id = p->index_count;
+    v->as.index.counter = counter;
     ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span, counter}));
     return v;
 }

@@ -95,6 +95,7 @@ struct Value {
             uint32_t range;
             Span span;
             uint32_t id; /* into Program.indexes */
+            bool counter; /* a loop counter of main, not an `index` item */
         } index;
         struct {
             const char *name;

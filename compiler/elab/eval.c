@@ -780,8 +780,8 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         return v;
     }
     case NODE_MODULE:
-        return fail(n->span, "qualified names ('%s.…') are not supported in this version yet; use 'open %s'",
-                    n->name, n->name);
+        return fail(n->span, "'%s' is a module, not a value: name one of its definitions ('%s.name'), or 'open %s' "
+                    "to use them unqualified", n->name, n->name, n->name);
     case NODE_FIELD: return eval_field(e, n, env, mode);
     case NODE_APP: return eval_app(e, n, env, mode);
     case NODE_ARG: return fail(n->span, "a labelled argument must follow a function");

@@ -8,6 +8,7 @@
  * Requires: elab_internal.h; logic.h for the relations, shape.h for the constraints. */
 #include "elab/elab_internal.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -768,6 +769,9 @@ Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint3
         return emit_block_logics(e, env, op, r, ts, span) ? tensor_value(e, r) : &error_value;
     }
     if (logic->kind == NODE_VAR) {
+        if (!spec && (isalpha((unsigned char)name[0]) || name[0] == '_')) /* applied as a function */
+            return fail(span, "'%s' needs an einsum spec: give it as its labelled argument, as in %s ~%s:\"…\" "
+                        "with one operand slot for each of its %u operand%s", name, name, logic->name, n, n == 1 ? "" : "s");
         if (!spec) return fail(span, "'%s' needs an einsum spec: write it after the operator, as in "
                                "a %s \"i, j; j, k => i, k\" b", name, name);
         r->logic = LOGIC_SPEC;

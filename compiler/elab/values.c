@@ -62,7 +62,8 @@ const char *kind_noun(const Value *v) {
     case V_TENSOR: return "a tensor";
     case V_OPERATOR: return "an operator";
     case V_BUILTIN: return "a built-in function";
-    case V_INDEX: return "an index symbol";
+    case V_INDEX: return v->as.index.counter ? "a loop counter of main (an index known when the program runs)"
+                                             : "an index symbol";
     case V_DATASET: return "a data set";
     case V_CODE: return "code";
     case V_OPTION: return "an option (its value is known when the program runs)";

@@ -666,7 +666,16 @@ static AExpr *block_expr(BlockContext *c, Assignment *a, const Node *n) {
                 c->local_limit = limit;
                 return e;
             }
-        if (!block_access(c, n, &acc)) break;
+        if (!block_access(c, n, &acc)) {
+            uint32_t slot;
+            bool grad;
+            if (ast_slot_name(n->name, &slot, &grad)) return NULL; /* reported: an operand it lacks */
+            diag_error(n->span, "'%s' is neither a slot of the operator (v, v1, …, g, g1, …) nor a local value defined "
+                       "before it in this block: an operator's blocks read their slots, their own locals ({ name } =: …) "
+                       "and numbers, not values from outside (pass such a value as an operand)", n->name);
+            c->b->failed = true;
+            return NULL;
+        }
         {
             AExpr *e = arena_alloc(arena, sizeof *e);
             e->kind = AE_READ;
