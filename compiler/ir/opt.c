@@ -643,21 +643,118 @@ static bool replace_cell_loads(const IrProgram *ir, IrExpr **slot, uint32_t buff
     return true;
 }
 
-static bool touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
+/* Every buffer a statement stores or loads (in its values, its gathered indices, its tensor-core
+ * operations, its runtime call), each passed to `visit` (some more than once).  The one
+ * definition of what "touches" means: touches() asks it about one buffer, TouchIndex about all. */
+typedef struct BufferVisit {
+    void (*visit)(struct BufferVisit *v, uint32_t buffer);
+    uint32_t buffer; /* touches(): the buffer asked about, and whether it was met */
+    bool found;
+    uint32_t stmt;   /* TouchIndex: the statement being listed, and the lists being built */
+    struct TouchIndex *index;
+} BufferVisit;
+
+static void expr_buffers(const IrProgram *ir, const IrExpr *e, BufferVisit *v);
+
+static void index_buffers(const IrProgram *ir, uint32_t indexed, const IrIndex *index, BufferVisit *v) {
+    for (uint32_t a = 0; a < ir->buffers[indexed].rank; a++)
+        if (index[a].gather) expr_buffers(ir, index[a].gather, v);
+}
+
+static void expr_buffers(const IrProgram *ir, const IrExpr *e, BufferVisit *v) {
+    if (e->kind == IR_LOAD) {
+        v->visit(v, e->buffer);
+        index_buffers(ir, e->buffer, e->index, v);
+    } else if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_buffers(ir, e->args[i], v);
+    }
+}
+
+static void stmt_buffers(const IrProgram *ir, const IrStmt *s, BufferVisit *v) {
     switch (s->kind) {
     case IR_LOOP:
-        for (uint32_t i = 0; i < s->body.count; i++)
-            if (touches(ir, s->body.items[i], buffer)) return true;
-        return false;
-    case IR_STORE: return s->buffer == buffer || ir_expr_loads(ir, s->value, buffer) || ir_index_loads(ir, s->buffer, s->index, buffer);
-    case IR_SET_LOCAL: return ir_expr_loads(ir, s->value, buffer);
-    case IR_BARRIER: return false;
-    case IR_MMA: return s->mma.a == buffer || s->mma.b == buffer || s->mma.c == buffer;
-    case IR_LDMATRIX: return s->ldmatrix.panel == buffer || s->ldmatrix.regs == buffer;
-    case IR_WGMMA: return s->wgmma.a == buffer || s->wgmma.b == buffer || s->wgmma.c == buffer;
-    case IR_CALL: return ir_call_touches(ir, s, buffer);
+        for (uint32_t i = 0; i < s->body.count; i++) stmt_buffers(ir, s->body.items[i], v);
+        return;
+    case IR_STORE:
+        v->visit(v, s->buffer);
+        expr_buffers(ir, s->value, v);
+        index_buffers(ir, s->buffer, s->index, v);
+        return;
+    case IR_SET_LOCAL: expr_buffers(ir, s->value, v); return;
+    case IR_BARRIER: return;
+    case IR_MMA: v->visit(v, s->mma.a), v->visit(v, s->mma.b), v->visit(v, s->mma.c); return;
+    case IR_LDMATRIX: v->visit(v, s->ldmatrix.panel), v->visit(v, s->ldmatrix.regs); return;
+    case IR_WGMMA: v->visit(v, s->wgmma.a), v->visit(v, s->wgmma.b), v->visit(v, s->wgmma.c); return;
+    case IR_CALL:
+        for (uint32_t k = 0; k < ir->actions[s->action].buffer_count; k++) v->visit(v, ir->actions[s->action].buffers[k]);
+        return;
     }
-    return false;
+}
+
+static void note_if_asked(BufferVisit *v, uint32_t buffer) { v->found |= buffer == v->buffer; }
+
+static bool touches(const IrProgram *ir, const IrStmt *s, uint32_t buffer) {
+    BufferVisit v = {.visit = note_if_asked, .buffer = buffer};
+    stmt_buffers(ir, s, &v);
+    return v.found;
+}
+
+/* For each buffer, the top-level statements of a function that touch it, in order (`stmts` from
+ * `start[b]` to `start[b + 1]`): built in one pass, so that the first statement after a position
+ * that touches a buffer is a search, not a scan of the function (a program of a thousand
+ * layers has thousands of fills and of persistent buffers, and scans made it quadratic). */
+typedef struct TouchIndex {
+    uint32_t *start, *stmts, *last; /* last[b]: the statement that listed b last (+1), to list it once */
+    bool counting;                  /* the first pass counts into start[b + 1]; the second fills */
+    uint32_t *fill;
+} TouchIndex;
+
+static void list_touch(BufferVisit *v, uint32_t buffer) {
+    TouchIndex *t = v->index;
+    if (t->last[buffer] == v->stmt + 1) return;
+    t->last[buffer] = v->stmt + 1;
+    if (t->counting) t->start[buffer + 1]++;
+    else t->stmts[t->fill[buffer]++] = v->stmt;
+}
+
+static bool touch_index_build(const IrProgram *ir, const IrFunction *fn, TouchIndex *t) {
+    size_t n = ir->buffer_count + 1;
+    t->start = calloc(n + 1, sizeof *t->start);
+    t->last = calloc(n, sizeof *t->last);
+    t->fill = calloc(n, sizeof *t->fill);
+    t->stmts = NULL;
+    if (!t->start || !t->last || !t->fill) return false;
+    BufferVisit v = {.visit = list_touch, .index = t};
+    for (int pass = 0; pass < 2; pass++) {
+        t->counting = pass == 0;
+        memset(t->last, 0, n * sizeof *t->last);
+        for (v.stmt = 0; v.stmt < fn->body.count; v.stmt++) stmt_buffers(ir, fn->body.items[v.stmt], &v);
+        if (pass == 0) {
+            for (size_t b = 0; b < n; b++) t->start[b + 1] += t->start[b];
+            memcpy(t->fill, t->start, n * sizeof *t->fill);
+            if (!(t->stmts = malloc(((size_t)t->start[n] + 1) * sizeof *t->stmts))) return false;
+        }
+    }
+    return true;
+}
+
+static void touch_index_free(TouchIndex *t) {
+    free(t->start);
+    free(t->stmts);
+    free(t->last);
+    free(t->fill);
+}
+
+/* The first top-level statement after `after` (UINT32_MAX: from the first) that touches `buffer`,
+ * or `count` (the function's statements) when none does. */
+static uint32_t first_touch(const TouchIndex *t, uint32_t buffer, uint32_t after, uint32_t count) {
+    uint32_t lo = t->start[buffer], hi = t->start[buffer + 1];
+    while (lo < hi) { /* the first listed statement > after */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (after != UINT32_MAX && t->stmts[mid] <= after) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < t->start[buffer + 1] ? t->stmts[lo] : count;
 }
 
 /* A top-level nest that sets every cell of a buffer to a constant (zero_grads, a reset), when
@@ -669,7 +766,12 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
     const IrStmt *loops[64], *wloops[64];
     uint32_t nloops, nw;
     bool *drop = calloc(fn->body.count + 1, sizeof *drop);
-    if (!drop) return;
+    TouchIndex index = {0};
+    if (!drop || !touch_index_build(ir, fn, &index)) {
+        free(drop);
+        touch_index_free(&index);
+        return;
+    }
     for (uint32_t z = 0; z < fn->body.count; z++) {
         const IrBlock *cells = nest_cells(fn->body.items[z], loops, &nloops);
         if (!cells || cells->count != 1 || cells->items[0]->kind != IR_STORE ||
@@ -678,8 +780,9 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
         const IrStmt *fill = cells->items[0];
         uint32_t g = fill->buffer;
         if (!every_cell_once(ir, loops, nloops, g, fill->index)) continue;
-        uint32_t w = z + 1;
-        while (w < fn->body.count && !touches(ir, fn->body.items[w], g)) w++;
+        /* The index stays right while fills go: a rewrite below replaces loads of g alone, in the
+         * statement that also stores g. */
+        uint32_t w = first_touch(&index, g, z, fn->body.count);
         if (w == fn->body.count) continue;
         const IrBlock *wc = nest_cells(fn->body.items[w], wloops, &nw);
         if (!wc) continue;
@@ -710,6 +813,7 @@ static void drop_overwritten_fills(IrProgram *ir, IrFunction *fn) {
     }
     fn->body.count = k;
     free(drop);
+    touch_index_free(&index);
 }
 
 /* Virtualisation, rounds to a fixpoint.  Each round counts the accesses once, finds where each
@@ -751,39 +855,40 @@ static bool virtualise_round(IrProgram *ir, Counts *c, bool *changed) {
 /* Whether the first statement of `fn` that touches `buffer` stores every one of its cells without
  * reading it (a plain overwrite, or a reduction whose cells start from something else); true
  * when nothing in `fn` touches it. */
-static bool overwritten_first(const IrProgram *ir, const IrFunction *fn, uint32_t buffer) {
+static bool overwritten_first(const IrProgram *ir, const IrFunction *fn, const TouchIndex *index, uint32_t buffer) {
     const IrStmt *loops[64];
     uint32_t nloops;
-    for (uint32_t i = 0; i < fn->body.count; i++) {
-        const IrStmt *top = fn->body.items[i];
-        if (!touches(ir, top, buffer)) continue;
-        const IrBlock *cells = nest_cells(top, loops, &nloops);
-        if (!cells) return false;
-        const IrStmt *st = cells->items[cells->count - 1];
-        if (st->kind != IR_STORE || st->buffer != buffer || !every_cell_once(ir, loops, nloops, buffer, st->index))
-            return false;
-        if (cells->count == 1) return !ir_expr_loads(ir, st->value, buffer);
-        return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(ir, cells->items[0], buffer) &&
-               !touches(ir, cells->items[1], buffer) && !ir_expr_loads(ir, st->value, buffer);
-    }
-    return true;
+    uint32_t i = first_touch(index, buffer, UINT32_MAX, fn->body.count);
+    if (i == fn->body.count) return true;
+    const IrBlock *cells = nest_cells(fn->body.items[i], loops, &nloops);
+    if (!cells) return false;
+    const IrStmt *st = cells->items[cells->count - 1];
+    if (st->kind != IR_STORE || st->buffer != buffer || !every_cell_once(ir, loops, nloops, buffer, st->index))
+        return false;
+    if (cells->count == 1) return !ir_expr_loads(ir, st->value, buffer);
+    return cells->count == 3 && cells->items[0]->kind == IR_SET_LOCAL && !touches(ir, cells->items[0], buffer) &&
+           !touches(ir, cells->items[1], buffer) && !ir_expr_loads(ir, st->value, buffer);
 }
 
 /* Rule 6: a persistent buffer that every function overwrites before reading carries nothing
  * between runs.  True when one was released. */
 static bool release_overwritten_state(IrProgram *ir) {
-    bool released = false;
-    for (uint32_t b = 0; b < ir->buffer_count; b++) {
+    bool released = false, ok = true;
+    TouchIndex *index = calloc(ir->function_count + 1, sizeof *index);
+    for (uint32_t f = 0; index && f < ir->function_count; f++) ok &= touch_index_build(ir, &ir->functions[f], &index[f]);
+    for (uint32_t b = 0; index && ok && b < ir->buffer_count; b++) {
         IrBuffer *buf = &ir->buffers[b];
         if (!buf->persistent || buf->keep) continue;
         bool dead_at_entry = true;
         for (uint32_t f = 0; f < ir->function_count && dead_at_entry; f++)
-            dead_at_entry = overwritten_first(ir, &ir->functions[f], b);
+            dead_at_entry = overwritten_first(ir, &ir->functions[f], &index[f], b);
         if (dead_at_entry) {
             buf->persistent = false;
             released = true;
         }
     }
+    for (uint32_t f = 0; index && f < ir->function_count; f++) touch_index_free(&index[f]);
+    free(index);
     return released;
 }
 
