@@ -972,11 +972,15 @@ static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int6
 static int csv_file(const Source *src, FILE *file, const Target *t) {
     uint32_t rank = t->rank;
     const int64_t *dims = t->dims;
-    int64_t per_line = rank >= 2 ? dims[rank - 1] : 0, on_one_line = per_line > 0 ? per_line : t->cells;
+    int64_t global_cells = t->cells <= INT64_MAX / t->shards ? t->cells * t->shards : INT64_MAX;
+    /* Split among processes with every axis a sample axis (~b:[2; 4] as 2 × 2 a process), the
+     * file's lines are not the process's rows: its numbers are counted, as a .npy file's. */
+    bool all_samples = t->shards > 1 && rank <= t->sample_axes;
+    int64_t per_line = rank >= 2 && !all_samples ? dims[rank - 1] : 0;
+    int64_t on_one_line = per_line > 0 ? per_line : all_samples ? global_cells : t->cells;
     int64_t line_limit = on_one_line < (INT64_MAX - CSV_LINE_SLACK) / CSV_BYTES_PER_FIELD
                              ? CSV_LINE_SLACK + on_one_line * CSV_BYTES_PER_FIELD
                              : INT64_MAX;
-    int64_t global_cells = t->cells <= INT64_MAX / t->shards ? t->cells * t->shards : INT64_MAX;
     CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1,
                     .global_cells = global_cells};
     ByteReader *reader = malloc(sizeof *reader);

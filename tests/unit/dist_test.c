@@ -91,6 +91,23 @@ static void sharded_readers(void) {
         snprintf(what, sizeof what, "npy samples under two batch axes, process %d of 2", r);
         check(right, what, tsr_last_error());
     }
+    /* Every axis a sample axis (~b:[2; 4] of one number a sample, as 2 × 2 a process): a CSV file
+     * of 2 lines of 4 holds the 8 samples as a .npy of shape (2, 4) would, whatever its lines. */
+    char wide[64];
+    snprintf(wide, sizeof wide, "%s/wide.csv", dir);
+    FILE *w = fopen(wide, "w");
+    if (w) fputs("1 2 3 4\n5 6 7 8\n", w);
+    if (w) fclose(w);
+    int64_t scalars[2] = {2, 2};
+    for (int r = 0; r < 2; r++) {
+        float got[4];
+        bool right = tsr_load_csv_shard(wide, got, TSR_DTYPE_F32, 2, scalars, "ys", r, 2, 2) == TSR_OK;
+        for (int i = 0; right && i < 4; i++) right = got[i] == (float)(2 * i + r + 1);
+        char what[80];
+        snprintf(what, sizeof what, "a CSV of 2 lines of 4 as samples of ~b:[2; 2], process %d of 2", r);
+        check(right, what, tsr_last_error());
+    }
+    remove(wide);
     float cells[6];
     int status = tsr_load_npy_shard(small, cells, TSR_DTYPE_F32, 2, dims, "train_x", 0, 2, 1);
     char want[256];
