@@ -1010,7 +1010,8 @@ void block_statement(BlockContext *c, const Node *n) {
         return;
     case NODE_ASSIGN: break;
     default:
-        diag_error(n->span, "an operator's code block holds assignments");
+        diag_error(n->span, "an operator's code block holds assignments only (no 'if', no calls of code functions): "
+                   "a per-cell choice is 'where c a b'; a choice made when compiling is one of two operators");
         c->b->failed = true;
         return;
     }
