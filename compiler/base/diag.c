@@ -369,6 +369,10 @@ void diag_error(Span span, const char *fmt, ...) {
     }
     emit(DIAG_ERROR, span, fmt, ap);
     va_end(ap);
+    /* An error in the body of a function the user applied elsewhere: which application. */
+    if (user_call.file && !suppressing &&
+        (span.file != user_call.file || span.end <= user_call.start || span.start >= user_call.end))
+        emit_formatted(DIAG_NOTE, user_call, "in this application of '%s'", user_call_name);
 }
 
 void diag_warning(Span span, const char *fmt, ...) {

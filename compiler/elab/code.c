@@ -327,12 +327,16 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     const char *saved_call_name = e->user_call_name;
     if (c->user_call.file) set_user_call(e, c->user_call, c->user_call_name);
     else if (!span_in_stdlib(n->span)) set_user_call(e, n->span, c->fn_name ? c->fn_name : "an anonymous function");
+    /* Shape errors of the body note the application too, as an %op function's do. */
+    bool outermost = e->depth == 0 && e->user_call.file;
+    if (outermost) shape_set_context(e->solver, e->user_call, e->user_call_name);
     if (++e->depth > MAX_EVAL_DEPTH) {
         diag_error(n->span, "code is nested too deeply (more than %d calls)", MAX_EVAL_DEPTH);
     } else {
         elab_code(e, r, c->body, c->env);
     }
     e->depth--;
+    if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     set_user_call(e, saved_call, saved_call_name);
     e->code_subject = saved_subject;
 }
