@@ -659,6 +659,13 @@ bool check_operator(const Node *op) {
             ok = false;
         }
     }
+    if (logic->kind == NODE_VAR && !isalpha((unsigned char)name[0]) && name[0] != '_' && !ast_einsum_arity(name)) {
+        diag_error(logic->span, "operator '%s' is infix, so it cannot take a spec: only the einsum operators (+*, +++, "
+                   "@^+, ++, @^^, ++^) carry one after them", name);
+        diag_note(keyword, "give it a name applied as a function (operator my_op t1 t2 ~spec ~logic:spec, used as "
+                  "my_op ~spec:\"…\" a b), or a fixed ~logic:");
+        ok = false;
+    }
     if (logic->kind == NODE_VAR) {
         bool named = false;
         for (uint32_t i = 0; i < op->list.count; i++)

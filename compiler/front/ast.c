@@ -219,3 +219,13 @@ void ast_code_reads(Arena *arena, const Node *n, const Node ***out, uint32_t *co
     }
     for (uint32_t i = 0; i < n->list.count; i++) ast_code_reads(arena, n->list.items[i], out, count, cap);
 }
+
+int ast_einsum_arity(const char *op) {
+    static const struct {
+        const char *op;
+        int arity;
+    } table[] = {{"+*", 2}, {"+++", 2}, {"@^+", 2}, {"++", 1}, {"++^", 1}, {"@^^", 1}};
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (strcmp(table[i].op, op) == 0) return table[i].arity;
+    return 0;
+}

@@ -119,6 +119,11 @@ void ast_push(Arena *arena, NodeList *list, Node *node);
  * (the result), `v1`…`v9`, `t1`…`t9`, `g1`…`g9` operand K; *grad for the `g` names. */
 bool ast_slot_name(const char *name, uint32_t *slot, bool *grad);
 
+/* The einsum operators (+*, +++, @^+, ++, @^^, ++^), whose right side carries a spec string
+ * literal (and optionally a capture list), right after the operator or after the last
+ * operand: their operand count; 0 for any other operator. */
+int ast_einsum_arity(const char *op);
+
 /* The names a code expression reads, in the order written, each occurrence once (the function
  * named by an application is not a read): appended to *out. */
 void ast_code_reads(Arena *arena, const Node *n, const Node ***out, uint32_t *count, uint32_t *cap);

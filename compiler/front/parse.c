@@ -278,17 +278,6 @@ Node *parse_assign(ParseState *ps, Node *lhs, const Token *op, Node *rhs, Node *
 
 Node *parse_tuple(ParseState *ps, Node *left, Node *right) { return flatten(ps, NODE_TUPLE, left, right); }
 
-/* The einsum operators: their right side carries a spec string literal (and optionally a
- * capture list), either right after the operator or after the last operand. */
-static int einsum_arity(const char *op) {
-    static const struct {
-        const char *op;
-        int arity;
-    } table[] = {{"+*", 2}, {"+++", 2}, {"@^+", 2}, {"++", 1}, {"++^", 1}, {"@^^", 1}};
-    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
-        if (strcmp(table[i].op, op) == 0) return table[i].arity;
-    return 0;
-}
 
 static bool is_plain(const Node *n, NodeKind kind) { return n && n->kind == kind && !n->parenthesised; }
 
@@ -374,7 +363,7 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
 }
 
 Node *parse_binop(ParseState *ps, Node *left, const Token *op, Node *right) {
-    int arity = einsum_arity(op->text);
+    int arity = ast_einsum_arity(op->text);
     if (arity) return build_einsum(ps, left, op, right, arity);
     Node *n = node(ps, NODE_BINOP, span_of_nodes(left, right));
     n->name = op->text;
