@@ -992,6 +992,21 @@ bool ir_index_loads(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
     return false;
 }
 
+void ir_index_each_load(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
+                        void (*visit)(void *ctx, uint32_t buffer), void *ctx) {
+    for (uint32_t a = 0; a < ir->buffers[indexed].rank; a++)
+        if (index[a].gather) ir_expr_each_load(ir, index[a].gather, visit, ctx);
+}
+
+void ir_expr_each_load(const IrProgram *ir, const IrExpr *e, void (*visit)(void *ctx, uint32_t buffer), void *ctx) {
+    if (e->kind == IR_LOAD) {
+        visit(ctx, e->buffer);
+        ir_index_each_load(ir, e->buffer, e->index, visit, ctx);
+    } else if (e->kind == IR_OP) {
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) ir_expr_each_load(ir, e->args[i], visit, ctx);
+    }
+}
+
 bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer) {
     if (e->kind == IR_LOAD) return e->buffer == buffer || ir_index_loads(ir, e->buffer, e->index, buffer);
     if (e->kind != IR_OP) return false;

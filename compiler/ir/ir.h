@@ -713,6 +713,12 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt);
  * how many cells one step of it moves the access. */
 int64_t ir_flat_coef(const IrProgram *ir, uint32_t buffer, const IrIndex *index, uint32_t iter);
 bool ir_expr_loads(const IrProgram *ir, const IrExpr *e, uint32_t buffer);
+/* Calls visit(ctx, b) for every buffer b that e loads, the loads inside gathered axes' positions
+ * included (a buffer loaded twice: twice); ir_index_each_load the same for the gathered axes of
+ * `index`, an index of buffer `indexed`.  The walk that opt.c and sched/nest.c list accesses by. */
+void ir_expr_each_load(const IrProgram *ir, const IrExpr *e, void (*visit)(void *ctx, uint32_t buffer), void *ctx);
+void ir_index_each_load(const IrProgram *ir, uint32_t indexed, const IrIndex *index,
+                        void (*visit)(void *ctx, uint32_t buffer), void *ctx);
 /* In st (its loops' bodies included), the loads of buffer `from` in stored and set values read
  * `to` instead (not loads inside a gathered axis's position: callers rename buffers that are
  * never gathered by); true if any did. */

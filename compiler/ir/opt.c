@@ -654,20 +654,9 @@ typedef struct BufferVisit {
     struct TouchIndex *index;
 } BufferVisit;
 
-static void expr_buffers(const IrProgram *ir, const IrExpr *e, BufferVisit *v);
-
-static void index_buffers(const IrProgram *ir, uint32_t indexed, const IrIndex *index, BufferVisit *v) {
-    for (uint32_t a = 0; a < ir->buffers[indexed].rank; a++)
-        if (index[a].gather) expr_buffers(ir, index[a].gather, v);
-}
-
-static void expr_buffers(const IrProgram *ir, const IrExpr *e, BufferVisit *v) {
-    if (e->kind == IR_LOAD) {
-        v->visit(v, e->buffer);
-        index_buffers(ir, e->buffer, e->index, v);
-    } else if (e->kind == IR_OP) {
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_buffers(ir, e->args[i], v);
-    }
+static void visit_load(void *ctx, uint32_t buffer) {
+    BufferVisit *v = ctx;
+    v->visit(v, buffer);
 }
 
 static void stmt_buffers(const IrProgram *ir, const IrStmt *s, BufferVisit *v) {
@@ -677,10 +666,10 @@ static void stmt_buffers(const IrProgram *ir, const IrStmt *s, BufferVisit *v) {
         return;
     case IR_STORE:
         v->visit(v, s->buffer);
-        expr_buffers(ir, s->value, v);
-        index_buffers(ir, s->buffer, s->index, v);
+        ir_expr_each_load(ir, s->value, visit_load, v);
+        ir_index_each_load(ir, s->buffer, s->index, visit_load, v);
         return;
-    case IR_SET_LOCAL: expr_buffers(ir, s->value, v); return;
+    case IR_SET_LOCAL: ir_expr_each_load(ir, s->value, visit_load, v); return;
     case IR_BARRIER: return;
     case IR_MMA: v->visit(v, s->mma.a), v->visit(v, s->mma.b), v->visit(v, s->mma.c); return;
     case IR_LDMATRIX: v->visit(v, s->ldmatrix.panel), v->visit(v, s->ldmatrix.regs); return;

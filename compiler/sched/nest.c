@@ -330,30 +330,16 @@ typedef struct Touched {
 
 static void mark(uint64_t *set, uint32_t buffer) { set[buffer / 64] |= 1ull << (buffer % 64); }
 
-static void expr_loads(const IrProgram *ir, const IrExpr *e, Touched *t);
-
-static void index_loads(const IrProgram *ir, uint32_t buffer, const IrIndex *index, Touched *t) {
-    for (uint32_t a = 0; a < ir->buffers[buffer].rank; a++)
-        if (index[a].gather) expr_loads(ir, index[a].gather, t);
-}
-
-static void expr_loads(const IrProgram *ir, const IrExpr *e, Touched *t) {
-    if (e->kind == IR_LOAD) {
-        mark(t->loads, e->buffer);
-        index_loads(ir, e->buffer, e->index, t);
-    } else if (e->kind == IR_OP) {
-        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) expr_loads(ir, e->args[i], t);
-    }
-}
+static void mark_load(void *ctx, uint32_t buffer) { mark(((Touched *)ctx)->loads, buffer); }
 
 static void stmt_accesses(const IrProgram *ir, const IrStmt *st, Touched *t) {
     switch (st->kind) {
     case IR_STORE:
         mark(t->stores, st->buffer);
-        index_loads(ir, st->buffer, st->index, t);
-        expr_loads(ir, st->value, t);
+        ir_index_each_load(ir, st->buffer, st->index, mark_load, t);
+        ir_expr_each_load(ir, st->value, mark_load, t);
         break;
-    case IR_SET_LOCAL: expr_loads(ir, st->value, t); break;
+    case IR_SET_LOCAL: ir_expr_each_load(ir, st->value, mark_load, t); break;
     case IR_LOOP:
         for (uint32_t i = 0; i < st->body.count; i++) stmt_accesses(ir, st->body.items[i], t);
         break;
