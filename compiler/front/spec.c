@@ -201,17 +201,28 @@ SpecPieceList *spec_build_pieces(SpecParseState *ps, SpecPieceList *list, SpecTo
 
 SpecAxis *spec_build_concat(SpecParseState *ps, SpecPieceList *pieces) {
     Span span = span_join(pieces->items[0].span, pieces->items[pieces->count - 1].span);
-    /* One label is one index space: twice in an axis it would be two places of one cell. */
-    for (size_t i = 1; i < pieces->count; i++)
-        for (size_t j = 0; j < i; j++) {
-            const SpecPiece *a = &pieces->items[j], *b = &pieces->items[i];
-            if (a->kind != SPEC_PIECE_LABEL || b->kind != SPEC_PIECE_LABEL || a->as.label != b->as.label ||
-                !first_error(ps))
-                continue;
-            diag_error(b->span, "label '%s' is a component of this concatenation twice", b->as.label);
-            diag_note(a->span, "its first place is here; concatenating a tensor with itself takes it "
-                      "twice as operands: (a, a) ++^ \"x; y => x^y\"");
+    /* One label is one index space: twice in an axis it would be two places of one cell.  Labels
+     * are interned (use_name), so a set of their pointers finds the first repeat in one pass. */
+    size_t cap = 16;
+    while (cap < 2 * pieces->count) cap *= 2;
+    const char **seen = arena_alloc(ps->arena, cap * sizeof *seen);
+    memset(seen, 0, cap * sizeof *seen);
+    for (size_t i = 0; i < pieces->count && !ps->failed; i++) {
+        const SpecPiece *b = &pieces->items[i];
+        if (b->kind != SPEC_PIECE_LABEL) continue;
+        size_t h = ((uintptr_t)b->as.label >> 3) & (cap - 1);
+        while (seen[h] && seen[h] != b->as.label) h = (h + 1) & (cap - 1);
+        if (!seen[h]) {
+            seen[h] = b->as.label;
+            continue;
         }
+        const SpecPiece *a = pieces->items;
+        while (a->kind != SPEC_PIECE_LABEL || a->as.label != b->as.label) a++;
+        first_error(ps);
+        diag_error(b->span, "label '%s' is a component of this concatenation twice", b->as.label);
+        diag_note(a->span, "its first place is here; concatenating a tensor with itself takes it "
+                  "twice as operands: (a, a) ++^ \"x; y => x^y\"");
+    }
     SpecAxis *axis = new_axis(ps, SPEC_AXIS_CONCAT, span);
     axis->as.concat.pieces = pieces->items;
     axis->as.concat.count = (uint32_t)pieces->count;
