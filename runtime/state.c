@@ -430,6 +430,16 @@ void tsr_state_destroy(tsr_state *s) {
 /* Every entry point that takes a state refuses NULL with this error (docs/runtime.md §7). */
 static int null_state(void) { return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL"); }
 
+/* Every buffer that size symbol `symbol` sizes has `length` rows (its storage unchanged). */
+static void set_lengths(const tsr_model *m, uint32_t symbol, int64_t length) {
+    for (uint32_t i = 0; i < m->buffer_count; i++) {
+        Buffer *b = &m->buffers[i];
+        if (b->size_symbol != (int64_t)symbol) continue;
+        b->dims[0] = length;
+        b->size = length * b->row_cells;
+    }
+}
+
 /* Size symbol `symbol` is `value` now: every buffer it sizes gets storage of that length (new
  * storage, initialised as at creation, whenever the length changes). */
 static int set_size(tsr_state *s, uint32_t symbol, int64_t value) {
@@ -452,17 +462,10 @@ static int set_size(tsr_state *s, uint32_t symbol, int64_t value) {
     if (!fresh) return tsr_error(TSR_ERR_NOMEM, "out of memory setting run-time size '%s'", m->symbol_names[symbol]);
     int64_t previous = s->symbols[symbol];
     int status = TSR_OK;
-    for (int pass = 0; pass < 2; pass++) { /* pass 0: the new length; pass 1, after a failure: the old */
-        int64_t length = pass == 0 ? value : previous;
-        for (uint32_t i = 0; i < m->buffer_count; i++) {
-            Buffer *b = &m->buffers[i];
-            if (b->size_symbol != (int64_t)symbol) continue;
-            b->dims[0] = length;
-            b->size = length * b->row_cells;
-            if (pass == 0 && status == TSR_OK) status = new_storage(s, i, &fresh[i]);
-        }
-        if (status == TSR_OK) break;
-    }
+    set_lengths(m, symbol, value);
+    for (uint32_t i = 0; i < m->buffer_count && status == TSR_OK; i++)
+        if (m->buffers[i].size_symbol == (int64_t)symbol) status = new_storage(s, i, &fresh[i]);
+    if (status != TSR_OK) set_lengths(m, symbol, previous);
     for (uint32_t i = 0; i < m->buffer_count; i++) {
         if (m->buffers[i].size_symbol != (int64_t)symbol || m->buffers[i].is_virtual) continue;
         if (status == TSR_OK) {
