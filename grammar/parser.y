@@ -30,7 +30,7 @@
 %token_type {Token}
 %default_type {Node *}
 %extra_argument {ParseState *ps}
-%stack_size 2000
+%stack_size 8000
 %start_symbol program
 
 %include {

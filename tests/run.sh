@@ -414,6 +414,16 @@ awk 'BEGIN { for (i = 0; i < 100000; i++) printf "("; print "" }' >"$TMP/deep.ts
 robust "100000 nested parentheses" "$TMP/deep.tsr" 1
 awk 'BEGIN { printf "let%%op x = "; for (i = 0; i < 100000; i++) printf "[|"; print "" }' >"$TMP/deep2.tsr"
 robust "100000 nested array brackets" "$TMP/deep2.tsr" 1
+# Nesting up to the tree's limit (1000 levels) parses, whatever the construct: the parser's own
+# stack is deep enough for it (666 'let … in' once ran it out first).
+for construct in "let a = 1 in" "if true then 1 else" "fun a ->"; do
+    awk -v c="$construct" 'BEGIN { printf "let x = "; for (i = 0; i < 990; i++) printf "%s ", c; print "1"; print "main = print \"%d\" x" }' >"$TMP/nest.tsr"
+    robust "990 nested '$construct' (valid)" "$TMP/nest.tsr" 0
+done
+awk 'BEGIN { printf "let x = "; for (i = 0; i < 990; i++) printf "let a%d = %d in ", i, i; print "a989"; print "main = print \"%d\" x" }' >"$TMP/nest.tsr"
+run_tsrc --run "$TMP/nest.tsr"
+if [ "$(status)" = 0 ] && [ "$(cat "$TMP/out")" = 989 ]; then pass "990 nested 'let … in' evaluate"
+else fail "990 nested 'let … in' evaluate" "exit $(status)" "$TMP/err"; fi
 awk 'BEGIN { printf "let x = 1"; for (i = 0; i < 100000; i++) printf " + 1"; print "" }' >"$TMP/chain.tsr"
 robust "an operator chain 100000 long" "$TMP/chain.tsr" 1
 awk 'BEGIN { printf "let x = \""; for (i = 0; i < 1048576; i++) printf "a"; print "\"" }' >"$TMP/longline.tsr"
