@@ -604,6 +604,9 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
                                    "is passed as ?x:value");
     } else if (wants_expression && prev->kind && is_binary_operator(prev->kind) && !has(tokens, n, TK_OPERATOR)) {
         diag_error(token->span, "expected an expression after %s, found %s", lex_describe(ps->arena, prev), found);
+        if ((prev->kind == TK_TILDE_LABEL || prev->kind == TK_QUEST_LABEL) && token->kind == TK_MINUS)
+            diag_note(token->span, "a negative argument goes in parentheses: %.*s(-…)", (int)(prev->span.end - prev->span.start),
+                      source_get(prev->span.file)->text + prev->span.start);
     } else if (token->kind == TK_EOF) {
         if (expected) diag_error(token->span, "unexpected end of file: expected %s", expected);
         else diag_error(token->span, "unexpected end of file");
