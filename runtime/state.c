@@ -633,6 +633,27 @@ static double arg_float(const tsr_state *s, const PrintArg *a) {
 /* The conversion specs are built here from a checked format, one conversion at a time. */
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
+/* %c: the Unicode character `code` in UTF-8 (U+FFFD, the replacement character, for a code
+ * that is none: negative, above 0x10FFFF or a surrogate), padded with spaces to the width in
+ * characters, on the left or, with the flag '-', on the right.  `spec` is the conversion without
+ * its letter: '%', flags (only '-', the compiler checked) and the width. */
+static void print_character(FILE *out, const char *spec, int64_t code) {
+    bool left = strchr(spec, '-') != NULL;
+    long width = strtol(spec + strspn(spec, "%-"), NULL, 10);
+    if (code < 0 || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) code = 0xFFFD;
+    char utf8[4];
+    int bytes;
+    uint32_t c = (uint32_t)code;
+    if (c < 0x80) bytes = 1, utf8[0] = (char)c;
+    else if (c < 0x800) bytes = 2, utf8[0] = (char)(0xC0 | c >> 6);
+    else if (c < 0x10000) bytes = 3, utf8[0] = (char)(0xE0 | c >> 12);
+    else bytes = 4, utf8[0] = (char)(0xF0 | c >> 18);
+    for (int i = 1; i < bytes; i++) utf8[i] = (char)(0x80 | ((c >> (6 * (bytes - 1 - i))) & 0x3F));
+    for (long i = 1; !left && i < width; i++) fputc(' ', out);
+    fwrite(utf8, 1, (size_t)bytes, out);
+    for (long i = 1; left && i < width; i++) fputc(' ', out);
+}
+
 /* The format was checked by the compiler: conversions are %[flags][width][.precision] followed
  * by one of d i u x X o c (integers) or f F e E g G a A (floats), and %%. */
 static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
@@ -653,16 +674,15 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
         while (*f && strchr("-+ #0123456789.", *f) && n < sizeof spec - 4) spec[n++] = *f++;
         char conv = *f ? *f++ : 'g';
         const PrintArg *a = next < p->arg_count ? &p->args[next++] : NULL;
-        if (strchr("diuxXoc", conv)) {
-            if (conv != 'c') {
-                spec[n++] = 'l';
-                spec[n++] = 'l';
-            }
+        if (conv == 'c') {
+            spec[n] = 0;
+            print_character(out, spec, a ? arg_int(s, a) : 0);
+        } else if (strchr("diuxXo", conv)) {
+            spec[n++] = 'l';
+            spec[n++] = 'l';
             spec[n++] = conv;
             spec[n] = 0;
-            long long v = a ? (long long)arg_int(s, a) : 0;
-            if (conv == 'c') fprintf(out, spec, (int)v);
-            else fprintf(out, spec, v);
+            fprintf(out, spec, a ? (long long)arg_int(s, a) : 0LL);
         } else {
             spec[n++] = conv;
             spec[n] = 0;

@@ -6,6 +6,7 @@
  * Requires: elab_internal.h; the routines it runs are elaborated before it (code.c). */
 #include "elab/elab_internal.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 /* ---- main (docs/language.md §3.2.9) -------------------------------------------------------------- */
@@ -77,6 +78,18 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
                        "%%f, %%e, %%g for numbers, %%%% for a percent sign", (int)(j < fmt->len ? j - i + 1 : j - i), f + i);
             return false;
         }
+        size_t after_minus = i + 1 + strspn(f + i + 1, "-");
+        if (f[j] == 'c' && (f[after_minus] == '0' || after_minus + strspn(f + after_minus, "0123456789") < j)) {
+            diag_error(fmt->span, "the conversion '%.*s' prints a character: it takes the flag '-' and a width, "
+                       "no other flag and no precision", (int)(j - i + 1), f + i);
+            return false;
+        }
+        if (used < count && f[j] == 'c' && args[used].kind == PARG_INT &&
+            (args[used].i < 0 || args[used].i > 0x10FFFF || (args[used].i >= 0xD800 && args[used].i <= 0xDFFF))) {
+            diag_error(args[used].span, "%%c prints a Unicode character, but %" PRId64 " is no character's code "
+                       "(0 to 0x10FFFF, without the surrogates 0xD800 to 0xDFFF)", args[used].i);
+            return false;
+        }
         if (used < count) {
             args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
             bool integer_tensor = args[used].kind == PARG_TENSOR && args[used].tensor && !args[used].grad &&
@@ -97,6 +110,26 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         return false;
     }
     return true;
+}
+
+/* Whether `n` is integers and integer options added and subtracted (`code + 1`), with an option
+ * in it: print reads such a value when it runs, as a loop bound is read, where a tensor
+ * expression would make a one-cell f32 tensor of it (which an integer conversion refuses). */
+static bool integer_option_sum(Elab *e, const Node *n, Env *env, bool *has_option) {
+    if (n->kind == NODE_INT) return true;
+    if (n->kind == NODE_VAR) {
+        const Value *v = lookup(e, env, n->name);
+        if (v && v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) *has_option = true;
+        return v && (v->kind == V_INT || (v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float));
+    }
+    if (n->kind != NODE_BINOP) return false;
+    bool right_option = false; /* an option subtracted (2 - code) is no offset: a tensor expression's */
+    bool sum = strcmp(n->name, "+") == 0, difference = strcmp(n->name, "-") == 0;
+    if (!(sum || difference) || !integer_option_sum(e, n->a, env, has_option) ||
+        !integer_option_sum(e, n->b, env, &right_option))
+        return false;
+    *has_option |= right_option;
+    return sum || !right_option;
 }
 
 static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
@@ -128,7 +161,9 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
             *p = (PrintArg){.kind = PARG_TENSOR, .tensor = t, .grad = true, .span = a->span};
             continue;
         }
-        Value *v = eval(e, a, env, MODE_TENSOR);
+        bool has_option = false;
+        bool option_sum = integer_option_sum(e, a, env, &has_option) && has_option;
+        Value *v = eval(e, a, env, option_sum ? MODE_VALUE : MODE_TENSOR);
         if (v->kind == V_ERROR) return;
         switch (v->kind) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
