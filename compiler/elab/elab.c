@@ -313,9 +313,10 @@ static void elab_item(Elab *e, const Node *item) {
     }
     case ITEM_MAIN: {
         Program *p = e->program;
+        if (e->loading_count) break; /* an opened module's main is its own, for when it is a program */
         if (p->has_main) {
             diag_error(item->span, "'main' is defined twice");
-            diag_note(p->main_span, "the first definition%s", p->main_span.file != item->span.file ? " (in an opened module)" : "");
+            diag_note(p->main_span, "the first definition");
             break;
         }
         p->has_main = true;

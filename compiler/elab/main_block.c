@@ -112,24 +112,32 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
     return true;
 }
 
-/* Whether `n` is integers and integer options added and subtracted (`code + 1`), with an option
- * in it: print reads such a value when it runs, as a loop bound is read, where a tensor
- * expression would make a one-cell f32 tensor of it (which an integer conversion refuses). */
-static bool integer_option_sum(Elab *e, const Node *n, Env *env, bool *has_option) {
+/* Whether `n` is integer arithmetic (+ - * / mod, unary -) on integers known at compile time
+ * and integer options, an option only added or subtracted (`code + 1`, `epochs - 1`): print
+ * shows such a value as an integer, folded or read when the program runs as a loop bound is,
+ * where a tensor expression would make a one-cell f32 tensor of it (which %d refuses). Sets
+ * *has_option when an option is in it. */
+static bool integer_expression(Elab *e, const Node *n, Env *env, bool *has_option) {
     if (n->kind == NODE_INT) return true;
     if (n->kind == NODE_VAR) {
         const Value *v = lookup(e, env, n->name);
-        if (v && v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) *has_option = true;
-        return v && (v->kind == V_INT || (v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float));
+        bool option = v && v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float;
+        *has_option |= option;
+        return v && (v->kind == V_INT || option);
+    }
+    if (n->kind == NODE_UNOP && strcmp(n->name, "-") == 0) {
+        bool option = false;
+        return integer_expression(e, n->a, env, &option) && !option;
     }
     if (n->kind != NODE_BINOP) return false;
-    bool right_option = false; /* an option subtracted (2 - code) is no offset: a tensor expression's */
+    bool left = false, right = false;
     bool sum = strcmp(n->name, "+") == 0, difference = strcmp(n->name, "-") == 0;
-    if (!(sum || difference) || !integer_option_sum(e, n->a, env, has_option) ||
-        !integer_option_sum(e, n->b, env, &right_option))
+    bool product = strcmp(n->name, "*") == 0 || strcmp(n->name, "/") == 0;
+    if (!(sum || difference || product) || !integer_expression(e, n->a, env, &left) ||
+        !integer_expression(e, n->b, env, &right))
         return false;
-    *has_option |= right_option;
-    return sum || !right_option;
+    *has_option |= left || right;
+    return sum || (difference && !right) || (product && !left && !right);
 }
 
 static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
@@ -162,8 +170,7 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
             continue;
         }
         bool has_option = false;
-        bool option_sum = integer_option_sum(e, a, env, &has_option) && has_option;
-        Value *v = eval(e, a, env, option_sum ? MODE_VALUE : MODE_TENSOR);
+        Value *v = eval(e, a, env, integer_expression(e, a, env, &has_option) ? MODE_VALUE : MODE_TENSOR);
         if (v->kind == V_ERROR) return;
         switch (v->kind) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
