@@ -491,17 +491,17 @@ if [ "$(status)" = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/cyc/d.tsr:1:1: err
    grep -q "^$TMP/cyc/c.tsr:1:1: note: module 'C' opens 'D' here" "$TMP/err"
 then pass "modules: opens that make a cycle are an error naming it"
 else fail "modules: opens that make a cycle are an error naming it" "exit $(status)" "$TMP/err"; fi
-# A module's main is its own: compiled alone it runs; opened, the program's main runs alone
-# (a second main was "defined twice"; a program without one ran the module's).
+# A module's main runs compiled alone and when opened by a program without a main; a program
+# with its own main runs that one alone (the two were "defined twice").
 printf 'let base = 40\nmain = print "module %%d" base\n' >"$TMP/cyc/lib.tsr"
 printf 'open Lib\nmain = print "program %%d" (base + 2)\n' >"$TMP/cyc/app.tsr"
 printf 'open Lib\nlet x = base\n' >"$TMP/cyc/quiet.tsr"
 run_tsrc --run "$TMP/cyc/app.tsr"; app="$(status) $(cat "$TMP/out" "$TMP/err")"
 run_tsrc --run "$TMP/cyc/quiet.tsr"; quiet="$(status) $(cat "$TMP/out" "$TMP/err")"
 run_tsrc --run "$TMP/cyc/lib.tsr"; alone="$(status) $(cat "$TMP/out" "$TMP/err")"
-if [ "$app" = "0 program 42" ] && [ "$quiet" = "0 " ] && [ "$alone" = "0 module 40" ]
-then pass "modules: an opened module's main does not run; compiled alone, it does"
-else fail "modules: an opened module's main does not run; compiled alone, it does" "app '$app', quiet '$quiet', alone '$alone'" /dev/null; fi
+if [ "$app" = "0 program 42" ] && [ "$quiet" = "0 module 40" ] && [ "$alone" = "0 module 40" ]
+then pass "modules: a program's own main runs, not an opened module's; without one, the module's"
+else fail "modules: a program's own main runs, not an opened module's; without one, the module's" "app '$app', quiet '$quiet', alone '$alone'" /dev/null; fi
 printf 'open Self\nlet a = 1\n' >"$TMP/cyc/self.tsr"
 run_tsrc --check "$TMP/cyc/self.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"

@@ -313,7 +313,9 @@ static void elab_item(Elab *e, const Node *item) {
     }
     case ITEM_MAIN: {
         Program *p = e->program;
-        if (e->loading_count) break; /* an opened module's main is its own, for when it is a program */
+        /* An opened module's main is the program's only when the program has none of its own
+         * (a program that reruns a module under other options); the first such module's. */
+        if (e->loading_count && (e->program_file_has_main || p->has_main)) break;
         if (p->has_main) {
             diag_error(item->span, "'main' is defined twice");
             diag_note(p->main_span, "the first definition");
@@ -536,6 +538,8 @@ Program *elaborate(Module *module, const ElabOptions *options) {
         if (diag_error_count()) return p;
         elab_module(&e, core);
     }
+    for (uint32_t i = 0; i < module->items.count; i++)
+        e.program_file_has_main |= module->items.items[i]->kind == ITEM_MAIN;
     elab_module(&e, module);
     solve_equations(&e);
     if (diag_error_count()) {

@@ -237,6 +237,7 @@ struct Elab {
     const char **loading; /* the modules being loaded, outermost first, and the opens that began them */
     Span *loading_at;
     uint32_t loading_count, loading_cap, loading_at_count, loading_at_cap;
+    bool program_file_has_main; /* the program's own file has a main: an opened module's is not run */
     const char *main_path; /* the program's own file: no module may be it */
     struct ShuffleGroup *shuffle_groups; /* the sets of data items main shuffles (main_shuffle) */
     uint32_t shuffle_group_count, shuffle_group_cap;
