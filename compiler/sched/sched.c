@@ -478,7 +478,7 @@ static bool untangle_scatter(Sched *s, IrStmt *top, IrBlock *out) {
     uint32_t l = s->fn->local_count++;
     IrStmt *init = arena_alloc(arena, sizeof *init), *step = arena_alloc(arena, sizeof *step);
     IrExpr *acc = arena_alloc(arena, sizeof *acc);
-    *acc = (IrExpr){.kind = IR_LOCAL, .local = l};
+    *acc = (IrExpr){.kind = IR_LOCAL, .type = (DType)ir_dtype_compute(cb->dtype), .local = l};
     *init = (IrStmt){.kind = IR_SET_LOCAL, .local = l, .value = new_load(s, c, index)};
     *step = (IrStmt){.kind = IR_SET_LOCAL, .local = l,
                      .value = is_fma ? new_op(s, SOP_FMA, step_e, step_y, acc)
