@@ -9,7 +9,8 @@ reads), routines as methods, the MLP's scores as NumPy computes them from the mo
 weights; two loads of one library and a second library in one process are independent; run-time
 sizes set from Python reshape the views, and a mismatch is a tsr.Error with the runtime's
 message; assignment checks shapes; save and load round-trip the parameters between two models;
-a closed model and an unknown routine are errors; tsr.compile caches by source and raises
+a closed model (its routines, sizes and shapes) and an unknown routine are errors; a view keeps
+its model alive; tsr.compile caches by source and raises
 tsrc's errors; the arrays export __dlpack__; `pip install` of runtime/python works offline
 (into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
 lines and "N passed, N failed"."""
@@ -143,6 +144,19 @@ def main():
         check(ok, "a closed model is an error, not a crash", why)
         twin.close()
         r.close()
+        for what, use in (("a size", lambda: r.sizes["x.b"]), ("a shape", lambda: r.shape("x")),
+                          ("the sizes' repr", lambda: repr(r.sizes))):
+            ok, why = raises(tsr.Error, use, "closed")
+            check(ok, f"{what} of a closed model is a tsr.Error", why)
+        # A view keeps its model alive: the model below is garbage as soon as it is indexed, and
+        # the collector would free the buffer under the view (the values read were other data's).
+        import gc
+        orphan = tsr.load(lib, seed=3)["w1"]
+        kept = tsr.load(lib, seed=3)["w1"].copy()
+        gc.collect()
+        junk = [np.full(1 << 16, 7.0, np.float32) for _ in range(64)]
+        check(np.array_equal(orphan, kept) and len(junk) == 64, "a view outlives the expression that loaded its model")
+        del orphan, junk
 
         cache = os.path.join(d, "cache")
         src = os.path.join(d, "mlp.tsr")

@@ -161,7 +161,7 @@ class Model:
             raise Error(self._last_error())
 
     def _symbols(self):
-        return ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.symbols
+        return ctypes.cast(self._handle(), ctypes.POINTER(_State)).contents.symbols
 
     def close(self):
         """Free the state; the model's arrays must not be used after it."""
@@ -241,7 +241,9 @@ class Model:
             raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
         count = int(np.prod(shape, dtype=np.int64))
         dtype = self.dtype(name)
-        cells = np.ctypeslib.as_array((_CELLS[dtype] * count).from_address(pointer))
+        memory = (_CELLS[dtype] * count).from_address(pointer)
+        memory._model = self  # the view keeps its model, and so the state's buffer, alive
+        cells = np.ctypeslib.as_array(memory)
         return cells.view(dtype).reshape(shape)
 
     def __setitem__(self, name, value):
