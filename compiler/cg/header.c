@@ -69,7 +69,8 @@ static bool taken(const Exports *x, const IrProgram *ir, const char *name, bool 
             strcasecmp(name + setter, abi_c_name(ir->arena, ir->symbols[i].name)) == 0)
             return true;
     for (uint32_t f = 0; f < ir->function_count; f++)
-        if (x->routines[f] && strcasecmp(x->routines[f], name) == 0) return true;
+        if (x->routines[f] && (strcasecmp(x->routines[f], name) == 0 || (dynamic && run_time_size_name(x->routines[f], name))))
+            return true;
     for (uint32_t i = 0; i < x->count; i++) {
         const char *other = x->items[i].c_name;
         if (strcasecmp(other, name) == 0) return true;

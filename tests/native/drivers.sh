@@ -103,6 +103,13 @@ if "$TSRC" -c "$T/rowclash.tsr" -o "$T/rowclash.o" >"$T/log" 2>&1 &&
    cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/rowclash.c" "$T/rowclash.o" "$LIB" -lm -lpthread -ldl -o "$T/rowclash" >>"$T/log" 2>&1 &&
    "$T/rowclash" && grep -q "rowclash_x_dim0_2(rowclash_state" "$T/rowclash.h"
 then pass; else fail "tensors named x_dim0 and x_row beside x of run-time size get suffixes"; fi
+# So does a routine named x_dim0: the tensor x then takes a suffix (x_2, x_2_dim0).
+printf 'input { x; b = [?]; o = [2] }\nlet%%op y = x + 1.\nroutine x_dim0 = y.forward\n' >"$T/routineclash.tsr"
+printf '#include "routineclash.h"\nint main(void) { return routineclash_x_2_dim0(0) != 0 || ROUTINECLASH_X_2_ROW_SIZE != 2; }\n' >"$T/routineclash.c"
+if "$TSRC" -c "$T/routineclash.tsr" -o "$T/routineclash.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/routineclash.c" "$T/routineclash.o" "$LIB" -lm -lpthread -ldl -o "$T/routineclash" >>"$T/log" 2>&1 &&
+   "$T/routineclash" && grep -q "^int routineclash_x_dim0(routineclash_state" "$T/routineclash.h"
+then pass; else fail "a routine named x_dim0 beside x of run-time size: the tensor gets a suffix"; fi
 # Module names: not the runtime's (tsr, tsr_...), starting with a letter.
 for out in tsr.o tsr_state.o 3d.o; do
     "$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/$out" >"$T/log" 2>&1
