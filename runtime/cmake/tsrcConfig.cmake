@@ -56,8 +56,18 @@ function(tsrc_add_model name)
     DEPENDS "${source}" "${TSRC_EXECUTABLE}"
     COMMENT "tsrc ${arg_SOURCE} -> ${name}.o, ${name}.h"
     VERBATIM)
+  # The archive of the object is made by the rules of a language the project enabled: C, or in a
+  # C++-only project (project(app CXX)) C++'s.
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("C" IN_LIST languages)
+    set(language C)
+  elseif("CXX" IN_LIST languages)
+    set(language CXX)
+  else()
+    message(FATAL_ERROR "tsrc_add_model(${name}): the project enables neither C nor C++ (project(NAME C) or project(NAME CXX))")
+  endif()
   add_library(${name} STATIC "${dir}/${name}.o" "${dir}/${name}.h")
-  set_target_properties(${name} PROPERTIES LINKER_LANGUAGE C)
+  set_target_properties(${name} PROPERTIES LINKER_LANGUAGE ${language})
   target_include_directories(${name} PUBLIC "${dir}")
   target_link_libraries(${name} PUBLIC tsrc::runtime)
 endfunction()

@@ -6,7 +6,7 @@
 #     that prefix, builds the MLP driver (tsrc runs at build time) and the driver prints what the
 #     same driver built by hand with `tsrc -c` and cc prints;
 #   - a second build with nothing changed runs nothing; after the .tsr file changes, tsrc runs
-#     again; a bad TARGET is a configure error naming it.
+#     again; a C++-only project builds a model too; a bad TARGET is a configure error naming it.
 # Usage: cmake.sh TSRC SAN (SAN: the Makefile's SAN, passed to make install).  Last line:
 # "N passed, N failed".
 set -u
@@ -41,6 +41,25 @@ sleep 1
 echo '(* changed *)' >>"$T/src/mlp_lib.tsr"
 cmake --build "$T/build" >"$T/changed.log" 2>&1 && grep -q 'tsrc .*mlp_lib.tsr' "$T/changed.log"
 check "a changed .tsr file runs tsrc again" $?
+
+# A C++-only project (project(app CXX)): the model's library is archived by C++'s rules.
+mkdir -p "$T/cxx"
+cat >"$T/cxx/main.cpp" <<'CPP'
+#include <cstdio>
+#include "mlp.h"
+int main() { mlp_state *s = mlp_create(7); int status = s ? 0 : 1; mlp_destroy(s); std::printf("created %d\n", status); return status; }
+CPP
+cat >"$T/cxx/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.16)
+project(cxxapp CXX)
+find_package(tsrc REQUIRED)
+tsrc_add_model(mlp SOURCE $T/src/mlp_lib.tsr)
+add_executable(app main.cpp)
+target_link_libraries(app PRIVATE mlp)
+CM
+cmake -S "$T/cxx" -B "$T/cxx/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 &&
+    cmake --build "$T/cxx/build" >>"$T/log" 2>&1 && [ "$("$T/cxx/build/app" 2>>"$T/log")" = "created 0" ]
+check "tsrc_add_model in a C++-only project (project(app CXX)) builds and links" $?
 
 mkdir -p "$T/bad"
 cat >"$T/bad/CMakeLists.txt" <<CM
