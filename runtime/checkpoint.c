@@ -86,6 +86,27 @@ static bool chosen(const tsr_state *s, const uint32_t *buffers, uint32_t count, 
     return false;
 }
 
+/* TSR_OK, or an error when a buffer the checkpoint would hold has no storage: a parameter (or
+ * training state) of run-time length whose size is not set yet, which a checkpoint can neither
+ * hold nor fill (a save would leave it out, and the file would not load once it is set). */
+static int unsized_buffer(const tsr_state *s, const uint32_t *buffers, uint32_t count, const char *what,
+                          const char *path) {
+    uint32_t n = tsr_model_buffer_count(s->model);
+    for (uint32_t b = 0; b < n; b++) {
+        uint32_t rank;
+        const int64_t *dims;
+        int64_t cells;
+        uint8_t kind;
+        if (!tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) || s->buffers[b]) continue;
+        bool wanted = count == 0 ? kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(s->model, b) : false;
+        for (uint32_t i = 0; i < count; i++) wanted |= buffers[i] == b;
+        if (wanted)
+            return tsr_error(TSR_ERR_ARGUMENT, "cannot %s checkpoint '%s': '%s' has a run-time size that is not set "
+                             "yet (set it before saving or loading)", what, path, tsr_model_buffer_name(s->model, b));
+    }
+    return TSR_OK;
+}
+
 /* ---- Writing ------------------------------------------------------------------------------------ */
 
 typedef struct Writer {
@@ -330,6 +351,8 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is %s", path,
                          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    int unsized = unsized_buffer(s, buffers, count, "write", path);
+    if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);
     Member *members = calloc((size_t)n + 3, sizeof *members); /* the buffers and the two counters */
     if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
@@ -542,6 +565,8 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
 int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
+    int unsized = unsized_buffer(s, buffers, count, "read", path);
+    if (unsized != TSR_OK) return unsized;
     Archive archive = {.fd = -1};
     int status = archive_open(&archive, path);
     if (status == TSR_OK) status = read_directory(&archive);

@@ -14,7 +14,8 @@
 #   - a .npy data file gives its length to a `?` (runtime_data.tsr): files of 4 and 7 rows, the
 #     executable as the reference executor; a file of the wrong row shape or a CSV file is a
 #     message;
-#   - bad --size requests and unset or mismatched sizes end with a message, never a crash.
+#   - bad --size requests and unset or mismatched sizes end with a message, never a crash;
+#   - a checkpoint saved or loaded before a run-time length parameter's size is set is an error.
 # Usage: runtime_sizes.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -145,6 +146,41 @@ for run in "$T/pair" "$TSRC --run --interp $T/pair.tsr --"; do
         "--size on a size of the class a data file gave ($run)" -- $run --size ys.b=5
 done
 check_error 0 "189" "--size equal to the length a data file gave" -- "$T/pair" --size xs.b=7
+
+# A parameter of run-time length (an inline definition over a `?` axis): a checkpoint saved or
+# loaded before its size is set is an error naming it (a save left it out, and the file did
+# not load once the size was set); once set, it round-trips.
+printf 'input { x; b = [?]; o = [3] }\nlet%%op w = { w; i = [3]; o = [2] }\nlet%%op y = w * (x + { h0 = 0.5; b = [?]; o = [3] })\nroutine run = y.forward\n' >"$T/rtparam.tsr"
+cat >"$T/rtparam.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include "rtparam.h"
+int main(int argc, char **argv) {
+    (void)argc;
+    char early[4096], late[4096];
+    snprintf(early, sizeof early, "%s/early.npz", argv[1]);
+    snprintf(late, sizeof late, "%s/late.npz", argv[1]);
+    rtparam_state *s = rtparam_create(1), *t = rtparam_create(2);
+    int bad = 0;
+    if (rtparam_save(s, early) == 0 || !strstr(rtparam_last_error(), "'h0' has a run-time size that is not set")) bad |= 1;
+    FILE *f = fopen(early, "rb");
+    if (f) bad |= 2, fclose(f);
+    rtparam_set_x_b(s, 4);
+    for (int i = 0; i < 12; i++) rtparam_h0(s)[i] = (float)i;
+    if (rtparam_save(s, late) != 0) bad |= 4;
+    if (rtparam_load(t, late) == 0 || !strstr(rtparam_last_error(), "'h0' has a run-time size that is not set")) bad |= 8;
+    rtparam_set_x_b(t, 4);
+    if (rtparam_load(t, late) != 0 || rtparam_h0(t)[5] != 5.0f) bad |= 16;
+    rtparam_destroy(s);
+    rtparam_destroy(t);
+    printf("%d\n", bad);
+    return bad;
+}
+C
+if "$TSRC" -c "$T/rtparam.tsr" -o "$T/rtparam.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/rtparam.c" "$T/rtparam.o" "$LIB" -lm -lpthread -ldl -o "$T/rtparam" >>"$T/log" 2>&1 &&
+   "$T/rtparam" "$T" >>"$T/log" 2>&1; then pass
+else fail "a checkpoint of a parameter of run-time length before its size is set is an error; after, it round-trips"; fi
 
 summary
 [ $failed = 0 ]
