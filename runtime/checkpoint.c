@@ -461,8 +461,22 @@ static int read_directory(Archive *a) {
     return read_at(a, offset, a->directory, length);
 }
 
-/* The bytes of member NAME.npy (malloc'd into *data): found through the directory, sizes
- * checked against the file and against `limit`, the CRC checked. */
+/* Whether the directory entries from byte `at`, the `left` after the one just read, name member
+ * NAME.npy again (an archive written by hand can: numpy.load reads the last, this reader the
+ * first, so the file is refused).  A damaged entry ends the search; read_member reports it. */
+static bool named_again(const Archive *a, size_t at, uint32_t left, const char *name, size_t want) {
+    const unsigned char *d = a->directory;
+    for (; left > 0; left--) {
+        if (at + ZIP_CENTRAL_SIZE > a->directory_size || get32(d + at) != ZIP_CENTRAL) return false;
+        size_t name_len = get16(d + at + 28), extra = get16(d + at + 30), comment = get16(d + at + 32);
+        if (at + ZIP_CENTRAL_SIZE + name_len + extra + comment > a->directory_size) return false;
+        const char *member = (const char *)d + at + ZIP_CENTRAL_SIZE;
+        if (name_len == want + 4 && memcmp(member, name, want) == 0 && memcmp(member + want, ".npy", 4) == 0) return true;
+        at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
+    }
+    return false;
+}
+
 /* Member NAME.npy into *data (malloc'd) and *len.  With `optional`, a member the archive does not
  * have is TSR_OK with *data NULL. */
 static int read_member(const Archive *a, const char *name, uint64_t limit, bool optional, unsigned char **data,
@@ -483,6 +497,8 @@ static int read_member(const Archive *a, const char *name, uint64_t limit, bool 
         const char *member = (const char *)d + at + ZIP_CENTRAL_SIZE;
         at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
         if (name_len != want + 4 || memcmp(member, name, want) != 0 || memcmp(member + want, ".npy", 4) != 0) continue;
+        if (named_again(a, at, a->entries - 1 - i, name, want))
+            return tsr_error(TSR_ERR_DATA, "checkpoint '%s' holds array '%s' twice", a->path, name);
         if (method != 0)
             return tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' is compressed (only stored members are read: "
                              "write it with numpy.savez, not numpy.savez_compressed)", a->path, name);

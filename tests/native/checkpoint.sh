@@ -9,7 +9,8 @@
 #     only those two; numpy.savez's own files (float64 too) load the same;
 #   - the header of `tsrc -c` has MODULE_save / MODULE_load: a C driver loads, saves an
 #     identical file, and a failed load leaves the state as it was;
-#   - errors: a missing file, a missing array, a wrong shape, not a zip, a compressed member, a
+#   - errors: a missing file, a missing array, a wrong shape, not a zip, a compressed member, an
+#     array twice, a
 #     file cut short, a damaged member (CRC), a directory, an unwritable save, `--load` without
 #     a path: each one message naming the file and the array, status 1 (2 for the command line),
 #     the same from both executors, and a failed save leaves no file behind;
@@ -58,6 +59,12 @@ assert sorted(h.files) == ["b1", "w2"] and (h["w2"] == m["w2"]).all() and (h["b1
 np.savez(d + "/numpy64.npz", w2=m["w2"].astype(np.float64), w1=m["w1"].astype(np.float64), b1=m["b1"])
 np.savez(d + "/shape.npz", w1=np.ascontiguousarray(m["w1"].T), b1=m["b1"], w2=m["w2"])
 np.savez_compressed(d + "/zipped.npz", **{k: m[k] for k in m.files if not k.startswith("tsrc.")})
+import io, zipfile
+with zipfile.ZipFile(d + "/twice.npz", "w") as z:  # w1 twice: numpy.load would take the second
+    for k, v in (("w1", m["w1"]), ("w1", 0 * m["w1"]), ("b1", m["b1"]), ("w2", m["w2"])):
+        b = io.BytesIO()
+        np.save(b, v)
+        z.writestr(k + ".npy", b.getvalue())
 EOF
 then pass; else fail "numpy.load reads model.npz and head.npz with the parameters' names, shapes and values"; fi
 
@@ -101,6 +108,7 @@ expect missing 1 "cannot open checkpoint 'nowhere.npz': No such file or director
 expect missing-array 1 "checkpoint 'head.npz' has no array 'w1'" --load head.npz
 expect wrong-shape 1 "checkpoint 'shape.npz': array 'w1': expected shape (4, 2), found (2, 4)" --load shape.npz
 expect compressed 1 "checkpoint 'zipped.npz': array 'w1' is compressed (only stored members are read: write it with numpy.savez, not numpy.savez_compressed)" --load zipped.npz
+expect twice 1 "checkpoint 'twice.npz' holds array 'w1' twice" --load twice.npz
 cp tests/native/checkpoint.sh "$N/text.npz"
 expect not-a-zip 1 "checkpoint 'text.npz' is not a readable .npz file: no zip directory at its end (not a zip file, or cut short)" --load text.npz
 size=$(wc -c <"$N/model.npz")
