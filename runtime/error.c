@@ -36,7 +36,17 @@ void tsr_set_error_hook(tsr_error_hook hook, void *user) {
 
 static int record(int status, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static int record(int status, const char *fmt, va_list ap) {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    int wanted = vsnprintf(last_error, sizeof last_error, fmt, ap);
+    if (wanted >= (int)sizeof last_error) { /* cut short: not in the middle of a UTF-8 character */
+        size_t end = sizeof last_error - 1;
+        size_t start = end;
+        while (start > 0 && ((unsigned char)last_error[start - 1] & 0xC0) == 0x80) start--;
+        if (start > 0 && (unsigned char)last_error[start - 1] >= 0xC0) {
+            unsigned char lead = (unsigned char)last_error[start - 1];
+            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+            if (end - (start - 1) < need) last_error[start - 1] = 0; /* the character's bytes do not all fit */
+        }
+    }
     if (error_hook) error_hook(status, last_error, error_hook_user);
     return status;
 }

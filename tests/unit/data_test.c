@@ -602,7 +602,31 @@ static void generator_shapes(void) {
     check(!near(moons[0] - moons_clean[0], circles[0] - circles_clean[0]), "moons and circles draw other noise", NULL);
 }
 
+/* A message longer than the runtime keeps is cut before a UTF-8 character that would not fit
+ * whole, never inside it: the text a caller gets is valid UTF-8. */
+static void long_messages(void) {
+    static char name[1200];
+    for (int pad = 0; pad < 4; pad++) { /* each offset of the cut within a 2-, 3- or 4-byte character */
+        memset(name, 'a', sizeof name);
+        size_t at = 990 + (size_t)pad;
+        for (size_t i = at; i + 9 < sizeof name; i += 9) memcpy(name + i, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
+        name[sizeof name - 1] = 0;
+        tsr_error(TSR_ERR_IO, "cannot open '%s'", name);
+        const unsigned char *m = (const unsigned char *)tsr_last_error();
+        size_t n = strlen((const char *)m);
+        bool whole = n > 1000;
+        for (size_t i = 0; i < n && whole;) { /* every character complete */
+            size_t len = m[i] < 0x80 ? 1 : m[i] >= 0xF0 ? 4 : m[i] >= 0xE0 ? 3 : m[i] >= 0xC0 ? 2 : 0;
+            whole = len > 0 && i + len <= n;
+            for (size_t k = 1; whole && k < len; k++) whole = (m[i + k] & 0xC0) == 0x80;
+            i += len ? len : 1;
+        }
+        check(whole, "a message cut to the runtime's length ends on a whole UTF-8 character", (const char *)m + n - 12);
+    }
+}
+
 int main(void) {
+    long_messages();
     snprintf(temp_dir, sizeof temp_dir, "/tmp/data_test.XXXXXX");
     if (!mkdtemp(temp_dir)) {
         printf("FAIL cannot create a temporary directory\n");
