@@ -101,8 +101,14 @@ struct Node {
     Spec *spec;          /* parsed spec of a spec string */
     int flag;
     bool parenthesised;  /* written inside ( ) : stops tuple flattening */
+    Span paren;          /* parenthesised by parse_paren: from its outermost '(' to its ')' (the
+                          * span stays the inner expression's, where messages point; a node built
+                          * around it covers the parentheses: ast_written_span) */
     uint32_t depth;      /* height of the subtree (the parser bounds it) */
 };
+
+/* The source text node `n` was written as: its span, with its parentheses around it if any. */
+static inline Span ast_written_span(const Node *n) { return n->paren.end > n->paren.start ? n->paren : n->span; }
 
 typedef struct Module {
     const char *path;

@@ -57,7 +57,7 @@ static Node *check_depth(ParseState *ps, Node *n) {
 
 static Node *node(ParseState *ps, NodeKind kind, Span span) { return ast_node(ps->arena, kind, span); }
 
-static Span span_of_nodes(const Node *a, const Node *b) { return span_join(a->span, b->span); }
+static Span span_of_nodes(const Node *a, const Node *b) { return span_join(ast_written_span(a), ast_written_span(b)); }
 
 void parse_push(ParseState *ps, NodeList *list, Node *n) { ast_push(ps->arena, list, n); }
 
@@ -92,7 +92,7 @@ static void check_param_names(NodeList params) {
 
 Node *parse_binding(ParseState *ps, const Token *name, NodeList params, Node *value, bool rec) {
     check_param_names(params);
-    Node *n = node(ps, NODE_LET, span_join(name->span, value->span));
+    Node *n = node(ps, NODE_LET, span_join(name->span, ast_written_span(value)));
     n->name = name->text;
     n->list = params;
     n->a = value;
@@ -175,21 +175,21 @@ Node *parse_item_operator(ParseState *ps, const Token *kw, Node *name, NodeList 
 }
 
 Node *parse_item_named(ParseState *ps, NodeKind kind, const Token *kw, const Token *name, Node *value) {
-    Node *n = node(ps, kind, span_join(kw->span, value->span));
+    Node *n = node(ps, kind, span_join(kw->span, ast_written_span(value)));
     n->name = name->text;
     n->a = value;
     return finish(ps, n);
 }
 
 Node *parse_item_input(ParseState *ps, const Token *kw, Node *record) {
-    Node *n = node(ps, ITEM_INPUT, span_join(kw->span, record->span));
+    Node *n = node(ps, ITEM_INPUT, span_join(kw->span, ast_written_span(record)));
     n->name = record->name;
     n->a = record;
     return finish(ps, n);
 }
 
 Node *parse_item_main(ParseState *ps, const Token *kw, Node *body) {
-    Node *n = node(ps, ITEM_MAIN, span_join(kw->span, body->span));
+    Node *n = node(ps, ITEM_MAIN, span_join(kw->span, ast_written_span(body)));
     n->a = body;
     return finish(ps, n);
 }
@@ -245,13 +245,13 @@ static Node *flatten(ParseState *ps, NodeKind kind, Node *left, Node *right) {
 Node *parse_seq(ParseState *ps, Node *first, Node *next) { return flatten(ps, NODE_SEQ, first, next); }
 
 Node *parse_let_in(ParseState *ps, const Token *kw, Node *binding, Node *body) {
-    binding->span = span_join(kw->span, body->span);
+    binding->span = span_join(kw->span, ast_written_span(body));
     binding->b = body;
     return finish(ps, binding);
 }
 
 Node *parse_fun(ParseState *ps, const Token *kw, NodeList params, Node *body) {
-    Node *n = node(ps, NODE_FUN, span_join(kw->span, body->span));
+    Node *n = node(ps, NODE_FUN, span_join(kw->span, ast_written_span(body)));
     n->list = params;
     n->a = body;
     if (params.count == 0) diag_error(kw->span, "'fun' needs at least one parameter before '->'");
@@ -260,7 +260,7 @@ Node *parse_fun(ParseState *ps, const Token *kw, NodeList params, Node *body) {
 }
 
 Node *parse_if(ParseState *ps, const Token *kw, Node *cond, Node *then_branch, Node *else_branch) {
-    Node *n = node(ps, NODE_IF, span_join(kw->span, (else_branch ? else_branch : then_branch)->span));
+    Node *n = node(ps, NODE_IF, span_join(kw->span, ast_written_span(else_branch ? else_branch : then_branch)));
     n->a = cond;
     n->b = then_branch;
     n->c = else_branch;
@@ -268,7 +268,7 @@ Node *parse_if(ParseState *ps, const Token *kw, Node *cond, Node *then_branch, N
 }
 
 Node *parse_assign(ParseState *ps, Node *lhs, const Token *op, Node *rhs, Node *logic) {
-    Node *n = node(ps, NODE_ASSIGN, span_join(lhs->span, (logic ? logic : rhs)->span));
+    Node *n = node(ps, NODE_ASSIGN, span_join(ast_written_span(lhs), ast_written_span(logic ? logic : rhs)));
     n->name = op->text;
     n->a = lhs;
     n->b = rhs;
@@ -298,7 +298,7 @@ static const Node *leftmost(const Node *n) {
 /* Rebuild an application from fn and args[from, to). */
 static Node *reapply(ParseState *ps, Node *fn, Node **args, uint32_t from, uint32_t to) {
     if (from >= to) return fn;
-    Node *app = node(ps, NODE_APP, span_join(fn->span, args[to - 1]->span));
+    Node *app = node(ps, NODE_APP, span_join(ast_written_span(fn), ast_written_span(args[to - 1])));
     app->a = fn;
     for (uint32_t i = from; i < to; i++) parse_push(ps, &app->list, args[i]);
     return finish(ps, app);
@@ -325,7 +325,7 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
             operand = reapply(ps, right->a, args, 0, n - 1);
         }
     }
-    Node *e = node(ps, NODE_EINSUM, span_join(left->span, right->span));
+    Node *e = node(ps, NODE_EINSUM, span_join(ast_written_span(left), ast_written_span(right)));
     e->name = op->text;
     e->a = left;
     const Node *first = leftmost(right);
@@ -373,7 +373,7 @@ Node *parse_binop(ParseState *ps, Node *left, const Token *op, Node *right) {
 }
 
 Node *parse_unop(ParseState *ps, const Token *op, Node *operand) {
-    Node *n = node(ps, NODE_UNOP, span_join(op->span, operand->span));
+    Node *n = node(ps, NODE_UNOP, span_join(op->span, ast_written_span(operand)));
     n->name = op->text;
     n->a = operand;
     return finish(ps, n);
@@ -391,7 +391,7 @@ Node *parse_for(ParseState *ps, const Token *kw, const Token *var, Node *from, N
 }
 
 Node *parse_app(ParseState *ps, Node *fn, NodeList args) {
-    Node *n = node(ps, NODE_APP, span_join(fn->span, args.items[args.count - 1]->span));
+    Node *n = node(ps, NODE_APP, span_join(ast_written_span(fn), ast_written_span(args.items[args.count - 1])));
     n->a = fn;
     n->list = args;
     return finish(ps, n);
@@ -400,7 +400,7 @@ Node *parse_app(ParseState *ps, Node *fn, NodeList args) {
 Node *parse_arg(ParseState *ps, const Token *label, Node *value, int flags) {
     /* `op ~spec:"…" a b`: the spec of an operator applied like a function (einsum3). */
     if (value && value->kind == NODE_STRING && strcmp(label->text, "spec") == 0) attach_spec(ps, value);
-    Node *n = node(ps, NODE_ARG, value ? span_join(label->span, value->span) : label->span);
+    Node *n = node(ps, NODE_ARG, value ? span_join(label->span, ast_written_span(value)) : label->span);
     n->name = label->text;
     n->a = value;
     n->flag = flags;
@@ -425,7 +425,7 @@ Node *parse_unit(ParseState *ps, const Token *open, const Token *close) {
 
 Node *parse_paren(ParseState *ps, const Token *open, Node *inner, const Token *close) {
     inner->parenthesised = true;
-    (void)open, (void)close; /* the span stays the inner expression's: messages point at it */
+    inner->paren = span_join(open->span, close->span); /* ((x)): the outer pair, reduced last */
     return inner;
 }
 
@@ -444,7 +444,7 @@ Node *parse_list(ParseState *ps, NodeKind kind, const Token *open, NodeList item
 }
 
 Node *parse_field(ParseState *ps, Node *object, const Token *name) {
-    Node *n = node(ps, NODE_FIELD, span_join(object->span, name->span));
+    Node *n = node(ps, NODE_FIELD, span_join(ast_written_span(object), name->span));
     n->a = object;
     n->name = name->text;
     return finish(ps, n);
@@ -489,7 +489,7 @@ Node *parse_record(ParseState *ps, const Token *open, NodeList fields, const Tok
 }
 
 Node *parse_field_def(ParseState *ps, const Token *name, Node *value) {
-    Node *n = node(ps, NODE_FIELD_DEF, value ? span_join(name->span, value->span) : name->span);
+    Node *n = node(ps, NODE_FIELD_DEF, value ? span_join(name->span, ast_written_span(value)) : name->span);
     n->name = name->text;
     n->a = value;
     return finish(ps, n);
