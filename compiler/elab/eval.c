@@ -443,8 +443,9 @@ static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
     if (strcmp(op, "<>") == 0 || strcmp(op, "!=") == 0) return bool_value(e, x != y);
     if (strcmp(op, "**") == 0) return float_value(e, pow(x, y));
     char c = op[0];
-    /* + - * / and their dotted forms (float arithmetic); '+-' or '*+' name no operation */
-    if (!strchr("+-*/", c) || (op[1] && (op[1] != '.' || op[2]))) return fail(span, "'%s' is not defined on numbers", op);
+    /* + - * /, and *. /. (float arithmetic): '+-', '*+' or '+.' name no operation */
+    if (!strchr("+-*/", c) || (op[1] && (op[1] != '.' || op[2] || c == '+' || c == '-')))
+        return fail(span, "'%s' is not defined on numbers", op);
     if (!fl) {
         int64_t i = a->as.i, j = b->as.i, r;
         switch (c) {
