@@ -393,7 +393,8 @@ Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
             diag_error(n->a->span, "'.%s' is code of a tensor, but this is %s", n->name, kind_noun(v));
             return env;
         }
-        add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span});
+        add_step(e, r, (CodeStep){.kind = kind, .tensor = v->as.tensor, .span = n->span, .user_call = e->user_call,
+                                  .user_call_name = e->user_call_name});
         return env;
     }
     case NODE_ASSIGN: return elab_assignment(e, r, n, env);

@@ -160,6 +160,9 @@ typedef struct CodeStep {
     uint32_t slot_count;     /* ASSIGN: 1 + the tensors read (CodeExpr.slot) */
     uint32_t fresh_from;     /* COMPUTE */
     Span span;
+    Span user_call;          /* BACKPROP in the standard library's code: the application the user
+                              * wrote (Train.step loss …), where a warning about it points */
+    const char *user_call_name;
 } CodeStep;
 
 typedef struct Routine {

@@ -32,6 +32,7 @@
  * TensorInfo, and a stack's forward list holds one assignment per element, in order. */
 #include "ir/grad.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -162,13 +163,38 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
         }
 }
 
-void grad_backprop(Builder *b, Tensor *t, bool may_seed, const bool *written, Span span, AssignList *out) {
+/* A backprop of a tensor of more than one cell that the routine does not seed: its gradient is
+ * whatever the buffer holds (0 unless code elsewhere, or the C caller, wrote it), most often a
+ * loss left unreduced, which trains nothing.  Warned at the user's application of the standard
+ * library's code (Train.step loss …) where the statement is in it. */
+static void warn_unseeded(Builder *b, const CodeStep *step) {
+    const Tensor *t = step->tensor;
+    const Shape *shape = &b->shapes[t->id];
+    uint32_t rank = proj_shape_rank(shape);
+    uint64_t *dims = arena_alloc(b->ir->arena, (rank ? rank : 1) * sizeof *dims), cells = 1;
+    proj_shape_dims(shape, dims);
+    for (uint32_t i = 0; i < rank; i++) cells *= dims[i];
+    const char *name = t->shown ? t->shown : t->name ? t->name : t->kind == TENSOR_OP ? t->op_name : "the tensor";
+    bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
+    Span at = in_library ? step->user_call : step->span;
+    diag_warning(at, "backprop of '%s', of %" PRIu64 " cells, starts from its gradient as it is (0 unless written): only a "
+                 "one-cell tensor is seeded with 1", name, cells);
+    if (in_library)
+        diag_note(step->span, "the backprop in the standard library's '%s'", step->user_call_name ? step->user_call_name : "function");
+    diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn) or assign %s.grad in the routine before it", name, name);
+}
+
+void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *written, AssignList *out) {
+    Tensor *t = step->tensor;
+    Span span = step->span;
     uint32_t count;
     Tensor **graph = graph_of(b, t, &count);
     if (may_seed && needs_grad(b, t) && one_cell(b, t)) {
         Assignment *seed = fill_assignment(b, t, 1.0, span, "backprop (seed)");
         if (!seed) return;
         push_assignment(b->ir->arena, out, seed);
+    } else if (may_seed && needs_grad(b, t)) {
+        warn_unseeded(b, step);
     }
     bool *reached = reached_marks(b);
     AssignList backward = {0};

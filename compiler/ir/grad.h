@@ -10,11 +10,12 @@
  * operands before users; `span` is the statement's. */
 void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
 
-/* Appends to `out` the backward assignments of t's graph, users before operands.  With
- * `may_seed` (the routine has not assigned t.grad before this statement), a t of one cell that
- * needs a gradient is seeded first: `t.grad =: 1`.  The gradients of the graph's computed
- * tensors start from 0 (parameters' accumulate), except those marked in `written` (by tensor id;
- * NULL: none), which the routine assigned before this statement. */
-void grad_backprop(Builder *b, Tensor *t, bool may_seed, const bool *written, Span span, AssignList *out);
+/* Appends to `out` the backward assignments of the graph of the BACKPROP statement's tensor t,
+ * users before operands.  With `may_seed` (the routine has not assigned t.grad before this
+ * statement), a t of one cell that needs a gradient is seeded first: `t.grad =: 1`; a larger t
+ * is not, and gets a warning (its gradient is whatever it holds when the routine runs).  The
+ * gradients of the graph's computed tensors start from 0 (parameters' accumulate), except those
+ * marked in `written` (by tensor id; NULL: none), which the routine assigned before it. */
+void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *written, AssignList *out);
 
 #endif

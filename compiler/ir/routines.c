@@ -75,7 +75,7 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
             bool *written = arena_alloc(arena, (b->program->tensor_count + 1) * sizeof *written);
             for (uint32_t k = 0; k < s; k++)
                 if (r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad) written[r->steps[k].tensor->id] = true;
-            grad_backprop(b, step->tensor, !written[step->tensor->id], written, step->span, out);
+            grad_backprop(b, step, !written[step->tensor->id], written, out);
         } else {
             b->generation++;
             if (step->kind == STEP_FORWARD) collect_forward(b, step->tensor, out);
