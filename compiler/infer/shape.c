@@ -456,7 +456,8 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Origin
     note_origin(s, b.origin, "size %s comes from", bs);
     /* NumPy would broadcast a size 1 here; a size 1 written in a shape is a size (§3.5.2) */
     Dim one = a.size == 1 ? a : b;
-    if (!equality && (a.size == 1) != (b.size == 1) && one.origin && !is_fallback(s, one.origin))
+    if (!equality && (a.size == 1) != (b.size == 1) && one.basis == BASIS_DEFAULT && one.origin &&
+        !is_fallback(s, one.origin))
         diag_note(s->origins[one.origin].span, "an axis of size 1 is a size, not a broadcast: a broadcastable unit axis "
                   "is written (1 : _) (docs/language.md §3.5.2)");
 }
