@@ -172,7 +172,7 @@ static Tensor *state_tensor(Elab *e, const Node *rec, Env *env) {
     if (!record_sizes(e, rec, env, first->name, SIZES_FOLLOW, rows, given, &dtype)) return NULL;
     Tensor *t = new_tensor(e, TENSOR_STATE, rec->span);
     t->name = first->name;
-    t->subject = e->code_subject;
+    t->subject = e->code_namesake;
     t->dtype = dtype;
     OriginId o = origin(e, rec->span, "'%s' (state defined in code)", first->name);
     for (int k = 0; k < ROW_KINDS; k++) t->shape.rows[k] = given[k] ? rows[k] : shape_fresh_row(e->solver, o);
@@ -317,11 +317,16 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     if (!finish_code(e, c, n->span)) return;
     /* An optimiser's last argument is the parameter it updates: the state tensors of its body
      * (Adam's m, v, t) are named after that parameter ("layer.w.m"), so a checkpoint's arrays say
-     * whose they are.  Nested code keeps the subject of the code around it unless it has its own. */
-    Tensor *saved_subject = e->code_subject;
+     * whose they are.  Nested code keeps the subject of the code around it unless it has its own.
+     * Code whose last argument is another tensor (Train.step's loss), outside any parameter's
+     * code, names its state tensors after it ("loss.grad_scale": stable when the program changes elsewhere), their element type
+     * its own. */
+    Tensor *saved_subject = e->code_subject, *saved_namesake = e->code_namesake;
     const Node *last = c->param_count ? c->params[c->param_count - 1] : NULL;
     Value *arg = last && last->name ? lookup(e, c->env, last->name) : NULL;
     if (arg && arg->kind == V_TENSOR && arg->as.tensor->kind == TENSOR_PARAM) e->code_subject = arg->as.tensor;
+    if (arg && arg->kind == V_TENSOR && (arg->as.tensor->kind == TENSOR_PARAM || !saved_subject))
+        e->code_namesake = arg->as.tensor;
     /* Errors in the body lead with the user's application of the function (error "…"). */
     Span saved_call = e->user_call;
     const char *saved_call_name = e->user_call_name;
@@ -339,6 +344,7 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     if (outermost) shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
     set_user_call(e, saved_call, saved_call_name);
     e->code_subject = saved_subject;
+    e->code_namesake = saved_namesake;
 }
 
 /* Elaborates the statements of `n` into r; returns the environment for the statements after it

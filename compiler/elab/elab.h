@@ -75,8 +75,9 @@ struct Tensor {
     bool iota;         /* TENSOR_LITERAL of `iota ()`: 0, 1, 2, … along its one axis, whose size is
                         * inferred (values NULL until assign.c knows the size) */
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */
-    const Tensor *subject; /* TENSOR_STATE: the parameter the code that made it updates (an
-                            * optimiser's last argument), or NULL; it is named after it */
+    const Tensor *subject; /* TENSOR_STATE: the tensor it is named after: the parameter the code
+                            * that made it updates (an optimiser's last argument), or the loss of
+                            * Train.step's (the last tensor argument of code outside a parameter's) */
     RandomInit random; /* TENSOR_PARAM without an initial tensor: how its cells are drawn */
     const char *index; /* TENSOR_SLICE, TENSOR_INDEX: the index symbol */
     uint32_t index_range;

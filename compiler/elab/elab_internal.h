@@ -223,7 +223,9 @@ struct Elab {
     unsigned depth;
     Tensor *code_subject;      /* the parameter the code being elaborated updates (the last
                                   argument of the innermost let%cd function applied, when it is
-                                  a parameter), or NULL: state tensors are named after it */
+                                  a parameter), or NULL: state tensors take its element type */
+    Tensor *code_namesake;     /* the tensor state tensors are named after: code_subject, or the
+                                  last tensor argument (a loss) of code outside any parameter's */
     Span user_call;            /* the innermost application being evaluated that the user wrote
                                   (not the standard library's); zero span outside any */
     const char *user_call_name;
