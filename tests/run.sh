@@ -560,7 +560,7 @@ else fail "schedule: neighbouring pointwise nests fuse" "exit $(status)" "$TMP/o
 # gradient's scaling moves down to its own parameter's Adam passes and fuses with them
 # (nest.c sink_pointwise), one nest for each of the four parameters.
 run_tsrc --emit=sched-ir -o - tests/native/sink_updates.tsr
-if [ "$(status)" = 0 ] && [ "$(grep -c 'grad =\* scale[^;]*; lhs map injective, surjective; schedule: fused with the next nest' "$TMP/out")" = 4 ]
+if [ "$(status)" = 0 ] && [ "$(grep -c 'grad =\* loss\.scale[^;]*; lhs map injective, surjective; schedule: fused with the next nest' "$TMP/out")" = 4 ]
 then pass "schedule: clipping's scaling of each gradient joins its Adam pass"
 else fail "schedule: clipping's scaling of each gradient joins its Adam pass" "exit $(status)" "$TMP/out"; fi
 
@@ -804,7 +804,7 @@ m = json.load(open(sys.argv[1]))
 names = {b["id"]: b["name"] for b in m["buffers"]}
 writes = [[names[p["buffer"]] for p in k["params"] if p.get("writes")] for k in m["kernels"]]
 squares = [sum(w.endswith(".squares") for w in ws) for ws in writes]
-print(" ".join(str(n) for n in squares if n), sum(any(w.startswith("total#") for w in ws) for ws in writes))' "$TMP/norm.json")
+print(" ".join(str(n) for n in squares if n), sum(any(w.endswith(".total") for w in ws) for ws in writes))' "$TMP/norm.json")
 if [ "$norm" = "4 2" ]; then pass "kernels: 4 parameters' squares as segments of 1 launch, the sums into the total 1 chain"
 else fail "kernels: a norm's squares as segments, its sums as a chain" "squares written by each launch that writes any, then launches that write the total: '$norm' ('4 2' expected)" "$TMP/err"; fi
 # The GPU's scheduled IR holds its statements in launch order (kernel_order), the squares before

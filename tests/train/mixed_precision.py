@@ -234,7 +234,7 @@ def main():
             scale = None
             if ok and os.path.exists(ck):
                 with np.load(ck) as z:
-                    names = [n for n in z.files if n.split("#")[0] == "grad_scale"]
+                    names = [n for n in z.files if n == "loss.grad_scale"]  # named after the loss
                     scale = float(z[names[0]].reshape(-1)[0]) if len(names) == 1 else None
             ok = ok and scale == float(final_scale)
             report(ok, f"f16 loss scaling, skipped overflow ({' '.join(mode)})",
