@@ -69,7 +69,9 @@ void parse_add_item(ParseState *ps, Node *item) {
 static void attach_spec(ParseState *ps, Node *str) {
     const Source *src = source_get(str->span.file);
     uint32_t start = str->span.start + 1, end = str->span.end > start ? str->span.end - 1 : start;
-    str->spec = spec_parse(ps->arena, span_make(str->span.file, start, end), src->text + start, end - start);
+    bool in_backward = ps->item_keyword == TK_OPERATOR && ps->backward_from && str->span.start >= ps->backward_from;
+    str->spec = spec_parse_warning(ps->arena, span_make(str->span.file, start, end), src->text + start, end - start,
+                                   !in_backward);
 }
 
 /* ------------------------------------------------------------------ items */
@@ -725,6 +727,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             ps.failed = false;
             ps.previous = (Token){0};
             ps.item_keyword = t.kind;
+            ps.backward_from = 0;
             depth = 0;
         }
         bool ok = t.kind != TK_ILLEGAL;
@@ -749,6 +752,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
              * current item is not complete, that is the error. */
             if (TsrParseAccepts(parser, TK_OPERATOR)) {
                 ps.item_keyword = t.kind;
+                ps.backward_from = 0;
             } else {
                 ps.brackets = stack;
                 ps.bracket_depth = depth;
@@ -756,6 +760,8 @@ Module *parse_module(uint32_t file, Arena *arena) {
                 ok = false;
             }
         }
+        if (ok && t.kind == TK_IDENT && depth == 0 && ps.item_keyword == TK_OPERATOR && strcmp(t.text, "backward") == 0)
+            ps.backward_from = t.span.start + 1;
         if (ok) {
             ps.brackets = stack;
             ps.bracket_depth = depth - (is_opener(t.kind) ? 1 : 0);
@@ -773,6 +779,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
                 ps.failed = false;
                 ps.previous = (Token){0};
                 ps.item_keyword = t.kind;
+                ps.backward_from = 0;
                 depth = 0;
                 skipping = false;
                 TsrParse(parser, t.kind, t, &ps);

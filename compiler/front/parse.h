@@ -27,6 +27,7 @@ typedef struct ParseState {
     const struct OpenBracket *brackets; /* brackets open before the current token */
     int bracket_depth;
     int item_keyword;   /* the keyword that started the current item (TK_LET, TK_OPERATOR, ...) */
+    uint32_t backward_from; /* an operator item: 1 + the offset of its 'backward' (0: none yet) */
 } ParseState;
 
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser);

@@ -914,6 +914,10 @@ static void warn_result_only_labels(Arena *arena, const Spec *spec) {
 }
 
 Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len) {
+    return spec_parse_warning(arena, where, text, len, true);
+}
+
+Spec *spec_parse_warning(Arena *arena, Span where, const char *text, size_t len, bool warn_new_axes) {
     if (len > UINT32_MAX / 2 || where.start > UINT32_MAX - len) {
         diag_error(point(where), "einsum spec is too long");
         return NULL;
@@ -955,7 +959,7 @@ Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len) {
         diag_error(point_end(where), "einsum spec could not be parsed");
         return NULL;
     }
-    warn_result_only_labels(arena, ps.result);
+    if (warn_new_axes) warn_result_only_labels(arena, ps.result);
     return ps.result;
 }
 

@@ -203,6 +203,11 @@ typedef struct Spec {
  * error through diag_error (never crashes, never loops, on any bytes). */
 Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len);
 
+/* spec_parse, with the warning about a label written only in the result (a new axis: most often
+ * a typo) given or not: not in an operator's backward block, where an operand's gradient is
+ * broadcast back along the axes its forward summed (`g1 =+ g ~logic:"i => i, j"`). */
+Spec *spec_parse_warning(Arena *arena, Span where, const char *text, size_t len, bool warn_new_axes);
+
 /* A stable, canonical one-line rendering (no newline): slots joined by "; ", then " => " and
  * the result.  A slot is always "batch|input->output"; an omitted row is "~", a written empty
  * row is nothing.  Elements are joined by ", ": labels as written, fixed indices as numbers,
