@@ -700,6 +700,13 @@ static bool settle_merge(ShapeSolver *s, WindowC *c) {
         if (n.size % o.size)
             msg = arena_printf(s->arena, "an axis of %u cells does not split into %u blocks (the outer size)",
                                n.size, o.size);
+    } else if (product != n.size && (is_fallback(s, o.origin) || is_fallback(s, k.origin))) {
+        /* closing gave a size to a block count or block size nothing else decided */
+        bool outer = is_fallback(s, o.origin), inner = is_fallback(s, k.origin);
+        msg = arena_printf(s->arena, "the merged axis of %u cells needs %s: nothing gives %s (set_dim, or a size "
+                           "written for another axis of %s)", n.size, outer && inner ? "its outer or its inner size"
+                           : outer ? "its outer size" : "its inner size", outer && inner ? "either" : "it",
+                           outer && inner ? "either label" : "its label");
     } else if (product != n.size) {
         msg = arena_printf(s->arena, "%u blocks of %u cells make %llu cells, not %u", o.size, k.size,
                            (unsigned long long)product, n.size);
