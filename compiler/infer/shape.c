@@ -431,10 +431,16 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
      * error when both sides come from the same places (the body's own literals), and one per
      * application when they differ (the arguments). */
     Span sa = s->origins[side_a].span, sb = s->origins[side_b].span;
+    bool in_library = o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call);
+    /* An error reported at the user's application of a library function: sides inside the
+     * library do not tell two errors apart (attention's three projections of one x fail alike,
+     * one error at the call) */
+    if (in_library && span_in_stdlib(sa)) sa = (Span){0, 0, 0};
+    if (in_library && span_in_stdlib(sb)) sb = (Span){0, 0, 0};
     diag_dedupe_salt(((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
                      ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
     const char *fn = o->call_name ? o->call_name : "a function";
-    if (o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call)) {
+    if (in_library) {
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
