@@ -13,6 +13,8 @@
  * Requires: LLVM's host queries (llvm-c/TargetMachine.h). */
 #include "sched/target.h"
 
+#include <llvm/Config/llvm-config.h>
+
 #include "base/diag.h"
 #include "runtime/image_format.h"
 
@@ -115,12 +117,25 @@ bool target_is_cuda(const char *triple) {
     return triple && (strcmp(triple, "cuda") == 0 || strcmp(triple, "nvptx64-nvidia-cuda") == 0);
 }
 
+/* The GPU architectures, sm_50 and later, that the LLVM tsrc is built with generates PTX for:
+ * another one (sm_100 under LLVM 19) would be PTX for a default target that ptxas and the driver
+ * refuse, after a warning of LLVM's. */
+static const char *const gpu_archs[] = {
+    "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87",
+    "sm_89", "sm_90", "sm_90a",
+#if LLVM_VERSION_MAJOR >= 20
+    "sm_100", "sm_100a", "sm_101", "sm_101a", "sm_120", "sm_120a",
+#endif
+};
+
 bool target_select_cuda(const char *arch, Target *out) {
     if (!arch) arch = "sm_80";
-    bool ok = strncmp(arch, "sm_", 3) == 0 && arch[3] >= '1' && arch[3] <= '9';
-    for (const char *p = arch + 3; ok && *p; p++) ok = (*p >= '0' && *p <= '9') || (p[1] == 0 && *p == 'a');
-    if (!ok || atoi(arch + 3) < 50) {
-        diag_error_noloc("unknown GPU architecture '%s' (--arch=sm_80, sm_90, …: sm_50 or later)", arch);
+    if (!named_in(arch, gpu_archs, sizeof gpu_archs / sizeof *gpu_archs)) {
+        char known[256] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < sizeof gpu_archs / sizeof *gpu_archs && used < sizeof known; i++)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", gpu_archs[i]);
+        diag_error_noloc("unknown GPU architecture '%s' (--arch= one of %s)", arch, known);
         return false;
     }
     *out = (Target){.kind = TARGET_CUDA, .name = "cuda", .triple = "nvptx64-nvidia-cuda", .cpu = arch,

@@ -186,6 +186,12 @@ for n in 0 65536 -3 8x ""; do
 done
 bad "an unknown GPU architecture is an error" 1 "unknown GPU architecture 'sm_x'" \
     --emit=ptx --arch=sm_x tests/proj/matmul.tsr -o "$T/bad.ptx"
+# One the LLVM tsrc is built with does not generate (sm_100 under LLVM 19: PTX for a default
+# target that ptxas refuses) is an error too, and --check says so.
+bad "a GPU architecture LLVM does not target is an error" 1 "unknown GPU architecture 'sm_1000' (--arch= one of sm_50" \
+    --emit=ptx --arch=sm_1000 tests/proj/matmul.tsr -o "$T/bad.ptx"
+bad "--check of an architecture LLVM does not target is an error" 1 "unknown GPU architecture 'sm_1000'" \
+    --check --target=cuda --arch=sm_1000 tests/proj/matmul.tsr
 export TSR_LIBDEVICE="$T/no-libdevice.bc"
 bad "with TSR_LIBDEVICE naming a missing file, a program that needs exp is refused" 1 \
     "cannot read libdevice '$T/no-libdevice.bc'" --emit=ptx tests/native/primitives_edge.tsr -o "$T/bad.ptx"
