@@ -1345,6 +1345,10 @@ static bool outputs_allowed(Arena *arena, const Options *opt) {
         } else if (opt->mode == MODE_OBJECT && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) {
             diag_error_noloc("cannot write '%s': -c writes an object with a header and a manifest named after it, "
                              "and '%s' is not a regular file (--emit=obj writes the object alone)", paths[i], paths[i]);
+        } else if (n == 2 && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) { /* --shared, --emit=ptx */
+            diag_error_noloc("cannot write '%s': %s writes a manifest named after it ('%s'), and '%s' is not a regular "
+                             "file%s", paths[i], opt->mode == MODE_SHARED ? "--shared" : "--emit=ptx", paths[1], paths[i],
+                             opt->mode == MODE_SHARED ? "" : " (-o - writes the PTX alone to standard output)");
         } else {
             continue;
         }

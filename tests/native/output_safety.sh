@@ -10,7 +10,8 @@
 #     refused with status 1 and nothing written;
 #   - outputs that are not regular files: character devices (a private /dev/null made by
 #     mknod, as root; then /dev/null), FIFOs and /dev/fd/N are written as they are and stay;
-#     directories and block devices are refused, and so is -c -o /dev/null;
+#     directories and block devices are refused, and so is -c -o /dev/null, and a FIFO for
+#     --emit=ptx or --shared (which write a manifest named after it);
 #   - SIGINT, SIGTERM and SIGHUP during code generation, linking (a $CC that sleeps) and
 #     --run (a program that computes for minutes) leave no temporary and no child behind,
 #     and tsrc dies of the signal; a signal ignored by nohup stays ignored.
@@ -239,6 +240,17 @@ if [ $try_dev_null = 1 ]; then
 else
     skip "-o /dev/null: not tried (see above)"
 fi
+
+# --emit=ptx and --shared write a manifest named after their output, so neither takes a FIFO (or
+# /dev/null, whose /dev/null.json they created) for it: refused, nothing beside it.
+mkfifo "$T/pipe" 2>/dev/null
+for mode in --emit=ptx --shared; do
+    timeout 60 "$TSRC" $mode "$PROG" -o "$T/pipe" >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot write '$T/pipe': $mode writes a manifest named after it" "$T/log" &&
+       [ -p "$T/pipe" ] && [ ! -e "$T/pipe.json" ]; then pass "$mode -o FIFO is refused, no manifest beside it"
+    else fail "$mode -o FIFO is refused, no manifest beside it (status $st)"; fi
+done
 
 # -c: a header that is a link to a device is written to it.
 d=$T/header-to-null
