@@ -830,8 +830,10 @@ typedef struct CsvLoad {
     int64_t line;          /* its number, from 1 */
     int64_t fields;        /* fields so far */
     int64_t count_before;  /* numbers read before it */
-    bool first;            /* it is the first line with fields: a header if a field is not a number */
-    bool is_header;
+    bool first;            /* it is the first line with fields: a header if a field is text */
+    bool is_header;        /* a field of the first line is not a number */
+    bool has_text;         /* ... and one is text: an empty field alone does not make a header */
+    int64_t empty_col;     /* the column of the first line's first empty field, or -1 */
     /* The current field: its first bytes (the rest only counted), its length and column. */
     char field[MAX_NUMBER_TEXT + 1];
     int64_t field_len, field_col;
@@ -877,6 +879,8 @@ static int csv_field(CsvLoad *load) {
     }
     if (load->first) {
         load->is_header = true;
+        load->has_text |= load->field_len > 0;
+        if (load->field_len == 0 && load->empty_col < 0) load->empty_col = load->field_col;
         return TSR_OK;
     }
     if (load->field_len == 0) return fail_at(load->src, load->line, load->field_col, "empty field");
@@ -890,6 +894,8 @@ static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
     if (load->fields > 0 && !newline)
         return fail_at(load->src, load->line, col,
                        "the last line does not end with a newline: the file looks truncated");
+    if (load->is_header && !load->has_text) /* numbers and empty fields: damage, not a header */
+        return fail_at(load->src, load->line, load->empty_col, "empty field");
     if (load->is_header) {
         load->count = load->count_before;
         load->header_line = load->line;
@@ -902,7 +908,8 @@ static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
     load->line++;
     load->fields = 0;
     load->count_before = load->count;
-    load->first = load->is_header = false;
+    load->first = load->is_header = load->has_text = false;
+    load->empty_col = -1;
     return TSR_OK;
 }
 
@@ -981,7 +988,7 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
     int64_t line_limit = on_one_line < (INT64_MAX - CSV_LINE_SLACK) / CSV_BYTES_PER_FIELD
                              ? CSV_LINE_SLACK + on_one_line * CSV_BYTES_PER_FIELD
                              : INT64_MAX;
-    CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1,
+    CsvLoad load = {.src = src, .target = t, .per_line = per_line, .line_limit = line_limit, .line = 1, .empty_col = -1,
                     .global_cells = global_cells};
     ByteReader *reader = malloc(sizeof *reader);
     if (!reader) return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", src->what, src->path);

@@ -458,6 +458,9 @@ static void csv_errors(void) {
         {"csv empty field", "1,2,3\n4,,6\n", ":2:3: empty field"},
         {"csv leading comma", "1,2,3\n,4,5\n", ":2:1: empty field"},
         {"csv trailing comma", "1,2,3\n4,5,6,\n", ":2:7: empty field"},
+        /* on the first line too: numbers and an empty field are no header (it was skipped as one) */
+        {"csv empty field on the first line", "1,,3\n4,5,6\n", ":1:3: empty field"},
+        {"csv trailing comma on the first line", "1,2,3,\n4,5,6\n", ":1:7: empty field"},
         {"csv unprintable junk", "1,2,3\n4,\x01\x7f,6\n", ":2:3: not a number: '?\?'"},
         {"csv long junk", "1 2 3\n4 5 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
          ":2:5: not a number: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"},
