@@ -304,7 +304,7 @@ static inline uint16_t tsr_f32_to_bf16(float f) {
     return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 static inline float tsr_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, rest = h & 0x7fffu;
+    uint32_t sign = ((uint32_t)h & 0x8000u) << 16, rest = h & 0x7fffu;
     if (rest >= 0x7c00u) return tsr_f32_of_bits(sign | 0x7f800000u | (rest & 0x3ffu) << 13); /* inf, NaN */
     if (rest >= 0x0400u) return tsr_f32_of_bits(sign | ((rest << 13) + 0x38000000u));     /* normal */
     return tsr_f32_of_bits(sign | tsr_bits_of_f32((float)rest * 5.9604644775390625e-08f)); /* subnormal, 0: 2^-24 (C++11 has no hex floats) */
@@ -322,7 +322,7 @@ static inline uint16_t tsr_f32_to_f16(float f) {
 }
 static inline float tsr_f64_to_f32_odd(double d) {
     float r = (float)d;
-    if (r != r || (double)r == d) return r;
+    if (!(r < 0 || r >= 0) || (!((double)r < d) && !((double)r > d))) return r; /* NaN, or exact (no float ==) */
     uint32_t b = tsr_bits_of_f32(r);
     if (((double)r < 0 ? -(double)r : (double)r) > (d < 0 ? -d : d)) b -= 1; /* toward zero */
     return tsr_f32_of_bits(b | 1u);
