@@ -319,8 +319,8 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
      * (Adam's m, v, t) are named after that parameter ("layer.w.m"), so a checkpoint's arrays say
      * whose they are.  Nested code keeps the subject of the code around it unless it has its own.
      * Code whose last argument is another tensor (Train.step's loss), outside any parameter's
-     * code, names its state tensors after it ("loss.grad_scale": stable when the program changes elsewhere), their element type
-     * its own. */
+     * code, names its state tensors after it ("loss.grad_scale": stable when the program changes
+     * elsewhere), their element type their own. */
     Tensor *saved_subject = e->code_subject, *saved_namesake = e->code_namesake;
     const Node *last = c->param_count ? c->params[c->param_count - 1] : NULL;
     Value *arg = last && last->name ? lookup(e, c->env, last->name) : NULL;

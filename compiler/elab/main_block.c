@@ -112,7 +112,7 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
     return true;
 }
 
-/* Whether `n` is integer arithmetic (+ - * / mod, unary -) on integers known at compile time
+/* Whether `n` is integer arithmetic (+ - * /, unary -) on integers known at compile time
  * and integer options, an option only added or subtracted (`code + 1`, `epochs - 1`): print
  * shows such a value as an integer, folded or read when the program runs as a loop bound is,
  * where a tensor expression would make a one-cell f32 tensor of it (which %d refuses). Sets

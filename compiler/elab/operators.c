@@ -584,10 +584,6 @@ static bool check_block_logics(const Node *op, Span keyword) {
     return ok;
 }
 
-/* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
- * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
- * named once, a fixed logic fits the number of operands, and the code blocks name no operand
- * beyond them.  Reports every problem; true when there is none. */
 /* A backward block adds into its operands' gradients (g1 =+ …): the operand's other uses add
  * theirs into the same gradient, before or after, so an assignment that resets one (=:, =:+) or
  * accumulates it otherwise would drop or change those.  True when every one adds. */
@@ -613,6 +609,10 @@ static bool check_backward_accumulates(const Node *op) {
     return ok;
 }
 
+/* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
+ * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
+ * named once, a fixed logic fits the number of operands, and the code blocks name no operand
+ * beyond them.  Reports every problem; true when there is none. */
 bool check_operator(const Node *op) {
     const char *name = op->name;
     bool ok = check_backward_accumulates(op);

@@ -280,7 +280,6 @@ Node *parse_assign(ParseState *ps, Node *lhs, const Token *op, Node *rhs, Node *
 
 Node *parse_tuple(ParseState *ps, Node *left, Node *right) { return flatten(ps, NODE_TUPLE, left, right); }
 
-
 static bool is_plain(const Node *n, NodeKind kind) { return n && n->kind == kind && !n->parenthesised; }
 
 /* A capture list is a list literal that starts with a string literal; any other list (such as
@@ -628,6 +627,12 @@ void parse_stack_overflow(ParseState *ps) {
 
 /* ------------------------------------------------------------------ the token loop */
 
+/* The token that starts an item: its keyword, and no operator's 'backward' seen yet. */
+static void begin_item(ParseState *ps, int keyword) {
+    ps->item_keyword = keyword;
+    ps->backward_from = 0;
+}
+
 
 static int closer_of(int opener) {
     switch (opener) {
@@ -726,8 +731,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             if (!parser) diag_fatal_oom();
             ps.failed = false;
             ps.previous = (Token){0};
-            ps.item_keyword = t.kind;
-            ps.backward_from = 0;
+            begin_item(&ps, t.kind);
             depth = 0;
         }
         bool ok = t.kind != TK_ILLEGAL;
@@ -751,8 +755,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
             /* A top-level keyword in column 1 always starts a new item (docs/language.md): if the
              * current item is not complete, that is the error. */
             if (TsrParseAccepts(parser, TK_OPERATOR)) {
-                ps.item_keyword = t.kind;
-                ps.backward_from = 0;
+                begin_item(&ps, t.kind);
             } else {
                 ps.brackets = stack;
                 ps.bracket_depth = depth;
@@ -778,8 +781,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
                 if (!parser) diag_fatal_oom();
                 ps.failed = false;
                 ps.previous = (Token){0};
-                ps.item_keyword = t.kind;
-                ps.backward_from = 0;
+                begin_item(&ps, t.kind);
                 depth = 0;
                 skipping = false;
                 TsrParse(parser, t.kind, t, &ps);

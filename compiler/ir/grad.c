@@ -128,14 +128,14 @@ static Assignment *fill_assignment(Builder *b, Tensor *t, double value, Span spa
     return a;
 }
 
-static bool one_cell(Builder *b, Tensor *t) {
+/* The cells of t's shape. */
+static uint64_t cell_count(Builder *b, const Tensor *t) {
     const Shape *shape = &b->shapes[t->id];
     uint32_t rank = proj_shape_rank(shape);
-    uint64_t *dims = arena_alloc(b->ir->arena, (rank ? rank : 1) * sizeof *dims);
+    uint64_t *dims = arena_alloc(b->ir->arena, (rank ? rank : 1) * sizeof *dims), cells = 1;
     proj_shape_dims(shape, dims);
-    for (uint32_t i = 0; i < rank; i++)
-        if (dims[i] != 1) return false;
-    return true;
+    for (uint32_t i = 0; i < rank; i++) cells *= dims[i];
+    return cells;
 }
 
 /* The backward assignments of t's graph, users before operands, into `out`; `reached` (by tensor
@@ -169,11 +169,7 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
  * library's code (Train.step loss …) where the statement is in it. */
 static void warn_unseeded(Builder *b, const CodeStep *step) {
     const Tensor *t = step->tensor;
-    const Shape *shape = &b->shapes[t->id];
-    uint32_t rank = proj_shape_rank(shape);
-    uint64_t *dims = arena_alloc(b->ir->arena, (rank ? rank : 1) * sizeof *dims), cells = 1;
-    proj_shape_dims(shape, dims);
-    for (uint32_t i = 0; i < rank; i++) cells *= dims[i];
+    uint64_t cells = cell_count(b, t);
     const char *name = t->shown ? t->shown : t->name ? t->name : t->kind == TENSOR_OP ? t->op_name : "the tensor";
     bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
     Span at = in_library ? step->user_call : step->span;
@@ -189,7 +185,7 @@ void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *
     Span span = step->span;
     uint32_t count;
     Tensor **graph = graph_of(b, t, &count);
-    if (may_seed && needs_grad(b, t) && one_cell(b, t)) {
+    if (may_seed && needs_grad(b, t) && cell_count(b, t) == 1) {
         Assignment *seed = fill_assignment(b, t, 1.0, span, "backprop (seed)");
         if (!seed) return;
         push_assignment(b->ir->arena, out, seed);

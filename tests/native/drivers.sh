@@ -99,16 +99,19 @@ if "$TSRC" -c tests/native/loop.tsr -o "$T/loopm.o" >"$T/log" 2>&1 && grep -q "l
 # x_row get a suffix instead of a header that does not compile.
 printf 'input { x; b = [?]; o = [3] }\ninput { x_row; b = [2]; o = [5] }\nlet%%op x_dim0 = { w; o = [4] } * x_row\nlet%%op y = { v; o = [4] } * x\nroutine fwd = x_dim0.forward; y.forward\n' >"$T/rowclash.tsr"
 printf '#include "rowclash.h"\nint main(void) { return rowclash_x_dim0(0) != 0 || ROWCLASH_X_ROW_SIZE != 3 || ROWCLASH_X_ROW_2_SIZE != 10; }\n' >"$T/rowclash.c"
-if "$TSRC" -c "$T/rowclash.tsr" -o "$T/rowclash.o" >"$T/log" 2>&1 &&
-   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/rowclash.c" "$T/rowclash.o" "$LIB" -lm -lpthread -ldl -o "$T/rowclash" >>"$T/log" 2>&1 &&
-   "$T/rowclash" && grep -q "rowclash_x_dim0_2(rowclash_state" "$T/rowclash.h"
+# header_runs NAME PATTERN: $T/NAME.tsr compiled with -c, its header included by $T/NAME.c (which
+# returns 0), compiled -Werror, linked and run, and the header holds PATTERN (grep).
+header_runs() {
+    "$TSRC" -c "$T/$1.tsr" -o "$T/$1.o" >"$T/log" 2>&1 &&
+        cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/$1.c" "$T/$1.o" "$LIB" -lm -lpthread -ldl -o "$T/$1" >>"$T/log" 2>&1 &&
+        "$T/$1" && grep -q "$2" "$T/$1.h"
+}
+if header_runs rowclash "rowclash_x_dim0_2(rowclash_state"
 then pass; else fail "tensors named x_dim0 and x_row beside x of run-time size get suffixes"; fi
 # So does a routine named x_dim0: the tensor x then takes a suffix (x_2, x_2_dim0).
 printf 'input { x; b = [?]; o = [2] }\nlet%%op y = x + 1.\nroutine x_dim0 = y.forward\n' >"$T/routineclash.tsr"
 printf '#include "routineclash.h"\nint main(void) { return routineclash_x_2_dim0(0) != 0 || ROUTINECLASH_X_2_ROW_SIZE != 2; }\n' >"$T/routineclash.c"
-if "$TSRC" -c "$T/routineclash.tsr" -o "$T/routineclash.o" >"$T/log" 2>&1 &&
-   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/routineclash.c" "$T/routineclash.o" "$LIB" -lm -lpthread -ldl -o "$T/routineclash" >>"$T/log" 2>&1 &&
-   "$T/routineclash" && grep -q "^int routineclash_x_dim0(routineclash_state" "$T/routineclash.h"
+if header_runs routineclash "^int routineclash_x_dim0(routineclash_state"
 then pass; else fail "a routine named x_dim0 beside x of run-time size: the tensor gets a suffix"; fi
 # Module names: not the runtime's (tsr, tsr_...), starting with a letter.
 for out in tsr.o tsr_state.o 3d.o; do
