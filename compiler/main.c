@@ -126,7 +126,8 @@ static void usage(FILE *out) {
           "  --run            compile and run the program (natively; with --interp, on the\n"
           "                   reference executor)\n"
           "  -O0 .. -O3       optimisation level of the generated code (default -O3)\n"
-          "  --cpu=NAME       generate code for CPU NAME (default: this machine's, 'native')\n"
+          "  --cpu=NAME       generate code for CPU NAME (default: this machine's, 'native';\n"
+          "                   --cpu=help lists the names)\n"
           "  --target=TRIPLE  generate code for TRIPLE (default: this machine's); 'cuda':\n"
           "                   for NVIDIA GPUs (executables and -c objects run on the GPU)\n"
           "  --arch=sm_NN     the GPU architecture for --target=cuda (default sm_80)\n"
@@ -355,6 +356,9 @@ static Options parse_options(int argc, char **argv) {
             opt.input = a;
         }
     }
+    const char *host_triple = target_is_cuda(opt.triple) ? NULL : opt.triple; /* --cpu's */
+    if (opt.cpu && strcmp(opt.cpu, "help") == 0) exit(target_print_cpus(host_triple, stdout) ? 0 : 1);
+    if (opt.cpu && target_cpu_problem(host_triple, opt.cpu)) bad_usage("%s", target_cpu_problem(host_triple, opt.cpu));
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");
     if (opt.no_sched && !opt.interp) bad_usage("%s", "'--no-sched' goes with '--run --interp'");

@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
 /* CPUs with AVX-512F, and with AVX2 + FMA (prefixes of LLVM's names). */
@@ -111,6 +113,91 @@ void target_select(const char *triple, const char *cpu, Target *out) {
         out->l1_bytes = 48u << 10, out->l1_ways = 12;
     out->tile_rows = out->vector_floats == 4 ? 4 : 6;
     out->tile_vectors = out->vector_floats == 16 ? 4 : 2;
+}
+
+/* ---- Naming a CPU --------------------------------------------------------------------------------
+ *
+ * LLVM's C API has no list of a target's CPUs and no test of a name: a target machine made for
+ * an unknown one prints "'NAME' is not a recognized processor for this target" on the standard
+ * error, goes on for the generic CPU, and code generation may then fail fatally ("64-bit code
+ * requested on a subtarget that doesn't support it").  A machine made for the CPU "help" prints
+ * the list instead ("Available CPUs for this target:", a line "  NAME - Select the NAME
+ * processor." each, then the features).  That list is read here, with the standard error
+ * redirected into a temporary file for the moment the machine is made, so that --cpu is checked
+ * before any work, with a suggestion, and `tsrc --cpu=help` prints it. */
+
+static char **cpu_names;
+static size_t cpu_name_count;
+static bool cpu_names_read;
+
+/* LLVM's list of CPU names for `triple` (NULL: the host's), read once; none when LLVM does not
+ * know the triple or its list cannot be read. */
+static void read_cpu_names(const char *triple) {
+    if (cpu_names_read) return;
+    cpu_names_read = true;
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    char *host_triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    if (!triple) triple = host_triple;
+    LLVMTargetRef target;
+    FILE *log = NULL;
+    int saved = -1;
+    if (LLVMGetTargetFromTriple(triple, &target, &err) == 0 && (log = tmpfile()) && (fflush(stderr), saved = dup(2)) >= 0 &&
+        dup2(fileno(log), 2) >= 0) {
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "help", "", LLVMCodeGenLevelNone,
+                                                          LLVMRelocDefault, LLVMCodeModelDefault);
+        if (tm) LLVMDisposeTargetMachine(tm);
+        dup2(saved, 2);
+        rewind(log);
+        char line[512];
+        bool in_list = false;
+        while (fgets(line, sizeof line, log)) {
+            if (strncmp(line, "Available CPUs", 14) == 0) {
+                in_list = true;
+                continue;
+            }
+            char name[128], dash[4];
+            if (!in_list || line[0] != ' ') {
+                if (cpu_name_count) break; /* the features follow the CPUs */
+                continue;
+            }
+            if (sscanf(line, " %127s %3s", name, dash) != 2 || strcmp(dash, "-") != 0) continue;
+            char *copy = strdup(name);
+            char **grown = copy ? realloc(cpu_names, (cpu_name_count + 1) * sizeof *cpu_names) : NULL;
+            if (!grown) {
+                free(copy);
+                break;
+            }
+            cpu_names = grown;
+            cpu_names[cpu_name_count++] = copy;
+        }
+    }
+    if (saved >= 0) close(saved);
+    if (log) fclose(log);
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(host_triple);
+}
+
+bool target_print_cpus(const char *triple, FILE *out) {
+    read_cpu_names(triple);
+    if (!cpu_name_count) return false;
+    fputs("native\n", out);
+    for (size_t i = 0; i < cpu_name_count; i++) fprintf(out, "%s\n", cpu_names[i]);
+    return true;
+}
+
+const char *target_cpu_problem(const char *triple, const char *cpu) {
+    if (strcmp(cpu, "native") == 0) return NULL;
+    read_cpu_names(triple);
+    if (!cpu_name_count) return NULL;
+    for (size_t i = 0; i < cpu_name_count; i++)
+        if (strcmp(cpu, cpu_names[i]) == 0) return NULL;
+    const char *near = diag_closest_name(cpu, (const char *const *)cpu_names, cpu_name_count);
+    static char message[512];
+    snprintf(message, sizeof message, "unknown CPU '%s' (%s%s%s'tsrc --cpu=help' lists them all)", cpu,
+             near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    return message;
 }
 
 bool target_is_cuda(const char *triple) {

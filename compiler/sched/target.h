@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef enum TargetKind { TARGET_CPU, TARGET_CUDA } TargetKind;
 
@@ -51,6 +52,13 @@ typedef struct Target {
 /* The target for --target TRIPLE (NULL: host) and --cpu CPU (NULL or "native": host).  The CPU's
  * vector width is read from the host's features, or from the name of a CPU or x86-64 level. */
 void target_select(const char *triple, const char *cpu, Target *out);
+
+/* --cpu=help: LLVM's names of the CPUs of `triple` (NULL: the host's), one a line, after
+ * "native"; false when they cannot be had. */
+bool target_print_cpus(const char *triple, FILE *out);
+/* NULL when LLVM knows the CPU `cpu` for `triple` (NULL: the host's), or `cpu` is "native", or
+ * LLVM's list cannot be had; else the error to report, with the closest known name. */
+const char *target_cpu_problem(const char *triple, const char *cpu);
 
 /* Whether --target names the GPU ("cuda", "nvptx64-nvidia-cuda"). */
 bool target_is_cuda(const char *triple);

@@ -131,8 +131,18 @@ if "$TSRC" tests/native/loop.tsr -o "$T/loop" >"$T/log" 2>&1 && ! "$T/loop" >/de
 "$TSRC" -c docs/examples/mlp_lib.tsr -o - >"$T/log" 2>&1
 if [ $? = 2 ] && grep -q "need a file name" "$T/log"; then pass; else fail "-c -o - is refused"; fi
 "$TSRC" --cpu=no-such-cpu docs/examples/shapes.tsr -o "$T/cpu" >"$T/log" 2>&1
+if [ $? = 2 ] && [ "$(cat "$T/log")" = "tsrc: error: unknown CPU 'no-such-cpu' ('tsrc --cpu=help' lists them all) (see 'tsrc --help')" ] &&
+   [ ! -e "$T/cpu" ]; then pass; else fail "an unknown --cpu is a usage error, before any work"; fi
+"$TSRC" --cpu znver44 docs/examples/shapes.tsr -o "$T/cpu" >"$T/log" 2>&1
+if [ $? = 2 ] && grep -q "unknown CPU 'znver44' (did you mean 'znver4'?" "$T/log" && [ ! -e "$T/cpu" ]; then pass
+else fail "an unknown --cpu gets the closest name"; fi
+"$TSRC" --cpu=help >"$T/cpus" 2>"$T/log"
+if [ $? = 0 ] && [ "$(head -1 "$T/cpus")" = native ] && grep -qx x86-64-v3 "$T/cpus" && grep -qx znver4 "$T/cpus" &&
+   ! grep -q ' ' "$T/cpus" && [ ! -s "$T/log" ]; then pass; else fail "--cpu=help lists LLVM's CPU names, one a line"; fi
+# LLVM knows 32-bit CPUs too, and refuses 64-bit code for them by a fatal error: a clean one.
+"$TSRC" --cpu=i386 docs/examples/shapes.tsr -o "$T/cpu" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "tsrc: error: LLVM cannot generate this code" "$T/log" && [ ! -e "$T/cpu" ] &&
-   [ -z "$(ls "$T" | grep tmp)" ]; then pass; else fail "an unknown --cpu is a clean error"; fi
+   [ -z "$(ls "$T" | grep tmp)" ]; then pass; else fail "a 32-bit --cpu is a clean error"; fi
 
 summary
 [ $failed = 0 ]
