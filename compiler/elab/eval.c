@@ -778,6 +778,11 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
+            unsigned line, col;
+            span_line_col(n->span, &line, &col);
+            if (col == 1 && line > 1)
+                diag_note(n->span, "a line that starts in column 1 without an item keyword (let, main, data, …) continues "
+                          "the item above it; a statement such as 'print' goes in 'main'");
             return err;
         }
         return v;

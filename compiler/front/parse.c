@@ -595,6 +595,10 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         diag_note(open->span, "to close this");
     } else if (wants_clause) {
         diag_error(token->span, "expected 'forward [%%cd …]' (and optionally 'backward [%%cd …]'), found %s", found);
+    } else if (only_items && token->kind != TK_EOF && !prev->kind) {
+        diag_error(token->span, "expected an item (let, main, data, input, option, index, operator, routine or open), "
+                   "found %s", found);
+        if (token->kind == TK_IDENT) diag_note(token->span, "a statement such as 'print' goes in 'main = …'");
     } else if (only_items && token->kind != TK_EOF) {
         diag_error(token->span, "unexpected %s: the definition before it is complete", found);
         if (token->kind == TK_LOGIC)
