@@ -610,7 +610,7 @@ static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     switch (a->kind) {
     case TSR_ARG_INT: return a->i;
     case TSR_ARG_FLOAT: return to_int64(a->f);
-    case TSR_ARG_SYMBOL: return s->symbols[a->ref];
+    case TSR_ARG_SYMBOL: return (int64_t)((uint64_t)s->symbols[a->ref] + (uint64_t)a->i); /* k + 1 */
     case TSR_ARG_OPTION: return to_int64(s->model->options[a->ref].value) + a->i;
     default:
         if (!s->buffers[a->ref]) return 0;
@@ -624,7 +624,7 @@ static double arg_float(const tsr_state *s, const PrintArg *a) {
     switch (a->kind) {
     case TSR_ARG_INT: return (double)a->i;
     case TSR_ARG_FLOAT: return a->f;
-    case TSR_ARG_SYMBOL: return (double)s->symbols[a->ref];
+    case TSR_ARG_SYMBOL: return (double)arg_int(s, a);
     case TSR_ARG_OPTION: return s->model->options[a->ref].value + (double)a->i;
     default: return s->buffers[a->ref] ? buffer_cell0(s, a->ref) : 0.0;
     }

@@ -96,6 +96,7 @@ struct Value {
             Span span;
             uint32_t id; /* into Program.indexes */
             bool counter; /* a loop counter of main, not an `index` item */
+            int64_t offset; /* `k + 1`, `k - 1`: an integer added, which only print takes */
         } index;
         struct {
             const char *name;

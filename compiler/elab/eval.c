@@ -397,11 +397,26 @@ void fill_dim_readings(Elab *e) {
 /* ---- Expressions --------------------------------------------------------------------------- */
 
 static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
+    bool sub = strcmp(op, "-") == 0;
+    if ((a->kind == V_INDEX && b->kind == V_INT && (sub || strcmp(op, "+") == 0)) ||
+        (b->kind == V_INDEX && a->kind == V_INT && strcmp(op, "+") == 0)) {
+        /* index ± integer, integer + index: a number that print shows (epoch k + 1) */
+        Value *x = a->kind == V_INDEX ? a : b, *k = a->kind == V_INDEX ? b : a;
+        int64_t sum;
+        if (k->as.i == INT64_MIN || __builtin_add_overflow(x->as.index.offset, sub ? -k->as.i : k->as.i, &sum))
+            return fail(span, "integer overflow in '%s'", op);
+        Value *v = new_value(e, V_INDEX);
+        v->as.index = x->as.index;
+        v->as.index.offset = sum;
+        return v;
+    }
+    if ((a->kind == V_INDEX && is_number(b)) || (b->kind == V_INDEX && is_number(a)))
+        return fail(span, "'%s' on an index: an index is known only when the program runs, so print can show it "
+                    "plus or minus an integer (k + 1, k - 1), and no other arithmetic", op);
     if (a->kind == V_OPTION || b->kind == V_OPTION) {
         /* option ± integer, integer + option: a loop bound of main, read at run time */
         Value *o = a->kind == V_OPTION ? a : b, *k = a->kind == V_OPTION ? b : a;
         int64_t sum;
-        bool sub = strcmp(op, "-") == 0;
         if ((strcmp(op, "+") == 0 || (sub && o == a)) && k->kind == V_INT &&
             !e->program->options[o->as.option.id].is_float &&
             !__builtin_add_overflow(o->as.option.offset, sub ? -k->as.i : k->as.i, &sum) && k->as.i != INT64_MIN) {
@@ -494,7 +509,7 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         if (!t) return &error_value;
         Value *i = eval(e, n->b, env, MODE_VALUE);
         if (i->kind == V_ERROR) return i;
-        if (i->kind != V_INDEX)
+        if (i->kind != V_INDEX || i->as.index.offset)
             return fail(n->b->span, "'@|' slices by an index symbol (declared with 'index'), but this is %s",
                         kind_noun(i));
         Tensor *r = new_tensor(e, TENSOR_SLICE, n->span);
@@ -554,7 +569,7 @@ static Value *eval_unop(Elab *e, const Node *n, Env *env, Mode mode) {
     if (strcmp(op, "!@") == 0) {
         Value *v = eval(e, n->a, env, MODE_VALUE);
         if (v->kind == V_ERROR) return v;
-        if (v->kind != V_INDEX)
+        if (v->kind != V_INDEX || v->as.index.offset)
             return fail(n->a->span, "'!@' reads an index symbol (declared with 'index'), but this is %s",
                         kind_noun(v));
         Tensor *t = new_tensor(e, TENSOR_INDEX, n->span);

@@ -121,7 +121,7 @@ static bool integer_expression(Elab *e, const Node *n, Env *env, bool *has_optio
     if (n->kind == NODE_INT) return true;
     if (n->kind == NODE_VAR) {
         const Value *v = lookup(e, env, n->name);
-        bool option = v && v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float;
+        bool option = v && ((v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) || v->kind == V_INDEX);
         *has_option |= option;
         return v && (v->kind == V_INT || option);
     }
@@ -175,7 +175,7 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
         switch (v->kind) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
         case V_FLOAT: p->kind = PARG_FLOAT; p->f = v->as.f; break;
-        case V_INDEX: p->kind = PARG_INDEX; p->index = v->as.index.id; break;
+        case V_INDEX: p->kind = PARG_INDEX; p->index = v->as.index.id; p->i = v->as.index.offset; break;
         case V_OPTION:
             p->kind = PARG_OPTION;
             p->index = v->as.option.id;

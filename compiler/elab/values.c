@@ -62,8 +62,9 @@ const char *kind_noun(const Value *v) {
     case V_TENSOR: return "a tensor";
     case V_OPERATOR: return "an operator";
     case V_BUILTIN: return "a built-in function";
-    case V_INDEX: return v->as.index.counter ? "a loop counter of main (an index known when the program runs)"
-                                             : "an index symbol";
+    case V_INDEX: return v->as.index.offset ? "an index plus an integer"
+                         : v->as.index.counter ? "a loop counter of main (an index known when the program runs)"
+                                               : "an index symbol";
     case V_DATASET: return "a data set";
     case V_CODE: return "code";
     case V_OPTION: return "an option (its value is known when the program runs)";
@@ -208,6 +209,8 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     case V_ERROR: return NULL;
     default:
         diag_error(span, "%s needs a tensor here, but this is %s", what, kind_noun(v));
+        if (v->kind == V_INDEX)
+            diag_note(span, "'!@%s' is the value of '%s' as a one-cell tensor", v->as.index.name, v->as.index.name);
         return NULL;
     }
 }

@@ -51,7 +51,7 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
         switch (a->kind) {
         case PARG_INT: args[i] = (IrPrintArg){.kind = IRP_INT, .i = a->i}; break;
         case PARG_FLOAT: args[i] = (IrPrintArg){.kind = IRP_FLOAT, .f = a->f}; break;
-        case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index}; break;
+        case PARG_INDEX: args[i] = (IrPrintArg){.kind = IRP_SYMBOL, .ref = a->index, .i = a->i}; break;
         case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
         case PARG_TENSOR: {
             uint32_t b = (a->grad ? ar->grad_buffer : ar->value_buffer)[a->tensor->id];
