@@ -92,9 +92,15 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
         }
         if (used < count) {
             args[used].wants_float = strchr("fFeEgGaA", f[j]) != NULL;
-            bool integer_tensor = args[used].kind == PARG_TENSOR && args[used].tensor && !args[used].grad &&
-                                  tsr_dtype_integer(args[used].tensor->dtype); /* a declared integer (an input, a data item) */
-            if (!args[used].wants_float && ((args[used].kind == PARG_TENSOR && !integer_tensor) || args[used].kind == PARG_FLOAT ||
+            args[used].conversion = f + i;
+            args[used].conversion_len = (int)(j - i + 1);
+            /* A tensor's element type is known here where it is declared (an input, a data item, a
+             * parameter, a literal); a computed one's (to_i32 x, d + d) is checked when it is
+             * (ir/plan.c). */
+            const Tensor *t = args[used].kind == PARG_TENSOR ? args[used].tensor : NULL;
+            bool float_tensor = t && (args[used].grad || (t->kind != TENSOR_OP && t->kind != TENSOR_SLICE && t->kind != TENSOR_CONSTANT &&
+                                                           !tsr_dtype_integer(t->dtype)));
+            if (!args[used].wants_float && (float_tensor || args[used].kind == PARG_FLOAT ||
                                             (args[used].kind == PARG_OPTION && args[used].float_option))) {
                 diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "
                            "use %%f, %%e or %%g", (int)(j - i + 1), f + i);
