@@ -461,6 +461,37 @@ static int read_directory(Archive *a) {
     return read_at(a, offset, a->directory, length);
 }
 
+/* Every entry of the directory whole, named without a NUL byte, and named the same in its local
+ * header: a damaged name would otherwise make its member an array the model does not need, left
+ * out of the load without a word (a run counter, an optimiser's state), and the run resumed would
+ * silently differ from the one saved. */
+static int check_directory(const Archive *a) {
+    const unsigned char *d = a->directory;
+    size_t at = 0;
+    for (uint32_t i = 0; i < a->entries; i++) {
+        if (at + ZIP_CENTRAL_SIZE > a->directory_size || get32(d + at) != ZIP_CENTRAL)
+            return damaged(a->path, "a damaged zip directory");
+        size_t name_len = get16(d + at + 28), extra = get16(d + at + 30), comment = get16(d + at + 32);
+        uint32_t local = get32(d + at + 42);
+        if (at + ZIP_CENTRAL_SIZE + name_len + extra + comment > a->directory_size)
+            return damaged(a->path, "a damaged zip directory");
+        const unsigned char *name = d + at + ZIP_CENTRAL_SIZE;
+        if (memchr(name, 0, name_len)) return damaged(a->path, "a member's name in its zip directory holds a NUL byte");
+        unsigned char header[ZIP_LOCAL_SIZE], piece[256];
+        if ((uint64_t)local + ZIP_LOCAL_SIZE + name_len > a->size || read_at(a, local, header, sizeof header) != TSR_OK ||
+            get32(header) != ZIP_LOCAL)
+            return damaged(a->path, "a member's header lies outside the file");
+        bool same = get16(header + 26) == name_len;
+        for (size_t k = 0; same && k < name_len; k += sizeof piece) {
+            size_t n = name_len - k < sizeof piece ? name_len - k : sizeof piece;
+            same = read_at(a, local + ZIP_LOCAL_SIZE + k, piece, n) == TSR_OK && memcmp(piece, name + k, n) == 0;
+        }
+        if (!same) return damaged(a->path, "a member's name in the zip directory differs from its header's");
+        at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
+    }
+    return TSR_OK;
+}
+
 /* Whether the directory entries from byte `at`, the `left` after the one just read, name member
  * NAME.npy again (an archive written by hand can: numpy.load reads the last, this reader the
  * first, so the file is refused).  A damaged entry ends the search; read_member reports it. */
@@ -586,6 +617,7 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
     Archive archive = {.fd = -1};
     int status = archive_open(&archive, path);
     if (status == TSR_OK) status = read_directory(&archive);
+    if (status == TSR_OK) status = check_directory(&archive);
     uint32_t n = tsr_model_buffer_count(s->model);
     float **fresh = calloc((size_t)n + 1, sizeof *fresh); /* nothing changes unless every array is read */
     if (!fresh && status == TSR_OK) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);

@@ -120,6 +120,14 @@ expect empty 1 "checkpoint 'empty.npz' is not a readable .npz file: no zip direc
 "$PY" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); i = b.index(b"b1.npy") - 31; b[i] ^= 1; open(sys.argv[2], "wb").write(b)' \
     "$N/model.npz" "$N/flipped.npz"
 expect crc 1 "checkpoint 'flipped.npz': array 'w1' is damaged (its CRC-32 does not match)" --load flipped.npz
+# A member's name damaged in the zip directory alone (NUL bytes; another letter): refused, not
+# read as an array the model does not need and left out of the load.
+"$PY" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); i = b.rindex(b"b1.npy"); b[i:i + 1] = sys.argv[3].encode(); open(sys.argv[2], "wb").write(b)' \
+    "$N/model.npz" "$N/renamed.npz" "$(printf '\001')"
+expect name-changed 1 "checkpoint 'renamed.npz' is not a readable .npz file: a member's name in the zip directory differs from its header's" --load renamed.npz
+"$PY" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); i = b.rindex(b"b1.npy"); b[i + 1] = 0; open(sys.argv[2], "wb").write(b)' \
+    "$N/model.npz" "$N/nul2.npz"
+expect name-nul2 1 "checkpoint 'nul2.npz' is not a readable .npz file: a member's name in its zip directory holds a NUL byte" --load nul2.npz
 mkdir "$N/dir.npz"
 expect directory 1 "checkpoint 'dir.npz' is not a regular file" --load dir.npz
 expect no-path 2 "'--load' needs the path of a checkpoint (../checkpoint_predict --help lists the options)" --load=
