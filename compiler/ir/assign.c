@@ -1027,6 +1027,7 @@ void block_statement(BlockContext *c, const Node *n) {
         c->b->failed = true;
         return;
     }
+    a->lhs_span = n->a->span;
     if (!accum_parse(n->name, &a->accum, &a->reset)) {
         diag_error(n->span, "unknown assignment operator '%s'", n->name);
         c->b->failed = true;
@@ -1124,7 +1125,8 @@ static void build_operator(Builder *b, Tensor *t) {
     uint8_t stored = DTYPE_ANY; /* the join of the types stored (float_join) */
     for (uint32_t i = 0; i < c.out_count; i++) {
         if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
-            diag_error(t->op->a->span, "an operator's forward block writes its result (v)");
+            diag_error(c.out[i]->lhs_span, "an operator's forward block writes its result (v), not %s",
+                       c.out[i]->lhs.node.grad ? "a gradient" : "an operand");
             b->failed = true;
             return;
         }

@@ -82,6 +82,7 @@ typedef struct Assignment {
                            * that a gathered axis can read its positions from a slot that the
                            * assignment itself does not read (`v =: v1` of an embedding's take) */
     Span span;            /* the application (or definition) it came from */
+    Span lhs_span;        /* an operator block's: its left side as written (v, g1, …) */
     const char *what;     /* "'*' (forward)", "stacking", … for dumps and errors */
     bool collective;      /* not an assignment but `all_reduce_mean` of the nodes in `reads`
                            * (consecutive ones of a routine fused): every cell of each becomes
