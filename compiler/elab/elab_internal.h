@@ -210,6 +210,8 @@ struct Elab {
     uint32_t reading_count, reading_cap;
     Equation *equations;
     uint32_t equation_count, equation_cap;
+    Equation *sizings; /* the set_dim of each (names[0] alone): its name must be captured */
+    uint32_t sizing_count, sizing_cap;
     Program *program;
     Arena *arena;
     ShapeSolver *solver;

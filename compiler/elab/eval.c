@@ -244,6 +244,8 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
         return fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive integer");
     Dim d = scope_dim(e, current_scope(e), name->name, name->span)->dim;
     OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
+    Equation sizing = {current_scope(e), {name, NULL}, app->span, o};
+    ARENA_PUSH(e->arena, e->sizings, e->sizing_count, e->sizing_cap, sizing);
     shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
     return &unit_value;
 }
@@ -300,6 +302,14 @@ static bool equation_clash(Elab *e, const Equation *q, ScopeDim *const c[2]) {
  * dims are equated) or both as row variables (their rows are equated).  What the program says
  * otherwise is solved first, so that an equation that contradicts it is the one reported. */
 void solve_equations(Elab *e) {
+    for (uint32_t i = 0; i < e->sizing_count; i++) { /* set_dim of a name no spec captures sizes nothing */
+        const Equation *q = &e->sizings[i];
+        ScopeDim *c = find_scope_dim(q->scope, q->names[0]->name);
+        if (c && (c->label || c->row_var)) continue;
+        diag_error(q->names[0]->span, "'set_dim': no spec in this scope captures '%s' (a label is captured by naming "
+                   "it in the list after its spec, [\"%s\"])", q->names[0]->name, q->names[0]->name);
+        note_equation_call(e, q);
+    }
     if (!e->equation_count) return;
     bool *ok = arena_alloc(e->arena, e->equation_count * sizeof *ok);
     for (uint32_t i = 0; i < e->equation_count; i++) {
