@@ -416,7 +416,7 @@ Token lex_next(Lexer *lx) {
         "0" [xX] [0-9a-fA-F_]+                          { lx->cursor = cur; return number(lx, tok, cur, false); }
         digit [0-9_]* "." [0-9_]* exp?                  { lx->cursor = cur; return number(lx, tok, cur, true); }
         digit [0-9_]* exp                               { lx->cursor = cur; return number(lx, tok, cur, true); }
-        digit [0-9_]* [A-Za-z_] ident_tail* {
+        digit [0-9_]* ("." [0-9_]* exp?)? [A-Za-z_] ident_tail* {
             lx->cursor = cur;
             diag_error(span_of(lx, tok, cur), "malformed number '%.*s'", (int)(cur - tok), (const char *)tok);
             return illegal(lx, tok, cur);
