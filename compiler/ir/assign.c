@@ -1190,8 +1190,9 @@ static void build_param(Builder *b, Tensor *t) {
         buf->values = values;
         return;
     }
-    diag_error(init->span, "the initial value of parameter '%s' must be a number or a literal tensor in this "
+    diag_error(t->span, "the initial value of parameter '%s' must be a number or a literal tensor in this "
                "version", t->name);
+    diag_note(init->span, "its value is this tensor, which the program computes or reads, not a literal");
     b->failed = true;
 }
 
