@@ -171,14 +171,21 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
 static void warn_unseeded(Builder *b, const CodeStep *step) {
     const Tensor *t = step->tensor;
     uint64_t cells = cell_count(b, t);
-    const char *name = t->shown ? t->shown : t->name ? t->name : t->kind == TENSOR_OP ? t->op_name : "the tensor";
+    const char *name = t->shown ? t->shown : t->name;
+    const char *what = name ? arena_printf(b->ir->arena, "'%s'", name)
+                     : t->kind == TENSOR_OP ? arena_printf(b->ir->arena, "the result of '%s'", t->op_name)
+                                            : "an unnamed tensor";
     bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
     Span at = in_library ? step->user_call : step->span;
-    diag_warning(at, "backprop of '%s', of %" PRIu64 " cells, starts from its gradient as it is (0 unless written): only a "
-                 "one-cell tensor is seeded with 1", name, cells);
+    diag_warning(at, "backprop of %s, of %" PRIu64 " cells, starts from its gradient as it is (0 unless written): only a "
+                 "one-cell tensor is seeded with 1", what, cells);
     if (in_library)
         diag_note(step->span, "the backprop in the standard library's '%s'", step->user_call_name ? step->user_call_name : "function");
-    diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn) or assign %s.grad in the routine before it", name, name);
+    if (name)
+        diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn) or assign %s.grad in the routine before it", name, name);
+    else
+        diag_note(at, "reduce it to one cell (Nn.mean () of it, a loss of Nn), or name it with let%%op and assign its "
+                  ".grad in the routine before it");
 }
 
 void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *written, AssignList *out) {
