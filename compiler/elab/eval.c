@@ -457,7 +457,11 @@ static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
                                               memcmp(a->as.str.text, b->as.str.text, a->as.str.len) == 0;
             return bool_value(e, op[0] == '=' ? eq : !eq);
         }
-        return fail(span, "'%s' is not defined on %s and %s", op, kind_noun(a), kind_noun(b));
+        Value *err = fail(span, "'%s' is not defined on %s and %s", op, kind_noun(a), kind_noun(b));
+        if (strcmp(op, "-") == 0 && (a->kind == V_CLOSURE || a->kind == V_BUILTIN || a->kind == V_OPERATOR) &&
+            is_number(b))
+            diag_note(span, "'f -1' subtracts 1 from f; a negative argument goes in parentheses: f (-1)");
+        return err;
     }
     double x = number_of(a), y = number_of(b);
     if (strcmp(op, "<") == 0) return bool_value(e, x < y);
@@ -803,6 +807,9 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
+            if (e->user_call_name && strcmp(e->user_call_name, n->name) == 0)
+                diag_note(n->span, "'%s' is the function being applied, defined with 'let': a function that calls "
+                          "itself is defined with 'let rec %s …'", n->name, n->name);
             unsigned line, col;
             span_line_col(n->span, &line, &col);
             if (col == 1 && line > 1)
