@@ -229,21 +229,39 @@ static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t
     }
 }
 
+/* The terminal cells the character at p (n bytes of valid UTF-8, n > 1) takes: 2 for the East
+ * Asian wide and fullwidth ranges (CJK, Hangul, fullwidth forms, most emoji), 0 for combining
+ * marks, else 1. */
+static unsigned char_cells(const unsigned char *p, int n) {
+    uint32_t c = n == 2 ? (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)
+               : n == 3 ? (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu)
+                        : (p[0] & 0x07u) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
+    if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || (c >= 0xfe00 && c <= 0xfe0f)) return 0;
+    if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) || (c >= 0x3041 && c <= 0xa4cf) ||
+        (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) ||
+        (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
+        (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd))
+        return 2;
+    return 1;
+}
+
 /* Padding under [from, to): tabs stay tabs so the caret lines up; everything else is a space
  * per display cell. */
 static void pad_range(FILE *out, const unsigned char *text, size_t from, size_t to) {
     for (size_t i = from; i < to;) {
         unsigned c = text[i];
         int n = c >= 0x80 ? utf8_len(text + i, to - i) : 1;
-        fputc(c == '\t' ? '\t' : ' ', out);
+        unsigned width = n > 1 ? char_cells(text + i, n) : 1;
+        for (unsigned k = 0; k < width; k++) fputc(c == '\t' ? '\t' : ' ', out);
         i += n > 0 ? (size_t)n : 1;
     }
 }
 
 static size_t cells(const unsigned char *text, size_t from, size_t to) {
     size_t count = 0;
-    for (size_t i = from; i < to; count++) {
+    for (size_t i = from; i < to;) {
         int n = text[i] >= 0x80 ? utf8_len(text + i, to - i) : 1;
+        count += n > 1 ? char_cells(text + i, n) : 1;
         i += n > 0 ? (size_t)n : 1;
     }
     return count;
