@@ -508,7 +508,8 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
 static int check_size(tsr_state *s, uint32_t i) {
     const tsr_model *m = s->model;
     if (s->symbols[i] == 0)
-        return tsr_error(TSR_ERR_INDEX, "run-time size '%s' is not set (set it before running a routine)",
+        return tsr_error(TSR_ERR_INDEX, "run-time size '%s' is not set (set it before running a routine: '--size %s=N' "
+                         "for an executable, its setter or tsr_state_set_symbol from C)", m->symbol_names[i],
                          m->symbol_names[i]);
     uint32_t leader = m->symbol_leaders[i];
     if (s->symbols[leader] == 0) return check_size(s, leader);
@@ -682,7 +683,12 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
             spec[n++] = 'l';
             spec[n++] = conv;
             spec[n] = 0;
-            fprintf(out, spec, a ? (long long)arg_int(s, a) : 0LL);
+            long long value = a ? (long long)arg_int(s, a) : 0LL;
+            /* An i32 cell in an unsigned conversion: its 32 bits, as C's printf shows an int
+             * (-1 is ffffffff), not the 64 of its sign extension. */
+            if (a && strchr("uxXo", conv) && a->kind == TSR_ARG_BUFFER && s->model->buffers[a->ref].dtype == TSR_DTYPE_I32)
+                value = (long long)(uint32_t)value;
+            fprintf(out, spec, value);
         } else {
             spec[n++] = conv;
             spec[n] = 0;
