@@ -560,6 +560,12 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         if (a->kind == V_ERROR || b->kind == V_ERROR) return &error_value;
         tensors = true;
     }
+    if (!tensors && mode == MODE_TENSOR && opv && is_number(a) && is_number(b) && strcmp(op, "*") == 0) {
+        /* Two numbers: their product (the pointwise one), not a composition of one-cell literals,
+         * which has no input axis to compose along. */
+        Value *times = lookup_operator(e, env, "*.");
+        if (times) opv = times;
+    }
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
         /* A number operand is a scalar literal where it is written. */

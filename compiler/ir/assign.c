@@ -410,6 +410,16 @@ static bool fractional(const Assignment *a, const AExpr *e) {
     return e->kind == AE_CONST && e->value != floor(e->value);
 }
 
+/* Whether t is an operation on numbers alone (`vocab - 1` in a tensor expression: docs/language.md
+ * §3.8), through at most 16 levels. */
+static bool numbers_only(const Tensor *t, int depth) {
+    if (t->kind == TENSOR_LITERAL) return t->value_count == 1;
+    if (t->kind != TENSOR_OP || depth > 16 || !t->operand_count) return false;
+    for (uint32_t i = 0; i < t->operand_count; i++)
+        if (!numbers_only(t->operands[i], depth + 1)) return false;
+    return true;
+}
+
 /* The element type of e.  A conversion to the type its operand already has is the operand
  * itself: e is rewritten into it here (to_f32 of an f32 copies bits no more than any read).  An
  * operation on i32 values (and constants) is computed on i32s: + - * wrap, / and mod floor,
@@ -512,6 +522,17 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         const char *name = integer->kind == AE_READ ? node_text(b, a->reads[integer->read].node) : "an i32 value";
         if (any_float) {
             uint8_t other = expr_dtype(b, a, (AExpr *)number);
+            const Tensor *from = number->kind == AE_READ && !a->reads[number->read].node.grad
+                                     ? a->reads[number->read].node.tensor : NULL;
+            if (from && numbers_only(from, 0)) {
+                diag_error(a->span, "%s computes '%s' of %s and %s values (%s is %s, and an operation between numbers "
+                           "is an f32 tensor)", a->what, scalar_op_name(e->op), dtype_word(integer_type),
+                           dtype_word(other), name, dtype_word(integer_type));
+                diag_note(from->span, "this operation between numbers makes a one-cell f32 tensor "
+                          "(docs/language.md §3.8); in !..( ) it is the number itself, as a written one");
+                b->failed = true;
+                return TSR_DTYPE_F32;
+            }
             diag_error(a->span, "%s computes '%s' of %s and %s values (%s is %s)", a->what, scalar_op_name(e->op),
                        dtype_word(integer_type), dtype_word(other), name, dtype_word(integer_type));
             diag_note(a->span, "convert one side: to_%s x for numbers (exact below 2^%d), to_%s x for integers "
