@@ -32,6 +32,7 @@
 #include "base/diag.h"
 #include "infer/proj.h"
 #include "ir/attention.h"
+#include "runtime/tsr.h"
 
 /* ---- Buffers ---------------------------------------------------------------------------------- */
 
@@ -1193,6 +1194,28 @@ static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
     buf->init_shift = r->shift;
 }
 
+/* Whether a half type rounds the finite `value` to infinity (f16 from 65520 on, bf16 near f32's
+ * largest): an initial value written for it that it cannot hold. */
+static bool overflows_half(double value, uint8_t dtype) {
+    if (!isfinite(value) || (dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16)) return false;
+    float held = dtype == TSR_DTYPE_F16 ? tsr_f16_to_f32(tsr_f64_to_f16(value)) : tsr_bf16_to_f32(tsr_f64_to_bf16(value));
+    return isinf(held);
+}
+
+/* The parameter's initial values, `count` of them, each within its element type's range; false
+ * after an error at the parameter. */
+static bool initial_values_fit(Builder *b, const Tensor *t, const double *values, uint64_t count) {
+    for (uint64_t i = 0; i < count; i++)
+        if (overflows_half(values[i], t->dtype)) {
+            diag_error(t->span, "the initial value %g of parameter '%s' is beyond the range of %s (largest %s): it "
+                       "would be infinity", values[i], t->name, dtype_word(t->dtype),
+                       t->dtype == TSR_DTYPE_F16 ? "65504" : "3.39e38");
+            b->failed = true;
+            return false;
+        }
+    return true;
+}
+
 static void build_param(Builder *b, Tensor *t) {
     IrBuffer *buf = buffer_of(b, (TNode){t, false});
     if (!t->operand_count) {
@@ -1201,12 +1224,14 @@ static void build_param(Builder *b, Tensor *t) {
     }
     Tensor *init = t->operands[0];
     if ((init->kind == TENSOR_LITERAL || init->kind == TENSOR_CONSTANT) && init->value_count == 1) {
+        if (!initial_values_fit(b, t, init->values, 1)) return;
         buf->init = INIT_FILL;
         buf->fill = init->values[0];
         return;
     }
     double *values = literal_values(b, init);
     if (values) {
+        if (!initial_values_fit(b, t, values, buf->size)) return;
         buf->init = INIT_VALUES;
         buf->values = values;
         return;
