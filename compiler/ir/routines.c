@@ -101,6 +101,29 @@ static void resolve_list(Builder *b, AssignList *list) {
     }
 }
 
+/* A parameter that no backprop reaches and that code of the program writes (a sample buffer, a
+ * key/value cache, a loss accumulator: `{ text = 0.; o = [ctx] }` then `text =: …`) is working
+ * state, like an optimiser's: a checkpoint of every parameter holds it, and one that lacks it
+ * (saved before the program had it) leaves it as it is rather than failing the load.  A
+ * parameter that code never writes (weights loaded for sampling alone) stays required. */
+static void mark_working_state(Builder *b) {
+    AssignResult *out = b->out;
+    uint32_t n = b->program->tensor_count;
+    bool *written = arena_alloc(b->ir->arena, (n + 1) * sizeof *written);
+    memset(written, 0, (n + 1) * sizeof *written);
+    for (uint32_t r = 0; r < out->routine_count; r++)
+        for (uint32_t i = 0; i < out->routines[r].count; i++) {
+            const Access *lhs = &out->routines[r].items[i]->lhs;
+            if (!lhs->node.grad && lhs->node.tensor) written[lhs->node.tensor->id] = true;
+        }
+    for (uint32_t t = 0; t < n; t++) {
+        const Tensor *p = b->program->tensors[t];
+        uint32_t v = out->value_buffer[p->id];
+        if (p->kind == TENSOR_PARAM && written[p->id] && v != UINT32_MAX && out->grad_buffer[p->id] == UINT32_MAX)
+            b->ir->buffers[v].training_state = true;
+    }
+}
+
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
     memset(out, 0, sizeof *out);
     Arena *arena = arena_new();
@@ -145,6 +168,7 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
         if (out->value_buffer[t] != UINT32_MAX) ir->buffers[out->value_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
         if (out->grad_buffer[t] != UINT32_MAX) ir->buffers[out->grad_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
     }
+    mark_working_state(&b);
     out->ir = ir;
     return true;
 }

@@ -132,6 +132,24 @@ mkdir "$N/dir.npz"
 expect directory 1 "checkpoint 'dir.npz' is not a regular file" --load dir.npz
 expect no-path 2 "'--load' needs the path of a checkpoint (../checkpoint_predict --help lists the options)" --load=
 
+# A program that gained a working parameter since the checkpoint was saved (a buffer that code
+# writes and no backprop reaches: a sample buffer, a cache) loads it, the buffer keeping its
+# initial value; one that gained a parameter that code never writes (weights meant to be loaded)
+# does not: the checkpoint lacks what it needs.
+{ sed -n '/^data /,/^routine predict/p' tests/native/checkpoint_predict.tsr
+  printf '%s\n' 'let%op tally = { tally = 5.; o = [1] }' 'routine count = tally =+ 1' \
+      'main = load "model.npz"; run count; run predict; print predictions; print tally'; } >"$T/grown.tsr"
+{ sed -n '/^data /,/^let%op w2 /p' tests/native/checkpoint_predict.tsr
+  printf '%s\n' 'let%op gain = { gain = 1.; o = [1] }' 'let%op predictions = gain *. (w2 * relu (b1 + w1 * moons.points))' \
+      'routine predict = predictions.forward' 'main = load "model.npz"; run predict; print predictions'; } >"$T/frozen.tsr"
+(cd "$N" && "$TSRC" --run --interp ../grown.tsr) >"$T/out" 2>"$T/err"
+if [ $? = 0 ] && grep -q '^tally : 1$' "$T/out" && [ "$(tail -1 "$T/out")" = "    6" ] &&
+   [ "$(sed -n '2,3p' "$T/out")" = "$(sed -n '2,3p' "$T/train.native" | head -2)" ]; then pass
+else cat "$T/out" "$T/err" >"$T/log"; fail "a working parameter the checkpoint lacks keeps its initial value"; fi
+(cd "$N" && "$TSRC" --run --interp ../frozen.tsr) >"$T/out" 2>"$T/err"
+if [ $? = 1 ] && grep -q "checkpoint 'model.npz' has no array 'gain'" "$T/err"; then pass
+else cat "$T/out" "$T/err" >"$T/log"; fail "a parameter that code never writes is required"; fi
+
 # A save that cannot be written (a directory has the name): an error, and no file left behind.
 mkdir "$T/blocked" "$T/blocked/model.npz"
 (cd "$T/blocked" && ../checkpoint_train) >"$T/out" 2>"$T/err"
