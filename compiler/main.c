@@ -212,7 +212,7 @@ static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
     "--cpu", "--target", "--arch", "--gpu-blocks", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--tf32", "--time-stages",
-    "--profile", "--shared", "--seed", "--bucket-cells", "-c", "-o", "-I", "-O0", "-O1", "-O2", "-O3"};
+    "--profile", "--shared", "--seed", "--bucket-cells", "-O0", "-O1", "-O2", "-O3", "-c", "-o", "-I"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
  * option written with a space (--explain l2.w).  The join lives as long as the process. */

@@ -521,6 +521,10 @@ cp "$TMP/out" "$TMP/explain_eq"
 run_tsrc --explain l2.w --cpu x86-64-v3 docs/examples/shapes.tsr
 if [ "$(status)" = 0 ] && [ -s "$TMP/out" ] && cmp -s "$TMP/out" "$TMP/explain_eq"; then pass "cli: --explain NAME as --explain=NAME"
 else fail "cli: --explain NAME as --explain=NAME" "exit $(status)" "$TMP/err"; fi
+# An unknown name among known ones: the error, and nothing explained (every name is checked first).
+run_tsrc --explain=l2.w --explain=nope docs/examples/shapes.tsr
+if [ "$(status)" = 1 ] && [ ! -s "$TMP/out" ] && grep -q "no tensor named 'nope'" "$TMP/err"; then pass "cli: --explain checks every name first"
+else fail "cli: --explain checks every name first" "exit $(status)" "$TMP/out"; fi
 run_tsrc --explain
 if [ "$(status)" = 2 ] && grep -q "'--explain' needs a value" "$TMP/err"; then pass "cli: a valued option without its value"
 else fail "cli: a valued option without its value" "exit $(status)" "$TMP/err"; fi

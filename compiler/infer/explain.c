@@ -130,7 +130,8 @@ static void explain_assignment(FILE *out, ShapeSolver *solver, const Assignment 
         fputs("    no reset: it accumulates into what the cells hold (a gradient adds every use's part)\n", out);
 }
 
-static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const char *name) {
+/* The named tensor NAME (or NAME.grad's tensor), or NULL after an error listing the names. */
+static Tensor *named_tensor(Program *p, const char *name) {
     size_t len = strlen(name);
     bool grad = len > 5 && strcmp(name + len - 5, ".grad") == 0;
     Tensor *t = NULL;
@@ -147,8 +148,15 @@ static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const cha
         }
         if (at >= sizeof list - 8) strcpy(list + sizeof list - 8, ", ...");
         diag_error_noloc("no tensor named '%s' (names: %s)", name, list);
-        return false;
     }
+    return t;
+}
+
+static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const char *name) {
+    size_t len = strlen(name);
+    bool grad = len > 5 && strcmp(name + len - 5, ".grad") == 0;
+    Tensor *t = named_tensor(p, name);
+    if (!t) return false;
     fprintf(out, "%s : ", name);
     shape_print(p->solver, out, &t->shape);
     fputc('\n', out);
@@ -176,10 +184,12 @@ static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const cha
 }
 
 bool explain_tensors(Program *p, FILE *out, const char *const *names, uint32_t count, uint64_t seed) {
+    bool ok = true; /* every name known before anything is printed */
+    for (uint32_t i = 0; i < count; i++) ok = named_tensor(p, names[i]) && ok;
+    if (!ok) return false;
     AssignOptions ao = {seed};
     AssignResult ar;
     bool built = assign_build(p, &ao, &ar);
-    bool ok = true;
     for (uint32_t i = 0; i < count; i++) {
         if (i) fputc('\n', out);
         ok = explain_one(p, built ? &ar : NULL, out, names[i]) && ok;
