@@ -78,7 +78,24 @@ static bool is_main_file(const Elab *e, const char *path) {
            a.st_ino == b.st_ino;
 }
 
+static void load_module_once(Elab *e, const char *name, Span span);
+
+/* Load module `name` unless it is loaded; a module that failed to load (reported then) is not
+ * tried again, and its names are not reported as missing one by one (module_failed). */
 static void load_module(Elab *e, const char *name, Span span) {
+    if (module_failed(e, name)) return;
+    unsigned errors = diag_error_count();
+    load_module_once(e, name, span);
+    if (diag_error_count() > errors) ARENA_PUSH(e->arena, e->failed_modules, e->failed_module_count, e->failed_module_cap, name);
+}
+
+bool module_failed(const Elab *e, const char *name) {
+    for (uint32_t i = 0; i < e->failed_module_count; i++)
+        if (strcmp(e->failed_modules[i], name) == 0) return true;
+    return false;
+}
+
+static void load_module_once(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) {
             report_open_cycle(e, name, span);
@@ -144,9 +161,14 @@ static void open_module(Elab *e, const Node *item) { load_module(e, item->name, 
 /* M.name: loads M when it is not yet. */
 Value *qualified_name(Elab *e, const Node *n) {
     load_module(e, n->a->name, n->a->span);
-    if (diag_error_count()) return &error_value;
+    if (module_failed(e, n->a->name)) return &error_value; /* reported where it failed */
     Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation);
-    if (!v) return fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
+    if (!v) {
+        Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
+        const char *near = closest_in_module(e, n->a->name, n->name);
+        if (near) diag_note(n->span, "did you mean '%s.%s'?", n->a->name, near);
+        return err;
+    }
     return v;
 }
 
@@ -164,11 +186,15 @@ static void elab_option(Elab *e, const Node *item) {
             return;
         }
     Value *v = eval(e, item->a, e->globals, MODE_VALUE);
-    if (v->kind == V_ERROR) return;
-    if (!is_number(v) || (v->kind == V_INT && (v->as.i > (INT64_C(1) << 53) || v->as.i < -(INT64_C(1) << 53))) ||
-        (v->kind == V_FLOAT && !isfinite(v->as.f))) {
+    if (v->kind != V_ERROR &&
+        (!is_number(v) || (v->kind == V_INT && (v->as.i > (INT64_C(1) << 53) || v->as.i < -(INT64_C(1) << 53))) ||
+         (v->kind == V_FLOAT && !isfinite(v->as.f)))) {
         diag_error(item->a->span, "an option's default is an integer (at most 2^53 in size) or a finite number, but "
                    "this is %s", is_number(v) ? "out of that range" : kind_noun(v));
+        v = &error_value;
+    }
+    if (v->kind == V_ERROR) { /* bound all the same: its uses are no errors of their own */
+        bind_global(e, item->name, v);
         return;
     }
     ProgramOption o = {item->name, v->kind == V_FLOAT, number_of(v), item->span, NULL};
@@ -227,14 +253,17 @@ static void elab_item(Elab *e, const Node *item) {
     }
     case ITEM_INDEX: {
         Value *r = eval(e, item->a, e->globals, MODE_VALUE);
-        if (r->kind == V_ERROR) break;
-        if (r->kind != V_INT || r->as.i < 1 || r->as.i > INT32_MAX) {
+        if (r->kind != V_ERROR && (r->kind != V_INT || r->as.i < 1 || r->as.i > INT32_MAX)) {
             if (r->kind == V_INT)
                 diag_error(item->a->span, "the range of an index must be a positive integer, but this is %lld",
                            (long long)r->as.i);
             else
                 diag_error(item->a->span, "the range of an index must be a positive integer, but this is %s",
                            kind_noun(r));
+            r = &error_value;
+        }
+        if (r->kind == V_ERROR) { /* bound all the same: its uses are no errors of their own */
+            bind_global(e, item->name, r);
             break;
         }
         bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span, false));
@@ -249,6 +278,7 @@ static void elab_item(Elab *e, const Node *item) {
         if (v->kind != V_DATASET) {
             diag_error(item->a->span, "'data' takes a data source such as half_moons or npy, but this is %s",
                        kind_noun(v));
+            bind_global(e, item->name, &error_value);
             break;
         }
         DataSource *d = v->as.dataset.source;
@@ -275,13 +305,13 @@ static void elab_item(Elab *e, const Node *item) {
     case ITEM_INPUT: {
         const Node *rec = item->a;
         const Node *first = rec->list.items[0];
-        if (first->a) {
-            diag_error(first->span, "an input is filled by the caller; it takes no initial value");
-            break;
-        }
         Row rows[ROW_KINDS];
         bool given[ROW_KINDS];
-        if (!record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given, NULL)) break;
+        if (first->a) diag_error(first->span, "an input is filled by the caller; it takes no initial value");
+        if (first->a || !record_sizes(e, rec, e->globals, first->name, SIZES_DECLARE, rows, given, NULL)) {
+            bind_global(e, first->name, &error_value); /* its uses say nothing more */
+            break;
+        }
         Tensor *t = new_tensor(e, TENSOR_INPUT, rec->span);
         for (uint32_t i = 1; i < rec->list.count; i++) {
             const Node *f = rec->list.items[i];

@@ -237,6 +237,8 @@ struct Elab {
     size_t byte_budget;    /* what evaluation may build (MAX_EVAL_STEPS' comment) */
     bool out_of_steps;     /* a budget ran out: evaluation stops */
     const ElabOptions *options;
+    const char **failed_modules; /* modules whose loading reported an error */
+    uint32_t failed_module_count, failed_module_cap;
     const char **opened;
     uint32_t opened_count, opened_cap;
     const char **loading; /* the modules being loaded, outermost first, and the opens that began them */
@@ -303,6 +305,9 @@ uint32_t name_hash(const char *name);
 Value *lookup_global(Elab *e, const char *name, uint32_t gen);
 Value *lookup(Elab *e, Env *env, const char *name);
 const char *closest_in_scope(Elab *e, Env *env, const char *name);
+const char *closest_in_module(Elab *e, const char *module, const char *name);
+/* Whether loading module `name` reported an error (elab.c). */
+bool module_failed(const Elab *e, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);
 /* An element type written in the program ("f32", "i32": a string, docs/language.md §3.9) into

@@ -813,6 +813,9 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
+            if (e->failed_module_count)
+                diag_note(n->span, "module '%s' did not load (the error above): '%s' may be one of its definitions",
+                          e->failed_modules[0], n->name);
             if (e->user_call_name && strcmp(e->user_call_name, n->name) == 0)
                 diag_note(n->span, "'%s' is the function being applied, defined with 'let': a function that calls "
                           "itself is defined with 'let rec %s …'", n->name, n->name);

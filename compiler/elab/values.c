@@ -126,6 +126,19 @@ const char *closest_in_scope(Elab *e, Env *env, const char *name) {
     return diag_closest_name(name, names, count);
 }
 
+/* The definition of module `module` closest to `name` (Nn.softmaxx: softmax), or NULL. */
+const char *closest_in_module(Elab *e, const char *module, const char *name) {
+    if (strlen(name) < 3) return NULL;
+    size_t prefix = strlen(module);
+    const char **names = NULL;
+    uint32_t count = 0, cap = 0;
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
+        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
+            if (strncmp(g->name, module, prefix) == 0 && g->name[prefix] == '.' && isalpha((unsigned char)g->name[prefix + 1]))
+                ARENA_PUSH(e->arena, names, count, cap, g->name + prefix + 1);
+    return diag_closest_name(name, names, count);
+}
+
 /* Define a global; returns the marker of the new generation. */
 Env *bind_global(Elab *e, const char *name, Value *value) {
     GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
