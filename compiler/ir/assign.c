@@ -1146,7 +1146,7 @@ static void build_operator(Builder *b, Tensor *t) {
     block_statement(&c, t->op->a);
     uint8_t stored = DTYPE_ANY; /* the join of the types stored (float_join) */
     for (uint32_t i = 0; i < c.out_count; i++) {
-        if (c.out[i]->lhs.node.grad || c.out[i]->lhs.slot != 0) {
+        if (c.out[i]->lhs.node.grad || c.out[i]->lhs.node.tensor != t) {
             diag_error(c.out[i]->lhs_span, "an operator's forward block writes its result (v), not %s",
                        c.out[i]->lhs.node.grad ? "a gradient" : "an operand");
             b->failed = true;

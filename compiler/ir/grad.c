@@ -100,7 +100,7 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
     block_statement(&c, t->op->b);
     for (uint32_t i = 0; i < c.out_count; i++) {
         Assignment *a = c.out[i];
-        if (!a->lhs.node.grad || a->lhs.slot == 0) {
+        if (!a->lhs.node.grad || a->lhs.node.tensor == t) { /* t: the result, slot 0 of the operator */
             diag_error(a->lhs_span, "an operator's backward block writes its operands' gradients (g1, g2, …), not %s",
                        a->lhs.node.grad ? "g, the result's gradient, which it reads" : "a value");
             b->failed = true;
