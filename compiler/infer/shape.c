@@ -448,6 +448,8 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     }
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
+    if (strncmp(o->what, "'*' (compose: the left operand's input axes", 43) == 0) /* the matrix product */
+        diag_note(o->span, "'*' is the matrix product; the product of each cell with its match is '*.'");
 }
 
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
