@@ -138,8 +138,11 @@ static LLVMValueRef scalar_op(CgLlvm *g, ScalarOp op, LLVMValueRef a, LLVMValueR
     case SOP_LE: return flag(g, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a);
     case SOP_EQ: return flag(g, LLVMBuildFCmp(B, LLVMRealOEQ, a, b, ""), a);
     case SOP_NE: return flag(g, LLVMBuildFCmp(B, LLVMRealUNE, a, b, ""), a);
-    case SOP_MAX: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, b, ""), a, b, "");
-    case SOP_MIN: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, b, ""), a, b, "");
+    case SOP_MAX: /* a NaN wins: a + b where either is one (ir.c) */
+    case SOP_MIN: {
+        LLVMValueRef pick = LLVMBuildSelect(B, LLVMBuildFCmp(B, op == SOP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, ""), a, b, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, a, b, ""), LLVMBuildFAdd(B, a, b, ""), pick, "");
+    }
     case SOP_MOD: { /* ir.c's floor_mod: fmodf's exact remainder, b added where the signs differ, 0 with b's sign */
         LLVMValueRef x[2] = {a, b}, zero_b[2] = {zero, b};
         LLVMValueRef r = libm(g, "fmod", x, 2);

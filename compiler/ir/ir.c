@@ -100,8 +100,8 @@ float scalar_op_eval(ScalarOp op, float a, float b, float c) {
     case SOP_LE: return a <= b ? 1.0f : 0.0f;
     case SOP_EQ: return a == b ? 1.0f : 0.0f;
     case SOP_NE: return a != b ? 1.0f : 0.0f; /* true when either is NaN (IEEE) */
-    case SOP_MAX: return a > b ? a : b;
-    case SOP_MIN: return a < b ? a : b;
+    case SOP_MAX: return a != a || b != b ? a + b : a > b ? a : b; /* a NaN wins (a + b is one) */
+    case SOP_MIN: return a != a || b != b ? a + b : a < b ? a : b;
     case SOP_MOD: return floor_mod(a, b);
     case SOP_RELU_GATE: return a > 0.0f ? b : 0.0f;
     case SOP_SAT01_GATE: return a > 0.0f && a < 1.0f ? b : 0.0f;
@@ -160,8 +160,8 @@ double ir_f64_op_eval(ScalarOp op, double a, double b, double c) {
     case SOP_LE: return a <= b ? 1.0 : 0.0;
     case SOP_EQ: return a == b ? 1.0 : 0.0;
     case SOP_NE: return a != b ? 1.0 : 0.0;
-    case SOP_MAX: return a > b ? a : b;
-    case SOP_MIN: return a < b ? a : b;
+    case SOP_MAX: return a != a || b != b ? a + b : a > b ? a : b;
+    case SOP_MIN: return a != a || b != b ? a + b : a < b ? a : b;
     case SOP_MOD: return floor_mod_f64(a, b);
     case SOP_RELU_GATE: return a > 0.0 ? b : 0.0;
     case SOP_SAT01_GATE: return a > 0.0 && a < 1.0 ? b : 0.0;

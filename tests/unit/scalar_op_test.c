@@ -75,6 +75,11 @@ static void check_i32_division(void) {
 }
 
 int main(void) {
+    expect(SOP_MAX, NAN, 1.0f, NAN, "max(NaN, 1) = NaN");
+    expect(SOP_MAX, 1.0f, NAN, NAN, "max(1, NaN) = NaN");
+    expect(SOP_MIN, NAN, 1.0f, NAN, "min(NaN, 1) = NaN");
+    expect(SOP_MIN, -INFINITY, NAN, NAN, "min(-inf, NaN) = NaN");
+    expect(SOP_MAX, 2.0f, 1.0f, 2.0f, "max(2, 1) = 2");
     expect(SOP_RELU, NAN, 0.0f, NAN, "relu(NaN) = NaN");
     expect(SOP_RELU, -NAN, 0.0f, NAN, "relu(-NaN) = NaN");
     expect(SOP_RELU, -1.0f, 0.0f, 0.0f, "relu(-1) = +0");
