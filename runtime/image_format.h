@@ -130,7 +130,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * Version 10 put the buffer's flags in the byte after is_virtual (TSR_BUFFER_FLAG_STATE).
  * Version 11 added each buffer's element type after its flags (TSR_DTYPE_*).  Version 12 added a
  * data set's `bound`: when positive, its values are positions of a gathered axis of that many
- * cells (an embedding's rows), each of which must be a whole number in 0 … bound-1; the runtime
+ * cells (an embedding's rows, or the classes a target id picks), each of which must be a whole number in 0 … bound-1; the runtime
  * checks them when it produces the set (and the token file of random windows).  Version 13 added
  * REDUCE, an action that a routine's code runs (tsr_state_action from inside the routine, between
  * two of its kernels) rather than main: every buffer in `ref` becomes the mean over the processes

@@ -286,7 +286,7 @@ static int check_positions(const tsr_state *s, const DataSet *d, const tsr_run_a
         if (d->tokens.tokens[i] < 0 || d->tokens.tokens[i] >= d->bound)
             return tsr_error(TSR_ERR_DATA, "data '%s': '%s': token %" PRId32 " (the file's token %" PRId64 ", from 0) is "
                              "not below %" PRId64 ": the ids are positions of a gathered axis of %" PRId64 " cells (an "
-                             "embedding's rows)", d->name, d->path, d->tokens.tokens[i], i, d->bound, d->bound);
+                             "embedding's rows, or the classes a target id picks)", d->name, d->path, d->tokens.tokens[i], i, d->bound, d->bound);
     for (uint32_t f = 0; f < d->field_count; f++) {
         const Buffer *b = &s->model->buffers[d->fields[f]];
         const float *cells = s->buffers[d->fields[f]];
@@ -301,7 +301,8 @@ static int check_positions(const tsr_state *s, const DataSet *d, const tsr_run_a
             if (tsr_dtype_integer(b->dtype)) snprintf(value, sizeof value, "%" PRId64, tsr_cell_integer(cells, b->dtype, c));
             else snprintf(value, sizeof value, "%g", v);
             return tsr_error(TSR_ERR_DATA, "data '%s'%s%s%s: cell %s holds %s, which is not a whole number below %" PRId64
-                             ": the values are positions of a gathered axis of %" PRId64 " cells (an embedding's rows)",
+                             ": the values are positions of a gathered axis of %" PRId64 " cells (an embedding's rows, "
+                             "or the classes a target id picks)",
                              d->name, path && *path ? ": '" : "", path && *path ? path : "", path && *path ? "'" : "",
                              at, value, d->bound, d->bound);
         }
