@@ -911,6 +911,32 @@ static void warn_result_only_labels(Arena *arena, const Spec *spec) {
                       "result, so they are summed", summed);
         diag_note(l->first_in_result, "for a new axis on purpose, write '_' in its place");
     }
+    /* The same of a named row variable: one written only in the result takes its axes from
+     * elsewhere, and one written only in the operands is summed away; together, most often a
+     * misspelling ("b | ..r.. => b | ..s.."). */
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+        const SpecRowVar *v = &spec->lhs.rows[k].row_var;
+        if (v->kind != SPEC_ROWVAR_NAMED) continue;
+        bool in_operands = false;
+        const char *summed = NULL;
+        for (uint32_t i = 0; i < spec->rhs_count; i++)
+            for (int j = 0; j < SPEC_ROW_KINDS; j++) {
+                const SpecRowVar *w = &spec->rhs[i].rows[j].row_var;
+                if (w->kind != SPEC_ROWVAR_NAMED) continue;
+                if (strcmp(w->name, v->name) == 0) in_operands = true;
+                bool in_result = false;
+                for (int r = 0; r < SPEC_ROW_KINDS; r++)
+                    in_result |= spec->lhs.rows[r].row_var.kind == SPEC_ROWVAR_NAMED &&
+                                 strcmp(spec->lhs.rows[r].row_var.name, w->name) == 0;
+                if (!in_result && !summed) summed = w->name;
+            }
+        if (in_operands) continue;
+        diag_warning(v->span, "row variable '..%s..' occurs only in the result: its axes come from elsewhere (none "
+                     "if nothing gives them)", v->name);
+        if (summed)
+            diag_note(v->span, "did you mean '..%s..'? it occurs in the operands but not in the result, so its axes "
+                      "are summed", summed);
+    }
 }
 
 Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len) {
