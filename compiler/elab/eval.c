@@ -173,6 +173,11 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             uint32_t m = 0;
             for (uint32_t a = pos; a < count; a++)
                 if (!args[a].label) more[m++] = args[a];
+            if (result->kind != V_CLOSURE && result->kind != V_CODE && result->kind != V_BUILTIN &&
+                result->kind != V_OPERATOR)
+                return fail(more[0].span, "%s%s%s is given %u argument%s more than it takes: it returns %s, which "
+                            "takes none", c->fn_name ? "'" : "", c->fn_name ? c->fn_name : "this function",
+                            c->fn_name ? "'" : "", rest, rest == 1 ? "" : "s", kind_noun(result));
             return apply(e, result, more, m, span);
         }
         const Node *p = c->params[c->next];
