@@ -309,10 +309,18 @@ static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t 
     if (e->kind == AE_CONST) {
         double limit = type == TSR_DTYPE_I64 ? 0x1p63 : 0x1p31;
         if (e->value != floor(e->value) || e->value < -limit || e->value >= limit) {
-            diag_error(a->span, "%s computes on %s values with the number %g, which is not an %s", a->what, word,
-                       e->value, word);
-            diag_note(a->span, "convert the %s values with to_f%s first to compute with fractions", word,
-                      type == TSR_DTYPE_I64 ? "64" : "32");
+            bool whole = e->value == floor(e->value);
+            diag_error(a->span, whole ? "%s computes on %s values with the number %.0f, which is not an %s%s"
+                                      : "%s computes on %s values with the number %.17g, which is not an %s%s",
+                       a->what, word, e->value, word, whole ? ": it is beyond the type's range" : "");
+            if (!whole)
+                diag_note(a->span, "convert the %s values with to_f%s first to compute with fractions", word,
+                          type == TSR_DTYPE_I64 ? "64" : "32");
+            else if (type == TSR_DTYPE_I32)
+                diag_note(a->span, "convert the i32 values with to_i64 first to compute beyond 2^31");
+            else
+                diag_note(a->span, "a number is a double: a written integer beyond 2^53 is rounded, and 2^63 and "
+                          "beyond are no i64");
             b->failed = true;
             return false;
         }
