@@ -571,6 +571,17 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         Value *times = lookup_operator(e, env, "*.");
         if (times) opv = times;
     }
+    if (tensors && opv) /* the operand that is no tensor, where it is written */
+        for (int k = 0; k < 2; k++) {
+            const Value *x = k ? b : a;
+            const Node *at = k ? n->b : n->a;
+            if (x->kind == V_TENSOR || is_number(x) || x->kind == V_OPTION || x->kind == V_INDEX) continue;
+            Value *err = fail(at->span, "'%s' needs a tensor here, but this is %s", op, kind_noun(x));
+            if (at->kind == NODE_VAR && (x->kind == V_LIST || x->kind == V_ARRAY || x->kind == V_TUPLE))
+                diag_note(at->span, "'%s' was made by a plain 'let', where a list stays a list: in a let%%op "
+                          "definition it is a tensor literal", at->name);
+            return err;
+        }
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
         /* A number operand is a scalar literal where it is written. */
