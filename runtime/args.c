@@ -71,7 +71,7 @@ static void print_help(const Parser *p, uint64_t default_seed) {
            "fast (default), or ordered: the mean of several processes' gradients in rank order, the same bits each run");
     printf("  %-22s %s\n", "--check-replicas", "at the end, check that every process holds the same parameters");
     if (tsr_model_data_field(m, 0)) {
-        printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy or .csv; a token file for tokens), of the same shape;");
+        printf("  %-22s %s\n", "--data NAME=PATH", "read data NAME from PATH (.npy or .csv; a token file for tokens, any file for bytes), of the same shape;");
         printf("  %-22s NAME is one of:", "");
         for (uint32_t k = 0; tsr_model_data_field(m, k); k++) printf(" %s", tsr_model_data_field(m, k));
         printf("\n");

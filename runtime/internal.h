@@ -343,6 +343,8 @@ typedef struct tsr_tokens {
  * naming the item and the file (bad magic or version, a count the file does not hold, bytes
  * after the tokens, a uint32 token beyond int32), TSR_ERR_NOMEM.  *tokens is empty on failure. */
 int tsr_tokens_read(const char *path, const char *what, tsr_tokens *tokens);
+/* Every byte of the file at `path` as a token 0 … 255 (the `bytes` source). */
+int tsr_bytes_read(const char *path, const char *what, tsr_tokens *tokens);
 void tsr_tokens_free(tsr_tokens *tokens);
 /* How many sequential windows of `width` tokens the tokens hold (consecutive windows share one
  * token): (count - 1) / (width - 1), 0 when not even one. */

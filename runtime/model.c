@@ -86,13 +86,14 @@ enum { GPU_BLOCK_THREADS = 1024, GPU_BLOCK_Z = 64, GPU_GRID_YZ = 65535, GPU_PARA
 
 /* A print format as the compiler writes it: text, %%, and conversions %[flags][width][.precision]
  * followed by one of d i u x X o c f F e E g G a A (print_formatted builds each conversion from
- * these; anything else, %s or %n say, would read or write memory no argument gives). */
+ * these; anything else, %n say, would read or write memory no argument gives), or a bare %s,
+ * which print_formatted writes itself from a buffer's cells (never through printf). */
 static bool valid_format(const char *f) {
     for (; *f; f++) {
         if (*f != '%') continue;
         if (*++f == '%') continue;
         size_t n = strspn(f, "-+ #0123456789.");
-        if (n > 30 || !f[n] || !strchr("diuxXocfFeEgGaA", f[n])) return false;
+        if (n > 30 || !f[n] || (!strchr("diuxXocfFeEgGaA", f[n]) && !(f[n] == 's' && n == 0))) return false;
         f += n;
     }
     return true;
@@ -469,7 +470,7 @@ int tsr_state_buffer_dtype(const tsr_state *s, uint32_t buffer) {
 bool tsr_model_token_windows(const tsr_model *m, uint32_t buffer, tsr_token_windows *windows) {
     for (uint32_t i = 0; m && i < m->data_count; i++) {
         const DataSet *d = &m->data[i];
-        if (d->fields[0] == buffer && d->tokens.tokens && !strcmp(d->generator, "tokens")) {
+        if (d->fields[0] == buffer && d->tokens.tokens && (!strcmp(d->generator, "tokens") || !strcmp(d->generator, "bytes"))) {
             bool split = d->sharded && tsr_dist_size() > 1;
             *windows = (tsr_token_windows){&d->tokens, d->name, d->path, (uint64_t)d->seed, split ? tsr_dist_rank() : 0,
                                            split ? tsr_dist_size() : 1};

@@ -117,7 +117,8 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
     }
     tsr_tokens_free(&d->tokens);
     tsr_tokens tokens;
-    int status = tsr_tokens_read(d->path, d->name, &tokens);
+    int status = strcmp(d->generator, "bytes") == 0 ? tsr_bytes_read(d->path, d->name, &tokens)
+                                                     : tsr_tokens_read(d->path, d->name, &tokens);
     int64_t width = b->dims[b->rank - 1];
     if (status == TSR_OK && b->size_symbol >= 0) {
         int64_t per_index = width > 0 ? b->row_cells / width : 0, windows = tsr_tokens_window_count(&tokens, width);
@@ -163,7 +164,7 @@ static const char *data_override(const tsr_state *s, uint32_t buffer, const tsr_
 
 static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
     const tsr_model *m = s->model;
-    if (!strcmp(d->generator, "tokens"))
+    if (!strcmp(d->generator, "tokens") || !strcmp(d->generator, "bytes"))
         return d->field_count == 1 ? produce_tokens(s, d, data_override(s, d->fields[0], args))
                                    : tsr_error(TSR_ERR_IMAGE, "data '%s': malformed", d->name);
     float *f0 = s->buffers[d->fields[0]];
@@ -676,7 +677,15 @@ static void print_formatted(FILE *out, const tsr_state *s, const Print *p) {
         while (*f && strchr("-+ #0123456789.", *f) && n < sizeof spec - 4) spec[n++] = *f++;
         char conv = *f ? *f++ : 'g';
         const PrintArg *a = next < p->arg_count ? &p->args[next++] : NULL;
-        if (conv == 'c') {
+        if (conv == 's') { /* a tensor's cells as bytes: a whole number 0 … 255 is that byte, else U+FFFD */
+            uint8_t dtype = a && a->kind == TSR_ARG_BUFFER ? s->model->buffers[a->ref].dtype : TSR_DTYPE_F32;
+            int64_t cells = a && a->kind == TSR_ARG_BUFFER && s->buffers[a->ref] ? s->model->buffers[a->ref].size : 0;
+            for (int64_t c = 0; c < cells; c++) {
+                double v = tsr_cell_value(s->buffers[a->ref], dtype, c);
+                if (v >= 0 && v <= 255 && v == (double)(int)v) fputc((int)v, out);
+                else fputs("\xef\xbf\xbd", out);
+            }
+        } else if (conv == 'c') {
             spec[n] = 0;
             print_character(out, spec, a ? arg_int(s, a) : 0);
         } else if (strchr("diuxXo", conv)) {

@@ -19,6 +19,9 @@
  * sequential window k·N + r, or the random window that row k·N + r of one process's draw of N
  * times the rows would get.
  *
+ * The `bytes` source is the same windows of any file, its bytes the tokens (0 … 255): a text file
+ * read byte by byte, for a byte-level model (tsr_bytes_read).
+ *
  * Requires data.c (tsr_data_open) and rng.c; nothing else of the runtime. */
 #include <errno.h>
 #include <inttypes.h>
@@ -119,6 +122,32 @@ int tsr_tokens_read(const char *path, const char *what, tsr_tokens *tokens) {
         return status;
     }
     *tokens = (tsr_tokens){out, count};
+    return TSR_OK;
+}
+
+int tsr_bytes_read(const char *path, const char *what, tsr_tokens *tokens) {
+    if (!tokens) return tsr_error(TSR_ERR_ARGUMENT, "data loader: NULL tokens");
+    *tokens = (tsr_tokens){0};
+    FILE *file;
+    int64_t size = 0;
+    int status = tsr_data_open(path, what, &file, &size);
+    if (status != TSR_OK) return status;
+    int32_t *out = malloc((size_t)(size ? size : 1) * sizeof *out);
+    unsigned char *chunk = malloc(TOKEN_CHUNK);
+    if (!out || !chunk)
+        status = tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory for the %" PRId64 " bytes of '%s'", what, size, path);
+    for (int64_t done = 0; done < size && status == TSR_OK;) {
+        int64_t n = size - done < TOKEN_CHUNK ? size - done : TOKEN_CHUNK;
+        status = read_exactly(file, chunk, (size_t)n, what, path);
+        for (int64_t i = 0; i < n && status == TSR_OK; i++) out[done++] = chunk[i];
+    }
+    free(chunk);
+    fclose(file);
+    if (status != TSR_OK) {
+        free(out);
+        return status;
+    }
+    *tokens = (tsr_tokens){out, size};
     return TSR_OK;
 }
 

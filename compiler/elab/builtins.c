@@ -232,9 +232,9 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
             if (x->kind == V_RUNTIME_SIZE) { /* a .npy file's length: named after the item later */
-                if (strcmp(fn, "npy") != 0 && strcmp(fn, "tokens") != 0) {
-                    diag_error(a->span, "~%s of '%s' cannot be a run-time size '?': only a .npy file or a token file "
-                               "gives its length when the program runs", labels[k], fn);
+                if (strcmp(fn, "npy") != 0 && strcmp(fn, "tokens") != 0 && strcmp(fn, "bytes") != 0) {
+                    diag_error(a->span, "~%s of '%s' cannot be a run-time size '?': only a .npy file, a token file "
+                               "or a text file gives its length when the program runs", labels[k], fn);
                     return false;
                 }
                 dims[i] = runtime_size_dim(e, a->span, fn, labels[k][0], i, n, false);
@@ -269,7 +269,7 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
 
 /* A tokens item's shape (written, so closed): rows of windows, the last axis a window's tokens,
  * at least 2 (a window holds the inputs and, one on, their targets).  False when reported. */
-static bool check_token_windows(const Shape *shape, Arg *args, uint32_t count, Span span) {
+static bool check_token_windows(const char *fn, const Shape *shape, Arg *args, uint32_t count, Span span) {
     uint32_t axes = 0;
     Dim last = {0};
     for (int k = 0; k < ROW_KINDS; k++) {
@@ -279,13 +279,13 @@ static bool check_token_windows(const Shape *shape, Arg *args, uint32_t count, S
     const Arg *o = find_arg(args, count, "o");
     Span at = o ? o->span : span;
     if (axes < 2) {
-        diag_error(at, "'tokens' makes rows of windows: it needs a window's axis and at least one axis of windows "
-                   "(~b:[8] ~o:[65]: 8 windows of 65 tokens)");
+        diag_error(at, "'%s' makes rows of windows: it needs a window's axis and at least one axis of windows "
+                   "(~b:[8] ~o:[65]: 8 windows of 65 tokens)", fn);
         return false;
     }
     if (!last.var && !last.runtime && last.size < 2) {
-        diag_error(at, "a window of %u token%s is too short: the last axis of 'tokens' holds a window's inputs and the "
-                   "next token, at least 2", last.size, last.size == 1 ? "" : "s");
+        diag_error(at, "a window of %u token%s is too short: the last axis of '%s' holds a window's inputs and the "
+                   "next token, at least 2", last.size, last.size == 1 ? "" : "s", fn);
         return false;
     }
     return true;
@@ -293,9 +293,10 @@ static bool check_token_windows(const Shape *shape, Arg *args, uint32_t count, S
 
 /* npy "file.npy" / csv "file.csv" / range / uniform ~seed, each with ~b ~i ~o (and ~dtype but for
  * uniform): one tensor.  tokens "file.bin" ~b ~o (~windows ~seed): an i32 tensor of windows of a
- * token file (docs/language.md §3.2.6). */
+ * token file; bytes "file.txt", the same of any file, each byte a token 0 … 255
+ * (docs/language.md §3.2.6). */
 static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, Span span) {
-    bool tokens = strcmp(fn, "tokens") == 0;
+    bool tokens = strcmp(fn, "tokens") == 0 || strcmp(fn, "bytes") == 0;
     bool file = strcmp(fn, "npy") == 0 || strcmp(fn, "csv") == 0 || tokens;
     bool seeded = strcmp(fn, "uniform") == 0;
     if (!check_labels(args, count, fn, seeded ? "~seed ~b ~i ~o ~dtype" : tokens ? "~b ~o ~windows ~seed" : "~b ~i ~o ~dtype", file))
@@ -312,14 +313,14 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
         const Arg *w = find_arg(args, count, "windows");
         bool random = w && w->value->kind == V_STRING && strcmp(w->value->as.str.text, "random") == 0;
         if (w && !random && (w->value->kind != V_STRING || strcmp(w->value->as.str.text, "sequential") != 0))
-            return fail(w->span, "~windows of 'tokens' is \"sequential\" (the file's windows in order, each starting "
+            return fail(w->span, "~windows of '%s' is \"sequential\" (the file's windows in order, each starting "
                         "where the last one's targets end) or \"random\" (windows starting anywhere, drawn anew by "
-                        "each shuffle)");
+                        "each shuffle)", fn);
         d->count = random;
         if (!int_arg(args, count, "seed", span, fn, 0, false, &d->seed)) return &error_value;
         if (find_arg(args, count, "seed") && !random)
-            return fail(find_arg(args, count, "seed")->span, "~seed of 'tokens' draws random windows: it needs "
-                        "~windows:\"random\"");
+            return fail(find_arg(args, count, "seed")->span, "~seed of '%s' draws random windows: it needs "
+                        "~windows:\"random\"", fn);
     }
     if (file) {
         if (count == 0 || args[0].label || args[0].value->kind != V_STRING)
@@ -332,7 +333,7 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
     if (seeded && !int_arg(args, count, "seed", span, fn, 0, false, &d->seed)) return &error_value;
     Shape shape;
     if (!source_shape(e, fn, args, count, span, &shape)) return &error_value;
-    if (tokens && !check_token_windows(&shape, args, count, span)) return &error_value;
+    if (tokens && !check_token_windows(fn, &shape, args, count, span)) return &error_value;
     Tensor *t = data_tensor(e, d, 0, span);
     t->shape = shape;
     t->dtype = dtype;
@@ -347,6 +348,9 @@ static Value *single_source(Elab *e, const char *fn, Arg *args, uint32_t count, 
 static Value *builtin_npy(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "npy", args, count, span); }
 static Value *builtin_tokens(Elab *e, Arg *args, uint32_t count, Span span) {
     return single_source(e, "tokens", args, count, span);
+}
+static Value *builtin_bytes(Elab *e, Arg *args, uint32_t count, Span span) {
+    return single_source(e, "bytes", args, count, span);
 }
 static Value *builtin_csv(Elab *e, Arg *args, uint32_t count, Span span) { return single_source(e, "csv", args, count, span); }
 static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
@@ -579,6 +583,7 @@ static const BuiltinEntry builtins[] = {
     {"spirals", builtin_spirals},
     {"npy", builtin_npy},
     {"tokens", builtin_tokens},
+    {"bytes", builtin_bytes},
     {"csv", builtin_csv},
     {"range", builtin_range},
     {"uniform", builtin_uniform},

@@ -190,6 +190,7 @@ typedef struct PrintArg {
     Tensor *tensor;     /* PARG_TENSOR */
     bool grad;          /* PARG_TENSOR: its gradient (`print p.grad`), not its values */
     bool wants_float;   /* its conversion is a floating one (%f %g …) */
+    bool text;          /* %s: a tensor of any number of cells, printed as bytes */
     const char *conversion; /* that conversion, in the format (conversion_len bytes) */
     int conversion_len;
     bool float_option;  /* PARG_OPTION: the option is a number, not an integer */

@@ -73,9 +73,20 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
             j++;
             if (!format_field(fmt, fmt->len, &j, "precision")) return false;
         }
-        if (j - i > 24 || j >= fmt->len || !strchr("diuxXocfFeEgGaA", f[j])) {
+        if (j - i > 24 || j >= fmt->len || !strchr("diuxXocfFeEgGaAs", f[j])) {
             diag_error(fmt->span, "bad conversion in the format of 'print' at '%.*s': use %%d, %%x, %%c for integers, "
-                       "%%f, %%e, %%g for numbers, %%%% for a percent sign", (int)(j < fmt->len ? j - i + 1 : j - i), f + i);
+                       "%%f, %%e, %%g for numbers, %%s for a tensor of bytes, %%%% for a percent sign",
+                       (int)(j < fmt->len ? j - i + 1 : j - i), f + i);
+            return false;
+        }
+        if (f[j] == 's' && j != i + 1) {
+            diag_error(fmt->span, "the conversion '%%s' prints a tensor's cells as bytes: it takes no flag, width or "
+                       "precision ('%.*s')", (int)(j - i + 1), f + i);
+            return false;
+        }
+        if (f[j] == 's' && used < count && (args[used].kind != PARG_TENSOR || args[used].grad)) {
+            diag_error(args[used].span, "%%s prints a tensor's cells as bytes (a text, as a byte-level model samples "
+                       "it), but this is %s", args[used].grad ? "a gradient" : "a number");
             return false;
         }
         size_t after_minus = i + 1 + strspn(f + i + 1, "-");
@@ -100,7 +111,8 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
             const Tensor *t = args[used].kind == PARG_TENSOR ? args[used].tensor : NULL;
             bool float_tensor = t && (args[used].grad || (t->kind != TENSOR_OP && t->kind != TENSOR_SLICE && t->kind != TENSOR_CONSTANT &&
                                                            !tsr_dtype_integer(t->dtype)));
-            if (!args[used].wants_float && (float_tensor || args[used].kind == PARG_FLOAT ||
+            args[used].text = f[j] == 's';
+            if (!args[used].wants_float && !args[used].text && (float_tensor || args[used].kind == PARG_FLOAT ||
                                             (args[used].kind == PARG_OPTION && args[used].float_option))) {
                 diag_error(args[used].span, "the format's conversion '%.*s' is for an integer, but this is a number; "
                            "use %%f, %%e or %%g", (int)(j - i + 1), f + i);

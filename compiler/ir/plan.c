@@ -63,12 +63,12 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
                 diag_error(a->span, "this tensor has no values to print (nothing computes or holds it)");
                 return false;
             }
-            if (m->format && !a->wants_float && !ir_dtype_integer(ir->buffers[b].dtype)) {
+            if (m->format && !a->wants_float && !a->text && !ir_dtype_integer(ir->buffers[b].dtype)) {
                 diag_error(a->span, "the format's conversion '%.*s' is for an integer, but this tensor holds %s numbers; "
                            "use %%f, %%e or %%g", a->conversion_len, a->conversion, ir_dtype_word(ir->buffers[b].dtype));
                 return false;
             }
-            if (m->format && ir->buffers[b].size != 1) {
+            if (m->format && !a->text && ir->buffers[b].size != 1) {
                 diag_error(a->span, "a number in a format is one cell, but this tensor has shape %s (%llu cells); "
                            "print it as a grid with print x, or reduce it first",
                            ir->buffers[b].shape_text, (unsigned long long)ir->buffers[b].size);
