@@ -246,7 +246,10 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
     Value *size = eval(e, app->list.items[1], env, MODE_VALUE);
     if (size->kind == V_ERROR) return size;
     if (size->kind != V_INT || size->as.i < 1 || size->as.i > INT32_MAX)
-        return fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive integer");
+        return size->kind == V_INT ? fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive "
+                                          "integer below 2^31, but this is %lld", (long long)size->as.i)
+                                   : fail(app->list.items[1]->span, "the size given to 'set_dim' must be a positive "
+                                          "integer below 2^31, but this is %s", kind_noun(size));
     Dim d = scope_dim(e, current_scope(e), name->name, name->span)->dim;
     OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
     Equation sizing = {current_scope(e), {name, NULL}, app->span, o};
@@ -754,6 +757,9 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
             diag_note(n->span, "did you mean '.%s'?", near);
             return err;
         }
+        if (strcmp(n->name, "value") == 0)
+            return fail(n->span, "'.value' names a tensor's values in %%cd code; in a tensor expression the tensor "
+                        "itself is its value");
         return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
                     "routines, not in a tensor expression", n->name);
     }

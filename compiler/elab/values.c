@@ -176,8 +176,13 @@ bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out) {
                 *out = i;
                 return true;
             }
-    diag_error(span, "the element type of %s is \"f32\", \"f64\", \"bf16\", \"f16\", \"i32\", \"i64\", \"u8\" or \"bool\"%s",
-               what, v->kind == V_STRING ? "" : ", a string");
+    diag_error(span, "the element type of %s must be one of \"f32\", \"f64\", \"bf16\", \"f16\", \"i32\", \"i64\", \"u8\" "
+               "or \"bool\", but this is %s", what, v->kind == V_STRING ? "another string" : kind_noun(v));
+    static const char *const numpy_names[][2] = {{"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"},
+                                                 {"bfloat16", "bf16"}, {"int32", "i32"}, {"int64", "i64"},
+                                                 {"uint8", "u8"}, {"float", "f32"}, {"double", "f64"}, {"int", "i32"}};
+    for (size_t i = 0; v->kind == V_STRING && i < sizeof numpy_names / sizeof *numpy_names; i++)
+        if (strcmp(v->as.str.text, numpy_names[i][0]) == 0) diag_note(span, "did you mean \"%s\"?", numpy_names[i][1]);
     return false;
 }
 
