@@ -305,6 +305,8 @@ uint32_t name_hash(const char *name);
 Value *lookup_global(Elab *e, const char *name, uint32_t gen);
 Value *lookup(Elab *e, Env *env, const char *name);
 const char *closest_in_scope(Elab *e, Env *env, const char *name);
+/* For a data set used as a tensor: a note listing its fields (moons.points, moons.labels). */
+void note_data_fields(Elab *e, const Value *v, Span span);
 const char *closest_in_module(Elab *e, const char *module, const char *name);
 /* Whether loading module `name` reported an error (elab.c). */
 bool module_failed(const Elab *e, const char *name);

@@ -466,6 +466,7 @@ static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
             return bool_value(e, op[0] == '=' ? eq : !eq);
         }
         Value *err = fail(span, "'%s' is not defined on %s and %s", op, kind_noun(a), kind_noun(b));
+        note_data_fields(e, a->kind == V_DATASET ? a : b, span);
         if (strcmp(op, "-") == 0 && (a->kind == V_CLOSURE || a->kind == V_BUILTIN || a->kind == V_OPERATOR) &&
             is_number(b))
             diag_note(span, "'f -1' subtracts 1 from f; a negative argument goes in parentheses: f (-1)");
@@ -580,6 +581,7 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
             const Node *at = k ? n->b : n->a;
             if (x->kind == V_TENSOR || is_number(x) || x->kind == V_OPTION || x->kind == V_INDEX) continue;
             Value *err = fail(at->span, "'%s' needs a tensor here, but this is %s", op, kind_noun(x));
+            note_data_fields(e, x, at->span);
             if (at->kind == NODE_VAR && (x->kind == V_LIST || x->kind == V_ARRAY || x->kind == V_TUPLE))
                 diag_note(at->span, "'%s' was made by a plain 'let', where a list stays a list: in a let%%op "
                           "definition it is a tensor literal", at->name);

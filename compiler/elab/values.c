@@ -218,6 +218,18 @@ Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis) {
     return t;
 }
 
+void note_data_fields(Elab *e, const Value *v, Span span) {
+    if (v->kind != V_DATASET || !v->as.dataset.count) return;
+    const char *name = v->as.dataset.source ? v->as.dataset.source->name : v->as.dataset.name;
+    char list[256] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < v->as.dataset.count && used < sizeof list - 64; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s.%s", i ? ", " : "", name ? name : "data",
+                                 v->as.dataset.fields[i].name);
+    (void)e;
+    diag_note(span, "a data set's tensors are its fields: %s", list);
+}
+
 Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     switch (v->kind) {
     case V_TENSOR: return v->as.tensor;
@@ -227,6 +239,7 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     case V_ERROR: return NULL;
     default:
         diag_error(span, "%s needs a tensor here, but this is %s", what, kind_noun(v));
+        note_data_fields(e, v, span);
         if (v->kind == V_INDEX)
             diag_note(span, "'!@%s' is the value of '%s' as a one-cell tensor", v->as.index.name, v->as.index.name);
         return NULL;
