@@ -507,6 +507,13 @@ run_tsrc --check "$TMP/cyc/self.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"
 then pass "modules: a program that opens its own file is an error"
 else fail "modules: a program that opens its own file is an error" "exit $(status)" "$TMP/err"; fi
+printf 'let g = 1\n' >"$TMP/cyc/Upper.tsr"
+printf 'open Upper\nlet a = g\n' >"$TMP/cyc/upper_user.tsr"
+run_tsrc --check "$TMP/cyc/upper_user.tsr"
+if [ "$(status)" = 1 ] && grep -q "note: '.*/Upper.tsr' exists, but module Upper is read from 'upper.tsr'" "$TMP/err" &&
+   grep -q "module 'Upper' did not load" "$TMP/err"
+then pass "modules: a module file named as the module is written gets a note; its names too"
+else fail "modules: a module file named as the module is written gets a note; its names too" "exit $(status)" "$TMP/err"; fi
 
 # The command line.
 run_tsrc --no-such-flag x.tsr

@@ -23,6 +23,7 @@
 
 #include <ctype.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -137,6 +138,15 @@ static void load_module_once(Elab *e, const char *name, Span span) {
         diag_error(span, "module '%s' not found: no '%s' in the standard library%s", name, file,
                    e->options && e->options->include_count ? ", the -I directories or beside the program"
                                                             : " or beside the program (add directories with -I)");
+        for (int i = -1; i < (e->options ? e->options->include_count : 0); i++) { /* Upper.tsr for Upper */
+            const char *dir = i < 0 ? e->main_dir : e->options->include_dirs[i];
+            const char *as_written = arena_printf(e->arena, "%s/%s.tsr", dir, name);
+            if (access(as_written, F_OK) == 0) {
+                diag_note(span, "'%s' exists, but module %s is read from '%s': its name with the first letter in "
+                          "lower case", as_written, name, file);
+                break;
+            }
+        }
         return;
     }
     Module *m = parse_module(src, e->arena);
