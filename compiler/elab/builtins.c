@@ -386,6 +386,11 @@ static Value *builtin_is_tensor(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_TENSOR);
 }
 
+static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_number' takes one value: is_number x");
+    return bool_value(e, is_number(args[0].value));
+}
+
 /* dtype_of t: the element type declared for t, "f32", "f64", "bf16", "f16" or "i32" — a
  * parameter's, an input's, a data item's or a state tensor's (written, or f32), and f32 for a
  * number or a constant.  An operation's type is inferred from its forward code after the
@@ -591,6 +596,7 @@ static const BuiltinEntry builtins[] = {
     {"params", builtin_params},
     {"length", builtin_length},
     {"is_tensor", builtin_is_tensor},
+    {"is_number", builtin_is_number},
     {"dtype_of", builtin_dtype_of},
     {"nth", builtin_nth},
     {"init", builtin_init},
