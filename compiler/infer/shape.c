@@ -415,6 +415,12 @@ void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     diag_note(s->origins[o].span, "%s: %s", msg, s->origins[o].what);
+    /* A place in the standard library: which of the user's applications made it. */
+    const Origin *g = &s->origins[o];
+    Span said = s->error_call; /* the error already points there */
+    if (g->call.file && span_in_stdlib(g->span) && !span_in_stdlib(g->call) &&
+        !(said.file == g->call.file && said.start == g->call.start && said.end == g->call.end))
+        diag_note(g->call, "which the standard library's code made in this application");
 }
 
 /* Report an error of constraint `why` whose two sides come from origins side_a and side_b. */
@@ -426,6 +432,7 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     va_end(ap);
     s->errors++;
     const Origin *o = &s->origins[why];
+    s->error_call = o->call;
     if (o->cycled) diag_drop_next();
     /* The same constraint of a function body may fail in several applications: it is one
      * error when both sides come from the same places (the body's own literals), and one per

@@ -224,6 +224,7 @@ struct ShapeSolver {
     uint32_t cross_ref_count, cross_ref_cap;
     Trial trial;          /* close_crossings: reused by every trial */
     unsigned errors;
+    Span error_call; /* the user application the last error reported points at (error_at) */
     Span context;              /* shape_set_context */
     const char *context_name;
     const CallFrame *calls;    /* shape_push_call */
