@@ -1,7 +1,9 @@
 /* checkpoint.c — a model's parameters as a NumPy .npz file (docs/runtime.md §14).
  *
  * A checkpoint of every parameter (no list) holds the training state too: every state tensor of
- * code (TSR_BUFFER_FLAG_STATE: optimisers' moments and step counts) and the run counters
+ * code (TSR_BUFFER_FLAG_STATE: optimisers' moments and step counts, and the working parameters
+ * the compiler marks so: a sample buffer, a cache, which code writes and no backprop reaches) and
+ * the run counters
  * (tsrc.runs, tsrc.shuffles), so that a run loading it continues the run that saved it; on
  * loading, state arrays and counters the file lacks are left as they are, the counters only move
  * forward, and the shuffles are replayed (shuffle.c) to put the data in the saved run's order.
@@ -18,7 +20,9 @@
  * exists and is not a regular file (a device, a FIFO, a directory) is refused rather than
  * replaced.
  *
- * Loading reads the zip's central directory from the end of the file and, for each chosen buffer,
+ * Loading reads the zip's central directory from the end of the file, checks every entry against
+ * its member's local header (the same name, no NUL byte: a damaged name would make a member look
+ * like one the model does not need), and, for each chosen buffer,
  * member NAME.npy (with pread: memory is bounded by what the model's arrays need, whatever sizes
  * the file claims), checks every offset and size against the file, checks the CRC-32, and parses
  * the .npy through data.c (shape and dtype checked: a float dtype — float16, float32 or float64 —
