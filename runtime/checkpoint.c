@@ -3,10 +3,10 @@
  * A checkpoint of every parameter (no list) holds the training state too: every state tensor of
  * code (TSR_BUFFER_FLAG_STATE: optimisers' moments and step counts, and the working parameters
  * the compiler marks so: a sample buffer, a cache, which code writes and no backprop reaches) and
- * the run counters
- * (tsrc.runs, tsrc.shuffles), so that a run loading it continues the run that saved it; on
- * loading, state arrays and counters the file lacks are left as they are, the counters only move
- * forward, and the shuffles are replayed (shuffle.c) to put the data in the saved run's order.
+ * the run counters (tsrc.runs, tsrc.shuffles), so that a run loading it continues the run that
+ * saved it; on loading, state arrays and counters the file lacks are left as they are, the
+ * counters only move forward, and the shuffles are replayed (shuffle.c) to put the data in the
+ * saved run's order.
  *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
  * member NAME.npy of a zip archive: .npy format 1.0, little-endian, of the buffer's type's NumPy
