@@ -201,7 +201,10 @@ static bool spec_slot(Elab *e, SpecVars *sv, const SpecSlot *slot, Shape *out, c
     for (int k = 0; k < ROW_KINDS; k++) {
         OriginId o = origin(e, slot->rows[k].omitted ? slot->span : slot->rows[k].span,
                             "%s of the spec (%s axes%s)", what, logic_row_names[k],
-                            slot->rows[k].omitted ? ", not written: none" : "");
+                            !slot->rows[k].omitted ? ""
+                            : k == ROW_BATCH       ? ", not written: none; batch axes go before '|'"
+                            : k == ROW_INPUT       ? ", not written: none; input axes go before '->'"
+                                                   : ", not written: none");
         if (!spec_row(e, sv, &slot->rows[k], o, &out->rows[k])) return false;
     }
     return true;
