@@ -220,6 +220,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             if (!parse_integer(value, false, 0, INT64_MAX, &v))
                 return usage_error(p, "'--seed' needs a non-negative integer, not '%s'", value);
             p->seed = (uint64_t)v;
+            p->args.seed_given = true;
         } else if (strncmp(name, "threads", n) == 0) {
             if (!parse_integer(value, false, 1, 4096, &v))
                 return usage_error(p, "'--threads' needs a number of threads from 1 to 4096, not '%s'", value);

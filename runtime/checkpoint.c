@@ -3,10 +3,11 @@
  * A checkpoint of every parameter (no list) holds the training state too: every state tensor of
  * code (TSR_BUFFER_FLAG_STATE: optimisers' moments and step counts, and the working parameters
  * the compiler marks so: a sample buffer, a cache, which code writes and no backprop reaches) and
- * the run counters (tsrc.runs, tsrc.shuffles), so that a run loading it continues the run that
- * saved it; on loading, state arrays and counters the file lacks are left as they are, the
- * counters only move forward, and the shuffles are replayed (shuffle.c) to put the data in the
- * saved run's order.
+ * the run counters (tsrc.runs, tsrc.shuffles) and the seed (tsrc.seed), so that a run loading it
+ * continues the run that saved it; on loading, state arrays and counters the file lacks are left
+ * as they are, the counters only move forward, the seed comes with them unless the command line
+ * gave one (--seed), and the shuffles are replayed (shuffle.c) to put the data in the saved run's
+ * order.
  *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
  * member NAME.npy of a zip archive: .npy format 1.0, little-endian, of the buffer's type's NumPy
@@ -234,7 +235,7 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
  * counter) and each shuffle's runs (its permutation's), as float32 pairs (high, low) of 24 bits
  * each, exact up to 2^48 runs. */
 enum { COUNTER_BITS = 24 };
-static const char RUNS_ARRAY[] = "tsrc.runs", SHUFFLES_ARRAY[] = "tsrc.shuffles";
+static const char RUNS_ARRAY[] = "tsrc.runs", SHUFFLES_ARRAY[] = "tsrc.shuffles", SEED_ARRAY[] = "tsrc.seed";
 
 /* The next SHUFFLE action of main at or after action *k (then *k is past it), or NULL. */
 static tsr_action *next_shuffle(const tsr_state *s, uint32_t *k) {
@@ -264,6 +265,11 @@ static int put_counters(tsr_state *s, Writer *w, const char *path, Member *membe
     counter_pair(s->runs, runs);
     const int64_t runs_dims[1] = {2};
     int status = put_array(w, path, RUNS_ARRAY, runs, TSR_DTYPE_F32, 1, runs_dims, 2, members, member_count);
+    const int64_t seed_dims[1] = {1};
+    int64_t seed = (int64_t)s->seed; /* the bits of the uint64 */
+    if (status == TSR_OK)
+        status = put_array(w, path, SEED_ARRAY, (const float *)(const void *)&seed, TSR_DTYPE_I64, 1, seed_dims, 1,
+                           members, member_count);
     uint32_t n = shuffle_count(s);
     if (status != TSR_OK || n == 0) return status;
     float *pairs = malloc((size_t)n * 2 * sizeof *pairs);
@@ -358,7 +364,7 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
     int unsized = unsized_buffer(s, buffers, count, "write", path);
     if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);
-    Member *members = calloc((size_t)n + 3, sizeof *members); /* the buffers and the two counters */
+    Member *members = calloc((size_t)n + 4, sizeof *members); /* the buffers, the seed and the two counters */
     if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
     char *partial = NULL;
     int fd = create_beside(path, &partial);
@@ -582,8 +588,10 @@ static int counter_of(const float *pair, const char *path, const char *array, ui
 
 /* The run counters of a training checkpoint, when it has them (a checkpoint of parameters only
  * leaves them as they are): the routine runs into *runs, the shuffles' into *shuffles (malloc'd,
- * one per SHUFFLE action in order; NULL when the archive has none). */
-static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, uint64_t **shuffles) {
+ * one per SHUFFLE action in order; NULL when the archive has none), and the seed of the run that
+ * saved it into *seed (*has_seed false when the file has none: an earlier tsrc's). */
+static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, uint64_t **shuffles, uint64_t *seed,
+                         bool *has_seed) {
     unsigned char *data = NULL;
     size_t len = 0;
     float pair[2];
@@ -592,6 +600,15 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     if (status == TSR_OK && data)
         status = tsr_load_npy_member(data, len, pair, TSR_DTYPE_F32, 1, runs_dims, a->path, RUNS_ARRAY);
     if (status == TSR_OK && data) status = counter_of(pair, a->path, RUNS_ARRAY, runs);
+    free(data);
+    data = NULL;
+    int64_t seed_bits = 0;
+    const int64_t seed_dims[1] = {1};
+    if (status == TSR_OK) status = read_member(a, SEED_ARRAY, member_limit(1), true, &data, &len);
+    if (status == TSR_OK && data)
+        status = tsr_load_npy_member(data, len, &seed_bits, TSR_DTYPE_I64, 1, seed_dims, a->path, SEED_ARRAY);
+    *has_seed = status == TSR_OK && data;
+    *seed = (uint64_t)seed_bits;
     free(data);
     uint32_t n = shuffle_count(s);
     if (status != TSR_OK || n == 0) return status;
@@ -645,18 +662,23 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, fresh[b], dtype, rank, dims, path, name);
         free(data);
     }
-    uint64_t runs = s->runs;
+    uint64_t runs = s->runs, seed = s->seed;
     uint64_t *shuffles = NULL;
-    if (count == 0 && status == TSR_OK) status = read_counters(s, &archive, &runs, &shuffles);
+    bool has_seed = false;
+    if (count == 0 && status == TSR_OK) status = read_counters(s, &archive, &runs, &shuffles, &seed, &has_seed);
     for (uint32_t b = 0; fresh && b < n && status == TSR_OK; b++) /* a GPU state: the host copies are changed */
         if (fresh[b]) status = tsr_buffer_to_host(s, b, true);
     /* The run counters move forward only (resuming a run: the checkpoint's counts are at least
-     * this state's).  The data sets' rows are put in the order the saved run had reached by
-     * replaying its shuffles, which depend on the counts alone. */
+     * this state's), and the saved run's seed comes with them (the random key is the seed and the
+     * count) unless the command line chose one.  The data sets' rows are put in the order the
+     * saved run had reached by replaying its shuffles, which depend on the seed and the counts. */
+    bool resumes = runs > s->runs;
+    tsr_action *a;
+    for (uint32_t k = 0, j = 0; shuffles && (a = next_shuffle(s, &k)); j++) resumes |= shuffles[j] > a->runs;
+    if (status == TSR_OK && resumes && has_seed && !tsr_model_seed_given(s->model)) s->seed = seed;
     if (status == TSR_OK && runs > s->runs) s->runs = runs;
     /* A group's count is kept by its first statement (the others' are 0; a checkpoint of a tsrc
      * that counted each statement apart: their sum). */
-    tsr_action *a;
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++) {
         if (a->counter == k - 1) continue;
         uint32_t owner = 0; /* the ordinal of the group's first statement among the shuffles */

@@ -40,6 +40,7 @@ typedef struct tsr_run_args {
     const char *save;                      /* --save PATH, or NULL */
     bool reduce_ordered;                   /* --reduce=ordered: REDUCE with tsr_dist_mean_ordered */
     bool check_replicas;                   /* --check-replicas: compare the parameters at the end */
+    bool seed_given;                       /* --seed N: a checkpoint's seed is not taken on loading */
     uint32_t size_count;
     uint32_t *size_symbols;                /* --size NAME=N: the size symbols, in order */
     int64_t *size_values;
@@ -92,6 +93,8 @@ typedef struct tsr_series {
 
 /* Action `k` of the model, or NULL past the last. */
 tsr_action *tsr_model_action(const tsr_model *model, uint32_t k);
+/* Whether the run's command line chose the seed (--seed N): loading a checkpoint keeps it then. */
+bool tsr_model_seed_given(const tsr_model *model);
 /* Series `k` of the model (there is one per number RECORD and PLOT name), or NULL. */
 tsr_series *tsr_model_series(const tsr_model *model, uint32_t k);
 /* Whether buffer `buffer` is a state tensor of code (TSR_BUFFER_FLAG_STATE: an optimiser's

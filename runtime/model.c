@@ -446,6 +446,8 @@ int64_t tsr_model_size_at(const tsr_model *m, uint32_t k) {
 const tsr_gpu_section *tsr_model_gpu(const tsr_model *m) { return m ? m->gpu : NULL; }
 tsr_gpu *tsr_state_gpu(const tsr_state *s) { return s && s->model ? s->model->device : NULL; }
 tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }
+
+bool tsr_model_seed_given(const tsr_model *m) { return m && m->seed_given; }
 tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
 bool tsr_model_reduce_ordered(const tsr_model *m) { return m && m->reduce_ordered; }
 bool tsr_model_buffer_is_state(const tsr_model *m, uint32_t buffer) {

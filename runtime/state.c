@@ -404,6 +404,7 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
     if (args) {
         m->reduce_ordered = args->reduce_ordered;
         m->check_replicas = args->check_replicas;
+        m->seed_given = args->seed_given;
     }
     if (args && args->save && !(m->save_path = strdup(args->save))) {
         tsr_state_destroy(s);

@@ -45,13 +45,15 @@ d, printed = sys.argv[1], open(sys.argv[2]).read().split("\n")
 with zipfile.ZipFile(d + "/model.npz") as z:
     assert z.testzip() is None, "a CRC-32 does not match"
 m = np.load(d + "/model.npz")
-# Every parameter, and the run counter of the training state (the program has no optimiser state):
-# tsrc.runs holds (high, low) 24-bit halves of the count of routine runs.
-assert sorted(m.files) == ["b1", "tsrc.runs", "w1", "w2"], m.files
+# Every parameter, the run counter of the training state (the program has no optimiser state)
+# and the seed: tsrc.runs holds (high, low) 24-bit halves of the count of routine runs,
+# tsrc.seed the run's seed (0, the default) as an int64.
+assert sorted(m.files) == ["b1", "tsrc.runs", "tsrc.seed", "w1", "w2"], m.files
 runs = m["tsrc.runs"]
 assert runs.shape == (2,) and runs[0] == 0 and runs[1] >= 1 and runs[1] == int(runs[1]), runs
+assert m["tsrc.seed"].dtype == np.int64 and m["tsrc.seed"].tolist() == [0], m["tsrc.seed"]
 assert m["w1"].shape == (4, 2) and m["b1"].shape == (4,) and m["w2"].shape == (1, 4), [m[k].shape for k in m.files]
-assert all(m[k].dtype == np.float32 for k in m.files)
+assert all(m[k].dtype == np.float32 for k in m.files if k != "tsrc.seed")
 w2 = printed[printed.index("w2 : 4->1") + 1].split()
 assert ["%g" % v for v in m["w2"][0]] == w2, (m["w2"], w2)
 h = np.load(d + "/head.npz")

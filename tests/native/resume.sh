@@ -4,8 +4,9 @@
 # with `--load resume.npz --start 4` print together, bit for bit, with each executor and with
 # the checkpoint of either; a checkpoint stripped to the parameters alone (as numpy.savez of a
 # state_dict would hold) loads too but does not continue the run (so the optimiser's state and
-# the run counters are what make the runs equal); two shuffle statements of one item resume
-# too, and draw permutations (and token windows) of their own.
+# the run counters are what make the runs equal); the seed is saved and taken back unless the
+# command line gives one; two shuffle statements of one item resume too, and draw permutations
+# (and token windows) of their own.
 # Usage: resume.sh TSRC [PYTHON].  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -45,6 +46,24 @@ status=$?
 cat "$T/native/first.out" "$T/rest.out" >"$T/joined.out"
 [ $status = 0 ] && ! cmp -s "$T/native/whole.out" "$T/joined.out"
 check "a checkpoint of the parameters alone loads, but does not continue the run" $?
+# The seed is in the checkpoint (tsrc.seed, int64) and comes with the counters: a run trained
+# with --seed 7 resumes without --seed as itself; a --seed on the resuming command line wins.
+(cd "$T" && timeout 60 $TSRC "$PROG" -o seeded) >"$T/log" 2>&1
+(cd "$T" && ./seeded --seed 7) >"$T/seed_whole.out" 2>"$T/log"
+(cd "$T" && ./seeded --seed 7 --epochs 3 --save seeded.npz) >"$T/seed_first.out" 2>"$T/log"
+"$PYTHON" -c "
+import sys, numpy as np
+f = np.load(sys.argv[1])
+assert f['tsrc.seed'].dtype == np.int64 and f['tsrc.seed'].tolist() == [7], f['tsrc.seed']" "$T/seeded.npz" 2>"$T/log"
+check "the checkpoint holds the run's seed as tsrc.seed, an int64" $?
+(cd "$T" && ./seeded --start 4 --load seeded.npz) >"$T/seed_rest.out" 2>"$T/log"
+cat "$T/seed_first.out" "$T/seed_rest.out" | cmp -s "$T/seed_whole.out" -
+check "a run of --seed 7 resumed without --seed continues it: 3 epochs + load + 3 epochs = 6 epochs" $?
+(cd "$T" && ./seeded --start 4 --load seeded.npz --seed 0) >"$T/seed_other.out" 2>"$T/log"
+status=$?
+[ $status = 0 ] && ! cat "$T/seed_first.out" "$T/seed_other.out" | cmp -s "$T/seed_whole.out" - &&
+    ! cmp -s "$T/seed_rest.out" "$T/seed_other.out"
+check "a --seed given with --load is the run's seed: another seed goes on as another run" $?
 # Two shuffle statements of one data item, both in each epoch, and a token file's
 # random windows drawn by two statements: every shuffle takes the group's next permutation (or
 # windows), and 2 epochs + save + load + 2 epochs prints what 4 epochs print.
