@@ -1282,9 +1282,7 @@ static bool stack_dtype(Builder *b, Tensor *t) {
     return true;
 }
 
-void build_tensor(Builder *b, Tensor *t) {
-    if (b->visited[t->id] || b->failed) return;
-    b->visited[t->id] = true;
+static void build_tensor_once(Builder *b, Tensor *t) {
     IrProgram *ir = b->ir;
     if (t->kind == TENSOR_STACK) {
         double *values = literal_values(b, t);
@@ -1298,6 +1296,7 @@ void build_tensor(Builder *b, Tensor *t) {
     }
     if (t->kind != TENSOR_PARAM) /* a parameter's initial value is not part of the computation */
         for (uint32_t i = 0; i < t->operand_count; i++) build_tensor(b, t->operands[i]);
+    if (b->failed) return;
     b->current = t;
     switch (t->kind) {
     case TENSOR_LITERAL: {
@@ -1359,6 +1358,20 @@ void build_tensor(Builder *b, Tensor *t) {
         break;
     }
     }
+}
+
+/* t's buffers and forward assignments, operands first.  A build that fails poisons t: building
+ * anything that reads it later fails too, without a second message (assign_build goes on to the
+ * next named tensor or routine, so independent errors are all reported). */
+void build_tensor(Builder *b, Tensor *t) {
+    if (b->failed) return;
+    if (b->visited[t->id]) {
+        b->failed = b->poisoned[t->id];
+        return;
+    }
+    b->visited[t->id] = true;
+    build_tensor_once(b, t);
+    if (b->failed) b->poisoned[t->id] = true;
 }
 
 /* ---- Collecting code --------------------------------------------------------------------------- */
@@ -1435,6 +1448,7 @@ Assignment *standalone(Builder *b, const CodeStep *step) {
     slots[0] = step->tensor;
     standalone_slots(step->rhs, slots);
     for (uint32_t i = 0; i < step->slot_count; i++) build_tensor(b, slots[i]);
+    if (b->failed) return NULL;
     a->lhs = (Access){.node = {step->tensor, step->grad}, .slot = 0};
     if (!(a->rhs = standalone_expr(b, a, step->rhs))) return NULL;
     Shape *shapes = arena_alloc(arena, step->slot_count * sizeof *shapes);

@@ -34,7 +34,8 @@ typedef struct Builder {
     uint32_t *stamp;           /* by tensor id: collection marks */
     uint32_t generation;
     Tensor *current;           /* the tensor being built */
-    bool failed;
+    bool failed;               /* an error in the unit being built (a named tensor, a routine) */
+    bool *poisoned;            /* by tensor id: its build failed; whatever reads it fails silently */
 } Builder;
 
 /* Instantiating operator blocks: the assignments of one block, appended to `out`. */

@@ -5,7 +5,9 @@
  * its own pointwise record, `print`'s fresh computations — and the differentiation statements
  * `t.zero_grads` and `t.backprop`, whose assignments grad.c makes; `t.backprop` is told whether
  * the routine assigned t.grad before it (else grad.c seeds a one-cell t with 1).  Last, every
- * access gets its buffer, so that lowering never needs the tensor graph.
+ * access gets its buffer, so that lowering never needs the tensor graph.  An error ends the named
+ * tensor or routine being built, not the build: the next ones are built, so that every
+ * independent error is reported, and whatever reads a tensor whose build failed fails silently.
  *
  * Requires: elaborate() succeeded (every shape closed).  It calls down into assign.c and
  * grad.c (assign_build.h, grad.h); neither calls back. */
@@ -20,6 +22,7 @@
 static void add_collective(Builder *b, const CodeStep *step, AssignList *out) {
     Arena *arena = b->ir->arena;
     build_tensor(b, step->tensor);
+    if (b->failed) return;
     if (ir_dtype_integer(step->tensor->dtype)) { /* integers have no mean; the float types do */
         const char *name = step->tensor->shown ? step->tensor->shown : step->tensor->name;
         diag_error(step->span, "all_reduce_mean averages tensors of f32, f64, bf16 or f16 cells, but %s%s%s is %s: "
@@ -143,20 +146,32 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     b.visited = arena_alloc(arena, (n + 1) * sizeof *b.visited);
     b.info = arena_alloc(arena, (n + 1) * sizeof *b.info);
     b.stamp = arena_alloc(arena, (n + 1) * sizeof *b.stamp);
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) build_tensor(&b, program->named[i]);
+    b.poisoned = arena_alloc(arena, (n + 1) * sizeof *b.poisoned);
+    /* After an error the build goes on with the next named tensor and the next routine, so that
+     * independent errors are reported together; what reads a failed tensor fails silently. */
+    bool failed = false;
+    for (uint32_t i = 0; i < program->named_count; i++) {
+        b.failed = false;
+        build_tensor(&b, program->named[i]);
+        failed |= b.failed;
+    }
+    b.failed = false;
     /* Named tensors are observable even when nothing computes them (a literal, a parameter). */
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++) {
+    for (uint32_t i = 0; i < program->named_count && !failed; i++) {
         Tensor *t = program->named[i];
         if (t->kind != TENSOR_INDEX) buffer_of(&b, (TNode){t, false})->keep = true;
     }
     out->forward.name = "forward";
     b.generation++;
-    for (uint32_t i = 0; i < program->named_count && !b.failed; i++)
+    for (uint32_t i = 0; i < program->named_count && !failed; i++)
         collect_forward(&b, program->named[i], &out->forward);
     out->routines = arena_alloc(arena, (program->routine_count + 1) * sizeof *out->routines);
-    for (uint32_t i = 0; i < program->routine_count && !b.failed; i++)
+    for (uint32_t i = 0; i < program->routine_count; i++) {
+        b.failed = false;
         build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
-    if (b.failed) {
+        failed |= b.failed;
+    }
+    if (failed) {
         arena_free(arena);
         return false;
     }
