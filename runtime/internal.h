@@ -340,7 +340,11 @@ enum { TSR_TOKENS_MAGIC = 20240520, TSR_TOKENS_HEADER_WORDS = 256 };
 typedef struct tsr_tokens {
     int32_t *tokens; /* malloc'd */
     int64_t count;
+    bool bytes;      /* read by tsr_bytes_read: messages count bytes, not tokens */
 } tsr_tokens;
+
+/* "token", "tokens", "byte" or "bytes": what `tokens` holds, for `n` of them. */
+const char *tsr_tokens_unit(const tsr_tokens *tokens, int64_t n);
 
 /* Read the token file at `path` (data item `what`) whole: TSR_OK, or TSR_ERR_DATA with a message
  * naming the item and the file (bad magic or version, a count the file does not hold, bytes

@@ -125,9 +125,10 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
         if (width < 2 || per_index < 1) /* the message of a window too short */
             status = tsr_tokens_sequential(&tokens, s->buffers[buffer], 0, width, d->name, d->path);
         else if (windows < per_index)
-            status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64
+            status = tsr_error(TSR_ERR_DATA, "data '%s': '%s': holds %" PRId64 " %s, %" PRId64 " window%s of %" PRId64
                                ", fewer than the %" PRId64 " that one index of the run-time size needs", d->name, d->path,
-                               tokens.count, windows, windows == 1 ? "" : "s", width, per_index);
+                               tokens.count, tsr_tokens_unit(&tokens, tokens.count), windows, windows == 1 ? "" : "s",
+                               width, per_index);
         else if (windows / per_index < shards_of(d))
             status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %" PRId64 " windows in %s or more "
                                "(%" PRId64 " for each), it has %" PRId64, d->name, shards_of(d),

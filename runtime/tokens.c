@@ -121,7 +121,7 @@ int tsr_tokens_read(const char *path, const char *what, tsr_tokens *tokens) {
         free(out);
         return status;
     }
-    *tokens = (tsr_tokens){out, count};
+    *tokens = (tsr_tokens){out, count, false};
     return TSR_OK;
 }
 
@@ -147,7 +147,7 @@ int tsr_bytes_read(const char *path, const char *what, tsr_tokens *tokens) {
         free(out);
         return status;
     }
-    *tokens = (tsr_tokens){out, size};
+    *tokens = (tsr_tokens){out, size, true};
     return TSR_OK;
 }
 
@@ -155,6 +155,10 @@ void tsr_tokens_free(tsr_tokens *tokens) {
     if (!tokens) return;
     free(tokens->tokens);
     *tokens = (tsr_tokens){0};
+}
+
+const char *tsr_tokens_unit(const tsr_tokens *tokens, int64_t n) {
+    return tokens->bytes ? (n == 1 ? "byte" : "bytes") : (n == 1 ? "token" : "tokens");
 }
 
 int64_t tsr_tokens_window_count(const tsr_tokens *tokens, int64_t width) {
@@ -189,10 +193,11 @@ int tsr_tokens_sequential_shard(const tsr_tokens *tokens, float *out, int64_t ro
                               PRId64 " for each), it has %" PRId64, what, shards, rows <= INT64_MAX / shards ? rows * shards
                               : INT64_MAX, width, path, rows, have);
     if (have < rows)
-        return tsr_data_error("data '%s': '%s': holds %" PRId64 " tokens, %" PRId64 " window%s of %" PRId64 "; the tensor "
-                              "has %" PRId64 " rows, which need %" PRId64 " tokens or more", what, path, tokens->count,
-                              have, have == 1 ? "" : "s", width, rows,
-                              rows <= (INT64_MAX - 1) / (width - 1) ? rows * (width - 1) + 1 : INT64_MAX);
+        return tsr_data_error("data '%s': '%s': holds %" PRId64 " %s, %" PRId64 " window%s of %" PRId64 "; the tensor "
+                              "has %" PRId64 " rows, which need %" PRId64 " %s or more", what, path, tokens->count,
+                              tsr_tokens_unit(tokens, tokens->count), have, have == 1 ? "" : "s", width, rows,
+                              rows <= (INT64_MAX - 1) / (width - 1) ? rows * (width - 1) + 1 : INT64_MAX,
+                              tsr_tokens_unit(tokens, 2));
     for (int64_t k = 0; k < rows; k++) put_window(tokens, out, k, width, (k * shards + shard) * (width - 1));
     return TSR_OK;
 }
@@ -207,8 +212,8 @@ int tsr_tokens_random_shard(const tsr_tokens *tokens, float *out, int64_t rows, 
     int status = check_width(width, what);
     if (status != TSR_OK) return status;
     if (tokens->count < width)
-        return tsr_data_error("data '%s': '%s': holds %" PRId64 " token%s, fewer than one window of %" PRId64, what, path,
-                              tokens->count, tokens->count == 1 ? "" : "s", width);
+        return tsr_data_error("data '%s': '%s': holds %" PRId64 " %s, fewer than one window of %" PRId64, what, path,
+                              tokens->count, tsr_tokens_unit(tokens, tokens->count), width);
     int64_t starts = tokens->count - width + 1;
     for (int64_t k = 0; k < rows; k++) {
         /* Global row k·shards + shard of the draw of shards·rows rows: the union of the processes'

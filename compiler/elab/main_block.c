@@ -85,8 +85,11 @@ static bool check_format(const Node *fmt, PrintArg *args, uint32_t count) {
             return false;
         }
         if (f[j] == 's' && used < count && (args[used].kind != PARG_TENSOR || args[used].grad)) {
+            PrintArgKind kind = args[used].kind;
             diag_error(args[used].span, "%%s prints a tensor's cells as bytes (a text, as a byte-level model samples "
-                       "it), but this is %s", args[used].grad ? "a gradient" : "a number");
+                       "it), but this is %s", args[used].grad ? "a gradient" : kind == PARG_INT ? "an integer"
+                       : kind == PARG_INDEX ? "an index or a loop counter" : kind == PARG_OPTION ? "an option"
+                       : "a number");
             return false;
         }
         size_t after_minus = i + 1 + strspn(f + i + 1, "-");
