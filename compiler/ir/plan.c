@@ -46,6 +46,7 @@ static void push(IrProgram *ir, StmtList *list, IrMainStmt s) { ARENA_PUSH(ir->a
 static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
     if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
     IrPrintArg *args = arena_alloc(ir->arena, (m->arg_count ? m->arg_count : 1) * sizeof *args);
+    bool ok = true; /* every value is checked: each error is reported */
     for (uint32_t i = 0; i < m->arg_count; i++) {
         const PrintArg *a = &m->args[i];
         switch (a->kind) {
@@ -57,28 +58,33 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
             uint32_t b = (a->grad ? ar->grad_buffer : ar->value_buffer)[a->tensor->id];
             if (b == UINT32_MAX && a->grad) {
                 diag_error(a->span, "this tensor has no gradient to print: no routine runs backprop through it");
-                return false;
+                ok = false;
+                break;
             }
             if (b == UINT32_MAX) {
                 diag_error(a->span, "this tensor has no values to print (nothing computes or holds it)");
-                return false;
+                ok = false;
+                break;
             }
             if (m->format && !a->wants_float && !a->text && !ir_dtype_integer(ir->buffers[b].dtype)) {
                 diag_error(a->span, "the format's conversion '%.*s' is for an integer, but this tensor holds %s numbers; "
                            "use %%f, %%e or %%g", a->conversion_len, a->conversion, ir_dtype_word(ir->buffers[b].dtype));
-                return false;
+                ok = false;
+                break;
             }
             if (m->format && !a->text && ir->buffers[b].size != 1) {
                 diag_error(a->span, "a number in a format is one cell, but this tensor has shape %s (%llu cells); "
                            "print it as a grid with print x, or reduce it first",
                            ir->buffers[b].shape_text, (unsigned long long)ir->buffers[b].size);
-                return false;
+                ok = false;
+                break;
             }
             args[i] = buffer_arg(ir, b);
             break;
         }
         }
     }
+    if (!ok) return false;
     push(ir, out, (IrMainStmt){.kind = IRM_PRINT, .print = add_print(ir, (IrPrint){m->format, m->label, args, m->arg_count})});
     return true;
 }
@@ -158,17 +164,20 @@ static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m
     return true;
 }
 
+/* The statements of `main` (or a loop's body) into `out`; false after an error, each statement
+ * checked (every error reported). */
 static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *steps, uint32_t count, StmtList *out) {
+    bool ok = true;
     for (uint32_t i = 0; i < count; i++) {
         const MainStep *m = &steps[i];
         switch (m->kind) {
         case MAIN_RUN: push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine}); break;
         case MAIN_PRINT:
-            if (!print_stmt(ir, ar, m, out)) return false;
+            ok &= print_stmt(ir, ar, m, out);
             break;
         case MAIN_FOR: {
             StmtList body = {0};
-            if (!main_stmts(ir, ar, m->body, m->body_count, &body)) return false;
+            ok &= main_stmts(ir, ar, m->body, m->body_count, &body);
             uint32_t bar = UINT32_MAX;
             if (m->progress)
                 bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = ar->program->indexes[m->index].name});
@@ -179,11 +188,11 @@ static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *st
             break;
         }
         default:
-            if (!action_stmt(ir, ar, m, out)) return false;
+            ok &= action_stmt(ir, ar, m, out);
             break;
         }
     }
-    return true;
+    return ok;
 }
 
 static void add_export(IrProgram *ir, const char *shown, uint32_t buffer, bool grad) {
