@@ -195,6 +195,8 @@ int main(void) {
         memcmp(before, predict_w1(s), sizeof before) != 0) { printf("a failed load: %d %s\n", bad, predict_last_error()); return 1; }
     if (predict_load(s, "model.npz") != TSR_OK) { printf("load: %s\n", predict_last_error()); return 1; }
     if (memcmp(before, predict_w1(s), sizeof before) == 0) { printf("load changed nothing\n"); return 1; }
+    /* model.npz resumes a run (its tsrc.runs is past this state's 0): its seed, 0, comes with it */
+    if (((tsr_state *)s)->seed != 0) { printf("the seed after load: %llu\n", (unsigned long long)((tsr_state *)s)->seed); return 1; }
     if (predict_save(s, "again.npz") != TSR_OK) { printf("save: %s\n", predict_last_error()); return 1; }
     if (predict_save(NULL, "x.npz") != TSR_ERR_ARGUMENT || predict_load(NULL, "x.npz") != TSR_ERR_ARGUMENT) return 1;
     predict_destroy(s);
@@ -204,7 +206,7 @@ EOF
 if "$TSRC" -c "$T/checkpoint_predict.tsr" -o "$T/predict.o" >"$T/log" 2>&1 &&
    cc -std=c11 -Wall -Wextra -Werror -I"$T" -I"$INC" "$T/driver.c" "$T/predict.o" "$LIB" -lm -lpthread -o "$T/driver" >"$T/log" 2>&1 &&
    (cd "$N" && ../driver) >"$T/log" 2>&1 && cmp -s "$N/again.npz" "$N/model.npz"; then pass
-else fail "object mode: predict_load reads model.npz, predict_save writes the same bytes, a failed load changes nothing"; fi
+else fail "object mode: predict_load reads model.npz (and its seed), predict_save writes the same bytes, a failed load changes nothing"; fi
 
 summary
 [ $failed = 0 ]
