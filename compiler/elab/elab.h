@@ -83,6 +83,10 @@ struct Tensor {
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
     uint32_t field;
+    Span first_call;    /* TENSOR_PARAM: the user's application of a function in which an operator
+                         * first read it (a zero span: none, or outside any application) */
+    const char *first_call_name;
+    bool read_by_operator;
     uint8_t dtype;      /* its element type, TSR_DTYPE_* (docs/language.md §3.9): declared on an input,
                          * a data item, a parameter or a state tensor (an optimiser's state: its
                          * parameter's), inferred for an operation from its forward code

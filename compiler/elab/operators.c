@@ -751,6 +751,37 @@ static bool emit_block_logics(Elab *e, Env *env, const Node *op, Tensor *r, Tens
     return true;
 }
 
+static bool same_span(Span a, Span b) { return a.file == b.file && a.start == b.start && a.end == b.end; }
+
+/* A parameter among `ts` that an operator read first in another of the user's applications
+ * (a layer made once and applied twice): the constraints of this application say so when they
+ * fail, at that application, since its sizes are the parameter's.  Marks each parameter read. */
+static void note_shared_parameters(Elab *e, Tensor **ts, uint32_t n) {
+    const Tensor *shared = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        Tensor *t = ts[i];
+        if (t->kind != TENSOR_PARAM) continue;
+        if (!t->read_by_operator) {
+            t->read_by_operator = true;
+            t->first_call = e->user_call;
+            t->first_call_name = e->user_call_name;
+        } else if (!shared && t->first_call.file && !same_span(t->first_call, e->user_call)) {
+            shared = t;
+        }
+    }
+    if (!shared) {
+        shape_set_note(e->solver, (Span){0, 0, 0}, NULL);
+        return;
+    }
+    const char *name = shared->shown ? shared->shown : shared->name;
+    char text[512];
+    snprintf(text, sizeof text, "this earlier application of '%s' reads the same parameter%s%s%s (a layer made once "
+             "and applied twice shares its parameters): its sizes are the ones set here",
+             shared->first_call_name ? shared->first_call_name : "a function", name ? " '" : "", name ? name : "",
+             name ? "'" : "");
+    shape_set_note(e->solver, shared->first_call, text);
+}
+
 /* Apply operator declaration `op` to tensor operands; `spec` for ~logic:spec operators. */
 Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint32_t n, const Spec *spec,
                       const Node *captures, Span span) {
@@ -776,7 +807,10 @@ Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint3
     r->shape = shape_fresh(e->solver, origin(e, span, "the result of '%s'", name));
     if (!logic) {
         r->logic = LOGIC_NONE;
-        return emit_block_logics(e, env, op, r, ts, span) ? tensor_value(e, r) : &error_value;
+        note_shared_parameters(e, ts, n);
+        bool ok = emit_block_logics(e, env, op, r, ts, span);
+        shape_set_note(e->solver, (Span){0, 0, 0}, NULL);
+        return ok ? tensor_value(e, r) : &error_value;
     }
     if (logic->kind == NODE_VAR) {
         if (!spec && (isalpha((unsigned char)name[0]) || name[0] == '_')) /* applied as a function */
@@ -793,7 +827,9 @@ Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint3
         const char *needs = logic_operands_needed(r->logic, n);
         if (needs) return fail(logic->span, "logic \"%c\" needs %s", logic->text[0], needs);
     }
+    note_shared_parameters(e, ts, n);
     r->spec = emit_logic(e, env, r->logic, spec, r, ts, n, captures, span, name);
+    shape_set_note(e->solver, (Span){0, 0, 0}, NULL);
     return tensor_value(e, r);
 }
 

@@ -41,7 +41,7 @@ ShapeSolver *shape_solver_new(void) {
     Arena *arena = arena_new();
     ShapeSolver *s = arena_alloc(arena, sizeof *s);
     s->arena = arena;
-    Origin none = {{0, 0, 0}, "nowhere", {0, 0, 0}, NULL, NULL, false};
+    Origin none = {.span = {0, 0, 0}, .what = "nowhere"};
     ARENA_PUSH(arena, s->origins, s->origin_count, s->origin_cap, none);
     const char *none_name = "", *default_name = "default";
     ARENA_PUSH(arena, s->bases, s->basis_count, s->basis_cap, none_name);
@@ -64,6 +64,11 @@ void shape_set_context(ShapeSolver *s, Span call, const char *name) {
     s->context_name = name;
 }
 
+void shape_set_note(ShapeSolver *s, Span at, const char *text) {
+    s->note = at;
+    s->note_text = text ? arena_strndup(s->arena, text, strlen(text)) : NULL;
+}
+
 void shape_push_call(ShapeSolver *s, Span call, const char *name) {
     CallFrame *f = arena_alloc(s->arena, sizeof *f);
     *f = (CallFrame){call, name, s->calls};
@@ -75,7 +80,8 @@ void shape_pop_call(ShapeSolver *s) {
 }
 
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
-    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false};
+    Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false,
+                s->note, s->note_text};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -451,10 +457,12 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
+        if (o->also_text) diag_note(o->also, "%s", o->also_text);
         return;
     }
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
+    if (o->also_text) diag_note(o->also, "%s", o->also_text);
     if (strncmp(o->what, "'*' (compose: the left operand's input axes", 43) == 0) /* the matrix product */
         diag_note(o->span, "'*' is the matrix product; the product of each cell with its match is '*.'");
 }

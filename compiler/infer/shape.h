@@ -83,6 +83,10 @@ Span shape_origin_call(const ShapeSolver *solver, OriginId origin, const char **
  * span for none): errors then add "in this application of NAME" there. */
 void shape_set_context(ShapeSolver *solver, Span call, const char *name);
 
+/* Origins made from now on carry a note (`text` at `at`; NULL for none) that an error of their
+ * constraint adds after its own: a parameter shared with an earlier application, say. */
+void shape_set_note(ShapeSolver *solver, Span at, const char *text);
+
 /* Every application of a user function in progress, for --explain (shape_explain): origins
  * made between a push and its pop record it, innermost first. */
 void shape_push_call(ShapeSolver *solver, Span call, const char *name);

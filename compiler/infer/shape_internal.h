@@ -103,6 +103,8 @@ typedef struct Origin {
     const CallFrame *calls; /* --explain: every application in progress, innermost first */
     bool cycled;           /* a constraint that failed with a row-rank cycle: what closing the
                             * rows it left open does to it again is not reported */
+    Span also;             /* shape_set_note: a note an error of this constraint adds, or none */
+    const char *also_text;
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
@@ -227,6 +229,8 @@ struct ShapeSolver {
     Span error_call; /* the user application the last error reported points at (error_at) */
     Span context;              /* shape_set_context */
     const char *context_name;
+    Span note;                 /* shape_set_note */
+    const char *note_text;
     const CallFrame *calls;    /* shape_push_call */
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     bool in_code;      /* shape_code_constraints: mark none */
