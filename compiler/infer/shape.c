@@ -731,6 +731,25 @@ static void now_claimful(ShapeSolver *s, Dim d) {
 
 /* ---- Rows ---------------------------------------------------------------------------------- */
 
+/* "axes [16, 32] come from: …" for row r, then a note for each axis whose size was written
+ * somewhere else than the row (an embedding's width after the ids' positions), each place once. */
+static void note_row_origin(ShapeSolver *s, Row r, const char *text) {
+    note_origin(s, r.origin, "axes %s come from", text);
+    Span row_span = s->origins[r.origin].span;
+    for (uint32_t i = 0; i < r.count; i++) {
+        OriginId o = r.dims[i].origin;
+        if (!o || is_fallback(s, o) || r.dims[i].var) continue;
+        Span at = s->origins[o].span;
+        bool said = at.file == row_span.file && at.start >= row_span.start && at.end <= row_span.end; /* within */
+        for (uint32_t j = 0; j < i && !said; j++) {
+            Span before = s->origins[r.dims[j].origin].span;
+            said = !r.dims[j].var && r.dims[j].origin && at.file == before.file && at.start == before.start &&
+                   at.end == before.end;
+        }
+        if (!said) note_origin(s, o, "of them, size %s (axis %u) comes from", dim_to_string(s, r.dims[i]), i + 1);
+    }
+}
+
 static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, OriginId why,
                         bool equality) {
     const char *ss = shape_row_to_string(s, small), *bs = shape_row_to_string(s, big);
@@ -741,8 +760,8 @@ static void report_rank(ShapeSolver *s, Row small, Row big, uint32_t need, Origi
         error_at(s, why, small.origin, big.origin, "rank mismatch: %s (%s) cannot broadcast to %s, which is closed with %s", ss,
                  axes_count(s, small), bs, axes_count(s, big));
     (void)need;
-    note_origin(s, small.origin, "axes %s come from", ss);
-    note_origin(s, big.origin, "axes %s come from", bs);
+    note_row_origin(s, small, ss);
+    note_row_origin(s, big, bs);
 }
 
 static void report_cycle(ShapeSolver *s, Row a, Row b, OriginId why) {
