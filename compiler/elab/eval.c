@@ -126,6 +126,33 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     return v;
 }
 
+/* A labelled argument that no open parameter of c takes: one given twice, or a name c does not
+ * have, with the closest of its labelled parameters ("did you mean ~k?") or the list of them. */
+static Value *unknown_label(const Closure *c, const Arg *arg) {
+    const char *fn = c->fn_name ? c->fn_name : "this function";
+    char mark = arg->optional ? '?' : '~';
+    const char *names[64];
+    size_t count = 0;
+    char list[512] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < c->param_count; i++) {
+        const Node *p = c->params[i];
+        if (p->flag != PARAM_LABELLED && p->flag != PARAM_OPTIONAL) continue;
+        if (strcmp(p->name, arg->label) == 0 && (i < c->next || c->bound[i]))
+            return fail(arg->span, "%s's parameter ~%s is given twice", fn, arg->label);
+        if (i < c->next || c->bound[i] || count == sizeof names / sizeof *names) continue;
+        names[count++] = p->name;
+        if (used + strlen(p->name) + 8 < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s~%s", used ? ", " : "", p->name);
+    }
+    Value *err = fail(arg->span, "%s has no parameter %c%s", fn, mark, arg->label);
+    const char *near = strlen(arg->label) > 1 ? diag_closest_name(arg->label, names, count) : NULL;
+    if (near) diag_note(arg->span, "did you mean ~%s?", near);
+    else if (count) diag_note(arg->span, "the labelled parameters %s still takes: %s", fn, list);
+    else diag_note(arg->span, "%s takes no labelled argument here: its labelled parameters are all given", fn);
+    return err;
+}
+
 static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t count, Span span) {
     Closure *c = copy_closure(e, orig);
     if (c->code && !c->user_call.file && span.file && !span_in_stdlib(span)) {
@@ -144,10 +171,7 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             c->bound[i] = true;
             c->env = env_bind(e, c->env, p->name, args[a].value);
         }
-        if (!found)
-            return fail(args[a].span, "%s has no parameter %c%s%s", c->fn_name ? c->fn_name : "this function",
-                        args[a].optional ? '?' : '~', args[a].label,
-                        c->next >= c->param_count ? "" : " (or it was given twice)");
+        if (!found) return unknown_label(c, &args[a]);
     }
     uint32_t pos = 0;
     while (pos < count && args[pos].label) pos++;
