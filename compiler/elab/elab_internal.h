@@ -144,6 +144,9 @@ struct Closure {
     bool scope_at_unit; /* a let%op function: its `()` opens a parameter scope */
     Scope *scope;
     const char *fn_name;
+    const char *shown_as; /* a function without a name (`fun x -> …`, what `gpt_block ()` returns)
+                           * applied through a variable: that variable's name, for messages
+                           * ("in this application of 'blk'"); never a scope's name */
     Span user_call;     /* a let%cd function: the first application of it the user wrote
                          * (`Train.adamw ~lr ~decay:"x"`), which errors in its body lead with
                          * when the library applies it further and elaborates it later */

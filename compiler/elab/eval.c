@@ -111,7 +111,7 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     Scope *saved = e->scope;
     e->scope = c->scope;
     bool outermost = e->depth == 1 && span.file;
-    const char *name = c->fn_name ? c->fn_name : "an anonymous function";
+    const char *name = c->fn_name ? c->fn_name : c->shown_as ? c->shown_as : "an anonymous function";
     if (outermost) shape_set_context(e->solver, span, name);
     if (span.file) shape_push_call(e->solver, span, name);
     Span saved_call = e->user_call;
@@ -157,7 +157,7 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
     Closure *c = copy_closure(e, orig);
     if (c->code && !c->user_call.file && span.file && !span_in_stdlib(span)) {
         c->user_call = span;
-        c->user_call_name = c->fn_name ? c->fn_name : "an anonymous function";
+        c->user_call_name = c->fn_name ? c->fn_name : c->shown_as ? c->shown_as : "an anonymous function";
     }
     /* Labelled arguments go to their parameters wherever these are. */
     for (uint32_t a = 0; a < count; a++) {
@@ -716,6 +716,12 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
             ops[k++] = v;
         }
         return apply_operator(e, env, fn->as.op, ops, k, spec, NULL, n->span);
+    }
+    if (fn->kind == V_CLOSURE && !fn->as.closure->fn_name && n->a->kind == NODE_VAR) {
+        Value *named = new_value(e, V_CLOSURE);
+        named->as.closure = copy_closure(e, fn->as.closure);
+        named->as.closure->shown_as = n->a->name;
+        fn = named;
     }
     return apply(e, fn, args, count, n->span);
 }
