@@ -104,11 +104,20 @@ def main():
         ok, why = raises(tsr.Error, lambda: m.run("train"), "no routine 'train'")
         check(ok, "an unknown routine is a tsr.Error", why)
 
+        check(m.seed == 1 and m.runs == 2 and twin.seed == 2 and twin.runs == 0,
+              "m.seed and m.runs read the state's seed and its count of routine runs", (m.seed, m.runs))
+        for _ in range(3):
+            twin.predict()
         path = os.path.join(d, "mlp.npz")
         twin.save(path)
         m.load(path)
         check(np.array_equal(m["w1"], twin["w1"]) and np.array_equal(m["w2"], twin["w2"]),
               "save and load carry the parameters from one model to another")
+        check(m.seed == 2 and m.runs == 3, "a checkpoint of a run further on brings its seed and run count", (m.seed, m.runs))
+        m.seed, m.runs = 5, 1
+        check(m.seed == 5 and m.runs == 1, "m.seed and m.runs are set as tsr_state's fields", (m.seed, m.runs))
+        ok, why = raises(tsr.Error, lambda: setattr(m, "seed", -1), "out of the range")
+        check(ok, "a negative seed is a tsr.Error", why)
         ok, why = raises(tsr.Error, lambda: m.load(os.path.join(d, "missing.npz")), "missing.npz")
         check(ok, "loading a missing checkpoint is a tsr.Error with the runtime's message", why)
 

@@ -54,8 +54,9 @@ _CELLS = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.int32): ctypes.c_int
 
 
 class _State(ctypes.Structure):
-    # tsr_state's first fields (runtime/tsr.h; part of the ABI)
-    _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64))]
+    # tsr_state's fields (runtime/tsr.h; part of the ABI)
+    _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64)),
+                ("model", ctypes.c_void_p), ("seed", ctypes.c_uint64), ("runs", ctypes.c_uint64)]
 
 
 class _Api:
@@ -160,8 +161,31 @@ class Model:
         if fn(*args) != 0:
             raise Error(self._last_error())
 
+    def _fields(self):
+        return ctypes.cast(self._handle(), ctypes.POINTER(_State)).contents
+
     def _symbols(self):
-        return ctypes.cast(self._handle(), ctypes.POINTER(_State)).contents.symbols
+        return self._fields().symbols
+
+    @property
+    def seed(self):
+        """The state's seed (tsr_state.seed): it keys parameter initialisation and the random numbers
+        routines draw (dropout); load() of a checkpoint that resumes a run takes the run's."""
+        return self._fields().seed
+
+    @seed.setter
+    def seed(self, value):
+        self._fields().seed = _whole_number("the seed", value, 0, 2**64 - 1)
+
+    @property
+    def runs(self):
+        """The routine runs the state has started (tsr_state.runs): with the seed, the key of the
+        random numbers a run draws; set it back to replay a run's numbers."""
+        return self._fields().runs
+
+    @runs.setter
+    def runs(self, value):
+        self._fields().runs = _whole_number("runs", value, 0, 2**64 - 1)
 
     def close(self):
         """Free the state; the model's arrays must not be used after it."""
