@@ -34,8 +34,8 @@ void tsr_set_error_hook(tsr_error_hook hook, void *user) {
     error_hook_user = user;
 }
 
-static int record(int status, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-static int record(int status, const char *fmt, va_list ap) {
+static int record(int status, bool hook, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static int record(int status, bool hook, const char *fmt, va_list ap) {
     int wanted = vsnprintf(last_error, sizeof last_error, fmt, ap);
     if (wanted >= (int)sizeof last_error) { /* cut short: not in the middle of a UTF-8 character */
         size_t end = sizeof last_error - 1;
@@ -47,14 +47,25 @@ static int record(int status, const char *fmt, va_list ap) {
             if (end - (start - 1) < need) last_error[start - 1] = 0; /* the character's bytes do not all fit */
         }
     }
-    if (error_hook) error_hook(status, last_error, error_hook_user);
+    if (error_hook && hook) error_hook(status, last_error, error_hook_user);
     return status;
 }
+
+static int summary(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int summary(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, false, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int tsr_error_summary(int status, const char *text) { return summary(status, "%s", text); }
 
 int tsr_error(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    record(status, fmt, ap);
+    record(status, true, fmt, ap);
     va_end(ap);
     return status;
 }
@@ -62,7 +73,7 @@ int tsr_error(int status, const char *fmt, ...) {
 int tsr_data_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    record(TSR_ERR_DATA, fmt, ap);
+    record(TSR_ERR_DATA, true, fmt, ap);
     va_end(ap);
     return TSR_ERR_DATA;
 }

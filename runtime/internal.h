@@ -507,6 +507,9 @@ void tsr_print_cells(FILE *out, const char *name, const char *shape_text, const 
 
 /* Record an error that names no tensor, for the loaders: `fmt` is printf-like. */
 int tsr_data_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Record `text`, the messages of several errors the hook has seen one by one (a line each), as
+ * the thread's last error, without calling the hook again; returns `status`. */
+int tsr_error_summary(int status, const char *text);
 
 
 #endif

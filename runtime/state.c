@@ -391,12 +391,26 @@ tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_arg
             tsr_state_destroy(s);
             return NULL;
         }
-    for (uint32_t i = 0; i < m->data_count; i++)
-        if (produce_data(s, &m->data[i], args) != TSR_OK || check_positions(s, &m->data[i], args) != TSR_OK) {
-            /* the loader or the check recorded the error */
-            tsr_state_destroy(s);
-            return NULL;
-        }
+    /* Every data item is read even after one fails, so that a start with several bad files names
+     * them all: one message a line, under the first's status (out of memory or a malformed image
+     * stops at once). */
+    int data_status = TSR_OK;
+    char messages[4096] = "";
+    for (uint32_t i = 0; i < m->data_count; i++) {
+        int status = produce_data(s, &m->data[i], args);
+        if (status == TSR_OK) status = check_positions(s, &m->data[i], args);
+        if (status == TSR_OK) continue;
+        size_t used = strlen(messages);
+        if (used + 2 < sizeof messages)
+            snprintf(messages + used, sizeof messages - used, "%s%s", used ? "\n" : "", tsr_last_error());
+        if (data_status == TSR_OK) data_status = status;
+        if (status == TSR_ERR_NOMEM || status == TSR_ERR_IMAGE) break;
+    }
+    if (data_status != TSR_OK) {
+        if (strchr(messages, '\n')) tsr_error_summary(data_status, messages); /* else the one is recorded */
+        tsr_state_destroy(s);
+        return NULL;
+    }
     for (uint32_t i = 0; args && i < args->size_count; i++)
         if (tsr_state_set_symbol(s, args->size_symbols[i], args->size_values[i]) != TSR_OK) {
             tsr_state_destroy(s);
@@ -848,10 +862,16 @@ int tsr_main_end(tsr_state *s, const char *program) {
 
 int tsr_main_fail(tsr_state *s, const char *program) {
     fflush(stdout);
-    if (tsr_dist_size() > 1)
-        fprintf(stderr, "%s: error: process %d of %d: %s\n", program ? program : "tsr", tsr_dist_rank(), tsr_dist_size(),
-                tsr_last_error());
-    else fprintf(stderr, "%s: error: %s\n", program ? program : "tsr", tsr_last_error());
+    for (const char *line = tsr_last_error();;) { /* several errors (data files at start-up): a line each */
+        const char *end = strchr(line, '\n');
+        int length = end ? (int)(end - line) : (int)strlen(line);
+        if (tsr_dist_size() > 1)
+            fprintf(stderr, "%s: error: process %d of %d: %.*s\n", program ? program : "tsr", tsr_dist_rank(),
+                    tsr_dist_size(), length, line);
+        else fprintf(stderr, "%s: error: %.*s\n", program ? program : "tsr", length, line);
+        if (!end) break;
+        line = end + 1;
+    }
     fflush(stderr);
     tsr_state_destroy(s);
     /* An error of this process alone: the others may wait for it in a collective call forever,

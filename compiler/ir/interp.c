@@ -116,6 +116,17 @@ struct Interp {
 
 /* ---- Set-up ---------------------------------------------------------------------------------- */
 
+/* The runtime's last error, as tsrc's "run time:" errors: one for each of its lines (a start
+ * with several bad data files records one message a line). */
+static void report_runtime_error(void) {
+    for (const char *line = tsr_last_error();;) {
+        const char *end = strchr(line, '\n');
+        diag_error_noloc("run time: %.*s", end ? (int)(end - line) : (int)strlen(line), line);
+        if (!end) return;
+        line = end + 1;
+    }
+}
+
 Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image_size, int argc, char **argv,
                    int *status) {
     *status = 1;
@@ -127,7 +138,7 @@ Interp *interp_new(const IrProgram *ir, const unsigned char *image, size_t image
         }
     tsr_state *state = tsr_main_start(image, image_size, ir->seed, argc, argv, status);
     if (!state) {
-        if (*status == 1) diag_error_noloc("run time: %s", tsr_last_error());
+        if (*status == 1) report_runtime_error();
         return NULL;
     }
     Interp *in = calloc(1, sizeof *in);
@@ -172,7 +183,7 @@ tsr_state *interp_state(Interp *in) { return in->state; }
 
 bool interp_finish(Interp *in) {
     if (tsr_main_save(in->state) == TSR_OK) return true;
-    diag_error_noloc("run time: %s", tsr_last_error());
+    report_runtime_error();
     return false;
 }
 
@@ -656,7 +667,7 @@ static void run_block(Interp *in, const IrBlock *block) {
         case IR_WGMMA: run_wgmma(in, &s->wgmma); break;
         case IR_CALL: /* as a generated routine calls it */
             if (tsr_state_action(in->state, s->action) != TSR_OK) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 in->failed = true;
             }
             break;
@@ -686,7 +697,7 @@ bool interp_run(Interp *in, const IrFunction *fn) {
     free(sizes);
     if (status == TSR_OK) status = tsr_state_begin_run(in->state); /* as a generated routine begins */
     if (status != TSR_OK) {
-        diag_error_noloc("run time: %s", tsr_last_error());
+        report_runtime_error();
         return false;
     }
     run_block(in, &fn->body);
@@ -702,13 +713,13 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
             break;
         case IRM_PRINT:
             if (tsr_state_print(in->state, m->print) != TSR_OK) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 return false;
             }
             break;
         case IRM_ACTION:
             if (tsr_state_action(in->state, m->action) != TSR_OK) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 return false;
             }
             break;
@@ -720,18 +731,18 @@ static bool run_main(Interp *in, const IrMainStmt *stmts, uint32_t count) {
             int64_t from = m->from, to = m->to;
             if ((m->from_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->from_option, m->from, &from) != TSR_OK) ||
                 (m->to_option != UINT32_MAX && tsr_main_loop_bound(in->state, m->to_option, m->to, &to) != TSR_OK)) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 return false;
             }
             if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
                 tsr_main_loop_count(in->state, m->symbol, from, to, m->down) != TSR_OK) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 return false;
             }
             if (m->down ? from < to : from > to) break;
             if ((m->from_option != UINT32_MAX || m->to_option != UINT32_MAX) &&
                 tsr_main_loop_check(in->state, m->symbol, from, to) != TSR_OK) {
-                diag_error_noloc("run time: %s", tsr_last_error());
+                report_runtime_error();
                 return false;
             }
             int64_t total = (int64_t)((m->down ? (uint64_t)from - (uint64_t)to : (uint64_t)to - (uint64_t)from) + 1);

@@ -6,7 +6,7 @@
 # and missing values (status 2, one message), --data with an unknown name (2) or a file of
 # another shape (1, naming the item, the file and both shapes), an option that takes a loop
 # outside its index's range (1) or asks it for a negative count (1), and --seed / --threads as
-# documented, identically.
+# documented, identically; a program with two bad data files prints an error line for each.
 # Usage: exe_options.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -91,6 +91,16 @@ printf 'option n = 400000\nlet%%op x = [1.]\nroutine r = x.forward\nmain =\n  fo
 "$TSRC" -O0 "$T/nested.tsr" -o "$T/nested" >"$T/log" 2>&1
 (ulimit -s 1024; exec "$T/nested") >"$T/out" 2>"$T/err"
 if [ $? = 0 ]; then ok; else bad "nested option loops in a 1 MiB stack"; fi
+
+# Two data items with bad files (tests/native/data_errors_together.tsr): the executable reads
+# every item and prints an error line for each that fails, under status 1, as --interp does.
+"$TSRC" tests/native/data_errors_together.tsr -o "$T/two_bad" >"$T/log" 2>&1
+"$T/two_bad" >"$T/out" 2>"$T/err"
+st=$?
+sed 's|^tsrc: error: run time: |PROGRAM: error: |' tests/native/data_errors_together.err >"$T/want"
+sed "s|^$T/two_bad: error: |PROGRAM: error: |" "$T/err" >"$T/got"
+if [ $st = 1 ] && [ "$(wc -l <"$T/got")" = 2 ] && cmp -s "$T/want" "$T/got" && [ ! -s "$T/out" ]; then ok
+else bad "two bad data files: an error line for each (native)"; fi
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
