@@ -125,8 +125,9 @@ static Tensor *data_tensor(Elab *e, DataSource *d, uint32_t field, Span span) {
     return t;
 }
 
-/* An option used as a tensor: a one-cell data tensor (generator "option") that the runtime fills
- * with the option's value when the state is made; one per option, shared by every use. */
+/* An option used as a tensor: a one-cell f64 data tensor (generator "option") that the runtime
+ * fills with the option's value when the state is made; one per option, shared by every use.
+ * Its reads take the type of the values they meet, as a written number does (ir/assign.c). */
 Tensor *option_tensor(Elab *e, const Value *v, Span span) {
     ProgramOption *o = &e->program->options[v->as.option.id];
     if (v->as.option.offset) {
@@ -138,6 +139,7 @@ Tensor *option_tensor(Elab *e, const Value *v, Span span) {
     DataSource *d = new_source(e, "option", o->span);
     d->name = d->path = o->name;
     Tensor *t = data_tensor(e, d, 0, o->span);
+    t->dtype = TSR_DTYPE_F64; /* the value exactly (an integer option up to 2^53 too) */
     OriginId why = origin(e, o->span, "option '%s'", o->name);
     t->shape = closed_shape(e, o->span, arena_printf(e->arena, "option '%s'", o->name));
     Dim unit = dim_unit(why);

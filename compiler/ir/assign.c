@@ -297,9 +297,45 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     return true;
 }
 
+/* An `option` read as a tensor (elab/builtins.c option_tensor): a one-cell f64 buffer holding
+ * the option's value.  A read of it is typed by the values it meets, as a written number is:
+ * among f64 values the double itself, among f32 (bf16, f16) ones the nearest f32, among
+ * integers the integer option's value. */
+static const ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *e) {
+    if (e->kind != AE_READ || a->reads[e->read].node.grad) return NULL;
+    const Tensor *t = a->reads[e->read].node.tensor;
+    if (t->kind != TENSOR_DATA || !t->source || strcmp(t->source->generator, "option") != 0) return NULL;
+    for (uint32_t i = 0; i < b->program->option_count; i++)
+        if (b->program->options[i].tensor == t) return &b->program->options[i];
+    return NULL;
+}
+
+/* The option reads of e (constants and options alone, DTYPE_ANY) among values computed as
+ * `type` (f32): each converted from its f64. */
+static void options_as(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
+    if (option_read(b, a, e)) convert_in_place(b, e, type);
+    else if (e->kind == AE_OP)
+        for (unsigned i = 0; i < scalar_op_arity(e->op); i++) options_as(b, a, e->args[i], type);
+}
+
 /* Constants (and operations on constants alone) met by integer arithmetic of type `type` (i32
- * or i64) become integers of it: whole numbers that fit.  False after an error. */
+ * or i64) become integers of it: whole numbers that fit; an integer option's read is converted to
+ * it, and a number option's is an error.  False after an error. */
 static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
+    const ProgramOption *option = option_read(b, a, e);
+    if (option && option->is_float) {
+        diag_error(a->span, "%s computes on %s values with the option '%s', which is a number, not an integer", a->what,
+                   ir_dtype_word(type), option->name);
+        diag_note(option->span, "'%s' is a number because its default is written as one (an integer default makes an "
+                  "integer option); to compute with it, convert the %s values with to_f32", option->name,
+                  ir_dtype_word(type));
+        b->failed = true;
+        return false;
+    }
+    if (option) {
+        convert_in_place(b, e, type);
+        return true;
+    }
     double number;
     if (read_number(a, e, &number)) { /* read as the integer constant it is */
         e->kind = AE_CONST;
@@ -371,8 +407,9 @@ static void convert_in_place(Builder *b, AExpr *e, uint8_t to) {
  * widened (bf16 and f16 are computed as f32 already), constants typed. */
 static void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, uint8_t to) {
     if (from == DTYPE_ANY) {
-        if (to == TSR_DTYPE_F64) constants_to_f64(a, e);
-        if (is_int_dtype(to)) constants_to_int(b, a, e, (uint8_t)ir_dtype_compute(to));
+        if (to == TSR_DTYPE_F64) constants_to_f64(a, e); /* an option's read is an f64 already */
+        else if (is_int_dtype(to)) constants_to_int(b, a, e, (uint8_t)ir_dtype_compute(to));
+        else options_as(b, a, e, (uint8_t)ir_dtype_compute(to));
     } else if (ir_dtype_compute(from) != ir_dtype_compute(to)) {
         convert_in_place(b, e, (uint8_t)ir_dtype_compute(to));
     }
@@ -442,7 +479,7 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
     case AE_READ: {
         const Access *r = &a->reads[e->read];
         double number;
-        if (read_number(a, e, &number)) return DTYPE_ANY;
+        if (read_number(a, e, &number) || option_read(b, a, e)) return DTYPE_ANY;
         return r->node.tensor->kind == TENSOR_INDEX ? TSR_DTYPE_F32 : node_dtype(r->node);
     }
     case AE_OP: {
@@ -1173,9 +1210,10 @@ static void build_operator(Builder *b, Tensor *t) {
     }
     for (uint32_t i = 0; i < c.out_count; i++) { /* every store in the result's type */
         Assignment *a = c.out[i];
-        if (stored != DTYPE_ANY && a->rhs_dtype != stored) {
-            numbers_as(b, a, a->rhs, a->rhs_dtype, stored);
-            a->rhs_dtype = stored;
+        uint8_t type = stored == DTYPE_ANY ? TSR_DTYPE_F32 : stored; /* numbers alone make an f32 */
+        if (a->rhs_dtype != type) {
+            numbers_as(b, a, a->rhs, a->rhs_dtype, type);
+            a->rhs_dtype = type;
         }
         add_forward(b, a);
     }
