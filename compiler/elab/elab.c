@@ -149,8 +149,9 @@ static void load_module_once(Elab *e, const char *name, Span span) {
         }
         return;
     }
+    unsigned errors = diag_error_count(); /* an error of the program before it is not the module's */
     Module *m = parse_module(src, e->arena);
-    if (diag_error_count()) return;
+    if (diag_error_count() > errors) return;
     Scope *scope = e->scope; /* a qualified name may load a module in the middle of an item */
     ARENA_PUSH(e->arena, e->loading, e->loading_count, e->loading_cap, name);
     ARENA_PUSH(e->arena, e->loading_at, e->loading_at_count, e->loading_at_cap, span);
