@@ -297,10 +297,8 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     return true;
 }
 
-/* An `option` read as a tensor (elab/builtins.c option_tensor): a one-cell f64 buffer holding
- * the option's value.  A read of it is typed by the values it meets, as a written number is:
- * among f64 values the double itself, among f32 (bf16, f16) ones the nearest f32, among
- * integers the integer option's value. */
+/* The option e reads (elab/builtins.c option_tensor: one f64 cell), or NULL.  Such a read is typed
+ * by the values it meets as a written number is: the double, the nearest f32, the integer. */
 static const ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *e) {
     if (e->kind != AE_READ || a->reads[e->read].node.grad) return NULL;
     const Tensor *t = a->reads[e->read].node.tensor;
@@ -310,8 +308,7 @@ static const ProgramOption *option_read(Builder *b, const Assignment *a, const A
     return NULL;
 }
 
-/* The option reads of e (constants and options alone, DTYPE_ANY) among values computed as
- * `type` (f32): each converted from its f64. */
+/* The option reads of e (numbers alone) among values computed as `type`: converted from f64. */
 static void options_as(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
     if (option_read(b, a, e)) convert_in_place(b, e, type);
     else if (e->kind == AE_OP)
@@ -326,9 +323,8 @@ static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t 
     if (option && option->is_float) {
         diag_error(a->span, "%s computes on %s values with the option '%s', which is a number, not an integer", a->what,
                    ir_dtype_word(type), option->name);
-        diag_note(option->span, "'%s' is a number because its default is written as one (an integer default makes an "
-                  "integer option); to compute with it, convert the %s values with to_f32", option->name,
-                  ir_dtype_word(type));
+        diag_note(option->span, "'%s' is a number: its default is not an integer; convert the %s values with to_f32 to "
+                  "compute with it", option->name, ir_dtype_word(type));
         b->failed = true;
         return false;
     }
@@ -1398,9 +1394,8 @@ static void build_tensor_once(Builder *b, Tensor *t) {
     }
 }
 
-/* t's buffers and forward assignments, operands first.  A build that fails poisons t: building
- * anything that reads it later fails too, without a second message (assign_build goes on to the
- * next named tensor or routine, so independent errors are all reported). */
+/* t's buffers and forward assignments, operands first.  A failed build poisons t: building what
+ * reads it fails silently (assign_build goes on with the next named tensor or routine). */
 void build_tensor(Builder *b, Tensor *t) {
     if (b->failed) return;
     if (b->visited[t->id]) {
