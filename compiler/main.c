@@ -1126,12 +1126,10 @@ static bool build_executable(IrProgram *ir, const Options *opt, const Target *ta
     return build_linked(ir, opt, target, output, workdir, false);
 }
 
-static bool check_routine_names(const IrProgram *ir, const char *module);
-
 /* --shared: the library at paths[0] and its manifest at paths[1], both or neither. */
 static bool build_shared(IrProgram *ir, const Options *opt, const Target *target, const char *const *paths) {
     if (!check_exported_module_name(ir->arena, opt, paths[0]) ||
-        !check_routine_names(ir, module_name(ir->arena, opt, paths[0])))
+        !abi_check_names(ir, module_name(ir->arena, opt, paths[0])))
         return false;
     Output manifest;
     if (!output_open(&manifest, paths[1], true)) return false;
@@ -1143,21 +1141,6 @@ static bool build_shared(IrProgram *ir, const Options *opt, const Target *target
     }
     if (!output_commit(&manifest, ok)) ok = false;
     if (!ok) unlink(paths[0]);
-    return ok;
-}
-
-/* A routine whose exported name would be one of the header's own functions is an error. */
-static bool check_routine_names(const IrProgram *ir, const char *module) {
-    bool ok = true;
-    for (uint32_t f = 0; f < ir->function_count; f++) {
-        const char *n = abi_c_name(ir->arena, ir->functions[f].name);
-        if (!ir->exported[f] || !ir->functions[f].span.file) continue;
-        if (abi_reserved(n) || !strncmp(n, ABI_SETTER_PREFIX, strlen(ABI_SETTER_PREFIX))) {
-            diag_error(ir->functions[f].span, "routine '%s' would clash with the generated function %s_%s of the "
-                       "header; rename the routine", ir->functions[f].name, module, n);
-            ok = false;
-        }
-    }
     return ok;
 }
 
@@ -1250,7 +1233,7 @@ static bool build_object(IrProgram *ir, const Options *opt, const Target *target
     Arena *arena = ir->arena;
     if (!check_exported_module_name(arena, opt, output)) return false;
     const char *module = module_name(arena, opt, output);
-    if (!check_routine_names(ir, module)) return false;
+    if (!abi_check_names(ir, module)) return false;
     const char *paths[3];
     object_paths(arena, output, paths);
     Output out[3];

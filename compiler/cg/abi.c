@@ -1,7 +1,8 @@
 /* abi.c — C names of generated symbols and the names the generated header reserves (abi.h).
  *
- * Also checks, at compile time, the tsr_state layout that generated code addresses.
- * Requires nothing but the arena and the runtime's public header. */
+ * Also checks, at compile time, the tsr_state layout that generated code addresses, and, when a
+ * module is exported, that its routines and symbols get C names of their own.
+ * Requires the arena, the IR's function and symbol tables and the runtime's public header. */
 #include "cg/abi.h"
 
 #include <ctype.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/diag.h"
 #include "runtime/tsr.h"
 
 /* Generated code addresses tsr_state as a struct of ABI_STATE_FIELDS pointer-sized fields. */
@@ -39,4 +41,76 @@ bool abi_reserved(const char *c_name) {
 
 const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported) {
     return arena_printf(arena, exported ? "%s_%s" : "%s__%s", module, c_name);
+}
+
+const char **abi_routine_names(const IrProgram *ir) {
+    const char **names = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *names);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const char *base = abi_c_name(ir->arena, ir->functions[f].name);
+        names[f] = base;
+        for (unsigned k = 2;; k++) {
+            uint32_t g = 0;
+            while (g < f && strcmp(names[g], names[f]) != 0) g++;
+            if (g == f) break;
+            names[f] = arena_printf(ir->arena, "%s_%u", base, k);
+        }
+    }
+    return names;
+}
+
+/* What a settable symbol is, in a message: "index 'k'" or "run-time size 'x.b'". */
+static const char *symbol_kind(const IrSymbol *sym) { return sym->size ? "run-time size" : "index"; }
+
+bool abi_check_names(const IrProgram *ir, const char *module) {
+    bool ok = true;
+    const char **c = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *c);
+    for (uint32_t f = 0; f < ir->function_count; f++) {
+        const IrFunction *fn = &ir->functions[f];
+        c[f] = abi_c_name(ir->arena, fn->name);
+        if (!ir->exported[f] || !fn->span.file) continue;
+        if (abi_reserved(c[f]) || !strncmp(c[f], ABI_SETTER_PREFIX, strlen(ABI_SETTER_PREFIX))) {
+            diag_error(fn->span, "routine '%s' would clash with the generated function %s_%s of the header; rename the "
+                       "routine", fn->name, module, c[f]);
+            ok = false;
+            continue;
+        }
+        for (uint32_t g = 0; g < f; g++)
+            if (ir->exported[g] && ir->functions[g].span.file && strcmp(c[g], c[f]) == 0) {
+                diag_error(fn->span, "routines '%s' and '%s' would both be the C function %s_%s; rename one",
+                           ir->functions[g].name, fn->name, module, c[f]);
+                diag_note(ir->functions[g].span, "'%s' is routine '%s'", c[f], ir->functions[g].name);
+                ok = false;
+                break;
+            }
+    }
+    for (uint32_t i = 0; i < ir->symbol_count; i++) {
+        const IrSymbol *sym = &ir->symbols[i];
+        if (!sym->settable) continue;
+        const char *name = abi_c_name(ir->arena, sym->name);
+        for (uint32_t j = 0; j < i; j++) {
+            const IrSymbol *other = &ir->symbols[j];
+            const char *other_name = abi_c_name(ir->arena, other->name);
+            bool same_setter = strcmp(other_name, name) == 0;
+            /* An index's macro is MODULE_NAME_RANGE, a size's MODULE_NAME_MIN. */
+            if (!other->settable || !(same_setter || (other->size == sym->size && strcasecmp(other_name, name) == 0)))
+                continue;
+            /* Reported at an index item, which the program names, rather than at a size, named
+             * after its input and axis; between two of a kind, at the later. */
+            bool at_other = sym->size && !other->size;
+            const IrSymbol *at = at_other ? other : sym, *against = at_other ? sym : other;
+            if (same_setter)
+                diag_error(at->span, "%s '%s' and %s '%s' would both be set by %s_%s%s; rename one",
+                           symbol_kind(against), against->name, symbol_kind(at), at->name, module, ABI_SETTER_PREFIX, name);
+            else {
+                char *macro = arena_printf(ir->arena, "%s_%s_%s", module, name, sym->size ? "MIN" : "RANGE");
+                for (char *p = macro; *p; p++) *p = (char)toupper((unsigned char)*p);
+                diag_error(at->span, "%s '%s' and %s '%s' would both define the macro %s of the header; rename one",
+                           symbol_kind(against), against->name, symbol_kind(at), at->name, macro);
+            }
+            diag_note(against->span, "%s '%s' is declared here", symbol_kind(against), against->name);
+            ok = false;
+            break;
+        }
+    }
+    return ok;
 }

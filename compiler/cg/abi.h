@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "base/arena.h"
+#include "ir/ir.h"
 
 /* The C identifier of a routine or tensor name ("l1.w" → "l1_w"), in the arena. */
 const char *abi_c_name(Arena *arena, const char *name);
@@ -22,6 +23,19 @@ bool abi_reserved(const char *c_name);
 /* The exported symbol of routine `c_name` of `module` ("mm" + "matmul" → "mm_matmul"), or of a
  * routine that only `main` runs (internal linkage: "mm__matmul"). */
 const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported);
+
+/* The C name of each of the program's functions, indexed as ir->functions: abi_c_name of its
+ * name, or, for a function whose C name an earlier one has, that name with the first free
+ * suffix _2, _3, …, so that an executable's routines `get'` and `get_` (internal) get symbols
+ * and kernels of their own.  Exported routines never meet: abi_check_names refuses them. */
+const char **abi_routine_names(const IrProgram *ir);
+
+/* The checks of an exported module's names (-c, --shared), each an error at the name to
+ * rename with a note at the other: a routine named as one of the header's own functions
+ * (abi_reserved, or starting with set_), two routines of one C name ("get'" and "get_"), and
+ * two index symbols or run-time sizes whose setters or macros would be one (compared without
+ * case, as the macros are upper case: `kA` and `ka`, or the index `x_b` and the size `x.b`). */
+bool abi_check_names(const IrProgram *ir, const char *module);
 
 /* The tsr_state fields that generated code addresses (runtime/tsr.h; abi.c checks the layout):
  * field ABI_STATE_BUFFERS is `float **buffers`, ABI_STATE_SYMBOLS `int64_t *symbols`, of

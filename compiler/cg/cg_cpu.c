@@ -404,8 +404,7 @@ static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status) {
 static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
     IrProgram *ir = (IrProgram *)g->ir;
-    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_c_name(ir->arena, ir->functions[f].name),
-                                          ir->exported[f]);
+    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_routine_names(ir)[f], ir->exported[f]);
     LLVMTypeRef p[2] = {g->ptr, g->i32};
     LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
     if (!ir->exported[f]) LLVMSetLinkage(r, LLVMInternalLinkage);
@@ -484,7 +483,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     IrProgram *ir = (IrProgram *)g->ir;
     const IrFunction *fn = &ir->functions[f];
     bool exported = ir->exported[f];
-    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_c_name(ir->arena, fn->name), exported);
+    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_routine_names(ir)[f], exported);
     KernelList kl = kernel_outline(ir, fn, c->opt->target);
     LLVMValueRef *bodies = calloc(kl.count + 1, sizeof *bodies), *ranges = calloc(kl.count + 1, sizeof *ranges);
     LLVMValueRef *literals = calloc(kl.count + 1, sizeof *literals);

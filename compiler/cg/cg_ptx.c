@@ -297,10 +297,11 @@ bool cg_ptx_emit(IrProgram *ir, const Target *target, int opt_level, const char 
     GpuKernelInfo *infos = arena_alloc(ir->arena, (total + 1) * sizeof *infos);
     out->function_first = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *out->function_first);
     uint32_t n = 0;
+    const char **routine_names = abi_routine_names(ir);
     for (uint32_t f = 0; f < ir->function_count; f++) {
         const IrFunction *fn = &ir->functions[f];
         out->function_first[f] = n;
-        const char *fname = abi_c_name(ir->arena, fn->name);
+        const char *fname = routine_names[f];
         for (uint32_t k = 0; k < lists[f].count; k++) {
             if (lists[f].kernels[k].call) continue; /* the routine calls the runtime there (cg_cpu.c) */
             emit_kernel(&g, fn, &lists[f].kernels[k], arena_printf(ir->arena, "%s_%s_k%u", module, fname, k), written,

@@ -108,8 +108,9 @@ static void add_export(Exports *x, const IrProgram *ir, const char *shown, uint3
 static Exports exports_of(const IrProgram *ir) {
     Exports x = {0};
     x.routines = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *x.routines);
+    const char **names = abi_routine_names(ir);
     for (uint32_t f = 0; f < ir->function_count; f++)
-        if (ir->exported[f]) x.routines[f] = abi_c_name(ir->arena, ir->functions[f].name);
+        if (ir->exported[f]) x.routines[f] = names[f];
     for (uint32_t i = 0; i < ir->export_count; i++)
         add_export(&x, ir, ir->exports[i].shown, ir->exports[i].buffer, ir->exports[i].grad);
     return x;

@@ -59,8 +59,9 @@ static bool int_arg(Arg *args, uint32_t count, const char *label, Span span, con
     return true;
 }
 
-/* A new index symbol (an `index` item, or a loop counter of `main`). */
-Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool counter) {
+/* A new index symbol (an `index` item, or a loop counter of `main`): `span` is its range as
+ * written, `item` the whole item. */
+Value *index_value(Elab *e, const char *name, int64_t range, Span span, Span item, bool counter) {
     Program *p = e->program;
     const char *base = name; /* unique: a loop counter may reuse a name */
     for (uint32_t k = 2, clash = 1; clash; k++) {
@@ -74,7 +75,7 @@ Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool cou
     v->as.index.span = span;
     v->as.index.id = p->index_count;
     v->as.index.counter = counter;
-    ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span, counter}));
+    ARENA_PUSH(e->arena, p->indexes, p->index_count, p->index_cap, ((IndexSymbol){name, range, span, item, counter}));
     return v;
 }
 

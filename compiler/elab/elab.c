@@ -277,7 +277,7 @@ static void elab_item(Elab *e, const Node *item) {
             bind_global(e, item->name, r);
             break;
         }
-        bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span, false));
+        bind_global(e, item->name, index_value(e, item->name, r->as.i, item->a->span, item->span, false));
         break;
     }
     case ITEM_DATA: {

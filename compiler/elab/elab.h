@@ -121,7 +121,8 @@ typedef struct ProgramOption {
 typedef struct IndexSymbol {
     const char *name;
     int64_t range;
-    Span span;
+    Span span;    /* its range as written (a loop's counter: its name) */
+    Span item;    /* the whole `index` item (a loop's counter: its name) */
     bool counter; /* a loop counter of main, not an `index` item */
 } IndexSymbol;
 

@@ -365,7 +365,7 @@ bool record_sizes(Elab *e, const Node *rec, Env *env, const char *tensor, Runtim
 
 /* ---- builtins.c: the built-in functions ------------------------------------------------------------- */
 
-Value *index_value(Elab *e, const char *name, int64_t range, Span span, bool counter);
+Value *index_value(Elab *e, const char *name, int64_t range, Span span, Span item, bool counter);
 Tensor *option_tensor(Elab *e, const Value *v, Span span);
 void bind_builtins(Elab *e);
 

@@ -269,14 +269,14 @@ static void main_for(Elab *e, const Node *n, Env *env, MainList *out, bool progr
             return;
         }
     } else if (at_run_time) { /* checked when the loop starts: counts from 0 up */
-        sym = index_value(e, n->name, INT64_MAX, n->span, true);
+        sym = index_value(e, n->name, INT64_MAX, n->span, n->span, true);
     } else {
         if (lo <= hi && lo < 0) {
             diag_error(n->span, "a loop counter of 'main' counts from 0 up (this loop reaches %lld)", (long long)lo);
             return;
         }
         /* The counter's range is hi + 1 values, saturated where hi is the largest 64-bit integer. */
-        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? (hi < INT64_MAX ? hi + 1 : INT64_MAX) : 1, n->span, true);
+        sym = index_value(e, n->name, hi >= lo && hi >= 0 ? (hi < INT64_MAX ? hi + 1 : INT64_MAX) : 1, n->span, n->span, true);
     }
     step.index = sym->as.index.id;
     MainList body = {0};

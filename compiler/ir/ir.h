@@ -581,6 +581,7 @@ typedef struct IrSymbol {
                        * counter of main */
     bool size;        /* a size symbol */
     uint32_t leader;  /* a size symbol's class's first (itself for the first) */
+    Span span;        /* the `index` item, or the `?` written for a size (none: a loop block) */
 } IrSymbol;
 
 #define IR_KIND_ARG(name) IRP_##name,

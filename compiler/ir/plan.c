@@ -307,7 +307,8 @@ static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
         uint32_t sym = ir->symbol_count++;
         if (ir->class_symbol[k] == UINT32_MAX) ir->class_symbol[k] = sym;
         ir->symbols[sym] = (IrSymbol){.name = name, .range = shape_runtime_min(solver, k), .settable = true,
-                                      .size = true, .leader = ir->class_symbol[k]};
+                                      .size = true, .leader = ir->class_symbol[k],
+                                      .span = shape_origin_span(solver, origin)};
         decl_symbol[i] = sym;
     }
     for (uint32_t b = 0; b < ir->buffer_count; b++) {
@@ -329,7 +330,9 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
     copy_program(ir, ar);
     ir->symbol_count = p->index_count;
     ir->symbols = arena_alloc(ir->arena, (p->index_count + shape_runtime_decl_count(p->solver) + 1) * sizeof *ir->symbols);
-    for (uint32_t i = 0; i < p->index_count; i++) ir->symbols[i] = (IrSymbol){.name = p->indexes[i].name, .range = p->indexes[i].range, .settable = !p->indexes[i].counter};
+    for (uint32_t i = 0; i < p->index_count; i++)
+        ir->symbols[i] = (IrSymbol){.name = p->indexes[i].name, .range = p->indexes[i].range,
+                                    .settable = !p->indexes[i].counter, .span = p->indexes[i].item};
     runtime_sizes(ir, ar);
     mark_sharded_data(ir);
     StmtList out = {0};
