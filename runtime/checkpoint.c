@@ -499,6 +499,9 @@ static int check_directory(const Archive *a) {
         if (!same) return damaged(a->path, "a member's name in the zip directory differs from its header's");
         at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
     }
+    /* Entries past the count would be members no reader here sees (an array left out of the
+     * load, or one named twice unnoticed). */
+    if (at != a->directory_size) return damaged(a->path, "its zip directory holds more than the entries its end record counts");
     return TSR_OK;
 }
 
@@ -686,6 +689,14 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         shuffles[owner] += shuffles[j];
         shuffles[j] = 0;
     }
+    /* Each shuffle is replayed, so a count no run could have reached (a damaged tsrc.shuffles:
+     * its pairs go up to 2^48) would never finish loading.  A training loop shuffles at most
+     * once per routine run; up to 2^20 more are allowed for loops that shuffle without running. */
+    for (uint32_t j = 0, groups = shuffles ? shuffle_count(s) : 0; status == TSR_OK && j < groups; j++)
+        if (shuffles[j] > runs + ((uint64_t)1 << 20))
+            status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' counts %" PRIu64 " shuffles of a data set in a run of %" PRIu64
+                               " routine runs: a damaged file (more than 2^20 shuffles beyond the runs are refused)",
+                               path, shuffles[j], runs);
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++)
         while (status == TSR_OK && a->counter == k - 1 && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
     free(shuffles);

@@ -8,8 +8,9 @@
 # NUL bytes -- and both the executable (under a 256 MiB memory limit) and `tsrc --run
 # --interp` must stop within the time limit with exit status 1 and exactly the expected
 # message.  A third program loads the checkpoint '$T/m.npz' (docs/runtime.md §14), which meets
-# a FIFO with a writer, a link to /dev/zero, a sparse gigabyte and an archive whose directory
-# claims a 2 GiB member.  A fourth gives its length to a run-time size from a .npy whose header
+# a FIFO with a writer, a link to /dev/zero, a sparse gigabyte, an archive whose directory
+# claims a 2 GiB member, one whose end record counts fewer entries than its directory holds, and
+# (loaded by a program that shuffles) a count of 2^48 shuffles.  A fourth gives its length to a run-time size from a .npy whose header
 # claims 1.2 GB over 32 bytes.  Usage: hostile_data.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -158,6 +159,37 @@ b[c + 20:c + 28] = (0x7fffffff).to_bytes(4, "little") * 2
 open(sys.argv[1], "wb").write(b)' "$T/m.npz"
 expect_checkpoint "checkpoint: a member claiming 2 GiB" \
     ": array 'w' holds 2147483647 bytes, more than its shape can need"
+# An end record counting fewer entries than the directory holds: the entry it leaves out (here a
+# second 'w', which numpy.load would take) would be a member no reader here sees.
+clear_path m.npz
+/usr/bin/python3 -c '
+import io, sys, zipfile
+import numpy as np
+def npy(a):
+    f = io.BytesIO(); np.save(f, np.asarray(a, np.float32)); return f.getvalue()
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("w.npy", npy([1, 2, 3])); z.writestr("w.npy", npy([7, 8, 9]))
+b = bytearray(open(sys.argv[1], "rb").read())
+e = b.rindex(b"PK\x05\x06")
+b[e + 8:e + 12] = (1).to_bytes(2, "little") * 2
+open(sys.argv[1], "wb").write(b)' "$T/m.npz" 2>/dev/null
+expect_checkpoint "checkpoint: an end record counting one entry of two" \
+    " is not a readable .npz file: its zip directory holds more than the entries its end record counts"
+# A shuffle count no run reached (2^48 - 1, past the 2^20 allowed beyond the runs): replaying it
+# would never end, so the load is refused at once.
+printf 'data d = range ~b:[4] ~o:[1]\nmain = shuffle d; load "%s/m.npz"; print d\n' "$T" >"$T/ckpt.tsr"
+if ! "$TSRC" "$T/ckpt.tsr" -o "$T/ckpt" >"$T/log" 2>&1; then
+    failed=$((failed + 1)); echo "FAIL ckpt.tsr (shuffle) does not compile"; sed -n '1,10s/^/    /p' "$T/log"
+fi
+clear_path m.npz
+/usr/bin/python3 -c '
+import sys
+import numpy as np
+top = float(2 ** 24 - 1)
+np.savez(sys.argv[1], **{"tsrc.runs": np.array([0, 5], np.float32),
+                         "tsrc.shuffles": np.array([[top, top]], np.float32)})' "$T/m.npz"
+expect_checkpoint "checkpoint: 2^48 shuffles" \
+    " counts 281474976710655 shuffles of a data set in a run of 5 routine runs: a damaged file (more than 2^20 shuffles beyond the runs are refused)"
 
 # A .npy file that gives its length to a run-time size (`~b:[?]`) and whose header claims shape
 # (100000000, 3), 1.2 GB, over 32 bytes of data: refused from the file's size before anything
