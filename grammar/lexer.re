@@ -11,7 +11,6 @@
  * itself) is an assignment operator and must be one of the %cd accumulation operators. */
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -157,11 +156,6 @@ static Token number(Lexer *lx, const unsigned char *from, const unsigned char *t
         t.fval = strtod(buf, &end);
         if (errno == ERANGE && isinf(t.fval)) {
             diag_error(t.span, "floating-point literal '%s' is out of range", t.text);
-            return illegal(lx, from, to);
-        }
-        if (isinf((float)t.fval)) { /* tensors hold single precision: it would silently be inf */
-            diag_error(t.span, "floating-point literal '%s' is out of the single-precision range of tensors "
-                               "(at most %.9g)", t.text, (double)FLT_MAX);
             return illegal(lx, from, to);
         }
     } else {

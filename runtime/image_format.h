@@ -87,7 +87,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, above; the CPU they were read from)
  *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags; u8 dtype;
- *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f32 values[value_count] }
+ *                        u32 rank; i64 dims[rank]; f64 fill; f64 shift; u64 value_count; f64 values[value_count] }
  *   u32 data_count     { str generator; str path; str name; i64 count; i64 seed; f64 noise; f64 factor;
  *                        i64 bound; u8 sharded; u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
@@ -148,9 +148,11 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * symbol, the run's random key), so that a replayed CUDA graph (runtime/cuda.c) refreshes the
  * parameters of those kernels alone when the values change.  Version 18 added the GPU section's
  * cubin: the PTX compiled by ptxas for `arch` when tsrc ran (none: size 0), which the runtime
- * loads first, the PTX where the GPU cannot run it. */
+ * loads first, the PTX where the GPU cannot run it.  Version 19 wrote a buffer's initial values as
+ * f64 (they were f32), so that each is rounded once, into the buffer's type: an f64 parameter's
+ * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 18u
+#define TSR_IMAGE_VERSION 19u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

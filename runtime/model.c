@@ -299,11 +299,11 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         /* Values written in the program have a size known when it is compiled: a buffer of
          * run-time size initialised from the image's values is malformed (its cells would
          * outrun the values once the size is set). */
-        if (b->value_count > (uint64_t)(r.end - r.p) / 4 ||
+        if (b->value_count > (uint64_t)(r.end - r.p) / 8 ||
             (b->init == TSR_INIT_VALUES && (b->value_count != (uint64_t)b->size || b->size_symbol >= 0)))
             r.bad = true;
         b->values = r.p;
-        take(&r, NULL, (size_t)b->value_count * 4);
+        take(&r, NULL, (size_t)b->value_count * 8);
     }
     m->data_count = count(&r, 56);
     m->data = calloc(m->data_count + 1, sizeof *m->data);

@@ -25,9 +25,9 @@
 
 /* ---- Creating a state ---------------------------------------------------------------------------- */
 
-static float image_float(const unsigned char *p, uint64_t i) {
-    float v;
-    memcpy(&v, p + i * 4, 4);
+static double image_value(const unsigned char *p, uint64_t i) {
+    double v;
+    memcpy(&v, p + i * 8, 8);
     return v;
 }
 
@@ -334,7 +334,7 @@ static int new_storage(tsr_state *s, uint32_t i, float **out) {
         for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, b->fill);
         break;
     case TSR_INIT_VALUES:
-        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, image_float(b->values, (uint64_t)c));
+        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, image_value(b->values, (uint64_t)c));
         break;
     case TSR_INIT_UNIFORM:
         for (int64_t c = 0; c < b->size; c++)

@@ -1236,11 +1236,12 @@ static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
     buf->init_shift = r->shift;
 }
 
-/* Whether a half type rounds the finite `value` to infinity (f16 from 65520 on, bf16 near f32's
- * largest): an initial value written for it that it cannot hold. */
-static bool overflows_half(double value, uint8_t dtype) {
-    if (!isfinite(value) || (dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16)) return false;
-    float held = dtype == TSR_DTYPE_F16 ? tsr_f16_to_f32(tsr_f64_to_f16(value)) : tsr_bf16_to_f32(tsr_f64_to_bf16(value));
+/* Whether f32 or a half type rounds the finite `value` to infinity (f16 from 65520 on, bf16 and
+ * f32 near f32's largest): an initial value written for it that it cannot hold. */
+static bool overflows_type(double value, uint8_t dtype) {
+    if (!isfinite(value) || (dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16 && dtype != TSR_DTYPE_F32)) return false;
+    float held = dtype == TSR_DTYPE_F16 ? tsr_f16_to_f32(tsr_f64_to_f16(value))
+               : dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(value)) : (float)value;
     return isinf(held);
 }
 
@@ -1248,10 +1249,9 @@ static bool overflows_half(double value, uint8_t dtype) {
  * after an error at the parameter. */
 static bool initial_values_fit(Builder *b, const Tensor *t, const double *values, uint64_t count) {
     for (uint64_t i = 0; i < count; i++)
-        if (overflows_half(values[i], t->dtype)) {
-            diag_error(t->span, "the initial value %g of parameter '%s' is beyond the range of %s (largest %s): it "
-                       "would be infinity", values[i], t->name, dtype_word(t->dtype),
-                       t->dtype == TSR_DTYPE_F16 ? "65504" : "3.39e38");
+        if (overflows_type(values[i], t->dtype)) {
+            diag_error(t->span, "the initial value %g of parameter '%s' is beyond the range of %s (largest %s): it would "
+                       "be infinity", values[i], t->name, dtype_word(t->dtype), t->dtype == TSR_DTYPE_F16 ? "65504" : "3.4e38");
             b->failed = true;
             return false;
         }

@@ -84,10 +84,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
         f64(&b, buf->init_shift);
         bool values = !buf->is_virtual && buf->init == INIT_VALUES;
         u64(&b, values ? buf->size : 0);
-        for (uint64_t c = 0; values && c < buf->size; c++) {
-            float v = (float)buf->values[c];
-            put(&b, &v, 4);
-        }
+        for (uint64_t c = 0; values && c < buf->size; c++) f64(&b, buf->values[c]);
     }
     u32(&b, ir->dataset_count);
     for (uint32_t i = 0; i < ir->dataset_count; i++) {

@@ -9,10 +9,15 @@
  * tensor or routine being built, not the build: the next ones are built, so that every
  * independent error is reported, and whatever reads a tensor whose build failed fails silently.
  *
+ * A number written beyond f32's range (1e300) is kept as a double; where the finished code
+ * reads it as an f32 (among f32 values, or a literal's cells) it would be infinity, and that is
+ * an error at the number (check_literal_ranges); among f64 values it is the double.
+ *
  * Requires: elaborate() succeeded (every shape closed).  It calls down into assign.c and
  * grad.c (assign_build.h, grad.h); neither calls back. */
 #include "ir/assign_build.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "ir/grad.h"
@@ -127,6 +132,62 @@ static void mark_working_state(Builder *b) {
     }
 }
 
+/* Whether t is a literal (or a constant) of f32 cells with a number that f32 cannot hold. */
+static bool literal_beyond_f32(const Tensor *t) {
+    if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || !t->values || t->dtype == TSR_DTYPE_F64) return false;
+    for (uint32_t i = 0; i < t->value_count; i++)
+        if (isfinite(t->values[i]) && isinf((float)t->values[i])) return true;
+    return false;
+}
+
+static void report_beyond_f32(const Tensor *t, Span reader, const char *what) {
+    double v = 0;
+    for (uint32_t i = 0; i < t->value_count; i++)
+        if (isfinite(t->values[i]) && isinf((float)t->values[i])) {
+            v = t->values[i];
+            break;
+        }
+    diag_error(t->span, "the number %g is beyond the range of f32 (±%.9g): as an f32 it would be infinity", v,
+               3.4028234663852886e38);
+    if (reader.file) diag_note(reader, "%s reads it as an f32", what);
+    diag_note(t->span, "a number that meets f64 values is a double: compute with f64 tensors (dtype = \"f64\", or "
+              "to_f64 x) to use it (docs/language.md §3.9)");
+}
+
+/* The reads of e that are still reads of a literal beyond f32's range (one that met f64 values
+ * became a double constant instead); false after an error. */
+static bool expr_literals_fit(const Assignment *a, const AExpr *e) {
+    if (!e) return true;
+    if (e->kind == AE_READ) {
+        const Access *r = &a->reads[e->read];
+        if (!r->node.grad && literal_beyond_f32(r->node.tensor)) {
+            report_beyond_f32(r->node.tensor, a->span, a->what);
+            return false;
+        }
+        return true;
+    }
+    if (e->kind != AE_OP) return true;
+    for (unsigned i = 0; i < 3; i++)
+        if (!expr_literals_fit(a, e->args[i])) return false;
+    return true;
+}
+
+/* Every number written beyond f32's range that the code reads as an f32, or that is a named
+ * tensor of f32 cells, is an error; false after any. */
+static bool check_literal_ranges(Program *program, const AssignResult *out) {
+    bool ok = true;
+    for (uint32_t i = 0; i < program->named_count; i++)
+        if (literal_beyond_f32(program->named[i])) {
+            report_beyond_f32(program->named[i], (Span){0}, NULL);
+            ok = false;
+        }
+    const AssignList *lists = out->routine_count ? out->routines : &out->forward;
+    for (uint32_t l = 0; l < (out->routine_count ? out->routine_count : 1); l++)
+        for (uint32_t k = 0; k < lists[l].count; k++)
+            if (!lists[l].items[k]->collective) ok &= expr_literals_fit(lists[l].items[k], lists[l].items[k]->rhs);
+    return ok;
+}
+
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out) {
     memset(out, 0, sizeof *out);
     Arena *arena = arena_new();
@@ -171,7 +232,7 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
         build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
         failed |= b.failed;
     }
-    if (failed) {
+    if (!check_literal_ranges(program, out) || failed) {
         arena_free(arena);
         return false;
     }
