@@ -81,9 +81,22 @@ Value *index_value(Elab *e, const char *name, int64_t range, Span span, Span ite
 
 /* ---- Data sources (docs/language.md §3.2.6) ---------------------------------------------------- */
 
-/* Every argument is labelled with one of `allowed` ("~count ~noise"); with `path_first`, the
- * first may be positional. */
+/* No label is given twice (the builtins read the first, so the second would be ignored). */
+static bool labels_once(const Arg *args, uint32_t count, const char *fn) {
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t j = 0; args[i].label && j < i; j++)
+            if (args[j].label && strcmp(args[j].label, args[i].label) == 0) {
+                diag_error(args[i].span, "%s's parameter ~%s is given twice", fn, args[i].label);
+                diag_note(args[j].span, "first given here");
+                return false;
+            }
+    return true;
+}
+
+/* Every argument is labelled with one of `allowed` ("~count ~noise"), each once; with
+ * `path_first`, the first may be positional. */
 static bool check_labels(Arg *args, uint32_t count, const char *fn, const char *allowed, bool path_first) {
+    if (!labels_once(args, count, fn)) return false;
     for (uint32_t i = 0; i < count; i++) {
         const char *l = args[i].label;
         if (!l && path_first && i == 0) continue;
@@ -505,6 +518,7 @@ static Value *builtin_init(Elab *e, Arg *args, uint32_t count, Span span) {
 /* `fn ?label… ()`: the optional labels are the numbers `allowed` names ("~low ~high"). */
 static bool initialiser_args(Arg *args, uint32_t count, const char *fn, const char *allowed, Span span) {
     uint32_t units = 0;
+    if (!labels_once(args, count, fn)) return false;
     for (uint32_t i = 0; i < count; i++)
         if (!args[i].label) {
             if (args[i].value->kind != V_UNIT || units++) {
