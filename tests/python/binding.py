@@ -10,7 +10,9 @@ weights; two loads of one library and a second library in one process are indepe
 sizes set from Python reshape the views, and a mismatch is a tsr.Error with the runtime's
 message; assignment checks shapes; save and load round-trip the parameters between two models;
 a closed model (its routines, sizes and shapes) and an unknown routine are errors; a view keeps
-its model alive; tsr.compile caches by source and raises
+its model's state alive (after close() too); a new run-time size is refused while a view of the
+old storage is left; None or a string assigned to a tensor and a NUL in a checkpoint path are
+errors; a library rebuilt at a path already loaded loads as rebuilt; tsr.compile caches by source and raises
 tsrc's errors; the arrays export __dlpack__; `pip install` of runtime/python works offline
 (into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
 lines and "N passed, N failed"."""
@@ -146,6 +148,33 @@ def main():
             check(ok and r.sizes["x.b"] == 37, f"a run-time size set to {bad!r} is a tsr.Error and changes nothing", why)
         r.sizes["x.b"] = np.int64(37)
         check(r.sizes["x.b"] == 37, "a NumPy integer sets a run-time size")
+        # A new length frees the old storage: refused while a view of it (here a slice) is left.
+        part = r["x"][:2]
+        r.sizes["x.b"] = 37  # the same length keeps the storage
+        ok, why = raises(tsr.Error, lambda: r.sizes.__setitem__("x.b", 38), "views of the old are left")
+        check(ok and r.sizes["x.b"] == 37, "a new run-time size is refused while a view of the old storage is left", why)
+        del part
+        r.sizes["x.b"] = 38
+        check(r["x"].shape == (38, 784), "once the views are gone the size is set")
+        r.sizes["x.b"] = 37
+        for bad in (None, "1.5", [None, 1]):
+            ok, why = raises(tsr.Error, lambda: m.__setitem__("w1", bad), "takes numbers")
+            check(ok, f"assigning {bad!r} to a tensor is a tsr.Error (NumPy would make NaN or parse it)", why)
+        ok, why = raises(tsr.Error, lambda: m.save(os.path.join(d, "a\0b.npz")), "NUL")
+        check(ok and not os.path.exists(os.path.join(d, "a")), "a checkpoint path with a NUL byte is a tsr.Error", why)
+        # A library rebuilt at a path this process loaded: the loader would give the old one.
+        again = os.path.join(d, "librebuilt.so")
+        shutil.copy(lib, again)
+        shutil.copy(os.path.join(d, "libmlp.json"), os.path.join(d, "librebuilt.json"))
+        old = tsr.load(again)
+        other = os.path.join(d, "other.tsr")
+        with open(other, "w") as f:
+            f.write("let%op w = { w = [1.; 2.; 3.] }\nlet%op y = w *. 2.\nroutine double = y.forward\n")
+        p = subprocess.run([tsrc, "--shared", other, "-o", again], capture_output=True, text=True)
+        new = tsr.load(again)
+        new.double()
+        check(p.returncode == 0 and np.array_equal(new["y"], [2, 4, 6]) and "w1" in old.tensors,
+              "a library rebuilt at a loaded path loads as rebuilt, the earlier model unchanged", p.stderr)
         ok, why = raises(tsr.Error, lambda: tsr.load(rlib, seed=-1), "out of the range")
         check(ok, "a negative seed is a tsr.Error, not one wrapped to 2^64 - 1", why)
         m.close()
@@ -166,6 +195,14 @@ def main():
         junk = [np.full(1 << 16, 7.0, np.float32) for _ in range(64)]
         check(np.array_equal(orphan, kept) and len(junk) == 64, "a view outlives the expression that loaded its model")
         del orphan, junk
+        # ... and close() too: the state is freed when the last view goes.
+        closing = tsr.load(lib, seed=3)
+        view = closing["w1"]
+        closing.close()
+        junk = [np.full(1 << 16, 7.0, np.float32) for _ in range(64)]
+        check(np.array_equal(view, kept) and raises(tsr.Error, lambda: closing["w1"], "closed")[0],
+              "a view outlives close(), which closes the model at once")
+        del view, junk
 
         cache = os.path.join(d, "cache")
         src = os.path.join(d, "mlp.tsr")

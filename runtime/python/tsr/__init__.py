@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 
 import numpy as np
 
@@ -83,6 +84,53 @@ class _Api:
             self.sync_device = fn("sync_device", ctypes.c_int, [ctypes.c_void_p])
 
 
+class _Owner:
+    """The C state behind a model: freed (MODULE_destroy) when nothing refers to it any more, the
+    model closed or collected and no NumPy view of its buffers left, so a view never reads freed
+    memory."""
+
+    def __init__(self, api, state):
+        self.api, self.state = api, state
+
+    def __del__(self):
+        if self.state:
+            self.api.destroy(ctypes.c_void_p(self.state))
+            self.state = None
+
+
+# Libraries loaded in this process, by path: the file's identity when it was loaded.  The
+# dynamic loader gives a path it has loaded the library it loaded then, so a library rebuilt at
+# the same path (a notebook's edit, compile, reload) is loaded from a copy instead (_open).
+_loaded = {}
+
+
+def _identity(path):
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _open(library):
+    """ctypes.CDLL of `library`, as the file is now."""
+    identity = _identity(library)
+    if _loaded.setdefault(library, identity) == identity:
+        return ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    fd, copy = tempfile.mkstemp(prefix="tsr-", suffix="-" + os.path.basename(library))
+    try:
+        with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
+            shutil.copyfileobj(src, out)
+        return ctypes.CDLL(copy, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    finally:
+        os.unlink(copy)  # the loaded copy stays mapped
+
+
+def _path(what, path):
+    """`path` as bytes for the C API, or tsr.Error for a NUL byte, which C would end it at."""
+    encoded = os.fsencode(path)
+    if b"\0" in encoded:
+        raise Error(f"{what} {path!r} holds a NUL byte")
+    return encoded
+
+
 class _Sizes:
     """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set."""
 
@@ -105,6 +153,11 @@ class _Sizes:
     def __setitem__(self, name, value):
         symbol = self._entry(name)["symbol"]
         value = _whole_number(f"{name!r}", value, -2**63, 2**63 - 1)
+        # A new length gives the tensors it sizes new storage and frees the old, under any view.
+        viewed = self._model._viewed(symbol) if value != self[name] else []
+        if viewed:
+            raise Error(f"setting {name!r} to {value} gives {', '.join(map(repr, viewed))} new storage, but NumPy views of "
+                        "the old are left: delete them (or copy them) first, then ask for the tensors again")
         self._model._call(self._model._api.set_symbol, self._model._handle(), ctypes.c_uint32(symbol),
                           ctypes.c_int64(value))
 
@@ -132,11 +185,13 @@ class Model:
         except OSError as e:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         self.name = self.manifest["module"]
-        self._lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        self._lib = _open(library)
         self._api = _Api(self._lib, self.name)
+        self._views = {}  # by buffer: weak references to the arrays __getitem__ made
         self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
         if not self._state:
             raise Error(self._last_error())
+        self._owner = _Owner(self._api, self._state)
         self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
         self.sizes = _Sizes(self, self.manifest.get("sizes", []))
         self.indexes = _Sizes(self, self.manifest.get("indexes", []))
@@ -188,10 +243,10 @@ class Model:
         self._fields().runs = _whole_number("runs", value, 0, 2**64 - 1)
 
     def close(self):
-        """Free the state; the model's arrays must not be used after it."""
-        if self._state:
-            self._api.destroy(ctypes.c_void_p(self._state))
-            self._state = None
+        """Close the model: its routines, tensors and sizes are errors from now on.  The state is
+        freed at once, or, while NumPy views of its tensors are left, when the last goes."""
+        self._state = None
+        self._owner = None
 
     def __enter__(self):
         return self
@@ -266,9 +321,16 @@ class Model:
         count = int(np.prod(shape, dtype=np.int64))
         dtype = self.dtype(name)
         memory = (_CELLS[dtype] * count).from_address(pointer)
-        memory._model = self  # the view keeps its model, and so the state's buffer, alive
-        cells = np.ctypeslib.as_array(memory)
+        memory._owner = self._owner  # the view keeps the state, and so its buffer, alive
+        cells = np.ctypeslib.as_array(memory)  # every view made from this one refers to it
+        views = [v for v in self._views.get(t["buffer"], []) if v() is not None]
+        self._views[t["buffer"]] = views + [weakref.ref(cells)]
         return cells.view(dtype).reshape(shape)
+
+    def _viewed(self, symbol):
+        """The tensors sized by run-time size `symbol` that NumPy views still show."""
+        return [t["name"] for t in self.manifest["tensors"] if t.get("length_symbol") == symbol and
+                any(v() is not None for v in self._views.get(t["buffer"], []))]
 
     def __setitem__(self, name, value):
         """Copy `value` into tensor `name`; its shape must be the tensor's (or broadcast to it).
@@ -278,6 +340,8 @@ class Model:
         float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
         (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
+        if np.asarray(value).dtype.kind not in "biuf":  # None, strings, objects: NumPy would make NaN or parse text
+            raise Error(f"tensor {name!r} takes numbers, not {type(value).__name__} {str(value)[:60]!r}")
         if target.dtype in (np.int32, np.uint8, np.int64):
             value = _integers(name, value, target.dtype)
         elif target.dtype == np.bool_:
@@ -297,11 +361,11 @@ class Model:
 
     def save(self, path):
         """Write every parameter (and the training state) to a .npz checkpoint (tsr_state_save)."""
-        self._call(self._api.save, self._handle(), os.fsencode(path))
+        self._call(self._api.save, self._handle(), _path("the checkpoint", path))
 
     def load(self, path):
         """Read a checkpoint written by save, an executable's --save or numpy.savez."""
-        self._call(self._api.load, self._handle(), os.fsencode(path))
+        self._call(self._api.load, self._handle(), _path("the checkpoint", path))
 
     def __repr__(self):
         return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
