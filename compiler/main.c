@@ -357,7 +357,10 @@ static Options parse_options(int argc, char **argv) {
         }
     }
     const char *host_triple = target_is_cuda(opt.triple) ? NULL : opt.triple; /* --cpu's */
-    if (opt.cpu && strcmp(opt.cpu, "help") == 0) exit(target_print_cpus(host_triple, stdout) ? 0 : 1);
+    if (opt.cpu && strcmp(opt.cpu, "help") == 0 && !target_print_cpus(host_triple, stdout))
+        bad_usage("no list of CPUs for target '%s': this tsrc generates x86-64 code (--target=x86_64-pc-linux-gnu) and "
+                  "GPU code (--target=cuda)", host_triple ? host_triple : "(the host)");
+    if (opt.cpu && strcmp(opt.cpu, "help") == 0) exit(0);
     if (opt.cpu && target_cpu_problem(host_triple, opt.cpu)) bad_usage("%s", target_cpu_problem(host_triple, opt.cpu));
     if (!opt.input) bad_usage("%s", "no input file");
     if (opt.interp && opt.mode != MODE_RUN) bad_usage("%s", "'--interp' goes with '--run'");

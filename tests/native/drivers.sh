@@ -139,6 +139,9 @@ else fail "an unknown --cpu gets the closest name"; fi
 "$TSRC" --cpu=help >"$T/cpus" 2>"$T/log"
 if [ $? = 0 ] && [ "$(head -1 "$T/cpus")" = native ] && grep -qx x86-64-v3 "$T/cpus" && grep -qx znver4 "$T/cpus" &&
    ! grep -q ' ' "$T/cpus" && [ ! -s "$T/log" ]; then pass; else fail "--cpu=help lists LLVM's CPU names, one a line"; fi
+"$TSRC" --target=aarch64-linux-gnu --cpu=help >"$T/cpus" 2>"$T/log"
+if [ $? = 2 ] && [ ! -s "$T/cpus" ] && grep -q "no list of CPUs for target 'aarch64-linux-gnu': this tsrc generates x86-64" "$T/log"
+then pass; else fail "--cpu=help for a target this tsrc does not generate says so (it printed nothing)"; fi
 # LLVM knows 32-bit CPUs too, and refuses 64-bit code for them by a fatal error: a clean one.
 "$TSRC" --cpu=i386 docs/examples/shapes.tsr -o "$T/cpu" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "tsrc: error: LLVM cannot generate this code" "$T/log" && [ ! -e "$T/cpu" ] &&
