@@ -230,17 +230,24 @@ static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t
 }
 
 /* The terminal cells the character at p (n bytes of valid UTF-8, n > 1) takes: 2 for the East
- * Asian wide and fullwidth ranges (CJK, Hangul, fullwidth forms, most emoji), 0 for combining
- * marks, else 1. */
+ * Asian wide and fullwidth ranges (CJK, Hangul, fullwidth forms) and the emoji blocks (faces,
+ * transport, symbols and pictographs, regional indicators), 0 for combining marks (Latin, Cyrillic,
+ * Hebrew and Arabic accents, the blocks for symbols and half marks), zero-width spaces and
+ * joiners, and variation selectors, else 1: what terminals draw, so the caret stays under. */
 static unsigned char_cells(const unsigned char *p, int n) {
     uint32_t c = n == 2 ? (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu)
                : n == 3 ? (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu)
                         : (p[0] & 0x07u) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
-    if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || (c >= 0xfe00 && c <= 0xfe0f)) return 0;
+    if ((c >= 0x300 && c <= 0x36f) || (c >= 0x483 && c <= 0x489) || (c >= 0x591 && c <= 0x5bd) ||
+        (c >= 0x610 && c <= 0x61a) || (c >= 0x64b && c <= 0x65f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+        (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200f) || (c >= 0x20d0 && c <= 0x20ff) ||
+        (c >= 0xfe00 && c <= 0xfe0f) || (c >= 0xfe20 && c <= 0xfe2f) || (c >= 0xe0100 && c <= 0xe01ef))
+        return 0;
     if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) || (c >= 0x3041 && c <= 0xa4cf) ||
         (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) ||
-        (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
-        (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd))
+        (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f1e6 && c <= 0x1f1ff) ||
+        (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f680 && c <= 0x1f6ff) || (c >= 0x1f900 && c <= 0x1faff) ||
+        (c >= 0x20000 && c <= 0x3fffd))
         return 2;
     return 1;
 }
