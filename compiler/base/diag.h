@@ -24,6 +24,9 @@ typedef struct Span {
     uint32_t end;    /* byte offset one past the last byte (end == start: a point) */
 } Span;
 
+/* Whether two spans are the same place (file and bytes). */
+static inline bool span_equal(Span a, Span b) { return a.file == b.file && a.start == b.start && a.end == b.end; }
+
 typedef struct Source {
     const char *path;     /* as given on the command line or found on the search path */
     const char *text;     /* the bytes, followed by a NUL sentinel (the text may hold NULs too) */

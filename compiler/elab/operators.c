@@ -751,8 +751,6 @@ static bool emit_block_logics(Elab *e, Env *env, const Node *op, Tensor *r, Tens
     return true;
 }
 
-static bool same_span(Span a, Span b) { return a.file == b.file && a.start == b.start && a.end == b.end; }
-
 /* A parameter among `ts` that an operator read first in another of the user's applications
  * (a layer made once and applied twice): the constraints of this application say so when they
  * fail, at that application, since its sizes are the parameter's.  Marks each parameter read. */
@@ -765,7 +763,7 @@ static void note_shared_parameters(Elab *e, Tensor **ts, uint32_t n) {
             t->read_by_operator = true;
             t->first_call = e->user_call;
             t->first_call_name = e->user_call_name;
-        } else if (!shared && t->first_call.file && !same_span(t->first_call, e->user_call)) {
+        } else if (!shared && t->first_call.file && !span_equal(t->first_call, e->user_call)) {
             shared = t;
         }
     }

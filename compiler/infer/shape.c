@@ -425,7 +425,7 @@ void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
     const Origin *g = &s->origins[o];
     Span said = s->error_call; /* the error already points there */
     if (g->call.file && span_in_stdlib(g->span) && !span_in_stdlib(g->call) &&
-        !(said.file == g->call.file && said.start == g->call.start && said.end == g->call.end))
+        !span_equal(said, g->call))
         diag_note(g->call, "which the standard library's code made in this application");
 }
 
@@ -743,8 +743,7 @@ static void note_row_origin(ShapeSolver *s, Row r, const char *text) {
         bool said = at.file == row_span.file && at.start >= row_span.start && at.end <= row_span.end; /* within */
         for (uint32_t j = 0; j < i && !said; j++) {
             Span before = s->origins[r.dims[j].origin].span;
-            said = !r.dims[j].var && r.dims[j].origin && at.file == before.file && at.start == before.start &&
-                   at.end == before.end;
+            said = !r.dims[j].var && r.dims[j].origin && span_equal(at, before);
         }
         if (!said) note_origin(s, o, "of them, size %s (axis %u) comes from", dim_to_string(s, r.dims[i]), i + 1);
     }
