@@ -152,6 +152,7 @@ Tensor *option_tensor(Elab *e, const Value *v, Span span) {
     if (o->tensor) return o->tensor;
     DataSource *d = new_source(e, "option", o->span);
     d->name = d->path = o->name;
+    d->option = v->as.option.id;
     Tensor *t = data_tensor(e, d, 0, o->span);
     t->dtype = TSR_DTYPE_F64; /* the value exactly (an integer option up to 2^53 too) */
     OriginId why = origin(e, o->span, "option '%s'", o->name);

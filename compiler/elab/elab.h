@@ -105,6 +105,7 @@ struct DataSource {
                             * the runtime checks them when they are read (assign.c sets it) */
     Tensor *fields[2];
     uint32_t field_count;
+    uint32_t option;       /* generator "option": the option it holds, an index into Program.options */
     Span span;
 };
 

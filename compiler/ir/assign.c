@@ -303,9 +303,7 @@ static const ProgramOption *option_read(Builder *b, const Assignment *a, const A
     if (e->kind != AE_READ || a->reads[e->read].node.grad) return NULL;
     const Tensor *t = a->reads[e->read].node.tensor;
     if (t->kind != TENSOR_DATA || !t->source || strcmp(t->source->generator, "option") != 0) return NULL;
-    for (uint32_t i = 0; i < b->program->option_count; i++)
-        if (b->program->options[i].tensor == t) return &b->program->options[i];
-    return NULL;
+    return &b->program->options[t->source->option];
 }
 
 /* The option reads of e (numbers alone) among values computed as `type`: converted from f64. */
