@@ -127,11 +127,12 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
 }
 
 /* A labelled argument that no open parameter of c takes: one given twice, or a name c does not
- * have, with the closest of its labelled parameters ("did you mean ~k?") or the list of them. */
-static Value *unknown_label(const Closure *c, const Arg *arg) {
+ * have, with the closest of its labelled parameters ("did you mean ~k?") or the list of them
+ * (cut with ", …" past about 500 bytes). */
+static Value *unknown_label(Elab *e, const Closure *c, const Arg *arg) {
     const char *fn = c->fn_name ? c->fn_name : "this function";
     char mark = arg->optional ? '?' : '~';
-    const char *names[64];
+    const char **names = arena_alloc(e->arena, (c->param_count + 1) * sizeof *names);
     size_t count = 0;
     char list[512] = "";
     size_t used = 0;
@@ -140,10 +141,12 @@ static Value *unknown_label(const Closure *c, const Arg *arg) {
         if (p->flag != PARAM_LABELLED && p->flag != PARAM_OPTIONAL) continue;
         if (strcmp(p->name, arg->label) == 0 && (i < c->next || c->bound[i]))
             return fail(arg->span, "%s's parameter ~%s is given twice", fn, arg->label);
-        if (i < c->next || c->bound[i] || count == sizeof names / sizeof *names) continue;
+        if (i < c->next || c->bound[i]) continue;
         names[count++] = p->name;
-        if (used + strlen(p->name) + 8 < sizeof list)
+        if (used + strlen(p->name) + 8 < sizeof list - 8)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s~%s", used ? ", " : "", p->name);
+        else if (!strstr(list, ", …"))
+            used += (size_t)snprintf(list + used, sizeof list - used, ", …");
     }
     Value *err = fail(arg->span, "%s has no parameter %c%s", fn, mark, arg->label);
     const char *near = strlen(arg->label) > 1 ? diag_closest_name(arg->label, names, count) : NULL;
@@ -171,7 +174,7 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             c->bound[i] = true;
             c->env = env_bind(e, c->env, p->name, args[a].value);
         }
-        if (!found) return unknown_label(c, &args[a]);
+        if (!found) return unknown_label(e, c, &args[a]);
     }
     uint32_t pos = 0;
     while (pos < count && args[pos].label) pos++;
