@@ -1,6 +1,7 @@
 /* assign_build.h — internal to the assignment stage: what assign.c (buffers, forward
- * assignments), grad.c (gradients) and routines.c (the stage's entry, collecting the code)
- * share.  Only those three files include it; the stage's interface is assign.h.
+ * assignments), assign_types.c (their element types), grad.c (gradients) and routines.c (the
+ * stage's entry, collecting the code) share.  Only those four files include it; the stage's
+ * interface is assign.h.
  *
  * The Builder is assign_build()'s state.  It holds the closed shapes and one TensorInfo per
  * tensor: the tensor's forward assignments and its operation's slots and projections record,
@@ -98,5 +99,30 @@ void collect_fresh(Builder *b, Tensor *t, uint32_t fresh_from, AssignList *out);
 /* A routine's standalone assignment (`c =:+ a * b ~logic:"@"`) with its own record; NULL after an
  * error (b->failed). */
 Assignment *standalone(Builder *b, const CodeStep *step);
+
+/* ---- Element types (assign_types.c) ---------------------------------------------------------- */
+
+/* The type of a's right side into a->rhs_dtype, converted to what the left side keeps where that
+ * is allowed; false after an error.  `lhs_dtype` is the type the left side keeps (DTYPE_ANY: the
+ * left side takes the right side's, an operation's result). */
+bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype);
+/* e, of some element type, converted to `to` in place (a conversion wrapped around it). */
+void convert_in_place(Builder *b, AExpr *e, uint8_t to);
+/* e, an expression of numbers of type `from` (DTYPE_ANY: constants), as type `to`. */
+void numbers_as(Builder *b, const Assignment *a, AExpr *e, uint8_t from, uint8_t to);
+/* Whether a is `=:+` of one read that reaches each cell once (a copy). */
+bool adds_once(const Assignment *a);
+/* A type in messages: its word ("f32"), or "number" for DTYPE_ANY. */
+const char *dtype_word(uint8_t dtype);
+bool is_half_dtype(uint8_t dtype);
+bool is_int_dtype(uint8_t dtype);
+/* The wider of two integer types, and the type an operation on two number types gives (DTYPE_ANY:
+ * a constant, which takes the other's). */
+uint8_t int_join(uint8_t a, uint8_t b);
+uint8_t float_join(uint8_t a, uint8_t b);
+/* A node in messages ("'w'", "the result of '*'"), and its element type (a gradient's is its
+ * tensor's). */
+const char *node_text(Builder *b, TNode node);
+uint8_t node_dtype(TNode node);
 
 #endif
