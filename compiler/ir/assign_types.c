@@ -85,15 +85,40 @@ const char *node_text(Builder *b, TNode node) {
 /* The element type of a tensor node: a gradient's is its tensor's. */
 uint8_t node_dtype(TNode node) { return node.tensor->dtype; }
 
-/* A number written in a tensor expression (`ids + 1`: a one-cell literal, or a constant such as
- * `ones ()`) read by e: its value, which takes the other operands' type. */
+/* The value of t when it is a number: a one-cell literal or constant, or an arithmetic operation
+ * between numbers written in a tensor expression (`vocab - 1`, `1. /. 3.`: + - * / and neg, through
+ * at most 16 levels), computed in double.  Such an operation is a tensor of its own, computed in
+ * f32 where f32 values read it; one bound to a name is not taken here, as code may write it. */
+static bool number_value(const Tensor *t, int depth, double *value) {
+    if (t->kind == TENSOR_LITERAL || t->kind == TENSOR_CONSTANT) {
+        if (t->value_count != 1 || t->iota || !t->values) return false;
+        *value = t->values[0];
+        return true;
+    }
+    if (t->kind != TENSOR_OP || t->name || t->shown || depth > 16 || !t->op_name) return false;
+    const char *op = t->op_name;
+    double x, y = 0;
+    if (t->operand_count == 1 && strcmp(op, "neg") == 0 && number_value(t->operands[0], depth + 1, &x)) {
+        *value = -x;
+        return true;
+    }
+    if (t->operand_count != 2 || !number_value(t->operands[0], depth + 1, &x) || !number_value(t->operands[1], depth + 1, &y))
+        return false;
+    if (strcmp(op, "+") == 0) *value = x + y;
+    else if (strcmp(op, "-") == 0) *value = x - y;
+    else if (strcmp(op, "*.") == 0 || strcmp(op, "*") == 0) *value = x * y;
+    else if (strcmp(op, "/.") == 0) *value = x / y;
+    else return false;
+    return true;
+}
+
+/* A number in a tensor expression (`ids + 1`: a one-cell literal, a constant such as `ones ()`,
+ * an operation between numbers) read by e: its value, which takes the other operands' type (as
+ * a double among f64 values, an integer among integers; among f32 ones the read stays, of the
+ * literal's nearest f32 or the operation's f32 result). */
 static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     if (e->kind != AE_READ || a->reads[e->read].node.grad) return false;
-    const Tensor *t = a->reads[e->read].node.tensor;
-    if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || t->value_count != 1 || t->iota || !t->values)
-        return false;
-    *value = t->values[0];
-    return true;
+    return number_value(a->reads[e->read].node.tensor, 0, value);
 }
 
 /* The option e reads (elab/builtins.c option_tensor: one f64 cell), or NULL.  Such a read is typed
@@ -367,8 +392,8 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
                 diag_error(a->span, "%s computes '%s' of %s and %s values (%s is %s, and an operation between numbers "
                            "is an f32 tensor)", a->what, scalar_op_name(e->op), dtype_word(integer_type),
                            dtype_word(other), name, dtype_word(integer_type));
-                diag_note(from->span, "this operation between numbers makes a one-cell f32 tensor "
-                          "(docs/language.md §3.8); in !..( ) it is the number itself, as a written one");
+                diag_note(from->span, "this operation between numbers is bound to a name, so it is a one-cell f32 "
+                          "tensor of its own (docs/language.md §3.8); in !..( ) it is the number itself, as a written one");
                 b->failed = true;
                 return TSR_DTYPE_F32;
             }
