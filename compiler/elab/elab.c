@@ -144,9 +144,21 @@ static void load_module_once(Elab *e, const char *name, Span span) {
             if (access(as_written, F_OK) == 0) {
                 diag_note(span, "'%s' exists, but module %s is read from '%s': its name with the first letter in "
                           "lower case", as_written, name, file);
-                break;
+                return;
             }
         }
+        /* A misspelt module of the standard library (Trian for Train). */
+        const char *modules[16];
+        unsigned count = 0;
+        for (unsigned i = 0; i < tsr_stdlib_file_count && count < 16; i++) {
+            char *m = arena_printf(e->arena, "%s", tsr_stdlib_files[i].name);
+            m[0] = (char)toupper((unsigned char)m[0]);
+            char *dot = strrchr(m, '.');
+            if (dot) *dot = 0;
+            if (strcmp(m, "Core") != 0) modules[count++] = m; /* opened in every program */
+        }
+        const char *near = diag_closest_name(name, modules, count);
+        if (near) diag_note(span, "did you mean the standard library's module '%s'?", near);
         return;
     }
     unsigned errors = diag_error_count(); /* an error of the program before it is not the module's */
