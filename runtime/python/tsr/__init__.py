@@ -93,9 +93,12 @@ class _Owner:
         self.api, self.state = api, state
 
     def __del__(self):
-        if self.state:
-            self.api.destroy(ctypes.c_void_p(self.state))
-            self.state = None
+        state, self.state = self.state, None
+        if state:
+            try:
+                self.api.destroy(ctypes.c_void_p(state))
+            except Exception:  # at interpreter exit ctypes may be gone already
+                pass
 
 
 # Libraries loaded in this process, by path: the file's identity when it was loaded.  The
