@@ -301,6 +301,9 @@ static void elab_item(Elab *e, const Node *item) {
         if (v->kind != V_DATASET) {
             diag_error(item->a->span, "'data' takes a data source such as half_moons or npy, but this is %s",
                        kind_noun(v));
+            if (v->kind == V_TENSOR)
+                diag_note(item->span, "a tensor, a data item's included, is named with let%%op: let%%op %s = …",
+                          item->name);
             bind_global(e, item->name, &error_value);
             break;
         }
