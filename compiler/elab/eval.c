@@ -261,8 +261,14 @@ Value *apply(Elab *e, Value *fn, Arg *args, uint32_t count, Span span) {
         }
         return apply_operator(e, NULL, fn->as.op, ops, n, NULL, NULL, span);
     }
-    default:
-        return fail(span, "this is %s, not a function, so it cannot be applied", kind_noun(fn));
+    default: {
+        Value *err = fail(span, "this is %s, not a function, so it cannot be applied", kind_noun(fn));
+        /* `q mod 7`, OCaml's infix: here mod, max, min … are applied to their operands. */
+        if (count && !args[0].label && args[0].value->kind == V_OPERATOR)
+            diag_note(args[0].span, "'%s' is written before its operands, as a function is applied: %s a b",
+                      args[0].value->as.op->name, args[0].value->as.op->name);
+        return err;
+    }
     }
 }
 
