@@ -29,8 +29,10 @@
 
 /* How a buffer is initialised when a state is created. */
 /* UNIFORM: shift + scale * u, u uniform in [-1, 1); NORMAL: shift + scale * n, n standard normal
- * (scale is the image's `fill`, shift its `shift`). */
-#define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM) X(NORMAL)
+ * (scale is the image's `fill`, shift its `shift`); IOTA (version 20): cell c holds c, the
+ * positions 0, 1, 2, … of `iota ()` and of attention's masks, which the image need not spell
+ * out (a sequence of a billion positions would be 8 GB of values). */
+#define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM) X(NORMAL) X(IOTA)
 
 /* The arguments of a print statement. */
 #define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
@@ -150,9 +152,10 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * cubin: the PTX compiled by ptxas for `arch` when tsrc ran (none: size 0), which the runtime
  * loads first, the PTX where the GPU cannot run it.  Version 19 wrote a buffer's initial values as
  * f64 (they were f32), so that each is rounded once, into the buffer's type: an f64 parameter's
- * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24. */
+ * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24.
+ * Version 20 added the initialisation IOTA. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 19u
+#define TSR_IMAGE_VERSION 20u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

@@ -336,6 +336,9 @@ static int new_storage(tsr_state *s, uint32_t i, float **out) {
     case TSR_INIT_VALUES:
         for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, image_value(b->values, (uint64_t)c));
         break;
+    case TSR_INIT_IOTA:
+        for (int64_t c = 0; c < b->size; c++) tsr_cell_store(d, dtype, c, (double)c);
+        break;
     case TSR_INIT_UNIFORM:
         for (int64_t c = 0; c < b->size; c++)
             tsr_cell_store(d, dtype, c, b->shift + b->fill * (double)tsr_uniform(seed, b->name, (uint64_t)c));

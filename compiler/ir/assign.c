@@ -477,10 +477,7 @@ static uint32_t positions_buffer(Builder *b, const Projections *p, uint32_t quer
     uint64_t n = 1;
     if (query != UINT32_MAX && p->iter_size[query] > n) n = p->iter_size[query];
     if (key != UINT32_MAX && p->iter_size[key] > n) n = p->iter_size[key];
-    double *values = arena_alloc(ir->arena, n * sizeof *values);
-    for (uint64_t i = 0; i < n; i++) values[i] = (double)i;
-    IrBuffer buf = {.id = ir->buffer_count, .kind = BUF_LITERAL, .dtype = dtype, .rank = 1, .size = n,
-                    .init = INIT_VALUES, .values = values};
+    IrBuffer buf = {.id = ir->buffer_count, .kind = BUF_LITERAL, .dtype = dtype, .rank = 1, .size = n, .init = INIT_IOTA};
     buf.dims = arena_alloc(ir->arena, sizeof *buf.dims);
     buf.dims[0] = n;
     buf.shape_text = arena_printf(ir->arena, "%llu", (unsigned long long)n);
@@ -898,6 +895,8 @@ static void build_tensor_once(Builder *b, Tensor *t) {
             buf->kind = BUF_CONSTANT;
             buf->init = INIT_FILL;
             buf->fill = t->values[0];
+        } else if (t->iota) { /* 0, 1, 2, …: made when the state is, not spelt out in the image */
+            buf->init = INIT_IOTA;
         } else {
             buf->init = INIT_VALUES;
             buf->values = literal_values(b, t);

@@ -622,6 +622,7 @@ void ir_dump(const IrProgram *ir, FILE *out) {
         case INIT_NONE: break;
         case INIT_FILL: fputs(" fill ", out); print_number(out, b->fill); break;
         case INIT_VALUES: fputs(" values", out); break;
+        case INIT_IOTA: fputs(" iota", out); break;
         case INIT_UNIFORM:
             fputs(" uniform(", out);
             print_number(out, b->init_shift - b->fill);
