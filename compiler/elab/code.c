@@ -13,6 +13,10 @@
 /* ---- Routines ------------------------------------------------------------------------------ */
 
 void add_step(Elab *e, Routine *r, CodeStep step) {
+    if (!step.user_call.file) { /* where the assignments' errors in the library's code are reported */
+        step.user_call = e->user_call;
+        step.user_call_name = e->user_call_name;
+    }
     ARENA_PUSH(e->arena, r->steps, r->step_count, r->step_cap, step);
 }
 
@@ -31,6 +35,12 @@ bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad) {
         return false;
     }
     *t = v->as.tensor;
+    if (*grad && ((*t)->kind == TENSOR_DATA || (*t)->kind == TENSOR_INPUT) && ir_dtype_integer((*t)->dtype)) {
+        const char *name = (*t)->shown ? (*t)->shown : (*t)->name ? (*t)->name : "this tensor";
+        diag_error(n->span, "'%s' is %s: an integer tensor is never differentiated, so it has no gradient", name,
+                   ir_dtype_word((*t)->dtype));
+        return false;
+    }
     return true;
 }
 

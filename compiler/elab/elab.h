@@ -83,6 +83,10 @@ struct Tensor {
     uint32_t index_range;
     DataSource *source; /* TENSOR_DATA: where its values come from, and which field it is */
     uint32_t field;
+    Span call;          /* the application the user wrote that was being evaluated when it was made
+                         * (a zero span: none): an error the assignments find in the standard
+                         * library's code for it is reported there (diag_set_user_call) */
+    const char *call_name;
     Span first_call;    /* TENSOR_PARAM: the user's application of a function in which an operator
                          * first read it (a zero span: none, or outside any application) */
     const char *first_call_name;
@@ -167,8 +171,8 @@ typedef struct CodeStep {
     uint32_t slot_count;     /* ASSIGN: 1 + the tensors read (CodeExpr.slot) */
     uint32_t fresh_from;     /* COMPUTE */
     Span span;
-    Span user_call;          /* BACKPROP in the standard library's code: the application the user
-                              * wrote (Train.step loss …), where a warning about it points */
+    Span user_call;          /* in the standard library's code: the application the user wrote
+                              * (Train.step loss …), where an error or a warning about it points */
     const char *user_call_name;
 } CodeStep;
 

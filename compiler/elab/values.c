@@ -162,6 +162,8 @@ Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
     t->id = p->tensor_count;
     t->kind = kind;
     t->span = span;
+    t->call = e->user_call;
+    t->call_name = e->user_call_name;
     ARENA_PUSH(e->arena, p->tensors, p->tensor_count, p->tensor_cap, t);
     return t;
 }

@@ -954,6 +954,8 @@ static void build_tensor_once(Builder *b, Tensor *t) {
 
 /* t's buffers and forward assignments, operands first.  A failed build poisons t: building what
  * reads it fails silently (assign_build goes on with the next named tensor or routine). */
+static void build_tensor_thunk(Builder *b, void *t) { build_tensor_once(b, t); }
+
 void build_tensor(Builder *b, Tensor *t) {
     if (b->failed) return;
     if (b->visited[t->id]) {
@@ -961,8 +963,20 @@ void build_tensor(Builder *b, Tensor *t) {
         return;
     }
     b->visited[t->id] = true;
-    build_tensor_once(b, t);
+    with_user_call(b, t->call, t->call_name, build_tensor_thunk, t);
     if (b->failed) b->poisoned[t->id] = true;
+}
+
+void with_user_call(Builder *b, Span call, const char *name, void (*fn)(Builder *, void *), void *arg) {
+    Span saved = b->call;
+    const char *saved_name = b->call_name;
+    b->call = call;
+    b->call_name = name;
+    diag_set_user_call(call, name);
+    fn(b, arg);
+    b->call = saved;
+    b->call_name = saved_name;
+    diag_set_user_call(saved, saved_name);
 }
 
 /* ---- Collecting code --------------------------------------------------------------------------- */

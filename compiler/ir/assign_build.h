@@ -37,7 +37,14 @@ typedef struct Builder {
     Tensor *current;           /* the tensor being built */
     bool failed;               /* an error in the unit being built (a named tensor, a routine) */
     bool *poisoned;            /* by tensor id: its build failed; whatever reads it fails silently */
+    Span call;                 /* the user's application an error in the library's code is
+                                * reported at (diag_set_user_call): the tensor's or the step's */
+    const char *call_name;
 } Builder;
+
+/* Run `fn(b, arg)` with errors in the standard library's code reported at `call` (the user's
+ * application that made what is being built), then restore the one before. */
+void with_user_call(Builder *b, Span call, const char *name, void (*fn)(Builder *, void *), void *arg);
 
 /* Instantiating operator blocks: the assignments of one block, appended to `out`. */
 /* A block's local definition `{ name } =: expr`: a per-cell value of the operation's iteration

@@ -304,7 +304,13 @@ static uint8_t expr_dtype(Builder *b, const Assignment *a, AExpr *e) {
         if (scalar_op_conversion(e->op)) {
             uint8_t from = expr_dtype(b, a, e->args[0]);
             if (b->failed) return TSR_DTYPE_F32;
-            if (e->op == SOP_WIDEN) { /* a half value as the f32 it is, anything else itself */
+            if (e->op == SOP_WIDEN) { /* a half value as the f32 it is, an integer as a number (an i64 as
+                                       * the f64 it is, below 2^53), anything else itself */
+                if (is_int_dtype(from)) {
+                    e->op = from == TSR_DTYPE_I64 ? SOP_TO_F64 : SOP_TO_F32;
+                    e->type = from == TSR_DTYPE_I64 ? TSR_DTYPE_F64 : TSR_DTYPE_F32;
+                    return e->type;
+                }
                 *e = *e->args[0];
                 return is_half_dtype(from) ? TSR_DTYPE_F32 : from;
             }
