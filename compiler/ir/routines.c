@@ -57,6 +57,10 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
     out->name = r->name;
     for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
         const CodeStep *step = &r->steps[s];
+        /* an error in the library's code of this step is reported at the user's call */
+        b->call = step->user_call;
+        b->call_name = step->user_call_name;
+        diag_set_user_call(step->user_call, step->user_call_name);
         if (step->kind == STEP_ALL_REDUCE) {
             add_collective(b, step, out);
             continue;
@@ -90,6 +94,9 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
             else collect_fresh(b, step->tensor, step->fresh_from, out);
         }
     }
+    b->call = (Span){0};
+    b->call_name = NULL;
+    diag_set_user_call(b->call, NULL);
 }
 
 /* Every access of every assignment gets its buffer (created now if it was not yet) or, for
