@@ -647,7 +647,8 @@ static double arg_float(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_INT: return (double)a->i;
     case TSR_ARG_FLOAT: return a->f;
     case TSR_ARG_SYMBOL: return (double)arg_int(s, a);
-    case TSR_ARG_OPTION: return s->model->options[a->ref].value + (double)a->i;
+    case TSR_ARG_OPTION: /* plus its offset, if any: -0 + 0 would print as 0 */
+        return a->i ? s->model->options[a->ref].value + (double)a->i : s->model->options[a->ref].value;
     default: return s->buffers[a->ref] ? buffer_cell0(s, a->ref) : 0.0;
     }
 }
