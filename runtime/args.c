@@ -108,12 +108,18 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
         double v = strtod(text, &end);
         if (!text[0] || *end || errno == ERANGE || !isfinite(v))
             return usage_error(p, "option '--%s' needs a finite number, not '%s'", o->name, text);
+        if ((o->among & TSR_OPTION_AMONG_F32) && isinf((float)v))
+            return usage_error(p, "option '--%s' = %s is beyond f32's range (about ±3.4e38): the program computes with "
+                               "it among f32 values", o->name, text);
         o->value = v;
         return 0;
     }
     int64_t v;
     if (!parse_integer(text, true, -(INT64_C(1) << 53), INT64_C(1) << 53, &v))
         return usage_error(p, "option '--%s' needs an integer, not '%s'", o->name, text);
+    if ((o->among & TSR_OPTION_AMONG_I32) && (v < INT32_MIN || v > INT32_MAX))
+        return usage_error(p, "option '--%s' = %s is beyond i32's range (-2147483648 to 2147483647): the program "
+                           "computes with it among i32 values", o->name, text);
     o->value = (double)v;
     return 0;
 }

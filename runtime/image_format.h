@@ -34,6 +34,10 @@
  * out (a sequence of a billion positions would be 8 GB of values). */
 #define TSR_INIT_KINDS(X) X(NONE) X(FILL) X(VALUES) X(UNIFORM) X(NORMAL) X(IOTA)
 
+/* An option's `among` bits (version 21): it is read among f32 values, or among i32 values, so a
+ * value set on the command line must be within that type's range (runtime/args.c). */
+enum { TSR_OPTION_AMONG_F32 = 1, TSR_OPTION_AMONG_I32 = 2 };
+
 /* The arguments of a print statement. */
 #define TSR_ARG_KINDS(X) X(INT) X(FLOAT) X(SYMBOL) X(BUFFER) X(OPTION)
 
@@ -94,7 +98,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  *                        i64 bound; u8 sharded; u32 field_count; u32 buffer[field_count] }
  *   u32 print_count    { str format; str label; u8 grid; u32 arg_count;
  *                        { u8 kind; i64 i; f64 f; u32 ref } [arg_count] }
- *   u32 option_count   { str name; u8 is_float; f64 default }
+ *   u32 option_count   { str name; u8 is_float; u8 among; f64 default }
  *   u32 action_count   { u8 kind; str text; i64 value; i64 rows; u32 ref_count; u32 ref[ref_count] }
  *   u8 has_gpu         and, when 1 (a --target=cuda program):
  *     str ptx; str arch; u64 cubin_size; u8 cubin[cubin_size]; u32 kernel_count
@@ -153,9 +157,9 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * loads first, the PTX where the GPU cannot run it.  Version 19 wrote a buffer's initial values as
  * f64 (they were f32), so that each is rounded once, into the buffer's type: an f64 parameter's
  * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24.
- * Version 20 added the initialisation IOTA. */
+ * Version 20 added the initialisation IOTA; version 21 an option's `among` byte after is_float. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 20u
+#define TSR_IMAGE_VERSION 21u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

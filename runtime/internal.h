@@ -29,6 +29,7 @@ int tsr_cpu_check(uint32_t needed, const char *made_for);
 typedef struct tsr_option {
     char *name;
     uint8_t is_float;
+    uint8_t among; /* TSR_OPTION_AMONG_*: the types whose range a value set must be within */
     double value;
 } tsr_option;
 

@@ -361,6 +361,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
     for (uint32_t i = 0; i < m->option_count && !r.bad; i++) {
         m->options[i].name = str(&r);
         m->options[i].is_float = u8(&r);
+        m->options[i].among = u8(&r);
         m->options[i].value = f64(&r);
     }
     m->action_count = count(&r, 25); /* kind, an empty text, value, rows, no refs */

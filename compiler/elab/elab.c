@@ -220,7 +220,7 @@ static void elab_option(Elab *e, const Node *item) {
         bind_global(e, item->name, v);
         return;
     }
-    ProgramOption o = {item->name, v->kind == V_FLOAT, number_of(v), item->span, NULL};
+    ProgramOption o = {.name = item->name, .is_float = v->kind == V_FLOAT, .value = number_of(v), .span = item->span};
     ARENA_PUSH(e->arena, p->options, p->option_count, p->option_cap, o);
     Value *opt = new_value(e, V_OPTION);
     opt->as.option.id = p->option_count - 1;

@@ -118,6 +118,7 @@ typedef struct ProgramOption {
     const char *name;
     bool is_float;
     double value;   /* the default */
+    uint8_t among;  /* TSR_OPTION_AMONG_* bits: the narrower types its reads meet (assign_types.c) */
     Span span;
     Tensor *tensor; /* the one-cell data tensor that holds it, once it is used as a tensor */
 } ProgramOption;

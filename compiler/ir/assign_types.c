@@ -123,25 +123,46 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
 
 /* The option e reads (elab/builtins.c option_tensor: one f64 cell), or NULL.  Such a read is typed
  * by the values it meets as a written number is: the double, the nearest f32, the integer. */
-static const ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *e) {
+static ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *e) {
     if (e->kind != AE_READ || a->reads[e->read].node.grad) return NULL;
     const Tensor *t = a->reads[e->read].node.tensor;
     if (t->kind != TENSOR_DATA || !t->source || strcmp(t->source->generator, "option") != 0) return NULL;
     return &b->program->options[t->source->option];
 }
 
+/* Option o read among values of `type` (f32 or i32: narrower than its f64): marked so (the
+ * runtime refuses a value set on the command line that the type cannot hold, docs/cli.md), and
+ * its default checked; false after an error. */
+static bool option_among(Builder *b, const Assignment *a, ProgramOption *o, uint8_t type) {
+    bool f32 = type == TSR_DTYPE_F32, i32 = type == TSR_DTYPE_I32;
+    o->among |= f32 ? TSR_OPTION_AMONG_F32 : i32 ? TSR_OPTION_AMONG_I32 : 0;
+    if ((f32 && isinf((float)o->value)) || (i32 && (o->value < -0x1p31 || o->value >= 0x1p31))) {
+        char shown[64];
+        snprintf(shown, sizeof shown, o->is_float ? "%g" : "%.0f", o->value);
+        diag_error(a->span, "%s computes on %s values with the option '%s', whose default %s is beyond %s's range",
+                   a->what, ir_dtype_word(type), o->name, shown, ir_dtype_word(type));
+        diag_note(o->span, "the option '%s' is declared here", o->name);
+        b->failed = true;
+        return false;
+    }
+    return true;
+}
+
 /* The option reads of e (numbers alone) among values computed as `type`: converted from f64. */
 static void options_as(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
-    if (option_read(b, a, e)) convert_in_place(b, e, type);
-    else if (e->kind == AE_OP)
+    ProgramOption *o = option_read(b, a, e);
+    if (o) {
+        if (option_among(b, a, o, type)) convert_in_place(b, e, type);
+    } else if (e->kind == AE_OP) {
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) options_as(b, a, e->args[i], type);
+    }
 }
 
 /* Constants (and operations on constants alone) met by integer arithmetic of type `type` (i32
  * or i64) become integers of it: whole numbers that fit; an integer option's read is converted to
  * it, and a number option's is an error.  False after an error. */
 static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t type) {
-    const ProgramOption *option = option_read(b, a, e);
+    ProgramOption *option = option_read(b, a, e);
     if (option && option->is_float) {
         diag_error(a->span, "%s computes on %s values with the option '%s', which is a number, not an integer", a->what,
                    ir_dtype_word(type), option->name);
@@ -151,6 +172,7 @@ static bool constants_to_int(Builder *b, const Assignment *a, AExpr *e, uint8_t 
         return false;
     }
     if (option) {
+        if (!option_among(b, a, option, type)) return false;
         convert_in_place(b, e, type);
         return true;
     }

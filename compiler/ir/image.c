@@ -120,6 +120,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
     for (uint32_t i = 0; i < ir->option_count; i++) {
         str(&b, ir->options[i].name);
         u8(&b, ir->options[i].is_float);
+        u8(&b, ir->options[i].among);
         f64(&b, ir->options[i].value);
     }
     u32(&b, ir->action_count);

@@ -666,7 +666,8 @@ typedef struct IrDataSet {
 typedef struct IrOption {
     const char *name;
     bool is_float;
-    double value; /* the default */
+    uint8_t among; /* TSR_OPTION_AMONG_* (elab.h ProgramOption) */
+    double value;  /* the default */
 } IrOption;
 
 typedef struct IrProgram {

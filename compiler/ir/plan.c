@@ -215,7 +215,7 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
     ir->option_count = p->option_count;
     ir->options = arena_alloc(ir->arena, (p->option_count + 1) * sizeof *ir->options);
     for (uint32_t i = 0; i < p->option_count; i++)
-        ir->options[i] = (IrOption){p->options[i].name, p->options[i].is_float, p->options[i].value};
+        ir->options[i] = (IrOption){p->options[i].name, p->options[i].is_float, p->options[i].among, p->options[i].value};
     ir->dataset_count = p->source_count;
     ir->datasets = arena_alloc(ir->arena, (p->source_count + 1) * sizeof *ir->datasets);
     for (uint32_t i = 0; i < p->source_count; i++) {

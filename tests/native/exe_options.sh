@@ -46,6 +46,8 @@ expect positional 2 "unexpected argument 'extra' $see" extra
 expect no-value 2 "option '--epochs' needs a value $see" --epochs
 expect not-integer 2 "option '--epochs' needs an integer, not '2.5' $see" --epochs 2.5
 expect not-number 2 "option '--lr' needs a finite number, not 'inf' $see" --lr inf
+# lr is read among f32 values (w =- lr * w): a value f32 cannot hold would be infinity there
+expect f32-range 2 "option '--lr' = 1e300 is beyond f32's range (about ±3.4e38): the program computes with it among f32 values $see" --lr 1e300
 expect bad-seed 2 "'--seed' needs a non-negative integer, not '-3' $see" --seed -3
 expect bad-threads 2 "'--threads' needs a number of threads from 1 to 4096, not '0' $see" --threads 0
 expect data-name 2 "'--data ys=a.npy': the program has no data named 'ys' $see" --data ys=a.npy
@@ -54,6 +56,15 @@ wrong=$(pwd)/tests/native/data/wrong_shape.npy
 expect data-shape 1 "data 'xs': '$wrong': expected shape (4, 3), found (4, 2)" --data "xs=$wrong"
 expect loop-range 1 "the loop runs 'step' over 0..6, outside its range 0..5" --epochs 7
 expect loop-negative 1 "the loop of 'step' would run from 0 to -2, a negative number of times: its bounds come from options, and a count below zero (such as --epochs -1) is a mistake" --epochs -1
+
+# An integer option read among i32 values: a value beyond i32 would be clamped, then wrap.
+printf '%s\n' 'option k = 3' 'data ids = range ~o:[3] ~dtype:"i32"' 'let%op a = ids + k' 'routine r = a.forward' \
+    'main = run r; print a' >"$T/ints.tsr"
+if "$TSRC" "$T/ints.tsr" -o "$T/ints" >"$T/log" 2>&1 && (cd "$T" && ./ints --k 3000000000) >"$T/out" 2>"$T/err"; then
+    bad "i32-range: the executable ran"
+elif [ "$(cat "$T/err")" = "./ints: error: option '--k' = 3000000000 is beyond i32's range (-2147483648 to 2147483647): the program computes with it among i32 values (./ints --help lists the options)" ] &&
+     (cd "$T" && ./ints --k=-2147483648) >"$T/out" 2>&1 && grep -q -- "-2147483648 -2147483647 -2147483646" "$T/out"; then ok
+else bad "i32-range: an integer option beyond i32, read among i32 values"; fi
 
 # --help: every option and its default, on stdout, status 0; the same from both executors.
 (cd "$T" && ./opts --help) >"$T/help" 2>"$T/err"
