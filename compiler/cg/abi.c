@@ -33,9 +33,33 @@ const char *abi_c_name(Arena *arena, const char *name) {
 bool abi_reserved(const char *c_name) {
     static const char *reserved[] = {"create", "destroy", "last_error", "state", "image", "image_size", "save", "load",
                                      "host_buffer", "sync_host", "sync_device", "profile_report",
-                                     "profile_reset"};
+                                     "profile_reset", "_image", "_image_size"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
         if (strcasecmp(c_name, reserved[i]) == 0) return true;
+    return false;
+}
+
+/* The C library's functions and objects that the runtime (libtsr.a: `nm -u`) and generated code
+ * call: a module's symbol of one of these names would replace it for the runtime in the same
+ * program (tests/native/drivers.sh checks the list against libtsr.a's undefined symbols). */
+static const char *const c_library_names[] = {
+    "atexit", "calloc", "clock_gettime", "close", "cos", "dlclose", "dlerror", "dlopen", "dlsym", "exit", "fclose",
+    "fdopen", "ferror", "fflush", "fmemopen", "fprintf", "fputc", "fread", "free", "fseeko", "fstat", "ftello",
+    "fwrite", "getenv", "getpid", "getrandom", "isatty", "ldexp", "log", "malloc", "memchr", "memcmp", "memcpy",
+    "memmove", "memset", "nanosleep", "open", "posix_memalign", "pread", "printf", "pthread_attr_destroy",
+    "pthread_attr_init", "pthread_attr_setdetachstate", "pthread_cond_broadcast", "pthread_cond_signal",
+    "pthread_cond_wait", "pthread_create", "pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
+    "putc", "putchar", "qsort", "realloc", "rename", "sched_getaffinity", "sched_getcpu", "sched_setaffinity",
+    "sched_yield", "sin", "sincos", "snprintf", "sprintf", "sqrt", "stat", "stderr", "stdout", "strchr", "strcmp",
+    "strdup", "strerror", "strlen", "strncmp", "strrchr", "strspn", "strtod", "strtol", "strtoll", "sysconf",
+    "time", "unlink", "vfprintf", "vsnprintf"};
+
+bool abi_c_library_name(const char *module, const char *c_name) {
+    size_t n = strlen(module);
+    for (size_t i = 0; i < sizeof c_library_names / sizeof *c_library_names; i++) {
+        const char *l = c_library_names[i];
+        if (strncmp(l, module, n) == 0 && l[n] == '_' && strcmp(l + n + 1, c_name) == 0) return true;
+    }
     return false;
 }
 
@@ -63,6 +87,14 @@ static const char *symbol_kind(const IrSymbol *sym) { return sym->size ? "run-ti
 
 bool abi_check_names(const IrProgram *ir, const char *module) {
     bool ok = true;
+    static const char *const own[] = {"create", "destroy", "last_error", "save", "load", "state"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (abi_c_library_name(module, own[i])) {
+            diag_error_noloc("the module name '%s' would make the header's function %s_%s, which the C library defines "
+                             "and the runtime calls; name the module otherwise (--name, or the output file's name)",
+                             module, module, own[i]);
+            return false;
+        }
     const char **c = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *c);
     for (uint32_t f = 0; f < ir->function_count; f++) {
         const IrFunction *fn = &ir->functions[f];
@@ -71,6 +103,12 @@ bool abi_check_names(const IrProgram *ir, const char *module) {
         if (abi_reserved(c[f]) || !strncmp(c[f], ABI_SETTER_PREFIX, strlen(ABI_SETTER_PREFIX))) {
             diag_error(fn->span, "routine '%s' would clash with the generated function %s_%s of the header; rename the "
                        "routine", fn->name, module, c[f]);
+            ok = false;
+            continue;
+        }
+        if (abi_c_library_name(module, c[f])) {
+            diag_error(fn->span, "routine '%s' would be the C function %s_%s, which the C library defines and the "
+                       "runtime calls; rename the routine (or the module)", fn->name, module, c[f]);
             ok = false;
             continue;
         }

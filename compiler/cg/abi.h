@@ -16,8 +16,14 @@ const char *abi_c_name(Arena *arena, const char *name);
 
 /* Whether `c_name` (compared without case: macros are upper case) is one of the header's own
  * names after the module prefix: MODULE_create, _destroy, _last_error, _state, _image,
- * _image_size, _save, _load.  Setters are MODULE_set_INDEX (ABI_SETTER_PREFIX). */
+ * _image_size, _save, _load, and MODULE__image, MODULE__image_size (the image's symbols: a name
+ * `_image`).  Setters are MODULE_set_INDEX (ABI_SETTER_PREFIX). */
 bool abi_reserved(const char *c_name);
+
+/* Whether MODULE_c_name is a function or object of the C library that the runtime uses
+ * (`pthread` + `create`, `posix` + `memalign`): defined by a model, it would replace the
+ * library's for the runtime linked with it. */
+bool abi_c_library_name(const char *module, const char *c_name);
 #define ABI_SETTER_PREFIX "set_"
 
 /* The exported symbol of routine `c_name` of `module` ("mm" + "matmul" → "mm_matmul"), or of a

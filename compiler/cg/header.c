@@ -49,6 +49,7 @@ typedef struct Export {
 typedef struct Exports {
     Export *items;
     uint32_t count, cap;
+    const char *module;
     const char **routines; /* per function: its C name, or NULL when not exported */
 } Exports;
 
@@ -62,7 +63,7 @@ static bool run_time_size_name(const char *name, const char *base) {
 /* Names compare without case: the macros (MODULE_NAME_SIZE) are upper case.  `dynamic`: the
  * candidate is a tensor of run-time size, whose names add _dim0 and _ROW_SIZE. */
 static bool taken(const Exports *x, const IrProgram *ir, const char *name, bool dynamic) {
-    if (abi_reserved(name)) return true;
+    if (abi_reserved(name) || abi_c_library_name(x->module, name)) return true;
     size_t setter = strlen(ABI_SETTER_PREFIX);
     for (uint32_t i = 0; i < ir->symbol_count; i++)
         if (ir->symbols[i].settable && strncasecmp(name, ABI_SETTER_PREFIX, setter) == 0 &&
@@ -105,8 +106,8 @@ static void add_export(Exports *x, const IrProgram *ir, const char *shown, uint3
                ((Export){shown, name, buffer, role_of(&ir->buffers[buffer], grad)}));
 }
 
-static Exports exports_of(const IrProgram *ir) {
-    Exports x = {0};
+static Exports exports_of(const IrProgram *ir, const char *module) {
+    Exports x = {.module = module};
     x.routines = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *x.routines);
     const char **names = abi_routine_names(ir);
     for (uint32_t f = 0; f < ir->function_count; f++)
@@ -192,7 +193,7 @@ static const char *upper(const IrProgram *ir, const char *module, const char *na
 }
 
 void header_write(const IrProgram *ir, const char *module, const char *source, bool gpu, bool profile, FILE *out) {
-    Exports x = exports_of(ir);
+    Exports x = exports_of(ir, module);
     const char *guard = upper(ir, module, "H");
     bool any_i32 = false, any_i64 = false, any_f64 = false, any_half = false, any_byte = false;
     for (uint32_t i = 0; i < x.count; i++) {
@@ -377,7 +378,7 @@ static void json_string(FILE *out, const char *s) {
 }
 
 void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
-    Exports x = exports_of(ir);
+    Exports x = exports_of(ir, module);
     fputs("{\n  \"module\": ", out);
     json_string(out, module);
     fprintf(out, ",\n  \"format\": 1,\n  \"image_symbol\": \"%s__image\",\n  \"routines\": [", module);

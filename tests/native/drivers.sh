@@ -113,6 +113,31 @@ printf 'input { x; b = [?]; o = [2] }\nlet%%op y = x + 1.\nroutine x_dim0 = y.fo
 printf '#include "routineclash.h"\nint main(void) { return routineclash_x_2_dim0(0) != 0 || ROUTINECLASH_X_2_ROW_SIZE != 2; }\n' >"$T/routineclash.c"
 if header_runs routineclash "^int routineclash_x_dim0(routineclash_state"
 then pass; else fail "a routine named x_dim0 beside x of run-time size: the tensor gets a suffix"; fi
+# The image's own symbols (MODULE__image, MODULE__image_size): a tensor named _image gets a
+# suffix, a routine so named is an error; and names that would make a C library function the
+# runtime calls (module posix's routine memalign, a module named pthread: pthread_create) are
+# errors, not a runtime that calls the model's function instead.
+printf '%s\n' 'input { x; b = [2]; o = [3] }' 'let%op _image = { w; o = [4] } * x' 'let%op _image_size = x + 1.' \
+    'routine fwd = _image.forward; _image_size.forward' >"$T/imageclash.tsr"
+printf '#include "imageclash.h"\nint main(void) { return imageclash__image_2(0) != 0 || IMAGECLASH__IMAGE_SIZE_2_SIZE != 6; }\n' >"$T/imageclash.c"
+if header_runs imageclash "imageclash__image_2(imageclash_state"
+then pass; else fail "tensors named _image and _image_size get suffixes"; sed -n '1,5s/^/    /p' "$T/log"; fi
+printf '%s\n' 'input { x; b = [2]; o = [3] }' 'let%op y = x + 1.' 'routine _image = y.forward' 'routine memalign = y.forward' >"$T/posix.tsr"
+"$TSRC" -c "$T/posix.tsr" -o "$T/posix.o" >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "routine '_image' would clash with the generated function posix__image" "$T/log" &&
+   grep -q "routine 'memalign' would be the C function posix_memalign, which the C library defines" "$T/log" &&
+   [ ! -e "$T/posix.o" ]; then pass; else fail "routines _image and posix's memalign are errors"; sed -n '1,6s/^/    /p' "$T/log"; fi
+"$TSRC" --shared docs/examples/mlp_lib.tsr --name=pthread -o "$T/libpthreadm.so" >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the module name 'pthread' would make the header's function pthread_create" "$T/log" &&
+   [ ! -e "$T/libpthreadm.so" ]; then pass; else fail "a module named pthread is an error"; sed -n '1,4s/^/    /p' "$T/log"; fi
+# abi.c's list of the C library's names that a model must not define holds every one the runtime
+# calls (libtsr.a's undefined symbols).
+missing=""
+for sym in $(nm -u "$LIB" 2>/dev/null | awk '{print $2}' | grep -v '^tsr_\|^_' | sort -u); do
+    grep -q "\"$sym\"" compiler/cg/abi.c || missing="$missing $sym"
+done
+if [ -z "$missing" ] && nm -u "$LIB" | grep -q pthread_create; then pass
+else fail "compiler/cg/abi.c c_library_names lacks:$missing"; fi
 # Module names: not the runtime's (tsr, tsr_...), starting with a letter.
 for out in tsr.o tsr_state.o 3d.o; do
     "$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/$out" >"$T/log" 2>&1
