@@ -36,6 +36,7 @@ void tsr_set_error_hook(tsr_error_hook hook, void *user) {
 
 static int record(int status, bool hook, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 static int record(int status, bool hook, const char *fmt, va_list ap) {
+    if (!fmt) fmt = "(no message)"; /* tsr_error(status, NULL) from a caller */
     int wanted = vsnprintf(last_error, sizeof last_error, fmt, ap);
     if (wanted >= (int)sizeof last_error) { /* cut short: not in the middle of a UTF-8 character */
         size_t end = sizeof last_error - 1;

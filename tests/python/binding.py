@@ -222,6 +222,25 @@ def main():
             f.write("let%op broken = w1 +* \"i; j => k\" w2\n")
         ok, why = raises(tsr.Error, lambda: tsr.compile(src, tsrc=tsrc, cache=cache), "mlp.tsr:")
         check(ok, "a compile error is a tsr.Error with tsrc's located message", why)
+        # Names and failures around loading: a source named in another script compiles (its
+        # module name made of ASCII), and a missing source, a damaged manifest and a missing
+        # library are tsr.Error too.
+        accented = os.path.join(d, "mod\u00e8le.tsr")
+        shutil.copy(os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), accented)
+        try:
+            named = tsr.compile(accented, tsrc=tsrc, cache=os.path.join(d, "cache2"))
+            check(named.name.isascii() and "predict" in named.routines, "tsr.compile of a file named mod\u00e8le.tsr")
+        except tsr.Error as e:
+            check(False, "tsr.compile of a file named mod\u00e8le.tsr", e)
+        with open(os.path.join(d, "libdamaged.json"), "w") as f:
+            f.write("{nope")
+        with open(os.path.join(d, "libmissing.json"), "w") as f:
+            f.write('{"module": "missing", "routines": [], "tensors": []}')
+        for what, fn, needle in (("a missing source", lambda: tsr.compile(os.path.join(d, "none.tsr"), tsrc=tsrc), "cannot read"),
+                                 ("a damaged manifest", lambda: tsr.load(os.path.join(d, "libdamaged.so")), "not JSON"),
+                                 ("a missing library", lambda: tsr.load(os.path.join(d, "libmissing.so")), "cannot load")):
+            ok, why = raises(tsr.Error, fn, needle)
+            check(ok, f"{what} is a tsr.Error", why)
         shared = np.from_dlpack(c1["w2"])
         check(np.shares_memory(shared, c1["w2"]), "tensors export __dlpack__ (np.from_dlpack shares the buffer)")
         c1.close()

@@ -626,6 +626,15 @@ static void long_messages(void) {
         }
         check(whole, "a message cut to the runtime's length ends on a whole UTF-8 character", (const char *)m + n - 12);
     }
+    /* A caller's tsr_error with no format records a message rather than crashing. */
+    const char *no_format = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-security"
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    int status = tsr_error(TSR_ERR_ARGUMENT, no_format);
+#pragma GCC diagnostic pop
+    check(status == TSR_ERR_ARGUMENT && strcmp(tsr_last_error(), "(no message)") == 0,
+          "tsr_error(status, NULL) records \"(no message)\"", tsr_last_error());
 }
 
 int main(void) {

@@ -187,8 +187,15 @@ class Model:
                 self.manifest = json.load(f)
         except OSError as e:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
+        except ValueError as e:
+            raise Error(f"the manifest {manifest} is not JSON ({e}): write it again with tsrc --shared")
+        if not isinstance(self.manifest, dict) or "module" not in self.manifest:
+            raise Error(f"the manifest {manifest} is not a tsrc manifest (no \"module\")")
         self.name = self.manifest["module"]
-        self._lib = _open(library)
+        try:
+            self._lib = _open(library)
+        except OSError as e:
+            raise Error(f"cannot load {library}: {e}")
         self._api = _Api(self._lib, self.name)
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
         self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
@@ -438,15 +445,18 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     if not tsrc or not os.path.exists(tsrc):
         raise Error("cannot find tsrc (pass tsrc=..., set $TSRC or put it on PATH)")
     tsrc = os.path.abspath(tsrc)
-    with open(source, "rb") as f:
-        text = f.read()
+    try:
+        with open(source, "rb") as f:
+            text = f.read()
+    except OSError as e:
+        raise Error(f"cannot read {source}: {e}") from None
     st = os.stat(tsrc)
     key = hashlib.sha256()
     for part in (text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode()):
         key.update(part)
         key.update(b"\0")
     stem = os.path.splitext(os.path.basename(source))[0]
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "model"
+    name = "".join(c if (c.isascii() and c.isalnum()) or c == "_" else "_" for c in stem) or "model"
     if name[0].isdigit() or name[0] == "_" or name.lower() == "tsr" or name.lower().startswith("tsr_"):
         name = "m_" + name  # a C identifier outside the runtime's tsr_ names
     directory = _cache_dir() if cache in (None, True) else (cache or None)
