@@ -41,6 +41,7 @@ typedef struct Cpu {
     const CgOptions *opt;
     LLVMTypeRef state_t;
     LLVMValueRef image, image_size;
+    const char **routine_names; /* per function: its C name (abi_routine_names), computed once */
     bool split; /* some routine was cut into parts: a long program, whose repeated kernels are merged */
     /* --profile: every kernel launch adds its nanoseconds and 1 to its slot of two arrays, made
      * at the end (profile_finish) once the kernels are counted; until then the code addresses
@@ -404,7 +405,7 @@ static void return_on_error(Cpu *c, LLVMValueRef fn, LLVMValueRef status) {
 static LLVMValueRef emit_gpu_routine(Cpu *c, uint32_t f) {
     CgLlvm *g = &c->g;
     IrProgram *ir = (IrProgram *)g->ir;
-    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_routine_names(ir)[f], ir->exported[f]);
+    const char *name = abi_routine_symbol(ir->arena, c->opt->module, c->routine_names[f], ir->exported[f]);
     LLVMTypeRef p[2] = {g->ptr, g->i32};
     LLVMValueRef r = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->i32, p, 1, 0));
     if (!ir->exported[f]) LLVMSetLinkage(r, LLVMInternalLinkage);
@@ -483,7 +484,7 @@ static LLVMValueRef emit_routine(Cpu *c, uint32_t f) {
     IrProgram *ir = (IrProgram *)g->ir;
     const IrFunction *fn = &ir->functions[f];
     bool exported = ir->exported[f];
-    const char *name = abi_routine_symbol(ir->arena, c->opt->module, abi_routine_names(ir)[f], exported);
+    const char *name = abi_routine_symbol(ir->arena, c->opt->module, c->routine_names[f], exported);
     KernelList kl = kernel_outline(ir, fn, c->opt->target);
     LLVMValueRef *bodies = calloc(kl.count + 1, sizeof *bodies), *ranges = calloc(kl.count + 1, sizeof *ranges);
     LLVMValueRef *literals = calloc(kl.count + 1, sizeof *literals);
@@ -826,6 +827,7 @@ bool cg_cpu_emit(const IrProgram *ir, const unsigned char *image, size_t image_s
     }
     LLVMValueRef *routines = calloc(ir->function_count + 1, sizeof *routines);
     if (!routines) diag_fatal_oom();
+    c.routine_names = abi_routine_names(ir);
     for (uint32_t f = 0; f < ir->function_count; f++) routines[f] = o->gpu_first ? emit_gpu_routine(&c, f) : emit_routine(&c, f);
     if (o->with_main) emit_main(&c, routines);
     if (o->shared_api) emit_shared_api(&c);

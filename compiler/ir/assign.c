@@ -792,15 +792,6 @@ static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
     buf->init_shift = r->shift;
 }
 
-/* Whether f32 or a half type rounds the finite `value` to infinity (f16 from 65520 on, bf16 and
- * f32 near f32's largest): an initial value written for it that it cannot hold. */
-static bool overflows_type(double value, uint8_t dtype) {
-    if (!isfinite(value) || (dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16 && dtype != TSR_DTYPE_F32)) return false;
-    float held = dtype == TSR_DTYPE_F16 ? tsr_f16_to_f32(tsr_f64_to_f16(value))
-               : dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(value)) : (float)value;
-    return isinf(held);
-}
-
 /* The parameter's initial values, `count` of them, each within its element type's range; false
  * after an error at the parameter. */
 static bool initial_values_fit(Builder *b, const Tensor *t, const double *values, uint64_t count) {
@@ -954,8 +945,6 @@ static void build_tensor_once(Builder *b, Tensor *t) {
 
 /* t's buffers and forward assignments, operands first.  A failed build poisons t: building what
  * reads it fails silently (assign_build goes on with the next named tensor or routine). */
-static void build_tensor_thunk(Builder *b, void *t) { build_tensor_once(b, t); }
-
 void build_tensor(Builder *b, Tensor *t) {
     if (b->failed) return;
     if (b->visited[t->id]) {
@@ -963,20 +952,18 @@ void build_tensor(Builder *b, Tensor *t) {
         return;
     }
     b->visited[t->id] = true;
-    with_user_call(b, t->call, t->call_name, build_tensor_thunk, t);
+    Span outer = b->call; /* the call its reader was made for */
+    const char *outer_name = b->call_name;
+    builder_set_call(b, t->call, t->call_name);
+    build_tensor_once(b, t);
+    builder_set_call(b, outer, outer_name);
     if (b->failed) b->poisoned[t->id] = true;
 }
 
-void with_user_call(Builder *b, Span call, const char *name, void (*fn)(Builder *, void *), void *arg) {
-    Span saved = b->call;
-    const char *saved_name = b->call_name;
+void builder_set_call(Builder *b, Span call, const char *name) {
     b->call = call;
     b->call_name = name;
     diag_set_user_call(call, name);
-    fn(b, arg);
-    b->call = saved;
-    b->call_name = saved_name;
-    diag_set_user_call(saved, saved_name);
 }
 
 /* ---- Collecting code --------------------------------------------------------------------------- */

@@ -42,9 +42,9 @@ typedef struct Builder {
     const char *call_name;
 } Builder;
 
-/* Run `fn(b, arg)` with errors in the standard library's code reported at `call` (the user's
- * application that made what is being built), then restore the one before. */
-void with_user_call(Builder *b, Span call, const char *name, void (*fn)(Builder *, void *), void *arg);
+/* Errors in the standard library's code are reported at `call` from now on (the user's
+ * application that made what is being built; a zero span: none), in b and in diag. */
+void builder_set_call(Builder *b, Span call, const char *name);
 
 /* Instantiating operator blocks: the assignments of one block, appended to `out`. */
 /* A block's local definition `{ name } =: expr`: a per-cell value of the operation's iteration
@@ -130,6 +130,8 @@ uint8_t float_join(uint8_t a, uint8_t b);
 /* A node in messages ("'w'", "the result of '*'"), and its element type (a gradient's is its
  * tensor's). */
 const char *node_text(Builder *b, TNode node);
+/* Whether f32 (dtype F32) or a half type rounds the finite `value` to infinity. */
+bool overflows_type(double value, uint8_t dtype);
 uint8_t node_dtype(TNode node);
 
 #endif

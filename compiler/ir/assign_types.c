@@ -121,6 +121,16 @@ static bool read_number(const Assignment *a, const AExpr *e, double *value) {
     return number_value(a->reads[e->read].node.tensor, 0, value);
 }
 
+/* Whether f32 or a half type rounds the finite `value` to infinity (f16 from 65520 on, bf16 and
+ * f32 near f32's largest): a number written for it (an initial value, a literal, an option's
+ * default) that it cannot hold. */
+bool overflows_type(double value, uint8_t dtype) {
+    if (!isfinite(value) || (dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16 && dtype != TSR_DTYPE_F32)) return false;
+    float held = dtype == TSR_DTYPE_F16 ? tsr_f16_to_f32(tsr_f64_to_f16(value))
+               : dtype == TSR_DTYPE_BF16 ? tsr_bf16_to_f32(tsr_f64_to_bf16(value)) : (float)value;
+    return isinf(held);
+}
+
 /* The option e reads (elab/builtins.c option_tensor: one f64 cell), or NULL.  Such a read is typed
  * by the values it meets as a written number is: the double, the nearest f32, the integer. */
 static ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *e) {
@@ -136,7 +146,7 @@ static ProgramOption *option_read(Builder *b, const Assignment *a, const AExpr *
 static bool option_among(Builder *b, const Assignment *a, ProgramOption *o, uint8_t type) {
     bool f32 = type == TSR_DTYPE_F32, i32 = type == TSR_DTYPE_I32;
     o->among |= f32 ? TSR_OPTION_AMONG_F32 : i32 ? TSR_OPTION_AMONG_I32 : 0;
-    if ((f32 && isinf((float)o->value)) || (i32 && (o->value < -0x1p31 || o->value >= 0x1p31))) {
+    if ((f32 && overflows_type(o->value, TSR_DTYPE_F32)) || (i32 && (o->value < -0x1p31 || o->value >= 0x1p31))) {
         char shown[64];
         snprintf(shown, sizeof shown, o->is_float ? "%g" : "%.0f", o->value);
         diag_error(a->span, "%s computes on %s values with the option '%s', whose default %s is beyond %s's range",

@@ -17,7 +17,6 @@
  * grad.c (assign_build.h, grad.h); neither calls back. */
 #include "ir/assign_build.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "ir/grad.h"
@@ -57,10 +56,7 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
     out->name = r->name;
     for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
         const CodeStep *step = &r->steps[s];
-        /* an error in the library's code of this step is reported at the user's call */
-        b->call = step->user_call;
-        b->call_name = step->user_call_name;
-        diag_set_user_call(step->user_call, step->user_call_name);
+        builder_set_call(b, step->user_call, step->user_call_name); /* a library step's errors: at the user's call */
         if (step->kind == STEP_ALL_REDUCE) {
             add_collective(b, step, out);
             continue;
@@ -94,9 +90,7 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
             else collect_fresh(b, step->tensor, step->fresh_from, out);
         }
     }
-    b->call = (Span){0};
-    b->call_name = NULL;
-    diag_set_user_call(b->call, NULL);
+    builder_set_call(b, (Span){0}, NULL);
 }
 
 /* Every access of every assignment gets its buffer (created now if it was not yet) or, for
@@ -143,14 +137,14 @@ static void mark_working_state(Builder *b) {
 static bool literal_beyond_f32(const Tensor *t) {
     if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || !t->values || t->dtype == TSR_DTYPE_F64) return false;
     for (uint32_t i = 0; i < t->value_count; i++)
-        if (isfinite(t->values[i]) && isinf((float)t->values[i])) return true;
+        if (overflows_type(t->values[i], TSR_DTYPE_F32)) return true;
     return false;
 }
 
 static void report_beyond_f32(const Tensor *t, Span reader, const char *what) {
     double v = 0;
     for (uint32_t i = 0; i < t->value_count; i++)
-        if (isfinite(t->values[i]) && isinf((float)t->values[i])) {
+        if (overflows_type(t->values[i], TSR_DTYPE_F32)) {
             v = t->values[i];
             break;
         }
