@@ -34,9 +34,10 @@ static double image_value(const unsigned char *p, uint64_t i) {
 static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
 
 /* Buffer `buffer`, whose outermost axis is a run-time size, takes `length` from file `path` of
- * data `what` (data files are read when the state is made): its size symbol is set to it.  Files
- * that size one symbol must agree: a second length would give the first file's tensor new, empty
- * storage. */
+ * data `what` (data files are read when the state is made): its size symbol is set to it, and so
+ * is every other size of its class (the data item's own `?`, an input's that the program combines
+ * with it: none of them can take another value).  Files that size one symbol must agree: a second
+ * length would give the first file's tensor new, empty storage. */
 static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char *what, const char *path) {
     uint32_t symbol = (uint32_t)s->model->buffers[buffer].size_symbol;
     char **set_by = &s->model->size_files[symbol];
@@ -45,6 +46,9 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
                          "their length to run-time size '%s', so they must be equal",
                          what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
     int status = set_size(s, symbol, length);
+    const tsr_model *m = s->model;
+    for (uint32_t j = 0; j < m->symbol_count && status == TSR_OK; j++)
+        if (m->symbol_sizes[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol]) status = set_size(s, j, length);
     if (status != TSR_OK) return status;
     if (!*set_by) {
         size_t n = strlen(what) + strlen(path) + 32;

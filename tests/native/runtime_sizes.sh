@@ -14,6 +14,7 @@
 #   - a .npy data file gives its length to a `?` (runtime_data.tsr): files of 4 and 7 rows, the
 #     executable as the reference executor; a file of the wrong row shape or a CSV file is a
 #     message;
+#   - every size of a class a data file gives its length to takes it (an input's too);
 #   - bad --size requests and unset or mismatched sizes end with a message, never a crash;
 #   - a checkpoint saved or loaded before a run-time length parameter's size is set is an error.
 # Usage: runtime_sizes.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
@@ -146,6 +147,16 @@ for run in "$T/pair" "$TSRC --run --interp $T/pair.tsr --"; do
         "--size on a size of the class a data file gave ($run)" -- $run --size ys.b=5
 done
 check_error 0 "189" "--size equal to the length a data file gave" -- "$T/pair" --size xs.b=7
+# An input combined with such data takes the file's length: no --size (it could only repeat it).
+cat >"$T/mixed.tsr" <<TSR
+data xs = npy "$T/x7.npy" ~b:[?] ~o:[3]
+input { x; b = [?]; o = [3] }
+let%op total = (xs + x *. 0) ++ "... | ... => 0"
+TSR
+for run in "$TSRC --run --interp $T/mixed.tsr --" "$T/mixed"; do
+    [ "$run" = "$T/mixed" ] && { "$TSRC" "$T/mixed.tsr" -o "$T/mixed" >"$T/log" 2>&1 || fail "mixed.tsr compiles"; }
+    check_error 0 "210" "an input in the size class of a data file takes the file's length ($run)" -- $run
+done
 
 # A parameter of run-time length (an inline definition over a `?` axis): a checkpoint saved or
 # loaded before its size is set is an error naming it (a save left it out, and the file did

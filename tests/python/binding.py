@@ -175,6 +175,20 @@ def main():
         new.double()
         check(p.returncode == 0 and np.array_equal(new["y"], [2, 4, 6]) and "w1" in old.tensors,
               "a library rebuilt at a loaded path loads as rebuilt, the earlier model unchanged", p.stderr)
+        # Two data files of one size class: the second item's own `?` reads the length too (it read 0).
+        np.save(os.path.join(d, "xs.npy"), np.arange(12, dtype=np.float32).reshape(4, 3))
+        np.save(os.path.join(d, "ys.npy"), np.ones((4, 3), dtype=np.float32))
+        pair = os.path.join(d, "pair.tsr")
+        with open(pair, "w") as f:
+            f.write(f'data xs = npy "{d}/xs.npy" ~b:[?] ~o:[3]\ndata ys = npy "{d}/ys.npy" ~b:[?] ~o:[3]\n'
+                    'let%op s = xs + ys\nroutine go = s.forward\n')
+        p = subprocess.run([tsrc, "--shared", pair, "-o", os.path.join(d, "libpair.so")], capture_output=True, text=True)
+        q = tsr.load(os.path.join(d, "libpair.so"))
+        q.go()
+        check(p.returncode == 0 and q.sizes["xs.b"] == 4 and q.sizes["ys.b"] == 4 and
+              np.array_equal(q["s"], np.arange(12).reshape(4, 3) + 1),
+              "every size of a class a data file gave reads the file's length", (repr(q.sizes), p.stderr))
+        q.close()
         ok, why = raises(tsr.Error, lambda: tsr.load(rlib, seed=-1), "out of the range")
         check(ok, "a negative seed is a tsr.Error, not one wrapped to 2^64 - 1", why)
         m.close()
