@@ -55,6 +55,12 @@ static bool parse_integer(const char *text, bool allow_negative, int64_t lo, int
     return true;
 }
 
+/* Whether `text` is an optional '-' and decimal digits, however many. */
+static bool decimal_digits(const char *text) {
+    const char *digits = text + (text[0] == '-');
+    return digits[0] && strspn(digits, "0123456789") == strlen(digits);
+}
+
 static void print_help(const Parser *p, uint64_t default_seed) {
     const tsr_model *m = p->model;
     printf("usage: %s [options]\n\noptions:\n", p->program);
@@ -106,8 +112,9 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
         char *end;
         errno = 0;
         double v = strtod(text, &end);
-        if (!text[0] || *end || errno == ERANGE || !isfinite(v))
-            return usage_error(p, "option '--%s' needs a finite number, not '%s'", o->name, text);
+        if (!text[0] || *end || !isfinite(v) || (errno == ERANGE && fabs(v) > 1))
+            return usage_error(p, "option '--%s' needs a finite number%s, not '%s'", o->name,
+                               text[0] && !*end && errno == ERANGE ? " (at most about ±1.8e308)" : "", text);
         if ((o->among & TSR_OPTION_AMONG_F32) && isinf((float)v))
             return usage_error(p, "option '--%s' = %s is beyond f32's range (about ±3.4e38): the program computes with "
                                "it among f32 values", o->name, text);
@@ -116,7 +123,8 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
     }
     int64_t v;
     if (!parse_integer(text, true, -(INT64_C(1) << 53), INT64_C(1) << 53, &v))
-        return usage_error(p, "option '--%s' needs an integer, not '%s'", o->name, text);
+        return usage_error(p, "option '--%s' needs an integer%s, not '%s'", o->name,
+                           decimal_digits(text) ? " from -2^53 to 2^53 (9007199254740992)" : "", text);
     if ((o->among & TSR_OPTION_AMONG_I32) && (v < INT32_MIN || v > INT32_MAX))
         return usage_error(p, "option '--%s' = %s is beyond i32's range (-2147483648 to 2147483647): the program "
                            "computes with it among i32 values", o->name, text);
@@ -187,6 +195,8 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(p, default_seed);
+            if (fflush(stdout) != 0 || ferror(stdout)) /* status 1: main prints the error */
+                return tsr_error(TSR_ERR_IO, "cannot write to the standard output"), 1;
             return -1;
         }
         if (strncmp(a, "--", 2) != 0 || !a[2]) return usage_error(p, "unexpected argument '%s'", a);
@@ -194,6 +204,8 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
+        if (n == strlen("help") && memcmp(name, "help", n) == 0) /* --help=… */
+            return usage_error(p, "'--help' takes no value");
         if (n == strlen("check-replicas") && memcmp(name, "check-replicas", n) == 0) { /* a flag, without value */
             if (value) return usage_error(p, "'--check-replicas' takes no value");
             p->args.check_replicas = true;
@@ -247,8 +259,10 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             p->args.reduce_ordered = !strcmp(value, "ordered");
         } else if (strncmp(name, "size", n) == 0) {
             status = add_size(p, value);
-        } else {
+        } else if (strncmp(name, "data", n) == 0) {
             status = add_data(p, value);
+        } else {
+            return usage_error(p, "option '--%.*s' is not handled by this runtime", (int)n, name);
         }
         if (status) return status;
     }
@@ -271,6 +285,8 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     if (nccl_without_gpu || (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK)) { /* before the data sets, which it splits */
         if (nccl_without_gpu) tsr_nccl_refuse_cpu_program(); /* said before the library is looked for */
         tsr_model_free(m);
+    } else if (parsed == 0 && p.args.save && tsr_dist_rank() == 0 && tsr_checkpoint_writable(p.args.save) != TSR_OK) {
+        tsr_model_free(m); /* --save to a directory, a device or a missing directory: said now, not after main */
     } else if (parsed == 0) {
         s = tsr_state_create_model(m, p.seed, &p.args);
         if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */

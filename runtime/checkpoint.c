@@ -352,15 +352,38 @@ static int create_beside(const char *path, char **temp) {
     return -1;
 }
 
-int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
-    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
-    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
-    /* The file is replaced by a rename: only a regular file (or a link to one) may be replaced.
-     * A device, a FIFO or a directory stays what it is. */
+/* The file is replaced by a rename: only a regular file (or a link to one) may be replaced.
+ * A device, a FIFO or a directory stays what it is. */
+static int replaceable(const char *path) {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is %s", path,
                          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    return TSR_OK;
+}
+
+int tsr_checkpoint_writable(const char *path) {
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
+    int status = replaceable(path);
+    if (status != TSR_OK) return status;
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return tsr_error(TSR_ERR_NOMEM, "out of memory checking '%s'", path);
+    struct stat st;
+    const char *why = NULL;
+    if (stat(dir, &st) != 0) why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode)) why = strerror(ENOTDIR);
+    else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
+    if (why) status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, why);
+    free(dir);
+    return status;
+}
+
+int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
+    int replace = replaceable(path);
+    if (replace != TSR_OK) return replace;
     int unsized = unsized_buffer(s, buffers, count, "write", path);
     if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);

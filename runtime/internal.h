@@ -109,6 +109,10 @@ bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *r
  * as a NumPy .npz archive at `path`. */
 int tsr_checkpoint_save(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
+/* Whether a checkpoint could be written at `path` now (--save, checked before main runs): it is
+ * not an existing directory, device or FIFO, and its directory exists and may be written in;
+ * TSR_OK, or the error tsr_checkpoint_save would give. */
+int tsr_checkpoint_writable(const char *path);
 /* Read the .npy file held in `size` bytes (a member of checkpoint `archive`, array `array`)
  * into `out` of shape `dims` and element type `dtype`, as tsr_load_npy_typed() does a file,
  * except that the array must hold numbers of the tensor's kind (floats for F32, F64, BF16 and

@@ -216,13 +216,17 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         return NULL;
     }
     uint32_t version = u32(&r);
-    if (version != TSR_IMAGE_VERSION) {
+    if (version != TSR_IMAGE_VERSION && !r.bad) {
         tsr_error(TSR_ERR_IMAGE, "the model image has version %u; this runtime reads version %u "
                                  "(rebuild the object with the tsrc that matches libtsr)", version, TSR_IMAGE_VERSION);
         return NULL;
     }
     uint64_t sum = u64(&r);
-    if (r.bad || sum != tsr_image_checksum(r.p, (size_t)(r.end - r.p))) {
+    if (r.bad) { /* its header does not fit */
+        tsr_error(TSR_ERR_IMAGE, "the model image is cut short (%zu bytes; its size is MODULE__image_size)", size);
+        return NULL;
+    }
+    if (sum != tsr_image_checksum(r.p, (size_t)(r.end - r.p))) {
         tsr_error(TSR_ERR_IMAGE, "the model image is damaged (its checksum does not match; rebuild the object)");
         return NULL;
     }

@@ -857,13 +857,14 @@ int tsr_main_save(tsr_state *s) {
 }
 
 int tsr_main_end(tsr_state *s, const char *program) {
+    /* A run whose output was lost failed: it saves nothing. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        tsr_error(TSR_ERR_IO, "cannot write to the standard output");
+        return tsr_main_fail(s, program);
+    }
     /* --save PATH: the checkpoint of a run whose main finished (a failed run saves nothing). */
     if (tsr_main_save(s) != TSR_OK) return tsr_main_fail(s, program);
     tsr_state_destroy(s);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        tsr_error(TSR_ERR_IO, "cannot write to the standard output");
-        return tsr_main_fail(NULL, program);
-    }
     if (tsr_dist_finalize() != TSR_OK) return tsr_main_fail(NULL, program);
     return 0;
 }

@@ -6,7 +6,9 @@
 # and missing values (status 2, one message), --data with an unknown name (2) or a file of
 # another shape (1, naming the item, the file and both shapes), an option that takes a loop
 # outside its index's range (1) or asks it for a negative count (1), and --seed / --threads as
-# documented, identically; a program with two bad data files prints an error line for each.
+# documented, identically; a program with two bad data files prints an error line for each;
+# --help with a value, numbers out of range, and a --save path that cannot be written (said
+# before main runs) are errors; a run whose standard output fails saves nothing.
 # Usage: exe_options.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -48,6 +50,12 @@ expect not-integer 2 "option '--epochs' needs an integer, not '2.5' $see" --epoc
 expect not-number 2 "option '--lr' needs a finite number, not 'inf' $see" --lr inf
 # lr is read among f32 values (w =- lr * w): a value f32 cannot hold would be infinity there
 expect f32-range 2 "option '--lr' = 1e300 is beyond f32's range (about ±3.4e38): the program computes with it among f32 values $see" --lr 1e300
+expect help-value 2 "'--help' takes no value $see" --help=xs=a.npy
+expect integer-range 2 "option '--epochs' needs an integer from -2^53 to 2^53 (9007199254740992), not '9007199254740993' $see" --epochs 9007199254740993
+expect number-range 2 "option '--lr' needs a finite number (at most about ±1.8e308), not '1e400' $see" --lr 1e400
+mkdir "$T/adir"
+expect save-directory 1 "cannot write checkpoint 'adir': it is a directory" --save adir
+expect save-no-directory 1 "cannot write checkpoint 'nodir/x.npz': No such file or directory" --save nodir/x.npz
 expect bad-seed 2 "'--seed' needs a non-negative integer, not '-3' $see" --seed -3
 expect bad-threads 2 "'--threads' needs a number of threads from 1 to 4096, not '0' $see" --threads 0
 expect data-name 2 "'--data ys=a.npy': the program has no data named 'ys' $see" --data ys=a.npy
@@ -65,6 +73,16 @@ if "$TSRC" "$T/ints.tsr" -o "$T/ints" >"$T/log" 2>&1 && (cd "$T" && ./ints --k 3
 elif [ "$(cat "$T/err")" = "./ints: error: option '--k' = 3000000000 is beyond i32's range (-2147483648 to 2147483647): the program computes with it among i32 values (./ints --help lists the options)" ] &&
      (cd "$T" && ./ints --k=-2147483648) >"$T/out" 2>&1 && grep -q -- "-2147483648 -2147483647 -2147483646" "$T/out"; then ok
 else bad "i32-range: an integer option beyond i32, read among i32 values"; fi
+
+# A number that underflows to a subnormal or to zero is a number (strtod's ERANGE is not an error).
+if (cd "$T" && ./opts --lr 1e-310 --epochs 1) >"$T/out" 2>"$T/err" && grep -q "lr 1e-310" "$T/out"; then ok
+else bad "--lr 1e-310 (a subnormal) is accepted"; fi
+# Output that cannot be written fails the run, and a run that fails saves nothing; --help too.
+(cd "$T" && ./opts --save lost.npz >/dev/full) 2>"$T/err"
+if [ $? = 1 ] && grep -q "cannot write to the standard output" "$T/err" && [ ! -e "$T/lost.npz" ]; then ok
+else bad "a run whose standard output fails saves no checkpoint"; fi
+(cd "$T" && ./opts --help >/dev/full) 2>"$T/err"
+if [ $? = 1 ] && grep -q "cannot write to the standard output" "$T/err"; then ok; else bad "--help into a full disk"; fi
 
 # --help: every option and its default, on stdout, status 0; the same from both executors.
 (cd "$T" && ./opts --help) >"$T/help" 2>"$T/err"

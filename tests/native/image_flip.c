@@ -26,7 +26,7 @@ static void hook(int status, const char *message, void *user) {
 }
 
 /* Is the image refused with TSR_ERR_IMAGE and one of the image messages?  Counts which. */
-static unsigned refused_as[3];
+static unsigned refused_as[4];
 static int refused(const unsigned char *image, size_t size) {
     last_status = 0;
     tsr_state *s = tsr_state_create(image, size, 1);
@@ -40,6 +40,7 @@ static int refused(const unsigned char *image, size_t size) {
     else if (strncmp(m, "the model image has version ", 28) == 0) refused_as[1]++;
     else if (strcmp(m, "the model image is damaged (its checksum does not match; rebuild the object)") == 0)
         refused_as[2]++;
+    else if (strncmp(m, "the model image is cut short (", 30) == 0) refused_as[3]++;
     else return 0;
     return 1;
 }
@@ -100,6 +101,10 @@ int main(void) {
     snprintf(line, sizeof line, "the image cut at every length, or with 8 bytes more, is refused (accepted: %zu)",
              accepted);
     check(accepted == 0, line);
+    refused_as[1] = refused_as[3] = 0;
+    for (size_t n = 4; n < 16; n++) refused(copy, n);
+    check(refused_as[3] == 12 && refused_as[1] == 0,
+          "an image cut inside its header (4 to 15 bytes) is 'cut short', not another version");
     check(tsr_state_create(NULL, 0, 1) == NULL, "no image (NULL, 0) is refused");
 
     s = tsr_state_create(copy, size, 1);
