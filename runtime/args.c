@@ -82,12 +82,22 @@ static void print_help(const Parser *p, uint64_t default_seed) {
         for (uint32_t k = 0; tsr_model_data_field(m, k); k++) printf(" %s", tsr_model_data_field(m, k));
         printf("\n");
     }
-    if (tsr_model_size_at(m, 0) >= 0) {
-        printf("  %-22s %s\n", "--size NAME=N", "the run-time size NAME (a '?' of an input) is N;");
-        printf("  %-22s NAME is one of:", "");
-        for (uint32_t k = 0; tsr_model_size_at(m, k) >= 0; k++)
-            printf(" %s", tsr_model_symbol_name(m, (uint32_t)tsr_model_size_at(m, k)));
-        printf("\n");
+    /* Sizes the caller sets, then those a data file gives (which --size can only repeat). */
+    for (int from_file = 0; from_file < 2; from_file++) {
+        bool first = true;
+        for (uint32_t k = 0; tsr_model_size_at(m, k) >= 0; k++) {
+            uint32_t symbol = (uint32_t)tsr_model_size_at(m, k);
+            if (tsr_model_size_from_file(m, symbol) != from_file) continue;
+            if (first && !from_file) {
+                printf("  %-22s %s\n", "--size NAME=N", "the run-time size NAME (a '?' of an input) is N;");
+                printf("  %-22s NAME is one of:", "");
+            } else if (first) {
+                printf("  %-22s sizes that data files give (the length of their first axis):", "");
+            }
+            printf(" %s", tsr_model_symbol_name(m, symbol));
+            first = false;
+        }
+        if (!first) printf("\n");
     }
     uint32_t n;
     const tsr_option *o = tsr_model_options(p->model, &n);

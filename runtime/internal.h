@@ -50,6 +50,9 @@ typedef struct tsr_run_args {
 /* The size symbol (a run-time size `?`) named by the `len` bytes at `name`, or -1; the k-th size
  * symbol's number, or -1 past the last. */
 int64_t tsr_model_size_symbol(const tsr_model *model, const char *name, size_t len);
+/* Whether run-time size `symbol` is of a class a data item's file gives its length to (it is
+ * that length, not set by the caller: --help lists it apart). */
+bool tsr_model_size_from_file(const tsr_model *model, uint32_t symbol);
 int64_t tsr_model_size_at(const tsr_model *model, uint32_t k);
 
 /* A mean across processes under way (dist.c, tsr_dist_mean_begin below). */

@@ -448,6 +448,15 @@ int64_t tsr_model_size_at(const tsr_model *m, uint32_t k) {
         if (m->symbol_sizes[i] && k-- == 0) return i;
     return -1;
 }
+bool tsr_model_size_from_file(const tsr_model *m, uint32_t symbol) {
+    if (symbol >= m->symbol_count || !m->symbol_sizes[symbol]) return false;
+    for (uint32_t d = 0; d < m->data_count; d++)
+        for (uint32_t f = 0; f < m->data[d].field_count; f++) {
+            int64_t by = m->buffers[m->data[d].fields[f]].size_symbol;
+            if (by >= 0 && m->symbol_leaders[by] == m->symbol_leaders[symbol]) return true;
+        }
+    return false;
+}
 const tsr_gpu_section *tsr_model_gpu(const tsr_model *m) { return m ? m->gpu : NULL; }
 tsr_gpu *tsr_state_gpu(const tsr_state *s) { return s && s->model ? s->model->device : NULL; }
 tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m->action_count ? &m->actions[k] : NULL; }

@@ -153,6 +153,9 @@ data xs = npy "$T/x7.npy" ~b:[?] ~o:[3]
 input { x; b = [?]; o = [3] }
 let%op total = (xs + x *. 0) ++ "... | ... => 0"
 TSR
+if "$T/pair" --help >"$T/help" 2>&1 && grep -q "sizes that data files give (the length of their first axis): xs.b ys.b$" "$T/help" &&
+   ! grep -q -- "--size NAME=N" "$T/help"; then pass
+else fail "--help lists the sizes data files give apart from those --size sets"; fi
 for run in "$TSRC --run --interp $T/mixed.tsr --" "$T/mixed"; do
     [ "$run" = "$T/mixed" ] && { "$TSRC" "$T/mixed.tsr" -o "$T/mixed" >"$T/log" 2>&1 || fail "mixed.tsr compiles"; }
     check_error 0 "210" "an input in the size class of a data file takes the file's length ($run)" -- $run
