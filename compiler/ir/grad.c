@@ -151,17 +151,33 @@ static bool *reached_marks(Builder *b) {
     return arena_alloc(b->ir->arena, (b->program->tensor_count + 1) * sizeof(bool));
 }
 
-void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
-    uint32_t count;
-    Tensor **graph = graph_of(b, t, &count);
+/* The tensors whose gradients t.zero_grads sets to 0 (those of t's graph that its backprop
+ * reaches), in graph order; their number in *count. */
+static Tensor **zeroed_by(Builder *b, Tensor *t, uint32_t *count) {
+    uint32_t graph_count, n = 0;
+    Tensor **graph = graph_of(b, t, &graph_count);
     bool *reached = reached_marks(b);
     AssignList unused = {0};
-    backward_pass(b, t, graph, count, reached, &unused);
-    for (uint32_t i = 0; i < count && !b->failed; i++)
-        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) {
-            Assignment *a = fill_assignment(b, graph[i], 0.0, span, "zero_grads");
-            if (a) push_assignment(b->ir->arena, out, a);
-        }
+    backward_pass(b, t, graph, graph_count, reached, &unused);
+    for (uint32_t i = 0; i < graph_count && !b->failed; i++)
+        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) graph[n++] = graph[i];
+    *count = b->failed ? 0 : n;
+    return graph;
+}
+
+void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
+    uint32_t count;
+    Tensor **zeroed = zeroed_by(b, t, &count);
+    for (uint32_t i = 0; i < count; i++) {
+        Assignment *a = fill_assignment(b, zeroed[i], 0.0, span, "zero_grads");
+        if (a) push_assignment(b->ir->arena, out, a);
+    }
+}
+
+void grad_forget_zeroed(Builder *b, Tensor *t, bool *written) {
+    uint32_t count;
+    Tensor **zeroed = zeroed_by(b, t, &count);
+    for (uint32_t i = 0; i < count; i++) written[zeroed[i]->id] = false;
 }
 
 /* A backprop of a tensor of more than one cell that the routine does not seed: its gradient is
@@ -177,15 +193,26 @@ static void warn_unseeded(Builder *b, const CodeStep *step) {
                                             : "an unnamed tensor";
     bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
     Span at = in_library ? step->user_call : step->span;
+    const char *function = step->user_call_name ? step->user_call_name : "function";
+    if (in_library) { /* the library zeroes the gradients first: nothing the caller writes can seed it */
+        diag_error(at, "'%s' needs a loss of one cell: the backprop of %s, of %" PRIu64 " cells, would start from a "
+                   "gradient of 0 and train nothing (only a one-cell loss is seeded with 1)", function, what, cells);
+        diag_note(step->span, "the backprop in the standard library's '%s'", function);
+        if (name)
+            diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn), or seed %s.grad in a routine of your own "
+                      "that runs its backprop", name, name);
+        else
+            diag_note(at, "reduce it to one cell (Nn.mean () of it, a loss of Nn), or name it with let%%op and seed its "
+                      ".grad in a routine of your own that runs its backprop");
+        return;
+    }
     diag_warning(at, "backprop of %s, of %" PRIu64 " cells, starts from its gradient as it is (0 unless written): only a "
                  "one-cell tensor is seeded with 1", what, cells);
-    if (in_library)
-        diag_note(step->span, "the backprop in the standard library's '%s'", step->user_call_name ? step->user_call_name : "function");
     if (name)
-        diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn) or assign %s.grad in the routine before it", name, name);
+        diag_note(at, "reduce it to one cell (Nn.mean () %s, a loss of Nn) or assign %s.grad in the routine before it (after any zero_grads)", name, name);
     else
         diag_note(at, "reduce it to one cell (Nn.mean () of it, a loss of Nn), or name it with let%%op and assign its "
-                  ".grad in the routine before it");
+                  ".grad in the routine before it (after any zero_grads)");
 }
 
 void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *written, AssignList *out) {

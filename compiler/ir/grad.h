@@ -10,6 +10,10 @@
  * operands before users; `span` is the statement's. */
 void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
 
+/* Unmarks in `written` (by tensor id) every tensor whose gradient t.zero_grads sets to 0: a seed
+ * the routine assigned before a zero_grads is gone when a later backprop starts. */
+void grad_forget_zeroed(Builder *b, Tensor *t, bool *written);
+
 /* Appends to `out` the backward assignments of the graph of the BACKPROP statement's tensor t,
  * users before operands.  With `may_seed` (the routine has not assigned t.grad before this
  * statement), a t of one cell that needs a gradient is seeded first: `t.grad =: 1`; a larger t

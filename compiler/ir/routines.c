@@ -78,11 +78,12 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
         if (step->kind == STEP_ZERO_GRADS) {
             grad_zero(b, step->tensor, step->span, out);
         } else if (step->kind == STEP_BACKPROP) {
-            /* The gradients the routine itself assigned before this statement (`t.grad =: …`):
-             * t's is its seed, and none of them is reset. */
+            /* The gradients the routine itself assigned before this statement (`t.grad =: …`)
+             * and no zero_grads set to 0 since: t's is its seed, and none of them is reset. */
             bool *written = arena_alloc(arena, (b->program->tensor_count + 1) * sizeof *written);
             for (uint32_t k = 0; k < s; k++)
                 if (r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad) written[r->steps[k].tensor->id] = true;
+                else if (r->steps[k].kind == STEP_ZERO_GRADS) grad_forget_zeroed(b, r->steps[k].tensor, written);
             grad_backprop(b, step, !written[step->tensor->id], written, out);
         } else {
             b->generation++;
