@@ -43,7 +43,7 @@ bool abi_reserved(const char *c_name) {
  * call: a module's symbol of one of these names would replace it for the runtime in the same
  * program (tests/native/drivers.sh checks the list against libtsr.a's undefined symbols). */
 static const char *const c_library_names[] = {
-    "atexit", "calloc", "clock_gettime", "close", "cos", "dlclose", "dlerror", "dlopen", "dlsym", "exit", "fclose",
+    "access", "atexit", "calloc", "clock_gettime", "close", "cos", "dlclose", "dlerror", "dlopen", "dlsym", "exit", "fclose",
     "fdopen", "ferror", "fflush", "fmemopen", "fprintf", "fputc", "fread", "free", "fseeko", "fstat", "ftello",
     "fwrite", "getenv", "getpid", "getrandom", "isatty", "ldexp", "log", "malloc", "memchr", "memcmp", "memcpy",
     "memmove", "memset", "nanosleep", "open", "posix_memalign", "pread", "printf", "pthread_attr_destroy",
@@ -51,7 +51,7 @@ static const char *const c_library_names[] = {
     "pthread_cond_wait", "pthread_create", "pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
     "putc", "putchar", "qsort", "realloc", "rename", "sched_getaffinity", "sched_getcpu", "sched_setaffinity",
     "sched_yield", "sin", "sincos", "snprintf", "sprintf", "sqrt", "stat", "stderr", "stdout", "strchr", "strcmp",
-    "strdup", "strerror", "strlen", "strncmp", "strrchr", "strspn", "strtod", "strtol", "strtoll", "sysconf",
+    "strdup", "strerror", "strlen", "strncmp", "strndup", "strrchr", "strspn", "strtod", "strtol", "strtoll", "sysconf",
     "time", "unlink", "vfprintf", "vsnprintf"};
 
 bool abi_c_library_name(const char *module, const char *c_name) {

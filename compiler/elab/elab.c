@@ -481,10 +481,16 @@ static void register_shapes(Elab *e) {
     for (uint32_t i = 0; i < p->tensor_count; i++) {
         Tensor *t = p->tensors[i];
         switch (t->kind) {
-        case TENSOR_PARAM:
+        case TENSOR_PARAM: {
+            /* A library layer's parameter left unsized is reported at the user's application
+             * that first read it (or made it), the origin's call. */
+            bool read = t->first_call.file != 0;
+            shape_set_context(e->solver, read ? t->first_call : t->call, read ? t->first_call_name : t->call_name);
             shape_add_leaf(e->solver, &t->shape, LEAF_PARAMETER, t->shown ? t->shown : t->name,
                            origin(e, t->span, "parameter '%s'", t->shown ? t->shown : t->name));
+            shape_set_context(e->solver, (Span){0, 0, 0}, NULL);
             break;
+        }
         case TENSOR_CONSTANT:
             shape_add_leaf(e->solver, &t->shape, LEAF_CONSTANT, "constant", 0);
             break;

@@ -375,6 +375,21 @@ static Row meet_rows(ShapeSolver *s, Row *bounds, uint32_t n, OriginId origin) {
 
 static const char *row_kind_field(int k) { return k == ROW_BATCH ? "b" : k == ROW_INPUT ? "i" : "o"; }
 
+/* A parameter that a standard library function made in the user's application of it: the
+ * error is reported at that application, with the parameter as a note, since the user can pin
+ * nothing inside the library (the tensor given to the layer lacks the axes it acts on).
+ * Whether it was; `problem` is the error's text. */
+static bool report_library_param(ShapeSolver *s, Registered *r, const char *problem) {
+    const Origin *o = &s->origins[r->decl];
+    if (!span_in_stdlib(o->span) || !o->call.file || span_in_stdlib(o->call)) return false;
+    const char *fn = o->call_name ? o->call_name : "a function";
+    diag_error(o->call, "in this application of '%s': %s", fn, problem);
+    diag_note(o->span, "the parameter, made by the standard library's '%s'", fn);
+    diag_note(o->call, "its sizes come from the tensors given to the layer: one of them has no axes where the layer "
+              "reads its features (docs/stdlib.md says which axes each layer acts on)");
+    return true;
+}
+
 static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis, bool partly) {
     if (r->reported & (1u << kind)) return;
     r->reported |= (uint8_t)(1u << kind);
@@ -383,12 +398,12 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
      * consequence (the user cannot pin it anyway): one error, not two. */
     if (s->errors > 0 && span_in_stdlib(at)) return;
     s->errors++;
-    if (axis)
-        diag_error(at, "cannot infer the size of an %s axis of parameter '%s': you forgot to specify "
-                   "a hidden dimension", row_kind_name(kind), r->name);
-    else
-        diag_error(at, "cannot infer the %s axes of parameter '%s': you forgot to specify a hidden "
-                   "dimension", row_kind_name(kind), r->name);
+    const char *problem = axis ? arena_printf(s->arena, "cannot infer the size of an %s axis of parameter '%s'",
+                                              row_kind_name(kind), r->name)
+                               : arena_printf(s->arena, "cannot infer the %s axes of parameter '%s'", row_kind_name(kind),
+                                              r->name);
+    if (report_library_param(s, r, problem)) return;
+    diag_error(at, "%s: you forgot to specify a hidden dimension", problem);
     if (partly)
         diag_note(at, "a use of '%s' leaves its %s axes open (it is not used where they are known)",
                   r->name, row_kind_name(kind));
@@ -405,6 +420,7 @@ static void report_param_unsized(ShapeSolver *s, Registered *r) {
     r->reported = (1u << ROW_KINDS) - 1;
     s->errors++;
     Span at = s->origins[r->decl].span;
+    if (report_library_param(s, r, arena_printf(s->arena, "cannot infer the shape of parameter '%s'", r->name))) return;
     diag_error(at, "cannot infer the shape of parameter '%s': you forgot to specify the hidden dimension(s)", r->name);
     diag_note(at, "nothing gives '%s' an axis: no use of it meets a tensor whose shape is known", r->name);
     const char *base = strrchr(r->name, '.');
