@@ -466,7 +466,31 @@ bool adds_once(const Assignment *a) {
 /* The type of a's right side into a->rhs_dtype, converted to what the left side keeps where
  * that is allowed; false after an error.  `lhs_dtype` is the type the left side keeps
  * (DTYPE_ANY: the left side takes the right side's, an operation's result). */
+/* A number of e computed as an f32 that f32 cannot hold (it would be infinity); reported, and
+ * false, at the first. */
+static bool constants_fit_f32(Builder *b, const Assignment *a, const AExpr *e) {
+    if (!e) return true;
+    if (e->kind == AE_CONST && e->type == TSR_DTYPE_F32 && overflows_type(e->value, TSR_DTYPE_F32)) {
+        diag_error(a->span, "%s computes on f32 values with the number %g, which is beyond the range of f32 (±%.9g): as "
+                   "an f32 it would be infinity", a->what, e->value, 3.4028234663852886e38);
+        diag_note(a->span, "a number that meets f64 values is a double: compute with f64 tensors (dtype = \"f64\", or "
+                  "to_f64 x) to use it (docs/language.md §3.9)");
+        b->failed = true;
+        return false;
+    }
+    if (e->kind != AE_OP || e->type != TSR_DTYPE_F32) return true; /* other types' numbers are checked as such */
+    for (unsigned i = 0; i < scalar_op_arity(e->op); i++)
+        if (!constants_fit_f32(b, a, e->args[i])) return false;
+    return true;
+}
+
+static bool convert_rhs(Builder *b, Assignment *a, uint8_t lhs_dtype);
+
 bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
+    return convert_rhs(b, a, lhs_dtype) && constants_fit_f32(b, a, a->rhs);
+}
+
+static bool convert_rhs(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     a->rhs_dtype = expr_dtype(b, a, a->rhs);
     if (b->failed) return false;
     bool lhs_i32 = is_int_dtype(lhs_dtype), rhs_i32 = is_int_dtype(a->rhs_dtype);
