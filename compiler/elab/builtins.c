@@ -403,6 +403,13 @@ static Value *builtin_is_tensor(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_TENSOR);
 }
 
+/* is_bool x: whether x is true or false (the library checks its flags with it: ~causal:1 is an
+ * error naming the option, not an 'if' that wants a boolean somewhere in its code). */
+static Value *builtin_is_bool(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_bool' takes one value: is_bool x");
+    return bool_value(e, args[0].value->kind == V_BOOL);
+}
+
 static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label) return fail(span, "'is_number' takes one value: is_number x");
     return bool_value(e, is_number(args[0].value));
@@ -615,6 +622,7 @@ static const BuiltinEntry builtins[] = {
     {"length", builtin_length},
     {"is_tensor", builtin_is_tensor},
     {"is_number", builtin_is_number},
+    {"is_bool", builtin_is_bool},
     {"dtype_of", builtin_dtype_of},
     {"nth", builtin_nth},
     {"init", builtin_init},
