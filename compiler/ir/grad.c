@@ -91,6 +91,10 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
     if (!t->op->b) {
         diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block", t->op_name);
         diag_note(t->op->span, "'%s' is declared here", t->op_name);
+        /* Made by a library function the user applied (argmax, sample, accuracy): that call has no gradient. */
+        if (span_in_stdlib(t->span) && t->call.file && !span_in_stdlib(t->call) && t->call_name)
+            diag_note(t->call, "'%s' has no gradient: the loss reaches the parameters through this application of it "
+                      "(a loss must be differentiable; argmax, sample and the accuracies are for evaluation)", t->call_name);
         b->failed = true;
         return;
     }
