@@ -454,6 +454,15 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
                      ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
     const char *fn = o->call_name ? o->call_name : "a function";
     if (in_library) {
+        /* One error for one mistake: an argument that fails several of the library's operations
+         * (ids given to accuracy fail its max and its subtraction) is reported at the first. */
+        uint64_t key = ((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end;
+        key = key * 1099511628211ull ^ (((uint64_t)sa.file << 56) ^ ((uint64_t)sa.start << 32) ^ sa.end);
+        key = key * 1099511628211ull ^ (((uint64_t)sb.file << 56) ^ ((uint64_t)sb.start << 32) ^ sb.end);
+        bool seen = false;
+        for (uint32_t i = 0; i < s->library_clash_count && !seen; i++) seen = s->library_clashes[i] == key;
+        if (seen) diag_drop_next();
+        else ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);

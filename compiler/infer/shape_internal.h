@@ -199,6 +199,9 @@ struct ShapeSolver {
     Arena *arena;
     Origin *origins;
     uint32_t origin_count, origin_cap;
+    uint64_t *library_clashes; /* error_at: each user application and user-side places of an error
+                                * in library code reported so far (one error for one mistake) */
+    uint32_t library_clash_count, library_clash_cap;
     const char **bases;
     uint32_t basis_count, basis_cap;
     DimVarInfo *dvars;
