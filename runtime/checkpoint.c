@@ -701,8 +701,6 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
     bool resumes = runs > s->runs;
     tsr_action *a;
     for (uint32_t k = 0, j = 0; shuffles && (a = next_shuffle(s, &k)); j++) resumes |= shuffles[j] > a->runs;
-    if (status == TSR_OK && resumes && has_seed && !tsr_model_seed_given(s->model)) s->seed = seed;
-    if (status == TSR_OK && runs > s->runs) s->runs = runs;
     /* A group's count is kept by its first statement (the others' are 0; a checkpoint of a tsrc
      * that counted each statement apart: their sum). */
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++) {
@@ -720,6 +718,9 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
             status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' counts %" PRIu64 " shuffles of a data set in a run of %" PRIu64
                                " routine runs: a damaged file (more than 2^20 shuffles beyond the runs are refused)",
                                path, shuffles[j], runs);
+    /* Only now, every check passed (a failed load leaves the state as it was): */
+    if (status == TSR_OK && resumes && has_seed && !tsr_model_seed_given(s->model)) s->seed = seed;
+    if (status == TSR_OK && runs > s->runs) s->runs = runs;
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++)
         while (status == TSR_OK && a->counter == k - 1 && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
     free(shuffles);

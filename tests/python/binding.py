@@ -189,6 +189,22 @@ def main():
               np.array_equal(q["s"], np.arange(12).reshape(4, 3) + 1),
               "every size of a class a data file gave reads the file's length", (repr(q.sizes), p.stderr))
         q.close()
+        # A load that fails leaves the state as it was: a damaged shuffle count is refused after the
+        # seed and the run count were read (they were set before the refusal).
+        shf = os.path.join(d, "shf.tsr")
+        with open(shf, "w") as f:
+            f.write("data d = range ~b:[4] ~o:[1]\nlet%op w = { w = [1.] }\nlet%op y = w *. 2.\n"
+                    "routine r = y.forward\nmain = shuffle d; run r; print d\n")
+        p = subprocess.run([tsrc, "--shared", shf, "-o", os.path.join(d, "libshf.so")], capture_output=True, text=True)
+        top = float(2 ** 24 - 1)
+        np.savez(os.path.join(d, "bad.npz"), w=np.array([1.], np.float32), **{
+            "tsrc.runs": np.array([0, 5], np.float32), "tsrc.seed": np.array([77], np.int64),
+            "tsrc.shuffles": np.array([[top, top]], np.float32)})
+        q = tsr.load(os.path.join(d, "libshf.so"), seed=3)
+        ok, why = raises(tsr.Error, lambda: q.load(os.path.join(d, "bad.npz")), "shuffles beyond the runs")
+        check(p.returncode == 0 and ok and q.seed == 3 and q.runs == 0,
+              "a checkpoint load that fails leaves the seed and the run count as they were", (why, q.seed, q.runs))
+        q.close()
         ok, why = raises(tsr.Error, lambda: tsr.load(rlib, seed=-1), "out of the range")
         check(ok, "a negative seed is a tsr.Error, not one wrapped to 2^64 - 1", why)
         m.close()
