@@ -604,7 +604,14 @@ static int npy_read_header(const Source *src, FILE *file, char **text, size_t *l
     errno = 0;
     size_t got = fread(preamble, 1, 10, file);
     if (ferror(file)) return fail_at(src, 0, 0, "cannot read: %s", read_error_text(errno));
-    if (got < 8 || memcmp(preamble, "\x93NUMPY", 6) != 0) return fail_at(src, 0, 0, "is not a .npy file (bad magic)");
+    if (got < 8 || memcmp(preamble, "\x93NUMPY", 6) != 0) {
+        /* Text (a CSV file named x.CSV or x.txt, which is read as .npy): say how CSV is chosen. */
+        bool looks_text = got > 0 && !src->archive;
+        for (size_t i = (got >= 3 && memcmp(preamble, "\xef\xbb\xbf", 3) == 0) ? 3 : 0; i < got && looks_text; i++)
+            looks_text = (preamble[i] >= 0x20 && preamble[i] < 0x7f) || (preamble[i] >= '\t' && preamble[i] <= '\r');
+        return fail_at(src, 0, 0, "is not a .npy file (bad magic)%s",
+                       looks_text ? "; it looks like text: a file is read as CSV when its name ends in .csv" : "");
+    }
     int major = preamble[6], minor = preamble[7];
     if (major < 1 || major > 3 || minor != 0)
         return fail_at(src, 0, 0, "has .npy format version %d.%d (1.0, 2.0 and 3.0 are supported)", major, minor);
