@@ -210,6 +210,16 @@ static int utf8_len(const unsigned char *p, size_t avail) {
 }
 
 /* Echo bytes [from, to) of the text, sanitised: see the comment at the top. */
+/* Whether the n-byte UTF-8 character at p is a bidirectional control (U+200E, U+200F, U+202A to
+ * U+202E, U+2066 to U+2069): a source line shows it as <U+202E>, so that it cannot reorder the
+ * line on the terminal and hide what the compiler reads ("Trojan Source"). */
+static bool bidi_control(const unsigned char *p, int n) {
+    if (n != 3 || p[0] != 0xe2) return false;
+    return (p[1] == 0x80 && (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae))) ||
+           (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9);
+}
+enum { BIDI_SHOWN_CELLS = 8 }; /* "<U+202E>" */
+
 static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t to) {
     for (size_t i = from; i < to;) {
         unsigned c = text[i];
@@ -219,7 +229,10 @@ static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t
             continue;
         }
         int n = c >= 0x80 ? utf8_len(text + i, to - i) : 0;
-        if (n > 0) {
+        if (n > 0 && bidi_control(text + i, n)) {
+            fprintf(out, "<U+%04X>", ((text[i + 1] & 0x3fu) << 6 | (text[i + 2] & 0x3fu)) | 0x2000u);
+            i += (size_t)n;
+        } else if (n > 0) {
             fwrite(text + i, 1, (size_t)n, out);
             i += (size_t)n;
         } else {
@@ -258,7 +271,7 @@ static void pad_range(FILE *out, const unsigned char *text, size_t from, size_t 
     for (size_t i = from; i < to;) {
         unsigned c = text[i];
         int n = c >= 0x80 ? utf8_len(text + i, to - i) : 1;
-        unsigned width = n > 1 ? char_cells(text + i, n) : 1;
+        unsigned width = n > 1 ? (bidi_control(text + i, n) ? BIDI_SHOWN_CELLS : char_cells(text + i, n)) : 1;
         for (unsigned k = 0; k < width; k++) fputc(c == '\t' ? '\t' : ' ', out);
         i += n > 0 ? (size_t)n : 1;
     }
@@ -268,7 +281,7 @@ static size_t cells(const unsigned char *text, size_t from, size_t to) {
     size_t count = 0;
     for (size_t i = from; i < to;) {
         int n = text[i] >= 0x80 ? utf8_len(text + i, to - i) : 1;
-        count += n > 1 ? char_cells(text + i, n) : 1;
+        count += n > 1 ? (bidi_control(text + i, n) ? BIDI_SHOWN_CELLS : char_cells(text + i, n)) : 1;
         i += n > 0 ? (size_t)n : 1;
     }
     return count;

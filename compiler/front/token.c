@@ -40,20 +40,31 @@ const char *lex_token_name(int kind) {
     return token_names[kind];
 }
 
+/* A token's text as a message quotes it: at most 64 bytes, then "..." (a line of 200 000 '-' is
+ * one operator token; the caret shows where it is). */
+static const char *quoted_text(Arena *arena, const char *text) {
+    size_t n = strlen(text);
+    if (n <= 64) return text;
+    size_t cut = 60;
+    while (cut > 0 && ((unsigned char)text[cut] & 0xc0) == 0x80) cut--; /* not inside a UTF-8 character */
+    return arena_printf(arena, "%.*s...", (int)cut, text);
+}
+
 const char *lex_describe(Arena *arena, const Token *token) {
+    const char *text = token->text ? quoted_text(arena, token->text) : "";
     switch (token->kind) {
     case TK_EOF: return "end of file";
-    case TK_IDENT: return arena_printf(arena, "identifier '%s'", token->text);
-    case TK_UIDENT: return arena_printf(arena, "module name '%s'", token->text);
-    case TK_INT: case TK_FLOAT: return arena_printf(arena, "number '%s'", token->text);
+    case TK_IDENT: return arena_printf(arena, "identifier '%s'", text);
+    case TK_UIDENT: return arena_printf(arena, "module name '%s'", text);
+    case TK_INT: case TK_FLOAT: return arena_printf(arena, "number '%s'", text);
     case TK_STRING: return "a string literal";
-    case TK_TILDE_NAME: return arena_printf(arena, "'~%s'", token->text);
-    case TK_TILDE_LABEL: return arena_printf(arena, "'~%s:'", token->text);
-    case TK_QUEST_NAME: return arena_printf(arena, "'?%s'", token->text);
-    case TK_QUEST_LABEL: return arena_printf(arena, "'?%s:'", token->text);
+    case TK_TILDE_NAME: return arena_printf(arena, "'~%s'", text);
+    case TK_TILDE_LABEL: return arena_printf(arena, "'~%s:'", text);
+    case TK_QUEST_NAME: return arena_printf(arena, "'?%s'", text);
+    case TK_QUEST_LABEL: return arena_printf(arena, "'?%s:'", text);
     case TK_PREFIXOP: case TK_MINUS: case TK_POWOP: case TK_MULOP: case TK_ADDOP: case TK_ATOP:
     case TK_CMPOP: case TK_AMPAMP: case TK_BARBAR: case TK_ASSIGNOP:
-        return arena_printf(arena, "'%s'", token->text);
+        return arena_printf(arena, "'%s'", text);
     default: {
         const char *name = lex_token_name(token->kind);
         return name ? name : "a token";
