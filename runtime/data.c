@@ -1000,6 +1000,12 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
     ByteReader *reader = malloc(sizeof *reader);
     if (!reader) return tsr_error(TSR_ERR_NOMEM, "data '%s': out of memory reading '%s'", src->what, src->path);
     *reader = (ByteReader){.file = file};
+    /* A UTF-8 byte order mark (which spreadsheets write) is not part of the first line: read as
+     * text, it made a line of numbers a header, skipped. */
+    if (next_byte(reader) >= 0) {
+        reader->pos--;
+        if (reader->len - reader->pos >= 3 && memcmp(reader->chunk + reader->pos, "\xef\xbb\xbf", 3) == 0) reader->pos += 3;
+    }
     int status = csv_scan(&load, reader, rank, dims);
     free(reader);
     if (status != TSR_OK || load.count == global_cells) return status;

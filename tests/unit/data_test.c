@@ -406,6 +406,8 @@ static void csv_good(void) {
         {"csv header after comments", "# made by hand\n\nx y z\n1 2 3\n4 5 6\n"},
         {"csv CRLF", "x,y,z\r\n1,2,3\r\n4,5,6\r\n"},
         {"csv number forms", "1e0, +2, 3.\n.4e1, 5.000, 0x1.8p2\n"},
+        {"csv after a UTF-8 byte order mark", "\xef\xbb\xbf" "1,2,3\n4,5,6\n"},
+        {"csv header after a UTF-8 byte order mark", "\xef\xbb\xbf" "x,y,z\n1,2,3\n4,5,6\n"},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         write_text("good.csv", same[i].text);

@@ -132,7 +132,7 @@ static void sharded_readers(void) {
     /* Tokens 0, 1, …, 40: windows of 4 share one token; 13 windows. */
     int32_t ids[41];
     for (int i = 0; i < 41; i++) ids[i] = i;
-    tsr_tokens tokens = {ids, 41};
+    tsr_tokens tokens = {ids, 41, false};
     float one[6 * 4], part[3 * 4];
     bool same = tsr_tokens_random(&tokens, one, 6, 4, 7, 2, "t", "t.bin") == TSR_OK;
     for (int r = 0; r < 2 && same; r++) {
