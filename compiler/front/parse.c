@@ -66,13 +66,26 @@ void parse_add_item(ParseState *ps, Node *item) {
 }
 
 /* Parse the text of a string literal token/node as a spec; the span points inside the quotes. */
-static void attach_spec(ParseState *ps, Node *str) {
+static void attach_spec_captured(ParseState *ps, Node *str, const Node *caps) {
     const Source *src = source_get(str->span.file);
     uint32_t start = str->span.start + 1, end = str->span.end > start ? str->span.end - 1 : start;
     bool in_backward = ps->item_keyword == TK_OPERATOR && ps->backward_from && str->span.start >= ps->backward_from;
     str->spec = spec_parse_warning(ps->arena, span_make(str->span.file, start, end), src->text + start, end - start,
-                                   !in_backward);
+                                   false);
+    if (!str->spec || in_backward) return;
+    uint32_t n = caps ? caps->list.count : 0;
+    const char **names = arena_alloc(ps->arena, (n + 1) * sizeof *names);
+    size_t *lens = arena_alloc(ps->arena, (n + 1) * sizeof *lens);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (caps->list.items[i]->kind == NODE_STRING) {
+            names[k] = caps->list.items[i]->text;
+            lens[k++] = caps->list.items[i]->len;
+        }
+    spec_warn_new_axes(ps->arena, str->spec, names, lens, k);
 }
+
+static void attach_spec(ParseState *ps, Node *str) { attach_spec_captured(ps, str, NULL); }
 
 /* ------------------------------------------------------------------ items */
 
@@ -354,7 +367,7 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
             if (caps->list.items[i]->kind != NODE_STRING)
                 diag_error(caps->list.items[i]->span,
                            "a capture list holds string literals naming labels of the spec");
-    attach_spec(ps, spec);
+    attach_spec_captured(ps, spec, caps);
     e->b = arity == 2 ? operand : NULL;
     e->c = caps;
     e->spec = spec->spec;

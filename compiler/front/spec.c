@@ -884,16 +884,23 @@ static void count_slot_labels(LabelCounts *c, const SpecSlot *slot, bool in_resu
 }
 
 /* A label written once, in the result, relates the result to nothing: most often a typo for an
- * operand's label.  The result gets a new axis (its size from elsewhere), so this is a warning,
+ * operand's label (unless it is captured: spec.h).  The result gets a new axis (its size from elsewhere), so this is a warning,
  * with the summed labels as likely meanings; '_' says a new axis is meant.  A label written
  * twice in the result (a diagonal) is deliberate. */
-static void warn_result_only_labels(Arena *arena, const Spec *spec) {
+static bool named_in(const char *name, const char *const *names, const size_t *lens, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++)
+        if (strlen(name) == lens[i] && memcmp(name, names[i], lens[i]) == 0) return true;
+    return false;
+}
+
+void spec_warn_new_axes(Arena *arena, const Spec *spec, const char *const *captured, const size_t *captured_len,
+                        uint32_t count) {
     LabelCounts c = {.arena = arena};
     for (uint32_t i = 0; i < spec->rhs_count; i++) count_slot_labels(&c, &spec->rhs[i], false);
     count_slot_labels(&c, &spec->lhs, true);
     for (uint32_t i = 0; i < c.count; i++) {
         const LabelCount *l = &c.items[i];
-        if (l->in_operands || l->in_result != 1) continue;
+        if (l->in_operands || l->in_result != 1 || named_in(l->name, captured, captured_len, count)) continue;
         diag_warning(l->first_in_result, "label '%s' occurs only in the result: it is a new axis, along which the "
                      "value is repeated, of a size that comes from elsewhere", l->name);
         char summed[256] = "";
@@ -916,7 +923,7 @@ static void warn_result_only_labels(Arena *arena, const Spec *spec) {
      * misspelling ("b | ..r.. => b | ..s.."). */
     for (int k = 0; k < SPEC_ROW_KINDS; k++) {
         const SpecRowVar *v = &spec->lhs.rows[k].row_var;
-        if (v->kind != SPEC_ROWVAR_NAMED) continue;
+        if (v->kind != SPEC_ROWVAR_NAMED || named_in(v->name, captured, captured_len, count)) continue;
         bool in_operands = false;
         const char *summed = NULL;
         for (uint32_t i = 0; i < spec->rhs_count; i++)
@@ -985,7 +992,7 @@ Spec *spec_parse_warning(Arena *arena, Span where, const char *text, size_t len,
         diag_error(point_end(where), "einsum spec could not be parsed");
         return NULL;
     }
-    if (warn_new_axes) warn_result_only_labels(arena, ps.result);
+    if (warn_new_axes) spec_warn_new_axes(arena, ps.result, NULL, NULL, 0);
     return ps.result;
 }
 

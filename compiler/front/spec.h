@@ -208,6 +208,12 @@ Spec *spec_parse(Arena *arena, Span where, const char *text, size_t len);
  * broadcast back along the axes its forward summed (`g1 =+ g ~logic:"i => i, j"`). */
 Spec *spec_parse_warning(Arena *arena, Span where, const char *text, size_t len, bool warn_new_axes);
 
+/* That warning for a parsed spec, leaving out the labels and row variables named in `captured`
+ * (`count` string literal nodes' texts, `captured_len` their lengths): a captured name given a
+ * size by `set_dim` is a new axis on purpose (`t ++ "i => i, k" ["k"]`). */
+void spec_warn_new_axes(Arena *arena, const Spec *spec, const char *const *captured, const size_t *captured_len,
+                        uint32_t count);
+
 /* A stable, canonical one-line rendering (no newline): slots joined by "; ", then " => " and
  * the result.  A slot is always "batch|input->output"; an omitted row is "~", a written empty
  * row is nothing.  Elements are joined by ", ": labels as written, fixed indices as numbers,
