@@ -161,6 +161,27 @@ static bool integer_expression(Elab *e, const Node *n, Env *env, bool *has_optio
     return sum || (difference && !right) || (product && !left && !right);
 }
 
+/* Whether n is an integer option, or a number (written, or a variable of one). */
+static bool option_or_number(Elab *e, const Node *n, Env *env, bool *option) {
+    if (n->kind == NODE_INT || n->kind == NODE_FLOAT) return true;
+    const Value *v = n->kind == NODE_VAR ? lookup(e, env, n->name) : NULL;
+    if (v && v->kind == V_OPTION && !e->program->options[v->as.option.id].is_float) return *option = true;
+    return v && (v->kind == V_INT || v->kind == V_FLOAT);
+}
+
+/* The first product or quotient (`*`, `/`) in n of an integer option and a number or another
+ * such option (`epochs * 2`), or NULL. */
+static const Node *option_product(Elab *e, const Node *n, Env *env) {
+    if (n->kind == NODE_UNOP) return option_product(e, n->a, env);
+    if (n->kind != NODE_BINOP) return NULL;
+    bool option = false;
+    if ((strcmp(n->name, "*") == 0 || strcmp(n->name, "/") == 0) && option_or_number(e, n->a, env, &option) &&
+        option_or_number(e, n->b, env, &option) && option)
+        return n;
+    const Node *left = option_product(e, n->a, env);
+    return left ? left : option_product(e, n->b, env);
+}
+
 static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
     MainStep step = {.kind = MAIN_PRINT, .span = n->span, .routine = UINT32_MAX};
     uint32_t count = n->list.count;
@@ -191,7 +212,17 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
             continue;
         }
         bool has_option = false;
-        Value *v = eval(e, a, env, integer_expression(e, a, env, &has_option) ? MODE_VALUE : MODE_TENSOR);
+        bool integer = integer_expression(e, a, env, &has_option);
+        const Node *product = integer ? NULL : option_product(e, a, env);
+        if (product) { /* as a tensor expression `epochs * 2` would be a matrix product of a one-cell tensor */
+            diag_error(product->span, "'%s' on an integer option in print: an option's value is known only when the "
+                       "program runs, so print folds an option plus or minus an integer, and no other arithmetic",
+                       product->name);
+            diag_note(product->span, "for the %s, multiply as numbers in a tensor and print that with %%g: '*.' and "
+                      "'/.' (print \"%%g\" (n *. 2))", strcmp(product->name, "*") == 0 ? "product" : "quotient");
+            return;
+        }
+        Value *v = eval(e, a, env, integer ? MODE_VALUE : MODE_TENSOR);
         if (v->kind == V_ERROR) return;
         switch (v->kind) {
         case V_INT: p->kind = PARG_INT; p->i = v->as.i; break;
