@@ -540,7 +540,56 @@ static void close_leaves(ShapeSolver *s) {
 }
 
 /* Commit every variable still free in a registered shape to the bottom of its order. */
+static bool close_interiors_but(ShapeSolver *s, const uint8_t *derived, uint8_t from);
+
+/* The free dimension variables that an unsettled concatenation or merged axis derives from its
+ * pieces (the concatenated axis, the merged axis): closing waits for the pieces, since closing
+ * both at once to 1 would contradict the sum or the product (`(x, y) ++^ "a; i, j => a^j"` with
+ * y's j from nothing: j is 1, then the axis is a + 1).  Marked in a fresh array, or NULL. */
+enum { CLOSE_LATER = 1, CLOSE_NEVER = 2 };
+static uint8_t *derived_dims(ShapeSolver *s) {
+    uint8_t *derived = arena_alloc(s->arena, (s->dvar_count + 1) * sizeof *derived);
+    for (uint32_t i = 0; i < s->concat_count + s->window_count; i++) {
+        bool concat = i < s->concat_count;
+        const ConcatC *c = concat ? &s->concats[i] : NULL;
+        const WindowC *w = concat ? NULL : &s->windows[i - s->concat_count];
+        if (concat ? c->settled : (w->settled || !w->w.merge)) continue;
+        Dim d = shape_resolve_dim(s, concat ? c->total : w->input);
+        if (d.var) derived[d.var] = CLOSE_LATER;
+        /* Two or more unknown pieces of one concatenation are never guessed (docs/inference.md
+         * §4.7): left open, they are the error "the sizes of this concatenation are not known". */
+        uint32_t unknown = 0;
+        for (uint32_t j = 0; concat && j < c->count; j++) unknown += shape_resolve_dim(s, c->parts[j]).var != 0;
+        for (uint32_t j = 0; concat && unknown > 1 && j < c->count; j++) {
+            Dim p = shape_resolve_dim(s, c->parts[j]);
+            if (p.var) derived[p.var] = CLOSE_NEVER;
+        }
+    }
+    /* A concatenation with a piece left open is not settled by closing its axis either (the
+     * axis of (x, pre) ++^ "…p^r" when pre's r is such a piece): the error stays the first one. */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 0; i < s->concat_count; i++) {
+            const ConcatC *c = &s->concats[i];
+            Dim total = shape_resolve_dim(s, c->total);
+            if (c->settled || !total.var || derived[total.var] == CLOSE_NEVER) continue;
+            for (uint32_t j = 0; j < c->count && !changed; j++) {
+                Dim p = shape_resolve_dim(s, c->parts[j]);
+                if (p.var && derived[p.var] == CLOSE_NEVER) derived[total.var] = CLOSE_NEVER, changed = true;
+            }
+        }
+    }
+    return derived;
+}
+
 static bool close_interiors(ShapeSolver *s) {
+    uint8_t *derived = derived_dims(s);
+    if (close_interiors_but(s, derived, CLOSE_LATER)) return true;
+    return close_interiors_but(s, derived, CLOSE_NEVER);
+}
+
+/* Close every free dimension of the registered shapes whose mark in `derived` is below `from`. */
+static bool close_interiors_but(ShapeSolver *s, const uint8_t *derived, uint8_t from) {
     bool any = false;
     s->choosing = true;
     for (uint32_t i = 0; i < s->shape_count; i++) {
@@ -548,7 +597,7 @@ static bool close_interiors(ShapeSolver *s) {
             Row r = shape_resolve_row(s, s->shapes[i].shape.rows[k]);
             for (uint32_t j = 0; j < r.count; j++) {
                 uint32_t v = r.dims[j].var;
-                if (!v || s->dvars[v].solved) continue;
+                if (!v || s->dvars[v].solved || derived[v] >= from) continue;
                 DimVarInfo *info = &s->dvars[v];
                 Dim value = info->at_least > 1 ? dim_ground(info->at_least, BASIS_DEFAULT, info->at_least_why)
                           : info->unit_below   ? dim_unit(info->unit_below)
