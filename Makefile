@@ -273,6 +273,8 @@ install: $(BUILD)/tsrc $(BUILD)/libtsr.a
 	$(Q)install -m 644 $(wildcard docs/examples/*.tsr docs/examples/*.c) $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
 	$(Q)cp -R docs/examples/python docs/examples/cmake $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
 	$(Q)install -m 644 runtime/cmake/tsrcConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/tsrc/tsrcConfig.cmake
+	$(Q)sed -e 's|@VERSION@|$(VERSION)|' runtime/cmake/tsrcConfigVersion.cmake.in \
+	    >$(DESTDIR)$(PREFIX)/lib/cmake/tsrc/tsrcConfigVersion.cmake
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/tsr.pc.in \
 	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/tsr.pc
 	@echo "installed tsrc $(VERSION) in $(DESTDIR)$(PREFIX)"

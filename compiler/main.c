@@ -92,6 +92,7 @@ typedef struct Options {
     uint64_t bucket_cells; /* --bucket-cells: the buckets of a mean across processes (buckets.c) */
     const char *input;
     const char *output;
+    const char *depfile; /* --depfile=FILE: the sources the output depends on, as a Make rule */
     const char **include_dirs;
     int include_count;
     const char **explain; /* --explain=NAME, in order */
@@ -154,6 +155,8 @@ static void usage(FILE *out) {
           "                   0, the default: one message after the backward pass (§19 of\n"
           "                   docs/runtime.md)\n"
           "  -o FILE          write the output to FILE\n"
+          "  --depfile=FILE   also write FILE, a Make rule of the output on the files the\n"
+          "                   program was read from (it and the modules it opened)\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
           "  --help           show this help and exit\n"
           "  --version        show the version and exit\n"
@@ -207,12 +210,13 @@ static const char *module_name_problem(const char *name) {
     return NULL;
 }
 
-static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--gpu-blocks", "--name"};
+static const char *const valued_options[] = {"--explain", "--emit", "--cpu", "--target", "--arch", "--gpu-blocks", "--name",
+                                             "--depfile"};
 /* Every option, for "did you mean" after an unknown one. */
 static const char *const known_options[] = {
     "--help", "--version", "--parse-only", "--dump-ast", "--check", "--print-shapes", "--explain", "--emit", "--run",
     "--cpu", "--target", "--arch", "--gpu-blocks", "--name", "--interp", "--no-opt", "--no-sched", "--reassociate", "--tf32", "--time-stages",
-    "--profile", "--shared", "--seed", "--bucket-cells", "-O0", "-O1", "-O2", "-O3", "-c", "-o", "-I"};
+    "--profile", "--shared", "--seed", "--bucket-cells", "--depfile", "-O0", "-O1", "-O2", "-O3", "-c", "-o", "-I"};
 
 /* argv[*i] as --NAME=VALUE: itself, or joined with the next argument when it is a valued
  * option written with a space (--explain l2.w).  The join lives as long as the process. */
@@ -301,6 +305,9 @@ static Options parse_options(int argc, char **argv) {
             if (!unsigned_number(a + 13, &blocks) || blocks < 1 || blocks > 65535)
                 bad_usage("'--gpu-blocks' needs a number of blocks from 1 to 65535, not '%s'", a + 13);
             opt.gpu_blocks = (unsigned)blocks;
+        } else if (strncmp(a, "--depfile=", 10) == 0) {
+            if (!a[10]) bad_usage("%s", "'--depfile' needs a file name");
+            opt.depfile = a + 10;
         } else if (strncmp(a, "--name=", 7) == 0) {
             opt.name = a + 7;
             const char *problem = module_name_problem(opt.name);
@@ -384,6 +391,11 @@ static Options parse_options(int argc, char **argv) {
     if (opt.program_args && opt.mode != MODE_RUN)
         bad_usage("%s", "arguments after '--' are the program's, for '--run'; run the executable with them instead");
     if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
+    if (opt.depfile && opt.mode != MODE_BUILD && opt.mode != MODE_OBJECT && opt.mode != MODE_SHARED &&
+        opt.mode != MODE_EMIT_CODE)
+        bad_usage("%s", "'--depfile' goes with an output file: an executable, -c, --shared or --emit=llvm|asm|obj|ptx");
+    if (opt.depfile && opt.output && strcmp(opt.output, "-") == 0)
+        bad_usage("%s", "'--depfile' names the output in its rule; '-o -' has no name");
     return opt;
 }
 
@@ -1372,6 +1384,39 @@ static int generate(IrProgram *ir, const Options *opt, const Target *target) {
     }
 }
 
+/* A file name in a Make rule: spaces and '#' escaped with '\\', '$' doubled. */
+static void make_word(FILE *out, const char *path) {
+    for (const char *c = path; *c; c++) {
+        if (*c == ' ' || *c == '#' || *c == '\\') fputc('\\', out);
+        if (*c == '$') fputc('$', out);
+        fputc(*c, out);
+    }
+}
+
+/* --depfile: "OUTPUT: SOURCE MODULE…", the rule a build tool (Make, Ninja, CMake's DEPFILE) reads
+ * to rebuild the output when the program or a module it opened changes; written like any
+ * output (whole, or not at all).  The standard library is inside tsrc itself. */
+static bool write_depfile(Arena *arena, const Options *opt) {
+    const char *paths[3] = {NULL, NULL, NULL};
+    int n = mode_outputs(arena, opt, paths);
+    if (n == 0) return true;
+    Output out;
+    if (!output_open(&out, opt->depfile, true)) return false;
+    uint32_t count;
+    const char **files = source_files(&count);
+    for (int i = 0; i < n; i++) {
+        make_word(out.file, paths[i]);
+        fputs(i + 1 < n ? " " : ":", out.file);
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        fputc(' ', out.file);
+        make_word(out.file, files[i]);
+    }
+    fputc('\n', out.file);
+    free(files);
+    return output_commit(&out, true);
+}
+
 static int compile(Options opt) {
     uint32_t file = source_load(opt.input);
     if (!file) return 1;
@@ -1428,6 +1473,7 @@ static int compile(Options opt) {
                 }
             } else if (!checks_only(&opt)) {
                 status = generate(ir, &opt, &target);
+                if (status == 0 && opt.depfile && !write_depfile(arena, &opt)) status = 1;
             }
             ir_free(ir);
             program_free(program);

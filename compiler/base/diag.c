@@ -132,6 +132,15 @@ void source_free_all(void) {
     source_count = source_cap = 0;
 }
 
+const char **source_files(uint32_t *count) {
+    const char **files = xrealloc(NULL, (source_count + 1) * sizeof *files);
+    uint32_t n = 0;
+    for (uint32_t i = 1; i < source_count; i++)
+        if (sources[i].path && sources[i].path[0] != '<') files[n++] = sources[i].path;
+    *count = n;
+    return files;
+}
+
 const Source *source_get(uint32_t file) {
     if (file == 0 || file >= source_count) return NULL;
     return &sources[file];

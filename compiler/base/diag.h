@@ -51,6 +51,9 @@ FileRead file_read_all(const char *path, size_t limit, char **text, size_t *len)
  * `error` the errno of a FILE_CANNOT_OPEN. */
 void diag_file_read(Span span, const char *path, FileRead r, int error);
 const Source *source_get(uint32_t file);
+/* The files the program was read from, in the order they were loaded: the input and every module
+ * it opened from a directory (not the standard library's, which tsrc carries); n in *count. */
+const char **source_files(uint32_t *count);
 void source_free_all(void);                     /* forget every source (fuzzing, unit tests) */
 Span span_make(uint32_t file, uint32_t start, uint32_t end);
 Span span_join(Span a, Span b);                   /* from a's start to b's end */

@@ -377,11 +377,27 @@ static void json_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+/* The files the program was read from (source_files), as absolute paths: what a build must
+ * watch to know that the object is stale (the Python package's cache does). */
+static void write_sources(FILE *out) {
+    uint32_t count;
+    const char **files = source_files(&count);
+    for (uint32_t i = 0; i < count; i++) {
+        char *absolute = realpath(files[i], NULL);
+        if (i) fputs(", ", out);
+        json_string(out, absolute ? absolute : files[i]);
+        free(absolute);
+    }
+    free(files);
+}
+
 void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
     Exports x = exports_of(ir, module);
     fputs("{\n  \"module\": ", out);
     json_string(out, module);
-    fprintf(out, ",\n  \"format\": 1,\n  \"image_symbol\": \"%s__image\",\n  \"routines\": [", module);
+    fputs(",\n  \"format\": 1,\n  \"sources\": [", out);
+    write_sources(out);
+    fprintf(out, "],\n  \"image_symbol\": \"%s__image\",\n  \"routines\": [", module);
     bool first = true;
     for (uint32_t f = 0; f < ir->function_count; f++) {
         if (!x.routines[f]) continue;

@@ -4,8 +4,8 @@
 #   TSRC_EXECUTABLE, TSRC_INCLUDE_DIR   the compiler and the directory of tsr.h
 #   tsrc::runtime                       an imported target: libtsr.a, tsr.h, -lm, threads, -ldl
 #   tsrc_add_model(NAME SOURCE file.tsr [TARGET cpu|cuda] [CPU name] [OPTIONS more tsrc options])
-# tsrc_add_model runs `tsrc -c --name=NAME` at build time (again whenever the .tsr file or tsrc
-# itself, which carries the standard library, changes) and makes NAME a static library target
+# tsrc_add_model runs `tsrc -c --name=NAME` at build time (again whenever the .tsr file, a module
+# it opens, or tsrc itself, which carries the standard library, changes) and makes NAME a static library target
 # of the object, whose users get NAME.h on their include path and the runtime on their link
 # line:
 #   find_package(tsrc REQUIRED)
@@ -49,11 +49,19 @@ function(tsrc_add_model name)
   if(arg_CPU)
     list(APPEND flags "--cpu=${arg_CPU}")
   endif()
+  # The modules the program opens (beside it, or from -I directories) are dependencies too:
+  # tsrc writes them into a depfile, which CMake reads with Ninja, and with Makefiles from 3.20.
+  set(depfile_args "")
+  if(CMAKE_GENERATOR MATCHES "Ninja" OR CMAKE_VERSION VERSION_GREATER_EQUAL 3.20)
+    set(depfile_args DEPFILE "${dir}/${name}.d")
+    list(APPEND flags "--depfile=${dir}/${name}.d")
+  endif()
   add_custom_command(
     OUTPUT "${dir}/${name}.o" "${dir}/${name}.h" "${dir}/${name}.json"
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${dir}"
     COMMAND "${TSRC_EXECUTABLE}" -c ${flags} ${arg_OPTIONS} "${source}" -o "${dir}/${name}.o"
     DEPENDS "${source}" "${TSRC_EXECUTABLE}"
+    ${depfile_args}
     COMMENT "tsrc ${arg_SOURCE} -> ${name}.o, ${name}.h"
     VERBATIM)
   # The archive of the object is made by the rules of a language the project enabled: C, or in a

@@ -6,7 +6,9 @@
 #     that prefix, builds the MLP driver (tsrc runs at build time) and the driver prints what the
 #     same driver built by hand with `tsrc -c` and cc prints;
 #   - a second build with nothing changed runs nothing; after the .tsr file changes, tsrc runs
-#     again; a C++-only project builds a model too; a bad TARGET is a configure error naming it.
+#     again, and so after a module it opens changes (tsrc --depfile); find_package(tsrc 0.1)
+#     finds the version file and 1.0 is refused; a C++-only project builds a model too; a bad
+#     TARGET is a configure error naming it.
 # Usage: cmake.sh TSRC SAN (SAN: the Makefile's SAN, passed to make install).  Last line:
 # "N passed, N failed".
 set -u
@@ -41,6 +43,36 @@ sleep 1
 echo '(* changed *)' >>"$T/src/mlp_lib.tsr"
 cmake --build "$T/build" >"$T/changed.log" 2>&1 && grep -q 'tsrc .*mlp_lib.tsr' "$T/changed.log"
 check "a changed .tsr file runs tsrc again" $?
+
+# A module the program opens from beside it is a dependency too (tsrc --depfile): editing it
+# runs tsrc again, and the driver sees the new values.
+mkdir -p "$T/dep"
+printf 'let%%op k = { k = [ 1.; 2. ] }\n' >"$T/dep/consts.tsr"
+printf 'open Consts\nlet%%op y = Consts.k *. 2.\nroutine go = y.forward\n' >"$T/dep/main.tsr"
+cat >"$T/dep/app.c" <<'C'
+#include <stdio.h>
+#include "depm.h"
+int main(void) { depm_state *s = depm_create(1); depm_go(s); printf("%g %d\n", depm_y(s)[0], (int)DEPM_Y_SIZE); depm_destroy(s); return 0; }
+C
+cat >"$T/dep/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.16)
+project(dep C)
+find_package(tsrc 0.1 REQUIRED)
+tsrc_add_model(depm SOURCE $T/dep/main.tsr)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE depm)
+CM
+cmake -S "$T/dep" -B "$T/dep/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 &&
+    cmake --build "$T/dep/build" >>"$T/log" 2>&1 && [ "$("$T/dep/build/app" 2>>"$T/log")" = "2 2" ]
+check "find_package(tsrc 0.1) (the version file) and a model that opens a module beside it" $?
+sleep 1
+printf 'let%%op k = { k = [ 10.; 20.; 30. ] }\n' >"$T/dep/consts.tsr"
+cmake --build "$T/dep/build" >"$T/log" 2>&1 && [ "$("$T/dep/build/app" 2>>"$T/log")" = "20 3" ]
+check "a changed module the program opens runs tsrc again (its depfile)" $?
+mkdir -p "$T/old"
+printf 'cmake_minimum_required(VERSION 3.16)\nproject(old C)\nfind_package(tsrc 1.0 REQUIRED)\n' >"$T/old/CMakeLists.txt"
+! cmake -S "$T/old" -B "$T/old/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 && grep -q 'version' "$T/log"
+check "find_package(tsrc 1.0) is refused by tsrc 0.1 (the version file)" $?
 
 # A C++-only project (project(app CXX)): the model's library is archived by C++'s rules.
 mkdir -p "$T/cxx"

@@ -14,7 +14,8 @@
 #     --emit=ptx or --shared (which write a manifest named after it);
 #   - SIGINT, SIGTERM and SIGHUP during code generation, linking (a $CC that sleeps) and
 #     --run (a program that computes for minutes) leave no temporary and no child behind,
-#     and tsrc dies of the signal; a signal ignored by nohup stays ignored.
+#     and tsrc dies of the signal; a signal ignored by nohup stays ignored;
+#   - --depfile's rule, and none after a failed compile.
 # Usage: output_safety.sh TSRC.  One PASS/FAIL line per check (SKIP lines are not counted);
 # the last line is "N passed, N failed".
 set -u
@@ -437,6 +438,25 @@ kill -s HUP $pid 2>/dev/null
 st=$?
 if [ $st = 0 ] && [ -s "$d/p.o" ]; then pass "SIGHUP ignored by nohup stays ignored"
 else fail "SIGHUP ignored by nohup stays ignored (status $st)"; fi
+
+# --depfile: a Make rule of every output on the program and the modules it opened (a name with
+# a space escaped); nothing for a failed compile; refused where there is no output file.
+mkdir -p "$T/dep dir"
+printf 'let%%op k = { k = [ 1.; 2. ] }\n' >"$T/dep dir/consts.tsr"
+printf 'open Consts\nlet%%op y = Consts.k *. 2.\nroutine go = y.forward\n' >"$T/dep dir/main.tsr"
+tsrc_abs=$(cd "$(dirname "$TSRC")" && pwd)/$(basename "$TSRC")
+if (cd "$T" && "$tsrc_abs" -c "dep dir/main.tsr" -o m.o --depfile=m.d) >"$T/log" 2>&1 &&
+   [ "$(cat "$T/m.d")" = 'm.o m.h m.json: dep\ dir/main.tsr dep\ dir/consts.tsr' ] &&
+   grep -q "\"sources\": \[\"$T/dep dir/main.tsr\", \"$T/dep dir/consts.tsr\"\]" "$T/m.json"; then
+    pass "--depfile writes the rule of -c's outputs on the program and its module; the manifest lists them"
+else fail "--depfile writes the rule of -c's outputs on the program and its module; the manifest lists them"; fi
+printf 'let%%op y = [1.] + [1.; 2.]\n' >"$T/bad.tsr"
+if ! "$TSRC" "$T/bad.tsr" -o "$T/bad" --depfile="$T/bad.d" >"$T/log" 2>&1 && [ ! -e "$T/bad.d" ]; then
+    pass "a failed compile writes no depfile"
+else fail "a failed compile writes no depfile"; fi
+"$TSRC" --check "$T/bad.tsr" --depfile="$T/x.d" >"$T/log" 2>&1
+if [ $? = 2 ] && grep -q "'--depfile' goes with an output file" "$T/log"; then pass "--depfile with --check is a usage error"
+else fail "--depfile with --check is a usage error"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

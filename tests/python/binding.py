@@ -241,13 +241,32 @@ def main():
         built = sorted(os.listdir(cache))
         stamp = os.stat(os.path.join(cache, built[0])).st_mtime_ns
         c2 = tsr.compile(src, seed=1, tsrc=tsrc, cache=cache)
-        check(len(built) == 2 and sorted(os.listdir(cache)) == built and
+        check(len(built) == 3 and sorted(os.listdir(cache)) == built and
               os.stat(os.path.join(cache, built[0])).st_mtime_ns == stamp and np.array_equal(c1["w1"], c2["w1"]),
               "tsr.compile builds once and reuses the cached library for the same source", built)
         with open(src, "a") as f:
             f.write("(* changed *)\n")
         tsr.compile(src, tsrc=tsrc, cache=cache).close()
-        check(len(os.listdir(cache)) == 4, "a changed source is compiled again", os.listdir(cache))
+        check(len(os.listdir(cache)) == 6, "a changed source is compiled again", os.listdir(cache))
+        # Modules the source opens from beside it: the same text in two directories with modules of
+        # their own is two libraries, and a changed module compiles afresh (the cache read the first).
+        for sub, values in (("a", "1.; 2."), ("b", "10.; 20.; 30.")):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+            with open(os.path.join(d, sub, "consts.tsr"), "w") as f:
+                f.write(f"let%op k = {{ k = [ {values} ] }}\n")
+            with open(os.path.join(d, sub, "main.tsr"), "w") as f:
+                f.write("open Consts\nlet%op y = Consts.k *. 2.\nroutine go = y.forward\n")
+        got = []
+        for sub in ("a", "b", "a"):
+            if sub == "a" and got:
+                with open(os.path.join(d, "a", "consts.tsr"), "w") as f:
+                    f.write("let%op k = { k = [ 5.; 6. ] }\n")
+            m3 = tsr.compile(os.path.join(d, sub, "main.tsr"), tsrc=tsrc, cache=cache)
+            m3.go()
+            got.append(m3["y"].tolist())
+            m3.close()
+        check(got == [[2, 4], [20, 40, 60], [10, 12]],
+              "tsr.compile tells sources apart by their path and compiles again when a module they open changes", got)
         with open(src, "a") as f:
             f.write("let%op broken = w1 +* \"i; j => k\" w2\n")
         ok, why = raises(tsr.Error, lambda: tsr.compile(src, tsrc=tsrc, cache=cache), "mlp.tsr:")

@@ -435,10 +435,10 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     `tsrc` is the compiler to run (default: $TSRC, else `tsrc` on PATH); `options` are more of
     its options (["--cpu=x86-64-v3"], ["-I", "lib"]).  The library is kept in `cache` (default
     $TSR_CACHE, else $XDG_CACHE_HOME/tsr or ~/.cache/tsr) under a name made from the hash of
-    the source's text, the options and the compiler's own file, so a second call with nothing
-    changed loads it without compiling.  (A file the source `open`s from -I directories is not
-    part of the hash: pass cache=False to compile afresh.)  Compile errors raise tsr.Error
-    with tsrc's messages."""
+    the source's path and text, the options and the compiler's own file, so a second call with
+    nothing changed loads it without compiling; the modules the source `open`s (beside it, or
+    from -I directories: the manifest's "sources") are checked too, and a change in any of them
+    compiles afresh.  Compile errors raise tsr.Error with tsrc's messages."""
     if tsrc and not os.path.exists(tsrc):
         raise Error(f"tsrc={tsrc!r} does not exist")
     tsrc = tsrc or os.environ.get("TSRC") or shutil.which("tsrc")
@@ -452,7 +452,8 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         raise Error(f"cannot read {source}: {e}") from None
     st = os.stat(tsrc)
     key = hashlib.sha256()
-    for part in (text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode()):
+    where = os.path.realpath(source).encode("utf-8", "surrogateescape")
+    for part in (where, text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode()):
         key.update(part)
         key.update(b"\0")
     stem = os.path.splitext(os.path.basename(source))[0]
@@ -464,9 +465,47 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         directory = tempfile.mkdtemp(prefix="tsr-")
     os.makedirs(directory, exist_ok=True)
     library = os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
-    if not (os.path.exists(library) and os.path.exists(library[:-3] + ".json")):
+    sources = library[:-3] + ".sources"  # the hash of every file the library was compiled from
+    if not (os.path.exists(library) and os.path.exists(library[:-3] + ".json") and _sources_unchanged(sources)):
         p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
+        _record_sources(library[:-3] + ".json", sources)
     return Model(library, None, seed)
+
+
+def _file_hash(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _record_sources(manifest, sources):
+    """Write beside a compiled library the hash of each file its manifest lists in "sources"."""
+    try:
+        with open(manifest) as f:
+            files = json.load(f).get("sources", [])
+    except (OSError, ValueError):
+        return
+    lines = [f"{_file_hash(path) or '-'} {path}\n" for path in files]
+    temporary = f"{sources}.{os.getpid()}"
+    with open(temporary, "w") as f:
+        f.writelines(lines)
+    os.replace(temporary, sources)
+
+
+def _sources_unchanged(sources):
+    """Whether every file a cached library was compiled from still has the hash it had."""
+    try:
+        with open(sources) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        digest, _, path = line.partition(" ")
+        if not path or _file_hash(path) != digest:
+            return False
+    return True
