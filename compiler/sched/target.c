@@ -217,7 +217,9 @@ static const char *const gpu_archs[] = {
 
 bool target_select_cuda(const char *arch, Target *out) {
     if (!arch) arch = "sm_80";
-    if (!named_in(arch, gpu_archs, sizeof gpu_archs / sizeof *gpu_archs)) {
+    bool known_arch = false; /* the whole name (a prefix let sm_80a and sm_80", "x through) */
+    for (size_t i = 0; i < sizeof gpu_archs / sizeof *gpu_archs; i++) known_arch |= strcmp(arch, gpu_archs[i]) == 0;
+    if (!known_arch) {
         char known[256] = "";
         size_t used = 0;
         for (size_t i = 0; i < sizeof gpu_archs / sizeof *gpu_archs && used < sizeof known; i++)

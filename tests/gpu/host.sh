@@ -186,6 +186,12 @@ for n in 0 65536 -3 8x ""; do
 done
 bad "an unknown GPU architecture is an error" 1 "unknown GPU architecture 'sm_x'" \
     --emit=ptx --arch=sm_x tests/proj/matmul.tsr -o "$T/bad.ptx"
+# A name that only begins with a known one is not that one (sm_80a was taken for sm_80: LLVM then
+# ignored the processor, and a quote in the name made the manifest invalid JSON).
+for a in sm_80a sm_80-junk 'sm_80", "x'; do
+    bad "--arch=$a (a known name's prefix) is an error" 1 "unknown GPU architecture '$a'" \
+        --emit=ptx --arch="$a" tests/proj/matmul.tsr -o "$T/bad.ptx"
+done
 # One the LLVM tsrc is built with does not generate (sm_100 under LLVM 19: PTX for a default
 # target that ptxas refuses) is an error too, and --check says so.
 bad "a GPU architecture LLVM does not target is an error" 1 "unknown GPU architecture 'sm_1000' (--arch= one of sm_50" \
