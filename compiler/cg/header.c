@@ -475,7 +475,8 @@ void ptx_manifest_write(const IrProgram *ir, const char *module, const PtxModule
         json_string(out, buf->name);
         fputs(", \"shape\": ", out);
         json_string(out, buf->shape_text ? buf->shape_text : "");
-        fprintf(out, ", \"cells\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", buf->size, buf->size * ir_dtype_bytes(buf->dtype));
+        fprintf(out, ", \"dtype\": \"%s\", \"cells\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+                element_type(buf->dtype).numpy_name, buf->size, buf->size * ir_dtype_bytes(buf->dtype));
         first = false;
     }
     free(used);

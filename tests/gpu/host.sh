@@ -135,7 +135,7 @@ for k in m["kernels"]:
     body = ptx.split(".entry %s(" % k["name"])[1].split(")")[0]
     assert body.count(".param") == len(k["params"]), (k["name"], body)
 for b in ids.values():
-    assert b["bytes"] == 4 * b["cells"] > 0, b
+    assert b["dtype"] == "float32" and b["bytes"] == 4 * b["cells"] > 0, b
 routines = {r["name"]: r["launches"] for r in m["routines"]}
 assert routines.get("predict") and all(l in names for l in routines["predict"]), routines
 print("manifest ok: %d kernels" % len(names))
