@@ -186,6 +186,14 @@ for n in 0 65536 -3 8x ""; do
 done
 bad "an unknown GPU architecture is an error" 1 "unknown GPU architecture 'sm_x'" \
     --emit=ptx --arch=sm_x tests/proj/matmul.tsr -o "$T/bad.ptx"
+# Each buffer of the PTX manifest names its element type, with bytes to match.
+"$TSRC" --emit=ptx tests/native/dtype_half.tsr -o "$T/half.ptx" >"$T/log" 2>&1 &&
+    /usr/bin/python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+size = {"float32": 4, "float64": 8, "int32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "bool": 1, "int64": 8}
+assert {"bfloat16", "float16", "float64", "int32"} <= {b["dtype"] for b in m["buffers"]}, m["buffers"]
+assert all(b["bytes"] == size[b["dtype"]] * b["cells"] for b in m["buffers"])' "$T/half.json" >>"$T/log" 2>&1
+check "the PTX manifest gives every buffer its dtype (dtype_half.tsr: bf16, f16, f64, i32)" $?
 # A name that only begins with a known one is not that one (sm_80a was taken for sm_80: LLVM then
 # ignored the processor, and a quote in the name made the manifest invalid JSON).
 for a in sm_80a sm_80-junk 'sm_80", "x'; do
