@@ -54,13 +54,37 @@ static const char *const c_library_names[] = {
     "strdup", "strerror", "strlen", "strncmp", "strndup", "strrchr", "strspn", "strtod", "strtol", "strtoll", "sysconf",
     "time", "unlink", "vfprintf", "vsnprintf"};
 
-bool abi_c_library_name(const char *module, const char *c_name) {
+/* Functions of the C library's headers that a module's names could spell, MODULE_NAME with a
+ * module named after a POSIX or C11 facility (timer, sem, mtx, pthread_key, atomic): the
+ * generated header would then declare the same function as <time.h>, <semaphore.h>,
+ * <threads.h>, <pthread.h> or <stdatomic.h> with other types, and the program would not compile
+ * (or a shared library would export it). */
+static const char *const c_header_names[] = {
+    "aio_cancel", "aio_error", "aio_fsync", "aio_read", "aio_return", "aio_suspend", "aio_write", "atomic_exchange",
+    "atomic_fetch_add", "atomic_fetch_sub", "atomic_init", "atomic_load", "atomic_store", "cnd_broadcast",
+    "cnd_destroy", "cnd_init", "cnd_signal", "cnd_timedwait", "cnd_wait", "mq_close", "mq_open", "mq_receive",
+    "mq_send", "mq_unlink", "mtx_destroy", "mtx_init", "mtx_lock", "mtx_timedlock", "mtx_trylock", "mtx_unlock",
+    "posix_spawn_file_actions_destroy", "posix_spawnattr_destroy", "pthread_barrier_destroy", "pthread_barrier_wait",
+    "pthread_barrierattr_destroy", "pthread_cond_destroy", "pthread_cond_init", "pthread_condattr_destroy",
+    "pthread_key_create", "pthread_key_delete", "pthread_mutex_destroy", "pthread_mutex_init",
+    "pthread_mutexattr_destroy", "pthread_rwlock_destroy", "pthread_rwlockattr_destroy", "pthread_spin_destroy",
+    "sem_close", "sem_destroy", "sem_getvalue", "sem_init", "sem_open", "sem_post", "sem_timedwait", "sem_trywait",
+    "sem_unlink", "sem_wait", "shm_open", "shm_unlink", "thrd_create", "thrd_current", "thrd_detach", "thrd_equal",
+    "thrd_exit", "thrd_join", "thrd_sleep", "thrd_yield", "timer_create", "timer_delete", "timer_getoverrun",
+    "timer_gettime", "timer_settime", "tss_create", "tss_delete", "tss_get", "tss_set"};
+
+static bool spelled_by(const char *const *names, size_t count, const char *module, const char *c_name) {
     size_t n = strlen(module);
-    for (size_t i = 0; i < sizeof c_library_names / sizeof *c_library_names; i++) {
-        const char *l = c_library_names[i];
+    for (size_t i = 0; i < count; i++) {
+        const char *l = names[i];
         if (strncmp(l, module, n) == 0 && l[n] == '_' && strcmp(l + n + 1, c_name) == 0) return true;
     }
     return false;
+}
+
+bool abi_c_library_name(const char *module, const char *c_name) {
+    return spelled_by(c_library_names, sizeof c_library_names / sizeof *c_library_names, module, c_name) ||
+           spelled_by(c_header_names, sizeof c_header_names / sizeof *c_header_names, module, c_name);
 }
 
 const char *abi_routine_symbol(Arena *arena, const char *module, const char *c_name, bool exported) {
@@ -91,8 +115,8 @@ bool abi_check_names(const IrProgram *ir, const char *module) {
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (abi_c_library_name(module, own[i])) {
             diag_error_noloc("the module name '%s' would make the header's function %s_%s, which the C library defines "
-                             "and the runtime calls; name the module otherwise (--name, or the output file's name)",
-                             module, module, own[i]);
+                             "(and its headers declare otherwise); name the module otherwise (--name, or the output "
+                             "file's name)", module, module, own[i]);
             return false;
         }
     const char **c = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *c);
@@ -107,8 +131,8 @@ bool abi_check_names(const IrProgram *ir, const char *module) {
             continue;
         }
         if (abi_c_library_name(module, c[f])) {
-            diag_error(fn->span, "routine '%s' would be the C function %s_%s, which the C library defines and the "
-                       "runtime calls; rename the routine (or the module)", fn->name, module, c[f]);
+            diag_error(fn->span, "routine '%s' would be the C function %s_%s, which the C library defines; rename the "
+                       "routine (or the module)", fn->name, module, c[f]);
             ok = false;
             continue;
         }

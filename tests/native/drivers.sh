@@ -130,6 +130,11 @@ if [ $? = 1 ] && grep -q "routine '_image' would clash with the generated functi
 "$TSRC" --shared docs/examples/mlp_lib.tsr --name=pthread -o "$T/libpthreadm.so" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "the module name 'pthread' would make the header's function pthread_create" "$T/log" &&
    [ ! -e "$T/libpthreadm.so" ]; then pass; else fail "a module named pthread is an error"; sed -n '1,4s/^/    /p' "$T/log"; fi
+# A module named after a POSIX facility whose functions the header's would be (timer:
+# timer_create of <time.h>): the header declared it with other types beside <time.h>.
+"$TSRC" -c docs/examples/mlp_lib.tsr --name=timer -o "$T/timer.o" >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the module name 'timer' would make the header's function timer_create" "$T/log" &&
+   [ ! -e "$T/timer.o" ]; then pass; else fail "a module named timer is an error"; sed -n '1,4s/^/    /p' "$T/log"; fi
 # abi.c's list of the C library's names that a model must not define holds every one the runtime
 # calls (libtsr.a's undefined symbols).
 missing=""
