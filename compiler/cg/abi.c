@@ -25,7 +25,12 @@ const char *abi_c_name(Arena *arena, const char *name) {
     char *s = arena_alloc(arena, n + 2);
     size_t k = 0;
     if (n == 0 || isdigit((unsigned char)name[0])) s[k++] = '_';
-    for (size_t i = 0; i < n; i++) s[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if ((c & 0xc0) == 0x80 && i > 0 && ((unsigned char)name[i - 1] & 0x80)) continue; /* one '_' a character */
+        s[k++] = isalnum(c) ? (char)c : '_';
+    }
+    if (k == 0) s[k++] = '_';
     s[k] = 0;
     return s;
 }

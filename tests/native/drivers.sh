@@ -130,6 +130,11 @@ if [ $? = 1 ] && grep -q "routine '_image' would clash with the generated functi
 "$TSRC" --shared docs/examples/mlp_lib.tsr --name=pthread -o "$T/libpthreadm.so" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "the module name 'pthread' would make the header's function pthread_create" "$T/log" &&
    [ ! -e "$T/libpthreadm.so" ]; then pass; else fail "a module named pthread is an error"; sed -n '1,4s/^/    /p' "$T/log"; fi
+# A character outside ASCII in the output's name is one '_' of the module name, as tsr.compile
+# makes it (modèle.o: mod_le; it was one '_' a byte, mod__le).
+"$TSRC" -c docs/examples/mlp_lib.tsr -o "$T/mod$(printf '\303\250')le.o" >"$T/log" 2>&1
+if [ $? = 0 ] && grep -q '"module": "mod_le"' "$T/mod$(printf '\303\250')le.json"; then pass
+else fail "the module name of modèle.o is mod_le"; sed -n '1,4s/^/    /p' "$T/log"; fi
 # A module named after a POSIX facility whose functions the header's would be (timer:
 # timer_create of <time.h>): the header declared it with other types beside <time.h>.
 "$TSRC" -c docs/examples/mlp_lib.tsr --name=timer -o "$T/timer.o" >"$T/log" 2>&1
