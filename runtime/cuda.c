@@ -137,10 +137,13 @@ static int cu_error(CUresult result, const char *fmt, ...) {
     vsnprintf(context, sizeof context, fmt, ap);
     va_end(ap);
     const char *name = NULL, *text = NULL;
-    if (cu.GetErrorName) cu.GetErrorName(result, &name);
-    if (cu.GetErrorString) cu.GetErrorString(result, &text);
-    return tsr_error(TSR_ERR_GPU, "%s: %s%s%s%s", context, name ? name : "CUDA error", text ? " (" : "",
-                     text ? text : "", text ? ")" : "");
+    if (cu.GetErrorName && cu.GetErrorName(result, &name) != CUDA_SUCCESS) name = NULL;
+    if (cu.GetErrorString && cu.GetErrorString(result, &text) != CUDA_SUCCESS) text = NULL;
+    if (!name) /* a driver that cannot name it (the stub library, CUDA_ERROR_STUB_LIBRARY = 34): its number */
+        return tsr_error(TSR_ERR_GPU, "%s: CUDA error %d%s", context, (int)result,
+                         result == 34 ? " (CUDA_ERROR_STUB_LIBRARY: the driver loaded is the CUDA toolkit's stub, not "
+                                        "a GPU driver's libcuda.so.1)" : "");
+    return tsr_error(TSR_ERR_GPU, "%s: %s%s%s%s", context, name, text ? " (" : "", text ? text : "", text ? ")" : "");
 }
 
 /* Load and initialise the driver unless it is already; TSR_OK or TSR_ERR_GPU. */

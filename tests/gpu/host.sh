@@ -31,6 +31,16 @@ if "$TSRC" --target=cuda tests/proj/matmul.tsr -o "$T/mm" >"$T/log" 2>&1; then
     else
         fail "without a driver the executable exits 1, naming the driver (exit $st)"
     fi
+    # The CUDA toolkit's stub libcuda (where the toolkit is installed): an error that gives the
+    # driver's number, which the stub cannot name (it said "CUDA error" alone).
+    STUB=/usr/local/cuda/lib64/stubs/libcuda.so
+    if [ -f "$STUB" ]; then
+        TSR_CUDA_DRIVER=$STUB "$T/mm" >"$T/out" 2>"$T/log"
+        st=$?
+        if [ $st = 1 ] && grep -q "CUDA error 34 (CUDA_ERROR_STUB_LIBRARY" "$T/log"; then
+            check "the toolkit's stub driver: an error naming CUDA_ERROR_STUB_LIBRARY" 0
+        else fail "the toolkit's stub driver: an error naming CUDA_ERROR_STUB_LIBRARY (exit $st)"; fi
+    fi
 else
     fail "--target=cuda builds an executable"
 fi
