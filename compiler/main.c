@@ -3,7 +3,8 @@
  * The driver is the only place that writes output files.  Each stage reports its own errors
  * through diag; the driver stops after the first stage that reported any and exits with
  * status 1.  Output files are written to a temporary name and renamed into place only when
- * everything succeeded, so a failed run never leaves a partial file behind.
+ * everything succeeded, so a failed run never leaves a partial file behind (base/outputs.c,
+ * which also runs the linker and --run's program with the signals forwarded to them).
  *
  * Pipeline (docs/cli.md): parse (lexer.re + parser.y + spec_parser.y) → elaborate and infer
  * shapes (elab/ + infer/shape*.c) → assignments and projections (assign.c + proj.c) → loop IR
