@@ -44,6 +44,19 @@ echo '(* changed *)' >>"$T/src/mlp_lib.tsr"
 cmake --build "$T/build" >"$T/changed.log" 2>&1 && grep -q 'tsrc .*mlp_lib.tsr' "$T/changed.log"
 check "a changed .tsr file runs tsrc again" $?
 
+# model_project DIR LANGUAGE VERSION MODEL SOURCE APP: DIR/CMakeLists.txt of a project in LANGUAGE
+# that finds tsrc (VERSION, or any) and links app, built from APP, with the model.
+model_project() {
+    cat >"$1/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.16)
+project(app $2)
+find_package(tsrc $3 REQUIRED)
+tsrc_add_model($4 SOURCE $5)
+add_executable(app $6)
+target_link_libraries(app PRIVATE $4)
+CM
+}
+
 # A module the program opens from beside it is a dependency too (tsrc --depfile): editing it
 # runs tsrc again, and the driver sees the new values.
 mkdir -p "$T/dep"
@@ -54,14 +67,7 @@ cat >"$T/dep/app.c" <<'C'
 #include "depm.h"
 int main(void) { depm_state *s = depm_create(1); depm_go(s); printf("%g %d\n", depm_y(s)[0], (int)DEPM_Y_SIZE); depm_destroy(s); return 0; }
 C
-cat >"$T/dep/CMakeLists.txt" <<CM
-cmake_minimum_required(VERSION 3.16)
-project(dep C)
-find_package(tsrc 0.1 REQUIRED)
-tsrc_add_model(depm SOURCE $T/dep/main.tsr)
-add_executable(app app.c)
-target_link_libraries(app PRIVATE depm)
-CM
+model_project "$T/dep" C 0.1 depm "$T/dep/main.tsr" app.c
 cmake -S "$T/dep" -B "$T/dep/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 &&
     cmake --build "$T/dep/build" >>"$T/log" 2>&1 && [ "$("$T/dep/build/app" 2>>"$T/log")" = "2 2" ]
 check "find_package(tsrc 0.1) (the version file) and a model that opens a module beside it" $?
@@ -81,14 +87,7 @@ cat >"$T/cxx/main.cpp" <<'CPP'
 #include "mlp.h"
 int main() { mlp_state *s = mlp_create(7); int status = s ? 0 : 1; mlp_destroy(s); std::printf("created %d\n", status); return status; }
 CPP
-cat >"$T/cxx/CMakeLists.txt" <<CM
-cmake_minimum_required(VERSION 3.16)
-project(cxxapp CXX)
-find_package(tsrc REQUIRED)
-tsrc_add_model(mlp SOURCE $T/src/mlp_lib.tsr)
-add_executable(app main.cpp)
-target_link_libraries(app PRIVATE mlp)
-CM
+model_project "$T/cxx" CXX "" mlp "$T/src/mlp_lib.tsr" main.cpp
 cmake -S "$T/cxx" -B "$T/cxx/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 &&
     cmake --build "$T/cxx/build" >>"$T/log" 2>&1 && [ "$("$T/cxx/build/app" 2>>"$T/log")" = "created 0" ]
 check "tsrc_add_model in a C++-only project (project(app CXX)) builds and links" $?
