@@ -62,16 +62,22 @@ typedef struct Counts {
     uint32_t *stores, *loads;
     uint32_t *store_fn, *store_top, *load_fn, *load_top;
     uint32_t *first_load_fn, *first_load_top; /* where the first load is */
-    uint32_t *gathered; /* a buffer read to gather, stored through a gathered axis, or stored
-                         * from a gathering read: never virtualised (subst_index keeps to terms) */
+    uint32_t *gathered; /* a buffer read to gather, read or stored through a gathered axis, or
+                         * stored from a gathering read: never virtualised (subst_index keeps to
+                         * terms) */
     uint32_t fn, top; /* the statement being counted */
 } Counts;
 
 static void count_expr(Counts *c, const IrExpr *e, bool in_gather);
 
-static void count_gathers(Counts *c, uint32_t indexed, const IrIndex *index) {
+/* The gathers' positions of an access of `indexed`; whether the access has any (the buffer is
+ * then read or stored through a gathered axis: subst_index, which keeps to terms, would drop
+ * the gather, and the access would read position 0). */
+static bool count_gathers(Counts *c, uint32_t indexed, const IrIndex *index) {
+    bool any = false;
     for (uint32_t a = 0; a < c->ir->buffers[indexed].rank; a++)
-        if (index[a].gather) count_expr(c, index[a].gather, true);
+        if (index[a].gather) count_expr(c, index[a].gather, true), any = true;
+    return any;
 }
 
 static void count_expr(Counts *c, const IrExpr *e, bool in_gather) {
@@ -80,8 +86,7 @@ static void count_expr(Counts *c, const IrExpr *e, bool in_gather) {
         c->loads[e->buffer]++;
         c->load_fn[e->buffer] = c->fn;
         c->load_top[e->buffer] = c->top;
-        if (in_gather) c->gathered[e->buffer] = 1;
-        count_gathers(c, e->buffer, e->index);
+        if (count_gathers(c, e->buffer, e->index) || in_gather) c->gathered[e->buffer] = 1;
     }
     if (e->kind == IR_OP)
         for (unsigned i = 0; i < scalar_op_arity(e->op); i++) count_expr(c, e->args[i], in_gather);
