@@ -9,8 +9,9 @@ train w and a bias b, loss = sum((w x + b)^2), with gradient clipping by global 
 the norm exceeds max_norm at every step and once where it never does.  The layer case clips the
 parameters of an `Nn.linear` trained on `Nn.mse` (a bias the library makes, whose input row is
 left to the closing policy: clipping's spec over every gradient must not make it a hidden
-dimension), starting from the weight the program prints before the first step; the f64 case
-clips an f64 parameter (its norm summed in f64).  Prints one PASS/FAIL
+dimension), starting from the weight the program prints before the first step; the f64 cases
+clip an f64 parameter (its norm summed in f64) and train one with AdamW's decay of weights in
+double (relative tolerance 1e-13: the decay was once rounded to f32).  Prints one PASS/FAIL
 line per case, then "N passed, N failed"; exit status 1 if any failed."""
 import argparse, os, subprocess, sys, tempfile
 import numpy as np
@@ -142,6 +143,22 @@ def clipped_f64(max_norm=1., lr=0.01):
         out.append(w)
     return out
 
+F64_ADAMW_PROGRAM = F64_PROGRAM.replace("~max_norm:1. ~update:(Train.sgd ~lr:0.01)",
+                                        '~update:(Train.adamw ~lr:0.05 ~weight_decay:0.3 ~decay:"weights")')
+
+def adamw_f64(lr=0.05, wd=0.3, b1=0.9, b2=0.999, eps=1e-8):
+    """torch.optim.AdamW on an f64 map (a decayed weight) in double: the decay is the double 0.3
+    (it was rounded to f32 through the f32 0/1 that marks a map, a relative error of 1e-9)."""
+    xs, w, out = np.array([[1, 2], [3, -1]], np.float64), np.array([[.5, -.25]]), []
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    for t in range(1, STEPS + 1):
+        g = 2 * (xs @ w.T).T @ xs
+        w = w - lr * wd * w
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        w = w - lr * (m / (1 - b1 ** t)) / (np.sqrt(v) / np.sqrt(1 - b2 ** t) + eps)
+        out.append(w)
+    return out
+
 def parse(text):
     """Each printed tensor (a header line, then its rows indented) as an array."""
     out = []
@@ -169,7 +186,9 @@ def main():
                  for name, max_norm, update, want in CLIP_CASES]
         runs.append(("Nn.linear clipped", LAYER_PROGRAM.format(steps=STEPS), None))
         runs.append(("f64 clipped", F64_PROGRAM.format(steps=STEPS), clipped_f64()))
-        for name, text, want in runs:
+        runs = [(name, text, want, 1e-5) for name, text, want in runs]
+        runs.append(("f64 AdamW, decay of weights, in double", F64_ADAMW_PROGRAM.format(steps=STEPS), adamw_f64(), 1e-13))
+        for name, text, want, rtol in runs:
             path = os.path.join(tmp, "opt.tsr")
             with open(path, "w") as fh:
                 fh.write(text)
@@ -178,7 +197,7 @@ def main():
                 r = subprocess.run([a.tsrc, *mode, path], capture_output=True, text=True, env=env, cwd=tmp)
                 got = parse(r.stdout) if r.returncode == 0 else []
                 if name == "Nn.linear clipped": want = clipped_layer(got[0].astype(f)) if got else []
-                ok = len(got) == len(want) > 0 and all(np.allclose(g, w, rtol=1e-5, atol=1e-7) for g, w in zip(got, want))
+                ok = len(got) == len(want) > 0 and all(np.allclose(g, w, rtol=rtol, atol=rtol / 100) for g, w in zip(got, want))
                 label = f"{name} ({' '.join(mode)})"
                 if ok:
                     passed += 1
