@@ -244,6 +244,11 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
         note_data_fields(e, v, span);
         if (v->kind == V_INDEX)
             diag_note(span, "'!@%s' is the value of '%s' as a one-cell tensor", v->as.index.name, v->as.index.name);
+        /* `softmax () x`: a library function of tensors alone given a layer's () */
+        if (v->kind == V_UNIT && span_in_stdlib(span) && e->user_call.file && !span_in_stdlib(e->user_call))
+            diag_note(e->user_call, "'%s' takes its tensors directly, with no '()' before them (a layer's '()' "
+                      "makes its parameters): %s x", e->user_call_name ? e->user_call_name : "this function",
+                      e->user_call_name ? e->user_call_name : "f");
         return NULL;
     }
 }
