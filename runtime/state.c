@@ -637,7 +637,8 @@ static int64_t arg_int(const tsr_state *s, const PrintArg *a) {
     case TSR_ARG_INT: return a->i;
     case TSR_ARG_FLOAT: return to_int64(a->f);
     case TSR_ARG_SYMBOL: return (int64_t)((uint64_t)s->symbols[a->ref] + (uint64_t)a->i); /* k + 1 */
-    case TSR_ARG_OPTION: return to_int64(s->model->options[a->ref].value) + a->i;
+    case TSR_ARG_OPTION: /* n + k, wrapping as the k + 1 of a symbol does (a hostile image's offset) */
+        return (int64_t)((uint64_t)to_int64(s->model->options[a->ref].value) + (uint64_t)a->i);
     default:
         if (!s->buffers[a->ref]) return 0;
         if (tsr_dtype_integer(s->model->buffers[a->ref].dtype)) /* exactly, an i64 beyond 2^53 too */

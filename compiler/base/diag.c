@@ -448,6 +448,8 @@ void diag_reset(void) {
     error_count = 0;
     seen_count = 0;
     suppressing = false;
+    user_call = (Span){0, 0, 0};
+    user_call_name = NULL;
 }
 void diag_set_stream(FILE *out) { diag_stream = out; }
 void diag_set_max_errors(unsigned max) { max_errors = max; }

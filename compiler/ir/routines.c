@@ -51,7 +51,16 @@ static void add_collective(Builder *b, const CodeStep *step, AssignList *out) {
     last->reads = grown;
 }
 
+static void build_routine_steps(Builder *b, const Routine *r, AssignList *out);
+
+/* The routine's assignments; the user's call its library steps' errors are reported at is
+ * forgotten after it, however it ended (left set, it gave later errors a note naming it). */
 static void build_routine(Builder *b, const Routine *r, AssignList *out) {
+    build_routine_steps(b, r, out);
+    builder_set_call(b, (Span){0}, NULL);
+}
+
+static void build_routine_steps(Builder *b, const Routine *r, AssignList *out) {
     Arena *arena = b->ir->arena;
     out->name = r->name;
     for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
@@ -91,7 +100,6 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
             else collect_fresh(b, step->tensor, step->fresh_from, out);
         }
     }
-    builder_set_call(b, (Span){0}, NULL);
 }
 
 /* Every access of every assignment gets its buffer (created now if it was not yet) or, for
