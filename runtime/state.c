@@ -45,9 +45,9 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
         return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
                          "their length to run-time size '%s', so they must be equal",
                          what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
-    int status = set_size(s, symbol, length);
+    int status = TSR_OK;
     const tsr_model *m = s->model;
-    for (uint32_t j = 0; j < m->symbol_count && status == TSR_OK; j++)
+    for (uint32_t j = 0; j < m->symbol_count && status == TSR_OK; j++) /* `symbol` among them */
         if (m->symbol_sizes[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol]) status = set_size(s, j, length);
     if (status != TSR_OK) return status;
     if (!*set_by) {

@@ -218,7 +218,6 @@ static int utf8_len(const unsigned char *p, size_t avail) {
     return n;
 }
 
-/* Echo bytes [from, to) of the text, sanitised: see the comment at the top. */
 /* Whether the n-byte UTF-8 character at p is a bidirectional control (U+200E, U+200F, U+202A to
  * U+202E, U+2066 to U+2069): a source line shows it as <U+202E>, so that it cannot reorder the
  * line on the terminal and hide what the compiler reads ("Trojan Source"). */
@@ -229,6 +228,7 @@ static bool bidi_control(const unsigned char *p, int n) {
 }
 enum { BIDI_SHOWN_CELLS = 8 }; /* "<U+202E>" */
 
+/* Echo bytes [from, to) of the text, sanitised: see the comment at the top. */
 static void echo_range(FILE *out, const unsigned char *text, size_t from, size_t to) {
     for (size_t i = from; i < to;) {
         unsigned c = text[i];

@@ -450,15 +450,15 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
      * one error at the call) */
     if (in_library && span_in_stdlib(sa)) sa = (Span){0, 0, 0};
     if (in_library && span_in_stdlib(sb)) sb = (Span){0, 0, 0};
-    diag_dedupe_salt(((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
-                     ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48));
+    uint64_t sides = ((uint64_t)sa.start << 32 | sa.end) * 31 + ((uint64_t)sb.start << 32 | sb.end) +
+                     ((uint64_t)sa.file << 56) + ((uint64_t)sb.file << 48);
+    diag_dedupe_salt(sides);
     const char *fn = o->call_name ? o->call_name : "a function";
     if (in_library) {
         /* One error for one mistake: an argument that fails several of the library's operations
          * (ids given to accuracy fail its max and its subtraction) is reported at the first. */
-        uint64_t key = ((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end;
-        key = key * 1099511628211ull ^ (((uint64_t)sa.file << 56) ^ ((uint64_t)sa.start << 32) ^ sa.end);
-        key = key * 1099511628211ull ^ (((uint64_t)sb.file << 56) ^ ((uint64_t)sb.start << 32) ^ sb.end);
+        uint64_t key = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
+                       1099511628211ull ^ sides;
         bool seen = false;
         for (uint32_t i = 0; i < s->library_clash_count && !seen; i++) seen = s->library_clashes[i] == key;
         if (seen) diag_drop_next();

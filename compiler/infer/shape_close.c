@@ -539,13 +539,13 @@ static void close_leaves(ShapeSolver *s) {
     s->committing = false;
 }
 
-/* Commit every variable still free in a registered shape to the bottom of its order. */
 static bool close_interiors_but(ShapeSolver *s, const uint8_t *derived, uint8_t from);
 
 /* The free dimension variables that an unsettled concatenation or merged axis derives from its
  * pieces (the concatenated axis, the merged axis): closing waits for the pieces, since closing
  * both at once to 1 would contradict the sum or the product (`(x, y) ++^ "a; i, j => a^j"` with
- * y's j from nothing: j is 1, then the axis is a + 1).  Marked in a fresh array, or NULL. */
+ * y's j from nothing: j is 1, then the axis is a + 1), CLOSE_LATER, and the pieces that are
+ * never guessed, CLOSE_NEVER; marked in a fresh array by variable. */
 enum { CLOSE_LATER = 1, CLOSE_NEVER = 2 };
 static uint8_t *derived_dims(ShapeSolver *s) {
     uint8_t *derived = arena_alloc(s->arena, (s->dvar_count + 1) * sizeof *derived);
@@ -582,6 +582,8 @@ static uint8_t *derived_dims(ShapeSolver *s) {
     return derived;
 }
 
+/* Commit every variable still free in a registered shape to the bottom of its order: those
+ * no concatenation or merged axis derives first; if there were none, the derived axes. */
 static bool close_interiors(ShapeSolver *s) {
     uint8_t *derived = derived_dims(s);
     if (close_interiors_but(s, derived, CLOSE_LATER)) return true;

@@ -463,9 +463,6 @@ bool adds_once(const Assignment *a) {
     return a->accum == ACC_ADD && a->reset && a->rhs->kind == AE_READ && a->proj && proj_writes_once(a->proj, a->lhs.slot);
 }
 
-/* The type of a's right side into a->rhs_dtype, converted to what the left side keeps where
- * that is allowed; false after an error.  `lhs_dtype` is the type the left side keeps
- * (DTYPE_ANY: the left side takes the right side's, an operation's result). */
 /* A number of e computed as an f32 that f32 cannot hold (it would be infinity); reported, and
  * false, at the first. */
 static bool constants_fit_f32(Builder *b, const Assignment *a, const AExpr *e) {
@@ -486,6 +483,9 @@ static bool constants_fit_f32(Builder *b, const Assignment *a, const AExpr *e) {
 
 static bool convert_rhs(Builder *b, Assignment *a, uint8_t lhs_dtype);
 
+/* The type of a's right side into a->rhs_dtype, converted to what the left side keeps where
+ * that is allowed; false after an error.  `lhs_dtype` is the type the left side keeps
+ * (DTYPE_ANY: the left side takes the right side's, an operation's result). */
 bool check_rhs_dtype(Builder *b, Assignment *a, uint8_t lhs_dtype) {
     return convert_rhs(b, a, lhs_dtype) && constants_fit_f32(b, a, a->rhs);
 }

@@ -155,33 +155,18 @@ static bool *reached_marks(Builder *b) {
     return arena_alloc(b->ir->arena, (b->program->tensor_count + 1) * sizeof(bool));
 }
 
-/* The tensors whose gradients t.zero_grads sets to 0 (those of t's graph that its backprop
- * reaches), in graph order; their number in *count. */
-static Tensor **zeroed_by(Builder *b, Tensor *t, uint32_t *count) {
-    uint32_t graph_count, n = 0;
-    Tensor **graph = graph_of(b, t, &graph_count);
+void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out, bool *written) {
+    uint32_t count;
+    Tensor **graph = graph_of(b, t, &count);
     bool *reached = reached_marks(b);
     AssignList unused = {0};
-    backward_pass(b, t, graph, graph_count, reached, &unused);
-    for (uint32_t i = 0; i < graph_count && !b->failed; i++)
-        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) graph[n++] = graph[i];
-    *count = b->failed ? 0 : n;
-    return graph;
-}
-
-void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out) {
-    uint32_t count;
-    Tensor **zeroed = zeroed_by(b, t, &count);
-    for (uint32_t i = 0; i < count; i++) {
-        Assignment *a = fill_assignment(b, zeroed[i], 0.0, span, "zero_grads");
-        if (a) push_assignment(b->ir->arena, out, a);
-    }
-}
-
-void grad_forget_zeroed(Builder *b, Tensor *t, bool *written) {
-    uint32_t count;
-    Tensor **zeroed = zeroed_by(b, t, &count);
-    for (uint32_t i = 0; i < count; i++) written[zeroed[i]->id] = false;
+    backward_pass(b, t, graph, count, reached, &unused);
+    for (uint32_t i = 0; i < count && !b->failed; i++)
+        if (needs_grad(b, graph[i]) && reached[graph[i]->id]) {
+            Assignment *a = fill_assignment(b, graph[i], 0.0, span, "zero_grads");
+            if (a) push_assignment(b->ir->arena, out, a);
+            written[graph[i]->id] = false;
+        }
 }
 
 /* A backprop of a tensor of more than one cell that the routine does not seed: its gradient is

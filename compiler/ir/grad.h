@@ -7,12 +7,9 @@
 #include "ir/assign_build.h"
 
 /* Appends `n.grad =: 0` to `out` for every tensor n of t's graph whose gradient is reached,
- * operands before users; `span` is the statement's. */
-void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out);
-
-/* Unmarks in `written` (by tensor id) every tensor whose gradient t.zero_grads sets to 0: a seed
- * the routine assigned before a zero_grads is gone when a later backprop starts. */
-void grad_forget_zeroed(Builder *b, Tensor *t, bool *written);
+ * operands before users, and unmarks n in `written` (by tensor id: a seed the routine assigned
+ * before it is gone for a later backprop); `span` is the statement's. */
+void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out, bool *written);
 
 /* Appends to `out` the backward assignments of the graph of the BACKPROP statement's tensor t,
  * users before operands.  With `may_seed` (the routine has not assigned t.grad before this

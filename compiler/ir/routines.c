@@ -63,6 +63,9 @@ static void build_routine(Builder *b, const Routine *r, AssignList *out) {
 static void build_routine_steps(Builder *b, const Routine *r, AssignList *out) {
     Arena *arena = b->ir->arena;
     out->name = r->name;
+    /* The gradients the routine itself assigned so far (`t.grad =: …`) that no zero_grads has
+     * set to 0 since: a backprop of t takes t's as its seed, and resets none of them. */
+    bool *written = arena_alloc(arena, (b->program->tensor_count + 1) * sizeof *written);
     for (uint32_t s = 0; s < r->step_count && !b->failed; s++) {
         const CodeStep *step = &r->steps[s];
         builder_set_call(b, step->user_call, step->user_call_name); /* a library step's errors: at the user's call */
@@ -73,6 +76,7 @@ static void build_routine_steps(Builder *b, const Routine *r, AssignList *out) {
         if (step->kind == STEP_ASSIGN) {
             Assignment *a = standalone(b, step);
             if (!a) return;
+            if (step->grad) written[step->tensor->id] = true;
             /* Tensors the right side built (`relu x` in `y =: relu x + 1`) are computed first. */
             b->generation++;
             for (uint32_t i = 0; i < a->read_count; i++) {
@@ -85,14 +89,8 @@ static void build_routine_steps(Builder *b, const Routine *r, AssignList *out) {
         build_tensor(b, step->tensor);
         if (b->failed) return;
         if (step->kind == STEP_ZERO_GRADS) {
-            grad_zero(b, step->tensor, step->span, out);
+            grad_zero(b, step->tensor, step->span, out, written);
         } else if (step->kind == STEP_BACKPROP) {
-            /* The gradients the routine itself assigned before this statement (`t.grad =: …`)
-             * and no zero_grads set to 0 since: t's is its seed, and none of them is reset. */
-            bool *written = arena_alloc(arena, (b->program->tensor_count + 1) * sizeof *written);
-            for (uint32_t k = 0; k < s; k++)
-                if (r->steps[k].kind == STEP_ASSIGN && r->steps[k].grad) written[r->steps[k].tensor->id] = true;
-                else if (r->steps[k].kind == STEP_ZERO_GRADS) grad_forget_zeroed(b, r->steps[k].tensor, written);
             grad_backprop(b, step, !written[step->tensor->id], written, out);
         } else {
             b->generation++;
