@@ -415,6 +415,14 @@ static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, is_number(args[0].value));
 }
 
+/* is_whole x: x is a number known when compiling with nothing after the point (2 or 2.): the
+ * library's counts (~micro, ~every, ~groups …) check theirs with it. */
+static Value *builtin_is_whole(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_whole' takes one value: is_whole x");
+    const Value *v = args[0].value;
+    return bool_value(e, is_number(v) && isfinite(number_of(v)) && number_of(v) == floor(number_of(v)));
+}
+
 /* dtype_of t: the element type declared for t, "f32", "f64", "bf16", "f16" or "i32" — a
  * parameter's, an input's, a data item's or a state tensor's (written, or f32), and f32 for a
  * number or a constant.  An operation's type is inferred from its forward code after the
@@ -623,6 +631,7 @@ static const BuiltinEntry builtins[] = {
     {"is_tensor", builtin_is_tensor},
     {"is_number", builtin_is_number},
     {"is_bool", builtin_is_bool},
+    {"is_whole", builtin_is_whole},
     {"dtype_of", builtin_dtype_of},
     {"nth", builtin_nth},
     {"init", builtin_init},
