@@ -573,6 +573,13 @@ void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
         break;
     default: break;
     }
+    const Node *head = n->kind == NODE_APP ? n->a : n;
+    uint32_t routine;
+    if (head->kind == NODE_VAR && !lookup(e, env, head->name) && find_routine(e->program, head->name, &routine)) {
+        diag_error(n->span, "'%s' is a routine: 'main' runs it with 'run %s'%s", head->name, head->name,
+                   n->kind == NODE_APP ? " (a routine takes no arguments)" : "");
+        return;
+    }
     diag_error(n->span, "'main' runs routines (run r), prints (print \"…\" x), loops (for i = a to b do … done) and "
                "the statements of docs/language.md §3.2.9 (save, load, shuffle, record, plot, progress); this is not "
                "one of them");
