@@ -72,6 +72,7 @@ struct Tensor {
     uint32_t operand_count;
     double *values;    /* TENSOR_LITERAL: the numbers; TENSOR_CONSTANT: one fill value */
     uint32_t value_count;
+    const Span *value_spans; /* TENSOR_LITERAL written as [a; b; …]: where each number is written */
     bool iota;         /* TENSOR_LITERAL of `iota ()`: 0, 1, 2, … along its one axis, whose size is
                         * inferred (values NULL until assign.c knows the size) */
     const Node *init;  /* TENSOR_PARAM: the initial value expression, or NULL */

@@ -877,8 +877,13 @@ Value *eval_literal(Elab *e, const Node *n, Env *env, uint32_t basis) {
         t->shape = closed_shape(e, n->span, "this tensor literal");
         t->shape.rows[kind] = shape_closed_row(e->solver, &axis, 1, o);
         t->values = arena_alloc(e->arena, count * sizeof *t->values);
-        for (uint32_t i = 0; i < count; i++) t->values[i] = number_of(items[i]);
+        Span *spans = arena_alloc(e->arena, count * sizeof *spans);
+        for (uint32_t i = 0; i < count; i++) {
+            t->values[i] = number_of(items[i]);
+            spans[i] = n->list.items[i]->span;
+        }
         t->value_count = count;
+        t->value_spans = spans;
         return tensor_value(e, t);
     }
     if (!tensors) {

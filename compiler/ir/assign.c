@@ -792,12 +792,27 @@ static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
     buf->init_shift = r->shift;
 }
 
-/* The parameter's initial values, `count` of them, each within its element type's range; false
- * after an error at the parameter. */
-static bool initial_values_fit(Builder *b, const Tensor *t, const double *values, uint64_t count) {
+/* Where the number `value` is written in the literal `init` (or a literal it stacks): the first
+ * cell that holds it, or `otherwise`. */
+static Span written_cell(const Tensor *init, double value, Span otherwise) {
+    if (init->kind == TENSOR_STACK)
+        for (uint32_t k = 0; k < init->operand_count; k++) {
+            Span at = written_cell(init->operands[k], value, (Span){0});
+            if (at.file) return at;
+        }
+    if (init->kind == TENSOR_LITERAL && init->value_spans)
+        for (uint32_t i = 0; i < init->value_count; i++)
+            if (init->values[i] == value) return init->value_spans[i];
+    if (init->kind == TENSOR_LITERAL && init->value_count == 1 && init->values[0] == value) return init->span;
+    return otherwise;
+}
+
+/* The parameter's initial values, `count` of them from `init`, each within its element type's
+ * range; false after an error at the number (or the parameter). */
+static bool initial_values_fit(Builder *b, const Tensor *t, const Tensor *init, const double *values, uint64_t count) {
     for (uint64_t i = 0; i < count; i++)
         if (overflows_type(values[i], t->dtype)) {
-            diag_error(t->span, "the initial value %g of parameter '%s' is beyond the range of %s (largest %s): it would "
+            diag_error(written_cell(init, values[i], t->span), "the initial value %g of parameter '%s' is beyond the range of %s (largest %s): it would "
                        "be infinity", values[i], t->name, dtype_word(t->dtype), t->dtype == TSR_DTYPE_F16 ? "65504" : "3.4e38");
             b->failed = true;
             return false;
@@ -813,14 +828,14 @@ static void build_param(Builder *b, Tensor *t) {
     }
     Tensor *init = t->operands[0];
     if ((init->kind == TENSOR_LITERAL || init->kind == TENSOR_CONSTANT) && init->value_count == 1) {
-        if (!initial_values_fit(b, t, init->values, 1)) return;
+        if (!initial_values_fit(b, t, init, init->values, 1)) return;
         buf->init = INIT_FILL;
         buf->fill = init->values[0];
         return;
     }
     double *values = literal_values(b, init);
     if (values) {
-        if (!initial_values_fit(b, t, values, buf->size)) return;
+        if (!initial_values_fit(b, t, init, values, buf->size)) return;
         buf->init = INIT_VALUES;
         buf->values = values;
         return;

@@ -140,26 +140,45 @@ static void mark_working_state(Builder *b) {
     }
 }
 
-/* Whether t is a literal (or a constant) of f32 cells with a number that f32 cannot hold. */
-static bool literal_beyond_f32(const Tensor *t) {
-    if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || !t->values || t->dtype == TSR_DTYPE_F64) return false;
-    for (uint32_t i = 0; i < t->value_count; i++)
-        if (overflows_type(t->values[i], TSR_DTYPE_F32)) return true;
-    return false;
-}
-
-static void report_beyond_f32(const Tensor *t, Span reader, const char *what) {
-    double v = 0;
+/* The literal (or constant) of f32 cells that holds a number f32 cannot hold: t itself, or one
+ * that t stacks at any depth (`[[1.; 2.]; [3.; 1e39]]` is a stack of row literals, folded into
+ * one buffer that no assignment reads them through); NULL if none.  *cell: the number's place;
+ * *several: whether it is a cell of a tensor of several (a literal's, or a stack's). */
+static const Tensor *literal_beyond_f32(const Tensor *t, uint32_t *cell, bool *several) {
+    if (t->kind == TENSOR_STACK) {
+        for (uint32_t k = 0; k < t->operand_count; k++) {
+            const Tensor *found = literal_beyond_f32(t->operands[k], cell, several);
+            if (found) {
+                *several = true;
+                return found;
+            }
+        }
+        return NULL;
+    }
+    if ((t->kind != TENSOR_LITERAL && t->kind != TENSOR_CONSTANT) || !t->values || t->dtype == TSR_DTYPE_F64) return NULL;
     for (uint32_t i = 0; i < t->value_count; i++)
         if (overflows_type(t->values[i], TSR_DTYPE_F32)) {
-            v = t->values[i];
-            break;
+            *cell = i;
+            *several = t->value_count > 1;
+            return t;
         }
-    diag_error(t->span, "the number %g is beyond the range of f32 (±%.9g): as an f32 it would be infinity", v,
+    return NULL;
+}
+
+/* The error for literal t's number `cell`, at the number itself where the literal was written
+ * as one ([1.; 1e39]), and a note at the code that reads it (reader, what) if any; `several`
+ * as literal_beyond_f32 says. */
+static void report_beyond_f32(const Tensor *t, uint32_t cell, bool several, Span reader, const char *what) {
+    Span at = t->value_spans ? t->value_spans[cell] : t->span;
+    diag_error(at, "the number %g is beyond the range of f32 (±%.9g): as an f32 it would be infinity", t->values[cell],
                3.4028234663852886e38);
     if (reader.file) diag_note(reader, "%s reads it as an f32", what);
-    diag_note(t->span, "a number that meets f64 values is a double: compute with f64 tensors (dtype = \"f64\", or "
-              "to_f64 x) to use it (docs/language.md §3.9)");
+    if (several)
+        diag_note(at, "a tensor literal of several cells, or of rows, is an f32 tensor: an f64 tensor holds it, written as its initial "
+                  "value ({ c = [...]; dtype = \"f64\" }, docs/language.md §3.9)");
+    else
+        diag_note(at, "a number that meets f64 values is a double: compute with f64 tensors (dtype = \"f64\", or "
+                  "to_f64 x) to use it (docs/language.md §3.9)");
 }
 
 /* The reads of e that are still reads of a literal beyond f32's range (one that met f64 values
@@ -168,8 +187,11 @@ static bool expr_literals_fit(const Assignment *a, const AExpr *e) {
     if (!e) return true;
     if (e->kind == AE_READ) {
         const Access *r = &a->reads[e->read];
-        if (!r->node.grad && literal_beyond_f32(r->node.tensor)) {
-            report_beyond_f32(r->node.tensor, a->span, a->what);
+        uint32_t cell;
+        bool several;
+        const Tensor *literal = r->node.grad ? NULL : literal_beyond_f32(r->node.tensor, &cell, &several);
+        if (literal) {
+            report_beyond_f32(literal, cell, several, a->span, a->what);
             return false;
         }
         return true;
@@ -184,11 +206,15 @@ static bool expr_literals_fit(const Assignment *a, const AExpr *e) {
  * tensor of f32 cells, is an error; false after any. */
 static bool check_literal_ranges(Program *program, const AssignResult *out) {
     bool ok = true;
-    for (uint32_t i = 0; i < program->named_count; i++)
-        if (literal_beyond_f32(program->named[i])) {
-            report_beyond_f32(program->named[i], (Span){0}, NULL);
+    for (uint32_t i = 0; i < program->named_count; i++) {
+        uint32_t cell;
+        bool several;
+        const Tensor *literal = literal_beyond_f32(program->named[i], &cell, &several);
+        if (literal) {
+            report_beyond_f32(literal, cell, several, (Span){0}, NULL);
             ok = false;
         }
+    }
     const AssignList *lists = out->routine_count ? out->routines : &out->forward;
     for (uint32_t l = 0; l < (out->routine_count ? out->routine_count : 1); l++)
         for (uint32_t k = 0; k < lists[l].count; k++)
