@@ -387,6 +387,33 @@ static const Spec *emit_spec(Elab *e, Env *env, Tensor *r, Tensor **ops, uint32_
     return applied;
 }
 
+/* A label written twice in one slot ("a, a"; "i | i") makes its two axes one (a diagonal): a
+ * clash of sizes between them gets a note at the second, which the sides' origins (both the
+ * operand's own sizes) would not show. */
+static void note_repeated_label(Elab *e, const SpecSlot *slot, const char *what) {
+    const SpecAxis *labels[64];
+    uint32_t count = 0;
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+        const SpecRow *row = &slot->rows[k];
+        for (int part = 0; part < 2; part++) {
+            const SpecAxis *axes = part ? row->trailing : row->leading;
+            uint32_t n = part ? row->trailing_count : row->leading_count;
+            for (uint32_t i = 0; i < n; i++) {
+                if (axes[i].kind != SPEC_AXIS_LABEL) continue;
+                for (uint32_t j = 0; j < count; j++)
+                    if (strcmp(labels[j]->as.label, axes[i].as.label) == 0) {
+                        char text[256];
+                        snprintf(text, sizeof text, "the label '%s' is written twice in the slot of %s: its two axes "
+                                 "are one axis (a diagonal), of one size", axes[i].as.label, what);
+                        shape_set_size_note(e->solver, axes[i].span, text);
+                        return;
+                    }
+                if (count < 64) labels[count++] = &axes[i];
+            }
+        }
+    }
+}
+
 static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
                             const Node *captures, Span span, const char *op) {
     SpecVars sv = {0};
@@ -404,9 +431,11 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
         sv.slot = s;
         sv.operand_count = n;
         if (!spec_slot(e, &sv, template, &slot, what)) return;
+        note_repeated_label(e, template, what);
         if (s) shape_eq(e->solver, &ops[s - 1]->shape, &slot,
                         origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, s));
         else shape_eq(e->solver, &r->shape, &slot, origin(e, span, "einsum '%s' (the result against its slot)", op));
+        shape_set_size_note(e->solver, (Span){0, 0, 0}, NULL);
     }
     if (captures) {
         for (uint32_t i = 0; i < captures->list.count; i++) {

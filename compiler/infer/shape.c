@@ -69,6 +69,11 @@ void shape_set_note(ShapeSolver *s, Span at, const char *text) {
     s->note_text = text ? arena_strndup(s->arena, text, strlen(text)) : NULL;
 }
 
+void shape_set_size_note(ShapeSolver *s, Span at, const char *text) {
+    s->size_note = at;
+    s->size_note_text = text ? arena_strndup(s->arena, text, strlen(text)) : NULL;
+}
+
 void shape_push_call(ShapeSolver *s, Span call, const char *name) {
     CallFrame *f = arena_alloc(s->arena, sizeof *f);
     *f = (CallFrame){call, name, s->calls};
@@ -81,7 +86,7 @@ void shape_pop_call(ShapeSolver *s) {
 
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
     Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false,
-                s->note, s->note_text};
+                s->note, s->note_text, s->size_note, s->size_note_text};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -486,6 +491,7 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Origin
         error_at(s, why, a.origin, b.origin, "size %s cannot broadcast to size %s", as, bs);
     note_origin(s, a.origin, "size %s comes from", as);
     note_origin(s, b.origin, "size %s comes from", bs);
+    if (s->origins[why].sizes_also_text) diag_note(s->origins[why].sizes_also, "%s", s->origins[why].sizes_also_text);
     /* NumPy would broadcast a size 1 here; a size 1 written in a shape is a size (§3.5.2) */
     Dim one = a.size == 1 ? a : b;
     if (!equality && (a.size == 1) != (b.size == 1) && one.basis == BASIS_DEFAULT && one.origin &&

@@ -87,6 +87,10 @@ void shape_set_context(ShapeSolver *solver, Span call, const char *name);
  * constraint adds after its own: a parameter shared with an earlier application, say. */
 void shape_set_note(ShapeSolver *solver, Span at, const char *text);
 
+/* The same for a note that only a clash of two sizes adds (a spec's label written twice in one
+ * slot: the sizes of its two axes must be equal). */
+void shape_set_size_note(ShapeSolver *solver, Span at, const char *text);
+
 /* Every application of a user function in progress, for --explain (shape_explain): origins
  * made between a push and its pop record it, innermost first. */
 void shape_push_call(ShapeSolver *solver, Span call, const char *name);

@@ -105,6 +105,8 @@ typedef struct Origin {
                             * rows it left open does to it again is not reported */
     Span also;             /* shape_set_note: a note an error of this constraint adds, or none */
     const char *also_text;
+    Span sizes_also;       /* shape_set_size_note: one that only a clash of two sizes adds */
+    const char *sizes_also_text;
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
@@ -234,6 +236,8 @@ struct ShapeSolver {
     const char *context_name;
     Span note;                 /* shape_set_note */
     const char *note_text;
+    Span size_note;            /* shape_set_size_note */
+    const char *size_note_text;
     const CallFrame *calls;    /* shape_push_call */
     bool contracting;  /* mark constraints queued from now on (shape_set_contracting) */
     bool in_code;      /* shape_code_constraints: mark none */
