@@ -71,6 +71,8 @@ typedef struct Field {
 
 struct Value {
     ValueKind kind;
+    Span written; /* V_INT: where the number was written (a size given to a library function is
+                   * reported there, not at the library's line that uses it); else none */
     union {
         int64_t i;
         double f;

@@ -285,9 +285,16 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
                                           "integer below 2^31, but this is %s", kind_noun(size));
     Dim d = scope_dim(e, current_scope(e), name->name, name->span)->dim;
     OriginId o = origin(e, app->span, "'set_dim %s %lld'", name->name, (long long)size->as.i);
+    /* The size of the library's set_dim of a number the user gave it (conv2d's ~groups:4) comes
+     * from that number. */
+    bool given = span_in_stdlib(app->span) && size->written.file && !span_in_stdlib(size->written);
+    OriginId from = given ? origin(e, size->written, "the number given to '%s' here (the library's 'set_dim %s %lld')",
+                                   e->user_call_name ? e->user_call_name : "the library", name->name,
+                                   (long long)size->as.i)
+                          : o;
     Equation sizing = {current_scope(e), {name, NULL}, app->span, o};
     ARENA_PUSH(e->arena, e->sizings, e->sizing_count, e->sizing_cap, sizing);
-    shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, o), o);
+    shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, from), o);
     return &unit_value;
 }
 
@@ -858,7 +865,11 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
         return &error_value;
     }
     switch (n->kind) {
-    case NODE_INT: return int_value(e, n->ival);
+    case NODE_INT: {
+        Value *v = int_value(e, n->ival);
+        v->written = n->span;
+        return v;
+    }
     case NODE_FLOAT: return float_value(e, n->fval);
     case NODE_BOOL: return bool_value(e, n->ival != 0);
     case NODE_UNIT: return &unit_value;
