@@ -665,6 +665,8 @@ static bool emit_object(IrProgram *ir, const Options *opt, const Target *target,
     /* A program with no kernel at all (only data and prints) needs no GPU. */
     unsigned char *image = image_build(ir, module, (ImageCpu){target->cpu_features, target->cpu_shown},
                                        ptx.gpu.kernel_count ? &ptx.gpu : NULL, &size);
+    ir->image_checksum = 0;
+    for (int i = 7; image && i >= 0; i--) ir->image_checksum = ir->image_checksum << 8 | image[8 + i]; /* little-endian */
     CgOptions co = {.module = module, .opt_level = opt->opt_level, .target = target, .with_main = with_main,
                     .shared_api = shared_api, .profile = opt->profile, .gpu_first = ptx.function_first,
                     .gpu_target = gpu_target};
@@ -754,7 +756,9 @@ static bool build_linked(IrProgram *ir, const Options *opt, const Target *target
         char *exe_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-o", (char *)linked, (char *)object, (char *)lib, "-lm",
                             "-lpthread", "-ldl", NULL};
         /* A shared library: the runtime inside and hidden, only the model's own symbols
-         * exported (a version script), so that several models load side by side. */
+         * exported (a version script), so that several models load side by side.  Never
+         * unmapped (-z nodelete): the runtime's worker threads run its code, and outlive a
+         * dlclose. */
         const char *version_script = arena_printf(arena, "%s/exports.map", workdir);
         const char *version_flag = arena_printf(arena, "-Wl,--version-script=%s", version_script);
         if (shared) {
@@ -765,7 +769,7 @@ static bool build_linked(IrProgram *ir, const Options *opt, const Target *target
                 ok = false;
             }
         }
-        char *so_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-shared", "-Wl,-Bsymbolic", (char *)version_flag,
+        char *so_argv[] = {(char *)(cc && *cc ? cc : "cc"), "-shared", "-Wl,-Bsymbolic", "-Wl,-z,nodelete", (char *)version_flag,
                            "-o", (char *)linked, (char *)object, "-Wl,--whole-archive", (char *)lib,
                            "-Wl,--no-whole-archive", "-lm", "-lpthread", "-ldl", NULL};
         char **argv = shared ? so_argv : exe_argv;

@@ -397,7 +397,8 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
     json_string(out, module);
     fputs(",\n  \"format\": 1,\n  \"sources\": [", out);
     write_sources(out);
-    fprintf(out, "],\n  \"image_symbol\": \"%s__image\",\n  \"routines\": [", module);
+    fprintf(out, "],\n  \"image_symbol\": \"%s__image\",\n  \"image_checksum\": \"%016" PRIx64 "\",\n  \"routines\": [",
+            module, ir->image_checksum);
     bool first = true;
     for (uint32_t f = 0; f < ir->function_count; f++) {
         if (!x.routines[f]) continue;

@@ -696,6 +696,9 @@ typedef struct IrProgram {
     uint32_t option_count;
     IrAction *actions;        /* the statements of main the runtime carries out */
     uint32_t action_count, action_cap;
+    uint64_t image_checksum;  /* the checksum of the model image compiled into the object (its
+                               * header's, image_build): the manifest records it, so a manifest
+                               * is matched to its library (the Python package) */
     bool tf32_products;       /* --tf32: lowering rounds both factors of every f32 product that a
                                * reduction accumulates to tf32 (SOP_TO_TF32, lower.c) */
     bool attention_row_each;  /* --target=cuda: each run of a fused attention nest handles one

@@ -14,9 +14,10 @@
 # Then CUDA graphs: replays launch what launches one at a time launch, with the same parameter
 # values (the run's key, index symbols), and the fallbacks where a driver refuses or lacks them.
 # Then every golden program of tests/native the same way, with graphs and without (tests/gpu/
-# fake_golden.sh; those whose sizes are known only at run time skipped, as the GPU leg skips them).  Then two checks that
-# the checks can fail: a trace against another program's manifest, and a kernel the module lacks
-# (the fake driver told to hide one).
+# fake_golden.sh; those whose sizes are known only at run time skipped, as the GPU leg skips them).
+# Then the Python package's views of a GPU model (tests/gpu/python_views.py).  Then two checks
+# that the checks can fail: a trace against another program's manifest, and a kernel the module
+# lacks (the fake driver told to hide one).
 # Usage: fake_driver.sh TSRC.  One PASS/FAIL line per check; the last line is "N passed, N failed".
 set -u
 TSRC=$1
@@ -212,6 +213,17 @@ if [ -f "$T/pieces" ]; then
     else
         fail "a kernel missing from the module fails the program (exit $st)"
     fi
+fi
+
+# The Python package over a GPU library: a view held across routines stays the tensor (what is
+# written through it after a routine reaches the GPU before the next; tests/gpu/python_views.py).
+rm -f "$T/log"
+if "$TSRC" --shared --target=cuda docs/examples/mlp_lib.tsr -o "$T/libgmlp.so" >"$T/log" 2>&1 &&
+   TSR_CUDA_DRIVER=$FAKE "$PY" tests/gpu/python_views.py runtime/python "$T/libgmlp.so" >>"$T/log" 2>&1; then
+    check "a Python view of a GPU model held across routines writes to the GPU and reads what is there" 0
+else
+    fail "a Python view of a GPU model held across routines writes to the GPU and reads what is there"
+    sed -n '1,4s/^/    /p' "$T/log"
 fi
 
 finish

@@ -7,6 +7,7 @@
 #   - executables that read a bad data file exit with status 1 and the runtime's message;
 #   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says;
 #   - names: header clashes get suffixes, module names that would meet the runtime's are refused.
+#   - a --shared model survives dlclose after its routine used the worker threads.
 # Usage: drivers.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
 TSRC=$1
@@ -140,6 +141,13 @@ else fail "the module name of modèle.o is mod_le"; sed -n '1,4s/^/    /p' "$T/l
 "$TSRC" -c docs/examples/mlp_lib.tsr --name=timer -o "$T/timer.o" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "the module name 'timer' would make the header's function timer_create" "$T/log" &&
    [ ! -e "$T/timer.o" ]; then pass; else fail "a module named timer is an error"; sed -n '1,4s/^/    /p' "$T/log"; fi
+# A --shared model unloaded (dlclose) after its routine ran on the worker threads, then loaded
+# and unloaded again: the process goes on (the library is never unmapped, -z nodelete: the
+# workers run its code); it crashed in a worker once the library was gone.
+if "$TSRC" --shared tests/native/wide_mlp.tsr -o "$T/libwide.so" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror tests/native/dlclose.c -o "$T/dlclose" -ldl >>"$T/log" 2>&1 &&
+   TSR_NUM_THREADS=2 "$T/dlclose" "$T/libwide.so" libwide predict >>"$T/log" 2>&1 && grep -q '^unloaded twice$' "$T/log"
+then pass; else fail "a --shared model survives dlclose after using the thread pool"; sed -n '1,4s/^/    /p' "$T/log"; fi
 # abi.c's list of the C library's names that a model must not define holds every one the runtime
 # calls (libtsr.a's undefined symbols).
 missing=""

@@ -12,8 +12,9 @@ message; assignment checks shapes; save and load round-trip the parameters betwe
 a closed model (its routines, sizes and shapes) and an unknown routine are errors; a view keeps
 its model's state alive (after close() too); a new run-time size is refused while a view of the
 old storage is left; None or a string assigned to a tensor and a NUL in a checkpoint path are
-errors; a library rebuilt at a path already loaded loads as rebuilt; tsr.compile caches by source and raises
-tsrc's errors; the arrays export __dlpack__; `pip install` of runtime/python works offline
+errors; a library rebuilt at a path already loaded loads as rebuilt; tsr.compile caches by source
+and by CPU and raises tsrc's errors; a manifest of another compile or another module is refused;
+sem.tsr compiles as module m_sem; the arrays export __dlpack__; `pip install` of runtime/python works offline
 (into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
@@ -290,6 +291,54 @@ def main():
                                  ("a missing library", lambda: tsr.load(os.path.join(d, "libmissing.so")), "cannot load")):
             ok, why = raises(tsr.Error, fn, needle)
             check(ok, f"{what} is a tsr.Error", why)
+        # The manifest must be the library's: another compile of the same module (a second
+        # mlp_lib.tsr of other sizes; its buffers were written past their end) and another
+        # module's are tsr.Error.
+        other = os.path.join(d, "other")
+        os.makedirs(other, exist_ok=True)
+        with open(os.path.join(other, "mlp_lib.tsr"), "w") as f:
+            f.write("input { features; b = [2]; o = [5] }\nlet%op scores = { w; o = [3] } * features\n"
+                    "routine predict = scores.forward\n")
+        for name in ("libmlp", "libother"):
+            subprocess.run([tsrc, "--shared", os.path.join(other, "mlp_lib.tsr"), f"--name={name}",
+                            "-o", os.path.join(other, name + ".so")], check=True)
+        for what, args, needle in (
+                ("a manifest of another compile of the module", (os.path.join(other, "libmlp.so"), os.path.join(d, "libmlp.json")),
+                 "another compile of module 'libmlp'"),
+                ("a manifest of another module", (os.path.join(other, "libmlp.so"), os.path.join(other, "libother.json")),
+                 "has no module 'libother'")):
+            ok, why = raises(tsr.Error, lambda: tsr.load(args[0], manifest=args[1]), needle)
+            check(ok, f"{what} is a tsr.Error", why)
+        # A file named as a facility of the C library (sem.tsr: sem_destroy) compiles as m_sem;
+        # a second call loads it from the cache without running tsrc.
+        sem = os.path.join(d, "sem.tsr")
+        shutil.copy(os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), sem)
+        try:
+            first = tsr.compile(sem, tsrc=tsrc, cache=os.path.join(d, "cache3"))
+            ran = []
+            real_run = subprocess.run
+            subprocess.run = lambda *a, **k: ran.append(a) or real_run(*a, **k)
+            try:
+                again = tsr.compile(sem, tsrc=tsrc, cache=os.path.join(d, "cache3"))
+            finally:
+                subprocess.run = real_run
+            check(first.name == "m_sem" and again.name == "m_sem" and not ran, "tsr.compile of sem.tsr makes module m_sem",
+                  (first.name, ran))
+        except tsr.Error as e:
+            check(False, "tsr.compile of sem.tsr makes module m_sem", e)
+        # The cache keeps code generated for this machine's CPU apart from another CPU's.
+        real_cpu = tsr._host_cpu
+        tsr._host_cpu = lambda: b"flags: another machine"
+        try:
+            tsr.compile(sem, tsrc=tsrc, cache=os.path.join(d, "cache3")).close()
+            moved = len([f for f in os.listdir(os.path.join(d, "cache3")) if f.endswith(".so")])
+            tsr._host_cpu = real_cpu
+            tsr.compile(sem, tsrc=tsrc, cache=os.path.join(d, "cache3")).close()
+            back = len([f for f in os.listdir(os.path.join(d, "cache3")) if f.endswith(".so")])
+        finally:
+            tsr._host_cpu = real_cpu
+        check(moved == 2 and back == 2, "tsr.compile compiles afresh for another CPU, and this CPU's stays cached",
+              (moved, back))
         shared = np.from_dlpack(c1["w2"])
         check(np.shares_memory(shared, c1["w2"]), "tensors export __dlpack__ (np.from_dlpack shares the buffer)")
         c1.close()

@@ -196,6 +196,7 @@ class Model:
             self._lib = _open(library)
         except OSError as e:
             raise Error(f"cannot load {library}: {e}")
+        _check_manifest(self._lib, library, manifest, self.manifest)
         self._api = _Api(self._lib, self.name)
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
         self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
@@ -277,6 +278,17 @@ class Model:
         if routine not in self.routines:
             raise Error(f"{self.name} has no routine {routine!r} (routines: {', '.join(self.routines) or 'none'})")
         self._call(self.routines[routine], self._handle())
+        if self._api.gpu:
+            self._refresh_views()
+
+    def _refresh_views(self):
+        """A GPU model: every buffer that a NumPy view still shows is brought back to the host
+        (what the routine wrote on the GPU) and marked host-newer, so that the views show the
+        tensors as they are and what is written through them goes to the GPU before the next
+        routine, as on the CPU (the C accessors' pointer must be taken again instead)."""
+        for buffer, views in self._views.items():
+            if any(v() is not None for v in views) and not self._api.host_buffer(self._handle(), buffer):
+                raise Error(self._last_error())
 
     def __getattr__(self, name):
         routines = self.__dict__.get("routines", {})
@@ -416,6 +428,33 @@ def _integers(name, value, dtype=np.int32):
     return value.astype(dtype)
 
 
+def _check_manifest(lib, library, manifest, fields):
+    """Refuse a manifest that does not describe `library`: another module's (its symbols are not
+    there), or another compile of the same module (its "image_checksum", the checksum in the
+    header of the model image it was written with, is not the library's image's).  The model
+    would otherwise read and write buffers of the sizes the wrong manifest gives."""
+    name = fields["module"]
+    try:
+        image = ctypes.c_ubyte.in_dll(lib, f"{name}__image")
+        getattr(lib, f"{name}_create")
+    except (AttributeError, ValueError):
+        raise Error(f"{library} is not the library of the manifest {manifest}: it has no module {name!r} "
+                    f"(tsrc --shared writes the library and its manifest together)") from None
+    want = fields.get("image_checksum")
+    if want is None:  # a manifest of an older tsrc
+        return
+    header = ctypes.string_at(ctypes.addressof(image), 16)
+    have = int.from_bytes(header[8:16], "little")
+    try:
+        same = isinstance(want, str) and int(want, 16) == have
+    except ValueError:
+        same = False
+    if not same:
+        raise Error(f"the manifest {manifest} is not that of {library}: it describes another compile of module "
+                    f"{name!r} (the model image's checksum is {have:016x}, the manifest's {want}); write both "
+                    f"again with tsrc --shared")
+
+
 def load(library, manifest=None, seed=0):
     """The model compiled into `library` (tsrc --shared), with a fresh state: parameters drawn
     from `seed`, as an executable's --seed would draw them."""
@@ -453,7 +492,11 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     st = os.stat(tsrc)
     key = hashlib.sha256()
     where = os.path.realpath(source).encode("utf-8", "surrogateescape")
-    for part in (where, text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode()):
+    # Code generated for this machine's CPU (no --cpu given) is kept apart from another CPU's: a
+    # cache shared between machines (a home directory over NFS) must not hand a library that
+    # uses AVX-512 to one without it.
+    cpu = b"" if any(o.startswith("--cpu") for o in options) else _host_cpu()
+    for part in (where, text, "\0".join(options).encode(), f"{tsrc}:{st.st_size}:{st.st_mtime_ns}".encode(), cpu):
         key.update(part)
         key.update(b"\0")
     stem = os.path.splitext(os.path.basename(source))[0]
@@ -464,15 +507,45 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
         directory = tempfile.mkdtemp(prefix="tsr-")
     os.makedirs(directory, exist_ok=True)
-    library = os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
-    sources = library[:-3] + ".sources"  # the hash of every file the library was compiled from
-    if not (os.path.exists(library) and os.path.exists(library[:-3] + ".json") and _sources_unchanged(sources)):
+
+    def library_of(name):
+        return os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
+
+    def cached(library):  # sources: the hash of every file the library was compiled from
+        return (os.path.exists(library) and os.path.exists(library[:-3] + ".json") and
+                _sources_unchanged(library[:-3] + ".sources"))
+
+    if not cached(library_of(name)) and cached(library_of("m_" + name)):
+        name = "m_" + name  # compiled under m_ before (below)
+    while True:
+        library = library_of(name)
+        sources = library[:-3] + ".sources"
+        if cached(library):
+            break
         p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
                            capture_output=True, text=True)
-        if p.returncode != 0:
-            raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
-        _record_sources(library[:-3] + ".json", sources)
+        if p.returncode == 0:
+            _record_sources(library[:-3] + ".json", sources)
+            break
+        # A name whose header functions the C library has (sem.tsr: sem_destroy) gets m_ too.
+        if f"the module name '{name}' would make the header's function" in p.stderr and not name.startswith("m_"):
+            name = "m_" + name
+            continue
+        raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
     return Model(library, None, seed)
+
+
+def _host_cpu():
+    """What tells this machine's CPU apart for code generated for it: /proc/cpuinfo's model name
+    and feature flags (the first processor's), else the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            block = f.read().split(b"\n\n", 1)[0]
+        return b"\n".join(line for line in block.splitlines()
+                          if line.startswith((b"model name", b"flags", b"vendor_id", b"cpu family", b"model\t")))
+    except OSError:
+        import platform
+        return platform.processor().encode()
 
 
 def _file_hash(path):
