@@ -491,6 +491,12 @@ static int run_program(IrProgram *ir, const Options *opt) {
     int status;
     char **argv = program_argv(ir->arena, opt, default_output(ir->arena, opt->input, ""));
     Interp *in = interp_new(ir, image, size, opt->program_argc + 1, argv, &status);
+    /* A start that failed in one process of a distributed run (its data file, its --load) ends
+     * the others, which would wait for it in the first collective call, as a generated main does. */
+    if (!in && status != 0 && tsr_dist_size() > 1) {
+        fflush(stderr);
+        tsr_dist_abort(status);
+    }
     if (!in) return status;
     bool ran = interp_run_main(in);
     status = ran && interp_finish(in) ? 0 : 1;

@@ -299,11 +299,13 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
         tsr_model_free(m); /* --save to a directory, a device or a missing directory: said now, not after main */
     } else if (parsed == 0) {
         s = tsr_state_create_model(m, p.seed, &p.args);
-        if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */
+        if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
             tsr_state_destroy(s);
             s = NULL;
         }
-        if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
+        /* After --load, which brings a run's seed and parameters: checkpoints read from each
+         * machine's own disk must be the same one. */
+        if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */
             tsr_state_destroy(s);
             s = NULL;
         }

@@ -740,7 +740,11 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
     return status;
 }
 
-int tsr_state_load(tsr_state *s, const char *path) { return tsr_checkpoint_load(s, path, NULL, 0); }
+int tsr_state_load(tsr_state *s, const char *path) {
+    int status = tsr_checkpoint_load(s, path, NULL, 0);
+    if (status == TSR_OK) tsr_model_mark_loaded(s->model); /* the agreement check names the seed so */
+    return status;
+}
 
 /* ---- Several processes: a checkpoint written once ------------------------------------------------ */
 

@@ -742,10 +742,28 @@ static int npy_load(const Source *src, FILE *file, const Target *t) {
     if (t->shards > 1) return npy_read_shard(src, file, type, &header, t);
     bool same = header.rank == t->rank;
     for (uint32_t a = 0; same && a < t->rank; a++) same = header.dims[a] == t->dims[a];
+    /* A set that a distributed run would split (sample_axes): the file's leading axes, whatever
+     * they are, may number its samples, as they may for several processes ((300, 784) for
+     * 10,30|784): the same bytes in C order. */
+    if (!same && t->sample_axes && t->sample_axes <= t->rank) {
+        uint32_t tail = t->rank - t->sample_axes;
+        bool samples = header.rank > tail;
+        for (uint32_t a = 0; samples && a < tail; a++) samples = header.dims[header.rank - tail + a] == t->dims[t->sample_axes + a];
+        int64_t rows = 1;
+        for (uint32_t a = 0; samples && a < header.rank - tail; a++)
+            rows = header.dims[a] && rows > INT64_MAX / header.dims[a] ? INT64_MAX : rows * header.dims[a];
+        same = samples && rows == t->samples;
+    }
     if (!same) {
         char expected[256], found[256];
         format_shape(expected, sizeof expected, t->rank, t->dims);
         format_shape(found, sizeof found, header.rank, header.dims);
+        if (t->sample_axes && t->sample_axes < t->rank) {
+            char sample[256];
+            format_shape(sample, sizeof sample, t->rank - t->sample_axes, t->dims + t->sample_axes);
+            return fail_at(src, 0, 0, "expected shape %s (%lld samples of shape %s, in any leading axes), found %s",
+                           expected, (long long)t->samples, sample, found);
+        }
         return fail_at(src, 0, 0, "expected shape %s, found %s", expected, found);
     }
     return npy_read_data(src, file, type, t);
@@ -1064,7 +1082,7 @@ static int shard_target(const char *what, void *out, uint8_t dtype, uint32_t ran
                         int shards, int sample_axes_signed, Target *t) {
     bool spare = sample_axes_signed < 0;
     uint32_t sample_axes = (uint32_t)(spare ? -sample_axes_signed : sample_axes_signed);
-    if (shards < 1 || shard < 0 || shard >= shards || (shards > 1 && (sample_axes < 1 || sample_axes > rank)))
+    if (shards < 1 || shard < 0 || shard >= shards || sample_axes > rank || (shards > 1 && sample_axes < 1))
         return tsr_error(TSR_ERR_ARGUMENT, "data '%s': process %d of %d, or a tensor without samples", what ? what : "?",
                          shard, shards);
     *t = (Target){.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shard = shard, .shards = shards,

@@ -134,6 +134,8 @@ int tsr_shuffle(tsr_state *state, tsr_action *a);
 int tsr_checkpoint_save_once(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 /* Whether --reduce=ordered was given to the state's run (model.c). */
 bool tsr_model_reduce_ordered(const tsr_model *model);
+/* A checkpoint was loaded into a state of m (tsr_state_load): its seed may be the checkpoint's. */
+void tsr_model_mark_loaded(const tsr_model *m);
 /* After the state is made: the processes of a distributed run must agree on the seed, every
  * option's value and every run-time size; TSR_ERR_DIST naming the first value that differs and
  * two processes' values otherwise, on every process (state.c). */

@@ -464,6 +464,9 @@ tsr_action *tsr_model_action(const tsr_model *m, uint32_t k) { return m && k < m
 bool tsr_model_seed_given(const tsr_model *m) { return m && m->seed_given; }
 tsr_series *tsr_model_series(const tsr_model *m, uint32_t k) { return m && k < m->series_count ? &m->series[k] : NULL; }
 bool tsr_model_reduce_ordered(const tsr_model *m) { return m && m->reduce_ordered; }
+void tsr_model_mark_loaded(const tsr_model *m) {
+    if (m) ((tsr_model *)m)->loaded = true; /* every state reads a model of its own (tsr_state_create) */
+}
 bool tsr_model_buffer_is_state(const tsr_model *m, uint32_t buffer) {
     return m && buffer < m->buffer_count && !m->buffers[buffer].is_virtual && (m->buffers[buffer].flags & TSR_BUFFER_FLAG_STATE);
 }

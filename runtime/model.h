@@ -75,6 +75,7 @@ struct tsr_model {
     char *save_path;      /* an executable's --save PATH: tsr_main_end saves there, or NULL */
     bool reduce_ordered;  /* --reduce=ordered: REDUCE takes the mean in rank order */
     bool check_replicas;  /* --check-replicas: tsr_main_save compares the parameters first */
+    bool loaded;          /* tsr_state_load (--load) read a checkpoint: the seed may be its */
     bool seed_given;      /* --seed N: a checkpoint's seed is not taken (checkpoint.c) */
 };
 

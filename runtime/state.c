@@ -85,6 +85,10 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
         return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, shard, shards, axes);
     }
     if (csv) return tsr_load_csv_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
+    /* One process: a file whose leading axes number the samples in another arrangement serves
+     * as it would serve several ((300, 784) for 10,30|784). */
+    if (sample_axes && b->size_symbol < 0)
+        return tsr_load_npy_shard(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what, 0, 1, sample_axes);
     return tsr_load_npy_typed(path, s->buffers[buffer], b->dtype, b->rank, b->dims, what);
 }
 
@@ -95,6 +99,9 @@ static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; 
 static int shards_of(const DataSet *d) { return split(d) ? tsr_dist_size() : 1; }
 static int share_of(const DataSet *d) { return split(d) ? tsr_dist_rank() : 0; }
 static int split_axes(const DataSet *d) { return split(d) ? d->sharded : 0; }
+/* The sample axes of set d whether or not this run splits it: with one process a file may hold
+ * its samples in another arrangement of leading axes, as with several (load_file). */
+static int sample_axes_of(const DataSet *d) { return tsr_dist_size() > 1 ? split_axes(d) : d->sharded; }
 
 /* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */
 static void keep_rows(const float *global, float *local, int64_t rows, int64_t row_cells) {
@@ -156,7 +163,7 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
 static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
     return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
-                     split_axes(d));
+                     sample_axes_of(d));
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -278,7 +285,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), split_axes(d));
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), sample_axes_of(d));
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 
@@ -768,14 +775,49 @@ static void describe_value(const tsr_state *s, int64_t index, int64_t value, cha
     }
 }
 
+/* The FNV-1a hash of every parameter and training-state tensor's bytes, into hashes[n] (and the
+ * buffer into which[n]); the count in *n.  What --check-replicas compares, and the agreement
+ * check folds into one value.  A parameter that code writes and no gradient reaches (working
+ * state: a count of the process's own batch, a key/value cache) is the process's own, and left
+ * out: its values may differ by design (all_reduce_mean makes them one). */
+static int replica_hashes(tsr_state *s, int64_t *hashes, uint32_t *which, uint32_t *n) {
+    const tsr_model *m = s->model;
+    *n = 0;
+    for (uint32_t b = 0; b < m->buffer_count; b++) {
+        const Buffer *buffer = &m->buffers[b];
+        bool state = tsr_model_buffer_is_state(m, b), working = buffer->kind == TSR_BUF_PARAM && state;
+        if (buffer->is_virtual || working || !(buffer->kind == TSR_BUF_PARAM || state)) continue;
+        int status = tsr_buffer_to_host(s, b, false);
+        if (status != TSR_OK) return status;
+        which[*n] = b;
+        hashes[(*n)++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * tsr_dtype_cell_bytes(buffer->dtype)) : 0;
+    }
+    return TSR_OK;
+}
+
+/* The run's own settings the processes must share, after the options and sizes: --reduce (the
+ * collective calls differ), --check-replicas and --save (each a collective call at the end),
+ * and the parameters they start from (one hash of them all: checkpoints --load read from
+ * different disks). */
+enum { AGREE_REDUCE, AGREE_CHECK_REPLICAS, AGREE_SAVE, AGREE_PARAMETERS, AGREE_SETTINGS };
+static const char *const agree_names[AGREE_SETTINGS] = {"--reduce", "--check-replicas", "--save",
+                                                         "the parameters they start from (a hash of them all)"};
+
 int tsr_state_check_agreement(tsr_state *s) {
     if (!s) return null_state();
     if (!tsr_dist_active()) return TSR_OK;
     const tsr_model *m = s->model;
-    uint32_t count = 1 + m->option_count + m->symbol_count;
+    uint32_t count = 1 + m->option_count + m->symbol_count + AGREE_SETTINGS;
     int64_t *values = malloc(count * sizeof *values);
-    if (!values) return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
-    uint32_t n = 0;
+    int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
+    uint32_t *which = calloc(m->buffer_count + 1, sizeof *which);
+    if (!values || !hashes || !which) {
+        free(values);
+        free(hashes);
+        free(which);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
+    }
+    uint32_t n = 0, hashed = 0;
     values[n++] = (int64_t)s->seed;
     for (uint32_t i = 0; i < m->option_count; i++) {
         double v = m->options[i].value;
@@ -784,8 +826,16 @@ int tsr_state_check_agreement(tsr_state *s) {
     uint32_t first_size = n;
     for (uint32_t i = 0; i < m->symbol_count; i++)
         if (m->symbol_sizes[i]) values[n++] = s->symbols[i];
-    tsr_dist_difference d;
-    int status = tsr_dist_compare(values, n, &d);
+    uint32_t first_setting = n;
+    values[n++] = m->reduce_ordered;
+    values[n++] = m->check_replicas;
+    values[n++] = m->save_path != NULL;
+    int status = replica_hashes(s, hashes, which, &hashed);
+    values[n++] = (int64_t)tsr_image_checksum((const unsigned char *)hashes, hashed * sizeof *hashes);
+    free(hashes);
+    free(which);
+    tsr_dist_difference d = {.index = -1};
+    if (status == TSR_OK) status = tsr_dist_compare(values, n, &d);
     free(values);
     if (status != TSR_OK || d.index == -1) return status;
     tsr_dist_set_collective_failure();
@@ -793,8 +843,23 @@ int tsr_state_check_agreement(tsr_state *s) {
         return tsr_error(TSR_ERR_DIST, "the processes run different programs: process 0 has %" PRId64 " options and "
                          "sizes, process %d has %" PRId64 "; every process of a distributed run runs the same program",
                          d.value0, d.other_rank, d.value_other);
+    if (d.index >= first_setting) {
+        uint32_t k = (uint32_t)(d.index - first_setting);
+        if (k == AGREE_PARAMETERS)
+            return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process 0's and process %d's differ (did "
+                             "they --load different checkpoints?); every process of a distributed run starts from the "
+                             "same parameters", agree_names[k], d.other_rank);
+        if (k == AGREE_REDUCE)
+            return tsr_error(TSR_ERR_DIST, "the processes disagree on --reduce: process 0 has %s, process %d has %s; "
+                             "every process of a distributed run is started with the same options",
+                             d.value0 ? "ordered" : "fast", d.other_rank, d.value_other ? "ordered" : "fast");
+        int given = d.value0 ? 0 : d.other_rank, not_given = d.value0 ? d.other_rank : 0;
+        return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process %d was started with it and process %d "
+                         "without; every process of a distributed run is started with the same options",
+                         agree_names[k], given, not_given);
+    }
     char what[256], mine[64], theirs[64];
-    if (d.index == 0) snprintf(what, sizeof what, "--seed");
+    if (d.index == 0) snprintf(what, sizeof what, "%s", m->loaded ? "the seed (--seed, or the one --load read)" : "--seed");
     else if (d.index < first_size) snprintf(what, sizeof what, "option '--%s'", m->options[d.index - 1].name);
     else {
         uint32_t k = (uint32_t)(d.index - first_size), symbol = 0;
@@ -823,14 +888,7 @@ static int check_replicas(tsr_state *s) {
         return tsr_error(TSR_ERR_NOMEM, "out of memory checking the replicas");
     }
     uint32_t n = 0;
-    int status = TSR_OK;
-    for (uint32_t b = 0; b < m->buffer_count && status == TSR_OK; b++) {
-        const Buffer *buffer = &m->buffers[b];
-        if (buffer->is_virtual || !(buffer->kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(m, b))) continue;
-        status = tsr_buffer_to_host(s, b, false);
-        which[n] = b;
-        hashes[n++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * tsr_dtype_cell_bytes(buffer->dtype)) : 0;
-    }
+    int status = replica_hashes(s, hashes, which, &n);
     tsr_dist_difference d = {.index = -1};
     if (status == TSR_OK) status = tsr_dist_compare(hashes, n, &d);
     if (status == TSR_OK && d.index != -1) {

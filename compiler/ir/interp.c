@@ -117,11 +117,14 @@ struct Interp {
 /* ---- Set-up ---------------------------------------------------------------------------------- */
 
 /* The runtime's last error, as tsrc's "run time:" errors: one for each of its lines (a start
- * with several bad data files records one message a line). */
+ * with several bad data files records one message a line), each naming the process in a
+ * distributed run as an executable's do. */
 static void report_runtime_error(void) {
+    char process[64] = "";
+    if (tsr_dist_size() > 1) snprintf(process, sizeof process, "process %d of %d: ", tsr_dist_rank(), tsr_dist_size());
     for (const char *line = tsr_last_error();;) {
         const char *end = strchr(line, '\n');
-        diag_error_noloc("run time: %.*s", end ? (int)(end - line) : (int)strlen(line), line);
+        diag_error_noloc("run time: %s%.*s", process, end ? (int)(end - line) : (int)strlen(line), line);
         if (!end) return;
         line = end + 1;
     }

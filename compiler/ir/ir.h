@@ -658,6 +658,8 @@ typedef struct IrDataSet {
                             * split among the processes of a distributed run, by samples */
     uint32_t sample_axes;  /* its tensors' batch axes (at least 1: the first axis without any),
                             * whose indices together number its samples (an image, a window) */
+    bool batched;          /* it has batch axes: a set without (a table of constants the loss
+                            * reads) is no batch of samples, and is never split */
     uint32_t fields[2];    /* buffers */
     uint32_t field_count;
 } IrDataSet;

@@ -226,6 +226,7 @@ static void copy_program(IrProgram *ir, const AssignResult *ar) {
                            .field_count = d->field_count};
         Shape shape = shape_resolve(p->solver, &d->fields[0]->shape);
         set->sample_axes = shape.rows[ROW_BATCH].count ? shape.rows[ROW_BATCH].count : 1;
+        set->batched = shape.rows[ROW_BATCH].count > 0;
         for (uint32_t f = 0; f < d->field_count; f++) {
             set->fields[f] = ar->value_buffer[d->fields[f]->id];
             if (set->fields[f] == UINT32_MAX) diag_error_noloc("internal error: data field without a buffer");
@@ -259,11 +260,11 @@ static void note_loads_block(const IrProgram *ir, const IrBlock *b, bool *read) 
     }
 }
 
-/* A data set that a routine averaging across processes reads (an IR_CALL of REDUCE: Train.step's
- * gradients) is split among the processes of a distributed run: each computes the gradient of its
- * share of the batch, and the mean of those is the gradient of the whole (docs/runtime.md,
- * "Training on several processes").  The other sets (a test set an evaluation reads) are read
- * whole by every process. */
+/* A data set with batch axes that a routine averaging across processes reads (an IR_CALL of
+ * REDUCE: Train.step's gradients) is split among the processes of a distributed run: each
+ * computes the gradient of its share of the batch, and the mean of those is the gradient of the
+ * whole (docs/runtime.md, "Training on several processes").  The other sets (a test set an
+ * evaluation reads, a table of constants without batch axes) are read whole by every process. */
 static void mark_sharded_data(IrProgram *ir) {
     bool *read = calloc(ir->buffer_count + 1, sizeof *read);
     if (!read) diag_fatal_oom();
@@ -275,7 +276,7 @@ static void mark_sharded_data(IrProgram *ir) {
     }
     for (uint32_t d = 0; d < ir->dataset_count; d++)
         for (uint32_t k = 0; k < ir->datasets[d].field_count; k++)
-            if (read[ir->datasets[d].fields[k]]) ir->datasets[d].sharded = true;
+            if (read[ir->datasets[d].fields[k]] && ir->datasets[d].batched) ir->datasets[d].sharded = true;
     free(read);
 }
 

@@ -163,4 +163,65 @@ if "$TSRC" --target=cuda "$T/p.tsr" -o "$T/g" >"$T/log" 2>&1; then
     else bad "TSR_NCCL_TIMEOUT=0 is refused at the start (status $st)"; fi
 else fail "checkpoint_train.tsr does not compile with --target=cuda"; fi
 
+# tests/native/dist_train.tsr, in dt/ with its data: a constant table without batch axes is read
+# whole by every process (it was split, and 4 numbers failed on two processes), so two processes
+# of 2·2 samples print what one process of 2·4 prints — reading the same 8-row file, whose rows
+# one process takes as its 2·4 samples as two do; --check-replicas passes although `correct`
+# counts each process's own hits (working state is the process's own).
+mkdir "$T/dt"
+"${PYTHON:-/usr/bin/python3}" -c '
+import sys, numpy as np
+r = np.random.default_rng(0)
+np.save(sys.argv[1] + "/x.npy", r.normal(size=(8, 3)).astype(np.float32))
+np.save(sys.argv[1] + "/y.npy", np.sign(r.normal(size=(8, 1))).astype(np.float32))
+np.save(sys.argv[1] + "/scale.npy", np.array([1, 2, 3, 4], np.float32))
+np.save(sys.argv[1] + "/x9.npy", r.normal(size=(9, 3)).astype(np.float32))' "$T/dt" >"$T/log" 2>&1
+sed 's/^let batch = 2$/let batch = 4/' tests/native/dist_train.tsr >"$T/dt/one.tsr"
+if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/two" >>"$T/log" 2>&1 && "$TSRC" "$T/dt/one.tsr" -o "$T/dt/one" >>"$T/log" 2>&1; then
+    (cd "$T/dt" && timeout 60 ./one) >"$T/one" 2>"$T/err"
+    (cd "$T/dt" && $MPIRUN -np 2 ./two --check-replicas) >"$T/out" 2>>"$T/err"
+    st=$?
+    if [ $st = 0 ] && [ -s "$T/one" ] && cmp -s "$T/out" "$T/one"; then ok
+    else bad "a table without batch axes is not split; 2 processes of 2·2 print what 1 of 2·4 prints (status $st)"; fi
+
+    # The agreement check covers the run's own options and what --load brings: --reduce,
+    # --save and --check-replicas given to one process, and checkpoints that differ, stop both
+    # with status 1 (they hung, or ran apart).
+    for case in "--reduce=ordered|disagree on --reduce: process 0 has fast, process 1 has ordered" \
+                "--save s.npz|disagree on --save: process 1 was started with it and process 0 without" \
+                "--check-replicas|disagree on --check-replicas: process 1 was started with it and process 0 without"; do
+        extra=${case%%|*} want=${case#*|}
+        (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./two $extra) >"$T/out" 2>"$T/err"
+        st=$?
+        if [ $st = 1 ] && [ "$(grep -cF "$want" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out" && [ ! -e "$T/dt/s.npz" ]; then ok
+        else bad "$extra on one process only: both stop at the start (status $st)"; fi
+    done
+    (cd "$T/dt" && timeout 60 ./one --save a.npz && timeout 60 ./one --seed 3 --save b.npz) >/dev/null 2>&1
+    "${PYTHON:-/usr/bin/python3}" -c '
+import sys, numpy as np
+a = dict(np.load(sys.argv[1] + "/a.npz"))
+name = sorted(k for k in a if a[k].dtype == np.float32 and a[k].size > 1)[0]
+a[name] = a[name] + 1
+np.savez(sys.argv[1] + "/c.npz", **a)' "$T/dt" >"$T/log" 2>&1
+    (cd "$T/dt" && $MPIRUN -np 1 ./two --load a.npz : -np 1 ./two --load b.npz) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(grep -cF "disagree on the seed (--seed, or the one --load read): process 0 has 0, process 1 has 3" "$T/err")" = 2 ]; then ok
+    else bad "checkpoints of other seeds on the two processes: both stop (status $st)"; fi
+    (cd "$T/dt" && $MPIRUN -np 1 ./two --load a.npz : -np 1 ./two --load c.npz) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(grep -cF "disagree on the parameters they start from" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out"; then ok
+    else bad "checkpoints of other parameters on the two processes: both stop (status $st)"; fi
+
+    # The reference executor whose start fails on one process (a data file of 9 samples): the run
+    # ends (MPI_Abort), the message naming the process, instead of the other waiting forever.
+    dt_src=$(pwd)/tests/native/dist_train.tsr
+    (cd "$T/dt" && $MPIRUN -np 1 "$TSRC" --run --interp "$dt_src" : -np 1 "$TSRC" --run --interp "$dt_src" -- --data xs=x9.npy) \
+        >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && grep -qF "tsrc: error: run time: process 1 of 2: data 'xs': a run of 2 processes needs 8 samples in x9.npy" "$T/err"; then ok
+    else bad "the reference executor failing to start on one process ends the run (status $st)"; fi
+else
+    fail "dist_train.tsr does not compile, or its data"
+fi
+
 finish
