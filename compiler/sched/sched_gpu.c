@@ -610,9 +610,17 @@ static void reset_to_rows(Sched *s, IrStmt *const *par, const RowIters *rows) {
     for (uint32_t k = 0; k < rows->count; k++) map_iter(s, par[k]->iter, affine1(rows->iters[k], 1, 0));
 }
 
-/* The neutral element of a step's combining operation: the partials' start. */
-static IrExpr *neutral(Sched *s, ScalarOp op) {
-    return new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1 : op == SOP_MAX ? -INFINITY : INFINITY, DTYPE_F32);
+/* The element type of r's partial results: its step's (f32, f64, i32 or i64; an i32 maximum
+ * kept in f32 partials was folded as float bit patterns). */
+static DType partial_type(const Sched *s, const Reduction *r) { return ir_expr_type(s->ir, r->step->value); }
+
+/* The neutral element of a step's combining operation in `type`: the partials' start (the
+ * type's least and greatest values for an integer maximum and minimum). */
+static IrExpr *neutral(Sched *s, ScalarOp op, DType type) {
+    bool wide = type == DTYPE_I64, integer = type == DTYPE_I32 || wide;
+    double lowest = integer ? (wide ? -0x1p63 : -0x1p31) : -INFINITY;
+    double highest = integer ? (wide ? 0x1p63 : 0x1p31 - 1) : INFINITY; /* 2^63 holds to INT64_MAX (lower.c) */
+    return new_const(s, op == SOP_ADD ? 0 : op == SOP_MUL ? 1 : op == SOP_MAX ? lowest : highest, type);
 }
 
 /* The halvings of `width` partials in part[] down to `lanes` of them: part[t] = part[t] ⊕
@@ -657,13 +665,13 @@ static IrBlock *step_loops(Sched *s, const Reduction *r, IrBlock *into, uint32_t
 static void tree_phases(Sched *s, const Reduction *r, ScalarOp op, uint32_t threads, IrBlock *blk,
                         const RowIters *rows) {
     const IrStmt *inner = r->red[r->nred - 1];
-    uint32_t part = new_scratch(s, "partials", threads, DTYPE_F32, true);
+    uint32_t part = new_scratch(s, "partials", threads, partial_type(s, r), true);
     s->ir->buffers[part].gpu_shared = true;
     /* Each thread's partial result. */
     uint32_t t = new_iter(s);
     IrStmt *lt = new_loop(s, t, threads, true, LOOP_THREAD_X);
     ir_block_push(s->ir->arena, blk, lt);
-    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0), neutral(s, op)));
+    ir_block_push(s->ir->arena, &lt->body, new_store(s, part, part_index(s, t, 0), neutral(s, op, partial_type(s, r))));
     uint32_t kq;
     IrBlock *steps = step_loops(s, r, &lt->body, threads, &kq);
     reset_to_rows(s, r->par, rows);
@@ -787,7 +795,7 @@ static bool gpu_column_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     uint32_t bx = new_iter(s);
     IrStmt *top = cell_blocks(s, r, COLUMN_LANES, bx, &blk);
     uint32_t width = COLUMN_LANES * slices;
-    uint32_t part = new_scratch(s, "partials", width, DTYPE_F32, true);
+    uint32_t part = new_scratch(s, "partials", width, partial_type(s, r), true);
     s->ir->buffers[part].gpu_shared = true;
     /* Each thread's partial result: slice j, lane l (threadIdx.x = 32·j + l). */
     uint32_t j = new_iter(s), lane = new_iter(s);
@@ -796,7 +804,7 @@ static bool gpu_column_reduction(Sched *s, const Reduction *r, IrBlock *out) {
     ir_block_push(s->ir->arena, blk, lj);
     ir_block_push(s->ir->arena, &lj->body, ll);
     IrTerm at[2] = {{j, COLUMN_LANES}, {lane, 1}};
-    ir_block_push(s->ir->arena, &ll->body, new_store(s, part, flat_index(s, at, 2), neutral(s, op)));
+    ir_block_push(s->ir->arena, &ll->body, new_store(s, part, flat_index(s, at, 2), neutral(s, op, partial_type(s, r))));
     uint32_t kq;
     IrBlock *steps = step_loops(s, r, &ll->body, slices, &kq);
     reset_subst(s);
