@@ -641,13 +641,48 @@ static bool check_backward_accumulates(const Node *op) {
     return ok;
 }
 
+/* What each block writes, where the operator is declared (as its application would find):
+ * the forward block its result v, the backward block its operands' gradients g1, g2, … (or gn),
+ * neither an operand, nor g, which the backward block reads.  True when every target fits. */
+static bool check_block_targets(const Node *op) {
+    bool ok = true;
+    const Node *blocks[2] = {op->a, op->b};
+    for (int k = 0; k < 2; k++) {
+        if (!blocks[k]) continue;
+        Arena *scratch = arena_new();
+        const Node **as = NULL;
+        uint32_t count = 0, cap = 0;
+        block_assignments(scratch, blocks[k], &as, &count, &cap);
+        for (uint32_t i = 0; i < count; i++) {
+            const Node *lhs = as[i]->a;
+            uint32_t slot = 0;
+            bool grad = false;
+            if (lhs->kind != NODE_VAR) continue;
+            bool rest = strcmp(lhs->name, "vn") == 0 || strcmp(lhs->name, "gn") == 0 || strcmp(lhs->name, "tn") == 0;
+            if (rest) grad = lhs->name[0] == 'g', slot = 1;
+            else if (!ast_slot_name(lhs->name, &slot, &grad)) continue;
+            if (k == 0 && (grad || slot > 0 || lhs->name[0] == 't')) {
+                diag_error(lhs->span, "an operator's forward block writes its result (v), not %s",
+                           grad ? "a gradient" : "an operand");
+                ok = false;
+            } else if (k == 1 && (!grad || slot == 0)) {
+                diag_error(lhs->span, "an operator's backward block writes its operands' gradients (g1, g2, …), not %s",
+                           grad ? "g, the result's gradient, which it reads" : "a value");
+                ok = false;
+            }
+        }
+        arena_free(scratch);
+    }
+    return ok;
+}
+
 /* Checks an operator declaration (docs/language.md §3.2.4) before anything applies it: a shape
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
  * beyond them.  Reports every problem; true when there is none. */
 bool check_operator(const Node *op) {
     const char *name = op->name;
-    bool ok = check_backward_accumulates(op);
+    bool ok = check_backward_accumulates(op) & check_block_targets(op);
     for (uint32_t i = 0; i < op->list.count; i++) {
         const Node *p = op->list.items[i];
         if (p->flag != PARAM_POSITIONAL && p->flag != PARAM_LABELLED) {
