@@ -236,7 +236,11 @@ static void main_print(Elab *e, const Node *n, Env *env, MainList *out) {
             break;
         case V_TENSOR:
             if (v->as.tensor->kind == TENSOR_INDEX) { /* !@i */
-                diag_error(a->span, "print the index itself ('%s'), not '!@%s'", v->as.tensor->index, v->as.tensor->index);
+                const char *index = v->as.tensor->index;
+                if (a->kind == NODE_VAR) /* let%op e = !@i, then print e */
+                    diag_error(a->span, "'%s' is '!@%s', index %s's value as a tensor: print the index itself ('%s'), "
+                               "or a tensor computed from it", a->name, index, index, index);
+                else diag_error(a->span, "print the index itself ('%s'), not '!@%s'", index, index);
                 return;
             }
             p->kind = PARG_TENSOR;
