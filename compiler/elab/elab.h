@@ -223,7 +223,8 @@ struct MainStep {
     uint32_t routine;       /* RUN: into Program.routines; PRINT: the routine computing printed
                                expressions, or UINT32_MAX */
     const char *format;     /* PRINT: a printf-like format, or NULL: print args[0] as a grid */
-    const char *label;      /* PRINT as a grid: the name shown */
+    const char *label;      /* PRINT as a grid: the name shown; FOR: the counter's name as written
+                               (its symbol's may be made unique: e#2), which a progress bar shows */
     PrintArg *args;
     uint32_t arg_count;
     const char *text;       /* SAVE, LOAD: the file; RECORD, PLOT: the series' name */

@@ -289,7 +289,7 @@ static bool loop_bound(Elab *e, const Node *n, Value *v, int64_t *value, uint32_
 
 static void main_for(Elab *e, const Node *n, Env *env, MainList *out, bool progress) {
     Value *from = eval(e, n->a, env, MODE_VALUE), *to = eval(e, n->b, env, MODE_VALUE);
-    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1, .progress = progress};
+    MainStep step = {.kind = MAIN_FOR, .span = n->span, .down = n->flag == 1, .progress = progress, .label = n->name};
     if (!loop_bound(e, n->a, from, &step.from, &step.from_option) | !loop_bound(e, n->b, to, &step.to, &step.to_option))
         return;
     bool at_run_time = step.from_option != UINT32_MAX || step.to_option != UINT32_MAX;

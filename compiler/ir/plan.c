@@ -180,7 +180,7 @@ static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *st
             ok &= main_stmts(ir, ar, m->body, m->body_count, &body);
             uint32_t bar = UINT32_MAX;
             if (m->progress)
-                bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = ar->program->indexes[m->index].name});
+                bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = m->label ? m->label : ar->program->indexes[m->index].name});
             push(ir, out, (IrMainStmt){.kind = IRM_FOR, .symbol = m->index, .from = m->from, .to = m->to,
                                        .from_option = m->from_option, .to_option = m->to_option,
                                        .down = m->down, .body = body.items, .body_count = body.count,

@@ -29,6 +29,11 @@ cmp -s "$T/err" "$T/lines" && pass || { cp "$T/err" "$T/log"; fail "progress: pl
 "$TSRC" --run --interp tests/native/record_plot.tsr >/dev/null 2>"$T/err"
 cmp -s "$T/err" "$T/lines" && pass || { cp "$T/err" "$T/log"; fail "progress: the reference executor prints the same lines"; }
 
+# A second loop of the same counter's name: its bar shows the name as written (tests/native/progress_name.tsr).
+printf 'e: %s\n' "1/4 (25%)" "2/4 (50%)" "3/4 (75%)" "4/4 (100%)" >"$T/lines"
+"$TSRC" --run --interp tests/native/progress_name.tsr >/dev/null 2>"$T/err"
+cmp -s "$T/err" "$T/lines" && pass || { cp "$T/err" "$T/log"; fail "progress: the bar of a second loop named e says e"; }
+
 if command -v script >/dev/null 2>&1; then
     script -qc "$T/record_plot >/dev/null" /dev/null >"$T/tty" 2>&1 </dev/null
     if grep -q "$(printf '\r')" "$T/tty" && grep -q 'step \[#*\] 12/12 100%  .* it/s  in 0:0' "$T/tty" &&
