@@ -899,6 +899,28 @@ static IrStmt *copy_nest(Sched *s, uint32_t to, uint32_t from) {
     return outer;
 }
 
+/* The nest `to[index] = from[index]` over the cells reduction r stores (its parallel loops,
+ * with new iterators; its store's index): the rounding of its f32 twin into a half result.  Only
+ * those cells: a padded or concatenated axis is written by several nests, each a region of it,
+ * and a copy of the whole twin put the zeros of the other regions over what they wrote. */
+static IrStmt *copy_stored_cells(Sched *s, const Reduction *r, uint32_t to, uint32_t from) {
+    reset_subst(s);
+    IrStmt *outer = NULL, *inner = NULL;
+    for (uint32_t k = 0; k < r->npar || (k == 0 && !outer); k++) {
+        IrStmt *loop = new_loop(s, new_iter(s), k < r->npar ? r->par[k]->extent : 1, true, LOOP_PLAIN);
+        if (k < r->npar) map_iter(s, r->par[k]->iter, affine1(loop->iter, 1, 0));
+        if (inner) ir_block_push(s->ir->arena, &inner->body, loop);
+        else outer = loop;
+        inner = loop;
+        if (k >= r->npar) break; /* no parallel loop: one pass of extent 1 around the one cell */
+    }
+    uint32_t rank = s->ir->buffers[to].rank;
+    IrIndex *at = clone_index(s, r->store->index, rank), *again = clone_index(s, r->store->index, rank);
+    ir_block_push(s->ir->arena, &inner->body, new_store(s, to, at, new_load(s, from, again)));
+    reset_subst(s);
+    return outer;
+}
+
 /* Loads of half buffers in e read their f32 twins (twin[buffer], made and filled before the
  * nest on first meeting: `before`). */
 static void read_twins(Sched *s, IrExpr *e, uint32_t *twin, IrBlock *before) {
@@ -951,8 +973,8 @@ static bool reduce_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after)
     if (contraction && !tile_pairs(s, &ct)) read_twins(s, r.step->value, twin, before); /* pairs read bf16 panels */
     if (ir_dtype_half(ir->buffers[c].dtype)) {
         uint32_t result = twin[c] != UINT32_MAX ? twin[c] : f32_twin(s, c);
+        IrStmt *round = copy_stored_cells(s, &r, c, result);
         r.store->buffer = result;
-        IrStmt *round = copy_nest(s, c, result);
         round->comment = arena_printf(s->ir->arena, "schedule: round the reduction's f32 cells into %s",
                                       ir->buffers[c].name);
         ir_block_push(s->ir->arena, after, round);
