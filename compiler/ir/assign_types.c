@@ -86,8 +86,9 @@ const char *node_text(Builder *b, TNode node) {
 uint8_t node_dtype(TNode node) { return node.tensor->dtype; }
 
 /* The value of t when it is a number: a one-cell literal or constant, or an arithmetic operation
- * between numbers written in a tensor expression (`vocab - 1`, `1. /. 3.`: + - * / and neg, through
- * at most 16 levels), computed in double.  Such an operation is a tensor of its own, computed in
+ * between numbers written in a tensor expression (`vocab - 1`, `1. /. 3.`, `sqrt (dim k)`: + - * /
+ * **, neg and sqrt, through at most 16 levels), computed in double (attention's 1/sqrt(head_dim)
+ * among f64 scores was the f32 square root).  Such an operation is a tensor of its own, computed in
  * f32 where f32 values read it; one bound to a name is not taken here, as code may write it. */
 static bool number_value(const Tensor *t, int depth, double *value) {
     if (t->kind == TENSOR_LITERAL || t->kind == TENSOR_CONSTANT) {
@@ -102,12 +103,17 @@ static bool number_value(const Tensor *t, int depth, double *value) {
         *value = -x;
         return true;
     }
+    if (t->operand_count == 1 && strcmp(op, "sqrt") == 0 && number_value(t->operands[0], depth + 1, &x)) {
+        *value = sqrt(x);
+        return true;
+    }
     if (t->operand_count != 2 || !number_value(t->operands[0], depth + 1, &x) || !number_value(t->operands[1], depth + 1, &y))
         return false;
     if (strcmp(op, "+") == 0) *value = x + y;
     else if (strcmp(op, "-") == 0) *value = x - y;
     else if (strcmp(op, "*.") == 0 || strcmp(op, "*") == 0) *value = x * y;
     else if (strcmp(op, "/.") == 0) *value = x / y;
+    else if (strcmp(op, "**") == 0) *value = pow(x, y);
     else return false;
     return true;
 }
