@@ -87,7 +87,7 @@ uint8_t node_dtype(TNode node) { return node.tensor->dtype; }
 
 /* The value of t when it is a number: a one-cell literal or constant, or an arithmetic operation
  * between numbers written in a tensor expression (`vocab - 1`, `1. /. 3.`, `sqrt (dim k)`: + - * /
- * **, neg and sqrt, through at most 16 levels), computed in double (attention's 1/sqrt(head_dim)
+ * **, neg, sqrt, log and exp, through at most 16 levels), computed in double (attention's 1/sqrt(head_dim)
  * among f64 scores was the f32 square root).  Such an operation is a tensor of its own, computed in
  * f32 where f32 values read it; one bound to a name is not taken here, as code may write it. */
 static bool number_value(const Tensor *t, int depth, double *value) {
@@ -103,8 +103,11 @@ static bool number_value(const Tensor *t, int depth, double *value) {
         *value = -x;
         return true;
     }
-    if (t->operand_count == 1 && strcmp(op, "sqrt") == 0 && number_value(t->operands[0], depth + 1, &x)) {
-        *value = sqrt(x);
+    if (t->operand_count == 1 && number_value(t->operands[0], depth + 1, &x)) {
+        if (strcmp(op, "sqrt") == 0) *value = sqrt(x);
+        else if (strcmp(op, "log") == 0) *value = log(x);
+        else if (strcmp(op, "exp") == 0) *value = exp(x);
+        else return false;
         return true;
     }
     if (t->operand_count != 2 || !number_value(t->operands[0], depth + 1, &x) || !number_value(t->operands[1], depth + 1, &y))
