@@ -613,14 +613,24 @@ bool proj_injective(const Projections *p, uint32_t slot) {
     return true;
 }
 
+/* Whether an axis of `slot` is concatenation `c` (its pieces lie in that slot). */
+static bool slot_has_concat(const Projections *p, uint32_t slot, const ProjConcat *c) {
+    for (uint32_t a = 0; a < p->rank[slot]; a++)
+        if (p->maps[slot][a].kind == PIDX_CONCAT && p->maps[slot][a].concat == c) return true;
+    return false;
+}
+
 bool proj_writes_once(const Projections *p, uint32_t slot) {
     if (has_affine(p, slot)) return false;
     for (uint32_t it = 0; it < p->iter_count; it++) {
         if (uses_of(p, slot, p->rank[slot], it)) continue;
-        bool piece = false; /* a concatenation's part: its points lie in regions of their own */
+        /* a part of a concatenation in this slot: its points lie in regions of their own.  One
+         * in an operand's axis that the result sums away is a reduction like any other (an
+         * integer sum over `3^a` kept only the last cell it read). */
+        bool piece = false;
         for (uint32_t c = 0; c < p->concat_count && !piece; c++)
             for (uint32_t j = 0; j < p->concats[c]->count && !piece; j++)
-                piece = !p->concats[c]->gap[j] && p->concats[c]->iter[j] == it;
+                piece = !p->concats[c]->gap[j] && p->concats[c]->iter[j] == it && slot_has_concat(p, slot, p->concats[c]);
         if (!piece) return false;
     }
     return true;
