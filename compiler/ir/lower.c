@@ -170,14 +170,18 @@ static IrExpr *constant(Lowerer *l, double v) {
 static IrExpr *binary(Lowerer *l, ScalarOp op, IrExpr *a, IrExpr *b) { return typed_op(l, op, l->lhs_type, a, b); }
 
 /* An accumulator's neutral value for the left side: the integer limits for max and min of i32s
- * and i64s. */
+ * and i64s, and of the storage types computed as i32 (u8: 0 and 255, bool: 0 and 1; the i32
+ * limits stored into a bool cell are 1, from which a maximum then started). */
 static IrExpr *neutral(Lowerer *l, AccumOp accum) {
     IrExpr *e = constant(l, accum_neutral(accum));
     e->type = l->lhs_type;
     if (l->lhs_type == DTYPE_I32 || l->lhs_type == DTYPE_I64) {
+        uint8_t stored = l->ir->buffers[l->a->lhs.buffer].dtype;
         bool wide = l->lhs_type == DTYPE_I64; /* INT64_MAX's double is 2^63, which the constant holds to INT64_MAX */
-        if (accum == ACC_MAX) e->value = wide ? -0x1p63 : INT32_MIN;
-        if (accum == ACC_MIN) e->value = wide ? 0x1p63 : INT32_MAX;
+        double least = stored == TSR_DTYPE_U8 || stored == TSR_DTYPE_BOOL ? 0 : wide ? -0x1p63 : INT32_MIN;
+        double most = stored == TSR_DTYPE_U8 ? 255 : stored == TSR_DTYPE_BOOL ? 1 : wide ? 0x1p63 : INT32_MAX;
+        if (accum == ACC_MAX) e->value = least;
+        if (accum == ACC_MIN) e->value = most;
     }
     return e;
 }
