@@ -982,71 +982,6 @@ static bool reduce_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after)
     return true;
 }
 
-/* The buffer every store of st writes, when they all write one (UINT32_MAX: none or several),
- * and whether every stored value reads it (an accumulation, read-modify-write). */
-static uint32_t accumulated_buffer(const IrProgram *ir, const IrStmt *st, bool *accumulates) {
-    if (st->kind == IR_STORE) {
-        *accumulates = ir_expr_loads(ir, st->value, st->buffer);
-        return st->buffer;
-    }
-    if (st->kind != IR_LOOP) return UINT32_MAX;
-    uint32_t found = UINT32_MAX;
-    *accumulates = true;
-    for (uint32_t i = 0; i < st->body.count; i++) {
-        bool reads = false;
-        uint32_t b = accumulated_buffer(ir, st->body.items[i], &reads);
-        if (b == UINT32_MAX || (found != UINT32_MAX && b != found)) return UINT32_MAX;
-        found = b;
-        *accumulates &= reads;
-    }
-    return found;
-}
-
-/* Whether a loop of st runs in order (a reduction's: several of its points reach one cell). */
-static bool has_ordered_loop(const IrStmt *st) {
-    if (st->kind != IR_LOOP) return false;
-    if (!st->parallel) return true;
-    for (uint32_t i = 0; i < st->body.count; i++)
-        if (has_ordered_loop(st->body.items[i])) return true;
-    return false;
-}
-
-static void rename_stores(IrStmt *st, uint32_t from, uint32_t to) {
-    if (st->kind == IR_STORE && st->buffer == from) st->buffer = to;
-    if (st->kind == IR_LOOP)
-        for (uint32_t i = 0; i < st->body.count; i++) rename_stores(st->body.items[i], from, to);
-}
-
-/* A nest that accumulates into a half result cell by cell, read-modify-write (a reduction into
- * a strided, padded or otherwise partly reached result: `os[2*i + 1] = os[2*i + 1] + ca[i, a]`),
- * accumulates in an f32 twin instead: the result widened into it before (exact), rounded back
- * after, so each cell is rounded once, at the end, as docs/language.md §3.9 says of a reduction
- * into a half type (it rounded at every step).  A gradient's nest keeps its rounding per
- * contribution (§3.9).  The copies go to `before` and `after`; returns whether it did. */
-bool sched_accumulate_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after) {
-    const IrProgram *ir = s->ir;
-    IrStmt *run = NULL;
-    bool accumulates = false;
-    if (st->kind != IR_LOOP || !ir_stmt_half(ir, st) || ir_stmt_gathers(ir, st) || ir_stmt_integer(st) ||
-        runtime_loops(st, &run))
-        return false;
-    uint32_t c = accumulated_buffer(ir, st, &accumulates);
-    /* (one contribution a cell, an update `p = p - lr·g`, rounds once as it is) */
-    if (c == UINT32_MAX || !accumulates || !ir_dtype_half(ir->buffers[c].dtype) || ir->buffers[c].grad ||
-        ir_buffer_dynamic(&ir->buffers[c]) || !has_ordered_loop(st))
-        return false;
-    uint32_t twin = f32_twin(s, c);
-    IrStmt *widen = copy_nest(s, twin, c);
-    widen->comment = arena_printf(s->ir->arena, "schedule: widen %s into f32 for the accumulation", ir->buffers[c].name);
-    ir_block_push(s->ir->arena, before, widen);
-    ir_rename_loads(st, c, twin);
-    rename_stores(st, c, twin);
-    IrStmt *round = copy_nest(s, c, twin);
-    round->comment = arena_printf(s->ir->arena, "schedule: round the accumulation's f32 cells into %s", ir->buffers[c].name);
-    ir_block_push(s->ir->arena, after, round);
-    return true;
-}
-
 static void schedule_function(Sched *s) {
     IrFunction *fn = s->fn;
     IrBlock body = {0};
@@ -1054,8 +989,7 @@ static void schedule_function(Sched *s) {
         IrStmt *st = fn->body.items[i];
         IrStmt *run = NULL;
         IrBlock rounding = {0};
-        if (reduce_in_f32(s, st, &body, &rounding) || sched_accumulate_in_f32(s, st, &body, &rounding)) {
-            /* the copies in are in body now */
+        if (reduce_in_f32(s, st, &body, &rounding)) { /* the copies in are in body now */
             /* the rounding into the half result becomes the tiles' epilogue where it can (its
              * loops' iterators are new: the substitution table must cover them) */
             cover_new_iters(s);

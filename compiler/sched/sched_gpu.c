@@ -1259,13 +1259,6 @@ void schedule_gpu_function(Sched *s) {
             !ir_stmt_untiled_types(s->ir, st) &&
             match_reduction(st, &r) && gpu_mma_tiles(s, &r, &body))
             continue;
-        IrBlock rounding = {0};
-        if (sched_accumulate_in_f32(s, st, &body, &rounding)) { /* its cells rounded once, as on the CPU */
-            cover_new_iters(s);
-            ir_block_push(s->ir->arena, &body, st);
-            for (uint32_t k = 0; k < rounding.count; k++) ir_block_push(s->ir->arena, &body, rounding.items[k]);
-            continue;
-        }
         if (sched_keeps_lowered(s, st)) { /* as lowered (sched.c) */
             if (gpu_scatter_rows(s, st, &body)) continue; /* but a scatter-add's rows in shared memory */
             /* except a nest kept only for its bf16/f16 cells: they are computed in f32 and

@@ -148,10 +148,6 @@ bool sched_keeps_lowered(const Sched *s, const IrStmt *st);
 /* Whether st is kept as lowered only because it computes bf16 or f16 cells: a loop nest without
  * gathered indices, integer arithmetic, f64 or the types the tiles leave alone. */
 bool sched_half_only(const Sched *s, const IrStmt *st);
-/* A nest that accumulates into a half result read-modify-write, several points a cell (a sum
- * into a strided result), rewritten to accumulate in an f32 twin: the widening goes to `before`,
- * the rounding back to `after` (sched.c).  Whether it did. */
-bool sched_accumulate_in_f32(Sched *s, IrStmt *st, IrBlock *before, IrBlock *after);
 
 /* A scratch buffer of `size` cells of `dtype` (a packed operand's type is its operand's, a tile's
  * the type its reduction accumulates in). */
