@@ -462,6 +462,19 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* ---- One assignment ----------------------------------------------------------------------------- */
 
+/* How many times iterator `it` appears in the axes of `slot`'s map (an affine axis counts each
+ * of its terms). */
+static uint32_t uses_of_iter(const Projections *p, uint32_t slot, uint32_t it) {
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < p->rank[slot]; a++) {
+        const ProjIndex *ix = &p->maps[slot][a];
+        if (ix->kind == PIDX_ITER) n += ix->iter == it;
+        if (ix->kind == PIDX_AFFINE)
+            for (uint32_t t = 0; t < ix->term_count; t++) n += ix->terms[t] == it;
+    }
+    return n;
+}
+
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
     Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
@@ -481,6 +494,18 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const ProjIndex *map = p->maps[a->lhs.slot];
     bool lhs_affine = false, lhs_window = false;
     for (uint32_t ax = 0; ax < p->rank[a->lhs.slot]; ax++) {
+        /* A strided axis `2*r+1` (one term, every point in bounds) reaches each cell from one
+         * value of its iterator, as a plain one does: that iterator is parallel, and a sum into
+         * it is a local accumulator stored once (in f32 for a half result, rounded once, where
+         * read-modify-write at every point rounded at every step). */
+        const ProjIndex *ix = &map[ax];
+        bool strided = ix->kind == PIDX_AFFINE && !ix->dense && ix->term_count == 1 && !ix->padded && ix->coef[0] != 0 &&
+                       !used[ix->terms[0]] && uses_of_iter(p, a->lhs.slot, ix->terms[0]) == 1;
+        if (strided) {
+            used[ix->terms[0]] = true;
+            order[parallel++] = ix->terms[0];
+            continue;
+        }
         /* (a gathered axis too: the data may send two points to one cell, a scatter) */
         lhs_window |= map[ax].kind == PIDX_AFFINE && !map[ax].dense;
         lhs_affine |= (map[ax].kind == PIDX_AFFINE && !map[ax].dense) || map[ax].kind == PIDX_GATHER;
