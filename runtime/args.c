@@ -34,6 +34,7 @@ typedef struct Parser {
 
 static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage_error(const Parser *p, const char *fmt, ...) {
+    if (tsr_dist_launcher_rank() != 0) return 2; /* several processes: said once, by the first */
     fflush(stdout);
     fprintf(stderr, "%s: error: ", p->program);
     va_list ap;
@@ -204,6 +205,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (tsr_dist_launcher_rank() != 0) return -1; /* several processes: printed once, by the first */
             print_help(p, default_seed);
             if (fflush(stdout) != 0 || ferror(stdout)) /* status 1: main prints the error */
                 return tsr_error(TSR_ERR_IO, "cannot write to the standard output"), 1;

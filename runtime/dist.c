@@ -136,6 +136,15 @@ static bool launched_as_one_of_several(void) {
     return false;
 }
 
+int tsr_dist_launcher_rank(void) {
+    static const char *const variables[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
+        const char *v = getenv(variables[i]);
+        if (v && *v) return (int)atol(v);
+    }
+    return 0;
+}
+
 /* dlopen the MPI library and resolve its entry points; TSR_OK or TSR_ERR_DIST. */
 static int open_library(void) {
     const char *chosen = getenv("TSR_MPI_LIBRARY");

@@ -248,6 +248,9 @@ int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size
 
 /* Whether this run has several processes that MPI connects (started, not finalized). */
 bool tsr_dist_active(void);
+/* This process's rank as its launcher says (mpirun's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK),
+ * before MPI starts; 0 without one: --help and usage errors are printed by rank 0 alone. */
+int tsr_dist_launcher_rank(void);
 /* tsr_dist_mean or tsr_dist_mean_ordered (`ordered`) of cells of `dtype`, TSR_DTYPE_F32 (float)
  * or TSR_DTYPE_F64 (double). */
 int tsr_dist_mean_cells(void *cells, int64_t count, uint8_t dtype, bool ordered);

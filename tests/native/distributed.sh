@@ -224,4 +224,14 @@ else
     fail "dist_train.tsr does not compile, or its data"
 fi
 
+# --help and a bad command line under mpirun: said once, by the process the launcher numbers 0
+# (before MPI starts: OMPI_COMM_WORLD_RANK); they were printed once per process.
+(cd "$T/a" && $MPIRUN -np 2 ../p --help) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && [ "$(grep -c '^usage: ' "$T/out")" = 1 ]; then ok; else bad "--help under mpirun prints once (status $st)"; fi
+(cd "$T/a" && $MPIRUN -np 2 ../p --no-such-option) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st != 0 ] && [ "$(grep -c "error: unknown option '--no-such-option'" "$T/err")" = 1 ]; then ok
+else bad "a usage error under mpirun is said once (status $st)"; fi
+
 finish
