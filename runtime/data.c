@@ -666,6 +666,18 @@ static int npy_read_data(const Source *src, FILE *file, const NpyType *type, con
     return TSR_OK;
 }
 
+/* Whether the file's trailing axes are one sample's of target t (the axes after its sample axes)
+ * and *rows, the product of its leading axes, the samples it holds (saturated at INT64_MAX). */
+static bool holds_samples(const NpyHeader *header, const Target *t, int64_t *rows) {
+    uint32_t tail = t->rank - t->sample_axes; /* the axes of one sample */
+    bool same = header->rank > tail;
+    for (uint32_t a = 0; same && a < tail; a++) same = header->dims[header->rank - tail + a] == t->dims[t->sample_axes + a];
+    *rows = 1;
+    for (uint32_t a = 0; same && a < header->rank - tail; a++)
+        *rows = header->dims[a] && *rows > INT64_MAX / header->dims[a] ? INT64_MAX : *rows * header->dims[a];
+    return same;
+}
+
 /* A sharded target (t->shards > 1): the file holds t->samples·shards samples, each of the shape of
  * the target's axes after its sample axes (the file's leading axes, whatever they are, numbering
  * the samples), and samples shard, shard+shards, … are read, one seek each; the file's size must
@@ -673,11 +685,8 @@ static int npy_read_data(const Source *src, FILE *file, const NpyType *type, con
 static int npy_read_shard(const Source *src, FILE *file, const NpyType *type, const NpyHeader *header, const Target *t) {
     int64_t rows = t->samples, want_rows = rows <= INT64_MAX / t->shards ? rows * t->shards : INT64_MAX;
     uint32_t tail = t->rank - t->sample_axes; /* the axes of one sample */
-    bool same = header->rank > tail;
-    for (uint32_t a = 0; same && a < tail; a++) same = header->dims[header->rank - tail + a] == t->dims[t->sample_axes + a];
-    int64_t file_rows = 1;
-    for (uint32_t a = 0; same && a < header->rank - tail; a++)
-        file_rows = header->dims[a] && file_rows > INT64_MAX / header->dims[a] ? INT64_MAX : file_rows * header->dims[a];
+    int64_t file_rows;
+    bool same = holds_samples(header, t, &file_rows);
     if (!same || (t->spare ? file_rows < want_rows : file_rows != want_rows)) {
         char sample[256], found[256];
         format_shape(sample, sizeof sample, tail, t->dims + t->sample_axes);
@@ -745,15 +754,8 @@ static int npy_load(const Source *src, FILE *file, const Target *t) {
     /* A set that a distributed run would split (sample_axes): the file's leading axes, whatever
      * they are, may number its samples, as they may for several processes ((300, 784) for
      * 10,30|784): the same bytes in C order. */
-    if (!same && t->sample_axes && t->sample_axes <= t->rank) {
-        uint32_t tail = t->rank - t->sample_axes;
-        bool samples = header.rank > tail;
-        for (uint32_t a = 0; samples && a < tail; a++) samples = header.dims[header.rank - tail + a] == t->dims[t->sample_axes + a];
-        int64_t rows = 1;
-        for (uint32_t a = 0; samples && a < header.rank - tail; a++)
-            rows = header.dims[a] && rows > INT64_MAX / header.dims[a] ? INT64_MAX : rows * header.dims[a];
-        same = samples && rows == t->samples;
-    }
+    int64_t rows;
+    if (!same && t->sample_axes && t->sample_axes <= t->rank) same = holds_samples(&header, t, &rows) && rows == t->samples;
     if (!same) {
         char expected[256], found[256];
         format_shape(expected, sizeof expected, t->rank, t->dims);

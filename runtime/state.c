@@ -60,8 +60,8 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
 
 /* Read a file into buffer `buffer` for data item `what`: CSV or .npy, of the buffer's element
  * type.  A buffer of run-time length takes the length of the .npy file's first axis.  With
- * `sample_axes` (a set split among processes: its leading axes that number the samples), this
- * process's samples (docs/runtime.md §19). */
+ * `sample_axes` (a sharded set: its leading axes that number the samples), this process's
+ * samples (docs/runtime.md §19). */
 static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char *what, bool csv, int sample_axes) {
     const Buffer *b = &s->model->buffers[buffer];
     int shard = sample_axes ? tsr_dist_rank() : 0, shards = sample_axes ? tsr_dist_size() : 1;
@@ -94,14 +94,11 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
 
 /* How data set `d` is split among the processes of this run (docs/runtime.md §19): into
  * shards_of(d) shares (1: not split), this process's share_of(d), by samples of its first
- * split_axes(d) axes (0: not split). */
+ * d->sharded axes (0: not split; load_file gets them with one process too, whose file may hold
+ * the samples under other leading axes, as several processes' may). */
 static bool split(const DataSet *d) { return d->sharded && tsr_dist_size() > 1; }
 static int shards_of(const DataSet *d) { return split(d) ? tsr_dist_size() : 1; }
 static int share_of(const DataSet *d) { return split(d) ? tsr_dist_rank() : 0; }
-static int split_axes(const DataSet *d) { return split(d) ? d->sharded : 0; }
-/* The sample axes of set d whether or not this run splits it: with one process a file may hold
- * its samples in another arrangement of leading axes, as with several (load_file). */
-static int sample_axes_of(const DataSet *d) { return tsr_dist_size() > 1 ? split_axes(d) : d->sharded; }
 
 /* Keep rows shard, shard+shards, … of `global` (rows·shards rows of `row_cells` cells) in `local`. */
 static void keep_rows(const float *global, float *local, int64_t rows, int64_t row_cells) {
@@ -163,7 +160,7 @@ static int produce_tokens(tsr_state *s, DataSet *d, const char *override) {
 static int load_override(tsr_state *s, const DataSet *d, uint32_t buffer, const char *path) {
     size_t n = strlen(path);
     return load_file(s, buffer, path, s->model->buffers[buffer].name, n >= 4 && strcmp(path + n - 4, ".csv") == 0,
-                     sample_axes_of(d));
+                     d->sharded);
 }
 
 /* The path that `--data NAME=PATH` gives buffer `buffer`, or NULL. */
@@ -285,7 +282,7 @@ static int produce_data(tsr_state *s, DataSet *d, const tsr_run_args *args) {
         return TSR_OK;
     }
     if (!strcmp(d->generator, "npy") || !strcmp(d->generator, "csv"))
-        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), sample_axes_of(d));
+        return load_file(s, d->fields[0], d->path, d->name, !strcmp(d->generator, "csv"), d->sharded);
     return tsr_error(TSR_ERR_IMAGE, "data '%s': unknown generator '%s'", d->name, d->generator);
 }
 
@@ -776,7 +773,7 @@ static void describe_value(const tsr_state *s, int64_t index, int64_t value, cha
 }
 
 /* The FNV-1a hash of every parameter and training-state tensor's bytes, into hashes[n] (and the
- * buffer into which[n]); the count in *n.  What --check-replicas compares, and the agreement
+ * buffer into which[n], which may be NULL); the count in *n.  What --check-replicas compares, and the agreement
  * check folds into one value.  A parameter that code writes and no gradient reaches (working
  * state: a count of the process's own batch, a key/value cache) is the process's own, and left
  * out: its values may differ by design (all_reduce_mean makes them one). */
@@ -789,7 +786,7 @@ static int replica_hashes(tsr_state *s, int64_t *hashes, uint32_t *which, uint32
         if (buffer->is_virtual || working || !(buffer->kind == TSR_BUF_PARAM || state)) continue;
         int status = tsr_buffer_to_host(s, b, false);
         if (status != TSR_OK) return status;
-        which[*n] = b;
+        if (which) which[*n] = b;
         hashes[(*n)++] = s->buffers[b] ? (int64_t)tsr_image_checksum((const unsigned char *)s->buffers[b], (size_t)buffer->size * tsr_dtype_cell_bytes(buffer->dtype)) : 0;
     }
     return TSR_OK;
@@ -810,11 +807,9 @@ int tsr_state_check_agreement(tsr_state *s) {
     uint32_t count = 1 + m->option_count + m->symbol_count + AGREE_SETTINGS;
     int64_t *values = malloc(count * sizeof *values);
     int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
-    uint32_t *which = calloc(m->buffer_count + 1, sizeof *which);
-    if (!values || !hashes || !which) {
+    if (!values || !hashes) {
         free(values);
         free(hashes);
-        free(which);
         return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
     }
     uint32_t n = 0, hashed = 0;
@@ -830,10 +825,9 @@ int tsr_state_check_agreement(tsr_state *s) {
     values[n++] = m->reduce_ordered;
     values[n++] = m->check_replicas;
     values[n++] = m->save_path != NULL;
-    int status = replica_hashes(s, hashes, which, &hashed);
+    int status = replica_hashes(s, hashes, NULL, &hashed);
     values[n++] = (int64_t)tsr_image_checksum((const unsigned char *)hashes, hashed * sizeof *hashes);
     free(hashes);
-    free(which);
     tsr_dist_difference d = {.index = -1};
     if (status == TSR_OK) status = tsr_dist_compare(values, n, &d);
     free(values);

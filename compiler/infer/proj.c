@@ -606,6 +606,8 @@ static uint32_t uses_of(const Projections *p, uint32_t slot, uint32_t end, uint3
     return n;
 }
 
+uint32_t proj_iter_uses(const Projections *p, uint32_t slot, uint32_t it) { return uses_of(p, slot, p->rank[slot], it); }
+
 bool proj_injective(const Projections *p, uint32_t slot) {
     if (has_affine(p, slot)) return false;
     for (uint32_t it = 0; it < p->iter_count; it++)

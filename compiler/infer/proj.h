@@ -90,6 +90,10 @@ void proj_shape_dims(const Shape *shape, uint64_t *dims);
 /* Whether some map of the record has a gathered axis (PIDX_GATHER). */
 bool proj_gathers(const Projections *p);
 
+/* How many times iterator `it` appears in the axes of `slot`'s map (an affine axis counts each
+ * of its terms). */
+uint32_t proj_iter_uses(const Projections *p, uint32_t slot, uint32_t it);
+
 /* Is the map of `slot` injective / surjective onto that slot's cells? */
 bool proj_injective(const Projections *p, uint32_t slot);
 /* Whether no cell of `slot` is reached by two points of one region: every iterator is in its map,

@@ -462,19 +462,6 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* ---- One assignment ----------------------------------------------------------------------------- */
 
-/* How many times iterator `it` appears in the axes of `slot`'s map (an affine axis counts each
- * of its terms). */
-static uint32_t uses_of_iter(const Projections *p, uint32_t slot, uint32_t it) {
-    uint32_t n = 0;
-    for (uint32_t a = 0; a < p->rank[slot]; a++) {
-        const ProjIndex *ix = &p->maps[slot][a];
-        if (ix->kind == PIDX_ITER) n += ix->iter == it;
-        if (ix->kind == PIDX_AFFINE)
-            for (uint32_t t = 0; t < ix->term_count; t++) n += ix->terms[t] == it;
-    }
-    return n;
-}
-
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
     Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
@@ -500,7 +487,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
          * read-modify-write at every point rounded at every step). */
         const ProjIndex *ix = &map[ax];
         bool strided = ix->kind == PIDX_AFFINE && !ix->dense && ix->term_count == 1 && !ix->padded && ix->coef[0] != 0 &&
-                       !used[ix->terms[0]] && uses_of_iter(p, a->lhs.slot, ix->terms[0]) == 1;
+                       !used[ix->terms[0]] && proj_iter_uses(p, a->lhs.slot, ix->terms[0]) == 1;
         if (strided) {
             used[ix->terms[0]] = true;
             order[parallel++] = ix->terms[0];

@@ -906,13 +906,12 @@ static IrStmt *copy_nest(Sched *s, uint32_t to, uint32_t from) {
 static IrStmt *copy_stored_cells(Sched *s, const Reduction *r, uint32_t to, uint32_t from) {
     reset_subst(s);
     IrStmt *outer = NULL, *inner = NULL;
-    for (uint32_t k = 0; k < r->npar || (k == 0 && !outer); k++) {
-        IrStmt *loop = new_loop(s, new_iter(s), k < r->npar ? r->par[k]->extent : 1, true, LOOP_PLAIN);
-        if (k < r->npar) map_iter(s, r->par[k]->iter, affine1(loop->iter, 1, 0));
+    for (uint32_t k = 0; k < (r->npar ? r->npar : 1); k++) { /* no parallel loop: one of extent 1 */
+        IrStmt *loop = new_loop(s, new_iter(s), r->npar ? r->par[k]->extent : 1, true, LOOP_PLAIN);
+        if (r->npar) map_iter(s, r->par[k]->iter, affine1(loop->iter, 1, 0));
         if (inner) ir_block_push(s->ir->arena, &inner->body, loop);
         else outer = loop;
         inner = loop;
-        if (k >= r->npar) break; /* no parallel loop: one pass of extent 1 around the one cell */
     }
     uint32_t rank = s->ir->buffers[to].rank;
     IrIndex *at = clone_index(s, r->store->index, rank), *again = clone_index(s, r->store->index, rank);
