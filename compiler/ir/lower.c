@@ -20,7 +20,8 @@
  * X = fma(x, y, X), as a reduction's step) -- except a merged
  * axis's index (g, o), which numbers the cells one to one: its iterators are parallel loops.
  * Through a gathered index (a scatter) the same read-modify-write, with parallel loops over the
- * iterators that index an LHS axis on their own.
+ * iterators that index an LHS axis on their own.  Either scatter into a bf16 or f16 buffer
+ * accumulates in an f32 twin of it (widened first, rounded into it after: one rounding a cell).
  * Concatenated indices: one region per choice of an active piece of every concatenated axis;
  * the other pieces' iterators get no loop, and a region in which the LHS or a read would use
  * one (or would reach a fixed-size gap) is left out.  Regions may add into one cell, so an
@@ -284,8 +285,9 @@ static IrStmt *store(Lowerer *l, uint32_t buffer, IrIndex *index, IrExpr *value)
     return s;
 }
 
-/* Set every cell of `buffer` to `value`: one parallel loop per axis larger than one. */
-static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, IrExpr *value) {
+/* Set every cell of `buffer` to `value` — or, with `value` NULL, to the same cell of `from`, a
+ * buffer of its shape: one parallel loop per axis larger than one. */
+static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, IrExpr *value, uint32_t from) {
     const IrBuffer *b = &l->ir->buffers[buffer];
     IrIndex *ix = arena_alloc(l->ir->arena, (b->rank ? b->rank : 1) * sizeof *ix);
     IrStmt *outer = NULL, *inner = NULL;
@@ -299,6 +301,11 @@ static IrStmt *fill_nest(Lowerer *l, uint32_t buffer, IrExpr *value) {
         if (inner) ir_block_push(l->ir->arena, &inner->body, lp);
         else outer = lp;
         inner = lp;
+    }
+    if (!value) {
+        value = new_expr(l, IR_LOAD);
+        value->buffer = from;
+        value->index = ix;
     }
     IrStmt *st = store(l, buffer, ix, value);
     if (!inner) return st;
@@ -462,6 +469,16 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* ---- One assignment ----------------------------------------------------------------------------- */
 
+/* An f32 buffer of the shape of half buffer `of`, for a scatter into it to accumulate in. */
+static uint32_t f32_twin(Lowerer *l, uint32_t of) {
+    IrBuffer b = l->ir->buffers[of];
+    b = (IrBuffer){.id = l->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = b.rank, .dims = b.dims,
+                   .size = b.size, .init = INIT_NONE, .shape_text = b.shape_text,
+                   .name = arena_printf(l->ir->arena, "%s.f32#l%u", b.name, l->ir->buffer_count)};
+    ARENA_PUSH(l->ir->arena, l->ir->buffers, l->ir->buffer_count, l->ir->buffer_cap, b);
+    return b.id;
+}
+
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
     Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
@@ -553,13 +570,29 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         diag_error(a->span, "the concatenations and padding of this operation would need more than 4096 loop nests");
         return;
     }
+    /* A scatter (an LHS written through a window or a gathered axis: several points a cell,
+     * read-modify-write) into a bf16 or f16 buffer accumulates in an f32 twin of it, filled or
+     * widened from it first and rounded into it after, so each cell is rounded once, as a
+     * reduction's f32 local is (an embedding's gradient, adding one row per occurrence of a token,
+     * rounded at every occurrence; a maximum or minimum rounds the same either way).  Not when
+     * the right side reads the left: it must see the sums so far. */
+    uint32_t target = lhs; /* the buffer the nests accumulate in */
+    bool in_twin = lhs_affine && ir_dtype_half(ir->buffers[lhs].dtype) && a->accum != ACC_NONE &&
+                   a->accum != ACC_MAX && a->accum != ACC_MIN;
+    for (uint32_t i = 0; i < a->read_count; i++) in_twin = in_twin && a->reads[i].buffer != lhs;
+    if (in_twin) target = f32_twin(&l, lhs);
     bool reset = a->reset;
     if (reset && (!surjective || (skips_cells && a->accum != ACC_NONE) ||
                   (p->concat_count && a->accum != ACC_NONE))) {
-        IrStmt *fill = fill_nest(&l, lhs, neutral(&l, a->accum));
+        IrStmt *fill = fill_nest(&l, target, neutral(&l, a->accum), 0);
         fill->comment = comment;
         comment = NULL;
         ir_block_push(ir->arena, &fn->body, fill);
+    } else if (in_twin) {
+        IrStmt *widen = fill_nest(&l, target, NULL, lhs);
+        widen->comment = comment;
+        comment = NULL;
+        ir_block_push(ir->arena, &fn->body, widen);
     }
     if (p->concat_count && a->accum != ACC_NONE) reset = false;
 
@@ -600,7 +633,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         IrExpr *rhs = lower_expr(&l, a, a->rhs);
         IrIndex *lhs_index = access_index(&l, p, a->lhs.slot);
         IrExpr *current = new_expr(&l, IR_LOAD);
-        current->buffer = lhs;
+        current->buffer = target;
         current->index = lhs_index;
         IrBlock *into = &fn->body;
         IrStmt *region_first = NULL;
@@ -618,7 +651,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
             /* Read-modify-write at every point: cells reached twice accumulate both, each point
              * a step of the reduction. */
             IrExpr *value = a->accum == ACC_NONE ? rhs : reduction_step(&l, a->accum, current, rhs);
-            last_store = store(&l, lhs, lhs_index, value);
+            last_store = store(&l, target, lhs_index, value);
             ir_block_push(ir->arena, into, last_store);
         } else if (no_reduction) {
             IrExpr *value;
@@ -663,6 +696,11 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         if (!first) first = region_first;
     }
     if (first && comment) first->comment = comment;
+    if (in_twin) {
+        IrStmt *round = fill_nest(&l, lhs, NULL, target);
+        round->comment = arena_printf(ir->arena, "round the f32 sums into %s, once each cell", ir->buffers[lhs].name);
+        ir_block_push(ir->arena, &fn->body, round);
+    }
 }
 
 /* `all_reduce_mean` (assign.h: a collective): a REDUCE action of the buffers it averages, called
