@@ -166,6 +166,9 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
 /* A buffer's flags (version 10): a state tensor of code (an optimiser's moments and step count),
  * which a checkpoint of every parameter holds too (checkpoint.c). */
 #define TSR_BUFFER_FLAG_STATE 1u
+/* With STATE: a parameter's gradient whose sums carry from one routine run to the next (gradient
+ * accumulation), the process's own in a distributed run (a reader without this flag refuses it). */
+#define TSR_BUFFER_FLAG_CARRIED 2u
 #define TSR_IMAGE_HEADER 16u /* magic, version, checksum */
 
 #define TSR_KIND_BUF(name) TSR_BUF_##name,

@@ -104,6 +104,10 @@ tsr_series *tsr_model_series(const tsr_model *model, uint32_t k);
 /* Whether buffer `buffer` is a state tensor of code (TSR_BUFFER_FLAG_STATE: an optimiser's
  * moments or step count), which a checkpoint of every parameter holds too. */
 bool tsr_model_buffer_is_state(const tsr_model *model, uint32_t buffer);
+/* Whether buffer `buffer` is state that each process of a distributed run has its own of: a
+ * parameter that code writes and no gradient reaches (a key/value cache, a count of the process's
+ * batch), or a gradient whose sums carry between runs (TSR_BUFFER_FLAG_CARRIED). */
+bool tsr_model_buffer_is_own(const tsr_model *model, uint32_t buffer);
 /* The shape of buffer `buffer` (memory order) and its kind; false past the last buffer. */
 bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *rank, const int64_t **dims,
                             int64_t *cells, uint8_t *kind);
@@ -128,6 +132,9 @@ int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
  * its run number a->runs, then count the run. */
 int tsr_shuffle(tsr_state *state, tsr_action *a);
+/* The rows shuffle statement `a` permutes (its run-time count read from the image), or -1 with
+ * the error recorded. */
+int64_t tsr_shuffle_rows(const tsr_state *state, const tsr_action *a);
 /* SAVE in a distributed run (checkpoint.c): process 0 writes the checkpoint, and every process learns
  * whether it could (a failure is then an error on every process); in a run of one, a plain
  * tsr_checkpoint_save. */

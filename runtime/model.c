@@ -275,7 +275,8 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         b->flags = u8(&r);
         b->dtype = u8(&r);
         if (b->kind >= TSR_BUF_KIND_COUNT || b->init >= TSR_INIT_KIND_COUNT || b->is_virtual > 1 ||
-            (b->flags & ~TSR_BUFFER_FLAG_STATE) || b->dtype >= TSR_DTYPE_COUNT)
+            (b->flags & ~(TSR_BUFFER_FLAG_STATE | TSR_BUFFER_FLAG_CARRIED)) ||
+            ((b->flags & TSR_BUFFER_FLAG_CARRIED) && !(b->flags & TSR_BUFFER_FLAG_STATE)) || b->dtype >= TSR_DTYPE_COUNT)
             r.bad = true;
         b->rank = count(&r, 8);
         b->dims = calloc(b->rank + 1, sizeof *b->dims);
@@ -469,6 +470,10 @@ void tsr_model_mark_loaded(const tsr_model *m) {
 }
 bool tsr_model_buffer_is_state(const tsr_model *m, uint32_t buffer) {
     return m && buffer < m->buffer_count && !m->buffers[buffer].is_virtual && (m->buffers[buffer].flags & TSR_BUFFER_FLAG_STATE);
+}
+bool tsr_model_buffer_is_own(const tsr_model *m, uint32_t buffer) {
+    return tsr_model_buffer_is_state(m, buffer) &&
+           (m->buffers[buffer].kind == TSR_BUF_PARAM || (m->buffers[buffer].flags & TSR_BUFFER_FLAG_CARRIED));
 }
 bool tsr_model_buffer_shape(const tsr_model *m, uint32_t buffer, uint32_t *rank, const int64_t **dims, int64_t *cells,
                             uint8_t *kind) {

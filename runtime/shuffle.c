@@ -41,21 +41,30 @@ static size_t row_bytes(const tsr_state *s, uint32_t b, int64_t rows) {
     return (size_t)(buffer_cells(s, b) / rows) * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b));
 }
 
-int tsr_shuffle(tsr_state *s, tsr_action *a) {
+int64_t tsr_shuffle_rows(const tsr_state *s, const tsr_action *a) {
     int64_t rows = a->rows;
-    size_t widest = 0; /* bytes */
-    if (rows < 0) { /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
-        uint32_t rank;
-        const int64_t *dims;
-        int64_t cells;
-        uint8_t kind;
-        if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0)
-            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
-        if (rows == INT64_MIN || (dims[0] && -rows > INT64_MAX / dims[0]))
-            return tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's row count is out of range", a->text);
-        rows = -rows * dims[0];
-        if (rows == 0) return TSR_OK;
+    if (rows >= 0) return rows;
+    /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+    uint8_t kind;
+    if (!tsr_model_buffer_shape(s->model, a->refs[0], &rank, &dims, &cells, &kind) || rank == 0) {
+        tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's first field has no axes", a->text);
+        return -1;
     }
+    if (rows == INT64_MIN || (dims[0] && -rows > INT64_MAX / dims[0])) {
+        tsr_error(TSR_ERR_IMAGE, "shuffle '%s': the image's row count is out of range", a->text);
+        return -1;
+    }
+    return -rows * dims[0];
+}
+
+int tsr_shuffle(tsr_state *s, tsr_action *a) {
+    int64_t rows = tsr_shuffle_rows(s, a);
+    size_t widest = 0; /* bytes */
+    if (rows < 0) return TSR_ERR_IMAGE;
+    if (rows == 0) return TSR_OK;
     for (uint32_t f = 0; f < a->ref_count; f++) {
         int64_t cells = buffer_cells(s, a->refs[f]);
         if (!s->buffers[a->refs[f]] || cells % rows != 0)

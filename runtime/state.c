@@ -775,15 +775,16 @@ static void describe_value(const tsr_state *s, int64_t index, int64_t value, cha
 /* The FNV-1a hash of every parameter and training-state tensor's bytes, into hashes[n] (and the
  * buffer into which[n], which may be NULL); the count in *n.  What --check-replicas compares, and the agreement
  * check folds into one value.  A parameter that code writes and no gradient reaches (working
- * state: a count of the process's own batch, a key/value cache) is the process's own, and left
- * out: its values may differ by design (all_reduce_mean makes them one). */
+ * state: a count of the process's own batch, a key/value cache) and a gradient whose sums carry
+ * between runs (accumulated micro-batches) are the process's own, and left out: their values may
+ * differ by design (all_reduce_mean makes them one). */
 static int replica_hashes(tsr_state *s, int64_t *hashes, uint32_t *which, uint32_t *n) {
     const tsr_model *m = s->model;
     *n = 0;
     for (uint32_t b = 0; b < m->buffer_count; b++) {
         const Buffer *buffer = &m->buffers[b];
-        bool state = tsr_model_buffer_is_state(m, b), working = buffer->kind == TSR_BUF_PARAM && state;
-        if (buffer->is_virtual || working || !(buffer->kind == TSR_BUF_PARAM || state)) continue;
+        bool state = tsr_model_buffer_is_state(m, b);
+        if (buffer->is_virtual || tsr_model_buffer_is_own(m, b) || !(buffer->kind == TSR_BUF_PARAM || state)) continue;
         int status = tsr_buffer_to_host(s, b, false);
         if (status != TSR_OK) return status;
         if (which) which[*n] = b;

@@ -75,7 +75,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
         u8(&b, (uint8_t)buf->kind);
         u8(&b, (uint8_t)(buf->is_virtual ? INIT_NONE : buf->init));
         u8(&b, buf->is_virtual);
-        u8(&b, buf->training_state ? TSR_BUFFER_FLAG_STATE : 0);
+        u8(&b, (uint8_t)((buf->training_state ? TSR_BUFFER_FLAG_STATE : 0) | (buf->carried ? TSR_BUFFER_FLAG_CARRIED : 0)));
         u8(&b, (uint8_t)buf->dtype);
         u32(&b, buf->rank);
         for (uint32_t a = 0; a < buf->rank; a++) /* a run-time size: -1 - the symbol that sizes it */

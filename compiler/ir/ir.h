@@ -224,6 +224,9 @@ typedef struct IrBuffer {
     bool is_virtual;      /* inlined into its readers: no storage */
     bool training_state;  /* a state tensor of code (`{ m } =: …`: an optimiser's moments, its step
                            * count): a checkpoint of every parameter holds it too (image flag) */
+    bool carried;         /* training_state, a parameter's gradient that a routine adds into before
+                           * it resets it (Train.accumulate's micro-batches): the sums so far carry
+                           * from one run to the next, and each process has its own (image flag) */
     bool kernel_local;    /* BUF_SCRATCH private to each run of a kernel (a register tile):
                            * backends keep it in registers or on the stack, not in the state */
     bool gpu_shared;      /* kernel_local, shared by the threads of a GPU block (shared memory) */

@@ -140,6 +140,42 @@ static void mark_working_state(Builder *b) {
     }
 }
 
+/* A parameter's gradient that some routine reads or adds into before it resets every cell of it
+ * (`Train.accumulate`'s backprop adds each micro-batch into what the earlier runs left, and
+ * `Train.apply` divides, applies and zeroes it) carries partial sums from one run to the next:
+ * training state, which a checkpoint of every parameter holds, and each process's own.  A
+ * routine that starts by zeroing it (`Train.step`) carries nothing. */
+static void mark_carried_gradients(Builder *b) {
+    AssignResult *out = b->out;
+    IrProgram *ir = b->ir;
+    enum { UNTOUCHED, OVERWRITTEN, READ_FIRST };
+    uint8_t *first = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *first);
+    bool *carried = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *carried);
+    memset(carried, 0, (ir->buffer_count + 1) * sizeof *carried);
+    for (uint32_t r = 0; r < out->routine_count; r++) {
+        memset(first, UNTOUCHED, (ir->buffer_count + 1) * sizeof *first);
+        for (uint32_t i = 0; i < out->routines[r].count; i++) {
+            const Assignment *a = out->routines[r].items[i];
+            for (uint32_t k = 0; k < a->read_count; k++)
+                if (a->reads[k].buffer < ir->buffer_count && first[a->reads[k].buffer] == UNTOUCHED)
+                    first[a->reads[k].buffer] = READ_FIRST;
+            for (uint32_t s = 0; a->slot_values && s < a->proj->slot_count; s++)
+                if (a->slot_values[s].buffer < ir->buffer_count && first[a->slot_values[s].buffer] == UNTOUCHED)
+                    first[a->slot_values[s].buffer] = READ_FIRST;
+            uint32_t lhs = a->lhs.buffer;
+            if (a->collective || lhs >= ir->buffer_count || first[lhs] != UNTOUCHED) continue;
+            bool overwrites = (a->reset || a->accum == ACC_NONE) && a->kernel == KERNEL_NONE && proj_surjective(a->proj, a->lhs.slot);
+            first[lhs] = overwrites ? OVERWRITTEN : READ_FIRST;
+        }
+        for (uint32_t buf = 0; buf < ir->buffer_count; buf++) carried[buf] |= first[buf] == READ_FIRST;
+    }
+    for (uint32_t t = 0; t < b->program->tensor_count; t++) {
+        uint32_t g = out->grad_buffer[t];
+        if (b->program->tensors[t]->kind == TENSOR_PARAM && g != UINT32_MAX && carried[g])
+            ir->buffers[g].training_state = ir->buffers[g].carried = true;
+    }
+}
+
 /* The literal (or constant) of f32 cells that holds a number f32 cannot hold: t itself, or one
  * that t stacks at any depth (`[[1.; 2.]; [3.; 1e39]]` is a stack of row literals, folded into
  * one buffer that no assignment reads them through); NULL if none.  *cell: the number's place;
@@ -279,6 +315,7 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
         if (out->grad_buffer[t] != UINT32_MAX) ir->buffers[out->grad_buffer[t]].dtype = (DType)program->tensors[t]->dtype;
     }
     mark_working_state(&b);
+    mark_carried_gradients(&b);
     out->ir = ir;
     return true;
 }

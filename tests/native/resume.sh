@@ -85,4 +85,29 @@ printf 'data r = tokens "t60.bin" ~b:[4] ~o:[5] ~windows:"random" ~seed:3\nlet%%
 (cd "$T" && timeout 60 $TSRC --run windows.tsr) >"$T/windows.out" 2>"$T/log"
 [ $? = 0 ] && [ "$(sed -n 2,5p "$T/windows.out")" != "$(sed -n 7,10p "$T/windows.out")" ]
 check "two statements drawing a token file's random windows draw different windows" $?
+# Gradient accumulation saved halfway through a batch: the gradients' sums so far are training
+# state (layer.w.grad in the checkpoint of every parameter), so micro-batches 0-2 + save + load
+# + micro-batches 3-5 and the update give the parameters of one uninterrupted run; a Train.step
+# program's gradients, zeroed first by every step, are not saved.
+MICRO=$(pwd)/tests/native/resume_micro.tsr
+for mode in native interp; do
+    run=$(tsrc_run $mode)
+    (cd "$T" && timeout 60 $run "$MICRO" -- --save micro_whole.npz &&
+        timeout 60 $run "$MICRO" -- --last 2 --upd 0 --save micro_half.npz &&
+        timeout 60 $run "$MICRO" -- --first 3 --load micro_half.npz --save micro_rest.npz) >"$T/log" 2>&1
+    status=$?
+    "$PYTHON" -c "
+import sys, numpy as np
+whole, half, rest = (np.load(f) for f in sys.argv[1:4])
+assert 'layer.w.grad' in half.files and np.abs(half['layer.w.grad']).max() > 0, half.files
+assert not np.array_equal(half['layer.w'], whole['layer.w'])
+for k in whole.files:
+    assert np.array_equal(whole[k], rest[k]), k" "$T/micro_whole.npz" "$T/micro_half.npz" "$T/micro_rest.npz" 2>>"$T/log"
+    [ $status = 0 ] && [ $? = 0 ]
+    check "$mode: 3 micro-batches + save + load + 3 micro-batches and the update = the uninterrupted run" $?
+done
+"$PYTHON" -c "
+import sys, numpy as np
+assert not [k for k in np.load(sys.argv[1]).files if k.endswith('.grad')]" "$T/native/resume.npz" 2>"$T/log"
+check "a Train.step program's checkpoint holds no gradient" $?
 finish
