@@ -235,6 +235,15 @@ static const char *joined_option(int argc, char **argv, int *i) {
     return a;
 }
 
+/* The mode option `a` (mode m): the first one, or the same option again (`--explain=` may name
+ * several tensors); another is an error, `--emit=llvm --emit=asm` too. */
+static void set_mode(Options *opt, const char **mode_text, Mode m, const char *a) {
+    if (*mode_text && (opt->mode != m || (m != MODE_EXPLAIN && strcmp(a, *mode_text) != 0)))
+        bad_usage("'%s' conflicts with an earlier mode option ('%s')", a, *mode_text);
+    opt->mode = m;
+    if (!*mode_text) *mode_text = a;
+}
+
 static Options parse_options(int argc, char **argv) {
     Options opt = {.bucket_cells = BUCKET_CELLS_DEFAULT};
     opt.opt_level = 3;
@@ -243,7 +252,7 @@ static Options parse_options(int argc, char **argv) {
     joined_options = calloc((size_t)argc + 1, sizeof *joined_options);
     atexit(free_include_dirs); /* a bad command line exits from inside this function */
     if (!opt.include_dirs || !joined_options) diag_fatal_oom();
-    bool seen_mode = false;
+    const char *mode_text = NULL; /* the first mode option, as written */
     for (int i = 1; i < argc; i++) {
         const char *a = strcmp(argv[i], "--") == 0 ? argv[i] : joined_option(argc, argv, &i);
         if (strcmp(a, "--") == 0) { /* the rest is the program's own command line */
@@ -263,14 +272,10 @@ static Options parse_options(int argc, char **argv) {
                    : strcmp(a, "--dump-ast") == 0   ? MODE_DUMP_AST
                    : strcmp(a, "--check") == 0      ? MODE_CHECK
                                                     : MODE_PRINT_SHAPES;
-            if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
-            opt.mode = m;
-            seen_mode = true;
+            set_mode(&opt, &mode_text, m, a);
         } else if (strncmp(a, "--explain=", 10) == 0) {
             if (!a[10]) bad_usage("%s", "'--explain=' needs a tensor name");
-            if (seen_mode && opt.mode != MODE_EXPLAIN) bad_usage("'%s' conflicts with an earlier mode option", a);
-            opt.mode = MODE_EXPLAIN;
-            seen_mode = true;
+            set_mode(&opt, &mode_text, MODE_EXPLAIN, a);
             opt.explain[opt.explain_count++] = a + 10;
         } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0 ||
                    strcmp(a, "--shared") == 0) {
@@ -288,9 +293,7 @@ static Options parse_options(int argc, char **argv) {
                 else if (strcmp(k, "ptx") == 0) opt.emit_ptx = true;
                 else bad_usage("unknown output kind '%s' (ir, sched-ir, llvm, asm, obj or ptx)", k);
             }
-            if (seen_mode && opt.mode != m) bad_usage("'%s' conflicts with an earlier mode option", a);
-            opt.mode = m;
-            seen_mode = true;
+            set_mode(&opt, &mode_text, m, a);
         } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
             opt.opt_level = a[2] - '0';
         } else if (strncmp(a, "--cpu=", 6) == 0 && a[6]) {
@@ -806,14 +809,14 @@ static bool build_shared(IrProgram *ir, const Options *opt, const Target *target
         return false;
     Output manifest;
     if (!output_open(&manifest, paths[1], true)) return false;
-    bool ok = build_linked(ir, opt, target, paths[0], NULL, true);
+    bool linked = build_linked(ir, opt, target, paths[0], NULL, true), ok = linked;
     if (ok) manifest_write(ir, module_name(ir->arena, opt, paths[0]), manifest.file);
     if (ok && (fflush(manifest.file) != 0 || ferror(manifest.file))) {
         diag_error_noloc("cannot write '%s': %s", paths[1], strerror(errno));
         ok = false;
     }
     if (!output_commit(&manifest, ok)) ok = false;
-    if (!ok) unlink(paths[0]);
+    if (!ok && linked) unlink(paths[0]); /* a failed link left an earlier library as it was */
     return ok;
 }
 
@@ -982,30 +985,56 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
     return 1;
 }
 
-/* No output of the mode may be the input file (the same device and inode, so also through a
- * link), a directory, a block device or a socket, and -c's object must be a regular file (or
- * none yet): refused before anything is compiled or written. */
+/* Whether `a` and `b` name one file: the same text, or the same device and inode. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return strcmp(a, b) == 0 || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+/* No output of the mode (nor the --depfile) may be the input file (the same device and inode,
+ * so also through a link), a directory, a block device or a socket, or a name too long for the
+ * file system; -c's object must be a regular file (or none yet), and the depfile none of the
+ * outputs: refused before anything is compiled or written. */
 static bool outputs_allowed(Arena *arena, const Options *opt) {
-    static const char *object_files[3] = {"object", "header", "manifest"};
-    const char *paths[3];
-    int n = mode_outputs(arena, opt, paths);
+    static const char *object_files[3] = {"object", "header", "manifest"}, *shared_files[2] = {"library", "manifest"},
+                      *ptx_files[2] = {"PTX", "manifest"};
+    const char *paths[4];
+    int n = mode_outputs(arena, opt, paths), outputs = n;
     struct stat in, st;
     if (stat(opt->input, &in) != 0) return true; /* source_load read it: it exists */
     bool ok = true;
+    if (opt->depfile && strcmp(opt->depfile, "-") != 0) {
+        for (int i = 0; i < outputs; i++)
+            if (same_file(opt->depfile, paths[i])) {
+                diag_error_noloc("the --depfile '%s' is also an output of this compile ('%s'): choose another name",
+                                 opt->depfile, paths[i]);
+                return false;
+            }
+        paths[n++] = opt->depfile;
+    }
     for (int i = 0; i < n; i++) {
+        const char *what = i == outputs                ? "--depfile"
+                           : opt->mode == MODE_OBJECT ? object_files[i]
+                           : opt->mode == MODE_SHARED ? shared_files[i]
+                           : opt->emit_ptx && opt->mode == MODE_EMIT_CODE ? ptx_files[i] : "output";
         int fd = named_descriptor(paths[i]);
-        if (fd >= 0 ? fstat(fd, &st) != 0 : stat(paths[i], &st) != 0) continue;
+        if (fd >= 0 ? fstat(fd, &st) != 0 : stat(paths[i], &st) != 0) {
+            if (fd < 0 && errno == ENAMETOOLONG) {
+                diag_error_noloc("cannot write the %s '%s': %s", what, paths[i], strerror(errno));
+                ok = false;
+            }
+            continue;
+        }
         const char *why = unwritable_kind(st.st_mode);
         if (st.st_dev == in.st_dev && st.st_ino == in.st_ino) {
             diag_error_noloc("the %s '%s' is the input file '%s': tsrc does not overwrite its input (choose another "
-                             "name with -o)", opt->mode == MODE_OBJECT ? object_files[i] : "output", paths[i],
-                             opt->input);
+                             "name%s)", what, paths[i], opt->input, i == outputs ? "" : " with -o");
         } else if (why) {
             diag_error_noloc("cannot write '%s': %s", paths[i], why);
         } else if (opt->mode == MODE_OBJECT && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) {
             diag_error_noloc("cannot write '%s': -c writes an object with a header and a manifest named after it, "
                              "and '%s' is not a regular file (--emit=obj writes the object alone)", paths[i], paths[i]);
-        } else if (n == 2 && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) { /* --shared, --emit=ptx */
+        } else if (outputs == 2 && i == 0 && (fd >= 0 || !S_ISREG(st.st_mode))) { /* --shared, --emit=ptx */
             diag_error_noloc("cannot write '%s': %s writes a manifest named after it ('%s'), and '%s' is not a regular "
                              "file%s", paths[i], opt->mode == MODE_SHARED ? "--shared" : "--emit=ptx", paths[1], paths[i],
                              opt->mode == MODE_SHARED ? "" : " (-o - writes the PTX alone to standard output)");
@@ -1053,13 +1082,14 @@ static void make_word(FILE *out, const char *path) {
 
 /* --depfile: "OUTPUT: SOURCE MODULE…", the rule a build tool (Make, Ninja, CMake's DEPFILE) reads
  * to rebuild the output when the program or a module it opened changes; written like any
- * output (whole, or not at all).  The standard library is inside tsrc itself. */
-static bool write_depfile(Arena *arena, const Options *opt) {
+ * output (whole, or not at all), into `out`, open before the outputs are made so that a depfile
+ * that cannot be written fails the compile before they are, and renamed into place after them
+ * (compile).  The standard library is inside tsrc itself. */
+static bool write_depfile(Arena *arena, const Options *opt, Output *out_file) {
     const char *paths[3] = {NULL, NULL, NULL};
     int n = mode_outputs(arena, opt, paths);
-    if (n == 0) return true;
-    Output out;
-    if (!output_open(&out, opt->depfile, true)) return false;
+    if (!output_open(out_file, opt->depfile, true)) return false;
+    Output out = *out_file;
     uint32_t count;
     const char **files = source_files(&count);
     for (int i = 0; i < n; i++) {
@@ -1072,10 +1102,23 @@ static bool write_depfile(Arena *arena, const Options *opt) {
     }
     fputc('\n', out.file);
     free(files);
-    return output_commit(&out, true);
+    if (fflush(out.file) != 0 || ferror(out.file)) {
+        diag_error_noloc("cannot write '%s': %s", opt->depfile, strerror(errno));
+        output_commit(out_file, false);
+        return false;
+    }
+    return true;
 }
 
 static int compile(Options opt) {
+    /* This tsrc generates x86-64 code and GPU code: another architecture is refused whatever the
+     * mode (the schedule of --emit=sched-ir and --run --interp is a target's too). */
+    if (opt.triple && !target_is_cuda(opt.triple) && strncmp(opt.triple, "x86_64-", 7) != 0 &&
+        strcmp(opt.triple, "x86_64") != 0) {
+        diag_error_noloc("unknown target '%s': not an x86-64 triple (this tsrc generates x86-64 code, "
+                         "--target=x86_64-pc-linux-gnu, and GPU code, --target=cuda)", opt.triple);
+        return 1;
+    }
     uint32_t file = source_load(opt.input);
     if (!file) return 1;
 
@@ -1130,8 +1173,10 @@ static int compile(Options opt) {
                     if (!output_commit(&out, status == 0)) status = 1;
                 }
             } else if (!checks_only(&opt)) {
-                status = generate(ir, &opt, &target);
-                if (status == 0 && opt.depfile && !write_depfile(arena, &opt)) status = 1;
+                Output depfile;
+                bool dep = opt.depfile && write_depfile(arena, &opt, &depfile); /* false: closed */
+                status = opt.depfile && !dep ? 1 : generate(ir, &opt, &target);
+                if (dep && !output_commit(&depfile, status == 0) && status == 0) status = 1;
             }
             ir_free(ir);
             program_free(program);

@@ -103,16 +103,12 @@ static void load_module_once(Elab *e, const char *name, Span span) {
             return;
         }
     ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
-    char file[256];
-    snprintf(file, sizeof file, "%s.tsr", name);
+    char *file = arena_printf(e->arena, "%s.tsr", name); /* whole, however long the name */
     file[0] = (char)tolower((unsigned char)file[0]);
     uint32_t src = 0;
     for (unsigned i = 0; i < tsr_stdlib_file_count && !src; i++)
-        if (strcmp(tsr_stdlib_files[i].name, file) == 0) {
-            char path[300];
-            snprintf(path, sizeof path, "<stdlib>/%s", file);
-            src = source_add(path, tsr_stdlib_files[i].text, tsr_stdlib_files[i].len);
-        }
+        if (strcmp(tsr_stdlib_files[i].name, file) == 0)
+            src = source_add(arena_printf(e->arena, "<stdlib>/%s", file), tsr_stdlib_files[i].text, tsr_stdlib_files[i].len);
     for (int i = -1; i < (e->options ? e->options->include_count : 0) && !src; i++) {
         const char *dir = i < 0 ? e->main_dir : e->options->include_dirs[i];
         char *path = arena_printf(e->arena, "%s/%s", dir, file);

@@ -89,6 +89,14 @@ if "$TSRC" --target=x86_64-unknown-linux-gnu --cpu=x86-64 -c docs/examples/mlp_l
 then pass; else fail "--target and --cpu"; fi
 "$TSRC" --target=sparc-sun-solaris docs/examples/shapes.tsr -o "$T/x" >"$T/log" 2>&1
 if [ $? = 1 ] && grep -q "unknown target 'sparc-sun-solaris'" "$T/log"; then pass; else fail "an unknown target is an error"; fi
+for mode in --emit=sched-ir "--run --interp"; do # modes that schedule but generate no code
+    "$TSRC" $mode --target=aarch64-linux-gnu docs/examples/shapes.tsr >"$T/out" 2>"$T/log"
+    if [ $? = 1 ] && grep -q "unknown target 'aarch64-linux-gnu': not an x86-64 triple" "$T/log" && [ ! -s "$T/out" ]; then pass
+    else fail "an unknown target is an error with $mode too"; fi
+done
+"$TSRC" --emit=llvm --emit=asm docs/examples/shapes.tsr -o - >"$T/out" 2>"$T/log"
+if [ $? = 2 ] && grep -q "'--emit=asm' conflicts with an earlier mode option ('--emit=llvm')" "$T/log" && [ ! -s "$T/out" ]; then pass
+else fail "--emit=llvm --emit=asm is two modes"; fi
 
 # Names: a tensor called like a setter gets its own accessor; loop counters of main get none.
 printf 'input { set_x; o = [2] }\nlet%%op y = set_x + 1\nroutine r = y.forward\n' >"$T/names.tsr"

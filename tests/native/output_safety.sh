@@ -457,6 +457,40 @@ else fail "a failed compile writes no depfile"; fi
 "$TSRC" --check "$T/bad.tsr" --depfile="$T/x.d" >"$T/log" 2>&1
 if [ $? = 2 ] && grep -q "'--depfile' goes with an output file" "$T/log"; then pass "--depfile with --check is a usage error"
 else fail "--depfile with --check is a usage error"; fi
+# A depfile that would be the input or one of the outputs is refused before anything is
+# written; one that cannot be written fails the compile before the outputs are made.
+cp "$T/dep dir/main.tsr" "$T/dep dir/keep.tsr"
+(cd "$T/dep dir" && "$tsrc_abs" -c keep.tsr -o k.o --depfile=keep.tsr) >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the --depfile 'keep.tsr' is the input file 'keep.tsr'" "$T/log" &&
+   cmp -s "$T/dep dir/main.tsr" "$T/dep dir/keep.tsr" && [ ! -e "$T/dep dir/k.o" ]; then
+    pass "a --depfile that is the input file is refused, the input untouched"
+else fail "a --depfile that is the input file is refused, the input untouched"; fi
+(cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=k.h) >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the --depfile 'k.h' is also an output of this compile ('k.h')" "$T/log" &&
+   [ ! -e "$T/dep dir/k.o" ] && [ ! -e "$T/dep dir/k.h" ]; then
+    pass "a --depfile that is one of the outputs is refused"
+else fail "a --depfile that is one of the outputs is refused"; fi
+mkdir -p "$T/dep dir/d.d"
+(cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=d.d; echo "status $?" >status;
+ "$tsrc_abs" -c main.tsr -o k.o --depfile=no/such/dir.d; echo "status $?" >>status) >"$T/log" 2>&1
+if [ "$(cat "$T/dep dir/status")" = "status 1
+status 1" ] && [ ! -e "$T/dep dir/k.o" ] && [ ! -e "$T/dep dir/k.h" ] && [ ! -e "$T/dep dir/k.json" ]; then
+    pass "a --depfile that cannot be written fails the compile and leaves no output"
+else fail "a --depfile that cannot be written fails the compile and leaves no output"; fi
+# --shared whose link fails leaves the library an earlier run wrote as it was.
+echo "earlier library" >"$T/libkeep.so"
+CC=false "$TSRC" --shared "$T/dep dir/consts.tsr" -o "$T/libkeep.so" >"$T/log" 2>&1
+if [ $? = 1 ] && [ "$(cat "$T/libkeep.so")" = "earlier library" ]; then
+    pass "--shared whose link fails keeps the earlier library"
+else fail "--shared whose link fails keeps the earlier library"; fi
+# An output name too long for the file system is refused before anything is written (-c's
+# manifest name is the longest of its three: the object and the header were renamed into place).
+long=$(printf 'f%.0s' $(seq 1 251))
+(cd "$T" && echo old >"$long.o" && "$tsrc_abs" -c "dep dir/consts.tsr" -o "$long.o") >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "cannot write the manifest '$long.json': File name too long" "$T/log" &&
+   [ "$(cat "$T/$long.o")" = old ] && [ ! -e "$T/$long.h" ]; then
+    pass "-c with a manifest name too long writes nothing"
+else fail "-c with a manifest name too long writes nothing"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
