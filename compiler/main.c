@@ -503,7 +503,10 @@ static int run_program(IrProgram *ir, const Options *opt) {
     if (!in) return status;
     bool ran = interp_run_main(in);
     status = ran && interp_finish(in) ? 0 : 1;
-    if (fflush(stdout) != 0) status = 1;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
+        status = 1;
+    }
     /* One process of a distributed run that failed on its own (its message is out) ends the
      * others, which would wait for it in their next mean, as a generated main does. */
     if (!ran && tsr_dist_size() > 1) {

@@ -279,7 +279,12 @@ bool output_open(Output *out, const char *path, bool stream) {
  * output, else remove it (what was written directly stays written).  True when the output was
  * written. */
 bool output_commit(Output *out, bool keep) {
-    if (out->kind == OUT_STDOUT) return keep && fflush(stdout) == 0;
+    if (out->kind == OUT_STDOUT) {
+        if (!keep) return false;
+        if (fflush(stdout) == 0 && !ferror(stdout)) return true;
+        diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
+        return false;
+    }
     bool ok = true;
     int err = 0;
     if (keep && out->kind == OUT_TEMP && fchmod(out->fd, file_mode) != 0) ok = false, err = errno;

@@ -491,6 +491,16 @@ if [ $? = 1 ] && grep -q "cannot write the manifest '$long.json': File name too 
    [ "$(cat "$T/$long.o")" = old ] && [ ! -e "$T/$long.h" ]; then
     pass "-c with a manifest name too long writes nothing"
 else fail "-c with a manifest name too long writes nothing"; fi
+# Standard output that cannot be written (a full disk): a message and status 1, in every mode
+# that prints.
+if [ -w /dev/full ]; then
+    for mode in --print-shapes --emit=ir --dump-ast "--run --interp"; do
+        "$TSRC" $mode "$T/dep dir/consts.tsr" >/dev/full 2>"$T/log"
+        if [ $? = 1 ] && grep -q "^tsrc: error: cannot write to the standard output: No space left on device" "$T/log"; then
+            pass "$mode to a full disk: a message"
+        else fail "$mode to a full disk: a message"; fi
+    done
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
