@@ -232,6 +232,26 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
     return TSR_OK;
 }
 
+/* The rows of a (k, 2) float32 .npy member `data` whose data is all there (a tsrc.shuffles of k
+ * statements), or -1: how many statements shuffled in the program that saved it. */
+static int64_t saved_statements(const unsigned char *data, size_t len) {
+    if (len < 12 || memcmp(data, "\x93NUMPY", 6) != 0) return -1;
+    size_t header = data[6] == 1 ? 10 + (size_t)(data[8] | data[9] << 8)
+                                 : 12 + (size_t)(data[8] | data[9] << 8 | (uint32_t)data[10] << 16 | (uint32_t)data[11] << 24);
+    if (header > len) return -1;
+    char text[512];
+    size_t start = data[6] == 1 ? 10 : 12, n = header - start < sizeof text - 1 ? header - start : sizeof text - 1;
+    memcpy(text, data + start, n);
+    text[n] = 0;
+    const char *shape = strstr(text, "'shape': (");
+    long long k;
+    int end = 0;
+    if (!strstr(text, "'<f4'") || !shape || sscanf(shape + 10, "%lld, 2)%n", &k, &end) != 1 || end == 0 || k < 0 ||
+        (unsigned long long)k != (len - header) / 8 || (len - header) % 8 != 0)
+        return -1;
+    return k;
+}
+
 /* The run counters of a training checkpoint: the state's routine runs (the random numbers'
  * counter) and each shuffle's runs (its permutation's), as float32 pairs (high, low) of 24 bits
  * each, exact up to 2^48 runs. */
@@ -647,6 +667,12 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     if (!pairs || !*shuffles) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
     if (status == TSR_OK)
         status = tsr_load_npy_member(data, len, pairs, TSR_DTYPE_F32, 2, pairs_dims, a->path, SHUFFLES_ARRAY);
+    int64_t saved = status == TSR_OK ? n : saved_statements(data, len);
+    if (saved >= 0 && saved != n)
+        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' counts the permutations of %" PRId64 " shuffle statement%s, and "
+                           "this program has %u: it was saved by a program that shuffles its data otherwise, whose data "
+                           "order cannot be resumed (a load that lists the tensors, load \"FILE\" [w; b], takes them alone)",
+                           a->path, saved, saved == 1 ? "" : "s", n);
     for (uint32_t j = 0; j < n && status == TSR_OK; j++) status = counter_of(pairs + 2 * j, a->path, SHUFFLES_ARRAY, &(*shuffles)[j]);
     free(pairs);
     free(data);

@@ -200,6 +200,15 @@ np.savez(sys.argv[1], **{"tsrc.runs": np.array([65536, 0], np.float32),
                          "tsrc.shuffles": np.array([[65536, 0]], np.float32)})' "$T/m.npz"
 expect_checkpoint "checkpoint: 2^40 runs and shuffles" \
     " counts more shuffles of its data than a run could have drawn (4.4e+12 rows to permute again, above 2^31): a damaged file"
+# A checkpoint of a program with another number of shuffle statements: said so, not as a shape.
+clear_path m.npz
+/usr/bin/python3 -c '
+import sys
+import numpy as np
+np.savez(sys.argv[1], **{"tsrc.runs": np.array([0, 5], np.float32),
+                         "tsrc.shuffles": np.array([[0, 1], [0, 2]], np.float32)})' "$T/m.npz"
+expect_checkpoint "checkpoint: two shuffle statements' counts for one" \
+    " counts the permutations of 2 shuffle statements, and this program has 1: it was saved by a program that shuffles its data otherwise, whose data order cannot be resumed (a load that lists the tensors, load \"FILE\" [w; b], takes them alone)"
 
 # A .npy file that gives its length to a run-time size (`~b:[?]`) and whose header claims shape
 # (100000000, 3), 1.2 GB, over 32 bytes of data: refused from the file's size before anything
