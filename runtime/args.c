@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -288,6 +289,10 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
         return NULL;
     }
     *status = 1;
+    /* Past the file-size limit (`ulimit -f`) a write fails (EFBIG), and the save says so and
+     * removes its temporary, where the default signal killed the program mid-save. */
+    struct sigaction xfsz;
+    if (sigaction(SIGXFSZ, NULL, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) signal(SIGXFSZ, SIG_IGN);
     tsr_model *m = tsr_model_read(image, image_size);
     if (!m) return NULL;
     Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};

@@ -119,4 +119,11 @@ import sys, numpy as np
 f = np.load(sys.argv[1])
 assert f['tsrc.runs#2'].tolist() == [5, 7] and f['tsrc.runs'].shape == (2,), f.files" "$T/named.npz" 2>>"$T/log"
 check "a parameter named like a checkpoint's counter is renamed, saved and loaded back" $?
+# A save past the file-size limit (ulimit -f) fails with a message and leaves no temporary (the
+# default SIGXFSZ killed the program mid-save, leaving seeded.npz.tmp…).
+mkdir "$T/limit"
+(cd "$T/limit" && ulimit -f 1 && ../seeded --epochs 1 --save big.npz) >"$T/log" 2>&1
+status=$?
+[ $status = 1 ] && grep -q "cannot write checkpoint 'big.npz': File too large" "$T/log" && [ -z "$(ls -A "$T/limit")" ]
+check "a save past the file-size limit is an error that leaves no file" $?
 finish
