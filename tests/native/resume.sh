@@ -124,6 +124,6 @@ check "a parameter named like a checkpoint's counter is renamed, saved and loade
 mkdir "$T/limit"
 (cd "$T/limit" && ulimit -f 1 && ../seeded --epochs 1 --save big.npz) >"$T/log" 2>&1
 status=$?
-[ $status = 1 ] && grep -q "cannot write checkpoint 'big.npz': File too large" "$T/log" && [ -z "$(ls -A "$T/limit")" ]
+[ $status = 1 ] && grep -q "cannot write checkpoint '.*': File too large" "$T/log" && [ -z "$(ls -A "$T/limit")" ]
 check "a save past the file-size limit is an error that leaves no file" $?
 finish
