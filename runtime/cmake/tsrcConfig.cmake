@@ -30,6 +30,13 @@ if(NOT TARGET tsrc::runtime)
     INTERFACE_LINK_LIBRARIES "m;Threads::Threads;${CMAKE_DL_LIBS}")
 endif()
 
+# The function keeps the policies in force where it is defined: CMP0116 NEW, so that Ninja reads
+# the depfile's absolute paths whatever cmake_minimum_required the project gives (under OLD it
+# wanted them relative to the build directory, and ran tsrc again at every build).
+cmake_policy(PUSH)
+if(POLICY CMP0116)
+  cmake_policy(SET CMP0116 NEW)
+endif()
 function(tsrc_add_model name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE;TARGET;CPU" "OPTIONS")
   if(NOT arg_SOURCE)
@@ -49,6 +56,22 @@ function(tsrc_add_model name)
   if(arg_CPU)
     list(APPEND flags "--cpu=${arg_CPU}")
   endif()
+  # A relative -I directory of OPTIONS is the source directory's, as SOURCE is (tsrc runs in the
+  # build directory).
+  set(options "")
+  set(include_next FALSE)
+  foreach(option IN LISTS arg_OPTIONS)
+    if(include_next)
+      get_filename_component(option "${option}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+      set(include_next FALSE)
+    elseif(option STREQUAL "-I")
+      set(include_next TRUE)
+    elseif(option MATCHES "^-I(.+)$")
+      get_filename_component(directory "${CMAKE_MATCH_1}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+      set(option "-I${directory}")
+    endif()
+    list(APPEND options "${option}")
+  endforeach()
   # The modules the program opens (beside it, or from -I directories) are dependencies too:
   # tsrc writes them into a depfile, which CMake reads with Ninja, and with Makefiles from 3.20.
   set(depfile_args "")
@@ -59,7 +82,7 @@ function(tsrc_add_model name)
   add_custom_command(
     OUTPUT "${dir}/${name}.o" "${dir}/${name}.h" "${dir}/${name}.json"
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${dir}"
-    COMMAND "${TSRC_EXECUTABLE}" -c ${flags} ${arg_OPTIONS} "${source}" -o "${dir}/${name}.o"
+    COMMAND "${TSRC_EXECUTABLE}" -c ${flags} ${options} "${source}" -o "${dir}/${name}.o"
     DEPENDS "${source}" "${TSRC_EXECUTABLE}"
     ${depfile_args}
     COMMENT "tsrc ${arg_SOURCE} -> ${name}.o, ${name}.h"
@@ -79,3 +102,4 @@ function(tsrc_add_model name)
   target_include_directories(${name} PUBLIC "${dir}")
   target_link_libraries(${name} PUBLIC tsrc::runtime)
 endfunction()
+cmake_policy(POP)

@@ -103,4 +103,33 @@ cmake -S "$T/bad" -B "$T/bad/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>
 st=$?
 [ $st != 0 ] && grep -q 'TARGET is cpu or cuda, not tpu' "$T/log"
 check "TARGET tpu is a configure error naming it" $?
+# Ninja, in a project of cmake_minimum_required 3.16 (policy CMP0116 OLD there), with a module
+# opened from a relative -I directory of OPTIONS (resolved against the source directory, as
+# SOURCE is): a second build runs nothing (Ninja wanted the depfile's paths relative to the build
+# directory, and ran tsrc at every build), and a changed module runs tsrc again.
+if command -v ninja >/dev/null 2>&1; then
+    mkdir -p "$T/nj/inc dir"
+    printf 'let%%op k = { k = [ 1.; 2. ] }\n' >"$T/nj/inc dir/consts.tsr"
+    printf 'open Consts\nlet%%op y = Consts.k *. 2.\nroutine go = y.forward\n' >"$T/nj/main.tsr"
+    sed 's/depm/njm/g; s/DEPM/NJM/g' "$T/dep/app.c" >"$T/nj/app.c"
+    cat >"$T/nj/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.16)
+project(app C)
+find_package(tsrc REQUIRED)
+tsrc_add_model(njm SOURCE main.tsr OPTIONS -I "inc dir")
+add_executable(app app.c)
+target_link_libraries(app PRIVATE njm)
+CM
+    cmake -G Ninja -S "$T/nj" -B "$T/nj/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1 &&
+        cmake --build "$T/nj/build" >>"$T/log" 2>&1 && [ "$("$T/nj/build/app" 2>>"$T/log")" = "2 2" ]
+    check "Ninja: a model opening a module from a relative -I directory of OPTIONS builds" $?
+    cmake --build "$T/nj/build" >"$T/log" 2>&1 && grep -q "no work to do" "$T/log"
+    check "Ninja under cmake_minimum_required 3.16: a second build runs nothing" $?
+    sleep 1
+    printf 'let%%op k = { k = [ 10.; 20.; 30. ] }\n' >"$T/nj/inc dir/consts.tsr"
+    cmake --build "$T/nj/build" >"$T/log" 2>&1 && [ "$("$T/nj/build/app" 2>>"$T/log")" = "20 3" ]
+    check "Ninja: a changed module of an -I directory runs tsrc again" $?
+else
+    echo "SKIP ninja is not installed (the Ninja generator's checks)"
+fi
 finish
