@@ -210,6 +210,11 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
     }
     Reader r = {image, image + size, false};
     char magic[4];
+    if (size < TSR_IMAGE_HEADER && memcmp(image, TSR_IMAGE_MAGIC, size < 4 ? size : 4) == 0) {
+        /* its header does not fit (a size below 4 shows as much of the magic as it covers) */
+        tsr_error(TSR_ERR_IMAGE, "the model image is cut short (%zu bytes; its size is MODULE__image_size)", size);
+        return NULL;
+    }
     take(&r, magic, 4);
     if (r.bad || memcmp(magic, TSR_IMAGE_MAGIC, 4) != 0) {
         tsr_error(TSR_ERR_IMAGE, "not a tsrc model image");
@@ -227,7 +232,8 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         return NULL;
     }
     if (sum != tsr_image_checksum(r.p, (size_t)(r.end - r.p))) {
-        tsr_error(TSR_ERR_IMAGE, "the model image is damaged (its checksum does not match; rebuild the object)");
+        tsr_error(TSR_ERR_IMAGE, "the model image is damaged (its checksum does not match over the %zu bytes given: "
+                                 "pass MODULE__image_size as its size, or rebuild the object)", size);
         return NULL;
     }
     tsr_model *m = calloc(1, sizeof *m);

@@ -901,7 +901,8 @@ static int check_replicas(tsr_state *s) {
 }
 
 int tsr_main_save(tsr_state *s) {
-    if (!s || !s->model) return TSR_OK;
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!s->model) return TSR_OK;
     if (s->model->check_replicas) {
         int status = check_replicas(s);
         if (status != TSR_OK) return status;

@@ -38,7 +38,8 @@ static int refused(const unsigned char *image, size_t size) {
     if (last_status != TSR_ERR_IMAGE) return 0;
     if (strcmp(m, "not a tsrc model image") == 0) refused_as[0]++;
     else if (strncmp(m, "the model image has version ", 28) == 0) refused_as[1]++;
-    else if (strcmp(m, "the model image is damaged (its checksum does not match; rebuild the object)") == 0)
+    else if (strncmp(m, "the model image is damaged (its checksum does not match over the ", 65) == 0 &&
+             strstr(m, " bytes given: pass MODULE__image_size as its size, or rebuild the object)"))
         refused_as[2]++;
     else if (strncmp(m, "the model image is cut short (", 30) == 0) refused_as[3]++;
     else return 0;
@@ -101,10 +102,15 @@ int main(void) {
     snprintf(line, sizeof line, "the image cut at every length, or with 8 bytes more, is refused (accepted: %zu)",
              accepted);
     check(accepted == 0, line);
-    refused_as[1] = refused_as[3] = 0;
-    for (size_t n = 4; n < 16; n++) refused(copy, n);
-    check(refused_as[3] == 12 && refused_as[1] == 0,
-          "an image cut inside its header (4 to 15 bytes) is 'cut short', not another version");
+    refused_as[0] = refused_as[1] = refused_as[3] = 0;
+    for (size_t n = 0; n < 16; n++) refused(copy, n);
+    check(refused_as[3] == 16 && refused_as[0] == 0 && refused_as[1] == 0,
+          "an image cut inside its header (0 to 15 bytes) is 'cut short', not another version or not an image");
+    refused_as[2] = 0;
+    refused(copy, size - 1);
+    check(refused_as[2] == 1 && strstr(tsr_last_error(), "over the ") &&
+          atoi(strstr(tsr_last_error(), "over the ") + 9) == (int)size - 1,
+          "a wrong size is 'damaged' over the bytes given, with the size to pass");
     check(tsr_state_create(NULL, 0, 1) == NULL, "no image (NULL, 0) is refused");
 
     s = tsr_state_create(copy, size, 1);

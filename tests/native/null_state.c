@@ -85,7 +85,7 @@ int main(void) {
     check_null_error(tsr_state_progress(NULL, 0, 0, 1), "tsr_state_progress");
     check_null_error(tsr_main_loop_check(NULL, 0, 0, 1), "tsr_main_loop_check");
     check_null_error(tsr_main_loop_count(NULL, 0, 0, 1, 0), "tsr_main_loop_count");
-    check(tsr_main_save(NULL) == TSR_OK, "tsr_main_save on a NULL state has nothing to save");
+    check_null_error(tsr_main_save(NULL), "tsr_main_save");
     check_null_error(tsr_gpu_launch(NULL, 0), "tsr_gpu_launch");
     check_null_error(tsr_state_sync_host(NULL), "tsr_state_sync_host");
     check_null_error(tsr_state_sync_device(NULL), "tsr_state_sync_device");
