@@ -90,8 +90,8 @@ void tsr_circles(float *points, float *labels, int64_t count, double noise, doub
 /* Two interleaved spirals. */
 void tsr_spirals(float *points, float *labels, int64_t count, double noise, uint64_t seed);
 
-/* Read a .npy file (format versions 1–3; little-endian float16, float32, float64, int32 or
- * int64; C order) into `out`, whose shape is `dims` (rank `rank`): the file's shape must equal it.
+/* Read a .npy file (format versions 1–3; little-endian, C order; of any float, integer or bool
+ * type, converted to float) into `out`, whose shape is `dims` (rank `rank`): the file's shape must equal it.
  * `what` names the tensor in messages.  TSR_OK, or TSR_ERR_DATA with a message saying what is
  * wrong (missing, not a .npy file, wrong dtype, wrong shape, truncated). */
 int tsr_load_npy(const char *path, float *out, uint32_t rank, const int64_t *dims, const char *what);
@@ -142,7 +142,8 @@ void tsr_profile_report(FILE *out, const char *module, uint32_t count, const cha
  * tsr_state_begin_run(), which gives the run the number `runs` (then adds one) and copies that
  * number and `seed` past the index symbols, where the kernels of the run read them as the key
  * of the `random` primitive (dropout masks): symbols[count + TSR_SYMBOL_SEED] and
- * symbols[count + TSR_SYMBOL_RUN], count being the model's number of index symbols.  So every
+ * symbols[count + TSR_SYMBOL_RUN], count being the model's symbols
+ * (its index symbols, run-time sizes and loops of blocks: tsr_model_symbol_count).  So every
  * run draws fresh numbers, a run's forward and backward see the same ones, and a caller may set
  * `seed` or `runs` between runs to replay a run's numbers. */
 typedef struct tsr_model tsr_model;
