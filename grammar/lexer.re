@@ -134,6 +134,12 @@ static Token label(Lexer *lx, int kind, const unsigned char *from, const unsigne
     t.text = arena_strndup(lx->arena, (const char *)from + skip, (size_t)(to - from) - skip - drop);
     t.len = (size_t)(to - from) - skip - drop;
     if (kind == TK_TILDE_LABEL && strcmp(t.text, "logic") == 0) t.kind = TK_LOGIC;
+    for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
+        if (strcmp(keywords[i].word, t.text) == 0) { /* no parameter can have that name */
+            diag_error(t.span, "'%s' is a keyword and cannot be a label's name (a parameter could never be named so)",
+                       t.text);
+            return illegal(lx, from, to);
+        }
     return t;
 }
 

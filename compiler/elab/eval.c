@@ -694,10 +694,17 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
     uint32_t count = n->list.count;
     Arg *args = arena_alloc(e->arena, (count ? count : 1) * sizeof *args);
     const Spec *spec = NULL; /* `op ~spec:"…" a b c`: an operator applied like a function */
+    const Node *spec_arg = NULL;
     for (uint32_t i = 0; i < count; i++) {
         const Node *a = n->list.items[i];
         if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && a->a &&
             a->a->kind == NODE_STRING) {
+            if (spec_arg) {
+                diag_error(a->span, "%s's parameter ~spec is given twice", fn->as.op->name);
+                diag_note(spec_arg->span, "the first ~spec is here");
+                return &error_value;
+            }
+            spec_arg = a;
             spec = a->a->spec; /* parsed with the program (parse.c) */
             if (!spec) return &error_value;
             args[i].value = &unit_value; /* not passed on */
@@ -767,6 +774,11 @@ static Value *eval_einsum(Elab *e, const Node *n, Env *env) {
             ops[i] = tensor_value(e, scalar_literal(e, number_of(ops[i]), items[i]->span, 0));
     }
     if (!n->spec) return &error_value; /* the parser reported the spec */
+    if (!opv->as.op->c || opv->as.op->c->kind != NODE_VAR) { /* declared again, with a logic of its own */
+        diag_error(n->span, "'%s' takes no einsum spec: its logic is fixed by its declaration", n->name);
+        diag_note(opv->as.op->span, "'%s' is declared here", n->name);
+        return &error_value;
+    }
     return apply_operator(e, env, opv->as.op, ops, count, n->spec, n->c, n->span);
 }
 
