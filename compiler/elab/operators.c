@@ -680,9 +680,72 @@ static bool check_block_targets(const Node *op) {
  * logic is required, the parameters are operands (t1 t2 …) and labelled spec parameters, each
  * named once, a fixed logic fits the number of operands, and the code blocks name no operand
  * beyond them.  Reports every problem; true when there is none. */
+/* The names the expression n reads (not a primitive's name) that are neither slots (v, v1, g2,
+ * tn, …: check_slot_names bounds them) nor one of the `nlocals` locals defined before it. */
+static bool check_read_names(const Node *n, const char *const *locals, uint32_t nlocals) {
+    if (!n) return true;
+    bool ok = true;
+    if (n->kind == NODE_VAR) {
+        uint32_t slot;
+        bool grad, local = false;
+        for (uint32_t i = 0; i < nlocals && !local; i++) local = strcmp(locals[i], n->name) == 0;
+        if (!local && !ast_slot_name(n->name, &slot, &grad) && !is_rest_slot_name(n->name)) {
+            diag_error(n->span, "'%s' is neither a slot of the operator (v, v1, …, g, g1, …) nor a local value defined "
+                       "before it in this block: an operator's blocks read their slots, their own locals ({ name } =: …) "
+                       "and numbers, not values from outside (pass such a value as an operand)", n->name);
+            ok = false;
+        }
+        return ok;
+    }
+    if (n->kind != NODE_APP || !n->a || n->a->kind != NODE_VAR) ok &= check_read_names(n->a, locals, nlocals);
+    ok &= check_read_names(n->b, locals, nlocals);
+    ok &= check_read_names(n->c, locals, nlocals);
+    for (uint32_t i = 0; i < n->list.count; i++) ok &= check_read_names(n->list.items[i], locals, nlocals);
+    return ok;
+}
+
+/* The statements of a code block, in order: each assignment reads only slots and the locals
+ * defined before it (`{ x } =: …`), and under an operator's own logic carries no ~logic: of its
+ * own — what applying the operator would report (ir/assign.c), said at the declaration.  Other
+ * statements are left to that check. */
+static bool check_block_statements(const Node *n, bool operator_logic, const char **locals, uint32_t *nlocals,
+                                   uint32_t cap) {
+    if (!n) return true;
+    bool ok = true;
+    switch (n->kind) {
+    case NODE_CODE: return check_block_statements(n->a, operator_logic, locals, nlocals, cap);
+    case NODE_COMMENTED: return check_block_statements(n->b, operator_logic, locals, nlocals, cap);
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++)
+            ok &= check_block_statements(n->list.items[i], operator_logic, locals, nlocals, cap);
+        return ok;
+    case NODE_ASSIGN:
+        if (n->c && operator_logic) {
+            diag_error(n->c->span, "an assignment in an operator's block uses the operator's logic; "
+                       "'~logic:' is not allowed here");
+            ok = false;
+        }
+        ok &= check_read_names(n->b, locals, *nlocals);
+        if (n->a && n->a->kind == NODE_RECORD && n->a->list.count == 1 && *nlocals < cap)
+            locals[(*nlocals)++] = n->a->list.items[0]->name;
+        return ok;
+    default: return true;
+    }
+}
+
+static bool check_block_names(const Node *op) {
+    const char *locals[256];
+    bool ok = true;
+    for (int b = 0; b < 2; b++) {
+        uint32_t nlocals = 0; /* each block's locals are its own */
+        ok &= check_block_statements(b ? op->b : op->a, op->c != NULL, locals, &nlocals, 256);
+    }
+    return ok;
+}
+
 bool check_operator(const Node *op) {
     const char *name = op->name;
-    bool ok = check_backward_accumulates(op) & check_block_targets(op);
+    bool ok = check_backward_accumulates(op) & check_block_targets(op) & check_block_names(op);
     for (uint32_t i = 0; i < op->list.count; i++) {
         const Node *p = op->list.items[i];
         if (p->flag != PARAM_POSITIONAL && p->flag != PARAM_LABELLED) {

@@ -471,10 +471,11 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* An f32 buffer of the shape of half buffer `of`, for a scatter into it to accumulate in. */
 static uint32_t f32_twin(Lowerer *l, uint32_t of) {
-    IrBuffer b = l->ir->buffers[of];
-    b = (IrBuffer){.id = l->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = b.rank, .dims = b.dims,
-                   .size = b.size, .init = INIT_NONE, .shape_text = b.shape_text,
-                   .name = arena_printf(l->ir->arena, "%s.f32#l%u", b.name, l->ir->buffer_count)};
+    const IrBuffer *half = &l->ir->buffers[of]; /* its shape, nothing else */
+    IrBuffer b = {.id = l->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank,
+                  .dims = half->dims, .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
+                  .size_symbol = half->size_symbol,
+                  .name = arena_printf(l->ir->arena, "%s.f32#l%u", half->name, l->ir->buffer_count)};
     ARENA_PUSH(l->ir->arena, l->ir->buffers, l->ir->buffer_count, l->ir->buffer_cap, b);
     return b.id;
 }

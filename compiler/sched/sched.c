@@ -868,15 +868,11 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
 
 /* An f32 buffer of the shape of half buffer `of`, private to the schedule. */
 static uint32_t f32_twin(Sched *s, uint32_t of) {
-    IrBuffer b = s->ir->buffers[of];
-    b.id = s->ir->buffer_count;
-    b.kind = BUF_SCRATCH;
-    b.dtype = DTYPE_F32;
-    b.grad = b.keep = b.persistent = b.is_virtual = b.training_state = b.kernel_local = b.gpu_shared = false;
-    b.init = INIT_NONE;
-    b.values = NULL;
-    b.prefetch_cells = 0;
-    b.name = arena_printf(s->ir->arena, "%s.f32#s%u", s->ir->buffers[of].name, s->scratch++);
+    const IrBuffer *half = &s->ir->buffers[of]; /* its shape, nothing else: a field added later starts at 0 */
+    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank,
+                  .dims = half->dims, .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
+                  .size_symbol = half->size_symbol,
+                  .name = arena_printf(s->ir->arena, "%s.f32#s%u", half->name, s->scratch++)};
     ARENA_PUSH(s->ir->arena, s->ir->buffers, s->ir->buffer_count, s->ir->buffer_cap, b);
     return b.id;
 }
