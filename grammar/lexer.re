@@ -145,34 +145,28 @@ static Token label(Lexer *lx, int kind, const unsigned char *from, const unsigne
 
 static Token number(Lexer *lx, const unsigned char *from, const unsigned char *to, bool is_float) {
     Token t = make(lx, is_float ? TK_FLOAT : TK_INT, from, to);
-    char buf[128];
+    char *buf = arena_alloc(lx->arena, (size_t)(to - from) + 1); /* any length: 0.1 written with 5000 digits */
     size_t n = 0;
-    for (const unsigned char *p = from; p < to; p++) {
-        if (*p == '_') continue;
-        if (n + 1 >= sizeof buf) {
-            diag_error(t.span, "numeric literal is too long");
-            return illegal(lx, from, to);
-        }
-        buf[n++] = (char)*p;
-    }
+    for (const unsigned char *p = from; p < to; p++)
+        if (*p != '_') buf[n++] = (char)*p;
     buf[n] = '\0';
     errno = 0;
     char *end;
     if (is_float) {
         t.fval = strtod(buf, &end);
         if (errno == ERANGE && isinf(t.fval)) {
-            diag_error(t.span, "floating-point literal '%s' is out of range", t.text);
+            diag_error(t.span, "floating-point literal '%s' is out of range", lex_quoted(lx->arena, t.text));
             return illegal(lx, from, to);
         }
     } else {
         bool hex = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
         long long v = strtoll(hex ? buf + 2 : buf, &end, hex ? 16 : 10);
         if (*end != '\0' || (hex && buf[2] == '\0')) {
-            diag_error(t.span, "malformed number '%s'", t.text);
+            diag_error(t.span, "malformed number '%s'", lex_quoted(lx->arena, t.text));
             return illegal(lx, from, to);
         }
         if (errno == ERANGE) {
-            diag_error(t.span, "integer literal '%s' does not fit in 64 bits", t.text);
+            diag_error(t.span, "integer literal '%s' does not fit in 64 bits", lex_quoted(lx->arena, t.text));
             return illegal(lx, from, to);
         }
         t.ival = v;

@@ -41,6 +41,8 @@ Token lex_next(Lexer *lexer);
 
 /* How a token is named in messages: "'('", "identifier 'x'", "end of file". */
 const char *lex_describe(Arena *arena, const Token *token);
+/* A token's text as a message quotes it: at most 64 bytes, else its first 60 and "...". */
+const char *lex_quoted(Arena *arena, const char *text);
 const char *lex_token_name(int kind);
 
 #endif

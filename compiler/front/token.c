@@ -42,7 +42,7 @@ const char *lex_token_name(int kind) {
 
 /* A token's text as a message quotes it: at most 64 bytes, then "..." (a line of 200 000 '-' is
  * one operator token; the caret shows where it is). */
-static const char *quoted_text(Arena *arena, const char *text) {
+const char *lex_quoted(Arena *arena, const char *text) {
     size_t n = strlen(text);
     if (n <= 64) return text;
     size_t cut = 60;
@@ -51,7 +51,7 @@ static const char *quoted_text(Arena *arena, const char *text) {
 }
 
 const char *lex_describe(Arena *arena, const Token *token) {
-    const char *text = token->text ? quoted_text(arena, token->text) : "";
+    const char *text = token->text ? lex_quoted(arena, token->text) : "";
     switch (token->kind) {
     case TK_EOF: return "end of file";
     case TK_IDENT: return arena_printf(arena, "identifier '%s'", text);
