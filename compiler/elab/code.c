@@ -418,6 +418,14 @@ Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
     }
     static const char *const code_fields[] = {"forward", "backprop", "zero_grads"};
     const char *near = n->kind == NODE_FIELD ? diag_closest_name(n->name, code_fields, 3) : NULL;
+    /* C's `x += y` reads as an operator `+=`: the accumulating assignment puts '=' first. */
+    bool c_style = n->kind == NODE_BINOP && n->name && strlen(n->name) == 2 && n->name[1] == '=' &&
+                   strchr("+-*/", n->name[0]);
+    if (c_style) {
+        diag_error(n->span, "'%s' is not an assignment: code accumulates with '=%c' (the '=' first: %s =%c …)", n->name,
+                   n->name[0], n->a && n->a->kind == NODE_VAR ? n->a->name : "t", n->name[0]);
+        return env;
+    }
     diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "
                "'if', 'let' and 'for' over them");
     if (near) diag_note(n->span, "did you mean '.%s'?", near);

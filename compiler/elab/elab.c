@@ -175,7 +175,13 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     }
 }
 
-static void open_module(Elab *e, const Node *item) { load_module(e, item->name, item->span); }
+/* `open M`: reported at M, the item's last token. */
+static void open_module(Elab *e, const Node *item) {
+    uint32_t len = (uint32_t)strlen(item->name);
+    Span name = item->span.end - item->span.start >= len ? span_make(item->span.file, item->span.end - len, item->span.end)
+                                                        : item->span;
+    load_module(e, item->name, name);
+}
 
 /* M.name: loads M when it is not yet. */
 Value *qualified_name(Elab *e, const Node *n) {

@@ -18,6 +18,7 @@
  * that assignments appear only in code (%cd) contexts. */
 #include "front/parse.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -588,6 +589,19 @@ static bool is_binary_operator(int kind) {
     }
 }
 
+/* Whether `token` follows `for NAME` in its line (`for i in …`: the loop's counter, not a `let`). */
+static bool after_for_counter(const Token *token) {
+    const char *text = source_get(token->span.file)->text;
+    uint32_t at = token->span.start;
+    while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) at--;
+    uint32_t name_end = at;
+    while (at > 0 && (isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_' || text[at - 1] == '\'')) at--;
+    if (at == name_end) return false;
+    while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) at--;
+    return at >= 3 && memcmp(text + at - 3, "for", 3) == 0 &&
+           (at == 3 || !(isalnum((unsigned char)text[at - 4]) || text[at - 4] == '_'));
+}
+
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     if (ps->failed) return;
     ps->failed = true;
@@ -634,7 +648,12 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         diag_error(token->span, "unexpected %s", found);
     }
     if (token->kind == TK_IN && !wants_expression)
-        diag_note(token->span, "'in' belongs to 'let … in'; a top-level 'let' has no 'in'");
+        diag_note(token->span, after_for_counter(token) ? "a loop is written 'for i = a to b do … done'"
+                                                        : "'in' belongs to 'let … in'; a top-level 'let' has no 'in'");
+    if (expected && strstr(expected, "'='") && token->text && token->text[0] == '=' && token->text[1] &&
+        strchr("+-*/", token->text[1]) && !token->text[2]) /* `let x=-1` */
+        diag_note(token->span, "'%s' is an assignment operator: with a space, '= %c…' is '=' and a %s", token->text,
+                  token->text[1], token->text[1] == '-' ? "negative number" : "number");
 }
 
 void parse_stack_overflow(ParseState *ps) {

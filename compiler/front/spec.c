@@ -633,6 +633,9 @@ static void report_syntax_error(SpecParseState *ps, int kind, SpecToken token) {
         return;
     case ST_PAD:
         expected(ps, kind, tok, "'+'", arena_printf(ps->arena, "the padding marker %s", p));
+        if (ps->prev.span.end > ps->prev.span.start && ps->text && !strstr(ps->text, "=>") &&
+            strcmp(p, "'='") == 0) /* `"ab;bc=ac"`: the arrow lost its '>' */
+            diag_note(ps->prev.span, "a spec's result comes after '=>': did you mean '=>' here?");
         return;
     case ST_PLUS1:
         expected(ps, kind, tok, "an offset or a kernel axis", "'+'");
