@@ -189,11 +189,12 @@ static void free_include_dirs(void) {
 }
 
 /* Whether `value` is a whole number at least 0 that fits 64 bits, into *out. */
+/* A decimal integer: digits only (no sign, no blanks, as the executables' own --seed reads). */
 static bool unsigned_number(const char *value, unsigned long long *out) {
     char *end;
     errno = 0;
     *out = strtoull(value, &end, 10);
-    return !errno && !*end && value[0] && value[0] != '-';
+    return !errno && !*end && isdigit((unsigned char)value[0]);
 }
 
 /* The long options that take a value, written --NAME=VALUE or --NAME VALUE. */

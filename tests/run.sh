@@ -532,6 +532,12 @@ else fail "cli: --explain NAME as --explain=NAME" "exit $(status)" "$TMP/err"; f
 run_tsrc --explain=l2.w --explain=nope docs/examples/shapes.tsr
 if [ "$(status)" = 1 ] && [ ! -s "$TMP/out" ] && grep -q "no tensor named 'nope'" "$TMP/err"; then pass "cli: --explain checks every name first"
 else fail "cli: --explain checks every name first" "exit $(status)" "$TMP/out"; fi
+# A number is digits only: a sign or a blank is refused (' -18446744073709551615' wrapped to 1).
+for seed in +5 " 5" " -18446744073709551615"; do
+    run_tsrc --seed="$seed" --check docs/examples/shapes.tsr
+    if [ "$(status)" = 2 ] && grep -q "'--seed' needs an integer from 0 to 2^63-1, not '$seed'" "$TMP/err"; then pass "cli: --seed='$seed' is refused"
+    else fail "cli: --seed='$seed' is refused" "exit $(status)" "$TMP/err"; fi
+done
 run_tsrc --explain
 if [ "$(status)" = 2 ] && grep -q "'--explain' needs a value" "$TMP/err"; then pass "cli: a valued option without its value"
 else fail "cli: a valued option without its value" "exit $(status)" "$TMP/err"; fi
