@@ -202,6 +202,10 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
     for (;;) {
         if (p >= lim) {
             diag_error(span_of(lx, from, from + 1), "unterminated string literal");
+            if (lx->across_lines)
+                diag_note(span_of(lx, lx->across_lines, lx->across_lines + 1),
+                          "the string that starts here runs across lines: if its closing quote is missing, each quote "
+                          "after it closes the string before and opens the next");
             lx->cursor = lim;
             return illegal(lx, from, lim);
         }
@@ -294,6 +298,7 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
             p += len;
             continue;
         } else {
+            if (c == '\n' && !lx->across_lines) lx->across_lines = from;
             out = (int)c;
             p++;
         }

@@ -34,6 +34,9 @@ typedef struct Lexer {
     size_t len;
     const unsigned char *cursor;
     Arena *arena;
+    const unsigned char *across_lines; /* the opening quote of the last string literal that held a
+                                        * newline as written (NULL: none), for the message of an
+                                        * unterminated one: a quote missing there shifts them all */
 } Lexer;
 
 void lex_init(Lexer *lexer, uint32_t file, Arena *arena);
