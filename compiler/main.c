@@ -628,7 +628,11 @@ static bool compile_cubin(Arena *arena, PtxModule *ptx) {
     const char *ptxas = find_ptxas(arena);
     if (!ptxas) return true;
     int slot;
-    if (temp_create(arena_printf(arena, "%s/tsrc-ptxas", temp_directory()), true, &slot) < 0) return false;
+    if (temp_create(arena_printf(arena, "%s/tsrc-ptxas", temp_directory()), true, &slot) < 0) {
+        diag_note((Span){0, 0, 0}, "ptxas's files go in $TMPDIR (default /tmp): set TMPDIR to a writable directory, "
+                  "or TSR_PTXAS=none to carry the PTX alone");
+        return false;
+    }
     const char *in = arena_printf(arena, "%s/module.ptx", temp_slot_path(slot)), *out = arena_printf(arena, "%s/module.cubin", temp_slot_path(slot));
     const char *arch = arena_printf(arena, "-arch=%s", ptx->gpu.arch);
     FILE *f = fopen(in, "wx");
