@@ -275,7 +275,7 @@ static Options parse_options(int argc, char **argv) {
                                                     : MODE_PRINT_SHAPES;
             set_mode(&opt, &mode_text, m, a);
         } else if (strncmp(a, "--explain=", 10) == 0) {
-            if (!a[10]) bad_usage("%s", "'--explain=' needs a tensor name");
+            if (!a[10]) bad_usage("%s", "'--explain' needs a tensor name ('--explain=NAME' or '--explain NAME')");
             set_mode(&opt, &mode_text, MODE_EXPLAIN, a);
             opt.explain[opt.explain_count++] = a + 10;
         } else if (strncmp(a, "--emit=", 7) == 0 || strcmp(a, "--run") == 0 || strcmp(a, "-c") == 0 ||
@@ -358,6 +358,11 @@ static Options parse_options(int argc, char **argv) {
             size_t n = strcspn(a, "=");
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), a);
+            for (size_t k = 0; k < sizeof valued_options / sizeof *valued_options; k++)
+                if (strcmp(name, valued_options[k]) == 0 && a[n] == '=' && !a[n + 1]) /* --cpu= */
+                    bad_usage("'%s' needs a value ('%s=VALUE' or '%s VALUE')", name, name, name);
+            if (a[1] == 'O' && a[2] >= '4' && a[2] <= '9' && !a[3])
+                bad_usage("unknown option '%s': the optimisation levels are -O0 to -O3", a);
             const char *near = diag_closest_name(name, known_options, sizeof known_options / sizeof *known_options);
             if (near) bad_usage("unknown option '%s'; did you mean '%s'?", a, near);
             bad_usage("unknown option '%s'", a);

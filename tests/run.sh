@@ -538,6 +538,14 @@ for seed in +5 " 5" " -18446744073709551615"; do
     if [ "$(status)" = 2 ] && grep -q "'--seed' needs an integer from 0 to 2^63-1, not '$seed'" "$TMP/err"; then pass "cli: --seed='$seed' is refused"
     else fail "cli: --seed='$seed' is refused" "exit $(status)" "$TMP/err"; fi
 done
+# An empty value after '=' is a missing value, said so (it was 'unknown option --cpu='); -O4
+# names the levels.
+run_tsrc --cpu= docs/examples/shapes.tsr
+if [ "$(status)" = 2 ] && grep -q "'--cpu' needs a value ('--cpu=VALUE' or '--cpu VALUE')" "$TMP/err"; then pass "cli: --cpu= needs a value"
+else fail "cli: --cpu= needs a value" "exit $(status)" "$TMP/err"; fi
+run_tsrc -O4 docs/examples/shapes.tsr
+if [ "$(status)" = 2 ] && grep -q "unknown option '-O4': the optimisation levels are -O0 to -O3" "$TMP/err"; then pass "cli: -O4 names the levels"
+else fail "cli: -O4 names the levels" "exit $(status)" "$TMP/err"; fi
 run_tsrc --explain
 if [ "$(status)" = 2 ] && grep -q "'--explain' needs a value" "$TMP/err"; then pass "cli: a valued option without its value"
 else fail "cli: a valued option without its value" "exit $(status)" "$TMP/err"; fi
