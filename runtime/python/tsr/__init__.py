@@ -130,7 +130,7 @@ def _path(what, path):
     """`path` as bytes for the C API, or tsr.Error for a NUL byte, which C would end it at."""
     encoded = os.fsencode(path)
     if b"\0" in encoded:
-        raise Error(f"{what} {path!r} holds a NUL byte")
+        raise Error(f"the path of {what} {path!r} holds a NUL byte")
     return encoded
 
 
