@@ -55,8 +55,9 @@ static const char *const c_library_names[] = {
     "pthread_attr_init", "pthread_attr_setdetachstate", "pthread_cond_broadcast", "pthread_cond_signal",
     "pthread_cond_wait", "pthread_create", "pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
     "putc", "putchar", "qsort", "realloc", "rename", "sched_getaffinity", "sched_getcpu", "sched_setaffinity",
-    "sched_yield", "sin", "sincos", "snprintf", "sprintf", "sqrt", "stat", "stderr", "stdout", "strchr", "strcmp",
-    "strdup", "strerror", "strlen", "strncmp", "strndup", "strrchr", "strspn", "strtod", "strtol", "strtoll", "sysconf",
+    "sched_yield", "sigaction", "signal", "sin", "sincos", "snprintf", "sprintf", "sqrt", "stat", "stderr", "stdout",
+    "strchr", "strcmp", "strdup", "strerror", "strlen", "strncmp", "strndup", "strrchr", "strspn", "strstr", "strtod",
+    "strtol", "strtoll", "sysconf",
     "time", "unlink", "vfprintf", "vsnprintf"};
 
 /* Functions of the C library's headers that a module's names could spell, MODULE_NAME with a
