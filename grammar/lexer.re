@@ -202,7 +202,7 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
     for (;;) {
         if (p >= lim) {
             diag_error(span_of(lx, from, from + 1), "unterminated string literal");
-            if (lx->across_lines)
+            if (lx->across_lines && lx->across_lines != from)
                 diag_note(span_of(lx, lx->across_lines, lx->across_lines + 1),
                           "the string that starts here runs across lines: if its closing quote is missing, each quote "
                           "after it closes the string before and opens the next");

@@ -232,6 +232,18 @@ void note_data_fields(Elab *e, const Value *v, Span span) {
     diag_note(span, "a data set's tensors are its fields: %s", list);
 }
 
+/* Whether the text of `call` holds `()`: a unit written as an argument. */
+static bool call_writes_unit(Span call) {
+    const char *text = source_get(call.file)->text;
+    for (uint32_t i = call.start; i + 1 < call.end; i++)
+        if (text[i] == '(') {
+            uint32_t j = i + 1;
+            while (j < call.end && (text[j] == ' ' || text[j] == '\t')) j++;
+            if (j < call.end && text[j] == ')') return true;
+        }
+    return false;
+}
+
 Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
     switch (v->kind) {
     case V_TENSOR: return v->as.tensor;
@@ -244,11 +256,17 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
         note_data_fields(e, v, span);
         if (v->kind == V_INDEX)
             diag_note(span, "'!@%s' is the value of '%s' as a one-cell tensor", v->as.index.name, v->as.index.name);
-        /* `softmax () x`: a library function of tensors alone given a layer's () */
-        if (v->kind == V_UNIT && span_in_stdlib(span) && e->user_call.file && !span_in_stdlib(e->user_call))
-            diag_note(e->user_call, "'%s' takes its tensors directly, with no '()' before them (a layer's '()' "
-                      "makes its parameters): %s x", e->user_call_name ? e->user_call_name : "this function",
-                      e->user_call_name ? e->user_call_name : "f");
+        /* `softmax () x`: a library function of tensors alone given a layer's (); without a `()`
+         * written at the call, an optional argument left out (its value is ()) */
+        if (v->kind == V_UNIT && span_in_stdlib(span) && e->user_call.file && !span_in_stdlib(e->user_call)) {
+            const char *name = e->user_call_name ? e->user_call_name : "this function";
+            if (call_writes_unit(e->user_call))
+                diag_note(e->user_call, "'%s' takes its tensors directly, with no '()' before them (a layer's '()' "
+                          "makes its parameters): %s x", name, e->user_call_name ? e->user_call_name : "f");
+            else
+                diag_note(e->user_call, "an optional argument that this application of '%s' leaves out is () there: "
+                          "its documentation says which arguments go together", name);
+        }
         return NULL;
     }
 }
