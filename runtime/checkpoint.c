@@ -745,18 +745,6 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
             status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' counts %" PRIu64 " shuffles of a data set in a run of %" PRIu64
                                " routine runs: a damaged file (more than 2^20 shuffles beyond the runs are refused)",
                                path, shuffles[j], runs);
-    /* Nor may the replay as a whole outgrow what a run could have done beside its training: both
-     * counters damaged alike pass the test above.  2^31 rows moved in all (a few minutes) is 36
-     * million epochs of 60 rows, or 35 000 of 60 000. */
-    double moves = 0;
-    for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++) {
-        int64_t rows = a->counter == k - 1 && shuffles[j] > a->runs ? tsr_shuffle_rows(s, a) : 0;
-        if (rows < 0) status = TSR_ERR_IMAGE;
-        else moves += (double)(shuffles[j] - a->runs) * (double)rows;
-    }
-    if (status == TSR_OK && moves > 2147483648.0)
-        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' counts more shuffles of its data than a run could have drawn "
-                           "(%.3g rows to permute again, above 2^31): a damaged file", path, moves);
     /* Only now, every check passed (a failed load leaves the state as it was): */
     if (status == TSR_OK && resumes && has_seed && !tsr_model_seed_given(s->model)) s->seed = seed;
     if (status == TSR_OK && runs > s->runs) s->runs = runs;

@@ -132,9 +132,6 @@ int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of
  * its run number a->runs, then count the run. */
 int tsr_shuffle(tsr_state *state, tsr_action *a);
-/* The rows shuffle statement `a` permutes (its run-time count read from the image), or -1 with
- * the error recorded. */
-int64_t tsr_shuffle_rows(const tsr_state *state, const tsr_action *a);
 /* SAVE in a distributed run (checkpoint.c): process 0 writes the checkpoint, and every process learns
  * whether it could (a failure is then an error on every process); in a run of one, a plain
  * tsr_checkpoint_save. */

@@ -41,7 +41,9 @@ static size_t row_bytes(const tsr_state *s, uint32_t b, int64_t rows) {
     return (size_t)(buffer_cells(s, b) / rows) * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b));
 }
 
-int64_t tsr_shuffle_rows(const tsr_state *s, const tsr_action *a) {
+/* The rows shuffle statement `a` permutes (its run-time count read from the image), or -1 with
+ * the error recorded. */
+static int64_t shuffle_rows(const tsr_state *s, const tsr_action *a) {
     int64_t rows = a->rows;
     if (rows >= 0) return rows;
     /* the first batch axis is a run-time length (the image's dims[0] of the first field) */
@@ -61,7 +63,7 @@ int64_t tsr_shuffle_rows(const tsr_state *s, const tsr_action *a) {
 }
 
 int tsr_shuffle(tsr_state *s, tsr_action *a) {
-    int64_t rows = tsr_shuffle_rows(s, a);
+    int64_t rows = shuffle_rows(s, a);
     size_t widest = 0; /* bytes */
     if (rows < 0) return TSR_ERR_IMAGE;
     if (rows == 0) return TSR_OK;
