@@ -1001,7 +1001,17 @@ static int mode_outputs(Arena *arena, const Options *opt, const char *paths[3]) 
 /* Whether `a` and `b` name one file: the same text, or the same device and inode. */
 static bool same_file(const char *a, const char *b) {
     struct stat sa, sb;
-    return strcmp(a, b) == 0 || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+    if (strcmp(a, b) == 0) return true;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* one does not exist yet (an output): the same name in the same directory (`m` and `./m`) */
+    const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
+    base_a = base_a ? base_a + 1 : a;
+    base_b = base_b ? base_b + 1 : b;
+    if (strcmp(base_a, base_b) != 0) return false;
+    char dir_a[4096], dir_b[4096];
+    snprintf(dir_a, sizeof dir_a, "%.*s", base_a == a ? 1 : (int)(base_a - a), base_a == a ? "." : a);
+    snprintf(dir_b, sizeof dir_b, "%.*s", base_b == b ? 1 : (int)(base_b - b), base_b == b ? "." : b);
+    return stat(dir_a, &sa) == 0 && stat(dir_b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* No output of the mode (nor the --depfile) may be the input file (the same device and inode,
@@ -1101,10 +1111,20 @@ static void make_word(FILE *out, const char *path) {
 static bool write_depfile(Arena *arena, const Options *opt, Output *out_file) {
     const char *paths[3] = {NULL, NULL, NULL};
     int n = mode_outputs(arena, opt, paths);
-    if (!output_open(out_file, opt->depfile, true)) return false;
-    Output out = *out_file;
     uint32_t count;
     const char **files = source_files(&count);
+    for (uint32_t i = 0; i < count; i++) /* a module the program opened is a source too */
+        if (strcmp(opt->depfile, "-") != 0 && same_file(opt->depfile, files[i])) {
+            diag_error_noloc("the --depfile '%s' is '%s', which the program opens: tsrc does not overwrite its sources",
+                             opt->depfile, files[i]);
+            free(files);
+            return false;
+        }
+    if (!output_open(out_file, opt->depfile, true)) {
+        free(files);
+        return false;
+    }
+    Output out = *out_file;
     for (int i = 0; i < n; i++) {
         make_word(out.file, paths[i]);
         fputs(i + 1 < n ? " " : ":", out.file);

@@ -470,6 +470,16 @@ if [ $? = 1 ] && grep -q "the --depfile 'k.h' is also an output of this compile 
    [ ! -e "$T/dep dir/k.o" ] && [ ! -e "$T/dep dir/k.h" ]; then
     pass "a --depfile that is one of the outputs is refused"
 else fail "a --depfile that is one of the outputs is refused"; fi
+(cd "$T/dep dir" && rm -f fresh && "$tsrc_abs" main.tsr -o ./fresh --depfile=fresh) >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the --depfile 'fresh' is also an output of this compile ('./fresh')" "$T/log" && [ ! -e "$T/dep dir/fresh" ]; then
+    pass "a --depfile that is an output not made yet, spelled otherwise, is refused"
+else fail "a --depfile that is an output not made yet, spelled otherwise, is refused"; fi
+cp "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep"
+(cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=consts.tsr) >"$T/log" 2>&1
+if [ $? = 1 ] && grep -q "the --depfile 'consts.tsr' is './consts.tsr', which the program opens" "$T/log" &&
+   cmp -s "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep" && [ ! -e "$T/dep dir/k.o" ]; then
+    pass "a --depfile that is a module the program opens is refused, the module untouched"
+else fail "a --depfile that is a module the program opens is refused, the module untouched"; fi
 mkdir -p "$T/dep dir/d.d"
 (cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=d.d; echo "status $?" >status;
  "$tsrc_abs" -c main.tsr -o k.o --depfile=no/such/dir.d; echo "status $?" >>status) >"$T/log" 2>&1
