@@ -1146,8 +1146,10 @@ static bool write_depfile(Arena *arena, const Options *opt, Output *out_file) {
 static int compile(Options opt) {
     /* This tsrc generates x86-64 code and GPU code: another architecture is refused whatever the
      * mode (the schedule of --emit=sched-ir and --run --interp is a target's too). */
-    if (opt.triple && !target_is_cuda(opt.triple) && strncmp(opt.triple, "x86_64-", 7) != 0 &&
-        strcmp(opt.triple, "x86_64") != 0) {
+    size_t arch = opt.triple ? strcspn(opt.triple, "-") : 0; /* LLVM's names of x86-64 */
+    if (opt.triple && !target_is_cuda(opt.triple) &&
+        !((arch == 6 && strncmp(opt.triple, "x86_64", 6) == 0) || (arch == 5 && strncmp(opt.triple, "amd64", 5) == 0) ||
+          (arch == 7 && strncmp(opt.triple, "x86_64h", 7) == 0))) {
         diag_error_noloc("unknown target '%s': not an x86-64 triple (this tsrc generates x86-64 code, "
                          "--target=x86_64-pc-linux-gnu, and GPU code, --target=cuda)", opt.triple);
         return 1;

@@ -157,9 +157,11 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * loads first, the PTX where the GPU cannot run it.  Version 19 wrote a buffer's initial values as
  * f64 (they were f32), so that each is rounded once, into the buffer's type: an f64 parameter's
  * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24.
- * Version 20 added the initialisation IOTA; version 21 an option's `among` byte after is_float. */
+ * Version 20 added the initialisation IOTA; version 21 an option's `among` byte after is_float;
+ * version 22 the buffer flag CARRIED (a gradient whose sums carry between runs, saved with the
+ * training state), which an older runtime would refuse as a malformed image. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 21u
+#define TSR_IMAGE_VERSION 22u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

@@ -726,8 +726,19 @@ static bool check_block_statements(const Node *n, bool operator_logic, const cha
             ok = false;
         }
         ok &= check_read_names(n->b, locals, *nlocals);
-        if (n->a && n->a->kind == NODE_RECORD && n->a->list.count == 1 && *nlocals < cap)
-            locals[(*nlocals)++] = n->a->list.items[0]->name;
+        if (n->a && n->a->kind == NODE_RECORD) { /* a local: `{ name } =: expression` (ir/assign.c block_local) */
+            const Node *def = n->a->list.count ? n->a->list.items[0] : NULL;
+            uint32_t slot;
+            bool grad;
+            if (n->a->list.count != 1 || def->a || strcmp(n->name, "=:") != 0 || n->c) {
+                diag_error(n->span, "a local definition in an operator's block is written '{ name } =: expression'");
+                ok = false;
+            } else if (ast_slot_name(def->name, &slot, &grad)) {
+                diag_error(def->span, "'%s' is a slot name; a local definition needs another name", def->name);
+                ok = false;
+            }
+            if (def && *nlocals < cap) locals[(*nlocals)++] = def->name; /* no second error at its reads */
+        }
         return ok;
     default: return true;
     }

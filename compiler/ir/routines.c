@@ -171,8 +171,18 @@ static void mark_carried_gradients(Builder *b) {
     }
     for (uint32_t t = 0; t < b->program->tensor_count; t++) {
         uint32_t g = out->grad_buffer[t];
-        if (b->program->tensors[t]->kind == TENSOR_PARAM && g != UINT32_MAX && carried[g])
-            ir->buffers[g].training_state = ir->buffers[g].carried = true;
+        if (b->program->tensors[t]->kind != TENSOR_PARAM || g == UINT32_MAX || !carried[g]) continue;
+        ir->buffers[g].training_state = ir->buffers[g].carried = true;
+        /* A checkpoint names it as the buffer is named: a parameter `grad` of a layer bound to `w`
+         * is w.grad too, so the gradient takes w.grad#2 (as elaboration renames clashes). */
+        const char *base = ir->buffers[g].name;
+        for (uint32_t k = 2, clash = 1; clash; k++) {
+            clash = 0;
+            for (uint32_t o = 0; o < ir->buffer_count && !clash; o++)
+                clash = o != g && (ir->buffers[o].kind == BUF_PARAM || ir->buffers[o].training_state) &&
+                        strcmp(ir->buffers[o].name, ir->buffers[g].name) == 0;
+            if (clash) ir->buffers[g].name = arena_printf(ir->arena, "%s#%u", base, k);
+        }
     }
 }
 

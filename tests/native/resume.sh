@@ -126,4 +126,11 @@ mkdir "$T/limit"
 status=$?
 [ $status = 1 ] && grep -q "cannot write checkpoint '.*': File too large" "$T/log" && [ -z "$(ls -A "$T/limit")" ]
 check "a save past the file-size limit is an error that leaves no file" $?
+# A carried gradient named like a parameter (w.grad, a layer's parameter `grad`) is w.grad#2 in the
+# checkpoint, which the program loads back (the array was written twice, and refused).
+(cd "$T" && timeout 60 $TSRC --run "$(dirname "$MICRO")/resume_grad_name.tsr") >"$T/log" 2>&1
+[ $? = 0 ] && "$PYTHON" -c "
+import sys, numpy as np
+assert sorted(np.load(sys.argv[1]).files) == ['tsrc.runs', 'tsrc.seed', 'w', 'w.grad', 'w.grad#2', 'w.grad.grad'], np.load(sys.argv[1]).files" "$T/gc.npz" 2>>"$T/log"
+check "a carried gradient named like a parameter is saved under a name of its own, and loads back" $?
 finish
