@@ -428,6 +428,19 @@ static Value *builtin_is_whole(Elab *e, Arg *args, uint32_t count, Span span) {
  * number or a constant.  An operation's type is inferred from its forward code after the
  * program is read (assign.c), so asking for it here is an error.  Train's optimisers keep f32
  * master weights for a parameter of a half type (stdlib/train.tsr). */
+/* settled x: x itself, which its uses may not give axes its own operands do not have (an
+ * operation's result grows to what its uses ask for; a library function that takes a tensor as
+ * it is — a loss's logits, attention's sequence — says so with this).  Checked once the shapes
+ * are closed (elab.c check_settled). */
+static Value *builtin_settled(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'settled' takes one value: settled x");
+    if (args[0].value->kind == V_TENSOR) { /* anything else passes as it is, for its reader to judge */
+        SettledUse use = {args[0].value->as.tensor, span, e->user_call, e->user_call_name};
+        ARENA_PUSH(e->arena, e->settled, e->settled_count, e->settled_cap, use);
+    }
+    return args[0].value;
+}
+
 static Value *builtin_dtype_of(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label || args[0].value->kind != V_TENSOR)
         return fail(span, "'dtype_of' takes one tensor: dtype_of p");
@@ -633,6 +646,7 @@ static const BuiltinEntry builtins[] = {
     {"is_bool", builtin_is_bool},
     {"is_whole", builtin_is_whole},
     {"dtype_of", builtin_dtype_of},
+    {"settled", builtin_settled},
     {"nth", builtin_nth},
     {"init", builtin_init},
     {"iota", builtin_iota},

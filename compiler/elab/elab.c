@@ -561,6 +561,80 @@ static bool writes_runtime_size(Elab *e, const Tensor *t) {
 /* Once shapes are closed: a parameter is made and initialised when the state is, so none of its
  * axes may be a run-time size (docs/inference.md §4.9) -- unless its definition asks for one
  * (`{ h; b = [?] }`: it is made anew whenever that size is set). */
+/* The first pointwise operation at or below t (through pointwise operands, at most `budget` of
+ * them) with an axis that none of its operands gives it: an axis position (rows aligned at their
+ * last axes) that no operand has, or a size above every operand's there (a size-1 axis
+ * broadcast) — put there to fit a use; NULL if none.  Operands without a shape of their own (a
+ * constant, a number written alone) give none.  *row: the row kind; *axes: the operands' axes
+ * in it at most. */
+static const Tensor *grown_operation(Elab *e, const Tensor *t, int *row, uint32_t *axes, uint32_t *budget) {
+    if (!t || t->kind != TENSOR_OP || t->logic != LOGIC_POINTWISE || !t->operand_count || *budget == 0) return NULL;
+    (*budget)--;
+    Shape result = shape_resolve(e->solver, &t->shape);
+    Shape operand[8];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < t->operand_count && n < 8; k++) {
+        const Tensor *o = t->operands[k];
+        bool shapeless = o->kind == TENSOR_CONSTANT || (o->kind == TENSOR_LITERAL && (o->iota || o->value_count == 1));
+        if (!shapeless) operand[n++] = shape_resolve(e->solver, &o->shape);
+    }
+    for (int r = 0; r < ROW_KINDS && n; r++) {
+        uint32_t count = result.rows[r].count, most = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (operand[k].rows[r].count > most) most = operand[k].rows[r].count;
+        for (uint32_t j = 0; j < count; j++) { /* j-th axis from the last */
+            uint64_t widest = 0;
+            bool present = false;
+            for (uint32_t k = 0; k < n; k++) {
+                const Row *o = &operand[k].rows[r];
+                if (o->count <= j) continue;
+                present = true;
+                if (o->dims[o->count - 1 - j].size > widest) widest = o->dims[o->count - 1 - j].size;
+            }
+            if (!present || result.rows[r].dims[count - 1 - j].size > widest) {
+                *row = r;
+                *axes = most;
+                return t;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < t->operand_count; k++) {
+        const Tensor *below = grown_operation(e, t->operands[k], row, axes, budget);
+        if (below) return below;
+    }
+    return NULL;
+}
+
+/* Each `settled x`: x, and the pointwise operations it is made of, hold no axis that a use
+ * broadcast into them (a loss's class axis given to features, attention's sequence axis given to
+ * one position's features); an error at the user's application otherwise. */
+static void check_settled(Elab *e) {
+    static const char *const row_names[ROW_KINDS] = {"batch", "input", "output"};
+    for (uint32_t i = 0; i < e->settled_count; i++) {
+        const SettledUse *use = &e->settled[i];
+        int row = 0;
+        uint32_t most = 0, budget = 64;
+        const Tensor *t = grown_operation(e, use->tensor, &row, &most, &budget);
+        if (!t) continue;
+        const char *name = use->call_name ? use->call_name : "this function";
+        const Tensor *arg = use->tensor;
+        const char *what = arg->shown ? arena_printf(e->arena, "'%s'", arg->shown) : "the tensor given";
+        if (use->call.file)
+            diag_error(use->call, "in this application of '%s': %s has %s axes that its operands do not give it: "
+                       "the result of '%s' is %s, where its operands have at most %u %s %s (an axis, or a size, "
+                       "broadcast into it to fit what '%s' asks for)", name, what, row_names[row], t->op_name ? t->op_name : "an operation",
+                       shape_to_string(e->solver, &t->shape), most, row_names[row], most == 1 ? "axis" : "axes", name);
+        else
+            diag_error(use->at, "%s has %s axes that its operands do not give it: the result of '%s' is %s, where its "
+                       "operands have at most %u %s %s", what, row_names[row], t->op_name ? t->op_name : "an operation",
+                       shape_to_string(e->solver, &t->shape), most, row_names[row], most == 1 ? "axis" : "axes");
+        diag_note(t->span, "the result of '%s' made here", t->op_name ? t->op_name : "this operation");
+        if (t->call.file && !span_in_stdlib(t->call) && (!use->call.file || t->call.start != use->call.start))
+            diag_note(t->call, "in this application of '%s'", t->call_name ? t->call_name : "a function");
+        diag_note(use->at, "'settled' takes it as it is here");
+    }
+}
+
 static void check_runtime_parameters(Elab *e) {
     Program *p = e->program;
     if (!shape_runtime_count(e->solver)) return;
@@ -626,6 +700,7 @@ Program *elaborate(Module *module, const ElabOptions *options) {
         fill_dim_readings(&e);
         check_cell_counts(&e);
         check_runtime_parameters(&e);
+        check_settled(&e);
     }
     return p;
 }

@@ -210,6 +210,14 @@ typedef struct Equation {
     OriginId why;
 } Equation;
 
+/* `settled x` evaluated: x, where, and the user's application it was evaluated in. */
+typedef struct SettledUse {
+    Tensor *tensor;
+    Span at;
+    Span call;
+    const char *call_name;
+} SettledUse;
+
 struct Elab {
     DimReading *readings;
     uint32_t reading_count, reading_cap;
@@ -242,6 +250,8 @@ struct Elab {
     size_t byte_budget;    /* what evaluation may build (MAX_EVAL_STEPS' comment) */
     bool out_of_steps;     /* a budget ran out: evaluation stops */
     const ElabOptions *options;
+    struct SettledUse *settled;  /* `settled x`: tensors whose uses must not add axes (check_settled) */
+    uint32_t settled_count, settled_cap;
     const char **failed_modules; /* modules whose loading reported an error */
     uint32_t failed_module_count, failed_module_cap;
     const char **opened;
