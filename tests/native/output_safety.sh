@@ -459,26 +459,26 @@ if [ $? = 2 ] && grep -q "'--depfile' goes with an output file" "$T/log"; then p
 else fail "--depfile with --check is a usage error"; fi
 # A depfile that would be the input or one of the outputs is refused before anything is
 # written; one that cannot be written fails the compile before the outputs are made.
+# depfile_refused MESSAGE ARGS…: tsrc ARGS, run in "dep dir", exits 1 saying MESSAGE and makes no k.o.
+depfile_refused() {
+    message=$1; shift
+    (cd "$T/dep dir" && "$tsrc_abs" "$@") >"$T/log" 2>&1
+    [ $? = 1 ] && grep -q "$message" "$T/log" && [ ! -e "$T/dep dir/k.o" ]
+}
 cp "$T/dep dir/main.tsr" "$T/dep dir/keep.tsr"
-(cd "$T/dep dir" && "$tsrc_abs" -c keep.tsr -o k.o --depfile=keep.tsr) >"$T/log" 2>&1
-if [ $? = 1 ] && grep -q "the --depfile 'keep.tsr' is the input file 'keep.tsr'" "$T/log" &&
-   cmp -s "$T/dep dir/main.tsr" "$T/dep dir/keep.tsr" && [ ! -e "$T/dep dir/k.o" ]; then
-    pass "a --depfile that is the input file is refused, the input untouched"
-else fail "a --depfile that is the input file is refused, the input untouched"; fi
-(cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=k.h) >"$T/log" 2>&1
-if [ $? = 1 ] && grep -q "the --depfile 'k.h' is also an output of this compile ('k.h')" "$T/log" &&
-   [ ! -e "$T/dep dir/k.o" ] && [ ! -e "$T/dep dir/k.h" ]; then
-    pass "a --depfile that is one of the outputs is refused"
-else fail "a --depfile that is one of the outputs is refused"; fi
-(cd "$T/dep dir" && rm -f fresh && "$tsrc_abs" main.tsr -o ./fresh --depfile=fresh) >"$T/log" 2>&1
-if [ $? = 1 ] && grep -q "the --depfile 'fresh' is also an output of this compile ('./fresh')" "$T/log" && [ ! -e "$T/dep dir/fresh" ]; then
-    pass "a --depfile that is an output not made yet, spelled otherwise, is refused"
-else fail "a --depfile that is an output not made yet, spelled otherwise, is refused"; fi
 cp "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep"
-(cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=consts.tsr) >"$T/log" 2>&1
-if [ $? = 1 ] && grep -q "the --depfile 'consts.tsr' is './consts.tsr', which the program opens" "$T/log" &&
-   cmp -s "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep" && [ ! -e "$T/dep dir/k.o" ]; then
-    pass "a --depfile that is a module the program opens is refused, the module untouched"
+rm -f "$T/dep dir/fresh"
+if depfile_refused "the --depfile 'keep.tsr' is the input file 'keep.tsr'" -c keep.tsr -o k.o --depfile=keep.tsr &&
+   cmp -s "$T/dep dir/main.tsr" "$T/dep dir/keep.tsr"; then pass "a --depfile that is the input file is refused, the input untouched"
+else fail "a --depfile that is the input file is refused, the input untouched"; fi
+if depfile_refused "the --depfile 'k.h' is also an output of this compile ('k.h')" -c main.tsr -o k.o --depfile=k.h &&
+   [ ! -e "$T/dep dir/k.h" ]; then pass "a --depfile that is one of the outputs is refused"
+else fail "a --depfile that is one of the outputs is refused"; fi
+if depfile_refused "the --depfile 'fresh' is also an output of this compile ('./fresh')" main.tsr -o ./fresh --depfile=fresh &&
+   [ ! -e "$T/dep dir/fresh" ]; then pass "a --depfile that is an output not made yet, spelled otherwise, is refused"
+else fail "a --depfile that is an output not made yet, spelled otherwise, is refused"; fi
+if depfile_refused "the --depfile 'consts.tsr' is './consts.tsr', which the program opens" -c main.tsr -o k.o --depfile=consts.tsr &&
+   cmp -s "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep"; then pass "a --depfile that is a module the program opens is refused, the module untouched"
 else fail "a --depfile that is a module the program opens is refused, the module untouched"; fi
 mkdir -p "$T/dep dir/d.d"
 (cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=d.d; echo "status $?" >status;
