@@ -324,6 +324,7 @@ static bool skip_comment(Lexer *lx, const unsigned char *from) {
     const unsigned char *lim = lx->text + lx->len, *p = from + 2;
     enum { TRACKED = 64 };
     const unsigned char *openers[TRACKED]; /* where each still-open comment starts */
+    const unsigned char *open_quote = NULL; /* a string in it that never closes */
     size_t depth = 1;
     openers[0] = from;
     while (p < lim) {
@@ -340,13 +341,24 @@ static bool skip_comment(Lexer *lx, const unsigned char *from) {
         } else if (p[0] == '"') { /* strings inside comments are skipped whole, as in OCaml */
             const unsigned char *q = p + 1;
             while (q < lim && *q != '"') q += (*q == '\\' && q + 1 < lim) ? 2 : 1;
-            if (q >= lim) break;
+            if (q >= lim) {
+                open_quote = p;
+                break;
+            }
             p = q + 1;
         } else {
             p++;
         }
     }
     diag_error(span_of(lx, from, from + 2), "unterminated comment");
+    const unsigned char *op = from + 2; /* `(*.)`: an operator written against its parenthesis */
+    while (op < lim && strchr("!$%&*+-./:<=>?@^|~", *op) && *op) op++;
+    if (op > from + 2 && op < lim && *op == ')')
+        diag_note(span_of(lx, from, op + 1), "'(*' starts a comment: an operator that begins with '*' is written with "
+                  "spaces inside its parentheses, ( %.*s )", (int)(op - from - 1), (const char *)from + 1);
+    if (open_quote)
+        diag_note(span_of(lx, open_quote, open_quote + 1), "a '\"' inside a comment starts a string (as in OCaml) that "
+                  "never ends, so the comment's closing '*)' is read as part of it");
     if (depth > 1) {
         const unsigned char *innermost = openers[(depth < TRACKED ? depth : TRACKED) - 1];
         diag_note(span_of(lx, innermost, innermost + 2), "the innermost comment still open starts here");
