@@ -202,6 +202,7 @@ static Token string_literal(Lexer *lx, const unsigned char *from) {
     for (;;) {
         if (p >= lim) {
             diag_error(span_of(lx, from, from + 1), "unterminated string literal");
+            lx->ran_off_end = true;
             if (lx->across_lines && lx->across_lines != from)
                 diag_note(span_of(lx, lx->across_lines, lx->across_lines + 1),
                           "the string that starts here runs across lines: if its closing quote is missing, each quote "
@@ -351,6 +352,7 @@ static bool skip_comment(Lexer *lx, const unsigned char *from) {
         }
     }
     diag_error(span_of(lx, from, from + 2), "unterminated comment");
+    lx->ran_off_end = true;
     const unsigned char *op = from + 2; /* `(*.)`: an operator written against its parenthesis */
     while (op < lim && strchr("!$%&*+-./:<=>?@^|~", *op) && *op) op++;
     if (op > from + 2 && op < lim && *op == ')')

@@ -37,6 +37,8 @@ typedef struct Lexer {
     const unsigned char *across_lines; /* the opening quote of the last string literal that held a
                                         * newline as written (NULL: none), for the message of an
                                         * unterminated one: a quote missing there shifts them all */
+    bool ran_off_end;                  /* an unterminated comment or string took the rest of the
+                                        * file (reported): the parser says nothing of the end */
 } Lexer;
 
 void lex_init(Lexer *lexer, uint32_t file, Arena *arena);

@@ -759,6 +759,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
 
     for (;;) {
         Token t = lex_next(&lexer);
+        if (t.kind == TK_EOF && lexer.ran_off_end) break; /* the item it cut short is reported */
         if (skipping) {
             if (t.kind != TK_EOF && !starts_item(&t)) continue;
             skipping = false;
