@@ -465,9 +465,18 @@ Token lex_next(Lexer *lx) {
         }
         * {
             int len = tok[0] >= 0x80 ? utf8_sequence(tok, lim) : 0;
-            if (len > 0) {
+            if (len > 0) { /* named by its code point too: a no-break or zero-width space, a smart quote */
+                uint32_t code = len == 2 ? (tok[0] & 0x1fu) << 6 | (tok[1] & 0x3fu)
+                              : len == 3 ? (tok[0] & 0x0fu) << 12 | (tok[1] & 0x3fu) << 6 | (tok[2] & 0x3fu)
+                                         : (tok[0] & 0x07u) << 18 | (tok[1] & 0x3fu) << 12 | (tok[2] & 0x3fu) << 6 | (tok[3] & 0x3fu);
                 lx->cursor = tok + len;
-                diag_error(span_of(lx, tok, tok + len), "unexpected character '%.*s'", len, (const char *)tok);
+                bool invisible = code == 0xa0 || (code >= 0x2000 && code <= 0x200f) || code == 0x2028 || code == 0x2029 ||
+                                 code == 0x202f || code == 0x205f || code == 0x3000 || code == 0xfeff;
+                if (invisible)
+                    diag_error(span_of(lx, tok, tok + len), "unexpected character U+%04X (a space that is not ' ')", code);
+                else
+                    diag_error(span_of(lx, tok, tok + len), "unexpected character '%.*s' (U+%04X)", len, (const char *)tok,
+                               code);
             } else {
                 lx->cursor = tok + 1;
                 if (tok[0] >= 0x20 && tok[0] < 0x7f)
