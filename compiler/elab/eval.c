@@ -711,6 +711,10 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
             args[i].label = "spec";
             continue;
         }
+        if (fn->kind == V_OPERATOR && a->kind == NODE_ARG && strcmp(a->name, "spec") == 0 && fn->as.op->c &&
+            fn->as.op->c->kind == NODE_VAR) /* `~spec:s`: a spec is parsed with the program */
+            return fail(a->span, "'%s' takes its ~spec as a string written here, ~spec:\"i, j => j\": a spec is read "
+                        "with the program, not computed", fn->as.op->name);
         if (a->kind == NODE_ARG) {
             args[i].label = a->name;
             args[i].optional = (a->flag & ARG_OPTIONAL) != 0;
