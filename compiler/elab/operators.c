@@ -445,8 +445,12 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
                 found = strlen(sv.labels[j]) == c->len && memcmp(sv.labels[j], c->text, c->len) == 0;
             for (uint32_t j = 0; j < sv.row_count && !found; j++)
                 found = strlen(sv.row_names[j]) == c->len && memcmp(sv.row_names[j], c->text, c->len) == 0;
-            if (!found)
+            if (!found) {
                 diag_error(c->span, "the spec has no label or row variable '%.*s' to capture", (int)c->len, c->text);
+                if (c->len > 4 && memcmp(c->text, "..", 2) == 0 && memcmp(c->text + c->len - 2, "..", 2) == 0)
+                    diag_note(c->span, "a row variable is captured by its bare name: \"%.*s\" for %.*s", (int)c->len - 4,
+                              c->text + 2, (int)c->len, c->text);
+            }
         }
     }
 }

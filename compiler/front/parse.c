@@ -139,7 +139,10 @@ static bool is_logic_name(const Node *s) {
 
 Node *parse_logic(ParseState *ps, Node *logic) {
     if (logic->kind == NODE_STRING) {
-        if (!is_logic_name(logic)) attach_spec(ps, logic);
+        if (!is_logic_name(logic) && logic->text && !strstr(logic->text, "=>")) /* ~logic:"X" */
+            diag_error(logic->span, "'~logic:' takes \".\" (pointwise), \"@\" (compose), \"T\" (transpose) or an "
+                       "einsum spec with '=>'; \"%s\" is none of them", lex_quoted(ps->arena, logic->text));
+        else if (!is_logic_name(logic)) attach_spec(ps, logic);
     } else if (logic->kind != NODE_VAR) {
         diag_error(logic->span, "'~logic:' takes a string literal (\".\", \"@\", \"T\" or an einsum spec) or a name");
     }
@@ -589,6 +592,19 @@ static bool is_binary_operator(int kind) {
     }
 }
 
+/* Whether a ';' stands between `else` and the `then` before it (`if c then a; b else d`). */
+static bool then_branch_sequence(const Token *token) {
+    const char *text = source_get(token->span.file)->text;
+    bool semicolon = false;
+    for (uint32_t at = token->span.start, seen = 0; at >= 4 && seen < 4000; at--, seen++) {
+        if (text[at - 1] == ';') semicolon = true;
+        if (memcmp(text + at - 4, "then", 4) == 0 && (at == 4 || !isalnum((unsigned char)text[at - 5])) &&
+            !isalnum((unsigned char)text[at]))
+            return semicolon;
+    }
+    return false;
+}
+
 /* Whether `token` follows `for NAME` in its line (`for i in …`: the loop's counter, not a `let`). */
 static bool after_for_counter(const Token *token) {
     const char *text = source_get(token->span.file)->text;
@@ -650,6 +666,12 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     if (token->kind == TK_IN && !wants_expression)
         diag_note(token->span, after_for_counter(token) ? "a loop is written 'for i = a to b do … done'"
                                                         : "'in' belongs to 'let … in'; a top-level 'let' has no 'in'");
+    if (token->kind == TK_ELSE && prev->kind && !wants_expression && then_branch_sequence(token)) /* `if c then a; b else d` */
+        diag_note(token->span, "a 'then' branch of several statements is parenthesised: if c then (a; b) else d");
+    if (token->kind == TK_COLON && expected && strstr(expected, "'}'")) /* `{ w; o: [3] }` */
+        diag_note(token->span, "a field's value is written after '=': { w; o = [3] }");
+    if (token->kind == TK_IDENT && prev->kind == TK_LPAREN && expected && strcmp(expected, "')'") == 0)
+        diag_note(token->span, "a parameter is a bare name, let f x = …; '()' alone is the unit parameter");
     if (expected && strstr(expected, "'='") && token->text && token->text[0] == '=' && token->text[1] &&
         strchr("+-*/", token->text[1]) && !token->text[2]) /* `let x=-1` */
         diag_note(token->span, "'%s' is an assignment operator: with a space, '= %c…' is '=' and a %s", token->text,
