@@ -135,7 +135,10 @@ int main(void) {
     expect_error("99999999999999999999", 20, "t.tsr:1:1: error: integer literal '99999999999999999999' does not fit in 64 bits");
     expect_error("a # b", 5, "t.tsr:1:3: error: unexpected character '#'");
     expect_error("a \xff b", 5, "t.tsr:1:3: error: unexpected byte 0xFF (not valid UTF-8)");
-    expect_error("a \xc3\xa9 b", 6, "t.tsr:1:3: error: unexpected character '\xc3\xa9'");
+    expect_error("a \xc3\xa9 b", 6, "t.tsr:1:3: error: unexpected character '\xc3\xa9' (U+00E9)");
+    expect_error("a \xc2\xa0 b", 6, "t.tsr:1:3: error: unexpected character U+00A0 (a space that is not ' ')");
+    expect_error("a \xf0\x9f\x98\x80 b", 8, "t.tsr:1:3: error: unexpected character '\xf0\x9f\x98\x80' (U+1F600)");
+    expect_error("a \xe2\x80\x9c b", 7, "t.tsr:1:3: error: unexpected character '\xe2\x80\x9c' (U+201C)");
     expect_error("a \0 b", 5, "t.tsr:1:3: error: NUL byte in source");
     expect_error("\"a\\qb\"", 6, "t.tsr:1:3: error: unknown escape sequence '\\q'");
     expect_error("let%foo", 7, "t.tsr:1:1: error: unknown extension 'let%foo' (expected 'let%op' or 'let%cd')");
