@@ -561,41 +561,47 @@ static bool writes_runtime_size(Elab *e, const Tensor *t) {
 /* Once shapes are closed: a parameter is made and initialised when the state is, so none of its
  * axes may be a run-time size (docs/inference.md §4.9) -- unless its definition asks for one
  * (`{ h; b = [?] }`: it is made anew whenever that size is set). */
+/* Whether the operands' rows (kind `r`) give every axis of the result's row: each axis has one
+ * at least as large in some operand, with every row aligned at its last axis, or every row at
+ * its first (a spec's leading flank, `c, ..r..`). */
+static bool row_given(const Shape *operand, uint32_t n, const Row *result, int r) {
+    for (int left = 0; left < 2; left++) {
+        bool all = true;
+        for (uint32_t i = 0; i < result->count && all; i++) {
+            bool given = false;
+            for (uint32_t k = 0; k < n && !given; k++) {
+                const Row *o = &operand[k].rows[r];
+                uint32_t at = left ? i : o->count + i - result->count; /* wraps past o's axes when too short */
+                given = at < o->count && o->dims[at].size >= result->dims[i].size;
+            }
+            all = given;
+        }
+        if (all) return true;
+    }
+    return false;
+}
+
 /* The first pointwise operation at or below t (through pointwise operands, at most `budget` of
- * them) with an axis that none of its operands gives it: an axis position (rows aligned at their
- * last axes) that no operand has, or a size above every operand's there (a size-1 axis
- * broadcast) — put there to fit a use; NULL if none.  Operands without a shape of their own (a
- * constant, a number written alone) give none.  *row: the row kind; *axes: the operands' axes
- * in it at most. */
+ * them) with an axis that none of its operands gives it (row_given) — put there to fit a use;
+ * NULL if none.  A constant (`ones ()`, whose axes are all the use's) gives none; a number
+ * written alone gives its unit output axis, `iota ()` its one axis.  *row: the row kind;
+ * *axes: the operands' axes in it at most. */
 static const Tensor *grown_operation(Elab *e, const Tensor *t, int *row, uint32_t *axes, uint32_t *budget) {
     if (!t || t->kind != TENSOR_OP || t->logic != LOGIC_POINTWISE || !t->operand_count || *budget == 0) return NULL;
     (*budget)--;
     Shape result = shape_resolve(e->solver, &t->shape);
     Shape operand[8];
     uint32_t n = 0;
-    for (uint32_t k = 0; k < t->operand_count && n < 8; k++) {
-        const Tensor *o = t->operands[k];
-        bool shapeless = o->kind == TENSOR_CONSTANT || (o->kind == TENSOR_LITERAL && (o->iota || o->value_count == 1));
-        if (!shapeless) operand[n++] = shape_resolve(e->solver, &o->shape);
-    }
+    for (uint32_t k = 0; k < t->operand_count && n < 8; k++)
+        if (t->operands[k]->kind != TENSOR_CONSTANT) operand[n++] = shape_resolve(e->solver, &t->operands[k]->shape);
     for (int r = 0; r < ROW_KINDS && n; r++) {
-        uint32_t count = result.rows[r].count, most = 0;
+        uint32_t most = 0;
         for (uint32_t k = 0; k < n; k++)
             if (operand[k].rows[r].count > most) most = operand[k].rows[r].count;
-        for (uint32_t j = 0; j < count; j++) { /* j-th axis from the last */
-            uint64_t widest = 0;
-            bool present = false;
-            for (uint32_t k = 0; k < n; k++) {
-                const Row *o = &operand[k].rows[r];
-                if (o->count <= j) continue;
-                present = true;
-                if (o->dims[o->count - 1 - j].size > widest) widest = o->dims[o->count - 1 - j].size;
-            }
-            if (!present || result.rows[r].dims[count - 1 - j].size > widest) {
-                *row = r;
-                *axes = most;
-                return t;
-            }
+        if (!row_given(operand, n, &result.rows[r], r)) {
+            *row = r;
+            *axes = most;
+            return t;
         }
     }
     for (uint32_t k = 0; k < t->operand_count; k++) {
@@ -629,6 +635,18 @@ static void check_settled(Elab *e) {
                        "operands have at most %u %s %s", what, row_names[row], t->op_name ? t->op_name : "an operation",
                        shape_to_string(e->solver, &t->shape), most, row_names[row], most == 1 ? "axis" : "axes");
         diag_note(t->span, "the result of '%s' made here", t->op_name ? t->op_name : "this operation");
+        Shape grown = shape_resolve(e->solver, &t->shape);
+        /* A grown axis of size 1 in a function of two tensors (a loss, an accuracy): most often a
+         * number's, written in the other argument. */
+        static const char *const pairs[] = {"cross_entropy", "cross_entropy_ids", "nll", "accuracy", "accuracy_ids"};
+        bool unit = false, pair = false;
+        for (uint32_t j = 0; j < grown.rows[row].count; j++) unit |= grown.rows[row].dims[j].size == 1;
+        for (size_t j = 0; j < sizeof pairs / sizeof *pairs && use->call_name; j++) pair |= strcmp(use->call_name, pairs[j]) == 0;
+        unit = unit && pair;
+        if (unit)
+            diag_note(use->call.file ? use->call : use->at, "an axis of size 1 often comes from a number written in the "
+                      "other argument (labels - 1. is b|1: a number is a tensor of one output axis of size 1); "
+                      "--print-shapes shows each tensor's shape");
         if (t->call.file && !span_in_stdlib(t->call) && (!use->call.file || t->call.start != use->call.start))
             diag_note(t->call, "in this application of '%s'", t->call_name ? t->call_name : "a function");
         diag_note(use->at, "'settled' takes it as it is here");

@@ -819,6 +819,10 @@ bool check_operator(const Node *op) {
             diag_error(logic->span, "'~logic:%s' names no labelled parameter ~%s of the operator", logic->name,
                        logic->name);
             ok = false;
+        } else if (strcmp(logic->name, "spec") != 0) {
+            diag_error(logic->span, "an operator's spec parameter is named spec (~spec ~logic:spec): a string written "
+                       "as ~spec:\"…\" at a use is read as a spec with the program, and no other label is");
+            ok = false;
         }
     } else if (logic->kind != NODE_STRING || (!logic->spec && logic->len != 1)) {
         ok = false; /* the parser reported it */

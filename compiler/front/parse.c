@@ -619,6 +619,10 @@ static bool after_for_counter(const Token *token) {
 }
 
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
+    if (token->kind == TK_EOF && ps->quiet_end) {
+        ps->failed = true;
+        return;
+    }
     if (ps->failed) return;
     ps->failed = true;
     int tokens[MAX_EXPECTED];
@@ -781,7 +785,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
 
     for (;;) {
         Token t = lex_next(&lexer);
-        if (t.kind == TK_EOF && lexer.ran_off_end) break; /* the item it cut short is reported */
+        ps.quiet_end = t.kind == TK_EOF && lexer.ran_off_end; /* the item it cut short is reported */
         if (skipping) {
             if (t.kind != TK_EOF && !starts_item(&t)) continue;
             skipping = false;
@@ -803,6 +807,8 @@ Module *parse_module(uint32_t file, Arena *arena) {
             }
         } else if (ok && is_closer(t.kind)) {
             ok = check_closer(&ps, stack, &depth, &t);
+        } else if (ok && t.kind == TK_EOF && depth > 0 && ps.quiet_end) {
+            ok = false;
         } else if (ok && t.kind == TK_EOF && depth > 0) {
             char where[96];
             describe_open(&stack[depth - 1], where, sizeof where);

@@ -23,6 +23,8 @@ typedef struct ParseState {
     Module *module;
     uint32_t file;
     bool failed;        /* the current item had a syntax error; resynchronise */
+    bool quiet_end;     /* the lexer's unterminated comment or string took the rest of the file
+                         * (reported): the end of file cuts an item short without a second error */
     Token previous;     /* the token before the one being fed */
     const struct OpenBracket *brackets; /* brackets open before the current token */
     int bracket_depth;
