@@ -157,7 +157,7 @@ static void usage(FILE *out) {
           "  --depfile=FILE   also write FILE, a Make rule of the output on the files the\n"
           "                   program was read from (it and the modules it opened)\n"
           "  -I DIR           add DIR to the module search path (for 'open')\n"
-          "  --help           show this help and exit\n"
+          "  -h, --help       show this help and exit\n"
           "  --version        show the version and exit\n"
           "\n"
           "Diagnostics are printed as 'file:line:col: error: message'; the exit status is 0 on\n"
@@ -395,7 +395,8 @@ static Options parse_options(int argc, char **argv) {
     if (opt.gpu_blocks && !target_is_cuda(opt.triple)) bad_usage("%s", "'--gpu-blocks' goes with '--target=cuda'");
     if (opt.output && strcmp(opt.output, "-") == 0 &&
         (opt.mode == MODE_BUILD || opt.mode == MODE_OBJECT || opt.mode == MODE_SHARED))
-        bad_usage("%s", "'-o -' (the standard output) is for text outputs; executables and objects need a file name");
+        bad_usage("%s", "'-o -' (the standard output) is for the outputs of one stream (--emit=…, --print-shapes, "
+                  "--dump-ast); an executable, -c and --shared need a file name");
     if (opt.program_args && opt.mode != MODE_RUN)
         bad_usage("%s", "arguments after '--' are the program's, for '--run'; run the executable with them instead");
     if (opt.mode == MODE_RUN && opt.output) bad_usage("%s", "'--run' prints to the standard output; it takes no '-o'");
