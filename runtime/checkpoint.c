@@ -232,24 +232,11 @@ static int put_array(Writer *w, const char *path, const char *name, const float 
     return TSR_OK;
 }
 
-/* The rows of a (k, 2) float32 .npy member `data` whose data is all there (a tsrc.shuffles of k
- * statements), or -1: how many statements shuffled in the program that saved it. */
+/* The rows of a (k, 2) .npy member `data` (a tsrc.shuffles of k statements), or -1: how many
+ * statements shuffled in the program that saved it. */
 static int64_t saved_statements(const unsigned char *data, size_t len) {
-    if (len < 12 || memcmp(data, "\x93NUMPY", 6) != 0) return -1;
-    size_t header = data[6] == 1 ? 10 + (size_t)(data[8] | data[9] << 8)
-                                 : 12 + (size_t)(data[8] | data[9] << 8 | (uint32_t)data[10] << 16 | (uint32_t)data[11] << 24);
-    if (header > len) return -1;
-    char text[512];
-    size_t start = data[6] == 1 ? 10 : 12, n = header - start < sizeof text - 1 ? header - start : sizeof text - 1;
-    memcpy(text, data + start, n);
-    text[n] = 0;
-    const char *shape = strstr(text, "'shape': (");
-    long long k;
-    int end = 0;
-    if (!strstr(text, "'<f4'") || !shape || sscanf(shape + 10, "%lld, 2)%n", &k, &end) != 1 || end == 0 || k < 0 ||
-        (unsigned long long)k != (len - header) / 8 || (len - header) % 8 != 0)
-        return -1;
-    return k;
+    int64_t dims[2];
+    return tsr_npy_member_shape(data, len, 2, dims) && dims[1] == 2 ? dims[0] : -1;
 }
 
 /* The run counters of a training checkpoint: the state's routine runs (the random numbers'

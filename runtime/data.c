@@ -1160,6 +1160,24 @@ int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *l
     return TSR_OK;
 }
 
+bool tsr_npy_member_shape(const unsigned char *bytes, size_t size, uint32_t rank, int64_t *dims) {
+    if (!bytes || size < 10 || memcmp(bytes, "\x93NUMPY", 6) != 0 || bytes[6] < 1 || bytes[6] > 3) return false;
+    size_t start = bytes[6] == 1 ? 10 : 12;
+    if (size < start) return false;
+    uint64_t len = load_le(bytes + 8, bytes[6] == 1 ? 2 : 4);
+    if (len > NPY_MAX_HEADER || len > size - start) return false;
+    char *text = malloc(len + 1);
+    if (!text) return false;
+    memcpy(text, bytes + start, len);
+    text[len] = '\0';
+    NpyParser parser = {.text = text, .len = len};
+    NpyHeader h;
+    bool ok = npy_parse_header(&parser, &h) && h.have_shape && h.rank == rank;
+    for (uint32_t a = 0; ok && a < rank; a++) dims[a] = h.dims[a];
+    free(text);
+    return ok;
+}
+
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array) {
     Target target = {.out = out, .dtype = dtype, .rank = rank, .dims = dims, .shards = 1};

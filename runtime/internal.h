@@ -127,6 +127,9 @@ int tsr_checkpoint_writable(const char *path);
 /* The position of cell `cell` of a tensor of shape `dims`, in NumPy's form "(2, 5)", "(3,)"
  * (data.c; messages about a cell). */
 void tsr_format_position(char *text, size_t size, uint32_t rank, const int64_t *dims, int64_t cell);
+/* The shape a .npy member declares, into dims, when it has `rank` axes (false otherwise, and for
+ * a member that is no .npy; nothing is recorded as an error): what a checkpoint's array was. */
+bool tsr_npy_member_shape(const unsigned char *bytes, size_t size, uint32_t rank, int64_t *dims);
 int tsr_load_npy_member(const unsigned char *bytes, size_t size, void *out, uint8_t dtype, uint32_t rank,
                         const int64_t *dims, const char *archive, const char *array);
 /* Run SHUFFLE action `a` once (shuffle.c): permute its data items' rows by the permutation of

@@ -623,30 +623,27 @@ static void check_settled(Elab *e) {
         const Tensor *t = grown_operation(e, use->tensor, &row, &most, &budget);
         if (!t) continue;
         const char *name = use->call_name ? use->call_name : "this function";
-        const Tensor *arg = use->tensor;
-        const char *what = arg->shown ? arena_printf(e->arena, "'%s'", arg->shown) : "the tensor given";
-        if (use->call.file)
-            diag_error(use->call, "in this application of '%s': %s has %s axes that its operands do not give it: "
-                       "the result of '%s' is %s, where its operands have at most %u %s %s (an axis, or a size, "
-                       "broadcast into it to fit what '%s' asks for)", name, what, row_names[row], t->op_name ? t->op_name : "an operation",
-                       shape_to_string(e->solver, &t->shape), most, row_names[row], most == 1 ? "axis" : "axes", name);
-        else
-            diag_error(use->at, "%s has %s axes that its operands do not give it: the result of '%s' is %s, where its "
-                       "operands have at most %u %s %s", what, row_names[row], t->op_name ? t->op_name : "an operation",
-                       shape_to_string(e->solver, &t->shape), most, row_names[row], most == 1 ? "axis" : "axes");
+        const char *op = t->op_name ? t->op_name : "an operation";
+        const char *what = use->tensor->shown ? arena_printf(e->arena, "'%s'", use->tensor->shown) : "the tensor given";
+        Span at = use->call.file ? use->call : use->at; /* the user's application, when there is one */
+        diag_error(at, "%s%s has %s axes that its operands do not give it: the result of '%s' is %s, where its "
+                   "operands have at most %u %s %s%s",
+                   use->call.file ? arena_printf(e->arena, "in this application of '%s': ", name) : "", what,
+                   row_names[row], op, shape_to_string(e->solver, &t->shape), most, row_names[row],
+                   most == 1 ? "axis" : "axes",
+                   use->call.file ? arena_printf(e->arena, " (an axis, or a size, broadcast into it to fit what '%s' "
+                                                 "asks for)", name) : "");
         diag_note(t->span, "the result of '%s' made here", t->op_name ? t->op_name : "this operation");
-        Shape grown = shape_resolve(e->solver, &t->shape);
         /* A grown axis of size 1 in a function of two tensors (a loss, an accuracy): most often a
          * number's, written in the other argument. */
         static const char *const pairs[] = {"cross_entropy", "cross_entropy_ids", "nll", "accuracy", "accuracy_ids"};
+        Shape grown = shape_resolve(e->solver, &t->shape);
         bool unit = false, pair = false;
         for (uint32_t j = 0; j < grown.rows[row].count; j++) unit |= grown.rows[row].dims[j].size == 1;
         for (size_t j = 0; j < sizeof pairs / sizeof *pairs && use->call_name; j++) pair |= strcmp(use->call_name, pairs[j]) == 0;
-        unit = unit && pair;
-        if (unit)
-            diag_note(use->call.file ? use->call : use->at, "an axis of size 1 often comes from a number written in the "
-                      "other argument (labels - 1. is b|1: a number is a tensor of one output axis of size 1); "
-                      "--print-shapes shows each tensor's shape");
+        if (unit && pair)
+            diag_note(at, "an axis of size 1 often comes from a number written in the other argument (labels - 1. is "
+                      "b|1: a number is a tensor of one output axis of size 1); --print-shapes shows each tensor's shape");
         if (t->call.file && !span_in_stdlib(t->call) && (!use->call.file || t->call.start != use->call.start))
             diag_note(t->call, "in this application of '%s'", t->call_name ? t->call_name : "a function");
         diag_note(use->at, "'settled' takes it as it is here");

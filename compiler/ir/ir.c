@@ -402,6 +402,15 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
     ARENA_PUSH(arena, block->items, block->count, block->cap, stmt);
 }
 
+uint32_t ir_f32_twin(IrProgram *ir, uint32_t of, const char *name) {
+    const IrBuffer *half = &ir->buffers[of];
+    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank, .dims = half->dims,
+                  .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
+                  .size_symbol = half->size_symbol, .name = name};
+    ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
+    return b.id;
+}
+
 uint32_t ir_symbol(const IrProgram *ir, const char *name) {
     for (uint32_t i = 0; i < ir->symbol_count; i++)
         if (strcmp(ir->symbols[i].name, name) == 0) return i;

@@ -469,17 +469,6 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* ---- One assignment ----------------------------------------------------------------------------- */
 
-/* An f32 buffer of the shape of half buffer `of`, for a scatter into it to accumulate in. */
-static uint32_t f32_twin(Lowerer *l, uint32_t of) {
-    const IrBuffer *half = &l->ir->buffers[of]; /* its shape, nothing else */
-    IrBuffer b = {.id = l->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank,
-                  .dims = half->dims, .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
-                  .size_symbol = half->size_symbol,
-                  .name = arena_printf(l->ir->arena, "%s.f32#l%u", half->name, l->ir->buffer_count)};
-    ARENA_PUSH(l->ir->arena, l->ir->buffers, l->ir->buffer_count, l->ir->buffer_cap, b);
-    return b.id;
-}
-
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
     Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
@@ -581,7 +570,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     bool in_twin = lhs_affine && ir_dtype_half(ir->buffers[lhs].dtype) && a->accum != ACC_NONE &&
                    a->accum != ACC_MAX && a->accum != ACC_MIN;
     for (uint32_t i = 0; i < a->read_count; i++) in_twin = in_twin && a->reads[i].buffer != lhs;
-    if (in_twin) target = f32_twin(&l, lhs);
+    if (in_twin) target = ir_f32_twin(ir, lhs, arena_printf(ir->arena, "%s.f32#l%u", ir->buffers[lhs].name, ir->buffer_count));
     bool reset = a->reset;
     if (reset && (!surjective || (skips_cells && a->accum != ACC_NONE) ||
                   (p->concat_count && a->accum != ACC_NONE))) {

@@ -868,13 +868,7 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
 
 /* An f32 buffer of the shape of half buffer `of`, private to the schedule. */
 static uint32_t f32_twin(Sched *s, uint32_t of) {
-    const IrBuffer *half = &s->ir->buffers[of]; /* its shape, nothing else: a field added later starts at 0 */
-    IrBuffer b = {.id = s->ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank,
-                  .dims = half->dims, .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
-                  .size_symbol = half->size_symbol,
-                  .name = arena_printf(s->ir->arena, "%s.f32#s%u", half->name, s->scratch++)};
-    ARENA_PUSH(s->ir->arena, s->ir->buffers, s->ir->buffer_count, s->ir->buffer_cap, b);
-    return b.id;
+    return ir_f32_twin(s->ir, of, arena_printf(s->ir->arena, "%s.f32#s%u", s->ir->buffers[of].name, s->scratch++));
 }
 
 /* The nest `to[i…] = from[i…]` over every cell of two buffers of one shape. */
