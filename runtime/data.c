@@ -8,7 +8,7 @@
  * the output is a pure function of (count, noise, seed, …).
  *
  * Loaders read a whole file into a caller-allocated tensor whose shape and element type the
- * compiler already knows: an F32 tensor takes float16, float32, float64, int32 and int64 files
+ * compiler already knows: an F32 tensor takes a file of any float, integer or bool .npy dtype
  * (converted to float32), an F64 tensor the same files (converted to double), a BF16 or F16
  * tensor the same files too, each value rounded once to the type (to nearest, ties to even:
  * tsr.h's conversions; a value the type holds exactly keeps its bits, NaN payloads included), an
@@ -211,16 +211,28 @@ static const char *numpy_integer_name(uint8_t dtype) {
     return dtype == TSR_DTYPE_U8 ? "uint8" : dtype == TSR_DTYPE_BOOL ? "bool" : dtype == TSR_DTYPE_I64 ? "int64" : "int32";
 }
 
+/* The least and greatest value of integer type `dtype`. */
+static void integer_range(uint8_t dtype, int64_t *low, int64_t *high) {
+    *low = dtype == TSR_DTYPE_I64 ? INT64_MIN : dtype == TSR_DTYPE_I32 ? INT32_MIN : 0;
+    *high = dtype == TSR_DTYPE_I64 ? INT64_MAX : dtype == TSR_DTYPE_I32 ? INT32_MAX : dtype == TSR_DTYPE_U8 ? 255 : 1;
+}
+
+/* Whether integer type `dtype` takes `value` (`beyond`: it lies past int64_t). */
+static bool integer_fits(uint8_t dtype, int64_t value, bool beyond) {
+    int64_t low, high;
+    integer_range(dtype, &low, &high);
+    return !beyond && value >= low && value <= high;
+}
+
 /* Stores integer `value` of a file into cell `cell` of an integer target (I32, U8, BOOL, I64), or
  * reports that it does not fit the type (nor does any value beyond int64, `beyond`): "cell (2, 5)
  * holds 4294967296, which does not fit int32 (-2147483648 to 2147483647)".  `text` is the value
  * as the file writes it (for messages). */
 static int store_integer(const Source *src, int64_t line, int64_t col, const Target *t, int64_t cell, int64_t value,
                          bool beyond, const char *text) {
-    int64_t low = t->dtype == TSR_DTYPE_I64 ? INT64_MIN : t->dtype == TSR_DTYPE_I32 ? INT32_MIN : 0;
-    int64_t high = t->dtype == TSR_DTYPE_I64 ? INT64_MAX : t->dtype == TSR_DTYPE_I32 ? INT32_MAX
-                 : t->dtype == TSR_DTYPE_U8 ? 255 : 1;
-    if (beyond || value < low || value > high) {
+    int64_t low, high;
+    integer_range(t->dtype, &low, &high);
+    if (!integer_fits(t->dtype, value, beyond)) {
         char position[160];
         tsr_format_position(position, sizeof position, t->rank, t->dims, cell);
         return fail_at(src, line, col, "cell %s holds %s, which does not fit %s (%lld to %lld)", position, text,
@@ -604,6 +616,7 @@ static int npy_read_header(const Source *src, FILE *file, char **text, size_t *l
     errno = 0;
     size_t got = fread(preamble, 1, 10, file);
     if (ferror(file)) return fail_at(src, 0, 0, "cannot read: %s", read_error_text(errno));
+    if (got == 0) return fail_at(src, 0, 0, "is empty, not a .npy file");
     if (got < 8 || memcmp(preamble, "\x93NUMPY", 6) != 0) {
         /* Text (a CSV file named x.CSV or x.txt, which is read as .npy): say how CSV is chosen. */
         bool looks_text = got > 0 && !src->archive;
@@ -853,6 +866,7 @@ typedef struct CsvLoad {
     int64_t global_cells;  /* the numbers the file holds: the target's cells times its shards */
     int64_t header_line;   /* the line skipped as a header, or 0 */
     bool seen_fields;      /* a line with fields has been seen */
+    bool lone_cr;          /* a '\r' not before a '\n' has been seen (lines of old Mac OS text) */
     /* The current line. */
     int64_t line;          /* its number, from 1 */
     int64_t fields;        /* fields so far */
@@ -861,6 +875,10 @@ typedef struct CsvLoad {
     bool is_header;        /* a field of the first line is not a number */
     bool has_text;         /* ... and one is text: an empty field alone does not make a header */
     int64_t empty_col;     /* the column of the first line's first empty field, or -1 */
+    /* The first line's first number an integer tensor cannot take (its text, column and number
+     * index; deferred_len 0: none): an error only if the line proves not to be a header. */
+    char deferred[MAX_NUMBER_TEXT + 1];
+    int64_t deferred_len, deferred_col, deferred_count;
     /* The current field: its first bytes (the rest only counted), its length and column. */
     char field[MAX_NUMBER_TEXT + 1];
     int64_t field_len, field_col;
@@ -885,10 +903,32 @@ static int csv_store(CsvLoad *load, double value) {
     printable(shown, sizeof shown, load->field, (size_t)load->field_len);
     int64_t integer;
     bool beyond;
-    if (!parse_integer(load->field, (size_t)load->field_len, &integer, &beyond))
+    bool whole = parse_integer(load->field, (size_t)load->field_len, &integer, &beyond);
+    if (load->first && (!whole || !integer_fits(t->dtype, integer, beyond))) {
+        /* a header's numbers are not data: the error waits for the line's end (csv_line_end) */
+        if (load->deferred_len == 0) {
+            memcpy(load->deferred, load->field, sizeof load->deferred);
+            load->deferred_len = load->field_len;
+            load->deferred_col = load->field_col;
+            load->deferred_count = load->count;
+        }
+        return TSR_OK;
+    }
+    if (!whole)
         return fail_at(load->src, load->line, load->field_col, "not an integer: '%s' (the tensor is %s)", shown,
                        tsr_dtype_word(t->dtype));
     return store_integer(load->src, load->line, load->field_col, t, cell, integer, beyond, shown);
+}
+
+/* The first line was data after all: its deferred number's error (csv_store again, as a line
+ * that is not the first). */
+static int csv_deferred_error(CsvLoad *load) {
+    memcpy(load->field, load->deferred, sizeof load->field);
+    load->field_len = load->deferred_len;
+    load->field_col = load->deferred_col;
+    load->count = load->deferred_count;
+    load->first = false;
+    return csv_store(load, 0.);
 }
 
 /* The field that just ended: a number is stored, anything else is an error unless the line is
@@ -919,13 +959,16 @@ static int csv_field(CsvLoad *load) {
 /* The end of the current line, at column `col`, with its '\n' or at the end of the file. */
 static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
     if (load->fields > 0 && !newline)
-        return fail_at(load->src, load->line, col,
-                       "the last line does not end with a newline: the file looks truncated");
+        return fail_at(load->src, load->line, col, "the last line does not end with a newline: %s",
+                       load->lone_cr ? "its lines end in '\\r' alone (old Mac OS text), where CSV lines end in '\\n'"
+                                     : "the file looks truncated");
     if (load->is_header && !load->has_text) /* numbers and empty fields: damage, not a header */
         return fail_at(load->src, load->line, load->empty_col, "empty field");
     if (load->is_header) {
         load->count = load->count_before;
         load->header_line = load->line;
+    } else if (load->deferred_len > 0) {
+        return csv_deferred_error(load);
     } else if (load->fields > 0) {
         load->rows++;
         if (load->per_line > 0 && load->fields != load->per_line)
@@ -937,6 +980,7 @@ static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
     load->count_before = load->count;
     load->first = load->is_header = load->has_text = false;
     load->empty_col = -1;
+    load->deferred_len = 0;
     return TSR_OK;
 }
 
@@ -945,11 +989,16 @@ static int csv_line_end(CsvLoad *load, bool newline, int64_t col) {
  * after another delimits an empty field. */
 static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int64_t *dims) {
     Separation sep = SEP_LINE_START;
-    bool in_field = false, in_comment = false;
+    bool in_field = false, in_comment = false, after_cr = false;
     int64_t line_bytes = 0;
     for (;;) {
         int c = next_byte(reader);
         if (c == BYTE_ERROR) return fail_at(load->src, 0, 0, "cannot read: %s", strerror(reader->read_errno));
+        if (c == 0)
+            return fail_at(load->src, load->line, line_bytes + 1, "holds a NUL byte: this is no CSV text (a binary "
+                           "file, or text in UTF-16)");
+        load->lone_cr |= after_cr && c != '\n';
+        after_cr = c == '\r';
         bool line_end = c == BYTE_END || c == '\n';
         int64_t col = line_bytes + 1;
         int status = TSR_OK;
@@ -966,7 +1015,7 @@ static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int6
                 load->field_len++;
                 /* The rest of the field in this chunk, without a call per byte. */
                 while (reader->pos < reader->len && !ends_field(reader->chunk[reader->pos]) &&
-                       line_bytes < load->line_limit) {
+                       reader->chunk[reader->pos] != 0 && line_bytes < load->line_limit) {
                     if (load->field_len < MAX_NUMBER_TEXT) load->field[load->field_len] = (char)reader->chunk[reader->pos];
                     load->field_len++;
                     reader->pos++;

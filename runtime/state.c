@@ -41,12 +41,18 @@ static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
 static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char *what, const char *path) {
     uint32_t symbol = (uint32_t)s->model->buffers[buffer].size_symbol;
     char **set_by = &s->model->size_files[symbol];
+    const tsr_model *m = s->model;
     if (*set_by && s->symbols[symbol] != length)
         return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
                          "their length to run-time size '%s', so they must be equal",
-                         what, path, length, *set_by, s->symbols[symbol], s->model->symbol_names[symbol]);
+                         what, path, length, *set_by, s->symbols[symbol], m->symbol_names[symbol]);
+    for (uint32_t j = 0; j < m->symbol_count; j++) /* another size of the class (items shuffled together) */
+        if (m->size_files[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol] && s->symbols[j] != length)
+            return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": their "
+                             "run-time sizes '%s' and '%s' must be equal (the program shuffles the items together "
+                             "or combines their axes)", what, path, length, m->size_files[j], s->symbols[j],
+                             m->symbol_names[symbol], m->symbol_names[j]);
     int status = TSR_OK;
-    const tsr_model *m = s->model;
     for (uint32_t j = 0; j < m->symbol_count && status == TSR_OK; j++) /* `symbol` among them */
         if (m->symbol_sizes[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol]) status = set_size(s, j, length);
     if (status != TSR_OK) return status;

@@ -116,8 +116,23 @@ static int64_t batch_rows(const AssignResult *ar, const Tensor *t) {
     return !batch.count ? 0 : batch.dims[0].runtime ? -rows : rows;
 }
 
+/* Items shuffled together whose first batch axis is `?` must get files of one length: the size
+ * symbols of buffer `b`'s class join those of buffer `first`'s (one leader), so the runtime
+ * refuses a second length when it reads the files (runtime/state.c give_length). */
+static void join_sizes(IrProgram *ir, uint32_t first, uint32_t b) {
+    if (first == UINT32_MAX || b == UINT32_MAX || !ir_buffer_dynamic(&ir->buffers[first]) ||
+        !ir_buffer_dynamic(&ir->buffers[b]))
+        return;
+    uint32_t to = ir->symbols[ir->buffers[first].size_symbol].leader;
+    uint32_t from = ir->symbols[ir->buffers[b].size_symbol].leader;
+    if (to == from) return;
+    for (uint32_t i = 0; i < ir->symbol_count; i++)
+        if (ir->symbols[i].size && ir->symbols[i].leader == from) ir->symbols[i].leader = to;
+}
+
 /* A shuffle's rows (into `a`): every field of every listed data item must have the same
- * number of rows, the cells of its batch axes. */
+ * number of rows, the cells of its batch axes (for a `?` first axis, the cells of the others,
+ * negated, and files of one length: join_sizes). */
 static bool shuffle_rows(IrProgram *ir, const AssignResult *ar, const MainStep *m, IrAction *a) {
     const DataSource *first = ar->program->sources[m->source];
     a->value = m->source;
@@ -127,14 +142,28 @@ static bool shuffle_rows(IrProgram *ir, const AssignResult *ar, const MainStep *
         const DataSource *d = m->tensors[f]->source;
         int64_t rows = batch_rows(ar, m->tensors[f]);
         if (d != first && m->tensors[f]->field == 0) a->text = arena_printf(ir->arena, "%s, %s", a->text, d->name);
-        if (rows != 0 && rows == a->rows) continue;
+        if (rows != 0 && rows == a->rows) {
+            join_sizes(ir, ar->value_buffer[m->tensors[0]->id], ar->value_buffer[m->tensors[f]->id]);
+            continue;
+        }
         if (rows == 0 || d == first || a->rows == 0) {
             diag_error(m->span, "data '%s' has no batch axes shared by all its fields, so it has no rows to shuffle "
                        "(give it batch axes: ~b:[n] or ~batches:n)", rows == 0 || d == first ? d->name : first->name);
             return false;
         }
-        diag_error(m->span, "data '%s' has %lld rows but '%s' has %lld: items shuffled together need the same rows",
-                   first->name, (long long)a->rows, d->name, (long long)rows);
+        if ((a->rows < 0) != (rows < 0)) {
+            const DataSource *open = a->rows < 0 ? first : d, *fixed = a->rows < 0 ? d : first;
+            diag_error(m->span, "data '%s' has a run-time number of rows (its first batch axis is '?', the file's "
+                       "length) but '%s' has %lld: items shuffled together need the same rows (give both '?', or "
+                       "'%s' its number of rows)", open->name, fixed->name, (long long)(a->rows < 0 ? rows : a->rows),
+                       open->name);
+        } else if (a->rows < 0)
+            diag_error(m->span, "data '%s' has ? x %lld rows (the cells of its batch axes, '?' the file's length) but "
+                       "'%s' has ? x %lld: items shuffled together need the same rows", first->name,
+                       (long long)-a->rows, d->name, (long long)-rows);
+        else
+            diag_error(m->span, "data '%s' has %lld rows but '%s' has %lld: items shuffled together need the same "
+                       "rows", first->name, (long long)a->rows, d->name, (long long)rows);
         diag_note(first->span, "'%s' is declared here", first->name);
         diag_note(d->span, "'%s' is declared here", d->name);
         return false;

@@ -104,14 +104,16 @@ expect "csv: cut before the last newline" csv \
 printf '1,2,3\n4,5,6\n7,8,9\n' >"$T/q.csv"
 expect "csv: cut after a row" csv ": has 3 rows, expected 4 for shape (4, 3)"
 
-# Lines longer than a row of three numbers can need: 2 MiB of "1 " without a newline, and a
-# sparse gigabyte of NUL bytes.  Both stop at the limit, 1 MiB + 512 bytes per number.
+# A line longer than a row of three numbers can need, 2 MiB of "1 " without a newline, stops at
+# the limit, 1 MiB + 512 bytes per number; a sparse gigabyte of NUL bytes at its first byte (no
+# text holds one: a binary file, or UTF-16, whose ASCII characters have a NUL byte each).
 awk 'BEGIN { for (i = 0; i < 1048576; i++) printf "1 " }' >"$T/q.csv"
 expect "csv: a 2 MiB line" csv ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
 clear_path q.csv
 truncate -s 1073741824 "$T/q.csv"
-expect "csv: a gigabyte of NUL bytes" csv \
-    ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
+expect "csv: a gigabyte of NUL bytes" csv ":1:1: holds a NUL byte: this is no CSV text (a binary file, or text in UTF-16)"
+printf '1\0002\0003\000\n\000' >"$T/q.csv"
+expect "csv: a NUL byte inside a number" csv ":1:2: holds a NUL byte: this is no CSV text (a binary file, or text in UTF-16)"
 
 # Checkpoints: the loader reads the end of the file and the members the model needs, never the
 # whole file, and never more than the model's arrays can hold.

@@ -147,6 +147,26 @@ for run in "$T/pair" "$TSRC --run --interp $T/pair.tsr --"; do
         "--size on a size of the class a data file gave ($run)" -- $run --size ys.b=5
 done
 check_error 0 "189" "--size equal to the length a data file gave" -- "$T/pair" --size xs.b=7
+# Items of '?' rows shuffled together join one size class: files of different lengths are refused
+# when read (the shuffle permuted the longer one in blocks, breaking the pairs), equal ones keep
+# every row beside its partner.
+cat >"$T/shuffled.tsr" <<TSR
+data xs = npy "$T/x7.npy" ~b:[?] ~o:[3]
+data ys = npy "$T/y7.npy" ~b:[?] ~o:[1]
+main = shuffle (xs, ys); print xs; print ys
+TSR
+"$TSRC" "$T/shuffled.tsr" -o "$T/shuffled" >"$T/log" 2>&1 || fail "shuffled.tsr compiles"
+for run in "$T/shuffled" "$TSRC --run --interp $T/shuffled.tsr --"; do
+    check_error 1 "data 'ys': '$T/y4.npy' has 4 rows, but data 'xs' file '$T/x7.npy' has 7: their run-time sizes 'ys.b' and 'xs.b' must be equal (the program shuffles the items together" \
+        "items of '?' rows shuffled together, files of different lengths ($run)" -- $run --data ys="$T/y4.npy"
+    if $run >"$T/out" 2>&1 && /usr/bin/python3 -c 'import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith(" ")]
+xs, ys = rows[:7], rows[7:]
+paired = all([float(v) for v in x] == [3 * float(y[0]) + k for k in range(3)] for x, y in zip(xs, ys))
+sys.exit(not (len(ys) == 7 and sorted(float(y[0]) for y in ys) == list(range(7)) and paired))' "$T/out"
+    then pass
+    else fail "items of '?' rows shuffled together keep their rows paired ($run)" "$T/out"; fi
+done
 # An input combined with such data takes the file's length: no --size (it could only repeat it).
 cat >"$T/mixed.tsr" <<TSR
 data xs = npy "$T/x7.npy" ~b:[?] ~o:[3]

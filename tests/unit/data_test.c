@@ -260,7 +260,7 @@ static void npy_errors(void) {
     write_file("magic.npy", "\x93NUMPZ\x01\x00\x10\x00{}", 12);
     expect_error("npy bad magic", tsr_load_npy, "magic.npy", 2, d43, ": is not a .npy file (bad magic)");
     write_file("zero.npy", "", 0);
-    expect_error("npy empty file", tsr_load_npy, "zero.npy", 2, d43, ": is not a .npy file (bad magic)");
+    expect_error("npy empty file", tsr_load_npy, "zero.npy", 2, d43, ": is empty, not a .npy file");
     write_file("short.npy", "\x93NUMPY\x01", 7);
     expect_error("npy magic only", tsr_load_npy, "short.npy", 2, d43, ": is not a .npy file (bad magic)");
     write_file("v4.npy", "\x93NUMPY\x04\x00\x10\x00", 10);
@@ -447,6 +447,9 @@ static void csv_errors(void) {
         {"csv too few fields", "1,2,3\n4,5\n", ":2: line has 2 fields, expected 3"},
         {"csv no final newline", "1,2,3\n4,5,6", ":2:6: the last line does not end with a newline: the file looks truncated"},
         {"csv no final newline after a comment", "1,2,3\n4,5,6 # end", ":2:12: the last line does not end with a newline: the file looks truncated"},
+        {"csv lines ended by '\\r' alone", "1,2,3\r4,5,6\r",
+         ":1:13: the last line does not end with a newline: its lines end in '\\r' alone (old Mac OS text), where CSV "
+         "lines end in '\\n'"},
         {"csv too many fields", "1,2,3\n\n4 5 6 7\n", ":3: line has 4 fields, expected 3"},
         {"csv too many rows", "1,2,3\n4,5,6\n7,8,9\n", ": has 3 rows, expected 2 for shape (2, 3)"},
         {"csv too few rows", "# one\n1,2,3\n", ": has 1 row, expected 2 for shape (2, 3)"},
@@ -479,7 +482,8 @@ static void csv_errors(void) {
     expect_error("csv rank 1 cut in the last number", tsr_load_csv, "cut.csv", 1, d4,
                  ":2:4: the last line does not end with a newline: the file looks truncated");
     write_file("nul.csv", "1,2,3\n4,5\0,6\n", 13);
-    expect_error("csv NUL byte", tsr_load_csv, "nul.csv", 2, d23, ":2:3: not a number: '5?'");
+    expect_error("csv NUL byte", tsr_load_csv, "nul.csv", 2, d23,
+                 ":2:4: holds a NUL byte: this is no CSV text (a binary file, or text in UTF-16)");
 
     float out[4];
     check(tsr_load_csv(temp_path("count.csv"), out, 1, NULL, "x") == TSR_ERR_ARGUMENT, "csv NULL dims",

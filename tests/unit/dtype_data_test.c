@@ -205,6 +205,19 @@ static void csv_integers(void) {
                 "2147483647)");
     status = tsr_load_csv_typed(path_of("frac.csv"), out, TSR_DTYPE_F32, 2, d23, "x");
     check(status == TSR_OK && out[4] == 2.5f, "csv 2.5 into f32", tsr_last_error());
+    /* A header is a line with a field of text, whatever its other fields hold: its numbers are
+     * not checked as the tensor's integers; a first line of numbers alone is data. */
+    write_text("head.csv", "id,3000000000,z\n1,2,3\n4,5,6\n");
+    status = tsr_load_csv_typed(path_of("head.csv"), out, TSR_DTYPE_I32, 2, d23, "x");
+    check(status == TSR_OK && cell_int(out, 0) == 1 && cell_int(out, 5) == 6, "csv header with a number beyond int32",
+          tsr_last_error());
+    write_text("head.csv", "0.5,label,x\n1,2,3\n4,5,6\n");
+    status = tsr_load_csv_typed(path_of("head.csv"), out, TSR_DTYPE_I32, 2, d23, "x");
+    check(status == TSR_OK && cell_int(out, 2) == 3 && cell_int(out, 3) == 4, "csv header with a fraction first",
+          tsr_last_error());
+    write_text("head.csv", "0.5,2,3\n4,5,6\n");
+    expect_tail("csv first line of numbers, a fraction", tsr_load_csv_typed(path_of("head.csv"), out, TSR_DTYPE_I32, 2, d23, "x"),
+                "head.csv", ":1:1: not an integer: '0.5' (the tensor is i32)");
 }
 
 /* ---- Token files ------------------------------------------------------------------------------ */
@@ -323,7 +336,7 @@ int main(void) {
     tokens_hostile();
     static const char *const files[] = {"int.npy", "ends.npy", "wide.npy", "low.npy", "huge.npy", "u4.npy", "f4.npy",
                                         "f8.npy", "f2.npy", "be.npy", "beu1.npy", "i8.npy", "good.csv", "frac.csv",
-                                        "big.csv", "vast.csv", "v1.bin", "v2.bin", "v2big.bin", "empty.bin",
+                                        "big.csv", "vast.csv", "head.csv", "v1.bin", "v2.bin", "v2big.bin", "empty.bin",
                                         "short.bin", "magic.bin", "version.bin", "count.bin", "negative.bin",
                                         "extra.bin"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_of(files[i]));
