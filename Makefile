@@ -12,7 +12,8 @@
 #                   loaders and the model image reader, FUZZ_SECONDS each (default 60);
 #                   FUZZ_TARGETS="parse compile data image"
 #   make bench-shapes  time shape inference on generated 10..3000-layer MLPs
-#   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the CMake package, the stdlib and the docs
+#   make install PREFIX=/usr/local   install tsrc, libtsr.a, tsr.h, tsr.pc, the CMake package, the stdlib, the docs,
+#                                    the Python package and the data tools (share/tsrc/python, share/tsrc/tools)
 #   make bench      tsrc-generated code vs OpenBLAS, NumPy and PyTorch (matmul, an elementwise
 #                   chain, training steps, LeNet's convolutions); BENCH_ONLY="conv" (sections:
 #                   matmul bmm ew train conv) runs some; other variables in tools/bench.sh
@@ -264,11 +265,14 @@ VERSION := $(shell sed -n 's/^\#define TSRC_VERSION "\(.*\)"/\1/p' compiler/main
 install: $(BUILD)/tsrc $(BUILD)/libtsr.a
 	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 	    $(DESTDIR)$(PREFIX)/share/tsrc/stdlib $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples \
-	    $(DESTDIR)$(PREFIX)/lib/cmake/tsrc
+	    $(DESTDIR)$(PREFIX)/lib/cmake/tsrc $(DESTDIR)$(PREFIX)/share/tsrc/tools $(DESTDIR)$(PREFIX)/share/tsrc/python/tsr
 	$(Q)install -m 755 $(BUILD)/tsrc $(DESTDIR)$(PREFIX)/bin/tsrc
 	$(Q)install -m 644 $(BUILD)/libtsr.a $(DESTDIR)$(PREFIX)/lib/libtsr.a
 	$(Q)install -m 644 runtime/tsr.h $(DESTDIR)$(PREFIX)/include/tsr.h
 	$(Q)install -m 644 $(STDLIB_TSR) $(DESTDIR)$(PREFIX)/share/tsrc/stdlib/
+	$(Q)install -m 644 tools/digits.py tools/gpt_data.py tools/gpt2_weights.py $(DESTDIR)$(PREFIX)/share/tsrc/tools/
+	$(Q)install -m 644 runtime/python/setup.py $(DESTDIR)$(PREFIX)/share/tsrc/python/
+	$(Q)install -m 644 $(wildcard runtime/python/tsr/*.py) $(DESTDIR)$(PREFIX)/share/tsrc/python/tsr/
 	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tsrc/
 	$(Q)install -m 644 $(wildcard docs/examples/*.tsr docs/examples/*.c) $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/
 	$(Q)cp -R docs/examples/python docs/examples/cmake $(DESTDIR)$(PREFIX)/share/doc/tsrc/examples/

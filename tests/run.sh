@@ -1174,8 +1174,12 @@ if ${MAKE:-make} -s install PREFIX="$TMP/prefix" >"$TMP/install.log" 2>&1 &&
    cc -I"$TMP" docs/examples/mlp_main.c "$TMP/mlp.o" $(PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs tsr) \
       -o "$TMP/mlp_main" >>"$TMP/install.log" 2>&1 &&
    "$TMP/mlp_main" >>"$TMP/install.log" 2>&1 && "$TMP/prefix/bin/tsrc" docs/examples/shapes.tsr -o "$TMP/shapes" \
-      >>"$TMP/install.log" 2>&1 && "$TMP/shapes" >/dev/null 2>>"$TMP/install.log"
-then pass "make install: tsrc, libtsr.a, tsr.h and tsr.pc work from the prefix"
+      >>"$TMP/install.log" 2>&1 && "$TMP/shapes" >/dev/null 2>>"$TMP/install.log" &&
+   PYTHONPATH="$TMP/prefix/share/tsrc/python" "$PYTHON" -c 'import tsr, tsr.weights' >>"$TMP/install.log" 2>&1 &&
+   { "$PYTHON" "$TMP/prefix/share/tsrc/tools/gpt2_weights.py" >>"$TMP/install.log" 2>&1; [ $? = 2 ]; } &&
+   grep -q "usage: gpt2_weights.py" "$TMP/install.log" && [ -f "$TMP/prefix/share/tsrc/tools/gpt_data.py" ] &&
+   [ -f "$TMP/prefix/share/tsrc/tools/digits.py" ]
+then pass "make install: tsrc, libtsr.a, tsr.h, tsr.pc, the Python package and the data tools work from the prefix"
 else fail "make install" "" "$TMP/install.log"; fi
 
 # The reference executor against NumPy's einsum over random specs (tests/einsum/einsum_diff.py;

@@ -52,7 +52,10 @@ import sys
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime", "python"))
+# The package beside this script: runtime/python in the source tree, python/ in an installed
+# share/tsrc (make install puts this script in share/tsrc/tools).
+for _package in ("runtime/python", "python"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), _package))
 from tsr.weights import gpt2_to_tsrc  # noqa: E402  (the map itself: runtime/python/tsr/weights.py)
 
 
