@@ -622,17 +622,28 @@ static bool slot_has_concat(const Projections *p, uint32_t slot, const ProjConca
     return false;
 }
 
+/* Whether `slot` reads the iterator of a label part of concatenation `c` other than part `j`. */
+static bool reads_other_part(const Projections *p, uint32_t slot, const ProjConcat *c, uint32_t j) {
+    for (uint32_t k = 0; k < c->count; k++)
+        if (k != j && !c->gap[k] && uses_of(p, slot, p->rank[slot], c->iter[k])) return true;
+    return false;
+}
+
 bool proj_writes_once(const Projections *p, uint32_t slot) {
     if (has_affine(p, slot)) return false;
     for (uint32_t it = 0; it < p->iter_count; it++) {
-        if (uses_of(p, slot, p->rank[slot], it)) continue;
-        /* a part of a concatenation in this slot: its points lie in regions of their own.  One
-         * in an operand's axis that the result sums away is a reduction like any other (an
-         * integer sum over `3^a` kept only the last cell it read). */
+        /* an iterator of one point reaches each cell once (a slice's offset axis, `p^a`) */
+        if (uses_of(p, slot, p->rank[slot], it) || p->iter_size[it] == 1) continue;
+        /* a part of a concatenation in this slot: its points lie in regions of their own; a
+         * part of one in an operand whose other label part this slot reads (`p^a => a`, a
+         * slice): where it is active, that part is not, and the slot is not written (lowering's
+         * slot_active).  One in an operand's axis that the result sums away is a reduction like
+         * any other (an integer sum over `3^a` kept only the last cell it read). */
         bool piece = false;
         for (uint32_t c = 0; c < p->concat_count && !piece; c++)
             for (uint32_t j = 0; j < p->concats[c]->count && !piece; j++)
-                piece = !p->concats[c]->gap[j] && p->concats[c]->iter[j] == it && slot_has_concat(p, slot, p->concats[c]);
+                piece = !p->concats[c]->gap[j] && p->concats[c]->iter[j] == it &&
+                        (slot_has_concat(p, slot, p->concats[c]) || reads_other_part(p, slot, p->concats[c], j));
         if (!piece) return false;
     }
     return true;
