@@ -40,7 +40,8 @@ in memory order output, input, and a head's projection as [heads, head_dim, chan
     ln_f.weight, .bias                -> ln_f.gain, ln_f.bias
 
 Every array's shape is checked against the manifest; a missing name, a shape that does not
-fit, a block count that differs or a tsrc parameter left without a value is an error naming
+fit, a block count that differs or a tsrc parameter left without a value (but the program's own
+state, which the manifest marks "state": the sample's text, the KV caches) is an error naming
 both sides (exit 1), and nothing is written.  The map itself is the Python package's
 (runtime/python/tsr/weights.py: tsr.from_gpt2 and tsr.to_gpt2 do the same on a loaded model).  The checkpoint holds the parameters only, so a
 run that loads it starts training afresh (the optimiser's state at zero).
@@ -60,9 +61,18 @@ from tsr.weights import gpt2_to_tsrc  # noqa: E402  (the map itself: runtime/pyt
 
 
 def tsrc_parameters(manifest):
-    with open(manifest) as f:
-        m = json.load(f)
-    params = {t["name"]: tuple(t["dims"]) for t in m["tensors"] if t["kind"] == "parameter"}
+    """The parameters a checkpoint of GPT-2's weights must give: every parameter of the manifest
+    but the program's own state ("state": true, a sample's text or a KV cache the program writes
+    itself, which a checkpoint may lack)."""
+    try:
+        with open(manifest) as f:
+            m = json.load(f)
+        params = {t["name"]: tuple(t["dims"]) for t in m["tensors"]
+                  if t["kind"] == "parameter" and not t.get("state", False)}
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{manifest}: not a manifest of tsrc -c (not JSON: {e})")
+    except (KeyError, TypeError, AttributeError):
+        raise ValueError(f"{manifest}: not a manifest of tsrc -c (no list of tensors with names, kinds and dims)")
     if not params:
         raise ValueError(f"{manifest}: the manifest lists no parameter")
     return params
@@ -80,9 +90,17 @@ def main(argv):
         sys.stderr.write(f"gpt2_weights.py: error: {e}\n")
         return 1
     partial = target + ".partial"
-    with open(partial, "wb") as f:
-        np.savez(f, **out)
-    os.replace(partial, target)
+    try:
+        with open(partial, "wb") as f:
+            np.savez(f, **out)
+        os.replace(partial, target)
+    except OSError as e:
+        sys.stderr.write(f"gpt2_weights.py: error: cannot write {target}: {e.strerror or e}\n")
+        try:
+            os.remove(partial)
+        except OSError:
+            pass
+        return 1
     return 0
 
 

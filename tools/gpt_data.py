@@ -91,9 +91,12 @@ def main():
     if train_tokens + val_tokens + 1 > len(tokens):
         sys.exit("gpt_data.py: the licence texts are shorter than expected (%d characters)" % len(tokens))
     assert tokens.max() < VOCAB
-    os.makedirs(out, exist_ok=True)
-    write_tokens(os.path.join(out, "gpt_train.bin"), tokens[:train_tokens + 1])
-    write_tokens(os.path.join(out, "gpt_val.bin"), tokens[train_tokens:train_tokens + val_tokens + 1])
+    try:
+        os.makedirs(out, exist_ok=True)
+        write_tokens(os.path.join(out, "gpt_train.bin"), tokens[:train_tokens + 1])
+        write_tokens(os.path.join(out, "gpt_val.bin"), tokens[train_tokens:train_tokens + val_tokens + 1])
+    except OSError as e:
+        sys.exit("gpt_data.py: cannot write the token files into %s: %s" % (out, e.strerror or e))
     print("gpt_data.py: %d training tokens, %d validation windows of %d tokens in %s"
           % (train_tokens + 1, VAL_WINDOWS, T + 1, out))
 

@@ -445,6 +445,9 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         fprintf(out, "], \"%s\": %" PRIu64 ", \"layout\": \"row-major: batch, output, input\", \"buffer\": %u",
                 dynamic ? "row_size" : "size", b->size, e->buffer);
         if (dynamic) fprintf(out, ", \"length_symbol\": %u", b->size_symbol);
+        /* kept from run to run and trained by no gradient (a cache, a running sum): a checkpoint
+         * holds it, and may lack it (docs/runtime.md §14) */
+        if (b->training_state && strcmp(e->role, "gradient") != 0) fputs(", \"state\": true", out);
         fputc('}', out);
     }
     fputs(x.count ? "\n  ]\n}\n" : "]\n}\n", out);

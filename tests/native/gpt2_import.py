@@ -39,7 +39,8 @@ def check(ok, what, detail=""):
     print(("PASS " if ok else "FAIL ") + what + ("" if ok or not detail else "\n    " + detail.replace("\n", "\n    ")))
 
 
-def gpt2_weights(rng, layers=L):
+def gpt2_weights(rng, layers=L, v=V, c=C, p=P):
+    V, C, P = v, c, p  # noqa: N806  (the test's model unless another is asked for)
     s = {"transformer.wte.weight": rng.normal(0, 0.5, (V, C)), "transformer.wpe.weight": rng.normal(0, 0.3, (P, C)),
          "transformer.ln_f.weight": rng.normal(1, 0.3, C), "transformer.ln_f.bias": rng.normal(0, 0.2, C)}
     for k in range(layers):
@@ -113,8 +114,11 @@ def main():
         check(rc == 0 and os.path.exists(os.path.join(d, "tsrc.npz")), "gpt2_weights.py converts the state dict", err)
         names = json.load(open(os.path.join(d, "model.json")))["tensors"]
         saved = np.load(os.path.join(d, "tsrc.npz"))
-        check(sorted(saved.files) == sorted(t["name"] for t in names if t["kind"] == "parameter"),
-              "the checkpoint holds every parameter of the program, and nothing else", str(saved.files))
+        check(sorted(saved.files) == sorted(t["name"] for t in names if t["kind"] == "parameter" and not t.get("state")),
+              "the checkpoint holds every parameter of the program but its own state, and nothing else",
+              str(saved.files))
+        check([t["name"] for t in names if t.get("state")] == ["evaluated"],
+              "the manifest marks the program's own state", json.dumps(names)[:400])
 
         args = ["--", "--load", "tsrc.npz", "--data", "ids=ids.npy", "--data", "probe=probe.npy"]
         printed = {}
@@ -139,6 +143,25 @@ def main():
             check(rc == 1 and needle in err and "error:" in err and not os.path.exists(out)
                   and not os.path.exists(out + ".partial"),
                   f"the converter refuses {what}", f"exit {rc}: {err.strip()}")
+
+        # docs/examples/gpt.tsr as stdlib.md's "Weights from GPT-2" converts it: its sample's text,
+        # its KV caches and its loss sum are its own state, which GPT-2 does not give.
+        example = os.path.join(ROOT, "docs", "examples", "gpt.tsr")
+        rc, _, err = run([tsrc, "-c", example, "-o", os.path.join(d, "gpt.o")])
+        example_names = json.load(open(os.path.join(d, "gpt.json")))["tensors"] if rc == 0 else []
+        dims = {t["name"]: t["dims"] for t in example_names}
+        if rc == 0:
+            vocab, dim = dims["wte"][1], dims["wte"][0]
+            blocks = sum(1 for n in dims if n.startswith("ln1") and n.endswith(".gain"))
+            big = gpt2_weights(np.random.default_rng(3), layers=blocks, v=vocab, c=dim, p=dims["wpe"][0])
+            np.savez(os.path.join(d, "gpt2_example.npz"), **big)
+            rc, _, err = run([sys.executable, CONVERT, os.path.join(d, "gpt2_example.npz"), os.path.join(d, "gpt.json"),
+                              os.path.join(d, "example.npz")])
+        want = sorted(t["name"] for t in example_names if t["kind"] == "parameter" and not t.get("state"))
+        got = sorted(np.load(os.path.join(d, "example.npz")).files) if rc == 0 else []
+        check(rc == 0 and got == want and "k_cache1" not in got and "text" not in got,
+              "gpt2_weights.py converts GPT-2's weights for docs/examples/gpt.tsr (its caches and text left out)",
+              err.strip()[:400])
 
         bad = dict(state)
         bad["transformer.h.1.mlp.c_fc.weight"] = bad["transformer.h.1.mlp.c_fc.weight"][:, :64]
