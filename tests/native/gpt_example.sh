@@ -42,6 +42,9 @@ check "two epochs: the training loss falls" $?
 (cd "$T" && timeout 60 ./small --epochs 1 --save gpt.npz && timeout 60 ./small --start 2 --epochs 2 --load gpt.npz) \
     >"$T/joined.out" 2>"$T/log"
 cmp -s "$T/whole.out" "$T/joined.out"; check "1 epoch + --save + --load --start 2 = 2 epochs" $?
+(cd "$T" && timeout 60 ./small --start 0 --epochs 1) >"$T/start0.out" 2>"$T/log"
+[ $? = 1 ] && [ ! -s "$T/start0.out" ] && grep -q "the loop runs 'epoch' over -1..0, outside its range" "$T/log"
+check "--start 0 is an error (it trained an epoch at steps below 0, with a negative learning rate)" $?
 cp "$T/gpt.npz" "$T/before.npz"
 (cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
 check "an evaluation run without --save leaves the checkpoint alone" $?
