@@ -22,7 +22,8 @@ The context's lines come first in the compiled file, and the diagnostics' line n
 shifted back so a failure points into the document.
 
 A block that shows what a command prints is kept honest by a golden file that tests/run.sh
-compares with the real output (tests/native/examples/*.out, tests/shapes/examples/*.shapes).
+compares with the real output (tests/native/examples/*.out, tests/shapes/examples/*.shapes,
+tests/shape_errors/*.err).
 An HTML comment right above its fence names the golden, relative to the top of the tree:
 
   <!-- tsr-golden tests/native/examples/train_moons.out -->
@@ -33,6 +34,8 @@ An HTML comment right above its fence names the golden, relative to the top of t
   epoch 39  loss 0.0448  accuracy 99.2%
   ```
 
+A golden of an error names its program by its path in tests/; words `OLD=NEW` after the golden's
+name rename it as the document does (`tests/shape_errors/dtype_arithmetic.tsr=prog.tsr`).
 The block's lines that start with `$ ` are the commands and are skipped; a line that is only `…`
 stands for any number of the golden's lines; every other line must be the golden's, in order,
 and the block's first and last lines are the golden's first and last (unless they are `…`).
@@ -74,35 +77,39 @@ def blocks(path):
         i += 1
 
 
-GOLDEN = re.compile(r"^<!-- tsr-golden (\S+) -->\s*$")
+GOLDEN = re.compile(r"^<!-- tsr-golden (\S+)((?: \S+=\S+)*) -->\s*$")
 ELLIPSIS = "\u2026"
 
 
 def golden_blocks(path):
-    """Yields (line of the fence, golden path, code lines) for each block under a tsr-golden comment."""
+    """Yields (line of the fence, golden path, renamings, code lines) for each block under a
+    tsr-golden comment."""
     lines = open(path, encoding="utf-8").read().split("\n")
     for i, line in enumerate(lines):
         m = GOLDEN.match(line)
         if not m:
             continue
         if i + 1 >= len(lines) or not lines[i + 1].startswith("```"):
-            yield i + 1, m.group(1), None  # not right above a fence
+            yield i + 1, m.group(1), [], None  # not right above a fence
             continue
         code, j = [], i + 2
         while j < len(lines) and not lines[j].startswith("```"):
             code.append(lines[j])
             j += 1
-        yield i + 2, m.group(1), code
+        yield i + 2, m.group(1), [w.split("=", 1) for w in m.group(2).split()], code
 
 
-def check_golden(root, doc, start, golden, code):
+def check_golden(root, doc, start, golden, renames, code):
     """None when the block's output lines are the golden's (with `…` for any run of its lines)."""
     if code is None:
         return "%s:%d: a tsr-golden comment not right above a fence" % (doc, start - 1)
     try:
-        want = open(os.path.join(root, golden), encoding="utf-8").read().split("\n")
+        text = open(os.path.join(root, golden), encoding="utf-8").read()
     except OSError as e:
         return "%s:%d: golden %s: %s" % (doc, start, golden, e.strerror)
+    for old, new in renames:
+        text = text.replace(old, new)
+    want = text.split("\n")
     if want and want[-1] == "":
         want.pop()
     shown = [l for l in code if not l.startswith("$ ")]
@@ -172,8 +179,8 @@ def main():
                     print("FAIL " + problem)
                 else:
                     ok += 1
-            for start, golden, code in golden_blocks(doc):
-                problem = check_golden(args.root, name, start, golden, code)
+            for start, golden, renames, code in golden_blocks(doc):
+                problem = check_golden(args.root, name, start, golden, renames, code)
                 if problem:
                     bad += 1
                     print("FAIL " + problem)
