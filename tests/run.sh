@@ -1231,9 +1231,11 @@ add_summary "optimisers vs NumPy" $? "$TMP/optimisers.out"
 add_summary "mixed precision vs NumPy" $? "$TMP/mixed_precision.out"
 # Every ```tsr block of README.md and docs/*.md compiles with `tsrc --check` (a fragment with the
 # context an HTML comment above it gives), and every block marked ```tsr error fails with a
-# located error (tests/docs_blocks.py), so the docs show only forms that compile.
+# located error (tests/docs_blocks.py), so the docs show only forms that compile; and a block of
+# a command's output under a `<!-- tsr-golden FILE -->` comment shows the lines of that golden,
+# which the tests above compare with the real output.
 "$PYTHON" tests/docs_blocks.py --tsrc "$TSRC" >"$TMP/docblocks.out" 2>&1
-add_summary "documentation: tsr blocks compile as marked" $? "$TMP/docblocks.out"
+add_summary "documentation: tsr blocks compile as marked, outputs as their goldens" $? "$TMP/docblocks.out"
 # Every shell line of README.md's command blocks, as written, in a scratch copy of the tree
 # (tests/readme_lines.py).
 "$PYTHON" tests/readme_lines.py --tsrc "$TSRC" >"$TMP/readme.out" 2>&1
