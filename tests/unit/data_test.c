@@ -611,8 +611,9 @@ static void generator_shapes(void) {
     check(!near(moons[0] - moons_clean[0], circles[0] - circles_clean[0]), "moons and circles draw other noise", NULL);
 }
 
-/* A message longer than the runtime keeps is cut before a UTF-8 character that would not fit
- * whole, never inside it: the text a caller gets is valid UTF-8. */
+/* A message longer than the runtime keeps loses its middle, " … " in its place, cut between
+ * UTF-8 characters, never inside one: the text a caller gets is valid UTF-8, and ends with what
+ * went wrong. */
 static void long_messages(void) {
     static char name[1200];
     for (int pad = 0; pad < 4; pad++) { /* each offset of the cut within a 2-, 3- or 4-byte character */
@@ -620,7 +621,7 @@ static void long_messages(void) {
         size_t at = 990 + (size_t)pad;
         for (size_t i = at; i + 9 < sizeof name; i += 9) memcpy(name + i, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
         name[sizeof name - 1] = 0;
-        tsr_error(TSR_ERR_IO, "cannot open '%s'", name);
+        tsr_error(TSR_ERR_IO, "cannot open '%s': %s", name, "File name too long");
         const unsigned char *m = (const unsigned char *)tsr_last_error();
         size_t n = strlen((const char *)m);
         bool whole = n > 1000;
@@ -631,6 +632,10 @@ static void long_messages(void) {
             i += len ? len : 1;
         }
         check(whole, "a message cut to the runtime's length ends on a whole UTF-8 character", (const char *)m + n - 12);
+        const char *text = (const char *)m, *reason = "': File name too long";
+        check(n < 1024 && strncmp(text, "cannot open 'aaa", 16) == 0 && strstr(text, " \u2026 ") &&
+                  n > strlen(reason) && strcmp(text + n - strlen(reason), reason) == 0,
+              "a message cut to the runtime's length keeps its start and its end (what went wrong)", text + n - 40);
     }
     /* A caller's tsr_error with no format records a message rather than crashing. */
     const char *no_format = NULL;
