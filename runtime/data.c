@@ -1169,7 +1169,16 @@ int tsr_data_open(const char *path, const char *what, FILE **file, int64_t *size
     return status;
 }
 
-int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *length) {
+/* Whether a .npy header's shape is (any, dims[1], …, dims[rank - 1]). */
+static bool same_after_first(const NpyHeader *h, uint32_t rank, const int64_t *dims) {
+    if (h->rank != rank) return false;
+    for (uint32_t a = 1; a < rank; a++)
+        if (h->dims[a] != dims[a]) return false;
+    return true;
+}
+
+int tsr_npy_length(const char *path, const char *what, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                   int64_t *length) {
     Source src = {path, what, 0, false};
     FILE *file;
     int status = open_file(&src, &file);
@@ -1186,7 +1195,15 @@ int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *l
         if (!npy_parse_header(&parser, &header)) status = fail_at(&src, 0, 0, "has a malformed header: %s", parser.problem);
         else if (header.rank == 0) status = fail_at(&src, 0, 0, "holds one number, not an axis of run-time length");
         else if (header.dims[0] < 1) status = fail_at(&src, 0, 0, "has an empty first axis (a run-time length is at least 1)");
-        else status = npy_type(&src, header.descr, dtype, &type);
+        else if (!same_after_first(&header, rank, dims)) {
+            char expected[256], found[256];
+            format_shape(expected, sizeof expected, rank, dims);
+            format_shape(found, sizeof found, header.rank, header.dims);
+            /* "(N, 3)" shown as "(?, 3)", "(N,)" as "(?,)": the first size is the file's to give */
+            const char *after_first = rank > 1 ? expected + strcspn(expected, ",") : ",)";
+            status = fail_at(&src, 0, 0, "expected shape (?%s, found %s ('?' the run-time length the file gives)",
+                             after_first, found);
+        } else status = npy_type(&src, header.descr, dtype, &type);
     }
     free(text);
     if (status != TSR_OK) return status;

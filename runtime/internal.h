@@ -222,8 +222,10 @@ double tsr_rng_normal(uint64_t seed, uint32_t stream, uint64_t index);
 double tsr_print_canonical(double v);
 
 /* The length of the first axis of the .npy file at `path` (for a run-time size of data `what`,
- * a tensor of element type `dtype`). */
-int tsr_npy_length(const char *path, const char *what, uint8_t dtype, int64_t *length);
+ * a tensor of element type `dtype` and shape (?, dims[1], …, dims[rank - 1]), which the file's
+ * must be). */
+int tsr_npy_length(const char *path, const char *what, uint8_t dtype, uint32_t rank, const int64_t *dims,
+                   int64_t *length);
 
 /* tsr_load_npy() and tsr_load_csv() into a tensor of element type `dtype` (TSR_DTYPE_*): F32 as
  * they do; F64, BF16 and F16 read the same files, converted to double or rounded once to the

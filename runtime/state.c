@@ -75,7 +75,7 @@ static int load_file(tsr_state *s, uint32_t buffer, const char *path, const char
         int64_t length = 0;
         int status = csv ? tsr_error(TSR_ERR_DATA, "data '%s': '%s': a CSV file cannot give a run-time length in this "
                                                    "version (use a .npy file)", what, path)
-                         : tsr_npy_length(path, what, b->dtype, &length);
+                         : tsr_npy_length(path, what, b->dtype, b->rank, b->dims, &length);
         if (status == TSR_OK && shards > 1) { /* whole rows for every process; the last length % N rows unused */
             if (length < shards)
                 status = tsr_error(TSR_ERR_DATA, "data '%s': a run of %d processes needs %d rows in %s or more (one for "

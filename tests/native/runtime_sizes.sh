@@ -119,7 +119,7 @@ check_error 2 "'--size' takes NAME=N" "a malformed --size" -- "$E" --size 3
 check_error 0 "NAME is one of: x.b y.b" "--help lists the sizes" -- "$E" --help
 check_error 1 "run-time size 'x.b' is not set" "the reference executor: an unset size" -- \
     "$TSRC" --run --interp tests/native/runtime_train.tsr
-check_error 1 "expected shape (4, 3), found (4, 2)" "a data file of another row shape" -- \
+check_error 1 "expected shape (?, 3), found (4, 2) ('?' the run-time length the file gives)" "a data file of another row shape" -- \
     "$T/data" --data xs=tests/native/data/wrong_shape.npy
 check_error 1 "a CSV file cannot give a run-time length" "a CSV file for a run-time length" -- \
     "$T/data" --data xs=tests/native/data/points.csv
