@@ -29,6 +29,7 @@
  * tsr_data_error) and tsr_error; nothing else of the runtime. */
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1075,7 +1076,17 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
         reader->pos--;
         if (reader->len - reader->pos >= 3 && memcmp(reader->chunk + reader->pos, "\xef\xbb\xbf", 3) == 0) reader->pos += 3;
     }
+    /* Numbers are read as C writes them whatever locale the host program chose: after
+     * setlocale(LC_ALL, "") in a German locale strtod stops at the '.' of "1.5".  The thread's
+     * numeric locale is C while the file is scanned (a locale that cannot be made: the
+     * process's, which an executable never changes). */
+    locale_t c_numbers = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t before = c_numbers ? uselocale(c_numbers) : (locale_t)0;
     int status = csv_scan(&load, reader, rank, dims);
+    if (c_numbers) {
+        uselocale(before);
+        freelocale(c_numbers);
+    }
     free(reader);
     if (status != TSR_OK || load.count == global_cells) return status;
     if (t->shards > 1) {

@@ -18,6 +18,7 @@ need "command -v pkg-config"                   pkgconf
 need "command -v cmake"                        cmake
 need "/usr/bin/python3 -c 'import ensurepip'"  python3-venv
 need "command -v mpirun"                       openmpi-bin  # tests/native/distributed.sh; brings libmpi.so.40
+need "test -e /usr/share/i18n/locales/de_DE"   locales      # tests/unit/data_test.c makes a German locale
 need "test -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a || ! command -v clang-14" libclang-rt-14-dev
 
 if [ -z "$missing" ]; then

@@ -14,6 +14,7 @@
  * Removes its directory.  One line per failure; last line "N passed, N failed"; exits 1 on any
  * failure. */
 #include <dirent.h>
+#include <locale.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -648,6 +649,31 @@ static void long_messages(void) {
           "tsr_error(status, NULL) records \"(no message)\"", tsr_last_error());
 }
 
+/* A host program that sets a locale whose numbers have a decimal comma (setlocale(LC_ALL, "")
+ * under LANG=de_DE.UTF-8) still reads "1.5" in a CSV file as 1.5: the loader reads numbers as C
+ * writes them.  The locale is made here (localedef, from the locales package, into the temporary
+ * directory: LOCPATH), so the test does not depend on the machine's. */
+static void csv_locale(void) {
+    char command[384], locales[128];
+    snprintf(locales, sizeof locales, "%s/locales", temp_dir);
+    snprintf(command, sizeof command, "mkdir -p '%s' && localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+             locales, locales);
+    int made = system(command);
+    setenv("LOCPATH", locales, 1);
+    bool german = setlocale(LC_ALL, "de_DE.UTF-8") != NULL;
+    check(german && strtod("1.5", NULL) == 1.0, "a German locale (localedef) whose strtod stops at '.'",
+          made ? "localedef failed: is the locales package installed?" : "setlocale refused it");
+    static const int64_t d23[] = {2, 3};
+    write_text("locale.csv", "x,y,z\n1.5,2.25,-3e-1\n4,0.5,6.75\n");
+    expect_values("csv numbers in a German locale", tsr_load_csv, "locale.csv", 2, d23,
+                  (const float[]){1.5f, 2.25f, -0.3f, 4.0f, 0.5f, 6.75f}, 6);
+    check(strtod("1,5", NULL) == 1.5, "the host's locale is as it was after the load", NULL);
+    setlocale(LC_ALL, "C");
+    unsetenv("LOCPATH");
+    snprintf(command, sizeof command, "rm -rf '%s'", locales);
+    check(system(command) == 0, "the locale made for the test is removed", NULL);
+}
+
 int main(void) {
     long_messages();
     snprintf(temp_dir, sizeof temp_dir, "/tmp/data_test.XXXXXX");
@@ -664,6 +690,7 @@ int main(void) {
     robustness(tsr_load_csv, "fuzz.csv", 2, d23, "csv", true);
     csv_good();
     csv_errors();
+    csv_locale();
     generator_common(tsr_half_moons, "moons");
     generator_common(circles_half, "circles");
     generator_common(tsr_spirals, "spirals");
