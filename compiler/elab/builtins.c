@@ -410,6 +410,13 @@ static Value *builtin_is_bool(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_BOOL);
 }
 
+/* is_list x: x is a list or an array (what length and nth take): the library checks the lists
+ * it is given with it (Nn.mlp's ~hidden). */
+static Value *builtin_is_list(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_list' takes one value: is_list x");
+    return bool_value(e, args[0].value->kind == V_LIST || args[0].value->kind == V_ARRAY);
+}
+
 static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label) return fail(span, "'is_number' takes one value: is_number x");
     return bool_value(e, is_number(args[0].value));
@@ -644,6 +651,7 @@ static const BuiltinEntry builtins[] = {
     {"is_tensor", builtin_is_tensor},
     {"is_number", builtin_is_number},
     {"is_bool", builtin_is_bool},
+    {"is_list", builtin_is_list},
     {"is_whole", builtin_is_whole},
     {"dtype_of", builtin_dtype_of},
     {"settled", builtin_settled},
