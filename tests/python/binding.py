@@ -49,6 +49,12 @@ def raises(kind, fn, needle=""):
     return False, "no exception"
 
 
+def python(code, *args):
+    """Run `code` in a Python of its own with the package on its path (a crash is its exit status)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime", "python"), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tsrc", required=True)
@@ -234,6 +240,34 @@ def main():
         check(np.array_equal(view, kept) and raises(tsr.Error, lambda: closing["w1"], "closed")[0],
               "a view outlives close(), which closes the model at once")
         del view, junk
+
+        # Threads: close() or a new run-time size from another thread while a routine runs (ctypes
+        # releases the GIL) freed the state under the routine (exit 139). Each in a process of its
+        # own, so that a crash is a FAIL line.
+        big = os.path.join(d, "big.tsr")
+        with open(big, "w") as f:
+            f.write("input { a; b = [?]; o = [512] }\nlet%op y = { w; o = [512] } * a\n"
+                    "let%op z = { w2; o = [512] } * relu y\nlet%op s = z ++ \"b|o => o\"\nroutine go = s.forward\n")
+        biglib = os.path.join(d, "libbig.so")
+        subprocess.run([tsrc, "--shared", big, "-o", biglib], check=True)
+        for what, during, after in (
+                ("close()", "m.close()", "print('closed', m.closed); m.go()"),
+                ("a new run-time size", "m.sizes['a.b'] = 100", "m.go(); print('resized', m.shape('a'), m['s'][0])")):
+            p = python(f"""
+import sys, threading, time, tsr
+m = tsr.load(sys.argv[1]); m.sizes["a.b"] = 20000; m["a"] = 1.0
+t = threading.Thread(target=m.go); t.start(); time.sleep(0.05)
+{during}
+t.join()
+print('joined')
+try:
+    {after}
+except tsr.Error as e:
+    print('error:', e)
+""", biglib)
+            want = "closed True\nerror: the model libbig is closed" if what == "close()" else "resized (100, 512)"
+            check(p.returncode == 0 and p.stdout.startswith("joined\n" + want),
+                  f"{what} from another thread while a routine runs waits for it (no crash)", p.stdout + p.stderr)
 
         cache = os.path.join(d, "cache")
         src = os.path.join(d, "mlp.tsr")

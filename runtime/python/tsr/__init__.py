@@ -18,6 +18,7 @@ runtime's message.  Libraries compiled from different programs, or the same libr
 twice, are independent.  tsr.compile("mlp.tsr") runs the installed tsrc and loads the result,
 reusing an earlier library when the source, the options and tsrc are the same.
 """
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -26,6 +27,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import weakref
 
 import numpy as np
@@ -58,6 +60,11 @@ class _State(ctypes.Structure):
     # tsr_state's fields (runtime/tsr.h; part of the ABI)
     _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64)),
                 ("model", ctypes.c_void_p), ("seed", ctypes.c_uint64), ("runs", ctypes.c_uint64)]
+
+
+def _fields(handle):
+    """The tsr_state behind `handle` (a c_void_p), its fields read and written in place."""
+    return ctypes.cast(handle, ctypes.POINTER(_State)).contents
 
 
 class _Api:
@@ -151,18 +158,21 @@ class _Sizes:
         return name in self._entries
 
     def __getitem__(self, name):
-        return int(self._model._symbols()[self._entry(name)["symbol"]])
+        symbol = self._entry(name)["symbol"]
+        with self._model._using() as state:
+            return int(_fields(state).symbols[symbol])
 
     def __setitem__(self, name, value):
         symbol = self._entry(name)["symbol"]
         value = _whole_number(f"{name!r}", value, -2**63, 2**63 - 1)
-        # A new length gives the tensors it sizes new storage and frees the old, under any view.
-        viewed = self._model._viewed(symbol) if value != self[name] else []
-        if viewed:
-            raise Error(f"setting {name!r} to {value} gives {', '.join(map(repr, viewed))} new storage, but NumPy views of "
-                        "the old are left: delete them (or copy them) first, then ask for the tensors again")
-        self._model._call(self._model._api.set_symbol, self._model._handle(), ctypes.c_uint32(symbol),
-                          ctypes.c_int64(value))
+        model = self._model
+        with model._using() as state:  # a routine running on another thread finishes first
+            # A new length gives the tensors it sizes new storage and frees the old, under any view.
+            viewed = model._viewed(symbol) if value != self[name] else []
+            if viewed:
+                raise Error(f"setting {name!r} to {value} gives {', '.join(map(repr, viewed))} new storage, but NumPy "
+                            "views of the old are left: delete them (or copy them) first, then ask for the tensors again")
+            model._call(model._api.set_symbol, state, ctypes.c_uint32(symbol), ctypes.c_int64(value))
 
     def _entry(self, name):
         if name not in self._entries:
@@ -199,6 +209,10 @@ class Model:
         _check_manifest(self._lib, library, manifest, self.manifest)
         self._api = _Api(self._lib, self.name)
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
+        # Every use of the C state holds this lock (_using): a call from a second thread waits for
+        # the first's to return, so close() or a new run-time size never frees what a routine
+        # running on another thread (ctypes releases the GIL) is using.
+        self._lock = threading.RLock()
         self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
         if not self._state:
             raise Error(self._last_error())
@@ -223,41 +237,62 @@ class Model:
             raise Error(f"the model {self.name} is closed")
         return ctypes.c_void_p(self._state)
 
+    @contextlib.contextmanager
+    def _using(self):
+        """The state's handle, held for a use of the C state: the model's lock taken (a call
+        running on another thread finishes first) and the state kept alive until the use ends."""
+        with self._lock:
+            owner = self._owner  # a reference of this frame's: the state lives while it runs
+            handle = self._handle()
+            yield handle
+            del owner
+
     def _call(self, fn, *args):
         if fn(*args) != 0:
             raise Error(self._last_error())
-
-    def _fields(self):
-        return ctypes.cast(self._handle(), ctypes.POINTER(_State)).contents
-
-    def _symbols(self):
-        return self._fields().symbols
 
     @property
     def seed(self):
         """The state's seed (tsr_state.seed): it keys parameter initialisation and the random numbers
         routines draw (dropout); load() of a checkpoint that resumes a run takes the run's."""
-        return self._fields().seed
+        with self._using() as state:
+            return _fields(state).seed
 
     @seed.setter
     def seed(self, value):
-        self._fields().seed = _whole_number("the seed", value, 0, 2**64 - 1)
+        value = _whole_number("the seed", value, 0, 2**64 - 1)
+        with self._using() as state:
+            _fields(state).seed = value
 
     @property
     def runs(self):
         """The routine runs the state has started (tsr_state.runs): with the seed, the key of the
         random numbers a run draws; set it back to replay a run's numbers."""
-        return self._fields().runs
+        with self._using() as state:
+            return _fields(state).runs
 
     @runs.setter
     def runs(self, value):
-        self._fields().runs = _whole_number("runs", value, 0, 2**64 - 1)
+        value = _whole_number("runs", value, 0, 2**64 - 1)
+        with self._using() as state:
+            _fields(state).runs = value
 
     def close(self):
-        """Close the model: its routines, tensors and sizes are errors from now on.  The state is
-        freed at once, or, while NumPy views of its tensors are left, when the last goes."""
-        self._state = None
-        self._owner = None
+        """Close the model: its routines, tensors and sizes are errors from now on.  A call running
+        on another thread (a routine, a checkpoint) finishes first; then the state is freed at
+        once, or, while NumPy views of its tensors are left, when the last goes."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the state was made
+            self._state = self._owner = None
+            return
+        with lock:
+            self._state = None
+            self._owner = None
+
+    @property
+    def closed(self):
+        """Whether the model is closed (close(), or the end of its `with` block)."""
+        return not self.__dict__.get("_state")
 
     def __enter__(self):
         return self
@@ -277,17 +312,18 @@ class Model:
         """Run the routine named `routine`; a failure raises tsr.Error with the runtime's message."""
         if routine not in self.routines:
             raise Error(f"{self.name} has no routine {routine!r} (routines: {', '.join(self.routines) or 'none'})")
-        self._call(self.routines[routine], self._handle())
-        if self._api.gpu:
-            self._refresh_views()
+        with self._using() as state:
+            self._call(self.routines[routine], state)
+            if self._api.gpu:
+                self._refresh_views(state)
 
-    def _refresh_views(self):
+    def _refresh_views(self, state):
         """A GPU model: every buffer that a NumPy view still shows is brought back to the host
         (what the routine wrote on the GPU) and marked host-newer, so that the views show the
         tensors as they are and what is written through them goes to the GPU before the next
         routine, as on the CPU (the C accessors' pointer must be taken again instead)."""
         for buffer, views in self._views.items():
-            if any(v() is not None for v in views) and not self._api.host_buffer(self._handle(), buffer):
+            if any(v() is not None for v in views) and not self._api.host_buffer(state, buffer):
                 raise Error(self._last_error())
 
     def __getattr__(self, name):
@@ -302,8 +338,9 @@ class Model:
         """The dims of tensor `name` in memory order (a run-time size as it is set now)."""
         t = self._tensor(name)
         dims = list(t["dims"])
-        if "length_symbol" in t:
-            dims[0] = int(self._symbols()[t["length_symbol"]])
+        with self._using() as state:
+            if "length_symbol" in t:
+                dims[0] = int(_fields(state).symbols[t["length_symbol"]])
         return tuple(int(d) for d in dims)
 
     def _tensor(self, name):
@@ -329,24 +366,23 @@ class Model:
         an f64 tensor, int32 for an i32 tensor, float16 for an f16 tensor, the uint16 bit
         patterns of a bf16 tensor, uint8 for a u8 tensor, bool for a bool tensor."""
         t = self._tensor(name)
-        shape = self.shape(name)
-        if not self._state:
-            raise Error(f"the model {self.name} is closed")
-        if self._api.gpu:  # the host copy, brought from the GPU; writes go back before the next routine
-            pointer = self._api.host_buffer(self._handle(), t["buffer"])
-        else:
-            pointer = ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.buffers[t["buffer"]]
-        if not pointer:
-            if self._api.gpu:
-                raise Error(self._last_error())
-            raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
-        count = int(np.prod(shape, dtype=np.int64))
         dtype = self.dtype(name)
-        memory = (_CELLS[dtype] * count).from_address(pointer)
-        memory._owner = self._owner  # the view keeps the state, and so its buffer, alive
-        cells = np.ctypeslib.as_array(memory)  # every view made from this one refers to it
-        views = [v for v in self._views.get(t["buffer"], []) if v() is not None]
-        self._views[t["buffer"]] = views + [weakref.ref(cells)]
+        with self._using() as state:  # a routine or a new size on another thread finishes first
+            shape = self.shape(name)
+            if self._api.gpu:  # the host copy, brought from the GPU; writes go back before the next routine
+                pointer = self._api.host_buffer(state, t["buffer"])
+            else:
+                pointer = _fields(state).buffers[t["buffer"]]
+            if not pointer:
+                if self._api.gpu:
+                    raise Error(self._last_error())
+                raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
+            count = int(np.prod(shape, dtype=np.int64))
+            memory = (_CELLS[dtype] * count).from_address(pointer)
+            memory._owner = self._owner  # the view keeps the state, and so its buffer, alive
+            cells = np.ctypeslib.as_array(memory)  # every view made from this one refers to it
+            views = [v for v in self._views.get(t["buffer"], []) if v() is not None]
+            self._views[t["buffer"]] = views + [weakref.ref(cells)]
         return cells.view(dtype).reshape(shape)
 
     def _viewed(self, symbol):
@@ -383,11 +419,15 @@ class Model:
 
     def save(self, path):
         """Write every parameter (and the training state) to a .npz checkpoint (tsr_state_save)."""
-        self._call(self._api.save, self._handle(), _path("the checkpoint", path))
+        path = _path("the checkpoint", path)
+        with self._using() as state:
+            self._call(self._api.save, state, path)
 
     def load(self, path):
         """Read a checkpoint written by save, an executable's --save or numpy.savez."""
-        self._call(self._api.load, self._handle(), _path("the checkpoint", path))
+        path = _path("the checkpoint", path)
+        with self._using() as state:
+            self._call(self._api.load, state, path)
 
     def __repr__(self):
         return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
