@@ -241,6 +241,20 @@ def main():
               "a view outlives close(), which closes the model at once")
         del view, junk
 
+        # A dropped model is freed at once: its sizes referred back to it, a cycle that only the
+        # cyclic collector broke (loading models in a loop grew by gigabytes).
+        import weakref
+        gc.disable()
+        try:
+            dropped = tsr.load(rlib)
+            state = weakref.ref(dropped._owner)
+            sizes = dropped.sizes
+            del dropped
+            freed = state() is None
+            ok, why = raises(tsr.Error, lambda: sizes["x.b"], "closed")
+        finally:
+            gc.enable()
+        check(freed and ok, "del m frees the model's state without the cyclic collector; its sizes then raise", why)
         # Threads: close() or a new run-time size from another thread while a routine runs (ctypes
         # releases the GIL) freed the state under the routine (exit 139). Each in a process of its
         # own, so that a crash is a FAIL line.

@@ -142,11 +142,20 @@ def _path(what, path):
 
 
 class _Sizes:
-    """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set."""
+    """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set.
+    It refers to its model weakly: a strong reference would make a cycle (model -> sizes ->
+    model), and a model dropped with `del m` would keep its state until the cyclic collector ran."""
 
     def __init__(self, model, entries):
-        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_ref", weakref.ref(model))
         object.__setattr__(self, "_entries", {e["name"]: e for e in entries})
+
+    @property
+    def _model(self):
+        model = self._ref()
+        if model is None:
+            raise Error("the model of these sizes is closed (it was dropped)")
+        return model
 
     def __iter__(self):
         return iter(self._entries)
