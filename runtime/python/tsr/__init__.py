@@ -108,29 +108,42 @@ class _Owner:
                 pass
 
 
-# Libraries loaded in this process, by path: the file's identity when it was loaded.  The
+# Libraries loaded in this process: each distinct file (its path and its identity: device,
+# inode, size, modification and change times) is loaded once and its handle reused by every
+# later tsr.load of it.  The libraries are linked -z nodelete (their runtime's thread pool
+# cannot be unloaded), so a copy per load would pile up code, runtimes and pool threads.  The
 # dynamic loader gives a path it has loaded the library it loaded then, so a library rebuilt at
-# the same path (a notebook's edit, compile, reload) is loaded from a copy instead (_open).
-_loaded = {}
+# the same path (a notebook's edit, compile, reload) is loaded from a private copy instead,
+# once for each build.
+_loaded = {}  # (path, identity) -> ctypes.CDLL
+_opened_paths = set()  # paths handed to the loader as they are
+_loading = threading.Lock()
 
 
 def _identity(path):
     st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _open(library):
-    """ctypes.CDLL of `library`, as the file is now."""
-    identity = _identity(library)
-    if _loaded.setdefault(library, identity) == identity:
-        return ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-    fd, copy = tempfile.mkstemp(prefix="tsr-", suffix="-" + os.path.basename(library))
-    try:
-        with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
-            shutil.copyfileobj(src, out)
-        return ctypes.CDLL(copy, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-    finally:
-        os.unlink(copy)  # the loaded copy stays mapped
+    """ctypes.CDLL of `library`, as the file is now (the handle of an earlier load of it reused)."""
+    with _loading:
+        key = (library, _identity(library))
+        if key in _loaded:
+            return _loaded[key]
+        if library not in _opened_paths:
+            lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+            _opened_paths.add(library)
+        else:
+            fd, copy = tempfile.mkstemp(prefix="tsr-", suffix="-" + os.path.basename(library))
+            try:
+                with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
+                    shutil.copyfileobj(src, out)
+                lib = ctypes.CDLL(copy, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+            finally:
+                os.unlink(copy)  # the loaded copy stays mapped
+        _loaded[key] = lib
+        return lib
 
 
 def _path(what, path):
