@@ -371,6 +371,43 @@ except tsr.Error as e:
                  "has no module 'libother'")):
             ok, why = raises(tsr.Error, lambda: tsr.load(args[0], manifest=args[1]), needle)
             check(ok, f"{what} is a tsr.Error", why)
+        # Manifests checked strictly against the library: one without "image_checksum" was taken as
+        # an older tsrc's (a mismatched pair then aborted: double free or corruption); a
+        # hand-edited buffer number read garbage; a missing "tensors" was a KeyError.
+        import json
+        with open(os.path.join(d, "libmlp.json")) as f:
+            good = json.load(f)
+        with open(os.path.join(d, "libsizes.json")) as f:
+            good_sizes = json.load(f)
+
+        def edited(base, change, source=lib):
+            def load():
+                fields = json.loads(json.dumps(base))
+                change(fields)
+                path = os.path.join(d, "edited.json")
+                with open(path, "w") as f:
+                    json.dump(fields, f)
+                return tsr.load(source, manifest=path)
+            return load
+        for what, fn, needle in (
+                ("a manifest without image_checksum", edited(good, lambda f: f.pop("image_checksum")), 'no "image_checksum"'),
+                ("another compile's manifest without image_checksum",
+                 edited(good, lambda f: f.pop("image_checksum"), os.path.join(other, "libmlp.so")), 'no "image_checksum"'),
+                ("a tensor's buffer 999", edited(good, lambda f: f["tensors"][0].update(buffer=999)), "names buffer 999"),
+                ("a tensor's buffer of another tensor's dims",
+                 edited(good, lambda f: f["tensors"][0].update(buffer=f["tensors"][1]["buffer"])), "has dims"),
+                ("a tensor's dims", edited(good, lambda f: f["tensors"][0].update(dims=[64, 64])), "has dims"),
+                ("a tensor's dtype", edited(good, lambda f: f["tensors"][0].update(dtype="float64")), "is float64 there"),
+                ("a size's symbol", edited(good_sizes, lambda f: f["sizes"][0].update(symbol=99), rlib), "names symbol 99"),
+                ("a run-time size's length symbol",
+                 edited(good_sizes, lambda f: [t.update(length_symbol=t["length_symbol"] + 1) for t in f["tensors"]
+                                               if "length_symbol" in t], rlib), "has dims"),
+                ("a manifest without tensors", edited(good, lambda f: f.pop("tensors")), 'no list of "tensors"'),
+                ("a tensor without a buffer", edited(good, lambda f: f["tensors"][0].pop("buffer")), 'no "buffer" number'),
+                ("a routine of no function", edited(good, lambda f: f["routines"][0].update(symbol="nope")), "'nope'"),
+                ("an empty manifest", edited(good, lambda f: f.clear()), 'no "module"')):
+            ok, why = raises(tsr.Error, fn, needle)
+            check(ok and "edited.json" in why, f"{what} is a tsr.Error naming the manifest", why)
         # A file named as a facility of the C library (sem.tsr: sem_destroy) compiles as m_sem;
         # a second call loads it from the cache without running tsrc.
         sem = os.path.join(d, "sem.tsr")

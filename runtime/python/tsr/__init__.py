@@ -25,6 +25,7 @@ import json
 import operator
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -221,8 +222,7 @@ class Model:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         except ValueError as e:
             raise Error(f"the manifest {manifest} is not JSON ({e}): write it again with tsrc --shared")
-        if not isinstance(self.manifest, dict) or "module" not in self.manifest:
-            raise Error(f"the manifest {manifest} is not a tsrc manifest (no \"module\")")
+        _validate_manifest(manifest, self.manifest)
         self.name = self.manifest["module"]
         try:
             self._lib = _open(library)
@@ -490,22 +490,115 @@ def _integers(name, value, dtype=np.int32):
     return value.astype(dtype)
 
 
+def _malformed(manifest, what):
+    return Error(f"the manifest {manifest} is malformed: {what} (write the library and its manifest again "
+                 f"with tsrc --shared)")
+
+
+def _validate_manifest(manifest, fields):
+    """Refuse a manifest whose form is not tsrc's: the fields the package reads, of their types."""
+    def need(ok, what):
+        if not ok:
+            raise _malformed(manifest, what)
+
+    def integer(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    need(isinstance(fields, dict) and isinstance(fields.get("module"), str) and fields["module"].isidentifier(),
+         'no "module" name')
+    for key in ("routines", "tensors"):
+        need(isinstance(fields.get(key), list), f'no list of "{key}"')
+    for key in ("sizes", "indexes"):
+        need(isinstance(fields.get(key, []), list), f'"{key}" is not a list')
+    for r in fields["routines"]:
+        need(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("symbol"), str),
+             f"a routine without a name and a symbol: {str(r)[:80]}")
+    for t in fields["tensors"]:
+        need(isinstance(t, dict) and isinstance(t.get("name"), str), f"a tensor without a name: {str(t)[:80]}")
+        what = f"tensor {t['name']!r}"
+        need(integer(t.get("buffer")), f'{what} has no "buffer" number')
+        need(isinstance(t.get("kind"), str), f'{what} has no "kind"')
+        need(isinstance(t.get("dtype", "float32"), str), f'{what} has a "dtype" that is not a name')
+        dims = t.get("dims")
+        need(isinstance(dims, list), f'{what} has no list of "dims"')
+        if "length_symbol" in t:
+            need(integer(t["length_symbol"]) and len(dims) > 0, f'{what} has a bad "length_symbol"')
+        need(all(integer(d) for d in dims[1 if "length_symbol" in t else 0:]), f'{what} has dims that are not sizes')
+    for key in ("sizes", "indexes"):
+        for e in fields.get(key, []):
+            need(isinstance(e, dict) and isinstance(e.get("name"), str) and integer(e.get("symbol")),
+                 f'an entry of "{key}" without a name and a symbol number: {str(e)[:80]}')
+
+
+# The model image (runtime/image_format.h) as far as the manifest's numbers need it: its
+# symbols and buffers.  Versions 19 to 22 lay these out alike (a buffer's values as f64s).
+_IMAGE_VERSIONS = range(19, 23)
+_IMAGE_DTYPES = ("float32", "int32", "float64", "bfloat16", "float16", "uint8", "bool", "int64")
+
+
+def _image_tables(image, size):
+    """[(is_size, leader)] per symbol and [(name, is_virtual, dtype, dims)] per buffer of the model
+    image at `image` (`size` bytes), or None where it is not an image the package can read."""
+    data = (ctypes.c_ubyte * size).from_address(image)
+    at = [16]
+
+    def take(fmt):
+        n = struct.calcsize(fmt)
+        if at[0] + n > size:
+            raise ValueError("cut short")
+        value = struct.unpack_from(fmt, data, at[0])
+        at[0] += n
+        return value
+
+    def text():
+        (n,) = take("<I")
+        if at[0] + n > size:
+            raise ValueError("cut short")
+        at[0] += n
+        return bytes(data[at[0] - n:at[0]]).decode("utf-8", "replace")
+
+    text(), take("<I"), text()  # module, cpu features, cpu name
+    symbols = []
+    for _ in range(take("<I")[0]):
+        text()
+        _, is_size, leader = take("<qBI")
+        symbols.append((is_size, leader))
+    buffers = []
+    for _ in range(take("<I")[0]):
+        name = text()
+        text()
+        _, _, is_virtual, _, dtype, rank = take("<BBBBBI")
+        dims = take(f"<{rank}q") if rank else ()
+        _, _, count = take("<ddQ")
+        if count > (size - at[0]) // 8:
+            raise ValueError("cut short")
+        at[0] += 8 * count
+        buffers.append((name, is_virtual, dtype, dims))
+    return symbols, buffers
+
+
 def _check_manifest(lib, library, manifest, fields):
     """Refuse a manifest that does not describe `library`: another module's (its symbols are not
-    there), or another compile of the same module (its "image_checksum", the checksum in the
-    header of the model image it was written with, is not the library's image's).  The model
-    would otherwise read and write buffers of the sizes the wrong manifest gives."""
+    there), another compile of the same module (its "image_checksum", the checksum in the header
+    of the model image it was written with, is not the library's image's), or one whose buffer
+    and symbol numbers, element types and dims are not the image's (a hand-edited one).  The
+    model would otherwise read and write buffers of the sizes the wrong manifest gives."""
     name = fields["module"]
     try:
         image = ctypes.c_ubyte.in_dll(lib, f"{name}__image")
+        image_size = ctypes.c_uint64.in_dll(lib, f"{name}__image_size").value
         getattr(lib, f"{name}_create")
     except (AttributeError, ValueError):
         raise Error(f"{library} is not the library of the manifest {manifest}: it has no module {name!r} "
                     f"(tsrc --shared writes the library and its manifest together)") from None
     want = fields.get("image_checksum")
-    if want is None:  # a manifest of an older tsrc
-        return
-    header = ctypes.string_at(ctypes.addressof(image), 16)
+    if want is None:
+        raise Error(f"the manifest {manifest} has no \"image_checksum\" (an older tsrc wrote it), so it cannot be "
+                    f"checked against {library}: write the library and its manifest again with tsrc --shared")
+    header = ctypes.string_at(ctypes.addressof(image), 16) if image_size >= 16 else b""
+    if header[:4] != b"TSRI":
+        raise Error(f"{library} holds no model image the package can read (module {name!r})")
+    version = int.from_bytes(header[4:8], "little")
     have = int.from_bytes(header[8:16], "little")
     try:
         same = isinstance(want, str) and int(want, 16) == have
@@ -515,6 +608,43 @@ def _check_manifest(lib, library, manifest, fields):
         raise Error(f"the manifest {manifest} is not that of {library}: it describes another compile of module "
                     f"{name!r} (the model image's checksum is {have:016x}, the manifest's {want}); write both "
                     f"again with tsrc --shared")
+    if version not in _IMAGE_VERSIONS:
+        raise Error(f"{library} holds a model image of version {version}, which this tsr package does not read "
+                    f"(it reads versions {_IMAGE_VERSIONS[0]} to {_IMAGE_VERSIONS[-1]}): use the package of the tsrc "
+                    f"that compiled it")
+    try:
+        symbols, buffers = _image_tables(ctypes.addressof(image), image_size)
+    except (ValueError, struct.error):
+        raise Error(f"the model image in {library} is malformed (it ends inside its tables)") from None
+
+    def refuse(what):
+        raise Error(f"the manifest {manifest} does not match {library}: {what} (write the library and its "
+                    f"manifest again with tsrc --shared)")
+    for t in fields["tensors"]:
+        b = t["buffer"]
+        if b >= len(buffers) or buffers[b][1]:
+            refuse(f"tensor {t['name']!r} names buffer {b}, which the model has no storage for "
+                   f"(it has {len(buffers)} buffers)")
+        _, _, dtype, dims = buffers[b]
+        word = np.dtype(_DTYPES.get(t.get("dtype", "float32"), np.void)).name
+        ours = _IMAGE_DTYPES[dtype] if dtype < len(_IMAGE_DTYPES) else f"type {dtype}"
+        if word != np.dtype(_DTYPES.get(ours, np.void)).name or (t.get("dtype") in _BF16) != (ours == "bfloat16"):
+            refuse(f"tensor {t['name']!r} is {t.get('dtype', 'float32')} there, buffer {b} is {ours}")
+        expect = list(t["dims"])
+        if "length_symbol" in t:
+            expect[0] = -1 - t["length_symbol"]
+        if list(dims) != expect:
+            refuse(f"tensor {t['name']!r} has dims {t['dims']} there, buffer {b} {list(dims)} "
+                   f"(a negative dim: the run-time size of symbol -1 - dim)")
+    for key, is_size in (("sizes", 1), ("indexes", 0)):
+        for e in fields.get(key, []):
+            if e["symbol"] >= len(symbols) or symbols[e["symbol"]][0] != is_size:
+                refuse(f"{key[:-1] if key == 'sizes' else 'index'} {e['name']!r} names symbol {e['symbol']}, which "
+                       f"is not {'a run-time size' if is_size else 'an index symbol'} of the model "
+                       f"(it has {len(symbols)} symbols)")
+    for r in fields["routines"]:
+        if not hasattr(lib, r["symbol"]):
+            refuse(f"routine {r['name']!r} is the function {r['symbol']!r}, which the library does not have")
 
 
 def load(library, manifest=None, seed=0):
