@@ -167,6 +167,30 @@ def main():
         for bad in (None, "1.5", [None, 1]):
             ok, why = raises(tsr.Error, lambda: m.__setitem__("w1", bad), "takes numbers")
             check(ok, f"assigning {bad!r} to a tensor is a tsr.Error (NumPy would make NaN or parse it)", why)
+        # Values NumPy cannot take as they are: a tsr.Error, not NumPy's ValueError ("inhomogeneous
+        # shape") or "takes numbers, not int"; integers beyond int64 compared exactly.
+        ints = os.path.join(d, "ints.tsr")
+        with open(ints, "w") as f:
+            f.write('input { x; b = [2]; o = [3] }\ninput { big; b = [2]; dtype = "i64" }\n'
+                    'input { small; b = [2]; dtype = "i32" }\nlet%op y = x *. 2.\nroutine go = y.forward\n')
+        subprocess.run([tsrc, "--shared", ints, "-o", os.path.join(d, "libints.so")], check=True)
+        n = tsr.load(os.path.join(d, "libints.so"))
+        for tensor, bad, needle in (("x", [[1, 2, 3], [1]], "rectangular"),
+                                    ("big", [2**63, 1], "holds 9223372036854775808, which does not fit int64"),
+                                    ("big", [-2**70, 1.0], "holds -1180591620717411303424, which"),
+                                    ("small", [2**40, 1], "holds 1099511627776, which does not fit int32"),
+                                    ("small", [[1, 2], [3]], "rectangular")):
+            ok, why = raises(tsr.Error, lambda: n.__setitem__(tensor, bad), needle)
+            check(ok, f"assigning {str(bad)[:40]} to {tensor!r} is a tsr.Error saying so exactly", why)
+        n["x"] = 2**70
+        n["big"] = [2**53 + 1, 1.0]
+        check(np.all(n["x"] == np.float32(2.0**70)) and n["big"].tolist() == [2**53 + 1, 1],
+              "a Python integer beyond int64 goes into an f32 tensor rounded, and into an i64 one exactly",
+              (n["x"].tolist(), n["big"].tolist()))
+        n["x"] = [[-2**1100, 1, 2**1100]] * 2
+        check(n["x"][0].tolist() == [-np.inf, 1, np.inf], "an integer beyond float64 becomes infinity of its sign",
+              n["x"].tolist())
+        n.close()
         ok, why = raises(tsr.Error, lambda: m.save(os.path.join(d, "a\0b.npz")), "NUL")
         check(ok and not os.path.exists(os.path.join(d, "a")), "a checkpoint path with a NUL byte is a tsr.Error", why)
         # A library rebuilt at a path this process loaded: the loader would give the old one.
@@ -334,6 +358,25 @@ except tsr.Error as e:
             f.write("let%op broken = w1 +* \"i; j => k\" w2\n")
         ok, why = raises(tsr.Error, lambda: tsr.compile(src, tsrc=tsrc, cache=cache), "mlp.tsr:")
         check(ok, "a compile error is a tsr.Error with tsrc's located message", why)
+        # A compiler that is not one and a cache that cannot be a directory are tsr.Error (they were
+        # PermissionError, FileNotFoundError, FileExistsError); options may be one string.
+        with open(os.path.join(d, "plain"), "w") as f:
+            f.write("x")
+        for what, kw, needle in (("tsrc='/etc/passwd'", dict(tsrc="/etc/passwd"), "not an executable"),
+                                 ("cache='/proc/x'", dict(cache="/proc/x"), "cache directory"),
+                                 ("a cache that is a file", dict(cache=os.path.join(d, "plain")), "not a directory"),
+                                 ("options=[3]", dict(options=[3], cache=cache), "not a list of strings")):
+            ok, why = raises(tsr.Error, lambda: tsr.compile(big, **dict(dict(tsrc=tsrc), **kw)), needle)
+            check(ok, f"tsr.compile with {what} is a tsr.Error", why)
+        ran = []
+        real_run = subprocess.run
+        subprocess.run = lambda *a, **k: ran.append(a[0]) or real_run(*a, **k)
+        try:
+            tsr.compile(big, tsrc=tsrc, options="--cpu=x86-64 -I " + d, cache=cache).close()
+        finally:
+            subprocess.run = real_run
+        check(ran and ran[0][3:6] == ["--cpu=x86-64", "-I", d], "options given as one string are split as a shell would",
+              ran)
         # Names and failures around loading: a source named in another script compiles (its
         # module name made of ASCII), and a missing source, a damaged manifest and a missing
         # library are tsr.Error too.

@@ -22,8 +22,11 @@ import contextlib
 import ctypes
 import hashlib
 import json
+import math
+import numbers as numbers_abc
 import operator
 import os
+import shlex
 import shutil
 import struct
 import subprocess
@@ -420,18 +423,16 @@ class Model:
         float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
         (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
-        if np.asarray(value).dtype.kind not in "biuf":  # None, strings, objects: NumPy would make NaN or parse text
-            raise Error(f"tensor {name!r} takes numbers, not {type(value).__name__} {str(value)[:60]!r}")
+        numbers = _numbers(name, value)
         if target.dtype in (np.int32, np.uint8, np.int64):
-            value = _integers(name, value, target.dtype)
+            value = _integers(name, value, target.dtype, numbers)
         elif target.dtype == np.bool_:
-            value = np.asarray(value).astype(np.bool_)
+            value = numbers.astype(np.bool_)
         elif self.is_bf16(name):
-            value = np.asarray(value)
-            value = value if value.dtype == np.uint16 else float32_to_bf16(value)
+            value = numbers if numbers.dtype == np.uint16 else float32_to_bf16(_floats(numbers))
         else:
-            with np.errstate(over="ignore"):  # beyond float16's range: infinity, as rounding says
-                value = np.asarray(value, dtype=target.dtype)
+            with np.errstate(over="ignore"):  # beyond the type's range: infinity, as rounding says
+                value = _floats(numbers).astype(target.dtype)
         try:
             np.copyto(target, np.broadcast_to(value, target.shape))
         except ValueError:
@@ -471,13 +472,53 @@ def _whole_number(what, value, lo, hi):
     return number
 
 
-def _integers(name, value, dtype=np.int32):
+def _numbers(name, value):
+    """`value` as a NumPy array of numbers (bools, integers, floats; an object array of Python
+    numbers where an integer is beyond every NumPy type, 2**70), or tsr.Error: None, strings and
+    other objects (NumPy would make them NaN or parse the text) and ragged lists."""
+    try:
+        numbers = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:  # [[1, 2, 3], [1]]
+        raise Error(f"tensor {name!r} takes numbers in a rectangular array, not {str(value)[:60]!r} ({e})") from None
+    if numbers.dtype.kind in "biuf":
+        return numbers
+    if numbers.dtype.kind == "O" and all(isinstance(x, numbers_abc.Real) for x in numbers.flat):
+        return numbers  # Python integers beyond int64 and uint64, kept exact
+    raise Error(f"tensor {name!r} takes numbers, not {type(value).__name__} {str(value)[:60]!r}")
+
+
+def _floats(numbers):
+    """An array of `_numbers` as floats: Python integers beyond float64's range become infinity
+    of their sign, as rounding to a float type says."""
+    if numbers.dtype.kind != "O":
+        return numbers
+    def one(x):
+        try:
+            return float(x)
+        except OverflowError:
+            return math.inf if x > 0 else -math.inf
+    return np.array([one(x) for x in numbers.flat], dtype=np.float64).reshape(numbers.shape)
+
+
+def _integers(name, value, dtype=np.int32, numbers=None):
     """`value` as `dtype` (int32, int64 or uint8) for integer tensor `name`, or tsr.Error when a
-    number is not an integer of that type."""
-    value, limits = np.asarray(value), np.iinfo(dtype)
+    number is not an integer of that type (compared exactly: Python's integers as they are)."""
+    original = value
+    value, limits = _numbers(name, value) if numbers is None else numbers, np.iinfo(dtype)
     word = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8"}[np.dtype(dtype)]
-    if value.dtype.kind not in "biuf":
-        raise Error(f"tensor {name!r} is {word}; a value of dtype {value.dtype} is not a number")
+    if value.dtype.kind == "f" and not isinstance(original, (np.ndarray, np.generic)):
+        # Python numbers NumPy made floats ([2**63, 1], [2**53 + 1, 1.0]): taken as they are
+        value = np.array(original, dtype=object)
+    if value.dtype.kind == "O":  # Python numbers beyond NumPy's integers: each checked exactly
+        cells = []
+        for x in value.flat:
+            if not isinstance(x, numbers_abc.Integral) and (not math.isfinite(x) or x != math.trunc(x)):
+                raise Error(f"tensor {name!r} is {word}, but the value holds {x}, which is not an integer")
+            x = int(x)
+            if not limits.min <= x <= limits.max:
+                raise Error(f"tensor {name!r} is {word}, but the value holds {x}, which does not fit {np.dtype(dtype).name}")
+            cells.append(x)
+        return np.array(cells, dtype=dtype).reshape(value.shape)
     if value.dtype.kind == "f" and value.size:
         bad = ~np.isfinite(value) | (value != np.trunc(value))
         if bad.any():
@@ -654,10 +695,8 @@ def load(library, manifest=None, seed=0):
 
 
 def _cache_dir():
-    base = os.environ.get("TSR_CACHE") or os.path.join(
+    return os.environ.get("TSR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tsr")
-    os.makedirs(base, exist_ok=True)
-    return base
 
 
 def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (the natural name)
@@ -669,13 +708,25 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     the source's path and text, the options and the compiler's own file, so a second call with
     nothing changed loads it without compiling; the modules the source `open`s (beside it, or
     from -I directories: the manifest's "sources") are checked too, and a change in any of them
-    compiles afresh.  Compile errors raise tsr.Error with tsrc's messages."""
+    compiles afresh.  `options` may be one string, split as a shell would (shlex.split:
+    "-I lib --cpu=x86-64-v3").  Compile errors raise tsr.Error with tsrc's messages; so do a
+    compiler that is not an executable file and a cache directory that cannot be made."""
     if tsrc and not os.path.exists(tsrc):
         raise Error(f"tsrc={tsrc!r} does not exist")
     tsrc = tsrc or os.environ.get("TSRC") or shutil.which("tsrc")
     if not tsrc or not os.path.exists(tsrc):
         raise Error("cannot find tsrc (pass tsrc=..., set $TSRC or put it on PATH)")
     tsrc = os.path.abspath(tsrc)
+    if not os.path.isfile(tsrc) or not os.access(tsrc, os.X_OK):
+        raise Error(f"tsrc={tsrc!r} is not an executable file")
+    if isinstance(options, (str, bytes)):  # one string: split as a shell would, not into characters
+        options = shlex.split(os.fsdecode(options))
+    try:
+        options = [os.fspath(o) for o in options]
+    except TypeError:
+        raise Error(f"options={options!r} is not a list of strings (or one string)") from None
+    if not all(isinstance(o, str) for o in options):
+        raise Error(f"options={options!r} is not a list of strings (or one string)")
     try:
         with open(source, "rb") as f:
             text = f.read()
@@ -696,9 +747,17 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     if name[0].isdigit() or name[0] == "_" or name.lower() == "tsr" or name.lower().startswith("tsr_"):
         name = "m_" + name  # a C identifier outside the runtime's tsr_ names
     directory = _cache_dir() if cache in (None, True) else (cache or None)
-    if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
-        directory = tempfile.mkdtemp(prefix="tsr-")
-    os.makedirs(directory, exist_ok=True)
+    try:
+        if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
+            directory = tempfile.mkdtemp(prefix="tsr-")
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise NotADirectoryError(0, "it is not a directory")
+        os.makedirs(directory, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as e:
+        raise Error(f"cannot use {directory or tempfile.gettempdir()!r} as tsr.compile's cache directory: "
+                    f"{e.strerror or e}") from None
 
     def library_of(name):
         return os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
@@ -714,8 +773,11 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         sources = library[:-3] + ".sources"
         if cached(library):
             break
-        p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
-                           capture_output=True, text=True)
+        try:
+            p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
+                               capture_output=True, text=True)
+        except OSError as e:
+            raise Error(f"cannot run tsrc={tsrc!r}: {e}") from None
         if p.returncode == 0:
             _record_sources(library[:-3] + ".json", sources)
             break
