@@ -257,10 +257,24 @@ def main():
         check(ok, "a closed model is an error, not a crash", why)
         twin.close()
         r.close()
+        # Every use after close() is an error: m.shape of a fixed-size tensor, m.dtype, m.is_bf16,
+        # m.tensors went on working, m.shape of a run-time-sized one raised.
         for what, use in (("a size", lambda: r.sizes["x.b"]), ("a shape", lambda: r.shape("x")),
-                          ("the sizes' repr", lambda: repr(r.sizes))):
+                          ("the sizes' repr", lambda: repr(r.sizes)), ("a fixed shape", lambda: r.shape("w1")),
+                          ("a dtype", lambda: r.dtype("w1")), ("is_bf16", lambda: r.is_bf16("w1")),
+                          ("the tensors", lambda: r.tensors), ("the routines", lambda: r.routines),
+                          ("the manifest", lambda: r.manifest), ("'in' of its sizes", lambda: "x.b" in r.sizes),
+                          ("a routine", r.predict), ("the seed", lambda: r.seed), ("save", lambda: r.save(path)),
+                          ("a tensor", lambda: r["w1"])):
             ok, why = raises(tsr.Error, use, "closed")
             check(ok, f"{what} of a closed model is a tsr.Error", why)
+        check(r.closed and "closed" in repr(r) and r.name == "sizes", "repr(m), m.name and m.closed stay", repr(r))
+        # A copy would share the state (copy.copy(m).sizes were the original's): an error.
+        import copy
+        import pickle
+        for what, fn in (("copy.copy", copy.copy), ("copy.deepcopy", copy.deepcopy), ("pickle.dumps", pickle.dumps)):
+            ok, why = raises(tsr.Error, lambda: fn(twin), "cannot be")
+            check(ok, f"{what} of a model is a tsr.Error", why)
         # A view keeps its model alive: the model below is garbage as soon as it is indexed, and
         # the collector would free the buffer under the view (the values read were other data's).
         import gc

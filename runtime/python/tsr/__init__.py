@@ -174,14 +174,19 @@ class _Sizes:
             raise Error("the model of these sizes is closed (it was dropped)")
         return model
 
+    def _open(self):
+        if self._model.closed:
+            raise Error(f"the model {self._model.name} is closed")
+        return self._entries
+
     def __iter__(self):
-        return iter(self._entries)
+        return iter(self._open())
 
     def __len__(self):
-        return len(self._entries)
+        return len(self._open())
 
     def __contains__(self, name):
-        return name in self._entries
+        return name in self._open()
 
     def __getitem__(self, name):
         symbol = self._entry(name)["symbol"]
@@ -201,13 +206,13 @@ class _Sizes:
             model._call(model._api.set_symbol, state, ctypes.c_uint32(symbol), ctypes.c_int64(value))
 
     def _entry(self, name):
-        if name not in self._entries:
+        if name not in self._open():
             known = ", ".join(sorted(self._entries)) or "none"
             raise KeyError(f"{name!r} is not one of the model's names here ({known})")
         return self._entries[name]
 
     def __repr__(self):
-        return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._entries) + "}"
+        return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._open()) + "}"
 
 
 class Model:
@@ -220,18 +225,18 @@ class Model:
             manifest = stem + ".json"
         try:
             with open(manifest) as f:
-                self.manifest = json.load(f)
+                self._manifest = json.load(f)
         except OSError as e:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         except ValueError as e:
             raise Error(f"the manifest {manifest} is not JSON ({e}): write it again with tsrc --shared")
-        _validate_manifest(manifest, self.manifest)
-        self.name = self.manifest["module"]
+        _validate_manifest(manifest, self._manifest)
+        self.name = self._manifest["module"]
         try:
             self._lib = _open(library)
         except OSError as e:
             raise Error(f"cannot load {library}: {e}")
-        _check_manifest(self._lib, library, manifest, self.manifest)
+        _check_manifest(self._lib, library, manifest, self._manifest)
         self._api = _Api(self._lib, self.name)
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
         # Every use of the C state holds this lock (_using): a call from a second thread waits for
@@ -242,15 +247,15 @@ class Model:
         if not self._state:
             raise Error(self._last_error())
         self._owner = _Owner(self._api, self._state)
-        self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
-        self.sizes = _Sizes(self, self.manifest.get("sizes", []))
-        self.indexes = _Sizes(self, self.manifest.get("indexes", []))
-        self.routines = {}
-        for r in self.manifest["routines"]:
+        self._tensors = {t["name"]: t for t in self._manifest["tensors"]}
+        self.sizes = _Sizes(self, self._manifest.get("sizes", []))
+        self.indexes = _Sizes(self, self._manifest.get("indexes", []))
+        self._routines = {}
+        for r in self._manifest["routines"]:
             fn = getattr(self._lib, r["symbol"])
             fn.argtypes = [ctypes.c_void_p]
             fn.restype = ctypes.c_int
-            self.routines[r["name"]] = fn
+            self._routines[r["name"]] = fn
 
     # ---- the state ------------------------------------------------------------------------------
 
@@ -303,7 +308,9 @@ class Model:
             _fields(state).runs = value
 
     def close(self):
-        """Close the model: its routines, tensors and sizes are errors from now on.  A call running
+        """Close the model: every use of it raises tsr.Error from now on (its routines, tensors,
+        shapes, dtypes, sizes, indexes, seed, runs, checkpoints, and the manifest's tensors,
+        routines and manifest), all but m.name, m.closed and repr(m).  A call running
         on another thread (a routine, a checkpoint) finishes first; then the state is freed at
         once, or, while NumPy views of its tensors are left, when the last goes."""
         lock = getattr(self, "_lock", None)
@@ -313,6 +320,26 @@ class Model:
         with lock:
             self._state = None
             self._owner = None
+
+    def _described(self, what):
+        if self.closed:
+            raise Error(f"the model {self.name} is closed (its {what} too)")
+        return self.__dict__["_" + what]
+
+    @property
+    def tensors(self):
+        """{name: the manifest's entry} for every tensor the manifest lists."""
+        return self._described("tensors")
+
+    @property
+    def routines(self):
+        """{name: the C function} for every routine."""
+        return self._described("routines")
+
+    @property
+    def manifest(self):
+        """The manifest (the .json beside the library), as read."""
+        return self._described("manifest")
 
     @property
     def closed(self):
@@ -338,7 +365,7 @@ class Model:
         if routine not in self.routines:
             raise Error(f"{self.name} has no routine {routine!r} (routines: {', '.join(self.routines) or 'none'})")
         with self._using() as state:
-            self._call(self.routines[routine], state)
+            self._call(self._routines[routine], state)
             if self._api.gpu:
                 self._refresh_views(state)
 
@@ -352,7 +379,7 @@ class Model:
                 raise Error(self._last_error())
 
     def __getattr__(self, name):
-        routines = self.__dict__.get("routines", {})
+        routines = self.__dict__.get("_routines", {})
         if name in routines:
             return lambda: self.run(name)
         raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} has no attribute or routine {name!r}")
@@ -412,7 +439,7 @@ class Model:
 
     def _viewed(self, symbol):
         """The tensors sized by run-time size `symbol` that NumPy views still show."""
-        return [t["name"] for t in self.manifest["tensors"] if t.get("length_symbol") == symbol and
+        return [t["name"] for t in self._manifest["tensors"] if t.get("length_symbol") == symbol and
                 any(v() is not None for v in self._views.get(t["buffer"], []))]
 
     def __setitem__(self, name, value):
@@ -453,8 +480,19 @@ class Model:
             self._call(self._api.load, state, path)
 
     def __repr__(self):
-        return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
-                f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
+        return (f"<tsr.Model {self.__dict__.get('name', '?')}: routines {', '.join(self.__dict__.get('_routines', {}))}; "
+                f"{len(self.__dict__.get('_tensors', {}))} tensors{'; closed' if self.closed else '; open'}>")
+
+    def __copy__(self):
+        raise Error(f"a model cannot be copied (its copy would share the C state of {self.__dict__.get('name', '?')}): "
+                    "tsr.load the library again for a second state, and save() / load() a checkpoint to give it "
+                    "this one's parameters")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        raise Error("a model cannot be pickled: save() a checkpoint, and tsr.load the library and load() it there")
 
 
 def _whole_number(what, value, lo, hi):
