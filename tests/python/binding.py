@@ -15,7 +15,13 @@ old storage is left; None or a string assigned to a tensor and a NUL in a checkp
 errors; a library rebuilt at a path already loaded loads as rebuilt; tsr.compile caches by source
 and by CPU and raises tsrc's errors; a manifest of another compile or another module is refused;
 sem.tsr compiles as module m_sem; the arrays export __dlpack__; `pip install` of runtime/python works offline
-(into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
+(into a scratch directory; skipped with a SKIP line where pip is missing).  And: close() or a new
+run-time size from another thread while a routine runs waits for it (it crashed); `del m` frees
+the state with the cyclic collector off; the same rebuilt library loaded again maps no new copy
+and starts no threads; manifests without image_checksum, with a buffer, dims, dtype or symbol
+not the image's, or without "tensors" are tsr.Error naming the file; ragged lists, integers
+beyond int64, a tsrc that is not executable, a cache that cannot be a directory and options as
+one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too.  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
 import os
