@@ -15,7 +15,13 @@ old storage is left; None or a string assigned to a tensor and a NUL in a checkp
 errors; a library rebuilt at a path already loaded loads as rebuilt; tsr.compile caches by source
 and by CPU and raises tsrc's errors; a manifest of another compile or another module is refused;
 sem.tsr compiles as module m_sem; the arrays export __dlpack__; `pip install` of runtime/python works offline
-(into a scratch directory; skipped with a SKIP line where pip is missing).  Prints PASS/FAIL
+(into a scratch directory; skipped with a SKIP line where pip is missing).  And: close() or a new
+run-time size from another thread while a routine runs waits for it (it crashed); `del m` frees
+the state with the cyclic collector off; the same rebuilt library loaded again maps no new copy
+and starts no threads; manifests without image_checksum, with a buffer, dims, dtype or symbol
+not the image's, or without "tensors" are tsr.Error naming the file; ragged lists, integers
+beyond int64, a tsrc that is not executable, a cache that cannot be a directory and options as
+one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too.  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
 import os
@@ -47,6 +53,12 @@ def raises(kind, fn, needle=""):
     except Exception as e:  # noqa: BLE001
         return False, f"{type(e).__name__}: {e}"
     return False, "no exception"
+
+
+def python(code, *args):
+    """Run `code` in a Python of its own with the package on its path (a crash is its exit status)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime", "python"), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def main():
@@ -161,6 +173,30 @@ def main():
         for bad in (None, "1.5", [None, 1]):
             ok, why = raises(tsr.Error, lambda: m.__setitem__("w1", bad), "takes numbers")
             check(ok, f"assigning {bad!r} to a tensor is a tsr.Error (NumPy would make NaN or parse it)", why)
+        # Values NumPy cannot take as they are: a tsr.Error, not NumPy's ValueError ("inhomogeneous
+        # shape") or "takes numbers, not int"; integers beyond int64 compared exactly.
+        ints = os.path.join(d, "ints.tsr")
+        with open(ints, "w") as f:
+            f.write('input { x; b = [2]; o = [3] }\ninput { big; b = [2]; dtype = "i64" }\n'
+                    'input { small; b = [2]; dtype = "i32" }\nlet%op y = x *. 2.\nroutine go = y.forward\n')
+        subprocess.run([tsrc, "--shared", ints, "-o", os.path.join(d, "libints.so")], check=True)
+        n = tsr.load(os.path.join(d, "libints.so"))
+        for tensor, bad, needle in (("x", [[1, 2, 3], [1]], "rectangular"),
+                                    ("big", [2**63, 1], "holds 9223372036854775808, which does not fit int64"),
+                                    ("big", [-2**70, 1.0], "holds -1180591620717411303424, which"),
+                                    ("small", [2**40, 1], "holds 1099511627776, which does not fit int32"),
+                                    ("small", [[1, 2], [3]], "rectangular")):
+            ok, why = raises(tsr.Error, lambda: n.__setitem__(tensor, bad), needle)
+            check(ok, f"assigning {str(bad)[:40]} to {tensor!r} is a tsr.Error saying so exactly", why)
+        n["x"] = 2**70
+        n["big"] = [2**53 + 1, 1.0]
+        check(np.all(n["x"] == np.float32(2.0**70)) and n["big"].tolist() == [2**53 + 1, 1],
+              "a Python integer beyond int64 goes into an f32 tensor rounded, and into an i64 one exactly",
+              (n["x"].tolist(), n["big"].tolist()))
+        n["x"] = [[-2**1100, 1, 2**1100]] * 2
+        check(n["x"][0].tolist() == [-np.inf, 1, np.inf], "an integer beyond float64 becomes infinity of its sign",
+              n["x"].tolist())
+        n.close()
         ok, why = raises(tsr.Error, lambda: m.save(os.path.join(d, "a\0b.npz")), "NUL")
         check(ok and not os.path.exists(os.path.join(d, "a")), "a checkpoint path with a NUL byte is a tsr.Error", why)
         # A library rebuilt at a path this process loaded: the loader would give the old one.
@@ -176,6 +212,20 @@ def main():
         new.double()
         check(p.returncode == 0 and np.array_equal(new["y"], [2, 4, 6]) and "w1" in old.tensors,
               "a library rebuilt at a loaded path loads as rebuilt, the earlier model unchanged", p.stderr)
+        # ... once: every later load of the same build reuses it (each load made a copy of its own,
+        # with its own runtime and thread pool, never unloaded: threads 2 -> 42 after 40 loads).
+        def mapped_copies():
+            with open("/proc/self/maps") as f:
+                return len({line.split()[-2] if line.rstrip().endswith("(deleted)") else line.split()[-1]
+                            for line in f if "librebuilt.so" in line})
+        before = (mapped_copies(), len(os.listdir("/proc/self/task")))
+        for _ in range(5):
+            more = tsr.load(again)
+            more.double()
+            more.close()
+        after = (mapped_copies(), len(os.listdir("/proc/self/task")))
+        check(before == after and before[0] == 2, "loading the same rebuilt library again maps no new copy and starts "
+              "no new threads", (before, after))
         # Two data files of one size class: the second item's own `?` reads the length too (it read 0).
         np.save(os.path.join(d, "xs.npy"), np.arange(12, dtype=np.float32).reshape(4, 3))
         np.save(os.path.join(d, "ys.npy"), np.ones((4, 3), dtype=np.float32))
@@ -213,10 +263,24 @@ def main():
         check(ok, "a closed model is an error, not a crash", why)
         twin.close()
         r.close()
+        # Every use after close() is an error: m.shape of a fixed-size tensor, m.dtype, m.is_bf16,
+        # m.tensors went on working, m.shape of a run-time-sized one raised.
         for what, use in (("a size", lambda: r.sizes["x.b"]), ("a shape", lambda: r.shape("x")),
-                          ("the sizes' repr", lambda: repr(r.sizes))):
+                          ("the sizes' repr", lambda: repr(r.sizes)), ("a fixed shape", lambda: r.shape("w1")),
+                          ("a dtype", lambda: r.dtype("w1")), ("is_bf16", lambda: r.is_bf16("w1")),
+                          ("the tensors", lambda: r.tensors), ("the routines", lambda: r.routines),
+                          ("the manifest", lambda: r.manifest), ("'in' of its sizes", lambda: "x.b" in r.sizes),
+                          ("a routine", r.predict), ("the seed", lambda: r.seed), ("save", lambda: r.save(path)),
+                          ("a tensor", lambda: r["w1"])):
             ok, why = raises(tsr.Error, use, "closed")
             check(ok, f"{what} of a closed model is a tsr.Error", why)
+        check(r.closed and "closed" in repr(r) and r.name == "sizes", "repr(m), m.name and m.closed stay", repr(r))
+        # A copy would share the state (copy.copy(m).sizes were the original's): an error.
+        import copy
+        import pickle
+        for what, fn in (("copy.copy", copy.copy), ("copy.deepcopy", copy.deepcopy), ("pickle.dumps", pickle.dumps)):
+            ok, why = raises(tsr.Error, lambda: fn(twin), "cannot be")
+            check(ok, f"{what} of a model is a tsr.Error", why)
         # A view keeps its model alive: the model below is garbage as soon as it is indexed, and
         # the collector would free the buffer under the view (the values read were other data's).
         import gc
@@ -234,6 +298,48 @@ def main():
         check(np.array_equal(view, kept) and raises(tsr.Error, lambda: closing["w1"], "closed")[0],
               "a view outlives close(), which closes the model at once")
         del view, junk
+
+        # A dropped model is freed at once: its sizes referred back to it, a cycle that only the
+        # cyclic collector broke (loading models in a loop grew by gigabytes).
+        import weakref
+        gc.disable()
+        try:
+            dropped = tsr.load(rlib)
+            state = weakref.ref(dropped._owner)
+            sizes = dropped.sizes
+            del dropped
+            freed = state() is None
+            ok, why = raises(tsr.Error, lambda: sizes["x.b"], "closed")
+        finally:
+            gc.enable()
+        check(freed and ok, "del m frees the model's state without the cyclic collector; its sizes then raise", why)
+        # Threads: close() or a new run-time size from another thread while a routine runs (ctypes
+        # releases the GIL) freed the state under the routine (exit 139). Each in a process of its
+        # own, so that a crash is a FAIL line.
+        big = os.path.join(d, "big.tsr")
+        with open(big, "w") as f:
+            f.write("input { a; b = [?]; o = [512] }\nlet%op y = { w; o = [512] } * a\n"
+                    "let%op z = { w2; o = [512] } * relu y\nlet%op s = z ++ \"b|o => o\"\nroutine go = s.forward\n")
+        biglib = os.path.join(d, "libbig.so")
+        subprocess.run([tsrc, "--shared", big, "-o", biglib], check=True)
+        for what, during, after in (
+                ("close()", "m.close()", "print('closed', m.closed); m.go()"),
+                ("a new run-time size", "m.sizes['a.b'] = 100", "m.go(); print('resized', m.shape('a'), m['s'][0])")):
+            p = python(f"""
+import sys, threading, time, tsr
+m = tsr.load(sys.argv[1]); m.sizes["a.b"] = 20000; m["a"] = 1.0
+t = threading.Thread(target=m.go); t.start(); time.sleep(0.05)
+{during}
+t.join()
+print('joined')
+try:
+    {after}
+except tsr.Error as e:
+    print('error:', e)
+""", biglib)
+            want = "closed True\nerror: the model libbig is closed" if what == "close()" else "resized (100, 512)"
+            check(p.returncode == 0 and p.stdout.startswith("joined\n" + want),
+                  f"{what} from another thread while a routine runs waits for it (no crash)", p.stdout + p.stderr)
 
         cache = os.path.join(d, "cache")
         src = os.path.join(d, "mlp.tsr")
@@ -272,6 +378,25 @@ def main():
             f.write("let%op broken = w1 +* \"i; j => k\" w2\n")
         ok, why = raises(tsr.Error, lambda: tsr.compile(src, tsrc=tsrc, cache=cache), "mlp.tsr:")
         check(ok, "a compile error is a tsr.Error with tsrc's located message", why)
+        # A compiler that is not one and a cache that cannot be a directory are tsr.Error (they were
+        # PermissionError, FileNotFoundError, FileExistsError); options may be one string.
+        with open(os.path.join(d, "plain"), "w") as f:
+            f.write("x")
+        for what, kw, needle in (("tsrc='/etc/passwd'", dict(tsrc="/etc/passwd"), "not an executable"),
+                                 ("cache='/proc/x'", dict(cache="/proc/x"), "cache directory"),
+                                 ("a cache that is a file", dict(cache=os.path.join(d, "plain")), "not a directory"),
+                                 ("options=[3]", dict(options=[3], cache=cache), "not a list of strings")):
+            ok, why = raises(tsr.Error, lambda: tsr.compile(big, **dict(dict(tsrc=tsrc), **kw)), needle)
+            check(ok, f"tsr.compile with {what} is a tsr.Error", why)
+        ran = []
+        real_run = subprocess.run
+        subprocess.run = lambda *a, **k: ran.append(a[0]) or real_run(*a, **k)
+        try:
+            tsr.compile(big, tsrc=tsrc, options="--cpu=x86-64 -I " + d, cache=cache).close()
+        finally:
+            subprocess.run = real_run
+        check(ran and ran[0][3:6] == ["--cpu=x86-64", "-I", d], "options given as one string are split as a shell would",
+              ran)
         # Names and failures around loading: a source named in another script compiles (its
         # module name made of ASCII), and a missing source, a damaged manifest and a missing
         # library are tsr.Error too.
@@ -309,6 +434,43 @@ def main():
                  "has no module 'libother'")):
             ok, why = raises(tsr.Error, lambda: tsr.load(args[0], manifest=args[1]), needle)
             check(ok, f"{what} is a tsr.Error", why)
+        # Manifests checked strictly against the library: one without "image_checksum" was taken as
+        # an older tsrc's (a mismatched pair then aborted: double free or corruption); a
+        # hand-edited buffer number read garbage; a missing "tensors" was a KeyError.
+        import json
+        with open(os.path.join(d, "libmlp.json")) as f:
+            good = json.load(f)
+        with open(os.path.join(d, "libsizes.json")) as f:
+            good_sizes = json.load(f)
+
+        def edited(base, change, source=lib):
+            def load():
+                fields = json.loads(json.dumps(base))
+                change(fields)
+                path = os.path.join(d, "edited.json")
+                with open(path, "w") as f:
+                    json.dump(fields, f)
+                return tsr.load(source, manifest=path)
+            return load
+        for what, fn, needle in (
+                ("a manifest without image_checksum", edited(good, lambda f: f.pop("image_checksum")), 'no "image_checksum"'),
+                ("another compile's manifest without image_checksum",
+                 edited(good, lambda f: f.pop("image_checksum"), os.path.join(other, "libmlp.so")), 'no "image_checksum"'),
+                ("a tensor's buffer 999", edited(good, lambda f: f["tensors"][0].update(buffer=999)), "names buffer 999"),
+                ("a tensor's buffer of another tensor's dims",
+                 edited(good, lambda f: f["tensors"][0].update(buffer=f["tensors"][1]["buffer"])), "has dims"),
+                ("a tensor's dims", edited(good, lambda f: f["tensors"][0].update(dims=[64, 64])), "has dims"),
+                ("a tensor's dtype", edited(good, lambda f: f["tensors"][0].update(dtype="float64")), "is float64 there"),
+                ("a size's symbol", edited(good_sizes, lambda f: f["sizes"][0].update(symbol=99), rlib), "names symbol 99"),
+                ("a run-time size's length symbol",
+                 edited(good_sizes, lambda f: [t.update(length_symbol=t["length_symbol"] + 1) for t in f["tensors"]
+                                               if "length_symbol" in t], rlib), "has dims"),
+                ("a manifest without tensors", edited(good, lambda f: f.pop("tensors")), 'no list of "tensors"'),
+                ("a tensor without a buffer", edited(good, lambda f: f["tensors"][0].pop("buffer")), 'no "buffer" number'),
+                ("a routine of no function", edited(good, lambda f: f["routines"][0].update(symbol="nope")), "'nope'"),
+                ("an empty manifest", edited(good, lambda f: f.clear()), 'no "module"')):
+            ok, why = raises(tsr.Error, fn, needle)
+            check(ok and "edited.json" in why, f"{what} is a tsr.Error naming the manifest", why)
         # A file named as a facility of the C library (sem.tsr: sem_destroy) compiles as m_sem;
         # a second call loads it from the cache without running tsrc.
         sem = os.path.join(d, "sem.tsr")

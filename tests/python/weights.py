@@ -92,6 +92,39 @@ def main():
         def build(path, seed=0):
             return tsr.compile(os.path.join(ROOT, path), seed=seed, tsrc=tsrc, cache=os.path.join(d, "cache"))
 
+        # ---- Precision: f64, f16 and bf16 parameters from float64 (and float16) arrays ----------
+        # Values were made float32 first: an f64 parameter lost its low bits, and an f16 or bf16
+        # one was rounded twice (1 + 2^-11 + 2^-40 became the tie 1 + 2^-11 in float32, then 1.0
+        # in float16, where rounding once gives 1 + 2^-10).
+        prec = os.path.join(d, "prec.tsr")
+        with open(prec, "w") as f:
+            f.write('open Nn\ninput { x; b = [2]; o = [3] }\nlet n64 = mlp ~hidden:[2] ~out:2 ~dtype:"f64" ()\n'
+                    'let n16 = mlp ~hidden:[2] ~out:2 ~dtype:"f16" ()\nlet nb = mlp ~hidden:[2] ~out:2 ~dtype:"bf16" ()\n'
+                    'let%op y = n64 x + to_f32 (n16 x) + to_f32 (nb x)\nroutine go = y.forward\n')
+        pm = tsr.compile(prec, tsrc=tsrc, cache=os.path.join(d, "cache"))
+        fine = 0.1 + np.arange(6).reshape(2, 3) * 1e-12  # float64 values float32 cannot hold
+        tie16, tie_bf16 = 1 + 2.0**-11 + 2.0**-40, 1 + 2.0**-8 + 2.0**-40
+        psd = {"a.0.weight": fine, "a.0.bias": np.array([0.1, 0.2]), "a.2.weight": np.full((2, 2), 1 / 3), "a.2.bias": np.zeros(2),
+               "b.0.weight": np.full((2, 3), tie16), "b.0.bias": np.array([0.1, 1 / 3], np.float16),
+               "b.2.weight": np.full((2, 2), tie16), "b.2.bias": np.zeros(2),
+               "c.0.weight": np.full((2, 3), tie_bf16), "c.0.bias": np.zeros(2), "c.2.weight": np.ones((2, 2)),
+               "c.2.bias": np.full(2, -tie_bf16)}
+        tsr.from_torch(pm, psd)
+        check(pm.dtype("layer.w") == np.float64 and np.array_equal(pm["layer.w"], fine) and
+              np.array_equal(pm["rest.w"], psd["a.2.weight"]),
+              "from_torch keeps float64 values exactly in f64 parameters", np.abs(pm["layer.w"] - fine).max())
+        check(np.all(pm["layer#2.w"] == np.float16(1 + 2.0**-10)) and np.array_equal(pm["layer#2.b"], psd["b.0.bias"]),
+              "from_torch rounds float64 once into f16 parameters (1 + 2^-11 + 2^-40 -> 1 + 2^-10), float16 kept",
+              pm["layer#2.w"].tolist())
+        check(np.all(tsr.bf16_to_float32(pm["layer#3.w"]) == 1 + 2.0**-7) and
+              np.all(tsr.bf16_to_float32(pm["rest#3.b"]) == -(1 + 2.0**-7)),
+              "from_torch rounds float64 once into bf16 parameters (1 + 2^-8 + 2^-40 -> 1 + 2^-7)",
+              tsr.bf16_to_float32(pm["layer#3.w"]).tolist())
+        back = tsr.to_torch(pm, psd)
+        check(back["a.0.weight"].dtype == np.float64 and np.array_equal(back["a.0.weight"], fine),
+              "to_torch gives an f64 parameter back as float64, exactly", back["a.0.weight"].dtype)
+        pm.close()
+
         # ---- MLP -------------------------------------------------------------------------
         mlp = build("docs/examples/python/digits_mlp.tsr")
         sd = {"0.weight": f32(16, 784, s=0.05), "0.bias": f32(16), "2.weight": f32(10, 16), "2.bias": f32(10)}

@@ -18,14 +18,20 @@ runtime's message.  Libraries compiled from different programs, or the same libr
 twice, are independent.  tsr.compile("mlp.tsr") runs the installed tsrc and loads the result,
 reusing an earlier library when the source, the options and tsrc are the same.
 """
+import contextlib
 import ctypes
 import hashlib
 import json
+import math
+import numbers as numbers_abc
 import operator
 import os
+import shlex
 import shutil
+import struct
 import subprocess
 import tempfile
+import threading
 import weakref
 
 import numpy as np
@@ -58,6 +64,11 @@ class _State(ctypes.Structure):
     # tsr_state's fields (runtime/tsr.h; part of the ABI)
     _fields_ = [("buffers", ctypes.POINTER(ctypes.c_void_p)), ("symbols", ctypes.POINTER(ctypes.c_int64)),
                 ("model", ctypes.c_void_p), ("seed", ctypes.c_uint64), ("runs", ctypes.c_uint64)]
+
+
+def _fields(handle):
+    """The tsr_state behind `handle` (a c_void_p), its fields read and written in place."""
+    return ctypes.cast(handle, ctypes.POINTER(_State)).contents
 
 
 class _Api:
@@ -101,29 +112,42 @@ class _Owner:
                 pass
 
 
-# Libraries loaded in this process, by path: the file's identity when it was loaded.  The
+# Libraries loaded in this process: each distinct file (its path and its identity: device,
+# inode, size, modification and change times) is loaded once and its handle reused by every
+# later tsr.load of it.  The libraries are linked -z nodelete (their runtime's thread pool
+# cannot be unloaded), so a copy per load would pile up code, runtimes and pool threads.  The
 # dynamic loader gives a path it has loaded the library it loaded then, so a library rebuilt at
-# the same path (a notebook's edit, compile, reload) is loaded from a copy instead (_open).
-_loaded = {}
+# the same path (a notebook's edit, compile, reload) is loaded from a private copy instead,
+# once for each build.
+_loaded = {}  # (path, identity) -> ctypes.CDLL
+_opened_paths = set()  # paths handed to the loader as they are
+_loading = threading.Lock()
 
 
 def _identity(path):
     st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _open(library):
-    """ctypes.CDLL of `library`, as the file is now."""
-    identity = _identity(library)
-    if _loaded.setdefault(library, identity) == identity:
-        return ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-    fd, copy = tempfile.mkstemp(prefix="tsr-", suffix="-" + os.path.basename(library))
-    try:
-        with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
-            shutil.copyfileobj(src, out)
-        return ctypes.CDLL(copy, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-    finally:
-        os.unlink(copy)  # the loaded copy stays mapped
+    """ctypes.CDLL of `library`, as the file is now (the handle of an earlier load of it reused)."""
+    with _loading:
+        key = (library, _identity(library))
+        if key in _loaded:
+            return _loaded[key]
+        if library not in _opened_paths:
+            lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+            _opened_paths.add(library)
+        else:
+            fd, copy = tempfile.mkstemp(prefix="tsr-", suffix="-" + os.path.basename(library))
+            try:
+                with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
+                    shutil.copyfileobj(src, out)
+                lib = ctypes.CDLL(copy, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+            finally:
+                os.unlink(copy)  # the loaded copy stays mapped
+        _loaded[key] = lib
+        return lib
 
 
 def _path(what, path):
@@ -135,43 +159,60 @@ def _path(what, path):
 
 
 class _Sizes:
-    """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set."""
+    """A model's run-time sizes (`?` in the program) or index symbols, by name: read and set.
+    It refers to its model weakly: a strong reference would make a cycle (model -> sizes ->
+    model), and a model dropped with `del m` would keep its state until the cyclic collector ran."""
 
     def __init__(self, model, entries):
-        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_ref", weakref.ref(model))
         object.__setattr__(self, "_entries", {e["name"]: e for e in entries})
 
+    @property
+    def _model(self):
+        model = self._ref()
+        if model is None:
+            raise Error("the model of these sizes is closed (it was dropped)")
+        return model
+
+    def _open(self):
+        if self._model.closed:
+            raise Error(f"the model {self._model.name} is closed")
+        return self._entries
+
     def __iter__(self):
-        return iter(self._entries)
+        return iter(self._open())
 
     def __len__(self):
-        return len(self._entries)
+        return len(self._open())
 
     def __contains__(self, name):
-        return name in self._entries
+        return name in self._open()
 
     def __getitem__(self, name):
-        return int(self._model._symbols()[self._entry(name)["symbol"]])
+        symbol = self._entry(name)["symbol"]
+        with self._model._using() as state:
+            return int(_fields(state).symbols[symbol])
 
     def __setitem__(self, name, value):
         symbol = self._entry(name)["symbol"]
         value = _whole_number(f"{name!r}", value, -2**63, 2**63 - 1)
-        # A new length gives the tensors it sizes new storage and frees the old, under any view.
-        viewed = self._model._viewed(symbol) if value != self[name] else []
-        if viewed:
-            raise Error(f"setting {name!r} to {value} gives {', '.join(map(repr, viewed))} new storage, but NumPy views of "
-                        "the old are left: delete them (or copy them) first, then ask for the tensors again")
-        self._model._call(self._model._api.set_symbol, self._model._handle(), ctypes.c_uint32(symbol),
-                          ctypes.c_int64(value))
+        model = self._model
+        with model._using() as state:  # a routine running on another thread finishes first
+            # A new length gives the tensors it sizes new storage and frees the old, under any view.
+            viewed = model._viewed(symbol) if value != self[name] else []
+            if viewed:
+                raise Error(f"setting {name!r} to {value} gives {', '.join(map(repr, viewed))} new storage, but NumPy "
+                            "views of the old are left: delete them (or copy them) first, then ask for the tensors again")
+            model._call(model._api.set_symbol, state, ctypes.c_uint32(symbol), ctypes.c_int64(value))
 
     def _entry(self, name):
-        if name not in self._entries:
+        if name not in self._open():
             known = ", ".join(sorted(self._entries)) or "none"
             raise KeyError(f"{name!r} is not one of the model's names here ({known})")
         return self._entries[name]
 
     def __repr__(self):
-        return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._entries) + "}"
+        return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._open()) + "}"
 
 
 class Model:
@@ -184,34 +225,37 @@ class Model:
             manifest = stem + ".json"
         try:
             with open(manifest) as f:
-                self.manifest = json.load(f)
+                self._manifest = json.load(f)
         except OSError as e:
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         except ValueError as e:
             raise Error(f"the manifest {manifest} is not JSON ({e}): write it again with tsrc --shared")
-        if not isinstance(self.manifest, dict) or "module" not in self.manifest:
-            raise Error(f"the manifest {manifest} is not a tsrc manifest (no \"module\")")
-        self.name = self.manifest["module"]
+        _validate_manifest(manifest, self._manifest)
+        self.name = self._manifest["module"]
         try:
             self._lib = _open(library)
         except OSError as e:
             raise Error(f"cannot load {library}: {e}")
-        _check_manifest(self._lib, library, manifest, self.manifest)
+        _check_manifest(self._lib, library, manifest, self._manifest)
         self._api = _Api(self._lib, self.name)
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
+        # Every use of the C state holds this lock (_using): a call from a second thread waits for
+        # the first's to return, so close() or a new run-time size never frees what a routine
+        # running on another thread (ctypes releases the GIL) is using.
+        self._lock = threading.RLock()
         self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
         if not self._state:
             raise Error(self._last_error())
         self._owner = _Owner(self._api, self._state)
-        self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
-        self.sizes = _Sizes(self, self.manifest.get("sizes", []))
-        self.indexes = _Sizes(self, self.manifest.get("indexes", []))
-        self.routines = {}
-        for r in self.manifest["routines"]:
+        self._tensors = {t["name"]: t for t in self._manifest["tensors"]}
+        self.sizes = _Sizes(self, self._manifest.get("sizes", []))
+        self.indexes = _Sizes(self, self._manifest.get("indexes", []))
+        self._routines = {}
+        for r in self._manifest["routines"]:
             fn = getattr(self._lib, r["symbol"])
             fn.argtypes = [ctypes.c_void_p]
             fn.restype = ctypes.c_int
-            self.routines[r["name"]] = fn
+            self._routines[r["name"]] = fn
 
     # ---- the state ------------------------------------------------------------------------------
 
@@ -223,41 +267,84 @@ class Model:
             raise Error(f"the model {self.name} is closed")
         return ctypes.c_void_p(self._state)
 
+    @contextlib.contextmanager
+    def _using(self):
+        """The state's handle, held for a use of the C state: the model's lock taken (a call
+        running on another thread finishes first) and the state kept alive until the use ends."""
+        with self._lock:
+            owner = self._owner  # a reference of this frame's: the state lives while it runs
+            handle = self._handle()
+            yield handle
+            del owner
+
     def _call(self, fn, *args):
         if fn(*args) != 0:
             raise Error(self._last_error())
-
-    def _fields(self):
-        return ctypes.cast(self._handle(), ctypes.POINTER(_State)).contents
-
-    def _symbols(self):
-        return self._fields().symbols
 
     @property
     def seed(self):
         """The state's seed (tsr_state.seed): it keys parameter initialisation and the random numbers
         routines draw (dropout); load() of a checkpoint that resumes a run takes the run's."""
-        return self._fields().seed
+        with self._using() as state:
+            return _fields(state).seed
 
     @seed.setter
     def seed(self, value):
-        self._fields().seed = _whole_number("the seed", value, 0, 2**64 - 1)
+        value = _whole_number("the seed", value, 0, 2**64 - 1)
+        with self._using() as state:
+            _fields(state).seed = value
 
     @property
     def runs(self):
         """The routine runs the state has started (tsr_state.runs): with the seed, the key of the
         random numbers a run draws; set it back to replay a run's numbers."""
-        return self._fields().runs
+        with self._using() as state:
+            return _fields(state).runs
 
     @runs.setter
     def runs(self, value):
-        self._fields().runs = _whole_number("runs", value, 0, 2**64 - 1)
+        value = _whole_number("runs", value, 0, 2**64 - 1)
+        with self._using() as state:
+            _fields(state).runs = value
 
     def close(self):
-        """Close the model: its routines, tensors and sizes are errors from now on.  The state is
-        freed at once, or, while NumPy views of its tensors are left, when the last goes."""
-        self._state = None
-        self._owner = None
+        """Close the model: every use of it raises tsr.Error from now on (its routines, tensors,
+        shapes, dtypes, sizes, indexes, seed, runs, checkpoints, and the manifest's tensors,
+        routines and manifest), all but m.name, m.closed and repr(m).  A call running
+        on another thread (a routine, a checkpoint) finishes first; then the state is freed at
+        once, or, while NumPy views of its tensors are left, when the last goes."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the state was made
+            self._state = self._owner = None
+            return
+        with lock:
+            self._state = None
+            self._owner = None
+
+    def _described(self, what):
+        if self.closed:
+            raise Error(f"the model {self.name} is closed (its {what} too)")
+        return self.__dict__["_" + what]
+
+    @property
+    def tensors(self):
+        """{name: the manifest's entry} for every tensor the manifest lists."""
+        return self._described("tensors")
+
+    @property
+    def routines(self):
+        """{name: the C function} for every routine."""
+        return self._described("routines")
+
+    @property
+    def manifest(self):
+        """The manifest (the .json beside the library), as read."""
+        return self._described("manifest")
+
+    @property
+    def closed(self):
+        """Whether the model is closed (close(), or the end of its `with` block)."""
+        return not self.__dict__.get("_state")
 
     def __enter__(self):
         return self
@@ -277,21 +364,22 @@ class Model:
         """Run the routine named `routine`; a failure raises tsr.Error with the runtime's message."""
         if routine not in self.routines:
             raise Error(f"{self.name} has no routine {routine!r} (routines: {', '.join(self.routines) or 'none'})")
-        self._call(self.routines[routine], self._handle())
-        if self._api.gpu:
-            self._refresh_views()
+        with self._using() as state:
+            self._call(self._routines[routine], state)
+            if self._api.gpu:
+                self._refresh_views(state)
 
-    def _refresh_views(self):
+    def _refresh_views(self, state):
         """A GPU model: every buffer that a NumPy view still shows is brought back to the host
         (what the routine wrote on the GPU) and marked host-newer, so that the views show the
         tensors as they are and what is written through them goes to the GPU before the next
         routine, as on the CPU (the C accessors' pointer must be taken again instead)."""
         for buffer, views in self._views.items():
-            if any(v() is not None for v in views) and not self._api.host_buffer(self._handle(), buffer):
+            if any(v() is not None for v in views) and not self._api.host_buffer(state, buffer):
                 raise Error(self._last_error())
 
     def __getattr__(self, name):
-        routines = self.__dict__.get("routines", {})
+        routines = self.__dict__.get("_routines", {})
         if name in routines:
             return lambda: self.run(name)
         raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} has no attribute or routine {name!r}")
@@ -302,8 +390,9 @@ class Model:
         """The dims of tensor `name` in memory order (a run-time size as it is set now)."""
         t = self._tensor(name)
         dims = list(t["dims"])
-        if "length_symbol" in t:
-            dims[0] = int(self._symbols()[t["length_symbol"]])
+        with self._using() as state:
+            if "length_symbol" in t:
+                dims[0] = int(_fields(state).symbols[t["length_symbol"]])
         return tuple(int(d) for d in dims)
 
     def _tensor(self, name):
@@ -329,29 +418,28 @@ class Model:
         an f64 tensor, int32 for an i32 tensor, float16 for an f16 tensor, the uint16 bit
         patterns of a bf16 tensor, uint8 for a u8 tensor, bool for a bool tensor."""
         t = self._tensor(name)
-        shape = self.shape(name)
-        if not self._state:
-            raise Error(f"the model {self.name} is closed")
-        if self._api.gpu:  # the host copy, brought from the GPU; writes go back before the next routine
-            pointer = self._api.host_buffer(self._handle(), t["buffer"])
-        else:
-            pointer = ctypes.cast(ctypes.c_void_p(self._state), ctypes.POINTER(_State)).contents.buffers[t["buffer"]]
-        if not pointer:
-            if self._api.gpu:
-                raise Error(self._last_error())
-            raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
-        count = int(np.prod(shape, dtype=np.int64))
         dtype = self.dtype(name)
-        memory = (_CELLS[dtype] * count).from_address(pointer)
-        memory._owner = self._owner  # the view keeps the state, and so its buffer, alive
-        cells = np.ctypeslib.as_array(memory)  # every view made from this one refers to it
-        views = [v for v in self._views.get(t["buffer"], []) if v() is not None]
-        self._views[t["buffer"]] = views + [weakref.ref(cells)]
+        with self._using() as state:  # a routine or a new size on another thread finishes first
+            shape = self.shape(name)
+            if self._api.gpu:  # the host copy, brought from the GPU; writes go back before the next routine
+                pointer = self._api.host_buffer(state, t["buffer"])
+            else:
+                pointer = _fields(state).buffers[t["buffer"]]
+            if not pointer:
+                if self._api.gpu:
+                    raise Error(self._last_error())
+                raise Error(f"tensor {name!r} has no storage yet (is its run-time size set?)")
+            count = int(np.prod(shape, dtype=np.int64))
+            memory = (_CELLS[dtype] * count).from_address(pointer)
+            memory._owner = self._owner  # the view keeps the state, and so its buffer, alive
+            cells = np.ctypeslib.as_array(memory)  # every view made from this one refers to it
+            views = [v for v in self._views.get(t["buffer"], []) if v() is not None]
+            self._views[t["buffer"]] = views + [weakref.ref(cells)]
         return cells.view(dtype).reshape(shape)
 
     def _viewed(self, symbol):
         """The tensors sized by run-time size `symbol` that NumPy views still show."""
-        return [t["name"] for t in self.manifest["tensors"] if t.get("length_symbol") == symbol and
+        return [t["name"] for t in self._manifest["tensors"] if t.get("length_symbol") == symbol and
                 any(v() is not None for v in self._views.get(t["buffer"], []))]
 
     def __setitem__(self, name, value):
@@ -362,18 +450,16 @@ class Model:
         float16 as NumPy rounds; a bf16 tensor takes numbers, rounded to nearest even
         (tsr.float32_to_bf16), or, as an array of dtype uint16, bit patterns as they are."""
         target = self[name]
-        if np.asarray(value).dtype.kind not in "biuf":  # None, strings, objects: NumPy would make NaN or parse text
-            raise Error(f"tensor {name!r} takes numbers, not {type(value).__name__} {str(value)[:60]!r}")
+        numbers = _numbers(name, value)
         if target.dtype in (np.int32, np.uint8, np.int64):
-            value = _integers(name, value, target.dtype)
+            value = _integers(name, value, target.dtype, numbers)
         elif target.dtype == np.bool_:
-            value = np.asarray(value).astype(np.bool_)
+            value = numbers.astype(np.bool_)
         elif self.is_bf16(name):
-            value = np.asarray(value)
-            value = value if value.dtype == np.uint16 else float32_to_bf16(value)
+            value = numbers if numbers.dtype == np.uint16 else float32_to_bf16(_floats(numbers))
         else:
-            with np.errstate(over="ignore"):  # beyond float16's range: infinity, as rounding says
-                value = np.asarray(value, dtype=target.dtype)
+            with np.errstate(over="ignore"):  # beyond the type's range: infinity, as rounding says
+                value = _floats(numbers).astype(target.dtype)
         try:
             np.copyto(target, np.broadcast_to(value, target.shape))
         except ValueError:
@@ -383,15 +469,30 @@ class Model:
 
     def save(self, path):
         """Write every parameter (and the training state) to a .npz checkpoint (tsr_state_save)."""
-        self._call(self._api.save, self._handle(), _path("the checkpoint", path))
+        path = _path("the checkpoint", path)
+        with self._using() as state:
+            self._call(self._api.save, state, path)
 
     def load(self, path):
         """Read a checkpoint written by save, an executable's --save or numpy.savez."""
-        self._call(self._api.load, self._handle(), _path("the checkpoint", path))
+        path = _path("the checkpoint", path)
+        with self._using() as state:
+            self._call(self._api.load, state, path)
 
     def __repr__(self):
-        return (f"<tsr.Model {self.name}: routines {', '.join(self.routines)}; "
-                f"{len(self.tensors)} tensors{'; open' if self._state else '; closed'}>")
+        return (f"<tsr.Model {self.__dict__.get('name', '?')}: routines {', '.join(self.__dict__.get('_routines', {}))}; "
+                f"{len(self.__dict__.get('_tensors', {}))} tensors{'; closed' if self.closed else '; open'}>")
+
+    def __copy__(self):
+        raise Error(f"a model cannot be copied (its copy would share the C state of {self.__dict__.get('name', '?')}): "
+                    "tsr.load the library again for a second state, and save() / load() a checkpoint to give it "
+                    "this one's parameters")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        raise Error("a model cannot be pickled: save() a checkpoint, and tsr.load the library and load() it there")
 
 
 def _whole_number(what, value, lo, hi):
@@ -409,13 +510,53 @@ def _whole_number(what, value, lo, hi):
     return number
 
 
-def _integers(name, value, dtype=np.int32):
+def _numbers(name, value):
+    """`value` as a NumPy array of numbers (bools, integers, floats; an object array of Python
+    numbers where an integer is beyond every NumPy type, 2**70), or tsr.Error: None, strings and
+    other objects (NumPy would make them NaN or parse the text) and ragged lists."""
+    try:
+        numbers = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:  # [[1, 2, 3], [1]]
+        raise Error(f"tensor {name!r} takes numbers in a rectangular array, not {str(value)[:60]!r} ({e})") from None
+    if numbers.dtype.kind in "biuf":
+        return numbers
+    if numbers.dtype.kind == "O" and all(isinstance(x, numbers_abc.Real) for x in numbers.flat):
+        return numbers  # Python integers beyond int64 and uint64, kept exact
+    raise Error(f"tensor {name!r} takes numbers, not {type(value).__name__} {str(value)[:60]!r}")
+
+
+def _floats(numbers):
+    """An array of `_numbers` as floats: Python integers beyond float64's range become infinity
+    of their sign, as rounding to a float type says."""
+    if numbers.dtype.kind != "O":
+        return numbers
+    def one(x):
+        try:
+            return float(x)
+        except OverflowError:
+            return math.inf if x > 0 else -math.inf
+    return np.array([one(x) for x in numbers.flat], dtype=np.float64).reshape(numbers.shape)
+
+
+def _integers(name, value, dtype=np.int32, numbers=None):
     """`value` as `dtype` (int32, int64 or uint8) for integer tensor `name`, or tsr.Error when a
-    number is not an integer of that type."""
-    value, limits = np.asarray(value), np.iinfo(dtype)
+    number is not an integer of that type (compared exactly: Python's integers as they are)."""
+    original = value
+    value, limits = _numbers(name, value) if numbers is None else numbers, np.iinfo(dtype)
     word = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8"}[np.dtype(dtype)]
-    if value.dtype.kind not in "biuf":
-        raise Error(f"tensor {name!r} is {word}; a value of dtype {value.dtype} is not a number")
+    if value.dtype.kind == "f" and not isinstance(original, (np.ndarray, np.generic)):
+        # Python numbers NumPy made floats ([2**63, 1], [2**53 + 1, 1.0]): taken as they are
+        value = np.array(original, dtype=object)
+    if value.dtype.kind == "O":  # Python numbers beyond NumPy's integers: each checked exactly
+        cells = []
+        for x in value.flat:
+            if not isinstance(x, numbers_abc.Integral) and (not math.isfinite(x) or x != math.trunc(x)):
+                raise Error(f"tensor {name!r} is {word}, but the value holds {x}, which is not an integer")
+            x = int(x)
+            if not limits.min <= x <= limits.max:
+                raise Error(f"tensor {name!r} is {word}, but the value holds {x}, which does not fit {np.dtype(dtype).name}")
+            cells.append(x)
+        return np.array(cells, dtype=dtype).reshape(value.shape)
     if value.dtype.kind == "f" and value.size:
         bad = ~np.isfinite(value) | (value != np.trunc(value))
         if bad.any():
@@ -428,22 +569,115 @@ def _integers(name, value, dtype=np.int32):
     return value.astype(dtype)
 
 
+def _malformed(manifest, what):
+    return Error(f"the manifest {manifest} is malformed: {what} (write the library and its manifest again "
+                 f"with tsrc --shared)")
+
+
+def _validate_manifest(manifest, fields):
+    """Refuse a manifest whose form is not tsrc's: the fields the package reads, of their types."""
+    def need(ok, what):
+        if not ok:
+            raise _malformed(manifest, what)
+
+    def integer(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    need(isinstance(fields, dict) and isinstance(fields.get("module"), str) and fields["module"].isidentifier(),
+         'no "module" name')
+    for key in ("routines", "tensors"):
+        need(isinstance(fields.get(key), list), f'no list of "{key}"')
+    for key in ("sizes", "indexes"):
+        need(isinstance(fields.get(key, []), list), f'"{key}" is not a list')
+    for r in fields["routines"]:
+        need(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("symbol"), str),
+             f"a routine without a name and a symbol: {str(r)[:80]}")
+    for t in fields["tensors"]:
+        need(isinstance(t, dict) and isinstance(t.get("name"), str), f"a tensor without a name: {str(t)[:80]}")
+        what = f"tensor {t['name']!r}"
+        need(integer(t.get("buffer")), f'{what} has no "buffer" number')
+        need(isinstance(t.get("kind"), str), f'{what} has no "kind"')
+        need(isinstance(t.get("dtype", "float32"), str), f'{what} has a "dtype" that is not a name')
+        dims = t.get("dims")
+        need(isinstance(dims, list), f'{what} has no list of "dims"')
+        if "length_symbol" in t:
+            need(integer(t["length_symbol"]) and len(dims) > 0, f'{what} has a bad "length_symbol"')
+        need(all(integer(d) for d in dims[1 if "length_symbol" in t else 0:]), f'{what} has dims that are not sizes')
+    for key in ("sizes", "indexes"):
+        for e in fields.get(key, []):
+            need(isinstance(e, dict) and isinstance(e.get("name"), str) and integer(e.get("symbol")),
+                 f'an entry of "{key}" without a name and a symbol number: {str(e)[:80]}')
+
+
+# The model image (runtime/image_format.h) as far as the manifest's numbers need it: its
+# symbols and buffers.  Versions 19 to 22 lay these out alike (a buffer's values as f64s).
+_IMAGE_VERSIONS = range(19, 23)
+_IMAGE_DTYPES = ("float32", "int32", "float64", "bfloat16", "float16", "uint8", "bool", "int64")
+
+
+def _image_tables(image, size):
+    """[(is_size, leader)] per symbol and [(name, is_virtual, dtype, dims)] per buffer of the model
+    image at `image` (`size` bytes), or None where it is not an image the package can read."""
+    data = (ctypes.c_ubyte * size).from_address(image)
+    at = [16]
+
+    def take(fmt):
+        n = struct.calcsize(fmt)
+        if at[0] + n > size:
+            raise ValueError("cut short")
+        value = struct.unpack_from(fmt, data, at[0])
+        at[0] += n
+        return value
+
+    def text():
+        (n,) = take("<I")
+        if at[0] + n > size:
+            raise ValueError("cut short")
+        at[0] += n
+        return bytes(data[at[0] - n:at[0]]).decode("utf-8", "replace")
+
+    text(), take("<I"), text()  # module, cpu features, cpu name
+    symbols = []
+    for _ in range(take("<I")[0]):
+        text()
+        _, is_size, leader = take("<qBI")
+        symbols.append((is_size, leader))
+    buffers = []
+    for _ in range(take("<I")[0]):
+        name = text()
+        text()
+        _, _, is_virtual, _, dtype, rank = take("<BBBBBI")
+        dims = take(f"<{rank}q") if rank else ()
+        _, _, count = take("<ddQ")
+        if count > (size - at[0]) // 8:
+            raise ValueError("cut short")
+        at[0] += 8 * count
+        buffers.append((name, is_virtual, dtype, dims))
+    return symbols, buffers
+
+
 def _check_manifest(lib, library, manifest, fields):
     """Refuse a manifest that does not describe `library`: another module's (its symbols are not
-    there), or another compile of the same module (its "image_checksum", the checksum in the
-    header of the model image it was written with, is not the library's image's).  The model
-    would otherwise read and write buffers of the sizes the wrong manifest gives."""
+    there), another compile of the same module (its "image_checksum", the checksum in the header
+    of the model image it was written with, is not the library's image's), or one whose buffer
+    and symbol numbers, element types and dims are not the image's (a hand-edited one).  The
+    model would otherwise read and write buffers of the sizes the wrong manifest gives."""
     name = fields["module"]
     try:
         image = ctypes.c_ubyte.in_dll(lib, f"{name}__image")
+        image_size = ctypes.c_uint64.in_dll(lib, f"{name}__image_size").value
         getattr(lib, f"{name}_create")
     except (AttributeError, ValueError):
         raise Error(f"{library} is not the library of the manifest {manifest}: it has no module {name!r} "
                     f"(tsrc --shared writes the library and its manifest together)") from None
     want = fields.get("image_checksum")
-    if want is None:  # a manifest of an older tsrc
-        return
-    header = ctypes.string_at(ctypes.addressof(image), 16)
+    if want is None:
+        raise Error(f"the manifest {manifest} has no \"image_checksum\" (an older tsrc wrote it), so it cannot be "
+                    f"checked against {library}: write the library and its manifest again with tsrc --shared")
+    header = ctypes.string_at(ctypes.addressof(image), 16) if image_size >= 16 else b""
+    if header[:4] != b"TSRI":
+        raise Error(f"{library} holds no model image the package can read (module {name!r})")
+    version = int.from_bytes(header[4:8], "little")
     have = int.from_bytes(header[8:16], "little")
     try:
         same = isinstance(want, str) and int(want, 16) == have
@@ -453,6 +687,43 @@ def _check_manifest(lib, library, manifest, fields):
         raise Error(f"the manifest {manifest} is not that of {library}: it describes another compile of module "
                     f"{name!r} (the model image's checksum is {have:016x}, the manifest's {want}); write both "
                     f"again with tsrc --shared")
+    if version not in _IMAGE_VERSIONS:
+        raise Error(f"{library} holds a model image of version {version}, which this tsr package does not read "
+                    f"(it reads versions {_IMAGE_VERSIONS[0]} to {_IMAGE_VERSIONS[-1]}): use the package of the tsrc "
+                    f"that compiled it")
+    try:
+        symbols, buffers = _image_tables(ctypes.addressof(image), image_size)
+    except (ValueError, struct.error):
+        raise Error(f"the model image in {library} is malformed (it ends inside its tables)") from None
+
+    def refuse(what):
+        raise Error(f"the manifest {manifest} does not match {library}: {what} (write the library and its "
+                    f"manifest again with tsrc --shared)")
+    for t in fields["tensors"]:
+        b = t["buffer"]
+        if b >= len(buffers) or buffers[b][1]:
+            refuse(f"tensor {t['name']!r} names buffer {b}, which the model has no storage for "
+                   f"(it has {len(buffers)} buffers)")
+        _, _, dtype, dims = buffers[b]
+        word = np.dtype(_DTYPES.get(t.get("dtype", "float32"), np.void)).name
+        ours = _IMAGE_DTYPES[dtype] if dtype < len(_IMAGE_DTYPES) else f"type {dtype}"
+        if word != np.dtype(_DTYPES.get(ours, np.void)).name or (t.get("dtype") in _BF16) != (ours == "bfloat16"):
+            refuse(f"tensor {t['name']!r} is {t.get('dtype', 'float32')} there, buffer {b} is {ours}")
+        expect = list(t["dims"])
+        if "length_symbol" in t:
+            expect[0] = -1 - t["length_symbol"]
+        if list(dims) != expect:
+            refuse(f"tensor {t['name']!r} has dims {t['dims']} there, buffer {b} {list(dims)} "
+                   f"(a negative dim: the run-time size of symbol -1 - dim)")
+    for key, is_size in (("sizes", 1), ("indexes", 0)):
+        for e in fields.get(key, []):
+            if e["symbol"] >= len(symbols) or symbols[e["symbol"]][0] != is_size:
+                refuse(f"{key[:-1] if key == 'sizes' else 'index'} {e['name']!r} names symbol {e['symbol']}, which "
+                       f"is not {'a run-time size' if is_size else 'an index symbol'} of the model "
+                       f"(it has {len(symbols)} symbols)")
+    for r in fields["routines"]:
+        if not hasattr(lib, r["symbol"]):
+            refuse(f"routine {r['name']!r} is the function {r['symbol']!r}, which the library does not have")
 
 
 def load(library, manifest=None, seed=0):
@@ -462,10 +733,8 @@ def load(library, manifest=None, seed=0):
 
 
 def _cache_dir():
-    base = os.environ.get("TSR_CACHE") or os.path.join(
+    return os.environ.get("TSR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tsr")
-    os.makedirs(base, exist_ok=True)
-    return base
 
 
 def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (the natural name)
@@ -477,13 +746,25 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     the source's path and text, the options and the compiler's own file, so a second call with
     nothing changed loads it without compiling; the modules the source `open`s (beside it, or
     from -I directories: the manifest's "sources") are checked too, and a change in any of them
-    compiles afresh.  Compile errors raise tsr.Error with tsrc's messages."""
+    compiles afresh.  `options` may be one string, split as a shell would (shlex.split:
+    "-I lib --cpu=x86-64-v3").  Compile errors raise tsr.Error with tsrc's messages; so do a
+    compiler that is not an executable file and a cache directory that cannot be made."""
     if tsrc and not os.path.exists(tsrc):
         raise Error(f"tsrc={tsrc!r} does not exist")
     tsrc = tsrc or os.environ.get("TSRC") or shutil.which("tsrc")
     if not tsrc or not os.path.exists(tsrc):
         raise Error("cannot find tsrc (pass tsrc=..., set $TSRC or put it on PATH)")
     tsrc = os.path.abspath(tsrc)
+    if not os.path.isfile(tsrc) or not os.access(tsrc, os.X_OK):
+        raise Error(f"tsrc={tsrc!r} is not an executable file")
+    if isinstance(options, (str, bytes)):  # one string: split as a shell would, not into characters
+        options = shlex.split(os.fsdecode(options))
+    try:
+        options = [os.fspath(o) for o in options]
+    except TypeError:
+        raise Error(f"options={options!r} is not a list of strings (or one string)") from None
+    if not all(isinstance(o, str) for o in options):
+        raise Error(f"options={options!r} is not a list of strings (or one string)")
     try:
         with open(source, "rb") as f:
             text = f.read()
@@ -504,9 +785,17 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     if name[0].isdigit() or name[0] == "_" or name.lower() == "tsr" or name.lower().startswith("tsr_"):
         name = "m_" + name  # a C identifier outside the runtime's tsr_ names
     directory = _cache_dir() if cache in (None, True) else (cache or None)
-    if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
-        directory = tempfile.mkdtemp(prefix="tsr-")
-    os.makedirs(directory, exist_ok=True)
+    try:
+        if directory is None:  # cache=False: a fresh directory per call, left for the caller's process
+            directory = tempfile.mkdtemp(prefix="tsr-")
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise NotADirectoryError(0, "it is not a directory")
+        os.makedirs(directory, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as e:
+        raise Error(f"cannot use {directory or tempfile.gettempdir()!r} as tsr.compile's cache directory: "
+                    f"{e.strerror or e}") from None
 
     def library_of(name):
         return os.path.join(directory, f"lib{name}-{key.hexdigest()[:16]}.so")
@@ -522,8 +811,11 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
         sources = library[:-3] + ".sources"
         if cached(library):
             break
-        p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
-                           capture_output=True, text=True)
+        try:
+            p = subprocess.run([tsrc, "--shared", f"--name={name}", *options, source, "-o", library],
+                               capture_output=True, text=True)
+        except OSError as e:
+            raise Error(f"cannot run tsrc={tsrc!r}: {e}") from None
         if p.returncode == 0:
             _record_sources(library[:-3] + ".json", sources)
             break

@@ -23,9 +23,11 @@ Every array's shape is checked after its conversion; one that does not fit raise
 naming both sides, before anything is written.  GPT-2's fused attention (c_attn) is
 from_gpt2/to_gpt2's: tools/gpt2_weights.py.
 
-Element types: values are written as float32 arrays, which the model converts to each
-parameter's type (rounded to nearest even for bf16 and f16); they are read as the parameter's
-values — a bf16 parameter's bit patterns converted to float32 (tsr.bf16_to_float32)."""
+Element types: values are written in the precision they come in (float64 stays float64, float16
+float16; bfloat16 as float32, exactly), and the model rounds each once into the parameter's type
+(to nearest even for f32, bf16 and f16: an f64 parameter takes float64 values exactly, and a
+float64 value is never rounded to float32 on its way to f16 or bf16); they are read as the
+parameter's values — a bf16 parameter's bit patterns converted to float32 (tsr.bf16_to_float32)."""
 import re
 
 import numpy as np
@@ -37,9 +39,21 @@ KINDS = {frozenset(("w", "b")): "linear", frozenset(("w",)): "linear", frozenset
 
 
 def _numpy(value):
+    """A state dict's entry as a NumPy array that holds its values exactly: float16, float32 and
+    float64 arrays as they are (assigning one to a parameter rounds it once, into the
+    parameter's type); bfloat16 (a torch tensor, or ml_dtypes' NumPy type) as float32, which
+    holds it exactly; integers and bools as float64."""
     if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=np.float32)
+        value = value.detach().cpu()
+        if str(getattr(value, "dtype", "")) == "torch.bfloat16":  # NumPy has no bfloat16
+            value = value.float()
+        value = value.numpy()
+    value = np.asarray(value)
+    if value.dtype.kind == "f":
+        return value
+    if value.dtype.name == "bfloat16":
+        return value.astype(np.float32)
+    return value.astype(np.float64)
 
 
 def _values(m, name):
@@ -225,7 +239,7 @@ def gpt2_map(params):
 
 
 def _put(like, index, value):
-    out = np.array(like, dtype=np.float32, copy=True)
+    out = np.array(like, dtype=np.result_type(like, value), copy=True)
     out[index] = value
     return out
 
@@ -259,7 +273,7 @@ def gpt2_to_tsrc(state_dict, params):
         if v is None or tuple(v.shape) != tuple(params[ours]):
             raise ValueError(f"'{key}' is {list(state[key].shape)}, which does not fit '{ours}', "
                              f"{list(params[ours])} in the tsrc program")
-        out[ours] = np.ascontiguousarray(v, dtype=np.float32)
+        out[ours] = np.ascontiguousarray(v)  # the dict's precision: rounded once, into the parameter's type
     left = sorted(set(params) - set(out))
     if left:
         raise ValueError(f"no GPT-2 weight for the tsrc parameter{'s' if len(left) > 1 else ''} {', '.join(left)}")
@@ -298,7 +312,7 @@ def to_gpt2(m, like=None):
     current = {k: _numpy(v) for k, v in like.items()}
     for ours, key, _, backward in rows:
         full = prefix + key
-        current[full] = np.ascontiguousarray(backward(_values(m, ours), current[full]), dtype=np.float32)
+        current[full] = np.ascontiguousarray(backward(_values(m, ours), current[full]))
     if "lm_head.weight" in current:
         current["lm_head.weight"] = current[prefix + "wte.weight"]
     return current
