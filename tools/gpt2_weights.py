@@ -57,7 +57,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 # share/tsrc (make install puts this script in share/tsrc/tools).
 for _package in ("runtime/python", "python"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), _package))
-from tsr.weights import gpt2_to_tsrc  # noqa: E402  (the map itself: runtime/python/tsr/weights.py)
+from tsr.weights import gpt2_to_tsrc, trained_parameters  # noqa: E402  (the map: runtime/python/tsr/weights.py)
 
 
 def tsrc_parameters(manifest):
@@ -67,8 +67,7 @@ def tsrc_parameters(manifest):
     try:
         with open(manifest) as f:
             m = json.load(f)
-        params = {t["name"]: tuple(t["dims"]) for t in m["tensors"]
-                  if t["kind"] == "parameter" and not t.get("state", False)}
+        params = trained_parameters(m)
     except json.JSONDecodeError as e:
         raise ValueError(f"{manifest}: not a manifest of tsrc -c (not JSON: {e})")
     except (KeyError, TypeError, AttributeError):

@@ -61,11 +61,19 @@ def _values(m, name):
     return bf16_to_float32(m[name]) if m.is_bf16(name) else np.array(m[name])
 
 
+def trained_parameters(manifest):
+    """{name: dims} of the parameters a manifest lists, but the program's own state ("state":
+    true: a KV cache, a sample's text, a running sum the program writes and no gradient trains),
+    which no PyTorch model holds."""
+    return {t["name"]: tuple(t["dims"]) for t in manifest["tensors"]
+            if t["kind"] == "parameter" and not t.get("state", False)}
+
+
 def tsrc_layers(m):
     """[(prefix, kind, {field: parameter name})] in the order the program made them."""
     layers, order = {}, []
     for t in m.manifest["tensors"]:
-        if t["kind"] != "parameter" or "." not in t["name"]:
+        if t["kind"] != "parameter" or t.get("state", False) or "." not in t["name"]:
             continue
         prefix, field = t["name"].rsplit(".", 1)
         if prefix not in layers:
@@ -282,8 +290,7 @@ def gpt2_to_tsrc(state_dict, params):
 
 def from_gpt2(m, state_dict):
     """Fill m (a program of Nn.gpt_blocks, written as docs/examples/gpt.tsr) from a GPT-2 state dict."""
-    params = {t["name"]: tuple(t["dims"]) for t in m.manifest["tensors"] if t["kind"] == "parameter"}
-    for name, value in gpt2_to_tsrc(state_dict, params).items():
+    for name, value in gpt2_to_tsrc(state_dict, trained_parameters(m.manifest)).items():
         m[name] = value
 
 
@@ -292,7 +299,7 @@ def to_gpt2(m, like=None):
     (a GPT-2 state dict) in its keys and shapes: positions past the program's context and the
     tied lm_head are taken from it; without, the dict is built from m alone (`transformer.`
     names, wpe of the program's positions, lm_head tied to wte)."""
-    params = {t["name"]: tuple(t["dims"]) for t in m.manifest["tensors"] if t["kind"] == "parameter"}
+    params = trained_parameters(m.manifest)
     rows, blocks = gpt2_map(params)
     if like is None:
         dim, vocab = params["wte"]
