@@ -688,12 +688,47 @@ const char *operation_what(Builder *b, const Tensor *t) {
                                   : arena_printf(b->ir->arena, "'%s'", t->op_name);
 }
 
+/* Where in a data item a slice reads: the whole field (axis -1), or cells lo … hi-1 of one axis. */
+typedef struct Region {
+    int32_t axis;
+    int64_t lo, hi;
+} Region;
+
+/* Whether copy `a` (its result slot 0 from its read's slot) keeps every axis in place, but
+ * perhaps one that is a part of a concatenation in the read (a slice, `p^a => a`): then *sliced is
+ * that axis and the part's cells are *lo … *hi-1 (else *sliced is -1).  False for anything else
+ * (a transpose, a concatenation of several parts, an axis read at a point). */
+static bool slice_in_place(const Assignment *a, int32_t *sliced, int64_t *lo, int64_t *hi) {
+    const Projections *p = a->proj;
+    uint32_t from = a->reads[a->rhs->read].slot, to = a->lhs.slot;
+    *sliced = -1;
+    if (!p || p->rank[from] != p->rank[to]) return false;
+    for (uint32_t ax = 0; ax < p->rank[to]; ax++) {
+        const ProjIndex *r = &p->maps[from][ax], *w = &p->maps[to][ax];
+        if (w->kind != PIDX_ITER) return false;
+        if (r->kind == PIDX_ITER && r->iter == w->iter) continue;
+        if (r->kind != PIDX_CONCAT || *sliced >= 0) return false;
+        uint32_t j = 0;
+        while (j < r->concat->count && (r->concat->gap[j] || r->concat->iter[j] != w->iter)) j++;
+        if (j == r->concat->count) return false;
+        *sliced = (int32_t)ax;
+        *lo = r->concat->offset[j];
+        *hi = *lo + (int64_t)p->iter_size[w->iter];
+    }
+    return true;
+}
+
 /* The data item whose values reach t unchanged — through slices and operations whose forward
- * code only copies one tensor (a spec's slice, a transpose) — or NULL. */
-static DataSource *copied_from(Builder *b, Tensor *t) {
+ * code only copies one tensor (a spec's slice, a transpose) — or NULL; its field in *field and
+ * the part of it that reaches t in *region. */
+static DataSource *copied_from(Builder *b, Tensor *t, const Tensor **field, Region *region) {
+    *region = (Region){.axis = -1};
     for (int depth = 0; t && depth < 256; depth++) {
-        if (t->kind == TENSOR_DATA) return t->source;
-        if (t->kind == TENSOR_SLICE) {
+        if (t->kind == TENSOR_DATA) {
+            *field = t;
+            return t->source;
+        }
+        if (t->kind == TENSOR_SLICE) { /* `x @| i`: every i is read in its turn */
             t = t->operands[0];
             continue;
         }
@@ -706,6 +741,17 @@ static DataSource *copied_from(Builder *b, Tensor *t) {
             Tensor *read = copy ? a->reads[a->rhs->read].node.tensor : NULL;
             if (!read || (from && read != from)) return NULL;
             from = read;
+            /* A slice narrows the region (in the read's coordinates: the offset added); a copy
+             * that moves axes leaves a region nowhere to be (a whole field can go anywhere). */
+            int32_t sliced;
+            int64_t lo, hi;
+            bool in_place = slice_in_place(a, &sliced, &lo, &hi);
+            if (!in_place && (region->axis >= 0 || (a->proj && a->proj->concat_count > 0))) return NULL;
+            if (in_place && sliced >= 0) {
+                if (region->axis >= 0 && region->axis != sliced) return NULL; /* two axes: not followed */
+                *region = region->axis < 0 ? (Region){sliced, lo, hi}
+                                           : (Region){sliced, lo + region->lo, lo + region->hi};
+            }
         }
         t = from;
     }
@@ -714,16 +760,72 @@ static DataSource *copied_from(Builder *b, Tensor *t) {
 
 /* A gathered axis of this operation whose positions come, unchanged, from a data item: that
  * item's values must be whole numbers below the axis's size, which the runtime checks when it
- * reads them (DataSource.bound), so that an id past an embedding's rows is an error, not a row
- * read at the clamp. */
+ * reads them (DataSource.bound, from the reaches recorded here: resolve_gather_bounds), so that
+ * an id past an embedding's rows is an error, not a row read at the clamp. */
 static void bound_gathered_data(Builder *b, const Projections *p, Tensor **slots) {
     for (uint32_t s = 0; s < p->slot_count; s++)
         for (uint32_t a = 0; a < p->rank[s]; a++) {
             if (p->maps[s][a].kind != PIDX_GATHER) continue;
-            DataSource *d = copied_from(b, slots[p->maps[s][a].gather]);
+            const Tensor *field = NULL;
+            Region region;
+            DataSource *d = copied_from(b, slots[p->maps[s][a].gather], &field, &region);
             int64_t size = (int64_t)p->axis_size[s][a];
-            if (d && !size_is_runtime((uint64_t)size) && (d->bound == 0 || size < d->bound)) d->bound = size;
+            if (!d || size_is_runtime((uint64_t)size)) continue;
+            ARENA_PUSH(b->ir->arena, b->reaches, b->reach_count, b->reach_cap,
+                       ((GatherReach){d, field, region.axis, region.lo, region.hi, size}));
         }
+}
+
+/* Whether the reaches of `bound` into `d` (from `first` on) cover it: one reads it whole, or
+ * slices of one axis of its only field span that axis. */
+static bool reaches_cover(const Builder *b, const DataSource *d, uint32_t first, int64_t bound) {
+    const Tensor *field = NULL;
+    int32_t axis = -1;
+    int64_t extent = 0;
+    uint64_t *cells = NULL; /* the axis's cells reached, a bit each */
+    bool whole = false, one_axis = true;
+    for (uint32_t i = first; i < b->reach_count && !whole; i++) {
+        const GatherReach *r = &b->reaches[i];
+        if (r->source != d || r->bound != bound) continue;
+        if (r->axis < 0) {
+            whole = true;
+            break;
+        }
+        uint32_t v = b->out->value_buffer[r->field->id];
+        if (!cells) {
+            field = r->field;
+            axis = r->axis;
+            extent = v != UINT32_MAX && (uint32_t)axis < b->ir->buffers[v].rank ? (int64_t)b->ir->buffers[v].dims[axis] : 0;
+            if (extent <= 0 || extent > (1 << 24)) return false;
+            cells = calloc((size_t)(extent + 63) / 64, sizeof *cells);
+            if (!cells) diag_fatal_oom();
+        }
+        if (r->field != field || r->axis != axis || r->lo < 0 || r->hi > extent) {
+            one_axis = false;
+            continue;
+        }
+        for (int64_t c = r->lo; c < r->hi; c++) cells[c / 64] |= 1ull << (c % 64);
+    }
+    bool covered = whole;
+    if (!whole && cells && one_axis && d->field_count == 1) {
+        covered = true;
+        for (int64_t c = 0; c < extent && covered; c++) covered = cells[c / 64] >> (c % 64) & 1;
+    }
+    free(cells);
+    return covered;
+}
+
+void resolve_gather_bounds(Builder *b) {
+    for (uint32_t i = 0; i < b->reach_count; i++) {
+        DataSource *d = b->reaches[i].source;
+        bool seen = false; /* each item once, at its first reach */
+        for (uint32_t k = 0; k < i && !seen; k++) seen = b->reaches[k].source == d;
+        if (seen) continue;
+        int64_t least = b->reaches[i].bound;
+        for (uint32_t k = i; k < b->reach_count; k++)
+            if (b->reaches[k].source == d && b->reaches[k].bound < least) least = b->reaches[k].bound;
+        d->bound = reaches_cover(b, d, i, least) ? least : 0;
+    }
 }
 
 static void build_operator(Builder *b, Tensor *t) {

@@ -25,6 +25,17 @@ typedef struct TensorInfo {
     int needs_grad;            /* grad.c's memo: 0 unknown, 1 no, 2 yes */
 } TensorInfo;
 
+/* A gathered axis whose positions come, unchanged, from a data item's field: all of it (axis
+ * -1), or the cells lo … hi-1 of one of its axes (a slice: Nn.slice_last cuts a token window into
+ * inputs and targets).  resolve_gather_bounds turns an item's reaches into its DataSource.bound. */
+typedef struct GatherReach {
+    DataSource *source;
+    const Tensor *field;
+    int32_t axis;
+    int64_t lo, hi;
+    int64_t bound;     /* the gathered axis's cells */
+} GatherReach;
+
 typedef struct Builder {
     IrProgram *ir;
     Program *program;
@@ -40,7 +51,15 @@ typedef struct Builder {
     Span call;                 /* the user's application an error in the library's code is
                                 * reported at (diag_set_user_call): the tensor's or the step's */
     const char *call_name;
+    GatherReach *reaches;      /* bound_gathered_data's, in build order */
+    uint32_t reach_count, reach_cap;
 } Builder;
+
+/* Each data item's bound (DataSource.bound) from the reaches recorded while building: the least
+ * gathered axis, when the reaches of that size cover every cell the runtime checks (the whole
+ * item, or slices that together span an axis of its one field); else none (a cell no such
+ * gather reads may hold anything). */
+void resolve_gather_bounds(Builder *b);
 
 /* Errors in the standard library's code are reported at `call` from now on (the user's
  * application that made what is being built; a zero span: none), in b and in diag. */

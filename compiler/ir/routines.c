@@ -312,6 +312,7 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
         build_routine(&b, &program->routines[i], &out->routines[out->routine_count++]);
         failed |= b.failed;
     }
+    resolve_gather_bounds(&b);
     if (!check_literal_ranges(program, out) || failed) {
         arena_free(arena);
         return false;
