@@ -998,7 +998,7 @@ static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int6
         if (c == 0)
             return fail_at(load->src, load->line, line_bytes + 1, "holds a NUL byte: this is no CSV text (a binary "
                            "file, or text in UTF-16)");
-        load->lone_cr |= after_cr && c != '\n';
+        load->lone_cr |= after_cr && c != '\n' && c != BYTE_END; /* a CRLF file cut after its '\r' is cut */
         after_cr = c == '\r';
         bool line_end = c == BYTE_END || c == '\n';
         int64_t col = line_bytes + 1;
@@ -1080,7 +1080,9 @@ static int csv_file(const Source *src, FILE *file, const Target *t) {
      * setlocale(LC_ALL, "") in a German locale strtod stops at the '.' of "1.5".  The thread's
      * numeric locale is C while the file is scanned (a locale that cannot be made: the
      * process's, which an executable never changes). */
-    locale_t c_numbers = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t base = duplocale(LC_GLOBAL_LOCALE); /* the host's other categories (messages) kept */
+    locale_t c_numbers = base ? newlocale(LC_NUMERIC_MASK, "C", base) : (locale_t)0;
+    if (base && !c_numbers) freelocale(base);
     locale_t before = c_numbers ? uselocale(c_numbers) : (locale_t)0;
     int status = csv_scan(&load, reader, rank, dims);
     if (c_numbers) {

@@ -451,6 +451,8 @@ static void csv_errors(void) {
         {"csv lines ended by '\\r' alone", "1,2,3\r4,5,6\r",
          ":1:13: the last line does not end with a newline: its lines end in '\\r' alone (old Mac OS text), where CSV "
          "lines end in '\\n'"},
+        {"csv CRLF cut after its last '\\r'", "1,2,3\r\n4,5,6\r",
+         ":2:7: the last line does not end with a newline: the file looks truncated"},
         {"csv too many fields", "1,2,3\n\n4 5 6 7\n", ":3: line has 4 fields, expected 3"},
         {"csv too many rows", "1,2,3\n4,5,6\n7,8,9\n", ": has 3 rows, expected 2 for shape (2, 3)"},
         {"csv too few rows", "# one\n1,2,3\n", ": has 1 row, expected 2 for shape (2, 3)"},
