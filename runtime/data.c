@@ -1006,8 +1006,10 @@ static int csv_scan(CsvLoad *load, ByteReader *reader, uint32_t rank, const int6
         if (!line_end && ++line_bytes > load->line_limit) {
             char shape[256];
             format_shape(shape, sizeof shape, rank, dims);
-            return fail_at(load->src, load->line, col, "line is longer than %lld bytes, more than shape %s needs",
-                           (long long)load->line_limit, shape);
+            return fail_at(load->src, load->line, col, "line is longer than %lld bytes, more than shape %s needs%s",
+                           (long long)load->line_limit, shape,
+                           load->lone_cr ? " (its lines end in '\\r' alone, old Mac OS text, where CSV lines end in '\\n')"
+                                         : "");
         }
         if (in_comment && !line_end) continue;
         if (in_field) {

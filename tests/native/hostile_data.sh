@@ -109,6 +109,8 @@ expect "csv: cut after a row" csv ": has 3 rows, expected 4 for shape (4, 3)"
 # text holds one: a binary file, or UTF-16, whose ASCII characters have a NUL byte each).
 awk 'BEGIN { for (i = 0; i < 1048576; i++) printf "1 " }' >"$T/q.csv"
 expect "csv: a 2 MiB line" csv ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs"
+awk 'BEGIN { for (i = 0; i < 200000; i++) printf "%d,%d,%d\r", i, i, i }' >"$T/q.csv"
+expect "csv: 2 MB of lines ended by '\\r' alone" csv ":1:1050113: line is longer than 1050112 bytes, more than shape (4, 3) needs (its lines end in '\\r' alone, old Mac OS text, where CSV lines end in '\\n')"
 clear_path q.csv
 truncate -s 1073741824 "$T/q.csv"
 expect "csv: a gigabyte of NUL bytes" csv ":1:1: holds a NUL byte: this is no CSV text (a binary file, or text in UTF-16)"
