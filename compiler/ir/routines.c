@@ -186,6 +186,46 @@ static void mark_carried_gradients(Builder *b) {
     }
 }
 
+/* A parameter's gradient that a routine reads but no routine computes — no backprop reaches the
+ * parameter, and every write of the gradient is a fill or a scaling of itself (zero_grads,
+ * Train.apply's division) — is always 0: an update that reads it moves nothing, silently
+ * (`Train.apply` given another loss than the one `Train.accumulate` backpropagates).  An error
+ * at the first routine that reads it, with a note at the parameter; false after one. */
+static bool check_uncomputed_gradients(Builder *b) {
+    AssignResult *out = b->out;
+    IrProgram *ir = b->ir;
+    bool *computed = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *computed);
+    uint32_t *reader = arena_alloc(ir->arena, (ir->buffer_count + 1) * sizeof *reader); /* routine + 1, or 0 */
+    memset(computed, 0, (ir->buffer_count + 1) * sizeof *computed);
+    memset(reader, 0, (ir->buffer_count + 1) * sizeof *reader);
+    for (uint32_t r = 0; r < out->routine_count; r++)
+        for (uint32_t i = 0; i < out->routines[r].count; i++) {
+            const Assignment *a = out->routines[r].items[i];
+            uint32_t lhs = a->lhs.buffer;
+            for (uint32_t k = 0; k < a->read_count; k++) {
+                uint32_t buf = a->reads[k].buffer;
+                if (buf >= ir->buffer_count) continue;
+                bool constant = ir->buffers[buf].kind == BUF_LITERAL || ir->buffers[buf].kind == BUF_CONSTANT;
+                if (buf != lhs && !constant && lhs < ir->buffer_count) computed[lhs] = true;
+                if (!reader[buf] && buf != lhs) reader[buf] = r + 1;
+            }
+            if (lhs < ir->buffer_count && a->kernel != KERNEL_NONE) computed[lhs] = true;
+        }
+    for (uint32_t t = 0; t < b->program->tensor_count; t++) {
+        const Tensor *p = b->program->tensors[t];
+        uint32_t g = out->grad_buffer[t];
+        if (p->kind != TENSOR_PARAM || g == UINT32_MAX || computed[g] || !reader[g]) continue;
+        const Routine *routine = &b->program->routines[reader[g] - 1];
+        const char *name = ir->buffers[out->value_buffer[t]].name;
+        diag_error(routine->span, "routine '%s' reads the gradient of parameter '%s', which no routine computes (no "
+                   "backprop of a loss that depends on '%s'): it is always 0", routine->name, name, name);
+        diag_note(p->span, "'%s' is made here; an update given another loss than the one a routine backpropagates "
+                  "(Train.apply's and Train.accumulate's) reads such gradients", name);
+        return false;
+    }
+    return true;
+}
+
 /* The literal (or constant) of f32 cells that holds a number f32 cannot hold: t itself, or one
  * that t stacks at any depth (`[[1.; 2.]; [3.; 1e39]]` is a stack of row literals, folded into
  * one buffer that no assignment reads them through); NULL if none.  *cell: the number's place;
@@ -327,6 +367,10 @@ bool assign_build(Program *program, const AssignOptions *options, AssignResult *
     }
     mark_working_state(&b);
     mark_carried_gradients(&b);
+    if (!check_uncomputed_gradients(&b)) {
+        arena_free(arena);
+        return false;
+    }
     out->ir = ir;
     return true;
 }
