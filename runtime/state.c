@@ -33,6 +33,15 @@ static double image_value(const unsigned char *p, uint64_t i) {
 
 static int set_size(tsr_state *s, uint32_t symbol, int64_t value);
 
+/* A size of `symbol`'s class that a data file gave a length other than `value` (the symbol
+ * itself among them), or UINT32_MAX: the class cannot take `value`. */
+static uint32_t file_length_other_than(const tsr_state *s, uint32_t symbol, int64_t value) {
+    const tsr_model *m = s->model;
+    for (uint32_t j = 0; j < m->symbol_count; j++)
+        if (m->size_files[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol] && s->symbols[j] != value) return j;
+    return UINT32_MAX;
+}
+
 /* Buffer `buffer`, whose outermost axis is a run-time size, takes `length` from file `path` of
  * data `what` (data files are read when the state is made): its size symbol is set to it, and so
  * is every other size of its class (the data item's own `?`, an input's that the program combines
@@ -42,16 +51,16 @@ static int give_length(tsr_state *s, uint32_t buffer, int64_t length, const char
     uint32_t symbol = (uint32_t)s->model->buffers[buffer].size_symbol;
     char **set_by = &s->model->size_files[symbol];
     const tsr_model *m = s->model;
-    if (*set_by && s->symbols[symbol] != length)
+    uint32_t other = *set_by && s->symbols[symbol] != length ? symbol : file_length_other_than(s, symbol, length);
+    if (other == symbol)
         return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": both give "
                          "their length to run-time size '%s', so they must be equal",
                          what, path, length, *set_by, s->symbols[symbol], m->symbol_names[symbol]);
-    for (uint32_t j = 0; j < m->symbol_count; j++) /* another size of the class (items shuffled together) */
-        if (m->size_files[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol] && s->symbols[j] != length)
-            return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": their "
-                             "run-time sizes '%s' and '%s' must be equal (the program shuffles the items together "
-                             "or combines their axes)", what, path, length, m->size_files[j], s->symbols[j],
-                             m->symbol_names[symbol], m->symbol_names[j]);
+    if (other != UINT32_MAX) /* another size of the class (items shuffled together) */
+        return tsr_error(TSR_ERR_DATA, "data '%s': '%s' has %" PRId64 " rows, but %s has %" PRId64 ": their "
+                         "run-time sizes '%s' and '%s' must be equal (the program shuffles the items together "
+                         "or combines their axes)", what, path, length, m->size_files[other], s->symbols[other],
+                         m->symbol_names[symbol], m->symbol_names[other]);
     int status = TSR_OK;
     for (uint32_t j = 0; j < m->symbol_count && status == TSR_OK; j++) /* `symbol` among them */
         if (m->symbol_sizes[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol]) status = set_size(s, j, length);
@@ -523,12 +532,12 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
         /* A size of a class a data file gave a length is that file's length: another would give
          * the file's tensor new, empty rows, or disagree with it. */
         const tsr_model *m = s->model;
-        for (uint32_t j = 0; j < m->symbol_count; j++)
-            if (m->size_files[j] && m->symbol_leaders[j] == m->symbol_leaders[symbol] && value != s->symbols[j])
-                return tsr_error(TSR_ERR_INDEX, "run-time size '%s'%s%s%s is the length of %s (%" PRId64 " rows); it "
-                                 "cannot be set to %" PRId64 " (give another file with --data instead)",
-                                 m->symbol_names[symbol], j == symbol ? "" : " equals '", j == symbol ? "" : m->symbol_names[j],
-                                 j == symbol ? "" : "', which", m->size_files[j], s->symbols[j], value);
+        uint32_t j = file_length_other_than(s, symbol, value);
+        if (j != UINT32_MAX)
+            return tsr_error(TSR_ERR_INDEX, "run-time size '%s'%s%s%s is the length of %s (%" PRId64 " rows); it "
+                             "cannot be set to %" PRId64 " (give another file with --data instead)",
+                             m->symbol_names[symbol], j == symbol ? "" : " equals '", j == symbol ? "" : m->symbol_names[j],
+                             j == symbol ? "" : "', which", m->size_files[j], s->symbols[j], value);
         return set_size(s, symbol, value);
     }
     int64_t range = s->model->symbol_ranges[symbol];

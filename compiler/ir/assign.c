@@ -779,40 +779,31 @@ static void bound_gathered_data(Builder *b, const Projections *p, Tensor **slots
 /* Whether the reaches of `bound` into `d` (from `first` on) cover it: one reads it whole, or
  * slices of one axis of its only field span that axis. */
 static bool reaches_cover(const Builder *b, const DataSource *d, uint32_t first, int64_t bound) {
-    const Tensor *field = NULL;
-    int32_t axis = -1;
+    for (uint32_t i = first; i < b->reach_count; i++)
+        if (b->reaches[i].source == d && b->reaches[i].bound == bound && b->reaches[i].axis < 0) return true;
+    if (d->field_count != 1) return false;
+    /* Slices only: all of one axis of the field, their cells marked a bit each. */
+    const GatherReach *one = NULL;
     int64_t extent = 0;
-    uint64_t *cells = NULL; /* the axis's cells reached, a bit each */
-    bool whole = false, one_axis = true;
-    for (uint32_t i = first; i < b->reach_count && !whole; i++) {
+    uint64_t *cells = NULL;
+    bool covered = true;
+    for (uint32_t i = first; i < b->reach_count && covered; i++) {
         const GatherReach *r = &b->reaches[i];
         if (r->source != d || r->bound != bound) continue;
-        if (r->axis < 0) {
-            whole = true;
-            break;
-        }
-        uint32_t v = b->out->value_buffer[r->field->id];
-        if (!cells) {
-            field = r->field;
-            axis = r->axis;
-            extent = v != UINT32_MAX && (uint32_t)axis < b->ir->buffers[v].rank ? (int64_t)b->ir->buffers[v].dims[axis] : 0;
+        if (!one) {
+            one = r;
+            uint32_t v = b->out->value_buffer[r->field->id];
+            extent = v != UINT32_MAX && (uint32_t)r->axis < b->ir->buffers[v].rank ? (int64_t)b->ir->buffers[v].dims[r->axis] : 0;
             if (extent <= 0 || extent > (1 << 24)) return false;
             cells = calloc((size_t)(extent + 63) / 64, sizeof *cells);
             if (!cells) diag_fatal_oom();
         }
-        if (r->field != field || r->axis != axis || r->lo < 0 || r->hi > extent) {
-            one_axis = false;
-            continue;
-        }
-        for (int64_t c = r->lo; c < r->hi; c++) cells[c / 64] |= 1ull << (c % 64);
+        covered = r->field == one->field && r->axis == one->axis && r->lo >= 0 && r->hi <= extent;
+        for (int64_t c = r->lo; covered && c < r->hi; c++) cells[c / 64] |= 1ull << (c % 64);
     }
-    bool covered = whole;
-    if (!whole && cells && one_axis && d->field_count == 1) {
-        covered = true;
-        for (int64_t c = 0; c < extent && covered; c++) covered = cells[c / 64] >> (c % 64) & 1;
-    }
+    for (int64_t c = 0; c < extent && covered; c++) covered = cells[c / 64] >> (c % 64) & 1;
     free(cells);
-    return covered;
+    return covered && one;
 }
 
 void resolve_gather_bounds(Builder *b) {
