@@ -5,7 +5,9 @@
  * the compiler marks so: a sample buffer, a cache, which code writes and no backprop reaches, and
  * the gradients accumulated micro-batches add into between updates: TSR_BUFFER_FLAG_CARRIED) and
  * the run counters (tsrc.runs, tsrc.shuffles) and the seed (tsrc.seed), so that a run loading it
- * continues the run that saved it; on loading, state arrays and counters the file lacks are left
+ * continues the run that saved it, and the names of the parameters the model trains
+ * (tsrc.parameters), so that a load of the whole file into a model lacking one (a checkpoint of
+ * more blocks) is refused rather than leaving those weights out; on loading, state arrays and counters the file lacks are left
  * as they are, the counters only move forward, the seed comes with them unless the command line
  * gave one (--seed), and the shuffles are replayed (shuffle.c) to put the data in the saved run's
  * order.
@@ -244,6 +246,21 @@ static int64_t saved_statements(const unsigned char *data, size_t len) {
  * each, exact up to 2^48 runs. */
 enum { COUNTER_BITS = 24 };
 static const char RUNS_ARRAY[] = "tsrc.runs", SHUFFLES_ARRAY[] = "tsrc.shuffles", SEED_ARRAY[] = "tsrc.seed";
+/* The names of the parameters the saving model trains, each followed by '\n', as a uint8 array:
+ * a load of the whole file into a model that lacks one of them is refused (a smaller model would
+ * silently leave those weights out), while training state it lacks is ignored as before. */
+static const char PARAMETERS_ARRAY[] = "tsrc.parameters";
+
+/* Whether buffer `b` is a trained parameter: one a checkpoint of every parameter holds, that is
+ * not training state (an optimiser's, a working parameter, a carried gradient). */
+static bool trained_parameter(const tsr_state *s, uint32_t b) {
+    uint32_t rank;
+    const int64_t *dims;
+    int64_t cells;
+    uint8_t kind;
+    return chosen(s, NULL, 0, b) && tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) &&
+           kind == TSR_BUF_PARAM && !tsr_model_buffer_is_state(s->model, b);
+}
 
 /* The next SHUFFLE action of main at or after action *k (then *k is past it), or NULL. */
 static tsr_action *next_shuffle(const tsr_state *s, uint32_t *k) {
@@ -295,6 +312,28 @@ static int put_counters(tsr_state *s, Writer *w, const char *path, Member *membe
     return status;
 }
 
+static int put_parameter_names(tsr_state *s, Writer *w, const char *path, Member *members, uint32_t *member_count) {
+    uint32_t n = tsr_model_buffer_count(s->model);
+    size_t length = 0;
+    for (uint32_t b = 0; b < n; b++)
+        if (trained_parameter(s, b)) length += strlen(tsr_model_buffer_name(s->model, b)) + 1;
+    char *names = malloc(length ? length : 1);
+    if (!names) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    size_t at = 0;
+    for (uint32_t b = 0; b < n; b++)
+        if (trained_parameter(s, b)) {
+            size_t k = strlen(tsr_model_buffer_name(s->model, b));
+            memcpy(names + at, tsr_model_buffer_name(s->model, b), k);
+            names[at + k] = '\n';
+            at += k + 1;
+        }
+    const int64_t dims[1] = {(int64_t)length};
+    int status = put_array(w, path, PARAMETERS_ARRAY, (const float *)(const void *)names, TSR_DTYPE_U8, 1, dims,
+                           (int64_t)length, members, member_count);
+    free(names);
+    return status;
+}
+
 /* Write the members and the directory; TSR_OK or an error naming the file.  A checkpoint of
  * every parameter (count 0) also holds the training state and the run counters. */
 static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32_t *buffers, uint32_t count,
@@ -315,6 +354,7 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
     }
     if (count == 0) {
         int status = put_counters(s, w, path, members, member_count);
+        if (status == TSR_OK) status = put_parameter_names(s, w, path, members, member_count);
         if (status != TSR_OK) return status;
     }
     uint64_t directory = w->offset;
@@ -395,7 +435,8 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
     int unsized = unsized_buffer(s, buffers, count, "write", path);
     if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);
-    Member *members = calloc((size_t)n + 4, sizeof *members); /* the buffers, the seed and the two counters */
+    /* the buffers, the seed, the two counters and the parameters' names */
+    Member *members = calloc((size_t)n + 4, sizeof *members);
     if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
     char *partial = NULL;
     int fd = create_beside(path, &partial);
@@ -670,6 +711,65 @@ static int read_counters(const tsr_state *s, const Archive *a, uint64_t *runs, u
     return status;
 }
 
+/* Whether the archive has member NAME.npy. */
+static bool has_member(const Archive *a, const char *name) { return named_again(a, 0, a->entries, name, strlen(name)); }
+
+/* Whether the model has a buffer named `name` that a checkpoint of every parameter holds. */
+static bool model_holds(const tsr_state *s, const char *name) {
+    uint32_t n = tsr_model_buffer_count(s->model);
+    for (uint32_t b = 0; b < n; b++)
+        if (chosen(s, NULL, 0, b) && strcmp(tsr_model_buffer_name(s->model, b), name) == 0) return true;
+    return false;
+}
+
+/* A load of every parameter: TSR_OK, or an error when the file holds parameters the saving model
+ * trained (its tsrc.parameters names them, and the member is there) that this model does not
+ * have, which the load would leave out without a word (a checkpoint of more blocks loaded into a
+ * model of fewer).  A file without the record (numpy.savez's, an earlier tsrc's) is not checked. */
+static int check_saved_parameters(const tsr_state *s, const Archive *a) {
+    unsigned char *data = NULL;
+    size_t len = 0;
+    int status = read_member(a, PARAMETERS_ARRAY, (uint64_t)MAX_DIRECTORY + (1u << 20), true, &data, &len);
+    if (status != TSR_OK || !data) return status;
+    int64_t dims[1];
+    char *names = NULL;
+    if (!tsr_npy_member_shape(data, len, 1, dims) || dims[0] < 0 || (uint64_t)dims[0] >= len)
+        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' does not hold the names of parameters", a->path,
+                           PARAMETERS_ARRAY);
+    else if (!(names = malloc((size_t)dims[0] + 1)))
+        status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
+    else status = tsr_load_npy_member(data, len, names, TSR_DTYPE_U8, 1, dims, a->path, PARAMETERS_ARRAY);
+    free(data);
+    if (status != TSR_OK) {
+        free(names);
+        return status;
+    }
+    names[dims[0]] = '\0';
+    size_t first = 0, first_length = 0;
+    uint64_t others = 0;
+    for (size_t at = 0; at < (size_t)dims[0];) {
+        size_t k = strcspn(names + at, "\n"); /* a name ends at a newline (or a stray NUL) */
+        char after = names[at + k];
+        names[at + k] = '\0';
+        if (k > 0 && has_member(a, names + at) && !model_holds(s, names + at)) {
+            if (first_length) others++;
+            else first = at, first_length = k;
+        }
+        names[at + k] = after;
+        at += k + 1;
+    }
+    if (first_length) {
+        char more[48] = "";
+        if (others) snprintf(more, sizeof more, " (and %" PRIu64 " more)", others);
+        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' holds parameter '%.*s'%s, which this model does not have: the "
+                           "file was saved by another model (more layers or blocks?), and loading it would leave those "
+                           "weights out (a load that lists the tensors, load \"FILE\" [w; b], takes them alone)", a->path,
+                           (int)first_length, names + first, more);
+    }
+    free(names);
+    return status;
+}
+
 int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
@@ -679,6 +779,7 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
     int status = archive_open(&archive, path);
     if (status == TSR_OK) status = read_directory(&archive);
     if (status == TSR_OK) status = check_directory(&archive);
+    if (status == TSR_OK && count == 0) status = check_saved_parameters(s, &archive);
     uint32_t n = tsr_model_buffer_count(s->model);
     float **fresh = calloc((size_t)n + 1, sizeof *fresh); /* nothing changes unless every array is read */
     if (!fresh && status == TSR_OK) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);

@@ -6,7 +6,8 @@
 #     files, which numpy.load reads with the parameters' names, shapes and values;
 #   - checkpoint_predict.tsr, untrained, with `--load model.npz` prints exactly the trained
 #     predictions (both executors, either one's file); its `load "head.npz" [w2; b1]` changes
-#     only those two; numpy.savez's own files (float64 too) load the same;
+#     only those two; numpy.savez's own files (float64 too) load the same; a whole load into a
+#     model lacking one of the file's trained parameters (tsrc.parameters) is refused;
 #   - the header of `tsrc -c` has MODULE_save / MODULE_load: a C driver loads, saves an
 #     identical file, and a failed load leaves the state as it was;
 #   - errors: a missing file, a missing array, a wrong shape, not a zip, a compressed member, an
@@ -48,12 +49,14 @@ m = np.load(d + "/model.npz")
 # Every parameter, the run counter of the training state (the program has no optimiser state)
 # and the seed: tsrc.runs holds (high, low) 24-bit halves of the count of routine runs,
 # tsrc.seed the run's seed (0, the default) as an int64.
-assert sorted(m.files) == ["b1", "tsrc.runs", "tsrc.seed", "w1", "w2"], m.files
+# tsrc.parameters names the parameters the model trains, each followed by a newline (uint8).
+assert sorted(m.files) == ["b1", "tsrc.parameters", "tsrc.runs", "tsrc.seed", "w1", "w2"], m.files
+assert m["tsrc.parameters"].dtype == np.uint8 and bytes(m["tsrc.parameters"]) == b"w1\nb1\nw2\n", m["tsrc.parameters"]
 runs = m["tsrc.runs"]
 assert runs.shape == (2,) and runs[0] == 0 and runs[1] >= 1 and runs[1] == int(runs[1]), runs
 assert m["tsrc.seed"].dtype == np.int64 and m["tsrc.seed"].tolist() == [0], m["tsrc.seed"]
 assert m["w1"].shape == (4, 2) and m["b1"].shape == (4,) and m["w2"].shape == (1, 4), [m[k].shape for k in m.files]
-assert all(m[k].dtype == np.float32 for k in m.files if k != "tsrc.seed")
+assert all(m[k].dtype == np.float32 for k in m.files if k not in ("tsrc.seed", "tsrc.parameters"))
 w2 = printed[printed.index("w2 : 4->1") + 1].split()
 assert ["%g" % v for v in m["w2"][0]] == w2, (m["w2"], w2)
 h = np.load(d + "/head.npz")
@@ -151,6 +154,35 @@ else cat "$T/out" "$T/err" >"$T/log"; fail "a working parameter the checkpoint l
 (cd "$N" && "$TSRC" --run --interp ../frozen.tsr) >"$T/out" 2>"$T/err"
 if [ $? = 1 ] && grep -q "checkpoint 'model.npz' has no array 'gain'" "$T/err"; then pass
 else cat "$T/out" "$T/err" >"$T/log"; fail "a parameter that code never writes is required"; fi
+
+# A checkpoint of a larger model: a whole load into checkpoint_features.tsr (w1 and b1, no w2) is
+# refused, naming the parameter it would leave out (--load runs before main, so nothing prints);
+# its main's load, which lists w1 and b1, takes them alone; a file without tsrc.parameters
+# (numpy.savez's) is not checked.  One with only w1 counts the others it lacks.
+cp tests/native/checkpoint_features.tsr "$T/"
+(cd "$N" && "$TSRC" ../checkpoint_features.tsr -o ../checkpoint_features) >"$T/log" 2>&1 || fail "checkpoint_features.tsr compiles"
+more="which this model does not have: the file was saved by another model (more layers or blocks?), and loading it would leave those weights out (a load that lists the tensors, load \"FILE\" [w; b], takes them alone)"
+for exe in native interp; do
+    run() { if [ $exe = native ]; then (cd "$N" && ../checkpoint_features "$@"); else (cd "$N" && "$TSRC" --run --interp ../checkpoint_features.tsr -- "$@"); fi; }
+    prefix="../checkpoint_features: error:"
+    [ $exe = interp ] && prefix="tsrc: error: run time:"
+    run --load model.npz >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(cat "$T/err")" = "$prefix checkpoint 'model.npz' holds parameter 'w2', $more" ] && [ ! -s "$T/out" ]; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: a whole load of a larger model's checkpoint is refused (status $st)"; fi
+    run >"$T/out" 2>"$T/err" && "$PY" -c '
+import sys, numpy as np
+w1 = np.load(sys.argv[1] + "/model.npz")["w1"]
+assert open(sys.argv[2]).read().split("\n")[1:5] == ["    %g %g" % tuple(r) for r in w1]' "$N" "$T/out" 2>>"$T/err" && pass ||
+        { cat "$T/out" "$T/err" >"$T/log"; fail "$exe: a load that lists the tensors takes them alone"; }
+    run --load numpy64.npz >"$T/out" 2>"$T/err" && pass ||
+        { cat "$T/err" >"$T/log"; fail "$exe: a numpy.savez file (no tsrc.parameters) with more arrays loads"; }
+done
+sed -e 's/^let%op b1 .*//' -e 's/(b1 + w1 \* moons.points)/(w1 * moons.points)/' -e 's/\[w1; b1\]/[w1]/' \
+    tests/native/checkpoint_features.tsr >"$T/first.tsr"
+(cd "$N" && "$TSRC" --run --interp ../first.tsr -- --load model.npz) >"$T/out" 2>"$T/err"
+if [ $? = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: checkpoint 'model.npz' holds parameter 'b1' (and 1 more), $more" ]; then pass
+else cat "$T/out" "$T/err" >"$T/log"; fail "the refusal counts the other parameters the model lacks"; fi
 
 # A save that cannot be written (a directory has the name): an error, and no file left behind.
 mkdir "$T/blocked" "$T/blocked/model.npz"

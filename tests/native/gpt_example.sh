@@ -4,7 +4,8 @@
 # the same program at a small size (32 features, 2 heads, 4 batches of random windows: the
 # constants rewritten) is built natively and trained: the training loss falls from epoch 1 to
 # epoch 2, 1 epoch + --save + a fresh process with --load --start 2 prints what 2 epochs print, an
-# evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was, and --generate
+# evaluation run (--epochs 0 --load, no --save) leaves the checkpoint as it was, a model of three
+# blocks refuses the four-block checkpoint, and --generate
 # draws samples from their prompts, the same for one seed in the executable, the reference
 # executor and a C driver of the object, other ones for another seed; the logits of the cached
 # step (a key/value cache, one position a run) and of the whole window's forward agree to 1e-6 at
@@ -48,6 +49,15 @@ check "--start 0 is an error (it trained an epoch at steps below 0, with a negat
 cp "$T/gpt.npz" "$T/before.npz"
 (cd "$T" && timeout 60 ./small --epochs 0 --load gpt.npz) >"$T/eval.out" 2>"$T/log" && cmp -s "$T/gpt.npz" "$T/before.npz"
 check "an evaluation run without --save leaves the checkpoint alone" $?
+# The same config with three blocks instead of four: --load of the four-block checkpoint is
+# refused, naming a parameter of the block it lacks (it loaded, the fourth block left out).
+sed -e '/^let stack = /{N;s/(); *\n *gpt_block ~dim ~heads ~dtype ()\]/()]/;}' -e '/^let%op [kv]_written4 = /d' \
+    -e 's/; \([kv]_cache4\|[kv]_written4\)\]/]/' "$T/small.tsr" >"$T/small3.tsr"
+[ "$(grep -c 'gpt_block ~dim' "$T/small3.tsr")" = 1 ] && [ "$(grep -o 'gpt_block ~dim' "$T/small3.tsr" | wc -l)" = 3 ] &&
+    (cd "$T" && timeout 120 "$TSRC" --run --interp small3.tsr -- --epochs 0 --load gpt.npz) >"$T/out3" 2>"$T/log"
+[ $? = 1 ] && [ ! -s "$T/out3" ] &&
+    grep -q "checkpoint 'gpt.npz' holds parameter '[^']*' (and [0-9]* more), which this model does not have" "$T/log"
+check "a checkpoint of four blocks does not load into a model of three" $?
 
 # Mixed precision: the same small model with `let dtype = "bf16"` (bf16 parameters and
 # activations, f32 master weights) ends its two epochs with a validation loss within 1 % of f32's.

@@ -131,6 +131,6 @@ check "a save past the file-size limit is an error that leaves no file" $?
 (cd "$T" && timeout 60 $TSRC --run "$(dirname "$MICRO")/resume_grad_name.tsr") >"$T/log" 2>&1
 [ $? = 0 ] && "$PYTHON" -c "
 import sys, numpy as np
-assert sorted(np.load(sys.argv[1]).files) == ['tsrc.runs', 'tsrc.seed', 'w', 'w.grad', 'w.grad#2', 'w.grad.grad'], np.load(sys.argv[1]).files" "$T/gc.npz" 2>>"$T/log"
+assert sorted(np.load(sys.argv[1]).files) == ['tsrc.parameters', 'tsrc.runs', 'tsrc.seed', 'w', 'w.grad', 'w.grad#2', 'w.grad.grad'], np.load(sys.argv[1]).files" "$T/gc.npz" 2>>"$T/log"
 check "a carried gradient named like a parameter is saved under a name of its own, and loads back" $?
 finish
