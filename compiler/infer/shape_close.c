@@ -356,8 +356,9 @@ static void collect_row_bounds(ShapeSolver *s, uint32_t v, RowList *out) {
 }
 
 /* The meet of several upper bounds: as many axes as all of them surely have at their trailing
- * edge, each the meet of the bounds' axes there (equal axes stay, different ones meet at 1_∅). */
-static Row meet_rows(ShapeSolver *s, Row *bounds, uint32_t n, OriginId origin) {
+ * edge, each the meet of the bounds' axes there (equal axes stay, different ones meet at 1_∅,
+ * made at `unit`); the row is made at `origin`. */
+static Row meet_rows(ShapeSolver *s, Row *bounds, uint32_t n, OriginId origin, OriginId unit) {
     uint32_t m = UINT32_MAX;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t t = bounds[i].var ? bounds[i].count - bounds[i].lead : bounds[i].count;
@@ -367,7 +368,7 @@ static Row meet_rows(ShapeSolver *s, Row *bounds, uint32_t n, OriginId origin) {
     for (uint32_t j = 0; j < m; j++) {
         Dim d = bounds[0].dims[bounds[0].count - m + j];
         for (uint32_t i = 1; i < n; i++)
-            if (!dims_equal(d, bounds[i].dims[bounds[i].count - m + j])) d = dim_unit(origin);
+            if (!dims_equal(d, bounds[i].dims[bounds[i].count - m + j])) d = dim_unit(unit);
         dims[j] = d;
     }
     return shape_closed_row(s, dims, m, origin);
@@ -524,7 +525,12 @@ static void close_leaves(ShapeSolver *s) {
             } else if (distinct == 1) {
                 value = bounds[0];
             } else {
-                value = meet_rows(s, bounds, distinct, reg->decl);
+                /* Named, so that --explain says where the row and its units come from. */
+                Span at = s->origins[reg->decl ? reg->decl : r.origin].span;
+                OriginId meet = shape_origin(s, at, arena_printf(s->arena, "the meet of its uses' %u bounds", distinct));
+                OriginId unit = shape_origin(s, at, "its uses' bounds differ here, and sizes that differ meet at the "
+                                                    "claim-free unit");
+                value = meet_rows(s, bounds, distinct, meet, unit);
             }
             Commit c = {.row = true, .var = r.var, .value = value};
             ARENA_PUSH(s->arena, commits.items, commits.count, commits.cap, c);
