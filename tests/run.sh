@@ -502,6 +502,19 @@ run_tsrc --run "$TMP/cyc/lib.tsr"; alone="$(status) $(cat "$TMP/out" "$TMP/err")
 if [ "$app" = "0 program 42" ] && [ "$quiet" = "0 module 40" ] && [ "$alone" = "0 module 40" ]
 then pass "modules: a program's own main runs, not an opened module's; without one, the module's"
 else fail "modules: a program's own main runs, not an opened module's; without one, the module's" "app '$app', quiet '$quiet', alone '$alone'" /dev/null; fi
+# A module is a unit of its own: it sees the built-ins, the prelude and its own definitions, not
+# the program's (a name the program defined before the open is not defined there), and computes
+# the same whatever the program defines; `open` makes its names the program's from there on.
+printf 'let k = 3\nlet scaled x = k * x\n' >"$TMP/cyc/unit.tsr"
+printf 'let k = 100\nopen Unit\nlet k2 = k\nlet k = 7\nmain = print "%%d %%d %%d %%d" (scaled 2) k2 k (Unit.scaled 1)\n' >"$TMP/cyc/unit_user.tsr"
+printf 'let scaled x = factor * x\n' >"$TMP/cyc/leak.tsr"
+printf 'let factor = 2\nopen Leak\nmain = print "%%d" (scaled 2)\n' >"$TMP/cyc/leak_user.tsr"
+run_tsrc --run "$TMP/cyc/unit_user.tsr"; unit="$(status) $(cat "$TMP/out" "$TMP/err")"
+run_tsrc --check "$TMP/cyc/leak_user.tsr"
+if [ "$unit" = "0 6 3 7 3" ] && [ "$(status)" = 1 ] &&
+   [ "$(sed -n 1p "$TMP/err")" = "$TMP/cyc/leak.tsr:1:16: error: 'factor' is not defined" ]
+then pass "modules: a module sees its own names, not the program's; open gives the program the module's"
+else fail "modules: a module sees its own names, not the program's; open gives the program the module's" "unit '$unit', leak exit $(status)" "$TMP/err"; fi
 printf 'open Self\nlet a = 1\n' >"$TMP/cyc/self.tsr"
 run_tsrc --check "$TMP/cyc/self.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"

@@ -53,7 +53,11 @@ static void add_named(Elab *e, Tensor *t, const char *name) {
 static void elab_module(Elab *e, Module *m);
 
 /* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
- * elaborated as the program's own, and each top-level name is bound as `M.name` too. */
+ * elaborated as a unit of their own (its globals' owner), which sees the built-ins, the prelude
+ * and its own definitions but nothing the program defined (a user's `relu` or `log` does not
+ * change what Nn computes); its routines, options and main are the program's.  Each top-level
+ * name is then bound as `M.name` for every unit; `open` copies the module's globals into the
+ * opener (open_module). */
 /* A module opened again while it is still being loaded (C opens D, D opens C) would see only
  * the part of C before its open: an error naming the cycle.  True when reported. */
 static bool report_open_cycle(Elab *e, const char *name, Span span) {
@@ -103,6 +107,8 @@ static void load_module_once(Elab *e, const char *name, Span span) {
             return;
         }
     ARENA_PUSH(e->arena, e->opened, e->opened_count, e->opened_cap, name);
+    uint32_t none = OWNER_BASE, slot = e->opened_owner_count; /* set once the module is elaborated */
+    ARENA_PUSH(e->arena, e->opened_owner, e->opened_owner_count, e->opened_owner_cap, none);
     char *file = arena_printf(e->arena, "%s.tsr", name); /* whole, however long the name */
     file[0] = (char)tolower((unsigned char)file[0]);
     uint32_t src = 0;
@@ -161,18 +167,45 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     Module *m = parse_module(src, e->arena);
     if (diag_error_count() > errors) return;
     Scope *scope = e->scope; /* a qualified name may load a module in the middle of an item */
+    uint32_t opener = e->owner, unit = ++e->owner_count;
+    e->opened_owner[slot] = unit;
     ARENA_PUSH(e->arena, e->loading, e->loading_count, e->loading_cap, name);
     ARENA_PUSH(e->arena, e->loading_at, e->loading_at_count, e->loading_at_cap, span);
+    e->owner = unit;
+    globals_now(e);
     elab_module(e, m);
+    e->owner = opener;
     e->loading_count--;
     e->loading_at_count--;
     e->scope = scope;
     for (uint32_t i = 0; i < m->items.count; i++) {
         const Node *item = m->items.items[i];
         if ((item->kind != ITEM_LET && item->kind != ITEM_OPERATOR) || strcmp(item->name, "_") == 0) continue;
-        Value *v = lookup_global(e, item->name, e->generation);
-        if (v) bind_global(e, arena_printf(e->arena, "%s.%s", name, item->name), v);
+        Value *v = lookup_global(e, item->name, e->generation, unit);
+        if (v) bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, item->name), v);
     }
+    globals_now(e); /* the opener's globals again */
+}
+
+static int by_generation(const void *a, const void *b) {
+    uint32_t x = (*(GlobalEntry *const *)a)->gen, y = (*(GlobalEntry *const *)b)->gen;
+    return x < y ? -1 : x > y;
+}
+
+/* `open M` once M is loaded: M's globals become the opener's, in the order M defined them (a
+ * name M defined twice is its last definition). */
+static void import_module(Elab *e, const char *name) {
+    uint32_t unit = OWNER_BASE;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (strcmp(e->opened[i], name) == 0) unit = e->opened_owner[i];
+    if (unit == OWNER_BASE || unit == e->owner) return; /* not loaded (reported), or the opener itself */
+    GlobalEntry **found = NULL;
+    uint32_t count = 0, cap = 0;
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
+        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
+            if (g->owner == unit) ARENA_PUSH(e->arena, found, count, cap, g);
+    if (count) qsort(found, count, sizeof *found, by_generation);
+    for (uint32_t i = 0; i < count; i++) bind_global(e, found[i]->name, found[i]->value);
 }
 
 /* `open M`: reported at M, the item's last token. */
@@ -181,13 +214,14 @@ static void open_module(Elab *e, const Node *item) {
     Span name = item->span.end - item->span.start >= len ? span_make(item->span.file, item->span.end - len, item->span.end)
                                                         : item->span;
     load_module(e, item->name, name);
+    if (!module_failed(e, item->name)) import_module(e, item->name);
 }
 
 /* M.name: loads M when it is not yet. */
 Value *qualified_name(Elab *e, const Node *n) {
     load_module(e, n->a->name, n->a->span);
     if (module_failed(e, n->a->name)) return &error_value; /* reported where it failed */
-    Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation);
+    Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation, e->owner);
     if (!v) {
         Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
         const char *near = closest_in_module(e, n->a->name, n->name);
@@ -700,6 +734,8 @@ Program *elaborate(Module *module, const ElabOptions *options) {
     }
     for (uint32_t i = 0; i < module->items.count; i++)
         e.program_file_has_main |= module->items.items[i]->kind == ITEM_MAIN;
+    e.owner = ++e.owner_count; /* the program: a unit of its own, above the built-ins and the prelude */
+    globals_now(&e);
     elab_module(&e, module);
     solve_equations(&e);
     if (diag_error_count()) {

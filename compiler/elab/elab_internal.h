@@ -116,19 +116,25 @@ struct Value {
 
 /* A local environment is a chain of bindings ending in a marker (name NULL) that stands for
  * the globals defined so far: globals live in a hash table, each binding stamped with the
- * generation it was made in, so a closure sees exactly the globals defined before it. */
+ * generation it was made in, so a closure sees exactly the globals defined before it, and with
+ * its owner: the unit whose items made it.  Owner 0 (OWNER_BASE) is the built-ins and the
+ * prelude, which every unit sees; the program and each module it loads are units of their own,
+ * which see their own globals and OWNER_BASE's alone (an `open` copies the module's globals into
+ * the opener), so a module computes the same whatever the program defined before loading it. */
 struct Env {
-    const char *name; /* NULL: the globals of generation `gen` */
+    const char *name; /* NULL: the globals of generation `gen` owned by `owner` (and OWNER_BASE) */
     Value *value;
     Env *next;
-    uint32_t gen;
+    uint32_t gen, owner;
 };
+
+enum { OWNER_BASE = 0 };
 
 typedef struct GlobalEntry GlobalEntry;
 struct GlobalEntry {
     const char *name;
     Value *value;
-    uint32_t gen;
+    uint32_t gen, owner;
     GlobalEntry *next; /* same bucket, newer first */
 };
 
@@ -255,7 +261,9 @@ struct Elab {
     const char **failed_modules; /* modules whose loading reported an error */
     uint32_t failed_module_count, failed_module_cap;
     const char **opened;
-    uint32_t opened_count, opened_cap;
+    uint32_t *opened_owner; /* per opened module: the owner of its globals */
+    uint32_t opened_count, opened_cap, opened_owner_count, opened_owner_cap;
+    uint32_t owner, owner_count; /* the unit being elaborated (its globals' owner), and how many there are */
     const char **loading; /* the modules being loaded, outermost first, and the opens that began them */
     Span *loading_at;
     uint32_t loading_count, loading_cap, loading_at_count, loading_at_cap;
@@ -317,15 +325,23 @@ bool is_number(const Value *v);
 double number_of(const Value *v);
 Env *env_bind(Elab *e, Env *env, const char *name, Value *value);
 uint32_t name_hash(const char *name);
-Value *lookup_global(Elab *e, const char *name, uint32_t gen);
+/* The global `name` that unit `owner` sees at generation `gen` (its own, or OWNER_BASE's). */
+Value *lookup_global(Elab *e, const char *name, uint32_t gen, uint32_t owner);
 Value *lookup(Elab *e, Env *env, const char *name);
 const char *closest_in_scope(Elab *e, Env *env, const char *name);
 /* For a data set used as a tensor: a note listing its fields (moons.points, moons.labels). */
 void note_data_fields(Elab *e, const Value *v, Span span);
 const char *closest_in_module(Elab *e, const char *module, const char *name);
+/* For a name not defined at `env`: a note when another unit defines it (a module that is not
+ * open there, or the program, whose names a module does not see). */
+void note_other_unit(Elab *e, Env *env, const char *name, Span span);
 /* Whether loading module `name` reported an error (elab.c). */
 bool module_failed(const Elab *e, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);
+/* bind_global for unit `owner` (a module's qualified names, OWNER_BASE; an open's copies). */
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value);
+/* A marker for the current unit's globals as they are now (after another unit's were made). */
+Env *globals_now(Elab *e);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);
 /* An element type written in the program ("f32", "i32": a string, docs/language.md §3.9) into
  * *out (TSR_DTYPE_*); false after a located error. */

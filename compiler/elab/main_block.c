@@ -428,7 +428,7 @@ static void main_shuffle(Elab *e, const Node *n, MainList *out) {
     uint32_t field_count = 0, *items = arena_alloc(e->arena, name_count * sizeof *items);
     for (uint32_t k = 0; k < name_count; k++) {
         if ((items[k] = data_item_number(p, names[k]->name)) == UINT32_MAX) {
-            const Value *v = lookup_global(e, names[k]->name, e->generation);
+            const Value *v = lookup_global(e, names[k]->name, e->generation, e->owner);
             if (v && v->kind == V_ERROR) return; /* a data item that failed, reported there */
             diag_error(names[k]->span, "there is no data item '%s' to shuffle (data items are declared before 'main')",
                        names[k]->name);

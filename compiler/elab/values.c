@@ -91,15 +91,19 @@ uint32_t name_hash(const char *name) {
     return h;
 }
 
-Value *lookup_global(Elab *e, const char *name, uint32_t gen) {
+static bool visible(const GlobalEntry *g, uint32_t gen, uint32_t owner) {
+    return g->gen <= gen && (g->owner == owner || g->owner == OWNER_BASE);
+}
+
+Value *lookup_global(Elab *e, const char *name, uint32_t gen, uint32_t owner) {
     for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next)
-        if (g->gen <= gen && strcmp(g->name, name) == 0) return g->value;
+        if (visible(g, gen, owner) && strcmp(g->name, name) == 0) return g->value;
     return NULL;
 }
 
 Value *lookup(Elab *e, Env *env, const char *name) {
     for (; env; env = env->next) {
-        if (!env->name) return lookup_global(e, name, env->gen);
+        if (!env->name) return lookup_global(e, name, env->gen, env->owner);
         if (strcmp(env->name, name) == 0) return env->value;
     }
     return NULL;
@@ -111,19 +115,43 @@ Value *lookup(Elab *e, Env *env, const char *name) {
 const char *closest_in_scope(Elab *e, Env *env, const char *name) {
     if (strlen(name) < 3) return NULL; /* every other short name is an edit away: no hint in that */
     const char **names = NULL;
-    uint32_t count = 0, cap = 0, gen = 0;
+    uint32_t count = 0, cap = 0, gen = 0, owner = OWNER_BASE;
     for (; env; env = env->next) {
         if (!env->name) {
             gen = env->gen;
+            owner = env->owner;
             break;
         }
         if (isalpha((unsigned char)env->name[0]) || env->name[0] == '_') ARENA_PUSH(e->arena, names, count, cap, env->name);
     }
     for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++) /* names, not operators ("( > )" is bound as ">") */
         for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
-            if (g->gen <= gen && (isalpha((unsigned char)g->name[0]) || g->name[0] == '_'))
+            if (visible(g, gen, owner) && (isalpha((unsigned char)g->name[0]) || g->name[0] == '_'))
                 ARENA_PUSH(e->arena, names, count, cap, g->name);
     return diag_closest_name(name, names, count);
+}
+
+/* The unit (globals' owner) that `env` sees. */
+static uint32_t env_owner(const Env *env) {
+    for (; env; env = env->next)
+        if (!env->name) return env->owner;
+    return OWNER_BASE;
+}
+
+void note_other_unit(Elab *e, Env *env, const char *name, Span span) {
+    uint32_t mine = env_owner(env), owner = OWNER_BASE;
+    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g && owner == OWNER_BASE; g = g->next)
+        if (g->owner != mine && g->owner != OWNER_BASE && strcmp(g->name, name) == 0) owner = g->owner;
+    if (owner == OWNER_BASE) return;
+    const char *module = NULL;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (e->opened_owner[i] == owner) module = e->opened[i];
+    if (module)
+        diag_note(span, "'%s' is a definition of module '%s', which is not open here: write '%s.%s', or 'open %s'", name,
+                  module, module, name, module);
+    else
+        diag_note(span, "'%s' is defined by the program, which a module does not see: a module sees the built-ins, the "
+                  "prelude, its own definitions and those of the modules it opens", name);
 }
 
 /* The definition of module `module` closest to `name` (Nn.softmaxx: softmax), or NULL. */
@@ -139,20 +167,27 @@ const char *closest_in_module(Elab *e, const char *module, const char *name) {
     return diag_closest_name(name, names, count);
 }
 
-/* Define a global; returns the marker of the new generation. */
-Env *bind_global(Elab *e, const char *name, Value *value) {
+Env *globals_now(Elab *e) {
+    Env *marker = arena_alloc(e->arena, sizeof *marker);
+    marker->gen = e->generation;
+    marker->owner = e->owner;
+    return e->globals = marker;
+}
+
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value) {
     GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
     uint32_t b = name_hash(name) % GLOBAL_BUCKETS;
     g->name = name;
     g->value = value;
     g->gen = ++e->generation;
+    g->owner = owner;
     g->next = e->global_table[b];
     e->global_table[b] = g;
-    Env *marker = arena_alloc(e->arena, sizeof *marker);
-    marker->gen = e->generation;
-    e->globals = marker;
-    return marker;
+    return globals_now(e);
 }
+
+/* Define a global of the current unit; returns the marker of the new generation. */
+Env *bind_global(Elab *e, const char *name, Value *value) { return bind_global_of(e, e->owner, name, value); }
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
 
