@@ -758,8 +758,22 @@ static bool check_block_names(const Node *op) {
     return ok;
 }
 
+/* Operators that are syntax of their own, evaluated before any declaration is looked up: a
+ * declaration under one of these names would be accepted and never used. */
+static const char *const FIXED_SYNTAX[][2] = {
+    {"!.", "makes a scalar tensor from a number"}, {"!..", "makes a scalar tensor from a number"},
+    {"!@", "reads an index symbol"},              {"@|", "slices a tensor by an index symbol"},
+    {"&&", "is the boolean 'and' of compile-time values"}, {"||", "is the boolean 'or' of compile-time values"},
+};
+
 bool check_operator(const Node *op) {
     const char *name = op->name;
+    for (size_t i = 0; i < sizeof FIXED_SYNTAX / sizeof *FIXED_SYNTAX; i++)
+        if (strcmp(name, FIXED_SYNTAX[i][0]) == 0) {
+            diag_error(op->span, "'%s' cannot be declared as an operator: it is fixed syntax, which %s "
+                       "(docs/language.md §2.10); choose another name", name, FIXED_SYNTAX[i][1]);
+            return false;
+        }
     bool ok = check_backward_accumulates(op) & check_block_targets(op) & check_block_names(op);
     for (uint32_t i = 0; i < op->list.count; i++) {
         const Node *p = op->list.items[i];
