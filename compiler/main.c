@@ -1104,6 +1104,33 @@ static void make_word(FILE *out, const char *path) {
     }
 }
 
+/* Whether `path` (an output, "-" for standard output) is none of the program's sources: not a
+ * module it opened (the program itself is refused before compiling, outputs_allowed), which is
+ * known only once it has been elaborated; an error naming both otherwise. */
+static bool not_a_source(const char *path, const char *what, const char *hint) {
+    if (!path || strcmp(path, "-") == 0) return true;
+    uint32_t count;
+    const char **files = source_files(&count);
+    bool ok = true;
+    for (uint32_t i = 0; i < count && ok; i++)
+        if (same_file(path, files[i])) {
+            diag_error_noloc("the %s '%s' is '%s', which the program opens: tsrc does not overwrite its sources%s", what,
+                             path, files[i], hint);
+            ok = false;
+        }
+    free(files);
+    return ok;
+}
+
+/* Every output of the mode is none of the program's sources (not_a_source). */
+static bool outputs_not_sources(Arena *arena, const Options *opt) {
+    const char *paths[3] = {NULL, NULL, NULL};
+    int n = mode_outputs(arena, opt, paths);
+    bool ok = true;
+    for (int i = 0; i < n; i++) ok &= not_a_source(paths[i], "output", " (choose another name with -o)");
+    return ok;
+}
+
 /* --depfile: "OUTPUT: SOURCE MODULE…", the rule a build tool (Make, Ninja, CMake's DEPFILE) reads
  * to rebuild the output when the program or a module it opened changes; written like any
  * output (whole, or not at all), into `out`, open before the outputs are made so that a depfile
@@ -1112,15 +1139,9 @@ static void make_word(FILE *out, const char *path) {
 static bool write_depfile(Arena *arena, const Options *opt, Output *out_file) {
     const char *paths[3] = {NULL, NULL, NULL};
     int n = mode_outputs(arena, opt, paths);
+    if (!not_a_source(opt->depfile, "--depfile", "")) return false;
     uint32_t count;
     const char **files = source_files(&count);
-    for (uint32_t i = 0; i < count; i++) /* a module the program opened is a source too */
-        if (strcmp(opt->depfile, "-") != 0 && same_file(opt->depfile, files[i])) {
-            diag_error_noloc("the --depfile '%s' is '%s', which the program opens: tsrc does not overwrite its sources",
-                             opt->depfile, files[i]);
-            free(files);
-            return false;
-        }
     if (!output_open(out_file, opt->depfile, true)) {
         free(files);
         return false;
@@ -1196,7 +1217,7 @@ static int compile(Options opt) {
             target.reassociate = opt.reassociate;
             if (opt.gpu_blocks) target.gpu_blocks = opt.gpu_blocks;
             if (!diag_error_count()) ir = build_ir(program, &opt, &target);
-            if (diag_error_count()) {
+            if (diag_error_count() || !outputs_not_sources(arena, &opt)) {
                 status = 1;
             } else if (opt.mode == MODE_EMIT_IR || opt.mode == MODE_PRINT_SHAPES || opt.mode == MODE_EXPLAIN) {
                 Output out;

@@ -480,6 +480,15 @@ else fail "a --depfile that is an output not made yet, spelled otherwise, is ref
 if depfile_refused "the --depfile 'consts.tsr' is './consts.tsr', which the program opens" -c main.tsr -o k.o --depfile=consts.tsr &&
    cmp -s "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep"; then pass "a --depfile that is a module the program opens is refused, the module untouched"
 else fail "a --depfile that is a module the program opens is refused, the module untouched"; fi
+# So is an output (-o) that is a module the program opens (it replaced the module's source with
+# an object, or with --print-shapes' text), in every mode.
+for args in "-c main.tsr -o consts.tsr" "main.tsr -o consts.tsr" "--print-shapes main.tsr -o consts.tsr" \
+            "--emit=llvm main.tsr -o ./consts.tsr"; do
+    # shellcheck disable=SC2086
+    if depfile_refused "the output '[./]*consts.tsr' is '[./]*consts.tsr', which the program opens: tsrc does not overwrite its sources (choose another name with -o)" $args &&
+       cmp -s "$T/dep dir/consts.tsr" "$T/dep dir/consts.keep"; then pass "an output that is a module the program opens is refused, the module untouched ($args)"
+    else cp "$T/dep dir/consts.keep" "$T/dep dir/consts.tsr"; fail "an output that is a module the program opens is refused, the module untouched ($args)"; fi
+done
 mkdir -p "$T/dep dir/d.d"
 (cd "$T/dep dir" && "$tsrc_abs" -c main.tsr -o k.o --depfile=d.d; echo "status $?" >status;
  "$tsrc_abs" -c main.tsr -o k.o --depfile=no/such/dir.d; echo "status $?" >>status) >"$T/log" 2>&1
