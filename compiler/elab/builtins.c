@@ -187,8 +187,8 @@ static Value *point_set(Elab *e, const char *fn, Arg *args, uint32_t count, Span
         !number_arg(args, count, "noise", fn, 0.0, &noise) || !number_arg(args, count, "factor", fn, 0.5, &factor))
         return &error_value;
     if (n < 1 || batches < 1 || n % batches != 0 || n > INT32_MAX)
-        return fail(span, "'%s' needs ~count a positive multiple of ~batches (%lld and %lld)", fn, (long long)n,
-                    (long long)batches);
+        return fail(span, "'%s' needs ~count a positive multiple of ~batches, below 2^31 (%lld and %lld)", fn,
+                    (long long)n, (long long)batches);
     if (noise < 0) return fail(find_arg(args, count, "noise")->span, "~noise of '%s' must not be negative", fn);
     if (circles && !(factor > 0 && factor < 1))
         return fail(find_arg(args, count, "factor")->span, "~factor of 'circles' must be between 0 and 1");
@@ -268,8 +268,8 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
                 size = x->as.tensor->values[0];
             }
             if (size < 1 || size > INT32_MAX || size != (double)(uint32_t)size || (basis == BASIS_NONE && size != 1)) {
-                diag_error(a->span, "~%s of '%s' takes positive integer sizes, each optionally with a basis "
-                           "as in (5 : idx), or (1 : _) for a broadcastable unit", labels[k], fn);
+                diag_error(a->span, "~%s of '%s' takes positive integer sizes below 2^31, each optionally with "
+                           "a basis as in (5 : idx), or (1 : _) for a broadcastable unit", labels[k], fn);
                 return false;
             }
             dims[i] = dim_ground((uint32_t)size, basis, o);
