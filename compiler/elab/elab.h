@@ -36,6 +36,21 @@ typedef enum TensorKind {
                         at 0, kept between runs, no gradient */
 } TensorKind;
 
+/* What a tensor of kind `k` is when it never has a gradient, whatever routine runs backprop (an
+ * input, data, a literal, a constant, an index's value, code's state: no backprop reaches them),
+ * for messages ("'x' is an input"); NULL for a parameter or an operation's result. */
+static inline const char *kind_without_gradient(TensorKind k) {
+    switch (k) {
+    case TENSOR_INPUT: return "an input";
+    case TENSOR_DATA: return "a data item";
+    case TENSOR_LITERAL: return "a literal";
+    case TENSOR_CONSTANT: return "a constant";
+    case TENSOR_INDEX: return "an index symbol's value";
+    case TENSOR_STATE: return "a state tensor of code";
+    default: return NULL;
+    }
+}
+
 /* A parameter's random initialisation (docs/language.md §3.5.3): shift + scale / sqrt(fan) * r,
  * r uniform in [-1, 1) or standard normal, fan a product of the parameter's axes (1 if none). */
 typedef enum InitFan {

@@ -175,7 +175,11 @@ static bool explain_one(Program *p, const AssignResult *ar, FILE *out, const cha
             explain_assignment(out, p->solver, a, grad ? lists[l].name : NULL);
             any = true;
         }
-    if (!any && grad) fputs("  no routine computes it: a routine's t.backprop would\n", out);
+    const char *leaf = kind_without_gradient(t->kind);
+    if (!any && grad && leaf)
+        fprintf(out, "  no routine computes it: '%.*s' is %s, which has no gradient (backprop reaches parameters and "
+                "the operations between them and the loss)\n", (int)(len - 5), name, leaf);
+    else if (!any && grad) fputs("  no routine computes it: a routine's t.backprop would\n", out);
     if (!any && !grad) fprintf(out, "  no assignment writes it: its cells are %s\n",
                                t->kind == TENSOR_PARAM ? "a parameter's, initialised before the program runs"
                                : t->kind == TENSOR_INPUT || t->kind == TENSOR_DATA ? "filled by the caller or its data set"

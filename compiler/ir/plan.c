@@ -56,6 +56,14 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
         case PARG_OPTION: args[i] = (IrPrintArg){.kind = IRP_OPTION, .ref = a->index, .i = a->i}; break;
         case PARG_TENSOR: {
             uint32_t b = (a->grad ? ar->grad_buffer : ar->value_buffer)[a->tensor->id];
+            const char *leaf = kind_without_gradient(a->tensor->kind);
+            if (b == UINT32_MAX && a->grad && leaf) {
+                diag_error(a->span, "'%s' has no gradient to print: it is %s (inputs, data, literals and constants "
+                           "have none; backprop reaches parameters and the operations between them and the loss)",
+                           a->tensor->name ? a->tensor->name : "this tensor", leaf);
+                ok = false;
+                break;
+            }
             if (b == UINT32_MAX && a->grad) {
                 diag_error(a->span, "this tensor has no gradient to print: no routine runs backprop through it");
                 ok = false;
