@@ -332,9 +332,10 @@ const char *closest_in_scope(Elab *e, Env *env, const char *name);
 /* For a data set used as a tensor: a note listing its fields (moons.points, moons.labels). */
 void note_data_fields(Elab *e, const Value *v, Span span);
 const char *closest_in_module(Elab *e, const char *module, const char *name);
-/* For a name not defined at `env`: a note when another unit defines it (a module that is not
- * open there, or the program, whose names a module does not see). */
-void note_other_unit(Elab *e, Env *env, const char *name, Span span);
+/* For a name not defined at `env`: a note when it is defined later in the same unit, or by
+ * another unit (a module that is not open there, or the program, whose names a module does not
+ * see). */
+void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span);
 /* Whether loading module `name` reported an error (elab.c). */
 bool module_failed(const Elab *e, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);

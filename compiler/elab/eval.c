@@ -906,7 +906,7 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
-            note_other_unit(e, env, n->name, n->span);
+            note_name_elsewhere(e, env, n->name, n->span);
             if (e->failed_module_count)
                 diag_note(n->span, "module '%s' did not load (the error above): '%s' may be one of its definitions",
                           e->failed_modules[0], n->name);

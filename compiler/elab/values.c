@@ -131,17 +131,27 @@ const char *closest_in_scope(Elab *e, Env *env, const char *name) {
     return diag_closest_name(name, names, count);
 }
 
-/* The unit (globals' owner) that `env` sees. */
-static uint32_t env_owner(const Env *env) {
+/* The globals' marker that ends `env`, or NULL. */
+static const Env *env_marker(const Env *env) {
     for (; env; env = env->next)
-        if (!env->name) return env->owner;
-    return OWNER_BASE;
+        if (!env->name) return env;
+    return NULL;
 }
 
-void note_other_unit(Elab *e, Env *env, const char *name, Span span) {
-    uint32_t mine = env_owner(env), owner = OWNER_BASE;
-    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g && owner == OWNER_BASE; g = g->next)
-        if (g->owner != mine && g->owner != OWNER_BASE && strcmp(g->name, name) == 0) owner = g->owner;
+void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
+    const Env *marker = env_marker(env);
+    uint32_t mine = marker ? marker->owner : OWNER_BASE, gen = marker ? marker->gen : 0, owner = OWNER_BASE;
+    bool later = false;
+    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next) {
+        if (strcmp(g->name, name) != 0) continue;
+        if (g->owner == mine && g->gen > gen) later = true;
+        else if (g->owner != mine && g->owner != OWNER_BASE && owner == OWNER_BASE) owner = g->owner;
+    }
+    if (later) {
+        diag_note(span, "'%s' is defined after this point: a definition is usable below it, and a function only calls "
+                  "those defined before it", name);
+        return;
+    }
     if (owner == OWNER_BASE) return;
     const char *module = NULL;
     for (uint32_t i = 0; i < e->opened_count; i++)
