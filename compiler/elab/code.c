@@ -27,6 +27,12 @@ bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad) {
     if (n->kind == NODE_FIELD && (strcmp(n->name, "grad") == 0 || strcmp(n->name, "value") == 0)) {
         *grad = n->name[0] == 'g';
         obj = n->a;
+        const Value *inner = obj->kind == NODE_FIELD && obj->a->kind == NODE_VAR ? lookup(e, env, obj->a->name) : NULL;
+        if (inner && inner->kind == V_TENSOR && (strcmp(obj->name, "grad") == 0 || strcmp(obj->name, "value") == 0)) {
+            diag_error(n->span, "'.%s.%s': a tensor's '.%s' has no fields of its own (a gradient is not differentiated "
+                       "again): write 'x.grad' or 'x.value'", obj->name, n->name, obj->name);
+            return false;
+        }
     }
     Value *v = eval(e, obj, env, MODE_TENSOR);
     if (v->kind == V_ERROR) return false;
