@@ -631,7 +631,19 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
             return err;
         }
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
-        if (!opv) return fail(n->span, "'%s' is not a tensor operator", op);
+        if (!opv) {
+            Value *err = fail(n->span, "'%s' is not a tensor operator", op);
+            for (int k = 0; k < 2; k++) { /* a name the caller gave a tensor where a number was meant */
+                const Node *at = k ? n->b : n->a;
+                if (at->kind == NODE_VAR && (k ? b : a)->kind == V_TENSOR) {
+                    diag_note(at->span, "'%s' is a tensor here: in a let%%op, an argument written as arithmetic on "
+                              "numbers ('f (3 - 1)') is a tensor; pass a number as a labelled argument "
+                              "('~%s:(3 - 1)') or compute it with a plain let", at->name, at->name);
+                    break;
+                }
+            }
+            return err;
+        }
         /* A number operand is a scalar literal where it is written. */
         if (is_number(a)) a = tensor_value(e, scalar_literal(e, number_of(a), n->a->span, 0));
         if (is_number(b)) b = tensor_value(e, scalar_literal(e, number_of(b), n->b->span, 0));
@@ -906,11 +918,12 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
-            note_name_elsewhere(e, env, n->name, n->span);
+            bool itself = e->user_call_name && strcmp(e->user_call_name, n->name) == 0; /* a note below */
+            if (!itself) note_name_elsewhere(e, env, n->name, n->span);
             if (e->failed_module_count)
                 diag_note(n->span, "module '%s' did not load (the error above): '%s' may be one of its definitions",
                           e->failed_modules[0], n->name);
-            if (e->user_call_name && strcmp(e->user_call_name, n->name) == 0)
+            if (itself)
                 diag_note(n->span, "'%s' is the function being applied, defined with 'let': a function that calls "
                           "itself is defined with 'let rec %s …'", n->name, n->name);
             unsigned line, col;
