@@ -286,14 +286,17 @@ static void pad_range(FILE *out, const unsigned char *text, size_t from, size_t 
     }
 }
 
-static size_t cells(const unsigned char *text, size_t from, size_t to) {
-    size_t count = 0;
+/* The terminal cells bytes [from, to) take when drawn from column `column`: a tab reaches the
+ * next multiple of 8, as a terminal expands it. */
+static size_t cells(const unsigned char *text, size_t from, size_t to, size_t column) {
+    size_t at = column;
     for (size_t i = from; i < to;) {
         int n = text[i] >= 0x80 ? utf8_len(text + i, to - i) : 1;
-        count += n > 1 ? (bidi_control(text + i, n) ? BIDI_SHOWN_CELLS : char_cells(text + i, n)) : 1;
+        if (text[i] == '\t') at = (at / 8 + 1) * 8;
+        else at += n > 1 ? (bidi_control(text + i, n) ? BIDI_SHOWN_CELLS : char_cells(text + i, n)) : 1;
         i += n > 0 ? (size_t)n : 1;
     }
-    return count;
+    return at - column;
 }
 
 static void show_source_line(FILE *out, Span span) {
@@ -325,7 +328,8 @@ static void show_source_line(FILE *out, Span span) {
     if (from > line_start) fputs("   ", out);
     pad_range(out, text, from, off);
     fputc('^', out);
-    size_t underline = end > off ? cells(text, off, end) : 0;
+    size_t start = from > line_start ? 7 : 4; /* the indent and "..." before the echoed text */
+    size_t underline = end > off ? cells(text, off, end, start + cells(text, from, off, start)) : 0;
     for (size_t i = 1; i < underline; i++) fputc('~', out);
     fputc('\n', out);
 }
