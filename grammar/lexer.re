@@ -429,6 +429,12 @@ Token lex_next(Lexer *lx) {
         "0" [xX] [0-9a-fA-F_]+                          { lx->cursor = cur; return number(lx, tok, cur, false); }
         digit [0-9_]* "." [0-9_]* exp?                  { lx->cursor = cur; return number(lx, tok, cur, true); }
         digit [0-9_]* exp                               { lx->cursor = cur; return number(lx, tok, cur, true); }
+        digit [0-9_]* ("." [0-9_]*)? [eE] [+-] {
+            lx->cursor = cur;
+            diag_error(span_of(lx, tok, cur), "malformed number '%.*s': its exponent has a sign and no digits",
+                       (int)(cur - tok), (const char *)tok);
+            return illegal(lx, tok, cur);
+        }
         digit [0-9_]* ("." [0-9_]* exp?)? [A-Za-z_] ident_tail* {
             lx->cursor = cur;
             diag_error(span_of(lx, tok, cur), "malformed number '%.*s'", (int)(cur - tok), (const char *)tok);
