@@ -387,31 +387,87 @@ static const Spec *emit_spec(Elab *e, Env *env, Tensor *r, Tensor **ops, uint32_
     return applied;
 }
 
-/* A label written twice in one slot ("a, a"; "i | i") makes its two axes one (a diagonal): a
- * clash of sizes between them gets a note at the second, which the sides' origins (both the
- * operand's own sizes) would not show. */
-static void note_repeated_label(Elab *e, const SpecSlot *slot, const char *what) {
-    const SpecAxis *labels[64];
+/* The labelled axes of a slot, in the order written (at most `max`); their count. */
+static uint32_t slot_labels(const SpecSlot *slot, const SpecAxis **out, uint32_t max) {
     uint32_t count = 0;
     for (int k = 0; k < SPEC_ROW_KINDS; k++) {
         const SpecRow *row = &slot->rows[k];
         for (int part = 0; part < 2; part++) {
             const SpecAxis *axes = part ? row->trailing : row->leading;
             uint32_t n = part ? row->trailing_count : row->leading_count;
-            for (uint32_t i = 0; i < n; i++) {
-                if (axes[i].kind != SPEC_AXIS_LABEL) continue;
-                for (uint32_t j = 0; j < count; j++)
-                    if (strcmp(labels[j]->as.label, axes[i].as.label) == 0) {
-                        char text[256];
-                        snprintf(text, sizeof text, "the label '%s' is written twice in the slot of %s: its two axes "
-                                 "are one axis (a diagonal), of one size", axes[i].as.label, what);
-                        shape_set_size_note(e->solver, axes[i].span, text);
-                        return;
-                    }
-                if (count < 64) labels[count++] = &axes[i];
-            }
+            for (uint32_t i = 0; i < n && count < max; i++)
+                if (axes[i].kind == SPEC_AXIS_LABEL) out[count++] = &axes[i];
         }
     }
+    return count;
+}
+
+/* The slots' labels seen so far in one spec, each with the slot it was first written in, and
+ * the rows of theirs that have a row variable ("..." is one per row kind, "..name.." one per
+ * name). */
+typedef struct SeenLabels {
+    const SpecAxis *axes[64];
+    char slots[64][32];
+    uint32_t count;
+    const SpecRow *open_rows[64];
+    uint32_t open_count;
+} SeenLabels;
+
+/* Whether the slot has a row variable an earlier slot has too (a clash may then be in its axes). */
+static bool shares_row_var(const SpecSlot *slot, const SeenLabels *seen) {
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+        const SpecRow *row = &slot->rows[k];
+        if (row->row_var.kind == SPEC_ROWVAR_NONE) continue;
+        for (uint32_t j = 0; j < seen->open_count; j++) {
+            const SpecRow *other = seen->open_rows[j];
+            if (row->row_var.kind == SPEC_ROWVAR_NAMED ? other->row_var.kind == SPEC_ROWVAR_NAMED &&
+                                                             strcmp(other->row_var.name, row->row_var.name) == 0
+                                                       : other->row_var.kind == SPEC_ROWVAR_DEFAULT && other->kind == row->kind)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A label written twice in one slot ("a, a"; "i | i") makes its two axes one (a diagonal), and a
+ * label written in an earlier slot too (the "j" of "i, j; j, k") names one axis in both: a clash
+ * of sizes between them gets a note at the label here, which the sides' origins (the operands'
+ * own sizes) would not show.  The slot's labels are then added to `seen`. */
+static void note_label_ties(Elab *e, const SpecSlot *slot, const char *what, SeenLabels *seen) {
+    const SpecAxis *labels[64];
+    uint32_t count = slot_labels(slot, labels, 64);
+    char text[256];
+    text[0] = '\0';
+    const SpecAxis *at = NULL;
+    for (uint32_t i = 0; i < count && !at; i++)
+        for (uint32_t j = 0; j < i && !at; j++)
+            if (strcmp(labels[j]->as.label, labels[i]->as.label) == 0) {
+                snprintf(text, sizeof text, "the label '%s' is written twice in the slot of %s: its two axes are one "
+                         "axis (a diagonal), of one size", labels[i]->as.label, what);
+                at = labels[i];
+            }
+    /* A label an earlier slot has too, when it is the only tie (one such label, no row variable
+     * shared): a clash of this slot's sizes is then at that label. */
+    uint32_t shared = 0, first = 0, earlier = 0;
+    for (uint32_t i = 0; i < count && !at; i++)
+        for (uint32_t j = 0; j < seen->count; j++)
+            if (strcmp(seen->axes[j]->as.label, labels[i]->as.label) == 0) {
+                if (shared++ == 0) first = i, earlier = j;
+                break;
+            }
+    if (!at && shared == 1 && !shares_row_var(slot, seen)) {
+        snprintf(text, sizeof text, "the label '%s' is written in the slots of %s and of %s: it names one axis in both, "
+                 "of one size", labels[first]->as.label, seen->slots[earlier], what);
+        at = labels[first];
+    }
+    if (at) shape_set_size_note(e->solver, at->span, text);
+    for (uint32_t i = 0; i < count && seen->count < 64; i++) {
+        seen->axes[seen->count] = labels[i];
+        snprintf(seen->slots[seen->count++], sizeof seen->slots[0], "%s", what);
+    }
+    for (int k = 0; k < SPEC_ROW_KINDS; k++)
+        if (slot->rows[k].row_var.kind != SPEC_ROWVAR_NONE && seen->open_count < 64)
+            seen->open_rows[seen->open_count++] = &slot->rows[k];
 }
 
 static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
@@ -420,6 +476,8 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
     sv.scope = e->scope;
     sv.captures = captures;
     if (captures) sv.scope = current_scope(e);
+    SeenLabels seen;
+    seen.count = seen.open_count = 0;
     for (uint32_t i = 0; i <= n; i++) {
         uint32_t s;
         const SpecSlot *template = logic_spec_template(spec, i, &s);
@@ -431,7 +489,7 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
         sv.slot = s;
         sv.operand_count = n;
         if (!spec_slot(e, &sv, template, &slot, what)) return;
-        note_repeated_label(e, template, what);
+        note_label_ties(e, template, what, &seen);
         if (s) shape_eq(e->solver, &ops[s - 1]->shape, &slot,
                         origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, s));
         else shape_eq(e->solver, &r->shape, &slot, origin(e, span, "einsum '%s' (the result against its slot)", op));
