@@ -464,6 +464,13 @@ st=$?
 if [ $st = 1 ] && [ "$(cat "$TMP/err")" = "tsrc: error: '/dev/zero' is too large: a source file is at most 256 MiB" ]
 then pass "robustness: an endless input (/dev/zero)"
 else fail "robustness: an endless input (/dev/zero)" "exit $st" "$TMP/err"; fi
+# A message naming a long identifier is whole (it was cut at 1 KiB, in the middle of the name).
+long_name=$(head -c 3000 /dev/zero | tr '\0' a)
+printf 'let y = %sb + 1\n' "$long_name" >"$TMP/long_name.tsr"
+run_tsrc --check "$TMP/long_name.tsr"
+if [ "$(status)" = 1 ] && [ "$(sed -n 1p "$TMP/err")" = "$TMP/long_name.tsr:1:9: error: '${long_name}b' is not defined" ]
+then pass "robustness: a message naming a 3001-character identifier is whole"
+else fail "robustness: a message naming a 3001-character identifier is whole" "exit $(status)" "$TMP/err"; fi
 # A module's file read the same way (elab.c, diag.c file_read_all): one that never ends (a link
 # to /dev/zero) stops at the cap, a directory of its name is no module; each a located error.
 mkdir -p "$TMP/mod"

@@ -411,11 +411,16 @@ void diag_error(Span span, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (user_call.file && span_in_stdlib(span)) {
-        char message[1024];
-        vsnprintf(message, sizeof message, fmt, ap);
+        char small[1024], *message = small; /* whole, however long */
+        va_list copy;
+        va_copy(copy, ap);
+        int n = vsnprintf(small, sizeof small, fmt, ap);
+        if (n >= (int)sizeof small && (message = malloc((size_t)n + 1))) vsnprintf(message, (size_t)n + 1, fmt, copy);
+        va_end(copy);
         va_end(ap);
-        emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name, message);
+        emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name, message ? message : small);
         emit_formatted(DIAG_NOTE, span, "where the standard library finds it");
+        if (message != small) free(message);
         return;
     }
     emit(DIAG_ERROR, span, fmt, ap);

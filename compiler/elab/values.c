@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 Value error_value = {.kind = V_ERROR};
@@ -319,12 +320,18 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
 /* ---- Errors -------------------------------------------------------------------------------- */
 
 Value *fail(Span span, const char *fmt, ...) {
-    char buf[1024];
+    char small[1024], *buf = small; /* whole, however long the names in it */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    diag_error(span, "%s", buf);
+    if (n >= (int)sizeof small && (buf = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    diag_error(span, "%s", buf ? buf : small);
+    if (buf != small) free(buf);
     return &error_value;
 }
 
