@@ -11,7 +11,8 @@
  * value; that is what makes the fixpoint independent of the order constraints arrive in.
  * Four choices are kept out of that race: row equalities are taken before the queue, those
  * between two open rows first (a row's marker then does not depend on which equality came
- * first); template growth waits for a fixpoint (it never runs ahead of an equality), and grows
+ * first), and those that equate one variable with open rows whose flanks cross are held back a
+ * round and then taken in a fixed order (take_row_equalities); template growth waits for a fixpoint (it never runs ahead of an equality), and grows
  * a row by the axes it lacks, no more; a row inequality whose sub row reaches across the super
  * row's variable (a crossing) waits for that variable, which closing then gives the fewest axes
  * that let the crossing's axes agree, at its fixpoints and before the leaves commit; and cells
@@ -1055,15 +1056,69 @@ static void process(ShapeSolver *s, Constraint c) {
  * first would keep that row's marker, and an open row arriving later could not move it, so the
  * marker (where the row broadcasts) would depend on the order.  Row inequalities come after,
  * so none of them reads a marker that a pending equality would still set. */
+/* The variable of an open-open equality that is bare on one side (`<ρ> = [x]·<σ>`), and the
+ * other side in *row; 0 when neither side is a bare variable. */
+static uint32_t bare_side(ShapeSolver *s, const Constraint *c, Row *row) {
+    Row a = shape_resolve_row(s, c->r1), b = shape_resolve_row(s, c->r2);
+    if (!a.var || !b.var || a.var == b.var) return 0;
+    if (a.count == 0) return *row = b, a.var;
+    if (b.count == 0) return *row = a, b.var;
+    return 0;
+}
+
+/* Whether two open rows have crossed flanks: one has more leading axes, the other more trailing
+ * ones (`[x]·<σ>` and `<ρ>·[y]`), so that equating both with one variable makes it depend on
+ * which came first whether x and y are one axis or two. */
+static bool crossed(Row a, Row b) {
+    uint32_t at = a.count - a.lead, bt = b.count - b.lead;
+    return (a.lead > b.lead && at < bt) || (b.lead > a.lead && bt < at);
+}
+
 static void take_row_equalities(ShapeSolver *s) {
-    ConstraintList pending = s->row_eqs, closed = {0};
+    ConstraintList pending = s->row_eqs, closed = {0}, held = {0};
     s->row_eqs = (ConstraintList){0};
+    /* A variable equated with two open rows whose flanks cross takes the first as its value, and
+     * the second waits as a crossed merge (row_eq); if a closed row then empties the second's
+     * variable, the axis it had in front is the first's trailing one, and the variable keeps the
+     * first row's marker, whichever came first.  So such equalities are held back once, until
+     * this round's closed rows have been applied: those that are then closed are taken as
+     * closed, after every open one, in the same order whatever the order they came in. */
+    bool *hold = pending.count ? arena_alloc(s->arena, pending.count * sizeof *hold) : NULL;
+    for (uint32_t i = 0; i < pending.count; i++) {
+        Row ri, rj;
+        uint32_t v = pending.items[i].held ? 0 : bare_side(s, &pending.items[i], &ri);
+        hold[i] = false;
+        for (uint32_t j = 0; v && j < pending.count && !hold[i]; j++)
+            hold[i] = j != i && !pending.items[j].held && bare_side(s, &pending.items[j], &rj) == v && crossed(ri, rj);
+    }
+    ConstraintList was_held = {0}; /* open ones held in the round before: taken after the others */
     for (uint32_t i = 0; i < pending.count; i++) {
         Row a = shape_resolve_row(s, pending.items[i].r1), b = shape_resolve_row(s, pending.items[i].r2);
-        if (a.var && b.var) process(s, pending.items[i]);
-        else list_push(s, &closed, pending.items[i]);
+        if (hold[i]) {
+            pending.items[i].held = true; /* once: taken in the next round */
+            list_push(s, &held, pending.items[i]);
+        } else if (a.var && b.var && pending.items[i].held) {
+            list_push(s, &was_held, pending.items[i]);
+        } else if (a.var && b.var) {
+            process(s, pending.items[i]);
+        } else {
+            list_push(s, &closed, pending.items[i]);
+        }
     }
+    /* Those still open after the closed rows were applied are crossed among themselves: the
+     * variable takes the one with the fewest leading axes first (a trailing flank: NumPy's
+     * alignment), whatever the order they came in (insertion sort: stable, few items). */
+    for (uint32_t i = 1; i < was_held.count; i++) {
+        Constraint c = was_held.items[i];
+        Row rc;
+        uint32_t key = bare_side(s, &c, &rc) ? rc.lead : 0, j = i;
+        for (Row rj; j > 0 && (bare_side(s, &was_held.items[j - 1], &rj) ? rj.lead : 0) > key; j--)
+            was_held.items[j] = was_held.items[j - 1];
+        was_held.items[j] = c;
+    }
+    for (uint32_t i = 0; i < was_held.count; i++) process(s, was_held.items[i]);
     for (uint32_t i = 0; i < closed.count; i++) process(s, closed.items[i]);
+    for (uint32_t i = 0; i < held.count; i++) list_push(s, &s->row_eqs, held.items[i]);
 }
 
 /* A crossing (row_le) as its terms read now; true while it still waits, that is while neither

@@ -29,6 +29,7 @@ typedef struct Constraint {
     bool may_grow;     /* C_ROW_LE: taken at a fixpoint, so a too-short super row may grow now;
                         * C_ROW_EQ: so open rows with crossed flanks may merge now */
     bool closing;      /* a value closing chose (close_leaves): recorded for --explain */
+    bool held;         /* C_ROW_EQ: held back once by take_row_equalities (a crossed pair on one variable) */
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
