@@ -489,9 +489,9 @@ static void assign_names(Elab *e) {
         s->shown = unique(e, &qual, s->binding ? s->binding : s->fn_name);
     }
     NameSet names = {0};
-    /* The arrays a checkpoint keeps its counters in are taken: a parameter `runs` of a layer
-     * bound to `tsrc` is tsrc.runs#2 (docs/runtime.md §14). */
-    static const char *const reserved[] = {"tsrc.runs", "tsrc.shuffles", "tsrc.seed"};
+    /* The arrays a checkpoint keeps its counters and its parameters' names in are taken: a
+     * parameter `runs` of a layer bound to `tsrc` is tsrc.runs#2 (docs/runtime.md §14). */
+    static const char *const reserved[] = {"tsrc.runs", "tsrc.shuffles", "tsrc.seed", "tsrc.parameters"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
         bool added;
         name_set_add(e, &names, reserved[i], &added);

@@ -110,14 +110,15 @@ done
 import sys, numpy as np
 assert not [k for k in np.load(sys.argv[1]).files if k.endswith('.grad')]" "$T/native/resume.npz" 2>"$T/log"
 check "a Train.step program's checkpoint holds no gradient" $?
-# A parameter whose name would be a checkpoint's counter (a layer bound to `tsrc` with a
-# parameter `runs`) is renamed (tsrc.runs#2): the checkpoint holds both, and loads back.
-printf 'let%%op mk () x = x + { runs = [5.; 7.] }\nlet tsrc = mk ()\nlet%%op y = tsrc [1.; 2.]\nroutine r = y.forward\nmain = run r; save "named.npz"; load "named.npz"; print y\n' >"$T/named.tsr"
+# A parameter whose name would be a checkpoint's counter or its parameters' names (a layer bound
+# to `tsrc` with a parameter `runs` or `parameters`) is renamed (tsrc.runs#2): the checkpoint holds both, and loads back.
+printf 'let%%op mk () x = x + { runs = [5.; 7.] } + { parameters = [1.; 1.] }\nlet tsrc = mk ()\nlet%%op y = tsrc [1.; 2.]\nroutine r = y.forward\nmain = run r; save "named.npz"; load "named.npz"; print y\n' >"$T/named.tsr"
 (cd "$T" && timeout 60 $TSRC --run named.tsr) >"$T/named.out" 2>"$T/log"
-[ $? = 0 ] && grep -q "6 9" "$T/named.out" && "$PYTHON" -c "
+[ $? = 0 ] && grep -q "7 10" "$T/named.out" && "$PYTHON" -c "
 import sys, numpy as np
 f = np.load(sys.argv[1])
-assert f['tsrc.runs#2'].tolist() == [5, 7] and f['tsrc.runs'].shape == (2,), f.files" "$T/named.npz" 2>>"$T/log"
+assert f['tsrc.runs#2'].tolist() == [5, 7] and f['tsrc.runs'].shape == (2,), f.files
+assert f['tsrc.parameters#2'].tolist() == [1, 1] and f['tsrc.parameters'].dtype == np.uint8, f.files" "$T/named.npz" 2>>"$T/log"
 check "a parameter named like a checkpoint's counter is renamed, saved and loaded back" $?
 # A save past the file-size limit (ulimit -f) fails with a message and leaves no temporary (the
 # default SIGXFSZ killed the program mid-save, leaving seeded.npz.tmp…).
