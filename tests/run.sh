@@ -522,6 +522,15 @@ if [ "$unit" = "0 6 3 7 3" ] && [ "$(status)" = 1 ] &&
    [ "$(sed -n 1p "$TMP/err")" = "$TMP/cyc/leak.tsr:1:16: error: 'factor' is not defined" ]
 then pass "modules: a module sees its own names, not the program's; open gives the program the module's"
 else fail "modules: a module sees its own names, not the program's; open gives the program the module's" "unit '$unit', leak exit $(status)" "$TMP/err"; fi
+# An open passes on the module's own definitions, not those it has from its own opens (a helper
+# that opens Unit does not bring Unit's k back over the program's); every definition, options
+# too, is also Helper.x.
+printf 'open Unit\noption reps = 2\nlet twice x = scaled (scaled x)\n' >"$TMP/cyc/helper.tsr"
+printf 'let k = 5\nopen Helper\nmain = print "%%d %%d %%d" k (twice 1) Helper.reps\n' >"$TMP/cyc/helper_user.tsr"
+run_tsrc --run "$TMP/cyc/helper_user.tsr"
+if [ "$(status) $(cat "$TMP/out" "$TMP/err")" = "0 5 9 2" ]
+then pass "modules: open passes on a module's own definitions only; options are qualified names too"
+else fail "modules: open passes on a module's own definitions only; options are qualified names too" "exit $(status)" "$TMP/err"; fi
 printf 'open Self\nlet a = 1\n' >"$TMP/cyc/self.tsr"
 run_tsrc --check "$TMP/cyc/self.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"

@@ -100,6 +100,24 @@ bool module_failed(const Elab *e, const char *name) {
     return false;
 }
 
+static int by_generation(const void *a, const void *b) {
+    uint32_t x = (*(GlobalEntry *const *)a)->gen, y = (*(GlobalEntry *const *)b)->gen;
+    return x < y ? -1 : x > y;
+}
+
+/* The definitions of unit `unit` (not the copies its opens made), in the order they were
+ * defined (*count of them; arena). */
+static GlobalEntry **unit_globals(Elab *e, uint32_t unit, uint32_t *count) {
+    GlobalEntry **found = NULL;
+    uint32_t cap = 0;
+    *count = 0;
+    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
+        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
+            if (g->owner == unit && !g->opened) ARENA_PUSH(e->arena, found, *count, cap, g);
+    if (*count) qsort(found, *count, sizeof *found, by_generation);
+    return found;
+}
+
 static void load_module_once(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) {
@@ -178,34 +196,31 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     e->loading_count--;
     e->loading_at_count--;
     e->scope = scope;
-    for (uint32_t i = 0; i < m->items.count; i++) {
-        const Node *item = m->items.items[i];
-        if ((item->kind != ITEM_LET && item->kind != ITEM_OPERATOR) || strcmp(item->name, "_") == 0) continue;
-        Value *v = lookup_global(e, item->name, e->generation, unit);
-        if (v) bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, item->name), v);
-    }
+    /* Every name the module defines is M.name too, for every unit. */
+    uint32_t count;
+    GlobalEntry **names = unit_globals(e, unit, &count);
+    for (uint32_t i = 0; i < count; i++)
+        if (strcmp(names[i]->name, "_") != 0)
+            bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, names[i]->name), names[i]->value);
     globals_now(e); /* the opener's globals again */
 }
 
-static int by_generation(const void *a, const void *b) {
-    uint32_t x = (*(GlobalEntry *const *)a)->gen, y = (*(GlobalEntry *const *)b)->gen;
-    return x < y ? -1 : x > y;
-}
-
-/* `open M` once M is loaded: M's globals become the opener's, in the order M defined them (a
- * name M defined twice is its last definition). */
+/* `open M` once M is loaded: M's definitions become the opener's, in the order M defined them (a
+ * name M defined twice is its last definition); the names M has from its own opens are not
+ * passed on (as OCaml's open: a helper that opens Nn does not bring Nn's names back over the
+ * program's). */
 static void import_module(Elab *e, const char *name) {
     uint32_t unit = OWNER_BASE;
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) unit = e->opened_owner[i];
     if (unit == OWNER_BASE || unit == e->owner) return; /* not loaded (reported), or the opener itself */
-    GlobalEntry **found = NULL;
-    uint32_t count = 0, cap = 0;
-    for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
-        for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
-            if (g->owner == unit) ARENA_PUSH(e->arena, found, count, cap, g);
-    if (count) qsort(found, count, sizeof *found, by_generation);
-    for (uint32_t i = 0; i < count; i++) bind_global(e, found[i]->name, found[i]->value);
+    uint32_t count;
+    GlobalEntry **found = unit_globals(e, unit, &count);
+    for (uint32_t i = 0; i < count; i++) {
+        bind_global(e, found[i]->name, found[i]->value);
+        GlobalEntry *copy = e->global_table[name_hash(found[i]->name) % GLOBAL_BUCKETS]; /* the newest */
+        copy->opened = true;
+    }
 }
 
 /* `open M`: reported at M, the item's last token. */

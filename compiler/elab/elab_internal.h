@@ -135,6 +135,7 @@ struct GlobalEntry {
     const char *name;
     Value *value;
     uint32_t gen, owner;
+    bool opened;       /* a copy an `open` made of another module's definition: not passed on */
     GlobalEntry *next; /* same bucket, newer first */
 };
 

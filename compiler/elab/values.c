@@ -146,7 +146,7 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
     for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next) {
         if (strcmp(g->name, name) != 0) continue;
         if (g->owner == mine && g->gen > gen) later = true;
-        else if (g->owner != mine && g->owner != OWNER_BASE && owner == OWNER_BASE) owner = g->owner;
+        else if (g->owner != mine && g->owner != OWNER_BASE && !g->opened && owner == OWNER_BASE) owner = g->owner;
     }
     if (later) {
         diag_note(span, "'%s' is defined after this point: a definition is usable below it, and a function only calls "
@@ -192,6 +192,7 @@ Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value) {
     g->value = value;
     g->gen = ++e->generation;
     g->owner = owner;
+    g->opened = false;
     g->next = e->global_table[b];
     e->global_table[b] = g;
     return globals_now(e);
