@@ -635,7 +635,10 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
             Value *err = fail(n->span, "'%s' is not a tensor operator", op);
             for (int k = 0; k < 2; k++) { /* a name the caller gave a tensor where a number was meant */
                 const Node *at = k ? n->b : n->a;
-                if (at->kind == NODE_VAR && (k ? b : a)->kind == V_TENSOR) {
+                bool local = false; /* a function's parameter (or a let … in): not a global tensor */
+                for (const Env *l = env; at->kind == NODE_VAR && l && l->name && !local; l = l->next)
+                    local = strcmp(l->name, at->name) == 0;
+                if (local && (k ? b : a)->kind == V_TENSOR) {
                     diag_note(at->span, "'%s' is a tensor here: in a let%%op, an argument written as arithmetic on "
                               "numbers ('f (3 - 1)') is a tensor; pass a number as a labelled argument "
                               "('~%s:(3 - 1)') or compute it with a plain let", at->name, at->name);
