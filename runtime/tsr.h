@@ -206,7 +206,8 @@ int tsr_main_loop_count(tsr_state *state, uint32_t symbol, int64_t from, int64_t
 /* Checkpoints (docs/runtime.md §14): write every parameter of the state to `path` as a NumPy
  * .npz archive (one float32 array per parameter, named as the tensor, in memory order), or
  * read them back from such an archive (numpy.savez's too).  TSR_OK, or TSR_ERR_IO (writing) /
- * TSR_ERR_DATA (reading: missing file or array, wrong shape, damaged archive) with a message
+ * TSR_ERR_DATA (reading: missing file or array, wrong shape, damaged archive, or a parameter the
+ * saving model trained that this one lacks: a checkpoint of a larger model) with a message
  * naming the file and the array; a failed load changes nothing. */
 int tsr_state_save(tsr_state *state, const char *path);
 int tsr_state_load(tsr_state *state, const char *path);
