@@ -1074,30 +1074,47 @@ static bool crossed(Row a, Row b) {
     return (a.lead > b.lead && at < bt) || (b.lead > a.lead && bt < at);
 }
 
+/* The order a held equality is taken in (take_row_equalities): still open before closed, then
+ * by the leading axes of its row (the side that is not a bare variable), fewest first. */
+static uint32_t held_key(ShapeSolver *s, const Constraint *c) {
+    Row a = shape_resolve_row(s, c->r1), b = shape_resolve_row(s, c->r2);
+    Row row = a.var && a.count == 0 ? b : a;
+    return (a.var && b.var ? 0 : 1u << 31) | (row.lead < (1u << 30) ? row.lead : (1u << 30));
+}
+
 static void take_row_equalities(ShapeSolver *s) {
-    ConstraintList pending = s->row_eqs, closed = {0}, held = {0};
+    ConstraintList pending = s->row_eqs, closed = {0}, held = {0}, was_held = {0};
     s->row_eqs = (ConstraintList){0};
     /* A variable equated with two open rows whose flanks cross takes the first as its value, and
      * the second waits as a crossed merge (row_eq); if a closed row then empties the second's
      * variable, the axis it had in front is the first's trailing one, and the variable keeps the
      * first row's marker, whichever came first.  So such equalities are held back once, until
-     * this round's closed rows have been applied: those that are then closed are taken as
-     * closed, after every open one, in the same order whatever the order they came in. */
-    bool *hold = pending.count ? arena_alloc(s->arena, pending.count * sizeof *hold) : NULL;
+     * this round's closed rows have been applied, and then taken in an order of their own
+     * (held_key), whatever the order they came in.  Equalities between two bare variables are
+     * taken first, so that a variable passed through another (j = k ++ "... => ...") is one
+     * variable when the crossings are looked for. */
+    bool *taken = pending.count ? arena_alloc(s->arena, pending.count * 2 * sizeof *taken) : NULL;
+    bool *hold = taken + pending.count;
+    for (uint32_t i = 0; i < pending.count; i++) {
+        Row a = shape_resolve_row(s, pending.items[i].r1), b = shape_resolve_row(s, pending.items[i].r2);
+        taken[i] = !pending.items[i].held && a.var && b.var && a.count == 0 && b.count == 0;
+        if (taken[i]) process(s, pending.items[i]);
+    }
     for (uint32_t i = 0; i < pending.count; i++) {
         Row ri, rj;
-        uint32_t v = pending.items[i].held ? 0 : bare_side(s, &pending.items[i], &ri);
+        uint32_t v = pending.items[i].held || taken[i] ? 0 : bare_side(s, &pending.items[i], &ri);
         hold[i] = false;
         for (uint32_t j = 0; v && j < pending.count && !hold[i]; j++)
-            hold[i] = j != i && !pending.items[j].held && bare_side(s, &pending.items[j], &rj) == v && crossed(ri, rj);
+            hold[i] = j != i && !taken[j] && !pending.items[j].held && bare_side(s, &pending.items[j], &rj) == v &&
+                      crossed(ri, rj);
     }
-    ConstraintList was_held = {0}; /* open ones held in the round before: taken after the others */
     for (uint32_t i = 0; i < pending.count; i++) {
+        if (taken[i]) continue;
         Row a = shape_resolve_row(s, pending.items[i].r1), b = shape_resolve_row(s, pending.items[i].r2);
         if (hold[i]) {
             pending.items[i].held = true; /* once: taken in the next round */
             list_push(s, &held, pending.items[i]);
-        } else if (a.var && b.var && pending.items[i].held) {
+        } else if (pending.items[i].held) {
             list_push(s, &was_held, pending.items[i]);
         } else if (a.var && b.var) {
             process(s, pending.items[i]);
@@ -1105,19 +1122,21 @@ static void take_row_equalities(ShapeSolver *s) {
             list_push(s, &closed, pending.items[i]);
         }
     }
-    /* Those still open after the closed rows were applied are crossed among themselves: the
-     * variable takes the one with the fewest leading axes first (a trailing flank: NumPy's
-     * alignment), whatever the order they came in (insertion sort: stable, few items). */
+    /* The ones held in the round before: the still-open ones (crossed among themselves) before
+     * this round's closed rows, the variable taking the one with the fewest leading axes first (a
+     * trailing flank: NumPy's alignment); those closed meanwhile after them, fewest leading axes
+     * (the marker in front) first.  Insertion sort: stable, few items. */
     for (uint32_t i = 1; i < was_held.count; i++) {
         Constraint c = was_held.items[i];
-        Row rc;
-        uint32_t key = bare_side(s, &c, &rc) ? rc.lead : 0, j = i;
-        for (Row rj; j > 0 && (bare_side(s, &was_held.items[j - 1], &rj) ? rj.lead : 0) > key; j--)
-            was_held.items[j] = was_held.items[j - 1];
+        uint32_t key = held_key(s, &c), j = i;
+        for (; j > 0 && held_key(s, &was_held.items[j - 1]) > key; j--) was_held.items[j] = was_held.items[j - 1];
         was_held.items[j] = c;
     }
-    for (uint32_t i = 0; i < was_held.count; i++) process(s, was_held.items[i]);
+    uint32_t open_held = 0;
+    while (open_held < was_held.count && !(held_key(s, &was_held.items[open_held]) >> 31)) open_held++;
+    for (uint32_t i = 0; i < open_held; i++) process(s, was_held.items[i]);
     for (uint32_t i = 0; i < closed.count; i++) process(s, closed.items[i]);
+    for (uint32_t i = open_held; i < was_held.count; i++) process(s, was_held.items[i]);
     for (uint32_t i = 0; i < held.count; i++) list_push(s, &s->row_eqs, held.items[i]);
 }
 
