@@ -1066,13 +1066,23 @@ static uint32_t bare_side(ShapeSolver *s, const Constraint *c, Row *row) {
     return 0;
 }
 
-/* Whether two open rows have crossed flanks: one has more leading axes, the other more trailing
- * ones (`[x]·<σ>` and `<ρ>·[y]`), so that equating both with one variable makes it depend on
- * which came first whether x and y are one axis or two. */
-static bool crossed(Row a, Row b) {
-    uint32_t at = a.count - a.lead, bt = b.count - b.lead;
-    return (a.lead > b.lead && at < bt) || (b.lead > a.lead && bt < at);
+
+/* An equality with a bare variable on one side: the variable, its place in the pending list,
+ * and the other side. */
+typedef struct BareEquality {
+    uint32_t var, index;
+    Row row;
+} BareEquality;
+
+/* By variable, then by leading axes. */
+static int by_variable(const void *a, const void *b) {
+    const BareEquality *x = a, *y = b;
+    if (x->var != y->var) return x->var < y->var ? -1 : 1;
+    if (x->row.lead != y->row.lead) return x->row.lead < y->row.lead ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
 }
+
+static uint32_t trailing(Row r) { return r.count - r.lead; }
 
 /* The order a held equality is taken in (take_row_equalities): still open before closed, then
  * by the leading axes of its row (the side that is not a bare variable), fewest first. */
@@ -1100,13 +1110,36 @@ static void take_row_equalities(ShapeSolver *s) {
         taken[i] = !pending.items[i].held && a.var && b.var && a.count == 0 && b.count == 0;
         if (taken[i]) process(s, pending.items[i]);
     }
+    /* The candidates (a bare variable on one side, not held before), grouped by that variable:
+     * within a group, each one crossed with another is held.  Sorting keeps this n log n on the
+     * thousands of equalities of a large model; groups are small. */
+    BareEquality *cands = pending.count ? arena_alloc(s->arena, pending.count * sizeof *cands) : NULL;
+    uint32_t cand_count = 0;
     for (uint32_t i = 0; i < pending.count; i++) {
-        Row ri, rj;
-        uint32_t v = pending.items[i].held || taken[i] ? 0 : bare_side(s, &pending.items[i], &ri);
         hold[i] = false;
-        for (uint32_t j = 0; v && j < pending.count && !hold[i]; j++)
-            hold[i] = j != i && !taken[j] && !pending.items[j].held && bare_side(s, &pending.items[j], &rj) == v &&
-                      crossed(ri, rj);
+        Row r;
+        uint32_t v = pending.items[i].held || taken[i] ? 0 : bare_side(s, &pending.items[i], &r);
+        if (v) cands[cand_count++] = (BareEquality){v, i, r};
+    }
+    if (cand_count > 1) qsort(cands, cand_count, sizeof *cands, by_variable);
+    for (uint32_t g = 0, end; g < cand_count; g = end) {
+        for (end = g + 1; end < cand_count && cands[end].var == cands[g].var;) end++;
+        /* Two open rows have crossed flanks when one has more leading axes and the other more
+         * trailing ones (`[x]·<σ>` and `<ρ>·[y]`), so that equating both with one variable makes
+         * it depend on which came first whether x and y are one axis or two.  Ordered by leading
+         * axes, a row is crossed with another when one with fewer leading axes has more trailing
+         * ones, or one with more leading axes fewer. */
+        uint32_t most = 0, fewest = UINT32_MAX; /* of the ones with fewer, and with more, leading axes */
+        for (uint32_t i = g, k; i < end; i = k) {
+            for (k = i; k < end && cands[k].row.lead == cands[i].row.lead; k++)
+                hold[cands[k].index] |= most > trailing(cands[k].row);
+            for (uint32_t j = i; j < k; j++) most = trailing(cands[j].row) > most ? trailing(cands[j].row) : most;
+        }
+        for (uint32_t i = end, k; i > g; i = k) {
+            for (k = i; k > g && cands[k - 1].row.lead == cands[i - 1].row.lead; k--)
+                hold[cands[k - 1].index] |= fewest < trailing(cands[k - 1].row);
+            for (uint32_t j = k; j < i; j++) fewest = trailing(cands[j].row) < fewest ? trailing(cands[j].row) : fewest;
+        }
     }
     for (uint32_t i = 0; i < pending.count; i++) {
         if (taken[i]) continue;
