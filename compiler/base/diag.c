@@ -418,7 +418,8 @@ void diag_error(Span span, const char *fmt, ...) {
         if (n >= (int)sizeof small && (message = malloc((size_t)n + 1))) vsnprintf(message, (size_t)n + 1, fmt, copy);
         va_end(copy);
         va_end(ap);
-        emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name, message ? message : small);
+        emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name,
+                       message ? message : small);
         emit_formatted(DIAG_NOTE, span, "where the standard library finds it");
         if (message != small) free(message);
         return;

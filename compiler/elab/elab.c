@@ -329,7 +329,8 @@ static void elab_item(Elab *e, const Node *item) {
         Value *r = eval(e, item->a, e->globals, MODE_VALUE);
         if (r->kind != V_ERROR && (r->kind != V_INT || r->as.i < 1 || r->as.i > INT32_MAX)) {
             if (r->kind == V_INT)
-                diag_error(item->a->span, "the range of an index must be a positive integer below 2^31, but this is %lld",
+                diag_error(item->a->span,
+                           "the range of an index must be a positive integer below 2^31, but this is %lld",
                            (long long)r->as.i);
             else
                 diag_error(item->a->span, "the range of an index must be a positive integer below 2^31, but this is %s",

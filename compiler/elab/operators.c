@@ -420,10 +420,11 @@ static bool shares_row_var(const SpecSlot *slot, const SeenLabels *seen) {
         if (row->row_var.kind == SPEC_ROWVAR_NONE) continue;
         for (uint32_t j = 0; j < seen->open_count; j++) {
             const SpecRow *other = seen->open_rows[j];
-            if (row->row_var.kind == SPEC_ROWVAR_NAMED ? other->row_var.kind == SPEC_ROWVAR_NAMED &&
-                                                             strcmp(other->row_var.name, row->row_var.name) == 0
-                                                       : other->row_var.kind == SPEC_ROWVAR_DEFAULT && other->kind == row->kind)
-                return true;
+            bool same = row->row_var.kind == SPEC_ROWVAR_NAMED
+                            ? other->row_var.kind == SPEC_ROWVAR_NAMED &&
+                                  strcmp(other->row_var.name, row->row_var.name) == 0
+                            : other->row_var.kind == SPEC_ROWVAR_DEFAULT && other->kind == row->kind;
+            if (same) return true;
         }
     }
     return false;

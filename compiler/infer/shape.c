@@ -9,15 +9,16 @@
  * is either solved (bound to a Row) or keeps its upper-bound rows and its variable-variable
  * inequalities.  Solving a variable puts everything it kept back on the queue, against the new
  * value; that is what makes the fixpoint independent of the order constraints arrive in.
- * Four choices are kept out of that race: row equalities are taken before the queue, those
- * between two open rows first (a row's marker then does not depend on which equality came
- * first), and those that equate one variable with open rows whose flanks cross are held back a
- * round and then taken in a fixed order (take_row_equalities); template growth waits for a fixpoint (it never runs ahead of an equality), and grows
- * a row by the axes it lacks, no more; a row inequality whose sub row reaches across the super
- * row's variable (a crossing) waits for that variable, which closing then gives the fewest axes
- * that let the crossing's axes agree, at its fixpoints and before the leaves commit; and cells
- * constraints, slicing's front equalities, windows (affine axes: seed 004's Conv_input) and
- * concatenations (an axis the sum of its pieces) are settled only at fixpoints of closing.
+ * Four choices are kept out of that race: row equalities are taken before the queue, those between
+ * two open rows first (a row's marker then does not depend on which equality came first), and
+ * those that equate one variable with open rows whose flanks cross are held back a round and then
+ * taken in a fixed order (take_row_equalities); template growth waits for a fixpoint (it never
+ * runs ahead of an equality), and grows a row by the axes it lacks, no more; a row inequality
+ * whose sub row reaches across the super row's variable (a crossing) waits for that variable,
+ * which closing then gives the fewest axes that let the crossing's axes agree, at its fixpoints
+ * and before the leaves commit; and cells constraints, slicing's front equalities, windows (affine
+ * axes: seed 004's Conv_input) and concatenations (an axis the sum of its pieces) are settled only
+ * at fixpoints of closing.
  *
  * Where each part lives (shape_internal.h): this file has the solver's terms, the queue and the
  * fixpoint (shape_solve); shape_close.c has closing (shape_close) with the rules settled at its
@@ -1048,14 +1049,6 @@ static void process(ShapeSolver *s, Constraint c) {
     }
 }
 
-/* Take the pending row equalities: first every one whose two sides are still open, then the
- * rest in order.  Open rows merge their flanks around a shared residue, so once they have met,
- * the row of a class of equal variables holds every flank any of them was written with; a
- * closed row (written ones all have their marker in front) then fills the residue and keeps
- * those flanks' marker.  Taken in arrival order instead, a variable equated with a closed row
- * first would keep that row's marker, and an open row arriving later could not move it, so the
- * marker (where the row broadcasts) would depend on the order.  Row inequalities come after,
- * so none of them reads a marker that a pending equality would still set. */
 /* The variable of an open-open equality that is bare on one side (`<ρ> = [x]·<σ>`), and the
  * other side in *row; 0 when neither side is a bare variable. */
 static uint32_t bare_side(ShapeSolver *s, const Constraint *c, Row *row) {
@@ -1065,7 +1058,6 @@ static uint32_t bare_side(ShapeSolver *s, const Constraint *c, Row *row) {
     if (b.count == 0) return *row = a, b.var;
     return 0;
 }
-
 
 /* An equality with a bare variable on one side: the variable, its place in the pending list,
  * and the other side. */
@@ -1092,6 +1084,24 @@ static uint32_t held_key(ShapeSolver *s, const Constraint *c) {
     return (a.var && b.var ? 0 : 1u << 31) | (row.lead < (1u << 30) ? row.lead : (1u << 30));
 }
 
+typedef struct HeldOrder {
+    uint32_t key, index;
+} HeldOrder;
+
+static int by_held_key(const void *a, const void *b) {
+    const HeldOrder *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Take the pending row equalities: first every one whose two sides are still open, then the
+ * rest in order.  Open rows merge their flanks around a shared residue, so once they have met,
+ * the row of a class of equal variables holds every flank any of them was written with; a
+ * closed row (written ones all have their marker in front) then fills the residue and keeps
+ * those flanks' marker.  Taken in arrival order instead, a variable equated with a closed row
+ * first would keep that row's marker, and an open row arriving later could not move it, so the
+ * marker (where the row broadcasts) would depend on the order.  Row inequalities come after,
+ * so none of them reads a marker that a pending equality would still set. */
 static void take_row_equalities(ShapeSolver *s) {
     ConstraintList pending = s->row_eqs, closed = {0}, held = {0}, was_held = {0};
     s->row_eqs = (ConstraintList){0};
@@ -1158,18 +1168,16 @@ static void take_row_equalities(ShapeSolver *s) {
     /* The ones held in the round before: the still-open ones (crossed among themselves) before
      * this round's closed rows, the variable taking the one with the fewest leading axes first (a
      * trailing flank: NumPy's alignment); those closed meanwhile after them, fewest leading axes
-     * (the marker in front) first.  Insertion sort: stable, few items. */
-    for (uint32_t i = 1; i < was_held.count; i++) {
-        Constraint c = was_held.items[i];
-        uint32_t key = held_key(s, &c), j = i;
-        for (; j > 0 && held_key(s, &was_held.items[j - 1]) > key; j--) was_held.items[j] = was_held.items[j - 1];
-        was_held.items[j] = c;
-    }
+     * (the marker in front) first.  Keys are taken before any is processed; ties keep the
+     * arrival order. */
+    HeldOrder *order = was_held.count ? arena_alloc(s->arena, was_held.count * sizeof *order) : NULL;
+    for (uint32_t i = 0; i < was_held.count; i++) order[i] = (HeldOrder){held_key(s, &was_held.items[i]), i};
+    if (was_held.count > 1) qsort(order, was_held.count, sizeof *order, by_held_key);
     uint32_t open_held = 0;
-    while (open_held < was_held.count && !(held_key(s, &was_held.items[open_held]) >> 31)) open_held++;
-    for (uint32_t i = 0; i < open_held; i++) process(s, was_held.items[i]);
+    while (open_held < was_held.count && !(order[open_held].key >> 31)) open_held++;
+    for (uint32_t i = 0; i < open_held; i++) process(s, was_held.items[order[i].index]);
     for (uint32_t i = 0; i < closed.count; i++) process(s, closed.items[i]);
-    for (uint32_t i = open_held; i < was_held.count; i++) process(s, was_held.items[i]);
+    for (uint32_t i = open_held; i < was_held.count; i++) process(s, was_held.items[order[i].index]);
     for (uint32_t i = 0; i < held.count; i++) list_push(s, &s->row_eqs, held.items[i]);
 }
 
