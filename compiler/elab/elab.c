@@ -443,7 +443,12 @@ static void elab_item(Elab *e, const Node *item) {
 }
 
 static void elab_module(Elab *e, Module *m) {
-    for (uint32_t i = 0; i < m->items.count; i++) elab_item(e, m->items.items[i]);
+    const NodeList *outer = e->items; /* a module loaded in the middle of another's item */
+    uint32_t outer_at = e->item_at;
+    e->items = &m->items;
+    for (e->item_at = 0; e->item_at < m->items.count; e->item_at++) elab_item(e, m->items.items[e->item_at]);
+    e->items = outer;
+    e->item_at = outer_at;
 }
 
 /* ---- Names shown by --print-shapes ---------------------------------------------------------- */

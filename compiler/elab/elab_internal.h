@@ -265,6 +265,8 @@ struct Elab {
     uint32_t *opened_owner; /* per opened module: the owner of its globals */
     uint32_t opened_count, opened_cap, opened_owner_count, opened_owner_cap;
     uint32_t owner, owner_count; /* the unit being elaborated (its globals' owner), and how many there are */
+    const NodeList *items;       /* the items of the unit being elaborated, and the one at hand */
+    uint32_t item_at;
     const char **loading; /* the modules being loaded, outermost first, and the opens that began them */
     Span *loading_at;
     uint32_t loading_count, loading_cap, loading_at_count, loading_at_cap;

@@ -153,6 +153,13 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
                   "those defined before it", name);
         return;
     }
+    for (uint32_t i = e->item_at + 1; e->items && i < e->items->count; i++) { /* an item below, not run yet */
+        const Node *item = e->items->items[i];
+        if (item->kind == ITEM_LET && item->name && strcmp(item->name, name) == 0) {
+            diag_note(item->span, "'%s' is defined here, below its use: a definition is usable after it", name);
+            return;
+        }
+    }
     if (owner == OWNER_BASE) return;
     const char *module = NULL;
     for (uint32_t i = 0; i < e->opened_count; i++)
