@@ -55,9 +55,9 @@ static void elab_module(Elab *e, Module *m);
 /* Loads module `name` once (by `open`, or by the first qualified name `M.x`): its items are
  * elaborated as a unit of their own (its globals' owner), which sees the built-ins, the prelude
  * and its own definitions but nothing the program defined (a user's `relu` or `log` does not
- * change what Nn computes); its routines, options and main are the program's.  Each top-level
- * name is then bound as `M.name` for every unit; `open` copies the module's globals into the
- * opener (open_module). */
+ * change what Nn computes); its routines, options and main are the program's.  Each of its
+ * definitions is then bound as `M.name` for every unit; `open` copies them into the opener
+ * (import_module). */
 /* A module opened again while it is still being loaded (C opens D, D opens C) would see only
  * the part of C before its open: an error naming the cycle.  True when reported. */
 static bool report_open_cycle(Elab *e, const char *name, Span span) {
