@@ -476,6 +476,16 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         if (o->also_text) diag_note(o->also, "%s", o->also_text);
         return;
     }
+    /* One error for one conflict: an operation whose slots fail alike (the same sizes from the
+     * same places, `a =+ b * a ~logic:"i; i => i"`: operand 2 and the result are both a) is
+     * reported at the first slot. */
+    uint64_t key = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 1099511628211ull ^
+                   sides ^ 0x9e3779b97f4a7c15ull;
+    for (const char *c = msg; *c; c++) key = (key ^ (unsigned char)*c) * 1099511628211ull;
+    bool seen = false;
+    for (uint32_t i = 0; i < s->library_clash_count && !seen; i++) seen = s->library_clashes[i] == key;
+    if (seen) diag_drop_next();
+    else ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
     if (o->also_text) diag_note(o->also, "%s", o->also_text);
