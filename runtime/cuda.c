@@ -250,7 +250,12 @@ int tsr_gpu_device_for(int count, const char *chosen, int local_rank) {
     if (!chosen || !chosen[0]) return local_rank >= 0 ? local_rank % count : 0;
     char *end;
     long n = strtol(chosen, &end, 10);
-    if (*end || end == chosen || n < 0 || n >= count) {
+    if (*end || end == chosen) {
+        tsr_error(TSR_ERR_GPU, "TSR_CUDA_DEVICE=%s is not a GPU's number (the driver found %d: 0..%d)", chosen, count,
+                  count - 1);
+        return -1;
+    }
+    if (n < 0 || n >= count) {
         tsr_error(TSR_ERR_GPU, "TSR_CUDA_DEVICE=%s: there is no such GPU (the driver found %d: 0..%d)", chosen, count,
                   count - 1);
         return -1;

@@ -238,6 +238,21 @@ static const char *libdevice_path(Arena *arena) {
     return cg_cuda_toolkit_file(arena, "nvvm/libdevice/libdevice.10.bc", R_OK);
 }
 
+/* The first error LLVM reports while libdevice is read (a file that is not bitcode, or cut
+ * short): kept for tsrc's own message, where LLVM's default handler would print it bare and
+ * exit. */
+typedef struct LibdeviceDiag {
+    char text[512];
+} LibdeviceDiag;
+
+static void libdevice_diagnostic(LLVMDiagnosticInfoRef info, void *context) {
+    LibdeviceDiag *d = context;
+    if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || d->text[0]) return;
+    char *text = LLVMGetDiagInfoDescription(info);
+    snprintf(d->text, sizeof d->text, "%s", text ? text : "");
+    LLVMDisposeMessage(text);
+}
+
 /* Link libdevice into the module; its functions become internal, so that the pipeline keeps
  * only those the kernels call. */
 static bool link_libdevice(CgLlvm *g) {
@@ -256,10 +271,16 @@ static bool link_libdevice(CgLlvm *g) {
         return false;
     }
     LLVMModuleRef lib;
+    LibdeviceDiag why = {{0}};
+    LLVMDiagnosticHandler handler = LLVMContextGetDiagnosticHandler(g->ctx);
+    void *handler_context = LLVMContextGetDiagnosticContext(g->ctx);
+    LLVMContextSetDiagnosticHandler(g->ctx, libdevice_diagnostic, &why);
     bool bad = LLVMParseBitcodeInContext2(g->ctx, buf, &lib);
+    LLVMContextSetDiagnosticHandler(g->ctx, handler, handler_context);
     LLVMDisposeMemoryBuffer(buf);
     if (bad) {
-        diag_error_noloc("'%s' is not LLVM bitcode (TSR_LIBDEVICE must name libdevice.10.bc)", path);
+        diag_error_noloc("'%s' is not LLVM bitcode%s%s (TSR_LIBDEVICE must name libdevice.10.bc)", path,
+                         why.text[0] ? ": " : "", why.text);
         return false;
     }
     LLVMSetTarget(lib, LLVMGetTarget(g->mod));

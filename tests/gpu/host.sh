@@ -219,6 +219,13 @@ bad "--check of an architecture LLVM does not target is an error" 1 "unknown GPU
 export TSR_LIBDEVICE="$T/no-libdevice.bc"
 bad "with TSR_LIBDEVICE naming a missing file, a program that needs exp is refused" 1 \
     "cannot read libdevice '$T/no-libdevice.bc'" --emit=ptx tests/native/primitives_edge.tsr -o "$T/bad.ptx"
+# A file that is not bitcode: tsrc's message with LLVM's reason (LLVM's own handler printed its
+# reason bare and exited).
+echo "not bitcode" >"$T/text.bc"
+export TSR_LIBDEVICE="$T/text.bc"
+bad "with TSR_LIBDEVICE naming a file that is not bitcode, tsrc says so" 1 \
+    "^tsrc: error: '$T/text.bc' is not LLVM bitcode: .* (TSR_LIBDEVICE must name libdevice.10.bc)" \
+    --emit=ptx tests/native/primitives_edge.tsr -o "$T/bad.ptx"
 unset TSR_LIBDEVICE
 
 finish

@@ -212,8 +212,10 @@ static void test_device_choice(void) {
     check(tsr_gpu_device_for(2, "2", 0) == -1 && last_status == TSR_ERR_GPU &&
               strcmp(tsr_last_error(), "TSR_CUDA_DEVICE=2: there is no such GPU (the driver found 2: 0..1)") == 0,
           "TSR_CUDA_DEVICE past the last GPU is an error naming the range", tsr_last_error());
-    check(tsr_gpu_device_for(2, "one", 0) == -1 && tsr_gpu_device_for(2, "-1", 0) == -1 &&
-              tsr_gpu_device_for(2, "1x", 0) == -1, "TSR_CUDA_DEVICE that is not a GPU's number is an error", NULL);
+    check(tsr_gpu_device_for(2, "one", 0) == -1 &&
+              strcmp(tsr_last_error(), "TSR_CUDA_DEVICE=one is not a GPU's number (the driver found 2: 0..1)") == 0 &&
+              tsr_gpu_device_for(2, "-1", 0) == -1 && tsr_gpu_device_for(2, "1x", 0) == -1,
+          "TSR_CUDA_DEVICE that is not a GPU's number is an error that says so", NULL);
     check(tsr_gpu_device_for(0, NULL, 0) == -1, "no GPU at all is an error", NULL);
 }
 
