@@ -153,7 +153,9 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
                   "those defined before it", name);
         return;
     }
-    for (uint32_t i = e->item_at + 1; e->items && i < e->items->count; i++) { /* an item below, not run yet */
+    /* An item below, not run yet, of the unit whose name it is (a module's function applied by the
+     * program does not see the program's items). */
+    for (uint32_t i = e->item_at + 1; e->items && mine == e->owner && i < e->items->count; i++) {
         const Node *item = e->items->items[i];
         if (item->kind == ITEM_LET && item->name && strcmp(item->name, name) == 0) {
             diag_note(item->span, "'%s' is defined here, below its use: a definition is usable after it", name);
