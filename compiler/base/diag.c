@@ -410,6 +410,11 @@ static void emit_formatted(DiagLevel level, Span span, const char *fmt, ...) {
 void diag_error(Span span, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
+    diag_verror(span, fmt, ap);
+    va_end(ap);
+}
+
+void diag_verror(Span span, const char *fmt, va_list ap) {
     if (user_call.file && span_in_stdlib(span)) {
         char small[1024], *message = small; /* whole, however long */
         va_list copy;
@@ -417,7 +422,6 @@ void diag_error(Span span, const char *fmt, ...) {
         int n = vsnprintf(small, sizeof small, fmt, ap);
         if (n >= (int)sizeof small && (message = malloc((size_t)n + 1))) vsnprintf(message, (size_t)n + 1, fmt, copy);
         va_end(copy);
-        va_end(ap);
         emit_formatted(DIAG_ERROR, user_call, "in this application of '%s': %s", user_call_name,
                        message ? message : small);
         emit_formatted(DIAG_NOTE, span, "where the standard library finds it");
@@ -425,7 +429,6 @@ void diag_error(Span span, const char *fmt, ...) {
         return;
     }
     emit(DIAG_ERROR, span, fmt, ap);
-    va_end(ap);
     /* An error in the body of a function the user applied elsewhere: which application. */
     if (user_call.file && !suppressing &&
         (span.file != user_call.file || span.end <= user_call.start || span.start >= user_call.end))

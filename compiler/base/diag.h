@@ -14,6 +14,7 @@
 #define TSR_DIAG_H
 
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,6 +67,9 @@ void span_print_text(FILE *out, Span span, unsigned max);
 typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
 
 void diag_error(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* diag_error with its arguments in a va_list (for wrappers such as elab's fail), whole however
+ * long the message. */
+void diag_verror(Span span, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void diag_warning(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag_note(Span span, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag_error_noloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

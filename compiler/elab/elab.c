@@ -201,7 +201,8 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     GlobalEntry **names = unit_globals(e, unit, &count);
     for (uint32_t i = 0; i < count; i++)
         if (strcmp(names[i]->name, "_") != 0)
-            bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, names[i]->name), names[i]->value);
+            bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, names[i]->name), names[i]->value,
+                           false);
     globals_now(e); /* the opener's globals again */
 }
 
@@ -216,11 +217,7 @@ static void import_module(Elab *e, const char *name) {
     if (unit == OWNER_BASE || unit == e->owner) return; /* not loaded (reported), or the opener itself */
     uint32_t count;
     GlobalEntry **found = unit_globals(e, unit, &count);
-    for (uint32_t i = 0; i < count; i++) {
-        bind_global(e, found[i]->name, found[i]->value);
-        GlobalEntry *copy = e->global_table[name_hash(found[i]->name) % GLOBAL_BUCKETS]; /* the newest */
-        copy->opened = true;
-    }
+    for (uint32_t i = 0; i < count; i++) bind_global_of(e, e->owner, found[i]->name, found[i]->value, true);
 }
 
 /* `open M`: reported at M, the item's last token. */

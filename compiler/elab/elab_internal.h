@@ -342,8 +342,9 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span);
 /* Whether loading module `name` reported an error (elab.c). */
 bool module_failed(const Elab *e, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);
-/* bind_global for unit `owner` (a module's qualified names, OWNER_BASE; an open's copies). */
-Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value);
+/* bind_global for unit `owner` (a module's qualified names, OWNER_BASE; an open's copies, which
+ * are `opened`: not passed on by a later open of the opener). */
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, bool opened);
 /* A marker for the current unit's globals as they are now (after another unit's were made). */
 Env *globals_now(Elab *e);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);

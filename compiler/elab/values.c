@@ -10,7 +10,6 @@
 
 #include <ctype.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 
 Value error_value = {.kind = V_ERROR};
@@ -194,21 +193,21 @@ Env *globals_now(Elab *e) {
     return e->globals = marker;
 }
 
-Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value) {
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, bool opened) {
     GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
     uint32_t b = name_hash(name) % GLOBAL_BUCKETS;
     g->name = name;
     g->value = value;
     g->gen = ++e->generation;
     g->owner = owner;
-    g->opened = false;
+    g->opened = opened;
     g->next = e->global_table[b];
     e->global_table[b] = g;
     return globals_now(e);
 }
 
 /* Define a global of the current unit; returns the marker of the new generation. */
-Env *bind_global(Elab *e, const char *name, Value *value) { return bind_global_of(e, e->owner, name, value); }
+Env *bind_global(Elab *e, const char *name, Value *value) { return bind_global_of(e, e->owner, name, value, false); }
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
 
@@ -330,18 +329,10 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
 /* ---- Errors -------------------------------------------------------------------------------- */
 
 Value *fail(Span span, const char *fmt, ...) {
-    char small[1024], *buf = small; /* whole, however long the names in it */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    diag_verror(span, fmt, ap);
     va_end(ap);
-    if (n >= (int)sizeof small && (buf = malloc((size_t)n + 1))) {
-        va_start(ap, fmt);
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    diag_error(span, "%s", buf ? buf : small);
-    if (buf != small) free(buf);
     return &error_value;
 }
 
