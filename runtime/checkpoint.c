@@ -7,10 +7,10 @@
  * the run counters (tsrc.runs, tsrc.shuffles) and the seed (tsrc.seed), so that a run loading it
  * continues the run that saved it, and the names of the parameters the model trains
  * (tsrc.parameters), so that a load of the whole file into a model lacking one (a checkpoint of
- * more blocks) is refused rather than leaving those weights out; on loading, state arrays and counters the file lacks are left
- * as they are, the counters only move forward, the seed comes with them unless the command line
- * gave one (--seed), and the shuffles are replayed (shuffle.c) to put the data in the saved run's
- * order.
+ * more blocks) is refused rather than leaving those weights out; on loading, state arrays and
+ * counters the file lacks are left as they are, the counters only move forward, the seed comes
+ * with them unless the command line gave one (--seed), and the shuffles are replayed (shuffle.c)
+ * to put the data in the saved run's order.
  *
  * Saving writes each chosen buffer (every parameter, or the list a `save` statement names) as
  * member NAME.npy of a zip archive: .npy format 1.0, little-endian, of the buffer's type's NumPy
