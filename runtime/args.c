@@ -3,7 +3,7 @@
  * A generated `main` hands its argc/argv to tsr_main_start() with the model image; the
  * reference executor (`tsrc --run --interp prog.tsr -- ARGS`) does the same, so both accept the
  * same options and answer them with the same words.  The options come from a table, not from
- * generated code: the built-in ones (--help, --seed, --threads, --data, --load, --save, --size,
+ * generated code: the built-in ones (--help, --seed, --threads, --data, --load, --init-from, --save, --size,
  * --distributed, --reduce, --check-replicas) and the
  * program's `option` items, which the image lists with their kinds and defaults.  A bad command
  * line is a one-line message "PROGRAM: error: …" on stderr and exit status 2; --help prints
@@ -71,6 +71,8 @@ static void print_help(const Parser *p, uint64_t default_seed) {
            default_seed);
     printf("  %-22s %s\n", "--threads N", "threads of parallel loops (default: TSR_NUM_THREADS, or one per CPU)");
     printf("  %-22s %s\n", "--load PATH", "read the parameters and training state from checkpoint PATH (.npz) before main runs");
+    printf("  %-22s %s\n", "--init-from PATH", "start from the parameters checkpoint PATH shares with this model (fine-tuning), "
+           "the others as initialised");
     printf("  %-22s %s\n", "--save PATH", "write the parameters and training state to checkpoint PATH when main has run");
     printf("  %-22s %s\n", "--distributed ENGINE",
            "auto (default: MPI when a launcher such as mpirun started several processes), mpi, nccl (GPU "
@@ -259,6 +261,9 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         } else if (strncmp(name, "load", n) == 0) {
             if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
             p->args.load = value;
+        } else if (strncmp(name, "init-from", n) == 0) {
+            if (!value[0]) return usage_error(p, "'--init-from' needs the path of a checkpoint");
+            p->args.init_from = value;
         } else if (strncmp(name, "save", n) == 0) {
             if (!value[0]) return usage_error(p, "'--save' needs the path of a checkpoint");
             p->args.save = value;
@@ -279,6 +284,9 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
         }
         if (status) return status;
     }
+    if (p->args.load && p->args.init_from)
+        return usage_error(p, "'--load' and '--init-from' both given: '--load' resumes the run a checkpoint saved, "
+                           "'--init-from' starts a new one from a checkpoint's weights");
     return 0;
 }
 
@@ -310,6 +318,15 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
             tsr_state_destroy(s);
             s = NULL;
         }
+        char *note = NULL;
+        if (s && p.args.init_from && tsr_checkpoint_init_from(s, p.args.init_from, NULL, &note) != TSR_OK) {
+            tsr_state_destroy(s);
+            s = NULL;
+        } else if (note && tsr_dist_rank() == 0) { /* what was kept and what was left: a partial load says so */
+            fflush(stdout);
+            fprintf(stderr, "%s: note: %s\n", p.program, note);
+        }
+        free(note);
         /* After --load, which brings a run's seed and parameters: checkpoints read from each
          * machine's own disk must be the same one. */
         if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */

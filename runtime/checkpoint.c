@@ -770,21 +770,22 @@ static int check_saved_parameters(const tsr_state *s, const Archive *a) {
     return status;
 }
 
-int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
-    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
-    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
-    int unsized = unsized_buffer(s, buffers, count, "read", path);
-    if (unsized != TSR_OK) return unsized;
-    Archive archive = {.fd = -1};
-    int status = archive_open(&archive, path);
-    if (status == TSR_OK) status = read_directory(&archive);
-    if (status == TSR_OK) status = check_directory(&archive);
-    if (status == TSR_OK && count == 0) status = check_saved_parameters(s, &archive);
+/* Which of the model's buffers a load reads: the listed ones (each must be in the file), every
+ * parameter and the training state (a state array may be missing: a checkpoint of parameters
+ * only, from numpy.savez or an older tsrc, leaves that state where it is), or the trained
+ * parameters the file has (--init-from: any may be missing, and stays as initialised). */
+typedef enum { READ_LISTED, READ_WHOLE, READ_SHARED } ReadMode;
+
+/* Read each buffer `mode` chooses into fresh[b] (allocated; NULL for a buffer not read), counting
+ * them in *read; the state itself is not touched. */
+static int read_buffers(tsr_state *s, const Archive *archive, const uint32_t *buffers, uint32_t count, ReadMode mode,
+                        void **fresh, uint32_t *read) {
     uint32_t n = tsr_model_buffer_count(s->model);
-    float **fresh = calloc((size_t)n + 1, sizeof *fresh); /* nothing changes unless every array is read */
-    if (!fresh && status == TSR_OK) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
+    int status = TSR_OK;
+    *read = 0;
     for (uint32_t b = 0; b < n && status == TSR_OK; b++) {
-        if (!chosen(s, buffers, count, b)) continue;
+        if (mode == READ_SHARED ? !trained_parameter(s, b) : !chosen(s, mode == READ_LISTED ? buffers : NULL, count, b))
+            continue;
         uint32_t rank;
         const int64_t *dims;
         int64_t cells;
@@ -793,22 +794,67 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
         const char *name = tsr_model_buffer_name(s->model, b);
         unsigned char *data = NULL;
         size_t len = 0;
-        /* A training state array may be missing (a checkpoint of parameters only, from numpy.savez
-         * or an older tsrc): that state starts where it is. */
-        bool optional = count == 0 && tsr_model_buffer_is_state(s->model, b);
-        status = read_member(&archive, name, member_limit(cells), optional, &data, &len);
+        bool optional = mode == READ_SHARED || (mode == READ_WHOLE && tsr_model_buffer_is_state(s->model, b));
+        status = read_member(archive, name, member_limit(cells), optional, &data, &len);
         uint8_t dtype = tsr_model_buffer_dtype(s->model, b);
         if (status == TSR_OK && data && !(fresh[b] = tsr_alloc_cells(cells, tsr_dtype_cell_bytes(dtype))))
             status = TSR_ERR_NOMEM;
-        if (status == TSR_OK && data) status = tsr_load_npy_member(data, len, fresh[b], dtype, rank, dims, path, name);
+        if (status == TSR_OK && data) {
+            status = tsr_load_npy_member(data, len, fresh[b], dtype, rank, dims, archive->path, name);
+            (*read)++;
+        }
         free(data);
     }
+    for (uint32_t b = 0; b < n && status == TSR_OK; b++) /* a GPU state: the host copies are changed */
+        if (fresh[b]) status = tsr_buffer_to_host(s, b, true);
+    return status;
+}
+
+/* With `status` TSR_OK, copy each buffer read into the state (copied, so pointers a caller holds
+ * stay valid); free them either way. */
+static void commit_buffers(tsr_state *s, void **fresh, int status) {
+    uint32_t n = tsr_model_buffer_count(s->model);
+    for (uint32_t b = 0; fresh && b < n; b++) {
+        if (fresh[b] && status == TSR_OK) {
+            uint32_t rank;
+            const int64_t *dims;
+            int64_t cells;
+            uint8_t kind;
+            tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
+            memcpy(s->buffers[b], fresh[b], (size_t)cells * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b)));
+        }
+        tsr_free(fresh[b]);
+    }
+    free(fresh);
+}
+
+/* The checkpoint at `path` opened, its directory read and checked, and the table of buffers a
+ * load fills (nothing changes unless every array is read); TSR_OK or the error. */
+static int open_for_load(tsr_state *s, const char *path, Archive *archive, void ***fresh) {
+    archive->fd = -1;
+    int status = archive_open(archive, path);
+    if (status == TSR_OK) status = read_directory(archive);
+    if (status == TSR_OK) status = check_directory(archive);
+    *fresh = calloc((size_t)tsr_model_buffer_count(s->model) + 1, sizeof **fresh);
+    if (!*fresh && status == TSR_OK) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
+    return status;
+}
+
+int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
+    int unsized = unsized_buffer(s, buffers, count, "read", path);
+    if (unsized != TSR_OK) return unsized;
+    Archive archive = {0};
+    void **fresh;
+    int status = open_for_load(s, path, &archive, &fresh);
+    if (status == TSR_OK && count == 0) status = check_saved_parameters(s, &archive);
+    uint32_t read;
+    if (status == TSR_OK) status = read_buffers(s, &archive, buffers, count, count ? READ_LISTED : READ_WHOLE, fresh, &read);
     uint64_t runs = s->runs, seed = s->seed;
     uint64_t *shuffles = NULL;
     bool has_seed = false;
     if (count == 0 && status == TSR_OK) status = read_counters(s, &archive, &runs, &shuffles, &seed, &has_seed);
-    for (uint32_t b = 0; fresh && b < n && status == TSR_OK; b++) /* a GPU state: the host copies are changed */
-        if (fresh[b]) status = tsr_buffer_to_host(s, b, true);
     /* The run counters move forward only (resuming a run: the checkpoint's counts are at least
      * this state's), and the saved run's seed comes with them (the random key is the seed and the
      * count) unless the command line chose one.  The data sets' rows are put in the order the
@@ -839,18 +885,7 @@ int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers,
     for (uint32_t k = 0, j = 0; status == TSR_OK && shuffles && (a = next_shuffle(s, &k)); j++)
         while (status == TSR_OK && a->counter == k - 1 && a->runs < shuffles[j]) status = tsr_shuffle(s, a);
     free(shuffles);
-    for (uint32_t b = 0; fresh && b < n; b++) {
-        if (fresh[b] && status == TSR_OK) { /* copied, so pointers a caller holds stay valid */
-            uint32_t rank;
-            const int64_t *dims;
-            int64_t cells;
-            uint8_t kind;
-            tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind);
-            memcpy(s->buffers[b], fresh[b], (size_t)cells * tsr_dtype_cell_bytes(tsr_model_buffer_dtype(s->model, b)));
-        }
-        tsr_free(fresh[b]);
-    }
-    free(fresh);
+    commit_buffers(s, fresh, status);
     archive_close(&archive);
     return status;
 }
@@ -859,6 +894,104 @@ int tsr_state_load(tsr_state *s, const char *path) {
     int status = tsr_checkpoint_load(s, path, NULL, 0);
     if (status == TSR_OK) tsr_model_mark_loaded(s->model); /* the agreement check names the seed so */
     return status;
+}
+
+/* ---- Initialising from another model's checkpoint (--init-from) --------------------------------- */
+
+/* Text that lists names, up to three quoted and then "and N more". */
+typedef struct NameList {
+    char text[400];
+    size_t length;
+    uint32_t count;
+} NameList;
+
+static void name_list_add(NameList *l, const char *name, size_t length) {
+    if (l->count < 3 && l->length < sizeof l->text) {
+        int n = snprintf(l->text + l->length, sizeof l->text - l->length, "%s'%.*s'", l->count ? ", " : "",
+                         (int)(length < 80 ? length : 80), name);
+        if (n > 0) l->length += (size_t)n;
+    }
+    l->count++;
+}
+
+static const char *name_list_text(NameList *l) {
+    if (l->count > 3 && l->length < sizeof l->text)
+        snprintf(l->text + l->length, sizeof l->text - l->length, " and %" PRIu32 " more", l->count - 3);
+    return l->text;
+}
+
+/* The arrays of the archive that are no parameter or training state of this model (tsrc.* left
+ * out): the layers of a larger model, or the weights of another one. */
+static void unused_arrays(const tsr_state *s, const Archive *a, NameList *unused) {
+    const unsigned char *d = a->directory;
+    size_t at = 0;
+    char name[256];
+    for (uint32_t i = 0; i < a->entries; i++) { /* the directory was checked whole (check_directory) */
+        size_t name_len = get16(d + at + 28), extra = get16(d + at + 30), comment = get16(d + at + 32);
+        const char *member = (const char *)d + at + ZIP_CENTRAL_SIZE;
+        at += ZIP_CENTRAL_SIZE + name_len + extra + comment;
+        if (name_len < 4 || memcmp(member + name_len - 4, ".npy", 4) != 0) continue;
+        size_t k = name_len - 4;
+        if (k >= 5 && memcmp(member, "tsrc.", 5) == 0) continue;
+        if (k < sizeof name) {
+            memcpy(name, member, k);
+            name[k] = '\0';
+            if (model_holds(s, name)) continue;
+        }
+        name_list_add(unused, member, k);
+    }
+}
+
+int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, char **note) {
+    if (note) *note = NULL;
+    if (read) *read = 0;
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "init-from: no file name");
+    int status = unsized_buffer(s, NULL, 0, "read", path);
+    if (status != TSR_OK) return status;
+    uint32_t n = tsr_model_buffer_count(s->model), parameters = 0;
+    for (uint32_t b = 0; b < n; b++) parameters += trained_parameter(s, b);
+    Archive archive = {0};
+    void **fresh;
+    uint32_t got = 0;
+    status = open_for_load(s, path, &archive, &fresh);
+    if (status == TSR_OK) status = read_buffers(s, &archive, NULL, 0, READ_SHARED, fresh, &got);
+    NameList kept = {0}, unused = {0};
+    if (status == TSR_OK) {
+        unused_arrays(s, &archive, &unused);
+        for (uint32_t b = 0; b < n; b++)
+            if (trained_parameter(s, b) && !fresh[b])
+                name_list_add(&kept, tsr_model_buffer_name(s->model, b), strlen(tsr_model_buffer_name(s->model, b)));
+    }
+    if (status == TSR_OK && got == 0)
+        status = parameters == 0
+                     ? tsr_error(TSR_ERR_DATA, "cannot initialise from checkpoint '%s': this model trains no parameters",
+                                 path)
+                     : tsr_error(TSR_ERR_DATA, "checkpoint '%s' holds none of the %" PRIu32 " parameters of this model "
+                                 "(%s); %s%s", path, parameters, name_list_text(&kept),
+                                 unused.count ? "its arrays are " : "it holds no arrays",
+                                 unused.count ? name_list_text(&unused) : "");
+    if (status == TSR_OK && note && (kept.count || unused.count)) {
+        char text[1024];
+        int length = snprintf(text, sizeof text, "read %" PRIu32 " of %" PRIu32 " parameters from '%s'", got, parameters,
+                              path);
+        if (kept.count && length > 0 && (size_t)length < sizeof text)
+            length += snprintf(text + length, sizeof text - (size_t)length, "; %" PRIu32 " kept as initialised (%s)",
+                               kept.count, name_list_text(&kept));
+        if (unused.count && length > 0 && (size_t)length < sizeof text)
+            snprintf(text + length, sizeof text - (size_t)length, "; %" PRIu32 " array%s of the file %s not in "
+                     "this model (%s)", unused.count, unused.count == 1 ? "" : "s", unused.count == 1 ? "is" : "are",
+                     name_list_text(&unused));
+        if (!(*note = strdup(text))) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
+    }
+    commit_buffers(s, fresh, status);
+    archive_close(&archive);
+    if (status == TSR_OK && read) *read = got;
+    return status;
+}
+
+int tsr_state_init_from(tsr_state *s, const char *path, uint32_t *read) {
+    return tsr_checkpoint_init_from(s, path, read, NULL);
 }
 
 /* ---- Several processes: a checkpoint written once ------------------------------------------------ */

@@ -15,7 +15,7 @@
 /* The options of every executable's command line besides its program's own (runtime/args.c);
  * a program's `option` may not take one of these names (compiler/elab/elab.c). */
 #define TSR_BUILTIN_OPTIONS \
-    "help", "seed", "threads", "data", "load", "save", "size", "distributed", "reduce", "check-replicas"
+    "help", "seed", "threads", "data", "load", "init-from", "save", "size", "distributed", "reduce", "check-replicas"
 
 /* What a buffer holds and who fills it. */
 #define TSR_BUFFER_KINDS(X)                                                        \

@@ -38,6 +38,7 @@ typedef struct tsr_run_args {
     uint32_t data_count;
     const char **data_names, **data_paths; /* --data NAME=PATH, in order (a later one wins) */
     const char *load;                      /* --load PATH, or NULL */
+    const char *init_from;                 /* --init-from PATH, or NULL */
     const char *save;                      /* --save PATH, or NULL */
     bool reduce_ordered;                   /* --reduce=ordered: REDUCE with tsr_dist_mean_ordered */
     bool check_replicas;                   /* --check-replicas: compare the parameters at the end */
@@ -116,6 +117,13 @@ bool tsr_model_buffer_shape(const tsr_model *model, uint32_t buffer, uint32_t *r
  * as a NumPy .npz archive at `path`. */
 int tsr_checkpoint_save(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
 int tsr_checkpoint_load(tsr_state *state, const char *path, const uint32_t *buffers, uint32_t count);
+/* --init-from PATH, tsr_state_init_from: read each trained parameter the checkpoint holds (shape
+ * and type checked as a load's), leaving the others as initialised and the training state, run
+ * counters and seed alone; *read (may be NULL) counts those read.  With `note`, *note is a
+ * malloc'd sentence saying what was kept and what the file holds beyond the model (NULL when the
+ * two match).  A file holding none of the model's parameters is an error; a failed call changes
+ * nothing. */
+int tsr_checkpoint_init_from(tsr_state *state, const char *path, uint32_t *read, char **note);
 /* Whether a checkpoint could be written at `path` now (--save, checked before main runs): it is
  * not an existing directory, device or FIFO, and its directory exists and may be written in;
  * TSR_OK, or the error tsr_checkpoint_save would give. */

@@ -211,6 +211,12 @@ int tsr_main_loop_count(tsr_state *state, uint32_t symbol, int64_t from, int64_t
  * naming the file and the array; a failed load changes nothing. */
 int tsr_state_save(tsr_state *state, const char *path);
 int tsr_state_load(tsr_state *state, const char *path);
+/* Start from another model's weights (fine-tuning, a model grown by a layer): read each trained
+ * parameter the checkpoint at `path` holds, of the same shape, and leave the others as
+ * initialised; the training state, run counters and seed are not read.  *read (may be NULL)
+ * counts the parameters read.  TSR_OK, or TSR_ERR_DATA (as tsr_state_load's, and for a file
+ * holding none of the model's parameters) / TSR_ERR_ARGUMENT; a failed call changes nothing. */
+int tsr_state_init_from(tsr_state *state, const char *path, uint32_t *read);
 
 /* For the `main` of generated executables: run statement `action` of the program's main that
  * the runtime carries out (save, load, shuffle, record, plot: the image lists them). */

@@ -15,6 +15,10 @@
 #     file cut short, a damaged member (CRC), a directory, an unwritable save, `--load` without
 #     a path: each one message naming the file and the array, status 1 (2 for the command line),
 #     the same from both executors, and a failed save leaves no file behind;
+#   - --init-from reads the parameters a file shares with the model (a model grown by a
+#     parameter, one lacking w2), keeps the others, says what it kept and left on stderr, and
+#     refuses a file of none of them, a shared name of another shape and --load beside it;
+#     tsr_state_init_from in C counts what it read;
 #   - a hostile directory: a link planted where a temporary could be is not written through, and a
 #     FIFO at the checkpoint's name is refused, not replaced.
 # Usage: checkpoint.sh TSRC LIBDIR.  Last line: "N passed, N failed".
@@ -184,6 +188,48 @@ sed -e 's/^let%op b1 .*//' -e 's/(b1 + w1 \* moons.points)/(w1 * moons.points)/'
 if [ $? = 1 ] && [ "$(cat "$T/err")" = "tsrc: error: run time: checkpoint 'model.npz' holds parameter 'b1' (and 1 more), $more" ]; then pass
 else cat "$T/out" "$T/err" >"$T/log"; fail "the refusal counts the other parameters the model lacks"; fi
 
+# --init-from: checkpoint_init.tsr (the model and a new parameter, gain) reads the three
+# parameters model.npz shares with it, keeps gain as initialised and says so on stderr, and
+# prints the trained predictions; checkpoint_features.tsr (no w2) reads w1 and b1 and names the
+# array it leaves; checkpoint_predict.tsr, which matches the file, says nothing.  A file holding
+# none of the model's parameters, a shared name of another shape and --load beside it are errors.
+cp tests/native/checkpoint_init.tsr "$T/"
+(cd "$N" && "$TSRC" ../checkpoint_init.tsr -o ../checkpoint_init) >"$T/log" 2>&1 || fail "checkpoint_init.tsr compiles"
+"$PY" -c 'import numpy as np, sys; np.savez(sys.argv[1], a=np.zeros(2, np.float32), b=np.ones(3, np.float32))' "$N/other.npz"
+for exe in native interp; do
+    prefix="../checkpoint_init:"
+    [ $exe = interp ] && prefix="checkpoint_init:"
+    run() { if [ $exe = native ]; then (cd "$N" && ../checkpoint_init "$@"); else (cd "$N" && "$TSRC" --run --interp ../checkpoint_init.tsr -- "$@"); fi; }
+    run --init-from model.npz >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 0 ] && [ "$(cat "$T/err")" = "$prefix note: read 3 of 4 parameters from 'model.npz'; 1 kept as initialised ('gain')" ] &&
+       cmp -s "$T/out" "$T/trained"; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: --init-from reads the shared parameters, keeps the new one, and says so (status $st)"; fi
+    run --init-from head.npz >"$T/out" 2>"$T/err"
+    if [ $? = 0 ] && [ "$(cat "$T/err")" = "$prefix note: read 2 of 4 parameters from 'head.npz'; 2 kept as initialised ('w1', 'gain')" ] &&
+       ! cmp -s "$T/out" "$T/trained"; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: --init-from a file of two parameters reads those two"; fi
+    error="$prefix error:"
+    [ $exe = interp ] && error="tsrc: error: run time:"
+    run --init-from other.npz >"$T/out" 2>"$T/err"
+    if [ $? = 1 ] && [ ! -s "$T/out" ] &&
+       [ "$(cat "$T/err")" = "$error checkpoint 'other.npz' holds none of the 4 parameters of this model ('w1', 'b1', 'w2' and 1 more); its arrays are 'a', 'b'" ]; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: --init-from a file of none of the model's parameters is an error"; fi
+    run --init-from shape.npz >"$T/out" 2>"$T/err"
+    if [ $? = 1 ] && [ "$(cat "$T/err")" = "$error checkpoint 'shape.npz': array 'w1': expected shape (4, 2), found (2, 4)" ]; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: --init-from a parameter of another shape is an error"; fi
+    run --init-from model.npz --load model.npz >"$T/out" 2>"$T/err"
+    if [ $? = 2 ] && grep -q "'--load' and '--init-from' both given" "$T/err"; then pass
+    else cat "$T/out" "$T/err" >"$T/log"; fail "$exe: --init-from with --load is a bad command line"; fi
+done
+(cd "$N" && "$TSRC" --run --interp ../checkpoint_features.tsr -- --init-from model.npz) >"$T/out" 2>"$T/err"
+if [ $? = 0 ] && [ "$(cat "$T/err")" = "checkpoint_features: note: read 2 of 2 parameters from 'model.npz'; 1 array of the file is not in this model ('w2')" ]; then pass
+else cat "$T/out" "$T/err" >"$T/log"; fail "--init-from a larger model's checkpoint names the array it leaves"; fi
+(cd "$N" && ../checkpoint_predict --init-from model.npz) >"$T/out" 2>"$T/err"
+awk '/^predictions/ { k++ } k == 1' "$T/out" >"$T/first"
+if [ $? = 0 ] && [ ! -s "$T/err" ] && cmp -s "$T/first" "$T/trained"; then pass
+else cat "$T/out" "$T/err" >"$T/log"; fail "--init-from a file that matches the model says nothing"; fi
+
 # A save that cannot be written (a directory has the name): an error, and no file left behind.
 mkdir "$T/blocked" "$T/blocked/model.npz"
 (cd "$T/blocked" && ../checkpoint_train) >"$T/out" 2>"$T/err"
@@ -232,13 +278,25 @@ int main(void) {
     if (predict_save(s, "again.npz") != TSR_OK) { printf("save: %s\n", predict_last_error()); return 1; }
     if (predict_save(NULL, "x.npz") != TSR_ERR_ARGUMENT || predict_load(NULL, "x.npz") != TSR_ERR_ARGUMENT) return 1;
     predict_destroy(s);
+    /* tsr_state_init_from: the parameters the file holds, counted; a failed one changes nothing */
+    s = predict_create(7);
+    memcpy(before, predict_w1(s), sizeof before);
+    uint32_t read = 99;
+    if (tsr_state_init_from((tsr_state *)s, "other.npz", &read) != TSR_ERR_DATA || read != 0 ||
+        memcmp(before, predict_w1(s), sizeof before) != 0) { printf("init_from other.npz: %s\n", predict_last_error()); return 1; }
+    if (tsr_state_init_from((tsr_state *)s, "head.npz", &read) != TSR_OK || read != 2 ||
+        memcmp(before, predict_w1(s), sizeof before) != 0) { printf("init_from head.npz: %u %s\n", read, predict_last_error()); return 1; }
+    if (tsr_state_init_from((tsr_state *)s, "model.npz", NULL) != TSR_OK || memcmp(before, predict_w1(s), sizeof before) == 0 ||
+        ((tsr_state *)s)->runs != 0) { printf("init_from model.npz: %s\n", predict_last_error()); return 1; }
+    if (tsr_state_init_from(NULL, "x.npz", &read) != TSR_ERR_ARGUMENT || tsr_state_init_from((tsr_state *)s, "", NULL) != TSR_ERR_ARGUMENT) return 1;
+    predict_destroy(s);
     return 0;
 }
 EOF
 if "$TSRC" -c "$T/checkpoint_predict.tsr" -o "$T/predict.o" >"$T/log" 2>&1 &&
    cc -std=c11 -Wall -Wextra -Werror -I"$T" -I"$INC" "$T/driver.c" "$T/predict.o" "$LIB" -lm -lpthread -o "$T/driver" >"$T/log" 2>&1 &&
    (cd "$N" && ../driver) >"$T/log" 2>&1 && cmp -s "$N/again.npz" "$N/model.npz"; then pass
-else fail "object mode: predict_load reads model.npz (and its seed), predict_save writes the same bytes, a failed load changes nothing"; fi
+else fail "object mode: predict_load reads model.npz (and its seed), predict_save writes the same bytes, a failed load changes nothing; tsr_state_init_from reads the parameters alone"; fi
 
 summary
 [ $failed = 0 ]
