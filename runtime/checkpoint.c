@@ -36,7 +36,9 @@
  * local headers included) load too; compressed members (numpy.savez_compressed) are refused by
  * name.  Every problem — a missing or unreadable file, a missing array, a wrong shape, a damaged or
  * truncated archive — is a TSR_ERR_DATA error naming the file and the array, and the state is
- * changed only when every array has been read.
+ * changed only when every array has been read.  Initialising from another model's checkpoint
+ * (--init-from, tsr_state_init_from) reads the trained parameters the file holds alone, the
+ * others keeping their initial values, and tells what was kept and what the file holds beyond.
  *
  * For a GPU state, saving reads and loading writes the host copies through the coherence of
  * cuda.c (tsr_buffer_to_host), so a checkpoint holds what the kernels last computed.
