@@ -133,6 +133,7 @@ logic(R) ::= LOGIC simple(E).                            { R = parse_logic(ps, E
 op_clauses(R) ::= op_clause(C).                          { R = (NodeList){0}; parse_push(ps, &R, C); }
 op_clauses(R) ::= op_clauses(L) op_clause(C).            { R = L; parse_push(ps, &R, C); }
 op_clause(R) ::= IDENT(N) code_block(B).                 { R = parse_op_clause(ps, &N, B); }
+op_clause(R) ::= IDENT(N) IDENT(W).                      { R = parse_op_clause_word(ps, &N, &W); }
 
 code_block(R) ::= CD_OPEN(O) seq_expr(E) RBRACKET(C).    { R = parse_code_block(ps, &O, E, &C); }
 

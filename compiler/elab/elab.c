@@ -118,6 +118,33 @@ static GlobalEntry **unit_globals(Elab *e, uint32_t unit, uint32_t *count) {
     return found;
 }
 
+/* The standard library's module (besides the prelude) whose file defines `name` at the start of a
+ * line (`let NAME`, `let%op NAME`, `let rec NAME`, `operator NAME`), as its name ("Nn"), or NULL:
+ * for the note at a name used without `open`, before any use loaded the module. */
+const char *stdlib_module_defining(Elab *e, const char *name) {
+    static const char *const starts[] = {"let%op ", "let%cd ", "let rec ", "let ", "operator "};
+    size_t n = strlen(name);
+    for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {
+        if (strcmp(tsr_stdlib_files[i].name, "core.tsr") == 0) continue;
+        const char *text = tsr_stdlib_files[i].text, *end = text + tsr_stdlib_files[i].len;
+        for (const char *line = text; line < end;) {
+            for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+                size_t s = strlen(starts[k]);
+                if ((size_t)(end - line) > s + n && memcmp(line, starts[k], s) == 0 && memcmp(line + s, name, n) == 0 &&
+                    (line[s + n] == ' ' || line[s + n] == '=')) {
+                    char *module = arena_printf(e->arena, "%s", tsr_stdlib_files[i].name);
+                    module[0] = (char)toupper((unsigned char)module[0]);
+                    *strrchr(module, '.') = '\0';
+                    return module;
+                }
+            }
+            const char *next = memchr(line, '\n', (size_t)(end - line));
+            line = next ? next + 1 : end;
+        }
+    }
+    return NULL;
+}
+
 static void load_module_once(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], name) == 0) {
@@ -237,7 +264,10 @@ Value *qualified_name(Elab *e, const Node *n) {
     if (!v) {
         Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
         const char *near = closest_in_module(e, n->a->name, n->name);
-        if (near) diag_note(n->span, "did you mean '%s.%s'?", n->a->name, near);
+        if (lookup_global(e, n->name, e->generation, OWNER_BASE)) /* Nn.relu: the prelude's */
+            diag_note(n->span, "'%s' is a built-in or an operator of the prelude, which every program and module has "
+                      "without a module's name: write '%s'", n->name, n->name);
+        else if (near) diag_note(n->span, "did you mean '%s.%s'?", n->a->name, near);
         return err;
     }
     return v;

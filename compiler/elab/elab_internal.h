@@ -335,6 +335,8 @@ const char *closest_in_scope(Elab *e, Env *env, const char *name);
 /* For a data set used as a tensor: a note listing its fields (moons.points, moons.labels). */
 void note_data_fields(Elab *e, const Value *v, Span span);
 const char *closest_in_module(Elab *e, const char *module, const char *name);
+/* The standard library module (not the prelude) that defines `name`, as "Nn", or NULL (elab.c). */
+const char *stdlib_module_defining(Elab *e, const char *name);
 /* For a name not defined at `env`: a note when it is defined later in the same unit, or by
  * another unit (a module that is not open there, or the program, whose names a module does not
  * see). */

@@ -161,6 +161,10 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
             return;
         }
     }
+    const char *library = owner == OWNER_BASE ? stdlib_module_defining(e, name) : NULL;
+    if (library) /* a module no use has loaded yet */
+        diag_note(span, "'%s' is a definition of the standard library's module '%s', which is not open here: write "
+                  "'%s.%s', or 'open %s'", name, library, library, name, library);
     if (owner == OWNER_BASE) return;
     const char *module = NULL;
     for (uint32_t i = 0; i < e->opened_count; i++)

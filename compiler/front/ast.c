@@ -129,7 +129,7 @@ static void dump(FILE *out, const Node *n, int indent) {
         fprintf(out, "%s%s %s", strcmp(let_keyword(n->flag), "let") ? let_keyword(n->flag) + 3 : "",
                 (n->flag & LET_REC) ? " rec" : "", n->name);
         break;
-    case ITEM_OPERATOR: fprintf(out, " %s", n->name); break;
+    case ITEM_OPERATOR: fprintf(out, " %s%s", n->name, (n->flag & OP_NO_GRADIENT) ? " (backward none)" : ""); break;
     default: break;
     }
     line_end(out, n);

@@ -59,7 +59,7 @@ typedef struct NodeList {
     X(NODE_COMMENTED,   "comment",     "a (comment), b (code)")                            \
     X(NODE_PARAM,       "param",       "name, a (default), flag (PARAM_*)")                \
     X(ITEM_LET,         "let",         "name, list (params), a (value), flag (LET_*)")     \
-    X(ITEM_OPERATOR,    "operator",    "name, list (params), c (logic), a (forward), b (backward or NULL)") \
+    X(ITEM_OPERATOR,    "operator",    "name, list (params), c (logic), a (forward), b (backward or NULL), flag (OP_*)") \
     X(ITEM_INDEX,       "index",       "name, a (range)")                                  \
     X(ITEM_DATA,        "data",        "name, a (source)")                                 \
     X(ITEM_INPUT,       "input",       "a (inline definition)")                            \
@@ -85,6 +85,9 @@ enum {
     PARAM_LABELLED,   /* ~x */
     PARAM_OPTIONAL,   /* ?x or ?(x = default) */
 };
+/* ITEM_OPERATOR flags: `backward none`, no gradient flows through it (its result is a constant to
+ * differentiation: comparisons, sign, floor, stop_gradient). */
+enum { OP_NO_GRADIENT = 1 };
 /* ITEM_LET flags. */
 enum { LET_PLAIN = 0, LET_OP = 1, LET_CD = 2, LET_REC = 4 };
 

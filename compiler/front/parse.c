@@ -158,6 +158,23 @@ Node *parse_op_clause(ParseState *ps, const Token *name, Node *block) {
     return finish(ps, n);
 }
 
+Node *parse_op_clause_word(ParseState *ps, const Token *name, const Token *word) {
+    if (strcmp(name->text, "backward") != 0 || strcmp(word->text, "none") != 0) {
+        if (strcmp(name->text, "forward") == 0)
+            diag_error(word->span, "expected a [%%cd …] block after 'forward', found '%s'", word->text);
+        else if (strcmp(name->text, "backward") == 0)
+            diag_error(word->span, "'backward' takes a [%%cd …] block, or 'none' (no gradient flows through the "
+                       "operator), not '%s'", word->text);
+        else
+            diag_error(name->span, "expected 'forward' or 'backward' before a [%%cd …] block, found '%s'", name->text);
+    }
+    Node *n = node(ps, NODE_FIELD_DEF, span_join(name->span, word->span));
+    n->name = name->text;
+    n->a = NULL;
+    n->flag = 1; /* `none` */
+    return finish(ps, n);
+}
+
 Node *parse_item_operator(ParseState *ps, const Token *kw, Node *name, NodeList params, Node *logic,
                           NodeList clauses) {
     Node *last = clauses.items[clauses.count - 1];
@@ -190,6 +207,7 @@ Node *parse_item_operator(ParseState *ps, const Token *kw, Node *name, NodeList 
         diag_error(kw->span, "operator '%s' has no 'forward' block (write forward [%%cd …])", n->name);
     n->a = forward ? forward->a : NULL;
     n->b = backward ? backward->a : NULL;
+    if (backward && backward->flag) n->flag |= OP_NO_GRADIENT;
     return finish(ps, n);
 }
 

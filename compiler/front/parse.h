@@ -52,6 +52,8 @@ Node *parse_param_default(ParseState *ps, const Token *open, const Token *name, 
 Node *parse_op_name(ParseState *ps, const Token *op, const Token *close);
 Node *parse_logic(ParseState *ps, Node *logic);
 Node *parse_op_clause(ParseState *ps, const Token *name, Node *block);
+/* `backward none`: no gradient flows through the operator (ITEM_OPERATOR's OP_NO_GRADIENT). */
+Node *parse_op_clause_word(ParseState *ps, const Token *name, const Token *word);
 Node *parse_code_block(ParseState *ps, const Token *open, Node *body, const Token *close);
 
 Node *parse_seq(ParseState *ps, Node *first, Node *next);

@@ -464,12 +464,20 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     if (in_library) {
         /* One error for one mistake: an argument that fails several of the library's operations
          * (ids given to accuracy fail its max and its subtraction) is reported at the first. */
-        uint64_t key = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
-                       1099511628211ull ^ sides;
-        bool seen = false;
-        for (uint32_t i = 0; i < s->library_clash_count && !seen; i++) seen = s->library_clashes[i] == key;
-        if (seen) diag_drop_next();
+        uint64_t call = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
+                        1099511628211ull;
+        uint64_t key = call ^ sides, call_key = call ^ 0x5bd1e9955bd1e995ull;
+        bool seen = false, call_seen = false;
+        for (uint32_t i = 0; i < s->library_clash_count; i++) {
+            seen |= s->library_clashes[i] == key;
+            call_seen |= s->library_clashes[i] == call_key;
+        }
+        /* Nor is an error between two of the library's own places, after one at the same
+         * application: a consequence of that one (a cached attention step given three positions
+         * fails its bias's sum once the positions were refused). */
+        if (seen || (call_seen && sides == 0)) diag_drop_next();
         else ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
+        if (!call_seen) ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, call_key);
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);

@@ -5,7 +5,9 @@
  * walk from t, operands in order, lists the graph operands before users: an order in which the
  * tensors could have been made (independent tensors may come in another order than their ids).
  *   - Which tensors need a gradient: a parameter; an operation, a slice or a stack with an
- *     operand that needs one.  Inputs, data, literals, constants and index values never do.
+ *     operand that needs one, except an operation whose operator is declared `backward none`
+ *     (comparisons, sign, floor, stop_gradient: no gradient flows through it) and a tensor of an
+ *     integer type.  Inputs, data, literals, constants and index values never do.
  *     The answer is kept per tensor (TensorInfo.needs_grad).  Of those, a gradient exists only
  *     where it is *reached*: t's own, and each one that a reached operation's backward block
  *     writes.  So the condition of `where` (whose block writes g2 and g3, not g1), a comparison
@@ -26,7 +28,9 @@
  *     one cell is seeded first (`t.grad =: 1`) unless the routine assigned t.grad before the
  *     statement (the caller says which); a larger t is never seeded: its seed is the program's.
  *   Errors: an operation that needs a gradient whose operator has no backward block; a
- *   backward block that writes a value, not a gradient.
+ *   backward block that writes a value, not a gradient; a backprop of a tensor that needs no
+ *   gradient while its graph holds parameters (every path from them passes through an operation
+ *   that lets no gradient through, argmax's say: the backprop would train nothing).
  *
  * Requires: assign.c has built t (build_tensor): every operation's slots and record are in its
  * TensorInfo, and a stack's forward list holds one assignment per element, in order. */
@@ -61,11 +65,20 @@ static bool needs_grad(Builder *b, Tensor *t) {
     TensorInfo *info = &b->info[t->id];
     if (!info->needs_grad) {
         bool yes = t->kind == TENSOR_PARAM;
-        if (t->kind == TENSOR_OP || t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK)
+        bool passes = t->kind != TENSOR_OP || !(t->op->flag & OP_NO_GRADIENT);
+        if (passes && (t->kind == TENSOR_OP || t->kind == TENSOR_SLICE || t->kind == TENSOR_STACK))
             for (uint32_t i = 0; i < t->operand_count && !yes; i++) yes = needs_grad(b, t->operands[i]);
         info->needs_grad = yes ? 2 : 1;
     }
     return info->needs_grad == 2;
+}
+
+/* Where t was made by a library function the user applied (argmax, sample, accuracy), a note at
+ * that application: it is what has no gradient. */
+static void note_library_call(const Tensor *t) {
+    if (span_in_stdlib(t->span) && t->call.file && !span_in_stdlib(t->call) && t->call_name)
+        diag_note(t->call, "'%s' has no gradient: the loss reaches the parameters through this application of it "
+                  "(a loss must be differentiable; argmax, sample and the accuracies are for evaluation)", t->call_name);
 }
 
 /* The backward assignments of one operation whose result needs a gradient; every tensor whose
@@ -89,12 +102,10 @@ static void backward_of(Builder *b, Tensor *t, bool *reached, AssignList *out) {
     }
     if (t->kind != TENSOR_OP) return;
     if (!t->op->b) {
-        diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block", t->op_name);
+        diag_error(t->span, "cannot backpropagate through '%s': its operator has no backward block (write one, or "
+                   "'backward none' if no gradient flows through it)", t->op_name);
         diag_note(t->op->span, "'%s' is declared here", t->op_name);
-        /* Made by a library function the user applied (argmax, sample, accuracy): that call has no gradient. */
-        if (span_in_stdlib(t->span) && t->call.file && !span_in_stdlib(t->call) && t->call_name)
-            diag_note(t->call, "'%s' has no gradient: the loss reaches the parameters through this application of it "
-                      "(a loss must be differentiable; argmax, sample and the accuracies are for evaluation)", t->call_name);
+        note_library_call(t);
         b->failed = true;
         return;
     }
@@ -204,11 +215,51 @@ static void warn_unseeded(Builder *b, const CodeStep *step) {
                   ".grad in the routine before it (after any zero_grads)");
 }
 
+/* What cuts t's graph off from its parameters when t needs no gradient: the tensor nearest t that
+ * needs none while an operand needs one (an operation declared `backward none`, or one of an
+ * integer type), or NULL. */
+static Tensor *gradient_cut(Builder *b, Tensor **graph, uint32_t count) {
+    for (uint32_t i = count; i-- > 0;) {
+        Tensor *n = graph[i];
+        if (needs_grad(b, n) || (n->kind != TENSOR_OP && n->kind != TENSOR_SLICE && n->kind != TENSOR_STACK)) continue;
+        for (uint32_t k = 0; k < n->operand_count; k++)
+            if (needs_grad(b, n->operands[k])) return n;
+    }
+    return NULL;
+}
+
+/* A backprop that would train nothing: t needs no gradient although parameters feed it, every
+ * path from them passing through an operation that lets no gradient through. */
+static void refuse_cut_backprop(Builder *b, const CodeStep *step, Tensor *cut) {
+    const Tensor *t = step->tensor;
+    const char *name = t->shown ? t->shown : t->name;
+    const char *what = name ? arena_printf(b->ir->arena, "'%s'", name)
+                     : t->kind == TENSOR_OP ? arena_printf(b->ir->arena, "the result of '%s'", t->op_name)
+                                            : "an unnamed tensor";
+    bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
+    Span at = in_library ? step->user_call : step->span;
+    const char *why = cut->kind == TENSOR_OP && (cut->op->flag & OP_NO_GRADIENT) ? "which lets no gradient through"
+                    : arena_printf(b->ir->arena, "whose result is %s (integers are not differentiated)",
+                                   ir_dtype_word(cut->dtype));
+    const char *through = cut->kind == TENSOR_OP ? arena_printf(b->ir->arena, "'%s'", cut->op_name) : "a slice";
+    diag_error(at, "the backprop of %s trains nothing: its parameters reach it only through %s, %s", what, through, why);
+    if (in_library) diag_note(step->span, "the backprop in the standard library's '%s'",
+                              step->user_call_name ? step->user_call_name : "function");
+    diag_note(cut->span, "no gradient flows through this %s", cut->kind == TENSOR_OP ? "operation" : "tensor");
+    note_library_call(cut);
+    b->failed = true;
+}
+
 void grad_backprop(Builder *b, const CodeStep *step, bool may_seed, const bool *written, AssignList *out) {
     Tensor *t = step->tensor;
     Span span = step->span;
     uint32_t count;
     Tensor **graph = graph_of(b, t, &count);
+    Tensor *cut = needs_grad(b, t) ? NULL : gradient_cut(b, graph, count);
+    if (cut) {
+        refuse_cut_backprop(b, step, cut);
+        return;
+    }
     if (may_seed && needs_grad(b, t) && cell_count(b, t) == 1) {
         Assignment *seed = fill_assignment(b, t, 1.0, span, "backprop (seed)");
         if (!seed) return;
