@@ -932,8 +932,9 @@ int tsr_main_end(tsr_state *s, const char *program) {
         tsr_error(TSR_ERR_IO, "cannot write to the standard output");
         return tsr_main_fail(s, program);
     }
-    /* --save PATH: the checkpoint of a run whose main finished (a failed run saves nothing). */
-    if (tsr_main_save(s) != TSR_OK) return tsr_main_fail(s, program);
+    /* --save PATH: the checkpoint of a run whose main finished (a failed run saves nothing; a
+     * NULL state has nothing to save). */
+    if (s && tsr_main_save(s) != TSR_OK) return tsr_main_fail(s, program);
     tsr_state_destroy(s);
     if (tsr_dist_finalize() != TSR_OK) return tsr_main_fail(NULL, program);
     return 0;

@@ -86,6 +86,8 @@ int main(void) {
     check_null_error(tsr_main_loop_check(NULL, 0, 0, 1), "tsr_main_loop_check");
     check_null_error(tsr_main_loop_count(NULL, 0, 0, 1, 0), "tsr_main_loop_count");
     check_null_error(tsr_main_save(NULL), "tsr_main_save");
+    check_null_error(tsr_state_init_from(NULL, "m.npz", NULL), "tsr_state_init_from");
+    check(tsr_main_end(NULL, "affine") == 0, "tsr_main_end(NULL) has nothing to save: status 0");
     check_null_error(tsr_gpu_launch(NULL, 0), "tsr_gpu_launch");
     check_null_error(tsr_state_sync_host(NULL), "tsr_state_sync_host");
     check_null_error(tsr_state_sync_device(NULL), "tsr_state_sync_device");
@@ -99,6 +101,7 @@ int main(void) {
         check_null_argument(tsr_state_check_sizes((tsr_state *)s, NULL, 3), "tsr_state_check_sizes(NULL sizes)");
         check_null_argument(tsr_state_save((tsr_state *)s, NULL), "tsr_state_save(NULL path)");
         check_null_argument(tsr_state_load((tsr_state *)s, NULL), "tsr_state_load(NULL path)");
+        check_null_argument(tsr_state_init_from((tsr_state *)s, NULL, NULL), "tsr_state_init_from(NULL path)");
         check(affine_set_k(s, 4) == TSR_OK && affine_pick(s) == TSR_OK && affine_row(s)[0] == 12.0f,
               "a real state: set_k, pick");
         int st = tsr_state_set_symbol((tsr_state *)s, 7, 0);
