@@ -598,6 +598,62 @@ int tsr_state_begin_run(tsr_state *s) {
 
 /* ---- Options and loops of main ------------------------------------------------------------------ */
 
+/* Option `name` of the state's model, or NULL with a TSR_ERR_ARGUMENT error naming the options. */
+static tsr_option *find_option(const tsr_state *s, const char *name) {
+    const tsr_model *m = s->model;
+    for (uint32_t i = 0; i < m->option_count; i++)
+        if (!strcmp(m->options[i].name, name)) return &m->options[i];
+    char list[256] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < m->option_count && used < sizeof list; i++) {
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->options[i].name);
+        if (n > 0) used += (size_t)n;
+    }
+    if (m->option_count == 0) tsr_error(TSR_ERR_ARGUMENT, "no option '%s': the program declares no options", name);
+    else tsr_error(TSR_ERR_ARGUMENT, "no option '%s' (the program's options: %s)", name, list);
+    return NULL;
+}
+
+int tsr_state_set_option(tsr_state *s, const char *name, double value) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!name) return tsr_error(TSR_ERR_ARGUMENT, "set_option: no option name");
+    tsr_option *o = find_option(s, name);
+    if (!o) return TSR_ERR_ARGUMENT;
+    /* The command line's rules (args.c), for a value given as a number. */
+    if (o->is_float && !isfinite(value))
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs a finite number, not %g", name, value);
+    if (o->is_float && (o->among & TSR_OPTION_AMONG_F32) && isinf((float)value))
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %g is beyond f32's range (about ±3.4e38): the program computes "
+                         "with it among f32 values", name, value);
+    if (!o->is_float && !(value == floor(value) && fabs(value) <= 0x1p53))
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs an integer from -2^53 to 2^53 (9007199254740992), not %.17g",
+                         name, value);
+    if (!o->is_float && (o->among & TSR_OPTION_AMONG_I32) && (value < INT32_MIN || value > INT32_MAX))
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %.17g is beyond i32's range (-2147483648 to 2147483647): the "
+                         "program computes with it among i32 values", name, value);
+    o->value = value;
+    /* The one-cell tensors that hold it (the option read in tensor expressions): refilled. */
+    const tsr_model *m = s->model;
+    for (uint32_t k = 0; k < m->data_count; k++) {
+        const DataSet *d = &m->data[k];
+        if (strcmp(d->generator, "option") != 0 || strcmp(d->path, name) != 0 || d->field_count != 1) continue;
+        uint32_t b = d->fields[0];
+        void *cells = tsr_state_host_buffer(s, b); /* a GPU state's host copy, marked newer */
+        if (!cells) return tsr_error(TSR_ERR_GPU, "option '%s': its tensor cannot be written", name);
+        for (int64_t c = 0; c < m->buffers[b].size; c++) tsr_cell_store(cells, m->buffers[b].dtype, c, value);
+    }
+    return TSR_OK;
+}
+
+int tsr_state_option(const tsr_state *s, const char *name, double *value) {
+    if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
+    if (!name || !value) return tsr_error(TSR_ERR_ARGUMENT, "option: no option name or no place for its value");
+    tsr_option *o = find_option(s, name);
+    if (!o) return TSR_ERR_ARGUMENT;
+    *value = o->value;
+    return TSR_OK;
+}
+
 int64_t tsr_state_option_int(const tsr_state *s, uint32_t option) {
     if (!s || option >= s->model->option_count) return 0;
     double v = s->model->options[option].value; /* clamped: a conversion out of range is undefined */

@@ -188,6 +188,13 @@ int tsr_state_print(tsr_state *state, uint32_t print);
  * why; the caller prints it, as tsr_main_fail does). */
 tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
                           int *status);
+/* The program's `option` NAME (docs/runtime.md §3): set it to `value`, as the command line's
+ * --NAME VALUE does for an executable (an integer option takes a whole number within ±2^53, and
+ * either kind a value within the range of the types the program computes it among), and the
+ * tensors that read it with it; or read its value into *value.  TSR_OK, or TSR_ERR_ARGUMENT
+ * (NULL state or name, no such option, a value the option cannot take; nothing changes). */
+int tsr_state_set_option(tsr_state *state, const char *name, double value);
+int tsr_state_option(const tsr_state *state, const char *name, double *value);
 /* The value of option `option` of the program (an integer option), for loop bounds of main. */
 int64_t tsr_state_option_int(const tsr_state *state, uint32_t option);
 /* A bound of a loop of main: option `option`'s value plus `offset`, into *bound; TSR_OK, or

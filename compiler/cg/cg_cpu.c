@@ -784,6 +784,9 @@ static void emit_shared_api(Cpu *c) {
     api_function(c, "save", g->i32, path, 2, "tsr_state_save", false);
     api_function(c, "load", g->i32, path, 2, "tsr_state_load", false);
     api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol", false);
+    LLVMTypeRef set_option[3] = {g->ptr, g->ptr, g->f64}, option[3] = {g->ptr, g->ptr, g->ptr};
+    api_function(c, "set_option", g->i32, set_option, 3, "tsr_state_set_option", false);
+    api_function(c, "option", g->i32, option, 3, "tsr_state_option", false);
     if (c->opt->gpu_first) { /* a GPU model: buffers live on the GPU (docs/runtime.md §15) */
         LLVMTypeRef buffer[2] = {g->ptr, g->i32};
         api_function(c, "host_buffer", g->ptr, buffer, 2, "tsr_state_host_buffer", false);

@@ -255,6 +255,16 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             "static inline int %s_save(%s_state *s, const char *path) { return tsr_state_save((tsr_state *)s, path); }\n"
             "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n\n",
             module, module, module, module);
+    if (ir->option_count)
+        fprintf(out,
+                "/* The program's options (`option lr = 0.1`), which an executable's command line sets: set\n"
+                " * one by name (an integer option takes a whole number; TSR_ERR_ARGUMENT for no such option\n"
+                " * or a value it cannot take, nothing changed), or read its value. */\n"
+                "static inline int %s_set_option(%s_state *s, const char *name, double value) {\n"
+                "    return tsr_state_set_option((tsr_state *)s, name, value);\n}\n"
+                "static inline int %s_option(const %s_state *s, const char *name, double *value) {\n"
+                "    return tsr_state_option((const tsr_state *)s, name, value);\n}\n\n",
+                module, module, module, module);
     if (gpu)
         fprintf(out,
                 "/* A GPU model (--target=cuda): buffers live in the GPU's memory, and an accessor brings\n"
@@ -429,7 +439,18 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
         json_string(out, ir->symbols[sym->leader].name);
         fprintf(out, ", \"setter\": \"%s_set_%s\", \"symbol\": %u}", module, abi_c_name(ir->arena, sym->name), i);
     }
-    fputs(any_size ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
+    fputs(any_size ? "\n  ],\n  \"options\": [" : "],\n  \"options\": [", out);
+    for (uint32_t i = 0; i < ir->option_count; i++) { /* set with MODULE_set_option (docs/runtime.md §3) */
+        fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
+        json_string(out, ir->options[i].name);
+        char number[32]; /* the shortest digits that read back as the default: 0.1, not 0.10000000000000001 */
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(number, sizeof number, "%.*g", digits, ir->options[i].value);
+            if (strtod(number, NULL) == ir->options[i].value) break;
+        }
+        fprintf(out, ", \"kind\": \"%s\", \"default\": %s}", ir->options[i].is_float ? "number" : "integer", number);
+    }
+    fputs(ir->option_count ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);
     for (uint32_t i = 0; i < x.count; i++) {
         const Export *e = &x.items[i];
         const IrBuffer *b = &ir->buffers[e->buffer];

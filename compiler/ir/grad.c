@@ -184,15 +184,33 @@ void grad_zero(Builder *b, Tensor *t, Span span, AssignList *out, bool *written)
  * whatever the buffer holds (0 unless code elsewhere, or the C caller, wrote it), most often a
  * loss left unreduced, which trains nothing.  Warned at the user's application of the standard
  * library's code (Train.step loss …) where the statement is in it. */
+/* How a message names the tensor of a backprop statement ('loss', "the result of '+'"), and
+ * where it points: the statement, or the user's application of the library function it is in. */
+typedef struct BackpropSite {
+    const char *name; /* the tensor's name, or NULL */
+    const char *what;
+    bool in_library;
+    Span at;
+} BackpropSite;
+
+static BackpropSite backprop_site(Builder *b, const CodeStep *step) {
+    const Tensor *t = step->tensor;
+    BackpropSite site = {.name = t->shown ? t->shown : t->name};
+    site.what = site.name ? arena_printf(b->ir->arena, "'%s'", site.name)
+              : t->kind == TENSOR_OP ? arena_printf(b->ir->arena, "the result of '%s'", t->op_name)
+                                     : "an unnamed tensor";
+    site.in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
+    site.at = site.in_library ? step->user_call : step->span;
+    return site;
+}
+
 static void warn_unseeded(Builder *b, const CodeStep *step) {
     const Tensor *t = step->tensor;
     uint64_t cells = cell_count(b, t);
-    const char *name = t->shown ? t->shown : t->name;
-    const char *what = name ? arena_printf(b->ir->arena, "'%s'", name)
-                     : t->kind == TENSOR_OP ? arena_printf(b->ir->arena, "the result of '%s'", t->op_name)
-                                            : "an unnamed tensor";
-    bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
-    Span at = in_library ? step->user_call : step->span;
+    BackpropSite site = backprop_site(b, step);
+    const char *name = site.name, *what = site.what;
+    bool in_library = site.in_library;
+    Span at = site.at;
     const char *function = step->user_call_name ? step->user_call_name : "function";
     if (in_library) { /* the library zeroes the gradients first: nothing the caller writes can seed it */
         diag_error(at, "'%s' needs a loss of one cell: the backprop of %s, of %" PRIu64 " cells, would start from a "
@@ -231,13 +249,10 @@ static Tensor *gradient_cut(Builder *b, Tensor **graph, uint32_t count) {
 /* A backprop that would train nothing: t needs no gradient although parameters feed it, every
  * path from them passing through an operation that lets no gradient through. */
 static void refuse_cut_backprop(Builder *b, const CodeStep *step, Tensor *cut) {
-    const Tensor *t = step->tensor;
-    const char *name = t->shown ? t->shown : t->name;
-    const char *what = name ? arena_printf(b->ir->arena, "'%s'", name)
-                     : t->kind == TENSOR_OP ? arena_printf(b->ir->arena, "the result of '%s'", t->op_name)
-                                            : "an unnamed tensor";
-    bool in_library = step->user_call.file && span_in_stdlib(step->span) && !span_in_stdlib(step->user_call);
-    Span at = in_library ? step->user_call : step->span;
+    BackpropSite site = backprop_site(b, step);
+    const char *what = site.what;
+    bool in_library = site.in_library;
+    Span at = site.at;
     const char *why = cut->kind == TENSOR_OP && (cut->op->flag & OP_NO_GRADIENT) ? "which lets no gradient through"
                     : arena_printf(b->ir->arena, "whose result is %s (integers are not differentiated)",
                                    ir_dtype_word(cut->dtype));

@@ -6,7 +6,8 @@
 #     prefixed by its module's name;
 #   - executables that read a bad data file exit with status 1 and the runtime's message;
 #   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says;
-#   - names: header clashes get suffixes, module names that would meet the runtime's are refused.
+#   - names: header clashes get suffixes, module names that would meet the runtime's are refused;
+#   - options in object mode: MODULE_set_option and MODULE_option (object_options.tsr).
 #   - a --shared model survives dlclose after its routine used the worker threads.
 # Usage: drivers.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
@@ -34,6 +35,43 @@ for std in c11 c++11 c++17; do
     if cc -x $lang -std=$std -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc.$lang" -o "$T/inc.o" >"$T/log" 2>&1
     then pass; else fail "the generated headers compile cleanly as $std"; fi
 done
+
+# Options in object mode: MODULE_set_option sets one as the command line would (the routine's
+# update reads the rate set), MODULE_option reads it, and a value it cannot take, or a name the
+# program lacks, is TSR_ERR_ARGUMENT with a message and changes nothing; the manifest lists them.
+cat >"$T/opts.c" <<'EOF2'
+#include <stdio.h>
+#include <string.h>
+#include "object_options.h"
+int main(void) {
+    object_options_state *s = object_options_create(1);
+    double lr = 0, steps = 0;
+    if (!s || object_options_option(s, "lr", &lr) != TSR_OK || lr != 0.1) return 1;
+    if (object_options_set_option(s, "lr", 0.25) != TSR_OK || object_options_train(s) != TSR_OK) return 2;
+    if (object_options_w(s)[0] != 0.5f || object_options_w(s)[1] != 1.0f) return 3; /* w - 0.25 * 2w */
+    if (object_options_set_option(s, "steps", 2.5) != TSR_ERR_ARGUMENT ||
+        strcmp(object_options_last_error(), "option 'steps' needs an integer from -2^53 to 2^53 (9007199254740992), not 2.5"))
+        return 4;
+    if (object_options_set_option(s, "rate", 1) != TSR_ERR_ARGUMENT ||
+        strcmp(object_options_last_error(), "no option 'rate' (the program's options: lr, steps)")) return 5;
+    if (object_options_set_option(s, "lr", 1e39) != TSR_ERR_ARGUMENT || object_options_option(s, "lr", &lr) != TSR_OK ||
+        lr != 0.25) return 6;
+    if (object_options_set_option(s, "steps", 7) != TSR_OK || object_options_option(s, "steps", &steps) != TSR_OK ||
+        steps != 7) return 7;
+    object_options_destroy(s);
+    return 0;
+}
+EOF2
+if "$TSRC" -c tests/native/object_options.tsr -o "$T/object_options.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/opts.c" "$T/object_options.o" "$LIB" -lm -lpthread -ldl \
+       -o "$T/opts" >"$T/log" 2>&1 && "$T/opts" >"$T/log" 2>&1 &&
+   /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
+assert m["options"]==[{"name":"lr","kind":"number","default":0.1},{"name":"steps","kind":"integer","default":3}], m["options"]' \
+       "$T/object_options.json" >"$T/log" 2>&1; then pass
+else echo "status $?" >>"$T/log"; fail "object mode: MODULE_set_option and MODULE_option set and read the options, refusing what the command line refuses"; fi
+printf '#include "object_options.h"\nint main(void) { return 0; }\n' >"$T/inc_opts.cpp"
+if cc -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc_opts.cpp" -o "$T/inc.o" >"$T/log" 2>&1
+then pass; else fail "a header with options compiles cleanly as C++"; fi
 
 bad_symbols=$(nm -g --defined-only "$T/mlp.o" "$T/affine.o" 2>"$T/log" | awk 'NF == 3 {print $3}' | grep -v -e '^mlp_' -e '^affine_')
 if [ -z "$bad_symbols" ] && [ -s "$T/mlp.o" ]; then pass

@@ -21,7 +21,8 @@ the state with the cyclic collector off; the same rebuilt library loaded again m
 and starts no threads; manifests without image_checksum, with a buffer, dims, dtype or symbol
 not the image's, or without "tensors" are tsr.Error naming the file; ragged lists, integers
 beyond int64, a tsrc that is not executable, a cache that cannot be a directory and options as
-one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too.  Prints PASS/FAIL
+one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too; m.options
+reads and sets the program's options.  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
 import os
@@ -74,9 +75,27 @@ def main():
         nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout
         exported = sorted(line.split()[-1] for line in nm.splitlines() if line.strip())
         check(exported == sorted(["libmlp__image", "libmlp__image_size", "libmlp_create", "libmlp_destroy",
-                                  "libmlp_last_error", "libmlp_load", "libmlp_predict", "libmlp_save",
-                                  "libmlp_set_symbol"]),
+                                  "libmlp_last_error", "libmlp_load", "libmlp_option", "libmlp_predict",
+                                  "libmlp_save", "libmlp_set_option", "libmlp_set_symbol"]),
               "the library exports the model's C API and nothing else (the runtime inside is hidden)", exported)
+
+        olib = os.path.join(d, "libopts.so")
+        p = subprocess.run([tsrc, "--shared", os.path.join(ROOT, "tests/native/object_options.tsr"), "-o", olib],
+                           capture_output=True, text=True)
+        o = tsr.load(olib)
+        check(p.returncode == 0 and {k: o.options[k] for k in o.options} == {"lr": 0.1, "steps": 3}
+              and isinstance(o.options["steps"], int), "m.options reads the program's options (an integer one as an int)",
+              p.stderr + repr(o.options))
+        o.options["lr"] = 0.25
+        o.train()
+        check(o["w"].tolist() == [0.5, 1.0] and o.options["lr"] == 0.25, "an option set from Python is what the routine reads",
+              o["w"])
+        ok1, why1 = raises(tsr.Error, lambda: o.options.__setitem__("steps", 2.5), "takes an integer")
+        ok2, why2 = raises(tsr.Error, lambda: o.options.__setitem__("lr", 1e39), "beyond f32's range")
+        ok3, why3 = raises(KeyError, lambda: o.options.__setitem__("rate", 1), "lr, steps")
+        check(ok1 and ok2 and ok3 and o.options["lr"] == 0.25, "an option refuses a value it cannot take, and an unknown "
+              "name is a KeyError naming the options", (why1, why2, why3))
+        o.close()
 
         glib = os.path.join(d, "libmlpgpu.so")
         p = subprocess.run([tsrc, "--shared", "--target=cuda", os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), "-o", glib],

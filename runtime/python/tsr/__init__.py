@@ -87,6 +87,8 @@ class _Api:
         self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.load = fn("load", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
+        self.set_option = fn("set_option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double])
+        self.option = fn("option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)])
         # A GPU model (--target=cuda): a buffer is read and written through its host copy.
         self.gpu = hasattr(lib, f"{module}_host_buffer")
         if self.gpu:
@@ -215,6 +217,28 @@ class _Sizes:
         return "{" + ", ".join(f"{n!r}: {self[n]}" for n in self._open()) + "}"
 
 
+class _Options(_Sizes):
+    """A model's options (`option lr = 0.1` in the program), by name: read and set, as an
+    executable's command line sets them (MODULE_set_option: an integer option takes a whole
+    number; a value the option cannot take is a tsr.Error and changes nothing)."""
+
+    def __getitem__(self, name):
+        integer = self._entry(name)["kind"] == "integer"
+        model, value = self._model, ctypes.c_double()
+        with model._using() as state:
+            model._call(model._api.option, state, name.encode(), ctypes.byref(value))
+        return int(value.value) if integer else value.value
+
+    def __setitem__(self, name, value):
+        if self._entry(name)["kind"] == "integer":
+            value = _whole_number(f"option {name!r}", value, -2**53, 2**53)
+        elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise Error(f"option {name!r} takes a number, not {value!r}")
+        model = self._model
+        with model._using() as state:
+            model._call(model._api.set_option, state, name.encode(), ctypes.c_double(float(value)))
+
+
 class Model:
     """One compiled model and one state of it (tsr.load makes it)."""
 
@@ -250,6 +274,7 @@ class Model:
         self._tensors = {t["name"]: t for t in self._manifest["tensors"]}
         self.sizes = _Sizes(self, self._manifest.get("sizes", []))
         self.indexes = _Sizes(self, self._manifest.get("indexes", []))
+        self.options = _Options(self, self._manifest.get("options", []))
         self._routines = {}
         for r in self._manifest["routines"]:
             fn = getattr(self._lib, r["symbol"])
@@ -587,7 +612,7 @@ def _validate_manifest(manifest, fields):
          'no "module" name')
     for key in ("routines", "tensors"):
         need(isinstance(fields.get(key), list), f'no list of "{key}"')
-    for key in ("sizes", "indexes"):
+    for key in ("sizes", "indexes", "options"):
         need(isinstance(fields.get(key, []), list), f'"{key}" is not a list')
     for r in fields["routines"]:
         need(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("symbol"), str),
@@ -607,6 +632,9 @@ def _validate_manifest(manifest, fields):
         for e in fields.get(key, []):
             need(isinstance(e, dict) and isinstance(e.get("name"), str) and integer(e.get("symbol")),
                  f'an entry of "{key}" without a name and a symbol number: {str(e)[:80]}')
+    for e in fields.get("options", []):
+        need(isinstance(e, dict) and isinstance(e.get("name"), str) and e.get("kind") in ("integer", "number"),
+             f'an entry of "options" without a name and a kind: {str(e)[:80]}')
 
 
 # The model image (runtime/image_format.h) as far as the manifest's numbers need it: its
