@@ -98,9 +98,10 @@ static bool chosen(const tsr_state *s, const uint32_t *buffers, uint32_t count, 
 
 /* TSR_OK, or an error when a buffer the checkpoint would hold has no storage: a parameter (or
  * training state) of run-time length whose size is not set yet, which a checkpoint can neither
- * hold nor fill (a save would leave it out, and the file would not load once it is set). */
-static int unsized_buffer(const tsr_state *s, const uint32_t *buffers, uint32_t count, const char *what,
-                          const char *path) {
+ * hold nor fill (a save would leave it out, and the file would not load once it is set); with
+ * `parameters_only`, a trained parameter (--init-from, which reads no training state). */
+static int unsized_buffer(const tsr_state *s, const uint32_t *buffers, uint32_t count, bool parameters_only,
+                          const char *what, const char *path) {
     uint32_t n = tsr_model_buffer_count(s->model);
     for (uint32_t b = 0; b < n; b++) {
         uint32_t rank;
@@ -108,7 +109,8 @@ static int unsized_buffer(const tsr_state *s, const uint32_t *buffers, uint32_t 
         int64_t cells;
         uint8_t kind;
         if (!tsr_model_buffer_shape(s->model, b, &rank, &dims, &cells, &kind) || s->buffers[b]) continue;
-        bool wanted = count == 0 ? kind == TSR_BUF_PARAM || tsr_model_buffer_is_state(s->model, b) : false;
+        bool state = tsr_model_buffer_is_state(s->model, b);
+        bool wanted = count == 0 && (parameters_only ? kind == TSR_BUF_PARAM && !state : kind == TSR_BUF_PARAM || state);
         for (uint32_t i = 0; i < count; i++) wanted |= buffers[i] == b;
         if (wanted)
             return tsr_error(TSR_ERR_ARGUMENT, "cannot %s checkpoint '%s': '%s' has a run-time size that is not set "
@@ -434,7 +436,7 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
     int replace = replaceable(path);
     if (replace != TSR_OK) return replace;
-    int unsized = unsized_buffer(s, buffers, count, "write", path);
+    int unsized = unsized_buffer(s, buffers, count, false, "write", path);
     if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);
     /* the buffers, the seed, the two counters and the parameters' names */
@@ -724,49 +726,81 @@ static bool model_holds(const tsr_state *s, const char *name) {
     return false;
 }
 
+/* The names in the archive's tsrc.parameters (the parameters the saving model trained), each
+ * ended by '\n', into *names (malloc'd, NUL-terminated; NULL when the file has no such record:
+ * numpy.savez's, an earlier tsrc's) and its length into *length; TSR_OK or the error. */
+static int read_parameter_names(const Archive *a, char **names, size_t *length) {
+    unsigned char *data = NULL;
+    size_t len = 0;
+    *names = NULL;
+    *length = 0;
+    int status = read_member(a, PARAMETERS_ARRAY, (uint64_t)MAX_DIRECTORY + (1u << 20), true, &data, &len);
+    if (status != TSR_OK || !data) return status;
+    int64_t dims[1];
+    if (!tsr_npy_member_shape(data, len, 1, dims) || dims[0] < 0 || (uint64_t)dims[0] >= len)
+        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' does not hold the names of parameters", a->path,
+                           PARAMETERS_ARRAY);
+    else if (!(*names = malloc((size_t)dims[0] + 1)))
+        status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
+    else status = tsr_load_npy_member(data, len, *names, TSR_DTYPE_U8, 1, dims, a->path, PARAMETERS_ARRAY);
+    free(data);
+    if (status != TSR_OK) {
+        free(*names);
+        *names = NULL;
+        return status;
+    }
+    (*names)[dims[0]] = '\0';
+    *length = (size_t)dims[0];
+    return TSR_OK;
+}
+
+/* Each name of a tsrc.parameters record that the archive holds as an array and this model does
+ * not have (a layer of a larger model), to `found` with its length; the count. */
+static uint64_t saved_parameters_missing(const tsr_state *s, const Archive *a, char *names, size_t length,
+                                         void (*found)(void *ctx, const char *name, size_t length), void *ctx) {
+    uint64_t count = 0;
+    for (size_t at = 0; at < length;) {
+        size_t k = strcspn(names + at, "\n"); /* a name ends at a newline (or a stray NUL) */
+        char after = names[at + k];
+        names[at + k] = '\0';
+        if (k > 0 && has_member(a, names + at) && !model_holds(s, names + at)) {
+            found(ctx, names + at, k);
+            count++;
+        }
+        names[at + k] = after;
+        at += k + 1;
+    }
+    return count;
+}
+
+typedef struct FirstName {
+    const char *name;
+    size_t length;
+} FirstName;
+
+static void keep_first(void *ctx, const char *name, size_t length) {
+    FirstName *first = ctx;
+    if (!first->name) first->name = name, first->length = length;
+}
+
 /* A load of every parameter: TSR_OK, or an error when the file holds parameters the saving model
  * trained (its tsrc.parameters names them, and the member is there) that this model does not
  * have, which the load would leave out without a word (a checkpoint of more blocks loaded into a
  * model of fewer).  A file without the record (numpy.savez's, an earlier tsrc's) is not checked. */
 static int check_saved_parameters(const tsr_state *s, const Archive *a) {
-    unsigned char *data = NULL;
-    size_t len = 0;
-    int status = read_member(a, PARAMETERS_ARRAY, (uint64_t)MAX_DIRECTORY + (1u << 20), true, &data, &len);
-    if (status != TSR_OK || !data) return status;
-    int64_t dims[1];
-    char *names = NULL;
-    if (!tsr_npy_member_shape(data, len, 1, dims) || dims[0] < 0 || (uint64_t)dims[0] >= len)
-        status = tsr_error(TSR_ERR_DATA, "checkpoint '%s': array '%s' does not hold the names of parameters", a->path,
-                           PARAMETERS_ARRAY);
-    else if (!(names = malloc((size_t)dims[0] + 1)))
-        status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", a->path);
-    else status = tsr_load_npy_member(data, len, names, TSR_DTYPE_U8, 1, dims, a->path, PARAMETERS_ARRAY);
-    free(data);
-    if (status != TSR_OK) {
-        free(names);
-        return status;
-    }
-    names[dims[0]] = '\0';
-    size_t first = 0, first_length = 0;
-    uint64_t others = 0;
-    for (size_t at = 0; at < (size_t)dims[0];) {
-        size_t k = strcspn(names + at, "\n"); /* a name ends at a newline (or a stray NUL) */
-        char after = names[at + k];
-        names[at + k] = '\0';
-        if (k > 0 && has_member(a, names + at) && !model_holds(s, names + at)) {
-            if (first_length) others++;
-            else first = at, first_length = k;
-        }
-        names[at + k] = after;
-        at += k + 1;
-    }
-    if (first_length) {
+    char *names;
+    size_t length;
+    int status = read_parameter_names(a, &names, &length);
+    if (status != TSR_OK || !names) return status;
+    FirstName first = {0};
+    uint64_t missing = saved_parameters_missing(s, a, names, length, keep_first, &first);
+    if (missing) {
         char more[48] = "";
-        if (others) snprintf(more, sizeof more, " (and %" PRIu64 " more)", others);
+        if (missing > 1) snprintf(more, sizeof more, " (and %" PRIu64 " more)", missing - 1);
         status = tsr_error(TSR_ERR_DATA, "checkpoint '%s' holds parameter '%.*s'%s, which this model does not have: the "
                            "file was saved by another model (more layers or blocks?), and loading it would leave those "
                            "weights out (a load that lists the tensors, load \"FILE\" [w; b], takes them alone)", a->path,
-                           (int)first_length, names + first, more);
+                           (int)first.length, first.name, more);
     }
     free(names);
     return status;
@@ -845,7 +879,7 @@ static int open_for_load(tsr_state *s, const char *path, Archive *archive, void 
 int tsr_checkpoint_load(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "load: no file name");
-    int unsized = unsized_buffer(s, buffers, count, "read", path);
+    int unsized = unsized_buffer(s, buffers, count, false, "read", path);
     if (unsized != TSR_OK) return unsized;
     Archive archive = {0};
     void **fresh;
@@ -909,8 +943,8 @@ typedef struct NameList {
 
 static void name_list_add(NameList *l, const char *name, size_t length) {
     if (l->count < 3 && l->length < sizeof l->text) {
-        int n = snprintf(l->text + l->length, sizeof l->text - l->length, "%s'%.*s'", l->count ? ", " : "",
-                         (int)(length < 80 ? length : 80), name);
+        int n = snprintf(l->text + l->length, sizeof l->text - l->length, "%s'%.*s%s'", l->count ? ", " : "",
+                         (int)(length < 80 ? length : 77), name, length < 80 ? "" : "...");
         if (n > 0) l->length += (size_t)n;
     }
     l->count++;
@@ -922,9 +956,22 @@ static const char *name_list_text(NameList *l) {
     return l->text;
 }
 
-/* The arrays of the archive that are no parameter or training state of this model (tsrc.* left
- * out): the layers of a larger model, or the weights of another one. */
-static void unused_arrays(const tsr_state *s, const Archive *a, NameList *unused) {
+static void add_name(void *list, const char *name, size_t length) { name_list_add(list, name, length); }
+
+/* What the archive holds beyond this model: the parameters its tsrc.parameters record names that
+ * this model lacks (the layers of a larger model), or, in a file without the record (numpy.savez's),
+ * its arrays that are no parameter or training state of this model (tsrc.* left out); *recorded
+ * says which.  Training state of the saving model (an optimiser's moments) is not counted. */
+static int unused_arrays(const tsr_state *s, const Archive *a, NameList *unused, bool *recorded) {
+    char *names;
+    size_t length;
+    int status = read_parameter_names(a, &names, &length);
+    *recorded = names != NULL;
+    if (status != TSR_OK || names) {
+        if (names) saved_parameters_missing(s, a, names, length, add_name, unused);
+        free(names);
+        return status;
+    }
     const unsigned char *d = a->directory;
     size_t at = 0;
     char name[256];
@@ -942,6 +989,7 @@ static void unused_arrays(const tsr_state *s, const Archive *a, NameList *unused
         }
         name_list_add(unused, member, k);
     }
+    return TSR_OK;
 }
 
 int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, char **note) {
@@ -949,7 +997,7 @@ int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, cha
     if (read) *read = 0;
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "init-from: no file name");
-    int status = unsized_buffer(s, NULL, 0, "read", path);
+    int status = unsized_buffer(s, NULL, 0, true, "read", path);
     if (status != TSR_OK) return status;
     uint32_t n = tsr_model_buffer_count(s->model), parameters = 0;
     for (uint32_t b = 0; b < n; b++) parameters += trained_parameter(s, b);
@@ -959,8 +1007,9 @@ int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, cha
     status = open_for_load(s, path, &archive, &fresh);
     if (status == TSR_OK) status = read_buffers(s, &archive, NULL, 0, READ_SHARED, fresh, &got);
     NameList kept = {0}, unused = {0};
+    bool recorded = false;
+    if (status == TSR_OK) status = unused_arrays(s, &archive, &unused, &recorded);
     if (status == TSR_OK) {
-        unused_arrays(s, &archive, &unused);
         for (uint32_t b = 0; b < n; b++)
             if (trained_parameter(s, b) && !fresh[b])
                 name_list_add(&kept, tsr_model_buffer_name(s->model, b), strlen(tsr_model_buffer_name(s->model, b)));
@@ -971,7 +1020,8 @@ int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, cha
                                  path)
                      : tsr_error(TSR_ERR_DATA, "checkpoint '%s' holds none of the %" PRIu32 " parameters of this model "
                                  "(%s); %s%s", path, parameters, name_list_text(&kept),
-                                 unused.count ? "its arrays are " : "it holds no arrays",
+                                 !unused.count ? "it holds no parameters" : recorded ? "its parameters are "
+                                                                                      : "its arrays are ",
                                  unused.count ? name_list_text(&unused) : "");
     if (status == TSR_OK && note && (kept.count || unused.count)) {
         char text[1024];
@@ -981,9 +1031,10 @@ int tsr_checkpoint_init_from(tsr_state *s, const char *path, uint32_t *read, cha
             length += snprintf(text + length, sizeof text - (size_t)length, "; %" PRIu32 " kept as initialised (%s)",
                                kept.count, name_list_text(&kept));
         if (unused.count && length > 0 && (size_t)length < sizeof text)
-            snprintf(text + length, sizeof text - (size_t)length, "; %" PRIu32 " array%s of the file %s not in "
-                     "this model (%s)", unused.count, unused.count == 1 ? "" : "s", unused.count == 1 ? "is" : "are",
-                     name_list_text(&unused));
+            snprintf(text + length, sizeof text - (size_t)length, "; %" PRIu32 " %s of the file %s not in this "
+                     "model (%s)", unused.count, recorded ? (unused.count == 1 ? "parameter" : "parameters")
+                                                         : (unused.count == 1 ? "array" : "arrays"),
+                     unused.count == 1 ? "is" : "are", name_list_text(&unused));
         if (!(*note = strdup(text))) status = tsr_error(TSR_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
     }
     commit_buffers(s, fresh, status);

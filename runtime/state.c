@@ -913,8 +913,8 @@ int tsr_state_check_agreement(tsr_state *s) {
         uint32_t k = (uint32_t)(d.index - first_setting);
         if (k == AGREE_PARAMETERS)
             return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process 0's and process %d's differ (did "
-                             "they --load different checkpoints?); every process of a distributed run starts from the "
-                             "same parameters", agree_names[k], d.other_rank);
+                             "they --load or --init-from different checkpoints?); every process of a distributed run "
+                             "starts from the same parameters", agree_names[k], d.other_rank);
         if (k == AGREE_REDUCE)
             return tsr_error(TSR_ERR_DIST, "the processes disagree on --reduce: process 0 has %s, process %d has %s; "
                              "every process of a distributed run is started with the same options",

@@ -531,6 +531,20 @@ run_tsrc --run "$TMP/cyc/helper_user.tsr"
 if [ "$(status) $(cat "$TMP/out" "$TMP/err")" = "0 5 9 2" ]
 then pass "modules: open passes on a module's own definitions only; options are qualified names too"
 else fail "modules: open passes on a module's own definitions only; options are qualified names too" "exit $(status)" "$TMP/err"; fi
+# A module's private names (beginning with '_') are its own: its functions use them, but open
+# does not pass them on (the program's _step stays the program's) and Privy._step is an error
+# with a note saying why; Nn's helpers are private too (Nn._refuse_size).
+printf 'let _step = 10\nlet up x = x + _step\n' >"$TMP/cyc/privy.tsr"
+printf 'let _step = 1\nopen Privy\nmain = print "%%d %%d" (up 1) _step\n' >"$TMP/cyc/privy_user.tsr"
+printf 'let a = Privy._step\nlet b = Nn._refuse_size\n' >"$TMP/cyc/privy_qualified.tsr"
+run_tsrc --run "$TMP/cyc/privy_user.tsr"; privy="$(status) $(cat "$TMP/out" "$TMP/err")"
+run_tsrc --check "$TMP/cyc/privy_qualified.tsr"
+if [ "$privy" = "0 11 1" ] && [ "$(status)" = 1 ] &&
+   grep -q "error: module 'Privy' has no definition '_step'" "$TMP/err" &&
+   grep -q "note: a name beginning with '_' is its module's own: it is reachable inside the module alone" "$TMP/err" &&
+   grep -q "error: module 'Nn' has no definition '_refuse_size'" "$TMP/err"
+then pass "modules: names beginning with '_' are a module's own: not passed on by open, not reachable as M._x"
+else fail "modules: names beginning with '_' are a module's own: not passed on by open, not reachable as M._x" "privy '$privy', exit $(status)" "$TMP/err"; fi
 printf 'open Self\nlet a = 1\n' >"$TMP/cyc/self.tsr"
 run_tsrc --check "$TMP/cyc/self.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Self' is this program's own file" "$TMP/err"
@@ -863,7 +877,7 @@ if [ "$norm" = "4 2" ]; then pass "kernels: 4 parameters' squares as segments of
 else fail "kernels: a norm's squares as segments, its sums as a chain" "squares written by each launch that writes any, then launches that write the total: '$norm' ('4 2' expected)" "$TMP/err"; fi
 # The GPU's scheduled IR holds its statements in launch order (kernel_order), the squares before
 # the sums, so that the golden's GPU leg runs them so; the CPU's keeps the program's alternation.
-sq=$(grep -n 'squares; dtype' stdlib/train.tsr | cut -d: -f1)   # add_squared_grad's two lines
+sq=$(grep -n 'squares; dtype' stdlib/train.tsr | cut -d: -f1)   # _add_squared_grad's two lines
 order_of() { sed -n "s/^  # assignment at train.tsr:\($sq\|$((sq + 1))\):.*/\1/p" "$TMP/out" | tr '\n' ' '; }
 run_tsrc --emit=sched-ir --target=cuda --reassociate -o - tests/native/gpu_norm_segments.tsr
 gpu_order=$(order_of)

@@ -30,6 +30,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -443,11 +444,16 @@ void manifest_write(const IrProgram *ir, const char *module, FILE *out) {
     for (uint32_t i = 0; i < ir->option_count; i++) { /* set with MODULE_set_option (docs/runtime.md §3) */
         fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
         json_string(out, ir->options[i].name);
-        char number[32]; /* the shortest digits that read back as the default: 0.1, not 0.10000000000000001 */
-        for (int digits = 1; digits <= 17; digits++) {
-            snprintf(number, sizeof number, "%.*g", digits, ir->options[i].value);
-            if (strtod(number, NULL) == ir->options[i].value) break;
-        }
+        /* An integer's digits (100, not 1e+02); a number's, whole, with ".0"; else the shortest
+         * digits that read back as the default (0.1, not 0.10000000000000001). */
+        char number[40];
+        double v = ir->options[i].value;
+        if (v == floor(v) && fabs(v) <= 0x1p53) snprintf(number, sizeof number, ir->options[i].is_float ? "%.1f" : "%.0f", v);
+        else
+            for (int digits = 1; digits <= 17; digits++) {
+                snprintf(number, sizeof number, "%.*g", digits, v);
+                if (strtod(number, NULL) == v) break;
+            }
         fprintf(out, ", \"kind\": \"%s\", \"default\": %s}", ir->options[i].is_float ? "number" : "integer", number);
     }
     fputs(ir->option_count ? "\n  ],\n  \"tensors\": [" : "],\n  \"tensors\": [", out);

@@ -375,25 +375,35 @@ static Value *builtin_range(Elab *e, Arg *args, uint32_t count, Span span) {
 }
 /* ---- Lists and parameters (what an optimiser iterates over) ---------------------------------- */
 
-static void collect_params(Elab *e, Tensor *t, bool *seen, Value *list, uint32_t *cap) {
+static void collect_params(Elab *e, Tensor *t, bool all, bool *seen, Value *list, uint32_t *cap) {
     if (seen[t->id]) return;
     seen[t->id] = true;
     if (t->kind == TENSOR_PARAM) {
         ARENA_PUSH(e->arena, list->as.list.items, list->as.list.count, *cap, tensor_value(e, t));
         return;
     }
-    for (uint32_t i = 0; i < t->operand_count; i++) collect_params(e, t->operands[i], seen, list, cap);
+    if (!all && t->kind == TENSOR_OP && (t->op->flag & OP_NO_GRADIENT)) return; /* no gradient passes */
+    for (uint32_t i = 0; i < t->operand_count; i++) collect_params(e, t->operands[i], all, seen, list, cap);
 }
 
-/* params t: the parameters t depends on, as a list, each once, in the order a depth-first walk of
- * its operands (left to right) meets them. */
+/* params t: the parameters t's gradient reaches (those a backprop of t trains: not through an
+ * operation declared `backward none`, stop_gradient's, argmax's), as a list, each once, in the
+ * order a depth-first walk of its operands (left to right) meets them; params ~all:true t: every
+ * parameter t depends on. */
 static Value *builtin_params(Elab *e, Arg *args, uint32_t count, Span span) {
-    if (count != 1 || args[0].label || args[0].value->kind != V_TENSOR)
-        return fail(span, "'params' takes one tensor: params loss");
+    const Arg *tensor = NULL, *all = NULL;
+    bool bad = false;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!args[i].label && !tensor) tensor = &args[i];
+        else if (args[i].label && !strcmp(args[i].label, "all") && !all) all = &args[i];
+        else bad = true;
+    }
+    if (bad || !tensor || tensor->value->kind != V_TENSOR || (all && all->value->kind != V_BOOL))
+        return fail(span, "'params' takes one tensor, and ~all:true for every parameter it depends on: params loss");
     Value *list = new_value(e, V_LIST);
     uint32_t cap = 0;
     bool *seen = arena_alloc(e->arena, (e->program->tensor_count + 1) * sizeof *seen);
-    collect_params(e, args[0].value->as.tensor, seen, list, &cap);
+    collect_params(e, tensor->value->as.tensor, all && all->value->as.b, seen, list, &cap);
     return list;
 }
 

@@ -122,6 +122,7 @@ static GlobalEntry **unit_globals(Elab *e, uint32_t unit, uint32_t *count) {
  * line (`let NAME`, `let%op NAME`, `let rec NAME`, `operator NAME`), as its name ("Nn"), or NULL:
  * for the note at a name used without `open`, before any use loaded the module. */
 const char *stdlib_module_defining(Elab *e, const char *name) {
+    if (name[0] == '_') return NULL; /* a module's own */
     static const char *const starts[] = {"let%op ", "let%cd ", "let rec ", "let ", "operator "};
     size_t n = strlen(name);
     for (unsigned i = 0; i < tsr_stdlib_file_count; i++) {
@@ -223,11 +224,11 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     e->loading_count--;
     e->loading_at_count--;
     e->scope = scope;
-    /* Every name the module defines is M.name too, for every unit. */
+    /* Every name the module defines is M.name too, for every unit, but its own (private) ones. */
     uint32_t count;
     GlobalEntry **names = unit_globals(e, unit, &count);
     for (uint32_t i = 0; i < count; i++)
-        if (strcmp(names[i]->name, "_") != 0)
+        if (names[i]->name[0] != '_')
             bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, names[i]->name), names[i]->value,
                            false);
     globals_now(e); /* the opener's globals again */
@@ -236,7 +237,7 @@ static void load_module_once(Elab *e, const char *name, Span span) {
 /* `open M` once M is loaded: M's definitions become the opener's, in the order M defined them (a
  * name M defined twice is its last definition); the names M has from its own opens are not
  * passed on (as OCaml's open: a helper that opens Nn does not bring Nn's names back over the
- * program's). */
+ * program's), nor its private ones, whose names begin with '_' (Nn's _refuse_size). */
 static void import_module(Elab *e, const char *name) {
     uint32_t unit = OWNER_BASE;
     for (uint32_t i = 0; i < e->opened_count; i++)
@@ -244,7 +245,8 @@ static void import_module(Elab *e, const char *name) {
     if (unit == OWNER_BASE || unit == e->owner) return; /* not loaded (reported), or the opener itself */
     uint32_t count;
     GlobalEntry **found = unit_globals(e, unit, &count);
-    for (uint32_t i = 0; i < count; i++) bind_global_of(e, e->owner, found[i]->name, found[i]->value, true);
+    for (uint32_t i = 0; i < count; i++)
+        if (found[i]->name[0] != '_') bind_global_of(e, e->owner, found[i]->name, found[i]->value, true);
 }
 
 /* `open M`: reported at M, the item's last token. */
@@ -264,7 +266,10 @@ Value *qualified_name(Elab *e, const Node *n) {
     if (!v) {
         Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
         const char *near = closest_in_module(e, n->a->name, n->name);
-        if (lookup_global(e, n->name, e->generation, OWNER_BASE)) /* Nn.relu: the prelude's */
+        if (n->name[0] == '_')
+            diag_note(n->span, "a name beginning with '_' is its module's own: it is reachable inside the module "
+                      "alone, neither as '%s.%s' nor through 'open %s'", n->a->name, n->name, n->a->name);
+        else if (lookup_global(e, n->name, e->generation, OWNER_BASE)) /* Nn.relu: the prelude's */
             diag_note(n->span, "'%s' is a built-in or an operator of the prelude, which every program and module has "
                       "without a module's name: write '%s'", n->name, n->name);
         else if (near) diag_note(n->span, "did you mean '%s.%s'?", n->a->name, near);

@@ -169,7 +169,10 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
     const char *module = NULL;
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (e->opened_owner[i] == owner) module = e->opened[i];
-    if (module)
+    if (module && name[0] == '_')
+        diag_note(span, "'%s' is module '%s''s own: a name beginning with '_' is reachable inside its module alone", name,
+                  module);
+    else if (module)
         diag_note(span, "'%s' is a definition of module '%s', which is not open here: write '%s.%s', or 'open %s'", name,
                   module, module, name, module);
     else

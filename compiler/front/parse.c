@@ -166,7 +166,8 @@ Node *parse_op_clause_word(ParseState *ps, const Token *name, const Token *word)
             diag_error(word->span, "'backward' takes a [%%cd …] block, or 'none' (no gradient flows through the "
                        "operator), not '%s'", word->text);
         else
-            diag_error(name->span, "expected 'forward' or 'backward' before a [%%cd …] block, found '%s'", name->text);
+            diag_error(name->span, "expected 'forward [%%cd …]' or 'backward [%%cd …]' (or 'backward none'), found '%s'",
+                       name->text);
     }
     Node *n = node(ps, NODE_FIELD_DEF, span_join(name->span, word->span));
     n->name = name->text;

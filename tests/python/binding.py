@@ -90,7 +90,11 @@ def main():
         o.train()
         check(o["w"].tolist() == [0.5, 1.0] and o.options["lr"] == 0.25, "an option set from Python is what the routine reads",
               o["w"])
-        ok1, why1 = raises(tsr.Error, lambda: o.options.__setitem__("steps", 2.5), "takes an integer")
+        o.options["steps"] = 7.0
+        check(o.options["steps"] == 7, "an integer option takes a whole float, as the C setter does", o.options["steps"])
+        ok0, why0 = raises(tsr.Error, lambda: o.options.__setitem__("lr", 10**400), "beyond")
+        check(ok0, "a Python integer beyond the doubles is a tsr.Error", why0)
+        ok1, why1 = raises(tsr.Error, lambda: o.options.__setitem__("steps", 2.5), "needs an integer")
         ok2, why2 = raises(tsr.Error, lambda: o.options.__setitem__("lr", 1e39), "beyond f32's range")
         ok3, why3 = raises(KeyError, lambda: o.options.__setitem__("rate", 1), "lr, steps")
         check(ok1 and ok2 and ok3 and o.options["lr"] == 0.25, "an option refuses a value it cannot take, and an unknown "

@@ -230,13 +230,18 @@ class _Options(_Sizes):
         return int(value.value) if integer else value.value
 
     def __setitem__(self, name, value):
-        if self._entry(name)["kind"] == "integer":
+        integer = self._entry(name)["kind"] == "integer"
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise Error(f"option {name!r} takes {'an integer' if integer else 'a number'}, not {value!r}")
+        if integer and isinstance(value, (int, np.integer)):
             value = _whole_number(f"option {name!r}", value, -2**53, 2**53)
-        elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise Error(f"option {name!r} takes a number, not {value!r}")
+        try:
+            number = float(value)  # a whole float for an integer option, as the C setter takes it
+        except OverflowError:
+            raise Error(f"option {name!r} = {value} is beyond the doubles' range") from None
         model = self._model
         with model._using() as state:
-            model._call(model._api.set_option, state, name.encode(), ctypes.c_double(float(value)))
+            model._call(model._api.set_option, state, name.encode(), ctypes.c_double(number))
 
 
 class Model:
