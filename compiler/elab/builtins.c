@@ -427,6 +427,13 @@ static Value *builtin_is_list(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_LIST || args[0].value->kind == V_ARRAY);
 }
 
+/* is_option x: x is an `option` (plus or minus an integer), whose value is known only when the
+ * program runs: the library says so where it needs a size known when compiling. */
+static Value *builtin_is_option(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_option' takes one value: is_option x");
+    return bool_value(e, args[0].value->kind == V_OPTION);
+}
+
 static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label) return fail(span, "'is_number' takes one value: is_number x");
     return bool_value(e, is_number(args[0].value));
@@ -662,6 +669,7 @@ static const BuiltinEntry builtins[] = {
     {"is_number", builtin_is_number},
     {"is_bool", builtin_is_bool},
     {"is_list", builtin_is_list},
+    {"is_option", builtin_is_option},
     {"is_whole", builtin_is_whole},
     {"dtype_of", builtin_dtype_of},
     {"settled", builtin_settled},
