@@ -387,6 +387,36 @@ tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint6
     return m ? tsr_state_create_model(m, seed, NULL) : NULL;
 }
 
+tsr_state *tsr_state_create_data(const unsigned char *image, size_t image_size, uint64_t seed, const char *const *names,
+                                 const char *const *paths, uint32_t count) {
+    if (count && (!names || !paths)) {
+        tsr_error(TSR_ERR_ARGUMENT, "create_data: no names or no paths for %u data files", count);
+        return NULL;
+    }
+    tsr_model *m = tsr_model_read(image, image_size);
+    if (!m) return NULL;
+    /* As an executable's --data NAME=PATH: a name the program has, a path given. */
+    for (uint32_t i = 0; i < count; i++) {
+        bool known = false;
+        for (uint32_t k = 0; names[i] && tsr_model_data_field(m, k) && !known; k++) known = !strcmp(tsr_model_data_field(m, k), names[i]);
+        if (known && paths[i] && paths[i][0]) continue;
+        char list[256] = "";
+        size_t used = 0;
+        for (uint32_t k = 0; tsr_model_data_field(m, k) && used < sizeof list; k++) {
+            int n = snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", tsr_model_data_field(m, k));
+            if (n > 0) used += (size_t)n;
+        }
+        if (!known)
+            tsr_error(TSR_ERR_ARGUMENT, "create_data: the program has no data named '%s' (%s%s)", names[i] ? names[i] : "(NULL)",
+                      used ? "its data: " : "it reads no data", list);
+        else tsr_error(TSR_ERR_ARGUMENT, "create_data: data '%s' is given no file", names[i]);
+        tsr_model_free(m);
+        return NULL;
+    }
+    tsr_run_args args = {.data_count = count, .data_names = (const char **)names, .data_paths = (const char **)paths};
+    return tsr_state_create_model(m, seed, &args);
+}
+
 tsr_state *tsr_state_create_model(tsr_model *m, uint64_t seed, const tsr_run_args *args) {
     tsr_state *s = calloc(1, sizeof *s);
     if (!s) {
@@ -535,7 +565,7 @@ int tsr_state_set_symbol(tsr_state *s, uint32_t symbol, int64_t value) {
         uint32_t j = file_length_other_than(s, symbol, value);
         if (j != UINT32_MAX)
             return tsr_error(TSR_ERR_INDEX, "run-time size '%s'%s%s%s is the length of %s (%" PRId64 " rows); it "
-                             "cannot be set to %" PRId64 " (give another file with --data instead)",
+                             "cannot be set to %" PRId64 " (give another file instead: --data, or tsr_state_create_data)",
                              m->symbol_names[symbol], j == symbol ? "" : " equals '", j == symbol ? "" : m->symbol_names[j],
                              j == symbol ? "" : "', which", m->size_files[j], s->symbols[j], value);
         return set_size(s, symbol, value);

@@ -160,6 +160,12 @@ enum { TSR_SYMBOL_SEED = 0, TSR_SYMBOL_RUN = 1, TSR_SYMBOL_KEY_WORDS = 2 };
  * literals and constants, initialise parameters with tsr_uniform(seed, …), produce data sets
  * (files are read now).  NULL on failure (tsr_last_error() says why). */
 tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed);
+/* The same, with data items read from other files, as an executable's --data NAME=PATH:
+ * names[i] (a data item, "xs", or a field of a data set, "moons.points") from paths[i] (.npy,
+ * .csv; a token file for tokens), of the item's shape (a run-time length: the file's).  NULL
+ * with TSR_ERR_ARGUMENT for a name the program lacks or a missing path, and every data error. */
+tsr_state *tsr_state_create_data(const unsigned char *image, size_t image_size, uint64_t seed, const char *const *names,
+                                 const char *const *paths, uint32_t count);
 void tsr_state_destroy(tsr_state *state);
 
 /* Index symbols: set (checked against the range) and read. */

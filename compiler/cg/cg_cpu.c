@@ -762,8 +762,8 @@ static void api_function(Cpu *c, const char *name, LLVMTypeRef ret, LLVMTypeRef 
     LLVMValueRef f = LLVMAddFunction(g->mod, arena_printf(g->ir->arena, "%s_%s", c->opt->module, name),
                                      LLVMFunctionType(ret, params, n, 0));
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, f, "entry"));
-    LLVMValueRef args[4];
-    LLVMTypeRef types[4];
+    LLVMValueRef args[8];
+    LLVMTypeRef types[8];
     unsigned count = 0;
     if (with_image) {
         args[count] = c->image, types[count++] = g->ptr;
@@ -779,6 +779,8 @@ static void emit_shared_api(Cpu *c) {
     CgLlvm *g = &c->g;
     LLVMTypeRef seed[1] = {g->i64}, state[1] = {g->ptr}, path[2] = {g->ptr, g->ptr}, set[3] = {g->ptr, g->i32, g->i64};
     api_function(c, "create", g->ptr, seed, 1, "tsr_state_create", true);
+    LLVMTypeRef create_data[4] = {g->i64, g->ptr, g->ptr, g->i32};
+    api_function(c, "create_data", g->ptr, create_data, 4, "tsr_state_create_data", true);
     api_function(c, "destroy", g->void_t, state, 1, "tsr_state_destroy", false);
     api_function(c, "last_error", g->ptr, NULL, 0, "tsr_last_error", false);
     api_function(c, "save", g->i32, path, 2, "tsr_state_save", false);

@@ -7,7 +7,8 @@
 #   - executables that read a bad data file exit with status 1 and the runtime's message;
 #   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says;
 #   - names: header clashes get suffixes, module names that would meet the runtime's are refused;
-#   - options in object mode: MODULE_set_option and MODULE_option (object_options.tsr).
+#   - options in object mode: MODULE_set_option and MODULE_option (object_options.tsr), and data
+#     from other files: MODULE_create_data (runtime_data.tsr).
 #   - a --shared model survives dlclose after its routine used the worker threads.
 # Usage: drivers.sh TSRC LIBDIR (LIBDIR holds libtsr.a).  Last line: "N passed, N failed".
 set -u
@@ -72,6 +73,30 @@ else echo "status $?" >>"$T/log"; fail "object mode: MODULE_set_option and MODUL
 printf '#include "object_options.h"\nint main(void) { return 0; }\n' >"$T/inc_opts.cpp"
 if cc -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc_opts.cpp" -o "$T/inc.o" >"$T/log" 2>&1
 then pass; else fail "a header with options compiles cleanly as C++"; fi
+
+# Data from other files in object mode (an executable's --data): MODULE_create_data reads xs
+# from a file of 7 rows, its run-time length; a name the program lacks is NULL with a message.
+cat >"$T/rdata.c" <<'EOF2'
+#include <stdio.h>
+#include <string.h>
+#include "runtime_data.h"
+int main(int argc, char **argv) {
+    (void)argc;
+    const char *names[] = {"xs"}, *paths[] = {argv[1]}, *bad[] = {"ys"};
+    runtime_data_state *s = runtime_data_create_data(1, names, paths, 1);
+    if (!s || runtime_data_xs_dim0(s) != 7 || runtime_data_xs(s)[20] != 20.0f) return 1;
+    runtime_data_destroy(s);
+    if (runtime_data_create_data(1, bad, paths, 1) ||
+        strcmp(runtime_data_last_error(), "create_data: the program has no data named 'ys' (its data: xs)")) return 2;
+    if (runtime_data_create_data(1, names, bad, 1) || !strstr(runtime_data_last_error(), "'ys'")) return 3;
+    return 0;
+}
+EOF2
+/usr/bin/python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(21, dtype=np.float32).reshape(7, 3))' "$T/seven.npy"
+if "$TSRC" -c tests/native/runtime_data.tsr -o "$T/runtime_data.o" >"$T/log" 2>&1 &&
+   cc -std=c11 -Wall -Wextra -Werror -I"$T" -I$INC "$T/rdata.c" "$T/runtime_data.o" "$LIB" -lm -lpthread -ldl \
+       -o "$T/rdata" >"$T/log" 2>&1 && "$T/rdata" "$T/seven.npy" >"$T/log" 2>&1; then pass
+else echo "status $?" >>"$T/log"; fail "object mode: MODULE_create_data reads a data item from another file (a run-time length too)"; fi
 
 bad_symbols=$(nm -g --defined-only "$T/mlp.o" "$T/affine.o" 2>"$T/log" | awk 'NF == 3 {print $3}' | grep -v -e '^mlp_' -e '^affine_')
 if [ -z "$bad_symbols" ] && [ -s "$T/mlp.o" ]; then pass

@@ -22,7 +22,7 @@ and starts no threads; manifests without image_checksum, with a buffer, dims, dt
 not the image's, or without "tensors" are tsr.Error naming the file; ragged lists, integers
 beyond int64, a tsrc that is not executable, a cache that cannot be a directory and options as
 one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too; m.options
-reads and sets the program's options.  Prints PASS/FAIL
+reads and sets the program's options; tsr.load(..., data=) reads data items from other files.  Prints PASS/FAIL
 lines and "N passed, N failed"."""
 import argparse
 import os
@@ -74,7 +74,7 @@ def main():
               "tsrc --shared writes libmlp.so and libmlp.json", p.stderr)
         nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout
         exported = sorted(line.split()[-1] for line in nm.splitlines() if line.strip())
-        check(exported == sorted(["libmlp__image", "libmlp__image_size", "libmlp_create", "libmlp_destroy",
+        check(exported == sorted(["libmlp__image", "libmlp__image_size", "libmlp_create", "libmlp_create_data", "libmlp_destroy",
                                   "libmlp_last_error", "libmlp_load", "libmlp_option", "libmlp_predict",
                                   "libmlp_save", "libmlp_set_option", "libmlp_set_symbol"]),
               "the library exports the model's C API and nothing else (the runtime inside is hidden)", exported)
@@ -100,6 +100,19 @@ def main():
         check(ok1 and ok2 and ok3 and o.options["lr"] == 0.25, "an option refuses a value it cannot take, and an unknown "
               "name is a KeyError naming the options", (why1, why2, why3))
         o.close()
+
+        rlib = os.path.join(d, "librdata.so")
+        p = subprocess.run([tsrc, "--shared", os.path.join(ROOT, "tests/native/runtime_data.tsr"), "-o", rlib],
+                           capture_output=True, text=True)
+        seven = os.path.join(d, "seven.npy")
+        np.save(seven, np.arange(21, dtype=np.float32).reshape(7, 3))
+        r = tsr.load(rlib, data={"xs": seven})
+        check(p.returncode == 0 and r["xs"].shape == (7, 3) and r["xs"][6, 2] == 20,
+              "tsr.load(..., data={name: path}) reads a data item from another file (its run-time length too)",
+              p.stderr + repr(r["xs"].shape))
+        r.close()
+        ok, why = raises(tsr.Error, lambda: tsr.load(rlib, data={"ys": seven}), "no data named 'ys' (its data: xs)")
+        check(ok, "data= naming an item the program lacks is a tsr.Error naming its data", why)
 
         glib = os.path.join(d, "libmlpgpu.so")
         p = subprocess.run([tsrc, "--shared", "--target=cuda", os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), "-o", glib],

@@ -82,6 +82,8 @@ class _Api:
             return f
 
         self.create = fn("create", ctypes.c_void_p, [ctypes.c_uint64])
+        self.create_data = fn("create_data", ctypes.c_void_p,
+                              [ctypes.c_uint64, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32])
         self.destroy = fn("destroy", None, [ctypes.c_void_p])
         self.last_error = fn("last_error", ctypes.c_char_p, [])
         self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
@@ -247,7 +249,7 @@ class _Options(_Sizes):
 class Model:
     """One compiled model and one state of it (tsr.load makes it)."""
 
-    def __init__(self, library, manifest=None, seed=0):
+    def __init__(self, library, manifest=None, seed=0, data=None):
         library = os.path.abspath(library)
         if manifest is None:
             stem = library[:-3] if library.endswith(".so") else library
@@ -272,7 +274,16 @@ class Model:
         # the first's to return, so close() or a new run-time size never frees what a routine
         # running on another thread (ctypes releases the GIL) is using.
         self._lock = threading.RLock()
-        self._state = self._api.create(_whole_number("the seed", seed, 0, 2**64 - 1))
+        seed = _whole_number("the seed", seed, 0, 2**64 - 1)
+        if data:
+            if not isinstance(data, dict):
+                raise Error(f"data is a dict of data item names and file paths, not {data!r}")
+            names = [str(k).encode() for k in data]
+            paths = [_path(f"data {k!r}", v) for k, v in data.items()]
+            n = len(names)
+            self._state = self._api.create_data(seed, (ctypes.c_char_p * n)(*names), (ctypes.c_char_p * n)(*paths), n)
+        else:
+            self._state = self._api.create(seed)
         if not self._state:
             raise Error(self._last_error())
         self._owner = _Owner(self._api, self._state)
@@ -759,10 +770,11 @@ def _check_manifest(lib, library, manifest, fields):
             refuse(f"routine {r['name']!r} is the function {r['symbol']!r}, which the library does not have")
 
 
-def load(library, manifest=None, seed=0):
+def load(library, manifest=None, seed=0, data=None):
     """The model compiled into `library` (tsrc --shared), with a fresh state: parameters drawn
-    from `seed`, as an executable's --seed would draw them."""
-    return Model(library, manifest, seed)
+    from `seed`, as an executable's --seed would draw them; `data` ({"xs": "other.npy"}) reads
+    data items from other files, as an executable's --data NAME=PATH."""
+    return Model(library, manifest, seed, data)
 
 
 def _cache_dir():
