@@ -390,7 +390,7 @@ tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint6
 tsr_state *tsr_state_create_data(const unsigned char *image, size_t image_size, uint64_t seed, const char *const *names,
                                  const char *const *paths, uint32_t count) {
     if (count && (!names || !paths)) {
-        tsr_error(TSR_ERR_ARGUMENT, "create_data: no names or no paths for %u data files", count);
+        tsr_error(TSR_ERR_ARGUMENT, "create_data: no names or no paths for %u data file%s", count, count == 1 ? "" : "s");
         return NULL;
     }
     tsr_model *m = tsr_model_read(image, image_size);
@@ -406,8 +406,10 @@ tsr_state *tsr_state_create_data(const unsigned char *image, size_t image_size, 
             int n = snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", tsr_model_data_field(m, k));
             if (n > 0) used += (size_t)n;
         }
-        if (!known)
-            tsr_error(TSR_ERR_ARGUMENT, "create_data: the program has no data named '%s' (%s%s)", names[i] ? names[i] : "(NULL)",
+        if (!names[i])
+            tsr_error(TSR_ERR_ARGUMENT, "create_data: names[%u] is NULL", i);
+        else if (!known)
+            tsr_error(TSR_ERR_ARGUMENT, "create_data: the program has no data named '%s' (%s%s)", names[i],
                       used ? "its data: " : "it reads no data", list);
         else tsr_error(TSR_ERR_ARGUMENT, "create_data: data '%s' is given no file", names[i]);
         tsr_model_free(m);

@@ -251,14 +251,15 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
     for (uint32_t i = 0; i < ir->dataset_count; i++) any_data |= strcmp(ir->datasets[i].generator, "option") != 0;
     if (any_data)
         fprintf(out,
-                "/* The same, with data items read from other files (an executable's --data NAME=PATH):\n"
-                " * names[i] (\"xs\", \"moons.points\") from paths[i], of the item's shape.  NULL for a name\n"
-                " * the program lacks, a missing path or a bad file: see %s_last_error(). */\n"
-                "static inline %s_state *%s_create_data(uint64_t seed, const char *const *names, const char *const *paths,\n"
-                "                                         uint32_t count) {\n"
+                "/* As %s_create, with data items read from other files (an executable's --data\n"
+                " * NAME=PATH): names[i] (\"xs\", \"moons.points\") from paths[i], of the item's shape (a name\n"
+                " * given twice: the last counts).  NULL for a name the program lacks, a missing path or a\n"
+                " * bad file: see %s_last_error(). */\n"
+                "static inline %s_state *%s_create_data(uint64_t seed, const char *const *names,\n"
+                "    const char *const *paths, uint32_t count) {\n"
                 "    return (%s_state *)tsr_state_create_data(%s__image, (size_t)%s__image_size, seed, names, paths, count);\n"
                 "}\n\n",
-                module, module, module, module, module, module);
+                module, module, module, module, module, module, module);
     fprintf(out,
             "/* Checkpoints: every parameter as a NumPy .npz file (numpy.load reads it), one array per\n"
             " * parameter (float32; float64 for f64, float16 for f16, float32 for bf16), named as the\n"

@@ -258,6 +258,18 @@ static void open_module(Elab *e, const Node *item) {
     if (!module_failed(e, item->name)) import_module(e, item->name);
 }
 
+/* Whether loaded module `module` defines `name` itself (a private name too). */
+static bool module_defines(Elab *e, const char *module, const char *name) {
+    for (uint32_t i = 0; i < e->opened_count; i++) {
+        if (strcmp(e->opened[i], module) != 0) continue;
+        uint32_t count;
+        GlobalEntry **names = unit_globals(e, e->opened_owner[i], &count);
+        for (uint32_t k = 0; k < count; k++)
+            if (strcmp(names[k]->name, name) == 0) return true;
+    }
+    return false;
+}
+
 /* M.name: loads M when it is not yet. */
 Value *qualified_name(Elab *e, const Node *n) {
     load_module(e, n->a->name, n->a->span);
@@ -266,7 +278,7 @@ Value *qualified_name(Elab *e, const Node *n) {
     if (!v) {
         Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
         const char *near = closest_in_module(e, n->a->name, n->name);
-        if (n->name[0] == '_')
+        if (n->name[0] == '_' && module_defines(e, n->a->name, n->name))
             diag_note(n->span, "a name beginning with '_' is its module's own: it is reachable inside the module "
                       "alone, neither as '%s.%s' nor through 'open %s'", n->a->name, n->name, n->a->name);
         else if (lookup_global(e, n->name, e->generation, OWNER_BASE)) /* Nn.relu: the prelude's */

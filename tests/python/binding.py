@@ -113,6 +113,15 @@ def main():
         r.close()
         ok, why = raises(tsr.Error, lambda: tsr.load(rlib, data={"ys": seven}), "no data named 'ys' (its data: xs)")
         check(ok, "data= naming an item the program lacks is a tsr.Error naming its data", why)
+        ok1, why1 = raises(tsr.Error, lambda: tsr.load(rlib, data={"xs\0zz": seven}), "data is a dict")
+        ok2, why2 = raises(tsr.Error, lambda: tsr.load(rlib, data={"xs": None}), "each file is a path")
+        ok3, why3 = raises(tsr.Error, lambda: tsr.load(rlib, data=[("xs", seven)]), "data is a dict")
+        check(ok1 and ok2 and ok3, "data= with a NUL in a name, a file that is no path, or no dict is a tsr.Error",
+              (why1, why2, why3))
+        r = tsr.load(rlib)
+        ok, why = raises(tsr.Error, lambda: setattr(r.sizes, "xs_b", 3), "set one by name")
+        check(ok, "an attribute set on m.sizes (m.options) is a tsr.Error, not a silent no-op", why)
+        r.close()
 
         glib = os.path.join(d, "libmlpgpu.so")
         p = subprocess.run([tsrc, "--shared", "--target=cuda", os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), "-o", glib],

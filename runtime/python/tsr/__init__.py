@@ -209,6 +209,9 @@ class _Sizes:
                             "views of the old are left: delete them (or copy them) first, then ask for the tensors again")
             model._call(model._api.set_symbol, state, ctypes.c_uint32(symbol), ctypes.c_int64(value))
 
+    def __setattr__(self, name, value):
+        raise Error(f"set one by name: [{name!r}] = {value!r} (an attribute would set nothing)")
+
     def _entry(self, name):
         if name not in self._open():
             known = ", ".join(sorted(self._entries)) or "none"
@@ -240,7 +243,7 @@ class _Options(_Sizes):
         try:
             number = float(value)  # a whole float for an integer option, as the C setter takes it
         except OverflowError:
-            raise Error(f"option {name!r} = {value} is beyond the doubles' range") from None
+            raise Error(f"option {name!r} = {str(value)[:24]}… is beyond the doubles' range") from None
         model = self._model
         with model._using() as state:
             model._call(model._api.set_option, state, name.encode(), ctypes.c_double(number))
@@ -275,12 +278,15 @@ class Model:
         # running on another thread (ctypes releases the GIL) is using.
         self._lock = threading.RLock()
         seed = _whole_number("the seed", seed, 0, 2**64 - 1)
-        if data:
-            if not isinstance(data, dict):
-                raise Error(f"data is a dict of data item names and file paths, not {data!r}")
-            names = [str(k).encode() for k in data]
+        if data is not None:
+            if not isinstance(data, dict) or not all(isinstance(k, str) and k and "\0" not in k for k in data):
+                raise Error(f"data is a dict of data item names (strings) and file paths, not {data!r}")
+            if not all(isinstance(v, (str, bytes, os.PathLike)) for v in data.values()):
+                raise Error(f"data: each file is a path (a string or a path-like object), not {data!r}")
+            names = [k.encode() for k in data]
             paths = [_path(f"data {k!r}", v) for k, v in data.items()]
             n = len(names)
+        if data:
             self._state = self._api.create_data(seed, (ctypes.c_char_p * n)(*names), (ctypes.c_char_p * n)(*paths), n)
         else:
             self._state = self._api.create(seed)
@@ -782,7 +788,7 @@ def _cache_dir():
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tsr")
 
 
-def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (the natural name)
+def compile(source, seed=0, tsrc=None, options=(), cache=None, data=None):  # noqa: A001 (the natural name)
     """Compile the .tsr file `source` with `tsrc --shared` and load it (tsr.load).
 
     `tsrc` is the compiler to run (default: $TSRC, else `tsrc` on PATH); `options` are more of
@@ -791,7 +797,7 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
     the source's path and text, the options and the compiler's own file, so a second call with
     nothing changed loads it without compiling; the modules the source `open`s (beside it, or
     from -I directories: the manifest's "sources") are checked too, and a change in any of them
-    compiles afresh.  `options` may be one string, split as a shell would (shlex.split:
+    compiles afresh (`data` as tsr.load's).  `options` may be one string, split as a shell would (shlex.split:
     "-I lib --cpu=x86-64-v3").  Compile errors raise tsr.Error with tsrc's messages; so do a
     compiler that is not an executable file and a cache directory that cannot be made."""
     if tsrc and not os.path.exists(tsrc):
@@ -869,7 +875,7 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None):  # noqa: A001 (t
             name = "m_" + name
             continue
         raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
-    return Model(library, None, seed)
+    return Model(library, None, seed, data)
 
 
 def _host_cpu():
