@@ -129,9 +129,7 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
         if (!text[0] || *end || !isfinite(v) || (errno == ERANGE && fabs(v) > 1))
             return usage_error(p, "option '--%s' needs a finite number%s, not '%s'", o->name,
                                text[0] && !*end && errno == ERANGE ? " (at most about ±1.8e308)" : "", text);
-        if ((o->among & TSR_OPTION_AMONG_F32) && isinf((float)v))
-            return usage_error(p, "option '--%s' = %s is beyond f32's range (about ±3.4e38): the program computes with "
-                               "it among f32 values", o->name, text);
+        if (tsr_option_beyond(o, v)) return usage_error(p, "option '--%s' = %s is %s", o->name, text, tsr_option_beyond(o, v));
         o->value = v;
         return 0;
     }
@@ -139,9 +137,8 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
     if (!parse_integer(text, true, -(INT64_C(1) << 53), INT64_C(1) << 53, &v))
         return usage_error(p, "option '--%s' needs an integer%s, not '%s'", o->name,
                            decimal_digits(text) ? " from -2^53 to 2^53 (9007199254740992)" : "", text);
-    if ((o->among & TSR_OPTION_AMONG_I32) && (v < INT32_MIN || v > INT32_MAX))
-        return usage_error(p, "option '--%s' = %s is beyond i32's range (-2147483648 to 2147483647): the program "
-                           "computes with it among i32 values", o->name, text);
+    if (tsr_option_beyond(o, (double)v))
+        return usage_error(p, "option '--%s' = %s is %s", o->name, text, tsr_option_beyond(o, (double)v));
     o->value = (double)v;
     return 0;
 }

@@ -33,6 +33,11 @@ typedef struct tsr_option {
     double value;
 } tsr_option;
 
+/* Why option `o` cannot take `value` although it is of its kind: "beyond f32's range …" (or
+ * i32's) when the program computes with it among values of that type; NULL when it can
+ * (args.c's --NAME VALUE and state.c's tsr_state_set_option say it alike). */
+const char *tsr_option_beyond(const tsr_option *o, double value);
+
 /* What the command line says beyond the options' values. */
 typedef struct tsr_run_args {
     uint32_t data_count;

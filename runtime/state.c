@@ -382,6 +382,26 @@ static int allocate_buffer(tsr_state *s, uint32_t i) {
     return new_storage(s, i, &s->buffers[i]);
 }
 
+/* The names name_at(ctx, 0), name_at(ctx, 1), … (until NULL) joined by ", " into list (cut at its
+ * size): for messages that list what the program has. */
+static const char *joined_names(char *list, size_t size, const char *(*name_at)(const void *ctx, uint32_t k),
+                                const void *ctx) {
+    size_t used = 0;
+    list[0] = '\0';
+    for (uint32_t k = 0; name_at(ctx, k) && used < size; k++) {
+        int n = snprintf(list + used, size - used, "%s%s", k ? ", " : "", name_at(ctx, k));
+        if (n > 0) used += (size_t)n;
+    }
+    return list;
+}
+
+static const char *option_name_at(const void *model, uint32_t k) {
+    const tsr_model *m = model;
+    return k < m->option_count ? m->options[k].name : NULL;
+}
+
+static const char *data_name_at(const void *model, uint32_t k) { return tsr_model_data_field(model, k); }
+
 tsr_state *tsr_state_create(const unsigned char *image, size_t image_size, uint64_t seed) {
     tsr_model *m = tsr_model_read(image, image_size);
     return m ? tsr_state_create_model(m, seed, NULL) : NULL;
@@ -400,17 +420,13 @@ tsr_state *tsr_state_create_data(const unsigned char *image, size_t image_size, 
         bool known = false;
         for (uint32_t k = 0; names[i] && tsr_model_data_field(m, k) && !known; k++) known = !strcmp(tsr_model_data_field(m, k), names[i]);
         if (known && paths[i] && paths[i][0]) continue;
-        char list[256] = "";
-        size_t used = 0;
-        for (uint32_t k = 0; tsr_model_data_field(m, k) && used < sizeof list; k++) {
-            int n = snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", tsr_model_data_field(m, k));
-            if (n > 0) used += (size_t)n;
-        }
+        char list[256];
+        joined_names(list, sizeof list, data_name_at, m);
         if (!names[i])
             tsr_error(TSR_ERR_ARGUMENT, "create_data: names[%u] is NULL", i);
         else if (!known)
             tsr_error(TSR_ERR_ARGUMENT, "create_data: the program has no data named '%s' (%s%s)", names[i],
-                      used ? "its data: " : "it reads no data", list);
+                      list[0] ? "its data: " : "it reads no data", list);
         else tsr_error(TSR_ERR_ARGUMENT, "create_data: data '%s' is given no file", names[i]);
         tsr_model_free(m);
         return NULL;
@@ -630,17 +646,21 @@ int tsr_state_begin_run(tsr_state *s) {
 
 /* ---- Options and loops of main ------------------------------------------------------------------ */
 
+const char *tsr_option_beyond(const tsr_option *o, double value) {
+    if (o->is_float && (o->among & TSR_OPTION_AMONG_F32) && isinf((float)value))
+        return "beyond f32's range (about ±3.4e38): the program computes with it among f32 values";
+    if (!o->is_float && (o->among & TSR_OPTION_AMONG_I32) && (value < INT32_MIN || value > INT32_MAX))
+        return "beyond i32's range (-2147483648 to 2147483647): the program computes with it among i32 values";
+    return NULL;
+}
+
 /* Option `name` of the state's model, or NULL with a TSR_ERR_ARGUMENT error naming the options. */
 static tsr_option *find_option(const tsr_state *s, const char *name) {
     const tsr_model *m = s->model;
     for (uint32_t i = 0; i < m->option_count; i++)
         if (!strcmp(m->options[i].name, name)) return &m->options[i];
-    char list[256] = "";
-    size_t used = 0;
-    for (uint32_t i = 0; i < m->option_count && used < sizeof list; i++) {
-        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->options[i].name);
-        if (n > 0) used += (size_t)n;
-    }
+    char list[256];
+    joined_names(list, sizeof list, option_name_at, m);
     if (m->option_count == 0) tsr_error(TSR_ERR_ARGUMENT, "no option '%s': the program declares no options", name);
     else tsr_error(TSR_ERR_ARGUMENT, "no option '%s' (the program's options: %s)", name, list);
     return NULL;
@@ -654,15 +674,13 @@ int tsr_state_set_option(tsr_state *s, const char *name, double value) {
     /* The command line's rules (args.c), for a value given as a number. */
     if (o->is_float && !isfinite(value))
         return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs a finite number, not %g", name, value);
-    if (o->is_float && (o->among & TSR_OPTION_AMONG_F32) && isinf((float)value))
-        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %g is beyond f32's range (about ±3.4e38): the program computes "
-                         "with it among f32 values", name, value);
+
     if (!o->is_float && !(value == floor(value) && fabs(value) <= 0x1p53))
         return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs an integer from -2^53 to 2^53 (9007199254740992), not %.17g",
                          name, value);
-    if (!o->is_float && (o->among & TSR_OPTION_AMONG_I32) && (value < INT32_MIN || value > INT32_MAX))
-        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %.17g is beyond i32's range (-2147483648 to 2147483647): the "
-                         "program computes with it among i32 values", name, value);
+    if (tsr_option_beyond(o, value))
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %.*g is %s", name, o->is_float ? 6 : 17, value,
+                         tsr_option_beyond(o, value));
     o->value = value;
     /* The one-cell tensors that hold it (the option read in tensor expressions): refilled. */
     const tsr_model *m = s->model;

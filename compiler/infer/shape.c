@@ -436,6 +436,14 @@ void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
         diag_note(g->call, "which the standard library's code made in this application");
 }
 
+/* Whether `key` (one error's identity) was reported before; when not, it is now recorded. */
+static bool clash_reported(ShapeSolver *s, uint64_t key) {
+    for (uint32_t i = 0; i < s->library_clash_count; i++)
+        if (s->library_clashes[i] == key) return true;
+    ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
+    return false;
+}
+
 /* Report an error of constraint `why` whose two sides come from origins side_a and side_b. */
 void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, const char *fmt, ...) {
     char msg[1024];
@@ -466,18 +474,11 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
          * (ids given to accuracy fail its max and its subtraction) is reported at the first. */
         uint64_t call = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
                         1099511628211ull;
-        uint64_t key = call ^ sides, call_key = call ^ 0x5bd1e9955bd1e995ull;
-        bool seen = false, call_seen = false;
-        for (uint32_t i = 0; i < s->library_clash_count; i++) {
-            seen |= s->library_clashes[i] == key;
-            call_seen |= s->library_clashes[i] == call_key;
-        }
+        bool call_seen = clash_reported(s, call ^ 0x5bd1e9955bd1e995ull);
         /* Nor is an error between two of the library's own places, after one at the same
          * application: a consequence of that one (a cached attention step given three positions
          * fails its bias's sum once the positions were refused). */
-        if (seen || (call_seen && sides == 0)) diag_drop_next();
-        else ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
-        if (!call_seen) ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, call_key);
+        if ((call_seen && sides == 0) || clash_reported(s, call ^ sides)) diag_drop_next();
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
@@ -490,10 +491,7 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     uint64_t key = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 1099511628211ull ^
                    sides ^ 0x9e3779b97f4a7c15ull;
     for (const char *c = msg; *c; c++) key = (key ^ (unsigned char)*c) * 1099511628211ull;
-    bool seen = false;
-    for (uint32_t i = 0; i < s->library_clash_count && !seen; i++) seen = s->library_clashes[i] == key;
-    if (seen) diag_drop_next();
-    else ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
+    if (clash_reported(s, key)) diag_drop_next();
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
     if (o->also_text) diag_note(o->also, "%s", o->also_text);

@@ -250,15 +250,13 @@ static Tensor *gradient_cut(Builder *b, Tensor **graph, uint32_t count) {
  * path from them passing through an operation that lets no gradient through. */
 static void refuse_cut_backprop(Builder *b, const CodeStep *step, Tensor *cut) {
     BackpropSite site = backprop_site(b, step);
-    const char *what = site.what;
-    bool in_library = site.in_library;
-    Span at = site.at;
     const char *why = cut->kind == TENSOR_OP && (cut->op->flag & OP_NO_GRADIENT) ? "which lets no gradient through"
                     : arena_printf(b->ir->arena, "whose result is %s (integers are not differentiated)",
                                    ir_dtype_word(cut->dtype));
     const char *through = cut->kind == TENSOR_OP ? arena_printf(b->ir->arena, "'%s'", cut->op_name) : "a slice";
-    diag_error(at, "the backprop of %s trains nothing: its parameters reach it only through %s, %s", what, through, why);
-    if (in_library) diag_note(step->span, "the backprop in the standard library's '%s'",
+    diag_error(site.at, "the backprop of %s trains nothing: its parameters reach it only through %s, %s", site.what,
+               through, why);
+    if (site.in_library) diag_note(step->span, "the backprop in the standard library's '%s'",
                               step->user_call_name ? step->user_call_name : "function");
     diag_note(cut->span, "no gradient flows through this %s", cut->kind == TENSOR_OP ? "operation" : "tensor");
     note_library_call(cut);
