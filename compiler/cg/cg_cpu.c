@@ -785,6 +785,8 @@ static void emit_shared_api(Cpu *c) {
     api_function(c, "last_error", g->ptr, NULL, 0, "tsr_last_error", false);
     api_function(c, "save", g->i32, path, 2, "tsr_state_save", false);
     api_function(c, "load", g->i32, path, 2, "tsr_state_load", false);
+    LLVMTypeRef init_from[3] = {g->ptr, g->ptr, g->ptr};
+    api_function(c, "init_from", g->i32, init_from, 3, "tsr_state_init_from", false);
     api_function(c, "set_symbol", g->i32, set, 3, "tsr_state_set_symbol", false);
     LLVMTypeRef set_option[3] = {g->ptr, g->ptr, g->f64}, option[3] = {g->ptr, g->ptr, g->ptr};
     api_function(c, "set_option", g->i32, set_option, 3, "tsr_state_set_option", false);

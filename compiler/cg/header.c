@@ -267,8 +267,14 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             " * missing file or array, a wrong shape or a damaged file is an error (TSR_ERR_DATA) that\n"
             " * changes nothing. */\n"
             "static inline int %s_save(%s_state *s, const char *path) { return tsr_state_save((tsr_state *)s, path); }\n"
-            "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n\n",
-            module, module, module, module);
+            "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n"
+            "/* Start from another model's weights (an executable's --init-from): read each parameter\n"
+            " * this model trains that the file holds, leave the others as initialised and the training\n"
+            " * state, counters and seed as they are; read (may be NULL) counts what was read.  A file\n"
+            " * holding none of them is an error (TSR_ERR_DATA) that changes nothing. */\n"
+            "static inline int %s_init_from(%s_state *s, const char *path, uint32_t *read) {\n"
+            "    return tsr_state_init_from((tsr_state *)s, path, read);\n}\n\n",
+            module, module, module, module, module, module);
     if (ir->option_count)
         fprintf(out,
                 "/* The program's options (`option lr = 0.1`), which an executable's command line sets: set\n"

@@ -287,15 +287,15 @@ int main(void) {
     if (predict_save(s, "again.npz") != TSR_OK) { printf("save: %s\n", predict_last_error()); return 1; }
     if (predict_save(NULL, "x.npz") != TSR_ERR_ARGUMENT || predict_load(NULL, "x.npz") != TSR_ERR_ARGUMENT) return 1;
     predict_destroy(s);
-    /* tsr_state_init_from: the parameters the file holds, counted; a failed one changes nothing */
+    /* predict_init_from (tsr_state_init_from): the parameters the file holds, counted; a failed one changes nothing */
     s = predict_create(7);
     memcpy(before, predict_w1(s), sizeof before);
     uint32_t read = 99;
     if (tsr_state_init_from((tsr_state *)s, "other.npz", &read) != TSR_ERR_DATA || read != 0 ||
         memcmp(before, predict_w1(s), sizeof before) != 0) { printf("init_from other.npz: %s\n", predict_last_error()); return 1; }
-    if (tsr_state_init_from((tsr_state *)s, "head.npz", &read) != TSR_OK || read != 2 ||
+    if (predict_init_from(s, "head.npz", &read) != TSR_OK || read != 2 ||
         memcmp(before, predict_w1(s), sizeof before) != 0) { printf("init_from head.npz: %u %s\n", read, predict_last_error()); return 1; }
-    if (tsr_state_init_from((tsr_state *)s, "model.npz", NULL) != TSR_OK || memcmp(before, predict_w1(s), sizeof before) == 0 ||
+    if (predict_init_from(s, "model.npz", NULL) != TSR_OK || memcmp(before, predict_w1(s), sizeof before) == 0 ||
         ((tsr_state *)s)->runs != 0) { printf("init_from model.npz: %s\n", predict_last_error()); return 1; }
     if (tsr_state_init_from(NULL, "x.npz", &read) != TSR_ERR_ARGUMENT || tsr_state_init_from((tsr_state *)s, "", NULL) != TSR_ERR_ARGUMENT) return 1;
     predict_destroy(s);

@@ -2,8 +2,8 @@
 # drivers.sh — object mode and executables end to end (run by tests/run.sh):
 #   - two models built with `tsrc -c` link into one C program and one C++ program, which
 #     check what the models compute (driver.c, driver.cpp);
-#   - the generated header compiles cleanly as C and C++; every global symbol of an object is
-#     prefixed by its module's name;
+#   - the generated header is docs/runtime.md's and compiles cleanly as C and C++; every global
+#     symbol of an object is prefixed by its module's name;
 #   - executables that read a bad data file exit with status 1 and the runtime's message;
 #   - a failing link, a program with errors and --emit=llvm/asm behave as docs/cli.md says;
 #   - names: header clashes get suffixes, module names that would meet the runtime's are refused;
@@ -29,6 +29,12 @@ assert m["module"]=="mlp" and [r["symbol"] for r in m["routines"]]==["mlp_predic
 assert t["w1"]["dims"]==[64,10] and t["w1"]["kind"]=="parameter" and t["features"]["kind"]=="input"
 assert t["scores"]["shape"]=="32|3" and t["scores"]["dtype"]=="float32"' "$T/mlp.json" >"$T/log" 2>&1; then pass
 else fail "mlp.json lists the routine and the tensors with their shapes"; fi
+
+# docs/runtime.md §2 shows this header whole: it must be what tsrc writes.
+if awk '/^```c$/ && !n { getline; if ($0 ~ /^\/\* mlp\.h /) { n = 1; print; next } } n && /^```$/ { exit } n' \
+       docs/runtime.md >"$T/doc_mlp.h" && [ -s "$T/doc_mlp.h" ] &&
+   diff -u "$T/doc_mlp.h" "$T/mlp.h" >"$T/log" 2>&1; then pass
+else fail "docs/runtime.md's mlp.h is the header tsrc -c writes for docs/examples/mlp_lib.tsr"; fi
 
 for std in c11 c++11 c++17; do
     lang=c; [ $std != c11 ] && lang=c++

@@ -75,7 +75,7 @@ def main():
         nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout
         exported = sorted(line.split()[-1] for line in nm.splitlines() if line.strip())
         check(exported == sorted(["libmlp__image", "libmlp__image_size", "libmlp_create", "libmlp_create_data", "libmlp_destroy",
-                                  "libmlp_last_error", "libmlp_load", "libmlp_option", "libmlp_predict",
+                                  "libmlp_init_from", "libmlp_last_error", "libmlp_load", "libmlp_option", "libmlp_predict",
                                   "libmlp_save", "libmlp_set_option", "libmlp_set_symbol"]),
               "the library exports the model's C API and nothing else (the runtime inside is hidden)", exported)
 
@@ -180,6 +180,26 @@ def main():
         check(ok, "a negative seed is a tsr.Error", why)
         ok, why = raises(tsr.Error, lambda: m.load(os.path.join(d, "missing.npz")), "missing.npz")
         check(ok, "loading a missing checkpoint is a tsr.Error with the runtime's message", why)
+
+        # init_from: the parameters the file holds, the others and the seed and counters kept
+        part = os.path.join(d, "part.npz")
+        first = np.full_like(m["w1"], 0.25)
+        np.savez(part, w1=first, b1=np.ones_like(m["b1"]), extra=np.zeros(3, np.float32))
+        w2_before, seed_before, runs_before = m["w2"].copy(), m.seed, m.runs
+        read = m.init_from(part)
+        check(read == 2 and np.array_equal(m["w1"], first) and np.array_equal(m["b1"], np.ones_like(m["b1"])) and
+              np.array_equal(m["w2"], w2_before) and (m.seed, m.runs) == (seed_before, runs_before),
+              "m.init_from reads the parameters the file holds (2), keeps the others, the seed and the counters",
+              (read, m.seed, m.runs))
+        none = os.path.join(d, "none.npz")
+        np.savez(none, other=np.zeros(3, np.float32))
+        ok, why = raises(tsr.Error, lambda: m.init_from(none), "holds none of the 3 parameters")
+        check(ok and np.array_equal(m["w1"], first), "m.init_from of a file holding none of the parameters is a "
+              "tsr.Error that changes nothing", why)
+        np.savez(part, w1=np.zeros((3, 3), np.float32), b1=np.zeros_like(m["b1"]))
+        ok, why = raises(tsr.Error, lambda: m.init_from(part), "w1")
+        check(ok and np.array_equal(m["w1"], first) and np.array_equal(m["b1"], np.ones_like(m["b1"])),
+              "m.init_from of a parameter in another shape is a tsr.Error that changes nothing", why)
 
         rlib = os.path.join(d, "libsizes.so")
         p = subprocess.run([tsrc, "--shared", "--name=sizes", os.path.join(ROOT, "tests/native/runtime_mlp.tsr"), "-o", rlib],
@@ -316,6 +336,7 @@ def main():
                           ("the tensors", lambda: r.tensors), ("the routines", lambda: r.routines),
                           ("the manifest", lambda: r.manifest), ("'in' of its sizes", lambda: "x.b" in r.sizes),
                           ("a routine", r.predict), ("the seed", lambda: r.seed), ("save", lambda: r.save(path)),
+                          ("init_from", lambda: r.init_from(path)),
                           ("a tensor", lambda: r["w1"])):
             ok, why = raises(tsr.Error, use, "closed")
             check(ok, f"{what} of a closed model is a tsr.Error", why)

@@ -88,6 +88,7 @@ class _Api:
         self.last_error = fn("last_error", ctypes.c_char_p, [])
         self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.load = fn("load", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
+        self.init_from = fn("init_from", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32)])
         self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
         self.set_option = fn("set_option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double])
         self.option = fn("option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)])
@@ -525,6 +526,17 @@ class Model:
         path = _path("the checkpoint", path)
         with self._using() as state:
             self._call(self._api.load, state, path)
+
+    def init_from(self, path):
+        """Start from another model's weights, as an executable's --init-from: read each parameter
+        this model trains that the checkpoint holds, leave the others as initialised and the
+        training state, seed and counters as they are (tsr_state_init_from).  Returns the number
+        of parameters read; a file holding none of them is a tsr.Error that changes nothing."""
+        path = _path("the checkpoint", path)
+        read = ctypes.c_uint32(0)
+        with self._using() as state:
+            self._call(self._api.init_from, state, path, ctypes.byref(read))
+        return read.value
 
     def __repr__(self):
         return (f"<tsr.Model {self.__dict__.get('name', '?')}: routines {', '.join(self.__dict__.get('_routines', {}))}; "
