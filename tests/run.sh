@@ -531,6 +531,16 @@ run_tsrc --run "$TMP/cyc/helper_user.tsr"
 if [ "$(status) $(cat "$TMP/out" "$TMP/err")" = "0 5 9 2" ]
 then pass "modules: open passes on a module's own definitions only; options are qualified names too"
 else fail "modules: open passes on a module's own definitions only; options are qualified names too" "exit $(status)" "$TMP/err"; fi
+# Helper.scaled, a name Helper has from its own open of Unit, is an error whose note names Unit
+# (and a stdlib module the same way: Opener.softmax, softmax Nn's).
+printf 'open Nn\nlet two = 2\n' >"$TMP/cyc/opener.tsr"
+printf 'let a = Helper.scaled 1\nlet b = Opener.softmax\n' >"$TMP/cyc/helper_qualified.tsr"
+run_tsrc --check "$TMP/cyc/helper_qualified.tsr"
+if [ "$(status)" = 1 ] && grep -q "error: module 'Helper' has no definition 'scaled'" "$TMP/err" &&
+   grep -q "note: 'scaled' is Unit's, which Helper opens; a module's open does not pass the names on: write 'Unit.scaled'" "$TMP/err" &&
+   grep -q "note: 'softmax' is Nn's, which Opener opens; .* write 'Nn.softmax'" "$TMP/err"
+then pass "modules: M.x for a name M has from its own open notes the module it is from"
+else fail "modules: M.x for a name M has from its own open notes the module it is from" "exit $(status)" "$TMP/err"; fi
 # A module's private names (beginning with '_') are its own: its functions use them, but open
 # does not pass them on (the program's _step stays the program's) and Privy._step is an error
 # with a note saying why; Nn's helpers are private too (Nn._refuse_size).

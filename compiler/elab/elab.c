@@ -270,6 +270,21 @@ static bool module_defines(Elab *e, const char *module, const char *name) {
     return false;
 }
 
+/* The module whose definition `name` loaded module `module` has through an open of its own (a
+ * helper that opens Nn has softmax, but does not pass it on), or NULL. */
+static const char *module_opened_name(Elab *e, const char *module, const char *name) {
+    uint32_t unit = OWNER_BASE;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (strcmp(e->opened[i], module) == 0) unit = e->opened_owner[i];
+    Value *v = unit == OWNER_BASE ? NULL : lookup_global(e, name, e->generation, unit);
+    if (!v) return NULL;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (strcmp(e->opened[i], module) != 0 &&
+            lookup_global(e, arena_printf(e->arena, "%s.%s", e->opened[i], name), e->generation, e->owner) == v)
+            return e->opened[i];
+    return NULL;
+}
+
 /* M.name: loads M when it is not yet. */
 Value *qualified_name(Elab *e, const Node *n) {
     load_module(e, n->a->name, n->a->span);
@@ -277,13 +292,16 @@ Value *qualified_name(Elab *e, const Node *n) {
     Value *v = lookup_global(e, arena_printf(e->arena, "%s.%s", n->a->name, n->name), e->generation, e->owner);
     if (!v) {
         Value *err = fail(n->span, "module '%s' has no definition '%s'", n->a->name, n->name);
-        const char *near = closest_in_module(e, n->a->name, n->name);
+        const char *near = closest_in_module(e, n->a->name, n->name), *opened;
         if (n->name[0] == '_' && module_defines(e, n->a->name, n->name))
             diag_note(n->span, "a name beginning with '_' is its module's own: it is reachable inside the module "
                       "alone, neither as '%s.%s' nor through 'open %s'", n->a->name, n->name, n->a->name);
         else if (lookup_global(e, n->name, e->generation, OWNER_BASE)) /* Nn.relu: the prelude's */
             diag_note(n->span, "'%s' is a built-in or an operator of the prelude, which every program and module has "
                       "without a module's name: write '%s'", n->name, n->name);
+        else if ((opened = module_opened_name(e, n->a->name, n->name)))
+            diag_note(n->span, "'%s' is %s's, which %s opens; a module's open does not pass the names on: write "
+                      "'%s.%s'", n->name, opened, n->a->name, opened, n->name);
         else if (near) diag_note(n->span, "did you mean '%s.%s'?", n->a->name, near);
         return err;
     }
