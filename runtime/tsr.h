@@ -24,6 +24,23 @@
 extern "C" {
 #endif
 
+/* Casts and the null pointer as C writes them in C, and as C++ does in C++ (static_cast,
+ * reinterpret_cast, nullptr), so that this header and the generated ones compile cleanly under
+ * C++ warnings such as -Wold-style-cast and -Wzero-as-null-pointer-constant. */
+#ifdef __cplusplus
+#define TSR_CAST(type, value) (static_cast<type>(value))
+#define TSR_PTR_CAST(type, pointer) (reinterpret_cast<type>(pointer))
+#if __cplusplus >= 201103L
+#define TSR_NULL nullptr
+#else
+#define TSR_NULL 0
+#endif
+#else
+#define TSR_CAST(type, value) ((type)(value))
+#define TSR_PTR_CAST(type, pointer) ((type)(pointer))
+#define TSR_NULL NULL
+#endif
+
 #define TSR_VERSION_MAJOR 0
 #define TSR_VERSION_MINOR 1
 
@@ -318,34 +335,34 @@ static inline uint32_t tsr_bits_of_f32(float f) {
     memcpy(&bits, &f, sizeof bits);
     return bits;
 }
-static inline float tsr_bf16_to_f32(uint16_t h) { return tsr_f32_of_bits((uint32_t)h << 16); }
+static inline float tsr_bf16_to_f32(uint16_t h) { return tsr_f32_of_bits(TSR_CAST(uint32_t, h) << 16); }
 static inline uint16_t tsr_f32_to_bf16(float f) {
     uint32_t b = tsr_bits_of_f32(f);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((b >> 16) & 0x8000u) | 0x7fc0u);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return TSR_CAST(uint16_t, ((b >> 16) & 0x8000u) | 0x7fc0u);
+    return TSR_CAST(uint16_t, (b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 static inline float tsr_f16_to_f32(uint16_t h) {
-    uint32_t sign = ((uint32_t)h & 0x8000u) << 16, rest = h & 0x7fffu;
+    uint32_t sign = (TSR_CAST(uint32_t, h) & 0x8000u) << 16, rest = h & 0x7fffu;
     if (rest >= 0x7c00u) return tsr_f32_of_bits(sign | 0x7f800000u | (rest & 0x3ffu) << 13); /* inf, NaN */
     if (rest >= 0x0400u) return tsr_f32_of_bits(sign | ((rest << 13) + 0x38000000u));     /* normal */
-    return tsr_f32_of_bits(sign | tsr_bits_of_f32((float)rest * 5.9604644775390625e-08f)); /* subnormal, 0: 2^-24 (C++11 has no hex floats) */
+    return tsr_f32_of_bits(sign | tsr_bits_of_f32(TSR_CAST(float, rest) * 5.9604644775390625e-08f)); /* subnormal, 0: 2^-24 (C++11 has no hex floats) */
 }
 static inline uint16_t tsr_f32_to_f16(float f) {
     uint32_t b = tsr_bits_of_f32(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u); /* NaN */
-    if (a >= 0x47800000u) return (uint16_t)(sign | 0x7c00u); /* 65536 and beyond: inf */
+    if (a > 0x7f800000u) return TSR_CAST(uint16_t, sign | 0x7e00u); /* NaN */
+    if (a >= 0x47800000u) return TSR_CAST(uint16_t, sign | 0x7c00u); /* 65536 and beyond: inf */
     if (a >= 0x38800000u) { /* normal (a carry past 65504 gives inf) */
         a -= 0x38000000u;
-        return (uint16_t)(sign | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
+        return TSR_CAST(uint16_t, sign | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
     }
     /* below 2^-14: a multiple of 2^-24, rounded to nearest even by one f32 addition */
-    return (uint16_t)(sign | (tsr_bits_of_f32(tsr_f32_of_bits(a) + 0.5f) - 0x3f000000u));
+    return TSR_CAST(uint16_t, sign | (tsr_bits_of_f32(tsr_f32_of_bits(a) + 0.5f) - 0x3f000000u));
 }
 static inline float tsr_f64_to_f32_odd(double d) {
-    float r = (float)d;
-    if (!(r < 0 || r >= 0) || (!((double)r < d) && !((double)r > d))) return r; /* NaN, or exact (no float ==) */
+    float r = TSR_CAST(float, d);
+    if (!(r < 0 || r >= 0) || (!(TSR_CAST(double, r) < d) && !(TSR_CAST(double, r) > d))) return r; /* NaN, or exact (no float ==) */
     uint32_t b = tsr_bits_of_f32(r);
-    if (((double)r < 0 ? -(double)r : (double)r) > (d < 0 ? -d : d)) b -= 1; /* toward zero */
+    if ((r < 0 ? -TSR_CAST(double, r) : TSR_CAST(double, r)) > (d < 0 ? -d : d)) b -= 1; /* toward zero */
     return tsr_f32_of_bits(b | 1u);
 }
 static inline uint16_t tsr_f64_to_bf16(double d) { return tsr_f32_to_bf16(tsr_f64_to_f32_odd(d)); }

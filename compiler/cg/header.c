@@ -242,8 +242,9 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             "/* Allocate the buffers and initialise them: literals, parameters (seeded, reproducible),\n"
             " * data sets (files are read now).  NULL on failure: see %s_last_error(). */\n"
             "static inline %s_state *%s_create(uint64_t seed) {\n"
-            "    return (%s_state *)tsr_state_create(%s__image, (size_t)%s__image_size, seed);\n}\n"
-            "static inline void %s_destroy(%s_state *s) { tsr_state_destroy((tsr_state *)s); }\n"
+            "    size_t size = TSR_CAST(size_t, %s__image_size);\n"
+            "    return TSR_PTR_CAST(%s_state *, tsr_state_create(%s__image, size, seed));\n}\n"
+            "static inline void %s_destroy(%s_state *s) { tsr_state_destroy(TSR_PTR_CAST(tsr_state *, s)); }\n"
             "/* The text of the last error on this thread. */\n"
             "static inline const char *%s_last_error(void) { return tsr_last_error(); }\n\n",
             module, module, module, module, module, module, module, module, module, module, module, module, module);
@@ -257,7 +258,8 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
                 " * bad file: see %s_last_error(). */\n"
                 "static inline %s_state *%s_create_data(uint64_t seed, const char *const *names,\n"
                 "    const char *const *paths, uint32_t count) {\n"
-                "    return (%s_state *)tsr_state_create_data(%s__image, (size_t)%s__image_size, seed, names, paths, count);\n"
+                "    size_t size = TSR_CAST(size_t, %s__image_size);\n"
+                "    return TSR_PTR_CAST(%s_state *, tsr_state_create_data(%s__image, size, seed, names, paths, count));\n"
                 "}\n\n",
                 module, module, module, module, module, module, module);
     fprintf(out,
@@ -266,14 +268,16 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             " * tensor, of its dims in memory order.  Load reads such a file (or numpy.savez's) back; a\n"
             " * missing file or array, a wrong shape or a damaged file is an error (TSR_ERR_DATA) that\n"
             " * changes nothing. */\n"
-            "static inline int %s_save(%s_state *s, const char *path) { return tsr_state_save((tsr_state *)s, path); }\n"
-            "static inline int %s_load(%s_state *s, const char *path) { return tsr_state_load((tsr_state *)s, path); }\n"
+            "static inline int %s_save(%s_state *s, const char *path) {\n"
+            "    return tsr_state_save(TSR_PTR_CAST(tsr_state *, s), path);\n}\n"
+            "static inline int %s_load(%s_state *s, const char *path) {\n"
+            "    return tsr_state_load(TSR_PTR_CAST(tsr_state *, s), path);\n}\n"
             "/* Start from another model's weights (an executable's --init-from): read each parameter\n"
             " * this model trains that the file holds, leave the others as initialised and the training\n"
             " * state, counters and seed as they are; read (may be NULL) counts what was read.  A file\n"
             " * holding none of them is an error (TSR_ERR_DATA) that changes nothing. */\n"
             "static inline int %s_init_from(%s_state *s, const char *path, uint32_t *read) {\n"
-            "    return tsr_state_init_from((tsr_state *)s, path, read);\n}\n\n",
+            "    return tsr_state_init_from(TSR_PTR_CAST(tsr_state *, s), path, read);\n}\n\n",
             module, module, module, module, module, module);
     if (ir->option_count)
         fprintf(out,
@@ -281,9 +285,9 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
                 " * one by name (an integer option takes a whole number; TSR_ERR_ARGUMENT for no such option\n"
                 " * or a value it cannot take, nothing changed), or read its value. */\n"
                 "static inline int %s_set_option(%s_state *s, const char *name, double value) {\n"
-                "    return tsr_state_set_option((tsr_state *)s, name, value);\n}\n"
+                "    return tsr_state_set_option(TSR_PTR_CAST(tsr_state *, s), name, value);\n}\n"
                 "static inline int %s_option(const %s_state *s, const char *name, double *value) {\n"
-                "    return tsr_state_option((const tsr_state *)s, name, value);\n}\n\n",
+                "    return tsr_state_option(TSR_PTR_CAST(const tsr_state *, s), name, value);\n}\n\n",
                 module, module, module, module);
     if (gpu)
         fprintf(out,
@@ -293,8 +297,10 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
                 " * kernels without waiting; reading a buffer waits.  sync_host brings every buffer to\n"
                 " * the host, sync_device sends the host's changes to the GPU; both wait for the GPU.\n"
                 " * The runtime loads the CUDA driver (libcuda.so.1) when the state is created. */\n"
-                "static inline int %s_sync_host(%s_state *s) { return tsr_state_sync_host((tsr_state *)s); }\n"
-                "static inline int %s_sync_device(%s_state *s) { return tsr_state_sync_device((tsr_state *)s); }\n\n",
+                "static inline int %s_sync_host(%s_state *s) {\n"
+                "    return tsr_state_sync_host(TSR_PTR_CAST(tsr_state *, s));\n}\n"
+                "static inline int %s_sync_device(%s_state *s) {\n"
+                "    return tsr_state_sync_device(TSR_PTR_CAST(tsr_state *, s));\n}\n\n",
                 module, module, module, module);
     fputs("/* Routines. */\n", out);
     for (uint32_t f = 0; f < ir->function_count; f++)
@@ -323,7 +329,7 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
         const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
         fprintf(out, "#define %s_MIN %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range > 1 ? ir->symbols[i].range : 1);
         fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t size) {\n"
-                     "    return tsr_state_set_symbol((tsr_state *)s, %u, size);\n}\n",
+                     "    return tsr_state_set_symbol(TSR_PTR_CAST(tsr_state *, s), %u, size);\n}\n",
                 module, c, module, i);
     }
     if (any_index) fputs("\n/* Index symbols: 0 until set; a routine checks them against their ranges. */\n", out);
@@ -332,7 +338,7 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
         const char *c = abi_c_name(ir->arena, ir->symbols[i].name);
         fprintf(out, "#define %s_RANGE %" PRId64 "\n", upper(ir, module, c), ir->symbols[i].range);
         fprintf(out, "static inline int %s_set_%s(%s_state *s, int64_t value) {\n"
-                     "    return tsr_state_set_symbol((tsr_state *)s, %u, value);\n}\n",
+                     "    return tsr_state_set_symbol(TSR_PTR_CAST(tsr_state *, s), %u, value);\n}\n",
                 module, c, module, i);
     }
     fputs("\n/* Tensors: accessors and shapes. */\n", out);
@@ -355,7 +361,8 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             for (uint32_t a = 1; a < b->rank; a++) fprintf(out, ", %" PRIu64, b->dims[a]);
             fputs("] */\n", out);
             fprintf(out, "#define %s_RANK %u\n#define %s_ROW_SIZE %" PRIu64 "ULL\n", u, b->rank, u, b->size);
-            fprintf(out, "static inline int64_t %s_%s_dim0(%s_state *s) { return s ? ((tsr_state *)s)->symbols[%u] : 0; }\n",
+            fprintf(out, "static inline int64_t %s_%s_dim0(%s_state *s) {\n"
+                         "    return s ? TSR_PTR_CAST(tsr_state *, s)->symbols[%u] : 0;\n}\n",
                     module, e->c_name, module, b->size_symbol);
         } else {
             fprintf(out, " — %s, %" PRIu64 " %s%s, dims [", e->role, b->size, cell, b->size == 1 ? "" : "s");
@@ -367,14 +374,13 @@ void header_write(const IrProgram *ir, const char *module, const char *source, b
             fprintf(out, "#define %s_DIM%u %" PRIu64 "ULL\n", u, a, b->dims[a]);
         /* The state's buffers are float *: another type's pointer is converted (to int32_t *,
          * double * or uint16_t *, the type of its cells). */
-        const char *cast = b->dtype == DTYPE_F32 ? "" : arena_printf(ir->arena, "(%s *)", t.c_type);
-        if (gpu)
-            fprintf(out, "static inline %s *%s_%s(%s_state *s) { return s ? %stsr_state_host_buffer((tsr_state *)s, %u) : "
-                         "NULL; }\n",
-                    t.c_type, module, e->c_name, module, cast, e->buffer);
-        else
-            fprintf(out, "static inline %s *%s_%s(%s_state *s) { return s ? %s((tsr_state *)s)->buffers[%u] : NULL; }\n",
-                    t.c_type, module, e->c_name, module, cast, e->buffer);
+        const char *buffer =
+            gpu ? arena_printf(ir->arena, "tsr_state_host_buffer(TSR_PTR_CAST(tsr_state *, s), %u)", e->buffer)
+                : arena_printf(ir->arena, "TSR_PTR_CAST(tsr_state *, s)->buffers[%u]", e->buffer);
+        if (b->dtype != DTYPE_F32) /* through void *: the buffer is aligned for any type (-Wcast-align) */
+            buffer = arena_printf(ir->arena, "TSR_PTR_CAST(%s *, TSR_PTR_CAST(void *, %s))", t.c_type, buffer);
+        fprintf(out, "static inline %s *%s_%s(%s_state *s) { return s ? %s : TSR_NULL; }\n", t.c_type, module, e->c_name,
+                module, buffer);
     }
     fprintf(out, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
 }

@@ -42,6 +42,19 @@ for std in c11 c++11 c++17; do
     if cc -x $lang -std=$std -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc.$lang" -o "$T/inc.o" >"$T/log" 2>&1
     then pass; else fail "the generated headers compile cleanly as $std"; fi
 done
+# ... and under clang's stricter warnings for C++ (named casts, nullptr) and C (casts that
+# change alignment, sign or constness), with accessors of f64 and i32 tensors and of run-time
+# sizes: headers a strict C++ build can include.
+if "$TSRC" -c tests/native/dtype_f64.tsr -o "$T/f64m.o" >"$T/log" 2>&1 &&
+   "$TSRC" -c tests/native/accuracy_ids.tsr -o "$T/ids.o" >>"$T/log" 2>&1 &&
+   "$TSRC" -c tests/native/runtime_mlp.tsr -o "$T/rsm.o" >>"$T/log" 2>&1 &&
+   printf '#include "mlp.h"\n#include "f64m.h"\n#include "ids.h"\n#include "rsm.h"\nint main(void) { return 0; }\n' >"$T/strict.c" &&
+   cp "$T/strict.c" "$T/strict.cpp" &&
+   clang++ -std=c++11 -Werror -Wall -Wextra -pedantic -Wold-style-cast -Wzero-as-null-pointer-constant -Wcast-align \
+       -Wcast-qual -I"$T" -I$INC -c "$T/strict.cpp" -o "$T/strict.o" >>"$T/log" 2>&1 &&
+   clang -std=c11 -Werror -Wall -Wextra -pedantic -Wcast-align -Wcast-qual -Wconversion -Wsign-conversion \
+       -I"$T" -I$INC -c "$T/strict.c" -o "$T/strict.o" >>"$T/log" 2>&1
+then pass; else fail "the generated headers compile under clang++ -Wold-style-cast -Wzero-as-null-pointer-constant and clang -Wcast-align -Wconversion"; fi
 
 # Options in object mode: MODULE_set_option sets one as the command line would (the routine's
 # update reads the rate set), MODULE_option reads it, and a value it cannot take, or a name the
