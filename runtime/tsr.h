@@ -199,7 +199,8 @@ int tsr_state_begin_run(tsr_state *state);
  * differs from). */
 int tsr_state_check_sizes(tsr_state *state, const uint32_t *sizes, uint32_t count);
 
-/* Run print statement `print` of the program's main (compiled from `print …`) to stdout. */
+/* Run print statement `print` of the program's main (compiled from `print …`) to stdout; of a
+ * program without main, of the one its executable runs (a print of each named tensor and gradient). */
 int tsr_state_print(tsr_state *state, uint32_t print);
 
 /* For the `main` of generated executables: read the command line (docs/cli.md "Running an
