@@ -39,7 +39,7 @@ bool abi_reserved(const char *c_name) {
     static const char *reserved[] = {"create", "destroy", "last_error", "state", "image", "image_size", "save", "load",
                                      "host_buffer", "sync_host", "sync_device", "profile_report",
                                      "profile_reset", "_image", "_image_size", "set_option", "option", "create_data",
-                                     "init_from"};
+                                     "init_from", "set_num_threads", "num_threads"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
         if (strcasecmp(c_name, reserved[i]) == 0) return true;
     return false;

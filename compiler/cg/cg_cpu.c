@@ -791,6 +791,10 @@ static void emit_shared_api(Cpu *c) {
     LLVMTypeRef set_option[3] = {g->ptr, g->ptr, g->f64}, option[3] = {g->ptr, g->ptr, g->ptr};
     api_function(c, "set_option", g->i32, set_option, 3, "tsr_state_set_option", false);
     api_function(c, "option", g->i32, option, 3, "tsr_state_option", false);
+    /* The library's runtime, and so its thread pool, is its own (docs/runtime.md §8). */
+    LLVMTypeRef threads[1] = {g->i32};
+    api_function(c, "set_num_threads", g->void_t, threads, 1, "tsr_set_num_threads", false);
+    api_function(c, "num_threads", g->i32, NULL, 0, "tsr_num_threads", false);
     if (c->opt->gpu_first) { /* a GPU model: buffers live on the GPU (docs/runtime.md §15) */
         LLVMTypeRef buffer[2] = {g->ptr, g->i32};
         api_function(c, "host_buffer", g->ptr, buffer, 2, "tsr_state_host_buffer", false);

@@ -22,8 +22,9 @@ and starts no threads; manifests without image_checksum, with a buffer, dims, dt
 not the image's, or without "tensors" are tsr.Error naming the file; ragged lists, integers
 beyond int64, a tsrc that is not executable, a cache that cannot be a directory and options as
 one string; every use of a closed model but repr/name/closed is a tsr.Error, and copy/pickle too; m.options
-reads and sets the program's options; tsr.load(..., data=) reads data items from other files.  Prints PASS/FAIL
-lines and "N passed, N failed"."""
+reads and sets the program's options; tsr.load(..., data=) reads data items from other files;
+m.init_from reads the parameters a checkpoint shares; tsr.set_num_threads reaches every library's
+pool.  Prints PASS/FAIL lines and "N passed, N failed"."""
 import argparse
 import os
 import shutil
@@ -75,8 +76,9 @@ def main():
         nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout
         exported = sorted(line.split()[-1] for line in nm.splitlines() if line.strip())
         check(exported == sorted(["libmlp__image", "libmlp__image_size", "libmlp_create", "libmlp_create_data", "libmlp_destroy",
-                                  "libmlp_init_from", "libmlp_last_error", "libmlp_load", "libmlp_option", "libmlp_predict",
-                                  "libmlp_save", "libmlp_set_option", "libmlp_set_symbol"]),
+                                  "libmlp_init_from", "libmlp_last_error", "libmlp_load", "libmlp_num_threads", "libmlp_option", "libmlp_predict",
+                                  "libmlp_save", "libmlp_set_num_threads", "libmlp_set_option",
+                                  "libmlp_set_symbol"]),
               "the library exports the model's C API and nothing else (the runtime inside is hidden)", exported)
 
         olib = os.path.join(d, "libopts.so")
@@ -180,6 +182,30 @@ def main():
         check(ok, "a negative seed is a tsr.Error", why)
         ok, why = raises(tsr.Error, lambda: m.load(os.path.join(d, "missing.npz")), "missing.npz")
         check(ok, "loading a missing checkpoint is a tsr.Error with the runtime's message", why)
+
+        # set_num_threads reaches every library's own pool, and a library loaded later; the
+        # scores are the same bits at 1 and 2 threads; 0 is the default again.
+        m.predict()
+        scores = m["scores"].copy()
+        tsr.set_num_threads(1)
+        alib = os.path.join(d, "libaffine.so")
+        subprocess.run([tsrc, "--shared", os.path.join(ROOT, "tests/native/affine.tsr"), "-o", alib], check=True)
+        later = tsr.load(alib)
+        threads = (tsr.get_num_threads(), m._api.num_threads(), later._api.num_threads())
+        m.predict()
+        one = m["scores"].copy()
+        tsr.set_num_threads(2)
+        m.predict()
+        check(threads == (1, 1, 1) and m._api.num_threads() == 2 and later._api.num_threads() == 2 and
+              np.array_equal(one, m["scores"]) and np.array_equal(one, scores),
+              "tsr.set_num_threads sets every loaded library's thread count (and a library loaded later's); "
+              "the same scores at 1 and 2 threads", threads)
+        tsr.set_num_threads(0)
+        default = int(os.environ.get("TSR_NUM_THREADS") or 0) or os.sysconf("SC_NPROCESSORS_ONLN")
+        ok, why = raises(tsr.Error, lambda: tsr.set_num_threads(-1), "out of the range")
+        check(tsr.get_num_threads() == min(default, 256) and ok, "tsr.set_num_threads(0) returns to the default "
+              "(TSR_NUM_THREADS, else the online CPUs); a negative count is a tsr.Error", (tsr.get_num_threads(), why))
+        later.close()
 
         # init_from: the parameters the file holds, the others and the seed and counters kept
         part = os.path.join(d, "part.npz")

@@ -39,8 +39,8 @@ import numpy as np
 from .bf16 import bf16_to_float32, float32_to_bf16  # noqa: E402,F401
 from .weights import from_gpt2, from_torch, to_gpt2, to_torch  # noqa: E402,F401
 
-__all__ = ["Error", "Model", "bf16_to_float32", "compile", "float32_to_bf16", "from_gpt2", "from_torch", "load",
-           "to_gpt2", "to_torch"]
+__all__ = ["Error", "Model", "bf16_to_float32", "compile", "float32_to_bf16", "from_gpt2", "from_torch",
+           "get_num_threads", "load", "set_num_threads", "to_gpt2", "to_torch"]
 
 
 class Error(Exception):
@@ -77,7 +77,11 @@ class _Api:
 
     def __init__(self, lib, module):
         def fn(name, restype, argtypes):
-            f = getattr(lib, f"{module}_{name}")
+            try:
+                f = getattr(lib, f"{module}_{name}")
+            except AttributeError:
+                raise Error(f"the library {lib._name} does not export {module}_{name}: it was built by an older "
+                            "tsrc; build it again with tsrc --shared") from None
             f.restype, f.argtypes = restype, argtypes
             return f
 
@@ -92,6 +96,8 @@ class _Api:
         self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
         self.set_option = fn("set_option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double])
         self.option = fn("option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)])
+        self.set_num_threads = fn("set_num_threads", None, [ctypes.c_int])
+        self.num_threads = fn("num_threads", ctypes.c_int, [])
         # A GPU model (--target=cuda): a buffer is read and written through its host copy.
         self.gpu = hasattr(lib, f"{module}_host_buffer")
         if self.gpu:
@@ -153,6 +159,47 @@ def _open(library):
                 os.unlink(copy)  # the loaded copy stays mapped
         _loaded[key] = lib
         return lib
+
+
+# Each library's runtime has a thread pool of its own (docs/runtime.md §8): set_num_threads
+# reaches every library loaded, and those loaded later get the count when they load.
+_libraries = {}  # (id of the ctypes.CDLL, module) -> _Api
+_threads = 0  # the count set_num_threads gave (0: each runtime's default)
+
+
+def _register(api, key):
+    with _loading:
+        if key not in _libraries:
+            _libraries[key] = api
+            api.set_num_threads(_threads)
+
+
+def set_num_threads(n):
+    """The number of threads (the caller's included) every model's parallel loops use, as the
+    runtime's tsr_set_num_threads: for each library loaded and each loaded later.  0 returns to
+    the default, $TSR_NUM_THREADS or else the number of online CPUs; at most 256 are used.
+    Results are the same bits for every count."""
+    global _threads
+    n = _whole_number("the number of threads", n, 0, 2**31 - 1)
+    with _loading:
+        _threads = n
+        for api in _libraries.values():
+            api.set_num_threads(n)
+
+
+def get_num_threads():
+    """The number of threads the models' parallel loops use (tsr_num_threads): as set_num_threads
+    gave, else $TSR_NUM_THREADS, else the number of online CPUs; at most 256."""
+    with _loading:
+        for api in _libraries.values():
+            return api.num_threads()
+    if _threads:
+        return min(_threads, 256)
+    try:
+        n = int(os.environ.get("TSR_NUM_THREADS", ""))
+    except ValueError:
+        n = 0
+    return min(n if n > 0 else max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)
 
 
 def _path(what, path):
@@ -273,6 +320,7 @@ class Model:
             raise Error(f"cannot load {library}: {e}")
         _check_manifest(self._lib, library, manifest, self._manifest)
         self._api = _Api(self._lib, self.name)
+        _register(self._api, (id(self._lib), self.name))
         self._views = {}  # by buffer: weak references to the arrays __getitem__ made
         # Every use of the C state holds this lock (_using): a call from a second thread waits for
         # the first's to return, so close() or a new run-time size never frees what a routine
