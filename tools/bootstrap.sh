@@ -1,7 +1,9 @@
 #!/bin/sh
 # bootstrap.sh — install what a fresh Debian 12 machine lacks to build and test tsrc.
 # Run by `make` / `make check` when a tool is missing; safe to run again (installs nothing
-# when everything is present).  Needs root (or sudo) for apt-get.
+# when everything is present).  Needs root (or sudo) for apt-get.  `bootstrap.sh ci` (.ci/run)
+# also installs PyTorch (python3-torch, about 900 MB), so that CI runs the round trips of
+# tests/python/weights.py through torch.nn, which make check skips without it.
 set -eu
 
 missing=""
@@ -20,6 +22,9 @@ need "/usr/bin/python3 -c 'import ensurepip'"  python3-venv
 need "command -v mpirun"                       openmpi-bin  # tests/native/distributed.sh; brings libmpi.so.40
 need "test -e /usr/share/i18n/locales/de_DE"   locales      # tests/unit/data_test.c makes a German locale
 need "test -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a || ! command -v clang-14" libclang-rt-14-dev
+if [ "${1:-}" = ci ]; then
+    need "/usr/bin/python3 -c 'import torch'" python3-torch
+fi
 
 if [ -z "$missing" ]; then
     exit 0
