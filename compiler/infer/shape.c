@@ -437,6 +437,12 @@ void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
 }
 
 /* Whether `key` (one error's identity) was reported before; when not, it is now recorded. */
+/* A key of a place in the source, for clash_reported. */
+static uint64_t span_key(Span span) {
+    return (((uint64_t)span.file << 56) ^ ((uint64_t)span.start << 28) ^ span.end) * 0x9e3779b97f4a7c15ull ^
+           0x2545f4914f6cdd1dull;
+}
+
 static bool clash_reported(ShapeSolver *s, uint64_t key) {
     for (uint32_t i = 0; i < s->library_clash_count; i++)
         if (s->library_clashes[i] == key) return true;
@@ -475,10 +481,16 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         uint64_t call = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
                         1099511628211ull;
         bool call_seen = clash_reported(s, call ^ 0x5bd1e9955bd1e995ull);
+        /* Likewise a later error of the application with a side of the user's that an earlier one
+         * had: the same argument, met again (ids against accuracy's max, then against the
+         * logits in its subtraction).  Both sides are recorded, so no short-circuit. */
+        bool side_seen = false;
+        if (sa.file) side_seen |= clash_reported(s, call ^ span_key(sa));
+        if (sb.file) side_seen |= clash_reported(s, call ^ span_key(sb));
         /* Nor is an error between two of the library's own places, after one at the same
          * application: a consequence of that one (a cached attention step given three positions
          * fails its bias's sum once the positions were refused). */
-        if ((call_seen && sides == 0) || clash_reported(s, call ^ sides)) diag_drop_next();
+        if ((call_seen && sides == 0) || side_seen || clash_reported(s, call ^ sides)) diag_drop_next();
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
@@ -862,7 +874,7 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why, bool may_merge) {
         for (uint32_t i = 0; i < al; i++) dim_eq(s, a.dims[i], b.dims[i], why);
         for (uint32_t i = 0; i < at; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
         /* The residue belongs to the open row; say so in messages about it. */
-        solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.count - at > al ? b.origin : a.origin), why);
+        solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.origin), why);
         return;
     }
     uint32_t bl = b.lead, bt = b.count - b.lead;
