@@ -361,8 +361,8 @@ static inline uint16_t tsr_f32_to_f16(float f) {
 }
 static inline float tsr_f64_to_f32_odd(double d) {
     float r = TSR_CAST(float, d);
-    if (!(r < 0 || r >= 0) || (!(TSR_CAST(double, r) < d) && !(TSR_CAST(double, r) > d))) return r; /* NaN, or exact (no float ==) */
     uint32_t b = tsr_bits_of_f32(r);
+    if (!(r < 0 || r >= 0) || (!(TSR_CAST(double, r) < d) && !(TSR_CAST(double, r) > d))) return r; /* NaN, or exact (no float ==) */
     if ((r < 0 ? -TSR_CAST(double, r) : TSR_CAST(double, r)) > (d < 0 ? -d : d)) b -= 1; /* toward zero */
     return tsr_f32_of_bits(b | 1u);
 }

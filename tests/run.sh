@@ -532,9 +532,11 @@ if [ "$(status) $(cat "$TMP/out" "$TMP/err")" = "0 5 9 2" ]
 then pass "modules: open passes on a module's own definitions only; options are qualified names too"
 else fail "modules: open passes on a module's own definitions only; options are qualified names too" "exit $(status)" "$TMP/err"; fi
 # Helper.scaled, a name Helper has from its own open of Unit, is an error whose note names Unit
-# (and a stdlib module the same way: Opener.softmax, softmax Nn's).
+# (and a stdlib module the same way: Opener.softmax, softmax Nn's, though Alias, loaded first,
+# has the same value as its own softmax).
 printf 'open Nn\nlet two = 2\n' >"$TMP/cyc/opener.tsr"
-printf 'let a = Helper.scaled 1\nlet b = Opener.softmax\n' >"$TMP/cyc/helper_qualified.tsr"
+printf 'let softmax = Nn.softmax\n' >"$TMP/cyc/alias.tsr"
+printf 'let a = Helper.scaled 1\nlet q = Alias.softmax\nlet b = Opener.softmax\n' >"$TMP/cyc/helper_qualified.tsr"
 run_tsrc --check "$TMP/cyc/helper_qualified.tsr"
 if [ "$(status)" = 1 ] && grep -q "error: module 'Helper' has no definition 'scaled'" "$TMP/err" &&
    grep -q "note: 'scaled' is Unit's, which Helper opens; a module's open does not pass the names on: write 'Unit.scaled'" "$TMP/err" &&

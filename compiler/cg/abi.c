@@ -132,8 +132,8 @@ bool abi_check_names(const IrProgram *ir, const char *module) {
         c[f] = abi_c_name(ir->arena, fn->name);
         if (!ir->exported[f] || !fn->span.file) continue;
         if (abi_reserved(c[f]) || !strncmp(c[f], ABI_SETTER_PREFIX, strlen(ABI_SETTER_PREFIX))) {
-            diag_error(fn->span, "routine '%s' would clash with the generated function %s_%s of the header; rename the "
-                       "routine", fn->name, module, c[f]);
+            diag_error(fn->span, "routine '%s' would clash with the generated function %s_%s of the model's C API; "
+                       "rename the routine", fn->name, module, c[f]);
             ok = false;
             continue;
         }

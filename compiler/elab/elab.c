@@ -113,7 +113,7 @@ static GlobalEntry **unit_globals(Elab *e, uint32_t unit, uint32_t *count) {
     *count = 0;
     for (uint32_t b = 0; b < GLOBAL_BUCKETS; b++)
         for (GlobalEntry *g = e->global_table[b]; g; g = g->next)
-            if (g->owner == unit && !g->opened) ARENA_PUSH(e->arena, found, *count, cap, g);
+            if (g->owner == unit && !g->opened_from) ARENA_PUSH(e->arena, found, *count, cap, g);
     if (*count) qsort(found, *count, sizeof *found, by_generation);
     return found;
 }
@@ -230,7 +230,7 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     for (uint32_t i = 0; i < count; i++)
         if (names[i]->name[0] != '_')
             bind_global_of(e, OWNER_BASE, arena_printf(e->arena, "%s.%s", name, names[i]->name), names[i]->value,
-                           false);
+                           NULL);
     globals_now(e); /* the opener's globals again */
 }
 
@@ -246,7 +246,7 @@ static void import_module(Elab *e, const char *name) {
     uint32_t count;
     GlobalEntry **found = unit_globals(e, unit, &count);
     for (uint32_t i = 0; i < count; i++)
-        if (found[i]->name[0] != '_') bind_global_of(e, e->owner, found[i]->name, found[i]->value, true);
+        if (found[i]->name[0] != '_') bind_global_of(e, e->owner, found[i]->name, found[i]->value, name);
 }
 
 /* `open M`: reported at M, the item's last token. */
@@ -276,12 +276,9 @@ static const char *module_opened_name(Elab *e, const char *module, const char *n
     uint32_t unit = OWNER_BASE;
     for (uint32_t i = 0; i < e->opened_count; i++)
         if (strcmp(e->opened[i], module) == 0) unit = e->opened_owner[i];
-    Value *v = unit == OWNER_BASE ? NULL : lookup_global(e, name, e->generation, unit);
-    if (!v) return NULL;
-    for (uint32_t i = 0; i < e->opened_count; i++)
-        if (strcmp(e->opened[i], module) != 0 &&
-            lookup_global(e, arena_printf(e->arena, "%s.%s", e->opened[i], name), e->generation, e->owner) == v)
-            return e->opened[i];
+    if (unit == OWNER_BASE) return NULL;
+    for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next) /* newest first */
+        if (g->owner == unit && strcmp(g->name, name) == 0) return g->opened_from;
     return NULL;
 }
 

@@ -135,7 +135,7 @@ struct GlobalEntry {
     const char *name;
     Value *value;
     uint32_t gen, owner;
-    bool opened;       /* a copy an `open` made of another module's definition: not passed on */
+    const char *opened_from; /* a copy an `open` made of module M's definition: M (not passed on), else NULL */
     GlobalEntry *next; /* same bucket, newer first */
 };
 
@@ -345,8 +345,8 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span);
 bool module_failed(const Elab *e, const char *name);
 Env *bind_global(Elab *e, const char *name, Value *value);
 /* bind_global for unit `owner` (a module's qualified names, OWNER_BASE; an open's copies, which
- * are `opened`: not passed on by a later open of the opener). */
-Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, bool opened);
+ * name the module `opened_from`: not passed on by a later open of the opener). */
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, const char *opened_from);
 /* A marker for the current unit's globals as they are now (after another unit's were made). */
 Env *globals_now(Elab *e);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);

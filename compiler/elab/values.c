@@ -145,7 +145,7 @@ void note_name_elsewhere(Elab *e, Env *env, const char *name, Span span) {
     for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next) {
         if (strcmp(g->name, name) != 0) continue;
         if (g->owner == mine && g->gen > gen) later = true;
-        else if (g->owner != mine && g->owner != OWNER_BASE && !g->opened && owner == OWNER_BASE) owner = g->owner;
+        else if (g->owner != mine && g->owner != OWNER_BASE && !g->opened_from && owner == OWNER_BASE) owner = g->owner;
     }
     if (later) {
         diag_note(span, "'%s' is defined after this point: a definition is usable below it, and a function only calls "
@@ -200,21 +200,21 @@ Env *globals_now(Elab *e) {
     return e->globals = marker;
 }
 
-Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, bool opened) {
+Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, const char *opened_from) {
     GlobalEntry *g = arena_alloc(e->arena, sizeof *g);
     uint32_t b = name_hash(name) % GLOBAL_BUCKETS;
     g->name = name;
     g->value = value;
     g->gen = ++e->generation;
     g->owner = owner;
-    g->opened = opened;
+    g->opened_from = opened_from;
     g->next = e->global_table[b];
     e->global_table[b] = g;
     return globals_now(e);
 }
 
 /* Define a global of the current unit; returns the marker of the new generation. */
-Env *bind_global(Elab *e, const char *name, Value *value) { return bind_global_of(e, e->owner, name, value, false); }
+Env *bind_global(Elab *e, const char *name, Value *value) { return bind_global_of(e, e->owner, name, value, NULL); }
 
 /* ---- Tensors ------------------------------------------------------------------------------- */
 

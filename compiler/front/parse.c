@@ -392,7 +392,7 @@ static Node *build_einsum(ParseState *ps, Node *left, const Token *op, Node *rig
                            "a capture list holds string literals naming labels of the spec");
     /* a + b ++ "…" is (a + b) ++ "…": one precedence, grouping to the left, whatever the eye
      * reads (a + Σb); as C compilers warn of a & b == c, say so and ask for parentheses. */
-    if (is_plain(left, NODE_BINOP) && (left->name[0] == '+' || left->name[0] == '-')) {
+    if (op->text[0] == '+' && is_plain(left, NODE_BINOP) && (left->name[0] == '+' || left->name[0] == '-')) {
         diag_warning(op->span, "'%s' takes all of the '%s' on its left as its operand: '+', '-' and the einsum "
                      "operators beginning with '+' are of one precedence and group to the left; put parentheses "
                      "around the operand you mean", op->text, left->name);

@@ -443,9 +443,15 @@ static uint64_t span_key(Span span) {
            0x2545f4914f6cdd1dull;
 }
 
-static bool clash_reported(ShapeSolver *s, uint64_t key) {
+static bool clash_seen(const ShapeSolver *s, uint64_t key) {
     for (uint32_t i = 0; i < s->library_clash_count; i++)
         if (s->library_clashes[i] == key) return true;
+    return false;
+}
+
+/* Whether `key` was reported before; it is from now on. */
+static bool clash_reported(ShapeSolver *s, uint64_t key) {
+    if (clash_seen(s, key)) return true;
     ARENA_PUSH(s->arena, s->library_clashes, s->library_clash_count, s->library_clash_cap, key);
     return false;
 }
@@ -481,16 +487,18 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         uint64_t call = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
                         1099511628211ull;
         bool call_seen = clash_reported(s, call ^ 0x5bd1e9955bd1e995ull);
-        /* Likewise a later error of the application with a side of the user's that an earlier one
-         * had: the same argument, met again (ids against accuracy's max, then against the
-         * logits in its subtraction).  Both sides are recorded, so no short-circuit. */
-        bool side_seen = false;
-        if (sa.file) side_seen |= clash_reported(s, call ^ span_key(sa));
-        if (sb.file) side_seen |= clash_reported(s, call ^ span_key(sb));
+        /* Likewise a later error of the application with a side of the user's that an earlier
+         * error met against the library alone, which makes that side the mistake: the same
+         * argument met again (ids against accuracy's max, then against the logits in its
+         * subtraction).  An error between two of the user's places (a cache against the heads
+         * given to the block) does not say which is the mistake, and marks neither. */
+        bool side_seen =
+            (sa.file && clash_seen(s, call ^ span_key(sa))) || (sb.file && clash_seen(s, call ^ span_key(sb)));
         /* Nor is an error between two of the library's own places, after one at the same
          * application: a consequence of that one (a cached attention step given three positions
          * fails its bias's sum once the positions were refused). */
         if ((call_seen && sides == 0) || side_seen || clash_reported(s, call ^ sides)) diag_drop_next();
+        else if (!sa.file != !sb.file) clash_reported(s, call ^ span_key(sa.file ? sa : sb));
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);

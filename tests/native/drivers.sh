@@ -43,12 +43,17 @@ for std in c11 c++11 c++17; do
     then pass; else fail "the generated headers compile cleanly as $std"; fi
 done
 # ... and under clang's stricter warnings for C++ (named casts, nullptr) and C (casts that
-# change alignment, sign or constness), with accessors of f64 and i32 tensors and of run-time
-# sizes: headers a strict C++ build can include.
+# change alignment, sign or constness), with accessors of every element type (f64, i32, f16,
+# bf16, u8, bool, i64), of run-time sizes and of a GPU model: headers a strict build can include.
 if "$TSRC" -c tests/native/dtype_f64.tsr -o "$T/f64m.o" >"$T/log" 2>&1 &&
    "$TSRC" -c tests/native/accuracy_ids.tsr -o "$T/ids.o" >>"$T/log" 2>&1 &&
    "$TSRC" -c tests/native/runtime_mlp.tsr -o "$T/rsm.o" >>"$T/log" 2>&1 &&
-   printf '#include "mlp.h"\n#include "f64m.h"\n#include "ids.h"\n#include "rsm.h"\nint main(void) { return 0; }\n' >"$T/strict.c" &&
+   "$TSRC" -c tests/native/dtype_half.tsr -o "$T/halfm.o" >>"$T/log" 2>&1 &&
+   "$TSRC" -c tests/native/dtype_bytes.tsr -o "$T/bytesm.o" >>"$T/log" 2>&1 &&
+   "$TSRC" -c tests/native/dtype_i64.tsr -o "$T/i64m.o" >>"$T/log" 2>&1 &&
+   "$TSRC" -c --target=cuda docs/examples/mlp_lib.tsr -o "$T/gpum.o" >>"$T/log" 2>&1 &&
+   for h in mlp f64m ids rsm halfm bytesm i64m gpum; do printf '#include "%s.h"\n' $h; done >"$T/strict.c" &&
+   printf 'int main(void) { return 0; }\n' >>"$T/strict.c" &&
    cp "$T/strict.c" "$T/strict.cpp" &&
    clang++ -std=c++11 -Werror -Wall -Wextra -pedantic -Wold-style-cast -Wzero-as-null-pointer-constant -Wcast-align \
        -Wcast-qual -I"$T" -I$INC -c "$T/strict.cpp" -o "$T/strict.o" >>"$T/log" 2>&1 &&

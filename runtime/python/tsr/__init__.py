@@ -26,6 +26,7 @@ import math
 import numbers as numbers_abc
 import operator
 import os
+import re
 import shlex
 import shutil
 import struct
@@ -195,10 +196,8 @@ def get_num_threads():
             return api.num_threads()
     if _threads:
         return min(_threads, 256)
-    try:
-        n = int(os.environ.get("TSR_NUM_THREADS", ""))
-    except ValueError:
-        n = 0
+    digits = re.match(r"\s*[+-]?\d+", os.environ.get("TSR_NUM_THREADS", ""))  # read as C's atoi reads it
+    n = int(digits.group()) if digits else 0
     return min(n if n > 0 else max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)
 
 
