@@ -95,7 +95,7 @@ fi
 if "$TSRC" -c --target=cuda tests/proj/matmul.tsr -o "$T/m.o" >"$T/log" 2>&1; then
     check "-c --target=cuda writes an object, a header and a manifest" 0
     if grep -q 'm_sync_host(m_state \*s)' "$T/m.h" && grep -q 'm_sync_device(m_state \*s)' "$T/m.h" &&
-        grep -q 'tsr_state_host_buffer((tsr_state \*)s, ' "$T/m.h" && grep -q 'int m_forward(m_state \*s);' "$T/m.h"; then
+        grep -q 'tsr_state_host_buffer(TSR_PTR_CAST(tsr_state \*, s), ' "$T/m.h" && grep -q 'int m_forward(m_state \*s);' "$T/m.h"; then
         check "the GPU header has the routines, sync_host, sync_device and accessors through the runtime" 0
     else
         fail "the GPU header has the routines, sync_host, sync_device and accessors through the runtime"
