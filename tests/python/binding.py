@@ -207,6 +207,29 @@ def main():
               "(TSR_NUM_THREADS, else the online CPUs); a negative count is a tsr.Error", (tsr.get_num_threads(), why))
         later.close()
 
+        # A library of an older tsrc, without the API's later functions (here libmlp.so with their
+        # names changed in its symbol table), still loads and runs; what it lacks is a tsr.Error
+        # that says to rebuild it, and tsr.set_num_threads passes it by.
+        older = os.path.join(d, "libolder.so")
+        with open(lib, "rb") as f:
+            image = f.read()
+        for name in (b"libmlp_init_from", b"libmlp_num_threads", b"libmlp_set_num_threads", b"libmlp_create_data"):
+            image = image.replace(name + b"\0", name[:-1] + b"X\0")
+        with open(older, "wb") as f:
+            f.write(image)
+        shutil.copy(os.path.join(d, "libmlp.json"), os.path.join(d, "libolder.json"))
+        old = tsr.load(older, seed=1)
+        old["features"] = x
+        old.predict()
+        tsr.set_num_threads(1)
+        ok, why = raises(tsr.Error, lambda: old.init_from(path), "does not export libmlp_init_from: it was built by an "
+                         "older tsrc; build it again")
+        check(ok and np.allclose(old["scores"], np.maximum(x @ old["w1"].T + old["b1"], 0) @ old["w2"].T, atol=1e-5) and
+              tsr.get_num_threads() == 1, "a library of an older tsrc loads and runs; init_from is a tsr.Error saying to "
+              "rebuild it", why)
+        tsr.set_num_threads(0)
+        old.close()
+
         # init_from: the parameters the file holds, the others and the seed and counters kept
         part = os.path.join(d, "part.npz")
         first = np.full_like(m["w1"], 0.25)

@@ -77,34 +77,50 @@ class _Api:
     _last_error, _save, _load, _set_symbol, each the runtime function of the same role."""
 
     def __init__(self, lib, module):
-        def fn(name, restype, argtypes):
+        def fn(name, restype, argtypes, later=False):
             try:
                 f = getattr(lib, f"{module}_{name}")
             except AttributeError:
-                raise Error(f"the library {lib._name} does not export {module}_{name}: it was built by an older "
-                            "tsrc; build it again with tsrc --shared") from None
+                why = (f"the library {lib._name} does not export {module}_{name}: it was built by an older tsrc; build "
+                       "it again with tsrc --shared")
+                if not later:
+                    raise Error(why) from None
+                return _Missing(why)  # a library of an older tsrc loads; what it lacks fails when used
             f.restype, f.argtypes = restype, argtypes
             return f
 
         self.create = fn("create", ctypes.c_void_p, [ctypes.c_uint64])
         self.create_data = fn("create_data", ctypes.c_void_p,
-                              [ctypes.c_uint64, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32])
+                              [ctypes.c_uint64, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32],
+                              later=True)
         self.destroy = fn("destroy", None, [ctypes.c_void_p])
         self.last_error = fn("last_error", ctypes.c_char_p, [])
         self.save = fn("save", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
         self.load = fn("load", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p])
-        self.init_from = fn("init_from", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32)])
+        self.init_from = fn("init_from", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32)],
+                            later=True)
         self.set_symbol = fn("set_symbol", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64])
-        self.set_option = fn("set_option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double])
-        self.option = fn("option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)])
-        self.set_num_threads = fn("set_num_threads", None, [ctypes.c_int])
-        self.num_threads = fn("num_threads", ctypes.c_int, [])
+        self.set_option = fn("set_option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double], later=True)
+        self.option = fn("option", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)],
+                         later=True)
+        self.set_num_threads = fn("set_num_threads", None, [ctypes.c_int], later=True)
+        self.num_threads = fn("num_threads", ctypes.c_int, [], later=True)
         # A GPU model (--target=cuda): a buffer is read and written through its host copy.
         self.gpu = hasattr(lib, f"{module}_host_buffer")
         if self.gpu:
             self.host_buffer = fn("host_buffer", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_uint32])
             self.sync_host = fn("sync_host", ctypes.c_int, [ctypes.c_void_p])
             self.sync_device = fn("sync_device", ctypes.c_int, [ctypes.c_void_p])
+
+
+class _Missing:
+    """A function of the C API a library built by an older tsrc lacks: calling it is a tsr.Error."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __call__(self, *args):
+        raise Error(self.why)
 
 
 class _Owner:
@@ -169,6 +185,8 @@ _threads = 0  # the count set_num_threads gave (0: each runtime's default)
 
 
 def _register(api, key):
+    if isinstance(api.set_num_threads, _Missing):
+        return  # an older tsrc's library: its pool keeps its own count (TSR_NUM_THREADS)
     with _loading:
         if key not in _libraries:
             _libraries[key] = api
