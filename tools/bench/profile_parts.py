@@ -37,6 +37,9 @@ PARTS = {
     "_minus_last": "row sums, shifts and scalings (softmaxes and layer norms)",
     "_times_last": "row sums, shifts and scalings (softmaxes and layer norms)",
     "max_last": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "_sum_kept": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "_minus_kept": "row sums, shifts and scalings (softmaxes and layer norms)",
+    "_times_kept": "row sums, shifts and scalings (softmaxes and layer norms)",
     "embedding": "embedding gather and tied head",
     "unembed": "embedding gather and tied head",
 }
