@@ -4,18 +4,42 @@
  * mode; applications, einsum expressions, containers, fields, bindings (`let`, `let rec`); and
  * eval(), the one entry every other file of the stage calls.
  *
- * Requires: elab_internal.h; operators.c to apply operators, builtins.c for the built-ins. */
+ * Requires: elab_internal.h; operators.c to apply operators, builtins.c for the built-ins;
+ * ir.h for the element types' words. */
 #include "elab/elab_internal.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "ir/ir.h"
+
 /* ---- Inline definitions (parameters) -------------------------------------------------------- */
+
+/* A later application of a function whose inline definition made parameter `t` (a function
+ * without `()` shares it): the sizes and element type this application writes must be t's, or
+ * `layer ~hid:4 x` after `layer ~hid:3 x` would be given the 3 without a word. */
+static void check_shared_param(Elab *e, const Node *rec, Env *env, Tensor *t) {
+    Row rows[ROW_KINDS];
+    bool given[ROW_KINDS];
+    uint8_t dtype = t->dtype;
+    if (!record_sizes(e, rec, env, t->name, SIZES_FOLLOW, rows, given, &dtype)) return;
+    if (dtype != t->dtype)
+        diag_error(rec->span, "parameter '%s' is %s, from the application that made it; this one writes %s (a "
+                   "function without a '()' parameter shares its parameters between applications: docs/language.md "
+                   "§3.3)", t->name, ir_dtype_word(t->dtype), ir_dtype_word(dtype));
+    OriginId why = origin(e, rec->span, "parameter '%s' (made by an earlier application of its function, which this one "
+                          "shares: a function without '()' creates its parameters once)", t->name);
+    for (int k = 0; k < ROW_KINDS; k++)
+        if (given[k]) shape_row_eq(e->solver, t->shape.rows[k], rows[k], why);
+}
 
 static Value *eval_inline_param(Elab *e, const Node *rec, Env *env) {
     Scope *scope = current_scope(e);
     for (uint32_t i = 0; i < scope->param_count; i++)
-        if (scope->params[i].node == rec) return tensor_value(e, scope->params[i].tensor);
+        if (scope->params[i].node == rec) {
+            check_shared_param(e, rec, env, scope->params[i].tensor);
+            return tensor_value(e, scope->params[i].tensor);
+        }
     const Node *first = rec->list.items[0];
     Row rows[ROW_KINDS];
     bool given[ROW_KINDS];
