@@ -765,6 +765,12 @@ static bool settle_merge(ShapeSolver *s, WindowC *c) {
     if (n.var) {
         if (product > UINT32_MAX)
             msg = arena_printf(s->arena, "%u blocks of %u cells would hold more than %u cells", o.size, k.size, UINT32_MAX);
+    } else if ((o.var && is_fallback(s, k.origin)) || (k.var && is_fallback(s, o.origin))) {
+        /* The one size besides the axis's is closing's guess (`x ++ "(g, c) => g"`: nothing but
+         * the guess sizes g): splitting by it would decide the blocks by a default. */
+        msg = arena_printf(s->arena, "the merged axis of %u cells needs %s: nothing gives it or %s (set_dim, or a size "
+                           "written for another axis of either label)", n.size,
+                           o.var ? "its inner size" : "its outer size", o.var ? "its outer size" : "its inner size");
     } else if (o.var) {
         if (n.size % k.size)
             msg = arena_printf(s->arena, "an axis of %u cells does not split into blocks of %u (the inner size)",
