@@ -434,6 +434,14 @@ static Value *builtin_is_option(Elab *e, Arg *args, uint32_t count, Span span) {
     return bool_value(e, args[0].value->kind == V_OPTION);
 }
 
+/* is_parameter x: x is a parameter (an inline definition `{ w }`, trained or a state tensor):
+ * what Train's optimisers update, which check their argument with it. */
+static Value *builtin_is_parameter(Elab *e, Arg *args, uint32_t count, Span span) {
+    if (count != 1 || args[0].label) return fail(span, "'is_parameter' takes one value: is_parameter x");
+    const Value *v = args[0].value;
+    return bool_value(e, v->kind == V_TENSOR && v->as.tensor->kind == TENSOR_PARAM);
+}
+
 static Value *builtin_is_number(Elab *e, Arg *args, uint32_t count, Span span) {
     if (count != 1 || args[0].label) return fail(span, "'is_number' takes one value: is_number x");
     return bool_value(e, is_number(args[0].value));
@@ -670,6 +678,7 @@ static const BuiltinEntry builtins[] = {
     {"is_bool", builtin_is_bool},
     {"is_list", builtin_is_list},
     {"is_option", builtin_is_option},
+    {"is_parameter", builtin_is_parameter},
     {"is_whole", builtin_is_whole},
     {"dtype_of", builtin_dtype_of},
     {"settled", builtin_settled},
