@@ -167,8 +167,18 @@ int temp_create(const char *path, bool dir, int *slot) {
         err = ENAMETOOLONG;
     }
     signals_restore(&old);
+    if (fd < 0) {
+        /* ENOENT from a directory that exists (/proc): it is the temporary that cannot be made */
+        char *slash = strrchr(t, '/');
+        if (slash) *slash = 0;
+        struct stat st;
+        if (err == ENOENT && stat(slash ? (slash == t ? "/" : t) : ".", &st) == 0 && S_ISDIR(st.st_mode))
+            diag_error_noloc("cannot write '%s': its directory '%s' takes no new files (tsrc writes a new file "
+                             "beside the output, then renames it onto it)", path, slash ? (slash == t ? "/" : t) : ".");
+        else
+            diag_error_noloc("cannot write '%s': %s", path, strerror(err));
+    }
     free(t);
-    if (fd < 0) diag_error_noloc("cannot write '%s': %s", path, strerror(err));
     return fd;
 }
 

@@ -302,6 +302,16 @@ if [ $st = 1 ] && grep -q "cannot write '$T/adir': it is a directory" "$T/log" &
    [ -z "$(ls -A "$T" | grep '^adir\.tmp')" ]; then pass "a directory as output is an error"
 else fail "a directory as output is an error (status $st)"; fi
 
+# A file in a directory that takes no new files (/proc): the error says so, not "No such file or
+# directory" of a file that exists; /proc/version is untouched.
+if [ -f /proc/version ]; then
+    timeout 60 "$TSRC" --print-shapes "$PROG" -o /proc/version >"$T/log" 2>&1
+    st=$?
+    if [ $st = 1 ] && grep -q "cannot write '/proc/version': its directory '/proc' takes no new files" "$T/log"
+    then pass "an output whose directory takes no new files is an error saying so"
+    else fail "an output whose directory takes no new files is an error saying so (status $st)"; fi
+fi
+
 # ---- Signals -----------------------------------------------------------------------------
 #
 # tsrc killed by SIGINT, SIGTERM or SIGHUP while it generates code, while the linker runs and
