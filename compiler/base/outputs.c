@@ -171,10 +171,11 @@ int temp_create(const char *path, bool dir, int *slot) {
         /* ENOENT from a directory that exists (/proc): it is the temporary that cannot be made */
         char *slash = strrchr(t, '/');
         if (slash) *slash = 0;
+        const char *where = !slash ? "." : slash == t ? "/" : t;
         struct stat st;
-        if (err == ENOENT && stat(slash ? (slash == t ? "/" : t) : ".", &st) == 0 && S_ISDIR(st.st_mode))
+        if (err == ENOENT && stat(where, &st) == 0 && S_ISDIR(st.st_mode))
             diag_error_noloc("cannot write '%s': its directory '%s' takes no new files (tsrc writes a new file "
-                             "beside the output, then renames it onto it)", path, slash ? (slash == t ? "/" : t) : ".");
+                             "beside the output, then renames it onto it)", path, where);
         else
             diag_error_noloc("cannot write '%s': %s", path, strerror(err));
     }
