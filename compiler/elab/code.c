@@ -327,6 +327,8 @@ static void elab_code_value(Elab *e, Routine *r, const Node *n, Env *env) {
     if (v->kind != V_CODE || !v->as.closure) {
         diag_error(n->span, "a routine holds code (t.forward, t.backprop, t.zero_grads, assignments, let%%cd "
                    "functions applied), but this is %s", kind_noun(v));
+        if (v->kind == V_TENSOR && n->kind == NODE_VAR) /* `routine train = loss` */
+            diag_note(n->span, "to compute the tensor, the routine runs its forward code: '%s.forward'", n->name);
         return;
     }
     Closure *c = copy_closure(e, v->as.closure);

@@ -542,7 +542,11 @@ void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
                 uint32_t at;
                 if (!find_routine(e->program, arg->name, &at)) {
                     diag_error(arg->span, "there is no routine '%s' (routines are declared before 'main')", arg->name);
-                    if (lookup(e, env, arg->name)) /* `let train = Train.step …`: code bound, never a routine */
+                    Value *bound = lookup(e, env, arg->name);
+                    if (bound && bound->kind == V_TENSOR) /* `run loss`: a tensor, computed by a routine */
+                        diag_note(arg->span, "'%s' is a tensor; a routine computes it: 'routine compute = %s.forward', "
+                                  "then 'run compute'", arg->name, arg->name);
+                    else if (bound) /* `let train = Train.step …`: code bound, never a routine */
                         diag_note(arg->span, "'%s' is bound with 'let'; code that main runs is declared with 'routine "
                                   "%s = …'", arg->name, arg->name);
                     return;
