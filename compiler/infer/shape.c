@@ -511,7 +511,16 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     uint64_t key = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 1099511628211ull ^
                    sides ^ 0x9e3779b97f4a7c15ull;
     for (const char *c = msg; *c; c++) key = (key ^ (unsigned char)*c) * 1099511628211ull;
-    if (clash_reported(s, key)) diag_drop_next();
+    /* Nor twice in mirror image: the same two places met the other way round by the same slots
+     * of an operation (`a +* "i, j; j, i => i, i" a`: size 2 against 3, then 3 against 2; a
+     * transpose added to itself clashes in its input and its output axes, two errors). */
+    uint64_t ka = span_key(sa), kb = span_key(sb);
+    uint64_t pair = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 0xff51afd7ed558ccdull ^
+                    (ka < kb ? ka * 31 + kb : kb * 31 + ka);
+    for (const char *c = o->what; *c; c++) pair = (pair ^ (unsigned char)*c) * 1099511628211ull; /* the same slots */
+    bool mirrored = sa.file && sb.file && (sa.start != sb.start || sa.end != sb.end) && clash_seen(s, pair);
+    if (sa.file && sb.file) clash_reported(s, pair);
+    if (clash_reported(s, key) || mirrored) diag_drop_next();
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
     if (o->also_text) diag_note(o->also, "%s", o->also_text);
