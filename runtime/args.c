@@ -129,7 +129,8 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
         if (!text[0] || *end || !isfinite(v) || (errno == ERANGE && fabs(v) > 1))
             return usage_error(p, "option '--%s' needs a finite number%s, not '%s'", o->name,
                                text[0] && !*end && errno == ERANGE ? " (at most about ±1.8e308)" : "", text);
-        if (tsr_option_beyond(o, v)) return usage_error(p, "option '--%s' = %s is %s", o->name, text, tsr_option_beyond(o, v));
+        const char *beyond = tsr_option_beyond(o, v);
+        if (beyond) return usage_error(p, "option '--%s' = %s is %s", o->name, text, beyond);
         o->value = v;
         return 0;
     }
@@ -137,8 +138,8 @@ static int set_option(Parser *p, tsr_option *o, const char *text) {
     if (!parse_integer(text, true, -(INT64_C(1) << 53), INT64_C(1) << 53, &v))
         return usage_error(p, "option '--%s' needs an integer%s, not '%s'", o->name,
                            decimal_digits(text) ? " from -2^53 to 2^53 (9007199254740992)" : "", text);
-    if (tsr_option_beyond(o, (double)v))
-        return usage_error(p, "option '--%s' = %s is %s", o->name, text, tsr_option_beyond(o, (double)v));
+    const char *beyond = tsr_option_beyond(o, (double)v);
+    if (beyond) return usage_error(p, "option '--%s' = %s is %s", o->name, text, beyond);
     o->value = (double)v;
     return 0;
 }

@@ -674,13 +674,12 @@ int tsr_state_set_option(tsr_state *s, const char *name, double value) {
     /* The command line's rules (args.c), for a value given as a number. */
     if (o->is_float && !isfinite(value))
         return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs a finite number, not %g", name, value);
-
     if (!o->is_float && !(value == floor(value) && fabs(value) <= 0x1p53))
         return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs an integer from -2^53 to 2^53 (9007199254740992), not %.17g",
                          name, value);
-    if (tsr_option_beyond(o, value))
-        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %.*g is %s", name, o->is_float ? 6 : 17, value,
-                         tsr_option_beyond(o, value));
+    const char *beyond = tsr_option_beyond(o, value);
+    if (beyond)
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' = %.*g is %s", name, o->is_float ? 6 : 17, value, beyond);
     o->value = value;
     /* The one-cell tensors that hold it (the option read in tensor expressions): refilled. */
     const tsr_model *m = s->model;

@@ -234,14 +234,20 @@ static void load_module_once(Elab *e, const char *name, Span span) {
     globals_now(e); /* the opener's globals again */
 }
 
+/* The unit that owns loaded module `name`'s globals, or OWNER_BASE when it is not loaded. */
+static uint32_t module_unit(const Elab *e, const char *name) {
+    uint32_t unit = OWNER_BASE;
+    for (uint32_t i = 0; i < e->opened_count; i++)
+        if (strcmp(e->opened[i], name) == 0) unit = e->opened_owner[i];
+    return unit;
+}
+
 /* `open M` once M is loaded: M's definitions become the opener's, in the order M defined them (a
  * name M defined twice is its last definition); the names M has from its own opens are not
  * passed on (as OCaml's open: a helper that opens Nn does not bring Nn's names back over the
  * program's), nor its private ones, whose names begin with '_' (Nn's _refuse_size). */
 static void import_module(Elab *e, const char *name) {
-    uint32_t unit = OWNER_BASE;
-    for (uint32_t i = 0; i < e->opened_count; i++)
-        if (strcmp(e->opened[i], name) == 0) unit = e->opened_owner[i];
+    uint32_t unit = module_unit(e, name);
     if (unit == OWNER_BASE || unit == e->owner) return; /* not loaded (reported), or the opener itself */
     uint32_t count;
     GlobalEntry **found = unit_globals(e, unit, &count);
@@ -273,9 +279,7 @@ static bool module_defines(Elab *e, const char *module, const char *name) {
 /* The module whose definition `name` loaded module `module` has through an open of its own (a
  * helper that opens Nn has softmax, but does not pass it on), or NULL. */
 static const char *module_opened_name(Elab *e, const char *module, const char *name) {
-    uint32_t unit = OWNER_BASE;
-    for (uint32_t i = 0; i < e->opened_count; i++)
-        if (strcmp(e->opened[i], module) == 0) unit = e->opened_owner[i];
+    uint32_t unit = module_unit(e, module);
     if (unit == OWNER_BASE) return NULL;
     for (GlobalEntry *g = e->global_table[name_hash(name) % GLOBAL_BUCKETS]; g; g = g->next) /* newest first */
         if (g->owner == unit && strcmp(g->name, name) == 0) return g->opened_from;

@@ -436,7 +436,6 @@ void note_origin(ShapeSolver *s, OriginId o, const char *fmt, ...) {
         diag_note(g->call, "which the standard library's code made in this application");
 }
 
-/* Whether `key` (one error's identity) was reported before; when not, it is now recorded. */
 /* A key of a place in the source, for clash_reported. */
 static uint64_t span_key(Span span) {
     return (((uint64_t)span.file << 56) ^ ((uint64_t)span.start << 28) ^ span.end) * 0x9e3779b97f4a7c15ull ^
@@ -484,8 +483,7 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     if (in_library) {
         /* One error for one mistake: an argument that fails several of the library's operations
          * (ids given to accuracy fail its max and its subtraction) is reported at the first. */
-        uint64_t call = (((uint64_t)o->call.file << 56) ^ ((uint64_t)o->call.start << 32) ^ o->call.end) *
-                        1099511628211ull;
+        uint64_t call = span_key(o->call);
         bool call_seen = clash_reported(s, call ^ 0x5bd1e9955bd1e995ull);
         /* Likewise a later error of the application with a side of the user's that an earlier
          * error met against the library alone, which makes that side the mistake: the same
@@ -508,15 +506,13 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     /* One error for one conflict: an operation whose slots fail alike (the same sizes from the
      * same places, `a =+ b * a ~logic:"i; i => i"`: operand 2 and the result are both a) is
      * reported at the first slot. */
-    uint64_t key = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 1099511628211ull ^
-                   sides ^ 0x9e3779b97f4a7c15ull;
+    uint64_t op = span_key(o->span), key = op ^ sides ^ 0x9e3779b97f4a7c15ull;
     for (const char *c = msg; *c; c++) key = (key ^ (unsigned char)*c) * 1099511628211ull;
     /* Nor twice in mirror image: the same two places met the other way round by the same slots
      * of an operation (`a +* "i, j; j, i => i, i" a`: size 2 against 3, then 3 against 2; a
      * transpose added to itself clashes in its input and its output axes, two errors). */
     uint64_t ka = span_key(sa), kb = span_key(sb);
-    uint64_t pair = ((uint64_t)o->span.file << 56 ^ (uint64_t)o->span.start << 32 ^ o->span.end) * 0xff51afd7ed558ccdull ^
-                    (ka < kb ? ka * 31 + kb : kb * 31 + ka);
+    uint64_t pair = op * 0xff51afd7ed558ccdull ^ (ka < kb ? ka * 31 + kb : kb * 31 + ka);
     for (const char *c = o->what; *c; c++) pair = (pair ^ (unsigned char)*c) * 1099511628211ull; /* the same slots */
     bool mirrored = sa.file && sb.file && (sa.start != sb.start || sa.end != sb.end) && clash_seen(s, pair);
     if (sa.file && sb.file) clash_reported(s, pair);
