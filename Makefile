@@ -173,7 +173,7 @@ $(BUILD)/tsrc: $(MAIN_OBJ) $(BUILD)/libtsrc.a $(HOST_RT) | $(BUILD)/libtsr.a
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LLVM_LIBS) $(LDLIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libtsrc.a $(HOST_RT)
+$(BUILD)/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libtsrc.a $(HOST_RT)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iruntime $(LDFLAGS) $< $(BUILD)/libtsrc.a $(HOST_RT) -o $@ $(LLVM_LIBS) $(LDLIBS)

@@ -26,17 +26,9 @@
 #include "tsr.h"
 
 #include "check.h"
+#include "temp_dir.h"
 
 /* ---- Files ---------------------------------------------------------------------------------- */
-
-static char temp_dir[64];
-
-/* The path of `name` in the temporary directory (a static buffer: use before the next call). */
-static const char *temp_path(const char *name) {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%.190s", temp_dir, name);
-    return path;
-}
 
 static void write_file(const char *name, const void *bytes, size_t len) {
     FILE *f = fopen(temp_path(name), "wb");
@@ -44,17 +36,6 @@ static void write_file(const char *name, const void *bytes, size_t len) {
         printf("FAIL cannot write test file %s\n", temp_path(name));
         exit(1);
     }
-}
-
-static void remove_temp_dir(void) {
-    DIR *dir = opendir(temp_dir);
-    if (dir) {
-        struct dirent *entry;
-        while ((entry = readdir(dir)) != NULL)
-            if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) unlink(temp_path(entry->d_name));
-        closedir(dir);
-    }
-    rmdir(temp_dir);
 }
 
 /* A growable byte buffer for building files. */
@@ -678,11 +659,7 @@ static void csv_locale(void) {
 
 int main(void) {
     long_messages();
-    snprintf(temp_dir, sizeof temp_dir, "/tmp/data_test.XXXXXX");
-    if (!mkdtemp(temp_dir)) {
-        printf("FAIL cannot create a temporary directory\n");
-        return 1;
-    }
+    if (!make_temp_dir("data_test")) return 1;
     npy_good();
     npy_errors();
     static const int64_t d23[] = {2, 3}, d22[] = {2, 2};

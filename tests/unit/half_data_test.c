@@ -25,15 +25,7 @@
 #include "internal.h"
 
 #include "check.h"
-
-static char temp_dir[64];
-
-/* The path of `name` in the temporary directory (a static buffer: use before the next call). */
-static const char *path_of(const char *name) {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%.190s", temp_dir, name);
-    return path;
-}
+#include "temp_dir.h"
 
 /* A .npy 1.0 file's bytes (malloc'd, length in *len): the header of `descr` and `shape`, then
  * `data`. */
@@ -55,18 +47,18 @@ static unsigned char *npy_bytes(const char *descr, const char *shape, const void
 static void write_npy(const char *name, const char *descr, const char *shape, const void *data, size_t data_len) {
     size_t len;
     unsigned char *bytes = npy_bytes(descr, shape, data, data_len, &len);
-    FILE *f = fopen(path_of(name), "wb");
+    FILE *f = fopen(temp_path(name), "wb");
     if (!f || fwrite(bytes, 1, len, f) != len || fclose(f) != 0) {
-        printf("FAIL cannot write %s\n", path_of(name));
+        printf("FAIL cannot write %s\n", temp_path(name));
         exit(1);
     }
     free(bytes);
 }
 
 static void write_text(const char *name, const char *text) {
-    FILE *f = fopen(path_of(name), "wb");
+    FILE *f = fopen(temp_path(name), "wb");
     if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        printf("FAIL cannot write %s\n", path_of(name));
+        printf("FAIL cannot write %s\n", temp_path(name));
         exit(1);
     }
 }
@@ -77,8 +69,8 @@ static void expect_cells(const char *what, const char *name, bool csv, uint8_t d
     static const int64_t d6[] = {6};
     uint16_t cells[7] = {0};
     cells[6] = 0xbeef;
-    int status = csv ? tsr_load_csv_typed(path_of(name), cells, dtype, 1, d6, "x")
-                     : tsr_load_npy_typed(path_of(name), cells, dtype, 1, d6, "x");
+    int status = csv ? tsr_load_csv_typed(temp_path(name), cells, dtype, 1, d6, "x")
+                     : tsr_load_npy_typed(temp_path(name), cells, dtype, 1, d6, "x");
     char detail[512];
     if (status != TSR_OK) {
         snprintf(detail, sizeof detail, "%s", tsr_last_error());
@@ -124,13 +116,13 @@ static void from_floats(void) {
     static const int64_t d6[] = {6};
     float out[7] = {0};
     out[6] = 99.0f;
-    int status = tsr_load_npy_typed(path_of("f2.npy"), out, TSR_DTYPE_F32, 1, d6, "x");
+    int status = tsr_load_npy_typed(temp_path("f2.npy"), out, TSR_DTYPE_F32, 1, d6, "x");
     check(status == TSR_OK && out[0] == 1.0f && out[1] == 0x1p-24f && isnan(out[2]) && out[3] == 65504.0f &&
               out[4] == -INFINITY && out[5] == 0x1.554p-2f && out[6] == 99.0f,
           "npy float16 into f32, exactly", tsr_last_error());
     double wide[7] = {0};
     wide[6] = 99.0;
-    status = tsr_load_npy_typed(path_of("f2.npy"), wide, TSR_DTYPE_F64, 1, d6, "x");
+    status = tsr_load_npy_typed(temp_path("f2.npy"), wide, TSR_DTYPE_F64, 1, d6, "x");
     check(status == TSR_OK && wide[0] == 1.0 && wide[1] == 0x1p-24 && isnan(wide[2]) && wide[3] == 65504.0 &&
               wide[4] == -INFINITY && wide[5] == 0x1.554p-2 && wide[6] == 99.0,
           "npy float16 into f64, exactly", tsr_last_error());
@@ -166,10 +158,10 @@ static void from_integers(void) {
     write_npy("c8.npy", "<c8", "(6,)", complex64, sizeof complex64);
     static const int64_t d6[] = {6};
     uint16_t cells[6];
-    int status = tsr_load_npy_typed(path_of("c8.npy"), cells, BF16, 1, d6, "x");
+    int status = tsr_load_npy_typed(temp_path("c8.npy"), cells, BF16, 1, d6, "x");
     char want[400];
     snprintf(want, sizeof want, "data 'x': '%s': dtype '<c8' is not supported (float16, float32, float64, bool, int8, "
-             "int16, int32, int64, uint8, uint16, uint32, uint64)", path_of("c8.npy"));
+             "int16, int32, int64, uint8, uint16, uint32, uint64)", temp_path("c8.npy"));
     check(status == TSR_ERR_DATA && strcmp(tsr_last_error(), want) == 0, "npy complex64 into bf16: the dtypes it reads",
           tsr_last_error());
 }
@@ -207,18 +199,12 @@ static void from_members(void) {
 }
 
 int main(void) {
-    snprintf(temp_dir, sizeof temp_dir, "/tmp/half_data_test.XXXXXX");
-    if (!mkdtemp(temp_dir)) {
-        printf("FAIL cannot create a temporary directory\n");
-        return 1;
-    }
+    if (!make_temp_dir("half_data_test")) return 1;
     from_floats();
     from_integers();
     from_csv();
     from_members();
-    static const char *const files[] = {"f8.npy", "f4.npy", "f2.npy", "i4.npy", "i8.npy", "u1.npy", "x.csv"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_of(files[i]));
-    rmdir(temp_dir);
+    remove_temp_dir();
     printf("%u passed, %u failed\n", passed, failed);
     return failed ? 1 : 0;
 }
