@@ -351,8 +351,11 @@ Env *bind_global_of(Elab *e, uint32_t owner, const char *name, Value *value, con
 Env *globals_now(Elab *e);
 Tensor *new_tensor(Elab *e, TensorKind kind, Span span);
 /* An element type written in the program ("f32", "i32": a string, docs/language.md §3.9) into
- * *out (TSR_DTYPE_*); false after a located error. */
+ * *out (TSR_DTYPE_*); false after a located error, or at once for an erroneous value (its error
+ * was reported where it was made). */
 bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out);
+/* The element type an element-type word names ("f32", "i32", …), or -1. */
+int dtype_of_word(const char *text);
 OriginId origin(Elab *e, Span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 Shape closed_shape(Elab *e, Span span, const char *what);
 Tensor *scalar_literal(Elab *e, double value, Span span, uint32_t basis);

@@ -945,6 +945,8 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
+            if (dtype_of_word(n->name) >= 0)
+                diag_note(n->span, "an element type is written as a string: dtype = \"%s\"", n->name);
             bool itself = e->user_call_name && strcmp(e->user_call_name, n->name) == 0; /* a note below */
             if (!itself) note_name_elsewhere(e, env, n->name, n->span);
             if (e->failed_module_count)

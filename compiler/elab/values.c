@@ -230,16 +230,22 @@ Tensor *new_tensor(Elab *e, TensorKind kind, Span span) {
     return t;
 }
 
-bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out) {
+int dtype_of_word(const char *text) {
 #define DTYPE_WORD(name, word, numpy, ctype) word,
     static const char *const words[] = {TSR_DTYPE_KINDS(DTYPE_WORD)};
 #undef DTYPE_WORD
-    if (v->kind == V_STRING)
-        for (uint8_t i = 0; i < TSR_DTYPE_COUNT; i++)
-            if (strcmp(v->as.str.text, words[i]) == 0) {
-                *out = i;
-                return true;
-            }
+    for (int i = 0; i < TSR_DTYPE_COUNT; i++)
+        if (strcmp(text, words[i]) == 0) return i;
+    return -1;
+}
+
+bool dtype_of_value(const Value *v, Span span, const char *what, uint8_t *out) {
+    int dtype = v->kind == V_STRING ? dtype_of_word(v->as.str.text) : -1;
+    if (dtype >= 0) {
+        *out = (uint8_t)dtype;
+        return true;
+    }
+    if (v->kind == V_ERROR) return false; /* reported where it was made */
     diag_error(span, "the element type of %s must be one of \"f32\", \"f64\", \"bf16\", \"f16\", \"i32\", \"i64\", \"u8\" "
                "or \"bool\", but this is %s", what, v->kind == V_STRING ? "another string" : kind_noun(v));
     static const char *const numpy_names[][2] = {{"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"},
