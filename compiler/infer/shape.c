@@ -524,7 +524,60 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         diag_note(o->span, "'*' is the matrix product; the product of each cell with its match is '*.'");
 }
 
-static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, OriginId why) {
+/* ---- Where a size entered a library application ------------------------------------------- */
+
+/* An error inside a library application reads as the library's fault.  When one side's size came
+ * in from outside that application (a loss whose targets sized the network's result through the
+ * loss's equality), a note says through which constraint: the first one outside the application
+ * on the chain of variables from the operation's slot to the size.  Chains of solved variables
+ * are read back (Binding); a bound a variable keeps (its least upper bound) and the constraints
+ * derived from it carry where the bound entered (Constraint.entered). */
+static bool in_library_application(const ShapeSolver *s, OriginId why) {
+    const Origin *o = &s->origins[why];
+    return o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call);
+}
+
+/* Whether constraint `by` lies outside the application constraint `why` is in. */
+static bool outside_application(const ShapeSolver *s, OriginId by, OriginId why) {
+    return by && !is_fallback(s, by) && s->origins[by].span.file && !span_equal(s->origins[by].call, s->origins[why].call);
+}
+
+/* Where `written` (a slot of `why`) entered why's application: its chain of variables, or else
+ * `known` (what the constraint being taken knew). */
+static OriginId dim_entered_at(const ShapeSolver *s, Dim written, OriginId why, OriginId known) {
+    if (!in_library_application(s, why)) return 0;
+    for (Dim d = written; d.var && s->dvars[d.var].solved; d = s->dvars[d.var].bound.dim)
+        if (outside_application(s, s->dvars[d.var].bound.why, why)) return s->dvars[d.var].bound.why;
+    return known;
+}
+
+static OriginId row_entered_at(const ShapeSolver *s, Row written, OriginId why, OriginId known) {
+    if (!in_library_application(s, why)) return 0;
+    for (uint32_t v = written.var; v && s->rvars[v].solved; v = s->rvars[v].bound.row.var)
+        if (outside_application(s, s->rvars[v].bound.why, why)) return s->rvars[v].bound.why;
+    return known;
+}
+
+/* The note of a size that entered a library application from outside it. */
+static void note_entry(ShapeSolver *s, OriginId by, OriginId why, const char *size) {
+    if (!by) return;
+    const Origin *g = &s->origins[by];
+    const char *fn = s->origins[why].call_name ? s->origins[why].call_name : "the function";
+    /* Another application of the same function shares its parameters: elab notes it so. */
+    if (g->call_name && strcmp(g->call_name, fn) == 0) return;
+    /* A place inside the failing application's own words is how its argument was computed
+     * (`head (emb tok)`): the size came with the argument, which is no news. */
+    Span place = in_library_application(s, by) ? g->call : g->span, call = s->origins[why].call;
+    if (place.file == call.file && place.start >= call.start && place.end <= call.end) return;
+    if (in_library_application(s, by))
+        diag_note(g->call, "size %s reached '%s' through this application of '%s'", size, fn,
+                  g->call_name ? g->call_name : "a function");
+    else
+        diag_note(place, "size %s reached '%s' through: %s", size, fn, g->what);
+}
+
+static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Dim written_a, Dim written_b,
+                             OriginId why) {
     const char *as = dim_to_string(s, a), *bs = dim_to_string(s, b);
     if (a.size == b.size && a.basis != b.basis)
         error_at(s, why, a.origin, b.origin, "basis clash: an axis %s cannot meet an axis %s", as, bs);
@@ -534,6 +587,8 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Origin
         error_at(s, why, a.origin, b.origin, "size %s cannot broadcast to size %s", as, bs);
     note_origin(s, a.origin, "size %s comes from", as);
     note_origin(s, b.origin, "size %s comes from", bs);
+    note_entry(s, dim_entered_at(s, written_a, why, s->entered[0]), why, as);
+    note_entry(s, dim_entered_at(s, written_b, why, s->entered[1]), why, bs);
     if (s->origins[why].sizes_also_text) diag_note(s->origins[why].sizes_also, "%s", s->origins[why].sizes_also_text);
     /* NumPy would broadcast a size 1 here; a size 1 written in a shape is a size (§3.5.2) */
     Dim one = a.size == 1 ? a : b;
@@ -566,6 +621,11 @@ static void enqueue(ShapeSolver *s, Constraint c) {
 
 void shape_dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
     enqueue(s, (Constraint){.kind = C_DIM_EQ, .d1 = a, .d2 = b, .why = why});
+}
+/* A constraint the solver derives, with where its sides entered why's application. */
+static void derive_dim(ShapeSolver *s, ConstraintKind kind, Dim d1, Dim d2, OriginId why, OriginId entered1,
+                       OriginId entered2) {
+    enqueue(s, (Constraint){.kind = kind, .d1 = d1, .d2 = d2, .why = why, .entered = {entered1, entered2}});
 }
 void shape_dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
     enqueue(s, (Constraint){.kind = C_DIM_LE, .d1 = sub, .d2 = super, .why = why});
@@ -659,7 +719,7 @@ void solve_dim_var(ShapeSolver *s, uint32_t v, Dim value, OriginId why) {
         s->dvars[value.var].runtime = info->runtime;
         if (!was) now_claimful(s, value);
     }
-    if (info->has_lub) shape_dim_le(s, value, info->lub, info->lub_why);
+    if (info->has_lub) derive_dim(s, C_DIM_LE, value, info->lub, info->lub_why, 0, info->lub_entered);
     if (info->at_least > 1) shape_dim_at_least(s, value, info->at_least, info->at_least_why);
     ConstraintList edges = info->edges;
     info->edges = (ConstraintList){0};
@@ -685,9 +745,8 @@ static bool bind_runtime(ShapeSolver *s, Dim a, Dim b) {
     return true;
 }
 
-static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
-    a = shape_resolve_dim(s, a);
-    b = shape_resolve_dim(s, b);
+static void dim_eq(ShapeSolver *s, Dim written_a, Dim written_b, OriginId why) {
+    Dim a = shape_resolve_dim(s, written_a), b = shape_resolve_dim(s, written_b);
     if (a.var && b.var) {
         if (a.var != b.var) solve_dim_var(s, a.var, b, why);
     } else if (a.var) {
@@ -695,15 +754,15 @@ static void dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
     } else if (b.var) {
         solve_dim_var(s, b.var, a, why);
     } else if (!ground_eq(a, b) && !bind_runtime(s, a, b)) {
-        report_dim_clash(s, true, a, b, why);
+        report_dim_clash(s, true, a, b, written_a, written_b, why);
     }
 }
 
 /* A new least upper bound `bound` for unsolved variable v (bound is a non-unit atom). */
-static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why) {
+static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why, OriginId entered) {
     DimVarInfo *info = &s->dvars[v];
     if (dim_var_claimful(info)) { /* v cannot be the unit, so it must be the bound itself */
-        shape_dim_eq(s, (Dim){.var = v, .origin = bound.origin}, bound, why);
+        derive_dim(s, C_DIM_EQ, (Dim){.var = v, .origin = bound.origin}, bound, why, 0, entered);
         return;
     }
     if (info->has_lub) {
@@ -715,16 +774,16 @@ static void dim_upper_bound(ShapeSolver *s, uint32_t v, Dim bound, OriginId why)
     info->has_lub = true;
     info->lub = bound;
     info->lub_why = why;
+    info->lub_entered = entered;
     /* Everything below v is below the bound too. */
     for (uint32_t i = 0; i < info->edges.count; i++) {
         Constraint e = info->edges.items[i];
-        if (shape_resolve_dim(s, e.d2).var == v) shape_dim_le(s, e.d1, bound, why);
+        if (shape_resolve_dim(s, e.d2).var == v) derive_dim(s, C_DIM_LE, e.d1, bound, why, 0, entered);
     }
 }
 
-static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
-    sub = shape_resolve_dim(s, sub);
-    super = shape_resolve_dim(s, super);
+static void dim_le(ShapeSolver *s, Dim written_sub, Dim written_super, OriginId why) {
+    Dim sub = shape_resolve_dim(s, written_sub), super = shape_resolve_dim(s, written_super);
     if (dim_is_unit(sub)) { /* the bottom is below everything */
         /* Remembered: if nothing else sizes `super`, this unit is what bounds it (seed 000: a
          * constant's claim-free unit bounds a parameter scaled by it), not closing's fallback. */
@@ -732,7 +791,7 @@ static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
         return;
     }
     if (sub.var == 0 && super.var == 0) {
-        if (!ground_le(sub, super) && !bind_runtime(s, sub, super)) report_dim_clash(s, false, sub, super, why);
+        if (!ground_le(sub, super) && !bind_runtime(s, sub, super)) report_dim_clash(s, false, sub, super, written_sub, written_super, why);
         return;
     }
     if (sub.var == 0) { /* a lower bound at an atom solves */
@@ -741,14 +800,15 @@ static void dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
     }
     if (super.var == 0) {
         if (dim_is_unit(super)) solve_dim_var(s, sub.var, super, why);
-        else dim_upper_bound(s, sub.var, super, why);
+        else dim_upper_bound(s, sub.var, super, why, dim_entered_at(s, written_super, why, s->entered[1]));
         return;
     }
     if (sub.var == super.var) return;
     Constraint c = {.kind = C_DIM_LE, .d1 = sub, .d2 = super, .why = why};
     list_push(s, &s->dvars[sub.var].edges, c);
     list_push(s, &s->dvars[super.var].edges, c);
-    if (s->dvars[super.var].has_lub) shape_dim_le(s, sub, s->dvars[super.var].lub, why);
+    if (s->dvars[super.var].has_lub)
+        derive_dim(s, C_DIM_LE, sub, s->dvars[super.var].lub, why, 0, s->dvars[super.var].lub_entered);
     if (dim_var_claimful(&s->dvars[sub.var])) shape_dim_eq(s, sub, super, why);
 }
 
@@ -778,7 +838,7 @@ static void dim_at_least(ShapeSolver *s, Dim d, uint32_t n, OriginId why) {
 static void now_claimful(ShapeSolver *s, Dim d) {
     DimVarInfo *info = &s->dvars[d.var];
     if (info->has_lub) {
-        shape_dim_eq(s, d, info->lub, info->lub_why);
+        derive_dim(s, C_DIM_EQ, d, info->lub, info->lub_why, 0, info->lub_entered);
         return;
     }
     for (uint32_t i = 0; i < info->edges.count; i++) {
@@ -862,20 +922,35 @@ void solve_row_var(ShapeSolver *s, uint32_t v, Row value, OriginId why) {
 
 static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
 
-static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why, bool may_merge) {
-    a = shape_resolve_row(s, a);
-    b = shape_resolve_row(s, b);
+/* The dims of resolved row `r` as its constraint wrote them, where they sit at the same places
+ * (the written row was closed, or its variable is unsolved): the dims dim_eq and dim_le take, so
+ * that a clash can follow a written variable to where its size came from (report_dim_clash). */
+static Dim *written_slots(const ShapeSolver *s, Row resolved, Row written) {
+    bool aligned = (!written.var || !s->rvars[written.var].solved) && written.count == resolved.count &&
+                   written.lead == resolved.lead;
+    return aligned ? written.dims : resolved.dims;
+}
+
+static void row_eq(ShapeSolver *s, Row a_written, Row b_written, OriginId why, bool may_merge) {
+    Row a = shape_resolve_row(s, a_written), b = shape_resolve_row(s, b_written);
     if (!a.var && b.var) {
         Row t = a;
         a = b;
         b = t;
+        t = a_written;
+        a_written = b_written;
+        b_written = t;
+        OriginId e = s->entered[0];
+        s->entered[0] = s->entered[1];
+        s->entered[1] = e;
     }
+    const Dim *a_at = written_slots(s, a, a_written), *b_at = written_slots(s, b, b_written);
     if (!a.var) { /* both closed: flat sequences of the same length */
         if (a.count != b.count) {
             report_rank(s, a.count < b.count ? a : b, a.count < b.count ? b : a, 0, why, true);
             return;
         }
-        for (uint32_t i = 0; i < a.count; i++) dim_eq(s, a.dims[i], b.dims[i], why);
+        for (uint32_t i = 0; i < a.count; i++) dim_eq(s, a_at[i], b_at[i], why);
         return;
     }
     uint32_t al = a.lead, at = a.count - a.lead;
@@ -884,16 +959,16 @@ static void row_eq(ShapeSolver *s, Row a, Row b, OriginId why, bool may_merge) {
             report_rank(s, b, a, a.count, why, true);
             return;
         }
-        for (uint32_t i = 0; i < al; i++) dim_eq(s, a.dims[i], b.dims[i], why);
-        for (uint32_t i = 0; i < at; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
+        for (uint32_t i = 0; i < al; i++) dim_eq(s, a_at[i], b_at[i], why);
+        for (uint32_t i = 0; i < at; i++) dim_eq(s, a_at[a.count - 1 - i], b_at[b.count - 1 - i], why);
         /* The residue belongs to the open row; say so in messages about it. */
         solve_row_var(s, a.var, sub_row(s, b, al, b.count - at, b.origin), why);
         return;
     }
     uint32_t bl = b.lead, bt = b.count - b.lead;
     uint32_t ml = al < bl ? al : bl, mt = at < bt ? at : bt;
-    for (uint32_t i = 0; i < ml; i++) dim_eq(s, a.dims[i], b.dims[i], why);
-    for (uint32_t i = 0; i < mt; i++) dim_eq(s, a.dims[a.count - 1 - i], b.dims[b.count - 1 - i], why);
+    for (uint32_t i = 0; i < ml; i++) dim_eq(s, a_at[i], b_at[i], why);
+    for (uint32_t i = 0; i < mt; i++) dim_eq(s, a_at[a.count - 1 - i], b_at[b.count - 1 - i], why);
     if (a.var == b.var) {
         if (al + at != bl + bt) {
             report_cycle(s, al + at < bl + bt ? a : b, al + at < bl + bt ? b : a, why);
@@ -935,7 +1010,7 @@ static void row_upper_bound(ShapeSolver *s, uint32_t v, Row bound, Row sub_for_e
         return;
     }
     Constraint c = {.kind = C_ROW_LE, .r1 = {.var = v, .origin = sub_for_errors.origin},
-                    .r2 = bound, .why = why};
+                    .r2 = bound, .why = why, .entered = {s->entered[0], s->entered[1]}};
     if (bound.var && bound.count == 0) { /* variable against variable */
         /* Once is enough.  The partner's list keeps an edge after this variable is solved, and
          * re-deriving it must not add a copy each time: in a cycle of inequalities the copies
@@ -956,6 +1031,11 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
     Row sub_written = sub, super_written = super;
     sub = shape_resolve_row(s, sub);
     super = shape_resolve_row(s, super);
+    const Dim *sub_at = written_slots(s, sub, sub_written);
+    /* A bound kept for the sub row's variable holds the super row's dims as written too. */
+    Row super_slots = super;
+    super_slots.dims = written_slots(s, super, super_written);
+    const Dim *super_at = super_slots.dims;
     uint32_t sl = sub.lead, st = sub.count - sl;
     if (!super.var) {
         /* A closed super-row is a flat sequence: the sub-row's flanks take its two ends and
@@ -964,11 +1044,11 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
             report_rank(s, sub, super, sub.count, why, false);
             return;
         }
-        for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+        for (uint32_t i = 0; i < sl; i++) dim_le(s, sub_at[i], super_at[i], why);
         for (uint32_t i = 0; i < st; i++)
-            dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+            dim_le(s, sub_at[sub.count - 1 - i], super_at[super.count - 1 - i], why);
         if (sub.var)
-            row_upper_bound(s, sub.var, sub_row(s, super, sl, super.count - st, super.origin), sub, why);
+            row_upper_bound(s, sub.var, sub_row(s, super_slots, sl, super.count - st, super.origin), sub, why);
         return;
     }
     uint32_t pl = super.lead, pt = super.count - super.lead;
@@ -989,9 +1069,9 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
              * for its value, which closing makes the least that lets the axes agree
              * (close_crossings; seed 004's stage 6 empties such a sandwiched variable). */
             uint32_t ml = sl < pl ? sl : pl, mt = st < pt ? st : pt;
-            for (uint32_t i = 0; i < ml; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+            for (uint32_t i = 0; i < ml; i++) dim_le(s, sub_at[i], super_at[i], why);
             for (uint32_t i = 0; i < mt; i++)
-                dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+                dim_le(s, sub_at[sub.count - 1 - i], super_at[super.count - 1 - i], why);
             list_push(s, &s->crossings, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why});
             return;
         }
@@ -1045,12 +1125,13 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
         s->rvars[residue].depth = depth;
         solve_row_var(s, super.var, shape_row(s, fresh, xl, residue, fresh + xl, xt, super.origin), why);
         /* Look again: the same constraint, so not counted in row_dims. */
-        enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why, .may_grow = true});
+        enqueue(s, (Constraint){.kind = C_ROW_LE, .r1 = sub, .r2 = super, .why = why, .may_grow = true,
+                                .entered = {s->entered[0], s->entered[1]}});
         return;
     }
-    for (uint32_t i = 0; i < sl; i++) dim_le(s, sub.dims[i], super.dims[i], why);
+    for (uint32_t i = 0; i < sl; i++) dim_le(s, sub_at[i], super_at[i], why);
     for (uint32_t i = 0; i < st; i++)
-        dim_le(s, sub.dims[sub.count - 1 - i], super.dims[super.count - 1 - i], why);
+        dim_le(s, sub_at[sub.count - 1 - i], super_at[super.count - 1 - i], why);
     if (!sub.var) return; /* the inserted units are below anything */
     if (sub.var == super.var) {
         /* <ρ> ⊑ X·<ρ>·Y with X or Y non-empty is no row-rank cycle: the super row is the longer
@@ -1064,7 +1145,7 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
     }
     /* The interior of the super-row (its flanks past the sub-row's, and its variable) is the
      * upper bound of the sub-row's variable. */
-    Row interior = shape_row(s, dims_at(super, sl), pl - sl, super.var, dims_at(super, pl), pt - st,
+    Row interior = shape_row(s, dims_at(super_slots, sl), pl - sl, super.var, dims_at(super_slots, pl), pt - st,
                              super.origin);
     row_upper_bound(s, sub.var, interior, sub, why);
 }
@@ -1073,6 +1154,8 @@ static void row_le(ShapeSolver *s, Row sub, Row super, OriginId why, bool may_gr
 
 static void process(ShapeSolver *s, Constraint c) {
     s->choosing = c.closing;
+    s->entered[0] = c.entered[0];
+    s->entered[1] = c.entered[1];
     switch (c.kind) {
     case C_DIM_EQ: dim_eq(s, c.d1, c.d2, c.why); break;
     case C_DIM_LE: dim_le(s, c.d1, c.d2, c.why); break;
@@ -1084,10 +1167,13 @@ static void process(ShapeSolver *s, Constraint c) {
             if (a.var) s->rvars[a.var].contracted = true;
             if (b.var) s->rvars[b.var].contracted = true;
         }
+        s->entered[0] = row_entered_at(s, c.r1, c.why, c.entered[0]);
+        s->entered[1] = row_entered_at(s, c.r2, c.why, c.entered[1]);
         if (c.kind == C_ROW_EQ) row_eq(s, c.r1, c.r2, c.why, c.may_grow);
         else row_le(s, c.r1, c.r2, c.why, c.may_grow);
         break;
     }
+    s->entered[0] = s->entered[1] = 0;
 }
 
 /* The variable of an open-open equality that is bare on one side (`<ρ> = [x]·<σ>`), and the

@@ -33,6 +33,9 @@ typedef struct Constraint {
     Dim d1, d2;        /* C_DIM_*: d1 is the sub side of C_DIM_LE */
     Row r1, r2;        /* C_ROW_*: r1 is the sub side of C_ROW_LE */
     OriginId why;
+    OriginId entered[2]; /* a constraint the solver derived: where its first and second side
+                          * entered the library application `why` is in, as the constraint it
+                          * came from knew (report_dim_clash's note), or 0 */
 } Constraint;
 
 typedef struct ConstraintList {
@@ -58,6 +61,7 @@ typedef struct DimVarInfo {
     bool has_lub;
     Dim lub;
     OriginId lub_why;
+    OriginId lub_entered; /* where the bound entered lub_why's library application, or 0 */
     uint32_t at_least;
     OriginId at_least_why;
     ConstraintList edges; /* C_DIM_LE between this and another unsolved variable */
@@ -233,6 +237,8 @@ struct ShapeSolver {
     Trial trial;          /* close_crossings: reused by every trial */
     unsigned errors;
     Span error_call; /* the user application the last error reported points at (error_at) */
+    OriginId entered[2]; /* the constraint being taken: where each side entered the library
+                          * application it is in from outside (Constraint.entered), or 0 */
     Span context;              /* shape_set_context */
     const char *context_name;
     Span note;                 /* shape_set_note */
