@@ -1045,7 +1045,11 @@ Value *apply_operator(Elab *e, Env *env, const Node *op, Value **operands, uint3
         if (needs) return fail(logic->span, "logic \"%c\" needs %s", logic->text[0], needs);
     }
     note_shared_parameters(e, ts, n);
+    bool parameter_operand = false;
+    for (uint32_t i = 0; i < n; i++) parameter_operand |= ts[i]->kind == TENSOR_PARAM;
+    shape_set_product_meant(e->solver, parameter_operand);
     r->spec = emit_logic(e, env, r->logic, spec, r, ts, n, captures, span, name);
+    shape_set_product_meant(e->solver, false);
     shape_set_note(e->solver, (Span){0, 0, 0}, NULL);
     return tensor_value(e, r);
 }

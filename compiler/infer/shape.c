@@ -76,6 +76,8 @@ void shape_set_size_note(ShapeSolver *s, Span at, const char *text) {
     s->size_note_text = text ? arena_strndup(s->arena, text, strlen(text)) : NULL;
 }
 
+void shape_set_product_meant(ShapeSolver *s, bool on) { s->product_meant = on; }
+
 void shape_push_call(ShapeSolver *s, Span call, const char *name) {
     CallFrame *f = arena_alloc(s->arena, sizeof *f);
     *f = (CallFrame){call, name, s->calls};
@@ -88,7 +90,7 @@ void shape_pop_call(ShapeSolver *s) {
 
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
     Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false,
-                s->note, s->note_text, s->size_note, s->size_note_text};
+                s->note, s->note_text, s->size_note, s->size_note_text, s->product_meant};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
 }
@@ -455,6 +457,16 @@ static bool clash_reported(ShapeSolver *s, uint64_t key) {
     return false;
 }
 
+/* Whether the note shape_set_note gave constraint `o` (the earlier application of a layer whose
+ * parameters this one shares) belongs to the error being reported: a side of it came in through
+ * that application (s->entered, set by the reporter), so the parameter's sizes set there are in
+ * the clash.  A batch size the loss's targets brought is not. */
+static bool note_applies(const ShapeSolver *s, const Origin *o) {
+    for (int k = 0; k < 2; k++)
+        if (s->entered[k] && span_equal(s->origins[s->entered[k]].call, o->also)) return true;
+    return false;
+}
+
 /* Report an error of constraint `why` whose two sides come from origins side_a and side_b. */
 void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, const char *fmt, ...) {
     char msg[1024];
@@ -500,7 +512,7 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
         /* Inside a library function: the user's call is where to look first. */
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
         diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
-        if (o->also_text) diag_note(o->also, "%s", o->also_text);
+        if (o->also_text && note_applies(s, o)) diag_note(o->also, "%s", o->also_text);
         return;
     }
     /* One error for one conflict: an operation whose slots fail alike (the same sizes from the
@@ -519,23 +531,27 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
     if (clash_reported(s, key) || mirrored) diag_drop_next();
     diag_error(o->span, "%s: %s", o->what, msg);
     if (o->call.file) diag_note(o->call, "in this application of '%s'", fn);
-    if (o->also_text) diag_note(o->also, "%s", o->also_text);
-    if (strncmp(o->what, "'*' (compose: the left operand's input axes", 43) == 0) /* the matrix product */
+    if (o->also_text && note_applies(s, o)) diag_note(o->also, "%s", o->also_text);
+    if (!o->product_meant && strncmp(o->what, "'*' (compose: the left operand's input axes", 43) == 0)
         diag_note(o->span, "'*' is the matrix product; the product of each cell with its match is '*.'");
 }
 
-/* ---- Where a size entered a library application ------------------------------------------- */
+/* ---- Where a size entered an application ------------------------------------------------ */
 
 /* An error inside a library application reads as the library's fault.  When one side's size came
  * in from outside that application (a loss whose targets sized the network's result through the
  * loss's equality), a note says through which constraint: the first one outside the application
  * on the chain of variables from the operation's slot to the size.  Chains of solved variables
  * are read back (Binding); a bound a variable keeps (its least upper bound) and the constraints
- * derived from it carry where the bound entered (Constraint.entered). */
+ * derived from it carry where the bound entered (Constraint.entered).  The same chains, in an
+ * application of any function, tell whether a shared parameter's earlier application is in the
+ * clash (note_applies). */
 static bool in_library_application(const ShapeSolver *s, OriginId why) {
     const Origin *o = &s->origins[why];
     return o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call);
 }
+
+static bool in_application(const ShapeSolver *s, OriginId why) { return s->origins[why].call.file != 0; }
 
 /* Whether constraint `by` lies outside the application constraint `why` is in. */
 static bool outside_application(const ShapeSolver *s, OriginId by, OriginId why) {
@@ -545,14 +561,14 @@ static bool outside_application(const ShapeSolver *s, OriginId by, OriginId why)
 /* Where `written` (a slot of `why`) entered why's application: its chain of variables, or else
  * `known` (what the constraint being taken knew). */
 static OriginId dim_entered_at(const ShapeSolver *s, Dim written, OriginId why, OriginId known) {
-    if (!in_library_application(s, why)) return 0;
+    if (!in_application(s, why)) return 0;
     for (Dim d = written; d.var && s->dvars[d.var].solved; d = s->dvars[d.var].bound.dim)
         if (outside_application(s, s->dvars[d.var].bound.why, why)) return s->dvars[d.var].bound.why;
     return known;
 }
 
 static OriginId row_entered_at(const ShapeSolver *s, Row written, OriginId why, OriginId known) {
-    if (!in_library_application(s, why)) return 0;
+    if (!in_application(s, why)) return 0;
     for (uint32_t v = written.var; v && s->rvars[v].solved; v = s->rvars[v].bound.row.var)
         if (outside_application(s, s->rvars[v].bound.why, why)) return s->rvars[v].bound.why;
     return known;
@@ -561,10 +577,17 @@ static OriginId row_entered_at(const ShapeSolver *s, Row written, OriginId why, 
 /* The note of a size that entered a library application from outside it. */
 static void note_entry(ShapeSolver *s, OriginId by, OriginId why, const char *size) {
     if (!by) return;
-    const Origin *g = &s->origins[by];
-    const char *fn = s->origins[why].call_name ? s->origins[why].call_name : "the function";
-    /* Another application of the same function shares its parameters: elab notes it so. */
-    if (g->call_name && strcmp(g->call_name, fn) == 0) return;
+    const Origin *g = &s->origins[by], *o = &s->origins[why];
+    const char *fn = o->call_name ? o->call_name : "the function";
+    /* Another application of the same function: the size came through a parameter the two
+     * share, set there.  The shared-parameter note already says so when it is at that place. */
+    if (g->call_name && strcmp(g->call_name, fn) == 0 && g->call.file) {
+        if (o->also_text && span_equal(o->also, g->call)) return;
+        diag_note(g->call, "size %s reached this application through this other application of '%s': a function "
+                  "applied twice shares its parameters, and this one set their sizes", size, fn);
+        return;
+    }
+    if (!in_library_application(s, why)) return;
     /* A place inside the failing application's own words is how its argument was computed
      * (`head (emb tok)`): the size came with the argument, which is no news. */
     Span place = in_library_application(s, by) ? g->call : g->span, call = s->origins[why].call;
@@ -579,6 +602,11 @@ static void note_entry(ShapeSolver *s, OriginId by, OriginId why, const char *si
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Dim written_a, Dim written_b,
                              OriginId why) {
     const char *as = dim_to_string(s, a), *bs = dim_to_string(s, b);
+    /* The sides' entries, for error_at's shared-parameter note and the notes below; the row's
+     * are restored after (the rest of the row's dims are still to be taken). */
+    OriginId rows_entered[2] = {s->entered[0], s->entered[1]};
+    s->entered[0] = dim_entered_at(s, written_a, why, rows_entered[0]);
+    s->entered[1] = dim_entered_at(s, written_b, why, rows_entered[1]);
     if (a.size == b.size && a.basis != b.basis)
         error_at(s, why, a.origin, b.origin, "basis clash: an axis %s cannot meet an axis %s", as, bs);
     else if (equality)
@@ -587,8 +615,10 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Dim wr
         error_at(s, why, a.origin, b.origin, "size %s cannot broadcast to size %s", as, bs);
     note_origin(s, a.origin, "size %s comes from", as);
     note_origin(s, b.origin, "size %s comes from", bs);
-    note_entry(s, dim_entered_at(s, written_a, why, s->entered[0]), why, as);
-    note_entry(s, dim_entered_at(s, written_b, why, s->entered[1]), why, bs);
+    note_entry(s, s->entered[0], why, as);
+    note_entry(s, s->entered[1], why, bs);
+    s->entered[0] = rows_entered[0];
+    s->entered[1] = rows_entered[1];
     if (s->origins[why].sizes_also_text) diag_note(s->origins[why].sizes_also, "%s", s->origins[why].sizes_also_text);
     /* NumPy would broadcast a size 1 here; a size 1 written in a shape is a size (§3.5.2) */
     Dim one = a.size == 1 ? a : b;
@@ -926,6 +956,9 @@ static bool row_mentions(Row r, uint32_t var) { return var && r.var == var; }
  * (the written row was closed, or its variable is unsolved): the dims dim_eq and dim_le take, so
  * that a clash can follow a written variable to where its size came from (report_dim_clash). */
 static Dim *written_slots(const ShapeSolver *s, Row resolved, Row written) {
+    /* A bare variable solved to a row: the row it was first solved to is as written, one step on
+     * (w's input axes <ρ> that a template grew to [d]·<r>, d sized by another application). */
+    while (written.count == 0 && written.var && s->rvars[written.var].solved) written = s->rvars[written.var].bound.row;
     bool aligned = (!written.var || !s->rvars[written.var].solved) && written.count == resolved.count &&
                    written.lead == resolved.lead;
     return aligned ? written.dims : resolved.dims;

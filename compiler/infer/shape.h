@@ -91,6 +91,10 @@ void shape_set_note(ShapeSolver *solver, Span at, const char *text);
  * slot: the sizes of its two axes must be equal). */
 void shape_set_size_note(ShapeSolver *solver, Span at, const char *text);
 
+/* While on, origins made do not add the hint that '*' is the matrix product to their errors: a
+ * parameter times a tensor (a layer's weight), where the product is what is meant. */
+void shape_set_product_meant(ShapeSolver *solver, bool on);
+
 /* Every application of a user function in progress, for --explain (shape_explain): origins
  * made between a push and its pop record it, innermost first. */
 void shape_push_call(ShapeSolver *solver, Span call, const char *name);

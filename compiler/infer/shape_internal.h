@@ -112,6 +112,7 @@ typedef struct Origin {
     const char *also_text;
     Span sizes_also;       /* shape_set_size_note: one that only a clash of two sizes adds */
     const char *sizes_also_text;
+    bool product_meant;    /* shape_set_product_meant: no "'*' is the matrix product" hint */
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
@@ -243,6 +244,7 @@ struct ShapeSolver {
     const char *context_name;
     Span note;                 /* shape_set_note */
     const char *note_text;
+    bool product_meant;        /* shape_set_product_meant */
     Span size_note;            /* shape_set_size_note */
     const char *size_note_text;
     const CallFrame *calls;    /* shape_push_call */
