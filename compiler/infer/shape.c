@@ -579,21 +579,24 @@ static void note_entry(ShapeSolver *s, OriginId by, OriginId why, const char *si
     if (!by) return;
     const Origin *g = &s->origins[by], *o = &s->origins[why];
     const char *fn = o->call_name ? o->call_name : "the function";
-    /* Another application of the same function: the size came through a parameter the two
-     * share, set there.  The shared-parameter note already says so when it is at that place. */
-    if (g->call_name && strcmp(g->call_name, fn) == 0 && g->call.file) {
-        if (o->also_text && span_equal(o->also, g->call)) return;
+    /* Another application of the same function that reads a parameter this one read first
+     * (its constraints carry the shared-parameter note pointing here): the size came through
+     * that parameter, set there.  The other way round, the shared-parameter note of this
+     * application already points there. */
+    bool same = g->call_name && strcmp(g->call_name, fn) == 0 && g->call.file;
+    if (same && g->also_text && span_equal(g->also, o->call)) {
         diag_note(g->call, "size %s reached this application through this other application of '%s': a function "
                   "applied twice shares its parameters, and this one set their sizes", size, fn);
         return;
     }
+    if (same && o->also_text && span_equal(o->also, g->call)) return;
     if (!in_library_application(s, why)) return;
     /* A place inside the failing application's own words is how its argument was computed
      * (`head (emb tok)`): the size came with the argument, which is no news. */
     Span place = in_library_application(s, by) ? g->call : g->span, call = s->origins[why].call;
     if (place.file == call.file && place.start >= call.start && place.end <= call.end) return;
     if (in_library_application(s, by))
-        diag_note(g->call, "size %s reached '%s' through this application of '%s'", size, fn,
+        diag_note(g->call, "size %s reached '%s' through this %sapplication of '%s'", size, fn, same ? "other " : "",
                   g->call_name ? g->call_name : "a function");
     else
         diag_note(place, "size %s reached '%s' through: %s", size, fn, g->what);
