@@ -471,6 +471,68 @@ static void note_label_ties(Elab *e, const SpecSlot *slot, const char *what, See
             seen->open_rows[seen->open_count++] = &slot->rows[k];
 }
 
+/* "N KIND axis/axes" for each kind of axes with some, joined by "and"; "no axes" for none. */
+static void describe_axis_counts(char *out, size_t size, const uint32_t counts[SPEC_ROW_KINDS]) {
+    static const char *const kind_names[] = {"batch", "input", "output"};
+    int kinds = 0;
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) kinds += counts[k] != 0;
+    out[0] = '\0';
+    for (int k = 0, written = 0; k < SPEC_ROW_KINDS; k++)
+        if (counts[k]) {
+            const char *joint = written == 0 ? "" : written == kinds - 1 ? " and " : ", ";
+            snprintf(out + strlen(out), size - strlen(out), "%s%u %s %s", joint, counts[k], kind_names[k],
+                     counts[k] == 1 ? "axis" : "axes");
+            written++;
+        }
+    if (!out[0]) snprintf(out, size, "no axes");
+}
+
+/* An operand slot whose rows hold as many axes as the operand's only with its '|' and '->'
+ * moved (`"b -> i"` for a tensor of one batch and one output axis): one error saying so, with
+ * the slot as it would fit, in place of a rank mismatch in each of two kinds of axes.  Only for
+ * an operand whose rows are closed and a slot without row variables, whose axes are then all it
+ * has (one dim each).  Returns whether it reported. */
+static bool slot_kinds_moved(Elab *e, const SpecSlot *slot, bool multichar, const Tensor *operand, const char *what,
+                             const char *op) {
+    uint32_t written[SPEC_ROW_KINDS], has[SPEC_ROW_KINDS], total_written = 0, total_has = 0, differ = 0;
+    for (int k = 0; k < SPEC_ROW_KINDS; k++) {
+        const SpecRow *row = &slot->rows[k];
+        if (row->row_var.kind != SPEC_ROWVAR_NONE) return false;
+        Row r = shape_resolve_row(e->solver, operand->shape.rows[k]);
+        if (r.var) return false;
+        written[k] = row->trailing_count;
+        has[k] = r.count;
+        total_written += written[k];
+        total_has += has[k];
+        differ += written[k] != has[k];
+    }
+    if (differ < 2 || total_written != total_has) return false;
+    char gives[160], holds[160];
+    describe_axis_counts(gives, sizeof gives, written);
+    describe_axis_counts(holds, sizeof holds, has);
+    const char *text = source_get(slot->span.file)->text;
+    diag_error(slot->span, "einsum '%s': the slot of %s, \"%.*s\", gives it %s, but it has %s (%s)", op, what,
+               (int)(slot->span.end - slot->span.start), text + slot->span.start, gives, holds,
+               shape_to_string(e->solver, &operand->shape));
+    /* The same axes in the order written, split as the operand's rows are. */
+    char rows[SPEC_ROW_KINDS][160] = {"", "", ""};
+    uint32_t kind = 0, in_kind = 0;
+    for (int k = 0; k < SPEC_ROW_KINDS; k++)
+        for (uint32_t i = 0; i < slot->rows[k].trailing_count; i++) {
+            while (in_kind == has[kind]) kind++, in_kind = 0; /* the totals are equal: kind stays in range */
+            Span at = slot->rows[k].trailing[i].span;
+            char *out = rows[kind];
+            snprintf(out + strlen(out), sizeof rows[0] - strlen(out), "%s%.*s", in_kind && multichar ? ", " : "",
+                     (int)(at.end - at.start), text + at.start);
+            in_kind++;
+        }
+    char fit[512];
+    snprintf(fit, sizeof fit, "%s%s%s%s%s", rows[SPEC_ROW_BATCH], rows[SPEC_ROW_BATCH][0] ? " | " : "",
+             rows[SPEC_ROW_INPUT], rows[SPEC_ROW_INPUT][0] ? " -> " : "", rows[SPEC_ROW_OUTPUT]);
+    diag_note(slot->span, "batch axes go before '|' and input axes before '->': \"%s\" would fit it", fit);
+    return true;
+}
+
 static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const Spec *spec,
                             const Node *captures, Span span, const char *op) {
     SpecVars sv = {0};
@@ -491,6 +553,10 @@ static void emit_spec_slots(Elab *e, Tensor *r, Tensor **ops, uint32_t n, const 
         sv.operand_count = n;
         if (!spec_slot(e, &sv, template, &slot, what)) return;
         note_label_ties(e, template, what, &seen);
+        if (s && slot_kinds_moved(e, template, spec->multichar, ops[s - 1], what, op)) {
+            shape_set_size_note(e->solver, (Span){0, 0, 0}, NULL);
+            continue;
+        }
         if (s) shape_eq(e->solver, &ops[s - 1]->shape, &slot,
                         origin(e, span, "einsum '%s' (operand %u against its slot of the spec)", op, s));
         else shape_eq(e->solver, &r->shape, &slot, origin(e, span, "einsum '%s' (the result against its slot)", op));
