@@ -669,6 +669,9 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
                     break;
                 }
             }
+            if (strcmp(op, "/") == 0)
+                diag_note(n->span, "tensors divide with '/.'; '/' divides numbers (in a let%%op body, an operator "
+                          "between numbers such as '(3 + 4)' already makes a tensor)");
             return err;
         }
         /* A number operand is a scalar literal where it is written. */
@@ -676,6 +679,17 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
         if (is_number(b)) b = tensor_value(e, scalar_literal(e, number_of(b), n->b->span, 0));
         Value *ops[2] = {a, b};
         return apply_operator(e, env, opv->as.op, ops, 2, NULL, NULL, n->span);
+    }
+    /* In a tensor expression, `x *. (1 / 2)` multiplies by 0: integers divide as integers. */
+    if (mode == MODE_TENSOR && strcmp(op, "/") == 0 && a->kind == V_INT && b->kind == V_INT && b->as.i != 0 &&
+        a->as.i % b->as.i != 0) {
+        Value *q = arith(e, op, a, b, n->span);
+        if (q->kind == V_INT)
+            diag_warning(n->span, "'/' of two integers is integer division, toward zero: %lld / %lld is %lld; "
+                         "%lld. /. %lld. is the fraction (compute an integer quotient with a plain let to say it is "
+                         "meant)", (long long)a->as.i, (long long)b->as.i, (long long)q->as.i, (long long)a->as.i,
+                         (long long)b->as.i);
+        return q;
     }
     return arith(e, op, a, b, n->span);
 }
@@ -866,6 +880,11 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
         if (strcmp(n->name, "value") == 0)
             return fail(n->span, "'.value' names a tensor's values in %%cd code; in a tensor expression the tensor "
                         "itself is its value");
+        if (strcmp(n->name, "b") == 0 || strcmp(n->name, "i") == 0 || strcmp(n->name, "o") == 0)
+            return fail(n->span, "a tensor's sizes are not fields: '.%s' names its %s axes only where a run-time "
+                        "size is given (the executable's --size NAME.%s=N, the header's setter); in a tensor "
+                        "function, 'dim' of a captured label reads a size (docs/language.md §5.8)", n->name,
+                        n->name[0] == 'b' ? "batch" : n->name[0] == 'i' ? "input" : "output", n->name);
         return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
                     "routines, not in a tensor expression", n->name);
     }
