@@ -43,7 +43,68 @@ typedef struct StmtList {
 
 static void push(IrProgram *ir, StmtList *list, IrMainStmt s) { ARENA_PUSH(ir->arena, list->items, list->count, list->cap, s); }
 
-static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m, StmtList *out) {
+/* The functions `main` runs anywhere (its runs, and the code of its prints and other statements),
+ * marked in runs[]. */
+static void mark_main_runs(const MainStep *steps, uint32_t count, bool *runs) {
+    for (uint32_t i = 0; i < count; i++) {
+        if (steps[i].routine != UINT32_MAX) runs[steps[i].routine] = true;
+        if (steps[i].kind == MAIN_FOR) mark_main_runs(steps[i].body, steps[i].body_count, runs);
+    }
+}
+
+/* Whether buffer b holds what code computes, which nothing else sets, and no function `main`
+ * runs writes it: it holds the zeros it starts with. */
+static bool never_computed(const IrProgram *ir, const bool *runs, uint32_t b) {
+    const IrBuffer *buf = &ir->buffers[b];
+    if (buf->kind != BUF_COMPUTED || buf->init != INIT_NONE || buf->training_state || buf->carried) return false;
+    for (uint32_t f = 0; f < ir->function_count; f++)
+        for (uint32_t i = 0; runs[f] && i < ir->functions[f].body.count; i++)
+            if (ir_stmt_writes(ir, ir->functions[f].body.items[i], b)) return false;
+    return true;
+}
+
+typedef struct ReadsNeverComputed {
+    const IrProgram *ir;
+    const bool *runs;
+    Span at;
+    uint32_t warned[8];
+    uint32_t warned_count;
+} ReadsNeverComputed;
+
+static void warn_read_never_computed(void *ctx, uint32_t b) {
+    ReadsNeverComputed *r = ctx;
+    for (uint32_t i = 0; i < r->warned_count; i++)
+        if (r->warned[i] == b) return;
+    if (r->warned_count == 8 || !never_computed(r->ir, r->runs, b)) return;
+    r->warned[r->warned_count++] = b;
+    const char *name = r->ir->buffers[b].name;
+    diag_warning(r->at, "this expression reads '%s', which no routine that main runs computes: it reads the zeros "
+                 "'%s' starts with", name, name);
+}
+
+static void each_store_load(ReadsNeverComputed *r, const IrBlock *body) {
+    for (uint32_t i = 0; i < body->count; i++) {
+        const IrStmt *st = body->items[i];
+        if (st->kind == IR_LOOP) each_store_load(r, &st->body);
+        else if ((st->kind == IR_STORE || st->kind == IR_SET_LOCAL) && st->value)
+            ir_expr_each_load(r->ir, st->value, warn_read_never_computed, r);
+    }
+}
+
+/* A print of a tensor that nothing `main` runs computes shows zeros (docs/language.md §3.2.9):
+ * a warning at the value, for the tensor printed or one its expression reads. */
+static void warn_never_computed(const IrProgram *ir, const bool *runs, const MainStep *m, uint32_t b, const char *name,
+                                Span at) {
+    if (never_computed(ir, runs, b)) {
+        diag_warning(at, "'%s' is computed by no routine that main runs: this prints the zeros it starts with", name);
+        return;
+    }
+    if (m->routine == UINT32_MAX) return;
+    ReadsNeverComputed r = {.ir = ir, .runs = runs, .at = at};
+    each_store_load(&r, &ir->functions[m->routine].body);
+}
+
+static bool print_stmt(IrProgram *ir, const AssignResult *ar, const bool *runs, const MainStep *m, StmtList *out) {
     if (m->routine != UINT32_MAX) push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine});
     IrPrintArg *args = arena_alloc(ir->arena, (m->arg_count ? m->arg_count : 1) * sizeof *args);
     bool ok = true; /* every value is checked: each error is reported */
@@ -87,6 +148,7 @@ static bool print_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m,
                 ok = false;
                 break;
             }
+            if (!a->grad) warn_never_computed(ir, runs, m, b, a->tensor->name ? a->tensor->name : "this tensor", a->span);
             args[i] = buffer_arg(ir, b);
             break;
         }
@@ -203,18 +265,19 @@ static bool action_stmt(IrProgram *ir, const AssignResult *ar, const MainStep *m
 
 /* The statements of `main` (or a loop's body) into `out`; false after an error, each statement
  * checked (every error reported). */
-static bool main_stmts(IrProgram *ir, const AssignResult *ar, const MainStep *steps, uint32_t count, StmtList *out) {
+static bool main_stmts(IrProgram *ir, const AssignResult *ar, const bool *runs, const MainStep *steps, uint32_t count,
+                       StmtList *out) {
     bool ok = true;
     for (uint32_t i = 0; i < count; i++) {
         const MainStep *m = &steps[i];
         switch (m->kind) {
         case MAIN_RUN: push(ir, out, (IrMainStmt){.kind = IRM_RUN, .function = m->routine}); break;
         case MAIN_PRINT:
-            ok &= print_stmt(ir, ar, m, out);
+            ok &= print_stmt(ir, ar, runs, m, out);
             break;
         case MAIN_FOR: {
             StmtList body = {0};
-            ok &= main_stmts(ir, ar, m->body, m->body_count, &body);
+            ok &= main_stmts(ir, ar, runs, m->body, m->body_count, &body);
             uint32_t bar = UINT32_MAX;
             if (m->progress)
                 bar = add_action(ir, (IrAction){.kind = IRA_PROGRESS, .text = m->label ? m->label : ar->program->indexes[m->index].name});
@@ -375,7 +438,10 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
     mark_sharded_data(ir);
     StmtList out = {0};
     if (p->has_main) {
-        if (!main_stmts(ir, ar, p->main, p->main_count, &out)) return false;
+        bool *runs = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *runs);
+        memset(runs, 0, (ir->function_count + 1) * sizeof *runs);
+        mark_main_runs(p->main, p->main_count, runs);
+        if (!main_stmts(ir, ar, runs, p->main, p->main_count, &out)) return false;
     } else {
         for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
         for (uint32_t i = 0; i < p->named_count; i++) {
