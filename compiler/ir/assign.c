@@ -729,6 +729,10 @@ static DataSource *copied_from(Builder *b, Tensor *t, const Tensor **field, Regi
             return t->source;
         }
         if (t->kind == TENSOR_SLICE) { /* `x @| i`: every i is read in its turn */
+            /* x has one more axis, the leftmost (its first batch axis): a region of the slice's
+             * axes is one axis further in x's (gpt.tsr's `train @| b` cut into inputs and
+             * targets, tests/native/bad_token_windows). */
+            if (region->axis >= 0) region->axis++;
             t = t->operands[0];
             continue;
         }
