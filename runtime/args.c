@@ -288,6 +288,13 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
     return 0;
 }
 
+/* SIGINT, SIGTERM or SIGHUP during a save: the temporary goes, then the signal does what it would
+ * have done (SA_RESETHAND: the default action, once the handler returns). */
+static void remove_partial_and_stop(int sig) {
+    tsr_checkpoint_remove_partial();
+    raise(sig);
+}
+
 tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
                           int *status) {
     if (!status) {
@@ -299,6 +306,12 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
      * removes its temporary, where the default signal killed the program mid-save. */
     struct sigaction xfsz;
     if (sigaction(SIGXFSZ, NULL, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) signal(SIGXFSZ, SIG_IGN);
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+        struct sigaction old, partial = {.sa_handler = remove_partial_and_stop, .sa_flags = SA_RESETHAND};
+        sigemptyset(&partial.sa_mask);
+        if (sigaction(stops[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) sigaction(stops[i], &partial, NULL);
+    }
     tsr_model *m = tsr_model_read(image, image_size);
     if (!m) return NULL;
     Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};
@@ -328,6 +341,12 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
         /* After --load, which brings a run's seed and parameters: checkpoints read from each
          * machine's own disk must be the same one. */
         if (s && tsr_state_check_agreement(s) != TSR_OK) { /* the error is recorded, on every process */
+            tsr_state_destroy(s);
+            s = NULL;
+        }
+        /* Again now that the data is read: --save must not name a file a data item came from
+         * (in a distributed run, the save itself refuses it, on every process). */
+        if (s && p.args.save && !tsr_dist_active() && tsr_checkpoint_writable(p.args.save) != TSR_OK) {
             tsr_state_destroy(s);
             s = NULL;
         }

@@ -22,7 +22,13 @@
  * followed) and renamed over PATH only when every byte is written, so a failed save never leaves a
  * cut checkpoint behind and nothing planted in the directory is written through; a PATH that
  * exists and is not a regular file (a device, a FIFO, a directory) is refused rather than
- * replaced.
+ * replaced.  A PATH that is a symbolic link is written through (the file it names is replaced,
+ * the link stays, as a shell's redirection writes), but not one into /dev or /proc (/dev/stdout:
+ * the program's prints go there, and a rename would replace the link itself).  A file a data
+ * item of the process was read from, or the running executable, is refused: a save over them
+ * (`--save digits_train_x.npy`) would destroy what the run reads.  The temporary is flushed to
+ * the disk before the rename; while it exists its name is registered, so that an executable
+ * stopped by a signal removes it (tsr_checkpoint_remove_partial).
  *
  * Loading reads the zip's central directory from the end of the file, checks every entry against
  * its member's local header (the same name, no NUL byte: a damaged name would make a member look
@@ -48,6 +54,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +382,23 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
     return TSR_OK;
 }
 
+/* The temporary of the save in progress, for a signal handler (tsr_checkpoint_remove_partial):
+ * the name is written before the flag is set and cleared after it is, so the handler reads a
+ * whole name or none. */
+static char partial_name[PATH_MAX + 64];
+static volatile sig_atomic_t partial_set;
+
+static void register_partial(const char *name) {
+    if (strlen(name) >= sizeof partial_name) return;
+    memcpy(partial_name, name, strlen(name) + 1);
+    partial_set = 1;
+}
+static void forget_partial(void) { partial_set = 0; }
+
+void tsr_checkpoint_remove_partial(void) {
+    if (partial_set) unlink(partial_name); /* async-signal-safe */
+}
+
 /* A new file beside `path` (in its directory), made with O_CREAT|O_EXCL|O_NOFOLLOW under a
  * random name, so nothing planted there (a link to another file, a FIFO, a file under a guessed
  * name) is opened, followed or overwritten; its mode is 0666 less the umask, as fopen's.  The
@@ -404,68 +428,155 @@ static int create_beside(const char *path, char **temp) {
     return -1;
 }
 
-/* The file is replaced by a rename: only a regular file (or a link to one) may be replaced.
- * A device, a FIFO or a directory stays what it is. */
-static int replaceable(const char *path) {
+/* Whether `path` lies in /dev or /proc, where the standard streams and descriptors are named. */
+static bool names_stream(const char *path) { return !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6); }
+
+/* The file a save at `path` replaces, in *target (malloc'd): `path`, or the file the symbolic
+ * link at `path` names, followed link by link.  A link in or into /dev or /proc is refused (a
+ * stream: /dev/stdout, /proc/self/fd/1); a file there (/dev/shm/run.npz) is not. */
+static int save_target(const char *path, char **target) {
+    char *at = strdup(path);
+    if (!at) return tsr_error(TSR_ERR_NOMEM, "out of memory checking '%s'", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(at, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+        if (names_stream(at)) {
+            free(at);
+            return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it names a stream or a descriptor (such as the "
+                             "standard output), not a file", path);
+        }
+        char link[PATH_MAX];
+        ssize_t n = readlink(at, link, sizeof link - 1);
+        if (n < 0 || hops == 40) {
+            free(at);
+            return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path,
+                             n < 0 ? strerror(errno) : "too many levels of symbolic links");
+        }
+        link[n] = 0;
+        /* A relative link is relative to the link's directory. */
+        const char *slash = strrchr(at, '/');
+        size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - at) + 1;
+        char *next = malloc(dir + (size_t)n + 1);
+        if (!next) {
+            free(at);
+            return tsr_error(TSR_ERR_NOMEM, "out of memory checking '%s'", path);
+        }
+        memcpy(next, at, dir);
+        memcpy(next + dir, link, (size_t)n + 1);
+        free(at);
+        at = next;
+        if (names_stream(at)) {
+            free(at);
+            return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it names a stream or a descriptor (such as the "
+                             "standard output), not a file", path);
+        }
+    }
+    *target = at;
+    return TSR_OK;
+}
+
+/* The file is replaced by a rename: only a regular file may be replaced, and not one the process
+ * reads (a data item's file, the running executable).  A device, a FIFO or a directory stays what
+ * it is. */
+static int replaceable(const char *path, const char *target) {
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    if (stat(target, &st) != 0) return TSR_OK;
+    if (!S_ISREG(st.st_mode))
         return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is %s", path,
                          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    char what[64];
+    if (tsr_data_file_item(st.st_dev, st.st_ino, what, sizeof what))
+        return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': data '%s' was read from it, and a save "
+                         "would replace it", path, what);
+    struct stat self;
+    if (stat("/proc/self/exe", &self) == 0 && self.st_dev == st.st_dev && self.st_ino == st.st_ino)
+        return tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': it is this program's executable", path);
     return TSR_OK;
 }
 
 int tsr_checkpoint_writable(const char *path) {
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
-    int status = replaceable(path);
+    char *target = NULL;
+    int status = save_target(path, &target);
     if (status != TSR_OK) return status;
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return tsr_error(TSR_ERR_NOMEM, "out of memory checking '%s'", path);
-    struct stat st;
-    const char *why = NULL;
-    if (stat(dir, &st) != 0) why = strerror(errno);
-    else if (!S_ISDIR(st.st_mode)) why = strerror(ENOTDIR);
-    else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
-    if (why) status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, why);
-    free(dir);
+    status = replaceable(path, target);
+    if (status == TSR_OK) {
+        /* Make the temporary a save makes, and remove it: a directory that takes no new files
+         * (/proc, /sys, a read-only file system, one root's access() lets pass) says so now. */
+        char *temp = NULL;
+        int fd = create_beside(target, &temp);
+        if (fd >= 0) {
+            close(fd);
+            unlink(temp);
+            free(temp);
+        } else {
+            int err = errno;
+            const char *slash = strrchr(target, '/');
+            char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+            struct stat st;
+            if (dir && err == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+                status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': its directory '%s' takes no new files "
+                                   "(a save writes a new file beside it, then renames it onto it)", path, dir);
+            else
+                status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(err));
+            free(dir);
+        }
+    }
+    free(target);
     return status;
 }
 
 int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers, uint32_t count) {
     if (!s) return tsr_error(TSR_ERR_ARGUMENT, "the state is NULL");
     if (!path || !path[0]) return tsr_error(TSR_ERR_ARGUMENT, "save: no file name");
-    int replace = replaceable(path);
-    if (replace != TSR_OK) return replace;
+    char *target = NULL;
+    int replace = save_target(path, &target);
+    if (replace == TSR_OK) replace = replaceable(path, target);
+    if (replace != TSR_OK) {
+        free(target);
+        return replace;
+    }
     int unsized = unsized_buffer(s, buffers, count, false, "write", path);
     if (unsized != TSR_OK) return unsized;
     uint32_t n = tsr_model_buffer_count(s->model);
     /* the buffers, the seed, the two counters and the parameters' names */
     Member *members = calloc((size_t)n + 4, sizeof *members);
-    if (!members) return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    if (!members) {
+        free(target);
+        return tsr_error(TSR_ERR_NOMEM, "out of memory saving '%s'", path);
+    }
     char *partial = NULL;
-    int fd = create_beside(path, &partial);
+    int fd = create_beside(target, &partial);
+    if (fd >= 0) register_partial(partial);
     Writer w = {fd >= 0 ? fdopen(fd, "wb") : NULL, 0, false};
     int status = TSR_OK;
     uint32_t member_count = 0;
     if (!w.file) {
         status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
-        if (fd >= 0) close(fd), unlink(partial);
+        if (fd >= 0) close(fd), unlink(partial), forget_partial();
     } else {
         status = write_archive(s, &w, path, buffers, count, members, &member_count);
         int saved_errno = errno;
+        /* On the disk before it takes the name: a crash after the rename finds the whole file. */
+        if (!w.failed && (fflush(w.file) != 0 || fsync(fileno(w.file)) != 0)) {
+            w.failed = true;
+            saved_errno = errno;
+        }
         if (fclose(w.file) != 0 && !w.failed) {
             w.failed = true;
             saved_errno = errno;
         }
         if (status == TSR_OK && w.failed)
             status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(saved_errno ? saved_errno : EIO));
-        if (status == TSR_OK && rename(partial, path) != 0)
+        if (status == TSR_OK && rename(partial, target) != 0)
             status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': %s", path, strerror(errno));
         if (status != TSR_OK) unlink(partial);
+        forget_partial();
     }
     for (uint32_t i = 0; i < member_count; i++) free(members[i].name);
     free(members);
     free(partial);
+    free(target);
     return status;
 }
 

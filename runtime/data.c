@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -254,9 +255,48 @@ static const char *file_kind(mode_t mode) {
     return "a special file";
 }
 
-/* Opens a regular file for reading and records its size.  Anything else is refused before a
- * byte is read: a FIFO or a device may never end, or block (the open does not wait for a
- * FIFO's writer). */
+/* The files data items were read from in this process (device and inode, with the item's name):
+ * a checkpoint must not be saved over one (tsr_data_file_item).  The first READ_FILES_MAX are
+ * kept; a process that reads more (a long-lived library loading data again and again) is not
+ * guarded past them. */
+enum { READ_FILES_MAX = 256 };
+static struct {
+    dev_t dev;
+    ino_t ino;
+    char what[64];
+} read_files[READ_FILES_MAX];
+static unsigned read_file_count;
+static pthread_mutex_t read_files_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_read_file(const struct stat *st, const char *what) {
+    pthread_mutex_lock(&read_files_lock);
+    bool known = false;
+    for (unsigned i = 0; i < read_file_count && !known; i++)
+        known = read_files[i].dev == st->st_dev && read_files[i].ino == st->st_ino;
+    if (!known && read_file_count < READ_FILES_MAX) {
+        read_files[read_file_count].dev = st->st_dev;
+        read_files[read_file_count].ino = st->st_ino;
+        snprintf(read_files[read_file_count].what, sizeof read_files[0].what, "%s", what ? what : "");
+        read_file_count++;
+    }
+    pthread_mutex_unlock(&read_files_lock);
+}
+
+bool tsr_data_file_item(dev_t dev, ino_t ino, char *what, size_t size) {
+    pthread_mutex_lock(&read_files_lock);
+    bool found = false;
+    for (unsigned i = 0; i < read_file_count && !found; i++)
+        if (read_files[i].dev == dev && read_files[i].ino == ino) {
+            snprintf(what, size, "%s", read_files[i].what);
+            found = true;
+        }
+    pthread_mutex_unlock(&read_files_lock);
+    return found;
+}
+
+/* Opens a regular file for reading and records its size (and that it was read, note_read_file).
+ * Anything else is refused before a byte is read: a FIFO or a device may never end, or block
+ * (the open does not wait for a FIFO's writer). */
 static int open_file(Source *src, FILE **file) {
     int fd = open(src->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return fail_at(src, 0, 0, "cannot open: %s", strerror(errno));
@@ -271,6 +311,7 @@ static int open_file(Source *src, FILE **file) {
         return fail_at(src, 0, 0, "is %s, not a regular file", file_kind(st.st_mode));
     }
     src->size = (int64_t)st.st_size;
+    note_read_file(&st, src->what);
     *file = fdopen(fd, "rb");
     if (!*file) {
         int saved_errno = errno;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "image_format.h"
 #include "tsr.h"
@@ -133,6 +134,12 @@ int tsr_checkpoint_init_from(tsr_state *state, const char *path, uint32_t *read,
  * not an existing directory, device or FIFO, and its directory exists and may be written in;
  * TSR_OK, or the error tsr_checkpoint_save would give. */
 int tsr_checkpoint_writable(const char *path);
+/* Remove the temporary of a save in progress, if any (async-signal-safe: an executable's handler
+ * of SIGINT, SIGTERM and SIGHUP calls it, args.c). */
+void tsr_checkpoint_remove_partial(void);
+/* Whether the file of device `dev` and inode `ino` is one a data item of this process was read
+ * from (data.c); the item's name into what[size]. */
+bool tsr_data_file_item(dev_t dev, ino_t ino, char *what, size_t size);
 /* Read the .npy file held in `size` bytes (a member of checkpoint `archive`, array `array`)
  * into `out` of shape `dims` and element type `dtype`, as tsr_load_npy_typed() does a file,
  * except that the array must hold numbers of the tensor's kind (floats for F32, F64, BF16 and

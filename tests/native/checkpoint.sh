@@ -20,7 +20,10 @@
 #     refuses a file of none of them, a shared name of another shape and --load beside it;
 #     tsr_state_init_from in C counts what it read;
 #   - a hostile directory: a link planted where a temporary could be is not written through, and a
-#     FIFO at the checkpoint's name is refused, not replaced.
+#     FIFO at the checkpoint's name is refused, not replaced;
+#   - where --save points: a stream (/dev/stdout, /proc/self/fd/N) and a directory that takes no
+#     new files are refused before main; a link to a file is written through; a data item's file
+#     and the running executable are refused; SIGTERM mid-save removes the temporary.
 # Usage: checkpoint.sh TSRC LIBDIR.  Last line: "N passed, N failed".
 set -u
 INC=$(pwd)/runtime
@@ -266,6 +269,74 @@ st=$?
 if [ $st = 1 ] && [ "$(cat "$T/err")" = "../checkpoint_train: error: cannot write checkpoint 'model.npz': it is not a regular file" ] &&
    [ -p "$T/fifo/model.npz" ] && [ "$(ls -A "$T/fifo")" = model.npz ]; then pass
 else cp "$T/err" "$T/log"; fail "a save onto a FIFO is refused and leaves it a FIFO (status $st)"; fi
+
+# Where --save points: a stream (/dev/stdout, /proc/self/fd/N) is refused before main, and the
+# link stays a link (as root, a rename once replaced /dev/stdout itself); a link to a file is
+# written through, the link kept; the file a data item was read from, and the executable, are
+# refused, both intact; a directory that takes no new files (/proc/1) is refused before main.
+W="$T/where"
+mkdir "$W"
+save_refused() { # WHAT ARGS…: status 1, a "cannot write checkpoint" message, nothing printed
+    what=$1
+    shift
+    (cd "$W" && "$@") >"$W/out.txt" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && grep -q "error: cannot write checkpoint" "$T/err" && [ ! -s "$W/out.txt" ]; then pass
+    else cp "$T/err" "$T/log"; fail "$what (status $st)"; fi
+}
+save_refused "--save /dev/stdout is refused before main" ../checkpoint_train --save /dev/stdout
+grep -q "it names a stream or a descriptor" "$T/err" && [ -L /dev/stdout ] && pass || fail "/dev/stdout: the message names a stream, and /dev/stdout stays a link"
+(cd "$W" && ../checkpoint_train --save /proc/self/fd/5 5>"$W/five.txt") >"$W/out.txt" 2>"$T/err"
+[ $? = 1 ] && [ ! -s "$W/five.txt" ] && [ ! -s "$W/out.txt" ] && pass || { cp "$T/err" "$T/log"; fail "--save /proc/self/fd/5 is refused and writes nothing there"; }
+save_refused "--save into /proc/1 is refused before main" ../checkpoint_train --save /proc/1/x.npz
+ln -s real.npz "$W/link.npz"
+(cd "$W" && ../checkpoint_train --save link.npz) >"$W/out.txt" 2>"$T/err"
+if [ $? = 0 ] && [ -L "$W/link.npz" ] && [ "$(head -c 2 "$W/real.npz")" = PK ]; then pass
+else cp "$T/err" "$T/log"; fail "--save through a link writes the file it names and keeps the link"; fi
+cp "$T/checkpoint_train" "$W/exe_copy"
+save_refused "--save onto the running executable is refused" ./exe_copy --save exe_copy
+cmp -s "$W/exe_copy" "$T/checkpoint_train" && pass || fail "the executable --save named is intact"
+"$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(6, dtype=np.float32).reshape(3, 2))' "$W/xs.npy"
+cp "$W/xs.npy" "$W/xs.copy"
+printf '%s\n' 'data xs = npy "xs.npy" ~b:[3] ~o:[2]' 'let%op y = xs *. { w = 2. }' 'routine r = y.forward' \
+    'main = run r; print y' >"$W/reads.tsr"
+"$TSRC" "$W/reads.tsr" -o "$W/reads" >"$T/log" 2>&1 || fail "reads.tsr compiles"
+save_refused "--save onto a data item's file is refused" ./reads --save xs.npy
+grep -q "data 'xs' was read from it" "$T/err" && cmp -s "$W/xs.npy" "$W/xs.copy" && pass || fail "the data file --save named is intact, and the message names the item"
+
+# A save stopped by SIGTERM removes its temporary (the old checkpoint stays): a checkpoint of 64 MB,
+# the process stopped (SIGSTOP) once its temporary has grown, then terminated.  A save that ended
+# before the stop is tried again; ten that all end first are a failure, not a pass.
+printf '%s\n' 'let%op w = { w = 1.; o = [4096; 4096] }' 'let%op y = w ++ "i, j => 0"' 'routine r = y.forward' \
+    'main = run r; print "%g" y' >"$W/big.tsr"
+"$TSRC" "$W/big.tsr" -o "$W/big" >"$T/log" 2>&1 || fail "big.tsr compiles"
+echo old >"$W/big.npz"
+caught=0
+for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    (cd "$W" && exec ./big --save big.npz >/dev/null 2>&1) &
+    pid=$!
+    i=0
+    while [ $i -lt 4000 ]; do
+        sz=$(stat -c %s "$W"/big.npz.tmp* 2>/dev/null | head -n 1)
+        [ -n "$sz" ] && [ "$sz" -gt 0 ] && break
+        kill -0 $pid 2>/dev/null || break
+        i=$((i + 1))
+    done
+    kill -STOP $pid 2>/dev/null
+    if ls "$W"/big.npz.tmp* >/dev/null 2>&1; then
+        kill -TERM $pid
+        kill -CONT $pid
+        wait $pid 2>/dev/null
+        st=$?
+        caught=1
+        break
+    fi
+    kill -CONT $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    echo old >"$W/big.npz"
+done
+if [ $caught = 1 ] && [ $st = 143 ] && [ "$(cat "$W/big.npz")" = old ] && ! ls "$W"/big.npz.tmp* >/dev/null 2>&1; then pass
+else fail "a save stopped by SIGTERM leaves no temporary and the old checkpoint (caught $caught, status ${st:-none})"; fi
 
 # Object mode: MODULE_save / MODULE_load.
 cat >"$T/driver.c" <<'EOF'
