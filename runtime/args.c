@@ -31,6 +31,7 @@ typedef struct Parser {
     tsr_run_args args;
     uint64_t seed;
     const char *distributed; /* --distributed: "auto", "mpi", "nccl" or "none" */
+    bool threads_given;      /* --threads: TSR_NUM_THREADS does not count */
 } Parser;
 
 static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -256,6 +257,7 @@ static int parse(Parser *p, int argc, char **argv, uint64_t default_seed) {
             if (!parse_integer(value, false, 1, 4096, &v))
                 return usage_error(p, "'--threads' needs a number of threads from 1 to 4096, not '%s'", value);
             tsr_set_num_threads((int)v);
+            p->threads_given = true;
         } else if (strncmp(name, "load", n) == 0) {
             if (!value[0]) return usage_error(p, "'--load' needs the path of a checkpoint");
             p->args.load = value;
@@ -316,6 +318,11 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
     if (!m) return NULL;
     Parser p = {.program = argc > 0 && argv[0] ? argv[0] : "tsr", .model = m, .seed = seed};
     int parsed = parse(&p, argc, argv, seed);
+    const char *env_threads = getenv("TSR_NUM_THREADS");
+    if (parsed == 0 && !p.threads_given && env_threads && *env_threads && tsr_env_threads() == 0 &&
+        tsr_dist_launcher_rank() == 0)
+        fprintf(stderr, "%s: warning: TSR_NUM_THREADS='%.40s' is not a number of threads (a whole number, 1 or more): "
+                "one thread per CPU\n", p.program, env_threads);
     tsr_state *s = NULL;
     bool nccl_without_gpu = parsed == 0 && p.distributed && !strcmp(p.distributed, "nccl") && !tsr_model_gpu(m);
     if (nccl_without_gpu || (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK)) { /* before the data sets, which it splits */

@@ -134,6 +134,10 @@ int tsr_checkpoint_init_from(tsr_state *state, const char *path, uint32_t *read,
  * not an existing directory, device or FIFO, and its directory exists and may be written in;
  * TSR_OK, or the error tsr_checkpoint_save would give. */
 int tsr_checkpoint_writable(const char *path);
+/* TSR_NUM_THREADS as a count (pool.c): a whole number, 1 or more, capped at the pool's 256 (blanks
+ * around it allowed); 0 when it is unset or anything else ("abc", "4abc", "-1", "0", a number
+ * past a long), which the default then replaces. */
+int tsr_env_threads(void);
 /* Remove the temporary of a save in progress, if any (async-signal-safe: an executable's handler
  * of SIGINT, SIGTERM and SIGHUP calls it, args.c). */
 void tsr_checkpoint_remove_partial(void);

@@ -17,6 +17,7 @@
  * with other processes a worker may not get a CPU for milliseconds, and the caller then runs the
  * chunks left itself instead of waiting for it (a loop is never slower than on one thread by
  * more than a hand-off). */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -173,12 +174,22 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static int default_threads(void) {
+int tsr_env_threads(void) {
     const char *env = getenv("TSR_NUM_THREADS");
-    if (env && *env) {
-        int n = atoi(env);
-        if (n > 0) return n < MAX_THREADS ? n : MAX_THREADS;
-    }
+    if (!env) return 0;
+    while (*env == ' ' || *env == '\t') env++;
+    if (*env < '0' || *env > '9') return 0; /* no sign, nothing else before the digits */
+    errno = 0;
+    char *end;
+    long n = strtol(env, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (*end || errno == ERANGE || n < 1) return 0;
+    return n < MAX_THREADS ? (int)n : MAX_THREADS;
+}
+
+static int default_threads(void) {
+    int n = tsr_env_threads();
+    if (n > 0) return n;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
 }

@@ -8,7 +8,8 @@
 # outside its index's range (1) or asks it for a negative count (1), and --seed / --threads as
 # documented, identically; a program with two bad data files prints an error line for each;
 # --help with a value, numbers out of range, and a --save path that cannot be written (said
-# before main runs) are errors; a run whose standard output fails saves nothing.
+# before main runs) are errors; a run whose standard output fails saves nothing; a bad
+# TSR_NUM_THREADS is ignored with a warning.
 # Usage: exe_options.sh TSRC.  Last line: "N passed, N failed".
 set -u
 TSRC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -102,6 +103,17 @@ printf 'let%%op w = { w; o = [4] }\nmain = print w\n' >"$T/seeded.tsr"
 "$T/seeded" >"$T/s5" && "$T/seeded" --seed 5 >"$T/s5b" && "$T/seeded" --seed=6 --threads 1 >"$T/s6" &&
     "$TSRC" --run --interp "$T/seeded.tsr" -- --seed 6 >"$T/s6i"
 if cmp -s "$T/s5" "$T/s5b" && ! cmp -s "$T/s5" "$T/s6" && cmp -s "$T/s6" "$T/s6i"; then ok; else bad "--seed"; fi
+
+# TSR_NUM_THREADS that is not a whole number, 1 or more, is ignored and said (once, status 0, the
+# same output); a good one, or --threads beside a bad one, says nothing.
+for v in abc 4abc 0 -1; do
+    TSR_NUM_THREADS=$v "$T/seeded" >"$T/out" 2>"$T/err"
+    if [ $? = 0 ] && cmp -s "$T/out" "$T/s5" &&
+       [ "$(cat "$T/err")" = "$T/seeded: warning: TSR_NUM_THREADS='$v' is not a number of threads (a whole number, 1 or more): one thread per CPU" ]
+    then ok; else bad "TSR_NUM_THREADS=$v is ignored with a warning"; fi
+done
+TSR_NUM_THREADS=' 3 ' "$T/seeded" >"$T/out" 2>"$T/err" && [ ! -s "$T/err" ] && cmp -s "$T/out" "$T/s5" && ok || bad "TSR_NUM_THREADS=' 3 ' is read silently"
+TSR_NUM_THREADS=abc "$T/seeded" --threads 2 >"$T/out" 2>"$T/err" && [ ! -s "$T/err" ] && ok || bad "--threads beside a bad TSR_NUM_THREADS says nothing"
 
 # A loop bound computed from an option that leaves the 64-bit integers is an error in both
 # executors (issue 25: the sum wrapped, and the loop silently ran no iteration), and a loop of

@@ -214,8 +214,8 @@ def get_num_threads():
             return api.num_threads()
     if _threads:
         return min(_threads, 256)
-    digits = re.match(r"\s*[+-]?\d+", os.environ.get("TSR_NUM_THREADS", ""))  # read as C's atoi reads it
-    n = int(digits.group()) if digits else 0
+    digits = re.fullmatch(r"[ \t]*(\d+)[ \t]*", os.environ.get("TSR_NUM_THREADS", ""))  # as the runtime reads it
+    n = int(digits.group(1)) if digits and int(digits.group(1)) < 2**63 else 0
     return min(n if n > 0 else max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)
 
 
