@@ -300,12 +300,11 @@ static const Spec *spec_for_application(Elab *e, Env *env, const Spec *spec) {
  * window constraint (shape.h); the padding it ends with is written back after closing. */
 static Dim spec_affine(Elab *e, SpecVars *sv, const SpecAxis *ax) {
     SpecAffine *a = (SpecAffine *)&ax->as.affine; /* this application's copy */
-    const char *pad = a->padding == SPEC_PAD_SAME ? "=" : a->padding == SPEC_PAD_VALID ? "<" : "";
-    OriginId o = a->merged       ? origin(e, ax->span, "merged axis '(%s, %s)' of the spec", a->over.name, a->kernel.name)
-                 : a->has_kernel ? origin(e, ax->span, "affine axis '%d*%s%s+%d*%s' of the spec", a->stride.as.value,
-                                          a->over.name, pad, a->dilation.as.value, a->kernel.name)
-                                 : origin(e, ax->span, "strided axis '%d*%s' of the spec", a->stride.as.value,
-                                          a->over.name);
+    /* Named as written (its offset too: '2*i+1'), blanks and all. */
+    const char *text = source_get(ax->span.file)->text + ax->span.start;
+    int len = (int)(ax->span.end - ax->span.start);
+    OriginId o = origin(e, ax->span, "%s axis '%.*s' of the spec",
+                        a->merged ? "merged" : a->has_kernel ? "affine" : "strided", len, text);
     Dim input = shape_fresh_dim(e->solver, o);
     Dim over = spec_label(e, sv, a->over.name, a->over.span);
     Dim kernel = a->has_kernel ? spec_label(e, sv, a->kernel.name, a->kernel.span) : input;

@@ -391,6 +391,20 @@ static bool report_library_param(ShapeSolver *s, Registered *r, const char *prob
     return true;
 }
 
+/* A parameter made in an application of one of the user's functions, where others made another at
+ * the same place (`mk ()` applied twice makes mk.w and mk#2.w): which application made this one. */
+static void note_param_application(ShapeSolver *s, const Registered *r) {
+    const Origin *o = &s->origins[r->decl];
+    if (!o->call.file) return;
+    bool twin = false;
+    for (uint32_t i = 0; i < s->shape_count && !twin; i++) {
+        const Registered *other = &s->shapes[i];
+        twin = other != r && other->leaf && other->kind == r->kind && other->decl &&
+               span_equal(s->origins[other->decl].span, o->span) && !span_equal(s->origins[other->decl].call, o->call);
+    }
+    if (twin) diag_note(o->call, "in this application of '%s', which made it", o->call_name ? o->call_name : "a function");
+}
+
 static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis, bool partly) {
     if (r->reported & (1u << kind)) return;
     r->reported |= (uint8_t)(1u << kind);
@@ -405,6 +419,7 @@ static void report_param_hole(ShapeSolver *s, Registered *r, int kind, bool axis
                                               r->name);
     if (report_library_param(s, r, problem)) return;
     diag_error(at, "%s: you forgot to specify a hidden dimension", problem);
+    note_param_application(s, r);
     if (partly)
         diag_note(at, "a use of '%s' leaves its %s axes open (it is not used where they are known)",
                   r->name, row_kind_name(kind));
@@ -423,6 +438,7 @@ static void report_param_unsized(ShapeSolver *s, Registered *r) {
     Span at = s->origins[r->decl].span;
     if (report_library_param(s, r, arena_printf(s->arena, "cannot infer the shape of parameter '%s'", r->name))) return;
     diag_error(at, "cannot infer the shape of parameter '%s': you forgot to specify the hidden dimension(s)", r->name);
+    note_param_application(s, r);
     diag_note(at, "nothing gives '%s' an axis: no use of it meets a tensor whose shape is known", r->name);
     const char *base = strrchr(r->name, '.');
     base = base ? base + 1 : r->name;
@@ -862,43 +878,65 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
             }
             continue;
         }
-        if (!defaults) continue;
-        if (over.var) {
-            /* An output bounded only from above (it broadcasts into N) closes up to N, as closing
-             * would close it; here, before closing could give the unsized input the claim-free
-             * unit (an even/odd split of an axis that only its halves size). */
-            DimVarInfo *info = &s->dvars[over.var];
-            if (info->has_lub && !info->lub.runtime && !dim_is_unit(info->lub)) {
-                shape_dim_eq(s, over, info->lub, info->lub_why);
-                progress = true;
-            }
-            continue;
+    }
+    if (!defaults || progress) return progress;
+    /* Closing's defaults, in two steps, each for every window before any value is used, so that
+     * the order the windows were written in does not matter.  First an output bounded only from
+     * above (it broadcasts into N) closes up to N, as closing would close it; here, before
+     * closing could give the unsized input the claim-free unit (an even/odd split of an axis
+     * that only its halves size). */
+    for (uint32_t i = 0; i < s->window_count; i++) {
+        WindowC *c = &s->windows[i];
+        if (c->settled || c->w.merge || !shape_resolve_dim(s, c->input).var) continue;
+        Dim over = shape_resolve_dim(s, c->over);
+        DimVarInfo *info = over.var ? &s->dvars[over.var] : NULL;
+        if (info && info->has_lub && !info->lub.runtime && !dim_is_unit(info->lub)) {
+            shape_dim_eq(s, over, info->lub, info->lub_why);
+            progress = true;
         }
-        if (c->padding == WINDOW_PAD_INFERRED) c->padding = WINDOW_PAD_VALID;
-        uint64_t size = window_input_size(c->w, over.size, kernel.size, c->padding);
-        /* Windows over one unsized input (the halves of an even/odd split) each need at least
-         * their own extent: the input is the largest, so the order they settle in does not
-         * matter. */
+    }
+    if (progress) return progress;
+    /* Then one unsized input, the first a window with a known output and kernel reads: the
+     * largest of the least inputs that the windows over it need (the halves of an even/odd
+     * split; convolutions of two strides over one leaf).  Each window takes a range of inputs
+     * (stride - 1 more cells give no more positions), and the largest least one lies in every
+     * range when any size fits them all; when none does, the next round's check of each window
+     * against the input says which fails. */
+    for (uint32_t i = 0; i < s->window_count; i++) {
+        WindowC *c = &s->windows[i];
+        if (c->settled || c->w.merge) continue;
+        Dim input = shape_resolve_dim(s, c->input), over = shape_resolve_dim(s, c->over);
+        Dim kernel = c->w.has_kernel ? shape_resolve_dim(s, c->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+        if (!input.var || over.var || kernel.var) continue;
+        uint64_t size = 0;
+        WindowC *largest = c;
         for (uint32_t j = 0; j < s->window_count; j++) {
             WindowC *d = &s->windows[j];
-            if (j == i || d->settled || d->w.merge || !dims_equal(shape_resolve_dim(s, d->input), input)) continue;
-            Dim other_over = shape_resolve_dim(s, d->over);
-            Dim other_kernel = d->w.has_kernel ? shape_resolve_dim(s, d->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
-            if (other_over.var || other_kernel.var) continue;
+            if (d->settled || d->w.merge || !dims_equal(shape_resolve_dim(s, d->input), input)) continue;
+            Dim d_over = shape_resolve_dim(s, d->over);
+            Dim d_kernel = d->w.has_kernel ? shape_resolve_dim(s, d->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+            if (d_over.var || d_kernel.var) continue;
             WindowPadding pad = d->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : d->padding;
-            uint64_t need = window_input_size(d->w, other_over.size, other_kernel.size, pad);
-            if (need > size) size = need;
+            uint64_t need = window_input_size(d->w, d_over.size, d_kernel.size, pad);
+            if (need > size) size = need, largest = d;
         }
-        c->settled = progress = true;
+        if (largest->padding == WINDOW_PAD_INFERRED) largest->padding = WINDOW_PAD_VALID;
+        Dim largest_over = shape_resolve_dim(s, largest->over);
+        Dim largest_kernel =
+            largest->w.has_kernel ? shape_resolve_dim(s, largest->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+        largest->settled = true;
         if (size > UINT32_MAX) {
-            error_at(s, c->why, over.origin, kernel.origin, "the input of %u %s positions would hold more than %u cells",
-                     over.size, padding_word(c->padding), UINT32_MAX);
-            continue;
+            error_at(s, largest->why, largest_over.origin, largest_kernel.origin,
+                     "the input of %u %s positions would hold more than %u cells", largest_over.size,
+                     padding_word(largest->padding), UINT32_MAX);
+            return true;
         }
-        OriginId o = shape_origin(s, s->origins[c->why].span,
+        OriginId o = shape_origin(s, s->origins[largest->why].span,
                                   arena_printf(s->arena, "the %llu cells that %u positions of a stride %u window cover (%s)",
-                                               (unsigned long long)size, over.size, c->w.stride, phrase));
-        shape_dim_eq(s, input, dim_ground((uint32_t)size, BASIS_DEFAULT, o), c->why);
+                                               (unsigned long long)size, largest_over.size, largest->w.stride,
+                                               s->origins[largest->why].what));
+        shape_dim_eq(s, input, dim_ground((uint32_t)size, BASIS_DEFAULT, o), largest->why);
+        return true;
     }
     return progress;
 }
