@@ -88,6 +88,7 @@ sweeps() {
     sweep gather "$PYTHON" tests/einsum/gather_diff.py --tsrc "$TSRC" --count "${GATHER_COUNT:-60}" --seed 1
     sweep conv "$PYTHON" tests/conv/conv_diff.py --tsrc "$TSRC" --count "${CONV_COUNT:-520}" --concat-count "${CONCAT_COUNT:-200}" \
         --group-count "${GROUP_COUNT:-140}" --seed 1
+    sweep window_orders "$PYTHON" tests/shapes/window_orders.py --tsrc "$TSRC" --count "${WINDOW_ORDER_COUNT:-150}" --seed 1
     sweep gradcheck "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 2 --seed 1
     sweep gradcheck_f64 "$PYTHON" tests/grad/gradcheck.py --tsrc "$TSRC" --programs 2 --native 1 --seed 2 --dtype f64
     sweep nn_gradcheck "$PYTHON" tests/grad/nn_gradcheck.py --tsrc "$TSRC" --programs "${GRADCHECK_PROGRAMS:-4}" --native 1 --seed 1
@@ -1260,6 +1261,11 @@ sweep_summary gather "gathered axes vs NumPy"
 # inferred sizes checked against docs/inference.md's closed forms; concatenations; merged axes
 # (grouped convolutions, axes split and joined) (tests/conv/conv_diff.py).
 sweep_summary conv "convolution, pooling, concatenation and merged axes vs NumPy"
+
+# Windows over one shared leaf (strided reads, valid and padded convolutions): the same shapes,
+# or an error, in every order of their definitions, and never an internal error
+# (tests/shapes/window_orders.py; docs/inference.md §4.6, closing order).
+sweep_summary window_orders "windows over a shared leaf: the same outcome in every order"
 
 # Every differentiable prelude operation's gradient against central finite differences in
 # float64 at random shapes (tests/grad/gradcheck.py; tolerance in its header), two of the
