@@ -345,7 +345,7 @@ static Options parse_options(int argc, char **argv) {
                 bad_usage("'--seed' needs an integer from 0 to 2^63-1, not '%s'", value);
             opt.seed = seed;
         } else if (strcmp(a, "-o") == 0) {
-            if (i + 1 >= argc) bad_usage("'%s' needs a file name", a);
+            if (i + 1 >= argc || !argv[i + 1][0]) bad_usage("'%s' needs a file name", a);
             opt.output = argv[++i];
         } else if (strncmp(a, "-o", 2) == 0 && a[2]) {
             opt.output = a + 2;

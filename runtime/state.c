@@ -709,10 +709,15 @@ int64_t tsr_state_option_int(const tsr_state *s, uint32_t option) {
     return v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : v == v ? (int64_t)v : 0;
 }
 
+/* The options the bounds of the loop about to start were read from (tsr_main_loop_bound, in the
+ * thread that runs main), for tsr_main_loop_count's message; it forgets them. */
+static _Thread_local uint32_t bound_options[2], bound_option_count;
+
 int tsr_main_loop_bound(tsr_state *s, uint32_t option, int64_t offset, int64_t *bound) {
     if (!s) return null_state();
     if (!bound) return tsr_error(TSR_ERR_ARGUMENT, "tsr_main_loop_bound: the result pointer is NULL");
     if (option >= s->model->option_count) return tsr_error(TSR_ERR_ARGUMENT, "no option number %u", option);
+    if (bound_option_count < 2) bound_options[bound_option_count++] = option;
     int64_t value = tsr_state_option_int(s, option);
     if (__builtin_add_overflow(value, offset, bound))
         return tsr_error(TSR_ERR_INDEX, "a loop bound overflows: option '%s' = %" PRId64 " %s %" PRIu64 " is outside the "
@@ -725,11 +730,21 @@ int tsr_main_loop_count(tsr_state *s, uint32_t symbol, int64_t from, int64_t to,
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
     uint64_t short_by = down ? (to > from ? (uint64_t)to - (uint64_t)from : 0) : (to < from ? (uint64_t)from - (uint64_t)to : 0);
-    if (short_by >= 2)
-        return tsr_error(TSR_ERR_INDEX, "the loop of '%s' would run from %" PRId64 " %s %" PRId64 ", a negative number of "
-                         "times: its bounds come from options, and a count below zero (such as --epochs -1) is a "
-                         "mistake", s->model->symbol_names[symbol], from, down ? "down to" : "to", to);
-    return TSR_OK;
+    uint32_t named = bound_option_count;
+    bound_option_count = 0;
+    if (short_by < 2) return TSR_OK;
+    /* The options given, as the command line names them: "--epochs -1". */
+    char given[256] = "";
+    for (uint32_t i = 0; i < named; i++) {
+        const tsr_option *o = &s->model->options[bound_options[i]];
+        char value[32];
+        snprintf(value, sizeof value, "%" PRId64, tsr_state_option_int(s, bound_options[i]));
+        snprintf(given + strlen(given), sizeof given - strlen(given), "%s--%.60s %s", i ? " and " : "", o->name, value);
+    }
+    if (!named) snprintf(given, sizeof given, "an option");
+    return tsr_error(TSR_ERR_INDEX, "the loop of '%s' would run from %" PRId64 " %s %" PRId64 ", a negative number of "
+                     "times: its bounds come from %s, and a count below zero is a mistake",
+                     s->model->symbol_names[symbol], from, down ? "down to" : "to", to, given);
 }
 
 int tsr_main_loop_check(tsr_state *s, uint32_t symbol, int64_t from, int64_t to) {

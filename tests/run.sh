@@ -605,6 +605,9 @@ else fail "cli: -O4 names the levels" "exit $(status)" "$TMP/err"; fi
 run_tsrc --explain
 if [ "$(status)" = 2 ] && grep -q "'--explain' needs a value" "$TMP/err"; then pass "cli: a valued option without its value"
 else fail "cli: a valued option without its value" "exit $(status)" "$TMP/err"; fi
+run_tsrc docs/examples/moons.tsr -o ''
+if [ "$(status)" = 2 ] && grep -q "'-o' needs a file name" "$TMP/err"; then pass "cli: an empty -o is a bad command line"
+else fail "cli: an empty -o is a bad command line" "exit $(status)" "$TMP/err"; fi
 run_tsrc
 if [ "$(status)" = 2 ] && grep -q "no input file" "$TMP/err"; then pass "cli: no input file"
 else fail "cli: no input file" "exit $(status)" "$TMP/err"; fi
