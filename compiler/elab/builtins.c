@@ -245,7 +245,7 @@ static bool source_shape(Elab *e, const char *fn, Arg *args, uint32_t count, Spa
         }
         uint32_t n = a->value->as.list.count;
         Dim *dims = arena_alloc(e->arena, (n ? n : 1) * sizeof *dims);
-        OriginId o = origin(e, a->span, "the sizes written for '%s'", fn);
+        OriginId o = origin(e, a->span, "the %s sizes given to '%s' here", logic_row_names[kinds[k]], fn);
         for (uint32_t i = 0; i < n; i++) {
             Value *x = a->value->as.list.items[i];
             if (x->kind == V_RUNTIME_SIZE) { /* a .npy file's length: named after the item later */
