@@ -470,6 +470,7 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         if (!diag_error_count()) diag_error_noloc("internal error: planning main failed without a message");
         return ar.ir;
     }
+    ar.ir->program_hash = plan_program_hash(ar.ir);
     stage_done("assignments, lowering");
     /* The checking modes stop here: every error a program can have is reported by now
      * (element types, derivatives, lowering, main), and no code is wanted. */

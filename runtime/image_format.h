@@ -89,7 +89,7 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * Little-endian; `str` is a u32 length and that many bytes (no terminator).
  *
  *   "TSRI" u32 version(=TSR_IMAGE_VERSION) u64 checksum
- *   str module
+ *   str module         u64 program_hash
  *   u32 cpu_features   str cpu_name   (TSR_CPU_* bits, above; the CPU they were read from)
  *   u32 symbol_count   { str name; i64 range; u8 size; u32 leader }
  *   u32 buffer_count   { str name; str shape_text; u8 kind; u8 init; u8 is_virtual; u8 flags; u8 dtype;
@@ -159,9 +159,13 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * `[0.1; 0.3]` is the doubles, a bf16's the nearest bf16s, an integer's the integers past 2^24.
  * Version 20 added the initialisation IOTA; version 21 an option's `among` byte after is_float;
  * version 22 the buffer flag CARRIED (a gradient whose sums carry between runs, saved with the
- * training state), which an older runtime would refuse as a malformed image. */
+ * training state), which an older runtime would refuse as a malformed image.  Version 23 added
+ * `program_hash` after the module's name: a hash of the lowered program and its main (the
+ * compiler's plan_program_hash), which the processes of a distributed run compare, so that
+ * processes running different programs are refused rather than pairing unrelated collective
+ * calls. */
 #define TSR_IMAGE_MAGIC "TSRI"
-#define TSR_IMAGE_VERSION 22u
+#define TSR_IMAGE_VERSION 23u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */
 #define TSR_GPU_READS_SYMBOLS 1u
 #define TSR_GPU_READS_KEY 2u

@@ -242,6 +242,7 @@ tsr_model *tsr_model_read(const unsigned char *image, size_t size) {
         return NULL;
     }
     m->module = str(&r);
+    m->program_hash = u64(&r);
     uint32_t cpu_features = u32(&r);
     char *cpu_name = str(&r);
     if (!r.bad && tsr_cpu_check(cpu_features, cpu_name) != TSR_OK) { /* before any generated code runs */

@@ -51,6 +51,7 @@ typedef struct Print {
 
 struct tsr_model {
     char *module;
+    uint64_t program_hash; /* of the program compiled into the image (its version 23): distributed runs compare it */
     uint32_t symbol_count;
     char **symbol_names;
     int64_t *symbol_ranges;    /* an index symbol's range; a size symbol's least value */

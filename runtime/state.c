@@ -897,10 +897,10 @@ int tsr_state_print(tsr_state *s, uint32_t print) {
 /* A value of the agreement check, for its message. */
 static void describe_value(const tsr_state *s, int64_t index, int64_t value, char *out, size_t size) {
     const tsr_model *m = s->model;
-    if (index >= 1 && index <= (int64_t)m->option_count) { /* an option's value: the bits of a double */
+    if (index >= 2 && index < 2 + (int64_t)m->option_count) { /* an option's value: the bits of a double */
         double v;
         memcpy(&v, &value, sizeof v);
-        if (m->options[index - 1].is_float) snprintf(out, size, "%.17g", v);
+        if (m->options[index - 2].is_float) snprintf(out, size, "%.17g", v);
         else snprintf(out, size, "%" PRId64, (int64_t)v);
     } else {
         snprintf(out, size, "%" PRId64, value);
@@ -930,17 +930,33 @@ static int replica_hashes(tsr_state *s, int64_t *hashes, uint32_t *which, uint32
 
 /* The run's own settings the processes must share, after the options and sizes: --reduce (the
  * collective calls differ), --check-replicas and --save (each a collective call at the end),
- * and the parameters they start from (one hash of them all: checkpoints --load read from
- * different disks). */
-enum { AGREE_REDUCE, AGREE_CHECK_REPLICAS, AGREE_SAVE, AGREE_PARAMETERS, AGREE_SETTINGS };
+ * the parameters they start from (one hash of them all: checkpoints --load read from different
+ * disks) and the run counters (routine runs, and each shuffle's count: the permutation a
+ * shuffle draws, which must be one on every process). */
+enum { AGREE_REDUCE, AGREE_CHECK_REPLICAS, AGREE_SAVE, AGREE_PARAMETERS, AGREE_COUNTERS, AGREE_SETTINGS };
 static const char *const agree_names[AGREE_SETTINGS] = {"--reduce", "--check-replicas", "--save",
-                                                         "the parameters they start from (a hash of them all)"};
+                                                         "the parameters they start from (a hash of them all)",
+                                                         "the run counters (tsrc.runs and tsrc.shuffles)"};
+
+/* FNV-1a of the run counters: the routine runs, then each SHUFFLE action's count. */
+static uint64_t fnv_word(uint64_t h, uint64_t word) {
+    for (int i = 0; i < 8; i++) h = (h ^ ((word >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+static int64_t counters_hash(const tsr_state *s) {
+    uint64_t h = fnv_word(0xcbf29ce484222325ull, s->runs);
+    const tsr_action *a;
+    for (uint32_t k = 0; (a = tsr_model_action(s->model, k)); k++)
+        if (a->kind == TSR_ACTION_SHUFFLE) h = fnv_word(h, a->runs);
+    return (int64_t)h;
+}
 
 int tsr_state_check_agreement(tsr_state *s) {
     if (!s) return null_state();
     if (!tsr_dist_active()) return TSR_OK;
     const tsr_model *m = s->model;
-    uint32_t count = 1 + m->option_count + m->symbol_count + AGREE_SETTINGS;
+    uint32_t count = 2 + m->option_count + m->symbol_count + AGREE_SETTINGS;
     int64_t *values = malloc(count * sizeof *values);
     int64_t *hashes = calloc(m->buffer_count + 1, sizeof *hashes);
     if (!values || !hashes) {
@@ -949,6 +965,7 @@ int tsr_state_check_agreement(tsr_state *s) {
         return tsr_error(TSR_ERR_NOMEM, "out of memory comparing the processes' options");
     }
     uint32_t n = 0, hashed = 0;
+    values[n++] = (int64_t)m->program_hash; /* first: another program disagrees on everything */
     values[n++] = (int64_t)s->seed;
     for (uint32_t i = 0; i < m->option_count; i++) {
         double v = m->options[i].value;
@@ -963,6 +980,7 @@ int tsr_state_check_agreement(tsr_state *s) {
     values[n++] = m->save_path != NULL;
     int status = replica_hashes(s, hashes, NULL, &hashed);
     values[n++] = (int64_t)tsr_image_checksum((const unsigned char *)hashes, hashed * sizeof *hashes);
+    values[n++] = counters_hash(s);
     free(hashes);
     tsr_dist_difference d = {.index = -1};
     if (status == TSR_OK) status = tsr_dist_compare(values, n, &d);
@@ -973,12 +991,17 @@ int tsr_state_check_agreement(tsr_state *s) {
         return tsr_error(TSR_ERR_DIST, "the processes run different programs: process 0 has %" PRId64 " options and "
                          "sizes, process %d has %" PRId64 "; every process of a distributed run runs the same program",
                          d.value0, d.other_rank, d.value_other);
+    if (d.index == 0)
+        return tsr_error(TSR_ERR_DIST, "the processes run different programs: process 0's and process %d's were "
+                         "compiled from different code (or by different versions of tsrc); every process of a "
+                         "distributed run runs the same program", d.other_rank);
     if (d.index >= first_setting) {
         uint32_t k = (uint32_t)(d.index - first_setting);
-        if (k == AGREE_PARAMETERS)
+        if (k == AGREE_PARAMETERS || k == AGREE_COUNTERS)
             return tsr_error(TSR_ERR_DIST, "the processes disagree on %s: process 0's and process %d's differ (did "
                              "they --load or --init-from different checkpoints?); every process of a distributed run "
-                             "starts from the same parameters", agree_names[k], d.other_rank);
+                             "starts from the same %s", agree_names[k], d.other_rank,
+                             k == AGREE_PARAMETERS ? "parameters" : "counters, as a checkpoint holds them");
         if (k == AGREE_REDUCE)
             return tsr_error(TSR_ERR_DIST, "the processes disagree on --reduce: process 0 has %s, process %d has %s; "
                              "every process of a distributed run is started with the same options",
@@ -989,8 +1012,8 @@ int tsr_state_check_agreement(tsr_state *s) {
                          agree_names[k], given, not_given);
     }
     char what[256], mine[64], theirs[64];
-    if (d.index == 0) snprintf(what, sizeof what, "%s", m->loaded ? "the seed (--seed, or the one --load read)" : "--seed");
-    else if (d.index < first_size) snprintf(what, sizeof what, "option '--%s'", m->options[d.index - 1].name);
+    if (d.index == 1) snprintf(what, sizeof what, "%s", m->loaded ? "the seed (--seed, or the one --load read)" : "--seed");
+    else if (d.index < first_size) snprintf(what, sizeof what, "option '--%s'", m->options[d.index - 2].name);
     else {
         uint32_t k = (uint32_t)(d.index - first_size), symbol = 0;
         for (uint32_t i = 0; i < m->symbol_count; i++)

@@ -58,6 +58,7 @@ unsigned char *image_build(const IrProgram *ir, const char *module, ImageCpu cpu
     u32(&b, TSR_IMAGE_VERSION);
     u64(&b, 0); /* the checksum, filled in at the end */
     str(&b, module);
+    u64(&b, ir->program_hash);
     u32(&b, cpu.features);
     str(&b, cpu.features ? cpu.name : "");
     u32(&b, ir->symbol_count);

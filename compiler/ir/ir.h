@@ -701,6 +701,9 @@ typedef struct IrProgram {
     uint32_t option_count;
     IrAction *actions;        /* the statements of main the runtime carries out */
     uint32_t action_count, action_cap;
+    uint64_t program_hash;    /* the lowered program and its main (plan_program_hash): the
+                               * processes of a distributed run compare it, so that one running
+                               * another build of another program is refused (image.c, state.c) */
     uint64_t image_checksum;  /* the checksum of the model image compiled into the object (its
                                * header's, image_build): the manifest records it, so a manifest
                                * is matched to its library (the Python package) */

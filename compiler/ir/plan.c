@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "runtime/image_format.h"
 
 static uint32_t add_print(IrProgram *ir, IrPrint p) {
     ARENA_PUSH(ir->arena, ir->prints, ir->print_count, ir->print_cap, p);
@@ -424,6 +425,40 @@ static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
         uint32_t decl = shape_runtime_decl_of(solver, *first);
         if (decl != UINT32_MAX) ir->buffers[b].size_symbol = decl_symbol[decl];
     }
+}
+
+/* FNV-1a steps over main's statements (their kinds, bounds, routines, prints and actions). */
+static uint64_t hash_word(uint64_t h, uint64_t word) {
+    for (int i = 0; i < 8; i++) h = (h ^ ((word >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t hash_main(uint64_t h, const IrMainStmt *stmts, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        const IrMainStmt *m = &stmts[i];
+        h = hash_word(h, m->kind);
+        h = hash_word(h, m->kind == IRM_RUN ? m->function : m->kind == IRM_PRINT ? m->print : m->action);
+        if (m->kind == IRM_FOR) {
+            h = hash_word(hash_word(h, m->symbol), (uint64_t)m->from);
+            h = hash_word(hash_word(h, (uint64_t)m->to), m->down);
+            h = hash_word(hash_word(h, m->from_option), m->to_option);
+            h = hash_main(h, m->body, m->body_count);
+            h = hash_word(h, 0xf0f0); /* the loop's end */
+        }
+    }
+    return h;
+}
+
+uint64_t plan_program_hash(const IrProgram *ir) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) diag_fatal_oom();
+    ir_dump(ir, f);
+    fclose(f);
+    uint64_t h = tsr_image_checksum((const unsigned char *)text, len);
+    free(text);
+    return hash_main(h, ir->main, ir->main_count);
 }
 
 bool plan_build(IrProgram *ir, const AssignResult *ar) {

@@ -13,5 +13,10 @@
  * buffer a print reads as kept.  False after reporting errors (a printed tensor with more than
  * one cell under a numeric conversion). */
 bool plan_build(IrProgram *ir, const AssignResult *assigned);
+/* A hash of the lowered program (ir_dump's text: its buffers and functions) and of its main,
+ * which a distributed run's processes compare (IrProgram.program_hash): the same source compiled
+ * by the same tsrc gives the same hash whatever --cpu or -O, taken after plan_build and before
+ * any optimisation or schedule. */
+uint64_t plan_program_hash(const IrProgram *ir);
 
 #endif

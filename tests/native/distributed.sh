@@ -6,7 +6,8 @@
 # once.  Under `mpirun --oversubscribe -np 2` it must print once (process 0) and write its
 # checkpoints once (process 1, started in another directory, writes nothing); with
 # --distributed=none both processes run alone and print; processes started with different seeds
-# (MPMD) both stop with the agreement message and status 1, not a hang; --check-replicas passes
+# (MPMD) both stop with the agreement message and status 1, not a hang, as do two programs, and
+# checkpoints of other run counters; one program compiled for two CPU levels runs; --check-replicas passes
 # where the processes agree; --reduce=ordered is accepted; TSR_MPI_LIBRARY naming no library
 # makes --distributed=mpi a clear error with status 1; the reference executor prints once too;
 # --distributed=nccl where no GPU is needed (a CPU program, a missing NCCL, a bad timeout).
@@ -70,6 +71,21 @@ else bad "different seeds: both processes stop with the agreement message (statu
 st=$?
 if [ $st = 1 ] && [ "$(grep -c "disagree on option '--steps': process 0 has 2, process 1 has 3" "$T/err")" = 2 ]; then ok
 else bad "different option values: both processes stop (status $st)"; fi
+
+# Two programs (one more run of its routine a step): the agreement check compares the programs'
+# hashes first, and both processes stop with "run different programs" before any collective
+# call pairs the wrong steps (the runs printed wrong losses, then hung); the same program
+# compiled for another CPU level and -O agrees.
+sed 's/for b = 0 to 1 do run train done/for b = 0 to 1 do run train done; run train/' "$T/p.tsr" >"$T/q.tsr"
+"$TSRC" "$T/q.tsr" -o "$T/q" >"$T/log" 2>&1 && "$TSRC" "$T/p.tsr" -o "$T/pv3" --cpu=x86-64-v3 -O1 >>"$T/log" 2>&1
+(cd "$T/a" && $MPIRUN -np 1 ../p : -np 1 ../q) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 1 ] && [ "$(grep -c "the processes run different programs: process 0's and process 1's were compiled from different code" "$T/err")" = 2 ] &&
+   ! grep -q '^w2' "$T/out"; then ok
+else bad "two programs: both processes stop with 'run different programs' (status $st)"; fi
+(cd "$T/a" && $MPIRUN -np 1 ../p : -np 1 ../pv3) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && cmp -s "$T/out" "$T/one"; then ok; else bad "one program compiled for two CPU levels runs as one (status $st)"; fi
 
 # --check-replicas where the replicas agree; --reduce=ordered.
 (cd "$T/a" && $MPIRUN -np 2 ../p --check-replicas --reduce=ordered) >"$T/out" 2>"$T/err"
@@ -211,6 +227,17 @@ np.savez(sys.argv[1] + "/c.npz", **a)' "$T/dt" >"$T/log" 2>&1
     st=$?
     if [ $st = 1 ] && [ "$(grep -cF "disagree on the parameters they start from" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out"; then ok
     else bad "checkpoints of other parameters on the two processes: both stop (status $st)"; fi
+    # A checkpoint whose run counter differs (the shuffles' too: the permutation a shuffle draws
+    # must be one on every process, and the replicas alone would not show it).
+    "${PYTHON:-/usr/bin/python3}" -c '
+import sys, numpy as np
+a = dict(np.load(sys.argv[1] + "/a.npz"))
+a["tsrc.runs"] = a["tsrc.runs"] + 1
+np.savez(sys.argv[1] + "/r.npz", **a)' "$T/dt" >"$T/log" 2>&1
+    (cd "$T/dt" && $MPIRUN -np 1 ./two --load a.npz : -np 1 ./two --load r.npz) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 1 ] && [ "$(grep -cF "disagree on the run counters (tsrc.runs and tsrc.shuffles)" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out"; then ok
+    else bad "checkpoints of other run counters on the two processes: both stop (status $st)"; fi
 
     # The reference executor whose start fails on one process (a data file of 9 samples): the run
     # ends (MPI_Abort), the message naming the process, instead of the other waiting forever.

@@ -75,6 +75,7 @@ static void image_start(Image *im) {
     u32(im, TSR_IMAGE_VERSION);
     u64(im, 0);
     str(im, "gputest");
+    u64(im, 0);     /* the program's hash */
     u32(im, 0);     /* needs no CPU extension */
     str(im, "");
     u32(im, 1);

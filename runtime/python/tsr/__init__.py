@@ -738,11 +738,11 @@ def _validate_manifest(manifest, fields):
 
 # The model image (runtime/image_format.h) as far as the manifest's numbers need it: its
 # symbols and buffers.  Versions 19 to 22 lay these out alike (a buffer's values as f64s).
-_IMAGE_VERSIONS = range(19, 23)
+_IMAGE_VERSIONS = range(19, 24)
 _IMAGE_DTYPES = ("float32", "int32", "float64", "bfloat16", "float16", "uint8", "bool", "int64")
 
 
-def _image_tables(image, size):
+def _image_tables(image, size, version):
     """[(is_size, leader)] per symbol and [(name, is_virtual, dtype, dims)] per buffer of the model
     image at `image` (`size` bytes), or None where it is not an image the package can read."""
     data = (ctypes.c_ubyte * size).from_address(image)
@@ -763,7 +763,10 @@ def _image_tables(image, size):
         at[0] += n
         return bytes(data[at[0] - n:at[0]]).decode("utf-8", "replace")
 
-    text(), take("<I"), text()  # module, cpu features, cpu name
+    text()  # module
+    if version >= 23:
+        take("<Q")  # the program's hash
+    take("<I"), text()  # cpu features, cpu name
     symbols = []
     for _ in range(take("<I")[0]):
         text()
@@ -819,7 +822,7 @@ def _check_manifest(lib, library, manifest, fields):
                     f"(it reads versions {_IMAGE_VERSIONS[0]} to {_IMAGE_VERSIONS[-1]}): use the package of the tsrc "
                     f"that compiled it")
     try:
-        symbols, buffers = _image_tables(ctypes.addressof(image), image_size)
+        symbols, buffers = _image_tables(ctypes.addressof(image), image_size, version)
     except (ValueError, struct.error):
         raise Error(f"the model image in {library} is malformed (it ends inside its tables)") from None
 
