@@ -682,7 +682,7 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
     }
     /* In a tensor expression, `x *. (1 / 2)` multiplies by 0: integers divide as integers. */
     if (mode == MODE_TENSOR && strcmp(op, "/") == 0 && a->kind == V_INT && b->kind == V_INT && b->as.i != 0 &&
-        a->as.i % b->as.i != 0) {
+        b->as.i != -1 && a->as.i % b->as.i != 0) { /* (a / -1 leaves no remainder, and may overflow: arith says so) */
         Value *q = arith(e, op, a, b, n->span);
         if (q->kind == V_INT)
             diag_warning(n->span, "'/' of two integers is integer division, toward zero: %lld / %lld is %lld; "
