@@ -470,7 +470,6 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         if (!diag_error_count()) diag_error_noloc("internal error: planning main failed without a message");
         return ar.ir;
     }
-    ar.ir->program_hash = plan_program_hash(ar.ir);
     stage_done("assignments, lowering");
     /* The checking modes stop here: every error a program can have is reported by now
      * (element types, derivatives, lowering, main), and no code is wanted. */
@@ -484,6 +483,9 @@ static IrProgram *build_ir(Program *program, const Options *opt, const Target *t
         }
         stage_done("loop IR optimisation");
     }
+    /* After the optimiser's bucketing of collective calls (--bucket-cells), before the schedule
+     * (--cpu): what two processes of a distributed run must share. */
+    ar.ir->program_hash = plan_program_hash(ar.ir);
     bool as_lowered = (opt->mode == MODE_EMIT_IR && !opt->sched_ir) || opt->no_sched;
     if (!as_lowered) {
         schedule(ar.ir, target);

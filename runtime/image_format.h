@@ -160,10 +160,10 @@ enum { TSR_CPU_FEATURE_KINDS(TSR_CPU_BIT) TSR_CPU_FEATURE_COUNT };
  * Version 20 added the initialisation IOTA; version 21 an option's `among` byte after is_float;
  * version 22 the buffer flag CARRIED (a gradient whose sums carry between runs, saved with the
  * training state), which an older runtime would refuse as a malformed image.  Version 23 added
- * `program_hash` after the module's name: a hash of the lowered program and its main (the
- * compiler's plan_program_hash), which the processes of a distributed run compare, so that
- * processes running different programs are refused rather than pairing unrelated collective
- * calls. */
+ * `program_hash` after the module's name: a hash of the loop IR and its main before the
+ * schedule (the compiler's plan_program_hash), which the processes of a distributed run
+ * compare, so that processes running different programs are refused rather than pairing
+ * unrelated collective calls. */
 #define TSR_IMAGE_MAGIC "TSRI"
 #define TSR_IMAGE_VERSION 23u
 /* A GPU kernel's `scalars` (version 17): it reads an index symbol's value, the run's key. */

@@ -910,17 +910,21 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
         if (!input.var || over.var || kernel.var) continue;
         uint64_t size = 0;
         WindowC *largest = c;
-        for (uint32_t j = 0; j < s->window_count; j++) {
-            WindowC *d = &s->windows[j];
-            if (d->settled || d->w.merge || !dims_equal(shape_resolve_dim(s, d->input), input)) continue;
-            Dim d_over = shape_resolve_dim(s, d->over);
-            Dim d_kernel = d->w.has_kernel ? shape_resolve_dim(s, d->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
-            if (d_over.var || d_kernel.var) continue;
-            WindowPadding pad = d->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : d->padding;
-            uint64_t need = window_input_size(d->w, d_over.size, d_kernel.size, pad);
-            if (need > size) size = need, largest = d;
-        }
-        if (largest->padding == WINDOW_PAD_INFERRED) largest->padding = WINDOW_PAD_VALID;
+        for (int pass = 0; pass < 2; pass++)
+            for (uint32_t j = 0; j < s->window_count; j++) {
+                WindowC *d = &s->windows[j];
+                if (d->settled || d->w.merge || !dims_equal(shape_resolve_dim(s, d->input), input)) continue;
+                Dim d_over = shape_resolve_dim(s, d->over);
+                Dim d_kernel = d->w.has_kernel ? shape_resolve_dim(s, d->kernel) : dim_ground(1, BASIS_DEFAULT, 0);
+                if (d_over.var || d_kernel.var) continue;
+                WindowPadding pad = d->padding == WINDOW_PAD_INFERRED ? WINDOW_PAD_VALID : d->padding;
+                uint64_t need = window_input_size(d->w, d_over.size, d_kernel.size, pad);
+                if (pass == 0 && need > size) size = need, largest = d;
+                /* Every window whose least input this is takes `valid`, as the one window settled
+                 * alone does; the others choose at the check against the input, next round (two
+                 * that tie are both valid, whichever was written first). */
+                if (pass == 1 && need == size && d->padding == WINDOW_PAD_INFERRED) d->padding = WINDOW_PAD_VALID;
+            }
         Dim largest_over = shape_resolve_dim(s, largest->over);
         Dim largest_kernel =
             largest->w.has_kernel ? shape_resolve_dim(s, largest->kernel) : dim_ground(1, BASIS_DEFAULT, 0);

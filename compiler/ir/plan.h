@@ -13,10 +13,11 @@
  * buffer a print reads as kept.  False after reporting errors (a printed tensor with more than
  * one cell under a numeric conversion). */
 bool plan_build(IrProgram *ir, const AssignResult *assigned);
-/* A hash of the lowered program (ir_dump's text: its buffers and functions) and of its main,
- * which a distributed run's processes compare (IrProgram.program_hash): the same source compiled
- * by the same tsrc gives the same hash whatever --cpu or -O, taken after plan_build and before
- * any optimisation or schedule. */
+/* A hash of the loop IR (ir_dump's text: its buffers and functions, places in the source left
+ * out) and of its main, which a distributed run's processes compare (IrProgram.program_hash):
+ * the same program compiled by the same tsrc with the same --tf32, --no-opt and --bucket-cells
+ * gives the same hash whatever --cpu or -O (main.c takes it after the optimiser, before the
+ * schedule). */
 uint64_t plan_program_hash(const IrProgram *ir);
 
 #endif

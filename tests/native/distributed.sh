@@ -86,6 +86,12 @@ else bad "two programs: both processes stop with 'run different programs' (statu
 (cd "$T/a" && $MPIRUN -np 1 ../p : -np 1 ../pv3) >"$T/out" 2>"$T/err"
 st=$?
 if [ $st = 0 ] && cmp -s "$T/out" "$T/one"; then ok; else bad "one program compiled for two CPU levels runs as one (status $st)"; fi
+# A comment more and another file name are the same program.
+{ echo '(* one more line *)'; cat "$T/p.tsr"; } >"$T/renamed.tsr"
+"$TSRC" "$T/renamed.tsr" -o "$T/renamed" >"$T/log" 2>&1
+(cd "$T/a" && $MPIRUN -np 1 ../p : -np 1 ../renamed) >"$T/out" 2>"$T/err"
+st=$?
+if [ $st = 0 ] && cmp -s "$T/out" "$T/one"; then ok; else bad "a comment and a file name do not make another program (status $st)"; fi
 
 # --check-replicas where the replicas agree; --reduce=ordered.
 (cd "$T/a" && $MPIRUN -np 2 ../p --check-replicas --reduce=ordered) >"$T/out" 2>"$T/err"
@@ -227,6 +233,13 @@ np.savez(sys.argv[1] + "/c.npz", **a)' "$T/dt" >"$T/log" 2>&1
     st=$?
     if [ $st = 1 ] && [ "$(grep -cF "disagree on the parameters they start from" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out"; then ok
     else bad "checkpoints of other parameters on the two processes: both stop (status $st)"; fi
+    # Another --bucket-cells is another program: its collective calls differ (the run hung).
+    if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/buckets" --bucket-cells 1 >"$T/log" 2>&1; then
+        (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./buckets) >"$T/out" 2>"$T/err"
+        st=$?
+        if [ $st = 1 ] && [ "$(grep -c "the processes run different programs" "$T/err")" = 2 ]; then ok
+        else bad "another --bucket-cells is another program (status $st)"; fi
+    else fail "dist_train.tsr compiles with --bucket-cells 1"; fi
     # A checkpoint whose run counter differs (the shuffles' too: the permutation a shuffle draws
     # must be one on every process, and the replicas alone would not show it).
     "${PYTHON:-/usr/bin/python3}" -c '
