@@ -308,6 +308,7 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
      * removes its temporary, where the default signal killed the program mid-save. */
     struct sigaction xfsz;
     if (sigaction(SIGXFSZ, NULL, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) signal(SIGXFSZ, SIG_IGN);
+    tsr_checkpoint_guard_saves();
     static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
         struct sigaction old, partial = {.sa_handler = remove_partial_and_stop, .sa_flags = SA_RESETHAND};

@@ -55,6 +55,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,18 +383,28 @@ static int write_archive(tsr_state *s, Writer *w, const char *path, const uint32
     return TSR_OK;
 }
 
-/* The temporary of the save in progress, for a signal handler (tsr_checkpoint_remove_partial):
- * the name is written before the flag is set and cleared after it is, so the handler reads a
- * whole name or none. */
+/* The temporary of the save in progress, for an executable's signal handler
+ * (tsr_checkpoint_remove_partial), kept only once tsr_checkpoint_guard_saves() was called (an
+ * executable, whose saves are made by its one main thread; a library's callers may save from
+ * several threads, and have no such handler).  The name is written, then a signal fence, then the
+ * flag set; the flag is cleared before anything else changes, so the handler reads a whole name
+ * or none. */
+static bool partial_kept;
 static char partial_name[PATH_MAX + 64];
 static volatile sig_atomic_t partial_set;
 
 static void register_partial(const char *name) {
-    if (strlen(name) >= sizeof partial_name) return;
+    if (!partial_kept || strlen(name) >= sizeof partial_name) return;
     memcpy(partial_name, name, strlen(name) + 1);
+    atomic_signal_fence(memory_order_seq_cst);
     partial_set = 1;
 }
 static void forget_partial(void) { partial_set = 0; }
+
+void tsr_checkpoint_guard_saves(void) {
+    partial_kept = true;
+    tsr_data_files_keep();
+}
 
 void tsr_checkpoint_remove_partial(void) {
     if (partial_set) unlink(partial_name); /* async-signal-safe */
@@ -428,8 +439,19 @@ static int create_beside(const char *path, char **temp) {
     return -1;
 }
 
-/* Whether `path` lies in /dev or /proc, where the standard streams and descriptors are named. */
-static bool names_stream(const char *path) { return !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6); }
+/* Whether `path` lies in /dev or /proc, where the standard streams and descriptors are named: its
+ * directory resolved, so that `//proc/self/fd/1` and `fds/1` (fds a link to /proc/self/fd) are
+ * seen for what they are. */
+static bool names_stream(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    bool in = real && (!strcmp(real, "/dev") || !strncmp(real, "/dev/", 5) || !strcmp(real, "/proc") ||
+                       !strncmp(real, "/proc/", 6));
+    free(dir);
+    free(real);
+    return in;
+}
 
 /* The file a save at `path` replaces, in *target (malloc'd): `path`, or the file the symbolic
  * link at `path` names, followed link by link.  A link in or into /dev or /proc is refused (a
@@ -537,7 +559,10 @@ int tsr_checkpoint_save(tsr_state *s, const char *path, const uint32_t *buffers,
         return replace;
     }
     int unsized = unsized_buffer(s, buffers, count, false, "write", path);
-    if (unsized != TSR_OK) return unsized;
+    if (unsized != TSR_OK) {
+        free(target);
+        return unsized;
+    }
     uint32_t n = tsr_model_buffer_count(s->model);
     /* the buffers, the seed, the two counters and the parameters' names */
     Member *members = calloc((size_t)n + 4, sizeof *members);

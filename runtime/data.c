@@ -255,11 +255,13 @@ static const char *file_kind(mode_t mode) {
     return "a special file";
 }
 
-/* The files data items were read from in this process (device and inode, with the item's name):
- * a checkpoint must not be saved over one (tsr_data_file_item).  The first READ_FILES_MAX are
- * kept; a process that reads more (a long-lived library loading data again and again) is not
- * guarded past them. */
+/* The files data items were read from (device and inode, with the item's name), kept in an
+ * executable (tsr_data_files_keep): a checkpoint must not be saved over one
+ * (tsr_data_file_item).  A library's process is not guarded so: its files may be deleted and
+ * their inodes reused by files it then saves, from states long gone.  The first READ_FILES_MAX
+ * are kept. */
 enum { READ_FILES_MAX = 256 };
+static bool read_files_kept;
 static struct {
     dev_t dev;
     ino_t ino;
@@ -268,7 +270,10 @@ static struct {
 static unsigned read_file_count;
 static pthread_mutex_t read_files_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void tsr_data_files_keep(void) { read_files_kept = true; }
+
 static void note_read_file(const struct stat *st, const char *what) {
+    if (!read_files_kept) return;
     pthread_mutex_lock(&read_files_lock);
     bool known = false;
     for (unsigned i = 0; i < read_file_count && !known; i++)

@@ -141,6 +141,11 @@ int tsr_env_threads(void);
 /* Remove the temporary of a save in progress, if any (async-signal-safe: an executable's handler
  * of SIGINT, SIGTERM and SIGHUP calls it, args.c). */
 void tsr_checkpoint_remove_partial(void);
+/* An executable's guards of its saves (tsr_main_start, before anything is read): the temporary
+ * of a save in progress is kept for tsr_checkpoint_remove_partial, and the files data items are
+ * read from are kept for the check that a save does not replace one (tsr_data_files_keep). */
+void tsr_checkpoint_guard_saves(void);
+void tsr_data_files_keep(void);
 /* Whether the file of device `dev` and inode `ino` is one a data item of this process was read
  * from (data.c); the item's name into what[size]. */
 bool tsr_data_file_item(dev_t dev, ino_t ino, char *what, size_t size);

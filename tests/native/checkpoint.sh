@@ -288,6 +288,9 @@ save_refused "--save /dev/stdout is refused before main" ../checkpoint_train --s
 grep -q "it names a stream or a descriptor" "$T/err" && [ -L /dev/stdout ] && pass || fail "/dev/stdout: the message names a stream, and /dev/stdout stays a link"
 (cd "$W" && ../checkpoint_train --save /proc/self/fd/5 5>"$W/five.txt") >"$W/out.txt" 2>"$T/err"
 [ $? = 1 ] && [ ! -s "$W/five.txt" ] && [ ! -s "$W/out.txt" ] && pass || { cp "$T/err" "$T/log"; fail "--save /proc/self/fd/5 is refused and writes nothing there"; }
+save_refused "--save //proc/self/fd/1 is refused (the directory is resolved, not the text)" ../checkpoint_train --save //proc/self/fd/1
+ln -s /proc/self/fd "$W/fds"
+save_refused "--save through a link to /proc/self/fd is refused" ../checkpoint_train --save fds/1
 save_refused "--save into /proc/1 is refused before main" ../checkpoint_train --save /proc/1/x.npz
 ln -s real.npz "$W/link.npz"
 (cd "$W" && ../checkpoint_train --save link.npz) >"$W/out.txt" 2>"$T/err"

@@ -737,7 +737,8 @@ def _validate_manifest(manifest, fields):
 
 
 # The model image (runtime/image_format.h) as far as the manifest's numbers need it: its
-# symbols and buffers.  Versions 19 to 22 lay these out alike (a buffer's values as f64s).
+# symbols and buffers.  Versions 19 to 23 lay these out alike (a buffer's values as f64s; 23 puts the
+# program's hash after the module's name).
 _IMAGE_VERSIONS = range(19, 24)
 _IMAGE_DTYPES = ("float32", "int32", "float64", "bfloat16", "float16", "uint8", "bool", "int64")
 
