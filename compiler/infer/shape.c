@@ -558,19 +558,40 @@ static bool outside_application(const ShapeSolver *s, OriginId by, OriginId why)
     return by && !is_fallback(s, by) && s->origins[by].span.file && !span_equal(s->origins[by].call, s->origins[why].call);
 }
 
-/* Where `written` (a slot of `why`) entered why's application: its chain of variables, or else
- * `known` (what the constraint being taken knew). */
+/* Whether constraint `by`, outside why's application, relates to that application as what it
+ * can say a size came through: the application or operation that uses its result, written
+ * around it (`cross_entropy (net x) y` around `net x`), or another application sharing its
+ * parameters (the shared-parameter note points from one to the other).  A chain of bindings is
+ * not the way a size travelled (union-find binds whichever variable it meets: an `one_hot`'s
+ * constraint can be what bound the network's result), so a constraint that is neither, though
+ * on the chain, says nothing true and is passed over. */
+static bool relates_to_application(const ShapeSolver *s, OriginId by, OriginId why) {
+    const Origin *g = &s->origins[by], *o = &s->origins[why];
+    Span place = g->call.file ? g->call : g->span;
+    bool around = place.file == o->call.file && place.start <= o->call.start && place.end >= o->call.end &&
+                  !span_equal(place, o->call);
+    bool shared = (o->also_text && span_equal(g->call, o->also)) || (g->also_text && span_equal(g->also, o->call));
+    return around || shared;
+}
+
+/* Where `written` (a slot of `why`) entered why's application: the first constraint on its chain
+ * of variables outside the application that relates to it (above), or else `known` (what the
+ * constraint being taken knew). */
 static OriginId dim_entered_at(const ShapeSolver *s, Dim written, OriginId why, OriginId known) {
     if (!in_application(s, why)) return 0;
-    for (Dim d = written; d.var && s->dvars[d.var].solved; d = s->dvars[d.var].bound.dim)
-        if (outside_application(s, s->dvars[d.var].bound.why, why)) return s->dvars[d.var].bound.why;
+    for (Dim d = written; d.var && s->dvars[d.var].solved; d = s->dvars[d.var].bound.dim) {
+        OriginId by = s->dvars[d.var].bound.why;
+        if (outside_application(s, by, why) && relates_to_application(s, by, why)) return by;
+    }
     return known;
 }
 
 static OriginId row_entered_at(const ShapeSolver *s, Row written, OriginId why, OriginId known) {
     if (!in_application(s, why)) return 0;
-    for (uint32_t v = written.var; v && s->rvars[v].solved; v = s->rvars[v].bound.row.var)
-        if (outside_application(s, s->rvars[v].bound.why, why)) return s->rvars[v].bound.why;
+    for (uint32_t v = written.var; v && s->rvars[v].solved; v = s->rvars[v].bound.row.var) {
+        OriginId by = s->rvars[v].bound.why;
+        if (outside_application(s, by, why) && relates_to_application(s, by, why)) return by;
+    }
     return known;
 }
 
