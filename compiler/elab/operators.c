@@ -1057,10 +1057,9 @@ static void note_shared_parameters(Elab *e, Tensor **ts, uint32_t n) {
     }
     const char *name = shared->shown ? shared->shown : shared->name;
     char text[512];
-    snprintf(text, sizeof text, "this earlier application of '%s' reads the same parameter%s%s%s (a layer made once "
-             "and applied twice shares its parameters): its sizes are the ones set here",
-             shared->first_call_name ? shared->first_call_name : "a function", name ? " '" : "", name ? name : "",
-             name ? "'" : "");
+    snprintf(text, sizeof text, "this earlier application of '%s' set the sizes this one must meet: a layer made once "
+             "and applied twice shares its parameters%s%s%s", shared->first_call_name ? shared->first_call_name :
+             "a function", name ? " ('" : "", name ? name : "", name ? "' among them)" : "");
     shape_set_note(e->solver, shared->first_call, text);
 }
 
