@@ -509,9 +509,17 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
          * fails its bias's sum once the positions were refused). */
         if ((call_seen && sides == 0) || side_seen || clash_reported(s, call ^ sides)) diag_drop_next();
         else if (!sa.file != !sb.file) clash_reported(s, call ^ span_key(sa.file ? sa : sb));
-        /* Inside a library function: the user's call is where to look first. */
+        /* Inside a library function: the user's call is where to look first.  The library
+         * function is the one the user's code applied last on the way in: the innermost
+         * application written in the user's file (`net a` inside the user's `loss_of`), which
+         * is not the outermost one the error is reported at when the user's own functions
+         * stand between. */
+        const CallFrame *lib = o->calls;
+        while (lib && span_in_stdlib(lib->call)) lib = lib->outer;
+        const char *lib_fn = lib && lib->name ? lib->name : fn;
         diag_error(o->call, "in this application of '%s': %s: %s", fn, o->what, msg);
-        diag_note(o->span, "the operation in the standard library's '%s' that fails", fn);
+        if (lib && !span_equal(lib->call, o->call)) diag_note(lib->call, "in this application of '%s'", lib_fn);
+        diag_note(o->span, "the operation in the standard library's '%s' that fails", lib_fn);
         if (o->also_text && note_applies(s, o)) diag_note(o->also, "%s", o->also_text);
         return;
     }
