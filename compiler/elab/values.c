@@ -328,7 +328,21 @@ Tensor *as_tensor(Elab *e, Value *v, Span span, const char *what) {
          * written at the call, an optional argument left out (its value is ()) */
         if (v->kind == V_UNIT && span_in_stdlib(span) && e->user_call.file && !span_in_stdlib(e->user_call)) {
             const char *name = e->user_call_name ? e->user_call_name : "this function";
-            if (call_writes_unit(e->user_call))
+            /* The name the call is written with: a layer already made (`l () x`, l = linear …
+             * ()) is called by its own name, and the fix is `l x`, not `linear x`. */
+            const char *text = source_get(e->user_call.file)->text;
+            uint32_t start = e->user_call.start, end = start;
+            while (end < e->user_call.end && (isalnum((unsigned char)text[end]) || text[end] == '_' ||
+                                              text[end] == '.' || text[end] == '\''))
+                end++;
+            int head = (int)(end - start);
+            uint32_t last = end; /* the name's last part: `Nn.softmax` is softmax */
+            while (last > start && text[last - 1] != '.') last--;
+            bool made = head > 0 && ((size_t)(end - last) != strlen(name) || strncmp(text + last, name, end - last) != 0);
+            if (call_writes_unit(e->user_call) && made)
+                diag_note(e->user_call, "'%.*s' is a layer '%s' made, and takes its tensors directly: its '()' was given "
+                          "when it was made: %.*s x", head, text + start, name, head, text + start);
+            else if (call_writes_unit(e->user_call))
                 diag_note(e->user_call, "'%s' takes its tensors directly, with no '()' before them (a layer's '()' "
                           "makes its parameters): %s x", name, e->user_call_name ? e->user_call_name : "f");
             else
