@@ -56,11 +56,11 @@ static const char *const c_library_names[] = {
     "open", "posix_memalign", "pread", "printf", "pthread_attr_destroy", "pthread_attr_init",
     "pthread_attr_setdetachstate", "pthread_cond_broadcast", "pthread_cond_signal", "pthread_cond_wait",
     "pthread_create", "pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock", "putc", "putchar",
-    "qsort", "raise", "readlink", "realloc", "rename", "sched_getaffinity", "sched_getcpu", "sched_setaffinity",
-    "sched_yield", "sigaction", "sigemptyset", "signal", "sin", "sincos", "snprintf", "sprintf", "sqrt", "stat",
-    "stderr", "stdout", "strchr", "strcmp", "strcspn", "strdup", "strerror", "strlen", "strncmp", "strndup",
-    "strrchr", "strspn", "strstr", "strtod", "strtol", "strtoll", "sysconf", "time", "unlink", "uselocale",
-    "vfprintf", "vsnprintf"};
+    "qsort", "raise", "readlink", "realloc", "realpath", "rename", "sched_getaffinity", "sched_getcpu",
+    "sched_setaffinity", "sched_yield", "sigaction", "sigemptyset", "signal", "sin", "sincos", "snprintf",
+    "sprintf", "sqrt", "stat", "stderr", "stdout", "strchr", "strcmp", "strcspn", "strdup", "strerror", "strlen",
+    "strncmp", "strndup", "strrchr", "strspn", "strstr", "strtod", "strtol", "strtoll", "sysconf", "time", "unlink",
+    "uselocale", "vfprintf", "vsnprintf"};
 
 /* Functions of the C library's headers that a module's names could spell, MODULE_NAME with a
  * module named after a POSIX or C11 facility (timer, sem, mtx, pthread_key, atomic): the
