@@ -252,9 +252,17 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             if (!have) return closure_value(e, c);
             if (p->flag == PARAM_POSITIONAL) c->env = env_bind(e, c->env, p->name, args[pos].value);
             else if (p->flag == PARAM_UNIT && args[pos].value->kind != V_UNIT &&
-                     args[pos].value->kind != V_ERROR)
-                return fail(args[pos].span, "%s expects () here, but this is %s",
-                            c->fn_name ? c->fn_name : "this function", kind_noun(args[pos].value));
+                     args[pos].value->kind != V_ERROR) {
+                Value *err = fail(args[pos].span, "%s expects () here, but this is %s",
+                                  c->fn_name ? c->fn_name : "this function", kind_noun(args[pos].value));
+                /* `let net = mlp ~out:3` then `net x`: the () belongs where the layer is made,
+                 * once; written at each application, it would make new parameters each time. */
+                if (args[pos].value->kind == V_TENSOR && pos == 0 && c->next > 0)
+                    diag_note(args[pos].span, "a layer's '()' makes its parameters: write it once where the layer is "
+                              "made (let net = %s … ()), not at each application, which would make new ones each time",
+                              c->fn_name ? c->fn_name : "f");
+                return err;
+            }
             if (p->flag == PARAM_UNIT && c->scope_at_unit) c->scope = new_scope(e, c->fn_name, false);
             pos++;
             while (pos < count && args[pos].label) pos++;
