@@ -548,12 +548,12 @@ void error_at(ShapeSolver *s, OriginId why, OriginId side_a, OriginId side_b, co
 
 /* An error inside a library application reads as the library's fault.  When one side's size came
  * in from outside that application (a loss whose targets sized the network's result through the
- * loss's equality), a note says through which constraint: the first one outside the application
- * on the chain of variables from the operation's slot to the size.  Chains of solved variables
- * are read back (Binding); a bound a variable keeps (its least upper bound) and the constraints
- * derived from it carry where the bound entered (Constraint.entered).  The same chains, in an
- * application of any function, tell whether a shared parameter's earlier application is in the
- * clash (note_applies). */
+ * loss's equality), a note says through which constraint: the first one on the chain of variables
+ * from the operation's slot to the size that lies outside the application and relates to it
+ * (relates_to_application).  Chains of solved variables are read back (Binding); a bound a
+ * variable keeps (its least upper bound) and the constraints derived from it carry where the
+ * bound entered (Constraint.entered).  The same chains, in an application of any function, tell
+ * whether a shared parameter's earlier application is in the clash (note_applies). */
 static bool in_library_application(const ShapeSolver *s, OriginId why) {
     const Origin *o = &s->origins[why];
     return o->call.file && span_in_stdlib(o->span) && !span_in_stdlib(o->call);
@@ -620,15 +620,11 @@ static void note_entry(ShapeSolver *s, OriginId by, OriginId why, const char *si
     }
     if (same && o->also_text && span_equal(o->also, g->call)) return;
     if (!in_library_application(s, why)) return;
-    /* A place inside the failing application's own words is how its argument was computed
-     * (`head (emb tok)`): the size came with the argument, which is no news. */
-    Span place = in_library_application(s, by) ? g->call : g->span, call = s->origins[why].call;
-    if (place.file == call.file && place.start >= call.start && place.end <= call.end) return;
     if (in_library_application(s, by))
         diag_note(g->call, "size %s reached '%s' through this %sapplication of '%s'", size, fn, same ? "other " : "",
                   g->call_name ? g->call_name : "a function");
     else
-        diag_note(place, "size %s reached '%s' through: %s", size, fn, g->what);
+        diag_note(g->call.file ? g->call : g->span, "size %s reached '%s' through: %s", size, fn, g->what);
 }
 
 static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Dim written_a, Dim written_b,
