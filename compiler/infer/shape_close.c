@@ -827,9 +827,12 @@ static bool settle_merge(ShapeSolver *s, WindowC *c) {
     return true;
 }
 
-/* Settle what the windows can say now; returns whether a constraint was queued.  With
- * `defaults` (closing, before the leaves commit): an unknown input takes the size its known
- * output covers, and a padding nothing decided becomes `valid`. */
+/* Settle what the windows can say now; returns whether a constraint was queued.  A window whose
+ * input is known settles its output (or is checked against it).  With `defaults` (closing, before
+ * the leaves commit) and nothing settled so: bounded outputs close to their bounds, then one
+ * unknown input takes the largest least size its windows need, a padding nothing decided
+ * becoming `valid` where that size is the window's own least input (each step for every window
+ * first: the order windows were written in does not matter). */
 static bool settle_windows(ShapeSolver *s, bool defaults) {
     bool progress = false;
     for (uint32_t i = 0; i < s->window_count; i++) {
