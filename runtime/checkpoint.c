@@ -24,11 +24,12 @@
  * exists and is not a regular file (a device, a FIFO, a directory) is refused rather than
  * replaced.  A PATH that is a symbolic link is written through (the file it names is replaced,
  * the link stays, as a shell's redirection writes), but not one into /dev or /proc (/dev/stdout:
- * the program's prints go there, and a rename would replace the link itself).  A file a data
- * item of the process was read from, or the running executable, is refused: a save over them
- * (`--save digits_train_x.npy`) would destroy what the run reads.  The temporary is flushed to
- * the disk before the rename; while it exists its name is registered, so that an executable
- * stopped by a signal removes it (tsr_checkpoint_remove_partial).
+ * the program's prints go there, and a rename would replace the link itself).  The running
+ * executable is refused, and in an executable (tsr_checkpoint_guard_saves) a file a data item was
+ * read from: a save over them (`--save digits_train_x.npy`) would destroy what the run reads.
+ * The temporary is flushed to the disk before the rename; in an executable its name is
+ * registered while it exists, so that one stopped by a signal removes it
+ * (tsr_checkpoint_remove_partial).
  *
  * Loading reads the zip's central directory from the end of the file, checks every entry against
  * its member's local header (the same name, no NUL byte: a damaged name would make a member look
