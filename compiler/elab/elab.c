@@ -752,6 +752,32 @@ static void check_settled(Elab *e) {
                    use->call.file ? arena_printf(e->arena, " (an axis, or a size, broadcast into it to fit what '%s' "
                                                  "asks for)", name) : "");
         diag_note(t->span, "the result of '%s' made here", t->op_name ? t->op_name : "this operation");
+        /* Where the grown row's sizes were written (a target's axis, the labels' batch): the
+         * tensor that brought the axis, in the user's file. */
+        Shape result_shape = shape_resolve(e->solver, &t->shape);
+        const Row *grown_row = &result_shape.rows[row];
+        Span noted[8];
+        uint32_t noted_count = 0;
+        for (uint32_t j = 0; j < grown_row->count && noted_count < 8; j++) {
+            const Dim *d = &grown_row->dims[j];
+            if (d->var || !d->origin) continue;
+            Span where = shape_origin_span(e->solver, d->origin);
+            bool said = !where.file || span_in_stdlib(where);
+            for (uint32_t k = 0; k < noted_count && !said; k++) said = span_equal(noted[k], where);
+            /* A size an operand has too, from the same place (the network's own classes), is not
+             * what grew it. */
+            for (uint32_t k = 0; k < t->operand_count && !said; k++) {
+                Shape operand_shape = shape_resolve(e->solver, &t->operands[k]->shape);
+                const Row *or = &operand_shape.rows[row];
+                for (uint32_t m = 0; m < or->count && !said; m++)
+                    said = !or->dims[m].var && or->dims[m].origin && or->dims[m].size == d->size &&
+                           span_equal(shape_origin_span(e->solver, or->dims[m].origin), where);
+            }
+            if (said) continue;
+            noted[noted_count++] = where;
+            diag_note(where, "size %u (%s axis %u of the result) comes from: %s", d->size, row_names[row], j + 1,
+                      shape_origin_what(e->solver, d->origin));
+        }
         /* A grown axis of size 1 in a function of two tensors (a loss, an accuracy): most often a
          * number's, written in the other argument. */
         static const char *const pairs[] = {"cross_entropy", "cross_entropy_ids", "nll", "accuracy", "accuracy_ids"};
