@@ -440,12 +440,17 @@ static int create_beside(const char *path, char **temp) {
     return -1;
 }
 
+/* The directory of `path` (malloc'd; "." for a bare name, "/" for one at the root), or NULL. */
+static char *directory_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
 /* Whether `path` lies in /dev or /proc, where the standard streams and descriptors are named: its
  * directory resolved, so that `//proc/self/fd/1` and `fds/1` (fds a link to /proc/self/fd) are
  * seen for what they are. */
 static bool names_stream(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = directory_of(path);
     char *real = dir ? realpath(dir, NULL) : NULL;
     bool in = real && (!strcmp(real, "/dev") || !strncmp(real, "/dev/", 5) || !strcmp(real, "/proc") ||
                        !strncmp(real, "/proc/", 6));
@@ -534,8 +539,7 @@ int tsr_checkpoint_writable(const char *path) {
             free(temp);
         } else {
             int err = errno;
-            const char *slash = strrchr(target, '/');
-            char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+            char *dir = directory_of(target);
             struct stat st;
             if (dir && err == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
                 status = tsr_error(TSR_ERR_IO, "cannot write checkpoint '%s': its directory '%s' takes no new files "

@@ -200,11 +200,17 @@ static inline int tsr_dtype_integer(unsigned dtype) {
 }
 static inline int tsr_dtype_byte(unsigned dtype) { return dtype == TSR_DTYPE_U8 || dtype == TSR_DTYPE_BOOL; }
 
-/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
-static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
-    uint64_t h = 0xcbf29ce484222325u;
+/* 64-bit FNV-1a: `h` (TSR_FNV_BASIS to start) carried on over `size` more bytes. */
+#define TSR_FNV_BASIS 0xcbf29ce484222325u
+static inline uint64_t tsr_fnv1a_extend(uint64_t h, const void *bytes, size_t size) {
+    const unsigned char *p = (const unsigned char *)bytes;
     for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3u;
     return h;
+}
+
+/* 64-bit FNV-1a of `size` bytes: the model image's checksum (compiler/ir/image.c writes it). */
+static inline uint64_t tsr_image_checksum(const unsigned char *p, size_t size) {
+    return tsr_fnv1a_extend(TSR_FNV_BASIS, p, size);
 }
 
 #endif

@@ -939,16 +939,11 @@ static const char *const agree_names[AGREE_SETTINGS] = {"--reduce", "--check-rep
                                                          "the run counters (tsrc.runs and tsrc.shuffles)"};
 
 /* FNV-1a of the run counters: the routine runs, then each SHUFFLE action's count. */
-static uint64_t fnv_word(uint64_t h, uint64_t word) {
-    for (int i = 0; i < 8; i++) h = (h ^ ((word >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-    return h;
-}
-
 static int64_t counters_hash(const tsr_state *s) {
-    uint64_t h = fnv_word(0xcbf29ce484222325ull, s->runs);
+    uint64_t h = tsr_fnv1a_extend(TSR_FNV_BASIS, &s->runs, sizeof s->runs);
     const tsr_action *a;
     for (uint32_t k = 0; (a = tsr_model_action(s->model, k)); k++)
-        if (a->kind == TSR_ACTION_SHUFFLE) h = fnv_word(h, a->runs);
+        if (a->kind == TSR_ACTION_SHUFFLE) h = tsr_fnv1a_extend(h, &a->runs, sizeof a->runs);
     return (int64_t)h;
 }
 

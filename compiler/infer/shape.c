@@ -677,17 +677,14 @@ static void enqueue(ShapeSolver *s, Constraint c) {
     ARENA_PUSH(s->arena, s->queue, s->queue_count, s->queue_cap, c);
 }
 
-void shape_dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) {
-    enqueue(s, (Constraint){.kind = C_DIM_EQ, .d1 = a, .d2 = b, .why = why});
-}
-/* A constraint the solver derives, with where its sides entered why's application. */
+/* A constraint of two dims, with where its sides entered why's application when the solver
+ * derives it from one that knew (0: the constraint is written, or nothing knew). */
 static void derive_dim(ShapeSolver *s, ConstraintKind kind, Dim d1, Dim d2, OriginId why, OriginId entered1,
                        OriginId entered2) {
     enqueue(s, (Constraint){.kind = kind, .d1 = d1, .d2 = d2, .why = why, .entered = {entered1, entered2}});
 }
-void shape_dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) {
-    enqueue(s, (Constraint){.kind = C_DIM_LE, .d1 = sub, .d2 = super, .why = why});
-}
+void shape_dim_eq(ShapeSolver *s, Dim a, Dim b, OriginId why) { derive_dim(s, C_DIM_EQ, a, b, why, 0, 0); }
+void shape_dim_le(ShapeSolver *s, Dim sub, Dim super, OriginId why) { derive_dim(s, C_DIM_LE, sub, super, why, 0, 0); }
 void shape_dim_at_least(ShapeSolver *s, Dim d, uint32_t size, OriginId why) {
     enqueue(s, (Constraint){.kind = C_DIM_AT_LEAST, .d1 = d, .at_least = size, .why = why});
 }

@@ -428,10 +428,7 @@ static void runtime_sizes(IrProgram *ir, const AssignResult *ar) {
 }
 
 /* FNV-1a steps over main's statements (their kinds, bounds, routines, prints and actions). */
-static uint64_t hash_word(uint64_t h, uint64_t word) {
-    for (int i = 0; i < 8; i++) h = (h ^ ((word >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-    return h;
-}
+static uint64_t hash_word(uint64_t h, uint64_t word) { return tsr_fnv1a_extend(h, &word, sizeof word); }
 
 static uint64_t hash_main(uint64_t h, const IrMainStmt *stmts, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) {
@@ -459,7 +456,7 @@ uint64_t plan_program_hash(const IrProgram *ir) {
     /* Places in the source are not the program: the dump's comment lines ("# einsum '+*' at
      * p.tsr:7:12: …") and the offsets in the names of main's own functions ("main.print@56")
      * are left out, so a comment added or the file renamed keeps the hash. */
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = TSR_FNV_BASIS;
     bool comment = false, indent = true; /* the line is a comment; still in its leading blanks */
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
@@ -476,7 +473,7 @@ uint64_t plan_program_hash(const IrProgram *ir) {
             while (i + 1 < len && text[i + 1] >= '0' && text[i + 1] <= '9') i++;
             continue;
         }
-        h = (h ^ (unsigned char)c) * 0x100000001b3ull;
+        h = tsr_fnv1a_extend(h, &c, 1);
     }
     free(text);
     return hash_main(h, ir->main, ir->main_count);
