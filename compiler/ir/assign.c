@@ -705,6 +705,9 @@ static bool slice_in_place(const Assignment *a, int32_t *sliced, int64_t *lo, in
     if (!p || p->rank[from] != p->rank[to]) return false;
     for (uint32_t ax = 0; ax < p->rank[to]; ax++) {
         const ProjIndex *r = &p->maps[from][ax], *w = &p->maps[to][ax];
+        if (w->kind == PIDX_FIXED && r->kind == PIDX_FIXED && w->fixed == 0 && r->fixed == 0 &&
+            p->axis_size[from][ax] == 1)
+            continue; /* an axis of one cell, on both sides */
         if (w->kind != PIDX_ITER) return false;
         if (r->kind == PIDX_ITER && r->iter == w->iter) continue;
         if (r->kind != PIDX_CONCAT || *sliced >= 0) return false;
@@ -718,16 +721,31 @@ static bool slice_in_place(const Assignment *a, int32_t *sliced, int64_t *lo, in
     return true;
 }
 
-/* The data item whose values reach t unchanged — through slices and operations whose forward
- * code only copies one tensor (a spec's slice, a transpose) — or NULL; its field in *field and
- * the part of it that reaches t in *region. */
-static DataSource *copied_from(Builder *b, Tensor *t, const Tensor **field, Region *region) {
+/* Whether copy `a` reads every cell of its operand: each axis at an iterator of its own that spans
+ * it (a transpose), or an axis of one cell at its point; not a point of a longer axis, a diagonal,
+ * a stride or a part of a concatenation. */
+static bool copies_every_cell(const Assignment *a) {
+    const Projections *p = a->proj;
+    uint32_t from = a->reads[a->rhs->read].slot;
+    if (!p) return false;
+    for (uint32_t ax = 0; ax < p->rank[from]; ax++) {
+        const ProjIndex *r = &p->maps[from][ax];
+        if (p->axis_size[from][ax] == 1 && (r->kind == PIDX_FIXED || r->kind == PIDX_ITER)) continue;
+        if (r->kind != PIDX_ITER || p->iter_size[r->iter] != p->axis_size[from][ax]) return false;
+        for (uint32_t other = 0; other < ax; other++)
+            if (p->maps[from][other].kind == PIDX_ITER && p->maps[from][other].iter == r->iter) return false;
+    }
+    return true;
+}
+
+/* The leaf whose values reach t unchanged — a data item's field or numbers written in the
+ * program (a literal, a stack of them) — through slices and operations whose forward code only
+ * copies one tensor (a spec's slice, a transpose), or NULL; the part of it that reaches t in
+ * *region. */
+static Tensor *copied_from(Builder *b, Tensor *t, Region *region) {
     *region = (Region){.axis = -1};
     for (int depth = 0; t && depth < 256; depth++) {
-        if (t->kind == TENSOR_DATA) {
-            *field = t;
-            return t->source;
-        }
+        if (t->kind == TENSOR_DATA || t->kind == TENSOR_LITERAL || t->kind == TENSOR_STACK) return t;
         if (t->kind == TENSOR_SLICE) { /* `x @| i`: every i is read in its turn */
             /* x has one more axis, the leftmost (its first batch axis): a region of the slice's
              * axes is one axis further in x's (gpt.tsr's `train @| b` cut into inputs and
@@ -746,11 +764,12 @@ static DataSource *copied_from(Builder *b, Tensor *t, const Tensor **field, Regi
             if (!read || (from && read != from)) return NULL;
             from = read;
             /* A slice narrows the region (in the read's coordinates: the offset added); a copy
-             * that moves axes leaves a region nowhere to be (a whole field can go anywhere). */
+             * that moves axes leaves a region nowhere to be (a whole field can go anywhere), and
+             * one that reads some of its cells otherwise (a point, a stride) is not followed. */
             int32_t sliced;
             int64_t lo, hi;
             bool in_place = slice_in_place(a, &sliced, &lo, &hi);
-            if (!in_place && (region->axis >= 0 || (a->proj && a->proj->concat_count > 0))) return NULL;
+            if (!in_place && (region->axis >= 0 || !copies_every_cell(a))) return NULL;
             if (in_place && sliced >= 0) {
                 if (region->axis >= 0 && region->axis != sliced) return NULL; /* two axes: not followed */
                 *region = region->axis < 0 ? (Region){sliced, lo, hi}
@@ -762,21 +781,69 @@ static DataSource *copied_from(Builder *b, Tensor *t, const Tensor **field, Regi
     return NULL;
 }
 
+/* Where the number `value` is written in the literal `init` (or a literal it stacks): the first
+ * cell that holds it, or `otherwise`. */
+static Span written_cell(const Tensor *init, double value, Span otherwise) {
+    if (init->kind == TENSOR_STACK)
+        for (uint32_t k = 0; k < init->operand_count; k++) {
+            Span at = written_cell(init->operands[k], value, (Span){0});
+            if (at.file) return at;
+        }
+    if (init->kind == TENSOR_LITERAL && init->value_spans)
+        for (uint32_t i = 0; i < init->value_count; i++)
+            if (init->values[i] == value) return init->value_spans[i];
+    if (init->kind == TENSOR_LITERAL && init->value_count == 1 && init->values[0] == value) return init->span;
+    return otherwise;
+}
+
+/* Numbers written in the program that reach a gathered axis of `size` cells as its positions
+ * (the cells of `region` of the literal `leaf`) must be whole numbers in 0 … size-1, as a data
+ * item's are: an id past an embedding's rows written as a literal is an error here, at the number,
+ * not a row read at the clamp.  False after the error. */
+static bool literal_positions_fit(Builder *b, const Tensor *t, Tensor *leaf, Region region, const Tensor *gathered,
+                                  int64_t size) {
+    double *values = literal_values(b, leaf);
+    if (!values) return true;
+    const IrBuffer *buf = buffer_of(b, (TNode){leaf, false});
+    uint64_t inner = 1; /* the cells after the region's axis, in memory order */
+    for (uint32_t i = (uint32_t)(region.axis + 1); region.axis >= 0 && i < buf->rank; i++) inner *= buf->dims[i];
+    for (uint64_t i = 0; i < buf->size; i++) {
+        if (region.axis >= 0) {
+            int64_t at = (int64_t)(i / inner % buf->dims[region.axis]);
+            if (at < region.lo || at >= region.hi) continue;
+        }
+        double v = values[i];
+        if (v >= 0 && v < (double)size && v == floor(v)) continue;
+        diag_error(written_cell(leaf, v, leaf->span),
+                   "%g is not a whole number in 0 … %lld: this literal's numbers are positions in %s, along a "
+                   "gathered axis of %lld cell%s", v, (long long)size - 1, node_text(b, (TNode){(Tensor *)gathered, false}),
+                   (long long)size, size == 1 ? "" : "s");
+        if (!span_in_stdlib(t->span)) diag_note(t->span, "'%s' reads the cells at them here", t->op_name);
+        b->failed = true;
+        return false;
+    }
+    return true;
+}
+
 /* A gathered axis of this operation whose positions come, unchanged, from a data item: that
  * item's values must be whole numbers below the axis's size, which the runtime checks when it
  * reads them (DataSource.bound, from the reaches recorded here: resolve_gather_bounds), so that
- * an id past an embedding's rows is an error, not a row read at the clamp. */
-static void bound_gathered_data(Builder *b, const Projections *p, Tensor **slots) {
+ * an id past an embedding's rows is an error, not a row read at the clamp.  Positions written in
+ * the program are checked now (literal_positions_fit). */
+static void bound_gathered_data(Builder *b, const Tensor *t, const Projections *p, Tensor **slots) {
     for (uint32_t s = 0; s < p->slot_count; s++)
         for (uint32_t a = 0; a < p->rank[s]; a++) {
             if (p->maps[s][a].kind != PIDX_GATHER) continue;
-            const Tensor *field = NULL;
             Region region;
-            DataSource *d = copied_from(b, slots[p->maps[s][a].gather], &field, &region);
+            Tensor *leaf = copied_from(b, slots[p->maps[s][a].gather], &region);
             int64_t size = (int64_t)p->axis_size[s][a];
-            if (!d || size_is_runtime((uint64_t)size)) continue;
+            if (!leaf || size_is_runtime((uint64_t)size)) continue;
+            if (leaf->kind != TENSOR_DATA) {
+                if (!literal_positions_fit(b, t, leaf, region, slots[s], size)) return;
+                continue;
+            }
             ARENA_PUSH(b->ir->arena, b->reaches, b->reach_count, b->reach_cap,
-                       ((GatherReach){d, field, region.axis, region.lo, region.hi, size}));
+                       ((GatherReach){leaf->source, leaf, region.axis, region.lo, region.hi, size}));
         }
 }
 
@@ -867,7 +934,7 @@ static void build_operator(Builder *b, Tensor *t) {
         add_forward(b, a);
     }
     t->dtype = stored == DTYPE_ANY ? TSR_DTYPE_F32 : stored;
-    if (proj && proj_gathers(proj)) bound_gathered_data(b, proj, slots);
+    if (proj && proj_gathers(proj)) bound_gathered_data(b, t, proj, slots);
 }
 
 
@@ -887,21 +954,6 @@ static void random_param(Builder *b, Tensor *t, IrBuffer *buf) {
     buf->init = r->normal ? INIT_NORMAL : INIT_UNIFORM;
     buf->fill = r->scale / sqrt(fan);
     buf->init_shift = r->shift;
-}
-
-/* Where the number `value` is written in the literal `init` (or a literal it stacks): the first
- * cell that holds it, or `otherwise`. */
-static Span written_cell(const Tensor *init, double value, Span otherwise) {
-    if (init->kind == TENSOR_STACK)
-        for (uint32_t k = 0; k < init->operand_count; k++) {
-            Span at = written_cell(init->operands[k], value, (Span){0});
-            if (at.file) return at;
-        }
-    if (init->kind == TENSOR_LITERAL && init->value_spans)
-        for (uint32_t i = 0; i < init->value_count; i++)
-            if (init->values[i] == value) return init->value_spans[i];
-    if (init->kind == TENSOR_LITERAL && init->value_count == 1 && init->values[0] == value) return init->span;
-    return otherwise;
 }
 
 /* The parameter's initial values, `count` of them from `init`, each within its element type's
