@@ -521,7 +521,7 @@ static bool slot_kinds_moved(Elab *e, const SpecSlot *slot, bool multichar, cons
             while (in_kind == has[kind]) kind++, in_kind = 0; /* the totals are equal: kind stays in range */
             Span at = slot->rows[k].trailing[i].span;
             char *out = rows[kind];
-            snprintf(out + strlen(out), sizeof rows[0] - strlen(out), "%s%.*s", in_kind && multichar ? ", " : "",
+            snprintf(out + strlen(out), sizeof rows[0] - strlen(out), "%s%.*s", !in_kind ? "" : multichar ? ", " : " ", /* blanks are ignored in one-letter specs */
                      (int)(at.end - at.start), text + at.start);
             in_kind++;
         }
