@@ -278,6 +278,9 @@ struct Elab {
     uint32_t run_time_item_count, run_time_item_cap;
     const char *main_dir;
     uint32_t prelude_file; /* the source of core.tsr, whose operators named as primitives are them in code */
+    const Tensor **kinds_moved; /* operands a library's spec slot gave their axes in other kinds
+                                   (slot_kinds_moved): reported at the first such slot only */
+    uint32_t kinds_moved_count, kinds_moved_cap;
 };
 
 enum { MAX_EVAL_DEPTH = 20000 };

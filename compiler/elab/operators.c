@@ -490,7 +490,9 @@ static void describe_axis_counts(char *out, size_t size, const uint32_t counts[S
  * moved (`"b -> i"` for a tensor of one batch and one output axis): one error saying so, with
  * the slot as it would fit, in place of a rank mismatch in each of two kinds of axes.  Only for
  * an operand whose rows are closed and a slot without row variables, whose axes are then all it
- * has (one dim each).  Returns whether it reported. */
+ * has (one dim each); a second slot of the standard library's for the same operand (an
+ * embedding's table, checked and then read) adds nothing.  Returns whether it reported, now or
+ * before. */
 static bool slot_kinds_moved(Elab *e, const SpecSlot *slot, bool multichar, const Tensor *operand, const char *what,
                              const char *op) {
     uint32_t written[SPEC_ROW_KINDS], has[SPEC_ROW_KINDS], total_written = 0, total_has = 0, differ = 0;
@@ -506,6 +508,10 @@ static bool slot_kinds_moved(Elab *e, const SpecSlot *slot, bool multichar, cons
         differ += written[k] != has[k];
     }
     if (differ < 2 || total_written != total_has) return false;
+    bool library = span_in_stdlib(slot->span);
+    for (uint32_t i = 0; library && i < e->kinds_moved_count; i++) /* the library's slots: one error a tensor */
+        if (e->kinds_moved[i] == operand) return true;
+    if (library) ARENA_PUSH(e->arena, e->kinds_moved, e->kinds_moved_count, e->kinds_moved_cap, operand);
     char gives[160], holds[160];
     describe_axis_counts(gives, sizeof gives, written);
     describe_axis_counts(holds, sizeof holds, has);
@@ -525,6 +531,11 @@ static bool slot_kinds_moved(Elab *e, const SpecSlot *slot, bool multichar, cons
                      (int)(at.end - at.start), text + at.start);
             in_kind++;
         }
+    if (library && operand->span.file && !span_in_stdlib(operand->span)) {
+        /* The library's spec is not the user's to change: the tensor given to it is. */
+        diag_note(operand->span, "%s is this tensor, which the standard library needs with %s", what, gives);
+        return true;
+    }
     char fit[512];
     snprintf(fit, sizeof fit, "%s%s%s%s%s", rows[SPEC_ROW_BATCH], rows[SPEC_ROW_BATCH][0] ? " | " : "",
              rows[SPEC_ROW_INPUT], rows[SPEC_ROW_INPUT][0] ? " -> " : "", rows[SPEC_ROW_OUTPUT]);
