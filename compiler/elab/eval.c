@@ -324,6 +324,7 @@ static Value *eval_set_dim(Elab *e, const Node *app, Env *env) {
                                    e->user_call_name ? e->user_call_name : "the library", name->name,
                                    (long long)size->as.i)
                           : o;
+    if (given) shape_origin_given(e->solver, from);
     Equation sizing = {current_scope(e), {name, NULL}, app->span, o};
     ARENA_PUSH(e->arena, e->sizings, e->sizing_count, e->sizing_cap, sizing);
     shape_dim_eq(e->solver, d, dim_ground((uint32_t)size->as.i, BASIS_DEFAULT, from), o);

@@ -1284,10 +1284,11 @@ static bool eval_sizes(Elab *e, const Node *n, Env *env, const char *field, cons
         /* A size the standard library writes from a number the user gave it (~dim:8): that
          * number is where the size comes from. */
         bool given = span_in_stdlib(item->span) && v->written.file && !span_in_stdlib(v->written);
-        dims[i] = dim_ground((uint32_t)v->as.i, basis,
-                             given ? origin(e, v->written, "the number given to '%s' here (the %s size of its parameter '%s')",
-                                            e->user_call_name ? e->user_call_name : "the library", row, tensor)
-                                   : origin(e, item->span, "the %s sizes written for '%s'", row, tensor));
+        OriginId from = given ? origin(e, v->written, "the number given to '%s' here (the %s size of its parameter '%s')",
+                                       e->user_call_name ? e->user_call_name : "the library", row, tensor)
+                              : origin(e, item->span, "the %s sizes written for '%s'", row, tensor);
+        if (given) shape_origin_given(e->solver, from);
+        dims[i] = dim_ground((uint32_t)v->as.i, basis, from);
     }
     *out = shape_closed_row(e->solver, dims, count, origin(e, n->span, "the %s sizes written for '%s'", row, tensor));
     return true;

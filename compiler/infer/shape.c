@@ -90,9 +90,13 @@ void shape_pop_call(ShapeSolver *s) {
 
 OriginId shape_origin(ShapeSolver *s, Span span, const char *what) {
     Origin o = {span, arena_strndup(s->arena, what, strlen(what)), s->context, s->context_name, s->calls, false,
-                s->note, s->note_text, s->size_note, s->size_note_text, s->product_meant};
+                s->note, s->note_text, s->size_note, s->size_note_text, s->product_meant, false};
     ARENA_PUSH(s->arena, s->origins, s->origin_count, s->origin_cap, o);
     return s->origin_count - 1;
+}
+
+void shape_origin_given(ShapeSolver *s, OriginId o) {
+    if (o < s->origin_count) s->origins[o].given = true;
 }
 
 Span shape_origin_span(const ShapeSolver *s, OriginId o) {
@@ -651,7 +655,7 @@ static void report_dim_clash(ShapeSolver *s, bool equality, Dim a, Dim b, Dim wr
     /* NumPy would broadcast a size 1 here; a size 1 written in a shape is a size (§3.5.2) */
     Dim one = a.size == 1 ? a : b;
     if (!equality && (a.size == 1) != (b.size == 1) && one.basis == BASIS_DEFAULT && one.origin &&
-        !is_fallback(s, one.origin))
+        !is_fallback(s, one.origin) && !s->origins[one.origin].given)
         diag_note(s->origins[one.origin].span, "an axis of size 1 is a size, not a broadcast: a broadcastable unit axis "
                   "is written (1 : _) (docs/language.md §3.5.2)");
 }

@@ -94,6 +94,8 @@ void shape_set_size_note(ShapeSolver *solver, Span at, const char *text);
 /* While on, origins made do not add the hint that '*' is the matrix product to their errors: a
  * parameter times a tensor (a layer's weight), where the product is what is meant. */
 void shape_set_product_meant(ShapeSolver *solver, bool on);
+/* Marks an origin as a number the user gave a library function (~out:1), not a shape written. */
+void shape_origin_given(ShapeSolver *solver, OriginId origin);
 
 /* Every application of a user function in progress, for --explain (shape_explain): origins
  * made between a push and its pop record it, innermost first. */

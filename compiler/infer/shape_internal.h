@@ -113,6 +113,8 @@ typedef struct Origin {
     Span sizes_also;       /* shape_set_size_note: one that only a clash of two sizes adds */
     const char *sizes_also_text;
     bool product_meant;    /* shape_set_product_meant: no "'*' is the matrix product" hint */
+    bool given;            /* shape_origin_given: a number given to a function (~out:1), not a
+                            * shape written, so no hint to write a size 1 as (1 : _) */
 } Origin;
 
 /* shape_row_product: the axes of `row` hold as many cells as `cells` says. */
