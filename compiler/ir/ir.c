@@ -402,11 +402,11 @@ void ir_block_push(Arena *arena, IrBlock *block, IrStmt *stmt) {
     ARENA_PUSH(arena, block->items, block->count, block->cap, stmt);
 }
 
-uint32_t ir_f32_twin(IrProgram *ir, uint32_t of, const char *name) {
-    const IrBuffer *half = &ir->buffers[of];
-    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = DTYPE_F32, .rank = half->rank, .dims = half->dims,
-                  .size = half->size, .init = INIT_NONE, .shape_text = half->shape_text,
-                  .size_symbol = half->size_symbol, .name = name};
+uint32_t ir_twin(IrProgram *ir, uint32_t of, DType dtype, const char *name) {
+    const IrBuffer *model = &ir->buffers[of];
+    IrBuffer b = {.id = ir->buffer_count, .kind = BUF_SCRATCH, .dtype = dtype, .rank = model->rank, .dims = model->dims,
+                  .size = model->size, .init = INIT_NONE, .shape_text = model->shape_text,
+                  .size_symbol = model->size_symbol, .name = name};
     ARENA_PUSH(ir->arena, ir->buffers, ir->buffer_count, ir->buffer_cap, b);
     return b.id;
 }

@@ -715,10 +715,11 @@ typedef struct IrProgram {
 
 /* The index of the symbol named `name`, or UINT32_MAX. */
 uint32_t ir_symbol(const IrProgram *ir, const char *name);
-/* A new BUF_SCRATCH buffer of f32 cells with the shape of (half) buffer `of` and nothing else of
- * it, named `name`: where a bf16 or f16 sum accumulates before it is rounded once (lowering's
- * scatters, the schedule's reductions). */
-uint32_t ir_f32_twin(IrProgram *ir, uint32_t of, const char *name);
+/* A new BUF_SCRATCH buffer of `dtype` cells with the shape of buffer `of` and nothing else of it,
+ * named `name`: f32, where a bf16 or f16 sum accumulates before it is rounded once (lowering's
+ * scatters, the schedule's reductions); of `of`'s own type, the values an assignment that reads
+ * its own left side reads (lowering's snapshots). */
+uint32_t ir_twin(IrProgram *ir, uint32_t of, DType dtype, const char *name);
 
 /* ir.c: printing and checking. */
 void ir_dump(const IrProgram *ir, FILE *out);

@@ -38,6 +38,7 @@
  * Requires: assignments from assign.c (each with its projections), buffers for every access. */
 #include "ir/lower.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/assign.h"
@@ -469,6 +470,38 @@ static void region_ranges(const Padding *pad, const Projections *p, uint32_t r, 
 
 /* ---- One assignment ----------------------------------------------------------------------------- */
 
+/* The right side of an assignment sees its left side as it was before the assignment
+ * (docs/language.md §2.9): `m =: m ~logic:"i, j => j, i"` transposes, `c =:+ c * c` squares.
+ * Reads at the very cell each point writes see that anyway, as long as nothing fills the left
+ * side first; any other read of it — through another index map, or after a reset that fills it —
+ * would see cells the nests have already written.  Then every read of the left side reads a copy
+ * of it taken first (a scratch buffer `X.before#lN`), and the assignment returned reads that. */
+static const Assignment *read_before_writing(Lowerer *l, const Assignment *a, bool surjective, bool skips_cells) {
+    const Projections *p = a->proj;
+    uint32_t lhs = a->lhs.buffer;
+    bool fills_first = a->reset && (!surjective || (a->accum != ACC_NONE && (skips_cells || p->concat_count)));
+    bool reads_written = false;
+    for (uint32_t i = 0; i < a->read_count; i++)
+        reads_written |= !a->reads[i].symbol && a->reads[i].buffer == lhs &&
+                         (fills_first || !same_cells(p, a->reads[i].slot, a->lhs.slot));
+    if (!reads_written) return a;
+    IrProgram *ir = l->ir;
+    const char *name = ir->buffers[lhs].name;
+    uint32_t before = ir_twin(ir, lhs, ir->buffers[lhs].dtype, arena_printf(ir->arena, "%s.before#l%u", name, ir->buffer_count));
+    IrStmt *copy = fill_nest(l, before, NULL, lhs);
+    copy->comment = arena_printf(ir->arena, "%s as it is before the assignment below, which reads it", name);
+    ir_block_push(ir->arena, &l->fn->body, copy);
+    Assignment *reading = arena_alloc(ir->arena, sizeof *reading);
+    *reading = *a;
+    reading->reads = arena_alloc(ir->arena, a->read_count * sizeof *reading->reads);
+    for (uint32_t i = 0; i < a->read_count; i++) {
+        reading->reads[i] = a->reads[i];
+        if (!a->reads[i].symbol && a->reads[i].buffer == lhs) reading->reads[i].buffer = before;
+    }
+    l->a = reading;
+    return reading;
+}
+
 void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     const Projections *p = a->proj;
     Lowerer l = {ir, a, (DType)ir_dtype_compute(ir->buffers[a->lhs.buffer].dtype), fn, fn->iter_count, NULL, NULL, NULL};
@@ -566,11 +599,12 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
      * reduction's f32 local is (an embedding's gradient, adding one row per occurrence of a token,
      * rounded at every occurrence; a maximum or minimum rounds the same either way).  Not when
      * the right side reads the left: it must see the sums so far. */
+    a = read_before_writing(&l, a, surjective, skips_cells);
     uint32_t target = lhs; /* the buffer the nests accumulate in */
     bool in_twin = lhs_affine && ir_dtype_half(ir->buffers[lhs].dtype) && a->accum != ACC_NONE &&
                    a->accum != ACC_MAX && a->accum != ACC_MIN;
     for (uint32_t i = 0; i < a->read_count; i++) in_twin = in_twin && a->reads[i].buffer != lhs;
-    if (in_twin) target = ir_f32_twin(ir, lhs, arena_printf(ir->arena, "%s.f32#l%u", ir->buffers[lhs].name, ir->buffer_count));
+    if (in_twin) target = ir_twin(ir, lhs, DTYPE_F32, arena_printf(ir->arena, "%s.f32#l%u", ir->buffers[lhs].name, ir->buffer_count));
     bool reset = a->reset;
     if (reset && (!surjective || (skips_cells && a->accum != ACC_NONE) ||
                   (p->concat_count && a->accum != ACC_NONE))) {
@@ -586,19 +620,14 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
     }
     if (p->concat_count && a->accum != ACC_NONE) reset = false;
 
-    /* A loop is parallel when its iterator addresses the stored cell — unless the assignment
-     * reads its own left side through another index map, so that one iteration may read what
-     * another writes: then every loop runs in order.  Through a gathered LHS (an embedding's
-     * gradient, a scatter) two points may reach one cell, but only points with the same values
-     * of the iterators that index an axis on their own (the prefix of `order`): those loops are
-     * parallel, outermost, and each cell's steps stay in one iteration of them, in order.  A
-     * window's scatter (an affine LHS) keeps every loop in order, for the schedule's rewrite 0
-     * (sched.c untangle_scatter), which makes its parallel loops itself. */
-    bool aliased = lhs_window;
-    for (uint32_t i = 0; i < a->read_count; i++)
-        if (a->reads[i].buffer == a->lhs.buffer && a->reads[i].slot != a->lhs.slot &&
-            !same_cells(p, a->reads[i].slot, a->lhs.slot))
-            aliased = true;
+    /* A loop is parallel when its iterator addresses the stored cell (the right side reads its
+     * left side, if at all, at that cell or in a copy: read_before_writing).  Through a gathered
+     * LHS (an embedding's gradient, a scatter) two points may reach one cell, but only points
+     * with the same values of the iterators that index an axis on their own (the prefix of
+     * `order`): those loops are parallel, outermost, and each cell's steps stay in one iteration
+     * of them, in order.  A window's scatter (an affine LHS) keeps every loop in order, for the
+     * schedule's rewrite 0 (sched.c untangle_scatter), which makes its parallel loops itself. */
+    bool in_order = lhs_window;
     ScalarOp acc_op = accum_scalar_op(a->accum);
     IrStmt *first = NULL;
     for (uint64_t rc = 0; rc < concat_regions * pad.region_count; rc++) {
@@ -631,7 +660,7 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
         for (uint32_t i = 0; i < loops; i++) {
             if (l.inactive[order[i]]) continue;
             IrStmt *lp = loop(&l, l.base + order[i], (uint64_t)(range[order[i]].hi - range[order[i]].lo),
-                              !aliased && i < parallel);
+                              !in_order && i < parallel);
             ir_block_push(ir->arena, into, lp);
             if (!region_first) region_first = lp;
             into = &lp->body;

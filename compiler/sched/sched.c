@@ -868,7 +868,7 @@ static bool split_reduction(Sched *s, IrStmt *st, const Reduction *r, IrBlock *o
 
 /* An f32 buffer of the shape of half buffer `of`, private to the schedule. */
 static uint32_t f32_twin(Sched *s, uint32_t of) {
-    return ir_f32_twin(s->ir, of, arena_printf(s->ir->arena, "%s.f32#s%u", s->ir->buffers[of].name, s->scratch++));
+    return ir_twin(s->ir, of, DTYPE_F32, arena_printf(s->ir->arena, "%s.f32#s%u", s->ir->buffers[of].name, s->scratch++));
 }
 
 /* The nest `to[i…] = from[i…]` over every cell of two buffers of one shape. */
