@@ -1072,6 +1072,22 @@ else
     else fail "tests/native/bf16_pairs.tsr (compiled for znver4)" "exit $(status)" "$TMP/err"; fi
 fi
 
+# Code for a named CPU uses only the extensions the model image records (compiler/cg/cg_module.c
+# unrecorded_extensions): znver4's f16 code used SSE4a (insertq), a SIGILL on Intel CPUs that have
+# every recorded extension.
+run_tsrc --emit=asm -O3 --cpu=znver4 -o - tests/native/f16_linear_step.tsr
+if [ "$(status)" = 0 ] && ! grep -qE '[[:space:]](insertq|extrq|movntss|movntsd)[[:space:]]' "$TMP/out"
+then pass "tests/native/f16_linear_step.tsr (znver4 code without SSE4a, which the image does not record)"
+else fail "tests/native/f16_linear_step.tsr (znver4 code without SSE4a)" "exit $(status), or an SSE4a instruction" "$TMP/err"; fi
+if [ -n "$(sh tests/host_cpus.sh znver4)" ]; then
+    run_tsrc --run --interp tests/native/f16_linear_step.tsr
+    cp "$TMP/out" "$TMP/step_ref.out"
+    run_tsrc --run -O3 --cpu=znver4 tests/native/f16_linear_step.tsr
+    if [ "$(status)" = 0 ] && diff -u "$TMP/step_ref.out" "$TMP/out" >"$TMP/diff" 2>&1
+    then pass "tests/native/f16_linear_step.tsr (native --cpu=znver4 = reference executor)"
+    else fail "tests/native/f16_linear_step.tsr (native --cpu=znver4)" "exit $(status)" "$TMP/diff"; fi
+fi
+
 # A contraction whose broadcast operand (an f64 A of 17 MB) is more than the cache can be counted
 # on to hold has its reduction split into blocks (sched.c split_reduction; the .out golden of
 # tests/native/split_reduction.tsr checks the values in every executor).

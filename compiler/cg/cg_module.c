@@ -70,6 +70,15 @@ void cgl_dispose(CgLlvm *g) {
     LLVMContextDispose(g->ctx);
 }
 
+/* x86-64 extensions that the model image does not record (runtime/image_format.h's
+ * TSR_CPU_FEATURE_KINDS), so that the runtime could not refuse to run code using them on a CPU
+ * without them: code is generated without them whatever --cpu names — znver4's SSE4a `insertq`,
+ * run on an Intel CPU with every recorded extension, was a SIGILL.  The code tsrc generates has
+ * no use for them (f32 and the half types compute with the recorded ones). */
+static const char unrecorded_extensions[] =
+    "-sse4a,-xop,-fma4,-tbm,-avx512fp16,-avx512vbmi,-avx512vbmi2,-avx512vnni,-avx512bitalg,-avx512vpopcntdq,"
+    "-avx512ifma,-avx512vp2intersect,-avxvnni,-gfni,-vaes,-vpclmulqdq,-amx-tile,-amx-int8,-amx-bf16";
+
 LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_opt, int opt_level) {
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
@@ -95,7 +104,12 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_
     char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
     bool native = !cpu_opt || strcmp(cpu_opt, "native") == 0;
     const char *cpu = native ? (triple_opt ? "x86-64" : host_cpu) : cpu_opt;
-    const char *features = native && !triple_opt ? host_features : "";
+    bool x86 = !triple_opt || strncmp(triple_opt, "x86_64", 6) == 0;
+    size_t host_length = native && !triple_opt ? strlen(host_features) : 0;
+    char *features = malloc(host_length + sizeof unrecorded_extensions + 1);
+    if (!features) diag_fatal_oom();
+    snprintf(features, host_length + sizeof unrecorded_extensions + 1, "%s%s%s", host_length ? host_features : "",
+             host_length ? "," : "", x86 ? unrecorded_extensions : "");
     LLVMCodeGenOptLevel level = opt_level == 0 ? LLVMCodeGenLevelNone : opt_level == 1 ? LLVMCodeGenLevelLess
                               : opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level, LLVMRelocPIC,
@@ -104,6 +118,7 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_
     LLVMDisposeMessage(host_triple);
     LLVMDisposeMessage(host_cpu);
     LLVMDisposeMessage(host_features);
+    free(features);
     return tm;
 }
 
