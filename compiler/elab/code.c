@@ -47,6 +47,13 @@ bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad) {
                    ir_dtype_word((*t)->dtype));
         return false;
     }
+    const char *leaf = *grad ? kind_without_gradient((*t)->kind) : NULL;
+    if (leaf) { /* read, it would be zeros nothing writes; written, a buffer only this code sees */
+        diag_error(n->span, "'%s' has no gradient: it is %s (inputs, data, literals and constants have none; backprop "
+                   "reaches parameters and the operations between them and the loss)",
+                   (*t)->shown ? (*t)->shown : (*t)->name ? (*t)->name : "this tensor", leaf);
+        return false;
+    }
     return true;
 }
 
@@ -150,7 +157,7 @@ static bool is_written_literal(const Tensor *t) {
     return true;
 }
 
-/* Code may assign to parameters and to what the program computes (and to any gradient), not to
+/* Code may assign to parameters and to what the program computes (and to their gradients), not to
  * tensors whose values come from elsewhere; reports the left side `at` otherwise. */
 static bool check_assignable(const Tensor *t, Span at) {
     const char *name = t->name ? t->name : "this tensor";
