@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "ir/assign.h"
 #include "ir/ir.h"
 
 /* ---- Shape logics -------------------------------------------------------------------------- */
@@ -835,6 +836,17 @@ static bool check_read_names(const Node *n, const char *const *locals, uint32_t 
             ok = false;
         }
         return ok;
+    }
+    /* A function applied must be a primitive of code (what applying the operator would report,
+     * ir/assign.c), with the closest one's name. */
+    bool swapped, binary = n->kind == NODE_BINOP && strcmp(n->name, "@|") != 0;
+    const Node *applied = n->kind == NODE_APP && n->a && n->a->kind == NODE_VAR ? n->a : binary ? n : NULL;
+    if (applied && (binary ? scalar_op_code(n->name, true, &swapped) < 0
+                           : scalar_op_lookup(applied->name, false) < 0 && !block_builtin_named(applied->name))) {
+        diag_error(applied->span, "'%s' is not a primitive operation of %%cd code", applied->name);
+        const char *near = scalar_op_closest(applied->name, binary);
+        if (near) diag_note(applied->span, "did you mean '%s'?", near);
+        ok = false;
     }
     if (n->kind != NODE_APP || !n->a || n->a->kind != NODE_VAR) ok &= check_read_names(n->a, locals, nlocals);
     ok &= check_read_names(n->b, locals, nlocals);

@@ -433,6 +433,13 @@ static const KernelForm KERNEL_FORMS[] = {
     {"attention_dv", KERNEL_ATTENTION_DV, false, false, "g3 =+ attention_dv v1 v2 v3 v g"},
 };
 
+bool block_builtin_named(const char *name) {
+    if (strcmp(name, RANDOM_PRIMITIVE) == 0) return true;
+    for (size_t i = 0; i < sizeof KERNEL_FORMS / sizeof KERNEL_FORMS[0]; i++)
+        if (strcmp(name, KERNEL_FORMS[i].name) == 0) return true;
+    return false;
+}
+
 static const KernelForm *kernel_form(const Node *rhs) {
     if (rhs->kind != NODE_APP || rhs->a->kind != NODE_VAR) return NULL;
     for (size_t i = 0; i < sizeof KERNEL_FORMS / sizeof KERNEL_FORMS[0]; i++)
