@@ -5,8 +5,8 @@ Random cases, each a table (a parameter of one to three output axes, sizes 1..5)
 spec in which one of its axes is written `[2]`: operand 2 gives the positions, ids of one or two
 axes (sizes 1..4) holding values from -2 to the axis's size + 1, so that some fall outside the
 axis and are clamped: as i32 (to_i32 of a literal; or a .npy data item of int32, whose values
-are in range, since ids read from data are checked) or f32 (a literal, some of its values
-fractions, converted toward zero).  The result's axes are the ids' axes, then the table's other
+are in range, since ids read from data are checked) or f32 (a literal times 1, some of its values
+fractions, converted toward zero; a literal itself would be checked when compiling).  The result's axes are the ids' axes, then the table's other
 axes in a random order.  NumPy computes the result with fancy indexing after clipping, and the
 table's gradient of sum(result * w) (w a random literal of the result's shape) with np.add.at,
 the scatter-add the backward pass performs.  Every case is run by the reference executor and
@@ -47,7 +47,7 @@ class Case:
         n = self.table.shape[self.axis]
         id_shape = tuple(int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 3))))
         # ids: "data" an i32 .npy item (in range: ids from data are checked, language.md §5.11),
-        # "cast" to_i32 of a literal (out of range too: clamped), "f32" a literal with fractions
+        # "cast" to_i32 of a literal (out of range too: clamped), "f32" a literal (times 1) with fractions
         self.mode = ("data", "cast", "f32")[int(rng.integers(0, 3))]
         self.i32 = self.mode != "f32"
         ids = rng.integers(0, n, size=id_shape) if self.mode == "data" else rng.integers(-2, n + 2, size=id_shape)
@@ -91,7 +91,7 @@ class Case:
             ids = "(to_i32 %s)" % literal(self.ids.astype(np.float64))
             head = ""
         else:
-            ids = "(%s)" % literal(self.ids)
+            ids = "(%s *. 1.)" % literal(self.ids)  # computed: a literal's positions are checked
             head = ""
         return (head +
                 "let%%op t%d = { t%d = %s }\n" % (k, k, literal(self.table)) +
