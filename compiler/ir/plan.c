@@ -68,6 +68,7 @@ typedef struct ReadsNeverComputed {
     const IrProgram *ir;
     const bool *runs;
     Span at;
+    const char *what; /* what reads it, for the message ("assignment"); NULL: "expression" */
     uint32_t warned[8];
     uint32_t warned_count;
 } ReadsNeverComputed;
@@ -79,8 +80,8 @@ static void warn_read_never_computed(void *ctx, uint32_t b) {
     if (r->warned_count == 8 || !never_computed(r->ir, r->runs, b)) return;
     r->warned[r->warned_count++] = b;
     const char *name = r->ir->buffers[b].name;
-    diag_warning(r->at, "this expression reads '%s', which no routine that main runs computes: it reads the zeros "
-                 "'%s' starts with", name, name);
+    diag_warning(r->at, "this %s reads '%s', which no routine that main runs computes: it reads the zeros "
+                 "'%s' starts with", r->what ? r->what : "expression", name, name);
 }
 
 static void each_store_load(ReadsNeverComputed *r, const IrBlock *body) {
@@ -479,6 +480,23 @@ uint64_t plan_program_hash(const IrProgram *ir) {
     return hash_main(h, ir->main, ir->main_count);
 }
 
+/* A routine main runs that reads what no routine main runs computes (`p =+ c` without
+ * `c.forward`, `w =- lr * w.grad` without a backprop) reads the zeros it starts with, as such a
+ * print shows them: a warning at the assignment (or at the routine, for the standard library's
+ * code), once a buffer.  A print's own code (a hidden routine) is print_stmt's to warn about. */
+static void warn_routines_read_never_computed(const IrProgram *ir, const AssignResult *ar, const bool *runs) {
+    ReadsNeverComputed r = {.ir = ir, .runs = runs, .what = "assignment"};
+    const Program *p = ar->program;
+    for (uint32_t f = 0; f < ar->routine_count && f < ir->function_count && f < p->routine_count; f++)
+        for (uint32_t i = 0; runs[f] && !p->routines[f].hidden && i < ar->routines[f].count; i++) {
+            const Assignment *a = ar->routines[f].items[i];
+            r.at = span_in_stdlib(a->span) ? ir->functions[f].span : a->span;
+            for (uint32_t k = 0; k < a->read_count; k++)
+                if (!a->reads[k].symbol && a->reads[k].buffer != UINT32_MAX)
+                    warn_read_never_computed(&r, a->reads[k].buffer);
+        }
+}
+
 bool plan_build(IrProgram *ir, const AssignResult *ar) {
     const Program *p = ar->program;
     copy_program(ir, ar);
@@ -494,6 +512,7 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
         bool *runs = arena_alloc(ir->arena, (ir->function_count + 1) * sizeof *runs);
         memset(runs, 0, (ir->function_count + 1) * sizeof *runs);
         mark_main_runs(p->main, p->main_count, runs);
+        warn_routines_read_never_computed(ir, ar, runs);
         if (!main_stmts(ir, ar, runs, p->main, p->main_count, &out)) return false;
     } else {
         for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
