@@ -5,7 +5,8 @@ docs/python.md), run by tests/run.sh:
 
 With NumPy alone: state dicts in PyTorch's names and layouts for an MLP (nn.Sequential of
 Linear, ReLU, Linear), a small LeNet (tests/python/lenet_valid.tsr: Conv2d, MaxPool2d, Conv2d,
-Flatten, Linear — channels-first kernels and a CHW flattening against tsrc's channels-last) and
+Flatten, Linear — channels-first kernels and a CHW flattening against tsrc's channels-last), a
+Conv1d, Flatten, Linear (tests/python/conv1d_valid.tsr, with PyTorch: its CL flattening) and
 a two-block GPT-2 (Hugging Face's names, fused c_attn) are loaded into the compiled models; the
 models' outputs equal a float64 NumPy forward pass written in PyTorch's conventions (1e-5), and
 to_torch / to_gpt2 give back the state dicts bit for bit.  Where PyTorch is installed, the same
@@ -144,6 +145,8 @@ def main():
 
         # ---- LeNet -------------------------------------------------------------------------
         lenet = build("tests/python/lenet_valid.tsr")
+        conv1d = build("tests/python/conv1d_valid.tsr")
+        conv1d.sizes["x.b"] = 3
         sd = {"0.weight": f32(4, 1, 3, 3), "0.bias": f32(4), "3.weight": f32(6, 4, 3, 3), "3.bias": f32(6),
               "6.weight": f32(5, 54), "6.bias": f32(5)}
         imgs = rng.random((3, 12, 12)).astype(np.float32)
@@ -170,7 +173,10 @@ def main():
                     "LeNet": (lenet, torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                                                          torch.nn.Conv2d(4, 6, 3), torch.nn.ReLU(), torch.nn.Flatten(),
                                                          torch.nn.Linear(54, 5)),
-                              "x", "y", "predict", torch.rand(3, 12, 12), lambda d: d[:, None])}  # NCHW
+                              "x", "y", "predict", torch.rand(3, 12, 12), lambda d: d[:, None]),  # NCHW
+                    "Conv1d": (conv1d, torch.nn.Sequential(torch.nn.Conv1d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                                           torch.nn.Linear(32, 5)),
+                               "x", "y", "predict", torch.rand(3, 10, 3), lambda d: d.transpose(1, 2))}  # NCL
             for label, (m, net, inp, out, routine, data, as_torch) in nets.items():
                 tsr.from_torch(m, net.state_dict())
                 m[inp] = data.numpy()

@@ -14,7 +14,8 @@ name instead ({"features.0": "conv", "classifier": "layer"}), and may name only 
 
 Layouts (tsrc stores a weight in memory order output, input; convolutions channels-last):
     nn.Linear     weight [out, in]           -> w [out, in]; after a flattening of a
-                  channels-first map [out, c*h*w] -> w [out, h, w, c] (Nn.linear ~over:"all")
+                  channels-first map [out, c*h*w] -> w [out, h, w, c] (Nn.linear ~over:"all"),
+                  of a Conv1d's (the layer before it one) [out, c*l] -> w [out, l, c]
     nn.Conv2d     weight [out, in, kh, kw]   -> kernel [out, kh, kw, in] ([out, kh, kw] for one
                   input channel without an axis);  nn.Conv1d [out, in, k] -> [out, k, in]
     nn.Embedding  weight [vocab, dim]        -> table [dim, vocab]
@@ -123,7 +124,10 @@ def _to_tsrc(kind, torch_weight, dims):
     if kind == "linear" and w.ndim == 2 and len(dims) == 4 and w.shape[1] == dims[1] * dims[2] * dims[3]:
         h, wd, c = dims[1:]
         return w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1)   # CHW flattening -> h, w, c
-    if kind == "linear" and w.ndim == 2 and len(dims) > 2 and w.shape[1] == int(np.prod(dims[1:])):
+    if kind == "linear_after_conv1d" and w.ndim == 2 and len(dims) == 3 and w.shape[1] == dims[1] * dims[2]:
+        length, c = dims[1:]
+        return w.reshape(w.shape[0], c, length).transpose(0, 2, 1)   # CL flattening -> l, c
+    if kind.startswith("linear") and w.ndim == 2 and len(dims) > 2 and w.shape[1] == int(np.prod(dims[1:])):
         return w.reshape(dims)
     if kind == "conv" and w.ndim == 4:
         k = w.transpose(0, 2, 3, 1)
@@ -140,7 +144,9 @@ def _from_tsrc(kind, ours, like):
     """The inverse of _to_tsrc: our array in the layout of the PyTorch array `like`."""
     if kind == "linear" and like.ndim == 2 and ours.ndim == 4:
         return ours.transpose(0, 3, 1, 2).reshape(like.shape)
-    if kind == "linear" and like.ndim == 2:
+    if kind == "linear_after_conv1d" and like.ndim == 2 and ours.ndim == 3:
+        return ours.transpose(0, 2, 1).reshape(like.shape)
+    if kind.startswith("linear") and like.ndim == 2:
         return ours.reshape(like.shape)
     if kind == "conv" and like.ndim == 4:
         k = ours[..., None] if ours.ndim == 3 else ours
@@ -154,11 +160,16 @@ def _from_tsrc(kind, ours, like):
 
 
 def _plan(m, state_dict, mapping):
-    """[(tsrc parameter, torch key, kind)] for every weight and bias the pairs give."""
+    """[(tsrc parameter, torch key, kind)] for every weight and bias the pairs give; a linear
+    layer right after a Conv1d (in the state dict's order) is "linear_after_conv1d": its input
+    is the convolution's channels-first output, flattened."""
     plan = []
+    layers = torch_layers(state_dict)
+    before = {p: _numpy(state_dict[layers[i - 1][1]["weight"]]).ndim if i else 0 for i, (p, _) in enumerate(layers)}
     for t, entry, (prefix, kind, fields) in _pairs(m, state_dict, mapping):
         weight_field = {"linear": "w", "conv": "kernel", "norm": "gain", "embedding": "table"}[kind]
-        plan.append((fields[weight_field], entry["weight"], kind))
+        weight_kind = "linear_after_conv1d" if kind == "linear" and before.get(t) == 3 else kind
+        plan.append((fields[weight_field], entry["weight"], weight_kind))
         bias_field = {"linear": "b", "conv": "bias", "norm": "bias"}.get(kind)
         if bias_field in fields or "bias" in entry:
             if bias_field not in fields or "bias" not in entry:
