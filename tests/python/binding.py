@@ -307,6 +307,15 @@ def main():
         check(np.all(n["x"] == np.float32(2.0**70)) and n["big"].tolist() == [2**53 + 1, 1],
               "a Python integer beyond int64 goes into an f32 tensor rounded, and into an i64 one exactly",
               (n["x"].tolist(), n["big"].tolist()))
+        # NumPy scalars among Python numbers (a list of a float32 array's items): whole ones taken, a
+        # fraction a tsr.Error (math.trunc of an np.float32 raised an internal TypeError)
+        n["small"] = [np.float32(3), 2**31 - 1]
+        n["big"] = [np.float16(-2), 2**63 - 1]
+        check(n["small"].tolist() == [3, 2**31 - 1] and n["big"].tolist() == [-2, 2**63 - 1],
+              "NumPy float scalars holding whole numbers go into i32 and i64 tensors among Python integers",
+              (n["small"].tolist(), n["big"].tolist()))
+        ok, why = raises(tsr.Error, lambda: n.__setitem__("small", [np.float32(1.5), 2**31 - 1]), "not an integer")
+        check(ok, "a NumPy float scalar holding a fraction, into an i32 tensor, is a tsr.Error", why)
         n["x"] = [[-2**1100, 1, 2**1100]] * 2
         check(n["x"][0].tolist() == [-np.inf, 1, np.inf], "an integer beyond float64 becomes infinity of its sign",
               n["x"].tolist())

@@ -674,6 +674,8 @@ def _integers(name, value, dtype=np.int32, numbers=None):
     if value.dtype.kind == "O":  # Python numbers beyond NumPy's integers: each checked exactly
         cells = []
         for x in value.flat:
+            if isinstance(x, np.generic):  # a NumPy scalar among Python numbers (np.float32(2)): its value
+                x = x.item()
             if not isinstance(x, numbers_abc.Integral) and (not math.isfinite(x) or x != math.trunc(x)):
                 raise Error(f"tensor {name!r} is {word}, but the value holds {x}, which is not an integer")
             x = int(x)
