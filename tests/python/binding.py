@@ -287,6 +287,16 @@ def main():
         for bad in (None, "1.5", [None, 1]):
             ok, why = raises(tsr.Error, lambda: m.__setitem__("w1", bad), "takes numbers")
             check(ok, f"assigning {bad!r} to a tensor is a tsr.Error (NumPy would make NaN or parse it)", why)
+        # A model's tensors by `in` and iteration (KeyError 'has no tensor 0' before), its routines
+        # in dir(); a missing library said so (it said the manifest could not be read); a tsrc
+        # that fails silently named.
+        check("w1" in m and "nope" not in m and list(m) == list(m.tensors) and "predict" in dir(m),
+              "'name' in m, list(m) and dir(m) give the tensors' and routines' names", (list(m), dir(m)[-5:]))
+        ok, why = raises(tsr.Error, lambda: tsr.load(os.path.join(d, "missing.so")), "there is no such file")
+        check(ok, "loading a library that does not exist says so", why)
+        ok, why = raises(tsr.Error, lambda: tsr.compile(os.path.join(ROOT, "docs/examples/mlp_lib.tsr"), tsrc="/bin/false",
+                                                       cache=os.path.join(d, "cache_false")), "ended with status 1")
+        check(ok, "a tsrc that fails without a word is named with its exit status", why)
         # Values NumPy cannot take as they are: a tsr.Error, not NumPy's ValueError ("inhomogeneous
         # shape") or "takes numbers, not int"; integers beyond int64 compared exactly.
         ints = os.path.join(d, "ints.tsr")
@@ -576,6 +586,13 @@ except tsr.Error as e:
                     json.dump(fields, f)
                 return tsr.load(source, manifest=path)
             return load
+        # A library cut short (a copy that stopped): the loader mapped it and the process died of
+        # SIGBUS; its ELF headers are now checked against the file's size first.
+        cut = os.path.join(d, "libcut.so")
+        with open(lib, "rb") as f, open(cut, "wb") as out:
+            out.write(f.read(60000))
+        ok, why = raises(tsr.Error, lambda: tsr.load(cut, manifest=os.path.join(d, "libmlp.json")), "cut short")
+        check(ok, "a library cut short is a tsr.Error, not a SIGBUS", why)
         for what, fn, needle in (
                 ("a manifest without image_checksum", edited(good, lambda f: f.pop("image_checksum")), 'no "image_checksum"'),
                 ("another compile's manifest without image_checksum",
@@ -592,6 +609,11 @@ except tsr.Error as e:
                 ("a manifest without tensors", edited(good, lambda f: f.pop("tensors")), 'no list of "tensors"'),
                 ("a tensor without a buffer", edited(good, lambda f: f["tensors"][0].pop("buffer")), 'no "buffer" number'),
                 ("a routine of no function", edited(good, lambda f: f["routines"][0].update(symbol="nope")), "'nope'"),
+                # a routine calling an API function segfaulted when run; a second tensor of a name hid the first
+                ("a routine of the API's function MODULE_destroy",
+                 edited(good, lambda f: f["routines"][0].update(symbol=f["module"] + "_destroy")), "not a routine's"),
+                ("two tensors of one name",
+                 edited(good, lambda f: f["tensors"][1].update(name=f["tensors"][0]["name"])), "two tensors are named"),
                 ("an empty manifest", edited(good, lambda f: f.clear()), 'no "module"')):
             ok, why = raises(tsr.Error, fn, needle)
             check(ok and "edited.json" in why, f"{what} is a tsr.Error naming the manifest", why)

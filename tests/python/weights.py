@@ -193,6 +193,15 @@ def main():
                 check(diff <= 1e-6 and np.array_equal(again, theirs),
                       f"{label}: PyTorch -> tsrc -> PyTorch: tsrc's outputs are PyTorch's within 1e-6 of the largest, "
                       "and the weights come back exactly", f"{diff}")
+            # The module itself where its state dict belongs (an AttributeError before), and a bf16
+            # torch tensor assigned to an f32 input (refused: NumPy has no bfloat16).
+            m, net = nets["MLP"][0], nets["MLP"][1]
+            tsr.from_torch(m, net)
+            back = tsr.to_torch(m, net)
+            m["test_x"] = torch.full((7, 784), 0.5, dtype=torch.bfloat16)
+            check(all(np.array_equal(back[k], v.numpy()) for k, v in net.state_dict().items()) and
+                  np.all(m["test_x"] == 0.5),
+                  "from_torch and to_torch take a torch module for its state dict; a bf16 tensor assigns exactly")
             # GPT-2 in torch (float32, GPT-2's definition with torch's ops)
             F = torch.nn.functional
 

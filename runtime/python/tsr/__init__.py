@@ -157,12 +157,37 @@ def _identity(path):
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _check_elf(library):
+    """OSError where `library` is a 64-bit little-endian ELF file shorter than its headers say: the
+    loader maps such a file's segments past its end, and the first touch of them kills the
+    process with SIGBUS (a copy cut short) instead of failing."""
+    size = os.path.getsize(library)
+    with open(library, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            return  # not one the check reads: the loader says what it is
+        phoff, shoff = struct.unpack_from("<QQ", head, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 54)
+        need = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
+        if need <= size:
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for i in range(phnum if phentsize >= 56 and len(table) == phentsize * phnum else 0):
+                kind, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+                if kind == 1:  # PT_LOAD
+                    need = max(need, offset + filesz)
+    if need > size:
+        raise OSError(f"the file is cut short: {size} bytes, where its headers describe {need} (build it again with "
+                      f"tsrc --shared)")
+
+
 def _open(library):
     """ctypes.CDLL of `library`, as the file is now (the handle of an earlier load of it reused)."""
     with _loading:
         key = (library, _identity(library))
         if key in _loaded:
             return _loaded[key]
+        _check_elf(library)
         if library not in _opened_paths:
             lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
             _opened_paths.add(library)
@@ -326,6 +351,9 @@ class Model:
             with open(manifest) as f:
                 self._manifest = json.load(f)
         except OSError as e:
+            if not os.path.exists(library):  # neither is there: the library is what was named
+                raise Error(f"cannot load {library}: there is no such file (tsrc --shared PROGRAM.tsr -o {library} "
+                            f"makes it and its manifest)") from None
             raise Error(f"cannot read the manifest of {library}: {e} (tsrc --shared writes it beside the library)")
         except ValueError as e:
             raise Error(f"the manifest {manifest} is not JSON ({e}): write it again with tsrc --shared")
@@ -508,6 +536,17 @@ class Model:
                 dims[0] = int(_fields(state).symbols[t["length_symbol"]])
         return tuple(int(d) for d in dims)
 
+    def __contains__(self, name):
+        """Whether the model has a tensor named `name` (`"w1" in m`)."""
+        return name in self.tensors
+
+    def __iter__(self):
+        """The names of the model's tensors, in the manifest's order (`list(m)`)."""
+        return iter(self.tensors)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.__dict__.get("_routines", {})))
+
     def _tensor(self, name):
         if name not in self.tensors:
             raise KeyError(f"{self.name} has no tensor {name!r}")
@@ -638,6 +677,8 @@ def _numbers(name, value):
     """`value` as a NumPy array of numbers (bools, integers, floats; an object array of Python
     numbers where an integer is beyond every NumPy type, 2**70), or tsr.Error: None, strings and
     other objects (NumPy would make them NaN or parse the text) and ragged lists."""
+    if hasattr(value, "detach") and str(getattr(value, "dtype", "")) == "torch.bfloat16":
+        value = value.detach().cpu().float()  # NumPy has no bfloat16; float32 holds each value exactly
     try:
         numbers = np.asarray(value)
     except (ValueError, TypeError, OverflowError) as e:  # [[1, 2, 3], [1]]
@@ -700,6 +741,14 @@ def _malformed(manifest, what):
                  f"with tsrc --shared)")
 
 
+# The functions of the C API a library exports besides its routines and tensors (compiler/cg/abi.c
+# abi_reserved), after MODULE_; MODULE_set_* are the setters of index symbols and sizes.
+_API_FUNCTIONS = frozenset(("create", "destroy", "last_error", "state", "image", "image_size", "save", "load",
+                            "host_buffer", "sync_host", "sync_device", "profile_report", "profile_reset", "_image",
+                            "_image_size", "set_option", "option", "create_data", "init_from", "set_num_threads",
+                            "num_threads"))
+
+
 def _validate_manifest(manifest, fields):
     """Refuse a manifest whose form is not tsrc's: the fields the package reads, of their types."""
     def need(ok, what):
@@ -715,12 +764,23 @@ def _validate_manifest(manifest, fields):
         need(isinstance(fields.get(key), list), f'no list of "{key}"')
     for key in ("sizes", "indexes", "options"):
         need(isinstance(fields.get(key, []), list), f'"{key}" is not a list')
+    module, names = fields["module"], set()
     for r in fields["routines"]:
         need(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("symbol"), str),
              f"a routine without a name and a symbol: {str(r)[:80]}")
+        # a routine's function is MODULE_name, never one of the API's (called as a routine, MODULE_destroy
+        # would free the state it is given)
+        own = r["symbol"][len(module) + 1:] if r["symbol"].startswith(module + "_") else ""
+        need(own and own.lower() not in _API_FUNCTIONS and not own.startswith("set_"),
+             f"routine {r['name']!r} names the function {r['symbol']!r}, which is not a routine's")
+        need(r["name"] not in names, f"two routines are named {r['name']!r}")
+        names.add(r["name"])
+    names = set()
     for t in fields["tensors"]:
         need(isinstance(t, dict) and isinstance(t.get("name"), str), f"a tensor without a name: {str(t)[:80]}")
         what = f"tensor {t['name']!r}"
+        need(t["name"] not in names, f"two tensors are named {t['name']!r}")
+        names.add(t["name"])
         need(integer(t.get("buffer")), f'{what} has no "buffer" number')
         need(isinstance(t.get("kind"), str), f'{what} has no "kind"')
         need(isinstance(t.get("dtype", "float32"), str), f'{what} has a "dtype" that is not a name')
@@ -957,7 +1017,10 @@ def compile(source, seed=0, tsrc=None, options=(), cache=None, data=None):  # no
         if f"the module name '{name}' would make the header's function" in p.stderr and not name.startswith("m_"):
             name = "m_" + name
             continue
-        raise Error(f"tsrc could not compile {source}:\n{p.stderr.rstrip()}")
+        said = p.stderr.rstrip() or p.stdout.rstrip()
+        raise Error(f"tsrc could not compile {source}: " +
+                    (f"\n{said}" if said else f"{tsrc!r} ended with status {p.returncode} and said nothing "
+                     "(is it tsrc? tsr.compile runs $TSRC, else tsrc on the PATH)"))
     return Model(library, None, seed, data)
 
 

@@ -179,8 +179,20 @@ def _plan(m, state_dict, mapping):
     return plan
 
 
+def _state_dict(value, what):
+    """A state dict: `value` itself, or a torch module's state_dict() (an easy slip to pass the
+    module); anything else is a TypeError saying what is taken."""
+    if not hasattr(value, "keys") and callable(getattr(value, "state_dict", None)):
+        value = value.state_dict()
+    if not hasattr(value, "keys") or not hasattr(value, "__getitem__"):
+        raise TypeError(f"{what} is a state dict (torch_model.state_dict(), or a dict of arrays), not "
+                        f"{type(value).__name__}")
+    return value
+
+
 def from_torch(m, state_dict, mapping=None):
-    """Fill m's parameters from a PyTorch state dict (docstring of this module)."""
+    """Fill m's parameters from a PyTorch state dict, or a torch module's (docstring of this module)."""
+    state_dict = _state_dict(state_dict, "from_torch's second argument")
     values = {}
     for ours, key, kind in _plan(m, state_dict, mapping):
         dims = m.shape(ours)
@@ -197,6 +209,7 @@ def to_torch(m, like, mapping=None):
     """m's parameters as a dict in the names and layouts of the state dict `like` (NumPy arrays;
     torch's load_state_dict takes them through torch.from_numpy).  Entries of `like` that no
     pair covers are left out."""
+    like = _state_dict(like, "to_torch's second argument")
     out = {}
     for ours, key, kind in _plan(m, like, mapping):
         target = _numpy(like[key])
