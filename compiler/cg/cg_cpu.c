@@ -198,12 +198,13 @@ static uint64_t kernel_size(const IrFunction *fn, const Kernel *k) {
 
 static LLVMValueRef profile_clock(Cpu *c) { return cgl_call(&c->g, "tsr_profile_clock", c->g.i64, NULL, 0, NULL); }
 
-/* slot += amount in one of the profile's arrays. */
+/* slot += amount in one of the profile's arrays, atomically: states used on several threads at
+ * once (docs/runtime.md §8) add to the same counters, and a load and a store lost counts. */
 static void profile_bump(Cpu *c, LLVMValueRef array, uint32_t slot, LLVMValueRef amount) {
     CgLlvm *g = &c->g;
     LLVMValueRef idx[1] = {cgl_iconst(g, slot)};
     LLVMValueRef at = LLVMBuildInBoundsGEP2(g->b, g->i64, array, idx, 1, "");
-    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, LLVMBuildLoad2(g->b, g->i64, at, ""), amount, ""), at);
+    LLVMBuildAtomicRMW(g->b, LLVMAtomicRMWBinOpAdd, at, amount, LLVMAtomicOrderingMonotonic, false);
 }
 
 /* After a launch that began at t0: its time and one launch for kernel `slot`. */

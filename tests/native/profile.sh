@@ -67,6 +67,31 @@ cc -std=c11 -Wall -Wextra -Werror -I"$T" -Iruntime "$T/drive.c" "$T/affine.o" "$
     "$T/drive" 2>"$T/drive.err" && grep -q '^profile of affine: .* ms in [0-9]* launches' "$T/drive.err" &&
     awk 'NR > 2 && $5 == "predict" { if ($3 != 2) bad = 1; n++ } END { exit (bad || n < 1) }' "$T/drive.err"
 check "a C driver's call of affine_profile_report() prints the table (2 runs after affine_profile_reset(), 2 launches each)" $?
+# States on four threads at once add to the same counters: each kernel's launches are every
+# thread's (they were a load and a store each, and lost counts).
+cat >"$T/threads.c" <<'C'
+#include <pthread.h>
+#include "affine.h"
+enum { RUNS = 200000 };
+static void *run(void *unused) {
+    (void)unused;
+    affine_state *s = affine_create(1);
+    for (int i = 0; s && i < RUNS; i++) affine_predict(s);
+    affine_destroy(s);
+    return 0;
+}
+int main(void) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, run, 0);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+    affine_profile_report();
+    return 0;
+}
+C
+cc -std=c11 -Wall -Wextra -Werror -I"$T" -Iruntime "$T/threads.c" "$T/affine.o" "$LIB" -lm -lpthread -o "$T/threads" >"$T/log" 2>&1 &&
+    TSR_NUM_THREADS=1 "$T/threads" 2>"$T/threads.err" &&
+    awk 'NR > 2 && $5 == "predict" { if ($3 != 800000) bad = 1; n++ } END { exit (bad || n < 1) }' "$T/threads.err"
+check "states on four threads count every launch (800000 each kernel)" $?
 "$TSRC" -c tests/native/affine.tsr -o "$T/plain_affine.o" >"$T/log" 2>&1 && ! grep -q 'profile_report' "$T/plain_affine.h"
 check "without --profile the header has no profile_report" $?
 
