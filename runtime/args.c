@@ -362,6 +362,7 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
         tsr_model_free(m);
         *status = parsed < 0 ? 0 : parsed;
     }
+    if (s) *status = 0;
     free(p.args.data_names);
     free(p.args.data_paths);
     free(p.args.size_symbols);

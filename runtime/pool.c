@@ -183,8 +183,8 @@ int tsr_env_threads(void) {
     char *end;
     long n = strtol(env, &end, 10);
     while (*end == ' ' || *end == '\t') end++;
-    if (*end || errno == ERANGE || n < 1) return 0;
-    return n < MAX_THREADS ? (int)n : MAX_THREADS;
+    if (*end || n < 1) return 0;
+    return n < MAX_THREADS && errno != ERANGE ? (int)n : MAX_THREADS; /* past 256 (however far): 256 */
 }
 
 static int default_threads(void) {

@@ -673,7 +673,8 @@ int tsr_state_set_option(tsr_state *s, const char *name, double value) {
     if (!o) return TSR_ERR_ARGUMENT;
     /* The command line's rules (args.c), for a value given as a number. */
     if (o->is_float && !isfinite(value))
-        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs a finite number, not %g", name, value);
+        return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs a finite number, not %s", name,
+                         isnan(value) ? "NaN" : value > 0 ? "infinity" : "-infinity"); /* %g: "-nan" */
     if (!o->is_float && !(value == floor(value) && fabs(value) <= 0x1p53))
         return tsr_error(TSR_ERR_ARGUMENT, "option '%s' needs an integer from -2^53 to 2^53 (9007199254740992), not %.17g",
                          name, value);

@@ -56,7 +56,7 @@ typedef enum tsr_status {
     TSR_ERR_IO = 6,       /* writing output failed */
     TSR_ERR_GPU = 7,      /* no GPU or driver, or the GPU failed (--target=cuda programs) */
     TSR_ERR_CPU = 8,      /* the object's code uses instructions this CPU lacks (--cpu=x86-64-v4 on AVX2) */
-    TSR_ERR_DIST = 9,     /* a distributed run: no MPI library, processes that disagree, a failed collective */
+    TSR_ERR_DIST = 9      /* a distributed run: no MPI library, processes that disagree, a failed collective */
 } tsr_status;
 
 /* A short description of a status code ("data error"). */

@@ -45,6 +45,11 @@ function(tsrc_add_model name)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tsrc_add_model(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
+  # The name is the module's, a prefix of C names (tsrc --name): said here, not when building.
+  if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "tsrc_add_model(${name}): the name is the module's, which prefixes its C functions: "
+                        "letters, digits and _, not starting with a digit (my_model, not my-model)")
+  endif()
   get_filename_component(source "${arg_SOURCE}" ABSOLUTE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/tsrc_${name}")
   set(flags "--name=${name}")

@@ -103,6 +103,12 @@ cmake -S "$T/bad" -B "$T/bad/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>
 st=$?
 [ $st != 0 ] && grep -q 'TARGET is cpu or cuda, not tpu' "$T/log"
 check "TARGET tpu is a configure error naming it" $?
+sed 's/tsrc_add_model(m SOURCE \(.*\) TARGET tpu)/tsrc_add_model(my-model SOURCE \1)/' "$T/bad/CMakeLists.txt" >"$T/bad/c" &&
+    mv "$T/bad/c" "$T/bad/CMakeLists.txt" && rm -rf "$T/bad/build"
+cmake -S "$T/bad" -B "$T/bad/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/log" 2>&1
+st=$?
+[ $st != 0 ] && grep -q 'tsrc_add_model(my-model): the name is the module' "$T/log"
+check "a NAME that is not a C identifier (my-model) is a configure error, not a build error" $?
 # Ninja, in a project of cmake_minimum_required 3.16 (policy CMP0116 OLD there), with a module
 # opened from a relative -I directory of OPTIONS (resolved against the source directory, as
 # SOURCE is): a second build runs nothing (Ninja wanted the depfile's paths relative to the build

@@ -81,6 +81,8 @@ int main(void) {
         strcmp(object_options_last_error(), "no option 'rate' (the program's options: lr, steps)")) return 5;
     if (object_options_set_option(s, "lr", 1e39) != TSR_ERR_ARGUMENT || object_options_option(s, "lr", &lr) != TSR_OK ||
         lr != 0.25) return 6;
+    if (object_options_set_option(s, "lr", 0.0 / 0.0) != TSR_ERR_ARGUMENT || /* not "-nan" */
+        strcmp(object_options_last_error(), "option 'lr' needs a finite number, not NaN")) return 8;
     if (object_options_set_option(s, "steps", 7) != TSR_OK || object_options_option(s, "steps", &steps) != TSR_OK ||
         steps != 7) return 7;
     object_options_destroy(s);
@@ -95,8 +97,9 @@ assert m["options"]==[{"name":"lr","kind":"number","default":0.1},{"name":"steps
        "$T/object_options.json" >"$T/log" 2>&1; then pass
 else echo "status $?" >>"$T/log"; fail "object mode: MODULE_set_option and MODULE_option set and read the options, refusing what the command line refuses"; fi
 printf '#include "object_options.h"\nint main(void) { return 0; }\n' >"$T/inc_opts.cpp"
-if cc -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc_opts.cpp" -o "$T/inc.o" >"$T/log" 2>&1
-then pass; else fail "a header with options compiles cleanly as C++"; fi
+if cc -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc_opts.cpp" -o "$T/inc.o" >"$T/log" 2>&1 &&
+   cc -x c++ -std=c++98 -Wall -Wextra -Werror -pedantic -I"$T" -I$INC -c "$T/inc_opts.cpp" -o "$T/inc.o" >"$T/log" 2>&1
+then pass; else fail "a header with options compiles cleanly as C++11 and C++98 (tsr.h's enum had a trailing comma)"; fi
 
 # Data from other files in object mode (an executable's --data): MODULE_create_data reads xs
 # from a file of 7 rows, its run-time length; a name the program lacks is NULL with a message.

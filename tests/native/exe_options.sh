@@ -113,6 +113,9 @@ for v in abc 4abc 0 -1; do
     then ok; else bad "TSR_NUM_THREADS=$v is ignored with a warning"; fi
 done
 TSR_NUM_THREADS=' 3 ' "$T/seeded" >"$T/out" 2>"$T/err" && [ ! -s "$T/err" ] && cmp -s "$T/out" "$T/s5" && ok || bad "TSR_NUM_THREADS=' 3 ' is read silently"
+# A number past 256, however far past (beyond a long too), is 256, silently (it was ignored).
+TSR_NUM_THREADS=99999999999999999999 "$T/seeded" >"$T/out" 2>"$T/err" && [ ! -s "$T/err" ] && cmp -s "$T/out" "$T/s5" &&
+    ok || bad "TSR_NUM_THREADS=99999999999999999999 is read silently as 256"
 TSR_NUM_THREADS=abc "$T/seeded" --threads 2 >"$T/out" 2>"$T/err" && [ ! -s "$T/err" ] && ok || bad "--threads beside a bad TSR_NUM_THREADS says nothing"
 
 # A loop bound computed from an option that leaves the 64-bit integers is an error in both
