@@ -32,19 +32,65 @@ typedef struct Parser {
     uint64_t seed;
     const char *distributed; /* --distributed: "auto", "mpi", "nccl" or "none" */
     bool threads_given;      /* --threads: TSR_NUM_THREADS does not count */
+    char said[1024];         /* the usage error, kept: a process other than the first of several says
+                              * it only when the others' command lines are not as bad (begin_together) */
 } Parser;
 
-static int usage_error(const Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage_error(const Parser *p, const char *fmt, ...) {
-    if (tsr_dist_launcher_rank() != 0) return 2; /* several processes: said once, by the first */
-    fflush(stdout);
-    fprintf(stderr, "%s: error: ", p->program);
+static int usage_error(Parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(Parser *p, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(p->said, sizeof p->said, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (%s --help lists the options)\n", p->program);
+    if (tsr_dist_launcher_rank() != 0) return 2; /* several processes: said once, by the first */
+    fflush(stdout);
+    fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", p->program, p->said, p->program);
     return 2;
+}
+
+/* How a process begins, for the message that the processes began differently. */
+static const char *begins_as(int begins) {
+    switch (begins) {
+    case TSR_BEGIN_HELP: return "was asked for --help";
+    case TSR_BEGIN_BAD: return "has a bad command line";
+    case TSR_BEGIN_ALONE: return "was started with --distributed=none";
+    default: return "runs";
+    }
+}
+
+/* Processes a launcher started together begin together: each says how it begins (parse's
+ * `parsed`: -1 after --help, 0 to run, else a bad command line; `alone` for --distributed=none)
+ * once MPI is started — a process that will not run with the others starts MPI for this alone —
+ * so that one ending before the others' MPI_Init (--help, a bad command line, --distributed=none
+ * among processes of MPI) no longer leaves them waiting in it.  Processes that begin alike go on
+ * as they would alone (those of --distributed=none each alone, MPI finalized); otherwise every
+ * one ends with status 2, process 0 saying which began otherwise and each with a bad command line
+ * saying what.  Returns false when the process is to end (*status set: 0 after --help, `parsed`
+ * after a bad command line, 2 when the processes began differently), true to go on (MPI started
+ * for a run with the others). */
+static bool begin_together(Parser *p, int parsed, bool alone, int *status) {
+    int begins = parsed < 0 ? TSR_BEGIN_HELP : parsed > 0 ? TSR_BEGIN_BAD : alone ? TSR_BEGIN_ALONE : TSR_BEGIN_RUN;
+    bool go_on = begins == TSR_BEGIN_RUN || begins == TSR_BEGIN_ALONE;
+    if (!go_on) *status = parsed < 0 ? 0 : parsed; /* (a state that fails later is status 1) */
+    if (!tsr_dist_launched_together()) return go_on;
+    if (begins != TSR_BEGIN_RUN && tsr_dist_start("mpi") != TSR_OK) /* no MPI library: nobody waits in it */
+        return go_on;
+    bool same;
+    int other, begins0, begins_other;
+    if (tsr_dist_active() && tsr_dist_vote(begins, &same, &other, &begins0, &begins_other) == TSR_OK && !same) {
+        fflush(stdout);
+        if (tsr_dist_rank() == 0)
+            fprintf(stderr, "%s: error: the processes began differently: process 0 %s, process %d %s; every process "
+                    "of a distributed run is started with the same command line\n", p->program, begins_as(begins0),
+                    other, begins_as(begins_other));
+        if (begins == TSR_BEGIN_BAD && tsr_dist_launcher_rank() != 0 && p->said[0])
+            fprintf(stderr, "%s: error: process %d: %s (%s --help lists the options)\n", p->program, tsr_dist_rank(),
+                    p->said, p->program);
+        *status = 2;
+        return false;
+    }
+    if (begins == TSR_BEGIN_ALONE) tsr_dist_leave(); /* every one alone */
+    return go_on;
 }
 
 /* A signed or unsigned decimal integer, the whole string. */
@@ -326,12 +372,15 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
                 "one thread per CPU\n", p.program, env_threads);
     tsr_state *s = NULL;
     bool nccl_without_gpu = parsed == 0 && p.distributed && !strcmp(p.distributed, "nccl") && !tsr_model_gpu(m);
-    if (nccl_without_gpu || (parsed == 0 && tsr_dist_start(p.distributed) != TSR_OK)) { /* before the data sets, which it splits */
+    bool alone = parsed == 0 && p.distributed && !strcmp(p.distributed, "none");
+    if (nccl_without_gpu || (parsed == 0 && !alone && tsr_dist_start(p.distributed) != TSR_OK)) { /* before the data sets, which it splits */
         if (nccl_without_gpu) tsr_nccl_refuse_cpu_program(); /* said before the library is looked for */
         tsr_model_free(m);
-    } else if (parsed == 0 && p.args.save && tsr_dist_rank() == 0 && tsr_checkpoint_writable(p.args.save) != TSR_OK) {
+    } else if (!begin_together(&p, parsed, alone, status) || (alone && tsr_dist_start("none") != TSR_OK)) {
+        tsr_model_free(m);
+    } else if (p.args.save && tsr_dist_rank() == 0 && tsr_checkpoint_writable(p.args.save) != TSR_OK) {
         tsr_model_free(m); /* --save to a directory, a device or a missing directory: said now, not after main */
-    } else if (parsed == 0) {
+    } else {
         s = tsr_state_create_model(m, p.seed, &p.args);
         if (s && p.args.load && tsr_state_load(s, p.args.load) != TSR_OK) { /* the error is recorded */
             tsr_state_destroy(s);
@@ -358,9 +407,6 @@ tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_
             tsr_state_destroy(s);
             s = NULL;
         }
-    } else {
-        tsr_model_free(m);
-        *status = parsed < 0 ? 0 : parsed;
     }
     if (s) *status = 0;
     free(p.args.data_names);

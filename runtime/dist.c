@@ -126,8 +126,7 @@ static int mpi_error(int code, const char *fmt, ...) {
     return tsr_error(TSR_ERR_DIST, "%s (process %d of %d): %s", context, comm.rank, comm.size, text);
 }
 
-/* Whether a launcher started this process as one of several. */
-static bool launched_as_one_of_several(void) {
+bool tsr_dist_launched_together(void) {
     static const char *const variables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
     for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
         const char *v = getenv(variables[i]);
@@ -200,7 +199,7 @@ int tsr_dist_start(const char *engine) {
     bool use_mpi, use_nccl = !strcmp(engine, "nccl");
     if (!strcmp(engine, "none")) use_mpi = false;
     else if (!strcmp(engine, "mpi")) use_mpi = true;
-    else if (!strcmp(engine, "auto") || use_nccl) use_mpi = launched_as_one_of_several();
+    else if (!strcmp(engine, "auto") || use_nccl) use_mpi = tsr_dist_launched_together();
     else return tsr_error(TSR_ERR_ARGUMENT, "unknown distributed engine '%s' (auto, mpi, nccl or none)", engine);
     if (comm.started) {
         if (use_nccl == comm.uses_nccl && (use_mpi == comm.uses_mpi || (!use_mpi && comm.size == 1))) return TSR_OK;
@@ -405,6 +404,26 @@ int tsr_dist_agree(const int64_t *values, int64_t count, int *agree) {
     int status = tsr_dist_compare(values, (uint32_t)count, &d);
     *agree = status == TSR_OK && d.index == -1;
     return status;
+}
+
+int tsr_dist_vote(int begins, bool *same, int *other, int *begins0, int *begins_other) {
+    int64_t mine = begins;
+    tsr_dist_difference d;
+    int status = tsr_dist_compare(&mine, 1, &d);
+    *same = status != TSR_OK || d.index == -1;
+    *other = d.other_rank;
+    /* -2: a count of values other than one, an older tsrc's process comparing its options
+     * first: the programs differ, said as a process that does not run with these */
+    *begins0 = d.index == -2 ? TSR_BEGIN_RUN : (int)d.value0;
+    *begins_other = d.index == -2 ? TSR_BEGIN_BAD : (int)d.value_other;
+    return status;
+}
+
+void tsr_dist_leave(void) {
+    tsr_dist_finalize();
+    comm.uses_mpi = comm.finalized = false;
+    comm.rank = comm.local_rank = 0;
+    comm.size = comm.local_size = 1;
 }
 
 int tsr_dist_broadcast(int64_t *value) {

@@ -218,6 +218,29 @@ if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/two" >>"$T/log" 2>&1 && "$TSRC"
         if [ $st = 1 ] && [ "$(grep -cF "$want" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out" && [ ! -e "$T/dt/s.npz" ]; then ok
         else bad "$extra on one process only: both stop at the start (status $st)"; fi
     done
+    # A process that ends before the run (--help, a bad command line) or runs alone
+    # (--distributed=none) among processes that run together: the others waited in MPI_Init until
+    # mpirun's time ran out; now every process votes first, and all stop with status 2, process 0
+    # saying which began otherwise (and one with a bad command line what it was).
+    for case in "--help|process 0 runs, process 1 was asked for --help" \
+                "--distributed=none|process 0 runs, process 1 was started with --distributed=none" \
+                "--bogus|process 0 runs, process 1 has a bad command line"; do
+        extra=${case%%|*} want=${case#*|}
+        (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./two $extra) >"$T/out" 2>"$T/err"
+        st=$?
+        if [ $st = 2 ] && grep -qF "the processes began differently: $want" "$T/err" && ! grep -q '^epoch' "$T/out" &&
+           { [ "$extra" != --bogus ] || grep -qF "error: process 1: unknown option '--bogus'" "$T/err"; }; then ok
+        else bad "$extra on one process only: all stop at once, with status 2 (status $st)"; fi
+    done
+    # Every process alike: --help printed once, status 0; --distributed=none, each runs alone (of
+    # the whole data: one's batch).
+    (cd "$T/dt" && $MPIRUN -np 2 ./two --help) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 0 ] && [ "$(grep -c '^usage:' "$T/out")" = 1 ]; then ok; else bad "--help on every process: printed once (status $st)"; fi
+    (cd "$T/dt" && $MPIRUN -np 2 ./one --distributed=none) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 0 ] && [ "$(grep -c '^epoch 3' "$T/out")" = 2 ]; then ok
+    else bad "--distributed=none on every process: each runs alone (status $st)"; fi
     (cd "$T/dt" && timeout 60 ./one --save a.npz && timeout 60 ./one --seed 3 --save b.npz) >/dev/null 2>&1
     "${PYTHON:-/usr/bin/python3}" -c '
 import sys, numpy as np
