@@ -423,6 +423,7 @@ typedef struct KernelForm {
     const char *written; /* the one way an operator's block writes it */
 } KernelForm;
 
+/* (ir.c's scalar_code_builtin knows their names, for the declaration's check of a block.) */
 static const KernelForm KERNEL_FORMS[] = {
     {"attention", KERNEL_ATTENTION, false, false, "v =: attention v1 v2 v3"},
     {"causal_attention", KERNEL_ATTENTION, true, false, "v =: causal_attention v1 v2 v3"},
@@ -432,13 +433,6 @@ static const KernelForm KERNEL_FORMS[] = {
     {"attention_dk", KERNEL_ATTENTION_DK, false, false, "g2 =+ attention_dk v1 v2 v3 v g"},
     {"attention_dv", KERNEL_ATTENTION_DV, false, false, "g3 =+ attention_dv v1 v2 v3 v g"},
 };
-
-bool block_builtin_named(const char *name) {
-    if (strcmp(name, RANDOM_PRIMITIVE) == 0) return true;
-    for (size_t i = 0; i < sizeof KERNEL_FORMS / sizeof KERNEL_FORMS[0]; i++)
-        if (strcmp(name, KERNEL_FORMS[i].name) == 0) return true;
-    return false;
-}
 
 static const KernelForm *kernel_form(const Node *rhs) {
     if (rhs->kind != NODE_APP || rhs->a->kind != NODE_VAR) return NULL;

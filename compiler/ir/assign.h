@@ -129,8 +129,4 @@ typedef struct AssignResult {
 
 bool assign_build(Program *program, const AssignOptions *options, AssignResult *out);
 
-/* Whether `name` is what code may apply besides the scalar primitives: `random` or a kernel
- * (KernelKind: `attention`, …). */
-bool block_builtin_named(const char *name);
-
 #endif

@@ -72,6 +72,14 @@ int scalar_op_code(const char *name, bool binary, bool *swapped) {
     return scalar_op_lookup(name, true);
 }
 
+bool scalar_code_builtin(const char *name) {
+    static const char *const names[] = {"random", "attention", "causal_attention", "dropout_attention",
+                                        "causal_dropout_attention", "attention_dq", "attention_dk", "attention_dv"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0) return true;
+    return false;
+}
+
 const char *scalar_op_closest(const char *name, bool binary) {
     const char *names[SOP_COUNT];
     size_t count = 0;

@@ -96,6 +96,9 @@ int scalar_op_code(const char *name, bool binary, bool *swapped);
 /* The primitive of %cd code (infix when `binary`) whose name is closest to `name` by edit
  * distance, when one is close enough to suggest ("did you mean 'relu'?"), else NULL. */
 const char *scalar_op_closest(const char *name, bool binary);
+/* Whether `name` is what code may apply besides the primitives: `random ()` or a kernel of
+ * assign.c (KernelKind: `attention v1 v2 v3`, …). */
+bool scalar_code_builtin(const char *name);
 /* Evaluate in single precision, as generated code does.  Values are f32 except where an i32
  * travels as its bit pattern in a float (ir_i32_bits): the result of SOP_TO_I32 and the operand of
  * SOP_TO_F32 (docs/ir.md §2.8). */
