@@ -497,6 +497,84 @@ static void warn_routines_read_never_computed(const IrProgram *ir, const AssignR
         }
 }
 
+/* ---- Index symbols main never sets ---------------------------------------------------------------- */
+
+/* Marks in `set` the index symbols a loop of main sets (its own, at any depth). */
+static void mark_loop_indexes(const MainStep *steps, uint32_t count, bool *set) {
+    for (uint32_t i = 0; i < count; i++)
+        if (steps[i].kind == MAIN_FOR) {
+            set[steps[i].index] = true;
+            mark_loop_indexes(steps[i].body, steps[i].body_count, set);
+        }
+}
+
+/* The index (Program.indexes) named `name`, declared by an `index` item, or UINT32_MAX. */
+static uint32_t declared_index(const Program *p, const char *name) {
+    for (uint32_t i = 0; name && i < p->index_count; i++)
+        if (!p->indexes[i].counter && strcmp(p->indexes[i].name, name) == 0) return i;
+    return UINT32_MAX;
+}
+
+/* Marks in `read` the declared index symbols routine f's assignments read: `x @| i` slices and
+ * `!@i` values. */
+static void mark_routine_indexes(const AssignResult *ar, uint32_t f, bool *read) {
+    const Program *p = ar->program;
+    for (uint32_t i = 0; f < ar->routine_count && i < ar->routines[f].count; i++) {
+        const Assignment *a = ar->routines[f].items[i];
+        for (uint32_t k = 0; k < a->read_count; k++) {
+            uint32_t x = declared_index(p, a->reads[k].symbol);
+            if (x != UINT32_MAX) read[x] = true;
+        }
+        for (uint32_t s = 0; a->proj && s < a->proj->slot_count; s++)
+            for (uint32_t ax = 0; ax < a->proj->rank[s]; ax++) {
+                const ProjIndex *m = &a->proj->maps[s][ax];
+                uint32_t x = m->kind == PIDX_SYMBOL ? declared_index(p, m->symbol) : UINT32_MAX;
+                if (x != UINT32_MAX) read[x] = true;
+            }
+    }
+}
+
+typedef struct UnsetIndexes {
+    const AssignResult *ar;
+    const bool *set;   /* per index: a loop of main sets it */
+    bool *warned;      /* per index: said once */
+    bool *read;        /* scratch, per index */
+} UnsetIndexes;
+
+/* A run (or a print's code) in main that reads an index no loop of main sets reads it at 0 every
+ * time: `for batch = 0 to 19 do run train done` for a `train` of `x @| b` trains on batch 0
+ * alone.  A warning at the run, with a note at the innermost loop around it that counts
+ * something else (`loop`: its step, or NULL). */
+static void warn_unset_indexes(UnsetIndexes *u, const MainStep *steps, uint32_t count, const MainStep *loop) {
+    const Program *p = u->ar->program;
+    for (uint32_t i = 0; i < count; i++) {
+        const MainStep *m = &steps[i];
+        if (m->kind == MAIN_FOR) {
+            warn_unset_indexes(u, m->body, m->body_count, p->indexes[m->index].counter ? m : loop);
+            continue;
+        }
+        if (m->routine == UINT32_MAX) continue;
+        memset(u->read, 0, p->index_count * sizeof *u->read);
+        mark_routine_indexes(u->ar, m->routine, u->read);
+        for (uint32_t x = 0; x < p->index_count; x++) {
+            if (!u->read[x] || u->set[x] || u->warned[x] || p->indexes[x].range < 2) continue;
+            u->warned[x] = true;
+            const char *name = p->indexes[x].name;
+            if (m->kind == MAIN_RUN)
+                diag_warning(m->span, "routine '%s' reads index '%s', but no loop of main sets it: every run reads "
+                             "%s = 0", p->routines[m->routine].name, name, name);
+            else
+                diag_warning(m->span, "this reads index '%s', but no loop of main sets it: it reads %s = 0", name, name);
+            if (loop)
+                diag_note(loop->span, "this loop counts '%s', a name of its own: 'for %s = 0 to %lld' would set the index",
+                          p->indexes[loop->index].name, name, (long long)p->indexes[x].range - 1);
+            else
+                diag_note(p->indexes[x].item, "'%s' is declared here, with %lld values", name,
+                          (long long)p->indexes[x].range);
+        }
+    }
+}
+
 bool plan_build(IrProgram *ir, const AssignResult *ar) {
     const Program *p = ar->program;
     copy_program(ir, ar);
@@ -513,6 +591,12 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
         memset(runs, 0, (ir->function_count + 1) * sizeof *runs);
         mark_main_runs(p->main, p->main_count, runs);
         warn_routines_read_never_computed(ir, ar, runs);
+        UnsetIndexes unset = {.ar = ar};
+        bool *flags = arena_alloc(ir->arena, 3 * (p->index_count + 1) * sizeof *flags);
+        memset(flags, 0, 3 * (p->index_count + 1) * sizeof *flags);
+        unset.set = flags, unset.warned = flags + p->index_count + 1, unset.read = flags + 2 * (p->index_count + 1);
+        mark_loop_indexes(p->main, p->main_count, flags);
+        warn_unset_indexes(&unset, p->main, p->main_count, NULL);
         if (!main_stmts(ir, ar, runs, p->main, p->main_count, &out)) return false;
     } else {
         for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
