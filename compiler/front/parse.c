@@ -485,6 +485,26 @@ Node *parse_annot(ParseState *ps, const Token *open, Node *inner, const Token *b
 Node *parse_list(ParseState *ps, NodeKind kind, const Token *open, NodeList items, const Token *close) {
     Node *n = node(ps, kind, span_join(open->span, close->span));
     n->list = items;
+    /* `[1., 2., 3.]`, Python's list: one item, a tuple (in a tensor literal, one row of input
+     * axes), which is rarely what is meant; `[(1., 2., 3.)]` says it is. */
+    const Node *only = items.count == 1 ? items.items[0] : NULL;
+    if (only && only->kind == NODE_TUPLE && !only->parenthesised) {
+        const char *opens = kind == NODE_ARRAY ? "[|" : "[", *closes = kind == NODE_ARRAY ? "|]" : "]";
+        const char *text = source_get(only->span.file)->text;
+        char meant[96] = "";
+        for (uint32_t i = 0; i < only->list.count && strlen(meant) < 64; i++) { /* the items, with ';' */
+            Span s = ast_written_span(only->list.items[i]);
+            snprintf(meant + strlen(meant), sizeof meant - strlen(meant), "%s%.*s", i ? "; " : "",
+                     (int)(s.end - s.start), text + s.start);
+        }
+        bool short_enough = strlen(meant) < 64;
+        diag_warning(only->span, "this %s holds one item, a tuple of %u: the items of %s are separated by ';'%s%s%s%s",
+                     kind == NODE_ARRAY ? "array" : "list", only->list.count, kind == NODE_ARRAY ? "an array" : "a list",
+                     short_enough ? " (" : "", short_enough ? opens : "", short_enough ? meant : "",
+                     short_enough ? (kind == NODE_ARRAY ? "|])" : "])") : "");
+        diag_note(only->span, "a tuple as its one item is written in parentheses, %s(…, …)%s (in a tensor literal, "
+                  "a row of input axes)", opens, closes);
+    }
     return finish(ps, n);
 }
 
