@@ -814,6 +814,29 @@ static void check_contexts(const Node *n, bool in_code) {
     for (uint32_t i = 0; i < n->list.count; i++) check_contexts(n->list.items[i], in_code);
 }
 
+/* The statements of a let%cd body are code: an arithmetic expression or a literal where a
+ * statement belongs (`let%cd y = relu x + 1`) is a tensor meant for let%op, which every use of
+ * `y` as code would report at the use, not here. */
+static void check_code_statements(const Node *n, const Node *item) {
+    if (!n) return;
+    switch (n->kind) {
+    case NODE_SEQ:
+        for (uint32_t i = 0; i < n->list.count; i++) check_code_statements(n->list.items[i], item);
+        return;
+    case NODE_LET: check_code_statements(n->b, item); return;
+    case NODE_IF: check_code_statements(n->b, item); check_code_statements(n->c, item); return;
+    case NODE_FOR: check_code_statements(n->c, item); return;
+    case NODE_BINOP: case NODE_UNOP: case NODE_INT: case NODE_FLOAT: case NODE_LIST: case NODE_ARRAY:
+        if (n->kind == NODE_BINOP && strcmp(n->name, ";") == 0) break;
+        diag_error(n->span, "'let%%cd %s' holds code — assignments (t =: …), t.forward, t.backprop — but this is "
+                   "a value", item->name);
+        diag_note(item->span, "a tensor computed from others is defined with let%%op: let%%op %s%s = …", item->name,
+                  item->list.count ? " …" : "");
+        return;
+    default: return;
+    }
+}
+
 Module *parse_module(uint32_t file, Arena *arena) {
     const Source *src = source_get(file);
     Module *module = arena_alloc(arena, sizeof *module);
@@ -909,6 +932,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
         Node *item = module->items.items[i];
         bool code = item->kind == ITEM_ROUTINE || (item->kind == ITEM_LET && (item->flag & LET_CD));
         check_contexts(item, code);
+        if (item->kind == ITEM_LET && (item->flag & LET_CD)) check_code_statements(item->a, item);
     }
     return module;
 }
