@@ -444,5 +444,9 @@ Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
     diag_error(n->span, "a routine holds t.forward, t.backprop, t.zero_grads, assignments, let%%cd code, and "
                "'if', 'let' and 'for' over them");
     if (near) diag_note(n->span, "did you mean '.%s'?", near);
+    /* Python's `w = w - lr * g`: '=' compares in code. */
+    if (n->kind == NODE_BINOP && n->name && strcmp(n->name, "=") == 0 && n->a && n->a->kind == NODE_VAR)
+        diag_note(n->span, "'=' compares; an assignment is written with '=:' (%s =: …), or accumulates ('%s =- …' "
+                  "subtracts from it)", n->a->name, n->a->name);
     return env;
 }

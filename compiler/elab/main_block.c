@@ -537,6 +537,9 @@ void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
                 const Node *arg = n->list.count == 1 ? n->list.items[0] : NULL;
                 if (!arg || arg->kind != NODE_VAR) {
                     diag_error(n->span, "'run' takes the name of one routine: run train");
+                    if (n->list.count > 1 && n->list.items[0]->kind == NODE_VAR) /* `run train⏎print y` */
+                        diag_note(n->list.items[1]->span, "this is read as a second argument of 'run': the "
+                                  "statements of main are separated by ';' (run %s; …)", n->list.items[0]->name);
                     return;
                 }
                 uint32_t at;
@@ -556,6 +559,13 @@ void elab_main(Elab *e, const Node *n, Env *env, MainList *out) {
                 return;
             }
             if (strcmp(n->a->name, "print") == 0) {
+                const Node *only = n->list.count == 1 ? n->list.items[0] : NULL;
+                if (only && only->kind == NODE_TUPLE && only->parenthesised &&
+                    only->list.items[0]->kind == NODE_STRING) { /* Python's print("loss", loss) */
+                    diag_error(only->span, "print's arguments are written apart, not as a tuple: print \"loss %%g\" loss "
+                               "(a format of %% conversions, then one value for each)");
+                    return;
+                }
                 main_print(e, n, env, out);
                 return;
             }
