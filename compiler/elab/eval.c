@@ -508,8 +508,9 @@ static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
         const Value *x = a->kind == V_INDEX ? a : b;
         Value *r = fail(span, "'%s' on an index: an index is known only when the program runs, so print can show it "
                         "plus or minus an integer (k + 1, k - 1), and no other arithmetic", op);
-        diag_note(span, "in a tensor expression its value is the tensor '!@%s' (0.1 *. !@%s)", x->as.index.name,
-                  x->as.index.name);
+        if (strchr(op, '.')) /* a tensor's operator: the index's value was meant */
+            diag_note(span, "in a tensor expression its value is the tensor '!@%s' (0.1 *. !@%s)", x->as.index.name,
+                      x->as.index.name);
         return r;
     }
     if (a->kind == V_OPTION || b->kind == V_OPTION) {

@@ -701,7 +701,7 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         else if (token->kind == TK_QUEST_LPAREN)
             diag_note(token->span, "'?(x = default)' declares an optional parameter; an optional argument "
                                    "is passed as ?x:value");
-        else if ((ps->item_keyword == TK_MAIN || ps->item_keyword == TK_ROUTINE) && prev->kind)
+        else if ((ps->item_keyword == TK_MAIN || ps->item_keyword == TK_ROUTINE) && prev->kind && token->kind == TK_IDENT)
             diag_note(prev->span, "the statements of %s are separated by ';': put one after this", ps->item_keyword == TK_MAIN ? "main" : "a routine");
     } else if (wants_expression && prev->kind && is_binary_operator(prev->kind) && !has(tokens, n, TK_OPERATOR)) {
         diag_error(token->span, "expected an expression after %s, found %s", lex_describe(ps->arena, prev), found);
