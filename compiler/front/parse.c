@@ -716,6 +716,12 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     } else {
         diag_error(token->span, "unexpected %s", found);
     }
+    /* What a 'done' or an 'in' it wants would close (a loop or a let left open above). */
+    int cap = (int)(sizeof ps->loops / sizeof ps->loops[0]);
+    if (has(tokens, n, TK_DONE) && ps->loop_count > 0 && ps->loop_count <= cap)
+        diag_note(ps->loops[ps->loop_count - 1], "the loop that 'done' would close begins here");
+    else if (has(tokens, n, TK_IN) && ps->let_count > 0 && ps->let_count <= cap)
+        diag_note(ps->lets[ps->let_count - 1], "the 'let' that 'in' would end: inside a definition, 'let x = … in …'");
     if (token->kind == TK_IN && !wants_expression)
         diag_note(token->span, after_for_counter(token) ? "a loop is written 'for i = a to b do … done'"
                                                         : "'in' belongs to 'let … in'; a top-level 'let' has no 'in'");
@@ -742,6 +748,29 @@ void parse_stack_overflow(ParseState *ps) {
 static void begin_item(ParseState *ps, int keyword) {
     ps->item_keyword = keyword;
     ps->backward_from = 0;
+    ps->loop_count = ps->let_count = 0;
+}
+
+/* Keeps ps's open loops and inner lets as token t is fed: `for` begins a loop that `do` opens and
+ * `done` closes; a `let` that does not start an item is closed by `in`. */
+static void track_blocks(ParseState *ps, const Token *t, bool starts) {
+    int cap = (int)(sizeof ps->loops / sizeof ps->loops[0]);
+    switch (t->kind) {
+    case TK_FOR: ps->pending_for = t->span; break;
+    case TK_DO:
+        if (ps->loop_count < cap) ps->loops[ps->loop_count] = ps->pending_for.file ? span_join(ps->pending_for, t->span) : t->span;
+        ps->loop_count++;
+        ps->pending_for = (Span){0};
+        break;
+    case TK_DONE: if (ps->loop_count > 0) ps->loop_count--; break;
+    case TK_LET: case TK_LET_OP: case TK_LET_CD:
+        if (starts) break;
+        if (ps->let_count < cap) ps->lets[ps->let_count] = t->span;
+        ps->let_count++;
+        break;
+    case TK_IN: if (ps->let_count > 0) ps->let_count--; break;
+    default: break;
+    }
 }
 
 
@@ -905,6 +934,7 @@ Module *parse_module(uint32_t file, Arena *arena) {
         if (ok) {
             ps.brackets = stack;
             ps.bracket_depth = depth - (is_opener(t.kind) ? 1 : 0);
+            track_blocks(&ps, &t, starts_item(&t));
             TsrParse(parser, t.kind, t, &ps);
             ps.previous = t;
         }

@@ -30,6 +30,10 @@ typedef struct ParseState {
     int bracket_depth;
     int item_keyword;   /* the keyword that started the current item (TK_LET, TK_OPERATOR, ...) */
     uint32_t backward_from; /* an operator item: 1 + the offset of its 'backward' (0: none yet) */
+    /* The loops (`for … do`) and inner `let`s of the current item not yet closed by `done` and
+     * `in`, innermost last: an error that wants one of them notes where it began. */
+    Span loops[32], lets[32], pending_for;
+    int loop_count, let_count;
 } ParseState;
 
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser);
