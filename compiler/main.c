@@ -365,6 +365,9 @@ static Options parse_options(int argc, char **argv) {
                 bad_usage("unknown option '%s': the optimisation levels are -O0 to -O3", a);
             const char *near = diag_closest_name(name, known_options, sizeof known_options / sizeof *known_options);
             if (near) bad_usage("unknown option '%s'; did you mean '%s'?", a, near);
+            if (opt.input && a[1] == '-') /* after the program: one of its own, meant for --run */
+                bad_usage("unknown option '%s' (with --run, the program's own options follow '--': tsrc --run %s -- %s …)",
+                          a, opt.input, a);
             bad_usage("unknown option '%s'", a);
         } else {
             if (opt.input) bad_usage("more than one input file ('%s')", a);

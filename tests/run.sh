@@ -578,6 +578,11 @@ else fail "cli: unknown option" "exit $(status)" "$TMP/err"; fi
 run_tsrc --chekc x.tsr
 if [ "$(status)" = 2 ] && grep -q "unknown option '--chekc'; did you mean '--check'?" "$TMP/err"; then pass "cli: did you mean"
 else fail "cli: did you mean" "exit $(status)" "$TMP/err"; fi
+# The program's own option after its file, without '--': said where it goes.
+run_tsrc --run docs/examples/moons.tsr --epochs 2
+if [ "$(status)" = 2 ] && grep -qF "unknown option '--epochs' (with --run, the program's own options follow '--': tsrc --run docs/examples/moons.tsr -- --epochs …)" "$TMP/err"
+then pass "cli: a program's option after its file points at '--'"
+else fail "cli: a program's option after its file points at '--'" "exit $(status)" "$TMP/err"; fi
 # A long option's value after a space, as after '=' (issue 25).
 run_tsrc --explain=l2.w docs/examples/shapes.tsr
 cp "$TMP/out" "$TMP/explain_eq"
