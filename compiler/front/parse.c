@@ -665,6 +665,27 @@ static bool after_for_counter(const Token *token) {
            (at == 3 || !(isalnum((unsigned char)text[at - 4]) || text[at - 4] == '_'));
 }
 
+/* A note for a name where an item begins: another language's keyword (`def`, `import`), a
+ * misspelt item keyword (`lett`), or a statement that belongs in main. */
+static void item_word_note(const Token *token) {
+    static const char *const foreign[][2] = {
+        {"def", "let f x = …"}, {"fn", "let f x = …"}, {"function", "let f x = …"}, {"fun", "let f = fun x -> …"},
+        {"var", "let x = …"}, {"val", "let x = …"}, {"const", "let x = …"}, {"import", "open Module"},
+        {"include", "open Module"}, {"from", "open Module"}, {"require", "open Module"}, {"use", "open Module"}};
+    for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++)
+        if (strcmp(token->text, foreign[i][0]) == 0) {
+            diag_note(token->span, "'%s' is not a keyword of .tsr: %s", token->text, foreign[i][1]);
+            return;
+        }
+    static const char *const statements[] = {"print", "run", "save", "load", "shuffle", "record", "plot", "progress"};
+    static const char *const items[] = {"let", "main", "data", "input", "option", "index", "operator", "routine", "open"};
+    bool statement = false;
+    for (size_t i = 0; i < sizeof statements / sizeof *statements; i++) statement |= !strcmp(token->text, statements[i]);
+    const char *near = statement ? NULL : diag_closest_name(token->text, items, sizeof items / sizeof *items);
+    if (near) diag_note(token->span, "did you mean '%s'?", near);
+    else diag_note(token->span, "a statement such as 'print' goes in 'main = …'");
+}
+
 void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     if (token->kind == TK_EOF && ps->quiet_end) {
         ps->failed = true;
@@ -692,7 +713,7 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     } else if (only_items && token->kind != TK_EOF && !prev->kind) {
         diag_error(token->span, "expected an item (let, main, data, input, option, index, operator, routine or open), "
                    "found %s", found);
-        if (token->kind == TK_IDENT) diag_note(token->span, "a statement such as 'print' goes in 'main = …'");
+        if (token->kind == TK_IDENT) item_word_note(token);
     } else if (only_items && token->kind != TK_EOF) {
         diag_error(token->span, "unexpected %s: the definition before it is complete", found);
         if (token->kind == TK_LOGIC)
