@@ -771,6 +771,21 @@ static void window_mismatch(ShapeSolver *s, WindowC *c, Dim input, Dim over, Dim
     if (c->w.has_kernel) note_origin(s, kernel.origin, "the kernel size %s comes from", dim_to_string(s, kernel));
 }
 
+/* An image too small for a convolution's or a pool's window is often PyTorch's layout, channels
+ * first (1, 8, 8 read as 1 row of 8 pixels of 8 channels): a note saying Nn's is channels last. */
+static void note_channels_last(ShapeSolver *s, const WindowC *c) {
+    static const char *const layers[][2] = {{"conv2d", "h, w, ..c.."}, {"conv1d", "l, ..c.."},
+                                            {"max_pool2d", "h, w, ..c.."}, {"avg_pool2d", "h, w, ..c.."}};
+    const Origin *o = &s->origins[c->why];
+    for (size_t i = 0; o->call_name && i < sizeof layers / sizeof layers[0]; i++)
+        if (strcmp(o->call_name, layers[i][0]) == 0 && o->call.file) {
+            diag_note(o->call, "'%s' takes its input channels last, ..b.. | %s (PyTorch's layout, channels first, "
+                      "puts the channels where the %s belongs)", layers[i][0], layers[i][1],
+                      i == 1 ? "length" : "height");
+            return;
+        }
+}
+
 /* A merged axis (w.merge): input = over * kernel.  Any two known sizes give the third, which
  * must divide exactly.  Returns whether a constraint was queued. */
 static bool settle_merge(ShapeSolver *s, WindowC *c) {
@@ -862,6 +877,7 @@ static bool settle_windows(ShapeSolver *s, bool defaults) {
                                              padding_word(pad), input.size,
                                              c->w.has_kernel ? "the dilated kernel and offset, " : "the offset plus one, ",
                                              (unsigned long long)(c->w.offset + window_extent(c->w, kernel.size))));
+                note_channels_last(s, c);
                 continue;
             }
             if (!over.var && over.size != want) {
