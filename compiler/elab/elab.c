@@ -361,6 +361,22 @@ static bool declared_once(Elab *e, const Node *item, const char *name) {
     return true;
 }
 
+/* `let%op loss = mse y`: a function given some of its arguments, where a tensor was meant (its
+ * uses said only that `loss` is a function).  How many it has and how many it still takes. */
+static void note_partial_tensor(const Node *item, const Closure *c) {
+    uint32_t positional = 0, given = 0;
+    for (uint32_t i = 0; i < c->param_count; i++)
+        if (c->params[i]->flag == PARAM_POSITIONAL) {
+            positional++;
+            if (i < c->next) given++;
+        }
+    const char *fn = c->fn_name ? c->fn_name : c->shown_as ? c->shown_as : "the function";
+    diag_warning(c->partial, "'%s' is given %u of its %u arguments here, so '%s' is a function, not a tensor", fn, given,
+                 positional, item->name);
+    diag_note(item->span, "a tensor needs them all (%s … with %u more); a function of the rest is written with its "
+              "parameters, let%%op %s x = …", fn, positional - given, item->name);
+}
+
 static void elab_item(Elab *e, const Node *item) {
     e->scope = NULL;
     if ((item->kind == ITEM_INDEX || item->kind == ITEM_DATA) && !declared_once(e, item, item->name)) return;
@@ -377,6 +393,8 @@ static void elab_item(Elab *e, const Node *item) {
                                   code, true, e->globals, &v);
         if ((item->flag & LET_OP) && v->kind == V_TENSOR && strcmp(item->name, "_") != 0)
             add_named(e, v->as.tensor, item->name);
+        if ((item->flag & LET_OP) && item->list.count == 0 && v->kind == V_CLOSURE && v->as.closure->partial.file)
+            note_partial_tensor(item, v->as.closure);
         break;
     }
     case ITEM_OPERATOR: {

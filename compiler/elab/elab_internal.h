@@ -160,6 +160,8 @@ struct Closure {
                          * (`Train.adamw ~lr ~decay:"x"`), which errors in its body lead with
                          * when the library applies it further and elaborates it later */
     const char *user_call_name;
+    Span partial;       /* the application that gave it some of its positional arguments and not all
+                         * (`mse y`): a function, where a let%op without parameters meant a tensor */
 };
 
 /* Inline definitions and captured dims of one parameter scope. */

@@ -249,7 +249,12 @@ static Value *apply_closure(Elab *e, const Closure *orig, Arg *args, uint32_t co
             c->next++;
             break;
         default:
-            if (!have) return closure_value(e, c);
+            if (!have) {
+                bool some = false; /* some positional argument given (a layer's `()` is none) */
+                for (uint32_t i = 0; i < c->next; i++) some |= c->params[i]->flag == PARAM_POSITIONAL;
+                if (p->flag == PARAM_POSITIONAL && some) c->partial = span;
+                return closure_value(e, c);
+            }
             if (p->flag == PARAM_POSITIONAL) c->env = env_bind(e, c->env, p->name, args[pos].value);
             else if (p->flag == PARAM_UNIT && args[pos].value->kind != V_UNIT &&
                      args[pos].value->kind != V_ERROR) {
