@@ -871,6 +871,18 @@ static Value *eval_container(Elab *e, const Node *n, Env *env, Mode mode) {
     return v;
 }
 
+/* A parameter named `name` that `t` is computed from (`{ w … }` written inside its definition), or
+ * NULL; at most *budget tensors are looked at. */
+static const Tensor *inline_param_named(const Tensor *t, const char *name, int *budget) {
+    if (!t || (*budget)-- <= 0) return NULL;
+    if (t->kind == TENSOR_PARAM) return t->name && strcmp(t->name, name) == 0 ? t : NULL;
+    for (uint32_t i = 0; i < t->operand_count; i++) {
+        const Tensor *found = inline_param_named(t->operands[i], name, budget);
+        if (found) return found;
+    }
+    return NULL;
+}
+
 static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
     if (n->a->kind == NODE_MODULE) return qualified_name(e, n);
     Value *obj = eval(e, n->a, env, mode);
@@ -905,8 +917,15 @@ static Value *eval_field(Elab *e, const Node *n, Env *env, Mode mode) {
                         "size is given (the executable's --size NAME.%s=N, the header's setter); in a tensor "
                         "function, 'dim' of a captured label reads a size (docs/language.md §5.8)", n->name,
                         n->name[0] == 'b' ? "batch" : n->name[0] == 'i' ? "input" : "output", n->name);
-        return fail(n->span, "the field '.%s' of a tensor is code or a gradient, usable in %%cd code and "
-                    "routines, not in a tensor expression", n->name);
+        Value *err = fail(n->span, "a tensor has no field '.%s': its fields are its code (.forward, .backprop, "
+                          ".zero_grads), its gradient (.grad) and .value, in %%cd code and routines", n->name);
+        int budget = 10000;
+        const Tensor *param = inline_param_named(obj->as.tensor, n->name, &budget);
+        if (param)
+            diag_note(param->span, "'%s' is a parameter written inside the definition of '%s', here: it has no name "
+                      "outside it; to name it, define it apart (let%%op %s = { %s … }) and use %s there", n->name,
+                      obj->as.tensor->name ? obj->as.tensor->name : "this tensor", n->name, n->name, n->name);
+        return err;
     }
     return fail(n->span, "%s has no fields", kind_noun(obj));
 }
