@@ -665,6 +665,8 @@ static bool after_for_counter(const Token *token) {
            (at == 3 || !(isalnum((unsigned char)text[at - 4]) || text[at - 4] == '_'));
 }
 
+static bool starts_item(const Token *t);
+
 /* A note for a name where an item begins: another language's keyword (`def`, `import`), a
  * misspelt item keyword (`lett`), or a statement that belongs in main. */
 static void item_word_note(const Token *token) {
@@ -729,6 +731,8 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         if ((prev->kind == TK_TILDE_LABEL || prev->kind == TK_QUEST_LABEL) && token->kind == TK_MINUS)
             diag_note(token->span, "a negative argument goes in parentheses: %.*s(-…)", (int)(prev->span.end - prev->span.start),
                       source_get(prev->span.file)->text + prev->span.start);
+        else if (starts_item(token))
+            diag_note(token->span, "%s in column 1 begins a new item: inside a definition, indent it", found);
     } else if (token->kind == TK_EOF) {
         if (expected) diag_error(token->span, "unexpected end of file: expected %s", expected);
         else diag_error(token->span, "unexpected end of file");
