@@ -731,7 +731,7 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
         if ((prev->kind == TK_TILDE_LABEL || prev->kind == TK_QUEST_LABEL) && token->kind == TK_MINUS)
             diag_note(token->span, "a negative argument goes in parentheses: %.*s(-…)", (int)(prev->span.end - prev->span.start),
                       source_get(prev->span.file)->text + prev->span.start);
-        else if (starts_item(token))
+        else if (prev->kind == TK_EQ && (token->kind == TK_LET || token->kind == TK_LET_OP) && starts_item(token))
             diag_note(token->span, "%s in column 1 begins a new item: inside a definition, indent it", found);
     } else if (token->kind == TK_EOF) {
         if (expected) diag_error(token->span, "unexpected end of file: expected %s", expected);
