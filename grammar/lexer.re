@@ -74,10 +74,13 @@ static Token classify_operator(Lexer *lx, const unsigned char *from, const unsig
         if (n == 2 && (s[1] == '=' || s[1] == '>')) {
             diag_error(span_of(lx, from, to), "unknown operator '%.*s'%s", (int)n, s,
                        s[1] == '=' ? "; equality is written '='" : "; '=>' appears only inside spec strings");
+            if (s[1] == '>') diag_note(span_of(lx, from, to), "a function is written fun x -> …");
             return illegal(lx, from, to);
         }
         if (!in_table(assignment_operators, sizeof assignment_operators / sizeof *assignment_operators, s, n)) {
             diag_error(span_of(lx, from, to), "unknown assignment operator '%.*s'", (int)n, s);
+            if (n >= 3 && s[n - 1] == ':') /* `=+:`: the reset's ':' comes first */
+                diag_note(span_of(lx, from, to), "the reset ':' follows the '=': '=:%.*s'", (int)n - 2, s + 1);
             return illegal(lx, from, to);
         }
         kind = TK_ASSIGNOP;
@@ -461,6 +464,8 @@ Token lex_next(Lexer *lx) {
         ":" opchar+ | "." opchar+ | [~?] opchar* {
             lx->cursor = cur;
             diag_error(span_of(lx, tok, cur), "unknown operator '%.*s'", (int)(cur - tok), (const char *)tok);
+            if (cur - tok == 2 && tok[0] == ':' && tok[1] == '=') /* Pascal's and Go's := */
+                diag_note(span_of(lx, tok, cur), "an assignment of code is written '=:' (x =: 1)");
             return illegal(lx, tok, cur);
         }
 

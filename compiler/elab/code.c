@@ -433,6 +433,8 @@ Env *elab_code(Elab *e, Routine *r, const Node *n, Env *env) {
     }
     static const char *const code_fields[] = {"forward", "backprop", "zero_grads"};
     const char *near = n->kind == NODE_FIELD ? diag_closest_name(n->name, code_fields, 3) : NULL;
+    if (n->kind == NODE_FIELD && !near) /* PyTorch's words: backward(), zero_grad() */
+        near = !strncmp(n->name, "back", 4) ? "backprop" : !strncmp(n->name, "zero", 4) ? "zero_grads" : NULL;
     /* C's `x += y` reads as an operator `+=`: the accumulating assignment puts '=' first. */
     bool c_style = n->kind == NODE_BINOP && n->name && strlen(n->name) == 2 && n->name[1] == '=' &&
                    strchr("+-*/", n->name[0]);

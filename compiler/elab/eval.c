@@ -677,6 +677,10 @@ static Value *eval_binop(Elab *e, const Node *n, Env *env, Mode mode) {
     if (tensors || (mode == MODE_TENSOR && opv && is_number(a) && is_number(b))) {
         if (!opv) {
             Value *err = fail(n->span, "'%s' is not a tensor operator", op);
+            size_t len = strlen(op); /* `a+-a`: OCaml reads one operator; `a + -a` is two */
+            if (len == 2 && op[1] == '-' && strchr("+-*/", op[0]))
+                diag_note(n->span, "'%s' is read as one operator: with a space, '%c -…' is '%c' and a negation", op,
+                          op[0], op[0]);
             for (int k = 0; k < 2; k++) { /* a name the caller gave a tensor where a number was meant */
                 const Node *at = k ? n->b : n->a;
                 bool local = false; /* a function's parameter (or a let … in): not a global tensor */
@@ -1003,6 +1007,8 @@ Value *eval(Elab *e, const Node *n, Env *env, Mode mode) {
             const char *near = closest_in_scope(e, env, n->name);
             Value *err = fail(n->span, "'%s' is not defined", n->name);
             if (near) diag_note(n->span, "did you mean '%s'?", near);
+            if (strcmp(n->name, "and") == 0 || strcmp(n->name, "or") == 0)
+                diag_note(n->span, "the boolean '%s' is written '%s'", n->name, n->name[0] == 'a' ? "&&" : "||");
             if (dtype_of_word(n->name) >= 0)
                 diag_note(n->span, "an element type is written as a string: dtype = \"%s\"", n->name);
             bool itself = e->user_call_name && strcmp(e->user_call_name, n->name) == 0; /* a note below */

@@ -741,6 +741,14 @@ void parse_syntax_error(ParseState *ps, const Token *token, void *parser) {
     } else {
         diag_error(token->span, "unexpected %s", found);
     }
+    const char *text = source_get(token->span.file)->text;
+    if (token->kind == TK_SEMI && prev->kind == TK_SEMI && prev->span.end == token->span.start)
+        diag_note(token->span, "';;' ends OCaml's top-level phrases: .tsr needs none (an item begins in column 1)");
+    else if (token->kind == TK_DOT && isdigit((unsigned char)text[token->span.end])) {
+        int digits = (int)strspn(text + token->span.end, "0123456789");
+        diag_note(token->span, "a number is written with its leading 0: 0.%.*s", digits > 20 ? 20 : digits,
+                  text + token->span.end);
+    }
     /* What a 'done' or an 'in' it wants would close (a loop or a let left open above). */
     int cap = (int)(sizeof ps->loops / sizeof ps->loops[0]);
     if (has(tokens, n, TK_DONE) && ps->loop_count > 0 && ps->loop_count <= cap)
