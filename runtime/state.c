@@ -727,22 +727,32 @@ int tsr_main_loop_bound(tsr_state *s, uint32_t option, int64_t offset, int64_t *
     return TSR_OK;
 }
 
+/* The options the bounds of the loop being started came from (tsr_main_loop_count takes them from
+ * those tsr_main_loop_bound recorded), for tsr_main_loop_check's message. */
+static _Thread_local uint32_t loop_options[2], loop_option_count;
+
+/* Those options, as the command line names them: "--epochs -1" (and another). */
+static void loop_options_given(const tsr_state *s, char *given, size_t size) {
+    given[0] = '\0';
+    for (uint32_t i = 0; i < loop_option_count; i++) {
+        const tsr_option *o = &s->model->options[loop_options[i]];
+        char value[32];
+        snprintf(value, sizeof value, "%" PRId64, tsr_state_option_int(s, loop_options[i]));
+        snprintf(given + strlen(given), size - strlen(given), "%s--%.60s %s", i ? " and " : "", o->name, value);
+    }
+    if (!loop_option_count) snprintf(given, size, "an option");
+}
+
 int tsr_main_loop_count(tsr_state *s, uint32_t symbol, int64_t from, int64_t to, int down) {
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
     uint64_t short_by = down ? (to > from ? (uint64_t)to - (uint64_t)from : 0) : (to < from ? (uint64_t)from - (uint64_t)to : 0);
-    uint32_t named = bound_option_count;
+    loop_option_count = bound_option_count;
+    memcpy(loop_options, bound_options, sizeof loop_options);
     bound_option_count = 0;
     if (short_by < 2) return TSR_OK;
-    /* The options given, as the command line names them: "--epochs -1". */
-    char given[256] = "";
-    for (uint32_t i = 0; i < named; i++) {
-        const tsr_option *o = &s->model->options[bound_options[i]];
-        char value[32];
-        snprintf(value, sizeof value, "%" PRId64, tsr_state_option_int(s, bound_options[i]));
-        snprintf(given + strlen(given), sizeof given - strlen(given), "%s--%.60s %s", i ? " and " : "", o->name, value);
-    }
-    if (!named) snprintf(given, sizeof given, "an option");
+    char given[256];
+    loop_options_given(s, given, sizeof given);
     return tsr_error(TSR_ERR_INDEX, "the loop of '%s' would run from %" PRId64 " %s %" PRId64 ", a negative number of "
                      "times: its bounds come from %s, and a count below zero is a mistake",
                      s->model->symbol_names[symbol], from, down ? "down to" : "to", to, given);
@@ -752,9 +762,12 @@ int tsr_main_loop_check(tsr_state *s, uint32_t symbol, int64_t from, int64_t to)
     if (!s) return null_state();
     if (symbol >= s->model->symbol_count) return tsr_error(TSR_ERR_ARGUMENT, "no index symbol number %u", symbol);
     int64_t lo = from < to ? from : to, hi = from < to ? to : from, range = s->model->symbol_ranges[symbol];
-    if (lo < 0 || hi >= range)
-        return tsr_error(TSR_ERR_INDEX, "the loop runs '%s' over %" PRId64 "..%" PRId64 ", outside its range 0..%" PRId64,
-                         s->model->symbol_names[symbol], lo, hi, range - 1);
+    if (lo < 0 || hi >= range) {
+        char given[256];
+        loop_options_given(s, given, sizeof given);
+        return tsr_error(TSR_ERR_INDEX, "the loop runs '%s' over %" PRId64 "..%" PRId64 ", outside its range 0..%" PRId64
+                         ": its bounds come from %s", s->model->symbol_names[symbol], lo, hi, range - 1, given);
+    }
     return TSR_OK;
 }
 

@@ -63,7 +63,7 @@ expect data-name 2 "'--data ys=a.npy': the program has no data named 'ys' $see" 
 expect data-form 2 "'--data' takes NAME=PATH, not 'xs' $see" --data xs
 wrong=$(pwd)/tests/native/data/wrong_shape.npy
 expect data-shape 1 "data 'xs': '$wrong': expected shape (4, 3), found (4, 2)" --data "xs=$wrong"
-expect loop-range 1 "the loop runs 'step' over 0..6, outside its range 0..5" --epochs 7
+expect loop-range 1 "the loop runs 'step' over 0..6, outside its range 0..5: its bounds come from --epochs 7" --epochs 7
 expect loop-negative 1 "the loop of 'step' would run from 0 to -2, a negative number of times: its bounds come from --epochs -1, and a count below zero is a mistake" --epochs -1
 
 # An integer option read among i32 values: a value beyond i32 would be clamped, then wrap.
