@@ -140,7 +140,11 @@ static Value *run_body(Elab *e, Closure *c, Span span) {
     if (span.file) shape_push_call(e->solver, span, name);
     Span saved_call = e->user_call;
     const char *saved_call_name = e->user_call_name;
-    if (span.file && !span_in_stdlib(span)) set_user_call(e, span, name);
+    /* A function applying itself from its own body (a recursion) keeps the application that began
+     * it: an error inside is noted there (`fact 25`), not at the call that overlaps it. */
+    Span body = c->body ? c->body->span : (Span){0, 0, 0};
+    bool recursing = e->user_call.file && span.file == body.file && span.start >= body.start && span.end <= body.end;
+    if (span.file && !span_in_stdlib(span) && !recursing) set_user_call(e, span, name);
     Value *v = eval(e, c->body, c->env, c->mode);
     set_user_call(e, saved_call, saved_call_name);
     if (span.file) shape_pop_call(e->solver);
