@@ -722,29 +722,33 @@ static bool slice_in_place(const Assignment *a, int32_t *sliced, int64_t *lo, in
     return true;
 }
 
-/* Whether copy `a` reads every cell of its operand: each axis at an iterator of its own that spans
- * it (a transpose), or an axis of one cell at its point; not a point of a longer axis, a diagonal,
- * a stride or a part of a concatenation. */
-static bool copies_every_cell(const Assignment *a) {
-    const Projections *p = a->proj;
-    uint32_t from = a->reads[a->rhs->read].slot;
+/* Which cells of its tensor slot `slot` of `p` reads: true when every cell (each axis at an
+ * iterator of its own that spans it, as a transpose reads, or an axis of one cell), or the cells
+ * at one point of one axis (`x ++ "... | 0 => ... | "`: *point is that axis and position, else
+ * its axis is -1); false for anything else (a diagonal, a stride, a part of a concatenation, two
+ * points). */
+static bool slot_read_cells(const Projections *p, uint32_t slot, Region *point) {
+    *point = (Region){.axis = -1};
     if (!p) return false;
-    for (uint32_t ax = 0; ax < p->rank[from]; ax++) {
-        const ProjIndex *r = &p->maps[from][ax];
-        if (p->axis_size[from][ax] == 1 && (r->kind == PIDX_FIXED || r->kind == PIDX_ITER)) continue;
-        if (r->kind != PIDX_ITER || p->iter_size[r->iter] != p->axis_size[from][ax]) return false;
+    for (uint32_t ax = 0; ax < p->rank[slot]; ax++) {
+        const ProjIndex *r = &p->maps[slot][ax];
+        if (p->axis_size[slot][ax] == 1 && (r->kind == PIDX_FIXED || r->kind == PIDX_ITER)) continue;
+        if (r->kind == PIDX_FIXED && point->axis < 0 && !r->symbol) {
+            *point = (Region){(int32_t)ax, r->fixed, r->fixed + 1};
+            continue;
+        }
+        if (r->kind != PIDX_ITER || p->iter_size[r->iter] != p->axis_size[slot][ax]) return false;
         for (uint32_t other = 0; other < ax; other++)
-            if (p->maps[from][other].kind == PIDX_ITER && p->maps[from][other].iter == r->iter) return false;
+            if (p->maps[slot][other].kind == PIDX_ITER && p->maps[slot][other].iter == r->iter) return false;
     }
     return true;
 }
 
 /* The leaf whose values reach t unchanged — a data item's field or numbers written in the
  * program (a literal, a stack of them) — through slices and operations whose forward code only
- * copies one tensor (a spec's slice, a transpose), or NULL; the part of it that reaches t in
- * *region. */
+ * copies one tensor (a spec's slice, a transpose, a point of an axis), or NULL; *region, the part
+ * of t that matters (axis -1: all of it), becomes the part of the leaf that reaches it. */
 static Tensor *copied_from(Builder *b, Tensor *t, Region *region) {
-    *region = (Region){.axis = -1};
     for (int depth = 0; t && depth < 256; depth++) {
         if (t->kind == TENSOR_DATA || t->kind == TENSOR_LITERAL || t->kind == TENSOR_STACK) return t;
         if (t->kind == TENSOR_SLICE) { /* `x @| i`: every i is read in its turn */
@@ -765,12 +769,16 @@ static Tensor *copied_from(Builder *b, Tensor *t, Region *region) {
             if (!read || (from && read != from)) return NULL;
             from = read;
             /* A slice narrows the region (in the read's coordinates: the offset added); a copy
-             * that moves axes leaves a region nowhere to be (a whole field can go anywhere), and
-             * one that reads some of its cells otherwise (a point, a stride) is not followed. */
+             * that moves axes leaves a region nowhere to be (a whole field can go anywhere), but
+             * one at a point of an axis makes that point the region; one that reads some of its
+             * cells otherwise (a stride, a diagonal) is not followed. */
             int32_t sliced;
-            int64_t lo, hi;
+            int64_t lo = 0, hi = 0;
             bool in_place = slice_in_place(a, &sliced, &lo, &hi);
-            if (!in_place && (region->axis >= 0 || !copies_every_cell(a))) return NULL;
+            Region point;
+            if (!in_place && (region->axis >= 0 || !slot_read_cells(a->proj, a->reads[a->rhs->read].slot, &point)))
+                return NULL;
+            if (!in_place && point.axis >= 0) *region = point;
             if (in_place && sliced >= 0) {
                 if (region->axis >= 0 && region->axis != sliced) return NULL; /* two axes: not followed */
                 *region = region->axis < 0 ? (Region){sliced, lo, hi}
@@ -835,8 +843,11 @@ static void bound_gathered_data(Builder *b, const Tensor *t, const Projections *
     for (uint32_t s = 0; s < p->slot_count; s++)
         for (uint32_t a = 0; a < p->rank[s]; a++) {
             if (p->maps[s][a].kind != PIDX_GATHER) continue;
+            /* the positions' cells this gather reads: all, or one point of an axis */
             Region region;
-            Tensor *leaf = copied_from(b, slots[p->maps[s][a].gather], &region);
+            uint32_t positions = p->maps[s][a].gather;
+            if (!slot_read_cells(p, positions, &region)) continue;
+            Tensor *leaf = copied_from(b, slots[positions], &region);
             int64_t size = (int64_t)p->axis_size[s][a];
             if (!leaf || size_is_runtime((uint64_t)size)) continue;
             if (leaf->kind != TENSOR_DATA) {
