@@ -48,9 +48,11 @@ static int usage_error(Parser *p, const char *fmt, ...) {
     return 2;
 }
 
-/* How a process begins, for the message that the processes began differently. */
-static const char *begins_as(int begins) {
-    switch (begins) {
+/* How a process begins, for the message that the processes began differently (a vote's low 3
+ * bits: a bad command line's vote carries its message's hash above them). */
+static const char *begins_as(int64_t begins, int64_t other) {
+    if ((begins & 7) == TSR_BEGIN_BAD && (other & 7) == TSR_BEGIN_BAD) return "has another bad command line";
+    switch (begins & 7) {
     case TSR_BEGIN_HELP: return "was asked for --help";
     case TSR_BEGIN_BAD: return "has a bad command line";
     case TSR_BEGIN_ALONE: return "was started with --distributed=none";
@@ -76,13 +78,17 @@ static bool begin_together(Parser *p, int parsed, bool alone, int *status) {
     if (begins != TSR_BEGIN_RUN && tsr_dist_start("mpi") != TSR_OK) /* no MPI library: nobody waits in it */
         return go_on;
     bool same;
-    int other, begins0, begins_other;
-    if (tsr_dist_active() && tsr_dist_vote(begins, &same, &other, &begins0, &begins_other) == TSR_OK && !same) {
+    int other;
+    int64_t begins0, begins_other;
+    /* Two bad command lines differ when their messages do: each process then says its own. */
+    int64_t vote = begins == TSR_BEGIN_BAD ? (int64_t)(tsr_fnv1a_extend(TSR_FNV_BASIS, p->said, strlen(p->said)) << 3) | begins
+                                           : begins;
+    if (tsr_dist_active() && tsr_dist_vote(vote, &same, &other, &begins0, &begins_other) == TSR_OK && !same) {
         fflush(stdout);
         if (tsr_dist_rank() == 0)
             fprintf(stderr, "%s: error: the processes began differently: process 0 %s, process %d %s; every process "
-                    "of a distributed run is started with the same command line\n", p->program, begins_as(begins0),
-                    other, begins_as(begins_other));
+                    "of a distributed run is started with the same command line\n", p->program, begins_as(begins0, -1),
+                    other, begins_as(begins_other, begins0));
         if (begins == TSR_BEGIN_BAD && tsr_dist_launcher_rank() != 0 && p->said[0])
             fprintf(stderr, "%s: error: process %d: %s (%s --help lists the options)\n", p->program, tsr_dist_rank(),
                     p->said, p->program);

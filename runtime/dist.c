@@ -406,7 +406,7 @@ int tsr_dist_agree(const int64_t *values, int64_t count, int *agree) {
     return status;
 }
 
-int tsr_dist_vote(int begins, bool *same, int *other, int *begins0, int *begins_other) {
+int tsr_dist_vote(int64_t begins, bool *same, int *other, int64_t *begins0, int64_t *begins_other) {
     int64_t mine = begins;
     tsr_dist_difference d;
     int status = tsr_dist_compare(&mine, 1, &d);
@@ -414,8 +414,8 @@ int tsr_dist_vote(int begins, bool *same, int *other, int *begins0, int *begins_
     *other = d.other_rank;
     /* -2: a count of values other than one, an older tsrc's process comparing its options
      * first: the programs differ, said as a process that does not run with these */
-    *begins0 = d.index == -2 ? TSR_BEGIN_RUN : (int)d.value0;
-    *begins_other = d.index == -2 ? TSR_BEGIN_BAD : (int)d.value_other;
+    *begins0 = d.index == -2 ? TSR_BEGIN_RUN : d.value0;
+    *begins_other = d.index == -2 ? TSR_BEGIN_BAD : d.value_other;
     return status;
 }
 

@@ -295,13 +295,13 @@ bool tsr_dist_launched_together(void);
 /* How an executable's process begins (tsr_dist_vote): it runs with the others, its command line
  * asked for --help, its command line is bad, or it runs alone (--distributed=none). */
 enum { TSR_BEGIN_RUN, TSR_BEGIN_HELP, TSR_BEGIN_BAD, TSR_BEGIN_ALONE };
-/* The processes a launcher started together say how each begins (TSR_BEGIN_*), before anything
- * else: *same when all begin alike, else *other, the first process that begins otherwise than
+/* The processes a launcher started together say how each begins (TSR_BEGIN_* in the low 3 bits;
+ * the caller may add more above them), before anything else: *same when all begin alike, else *other, the first process that begins otherwise than
  * process 0, and how each of the two does (*begins0, *begins_other).  MPI must be started (by
  * a process that will not run with the others too: processes a launcher started wait in MPI_Init
  * for every one of them, so one that ended before would leave them waiting).  TSR_OK, or MPI's
  * error; a run of one process is alike. */
-int tsr_dist_vote(int begins, bool *same, int *other, int *begins0, int *begins_other);
+int tsr_dist_vote(int64_t begins, bool *same, int *other, int64_t *begins0, int64_t *begins_other);
 /* A process that voted to run alone: MPI finalized, and it is process 0 of 1 from here on. */
 void tsr_dist_leave(void);
 /* tsr_dist_mean or tsr_dist_mean_ordered (`ordered`) of cells of `dtype`, TSR_DTYPE_F32 (float)

@@ -232,6 +232,12 @@ if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/two" >>"$T/log" 2>&1 && "$TSRC"
            { [ "$extra" != --bogus ] || grep -qF "error: process 1: unknown option '--bogus'" "$T/err"; }; then ok
         else bad "$extra on one process only: all stop at once, with status 2 (status $st)"; fi
     done
+    # Two bad command lines that differ: each process says its own (the vote carries the message).
+    (cd "$T/dt" && $MPIRUN -np 1 ./two --aaa : -np 1 ./two --bbb) >"$T/out" 2>"$T/err"
+    st=$?
+    if [ $st = 2 ] && grep -qF "process 0 has a bad command line, process 1 has another bad command line" "$T/err" &&
+       grep -qF "unknown option '--aaa'" "$T/err" && grep -qF "error: process 1: unknown option '--bbb'" "$T/err"; then ok
+    else bad "two different bad command lines: each is said (status $st)"; fi
     # Every process alike: --help printed once, status 0; --distributed=none, each runs alone (of
     # the whole data: one's batch).
     (cd "$T/dt" && $MPIRUN -np 2 ./two --help) >"$T/out" 2>"$T/err"
