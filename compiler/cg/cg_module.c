@@ -104,7 +104,7 @@ LLVMTargetMachineRef cgl_target_machine(const char *triple_opt, const char *cpu_
     char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
     bool native = !cpu_opt || strcmp(cpu_opt, "native") == 0;
     const char *cpu = native ? (triple_opt ? "x86-64" : host_cpu) : cpu_opt;
-    bool x86 = !triple_opt || strncmp(triple_opt, "x86_64", 6) == 0;
+    bool x86 = !triple_opt || strncmp(triple_opt, "x86_64", 6) == 0 || strncmp(triple_opt, "amd64", 5) == 0;
     size_t host_length = native && !triple_opt ? strlen(host_features) : 0;
     char *features = malloc(host_length + sizeof unrecorded_extensions + 1);
     if (!features) diag_fatal_oom();

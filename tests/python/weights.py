@@ -193,6 +193,19 @@ def main():
                 check(diff <= 1e-6 and np.array_equal(again, theirs),
                       f"{label}: PyTorch -> tsrc -> PyTorch: tsrc's outputs are PyTorch's within 1e-6 of the largest, "
                       "and the weights come back exactly", f"{diff}")
+            # A BatchNorm1d between the Conv1d and the Linear (its weight of one axis passed over, as
+            # mapping= leaves it out): the Linear still reads the convolution's channels-first output.
+            bn = torch.nn.Sequential(torch.nn.Conv1d(3, 4, 3), torch.nn.BatchNorm1d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+                                     torch.nn.Linear(32, 5)).eval()
+            tsr.from_torch(conv1d, bn.state_dict(), mapping={"0": "c1", "4": "head"})
+            data = torch.rand(3, 10, 3)
+            conv1d["x"] = data.numpy()
+            conv1d.predict()
+            with torch.no_grad():  # a fresh BatchNorm1d in eval mode: x / sqrt(1 + 1e-5)
+                theirs = bn(data.transpose(1, 2)).numpy()
+            diff = np.abs(conv1d["y"] * np.float32(1 / np.sqrt(1 + 1e-5)) - theirs).max() / np.abs(theirs).max()
+            check(diff <= 1e-5, "Conv1d, BatchNorm1d, Flatten, Linear: the Linear's weight is taken channels-first "
+                  "past the norm", diff)
             # The module itself where its state dict belongs (an AttributeError before), and a bf16
             # torch tensor assigned to an f32 input (refused: NumPy has no bfloat16).
             m, net = nets["MLP"][0], nets["MLP"][1]

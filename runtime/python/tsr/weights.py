@@ -161,11 +161,18 @@ def _from_tsrc(kind, ours, like):
 
 def _plan(m, state_dict, mapping):
     """[(tsrc parameter, torch key, kind)] for every weight and bias the pairs give; a linear
-    layer right after a Conv1d (in the state dict's order) is "linear_after_conv1d": its input
-    is the convolution's channels-first output, flattened."""
+    layer after a Conv1d (in the state dict's order, norms between them passed over: their
+    weights have one axis) is "linear_after_conv1d": its input is the convolution's
+    channels-first output, flattened."""
     plan = []
     layers = torch_layers(state_dict)
-    before = {p: _numpy(state_dict[layers[i - 1][1]["weight"]]).ndim if i else 0 for i, (p, _) in enumerate(layers)}
+    ranks = [_numpy(state_dict[entry["weight"]]).ndim for _, entry in layers]
+    before = {}
+    for i, (p, _) in enumerate(layers):
+        j = i - 1
+        while j >= 0 and ranks[j] == 1:  # a BatchNorm1d or LayerNorm between
+            j -= 1
+        before[p] = ranks[j] if j >= 0 else 0
     for t, entry, (prefix, kind, fields) in _pairs(m, state_dict, mapping):
         weight_field = {"linear": "w", "conv": "kernel", "norm": "gain", "embedding": "table"}[kind]
         weight_kind = "linear_after_conv1d" if kind == "linear" and before.get(t) == 3 else kind
