@@ -206,10 +206,11 @@ int tsr_state_print(tsr_state *state, uint32_t print);
 /* For the `main` of generated executables: read the command line (docs/cli.md "Running an
  * executable": --help, --seed N, --threads N, --data NAME=PATH, --load PATH and the program's options, whose
  * table the image holds), then create the state as tsr_state_create() does with the seed and
- * data files it chose; `seed` is the default.  NULL when the program should stop, with the exit
- * status in *status: 0 after --help (printed to stdout), 2 after a bad command line (the
- * message is printed to stderr), 1 when the state could not be made (tsr_last_error() says
- * why; the caller prints it, as tsr_main_fail does). */
+ * data files it chose; `seed` is the default; *status 0.  NULL when the program should stop, with
+ * the exit status in *status: 0 after --help (printed to stdout), 2 after a bad command line or
+ * when the processes a launcher started together began differently (the message is printed to
+ * stderr, docs/runtime.md §19), 1 when the state could not be made (tsr_last_error() says why;
+ * the caller prints it, as tsr_main_fail does). */
 tsr_state *tsr_main_start(const unsigned char *image, size_t image_size, uint64_t seed, int argc, char **argv,
                           int *status);
 /* The program's `option` NAME (docs/runtime.md §3): set it to `value`, as the command line's

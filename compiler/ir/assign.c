@@ -823,10 +823,13 @@ static bool literal_positions_fit(Builder *b, const Tensor *t, Tensor *leaf, Reg
         }
         double v = values[i];
         if (v >= 0 && v < (double)size && v == floor(v)) continue;
-        diag_error(written_cell(leaf, v, leaf->span),
-                   "%g is not a whole number in 0 … %lld: this literal's numbers are positions in %s, along a "
-                   "gathered axis of %lld cell%s", v, (long long)size - 1, node_text(b, (TNode){(Tensor *)gathered, false}),
-                   (long long)size, size == 1 ? "" : "s");
+        /* the tensor read: named, or (a library's own operation) by the application that reads it */
+        const char *in = gathered->name ? node_text(b, (TNode){(Tensor *)gathered, false})
+                       : b->call_name   ? arena_printf(b->ir->arena, "what '%s' gathers from", b->call_name)
+                                        : "the tensor gathered";
+        diag_error(written_cell(leaf, v, leaf->span), "%g is %s 0 … %lld: this literal's numbers are positions in %s, "
+                   "along a gathered axis of %lld cell%s", v, v == floor(v) ? "outside" : "not a whole number in",
+                   (long long)size - 1, in, (long long)size, size == 1 ? "" : "s");
         if (!span_in_stdlib(t->span)) diag_note(t->span, "'%s' reads the cells at them here", t->op_name);
         b->failed = true;
         return false;

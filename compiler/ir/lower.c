@@ -598,7 +598,8 @@ void lower_assignment(IrProgram *ir, IrFunction *fn, const Assignment *a) {
      * widened from it first and rounded into it after, so each cell is rounded once, as a
      * reduction's f32 local is (an embedding's gradient, adding one row per occurrence of a token,
      * rounded at every occurrence; a maximum or minimum rounds the same either way).  Not when
-     * the right side reads the left: it must see the sums so far. */
+     * the right side still reads the left, at the very cell it writes (a read through another
+     * map reads the snapshot read_before_writing takes). */
     a = read_before_writing(&l, a, surjective, skips_cells);
     uint32_t target = lhs; /* the buffer the nests accumulate in */
     bool in_twin = lhs_affine && ir_dtype_half(ir->buffers[lhs].dtype) && a->accum != ACC_NONE &&
