@@ -573,8 +573,12 @@ static Value *arith(Elab *e, const char *op, Value *a, Value *b, Span span) {
     if (strcmp(op, "**") == 0) return float_value(e, pow(x, y));
     char c = op[0];
     /* + - * /, and *. /. (float arithmetic): '+-', '*+' or '+.' name no operation */
-    if (!strchr("+-*/", c) || (op[1] && (op[1] != '.' || op[2] || c == '+' || c == '-')))
-        return fail(span, "'%s' is not defined on numbers", op);
+    if (!strchr("+-*/", c) || (op[1] && (op[1] != '.' || op[2] || c == '+' || c == '-'))) {
+        Value *err = fail(span, "'%s' is not defined on numbers", op);
+        if ((c == '+' || c == '-') && op[1] == '.' && !op[2]) /* OCaml's float +. and -. */
+            diag_note(span, "numbers add and subtract with '%c', floats and integers alike", c);
+        return err;
+    }
     if (!fl) {
         int64_t i = a->as.i, j = b->as.i, r;
         switch (c) {
@@ -772,6 +776,18 @@ static Value *eval_app(Elab *e, const Node *n, Env *env, Mode mode) {
         return eval_equate(e, n);
     Value *fn = eval(e, n->a, env, mode);
     if (fn->kind == V_ERROR) return fn;
+    /* `let dim = 64` hides the built-ins `dim NAME`, `set_dim NAME N` and `equate A B`, which
+     * are read only where the name is not the program's own: `dim d` then fails at `d`. */
+    static const char *const hidden_builtins[] = {"dim", "set_dim", "equate", "input_axes"};
+    for (size_t i = 0; n->a->kind == NODE_VAR && fn->kind != V_CLOSURE && fn->kind != V_BUILTIN &&
+                       i < sizeof hidden_builtins / sizeof *hidden_builtins; i++)
+        if (strcmp(n->a->name, hidden_builtins[i]) == 0 && n->list.count && n->list.items[0]->kind == NODE_VAR &&
+            !lookup(e, env, n->list.items[0]->name)) {
+            Value *err = fail(n->list.items[0]->span, "'%s' is not defined", n->list.items[0]->name);
+            diag_note(n->a->span, "'%s' here is the program's own (%s), which hides the built-in '%s NAME': give it "
+                      "another name", n->a->name, kind_noun(fn), n->a->name);
+            return err;
+        }
     uint32_t count = n->list.count;
     Arg *args = arena_alloc(e->arena, (count ? count : 1) * sizeof *args);
     const Spec *spec = NULL; /* `op ~spec:"…" a b c`: an operator applied like a function */
