@@ -153,6 +153,34 @@ def main():
         loaded_run("LeNet: from_torch of channels-first kernels and a CHW flattening", lenet, tsr.from_torch,
                    tsr.to_torch, sd, {"x.b": 3, "x": imgs}, "predict", "y", lenet_forward(sd, imgs), 1e-5)
 
+        # ---- Rotary attention (Nn.attention ~rope:true) against NumPy ------------------------
+        ra = build("tests/python/rope_attention.tsr")
+        rng = np.random.default_rng(7)
+        for name in ra.tensors:
+            if name.startswith("attn."):
+                ra[name] = rng.normal(size=ra.shape(name)).astype(np.float32) * 0.5
+        x = rng.normal(size=(2, 5, 8)).astype(np.float32)
+        ra["x"] = x
+        ra.go()
+        P = {n: np.array(ra[n], dtype=np.float64) for n in ra.tensors if n.startswith("attn.")}
+        X = x.astype(np.float64)
+        q, k, v = (np.einsum("btd,hkd->bthk", X, P["attn.w" + c]) + P["attn.b" + c] for c in "qkv")
+
+        def rotate(a):  # features (2i, 2i+1) at position t turned by t * 10000^(-2i/d)
+            angle = np.arange(a.shape[1])[:, None] * 10000.0 ** (-2 * np.arange(a.shape[-1] // 2) / a.shape[-1])
+            c, s = np.cos(angle)[None, :, None, :], np.sin(angle)[None, :, None, :]
+            out = np.empty_like(a)
+            out[..., 0::2] = a[..., 0::2] * c - a[..., 1::2] * s
+            out[..., 1::2] = a[..., 0::2] * s + a[..., 1::2] * c
+            return out
+        scores = np.einsum("bthk,bshk->bhts", rotate(q), rotate(k)) / 2.0
+        scores = np.where(np.tril(np.ones((5, 5), bool)), scores, -np.inf)
+        w = np.exp(scores - scores.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        want = np.einsum("bthk,dhk->btd", np.einsum("bhts,bshk->bthk", w, v), P["attn.wo"]) + P["attn.bo"]
+        diff = np.abs(ra["y"] - want).max() / np.abs(want).max()
+        check(diff <= 1e-6, "Nn.attention ~rope:true is NumPy's rotary causal attention", diff)
+
         # ---- GPT-2 -------------------------------------------------------------------------
         gpt = build("tests/python/gpt_small.tsr")
         state = gpt2_weights(np.random.default_rng(5))
