@@ -9,6 +9,8 @@
  * one place that copies what the back half needs out of the tensor graph (exported tensors,
  * data sets, options, routine spans): nothing after it reads the Program.  Run-time sizes
  * become size symbols, one per `?` written, after the index symbols (runtime_sizes below).
+ * Knowing what main runs, it warns where main would read zeros: a print or a routine that reads
+ * a tensor no routine main runs computes, a routine that reads an index no loop of main sets.
  *
  * Requires: lowered functions (one per Program routine, or one "forward"); runs before
  * optimisation, so that the buffers it prints are kept. */
@@ -575,6 +577,17 @@ static void warn_unset_indexes(UnsetIndexes *u, const MainStep *steps, uint32_t 
     }
 }
 
+/* The warnings of warn_unset_indexes over the whole of main. */
+static void warn_indexes_main_never_sets(IrProgram *ir, const AssignResult *ar) {
+    const Program *p = ar->program;
+    uint32_t n = p->index_count + 1;
+    bool *flags = arena_alloc(ir->arena, 3 * n * sizeof *flags);
+    memset(flags, 0, 3 * n * sizeof *flags);
+    UnsetIndexes unset = {.ar = ar, .set = flags, .warned = flags + n, .read = flags + 2 * n};
+    mark_loop_indexes(p->main, p->main_count, flags);
+    warn_unset_indexes(&unset, p->main, p->main_count, NULL);
+}
+
 bool plan_build(IrProgram *ir, const AssignResult *ar) {
     const Program *p = ar->program;
     copy_program(ir, ar);
@@ -591,12 +604,7 @@ bool plan_build(IrProgram *ir, const AssignResult *ar) {
         memset(runs, 0, (ir->function_count + 1) * sizeof *runs);
         mark_main_runs(p->main, p->main_count, runs);
         warn_routines_read_never_computed(ir, ar, runs);
-        UnsetIndexes unset = {.ar = ar};
-        bool *flags = arena_alloc(ir->arena, 3 * (p->index_count + 1) * sizeof *flags);
-        memset(flags, 0, 3 * (p->index_count + 1) * sizeof *flags);
-        unset.set = flags, unset.warned = flags + p->index_count + 1, unset.read = flags + 2 * (p->index_count + 1);
-        mark_loop_indexes(p->main, p->main_count, flags);
-        warn_unset_indexes(&unset, p->main, p->main_count, NULL);
+        warn_indexes_main_never_sets(ir, ar);
         if (!main_stmts(ir, ar, runs, p->main, p->main_count, &out)) return false;
     } else {
         for (uint32_t f = 0; f < ir->function_count; f++) push(ir, &out, (IrMainStmt){.kind = IRM_RUN, .function = f});
