@@ -100,6 +100,14 @@ typedef struct Options {
     int program_argc;
 } Options;
 
+/* The exit status after writing to the standard output: 0, or 1 when it could not be written
+ * (a full disk, a closed descriptor), said. */
+static int written_out(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    diag_error_noloc("cannot write to the standard output: %s", strerror(errno));
+    return 1;
+}
+
 static void usage(FILE *out) {
     fputs("usage: tsrc [options] FILE.tsr\n"
           "\n"
@@ -263,10 +271,10 @@ static Options parse_options(int argc, char **argv) {
         }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            exit(0);
+            exit(written_out());
         } else if (strcmp(a, "--version") == 0) {
             printf("tsrc %s\n", TSRC_VERSION);
-            exit(0);
+            exit(written_out());
         } else if (strcmp(a, "--parse-only") == 0 || strcmp(a, "--dump-ast") == 0 ||
                    strcmp(a, "--check") == 0 || strcmp(a, "--print-shapes") == 0) {
             Mode m = strcmp(a, "--parse-only") == 0 ? MODE_PARSE_ONLY
@@ -349,6 +357,8 @@ static Options parse_options(int argc, char **argv) {
             opt.output = argv[++i];
         } else if (strncmp(a, "-o", 2) == 0 && a[2]) {
             opt.output = a + 2;
+        } else if (strcmp(a, "-I") == 0 && i + 1 < argc && !argv[i + 1][0]) {
+            bad_usage("'-I' needs a directory, not an empty name (it would search from /)");
         } else if (strcmp(a, "-I") == 0) {
             if (i + 1 >= argc) bad_usage("'%s' needs a directory", a);
             opt.include_dirs[opt.include_count++] = argv[++i];
@@ -767,6 +777,8 @@ static bool build_linked(IrProgram *ir, const Options *opt, const Target *target
         bool direct = named_descriptor(output) >= 0 ||
                       (stat(output, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)));
         const char *beside = direct ? arena_printf(arena, "%s/tsrc-link", temp_directory()) : output;
+        /* `-o -foo`: the linker would read the paths made from it as its options */
+        if (beside[0] == '-') beside = arena_printf(arena, "./%s", beside);
         if (temp_create(beside, true, &dir_slot) < 0) return false;
         workdir = temp_slot_path(dir_slot);
     }

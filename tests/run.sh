@@ -578,6 +578,22 @@ else fail "cli: unknown option" "exit $(status)" "$TMP/err"; fi
 run_tsrc --chekc x.tsr
 if [ "$(status)" = 2 ] && grep -q "unknown option '--chekc'; did you mean '--check'?" "$TMP/err"; then pass "cli: did you mean"
 else fail "cli: did you mean" "exit $(status)" "$TMP/err"; fi
+# Hostile command lines (CLI review): an output named like an option links (cc read '-foo.tmp…'
+# as one); an empty -I is a usage error (it searched /); --version to a full disk says so (it
+# exited 0); an output descriptor open for reading is said, not "out of memory".
+tsrc_path=$(cd "$(dirname "$TSRC")" && pwd)/$(basename "$TSRC")
+(root=$PWD && cd "$TMP" && "$tsrc_path" "$root/tests/proj/matmul.tsr" -o -dash >"$TMP/err" 2>&1 && [ -x "$TMP/-dash" ] &&
+    rm -f -- "$TMP/-dash")
+if [ $? = 0 ]; then pass "cli: an output named '-dash' links"; else fail "cli: an output named '-dash' links" "exit $?" "$TMP/err"; fi
+run_tsrc -I '' --check tests/proj/matmul.tsr
+if [ "$(status)" = 2 ] && grep -q "'-I' needs a directory, not an empty name" "$TMP/err"; then pass "cli: an empty -I is a usage error"
+else fail "cli: an empty -I is a usage error" "exit $(status)" "$TMP/err"; fi
+"$TSRC" --version >/dev/full 2>"$TMP/err"
+if [ $? = 1 ] && grep -q "cannot write to the standard output" "$TMP/err"; then pass "cli: --version to a full disk says so"
+else fail "cli: --version to a full disk says so" "status" "$TMP/err"; fi
+"$TSRC" --emit=ir tests/proj/matmul.tsr -o /dev/fd/0 </dev/null >"$TMP/out" 2>"$TMP/err"
+if [ $? = 1 ] && grep -q "cannot write '/dev/fd/0'" "$TMP/err"; then pass "cli: an output open for reading is said"
+else fail "cli: an output open for reading is said" "status" "$TMP/err"; fi
 # The program's own option after its file, without '--': said where it goes.
 run_tsrc --run docs/examples/moons.tsr --epochs 2
 if [ "$(status)" = 2 ] && grep -qF "unknown option '--epochs' (with --run, the program's own options follow '--': tsrc --run docs/examples/moons.tsr -- --epochs …)" "$TMP/err"

@@ -282,7 +282,10 @@ bool output_open(Output *out, const char *path, bool stream) {
         out->fd = temp_create(path, false, &out->slot);
         if (out->fd < 0) return false;
     }
-    if (stream && !(out->file = fdopen(out->fd, "w"))) diag_fatal_oom();
+    if (stream && !(out->file = fdopen(out->fd, "w"))) { /* a descriptor open for reading: /dev/fd/0 */
+        diag_error_noloc("cannot write '%s': %s", path, strerror(errno));
+        return false;
+    }
     return true;
 }
 
