@@ -891,7 +891,8 @@ static void check_code_statements(const Node *n, const Node *item) {
     case NODE_IF: check_code_statements(n->b, item); check_code_statements(n->c, item); return;
     case NODE_FOR: check_code_statements(n->c, item); return;
     case NODE_BINOP: case NODE_UNOP: case NODE_INT: case NODE_FLOAT: case NODE_LIST: case NODE_ARRAY:
-        if (n->kind == NODE_BINOP && strcmp(n->name, ";") == 0) break;
+        /* `w = w - …`, `w += …`: an assignment meant, which code's elaboration explains */
+        if (n->kind == NODE_BINOP && n->name[0] && n->name[strlen(n->name) - 1] == '=') return;
         diag_error(n->span, "'let%%cd %s' holds code — assignments (t =: …), t.forward, t.backprop — but this is "
                    "a value", item->name);
         diag_note(item->span, "a tensor computed from others is defined with let%%op: let%%op %s%s = …", item->name,
