@@ -57,6 +57,12 @@ bool code_tensor(Elab *e, const Node *n, Env *env, Tensor **t, bool *grad) {
     return true;
 }
 
+void report_not_code_primitive(const char *name, bool binary, Span span) {
+    diag_error(span, "'%s' is not a primitive operation of %%cd code", name);
+    const char *near = scalar_op_closest(name, binary);
+    if (near) diag_note(span, "did you mean '%s'?", near);
+}
+
 /* `name` applied to `count` operands in the right side of an assignment (infix when `binary`)
  * must be a primitive of %cd code (docs/language.md §3.7.3) taking that many; false after
  * reporting it, with the closest primitive's name when one is near (a misspelling). */
@@ -64,9 +70,7 @@ static bool check_code_primitive(const char *name, bool binary, uint32_t count, 
     bool swapped;
     int op = scalar_op_code(name, binary, &swapped);
     if (op < 0) {
-        diag_error(span, "'%s' is not a primitive operation of %%cd code", name);
-        const char *near = scalar_op_closest(name, binary);
-        if (near) diag_note(span, "did you mean '%s'?", near);
+        report_not_code_primitive(name, binary, span);
         return false;
     }
     unsigned arity = scalar_op_arity((ScalarOp)op);

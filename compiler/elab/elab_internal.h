@@ -391,6 +391,9 @@ void emit_relations(Elab *e, Logic logic, Shape *const *slots, uint32_t n, RowKi
 void settle_paddings(Elab *e);
 uint32_t operator_arity(const Node *op);
 bool check_compose_products(const Node *n, const char *what);
+/* code.c: the error that `name` (infix when `binary`) is no primitive of %cd code, with the
+ * closest primitive's name when one is near. */
+void report_not_code_primitive(const char *name, bool binary, Span span);
 bool check_operator(const Node *op);
 const Spec *emit_logic(Elab *e, Env *env, Logic logic, const Spec *spec, Tensor *r, Tensor **ts, uint32_t n,
                        const Node *captures, Span span, const char *op);

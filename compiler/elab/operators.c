@@ -842,9 +842,7 @@ static bool check_read_names(const Node *n, const char *const *locals, uint32_t 
     const Node *applied = n->kind == NODE_APP && n->a && n->a->kind == NODE_VAR ? n->a : binary ? n : NULL;
     if (applied && (binary ? scalar_op_code(n->name, true, &swapped) < 0
                            : scalar_op_lookup(applied->name, false) < 0 && !scalar_code_builtin(applied->name))) {
-        diag_error(applied->span, "'%s' is not a primitive operation of %%cd code", applied->name);
-        const char *near = scalar_op_closest(applied->name, binary);
-        if (near) diag_note(applied->span, "did you mean '%s'?", near);
+        report_not_code_primitive(applied->name, binary, applied->span);
         ok = false;
     }
     if (n->kind != NODE_APP || !n->a || n->a->kind != NODE_VAR) ok &= check_read_names(n->a, locals, nlocals);

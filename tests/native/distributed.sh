@@ -209,11 +209,14 @@ if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/two" >>"$T/log" 2>&1 && "$TSRC"
     # The agreement check covers the run's own options and what --load brings: --reduce,
     # --save and --check-replicas given to one process, and checkpoints that differ, stop both
     # with status 1 (they hung, or ran apart).
+    # Process 0 runs ./two as it is, process 1 with the arguments given.
+    one_apart() { (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./two "$@") >"$T/out" 2>"$T/err"; }
     for case in "--reduce=ordered|disagree on --reduce: process 0 has fast, process 1 has ordered" \
                 "--save s.npz|disagree on --save: process 1 was started with it and process 0 without" \
                 "--check-replicas|disagree on --check-replicas: process 1 was started with it and process 0 without"; do
         extra=${case%%|*} want=${case#*|}
-        (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./two $extra) >"$T/out" 2>"$T/err"
+        # shellcheck disable=SC2086
+        one_apart $extra
         st=$?
         if [ $st = 1 ] && [ "$(grep -cF "$want" "$T/err")" = 2 ] && ! grep -q '^epoch' "$T/out" && [ ! -e "$T/dt/s.npz" ]; then ok
         else bad "$extra on one process only: both stop at the start (status $st)"; fi
@@ -226,7 +229,8 @@ if "$TSRC" tests/native/dist_train.tsr -o "$T/dt/two" >>"$T/log" 2>&1 && "$TSRC"
                 "--distributed=none|process 0 runs, process 1 was started with --distributed=none" \
                 "--bogus|process 0 runs, process 1 has a bad command line"; do
         extra=${case%%|*} want=${case#*|}
-        (cd "$T/dt" && $MPIRUN -np 1 ./two : -np 1 ./two $extra) >"$T/out" 2>"$T/err"
+        # shellcheck disable=SC2086
+        one_apart $extra
         st=$?
         if [ $st = 2 ] && grep -qF "the processes began differently: $want" "$T/err" && ! grep -q '^epoch' "$T/out" &&
            { [ "$extra" != --bogus ] || grep -qF "error: process 1: unknown option '--bogus'" "$T/err"; }; then ok
